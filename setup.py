@@ -1,0 +1,14 @@
+"""Build the optional C accelerator; stepscope works without it (pure-Python fallback)."""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "stepscope.xspace._fastwire",
+            sources=["src/stepscope/xspace/_fastwire.c"],
+            optional=True,  # no compiler: install still succeeds, the fallback is used
+            extra_compile_args=["-O2"],
+        )
+    ]
+)

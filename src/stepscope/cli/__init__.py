@@ -1,0 +1,1 @@
+"""Thin command-line front end over the library."""

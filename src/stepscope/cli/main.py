@@ -1,0 +1,57 @@
+"""`stepscope` console entry point.
+
+Sub-commands live in `stepscope.cli.commands`, one module each, found automatically: a module
+defines ``register(subparsers)`` which adds its parser and sets ``func(args) -> int``.
+User errors (`StepscopeError`) print one line and exit 2; no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+
+from stepscope import __version__
+from stepscope.errors import StepscopeError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    import stepscope.cli.commands as commands
+
+    parser = argparse.ArgumentParser(
+        prog="stepscope",
+        description="Profile ML training steps and see where the time goes.",
+    )
+    parser.add_argument("--version", action="version", version=f"stepscope {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 0
+    try:
+        return int(func(args) or 0)
+    except StepscopeError as exc:
+        print(f"stepscope: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("stepscope: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `stepscope ... | head`
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""Helpers shared by commands: JSON output and human-readable sizes and durations."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+
+def print_json(data: Any) -> None:
+    json.dump(data, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"
+
+
+def human_ns(ns: float) -> str:
+    if ns >= 1e9:
+        return f"{ns / 1e9:.3f} s"
+    if ns >= 1e6:
+        return f"{ns / 1e6:.3f} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.1f} us"
+    return f"{ns:.0f} ns"
+
+
+def table(rows: list[list[str]], header: list[str]) -> str:
+    """A plain aligned text table (numbers right-aligned)."""
+    widths = (
+        [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+        if rows
+        else [len(h) for h in header]
+    )
+
+    def fmt(row: list[str]) -> str:
+        cells = []
+        for value, width in zip(row, widths, strict=True):
+            text = str(value)
+            numeric = (
+                text.replace(".", "", 1)
+                .replace("%", "")
+                .replace(",", "")
+                .strip()
+                .lstrip("-")
+                .isdigit()
+            )
+            cells.append(text.rjust(width) if numeric else text.ljust(width))
+        return "  ".join(cells).rstrip()
+
+    return "\n".join([fmt(header), fmt(["-" * w for w in widths]), *(fmt(r) for r in rows)])

@@ -1,0 +1,162 @@
+"""On-disk cache of converted profiles, so a second open is a memory map instead of a parse.
+
+Where: ``$STEPSCOPE_CACHE_DIR`` or the user cache directory (``platformdirs``), never beside the
+user's profile unless they pass a directory explicitly. Key: source path + its size and mtime
+(or etag) + stepscope version + model schema version, so a changed profile or a new release
+converts again. Entries are written to a temporary directory and renamed into place, so a
+crash never leaves a half-written entry that would be read later.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from stepscope import __version__
+from stepscope.model import fs
+from stepscope.model.profile import Line, Plane, Profile, Stats
+from stepscope.model.strings import StringTable
+
+SCHEMA_VERSION = 1
+_ARRAYS = (
+    "line",
+    "meta",
+    "name",
+    "start_ns",
+    "dur_ns",
+    "stat_start",
+    "meta_plane",
+    "meta_id",
+    "meta_name",
+    "meta_display_name",
+    "meta_stat_start",
+)
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("STEPSCOPE_CACHE_DIR")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("stepscope"))
+
+
+def cache_key(source: str) -> str:
+    raw = f"{SCHEMA_VERSION}|{__version__}|{fs.normalize(source)}|{fs.signature(source)}"
+    return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def entry_dir(source: str, cache_dir: Path | None = None) -> Path:
+    key = cache_key(source)
+    return (cache_dir or default_cache_dir()) / "profiles" / key[:2] / key
+
+
+def _pack_strings(strings: StringTable) -> tuple[np.ndarray, np.ndarray]:
+    encoded = [s.encode("utf-8", "surrogateescape") for s in strings.strings]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
+
+
+def _unpack_strings(blob: np.ndarray, offsets: np.ndarray) -> StringTable:
+    data = blob.tobytes()
+    bounds = offsets.tolist()
+    return StringTable(
+        data[bounds[i] : bounds[i + 1]].decode("utf-8", "surrogateescape")
+        for i in range(len(bounds) - 1)
+    )
+
+
+def _json_stat(value: object) -> object:
+    if isinstance(value, bytes):
+        return {"__bytes__": value.hex()}
+    return value
+
+
+def _py_stat(value: object) -> object:
+    if isinstance(value, dict) and "__bytes__" in value:
+        return bytes.fromhex(value["__bytes__"])
+    return value
+
+
+def save(profile: Profile, target: Path) -> None:
+    """Write ``profile`` as the cache entry ``target`` (atomically)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
+    try:
+        for name in _ARRAYS:
+            np.save(tmp / f"{name}.npy", getattr(profile, name))
+        for prefix, stats in (("stats", profile.stats), ("meta_stats", profile.meta_stats)):
+            np.save(tmp / f"{prefix}_key.npy", stats.key)
+            np.save(tmp / f"{prefix}_kind.npy", stats.kind)
+            np.save(tmp / f"{prefix}_value.npy", stats.value)
+        blob, offsets = _pack_strings(profile.strings)
+        np.save(tmp / "strings_blob.npy", blob)
+        np.save(tmp / "strings_offsets.npy", offsets)
+        header = {
+            "hostname": profile.hostname,
+            "source": profile.source,
+            "errors": profile.errors,
+            "warnings": profile.warnings,
+            "planes": [
+                {**asdict(p), "stats": {k: _json_stat(v) for k, v in p.stats.items()}}
+                for p in profile.planes
+            ],
+            "lines": [asdict(line) for line in profile.lines],
+        }
+        (tmp / "header.json").write_text(json.dumps(header))
+        if target.exists():
+            shutil.rmtree(target, ignore_errors=True)
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def load(target: Path) -> Profile | None:
+    """The cached profile at ``target`` (arrays memory-mapped, read-only), or None."""
+    header_path = target / "header.json"
+    if not header_path.exists():
+        return None
+    try:
+        header = json.loads(header_path.read_text())
+        arrays = {name: np.load(target / f"{name}.npy", mmap_mode="r") for name in _ARRAYS}
+
+        def stats(prefix: str) -> Stats:
+            return Stats(
+                *(
+                    np.load(target / f"{prefix}_{part}.npy", mmap_mode="r")
+                    for part in ("key", "kind", "value")
+                )
+            )
+
+        strings = _unpack_strings(
+            np.load(target / "strings_blob.npy"), np.load(target / "strings_offsets.npy")
+        )
+        planes = [
+            Plane(**{**p, "stats": {k: _py_stat(v) for k, v in p["stats"].items()}})
+            for p in header["planes"]
+        ]
+        lines = [Line(**line) for line in header["lines"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # a damaged entry is simply rebuilt
+    return Profile(
+        hostname=header["hostname"],
+        source=header["source"],
+        strings=strings,
+        planes=planes,
+        lines=lines,
+        stats=stats("stats"),
+        meta_stats=stats("meta_stats"),
+        errors=header["errors"],
+        warnings=header["warnings"],
+        **arrays,
+    )

@@ -1,0 +1,320 @@
+"""XSpace -> columnar `Profile`.
+
+The heavy lifting (walking millions of events) is done by `stepscope.xspace.wire`; here the
+plane-local metadata ids are mapped to profile-wide rows and interned names with vectorized
+lookups, picoseconds become nanoseconds, and lines are sorted by start time if a writer left
+them unsorted.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from stepscope.errors import ProfileFormatError
+from stepscope.model.profile import Line, Plane, Profile, PyStat, Stats
+from stepscope.model.strings import StringTable
+from stepscope.xspace.io import read_profile_bytes
+from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace, XStat
+from stepscope.xspace.wire import (
+    KIND_BYTES,
+    KIND_REF,
+    KIND_STR,
+    RawColumns,
+    _stat_value,
+    decode_columns,
+)
+
+PS_PER_NS = 1000
+
+
+def load_profile(path: str | os.PathLike[str], hostname: str | None = None) -> Profile:
+    """Read an `.xplane.pb[.gz]` file into a `Profile`."""
+    # The file's bytes are released once decoded, before the model is built (peak memory).
+    raw = _decode(read_profile_bytes(path), str(path))
+    return profile_from_columns(raw, str(path), hostname)
+
+
+def profile_from_xspace(
+    space: XSpace, source: str = "<memory>", hostname: str | None = None
+) -> Profile:
+    return profile_from_bytes(space.SerializeToString(), source=source, hostname=hostname)
+
+
+def profile_from_bytes(
+    data: bytes, source: str = "<bytes>", hostname: str | None = None
+) -> Profile:
+    return profile_from_columns(_decode(data, source), source, hostname)
+
+
+def _decode(data: bytes, source: str) -> RawColumns:
+    try:
+        raw = decode_columns(data)
+    except ValueError as exc:
+        raise ProfileFormatError(
+            source,
+            "not a valid XSpace profile (truncated or corrupt protobuf data)",
+            "re-capture or copy the file again",
+        ) from exc
+    if not raw.plane_headers:
+        raise ProfileFormatError(
+            source, "is not an XSpace profile: it holds no planes", "expected a .xplane.pb file"
+        )
+    return raw
+
+
+def _stat_python(stat: XStat, plane: XPlane) -> PyStat:
+    which = stat.WhichOneof("value")
+    if which is None:
+        return None
+    if which == "ref_value":
+        ref = plane.stat_metadata.get(stat.ref_value)
+        return ref.name if ref is not None else ""
+    value: PyStat = getattr(stat, which)
+    return value
+
+
+def profile_from_columns(raw: RawColumns, source: str, hostname: str | None) -> Profile:
+    strings = StringTable(s.decode("utf-8", "surrogateescape") for s in raw.strings)
+    intern = strings.intern
+    empty_id = intern("")
+
+    # Lines and planes (few): plain Python.
+    planes: list[Plane] = []
+    lines: list[Line] = []
+    for index, header in enumerate(raw.plane_headers):
+        plane_lines = [line for line in raw.lines if line.plane == index]
+        stats = {
+            (
+                header.stat_metadata[s.metadata_id].name
+                if s.metadata_id in header.stat_metadata
+                else str(s.metadata_id)
+            ): _stat_python(s, header)
+            for s in header.stats
+        }
+        planes.append(Plane(index, header.id, header.name, stats, len(lines), len(plane_lines)))
+        for line in plane_lines:
+            lines.append(
+                Line(
+                    len(lines),
+                    index,
+                    line.id,
+                    line.display_id,
+                    line.name,
+                    line.display_name,
+                    line.timestamp_ns,
+                    line.duration_ps,
+                    line.first_event,
+                    line.event_count,
+                )
+            )
+
+    # Event metadata: one profile-wide row per (plane, id), sorted by id within each plane so
+    # plane-local ids map to rows with searchsorted.
+    meta_plane: list[int] = []
+    meta_id: list[int] = []
+    meta_name: list[int] = []
+    meta_display: list[int] = []
+    meta_stat_rows: list[tuple[int, int, int]] = []  # key, kind, value
+    meta_stat_count: list[int] = []
+    plane_meta_base: list[int] = []
+    # Stat metadata: plane-local id -> string id of the stat name, also sorted per plane.
+    stat_keys: list[tuple[np.ndarray, np.ndarray]] = []
+    for index, header in enumerate(raw.plane_headers):
+        ids = np.array(sorted(header.stat_metadata), dtype=np.int64)
+        names = np.array(
+            [intern(header.stat_metadata[i].name) for i in ids.tolist()], dtype=np.int32
+        )
+        stat_keys.append((ids, names))
+        plane_meta_base.append(len(meta_id))
+        for event_id in sorted(header.event_metadata):
+            meta = header.event_metadata[event_id]
+            meta_plane.append(index)
+            meta_id.append(event_id)
+            meta_name.append(intern(meta.name))
+            meta_display.append(intern(meta.display_name) if meta.display_name else empty_id)
+            for stat in meta.stats:
+                key = header.stat_metadata.get(stat.metadata_id)
+                value = _stat_python(stat, header)
+                meta_stat_rows.append(
+                    _encode_meta_stat(
+                        strings, key.name if key else str(stat.metadata_id), value, stat
+                    )
+                )
+            meta_stat_count.append(len(meta.stats))
+    plane_meta_base.append(len(meta_id))
+
+    n = raw.n_events
+    meta_id_arr = np.array(meta_id, dtype=np.int64)
+    meta_name_arr = np.array(meta_name, dtype=np.int32)
+
+    # Events: map plane-local metadata ids to rows, plane by plane (events of a plane are a
+    # contiguous range because the file nests events inside lines inside planes).
+    event_meta = np.zeros(n, dtype=np.int32)
+    st_key = np.zeros(len(raw.st_meta), dtype=np.int32)
+    st_value = raw.st_value
+    for index in range(len(raw.plane_headers)):
+        plane_line_idx = [i for i, line in enumerate(raw.lines) if line.plane == index]
+        if not plane_line_idx:
+            continue
+        ev_lo = raw.lines[plane_line_idx[0]].first_event
+        last = raw.lines[plane_line_idx[-1]]
+        ev_hi = last.first_event + last.event_count
+        base, top = plane_meta_base[index], plane_meta_base[index + 1]
+        event_meta[ev_lo:ev_hi] = _map_ids(
+            raw.ev_meta[ev_lo:ev_hi],
+            meta_id_arr[base:top],
+            base,
+            _missing_meta(
+                strings, meta_plane, meta_id, meta_name, meta_display, meta_stat_count, index
+            ),
+        )
+        st_lo, st_hi = int(raw.ev_stat_start[ev_lo]), int(raw.ev_stat_start[ev_hi])
+        ids, names = stat_keys[index]
+        key_rows = _map_ids(raw.st_meta[st_lo:st_hi], ids, 0, None)
+        known = key_rows >= 0
+        keys = np.full(st_hi - st_lo, intern("<unknown stat>"), dtype=np.int32)
+        keys[known] = names[key_rows[known]]
+        st_key[st_lo:st_hi] = keys
+        # REF values point at stat metadata names: resolve them to string ids.
+        refs = np.flatnonzero(raw.st_kind[st_lo:st_hi] == KIND_REF) + st_lo
+        if len(refs):
+            ref_rows = _map_ids(st_value[refs], ids, 0, None)
+            resolved = np.where(ref_rows >= 0, names[np.maximum(ref_rows, 0)], empty_id)
+            st_value[refs] = resolved
+            raw.st_kind[refs] = KIND_STR
+    # Metadata rows may have grown (events referring to ids with no metadata entry).
+    meta_name_arr = np.array(meta_name, dtype=np.int32)
+
+    # Times: ps offsets -> absolute ns, in place to keep peak memory low.
+    raw.ev_meta = np.zeros(0, np.int64)  # mapped above; free it before more columns appear
+    start_ns = raw.ev_offset_ps
+    start_ns //= PS_PER_NS
+    for line in raw.lines:  # per line, in place: no event-sized temporary
+        start_ns[line.first_event : line.first_event + line.event_count] += line.timestamp_ns
+    dur_ns = raw.ev_duration_ps
+    dur_ns //= PS_PER_NS
+    name = meta_name_arr[event_meta] if n else np.zeros(0, np.int32)
+
+    meta_stat_start = np.zeros(len(meta_id) + 1, dtype=np.int64)
+    np.cumsum(meta_stat_count, out=meta_stat_start[1:])
+    meta_stats_arr = np.array(meta_stat_rows, dtype=np.int64).reshape(-1, 3)
+    profile = Profile(
+        hostname=hostname or (raw.space_header.hostnames[0] if raw.space_header.hostnames else ""),
+        source=source,
+        strings=strings,
+        planes=planes,
+        lines=lines,
+        line=raw.ev_line,
+        meta=event_meta,
+        name=name,
+        start_ns=start_ns,
+        dur_ns=dur_ns,
+        stat_start=raw.ev_stat_start,
+        stats=Stats(st_key, raw.st_kind, st_value),
+        meta_plane=np.array(meta_plane, dtype=np.int32),
+        meta_id=np.array(meta_id, dtype=np.int64),
+        meta_name=meta_name_arr,
+        meta_display_name=np.array(meta_display, dtype=np.int32),
+        meta_stat_start=meta_stat_start,
+        meta_stats=Stats(
+            meta_stats_arr[:, 0].astype(np.int32),
+            meta_stats_arr[:, 1].astype(np.int8),
+            meta_stats_arr[:, 2].copy(),
+        ),
+        errors=list(raw.space_header.errors),
+        warnings=list(raw.space_header.warnings),
+    )
+    sort_lines_by_start(profile)
+    return profile
+
+
+def _map_ids(
+    values: np.ndarray, sorted_ids: np.ndarray, base: int, on_missing: object, chunk: int = 1 << 20
+) -> np.ndarray:
+    """Row of each value in ``sorted_ids`` (+ base); -1 (or a new row) where it is missing.
+
+    Works in chunks so the temporaries of searchsorted stay small on multi-million-event files.
+    """
+    rows = np.empty(len(values), dtype=np.int32)
+    missing_any = False
+    for lo in range(0, len(values), chunk):
+        part = values[lo : lo + chunk]
+        if len(sorted_ids) == 0:
+            rows[lo : lo + chunk] = -1
+            missing_any = missing_any or len(part) > 0
+            continue
+        pos = np.minimum(np.searchsorted(sorted_ids, part), len(sorted_ids) - 1)
+        found = sorted_ids[pos] == part
+        rows[lo : lo + chunk] = np.where(found, pos + base, -1)
+        missing_any = missing_any or not found.all()
+    if on_missing is not None and missing_any:
+        absent = rows == -1
+        for missing in np.unique(values[absent]).tolist():
+            rows[absent & (values == missing)] = on_missing(missing)  # type: ignore[operator]
+    return rows
+
+
+def _missing_meta(
+    strings: StringTable,
+    meta_plane: list[int],
+    meta_id: list[int],
+    meta_name: list[int],
+    meta_display: list[int],
+    meta_stat_count: list[int],
+    plane: int,
+) -> object:
+    """Adds a metadata row named after the id for events whose metadata is missing."""
+
+    def add(event_meta_id: int) -> int:
+        meta_plane.append(plane)
+        meta_id.append(event_meta_id)
+        meta_name.append(strings.intern(f"<metadata {event_meta_id}>"))
+        meta_display.append(strings.intern(""))
+        meta_stat_count.append(0)
+        return len(meta_id) - 1
+
+    return add
+
+
+def _encode_meta_stat(
+    strings: StringTable, key: str, value: PyStat, stat: XStat
+) -> tuple[int, int, int]:
+
+    which = stat.WhichOneof("value")
+    if which == "ref_value":
+        return strings.intern(key), KIND_STR, strings.intern(str(value))
+    if which in ("str_value", "bytes_value"):
+        text = value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else str(value)
+        kind = KIND_STR if which == "str_value" else KIND_BYTES
+        return strings.intern(key), kind, strings.intern(text)
+    kind, encoded = _stat_value(stat, {}, [])
+    return strings.intern(key), kind, encoded
+
+
+def sort_lines_by_start(profile: Profile) -> None:
+    """Sort events by start time within each line (stable), moving their stats along.
+
+    Writers almost always emit lines sorted; only the lines that are not get reordered, one at
+    a time, so the extra memory is that of the largest unsorted line.
+    """
+    start = profile.start_ns
+    for line in profile.lines:
+        lo, hi = line.first_event, line.first_event + line.event_count
+        if hi - lo < 2 or not np.any(start[lo + 1 : hi] < start[lo : hi - 1]):
+            continue
+        order = np.argsort(start[lo:hi], kind="stable") + lo
+        stat_lo, stat_hi = int(profile.stat_start[lo]), int(profile.stat_start[hi])
+        counts = np.diff(profile.stat_start[lo : hi + 1])[order - lo]
+        new_start = np.zeros(hi - lo + 1, dtype=np.int64)
+        np.cumsum(counts, out=new_start[1:])
+        new_start += stat_lo
+        src = profile.stat_start[order]
+        rows = np.repeat(src - new_start[:-1], counts) + np.arange(stat_lo, stat_hi)
+        for table in (profile.stats.key, profile.stats.kind, profile.stats.value):
+            table[stat_lo:stat_hi] = table[rows]
+        for column in (profile.line, profile.meta, profile.name, profile.start_ns, profile.dur_ns):
+            column[lo:hi] = column[order]
+        profile.stat_start[lo:hi] = new_start[:-1]
+    profile.__dict__.pop("stat_owner", None)

@@ -1,0 +1,260 @@
+"""The columnar event model: one host's trace, whatever framework or file it came from.
+
+Per event (NumPy columns, no Python object per event): line, event metadata, interned name,
+start and duration in int64 nanoseconds. Stats live in a side table addressed by
+``stat_start`` (CSR layout: the stats of event i are rows ``stat_start[i]:stat_start[i+1]``).
+Planes and lines are few and kept as small dataclasses.
+
+Time base: ``start_ns`` is on the profile's own clock (XSpace line timestamp + offset), the
+same clock for every plane of a host.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from stepscope.model.strings import StringTable
+from stepscope.xspace.wire import (
+    KIND_BYTES,
+    KIND_DOUBLE,
+    KIND_INT,
+    KIND_NONE,
+    KIND_STR,
+    KIND_UINT,
+)
+
+PyStat = int | float | str | bytes | None
+
+
+@dataclass(frozen=True)
+class Plane:
+    index: int
+    id: int
+    name: str
+    stats: dict[str, PyStat]
+    first_line: int
+    line_count: int
+
+    @property
+    def is_device(self) -> bool:
+        return self.name.startswith("/device:")
+
+    @property
+    def device_ordinal(self) -> int | None:
+        """N of ``/device:GPU:N`` / ``/device:TPU:N``; None for host planes."""
+        if not self.is_device:
+            return None
+        tail = self.name.rsplit(":", 1)[-1]
+        return int(tail) if tail.isdigit() else None
+
+
+@dataclass(frozen=True)
+class Line:
+    index: int
+    plane: int
+    id: int
+    display_id: int
+    name: str
+    display_name: str
+    timestamp_ns: int
+    duration_ps: int
+    first_event: int
+    event_count: int
+
+    @property
+    def label(self) -> str:
+        return self.display_name or self.name or str(self.id)
+
+
+@dataclass
+class Stats:
+    """A stat table: key (string id of the stat name), kind (see xspace.wire), value.
+
+    ``value`` holds ints directly (uint64 as its two's-complement bits), float64 bits for
+    doubles, and a string id for STR (and resolved REF) and BYTES values.
+    """
+
+    key: np.ndarray  # int32
+    kind: np.ndarray  # int8
+    value: np.ndarray  # int64
+
+    def __len__(self) -> int:
+        return len(self.key)
+
+
+@dataclass
+class StatColumn:
+    """One stat, dense over all events: ``present[i]`` tells whether event i has it."""
+
+    present: np.ndarray  # bool
+    kind: np.ndarray  # int8
+    value: np.ndarray  # int64
+
+    def as_float(self) -> np.ndarray:
+        """Values as float64 (NaN where absent or not numeric)."""
+        out = np.full(len(self.value), np.nan)
+        ints = self.present & ((self.kind == KIND_INT) | (self.kind == KIND_UINT))
+        out[ints] = self.value[ints]
+        doubles = self.present & (self.kind == KIND_DOUBLE)
+        out[doubles] = self.value[doubles].view(np.float64)
+        return out
+
+    def as_int(self, default: int = -1) -> np.ndarray:
+        """Values as int64 (doubles truncated; ``default`` where absent or a string)."""
+        out = np.full(len(self.value), default, dtype=np.int64)
+        ints = self.present & ((self.kind == KIND_INT) | (self.kind == KIND_UINT))
+        out[ints] = self.value[ints]
+        doubles = self.present & (self.kind == KIND_DOUBLE)
+        out[doubles] = self.value[doubles].view(np.float64).astype(np.int64)
+        return out
+
+    def string_ids(self) -> np.ndarray:
+        """String ids for string values, -1 elsewhere."""
+        out = np.full(len(self.value), -1, dtype=np.int32)
+        strs = self.present & ((self.kind == KIND_STR) | (self.kind == KIND_BYTES))
+        out[strs] = self.value[strs]
+        return out
+
+
+@dataclass
+class Profile:
+    """One host's trace in columns. Build with `stepscope.model.profile_from_bytes`."""
+
+    hostname: str
+    source: str
+    strings: StringTable
+    planes: list[Plane]
+    lines: list[Line]
+    # events
+    line: np.ndarray  # int32: index into `lines`
+    meta: np.ndarray  # int32: index into the metadata columns
+    name: np.ndarray  # int32: string id of the event name
+    start_ns: np.ndarray  # int64
+    dur_ns: np.ndarray  # int64
+    stat_start: np.ndarray  # int64, length n_events + 1
+    stats: Stats
+    # event metadata (profile-wide rows; XSpace ids are plane-local)
+    meta_plane: np.ndarray  # int32
+    meta_id: np.ndarray  # int64: the XSpace id within its plane
+    meta_name: np.ndarray  # int32: string id
+    meta_display_name: np.ndarray  # int32: string id ('' when none)
+    meta_stat_start: np.ndarray  # int64, length n_metadata + 1
+    meta_stats: Stats
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    # ---- sizes and derived columns -------------------------------------------------------
+    @property
+    def n_events(self) -> int:
+        return len(self.start_ns)
+
+    @property
+    def end_ns(self) -> np.ndarray:
+        return self.start_ns + self.dur_ns
+
+    @cached_property
+    def line_plane(self) -> np.ndarray:
+        """Plane index of each line."""
+        return np.array([line.plane for line in self.lines], dtype=np.int32)
+
+    @cached_property
+    def plane(self) -> np.ndarray:
+        """Plane index of each event."""
+        return self.line_plane[self.line] if len(self.lines) else np.zeros(0, np.int32)
+
+    @cached_property
+    def stat_owner(self) -> np.ndarray:
+        """Event index of each stat row."""
+        counts = np.diff(self.stat_start)
+        return np.repeat(np.arange(self.n_events, dtype=np.int64), counts)
+
+    def time_span_ns(self) -> tuple[int, int]:
+        """(first start, last end) over all events; (0, 0) when empty."""
+        if self.n_events == 0:
+            return 0, 0
+        return int(self.start_ns.min()), int(self.end_ns.max())
+
+    # ---- lookups ---------------------------------------------------------------------------
+    def plane_by_name(self, name: str) -> Plane | None:
+        return next((p for p in self.planes if p.name == name), None)
+
+    def planes_where(self, predicate: Callable[[Plane], bool]) -> list[Plane]:
+        return [p for p in self.planes if predicate(p)]
+
+    def events_of_plane(self, plane: Plane) -> slice:
+        """Events of a plane form one contiguous range."""
+        if plane.line_count == 0:
+            return slice(0, 0)
+        first = self.lines[plane.first_line]
+        last = self.lines[plane.first_line + plane.line_count - 1]
+        return slice(first.first_event, last.first_event + last.event_count)
+
+    def events_of_line(self, line: Line) -> slice:
+        return slice(line.first_event, line.first_event + line.event_count)
+
+    def display_name_ids(self) -> np.ndarray:
+        """Per event: the metadata display name's string id, or the name's when it has none."""
+        empty = self.strings.id_of("")
+        display = self.meta_display_name[self.meta]
+        return np.where(display == empty, self.name, display)
+
+    def stat(self, name: str) -> StatColumn:
+        """The stat ``name`` for every event: event stats, else its metadata's stats."""
+        n = self.n_events
+        present = np.zeros(n, dtype=bool)
+        kind = np.zeros(n, dtype=np.int8)
+        value = np.zeros(n, dtype=np.int64)
+        key = self.strings.id_of(name)
+        if key < 0:
+            return StatColumn(present, kind, value)
+        meta_rows = np.flatnonzero(self.meta_stats.key == key)
+        if len(meta_rows):
+            meta_owner = np.searchsorted(self.meta_stat_start, meta_rows, side="right") - 1
+            meta_kind = np.zeros(len(self.meta_id), dtype=np.int8)
+            meta_value = np.zeros(len(self.meta_id), dtype=np.int64)
+            meta_kind[meta_owner] = self.meta_stats.kind[meta_rows]
+            meta_value[meta_owner] = self.meta_stats.value[meta_rows]
+            kind = meta_kind[self.meta]
+            value = meta_value[self.meta]
+            present = kind != KIND_NONE
+        rows = np.flatnonzero(self.stats.key == key)
+        if len(rows):
+            owners = self.stat_owner[rows]
+            present[owners] = True
+            kind[owners] = self.stats.kind[rows]
+            value[owners] = self.stats.value[rows]
+        return StatColumn(present, kind, value)
+
+    def stat_value_py(self, kind: int, value: int) -> PyStat:
+        """One stat value as a Python object."""
+        if kind in (KIND_INT, KIND_UINT):
+            return value if kind == KIND_INT or value >= 0 else value + (1 << 64)
+        if kind == KIND_DOUBLE:
+            return float(struct.unpack("<d", struct.pack("<q", value))[0])
+        if kind == KIND_STR:
+            return self.strings[value]
+        if kind == KIND_BYTES:
+            return self.strings[value].encode("utf-8", "surrogateescape")
+        return None
+
+    def event_stats(self, event: int) -> dict[str, PyStat]:
+        """All stats of one event (metadata stats first, event stats override)."""
+        out: dict[str, PyStat] = {}
+        meta = int(self.meta[event])
+        for table, lo, hi in (
+            (self.meta_stats, self.meta_stat_start[meta], self.meta_stat_start[meta + 1]),
+            (self.stats, self.stat_start[event], self.stat_start[event + 1]),
+        ):
+            for row in range(int(lo), int(hi)):
+                out[self.strings[int(table.key[row])]] = self.stat_value_py(
+                    int(table.kind[row]), int(table.value[row])
+                )
+        return out
+
+    def event_name(self, event: int) -> str:
+        return self.strings[int(self.name[event])]

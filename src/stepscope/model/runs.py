@@ -1,0 +1,162 @@
+"""Finding runs and hosts under a log directory (local paths or fsspec URLs).
+
+Layouts recognised:
+- TensorFlow: ``<logdir>/[<tbrun>/]plugins/profile/<session>/<host>.xplane.pb[.gz]``; each
+  session directory is one run, each file one host.
+- PyTorch: ``*.pt.trace.json[.gz]`` anywhere; the files of one directory form one run, one host
+  per file (``{worker}.{time_ns}.pt.trace.json`` -> host ``worker``).
+A single profile file (any ``.xplane.pb``, ``.json``, ``.json.gz``) is also a one-host run.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from stepscope.errors import NotFoundError
+from stepscope.model import fs
+
+Format = Literal["xspace", "kineto"]
+ALL_HOSTS = "ALL_HOSTS"
+_XPLANE = re.compile(r"^(?:(.*)\.)?xplane\.pb(?:\.gz)?$")
+_KINETO = re.compile(r"^(.*?)(?:\.(\d+))?\.pt\.trace\.json(?:\.gz)?$")
+
+
+@dataclass(frozen=True)
+class HostFile:
+    host: str
+    path: str
+    format: Format
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class Run:
+    name: str  # relative to the log directory, '/'-separated
+    path: str  # the run directory (or the file, for a single-file run)
+    hosts: tuple[HostFile, ...]
+
+    @property
+    def host_names(self) -> list[str]:
+        return [h.host for h in self.hosts]
+
+    def host(self, name: str) -> HostFile:
+        for host in self.hosts:
+            if host.host == name:
+                return host
+        raise NotFoundError(
+            f"run {self.name!r} has no host {name!r}; hosts: {', '.join(self.host_names)}"
+        )
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(h.size_bytes for h in self.hosts)
+
+
+def format_of(path: str) -> Format | None:
+    """The profile format a file name implies, or None."""
+    base = posixpath.basename(path.replace(os.sep, "/"))
+    if _XPLANE.match(base) or base.endswith((".xplane.pb", ".pb", ".pb.gz")):
+        return "xspace"
+    if base.endswith((".json", ".json.gz")):
+        return "kineto"
+    return None
+
+
+def host_name_of(path: str) -> str:
+    base = posixpath.basename(path.replace(os.sep, "/"))
+    match = _XPLANE.match(base)
+    if match:
+        return match.group(1) or "localhost"
+    match = _KINETO.match(base)
+    if match:
+        return match.group(1) or "worker"
+    for suffix in (".json.gz", ".json", ".pb.gz", ".pb"):
+        if base.endswith(suffix):
+            return base[: -len(suffix)]
+    return base
+
+
+def _unique_hosts(hosts: list[HostFile]) -> tuple[HostFile, ...]:
+    """Disambiguate equal host names (two traces of one worker) with a numeric suffix."""
+    seen: dict[str, int] = {}
+    out = []
+    for host in sorted(hosts, key=lambda h: (h.host, h.path)):
+        count = seen.get(host.host, 0)
+        seen[host.host] = count + 1
+        out.append(
+            host
+            if count == 0
+            else HostFile(f"{host.host}.{count}", host.path, host.format, host.size_bytes)
+        )
+    return tuple(out)
+
+
+def discover_runs(logdir: str) -> list[Run]:
+    """All runs under ``logdir``, sorted by name. Raises NotFoundError if it does not exist."""
+    root = fs.normalize(logdir)
+    if not fs.isdir(root):
+        if fs.isfile(root):
+            return [single_file_run(root)]
+        raise NotFoundError(f"{logdir}: no such directory")
+    runs: list[Run] = []
+    for dirpath, filenames in fs.walk(root):
+        rel = fs.relpath(dirpath, root)
+        parts = [] if rel == "." else rel.split("/")
+        full_parts = dirpath.rstrip("/").split("/")
+        if full_parts[-3:-1] == ["plugins", "profile"]:
+            hosts = [
+                HostFile(
+                    host_name_of(f), fs.join(dirpath, f), "xspace", fs.size(fs.join(dirpath, f))
+                )
+                for f in filenames
+                if _XPLANE.match(f)
+            ]
+            if hosts:
+                name = "/".join([*parts[:-3], full_parts[-1]])
+                runs.append(Run(name, dirpath, _unique_hosts(hosts)))
+        kineto = [f for f in filenames if _KINETO.match(f)]
+        if kineto:
+            hosts = [
+                HostFile(
+                    host_name_of(f), fs.join(dirpath, f), "kineto", fs.size(fs.join(dirpath, f))
+                )
+                for f in kineto
+            ]
+            name = rel if rel != "." else posixpath.basename(root.rstrip("/")) or "."
+            runs.append(Run(name, dirpath, _unique_hosts(hosts)))
+    return sorted(runs, key=lambda r: r.name)
+
+
+def single_file_run(path: str) -> Run:
+    fmt = format_of(path)
+    if fmt is None:
+        raise NotFoundError(
+            f"{path}: not a profile file "
+            "(expected .xplane.pb[.gz], .pt.trace.json[.gz] or .json[.gz])"
+        )
+    host = HostFile(host_name_of(path), path, fmt, fs.size(path))
+    return Run(posixpath.basename(path), path, (host,))
+
+
+def open_run(path: str) -> Run:
+    """A run from a run directory, a profile file, or a log directory holding one run."""
+    root = fs.normalize(path)
+    if fs.isfile(root):
+        return single_file_run(root)
+    runs = discover_runs(root)
+    if not runs:
+        raise NotFoundError(
+            f"{path}: no profiles found (looked for plugins/profile/<run>/*.xplane.pb "
+            "and *.pt.trace.json[.gz])"
+        )
+    exact = [r for r in runs if fs.normalize(r.path) == root]
+    if exact:
+        return exact[0]
+    if len(runs) == 1:
+        return runs[0]
+    names = ", ".join(r.name for r in runs[:10])
+    raise NotFoundError(f"{path}: holds {len(runs)} runs ({names}); name one run directory")

@@ -1,0 +1,1 @@
+"""Shared intermediates computed once per (run, host) and reused by many tools."""

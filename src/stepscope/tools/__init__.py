@@ -1,0 +1,1 @@
+"""One module per tool; each declares ``TOOL = ToolSpec(...)`` (see registry.py)."""

@@ -1,0 +1,211 @@
+"""XSpace bytes -> raw columns, the input of the columnar model.
+
+Two implementations give identical results: the C accelerator `_fastwire` (built at install
+time when a compiler is present) and a protobuf-based fallback. `decode_columns` picks the
+accelerator when it is importable; `STEPSCOPE_PURE_PYTHON=1` forces the fallback.
+
+The raw form keeps XSpace's plane-local metadata ids; `stepscope.model` maps them to
+profile-wide interned names.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace
+
+try:  # The accelerator is optional; see setup.py.
+    from stepscope.xspace import _fastwire  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - exercised when no compiler was available
+    _fastwire = None
+
+# Stat value kinds in `RawColumns.st_kind` (and in the model).
+KIND_NONE, KIND_INT, KIND_UINT, KIND_DOUBLE, KIND_STR, KIND_BYTES, KIND_REF = range(7)
+
+
+@dataclass(frozen=True)
+class RawLine:
+    plane: int
+    id: int
+    display_id: int
+    name: str
+    display_name: str
+    timestamp_ns: int
+    duration_ps: int
+    first_event: int
+    event_count: int
+
+
+@dataclass
+class RawColumns:
+    """Decoded XSpace: small structures as protobuf messages, events and stats as arrays.
+
+    Events are in file order (plane, line, event); the stats of event i are rows
+    ``ev_stat_start[i]:ev_stat_start[i + 1]``. For STR/BYTES stats ``st_value`` indexes
+    ``strings``; for DOUBLE it holds the float64 bit pattern; for REF the stat metadata id.
+    """
+
+    space_header: XSpace  # hostnames, errors, warnings (no planes)
+    plane_headers: list[XPlane]  # id, name, metadata maps, plane stats (no lines)
+    lines: list[RawLine]
+    ev_meta: np.ndarray  # int64, plane-local event metadata id
+    ev_offset_ps: np.ndarray  # int64
+    ev_duration_ps: np.ndarray  # int64
+    ev_stat_start: np.ndarray  # int64, length n_events + 1
+    ev_line: np.ndarray  # int32, index into `lines`
+    st_meta: np.ndarray  # int64, plane-local stat metadata id
+    st_kind: np.ndarray  # int8
+    st_value: np.ndarray  # int64
+    strings: list[bytes]
+    aggregated_events: int  # events carrying num_occurrences instead of an offset
+
+    @property
+    def n_events(self) -> int:
+        return len(self.ev_meta)
+
+
+def accelerated() -> bool:
+    """Whether the C decoder is in use."""
+    return _fastwire is not None and os.environ.get("STEPSCOPE_PURE_PYTHON") != "1"
+
+
+def decode_columns(data: bytes) -> RawColumns:
+    """Decode serialized XSpace bytes. Raises ValueError on corrupt data."""
+    if accelerated():
+        return _decode_fast(data)
+    space = XSpace()
+    space.ParseFromString(data)
+    return columns_from_message(space)
+
+
+def _decode_fast(data: bytes) -> RawColumns:
+    header, planes, columns, strings, aggregated = _fastwire.decode(data)
+    space_header = XSpace.FromString(bytes(header))
+    plane_headers: list[XPlane] = []
+    lines: list[RawLine] = []
+    for plane_index, (plane_header, plane_lines) in enumerate(planes):
+        plane_headers.append(XPlane.FromString(bytes(plane_header)))
+        for line_id, display_id, name, display_name, ts, dur, first, count in plane_lines:
+            lines.append(
+                RawLine(
+                    plane_index,
+                    line_id,
+                    display_id,
+                    name.decode("utf-8", "replace"),
+                    display_name.decode("utf-8", "replace"),
+                    ts,
+                    dur,
+                    first,
+                    count,
+                )
+            )
+    dtypes = {"ev_line": np.int32, "st_kind": np.int8}
+    arrays = {
+        name: np.frombuffer(buf, dtype=dtypes.get(name, np.int64)) for name, buf in columns.items()
+    }
+    return RawColumns(
+        space_header,
+        plane_headers,
+        lines,
+        strings=list(strings),
+        aggregated_events=int(aggregated),
+        **arrays,
+    )
+
+
+def columns_from_message(space: XSpace) -> RawColumns:
+    """The fallback: walk a parsed XSpace message (about 1M events/s)."""
+    n_events = sum(len(line.events) for plane in space.planes for line in plane.lines)
+    n_stats = sum(len(e.stats) for p in space.planes for line in p.lines for e in line.events)
+    ev_meta = np.zeros(n_events, np.int64)
+    ev_offset = np.zeros(n_events, np.int64)
+    ev_dur = np.zeros(n_events, np.int64)
+    ev_stat_start = np.zeros(n_events + 1, np.int64)
+    ev_line = np.zeros(n_events, np.int32)
+    st_meta = np.zeros(n_stats, np.int64)
+    st_kind = np.zeros(n_stats, np.int8)
+    st_value = np.zeros(n_stats, np.int64)
+    interned: dict[bytes, int] = {}
+    strings: list[bytes] = []
+    lines: list[RawLine] = []
+    plane_headers: list[XPlane] = []
+    aggregated = 0
+    ev = st = 0
+    for plane_index, plane in enumerate(space.planes):
+        header = XPlane()
+        header.CopyFrom(plane)
+        del header.lines[:]
+        plane_headers.append(header)
+        for line in plane.lines:
+            first = ev
+            for event in line.events:
+                ev_meta[ev] = event.metadata_id
+                if event.WhichOneof("data") == "num_occurrences":
+                    aggregated += 1
+                else:
+                    ev_offset[ev] = event.offset_ps
+                ev_dur[ev] = event.duration_ps
+                ev_line[ev] = len(lines)
+                ev_stat_start[ev] = st
+                for stat in event.stats:
+                    st_meta[st] = stat.metadata_id
+                    st_kind[st], st_value[st] = _stat_value(stat, interned, strings)
+                    st += 1
+                ev += 1
+            lines.append(
+                RawLine(
+                    plane_index,
+                    line.id,
+                    line.display_id,
+                    line.name,
+                    line.display_name,
+                    line.timestamp_ns,
+                    line.duration_ps,
+                    first,
+                    ev - first,
+                )
+            )
+    ev_stat_start[n_events] = st
+    space_header = XSpace()
+    space_header.CopyFrom(space)
+    del space_header.planes[:]
+    return RawColumns(
+        space_header,
+        plane_headers,
+        lines,
+        ev_meta,
+        ev_offset,
+        ev_dur,
+        ev_stat_start,
+        ev_line,
+        st_meta,
+        st_kind,
+        st_value,
+        strings,
+        aggregated,
+    )
+
+
+def _stat_value(stat: object, interned: dict[bytes, int], strings: list[bytes]) -> tuple[int, int]:
+    which = stat.WhichOneof("value")  # type: ignore[attr-defined]
+    if which is None:
+        return KIND_NONE, 0
+    value = getattr(stat, which)
+    if which == "double_value":
+        return KIND_DOUBLE, struct.unpack("<q", struct.pack("<d", value))[0]
+    if which == "int64_value":
+        return KIND_INT, value
+    if which == "uint64_value":
+        return KIND_UINT, value - (1 << 64) if value >= 1 << 63 else value
+    if which == "ref_value":
+        return KIND_REF, value - (1 << 64) if value >= 1 << 63 else value
+    raw = value.encode("utf-8") if which == "str_value" else value
+    index = interned.get(raw)
+    if index is None:
+        index = interned[raw] = len(strings)
+        strings.append(raw)
+    return (KIND_STR if which == "str_value" else KIND_BYTES), index

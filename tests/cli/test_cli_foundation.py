@@ -1,0 +1,55 @@
+"""`stepscope --version`, `runs` and `info` on the fixtures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from stepscope import __version__
+from stepscope.cli.main import main
+from tests.conftest import FIXTURES
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert __version__ in capsys.readouterr().out
+
+
+def test_runs_lists_five_tf_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["runs", str(FIXTURES / "tf")]) == 0
+    out = capsys.readouterr().out
+    assert "5 run(s)" in out and "localhost_6009" in out
+    assert main(["runs", str(FIXTURES / "tf"), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data) == 5 and data[0]["hosts"][0]["format"] == "xspace"
+
+
+@pytest.mark.parametrize("name", ["ctl", "ctl_opt", "keras", "keras_marked", "remote"])
+def test_info_on_each_tf_run(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info", str(FIXTURES / "tf" / name), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    host = data["hosts"][0]
+    assert host["events"] > 1000
+    assert [p["name"] for p in host["planes"]] == ["/host:CPU", "Task Environment"]
+    assert sum(line["events"] for line in host["planes"][0]["lines"]) == host["events"]
+    assert host["top_events"][0]["total_ns"] > 0
+    assert main(["info", str(FIXTURES / "tf" / name)]) == 0
+    assert "plane '/host:CPU'" in capsys.readouterr().out
+
+
+def test_info_on_gpu_xspace(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["info", str(FIXTURES / "xspace" / "gpu_jax_fused_attention.xplane.pb"), "--json"])
+        == 0
+    )
+    planes = [p["name"] for p in json.loads(capsys.readouterr().out)["hosts"][0]["planes"]]
+    assert "/device:GPU:0" in planes and "/host:CPU" in planes
+
+
+def test_unknown_path_is_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info", "/no/such/place"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "/no/such/place" in err[0]
