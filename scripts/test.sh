@@ -20,9 +20,10 @@ fi
 step "python environment"
 [ -x .venv/bin/python ] || python3 -m venv .venv
 PY=.venv/bin/python
-$PY -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
+quiet() { grep -v '^WARNING: Location' || true; }  # the machine's pip config is noisy
+$PY -m pip install -q --upgrade pip 2>&1 | quiet
 # CPU PyTorch comes from the machine's local wheel (pip install torch==2.13.0 takes it).
-$PY -m pip install -q -e ".[dev,test]" "torch==2.13.0" 2>&1 | grep -v '^WARNING: Location' || true
+$PY -m pip install -q -e ".[dev,test]" "torch==2.13.0" 2>&1 | quiet
 $PY -c "import stepscope.xspace.wire as w; print('C accelerator:', w.accelerated())"
 
 step "generated protobuf code is fresh"

@@ -13,7 +13,7 @@ import pkgutil
 import sys
 from collections.abc import Sequence
 
-from stepscope import __version__
+from stepscope._version import __version__
 from stepscope.errors import StepscopeError
 
 

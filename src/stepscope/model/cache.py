@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stepscope import __version__
+from stepscope._version import __version__
 from stepscope.model import fs
 from stepscope.model.profile import Line, Plane, Profile, Stats
 from stepscope.model.strings import StringTable
