@@ -26,6 +26,8 @@ def test_rewritten_fixture_gives_xprof_the_same_results(name: str, tmp_path: Pat
     original = tmp_path / "a" / "plugins" / "profile" / "run" / "vm.xplane.pb"
     original.parent.mkdir(parents=True)
     shutil.copy(source, original)
-    ours = write_xspace(load_xspace(source), tmp_path / "b" / "plugins" / "profile" / "run" / "vm.xplane.pb")
+    ours = write_xspace(
+        load_xspace(source), tmp_path / "b" / "plugins" / "profile" / "run" / "vm.xplane.pb"
+    )
     for tool in ("overview_page", "input_pipeline_analyzer"):
         assert _xprof(ours, tool) == _xprof(original, tool), tool

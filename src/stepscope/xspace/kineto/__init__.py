@@ -1,0 +1,5 @@
+"""Import PyTorch profiler (Kineto) Chrome-trace JSON as XSpace; see docs/formats/kineto.md."""
+
+from stepscope.xspace.kineto.importer import kineto_bytes_to_xspace, kineto_to_xspace
+
+__all__ = ["kineto_bytes_to_xspace", "kineto_to_xspace"]

@@ -1,0 +1,305 @@
+"""One pass over ``traceEvents``: each event to its plane and line, with its stats.
+
+Decisions:
+
+- ``ts`` / ``dur`` are microseconds (fractions allowed) in every Chrome trace, whatever
+  ``displayTimeUnit`` says (it only sets the viewer's unit); absolute time in ns is
+  ``baseTimeNanoseconds + round(ts * 1000)``, computed from the integer and fractional parts
+  separately so that 16-digit timestamps lose no nanosecond. Negative durations become 0.
+- Phases: ``X`` complete events; ``B``/``E`` pairs (matched per thread); ``i``/``I`` instants
+  (``[memory]`` -> memory events, global-scope profiler markers dropped, others 0-length host
+  events); ``s``/``f``/``t`` flows; ``M`` thread names. Other phases are counted in a warning.
+- Host events: ``/host:CPU``, one line per (pid, tid): line id = tid (2021 files write tids as
+  strings), or a synthetic id when another pid already uses that tid or the tid is not a number.
+- ``user_annotation`` ``ProfilerStep#N`` keeps its name and gets ``step_num = N`` (no ``_r``:
+  step detection reads the name); so does its ``gpu_user_annotation`` copy.
+- Device events: ``/device:GPU:N`` (N = ``device`` arg, else pid); kernels, memcpys and memsets
+  on line ``Stream #S`` (id S = ``stream`` arg, else the tid, ``"stream 7"`` included), with
+  ``device_id`` and ``stream`` always set; ``gpu_user_annotation`` on ``GPU annotations (Stream
+  #S)`` and ``cuda_sync`` on ``CUDA sync (Stream #S)`` (both per stream: ranges from different
+  streams overlap without nesting, and sync waits are not device work).
+- Memcpys are renamed ``MEMCPYHToD`` ... (REFERENCE §2) with the Kineto name as display name,
+  plus ``memcpy_details`` (``num_bytes:N kind_src:.. kind_dst:..``); memsets get
+  ``memset_details``; kernels ``kernel_details``. NCCL args stay as they are.
+- ``overhead`` events (CUPTI buffer requests) go to ``/host:CUPTI``, line ``Activity overhead``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from stepscope.xspace.builder import LineBuilder, PlaneBuilder, StatValue, XSpaceBuilder
+from stepscope.xspace.kineto.categories import (
+    CATEGORIES,
+    DROPPED_ARGS,
+    FRAMEWORK_OP_CATEGORIES,
+    KERNEL_DROPPED_ARGS,
+    LAUNCH_CATEGORIES,
+    Kind,
+    classify,
+    convert_args,
+    kernel_details,
+    memcpy_details,
+    memcpy_name,
+    memset_details,
+    step_number,
+)
+from stepscope.xspace.kineto.devices import (
+    ANNOTATION_LINE_BASE,
+    SYNC_LINE_BASE,
+    SYNTHETIC_LINE_BASE,
+    normalize_tid,
+    stream_of,
+    us_to_ns,
+)
+from stepscope.xspace.kineto.memory import OpInterval, RawMemoryEvent, ThreadKey
+
+HOST_PLANE = "/host:CPU"
+CUPTI_PLANE = "/host:CUPTI"
+# Where an event was added: its line and index there (flows are bound after the pass).
+EventRef = tuple[LineBuilder, int]
+
+
+class EventRouter:
+    """Routes trace events into an `XSpaceBuilder` (see module docstring)."""
+
+    def __init__(self, builder: XSpaceBuilder, base_ns: int) -> None:
+        self.builder = builder
+        self.base_ns = base_ns
+        self.host = builder.plane(HOST_PLANE)
+        self.host_lines: dict[ThreadKey, LineBuilder] = {}
+        self.device_planes: dict[int, PlaneBuilder] = {}
+        self.thread_names: dict[ThreadKey, str] = {}
+        # (plane, name, display name) -> (metadata id, category of its first event)
+        self.metadata: dict[tuple[str, str, str], tuple[int, str]] = {}
+        # Filled during the pass, used afterwards.
+        self.ops_by_start: dict[tuple[object, object, object], EventRef] = {}
+        self.ops_by_thread: dict[ThreadKey, list[OpInterval]] = {}
+        self.flows: list[dict[str, Any]] = []
+        self.uncorrelated: dict[tuple[object, object, object], EventRef] = {}
+        self.memory: list[RawMemoryEvent] = []
+        self.spans: list[tuple[int, int]] = []  # profiler "Trace" spans
+        self.open_ranges: dict[ThreadKey, list[dict[str, Any]]] = {}
+        self.skipped: Counter[str] = Counter()
+        self._used_line_ids: set[int] = set()
+
+    # ---- the pass ----------------------------------------------------------------------
+    def route_all(self, events: list[Any]) -> None:
+        complete = self.complete
+        for event in events:
+            if type(event) is not dict:
+                self.skipped["entries that are not objects"] += 1
+                continue
+            ph = event.get("ph")
+            if ph == "X":
+                complete(event, event.get("ts"), event.get("dur"), event.get("args"))
+            elif ph == "s" or ph == "f" or ph == "t":
+                self.flows.append(event)
+            elif ph == "i" or ph == "I":
+                self.instant(event)
+            elif ph == "M":
+                if event.get("name") == "thread_name":
+                    args = event.get("args")
+                    if isinstance(args, dict) and isinstance(args.get("name"), str):
+                        key = (event.get("pid"), normalize_tid(event.get("tid")))
+                        self.thread_names[key] = args["name"]
+            elif ph == "B" or ph == "E":
+                self.begin_end(event, ph)
+            else:
+                self.skipped[f"events of unsupported phase {ph!r}"] += 1
+        unfinished = sum(len(stack) for stack in self.open_ranges.values())
+        if unfinished:
+            self.skipped["'B' events without their 'E'"] += unfinished
+
+    def to_ns(self, value: Any) -> int | None:
+        """Absolute ns of a ``ts`` in microseconds; None when it is not a number."""
+        relative = us_to_ns(value)
+        return None if relative is None else self.base_ns + relative
+
+    def complete(self, event: dict[str, Any], ts: Any, dur: Any, args: Any) -> None:
+        cat = event.get("cat")
+        kind_cat = CATEGORIES.get(cat) if type(cat) is str else None
+        kind, category = kind_cat if kind_cat is not None else classify(cat, args)
+        start = self.to_ns(ts)
+        if start is None:
+            self.skipped["events without a valid timestamp"] += 1
+            return
+        dur_ns = dur * 1000 if type(dur) is int else (us_to_ns(dur) or 0)
+        if dur_ns < 0:
+            dur_ns = 0
+        name = event.get("name")
+        if type(name) is not str:
+            name = "" if name is None else str(name)
+        if type(args) is dict and args:
+            stats = convert_args(
+                args, KERNEL_DROPPED_ARGS if category == "kernel" else DROPPED_ARGS
+            )
+        else:
+            stats = {}
+        if kind is Kind.HOST:
+            self._host(event, ts, name, category, start, dur_ns, stats)
+        elif kind is Kind.SKIP:
+            self.spans.append((start, start + dur_ns))
+        elif kind is Kind.OVERHEAD:
+            plane = self.builder.plane(CUPTI_PLANE)
+            self.emit(
+                plane, plane.line(0, "Activity overhead"), name, "", start, dur_ns, stats, category
+            )
+        else:
+            self._device(
+                event,
+                ts,
+                kind,
+                name,
+                category,
+                start,
+                dur_ns,
+                stats,
+                args if type(args) is dict else {},
+            )
+
+    def _host(
+        self,
+        event: dict[str, Any],
+        ts: Any,
+        name: str,
+        category: str,
+        start: int,
+        dur_ns: int,
+        stats: dict[str, StatValue],
+    ) -> None:
+        pid = event.get("pid")
+        tid = event.get("tid")
+        if type(tid) is not int:
+            tid = normalize_tid(tid)
+        key = (pid, tid)
+        line = self.host_lines.get(key)
+        if line is None:  # (not `or`: an empty LineBuilder is falsy)
+            line = self._host_line(key)
+        if category in FRAMEWORK_OP_CATEGORIES:
+            self.ops_by_start.setdefault((pid, tid, ts), (line, len(line.events)))
+            if category == "cpu_op":
+                self.ops_by_thread.setdefault(key, []).append((start, start + dur_ns, name))
+            step = step_number(name)  # a user_annotation; an Operator in 2021 files
+            if step is not None:
+                stats["step_num"] = step
+        elif category in LAUNCH_CATEGORIES and "correlation_id" not in stats:
+            self.uncorrelated[(pid, tid, ts)] = (line, len(line.events))
+        self.emit(self.host, line, name, "", start, dur_ns, stats, category)
+
+    def _host_line(self, key: ThreadKey) -> LineBuilder:
+        tid = key[1]
+        if type(tid) is int and tid not in self._used_line_ids:
+            line_id = tid
+        else:
+            line_id = SYNTHETIC_LINE_BASE + len(self.host_lines)
+        self._used_line_ids.add(line_id)
+        line = self.host.line(line_id)
+        self.host_lines[key] = line
+        return line
+
+    def _device(
+        self,
+        event: dict[str, Any],
+        ts: Any,
+        kind: Kind,
+        name: str,
+        category: str,
+        start: int,
+        dur_ns: int,
+        stats: dict[str, StatValue],
+        args: dict[str, Any],
+    ) -> None:
+        pid = event.get("pid")
+        device = args.get("device")
+        if type(device) is not int:
+            device = pid if type(pid) is int and pid >= 0 else 0
+        stream = args.get("stream")
+        if type(stream) is not int:
+            stream = stream_of(event.get("tid"))
+            if stream is None:
+                stream = 0
+        plane = self.device_planes.get(device)
+        if plane is None:
+            plane = self.device_planes[device] = self.builder.plane(f"/device:GPU:{device}")
+        display = ""
+        if kind is Kind.DEVICE:
+            line = plane.line(stream, f"Stream #{stream}")
+            stats.setdefault("device_id", device)
+            stats.setdefault("stream", stream)
+            if category == "kernel":
+                details = kernel_details(args)
+                if details is not None:
+                    stats["kernel_details"] = details
+            elif category == "gpu_memcpy":
+                display = name
+                name, src, dst = memcpy_name(name, args)
+                stats["memcpy_details"] = memcpy_details(args, src, dst)
+            elif category == "gpu_memset":
+                stats["memset_details"] = memset_details(name, args)
+            if "correlation_id" not in stats:
+                key = (pid, normalize_tid(event.get("tid")), ts)
+                self.uncorrelated[key] = (line, len(line.events))
+        elif kind is Kind.GPU_ANNOTATION:
+            line = plane.line(ANNOTATION_LINE_BASE + stream, f"GPU annotations (Stream #{stream})")
+            step = step_number(name)
+            if step is not None:
+                stats["step_num"] = step
+        else:
+            line = plane.line(SYNC_LINE_BASE + stream, f"CUDA sync (Stream #{stream})")
+        self.emit(plane, line, name, display, start, dur_ns, stats, category)
+
+    def emit(
+        self,
+        plane: PlaneBuilder,
+        line: LineBuilder,
+        name: str,
+        display: str,
+        start: int,
+        dur_ns: int,
+        stats: dict[str, StatValue],
+        category: str,
+    ) -> None:
+        key = (plane.name, name, display)
+        known = self.metadata.get(key)
+        if known is None:
+            meta_id = plane.event_metadata_id(name, display, {"category": category})
+            self.metadata[key] = (meta_id, category)
+        else:
+            meta_id = known[0]
+            if known[1] != category:
+                stats["category"] = category
+        line.add_event(meta_id, start, dur_ns, stats)
+
+    def instant(self, event: dict[str, Any]) -> None:
+        if event.get("name") == "[memory]":
+            start = self.to_ns(event.get("ts"))
+            args = event.get("args")
+            if start is None or not isinstance(args, dict):
+                self.skipped["[memory] events without a timestamp or args"] += 1
+                return
+            self.memory.append((start, (event.get("pid"), normalize_tid(event.get("tid"))), args))
+            return
+        if event.get("s") == "g" or type(event.get("pid")) is not int:
+            return  # profiler markers ("Iteration Start", "Record Window End")
+        if "cat" not in event:
+            event = {**event, "cat": "cpu_instant_event"}
+        self.complete(event, event.get("ts"), 0, event.get("args"))
+
+    def begin_end(self, event: dict[str, Any], ph: str) -> None:
+        key = (event.get("pid"), normalize_tid(event.get("tid")))
+        if ph == "B":
+            self.open_ranges.setdefault(key, []).append(event)
+            return
+        stack = self.open_ranges.get(key)
+        if not stack:
+            self.skipped["'E' events without their 'B'"] += 1
+            return
+        begin = stack.pop()
+        start, end = self.to_ns(begin.get("ts")), self.to_ns(event.get("ts"))
+        if start is None or end is None:
+            self.skipped["events without a valid timestamp"] += 1
+            return
+        args = {**(begin.get("args") or {}), **(event.get("args") or {})}
+        self.complete(begin, begin.get("ts"), (end - start) / 1000, args)

@@ -1,0 +1,285 @@
+"""Kineto (PyTorch profiler) Chrome-trace JSON -> XSpace.
+
+`kineto_to_xspace(path)` reads ``.json`` or ``.json.gz`` (gzip found by its magic number; a
+truncated gzip stream is decompressed as far as it goes, with a warning);
+`kineto_bytes_to_xspace(data, source)` does the same for bytes. Damaged JSON is repaired where
+possible (see `json_repair`); every repair or dropped event is reported in ``XSpace.warnings``.
+
+The event mapping is described in `events`, `categories`, `memory` and `devices`, and in
+docs/formats/kineto.md. Decisions taken here:
+
+- Planes, in order: ``/host:CPU`` (always), ``/device:GPU:N`` by N, ``/host:CUPTI`` (when the
+  trace has CUPTI overhead events), ``Task Environment``; plane ids are their positions.
+- ``Task Environment`` stats: ``profile_start_time`` / ``profile_stop_time`` (ns) = the union
+  of all events and of the profiler's own ``Trace`` span; ``framework = "pytorch"``,
+  ``trace_format = "kineto"``, and the header scalars (``schemaVersion``, CUDA / HIP / CUPTI
+  versions, ``record_shapes``, ``profile_memory``, ``with_stack``, ``trace_id``, ...) under their
+  Kineto names.
+- Host name: ``rank<N>`` when ``distributedInfo`` gives the rank, else the file name without
+  ``.gz``, ``.json``, ``.pt.trace`` and PyTorch's ``.<time_ns>`` suffix.
+- ``fwdbwd`` flows: the forward op gets ``_p`` = flow id, ``_pt`` = 0 and the backward op
+  ``_c`` = flow id, ``_ct`` = 0 (XProf's generic context type); the ops are the ``cpu_op`` /
+  ``user_annotation`` events starting where the flow ends are bound (same pid, tid and ts).
+- ``ac2g`` flows (2021: ``async``/``launch``): launches and kernels already share ``correlation``
+  (-> ``correlation_id``); the flow id fills it in where an event lacks it.
+- Kineto's own ``WARNING`` / ``ERROR`` log lines become XSpace warnings / errors.
+"""
+
+from __future__ import annotations
+
+import gc
+import gzip
+import os
+import re
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from stepscope.errors import ProfileFormatError
+from stepscope.xspace.builder import PlaneBuilder, StatValue, XSpaceBuilder
+from stepscope.xspace.io import GZIP_MAGIC, read_profile_bytes, read_raw_bytes
+from stepscope.xspace.kineto.devices import (
+    MEMORY_LINE_ID,
+    device_plane_stats,
+    device_properties,
+    distributed_stats,
+    normalize_tid,
+    thread_line_name,
+    trace_vendor,
+)
+from stepscope.xspace.kineto.events import CUPTI_PLANE, HOST_PLANE, EventRouter
+from stepscope.xspace.kineto.json_repair import load_json
+from stepscope.xspace.kineto.memory import memory_events
+from stepscope.xspace.proto.xplane_pb2 import XSpace
+
+TASK_ENV_PLANE = "Task Environment"
+FWDBWD_CONTEXT_TYPE = 0  # XProf ContextType::kGeneric
+_HEADER_STATS = (
+    "schemaVersion",
+    "displayTimeUnit",
+    "baseTimeNanoseconds",
+    "trace_id",
+    "record_shapes",
+    "profile_memory",
+    "with_stack",
+    "with_flops",
+    "with_modules",
+    "cupti_version",
+    "cuda_runtime_version",
+    "cuda_driver_version",
+    "hip_runtime_version",
+    "hip_driver_version",
+    "roctracer_version",
+)
+_LAUNCH_FLOW_CATEGORIES = ("ac2g", "async")
+_TIME_SUFFIX = re.compile(r"\.\d{9,}$")
+
+
+def kineto_to_xspace(path: str | os.PathLike[str]) -> XSpace:
+    """Read a PyTorch profiler trace (``.json`` / ``.json.gz``) into an XSpace."""
+    warnings: list[str] = []
+    try:
+        data = read_profile_bytes(path)
+    except ProfileFormatError:
+        raw = read_raw_bytes(path)  # re-raises "no such file" and the like
+        if raw[:2] != GZIP_MAGIC:
+            raise
+        data = _gunzip(raw, str(path), warnings)  # damaged gzip: recover what precedes it
+        if not data.strip():
+            raise
+    return _convert(data, str(path), warnings)
+
+
+def kineto_bytes_to_xspace(data: bytes, source: str = "<bytes>") -> XSpace:
+    """Like `kineto_to_xspace` for the (possibly gzip-compressed) bytes of a trace."""
+    warnings: list[str] = []
+    if data[:2] == GZIP_MAGIC:
+        data = _gunzip(data, source, warnings)
+    if not data.strip():
+        raise ProfileFormatError(
+            source, "file is empty", "the capture may have failed; capture again"
+        )
+    return _convert(data, source, warnings)
+
+
+def _gunzip(raw: bytes, source: str, warnings: list[str]) -> bytes:
+    """Decompress gzip data; a truncated or corrupt stream gives what precedes the damage."""
+    try:
+        return gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error):
+        pass
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    chunks: list[bytes] = []
+    step = 1 << 20
+    for offset in range(0, len(raw), step):
+        try:
+            chunks.append(inflater.decompress(raw[offset : offset + step]))
+        except zlib.error:
+            break
+    data = b"".join(chunks)
+    if not data.strip():
+        raise ProfileFormatError(source, "gzip data is truncated or corrupt", "copy the file again")
+    warnings.append(f"gzip data is truncated or corrupt: read the first {len(data)} bytes only")
+    return data
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC: a trace is millions of acyclic objects, and the collections that
+    their allocation triggers would walk them all again and again (a third of the run time)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _convert(data: bytes, source: str, warnings: list[str]) -> XSpace:
+    with _gc_paused():
+        return _convert_unpaused(data, source, warnings)
+
+
+def _convert_unpaused(data: bytes, source: str, warnings: list[str]) -> XSpace:
+    doc = load_json(data, source, warnings)
+    del data
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        raise ProfileFormatError(
+            source,
+            "is JSON but not a PyTorch profiler (Kineto) trace: it has no traceEvents list",
+            "expected the .json / .json.gz written by torch.profiler",
+        )
+    base = doc.get("baseTimeNanoseconds")
+    builder = XSpaceBuilder(hostname=_hostname(doc, source))
+    router = EventRouter(builder, base if type(base) is int else 0)
+    router.route_all(doc["traceEvents"])
+    if not doc["traceEvents"]:
+        warnings.append("the trace has no events")
+    _bind_flows(router, warnings)
+    _name_threads(router)
+    props = device_properties(doc)
+    _add_memory(router, props)
+    vendor = trace_vendor(doc)
+    for device, plane in router.device_planes.items():
+        plane.stats.update(device_plane_stats(props.get(device), vendor))
+    router.host.stats.update(distributed_stats(doc))
+    _finish_planes(builder, router, doc)
+    for what, count in sorted(router.skipped.items()):
+        warnings.append(f"skipped {count} {what}")
+    builder.warnings.extend(warnings)
+    builder.warnings.extend(_kineto_log(doc, "WARNING"))
+    builder.errors.extend(_kineto_log(doc, "ERROR"))
+    return builder.build()
+
+
+def _hostname(doc: dict[str, Any], source: str) -> str:
+    info = doc.get("distributedInfo")
+    if isinstance(info, dict) and isinstance(info.get("rank"), int):
+        return f"rank{info['rank']}"
+    if source.startswith("<"):  # "<bytes>": no file name to go by
+        return "localhost"
+    name = Path(source).name
+    for suffix in (".gz", ".json", ".pt.trace"):
+        name = name.removesuffix(suffix)
+    return _TIME_SUFFIX.sub("", name) or "localhost"
+
+
+def _bind_flows(router: EventRouter, warnings: list[str]) -> None:
+    unbound = 0
+    launches: dict[tuple[object, object, object], object] = {}
+    for flow in router.flows:
+        cat = flow.get("cat")
+        key = (flow.get("pid"), normalize_tid(flow.get("tid")), flow.get("ts"))
+        if cat == "fwdbwd":
+            ref = router.ops_by_start.get(key)
+            flow_id = flow.get("id")
+            if ref is None or not isinstance(flow_id, int):
+                unbound += 1
+                continue
+            line, index = ref
+            if flow.get("ph") == "s":
+                line.add_stats(index, {"_p": flow_id, "_pt": FWDBWD_CONTEXT_TYPE})
+            else:
+                line.add_stats(index, {"_c": flow_id, "_ct": FWDBWD_CONTEXT_TYPE})
+        elif cat in _LAUNCH_FLOW_CATEGORIES and router.uncorrelated:
+            launches[key] = flow.get("id")
+    for key, (line, index) in router.uncorrelated.items():
+        flow_id = launches.get(key)
+        if isinstance(flow_id, int):
+            line.add_stats(index, {"correlation_id": flow_id})
+    if unbound:
+        warnings.append(f"{unbound} fwdbwd flow ends matched no op (left out)")
+
+
+def _name_threads(router: EventRouter) -> None:
+    for key, line in router.host_lines.items():
+        line.name = thread_line_name(router.thread_names.get(key), key[1])
+
+
+def _add_memory(router: EventRouter, props: dict[int, dict[str, Any]]) -> None:
+    if not router.memory:
+        return
+    sizes = {
+        device: size
+        for device, entry in props.items()
+        if isinstance(size := entry.get("totalGlobalMem"), int)
+    }
+    line = router.host.line(MEMORY_LINE_ID, "Memory")
+    for name, start, stats in memory_events(router.memory, router.ops_by_thread, sizes):
+        router.emit(router.host, line, name, "", start, 0, stats, "cpu_instant_event")
+
+
+def _finish_planes(builder: XSpaceBuilder, router: EventRouter, doc: dict[str, Any]) -> None:
+    lo: int | None = None
+    hi: int | None = None
+    for plane in builder.planes:
+        for line in plane.lines:
+            line.sort_events()
+            if line.events:
+                first = line.events[0][1]
+                last = max([start + dur for _meta, start, dur, _stats in line.events])
+                lo = first if lo is None else min(lo, first)
+                hi = last if hi is None else max(hi, last)
+        plane.lines.sort(key=lambda line: (line.id >= MEMORY_LINE_ID, line.id))
+    for start, end in router.spans:
+        lo = start if lo is None else min(lo, start)
+        hi = end if hi is None else max(hi, end)
+    env = builder.plane(TASK_ENV_PLANE)
+    env.stats.update(_environment_stats(doc, lo or 0, hi or 0))
+    builder.planes.sort(key=_plane_order)
+    for index, plane in enumerate(builder.planes):
+        plane.id = index
+
+
+def _plane_order(plane: PlaneBuilder) -> tuple[int, int]:
+    if plane.name == HOST_PLANE:
+        return 0, 0
+    if plane.name.startswith("/device:"):
+        return 1, int(plane.name.rsplit(":", 1)[-1])
+    return (2, 0) if plane.name == CUPTI_PLANE else (3, 0)
+
+
+def _environment_stats(doc: dict[str, Any], start_ns: int, stop_ns: int) -> dict[str, StatValue]:
+    stats: dict[str, StatValue] = {
+        "profile_start_time": start_ns,
+        "profile_stop_time": stop_ns,
+        "framework": "pytorch",
+        "trace_format": "kineto",
+    }
+    for key in _HEADER_STATS:
+        value = doc.get(key)
+        if isinstance(value, bool):
+            stats[key] = int(value)
+        elif isinstance(value, (int, float, str)):
+            stats[key] = value
+    return stats
+
+
+def _kineto_log(doc: dict[str, Any], level: str) -> list[str]:
+    lines = doc.get(level)
+    if not isinstance(lines, list):
+        return []
+    return [f"kineto: {line}" for line in lines if isinstance(line, str)]
