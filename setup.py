@@ -9,6 +9,12 @@ setup(
             sources=["src/stepscope/xspace/_fastwire.c"],
             optional=True,  # no compiler: install still succeeds, the fallback is used
             extra_compile_args=["-O2"],
-        )
+        ),
+        Extension(
+            "stepscope.capture._pytracer",
+            sources=["src/stepscope/capture/_pytracer.c"],
+            optional=True,  # without it the Python tracer uses sys.setprofile/sys.monitoring
+            extra_compile_args=["-O2"],
+        ),
     ]
 )

@@ -1,0 +1,177 @@
+"""Input-pipeline instrumentation for any framework, in tf.data's event conventions.
+
+    loader = stepscope.data.instrument(DataLoader(...), name="Loader")
+    batches = stepscope.data.instrument(batch(stepscope.data.instrument(gen, name="Map")),
+                                        name="Batch")
+
+    @stepscope.data.stage("Decode")       # a user function as a pipeline stage
+    def decode(record): ...
+
+Each ``next()`` of an instrumented iterable is an event named like tf.data's iterators:
+``Iterator::<name>`` for the outermost, ``Iterator::<parent path>::<name>`` for a stage
+reached while another one's ``next()`` is running on the same thread (so nesting follows
+the real call structure, e.g. ``Iterator::Batch::Map``). Stats ``id`` (this iterator's id)
+and ``parent_id`` (the enclosing one's) let the input-pipeline analyzer and the tf.data
+bottleneck analysis rebuild the tree. The outermost call is wrapped, as in TensorFlow, in
+``IteratorGetNextOp::DoCompute`` (stats ``id``, ``iter_num``): the event XProf and stepscope
+count as the step waiting for input.
+
+When no session records, ``next()`` costs one extra Python call and a flag check.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Generic, TypeVar
+
+from stepscope.capture import annotations as _ann
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+GET_NEXT_EVENT = "IteratorGetNextOp::DoCompute"
+ITERATOR_PREFIX = "Iterator::"
+
+# Ids unique within the process and (by the pid in the high bits) across a job's processes.
+_ids = itertools.count(1)
+_local = threading.local()  # .stack: [(path, id)] of the stages running on this thread
+_paths: dict[tuple[str, str], str] = {}
+
+
+def _new_id() -> int:
+    return ((os.getpid() & 0x7FFFFFFF) << 32) | (next(_ids) & 0xFFFFFFFF)
+
+
+def _stack() -> list[tuple[str, int]]:
+    try:
+        return _local.stack
+    except AttributeError:
+        _local.stack = []
+        return _local.stack
+
+
+def _child_path(parent: str, name: str) -> str:
+    key = (parent, name)
+    path = _paths.get(key)
+    if path is None:
+        path = _paths[key] = f"{parent}::{name}"
+    return path
+
+
+def _run_stage(
+    name: str, node_id: int, iter_num: int, func: Callable[..., T], *args: Any, **kwargs: Any
+) -> T:
+    """Call ``func`` as one step of the stage ``name``; records the events around it."""
+    stack = _stack()
+    if stack:
+        parent_path, parent_id = stack[-1]
+        path = _child_path(parent_path, name)
+        stack.append((path, node_id))
+        try:
+            with _ann._Span(path, {"id": node_id, "parent_id": parent_id}):
+                return func(*args, **kwargs)
+        finally:
+            stack.pop()
+    path = _child_path("Iterator", name)
+    stack.append((path, node_id))
+    try:
+        with (
+            _ann._Span(GET_NEXT_EVENT, {"id": node_id, "iter_num": iter_num}),
+            _ann._Span(path, {"id": node_id}),
+        ):
+            return func(*args, **kwargs)
+    finally:
+        stack.pop()
+
+
+class InstrumentedIterator(Iterator[T]):
+    """One pass over an instrumented iterable."""
+
+    def __init__(self, source: Iterator[T], name: str, node_id: int) -> None:
+        self._source = source
+        self.name = name
+        self.id = node_id
+        self._calls = 0
+
+    def __iter__(self) -> InstrumentedIterator[T]:
+        return self
+
+    def __next__(self) -> T:
+        if not _ann._active:
+            return next(self._source)
+        self._calls += 1
+        return _run_stage(self.name, self.id, self._calls - 1, next, self._source)
+
+    def __getattr__(self, attr: str) -> Any:
+        source = self.__dict__.get("_source")
+        if source is None:
+            raise AttributeError(attr)
+        return getattr(source, attr)
+
+
+class InstrumentedIterable(Generic[T]):
+    """Wraps a list, a generator, a PyTorch DataLoader...; attributes pass through."""
+
+    def __init__(self, source: Iterable[T], name: str) -> None:
+        self._source = source
+        self.name = name
+        self.id = _new_id()
+        self._default: InstrumentedIterator[T] | None = None
+
+    def __iter__(self) -> InstrumentedIterator[T]:
+        return InstrumentedIterator(iter(self._source), self.name, self.id)
+
+    def __next__(self) -> T:
+        """So a wrapped generator can also be driven with ``next()`` directly."""
+        if self._default is None:
+            self._default = iter(self)
+        return next(self._default)
+
+    def __len__(self) -> int:
+        return len(self._source)  # type: ignore[arg-type]
+
+    def __getattr__(self, attr: str) -> Any:
+        source = self.__dict__.get("_source")  # absent while unpickling: no recursion
+        if source is None:
+            raise AttributeError(attr)
+        return getattr(source, attr)
+
+    def __repr__(self) -> str:
+        return f"instrument({self._source!r}, name={self.name!r})"
+
+
+def _default_name(source: object) -> str:
+    kind = type(source).__name__
+    return {"list": "List", "tuple": "Tuple", "generator": "Generator"}.get(kind, kind)
+
+
+def instrument(iterable: Iterable[T], name: str | None = None) -> InstrumentedIterable[T]:
+    """Record each ``next()`` on ``iterable`` as an input-pipeline stage named ``name``."""
+    label = name or _default_name(iterable)
+    if "::" in label:
+        raise ValueError(f"stepscope.data.instrument: name {label!r} must not contain '::'")
+    return InstrumentedIterable(iterable, label)
+
+
+def stage(name: str) -> Callable[[F], F]:
+    """Decorator: each call of the function is a pipeline stage ``name`` (e.g. "Map")."""
+    if "::" in name:
+        raise ValueError(f"stepscope.data.stage: name {name!r} must not contain '::'")
+
+    def decorate(func: F) -> F:
+        node_id = _new_id()
+        calls = itertools.count()
+
+        @functools.wraps(func)
+        def staged(*args: Any, **kwargs: Any) -> Any:
+            if not _ann._active:
+                return func(*args, **kwargs)
+            return _run_stage(name, node_id, next(calls), func, *args, **kwargs)
+
+        return staged  # type: ignore[return-value]
+
+    return decorate

@@ -1,0 +1,141 @@
+"""Keras 3 callback: profile a range of batches, each marked as a step.
+
+    model.fit(x, y, callbacks=[stepscope.keras.ProfileCallback("logs", profile_batch="10,15")])
+
+``profile_batch`` as Keras's ``TensorBoard``: an int N (that one batch), ``"a,b"`` or
+``(a, b)`` -- an inclusive range of the global, 1-based batch counter (it keeps counting
+across epochs); 0 disables profiling. Unlike Keras 3's own callback, whose ``Profiled batch``
+events carry no ``_r`` (so XProf finds no steps), each batch is a `stepscope.step` numbered
+by that counter. Profiles go where Keras puts them: ``<logdir>/train/plugins/profile/<run>``.
+
+Keras is imported only when ``ProfileCallback`` is first used; the batch-range logic lives in
+`BatchRangeProfiler`, which needs no Keras (and is what the tests drive).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from stepscope.capture import session
+from stepscope.capture.options import ProfilerOptions
+from stepscope.capture.step import step
+from stepscope.errors import StepscopeError
+
+
+def parse_profile_batch(profile_batch: int | str | tuple[int, int] | list[int]) -> tuple[int, int]:
+    """Keras's ``profile_batch`` as an inclusive (first, last) range; (0, 0) means off."""
+    value: Any = profile_batch
+    if isinstance(value, str):
+        parts = [p.strip() for p in value.split(",")]
+        try:
+            value = [int(p) for p in parts]
+        except ValueError:
+            value = None
+    if isinstance(value, bool):
+        value = None
+    if isinstance(value, int):
+        value = [value, value]
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    ):
+        first, last = value
+        if (first, last) == (0, 0):
+            return 0, 0
+        if 1 <= first <= last:
+            return first, last
+    raise StepscopeError(
+        f"profile_batch must be a positive int, 'a,b' or (a, b) with 1 <= a <= b, or 0 to "
+        f"disable; got {profile_batch!r}"
+    )
+
+
+class BatchRangeProfiler:
+    """Starts a session at batch ``first``, marks batches as steps, stops after ``last``."""
+
+    def __init__(
+        self,
+        logdir: str | os.PathLike[str],
+        profile_batch: Any = "10,15",
+        options: ProfilerOptions | None = None,
+    ) -> None:
+        self.logdir = str(Path(logdir) / "train")
+        self.first, self.last = parse_profile_batch(profile_batch)
+        self.options = options
+        self.global_batch = 0  # 1-based once the first batch begins
+        self.run_dir: Path | None = None
+        self._span: Any = None
+        self._started = False
+
+    def batch_begin(self) -> None:
+        self.global_batch += 1
+        if self.first == 0 or not self.first <= self.global_batch <= self.last:
+            return
+        if self.global_batch == self.first:
+            session.start(self.logdir, self.options)
+            self._started = True
+        if self._started:
+            self._span = step(self.global_batch)
+            self._span.__enter__()
+
+    def batch_end(self) -> None:
+        if self._span is not None:
+            span, self._span = self._span, None
+            span.__exit__(None, None, None)
+        if self._started and self.global_batch >= self.last:
+            self.finish()
+
+    def finish(self) -> None:
+        """Stop (and save) if a session of ours is running: training may end inside the range."""
+        if self._span is not None:
+            span, self._span = self._span, None
+            span.__exit__(None, None, None)
+        if self._started:
+            self._started = False
+            self.run_dir = session.stop()
+
+
+def _make_callback_class() -> type:
+    import keras  # deferred: importing Keras costs seconds and picks a backend
+
+    class ProfileCallback(keras.callbacks.Callback):
+        """Keras callback profiling the global batch range ``profile_batch`` (inclusive)."""
+
+        def __init__(
+            self,
+            logdir: str | os.PathLike[str],
+            profile_batch: Any = "10,15",
+            options: ProfilerOptions | None = None,
+        ) -> None:
+            super().__init__()
+            self.profiler = BatchRangeProfiler(logdir, profile_batch, options)
+
+        @property
+        def run_dir(self) -> Path | None:
+            return self.profiler.run_dir
+
+        def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+            self.profiler.batch_begin()
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            self.profiler.batch_end()
+
+        def on_train_end(self, logs: Any = None) -> None:
+            self.profiler.finish()
+
+    return ProfileCallback
+
+
+_callback_class: type | None = None
+
+
+def __getattr__(name: str) -> Any:
+    global _callback_class
+    if name == "ProfileCallback":
+        if _callback_class is None:
+            _callback_class = _make_callback_class()
+        return _callback_class
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,230 @@
+"""Turn a finished session's buffers into an XSpace and write it where TensorFlow would.
+
+Layout: ``<logdir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<hostname>.xplane.pb`` (local time of
+the start; a suffix ``_2``, ``_3``... if that run already holds this host's file).
+
+Planes: ``/host:CPU`` (one line per thread: id = OS thread id, name = thread name; annotations
+and Python-tracer events together) and ``Task Environment`` (``profile_start_time`` and
+``profile_stop_time`` as uint64 wall-clock ns, ``profile_options`` the serialized
+``tensorflow.ProfileOptions``), as TensorFlow 2.x writes them.
+
+Time base: recorded times are wall-clock aligned (``time.time_ns()`` domain). Like TensorFlow's
+post-processing, the file stores them relative to ``profile_start_time`` (so the first line
+timestamps are a few microseconds): XProf computes picoseconds in int64, and an absolute
+epoch in ns times 1000 would overflow it. The absolute time of any event is
+``profile_start_time + line.timestamp_ns + offset_ps / 1000``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stepscope.capture.host_tracer import ThreadBuffer
+from stepscope.capture.options import ProfilerOptions
+from stepscope.capture.python_tracer import PyThreadEvents, event_name, is_internal
+from stepscope.errors import StepscopeError
+from stepscope.xspace.builder import Ref, StatValue, XSpaceBuilder
+from stepscope.xspace.proto.xplane_pb2 import XSpace
+
+HOST_PLANE = "/host:CPU"
+TASK_ENV_PLANE = "Task Environment"
+UINT64_MAX = (1 << 64) - 1
+
+
+class ProfileSaveError(StepscopeError):
+    """The profile could not be written; ``space`` still holds it (see ``save_to``)."""
+
+    def __init__(self, message: str, space: XSpace, path: Path | None) -> None:
+        super().__init__(message)
+        self.space = space
+        self.path = path
+
+    def save_to(self, path: str | os.PathLike[str]) -> Path:
+        """Try again somewhere else."""
+        from stepscope.xspace.io import write_xspace
+
+        return write_xspace(self.space, path)
+
+
+@dataclass
+class CaptureResult:
+    """What a session recorded, in the form `build_xspace` needs."""
+
+    hostname: str
+    options: ProfilerOptions
+    logdir: str
+    run_name: str
+    start_wall_ns: int  # time.time_ns() when recording began
+    start_perf_ns: int  # perf_counter_ns() at the same instant
+    stop_wall_ns: int
+    stop_perf_ns: int
+    host_buffers: list[ThreadBuffer] = field(default_factory=list)
+    python_threads: list[PyThreadEvents] = field(default_factory=list)
+    dropped_events: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+def default_hostname() -> str:
+    return socket.gethostname() or "localhost"
+
+
+def run_name_for(start_wall_ns: int) -> str:
+    """TensorFlow's run directory name: local time ``YYYY_MM_DD_HH_MM_SS``."""
+    return time.strftime("%Y_%m_%d_%H_%M_%S", time.localtime(start_wall_ns / 1e9))
+
+
+def host_file_name(hostname: str) -> str:
+    safe = re.sub(r"[:/\\]", "_", hostname) or "localhost"
+    return f"{safe}.xplane.pb"
+
+
+def split_encoded_name(name: str) -> tuple[str, dict[str, Any]]:
+    """TensorFlow's annotation encoding ``name#k1=v1,k2=v2#`` -> (name, stats)."""
+    head, sep, tail = name.partition("#")
+    if not sep:
+        return name, {}
+    stats: dict[str, Any] = {}
+    for item in tail.rstrip("#").split(","):
+        key, eq, value = item.partition("=")
+        if eq and key:
+            stats[key] = _parse_number(value)
+    return head, stats
+
+
+def _parse_number(text: str) -> Any:
+    for parse in (int, float):
+        try:
+            return parse(text)
+        except ValueError:
+            pass
+    return text
+
+
+def stat_value(value: Any) -> StatValue:
+    """A metadata value as TensorFlow stores it: numbers as numbers, anything else a string."""
+    if isinstance(value, bool):
+        return Ref(str(value))
+    if isinstance(value, int):
+        return value if -(1 << 63) <= value <= UINT64_MAX else Ref(str(value))
+    if isinstance(value, (float, bytes)):
+        return value
+    if isinstance(value, Ref):
+        return value
+    return Ref(value if isinstance(value, str) else str(value))
+
+
+def _convert_stats(stats: dict[str, Any] | None) -> dict[str, StatValue] | None:
+    if not stats:
+        return None
+    return {str(key): stat_value(value) for key, value in stats.items()}
+
+
+def build_xspace(result: CaptureResult) -> XSpace:
+    """The XSpace of one capture (see the module docstring for its layout)."""
+    builder = XSpaceBuilder(hostname=result.hostname)
+    plane = builder.plane(HOST_PLANE)
+    base = result.start_perf_ns  # perf_counter time of profile_start_time
+    by_thread: dict[int, list[tuple[int, int, int, str, dict[str, StatValue] | None]]] = {}
+    thread_names: dict[int, str] = {}
+    for buf in result.host_buffers:
+        rows = by_thread.setdefault(buf.native_id, [])
+        thread_names[buf.native_id] = buf.name
+        for name, start, end, depth, stats in buf.events:
+            text = str(name)
+            converted = _convert_stats(stats)
+            if "#" in text:
+                text, encoded = split_encoded_name(text)
+                converted = {**(converted or {}), **(_convert_stats(encoded) or {})} or None
+            rows.append((start - base, end - start, depth, text, converted))
+    names: dict[Any, str] = {}
+    for thread in result.python_threads:
+        rows = by_thread.setdefault(thread.native_id, [])
+        thread_names.setdefault(thread.native_id, thread.name or f"Thread {thread.native_id}")
+        closing = [
+            (code, start, result.stop_perf_ns, depth)
+            for depth, (code, start) in enumerate(thread.stack)
+        ]
+        for code, start, end, depth in [*thread.events, *closing]:
+            # Frames opened before recording began (delay_ms, open at start) start at it.
+            if end >= base and not is_internal(code):
+                first = max(start, base)
+                rows.append((first - base, end - first, depth, event_name(code, names), None))
+    for native_id, rows in by_thread.items():
+        if not rows:
+            continue
+        line = plane.line(native_id, thread_names.get(native_id, str(native_id)))
+        # Parents before children: earlier start first, then the longer, then the shallower.
+        rows.sort(key=lambda row: (row[0], -row[1], row[2]))
+        for start_ns, dur_ns, _depth, text, stats in rows:
+            line.event(text, start_ns, max(dur_ns, 0), stats)
+    warnings = list(result.warnings)
+    if result.dropped_events:
+        plane.stats["dropped_events"] = result.dropped_events
+        plane.stats["max_events"] = result.options.max_events
+        warnings.append(
+            f"stepscope: {result.dropped_events} events were dropped because max_events="
+            f"{result.options.max_events} was reached; raise ProfilerOptions.max_events"
+        )
+    builder.warnings.extend(warnings)
+    space = builder.build()
+    _add_task_environment(space, result)
+    return space
+
+
+def _add_task_environment(space: XSpace, result: CaptureResult) -> None:
+    """TensorFlow's ``Task Environment`` plane: uint64 times and the serialized options."""
+    plane = space.planes.add()
+    plane.id = len(space.planes) - 1
+    plane.name = TASK_ENV_PLANE
+    options = result.options.to_proto(repository_path=result.logdir, session_id=result.run_name)
+    values: list[tuple[str, str, Any]] = [
+        ("profile_start_time", "uint64_value", result.start_wall_ns),
+        ("profile_stop_time", "uint64_value", result.stop_wall_ns),
+        ("profile_options", "bytes_value", options.SerializeToString()),
+    ]
+    for meta_id, (name, kind, value) in enumerate(values, start=1):
+        plane.stat_metadata[meta_id].id = meta_id
+        plane.stat_metadata[meta_id].name = name
+        stat = plane.stats.add()
+        stat.metadata_id = meta_id
+        setattr(stat, kind, value)
+
+
+def run_directory(logdir: str | os.PathLike[str], run_name: str, hostname: str) -> Path:
+    """``<logdir>/plugins/profile/<run_name>``, suffixed if it already holds this host."""
+    root = Path(logdir) / "plugins" / "profile"
+    candidate = root / run_name
+    suffix = 2
+    while (candidate / host_file_name(hostname)).exists():
+        candidate = root / f"{run_name}_{suffix}"
+        suffix += 1
+    return candidate
+
+
+def save(space: XSpace, result: CaptureResult) -> Path:
+    """Write ``space``; on failure keep it (in a temp dir if possible) and say where."""
+    from stepscope.xspace.io import write_xspace
+
+    run_dir = run_directory(result.logdir, result.run_name, result.hostname)
+    target = run_dir / host_file_name(result.hostname)
+    try:
+        write_xspace(space, target)
+        return run_dir
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        fallback = Path(tempfile.gettempdir()) / "stepscope-unsaved" / result.run_name
+        try:
+            kept = write_xspace(space, fallback / host_file_name(result.hostname))
+            where = f"the profile was written to {kept} instead"
+        except OSError:
+            where = "the profile is kept in this exception: call .save_to(path)"
+        raise ProfileSaveError(
+            f"could not save the profile to {target}: {reason}; {where}", space, target
+        ) from exc

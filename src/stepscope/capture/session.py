@@ -1,0 +1,257 @@
+"""The capture session: `start`, `stop`, `profile` (TensorFlow's programmatic API).
+
+    stepscope.start("logs")            # or: with stepscope.profile("logs"): ...
+    ...training...
+    run_dir = stepscope.stop()         # logs/plugins/profile/<run>/
+
+One session per process at a time. `start` while one is active raises
+`ProfilerAlreadyRunningError`; `stop` without one raises `ProfilerNotRunningError`.
+
+``delay_ms``: `start` returns at once; recording begins after the delay (a timer thread).
+``duration_ms``: recording ends by itself that long after it began and the profile is saved
+at once (so it exists even if the program never calls `stop`). The session then counts as
+finished: a later `stop()` does not raise but returns that run directory (or raises the
+save error the timer met), and `start` may begin a new session. `stop()` before the delay
+elapsed saves a profile with no events and a warning saying so.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+from stepscope.capture import annotations as _annotations
+from stepscope.capture.host_tracer import EventBudget, HostTracer
+from stepscope.capture.options import ProfilerOptions, resolve_options
+from stepscope.errors import StepscopeError
+
+TYPE_CHECKING = False  # not typing's: see stepscope.capture.options
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from stepscope.capture.python_tracer import PythonTracer
+
+PENDING, RECORDING, FINISHED = "pending", "recording", "finished"
+
+
+class ProfilerAlreadyRunningError(StepscopeError):
+    """`start` was called while a profiling session is active."""
+
+
+class ProfilerNotRunningError(StepscopeError):
+    """`stop` was called while no profiling session is active."""
+
+
+class Session:
+    """One capture: its options, state, tracers and (once finished) its result."""
+
+    def __init__(self, logdir: str, options: ProfilerOptions, hostname: str | None) -> None:
+        from stepscope.capture.save import default_hostname
+
+        self.logdir = logdir
+        self.options = options
+        self.hostname = hostname or default_hostname()
+        self.state = PENDING
+        self.budget = EventBudget(options.max_events)
+        self.host = HostTracer(self.budget)
+        self.python: PythonTracer | None = None
+        self.start_wall_ns = 0
+        self.start_perf_ns = 0
+        self.run_dir: Path | None = None
+        self.error: BaseException | None = None
+        self.timers: list[threading.Timer] = []
+
+    def begin_recording(self) -> None:
+        """PENDING -> RECORDING: note the clock pair, then switch the tracers on."""
+        self.start_perf_ns = time.perf_counter_ns()
+        self.start_wall_ns = time.time_ns()
+        if self.options.host_tracer_level > 0:
+            _annotations.activate(self.host)
+        if self.python is not None:
+            self.python.record()
+        self.state = RECORDING
+
+    def install_python_tracer(self) -> None:
+        """On the thread calling `start` (the one sys.setprofile reaches), even with a delay."""
+        if self.options.python_tracer_level > 0:
+            from stepscope.capture.python_tracer import PythonTracer
+
+            tracer = PythonTracer(self.budget)
+            tracer.install()
+            self.python = tracer
+
+    def finish(self, save: bool) -> Path | None:
+        """-> FINISHED: switch the tracers off and (if ``save``) write the profile."""
+        from stepscope.capture.save import CaptureResult, build_xspace, run_name_for
+        from stepscope.capture.save import save as save_space
+
+        for timer in self.timers:
+            timer.cancel()
+        was_recording = self.state == RECORDING
+        stop_perf = time.perf_counter_ns()
+        stop_wall = time.time_ns()
+        _annotations.deactivate()
+        if self.python is not None:
+            stop_perf = self.python.stop()
+        self.budget.close()
+        self.state = FINISHED
+        if not save:
+            return None
+        warnings = []
+        if not was_recording:
+            self.start_perf_ns, self.start_wall_ns = stop_perf, stop_wall
+            warnings.append(
+                f"stepscope: stopped before delay_ms={self.options.delay_ms} elapsed; "
+                "nothing was recorded"
+            )
+        result = CaptureResult(
+            hostname=self.hostname,
+            options=self.options,
+            logdir=self.logdir,
+            run_name=run_name_for(self.start_wall_ns),
+            start_wall_ns=self.start_wall_ns,
+            start_perf_ns=self.start_perf_ns,
+            stop_wall_ns=self.start_wall_ns + (stop_perf - self.start_perf_ns),
+            stop_perf_ns=stop_perf,
+            host_buffers=self.host.buffers(),
+            python_threads=list(self.python.threads) if self.python is not None else [],
+            dropped_events=self.budget.dropped,
+            warnings=warnings,
+        )
+        if result.dropped_events:
+            print(
+                f"stepscope: {result.dropped_events} events dropped (max_events="
+                f"{self.options.max_events})",
+                file=sys.stderr,
+                flush=True,
+            )
+        self.run_dir = save_space(build_xspace(result), result)
+        return self.run_dir
+
+
+_lock = threading.RLock()
+_session: Session | None = None
+
+
+def _check_logdir(logdir: str | os.PathLike[str]) -> str:
+    text = os.fspath(logdir)
+    if not isinstance(text, str) or not text:
+        raise StepscopeError("stepscope.start: logdir must be a non-empty path")
+    if "://" in text:
+        raise StepscopeError(
+            f"stepscope.start: logdir {text!r} is a URL; capture writes to a local directory "
+            "(copy the run afterwards)"
+        )
+    return text
+
+
+def start(
+    logdir: str | os.PathLike[str],
+    options: ProfilerOptions | None = None,
+    *,
+    hostname: str | None = None,
+) -> None:
+    """Begin a session writing under ``logdir`` (recording starts after ``delay_ms``)."""
+    global _session
+    resolved = resolve_options(options)
+    text = _check_logdir(logdir)
+    with _lock:
+        if _session is not None and _session.state != FINISHED:
+            raise ProfilerAlreadyRunningError(
+                f"a profiling session is already running (logdir {_session.logdir!r}); "
+                "call stepscope.stop() first"
+            )
+        session = Session(text, resolved, hostname)
+        session.install_python_tracer()
+        _session = session
+        if resolved.delay_ns:
+            _schedule(session, resolved.delay_ns / 1e9, _delayed_begin)
+        else:
+            session.begin_recording()
+            _schedule_duration(session)
+
+
+def _schedule(session: Session, seconds: float, func: object) -> None:
+    timer = threading.Timer(seconds, func, args=(session,))  # type: ignore[arg-type]
+    timer.daemon = True
+    timer.name = "stepscope-timer"
+    session.timers.append(timer)
+    timer.start()
+
+
+def _schedule_duration(session: Session) -> None:
+    if session.options.duration_ms is not None:
+        _schedule(session, session.options.duration_ms / 1e3, _auto_stop)
+
+
+def _delayed_begin(session: Session) -> None:
+    with _lock:
+        if _session is session and session.state == PENDING:
+            session.begin_recording()
+            _schedule_duration(session)
+
+
+def _auto_stop(session: Session) -> None:
+    with _lock:
+        if _session is not session or session.state != RECORDING:
+            return
+        try:
+            session.finish(save=True)
+        except BaseException as exc:  # kept for stop(); also told now, nobody else will
+            session.error = exc
+            print(
+                f"stepscope: saving the profile after duration_ms failed: {exc}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+def stop(save: bool = True) -> Path | None:
+    """End the session; returns the run directory written (None when ``save`` is False)."""
+    global _session
+    with _lock:
+        session = _session
+        if session is None:
+            raise ProfilerNotRunningError(
+                "no profiling session is running; call stepscope.start(logdir) first"
+            )
+        _session = None
+        if session.state == FINISHED:  # duration_ms ended it already
+            if session.error is not None:
+                raise session.error
+            return session.run_dir
+        return session.finish(save)
+
+
+def is_running() -> bool:
+    """True between `start` and `stop` (including the delay, excluding an auto-stopped one)."""
+    with _lock:
+        return _session is not None and _session.state != FINISHED
+
+
+class profile:
+    """``with stepscope.profile(logdir, options):`` -- start on entry, stop and save on exit.
+
+    After the block, ``run_dir`` is the directory written (also when the block raised).
+    """
+
+    def __init__(
+        self,
+        logdir: str | os.PathLike[str],
+        options: ProfilerOptions | None = None,
+        *,
+        hostname: str | None = None,
+    ) -> None:
+        self.logdir = logdir
+        self.options = options
+        self.hostname = hostname
+        self.run_dir: Path | None = None
+
+    def __enter__(self) -> profile:
+        start(self.logdir, self.options, hostname=self.hostname)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.run_dir = stop(save=True)

@@ -1,0 +1,39 @@
+"""Helpers for capture tests: load what a session saved, list its events."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from stepscope.model import Profile, load_profile
+
+
+def load_run(run_dir: Path | None) -> Profile:
+    """The single host profile of a run directory."""
+    assert run_dir is not None
+    files = sorted(Path(run_dir).glob("*.xplane.pb"))
+    assert len(files) == 1, files
+    return load_profile(files[0])
+
+
+def events(profile: Profile) -> list[dict[str, Any]]:
+    """Every event as a dict: name, line (thread) name and id, start, dur, stats."""
+    out = []
+    for i in range(profile.n_events):
+        line = profile.lines[int(profile.line[i])]
+        out.append(
+            {
+                "name": profile.event_name(i),
+                "line": line.name,
+                "tid": line.id,
+                "start_ns": int(profile.start_ns[i]),
+                "dur_ns": int(profile.dur_ns[i]),
+                "end_ns": int(profile.end_ns[i]),
+                "stats": profile.event_stats(i),
+            }
+        )
+    return out
+
+
+def named(profile: Profile, name: str) -> list[dict[str, Any]]:
+    return [e for e in events(profile) if e["name"] == name]

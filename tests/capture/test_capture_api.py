@@ -1,0 +1,190 @@
+"""Session API: start/stop/profile, misuse errors, saved layout and Task Environment."""
+
+from __future__ import annotations
+
+import pickle
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import stepscope
+from stepscope.capture import session
+from stepscope.capture.options import InvalidOptionsError
+from stepscope.errors import StepscopeError
+from stepscope.xspace import load_xspace
+from stepscope.xspace.proto.profiler_service_pb2 import ProfileOptions
+from tests.capture.helpers import events, load_run, named
+
+
+def test_start_stop_writes_tensorflow_layout(tmp_path: Path) -> None:
+    stepscope.start(tmp_path, hostname="worker:7")
+    with stepscope.trace("work"):
+        pass
+    run_dir = stepscope.stop()
+    assert run_dir is not None
+    assert run_dir.parent == tmp_path / "plugins" / "profile"
+    assert len(run_dir.name) == len("2024_01_01_00_00_00")
+    assert [p.name for p in run_dir.iterdir()] == ["worker_7.xplane.pb"]
+    space = load_xspace(run_dir / "worker_7.xplane.pb")
+    assert list(space.hostnames) == ["worker:7"]
+    assert [plane.name for plane in space.planes] == ["/host:CPU", "Task Environment"]
+
+
+def test_task_environment_plane_matches_tensorflow(tmp_path: Path) -> None:
+    before = time.time_ns()
+    stepscope.start(tmp_path, stepscope.ProfilerOptions(host_tracer_level=3))
+    run_dir = stepscope.stop()
+    after = time.time_ns()
+    space = load_xspace(next(run_dir.glob("*.xplane.pb")))  # type: ignore[union-attr]
+    env = next(p for p in space.planes if p.name == "Task Environment")
+    names = {k: m.name for k, m in env.stat_metadata.items()}
+    stats = {names[s.metadata_id]: s for s in env.stats}
+    assert set(stats) == {"profile_start_time", "profile_stop_time", "profile_options"}
+    start = stats["profile_start_time"].uint64_value  # uint64, as TensorFlow writes them
+    stop = stats["profile_stop_time"].uint64_value
+    assert before <= start <= stop <= after
+    options = ProfileOptions.FromString(stats["profile_options"].bytes_value)
+    assert (options.host_tracer_level, options.device_tracer_level) == (3, 1)
+    assert options.python_tracer_level == 0 and options.version == 1
+    assert options.repository_path == str(tmp_path)
+
+
+def test_line_timestamps_are_relative_to_profile_start(tmp_path: Path) -> None:
+    stepscope.start(tmp_path)
+    time.sleep(0.002)
+    with stepscope.trace("late"):
+        pass
+    profile = load_run(stepscope.stop())
+    (late,) = named(profile, "late")
+    assert 2_000_000 <= late["start_ns"] < 2_000_000_000  # ns since profile_start_time
+
+
+def test_start_twice_and_stop_without_start_raise_specific_errors(tmp_path: Path) -> None:
+    with pytest.raises(stepscope.ProfilerNotRunningError, match="no profiling session"):
+        stepscope.stop()
+    stepscope.start(tmp_path)
+    with pytest.raises(stepscope.ProfilerAlreadyRunningError, match="already running"):
+        stepscope.start(tmp_path)
+    assert stepscope.stop(save=False) is None
+    with pytest.raises(stepscope.ProfilerNotRunningError):
+        stepscope.stop()
+    assert issubclass(stepscope.ProfilerAlreadyRunningError, StepscopeError)
+    assert issubclass(stepscope.ProfilerNotRunningError, StepscopeError)
+
+
+def test_profile_context_manager_saves_even_when_the_block_raises(tmp_path: Path) -> None:
+    ctx = stepscope.profile(tmp_path)
+    with pytest.raises(RuntimeError), ctx:
+        with stepscope.trace("before-error"):
+            pass
+        raise RuntimeError("boom")
+    assert not session.is_running()
+    assert named(load_run(ctx.run_dir), "before-error")
+
+
+def test_logdir_url_and_bad_options_are_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(StepscopeError, match="URL"):
+        stepscope.start("gs://bucket/logs")
+    with pytest.raises(InvalidOptionsError, match="python_tracer_level"):
+        stepscope.ProfilerOptions(python_tracer_level=2)
+    with pytest.raises(InvalidOptionsError, match="max_events"):
+        stepscope.ProfilerOptions(max_events=0)
+    with pytest.raises(InvalidOptionsError, match="duration_ms"):
+        stepscope.ProfilerOptions(duration_ms=-5)
+    with pytest.raises(InvalidOptionsError, match="delay_ms"):
+        stepscope.ProfilerOptions(delay_ms=1.5)  # type: ignore[arg-type]
+    with pytest.raises(InvalidOptionsError, match="ProfilerOptions"):
+        stepscope.start(tmp_path, {"host_tracer_level": 2})  # type: ignore[arg-type]
+    assert not session.is_running()
+
+
+def test_options_are_an_immutable_record() -> None:
+    options = stepscope.ProfilerOptions()
+    assert (options.host_tracer_level, options.python_tracer_level) == (2, 0)
+    assert (options.device_tracer_level, options.delay_ms, options.duration_ms) == (1, 0, None)
+    changed = options.replace(python_tracer_level=1)
+    assert changed.python_tracer_level == 1 and changed != options
+    assert pickle.loads(pickle.dumps(changed)) == changed
+    assert "python_tracer_level=1" in repr(changed)
+    with pytest.raises(AttributeError):
+        options.max_events = 5
+
+
+def test_host_tracer_level_zero_records_no_annotations(tmp_path: Path) -> None:
+    stepscope.start(tmp_path, stepscope.ProfilerOptions(host_tracer_level=0))
+    with stepscope.trace("invisible"):
+        pass
+    assert events(load_run(stepscope.stop())) == []
+
+
+def test_delay_ms_postpones_recording(tmp_path: Path) -> None:
+    stepscope.start(tmp_path, stepscope.ProfilerOptions(delay_ms=150))
+    with stepscope.trace("during-delay"):
+        pass
+    time.sleep(0.4)
+    with stepscope.trace("after-delay"):
+        pass
+    profile = load_run(stepscope.stop())
+    assert [e["name"] for e in events(profile)] == ["after-delay"]
+
+
+def test_stop_during_delay_saves_an_empty_profile_with_a_warning(tmp_path: Path) -> None:
+    stepscope.start(tmp_path, stepscope.ProfilerOptions(delay_ms=10_000))
+    profile = load_run(stepscope.stop())
+    assert profile.n_events == 0
+    assert any("delay_ms" in w for w in profile.warnings)
+
+
+def test_duration_ms_stops_and_saves_by_itself(tmp_path: Path) -> None:
+    stepscope.start(tmp_path, stepscope.ProfilerOptions(delay_ms=50, duration_ms=150))
+    deadline = time.monotonic() + 5
+    while session.is_running() and time.monotonic() < deadline:
+        with stepscope.trace("tick"):
+            time.sleep(0.005)
+    assert not session.is_running()
+    saved = list((tmp_path / "plugins" / "profile").glob("*/*.xplane.pb"))
+    assert len(saved) == 1  # saved before anyone called stop()
+    run_dir = stepscope.stop()  # returns the auto-saved run instead of raising
+    assert run_dir == saved[0].parent
+    ticks = named(load_run(run_dir), "tick")
+    span_ns = ticks[-1]["end_ns"] - ticks[0]["start_ns"]
+    assert 100e6 <= span_ns <= 400e6
+    with pytest.raises(stepscope.ProfilerNotRunningError):
+        stepscope.stop()
+    stepscope.start(tmp_path)  # a new session may begin
+    stepscope.stop(save=False)
+
+
+def test_failed_save_says_why_and_keeps_the_data(tmp_path: Path) -> None:
+    blocker = tmp_path / "plugins"
+    blocker.write_text("a file where the profile directory should go")
+    stepscope.start(tmp_path)
+    with stepscope.trace("precious"):
+        pass
+    with pytest.raises(StepscopeError, match="could not save the profile to") as info:
+        stepscope.stop()
+    error = info.value
+    assert str(tmp_path) in str(error)
+    saved = error.save_to(tmp_path / "elsewhere.xplane.pb")  # type: ignore[attr-defined]
+    assert saved.exists()
+    assert not session.is_running()
+
+
+def test_two_runs_in_the_same_second_do_not_overwrite(tmp_path: Path) -> None:
+    runs = []
+    for _ in range(2):
+        stepscope.start(tmp_path, hostname="h")
+        runs.append(stepscope.stop())
+    assert runs[0] != runs[1]
+    assert all((run / "h.xplane.pb").exists() for run in runs if run is not None)
+
+
+def test_stop_from_another_thread(tmp_path: Path) -> None:
+    stepscope.start(tmp_path)
+    result: list[object] = []
+    thread = threading.Thread(target=lambda: result.append(stepscope.stop()))
+    thread.start()
+    thread.join()
+    assert isinstance(result[0], Path)

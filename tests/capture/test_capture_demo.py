@@ -1,0 +1,38 @@
+"""`stepscope demo` end to end (fast mode), through the CLI's command registration."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from stepscope.cli.commands import demo
+from tests.capture.helpers import load_run, named
+
+
+def test_demo_profiles_and_summarizes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser()
+    demo.register(parser.add_subparsers())
+    args = parser.parse_args(["demo", "--fast", "--logdir", str(tmp_path)])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    (run_dir,) = (tmp_path / "plugins" / "profile").iterdir()
+    profile = load_run(run_dir)
+    assert len(named(profile, "train")) == 6
+    assert named(profile, "IteratorGetNextOp::DoCompute")
+    assert named(profile, "Iterator::Batch::Decode") and named(profile, "Iterator::Batch::Source")
+    threads = {line.name for line in profile.lines}
+    assert {"MainThread", "demo-producer-0", "demo-producer-1"} <= threads
+    assert "waiting for input" in out and str(run_dir) in out
+    assert f"stepscope serve {tmp_path}" in out
+
+
+def test_demo_rejects_zero_steps(tmp_path: Path) -> None:
+    from stepscope.errors import StepscopeError
+
+    parser = argparse.ArgumentParser()
+    demo.register(parser.add_subparsers())
+    args = parser.parse_args(["demo", "--steps", "0", "--logdir", str(tmp_path)])
+    with pytest.raises(StepscopeError, match="--steps"):
+        args.func(args)

@@ -1,0 +1,84 @@
+"""A profile stepscope captures opens in XProf 2.24 with the right steps and breakdown.
+
+Runs XProf's own converter in-process (skipped where the `xprof` package is not installed).
+XProf's rules that matter here: a step counts only if some event is recorded inside it, and
+with more than five steps it drops the first and the last (possibly incomplete) ones.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import stepscope
+from tests.capture.helpers import load_run, named
+
+raw_to_tool_data = pytest.importorskip("xprof.convert.raw_to_tool_data")
+
+STEPS = 8
+INPUT_S, COMPUTE_S = 0.012, 0.006
+
+
+def _xprof(run_dir: Path, tool: str) -> Any:
+    paths = [str(p) for p in run_dir.glob("*.xplane.pb")]
+    data, _content_type = raw_to_tool_data.xspace_to_tool_data(
+        paths, tool, {"use_saved_result": False}
+    )
+    assert data, f"XProf returned nothing for {tool}"
+    return json.loads(data)
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    def records() -> Iterator[int]:
+        i = 0
+        while True:
+            time.sleep(INPUT_S)  # a slow source: the step waits for it
+            yield i
+            i += 1
+
+    logdir = tmp_path_factory.mktemp("xprof")
+    batches = stepscope.data.instrument(records(), name="Source")
+    stepscope.start(logdir)
+    for step in range(STEPS):
+        with stepscope.step(step):
+            next(batches)
+            with stepscope.trace("compute"):
+                time.sleep(COMPUTE_S)
+    run_dir = stepscope.stop()
+    assert run_dir is not None
+    return run_dir
+
+
+def test_overview_page_finds_our_steps_and_breakdown(captured: Path) -> None:
+    overview = _xprof(captured, "overview_page")
+    step_table = overview[1]
+    labels = [row["c"][0]["v"] for row in step_table["rows"]]
+    assert labels == [f"train {n}" for n in range(1, STEPS - 1)]  # first and last dropped
+
+    ours = named(load_run(captured), "train")[1:-1]
+    our_avg_ms = sum(s["dur_ns"] for s in ours) / len(ours) / 1e6
+    p = step_table["p"]
+    assert float(p["steptime_ms_average"]) == pytest.approx(our_avg_ms, abs=0.15)
+    # Breakdown: the instrumented fetch is "Input", the traced block "Host compute".
+    assert float(p["infeed_time_ms_avg"]) == pytest.approx(INPUT_S * 1e3, rel=0.35)
+    assert float(p["host_compute_time_ms_avg"]) == pytest.approx(COMPUTE_S * 1e3, rel=0.35)
+    assert "HIGHLY input-bound" in p["input_conclusion"]
+    per_step = {row["c"][0]["v"]: row["c"][-1]["v"] for row in step_table["rows"]}
+    for step in ours:
+        label = f"train {step['stats']['step_num']}"
+        assert per_step[label] == pytest.approx(step["dur_ns"] / 1e6, abs=0.01)
+
+
+def test_input_pipeline_analyzer_sees_the_instrumented_source(captured: Path) -> None:
+    analysis = _xprof(captured, "input_pipeline_analyzer")
+    rows = [row["c"] for table in analysis for row in table.get("rows", [])]
+    source = next(cells for cells in rows if cells[0]["v"] == "Iterator::Source")
+    assert source[1]["v"] == STEPS  # one call per step
+    assert source[-1]["v"] == "Preprocessing"
+    assert "HIGHLY input-bound" in json.dumps(analysis)
