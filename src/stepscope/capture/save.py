@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stepscope.capture.bridges.base import BridgeSet
 from stepscope.capture.host_tracer import ThreadBuffer
 from stepscope.capture.options import ProfilerOptions
 from stepscope.capture.python_tracer import PyThreadEvents, event_name, is_internal
@@ -69,6 +70,7 @@ class CaptureResult:
     python_threads: list[PyThreadEvents] = field(default_factory=list)
     dropped_events: int = 0
     warnings: list[str] = field(default_factory=list)
+    bridges: BridgeSet | None = None  # framework profilers to merge (capture.bridges)
 
 
 def default_hostname() -> str:
@@ -175,6 +177,8 @@ def build_xspace(result: CaptureResult) -> XSpace:
     builder.warnings.extend(warnings)
     space = builder.build()
     _add_task_environment(space, result)
+    if result.bridges is not None:  # framework planes, on this profile's clock
+        result.bridges.merge_into(space, result.start_perf_ns, result.stop_perf_ns)
     return space
 
 

@@ -31,7 +31,9 @@ TYPE_CHECKING = False  # not typing's: see stepscope.capture.options
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from stepscope.capture.bridges.base import BridgeSet
     from stepscope.capture.python_tracer import PythonTracer
+    from stepscope.xspace.proto.xplane_pb2 import XSpace
 
 PENDING, RECORDING, FINISHED = "pending", "recording", "finished"
 
@@ -57,14 +59,20 @@ class Session:
         self.budget = EventBudget(options.max_events)
         self.host = HostTracer(self.budget)
         self.python: PythonTracer | None = None
+        self.bridges: BridgeSet | None = None  # framework profilers (install_bridges)
         self.start_wall_ns = 0
         self.start_perf_ns = 0
         self.run_dir: Path | None = None
         self.error: BaseException | None = None
         self.timers: list[threading.Timer] = []
+        # False for a remote capture: `finish` keeps the XSpace in `space` instead of writing it.
+        self.write = True
+        self.space: XSpace | None = None
 
     def begin_recording(self) -> None:
         """PENDING -> RECORDING: note the clock pair, then switch the tracers on."""
+        if self.bridges is not None:  # first: their start-up is not part of the recording
+            self.bridges.start()
         self.start_perf_ns = time.perf_counter_ns()
         self.start_wall_ns = time.time_ns()
         if self.options.host_tracer_level > 0:
@@ -82,6 +90,14 @@ class Session:
             tracer.install()
             self.python = tracer
 
+    def install_bridges(self) -> None:
+        """Framework profilers (PyTorch, TensorFlow, JAX), prepared on the thread calling
+        `start`: torch.profiler records only the thread that started it."""
+        from stepscope.capture.bridges import bridges_for
+
+        self.bridges = bridges_for(self.options)
+        self.bridges.prepare()
+
     def finish(self, save: bool) -> Path | None:
         """-> FINISHED: switch the tracers off and (if ``save``) write the profile."""
         from stepscope.capture.save import CaptureResult, build_xspace, run_name_for
@@ -95,6 +111,8 @@ class Session:
         _annotations.deactivate()
         if self.python is not None:
             stop_perf = self.python.stop()
+        if self.bridges is not None:
+            self.bridges.stop(keep=save)
         self.budget.close()
         self.state = FINISHED
         if not save:
@@ -119,6 +137,7 @@ class Session:
             python_threads=list(self.python.threads) if self.python is not None else [],
             dropped_events=self.budget.dropped,
             warnings=warnings,
+            bridges=self.bridges,
         )
         if result.dropped_events:
             print(
@@ -127,7 +146,11 @@ class Session:
                 file=sys.stderr,
                 flush=True,
             )
-        self.run_dir = save_space(build_xspace(result), result)
+        space = build_xspace(result)
+        if not self.write:
+            self.space = space
+            return None
+        self.run_dir = save_space(space, result)
         return self.run_dir
 
 
@@ -165,6 +188,7 @@ def start(
             )
         session = Session(text, resolved, hostname)
         session.install_python_tracer()
+        session.install_bridges()
         _session = session
         if resolved.delay_ns:
             _schedule(session, resolved.delay_ns / 1e9, _delayed_begin)
@@ -255,3 +279,34 @@ class profile:
 
     def __exit__(self, *exc: object) -> None:
         self.run_dir = stop(save=True)
+
+
+# For a caller that drives a session itself (the remote-capture server): it shares the one
+# session slot with `start`, so a local capture and a remote one exclude each other.
+def claim(session: Session) -> None:
+    """Make ``session`` the process's session; `ProfilerAlreadyRunningError` if one is active."""
+    global _session
+    with _lock:
+        if _session is not None and _session.state != FINISHED:
+            raise ProfilerAlreadyRunningError(
+                f"a profiling session is already running (logdir {_session.logdir!r})"
+            )
+        _session = session
+
+
+def begin(session: Session) -> bool:
+    """Start recording a claimed ``session``; False if it was stopped meanwhile."""
+    with _lock:
+        if _session is session and session.state == PENDING:
+            session.begin_recording()
+        return session.state == RECORDING
+
+
+def release(session: Session) -> None:
+    """Finish a claimed ``session`` (unless `stop` already did) and free the slot."""
+    global _session
+    with _lock:
+        if _session is session:
+            _session = None
+        if session.state != FINISHED:
+            session.finish(save=True)

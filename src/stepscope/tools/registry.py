@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol
@@ -37,6 +37,17 @@ class ToolOption:
 
 
 @dataclass(frozen=True)
+class ToolEndpoint:
+    """An extra GET route of a tool, ``/api/tool/<tool>/<name>?run=&host=&<params>``, for tools
+    that answer follow-up queries (the trace viewer's windows). ``handle(ctx, params)`` returns
+    (body, content type); a ValueError means a bad parameter (HTTP 400)."""
+
+    name: str
+    handle: Callable[[ToolContext, Mapping[str, str]], tuple[bytes, str]]
+    description: str = ""
+
+
+@dataclass(frozen=True)
 class ToolSpec:
     name: str  # identifier used in URLs and the CLI, e.g. "overview_page"
     title: str  # shown in the UI, e.g. "Overview"
@@ -48,6 +59,7 @@ class ToolSpec:
     # Whether the tool has anything to show for a run (e.g. kernel_stats needs a GPU).
     available: Callable[[ToolContext], bool] = field(default=lambda ctx: True)
     order: int = 100  # position in the UI's tool list
+    endpoints: tuple[ToolEndpoint, ...] = ()  # extra routes (see ToolEndpoint)
 
 
 @cache

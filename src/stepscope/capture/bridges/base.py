@@ -1,0 +1,224 @@
+"""The collector interface between a capture session and a framework's profiler (a bridge).
+
+A session drives each bridge through four calls:
+
+- ``prepare()`` on the thread that called `stepscope.start`, before any ``delay_ms``:
+  ``torch.profiler`` records only the thread that started it and must be stopped there;
+- ``start()`` when recording begins (after ``delay_ms``, on the timer thread);
+- ``stop()`` when recording ends (the thread calling `stepscope.stop`, or the duration timer);
+- ``collect()`` when the profile is saved: the framework's planes as a `BridgeOutput`, with
+  the `ClockMap` that puts its times on stepscope's clock (``time.perf_counter_ns``).
+
+`BridgeSet` runs the calls for every bridge of a session. A bridge that fails never costs the
+rest of the profile: its exception becomes one ``stepscope: <framework> bridge: ...`` line on
+stderr and in ``XSpace.warnings`` (with how to fix it, see `diagnose`), and the bridge is left
+out of the later calls. `merge_into` converts and merges everything when the profile is built.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from stepscope.errors import StepscopeError
+
+if TYPE_CHECKING:
+    from stepscope.capture.options import ProfilerOptions
+    from stepscope.xspace.merge import ClockMap
+    from stepscope.xspace.proto.xplane_pb2 import XSpace
+
+
+class BridgeError(StepscopeError):
+    """A bridge cannot run; the message says why and how to fix it."""
+
+
+@dataclass
+class BridgeOutput:
+    """What a bridge recorded, ready to merge."""
+
+    space: XSpace
+    clock: ClockMap  # the space's stored ns -> time.perf_counter_ns()
+    line_ids: dict[str, dict[int, int]] = field(default_factory=dict)  # see merge_xspace
+    warnings: list[str] = field(default_factory=list)
+
+
+class Bridge:
+    """Base class of the framework bridges (all calls default to doing nothing)."""
+
+    name = "bridge"  # id used in `configure` and STEPSCOPE_BRIDGES
+    title = "Bridge"  # the framework, for messages
+    module = ""  # the framework's top-level module: in sys.modules = the program uses it
+
+    def __init__(self, options: ProfilerOptions) -> None:
+        self.options = options
+
+    @classmethod
+    def wanted(cls, options: ProfilerOptions) -> bool:
+        """Whether the bridge runs by default (its framework imported) with these options."""
+        return True
+
+    def prepare(self) -> None:
+        """On the thread calling `stepscope.start`."""
+
+    def start(self) -> None:
+        """Recording begins."""
+
+    def stop(self) -> None:
+        """Recording ends."""
+
+    def collect(self) -> BridgeOutput | None:
+        """The recorded planes (None when there is nothing)."""
+        return None
+
+    def close(self) -> None:
+        """Release what the bridge holds (temporary files); always called last."""
+
+
+def report(message: str) -> str:
+    """Print a bridge's message to stderr the way every stepscope message looks; return it."""
+    line = message if message.startswith("stepscope:") else f"stepscope: {message}"
+    print(line, file=sys.stderr, flush=True)
+    return line
+
+
+class BridgeSet:
+    """The bridges of one session, each call guarded so that one failure stays local."""
+
+    def __init__(self, bridges: list[Bridge], warnings: list[str] | None = None) -> None:
+        self.bridges = list(bridges)
+        self.warnings = list(warnings or [])  # already reported lines, for XSpace.warnings
+        self._failed: set[int] = set()
+        self._closed = False
+
+    def __len__(self) -> int:
+        return len(self.bridges)
+
+    def _each(self, phase: str, call: str) -> None:
+        for index, bridge in enumerate(self.bridges):
+            if index not in self._failed:
+                self._guard(index, bridge, phase, getattr(bridge, call))
+
+    def _guard(self, index: int, bridge: Bridge, phase: str, func: object) -> object:
+        try:
+            return func()  # type: ignore[operator]
+        except Exception as exc:  # a bridge must never break the capture
+            self._failed.add(index)
+            self.warnings.append(report(failure_message(bridge.title, phase, exc)))
+            return None
+
+    def prepare(self) -> None:
+        self._each("starting", "prepare")
+
+    def start(self) -> None:
+        self._each("starting", "start")
+
+    def stop(self, keep: bool = True) -> None:
+        """Stop every bridge; without ``keep`` (``stop(save=False)``) discard what they hold."""
+        self._each("stopping", "stop")
+        if not keep:
+            self.close()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for bridge in self.bridges:
+            try:
+                bridge.close()
+            except Exception as exc:  # cleanup only: say so, go on
+                report(f"{bridge.title} bridge: could not clean up: {exc}")
+
+    def collect(self) -> list[BridgeOutput]:
+        outputs = []
+        for index, bridge in enumerate(self.bridges):
+            if index in self._failed:
+                continue
+            out = self._guard(index, bridge, "converting its trace", bridge.collect)
+            if isinstance(out, BridgeOutput):
+                for line in out.warnings:
+                    self.warnings.append(report(f"{bridge.title} bridge: {line}"))
+                outputs.append(out)
+        return outputs
+
+    def merge_into(self, space: XSpace, start_perf_ns: int, stop_perf_ns: int) -> None:
+        """Collect every bridge's planes and merge them into the saved ``space``.
+
+        ``space`` stores times relative to the recording start (``start_perf_ns``); events a
+        framework saw outside [start, stop] are dropped.
+        """
+        from stepscope.xspace.merge import merge_xspace
+
+        try:
+            window = (0, stop_perf_ns - start_perf_ns)
+            for out in self.collect():
+                merge_xspace(
+                    space,
+                    out.space,
+                    out.clock.shifted(-start_perf_ns),
+                    window=window,
+                    line_ids=out.line_ids,
+                )
+        except Exception as exc:  # a merge bug must not lose stepscope's own events
+            self.warnings.append(report(failure_message("framework", "merging its trace", exc)))
+        finally:
+            self.close()
+        space.warnings.extend(self.warnings)
+
+
+def failure_message(title: str, phase: str, exc: BaseException) -> str:
+    """One line: which bridge failed, when, why, and the fix where one is known."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, BridgeError):
+        return f"{title} bridge: {text}"
+    hints = diagnose([str(exc)])
+    hint = f" ({hints[0]})" if hints else ""
+    return (
+        f"{title} bridge failed while {phase}: {type(exc).__name__}: {text}{hint}; "
+        f"the rest of the profile is kept"
+    )
+
+
+INSUFFICIENT_PRIVILEGES = (
+    "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: the NVIDIA driver lets only administrators read GPU "
+    "performance data, so no GPU kernels, memcpys or memsets were recorded (host events are "
+    "kept). Fix: run as root, or allow it for every user with the driver option "
+    "`options nvidia NVreg_RestrictProfilingToAdminUsers=0` (in /etc/modprobe.d/, then reboot "
+    "or reload the nvidia module); in a container add `--cap-add SYS_ADMIN` (docker) or the "
+    "SYS_ADMIN capability (Kubernetes). See https://developer.nvidia.com/ERR_NVGPUCTRPERM"
+)
+CUPTI_UNAVAILABLE = (
+    "CUPTI, NVIDIA's profiling library, is unavailable ({detail}), so no GPU activity was "
+    "recorded (host events are kept). Fix: install the CUPTI of your CUDA version (it comes "
+    "with PyTorch's CUDA wheels as nvidia-cuda-cupti-cu12, and with the CUDA toolkit under "
+    "extras/CUPTI/lib64: add that directory to LD_LIBRARY_PATH)"
+)
+_UNAVAILABLE_SIGNS = (
+    "libcupti",
+    "CUPTI could not be loaded",
+    "Failed to load CUPTI",
+    "CUPTI_ERROR_NOT_INITIALIZED",
+    "CUPTI_ERROR_NOT_COMPATIBLE",
+    "CUPTI_ERROR_UNKNOWN",
+    "CUPTI_ERROR_NOT_SUPPORTED",
+    "cupti initialization failed",
+    "CUPTI is not available",
+)
+
+
+def diagnose(texts: list[str]) -> list[str]:
+    """Known GPU-tracing failures found in ``texts`` (warnings, errors, log output) -> fixes."""
+    found: list[str] = []
+    joined = "\n".join(texts)
+    if "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES" in joined or "ERR_NVGPUCTRPERM" in joined:
+        found.append(INSUFFICIENT_PRIVILEGES)
+    else:
+        lowered = joined.lower()
+        for sign in _UNAVAILABLE_SIGNS:
+            at = lowered.find(sign.lower())
+            if at >= 0:
+                end = joined.find("\n", at)
+                detail = joined[at : end if end >= 0 else None].strip()[:160]
+                found.append(CUPTI_UNAVAILABLE.format(detail=detail))
+                break
+    return found

@@ -1,0 +1,195 @@
+"""PyTorch bridge: ``torch.profiler`` (Kineto) under a stepscope session.
+
+Runs when the program has imported ``torch`` (it is never imported just because it is
+installed) and ``device_tracer_level >= 1``, or when asked for with
+``configure(frameworks=["pytorch"])``. Activities: CPU ops (``host_tracer_level >= 1``) and
+CUDA (``device_tracer_level >= 1`` and ``torch.cuda.is_available()``); ``record_shapes`` and
+``profile_memory`` on, ``with_stack`` off by default (see `TorchSettings`).
+
+Conversion reuses the Kineto importer (docs/formats/kineto.md): the trace is exported as
+Chrome-trace JSON into a temporary directory and converted like any ``*.pt.trace.json``, so
+a live capture and an imported trace give the same planes: CPU ops with ``Input Dims``,
+``record_function`` annotations, ``ProfilerStep#N``, ``/device:GPU:N`` planes with one line
+per stream, ``kernel_details``, ``memcpy_details``, correlation ids, NCCL args, allocator
+events as ``MemoryAllocation`` / ``MemoryDeallocation``. Times are put on stepscope's clock
+with marker events (`sync`): each marker is a ``record_function`` around one ``torch.empty(0)``,
+whose dispatcher timestamps are bracketed by ``perf_counter_ns``.
+
+Thread rules (PyTorch's, found the hard way): the profiler records only the thread that
+started it (plus autograd's threads) and must be stopped by that thread; stopping it from
+another thread crashes the process at export. Hence:
+
+- the profiler starts in ``prepare`` (the thread calling `stepscope.start`), also when
+  ``delay_ms`` defers recording; what it sees during the delay is dropped at merge;
+- with ``duration_ms`` the session is stopped by a timer thread, so the bridge does not run
+  and says why;
+- `stepscope.stop` from another thread leaves the profiler running (it is stopped by the next
+  `stepscope.start` on its own thread) and the profile says so.
+
+A ``torch.profiler`` the user already runs on this thread wins: the bridge stays off and says
+how to merge it instead (`trace_handler`).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stepscope.capture.bridges.base import Bridge, BridgeError, BridgeOutput, diagnose
+from stepscope.capture.bridges.logs import captured_output
+from stepscope.capture.bridges.sync import ClockSync, find_markers
+from stepscope.capture.options import ProfilerOptions
+
+SYNC_OP = "aten::empty"
+# Profilers a `stepscope.stop` on the wrong thread could not stop: {thread ident: profiler}.
+_orphans: dict[int, Any] = {}
+
+
+@dataclass(frozen=True)
+class TorchSettings:
+    """Options of the ``torch.profiler.profile`` the bridge runs."""
+
+    record_shapes: bool = True
+    profile_memory: bool = True
+    with_stack: bool = False  # Python stacks per op: large traces, slow export
+    with_flops: bool = False
+    with_modules: bool = False
+
+
+def profiler_active(torch: Any) -> bool:
+    """Whether a torch profiler (the user's) already records this thread."""
+    autograd = getattr(getattr(torch, "_C", None), "_autograd", None)
+    enabled = getattr(autograd, "_profiler_enabled", None)
+    try:
+        if enabled is not None and enabled():
+            return True
+    except Exception:
+        pass
+    legacy = getattr(getattr(torch, "autograd", None), "profiler", None)
+    return bool(getattr(legacy, "_is_profiler_enabled", False))
+
+
+class PyTorchBridge(Bridge):
+    name = "pytorch"
+    title = "PyTorch"
+    module = "torch"
+
+    def __init__(self, options: ProfilerOptions, settings: TorchSettings | None = None) -> None:
+        super().__init__(options)
+        self.settings = settings or TorchSettings()
+        self.profiler: Any = None
+        self.owner = 0
+        self.stopped = False
+        self.sync = ClockSync()
+        self.logs: list[str] = []
+        self.cuda = False
+
+    @classmethod
+    def wanted(cls, options: ProfilerOptions) -> bool:
+        return options.device_tracer_level >= 1
+
+    def prepare(self) -> None:
+        if self.options.duration_ms is not None:
+            raise BridgeError(
+                "not run: with duration_ms a timer thread stops the session, and torch.profiler "
+                "must be stopped on the thread that started it. Call stepscope.stop() yourself "
+                "(or use `with stepscope.profile(...)`) to get PyTorch events"
+            )
+        import torch
+        from torch.profiler import ProfilerActivity, profile, record_function
+
+        orphan = _orphans.pop(threading.get_ident(), None)
+        if orphan is not None:
+            with captured_output([]):
+                orphan.stop()
+        if profiler_active(torch):
+            raise BridgeError(
+                "not run: a torch.profiler is already recording this thread, and two cannot run "
+                "at once. Either let stepscope run it (remove your torch.profiler.profile), or "
+                "keep yours and write its traces as stepscope runs with on_trace_ready="
+                "stepscope.capture.bridges.torch_trace_handler(logdir)"
+            )
+        activities = []
+        if self.options.host_tracer_level >= 1:
+            activities.append(ProfilerActivity.CPU)
+        self.cuda = self.options.device_tracer_level >= 1 and torch.cuda.is_available()
+        if self.cuda:
+            activities.append(ProfilerActivity.CUDA)
+        if not activities:
+            raise BridgeError("not run: host_tracer_level=0 and no GPU to trace")
+        s = self.settings
+        self._torch, self._record_function = torch, record_function
+        with captured_output(self.logs):
+            profiler = profile(
+                activities=activities,
+                record_shapes=s.record_shapes,
+                profile_memory=s.profile_memory,
+                with_stack=s.with_stack,
+                with_flops=s.with_flops,
+                with_modules=s.with_modules,
+            )
+            profiler.start()
+        self.profiler = profiler
+        self.owner = threading.get_ident()
+        self.sync.emit(self._probe, batch=0)
+
+    def _probe(self, name: str) -> tuple[int, int]:
+        with self._record_function(name):
+            before = time.perf_counter_ns()
+            self._torch.empty(0)
+            after = time.perf_counter_ns()
+        return before, after
+
+    def stop(self) -> None:
+        if self.profiler is None or self.stopped:
+            return
+        if threading.get_ident() != self.owner:
+            _orphans[self.owner] = self.profiler
+            self.profiler = None
+            raise BridgeError(
+                "PyTorch events are missing: stepscope.stop() ran on another thread than "
+                "stepscope.start(), and torch.profiler can only be stopped on the thread that "
+                "started it (it is stopped at the next stepscope.start() there). Call both on "
+                "the training thread"
+            )
+        self.sync.emit(self._probe, batch=1)
+        with captured_output(self.logs):
+            self.profiler.stop()
+        self.stopped = True
+
+    def collect(self) -> BridgeOutput | None:
+        if self.profiler is None or not self.stopped:
+            return None
+        from stepscope.xspace.kineto import kineto_bytes_to_xspace
+
+        with tempfile.TemporaryDirectory(prefix="stepscope-torch-") as tmp:
+            path = Path(tmp) / "trace.pt.trace.json"
+            with captured_output(self.logs):
+                self.profiler.export_chrome_trace(str(path))
+            data = path.read_bytes()
+        self.profiler = None  # its events are in `data` now: free them
+        space = kineto_bytes_to_xspace(data, "torch.profiler")
+        del space.hostnames[:]
+        host = next((p for p in space.planes if p.name == "/host:CPU"), None)
+        found = find_markers(host, child=SYNC_OP) if host is not None else None
+        clock, how = self.sync.clock_map(found.stamps if found else {})
+        warnings = diagnose([*self.logs, *space.errors, *space.warnings])
+        if self.cuda and not warnings and _launches_without_kernels(space):
+            warnings.append(
+                "GPU kernels were launched but CUPTI recorded none: check that CUPTI works "
+                "(python -c 'import torch; print(torch.cuda.is_available())' and the driver logs)"
+            )
+        if how.startswith("unix"):
+            warnings.append(f"clock aligned by {how}; events may be off by a few microseconds")
+        return BridgeOutput(space, clock, {}, warnings)
+
+
+def _launches_without_kernels(space: Any) -> bool:
+    if any(p.name.startswith("/device:") for p in space.planes):
+        return False
+    names = (m.name for p in space.planes for m in p.event_metadata.values())
+    return any(n.startswith(("cudaLaunchKernel", "cuLaunchKernel")) for n in names)

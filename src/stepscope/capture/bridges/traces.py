@@ -1,0 +1,191 @@
+"""Existing traces -> a stepscope run: `import_traces` (``stepscope import``) and the
+``on_trace_ready`` handler for programs that drive ``torch.profiler`` themselves.
+
+A run is ``<logdir>/plugins/profile/<run>/<host>.xplane.pb``, one file per host, the layout
+every stepscope tool (and XProf) reads. Kineto traces (``*.pt.trace.json[.gz]``, one per rank)
+are converted once, at import, so opening the run later costs no JSON parsing; the host name
+of each is ``rank<N>`` from its ``distributedInfo`` (else its file name). XSpace files
+(``*.xplane.pb[.gz]``) are copied as they are, under their file's host name. Two files that
+claim the same host get ``_2``, ``_3``... suffixes, with a warning: merging two ranks'
+events into one host would be wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stepscope.errors import StepscopeError
+from stepscope.xspace.io import read_profile_bytes, write_xspace
+from stepscope.xspace.proto.xplane_pb2 import XSpace
+
+_TRACE = re.compile(r"\.(json|xplane\.pb)(\.gz)?$")
+_XSPACE = re.compile(r"\.xplane\.pb(\.gz)?$")
+
+
+@dataclass(frozen=True)
+class ImportedHost:
+    source: str
+    host: str
+    events: int
+    rank: int | None = None
+    world_size: int | None = None
+
+
+@dataclass
+class ImportResult:
+    run_dir: Path
+    hosts: list[ImportedHost] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)  # "path: why" for files not imported
+
+
+def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Files named by ``paths``; a directory stands for the traces found under it."""
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and _TRACE.search(p.name))
+            if not found:
+                raise StepscopeError(
+                    f"{path}: no traces found (looked for *.pt.trace.json[.gz], *.json[.gz] "
+                    "and *.xplane.pb[.gz])"
+                )
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise StepscopeError(f"{path}: no such file or directory")
+    return list(dict.fromkeys(files))
+
+
+def _plane_stat(space: XSpace, plane_name: str, stat_name: str) -> Any:
+    for plane in space.planes:
+        if plane.name != plane_name:
+            continue
+        for stat in plane.stats:
+            if plane.stat_metadata[stat.metadata_id].name == stat_name:
+                kind = stat.WhichOneof("value")
+                return getattr(stat, kind) if kind else None
+    return None
+
+
+def _convert(path: Path) -> tuple[XSpace, str]:
+    from stepscope.xspace.io import parse_xspace
+    from stepscope.xspace.kineto import kineto_to_xspace
+
+    if _XSPACE.search(path.name):
+        host = _XSPACE.sub("", path.name).rstrip(".") or "localhost"
+        return parse_xspace(read_profile_bytes(path), path), host
+    space = kineto_to_xspace(path)
+    return space, (space.hostnames[0] if space.hostnames else path.stem)
+
+
+def new_run_dir(logdir: str | os.PathLike[str], run_name: str | None = None) -> Path:
+    """``<logdir>/plugins/profile/<run_name or local time>``, suffixed if it exists."""
+    name = run_name or time.strftime("%Y_%m_%d_%H_%M_%S")
+    if not name or "/" in name or "\\" in name or name in (".", ".."):
+        raise StepscopeError(f"run name {name!r} must be a plain directory name")
+    root = Path(logdir) / "plugins" / "profile"
+    candidate, suffix = root / name, 2
+    while candidate.exists():
+        candidate, suffix = root / f"{name}_{suffix}", suffix + 1
+    return candidate
+
+
+def import_traces(
+    paths: Sequence[str | os.PathLike[str]],
+    logdir: str | os.PathLike[str],
+    run_name: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> ImportResult:
+    """Convert ``paths`` into one new run under ``logdir`` (see the module docstring).
+
+    Files that cannot be read are listed in ``failures``; when none can, nothing is written
+    and `StepscopeError` says why.
+    """
+    from stepscope.capture.save import host_file_name
+
+    files = trace_files(paths)
+    if not files:
+        raise StepscopeError("no trace files given")
+    result = ImportResult(new_run_dir(logdir, run_name))
+    claimed: dict[str, str] = {}
+    for path in files:
+        if progress is not None:
+            progress(f"importing {path}")
+        try:
+            space, host = _convert(path)
+        except StepscopeError as exc:
+            result.failures.append(str(exc))
+            continue
+        base, suffix = host, 2
+        while host in claimed:
+            host, suffix = f"{base}_{suffix}", suffix + 1
+        if host != base:
+            result.warnings.append(
+                f"{path} and {claimed[base]} are both host {base!r}: {path.name} is host {host!r}"
+            )
+        claimed[host] = str(path)
+        del space.hostnames[:]
+        space.hostnames.append(host)
+        write_xspace(space, result.run_dir / host_file_name(host))
+        rank = _plane_stat(space, "/host:CPU", "rank")
+        world = _plane_stat(space, "/host:CPU", "world_size")
+        events = sum(len(line.events) for plane in space.planes for line in plane.lines)
+        result.hosts.append(ImportedHost(str(path), host, events, rank, world))
+    if not result.hosts:
+        raise StepscopeError("nothing imported: " + "; ".join(result.failures))
+    worlds = {h.world_size for h in result.hosts if isinstance(h.world_size, int)}
+    ranks = {h.rank for h in result.hosts if isinstance(h.rank, int)}
+    if len(worlds) == 1 and ranks and len(ranks) < next(iter(worlds)):
+        result.warnings.append(
+            f"{len(ranks)} of {next(iter(worlds))} ranks imported: the multi-host tools show "
+            "only these"
+        )
+    return result
+
+
+def torch_trace_handler(
+    logdir: str | os.PathLike[str], hostname: str | None = None
+) -> Callable[[Any], Path]:
+    """An ``on_trace_ready`` for ``torch.profiler.profile`` writing each trace as a run.
+
+        with torch.profiler.profile(schedule=torch.profiler.schedule(wait=1, warmup=1,
+                active=3), on_trace_ready=torch_trace_handler("logs")) as prof:
+            for batch in loader:
+                train(batch)
+                prof.step()
+
+    Each active cycle becomes ``<logdir>/plugins/profile/<time>/<host>.xplane.pb`` whose
+    ``ProfilerStep#N`` annotations are the steps; the host is ``rank<N>`` under
+    torch.distributed, else ``hostname`` (default: this machine's name).
+    """
+    import tempfile
+
+    from stepscope.capture.save import host_file_name, run_directory, run_name_for
+    from stepscope.xspace.kineto import kineto_bytes_to_xspace
+
+    def handler(prof: Any) -> Path:
+        with tempfile.TemporaryDirectory(prefix="stepscope-torch-") as tmp:
+            path = Path(tmp) / "trace.pt.trace.json"
+            prof.export_chrome_trace(str(path))
+            space = kineto_bytes_to_xspace(path.read_bytes(), str(path))
+        host = space.hostnames[0] if space.hostnames else ""
+        if not host.startswith("rank"):
+            host = hostname or socket.gethostname() or "localhost"
+        del space.hostnames[:]
+        space.hostnames.append(host)
+        # Ranks of one job saving in the same second share a run (one host file each).
+        run_dir = run_directory(logdir, run_name_for(time.time_ns()), host)
+        write_xspace(space, run_dir / host_file_name(host))
+        return run_dir
+
+    return handler

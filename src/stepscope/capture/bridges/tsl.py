@@ -1,0 +1,124 @@
+"""What the TensorFlow and JAX bridges share: both run TSL's profiler, which writes an XSpace.
+
+``start(tmpdir)`` / ``stop()`` of the framework write ``<tmpdir>/plugins/profile/<run>/<host>
+.xplane.pb``; the bridge reads it back and hands its planes to the merge:
+
+- Clock: TensorFlow 2.x and JAX store times relative to their ``profile_start_time`` (older
+  writers stored absolute ones); marker events (``Trace`` / ``TraceAnnotation`` bracketed by
+  ``perf_counter_ns``, see `sync`) map whatever the file stores to stepscope's clock, so the
+  two conventions need no telling apart. Without markers (host_tracer_level=0) the file's
+  convention is detected (line timestamps far below ``profile_start_time`` are relative)
+  and Unix time is assumed.
+- Threads: TSL names host lines by a hash, not the OS thread id stepscope uses. The line
+  holding the markers a thread emitted is renamed to that thread's id, so the framework's
+  ops on the training thread share a line with ``stepscope.step`` and nest in it.
+
+The profiler is process-wide: it may be started and stopped from any thread.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from stepscope.capture.bridges.base import Bridge, BridgeError, BridgeOutput, diagnose
+from stepscope.capture.bridges.logs import captured_output
+from stepscope.capture.bridges.sync import ClockSync, find_markers
+from stepscope.capture.options import ProfilerOptions
+from stepscope.xspace.merge import ClockMap, env_stats
+
+HOST_PLANE = "/host:CPU"
+
+
+class TslBridge(Bridge):
+    """Subclasses provide `start_profiler`, `stop_profiler` and `annotation`."""
+
+    def __init__(self, options: ProfilerOptions) -> None:
+        super().__init__(options)
+        self.tmpdir: str | None = None
+        self.running = False
+        self.sync = ClockSync()
+        self.logs: list[str] = []
+
+    def start_profiler(self, logdir: str) -> None:
+        raise NotImplementedError
+
+    def stop_profiler(self) -> None:
+        raise NotImplementedError
+
+    def annotation(self) -> Callable[[str], Any]:
+        """The framework's ``TraceMe`` context manager factory (name -> context manager)."""
+        raise NotImplementedError
+
+    def start(self) -> None:
+        self.tmpdir = tempfile.mkdtemp(prefix=f"stepscope-{self.name}-")
+        with captured_output(self.logs):
+            self.start_profiler(self.tmpdir)
+        self.running = True
+        self._mark = self.annotation()
+        self.sync.emit(self._probe, batch=0)
+
+    def _probe(self, name: str) -> tuple[int, int]:
+        mark = self._mark
+        before = time.perf_counter_ns()
+        with mark(name):
+            pass
+        return before, time.perf_counter_ns()
+
+    def stop(self) -> None:
+        if not self.running:
+            return
+        self.sync.emit(self._probe, batch=1)
+        self.running = False
+        with captured_output(self.logs):
+            self.stop_profiler()
+
+    def collect(self) -> BridgeOutput | None:
+        from stepscope.xspace.io import load_xspace
+
+        if self.tmpdir is None:
+            return None
+        files = sorted(Path(self.tmpdir).rglob("*.xplane.pb"))
+        if not files:
+            hints = diagnose(self.logs)
+            raise BridgeError(
+                f"{self.title}'s profiler wrote no profile" + (f": {hints[0]}" if hints else "")
+            )
+        space = load_xspace(files[-1])
+        del space.hostnames[:]
+        host = next((p for p in space.planes if p.name == HOST_PLANE), None)
+        found = find_markers(host) if host is not None else None
+        clock, how = self.sync.clock_map(found.stamps if found else {})
+        warnings = diagnose([*self.logs, *space.errors])
+        if how.startswith("unix"):
+            clock = ClockMap(clock.offset_ns + _relative_base(space))
+            warnings.append(f"clock aligned by {how}; events may be off by a few microseconds")
+        line_ids: dict[str, dict[int, int]] = {}
+        if found is not None:
+            threads = self.sync.threads()
+            line_ids[HOST_PLANE] = {
+                line: threads[name] for name, line in found.lines.items() if name in threads
+            }
+        return BridgeOutput(space, clock, line_ids, warnings)
+
+    def close(self) -> None:
+        if self.running:  # never stopped (stop(save=False) before recording began)
+            self.running = False
+            with captured_output([]):
+                self.stop_profiler()
+        if self.tmpdir is not None:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+            self.tmpdir = None
+
+
+def _relative_base(space: Any) -> int:
+    """``profile_start_time`` when the file stores times relative to it, else 0."""
+    start = env_stats(space).get("profile_start_time")
+    if not isinstance(start, int) or start <= 0:
+        return 0
+    stamps = [line.timestamp_ns for plane in space.planes for line in plane.lines if line.events]
+    return start if stamps and min(stamps) < start // 2 else 0

@@ -1,0 +1,96 @@
+"""PyTorch Lightning callback: every training batch is a `stepscope.step`.
+
+    trainer = Trainer(callbacks=[StepscopeCallback()])          # marks steps; you start/stop
+    trainer = Trainer(callbacks=[StepscopeCallback("logs", profile_batch="10,15")])
+
+Steps are numbered by the 1-based count of training batches (across epochs, as Keras's
+``profile_batch``); each is backdated to include fetching its batch (see `steps.StepMarker`);
+validation, which Lightning runs between training batches, is left out. With the PyTorch
+bridge (torch imported, the default options) the steps hold Lightning's ops and kernels.
+
+Lightning (``lightning.pytorch``, else ``pytorch_lightning``) is imported on first use of
+``StepscopeCallback``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from typing import Any
+
+from stepscope.capture.callbacks.steps import StepMarker
+from stepscope.capture.options import ProfilerOptions
+from stepscope.errors import StepscopeError
+
+_MODULES = ("lightning.pytorch", "pytorch_lightning")
+
+
+def _callback_base() -> type:
+    for name in _MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        base: type = module.Callback
+        return base
+    raise StepscopeError(
+        "StepscopeCallback needs PyTorch Lightning: pip install lightning (or pytorch-lightning)"
+    )
+
+
+def _make_class() -> type:
+    class StepscopeCallback(_callback_base()):  # type: ignore[misc]
+        """Marks (and with ``logdir`` profiles) Lightning training steps."""
+
+        def __init__(
+            self,
+            logdir: str | os.PathLike[str] | None = None,
+            profile_batch: Any = "10,15",
+            options: ProfilerOptions | None = None,
+        ) -> None:
+            super().__init__()
+            self.marker = StepMarker(logdir, profile_batch, options)
+
+        @property
+        def run_dir(self) -> Path | None:
+            return self.marker.run_dir
+
+        def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
+            self.marker.resume()
+
+        def on_train_batch_start(
+            self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int
+        ) -> None:
+            self.marker.begin()
+
+        def on_train_batch_end(
+            self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
+        ) -> None:
+            self.marker.end()
+
+        def on_validation_start(self, trainer: Any, pl_module: Any) -> None:
+            self.marker.resume()
+
+        def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
+            self.marker.resume()
+
+        def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+            self.marker.finish()
+
+        def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
+            self.marker.finish()
+
+    return StepscopeCallback
+
+
+_class: type | None = None
+
+
+def __getattr__(name: str) -> Any:
+    global _class
+    if name == "StepscopeCallback":
+        if _class is None:
+            _class = _make_class()
+        return _class
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,87 @@
+"""`StepMarker`: the step bookkeeping shared by the trainer callbacks (no trainer needed).
+
+Trainers fetch the next batch before they call their "step begins" hook, so a step opened in
+that hook would leave the input pipeline out, and an input-bound run would look compute-bound.
+A step is therefore backdated to the moment the trainer last finished something else: the
+end of the previous step, the start of the epoch, or the end of evaluation, logging or
+checkpointing (`resume`). The first step after a session starts is not backdated (the
+session was not recording before).
+
+With ``logdir``, steps ``first``..``last`` of the 1-based step count (``profile_steps`` as
+Keras's ``profile_batch``: ``N``, ``"a,b"`` or ``(a, b)``) are profiled: a session starts at
+``first`` and is saved after ``last`` (or when training ends first). Without ``logdir`` every
+step is marked and recorded by whatever session is running.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from stepscope.capture import session
+from stepscope.capture.annotations import is_active
+from stepscope.capture.keras import parse_profile_batch
+from stepscope.capture.options import ProfilerOptions
+from stepscope.capture.step import step
+
+
+class StepMarker:
+    def __init__(
+        self,
+        logdir: str | os.PathLike[str] | None = None,
+        profile_steps: Any = "10,15",
+        options: ProfilerOptions | None = None,
+    ) -> None:
+        self.logdir = None if logdir is None else str(logdir)
+        self.first, self.last = parse_profile_batch(profile_steps) if logdir else (0, 0)
+        self.options = options
+        self.count = 0  # steps begun so far
+        self.run_dir: Path | None = None
+        self._span: Any = None
+        self._since: int | None = None  # perf_counter_ns the next step is backdated to
+        self._started = False
+
+    def resume(self) -> None:
+        """The trainer finished other work (epoch start, evaluation, logging): input starts."""
+        self._since = time.perf_counter_ns() if is_active() else None
+
+    def begin(self, step_num: int | None = None) -> None:
+        """A step begins; ``step_num`` defaults to the 1-based count of steps."""
+        self.count += 1
+        number = self.count if step_num is None else step_num
+        if self.logdir is not None:
+            if self.first == 0 or not self.first <= self.count <= self.last:
+                return
+            if self.count == self.first:
+                session.start(self.logdir, self.options)
+                self._started = True
+                self._since = None
+        self._close()
+        span = step(number)
+        span.__enter__()
+        start = getattr(span, "start", None)
+        if self._since is not None and isinstance(start, int) and self._since < start:
+            span.start = self._since  # include the batch fetch that preceded the hook
+        self._span = span
+
+    def end(self) -> None:
+        """The step ends (its optimizer update done)."""
+        self._close()
+        self.resume()
+        if self._started and self.count >= self.last:
+            self.finish()
+
+    def finish(self) -> None:
+        """Training ends (or fails): close the open step, save a session this marker began."""
+        self._close()
+        self._since = None
+        if self._started:
+            self._started = False
+            self.run_dir = session.stop()
+
+    def _close(self) -> None:
+        if self._span is not None:
+            span, self._span = self._span, None
+            span.__exit__(None, None, None)

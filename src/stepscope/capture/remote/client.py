@@ -1,0 +1,372 @@
+"""Capture from profiler servers (stepscope's or TensorFlow's), one or many workers at once.
+
+    result = stepscope.client.trace("grpc://h1:6009,grpc://h2:6009", "logs", 2000)
+    # logs/plugins/profile/<session>/h1_6009.xplane.pb, h2_6009.xplane.pb
+
+As TensorFlow's client: one Profile RPC per worker, all in parallel with one session id
+(the local time ``YYYY_MM_DD_HH_MM_SS``, suffixed ``_2``... if that run already holds one of
+these hosts), a deadline of max(60 s, 2 x duration) + delay per attempt, and up to
+``num_tracing_attempts`` attempts per worker on UNAVAILABLE or ALREADY_EXISTS (with a backoff
+of 0.5, 1, 2, 4 s). With a delay, every worker is asked to start at the same wall-clock time
+(``start_timestamp_ns``). Unlike TensorFlow's client, ours asks for the XSpace in the answer
+(``emit_xspace``) and writes the files itself, so the workers need no access to ``logdir``.
+
+Each worker ends ok (file written), empty (it answered but recorded no event) or failed (with
+the reason); `trace` raises `NoTraceCollectedError` only when no worker produced data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from stepscope.capture.options import ProfilerOptions, resolve_options
+from stepscope.capture.remote import require_grpc
+from stepscope.capture.remote.paths import (
+    host_file,
+    new_session_id,
+    parse_service_addresses,
+    repository_root,
+)
+from stepscope.capture.remote.progress import (
+    CAPTURING,
+    EMPTY,
+    FAILED,
+    OK,
+    RETRYING,
+    ProgressPrinter,
+    WorkerState,
+)
+from stepscope.errors import StepscopeError
+
+MIN_DEADLINE_S = 60.0
+MAX_MESSAGE_BYTES = 2**31 - 1  # profiles can be large; gRPC's default limit is 4 MB
+CHANNEL_OPTIONS = [
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.enable_http_proxy", 0),  # workers are reached directly, never through a web proxy
+]
+
+
+class NoTraceCollectedError(StepscopeError):
+    """No worker produced data; ``result`` says what happened to each."""
+
+    def __init__(self, message: str, result: TraceResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+@dataclass
+class TraceResult:
+    """The run a capture wrote and the outcome of each worker."""
+
+    session_id: str
+    run_dir: Path
+    workers: list[WorkerState]
+
+    @property
+    def has_data(self) -> bool:
+        return any(w.state == OK for w in self.workers)
+
+    @property
+    def paths(self) -> list[Path]:
+        return [w.path for w in self.workers if w.path is not None]
+
+    def lines(self) -> list[str]:
+        return [w.line() for w in self.workers]
+
+
+def deadline_s(duration_ms: int, delay_ms: int) -> float:
+    """TensorFlow's client deadline: max(60 s, 2 x duration) + delay."""
+    return max(MIN_DEADLINE_S, 2 * duration_ms / 1e3) + delay_ms / 1e3
+
+
+def _metadata(token: str | None) -> list[tuple[str, str]] | None:
+    return [("authorization", f"Bearer {token}")] if token else None
+
+
+def _unique_session(root: Path, base: str, addresses: list[str]) -> str:
+    session, n = base, 2
+    while any((root / session / host_file(a)).exists() for a in addresses):
+        session, n = f"{base}_{n}", n + 1
+    return session
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _reason(grpc: Any, err: Any) -> str:
+    code, details = err.code(), (err.details() or "").strip()
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return f"unavailable (no profiler server there, or it went away): {details}"
+    if code == grpc.StatusCode.ALREADY_EXISTS:
+        return f"busy, another capture is running there: {details}"
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        return f"refused, wrong or missing token (--token): {details}"
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return "no answer before the deadline"
+    return f"{code.name}: {details}"
+
+
+class CaptureJob:
+    """One capture from several workers; `run` blocks, `workers` shows progress meanwhile."""
+
+    def __init__(
+        self,
+        service_addr: str | list[str],
+        logdir: str | os.PathLike[str],
+        duration_ms: int,
+        options: ProfilerOptions | None = None,
+        num_tracing_attempts: int = 3,
+        *,
+        session_id: str | None = None,
+        token: str | None = None,
+    ) -> None:
+        if not isinstance(duration_ms, int) or duration_ms <= 0:
+            raise StepscopeError(f"duration_ms must be an int > 0, got {duration_ms!r}")
+        if "://" in os.fspath(logdir):
+            raise StepscopeError(f"logdir {os.fspath(logdir)!r}: capture writes to a local path")
+        self.grpc = require_grpc()
+        self.addresses = parse_service_addresses(service_addr)
+        self.options = resolve_options(options)
+        self.duration_ms = duration_ms
+        self.delay_ms = self.options.delay_ms or 0
+        self.attempts_max = max(1, int(num_tracing_attempts))
+        self.token = token
+        self.root = repository_root(logdir).absolute()
+        self.session_id = _unique_session(self.root, session_id or new_session_id(), self.addresses)
+        self.run_dir = self.root / self.session_id
+        expected_s = (self.delay_ms + duration_ms) / 1e3
+        self.workers = [WorkerState(a, self.attempts_max, expected_s) for a in self.addresses]
+        self.terminated = threading.Event()
+        self.finished = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def _request(self, address: str, start_ns: int) -> Any:
+        from stepscope.xspace.proto import profiler_service_pb2 as pb
+
+        o = self.options
+        opts = pb.ProfileOptions(
+            version=1,
+            include_dataset_ops=True,
+            host_tracer_level=o.host_tracer_level,
+            device_tracer_level=o.device_tracer_level,
+            python_tracer_level=o.python_tracer_level,
+            duration_ms=self.duration_ms,
+            start_timestamp_ns=start_ns,
+            repository_path=str(self.root),
+            session_id=self.session_id,
+        )
+        return pb.ProfileRequest(
+            duration_ms=self.duration_ms,
+            max_events=o.max_events,
+            tools=["xplane.pb"],
+            opts=opts,
+            repository_root=str(self.root),
+            session_id=self.session_id,
+            host_name=address,
+            emit_xspace=True,
+        )
+
+    def run(self) -> TraceResult:
+        """Capture from every worker in parallel; returns when all are done."""
+        start_ns = time.time_ns() + self.delay_ms * 1_000_000 if self.delay_ms else 0
+        for worker in self.workers:
+            thread = threading.Thread(
+                target=self._capture, args=(worker, start_ns), daemon=True, name="stepscope-capture"
+            )
+            self._threads.append(thread)
+            thread.start()
+        self.wait()
+        return self.result()
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        end = None if timeout_s is None else time.monotonic() + timeout_s
+        for thread in self._threads:
+            # Short joins keep the main thread responsive to Ctrl-C.
+            while thread.is_alive() and (end is None or time.monotonic() < end):
+                thread.join(0.1)
+        done = not any(t.is_alive() for t in self._threads)
+        if done:
+            self.finished.set()
+        return done
+
+    def result(self) -> TraceResult:
+        return TraceResult(self.session_id, self.run_dir, self.workers)
+
+    def terminate(self) -> None:
+        """Ask every worker still capturing to stop now and answer with what it has."""
+        from stepscope.xspace.proto import profiler_service_pb2 as pb
+        from stepscope.xspace.proto import profiler_service_pb2_grpc as pb_grpc
+
+        self.terminated.set()
+        for worker in self.workers:
+            if worker.state != CAPTURING:
+                continue
+            with (
+                self.grpc.insecure_channel(worker.address, CHANNEL_OPTIONS) as channel,
+                contextlib.suppress(self.grpc.RpcError),
+            ):
+                pb_grpc.ProfilerServiceStub(channel).Terminate(
+                    pb.TerminateRequest(session_id=self.session_id),
+                    timeout=5.0,
+                    metadata=_metadata(self.token),
+                )
+
+    def _capture(self, worker: WorkerState, start_ns: int) -> None:
+        from stepscope.xspace.proto import profiler_service_pb2_grpc as pb_grpc
+
+        grpc = self.grpc
+        retryable = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ALREADY_EXISTS)
+        with grpc.insecure_channel(worker.address, CHANNEL_OPTIONS) as channel:
+            stub = pb_grpc.ProfilerServiceStub(channel)
+            for attempt in range(1, self.attempts_max + 1):
+                if attempt > 1 and self.delay_ms:  # a retry starts its own delay
+                    start_ns = time.time_ns() + self.delay_ms * 1_000_000
+                worker.attempt, worker.state = attempt, CAPTURING
+                worker.started, worker.ended = time.monotonic(), 0.0
+                try:
+                    response = stub.Profile(
+                        self._request(worker.address, start_ns),
+                        timeout=deadline_s(self.duration_ms, self.delay_ms),
+                        metadata=_metadata(self.token),
+                    )
+                except grpc.RpcError as err:
+                    worker.reason = _reason(grpc, err)
+                    stream_removed = err.code() == grpc.StatusCode.UNKNOWN and (
+                        err.details() == "Stream removed"
+                    )
+                    last = attempt == self.attempts_max or self.terminated.is_set()
+                    if (err.code() in retryable or stream_removed) and not last:
+                        worker.state = RETRYING
+                        self.terminated.wait(min(0.5 * 2 ** (attempt - 1), 4.0))
+                        continue
+                    worker.state, worker.ended = FAILED, time.monotonic()
+                    return
+                try:
+                    self._save(worker, response)
+                except OSError as exc:
+                    worker.state, worker.reason = FAILED, f"cannot write the profile: {exc}"
+                worker.ended = time.monotonic()
+                return
+
+    def _save(self, worker: WorkerState, response: Any) -> None:
+        if response.empty_trace:
+            worker.state, worker.reason = EMPTY, ""
+            return
+        data = b""
+        if response.HasField("xspace"):
+            data = response.xspace.SerializeToString()
+        else:
+            data = next((t.data for t in response.tool_data if t.name.endswith("xplane.pb")), b"")
+        target = self.run_dir / host_file(worker.address)
+        if data:
+            _write_atomically(target, data)
+            worker.path, worker.size_bytes, worker.reason = target, len(data), ""
+        else:  # an older server that wrote the file on its side (emit_xspace ignored)
+            worker.path = target if target.exists() else None
+            worker.reason = "" if worker.path else "the server wrote the file on its own disk"
+        worker.state = OK
+
+
+def trace(
+    service_addr: str,
+    logdir: str | os.PathLike[str],
+    duration_ms: int,
+    worker_list: str = "",
+    num_tracing_attempts: int = 3,
+    options: ProfilerOptions | None = None,
+    *,
+    session_id: str | None = None,
+    token: str | None = None,
+    verbose: bool = True,
+    progress: bool | None = None,
+    stream: IO[str] | None = None,
+) -> TraceResult:
+    """Capture ``duration_ms`` from the workers in ``service_addr`` (or ``worker_list`` if set),
+    both comma-separated ``grpc://host:port`` lists. With ``verbose``, prints one result line
+    per worker on ``stream`` (stderr), and a progress display while waiting (``progress``:
+    default on a terminal only). Ctrl-C asks the workers to stop early and keeps what they had.
+    """
+    out = stream or sys.stderr
+    job = CaptureJob(
+        worker_list or service_addr,
+        logdir,
+        duration_ms,
+        options,
+        num_tracing_attempts,
+        session_id=session_id,
+        token=token,
+    )
+    show = verbose and (progress if progress is not None else out.isatty())
+    if verbose:
+        print(
+            f"stepscope: capturing {duration_ms} ms from {len(job.workers)} worker(s) "
+            f"into {job.run_dir}",
+            file=out,
+            flush=True,
+        )
+    with ProgressPrinter(job.workers, out) if show else contextlib.nullcontext():
+        try:
+            job.run()
+        except KeyboardInterrupt:
+            print("\nstepscope: stopping the capture early", file=out, flush=True)
+            job.terminate()
+            job.wait(10.0)
+    result = job.result()
+    if verbose:
+        for line in result.lines():
+            print(line, file=out, flush=True)
+    if not result.has_data:
+        raise NoTraceCollectedError(
+            "No trace event was collected: no worker answered with trace data "
+            f"({', '.join(f'{w.address} {w.state}' for w in result.workers)})",
+            result,
+        )
+    return result
+
+
+def monitor(
+    service_addr: str,
+    duration_ms: int,
+    level: int = 1,
+    *,
+    token: str | None = None,
+    timestamp: bool = True,
+) -> str:
+    """The server's text summary over ``duration_ms`` (stepscope's server: CPU use, steps)."""
+    from stepscope.xspace.proto import profiler_service_pb2 as pb
+    from stepscope.xspace.proto import profiler_service_pb2_grpc as pb_grpc
+
+    grpc = require_grpc()
+    (address,) = parse_service_addresses(service_addr)[:1]
+    request = pb.MonitorRequest(
+        duration_ms=duration_ms, monitoring_level=level, timestamp=timestamp
+    )
+    with grpc.insecure_channel(address, CHANNEL_OPTIONS) as channel:
+        try:
+            response = pb_grpc.ProfilerServiceStub(channel).Monitor(
+                request, timeout=deadline_s(duration_ms, 0), metadata=_metadata(token)
+            )
+        except grpc.RpcError as err:
+            if err.code() == grpc.StatusCode.UNIMPLEMENTED:
+                raise StepscopeError(
+                    f"{address} does not implement Monitor (TensorFlow's server does not)"
+                ) from None
+            raise StepscopeError(f"monitor {address}: {_reason(grpc, err)}") from None
+    return str(response.data)

@@ -1,0 +1,134 @@
+"""What each worker of a capture is doing, and the progress line shown while waiting.
+
+`WorkerState` is updated by the thread that talks to the worker and read by whoever shows
+progress: the terminal (`ProgressPrinter`), the web UI (`WorkerState.as_dict`).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+WAITING, CAPTURING, RETRYING, OK, EMPTY, FAILED = (
+    "waiting",
+    "capturing",
+    "retrying",
+    "ok",
+    "empty",
+    "failed",
+)
+DONE = (OK, EMPTY, FAILED)
+
+
+def _size(n: int) -> str:
+    if not n:
+        return ""
+    return f", {n / 1e6:.1f} MB" if n >= 1e6 else f", {n / 1e3:.1f} KB"
+
+
+@dataclass
+class WorkerState:
+    """One worker of a capture; the final fields are set once it is done."""
+
+    address: str
+    attempts_max: int
+    expected_s: float  # delay + duration: when its answer is due, counted from each attempt
+    state: str = WAITING
+    attempt: int = 0
+    started: float = 0.0  # time.monotonic() when the current attempt began
+    ended: float = 0.0
+    reason: str = ""  # why it failed, or a note (retried, written by the server...)
+    path: Path | None = None
+    size_bytes: int = 0
+
+    @property
+    def done(self) -> bool:
+        return self.state in DONE
+
+    @property
+    def elapsed_s(self) -> float:
+        if not self.started:
+            return 0.0
+        return (self.ended or time.monotonic()) - self.started
+
+    def line(self) -> str:
+        """The result line printed for this worker."""
+        if self.state == OK:
+            where = str(self.path) if self.path else "written by the server"
+            note = f"; {self.reason}" if self.reason else ""
+            size = _size(self.size_bytes)
+            return f"{self.address}: ok -> {where}{size}{note}"
+        if self.state == EMPTY:
+            return f"{self.address}: empty (no trace event was recorded in that window)"
+        if self.state == FAILED:
+            tries = f" after {self.attempt} attempt(s)" if self.attempt > 1 else ""
+            return f"{self.address}: failed{tries}: {self.reason}"
+        return f"{self.address}: {self.state}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "address": self.address,
+            "state": self.state,
+            "attempt": self.attempt,
+            "attempts_max": self.attempts_max,
+            "elapsed_s": round(self.elapsed_s, 2),
+            "expected_s": round(self.expected_s, 2),
+            "reason": self.reason,
+            "path": str(self.path) if self.path else None,
+            "size_bytes": self.size_bytes,
+            "line": self.line(),
+        }
+
+
+def progress_text(workers: list[WorkerState]) -> str:
+    """``h1:p1 1.2/2.0 s · h2:p2 retrying (2/3) · h3:p3 ok``"""
+    parts = []
+    for w in workers:
+        if w.state == CAPTURING:
+            parts.append(f"{w.address} {w.elapsed_s:.1f}/{w.expected_s:.1f} s")
+        elif w.state == RETRYING:
+            parts.append(f"{w.address} retrying ({w.attempt + 1}/{w.attempts_max})")
+        else:
+            parts.append(f"{w.address} {w.state}")
+    return " · ".join(parts)
+
+
+class ProgressPrinter:
+    """Shows `progress_text` on ``stream`` until stopped: rewritten in place on a terminal,
+    otherwise one line every ``interval_s`` (logs stay readable)."""
+
+    def __init__(self, workers: list[WorkerState], stream: IO[str] | None = None) -> None:
+        self.workers = workers
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.interval_s = 0.25 if self.tty else 5.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="stepscope-progress", daemon=True)
+        self._width = 0
+
+    def __enter__(self) -> ProgressPrinter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(2.0)
+        if self.tty and self._width:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self.stream.flush()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            text = "capturing: " + progress_text(self.workers)
+            if self.tty:
+                text = text[: shutil.get_terminal_size().columns - 1]
+                self.stream.write("\r" + text.ljust(self._width))
+                self._width = max(self._width, len(text))
+            else:
+                self.stream.write(text + "\n")
+            self.stream.flush()

@@ -1,0 +1,150 @@
+"""`stepscope report RUN`: a terminal report of where the step time goes and what to do.
+
+Built from the overview_page and input_pipeline_analyzer tools (one shared store, so the
+profile is read and analysed once): summary, step-time breakdown with bars, top ops, the
+input pipeline when it matters, and the recommendation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+
+from stepscope.cli.commands.tool import context_for
+from stepscope.cli.output import human_ns, table
+from stepscope.stats import SOURCES
+from stepscope.tools.input_pipeline_analyzer import InputPipelineAnalysis
+from stepscope.tools.overview_page import OverviewPage
+from stepscope.tools.registry import get_tool
+
+_LABELS = {
+    "input": "Input",
+    "output": "Output",
+    "kernel_launch": "Kernel launch",
+    "host_compute": "Host compute",
+    "device_to_device": "Device to device",
+    "device_collectives": "Device collectives",
+    "device_compute": "Device compute",
+    "compilation": "Compilation",
+    "other": "All others",
+}
+_CLASS = {
+    "high": "HIGHLY input-bound",
+    "moderate": "MODERATELY input-bound",
+    "potential": "POTENTIALLY input-bound",
+    "no": "NOT input-bound",
+    "unknown": "unknown (no steps)",
+}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("report", help="human-readable performance report of a run")
+    parser.add_argument("run", metavar="RUN", help="run directory or profile file")
+    parser.add_argument("--host", help="one host (default: all hosts of the run)")
+    parser.add_argument(
+        "--step-source",
+        choices=("auto", *SOURCES),
+        default="auto",
+        help="where steps come from (default: auto)",
+    )
+    parser.add_argument("--top", type=int, default=10, help="number of top ops (default 10)")
+    parser.add_argument("--no-cache", action="store_true", help="convert again, ignoring the cache")
+    parser.set_defaults(func=run)
+
+
+def bar(percent: float, width: int) -> str:
+    """A bar of ``width`` cells for 0-100%, in eighths of a cell."""
+    eighths = round(max(0.0, min(percent, 100.0)) / 100.0 * width * 8)
+    full, part = divmod(eighths, 8)
+    return "█" * full + ("▏▎▍▌▋▊▉"[part - 1] if part else "")
+
+
+def render(overview: OverviewPage, pipeline: InputPipelineAnalysis, top: int) -> str:
+    width = max(10, min(40, shutil.get_terminal_size((100, 20)).columns - 60))
+    env = overview.run_environment
+    out = [
+        f"stepscope report — host {overview.host} ({', '.join(env.hosts)}), "
+        f"{env.framework}, {env.device_type}"
+        + (f" x{env.device_count}" if env.device_count else "")
+    ]
+    stats = overview.step_time
+    out.append(
+        f"Steps: {len(overview.steps)} ({overview.step_source}: {overview.step_source_detail})"
+    )
+    if overview.steps:
+        out.append(
+            f"Step time: avg {stats.avg_ms:.2f} ms, stddev {stats.stddev_ms:.2f}, "
+            f"min {stats.min_ms:.2f}, max {stats.max_ms:.2f}"
+        )
+        out.append("")
+        out.append("Step-time breakdown (average per step)")
+        for key, label in _LABELS.items():
+            ms, pct = overview.breakdown_ms[key], overview.breakdown_percent[key]
+            if ms <= 0 and key not in ("input", "other"):
+                continue
+            out.append(f"  {label:<19} {ms:9.2f} ms {pct:6.1f}%  {bar(pct, width)}")
+    out.append("")
+    bound = overview.input_bound
+    out.append(
+        f"Input: {_CLASS[bound.classification]}"
+        + (f" ({bound.percent:.1f}% of step time)" if overview.steps else "")
+    )
+    if overview.gpu_utilization:
+        window = "the steps" if overview.steps else "the profile"
+        mean = overview.gpu_utilization.get("mean", 0.0)
+        out.append(f"GPU utilization: {mean:.1f}% (kernel busy time over {window})")
+    if overview.precision:
+        out.append(
+            f"Device compute precision: {overview.precision['16bit_percent']:.1f}% 16-bit, "
+            f"{overview.precision['32bit_percent']:.1f}% 32-bit"
+        )
+    ops = overview.top_ops[:top]
+    if ops:
+        out.append("")
+        out.append(f"Top {len(ops)} {ops[0].side} ops by self time")
+        rows = [
+            [
+                str(o.rank),
+                f"{o.self_time_percent:.1f}%",
+                f"{o.cumulative_percent:.1f}%",
+                human_ns(o.self_time_ns),
+                o.category[:28],
+                o.name[:70],
+            ]
+            for o in ops
+        ]
+        out.append(
+            "  " + table(rows, ["#", "self", "cum.", "time", "type", "op"]).replace("\n", "\n  ")
+        )
+    if bound.classification in ("high", "moderate", "potential") and pipeline.input_ops:
+        out.append("")
+        out.append("Input pipeline (host, self time by category)")
+        for category, ms in pipeline.host_breakdown_ms.items():
+            if ms > 0:
+                out.append(f"  {category.replace('_', ' '):<19} {ms:9.2f} ms")
+        worst = pipeline.pipelines[0] if pipeline.pipelines else None
+        if worst and worst.bottleneck:
+            out.append(
+                f"  bottleneck: {worst.bottleneck} ({worst.bottleneck_self_ms:.2f} ms in its "
+                "slowest call)"
+            )
+    rec = overview.recommendation
+    out.append("")
+    out.append("Recommendation")
+    out.append(f"  {rec.statement}")
+    out.extend(f"  - {d}" for d in rec.details)
+    if rec.tips:
+        out.append("  Next: " + "; ".join(rec.tips))
+    return "\n".join(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    options = {"step_source": args.step_source}
+    ctx = context_for(
+        args.run, get_tool("overview_page"), args.host, options, use_cache=not args.no_cache
+    )
+    overview = get_tool("overview_page").build(ctx)
+    pipeline = get_tool("input_pipeline_analyzer").build(ctx)
+    assert isinstance(overview, OverviewPage) and isinstance(pipeline, InputPipelineAnalysis)
+    print(render(overview, pipeline, args.top))
+    return 0

@@ -1,0 +1,46 @@
+"""`stepscope serve LOGDIR`: the web UI for the runs under a log directory."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="web UI for the runs under a log directory",
+        description="Serve the web UI (overview, input pipeline, op stats, ...) for LOGDIR. "
+        "Listens on 127.0.0.1 unless --host says otherwise; new runs appear without "
+        "a restart.",
+    )
+    parser.add_argument("logdir", help="log directory (local path or fsspec URL)")
+    parser.add_argument(
+        "--port", type=int, default=6006, help="port (default 6006; 0 = any free port)"
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="interface to listen on (default 127.0.0.1; 0.0.0.0 exposes the "
+        "profiles to the network)",
+    )
+    parser.add_argument("--open", action="store_true", help="open the UI in a web browser")
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="convert profiles again instead of reading the on-disk cache",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    # Imported here: the web stack is only needed by this command.
+    from stepscope.serve.app import serve
+
+    serve(
+        args.logdir,
+        host=args.host,
+        port=args.port,
+        open_browser=args.open,
+        use_cache=not args.no_cache,
+    )
+    return 0

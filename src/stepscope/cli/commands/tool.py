@@ -1,0 +1,132 @@
+"""`stepscope tool RUN TOOL [--host H] [--json | --csv] [--option KEY=VALUE ...]`.
+
+Prints one tool's data. Tool names, their formats and options all come from the tool
+registry, so a new tool module is a new choice here with no change to this file. Without
+``--host`` a run with several hosts gives ALL_HOSTS (for tools that support it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from stepscope.cli.output import print_json
+from stepscope.errors import StepscopeError
+from stepscope.model import ALL_HOSTS, Run, open_run
+from stepscope.model.load import stderr_progress
+from stepscope.tools.context import ProfileStore, ToolContext
+from stepscope.tools.registry import ToolSpec, all_tools, get_tool
+
+
+def _tool_list() -> str:
+    lines = ["tools:"]
+    for spec in all_tools():
+        formats = "/".join(spec.formats)
+        lines.append(f"  {spec.name:<28} {spec.description} [{formats}]")
+        for option in spec.options:
+            choices = f" ({'|'.join(option.choices)})" if option.choices else ""
+            lines.append(
+                f"      --option {option.name}=...{choices}: {option.description}"
+                f" (default {option.default})"
+            )
+    return "\n".join(lines)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "tool",
+        help="print one tool's data (overview_page, op_stats, ...) for a run",
+        epilog=_tool_list(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "run",
+        metavar="RUN",
+        help="run directory (.../plugins/profile/<session>) or a single profile file",
+    )
+    parser.add_argument(
+        "tool",
+        metavar="TOOL",
+        choices=[t.name for t in all_tools()],
+        help="tool name (listed below)",
+    )
+    parser.add_argument(
+        "--host",
+        help=f"one host, or {ALL_HOSTS} (default: the only host, or "
+        f"{ALL_HOSTS} when there are several)",
+    )
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="JSON output (the default)")
+    output.add_argument("--csv", action="store_true", help="CSV output, for tools that have it")
+    parser.add_argument(
+        "--option",
+        "-o",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="tool option (repeatable)",
+    )
+    parser.add_argument("--no-cache", action="store_true", help="convert again, ignoring the cache")
+    parser.set_defaults(func=run)
+
+
+def parse_options(spec: ToolSpec, pairs: list[str]) -> dict[str, str]:
+    known = {o.name: o for o in spec.options}
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise StepscopeError(f"option {pair!r} is not KEY=VALUE")
+        option = known.get(key)
+        if option is None:
+            names = ", ".join(known) or "none"
+            raise StepscopeError(f"tool {spec.name} has no option {key!r} (options: {names})")
+        if option.choices and value not in option.choices:
+            raise StepscopeError(
+                f"option {key}={value!r}: choose one of {', '.join(option.choices)}"
+            )
+        options[key] = value
+    return options
+
+
+def select_host(run: Run, spec: ToolSpec, host: str | None) -> str:
+    if host is None:
+        if len(run.hosts) == 1:
+            return run.hosts[0].host
+        host = ALL_HOSTS
+    if host == ALL_HOSTS:
+        if not spec.multi_host:
+            raise StepscopeError(
+                f"tool {spec.name} shows one host at a time; pick one with "
+                f"--host ({', '.join(run.host_names)})"
+            )
+        return ALL_HOSTS
+    return run.host(host).host
+
+
+def context_for(
+    path: str, spec: ToolSpec, host: str | None, options: dict[str, str], use_cache: bool = True
+) -> ToolContext:
+    run_ = open_run(path)
+    store = ProfileStore(use_cache=use_cache, progress=stderr_progress())
+    ctx = ToolContext(run_, select_host(run_, spec, host), store, options)
+    if not spec.available(ctx):
+        raise StepscopeError(f"tool {spec.name} has nothing to show for {run_.name}")
+    return ctx
+
+
+def run(args: argparse.Namespace) -> int:
+    spec = get_tool(args.tool)
+    if args.csv and "csv" not in spec.formats:
+        raise StepscopeError(
+            f"tool {spec.name} has no CSV output (formats: {', '.join(spec.formats)})"
+        )
+    ctx = context_for(
+        args.run, spec, args.host, parse_options(spec, args.option), use_cache=not args.no_cache
+    )
+    result = spec.build(ctx)
+    if args.csv:
+        sys.stdout.write(result.to_csv())  # type: ignore[attr-defined]
+    else:
+        print_json(result.to_json())
+    return 0

@@ -1,0 +1,221 @@
+"""The ASGI application (Starlette) and the ways to run it: blocking or in a background thread.
+
+From code (e.g. `stepscope demo`)::
+
+    from stepscope.serve.app import serve, start_server
+    serve(logdir, host="127.0.0.1", port=6006, open_browser=True)   # blocks until Ctrl-C
+    server = start_server(logdir)            # free port, background thread
+    print(server.url); ...; server.stop()
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import sys
+import threading
+import time
+import webbrowser
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.gzip import GZipMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from stepscope.errors import StepscopeError
+from stepscope.serve.capture_routes import CaptureManager, capture_routes
+from stepscope.serve.http import ApiRequest, Handler, error_response
+from stepscope.serve.routes import build_routes
+from stepscope.serve.state import ServerState
+
+LOOPBACK_NAMES = ["127.0.0.1", "localhost", "::1", "[::1]"]
+
+
+def _endpoint(handler: Handler, blocking: bool = True) -> Callable[[Request], Any]:
+    async def endpoint(request: Request) -> Response:
+        api_request = ApiRequest(
+            dict(request.path_params),
+            dict(request.query_params),
+            {k.lower(): v for k, v in request.headers.items()},
+        )
+        # Tools are CPU-bound NumPy work: keep the event loop free for other requests. Static
+        # files are answered from memory at once (a thread hop costs more than the work).
+        if blocking:
+            result = await run_in_threadpool(handler, api_request)
+        else:
+            result = handler(api_request)
+        headers = {"X-Content-Type-Options": "nosniff", **result.headers}
+        return Response(result.body, result.status, headers, result.content_type)
+
+    return endpoint
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    status = getattr(exc, "status_code", 404)
+    result = error_response(
+        status,
+        f"no page {request.url.path[:80]!r}"
+        if status == 404
+        else f"{request.method} not allowed; the API is read-only (GET)",
+    )
+    return Response(result.body, result.status, result.headers, result.content_type)
+
+
+def create_app(
+    logdir: str | Path,
+    *,
+    use_cache: bool = True,
+    cache_dir: Path | None = None,
+    state: ServerState | None = None,
+    allowed_hosts: list[str] | None = None,
+) -> Starlette:
+    """The UI and API for ``logdir``. ``allowed_hosts`` limits the Host header (a guard against
+    DNS rebinding when serving on loopback); None accepts any."""
+    state = state or ServerState(logdir, use_cache=use_cache, cache_dir=cache_dir)
+    routes = [
+        Route(r.path, _endpoint(r.handler, r.blocking), methods=["GET", "HEAD"], name=r.name)
+        for r in build_routes(state)
+    ]
+    # The Capture Profile dialog's routes go first: /api/{path} there catches every other name.
+    routes = capture_routes(CaptureManager(state)) + routes
+    middleware = [Middleware(GZipMiddleware, minimum_size=500)]
+    if allowed_hosts is not None:
+        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts))
+    app = Starlette(
+        routes=routes, middleware=middleware, exception_handlers={404: _not_found, 405: _not_found}
+    )
+    app.state.stepscope = state
+    return app
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted connections only when the
+    # listening socket says TCP, and without it every keep-alive response waits ~40 ms (Nagle
+    # + delayed ACK).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        hint = "; pass --port 0 for any free port" if port else ""
+        raise StepscopeError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}{hint}"
+        ) from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _url(host: str, port: int) -> str:
+    if host in ("0.0.0.0", "::", ""):
+        host = socket.gethostname()
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}/"
+
+
+@dataclass
+class RunningServer:
+    """A server on a background thread (tests, notebooks, `stepscope demo`)."""
+
+    url: str
+    port: int
+    state: ServerState
+    _server: Any
+    _thread: threading.Thread
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout_s)
+
+
+def _prepare(
+    logdir: str | Path,
+    host: str,
+    port: int,
+    use_cache: bool,
+    warn: Callable[[str], None],
+    state: ServerState | None = None,
+) -> tuple[Any, socket.socket, ServerState, str]:
+    import uvicorn
+
+    state = state or ServerState(logdir, use_cache=use_cache)
+    loopback = is_loopback(host)
+    if not loopback:
+        warn(
+            f"stepscope: warning: listening on {host}: anyone who can reach this machine on "
+            "that port can read these profiles"
+        )
+    app = create_app(logdir, state=state, allowed_hosts=LOOPBACK_NAMES if loopback else None)
+    sock = _bind(host, port)
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=2
+    )
+    return uvicorn.Server(config), sock, state, _url(host, sock.getsockname()[1])
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def serve(
+    logdir: str | Path,
+    host: str = "127.0.0.1",
+    port: int = 6006,
+    *,
+    open_browser: bool = False,
+    use_cache: bool = True,
+    say: Callable[[str], None] = print,
+) -> None:
+    """Serve the UI for ``logdir`` until interrupted; prints the URL to open."""
+    server, sock, _state, url = _prepare(logdir, host, port, use_cache, _stderr)
+    say(f"stepscope: serving {_state.logdir} at {url}  (Ctrl-C to stop)")
+    if open_browser:
+        threading.Timer(0.5, webbrowser.open, [url]).start()
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+def start_server(
+    logdir: str | Path,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    use_cache: bool = True,
+    timeout_s: float = 10.0,
+    state: ServerState | None = None,
+) -> RunningServer:
+    """Start serving ``logdir`` on a background thread; returns once it accepts connections.
+    ``state`` replaces the default one (tests pass one with their own tool registry)."""
+    server, sock, state, url = _prepare(logdir, host, port, use_cache, _stderr, state)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="stepscope-serve", daemon=True
+    )
+    thread.start()
+    deadline = time.monotonic() + timeout_s
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise StepscopeError(f"the server for {logdir} did not start")
+        time.sleep(0.01)
+    return RunningServer(url, sock.getsockname()[1], state, server, thread)

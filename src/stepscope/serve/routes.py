@@ -1,0 +1,293 @@
+"""The HTTP routes, generated from the tool registry, as framework-neutral handlers.
+
+    GET / and /index.html                   the UI (static/index.html)
+    GET /static/{path}                      UI assets (a fixed whitelist: the files shipped)
+    GET /api/runs                           {"logdir", "runs": [{"run", "hosts", ...}]}
+    GET /api/runs/{run}/hosts               {"run", "hosts": [... , "ALL_HOSTS"]}
+    GET /api/tools?run=&host=               the registry's tools, with availability for run/host
+    GET /api/tool/<name>?run=&host=&format=json|csv&<options>   one route per declared tool
+    GET /api/tool/<name>/<endpoint>?run=&host=&<params>   a tool's follow-up queries (endpoints)
+
+Error answers are JSON ``{"error": message, "status": code}``: 404 for unknown or refused
+names, 400 for a bad option or format, 422 when the profile cannot give what the tool needs.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import re
+import sys
+import traceback
+from pathlib import Path
+
+from stepscope.errors import NotFoundError, StepscopeError
+from stepscope.model import ALL_HOSTS
+from stepscope.serve.http import (
+    JSON_TYPE,
+    ApiRequest,
+    ApiResponse,
+    Handler,
+    RouteSpec,
+    error_response,
+    json_response,
+)
+from stepscope.serve.security import BadRequestError, check_host, check_options
+from stepscope.serve.state import ServerState
+from stepscope.serve.tool_cache import etag_for, make_key
+from stepscope.tools.registry import ToolEndpoint, ToolSpec
+
+STATIC_DIR = Path(__file__).parent / "static"
+_CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".woff2": "font/woff2",
+    ".json": JSON_TYPE,
+    ".md": "text/plain; charset=utf-8",
+    ".txt": "text/plain; charset=utf-8",
+}
+_RESERVED_QUERY = ("run", "host", "format")
+# The UI needs nothing from elsewhere; the browser enforces that (and so do the browser tests).
+CSP = (
+    "default-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' data:; "
+    "style-src 'self' 'unsafe-inline'; font-src 'self'; object-src 'none'; base-uri 'self'; "
+    "frame-ancestors 'self'"
+)
+
+
+def guarded(handler: Handler) -> Handler:
+    """Maps errors to JSON answers: users get one clear line, never a traceback."""
+
+    def handle(request: ApiRequest) -> ApiResponse:
+        try:
+            return handler(request)
+        except NotFoundError as exc:
+            return error_response(404, str(exc))
+        except BadRequestError as exc:
+            return error_response(400, str(exc))
+        except StepscopeError as exc:
+            return error_response(422, str(exc))
+        except Exception as exc:  # a bug: report it, keep serving
+            traceback.print_exc(file=sys.stderr)
+            return error_response(500, f"internal error: {type(exc).__name__}: {exc}")
+
+    return handle
+
+
+def _not_modified(request: ApiRequest, etag: str) -> bool:
+    return etag in [t.strip() for t in request.header("if-none-match").split(",")]
+
+
+def static_files(root: Path = STATIC_DIR) -> dict[str, Path]:
+    """The files the UI may fetch, relative '/'-separated names; nothing else is served."""
+    return {
+        p.relative_to(root).as_posix(): p
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.suffix in _CONTENT_TYPES and "__pycache__" not in p.parts
+    }
+
+
+_FILE_CACHE: dict[Path, tuple[int, int, bytes, str]] = {}  # path -> mtime, size, body, etag
+
+
+def _read_static(path: Path) -> tuple[bytes, str]:
+    """The file's bytes and ETag, re-read only when it changed (edits show without restart)."""
+    st = path.stat()
+    cached = _FILE_CACHE.get(path)
+    if cached and cached[:2] == (st.st_mtime_ns, st.st_size):
+        return cached[2], cached[3]
+    body = path.read_bytes()
+    etag = '"' + hashlib.sha1(body).hexdigest()[:24] + '"'
+    _FILE_CACHE[path] = (st.st_mtime_ns, st.st_size, body, etag)
+    return body, etag
+
+
+def _file_response(request: ApiRequest, path: Path) -> ApiResponse:
+    body, etag = _read_static(path)
+    headers = {"ETag": etag, "Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
+    if path.suffix == ".html":
+        headers["Content-Security-Policy"] = CSP
+    if _not_modified(request, etag):
+        return ApiResponse(304, b"", _CONTENT_TYPES[path.suffix], headers)
+    return ApiResponse(200, body, _CONTENT_TYPES[path.suffix], headers)
+
+
+def _page_of(spec: ToolSpec, files: dict[str, Path]) -> str | None:
+    name = f"pages/{spec.name}.js"
+    return f"static/{name}" if name in files else None
+
+
+def _endpoint_handler(state: ServerState, spec: ToolSpec, endpoint: ToolEndpoint) -> Handler:
+    def handle(request: ApiRequest) -> ApiResponse:
+        query = request.query
+        run = state.run(query.get("run", ""))
+        host = check_host(run, query.get("host") or state.default_host(run, spec.multi_host))
+        if host == ALL_HOSTS and not spec.multi_host:
+            raise BadRequestError(f"tool {spec.name!r} shows one host at a time; pick a host")
+        state.fingerprint(run, host)  # notices changed files (drops stale profiles)
+        params = {k: v for k, v in query.items() if k not in ("run", "host")}
+        try:
+            body, content_type = endpoint.handle(state.context(run, host), params)
+        except ValueError as exc:
+            raise BadRequestError(str(exc)) from None
+        headers = {"Cache-Control": "no-cache"}
+        # Compressed here at level 1 (the middleware's level 9 costs ~20x more on these
+        # half-megabyte answers); a set Content-Encoding makes the middleware pass it through.
+        if len(body) >= 1024 and "gzip" in request.header("accept-encoding"):
+            body = gzip.compress(body, compresslevel=1)
+            headers.update({"Content-Encoding": "gzip", "Vary": "Accept-Encoding"})
+        return ApiResponse(200, body, content_type, headers)
+
+    return handle
+
+
+def _tool_handler(state: ServerState, spec: ToolSpec) -> Handler:
+    def handle(request: ApiRequest) -> ApiResponse:
+        query = request.query
+        fmt = query.get("format", "json")
+        if fmt not in spec.formats:
+            raise BadRequestError(
+                f"tool {spec.name!r} has no format {fmt[:20]!r}; formats: {', '.join(spec.formats)}"
+            )
+        run = state.run(query.get("run", ""))
+        host = check_host(run, query.get("host") or state.default_host(run, spec.multi_host))
+        if host == ALL_HOSTS and not spec.multi_host:
+            raise BadRequestError(f"tool {spec.name!r} shows one host at a time; pick a host")
+        options = check_options(spec, {k: v for k, v in query.items() if k not in _RESERVED_QUERY})
+        key = make_key(run.name, host, spec.name, options)
+        fingerprint = state.fingerprint(run, host)
+        etag = etag_for(key, fingerprint) + (";csv" if fmt == "csv" else "")
+        headers = {"ETag": etag, "Cache-Control": "no-cache"}
+        if _not_modified(request, etag):
+            return ApiResponse(304, b"", "application/json", headers)
+        entry = state.tool_cache.get(
+            key, fingerprint, lambda: spec.build(state.context(run, host, options))
+        )
+        if fmt == "csv":
+            safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{spec.name}-{run.name}-{host}")
+            headers["Content-Disposition"] = f'attachment; filename="{safe}.csv"'
+            return ApiResponse(200, entry.csv(), "text/csv; charset=utf-8", headers)
+        return ApiResponse(200, entry.json, JSON_TYPE, headers)
+
+    return handle
+
+
+def build_routes(state: ServerState, static_root: Path = STATIC_DIR) -> list[RouteSpec]:
+    files = static_files(static_root)
+
+    def index(request: ApiRequest) -> ApiResponse:
+        return _file_response(request, files["index.html"])
+
+    def static(request: ApiRequest) -> ApiResponse:
+        name = request.path_params.get("path", "")
+        if name not in files:
+            raise NotFoundError(f"no file {name[:80]!r} in the UI's assets")
+        return _file_response(request, files[name])
+
+    def runs(request: ApiRequest) -> ApiResponse:
+        listed = state.runs()
+        return json_response(
+            {
+                "logdir": state.logdir,
+                "runs": [
+                    {
+                        "run": r.name,
+                        "hosts": r.host_names,
+                        "size_bytes": r.size_bytes,
+                        "formats": sorted({h.format for h in r.hosts}),
+                    }
+                    for r in listed
+                ],
+            },
+            headers={"Cache-Control": "no-store"},
+        )
+
+    def hosts(request: ApiRequest) -> ApiResponse:
+        run = state.run(request.path_params.get("run", ""))
+        names = run.host_names + ([ALL_HOSTS] if len(run.hosts) > 1 else [])
+        return json_response({"run": run.name, "hosts": names, "default": state.default_host(run)})
+
+    def tools(request: ApiRequest) -> ApiResponse:
+        run_name, host = request.query.get("run"), request.query.get("host")
+        run = state.run(run_name) if run_name else None
+        if run is not None and host:
+            check_host(run, host)
+        listed = []
+        for spec in state.tools():
+            entry = {
+                "name": spec.name,
+                "title": spec.title,
+                "description": spec.description,
+                "formats": list(spec.formats),
+                "multi_host": spec.multi_host,
+                "order": spec.order,
+                "page": _page_of(spec, files),
+                "options": [
+                    {
+                        "name": o.name,
+                        "description": o.description,
+                        "default": o.default,
+                        "choices": list(o.choices),
+                    }
+                    for o in spec.options
+                ],
+            }
+            if run is not None:
+                entry["available"] = _available(state, spec, run.name, host)
+            listed.append(entry)
+        return json_response(listed)
+
+    def unknown_tool(request: ApiRequest) -> ApiResponse:
+        state.tool(request.path_params.get("tool", ""))  # raises 404 with the list of tools
+        raise NotFoundError("no such route")  # pragma: no cover - tools have their own routes
+
+    def unknown_api(request: ApiRequest) -> ApiResponse:
+        raise NotFoundError(
+            f"no API route /api/{request.path_params.get('path', '')[:80]}; routes: "
+            "/api/runs, /api/runs/{run}/hosts, /api/tools, /api/tool/{tool}"
+        )
+
+    routes = [
+        RouteSpec("/", index, "index", blocking=False),
+        RouteSpec("/index.html", index, "index.html", blocking=False),  # TensorBoard drops a '/'
+        RouteSpec("/static/{path:path}", static, "static", blocking=False),
+        RouteSpec("/api/runs", runs, "runs"),
+        RouteSpec("/api/runs/{run:path}/hosts", hosts, "hosts"),
+        RouteSpec("/api/tools", tools, "tools"),
+    ]
+    routes += [
+        RouteSpec(f"/api/tool/{spec.name}", _tool_handler(state, spec), f"tool:{spec.name}")
+        for spec in state.tools()
+    ]
+    routes += [  # follow-up queries a tool declares (ToolSpec.endpoints)
+        RouteSpec(
+            f"/api/tool/{spec.name}/{ep.name}",
+            _endpoint_handler(state, spec, ep),
+            f"tool:{spec.name}:{ep.name}",
+        )
+        for spec in state.tools()
+        for ep in spec.endpoints
+    ]
+    routes += [
+        RouteSpec("/api/tool/{tool:path}", unknown_tool, "unknown_tool"),
+        RouteSpec("/api/{path:path}", unknown_api, "unknown_api"),
+    ]
+    return [RouteSpec(r.path, guarded(r.handler), r.name, r.blocking) for r in routes]
+
+
+def _available(state: ServerState, spec: ToolSpec, run_name: str, host: str | None) -> bool:
+    """Whether the tool has something to show for the run/host (False when that check fails)."""
+    run = state.run(run_name)
+    chosen = host or state.default_host(run)  # as the UI chooses: ALL_HOSTS if several
+    if chosen == ALL_HOSTS and not spec.multi_host:
+        return False
+    try:
+        return bool(spec.available(state.context(run, chosen)))
+    except StepscopeError:
+        return False
+    except Exception:  # a bug in one tool's check must not hide every tool: report, skip it
+        traceback.print_exc(file=sys.stderr)
+        return False

@@ -1,0 +1,277 @@
+// The page shell: run and host selectors, the tool list (from /api/tools, i.e. the registry),
+// routing (#/<tool>?run=&host=&<options>) and loading each tool's page module.
+// Every URL is relative, so the same files work at / and inside TensorBoard's plugin path.
+import { clear, getJSON, h, note, query } from './util.js';
+
+const ALL_HOSTS = 'ALL_HOSTS';
+const RESERVED = new Set(['run', 'host']);
+const $ = (id) => document.getElementById(id);
+const state = { runs: [], tools: [], toolsFor: new Map(), renderToken: 0 };
+
+function parseHash() {
+  const hash = location.hash.replace(/^#\/?/, '');
+  const [path, search] = hash.split('?');
+  const params = new URLSearchParams(search || '');
+  const options = {};
+  for (const [k, v] of params) if (!RESERVED.has(k)) options[k] = v;
+  return { tool: decodeURIComponent(path || ''), run: params.get('run') || '', host: params.get('host') || '', options };
+}
+
+export function hrefFor(tool, run, host, options = {}) {
+  return `#/${encodeURIComponent(tool)}?${query({ run, host, ...options })}`;
+}
+
+function go(tool, run, host, options = {}, replace = false) {
+  const href = hrefFor(tool, run, host, options);
+  if (replace) history.replaceState(null, '', href);
+  else history.pushState(null, '', href);
+  route();
+}
+
+async function loadRuns() {
+  const data = await getJSON('api/runs');
+  state.runs = data.runs;
+  $('logdir').textContent = data.logdir;
+  $('logdir').title = data.logdir;
+  return data.runs;
+}
+
+function hostsOf(run) {
+  return run.hosts.length > 1 ? [...run.hosts, ALL_HOSTS] : run.hosts;
+}
+
+function fillSelect(select, values, current, labelOf = (v) => v) {
+  const same = select.options.length === values.length && values.every((v, i) => select.options[i].value === v);
+  if (!same) select.replaceChildren(...values.map((v) => h('option', { value: v }, labelOf(v))));
+  select.value = current;
+}
+
+function listTools(run, host) {
+  // Without a host the server answers for the run's default host (ALL_HOSTS if several).
+  return getJSON(`api/tools?${query({ run, host })}`).then((tools) => tools
+    .filter((t) => t.page && t.available !== false)
+    .sort((a, b) => a.order - b.order || a.name.localeCompare(b.name)));
+}
+
+async function toolsFor(run, host, early = null) {
+  const key = `${run}\u0000${host}`;
+  if (!state.toolsFor.has(key)) {
+    const promise = early || listTools(run, host);
+    promise.catch(() => state.toolsFor.delete(key));
+    state.toolsFor.set(key, promise);
+  }
+  return state.toolsFor.get(key);
+}
+
+const defaultHost = (run) => (run.hosts.length > 1 ? ALL_HOSTS : run.hosts[0]);
+
+function drawToolList(tools, current, run, host) {
+  const items = tools.map((tool, i) => h('li', {},
+    h('a', { href: hrefFor(tool.name, run, host), class: tool.name === current ? 'active' : null,
+      'aria-current': tool.name === current ? 'page' : null, title: tool.description,
+      dataset: { tool: tool.name } },
+    h('span', { class: 'key' }, i < 9 ? String(i + 1) : ''), tool.title)));
+  $('tool-list').replaceChildren(...items);
+}
+
+function showMessage(text, kind = 'info') {
+  clear($('page')).append(note(text, kind));
+}
+
+async function route() {
+  const token = ++state.renderToken;
+  const want = parseHash();
+  let early = null;
+  if (!state.runs.length) {
+    // First load of an address naming a tool and a run: ask for the run list, the tool list,
+    // the page's code and its data at once instead of one after the other.
+    if (want.tool && want.run) {
+      early = { run: want.run, host: want.host, tools: listTools(want.run, want.host) };
+      early.tools.catch(() => {});
+      prefetch(want.tool, want.run, want.host, want.options);
+    }
+    await loadRuns();
+  }
+  if (!state.runs.length) {
+    showMessage('No profiles found in this log directory yet. New runs appear here as they are written.');
+    markRendered('', true);
+    return;
+  }
+  const run = state.runs.find((r) => r.run === want.run) || state.runs[0];
+  const hosts = hostsOf(run);
+  const host = hosts.includes(want.host) ? want.host : hosts[hosts.length - 1]; // ALL_HOSTS if several
+  // When the address names a tool, fetch its page code and data while the tool list loads.
+  if (want.tool && !early) prefetch(want.tool, run.run, host, want.options);
+  const sameHost = early && early.run === run.run && (early.host === host || (!early.host && host === defaultHost(run)));
+  fillSelect($('run-select'), state.runs.map((r) => r.run), run.run);
+  fillSelect($('host-select'), hosts, host, (v) => (v === ALL_HOSTS ? 'All hosts' : v));
+  $('host-select').disabled = hosts.length < 2;
+  let tools;
+  try {
+    tools = await toolsFor(run.run, host, sameHost ? early.tools : null);
+  } catch (err) {
+    showMessage(err.message, 'error');
+    markRendered(want.tool, true);
+    return;
+  }
+  if (token !== state.renderToken) return;
+  state.tools = tools;
+  const tool = tools.find((t) => t.name === want.tool) || tools[0];
+  if (!tool) {
+    drawToolList([], '', run.run, host);
+    showMessage('No tool has anything to show for this run and host.');
+    markRendered('', true);
+    return;
+  }
+  if (tool.name !== want.tool || run.run !== want.run || host !== want.host) {
+    history.replaceState(null, '', hrefFor(tool.name, run.run, host, want.options));
+  }
+  drawToolList(tools, tool.name, run.run, host);
+  document.title = `${tool.title} · ${run.run} · stepscope`;
+  await renderTool(token, tool, run, host, want.options);
+}
+
+function toolUrl(tool, run, host, options) {
+  return `api/tool/${encodeURIComponent(tool)}?${query({ run, host, ...options })}`;
+}
+
+function prefetch(tool, run, host, options) {
+  const data = getJSON(toolUrl(tool, run, host, options));
+  const module = import(`./pages/${encodeURIComponent(tool)}.js`);
+  data.catch(() => {}); // a wrong guess is dropped; renderTool reports the errors it sees
+  module.catch(() => {});
+  state.prefetched = { tool, run, host, options: JSON.stringify(options), data, module };
+}
+
+/** The prefetched page and data if they are what renderTool is about to ask for. */
+function takePrefetched(tool, run, host, asked) {
+  const p = state.prefetched;
+  state.prefetched = null;
+  if (!p || p.tool !== tool.name || p.run !== run.run || p.options !== JSON.stringify(asked)) return null;
+  // Asked without a host, the server used the run's default host, as the shell does.
+  const hostOk = p.host === host || (!p.host && host === defaultHost(run) && (tool.multi_host || run.hosts.length === 1));
+  return hostOk ? p : null;
+}
+
+async function renderTool(token, tool, run, host, given) {
+  const options = {};
+  const asked = {}; // the options the address gives (the server fills in the defaults)
+  for (const o of tool.options) {
+    options[o.name] = given[o.name] ?? o.default;
+    if (given[o.name] !== undefined) asked[o.name] = given[o.name];
+  }
+  const page = $('page');
+  const slow = setTimeout(() => {
+    if (token === state.renderToken) showMessage(`Analyzing ${run.run} (${host})…`);
+  }, 150);
+  const apiUrl = toolUrl(tool.name, run.run, host, asked);
+  const early = takePrefetched(tool, run, host, asked);
+  try {
+    const [module, data] = await Promise.all([
+      early ? early.module : import(`./pages/${tool.name}.js`),
+      early ? early.data : getJSON(apiUrl),
+    ]);
+    if (token !== state.renderToken) return;
+    const root = h('div', { class: 'tool-page', dataset: { tool: tool.name } },
+      h('h1', {}, tool.title, h('span', { class: 'subtitle' }, ` ${run.run} · ${host === ALL_HOSTS ? 'all hosts' : host}`)),
+      optionControls(tool, options, (name, value) => go(tool.name, run.run, host, { ...options, [name]: value })));
+    const ctx = {
+      run: run.run, host, tool: tool.name, options, tools: state.tools,
+      href: (name, extra = {}) => hrefFor(name, run.run, host, extra),
+      hasTool: (name) => state.tools.some((t) => t.name === name),
+      setOption: (name, value) => go(tool.name, run.run, host, { ...options, [name]: value }),
+      csvUrl: () => `${apiUrl}&format=csv`,
+    };
+    await module.render(root, data, ctx);
+    if (token !== state.renderToken) return;
+    clearTimeout(slow);
+    clear(page).append(root);
+    markRendered(tool.name);
+  } catch (err) {
+    clearTimeout(slow);
+    if (token !== state.renderToken) return;
+    showMessage(`${tool.title}: ${err.message}`, 'error');
+    markRendered(tool.name, true);
+  }
+}
+
+// Controls for the tool's declared options (from the registry): a checkbox for true/false
+// choices, a select for other choices.
+function optionControls(tool, options, set) {
+  const controls = tool.options.filter((o) => o.choices.length).map((o) => {
+    const id = `option-${o.name}`;
+    const boolean = o.choices.length === 2 && o.choices.includes('true') && o.choices.includes('false');
+    if (boolean) {
+      return h('label', { class: 'option', title: o.description },
+        h('input', { type: 'checkbox', id, checked: options[o.name] === 'true',
+          onchange: (e) => set(o.name, e.target.checked ? 'true' : 'false') }), ` ${o.description}`);
+    }
+    return h('label', { class: 'option', title: o.description }, `${o.name.replace(/_/g, ' ')} `,
+      h('select', { id, onchange: (e) => set(o.name, e.target.value) },
+        o.choices.map((c) => h('option', { value: c, selected: c === options[o.name] }, c))));
+  });
+  return controls.length ? h('div', { class: 'options toolbar' }, controls) : null;
+}
+
+function markRendered(tool, failed = false) {
+  // Read by the browser tests (time to first render) and handy when debugging.
+  performance.mark('stepscope:rendered', { detail: { tool, failed } });
+  document.body.dataset.rendered = tool;
+  document.body.dataset.renderCount = String(Number(document.body.dataset.renderCount || 0) + 1);
+}
+
+async function refreshRuns() {
+  if (document.hidden) return;
+  const before = state.runs.map((r) => r.run + r.hosts.join()).join('|');
+  try {
+    await loadRuns();
+  } catch {
+    return; // server gone for a moment; try again next time
+  }
+  const after = state.runs.map((r) => r.run + r.hosts.join()).join('|');
+  if (before !== after) {
+    const want = parseHash();
+    const run = state.runs.find((r) => r.run === want.run) || state.runs[0];
+    if (run) fillSelect($('run-select'), state.runs.map((r) => r.run), run.run);
+    if (!before) route();
+  }
+}
+
+function bindKeys() {
+  $('run-select').addEventListener('change', (e) => {
+    const { tool } = parseHash();
+    go(tool, e.target.value, '');
+  });
+  $('host-select').addEventListener('change', (e) => {
+    const { tool, run, options } = parseHash();
+    go(tool, run, e.target.value, options);
+  });
+  $('help-button').addEventListener('click', () => $('help').showModal());
+  $('tool-list').addEventListener('keydown', (e) => {
+    const links = [...$('tool-list').querySelectorAll('a')];
+    const i = links.indexOf(document.activeElement);
+    const next = { ArrowDown: i + 1, ArrowUp: i - 1, Home: 0, End: links.length - 1 }[e.key];
+    if (next === undefined || !links.length) return;
+    e.preventDefault();
+    links[(next + links.length) % links.length].focus();
+  });
+  document.addEventListener('keydown', (e) => {
+    const tag = (e.target.tagName || '').toLowerCase();
+    if (e.ctrlKey || e.metaKey || e.altKey || ['input', 'select', 'textarea'].includes(tag)) return;
+    if (/^[1-9]$/.test(e.key)) {
+      const link = $('tool-list').querySelectorAll('a')[Number(e.key) - 1];
+      if (link) { e.preventDefault(); link.click(); link.focus(); }
+    } else if (e.key === 'r') { e.preventDefault(); $('run-select').focus(); }
+    else if (e.key === 'h') { e.preventDefault(); $('host-select').focus(); }
+    else if (e.key === '/') {
+      const filter = $('page').querySelector('input.filter');
+      if (filter) { e.preventDefault(); filter.focus(); }
+    } else if (e.key === '?') { e.preventDefault(); $('help').showModal(); }
+  });
+}
+
+bindKeys();
+window.addEventListener('hashchange', route);
+setInterval(refreshRuns, 10000);
+window.addEventListener('stepscope:runs-changed', refreshRuns); // sent by capture.js
+route().catch((err) => showMessage(err.message, 'error'));

@@ -1,0 +1,170 @@
+// Small SVG charts: stacked bars, pies, lines. Drawn in a fixed coordinate system (viewBox)
+// and scaled by CSS, so they need no layout measurement and render in one pass.
+import { h, svg } from './util.js';
+
+export const PALETTE = ['#1a73e8', '#e8710a', '#12b5cb', '#9334e6', '#f9ab00', '#e52592',
+  '#7cb342', '#795548', '#5f6368', '#00897b', '#c5221f', '#3949ab'];
+
+// ---- tooltip: one per document, follows elements carrying data-tip ----------------------------
+
+let tooltip = null;
+function showTip(event) {
+  const target = event.target.closest('[data-tip]');
+  if (!target) return hideTip();
+  if (!tooltip) {
+    tooltip = h('div', { class: 'tooltip', role: 'tooltip' });
+    document.body.append(tooltip);
+  }
+  tooltip.textContent = target.dataset.tip;
+  tooltip.hidden = false;
+  const x = Math.min(event.clientX + 14, window.innerWidth - tooltip.offsetWidth - 8);
+  const y = Math.min(event.clientY + 14, window.innerHeight - tooltip.offsetHeight - 8);
+  tooltip.style.left = `${Math.max(4, x)}px`;
+  tooltip.style.top = `${Math.max(4, y)}px`;
+  return undefined;
+}
+function hideTip() {
+  if (tooltip) tooltip.hidden = true;
+}
+function withTips(el) {
+  el.addEventListener('mousemove', showTip);
+  el.addEventListener('mouseleave', hideTip);
+  return el;
+}
+
+// ---- axes -----------------------------------------------------------------------------------
+
+/** About `count` round tick values covering [0, max]. */
+export function niceTicks(max, count = 5) {
+  if (!(max > 0)) return [0, 1];
+  const raw = max / count;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw);
+  const ticks = [];
+  for (let v = 0; v < max + step * 0.999; v += step) ticks.push(Number(v.toPrecision(12)));
+  return ticks;
+}
+
+function yAxis(g, ticks, scale, left, right, unit) {
+  for (const t of ticks) {
+    const y = scale(t);
+    g.append(svg('line', { x1: left, x2: right, y1: y, y2: y, class: 'grid' }));
+    g.append(svg('text', { x: left - 6, y: y + 4, 'text-anchor': 'end', class: 'axis' }, `${t}`));
+  }
+  if (unit) g.append(svg('text', { x: left - 6, y: scale(ticks[ticks.length - 1]) - 10, 'text-anchor': 'end', class: 'axis unit' }, unit));
+}
+
+function legend(items) {
+  return h('ul', { class: 'legend' }, items.map((item) => h('li', { title: item.label },
+    h('span', { class: 'swatch', style: { background: item.color } }), h('span', { class: 'legend-text' }, item.label))));
+}
+
+// ---- stacked bars -----------------------------------------------------------------------------
+
+/**
+ * series: [{key, label, color}] (bottom to top); bars: [{label, values: {key: number}, tip}].
+ * Series that are zero in every bar are left out of the legend.
+ */
+export function stackedBarChart({ series, bars, unit = 'ms', height = 280, title = '', ariaLabel }) {
+  const W = 960;
+  const H = height;
+  const m = { top: 24, right: 12, bottom: 36, left: 56 };
+  const totals = bars.map((b) => series.reduce((s, c) => s + (b.values[c.key] || 0), 0));
+  const ticks = niceTicks(Math.max(0, ...totals));
+  const top = ticks[ticks.length - 1];
+  const sy = (v) => m.top + (H - m.top - m.bottom) * (1 - v / top);
+  const plotW = W - m.left - m.right;
+  const slot = plotW / Math.max(1, bars.length);
+  const barW = Math.max(1, Math.min(48, slot * 0.8));
+  const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': ariaLabel || title });
+  const g = svg('g');
+  root.append(g);
+  yAxis(g, ticks, sy, m.left, W - m.right, unit);
+  const labelEvery = Math.ceil(bars.length / 24);
+  bars.forEach((bar, i) => {
+    const x = m.left + slot * i + (slot - barW) / 2;
+    const group = svg('g', { class: 'bar', 'data-tip': bar.tip || `${bar.label}: ${totals[i]}` });
+    let acc = 0;
+    for (const s of series) {
+      const v = bar.values[s.key] || 0;
+      if (v <= 0) continue;
+      const y1 = sy(acc + v);
+      group.append(svg('rect', { x, y: y1, width: barW, height: Math.max(0.5, sy(acc) - y1), fill: s.color, 'data-series': s.key }));
+      acc += v;
+    }
+    g.append(group);
+    if (i % labelEvery === 0) {
+      g.append(svg('text', { x: x + barW / 2, y: H - m.bottom + 16, 'text-anchor': 'middle', class: 'axis' }, bar.label));
+    }
+  });
+  g.append(svg('line', { x1: m.left, x2: W - m.right, y1: sy(0), y2: sy(0), class: 'baseline' }));
+  const used = series.filter((s) => bars.some((b) => (b.values[s.key] || 0) > 0));
+  return withTips(h('figure', { class: 'chart-box' }, title ? h('figcaption', {}, title) : null, root, legend(used)));
+}
+
+// ---- pie ------------------------------------------------------------------------------------------
+
+/** slices: [{label, value}]; the largest `maxSlices - 1` are drawn, the rest merged as "Other". */
+export function pieChart({ slices, title = '', maxSlices = 10, format = (v) => String(v), empty = 'No data' }) {
+  const sorted = slices.filter((s) => s.value > 0).sort((a, b) => b.value - a.value);
+  let shown = sorted;
+  if (sorted.length > maxSlices) {
+    const rest = sorted.slice(maxSlices - 1).reduce((s, x) => s + x.value, 0);
+    shown = [...sorted.slice(0, maxSlices - 1), { label: 'Other', value: rest }];
+  }
+  const total = shown.reduce((s, x) => s + x.value, 0);
+  const R = 90;
+  const root = svg('svg', { viewBox: '-100 -100 200 200', class: 'chart pie', role: 'img', 'aria-label': title });
+  const items = [];
+  let angle = -Math.PI / 2;
+  shown.forEach((slice, i) => {
+    const color = slice.color || (slice.label === 'Other' ? '#bdc1c6' : PALETTE[i % PALETTE.length]);
+    const frac = slice.value / total;
+    const pct = `${(frac * 100).toFixed(1)}%`;
+    const tip = `${slice.label}: ${format(slice.value)} (${pct})`;
+    if (frac >= 0.9999) {
+      root.append(svg('circle', { r: R, fill: color, 'data-tip': tip, class: 'slice' }));
+    } else {
+      const end = angle + frac * 2 * Math.PI;
+      const large = end - angle > Math.PI ? 1 : 0;
+      const [x0, y0, x1, y1] = [R * Math.cos(angle), R * Math.sin(angle), R * Math.cos(end), R * Math.sin(end)];
+      root.append(svg('path', { d: `M0 0 L${x0.toFixed(3)} ${y0.toFixed(3)} A${R} ${R} 0 ${large} 1 ${x1.toFixed(3)} ${y1.toFixed(3)} Z`, fill: color, 'data-tip': tip, class: 'slice' }));
+      angle = end;
+    }
+    items.push({ color, label: `${slice.label} — ${pct}` });
+  });
+  const body = total > 0 ? [root, legend(items)] : [h('p', { class: 'empty' }, empty)];
+  return withTips(h('figure', { class: 'chart-box pie-box' }, title ? h('figcaption', {}, title) : null, ...body));
+}
+
+// ---- lines --------------------------------------------------------------------------------------
+
+/** series: [{label, color, points: [[x, y], ...]}] sharing one y axis starting at 0. */
+export function lineChart({ series, unit = '', height = 220, title = '', xLabel = '' }) {
+  const W = 960;
+  const H = height;
+  const m = { top: 24, right: 16, bottom: 36, left: 56 };
+  const xs = series.flatMap((s) => s.points.map((p) => p[0]));
+  const ys = series.flatMap((s) => s.points.map((p) => p[1]));
+  const [x0, x1] = [Math.min(...xs), Math.max(...xs)];
+  const ticks = niceTicks(Math.max(0, ...ys));
+  const top = ticks[ticks.length - 1];
+  const sx = (v) => m.left + (W - m.left - m.right) * (x1 > x0 ? (v - x0) / (x1 - x0) : 0.5);
+  const sy = (v) => m.top + (H - m.top - m.bottom) * (1 - v / top);
+  const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': title });
+  yAxis(root, ticks, sy, m.left, W - m.right, unit);
+  for (const s of series) {
+    const d = s.points.map((p, i) => `${i ? 'L' : 'M'}${sx(p[0]).toFixed(1)} ${sy(p[1]).toFixed(1)}`).join(' ');
+    root.append(svg('path', { d, class: 'line', stroke: s.color, fill: 'none' }));
+    for (const p of s.points) {
+      root.append(svg('circle', { cx: sx(p[0]), cy: sy(p[1]), r: 3, fill: s.color, 'data-tip': `${s.label} @ ${p[0]}: ${p[1]}` }));
+    }
+  }
+  if (xs.length) {
+    root.append(svg('text', { x: sx(x0), y: H - m.bottom + 16, 'text-anchor': 'start', class: 'axis' }, `${x0}`));
+    root.append(svg('text', { x: sx(x1), y: H - m.bottom + 16, 'text-anchor': 'end', class: 'axis' }, `${x1}`));
+    if (xLabel) root.append(svg('text', { x: W / 2, y: H - 6, 'text-anchor': 'middle', class: 'axis' }, xLabel));
+  }
+  return withTips(h('figure', { class: 'chart-box' }, title ? h('figcaption', {}, title) : null, root,
+    legend(series.map((s) => ({ color: s.color, label: s.label })))));
+}

@@ -1,0 +1,73 @@
+// Pieces several tool pages share: step-time categories and their colors, generic tables of
+// tool rows, and text in which tool names become links.
+import { dataTable } from '../table.js';
+import { fmtByKey, h, label } from '../util.js';
+
+// Stacking order (bottom to top) and colors of the step-time categories. Input is red and
+// device compute green, as users know them from TensorBoard's profiler.
+export const CATEGORIES = [
+  { key: 'device_compute', label: 'Device compute', color: '#1e8e3e' },
+  { key: 'device_to_device', label: 'Device to device', color: '#12b5cb' },
+  { key: 'device_collectives', label: 'Device collectives', color: '#e52592' },
+  { key: 'host_compute', label: 'Host compute', color: '#1a73e8' },
+  { key: 'kernel_launch', label: 'Kernel launch', color: '#9334e6' },
+  { key: 'input', label: 'Input', color: '#d93025' },
+  { key: 'output', label: 'Output', color: '#f29900' },
+  { key: 'compilation', label: 'Compilation', color: '#795548' },
+  { key: 'other', label: 'All others', color: '#9aa0a6' },
+];
+const EXTRA_COLORS = ['#3949ab', '#7cb342', '#f9ab00', '#00897b', '#5f6368'];
+
+/** Categories for the keys present in `keys`, known ones first in stacking order. */
+export function categoriesFor(keys) {
+  const known = CATEGORIES.filter((c) => keys.includes(c.key));
+  const extra = keys.filter((k) => !CATEGORIES.some((c) => c.key === k))
+    .map((k, i) => ({ key: k, label: label(k), color: EXTRA_COLORS[i % EXTRA_COLORS.length] }));
+  return [...known, ...extra];
+}
+
+const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
+
+/** Columns for rows of plain objects: every scalar key of the first rows, formatted by unit. */
+export function autoColumns(rows, { labels = {}, skip = [] } = {}) {
+  const keys = [];
+  for (const row of rows.slice(0, 20)) {
+    for (const [k, v] of Object.entries(row)) {
+      if (!keys.includes(k) && !skip.includes(k) && (v === null || typeof v !== 'object')) keys.push(k);
+    }
+  }
+  return keys.map((key) => {
+    const numeric = rows.some((r) => isNum(r[key]));
+    return { key, label: labels[key] || label(key), numeric, format: (v) => fmtByKey(key, v) };
+  });
+}
+
+export function rowsTable(rows, options = {}) {
+  const columns = options.columns || autoColumns(rows, options);
+  return dataTable({ columns, rows, ...options });
+}
+
+/** `text` with every mention of a listed tool (name or title) turned into a link to it. */
+export function linkTools(text, ctx) {
+  const names = ctx.tools.filter((t) => t.name !== ctx.tool).flatMap((t) => [[t.name, t], [t.title, t]])
+    .sort((a, b) => b[0].length - a[0].length);
+  if (!names.length || !text) return [text];
+  const escaped = names.map(([n]) => n.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  const parts = String(text).split(new RegExp(`(${escaped.join('|')})`, 'g'));
+  return parts.map((part) => {
+    const found = names.find(([n]) => n === part);
+    return found ? h('a', { href: ctx.href(found[1].name) }, part) : part;
+  });
+}
+
+/** Links to the other tools that can explain a bottleneck, most relevant first. */
+export function toolLinks(ctx, preferred = []) {
+  const others = ctx.tools.filter((t) => t.name !== ctx.tool);
+  others.sort((a, b) => {
+    const ia = preferred.indexOf(a.name);
+    const ib = preferred.indexOf(b.name);
+    return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib) || a.order - b.order;
+  });
+  return h('ul', { class: 'links' }, others.map((t) => h('li', {},
+    h('a', { href: ctx.href(t.name) }, t.title), t.description ? ` — ${t.description}` : '')));
+}

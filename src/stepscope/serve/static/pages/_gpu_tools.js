@@ -1,0 +1,20 @@
+// Helpers of the kernel stats, memory profile, pod viewer, tf.data and diagnostics pages.
+import { h } from '../util.js';
+
+export function ensureStyles() {
+  if (document.querySelector('link[data-page-style="gpu_tools"]')) return;
+  document.head.append(h('link', { rel: 'stylesheet', href: 'static/pages/_gpu_tools.css', dataset: { pageStyle: 'gpu_tools' } }));
+}
+
+export function severityBadge(severity) {
+  return h('span', { class: `sev sev-${severity}`, dataset: { severity } }, severity);
+}
+
+export function exportCsv(ctx) {
+  return h('a', { class: 'button', href: ctx.csvUrl(), download: '', id: 'export-csv' }, 'Export as CSV');
+}
+
+/** A metric tile: title over a number kept with its JSON path (read by the browser tests). */
+export function tile(title, content) {
+  return h('div', { class: 'metric' }, h('div', { class: 'label' }, title), h('div', {}, content));
+}

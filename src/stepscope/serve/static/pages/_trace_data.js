@@ -1,0 +1,112 @@
+// Trace viewer data: the binary window format (STV1, see docs/tools/trace_viewer.md), a small
+// cache of windows, and the JSON endpoints (search, event details, box selection).
+import { getJSON, query } from '../util.js';
+
+const DTYPES = { i1: Int8Array, u1: Uint8Array, i4: Int32Array, u4: Uint32Array, f4: Float32Array, f8: Float64Array };
+const API = 'api/tool/trace_viewer';
+
+// Stable colours by name: a hash of the name picks one of these (light enough for dark text).
+export const PALETTE = [
+  '#8ab4f8', '#81c995', '#fdd663', '#f28b82', '#c58af9', '#78d9ec', '#fcad70', '#ff8bcb',
+  '#a8c7fa', '#a1d9a5', '#ffe08a', '#f6aea9', '#d7aefb', '#9fe2f0', '#fdc69c', '#ffb3dc',
+  '#669df6', '#5bb974', '#f9c74f', '#ee675c', '#af5cf7', '#4ecde6', '#fa903e', '#ff63b8',
+];
+
+export function colorIndex(name) {
+  let hash = 2166136261; // FNV-1a
+  for (let i = 0; i < name.length; i += 1) {
+    hash ^= name.charCodeAt(i);
+    hash = Math.imul(hash, 16777619);
+  }
+  return (hash >>> 0) % PALETTE.length;
+}
+
+/** Header and typed-array views of an STV1 buffer (no copies). */
+export function decode(buffer) {
+  const magic = new Uint8Array(buffer, 0, 4);
+  if (String.fromCharCode(...magic) !== 'STV1') throw new Error('the server sent no trace window');
+  const size = new DataView(buffer).getUint32(4, true);
+  const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 8, size)));
+  const arrays = {};
+  for (const a of header.arrays) arrays[a.name] = new DTYPES[a.dtype](buffer, a.offset, a.length);
+  return { header, arrays };
+}
+
+/** A decoded window, with what drawing needs precomputed once (colours, order by colour). */
+function prepare({ header, arrays }) {
+  const n = header.events;
+  const names = header.names;
+  const nameColor = Uint8Array.from(names, colorIndex);
+  const color = new Uint8Array(n);
+  const counts = new Uint32Array(PALETTE.length + 1);
+  for (let i = 0; i < n; i += 1) {
+    const c = nameColor[arrays.name[i]];
+    color[i] = c;
+    counts[c + 1] += 1;
+  }
+  for (let c = 1; c < counts.length; c += 1) counts[c] += counts[c - 1];
+  const offsets = Uint32Array.from(counts);
+  const byColor = new Uint32Array(n); // event positions grouped by colour: one fillStyle each
+  const cursor = Uint32Array.from(counts);
+  for (let i = 0; i < n; i += 1) byColor[cursor[color[i]]++] = i;
+  const counters = header.counters.map((c) => {
+    const t = arrays[`c${c.id}.t`];
+    const v = arrays[`c${c.id}.v`];
+    let max = 0;
+    for (let i = 0; i < v.length; i += 1) if (v[i] > max) max = v[i];
+    return { ...c, t, v, max };
+  });
+  return {
+    t0: header.t0, t1: header.t1, bucket: header.bucket_ns, level: header.level, n, names,
+    event: arrays.event, line: arrays.line, depth: arrays.depth, start: arrays.start,
+    dur: arrays.dur, name: arrays.name, color, byColor, colorOffsets: offsets,
+    flows: {
+      n: header.flows, total: header.flows_total, kinds: header.flow_kinds, kind: arrays.flow_kind,
+      src: arrays.src, dst: arrays.dst, srcLine: arrays.src_line, srcDepth: arrays.src_depth,
+      srcStart: arrays.src_start, dstLine: arrays.dst_line, dstDepth: arrays.dst_depth,
+      dstStart: arrays.dst_start,
+    },
+    counters,
+  };
+}
+
+export class TraceClient {
+  constructor(run, host) {
+    this.run = run;
+    this.host = host;
+    this.windows = []; // most recent first
+    this.maxWindows = 8;
+    this.fetches = 0;
+  }
+
+  url(endpoint, params) {
+    return `${API}/${endpoint}?${query({ run: this.run, host: this.host, ...params })}`;
+  }
+
+  /** A cached window covering [t0, t1] with buckets no coarser than `bucket`, or null. */
+  cached(t0, t1, bucket) {
+    const found = this.windows.find((w) => w.t0 <= t0 && w.t1 >= t1 && w.bucket <= bucket * 1.01
+      && w.bucket >= bucket / 4);
+    if (found) this.windows = [found, ...this.windows.filter((w) => w !== found)];
+    return found || null;
+  }
+
+  async window(t0, t1, res, signal) {
+    const response = await fetch(this.url('window', { t0: Math.floor(t0), t1: Math.ceil(t1), res }), { signal });
+    if (!response.ok) {
+      let message = response.statusText;
+      try { message = (await response.json()).error || message; } catch { /* not JSON */ }
+      throw new Error(message);
+    }
+    this.fetches += 1;
+    const data = prepare(decode(await response.arrayBuffer()));
+    this.windows = [data, ...this.windows].slice(0, this.maxWindows);
+    return data;
+  }
+
+  search(params, signal) { return getJSON(this.url('search', params), signal); }
+
+  event(id, signal) { return getJSON(this.url('event', { id }), signal); }
+
+  select(params, signal) { return getJSON(this.url('select', params), signal); }
+}

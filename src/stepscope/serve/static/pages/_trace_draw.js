@@ -1,0 +1,365 @@
+// Trace viewer drawing: the vertical layout (sections, tracks, counter tracks) and one frame on
+// a 2D canvas, straight from the typed arrays of a window. Rectangles are batched by colour
+// (one path and one fill per colour), so a frame costs one pass over the window's events.
+import { fmtBytes, fmtNs } from '../util.js';
+import { PALETTE } from './_trace_data.js';
+
+export const AXIS_H = 26;
+export const SECTION_H = 22;
+export const ROW_H = 16;
+export const TRACK_PAD = 3;
+export const COUNTER_H = 38;
+export const GUTTER = 240;
+const FLOW_COLORS = ['rgba(60, 64, 67, 0.75)', 'rgba(217, 48, 37, 0.8)'];
+const AUTO_FLOWS = 300; // more arrows than this at once are unreadable: draw them on request
+
+/** Bands top to bottom; lineY[line] = content y of a track's first row (-1 when hidden). */
+export function buildLayout(structure, collapsed) {
+  const bands = [];
+  let y = 0;
+  const maxLine = Math.max(0, ...structure.sections.flatMap((s) => s.tracks.map((t) => t.line)));
+  const lineY = new Float64Array(maxLine + 1).fill(-1);
+  const counterY = new Map();
+  const sections = [];
+  if (structure.counters.length) sections.push({ key: 'counters', name: 'Counters', counters: structure.counters });
+  for (const s of structure.sections) sections.push({ key: `plane:${s.plane}`, name: s.name, tracks: s.tracks });
+  for (const section of sections) {
+    const closed = collapsed.has(section.key);
+    const count = section.counters ? section.counters.length : section.tracks.length;
+    bands.push({ kind: 'section', y, h: SECTION_H, key: section.key, label: section.name, closed, count });
+    y += SECTION_H;
+    if (closed) continue;
+    for (const c of section.counters || []) {
+      bands.push({ kind: 'counter', y, h: COUNTER_H, label: c.name, counter: c.id, unit: c.unit });
+      counterY.set(c.id, y);
+      y += COUNTER_H;
+    }
+    for (const t of section.tracks || []) {
+      const h = Math.max(1, t.rows) * ROW_H + 2 * TRACK_PAD;
+      bands.push({ kind: 'track', y, h, label: t.name, line: t.line, rows: t.rows, events: t.events });
+      lineY[t.line] = y + TRACK_PAD;
+      y += h;
+    }
+  }
+  return { bands, lineY, counterY, height: y };
+}
+
+function niceStep(raw) {
+  const p = 10 ** Math.floor(Math.log10(raw));
+  for (const m of [1, 2, 5, 10]) if (m * p >= raw) return m * p;
+  return 10 * p;
+}
+
+/** Screen x of time t (ns since the trace start) and back. */
+export function scaleOf(s) {
+  const plotW = s.W - GUTTER;
+  const k = plotW / (s.view.t1 - s.view.t0);
+  return { k, x: (t) => GUTTER + (t - s.view.t0) * k, t: (x) => s.view.t0 + (x - GUTTER) / k };
+}
+
+function drawEvents(ctx, s, sc, labels) {
+  const d = s.data;
+  const { lineY } = s.layout;
+  const top = AXIS_H - s.scrollY;
+  let drawn = 0;
+  for (let c = 0; c < PALETTE.length; c += 1) {
+    const lo = d.colorOffsets[c];
+    const hi = d.colorOffsets[c + 1];
+    if (lo === hi) continue;
+    ctx.fillStyle = PALETTE[c];
+    ctx.beginPath();
+    for (let k = lo; k < hi; k += 1) {
+      const i = d.byColor[k];
+      const ly = lineY[d.line[i]];
+      if (ly < 0) continue;
+      const y = top + ly + d.depth[i] * ROW_H;
+      if (y + ROW_H < AXIS_H || y > s.H) continue;
+      let x = GUTTER + (d.start[i] - s.view.t0) * sc.k;
+      let w = d.dur[i] * sc.k;
+      if (x + w < GUTTER || x > s.W) continue;
+      if (w < 1) w = 1;
+      if (x < GUTTER) { w -= GUTTER - x; x = GUTTER; }
+      if (x + w > s.W) w = s.W - x;
+      ctx.rect(x, y, w, ROW_H - 1);
+      drawn += 1;
+      if (w > 40) labels.push(i, x, y, w);
+    }
+    ctx.fill();
+  }
+  return drawn;
+}
+
+function drawLabels(ctx, s, labels) {
+  ctx.fillStyle = '#202124';
+  ctx.font = '11px system-ui, sans-serif';
+  ctx.textBaseline = 'middle';
+  const cw = s.charWidth || (s.charWidth = ctx.measureText('abcdefghijklmnopqrstuvwxyz').width / 26);
+  for (let j = 0; j < labels.length; j += 4) {
+    const name = s.data.names[s.data.name[labels[j]]];
+    const fit = Math.floor((labels[j + 3] - 6) / cw);
+    if (fit < 3) continue;
+    const text = name.length > fit ? `${name.slice(0, fit - 1)}…` : name;
+    ctx.fillText(text, labels[j + 1] + 3, labels[j + 2] + ROW_H / 2);
+  }
+}
+
+function eventBox(s, sc, line, depth, start, dur) {
+  const ly = s.layout.lineY[line];
+  if (ly === undefined || ly < 0) return null;
+  const x = sc.x(start);
+  return { x, y: AXIS_H - s.scrollY + ly + depth * ROW_H, w: Math.max(dur * sc.k, 2), h: ROW_H - 1 };
+}
+
+function drawHighlights(ctx, s, sc) {
+  const m = s.matches;
+  if (m) {
+    ctx.fillStyle = 'rgba(255, 214, 0, 0.55)';
+    ctx.strokeStyle = '#e37400';
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    for (let i = 0; i < m.event.length; i += 1) {
+      const b = eventBox(s, sc, m.line[i], m.depth[i], m.start_ns[i], m.dur_ns[i]);
+      if (b && b.x + b.w >= GUTTER && b.x <= s.W) ctx.rect(Math.max(b.x, GUTTER), b.y, Math.max(b.w, 3), b.h);
+    }
+    ctx.fill();
+    ctx.stroke();
+  }
+  const e = s.selected;
+  if (e) {
+    const b = eventBox(s, sc, e.line, e.depth, e.start_ns, e.dur_ns);
+    if (b) {
+      ctx.strokeStyle = '#1a73e8';
+      ctx.lineWidth = 2;
+      ctx.strokeRect(Math.max(b.x, GUTTER - 1), b.y - 1, Math.max(b.w, 3), b.h + 2);
+    }
+  }
+}
+
+/** Arrows for flows given as parallel arrays (src/dst line, depth, start); returns how many. */
+function drawArrows(ctx, s, sc, f, color, width) {
+  const { lineY } = s.layout;
+  const top = AXIS_H - s.scrollY + ROW_H / 2;
+  ctx.strokeStyle = color;
+  ctx.fillStyle = color;
+  ctx.lineWidth = width;
+  const heads = [];
+  ctx.beginPath();
+  for (let i = 0; i < f.n; i += 1) {
+    const ya = lineY[f.srcLine[i]];
+    const yb = lineY[f.dstLine[i]];
+    if (ya === undefined || yb === undefined || ya < 0 || yb < 0) continue;
+    const x1 = sc.x(f.srcStart[i]);
+    const x2 = sc.x(f.dstStart[i]);
+    if ((x1 < GUTTER && x2 < GUTTER) || (x1 > s.W && x2 > s.W)) continue;
+    const y1 = top + ya + f.srcDepth[i] * ROW_H;
+    const y2 = top + yb + f.dstDepth[i] * ROW_H;
+    if ((y1 < AXIS_H && y2 < AXIS_H) || (y1 > s.H && y2 > s.H)) continue;
+    const bend = Math.max(12, Math.min(80, Math.abs(x2 - x1) / 2));
+    ctx.moveTo(x1, y1);
+    ctx.bezierCurveTo(x1 + bend, y1, x2 - bend, y2, x2, y2);
+    heads.push(x2, y2);
+  }
+  ctx.stroke();
+  ctx.beginPath();
+  for (let j = 0; j < heads.length; j += 2) {
+    ctx.moveTo(heads[j], heads[j + 1]);
+    ctx.lineTo(heads[j] - 6, heads[j + 1] - 3.5);
+    ctx.lineTo(heads[j] - 6, heads[j + 1] + 3.5);
+    ctx.closePath();
+  }
+  ctx.fill();
+  return heads.length / 2;
+}
+
+/** The window's flows of one kind, as the parallel arrays drawArrows takes. */
+function flowsOfKind(f, kind) {
+  const keep = [];
+  for (let i = 0; i < f.n; i += 1) if (f.kind[i] === kind) keep.push(i);
+  const pick = (a) => keep.map((i) => a[i]);
+  return { n: keep.length, srcLine: pick(f.srcLine), srcDepth: pick(f.srcDepth), srcStart: pick(f.srcStart),
+    dstLine: pick(f.dstLine), dstDepth: pick(f.dstDepth), dstStart: pick(f.dstStart) };
+}
+
+/** Flows of the selected event (from its details), drawn whatever the flow setting. */
+function selectedFlows(e) {
+  const list = e && e.flows ? e.flows : [];
+  const me = (k) => list.map(() => e[k]);
+  const other = (k) => list.map((f) => f[k]);
+  const out = list.map((f) => f.direction === 'out');
+  const pick = (mine, theirs) => out.map((o, i) => (o ? mine[i] : theirs[i]));
+  return { n: list.length,
+    srcLine: pick(me('line'), other('line')), srcDepth: pick(me('depth'), other('depth')),
+    srcStart: pick(me('start_ns'), other('start_ns')),
+    dstLine: pick(other('line'), me('line')), dstDepth: pick(other('depth'), me('depth')),
+    dstStart: pick(other('start_ns'), me('start_ns')) };
+}
+
+function drawFlows(ctx, s, sc) {
+  let drawn = 0;
+  const f = s.data.flows;
+  if (s.flowMode === 'all' || (s.flowMode === 'auto' && f.n <= AUTO_FLOWS)) {
+    if (!f.byKind) f.byKind = FLOW_COLORS.map((_, kind) => flowsOfKind(f, kind));
+    f.byKind.forEach((part, kind) => { drawn += drawArrows(ctx, s, sc, part, FLOW_COLORS[kind], 1); });
+  }
+  drawn += drawArrows(ctx, s, sc, selectedFlows(s.selected), '#1a73e8', 2);
+  return drawn;
+}
+
+function drawCounters(ctx, s, sc) {
+  for (const c of s.data.counters) {
+    const cy = s.layout.counterY.get(c.id);
+    if (cy === undefined) continue;
+    const base = AXIS_H - s.scrollY + cy + COUNTER_H - 3;
+    if (base < AXIS_H || base - COUNTER_H > s.H) continue;
+    const max = c.unit === 'percent' ? 100 : c.max || 1;
+    const step = (c.t.length > 1 ? c.t[1] - c.t[0] : s.data.t1 - s.data.t0) * sc.k;
+    ctx.fillStyle = c.unit === 'percent' ? 'rgba(30, 142, 62, 0.45)' : 'rgba(26, 115, 232, 0.4)';
+    ctx.beginPath();
+    for (let j = 0; j < c.t.length; j += 1) {
+      const v = c.v[j];
+      if (!(v > 0)) continue;
+      const x = sc.x(c.t[j]);
+      if (x + step < GUTTER || x > s.W) continue;
+      const h = (v / max) * (COUNTER_H - 8);
+      ctx.rect(Math.max(x, GUTTER), base - h, Math.max(step, 1), h);
+    }
+    ctx.fill();
+  }
+}
+
+function drawGutter(ctx, s) {
+  ctx.font = '12px system-ui, sans-serif';
+  ctx.textBaseline = 'middle';
+  for (const b of s.layout.bands) {
+    const y = AXIS_H - s.scrollY + b.y;
+    if (y + b.h < AXIS_H || y > s.H) continue;
+    if (b.kind === 'section') {
+      ctx.fillStyle = '#e8eaed';
+      ctx.fillRect(0, y, s.W, b.h);
+      ctx.fillStyle = '#202124';
+      ctx.font = '600 12px system-ui, sans-serif';
+      ctx.fillText(`${b.closed ? '▸' : '▾'} ${b.label}${b.closed ? `  (${b.count})` : ''}`, 6, y + b.h / 2);
+      ctx.font = '12px system-ui, sans-serif';
+      continue;
+    }
+    ctx.fillStyle = '#fff';
+    ctx.fillRect(0, y, GUTTER - 1, b.h);
+    ctx.fillStyle = '#f1f3f4';
+    ctx.fillRect(0, y + b.h - 1, s.W, 1);
+    ctx.fillStyle = '#3c4043';
+    const label = b.label.length > 34 ? `${b.label.slice(0, 33)}…` : b.label;
+    ctx.fillText(label, 14, y + Math.min(b.h, ROW_H + 2 * TRACK_PAD) / 2);
+    if (b.kind === 'counter' && s.data) {
+      const c = s.data.counters.find((x) => x.id === b.counter);
+      if (c) {
+        ctx.fillStyle = '#5f6368';
+        ctx.fillText(`max ${b.unit === 'bytes' ? fmtBytes(c.max) : `${c.max.toFixed(1)}%`}`, 14, y + b.h - 9);
+      }
+    }
+  }
+  ctx.fillStyle = '#dadce0';
+  ctx.fillRect(GUTTER - 1, AXIS_H, 1, s.H - AXIS_H);
+}
+
+function drawAxis(ctx, s, sc) {
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(0, 0, s.W, AXIS_H);
+  ctx.fillStyle = '#dadce0';
+  ctx.fillRect(0, AXIS_H - 1, s.W, 1);
+  const span = s.view.t1 - s.view.t0;
+  const step = niceStep((span * 110) / Math.max(1, s.W - GUTTER));
+  ctx.fillStyle = '#5f6368';
+  ctx.font = '11px system-ui, sans-serif';
+  ctx.textBaseline = 'middle';
+  for (let t = Math.ceil(s.view.t0 / step) * step; t <= s.view.t1; t += step) {
+    const x = sc.x(t);
+    ctx.fillRect(x, AXIS_H - 7, 1, 6);
+    ctx.fillText(fmtNs(t), x + 3, AXIS_H / 2 - 2);
+  }
+  ctx.fillStyle = '#202124';
+  ctx.fillText(`span ${fmtNs(span)}`, 8, AXIS_H / 2 - 2);
+}
+
+function drawOverlays(ctx, s, sc) {
+  if (s.mark) {
+    const x1 = Math.max(sc.x(s.mark.t0), GUTTER);
+    const x2 = Math.min(sc.x(s.mark.t1), s.W);
+    if (x2 >= x1) {
+      ctx.fillStyle = 'rgba(26, 115, 232, 0.10)';
+      ctx.fillRect(x1, AXIS_H, x2 - x1, s.H - AXIS_H);
+      ctx.fillStyle = '#1a73e8';
+      ctx.fillRect(x1, 0, 1, s.H);
+      ctx.fillRect(x2, 0, 1, s.H);
+      ctx.fillStyle = 'rgba(26, 115, 232, 0.9)';
+      const text = fmtNs(s.mark.t1 - s.mark.t0);
+      const w = ctx.measureText(text).width + 10;
+      const cx = Math.min(Math.max((x1 + x2) / 2 - w / 2, GUTTER), s.W - w);
+      ctx.fillRect(cx, 2, w, AXIS_H - 6);
+      ctx.fillStyle = '#fff';
+      ctx.fillText(text, cx + 5, AXIS_H / 2 - 1);
+    }
+  }
+  if (s.box) {
+    const x1 = sc.x(s.box.t0);
+    const x2 = sc.x(s.box.t1);
+    const y1 = AXIS_H - s.scrollY + s.box.y0;
+    const y2 = AXIS_H - s.scrollY + s.box.y1;
+    ctx.fillStyle = 'rgba(26, 115, 232, 0.12)';
+    ctx.strokeStyle = '#1a73e8';
+    ctx.lineWidth = 1;
+    ctx.fillRect(x1, y1, x2 - x1, y2 - y1);
+    ctx.strokeRect(x1 + 0.5, y1 + 0.5, x2 - x1, y2 - y1);
+  }
+}
+
+/** Draw one frame; returns the number of event rectangles drawn. */
+export function drawFrame(ctx, s) {
+  const sc = scaleOf(s);
+  ctx.setTransform(s.dpr, 0, 0, s.dpr, 0, 0);
+  ctx.fillStyle = '#fafafa';
+  ctx.fillRect(0, 0, s.W, s.H);
+  let drawn = 0;
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(GUTTER, AXIS_H, s.W - GUTTER, s.H - AXIS_H);
+  ctx.clip();
+  if (s.data) {
+    const labels = [];
+    drawn = drawEvents(ctx, s, sc, labels);
+    drawLabels(ctx, s, labels);
+    drawCounters(ctx, s, sc);
+    s.flowsDrawn = drawFlows(ctx, s, sc);
+  }
+  drawHighlights(ctx, s, sc);
+  ctx.restore();
+  drawGutter(ctx, s);
+  drawAxis(ctx, s, sc);
+  drawOverlays(ctx, s, sc);
+  return drawn;
+}
+
+/** The band under content y, or null. */
+export function bandAt(layout, y) {
+  for (const b of layout.bands) if (y >= b.y && y < b.y + b.h) return b;
+  return null;
+}
+
+/** Position (in the window's arrays) of the event under screen point (px, py), or -1. */
+export function hitTest(s, px, py) {
+  if (!s.data || px < GUTTER || py < AXIS_H) return -1;
+  const cy = py - AXIS_H + s.scrollY;
+  const band = bandAt(s.layout, cy);
+  if (!band || band.kind !== 'track') return -1;
+  const depth = Math.floor((cy - s.layout.lineY[band.line]) / ROW_H);
+  const sc = scaleOf(s);
+  const t = sc.t(px);
+  const slack = 3 / sc.k; // a few pixels of tolerance for 1-pixel events
+  const d = s.data;
+  let best = -1;
+  for (let i = 0; i < d.n; i += 1) {
+    if (d.line[i] !== band.line || d.depth[i] !== depth) continue;
+    const end = d.start[i] + Math.max(d.dur[i], 1 / sc.k);
+    if (t >= d.start[i] - slack && t <= end + slack && (best < 0 || d.dur[i] > d.dur[best])) best = i;
+  }
+  return best;
+}

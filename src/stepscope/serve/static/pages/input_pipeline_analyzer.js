@@ -1,0 +1,115 @@
+// Input pipeline analyzer: summary, device-side step chart and stats, host-side breakdown of
+// input time, a sortable table of input ops, and the tf.data pipelines found.
+import { pieChart, stackedBarChart } from '../charts.js';
+import { dataTable } from '../table.js';
+import { card, code, fmtInt, fmtMs, fmtNs, fmtPct, h, label, note, num } from '../util.js';
+
+const BOUND = {
+  high: ['HIGHLY input-bound', 'badge-bad'],
+  moderate: ['MODERATELY input-bound', 'badge-warn'],
+  potential: ['POTENTIALLY input-bound', 'badge-warn'],
+  no: ['NOT input-bound', 'badge-good'],
+  unknown: ['No steps measured', 'badge-warn'],
+};
+const HOST_CATEGORIES = [
+  ['enqueue', 'Enqueuing data to the device', '#1a73e8'],
+  ['demanded_file_read', 'Reading data from files on demand', '#d93025'],
+  ['advanced_file_read', 'Reading data from files in advance', '#f29900'],
+  ['preprocessing', 'Data preprocessing', '#9334e6'],
+  ['other', 'Other data reading or processing', '#9aa0a6'],
+];
+
+function summary(data) {
+  const ib = data.input_bound || {};
+  const [text, cls] = BOUND[ib.classification] || [String(ib.classification || ''), 'badge-warn'];
+  return card('Summary',
+    h('p', {}, h('span', { class: `badge ${cls}` }, text), ' ', ib.statement || ''),
+    h('div', { class: 'metric-row' },
+      h('div', { class: 'metric' }, h('div', { class: 'label' }, 'Average step time'),
+        h('div', { class: 'big' }, num(data.step_time_ms?.avg, fmtMs(data.step_time_ms?.avg), 'step_time_ms.avg'))),
+      h('div', { class: 'metric' }, h('div', { class: 'label' }, 'Average input time'),
+        h('div', { class: 'big' }, num(data.input_time_ms?.avg, fmtMs(data.input_time_ms?.avg), 'input_time_ms.avg'))),
+      h('div', { class: 'metric' }, h('div', { class: 'label' }, 'Waiting for input'),
+        h('div', { class: 'big' }, num(ib.percent, fmtPct(ib.percent), 'input_bound.percent')))),
+    (data.recommendations || []).length
+      ? [h('h3', {}, 'Recommendations'), h('ul', { class: 'links' }, data.recommendations.map((r) => h('li', {}, r)))]
+      : null);
+}
+
+function stepStats(data) {
+  const stats = [['Step time', 'step_time_ms'], ['Input time', 'input_time_ms']];
+  return h('table', { class: 'breakdown stats', dataset: { table: 'step_stats' } },
+    h('thead', {}, h('tr', {}, h('th', {}, ''), ['avg', 'stddev', 'min', 'max'].map((k) =>
+      h('th', { class: 'numeric' }, k === 'stddev' ? 'Std. dev.' : label(k))))),
+    h('tbody', {}, stats.map(([title, key]) => h('tr', {}, h('td', {}, title),
+      ['avg', 'stddev', 'min', 'max'].map((k) => h('td', { class: 'numeric' },
+        num(data[key]?.[k], fmtMs(data[key]?.[k]), `${key}.${k}`)))))));
+}
+
+function deviceSide(data) {
+  const steps = data.steps || [];
+  if (!steps.length) return card('Device-side analysis', note('No steps were found in this profile.', 'warn'));
+  const series = [
+    { key: 'compute', label: 'Compute and other', color: '#1e8e3e' },
+    { key: 'input', label: 'Waiting for input', color: '#d93025' },
+  ];
+  const bars = steps.map((s) => ({
+    label: String(s.step),
+    values: { input: s.input_ns / 1e6, compute: Math.max(0, s.duration_ns - s.input_ns) / 1e6 },
+    tip: `${s.name || `Step ${s.step}`}: ${fmtNs(s.duration_ns)}\nWaiting for input: ${fmtNs(s.input_ns)} (${fmtPct((100 * s.input_ns) / (s.duration_ns || 1))})`,
+  }));
+  return card('Device-side analysis: step time and time waiting for input',
+    stackedBarChart({ series, bars, unit: 'ms', ariaLabel: 'Step time and input wait, per step' }),
+    stepStats(data));
+}
+
+function hostSide(data) {
+  const bd = data.host_breakdown_ms || {};
+  const total = Object.values(bd).reduce((s, v) => s + (Number(v) || 0), 0);
+  const rows = HOST_CATEGORIES.map(([key, title, color]) => h('tr', { dataset: { category: key } },
+    h('td', {}, h('span', { class: 'swatch', style: { background: color } }), title),
+    h('td', { class: 'numeric' }, num(bd[key], bd[key] ? fmtMs(bd[key]) : '0', `host_breakdown_ms.${key}`)),
+    h('td', { class: 'numeric' }, fmtPct(total > 0 ? (100 * (bd[key] || 0)) / total : 0))));
+  const pie = pieChart({ slices: HOST_CATEGORIES.map(([key, title, color]) => ({ label: title, value: bd[key] || 0, color })),
+    format: fmtMs, empty: 'No input time on the host.' });
+  return card('Host-side analysis: where input time goes',
+    h('div', { class: 'split' }, h('table', { class: 'breakdown', dataset: { table: 'host_breakdown' } }, h('tbody', {}, rows)), pie));
+}
+
+function inputOps(data) {
+  const ops = data.input_ops || [];
+  if (!ops.length) return card('Input ops', note('No input-pipeline ops were recorded on the host.'));
+  const columns = [
+    { key: 'op', label: 'Input op', format: (v) => code(v) },
+    { key: 'count', label: 'Count', numeric: true, format: fmtInt },
+    { key: 'total_ms', label: 'Total time', numeric: true, format: fmtMs },
+    { key: 'total_percent', label: 'Total (%)', numeric: true, format: (v) => fmtPct(v) },
+    { key: 'self_ms', label: 'Self time', numeric: true, format: fmtMs },
+    { key: 'self_percent', label: 'Self (%)', numeric: true, format: (v) => fmtPct(v) },
+    { key: 'category', label: 'Category', format: (v) => label(v) },
+  ];
+  return card('Input ops on the host', dataTable({ columns, rows: ops, name: 'input_ops', caption: 'Input ops',
+    filterable: true, sort: { key: 'self_ms', desc: true } }));
+}
+
+function pipelines(data) {
+  const list = data.pipelines || [];
+  if (!list.length) return null;
+  const columns = [
+    { key: 'name', label: 'Pipeline' },
+    { key: 'calls', label: 'Calls', numeric: true, format: fmtInt },
+    { key: 'slow_calls', label: 'Slow calls', numeric: true, format: fmtInt },
+    { key: 'avg_latency_ms', label: 'Avg. latency', numeric: true, format: fmtMs },
+    { key: 'max_latency_ms', label: 'Max latency', numeric: true, format: fmtMs },
+    { key: 'bottleneck', label: 'Bottleneck', format: (v) => code(v) },
+    { key: 'bottleneck_self_ms', label: 'Bottleneck self time', numeric: true, format: fmtMs },
+    { key: 'advice', label: 'Advice' },
+  ];
+  return card('tf.data pipelines', dataTable({ columns, rows: list, name: 'pipelines' }));
+}
+
+export async function render(root, data) {
+  root.append(summary(data), deviceSide(data), hostSide(data), inputOps(data));
+  const p = pipelines(data);
+  if (p) root.append(p);
+}

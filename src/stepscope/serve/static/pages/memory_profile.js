@@ -1,0 +1,145 @@
+// Memory profile: per memory (allocator) a summary, the usage/fragmentation timeline with a
+// hover panel, and the allocations live at the peak. Fields: docs/tools/memory_profile.md.
+import { niceTicks } from '../charts.js';
+import { dataTable } from '../table.js';
+import { card, code, fmtBytes, fmtInt, fmtMs, fmtPct, h, note, num, svg } from '../util.js';
+import { ensureStyles, exportCsv, tile } from './_gpu_tools.js';
+
+const W = 960;
+const H = 280;
+const M = { top: 20, right: 56, bottom: 34, left: 72 };
+const COLORS = { in_use: '#1a73e8', heap: '#12b5cb', fragmentation: '#e8710a' };
+
+function summaryCard(mem, i) {
+  const s = mem.summary;
+  const f = (key) => `memories.${i}.summary.${key}`;
+  return card('Memory profile summary', h('div', { class: 'metric-row' },
+    tile('#Allocations', num(s.allocation_count, fmtInt(s.allocation_count), f('allocation_count'))),
+    tile('#Deallocations', num(s.deallocation_count, fmtInt(s.deallocation_count), f('deallocation_count'))),
+    tile('Memory capacity', num(s.memory_capacity_bytes, fmtBytes(s.memory_capacity_bytes), f('memory_capacity_bytes'))),
+    tile('Peak heap usage (lifetime)', num(s.peak_heap_usage_lifetime_bytes, fmtBytes(s.peak_heap_usage_lifetime_bytes), f('peak_heap_usage_lifetime_bytes')))),
+  h('h3', {}, 'At the peak of this profile'),
+  h('div', { class: 'metric-row' },
+    tile('Peak memory usage', num(s.peak_usage_bytes, fmtBytes(s.peak_usage_bytes), f('peak_usage_bytes'))),
+    tile('Timestamp', num(s.peak_time_ms, fmtMs(s.peak_time_ms), f('peak_time_ms'))),
+    tile('Step', num(s.peak_step, String(s.peak_step), f('peak_step'))),
+    tile('Stack reserved', num(s.stack_reserved_bytes, fmtBytes(s.stack_reserved_bytes), f('stack_reserved_bytes'))),
+    tile('Heap allocated', num(s.heap_allocated_bytes, fmtBytes(s.heap_allocated_bytes), f('heap_allocated_bytes'))),
+    tile('Free memory', num(s.free_memory_bytes, fmtBytes(s.free_memory_bytes), f('free_memory_bytes'))),
+    tile('Fragmentation', num(s.fragmentation_pct, fmtPct(s.fragmentation_pct), f('fragmentation_pct')))));
+}
+
+function nearest(times, x) {
+  let lo = 0;
+  let hi = times.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (times[mid] < x) lo = mid + 1; else hi = mid;
+  }
+  return lo > 0 && Math.abs(times[lo - 1] - x) <= Math.abs(times[lo] - x) ? lo - 1 : lo;
+}
+
+function hoverText(t, k) {
+  const items = [
+    ['Time', fmtMs(t.time_ms[k])], ['Event', t.activity[k]], ['Op', t.op_name[k] || '–'],
+    ['Step', String(t.step[k])], ['Requested', fmtBytes(t.requested_bytes[k])],
+    ['Allocated', fmtBytes(t.allocation_bytes[k])], ['Memory in use', fmtBytes(t.in_use_bytes[k])],
+    ['Fragmentation', fmtPct(t.fragmentation_pct[k])], ['Region', t.region_type[k] || '–'],
+    ['Data type', t.data_type[k] || '–'], ['Shape', t.shape[k] || '–'],
+  ];
+  return h('dl', { dataset: { index: String(k) } }, items.map(([a, b]) => [h('dt', {}, a), h('dd', {}, b)]));
+}
+
+function timelineChart(mem) {
+  const t = mem.timeline;
+  const n = t.time_ms.length;
+  if (!n) return note('No allocator events.');
+  const x0 = t.time_ms[0];
+  const x1 = t.time_ms[n - 1];
+  const ticks = niceTicks(Math.max(1, ...t.in_use_bytes));
+  const top = ticks[ticks.length - 1];
+  const sx = (v) => M.left + (W - M.left - M.right) * (x1 > x0 ? (v - x0) / (x1 - x0) : 0.5);
+  const sy = (v) => M.top + (H - M.top - M.bottom) * (1 - v / top);
+  const sf = (p) => M.top + (H - M.top - M.bottom) * (1 - p / 100);
+  const path = (ys, scale) => ys.map((y, i) => `${i ? 'L' : 'M'}${sx(t.time_ms[i]).toFixed(1)} ${scale(y).toFixed(1)}`).join(' ');
+  const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart mem-chart', role: 'img', tabindex: '0',
+    'aria-label': 'Memory in use, heap and fragmentation over time (arrow keys move the cursor)' });
+  for (const v of ticks) {
+    root.append(svg('line', { x1: M.left, x2: W - M.right, y1: sy(v), y2: sy(v), class: 'grid' }),
+      svg('text', { x: M.left - 6, y: sy(v) + 4, 'text-anchor': 'end', class: 'axis' }, fmtBytes(v)));
+  }
+  for (const p of [0, 50, 100]) {
+    root.append(svg('text', { x: W - M.right + 6, y: sf(p) + 4, class: 'axis' }, `${p}%`));
+  }
+  root.append(svg('text', { x: sx(x0), y: H - M.bottom + 16, class: 'axis' }, fmtMs(x0)),
+    svg('text', { x: sx(x1), y: H - M.bottom + 16, 'text-anchor': 'end', class: 'axis' }, fmtMs(x1)),
+    svg('path', { d: path(t.in_use_bytes, sy), class: 'line', stroke: COLORS.in_use, fill: 'none', dataset: { series: 'in_use' } }),
+    svg('path', { d: path(t.heap_bytes, sy), class: 'line', stroke: COLORS.heap, fill: 'none', dataset: { series: 'heap' } }),
+    svg('path', { d: path(t.fragmentation_pct, sf), class: 'line', stroke: COLORS.fragmentation, fill: 'none', 'stroke-dasharray': '4 3', dataset: { series: 'fragmentation' } }));
+  const s = mem.summary;
+  root.append(svg('circle', { cx: sx(s.peak_time_ms), cy: sy(s.peak_usage_bytes), r: 4, class: 'peak', 'data-tip': `Peak ${fmtBytes(s.peak_usage_bytes)} at ${fmtMs(s.peak_time_ms)}` }));
+  const guide = svg('line', { class: 'guide', y1: M.top, y2: H - M.bottom, x1: -10, x2: -10 });
+  root.append(guide);
+  const panel = h('div', { class: 'mem-hover', 'aria-live': 'polite' }, h('span', { class: 'muted' }, 'Hover the chart for the event at that time.'));
+  let current = -1;
+  const show = (k) => {
+    current = Math.max(0, Math.min(n - 1, k));
+    const x = sx(t.time_ms[current]);
+    guide.setAttribute('x1', x);
+    guide.setAttribute('x2', x);
+    panel.replaceChildren(hoverText(t, current));
+  };
+  root.addEventListener('mousemove', (e) => {
+    const box = root.getBoundingClientRect();
+    const vx = ((e.clientX - box.left) / box.width) * W;
+    const time = x0 + ((vx - M.left) / (W - M.left - M.right)) * (x1 - x0);
+    show(nearest(t.time_ms, time));
+  });
+  root.addEventListener('keydown', (e) => {
+    const step = { ArrowRight: 1, ArrowLeft: -1, PageDown: 50, PageUp: -50 }[e.key];
+    if (step === undefined) return;
+    e.preventDefault();
+    show(current < 0 ? 0 : current + step);
+  });
+  const legend = h('ul', { class: 'legend' }, [['Memory in use (stack + heap)', COLORS.in_use], ['Heap allocated', COLORS.heap], ['Fragmentation (right axis)', COLORS.fragmentation]]
+    .map(([label, color]) => h('li', {}, h('span', { class: 'swatch', style: { background: color } }), label)));
+  const sampled = mem.snapshot_count > mem.timeline_points
+    ? h('p', { class: 'muted' }, `${fmtInt(mem.snapshot_count)} allocator events shown as ${fmtInt(mem.timeline_points)} points, each the largest of its span (the peak is kept).`)
+    : null;
+  return card('Memory timeline', h('figure', { class: 'chart-box' }, root, legend), panel, sampled);
+}
+
+function liveTable(mem) {
+  const columns = [
+    { key: 'op_name', label: 'Op name', format: (v) => code(v) },
+    { key: 'allocation_bytes', label: 'Allocation size', numeric: true, format: fmtBytes },
+    { key: 'requested_bytes', label: 'Requested size', numeric: true, format: fmtBytes },
+    { key: 'occurrences', label: 'Occurrences', numeric: true, format: fmtInt },
+    { key: 'region_type', label: 'Region type' },
+    { key: 'data_type', label: 'Data type' },
+    { key: 'shape', label: 'Shape', format: (v) => code(v) },
+  ];
+  return card('Memory breakdown at the peak', dataTable({ columns, rows: mem.live_at_peak, name: 'live_at_peak',
+    caption: 'Allocations live at the peak', filterable: true, placeholder: 'Filter by op name… (/)',
+    sort: { key: 'allocation_bytes', desc: true } }));
+}
+
+export async function render(root, data, ctx) {
+  ensureStyles();
+  const memories = data.memories || [];
+  if (!memories.length) {
+    root.append(note('No allocator events (MemoryAllocation / MemoryDeallocation) in this profile.'));
+    return;
+  }
+  const body = h('div', { class: 'memory-body' });
+  const draw = (i) => {
+    const mem = memories[i];
+    body.replaceChildren(summaryCard(mem, i), timelineChart(mem), liveTable(mem));
+    body.dataset.memory = `${mem.host}/${mem.memory_id}`;
+  };
+  const select = h('select', { id: 'memory-select', 'aria-label': 'Memory',
+    onchange: (e) => draw(Number(e.target.value)) },
+  memories.map((m, i) => h('option', { value: String(i) }, `${m.memory_id} (${m.host})`)));
+  root.append(h('div', { class: 'toolbar' }, h('label', { class: 'options' }, 'Memory ID ', select), exportCsv(ctx)), body);
+  draw(0);
+}

@@ -1,0 +1,132 @@
+// Overview: performance summary, step-time graph, top ops, run environment, recommendation.
+// Fields: docs/tools/overview_page.md (the overview_page tool's JSON).
+import { stackedBarChart } from '../charts.js';
+import { dataTable } from '../table.js';
+import { card, code, fmtMs, fmtNs, fmtNum, fmtPct, h, kvList, label, note, num } from '../util.js';
+import { categoriesFor, linkTools, toolLinks } from './_common.js';
+
+const BOUND = {
+  high: ['HIGHLY input-bound', 'badge-bad'],
+  moderate: ['MODERATELY input-bound', 'badge-warn'],
+  potential: ['POTENTIALLY input-bound', 'badge-warn'],
+  no: ['NOT input-bound', 'badge-good'],
+  unknown: ['No steps measured', 'badge-warn'],
+};
+
+function metric(title, value, field, format = fmtMs, big = false) {
+  return h('div', { class: 'metric' }, h('div', { class: 'label' }, title),
+    h('div', { class: big ? 'big' : null }, num(value, format(value), field)));
+}
+
+function percentPair(title, obj, field) {
+  if (!obj) return null;
+  return h('div', { class: 'metric' }, h('div', { class: 'label' }, title),
+    h('div', {}, Object.entries(obj).map(([k, v], i) => [i ? ' · ' : '',
+      `${label(k.replace(/_percent$/, ''))} `, num(v, fmtPct(v), `${field}.${k}`)])));
+}
+
+function summary(data) {
+  const st = data.step_time_ms || {};
+  const breakdown = data.breakdown_ms || {};
+  const percent = data.breakdown_percent || {};
+  const cats = categoriesFor(Object.keys(breakdown));
+  const max = Math.max(0, ...cats.map((c) => breakdown[c.key] || 0));
+  const rows = cats.map((c) => {
+    const v = breakdown[c.key] || 0;
+    return h('tr', { dataset: { category: c.key } },
+      h('td', {}, h('span', { class: 'swatch', style: { background: c.color } }), c.label),
+      h('td', { class: 'numeric' }, num(v, v ? fmtMs(v) : '0', `breakdown_ms.${c.key}`)),
+      h('td', { class: 'numeric' }, num(percent[c.key], fmtPct(percent[c.key]), `breakdown_percent.${c.key}`)),
+      h('td', { class: 'bar-cell' }, h('div', { class: 'hbar', style: { width: `${max > 0 ? (100 * v) / max : 0}%`, background: c.color } })));
+  });
+  const ib = data.input_bound || {};
+  const [boundText, boundClass] = BOUND[ib.classification] || [String(ib.classification || ''), 'badge-warn'];
+  return card('Performance summary',
+    h('div', { class: 'metric-row' },
+      metric('Average step time', st.avg, 'step_time_ms.avg', fmtMs, true),
+      metric('Standard deviation', st.stddev, 'step_time_ms.stddev'),
+      metric('Min', st.min, 'step_time_ms.min'),
+      metric('Max', st.max, 'step_time_ms.max'),
+      metric('Steps', (data.steps || []).length, 'steps.length', String)),
+    h('p', {}, h('span', { class: `badge ${boundClass}`, title: ib.statement || '' }, boundText),
+      ib.classification !== 'unknown' ? [' Waiting for input: ', num(ib.percent, fmtPct(ib.percent), 'input_bound.percent'), ' of the step time.'] : ''),
+    h('h3', {}, 'Average step time, by category'),
+    h('table', { class: 'breakdown', dataset: { table: 'breakdown' } }, h('tbody', {}, rows)),
+    h('div', { class: 'metric-row spaced' },
+      percentPair('Op placement (by occurrences)', data.op_placement, 'op_placement'),
+      percentPair('Op time spent eagerly', data.eager, 'eager'),
+      percentPair('Device compute precision', data.precision, 'precision'),
+      data.gpu_utilization ? metric('GPU utilization (mean)', data.gpu_utilization.mean, 'gpu_utilization.mean', fmtPct) : null),
+    h('p', { class: 'muted' }, 'Steps: ', data.step_source_detail || data.step_source || 'none found'));
+}
+
+function stepGraph(data) {
+  const steps = data.steps || [];
+  if (!steps.length) return card('Step-time graph', note('No steps were found in this profile; see the diagnostics below.', 'warn'));
+  const keys = [...new Set(steps.flatMap((s) => Object.keys(s.breakdown_ns || {})))];
+  const series = categoriesFor(keys);
+  const bars = steps.map((s) => {
+    const values = {};
+    for (const k of keys) values[k] = (s.breakdown_ns?.[k] || 0) / 1e6;
+    const parts = series.filter((c) => values[c.key] > 0).map((c) => `${c.label}: ${fmtNs(s.breakdown_ns[c.key])}`);
+    return { label: String(s.step), values, tip: `${s.name || `Step ${s.step}`}: ${fmtNs(s.duration_ns)}\n${parts.join('\n')}` };
+  });
+  return card('Step-time graph',
+    stackedBarChart({ series, bars, unit: 'ms', ariaLabel: 'Step time by category, per step' }),
+    h('p', { class: 'muted' }, 'Each bar is one step (x: step number), stacked by where its time went. Hover for values.'));
+}
+
+function topOps(data) {
+  const ops = data.top_ops || [];
+  const side = ops[0]?.side;
+  const title = `Top ${ops.length || 10} ${side === 'device' ? 'device' : side === 'host' ? 'host' : ''} operations by self time`;
+  if (!ops.length) return card(title, note('No operations recorded.'));
+  const columns = [
+    { key: 'rank', label: '#', numeric: true },
+    { key: 'self_time_percent', label: 'Time (%)', numeric: true, format: (v) => fmtPct(v) },
+    { key: 'cumulative_percent', label: 'Cumulative (%)', numeric: true, format: (v) => fmtPct(v) },
+    { key: 'self_time_ns', label: 'Self time', numeric: true, format: (v) => fmtNs(v) },
+    { key: 'category', label: 'Op type' },
+    { key: 'name', label: 'Operation', format: (v) => code(v) },
+  ];
+  if (ops.some((o) => o.flop_rate_gflops !== null && o.flop_rate_gflops !== undefined)) {
+    columns.push({ key: 'flop_rate_gflops', label: 'GFLOP/s', numeric: true, format: (v) => fmtNum(v) });
+  }
+  return card(title, dataTable({ columns, rows: ops, name: 'top_ops', caption: title }));
+}
+
+function recommendation(data, ctx) {
+  const rec = data.recommendation || {};
+  const bound = data.input_bound?.classification;
+  const preferred = ['high', 'moderate', 'potential'].includes(bound)
+    ? ['input_pipeline_analyzer', 'tf_data_bottleneck_analysis', 'trace_viewer', 'op_stats']
+    : ['op_stats', 'trace_viewer', 'kernel_stats', 'input_pipeline_analyzer'];
+  return card('Recommendation for next steps',
+    rec.statement ? h('p', { class: 'lead', dataset: { field: 'recommendation.statement' } }, rec.statement) : null,
+    (rec.details || []).map((d) => h('p', {}, linkTools(d, ctx))),
+    rec.tips && rec.tips.length ? [h('h3', {}, 'Where to look'),
+      h('ul', { class: 'links' }, rec.tips.map((t) => h('li', {}, linkTools(t, ctx))))] : null,
+    ctx.tools.length > 1 ? [h('h3', {}, 'Other tools'), toolLinks(ctx, preferred)] : null);
+}
+
+function environment(data) {
+  const env = { ...(data.run_environment || {}) };
+  const devices = env.devices || [];
+  delete env.devices;
+  return card('Run environment', kvList(env, 'run_environment'),
+    devices.length ? [h('h3', {}, 'Devices'), dataTable({
+      name: 'devices',
+      columns: Object.keys(devices[0]).map((k) => ({ key: k, label: label(k), numeric: typeof devices[0][k] === 'number' })),
+      rows: devices,
+    })] : null);
+}
+
+export async function render(root, data, ctx) {
+  root.append(
+    h('div', { class: 'grid2' }, summary(data), recommendation(data, ctx)),
+    stepGraph(data),
+    topOps(data),
+    h('div', { class: 'grid2' }, environment(data),
+      card('Diagnostics', h('ul', { class: 'links' }, (data.diagnostics || []).map((d) => h('li', {}, d))))),
+  );
+}

@@ -1,0 +1,492 @@
+// Trace viewer: a canvas timeline of every event, fed by level-of-detail windows from the
+// server (api/tool/trace_viewer/window). The view is redrawn from the last window while the
+// next one (3x the visible span, debounced) is on its way, so panning never waits.
+import { fmtInt, fmtNs, h, note } from '../util.js';
+import { TraceClient } from './_trace_data.js';
+import { AXIS_H, GUTTER, ROW_H, bandAt, buildLayout, drawFrame, hitTest, scaleOf } from './_trace_draw.js';
+import { boxDetails, eventDetails, keysHelp, markDetails } from './_trace_panel.js';
+
+const MODES = ['select', 'pan', 'zoom', 'timing'];
+const MAX_RES = 16384;
+const MIN_SPAN_NS = 20;
+const FETCH_DELAY_MS = 60;
+
+function ensureStyles() {
+  if (document.querySelector('link[data-page-style="trace_viewer"]')) return;
+  document.head.append(h('link', { rel: 'stylesheet', href: 'static/pages/trace_viewer.css', dataset: { pageStyle: 'trace_viewer' } }));
+}
+
+class TraceView {
+  constructor(root, structure, ctx, els) {
+    Object.assign(this, els);
+    this.root = root;
+    this.structure = structure;
+    this.client = new TraceClient(ctx.run, ctx.host);
+    this.duration = Math.max(structure.duration_ns, 1);
+    this.view = { t0: 0, t1: this.duration };
+    this.collapsed = new Set();
+    this.layout = buildLayout(structure, this.collapsed);
+    this.data = null;
+    this.mode = 'select';
+    this.scrollY = 0;
+    this.W = 0;
+    this.H = 0;
+    this.flowMode = 'auto'; // auto: all flows when few, else the selected event's
+    this.selected = null; // brief of the selected event {event, line, depth, start_ns, dur_ns}
+    this.mark = null;
+    this.box = null;
+    this.matches = null;
+    this.query = '';
+    this.drawCount = 0;
+    this.drawTimes = [];
+    this.frameScheduled = false;
+    this.pending = null;
+    this.fetchTimer = 0;
+    this.searchTimer = 0;
+    this.ctx = this.canvas.getContext('2d', { alpha: false });
+  }
+
+  // ---- view ------------------------------------------------------------------------------
+  setView(t0, t1) {
+    let span = Math.max(t1 - t0, MIN_SPAN_NS);
+    span = Math.min(span, this.duration * 1.2);
+    const mid = (t0 + t1) / 2;
+    let a = mid - span / 2;
+    const margin = this.duration * 0.1;
+    a = Math.min(Math.max(a, -margin), this.duration + margin - span);
+    this.view = { t0: a, t1: a + span };
+    this.invalidate();
+    this.requestData();
+  }
+
+  zoom(factor, px = GUTTER + (this.W - GUTTER) / 2) {
+    const t = scaleOf(this).t(px);
+    const { t0, t1 } = this.view;
+    this.setView(t - (t - t0) / factor, t + (t1 - t) / factor);
+  }
+
+  panPixels(dx) {
+    const dt = dx / scaleOf(this).k;
+    this.setView(this.view.t0 + dt, this.view.t1 + dt);
+  }
+
+  fitRange(t0, t1, pad = 0.03) {
+    const span = Math.max(t1 - t0, MIN_SPAN_NS);
+    this.setView(t0 - span * pad, t1 + span * pad);
+  }
+
+  fitStep(k) {
+    const s = this.structure.steps;
+    if (!s.number.length) return;
+    const i = Math.max(0, Math.min(k, s.number.length - 1));
+    this.stepIndex = i;
+    this.stepInput.value = String(s.number[i]);
+    this.fitRange(s.start_ns[i], s.start_ns[i] + s.dur_ns[i]);
+  }
+
+  // ---- data ------------------------------------------------------------------------------
+  requestData() {
+    const { t0, t1 } = this.view;
+    const plotW = Math.max(1, this.W - GUTTER);
+    const bucket = (t1 - t0) / plotW;
+    const a = Math.max(0, t0);
+    const b = Math.min(this.duration, t1);
+    const hit = this.client.cached(a, Math.max(b, a + 1), bucket);
+    if (hit) {
+      if (hit !== this.data) { this.data = hit; this.invalidate(); }
+      return;
+    }
+    clearTimeout(this.fetchTimer);
+    this.fetchTimer = setTimeout(() => this.fetchWindow(a, b, bucket), this.data ? FETCH_DELAY_MS : 0);
+  }
+
+  async fetchWindow(a, b, bucket) {
+    const span = Math.max(b - a, 1);
+    const margin = Math.max(0, Math.min(span, (MAX_RES * bucket - span) / 2));
+    const f0 = Math.max(0, a - margin);
+    const f1 = Math.min(this.duration, b + margin);
+    const res = Math.max(1, Math.min(MAX_RES, Math.ceil((f1 - f0) / bucket)));
+    if (this.pending) this.pending.abort();
+    const controller = new AbortController();
+    this.pending = controller;
+    this.root.dataset.loading = '1';
+    try {
+      const data = await this.client.window(f0, Math.max(f1, f0 + 1), res, controller.signal);
+      if (controller.signal.aborted) return;
+      this.data = data;
+      this.status.textContent = `${fmtInt(data.n)} events in this window · ${fmtInt(data.flows.n)} flows`;
+      this.invalidate();
+    } catch (err) {
+      if (err.name !== 'AbortError') this.status.textContent = `Error: ${err.message}`;
+    } finally {
+      if (this.pending === controller) {
+        this.pending = null;
+        this.root.dataset.loading = '0';
+        this.root.dataset.fetches = String(this.client.fetches);
+      }
+    }
+    if (this.query) this.scheduleSearch();
+  }
+
+  // ---- drawing ---------------------------------------------------------------------------
+  invalidate() {
+    if (this.frameScheduled) return;
+    this.frameScheduled = true;
+    requestAnimationFrame(() => this.frame());
+  }
+
+  frame() {
+    this.frameScheduled = false;
+    if (!this.canvas.isConnected || this.W === 0) return;
+    const started = performance.now();
+    const drawn = drawFrame(this.ctx, this);
+    const ms = performance.now() - started;
+    this.drawTimes.push(ms);
+    if (this.drawTimes.length > 1000) this.drawTimes.splice(0, 500);
+    this.drawCount += 1;
+    this.root.dataset.drawCount = String(this.drawCount);
+    this.root.dataset.drawn = String(drawn);
+    this.root.dataset.flowsDrawn = String(this.flowsDrawn || 0);
+  }
+
+  resize() {
+    const rect = this.scroller.getBoundingClientRect();
+    const dpr = window.devicePixelRatio || 1;
+    this.W = Math.max(300, Math.floor(rect.width - (this.scroller.offsetWidth - this.scroller.clientWidth) - 2));
+    this.H = Math.max(200, Math.floor(this.scroller.clientHeight));
+    this.dpr = dpr;
+    this.canvas.width = Math.round(this.W * dpr);
+    this.canvas.height = Math.round(this.H * dpr);
+    this.canvas.style.height = `${this.H}px`;
+    this.canvas.style.width = `${this.W}px`;
+    this.relayout();
+    this.requestData();
+  }
+
+  relayout() {
+    this.layout = buildLayout(this.structure, this.collapsed);
+    this.spacer.style.height = `${Math.max(0, this.layout.height + AXIS_H - this.H)}px`;
+    this.invalidate();
+  }
+
+  // ---- selection -------------------------------------------------------------------------
+  async selectEvent(brief, center = false) {
+    this.selected = brief;
+    this.box = null;
+    this.invalidate();
+    if (center && brief) {
+      const { t0, t1 } = this.view;
+      const span = t1 - t0;
+      if (brief.dur_ns > span * 0.9) this.fitRange(brief.start_ns, brief.start_ns + brief.dur_ns, 0.2);
+      else if (brief.start_ns < t0 || brief.start_ns + brief.dur_ns > t1) {
+        const mid = brief.start_ns + brief.dur_ns / 2;
+        this.setView(mid - span / 2, mid + span / 2);
+      }
+      const y = this.layout.lineY[brief.line] + brief.depth * ROW_H;
+      if (y < this.scrollY || y > this.scrollY + this.H - AXIS_H - ROW_H) this.scroller.scrollTop = Math.max(0, y - (this.H - AXIS_H) / 2);
+    }
+    if (!brief) { this.details.replaceChildren(keysHelp()); return; }
+    try {
+      const detail = await this.client.event(brief.event);
+      if (this.selected !== brief) return;
+      this.selected = { ...brief, ...detail };
+      this.details.replaceChildren(eventDetails(detail, (f) => this.selectEvent(f, true)), keysHelp());
+      this.root.dataset.selected = String(detail.event);
+      this.invalidate();
+    } catch (err) {
+      this.details.replaceChildren(note(err.message, 'error'));
+    }
+  }
+
+  async selectBox(box) {
+    this.box = box;
+    this.selected = null;
+    const rows = [];
+    for (const b of this.layout.bands) {
+      if (b.kind !== 'track' || b.y + b.h <= box.y0 || b.y >= box.y1) continue;
+      const top = this.layout.lineY[b.line];
+      const d0 = Math.max(0, Math.floor((box.y0 - top) / ROW_H));
+      const d1 = Math.min(b.rows - 1, Math.floor((box.y1 - top) / ROW_H));
+      if (d1 >= d0) rows.push(`${b.line}:${d0}-${d1}`);
+    }
+    this.invalidate();
+    if (!rows.length) return;
+    try {
+      const result = await this.client.select({ t0: Math.floor(Math.max(0, box.t0)), t1: Math.ceil(box.t1), rows: rows.join(',') });
+      if (this.box !== box) return;
+      this.details.replaceChildren(boxDetails(result, box.t0, box.t1), keysHelp());
+      this.root.dataset.boxCount = String(result.count);
+    } catch (err) {
+      this.details.replaceChildren(note(err.message, 'error'));
+    }
+  }
+
+  setMark(t0, t1) {
+    this.mark = { t0: Math.min(t0, t1), t1: Math.max(t0, t1) };
+    this.details.replaceChildren(markDetails(this.mark), keysHelp());
+    this.root.dataset.mark = String(this.mark.t1 - this.mark.t0);
+    this.invalidate();
+  }
+
+  // ---- search ----------------------------------------------------------------------------
+  scheduleSearch() {
+    clearTimeout(this.searchTimer);
+    this.searchTimer = setTimeout(() => this.runSearch(), 120);
+  }
+
+  async runSearch() {
+    const q = this.query;
+    if (!q) { this.matches = null; this.searchCount.textContent = ''; this.invalidate(); return; }
+    const { t0, t1 } = this.view;
+    const a = Math.max(0, Math.floor(t0));
+    const b = Math.max(a + 1, Math.ceil(Math.min(t1, this.duration)));
+    try {
+      const r = await this.client.search({ q, limit: 200, t0: a, t1: b, res: Math.max(1, this.W - GUTTER) });
+      if (q !== this.query) return;
+      this.matches = r.window;
+      this.searchResults = r.results;
+      this.searchCount.textContent = `${fmtInt(r.total)} matches · ${fmtInt(r.window_total)} in view`;
+      this.root.dataset.matches = String(r.total);
+      this.invalidate();
+    } catch (err) {
+      this.searchCount.textContent = err.message;
+    }
+  }
+
+  jumpToMatch(step) {
+    const r = this.searchResults;
+    if (!r || !r.event.length) return;
+    this.matchIndex = ((this.matchIndex ?? -1) + step + r.event.length) % r.event.length;
+    const i = this.matchIndex;
+    this.selectEvent({ event: r.event[i], line: r.line[i], depth: r.depth[i], start_ns: r.start_ns[i], dur_ns: r.dur_ns[i] }, true);
+  }
+
+  // ---- input -----------------------------------------------------------------------------
+  setMode(mode) {
+    this.mode = mode;
+    for (const b of this.modeButtons) b.setAttribute('aria-pressed', String(b.dataset.mode === mode));
+    this.canvas.className = `tv-canvas mode-${mode}`;
+  }
+
+  onWheel(e) {
+    const px = e.offsetX;
+    if (px < GUTTER && !e.shiftKey) return; // scroll the tracks natively
+    e.preventDefault();
+    if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
+      this.panPixels((e.shiftKey ? e.deltaY : 0) + e.deltaX);
+      return;
+    }
+    const unit = e.deltaMode === 1 ? 16 : 1;
+    this.zoom(Math.exp((-e.deltaY * unit) / 400), px);
+  }
+
+  onPointerDown(e) {
+    const px = e.offsetX;
+    const py = e.offsetY;
+    this.canvas.setPointerCapture(e.pointerId);
+    this.scroller.focus({ preventScroll: true });
+    if (px < GUTTER && py >= AXIS_H) {
+      const band = bandAt(this.layout, py - AXIS_H + this.scrollY);
+      if (band && band.kind === 'section') {
+        if (this.collapsed.has(band.key)) this.collapsed.delete(band.key);
+        else this.collapsed.add(band.key);
+        this.relayout();
+      }
+      return;
+    }
+    const mode = py < AXIS_H ? 'timing' : this.mode;
+    this.drag = { mode, x0: px, y0: py, x: px, y: py, t0: scaleOf(this).t(px), view: { ...this.view }, scroll: this.scrollY, moved: false };
+  }
+
+  onPointerMove(e) {
+    const d = this.drag;
+    if (!d) return;
+    d.x = e.offsetX;
+    d.y = e.offsetY;
+    d.moved = d.moved || Math.abs(d.x - d.x0) + Math.abs(d.y - d.y0) > 3;
+    if (!d.moved) return;
+    const sc = scaleOf(this);
+    if (d.mode === 'pan') {
+      const dt = (d.x - d.x0) / sc.k;
+      this.setView(d.view.t0 - dt, d.view.t1 - dt);
+      this.scroller.scrollTop = d.scroll - (d.y - d.y0);
+    } else if (d.mode === 'timing' || d.mode === 'zoom') {
+      this.setMark(d.t0, sc.t(d.x));
+    } else if (d.mode === 'select') {
+      const y0 = d.y0 - AXIS_H + this.scrollY;
+      const y1 = d.y - AXIS_H + this.scrollY;
+      this.box = { t0: Math.min(d.t0, sc.t(d.x)), t1: Math.max(d.t0, sc.t(d.x)), y0: Math.min(y0, y1), y1: Math.max(y0, y1) };
+      this.invalidate();
+    }
+  }
+
+  onPointerUp(e) {
+    const d = this.drag;
+    this.drag = null;
+    if (!d) return;
+    if (!d.moved) {
+      if (d.mode === 'select' || d.mode === 'timing') this.clickEvent(e.offsetX, e.offsetY, d.mode);
+      return;
+    }
+    if (d.mode === 'zoom' && this.mark) {
+      const { t0, t1 } = this.mark;
+      this.mark = null;
+      this.fitRange(t0, t1, 0);
+    } else if (d.mode === 'select' && this.box) {
+      this.selectBox(this.box);
+    }
+  }
+
+  /** A tooltip with the name and duration of the event under the pointer. */
+  hover(e) {
+    if (this.drag && this.drag.moved) { this.tooltip.hidden = true; return; }
+    const i = hitTest(this, e.offsetX, e.offsetY);
+    if (i < 0) { this.tooltip.hidden = true; return; }
+    const d = this.data;
+    this.tooltip.textContent = `${d.names[d.name[i]]}\n${fmtNs(d.dur[i])} at ${fmtNs(d.start[i])}`;
+    this.tooltip.style.left = `${e.clientX + 14}px`;
+    this.tooltip.style.top = `${e.clientY + 14}px`;
+    this.tooltip.hidden = false;
+  }
+
+  clickEvent(px, py, mode) {
+    const i = hitTest(this, px, py);
+    if (i < 0) { if (mode === 'select') this.selectEvent(null); return; }
+    const d = this.data;
+    const brief = { event: d.event[i], line: d.line[i], depth: d.depth[i], start_ns: d.start[i], dur_ns: d.dur[i] };
+    if (mode === 'timing') this.setMark(brief.start_ns, brief.start_ns + brief.dur_ns);
+    else this.selectEvent(brief);
+  }
+
+  onKey(e) {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    const tag = (e.target.tagName || '').toLowerCase();
+    if (tag === 'input' || tag === 'select') return;
+    const key = e.key.toLowerCase();
+    const fast = e.shiftKey ? 3 : 1;
+    const handled = {
+      w: () => this.zoom(1.25 ** fast, this.mouseX), s: () => this.zoom(0.8 ** fast, this.mouseX),
+      a: () => this.panPixels(-0.1 * fast * (this.W - GUTTER)), d: () => this.panPixels(0.1 * fast * (this.W - GUTTER)),
+      1: () => this.setMode('select'), 2: () => this.setMode('pan'), 3: () => this.setMode('zoom'), 4: () => this.setMode('timing'),
+      m: () => this.selected && this.setMark(this.selected.start_ns, this.selected.start_ns + this.selected.dur_ns),
+      f: () => {
+        const r = this.mark || (this.selected && { t0: this.selected.start_ns, t1: this.selected.start_ns + this.selected.dur_ns })
+          || (this.box && { t0: this.box.t0, t1: this.box.t1 });
+        if (r) this.fitRange(r.t0, r.t1);
+      },
+      escape: () => { this.mark = null; this.box = null; this.selectEvent(null); },
+    }[key];
+    if (!handled) return;
+    e.preventDefault();
+    e.stopPropagation(); // the shell uses 1-9 to switch tools
+    handled();
+  }
+
+  bind() {
+    const c = this.canvas;
+    c.addEventListener('wheel', (e) => this.onWheel(e), { passive: false });
+    c.addEventListener('pointerdown', (e) => this.onPointerDown(e));
+    c.addEventListener('pointermove', (e) => {
+      this.mouseX = e.offsetX;
+      this.onPointerMove(e);
+      this.hover(e);
+    });
+    c.addEventListener('pointerleave', () => { this.tooltip.hidden = true; });
+    c.addEventListener('pointerup', (e) => this.onPointerUp(e));
+    this.scroller.addEventListener('keydown', (e) => this.onKey(e));
+    this.scroller.addEventListener('scroll', () => { this.scrollY = this.scroller.scrollTop; this.invalidate(); });
+    const observer = new ResizeObserver(() => {
+      if (!this.root.isConnected && this.W) { observer.disconnect(); return; }
+      this.resize();
+    });
+    observer.observe(this.scroller);
+  }
+
+  // ---- measurement (browser tests, benchmarks) ---------------------------------------------
+  /** Pan by `fraction` of the view per frame for `frames` frames; frame intervals and draw times. */
+  measurePan(frames = 120, fraction = 0.01) {
+    return new Promise((resolve) => {
+      const intervals = [];
+      const draws = [];
+      let last = performance.now();
+      let k = 0;
+      const step = () => {
+        const now = performance.now();
+        if (k > 0) intervals.push(now - last);
+        last = now;
+        if (k >= frames) { resolve({ intervals, draws }); return; }
+        k += 1;
+        const span = this.view.t1 - this.view.t0;
+        const dt = span * fraction * (Math.floor(k / 40) % 2 ? -1 : 1);
+        this.view = { t0: this.view.t0 + dt, t1: this.view.t1 + dt };
+        this.requestData();
+        const t = performance.now();
+        this.frameScheduled = false;
+        drawFrame(this.ctx, this);
+        draws.push(performance.now() - t);
+        requestAnimationFrame(step);
+      };
+      requestAnimationFrame(step);
+    });
+  }
+}
+
+function toolbar(view, structure) {
+  const modeButtons = MODES.map((m, i) => h('button', { type: 'button', dataset: { mode: m }, 'aria-pressed': String(m === 'select'),
+    title: `${m[0].toUpperCase()}${m.slice(1)} (${i + 1})`, onclick: () => view.setMode(m) }, m[0].toUpperCase() + m.slice(1)));
+  view.modeButtons = modeButtons;
+  const steps = structure.steps;
+  view.stepInput = h('input', { type: 'number', 'aria-label': 'Step number', value: steps.number.length ? steps.number[0] : '' });
+  const fitStep = () => {
+    const want = Number(view.stepInput.value);
+    const i = steps.number.indexOf(want);
+    view.fitStep(i >= 0 ? i : 0);
+  };
+  const search = h('input', { type: 'search', class: 'filter', placeholder: 'Search events…', 'aria-label': 'Search events by name' });
+  search.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') {
+      if (search.value.trim() === view.query && view.searchResults) view.jumpToMatch(e.shiftKey ? -1 : 1);
+      else { view.query = search.value.trim(); view.matchIndex = -1; view.runSearch(); }
+    } else if (e.key === 'Escape') { search.value = ''; view.query = ''; view.runSearch(); }
+  });
+  view.searchInput = search;
+  return h('div', { class: 'tv-toolbar' },
+    h('span', { class: 'tv-modes', role: 'group', 'aria-label': 'Mouse mode' }, modeButtons),
+    h('button', { type: 'button', class: 'tv-btn', onclick: () => view.setView(0, view.duration) }, 'Full view'),
+    steps.number.length ? h('span', {},
+      h('button', { type: 'button', class: 'tv-btn', title: 'Previous step', onclick: () => view.fitStep((view.stepIndex ?? 1) - 1) }, '◀'),
+      ' ', h('label', {}, 'Step ', view.stepInput), ' ',
+      h('button', { type: 'button', class: 'tv-btn', dataset: { action: 'fit-step' }, onclick: fitStep }, 'Fit to step'), ' ',
+      h('button', { type: 'button', class: 'tv-btn', title: 'Next step', onclick: () => view.fitStep((view.stepIndex ?? -1) + 1) }, '▶'))
+      : null,
+    h('label', {}, 'Flows ', h('select', { 'aria-label': 'Flows', dataset: { control: 'flows' },
+      onchange: (e) => { view.flowMode = e.target.value; view.invalidate(); } },
+    h('option', { value: 'auto' }, 'auto'), h('option', { value: 'all' }, 'all'), h('option', { value: 'selected' }, 'selected event'))),
+    h('span', {}, search, ' ',
+      h('button', { type: 'button', class: 'tv-btn', title: 'Previous match (Shift+Enter)', onclick: () => view.jumpToMatch(-1) }, '↑'),
+      h('button', { type: 'button', class: 'tv-btn', title: 'Next match (Enter)', onclick: () => view.jumpToMatch(1) }, '↓'), ' ',
+      view.searchCount),
+    view.status);
+}
+
+export async function render(root, data, ctx) {
+  ensureStyles();
+  if (!data.events) {
+    root.append(note('This trace has no events.', 'warn'));
+    return;
+  }
+  const canvas = h('canvas', { class: 'tv-canvas mode-select', 'aria-label': 'Timeline' });
+  const spacer = h('div', { class: 'tv-spacer' });
+  const scroller = h('div', { class: 'tv-scroll', tabindex: '0', 'aria-label': 'Timeline; W S zoom, A D pan' }, canvas, spacer);
+  const details = h('section', { class: 'card tv-details', 'aria-live': 'polite' }, keysHelp());
+  const status = h('span', { class: 'tv-status' });
+  const searchCount = h('span', { class: 'count' });
+  const tooltip = h('div', { class: 'tooltip', hidden: true, role: 'tooltip' });
+  const view = new TraceView(root, data, ctx, { canvas, spacer, scroller, details, status, searchCount, tooltip });
+  const summary = `${fmtInt(data.events)} events over ${fmtNs(data.duration_ns)}`
+    + ` · ${fmtInt(data.steps.number.length)} steps · ${fmtInt(data.flows)} flows · ${data.sections.length} sections`;
+  root.append(h('p', { class: 'loading' }, summary), toolbar(view, data), scroller, details, tooltip);
+  root.dataset.loading = '1';
+  view.bind();
+  window.stepscopeTrace = view; // for the browser tests and the curious
+}

@@ -1,0 +1,173 @@
+"""Bottleneck classification and advice, with XProf's thresholds (REFERENCE §4).
+
+Input: input share of the total step time >= 20% -> "high", >= 5% -> "moderate", else
+"potential" when "all others" >= 3%, else "no". Other categories are flagged "moderate" from
+their low threshold and "high" from their high one: output 5/20, kernel launch 3/15,
+all others 3/15, device collectives 3/15.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stepscope.stats.summary import StepSummary
+
+HIGH_INPUT = 20.0
+MODERATE_INPUT = 5.0
+POTENTIAL_OTHER = 3.0
+THRESHOLDS: dict[str, tuple[float, float]] = {  # category -> (moderate, high), in %
+    "output": (5.0, 20.0),
+    "kernel_launch": (3.0, 15.0),
+    "other": (3.0, 15.0),
+    "device_collectives": (3.0, 15.0),
+}
+MIXED_PRECISION_BELOW = 10.0  # % of device compute in 16 bit
+EAGER_ABOVE = 10.0  # % of op time run eagerly
+
+
+@dataclass(frozen=True)
+class InputBound:
+    classification: str  # "high" | "moderate" | "potential" | "no" | "unknown" (no steps)
+    percent: float  # input share of the total step time
+    statement: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "classification": self.classification,
+            "percent": round(self.percent, 3),
+            "statement": self.statement,
+        }
+
+
+def classify_input(
+    input_percent: float, other_percent: float, has_steps: bool = True
+) -> InputBound:
+    if not has_steps:
+        return InputBound(
+            "unknown",
+            0.0,
+            "No step time measured, so where the time goes in a step cannot be told.",
+        )
+    if input_percent >= HIGH_INPUT:
+        return InputBound(
+            "high",
+            input_percent,
+            f"Your program is HIGHLY input-bound because {input_percent:.1f}% of the "
+            "total step time sampled is waiting for input. Therefore, you should "
+            "first focus on reducing the input time.",
+        )
+    if input_percent >= MODERATE_INPUT:
+        return InputBound(
+            "moderate",
+            input_percent,
+            f"Your program is MODERATELY input-bound because {input_percent:.1f}% of "
+            "the total step time sampled is waiting for input. Therefore, you would "
+            "need to reduce both the input time and other time.",
+        )
+    if other_percent >= POTENTIAL_OTHER:
+        return InputBound(
+            "potential",
+            input_percent,
+            f"Your program is POTENTIALLY input-bound because {other_percent:.1f}% of "
+            "the total step time sampled is spent on 'All Others' time (which could "
+            "be due to I/O or Python execution or both).",
+        )
+    return InputBound(
+        "no",
+        input_percent,
+        f"Your program is NOT input-bound because only {input_percent:.1f}% of the "
+        "total step time sampled is waiting for input. Therefore, you should "
+        "focus on reducing other time.",
+    )
+
+
+def level(category: str, percent: float) -> str:
+    """ "high", "moderate" or "no" for a category with thresholds."""
+    moderate, high = THRESHOLDS[category]
+    return "high" if percent >= high else "moderate" if percent >= moderate else "no"
+
+
+_CATEGORY_ADVICE = {
+    "output": "{pct:.1f}% of the step time is spent copying output from the device to the "
+    "host: fetch fewer or smaller results per step, or fetch them less often.",
+    "kernel_launch": "{pct:.1f}% of the step time is spent launching kernels: the host cannot "
+    "keep the device busy. Use fewer, larger kernels (XLA / torch.compile / "
+    "CUDA graphs){thread_mode}.",
+    "other": "{pct:.1f}% of the step time is not covered by any traced work ('All Others'): "
+    "Python overhead, synchronization or untraced I/O. Look at the trace viewer for "
+    "the gaps between ops.",
+    "device_collectives": "{pct:.1f}% of the step time is spent in collective communication: "
+    "overlap communication with compute, use larger buckets, or check "
+    "the interconnect.",
+}
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    bottleneck: str  # "input" | "host" | "device" | "both" | "unknown"
+    statement: str
+    details: tuple[str, ...]  # further findings, most important first
+    tips: tuple[str, ...]  # where to look next
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "bottleneck": self.bottleneck,
+            "statement": self.statement,
+            "details": list(self.details),
+            "tips": list(self.tips),
+        }
+
+
+def recommend(
+    summary: StepSummary,
+    bound: InputBound,
+    *,
+    precision_16_percent: float | None = None,
+    eager_percent: float = 0.0,
+    uses_tf_data: bool = False,
+    tf_data_advice: str = "",
+) -> Recommendation:
+    if bound.classification == "unknown":
+        return Recommendation(
+            "unknown",
+            bound.statement,
+            (summary.description,),
+            ("trace_viewer: look for the repeating work of a step",),
+        )
+    bottleneck = {"high": "input", "moderate": "both", "potential": "both"}.get(
+        bound.classification, "device" if summary.has_device else "host"
+    )
+    details: list[str] = []
+    for category in THRESHOLDS:
+        pct = summary.percent(category)
+        if level(category, pct) == "no":
+            continue
+        thread_mode = (
+            (
+                " and set TF_GPU_THREAD_MODE=gpu_private so tf.data threads do not "
+                "compete with kernel launches"
+            )
+            if uses_tf_data
+            else ""
+        )
+        text = _CATEGORY_ADVICE[category].format(pct=pct, thread_mode=thread_mode)
+        details.append(("HIGH: " if level(category, pct) == "high" else "") + text)
+    if bound.classification in ("high", "moderate") and tf_data_advice:
+        details.insert(0, tf_data_advice)
+    if precision_16_percent is not None and precision_16_percent < MIXED_PRECISION_BELOW:
+        details.append(
+            f"Only {precision_16_percent:.1f}% of the device compute time runs in "
+            "16-bit precision: mixed precision (bf16/fp16) could speed it up."
+        )
+    if eager_percent > EAGER_ABOVE:
+        details.append(
+            f"{eager_percent:.1f}% of the op time runs eagerly: wrap the step in "
+            "tf.function (or jit / torch.compile) to run it as a graph."
+        )
+    tips = (
+        ["input_pipeline_analyzer: the breakdown of input time on the host"]
+        if bottleneck in ("input", "both")
+        else []
+    )
+    tips += ["op_stats: the most time-consuming ops", "trace_viewer: the timeline of each step"]
+    return Recommendation(bottleneck, bound.statement, tuple(details), tuple(tips))

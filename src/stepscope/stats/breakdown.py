@@ -1,0 +1,284 @@
+"""The step database: each step's span and where its time went (REFERENCE §4).
+
+1. Attribution: every counted event is paired with the step(s) it works for. With markers,
+   an event reached from a step's marker (`stepscope.stats.groups`) belongs to that step;
+   events of threads that no root reaches at all, ungrouped device events, and all events of
+   inferred or device-line steps belong to the steps whose window they overlap (device events
+   by the time of their launch, so a kernel that runs late still counts for the step that
+   queued it).
+2. Span: the marker's span, or the span of the step's device events when the marker does not
+   include it (XProf's rule for asynchronous devices); when a device runs behind, a step
+   starts no earlier than the previous one ended, so steps never count time twice.
+3. Breakdown: pairs are clipped to the span; for each present event type t, from the highest
+   priority down, the union length of the intervals of types >= t is measured per step (a
+   vectorized merge of sorted intervals); the type's time is the growth of that union, so
+   every instant goes to the highest-priority type active then, and uncovered time is UNKNOWN.
+4. Selection: a step without compute (device compute when the profile has a device, else host
+   compute) is not a step; marker steps then follow XProf's drop rule (more than 5 steps:
+   drop the first and the last).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from stepscope.model import Profile
+from stepscope.stats.events import (
+    CATEGORIES,
+    NOT_COUNTED,
+    EventType,
+    classify_events,
+    device_work_lines,
+)
+from stepscope.stats.groups import build_groups
+from stepscope.stats.steps import StepMarkers, find_step_markers
+
+N_TYPES = max(int(t) for t in EventType) // 10 + 1  # column of type t is t // 10
+DROP_THRESHOLD = 5  # XProf: drop the first and last step when there are more than this many
+_DEVICE_COMPUTE = (EventType.DEVICE_COMPUTE_16, EventType.DEVICE_COMPUTE_32)
+
+
+@dataclass(frozen=True)
+class StepDb:
+    """Steps of one host with their breakdown; all times int64 nanoseconds."""
+
+    source: str
+    description: str
+    attribution: str  # "group" (reachability from markers) or "window" (time overlap)
+    has_device: bool
+    step_num: np.ndarray
+    names: tuple[str, ...]
+    start_ns: np.ndarray
+    dur_ns: np.ndarray
+    type_ns: np.ndarray  # (steps, N_TYPES): time per EventType, column t // 10
+    markers_found: int  # candidate steps before selection
+    dropped_ill_formed: int  # candidates without compute
+    dropped_incomplete: int  # first/last dropped by the XProf rule
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.dur_ns)
+
+    def type_time(self, event_type: EventType) -> np.ndarray:
+        return self.type_ns[:, int(event_type) // 10]
+
+    def category_ns(self) -> dict[str, np.ndarray]:
+        """Per overview category, the time of each step."""
+        return {
+            name: sum((self.type_time(t) for t in types), np.zeros(self.n_steps, np.int64))
+            for name, types in CATEGORIES.items()
+        }
+
+
+def _window_pairs(
+    events: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    win_start: np.ndarray,
+    win_end: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(event, step) for every window each event overlaps (windows sorted by start)."""
+    reach = np.maximum.accumulate(win_end)  # sorted even if windows overlap
+    lo = np.searchsorted(reach, start[events], "right")
+    hi = np.searchsorted(win_start, end[events], "left")
+    counts = np.maximum(hi - lo, 0)
+    first = np.cumsum(counts) - counts
+    steps = np.repeat(lo - first, counts) + np.arange(int(counts.sum()))
+    return np.repeat(events, counts), steps
+
+
+def _point_pairs(
+    events: np.ndarray, when: np.ndarray, win_start: np.ndarray, win_end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(event, step) for the window containing each event's time ``when``."""
+    k = np.searchsorted(win_start, when, "right") - 1
+    ok = k >= 0
+    ok[ok] = when[ok] < win_end[k[ok]]
+    return events[ok], k[ok]
+
+
+def _launch_time(profile: Profile, device_events: np.ndarray) -> np.ndarray:
+    """Start of the host launch (same correlation_id) of each device event, else its own."""
+    when = profile.start_ns[device_events].copy()
+    corr = profile.stat("correlation_id")
+    if not corr.present.any():
+        return when
+    on_device = np.array([p.is_device for p in profile.planes], bool)[profile.plane]
+    launches = np.flatnonzero(corr.present & ~on_device)
+    values = corr.as_int()
+    order = np.argsort(values[launches], kind="stable")
+    keys = values[launches][order]
+    if not len(keys):
+        return when
+    k = np.minimum(np.searchsorted(keys, values[device_events], "left"), len(keys) - 1)
+    match = corr.present[device_events] & (keys[k] == values[device_events])
+    when[match] = profile.start_ns[launches[order[k[match]]]]
+    return when
+
+
+def _attribute(
+    profile: Profile, markers: StepMarkers, types: np.ndarray, on_device: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+    """(event, step) pairs, the type each pair counts as, and the attribution mode."""
+    counted = types != NOT_COUNTED
+    step_of_event = np.full(profile.n_events, -1, dtype=np.int64)
+    free = counted.copy()  # events left to attribute by time
+    mode = "window"
+    if markers.use_groups:
+        marker_events = markers.event
+        groups = build_groups(profile, marker_events)
+        step_of_group = np.full(len(groups.root) + 1, -1, dtype=np.int64)
+        # markers sharing a group: the longest marker's step takes the group
+        by_length = np.argsort(markers.end_ns - markers.start_ns, kind="stable")
+        step_of_group[groups.label[marker_events[by_length]]] = by_length
+        grouped = groups.label >= 0
+        step_of_event[grouped] = step_of_group[groups.label[grouped]]
+        # Threads that take part in the grouping (reached, or declaring producer/consumer
+        # links, as TensorFlow's thread pools do) follow it strictly, as in XProf; threads
+        # outside it altogether (a data-loader thread, say) count by time window.
+        linked = np.zeros(len(profile.lines), dtype=bool)
+        linked[profile.line[grouped]] = True
+        for stat in ("_p", "_c"):
+            linked[profile.line[profile.stat(stat).present]] = True
+        free &= ~grouped & (on_device | ~linked[profile.line])
+        mode = "group"
+    ev_grouped = np.flatnonzero(counted & (step_of_event >= 0))
+    pairs_ev, pairs_st = [ev_grouped], [step_of_event[ev_grouped]]
+    order = np.argsort(markers.start_ns, kind="stable")
+    win_start, win_end = markers.start_ns[order], markers.end_ns[order]
+    host_free = np.flatnonzero(free & ~on_device)
+    ev, st = _window_pairs(host_free, profile.start_ns, profile.end_ns, win_start, win_end)
+    pairs_ev.append(ev)
+    pairs_st.append(order[st])
+    device_free = np.flatnonzero(free & on_device)
+    ev, st = _point_pairs(device_free, _launch_time(profile, device_free), win_start, win_end)
+    pairs_ev.append(ev)
+    pairs_st.append(order[st])
+    events = np.concatenate(pairs_ev)
+    pair_types = types[events].astype(np.int64)
+    # When the thread running the steps shows its own input waits, input waits on other
+    # threads counted by time (producers of a Python input pipeline, say) are input work,
+    # not the step waiting. (Without such waits, as in Keras where a separate thread runs
+    # IteratorGetNext for the step, they are the best evidence of waiting and stay.)
+    step_lines = np.zeros(len(profile.lines), dtype=bool)
+    step_lines[list(markers.lines)] = True
+    waiting = pair_types == EventType.HOST_WAIT_INPUT
+    on_step_line = step_lines[profile.line[events]]
+    if (waiting & on_step_line).any():
+        by_window = np.zeros(len(events), dtype=bool)
+        by_window[len(ev_grouped) :] = True
+        pair_types[by_window & ~on_step_line & waiting] = EventType.HOST_COMPUTE
+    return events, np.concatenate(pairs_st), pair_types, mode
+
+
+def type_time(
+    step: np.ndarray, lo: np.ndarray, hi: np.ndarray, types: np.ndarray, n_steps: int
+) -> np.ndarray:
+    """(n_steps, N_TYPES) time per type: each instant to the highest type active then.
+
+    ``lo``/``hi`` are already clipped to the step spans; uncovered time is not filled in.
+    """
+    out = np.zeros((n_steps, N_TYPES), dtype=np.int64)
+    keep = hi > lo
+    step, lo, hi, types = step[keep], lo[keep], hi[keep], types[keep]
+    if not step.size:
+        return out
+    base = int(lo.min())
+    width = int(hi.max()) - base + 1
+    if n_steps * width >= 1 << 62:  # too wide for one key: step by step
+        for s in np.unique(step).tolist():
+            m = step == s
+            out[s] = type_time(np.zeros(int(m.sum()), np.int64), lo[m], hi[m], types[m], 1)[0]
+        return out
+    key_lo = step * width + (lo - base)
+    key_hi = step * width + (hi - base)
+    order = np.argsort(key_lo, kind="stable")
+    key_lo, key_hi, step, types = key_lo[order], key_hi[order], step[order], types[order]
+    covered = np.zeros(n_steps, dtype=np.int64)
+    for t in sorted(np.unique(types).tolist(), reverse=True):
+        m = types >= t
+        a, b, s = key_lo[m], key_hi[m], step[m]
+        reach = np.maximum.accumulate(b)
+        new = np.ones(len(a), dtype=bool)
+        new[1:] = a[1:] > reach[:-1]
+        heads = np.flatnonzero(new)
+        tails = np.r_[heads[1:] - 1, len(a) - 1]
+        length = reach[tails] - a[heads]
+        union = np.bincount(s[heads], weights=length, minlength=n_steps).round().astype(np.int64)
+        out[:, t // 10] = union - covered
+        covered = union
+    return out
+
+
+def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
+    """Detect steps (`find_step_markers`) and break each one down."""
+    markers = find_step_markers(profile, source)
+    types = classify_events(profile)
+    on_device = device_work_lines(profile)[profile.line] if profile.n_events else np.zeros(0, bool)
+    has_device = bool((on_device & (types != NOT_COUNTED)).any())
+    n = len(markers)
+    empty = np.zeros(0, dtype=np.int64)
+    if n == 0:
+        return StepDb(
+            markers.source,
+            markers.description,
+            "none",
+            has_device,
+            empty,
+            (),
+            empty,
+            empty,
+            np.zeros((0, N_TYPES), np.int64),
+            0,
+            0,
+            0,
+        )
+    ev, st, pair_types, mode = _attribute(profile, markers, types, on_device)
+    # spans: the marker, or its device work when the marker does not include it
+    span_lo, span_hi = markers.start_ns.copy(), markers.end_ns.copy()
+    dev = on_device[ev]
+    if dev.any():
+        d_lo = np.full(n, np.iinfo(np.int64).max)
+        d_hi = np.full(n, np.iinfo(np.int64).min)
+        np.minimum.at(d_lo, st[dev], profile.start_ns[ev[dev]])
+        np.maximum.at(d_hi, st[dev], profile.end_ns[ev[dev]])
+        has = d_hi >= d_lo
+        outside = has & ((d_lo < span_lo) | (d_hi > span_hi))
+        span_lo[outside], span_hi[outside] = d_lo[outside], d_hi[outside]
+        # A device running behind makes device spans overlap the next steps; steps stay
+        # sequential (no time counted twice): each starts no earlier than the last one ended.
+        order = np.argsort(markers.start_ns, kind="stable")
+        ends = np.maximum.accumulate(span_hi[order])
+        span_lo[order[1:]] = np.maximum(span_lo[order[1:]], ends[:-1])
+        span_hi = np.maximum(span_hi, span_lo)
+    lo = np.maximum(profile.start_ns[ev], span_lo[st])
+    hi = np.minimum(profile.end_ns[ev], span_hi[st])
+    table = type_time(st, lo, hi, pair_types, n)
+    dur = span_hi - span_lo
+    table[:, 0] = dur - table[:, 1:].sum(axis=1)
+    # selection
+    need = list(_DEVICE_COMPUTE) if has_device else [EventType.HOST_COMPUTE]
+    has_compute = np.zeros(n, dtype=bool)
+    has_compute[st[np.isin(pair_types, need)]] = True
+    keep = np.flatnonzero(has_compute & (dur > 0))
+    keep = keep[np.argsort(span_lo[keep], kind="stable")]
+    ill_formed = n - len(keep)
+    dropped = 0
+    if markers.drop_incomplete and len(keep) > DROP_THRESHOLD:
+        keep, dropped = keep[1:-1], 2
+    return StepDb(
+        markers.source,
+        markers.description,
+        mode,
+        has_device,
+        markers.step_num[keep],
+        tuple(markers.names[k] for k in keep.tolist()),
+        span_lo[keep],
+        dur[keep],
+        table[keep],
+        n,
+        ill_formed,
+        dropped,
+    )

@@ -1,0 +1,113 @@
+"""Devices of a profile: what they are, and how busy their kernels kept them (REFERENCE §6).
+
+GPU utilization = the merged busy time of a device's kernels (compute and collectives, not
+copies) over the window from the first step's start to the last step's end (the whole
+profile when there are no steps).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from stepscope.model import Profile
+from stepscope.stats.events import EventType, classify_events, device_work_lines
+
+_KERNELS = (EventType.DEVICE_COMPUTE_16, EventType.DEVICE_COMPUTE_32, EventType.DEVICE_COLLECTIVES)
+_DEVICE_STATS = (
+    "device_name",
+    "device_vendor",
+    "compute_cap_major",
+    "compute_cap_minor",
+    "core_count",
+    "memory_size",
+    "clock_rate",
+    "memory_bandwidth",
+)
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    plane: str  # "/device:GPU:0"
+    kind: str  # "GPU", "TPU", ...
+    properties: dict[str, object]  # plane stats: device_name, core_count, memory_size...
+    kernel_count: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "plane": self.plane,
+            "kind": self.kind,
+            "kernels": self.kernel_count,
+            **self.properties,
+        }
+
+
+def merged_busy_ns(lo: np.ndarray, hi: np.ndarray) -> int:
+    """Length of the union of [lo, hi) intervals."""
+    if not lo.size:
+        return 0
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], hi[order]
+    reach = np.maximum.accumulate(hi)
+    heads = np.flatnonzero(np.r_[True, lo[1:] > reach[:-1]])
+    tails = np.r_[heads[1:] - 1, len(lo) - 1]
+    return int((reach[tails] - lo[heads]).sum())
+
+
+def devices(profile: Profile) -> list[DeviceInfo]:
+    """Device planes that have work events."""
+    if not profile.n_events:
+        return []
+    work = device_work_lines(profile)[profile.line]
+    counts = np.bincount(profile.plane[work], minlength=len(profile.planes))
+    out = []
+    for plane in profile.planes:
+        if not plane.is_device or not counts[plane.index]:
+            continue
+        kind = plane.name.split(":")[1] if plane.name.count(":") >= 2 else "device"
+        props: dict[str, object] = {k: plane.stats[k] for k in _DEVICE_STATS if k in plane.stats}
+        out.append(DeviceInfo(plane.name, kind, props, int(counts[plane.index])))
+    return out
+
+
+def utilization(profile: Profile, window: tuple[int, int] | None) -> dict[str, float]:
+    """Per device plane: percent of ``window`` (default: the profile) its kernels were busy."""
+    types = classify_events(profile)
+    kernels = device_work_lines(profile)[profile.line] & np.isin(types, [int(t) for t in _KERNELS])
+    lo_w, hi_w = window if window else profile.time_span_ns()
+    span = max(hi_w - lo_w, 1)
+    out = {}
+    for plane in profile.planes:
+        if not plane.is_device:
+            continue
+        ev = np.flatnonzero(kernels & (profile.plane == plane.index))
+        if not ev.size:
+            continue
+        lo = np.clip(profile.start_ns[ev], lo_w, hi_w)
+        hi = np.clip(profile.end_ns[ev], lo_w, hi_w)
+        out[plane.name] = 100.0 * merged_busy_ns(lo, hi) / span
+    return out
+
+
+def framework_of(profile: Profile) -> str:
+    """Best guess of the framework that wrote the profile."""
+    env = next((p for p in profile.planes if p.name == "Task Environment"), None)
+    if env is not None and isinstance(env.stats.get("framework"), str):
+        return str(env.stats["framework"])
+    strings = profile.strings
+    if strings.id_of("FunctionRun") >= 0 or strings.id_of("EagerExecute") >= 0:
+        return "tensorflow"
+    if any(s.startswith(("PjitFunction", "PjRt")) for s in strings.strings[:100000]):
+        return "jax"
+    if any(s.startswith("aten::") for s in strings.strings[:100000]):
+        return "pytorch"
+    return "unknown"
+
+
+def precision_ns(profile: Profile) -> tuple[int, int]:
+    """(16-bit, 32-bit) device compute time of the whole profile."""
+    types = classify_events(profile)
+    ns16 = int(profile.dur_ns[types == EventType.DEVICE_COMPUTE_16].sum())
+    ns32 = int(profile.dur_ns[types == EventType.DEVICE_COMPUTE_32].sum())
+    return ns16, ns32

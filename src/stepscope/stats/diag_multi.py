@@ -1,0 +1,365 @@
+"""Multi-GPU diagnostics: collective time against the link, skew across GPUs and hosts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.stats.diagnostics import (
+    EventEvidence,
+    Finding,
+    HostData,
+    merged,
+    overlap_with,
+    severity,
+)
+from stepscope.stats.enclosing import innermost_enclosing
+from stepscope.stats.events import EventType
+from stepscope.stats.kernels import launch_events, op_candidates
+
+COLLECTIVE_SHARE = (0.03, 0.15)  # REFERENCE §4: collectives over 3% / 15% of step time
+SLOW_VS_LINK = 3.0  # collectives taking 3x what the link bandwidth allows
+SKEW_SHARE = (0.10, 0.25)  # late start / imbalance over 10% / 25% of the step
+IMBALANCE_MIN = 0.10  # a host computing 10% longer than the median is a straggler
+# Per-GPU link bandwidth (one direction, GB/s) when the user gives none: NVLink generation
+# of each part, xGMI for MI300X, PCIe 4.0 x16 otherwise.
+LINK_GBPS = (
+    ("B200", 900.0),
+    ("H100", 450.0),
+    ("H200", 450.0),
+    ("A100", 300.0),
+    ("V100", 150.0),
+    ("MI300", 448.0),
+)
+PCIE_GBPS = 25.0
+DTYPE_BYTES = {
+    "float": 4,
+    "float32": 4,
+    "half": 2,
+    "float16": 2,
+    "bfloat16": 2,
+    "c10::bfloat16": 2,
+    "double": 8,
+    "float64": 8,
+    "int": 4,
+    "int32": 4,
+    "long": 8,
+    "int64": 8,
+    "char": 1,
+    "byte": 1,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+}
+_KINDS = (
+    "AllReduce",
+    "AllGather",
+    "ReduceScatter",
+    "Broadcast",
+    "Reduce",
+    "AllToAll",
+    "SendRecv",
+    "Send",
+    "Recv",
+)
+
+
+def link_bandwidth_gbps(data: HostData, options: dict[str, str]) -> tuple[float, str]:
+    given = options.get("link_bandwidth_gbps", "")
+    if given:
+        return float(given), "given"
+    names = [str(p.stats.get("device_name", "")) for p in data.profile.planes if p.is_device]
+    for name in names:
+        if "PCIe" in name:
+            return PCIE_GBPS, f"PCIe default for {name}"
+        for part, gbps in LINK_GBPS:
+            if part in name:
+                return gbps, f"NVLink/xGMI default for {name}"
+    return PCIE_GBPS, "PCIe default (unknown GPU)"
+
+
+def _kind(name: str, stated: str) -> str:
+    text = (stated or name).replace("_", "").lower()
+    for kind in _KINDS:
+        if kind.lower() in text:
+            return kind
+    return "Collective"
+
+
+def _bus_factor(kind: str, n: int) -> float:
+    if kind == "AllReduce":
+        return 2 * (n - 1) / n
+    if kind in ("AllGather", "ReduceScatter", "AllToAll"):
+        return (n - 1) / n
+    return 1.0
+
+
+def _sizes(data: HostData, events: np.ndarray) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """(bytes, kind, group size) per collective event, from its stats or its launching op's."""
+    p = data.profile
+    launch = launch_events(p, events)
+    op = np.full(len(events), -1, dtype=np.int64)
+    has = launch >= 0
+    if has.any():
+        op[has] = innermost_enclosing(p, launch[has], op_candidates(p))
+    nel_in, nel_out = p.stat("In msg nelems").as_int(0), p.stat("Out msg nelems").as_int(0)
+    dtype, group = p.stat("dtype").string_ids(), p.stat("Group size").as_int(0)
+    coll = p.stat("Collective name").string_ids()
+    world = max(
+        [int(v) for pl in p.planes if isinstance(v := pl.stats.get("world_size"), int)] or [2]
+    )
+    nbytes = np.zeros(len(events), dtype=np.int64)
+    sizes = np.full(len(events), world, dtype=np.int64)
+    kinds = []
+    for i, (ev, o) in enumerate(zip(events.tolist(), op.tolist(), strict=True)):
+        src = ev if nel_in[ev] or nel_out[ev] or o < 0 else o
+        width = DTYPE_BYTES.get(p.strings[int(dtype[src])].lower(), 0) if dtype[src] >= 0 else 0
+        nbytes[i] = max(nel_in[src], nel_out[src]) * width
+        if group[src] > 1:
+            sizes[i] = group[src]
+        stated = p.strings[int(coll[src])] if coll[src] >= 0 else ""
+        kinds.append(_kind(p.event_name(ev), stated))
+    return nbytes, kinds, sizes
+
+
+def collectives(data: HostData, options: dict[str, str]) -> Finding | None:
+    p = data.profile
+    comm = data.device_of_type(EventType.DEVICE_COLLECTIVES)
+    if len(comm) == 0 or data.total_step_ns == 0:
+        return None
+    in_steps = data.step_of_device_events(comm) >= 0
+    comm = comm[in_steps]
+    if len(comm) == 0:
+        return None
+    lo, hi = merged(p.start_ns[comm], p.end_ns[comm])
+    total = int((hi - lo).sum())
+    compute = data.device_of_type(EventType.DEVICE_COMPUTE_16, EventType.DEVICE_COMPUTE_32)
+    c_lo, c_hi = merged(p.start_ns[compute], p.end_ns[compute])
+    exposed = total - int(overlap_with(lo, hi, c_lo, c_hi).sum())
+    share = total / data.total_step_ns
+    nbytes, kinds, group = _sizes(data, comm)
+    gbps, source = link_bandwidth_gbps(data, options)
+    factor = np.array([_bus_factor(k, int(n)) for k, n in zip(kinds, group.tolist(), strict=True)])
+    bus_bytes = nbytes * factor
+    expected = bus_bytes / (gbps * 1e9) * 1e9  # ns
+    sized = nbytes > 0
+    measured_sized = int(p.dur_ns[comm][sized].sum())
+    expected_sized = float(expected[sized].sum())
+    slow_ratio = measured_sized / expected_sized if expected_sized > 0 else 0.0
+    param_bytes = int(float(options.get("parameter_bytes", "0") or 0))
+    steps = max(1, data.steps.n_steps)
+    world = int(group.max()) if len(group) else 2
+    expected_allreduce_ns = (
+        2 * (world - 1) / world * param_bytes / (gbps * 1e9) * 1e9 if param_bytes else 0.0
+    )
+    level = severity(share, *COLLECTIVE_SHARE)
+    if level is None and slow_ratio >= SLOW_VS_LINK and share >= 0.01:
+        level = "medium"
+    if level is None:
+        return None
+    events = []
+    for kind in sorted(set(kinds)):
+        m = np.array([k == kind for k in kinds])
+        dur = int(p.dur_ns[comm][m].sum())
+        b = int(nbytes[m].sum())
+        detail = f"{b / 1e6:.1f} MB" if b else "message size not recorded"
+        if b and dur:
+            detail += f", {float(bus_bytes[m].sum()) / dur:.1f} GB/s bus bandwidth"
+        events.append(EventEvidence(kind, int(m.sum()), dur, detail))
+    events.sort(key=lambda e: -e.total_ns)
+    parts = [
+        f"Collectives take {total / 1e6:.2f} ms ({100 * share:.1f}% of step time), "
+        f"{exposed / 1e6:.2f} ms of it not overlapped with compute."
+    ]
+    if expected_sized > 0:
+        parts.append(
+            f" For the {int(nbytes.sum()) / 1e6:.1f} MB they move, a {gbps:.0f} GB/s link "
+            f"({source}) "
+            f"needs {expected_sized / 1e6:.2f} ms: they run {slow_ratio:.1f}x slower."
+        )
+    if expected_allreduce_ns:
+        measured_ar = sum(e.total_ns for e in events if e.name == "AllReduce") / steps
+        parts.append(
+            f" All-reducing {param_bytes / 1e6:.0f} MB of parameters over {world} ranks should "
+            "take "
+            f"{expected_allreduce_ns / 1e6:.2f} ms per step at {gbps:.0f} GB/s; measured "
+            f"{measured_ar / 1e6:.2f} ms."
+        )
+    return Finding(
+        id="collectives",
+        title="Collective communication time",
+        severity=level,
+        host=data.host,
+        summary="".join(parts),
+        fix=(
+            "Overlap communication with the backward pass and send fewer, larger messages: "
+            "DistributedDataParallel(bucket_cap_mb=...) with gradient_as_bucket_view=True and "
+            "without find_unused_parameters, no_sync() for gradient accumulation, bf16 gradient "
+            "compression (register_comm_hook(..., bf16_compress_hook)); in TensorFlow, NCCL "
+            "all-reduce with gradient packing. If the bandwidth is far below the link, check the "
+            "topology (nvidia-smi topo -m, NCCL_DEBUG=INFO: NVLink vs PCIe/sockets)."
+        ),
+        time_ns=exposed,
+        steps=(),
+        events=tuple(events),
+        metrics={
+            "collective_ms": total / 1e6,
+            "exposed_ms": exposed / 1e6,
+            "collective_pct": 100 * share,
+            "link_gbps": gbps,
+            **({"slower_than_link": round(slow_ratio, 2)} if expected_sized > 0 else {}),
+            **(
+                {"expected_allreduce_ms_per_step": expected_allreduce_ns / 1e6}
+                if expected_allreduce_ns
+                else {}
+            ),
+        },
+    )
+
+
+def _device_planes(data: HostData) -> list[int]:
+    planes = data.profile.plane[data.device_events]
+    return np.unique(planes).tolist()
+
+
+def device_skew_within_host(data: HostData, options: dict[str, str]) -> Finding | None:
+    """GPUs of one host that start a step late or idle while another works (same clock)."""
+    planes = _device_planes(data)
+    if len(planes) < 2 or data.steps.n_steps == 0:
+        return None
+    p = data.profile
+    work = data.device_of_type(EventType.DEVICE_COMPUTE_16, EventType.DEVICE_COMPUTE_32)
+    step = data.step_of_device_events(work)
+    work, step = work[step >= 0], step[step >= 0]
+    n_steps = data.steps.n_steps
+    first = np.full((len(planes), n_steps), np.iinfo(np.int64).max)
+    busy = np.zeros((len(planes), n_steps), dtype=np.int64)
+    for d, plane in enumerate(planes):
+        mine = p.plane[work] == plane
+        np.minimum.at(first[d], step[mine], p.start_ns[work[mine]])
+        for k in np.unique(step[mine]).tolist():
+            ev = work[mine][step[mine] == k]
+            u_lo, u_hi = merged(p.start_ns[ev], p.end_ns[ev])
+            busy[d, k] = int((u_hi - u_lo).sum())
+    seen = (first < np.iinfo(np.int64).max).all(axis=0)
+    if not seen.any():
+        return None
+    late = np.where(seen, first.max(axis=0) - first.min(axis=0), 0)
+    imbalance = np.where(seen, busy.max(axis=0) - busy.min(axis=0), 0)
+    stake = np.maximum(late, imbalance)
+    total = int(stake.sum())
+    level = severity(total / max(1, int(data.steps.dur_ns[seen].sum())), *SKEW_SHARE)
+    if level is None:
+        return None
+    names = [p.planes[pl].name for pl in planes]
+    rel = np.where(seen, first - first.min(axis=0), 0)
+    events = tuple(
+        EventEvidence(
+            names[d],
+            int(seen.sum()),
+            int(busy[d, seen].sum()),
+            f"starts {rel[d, seen].mean() / 1e6:.2f} ms late on average, "
+            f"busy {busy[d, seen].mean() / 1e6:.2f} ms per step",
+        )
+        for d in range(len(planes))
+    )
+    slowest = names[int(np.argmax(rel[:, seen].mean(axis=1)))]
+    worst = np.argsort(-stake, kind="stable")[:5]
+    return Finding(
+        id="device_skew",
+        title="Skew across GPUs",
+        severity=level,
+        host=data.host,
+        summary=(
+            f"GPUs of this host start steps up to {late.max() / 1e6:.2f} ms apart and their busy "
+            "time "
+            f"differs by up to {imbalance.max() / 1e6:.2f} ms; {slowest} is the latest to start."
+        ),
+        fix=(
+            "One GPU waits for another: give each GPU its own process (torch.distributed / "
+            "DistributedDataParallel rather than DataParallel, one TF worker per GPU) so launches "
+            "are "
+            "not serialized on one thread, set TF_GPU_THREAD_MODE=gpu_private, and split work "
+            "evenly "
+            "(equal per-device batch sizes, sequences bucketed by length)."
+        ),
+        time_ns=total,
+        steps=data.step_numbers(worst[stake[worst] > 0].tolist()),
+        events=events,
+        metrics={
+            "max_late_start_ms": float(late.max()) / 1e6,
+            "max_busy_imbalance_ms": float(imbalance.max()) / 1e6,
+        },
+    )
+
+
+def skew_across_hosts(hosts: list[HostData], options: dict[str, str]) -> Finding | None:
+    """Stragglers across hosts/ranks: compare each step's compute time (clocks may differ, so
+    start times are not compared)."""
+    usable = [h for h in hosts if h.steps.n_steps]
+    if len(usable) < 2:
+        return None
+    common = set(usable[0].steps.step_num.tolist())
+    for h in usable[1:]:
+        common &= set(h.steps.step_num.tolist())
+    nums = sorted(common)
+    if not nums:
+        return None
+    compute = np.zeros((len(usable), len(nums)))
+    comm = np.zeros((len(usable), len(nums)))
+    for i, h in enumerate(usable):
+        cats = h.steps.category_ns()
+        index = {int(s): k for k, s in enumerate(h.steps.step_num.tolist())}
+        rows = [index[s] for s in nums]
+        work = cats["device_compute"] if h.steps.has_device else cats["host_compute"]
+        compute[i] = work[rows]
+        comm[i] = cats["device_collectives"][rows]
+    median = np.median(compute, axis=0)
+    excess = compute.max(axis=0) - median
+    ratio = np.where(median > 0, excess / np.maximum(median, 1), 0)
+    straggler_steps = ratio >= IMBALANCE_MIN
+    total = int(excess[straggler_steps].sum())
+    step_time = float(np.mean([h.steps.dur_ns.mean() for h in usable]))
+    level = severity(total / max(1.0, step_time * len(nums)), *SKEW_SHARE)
+    if level is None:
+        return None
+    slowest = np.argmax(compute, axis=0)
+    counts = np.bincount(slowest[straggler_steps], minlength=len(usable))
+    worst_host = int(np.argmax(counts))
+    events = tuple(
+        EventEvidence(
+            h.host,
+            int(counts[i]),
+            int(compute[i].sum()),
+            f"compute {compute[i].mean() / 1e6:.2f} ms, collectives {comm[i].mean() / 1e6:.2f} ms "
+            "per step",
+        )
+        for i, h in enumerate(usable)
+    )
+    worst = np.argsort(-ratio, kind="stable")[:5]
+    return Finding(
+        id="host_skew",
+        title="Straggler across hosts",
+        severity=level,
+        host="",
+        summary=(
+            f"'{usable[worst_host].host}' computes longest in {int(counts[worst_host])} of "
+            f"{len(nums)} steps, "
+            f"up to {100 * float(ratio.max()):.0f}% more than the median host; the others wait "
+            "for it in "
+            "their collectives."
+        ),
+        fix=(
+            "Balance the work of the ranks: equal per-rank batch sizes and sequence lengths "
+            "(bucket by "
+            "length, drop_last=True), enough data-loader workers on every host, no extra work on "
+            "rank 0 "
+            "(logging, evaluation, checkpoints) inside steps, and check the slow GPU's clocks and "
+            "temperature (nvidia-smi -q -d PERFORMANCE)."
+        ),
+        time_ns=total,
+        steps=tuple(int(nums[k]) for k in worst if ratio[k] >= IMBALANCE_MIN),
+        events=events,
+        metrics={"max_imbalance_pct": 100 * float(ratio.max()), "steps_compared": len(nums)},
+    )

@@ -1,0 +1,127 @@
+"""Stream and synchronization diagnostics: copies serialized with compute on one stream, and
+the host blocking on the device inside steps."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.stats.diag_device import COMPUTE
+from stepscope.stats.diagnostics import (
+    EventEvidence,
+    Finding,
+    HostData,
+    merged,
+    overlap_with,
+    severity,
+    top_by_name,
+)
+from stepscope.stats.enclosing import innermost_enclosing
+from stepscope.stats.events import EventType
+from stepscope.stats.kernels import op_candidates
+
+SERIAL_COPY_SHARE = (0.03, 0.15)  # copies blocking the compute stream: medium / high
+SYNC_SHARE = (0.05, 0.20)  # host blocked on the device inside steps: medium / high
+
+
+def stream_contention(data: HostData, options: dict[str, str]) -> Finding | None:
+    """Host<->device copies on a compute stream, not overlapped: compute waits behind them."""
+    p = data.profile
+    compute = data.device_of_type(*COMPUTE)
+    copies = data.device_of_type(EventType.HOST_TO_DEVICE, EventType.DEVICE_TO_HOST)
+    if len(compute) == 0 or len(copies) == 0 or data.total_step_ns == 0:
+        return None
+    compute_lines = np.unique(p.line[compute])
+    on_compute_stream = copies[np.isin(p.line[copies], compute_lines)]
+    if len(on_compute_stream) == 0:
+        return None
+    serial = np.zeros(len(on_compute_stream), dtype=np.int64)
+    for line in np.unique(p.line[on_compute_stream]).tolist():
+        others = compute[p.line[compute] != line]
+        mine = p.line[on_compute_stream] == line
+        ev = on_compute_stream[mine]
+        c_lo, c_hi = merged(p.start_ns[others], p.end_ns[others])
+        serial[mine] = p.dur_ns[ev] - overlap_with(p.start_ns[ev], p.end_ns[ev], c_lo, c_hi)
+    in_steps = (
+        data.step_of_device_events(on_compute_stream) >= 0
+        if data.steps.n_steps
+        else np.ones(len(serial), bool)
+    )
+    total = int(serial[in_steps].sum())
+    level = severity(total / data.total_step_ns, *SERIAL_COPY_SHARE)
+    if level is None:
+        return None
+    streams = ", ".join(
+        p.lines[line].label for line in np.unique(p.line[on_compute_stream]).tolist()
+    )
+    return Finding(
+        id="stream_contention",
+        title="Copies share the compute stream",
+        severity=level,
+        host=data.host,
+        summary=(
+            f"Host<->device copies run on the compute stream ({streams}) and overlap no compute: "
+            f"{total / 1e6:.2f} ms ({100 * total / data.total_step_ns:.1f}% of step time) in "
+            "which kernels wait."
+        ),
+        fix=(
+            "Issue input copies on a side stream from pinned memory so they overlap compute "
+            "(tensor.pin_memory().to('cuda', non_blocking=True) inside torch.cuda.stream(side) "
+            "plus "
+            "record_stream, or a CUDA prefetcher; tf.data prefetch_to_device), and move result "
+            "reads (device-to-host) out of the step."
+        ),
+        time_ns=total,
+        events=top_by_name(p, on_compute_stream[in_steps], serial[in_steps]),
+        metrics={"serialized_copy_ms": total / 1e6},
+    )
+
+
+def host_device_sync(data: HostData, options: dict[str, str]) -> Finding | None:
+    """The host blocks on the device inside steps (synchronize calls, blocking reads)."""
+    p = data.profile
+    if len(data.device_events) == 0 or data.total_step_ns == 0:
+        return None
+    sync_ids = p.strings.ids_matching(
+        lambda s: (
+            s.startswith(("cuda", "cu", "hip"))
+            and ("Synchronize" in s or s in ("cudaMemcpy", "hipMemcpy"))
+        )
+    )
+    syncs = np.flatnonzero(np.isin(p.name, sync_ids))
+    if len(syncs) == 0:
+        return None
+    lo, hi = data.step_windows
+    w_lo, w_hi = merged(lo, hi)
+    inside = overlap_with(p.start_ns[syncs], p.end_ns[syncs], w_lo, w_hi)
+    total = int(inside.sum())
+    level = severity(total / data.total_step_ns, *SYNC_SHARE)
+    if level is None:
+        return None
+    origin = innermost_enclosing(p, syncs[inside > 0], op_candidates(p))
+    known = origin >= 0
+    events = list(top_by_name(p, syncs[inside > 0], inside[inside > 0], 3))
+    events += [
+        EventEvidence(f"inside {e.name}", e.count, e.total_ns)
+        for e in top_by_name(p, origin[known], inside[inside > 0][known], 3)
+    ]
+    return Finding(
+        id="host_device_sync",
+        title="Host waits for the device inside steps",
+        severity=level,
+        host=data.host,
+        summary=(
+            f"Synchronizing calls block the host {total / 1e6:.2f} ms inside steps "
+            f"({100 * total / data.total_step_ns:.1f}% of step time); the GPU then starves until "
+            "the host launches again."
+        ),
+        fix=(
+            "Remove synchronization from the step: no .item(), .cpu(), .numpy(), print(tensor) or "
+            "torch.cuda.synchronize() per step (accumulate metrics on the device and read them "
+            "every "
+            "N steps), use non_blocking copies, and avoid ops whose output size depends on data "
+            "(nonzero, masked_select, boolean indexing)."
+        ),
+        time_ns=total,
+        events=tuple(events),
+        metrics={"sync_ms": total / 1e6},
+    )

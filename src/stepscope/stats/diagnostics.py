@@ -1,0 +1,225 @@
+"""GPU and multi-GPU diagnostics: findings with evidence and a concrete fix.
+
+Each check is a function of one host's data (`HostData`) or of all hosts (skew) that returns
+a `Finding` or None. Checks live in `diag_host` (between-step gaps, ops on the host, launch
+thread contention), `diag_device` (launch-bound steps, copies, TensorCores/precision),
+`diag_streams` (copies on the compute stream, host-device synchronization) and `diag_multi`
+(collectives, skew across GPUs). Thresholds are named constants next to each check; all
+evidence is computed with vectorized NumPy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from stepscope.model import Profile
+from stepscope.stats.breakdown import StepDb
+from stepscope.stats.device import framework_of
+from stepscope.stats.events import NOT_COUNTED, EventType, classify_events, device_work_lines
+from stepscope.stats.kernels import KernelDb, launch_events
+
+SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
+ALL_STEPS = -1  # a finding about the whole profile rather than listed steps
+
+
+@dataclass(frozen=True)
+class EventEvidence:
+    """A group of events behind a finding: what, how often, how long."""
+
+    name: str
+    count: int
+    total_ns: int
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str  # stable identifier, e.g. "kernel_launch_bound"
+    title: str
+    severity: str  # "high" | "medium" | "low"
+    host: str  # the host, or "" for findings across hosts
+    summary: str  # what was seen, with numbers
+    fix: str  # what to change
+    time_ns: int  # time at stake in the profile
+    steps: tuple[int, ...] = ()  # step numbers concerned (largest effect first)
+    events: tuple[EventEvidence, ...] = ()
+    metrics: dict[str, float | int | str] = field(default_factory=dict)
+
+
+def severity(share: float, medium: float, high: float) -> str | None:
+    """'high' / 'medium' for a share (0..1) over the thresholds, None below both."""
+    if share >= high:
+        return "high"
+    if share >= medium:
+        return "medium"
+    return None
+
+
+def union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
+    """Length of the union of intervals."""
+    if len(starts) == 0:
+        return 0
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    reach = np.maximum.accumulate(e)
+    new = np.r_[True, s[1:] > reach[:-1]]
+    heads = np.flatnonzero(new)
+    tails = np.r_[heads[1:] - 1, len(s) - 1]
+    return int((reach[tails] - s[heads]).sum())
+
+
+def merged(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of intervals as sorted, disjoint intervals."""
+    if len(starts) == 0:
+        return starts.copy(), ends.copy()
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    reach = np.maximum.accumulate(e)
+    new = np.r_[True, s[1:] > reach[:-1]]
+    heads = np.flatnonzero(new)
+    tails = np.r_[heads[1:] - 1, len(s) - 1]
+    return s[heads], reach[tails]
+
+
+def overlap_with(
+    starts: np.ndarray, ends: np.ndarray, m_lo: np.ndarray, m_hi: np.ndarray
+) -> np.ndarray:
+    """Per interval, its overlap with a set of disjoint sorted intervals (m_lo, m_hi)."""
+    if len(m_lo) == 0 or len(starts) == 0:
+        return np.zeros(len(starts), dtype=np.int64)
+    cum = np.r_[0, np.cumsum(m_hi - m_lo)]
+
+    def covered_before(t: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(m_lo, t, "right")  # intervals starting at or before t
+        full = cum[k]
+        last = np.maximum(k - 1, 0)
+        excess = np.where(k > 0, np.maximum(m_hi[last] - t, 0), 0)
+        return full - excess
+
+    return (covered_before(ends) - covered_before(starts)).astype(np.int64)
+
+
+def top_by_name(
+    profile: Profile, events: np.ndarray, weights: np.ndarray, limit: int = 5
+) -> tuple[EventEvidence, ...]:
+    """Events grouped by name, largest total weight first."""
+    if len(events) == 0:
+        return ()
+    names, group = np.unique(profile.name[events], return_inverse=True)
+    total = np.bincount(group, weights=weights, minlength=len(names))
+    count = np.bincount(group, minlength=len(names))
+    order = np.argsort(-total, kind="stable")[:limit]
+    return tuple(
+        EventEvidence(profile.strings[int(names[g])], int(count[g]), int(total[g]))
+        for g in order.tolist()
+    )
+
+
+@dataclass
+class HostData:
+    """Everything the per-host checks read, computed once."""
+
+    host: str
+    profile: Profile
+    steps: StepDb
+    kernels: KernelDb
+
+    @cached_property
+    def types(self) -> np.ndarray:
+        return classify_events(self.profile)
+
+    @cached_property
+    def on_device(self) -> np.ndarray:
+        p = self.profile
+        return device_work_lines(p)[p.line] if p.n_events else np.zeros(0, bool)
+
+    @cached_property
+    def framework(self) -> str:
+        return framework_of(self.profile)
+
+    @cached_property
+    def device_events(self) -> np.ndarray:
+        return np.flatnonzero(self.on_device & (self.types != NOT_COUNTED))
+
+    def device_of_type(self, *types: EventType) -> np.ndarray:
+        ev = self.device_events
+        return ev[np.isin(self.types[ev], [int(t) for t in types])]
+
+    @cached_property
+    def launch_time(self) -> np.ndarray:
+        """Per event of `device_events`: start of its host launch (its own start if none)."""
+        ev = self.device_events
+        launch = launch_events(self.profile, ev)
+        return np.where(
+            launch >= 0, self.profile.start_ns[np.maximum(launch, 0)], self.profile.start_ns[ev]
+        )
+
+    @cached_property
+    def step_windows(self) -> tuple[np.ndarray, np.ndarray]:
+        start = self.steps.start_ns
+        return start, start + self.steps.dur_ns
+
+    def step_of_device_events(self, events: np.ndarray) -> np.ndarray:
+        """Index (into the step db) of the step that launched each device event, -1 if none."""
+        pos = np.searchsorted(self.device_events, events)
+        when = self.launch_time[pos]
+        return self.step_of_times(when)
+
+    def step_of_times(self, when: np.ndarray) -> np.ndarray:
+        lo, hi = self.step_windows
+        if len(lo) == 0:
+            return np.full(len(when), -1, dtype=np.int64)
+        k = np.searchsorted(lo, when, "right") - 1
+        inside = (k >= 0) & (when < hi[np.maximum(k, 0)])
+        return np.where(inside, k, -1)
+
+    @property
+    def total_step_ns(self) -> int:
+        return int(self.steps.dur_ns.sum())
+
+    def step_numbers(self, indices: np.ndarray | list[int]) -> tuple[int, ...]:
+        return tuple(int(self.steps.step_num[i]) for i in indices)
+
+
+def diagnose_host(data: HostData, options: dict[str, str] | None = None) -> list[Finding]:
+    """All per-host findings, most severe first."""
+    from stepscope.stats import diag_device, diag_host, diag_multi, diag_streams
+
+    checks = (
+        diag_host.step_gaps,
+        diag_device.kernel_launch_bound,
+        diag_host.ops_on_host,
+        diag_device.excessive_copies,
+        diag_device.low_tensor_core_use,
+        diag_multi.collectives,
+        diag_streams.stream_contention,
+        diag_streams.host_device_sync,
+        diag_host.launch_thread_contention,
+        diag_multi.device_skew_within_host,
+    )
+    found = []
+    for check in checks:
+        finding = check(data, options or {})
+        if finding is not None:
+            found.append(finding)
+    return sort_findings(found)
+
+
+def diagnose_run(hosts: list[HostData], options: dict[str, str] | None = None) -> list[Finding]:
+    """Findings of every host plus the ones across hosts (stragglers)."""
+    from stepscope.stats import diag_multi
+
+    found = [f for data in hosts for f in diagnose_host(data, options)]
+    across = diag_multi.skew_across_hosts(hosts, options or {})
+    if across is not None:
+        found.append(across)
+    return sort_findings(found)
+
+
+def sort_findings(findings: list[Finding]) -> list[Finding]:
+    return sorted(
+        findings, key=lambda f: (SEVERITY_ORDER.get(f.severity, 9), -f.time_ns, f.id, f.host)
+    )

@@ -1,0 +1,266 @@
+"""Event typing (REFERENCE §4): each event gets the type that decides where its time goes.
+
+Classification works on the string table (each distinct name is classified once) and is
+broadcast to events through their name ids, so it costs O(distinct names) Python work and
+O(events) NumPy work. Types are small ints; a higher value wins where events overlap.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from collections.abc import Callable
+from enum import IntEnum
+
+import numpy as np
+
+from stepscope.model import Profile
+
+NOT_COUNTED = -1  # events that are bookkeeping, not work (markers, Eager* wrappers, annotations)
+
+
+class EventType(IntEnum):
+    UNKNOWN = 0
+    HOST_COMPUTE = 10
+    HOST_PREPROCESS = 20
+    HOST_POSTPROCESS = 30
+    HOST_BATCH_FORMATION = 40
+    HOST_RUNTIME = 50
+    HOST_COMPILE = 60
+    HOST_TO_HOST = 70
+    HOST_TO_DEVICE = 80
+    HOST_PREPARE = 90
+    DEVICE_COLLECTIVES = 100
+    HOST_WAIT_INPUT = 110
+    DEVICE_TO_DEVICE = 120
+    DEVICE_TO_HOST = 130
+    DEVICE_COMPUTE_32 = 140
+    DEVICE_COMPUTE_16 = 150
+    DEVICE_WAIT_DEVICE = 160
+    DEVICE_WAIT_HOST = 170
+
+
+# Overview categories, in display order, and the event types each one sums.
+CATEGORIES: dict[str, tuple[EventType, ...]] = {
+    "input": (EventType.HOST_WAIT_INPUT, EventType.HOST_TO_DEVICE, EventType.DEVICE_WAIT_HOST),
+    "output": (EventType.DEVICE_TO_HOST,),
+    "kernel_launch": (EventType.HOST_PREPARE,),
+    # The host types XProf's CPU classifier never emits are host work too; folding them here
+    # keeps the categories summing to the step time.
+    "host_compute": (
+        EventType.HOST_COMPUTE,
+        EventType.HOST_PREPROCESS,
+        EventType.HOST_POSTPROCESS,
+        EventType.HOST_BATCH_FORMATION,
+        EventType.HOST_RUNTIME,
+        EventType.HOST_TO_HOST,
+    ),
+    "device_to_device": (EventType.DEVICE_TO_DEVICE, EventType.DEVICE_WAIT_DEVICE),
+    "device_collectives": (EventType.DEVICE_COLLECTIVES,),
+    "device_compute": (EventType.DEVICE_COMPUTE_32, EventType.DEVICE_COMPUTE_16),
+    "compilation": (EventType.HOST_COMPILE,),
+    "other": (EventType.UNKNOWN,),
+}
+CATEGORY_NAMES = tuple(CATEGORIES)
+TYPE_VALUES = np.array([int(t) for t in EventType], dtype=np.int16)
+
+# XProf's implicit roots: they group events but are not steps.
+IMPLICIT_ROOTS = frozenset({"FunctionRun", "SessionRun", "RunGraph", "ExecutorState::Process"})
+_NOT_REAL_COMPUTE = ("EagerExecute", "EagerLocalExecute", "EagerKernelExecute", "FunctionRun")
+_STEP_MARKER_NAMES = ("Profiled batch",)
+# Compilation events of XLA / TF / JAX / torch.compile; op names such as
+# "compile_loss/..." (Keras) are ordinary ops, and "CompiledFunction" runs compiled code.
+_COMPILE = re.compile(
+    r"(^|::|:)(Xla|Tfrt|PjRt|Pjit)?Compil(?!ed)|^(backend_compile|compile_fx|_compile\.)"
+    r"|^BuildExecutable|call_user_compiler"
+)
+_HALF = re.compile(r"half|fp16|bf16|bfloat16|f16\b", re.IGNORECASE)
+# Lines of device planes that XProf derives from other lines (or that hold annotations and
+# sync waits): their events are not device work.
+_DERIVED_LINES = (
+    "Steps",
+    "XLA Modules",
+    "XLA Ops",
+    "XLA TraceMe",
+    "Async XLA Ops",
+    "Framework Name Scope",
+    "Framework Ops",
+    "Launch Stats",
+    "_counters_",
+    "Source code",
+    "SparseCore Steps",
+)
+_NOT_DEVICE_WORK_PREFIXES = ("GPU annotations", "CUDA sync")
+_NOT_WORK_CATEGORIES = ("gpu_user_annotation", "cuda_sync", "cpu_instant_event", "overhead")
+
+
+def is_explicit_step_marker(name: str) -> bool:
+    """XProf's explicit host step markers: train*/test*/TraceContext* without a '/'."""
+    return name.startswith(("train", "test", "TraceContext")) and "/" not in name
+
+
+def is_step_marker_name(name: str) -> bool:
+    return (
+        is_explicit_step_marker(name)
+        or name.startswith("ProfilerStep#")
+        or name in _STEP_MARKER_NAMES
+    )
+
+
+def memcpy_kind(name: str) -> str | None:
+    """'HToD', 'DToH', 'DToD', 'HToH' for memcpy events (XSpace or raw Kineto names)."""
+    upper = name[:16].upper().replace(" ", "")
+    if not upper.startswith("MEMCPY"):
+        return None
+    for kind in ("HTOD", "DTOH", "DTOD", "HTOH", "PTOP", "P2P"):
+        if upper.startswith(kind, 6):
+            return {"HTOD": "HToD", "DTOH": "DToH", "HTOH": "HToH"}.get(kind, "DToD")
+    return None
+
+
+def is_input_wait_name(name: str) -> bool:
+    return name.lower().startswith("iteratorgetnext") or name.startswith("enumerate(DataLoader)")
+
+
+def host_type_of_name(name: str) -> int:
+    """Host event type by name alone (HOST_PREPARE and root iterators need stats: see below)."""
+    if name.startswith(_NOT_REAL_COMPUTE) or is_step_marker_name(name):
+        return NOT_COUNTED
+    kind = memcpy_kind(name)
+    op_type = name.rsplit(":", 1)[-1] if ":" in name else ""
+    if kind == "HToD" or op_type in ("InfeedEnqueue", "InfeedEnqueueTuple"):
+        return EventType.HOST_TO_DEVICE
+    if kind == "HToH":
+        return EventType.HOST_TO_HOST
+    if is_input_wait_name(name):
+        return EventType.HOST_WAIT_INPUT
+    if _COMPILE.search(name):
+        return EventType.HOST_COMPILE
+    return EventType.HOST_COMPUTE
+
+
+def device_type_of_name(name: str) -> int:
+    kind = memcpy_kind(name)
+    if kind == "HToD":
+        return EventType.HOST_TO_DEVICE
+    if kind == "DToH":
+        return EventType.DEVICE_TO_HOST
+    if kind is not None:
+        return EventType.DEVICE_TO_DEVICE
+    if name.lower().startswith("nccl"):
+        return EventType.DEVICE_COLLECTIVES
+    return EventType.DEVICE_COMPUTE_16 if _HALF.search(name) else EventType.DEVICE_COMPUTE_32
+
+
+def _per_name(
+    profile: Profile, classify: Callable[[str], int], ids: np.ndarray | None = None
+) -> np.ndarray:
+    """``classify(text)`` as an int16 lookup table over string ids.
+
+    Only the ids in ``ids`` (default: the event names in use) are classified: stat values
+    share the string table and can be far more numerous than names.
+    """
+    table = np.zeros(len(profile.strings), dtype=np.int16)
+    used = np.unique(profile.name) if ids is None else np.unique(ids)
+    strings = profile.strings.strings
+    table[used] = [classify(strings[i]) for i in used.tolist()]
+    return table
+
+
+def device_work_lines(profile: Profile) -> np.ndarray:
+    """Per line: True for device-plane lines whose events are device work: the streams, or,
+    on planes without any (TPU), the ``XLA Ops`` line."""
+    out = np.zeros(len(profile.lines), dtype=bool)
+    for plane in profile.planes:
+        if not plane.is_device:
+            continue
+        lines = profile.lines[plane.first_line : plane.first_line + plane.line_count]
+        work = [
+            ln.index
+            for ln in lines
+            if ln.event_count
+            and (ln.name or ln.display_name) not in _DERIVED_LINES
+            and not (ln.name or ln.display_name).startswith(_NOT_DEVICE_WORK_PREFIXES)
+        ]
+        if not work:  # TPU planes: the ops line is the device's work
+            work = [ln.index for ln in lines if ln.name == "XLA Ops" and ln.event_count]
+        out[work] = True
+    return out
+
+
+def host_lines(profile: Profile) -> np.ndarray:
+    """Per line: True for lines of the ``/host:CPU`` plane (threads)."""
+    return np.array([profile.planes[ln.plane].name == "/host:CPU" for ln in profile.lines], bool)
+
+
+def not_work_category(profile: Profile) -> np.ndarray:
+    """Per event: True for Kineto categories that are not work (annotations, sync, instants)."""
+    category = profile.stat("category").string_ids()
+    ids = [profile.strings.id_of(c) for c in _NOT_WORK_CATEGORIES]
+    ids = [i for i in ids if i >= 0]
+    return np.isin(category, ids) if ids else np.zeros(profile.n_events, dtype=bool)
+
+
+# Several intermediates type the same profile's events; the last few results are kept
+# (keyed by profile identity, checked through a weak reference).
+_RECENT: dict[tuple[int, bool | None], tuple[weakref.ref[Profile], np.ndarray]] = {}
+_RECENT_MAX = 4
+
+
+def classify_events(profile: Profile, has_device: bool | None = None) -> np.ndarray:
+    """The `EventType` of every event (int16), NOT_COUNTED for events that are not work.
+    The result is shared between callers: do not modify it.
+
+    Host events: REFERENCE §4 (XProf's ClassifyCpuEvent); root input-pipeline stages
+    (``Iterator::*`` without ``parent_id``) count as waiting for input. Device events:
+    memcpy direction, ``nccl*`` collectives, else 16- or 32-bit compute. Events on other planes
+    (``/host:metadata``, ``Task Environment``, CUPTI overhead...) are not counted.
+    """
+    key = (id(profile), has_device)
+    found = _RECENT.get(key)
+    if found is not None and found[0]() is profile:
+        return found[1]
+    out = _classify(profile, has_device)
+    out.flags.writeable = False
+    if len(_RECENT) >= _RECENT_MAX:
+        _RECENT.pop(next(iter(_RECENT)))
+    _RECENT[key] = (weakref.ref(profile), out)
+    return out
+
+
+def _classify(profile: Profile, has_device: bool | None) -> np.ndarray:
+    n = profile.n_events
+    out = np.full(n, NOT_COUNTED, dtype=np.int16)
+    if n == 0:
+        return out
+    on_host = host_lines(profile)[profile.line]
+    on_device = device_work_lines(profile)[profile.line]
+    if has_device is None:
+        has_device = bool(on_device.any())
+    host_table = _per_name(profile, host_type_of_name)
+    out[on_host] = host_table[profile.name[on_host]]
+    if has_device:
+        # XProf: with a device, host events that launch work (correlation id) or run executor
+        # steps are "kernel launch" time.
+        launch = profile.stat("correlation_id").present
+        process_ids = profile.strings.ids_matching(
+            lambda s: s.lower().startswith("executorstate::process")
+        )
+        launch |= np.isin(profile.name, process_ids)
+        relabel = on_host & launch & (out == EventType.HOST_COMPUTE)
+        out[relabel] = EventType.HOST_PREPARE
+    iterator_ids = profile.strings.ids_matching(lambda s: s.startswith("Iterator::"))
+    if len(iterator_ids):
+        root_stage = (
+            on_host & np.isin(profile.name, iterator_ids) & ~profile.stat("parent_id").present
+        )
+        out[root_stage & (out == EventType.HOST_COMPUTE)] = EventType.HOST_WAIT_INPUT
+    device_table = _per_name(profile, device_type_of_name)
+    out[on_device] = device_table[profile.name[on_device]]
+    shapes = profile.stat("tensor_shapes").string_ids()
+    with_shapes = on_device & (shapes >= 0) & (out == EventType.DEVICE_COMPUTE_32)
+    if with_shapes.any():
+        half = _per_name(profile, lambda s: 1 if _HALF.search(s) else 0, shapes[with_shapes])
+        out[with_shapes & (half[np.maximum(shapes, 0)] == 1)] = EventType.DEVICE_COMPUTE_16
+    out[not_work_category(profile)] = NOT_COUNTED
+    return out

@@ -1,0 +1,216 @@
+"""Event groups, as XProf forms them: every event reachable from a step root joins its step.
+
+Reachability follows (a) nesting on a thread, (b) producer/consumer context stats
+(``_pt``/``_p`` -> ``_ct``/``_c``), (c) an ``ExecutorState::Process`` to the
+``IteratorGetNextOp::DoCompute`` sharing its ``id``/``iter_num``, (d) tf.data prefetch
+produce/consume pairs (``element_id``), (e) a host launch to the device events sharing its
+``correlation_id``. A ``ThreadpoolListener::StartRegion`` is a consumer like any other but,
+as in XProf (checked against its step breakdowns of the TensorFlow fixtures), it does not
+adopt the events that follow it up to ``StopRegion``. Roots are ``_r`` events (highest level
+first, then earliest) and the step markers the caller adds; a root reached from an earlier
+root does not start a group.
+
+Vectorized as a min-label propagation: root k starts with label k and labels flow down the
+nesting forest (level by level) and along the other edges until nothing changes. An event's
+final label is the first root that reaches it, which is what XProf's root-by-root
+breadth-first search gives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from stepscope.model import Profile
+from stepscope.stats.nesting import Forest
+
+_TF_DATA_FUNCTIONS = (
+    "InstantiatedCapturedFunction::Run",
+    "InstantiatedCapturedFunction::RunAsync",
+    "InstantiatedCapturedFunction::RunInstantiated",
+    "InstantiatedCapturedFunction::RunWithBorrowedArgs",
+)
+_PRODUCERS = ("Prefetch", "ParallelInterleave", "ParallelMap", "ParallelBatch", "MapAndBatch")
+_BIG_CONTEXT = 64  # XProf skips context ids with this many producers and consumers
+Edges = tuple[np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Groups:
+    label: np.ndarray  # int64 per event: group id, -1 when no root reaches it
+    root: np.ndarray  # int64: event index of each group's root, in group order
+
+
+def _ids(profile: Profile, names: tuple[str, ...]) -> np.ndarray:
+    found = [profile.strings.id_of(n) for n in names]
+    return np.array([i for i in found if i >= 0], dtype=np.int32)
+
+
+def _events_named(profile: Profile, names: tuple[str, ...]) -> np.ndarray:
+    ids = _ids(profile, names)
+    return np.flatnonzero(np.isin(profile.name, ids)) if ids.size else np.zeros(0, np.int64)
+
+
+def _pair_codes(*pairs: tuple[np.ndarray, np.ndarray]) -> list[np.ndarray]:
+    """Dense codes for (a, b) int64 pairs, consistent across the given arrays."""
+    sizes = [len(a) for a, _ in pairs]
+    first = np.concatenate([a for a, _ in pairs]).astype(np.int64)
+    second = np.concatenate([b for _, b in pairs]).astype(np.int64)
+    order = np.lexsort((second, first))
+    a, b = first[order], second[order]
+    new = np.ones(len(a), dtype=bool)
+    new[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    codes = np.empty(len(a), dtype=np.int64)
+    codes[order] = np.cumsum(new) - 1
+    return np.split(codes, np.cumsum(sizes)[:-1])
+
+
+def _join(
+    src_key: np.ndarray, src: np.ndarray, dst_key: np.ndarray, dst: np.ndarray, limit: int = 0
+) -> Edges:
+    """All (src, dst) pairs with equal keys; with ``limit``, keys having at least that many
+    sources and destinations are skipped."""
+    if not len(src_key) or not len(dst_key):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    order = np.argsort(src_key, kind="stable")
+    keys = src_key[order]
+    lo = np.searchsorted(keys, dst_key, "left")
+    counts = np.searchsorted(keys, dst_key, "right") - lo
+    if limit:
+        uniq, inverse, dst_counts = np.unique(dst_key, return_inverse=True, return_counts=True)
+        del uniq
+        counts[(counts >= limit) & (dst_counts[inverse.reshape(-1)] >= limit)] = 0
+    total = int(counts.sum())
+    first = np.cumsum(counts) - counts
+    offsets = np.repeat(lo - first, counts) + np.arange(total)
+    return src[order[offsets]], np.repeat(dst, counts)
+
+
+def _context_edges(profile: Profile) -> Edges:
+    ptype, pid, ctype, cid = (profile.stat(s) for s in ("_pt", "_p", "_ct", "_c"))
+    producers = np.flatnonzero(ptype.present & pid.present)
+    consumers = np.flatnonzero(ctype.present & cid.present)
+    p_code, c_code = _pair_codes(
+        (ptype.as_int()[producers], pid.as_int()[producers]),
+        (ctype.as_int()[consumers], cid.as_int()[consumers]),
+    )
+    return _join(p_code, producers, c_code, consumers, limit=_BIG_CONTEXT)
+
+
+def _executor_edges(profile: Profile) -> Edges:
+    """ExecutorState::Process -> IteratorGetNext*Op::DoCompute with the same id and iter_num."""
+    parents = _events_named(profile, ("ExecutorState::Process",))
+    children = _events_named(
+        profile, ("IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp::DoCompute")
+    )
+    step, it = profile.stat("id"), profile.stat("iter_num")
+    parents = parents[step.present[parents] & it.present[parents]]
+    children = children[step.present[children] & it.present[children]]
+    if not parents.size or not children.size:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    ids, iters = step.as_int(), it.as_int()
+    p_code, c_code = _pair_codes((ids[parents], iters[parents]), (ids[children], iters[children]))
+    _, first = np.unique(p_code, return_index=True)  # one parent per key is enough to reach
+    return _join(p_code[first], parents[first], c_code, children)
+
+
+def _correlation_edges(profile: Profile) -> Edges:
+    """Host launch -> device events with the same correlation_id."""
+    corr = profile.stat("correlation_id")
+    if not corr.present.any():
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    on_device = np.array([p.is_device for p in profile.planes], dtype=bool)[profile.plane]
+    host = np.flatnonzero(corr.present & ~on_device)
+    device = np.flatnonzero(corr.present & on_device)
+    values = corr.as_int()
+    return _join(values[host], host, values[device], device)
+
+
+def _tf_data_edges(profile: Profile, parent: np.ndarray) -> Edges:
+    """Consuming iterator (parent of a *Consume event) -> the producing iterator (first
+    iterator child of the *Produce event with the same iterator id and element_id)."""
+    empty = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    element = profile.stat("element_id")
+    produce = _events_named(profile, tuple(p + "Produce" for p in _PRODUCERS))
+    consume = _events_named(profile, tuple(p + "Consume" for p in _PRODUCERS))
+    produce = produce[element.present[produce]]
+    consume = consume[element.present[consume]]
+    if not produce.size or not consume.size:
+        return empty
+    iterators = profile.strings.ids_matching(lambda s: s.startswith("Iterator::"))
+    is_iterator = np.isin(profile.name, iterators)
+    parent_id, step_id = profile.stat("parent_id"), profile.stat("id")
+    # produce side: iterator children of produce events, earliest per produce event
+    kids = np.flatnonzero(is_iterator & np.isin(parent, produce))
+    kids = kids[np.lexsort((profile.start_ns[kids], parent[kids]))]
+    if kids.size:
+        kids = kids[np.r_[True, parent[kids][1:] != parent[kids][:-1]]]
+    kids = kids[parent_id.present[kids]]
+    # consume side: the consume event's parent iterator
+    owners = parent[consume]
+    ok = owners >= 0
+    consume, owners = consume[ok], owners[ok]
+    ok = is_iterator[owners] & step_id.present[owners]
+    consume, owners = consume[ok], owners[ok]
+    elements = element.as_int()
+    p_code, c_code = _pair_codes(
+        (parent_id.as_int()[kids], elements[parent[kids]]),
+        (step_id.as_int()[owners], elements[consume]),
+    )
+    return _join(c_code, owners, p_code, kids)
+
+
+def _roots(profile: Profile, step_roots: np.ndarray) -> np.ndarray:
+    """All roots, in XProf's order: root level descending, then start time."""
+    level_stat = profile.stat("_r")
+    level = np.where(level_stat.present, level_stat.as_int(0), 0)
+    tf_data_ids = profile.stat("id").as_int()[_events_named(profile, _TF_DATA_FUNCTIONS)]
+    ids = profile.stat("id")
+    roots = np.flatnonzero(level > 0)
+    roots = roots[~(ids.present[roots] & np.isin(ids.as_int()[roots], tf_data_ids))]
+    roots = np.union1d(roots, step_roots)
+    level = np.maximum(level[roots], 1)
+    return roots[np.lexsort((roots, profile.start_ns[roots], -level))]
+
+
+def build_groups(profile: Profile, step_roots: np.ndarray) -> Groups:
+    """Groups of ``profile`` with ``step_roots`` (event indices) added to its ``_r`` roots."""
+    n = profile.n_events
+    roots = _roots(profile, np.asarray(step_roots, dtype=np.int64))
+    if not roots.size:
+        return Groups(np.full(n, -1, np.int64), np.zeros(0, np.int64))
+    edges = [_context_edges(profile), _executor_edges(profile), _correlation_edges(profile)]
+    # Nesting is needed only on lines that can receive a label.
+    tf_data = _events_named(
+        profile, tuple(p + s for p in _PRODUCERS for s in ("Produce", "Consume"))
+    )
+    touched = np.concatenate([roots, tf_data, *(dst for _, dst in edges)])
+    lines = np.unique(profile.line[touched])
+    nested = np.flatnonzero(np.isin(profile.line, lines) & ~profile.stat("_a").present)
+    forest = Forest.build(profile.line[nested], profile.start_ns[nested], profile.end_ns[nested])
+    parent = np.full(n, -1, dtype=np.int64)
+    has = forest.parent >= 0
+    parent[nested[has]] = nested[forest.parent[has]]
+    edges.append(_tf_data_edges(profile, parent))
+    src = np.concatenate([s for s, _ in edges])
+    dst = np.concatenate([d for _, d in edges])
+
+    unreached = len(roots)
+    label = np.full(n, unreached, dtype=np.int64)
+    np.minimum.at(label, roots, np.arange(len(roots)))
+    sub = label[nested]
+    while True:
+        sub = label[nested]
+        forest.push_down_min(sub)
+        label[nested] = sub
+        if not src.size:
+            break
+        before = label[dst].copy()
+        np.minimum.at(label, dst, label[src])
+        if np.array_equal(before, label[dst]):
+            break
+    valid = np.flatnonzero(label[roots] == np.arange(len(roots)))
+    group_of_rank = np.full(len(roots) + 1, -1, dtype=np.int64)
+    group_of_rank[valid] = np.arange(len(valid))
+    return Groups(group_of_rank[label], roots[valid])

@@ -1,0 +1,117 @@
+"""Steps of a profile without step markers, inferred from the repeating structure of the trace.
+
+A training loop repeats: on the thread that drives it, the same top-level event (a
+``tf.function`` call, a ``multi_step_on_iterator``, a DataLoader ``__next__``, an optimizer
+step) comes back once per step at a steady period. Each (thread, name) pair of top-level
+events with at least three occurrences is a candidate; it qualifies when its periods are
+regular: periods within [0.5, 2] x the median cover at least half of the time between its
+first and last occurrence (one slow step is fine; an op that runs many times inside a step
+and then waits is not).
+
+Among qualifying candidates the coarsest period wins (a per-step event over per-layer ones),
+then events that wait for input (a step starts by fetching its batch), then events that fill
+more of their period (a step function rather than a launch call), then more total time. The
+thread with the most ``_r`` roots (else the busiest one) is tried first; other host threads
+only when it has no candidate. Step k is the window from the k-th occurrence to the next
+one, so N occurrences give N - 1 steps, each bounded by observed events at both ends.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.model import Profile
+from stepscope.stats.events import host_lines, is_input_wait_name
+from stepscope.stats.nesting import nesting_parents
+from stepscope.stats.steps import StepMarkers
+
+MIN_OCCURRENCES = 3
+REGULAR_SHARE = 0.5
+
+
+def _main_line(profile: Profile, top: np.ndarray) -> int | None:
+    """The thread with the most ``_r`` roots, else the one whose top-level events take the
+    most time (the loop's driver: an optimizer thread or a launch thread is busy in bursts)."""
+    roots = profile.stat("_r").present
+    if roots.any():
+        host = host_lines(profile)[profile.line] & roots
+        if host.any():
+            return int(np.bincount(profile.line[host]).argmax())
+    if not top.size:
+        return None
+    return int(np.bincount(profile.line[top], weights=profile.dur_ns[top]).argmax())
+
+
+def _candidates(
+    profile: Profile, top: np.ndarray
+) -> list[tuple[tuple[float, int, float, int], int, np.ndarray, int]]:
+    """Qualifying (score, name id, sorted starts, line) among the top-level events ``top``."""
+    out: list[tuple[tuple[float, int, float, int], int, np.ndarray, int]] = []
+    if top.size < MIN_OCCURRENCES:
+        return out
+    order = np.lexsort((profile.start_ns[top], profile.name[top]))
+    top = top[order]
+    names = profile.name[top]
+    bounds = np.flatnonzero(np.r_[True, names[1:] != names[:-1], True])
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        if hi - lo < MIN_OCCURRENCES:
+            continue
+        events = top[lo:hi]
+        starts = profile.start_ns[events]
+        periods = np.diff(starts)
+        median = float(np.median(periods))
+        if median <= 0:
+            continue
+        regular = (periods >= 0.5 * median) & (periods <= 2 * median)
+        if periods[regular].sum() < REGULAR_SHARE * periods.sum():
+            continue
+        busy = int(profile.dur_ns[events].sum())
+        duty = busy / float(starts[-1] - starts[0] + profile.dur_ns[events[-1]])
+        name = profile.strings[int(names[lo])]
+        # Periods within 20% count as the same granularity (log buckets of 1.2x).
+        score = (
+            float(np.floor(np.log(median) / np.log(1.2))),
+            int(is_input_wait_name(name)),
+            round(duty, 1),
+            busy,
+        )
+        out.append((score, int(names[lo]), starts, int(profile.line[events[0]])))
+    return out
+
+
+def infer_steps(profile: Profile) -> StepMarkers | None:
+    """Steps from the repeating structure of the host threads, or None when nothing repeats."""
+    if profile.n_events == 0:
+        return None
+    host = host_lines(profile)[profile.line] & (profile.dur_ns > 0)
+    events = np.flatnonzero(host)
+    if events.size < MIN_OCCURRENCES:
+        return None
+    parent = nesting_parents(profile.line[events], profile.start_ns[events], profile.end_ns[events])
+    top = events[parent < 0]
+    main = _main_line(profile, top)
+    found = []
+    if main is not None:
+        found = _candidates(profile, top[profile.line[top] == main])
+    if not found:
+        for line in np.unique(profile.line[top]).tolist():
+            found += _candidates(profile, top[profile.line[top] == line])
+    if not found:
+        return None
+    _, name_id, starts, line = max(found, key=lambda c: c[0])
+    count = len(starts) - 1
+    periods = np.diff(starts)
+    name = profile.strings[name_id]
+    return StepMarkers(
+        "inferred",
+        f"{len(starts)} repeats of top-level event '{name}' every "
+        f"{float(np.median(periods)) / 1e6:.1f} ms (no step markers in the profile)",
+        np.full(count, -1, dtype=np.int64),
+        np.arange(count, dtype=np.int64),
+        tuple(f"step {k}" for k in range(count)),
+        starts[:-1].copy(),
+        starts[1:].copy(),
+        use_groups=False,
+        drop_incomplete=False,
+        lines=(line,),
+    )

@@ -1,0 +1,136 @@
+"""Input-pipeline statistics: input ops by category and the tf.data bottleneck (REFERENCE §4).
+
+Input ops are the host ops of the input pipeline: tf.data iterators (``Iterator::...``, also
+written by ``stepscope.data.instrument``), PyTorch DataLoader ``__next__`` calls, and ops that
+send input to a device (infeed enqueue, host-to-device copies). Their categories:
+
+- enqueue: infeed / host-to-device copies;
+- demanded file read: iterators reading files (``::TFRecord``, ``::TextLine``...) on demand;
+- advanced file read: those when the name shows they read ahead (``::MemoryReader``,
+  ``::Interleave``, ``::Prefetch``, ``::ParallelMap``, ``::ParallelInterleave``);
+- preprocessing: every other iterator;
+- other: input waits that show no pipeline structure (a DataLoader ``__next__``).
+
+The tf.data bottleneck itself (slowest call per pipeline, blocking iterator with the most self
+time) is `stepscope.stats.tf_data`; `advice_for` turns an iterator kind into advice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from stepscope.stats.op_metrics import OpTable
+
+INPUT_CATEGORIES = (
+    "enqueue",
+    "demanded_file_read",
+    "advanced_file_read",
+    "preprocessing",
+    "other",
+)
+_FILE_READS = ("::TFRecord", "::TextLine", "::FixedLengthRecord", "::SSTable", "::RecordIO")
+_READ_AHEAD = (
+    "::MemoryReader",
+    "::MemoryWriter",
+    "::Interleave",
+    "::Prefetch",
+    "::ParallelMap",
+    "::ParallelInterleave",
+)
+_ENQUEUE_TYPES = ("InfeedEnqueue", "InfeedEnqueueTuple", "MemcpyHToD")
+
+
+def input_category(name: str, op_type: str) -> str | None:
+    """The input category of a host op, or None when it is not an input op."""
+    if op_type in _ENQUEUE_TYPES or name.upper().startswith("MEMCPYHTOD"):
+        return "enqueue"
+    if name.startswith("Iterator::"):
+        if name.endswith(_FILE_READS):
+            return (
+                "advanced_file_read"
+                if any(k in name for k in _READ_AHEAD)
+                else "demanded_file_read"
+            )
+        return "preprocessing"
+    if name.startswith("enumerate(DataLoader)"):
+        return "other"
+    return None
+
+
+def iterator_kind(name: str) -> str:
+    """``Iterator::Root::Prefetch::ParallelMapV2[0]`` -> ``ParallelMapV2``."""
+    return name.rsplit("::", 1)[-1].split("[", 1)[0]
+
+
+@dataclass(frozen=True)
+class InputOps:
+    """Input ops of the host op table, one row each; times int64 ns."""
+
+    names: tuple[str, ...]
+    categories: tuple[str, ...]
+    count: np.ndarray
+    total_ns: np.ndarray
+    self_ns: np.ndarray
+
+    def category_ns(self) -> dict[str, int]:
+        out = dict.fromkeys(INPUT_CATEGORIES, 0)
+        for category, value in zip(self.categories, self.self_ns.tolist(), strict=True):
+            out[category] += value
+        return out
+
+
+def input_ops(host: OpTable) -> InputOps:
+    rows = []
+    for i, (name, op_type) in enumerate(zip(host.names, host.types, strict=True)):
+        category = input_category(name, op_type)
+        if category is not None:
+            rows.append((i, category))
+    index = np.array([r[0] for r in rows], dtype=np.int64)
+    order = np.argsort(-host.self_ns[index], kind="stable") if index.size else index
+    index = index[order]
+    categories = tuple(rows[k][1] for k in order.tolist())
+    return InputOps(
+        tuple(host.names[i] for i in index.tolist()),
+        categories,
+        host.occurrences[index],
+        host.total_ns[index],
+        host.self_ns[index],
+    )
+
+
+def advice_for(kind: str, python_stages: bool = False) -> str:
+    """What to do when an iterator of ``kind`` is the input bottleneck."""
+    if python_stages:
+        return (
+            "A Python data stage is the bottleneck: run it in parallel "
+            "(DataLoader(num_workers=N), a process pool), cache or vectorize it, and "
+            "prefetch batches so loading overlaps the training step."
+        )
+    lowered = kind.lower()
+    if any(k in lowered for k in ("tfrecord", "textline", "fixedlength", "sstable", "recordio")):
+        return (
+            "Reading files is the bottleneck: read several files in parallel with "
+            "interleave(num_parallel_calls=tf.data.AUTOTUNE), and cache() small datasets."
+        )
+    if "generator" in lowered or "pyfunc" in lowered:
+        return (
+            "A Python generator or py_function is the bottleneck: it runs under the GIL; "
+            "express it with tf ops or move it offline."
+        )
+    if "map" in lowered or "interleave" in lowered:
+        return (
+            "A map/interleave transformation is the bottleneck: set "
+            "num_parallel_calls=tf.data.AUTOTUNE, cache() after expensive deterministic "
+            "work, and vectorize the map (map after batch)."
+        )
+    if "filter" in lowered or "batch" in lowered:
+        return (
+            "Filter/batch is waiting on its input: add parallelism upstream "
+            "(num_parallel_calls on the maps before it) and prefetch(tf.data.AUTOTUNE)."
+        )
+    return (
+        "Add prefetch(tf.data.AUTOTUNE) at the end of the pipeline so input preparation "
+        "overlaps the training step."
+    )

@@ -1,0 +1,206 @@
+"""Nesting of events on a line, vectorized: parent, depth and self time.
+
+An event's parent is the innermost event of the same line that contains it
+(``parent.start <= start`` and ``end <= parent.end``), as XProf's event forest and op stack
+define it. Events are sorted by (line, start, longest first); the parent of event k is then
+found among k-1 and its ancestors by pointer jumping: every round, each unresolved event
+either finds its candidate contains it or jumps to the candidate's own candidate. Skipped
+candidates end before the event starts, so no parent is missed, and the jumps double, so a
+line of any length resolves in O(log n) rounds of NumPy work. Properly nested lines (the
+usual case) take a faster path: depth from sorted start/end counts, parent = the last
+earlier event one level up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def nesting_parents(line: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) -> np.ndarray:
+    """For parallel arrays of events: index of each one's parent (same arrays), -1 for none."""
+    n = len(start_ns)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = _sorted_order(line, start_ns, end_ns)
+    lines, starts, ends = line[order], start_ns[order], end_ns[order]
+    parent = np.full(n, -1, dtype=np.int64)
+    if not _any_nesting(lines, starts, ends):  # flat lines (GPU streams, op sequences)
+        return parent
+    done = np.zeros(n, dtype=bool)
+    # Zero-length events never contain a longer one, so the others nest without them.
+    positive = np.flatnonzero(ends > starts)
+    if positive.size:
+        found, good = _parents_by_depth(lines[positive], starts[positive], ends[positive])
+        has = found >= 0
+        parent[positive[has]] = positive[found[has]]
+        done[positive[good]] = True
+        bad = positive[~good]
+        if bad.size:  # lines with partly overlapping events: all their events by jumping
+            bad_lines = np.unique(lines[bad])
+            subset = np.flatnonzero(np.isin(lines, bad_lines))
+            sub_parent = _parents_by_jumping(lines[subset], ends[subset])
+            has = sub_parent >= 0
+            parent[subset] = -1
+            parent[subset[has]] = subset[sub_parent[has]]
+            done[subset] = True
+    _resolve_by_jumping(lines, ends, parent, done)
+    out = np.full(n, -1, dtype=np.int64)
+    has = parent >= 0
+    out[order[has]] = order[parent[has]]
+    return out
+
+
+def _sorted_order(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Order by (line, start, longest first, index); traces usually come in it already."""
+    n = len(start)
+    if n > 1:
+        same_line = line[1:] == line[:-1]
+        later = (start[1:] > start[:-1]) | ((start[1:] == start[:-1]) & (end[1:] <= end[:-1]))
+        if np.all((line[1:] > line[:-1]) | (same_line & later)):
+            return np.arange(n)
+    return np.lexsort((np.arange(n), -end, start, line))
+
+
+def _any_nesting(lines: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
+    """Whether any sorted event starts inside an earlier event of its line."""
+    if len(starts) < 2:
+        return False
+    first = np.ones(len(lines), dtype=bool)
+    first[1:] = lines[1:] != lines[:-1]
+    rank = np.cumsum(first) - 1
+    base = int(starts.min())
+    span = int(ends.max()) - base + 1
+    if int(rank[-1]) * span >= 1 << 62:
+        return True  # cannot tell cheaply: take the general path
+    offset = rank * span - base
+    reach = np.maximum.accumulate(ends + offset)[:-1]  # per line: keys of lines never mix
+    key = starts[1:] + offset[1:]
+    zero = ends[1:] == starts[1:]
+    inside = (key < reach) | (zero & (key == reach))
+    return bool((inside & ~first[1:]).any())
+
+
+def _parents_by_depth(
+    lines: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Parents of sorted positive-length events, and per event whether its line nests properly.
+
+    Depth = events earlier on the line minus those already closed; the parent is the last
+    earlier event one level up. Lines with partly overlapping events fail the containment
+    check; their events come back with ``good`` False.
+    """
+    n = len(starts)
+    idx = np.arange(n, dtype=np.int64)
+    first = np.ones(n, dtype=bool)
+    first[1:] = lines[1:] != lines[:-1]
+    line_lo = np.maximum.accumulate(np.where(first, idx, 0))
+    line_key = np.cumsum(first) - 1
+    base = int(starts.min())
+    span = int(ends.max()) - base + 1
+    parent = np.full(n, -1, dtype=np.int64)
+    if int(line_key[-1]) * span >= 1 << 62:  # clock range too wide for one key: line by line
+        return parent, np.zeros(n, dtype=bool)
+    line_base = line_key * span
+    end_keys = np.sort(line_base + (ends - base), kind="stable")  # nearly sorted already
+    closed = np.searchsorted(end_keys, line_base + (starts - base), "right")
+    closed -= np.searchsorted(end_keys, line_base, "left")
+    depth = (idx - line_lo) - closed
+    levels = int(depth.max()) + 1
+    block = line_key * levels + depth
+    by_block = np.lexsort((idx, block))
+    nested = np.flatnonzero(depth > 0)
+    query = (block[nested] - 1) * n + nested
+    found = np.searchsorted(block[by_block] * n + by_block, query, "right") - 1
+    cand = by_block[np.maximum(found, 0)]
+    ok = (found >= 0) & (block[cand] == block[nested] - 1) & (ends[cand] >= ends[nested])
+    parent[nested[ok]] = cand[ok]
+    good = np.ones(n, dtype=bool)
+    broken = np.unique(line_key[nested[~ok]])
+    if broken.size:
+        good = ~np.isin(line_key, broken)
+        parent[~good] = -1
+    return parent, good
+
+
+def _resolve_by_jumping(
+    lines: np.ndarray, ends: np.ndarray, parent: np.ndarray, done: np.ndarray
+) -> None:
+    """Resolves the events not ``done`` in place: the innermost of the previous event and its
+    ancestors that still contains them (XProf's op-stack rule)."""
+    n = len(ends)
+    cand = np.arange(-1, n - 1, dtype=np.int64)
+    if n > 1:
+        cand[1:][lines[1:] != lines[:-1]] = -1
+    done |= cand < 0
+    active = np.flatnonzero(~done)
+    while active.size:
+        c = cand[active]
+        contains = ends[c] >= ends[active]
+        hit = active[contains]
+        parent[hit] = c[contains]
+        done[hit] = True
+        miss = active[~contains]
+        cm = c[~contains]
+        nxt = np.where(done[cm], parent[cm], cand[cm])
+        cand[miss] = nxt
+        is_root = nxt < 0
+        done[miss[is_root]] = True
+        active = miss[~is_root]
+
+
+def _parents_by_jumping(lines: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Parents of sorted events by pointer jumping (any overlap pattern)."""
+    parent = np.full(len(ends), -1, dtype=np.int64)
+    _resolve_by_jumping(lines, ends, parent, np.zeros(len(ends), dtype=bool))
+    return parent
+
+
+def depths(parent: np.ndarray) -> np.ndarray:
+    """Nesting depth of each event (0 for top level), by pointer doubling."""
+    depth = (parent >= 0).astype(np.int64)
+    anc = parent.copy()
+    live = np.flatnonzero(anc >= 0)
+    while live.size:
+        up = anc[live]
+        has_up = anc[up] >= 0
+        live = live[has_up]
+        up = up[has_up]
+        depth[live] += depth[up]
+        anc[live] = anc[up]
+    return depth
+
+
+def self_time(dur_ns: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Duration minus the durations of direct children (XProf's self time)."""
+    has = parent >= 0
+    children = np.bincount(parent[has], weights=dur_ns[has], minlength=len(dur_ns))
+    return dur_ns - children.astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Forest:
+    """Nesting of a set of events; ``levels`` lists event positions depth by depth."""
+
+    parent: np.ndarray  # int64, -1 for top-level events
+    depth: np.ndarray  # int64
+    levels: tuple[np.ndarray, ...]  # levels[d] = positions of depth d (d >= 1)
+
+    @classmethod
+    def build(cls, line: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) -> Forest:
+        parent = nesting_parents(line, start_ns, end_ns)
+        depth = depths(parent)
+        if len(depth) == 0:
+            return cls(parent, depth, ())
+        order = np.argsort(depth, kind="stable")
+        bounds = np.searchsorted(depth[order], np.arange(1, int(depth.max()) + 2))
+        levels = tuple(order[bounds[d] : bounds[d + 1]] for d in range(len(bounds) - 1))
+        return cls(parent, depth, levels)
+
+    def push_down_min(self, values: np.ndarray) -> None:
+        """In place: each value becomes the minimum over itself and its ancestors."""
+        parent = self.parent
+        for level in self.levels:
+            if level.size:
+                values[level] = np.minimum(values[level], values[parent[level]])

@@ -1,0 +1,226 @@
+"""Op metrics: per op, on the host and on the devices, occurrences, total and self time.
+
+Which events are ops:
+- host: in PyTorch profiles (Kineto categories), the ``cpu_op`` and ``user_annotation``
+  events but step markers; else framework ops (`stepscope.stats.opnames`: TensorFlow,
+  tf.data, JAX); in profiles with neither, every host event but step markers and instants;
+- device: every event of a device's stream lines, named after its ``tf_op`` stat when it has
+  one (kernels of one TensorFlow/JAX op add up), else after the kernel or copy.
+
+Self time = duration minus the durations of the op's children: ops nested in it on the same
+line (other events do not count). Idle time, as XProf defines it: on the host, per thread, the
+time from its first op's start to its last op's end not covered by op self time; on a device,
+its span of work not covered by any event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from stepscope.model import Profile
+from stepscope.stats.device import merged_busy_ns
+from stepscope.stats.events import (
+    NOT_COUNTED,
+    EventType,
+    classify_events,
+    device_work_lines,
+    host_lines,
+    is_step_marker_name,
+)
+from stepscope.stats.nesting import nesting_parents, self_time
+from stepscope.stats.opnames import UNKNOWN, device_op, parse_op
+
+_HOST_OP_CATEGORIES = ("cpu_op", "user_annotation")
+_DEVICE_KIND = {
+    int(EventType.HOST_TO_DEVICE): "MemcpyHToD",
+    int(EventType.DEVICE_TO_HOST): "MemcpyDToH",
+    int(EventType.DEVICE_TO_DEVICE): "MemcpyDToD",
+    int(EventType.DEVICE_COLLECTIVES): "Collective",
+}
+
+
+@dataclass(frozen=True)
+class OpTable:
+    """Ops of one side ("host" or "device"), one row per (name, type); times int64 ns."""
+
+    side: str
+    names: tuple[str, ...]
+    types: tuple[str, ...]
+    occurrences: np.ndarray
+    total_ns: np.ndarray
+    self_ns: np.ndarray
+    eager_self_ns: np.ndarray  # self time of the occurrences that ran eagerly
+    flops: np.ndarray  # float64, sum of the ``flops`` stat (0 where unknown)
+    idle_ns: int
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @classmethod
+    def empty(cls, side: str) -> OpTable:
+        z = np.zeros(0, dtype=np.int64)
+        return cls(side, (), (), z, z, z, z, np.zeros(0), 0)
+
+    @staticmethod
+    def merge(side: str, tables: list[OpTable]) -> OpTable:
+        """Rows with the same (name, type) summed over ``tables`` (several hosts)."""
+        index: dict[tuple[str, str], int] = {}
+        for table in tables:
+            for key in zip(table.names, table.types, strict=True):
+                index.setdefault(key, len(index))
+        n = len(index)
+        occurrences, total, own, eager = (np.zeros(n, np.int64) for _ in range(4))
+        flops = np.zeros(n)
+        for table in tables:
+            keys = zip(table.names, table.types, strict=True)
+            rows = np.array([index[k] for k in keys], dtype=np.int64)
+            np.add.at(occurrences, rows, table.occurrences)
+            np.add.at(total, rows, table.total_ns)
+            np.add.at(own, rows, table.self_ns)
+            np.add.at(eager, rows, table.eager_self_ns)
+            np.add.at(flops, rows, table.flops)
+        return OpTable(
+            side,
+            tuple(k[0] for k in index),
+            tuple(k[1] for k in index),
+            occurrences,
+            total,
+            own,
+            eager,
+            flops,
+            sum(t.idle_ns for t in tables),
+        )
+
+
+@dataclass(frozen=True)
+class OpMetrics:
+    host: OpTable
+    device: OpTable
+
+
+def _host_op_events(profile: Profile, on_host: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Host op events, and whether they are framework ops (see module docstring)."""
+    strings = profile.strings
+    used = np.unique(profile.name[on_host])
+    texts = [strings[i] for i in used.tolist()]
+    marker = np.zeros(len(strings), dtype=bool)
+    marker[used] = [is_step_marker_name(t) for t in texts]
+    category = profile.stat("category").string_ids()
+    if category.max(initial=-1) >= 0:  # PyTorch: "gloo:all_reduce" is no TF/JAX op
+        ids = [strings.id_of(c) for c in _HOST_OP_CATEGORIES]
+        ops = on_host & np.isin(category, [i for i in ids if i >= 0])
+        return np.flatnonzero(ops & ~marker[profile.name]), False
+    framework = np.zeros(len(strings), dtype=bool)
+    framework[used] = [parse_op(t).category != UNKNOWN for t in texts]
+    if framework[used].any():
+        return np.flatnonzero(on_host & framework[profile.name]), True
+    return np.flatnonzero(on_host & (profile.dur_ns > 0) & ~marker[profile.name]), False
+
+
+def _aggregate(
+    profile: Profile,
+    side: str,
+    events: np.ndarray,
+    key: np.ndarray,
+    key_text: Callable[[int], tuple[str, str]],
+    self_ns: np.ndarray,
+    idle_ns: int,
+) -> OpTable:
+    """One row per distinct (name, type) text; ``key`` groups events cheaply first."""
+    if not events.size:
+        return OpTable.empty(side)
+    if int(key.min()) >= 0 and int(key.max()) < 4 * len(key) + 4096:
+        # small non-negative keys (string ids): a lookup table instead of a sort
+        present = np.bincount(key)
+        uniq = np.flatnonzero(present)
+        dense = np.zeros(len(present), dtype=np.int64)
+        dense[uniq] = np.arange(len(uniq))
+        first_row = dense[key]
+    else:
+        uniq, first_row = np.unique(key, return_inverse=True)
+    index: dict[tuple[str, str], int] = {}
+    remap = np.array([index.setdefault(key_text(k), len(index)) for k in uniq.tolist()])
+    row = remap[first_row.reshape(-1)]
+    rows = len(index)
+    eager = profile.stat("is_eager")
+    is_eager = eager.present[events] & (eager.as_int(0)[events] != 0)
+    flops = np.nan_to_num(profile.stat("flops").as_float()[events])
+
+    def total(weights: np.ndarray) -> np.ndarray:
+        return np.bincount(row, weights=weights, minlength=rows).round().astype(np.int64)
+
+    texts = list(index)
+    return OpTable(
+        side,
+        tuple(t[0] for t in texts),
+        tuple(t[1] for t in texts),
+        np.bincount(row, minlength=rows).astype(np.int64),
+        total(profile.dur_ns[events]),
+        total(self_ns),
+        total(np.where(is_eager, self_ns, 0)),
+        np.bincount(row, weights=flops, minlength=rows),
+        idle_ns,
+    )
+
+
+def _host_table(profile: Profile) -> OpTable:
+    on_host = host_lines(profile)[profile.line]
+    events, framework = _host_op_events(profile, on_host)
+    if not events.size:
+        return OpTable.empty("host")
+    line, start, end = profile.line[events], profile.start_ns[events], profile.end_ns[events]
+    own = self_time(profile.dur_ns[events], nesting_parents(line, start, end))
+    first = np.full(len(profile.lines), np.iinfo(np.int64).max)
+    last = np.full(len(profile.lines), np.iinfo(np.int64).min)
+    np.minimum.at(first, line, start)
+    np.maximum.at(last, line, end)
+    used = last >= first
+    idle = max(int((last[used] - first[used]).sum() - own.sum()), 0)
+    strings = profile.strings
+
+    def text(sid: int) -> tuple[str, str]:
+        full = strings[sid]
+        if framework:
+            parsed = parse_op(full)
+            return parsed.name, parsed.type
+        return full, full  # PyTorch op names are their types ("aten::mm")
+
+    return _aggregate(profile, "host", events, profile.name[events], text, own, idle)
+
+
+def _device_table(profile: Profile, types: np.ndarray) -> OpTable:
+    on_device = device_work_lines(profile)[profile.line] & (types != NOT_COUNTED)
+    events = np.flatnonzero(on_device)
+    if not events.size:
+        return OpTable.empty("device")
+    parent = nesting_parents(profile.line[events], profile.start_ns[events], profile.end_ns[events])
+    own = self_time(profile.dur_ns[events], parent)
+    idle = 0
+    plane = profile.plane[events]
+    for p in np.unique(plane).tolist():
+        m = plane == p
+        lo, hi = profile.start_ns[events[m]], profile.end_ns[events[m]]
+        idle += int(hi.max() - lo.min()) - merged_busy_ns(lo, hi)
+    tf_op = profile.stat("tf_op").string_ids()[events]
+    display = profile.display_name_ids()[events]
+    kind = (types[events].astype(np.int64) // 10).astype(np.int64)
+    # one key per (tf_op or kernel name, event type)
+    key = np.where(tf_op >= 0, tf_op, display).astype(np.int64) * 64 + kind * 2 + (tf_op >= 0)
+    strings = profile.strings
+
+    def text(k: int) -> tuple[str, str]:
+        sid, rest = divmod(k, 64)
+        event_type, has_tf_op = divmod(rest, 2)
+        if has_tf_op:
+            return device_op(strings[sid], "")
+        return strings[sid], _DEVICE_KIND.get(event_type * 10, "Kernel")
+
+    return _aggregate(profile, "device", events, key, text, own, idle)
+
+
+def build_op_metrics(profile: Profile) -> OpMetrics:
+    """Host and device op tables of one profile."""
+    return OpMetrics(_host_table(profile), _device_table(profile, classify_events(profile)))

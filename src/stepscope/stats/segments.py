@@ -1,0 +1,99 @@
+"""Vectorized helpers for arrays cut into sorted segments (CSR layouts).
+
+The trace index keeps millions of events as one array cut into thousands of segments, each
+sorted by time. Answering a window means one binary search per segment; a Python loop over
+segments would cost more than the searches themselves, so the searches run side by side as
+NumPy vector operations (one bisection step for all segments at once).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def segmented_search(
+    values: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    keys: np.ndarray,
+    side: str = "left",
+    through: np.ndarray | None = None,
+) -> np.ndarray:
+    """For each segment ``values[lo[k]:hi[k]]`` (sorted), the insertion point of ``keys[k]``.
+
+    Like ``np.searchsorted`` per segment, with absolute positions. With ``through``, the
+    segments are of ``values[through]`` (searched without building that array).
+    """
+    left = np.asarray(lo, dtype=np.int64).copy()
+    right = np.asarray(hi, dtype=np.int64).copy()
+    keys = np.asarray(keys)
+    active = np.flatnonzero(left < right)
+    while len(active):
+        a, b = left[active], right[active]
+        mid = (a + b) >> 1
+        probe = values[mid] if through is None else values[through[mid]]
+        k = keys[active]
+        go_right = probe < k if side == "left" else probe <= k
+        left[active] = np.where(go_right, mid + 1, a)
+        right[active] = np.where(go_right, b, mid)
+        active = active[left[active] < right[active]]
+    return left
+
+
+def ranges_to_indices(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(lo[k], hi[k])`` for all k (empty ranges allowed)."""
+    lo = np.asarray(lo, dtype=np.int64)
+    counts = np.maximum(np.asarray(hi, dtype=np.int64) - lo, 0)
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    keep = counts > 0
+    lo, counts = lo[keep], counts[keep]
+    # Each output position = its range's start + its rank within the range.
+    ends = np.cumsum(counts)
+    out = np.ones(total, dtype=np.int64)
+    out[0] = lo[0]
+    out[ends[:-1]] = lo[1:] - (lo[:-1] + counts[:-1] - 1)
+    return np.cumsum(out)
+
+
+def group_starts(*keys: np.ndarray) -> np.ndarray:
+    """Start positions of the runs of equal consecutive key tuples (keys already grouped)."""
+    n = len(keys[0])
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    change = np.zeros(n, dtype=bool)
+    change[0] = True
+    for key in keys:
+        change[1:] |= key[1:] != key[:-1]
+    return np.flatnonzero(change)
+
+
+def bit_length(values: np.ndarray) -> np.ndarray:
+    """``int.bit_length`` of non-negative int64 values, vectorized (exact below 2**53)."""
+    values = np.asarray(values, dtype=np.int64)
+    out = np.zeros(len(values), dtype=np.int64)
+    positive = values > 0
+    out[positive] = np.frexp(values[positive].astype(np.float64))[1]
+    return out
+
+
+def stable_argsort(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")``, several times faster for non-negative integer keys.
+
+    NumPy radix-sorts 16-bit keys in linear time but merge-sorts wider ones; keys below 2**48
+    are sorted as up to three 16-bit digits, least significant first (each pass is stable).
+    """
+    keys = np.asarray(keys)
+    if len(keys) == 0 or keys.dtype.kind not in "iu" or int(keys.min()) < 0:
+        return np.argsort(keys, kind="stable")
+    top = int(keys.max())
+    if top >= 1 << 48:
+        return np.argsort(keys, kind="stable")
+    order = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+    shift = 16
+    while top >> shift:
+        digit = ((keys[order] >> shift) & 0xFFFF).astype(np.uint16)
+        order = order[np.argsort(digit, kind="stable")]
+        shift += 16
+    return order

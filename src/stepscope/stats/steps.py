@@ -1,0 +1,210 @@
+"""Step detection: where each step starts and ends, and how we know.
+
+Sources, tried in this order unless one is asked for:
+
+- ``marker``: host events with ``_r`` (root level) > 0 other than XProf's implicit roots
+  (FunctionRun, SessionRun, ...), i.e. ``Trace('train', step_num=s, _r=1)`` in TensorFlow and
+  ``stepscope.step``. Their work is found by reachability (`stepscope.stats.groups`), and, as in
+  XProf, when there are more than 5 steps the first and the last are dropped as possibly
+  incomplete.
+- ``profiler_step``: PyTorch's ``ProfilerStep#N`` annotations.
+- ``keras_batch``: Keras 3's ``Profiled batch`` traces (``step_num`` but no ``_r``, so XProf
+  finds no step in them).
+- ``device``: a device plane's ``Steps`` line (XProf's derived step line, TPU profiles).
+- ``inferred``: no markers at all; steps are found in the repeating structure of the trace
+  (`stepscope.stats.infer`).
+
+Keras batches and ProfilerStep spans are complete by construction (the profiler starts and
+stops on step boundaries), and inferred steps are bounded by observed events at both ends, so
+only ``marker`` and ``device`` steps follow XProf's drop rule.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from stepscope.errors import StepscopeError
+from stepscope.model import Profile
+from stepscope.stats.events import IMPLICIT_ROOTS, host_lines
+
+SOURCES = ("marker", "profiler_step", "keras_batch", "device", "inferred")
+_DIGITS = re.compile(r"(\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class StepMarkers:
+    """The candidate steps of a profile, before their work is attributed."""
+
+    source: str  # one of SOURCES, or "none"
+    description: str  # how the steps were found, for people
+    event: np.ndarray  # int64: the marker event of each step, -1 for inferred windows
+    step_num: np.ndarray  # int64
+    names: tuple[str, ...]
+    start_ns: np.ndarray  # int64
+    end_ns: np.ndarray  # int64
+    use_groups: bool  # attribute work by reachability from the markers (else by time window)
+    drop_incomplete: bool  # XProf's rule: > 5 steps -> drop the first and the last
+    lines: tuple[int, ...] = ()  # the threads running the steps (where input is waited for)
+
+    def __len__(self) -> int:
+        return len(self.start_ns)
+
+    @classmethod
+    def none(cls, description: str) -> StepMarkers:
+        empty = np.zeros(0, dtype=np.int64)
+        return cls("none", description, empty, empty, (), empty, empty, False, False)
+
+
+def _from_events(
+    profile: Profile,
+    events: np.ndarray,
+    source: str,
+    description: str,
+    step_num: np.ndarray,
+    use_groups: bool,
+    drop_incomplete: bool,
+) -> StepMarkers:
+    order = np.lexsort((events, profile.start_ns[events]))
+    events, step_num = events[order], step_num[order]
+    names = []
+    for event, num in zip(events.tolist(), step_num.tolist(), strict=True):
+        name = profile.event_name(event)
+        names.append(name if name.endswith(str(num)) else f"{name} {num}")
+    return StepMarkers(
+        source,
+        description,
+        events.astype(np.int64),
+        step_num.astype(np.int64),
+        tuple(names),
+        profile.start_ns[events].copy(),
+        profile.end_ns[events].copy(),
+        use_groups,
+        drop_incomplete,
+        tuple(np.unique(profile.line[events]).tolist()),
+    )
+
+
+def _numbers(profile: Profile, events: np.ndarray, *stats: str) -> np.ndarray:
+    """The first of ``stats`` each event has, else a number at the end of its name, else
+    its position."""
+    out = np.full(len(events), -1, dtype=np.int64)
+    missing = np.ones(len(events), dtype=bool)
+    for stat in stats:
+        column = profile.stat(stat)
+        have = missing & column.present[events]
+        out[have] = column.as_int()[events[have]]
+        missing &= ~have
+    for k in np.flatnonzero(missing).tolist():
+        match = _DIGITS.search(profile.event_name(int(events[k])))
+        out[k] = int(match.group(1)) if match else k
+    return out
+
+
+def _host_events(profile: Profile) -> np.ndarray:
+    return host_lines(profile)[profile.line] if profile.n_events else np.zeros(0, bool)
+
+
+def _marker_steps(profile: Profile) -> StepMarkers | None:
+    level = profile.stat("_r")
+    implicit = np.array([profile.strings.id_of(n) for n in IMPLICIT_ROOTS])
+    events = np.flatnonzero(
+        _host_events(profile)
+        & level.present
+        & (level.as_int(0) > 0)
+        & ~np.isin(profile.name, implicit[implicit >= 0])
+    )
+    if not events.size:
+        return None
+    label = profile.event_name(int(events[0]))
+    return _from_events(
+        profile,
+        events,
+        "marker",
+        f"{len(events)} step markers ('{label}' with _r and step_num)",
+        _numbers(profile, events, "step_num", "iter_num"),
+        use_groups=True,
+        drop_incomplete=True,
+    )
+
+
+def _named_steps(
+    profile: Profile, ids: np.ndarray, source: str, description: str, need_step_num: bool
+) -> StepMarkers | None:
+    events = np.flatnonzero(_host_events(profile) & np.isin(profile.name, ids))
+    if need_step_num:
+        events = events[profile.stat("step_num").present[events]]
+    if not events.size:
+        return None
+    return _from_events(
+        profile,
+        events,
+        source,
+        description.format(n=len(events)),
+        _numbers(profile, events, "step_num"),
+        use_groups=True,
+        drop_incomplete=False,
+    )
+
+
+def _device_steps(profile: Profile) -> StepMarkers | None:
+    lines = [
+        ln for ln in profile.lines if profile.planes[ln.plane].is_device and ln.name == "Steps"
+    ]
+    lines = [ln for ln in lines if ln.event_count]
+    if not lines:
+        return None
+    line = lines[0]  # every core has one; the first device's steps define the step times
+    sl = profile.events_of_line(line)
+    events = np.arange(sl.start, sl.stop, dtype=np.int64)
+    plane = profile.planes[line.plane].name
+    return _from_events(
+        profile,
+        events,
+        "device",
+        f"{len(events)} steps from the 'Steps' line of {plane}",
+        _numbers(profile, events, "group_id", "step_num"),
+        use_groups=False,
+        drop_incomplete=True,
+    )
+
+
+def find_step_markers(profile: Profile, source: str = "auto") -> StepMarkers:
+    """The steps of ``profile`` from ``source`` ("auto": the first source that has any)."""
+    if source not in ("auto", *SOURCES):
+        raise StepscopeError(
+            f"unknown step source {source!r}; use auto or one of {', '.join(SOURCES)}"
+        )
+    from stepscope.stats.infer import infer_steps
+
+    finders = {
+        "marker": lambda: _marker_steps(profile),
+        "profiler_step": lambda: _named_steps(
+            profile,
+            profile.strings.ids_matching(lambda s: s.startswith("ProfilerStep#")),
+            "profiler_step",
+            "{n} PyTorch ProfilerStep#N annotations",
+            need_step_num=False,
+        ),
+        "keras_batch": lambda: _named_steps(
+            profile,
+            np.array([profile.strings.id_of("Profiled batch")]),
+            "keras_batch",
+            "{n} Keras 'Profiled batch' traces (they have no _r, so XProf finds no step in them)",
+            need_step_num=True,
+        ),
+        "device": lambda: _device_steps(profile),
+        "inferred": lambda: infer_steps(profile),
+    }
+    for name in SOURCES if source == "auto" else (source,):
+        found = finders[name]()
+        if found is not None and len(found):
+            return found
+    if source == "auto":
+        return StepMarkers.none(
+            "no step markers (_r/step_num, ProfilerStep#N, Profiled batch, device Steps line) and "
+            "no repeating top-level event from which to infer steps"
+        )
+    return StepMarkers.none(f"no steps from source {source!r}")

@@ -1,0 +1,274 @@
+"""Input-pipeline (tf.data) statistics rebuilt from iterator events (REFERENCE §4).
+
+Iterator events are host events named ``Iterator::<path>`` with stats ``id`` (the iterator)
+and ``parent_id`` (the iterator that reads from it); tf.data writes them, and so does
+``stepscope.data.instrument`` for any Python pipeline. A root call (``Iterator::<name>``, two
+parts) is one ``next()`` on the pipeline; its calls to upstream iterators are the iterator
+events nested in it on the same thread, plus, for asynchronous iterators (Prefetch,
+ParallelMap...), the producer events of a child iterator on other threads that overlap it.
+
+Per call tree: an event's self time is its duration minus its children's overlap with it; a
+child is *blocking* (on the critical path) when its parent is and it overlaps its parent —
+the consumer waited while it ran. Per pipeline, the slowest call is analysed (XProf does the
+same): the bottleneck is the blocking iterator with the largest self time in it. All work is
+vectorized over events; Python loops run over iterators and pipelines only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from stepscope.model import Profile
+from stepscope.stats.enclosing import innermost_enclosing
+
+SLOW_CALL_NS = 50_000  # a pipeline call slower than 50 µs is slow (TF's guide)
+ASYNC_ITERATORS = frozenset(
+    {
+        "Prefetch",
+        "ParallelInterleave",
+        "ParallelInterleaveV2",
+        "ParallelInterleaveV3",
+        "ParallelInterleaveV4",
+        "ParallelMap",
+        "ParallelMapV2",
+        "ParseExample",
+        "MapAndBatch",
+        "DataService",
+        "LegacyParallelInterleave",
+        "ParallelBatch",
+    }
+)
+_INDEX = re.compile(r"\[\d+\]$")
+
+
+def iterator_name(long_name: str) -> str:
+    """``Iterator::Root::ForeverRepeat[0]::BatchV2::Map`` -> ``Map``."""
+    return _INDEX.sub("", long_name.rsplit("::", 1)[-1])
+
+
+def explain_long_name(long_name: str) -> str:
+    """``Iterator::Root::Batch::Map`` -> "Map, read by Batch, read by Root (the output)"."""
+    parts = [_INDEX.sub("", p) for p in long_name.split("::")[1:]]
+    if not parts:
+        return long_name
+    if len(parts) == 1:
+        return f"{parts[0]} (the pipeline's output)"
+    chain = ", ".join(f"read by {p}" for p in reversed(parts[:-1]))
+    return f"{parts[-1]}, {chain} (the pipeline's output)"
+
+
+@dataclass(frozen=True)
+class IteratorStat:
+    id: int
+    parent_id: int | None
+    name: str
+    long_name: str
+    dataset: str  # the dataset op TensorFlow names (``MapDataset:1``); '' for Python stages
+    is_async: bool
+    start_offset_ns: int  # first start within the analysed call, from the call's start
+    duration_ns: int  # summed over its calls
+    self_ns: int
+    calls: int
+    blocking: bool  # on the critical path
+
+
+@dataclass(frozen=True)
+class PipelineStats:
+    id: int
+    name: str  # "Host:0", "Host:1"... in order of first call
+    root_long_name: str
+    call_count: int
+    avg_latency_ns: int
+    min_latency_ns: int
+    max_latency_ns: int
+    slow_call_count: int  # calls over SLOW_CALL_NS
+    slowest_call_start_ns: int
+    iterators: tuple[IteratorStat, ...]  # of the slowest call, tree order
+    bottleneck_id: int | None
+    bottleneck_self_ns: int
+    python_stages: bool  # recorded by stepscope.data (no tf.data dataset names)
+
+
+@dataclass(frozen=True)
+class _Events:
+    index: np.ndarray  # event indices, sorted
+    iterator: np.ndarray  # int64 iterator id
+    parent_id: np.ndarray  # int64, meaningful where has_parent
+    has_parent: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    parent: np.ndarray  # local index of the parent call, -1 for roots/orphans
+
+
+def _iterator_events(profile: Profile) -> _Events | None:
+    ids = profile.strings.ids_matching(lambda s: s.startswith("Iterator::"))
+    if len(ids) == 0:
+        return None
+    mask = np.isin(profile.name, ids)
+    for plane in profile.planes:
+        if plane.is_device:
+            mask[profile.events_of_plane(plane)] = False
+    id_stat = profile.stat("id")
+    mask &= id_stat.present
+    index = np.flatnonzero(mask)
+    if len(index) == 0:
+        return None
+    parent_stat = profile.stat("parent_id")
+    start = profile.start_ns[index]
+    end = profile.end_ns[index]
+    # Same-thread nesting.
+    enclosing = innermost_enclosing(profile, index, mask)
+    parent = np.where(enclosing >= 0, np.searchsorted(index, enclosing), -1)
+    ev = _Events(
+        index,
+        id_stat.as_int()[index],
+        parent_stat.as_int()[index],
+        parent_stat.present[index],
+        start,
+        end,
+        parent,
+    )
+    _link_producers(ev)
+    return ev
+
+
+def _link_producers(ev: _Events) -> None:
+    """Producer calls on other threads: parent = the overlapping call of their parent_id."""
+    orphans = np.flatnonzero((ev.parent < 0) & ev.has_parent)
+    if len(orphans) == 0:
+        return
+    order = np.lexsort((ev.start, ev.iterator))
+    keys = ev.iterator[order]
+    starts = ev.start[order]
+    for o in orphans.tolist():
+        pid = int(ev.parent_id[o])
+        lo, hi = np.searchsorted(keys, pid, "left"), np.searchsorted(keys, pid, "right")
+        if lo == hi:
+            continue
+        # The last call of the parent iterator that starts before this producer ends.
+        k = int(np.searchsorted(starts[lo:hi], ev.end[o], "left")) - 1
+        if k < 0:
+            continue
+        cand = int(order[lo + k])
+        if ev.end[cand] > ev.start[o] and cand != o:
+            ev.parent[o] = cand
+
+
+def _all_ancestors(parent: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """values[e] AND the values of all e's ancestors (pointer jumping, vectorized)."""
+    out = values.copy()
+    hop = parent.copy()
+    while (hop >= 0).any():
+        active = hop >= 0
+        out[active] &= out[hop[active]]  # right side read before assignment: old values
+        hop = np.where(active, hop[np.maximum(hop, 0)], -1)
+    return out
+
+
+def _roots(parent: np.ndarray) -> np.ndarray:
+    """The top ancestor of every node."""
+    anc = np.where(parent >= 0, parent, np.arange(len(parent)))
+    while True:
+        nxt = anc[anc]
+        if np.array_equal(nxt, anc):
+            return anc
+        anc = nxt
+
+
+def build_tf_data_stats(profile: Profile) -> tuple[PipelineStats, ...]:
+    ev = _iterator_events(profile)
+    if ev is None:
+        return ()
+    names = profile.name[ev.index]
+    has_parent = ev.parent >= 0
+    p = np.maximum(ev.parent, 0)
+    overlap = np.where(
+        has_parent, np.minimum(ev.end, ev.end[p]) - np.maximum(ev.start, ev.start[p]), 0
+    ).clip(min=0)
+    self_ns = (ev.end - ev.start).astype(np.int64)
+    np.add.at(self_ns, ev.parent[has_parent], -overlap[has_parent])
+    self_ns = self_ns.clip(min=0)
+    is_root = np.array([len(profile.strings[i].split("::")) == 2 for i in names.tolist()])
+    # Blocking: every link up to a root call overlaps (the consumer waited while it ran).
+    blocking = _all_ancestors(ev.parent, (is_root & ~has_parent) | (has_parent & (overlap > 0)))
+    call_root = _roots(ev.parent)
+    datasets = profile.stat("name").string_ids()[ev.index]
+
+    roots = np.flatnonzero(is_root & (ev.parent < 0))
+    pipelines = []
+    pipeline_ids = list(dict.fromkeys(ev.iterator[roots[np.argsort(ev.start[roots])]].tolist()))
+    for number, pid in enumerate(pipeline_ids):
+        calls = roots[ev.iterator[roots] == pid]
+        latency = ev.end[calls] - ev.start[calls]
+        slowest = int(calls[int(np.argmax(latency))])
+        members = np.flatnonzero(call_root == slowest)
+        iterators = _iterator_stats(
+            profile, ev, members, names, datasets, self_ns, blocking, slowest
+        )
+        blocking_its = [it for it in iterators if it.blocking]
+        bottleneck = max(blocking_its, key=lambda it: it.self_ns, default=None)
+        pipelines.append(
+            PipelineStats(
+                id=int(pid),
+                name=f"Host:{number}",
+                root_long_name=profile.strings[int(names[slowest])],
+                call_count=len(calls),
+                avg_latency_ns=int(latency.mean()),
+                min_latency_ns=int(latency.min()),
+                max_latency_ns=int(latency.max()),
+                slow_call_count=int((latency > SLOW_CALL_NS).sum()),
+                slowest_call_start_ns=int(ev.start[slowest]),
+                iterators=iterators,
+                bottleneck_id=bottleneck.id if bottleneck and bottleneck.self_ns > 0 else None,
+                bottleneck_self_ns=bottleneck.self_ns if bottleneck else 0,
+                python_stages=not bool((datasets[members] >= 0).any()),
+            )
+        )
+    return tuple(pipelines)
+
+
+def _iterator_stats(
+    profile: Profile,
+    ev: _Events,
+    members: np.ndarray,
+    names: np.ndarray,
+    datasets: np.ndarray,
+    self_ns: np.ndarray,
+    blocking: np.ndarray,
+    call: int,
+) -> tuple[IteratorStat, ...]:
+    ids = ev.iterator[members]
+    unique, group = np.unique(ids, return_inverse=True)
+    k = len(unique)
+    duration = np.bincount(group, weights=(ev.end - ev.start)[members], minlength=k)
+    selft = np.bincount(group, weights=self_ns[members], minlength=k)
+    calls = np.bincount(group, minlength=k)
+    blocks = np.bincount(group, weights=blocking[members], minlength=k) > 0
+    first = np.full(k, np.iinfo(np.int64).max)
+    np.minimum.at(first, group, ev.start[members])
+    rep = np.full(k, len(members))
+    np.minimum.at(rep, group, np.arange(len(members)))
+    out = []
+    for g in np.argsort(first, kind="stable").tolist():
+        m = int(members[rep[g]])
+        long_name = profile.strings[int(names[m])]
+        dataset = int(datasets[m])
+        out.append(
+            IteratorStat(
+                id=int(unique[g]),
+                parent_id=int(ev.parent_id[m]) if ev.has_parent[m] else None,
+                name=iterator_name(long_name),
+                long_name=long_name,
+                dataset=profile.strings[dataset] if dataset >= 0 else "",
+                is_async=iterator_name(long_name) in ASYNC_ITERATORS,
+                start_offset_ns=int(first[g] - ev.start[call]),
+                duration_ns=int(duration[g]),
+                self_ns=int(selft[g]),
+                calls=int(calls[g]),
+                blocking=bool(blocks[g]),
+            )
+        )
+    return tuple(out)

@@ -1,0 +1,247 @@
+"""The trace viewer's index of one (run, host): every event, organised for windowed queries.
+
+Layout (all NumPy arrays; memory-mapped from the cache after the first build):
+
+- ``depth[event]``: nesting depth within its line (see `trace_lod`).
+- A *row* is one (line, depth); ``row_line`` / ``row_depth`` describe the rows.
+- Positions 0..n-1 hold the events sorted by (row, level, start): ``order[pos]`` is the event,
+  ``start_ns[pos]`` its start and ``end_max_ns[pos]`` the running maximum of the (>= 1 ns)
+  ends within its segment. A *segment* is one (row, level) run: ``seg_lo``/``seg_hi`` bound
+  it, ``seg_row``/``seg_level`` name it, ``seg_start_ns``/``seg_end_ns`` give its time span.
+  The level of detail of an event is explained in `trace_lod`.
+- ``flows`` (`trace_flows`), ``counters`` (`trace_counters`), ``names`` (`trace_search`),
+  ``steps`` (`trace_tracks`).
+
+Queries are in `trace_window`. The index is built once per profile file and stored in the
+profile's cache entry (`stepscope.model.cache.entry_dir`) under ``trace_index_v<N>/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import numpy as np
+
+from stepscope.model import Profile
+from stepscope.model.cache import entry_dir
+from stepscope.stats.segments import group_starts, stable_argsort
+from stepscope.stats.trace_counters import Counter, build_counters
+from stepscope.stats.trace_flows import FlowTable, build_flows
+from stepscope.stats.trace_lod import detail_levels, line_order, nesting_depth, segment_running_max
+from stepscope.stats.trace_search import NameIndex, build_name_index, index_dtype
+from stepscope.stats.trace_tracks import Steps, find_steps
+
+INDEX_VERSION = 2  # bump whenever the index layout or its algorithms change
+
+
+@dataclass
+class TraceIndex:
+    origin_ns: int  # first event start: the time axis' zero
+    end_ns: int  # last event end
+    depth: np.ndarray  # int32 per event
+    line_depths: np.ndarray  # int32 per line: number of rows (max depth + 1, 0 if empty)
+    row_line: np.ndarray  # int32
+    row_depth: np.ndarray  # int32
+    order: np.ndarray  # int32/int64 event at each sorted position
+    start_ns: np.ndarray  # int64 per position
+    end_max_ns: np.ndarray  # int64 per position
+    seg_row: np.ndarray  # int32
+    seg_level: np.ndarray  # int8
+    seg_lo: np.ndarray  # int64
+    seg_hi: np.ndarray  # int64
+    seg_start_ns: np.ndarray  # int64
+    seg_end_ns: np.ndarray  # int64
+    flows: FlowTable
+    counters: list[Counter]
+    names: NameIndex
+    steps: Steps
+
+    @property
+    def n_events(self) -> int:
+        return len(self.order)
+
+
+def build_trace_index(profile: Profile) -> TraceIndex:
+    n = profile.n_events
+    start, dur = profile.start_ns, profile.dur_ns
+    end = start + np.maximum(dur, 1)
+    order0 = line_order(profile.line, start, start + dur)
+    depth = nesting_depth(order0, profile.line, start, dur)
+    origin = int(start.min()) if n else 0
+    last = int((start + dur).max()) if n else 0
+
+    # Rows (line, depth), then positions sorted by (row, start).
+    max_depth = int(depth.max()) + 1 if n else 1
+    row_key = profile.line[order0].astype(np.int64) * max_depth + depth[order0]
+    perm = stable_argsort(row_key)
+    by_row, row_key = order0[perm], row_key[perm]
+    del perm, order0
+    row_starts = group_starts(row_key)
+    keys = row_key[row_starts]
+    row_line, row_depth = (keys // max_depth).astype(np.int32), (keys % max_depth).astype(np.int32)
+    row_of_pos = np.repeat(np.arange(len(row_starts)), np.diff(np.append(row_starts, n)))
+    del row_key
+
+    level = detail_levels(row_of_pos, start[by_row] - origin, dur[by_row])
+    final = stable_argsort(row_of_pos * 64 + level)
+    order = by_row[final].astype(index_dtype(n))
+    seg_row, seg_level = row_of_pos[final], level[final]
+    del by_row, final, row_of_pos, level
+    seg_starts = group_starts(seg_row, seg_level)
+    pos_start = start[order]
+    end_max = segment_running_max(end[order], seg_starts)
+    seg_hi = np.append(seg_starts[1:], n).astype(np.int64)
+
+    line_depths = np.zeros(len(profile.lines), dtype=np.int32)
+    np.maximum.at(line_depths, row_line, row_depth + 1)
+    return TraceIndex(
+        origin_ns=origin,
+        end_ns=last,
+        depth=depth,
+        line_depths=line_depths,
+        row_line=row_line,
+        row_depth=row_depth,
+        order=order,
+        start_ns=pos_start,
+        end_max_ns=end_max,
+        seg_row=seg_row[seg_starts].astype(np.int32),
+        seg_level=seg_level[seg_starts].astype(np.int8),
+        seg_lo=seg_starts.astype(np.int64),
+        seg_hi=seg_hi,
+        seg_start_ns=pos_start[seg_starts] if n else np.zeros(0, np.int64),
+        seg_end_ns=end_max[seg_hi - 1] if n else np.zeros(0, np.int64),
+        flows=build_flows(profile, depth),
+        counters=build_counters(profile),
+        names=build_name_index(profile),
+        steps=find_steps(profile),
+    )
+
+
+# ---- cache --------------------------------------------------------------------------------
+
+
+def _parts(index: TraceIndex) -> tuple[dict[str, np.ndarray], dict[str, object]]:
+    """Arrays by file name, and the JSON header."""
+    arrays: dict[str, np.ndarray] = {}
+    for f in fields(TraceIndex):
+        value = getattr(index, f.name)
+        if isinstance(value, np.ndarray):
+            arrays[f.name] = value
+    for prefix, obj in (("flows", index.flows), ("names", index.names), ("steps", index.steps)):
+        for f in fields(obj):
+            value = getattr(obj, f.name)
+            if isinstance(value, np.ndarray):
+                arrays[f"{prefix}.{f.name}"] = value
+    for k, counter in enumerate(index.counters):
+        for part in ("a", "b", "c"):
+            arrays[f"counter{k}.{part}"] = getattr(counter, part)
+    header = {
+        "version": INDEX_VERSION,
+        "origin_ns": index.origin_ns,
+        "end_ns": index.end_ns,
+        "counters": [{"name": c.name, "unit": c.unit, "kind": c.kind} for c in index.counters],
+    }
+    return arrays, header
+
+
+def save_index(index: TraceIndex, target: Path) -> None:
+    """Write ``index`` to the directory ``target`` atomically."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-index-", dir=target.parent))
+    try:
+        arrays, header = _parts(index)
+        for name, array in arrays.items():
+            np.save(tmp / f"{name}.npy", array)
+        (tmp / "header.json").write_text(json.dumps(header))
+        if target.exists():
+            shutil.rmtree(target, ignore_errors=True)
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def load_index(target: Path) -> TraceIndex | None:
+    """The index stored at ``target`` (arrays memory-mapped), or None."""
+    try:
+        header = json.loads((target / "header.json").read_text())
+        if header.get("version") != INDEX_VERSION:
+            return None
+
+        def arr(name: str) -> np.ndarray:
+            return np.load(target / f"{name}.npy", mmap_mode="r")
+
+        def sub(cls: type, prefix: str) -> object:
+            return cls(
+                **{
+                    f.name: arr(f"{prefix}.{f.name}")
+                    for f in fields(cls)
+                    if f.init and not f.name.startswith("_")
+                }
+            )
+
+        counters = [
+            Counter(c["name"], c["unit"], c["kind"], *(arr(f"counter{k}.{p}") for p in "abc"))
+            for k, c in enumerate(header["counters"])
+        ]
+        plain = {
+            f.name: arr(f.name)
+            for f in fields(TraceIndex)
+            if f.name not in ("origin_ns", "end_ns", "flows", "counters", "names", "steps")
+        }
+        return TraceIndex(
+            origin_ns=int(header["origin_ns"]),
+            end_ns=int(header["end_ns"]),
+            flows=sub(FlowTable, "flows"),  # type: ignore[arg-type]
+            counters=counters,
+            names=sub(NameIndex, "names"),  # type: ignore[arg-type]
+            steps=sub(Steps, "steps"),  # type: ignore[arg-type]
+            **plain,
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def index_dir(profile: Profile, cache_dir: Path | None = None) -> Path | None:
+    """Where the index of ``profile`` is cached; None for profiles not read from a file."""
+    if profile.source.startswith("<"):
+        return None
+    try:
+        return entry_dir(profile.source, cache_dir) / f"trace_index_v{INDEX_VERSION}"
+    except OSError:
+        return None
+
+
+def open_trace_index(
+    profile: Profile, use_cache: bool = True, cache_dir: Path | None = None, verbose: bool = False
+) -> TraceIndex:
+    """The index of ``profile``: from the cache when present, else built (and cached)."""
+    target = index_dir(profile, cache_dir) if use_cache else None
+    if target is not None:
+        found = load_index(target)
+        if found is not None and found.n_events == profile.n_events:
+            return found
+    started = time.monotonic()
+    index = build_trace_index(profile)
+    if verbose and profile.n_events >= 1_000_000:
+        print(
+            f"stepscope: indexed {profile.n_events:,} events for the trace viewer in "
+            f"{time.monotonic() - started:.1f} s",
+            file=sys.stderr,
+        )
+    if target is not None:
+        try:
+            save_index(index, target)
+        except OSError as exc:
+            print(
+                f"stepscope: could not cache the trace index {target}: {exc.strerror or exc}",
+                file=sys.stderr,
+            )
+    return index

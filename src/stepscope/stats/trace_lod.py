@@ -1,0 +1,163 @@
+"""Build-time algorithms of the trace index: nesting depth and level of detail, vectorized.
+
+Depth. Within a line, events sorted by (start, longer first) stack like calls: the *parent*
+of event i is the nearest earlier event still running when i starts (end > start_i), and
+depth(i) = depth(parent) + 1. For properly nested events this is the call stack; for events
+that overlap without nesting (async work, a step annotation cutting across functions) it
+still never puts two overlapping events on one row: anything that starts while i runs gets a
+greater depth than i. Parents are found by pointer jumping (an event that ended before i
+starts lets i jump to that event's own parent: nothing in between can still be running),
+depths by list ranking; both take O(log n) vectorized rounds. Zero-duration events count as
+1 ns long, so instants at one time stack instead of overlapping.
+
+Level of detail. A *row* is one (line, depth). Cut time into bins of 2**m ns; in each bin of a
+row the *representative* is its longest event (the earliest one on ties). Representatives of
+level m are representatives of every finer level too, so each event has one number, its
+``level``: the coarsest m at which it still represents its bin. A window query at bucket width
+w (ns per pixel) uses m = floor(log2(w)) and returns the events with level >= m: at most one per
+bin of 2**m > w/2 ns, i.e. about two per pixel per row, whatever the trace's size. An event at
+least w long is always among them: rows never overlap, so no other event of its bin can be as
+long (it would overlap it); as a safeguard the level is also raised to floor(log2(duration)).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.stats.segments import bit_length, group_starts
+
+MAX_LEVEL = 62
+
+
+def line_order(line: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) -> np.ndarray:
+    """Event indexes sorted by (line, start, end descending).
+
+    Profiles keep each line's events contiguous and sorted by start, so this is usually the
+    identity and costs one pass; only profiles with ties in the wrong order get sorted.
+    """
+    n = len(line)
+    if n < 2:
+        return np.arange(n, dtype=np.int64)
+    same_line = line[1:] == line[:-1]
+    ordered = (line[1:] >= line[:-1]) & (
+        ~same_line
+        | (start_ns[1:] > start_ns[:-1])
+        | ((start_ns[1:] == start_ns[:-1]) & (end_ns[1:] <= end_ns[:-1]))
+    )
+    if ordered.all():
+        return np.arange(n, dtype=np.int64)
+    return np.lexsort((-end_ns, start_ns, line)).astype(np.int64)
+
+
+def _parents(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Nearest earlier event with end > start (see module docstring); -1 for none."""
+    parent = np.arange(len(start), dtype=np.int64) - 1
+    active = np.flatnonzero(parent >= 0)
+    active = active[end[parent[active]] <= start[active]]
+    while len(active):
+        parent[active] = parent[parent[active]]
+        active = active[parent[active] >= 0]
+        active = active[end[parent[active]] <= start[active]]
+    return parent
+
+
+def _hops_to_root(parent: np.ndarray) -> np.ndarray:
+    """Number of ancestors of each node of a forest (Wyllie's list ranking)."""
+    depth = (parent >= 0).astype(np.int32)
+    nxt = parent.copy()
+    live = np.flatnonzero(nxt >= 0)
+    while len(live):
+        hop = nxt[live]
+        new_depth = depth[live] + depth[hop]
+        new_next = nxt[hop]
+        depth[live] = new_depth
+        nxt[live] = new_next
+        live = live[new_next >= 0]
+    return depth
+
+
+def nesting_depth(
+    order: np.ndarray, line: np.ndarray, start_ns: np.ndarray, dur_ns: np.ndarray
+) -> np.ndarray:
+    """Depth of each event (indexed like the profile), from `line_order`'s ``order``."""
+    depth = np.zeros(len(order), dtype=np.int32)
+    if len(order) == 0:
+        return depth
+    line_sorted = line[order]
+    bounds = np.append(group_starts(line_sorted), len(order))
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        events = order[a:b]
+        start = start_ns[events]
+        end = start + np.maximum(dur_ns[events], 1)
+        if b - a < 2 or np.all(start[1:] >= end[:-1]):
+            continue  # back to back, nothing nested: all at depth 0
+        depth[events] = _hops_to_root(_parents(start, end))
+    return depth
+
+
+def _nearest_beating(row: np.ndarray, dur: np.ndarray, step: int) -> np.ndarray:
+    """For each event, the nearest event of its row before it (``step`` -1) that is at least
+    as long, or after it (``step`` +1) that is strictly longer; -1 where there is none.
+
+    Pointer jumping: an event that does not beat i cannot hide one that does between itself
+    and its own answer, so i may jump there. All events jump at once; chains halve each round.
+    """
+    n = len(dur)
+    nearest = np.arange(n, dtype=np.int64) + step
+    if n == 0:
+        return nearest
+    edge = np.zeros(n, dtype=bool)
+    if step < 0:
+        edge[0] = True
+        edge[1:] = row[1:] != row[:-1]
+    else:
+        edge[-1] = True
+        edge[:-1] = row[1:] != row[:-1]
+    nearest[edge] = -1
+
+    def losing(events: np.ndarray) -> np.ndarray:
+        other = dur[nearest[events]]
+        return events[other < dur[events]] if step < 0 else events[other <= dur[events]]
+
+    active = losing(np.flatnonzero(~edge))
+    while len(active):
+        nearest[active] = nearest[nearest[active]]
+        active = losing(active[nearest[active] >= 0])
+    return nearest
+
+
+def detail_levels(row: np.ndarray, start_rel_ns: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
+    """Level of each event, for events sorted by (row, start); see the module docstring.
+
+    Event e represents its bin of 2**m ns unless a beating event (longer, or as long and
+    earlier) shares the bin. Bins are contiguous runs, so only the nearest beating events
+    before (p) and after (q) matter, and they share e's bin at level m exactly when
+    m >= bit_length(start_e XOR start_p). Hence level(e) = min over p, q of that, minus one.
+    """
+    n = len(row)
+    limit = np.full(n, MAX_LEVEL + 1, dtype=np.int64)
+    for step in (-1, 1):
+        other = _nearest_beating(row, dur_ns, step)
+        has = other >= 0
+        shared = bit_length(np.bitwise_xor(start_rel_ns[has], start_rel_ns[other[has]]))
+        limit[has] = np.minimum(limit[has], shared)
+    level = np.clip(limit - 1, 0, MAX_LEVEL)
+    # An event w long is always shown when w >= the bin width (see docstring).
+    by_duration = np.minimum(bit_length(dur_ns) - 1, MAX_LEVEL)
+    return np.maximum(level, by_duration).astype(np.int8)
+
+
+def segment_running_max(values: np.ndarray, seg_starts: np.ndarray) -> np.ndarray:
+    """Running maximum of ``values`` restarted at each segment start."""
+    out = values.copy()
+    if len(values) < 2:
+        return out
+    drops = np.flatnonzero(values[1:] < values[:-1]) + 1
+    if len(drops) == 0:
+        return out
+    seg_of_drop = np.unique(np.searchsorted(seg_starts, drops, side="right") - 1)
+    bounds = np.append(seg_starts, len(values))
+    for seg in seg_of_drop.tolist():
+        a, b = int(bounds[seg]), int(bounds[seg + 1])
+        np.maximum.accumulate(values[a:b], out=out[a:b])
+    return out

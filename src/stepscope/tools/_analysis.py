@@ -1,0 +1,81 @@
+"""The intermediates the analysis tools share, computed once per (host file, name).
+
+Every tool asks the `ToolContext` for them, so overview_page, input_pipeline_analyzer and
+op_stats on the same run build the step database and the op metrics once between them (the
+store keeps them for the life of a server or a CLI invocation).
+"""
+
+from __future__ import annotations
+
+from stepscope.model import Profile
+from stepscope.stats import (
+    SOURCES,
+    OpMetrics,
+    OpTable,
+    StepDb,
+    StepSummary,
+    build_op_metrics,
+    build_step_db,
+    summarize_steps,
+)
+from stepscope.stats.device import DeviceInfo, devices, framework_of, precision_ns, utilization
+from stepscope.stats.tf_data import PipelineStats, build_tf_data_stats
+from stepscope.tools.context import ToolContext
+from stepscope.tools.registry import ToolOption
+
+STEP_SOURCE = ToolOption(
+    "step_source",
+    "where steps come from: auto (first found) or one source",
+    "auto",
+    ("auto", *SOURCES),
+)
+
+
+def step_db(ctx: ToolContext, host: str) -> StepDb:
+    source = ctx.option("step_source", "auto")
+    return ctx.intermediate(host, f"step_db:{source}", lambda p: build_step_db(p, source))
+
+
+def op_metrics(ctx: ToolContext, host: str) -> OpMetrics:
+    return ctx.intermediate(host, "op_metrics", build_op_metrics)
+
+
+def tf_data(ctx: ToolContext, host: str) -> tuple[PipelineStats, ...]:
+    """Input pipelines and their bottlenecks (shared with tf_data_bottleneck_analysis)."""
+    return ctx.intermediate(host, "tf_data_bottleneck", build_tf_data_stats)
+
+
+def bottleneck_of(pipeline: PipelineStats) -> tuple[str, str, int] | None:
+    """(iterator long name, kind, self ns) of a pipeline's bottleneck, if it has one."""
+    for it in pipeline.iterators:
+        if it.id == pipeline.bottleneck_id:
+            return it.long_name, it.name, pipeline.bottleneck_self_ns
+    return None
+
+
+def steps(ctx: ToolContext) -> StepSummary:
+    """The selected host's steps, or all hosts' matched by step number."""
+    return summarize_steps({h: step_db(ctx, h) for h in ctx.hosts})
+
+
+def host_ops(ctx: ToolContext) -> OpTable:
+    return OpTable.merge("host", [op_metrics(ctx, h).host for h in ctx.hosts])
+
+
+def device_ops(ctx: ToolContext) -> OpTable:
+    return OpTable.merge("device", [op_metrics(ctx, h).device for h in ctx.hosts])
+
+
+def _device_facts(profile: Profile) -> tuple[list[DeviceInfo], tuple[int, int], str]:
+    return devices(profile), precision_ns(profile), framework_of(profile)
+
+
+def device_facts(ctx: ToolContext, host: str) -> tuple[list[DeviceInfo], tuple[int, int], str]:
+    """(devices, (16-bit ns, 32-bit ns) of device compute, framework) of one host."""
+    return ctx.intermediate(host, "device_facts", _device_facts)
+
+
+def gpu_utilization(
+    ctx: ToolContext, host: str, window: tuple[int, int] | None
+) -> dict[str, float]:
+    return ctx.intermediate(host, f"utilization:{window}", lambda p: utilization(p, window))

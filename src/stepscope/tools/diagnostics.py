@@ -1,0 +1,126 @@
+"""GPU and multi-GPU diagnostics: each finding with its evidence and a concrete fix.
+
+The overview's recommendations read the same findings through `findings(ctx)`.
+Times are milliseconds; evidence rows give event names, counts and total time.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from typing import Any
+
+from stepscope.stats.diagnostics import Finding, HostData, diagnose_run
+from stepscope.tools import _analysis as analysis
+from stepscope.tools.context import ToolContext
+from stepscope.tools.kernel_stats import kernel_db
+from stepscope.tools.registry import ToolOption, ToolSpec
+
+CHECKS = {
+    "step_gaps": "time between consecutive steps",
+    "kernel_launch_bound": "steps of many kernels shorter than their launch, GPU idle",
+    "ops_on_host": "framework ops that run on the CPU while a GPU is there",
+    "excessive_copies": "host-to-device, device-to-host and device-to-device copies",
+    "low_tensor_core_use": "matmuls/convolutions not on TensorCores, FP32 where 16-bit would do",
+    "collectives": "NCCL time against message bytes / link bandwidth",
+    "stream_contention": "copies serialized with compute on one stream",
+    "host_device_sync": "the host blocking on the device inside steps",
+    "launch_thread_contention": "kernel launch calls waiting for a CPU core",
+    "device_skew": "GPUs of a host starting late or idling while another works",
+    "host_skew": "a straggler host/rank the others wait for",
+}
+OPTIONS = (
+    analysis.STEP_SOURCE,
+    ToolOption(
+        "link_bandwidth_gbps",
+        "per-GPU interconnect bandwidth in GB/s for the collective check (default: by GPU model)",
+        "",
+    ),
+    ToolOption(
+        "parameter_bytes",
+        "model parameter bytes: the all-reduce each step should move (collective check)",
+        "",
+    ),
+)
+CSV_COLUMNS = ("severity", "id", "host", "title", "time_ms", "steps", "summary", "fix")
+
+
+def finding_json(f: Finding) -> dict[str, Any]:
+    return {
+        "id": f.id,
+        "title": f.title,
+        "severity": f.severity,
+        "host": f.host,
+        "summary": f.summary,
+        "fix": f.fix,
+        "time_ms": round(f.time_ns / 1e6, 6),
+        "steps": list(f.steps),
+        "events": [
+            {
+                "name": e.name,
+                "count": e.count,
+                "total_ms": round(e.total_ns / 1e6, 6),
+                "detail": e.detail,
+            }
+            for e in f.events
+        ],
+        "metrics": {k: round(v, 6) if isinstance(v, float) else v for k, v in f.metrics.items()},
+    }
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    hosts: tuple[str, ...]
+    findings: tuple[Finding, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "hosts": list(self.hosts),
+            "checks": [{"id": k, "description": v} for k, v in CHECKS.items()],
+            "findings": [finding_json(f) for f in self.findings],
+        }
+
+    def to_csv(self) -> str:
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for f in self.findings:
+            row = finding_json(f)
+            row["steps"] = " ".join(map(str, f.steps))
+            writer.writerow({k: row[k] for k in CSV_COLUMNS})
+        return out.getvalue()
+
+
+def host_data(ctx: ToolContext, host: str) -> HostData:
+    return HostData(
+        host, ctx.store.profile(ctx.run, host), analysis.step_db(ctx, host), kernel_db(ctx, host)
+    )
+
+
+def findings(ctx: ToolContext) -> list[Finding]:
+    """All findings for the selected host(s), most severe first: for the overview too."""
+    options = {o.name: ctx.option(o.name, o.default) for o in OPTIONS}
+    key = "diagnostics:" + ",".join(f"{k}={v}" for k, v in sorted(options.items()))
+    hosts = ctx.hosts
+    # Cached per (run, first host, options): the overview and this tool share the work.
+    return ctx.intermediate(
+        hosts[0],
+        key + "|" + "|".join(hosts),
+        lambda _p: diagnose_run([host_data(ctx, h) for h in hosts], options),
+    )
+
+
+def build(ctx: ToolContext) -> Diagnostics:
+    return Diagnostics(tuple(ctx.hosts), tuple(findings(ctx)))
+
+
+TOOL = ToolSpec(
+    name="diagnostics",
+    title="Diagnostics",
+    description="GPU and multi-GPU findings with evidence and a concrete fix.",
+    build=build,
+    formats=("json", "csv"),
+    options=OPTIONS,
+    order=90,
+)

@@ -1,0 +1,186 @@
+"""op_stats (TensorFlow's "TensorFlow Stats"): every op on the host and on the devices.
+
+Fields and units: docs/tools/op_stats.md. CSV: one line per row, the JSON row keys as header.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from stepscope.stats import OpTable
+from stepscope.tools import _analysis as analysis
+from stepscope.tools.context import ToolContext
+from stepscope.tools.registry import ToolOption, ToolSpec
+
+IDLE = "IDLE"
+_COLUMNS = (
+    "rank",
+    "side",
+    "type",
+    "name",
+    "occurrences",
+    "total_time_us",
+    "avg_time_us",
+    "self_time_us",
+    "avg_self_time_us",
+    "self_time_percent",
+    "cumulative_self_time_percent",
+    "eager_percent",
+    "flop_rate_gflops",
+)
+
+
+@dataclass(frozen=True)
+class OpRow:
+    rank: int  # by self time, per side
+    side: str  # "host" or "device"
+    type: str
+    name: str
+    occurrences: int
+    total_time_us: float  # including nested ops
+    avg_time_us: float
+    self_time_us: float  # excluding nested ops
+    avg_self_time_us: float
+    self_time_percent: float  # of the side's total self time (idle included if asked)
+    cumulative_self_time_percent: float
+    eager_percent: float  # of this op's self time that ran eagerly
+    flop_rate_gflops: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            k: (round(v, 3) if isinstance(v, float) else v)
+            for k, v in ((c, getattr(self, c)) for c in _COLUMNS)
+        }
+
+
+@dataclass(frozen=True)
+class PieSlice:
+    label: str
+    self_time_us: float
+    percent: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "self_time_us": round(self.self_time_us, 3),
+            "percent": round(self.percent, 3),
+        }
+
+
+@dataclass(frozen=True)
+class OpStats:
+    host: str
+    include_idle: bool
+    host_idle_us: float
+    device_idle_us: float
+    rows: tuple[OpRow, ...]  # device rows first, then host rows
+    pies: dict[str, tuple[PieSlice, ...]]  # host_op, host_op_type, device_op, device_op_type
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "include_idle": self.include_idle,
+            "host_idle_us": round(self.host_idle_us, 3),
+            "device_idle_us": round(self.device_idle_us, 3),
+            "rows": [r.to_json() for r in self.rows],
+            "pie_charts": {k: [s.to_json() for s in v] for k, v in self.pies.items()},
+        }
+
+    def to_csv(self) -> str:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(_COLUMNS)
+        for row in self.rows:
+            data = row.to_json()
+            writer.writerow(["" if data[c] is None else data[c] for c in _COLUMNS])
+        return out.getvalue()
+
+
+def _rows(table: OpTable, include_idle: bool) -> list[OpRow]:
+    names, types = list(table.names), list(table.types)
+    occurrences = table.occurrences.tolist()
+    total, own = table.total_ns.astype(float), table.self_ns.astype(float)
+    eager, flops = table.eager_self_ns.astype(float), table.flops
+    if include_idle and table.idle_ns > 0:
+        names.append(IDLE)
+        types.append(IDLE)
+        occurrences.append(0)
+        total, own = np.r_[total, table.idle_ns], np.r_[own, table.idle_ns]
+        eager, flops = np.r_[eager, 0.0], np.r_[flops, 0.0]
+    whole = float(own.sum())
+    order = np.argsort(-own, kind="stable")
+    rows, cumulative = [], 0.0
+    for rank, i in enumerate(order.tolist(), start=1):
+        share = 100.0 * own[i] / whole if whole else 0.0
+        cumulative += share
+        n = occurrences[i]
+        rows.append(
+            OpRow(
+                rank,
+                table.side,
+                types[i],
+                names[i],
+                n,
+                total[i] / 1e3,
+                total[i] / 1e3 / n if n else 0.0,
+                own[i] / 1e3,
+                own[i] / 1e3 / n if n else 0.0,
+                share,
+                cumulative,
+                100.0 * eager[i] / own[i] if own[i] else 0.0,
+                round(flops[i] / own[i], 3) if flops[i] > 0 and own[i] > 0 else None,
+            )
+        )
+    return rows
+
+
+def _pie(rows: list[OpRow], by_type: bool) -> tuple[PieSlice, ...]:
+    sums: dict[str, float] = {}
+    for row in rows:
+        key = row.type if by_type else row.name
+        sums[key] = sums.get(key, 0.0) + row.self_time_us
+    whole = sum(sums.values())
+    ordered = sorted(sums.items(), key=lambda kv: -kv[1])
+    return tuple(PieSlice(k, v, 100.0 * v / whole if whole else 0.0) for k, v in ordered)
+
+
+def build(ctx: ToolContext) -> OpStats:
+    include_idle = ctx.option("include_idle", "false").lower() in ("1", "true", "yes")
+    host, device = analysis.host_ops(ctx), analysis.device_ops(ctx)
+    host_rows, device_rows = _rows(host, include_idle), _rows(device, include_idle)
+    return OpStats(
+        host=ctx.host,
+        include_idle=include_idle,
+        host_idle_us=host.idle_ns / 1e3,
+        device_idle_us=device.idle_ns / 1e3,
+        rows=tuple(device_rows + host_rows),
+        pies={
+            "host_op": _pie(host_rows, by_type=False),
+            "host_op_type": _pie(host_rows, by_type=True),
+            "device_op": _pie(device_rows, by_type=False),
+            "device_op_type": _pie(device_rows, by_type=True),
+        },
+    )
+
+
+TOOL = ToolSpec(
+    name="op_stats",
+    title="Op stats",
+    description="Per-op occurrences, total and self time on the host and the devices",
+    build=build,
+    formats=("json", "csv"),
+    options=(
+        ToolOption(
+            "include_idle",
+            "add an IDLE row per side (time with no op running)",
+            "false",
+            ("false", "true"),
+        ),
+    ),
+    order=30,
+)

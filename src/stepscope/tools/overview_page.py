@@ -1,0 +1,273 @@
+"""overview_page: where each step's time goes, the top ops, the run, and what to do first.
+
+Fields and units: docs/tools/overview_page.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from stepscope.stats import CATEGORY_NAMES, OpTable, StepStats, StepSummary
+from stepscope.stats.advice import InputBound, Recommendation, classify_input, recommend
+from stepscope.stats.device import DeviceInfo
+from stepscope.stats.input_pipeline import advice_for
+from stepscope.tools import _analysis as analysis
+from stepscope.tools.context import ToolContext
+from stepscope.tools.registry import ToolSpec
+
+TOP_OPS = 10
+
+
+@dataclass(frozen=True)
+class StepRow:
+    step: int
+    name: str
+    start_ns: int
+    duration_ns: int
+    breakdown_ns: dict[str, int]  # per category; they add up to duration_ns
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "name": self.name,
+            "start_ns": self.start_ns,
+            "duration_ns": self.duration_ns,
+            "breakdown_ns": dict(self.breakdown_ns),
+        }
+
+
+@dataclass(frozen=True)
+class TopOp:
+    rank: int
+    side: str  # "device", or "host" on CPU-only profiles
+    category: str  # op type
+    name: str
+    self_time_ns: int
+    self_time_percent: float  # of the side's total op self time
+    cumulative_percent: float
+    flop_rate_gflops: float | None  # where the trace records flops
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "side": self.side,
+            "category": self.category,
+            "name": self.name,
+            "self_time_ns": self.self_time_ns,
+            "self_time_percent": round(self.self_time_percent, 3),
+            "cumulative_percent": round(self.cumulative_percent, 3),
+            "flop_rate_gflops": self.flop_rate_gflops,
+        }
+
+
+@dataclass(frozen=True)
+class RunEnvironment:
+    hosts: tuple[str, ...]
+    device_type: str  # "CPU" when no device traced
+    device_count: int
+    device_core_count: int  # sum of the devices' core_count (SMs / CUs / TensorCores), 0 if unknown
+    framework: str
+    devices: tuple[DeviceInfo, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "hosts": list(self.hosts),
+            "host_count": len(self.hosts),
+            "device_type": self.device_type,
+            "device_count": self.device_count,
+            "device_core_count": self.device_core_count,
+            "framework": self.framework,
+            "devices": [d.to_json() for d in self.devices],
+        }
+
+
+@dataclass(frozen=True)
+class OverviewPage:
+    host: str
+    step_source: str
+    step_source_detail: str
+    steps: tuple[StepRow, ...]
+    step_time: StepStats
+    breakdown_ms: dict[str, float]  # average per step
+    breakdown_percent: dict[str, float]  # share of the total step time
+    input_bound: InputBound
+    precision: dict[str, float] | None  # device compute in 16 / 32 bit, percent
+    op_placement: dict[str, float]  # op occurrences on host / device, percent
+    eager: dict[str, float]  # op self time run eagerly, percent, per side
+    gpu_utilization: dict[str, float] | None  # per device and mean, percent
+    top_ops: tuple[TopOp, ...]
+    run_environment: RunEnvironment
+    recommendation: Recommendation
+    diagnostics: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "step_source": self.step_source,
+            "step_source_detail": self.step_source_detail,
+            "steps": [s.to_json() for s in self.steps],
+            "step_time_ms": self.step_time.to_json(),
+            "breakdown_ms": {k: round(v, 6) for k, v in self.breakdown_ms.items()},
+            "breakdown_percent": {k: round(v, 3) for k, v in self.breakdown_percent.items()},
+            "input_bound": self.input_bound.to_json(),
+            "precision": self.precision,
+            "op_placement": self.op_placement,
+            "eager": self.eager,
+            "gpu_utilization": self.gpu_utilization,
+            "top_ops": [t.to_json() for t in self.top_ops],
+            "run_environment": self.run_environment.to_json(),
+            "recommendation": self.recommendation.to_json(),
+            "diagnostics": list(self.diagnostics),
+        }
+
+
+def _pct(part: float, whole: float) -> float:
+    return round(100.0 * part / whole, 3) if whole else 0.0
+
+
+def _int(value: object) -> int:
+    return int(value) if isinstance(value, (int, float)) else 0
+
+
+def top_ops(table: OpTable, count: int = TOP_OPS) -> tuple[TopOp, ...]:
+    if not len(table):
+        return ()
+    total = float(table.self_ns.sum())
+    order = np.argsort(-table.self_ns, kind="stable")[:count]
+    rows, cumulative = [], 0.0
+    for rank, i in enumerate(order.tolist(), start=1):
+        share = 100.0 * float(table.self_ns[i]) / total if total else 0.0
+        cumulative += share
+        flops = float(table.flops[i])
+        rate = flops / float(table.self_ns[i]) if flops > 0 and table.self_ns[i] > 0 else None
+        rows.append(
+            TopOp(
+                rank,
+                table.side,
+                table.types[i],
+                table.names[i],
+                int(table.self_ns[i]),
+                share,
+                cumulative,
+                round(rate, 3) if rate else None,
+            )
+        )
+    return tuple(rows)
+
+
+def step_rows(summary: StepSummary) -> tuple[StepRow, ...]:
+    return tuple(
+        StepRow(
+            int(summary.step_num[k]),
+            summary.names[k],
+            int(summary.start_ns[k]),
+            int(summary.dur_ns[k]),
+            {c: int(summary.category_ns[c][k]) for c in CATEGORY_NAMES},
+        )
+        for k in range(summary.n_steps)
+    )
+
+
+def build(ctx: ToolContext) -> OverviewPage:
+    summary = analysis.steps(ctx)
+    host_table, device_table = analysis.host_ops(ctx), analysis.device_ops(ctx)
+    facts = [analysis.device_facts(ctx, h) for h in ctx.hosts]
+    all_devices = tuple(d for devs, _, _ in facts for d in devs)
+    ns16 = sum(p[0] for _, p, _ in facts)
+    ns32 = sum(p[1] for _, p, _ in facts)
+    has_steps = summary.n_steps > 0
+    bound = classify_input(summary.percent("input"), summary.percent("other"), has_steps)
+    utilization: dict[str, float] | None = None
+    if all_devices:
+        utilization = {}
+        for h in ctx.hosts:
+            db = analysis.step_db(ctx, h)
+            window = (
+                (int(db.start_ns.min()), int((db.start_ns + db.dur_ns).max()))
+                if db.n_steps
+                else None
+            )
+            prefix = f"{h}:" if len(ctx.hosts) > 1 else ""
+            for plane, pct in analysis.gpu_utilization(ctx, h, window).items():
+                utilization[prefix + plane] = round(pct, 3)
+        if utilization:
+            utilization["mean"] = round(float(np.mean(list(utilization.values()))), 3)
+    precision = (
+        {"16bit_percent": _pct(ns16, ns16 + ns32), "32bit_percent": _pct(ns32, ns16 + ns32)}
+        if ns16 + ns32
+        else None
+    )
+    host_n, device_n = int(host_table.occurrences.sum()), int(device_table.occurrences.sum())
+    eager = {
+        "host_percent": _pct(host_table.eager_self_ns.sum(), host_table.self_ns.sum()),
+        "device_percent": _pct(device_table.eager_self_ns.sum(), device_table.self_ns.sum()),
+    }
+    pipelines = [p for h in ctx.hosts for p in analysis.tf_data(ctx, h)]
+    advice = ""
+    for pipeline in sorted(pipelines, key=lambda p: -p.bottleneck_self_ns):
+        found = analysis.bottleneck_of(pipeline)
+        if found:
+            advice = (
+                f"Input pipeline bottleneck: {found[0]}. "
+                f"{advice_for(found[1], pipeline.python_stages)}"
+            )
+            break
+    recommendation = recommend(
+        summary,
+        bound,
+        precision_16_percent=precision["16bit_percent"]
+        if precision and summary.has_device
+        else None,
+        eager_percent=max(eager.values()),
+        uses_tf_data=bool(pipelines),
+        tf_data_advice=advice,
+    )
+    kinds = sorted({d.kind for d in all_devices})
+    environment = RunEnvironment(
+        tuple(ctx.hosts),
+        "/".join(kinds) if kinds else "CPU",
+        len(all_devices),
+        sum(_int(d.properties.get("core_count")) for d in all_devices),
+        "/".join(sorted({f for _, _, f in facts})),
+        all_devices,
+    )
+    diagnostics = [f"steps: {summary.description}"]
+    if summary.dropped:
+        diagnostics.append(
+            f"{summary.dropped} of {summary.markers_found} candidate steps left out "
+            "(no compute in them, or first/last incomplete)"
+        )
+    return OverviewPage(
+        host=ctx.host,
+        step_source=summary.source,
+        step_source_detail=summary.description,
+        steps=step_rows(summary),
+        step_time=summary.step_stats(),
+        breakdown_ms={c: summary.avg_ms(c) for c in CATEGORY_NAMES},
+        breakdown_percent={c: summary.percent(c) for c in CATEGORY_NAMES},
+        input_bound=bound,
+        precision=precision,
+        op_placement={
+            "host_percent": _pct(host_n, host_n + device_n),
+            "device_percent": _pct(device_n, host_n + device_n),
+        },
+        eager=eager,
+        gpu_utilization=utilization,
+        top_ops=top_ops(device_table if len(device_table) else host_table),
+        run_environment=environment,
+        recommendation=recommendation,
+        diagnostics=tuple(diagnostics),
+    )
+
+
+TOOL = ToolSpec(
+    name="overview_page",
+    title="Overview",
+    description="Step time and its breakdown, top ops, run environment and recommendation",
+    build=build,
+    options=(analysis.STEP_SOURCE,),
+    order=10,
+)

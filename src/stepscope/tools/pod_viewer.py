@@ -1,0 +1,197 @@
+"""Pod viewer: each worker's step-time breakdown, step by step, and the slowest worker.
+
+A worker is a host of the run (one trace file: a TensorFlow host or a PyTorch rank). Steps
+are matched across workers by step number (by position when the numbers do not match, as
+with inferred steps). Times are milliseconds; categories are the overview's.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from stepscope.model import Profile
+from stepscope.stats import CATEGORY_NAMES, StepDb
+from stepscope.tools import _analysis as analysis
+from stepscope.tools.context import ToolContext
+from stepscope.tools.registry import ToolSpec
+
+CATEGORY_LABELS = {
+    "input": "Input",
+    "output": "Output",
+    "kernel_launch": "Kernel launch",
+    "host_compute": "Host compute",
+    "device_to_device": "Device to device",
+    "device_collectives": "Device collectives",
+    "device_compute": "Device compute",
+    "compilation": "Compilation",
+    "other": "All others",
+}
+
+
+def _ms(ns: float) -> float:
+    return round(float(ns) / 1e6, 6)
+
+
+@dataclass(frozen=True)
+class WorkerStep:
+    host: str
+    name: str
+    duration_ns: int
+    breakdown_ns: dict[str, int]
+
+    @property
+    def bottleneck(self) -> str:
+        """The category with the most time (ties: the first in display order)."""
+        return max(CATEGORY_NAMES, key=lambda c: (self.breakdown_ns[c], -CATEGORY_NAMES.index(c)))
+
+
+@dataclass(frozen=True)
+class PodStep:
+    step_num: int
+    workers: tuple[WorkerStep | None, ...]  # one per worker; None when it lacks the step
+
+    @property
+    def slowest(self) -> int:
+        durations = [w.duration_ns if w else -1 for w in self.workers]
+        return int(np.argmax(durations))
+
+
+def align_steps(dbs: list[StepDb]) -> tuple[list[int], list[list[int | None]]]:
+    """(step numbers, per worker the row of each step or None): by number, else by position."""
+    present = [db for db in dbs if db.n_steps]
+    if not present:
+        return [], [[] for _ in dbs]
+    numbers = sorted(set().union(*(set(db.step_num.tolist()) for db in present)))
+    common = set.intersection(*(set(db.step_num.tolist()) for db in present))
+    if common or len(present) == 1:
+        rows = [
+            [({int(s): k for k, s in enumerate(db.step_num.tolist())}).get(n) for n in numbers]
+            for db in dbs
+        ]
+        return numbers, rows
+    count = max(db.n_steps for db in present)
+    return list(range(count)), [[k if k < db.n_steps else None for k in range(count)] for db in dbs]
+
+
+@dataclass(frozen=True)
+class PodViewer:
+    workers: tuple[str, ...]
+    step_source: str
+    steps: tuple[PodStep, ...]
+
+    def _worker_json(self, w: WorkerStep | None, slowest: bool) -> dict[str, Any] | None:
+        if w is None:
+            return None
+        return {
+            "host": w.host,
+            "step_name": w.name,
+            "duration_ms": _ms(w.duration_ns),
+            "breakdown_ms": {c: _ms(w.breakdown_ns[c]) for c in CATEGORY_NAMES},
+            "bottleneck": w.bottleneck,
+            "is_slowest": slowest,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        steps = []
+        slow_counts = [0] * len(self.workers)
+        totals = np.zeros(len(self.workers))
+        counts = np.zeros(len(self.workers))
+        for step in self.steps:
+            slowest = step.slowest
+            slow_counts[slowest] += 1
+            durations = [w.duration_ns for w in step.workers if w]
+            for i, w in enumerate(step.workers):
+                if w:
+                    totals[i] += w.duration_ns
+                    counts[i] += 1
+            steps.append(
+                {
+                    "step_num": step.step_num,
+                    "slowest_worker": self.workers[slowest],
+                    "spread_ms": _ms(max(durations) - min(durations)),
+                    "workers": [
+                        self._worker_json(w, i == slowest) for i, w in enumerate(step.workers)
+                    ],
+                }
+            )
+        return {
+            "step_source": self.step_source,
+            "categories": [{"key": c, "label": CATEGORY_LABELS[c]} for c in CATEGORY_NAMES],
+            "workers": [
+                {
+                    "host": host,
+                    "steps": int(counts[i]),
+                    "avg_step_ms": _ms(totals[i] / counts[i]) if counts[i] else 0.0,
+                    "slowest_in_steps": slow_counts[i],
+                }
+                for i, host in enumerate(self.workers)
+            ],
+            "steps": steps,
+        }
+
+    def to_csv(self) -> str:
+        out = io.StringIO()
+        fields = ["step_num", "host", "step_name", "duration_ms", "is_slowest", "bottleneck"]
+        fields += [f"{c}_ms" for c in CATEGORY_NAMES]
+        writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
+        writer.writeheader()
+        for step in self.to_json()["steps"]:
+            for w in step["workers"]:
+                if w is None:
+                    continue
+                row = {
+                    k: w[k]
+                    for k in ("host", "step_name", "duration_ms", "is_slowest", "bottleneck")
+                }
+                row.update({f"{c}_ms": w["breakdown_ms"][c] for c in CATEGORY_NAMES})
+                writer.writerow({"step_num": step["step_num"], **row})
+        return out.getvalue()
+
+
+def build(ctx: ToolContext) -> PodViewer:
+    hosts = ctx.hosts
+    dbs = [analysis.step_db(ctx, h) for h in hosts]
+    numbers, rows = align_steps(dbs)
+    categories = [db.category_ns() for db in dbs]
+    steps = []
+    for j, number in enumerate(numbers):
+        workers: list[WorkerStep | None] = []
+        for host, db, cats, worker_rows in zip(hosts, dbs, categories, rows, strict=True):
+            k = worker_rows[j]
+            if k is None:
+                workers.append(None)
+                continue
+            breakdown = {c: int(cats[c][k]) for c in CATEGORY_NAMES}
+            workers.append(WorkerStep(host, db.names[k], int(db.dur_ns[k]), breakdown))
+        steps.append(PodStep(int(number), tuple(workers)))
+    sources = sorted({db.source for db in dbs})
+    return PodViewer(tuple(hosts), "+".join(sources), tuple(steps))
+
+
+def _device_count(profile: Profile) -> int:
+    return sum(1 for p in profile.planes if p.is_device and p.line_count)
+
+
+def available(ctx: ToolContext) -> bool:
+    """Runs with several workers: several hosts, or a host with several devices (cheap: the
+    steps are found when the page is opened)."""
+    if len(ctx.hosts) > 1:
+        return True
+    return any(ctx.intermediate(h, "pod_viewer.device_count", _device_count) > 1 for h in ctx.hosts)
+
+
+TOOL = ToolSpec(
+    name="pod_viewer",
+    title="Pod viewer",
+    description="Step-time breakdown of every worker, step by step, with the slowest worker.",
+    build=build,
+    formats=("json", "csv"),
+    options=(analysis.STEP_SOURCE,),
+    available=available,
+    order=85,
+)

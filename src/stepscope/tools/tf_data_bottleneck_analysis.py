@@ -1,0 +1,224 @@
+"""tf.data bottleneck analysis: the slowest input pipeline, its graph, the bottleneck and a fix.
+
+Works for tf.data and for Python pipelines recorded with ``stepscope.data.instrument``.
+Times are microseconds (float). Pipelines are listed slowest first (by their slowest call).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from stepscope.model import Profile
+from stepscope.stats.tf_data import (
+    SLOW_CALL_NS,
+    IteratorStat,
+    PipelineStats,
+    build_tf_data_stats,
+    explain_long_name,
+)
+from stepscope.tools import _analysis as analysis
+from stepscope.tools.context import ToolContext
+from stepscope.tools.registry import ToolSpec
+
+SUMMARY_COLUMNS = (
+    "host",
+    "host_input_percent",
+    "input_pipeline",
+    "root",
+    "calls",
+    "avg_latency_us",
+    "min_latency_us",
+    "max_latency_us",
+    "slow_calls",
+    "bottleneck_iterator",
+    "bottleneck_long_name",
+    "bottleneck_self_us",
+)
+_SOURCES = ("TFRecord", "TextLine", "FixedLengthRecord", "SSTable", "Generator", "FlatMap")
+_MAPS = ("Map", "ParallelMap", "ParallelMapV2", "MapAndBatch", "Interleave", "ParallelInterleave")
+_GUIDE = "https://www.tensorflow.org/guide/data_performance_analysis"
+
+
+def _us(ns: float) -> float:
+    return round(ns / 1000.0, 3)
+
+
+def suggestion(it: IteratorStat, python_stages: bool) -> str:
+    """A concrete fix for a bottleneck iterator, by its kind (REFERENCE §4)."""
+    name = it.name
+    if python_stages:
+        return (
+            f"The Python stage '{name}' is the slowest step of the pipeline. Run it in parallel "
+            "(torch DataLoader(num_workers=N, persistent_workers=True), a "
+            "concurrent.futures process pool, or multiprocessing), cache its results if they "
+            "do not change between epochs, vectorize it over a batch, and prefetch batches "
+            "on a background thread (DataLoader prefetch_factor, pin_memory=True) so it "
+            "overlaps the training step."
+        )
+    if name.startswith(_SOURCES) or it.dataset.startswith(("TFRecord", "TextLine", "FixedLength")):
+        return (
+            f"'{name}' reads the source data. Read files in parallel with "
+            "interleave(..., num_parallel_calls=tf.data.AUTOTUNE, deterministic=False), use "
+            "larger or more files, and cache() the dataset if it fits in memory or on local "
+            f"disk. See {_GUIDE}#source_datasets."
+        )
+    if name.startswith(_MAPS) or "Map" in name:
+        return (
+            f"'{name}' transforms elements too slowly. Use num_parallel_calls=tf.data.AUTOTUNE "
+            "in map()/interleave(), vectorize the function (batch before map), avoid "
+            "tf.py_function / Python code inside it, and cache() after expensive, "
+            f"deterministic transformations. See {_GUIDE}#transformation_datasets."
+        )
+    if name.startswith("Prefetch"):
+        return (
+            "The consumer waits on an empty prefetch buffer: the stages before Prefetch "
+            "produce elements too slowly. Parallelize them (num_parallel_calls=AUTOTUNE), "
+            f"cache() their output, or raise the prefetch buffer size. See {_GUIDE}."
+        )
+    return (
+        f"'{name}' ({it.dataset or 'stage'}) is the slowest stage. Add parallelism upstream "
+        "(num_parallel_calls=tf.data.AUTOTUNE on the map/interleave feeding it), use a "
+        "parallel batch (batch(..., num_parallel_calls=AUTOTUNE)), and prefetch(AUTOTUNE) at "
+        f"the end of the pipeline. See {_GUIDE}."
+    )
+
+
+def _node(it: IteratorStat, bottleneck: int | None) -> dict[str, Any]:
+    return {
+        "id": str(it.id),  # 64-bit ids: strings so JavaScript keeps them exact
+        "parent_id": None if it.parent_id is None else str(it.parent_id),
+        "name": it.name,
+        "long_name": it.long_name,
+        "long_name_explained": explain_long_name(it.long_name),
+        "dataset": it.dataset,
+        "is_async": it.is_async,
+        "start_time_us": _us(it.start_offset_ns),
+        "total_duration_us": _us(it.duration_ns),
+        "self_time_us": _us(it.self_ns),
+        "calls": it.calls,
+        "on_critical_path": it.blocking,
+        "is_bottleneck": it.id == bottleneck,
+    }
+
+
+@dataclass(frozen=True)
+class TfDataBottleneck:
+    pipelines: tuple[tuple[str, PipelineStats], ...]  # (host, stats): see `build` for the order
+    input_percent: dict[str, float | None]  # per host: share of step time waiting for input
+
+    def _bottleneck(self, p: PipelineStats) -> IteratorStat | None:
+        return next((it for it in p.iterators if it.id == p.bottleneck_id), None)
+
+    def _summary_row(self, host: str, p: PipelineStats) -> dict[str, Any]:
+        b = self._bottleneck(p)
+        return {
+            "host": host,
+            "host_input_percent": self.input_percent.get(host),
+            "input_pipeline": p.name,
+            "root": p.root_long_name,
+            "calls": p.call_count,
+            "avg_latency_us": _us(p.avg_latency_ns),
+            "min_latency_us": _us(p.min_latency_ns),
+            "max_latency_us": _us(p.max_latency_ns),
+            "slow_calls": p.slow_call_count,
+            "bottleneck_iterator": b.name if b else "",
+            "bottleneck_long_name": b.long_name if b else "",
+            "bottleneck_self_us": _us(p.bottleneck_self_ns) if b else 0.0,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        analyses = []
+        for host, p in self.pipelines:
+            b = self._bottleneck(p)
+            analyses.append(
+                {
+                    **self._summary_row(host, p),
+                    "slowest_call_start_us": _us(p.slowest_call_start_ns),
+                    "suggestion": suggestion(b, p.python_stages) if b else "",
+                    "python_stages": p.python_stages,
+                    "graph": [_node(it, p.bottleneck_id) for it in p.iterators],
+                }
+            )
+        conclusion = "No input pipeline events (Iterator::*) in this profile."
+        if analyses:
+            top = analyses[0]
+            pct = top["host_input_percent"]
+            bound = (
+                f"The most input-bound host is {top['host']} ({pct:.1f}% of its step time "
+                "waits for input). "
+                if pct is not None and len(self.input_percent) > 1
+                else ""
+            )
+            conclusion = bound + (
+                f"Slowest input pipeline: {top['input_pipeline']} on host {top['host']} "
+                f"(slowest call {top['max_latency_us']:.1f} µs, {top['slow_calls']} of "
+                f"{top['calls']} calls over {SLOW_CALL_NS // 1000} µs)."
+            )
+            if top["bottleneck_iterator"]:
+                conclusion += (
+                    f" Its bottleneck is '{top['bottleneck_iterator']}' "
+                    f"({top['bottleneck_long_name']}), {top['bottleneck_self_us']:.1f} µs of self "
+                    "time in that call."
+                )
+        return {
+            "conclusion": conclusion,
+            "slow_call_threshold_us": SLOW_CALL_NS / 1000,
+            "summary": [self._summary_row(h, p) for h, p in self.pipelines],
+            "analyses": analyses,
+        }
+
+    def to_csv(self) -> str:
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=SUMMARY_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for host, p in self.pipelines:
+            writer.writerow(self._summary_row(host, p))
+        return out.getvalue()
+
+
+def host_pipelines(ctx: ToolContext, host: str) -> tuple[PipelineStats, ...]:
+    return ctx.intermediate(host, "tf_data.pipelines", build_tf_data_stats)
+
+
+def _input_percent(ctx: ToolContext, host: str) -> float | None:
+    """Share of the host's step time spent waiting for input (None without steps)."""
+    db = analysis.step_db(ctx, host)
+    total = int(db.dur_ns.sum())
+    return round(100.0 * float(db.category_ns()["input"].sum()) / total, 3) if total else None
+
+
+def build(ctx: ToolContext) -> TfDataBottleneck:
+    """The most input-bound host's pipelines first, each host's slowest pipeline first."""
+    found = [(host, p) for host in ctx.hosts for p in host_pipelines(ctx, host)]
+    hosts = sorted({host for host, _ in found})
+    percent = {host: _input_percent(ctx, host) for host in hosts} if len(hosts) > 1 else {}
+    found.sort(key=lambda hp: (-(percent.get(hp[0]) or -1.0), -hp[1].max_latency_ns))
+    return TfDataBottleneck(tuple(found), percent)
+
+
+def _has_root_iterators(profile: Profile) -> bool:
+    ids = profile.strings.ids_matching(lambda s: s.startswith("Iterator::") and s.count("::") == 1)
+    return bool(len(ids)) and bool(np.isin(profile.name, ids).any())
+
+
+def available(ctx: ToolContext) -> bool:
+    # Cheap: listing tools must not run the analysis.
+    return any(
+        ctx.intermediate(h, "tf_data.has_root_iterators", _has_root_iterators) for h in ctx.hosts
+    )
+
+
+TOOL = ToolSpec(
+    name="tf_data_bottleneck_analysis",
+    title="tf.data bottleneck analysis",
+    description="The slowest input pipeline, its iterator graph, the bottleneck stage and a fix.",
+    build=build,
+    formats=("json", "csv"),
+    available=available,
+    order=80,
+)

@@ -1,0 +1,327 @@
+"""The trace viewer's query endpoints (mounted as /api/tool/trace_viewer/<name>).
+
+All times in parameters and answers are nanoseconds relative to the trace's ``origin_ns``.
+
+- ``window?t0=&t1=&res=&lines=&counters=`` -> binary `trace_wire` response: the events to
+  draw (level-of-detail rule in `stepscope.stats.trace_window`), the flows touching them and
+  the counters sampled at ``res`` buckets.
+- ``search?q=&limit=&offset=[&t0=&t1=&res=]`` -> JSON: total matches in the whole trace, the
+  first ``limit`` in time order, and (with a window) the matches to highlight in it.
+- ``event?id=`` -> JSON: one event with all its stats and the other ends of its flows.
+- ``select?t0=&t1=&rows=`` -> JSON: the events of a box (rows ``line:depth`` or
+  ``line:d0-d1``, comma-separated), aggregated by name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from stepscope.model import Profile
+from stepscope.stats.trace_counters import sample
+from stepscope.stats.trace_flows import KIND_NAMES
+from stepscope.stats.trace_index import TraceIndex, open_trace_index
+from stepscope.stats.trace_window import events_in_box, query_window, rows_of_pairs
+from stepscope.tools import trace_wire
+from stepscope.tools.context import ToolContext
+
+JSON = "application/json; charset=utf-8"
+MAX_RESOLUTION = 16384
+MAX_FLOWS = 20_000
+MAX_COUNTER_BUCKETS = 4096
+MAX_SEARCH_RESULTS = 1000
+MAX_WINDOW_MATCHES = 50_000
+MAX_SELECT_NAMES = 500
+_SAFE_INT = 1 << 53
+
+
+def trace_of(ctx: ToolContext) -> tuple[Profile, TraceIndex]:
+    """The profile and its trace index for the context's (single) host, memoized."""
+    host = ctx.hosts[0]
+    profile = ctx.store.profile(ctx.run, host)
+    store = ctx.store
+    index = ctx.intermediate(
+        host,
+        "trace_index",
+        lambda p: open_trace_index(
+            p, use_cache=store.use_cache, cache_dir=store.cache_dir, verbose=True
+        ),
+    )
+    return profile, index
+
+
+# ---- parameters ---------------------------------------------------------------------------
+
+
+def _number(params: Mapping[str, str], name: str, default: float | None = None) -> float:
+    text = params.get(name, "")
+    if text == "":
+        if default is None:
+            raise ValueError(f"parameter {name!r} is required")
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"parameter {name!r} must be a number, not {text[:30]!r}") from None
+    if not np.isfinite(value):
+        raise ValueError(f"parameter {name!r} must be finite")
+    return value
+
+
+def _int(params: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
+    value = _number(params, name, float(default))
+    if value != int(value) or not lo <= value <= hi:
+        raise ValueError(f"parameter {name!r} must be an integer from {lo} to {hi}")
+    return int(value)
+
+
+def _window(params: Mapping[str, str], index: TraceIndex) -> tuple[int, int]:
+    t0 = _number(params, "t0", 0.0)
+    t1 = _number(params, "t1", float(index.end_ns - index.origin_ns))
+    if t1 <= t0:
+        raise ValueError("parameter 't1' must be greater than 't0'")
+    return index.origin_ns + int(np.floor(t0)), index.origin_ns + int(np.ceil(t1))
+
+
+def _int_list(text: str, name: str) -> list[tuple[int, int]]:
+    """'1,3-5' -> [(1, 1), (3, 5)]."""
+    out = []
+    for part in filter(None, text.split(",")):
+        lo, _, hi = part.partition("-")
+        try:
+            out.append((int(lo), int(hi or lo)))
+        except ValueError:
+            raise ValueError(f"parameter {name!r}: bad item {part[:20]!r}") from None
+    return out
+
+
+def _lines(params: Mapping[str, str]) -> np.ndarray | None:
+    text = params.get("lines", "")
+    if not text:
+        return None
+    ranges = _int_list(text, "lines")
+    return np.concatenate([np.arange(a, b + 1) for a, b in ranges]) if ranges else None
+
+
+def _json(data: Any) -> tuple[bytes, str]:
+    return json.dumps(data, separators=(",", ":"), allow_nan=False).encode(), JSON
+
+
+def _id_dtype(index: TraceIndex) -> str:
+    return "i4" if index.n_events < (1 << 31) else "f8"
+
+
+# ---- endpoints ----------------------------------------------------------------------------
+
+
+def window(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
+    profile, index = trace_of(ctx)
+    t0, t1 = _window(params, index)
+    res = _int(params, "res", 2000, 1, MAX_RESOLUTION)
+    events = query_window(profile, index, t0, t1, res, _lines(params))
+    name_ids, name_of = np.unique(events.name, return_inverse=True)
+    origin = index.origin_ns
+    ids = _id_dtype(index)
+    arrays: dict[str, tuple[str, np.ndarray]] = {
+        "event": (ids, events.event),
+        "line": ("i4", events.line),
+        "depth": ("i4", events.depth),
+        "start": ("f8", events.start_ns - origin),
+        "dur": ("f8", events.dur_ns),
+        "name": ("i4", name_of.reshape(-1)),
+    }
+    flows = index.flows.touching(events.event)
+    flows_total = len(flows)
+    flows = flows[:MAX_FLOWS]
+    for end in ("src", "dst"):
+        ev = getattr(index.flows, end)[flows]
+        arrays[f"{end}"] = (ids, ev)
+        arrays[f"{end}_line"] = ("i4", profile.line[ev])
+        arrays[f"{end}_depth"] = ("i4", index.depth[ev])
+        arrays[f"{end}_start"] = ("f8", profile.start_ns[ev] - origin)
+    arrays["flow_kind"] = ("u1", index.flows.kind[flows])
+    counters = []
+    if params.get("counters", "1") != "0":
+        buckets = min(res, MAX_COUNTER_BUCKETS)
+        for k, counter in enumerate(index.counters):
+            times, values = sample(counter, t0, t1, buckets)
+            arrays[f"c{k}.t"] = ("f8", times - origin)
+            arrays[f"c{k}.v"] = ("f8", values)
+            counters.append({"id": k, "name": counter.name, "unit": counter.unit})
+    header = {
+        "kind": "window",
+        "t0": t0 - origin,
+        "t1": t1 - origin,
+        "resolution": res,
+        "bucket_ns": events.bucket_ns,
+        "level": events.level,
+        "events": len(events),
+        "names": profile.strings.lookup(name_ids),
+        "flows": len(flows),
+        "flows_total": flows_total,
+        "flow_kinds": list(KIND_NAMES),
+        "counters": counters,
+    }
+    return trace_wire.encode(header, arrays), trace_wire.CONTENT_TYPE
+
+
+def _columns(profile: Profile, index: TraceIndex, events: np.ndarray) -> dict[str, list[Any]]:
+    return {
+        "event": events.tolist(),
+        "line": profile.line[events].tolist(),
+        "depth": index.depth[events].tolist(),
+        "start_ns": (profile.start_ns[events] - index.origin_ns).tolist(),
+        "dur_ns": profile.dur_ns[events].tolist(),
+        "name": profile.strings.lookup(profile.name[events]),
+    }
+
+
+def _one_per_pixel(
+    profile: Profile, index: TraceIndex, events: np.ndarray, t0: int, bucket: float
+) -> np.ndarray:
+    """The longest event per (line, depth, pixel) of ``events``; wider ones all kept."""
+    if len(events) == 0:
+        return events
+    start, dur = profile.start_ns[events], profile.dur_ns[events]
+    pixel = ((np.maximum(start, t0) - t0) / bucket).astype(np.int64)
+    pixel[dur >= bucket] = -1 - np.arange(int((dur >= bucket).sum()))  # never merged
+    order = np.lexsort((-dur, pixel, index.depth[events], profile.line[events]))
+    key = np.stack([profile.line[events], index.depth[events], pixel], 1)[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = np.any(key[1:] != key[:-1], axis=1)
+    return np.sort(events[order[first]])
+
+
+def search(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
+    profile, index = trace_of(ctx)
+    query = params.get("q", "").strip()
+    if not query:
+        raise ValueError("parameter 'q' (the text to search for) is empty")
+    limit = _int(params, "limit", 200, 0, MAX_SEARCH_RESULTS)
+    offset = _int(params, "offset", 0, 0, 1 << 40)
+    groups = index.names.matching_groups(profile, query)
+    first = index.names.first_by_time(profile, groups, offset, limit)
+    out: dict[str, Any] = {
+        "query": query,
+        "total": int(index.names.sizes(groups).sum()),
+        "names": len(groups),
+        "offset": offset,
+        "results": _columns(profile, index, first),
+    }
+    if params.get("t0") or params.get("t1"):
+        t0, t1 = _window(params, index)
+        res = _int(params, "res", 2000, 1, MAX_RESOLUTION)
+        inside = index.names.in_window(profile, groups, t0, t1)
+        shown = _one_per_pixel(profile, index, inside, t0, (t1 - t0) / res)[:MAX_WINDOW_MATCHES]
+        out["window_total"] = len(inside)
+        out["window"] = _columns(profile, index, shown)
+    return _json(out)
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, int) and abs(value) >= _SAFE_INT:
+        return str(value)  # JSON numbers beyond 2**53 lose digits in browsers
+    if isinstance(value, float) and not np.isfinite(value):
+        return str(value)
+    return value
+
+
+def _brief(profile: Profile, index: TraceIndex, event: int) -> dict[str, Any]:
+    line = profile.lines[int(profile.line[event])]
+    return {
+        "event": event,
+        "name": profile.event_name(event),
+        "line": line.index,
+        "track": line.label,
+        "section": profile.planes[line.plane].name,
+        "depth": int(index.depth[event]),
+        "start_ns": int(profile.start_ns[event]) - index.origin_ns,
+        "dur_ns": int(profile.dur_ns[event]),
+    }
+
+
+def event(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
+    profile, index = trace_of(ctx)
+    if profile.n_events == 0:
+        raise ValueError("the trace has no events")
+    event_id = _int(params, "id", -1, 0, profile.n_events - 1)
+    display = profile.strings[int(profile.meta_display_name[profile.meta[event_id]])]
+    flows = []
+    for f in index.flows.touching(np.array([event_id])).tolist():
+        src, dst = int(index.flows.src[f]), int(index.flows.dst[f])
+        outgoing = src == event_id
+        flows.append(
+            {
+                "direction": "out" if outgoing else "in",
+                "kind": KIND_NAMES[int(index.flows.kind[f])],
+                **_brief(profile, index, dst if outgoing else src),
+            }
+        )
+    stats = {k: _plain(v) for k, v in profile.event_stats(event_id).items()}
+    return _json(
+        {
+            **_brief(profile, index, event_id),
+            "display_name": display,
+            "stats": stats,
+            "flows": flows,
+        }
+    )
+
+
+def _rows(params: Mapping[str, str], index: TraceIndex) -> np.ndarray | None:
+    """Row numbers named by ``rows`` ("line:depth", "line:d0-d1" or "line" for all depths)."""
+    text = params.get("rows", "")
+    if not text:
+        return None
+    lines, depths = [], []
+    for part in filter(None, text.split(",")):
+        line_text, _, span = part.partition(":")
+        try:
+            line = int(line_text)
+        except ValueError:
+            raise ValueError(f"parameter 'rows': bad item {part[:20]!r}") from None
+        if not 0 <= line < len(index.line_depths):
+            continue
+        spans = _int_list(span, "rows") if span else [(0, int(index.line_depths[line]) - 1)]
+        for lo, hi in spans:
+            hi = min(hi, int(index.line_depths[line]) - 1)
+            if hi >= lo:
+                lines.append(np.full(hi - lo + 1, line))
+                depths.append(np.arange(lo, hi + 1))
+    if not lines:
+        return np.zeros(0, np.int64)
+    return rows_of_pairs(index, np.concatenate(lines), np.concatenate(depths))
+
+
+def select(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
+    profile, index = trace_of(ctx)
+    t0, t1 = _window(params, index)
+    events = events_in_box(profile, index, t0, t1, _rows(params, index))
+    names = profile.name[events]
+    dur = profile.dur_ns[events].astype(np.float64)
+    count = np.bincount(names, minlength=0)
+    total = np.bincount(names, weights=dur, minlength=0)
+    used = np.flatnonzero(count)
+    used = used[np.argsort(-total[used], kind="stable")]
+    shown = used[:MAX_SELECT_NAMES]
+    return _json(
+        {
+            "count": len(events),
+            "total_ns": float(dur.sum()),
+            "distinct_names": len(used),
+            "by_name": [
+                {
+                    "name": profile.strings[int(k)],
+                    "count": int(count[k]),
+                    "total_ns": float(total[k]),
+                    "avg_ns": float(total[k] / count[k]),
+                }
+                for k in shown.tolist()
+            ],
+        }
+    )

@@ -1,0 +1,213 @@
+"""The collector interface in a real session, with fake bridges: merge, clocks, failures."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import stepscope
+from stepscope.capture import bridges
+from stepscope.capture.bridges import Bridge, BridgeError, BridgeOutput, bridges_for
+from stepscope.capture.bridges.base import INSUFFICIENT_PRIVILEGES, diagnose
+from stepscope.errors import StepscopeError
+from stepscope.xspace.builder import XSpaceBuilder
+from stepscope.xspace.merge import ClockMap
+from tests.capture.helpers import events, load_run, named
+
+SKEW_NS = 6_500  # the fake framework's clock runs 6.5 us ahead of perf_counter
+
+
+class FakeFramework(Bridge):
+    """Records an op per `op()` call on its own clock, and a GPU kernel for each."""
+
+    name = "fake"
+    title = "Fake"
+    instance: FakeFramework | None = None
+
+    def __init__(self, options: stepscope.ProfilerOptions) -> None:
+        super().__init__(options)
+        self.ops: list[tuple[int, int, int]] = []
+        self.phases: list[str] = []
+        FakeFramework.instance = self
+
+    def prepare(self) -> None:
+        self.phases.append("prepare")
+
+    def start(self) -> None:
+        self.phases.append("start")
+
+    def stop(self) -> None:
+        self.phases.append("stop")
+
+    def op(self) -> None:
+        start = time.perf_counter_ns()
+        time.sleep(0.002)
+        self.ops.append(
+            (threading.get_native_id(), start + SKEW_NS, time.perf_counter_ns() - start)
+        )
+
+    def collect(self) -> BridgeOutput:
+        builder = XSpaceBuilder(hostname="ignored")
+        host, gpu = builder.plane("/host:CPU"), builder.plane("/device:GPU:0")
+        for n, (tid, start, dur) in enumerate(self.ops):
+            host.line(tid, "python").event("fake::op", start, dur, {"correlation_id": n})
+            gpu.line(7, "Stream #7").event("kernel", start + 100_000, 50_000, {"correlation_id": n})
+        builder.plane("Task Environment").stats["framework"] = "fake"
+        return BridgeOutput(builder.build(), ClockMap(-SKEW_NS), warnings=["converted"])
+
+
+def test_bridge_events_merge_on_stepscope_clock(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bridges.register(FakeFramework)
+    stepscope.start(tmp_path)
+    fake = FakeFramework.instance
+    assert fake is not None and fake.phases == ["prepare", "start"]
+    for s in range(3):
+        with stepscope.step(s):
+            time.sleep(0.001)
+            fake.op()
+    profile = load_run(stepscope.stop())
+    assert fake.phases[-1] == "stop"
+    steps, ops = named(profile, "train"), named(profile, "fake::op")
+    assert len(ops) == 3 and len(named(profile, "kernel")) == 3
+    for step, op in zip(steps, ops, strict=True):
+        assert op["tid"] == step["tid"]  # one line per thread
+        assert step["start_ns"] < op["start_ns"] and op["end_ns"] < step["end_ns"]
+    assert {p.name for p in profile.planes} >= {"/host:CPU", "/device:GPU:0", "Task Environment"}
+    assert profile.planes[-1].name == "Task Environment"
+    assert profile.planes[-1].stats["framework"] == "fake"
+    assert "stepscope: Fake bridge: converted" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("phase", ["prepare", "start", "stop", "collect"])
+def test_a_failing_bridge_keeps_the_rest_of_the_profile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], phase: str
+) -> None:
+    class Broken(Bridge):
+        name, title = "broken", "Broken"
+
+    def fail(self: Bridge) -> None:
+        raise RuntimeError(f"boom in {phase}")
+
+    setattr(Broken, phase, fail)
+    bridges.register(Broken)
+    stepscope.start(tmp_path)
+    with stepscope.step(0):
+        time.sleep(0.001)
+    run_dir = stepscope.stop()
+    profile = load_run(run_dir)
+    assert len(named(profile, "train")) == 1
+    err = capsys.readouterr().err
+    assert f"stepscope: Broken bridge failed while" in err and f"boom in {phase}" in err
+    from stepscope.xspace.io import load_xspace
+
+    space = load_xspace(next(Path(run_dir).glob("*.xplane.pb")))
+    assert any(
+        f"boom in {phase}" in w and "rest of the profile is kept" in w for w in space.warnings
+    )
+
+
+def test_cupti_privileges_error_says_how_to_fix_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class NoCounters(Bridge):
+        name, title = "nocounters", "GPU"
+
+        def start(self) -> None:
+            raise RuntimeError("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (35) in cuptiActivityEnable")
+
+    bridges.register(NoCounters)
+    stepscope.start(tmp_path)
+    with stepscope.step(0):
+        pass
+    profile = load_run(stepscope.stop())
+    assert len(named(profile, "train")) == 1
+    err = capsys.readouterr().err
+    assert "NVreg_RestrictProfilingToAdminUsers=0" in err and "SYS_ADMIN" in err
+
+
+def test_diagnose_knows_cupti_failures() -> None:
+    assert diagnose(["E1122 cupti_tracer.cc] CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"]) == [
+        INSUFFICIENT_PRIVILEGES
+    ]
+    missing = diagnose(["libcupti.so.12: cannot open shared object file: No such file"])
+    assert len(missing) == 1 and "CUPTI" in missing[0] and "LD_LIBRARY_PATH" in missing[0]
+    assert diagnose(["all good"]) == []
+
+
+def test_a_requested_framework_that_is_missing_is_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "jax", None)  # import jax -> ImportError
+    bridges.configure(["jax"])
+    stepscope.start(tmp_path)
+    with stepscope.step(0):
+        pass
+    profile = load_run(stepscope.stop())
+    assert len(named(profile, "train")) == 1
+    err = capsys.readouterr().err
+    assert "JAX bridge: not run: it was asked for but jax cannot be imported" in err
+    assert "pip install jax" in err
+
+
+def test_auto_mode_runs_only_imported_frameworks(monkeypatch: pytest.MonkeyPatch) -> None:
+    for module in ("torch", "tensorflow", "jax"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    assert len(bridges_for(stepscope.ProfilerOptions())) == 0
+    for module in ("torch", "tensorflow", "jax"):
+        assert module not in sys.modules  # never imported just because it is installed
+
+
+def test_bridge_choice_from_configure_and_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert bridges.requested() == "auto"
+    monkeypatch.setenv(bridges.ENV_VAR, "Torch, tf")
+    assert bridges.requested() == ("pytorch", "tensorflow")
+    monkeypatch.setenv(bridges.ENV_VAR, "none")
+    bridges.register(FakeFramework)
+    assert len(bridges_for(stepscope.ProfilerOptions())) == 0
+    bridges.configure("fake")
+    assert bridges.requested() == ("fake",)
+    with pytest.raises(StepscopeError, match="unknown framework bridge 'mxnet'"):
+        bridges.configure(["mxnet"])
+    monkeypatch.setattr(bridges, "_frameworks", None)
+    monkeypatch.setenv(bridges.ENV_VAR, "mxnet")
+    chosen = bridges_for(stepscope.ProfilerOptions())
+    assert len(chosen) == 0 and "unknown framework bridge" in chosen.warnings[0]
+
+
+def test_stop_without_saving_discards_bridges(tmp_path: Path) -> None:
+    closed = []
+
+    class Tidy(Bridge):
+        name, title = "tidy", "Tidy"
+
+        def close(self) -> None:
+            closed.append(True)
+
+    bridges.register(Tidy)
+    stepscope.start(tmp_path)
+    assert stepscope.stop(save=False) is None
+    assert closed == [True]
+
+
+def test_bridge_error_messages_are_shown_as_they_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class Declines(Bridge):
+        name, title = "declines", "Declines"
+
+        def prepare(self) -> None:
+            raise BridgeError("not run: because; do this instead")
+
+    bridges.register(Declines)
+    stepscope.start(tmp_path)
+    profile = load_run(stepscope.stop())
+    assert events(profile) == []
+    assert (
+        "stepscope: Declines bridge: not run: because; do this instead" in capsys.readouterr().err
+    )

@@ -1,0 +1,149 @@
+"""Fixtures for the remote-capture tests: profiler servers in this process and in others.
+
+Every server listens on a free loopback port (port 0) and is stopped at the end of its test;
+worker processes also exit when their stdin closes, so none outlives the test run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import selectors
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import stepscope
+
+if importlib.util.find_spec("grpc") is None:  # the `remote` extra (CI installs it via `dev`)
+    collect_ignore_glob = ["test_*.py"]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from stepscope.capture.remote.server import ProfilerServer
+
+WORKER = Path(__file__).with_name("worker.py")
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Worker:
+    """A worker process running `worker.py`."""
+
+    proc: subprocess.Popen[str]
+    port: int
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()  # asks it to exit
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+def _ready_port(proc: subprocess.Popen[str], timeout_s: float) -> int:
+    assert proc.stdout is not None
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if selector.select(deadline - time.monotonic()):
+            line = proc.stdout.readline()
+            if line.startswith("READY "):
+                return int(line.split()[1])
+            if not line:
+                break
+    proc.kill()
+    raise RuntimeError(f"worker did not start: {proc.stderr.read() if proc.stderr else ''}")
+
+
+@pytest.fixture
+def spawn_workers() -> Iterator[Callable[..., list[Worker]]]:
+    """``spawn_workers(n, *args)`` -> n worker processes, started in parallel."""
+    started: list[Worker] = []
+
+    def spawn(n: int, *args: str) -> list[Worker]:
+        procs = [
+            subprocess.Popen(
+                [sys.executable, str(WORKER), *args],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=REPO,
+            )
+            for _ in range(n)
+        ]
+        workers = [Worker(p, _ready_port(p, 60.0)) for p in procs]
+        started.extend(workers)
+        return workers
+
+    yield spawn
+    for worker in started:
+        worker.stop()
+
+
+@pytest.fixture
+def server_factory() -> Iterator[Callable[..., ProfilerServer]]:
+    """``server_factory(**kwargs)`` -> a stepscope server in this process on a free port."""
+    servers: list[ProfilerServer] = []
+
+    from stepscope.capture.remote.server import start
+
+    def make(**kwargs: object) -> ProfilerServer:
+        server = start(0, **kwargs)  # type: ignore[arg-type]
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def server(server_factory: Callable[..., ProfilerServer]) -> ProfilerServer:
+    return server_factory()
+
+
+@pytest.fixture
+def training() -> Iterator[None]:
+    """A loop of short steps on a background thread: something for captures to record."""
+    done = threading.Event()
+
+    def loop() -> None:
+        step = 0
+        while not done.is_set():
+            with stepscope.step(step), stepscope.trace("compute"):
+                time.sleep(0.002)
+            step += 1
+
+    thread = threading.Thread(target=loop, name="training", daemon=True)
+    thread.start()
+    yield
+    done.set()
+    thread.join(5)
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (for a dead worker)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -1,0 +1,66 @@
+"""Shared by the kernel_stats / memory_profile / pod_viewer / tf_data / diagnostics page tests:
+a server on a log directory holding a PyTorch GPU run, a two-rank run and a two-host
+TensorFlow run, built from the fixtures; the browser helpers come from test_serve_browser."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from stepscope.serve.app import RunningServer, start_server
+from stepscope.serve.state import ServerState
+from tests.serve.test_serve_browser import Recorder, check_fields, goto, open_page, tool_json
+
+__all__ = ["Recorder", "check_fields", "goto", "gpu_server", "page_for", "run_of", "tool_json"]
+
+
+def _tf_file(fixtures: Path, name: str) -> Path:
+    return next((fixtures / "tf" / name).rglob("*.xplane.pb"))
+
+
+def build_logdir(root: Path, fixtures: Path) -> Path:
+    session = root / "tf2" / "plugins" / "profile" / "2026_01_01_00_00_00"
+    session.mkdir(parents=True)
+    shutil.copy(_tf_file(fixtures, "ctl"), session / "vm.xplane.pb")
+    shutil.copy(_tf_file(fixtures, "ctl_opt"), session / "w1.xplane.pb")
+    gpu = root / "gpu"
+    gpu.mkdir()
+    shutil.copy(
+        fixtures / "kineto/v100_training_with_memory.json.gz", gpu / "trainer.1.pt.trace.json.gz"
+    )
+    ranks = root / "ranks"
+    ranks.mkdir()
+    for rank in (0, 1):
+        shutil.copy(
+            fixtures / "kineto/a100_nccl_rank0.json.gz", ranks / f"rank{rank}.1.pt.trace.json.gz"
+        )
+    return root
+
+
+@pytest.fixture(scope="session")
+def gpu_server(
+    fixtures_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningServer]:
+    logdir = build_logdir(tmp_path_factory.mktemp("gpu_logs"), fixtures_dir)
+    state = ServerState(logdir, cache_dir=tmp_path_factory.mktemp("gpu_cache"))
+    running = start_server(state.logdir, state=state)
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def page_for(browser: Any, gpu_server: RunningServer) -> Iterator[tuple[Any, Recorder]]:
+    context, page, rec = open_page(browser, gpu_server.url)
+    yield page, rec
+    context.close()
+    rec.check()
+
+
+def run_of(server: RunningServer, prefix: str) -> str:
+    runs = httpx.get(server.url + "api/runs").json()["runs"]
+    return next(r["run"] for r in runs if r["run"].split("/")[0] == prefix)

@@ -1,0 +1,59 @@
+"""memory_profile page in headless Chromium: summary numbers, memory selector, timeline hover,
+live-at-peak table filter; on PyTorch (GPU and CPU allocators) and TensorFlow."""
+
+# ruff: noqa: F811 - fixtures imported from gpu_pages_support are test parameters
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.serve.gpu_pages_support import (  # noqa: F401 - fixtures
+    Recorder,
+    check_fields,
+    goto,
+    gpu_server,
+    page_for,
+    run_of,
+    tool_json,
+)
+from tests.serve.test_serve_browser import browser, table_column  # noqa: F401 - fixture
+
+pytestmark = pytest.mark.browser
+
+
+def test_memory_profile_page_pytorch(page_for: tuple[Any, Recorder], gpu_server: Any) -> None:
+    page, _ = page_for
+    run = run_of(gpu_server, "gpu")
+    goto(page, gpu_server.url, "memory_profile", run, "trainer")
+    data = tool_json(gpu_server, "memory_profile", run, "trainer")
+    assert check_fields(page, data) == 11
+    assert page.eval_on_selector_all("#memory-select option", "els => els.length") == 2
+    # Hover the middle of the timeline: the panel names the event there.
+    chart = page.query_selector("svg.mem-chart")
+    box = chart.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    panel = page.inner_text(".mem-hover")
+    assert "Memory in use" in panel and "Op" in panel and "Step" in panel
+    assert page.query_selector("svg.mem-chart circle.peak")
+    # Filter the live-at-peak table by op name.
+    rows = len(table_column(page, "live_at_peak", "op_name"))
+    page.fill("input.filter", "aten::mm")
+    ops = table_column(page, "live_at_peak", "op_name")
+    assert ops and all("aten::mm" in op for op in ops) and len(ops) < rows
+    # The second memory (the CPU allocator).
+    page.select_option("#memory-select", "1")
+    assert page.get_attribute(".memory-body", "data-memory") == "trainer/cpu"
+    assert check_fields(page, data) == 11
+
+
+def test_memory_profile_page_tensorflow(page_for: tuple[Any, Recorder], gpu_server: Any) -> None:
+    page, _ = page_for
+    run = run_of(gpu_server, "tf2")
+    goto(page, gpu_server.url, "memory_profile", run, "vm")
+    data = tool_json(gpu_server, "memory_profile", run, "vm")
+    check_fields(page, data)
+    peak = page.get_attribute('[data-field="memories.0.summary.peak_usage_bytes"]', "data-value")
+    assert int(peak) == 8_699_904  # XProf's peak for this profile
+    assert table_column(page, "live_at_peak", "op_name")[0] == "unused preallocated device memory"

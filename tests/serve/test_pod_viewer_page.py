@@ -1,0 +1,48 @@
+"""pod_viewer page in headless Chromium: step slider, one column per worker, slowest flagged."""
+
+# ruff: noqa: F811 - fixtures imported from gpu_pages_support are test parameters
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from stepscope.model import ALL_HOSTS
+from tests.serve.gpu_pages_support import (  # noqa: F401 - fixtures
+    Recorder,
+    check_fields,
+    goto,
+    gpu_server,
+    page_for,
+    run_of,
+    tool_json,
+)
+from tests.serve.test_serve_browser import browser  # noqa: F401 - fixture
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.mark.parametrize("prefix", ["ranks", "tf2"])
+def test_pod_viewer_page(page_for: tuple[Any, Recorder], gpu_server: Any, prefix: str) -> None:
+    page, _ = page_for
+    run = run_of(gpu_server, prefix)
+    goto(page, gpu_server.url, "pod_viewer", run, ALL_HOSTS)
+    data = tool_json(gpu_server, "pod_viewer", run, ALL_HOSTS)
+    steps = data["steps"]
+    for index in (len(steps) - 1, 0):
+        page.fill("#pod-step", str(index))  # the range input takes the value and fires input
+        step = steps[index]
+        assert page.get_attribute(".pod-view", "data-step") == str(step["step_num"])
+        assert check_fields(page, data) > 10
+        cards = page.eval_on_selector_all(
+            ".pod-cards .card", "els => els.map(e => e.dataset.worker)"
+        )
+        assert cards == [w["host"] for w in step["workers"] if w]
+        slowest = page.eval_on_selector_all(
+            ".pod-cards .card.slowest", "els => els.map(e => e.dataset.worker)"
+        )
+        assert slowest == [step["slowest_worker"]] == [page.inner_text("#pod-slowest")]
+        assert len(page.query_selector_all("svg.chart g.bar")) == len(cards)
+    if prefix == "tf2":  # the unoptimized input pipeline is the slowest worker
+        assert all(s["slowest_worker"] == "vm" for s in steps)

@@ -1,0 +1,361 @@
+"""The UI in a real headless Chromium: every listed tool page renders the fixtures' numbers.
+
+Needs Debian's chromium at /usr/bin/chromium (CI installs it) and Playwright's Python package;
+Playwright's own browser download is never used. Screenshots go to artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from stepscope.model import ALL_HOSTS
+from stepscope.serve.app import RunningServer, start_server
+from stepscope.serve.state import ServerState
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip(
+        "browser tests need /usr/bin/chromium (apt-get install chromium)", allow_module_level=True
+    )
+sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+
+pytestmark = pytest.mark.browser
+REPO = Path(__file__).resolve().parents[2]
+SHOTS = REPO / "artifacts" / "screenshots"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TF_RUNS = ["ctl", "ctl_opt", "keras", "keras_marked", "remote"]
+
+
+@dataclass
+class Recorder:
+    """What one page did: every request it made, console errors, uncaught exceptions."""
+
+    base: str
+    requests: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def check(self) -> None:
+        outside = [u for u in self.requests if not u.startswith(self.base)]
+        assert not outside, f"requests left the server: {outside[:5]}"
+        assert not self.errors, f"console errors: {self.errors[:5]}"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def server(fixtures_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    state = ServerState(fixtures_dir / "tf", cache_dir=tmp_path_factory.mktemp("cache"))
+    running = start_server(state.logdir, state=state)
+    yield running
+    running.stop()
+
+
+def open_page(browser: Any, base: str, block: bool = True) -> tuple[Any, Any, Recorder]:
+    """A fresh context and page whose requests and errors are recorded; with ``block``, requests
+    not for our server are also refused (the timing test leaves that out: intercepting every
+    request through Playwright adds tens of milliseconds to each)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    page = context.new_page()
+    rec = Recorder(base)
+    context.on("request", lambda r: rec.requests.append(r.url))
+    context.on("console", lambda m: rec.errors.append(m.text) if m.type == "error" else None)
+    context.on("weberror", lambda e: rec.errors.append(f"uncaught: {e.error}"))
+    if block:  # anything not for our server is refused (and recorded above)
+        context.route(
+            "**/*",
+            lambda route: (
+                route.continue_() if route.request.url.startswith(base) else route.abort()
+            ),
+        )
+    return context, page, rec
+
+
+@pytest.fixture
+def ui(browser: Any, server: RunningServer) -> Iterator[tuple[Any, Recorder]]:
+    context, page, rec = open_page(browser, server.url)
+    yield page, rec
+    context.close()
+    rec.check()
+
+
+def run_name(server: RunningServer, prefix: str) -> str:
+    runs = httpx.get(server.url + "api/runs").json()["runs"]
+    return next(r["run"] for r in runs if r["run"].split("/")[0] == prefix)
+
+
+def goto(page: Any, base: str, tool: str, run: str, host: str = "", **options: str) -> None:
+    query = httpx.QueryParams({"run": run, **({"host": host} if host else {}), **options})
+    page.goto(f"{base}#/{tool}?{query}")
+    wait_rendered(page, tool)
+
+
+def wait_rendered(page: Any, tool: str, count: int | None = None) -> None:
+    selector = f'body[data-rendered="{tool}"]'
+    if count is not None:
+        selector += f'[data-render-count="{count}"]'
+    page.wait_for_selector(selector, timeout=120_000)
+
+
+def lookup(data: Any, path: str) -> Any:
+    for part in path.split("."):
+        data = (
+            len(data) if part == "length" else data[int(part) if isinstance(data, list) else part]
+        )
+    return data
+
+
+def check_fields(page: Any, data: dict[str, Any]) -> int:
+    """Every number the page marked with data-field equals the tool's JSON at that path."""
+    fields = page.eval_on_selector_all(
+        "[data-field]", "els => els.map(e => [e.dataset.field, e.dataset.value, e.textContent])"
+    )
+    for path, value, text in fields:
+        expected = lookup(data, path)
+        if value is None:
+            assert text == str(expected), path
+        else:
+            assert float(value) == pytest.approx(float(expected), rel=0, abs=0), path
+    return len(fields)
+
+
+def tool_json(server: RunningServer, tool: str, run: str, host: str, **options: str) -> Any:
+    params = {"run": run, "host": host, **options}
+    r = httpx.get(server.url + f"api/tool/{tool}", params=params, timeout=120)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def serve_in_subprocess(logdir: Path, cache_dir: Path) -> tuple[subprocess.Popen[str], str]:
+    """`stepscope serve` as a user starts it: its own process, an empty conversion cache."""
+    env = {**os.environ, "STEPSCOPE_CACHE_DIR": str(cache_dir)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stepscope.cli.main", "serve", str(logdir), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    match = re.search(r"http://127\.0\.0\.1:\d+/", line)
+    if not match:
+        proc.kill()
+        pytest.fail(f"stepscope serve did not print its URL: {line!r}")
+    return proc, match.group(0)
+
+
+def test_time_to_first_render_of_the_largest_fixture(
+    browser: Any, fixtures_dir: Path, tmp_path: Path
+) -> None:
+    """Time from navigation to the overview of tf/remote drawn (the page's performance mark).
+    Cold: a fresh server process, an empty conversion cache and a new browser profile; warm:
+    the page opened again in a new tab of the same browser profile; best of six."""
+    proc, url = serve_in_subprocess(fixtures_dir / "tf", tmp_path / "cache")
+    try:
+        runs = httpx.get(url + "api/runs").json()["runs"]
+        run = next(r["run"] for r in runs if r["run"].startswith("remote/"))
+        mark = "performance.getEntriesByName('stepscope:rendered')[0].startTime"
+        context, page, rec = open_page(browser, url, block=False)
+        timings = []
+        for _ in range(7):  # 1 cold + 6 warm: the best warm one filters out a busy machine
+            page = context.new_page() if timings else page
+            goto(page, url, "overview_page", run)
+            timings.append(float(page.evaluate(mark)))
+            page.close()
+        context.close()
+        rec.check()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    cold_ms, warm_ms = timings[0], min(timings[1:])
+    print(
+        f"\nfirst render, overview_page of tf/remote: cold {cold_ms:.0f} ms, "
+        f"warm {warm_ms:.0f} ms (all: {', '.join(f'{t:.0f}' for t in timings)})"
+    )
+    out = REPO / "artifacts"
+    out.mkdir(exist_ok=True)
+    (out / "first_render.json").write_text(
+        json.dumps({"cold_ms": cold_ms, "warm_ms": warm_ms, "all_ms": timings})
+    )
+    assert warm_ms < 300
+
+
+@pytest.mark.parametrize("prefix", TF_RUNS)
+def test_every_listed_tool_page_renders_the_fixture(
+    ui: tuple[Any, Recorder], server: RunningServer, prefix: str
+) -> None:
+    page, _rec = ui
+    run = run_name(server, prefix)
+    runs = httpx.get(server.url + "api/runs").json()["runs"]
+    hosts = next(r["hosts"] for r in runs if r["run"] == run)
+    host = hosts[0] if len(hosts) == 1 else ALL_HOSTS
+    tools = httpx.get(server.url + "api/tools", params={"run": run, "host": host}).json()
+    listed = [t["name"] for t in tools if t["page"] and t["available"]]
+    assert "overview_page" in listed
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for tool in listed:
+        goto(page, server.url, tool, run, host)
+        assert not page.query_selector(".note-error"), page.inner_text("main")
+        nav = page.eval_on_selector_all("#tool-list a", "els => els.map(e => e.dataset.tool)")
+        assert nav == listed
+        data = tool_json(server, tool, run, host)
+        assert check_fields(page, data) > 0 or tool not in PAGE_CHECKS
+        if tool in PAGE_CHECKS:
+            PAGE_CHECKS[tool](page, data)
+        page.screenshot(path=str(SHOTS / f"{prefix}-{tool}.png"), full_page=True)
+
+
+def drawn_shapes(page: Any, selector: str = "svg.chart") -> int:
+    return int(
+        page.eval_on_selector_all(
+            selector,
+            "els => els.reduce((n, e) => n + e.querySelectorAll('rect,path,circle').length, 0)",
+        )
+    )
+
+
+def check_overview(page: Any, data: dict[str, Any]) -> None:
+    if data["steps"]:
+        assert drawn_shapes(page) >= len(data["steps"])
+        input_bars = page.query_selector_all('svg.chart rect[data-series="input"]')
+        if any(s["breakdown_ns"].get("input") for s in data["steps"]):
+            assert input_bars and input_bars[0].get_attribute("fill") == "#d93025"
+
+
+def table_column(page: Any, table: str, key: str) -> list[str]:
+    return list(
+        page.eval_on_selector_all(
+            f'table[data-table="{table}"] td[data-key="{key}"]',
+            "els => els.map(e => e.dataset.value)",
+        )
+    )
+
+
+def check_op_stats(page: Any, data: dict[str, Any]) -> None:
+    shown = len(table_column(page, "op_stats", "name"))
+    assert shown == min(200, len(data["rows"]))
+    assert table_column(page, "op_stats", "name")[:20] == [r["name"] for r in data["rows"][:20]]
+    values = [float(v) for v in table_column(page, "op_stats", "self_time_us")[:20]]
+    assert values == [r["self_time_us"] for r in data["rows"][:20]]
+    pies = page.query_selector_all("figure[data-pie]")
+    assert len(pies) == 4
+    for key, slices in data["pie_charts"].items():
+        figure = page.query_selector(f'figure[data-pie="{key}"]')
+        shapes = len(figure.query_selector_all("path.slice, circle.slice"))
+        assert (shapes > 0) == any(s["self_time_us"] > 0 for s in slices), key
+
+
+def check_input_pipeline(page: Any, data: dict[str, Any]) -> None:
+    if data["steps"]:
+        assert drawn_shapes(page) >= len(data["steps"])
+    ops = sorted(data["input_ops"], key=lambda o: -o["self_ms"])
+    assert table_column(page, "input_ops", "op") == [o["op"] for o in ops]
+    assert page.query_selector_all('table[data-table="host_breakdown"] tr')
+
+
+PAGE_CHECKS = {
+    "overview_page": check_overview,
+    "op_stats": check_op_stats,
+    "input_pipeline_analyzer": check_input_pipeline,
+}
+
+
+def test_op_stats_sorting_filter_idle_toggle_and_csv_export(
+    ui: tuple[Any, Recorder], server: RunningServer
+) -> None:
+    page, _rec = ui
+    run = run_name(server, "ctl")
+    goto(page, server.url, "op_stats", run, "vm")
+    header = 'table[data-table="op_stats"] th[data-key="occurrences"] button'
+    page.click(header)
+    counts = [int(v) for v in table_column(page, "op_stats", "occurrences")]
+    assert counts == sorted(counts, reverse=True) and counts[0] > counts[-1]
+    page.click(header)
+    counts = [int(v) for v in table_column(page, "op_stats", "occurrences")]
+    assert counts == sorted(counts)
+    name_header = 'table[data-table="op_stats"] th[data-key="name"]'
+    page.click(name_header + " button")
+    names = table_column(page, "op_stats", "name")
+    assert names == sorted(names, key=lambda n: n) or page.get_attribute(name_header, "aria-sort")
+    page.keyboard.press("Escape")
+    page.locator("body").press("/")
+    page.keyboard.type("MaxPool")
+    names = table_column(page, "op_stats", "name")
+    assert names and all("maxpool" in n.lower() for n in names)
+    with page.expect_download() as download:
+        page.click("#export-csv")
+    csv_text = Path(download.value.path()).read_text()
+    expected = httpx.get(
+        server.url + "api/tool/op_stats", params={"run": run, "host": "vm", "format": "csv"}
+    ).text
+    assert csv_text == expected and csv_text.startswith("rank,")
+    before = int(page.get_attribute("body", "data-render-count"))
+    page.check("#option-include_idle")
+    wait_rendered(page, "op_stats", before + 1)
+    assert "include_idle=true" in page.evaluate("location.hash")
+    assert "IDLE" in table_column(page, "op_stats", "name")
+    idle = tool_json(server, "op_stats", run, "vm", include_idle="true")
+    assert check_fields(page, idle) >= 3
+
+
+def test_keyboard_moves_between_tools(ui: tuple[Any, Recorder], server: RunningServer) -> None:
+    page, _rec = ui
+    run = run_name(server, "ctl")
+    goto(page, server.url, "overview_page", run)
+    links = page.eval_on_selector_all("#tool-list a", "els => els.map(e => e.dataset.tool)")
+    if len(links) < 2:
+        pytest.skip("only one tool page so far")
+    page.keyboard.press("2")
+    wait_rendered(page, links[1])
+    page.focus("#tool-list a.active")
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("Enter")
+    wait_rendered(page, links[0])
+    assert page.evaluate("location.hash").startswith(f"#/{links[0]}?")
+
+
+def test_run_and_host_selectors(ui: tuple[Any, Recorder], server: RunningServer) -> None:
+    page, _rec = ui
+    goto(page, server.url, "overview_page", run_name(server, "ctl"))
+    options = page.eval_on_selector_all("#run-select option", "els => els.map(e => e.value)")
+    assert [o.split("/")[0] for o in options] == TF_RUNS
+    target = run_name(server, "remote")
+    page.select_option("#run-select", target)
+    page.wait_for_function("t => document.title.includes(t)", arg=target, timeout=120_000)
+    wait_rendered(page, "overview_page")
+    assert page.input_value("#host-select") == "localhost_6009"
+
+
+def test_ui_assets_stay_small(server: RunningServer) -> None:
+    """No heavy bundle sneaks in: the shell's scripts and styles stay a few tens of KB."""
+    total = sum(
+        len(httpx.get(server.url + f"static/{name}").content)
+        for name in ["app.js", "util.js", "charts.js", "table.js", "style.css"]
+    )
+    assert total < 200_000

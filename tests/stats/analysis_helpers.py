@@ -1,0 +1,120 @@
+"""Helpers of the analysis tests (steps, breakdown, op metrics, overview...): real fixtures
+parsed once per session, XProf's reference figures read from the fixtures, synthetic traces."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from stepscope.model import Profile, profile_from_xspace
+from stepscope.model.profile import Stats
+from stepscope.xspace.builder import XSpaceBuilder
+
+# Shared with the other stats/tools tests, so each fixture is parsed once per session.
+from tests.stats.gpu_tools_fixtures import fixture_profile, tf_profile
+
+__all__ = ["fixture_profile", "tf_profile"]
+
+FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+TF_WITH_STEPS = ("ctl", "ctl_opt", "keras_marked", "remote")
+MS = 1_000_000
+
+
+@dataclasses.dataclass(frozen=True)
+class XprofSummary:
+    steps: int
+    avg_ms: float
+    input_percent: float | None  # None when XProf found no steps
+    classification: str  # "high" | "moderate" | "potential" | "no" | "unknown"
+
+
+_CLASSES = {"HIGHLY": "high", "MODERATELY": "moderate", "POTENTIALLY": "potential", "NOT": "no"}
+
+
+@cache
+def xprof_summary(name: str) -> XprofSummary:
+    """XProf's figures for a TF fixture, read from its ``xprof_reference/summary.txt``."""
+    text = (FIXTURES / "tf" / name / "xprof_reference" / "summary.txt").read_text()
+    steps = int(re.search(r"^\s*steps: (\d+)", text, re.M).group(1))  # type: ignore[union-attr]
+    avg = float(re.search(r"steptime_ms_average: ([\d.]+)", text).group(1))  # type: ignore[union-attr]
+    conclusion = re.search(r"input_conclusion: (.*)", text).group(1)  # type: ignore[union-attr]
+    kind = re.search(r"Your program is (\w+)", conclusion)
+    classification = _CLASSES[kind.group(1)] if kind else "unknown"
+    percent = None
+    if classification in ("high", "moderate"):
+        percent = float(re.search(r"([\d.]+)% of the total step time", conclusion).group(1))  # type: ignore[union-attr]
+    elif classification == "potential":
+        infeed = float(re.search(r"infeed_time_ms_avg: ([\d.]+)", text).group(1))  # type: ignore[union-attr]
+        percent = 100.0 * infeed / avg
+    return XprofSummary(steps, avg, percent, classification)
+
+
+def without_events(profile: Profile, drop: np.ndarray) -> Profile:
+    """A copy of ``profile`` without the events where ``drop`` is True."""
+    keep = ~drop
+    counts = np.diff(profile.stat_start)
+    keep_rows = np.repeat(keep, counts)
+    new_counts = counts[keep]
+    stat_start = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
+    np.cumsum(new_counts, out=stat_start[1:])
+    per_line = np.bincount(profile.line[keep], minlength=len(profile.lines))
+    first = np.concatenate([[0], np.cumsum(per_line)[:-1]])
+    lines = [
+        dataclasses.replace(
+            ln, first_event=int(first[ln.index]), event_count=int(per_line[ln.index])
+        )
+        for ln in profile.lines
+    ]
+    stats = Stats(
+        profile.stats.key[keep_rows], profile.stats.kind[keep_rows], profile.stats.value[keep_rows]
+    )
+    return dataclasses.replace(
+        profile,
+        lines=lines,
+        line=profile.line[keep],
+        meta=profile.meta[keep],
+        name=profile.name[keep],
+        start_ns=profile.start_ns[keep],
+        dur_ns=profile.dur_ns[keep],
+        stat_start=stat_start,
+        stats=stats,
+    )
+
+
+def build(builder: XSpaceBuilder) -> Profile:
+    return profile_from_xspace(builder.build(), source="<synthetic>", hostname="synthetic")
+
+
+def cpu_training(
+    steps: int = 4,
+    step_ms: int = 10,
+    input_ms: int = 6,
+    markers: bool = True,
+    marker_name: str = "train",
+    marker_stats: bool = True,
+) -> XSpaceBuilder:
+    """A TF-like CPU loop: per step, a marker spanning IteratorGetNext (input_ms) then a
+    function call whose ops run on a worker thread linked by a producer/consumer context."""
+    builder = XSpaceBuilder("synthetic")
+    host = builder.plane("/host:CPU")
+    main = host.line(1, "python")
+    worker = host.line(2, "tf_Compute")
+    for k in range(steps):
+        t0 = 1_000 * MS + k * step_ms * MS
+        if markers:
+            stats = {"step_num": k, "_r": 1} if marker_stats else {}
+            main.event(marker_name, t0, step_ms * MS, stats)
+        main.event("IteratorGetNextOp::DoCompute", t0, input_ms * MS)
+        main.event("FunctionRun", t0 + input_ms * MS, MS // 10, {"_r": 1, "_pt": 2, "_p": 100 + k})
+        worker.event(
+            "ExecutorState::Process",
+            t0 + input_ms * MS + MS // 5,
+            2 * MS,
+            {"_ct": 2, "_c": 100 + k},
+        )
+        worker.event("model/dense/MatMul:MatMul", t0 + input_ms * MS + MS // 4, MS)
+    return builder

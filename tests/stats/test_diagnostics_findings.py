@@ -1,0 +1,293 @@
+"""Diagnostics: one synthetic trace per finding, built to show it, plus the GPU fixtures."""
+
+from __future__ import annotations
+
+import pytest
+
+from stepscope.model import Profile
+from stepscope.stats.breakdown import build_step_db
+from stepscope.stats.diagnostics import Finding, HostData, diagnose_host, diagnose_run
+from stepscope.stats.kernels import build_kernel_db
+from tests.stats.gpu_tools_fixtures import GpuTrace, fixture_profile
+
+US, MS = 1_000, 1_000_000
+STEPS = 8  # more than 5: the step db drops the first and the last
+
+
+def _data(profile: Profile, host: str = "worker0") -> HostData:
+    return HostData(host, profile, build_step_db(profile), build_kernel_db(profile))
+
+
+def _findings(profile: Profile, **options: str) -> dict[str, Finding]:
+    return {f.id: f for f in diagnose_host(_data(profile), options)}
+
+
+def _one(profile: Profile, finding: str, **options: str) -> Finding:
+    found = _findings(profile, **options)
+    assert finding in found, sorted(found)
+    f = found[finding]
+    assert f.fix and f.summary and f.time_ns > 0 and f.severity in ("high", "medium", "low")
+    return f
+
+
+def _busy_steps(t: GpuTrace, period: int = 10 * MS, kernel: str = "volta_h884gemm_nn") -> None:
+    """Healthy steps: the GPU computes 80% of each step in a few long kernels."""
+    for s in range(STEPS):
+        base = s * period
+        t.step(s, base, period)
+        for k in range(4):
+            t.launch(base + 10 * US + k * 10 * US, kernel, base + 100 * US + k * 2 * MS, 2 * MS)
+
+
+def test_clean_trace_has_no_findings() -> None:
+    t = GpuTrace()
+    _busy_steps(t)
+    assert _findings(t.profile()) == {}
+
+
+def test_gaps_between_steps() -> None:
+    t = GpuTrace()
+    for s in range(STEPS):
+        base = s * 15 * MS
+        t.step(s, base, 10 * MS)
+        t.launch(base + 10 * US, "volta_h884gemm_nn", base + 100 * US, 9 * MS)
+        t.op("save_checkpoint", base + 10 * MS + 100 * US, 4 * MS)
+    f = _one(t.profile(), "step_gaps")
+    assert f.events[0].name == "save_checkpoint"
+    assert f.metrics["gap_count"] == STEPS - 3  # between the 6 kept steps
+    assert f.time_ns == (STEPS - 3) * 5 * MS
+
+
+def test_kernel_launch_bound_steps() -> None:
+    t = GpuTrace()
+    for s in range(STEPS):
+        base = s * 2 * MS
+        t.step(s, base, 2 * MS)
+        t.op("model/add:AddV2", base, 1900 * US)
+        for k in range(150):
+            at = base + 10 * US + k * 12 * US
+            t.launch(at, "elementwise_add_kernel", at + 20 * US, 2 * US, launch_dur=10 * US)
+    f = _one(t.profile(), "kernel_launch_bound")
+    assert f.events[0].name == "model/add:AddV2" and f.events[0].count == 6 * 150
+    assert f.metrics["launch_bound_steps"] == STEPS - 2
+    assert f.metrics["device_busy_pct"] < 20
+    assert "jit_compile" in f.fix or "CUDA graph" in f.fix
+    assert len(f.steps) == 5
+
+
+def test_ops_on_host() -> None:
+    t = GpuTrace()
+    for s in range(STEPS):
+        base = s * 10 * MS
+        t.step(s, base, 10 * MS)
+        t.op("model/unique/Unique:Unique", base + 100 * US, 4 * MS)
+        t.launch(base + 5 * MS, "volta_h884gemm_nn", base + 5 * MS + 50 * US, 4 * MS)
+    f = _one(t.profile(), "ops_on_host")
+    assert f.events[0].name == "model/unique/Unique:Unique" and f.events[0].count == STEPS - 2
+    assert f.metrics["host_op_pct"] == pytest.approx(40, abs=1)
+
+
+def test_excessive_copies() -> None:
+    t = GpuTrace()
+    details = {"memcpy_details": "num_bytes:40000000 kind_src:pageable kind_dst:device"}
+    for s in range(STEPS):
+        base = s * 10 * MS
+        t.step(s, base, 10 * MS)
+        t.launch(
+            base + 10 * US,
+            "MEMCPYHToD",
+            base + 50 * US,
+            4 * MS,
+            api="cudaMemcpyAsync",
+            stats=details,
+        )
+        t.launch(base + 30 * US, "volta_h884gemm_nn", base + 4100 * US, 5 * MS, stream=8)
+    f = _one(t.profile(), "excessive_copies")
+    assert f.events[0].name == "host to device" and "pageable" in f.events[0].detail
+    assert "pin_memory" in f.fix
+    assert f.metrics["copy_pct"] == pytest.approx(40, abs=1)
+
+
+def test_many_tiny_copies() -> None:
+    t = GpuTrace()
+    for s in range(STEPS):
+        base = s * 10 * MS
+        t.step(s, base, 10 * MS)
+        for k in range(250):
+            at = base + k * 30 * US
+            t.launch(
+                at,
+                "MEMCPYDToD",
+                at + 5 * US,
+                2 * US,
+                api="cudaMemcpyAsync",
+                stats={"memcpy_details": "num_bytes:256 kind_src:device kind_dst:device"},
+            )
+        t.launch(base + 8 * MS, "volta_h884gemm_nn", base + 8 * MS + 10 * US, 1900 * US, stream=8)
+    f = _one(t.profile(), "excessive_copies")
+    assert f.severity == "medium" and f.metrics["copies_per_step"] == 250
+
+
+def test_low_tensor_core_use() -> None:
+    t = GpuTrace(device_name="Tesla V100-SXM2-32GB", cap=7)
+    for s in range(STEPS):
+        base = s * 10 * MS
+        t.step(s, base, 10 * MS)
+        t.op("model/dense/MatMul:MatMul", base, 100 * US)
+        t.launch(base + 10 * US, "volta_sgemm_128x64_nn", base + 200 * US, 8 * MS)
+    f = _one(t.profile(), "low_tensor_core_use")
+    assert f.events[0].name == "volta_sgemm_128x64_nn" and "MatMul" in f.events[0].detail
+    assert f.metrics["half_precision_pct"] == 0
+    assert "float16" in f.fix or "mixed" in f.fix
+
+
+def test_collectives_against_link_bandwidth() -> None:
+    t = GpuTrace()
+    nccl = {
+        "In msg nelems": 25_000_000,
+        "Out msg nelems": 25_000_000,
+        "dtype": "Float",
+        "Group size": 2,
+        "Collective name": "allreduce",
+    }
+    for s in range(STEPS):
+        base = s * 10 * MS
+        t.step(s, base, 10 * MS)
+        t.launch(base + 10 * US, "volta_h884gemm_nn", base + 50 * US, 5 * MS)
+        t.launch(
+            base + 20 * US,
+            "ncclKernel_AllReduce_RING_LL_Sum_float",
+            base + 5100 * US,
+            4 * MS,
+            stream=14,
+            stats=nccl,
+        )
+    f = _one(t.profile(), "collectives", parameter_bytes="100000000", link_bandwidth_gbps="100")
+    assert f.events[0].name == "AllReduce" and f.events[0].count == STEPS - 2
+    assert f.events[0].detail == "600.0 MB, 25.0 GB/s bus bandwidth"
+    # 100 MB all-reduced over 2 ranks at 100 GB/s: 1 ms; measured 4 ms -> 4x slower.
+    assert f.metrics["slower_than_link"] == pytest.approx(4.0, rel=0.01)
+    assert f.metrics["expected_allreduce_ms_per_step"] == pytest.approx(1.0)
+    assert f.metrics["exposed_ms"] == pytest.approx(4 * (STEPS - 2))
+    assert "bucket_cap_mb" in f.fix
+
+
+def test_stream_contention() -> None:
+    t = GpuTrace()
+    for s in range(STEPS):
+        base = s * 10 * MS
+        t.step(s, base, 10 * MS)
+        t.launch(
+            base + 10 * US,
+            "MEMCPYHToD",
+            base + 50 * US,
+            1 * MS,
+            api="cudaMemcpyAsync",
+            stats={"memcpy_details": "num_bytes:4000000 kind_src:pinned kind_dst:device"},
+        )
+        t.launch(base + 20 * US, "volta_h884gemm_nn", base + 1100 * US, 8 * MS)
+    f = _one(t.profile(), "stream_contention")
+    assert f.metrics["serialized_copy_ms"] == pytest.approx(STEPS - 2)
+    assert "side stream" in f.fix
+
+
+def test_host_device_sync() -> None:
+    t = GpuTrace()
+    for s in range(STEPS):
+        base = s * 10 * MS
+        t.step(s, base, 10 * MS)
+        t.launch(base + 10 * US, "volta_h884gemm_nn", base + 50 * US, 3 * MS)
+        t.op("model/loss/item", base + 100 * US, 3 * MS)
+        t.op("cudaStreamSynchronize", base + 110 * US, 2900 * US)
+    f = _one(t.profile(), "host_device_sync")
+    names = [e.name for e in f.events]
+    assert "cudaStreamSynchronize" in names and "inside model/loss/item" in names
+    assert ".item()" in f.fix
+
+
+def test_launch_thread_contention() -> None:
+    t = GpuTrace()
+    workers = [t.thread(10 + w, f"worker{w}") for w in range(3)]
+    for s in range(STEPS):
+        base = s * 10 * MS
+        t.step(s, base, 10 * MS)
+        for w in workers:
+            t.op("preprocess", base, 10 * MS - 1, line=w)
+        for k in range(20):
+            slow = k % 4 == 0
+            at = base + k * 400 * US
+            t.launch(
+                at, f"kernel_{k}", at + 390 * US, 5 * US, launch_dur=300 * US if slow else 5 * US
+            )
+    f = _one(t.profile(), "launch_thread_contention")
+    assert f.metrics["busy_threads_avg"] == pytest.approx(3)
+    assert f.metrics["slow_launches"] > 0
+
+
+def test_skew_across_gpus_of_a_host() -> None:
+    t = GpuTrace()
+    for s in range(STEPS):
+        base = s * 10 * MS
+        t.step(s, base, 10 * MS)
+        t.launch(base + 10 * US, "volta_h884gemm_nn", base + 100 * US, 5 * MS, gpu=0)
+        t.launch(base + 20 * US, "volta_h884gemm_nn", base + 4 * MS, 5 * MS, gpu=1)
+    f = _one(t.profile(), "device_skew")
+    assert f.metrics["max_late_start_ms"] == pytest.approx(3.9)
+    assert "/device:GPU:1" in f.summary
+
+
+def test_straggler_across_hosts() -> None:
+    hosts = []
+    for name, kernel_ms in (("rank0", 5), ("rank1", 5), ("rank2", 8)):
+        t = GpuTrace(host=name)
+        for s in range(STEPS):
+            base = s * 10 * MS
+            t.step(s, base, 10 * MS)
+            t.launch(base + 10 * US, "volta_h884gemm_nn", base + 100 * US, kernel_ms * MS)
+            t.launch(
+                base + 20 * US,
+                "ncclKernel_AllReduce",
+                base + (kernel_ms + 0.2) * MS,
+                (9.5 - kernel_ms) * MS,
+                stream=14,
+            )
+        hosts.append(_data(t.profile(), name))
+    found = {f.id: f for f in diagnose_run(hosts)}
+    f = found["host_skew"]
+    assert f.host == "" and "rank2" in f.summary
+    assert f.metrics["max_imbalance_pct"] == pytest.approx(60)
+    assert [e.name for e in f.events] == ["rank0", "rank1", "rank2"]
+
+
+@pytest.mark.parametrize(
+    ("relative", "expected"),
+    [
+        (
+            "kineto/v100_training_with_memory.json.gz",
+            {"kernel_launch_bound", "excessive_copies", "collectives"},
+        ),
+        ("kineto/a100_nccl_rank0.json.gz", {"excessive_copies", "collectives"}),
+        ("kineto/mi300x_resnet_training_rank0.json.gz", {"excessive_copies", "collectives"}),
+        ("kineto/b200_vllm_fp8_rank0.json.gz", {"kernel_launch_bound"}),
+        ("kineto/h100_bert_small_inference.json.gz", {"kernel_launch_bound"}),
+    ],
+)
+def test_findings_on_gpu_fixtures(relative: str, expected: set[str]) -> None:
+    profile = fixture_profile(relative)
+    found = {f.id: f for f in diagnose_host(_data(profile))}
+    assert expected <= set(found), sorted(found)
+    for f in found.values():
+        assert f.events, f.id  # evidence: which events
+        assert f.time_ns > 0
+    launch = found.get("kernel_launch_bound")
+    if launch is not None:
+        assert launch.events[0].name and launch.metrics["short_kernels"] > 0
+
+
+def test_v100_fp32_training_gets_mixed_precision_advice() -> None:
+    found = {
+        f.id: f
+        for f in diagnose_host(_data(fixture_profile("kineto/v100_training_with_memory.json.gz")))
+    }
+    f = found["low_tensor_core_use"]
+    assert "sgemm" in f.events[0].name and "GradScaler" in f.fix  # V100: fp16 with loss scaling

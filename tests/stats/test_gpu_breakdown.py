@@ -1,0 +1,107 @@
+"""The breakdown on real GPU profiles (Kineto JSON and a JAX XSpace)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stepscope.stats import EventType, build_op_metrics, build_step_db, classify_events
+from stepscope.stats.device import utilization
+from stepscope.stats.events import device_work_lines
+from tests.stats.analysis_helpers import fixture_profile
+
+TRAINING = (
+    "kineto/a100_nccl_rank0.json.gz",
+    "kineto/mi300x_resnet_training_rank0.json.gz",
+    "kineto/v100_resnet50_training_2021schema.json.gz",
+)
+
+
+@pytest.mark.parametrize("relative", TRAINING)
+def test_training_profiles_have_device_steps(relative: str) -> None:
+    db = build_step_db(fixture_profile(relative))
+    assert db.source == "profiler_step" and db.has_device and db.n_steps >= 3
+    cats = db.category_ns()
+    assert cats["device_compute"].sum() > 0
+    assert np.array_equal(sum(cats.values()), db.dur_ns)
+    starts, ends = db.start_ns, db.start_ns + db.dur_ns
+    assert np.all(starts[1:] >= ends[:-1])  # steps never overlap
+
+
+def test_collectives_and_copies_are_their_own_categories() -> None:
+    nccl = build_step_db(fixture_profile("kineto/a100_nccl_rank0.json.gz")).category_ns()
+    assert nccl["device_collectives"].sum() > 0
+    mi300x = build_step_db(fixture_profile("kineto/mi300x_resnet_training_rank0.json.gz"))
+    assert mi300x.category_ns()["device_to_device"].sum() > 0  # MEMCPYDToD
+    copies = {
+        "kineto/v100_resnet50_training_2021schema.json.gz": (EventType.HOST_TO_DEVICE,),
+        "kineto/h100_timesformer_inference.json.gz": (
+            EventType.HOST_TO_DEVICE,
+            EventType.DEVICE_TO_HOST,
+        ),
+        "kineto/mi300x_resnet_training_rank0.json.gz": (EventType.DEVICE_TO_DEVICE,),
+    }
+    for relative, kinds in copies.items():
+        types = classify_events(fixture_profile(relative))
+        assert all((types == kind).any() for kind in kinds), relative
+    timesformer = build_step_db(fixture_profile("kineto/h100_timesformer_inference.json.gz"))
+    cats = timesformer.category_ns()
+    assert cats["input"].sum() > 0 and cats["output"].sum() > 0  # H2D is input, D2H output
+
+
+def test_gpu_utilization_is_merged_kernel_time_over_the_steps() -> None:
+    profile = fixture_profile("kineto/v100_resnet50_training_2021schema.json.gz")
+    db = build_step_db(profile)
+    window = (int(db.start_ns[0]), int(db.start_ns[-1] + db.dur_ns[-1]))
+    got = utilization(profile, window)
+    ((_plane, percent),) = got.items()
+    # reference: walk the kernels in time order, merging overlaps
+    types = classify_events(profile)
+    kernels = device_work_lines(profile)[profile.line] & np.isin(
+        types,
+        [EventType.DEVICE_COMPUTE_16, EventType.DEVICE_COMPUTE_32, EventType.DEVICE_COLLECTIVES],
+    )
+    spans = sorted(
+        zip(profile.start_ns[kernels].tolist(), profile.end_ns[kernels].tolist(), strict=True)
+    )
+    busy, reach = 0, window[0]
+    for lo, hi in spans:
+        lo, hi = max(lo, reach), min(hi, window[1])
+        if hi > lo:
+            busy += hi - lo
+            reach = hi
+    assert percent == pytest.approx(100 * busy / (window[1] - window[0]), rel=1e-9)
+    assert 0 < percent <= 100
+
+
+def test_op_metrics_separate_host_and_device() -> None:
+    metrics = build_op_metrics(fixture_profile("kineto/a100_nccl_rank0.json.gz"))
+    assert len(metrics.host) and len(metrics.device)
+    assert all(
+        n.startswith(
+            (
+                "aten::",
+                "c10d::",
+                "nccl:",
+                "autograd::",
+                "Optimizer",
+                "enumerate",
+                "DistributedDataParallel",
+                "torch",
+                "record_param_comms",
+                "##",
+            )
+        )
+        or "#" in n
+        or "::" in n
+        or n
+        for n in metrics.host.names
+    )
+    assert "Collective" in set(metrics.device.types)
+    assert not set(metrics.host.names) & {n for n in metrics.device.names if "Kernel" in n}
+
+
+def test_jax_xspace_steps_are_inferred() -> None:
+    db = build_step_db(fixture_profile("xspace/gpu_jax_fused_attention.xplane.pb"))
+    assert db.source == "inferred" and db.n_steps >= 3
+    assert db.category_ns()["device_compute"].sum() > 0.5 * db.dur_ns.sum()

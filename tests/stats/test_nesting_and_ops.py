@@ -1,0 +1,118 @@
+"""Nesting (parents, self time) and op metrics on synthetic traces."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stepscope.stats import build_op_metrics
+from stepscope.stats.nesting import depths, nesting_parents, self_time
+from stepscope.stats.opnames import JAX, TF, TF_DATA, UNKNOWN, parse_op
+from stepscope.xspace.builder import XSpaceBuilder
+from tests.stats.analysis_helpers import MS, build
+
+
+def _stack_parents(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Reference: XProf's op stack, one event at a time."""
+    out = np.full(len(start), -1)
+    order = sorted(range(len(start)), key=lambda i: (line[i], start[i], -end[i], i))
+    stack: list[int] = []
+    current = None
+    for i in order:
+        if line[i] != current:
+            stack, current = [], line[i]
+        while stack and end[stack[-1]] < end[i]:
+            stack.pop()
+        out[i] = stack[-1] if stack else -1
+        stack.append(i)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_parents_match_the_op_stack(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 80))
+    line = rng.integers(0, 3, n)
+    start = rng.integers(0, 200, n)
+    end = start + rng.integers(0, 60, n) * (rng.random(n) > 0.2)  # some zero-length events
+    if seed % 2:  # properly nested lines take the fast path; make half of them nested
+        end = np.minimum(end, start + 1 + (200 - start) // 4)
+    assert np.array_equal(nesting_parents(line, start, end), _stack_parents(line, start, end))
+
+
+def test_self_time_and_depth() -> None:
+    line = np.zeros(5, np.int64)
+    start = np.array([0, 10, 20, 60, 30])
+    end = np.array([100, 50, 30, 70, 40])
+    parent = nesting_parents(line, start, end)
+    assert parent.tolist() == [-1, 0, 1, 0, 1]
+    assert depths(parent).tolist() == [0, 1, 2, 1, 2]
+    assert self_time(end - start, parent).tolist() == [50, 20, 10, 10, 10]
+
+
+def test_op_names() -> None:
+    assert parse_op("model/dense/MatMul:MatMul") == (TF, "model/dense/MatMul", "MatMul")
+    assert parse_op("Iterator::Root::Map").category == TF_DATA
+    assert parse_op("jit(f)/dot_general:dot_general[precision=None]").type == "dot_general"
+    assert parse_op("jit(f)/dot_general:dot_general").category == JAX
+    for runtime in (
+        "ExecutorState::Process",
+        "EagerLocalExecute: IteratorGetNext",
+        "aten::mm",
+        "train",
+    ):
+        assert parse_op(runtime).category == UNKNOWN
+
+
+def test_tf_op_metrics_self_time_counts_only_op_children() -> None:
+    builder = XSpaceBuilder("tf")
+    host = builder.plane("/host:CPU")
+    line = host.line(1, "tf_Compute")
+    line.event("model/outer:While", 0, 10 * MS)
+    line.event("ExecutorState::Process", MS, 8 * MS)  # runtime, not an op: no effect
+    line.event("model/inner:MatMul", 2 * MS, 3 * MS)
+    line.event("model/inner:MatMul", 6 * MS, 2 * MS, {"is_eager": 1})
+    host.line(2, "other").event("model/inner:MatMul", 0, MS)
+    ops = build_op_metrics(build(builder)).host
+    rows = {name: i for i, name in enumerate(ops.names)}
+    outer, inner = rows["model/outer"], rows["model/inner"]
+    assert ops.types[inner] == "MatMul" and ops.occurrences[inner] == 3
+    assert ops.total_ns[outer] == 10 * MS and ops.self_ns[outer] == 5 * MS
+    assert ops.self_ns[inner] == 6 * MS and ops.eager_self_ns[inner] == 2 * MS
+    # idle: per thread, first op start to last op end, less op self time
+    assert ops.idle_ns == 10 * MS + MS - 11 * MS
+    assert len(build_op_metrics(build(builder)).device) == 0
+
+
+def test_pytorch_ops_and_device_ops_are_separate() -> None:
+    builder = XSpaceBuilder("torch")
+    host = builder.plane("/host:CPU").line(1, "main")
+    host.event("ProfilerStep#1", 0, 10 * MS)
+    host.event("aten::linear", MS, 4 * MS)
+    host.event("aten::addmm", 2 * MS, 2 * MS)
+    host.event("cudaLaunchKernel", 3 * MS, MS // 10, {"correlation_id": 1})
+    for plane in builder.planes:
+        plane.event_metadata_id("aten::linear", "", {"category": "cpu_op"})
+        plane.event_metadata_id("aten::addmm", "", {"category": "cpu_op"})
+        plane.event_metadata_id("ProfilerStep#1", "", {"category": "user_annotation"})
+        plane.event_metadata_id("cudaLaunchKernel", "", {"category": "cuda_runtime"})
+    stream = builder.plane("/device:GPU:0").line(7, "Stream #7")
+    stream.event("ampere_sgemm", 4 * MS, 2 * MS, {"correlation_id": 1})
+    stream.event("ampere_sgemm", 7 * MS, 2 * MS)
+    stream.event("MEMCPYDToH", 9 * MS, MS)
+    metrics = build_op_metrics(build(builder))
+    assert set(metrics.host.names) == {"aten::linear", "aten::addmm"}  # no runtime, no marker
+    assert (
+        dict(zip(metrics.host.names, metrics.host.self_ns.tolist(), strict=True))["aten::linear"]
+        == 2 * MS
+    )
+    device = dict(
+        zip(
+            metrics.device.names,
+            zip(metrics.device.types, metrics.device.total_ns.tolist(), strict=True),
+            strict=True,
+        )
+    )
+    assert device["ampere_sgemm"] == ("Kernel", 4 * MS)
+    assert device["MEMCPYDToH"] == ("MemcpyDToH", MS)
+    assert metrics.device.idle_ns == 6 * MS - 5 * MS

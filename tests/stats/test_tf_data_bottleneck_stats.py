@@ -1,0 +1,151 @@
+"""tf.data bottleneck analysis: TF fixtures, synthetic async pipelines, and a stepscope-instrumented
+Python pipeline with a deliberately slow stage."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import stepscope
+from stepscope.model import load_profile
+from stepscope.stats.tf_data import (
+    PipelineStats,
+    build_tf_data_stats,
+    explain_long_name,
+    iterator_name,
+)
+from stepscope.xspace.builder import XSpaceBuilder
+from tests.stats.gpu_tools_fixtures import build, tf_profile
+
+
+def _bottleneck(p: PipelineStats):
+    return next(it for it in p.iterators if it.id == p.bottleneck_id)
+
+
+def test_names() -> None:
+    assert iterator_name("Iterator::Root::ForeverRepeat[0]::BatchV2::Map") == "Map"
+    assert iterator_name("Iterator::Root::ForeverRepeat[0]") == "ForeverRepeat"
+    assert explain_long_name("Iterator::Root::Batch::Map") == (
+        "Map, read by Batch, read by Root (the pipeline's output)"
+    )
+
+
+@pytest.mark.parametrize("name", ["ctl", "keras_marked", "remote"])
+def test_slow_map_is_the_bottleneck(name: str) -> None:
+    [pipeline] = build_tf_data_stats(tf_profile(name))
+    b = _bottleneck(pipeline)
+    assert b.name == "Map" and b.dataset == "MapDataset:1" and b.blocking
+    assert b.long_name.startswith("Iterator::Root::ForeverRepeat[")
+    assert b.long_name.endswith("]::BatchV2::Map")
+    assert pipeline.root_long_name == "Iterator::Root" and pipeline.name == "Host:0"
+    assert pipeline.slow_call_count == pipeline.call_count  # every call waits > 50 µs
+    assert not pipeline.python_stages
+    # Map's self time holds the slow py_function: most of the slowest call.
+    assert b.self_ns > 0.9 * pipeline.max_latency_ns
+    by_name = {it.name: it for it in pipeline.iterators}
+    assert by_name["Map"].calls == 32 and by_name["BatchV2"].calls == 1
+    assert by_name["TensorSlice"].self_ns == by_name["TensorSlice"].duration_ns
+    assert all(it.blocking for it in pipeline.iterators)
+
+
+def test_ctl_matches_input_pipeline_counts() -> None:
+    # XProf's input_pipeline_analyzer for ctl: Map 192 calls and Root 6 calls over 6 steps.
+    [pipeline] = build_tf_data_stats(tf_profile("ctl"))
+    assert pipeline.call_count == 6
+    assert pipeline.max_latency_ns == 126_463_526  # the first step's long wait
+
+
+def test_prefetched_pipeline() -> None:
+    [pipeline] = build_tf_data_stats(tf_profile("ctl_opt"))
+    # The consumer only waits on the prefetch buffer; the producer runs on its own thread.
+    assert _bottleneck(pipeline).name == "Prefetch"
+    assert pipeline.max_latency_ns < 2_000_000
+
+
+def _async_space(producer_overlaps: bool) -> XSpaceBuilder:
+    b = XSpaceBuilder("h")
+    host = b.plane("/host:CPU")
+    main = host.line(1, "python")
+    worker = host.line(2, "tf_data_iterator_resource")
+    main.event("Iterator::Root", 1_000, 100_000, {"id": 1})
+    main.event("Iterator::Root::Prefetch", 2_000, 98_000, {"id": 2, "parent_id": 1})
+    t = 10_000 if producer_overlaps else 200_000
+    worker.event("Iterator::Root::Prefetch::Map", t, 60_000, {"id": 3, "parent_id": 2})
+    worker.event(
+        "Iterator::Root::Prefetch::Map::TFRecord", t + 1_000, 50_000, {"id": 4, "parent_id": 3}
+    )
+    return b
+
+
+def test_async_producer_that_overlaps_is_on_the_critical_path() -> None:
+    [pipeline] = build_tf_data_stats(build(_async_space(True)))
+    stats = {it.name: it for it in pipeline.iterators}
+    assert stats["Map"].blocking and stats["TFRecord"].blocking and stats["Prefetch"].is_async
+    assert stats["Prefetch"].self_ns == 98_000 - 60_000
+    assert _bottleneck(pipeline).name == "TFRecord"
+    assert stats["TFRecord"].start_offset_ns == 10_000
+
+
+def test_async_producer_done_ahead_is_not_blocking() -> None:
+    [pipeline] = build_tf_data_stats(build(_async_space(False)))
+    names = {it.name for it in pipeline.iterators}
+    assert names == {"Root", "Prefetch"}  # the producer ran outside the analysed call
+    assert _bottleneck(pipeline).name == "Prefetch"
+
+
+def test_two_pipelines_and_slow_calls() -> None:
+    b = XSpaceBuilder("h")
+    line = b.plane("/host:CPU").line(1, "python")
+    for k in range(4):
+        line.event("Iterator::Train", k * 1_000_000, 60_000 if k else 10_000, {"id": 7})
+    line.event("Iterator::Eval", 9_000_000, 1_000, {"id": 8})
+    first, second = build_tf_data_stats(build(b))
+    assert (first.name, first.call_count, first.slow_call_count) == ("Host:0", 4, 3)
+    assert (first.min_latency_ns, first.max_latency_ns) == (10_000, 60_000)
+    assert second.name == "Host:1" and second.call_count == 1 and second.slow_call_count == 0
+    assert first.python_stages
+
+
+def test_no_iterator_events() -> None:
+    b = XSpaceBuilder("h")
+    b.plane("/host:CPU").line(1, "python").event("train", 0, 10, {"_r": 1})
+    assert build_tf_data_stats(build(b)) == ()
+
+
+def test_instrumented_python_pipeline_names_the_slow_stage(tmp_path: Path) -> None:
+    @stepscope.data.stage("Augment")
+    def augment(x: int) -> int:
+        time.sleep(0.004)  # the deliberately slow stage
+        return x
+
+    @stepscope.data.stage("Decode")
+    def decode(x: int) -> int:
+        time.sleep(0.0002)
+        return x + 1
+
+    def batches(source: Iterator[int], size: int) -> Iterator[list[int]]:
+        while True:
+            yield [augment(decode(next(source))) for _ in range(size)]
+
+    reader = stepscope.data.instrument(iter(range(1000)), name="Reader")
+    loader = stepscope.data.instrument(batches(iter(reader), 4), name="Batch")
+    stepscope.start(tmp_path)
+    for s in range(3):
+        with stepscope.step(s):
+            next(loader)
+            time.sleep(0.002)  # the "training step"
+    run_dir = stepscope.stop()
+    assert run_dir is not None
+    profile = load_profile(next(Path(run_dir).glob("*.xplane.pb")))
+    [pipeline] = build_tf_data_stats(profile)
+    assert pipeline.python_stages and pipeline.root_long_name == "Iterator::Batch"
+    assert pipeline.call_count == 3
+    bottleneck = _bottleneck(pipeline)
+    assert bottleneck.name == "Augment" and bottleneck.long_name == "Iterator::Batch::Augment"
+    assert bottleneck.calls == 4 and bottleneck.self_ns >= 4 * 3_000_000
+    stats = {it.name: it for it in pipeline.iterators}
+    assert set(stats) == {"Batch", "Reader", "Decode", "Augment"}
+    assert stats["Batch"].self_ns < bottleneck.self_ns

@@ -1,0 +1,280 @@
+"""The trace viewer's index: depth, the level-of-detail rule, flows, counters, search, cache.
+
+Every property is checked against a brute-force reference on random synthetic traces.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stepscope.model import Profile, profile_from_bytes, profile_from_xspace
+from stepscope.stats.trace_counters import sample
+from stepscope.stats.trace_index import TraceIndex, build_trace_index, load_index, save_index
+from stepscope.stats.trace_lod import nesting_depth
+from stepscope.stats.trace_window import events_in_box, query_window, rows_of_pairs
+from stepscope.xspace.builder import LineBuilder, XSpaceBuilder
+from stepscope.xspace.synthetic import synthetic_xspace_bytes
+
+BASE = 1_000_000_000
+
+
+def _nested(line: LineBuilder, rng: np.random.Generator, start: int, end: int, level: int) -> None:
+    """Random properly nested events filling [start, end) with gaps."""
+    t = start
+    while t < end:
+        dur = int(rng.integers(1, max(2, (end - start) // 2)))
+        dur = min(dur, end - t)
+        line.event(f"op{int(rng.integers(0, 30))}", t, dur)
+        if level < 4 and dur > 8 and rng.random() < 0.6:
+            _nested(line, rng, t + 1, t + dur - 1, level + 1)
+        t += dur + int(rng.integers(0, 50))
+
+
+def random_profile(seed: int, events_per_line: int = 400) -> Profile:
+    rng = np.random.default_rng(seed)
+    builder = XSpaceBuilder("host")
+    host = builder.plane("/host:CPU")
+    for k in range(3):
+        line = host.line(k + 1, f"thread{k}")
+        _nested(line, rng, BASE, BASE + events_per_line * 60, 0)
+    # Overlapping, not nested (async work), with zero-length instants.
+    odd = host.line(10, "async")
+    for _ in range(events_per_line):
+        t = BASE + int(rng.integers(0, events_per_line * 60))
+        odd.event(f"async{int(rng.integers(0, 5))}", t, int(rng.integers(0, 300)))
+    for line in host.lines:
+        line.sort_events()
+    return profile_from_xspace(builder.build())
+
+
+@pytest.fixture(scope="module", params=[1, 2, 3])
+def traced(request: pytest.FixtureRequest) -> tuple[Profile, TraceIndex]:
+    profile = random_profile(request.param)
+    return profile, build_trace_index(profile)
+
+
+def test_depth_is_the_stack_of_running_events(traced: tuple[Profile, TraceIndex]) -> None:
+    profile, index = traced
+    end = profile.start_ns + np.maximum(profile.dur_ns, 1)
+    for line in profile.lines:
+        events = np.arange(*profile.events_of_line(line).indices(profile.n_events))
+        order = events[np.lexsort((-end[events], profile.start_ns[events]))]
+        expected: dict[int, int] = {}
+        for pos, i in enumerate(order.tolist()):
+            running = [j for j in order[:pos].tolist() if end[j] > profile.start_ns[i]]
+            expected[i] = expected[running[-1]] + 1 if running else 0
+        assert all(index.depth[i] == d for i, d in expected.items())
+        # No two overlapping events of a line share a row.
+        for d in np.unique(index.depth[events]):
+            row = order[index.depth[order] == d]
+            assert np.all(profile.start_ns[row][1:] >= end[row][:-1])
+
+
+def test_depth_of_nested_line_without_sorting_ties() -> None:
+    start = np.array([0, 0, 5, 20])
+    dur = np.array([10, 30, 2, 1])  # the longer one at the same start encloses
+    order = np.array([1, 0, 2, 3])
+    depth = nesting_depth(order, np.zeros(4, np.int32), start, dur)
+    assert depth.tolist() == [1, 0, 2, 1]
+
+
+def _brute_overlapping(profile: Profile, t0: int, t1: int) -> np.ndarray:
+    end = profile.start_ns + np.maximum(profile.dur_ns, 1)
+    return np.flatnonzero((profile.start_ns < t1) & (end > t0))
+
+
+@pytest.mark.parametrize("res", [1, 7, 300, 4000])
+def test_window_lod_rule(traced: tuple[Profile, TraceIndex], res: int) -> None:
+    profile, index = traced
+    rng = np.random.default_rng(res)
+    span = index.end_ns - index.origin_ns
+    windows = [(index.origin_ns, index.end_ns)]
+    for _ in range(6):
+        a = index.origin_ns + int(rng.integers(0, span))
+        windows.append((a, a + int(rng.integers(1, span // 3))))
+    for t0, t1 in windows:
+        got = query_window(profile, index, t0, t1, res)
+        bucket = (t1 - t0) / res
+        overlapping = _brute_overlapping(profile, t0, t1)
+        returned = set(got.event.tolist())
+        assert returned <= set(overlapping.tolist())
+        # Every event at least one pixel wide is there.
+        wide = overlapping[profile.dur_ns[overlapping] >= bucket]
+        assert set(wide.tolist()) <= returned
+        # Narrow ones: every (row, pixel) in which an event starts has a returned event of
+        # the row in that pixel or a neighbour; at most one narrow event per (row, pixel).
+        starts = np.maximum(profile.start_ns[overlapping], t0)
+        pixel = ((starts - t0) / bucket).astype(np.int64)
+        wanted = set(
+            zip(
+                profile.line[overlapping].tolist(),
+                index.depth[overlapping].tolist(),
+                pixel.tolist(),
+                strict=True,
+            )
+        )
+        got_pixel = ((np.maximum(got.start_ns, t0) - t0) / bucket).astype(np.int64)
+        got_keys = list(zip(got.line.tolist(), got.depth.tolist(), got_pixel.tolist(), strict=True))
+        have = set(got_keys)
+        for line, depth, p in wanted:
+            assert {(line, depth, p - 1), (line, depth, p), (line, depth, p + 1)} & have
+        narrow_keys = [
+            k for k, n in zip(got_keys, (got.dur_ns < bucket).tolist(), strict=True) if n
+        ]
+        assert len(narrow_keys) == len(set(narrow_keys))
+        # Events in the bins cut by the window's edges are represented in their own pixel.
+        width = 1 << got.level
+        left = index.origin_ns + -(-(t0 - index.origin_ns) // width) * width
+        right = index.origin_ns + ((t1 - index.origin_ns) // width) * width
+        edge = overlapping[
+            (profile.start_ns[overlapping] < left) | (profile.start_ns[overlapping] >= right)
+        ]
+        for i in edge.tolist():
+            p = int((max(int(profile.start_ns[i]), t0) - t0) / bucket)
+            assert (int(profile.line[i]), int(index.depth[i]), p) in have
+        # The columns describe the returned events.
+        assert np.array_equal(got.start_ns, profile.start_ns[got.event])
+        assert np.array_equal(got.name, profile.name[got.event])
+        assert np.array_equal(got.depth, index.depth[got.event])
+
+
+def test_window_response_is_bounded_by_pixels() -> None:
+    profile = profile_from_bytes(synthetic_xspace_bytes(200_000, n_lines=4))
+    index = build_trace_index(profile)
+    for res in (50, 1000):
+        got = query_window(profile, index, index.origin_ns, index.end_ns, res)
+        wide = np.sum(profile.dur_ns >= (index.end_ns - index.origin_ns) / res)
+        assert len(got) <= len(index.row_line) * (res + 1) + wide
+        assert len(got) < profile.n_events / 20
+
+
+def test_window_line_filter_and_box(traced: tuple[Profile, TraceIndex]) -> None:
+    profile, index = traced
+    got = query_window(profile, index, index.origin_ns, index.end_ns, 500, lines=np.array([1]))
+    assert set(got.line.tolist()) == {1}
+    t0, t1 = index.origin_ns + 1000, index.origin_ns + 9000
+    rows = rows_of_pairs(index, np.array([0, 0, 2]), np.array([0, 1, 0]))
+    box = events_in_box(profile, index, t0, t1, rows)
+    brute = _brute_overlapping(profile, t0, t1)
+    chosen = {(0, 0), (0, 1), (2, 0)}
+    wanted = [i for i in brute.tolist() if (profile.line[i], index.depth[i]) in chosen]
+    assert sorted(box.tolist()) == sorted(wanted)
+    everything = events_in_box(profile, index, t0, t1, None)
+    assert sorted(everything.tolist()) == brute.tolist()
+
+
+def test_flows_launch_and_producer_consumer() -> None:
+    builder = XSpaceBuilder("host")
+    host = builder.plane("/host:CPU").line(1, "main")
+    gpu = builder.plane("/device:GPU:0")
+    stream = gpu.line(7, "Stream #7")
+    derived = gpu.line(100, "XLA Ops")
+    host.event("op", BASE, 1000)
+    host.event("cudaLaunchKernel", BASE + 10, 20, {"correlation_id": 5})
+    host.event("cudaLaunchKernel", BASE + 100, 20, {"correlation_id": 6})
+    stream.event("kernel_a", BASE + 500, 100, {"correlation_id": 5})
+    stream.event("kernel_b", BASE + 700, 100, {"correlation_id": 6})
+    derived.event("xla_op", BASE + 500, 100, {"correlation_id": 5})  # derived: no flow
+    host.event("producer", BASE + 2000, 10, {"_p": 42, "_pt": 3})
+    host.event("consumer", BASE + 3000, 10, {"_c": 42, "_ct": 3})
+    host.event("other_type", BASE + 3100, 10, {"_c": 42, "_ct": 4})
+    profile = profile_from_xspace(builder.build())
+    index = build_trace_index(profile)
+    names = profile.strings
+    pairs = {
+        (names[int(profile.name[s])], names[int(profile.name[d])], int(k))
+        for s, d, k in zip(index.flows.src, index.flows.dst, index.flows.kind, strict=True)
+    }
+    assert pairs == {
+        ("cudaLaunchKernel", "kernel_a", 0),
+        ("cudaLaunchKernel", "kernel_b", 1 - 1),
+        ("producer", "consumer", 1),
+    }
+    kernel = int(np.flatnonzero(profile.name == names.id_of("kernel_a"))[0])
+    touching = index.flows.touching(np.array([kernel]))
+    assert len(touching) == 1 and index.flows.dst[touching[0]] == kernel
+
+
+def test_counters_memory_is_max_preserving_and_utilization_exact() -> None:
+    builder = XSpaceBuilder("host")
+    mem = builder.plane("/host:CPU").line(1, "mem")
+    values = [100, 5000, 200, 300, 9000, 50]
+    for k, v in enumerate(values):
+        mem.event(
+            "MemoryAllocation",
+            BASE + k * 100,
+            0,
+            {"bytes_allocated": v, "allocator_name": "GPU_0_bfc"},
+        )
+    stream = builder.plane("/device:GPU:0").line(3, "Stream #3")
+    stream.event("k1", BASE, 250)
+    stream.event("k2", BASE + 200, 100)  # overlaps k1 on another row
+    stream.event("k3", BASE + 400, 100)
+    profile = profile_from_xspace(builder.build())
+    index = build_trace_index(profile)
+    by_name = {c.name: c for c in index.counters}
+    memory = by_name["Memory in use (GPU_0_bfc)"]
+    times, got = sample(memory, BASE, BASE + 600, 3)
+    assert times.tolist() == [BASE, BASE + 200, BASE + 400]
+    assert got.tolist() == [5000, 300, 9000]  # each bucket's peak survives downsampling
+    _, before = sample(memory, BASE - 200, BASE, 2)
+    assert np.isnan(before).all()
+    util = by_name["Utilization (/device:GPU:0)"]
+    _, pct = sample(util, BASE, BASE + 600, 6)
+    assert pct.tolist() == [100.0, 100.0, 100.0, 0.0, 100.0, 0.0]
+
+
+def test_search_by_name(traced: tuple[Profile, TraceIndex]) -> None:
+    profile, index = traced
+    groups = index.names.matching_groups(profile, "OP1")
+    names = profile.strings
+    matching = np.flatnonzero([("op1" in names[int(n)].lower()) for n in profile.name])
+    assert int(index.names.sizes(groups).sum()) == len(matching)
+    first = index.names.first_by_time(profile, groups, 0, 25)
+    expected = matching[np.argsort(profile.start_ns[matching], kind="stable")][:25]
+    assert np.array_equal(np.sort(profile.start_ns[first]), profile.start_ns[expected])
+    page2 = index.names.first_by_time(profile, groups, 25, 25)
+    assert profile.start_ns[page2].min() >= profile.start_ns[first].max()
+    t0, t1 = index.origin_ns + 2000, index.origin_ns + 7000
+    inside = index.names.in_window(profile, groups, t0, t1)
+    brute = np.intersect1d(matching, _brute_overlapping(profile, t0, t1))
+    assert sorted(inside.tolist()) == brute.tolist()
+    assert len(index.names.matching_groups(profile, "no such thing")) == 0
+
+
+def test_cache_round_trip(tmp_path: Path, traced: tuple[Profile, TraceIndex]) -> None:
+    profile, index = traced
+    save_index(index, tmp_path / "idx")
+    loaded = load_index(tmp_path / "idx")
+    assert loaded is not None
+    assert isinstance(loaded.order, np.memmap)
+    a = query_window(profile, index, index.origin_ns, index.end_ns, 333)
+    b = query_window(profile, loaded, index.origin_ns, index.end_ns, 333)
+    assert np.array_equal(a.event, b.event)
+    assert loaded.origin_ns == index.origin_ns
+    assert [c.name for c in loaded.counters] == [c.name for c in index.counters]
+    assert np.array_equal(loaded.steps.start_ns, index.steps.start_ns)
+    assert load_index(tmp_path / "missing") is None
+
+
+def test_steps_from_step_markers() -> None:
+    builder = XSpaceBuilder("host")
+    line = builder.plane("/host:CPU").line(1, "python")
+    for k in range(3):
+        line.event("train", BASE + k * 1000, 900, {"step_num": 10 + k, "_r": 1})
+        line.event("op", BASE + k * 1000 + 10, 100)
+    index = build_trace_index(profile_from_xspace(builder.build()))
+    assert index.steps.number.tolist() == [10, 11, 12]
+    assert (index.steps.start_ns - index.origin_ns).tolist() == [0, 1000, 2000]
+
+
+def test_empty_profile() -> None:
+    builder = XSpaceBuilder("host")
+    builder.plane("/host:CPU").line(1, "idle")
+    profile = profile_from_xspace(builder.build())
+    index = build_trace_index(profile)
+    assert index.n_events == 0
+    assert len(query_window(profile, index, 0, 100, 10)) == 0

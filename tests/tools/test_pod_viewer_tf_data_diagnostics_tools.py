@@ -1,0 +1,165 @@
+"""pod_viewer, tf_data_bottleneck_analysis and diagnostics tools: JSON/CSV on real runs,
+multi-host runs built in a temporary log directory from the fixtures."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from stepscope.model import ALL_HOSTS, open_run
+from stepscope.tools.context import ProfileStore, ToolContext
+from stepscope.tools.diagnostics import findings
+from stepscope.tools.registry import get_tool
+from tests.stats.gpu_tools_fixtures import FIXTURES
+
+STORE = ProfileStore(use_cache=False)
+
+
+def _ctx(path: Path | str, host: str | None = None, **options: str) -> ToolContext:
+    run = open_run(str(path))
+    return ToolContext(run, host or run.host_names[0], STORE, dict(options))
+
+
+def _tf_file(name: str) -> Path:
+    return next((FIXTURES / "tf" / name).rglob("*.xplane.pb"))
+
+
+@pytest.fixture(scope="module")
+def two_host_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One TensorFlow run with two hosts: the slow pipeline (vm) and the optimized one (w1)."""
+    run = tmp_path_factory.mktemp("logdir") / "plugins" / "profile" / "2026_01_01_00_00_00"
+    run.mkdir(parents=True)
+    shutil.copy(_tf_file("ctl"), run / "vm.xplane.pb")
+    shutil.copy(_tf_file("ctl_opt"), run / "w1.xplane.pb")
+    return run
+
+
+@pytest.fixture(scope="module")
+def two_rank_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two PyTorch rank files of one job."""
+    run = tmp_path_factory.mktemp("ranks")
+    for rank in (0, 1):
+        shutil.copy(
+            FIXTURES / "kineto/v100_training_with_memory.json.gz",
+            run / f"rank{rank}.17.pt.trace.json.gz",
+        )
+    return run
+
+
+def test_pod_viewer_single_host_matches_xprof() -> None:
+    data = get_tool("pod_viewer").build(_ctx(_tf_file("ctl").parent)).to_json()
+    ref = json.loads((FIXTURES / "tf/ctl/xprof_reference/pod_viewer.json").read_text())
+    ref_steps = [s["podStatsPerCore"]["1"] for s in ref["podStatsSequence"]["podStatsMap"]]
+    by_duration = {round(s["totalDurationUs"], 3): s for s in ref_steps}
+    names = {e["name"]: str(e["id"]) for e in ref["stepBreakdownEvents"]}
+    labels = {c["key"]: c["label"] for c in data["categories"]}
+    assert (
+        len(data["steps"]) == 4
+    )  # XProf lists 6; stepscope drops the first and last as its overview does
+    for step in data["steps"]:
+        [w] = step["workers"]
+        xprof = by_duration[round(w["duration_ms"] * 1000, 3)]
+        for key, ms in w["breakdown_ms"].items():
+            label = {"Device collectives": "Device collective communication"}.get(
+                labels[key], labels[key]
+            )
+            assert ms * 1000 == pytest.approx(xprof["stepBreakdownUs"][names[label]], abs=0.01)
+        assert w["bottleneck"] == "input" and w["is_slowest"]
+
+
+def test_pod_viewer_two_hosts(two_host_run: Path) -> None:
+    ctx = _ctx(two_host_run, ALL_HOSTS)
+    assert ctx.hosts == ["vm", "w1"]
+    spec = get_tool("pod_viewer")
+    assert spec.available(ctx)
+    data = spec.build(ctx).to_json()
+    assert [w["host"] for w in data["workers"]] == ["vm", "w1"]
+    assert data["steps"]
+    for step in data["steps"]:
+        present = [w for w in step["workers"] if w]
+        assert len(present) == 2
+        slowest = max(present, key=lambda w: w["duration_ms"])
+        assert step["slowest_worker"] == slowest["host"] == "vm"  # the unoptimized pipeline
+        assert sum(w["is_slowest"] for w in present) == 1
+        assert step["spread_ms"] == pytest.approx(
+            abs(present[0]["duration_ms"] - present[1]["duration_ms"]), abs=1e-6
+        )
+        for w in present:
+            assert sum(w["breakdown_ms"].values()) == pytest.approx(w["duration_ms"], abs=1e-3)
+    assert data["workers"][0]["slowest_in_steps"] == len(data["steps"])
+    rows = list(csv.DictReader(io.StringIO(spec.build(ctx).to_csv())))
+    assert len(rows) == 2 * len(data["steps"]) and {r["host"] for r in rows} == {"vm", "w1"}
+
+
+def test_pod_viewer_two_ranks(two_rank_run: Path) -> None:
+    data = get_tool("pod_viewer").build(_ctx(two_rank_run, ALL_HOSTS)).to_json()
+    assert [w["host"] for w in data["workers"]] == ["rank0", "rank1"]
+    assert len(data["steps"]) == 5 and data["step_source"] == "profiler_step"
+    first = data["steps"][0]["workers"]
+    assert first[0]["duration_ms"] == first[1]["duration_ms"]  # the same file twice
+    assert first[0]["breakdown_ms"]["device_collectives"] > 0
+
+
+def test_tf_data_tool_names_the_slow_map(two_host_run: Path) -> None:
+    spec = get_tool("tf_data_bottleneck_analysis")
+    ctx = _ctx(two_host_run, ALL_HOSTS)
+    assert spec.available(ctx)
+    data = json.loads(json.dumps(spec.build(ctx).to_json()))
+    top = data["analyses"][0]
+    assert top["host"] == "vm" and top["bottleneck_iterator"] == "Map"
+    assert "'Map'" in data["conclusion"] and "num_parallel_calls" in top["suggestion"]
+    graph = {n["name"]: n for n in top["graph"]}
+    assert graph["Map"]["is_bottleneck"] and graph["Map"]["on_critical_path"]
+    assert graph["Map"]["calls"] == 32 and graph["Map"]["dataset"] == "MapDataset:1"
+    assert graph["Map"]["long_name_explained"].startswith("Map, read by BatchV2")
+    assert graph["BatchV2"]["id"] == graph["Map"]["parent_id"]
+    assert [s["host"] for s in data["summary"]] == ["vm", "w1"]  # most input-bound host first
+    assert data["summary"][0]["host_input_percent"] == pytest.approx(83.2, abs=0.05)  # as XProf
+    assert data["conclusion"].startswith("The most input-bound host is vm")
+    assert data["summary"][0]["slow_calls"] == 6
+    rows = list(csv.DictReader(io.StringIO(spec.build(ctx).to_csv())))
+    assert rows[0]["bottleneck_iterator"] == "Map" and rows[1]["host"] == "w1"
+
+
+def test_tf_data_tool_not_available_without_pipelines() -> None:
+    assert not get_tool("tf_data_bottleneck_analysis").available(
+        _ctx(FIXTURES / "kineto/a100_triton_tiny.json.gz")
+    )
+
+
+def test_diagnostics_tool_on_two_ranks(two_rank_run: Path) -> None:
+    spec = get_tool("diagnostics")
+    ctx = _ctx(two_rank_run, ALL_HOSTS, link_bandwidth_gbps="150")
+    data = json.loads(json.dumps(spec.build(ctx).to_json()))
+    ids = {(f["id"], f["host"]) for f in data["findings"]}
+    for rank in ("rank0", "rank1"):
+        assert {
+            ("kernel_launch_bound", rank),
+            ("collectives", rank),
+            ("excessive_copies", rank),
+        } <= ids
+    assert {c["id"] for c in data["checks"]} >= {f["id"] for f in data["findings"]}
+    severities = [f["severity"] for f in data["findings"]]
+    assert severities == sorted(severities, key=["high", "medium", "low"].index)
+    launch = next(f for f in data["findings"] if f["id"] == "kernel_launch_bound")
+    assert launch["steps"] and launch["events"][0]["count"] > 0 and launch["time_ms"] > 0
+    collective = next(f for f in data["findings"] if f["id"] == "collectives")
+    assert collective["metrics"]["link_gbps"] == 150
+    rows = list(csv.DictReader(io.StringIO(spec.build(ctx).to_csv())))
+    assert len(rows) == len(data["findings"]) and rows[0]["fix"]
+
+
+def test_findings_for_the_overview_are_cached() -> None:
+    ctx = _ctx(FIXTURES / "kineto/b200_vllm_fp8_rank0.json.gz")
+    first = findings(ctx)
+    assert findings(ctx) is first  # one computation shared by the overview and the tool
+    assert any(f.id == "kernel_launch_bound" for f in first)
+
+
+def test_no_findings_on_cpu_only_run() -> None:
+    assert get_tool("diagnostics").build(_ctx(_tf_file("ctl").parent)).to_json()["findings"] == []

@@ -1,0 +1,153 @@
+"""The trace viewer tool and its endpoints, through the server's routes (no browser)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from stepscope.serve.http import ApiRequest, ApiResponse
+from stepscope.serve.routes import build_routes
+from stepscope.serve.state import ServerState
+from stepscope.serve.wsgi import WsgiApp
+from stepscope.stats.trace_index import index_dir, load_index
+from stepscope.tools import trace_wire
+from tests.conftest import FIXTURES, tf_xplane
+
+RUN = "remote"
+
+
+@pytest.fixture(scope="module")
+def state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerState]:
+    root = tmp_path_factory.mktemp("logs")
+    run = root / "plugins" / "profile" / RUN
+    run.mkdir(parents=True)
+    shutil.copy(tf_xplane("remote"), run / "localhost_6009.xplane.pb")
+    (root / "bert").mkdir()
+    shutil.copy(
+        FIXTURES / "kineto" / "h100_bert_small_inference.json.gz",
+        root / "bert" / "worker0.1.pt.trace.json.gz",
+    )
+    yield ServerState(root, cache_dir=tmp_path_factory.mktemp("cache"))
+
+
+def get(
+    state: ServerState, path: str, headers: dict[str, str] | None = None, **query: object
+) -> ApiResponse:
+    routes = {r.path: r for r in build_routes(state)}
+    request = ApiRequest({}, {k: str(v) for k, v in query.items()}, headers or {})
+    return routes[path].handler(request)
+
+
+def test_structure(state: ServerState) -> None:
+    response = get(state, "/api/tool/trace_viewer", run=RUN)
+    assert response.status == 200
+    data = json.loads(response.body)
+    assert data["events"] == 56_832
+    assert [s["name"] for s in data["sections"]] == ["Host Threads"]
+    tracks = data["sections"][0]["tracks"]
+    assert sum(t["events"] for t in tracks) == data["events"]
+    assert max(t["rows"] for t in tracks) > 5  # nested host threads stack up
+    assert len(data["steps"]["number"]) == 32
+    assert data["counters"][0]["unit"] == "bytes"
+    assert data["endpoints"] == ["window", "search", "event", "select"]
+
+
+def test_index_is_cached_on_disk(state: ServerState) -> None:
+    get(state, "/api/tool/trace_viewer", run=RUN)
+    profile = state.store.profile(state.run(RUN), "localhost_6009")
+    target = index_dir(profile, state.cache_dir)
+    assert target is not None and (target / "header.json").exists()
+    loaded = load_index(target)
+    assert loaded is not None and loaded.n_events == profile.n_events
+
+
+def test_window_binary_response(state: ServerState) -> None:
+    response = get(state, "/api/tool/trace_viewer/window", run=RUN, t0=0, t1=2e9, res=1500)
+    assert response.status == 200 and response.content_type == trace_wire.CONTENT_TYPE
+    header, arrays = trace_wire.decode(response.body)
+    n = header["events"]
+    assert 1000 < n < 56_832
+    assert all(len(arrays[k]) == n for k in ("event", "line", "depth", "start", "dur", "name"))
+    assert arrays["name"].max() < len(header["names"])
+    assert header["flows"] == len(arrays["src"]) > 0
+    assert header["counters"] and len(arrays["c0.t"]) == 1500
+    assert np.all(np.diff(arrays["event"]) > 0)
+    # Compressed when the client accepts gzip, and not twice by the WSGI adapter.
+    gz = {"accept-encoding": "gzip"}
+    zipped = get(state, "/api/tool/trace_viewer/window", gz, run=RUN, t0=0, t1=2e9, res=1500)
+    assert zipped.headers["Content-Encoding"] == "gzip"
+    assert trace_wire.decode(gzip.decompress(zipped.body))[0]["events"] == n
+    app = WsgiApp(build_routes(state))
+    captured: dict[str, object] = {}
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": "/api/tool/trace_viewer/window",
+        "QUERY_STRING": f"run={RUN}&t0=0&t1=2e9&res=1500",
+        "HTTP_ACCEPT_ENCODING": "gzip",
+    }
+    body = b"".join(app(environ, lambda status, headers: captured.update(headers=headers)))
+    assert trace_wire.decode(gzip.decompress(body))[0]["events"] == n
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ({"t0": "x"}, "must be a number"),
+        ({"t0": "10", "t1": "5"}, "greater"),
+        ({"res": "0"}, "integer from 1"),
+        ({"lines": "a-b"}, "bad item"),
+    ],
+)
+def test_window_bad_parameters(state: ServerState, query: dict[str, str], message: str) -> None:
+    response = get(state, "/api/tool/trace_viewer/window", run=RUN, **query)
+    assert response.status == 400 and message in json.loads(response.body)["error"]
+
+
+def test_search_event_select(state: ServerState) -> None:
+    found = json.loads(
+        get(
+            state,
+            "/api/tool/trace_viewer/search",
+            run=RUN,
+            q="ITERATOR::ROOT",
+            limit=50,
+            t0=0,
+            t1=5e8,
+            res=800,
+        ).body
+    )
+    assert found["total"] > 1000 and len(found["results"]["event"]) == 50
+    assert all("iterator::root" in n.lower() for n in found["results"]["name"])
+    assert found["results"]["start_ns"] == sorted(found["results"]["start_ns"])
+    assert 0 < len(found["window"]["event"]) <= found["window_total"]
+    first = found["results"]["event"][0]
+    detail = json.loads(get(state, "/api/tool/trace_viewer/event", run=RUN, id=first).body)
+    assert detail["event"] == first and detail["name"].startswith("Iterator::Root")
+    assert detail["stats"] and detail["section"] == "/host:CPU"
+    box = json.loads(
+        get(state, "/api/tool/trace_viewer/select", run=RUN, t0=0, t1=3e8, rows="0:0-2,3").body
+    )
+    assert box["count"] > 0 and box["by_name"][0]["total_ns"] >= box["by_name"][-1]["total_ns"]
+    assert get(state, "/api/tool/trace_viewer/search", run=RUN).status == 400
+    assert get(state, "/api/tool/trace_viewer/event", run=RUN, id=10**9).status == 400
+
+
+def test_kineto_event_links_to_its_launch(state: ServerState) -> None:
+    data = json.loads(get(state, "/api/tool/trace_viewer", run="bert").body)
+    assert data["sections"][0]["name"] == "/device:GPU:0" and data["flows"] > 0
+    _, arrays = trace_wire.decode(get(state, "/api/tool/trace_viewer/window", run="bert").body)
+    launch = np.flatnonzero(arrays["flow_kind"] == 0)[0]
+    kernel = int(arrays["dst"][launch])
+    detail = json.loads(get(state, "/api/tool/trace_viewer/event", run="bert", id=kernel).body)
+    assert detail["section"] == "/device:GPU:0"
+    incoming = [f for f in detail["flows"] if f["direction"] == "in"]
+    assert (
+        incoming
+        and incoming[0]["kind"] == "launch"
+        and incoming[0]["event"] == int(arrays["src"][launch])
+    )
