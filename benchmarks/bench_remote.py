@@ -20,6 +20,12 @@ the annotations costs the loop, whatever else runs on the machine).
 
 from __future__ import annotations
 
+import os
+
+# One BLAS thread: a multi-threaded matmul on a busy machine swings by 100x between calls.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 import argparse
 import bisect
 import statistics
@@ -50,10 +56,13 @@ for line in sys.stdin:
 def make_step(step_ms: float) -> tuple[object, int]:
     """A NumPy matmul chain sized to take about ``step_ms`` here, and its repeat count."""
     a = np.random.default_rng(0).standard_normal((128, 128)).astype(np.float32)
-    start = time.perf_counter()
-    for _ in range(50):
-        a @ a
-    per = (time.perf_counter() - start) / 50
+    timings = []
+    for _ in range(7):  # median of 7 batches of 100, after a warm-up batch
+        start = time.perf_counter()
+        for _ in range(100):
+            a @ a
+        timings.append((time.perf_counter() - start) / 100)
+    per = statistics.median(timings[1:])
     return a, max(1, round(step_ms / 1e3 / per))
 
 

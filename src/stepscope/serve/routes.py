@@ -244,6 +244,10 @@ def build_routes(state: ServerState, static_root: Path = STATIC_DIR) -> list[Rou
         state.tool(request.path_params.get("tool", ""))  # raises 404 with the list of tools
         raise NotFoundError("no such route")  # pragma: no cover - tools have their own routes
 
+    def capture_off(request: ApiRequest) -> ApiResponse:
+        reason = "capture from the UI is offered by `stepscope serve` only"
+        return json_response({"enabled": False, "offered": False, "reason": reason})
+
     def unknown_api(request: ApiRequest) -> ApiResponse:
         raise NotFoundError(
             f"no API route /api/{request.path_params.get('path', '')[:80]}; routes: "
@@ -257,6 +261,9 @@ def build_routes(state: ServerState, static_root: Path = STATIC_DIR) -> list[Rou
         RouteSpec("/api/runs", runs, "runs"),
         RouteSpec("/api/runs/{run:path}/hosts", hosts, "hosts"),
         RouteSpec("/api/tools", tools, "tools"),
+        # `stepscope serve` answers this itself (serve/capture_routes.py); elsewhere (WSGI,
+        # TensorBoard) the Capture Profile dialog learns here that it is not offered.
+        RouteSpec("/api/capture", capture_off, "capture_off"),
     ]
     routes += [
         RouteSpec(f"/api/tool/{spec.name}", _tool_handler(state, spec), f"tool:{spec.name}")

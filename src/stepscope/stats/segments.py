@@ -69,6 +69,19 @@ def group_starts(*keys: np.ndarray) -> np.ndarray:
     return np.flatnonzero(change)
 
 
+def first_max_per_group(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Position of the first maximum of ``values`` within each group (groups given by starts)."""
+    if len(starts) == 0:
+        return np.zeros(0, dtype=np.int64)
+    group_max = np.maximum.reduceat(values, starts)
+    sizes = np.diff(np.append(starts, len(values)))
+    hits = np.flatnonzero(values == np.repeat(group_max, sizes))
+    group_of_hit = np.searchsorted(starts, hits, side="right") - 1
+    first = np.ones(len(hits), dtype=bool)
+    first[1:] = group_of_hit[1:] != group_of_hit[:-1]
+    return hits[first]
+
+
 def bit_length(values: np.ndarray) -> np.ndarray:
     """``int.bit_length`` of non-negative int64 values, vectorized (exact below 2**53)."""
     values = np.asarray(values, dtype=np.int64)

@@ -20,7 +20,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from stepscope.model import Profile
-from stepscope.stats.segments import ranges_to_indices, segmented_search
+from stepscope.stats.segments import (
+    first_max_per_group,
+    group_starts,
+    ranges_to_indices,
+    segmented_search,
+    stable_argsort,
+)
 from stepscope.stats.trace_index import TraceIndex
 from stepscope.stats.trace_lod import MAX_LEVEL
 
@@ -118,16 +124,16 @@ def query_window(
 
     narrow = np.flatnonzero(dur < bucket)
     if len(narrow):
+        # One narrow event per (row, pixel): the longest (the first on ties).
         pixel = ((np.maximum(start[narrow], t0) - t0) / bucket).astype(np.int64)
-        order = np.lexsort((-dur[narrow], pixel, row[narrow]))
-        r, p = row[narrow][order], pixel[order]
-        first = np.ones(len(order), dtype=bool)
-        first[1:] = (r[1:] != r[:-1]) | (p[1:] != p[:-1])
-        dropped = np.zeros(len(event), dtype=bool)
-        dropped[narrow[order[~first]]] = True
-        keep = ~dropped
+        key = row[narrow].astype(np.int64) * (resolution + 2) + np.minimum(pixel, resolution)
+        order = stable_argsort(key)
+        best = order[first_max_per_group(dur[narrow][order], group_starts(key[order]))]
+        keep = np.ones(len(event), dtype=bool)
+        keep[narrow] = False
+        keep[narrow[best]] = True
         row, event, start, dur = row[keep], event[keep], start[keep], dur[keep]
-    order = np.argsort(event, kind="stable")
+    order = stable_argsort(event)
     row, event, start, dur = row[order], event[order], start[order], dur[order]
     return WindowEvents(
         event=event,

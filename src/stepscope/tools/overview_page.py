@@ -5,7 +5,7 @@ Fields and units: docs/tools/overview_page.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -171,6 +171,24 @@ def step_rows(summary: StepSummary) -> tuple[StepRow, ...]:
     )
 
 
+def _with_findings(ctx: ToolContext, recommendation: Recommendation) -> Recommendation:
+    """Adds the diagnostics tool's most severe findings (with their fixes) to the advice."""
+    from stepscope.tools.diagnostics import findings  # the tool owns its options and cache
+
+    notes = tuple(
+        f"{f.title} ({f.severity}): {f.summary} Fix: {f.fix}"
+        for f in findings(ctx)
+        if f.severity in ("high", "medium")
+    )[:5]
+    if not notes:
+        return recommendation
+    return replace(
+        recommendation,
+        details=recommendation.details + notes,
+        tips=(*recommendation.tips, "diagnostics: every finding with its evidence"),
+    )
+
+
 def build(ctx: ToolContext) -> OverviewPage:
     summary = analysis.steps(ctx)
     host_table, device_table = analysis.host_ops(ctx), analysis.device_ops(ctx)
@@ -225,6 +243,7 @@ def build(ctx: ToolContext) -> OverviewPage:
         uses_tf_data=bool(pipelines),
         tf_data_advice=advice,
     )
+    recommendation = _with_findings(ctx, recommendation)
     kinds = sorted({d.kind for d in all_devices})
     environment = RunEnvironment(
         tuple(ctx.hosts),

@@ -150,8 +150,9 @@ async function init() {
   try {
     config = await getJSON('api/capture');
   } catch {
-    return; // an older server, or inside TensorBoard: no capture here
+    return; // an older server: no capture here
   }
+  if (config.offered === false) return; // inside TensorBoard (WSGI): no button at all
   button.hidden = false;
   if (!config.enabled) {
     button.disabled = true;

@@ -1,0 +1,121 @@
+"""The TensorFlow and JAX bridges on real CPU runs (each in a subprocess; skipped where the
+framework is not installed: see scripts/test_bridges.sh and docs/bridges.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from stepscope.capture.bridges.sync import SYNC_PREFIX
+from stepscope.model import load_profile, open_run
+from stepscope.tools.context import ProfileStore, ToolContext
+from stepscope.tools.registry import get_tool
+from stepscope.xspace.io import load_xspace
+from tests.bridges.conftest import run_script
+from tests.capture.helpers import events, named
+
+JAX_SCRIPT = """
+import json, sys
+import jax, jax.numpy as jnp
+import stepscope
+f = jax.jit(lambda x: jnp.tanh(x @ x).sum())
+x = jnp.ones((64, 64))
+f(x).block_until_ready()
+stepscope.start(sys.argv[1])
+for s in range(6):
+    with stepscope.step(s):
+        f(x * s).block_until_ready()
+print(json.dumps({"run": str(stepscope.stop())}))
+"""
+
+TF_SCRIPT = """
+import json, sys
+import tensorflow as tf
+import stepscope
+data = tf.data.Dataset.range(10_000).map(lambda v: tf.cast(v, tf.float32) * 2.0)
+batches = iter(data.batch(8).prefetch(2))
+w = tf.Variable(tf.ones((8, 8)))
+
+@tf.function
+def train_step(b):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(tf.matmul(tf.reshape(b, (1, 8)), w))
+    w.assign_sub(0.01 * tape.gradient(loss, w))
+    return loss
+
+train_step(next(batches))
+stepscope.start(sys.argv[1])
+for s in range(6):
+    with stepscope.step(s):
+        train_step(next(batches))
+print(json.dumps({"run": str(stepscope.stop())}))
+"""
+
+
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def _capture(script: str, tmp_path: Path) -> tuple[Any, Path, list[str]]:
+    run_dir = Path(run_script(script, str(tmp_path))["run"])
+    path = next(run_dir.glob("*.xplane.pb"))
+    return load_profile(path), run_dir, list(load_xspace(path).warnings)
+
+
+def _main_line(profile: Any) -> Any:
+    return next(line for line in profile.lines if line.name == "MainThread")
+
+
+def _nested_in_steps(profile: Any, names: list[dict[str, Any]]) -> bool:
+    steps = named(profile, "train")
+    return all(
+        any(s["start_ns"] <= e["start_ns"] and e["end_ns"] <= s["end_ns"] for s in steps)
+        for e in names
+    )
+
+
+def _overview(run_dir: Path) -> dict[str, Any]:
+    run = open_run(str(run_dir))
+    ctx = ToolContext(run, run.hosts[0].host, ProfileStore(use_cache=False))
+    page: dict[str, Any] = get_tool("overview_page").build(ctx).to_json()
+    return page
+
+
+@pytest.mark.skipif(not _installed("jax"), reason="pip install jax==0.10.2 jaxlib==0.10.2")
+def test_jax_ops_join_stepscope_steps_on_one_clock(tmp_path: Path) -> None:
+    profile, run_dir, warnings = _capture(JAX_SCRIPT, tmp_path)
+    main = _main_line(profile)
+    calls = [
+        e for e in events(profile) if e["name"].startswith("PjitFunction") and e["tid"] == main.id
+    ]
+    assert len(calls) >= 6 and _nested_in_steps(profile, calls)
+    lines = {line.name.split("/")[0] for line in profile.lines}
+    assert "tf_XLAPjRtCpuClient" in lines  # JAX's own threads come along
+    idx = np.flatnonzero(profile.line == main.index)
+    assert (profile.start_ns[idx] >= 0).all()
+    assert not any(e["name"].startswith(SYNC_PREFIX) for e in events(profile))
+    assert warnings == []
+    page = _overview(run_dir)
+    assert page["step_source"] == "marker" and len(page["steps"]) == 4
+
+
+@pytest.mark.skipif(not _installed("tensorflow"), reason="pip install tensorflow-cpu==2.21.0")
+def test_tensorflow_ops_and_tf_data_join_stepscope_steps(tmp_path: Path) -> None:
+    profile, run_dir, warnings = _capture(TF_SCRIPT, tmp_path)
+    main = _main_line(profile)
+    runs = [
+        e
+        for e in events(profile)
+        if e["name"].startswith("EagerLocalExecute: __inference_train_step") and e["tid"] == main.id
+    ]
+    assert len(runs) == 6 and _nested_in_steps(profile, runs)
+    assert any(line.name.startswith("tf_data") for line in profile.lines)
+    assert named(profile, "Iterator::Root::Prefetch")
+    assert not any(e["name"].startswith(SYNC_PREFIX) for e in events(profile))
+    assert warnings == []
+    page = _overview(run_dir)
+    assert page["step_source"] == "marker" and len(page["steps"]) == 4
