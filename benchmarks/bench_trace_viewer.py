@@ -316,6 +316,7 @@ def main() -> None:
         path.write_bytes(synthetic_xspace_bytes(size))
         cases.append((f"synthetic {size / 1e6:g}M", str(path)))
     results: dict[str, Any] = {"cpus": os.cpu_count()}
+    cleanup: list[Path] = []  # the run directories the build children made
     for label, path in cases:
         cache = tempfile.mkdtemp(prefix="bench-tv-cache-")
         build = _child(["build", path, cache])
@@ -326,12 +327,14 @@ def main() -> None:
             else {"error": "not run"}
         )
         results[label] = {"build": build, "query": query, "xprof": xprof}
+        cleanup.append(Path(build["run"]).parents[2])
         print(label, json.dumps(results[label]), flush=True)
         if label == cases[-1][0]:
             results["server"] = serve_and_measure(build["run"], cache, args.browser)
             print("server", json.dumps(results["server"]), flush=True)
         shutil.rmtree(cache, ignore_errors=True)
-    shutil.rmtree(tmp, ignore_errors=True)
+    for path in [tmp, *cleanup]:
+        shutil.rmtree(path, ignore_errors=True)
     print_table(results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))

@@ -103,7 +103,7 @@ def test_a_failing_bridge_keeps_the_rest_of_the_profile(
     profile = load_run(run_dir)
     assert len(named(profile, "train")) == 1
     err = capsys.readouterr().err
-    assert f"stepscope: Broken bridge failed while" in err and f"boom in {phase}" in err
+    assert "stepscope: Broken bridge failed while" in err and f"boom in {phase}" in err
     from stepscope.xspace.io import load_xspace
 
     space = load_xspace(next(Path(run_dir).glob("*.xplane.pb")))
@@ -211,3 +211,25 @@ def test_bridge_error_messages_are_shown_as_they_are(
     assert (
         "stepscope: Declines bridge: not run: because; do this instead" in capsys.readouterr().err
     )
+
+
+def test_xprof_reads_a_profile_with_merged_framework_planes(tmp_path: Path) -> None:
+    raw_to_tool_data = pytest.importorskip("xprof.convert.raw_to_tool_data")
+    import json
+
+    bridges.register(FakeFramework)
+    stepscope.start(tmp_path)
+    fake = FakeFramework.instance
+    assert fake is not None
+    for s in range(4):
+        with stepscope.step(s):
+            fake.op()
+    run_dir = stepscope.stop()
+    assert run_dir is not None
+    paths = [str(p) for p in Path(run_dir).glob("*.xplane.pb")]
+    data, _ = raw_to_tool_data.xspace_to_tool_data(
+        paths, "overview_page", {"use_saved_result": False}
+    )
+    labels = [row["c"][0]["v"] for row in json.loads(data)[1]["rows"]]
+    # With a device plane XProf labels steps by number, from the kernels each step launched.
+    assert [label.split()[-1] for label in labels] == ["0", "1", "2", "3"]

@@ -85,7 +85,7 @@ def test_lightning_callback_with_a_fake_lightning(
     callback = lightning.StepscopeCallback(tmp_path, profile_batch="2,3")
     assert isinstance(callback, base)
     trainer = module = object()
-    for epoch in range(2):
+    for _epoch in range(2):
         callback.on_train_epoch_start(trainer, module)
         for i in range(2):
             callback.on_train_batch_start(trainer, module, None, i)
@@ -173,9 +173,9 @@ class Model(torch.nn.Module):
         return {"loss": torch.nn.functional.mse_loss(self.layer(x), labels)}
 
 data = [{"x": torch.randn(8), "labels": torch.randn(1)} for _ in range(64)]
-args = TrainingArguments(output_dir=sys.argv[1] + "/out", max_steps=6, per_device_train_batch_size=8,
-                         report_to=[], save_strategy="no", logging_strategy="no", use_cpu=True,
-                         disable_tqdm=True)
+args = TrainingArguments(output_dir=sys.argv[1] + "/out", max_steps=6,
+                         per_device_train_batch_size=8, report_to=[], save_strategy="no",
+                         logging_strategy="no", use_cpu=True, disable_tqdm=True)
 callback = StepscopeCallback(sys.argv[1], profile_steps="2,4")
 Trainer(model=Model(), args=args, train_dataset=data, callbacks=[callback]).train()
 print(json.dumps({"run": str(callback.run_dir)}))

@@ -79,7 +79,7 @@ def test_two_traces_of_one_rank_stay_two_hosts(
     fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     kineto = fixtures_dir / "kineto"
-    code, out, err = _import_cli(
+    code, out, _ = _import_cli(
         capsys,
         str(kineto / "a100_triton_tiny.json.gz"),
         str(kineto / "cpu_only_gloo_rank34.json.gz"),

@@ -3,18 +3,26 @@ framework is not installed: see scripts/test_bridges.sh and docs/bridges.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from stepscope.capture.bridges.base import BridgeSet
 from stepscope.capture.bridges.sync import SYNC_PREFIX
+from stepscope.capture.bridges.tsl import TslBridge
+from stepscope.capture.options import ProfilerOptions
 from stepscope.model import load_profile, open_run
+from stepscope.model.from_xspace import profile_from_xspace
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
+from stepscope.xspace.builder import XSpaceBuilder
 from stepscope.xspace.io import load_xspace
+from stepscope.xspace.merge import env_stats
 from tests.bridges.conftest import run_script
 from tests.capture.helpers import events, named
 
@@ -119,3 +127,55 @@ def test_tensorflow_ops_and_tf_data_join_stepscope_steps(tmp_path: Path) -> None
     assert warnings == []
     page = _overview(run_dir)
     assert page["step_source"] == "marker" and len(page["steps"]) == 4
+
+
+class _RecordedJax(TslBridge):
+    """A TSL bridge whose "profiler" wrote the JAX-on-GPU fixture (no framework needed)."""
+
+    name, title = "recorded", "JAX"
+
+    def __init__(self, fixture: Path) -> None:
+        super().__init__(ProfilerOptions())
+        self.fixture = fixture
+
+    def start_profiler(self, logdir: str) -> None:
+        self.logdir = logdir
+
+    def stop_profiler(self) -> None:
+        target = Path(self.logdir) / "plugins" / "profile" / "run" / "host.xplane.pb"
+        target.parent.mkdir(parents=True)
+        shutil.copyfile(self.fixture, target)
+
+    def annotation(self) -> Any:
+        return lambda name: contextlib.nullcontext()
+
+
+def test_device_planes_of_a_jax_gpu_profile_are_merged(fixtures_dir: Path) -> None:
+    fixture = fixtures_dir / "xspace" / "gpu_jax_fused_attention.xplane.pb"
+    env = env_stats(load_xspace(fixture))
+    start, stop = int(env["profile_start_time"]), int(env["profile_stop_time"])
+    bridge = _RecordedJax(fixture)
+    bridge.start()
+    bridge.stop()
+    bridge.sync.markers.clear()  # markers never reached a file: relative times, Unix clock
+    bridge.sync.wall_ns, bridge.sync.perf_ns = start, 0
+    builder = XSpaceBuilder(hostname="worker")
+    builder.plane("/host:CPU").line(1, "MainThread").event("train", 0, stop - start)
+    space = builder.build()
+    BridgeSet([bridge]).merge_into(space, 0, stop - start)
+    assert bridge.tmpdir is None  # temporary files removed
+    profile = profile_from_xspace(space)
+    gpu = next(p for p in profile.planes if p.name == "/device:GPU:0")
+    assert gpu.line_count >= 1 and gpu.stats["core_count"] == 256
+    device = [
+        e
+        for e in events(profile)
+        if e["tid"] in {ln.id for ln in profile.lines if ln.plane == gpu.index}
+    ]
+    original = profile_from_xspace(load_xspace(fixture))
+    assert len(device) == sum(
+        ln.event_count for ln in original.lines if original.planes[ln.plane].name == "/device:GPU:0"
+    )
+    assert min(e["start_ns"] for e in device) >= 0
+    assert max(e["end_ns"] for e in device) <= stop - start
+    assert any("unix time" in w for w in space.warnings)

@@ -110,3 +110,15 @@ def test_capture_is_disabled_when_serving_a_single_file(fixtures_dir: Path) -> N
             assert answer.status_code == 400 and "single file" in answer.json()["error"]
     finally:
         running.stop()
+
+
+def test_not_offered_through_wsgi_or_tensorboard(tmp_path: Path) -> None:
+    from stepscope.serve.routes import build_routes
+    from stepscope.serve.state import ServerState
+    from stepscope.serve.wsgi import WsgiApp
+
+    app = WsgiApp(build_routes(ServerState(tmp_path, use_cache=False)))
+    answer = app.handle("GET", "/api/capture", "", {})
+    assert answer.status == 200
+    assert b'"offered":false' in answer.body and b'"enabled":false' in answer.body
+    assert app.handle("POST", "/api/capture", "", {}).status == 405

@@ -146,7 +146,7 @@ def test_stepscope_tab_renders_in_tensorboard(tensorboard: str, fixtures_dir: Pa
                 ),
                 None,
             )
-            time.sleep(0.2)
+            page.wait_for_timeout(200)  # (lets Playwright take in the frames that appeared)
         assert frame is not None, f"no overview in the tab: {[f.url for f in page.frames]} {errors}"
         run = httpx.QueryParams(frame.url.split("?", 1)[1])["run"]
         shown = frame.get_attribute('[data-field="step_time_ms.avg"]', "data-value")

@@ -68,8 +68,19 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     running.stop()
 
 
+OPEN_PAGES: list[Any] = []
+
+
+@pytest.fixture(autouse=True)
+def close_pages() -> Iterator[None]:
+    yield
+    while OPEN_PAGES:
+        OPEN_PAGES.pop().close()
+
+
 def open_trace(browser: Any, server: RunningServer, run: str, shot: str = "") -> Any:
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    OPEN_PAGES.append(page)
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -244,7 +255,7 @@ def test_kineto_gpu_flows_are_drawn(browser: Any, server: RunningServer) -> None
     )
     page.wait_for_selector(".tv-flows li[data-flow='in'] button")
     page.click(".tv-flows li[data-flow='in'] button")
-    page.wait_for_function(f"document.querySelector('{PAGE}').dataset.selected !== '{kernel}'")
+    page.wait_for_selector(f'{PAGE}[data-selected]:not([data-selected="{kernel}"])')
     assert (
         "launch" in page.inner_text(".tv-details").lower()
         or "cuda" in page.inner_text(".tv-details h2").lower()

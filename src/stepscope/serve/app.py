@@ -2,10 +2,10 @@
 
 From code (e.g. `stepscope demo`)::
 
-    from stepscope.serve.app import serve, start_server
-    serve(logdir, host="127.0.0.1", port=6006, open_browser=True)   # blocks until Ctrl-C
+    from stepscope.serve.app import page_url, serve, start_server
+    serve(logdir, port=6006, open_browser=True, run="2026_11_22_00_46_33")  # blocks until Ctrl-C
     server = start_server(logdir)            # free port, background thread
-    print(server.url); ...; server.stop()
+    print(page_url(server.url, run="...")); ...; server.stop()
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -177,6 +178,16 @@ def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def page_url(
+    base_url: str, run: str | None = None, tool: str = "overview_page", host: str | None = None
+) -> str:
+    """The address of one tool page of one run (the UI routes on the URL fragment)."""
+    if not run:
+        return base_url
+    params = {"run": run, **({"host": host} if host else {})}
+    return f"{base_url}#/{quote(tool)}?{urlencode(params)}"
+
+
 def serve(
     logdir: str | Path,
     host: str = "127.0.0.1",
@@ -184,10 +195,13 @@ def serve(
     *,
     open_browser: bool = False,
     use_cache: bool = True,
+    run: str | None = None,
     say: Callable[[str], None] = print,
 ) -> None:
-    """Serve the UI for ``logdir`` until interrupted; prints the URL to open."""
+    """Serve the UI for ``logdir`` until interrupted; prints the URL to open. With ``run`` (a
+    run name as `stepscope runs` lists it), the URL opens that run's overview."""
     server, sock, _state, url = _prepare(logdir, host, port, use_cache, _stderr)
+    url = page_url(url, run)
     say(f"stepscope: serving {_state.logdir} at {url}  (Ctrl-C to stop)")
     if open_browser:
         threading.Timer(0.5, webbrowser.open, [url]).start()

@@ -131,7 +131,7 @@ export function pieChart({ slices, title = '', maxSlices = 10, format = (v) => S
       root.append(svg('path', { d: `M0 0 L${x0.toFixed(3)} ${y0.toFixed(3)} A${R} ${R} 0 ${large} 1 ${x1.toFixed(3)} ${y1.toFixed(3)} Z`, fill: color, 'data-tip': tip, class: 'slice' }));
       angle = end;
     }
-    items.push({ color, label: `${slice.label} — ${pct}` });
+    items.push({ color, label: `${pct} ${slice.label}` }); // the share first: long names get cut
   });
   const body = total > 0 ? [root, legend(items)] : [h('p', { class: 'empty' }, empty)];
   return withTips(h('figure', { class: 'chart-box pie-box' }, title ? h('figcaption', {}, title) : null, ...body));

@@ -150,6 +150,20 @@ export function kvList(obj, fieldPrefix = '') {
   return h('dl', { class: 'kv' }, items);
 }
 
+function breakable(text, pattern) {
+  const children = [];
+  String(text ?? '').split(pattern).forEach((part, i) => {
+    if (i) children.push(h('wbr'));
+    children.push(part);
+  });
+  return children;
+}
+
+/** An op type (CamelCase) that may wrap between its words. */
+export function typeName(text) {
+  return h('span', { title: String(text ?? '') }, breakable(text, /(?<=[a-z0-9])(?=[A-Z])/));
+}
+
 /** A long op or file name that may wrap after '/', ':' and '.', in a monospace span. */
 export function code(text) {
   const parts = String(text ?? '').split(/(?<=[/:.])/);

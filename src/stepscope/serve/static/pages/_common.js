@@ -1,7 +1,6 @@
-// Pieces several tool pages share: step-time categories and their colors, generic tables of
-// tool rows, and text in which tool names become links.
-import { dataTable } from '../table.js';
-import { fmtByKey, h, label } from '../util.js';
+// Pieces several tool pages share: step-time categories and their colors, and text in which
+// tool names become links.
+import { h, label } from '../util.js';
 
 // Stacking order (bottom to top) and colors of the step-time categories. Input is red and
 // device compute green, as users know them from TensorBoard's profiler.
@@ -24,27 +23,6 @@ export function categoriesFor(keys) {
   const extra = keys.filter((k) => !CATEGORIES.some((c) => c.key === k))
     .map((k, i) => ({ key: k, label: label(k), color: EXTRA_COLORS[i % EXTRA_COLORS.length] }));
   return [...known, ...extra];
-}
-
-const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
-
-/** Columns for rows of plain objects: every scalar key of the first rows, formatted by unit. */
-export function autoColumns(rows, { labels = {}, skip = [] } = {}) {
-  const keys = [];
-  for (const row of rows.slice(0, 20)) {
-    for (const [k, v] of Object.entries(row)) {
-      if (!keys.includes(k) && !skip.includes(k) && (v === null || typeof v !== 'object')) keys.push(k);
-    }
-  }
-  return keys.map((key) => {
-    const numeric = rows.some((r) => isNum(r[key]));
-    return { key, label: labels[key] || label(key), numeric, format: (v) => fmtByKey(key, v) };
-  });
-}
-
-export function rowsTable(rows, options = {}) {
-  const columns = options.columns || autoColumns(rows, options);
-  return dataTable({ columns, rows, ...options });
 }
 
 /** `text` with every mention of a listed tool (name or title) turned into a link to it. */

@@ -2,7 +2,7 @@
 // include/exclude idle (the tool's include_idle option, drawn by the shell), export as CSV.
 import { pieChart } from '../charts.js';
 import { dataTable } from '../table.js';
-import { card, code, fmtNum, fmtPct, fmtUs, h, num } from '../util.js';
+import { card, code, fmtNum, fmtPct, fmtUs, h, num, typeName } from '../util.js';
 
 const PIES = [
   ['host_op_type', 'Host: time per op type'],
@@ -27,7 +27,7 @@ function table(data) {
   const columns = [
     { key: 'rank', label: '#', numeric: true },
     { key: 'side', label: 'Host/device' },
-    { key: 'type', label: 'Op type' },
+    { key: 'type', label: 'Op type', format: (v) => typeName(v) },
     { key: 'name', label: 'Operation', format: (v) => code(v) },
     { key: 'occurrences', label: 'Occurrences', numeric: true },
     { key: 'total_time_us', label: 'Total time', numeric: true, format: fmtUs },
@@ -38,6 +38,7 @@ function table(data) {
     { key: 'cumulative_self_time_percent', label: 'Cumulative (%)', numeric: true, format: (v) => fmtPct(v) },
     { key: 'eager_percent', label: 'Eager (%)', numeric: true, format: (v) => fmtPct(v) },
   ];
+  if (new Set(rows.map((r) => r.side)).size < 2) columns.splice(1, 1); // one side: no column
   if (rows.some((r) => r.flop_rate_gflops !== null && r.flop_rate_gflops !== undefined)) {
     columns.push({ key: 'flop_rate_gflops', label: 'GFLOP/s', numeric: true, format: fmtNum });
   }

@@ -2,7 +2,7 @@
 // Fields: docs/tools/overview_page.md (the overview_page tool's JSON).
 import { stackedBarChart } from '../charts.js';
 import { dataTable } from '../table.js';
-import { card, code, fmtMs, fmtNs, fmtNum, fmtPct, h, kvList, label, note, num } from '../util.js';
+import { card, code, fmtMs, fmtNs, fmtNum, fmtPct, h, kvList, label, note, num, typeName } from '../util.js';
 import { categoriesFor, linkTools, toolLinks } from './_common.js';
 
 const BOUND = {
@@ -86,7 +86,7 @@ function topOps(data) {
     { key: 'self_time_percent', label: 'Time (%)', numeric: true, format: (v) => fmtPct(v) },
     { key: 'cumulative_percent', label: 'Cumulative (%)', numeric: true, format: (v) => fmtPct(v) },
     { key: 'self_time_ns', label: 'Self time', numeric: true, format: (v) => fmtNs(v) },
-    { key: 'category', label: 'Op type' },
+    { key: 'category', label: 'Op type', format: (v) => typeName(v) },
     { key: 'name', label: 'Operation', format: (v) => code(v) },
   ];
   if (ops.some((o) => o.flop_rate_gflops !== null && o.flop_rate_gflops !== undefined)) {
