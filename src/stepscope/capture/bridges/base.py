@@ -18,6 +18,7 @@ out of the later calls. `merge_into` converts and merges everything when the pro
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -99,9 +100,9 @@ class BridgeSet:
             if index not in self._failed:
                 self._guard(index, bridge, phase, getattr(bridge, call))
 
-    def _guard(self, index: int, bridge: Bridge, phase: str, func: object) -> object:
+    def _guard(self, index: int, bridge: Bridge, phase: str, func: Callable[[], object]) -> object:
         try:
-            return func()  # type: ignore[operator]
+            return func()
         except Exception as exc:  # a bridge must never break the capture
             self._failed.add(index)
             self.warnings.append(report(failure_message(bridge.title, phase, exc)))

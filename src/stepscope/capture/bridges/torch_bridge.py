@@ -87,6 +87,8 @@ class PyTorchBridge(Bridge):
         self.sync = ClockSync()
         self.logs: list[str] = []
         self.cuda = False
+        self._torch: Any = None  # the modules, once prepare imported them
+        self._record_function: Any = None
 
     @classmethod
     def wanted(cls, options: ProfilerOptions) -> bool:

@@ -1,14 +1,19 @@
 """`stepscope demo`: profile a built-in training loop (no ML framework needed) and show it.
 
 Trains a small NumPy MLP on a deliberately slow, multi-threaded Python input pipeline
-(`stepscope.capture.demo_workload`), saves the profile under ``--logdir`` and calls
-`open_result` on the run. Until the web UI opens runs by itself, `open_result` prints a
-terminal summary (steps, input share, threads) and the command that serves it.
+(`stepscope.capture.demo_workload`), saves the profile under ``--logdir``, prints a terminal
+summary (steps, input share, threads) and opens the run in the web UI (`stepscope serve` on a
+free loopback port, and the browser when there is one).
+
+Serving blocks until Ctrl-C, so it happens only in an interactive terminal (or with
+``--serve``); a non-interactive run (CI, scripts) prints the command that serves the run and
+exits. ``--no-serve`` never serves.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -30,6 +35,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--fast", action="store_true", help="tiny batches: finishes in ~0.1 s")
     parser.add_argument(
         "--python-tracer", action="store_true", help="also record every Python call"
+    )
+    serving = parser.add_mutually_exclusive_group()
+    serving.add_argument(
+        "--serve",
+        dest="serve",
+        action="store_true",
+        default=None,
+        help="open the result in the web UI (default in a terminal)",
+    )
+    serving.add_argument(
+        "--no-serve", dest="serve", action="store_false", help="only print the summary"
+    )
+    parser.add_argument(
+        "--port", type=int, default=0, help="port for the web UI (default: any free port)"
     )
     parser.set_defaults(func=run)
 
@@ -54,8 +73,20 @@ def run(args: argparse.Namespace) -> int:
         f"pipeline ({config.producers} producer threads); profiling into {logdir}"
     )
     result = run_demo(logdir, config)
-    open_result(result.run_dir)
+    print_summary(result.run_dir)
+    serve_it = args.serve if args.serve is not None else sys.stdout.isatty()
+    if serve_it:
+        open_result(result.run_dir, args.port)
+    else:
+        print(f"explore it: stepscope serve {Path(result.run_dir).parents[2]}")
     return 0
+
+
+def open_result(run_dir: Path, port: int = 0) -> None:
+    """Serve the run's log directory and open its overview page (blocks until Ctrl-C)."""
+    from stepscope.serve.app import serve
+
+    serve(Path(run_dir).parents[2], port=port, open_browser=True, run=Path(run_dir).name)
 
 
 def summarize_run(run_dir: Path) -> dict[str, Any]:
@@ -91,8 +122,8 @@ def summarize_run(run_dir: Path) -> dict[str, Any]:
     return {"files": files, "steps": steps, "threads": threads}
 
 
-def open_result(run_dir: Path) -> None:
-    """Show a finished run. Replace with opening the web UI once it can open one run."""
+def print_summary(run_dir: Path) -> None:
+    """A terminal summary of the demo's run: per-step time and input wait, threads, files."""
     summary = summarize_run(run_dir)
     steps = summary["steps"]
     rows = [
@@ -118,5 +149,3 @@ def open_result(run_dir: Path) -> None:
     print("threads: " + ", ".join(f"{name} ({count} events)" for name, count in summary["threads"]))
     for path in summary["files"]:
         print(f"profile: {path}")
-    logdir = Path(run_dir).parents[2]
-    print(f"explore it: stepscope serve {logdir}")
