@@ -75,6 +75,13 @@ def _ready_port(proc: subprocess.Popen[str], timeout_s: float) -> int:
     raise RuntimeError(f"worker did not start: {proc.stderr.read() if proc.stderr else ''}")
 
 
+@pytest.fixture(autouse=True)
+def no_framework_bridges(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process captures record stepscope's own events only, whatever frameworks (torch,
+    jax...) other tests imported: the framework bridges are tested in tests/bridges."""
+    monkeypatch.setenv("STEPSCOPE_BRIDGES", "none")
+
+
 @pytest.fixture
 def spawn_workers() -> Iterator[Callable[..., list[Worker]]]:
     """``spawn_workers(n, *args)`` -> n worker processes, started in parallel."""

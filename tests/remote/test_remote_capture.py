@@ -68,7 +68,7 @@ def test_emit_xspace_and_empty_trace(server: ProfilerServer) -> None:
     quiet.opts.host_tracer_level = 0
     response = profile_rpc(server.address, quiet)
     assert response.empty_trace
-    assert [p.name for p in response.xspace.planes] == ["/host:CPU", "Task Environment"]
+    assert {"/host:CPU", "Task Environment"} <= {p.name for p in response.xspace.planes}
 
 
 def test_empty_capture_is_reported_not_saved(server: ProfilerServer, tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from stepscope.capture.remote.paths import (
     writable_target,
 )
 from stepscope.capture.remote.progress import ProgressPrinter, WorkerState, progress_text
-from stepscope.capture.remote.server import options_from_request
+from stepscope.capture.remote.server import _is_loopback, options_from_request
 from stepscope.errors import StepscopeError
 from stepscope.xspace.proto import profiler_service_pb2 as pb
 
@@ -101,3 +101,10 @@ def test_result_lines() -> None:
     failed = WorkerState("h:2", 3, 1.0, state="failed", attempt=3, reason="unavailable (x)")
     assert failed.line() == "h:2: failed after 3 attempt(s): unavailable (x)"
     assert "empty" in WorkerState("h:3", 3, 1.0, state="empty").line()
+
+
+def test_loopback_detection() -> None:
+    for host in ("127.0.0.1", "localhost", "::1", "[::1]", "127.1.2.3"):
+        assert _is_loopback(host)
+    for host in ("0.0.0.0", "::", "10.0.0.2", "example.com"):
+        assert not _is_loopback(host)

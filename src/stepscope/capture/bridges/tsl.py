@@ -43,10 +43,10 @@ class TslBridge(Bridge):
         self.running = False
         self.sync = ClockSync()
         self.logs: list[str] = []
-        self._mark: Callable[[str], Any] = self.annotation_placeholder
+        self._mark: Callable[[str], Any] = self._not_started
 
     @staticmethod
-    def annotation_placeholder(name: str) -> Any:
+    def _not_started(name: str) -> Any:
         raise RuntimeError("the profiler is not started")
 
     def start_profiler(self, logdir: str) -> None:

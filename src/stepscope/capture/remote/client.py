@@ -313,7 +313,8 @@ def trace(
         session_id=session_id,
         token=token,
     )
-    show = verbose and (progress if progress is not None else out.isatty())
+    tty = bool(getattr(out, "isatty", lambda: False)())
+    show = verbose and (progress if progress is not None else tty)
     if verbose:
         print(
             f"stepscope: capturing {duration_ms} ms from {len(job.workers)} worker(s) "

@@ -62,7 +62,9 @@ def monitor_text(
     if level >= 2:
         try:
             options = ProfilerOptions(host_tracer_level=1, python_tracer_level=0)
-            capture = capture_xspace(options.replace(device_tracer_level=0), duration_ms, stop=stop)
+            capture = capture_xspace(
+                options.replace(device_tracer_level=0), duration_ms, stop=stop, bridges=False
+            )
             steps = StepSummary.of(capture.steps_ns, time.time_ns())
             note = "" if steps else "no stepscope.step marker was seen"
         except ProfilerAlreadyRunningError:

@@ -89,7 +89,9 @@ def progress_text(workers: list[WorkerState]) -> str:
     """``h1:p1 1.2/2.0 s · h2:p2 retrying (2/3) · h3:p3 ok``"""
     parts = []
     for w in workers:
-        if w.state == CAPTURING:
+        if w.state == CAPTURING and w.elapsed_s > w.expected_s:
+            parts.append(f"{w.address} receiving ({w.elapsed_s:.1f} s)")
+        elif w.state == CAPTURING:
             parts.append(f"{w.address} {w.elapsed_s:.1f}/{w.expected_s:.1f} s")
         elif w.state == RETRYING:
             parts.append(f"{w.address} retrying ({w.attempt + 1}/{w.attempts_max})")

@@ -55,8 +55,10 @@ def capture_xspace(
     stop: threading.Event | None = None,
     hostname: str | None = None,
     repository_path: str = "",
+    bridges: bool = True,
 ) -> RemoteCapture:
-    """Record with ``options`` for ``duration_ms`` from ``start_at_ns`` (0: now); see the module."""
+    """Record with ``options`` for ``duration_ms`` from ``start_at_ns`` (0: now); see the module.
+    ``bridges``: run the framework bridges too (`stepscope.capture.bridges`)."""
     stop = stop or threading.Event()
     delay_ns = max(0, start_at_ns - time.time_ns()) if start_at_ns else 0
     resolved = options.replace(duration_ms=duration_ms, delay_ms=delay_ns // 1_000_000)
@@ -65,6 +67,8 @@ def capture_xspace(
     _session.claim(session)  # ProfilerAlreadyRunningError when busy
     try:
         session.install_python_tracer()
+        if bridges:  # framework profilers (PyTorch, TensorFlow, JAX), as `stepscope.start` does
+            session.install_bridges()
         began = 0
         if not stop.wait(delay_ns / 1e9) and _session.begin(session):
             began = time.perf_counter_ns()

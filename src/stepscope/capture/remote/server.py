@@ -159,7 +159,8 @@ class ProfilerServicer(pb_grpc.ProfilerServiceServicer):
                     f"session {session_id!r} is already being captured on this host",
                 )
             self._running[session_id] = stop
-        context.add_callback(stop.set)  # the client went away: stop recording for nobody
+        if not context.add_callback(stop.set):  # the client went away: stop recording
+            stop.set()
         try:
             capture = capture_xspace(
                 options,

@@ -76,7 +76,8 @@ function workerRow(w) {
   const running = w.state === 'capturing' || w.state === 'retrying' || w.state === 'waiting';
   const detail = running
     ? (w.state === 'retrying' ? `retrying (${w.attempt + 1}/${w.attempts_max}): ${w.reason}`
-      : `${w.elapsed_s.toFixed(1)} / ${w.expected_s.toFixed(1)} s` + (w.attempt > 1 ? ` · attempt ${w.attempt}/${w.attempts_max}` : ''))
+      : w.elapsed_s > w.expected_s ? `receiving the profile… (${w.elapsed_s.toFixed(1)} s)`
+        : `${w.elapsed_s.toFixed(1)} / ${w.expected_s.toFixed(1)} s` + (w.attempt > 1 ? ` · attempt ${w.attempt}/${w.attempts_max}` : ''))
     : w.line.replace(`${w.address}: `, '');
   return h('li', { class: `capture-worker state-${w.state}`, dataset: { address: w.address, state: w.state } },
     h('span', { class: 'mono' }, w.address), ' ',
