@@ -14,23 +14,12 @@ from typing import Any
 from tensorboard.plugins import base_plugin
 
 from stepscope.errors import StepscopeError
-from stepscope.serve.http import json_bytes
 from stepscope.serve.routes import STATIC_DIR
 from stepscope.serve.state import ServerState
 from stepscope.serve.wsgi import StartResponse, WsgiApp, create_wsgi_app
 
 PLUGIN_NAME = "stepscope"
 UI_PREFIX = f"/data/plugin/{PLUGIN_NAME}/ui"
-# The Capture Profile dialog asks GET api/capture whether it may offer capturing; only
-# `stepscope serve` can (it owns its log directory), so the tab says no instead of a 404.
-_NO_CAPTURE = json_bytes(
-    {
-        "enabled": False,
-        "reason": "capturing is offered by `stepscope serve`, not inside TensorBoard",
-        "defaults": {},
-        "limits": {},
-    }
-)
 
 
 class StepscopePlugin(base_plugin.TBPlugin):
@@ -95,14 +84,4 @@ class StepscopePlugin(base_plugin.TBPlugin):
                 ],
             )
             return [body]
-        if environ.get("PATH_INFO", "").rstrip("/") == UI_PREFIX + "/api/capture":
-            start_response(
-                "200 OK",
-                [
-                    ("Content-Type", "application/json"),
-                    ("Content-Length", str(len(_NO_CAPTURE))),
-                    ("X-Content-Type-Options", "nosniff"),
-                ],
-            )
-            return [_NO_CAPTURE]
         return app(environ, start_response)
