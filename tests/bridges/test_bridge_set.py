@@ -61,8 +61,11 @@ class FakeFramework(Bridge):
 
 
 def test_bridge_events_merge_on_stepscope_clock(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Only the fake framework: earlier tests may have imported the real ones.
+    for module in ("torch", "tensorflow", "jax"):
+        monkeypatch.setitem(sys.modules, module, None)
     bridges.register(FakeFramework)
     stepscope.start(tmp_path)
     fake = FakeFramework.instance

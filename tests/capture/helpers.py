@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from stepscope.capture.save import ANNOTATION_STAT
 from stepscope.model import Profile, load_profile
 
 
@@ -17,7 +18,8 @@ def load_run(run_dir: Path | None) -> Profile:
 
 
 def events(profile: Profile) -> list[dict[str, Any]]:
-    """Every event as a dict: name, line (thread) name and id, start, dur, stats."""
+    """Every event as a dict: name, line (thread) name and id, start, dur, stats (the event's
+    own and its metadata's, less the annotation marker every `trace` name carries)."""
     out = []
     for i in range(profile.n_events):
         line = profile.lines[int(profile.line[i])]
@@ -29,7 +31,9 @@ def events(profile: Profile) -> list[dict[str, Any]]:
                 "start_ns": int(profile.start_ns[i]),
                 "dur_ns": int(profile.dur_ns[i]),
                 "end_ns": int(profile.end_ns[i]),
-                "stats": profile.event_stats(i),
+                "stats": {
+                    k: v for k, v in profile.event_stats(i).items() if k != ANNOTATION_STAT
+                },
             }
         )
     return out

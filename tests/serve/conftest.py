@@ -18,6 +18,10 @@ from stepscope.serve.wsgi import WsgiApp
 from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import ToolOption, ToolSpec
 
+# Browser and GPU-fixture server fixtures, shared by the page tests of every tool.
+from tests.serve.gpu_pages_support import gpu_server, page_for  # noqa: F401
+from tests.serve.test_serve_browser import browser  # noqa: F401
+
 RUN_A = "a/2026_01_01_00_00_00"
 RUN_B = "b/2026_01_02_00_00_00"
 

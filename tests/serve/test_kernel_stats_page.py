@@ -1,7 +1,5 @@
 """kernel_stats page in headless Chromium: numbers, pie, sorting, filtering, CSV export."""
 
-# ruff: noqa: F811 - fixtures imported from gpu_pages_support are test parameters
-
 from __future__ import annotations
 
 from typing import Any
@@ -9,16 +7,14 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.serve.gpu_pages_support import (  # noqa: F401 - fixtures
+from tests.serve.gpu_pages_support import (
     Recorder,
     check_fields,
     goto,
-    gpu_server,
-    page_for,
     run_of,
     tool_json,
 )
-from tests.serve.test_serve_browser import browser, table_column  # noqa: F401 - fixture
+from tests.serve.test_serve_browser import table_column
 
 pytestmark = pytest.mark.browser
 

@@ -1,7 +1,5 @@
 """pod_viewer page in headless Chromium: step slider, one column per worker, slowest flagged."""
 
-# ruff: noqa: F811 - fixtures imported from gpu_pages_support are test parameters
-
 from __future__ import annotations
 
 from typing import Any
@@ -9,16 +7,13 @@ from typing import Any
 import pytest
 
 from stepscope.model import ALL_HOSTS
-from tests.serve.gpu_pages_support import (  # noqa: F401 - fixtures
+from tests.serve.gpu_pages_support import (
     Recorder,
     check_fields,
     goto,
-    gpu_server,
-    page_for,
     run_of,
     tool_json,
 )
-from tests.serve.test_serve_browser import browser  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.browser
 

@@ -109,6 +109,12 @@ def _parse_number(text: str) -> Any:
     return text
 
 
+# Names of events that are user annotations (`stepscope.trace`) carry this metadata stat.
+ANNOTATION_STAT = "stepscope_annotation"
+# Input-pipeline events written by `stepscope.data` (framework ops of their own kind).
+_INPUT_PREFIXES = ("Iterator::", "IteratorGetNext")
+
+
 def stat_value(value: Any) -> StatValue:
     """A metadata value as TensorFlow stores it: numbers as numbers, anything else a string."""
     if isinstance(value, bool):
@@ -135,6 +141,7 @@ def build_xspace(result: CaptureResult) -> XSpace:
     base = result.start_perf_ns  # perf_counter time of profile_start_time
     by_thread: dict[int, list[tuple[int, int, int, str, dict[str, StatValue] | None]]] = {}
     thread_names: dict[int, str] = {}
+    annotations: set[str] = set()
     for buf in result.host_buffers:
         rows = by_thread.setdefault(buf.native_id, [])
         thread_names[buf.native_id] = buf.name
@@ -145,6 +152,12 @@ def build_xspace(result: CaptureResult) -> XSpace:
                 text, encoded = split_encoded_name(text)
                 converted = {**(converted or {}), **(_convert_stats(encoded) or {})} or None
             rows.append((start - base, end - start, depth, text, converted))
+            if not (converted and "_r" in converted) and not text.startswith(_INPUT_PREFIXES):
+                annotations.add(text)
+    # `stepscope.trace` spans are the user's own ops: a metadata stat (no per-event cost)
+    # tells analysis to list them with the framework ops in op stats and top ops.
+    for text in annotations:
+        plane.event_metadata_id(text, stats={ANNOTATION_STAT: 1})
     names: dict[Any, str] = {}
     for thread in result.python_threads:
         rows = by_thread.setdefault(thread.native_id, [])

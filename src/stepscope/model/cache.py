@@ -14,8 +14,10 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -87,31 +89,14 @@ def _py_stat(value: object) -> object:
     return value
 
 
-def save(profile: Profile, target: Path) -> None:
-    """Write ``profile`` as the cache entry ``target`` (atomically)."""
+def write_entry(target: Path, arrays: Mapping[str, np.ndarray], header: Any) -> None:
+    """Write named arrays (``<name>.npy``) and a JSON header as the directory ``target``,
+    atomically: a temporary directory renamed into place, so readers never see half of it."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
     try:
-        for name in _ARRAYS:
-            np.save(tmp / f"{name}.npy", getattr(profile, name))
-        for prefix, stats in (("stats", profile.stats), ("meta_stats", profile.meta_stats)):
-            np.save(tmp / f"{prefix}_key.npy", stats.key)
-            np.save(tmp / f"{prefix}_kind.npy", stats.kind)
-            np.save(tmp / f"{prefix}_value.npy", stats.value)
-        blob, offsets = _pack_strings(profile.strings)
-        np.save(tmp / "strings_blob.npy", blob)
-        np.save(tmp / "strings_offsets.npy", offsets)
-        header = {
-            "hostname": profile.hostname,
-            "source": profile.source,
-            "errors": profile.errors,
-            "warnings": profile.warnings,
-            "planes": [
-                {**asdict(p), "stats": {k: _json_stat(v) for k, v in p.stats.items()}}
-                for p in profile.planes
-            ],
-            "lines": [asdict(line) for line in profile.lines],
-        }
+        for name, array in arrays.items():
+            np.save(tmp / f"{name}.npy", array)
         (tmp / "header.json").write_text(json.dumps(header))
         if target.exists():
             shutil.rmtree(target, ignore_errors=True)
@@ -119,6 +104,28 @@ def save(profile: Profile, target: Path) -> None:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def save(profile: Profile, target: Path) -> None:
+    """Write ``profile`` as the cache entry ``target`` (atomically)."""
+    arrays = {name: getattr(profile, name) for name in _ARRAYS}
+    for prefix, stats in (("stats", profile.stats), ("meta_stats", profile.meta_stats)):
+        arrays[f"{prefix}_key"] = stats.key
+        arrays[f"{prefix}_kind"] = stats.kind
+        arrays[f"{prefix}_value"] = stats.value
+    arrays["strings_blob"], arrays["strings_offsets"] = _pack_strings(profile.strings)
+    header = {
+        "hostname": profile.hostname,
+        "source": profile.source,
+        "errors": profile.errors,
+        "warnings": profile.warnings,
+        "planes": [
+            {**asdict(p), "stats": {k: _json_stat(v) for k, v in p.stats.items()}}
+            for p in profile.planes
+        ],
+        "lines": [asdict(line) for line in profile.lines],
+    }
+    write_entry(target, arrays, header)
 
 
 def load(target: Path) -> Profile | None:

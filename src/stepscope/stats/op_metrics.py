@@ -3,7 +3,8 @@
 Which events are ops:
 - host: in PyTorch profiles (Kineto categories), the ``cpu_op`` and ``user_annotation``
   events but step markers; else framework ops (`stepscope.stats.opnames`: TensorFlow,
-  tf.data, JAX); in profiles with neither, every host event but step markers and instants;
+  tf.data, JAX) plus `stepscope.trace` annotations (type "Annotation"); in profiles with
+  neither, every host event but step markers and instants;
 - device: every event of a device's stream lines, named after its ``tf_op`` stat when it has
   one (kernels of one TensorFlow/JAX op add up), else after the kernel or copy.
 
@@ -34,6 +35,10 @@ from stepscope.stats.nesting import nesting_parents, self_time
 from stepscope.stats.opnames import UNKNOWN, device_op, parse_op
 
 _HOST_OP_CATEGORIES = ("cpu_op", "user_annotation")
+# Written by stepscope's capture on the metadata of `stepscope.trace` names (capture/save.py;
+# the stats layer does not import capture, so the name is repeated here).
+ANNOTATION_STAT = "stepscope_annotation"
+ANNOTATION_TYPE = "Annotation"
 _DEVICE_KIND = {
     int(EventType.HOST_TO_DEVICE): "MemcpyHToD",
     int(EventType.DEVICE_TO_HOST): "MemcpyDToH",
@@ -116,7 +121,9 @@ def _host_op_events(profile: Profile, on_host: np.ndarray) -> tuple[np.ndarray, 
     framework = np.zeros(len(strings), dtype=bool)
     framework[used] = [parse_op(t).category != UNKNOWN for t in texts]
     if framework[used].any():
-        return np.flatnonzero(on_host & framework[profile.name]), True
+        # `stepscope.trace` spans (marked on their metadata) are the user's ops too.
+        annotation = profile.stat(ANNOTATION_STAT).present
+        return np.flatnonzero(on_host & (framework[profile.name] | annotation)), True
     return np.flatnonzero(on_host & (profile.dur_ns > 0) & ~marker[profile.name]), False
 
 
@@ -185,6 +192,8 @@ def _host_table(profile: Profile) -> OpTable:
         full = strings[sid]
         if framework:
             parsed = parse_op(full)
+            if parsed.category == UNKNOWN:  # a user annotation
+                return full, ANNOTATION_TYPE
             return parsed.name, parsed.type
         return full, full  # PyTorch op names are their types ("aten::mm")
 

@@ -19,10 +19,7 @@ profile's cache entry (`stepscope.model.cache.entry_dir`) under ``trace_index_v<
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -30,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from stepscope.model import Profile
-from stepscope.model.cache import entry_dir
+from stepscope.model.cache import entry_dir, write_entry
 from stepscope.stats.segments import group_starts, stable_argsort
 from stepscope.stats.trace_counters import Counter, build_counters
 from stepscope.stats.trace_flows import FlowTable, build_flows
@@ -153,19 +150,8 @@ def _parts(index: TraceIndex) -> tuple[dict[str, np.ndarray], dict[str, object]]
 
 def save_index(index: TraceIndex, target: Path) -> None:
     """Write ``index`` to the directory ``target`` atomically."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-index-", dir=target.parent))
-    try:
-        arrays, header = _parts(index)
-        for name, array in arrays.items():
-            np.save(tmp / f"{name}.npy", array)
-        (tmp / "header.json").write_text(json.dumps(header))
-        if target.exists():
-            shutil.rmtree(target, ignore_errors=True)
-        os.replace(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    arrays, header = _parts(index)
+    write_entry(target, arrays, header)
 
 
 def load_index(target: Path) -> TraceIndex | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from stepscope.xspace.merge import ClockMap, env_stats
 HOST_PLANE = "/host:CPU"
 
 
-class TslBridge(Bridge):
+class TslBridge(Bridge, ABC):
     """Subclasses provide `start_profiler`, `stop_profiler` and `annotation`."""
 
     def __init__(self, options: ProfilerOptions) -> None:
@@ -49,15 +50,17 @@ class TslBridge(Bridge):
     def _not_started(name: str) -> Any:
         raise RuntimeError("the profiler is not started")
 
+    @abstractmethod
     def start_profiler(self, logdir: str) -> None:
-        raise NotImplementedError
+        """Start/stop the framework's profiler (writing under ``logdir``)."""
 
+    @abstractmethod
     def stop_profiler(self) -> None:
-        raise NotImplementedError
+        """Start/stop the framework's profiler (writing under ``logdir``)."""
 
+    @abstractmethod
     def annotation(self) -> Callable[[str], Any]:
         """The framework's ``TraceMe`` context manager factory (name -> context manager)."""
-        raise NotImplementedError
 
     def start(self) -> None:
         self.tmpdir = tempfile.mkdtemp(prefix=f"stepscope-{self.name}-")
