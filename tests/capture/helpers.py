@@ -31,9 +31,7 @@ def events(profile: Profile) -> list[dict[str, Any]]:
                 "start_ns": int(profile.start_ns[i]),
                 "dur_ns": int(profile.dur_ns[i]),
                 "end_ns": int(profile.end_ns[i]),
-                "stats": {
-                    k: v for k, v in profile.event_stats(i).items() if k != ANNOTATION_STAT
-                },
+                "stats": {k: v for k, v in profile.event_stats(i).items() if k != ANNOTATION_STAT},
             }
         )
     return out
