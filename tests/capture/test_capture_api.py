@@ -150,7 +150,7 @@ def test_duration_ms_stops_and_saves_by_itself(tmp_path: Path) -> None:
     assert run_dir == saved[0].parent
     ticks = named(load_run(run_dir), "tick")
     span_ns = ticks[-1]["end_ns"] - ticks[0]["start_ns"]
-    assert 100e6 <= span_ns <= 400e6
+    assert 100e6 <= span_ns <= 1000e6  # 150 ms recorded; the bound allows a busy machine
     with pytest.raises(stepscope.ProfilerNotRunningError):
         stepscope.stop()
     stepscope.start(tmp_path)  # a new session may begin
