@@ -88,3 +88,21 @@ def test_cache_key_depends_on_version(monkeypatch: pytest.MonkeyPatch) -> None:
     before = cache.cache_key(source)
     monkeypatch.setattr(cache, "__version__", "999.0")
     assert cache.cache_key(source) != before
+
+
+def test_large_conversions_report_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from stepscope.model.load import PROGRESS_MIN_BYTES, stderr_progress
+    from stepscope.xspace.synthetic import synthetic_xspace_bytes
+
+    monkeypatch.setenv("STEPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    run_dir = tmp_path / "logs" / "plugins" / "profile" / "r1"
+    run_dir.mkdir(parents=True)
+    data = synthetic_xspace_bytes(800_000)
+    assert len(data) > PROGRESS_MIN_BYTES
+    (run_dir / "h.xplane.pb").write_bytes(data)
+    profile = open_host(open_run(str(run_dir)).hosts[0], progress=stderr_progress())
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split("]", 1)[1].split()[0] for line in err] == ["0%", "20%", "60%", "90%", "100%"]
+    assert f"converted {profile.n_events:,} events" in err[-1]

@@ -8,39 +8,42 @@ from collections.abc import Callable
 from pathlib import Path
 
 from stepscope.model import cache
-from stepscope.model.from_xspace import profile_from_bytes, profile_from_xspace
+from stepscope.model.from_xspace import _decode, profile_from_columns, profile_from_xspace
 from stepscope.model.profile import Profile
 from stepscope.model.runs import HostFile, format_of, host_name_of
 from stepscope.xspace.io import read_profile_bytes
 
-# progress(stage): conversions of large files report what they are doing and how long it took.
-Progress = Callable[[str], None]
+# progress(stage, fraction=None): conversions of large files report their stage and how far
+# along they are (0..1); a plain message has no fraction.
+Progress = Callable[..., None]
 PROGRESS_MIN_BYTES = 10_000_000  # below this a conversion takes well under a second
 
 
 def _convert(host: HostFile, progress: Progress | None) -> Profile:
     if progress is None or host.size_bytes < PROGRESS_MIN_BYTES:
         return _convert_quietly(host, None)
-    started = time.monotonic()
-    profile = _convert_quietly(host, progress)
-    progress(
-        f"converted {profile.n_events:,} events in {time.monotonic() - started:.1f} s "
-        "(cached for next time)"
-    )
-    return profile
+    return _convert_quietly(host, progress)
 
 
 def _convert_quietly(host: HostFile, progress: Progress | None) -> Profile:
+    def stage(text: str, fraction: float) -> None:
+        if progress is not None:
+            progress(f"{text} ({host.size_bytes / 1e6:.1f} MB)", fraction)
+
     if host.format == "kineto":
         from stepscope.xspace.kineto import kineto_to_xspace
 
-        if progress:
-            progress(f"importing PyTorch trace {host.path} ({host.size_bytes / 1e6:.1f} MB)")
+        stage("importing PyTorch trace", 0.0)
         space = kineto_to_xspace(host.path)
+        stage("building columns", 0.7)
         return profile_from_xspace(space, source=host.path, hostname=host.host)
-    if progress:
-        progress(f"converting {host.path} ({host.size_bytes / 1e6:.1f} MB)")
-    return profile_from_bytes(read_profile_bytes(host.path), source=host.path, hostname=host.host)
+    stage("reading", 0.0)
+    data = read_profile_bytes(host.path)
+    stage("decoding", 0.2)
+    raw = _decode(data, host.path)
+    del data  # released before the columns are built (peak memory)
+    stage("building columns", 0.6)
+    return profile_from_columns(raw, host.path, host.host)
 
 
 def open_host(
@@ -56,11 +59,18 @@ def open_host(
     cached = cache.load(entry)
     if cached is not None:
         return cached
+    started = time.monotonic()
     profile = _convert(host, progress)
+    say = progress if host.size_bytes >= PROGRESS_MIN_BYTES else None
+    if say is not None:
+        say("writing the cache", 0.9)
     try:
         cache.save(profile, entry)
     except OSError as exc:  # a read-only cache must not stop analysis
         print(f"stepscope: could not write cache {entry}: {exc.strerror or exc}", file=sys.stderr)
+    if say is not None:
+        elapsed = time.monotonic() - started
+        say(f"converted {profile.n_events:,} events in {elapsed:.1f} s (cached for next time)", 1.0)
     return profile
 
 
@@ -73,11 +83,28 @@ def open_file(path: str, use_cache: bool = True, progress: Progress | None = Non
     return open_host(host, use_cache=use_cache, progress=progress)
 
 
-def stderr_progress() -> Progress:
-    """A progress reporter for the CLI: prints stages with elapsed time to stderr."""
+def stderr_progress(width: int = 24) -> Progress:
+    """The CLI's progress display on stderr: a bar redrawn in place on a terminal, one line per
+    stage otherwise (logs, CI); messages without a fraction are printed as lines."""
     started = time.monotonic()
+    tty = sys.stderr.isatty()
+    state = {"open": False}
 
-    def report(stage: str) -> None:
-        print(f"[{time.monotonic() - started:5.1f}s] {stage}", file=sys.stderr, flush=True)
+    def report(stage: str, fraction: float | None = None) -> None:
+        elapsed = f"{time.monotonic() - started:5.1f}s"
+        if fraction is None or not tty:
+            if state["open"]:
+                sys.stderr.write("\n")
+                state["open"] = False
+            percent = "" if fraction is None else f"{fraction:4.0%} "
+            print(f"[{elapsed}] {percent}{stage}", file=sys.stderr, flush=True)
+            return
+        filled = round(width * min(max(fraction, 0.0), 1.0))
+        bar = "#" * filled + "." * (width - filled)
+        sys.stderr.write(f"\r[{bar}] {fraction:4.0%} {stage[:60]:<60} {elapsed}")
+        state["open"] = fraction < 1.0
+        if fraction >= 1.0:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
 
     return report
