@@ -62,6 +62,18 @@ CATEGORIES: dict[str, tuple[EventType, ...]] = {
     "other": (EventType.UNKNOWN,),
 }
 CATEGORY_NAMES = tuple(CATEGORIES)
+# How the overview, the pod viewer and the terminal report name each category (XProf's words).
+CATEGORY_LABELS = {
+    "input": "Input",
+    "output": "Output",
+    "kernel_launch": "Kernel launch",
+    "host_compute": "Host compute",
+    "device_to_device": "Device to device",
+    "device_collectives": "Device collectives",
+    "device_compute": "Device compute",
+    "compilation": "Compilation",
+    "other": "All others",
+}
 TYPE_VALUES = np.array([int(t) for t in EventType], dtype=np.int16)
 
 # XProf's implicit roots: they group events but are not steps.

@@ -16,21 +16,10 @@ import numpy as np
 
 from stepscope.model import Profile
 from stepscope.stats import CATEGORY_NAMES, StepDb
+from stepscope.stats.events import CATEGORY_LABELS
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import ToolSpec
-
-CATEGORY_LABELS = {
-    "input": "Input",
-    "output": "Output",
-    "kernel_launch": "Kernel launch",
-    "host_compute": "Host compute",
-    "device_to_device": "Device to device",
-    "device_collectives": "Device collectives",
-    "device_compute": "Device compute",
-    "compilation": "Compilation",
-    "other": "All others",
-}
 
 
 def _ms(ns: float) -> float:

@@ -13,21 +13,11 @@ import shutil
 from stepscope.cli.commands.tool import context_for
 from stepscope.cli.output import human_ns, table
 from stepscope.stats import SOURCES
+from stepscope.stats.events import CATEGORY_LABELS
 from stepscope.tools.input_pipeline_analyzer import InputPipelineAnalysis
 from stepscope.tools.overview_page import OverviewPage
 from stepscope.tools.registry import get_tool
 
-_LABELS = {
-    "input": "Input",
-    "output": "Output",
-    "kernel_launch": "Kernel launch",
-    "host_compute": "Host compute",
-    "device_to_device": "Device to device",
-    "device_collectives": "Device collectives",
-    "device_compute": "Device compute",
-    "compilation": "Compilation",
-    "other": "All others",
-}
 _CLASS = {
     "high": "HIGHLY input-bound",
     "moderate": "MODERATELY input-bound",
@@ -78,7 +68,7 @@ def render(overview: OverviewPage, pipeline: InputPipelineAnalysis, top: int) ->
         )
         out.append("")
         out.append("Step-time breakdown (average per step)")
-        for key, label in _LABELS.items():
+        for key, label in CATEGORY_LABELS.items():
             ms, pct = overview.breakdown_ms[key], overview.breakdown_percent[key]
             if ms <= 0 and key not in ("input", "other"):
                 continue
