@@ -115,8 +115,25 @@ def convert_args(
         elif kind is bool:
             stats[get_name(key, key)] = int(value)
         else:
-            stats[get_name(key, key)] = json.dumps(value)
+            stats[get_name(key, key)] = _json_text(value)
     return stats
+
+
+# List args repeat heavily (the same shapes and dtypes for every call of an op): their JSON
+# text is computed once per distinct value, found by ``str(value)`` (C speed, and a function of
+# the value just as the JSON text is).
+_JSON_TEXT: dict[str, str] = {}
+
+
+def _json_text(value: Any) -> str:
+    """``json.dumps(value)``, memoized."""
+    key = str(value)
+    text = _JSON_TEXT.get(key)
+    if text is None:
+        if len(_JSON_TEXT) >= 1 << 16:  # bounded: a trace with endless distinct values
+            _JSON_TEXT.clear()
+        text = _JSON_TEXT[key] = json.dumps(value)
+    return text
 
 
 def _triple(value: Any) -> str:
