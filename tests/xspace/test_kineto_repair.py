@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 from pathlib import Path
@@ -196,3 +197,41 @@ def test_phases_categories_and_fallbacks() -> None:
     assert profile.event_stats(by_name["k"])["correlation_id"] == 77
     assert profile.event_stats(by_name["cudaLaunchKernel"])["correlation_id"] == 77
     assert int(profile.dur_ns[by_name["k"]]) == 2000  # 2.0004 us, rounded to the ns
+
+
+def test_events_with_fields_of_unexpected_types_are_skipped_and_counted() -> None:
+    import json
+
+    from stepscope.xspace.kineto import kineto_bytes_to_xspace
+
+    good = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 10, "dur": 5}
+    bad_tid = {**good, "tid": [1, 2]}  # unhashable where an id belongs
+    bad_ts = {**good, "ts": 1e300}  # beyond what XSpace's picosecond offsets can hold
+    doc = {"traceEvents": [good, bad_tid, bad_ts, {**good, "pid": {"x": 1}}]}
+    space = kineto_bytes_to_xspace(json.dumps(doc).encode(), "weird.json")
+    names = [m.name for p in space.planes for m in p.event_metadata.values()]
+    assert "aten::mm" in names
+    text = " ".join(space.warnings)
+    assert "malformed events" in text and "without a valid timestamp" in text
+
+
+def test_corrupt_xspace_bytes_never_crash_the_decoder() -> None:
+    """Random damage to real files gives a ProfileFormatError or a profile, nothing else."""
+    import random
+
+    from stepscope.errors import ProfileFormatError
+    from stepscope.model import profile_from_bytes
+    from stepscope.xspace.io import read_profile_bytes
+    from tests.conftest import FIXTURES
+
+    rng = random.Random(7)
+    sources = [read_profile_bytes(p) for p in sorted(FIXTURES.rglob("*.xplane.pb"))[:3]]
+    for _ in range(150):
+        data = bytearray(rng.choice(sources))
+        if rng.random() < 0.5:
+            for _ in range(rng.randint(1, 10)):
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        else:
+            del data[rng.randrange(len(data)) :]
+        with contextlib.suppress(ProfileFormatError):
+            profile_from_bytes(bytes(data))

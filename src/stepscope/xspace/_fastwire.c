@@ -234,8 +234,9 @@ static PyObject *split_message(State *s, Cursor c, uint32_t child, PyObject *chi
     }
     return header;
 corrupt:
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "truncated or corrupt protobuf data");
 fail:
+    /* Children report corrupt data by returning NULL without an exception. */
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "truncated or corrupt protobuf data");
     Py_DECREF(header);
     return NULL;
 }

@@ -15,6 +15,7 @@ import struct
 from dataclasses import dataclass
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace
 
@@ -75,10 +76,13 @@ def accelerated() -> bool:
 
 def decode_columns(data: bytes) -> RawColumns:
     """Decode serialized XSpace bytes. Raises ValueError on corrupt data."""
-    if accelerated():
-        return _decode_fast(data)
-    space = XSpace()
-    space.ParseFromString(data)
+    try:
+        if accelerated():
+            return _decode_fast(data)
+        space = XSpace()
+        space.ParseFromString(data)
+    except DecodeError as exc:  # protobuf's, from the small messages or the fallback
+        raise ValueError(str(exc)) from exc
     return columns_from_message(space)
 
 

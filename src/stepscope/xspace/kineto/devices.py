@@ -127,14 +127,20 @@ def us_to_ns(value: Any) -> int | None:
     try:
         if type(value) is float:
             whole = int(value)
-            return whole * 1000 + round((value - whole) * 1000)
-        if type(value) is int:
-            return value * 1000
-        if isinstance(value, str):
+            ns = whole * 1000 + round((value - whole) * 1000)
+        elif type(value) is int:
+            ns = value * 1000
+        elif isinstance(value, str):
             return us_to_ns(float(value))
+        else:
+            return None
     except (ValueError, OverflowError):
-        pass
-    return None
+        return None
+    # XSpace stores picosecond offsets in int64: beyond +-2**62 ns a time is damage, not data.
+    return ns if -_MAX_NS < ns < _MAX_NS else None
+
+
+_MAX_NS = 1 << 62
 
 
 def normalize_tid(value: object) -> object:

@@ -86,31 +86,39 @@ class EventRouter:
 
     # ---- the pass ----------------------------------------------------------------------
     def route_all(self, events: list[Any]) -> None:
-        complete = self.complete
         for event in events:
             if type(event) is not dict:
                 self.skipped["entries that are not objects"] += 1
                 continue
-            ph = event.get("ph")
-            if ph == "X":
-                complete(event, event.get("ts"), event.get("dur"), event.get("args"))
-            elif ph == "s" or ph == "f" or ph == "t":
-                self.flows.append(event)
-            elif ph == "i" or ph == "I":
-                self.instant(event)
-            elif ph == "M":
-                if event.get("name") == "thread_name":
-                    args = event.get("args")
-                    if isinstance(args, dict) and isinstance(args.get("name"), str):
-                        key = (event.get("pid"), normalize_tid(event.get("tid")))
-                        self.thread_names[key] = args["name"]
-            elif ph == "B" or ph == "E":
-                self.begin_end(event, ph)
-            else:
-                self.skipped[f"events of unsupported phase {ph!r}"] += 1
+            try:
+                self.route(event)
+            except (TypeError, ValueError, KeyError, AttributeError, OverflowError):
+                # A field of an unexpected type (a list where an id belongs, ...): the rest of
+                # the trace is still worth reading.
+                self.skipped["malformed events (fields of unexpected types)"] += 1
         unfinished = sum(len(stack) for stack in self.open_ranges.values())
         if unfinished:
             self.skipped["'B' events without their 'E'"] += unfinished
+
+    def route(self, event: dict[str, Any]) -> None:
+        """One trace event to its plane and line (or to the flows, memory, thread names)."""
+        ph = event.get("ph")
+        if ph == "X":
+            self.complete(event, event.get("ts"), event.get("dur"), event.get("args"))
+        elif ph == "s" or ph == "f" or ph == "t":
+            self.flows.append(event)
+        elif ph == "i" or ph == "I":
+            self.instant(event)
+        elif ph == "M":
+            if event.get("name") == "thread_name":
+                args = event.get("args")
+                if isinstance(args, dict) and isinstance(args.get("name"), str):
+                    key = (event.get("pid"), normalize_tid(event.get("tid")))
+                    self.thread_names[key] = args["name"]
+        elif ph == "B" or ph == "E":
+            self.begin_end(event, ph)
+        else:
+            self.skipped[f"events of unsupported phase {str(ph)[:20]!r}"] += 1
 
     def to_ns(self, value: Any) -> int | None:
         """Absolute ns of a ``ts`` in microseconds; None when it is not a number."""

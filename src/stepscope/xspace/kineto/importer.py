@@ -140,7 +140,16 @@ def _gc_paused() -> Iterator[None]:
 
 def _convert(data: bytes, source: str, warnings: list[str]) -> XSpace:
     with _gc_paused():
-        return _convert_unpaused(data, source, warnings)
+        try:
+            return _convert_unpaused(data, source, warnings)
+        except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:
+            # Events with bad fields are skipped one by one; this is damage beyond that (in
+            # the header, or times too far apart for XSpace's picosecond offsets).
+            raise ProfileFormatError(
+                source,
+                f"cannot convert this trace: {type(exc).__name__}: {str(exc)[:120]}",
+                "the file looks damaged; if torch.profiler wrote it as is, please report it",
+            ) from exc
 
 
 def _convert_unpaused(data: bytes, source: str, warnings: list[str]) -> XSpace:
