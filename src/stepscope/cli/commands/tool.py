@@ -111,7 +111,10 @@ def context_for(
     store = ProfileStore(use_cache=use_cache, progress=stderr_progress())
     ctx = ToolContext(run_, select_host(run_, spec, host), store, options)
     if not spec.available(ctx):
-        raise StepscopeError(f"tool {spec.name} has nothing to show for {run_.name}")
+        raise StepscopeError(
+            f"tool {spec.name} has nothing to show for {run_.name}: the profile lacks "
+            f"what it needs ({spec.title}: {spec.description[0].lower()}{spec.description[1:]})"
+        )
     return ctx
 
 
