@@ -64,3 +64,12 @@ def test_find_markers_reads_stamps_and_lines_and_nested_child() -> None:
     assert plain.lines == {f"{SYNC_PREFIX}0": -77, f"{SYNC_PREFIX}1": -77}
     nested = find_markers(plane, child="aten::empty")
     assert nested.stamps == {f"{SYNC_PREFIX}0": (1_300, 1_400)}  # marker 1 has no child
+
+
+def test_tsl_line_id_is_libstdcxx_thread_id_hash() -> None:
+    """TSL's host line ids: std::hash<std::thread::id> of pthread_self (values from
+    libstdc++'s _Hash_bytes and a JAX 0.10 trace)."""
+    from stepscope.capture.bridges.tsl import tsl_line_id
+
+    assert tsl_line_id(140247457483648) == 5284633107639872940
+    assert tsl_line_id(140246781904576) == -6641785872524348926

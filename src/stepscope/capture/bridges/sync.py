@@ -42,6 +42,7 @@ class Marker:
     after_ns: int
     thread: int  # OS thread id that emitted it
     batch: int  # 0 at start, 1 at stop
+    ident: int = 0  # threading.get_ident() of that thread (pthread_self)
 
 
 @dataclass(frozen=True)
@@ -66,11 +67,11 @@ class ClockSync:
         self.wall_ns = time.time_ns()
 
     def emit(self, probe: Probe, batch: int, count: int = DEFAULT_MARKERS) -> None:
-        thread = threading.get_native_id()
+        thread, ident = threading.get_native_id(), threading.get_ident()
         for _ in range(count):
             name = f"{SYNC_PREFIX}{len(self.markers)}"
             before, after = probe(name)
-            self.markers.append(Marker(name, before, after, thread, batch))
+            self.markers.append(Marker(name, before, after, thread, batch, ident))
 
     def clock_map(self, stamps: dict[str, tuple[int, int]]) -> tuple[ClockMap, str]:
         """Framework ns -> perf_counter ns, from the framework's (start, end) of each marker.
@@ -114,6 +115,10 @@ class ClockSync:
     def threads(self) -> dict[str, int]:
         """Marker name -> the OS thread that emitted it (to map framework thread lines)."""
         return {m.name: m.thread for m in self.markers}
+
+    def idents(self) -> dict[str, int]:
+        """Marker name -> ``threading.get_ident()`` of the thread that emitted it."""
+        return {m.name: m.ident for m in self.markers}
 
 
 @dataclass

@@ -11,7 +11,11 @@
   and Unix time is assumed.
 - Threads: TSL names host lines by a hash, not the OS thread id stepscope uses. The line
   holding the markers a thread emitted is renamed to that thread's id, so the framework's
-  ops on the training thread share a line with ``stepscope.step`` and nest in it.
+  ops on the training thread share a line with ``stepscope.step`` and nest in it. The hash
+  is libstdc++'s ``std::hash<std::thread::id>`` of the thread's ``pthread_self``, which is
+  Python's ``threading.get_ident()`` (`tsl_line_id`): when the markers' lines confirm it, the
+  lines of every Python thread alive at start or stop are renamed the same way. That matters
+  for a remote capture, whose markers come from the server's thread, not the training loop.
 
 The profiler is process-wide: it may be started and stopped from any thread.
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -44,6 +49,7 @@ class TslBridge(Bridge, ABC):
         self.running = False
         self.sync = ClockSync()
         self.logs: list[str] = []
+        self.idents: dict[int, int] = {}  # threading ident -> OS thread id, of Python threads
         self._mark: Callable[[str], Any] = self._not_started
 
     @staticmethod
@@ -69,6 +75,12 @@ class TslBridge(Bridge, ABC):
         self.running = True
         self._mark = self.annotation()
         self.sync.emit(self._probe, batch=0)
+        self._note_threads()
+
+    def _note_threads(self) -> None:
+        for thread in threading.enumerate():
+            if thread.ident is not None and thread.native_id is not None:
+                self.idents[thread.ident] = thread.native_id
 
     def _probe(self, name: str) -> tuple[int, int]:
         mark = self._mark
@@ -81,6 +93,7 @@ class TslBridge(Bridge, ABC):
         if not self.running:
             return
         self.sync.emit(self._probe, batch=1)
+        self._note_threads()
         self.running = False
         with captured_output(self.logs):
             self.stop_profiler()
@@ -107,11 +120,19 @@ class TslBridge(Bridge, ABC):
             warnings.append(f"clock aligned by {how}; events may be off by a few microseconds")
         line_ids: dict[str, dict[int, int]] = {}
         if found is not None:
-            threads = self.sync.threads()
-            line_ids[HOST_PLANE] = {
-                line: threads[name] for name, line in found.lines.items() if name in threads
-            }
+            line_ids[HOST_PLANE] = self._line_ids(found.lines)
         return BridgeOutput(space, clock, line_ids, warnings)
+
+    def _line_ids(self, marker_lines: dict[str, int]) -> dict[int, int]:
+        """TSL host line id -> OS thread id: the markers' lines, and (when the markers show
+        that TSL's ids are `tsl_line_id` of the thread's ident) every Python thread's."""
+        threads, idents = self.sync.threads(), self.sync.idents()
+        renames = {line: threads[name] for name, line in marker_lines.items() if name in threads}
+        checked = [(line, idents[name]) for name, line in marker_lines.items() if idents.get(name)]
+        if checked and all(line == tsl_line_id(ident) for line, ident in checked):
+            for ident, native_id in self.idents.items():
+                renames.setdefault(tsl_line_id(ident), native_id)
+        return renames
 
     def close(self) -> None:
         if self.running:  # never stopped (stop(save=False) before recording began)
@@ -121,6 +142,24 @@ class TslBridge(Bridge, ABC):
         if self.tmpdir is not None:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
             self.tmpdir = None
+
+
+_MASK = (1 << 64) - 1
+_MUL = 0xC6A4A7935BD1E995
+_SEED = 0xC70F6907
+
+
+def tsl_line_id(ident: int) -> int:
+    """The line id TSL gives the thread whose ``pthread_self`` is ``ident``: libstdc++'s
+    ``std::hash<std::thread::id>`` (``_Hash_bytes`` of the 8 bytes, seed 0xc70f6907), signed."""
+
+    def shift_mix(v: int) -> int:
+        return v ^ (v >> 47)
+
+    value = _SEED ^ ((8 * _MUL) & _MASK)
+    value = ((value ^ (shift_mix((ident & _MASK) * _MUL & _MASK) * _MUL & _MASK)) * _MUL) & _MASK
+    value = shift_mix(shift_mix(value) * _MUL & _MASK)
+    return value - (1 << 64) if value >> 63 else value
 
 
 def _relative_base(space: Any) -> int:

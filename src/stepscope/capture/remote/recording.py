@@ -77,14 +77,14 @@ def capture_xspace(
     finally:
         _session.release(session)
     space = session.space if session.space is not None else XSpace()
-    if options.python_tracer_level:
-        _drop_thread(space, threading.get_native_id())
+    _drop_thread(space, threading.get_native_id())
     return RemoteCapture(space, is_empty(space), recorded_ns, _step_durations(session))
 
 
 def _drop_thread(space: XSpace, native_id: int) -> None:
-    """Remove the calling thread's line: with the Python tracer on it holds only the server's
-    own frames (this function waiting), which would read as if they were the program's."""
+    """Remove the calling thread's line: it holds only the server's own work (with the Python
+    tracer on, this function waiting), which would read as if it were the program's; with
+    framework bridges, an empty line where their clock markers were."""
     for plane in space.planes:
         for i in reversed(range(len(plane.lines))):
             if plane.lines[i].id == native_id:
