@@ -97,9 +97,10 @@ class PyTorchBridge(Bridge):
     def prepare(self) -> None:
         if self.options.duration_ms is not None:
             raise BridgeError(
-                "not run: with duration_ms a timer thread stops the session, and torch.profiler "
-                "must be stopped on the thread that started it. Call stepscope.stop() yourself "
-                "(or use `with stepscope.profile(...)`) to get PyTorch events"
+                "not run: this capture ends by itself (duration_ms, or a remote capture) on "
+                "another thread, and torch.profiler must be stopped on the thread that started "
+                "it. For PyTorch events, profile from the training thread: stepscope.start() / "
+                "stepscope.stop(), or `with stepscope.profile(...)`"
             )
         import torch
         from torch.profiler import ProfilerActivity, profile, record_function
