@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from stepscope.capture.callbacks.steps import StepMarker
+from stepscope.capture.callbacks.steps import StepMarker, lazy_class
 from stepscope.capture.options import ProfilerOptions
 from stepscope.errors import StepscopeError
 
@@ -74,13 +74,4 @@ def _make_class() -> type:
     return StepscopeCallback
 
 
-_class: type | None = None
-
-
-def __getattr__(name: str) -> Any:
-    global _class
-    if name == "StepscopeCallback":
-        if _class is None:
-            _class = _make_class()
-        return _class
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_class("StepscopeCallback", _make_class, __name__)

@@ -16,7 +16,9 @@ step is marked and recorded by whatever session is running.
 from __future__ import annotations
 
 import os
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -85,3 +87,20 @@ class StepMarker:
         if self._span is not None:
             span, self._span = self._span, None
             span.__exit__(None, None, None)
+
+
+def lazy_class(name: str, make: Callable[[], type], module: str) -> Callable[[str], Any]:
+    """A module ``__getattr__`` that builds class ``name`` with ``make()`` on first use (the
+    trainer callbacks subclass a library's base class, imported only then). The class is kept
+    in the module's ``_class``; setting that back to None builds it again."""
+    namespace = sys.modules[module].__dict__
+    namespace.setdefault("_class", None)
+
+    def __getattr__(attr: str) -> Any:
+        if attr != name:
+            raise AttributeError(f"module {module!r} has no attribute {attr!r}")
+        if namespace["_class"] is None:
+            namespace["_class"] = make()
+        return namespace["_class"]
+
+    return __getattr__
