@@ -8,7 +8,7 @@ import numpy as np
 
 from stepscope.model import open_file
 from stepscope.stats import EventType, build_step_db, classify_events
-from stepscope.stats.breakdown import N_TYPES, type_time
+from stepscope.stats.steps.breakdown import N_TYPES, type_time
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.stats.analysis_helpers import MS, build, cpu_training
 

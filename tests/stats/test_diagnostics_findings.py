@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from stepscope.model import Profile
-from stepscope.stats.breakdown import build_step_db
 from stepscope.stats.diagnostics import Finding, HostData, diagnose_host, diagnose_run
 from stepscope.stats.kernels import build_kernel_db
+from stepscope.stats.steps.breakdown import build_step_db
 from tests.stats.gpu_tools_fixtures import GpuTrace, fixture_profile
 
 US, MS = 1_000, 1_000_000

@@ -15,7 +15,7 @@ from stepscope.stats.memory import (
     data_type_name,
     fill_missing_steps,
 )
-from stepscope.stats.step_spans import step_spans
+from stepscope.stats.steps.spans import step_spans
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.stats.gpu_tools_fixtures import FIXTURES, build, fixture_profile, tf_profile
 

@@ -16,10 +16,10 @@ from functools import cached_property
 import numpy as np
 
 from stepscope.model import Profile
-from stepscope.stats.breakdown import StepDb
 from stepscope.stats.device import framework_of
 from stepscope.stats.events import NOT_COUNTED, EventType, classify_events, device_work_lines
 from stepscope.stats.kernels import KernelDb, launch_events
+from stepscope.stats.steps.breakdown import StepDb
 
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
 ALL_STEPS = -1  # a finding about the whole profile rather than listed steps

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stepscope.stats.breakdown import StepDb
 from stepscope.stats.events import CATEGORY_NAMES
+from stepscope.stats.steps.breakdown import StepDb
 
 
 @dataclass(frozen=True)

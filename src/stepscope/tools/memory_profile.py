@@ -20,7 +20,7 @@ from stepscope.stats.memory import (
     data_type_name,
     memory_events,
 )
-from stepscope.stats.step_spans import step_spans
+from stepscope.stats.steps.spans import step_spans
 from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import ToolSpec
 

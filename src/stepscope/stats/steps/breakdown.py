@@ -1,7 +1,7 @@
 """The step database: each step's span and where its time went (REFERENCE §4).
 
 1. Attribution: every counted event is paired with the step(s) it works for. With markers,
-   an event reached from a step's marker (`stepscope.stats.groups`) belongs to that step;
+   an event reached from a step's marker (`stepscope.stats.steps.groups`) belongs to that step;
    events of threads that no root reaches at all, ungrouped device events, and all events of
    inferred or device-line steps belong to the steps whose window they overlap (device events
    by the time of their launch, so a kernel that runs late still counts for the step that
@@ -32,8 +32,9 @@ from stepscope.stats.events import (
     classify_events,
     device_work_lines,
 )
-from stepscope.stats.groups import build_groups
-from stepscope.stats.steps import StepMarkers, find_step_markers
+from stepscope.stats.steps.groups import build_groups
+from stepscope.stats.steps.markers import find_step_markers
+from stepscope.stats.steps.types import StepMarkers
 
 N_TYPES = max(int(t) for t in EventType) // 10 + 1  # column of type t is t // 10
 DROP_THRESHOLD = 5  # XProf: drop the first and last step when there are more than this many

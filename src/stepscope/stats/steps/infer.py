@@ -23,7 +23,7 @@ import numpy as np
 from stepscope.model import Profile
 from stepscope.stats.events import host_lines, is_input_wait_name
 from stepscope.stats.nesting import nesting_parents
-from stepscope.stats.steps import StepMarkers
+from stepscope.stats.steps.types import StepMarkers
 
 MIN_OCCURRENCES = 3
 REGULAR_SHARE = 0.5

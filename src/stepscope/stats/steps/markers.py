@@ -4,7 +4,7 @@ Sources, tried in this order unless one is asked for:
 
 - ``marker``: host events with ``_r`` (root level) > 0 other than XProf's implicit roots
   (FunctionRun, SessionRun, ...), i.e. ``Trace('train', step_num=s, _r=1)`` in TensorFlow and
-  ``stepscope.step``. Their work is found by reachability (`stepscope.stats.groups`), and, as in
+  ``stepscope.step``. Their work is found by reachability (`groups`), and, as in
   XProf, when there are more than 5 steps the first and the last are dropped as possibly
   incomplete.
 - ``profiler_step``: PyTorch's ``ProfilerStep#N`` annotations.
@@ -12,7 +12,7 @@ Sources, tried in this order unless one is asked for:
   finds no step in them).
 - ``device``: a device plane's ``Steps`` line (XProf's derived step line, TPU profiles).
 - ``inferred``: no markers at all; steps are found in the repeating structure of the trace
-  (`stepscope.stats.infer`).
+  (`stepscope.stats.steps.infer`).
 
 Keras batches and ProfilerStep spans are complete by construction (the profiler starts and
 stops on step boundaries), and inferred steps are bounded by observed events at both ends, so
@@ -22,40 +22,16 @@ only ``marker`` and ``device`` steps follow XProf's drop rule.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import numpy as np
 
 from stepscope.errors import StepscopeError
 from stepscope.model import Profile
 from stepscope.stats.events import IMPLICIT_ROOTS, host_lines
+from stepscope.stats.steps.infer import infer_steps
+from stepscope.stats.steps.types import SOURCES, StepMarkers
 
-SOURCES = ("marker", "profiler_step", "keras_batch", "device", "inferred")
 _DIGITS = re.compile(r"(\d+)\s*$")
-
-
-@dataclass(frozen=True)
-class StepMarkers:
-    """The candidate steps of a profile, before their work is attributed."""
-
-    source: str  # one of SOURCES, or "none"
-    description: str  # how the steps were found, for people
-    event: np.ndarray  # int64: the marker event of each step, -1 for inferred windows
-    step_num: np.ndarray  # int64
-    names: tuple[str, ...]
-    start_ns: np.ndarray  # int64
-    end_ns: np.ndarray  # int64
-    use_groups: bool  # attribute work by reachability from the markers (else by time window)
-    drop_incomplete: bool  # XProf's rule: > 5 steps -> drop the first and the last
-    lines: tuple[int, ...] = ()  # the threads running the steps (where input is waited for)
-
-    def __len__(self) -> int:
-        return len(self.start_ns)
-
-    @classmethod
-    def none(cls, description: str) -> StepMarkers:
-        empty = np.zeros(0, dtype=np.int64)
-        return cls("none", description, empty, empty, (), empty, empty, False, False)
 
 
 def _from_events(
@@ -177,8 +153,6 @@ def find_step_markers(profile: Profile, source: str = "auto") -> StepMarkers:
         raise StepscopeError(
             f"unknown step source {source!r}; use auto or one of {', '.join(SOURCES)}"
         )
-    from stepscope.stats.infer import infer_steps
-
     finders = {
         "marker": lambda: _marker_steps(profile),
         "profiler_step": lambda: _named_steps(

@@ -1,7 +1,8 @@
 """Step spans on the profile clock, for tools that only need "which step holds time t".
 
 The memory profile numbers steps like XProf's group ids: 0, 1, 2... in time order over all
-the step markers `stepscope.stats.steps` finds (before XProf's drop of the first and last).
+the step markers `stepscope.stats.steps.markers` finds (before XProf's drop of the first
+and last).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from stepscope.model import Profile
-from stepscope.stats.steps import find_step_markers
+from stepscope.stats.steps.markers import find_step_markers
 
 
 def step_spans(profile: Profile) -> tuple[np.ndarray, np.ndarray]:

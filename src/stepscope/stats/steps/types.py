@@ -1,0 +1,35 @@
+"""The step types shared by every step source: what a found step is, before its work is
+attributed. Kept apart from the finders so that `markers` and `infer` both depend on it and
+not on each other."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+SOURCES = ("marker", "profiler_step", "keras_batch", "device", "inferred")
+
+
+@dataclass(frozen=True)
+class StepMarkers:
+    """The candidate steps of a profile, before their work is attributed."""
+
+    source: str  # one of SOURCES, or "none"
+    description: str  # how the steps were found, for people
+    event: np.ndarray  # int64: the marker event of each step, -1 for inferred windows
+    step_num: np.ndarray  # int64
+    names: tuple[str, ...]
+    start_ns: np.ndarray  # int64
+    end_ns: np.ndarray  # int64
+    use_groups: bool  # attribute work by reachability from the markers (else by time window)
+    drop_incomplete: bool  # XProf's rule: > 5 steps -> drop the first and the last
+    lines: tuple[int, ...] = ()  # the threads running the steps (where input is waited for)
+
+    def __len__(self) -> int:
+        return len(self.start_ns)
+
+    @classmethod
+    def none(cls, description: str) -> StepMarkers:
+        empty = np.zeros(0, dtype=np.int64)
+        return cls("none", description, empty, empty, (), empty, empty, False, False)
