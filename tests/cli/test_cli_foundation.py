@@ -18,13 +18,13 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert __version__ in capsys.readouterr().out
 
 
-def test_runs_lists_five_tf_runs(capsys: pytest.CaptureFixture[str]) -> None:
+def test_runs_lists_six_tf_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["runs", str(FIXTURES / "tf")]) == 0
     out = capsys.readouterr().out
-    assert "5 run(s)" in out and "localhost_6009" in out
+    assert "6 run(s)" in out and "localhost_6009" in out
     assert main(["runs", str(FIXTURES / "tf"), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert len(data) == 5 and data[0]["hosts"][0]["format"] == "xspace"
+    assert len(data) == 6 and data[0]["hosts"][0]["format"] == "xspace"
 
 
 @pytest.mark.parametrize("name", ["ctl", "ctl_opt", "keras", "keras_marked", "remote"])

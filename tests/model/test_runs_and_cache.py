@@ -14,16 +14,17 @@ from stepscope.model import cache, discover_runs, open_host, open_run
 from tests.conftest import FIXTURES
 
 
-def test_tf_fixtures_have_five_runs() -> None:
+def test_tf_fixtures_have_six_runs() -> None:
     runs = discover_runs(str(FIXTURES / "tf"))
     assert [r.name for r in runs] == [
+        "big_ctl/2026_11_23_18_55_47",
         "ctl/2026_11_22_00_46_33",
         "ctl_opt/2026_11_22_00_46_42",
         "keras/train/2026_11_22_00_46_10",
         "keras_marked/train/2026_11_22_00_46_18",
         "remote/2026_11_22_00_46_54",
     ]
-    assert [r.host_names for r in runs] == [["vm"], ["vm"], ["vm"], ["vm"], ["localhost_6009"]]
+    assert [r.host_names for r in runs] == [["vm"]] * 5 + [["localhost_6009"]]
     assert all(r.hosts[0].format == "xspace" and r.size_bytes > 0 for r in runs)
 
 
@@ -43,7 +44,7 @@ def test_open_run_forms(tmp_path: Path) -> None:
     assert open_run(str(run_dir)).host_names == ["vm"]
     assert open_run(str(FIXTURES / "tf" / "ctl")).name == "2026_11_22_00_46_33"
     assert open_run(str(run_dir / "vm.xplane.pb")).hosts[0].host == "vm"
-    with pytest.raises(NotFoundError, match="5 runs"):
+    with pytest.raises(NotFoundError, match="6 runs"):
         open_run(str(FIXTURES / "tf"))
     with pytest.raises(NotFoundError, match="no profiles"):
         open_run(str(tmp_path))

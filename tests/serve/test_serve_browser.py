@@ -346,7 +346,7 @@ def test_run_and_host_selectors(ui: tuple[Any, Recorder], server: RunningServer)
     page, _rec = ui
     goto(page, server.url, "overview_page", run_name(server, "ctl"))
     options = page.eval_on_selector_all("#run-select option", "els => els.map(e => e.value)")
-    assert [o.split("/")[0] for o in options] == TF_RUNS
+    assert [o.split("/")[0] for o in options] == ["big_ctl", *TF_RUNS]
     target = run_name(server, "remote")
     page.select_option("#run-select", target)
     page.wait_for_function("t => document.title.includes(t)", arg=target, timeout=120_000)

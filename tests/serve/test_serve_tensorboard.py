@@ -91,7 +91,7 @@ def test_plugin_serves_the_same_data_as_stepscope_serve(
         return httpx.get(tensorboard + PLUGIN + "/ui" + path, params=params, timeout=120)
 
     runs = theirs("/api/runs").json()["runs"]
-    assert len(runs) == 5
+    assert len(runs) == 6
     assert theirs("/api/runs").content == ours("/api/runs")
     for run in runs:
         tools = theirs("/api/tools", {"run": run["run"]}).json()

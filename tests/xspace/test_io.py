@@ -18,7 +18,7 @@ XPLANES = sorted(FIXTURES.rglob("*.xplane.pb"))
 
 
 def test_fixture_list_is_complete() -> None:
-    assert len(XPLANES) == 6  # 5 TensorFlow runs + the JAX GPU XSpace
+    assert len(XPLANES) == 8  # 6 TensorFlow runs, the JAX CPU run and the JAX GPU XSpace
 
 
 @pytest.mark.parametrize("path", XPLANES, ids=lambda p: p.parent.name)
