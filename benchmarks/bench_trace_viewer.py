@@ -71,7 +71,7 @@ def _run_dir(path: str) -> str:
 def child_build(path: str, cache: str) -> dict[str, Any]:
     from stepscope.model import open_run
     from stepscope.model.load import open_host
-    from stepscope.stats.trace_index import build_trace_index, index_dir, save_index
+    from stepscope.stats.trace_index.index import build_trace_index, index_dir, save_index
 
     run = open_run(_run_dir(path))
     started = time.perf_counter()

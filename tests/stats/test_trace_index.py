@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from stepscope.model import Profile, profile_from_bytes, profile_from_xspace
-from stepscope.stats.trace_counters import sample
-from stepscope.stats.trace_index import TraceIndex, build_trace_index, load_index, save_index
-from stepscope.stats.trace_lod import nesting_depth
-from stepscope.stats.trace_window import events_in_box, query_window, rows_of_pairs
+from stepscope.stats.trace_index.counters import sample
+from stepscope.stats.trace_index.index import TraceIndex, build_trace_index, load_index, save_index
+from stepscope.stats.trace_index.lod import nesting_depth
+from stepscope.stats.trace_index.window import events_in_box, query_window, rows_of_pairs
 from stepscope.xspace.builder import LineBuilder, XSpaceBuilder
 from stepscope.xspace.synthetic import synthetic_xspace_bytes
 

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from stepscope.model import Profile
-from stepscope.stats.trace_flows import FlowTable, build_flows
-from stepscope.stats.trace_tracks import is_stream_line, sections
+from stepscope.stats.trace_index.flows import FlowTable, build_flows
+from stepscope.stats.trace_index.tracks import is_stream_line, sections
 from stepscope.xspace.wire import KIND_BYTES, KIND_DOUBLE, KIND_INT, KIND_STR, KIND_UINT
 
 CHUNK = 50_000

@@ -14,9 +14,9 @@ from typing import Any
 
 import stepscope.tools.trace_viewer_api as api
 from stepscope.model import Profile
-from stepscope.stats.trace_flows import KIND_NAMES
-from stepscope.stats.trace_index import TraceIndex
-from stepscope.stats.trace_tracks import sections
+from stepscope.stats.trace_index.flows import KIND_NAMES
+from stepscope.stats.trace_index.index import TraceIndex
+from stepscope.stats.trace_index.tracks import sections
 from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import ToolEndpoint, ToolSpec
 

@@ -3,7 +3,7 @@
 All times in parameters and answers are nanoseconds relative to the trace's ``origin_ns``.
 
 - ``window?t0=&t1=&res=&lines=&counters=`` -> binary `trace_wire` response: the events to
-  draw (level-of-detail rule in `stepscope.stats.trace_window`), the flows touching them and
+  draw (level-of-detail rule in `stepscope.stats.trace_index.window`), the flows touching them and
   the counters sampled at ``res`` buckets.
 - ``search?q=&limit=&offset=[&t0=&t1=&res=]`` -> JSON: total matches in the whole trace, the
   first ``limit`` in time order, and (with a window) the matches to highlight in it.
@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 
 from stepscope.model import Profile
-from stepscope.stats.trace_counters import sample
-from stepscope.stats.trace_flows import KIND_NAMES
-from stepscope.stats.trace_index import TraceIndex, open_trace_index
-from stepscope.stats.trace_window import events_in_box, query_window, rows_of_pairs
+from stepscope.stats.trace_index.counters import sample
+from stepscope.stats.trace_index.flows import KIND_NAMES
+from stepscope.stats.trace_index.index import TraceIndex, open_trace_index
+from stepscope.stats.trace_index.window import events_in_box, query_window, rows_of_pairs
 from stepscope.tools import trace_wire
 from stepscope.tools.context import ToolContext
 

@@ -8,7 +8,7 @@ The rule (REFERENCE §5, made exact): with bucket width w = (t1 - t0) / R,
   floor(log2 w), so at most one bin width away); in the two bins cut by the window's edges,
   in the same bucket;
 - no row gets two narrow events in one bucket (the longest is kept).
-Cost: the index gives the candidates directly (about two per pixel per row, see `trace_lod`),
+Cost: the index gives the candidates directly (about two per pixel per row, see `lod`),
 found with one vectorized binary search per (row, level) segment; nothing scans the trace.
 """
 
@@ -20,15 +20,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from stepscope.model import Profile
-from stepscope.stats.segments import (
+from stepscope.stats.trace_index.index import TraceIndex
+from stepscope.stats.trace_index.lod import MAX_LEVEL
+from stepscope.stats.trace_index.segments import (
     first_max_per_group,
     group_starts,
     ranges_to_indices,
     segmented_search,
     stable_argsort,
 )
-from stepscope.stats.trace_index import TraceIndex
-from stepscope.stats.trace_lod import MAX_LEVEL
 
 
 @dataclass

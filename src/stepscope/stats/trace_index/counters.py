@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stepscope.model import Profile
-from stepscope.stats.trace_tracks import is_stream_line
+from stepscope.stats.trace_index.tracks import is_stream_line
 
 KIND_STEP = "step"  # value holds until the next point
 KIND_BUSY = "busy"  # merged busy intervals; value = busy share of each bucket

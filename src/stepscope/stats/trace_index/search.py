@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stepscope.model import Profile
-from stepscope.stats.segments import (
+from stepscope.stats.trace_index.segments import (
     group_starts,
     ranges_to_indices,
     segmented_search,

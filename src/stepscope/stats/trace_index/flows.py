@@ -19,8 +19,8 @@ import numpy as np
 
 from stepscope.model import Profile
 from stepscope.model.profile import StatColumn
-from stepscope.stats.segments import ranges_to_indices, stable_argsort
-from stepscope.stats.trace_tracks import is_stream_line
+from stepscope.stats.trace_index.segments import ranges_to_indices, stable_argsort
+from stepscope.stats.trace_index.tracks import is_stream_line
 from stepscope.xspace.wire import KIND_DOUBLE, KIND_INT, KIND_UINT
 
 KIND_LAUNCH = 0

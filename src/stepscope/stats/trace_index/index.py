@@ -2,17 +2,17 @@
 
 Layout (all NumPy arrays; memory-mapped from the cache after the first build):
 
-- ``depth[event]``: nesting depth within its line (see `trace_lod`).
+- ``depth[event]``: nesting depth within its line (see `lod`).
 - A *row* is one (line, depth); ``row_line`` / ``row_depth`` describe the rows.
 - Positions 0..n-1 hold the events sorted by (row, level, start): ``order[pos]`` is the event,
   ``start_ns[pos]`` its start and ``end_max_ns[pos]`` the running maximum of the (>= 1 ns)
   ends within its segment. A *segment* is one (row, level) run: ``seg_lo``/``seg_hi`` bound
   it, ``seg_row``/``seg_level`` name it, ``seg_start_ns``/``seg_end_ns`` give its time span.
-  The level of detail of an event is explained in `trace_lod`.
-- ``flows`` (`trace_flows`), ``counters`` (`trace_counters`), ``names`` (`trace_search`),
-  ``steps`` (`trace_tracks`).
+  The level of detail of an event is explained in `lod`.
+- ``flows`` (`flows`), ``counters`` (`counters`), ``names`` (`search`),
+  ``steps`` (`tracks`).
 
-Queries are in `trace_window`. The index is built once per profile file and stored in the
+Queries are in `window`. The index is built once per profile file and stored in the
 profile's cache entry (`stepscope.model.cache.entry_dir`) under ``trace_index_v<N>/``.
 """
 
@@ -28,12 +28,17 @@ import numpy as np
 
 from stepscope.model import Profile
 from stepscope.model.cache import entry_dir, write_entry
-from stepscope.stats.segments import group_starts, stable_argsort
-from stepscope.stats.trace_counters import Counter, build_counters
-from stepscope.stats.trace_flows import FlowTable, build_flows
-from stepscope.stats.trace_lod import detail_levels, line_order, nesting_depth, segment_running_max
-from stepscope.stats.trace_search import NameIndex, build_name_index, index_dtype
-from stepscope.stats.trace_tracks import Steps, find_steps
+from stepscope.stats.trace_index.counters import Counter, build_counters
+from stepscope.stats.trace_index.flows import FlowTable, build_flows
+from stepscope.stats.trace_index.lod import (
+    detail_levels,
+    line_order,
+    nesting_depth,
+    segment_running_max,
+)
+from stepscope.stats.trace_index.search import NameIndex, build_name_index, index_dtype
+from stepscope.stats.trace_index.segments import group_starts, stable_argsort
+from stepscope.stats.trace_index.tracks import Steps, find_steps
 
 INDEX_VERSION = 2  # bump whenever the index layout or its algorithms change
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope.stats.segments import bit_length, group_starts
+from stepscope.stats.trace_index.segments import bit_length, group_starts
 
 MAX_LEVEL = 62
 
