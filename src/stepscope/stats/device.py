@@ -13,6 +13,7 @@ import numpy as np
 
 from stepscope.model import Profile
 from stepscope.stats.events import EventType, classify_events, device_work_lines
+from stepscope.stats.intervals import union_ns
 
 _KERNELS = (EventType.DEVICE_COMPUTE_16, EventType.DEVICE_COMPUTE_32, EventType.DEVICE_COLLECTIVES)
 _DEVICE_STATS = (
@@ -41,18 +42,6 @@ class DeviceInfo:
             "kernels": self.kernel_count,
             **self.properties,
         }
-
-
-def merged_busy_ns(lo: np.ndarray, hi: np.ndarray) -> int:
-    """Length of the union of [lo, hi) intervals."""
-    if not lo.size:
-        return 0
-    order = np.argsort(lo, kind="stable")
-    lo, hi = lo[order], hi[order]
-    reach = np.maximum.accumulate(hi)
-    heads = np.flatnonzero(np.r_[True, lo[1:] > reach[:-1]])
-    tails = np.r_[heads[1:] - 1, len(lo) - 1]
-    return int((reach[tails] - lo[heads]).sum())
 
 
 def devices(profile: Profile) -> list[DeviceInfo]:
@@ -86,7 +75,7 @@ def utilization(profile: Profile, window: tuple[int, int] | None) -> dict[str, f
             continue
         lo = np.clip(profile.start_ns[ev], lo_w, hi_w)
         hi = np.clip(profile.end_ns[ev], lo_w, hi_w)
-        out[plane.name] = 100.0 * merged_busy_ns(lo, hi) / span
+        out[plane.name] = 100.0 * union_ns(lo, hi) / span
     return out
 
 

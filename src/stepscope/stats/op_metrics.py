@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from stepscope.model import Profile
-from stepscope.stats.device import merged_busy_ns
 from stepscope.stats.events import (
     NOT_COUNTED,
     EventType,
@@ -31,6 +30,7 @@ from stepscope.stats.events import (
     host_lines,
     is_step_marker_name,
 )
+from stepscope.stats.intervals import union_ns
 from stepscope.stats.nesting import nesting_parents, self_time
 from stepscope.stats.opnames import UNKNOWN, device_op, parse_op
 
@@ -212,7 +212,7 @@ def _device_table(profile: Profile, types: np.ndarray) -> OpTable:
     for p in np.unique(plane).tolist():
         m = plane == p
         lo, hi = profile.start_ns[events[m]], profile.end_ns[events[m]]
-        idle += int(hi.max() - lo.min()) - merged_busy_ns(lo, hi)
+        idle += int(hi.max() - lo.min()) - union_ns(lo, hi)
     tf_op = profile.stat("tf_op").string_ids()[events]
     display = profile.display_name_ids()[events]
     kind = (types[events].astype(np.int64) // 10).astype(np.int64)

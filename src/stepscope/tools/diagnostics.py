@@ -11,25 +11,14 @@ import io
 from dataclasses import dataclass
 from typing import Any
 
-from stepscope.stats.diagnostics import Finding, HostData, diagnose_run
+from stepscope.stats.diagnostics.base import Finding, HostData
+from stepscope.stats.diagnostics.checks import CHECKS
+from stepscope.stats.diagnostics.runner import diagnose_run
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
 from stepscope.tools.kernel_stats import kernel_db
 from stepscope.tools.registry import ToolOption, ToolSpec
 
-CHECKS = {
-    "step_gaps": "time between consecutive steps",
-    "kernel_launch_bound": "steps of many kernels shorter than their launch, GPU idle",
-    "ops_on_host": "framework ops that run on the CPU while a GPU is there",
-    "excessive_copies": "host-to-device, device-to-host and device-to-device copies",
-    "low_tensor_core_use": "matmuls/convolutions not on TensorCores, FP32 where 16-bit would do",
-    "collectives": "NCCL time against message bytes / link bandwidth",
-    "stream_contention": "copies serialized with compute on one stream",
-    "host_device_sync": "the host blocking on the device inside steps",
-    "launch_thread_contention": "kernel launch calls waiting for a CPU core",
-    "device_skew": "GPUs of a host starting late or idling while another works",
-    "host_skew": "a straggler host/rank the others wait for",
-}
 OPTIONS = (
     analysis.STEP_SOURCE,
     ToolOption(
@@ -77,7 +66,7 @@ class Diagnostics:
     def to_json(self) -> dict[str, Any]:
         return {
             "hosts": list(self.hosts),
-            "checks": [{"id": k, "description": v} for k, v in CHECKS.items()],
+            "checks": [{"id": c.id, "description": c.description} for c in CHECKS],
             "findings": [finding_json(f) for f in self.findings],
         }
 

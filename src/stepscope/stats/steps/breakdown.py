@@ -32,6 +32,7 @@ from stepscope.stats.events import (
     classify_events,
     device_work_lines,
 )
+from stepscope.stats.intervals import merge_sorted
 from stepscope.stats.steps.groups import build_groups
 from stepscope.stats.steps.markers import find_step_markers
 from stepscope.stats.steps.types import StepMarkers
@@ -201,12 +202,8 @@ def type_time(
     for t in sorted(np.unique(types).tolist(), reverse=True):
         m = types >= t
         a, b, s = key_lo[m], key_hi[m], step[m]
-        reach = np.maximum.accumulate(b)
-        new = np.ones(len(a), dtype=bool)
-        new[1:] = a[1:] > reach[:-1]
-        heads = np.flatnonzero(new)
-        tails = np.r_[heads[1:] - 1, len(a) - 1]
-        length = reach[tails] - a[heads]
+        heads, u_lo, u_hi = merge_sorted(a, b)  # sorted by key_lo already
+        length = u_hi - u_lo
         union = np.bincount(s[heads], weights=length, minlength=n_steps).round().astype(np.int64)
         out[:, t // 10] = union - covered
         covered = union

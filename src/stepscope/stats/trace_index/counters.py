@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stepscope.model import Profile
+from stepscope.stats.intervals import merge
 from stepscope.stats.trace_index.tracks import is_stream_line
 
 KIND_STEP = "step"  # value holds until the next point
@@ -66,20 +67,6 @@ def _memory_counters(profile: Profile) -> list[Counter]:
     return out
 
 
-def merge_intervals(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Union of intervals as sorted, disjoint (start, end) arrays."""
-    if len(start) == 0:
-        return start.astype(np.int64), end.astype(np.int64)
-    order = np.argsort(start, kind="stable")
-    start, end = start[order], end[order]
-    reach = np.maximum.accumulate(end)
-    new = np.ones(len(start), dtype=bool)
-    new[1:] = start[1:] > reach[:-1]
-    first = np.flatnonzero(new)
-    last = np.append(first[1:], len(start)) - 1
-    return start[first].astype(np.int64), reach[last].astype(np.int64)
-
-
 def _utilization_counters(profile: Profile) -> list[Counter]:
     out = []
     for plane in profile.planes:
@@ -92,7 +79,7 @@ def _utilization_counters(profile: Profile) -> list[Counter]:
         events = np.concatenate([np.arange(s.start, s.stop) for s in parts])
         if len(events) == 0:
             continue
-        start, end = merge_intervals(
+        start, end = merge(
             profile.start_ns[events], profile.start_ns[events] + profile.dur_ns[events]
         )
         before = np.zeros(len(start), dtype=np.int64)

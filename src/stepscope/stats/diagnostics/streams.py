@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope.stats.diag_device import COMPUTE
-from stepscope.stats.diagnostics import (
+from stepscope.stats.diagnostics.base import (
     EventEvidence,
     Finding,
     HostData,
-    merged,
-    overlap_with,
     severity,
     top_by_name,
 )
+from stepscope.stats.diagnostics.device import COMPUTE
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.events import EventType
+from stepscope.stats.intervals import merge, overlap_with
 from stepscope.stats.kernels import op_candidates
 
 SERIAL_COPY_SHARE = (0.03, 0.15)  # copies blocking the compute stream: medium / high
@@ -39,7 +38,7 @@ def stream_contention(data: HostData, options: dict[str, str]) -> Finding | None
         others = compute[p.line[compute] != line]
         mine = p.line[on_compute_stream] == line
         ev = on_compute_stream[mine]
-        c_lo, c_hi = merged(p.start_ns[others], p.end_ns[others])
+        c_lo, c_hi = merge(p.start_ns[others], p.end_ns[others])
         serial[mine] = p.dur_ns[ev] - overlap_with(p.start_ns[ev], p.end_ns[ev], c_lo, c_hi)
     in_steps = (
         data.step_of_device_events(on_compute_stream) >= 0
@@ -91,7 +90,7 @@ def host_device_sync(data: HostData, options: dict[str, str]) -> Finding | None:
     if len(syncs) == 0:
         return None
     lo, hi = data.step_windows
-    w_lo, w_hi = merged(lo, hi)
+    w_lo, w_hi = merge(lo, hi)
     inside = overlap_with(p.start_ns[syncs], p.end_ns[syncs], w_lo, w_hi)
     total = int(inside.sum())
     level = severity(total / data.total_step_ns, *SYNC_SHARE)

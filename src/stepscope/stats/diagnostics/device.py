@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope.stats.diagnostics import (
+from stepscope.stats.diagnostics.base import (
     EventEvidence,
     Finding,
     HostData,
-    merged,
     severity,
 )
 from stepscope.stats.events import EventType
+from stepscope.stats.intervals import merge
 from stepscope.stats.kernels import launch_events, op_of_kernels
 from stepscope.stats.tensor_core import kernel_likely_on_matrix_units
 
@@ -59,7 +59,7 @@ def _per_window_union(
         m = step == k
         s = np.clip(starts[m], lo[k], hi[k])
         e = np.clip(ends[m], lo[k], hi[k])
-        u_lo, u_hi = merged(s, e)
+        u_lo, u_hi = merge(s, e)
         out[k] = int((u_hi - u_lo).sum())
     return out
 

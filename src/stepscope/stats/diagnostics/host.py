@@ -6,17 +6,16 @@ import re
 
 import numpy as np
 
-from stepscope.stats.diagnostics import (
+from stepscope.stats.diagnostics.base import (
     EventEvidence,
     Finding,
     HostData,
-    merged,
-    overlap_with,
     severity,
     top_by_name,
 )
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.events import host_lines, is_step_marker_name
+from stepscope.stats.intervals import merge, overlap_with
 from stepscope.stats.kernels import launch_events
 
 GAP_MIN_NS = 100_000  # a gap shorter than 100 µs is noise
@@ -147,7 +146,7 @@ def ops_on_host(data: HostData, options: dict[str, str]) -> Finding | None:
     mask[ops] = True
     ops = ops[innermost_enclosing(p, ops, mask) < 0]  # outermost only: no double counting
     lo, hi = data.step_windows
-    w_lo, w_hi = merged(lo, hi)
+    w_lo, w_hi = merge(lo, hi)
     in_steps = overlap_with(p.start_ns[ops], p.end_ns[ops], w_lo, w_hi)
     total = int(in_steps.sum())
     share = total / data.total_step_ns
@@ -218,7 +217,7 @@ def launch_thread_contention(data: HostData, options: dict[str, str]) -> Finding
     host = _host_mask(data)
     for line in np.unique(p.line[host]).tolist():
         sl = p.events_of_line(p.lines[line])
-        lo, hi = merged(p.start_ns[sl], p.end_ns[sl])
+        lo, hi = merge(p.start_ns[sl], p.end_ns[sl])
         k = np.searchsorted(lo, mid, "right") - 1
         inside = (k >= 0) & (mid < hi[np.maximum(k, 0)]) & (p.line[slow] != line)
         busy += inside

@@ -1,11 +1,12 @@
 """GPU and multi-GPU diagnostics: findings with evidence and a concrete fix.
 
 Each check is a function of one host's data (`HostData`) or of all hosts (skew) that returns
-a `Finding` or None. Checks live in `diag_host` (between-step gaps, ops on the host, launch
-thread contention), `diag_device` (launch-bound steps, copies, TensorCores/precision),
-`diag_streams` (copies on the compute stream, host-device synchronization) and `diag_multi`
-(collectives, skew across GPUs). Thresholds are named constants next to each check; all
-evidence is computed with vectorized NumPy.
+a `Finding` or None. This module holds the types the checks share; the checks live in
+`host` (between-step gaps, ops on the host, launch thread contention), `device` (launch-bound
+steps, copies, TensorCores/precision), `streams` (copies on the compute stream, host-device
+synchronization) and `multi` (collectives, skew across GPUs), are listed once in `checks`,
+and are run by `runner`. Thresholds are named constants next to each check; all evidence is
+computed with vectorized NumPy.
 """
 
 from __future__ import annotations
@@ -56,50 +57,6 @@ def severity(share: float, medium: float, high: float) -> str | None:
     if share >= medium:
         return "medium"
     return None
-
-
-def union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
-    """Length of the union of intervals."""
-    if len(starts) == 0:
-        return 0
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
-    reach = np.maximum.accumulate(e)
-    new = np.r_[True, s[1:] > reach[:-1]]
-    heads = np.flatnonzero(new)
-    tails = np.r_[heads[1:] - 1, len(s) - 1]
-    return int((reach[tails] - s[heads]).sum())
-
-
-def merged(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The union of intervals as sorted, disjoint intervals."""
-    if len(starts) == 0:
-        return starts.copy(), ends.copy()
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
-    reach = np.maximum.accumulate(e)
-    new = np.r_[True, s[1:] > reach[:-1]]
-    heads = np.flatnonzero(new)
-    tails = np.r_[heads[1:] - 1, len(s) - 1]
-    return s[heads], reach[tails]
-
-
-def overlap_with(
-    starts: np.ndarray, ends: np.ndarray, m_lo: np.ndarray, m_hi: np.ndarray
-) -> np.ndarray:
-    """Per interval, its overlap with a set of disjoint sorted intervals (m_lo, m_hi)."""
-    if len(m_lo) == 0 or len(starts) == 0:
-        return np.zeros(len(starts), dtype=np.int64)
-    cum = np.r_[0, np.cumsum(m_hi - m_lo)]
-
-    def covered_before(t: np.ndarray) -> np.ndarray:
-        k = np.searchsorted(m_lo, t, "right")  # intervals starting at or before t
-        full = cum[k]
-        last = np.maximum(k - 1, 0)
-        excess = np.where(k > 0, np.maximum(m_hi[last] - t, 0), 0)
-        return full - excess
-
-    return (covered_before(ends) - covered_before(starts)).astype(np.int64)
 
 
 def top_by_name(
@@ -182,41 +139,6 @@ class HostData:
 
     def step_numbers(self, indices: np.ndarray | list[int]) -> tuple[int, ...]:
         return tuple(int(self.steps.step_num[i]) for i in indices)
-
-
-def diagnose_host(data: HostData, options: dict[str, str] | None = None) -> list[Finding]:
-    """All per-host findings, most severe first."""
-    from stepscope.stats import diag_device, diag_host, diag_multi, diag_streams
-
-    checks = (
-        diag_host.step_gaps,
-        diag_device.kernel_launch_bound,
-        diag_host.ops_on_host,
-        diag_device.excessive_copies,
-        diag_device.low_tensor_core_use,
-        diag_multi.collectives,
-        diag_streams.stream_contention,
-        diag_streams.host_device_sync,
-        diag_host.launch_thread_contention,
-        diag_multi.device_skew_within_host,
-    )
-    found = []
-    for check in checks:
-        finding = check(data, options or {})
-        if finding is not None:
-            found.append(finding)
-    return sort_findings(found)
-
-
-def diagnose_run(hosts: list[HostData], options: dict[str, str] | None = None) -> list[Finding]:
-    """Findings of every host plus the ones across hosts (stragglers)."""
-    from stepscope.stats import diag_multi
-
-    found = [f for data in hosts for f in diagnose_host(data, options)]
-    across = diag_multi.skew_across_hosts(hosts, options or {})
-    if across is not None:
-        found.append(across)
-    return sort_findings(found)
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:

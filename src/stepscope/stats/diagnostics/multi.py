@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope.stats.diagnostics import (
+from stepscope.stats.diagnostics.base import (
     EventEvidence,
     Finding,
     HostData,
-    merged,
-    overlap_with,
     severity,
 )
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.events import EventType
+from stepscope.stats.intervals import merge, overlap_with
 from stepscope.stats.kernels import launch_events, op_candidates
 
 COLLECTIVE_SHARE = (0.03, 0.15)  # REFERENCE §4: collectives over 3% / 15% of step time
@@ -132,10 +131,10 @@ def collectives(data: HostData, options: dict[str, str]) -> Finding | None:
     comm = comm[in_steps]
     if len(comm) == 0:
         return None
-    lo, hi = merged(p.start_ns[comm], p.end_ns[comm])
+    lo, hi = merge(p.start_ns[comm], p.end_ns[comm])
     total = int((hi - lo).sum())
     compute = data.device_of_type(EventType.DEVICE_COMPUTE_16, EventType.DEVICE_COMPUTE_32)
-    c_lo, c_hi = merged(p.start_ns[compute], p.end_ns[compute])
+    c_lo, c_hi = merge(p.start_ns[compute], p.end_ns[compute])
     exposed = total - int(overlap_with(lo, hi, c_lo, c_hi).sum())
     share = total / data.total_step_ns
     nbytes, kinds, group = _sizes(data, comm)
@@ -240,7 +239,7 @@ def device_skew_within_host(data: HostData, options: dict[str, str]) -> Finding 
         np.minimum.at(first[d], step[mine], p.start_ns[work[mine]])
         for k in np.unique(step[mine]).tolist():
             ev = work[mine][step[mine] == k]
-            u_lo, u_hi = merged(p.start_ns[ev], p.end_ns[ev])
+            u_lo, u_hi = merge(p.start_ns[ev], p.end_ns[ev])
             busy[d, k] = int((u_hi - u_lo).sum())
     seen = (first < np.iinfo(np.int64).max).all(axis=0)
     if not seen.any():

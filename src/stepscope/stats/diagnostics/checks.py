@@ -1,0 +1,78 @@
+"""The one list of diagnostic checks: id, what it looks at, and the function that runs it.
+
+A host check reads one host's `HostData`; a run check reads every host (stragglers). The
+order here is the order checks run in and the order the diagnostics tool lists them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from stepscope.stats.diagnostics import device, host, multi, streams
+from stepscope.stats.diagnostics.base import Finding, HostData
+
+Options = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str  # the id of the findings it returns
+    description: str  # what it looks at, for people
+    on_host: Callable[[HostData, Options], Finding | None] | None = None
+    on_run: Callable[[list[HostData], Options], Finding | None] | None = None
+
+
+CHECKS: tuple[Check, ...] = (
+    Check("step_gaps", "time between consecutive steps", on_host=host.step_gaps),
+    Check(
+        "kernel_launch_bound",
+        "steps of many kernels shorter than their launch, GPU idle",
+        on_host=device.kernel_launch_bound,
+    ),
+    Check(
+        "ops_on_host",
+        "framework ops that run on the CPU while a GPU is there",
+        on_host=host.ops_on_host,
+    ),
+    Check(
+        "excessive_copies",
+        "host-to-device, device-to-host and device-to-device copies",
+        on_host=device.excessive_copies,
+    ),
+    Check(
+        "low_tensor_core_use",
+        "matmuls/convolutions not on TensorCores, FP32 where 16-bit would do",
+        on_host=device.low_tensor_core_use,
+    ),
+    Check(
+        "collectives",
+        "NCCL time against message bytes / link bandwidth",
+        on_host=multi.collectives,
+    ),
+    Check(
+        "stream_contention",
+        "copies serialized with compute on one stream",
+        on_host=streams.stream_contention,
+    ),
+    Check(
+        "host_device_sync",
+        "the host blocking on the device inside steps",
+        on_host=streams.host_device_sync,
+    ),
+    Check(
+        "launch_thread_contention",
+        "kernel launch calls waiting for a CPU core",
+        on_host=host.launch_thread_contention,
+    ),
+    Check(
+        "device_skew",
+        "GPUs of a host starting late or idling while another works",
+        on_host=multi.device_skew_within_host,
+    ),
+    Check(
+        "host_skew",
+        "a straggler host/rank the others wait for",
+        on_run=multi.skew_across_hosts,
+    ),
+)

@@ -1,0 +1,56 @@
+"""Interval arithmetic on columns of [start, end) nanosecond intervals.
+
+Busy time, device utilization, step breakdowns and diagnostics all need the union of many
+possibly overlapping intervals; it is computed here, once, with vectorized NumPy: after a
+sort by start, an interval opens a new merged run when it starts after the running maximum
+of the ends before it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def merge_sorted(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For intervals already sorted by start: (heads, lo, hi) of their union, where ``heads``
+    indexes the first interval of each merged run and [lo, hi) are the merged intervals."""
+    if len(starts) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty.copy()
+    reach = np.maximum.accumulate(ends)
+    new = np.ones(len(starts), dtype=bool)
+    new[1:] = starts[1:] > reach[:-1]
+    heads = np.flatnonzero(new)
+    tails = np.r_[heads[1:] - 1, len(starts) - 1]
+    return heads, starts[heads].astype(np.int64), reach[tails].astype(np.int64)
+
+
+def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of intervals as sorted, disjoint (lo, hi) arrays."""
+    order = np.argsort(starts, kind="stable")
+    _, lo, hi = merge_sorted(starts[order], ends[order])
+    return lo, hi
+
+
+def union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
+    """Length of the union of intervals."""
+    lo, hi = merge(starts, ends)
+    return int((hi - lo).sum())
+
+
+def overlap_with(
+    starts: np.ndarray, ends: np.ndarray, m_lo: np.ndarray, m_hi: np.ndarray
+) -> np.ndarray:
+    """Per interval, its overlap with a set of disjoint sorted intervals (m_lo, m_hi)."""
+    if len(m_lo) == 0 or len(starts) == 0:
+        return np.zeros(len(starts), dtype=np.int64)
+    cum = np.r_[0, np.cumsum(m_hi - m_lo)]
+
+    def covered_before(t: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(m_lo, t, "right")  # intervals starting at or before t
+        full = cum[k]
+        last = np.maximum(k - 1, 0)
+        excess = np.where(k > 0, np.maximum(m_hi[last] - t, 0), 0)
+        return full - excess
+
+    return (covered_before(ends) - covered_before(starts)).astype(np.int64)
