@@ -101,3 +101,23 @@ def test_forced_source_and_unknown_source() -> None:
     assert inferred.source == "inferred" and len(inferred) == 3
     with pytest.raises(StepscopeError, match="unknown step source"):
         find_step_markers(profile, "bogus")
+
+
+def test_markers_with_nothing_traced_inside_are_steps() -> None:
+    # A loop of untraced Python inside `stepscope.step`, as written before step anchors: no
+    # step holds compute, yet each marker the user wrote is a step (all of its time "other").
+    builder = XSpaceBuilder("untraced")
+    line = builder.plane("/host:CPU").line(1, "python")
+    for k in range(8):
+        line.event("train", k * 10 * MS, 9 * MS, {"step_num": k, "_r": 1})
+    db = build_step_db(build(builder))
+    assert db.step_num.tolist() == [1, 2, 3, 4, 5, 6]  # XProf's drop rule still applies
+    assert db.category_ns()["other"].tolist() == [9 * MS] * 6
+
+
+def test_steps_without_compute_are_dropped_when_others_have_it() -> None:
+    builder = cpu_training(steps=4)
+    line = builder.plane("/host:CPU").line(1, "python")
+    line.event("train", 100 * MS, 5 * MS, {"step_num": 9, "_r": 1})  # nothing inside
+    db = build_step_db(build(builder))
+    assert 9 not in db.step_num.tolist() and db.dropped_ill_formed == 1

@@ -30,6 +30,7 @@ from stepscope.capture.bridges.base import BridgeSet
 from stepscope.capture.host_tracer import ThreadBuffer
 from stepscope.capture.options import ProfilerOptions
 from stepscope.capture.python_tracer import PyThreadEvents, event_name, is_internal
+from stepscope.capture.step import STEP_ANCHOR
 from stepscope.errors import StepscopeError
 from stepscope.xspace.builder import Ref, StatValue, XSpaceBuilder
 from stepscope.xspace.proto.xplane_pb2 import XSpace
@@ -152,6 +153,8 @@ def build_xspace(result: CaptureResult) -> XSpace:
                 text, encoded = split_encoded_name(text)
                 converted = {**(converted or {}), **(_convert_stats(encoded) or {})} or None
             rows.append((start - base, end - start, depth, text, converted))
+            if converted and "_r" in converted and end > start:
+                rows.append((start - base, 1, depth + 1, STEP_ANCHOR, None))
             if not (converted and "_r" in converted) and not text.startswith(_INPUT_PREFIXES):
                 annotations.add(text)
     # `stepscope.trace` spans are the user's own ops: a metadata stat (no per-event cost)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stepscope.capture.step import STEP_ANCHOR
 from stepscope.model import Profile
 from stepscope.stats.events import (
     NOT_COUNTED,
@@ -112,7 +113,7 @@ def _host_op_events(profile: Profile, on_host: np.ndarray) -> tuple[np.ndarray, 
     used = np.unique(profile.name[on_host])
     texts = [strings[i] for i in used.tolist()]
     marker = np.zeros(len(strings), dtype=bool)
-    marker[used] = [is_step_marker_name(t) for t in texts]
+    marker[used] = [is_step_marker_name(t) or t == STEP_ANCHOR for t in texts]
     category = profile.stat("category").string_ids()
     if category.max(initial=-1) >= 0:  # PyTorch: "gloo:all_reduce" is no TF/JAX op
         ids = [strings.id_of(c) for c in _HOST_OP_CATEGORIES]

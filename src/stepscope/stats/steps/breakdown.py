@@ -14,7 +14,8 @@
    vectorized merge of sorted intervals); the type's time is the growth of that union, so
    every instant goes to the highest-priority type active then, and uncovered time is UNKNOWN.
 4. Selection: a step without compute (device compute when the profile has a device, else host
-   compute) is not a step; marker steps then follow XProf's drop rule (more than 5 steps:
+   compute) is not a step, unless no step has any (then every marker is a step: the user
+   marked them); marker steps then follow XProf's drop rule (more than 5 steps:
    drop the first and the last).
 """
 
@@ -260,6 +261,11 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     need = list(_DEVICE_COMPUTE) if has_device else [EventType.HOST_COMPUTE]
     has_compute = np.zeros(n, dtype=bool)
     has_compute[st[np.isin(pair_types, need)]] = True
+    if not has_compute.any():
+        # No step holds traced work (a loop of untraced Python inside `stepscope.step`,
+        # captured before stepscope wrote step anchors): XProf finds no step, but a marker
+        # the user wrote is a step; its time is "All Others".
+        has_compute[:] = True
     keep = np.flatnonzero(has_compute & (dur > 0))
     keep = keep[np.argsort(span_lo[keep], kind="stable")]
     ill_formed = n - len(keep)
