@@ -16,15 +16,18 @@ from stepscope.capture import (
 
 TYPE_CHECKING = False  # not typing's: importing typing costs as much as the rest of this
 if TYPE_CHECKING:
-    from stepscope import data
+    from stepscope import client, data, keras, server
 
 __all__ = [
     "ProfilerAlreadyRunningError",
     "ProfilerNotRunningError",
     "ProfilerOptions",
     "__version__",
+    "client",
     "data",
+    "keras",
     "profile",
+    "server",
     "start",
     "step",
     "stop",
@@ -32,11 +35,19 @@ __all__ = [
 ]
 
 
+# Public sub-modules, imported on first use: `stepscope.data` needs `typing` (which would
+# double the cost of `import stepscope`, paid at every start of a training script), `server`
+# and `client` need grpc, `keras` Keras.
+_LAZY_MODULES = frozenset({"client", "data", "keras", "server"})
+
+
 def __getattr__(name: str) -> object:
-    # `stepscope.data` is imported on first use: it needs `typing`, which would double the
-    # cost of `import stepscope` (a training script pays it at every start).
-    if name == "data":
+    if name in _LAZY_MODULES:
         import importlib
 
-        return importlib.import_module("stepscope.data")
+        return importlib.import_module(f"stepscope.{name}")
     raise AttributeError(f"module 'stepscope' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY_MODULES})

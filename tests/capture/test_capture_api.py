@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import sys
 import threading
 import time
 from pathlib import Path
@@ -188,3 +189,17 @@ def test_stop_from_another_thread(tmp_path: Path) -> None:
     thread.start()
     thread.join()
     assert isinstance(result[0], Path)
+
+
+@pytest.mark.parametrize("name", ["server", "client", "data", "keras"])
+def test_public_submodules_are_reached_from_import_stepscope(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As if only `import stepscope` had run: the sub-module is not yet an attribute.
+    monkeypatch.delattr(stepscope, name, raising=False)
+    monkeypatch.delitem(sys.modules, f"stepscope.{name}", raising=False)
+    module = getattr(stepscope, name)
+    assert module.__name__ == f"stepscope.{name}"
+    assert name in dir(stepscope) and name in stepscope.__all__
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        stepscope.nothing  # noqa: B018
