@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import stepscope
-from stepscope.capture import python_tracer_c
+from stepscope.capture.python_tracer import c_backend as python_tracer_c
 
 NAN = float("nan")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import stepscope
-from stepscope.capture import python_tracer
+from stepscope.capture.python_tracer import tracer as python_tracer
 from tests.capture.helpers import events, load_run
 
 HERE = os.path.basename(__file__)
@@ -103,6 +103,6 @@ def test_implementation_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     assert pure in ("setprofile", "monitoring")
     monkeypatch.delenv("STEPSCOPE_PURE_PYTHON")
     default = python_tracer.PythonTracer(EventBudget(10)).implementation
-    from stepscope.capture import python_tracer_c
+    from stepscope.capture.python_tracer import c_backend as python_tracer_c
 
     assert default == ("c" if python_tracer_c.available() else pure)

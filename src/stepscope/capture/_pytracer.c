@@ -3,14 +3,14 @@
  *
  * Why C: a profile function written in Python costs about a microsecond per call and slows a
  * call-heavy program 25x; in C it is a push on CALL and an append on RETURN, close to
- * cProfile's cost. Semantics match the pure-Python tracer in python_tracer.py exactly:
+ * cProfile's cost. Semantics match the pure-Python tracer (python_tracer/setprofile.py) exactly:
  * - one Recorder per thread, installed with PyEval_SetProfile on that thread;
  * - CALL pushes (code, now); RETURN pops it and, while recording and if the shared budget
  *   (an itertools.count compared with max_events) allows, appends (code, start, end, depth);
  * - C function calls are ignored; while paused the stack is kept balanced but nothing is kept;
  *   once stopped, a thread unhooks itself at its next event.
  * Times are CLOCK_MONOTONIC nanoseconds, the clock of time.perf_counter_ns() on Linux
- * (python_tracer_c.py checks that before using this module).
+ * (python_tracer/c_backend.py checks that before using this module).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

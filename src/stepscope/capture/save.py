@@ -18,10 +18,7 @@ epoch in ns times 1000 would overflow it. The absolute time of any event is
 from __future__ import annotations
 
 import os
-import re
-import socket
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,9 +26,10 @@ from typing import Any
 from stepscope.capture.bridges.base import BridgeSet
 from stepscope.capture.host_tracer import ThreadBuffer
 from stepscope.capture.options import ProfilerOptions
-from stepscope.capture.python_tracer import PyThreadEvents, event_name, is_internal
+from stepscope.capture.python_tracer.events import PyThreadEvents, event_name, is_internal
 from stepscope.capture.step import STEP_ANCHOR
 from stepscope.errors import StepscopeError
+from stepscope.logdir import host_file_name, run_directory
 from stepscope.xspace.builder import Ref, StatValue, XSpaceBuilder
 from stepscope.xspace.proto.xplane_pb2 import XSpace
 
@@ -72,20 +70,6 @@ class CaptureResult:
     dropped_events: int = 0
     warnings: list[str] = field(default_factory=list)
     bridges: BridgeSet | None = None  # framework profilers to merge (capture.bridges)
-
-
-def default_hostname() -> str:
-    return socket.gethostname() or "localhost"
-
-
-def run_name_for(start_wall_ns: int) -> str:
-    """TensorFlow's run directory name: local time ``YYYY_MM_DD_HH_MM_SS``."""
-    return time.strftime("%Y_%m_%d_%H_%M_%S", time.localtime(start_wall_ns / 1e9))
-
-
-def host_file_name(hostname: str) -> str:
-    safe = re.sub(r"[:/\\]", "_", hostname) or "localhost"
-    return f"{safe}.xplane.pb"
 
 
 def split_encoded_name(name: str) -> tuple[str, dict[str, Any]]:
@@ -215,17 +199,6 @@ def _add_task_environment(space: XSpace, result: CaptureResult) -> None:
         stat = plane.stats.add()
         stat.metadata_id = meta_id
         setattr(stat, kind, value)
-
-
-def run_directory(logdir: str | os.PathLike[str], run_name: str, hostname: str) -> Path:
-    """``<logdir>/plugins/profile/<run_name>``, suffixed if it already holds this host."""
-    root = Path(logdir) / "plugins" / "profile"
-    candidate = root / run_name
-    suffix = 2
-    while (candidate / host_file_name(hostname)).exists():
-        candidate = root / f"{run_name}_{suffix}"
-        suffix += 1
-    return candidate
 
 
 def save(space: XSpace, result: CaptureResult) -> Path:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from stepscope.capture.bridges.base import BridgeSet
-    from stepscope.capture.python_tracer import PythonTracer
+    from stepscope.capture.python_tracer.tracer import PythonTracer
     from stepscope.xspace.proto.xplane_pb2 import XSpace
 
 PENDING, RECORDING, FINISHED = "pending", "recording", "finished"
@@ -50,7 +50,7 @@ class Session:
     """One capture: its options, state, tracers and (once finished) its result."""
 
     def __init__(self, logdir: str, options: ProfilerOptions, hostname: str | None) -> None:
-        from stepscope.capture.save import default_hostname
+        from stepscope.logdir import default_hostname
 
         self.logdir = logdir
         self.options = options
@@ -84,7 +84,7 @@ class Session:
     def install_python_tracer(self) -> None:
         """On the thread calling `start` (the one sys.setprofile reaches), even with a delay."""
         if self.options.python_tracer_level > 0:
-            from stepscope.capture.python_tracer import PythonTracer
+            from stepscope.capture.python_tracer.tracer import PythonTracer
 
             tracer = PythonTracer(self.budget)
             tracer.install()
@@ -100,8 +100,9 @@ class Session:
 
     def finish(self, save: bool) -> Path | None:
         """-> FINISHED: switch the tracers off and (if ``save``) write the profile."""
-        from stepscope.capture.save import CaptureResult, build_xspace, run_name_for
+        from stepscope.capture.save import CaptureResult, build_xspace
         from stepscope.capture.save import save as save_space
+        from stepscope.logdir import run_name_for
 
         for timer in self.timers:
             timer.cancel()

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from stepscope.errors import NotFoundError
+from stepscope.logdir import is_run_dir
 from stepscope.model import fs
 
 Format = Literal["xspace", "kineto"]
@@ -107,7 +108,7 @@ def discover_runs(logdir: str) -> list[Run]:
         rel = fs.relpath(dirpath, root)
         parts = [] if rel == "." else rel.split("/")
         full_parts = dirpath.rstrip("/").split("/")
-        if full_parts[-3:-1] == ["plugins", "profile"]:
+        if is_run_dir(full_parts):
             hosts = [
                 HostFile(
                     host_name_of(f), fs.join(dirpath, f), "xspace", fs.size(fs.join(dirpath, f))

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from stepscope.errors import StepscopeError
+from stepscope.logdir import host_file_name, new_run_dir, run_directory, run_name_for
 from stepscope.xspace.io import read_profile_bytes, write_xspace
 from stepscope.xspace.proto.xplane_pb2 import XSpace
 
@@ -88,18 +89,6 @@ def _convert(path: Path) -> tuple[XSpace, str]:
     return space, (space.hostnames[0] if space.hostnames else path.stem)
 
 
-def new_run_dir(logdir: str | os.PathLike[str], run_name: str | None = None) -> Path:
-    """``<logdir>/plugins/profile/<run_name or local time>``, suffixed if it exists."""
-    name = run_name or time.strftime("%Y_%m_%d_%H_%M_%S")
-    if not name or "/" in name or "\\" in name or name in (".", ".."):
-        raise StepscopeError(f"run name {name!r} must be a plain directory name")
-    root = Path(logdir) / "plugins" / "profile"
-    candidate, suffix = root / name, 2
-    while candidate.exists():
-        candidate, suffix = root / f"{name}_{suffix}", suffix + 1
-    return candidate
-
-
 def import_traces(
     paths: Sequence[str | os.PathLike[str]],
     logdir: str | os.PathLike[str],
@@ -111,8 +100,6 @@ def import_traces(
     Files that cannot be read are listed in ``failures``; when none can, nothing is written
     and `StepscopeError` says why.
     """
-    from stepscope.capture.save import host_file_name
-
     files = trace_files(paths)
     if not files:
         raise StepscopeError("no trace files given")
@@ -170,7 +157,6 @@ def torch_trace_handler(
     """
     import tempfile
 
-    from stepscope.capture.save import host_file_name, run_directory, run_name_for
     from stepscope.xspace.kineto import kineto_bytes_to_xspace
 
     def handler(prof: Any) -> Path:

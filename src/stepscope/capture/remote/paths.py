@@ -16,11 +16,10 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from stepscope.capture.save import host_file_name, run_name_for
 from stepscope.errors import StepscopeError
+from stepscope.logdir import PROFILE_DIRS, host_file_name, run_name_for
 
 GRPC_PREFIX = "grpc://"
-REPOSITORY_SUFFIX = ("plugins", "profile")
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
 _HOST_PORT = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):(\d{1,5})$")
 
@@ -69,7 +68,7 @@ def is_safe_session_id(session_id: str) -> bool:
 
 def repository_root(logdir: str | os.PathLike[str]) -> Path:
     """``<logdir>/plugins/profile``, where TensorFlow and stepscope keep runs."""
-    return Path(logdir).joinpath(*REPOSITORY_SUFFIX)
+    return Path(logdir).joinpath(*PROFILE_DIRS)
 
 
 def resolve_roots(roots: Iterable[str | os.PathLike[str]]) -> tuple[Path, ...]:

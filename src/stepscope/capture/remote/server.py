@@ -47,9 +47,9 @@ from stepscope.capture.remote import require_grpc
 from stepscope.capture.remote.monitor import StepSummary, monitor_text
 from stepscope.capture.remote.paths import resolve_roots, writable_target
 from stepscope.capture.remote.recording import RemoteCapture, capture_xspace
-from stepscope.capture.save import default_hostname
 from stepscope.capture.session import ProfilerAlreadyRunningError
 from stepscope.errors import StepscopeError
+from stepscope.logdir import default_hostname
 
 grpc = require_grpc()
 

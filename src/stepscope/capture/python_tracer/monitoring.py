@@ -12,13 +12,11 @@ from __future__ import annotations
 import sys
 import threading
 from time import perf_counter_ns
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from stepscope.capture.python_tracer import RECORDING, registered_name
+from stepscope.capture.python_tracer.backend import TracerState
+from stepscope.capture.python_tracer.events import RECORDING, registered_name
 from stepscope.errors import StepscopeError
-
-if TYPE_CHECKING:
-    from stepscope.capture.python_tracer import PythonTracer
 
 _TOOL_NAME = "stepscope"
 
@@ -27,7 +25,7 @@ def _monitoring() -> Any:
     return getattr(sys, "monitoring")  # noqa: B009 - absent before 3.12, hidden from mypy
 
 
-def install(tracer: PythonTracer) -> None:
+def install(tracer: TracerState) -> None:
     mon = _monitoring()
     tool = mon.PROFILER_ID
     try:
@@ -38,7 +36,7 @@ def install(tracer: PythonTracer) -> None:
             f"{mon.get_tool(tool)!r} holds it (stop cProfile or the other profiler first)"
         ) from exc
     local = threading.local()
-    mode = tracer._mode
+    mode = tracer.mode
     take = tracer.budget.take
     max_events = tracer.budget.max_events
     report_full = tracer.budget.report_full
@@ -48,7 +46,7 @@ def install(tracer: PythonTracer) -> None:
         try:
             return local.state
         except AttributeError:
-            local.state = tracer._new_thread()
+            local.state = tracer.new_thread()
             return local.state
 
     def on_enter(code: Any, offset: int, *rest: Any) -> None:
@@ -89,7 +87,11 @@ def install(tracer: PythonTracer) -> None:
     )
 
 
-def stop(tracer: PythonTracer) -> None:
+def record(tracer: TracerState) -> None:
+    pass  # the hooks read tracer.mode
+
+
+def stop(tracer: TracerState) -> None:
     mon = _monitoring()
     tool = mon.PROFILER_ID
     if mon.get_tool(tool) != _TOOL_NAME:

@@ -9,12 +9,10 @@ from __future__ import annotations
 import sys
 import threading
 from time import perf_counter_ns
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from stepscope.capture.python_tracer import PAUSED, RECORDING, STOPPED, PyThreadEvents
-
-if TYPE_CHECKING:
-    from stepscope.capture.python_tracer import PythonTracer
+from stepscope.capture.python_tracer.backend import TracerState
+from stepscope.capture.python_tracer.events import PAUSED, RECORDING, STOPPED, PyThreadEvents
 
 try:
     from stepscope.capture import _pytracer  # type: ignore[attr-defined]
@@ -34,7 +32,7 @@ def available() -> bool:
     return before - 1_000_000 <= theirs <= after + 1_000_000
 
 
-def install(tracer: PythonTracer) -> None:
+def install(tracer: TracerState) -> None:
     budget = tracer.budget
     _hooked.clear()
     _pytracer.configure(budget._counter, budget.max_events, budget.report_full)
@@ -42,25 +40,25 @@ def install(tracer: PythonTracer) -> None:
 
     def bootstrap(frame: Any, event: str, arg: Any) -> None:
         # First event of a thread started during the session: hand it to the C hook.
-        if tracer._mode[0] == STOPPED:
+        if tracer.mode[0] == STOPPED:
             sys.setprofile(None)
             return
         opened = [(frame.f_code, perf_counter_ns())] if event == "call" else []
-        state = tracer._new_thread()
+        state = tracer.new_thread()
         _hooked.append((state, _pytracer.hook_current_thread(opened)))
 
-    state = tracer._new_thread()
+    state = tracer.new_thread()
     # Every frame up to this one: each RETURN (this function's first) pops its own entry.
     recorder = _pytracer.hook_current_thread(tracer.open_frames(skip=0))
     _hooked.append((state, recorder))
     threading.setprofile(bootstrap)
 
 
-def record(tracer: PythonTracer) -> None:
+def record(tracer: TracerState) -> None:
     _pytracer.set_mode(RECORDING)
 
 
-def stop(tracer: PythonTracer) -> None:
+def stop(tracer: TracerState) -> None:
     _pytracer.set_mode(STOPPED)
     _pytracer.unhook_current_thread()
     threading.setprofile(None)

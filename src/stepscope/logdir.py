@@ -1,0 +1,71 @@
+"""The log-directory layout, in one place: where runs and host files live.
+
+TensorFlow's layout, which TensorBoard, XProf and stepscope all read and write:
+``<logdir>/plugins/profile/<run>/<host>.xplane.pb``. A run is named by the local time it
+started (``YYYY_MM_DD_HH_MM_SS``); a host file by the host name with ``:``, ``/`` and ``\\``
+replaced by ``_`` (a worker ``localhost:6009`` writes ``localhost_6009.xplane.pb``).
+
+Standard library only, so capture (writing runs) and model (finding them) share it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import time
+from pathlib import Path
+
+from stepscope.errors import StepscopeError
+
+PROFILE_DIRS = ("plugins", "profile")  # <logdir>/plugins/profile/<run>/
+HOST_FILE_SUFFIX = ".xplane.pb"
+
+
+def profile_root(logdir: str | os.PathLike[str]) -> Path:
+    """``<logdir>/plugins/profile``, where TensorFlow and stepscope keep runs."""
+    return Path(logdir).joinpath(*PROFILE_DIRS)
+
+
+def is_run_dir(parts: list[str]) -> bool:
+    """Whether a path split into its parts is ``.../plugins/profile/<run>``."""
+    return parts[-3:-1] == list(PROFILE_DIRS)
+
+
+def default_hostname() -> str:
+    return socket.gethostname() or "localhost"
+
+
+def run_name_for(start_wall_ns: int) -> str:
+    """TensorFlow's run directory name: local time ``YYYY_MM_DD_HH_MM_SS``."""
+    return time.strftime("%Y_%m_%d_%H_%M_%S", time.localtime(start_wall_ns / 1e9))
+
+
+def host_file_name(hostname: str) -> str:
+    """A host's profile file name: ``localhost:6009`` -> ``localhost_6009.xplane.pb``."""
+    safe = re.sub(r"[:/\\]", "_", hostname) or "localhost"
+    return f"{safe}{HOST_FILE_SUFFIX}"
+
+
+def run_directory(logdir: str | os.PathLike[str], run_name: str, hostname: str) -> Path:
+    """``<logdir>/plugins/profile/<run_name>``, suffixed ``_2``, ``_3``... if it already holds
+    this host's file (hosts of one job saving in the same second share a run)."""
+    root = profile_root(logdir)
+    candidate = root / run_name
+    suffix = 2
+    while (candidate / host_file_name(hostname)).exists():
+        candidate = root / f"{run_name}_{suffix}"
+        suffix += 1
+    return candidate
+
+
+def new_run_dir(logdir: str | os.PathLike[str], run_name: str | None = None) -> Path:
+    """``<logdir>/plugins/profile/<run_name or local time>``, suffixed if it exists."""
+    name = run_name or time.strftime("%Y_%m_%d_%H_%M_%S")
+    if not name or "/" in name or "\\" in name or name in (".", ".."):
+        raise StepscopeError(f"run name {name!r} must be a plain directory name")
+    root = profile_root(logdir)
+    candidate, suffix = root / name, 2
+    while candidate.exists():
+        candidate, suffix = root / f"{name}_{suffix}", suffix + 1
+    return candidate
