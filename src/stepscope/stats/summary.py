@@ -1,9 +1,9 @@
 """Steps of one host or of several (ALL_HOSTS), ready for the tools.
 
-Several hosts: steps are matched by step number (by position when the hosts' numbers do not
-match, as with inferred steps); a step's duration and each category are the mean over the
-hosts that have it, so its categories still add up to its duration, and its start is the
-earliest host's.
+Several hosts: steps are paired by `stepscope.stats.steps.pairing` (by step number when the
+hosts share most numbers, else by position as XProf); a pod step's duration and each category
+are the mean over the hosts, so its categories still add up to its duration, and its start is
+the earliest host's. ``pairing`` says how, and which host-steps were left out.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import numpy as np
 
 from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.steps.breakdown import StepDb
+from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,8 @@ class StepSummary:
     category_ns: dict[str, np.ndarray]  # per CATEGORY_NAMES: per-step time
     markers_found: int
     dropped: int  # candidates not kept (ill-formed or incomplete)
+    pairing: str = ""  # several hosts: how their steps were paired, and what was left out
+    left_out: int = 0  # several hosts: host-steps in no pod step
 
     @property
     def n_steps(self) -> int:
@@ -75,7 +78,7 @@ class StepSummary:
 
 
 def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
-    """One host's steps, or the steps of several hosts matched by step number."""
+    """One host's steps, or the pod steps of several hosts (`pair_host_steps`)."""
     hosts = tuple(dbs)
     found = [db for db in dbs.values() if db.n_steps]
     sources = sorted({db.source for db in dbs.values()})
@@ -86,6 +89,11 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
     dropped = sum(db.dropped_ill_formed + db.dropped_incomplete for db in dbs.values())
     if len(found) <= 1:
         db = found[0] if found else next(iter(dbs.values()))
+        note = ""
+        if len(dbs) > 1:
+            note = pair_host_steps(
+                [HostSteps(h, d.step_num, d.start_ns, d.dur_ns) for h, d in dbs.items()]
+            ).description
         return StepSummary(
             source,
             description,
@@ -98,18 +106,14 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
             db.category_ns(),
             markers,
             dropped,
+            note,
         )
-    common = sorted(set.intersection(*(set(db.step_num.tolist()) for db in found)))
-    if common:
-        picks = [
-            np.searchsorted(db.step_num, common)
-            if np.all(np.diff(db.step_num) >= 0)
-            else np.array([db.step_num.tolist().index(s) for s in common])
-            for db in found
-        ]
-    else:
-        count = min(db.n_steps for db in found)
-        picks = [np.arange(count) for _ in found]
+    pairing = pair_host_steps(
+        [HostSteps(host, db.step_num, db.start_ns, db.dur_ns) for host, db in dbs.items()]
+    )
+    used = [(db, rows) for db, rows in zip(dbs.values(), pairing.rows, strict=True) if db.n_steps]
+    picks = [rows for _, rows in used]
+    found = [db for db, _ in used]
     dur = (
         np.mean([db.dur_ns[k] for db, k in zip(found, picks, strict=True)], axis=0)
         .round()
@@ -125,16 +129,23 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
     # rounding of the means must not break "categories add up to the step"
     categories["other"] += dur - sum(categories.values())
     first = found[0]
+    names = (
+        tuple(first.names[i] for i in picks[0].tolist())
+        if pairing.mode != "position"
+        else tuple(f"pod step {k}" for k in range(pairing.n_steps))
+    )
     return StepSummary(
         source,
         description,
         hosts,
         has_device,
-        first.step_num[picks[0]],
-        tuple(first.names[i] for i in picks[0].tolist()),
+        pairing.step_num,
+        names,
         start,
         dur,
         categories,
         markers,
         dropped,
+        pairing.description,
+        sum(pairing.left_out),
     )

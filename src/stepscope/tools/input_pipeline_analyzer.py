@@ -98,6 +98,7 @@ class PipelineRow:
 class InputPipelineAnalysis:
     host: str
     step_source: str
+    step_pairing: str  # several hosts: how their steps were paired, what was left out
     input_bound: InputBound
     step_time: StepStats
     input_time: StepStats  # per-step input wait
@@ -111,6 +112,7 @@ class InputPipelineAnalysis:
         return {
             "host": self.host,
             "step_source": self.step_source,
+            "step_pairing": self.step_pairing,
             "input_bound": self.input_bound.to_json(),
             "step_time_ms": self.step_time.to_json(),
             "input_time_ms": self.input_time.to_json(),
@@ -177,6 +179,7 @@ def build(ctx: ToolContext) -> InputPipelineAnalysis:
     return InputPipelineAnalysis(
         host=ctx.host,
         step_source=summary.source,
+        step_pairing=summary.pairing,
         input_bound=bound,
         step_time=summary.step_stats(),
         input_time=StepStats.of(input_ns),

@@ -259,10 +259,12 @@ def build(ctx: ToolContext) -> OverviewPage:
             f"{summary.dropped} of {summary.markers_found} candidate steps left out "
             "(no compute in them, or first/last incomplete)"
         )
+    if summary.pairing:
+        diagnostics.append(f"hosts: {summary.pairing}")
     return OverviewPage(
         host=ctx.host,
         step_source=summary.source,
-        step_source_detail=summary.description,
+        step_source_detail="; ".join(t for t in (summary.description, summary.pairing) if t),
         steps=step_rows(summary),
         step_time=summary.step_stats(),
         breakdown_ms={c: summary.avg_ms(c) for c in CATEGORY_NAMES},

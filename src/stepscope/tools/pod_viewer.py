@@ -1,8 +1,10 @@
 """Pod viewer: each worker's step-time breakdown, step by step, and the slowest worker.
 
 A worker is a host of the run (one trace file: a TensorFlow host or a PyTorch rank). Steps
-are matched across workers by step number (by position when the numbers do not match, as
-with inferred steps). Times are milliseconds; categories are the overview's.
+are paired across workers by `stepscope.stats.steps.pairing` (by step number when the workers
+share most numbers, else by position as XProf), as in the ALL_HOSTS overview; ``pairing``
+says how and which worker steps were left out. Times are milliseconds; categories are the
+overview's.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from stepscope.model import Profile
-from stepscope.stats import CATEGORY_NAMES, StepDb
+from stepscope.stats import CATEGORY_NAMES
 from stepscope.stats.events import CATEGORY_LABELS
+from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import ToolSpec
@@ -50,28 +53,13 @@ class PodStep:
         return int(np.argmax(durations))
 
 
-def align_steps(dbs: list[StepDb]) -> tuple[list[int], list[list[int | None]]]:
-    """(step numbers, per worker the row of each step or None): by number, else by position."""
-    present = [db for db in dbs if db.n_steps]
-    if not present:
-        return [], [[] for _ in dbs]
-    numbers = sorted(set().union(*(set(db.step_num.tolist()) for db in present)))
-    common = set.intersection(*(set(db.step_num.tolist()) for db in present))
-    if common or len(present) == 1:
-        rows = [
-            [({int(s): k for k, s in enumerate(db.step_num.tolist())}).get(n) for n in numbers]
-            for db in dbs
-        ]
-        return numbers, rows
-    count = max(db.n_steps for db in present)
-    return list(range(count)), [[k if k < db.n_steps else None for k in range(count)] for db in dbs]
-
-
 @dataclass(frozen=True)
 class PodViewer:
     workers: tuple[str, ...]
     step_source: str
     steps: tuple[PodStep, ...]
+    pairing: str = ""  # how worker steps were paired, and which were left out
+    left_out: int = 0
 
     def _worker_json(self, w: WorkerStep | None, slowest: bool) -> dict[str, Any] | None:
         if w is None:
@@ -110,6 +98,8 @@ class PodViewer:
             )
         return {
             "step_source": self.step_source,
+            "pairing": self.pairing,
+            "left_out_steps": self.left_out,
             "categories": [{"key": c, "label": CATEGORY_LABELS[c]} for c in CATEGORY_NAMES],
             "workers": [
                 {
@@ -145,21 +135,29 @@ class PodViewer:
 def build(ctx: ToolContext) -> PodViewer:
     hosts = ctx.hosts
     dbs = [analysis.step_db(ctx, h) for h in hosts]
-    numbers, rows = align_steps(dbs)
+    pairing = pair_host_steps(
+        [
+            HostSteps(h, db.step_num, db.start_ns, db.dur_ns)
+            for h, db in zip(hosts, dbs, strict=True)
+        ]
+    )
+    numbers, rows = pairing.step_num.tolist(), [r.tolist() for r in pairing.rows]
     categories = [db.category_ns() for db in dbs]
     steps = []
     for j, number in enumerate(numbers):
         workers: list[WorkerStep | None] = []
         for host, db, cats, worker_rows in zip(hosts, dbs, categories, rows, strict=True):
             k = worker_rows[j]
-            if k is None:
+            if k < 0:
                 workers.append(None)
                 continue
             breakdown = {c: int(cats[c][k]) for c in CATEGORY_NAMES}
             workers.append(WorkerStep(host, db.names[k], int(db.dur_ns[k]), breakdown))
         steps.append(PodStep(int(number), tuple(workers)))
     sources = sorted({db.source for db in dbs})
-    return PodViewer(tuple(hosts), "+".join(sources), tuple(steps))
+    return PodViewer(
+        tuple(hosts), "+".join(sources), tuple(steps), pairing.description, sum(pairing.left_out)
+    )
 
 
 def _device_count(profile: Profile) -> int:

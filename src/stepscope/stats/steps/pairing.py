@@ -1,0 +1,155 @@
+"""Pairing the steps of several hosts into pod steps (ALL_HOSTS, pod viewer).
+
+Two ways, and the result always says which and what it left out:
+
+- **by step number**, when the hosts share most step numbers (the common numbers are more
+  than half of the steps of the host with the fewest): a pod step is a number every host
+  has; a host's steps whose number is missing elsewhere are left out.
+- **by position** otherwise (inferred steps, or workers whose step counters differ), as
+  XProf's step intersection does it: the host whose steps span the least time is the
+  reference; every other host is shifted against it by the number of steps that makes their
+  step spans overlap the most (each host's times on its own profile clock); pod steps are
+  the positions every host covers, numbered 0, 1, 2...
+
+Hosts without any step take no part (they are named in the description).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+BY_NUMBER = "step_number"
+BY_POSITION = "position"
+SINGLE = "single"
+
+
+@dataclass(frozen=True)
+class HostSteps:
+    """One host's steps, as the pairing needs them (a StepDb's columns)."""
+
+    host: str
+    step_num: np.ndarray  # int64
+    start_ns: np.ndarray  # int64, on the host's own profile clock
+    dur_ns: np.ndarray  # int64
+
+
+@dataclass(frozen=True)
+class StepPairing:
+    """Pod steps: ``rows[h][k]`` is host ``h``'s row (step index) in pod step ``k``, or -1."""
+
+    mode: str  # BY_NUMBER, BY_POSITION or SINGLE
+    step_num: np.ndarray  # int64 label of each pod step
+    rows: tuple[np.ndarray, ...]  # per host, int64
+    left_out: tuple[int, ...]  # per host: its steps in no pod step
+    description: str  # for people: how steps were paired and what was left out
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.step_num)
+
+
+def _overlap_by_shift(sub: HostSteps, ref: HostSteps) -> tuple[int, int, int]:
+    """(first sub row, first ref row, count) of the shift of ``sub`` against ``ref`` whose
+    paired steps overlap in time the most (ties: the first shift tried, from ref's side)."""
+    ns, nr = len(sub.step_num), len(ref.step_num)
+    sub_end, ref_end = sub.start_ns + sub.dur_ns, ref.start_ns + ref.dur_ns
+    best = (-1, 0, 0, 0)
+    # shift d: sub row i pairs with ref row i + d
+    for d in [*range(0, nr), *range(-1, -ns, -1)]:
+        i0 = max(0, -d)
+        count = min(ns - i0, nr - (i0 + d))
+        if count <= 0:
+            continue
+        s = slice(i0, i0 + count)
+        r = slice(i0 + d, i0 + d + count)
+        lo = np.maximum(sub.start_ns[s], ref.start_ns[r])
+        hi = np.minimum(sub_end[s], ref_end[r])
+        overlap = int(np.maximum(hi - lo, 0).sum())
+        if overlap > best[0]:
+            best = (overlap, i0, i0 + d, count)
+    return best[1], best[2], best[3]
+
+
+def _by_position(hosts: Sequence[HostSteps]) -> tuple[np.ndarray, list[np.ndarray]]:
+    spans = [int((h.start_ns + h.dur_ns).max() - h.start_ns.min()) for h in hosts]
+    ref = hosts[int(np.argmin(spans))]
+    aligned = [(0, 0, len(h.step_num)) if h is ref else _overlap_by_shift(h, ref) for h in hosts]
+    begin = max(a[1] for a in aligned)
+    end = min(a[1] + a[2] for a in aligned)
+    count = max(end - begin, 0)
+    rows = [np.arange(count, dtype=np.int64) + (sub0 + begin - ref0) for sub0, ref0, _ in aligned]
+    return np.arange(count, dtype=np.int64), rows
+
+
+def _by_number(hosts: Sequence[HostSteps], common: np.ndarray) -> list[np.ndarray]:
+    rows = []
+    for h in hosts:
+        order = np.argsort(h.step_num, kind="stable")
+        k = np.searchsorted(h.step_num[order], common)
+        rows.append(order[k].astype(np.int64))
+    return rows
+
+
+def _ranges(numbers: np.ndarray) -> str:
+    if not len(numbers):
+        return "none"
+    lo, hi = int(numbers.min()), int(numbers.max())
+    return str(lo) if lo == hi else f"{lo}-{hi}"
+
+
+def pair_host_steps(hosts: Sequence[HostSteps]) -> StepPairing:
+    """Pair the steps of ``hosts`` (see the module docstring for the rules)."""
+    n = len(hosts)
+    empty = np.zeros(0, dtype=np.int64)
+    present = [k for k, h in enumerate(hosts) if len(h.step_num)]
+    rows = [np.full(0, -1, np.int64) for _ in hosts]
+    idle = [hosts[k].host for k in range(n) if k not in present]
+    idle_note = f"; no steps on {', '.join(idle)}" if idle else ""
+    if len(present) <= 1:
+        if not present:
+            return StepPairing(SINGLE, empty, tuple(rows), (0,) * n, "no steps" + idle_note)
+        only = hosts[present[0]]
+        count = len(only.step_num)
+        rows[present[0]] = np.arange(count, dtype=np.int64)
+        rows = [r if len(r) else np.full(count, -1, np.int64) for r in rows]
+        note = f"steps of {only.host} only{idle_note}" if n > 1 else ""
+        return StepPairing(SINGLE, only.step_num.copy(), tuple(rows), (0,) * n, note)
+    used = [hosts[k] for k in present]
+    common = np.unique(used[0].step_num)
+    for h in used[1:]:
+        common = np.intersect1d(common, h.step_num)
+    fewest = min(len(np.unique(h.step_num)) for h in used)
+    if 2 * len(common) > fewest:
+        mode, labels, paired = BY_NUMBER, common, _by_number(used, common)
+        how = f"paired by step number: {len(common)} steps every host has"
+    else:
+        mode = BY_POSITION
+        labels, paired = _by_position(used)
+        starts = ", ".join(
+            f"{h.host} {int(h.step_num[r[0]])}" if len(r) else h.host
+            for h, r in zip(used, paired, strict=True)
+        )
+        how = (
+            f"paired by position (the hosts share {len(common)} step numbers): "
+            f"{len(labels)} pod steps, the first being {starts}"
+        )
+    left_out = [0] * n
+    notes = []
+    for k, r in zip(present, paired, strict=True):
+        rows[k] = r
+        missing = np.setdiff1d(np.arange(len(hosts[k].step_num)), r)
+        left_out[k] = len(missing)
+        if len(missing):
+            notes.append(
+                f"{hosts[k].host}: {len(missing)} (steps {_ranges(hosts[k].step_num[missing])})"
+            )
+    for k in range(n):
+        if k not in present:
+            rows[k] = np.full(len(labels), -1, np.int64)
+    dropped = f"; left out, not on every host: {', '.join(notes)}" if notes else ""
+    return StepPairing(
+        mode, labels.astype(np.int64), tuple(rows), tuple(left_out), how + dropped + idle_note
+    )
