@@ -14,6 +14,7 @@ import numpy as np
 from stepscope.model import Profile
 from stepscope.stats.events import EventType, classify_events, device_work_lines
 from stepscope.stats.intervals import union_ns
+from stepscope.stats.kernel_rules import PRECISIONS, kernel_precision
 
 _KERNELS = (EventType.DEVICE_COMPUTE_16, EventType.DEVICE_COMPUTE_32, EventType.DEVICE_COLLECTIVES)
 _DEVICE_STATS = (
@@ -94,9 +95,29 @@ def framework_of(profile: Profile) -> str:
     return "unknown"
 
 
-def precision_ns(profile: Profile) -> tuple[int, int]:
-    """(16-bit, 32-bit) device compute time of the whole profile."""
+def precision_ns(profile: Profile) -> dict[str, int]:
+    """Device compute time of the whole profile by precision (`kernel_rules.PRECISIONS`).
+
+    A kernel's precision comes from its name; a name that shows none counts as 32-bit unless
+    the event's ``tensor_shapes`` are half precision (XProf's rule for TensorFlow ops).
+    """
     types = classify_events(profile)
-    ns16 = int(profile.dur_ns[types == EventType.DEVICE_COMPUTE_16].sum())
-    ns32 = int(profile.dur_ns[types == EventType.DEVICE_COMPUTE_32].sum())
-    return ns16, ns32
+    compute = np.flatnonzero(
+        (types == EventType.DEVICE_COMPUTE_16) | (types == EventType.DEVICE_COMPUTE_32)
+    )
+    out = dict.fromkeys(PRECISIONS, 0)
+    if not compute.size:
+        return out
+    names, inverse = np.unique(profile.name[compute], return_inverse=True)
+    per_name = np.bincount(inverse, weights=profile.dur_ns[compute]).astype(np.int64)
+    strings = profile.strings
+    named = [kernel_precision(strings[sid]) for sid in names.tolist()]
+    for precision, ns in zip(named, per_name.tolist(), strict=True):
+        out[precision] += ns
+    # A name that shows no precision on an event whose shapes are half (TensorFlow GPU ops).
+    shows_none = np.array([p == "32bit" for p in named])[inverse]
+    half = types[compute] == EventType.DEVICE_COMPUTE_16
+    moved = int(profile.dur_ns[compute[shows_none & half]].sum())
+    out["32bit"] -= moved
+    out["16bit"] += moved
+    return out

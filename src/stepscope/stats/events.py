@@ -15,6 +15,7 @@ from enum import IntEnum
 import numpy as np
 
 from stepscope.model import Profile
+from stepscope.stats.kernel_rules import REDUCED_PRECISIONS, kernel_precision
 
 NOT_COUNTED = -1  # events that are bookkeeping, not work (markers, Eager* wrappers, annotations)
 
@@ -161,7 +162,9 @@ def device_type_of_name(name: str) -> int:
         return EventType.DEVICE_TO_DEVICE
     if name.lower().startswith("nccl"):
         return EventType.DEVICE_COLLECTIVES
-    return EventType.DEVICE_COMPUTE_16 if _HALF.search(name) else EventType.DEVICE_COMPUTE_32
+    # "16-bit" compute is XProf's name for reduced precision: fp16/bf16 and the 8/4-bit types
+    reduced = kernel_precision(name) in REDUCED_PRECISIONS
+    return EventType.DEVICE_COMPUTE_16 if reduced else EventType.DEVICE_COMPUTE_32
 
 
 def _per_name(

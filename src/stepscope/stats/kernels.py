@@ -247,6 +247,7 @@ def build_kernel_db(profile: Profile, max_rows: int = MAX_ROWS) -> KernelDb:
         kernel_name = strings[int(names[first[g]])]
         op_name = strings[int(ops[first[g]])]
         weight = occ_weight[g]
+        uses_tc = kernel_uses_tensor_core(kernel_name)
         rows.append(
             KernelRow(
                 kernel_name=kernel_name,
@@ -257,8 +258,9 @@ def build_kernel_db(profile: Profile, max_rows: int = MAX_ROWS) -> KernelDb:
                 max_ns=int(maxs[g]),
                 details=parsed[int(details_ids[first[g]])],
                 launch_configs=int(n_configs[g]),
-                uses_tensor_core=kernel_uses_tensor_core(kernel_name),
-                op_tensor_core_eligible=is_op_tensor_core_eligible(op_name),
+                uses_tensor_core=uses_tc,
+                # XProf: an op whose kernel runs on TensorCores is eligible whatever its name
+                op_tensor_core_eligible=uses_tc or is_op_tensor_core_eligible(op_name),
                 occupancy_pct=float(occ_sum[g] / weight) if weight > 0 else None,
             )
         )

@@ -1,6 +1,7 @@
 """TensorCore rules (REFERENCE §4), plus the same idea for PyTorch and JAX op names.
 
-A kernel uses TensorCores when its name contains one of XProf's markers. An op is
+A kernel uses TensorCores when a rule of `stepscope.stats.kernel_rules` says so (XProf's
+markers plus today's NVIDIA and AMD library names). An op is
 TensorCore-eligible when XProf's TensorFlow rules say so; stepscope adds the matrix-multiply
 and convolution ops of PyTorch (``aten::mm``...) and JAX (``dot_general``...), which XProf
 never sees, so that PyTorch and JAX traces get the same column. A JAX/TF einsum is eligible
@@ -11,22 +12,7 @@ from __future__ import annotations
 
 import re
 
-TENSOR_CORE_KERNEL_MARKERS = (
-    "16816",
-    "c1688",
-    "conv1x1",
-    "h1688",
-    "h884",
-    "hmma",
-    "i16832",
-    "i8816",
-    "s884",
-    "s1688",
-    "xmma_gemm",
-    "xmma_implicit_gemm",
-    "xmma_sparse_conv",
-    "xmma_warp_specialized_implicit_gemm",
-)
+from stepscope.stats.kernel_rules import kernel_on_matrix_units
 
 # TensorFlow op names (REFERENCE §4): suffixes, and a substring.
 _TF_SUFFIXES = (
@@ -76,37 +62,10 @@ _TF_FULLNAME = re.compile(r"^([^:]+):([A-Za-z_][A-Za-z0-9_]*)$")
 _EQUATION = re.compile(r"\(([a-zA-Z.]*(?:,[a-zA-Z.]*)*)->[a-zA-Z.]*\)")
 
 
-# Names that show matrix-unit or 16/8-bit math outside XProf's list (cutlass "tensorop"/"wmma",
-# Hopper "gmma", cuBLASLt "nvjet", AMD MFMA "MI16x16"...). The kernel stats column follows
-# XProf's list exactly; diagnostics use these too so they never advise TensorCores for a
-# kernel that already runs on them.
-_LIKELY_MATRIX_UNIT = (
-    "tensorop",
-    "wmma",
-    "mma",
-    "nvjet",
-    "bf16",
-    "fp16",
-    "f16",
-    "half",
-    "fp8",
-    "e4m3",
-    "e5m2",
-    "_MI16x16",
-    "_MI32x32",
-)
-
-
 def kernel_uses_tensor_core(kernel_name: str) -> bool:
-    return any(marker in kernel_name for marker in TENSOR_CORE_KERNEL_MARKERS)
-
-
-def kernel_likely_on_matrix_units(kernel_name: str) -> bool:
-    """XProf's markers, or a name that shows tensor-op / reduced-precision math."""
-    lower = kernel_name.lower()
-    return kernel_uses_tensor_core(kernel_name) or any(
-        m.lower() in lower for m in _LIKELY_MATRIX_UNIT
-    )
+    """Whether the kernel runs on matrix units (NVIDIA TensorCores, AMD Matrix Cores): the
+    rule table in `stepscope.stats.kernel_rules`."""
+    return kernel_on_matrix_units(kernel_name)
 
 
 def is_einsum_tensor_core_eligible(equation: str) -> bool:

@@ -66,12 +66,12 @@ def device_ops(ctx: ToolContext) -> OpTable:
     return OpTable.merge("device", [op_metrics(ctx, h).device for h in ctx.hosts])
 
 
-def _device_facts(profile: Profile) -> tuple[list[DeviceInfo], tuple[int, int], str]:
+def _device_facts(profile: Profile) -> tuple[list[DeviceInfo], dict[str, int], str]:
     return devices(profile), precision_ns(profile), framework_of(profile)
 
 
-def device_facts(ctx: ToolContext, host: str) -> tuple[list[DeviceInfo], tuple[int, int], str]:
-    """(devices, (16-bit ns, 32-bit ns) of device compute, framework) of one host."""
+def device_facts(ctx: ToolContext, host: str) -> tuple[list[DeviceInfo], dict[str, int], str]:
+    """(devices, device compute ns by precision, framework) of one host."""
     return ctx.intermediate(host, "device_facts", _device_facts)
 
 

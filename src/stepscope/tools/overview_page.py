@@ -14,6 +14,7 @@ from stepscope.stats import CATEGORY_NAMES, OpTable, StepStats, StepSummary
 from stepscope.stats.advice import InputBound, Recommendation, classify_input, recommend
 from stepscope.stats.device import DeviceInfo
 from stepscope.stats.input_pipeline import advice_for
+from stepscope.stats.kernel_rules import PRECISIONS, REDUCED_PRECISIONS
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import ToolSpec
@@ -94,7 +95,7 @@ class OverviewPage:
     breakdown_ms: dict[str, float]  # average per step
     breakdown_percent: dict[str, float]  # share of the total step time
     input_bound: InputBound
-    precision: dict[str, float] | None  # device compute in 16 / 32 bit, percent
+    precision: dict[str, float] | None  # device compute by precision, percent (precision_percent)
     op_placement: dict[str, float]  # op occurrences on host / device, percent
     eager: dict[str, float]  # op self time run eagerly, percent, per side
     gpu_utilization: dict[str, float] | None  # per device and mean, percent
@@ -189,13 +190,24 @@ def _with_findings(ctx: ToolContext, recommendation: Recommendation) -> Recommen
     )
 
 
+def precision_percent(by_precision: dict[str, int]) -> dict[str, float] | None:
+    """``<precision>_percent`` of device compute time for each of `PRECISIONS` (fp4, fp8, int8,
+    16bit, 32bit, 64bit), plus ``reduced_percent``: everything narrower than fp32 (what
+    XProf's "16-bit" means and what the mixed-precision advice looks at)."""
+    total = sum(by_precision.values())
+    if not total:
+        return None
+    out = {f"{k}_percent": _pct(by_precision[k], total) for k in PRECISIONS}
+    out["reduced_percent"] = _pct(sum(by_precision[k] for k in REDUCED_PRECISIONS), total)
+    return out
+
+
 def build(ctx: ToolContext) -> OverviewPage:
     summary = analysis.steps(ctx)
     host_table, device_table = analysis.host_ops(ctx), analysis.device_ops(ctx)
     facts = [analysis.device_facts(ctx, h) for h in ctx.hosts]
     all_devices = tuple(d for devs, _, _ in facts for d in devs)
-    ns16 = sum(p[0] for _, p, _ in facts)
-    ns32 = sum(p[1] for _, p, _ in facts)
+    by_precision = {k: sum(p[k] for _, p, _ in facts) for k in PRECISIONS}
     has_steps = summary.n_steps > 0
     bound = classify_input(summary.percent("input"), summary.percent("other"), has_steps)
     utilization: dict[str, float] | None = None
@@ -213,11 +225,7 @@ def build(ctx: ToolContext) -> OverviewPage:
                 utilization[prefix + plane] = round(pct, 3)
         if utilization:
             utilization["mean"] = round(float(np.mean(list(utilization.values()))), 3)
-    precision = (
-        {"16bit_percent": _pct(ns16, ns16 + ns32), "32bit_percent": _pct(ns32, ns16 + ns32)}
-        if ns16 + ns32
-        else None
-    )
+    precision = precision_percent(by_precision)
     host_n, device_n = int(host_table.occurrences.sum()), int(device_table.occurrences.sum())
     eager = {
         "host_percent": _pct(host_table.eager_self_ns.sum(), host_table.self_ns.sum()),
@@ -236,7 +244,7 @@ def build(ctx: ToolContext) -> OverviewPage:
     recommendation = recommend(
         summary,
         bound,
-        precision_16_percent=precision["16bit_percent"]
+        precision_16_percent=precision["reduced_percent"]
         if precision and summary.has_device
         else None,
         eager_percent=max(eager.values()),

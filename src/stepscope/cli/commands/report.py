@@ -27,6 +27,9 @@ _CLASS = {
 }
 
 
+_PRECISION_LABELS = {"16bit": "16-bit", "32bit": "32-bit", "64bit": "64-bit"}
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("report", help="human-readable performance report of a run")
     parser.add_argument("run", metavar="RUN", help="run directory or profile file")
@@ -84,10 +87,12 @@ def render(overview: OverviewPage, pipeline: InputPipelineAnalysis, top: int) ->
         mean = overview.gpu_utilization.get("mean", 0.0)
         out.append(f"GPU utilization: {mean:.1f}% (kernel busy time over {window})")
     if overview.precision:
-        out.append(
-            f"Device compute precision: {overview.precision['16bit_percent']:.1f}% 16-bit, "
-            f"{overview.precision['32bit_percent']:.1f}% 32-bit"
-        )
+        shares = [
+            f"{overview.precision[f'{k}_percent']:.1f}% {_PRECISION_LABELS.get(k, k)}"
+            for k in ("fp4", "fp8", "int8", "16bit", "32bit", "64bit")
+            if overview.precision.get(f"{k}_percent", 0.0) >= 0.05 or k in ("16bit", "32bit")
+        ]
+        out.append("Device compute precision: " + ", ".join(shares))
     ops = overview.top_ops[:top]
     if ops:
         out.append("")

@@ -13,7 +13,6 @@ from stepscope.stats.diagnostics.base import (
 from stepscope.stats.events import EventType
 from stepscope.stats.intervals import merge
 from stepscope.stats.kernels import launch_events, op_of_kernels
-from stepscope.stats.tensor_core import kernel_likely_on_matrix_units
 
 DEFAULT_LAUNCH_NS = 5_000  # launch latency when the trace has no launch calls
 LAUNCH_MIN_KERNELS = 20  # a step with fewer kernels is not "launch bound"
@@ -290,24 +289,11 @@ def _compute_capability(data: HostData) -> int:
     return max(values) if values else 0
 
 
-def _is_amd(data: HostData) -> bool:
-    for plane in data.profile.planes:
-        if plane.is_device:
-            text = " ".join(str(plane.stats.get(k, "")) for k in ("device_vendor", "device_name"))
-            if "AMD" in text or "Instinct" in text:
-                return True
-    return False
-
-
 def low_tensor_core_use(data: HostData, options: dict[str, str]) -> Finding | None:
     db = data.kernels
-    if db.kernel_count == 0 or db.total_ns == 0 or _is_amd(data):
-        return None  # AMD kernel names do not show whether matrix cores run them
-    missed_rows = [
-        r
-        for r in db.rows
-        if r.op_tensor_core_eligible and not kernel_likely_on_matrix_units(r.kernel_name)
-    ]
+    if db.kernel_count == 0 or db.total_ns == 0:
+        return None
+    missed_rows = [r for r in db.rows if r.op_tensor_core_eligible and not r.uses_tensor_core]
     missed = sum(r.total_ns for r in missed_rows)
     half = int(data.steps.type_time(EventType.DEVICE_COMPUTE_16).sum()) if data.steps.n_steps else 0
     full = int(data.steps.type_time(EventType.DEVICE_COMPUTE_32).sum()) if data.steps.n_steps else 0

@@ -25,6 +25,12 @@ function percentPair(title, obj, field) {
       `${label(k.replace(/_percent$/, ''))} `, num(v, fmtPct(v), `${field}.${k}`)])));
 }
 
+// fp4/fp8/int8/64-bit only when present; reduced_percent repeats the others' sum.
+function shownPrecision(p) {
+  if (!p) return null;
+  return Object.fromEntries(Object.entries(p).filter(([k, v]) => k !== 'reduced_percent' && (v > 0 || k === '16bit_percent' || k === '32bit_percent')));
+}
+
 function summary(data) {
   const st = data.step_time_ms || {};
   const breakdown = data.breakdown_ms || {};
@@ -55,7 +61,7 @@ function summary(data) {
     h('div', { class: 'metric-row spaced' },
       percentPair('Op placement (by occurrences)', data.op_placement, 'op_placement'),
       percentPair('Op time spent eagerly', data.eager, 'eager'),
-      percentPair('Device compute precision', data.precision, 'precision'),
+      percentPair('Device compute precision', shownPrecision(data.precision), 'precision'),
       data.gpu_utilization ? metric('GPU utilization (mean)', data.gpu_utilization.mean, 'gpu_utilization.mean', fmtPct) : null),
     h('p', { class: 'muted' }, 'Steps: ', data.step_source_detail || data.step_source || 'none found'));
 }

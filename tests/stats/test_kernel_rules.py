@@ -1,0 +1,153 @@
+"""The kernel rule table (matrix units, precision) on every GPU fixture kernel name, and the
+shares users read: H100 BERT, B200 FP8, MI300X, and XProf's numbers on the JAX GPU fixture."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from stepscope.stats.device import precision_ns
+from stepscope.stats.kernel_rules import (
+    MATRIX_RULES,
+    PRECISION_RULES,
+    PRECISIONS,
+    kernel_precision,
+    matrix_rule_of,
+)
+from stepscope.stats.kernels import build_kernel_db, kernel_events
+from tests.stats.gpu_tools_fixtures import FIXTURES, GPU_FIXTURES, fixture_profile
+
+TABLE = Path(__file__).parent / "data" / "gpu_kernel_classes.tsv"
+JAX_GPU = "xspace/gpu_jax_fused_attention.xplane.pb"
+
+
+def _expected() -> dict[str, dict[str, tuple[str, str, str]]]:
+    out: dict[str, dict[str, tuple[str, str, str]]] = {}
+    for line in TABLE.read_text().splitlines():
+        if line.startswith("#"):
+            continue
+        fixture, matrix, rule, precision, name = line.split("\t")
+        out.setdefault(fixture, {})[name] = (matrix, rule, precision)
+    return out
+
+
+EXPECTED = _expected()
+
+
+@pytest.mark.parametrize("relative", GPU_FIXTURES)
+def test_every_fixture_kernel_is_listed_with_its_class(relative: str) -> None:
+    profile = fixture_profile(relative)
+    names = {profile.strings[int(i)] for i in profile.name[kernel_events(profile)]}
+    table = EXPECTED[relative]
+    assert names == set(table), "the table must list exactly the fixture's kernels"
+    for name in sorted(names):
+        rule = matrix_rule_of(name)
+        got = (
+            "yes" if rule is not None and rule.on_matrix_units else "no",
+            rule.id if rule is not None else "-",
+            kernel_precision(name),
+        )
+        assert got == table[name], name
+
+
+def test_rule_ids_are_unique_and_precisions_known() -> None:
+    assert len({r.id for r in MATRIX_RULES}) == len(MATRIX_RULES)
+    assert len({r.id for r in PRECISION_RULES}) == len(PRECISION_RULES)
+    assert {r.precision for r in PRECISION_RULES} <= set(PRECISIONS)
+    assert all(r.reason for r in (*MATRIX_RULES, *PRECISION_RULES))
+
+
+@pytest.mark.parametrize(
+    ("name", "on", "precision"),
+    [
+        ("volta_fp16_s884gemm_fp16_128x128_ldg8_f2f_nn", True, "16bit"),
+        ("turing_i8816gemm_int8_128x128", True, "int8"),
+        ("sm90_xmma_gemm_e4m3e4m3_bf16f32_f32_tn_n_tilesize128x128x64", True, "fp8"),
+        (
+            "void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<sm90_gmma_f16>>",
+            True,
+            "16bit",
+        ),
+        ("kernel_cutlass_tcgen05_mma_bf16_sm100", True, "16bit"),
+        ("bmm_E2m1_E2m1_Fp32_t128x128x256_sm100f", True, "fp4"),
+        (
+            "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_traits<128, cutlass::half_t>>",
+            True,
+            "16bit",
+        ),
+        (
+            "flash_bwd_dot_do_o_kernel<true, Flash_bwd_kernel_traits<128, cutlass::half_t>>",
+            False,
+            "16bit",
+        ),
+        ("triton_tem_fused_addmm_0", True, "32bit"),
+        ("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN", True, "16bit"),
+        ("Cijk_Ailk_Bljk_SB_MT64x64x16_SE_K1", False, "32bit"),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<double>>",
+            False,
+            "64bit",
+        ),
+        ("transpose_NCHW2CNHW_V2_2D_WG_off64", False, "32bit"),
+        ("void cudnn::ops::nchwToNhwcKernel<__half, __half, float, false, true>", False, "16bit"),
+    ],
+)
+def test_rules_on_names_outside_the_fixtures(name: str, on: bool, precision: str) -> None:
+    rule = matrix_rule_of(name)
+    assert (rule is not None and rule.on_matrix_units) is on
+    assert kernel_precision(name) == precision
+
+
+def _tc_share(relative: str) -> tuple[float, float]:
+    db = build_kernel_db(fixture_profile(relative))
+    tc = sum(r.total_ns for r in db.rows if r.uses_tensor_core)
+    eligible = sum(r.total_ns for r in db.rows if r.op_tensor_core_eligible)
+    return 100 * tc / db.total_ns, 100 * eligible / db.total_ns
+
+
+def test_h100_bert_tensor_core_share() -> None:
+    tc, _ = _tc_share("kineto/h100_bert_small_inference.json.gz")
+    assert 70 <= tc <= 80
+
+
+def test_b200_fp8_kernels_on_tensor_cores_with_an_fp8_share() -> None:
+    relative = "kineto/b200_vllm_fp8_rank0.json.gz"
+    db = build_kernel_db(fixture_profile(relative))
+    fp8 = [r for r in db.rows if r.kernel_name.startswith(("bmm_MxE4m3", "fmhaSm100a"))]
+    assert fp8 and all(r.uses_tensor_core for r in fp8)
+    assert all(r.uses_tensor_core for r in db.rows if r.kernel_name.startswith("nvjet"))
+    shares = precision_ns(fixture_profile(relative))
+    total = sum(shares.values())
+    assert shares["fp8"] / total > 0.3  # the FP8 MoE GEMMs and attention
+    assert shares["16bit"] / total > 0.3  # bf16-activation GEMMs, norms, all-reduce-free math
+
+
+def test_mi300x_matrix_core_kernels_are_counted() -> None:
+    db = build_kernel_db(fixture_profile("kineto/mi300x_resnet_training_rank0.json.gz"))
+    mfma = [r for r in db.rows if r.uses_tensor_core]
+    kinds = {r.kernel_name[:5] for r in mfma}
+    assert {"Cijk_", "igemm", "_ZN2c"} <= kinds  # hipBLASLt/Tensile, MIOpen, Composable Kernel
+    assert not any(r.uses_tensor_core for r in db.rows if "transpose" in r.kernel_name)
+
+
+def _xprof_kernel_stats() -> list[dict[str, object]]:
+    path = FIXTURES / "xspace" / "gpu_jax_fused_attention_xprof_reference" / "kernel_stats.json"
+    table = json.loads(path.read_text())
+    ids = [c["id"] for c in table["cols"]]
+    return [dict(zip(ids, [c.get("v") for c in row["c"]], strict=True)) for row in table["rows"]]
+
+
+def test_jax_gpu_tensor_core_share_matches_xprof() -> None:
+    rows = _xprof_kernel_stats()
+    total = sum(_us(r) for r in rows)
+    want = 100 * sum(_us(r) for r in rows if r["is_kernel_using_tensor_core"]) / total
+    tc, _ = _tc_share(JAX_GPU)
+    assert abs(tc - want) <= 1.0, (tc, want)
+
+
+def _us(row: dict[str, object]) -> float:
+    value = row["total_duration_us"]
+    assert isinstance(value, float | int)
+    return float(value)
