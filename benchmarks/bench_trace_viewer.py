@@ -96,8 +96,8 @@ def child_query(run_path: str, cache: str, repeat: int) -> dict[str, Any]:
     import numpy as np
 
     from stepscope.model import open_run
-    from stepscope.tools import trace_viewer_api as api
     from stepscope.tools.context import ProfileStore, ToolContext
+    from stepscope.tools.trace_viewer import api
 
     run = open_run(run_path)
     ctx = ToolContext(run, run.hosts[0].host, ProfileStore(cache_dir=Path(cache)))

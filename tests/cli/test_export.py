@@ -14,7 +14,7 @@ import pytest
 from stepscope.cli.main import main
 from stepscope.model import Profile, open_file, profile_from_bytes, profile_from_xspace
 from stepscope.stats.trace_index.flows import build_flows
-from stepscope.tools.chrome_trace import chrome_trace_chunks
+from stepscope.tools.trace_viewer.chrome_trace import chrome_trace_chunks
 from stepscope.xspace.kineto import kineto_to_xspace
 from stepscope.xspace.synthetic import synthetic_xspace_bytes
 from tests.conftest import FIXTURES, tf_xplane

@@ -148,7 +148,7 @@ def test_cli_tool_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["tool", run_dir, "overview_page", "--csv", "--no-cache"]) == 2
     assert "no CSV output" in capsys.readouterr().err
     assert main(["tool", run_dir, "overview_page", "-o", "step_source=nope", "--no-cache"]) == 2
-    assert "choose one of" in capsys.readouterr().err
+    assert "must be one of auto, marker" in capsys.readouterr().err
     assert main(["tool", run_dir, "overview_page", "-o", "step_source=inferred", "--no-cache"]) == 0
     assert json.loads(capsys.readouterr().out)["step_source"] == "inferred"
     assert main(["report", run_dir, "--no-cache"]) == 0

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from stepscope.model import ALL_HOSTS, open_run
+from stepscope.tools._analysis import findings
 from stepscope.tools.context import ProfileStore, ToolContext
-from stepscope.tools.diagnostics import findings
 from stepscope.tools.registry import get_tool
 from tests.stats.gpu_tools_fixtures import FIXTURES
 

@@ -15,7 +15,7 @@ from stepscope.serve.routes import build_routes
 from stepscope.serve.state import ServerState
 from stepscope.serve.wsgi import WsgiApp
 from stepscope.stats.trace_index.index import index_dir, load_index
-from stepscope.tools import trace_wire
+from stepscope.tools.trace_viewer import wire as trace_wire
 from tests.conftest import FIXTURES, tf_xplane
 
 RUN = "remote"

@@ -32,7 +32,7 @@ from stepscope.serve.http import (
     error_response,
     json_response,
 )
-from stepscope.serve.security import BadRequestError, check_host, check_options
+from stepscope.serve.security import BadRequestError, check_host, check_options, check_tool_host
 from stepscope.serve.state import ServerState
 from stepscope.serve.tool_cache import etag_for, make_key
 from stepscope.tools.registry import ToolEndpoint, ToolSpec
@@ -124,9 +124,9 @@ def _endpoint_handler(state: ServerState, spec: ToolSpec, endpoint: ToolEndpoint
     def handle(request: ApiRequest) -> ApiResponse:
         query = request.query
         run = state.run(query.get("run", ""))
-        host = check_host(run, query.get("host") or state.default_host(run, spec.multi_host))
-        if host == ALL_HOSTS and not spec.multi_host:
-            raise BadRequestError(f"tool {spec.name!r} shows one host at a time; pick a host")
+        host = check_tool_host(
+            run, spec, query.get("host") or state.default_host(run, spec.multi_host)
+        )
         state.fingerprint(run, host)  # notices changed files (drops stale profiles)
         params = {k: v for k, v in query.items() if k not in ("run", "host")}
         try:
@@ -153,9 +153,9 @@ def _tool_handler(state: ServerState, spec: ToolSpec) -> Handler:
                 f"tool {spec.name!r} has no format {fmt[:20]!r}; formats: {', '.join(spec.formats)}"
             )
         run = state.run(query.get("run", ""))
-        host = check_host(run, query.get("host") or state.default_host(run, spec.multi_host))
-        if host == ALL_HOSTS and not spec.multi_host:
-            raise BadRequestError(f"tool {spec.name!r} shows one host at a time; pick a host")
+        host = check_tool_host(
+            run, spec, query.get("host") or state.default_host(run, spec.multi_host)
+        )
         options = check_options(spec, {k: v for k, v in query.items() if k not in _RESERVED_QUERY})
         key = make_key(run.name, host, spec.name, options)
         fingerprint = state.fingerprint(run, host)

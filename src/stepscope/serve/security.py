@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from stepscope.errors import NotFoundError, StepscopeError
 from stepscope.model import ALL_HOSTS, HostFile, Run
-from stepscope.tools.registry import ToolSpec
+from stepscope.tools.registry import ToolSpec, ToolUsageError
 from stepscope.xspace.io import is_url
 
 MAX_NAME_CHARS = 1024
@@ -97,6 +97,15 @@ def check_host(run: Run, host: str) -> str:
     )
 
 
+def check_tool_host(run: Run, spec: ToolSpec, host: str) -> str:
+    """`check_host`, then the tool's own rule (`ToolSpec.resolve_host`) as a 400."""
+    check_host(run, host)
+    try:
+        return spec.resolve_host(run, host)
+    except ToolUsageError as exc:
+        raise BadRequestError(str(exc)) from None
+
+
 def find_tool(tools: Sequence[ToolSpec], name: str) -> ToolSpec:
     check_name("tool", name)
     for spec in tools:
@@ -107,18 +116,7 @@ def find_tool(tools: Sequence[ToolSpec], name: str) -> ToolSpec:
 
 def check_options(spec: ToolSpec, given: dict[str, str]) -> dict[str, str]:
     """The tool's options with defaults filled in; unknown names or values raise BadRequestError."""
-    declared = {o.name: o for o in spec.options}
-    unknown = sorted(set(given) - set(declared))
-    if unknown:
-        names = ", ".join(declared) or "none"
-        raise BadRequestError(f"tool {spec.name!r} has no option {unknown[0]!r} (options: {names})")
-    options = {}
-    for name, option in declared.items():
-        value = given.get(name, option.default)
-        if option.choices and value not in option.choices:
-            raise BadRequestError(
-                f"option {name!r} of {spec.name!r} must be one of "
-                f"{', '.join(option.choices)}, not {value[:40]!r}"
-            )
-        options[name] = value
-    return options
+    try:
+        return spec.parse_options(given)
+    except ToolUsageError as exc:
+        raise BadRequestError(str(exc)) from None

@@ -2,7 +2,9 @@
 
 Every tool asks the `ToolContext` for them, so overview_page, input_pipeline_analyzer and
 op_stats on the same run build the step database and the op metrics once between them (the
-store keeps them for the life of a server or a CLI invocation).
+store keeps them for the life of a server or a CLI invocation). Tools never import one
+another: what two of them share (the kernel db of kernel_stats and diagnostics, the findings
+of diagnostics and the overview) lives here.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from stepscope.stats import (
     summarize_steps,
 )
 from stepscope.stats.device import DeviceInfo, devices, framework_of, precision_ns, utilization
+from stepscope.stats.diagnostics.base import Finding, HostData
+from stepscope.stats.diagnostics.runner import diagnose_run
+from stepscope.stats.kernels import KernelDb, build_kernel_db
 from stepscope.stats.tf_data import PipelineStats, build_tf_data_stats
 from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import ToolOption
@@ -28,6 +33,19 @@ STEP_SOURCE = ToolOption(
     "where steps come from: auto (first found) or one source",
     "auto",
     ("auto", *SOURCES),
+)
+DIAGNOSTIC_OPTIONS = (
+    STEP_SOURCE,
+    ToolOption(
+        "link_bandwidth_gbps",
+        "per-GPU interconnect bandwidth in GB/s for the collective check (default: by GPU model)",
+        "",
+    ),
+    ToolOption(
+        "parameter_bytes",
+        "model parameter bytes: the all-reduce each step should move (collective check)",
+        "",
+    ),
 )
 
 
@@ -79,3 +97,28 @@ def gpu_utilization(
     ctx: ToolContext, host: str, window: tuple[int, int] | None
 ) -> dict[str, float]:
     return ctx.intermediate(host, f"utilization:{window}", lambda p: utilization(p, window))
+
+
+def kernel_db(ctx: ToolContext, host: str) -> KernelDb:
+    """GPU kernels with their ops and launch facts (kernel_stats, diagnostics)."""
+    return ctx.intermediate(host, "kernel_stats.kernel_db", build_kernel_db)
+
+
+def _host_data(ctx: ToolContext, host: str) -> HostData:
+    return HostData(
+        host, ctx.store.profile(ctx.run, host), step_db(ctx, host), kernel_db(ctx, host)
+    )
+
+
+def findings(ctx: ToolContext) -> list[Finding]:
+    """All diagnostic findings for the selected host(s), most severe first (the diagnostics
+    tool, and the overview's recommendations)."""
+    options = {o.name: ctx.option(o.name, o.default) for o in DIAGNOSTIC_OPTIONS}
+    key = "diagnostics:" + ",".join(f"{k}={v}" for k, v in sorted(options.items()))
+    hosts = ctx.hosts
+    # Cached per (run, first host, options): the overview and the diagnostics tool share it.
+    return ctx.intermediate(
+        hosts[0],
+        key + "|" + "|".join(hosts),
+        lambda _p: diagnose_run([_host_data(ctx, h) for h in hosts], options),
+    )

@@ -1,6 +1,6 @@
 """GPU and multi-GPU diagnostics: each finding with its evidence and a concrete fix.
 
-The overview's recommendations read the same findings through `findings(ctx)`.
+The overview's recommendations read the same findings (`_analysis.findings`).
 Times are milliseconds; evidence rows give event names, counts and total time.
 """
 
@@ -11,27 +11,13 @@ import io
 from dataclasses import dataclass
 from typing import Any
 
-from stepscope.stats.diagnostics.base import Finding, HostData
+from stepscope.stats.diagnostics.base import Finding
 from stepscope.stats.diagnostics.checks import CHECKS
-from stepscope.stats.diagnostics.runner import diagnose_run
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
-from stepscope.tools.kernel_stats import kernel_db
-from stepscope.tools.registry import ToolOption, ToolSpec
+from stepscope.tools.registry import ToolSpec
 
-OPTIONS = (
-    analysis.STEP_SOURCE,
-    ToolOption(
-        "link_bandwidth_gbps",
-        "per-GPU interconnect bandwidth in GB/s for the collective check (default: by GPU model)",
-        "",
-    ),
-    ToolOption(
-        "parameter_bytes",
-        "model parameter bytes: the all-reduce each step should move (collective check)",
-        "",
-    ),
-)
+OPTIONS = analysis.DIAGNOSTIC_OPTIONS
 CSV_COLUMNS = ("severity", "id", "host", "title", "time_ms", "steps", "summary", "fix")
 
 
@@ -81,27 +67,8 @@ class Diagnostics:
         return out.getvalue()
 
 
-def host_data(ctx: ToolContext, host: str) -> HostData:
-    return HostData(
-        host, ctx.store.profile(ctx.run, host), analysis.step_db(ctx, host), kernel_db(ctx, host)
-    )
-
-
-def findings(ctx: ToolContext) -> list[Finding]:
-    """All findings for the selected host(s), most severe first: for the overview too."""
-    options = {o.name: ctx.option(o.name, o.default) for o in OPTIONS}
-    key = "diagnostics:" + ",".join(f"{k}={v}" for k, v in sorted(options.items()))
-    hosts = ctx.hosts
-    # Cached per (run, first host, options): the overview and this tool share the work.
-    return ctx.intermediate(
-        hosts[0],
-        key + "|" + "|".join(hosts),
-        lambda _p: diagnose_run([host_data(ctx, h) for h in hosts], options),
-    )
-
-
 def build(ctx: ToolContext) -> Diagnostics:
-    return Diagnostics(tuple(ctx.hosts), tuple(findings(ctx)))
+    return Diagnostics(tuple(ctx.hosts), tuple(analysis.findings(ctx)))
 
 
 TOOL = ToolSpec(

@@ -14,10 +14,10 @@ from stepscope.model import Profile
 from stepscope.stats.kernels import (
     KernelDb,
     KernelRow,
-    build_kernel_db,
     kernel_events,
     merge_kernel_dbs,
 )
+from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import ToolSpec
 
@@ -143,12 +143,8 @@ class KernelStats:
         return out.getvalue()
 
 
-def kernel_db(ctx: ToolContext, host: str) -> KernelDb:
-    return ctx.intermediate(host, "kernel_stats.kernel_db", build_kernel_db)
-
-
 def build(ctx: ToolContext) -> KernelStats:
-    return KernelStats(merge_kernel_dbs([kernel_db(ctx, host) for host in ctx.hosts]))
+    return KernelStats(merge_kernel_dbs([analysis.kernel_db(ctx, host) for host in ctx.hosts]))
 
 
 def _has_kernels(profile: Profile) -> bool:

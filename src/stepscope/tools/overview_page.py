@@ -174,11 +174,10 @@ def step_rows(summary: StepSummary) -> tuple[StepRow, ...]:
 
 def _with_findings(ctx: ToolContext, recommendation: Recommendation) -> Recommendation:
     """Adds the diagnostics tool's most severe findings (with their fixes) to the advice."""
-    from stepscope.tools.diagnostics import findings  # the tool owns its options and cache
 
     notes = tuple(
         f"{f.title} ({f.severity}): {f.summary} Fix: {f.fix}"
-        for f in findings(ctx)
+        for f in analysis.findings(ctx)
         if f.severity in ("high", "medium")
     )[:5]
     if not notes:

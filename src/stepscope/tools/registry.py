@@ -1,18 +1,22 @@
 """Every tool is declared exactly once, as a module-level ``TOOL = ToolSpec(...)`` in a module
-of this package. The CLI sub-commands, the server's routes and the web UI's tool list are all
-generated from these declarations.
+of this package listed in `TOOL_MODULES`. The CLI sub-commands, the server's routes and the web
+UI's tool list are all generated from these declarations; a spec also parses its options and
+resolves the host(s) a request names, for the CLI and the server alike.
+
+Tools never import one another (an import-linter contract): what two tools share is computed
+in `stepscope.tools._analysis` or below, in `stepscope.stats`.
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol
 
-from stepscope.errors import NotFoundError
+from stepscope.errors import NotFoundError, StepscopeError
+from stepscope.model.runs import ALL_HOSTS, Run
 
 if TYPE_CHECKING:
     from stepscope.tools.context import ToolContext
@@ -61,20 +65,73 @@ class ToolSpec:
     order: int = 100  # position in the UI's tool list
     endpoints: tuple[ToolEndpoint, ...] = ()  # extra routes (see ToolEndpoint)
 
+    def parse_options(self, given: Mapping[str, str]) -> dict[str, str]:
+        """Every declared option, the given value or its default; `ToolUsageError` for an
+        unknown name or a value outside the option's choices."""
+        declared = {o.name: o for o in self.options}
+        unknown = sorted(set(given) - set(declared))
+        if unknown:
+            names = ", ".join(declared) or "none"
+            raise ToolUsageError(
+                f"tool {self.name} has no option {unknown[0]!r} (options: {names})"
+            )
+        options = {}
+        for name, option in declared.items():
+            value = given.get(name, option.default)
+            if option.choices and value not in option.choices:
+                raise ToolUsageError(
+                    f"option {name}={value[:40]!r} of tool {self.name} must be one of "
+                    f"{', '.join(option.choices)}"
+                )
+            options[name] = value
+        return options
+
+    def resolve_host(self, run: Run, host: str | None) -> str:
+        """The host to show: the one named, else the run's only host, else ALL_HOSTS; a tool
+        that shows one host at a time refuses ALL_HOSTS with `ToolUsageError`. An unknown host
+        raises NotFoundError."""
+        if host is None:
+            host = run.hosts[0].host if len(run.hosts) == 1 else ALL_HOSTS
+        if host == ALL_HOSTS:
+            if not self.multi_host:
+                raise ToolUsageError(
+                    f"tool {self.name} shows one host at a time; pick one of "
+                    f"{', '.join(run.host_names)}"
+                )
+            return ALL_HOSTS
+        return run.host(host).host
+
+
+class ToolUsageError(StepscopeError):
+    """A request a tool cannot answer as asked: an unknown option, a bad value, ALL_HOSTS for a
+    one-host tool (the server answers HTTP 400)."""
+
+
+# Every tool, by module under stepscope.tools: an explicit list, so finding the tools imports
+# nothing else and a helper module can never be mistaken for a tool.
+TOOL_MODULES = (
+    "overview_page",
+    "trace_viewer.tool",
+    "input_pipeline_analyzer",
+    "op_stats",
+    "kernel_stats",
+    "memory_profile",
+    "tf_data_bottleneck_analysis",
+    "pod_viewer",
+    "diagnostics",
+)
+
 
 @cache
 def all_tools() -> tuple[ToolSpec, ...]:
     """All declared tools, in UI order."""
-    import stepscope.tools as package
-
     specs: list[ToolSpec] = []
-    for module_info in pkgutil.iter_modules(package.__path__):
-        if module_info.name in ("registry", "context") or module_info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{package.__name__}.{module_info.name}")
+    for name in TOOL_MODULES:
+        module = importlib.import_module(f"{__package__}.{name}")
         spec = getattr(module, "TOOL", None)
-        if isinstance(spec, ToolSpec):
-            specs.append(spec)
+        if not isinstance(spec, ToolSpec):
+            raise RuntimeError(f"stepscope.tools.{name} declares no TOOL = ToolSpec(...)")
+        specs.append(spec)
     names = [s.name for s in specs]
     duplicated = {n for n in names if names.count(n) > 1}
     if duplicated:

@@ -17,7 +17,7 @@ from typing import TextIO
 from stepscope.errors import StepscopeError
 from stepscope.model import open_host, open_run
 from stepscope.model.load import stderr_progress
-from stepscope.tools.chrome_trace import chrome_trace_chunks
+from stepscope.tools.trace_viewer.chrome_trace import chrome_trace_chunks
 
 FORMATS = ("chrome-trace",)
 PROGRESS_MIN_EVENTS = 500_000

@@ -12,7 +12,7 @@ import sys
 
 from stepscope.cli.output import print_json
 from stepscope.errors import StepscopeError
-from stepscope.model import ALL_HOSTS, Run, open_run
+from stepscope.model import ALL_HOSTS, open_run
 from stepscope.model.load import stderr_progress
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import ToolSpec, all_tools, get_tool
@@ -71,37 +71,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def parse_options(spec: ToolSpec, pairs: list[str]) -> dict[str, str]:
-    known = {o.name: o for o in spec.options}
-    options: dict[str, str] = {}
+    """``--option KEY=VALUE`` pairs, checked by the tool's spec (defaults filled in)."""
+    given: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep:
             raise StepscopeError(f"option {pair!r} is not KEY=VALUE")
-        option = known.get(key)
-        if option is None:
-            names = ", ".join(known) or "none"
-            raise StepscopeError(f"tool {spec.name} has no option {key!r} (options: {names})")
-        if option.choices and value not in option.choices:
-            raise StepscopeError(
-                f"option {key}={value!r}: choose one of {', '.join(option.choices)}"
-            )
-        options[key] = value
-    return options
-
-
-def select_host(run: Run, spec: ToolSpec, host: str | None) -> str:
-    if host is None:
-        if len(run.hosts) == 1:
-            return run.hosts[0].host
-        host = ALL_HOSTS
-    if host == ALL_HOSTS:
-        if not spec.multi_host:
-            raise StepscopeError(
-                f"tool {spec.name} shows one host at a time; pick one with "
-                f"--host ({', '.join(run.host_names)})"
-            )
-        return ALL_HOSTS
-    return run.host(host).host
+        given[key] = value
+    return spec.parse_options(given)
 
 
 def context_for(
@@ -109,7 +86,7 @@ def context_for(
 ) -> ToolContext:
     run_ = open_run(path)
     store = ProfileStore(use_cache=use_cache, progress=stderr_progress())
-    ctx = ToolContext(run_, select_host(run_, spec, host), store, options)
+    ctx = ToolContext(run_, spec.resolve_host(run_, host), store, options)
     if not spec.available(ctx):
         raise StepscopeError(
             f"tool {spec.name} has nothing to show for {run_.name}: the profile lacks "

@@ -2,7 +2,7 @@
 
 All times in parameters and answers are nanoseconds relative to the trace's ``origin_ns``.
 
-- ``window?t0=&t1=&res=&lines=&counters=`` -> binary `trace_wire` response: the events to
+- ``window?t0=&t1=&res=&lines=&counters=`` -> binary `wire` response: the events to
   draw (level-of-detail rule in `stepscope.stats.trace_index.window`), the flows touching them and
   the counters sampled at ``res`` buckets.
 - ``search?q=&limit=&offset=[&t0=&t1=&res=]`` -> JSON: total matches in the whole trace, the
@@ -25,8 +25,8 @@ from stepscope.stats.trace_index.counters import sample
 from stepscope.stats.trace_index.flows import KIND_NAMES
 from stepscope.stats.trace_index.index import TraceIndex, open_trace_index
 from stepscope.stats.trace_index.window import events_in_box, query_window, rows_of_pairs
-from stepscope.tools import trace_wire
 from stepscope.tools.context import ToolContext
+from stepscope.tools.trace_viewer import wire as trace_wire
 
 JSON = "application/json; charset=utf-8"
 MAX_RESOLUTION = 16384

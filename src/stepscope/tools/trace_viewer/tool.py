@@ -1,7 +1,7 @@
 """Trace viewer: the timeline of every event of one host, browsable at any zoom.
 
 ``build`` returns the trace's structure (sections, tracks, time range, counters, steps); the
-events themselves come from the endpoints in `trace_viewer_api` (window, search, event,
+events themselves come from the endpoints in `api` (window, search, event,
 select), answered from the cached `TraceIndex`. Times in responses are nanoseconds relative
 to ``origin_ns`` (the first event's start), so they stay exact as JavaScript numbers.
 See docs/tools/trace_viewer.md.
@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import stepscope.tools.trace_viewer_api as api
 from stepscope.model import Profile
 from stepscope.stats.trace_index.flows import KIND_NAMES
 from stepscope.stats.trace_index.index import TraceIndex
 from stepscope.stats.trace_index.tracks import sections
 from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import ToolEndpoint, ToolSpec
+from stepscope.tools.trace_viewer import api
 
 FORMAT_VERSION = 1
 
