@@ -1,0 +1,375 @@
+"""The diff of two runs: step time and its categories with confidence intervals, matched
+ops, kernels and input stages with their per-step deltas, memory peak, TensorCore share, and
+a plain-language verdict naming what drove the change.
+
+Per-step figures divide a run's totals by its step count, so runs that profiled different
+numbers of steps compare fairly. Only metrics with per-step samples (step time, categories)
+are tested for significance (`significance`); memory peak and TensorCore share are single
+figures of a run, compared as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from stepscope.stats.compare.run_summary import NamedRows, RunSummary, stage_name
+from stepscope.stats.compare.significance import bootstrap_changes, holm_significant
+from stepscope.stats.events import CATEGORY_LABELS, CATEGORY_NAMES
+
+NOISE_FLOOR = 0.01  # of the baseline's median step time: smaller changes are never flagged
+MAX_ROW_CHANGES = 100
+STEP_STATISTICS = ("median", "mean", "p90", "stddev")
+_STEP_LABELS = {
+    "median": "Step time (median)",
+    "mean": "Step time (mean)",
+    "p90": "Step time (p90)",
+    "stddev": "Step time spread (stddev)",
+}
+
+
+@dataclass(frozen=True)
+class MetricChange:
+    """One named metric in both runs (``unit``: ns, bytes or percent)."""
+
+    name: str  # e.g. step_time.median, category.input, memory.peak (used by --fail-on)
+    label: str
+    unit: str
+    base: float | None
+    cand: float | None
+    ci_low: float | None = None  # 95% interval of cand - base (tested metrics)
+    ci_high: float | None = None
+    rel_ci_low: float | None = None  # 95% interval of cand / base - 1
+    rel_ci_high: float | None = None
+    p_value: float | None = None
+    tested: bool = False  # has per-step samples in both runs
+    significant: bool = False  # tested, Holm-significant and above the noise floor
+
+    @property
+    def delta(self) -> float | None:
+        if self.base is None or self.cand is None:
+            return None
+        return self.cand - self.base
+
+    @property
+    def relative(self) -> float | None:
+        """delta / base (a fraction), None when the baseline is 0 or missing."""
+        d = self.delta
+        return None if d is None or not self.base else d / self.base
+
+    def relative_ci(self) -> tuple[float, float] | None:
+        if self.rel_ci_low is None or self.rel_ci_high is None:
+            return None
+        return self.rel_ci_low, self.rel_ci_high
+
+    def to_json(self) -> dict[str, Any]:
+        rel_ci = self.relative_ci()
+        return {
+            "name": self.name,
+            "label": self.label,
+            "unit": self.unit,
+            "baseline": self.base,
+            "candidate": self.cand,
+            "delta": self.delta,
+            "relative": self.relative,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "relative_ci": list(rel_ci) if rel_ci else None,
+            "p_value": self.p_value,
+            "tested": self.tested,
+            "significant": self.significant,
+        }
+
+
+@dataclass(frozen=True)
+class RowChange:
+    """An op, kernel or input stage matched by key; times per step in ns."""
+
+    key: str
+    name: str  # the candidate's name, else the baseline's
+    type: str
+    status: str  # "changed" | "new" (only in the candidate) | "gone" (only in the baseline)
+    base_ns: float  # per step
+    cand_ns: float
+    base_count: int
+    cand_count: int
+    base_avg_ns: float  # per occurrence
+    cand_avg_ns: float
+
+    @property
+    def delta_ns(self) -> float:
+        return self.cand_ns - self.base_ns
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "name": self.name,
+            "type": self.type,
+            "status": self.status,
+            "baseline_ns_per_step": round(self.base_ns, 1),
+            "candidate_ns_per_step": round(self.cand_ns, 1),
+            "delta_ns_per_step": round(self.delta_ns, 1),
+            "baseline_count": self.base_count,
+            "candidate_count": self.cand_count,
+            "baseline_avg_ns": round(self.base_avg_ns, 1),
+            "candidate_avg_ns": round(self.cand_avg_ns, 1),
+        }
+
+
+def _side(s: RunSummary) -> dict[str, Any]:
+    return {
+        "run": s.run,
+        "host": s.host,
+        "hosts": list(s.hosts),
+        "framework": s.framework,
+        "step_source": s.step_source,
+        "step_description": s.step_description,
+        "steps": [
+            {"step_num": n, "name": name, "start_ns": t, "dur_ns": d}
+            for n, name, t, d in zip(
+                s.step_num.tolist(),
+                s.step_names,
+                s.step_start_ns.tolist(),
+                s.step_dur_ns.tolist(),
+                strict=True,
+            )
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    baseline: RunSummary
+    candidate: RunSummary
+    metrics: tuple[MetricChange, ...]
+    host_ops: tuple[RowChange, ...]
+    device_ops: tuple[RowChange, ...]
+    kernels: tuple[RowChange, ...]
+    input_stages: tuple[RowChange, ...]
+    verdict: str
+    driver: str | None  # the category that drove the step-time change
+    driver_detail: str | None  # its stage / op, e.g. "Map stage -68.1 ms/step"
+
+    def metric(self, name: str) -> MetricChange | None:
+        return next((m for m in self.metrics if m.name == name), None)
+
+    @property
+    def flagged(self) -> tuple[MetricChange, ...]:
+        return tuple(m for m in self.metrics if m.significant)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "baseline": _side(self.baseline),
+            "candidate": _side(self.candidate),
+            "verdict": self.verdict,
+            "driver": self.driver,
+            "driver_detail": self.driver_detail,
+            "metrics": [m.to_json() for m in self.metrics],
+            "host_ops": [r.to_json() for r in self.host_ops],
+            "device_ops": [r.to_json() for r in self.device_ops],
+            "kernels": [r.to_json() for r in self.kernels],
+            "input_stages": [r.to_json() for r in self.input_stages],
+            "statistic": (
+                "seeded percentile bootstrap (2000 resamples) of the change, 95% interval; "
+                "significant = Holm-adjusted p < 0.05 over the step-time and category metrics, "
+                f"and a change of at least {NOISE_FLOOR:.0%} of the baseline median step time"
+            ),
+        }
+
+
+def _tested_metrics(base: RunSummary, cand: RunSummary) -> list[MetricChange]:
+    names = [f"step_time.{s}" for s in STEP_STATISTICS]
+    labels = [_STEP_LABELS[s] for s in STEP_STATISTICS]
+    columns_a, columns_b = [base.step_dur_ns], [cand.step_dur_ns]
+    stats: list[list[str]] = [list(STEP_STATISTICS)]
+    for c in CATEGORY_NAMES:
+        a, b = base.category_ns[c], cand.category_ns[c]
+        if a.any() or b.any():
+            names.append(f"category.{c}")
+            labels.append(CATEGORY_LABELS[c])
+            columns_a.append(a)
+            columns_b.append(b)
+            stats.append(["mean"])
+    intervals = [iv for group in bootstrap_changes(columns_a, columns_b, stats) for iv in group]
+    holm = iter(holm_significant([iv.p_value for iv in intervals if iv.testable]))
+    floor = NOISE_FLOOR * float(np.median(base.step_dur_ns)) if base.n_steps else 0.0
+    out = []
+    for name, label, iv in zip(names, labels, intervals, strict=True):
+        t = iv.testable
+        significant = bool(t and next(holm) and abs(iv.delta) >= floor)
+        has_rel = t and not np.isnan(iv.rel_low)
+        out.append(
+            MetricChange(
+                name,
+                label,
+                "ns",
+                iv.base if base.n_steps else None,
+                iv.cand if cand.n_steps else None,
+                iv.ci_low if t else None,
+                iv.ci_high if t else None,
+                iv.rel_low if has_rel else None,
+                iv.rel_high if has_rel else None,
+                iv.p_value if t else None,
+                t,
+                significant,
+            )
+        )
+    return out
+
+
+def _single_metrics(base: RunSummary, cand: RunSummary) -> list[MetricChange]:
+    def value(x: float | None) -> float | None:
+        return None if x is None else float(x)
+
+    return [
+        MetricChange(
+            "memory.peak",
+            "Memory peak",
+            "bytes",
+            value(base.memory_peak_bytes),
+            value(cand.memory_peak_bytes),
+        ),
+        MetricChange(
+            "tensor_core.share",
+            "TensorCore share of kernel time",
+            "percent",
+            value(base.tensor_core_percent),
+            value(cand.tensor_core_percent),
+        ),
+    ]
+
+
+def match_rows(base: RunSummary, cand: RunSummary, table: str) -> tuple[RowChange, ...]:
+    """The rows of one table (host_ops, device_ops, kernels, input_stages) in both runs,
+    biggest per-step change first. A key missing on a side whose table was cut
+    (summary baselines keep the top rows) is "new"/"gone" only if that side is complete."""
+    a: NamedRows = getattr(base, table)
+    b: NamedRows = getattr(cand, table)
+    use_self = table != "kernels"
+    a_at = {k: i for i, k in enumerate(a.keys)}
+    b_at = {k: i for i, k in enumerate(b.keys)}
+    rows = []
+    for key in dict.fromkeys((*b.keys, *a.keys)):
+        i, j = a_at.get(key), b_at.get(key)
+        if (i is None and not a.complete) or (j is None and not b.complete):
+            continue  # below the other side's cut: unknown there, not absent
+        a_ns = int((a.self_ns if use_self else a.total_ns)[i]) if i is not None else 0
+        b_ns = int((b.self_ns if use_self else b.total_ns)[j]) if j is not None else 0
+        a_n = int(a.count[i]) if i is not None else 0
+        b_n = int(b.count[j]) if j is not None else 0
+        status = "new" if i is None else "gone" if j is None else "changed"
+        rows.append(
+            RowChange(
+                key,
+                b.names[j] if j is not None else a.names[i],  # type: ignore[index]
+                b.types[j] if j is not None else a.types[i],  # type: ignore[index]
+                status,
+                base.per_step_ns(a_ns),
+                cand.per_step_ns(b_ns),
+                a_n,
+                b_n,
+                a_ns / a_n if a_n else 0.0,
+                b_ns / b_n if b_n else 0.0,
+            )
+        )
+    rows.sort(key=lambda r: (-abs(r.delta_ns), r.key))
+    return tuple(rows[:MAX_ROW_CHANGES])
+
+
+def ms(ns: float) -> str:
+    return f"{ns / 1e6:.2f} ms" if abs(ns) >= 1e5 else f"{ns / 1e3:.1f} µs"
+
+
+def signed_ms(ns: float) -> str:
+    return ("+" if ns >= 0 else "-") + ms(abs(ns))
+
+
+def pct(fraction: float) -> str:
+    return f"{fraction * 100:+.1f}%"
+
+
+_HOST_SIDE = ("host_compute", "kernel_launch", "compilation", "other")
+
+
+def _detail(category: str, sign: float, tables: dict[str, tuple[RowChange, ...]]) -> str | None:
+    """The stage or op behind a category's change: the row with the largest change in the
+    same direction."""
+    if category == "input":
+        source, what = tables["input_stages"], "stage"
+    elif category in _HOST_SIDE:
+        source, what = tables["host_ops"], "op"
+    else:
+        source, what = tables["device_ops"] or tables["kernels"], "op"
+    same = [r for r in source if r.delta_ns * sign > 0]
+    if not same:
+        return None
+    row = same[0]
+    name = stage_name(row.name) if what == "stage" else row.name
+    gone = {"gone": ", gone", "new": ", new"}.get(row.status, "")
+    return f"{name} {what} {signed_ms(row.delta_ns)}/step{gone}"
+
+
+def _verdict(
+    metrics: list[MetricChange], tables: dict[str, tuple[RowChange, ...]]
+) -> tuple[str, str | None, str | None]:
+    """The mean step time leads: the categories' per-step means add up to it, so the driving
+    category's share of the change is exact (the median is in the table and the rules)."""
+    by_name = {m.name: m for m in metrics}
+    mean = by_name["step_time.mean"]
+    if mean.base is None or mean.cand is None:
+        missing = "baseline" if mean.base is None else "candidate"
+        return f"no steps in the {missing}: step times cannot be compared", None, None
+    if not mean.tested:
+        if mean.delta == 0:
+            return f"no change in step time ({ms(mean.base)} in both runs)", None, None
+        return (
+            f"step time {pct(mean.relative or 0.0)} ({ms(mean.base)} → {ms(mean.cand)}), "
+            "too few steps to test whether it is real (need 2 in each run)",
+            None,
+            None,
+        )
+    rel, rel_ci = mean.relative or 0.0, mean.relative_ci()
+    ci = f" [{pct(rel_ci[0])}, {pct(rel_ci[1])}]" if rel_ci else ""
+    categories = [m for m in metrics if m.name.startswith("category.") and m.delta]
+    if not mean.significant:
+        text = f"no significant change in step time ({pct(rel)}{ci})"
+        moved = sorted((m for m in categories if m.significant), key=lambda m: -abs(m.delta or 0))
+        if moved:
+            m = moved[0]
+            text += f"; {m.label.lower()} changed {signed_ms(m.delta or 0)}/step"
+        return text, None, None
+    sign = float(np.sign(mean.delta or 0.0))
+    text = f"step time {pct(rel)}{ci} ({ms(mean.base)} → {ms(mean.cand)} mean per step)"
+    same = [m for m in categories if (m.delta or 0) * sign > 0]
+    same.sort(key=lambda m: (not m.significant, -abs(m.delta or 0)))
+    if not same:
+        return text, None, None
+    driver = same[0]
+    category = driver.name.split(".", 1)[1]
+    detail = _detail(category, sign, tables)
+    text += f", driven by {driver.label.lower()}: {signed_ms(driver.delta or 0)}/step"
+    if detail:
+        text += f" ({detail})"
+    return text, category, detail
+
+
+def diff_runs(base: RunSummary, cand: RunSummary) -> RunDiff:
+    metrics = _tested_metrics(base, cand) + _single_metrics(base, cand)
+    tables = {
+        t: match_rows(base, cand, t) for t in ("host_ops", "device_ops", "kernels", "input_stages")
+    }
+    verdict, driver, detail = _verdict(metrics, tables)
+    return RunDiff(
+        base,
+        cand,
+        tuple(metrics),
+        tables["host_ops"],
+        tables["device_ops"],
+        tables["kernels"],
+        tables["input_stages"],
+        verdict,
+        driver,
+        detail,
+    )

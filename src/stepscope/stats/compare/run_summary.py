@@ -1,0 +1,319 @@
+"""A run's comparable figures: the per-step samples and the aggregates a diff needs, small
+enough to save as a JSON baseline (``stepscope summary RUN -o base.json``) so CI need not
+keep whole profiles.
+
+Built from the shared intermediates (step summary, op tables, kernel db, memory snapshots,
+input ops); it computes nothing those do not already say, it only keys rows by
+`match_key` so two runs can be matched.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from stepscope.errors import StepscopeError
+from stepscope.model import Profile
+from stepscope.stats.compare.names import match_key
+from stepscope.stats.events import CATEGORY_NAMES
+from stepscope.stats.input_pipeline import input_ops, iterator_kind
+from stepscope.stats.kernels import KernelDb
+from stepscope.stats.memory import build_memory_profiles
+from stepscope.stats.op_metrics import OpTable
+from stepscope.stats.summary import StepSummary
+
+FORMAT = "stepscope-summary"
+VERSION = 1
+MAX_ROWS = 300  # rows kept per table in a summary, by total time
+
+
+@dataclass(frozen=True)
+class NamedRows:
+    """Rows keyed by match key, sorted by total time (int64 ns); ``rest_ns`` is the total of
+    the rows left out beyond MAX_ROWS (0 when complete)."""
+
+    keys: tuple[str, ...]
+    names: tuple[str, ...]  # a representative original name (the row with most time)
+    types: tuple[str, ...]
+    count: np.ndarray
+    total_ns: np.ndarray
+    self_ns: np.ndarray
+    rest_ns: int = 0
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @property
+    def complete(self) -> bool:
+        return self.rest_ns == 0
+
+    @classmethod
+    def empty(cls) -> NamedRows:
+        z = np.zeros(0, np.int64)
+        return cls((), (), (), z, z, z)
+
+    @classmethod
+    def aggregate(
+        cls,
+        names: tuple[str, ...],
+        types: tuple[str, ...],
+        count: np.ndarray,
+        total_ns: np.ndarray,
+        self_ns: np.ndarray,
+        max_rows: int = MAX_ROWS,
+    ) -> NamedRows:
+        """Rows whose names share a match key summed into one."""
+        index: dict[str, int] = {}
+        rows = np.array([index.setdefault(match_key(n), len(index)) for n in names], np.int64)
+        n = len(index)
+        agg = [np.zeros(n, np.int64) for _ in range(3)]
+        for out, values in zip(agg, (count, total_ns, self_ns), strict=True):
+            np.add.at(out, rows, np.asarray(values, np.int64))
+        best = np.full(n, -1, np.int64)  # the largest original row of each key names it
+        for k in np.argsort(-np.asarray(total_ns), kind="stable").tolist():
+            if best[rows[k]] < 0:
+                best[rows[k]] = k
+        order = np.lexsort((np.arange(n), -agg[1]))
+        keep, rest = order[:max_rows], order[max_rows:]
+        keys = tuple(index)
+        return cls(
+            tuple(keys[i] for i in keep.tolist()),
+            tuple(names[best[i]] for i in keep.tolist()),
+            tuple(types[best[i]] for i in keep.tolist()),
+            agg[0][keep],
+            agg[1][keep],
+            agg[2][keep],
+            int(agg[1][rest].sum()),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "columns": ["key", "name", "type", "count", "total_ns", "self_ns"],
+            "rows": [
+                [k, n, t, c, tot, s]
+                for k, n, t, c, tot, s in zip(
+                    self.keys,
+                    self.names,
+                    self.types,
+                    self.count.tolist(),
+                    self.total_ns.tolist(),
+                    self.self_ns.tolist(),
+                    strict=True,
+                )
+            ],
+            "rest_ns": self.rest_ns,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> NamedRows:
+        rows = data["rows"]
+        col = list(zip(*rows, strict=True)) if rows else [()] * 6
+        return cls(
+            tuple(str(v) for v in col[0]),
+            tuple(str(v) for v in col[1]),
+            tuple(str(v) for v in col[2]),
+            np.array(col[3], np.int64),
+            np.array(col[4], np.int64),
+            np.array(col[5], np.int64),
+            int(data.get("rest_ns", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What `stepscope diff` compares, for one run (one host, or several matched)."""
+
+    run: str  # the run's name or path, for people
+    host: str  # a host name or ALL_HOSTS
+    framework: str
+    step_source: str
+    step_description: str
+    step_num: np.ndarray  # int64, per step
+    step_names: tuple[str, ...]
+    step_start_ns: np.ndarray  # int64, on the profile's clock (for trace viewer links)
+    step_dur_ns: np.ndarray  # int64
+    category_ns: dict[str, np.ndarray]  # CATEGORY_NAMES -> int64 per step
+    host_ops: NamedRows
+    device_ops: NamedRows
+    kernels: NamedRows
+    input_stages: NamedRows  # type = input category (preprocessing, enqueue, ...)
+    memory_peak_bytes: int | None  # the busiest allocator's peak; None without memory events
+    tensor_core_percent: float | None  # share of kernel time on TensorCores; None: no kernels
+    hosts: tuple[str, ...] = field(default=())
+    # Steps the profile holds, with those dropped as incomplete: op totals cover the whole
+    # profile, so they are spread over these (ctl: 6 markers, 4 complete steps).
+    profile_steps: int = 0
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.step_dur_ns)
+
+    def per_step_ns(self, total_ns: int) -> float:
+        """A whole-profile total spread over its steps (the total when it has no steps)."""
+        steps = max(self.profile_steps, self.n_steps)
+        return total_ns / steps if steps else float(total_ns)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,  # first key: `looks_like_summary` reads only the file's start
+            "version": VERSION,
+            "run": self.run,
+            "host": self.host,
+            "hosts": list(self.hosts),
+            "framework": self.framework,
+            "steps": {
+                "source": self.step_source,
+                "description": self.step_description,
+                "step_num": self.step_num.tolist(),
+                "name": list(self.step_names),
+                "start_ns": self.step_start_ns.tolist(),
+                "dur_ns": self.step_dur_ns.tolist(),
+                "profile_steps": self.profile_steps,
+                "category_ns": {c: v.tolist() for c, v in self.category_ns.items()},
+            },
+            "host_ops": self.host_ops.to_json(),
+            "device_ops": self.device_ops.to_json(),
+            "kernels": self.kernels.to_json(),
+            "input_stages": self.input_stages.to_json(),
+            "memory_peak_bytes": self.memory_peak_bytes,
+            "tensor_core_percent": self.tensor_core_percent,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, source: str = "summary") -> RunSummary:
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise StepscopeError(
+                f"{source}: not a stepscope summary (write one with `stepscope summary RUN -o "
+                "FILE.json`)"
+            )
+        if data.get("version") != VERSION:
+            raise StepscopeError(
+                f"{source}: summary version {data.get('version')!r} is not {VERSION}; write it "
+                "again with this stepscope (`stepscope summary RUN -o FILE.json`)"
+            )
+        try:
+            steps = data["steps"]
+            n = len(steps["dur_ns"])
+            categories = {
+                c: np.array(steps["category_ns"].get(c, [0] * n), np.int64) for c in CATEGORY_NAMES
+            }
+            return cls(
+                str(data["run"]),
+                str(data["host"]),
+                str(data.get("framework", "")),
+                str(steps["source"]),
+                str(steps["description"]),
+                np.array(steps["step_num"], np.int64),
+                tuple(str(s) for s in steps["name"]),
+                np.array(steps["start_ns"], np.int64),
+                np.array(steps["dur_ns"], np.int64),
+                categories,
+                NamedRows.from_json(data["host_ops"]),
+                NamedRows.from_json(data["device_ops"]),
+                NamedRows.from_json(data["kernels"]),
+                NamedRows.from_json(data["input_stages"]),
+                _optional_int(data.get("memory_peak_bytes")),
+                _optional_float(data.get("tensor_core_percent")),
+                tuple(str(h) for h in data.get("hosts", ())),
+                int(steps.get("profile_steps", n)),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StepscopeError(
+                f"{source}: damaged stepscope summary ({type(exc).__name__}: {exc}); write it "
+                "again with `stepscope summary RUN -o FILE.json`"
+            ) from None
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def looks_like_summary(head: bytes) -> bool:
+    """Whether a file starting with ``head`` is a summary (not, say, a Kineto trace)."""
+    return re.search(rb'^\s*\{\s*"format"\s*:\s*"' + FORMAT.encode() + rb'"', head) is not None
+
+
+def op_rows(table: OpTable) -> NamedRows:
+    return NamedRows.aggregate(
+        table.names, table.types, table.occurrences, table.total_ns, table.self_ns
+    )
+
+
+def kernel_rows(db: KernelDb | None) -> NamedRows:
+    if db is None or not db.rows:
+        return NamedRows.empty()
+    rows = db.rows
+    return NamedRows.aggregate(
+        tuple(r.kernel_name for r in rows),
+        tuple(r.op_name for r in rows),
+        np.array([r.occurrences for r in rows], np.int64),
+        np.array([r.total_ns for r in rows], np.int64),
+        np.array([r.total_ns for r in rows], np.int64),
+    )
+
+
+def stage_name(name: str) -> str:
+    """``Iterator::Root::Batch::Map`` -> ``Map``; other input ops keep their name."""
+    return iterator_kind(name) if "::" in name else name
+
+
+def input_stage_rows(host: OpTable) -> NamedRows:
+    found = input_ops(host)
+    return NamedRows.aggregate(
+        found.names, found.categories, found.count, found.total_ns, found.self_ns
+    )
+
+
+def tensor_core_percent(db: KernelDb | None) -> float | None:
+    if db is None or not db.total_ns:
+        return None
+    on_tc = sum(r.total_ns for r in db.rows if r.uses_tensor_core)
+    return round(100.0 * on_tc / db.total_ns, 3)
+
+
+def build_run_summary(
+    run: str,
+    host: str,
+    steps: StepSummary,
+    host_ops: OpTable,
+    device_ops: OpTable,
+    kernels: KernelDb | None,
+    memory_peak_bytes: int | None,
+    framework: str = "",
+) -> RunSummary:
+    return RunSummary(
+        run,
+        host,
+        framework,
+        steps.source,
+        steps.description,
+        np.asarray(steps.step_num, np.int64),
+        tuple(steps.names),
+        np.asarray(steps.start_ns, np.int64),
+        np.asarray(steps.dur_ns, np.int64),
+        {c: np.asarray(steps.category_ns[c], np.int64) for c in CATEGORY_NAMES},
+        op_rows(host_ops),
+        op_rows(device_ops),
+        kernel_rows(kernels),
+        input_stage_rows(host_ops),
+        memory_peak_bytes,
+        tensor_core_percent(kernels),
+        steps.hosts,
+        steps.n_steps + steps.dropped,
+    )
+
+
+def memory_peak_bytes(profile: Profile) -> int | None:
+    """The largest allocator peak (stack reserved + heap allocated) of a profile, as the
+    memory profile computes it; None when the profile has no allocator events."""
+    allocators = build_memory_profiles(profile)
+    if not allocators:
+        return None
+    return max(int(a.snapshots.in_use_bytes[a.snapshots.peak_index]) for a in allocators)

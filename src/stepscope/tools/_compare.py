@@ -1,0 +1,45 @@
+"""A run's `RunSummary` from the shared intermediates of a `ToolContext` (step db, op metrics,
+kernel db, memory), for `stepscope summary`, `stepscope diff` and the Compare page. Not a
+tool itself (it compares runs, tools show one); the intermediates are those the tools use,
+so a server that already showed a run's overview reuses its step db here.
+"""
+
+from __future__ import annotations
+
+from stepscope.stats.compare import RunSummary, build_run_summary, memory_peak_bytes
+from stepscope.stats.kernels import KernelDb, build_kernel_db, kernel_events, merge_kernel_dbs
+from stepscope.tools._analysis import device_facts, device_ops, host_ops, steps
+from stepscope.tools.context import ToolContext
+
+
+def _kernels(ctx: ToolContext) -> KernelDb | None:
+    has = [
+        ctx.intermediate(h, "compare.has_kernels", lambda p: len(kernel_events(p)) > 0)
+        for h in ctx.hosts
+    ]
+    if not any(has):
+        return None
+    # same key and builder as the kernel_stats tool: one kernel db per host file
+    dbs = [ctx.intermediate(h, "kernel_stats.kernel_db", build_kernel_db) for h in ctx.hosts]
+    return merge_kernel_dbs(dbs)
+
+
+def _memory_peak(ctx: ToolContext) -> int | None:
+    peaks = [ctx.intermediate(h, "compare.memory_peak", memory_peak_bytes) for h in ctx.hosts]
+    known = [p for p in peaks if p is not None]
+    return max(known) if known else None
+
+
+def run_summary(ctx: ToolContext, label: str | None = None) -> RunSummary:
+    """The summary of the context's run and host (ALL_HOSTS: steps matched by number)."""
+    frameworks = sorted({device_facts(ctx, h)[2] for h in ctx.hosts} - {""})
+    return build_run_summary(
+        label if label is not None else ctx.run.name,
+        ctx.host,
+        steps(ctx),
+        host_ops(ctx),
+        device_ops(ctx),
+        _kernels(ctx),
+        _memory_peak(ctx),
+        "+".join(frameworks),
+    )

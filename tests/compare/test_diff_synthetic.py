@@ -1,0 +1,82 @@
+"""Acceptance on synthetic pairs made in code (issue #16; figures in docs/benchmarks.md):
+two runs of one distribution flag nothing in >= 95 of 100 seeded pairs; a 10% slowdown over
+50 steps with 5% noise is flagged in >= 95 of 100, blaming the category that slowed down."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.stats.compare import diff_runs
+from tests.compare.synthetic import MS, summary
+
+PAIRS = 100
+
+
+def test_same_distribution_flags_nothing_in_95_of_100_pairs() -> None:
+    quiet = 0
+    for seed in range(PAIRS):
+        rng = np.random.default_rng(seed)
+        d = diff_runs(summary(rng), summary(rng))
+        quiet += not d.flagged
+    assert quiet >= 95
+
+
+def test_ten_percent_input_slowdown_flagged_with_input_blamed() -> None:
+    caught = 0
+    for seed in range(PAIRS):
+        rng = np.random.default_rng(10_000 + seed)
+        d = diff_runs(summary(rng), summary(rng, extra_input_ms=1.0))
+        median = d.metric("step_time.median")
+        assert median is not None
+        caught += median.significant and (median.delta or 0) > 0 and d.driver == "input"
+    assert caught >= 95
+
+
+def test_ten_percent_compute_slowdown_blames_device_compute() -> None:
+    caught = 0
+    for seed in range(20):
+        rng = np.random.default_rng(20_000 + seed)
+        d = diff_runs(summary(rng), summary(rng, extra_compute_ms=1.0))
+        caught += d.driver == "device_compute" and (d.driver_detail or "").startswith(
+            "fusion.3 op +"
+        )
+    assert caught >= 19
+
+
+def test_verdict_names_change_interval_category_and_stage() -> None:
+    rng = np.random.default_rng(7)
+    d = diff_runs(summary(rng), summary(rng, extra_input_ms=1.0))
+    assert d.verdict.startswith("step time +")
+    assert "driven by input: +1.0" in d.verdict and "Map stage +1.00 ms/step" in d.verdict
+    assert d.driver_detail == "Map stage +1.00 ms/step"
+
+
+def test_no_change_verdict_and_no_driver() -> None:
+    rng = np.random.default_rng(8)
+    d = diff_runs(summary(rng), summary(rng))
+    assert d.verdict.startswith("no significant change in step time")
+    assert d.driver is None
+
+
+def test_fusion_renumbering_matches_rows() -> None:
+    rng = np.random.default_rng(9)
+    d = diff_runs(summary(rng), summary(rng))
+    keys = {r.key: r.status for r in d.device_ops}
+    assert keys == {"fusion": "changed", "convolution": "changed"}
+
+
+def test_memory_peak_compared_as_one_figure() -> None:
+    rng = np.random.default_rng(10)
+    d = diff_runs(summary(rng), summary(rng, memory_peak_bytes=1_200_000_000))
+    peak = d.metric("memory.peak")
+    assert peak is not None and not peak.tested and peak.relative is not None
+    assert abs(peak.relative - 0.2) < 1e-9
+
+
+def test_ops_spread_over_all_profile_steps() -> None:
+    rng = np.random.default_rng(11)
+    a = summary(rng)
+    b = summary(rng, extra_input_ms=2.0)
+    d = diff_runs(a, b)
+    stage = d.input_stages[0]
+    assert abs(stage.delta_ns - 2.0 * MS) < 1e3
