@@ -1,0 +1,58 @@
+"""`stepscope summary RUN -o base.json`: a small JSON baseline for `stepscope diff`, so a CI
+job can keep the figures of a good run without keeping its profile."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from stepscope.cli.compare_inputs import load_summary
+from stepscope.errors import StepscopeError
+from stepscope.stats import SOURCES
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "summary",
+        help="save a run's comparable figures as a small JSON baseline for `stepscope diff`",
+    )
+    parser.add_argument("run", metavar="RUN", help="run directory or profile file")
+    parser.add_argument("--host", help="one host (default: the only host, or all hosts)")
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", help="write the summary here (default: stdout)"
+    )
+    parser.add_argument(
+        "--step-source", choices=("auto", *SOURCES), default="auto", help="where steps come from"
+    )
+    parser.add_argument("--no-cache", action="store_true", help="convert again, ignoring the cache")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    summary = load_summary(args.run, args.host, args.step_source, not args.no_cache)
+    text = json.dumps(summary.to_json(), separators=(",", ":")) + "\n"
+    if not args.output or args.output == "-":
+        sys.stdout.write(text)
+        return 0
+    if os.path.isdir(args.output):
+        raise StepscopeError(
+            f"-o {args.output}: is a directory; give a file name such as base.json"
+        )
+    tmp = f"{args.output}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, args.output)  # never a half-written baseline
+    except OSError as exc:
+        raise StepscopeError(f"-o {args.output}: cannot write ({exc.strerror})") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    print(
+        f"wrote {args.output}: {summary.n_steps} steps of {summary.run} ({summary.host}), "
+        f"{len(text) // 1024 + 1} KB",
+        file=sys.stderr,
+    )
+    return 0

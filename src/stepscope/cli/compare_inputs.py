@@ -1,0 +1,58 @@
+"""What `stepscope summary` and `stepscope diff` compare: a run (directory or profile file,
+one host or all) or a saved summary JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from stepscope.errors import StepscopeError
+from stepscope.model import ALL_HOSTS, Run, open_run
+from stepscope.model.load import stderr_progress
+from stepscope.stats.compare import RunSummary, looks_like_summary
+from stepscope.tools._compare import run_summary
+from stepscope.tools.context import ProfileStore, ToolContext
+
+
+def pick_host(run: Run, host: str | None) -> str:
+    """The host to compare: the one asked for; the only host of a run that lacks it (host
+    names differ between machines, so a one-host run matches any name); ALL_HOSTS (steps
+    matched by number) when no host is asked and the run has several."""
+    if host is None or host == ALL_HOSTS:
+        return run.hosts[0].host if len(run.hosts) == 1 else ALL_HOSTS
+    if host in run.host_names:
+        return host
+    if len(run.hosts) == 1:
+        return run.hosts[0].host
+    raise StepscopeError(
+        f"run {run.name!r} has no host {host!r}; hosts: {', '.join(run.host_names)} "
+        f"(or leave --host out to compare all hosts)"
+    )
+
+
+def _summary_file(path: str) -> RunSummary | None:
+    if not path.endswith(".json") or not os.path.isfile(path):
+        return None
+    with open(path, "rb") as f:
+        head = f.read(200)
+    if not looks_like_summary(head):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise StepscopeError(f"{path}: cannot read the summary ({exc})") from None
+    return RunSummary.from_json(data, path)
+
+
+def load_summary(
+    path: str, host: str | None, step_source: str = "auto", use_cache: bool = True
+) -> RunSummary:
+    """A saved summary as it is, or the summary of a run's host (``host``: see pick_host)."""
+    saved = _summary_file(path)
+    if saved is not None:
+        return saved
+    run = open_run(path)
+    store = ProfileStore(use_cache=use_cache, progress=stderr_progress())
+    ctx = ToolContext(run, pick_host(run, host), store, {"step_source": step_source})
+    return run_summary(ctx)

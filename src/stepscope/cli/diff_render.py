@@ -1,0 +1,166 @@
+"""`stepscope diff` for people: a terminal table and a Markdown summary (pull requests)."""
+
+from __future__ import annotations
+
+from stepscope.cli.output import human_bytes, table
+from stepscope.stats.compare import MetricChange, RowChange, RuleResult, RunDiff
+from stepscope.stats.compare.run_summary import RunSummary, stage_name
+
+TOP_ROWS = 8
+_TABLES = (
+    ("input_stages", "Input pipeline stages (self time per step)"),
+    ("host_ops", "Host ops (self time per step)"),
+    ("device_ops", "Device ops (self time per step)"),
+    ("kernels", "Kernels (time per step)"),
+)
+
+
+def _value(m: MetricChange, v: float | None) -> str:
+    if v is None:
+        return "–"
+    if m.unit == "ns":
+        return f"{v / 1e6:.2f} ms"
+    if m.unit == "bytes":
+        return human_bytes(v)
+    return f"{v:.1f}%"
+
+
+def _change(m: MetricChange) -> str:
+    if m.delta is None:
+        return "–"
+    if m.unit == "percent":
+        return f"{m.delta:+.1f} pp"
+    rel = m.relative
+    return f"{rel * 100:+.1f}%" if rel is not None else _delta(m)
+
+
+def _delta(m: MetricChange) -> str:
+    d = m.delta or 0.0
+    if m.unit == "ns":
+        return f"{d / 1e6:+.2f} ms"
+    if m.unit == "bytes":
+        return ("+" if d >= 0 else "-") + human_bytes(abs(d))
+    return f"{d:+.1f} pp"
+
+
+def _interval(m: MetricChange) -> str:
+    rel = m.relative_ci()
+    if rel is not None:
+        return f"[{rel[0] * 100:+.1f}%, {rel[1] * 100:+.1f}%]"
+    if m.ci_low is not None and m.ci_high is not None and m.unit == "ns":
+        return f"[{m.ci_low / 1e6:+.2f}, {m.ci_high / 1e6:+.2f}] ms"
+    return "n/a" if not m.tested else "–"
+
+
+def _mark(m: MetricChange) -> str:
+    return "*" if m.significant else ""
+
+
+def _side(s: RunSummary) -> str:
+    hosts = s.host if s.host != "ALL_HOSTS" else f"all hosts: {', '.join(s.hosts)}"
+    return f"{s.run} ({hosts}; {s.n_steps} steps, {s.step_source})"
+
+
+def _shown_metrics(diff: RunDiff) -> list[MetricChange]:
+    return [m for m in diff.metrics if m.base is not None or m.cand is not None]
+
+
+def _row_name(table_name: str, r: RowChange, width: int) -> str:
+    name = stage_name(r.name) + f"  ({r.name})" if table_name == "input_stages" else r.name
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def _row_cells(table_name: str, r: RowChange, width: int) -> list[str]:
+    return [
+        _row_name(table_name, r, width),
+        f"{r.base_ns / 1e6:.3f}",
+        f"{r.cand_ns / 1e6:.3f}",
+        f"{r.delta_ns / 1e6:+.3f}",
+        f"{r.base_count} → {r.cand_count}",
+        r.status,
+    ]
+
+
+def render_text(diff: RunDiff, results: list[RuleResult]) -> str:
+    out = [
+        f"baseline:  {_side(diff.baseline)}",
+        f"candidate: {_side(diff.candidate)}",
+        "",
+        f"Verdict: {diff.verdict}",
+        "",
+    ]
+    rows = [
+        [m.label, _value(m, m.base), _value(m, m.cand), _change(m), _interval(m), _mark(m)]
+        for m in _shown_metrics(diff)
+    ]
+    out.append(table(rows, ["metric", "baseline", "candidate", "change", "95% interval", "sig"]))
+    out.append("* significant (seeded bootstrap, Holm-adjusted p < 0.05, above the noise floor)")
+    for name, title in _TABLES:
+        changes: tuple[RowChange, ...] = getattr(diff, name)
+        if not changes:
+            continue
+        out += ["", title]
+        cells = [_row_cells(name, r, 70) for r in changes[:TOP_ROWS]]
+        header = ["name", "base ms", "cand ms", "delta ms", "count", "status"]
+        out.append("  " + table(cells, header).replace("\n", "\n  "))
+    if results:
+        out += ["", "Rules"] + [f"  {r.reason}" for r in results]
+    return "\n".join(out)
+
+
+def _md_escape(text: str) -> str:
+    """Plain text in a Markdown table cell (HTML-escaped, pipes escaped)."""
+    return text.replace("&", "&amp;").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _md_code(text: str) -> str:
+    """A code span in a table cell: entities would show literally there, so only pipes and
+    backticks are escaped."""
+    return "`" + text.replace("`", "'").replace("|", "\\|") + "`"
+
+
+def render_markdown(diff: RunDiff, results: list[RuleResult]) -> str:
+    failed = [r for r in results if r.failed]
+    head = ": ❌ regression" if failed else (": ✅ rules pass" if results else "")
+    out = [
+        f"### stepscope diff{head}",
+        "",
+        f"**{_md_escape(diff.verdict)}**",
+        "",
+        f"- baseline: {_md_code(_side(diff.baseline))}",
+        f"- candidate: {_md_code(_side(diff.candidate))}",
+        "",
+        "| metric | baseline | candidate | change | 95% interval | significant |",
+        "|---|---:|---:|---:|---:|:---:|",
+    ]
+    for m in _shown_metrics(diff):
+        sig = "**yes**" if m.significant else ("no" if m.tested else "n/a")
+        out.append(
+            f"| {m.label} | {_value(m, m.base)} | {_value(m, m.cand)} | {_change(m)} "
+            f"| {_interval(m)} | {sig} |"
+        )
+    for name, title in _TABLES:
+        changes: tuple[RowChange, ...] = getattr(diff, name)
+        if not changes:
+            continue
+        out += ["", f"<details><summary>{title}</summary>", ""]
+        out.append("| name | baseline ms | candidate ms | delta ms | count | status |")
+        out.append("|---|---:|---:|---:|---:|---|")
+        for r in changes[:TOP_ROWS]:
+            c = _row_cells(name, r, 90)
+            out.append(f"| {_md_code(c[0])} | {c[1]} | {c[2]} | {c[3]} | {c[4]} | {c[5]} |")
+        out += ["", "</details>"]
+    if results:
+        out += ["", "| rule | result |", "|---|---|"]
+        for result in results:
+            out.append(
+                f"| {_md_code(result.rule.text)} | {'❌' if result.failed else '✅'} "
+                f"{_md_escape(result.reason.split(': ', 1)[-1])} |"
+            )
+    out += [
+        "",
+        "<sub>Significance: seeded percentile bootstrap of per-step samples (2000 resamples), "
+        "Holm-adjusted p &lt; 0.05, changes under 1% of the baseline median step time are "
+        "never flagged.</sub>",
+    ]
+    return "\n".join(out) + "\n"
