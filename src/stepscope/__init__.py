@@ -10,6 +10,7 @@ from stepscope.capture import (
     profile,
     start,
     step,
+    steps,
     stop,
     trace,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "server",
     "start",
     "step",
+    "steps",
     "stop",
     "trace",
 ]

@@ -121,3 +121,37 @@ def test_steps_without_compute_are_dropped_when_others_have_it() -> None:
     line.event("train", 100 * MS, 5 * MS, {"step_num": 9, "_r": 1})  # nothing inside
     db = build_step_db(build(builder))
     assert 9 not in db.step_num.tolist() and db.dropped_ill_formed == 1
+
+
+def _fetch_then_step(fetch_inside: bool) -> XSpaceBuilder:
+    # `for step, batch in enumerate(loader): with stepscope.step(step): train(batch)`: each
+    # 4 ms fetch runs just before its step's marker opens (or inside it, with stepscope.steps).
+    builder = XSpaceBuilder("loop")
+    line = builder.plane("/host:CPU").line(1, "python")
+    for k in range(4):
+        t = k * 10 * MS
+        marker_start = t if fetch_inside else t + 4 * MS
+        line.event("train", marker_start, t + 9 * MS - marker_start, {"step_num": k, "_r": 1})
+        line.event("IteratorGetNextOp::DoCompute", t, 4 * MS, {"id": 1, "iter_num": k})
+        line.event("Iterator::Loader", t, 4 * MS, {"id": 1})
+        line.event("compute", t + 4 * MS, 5 * MS)
+    return builder
+
+
+def test_a_fetch_just_before_a_step_belongs_to_that_step() -> None:
+    inside = build_step_db(build(_fetch_then_step(fetch_inside=True)))
+    before = build_step_db(build(_fetch_then_step(fetch_inside=False)))
+    for db in (inside, before):
+        assert db.dur_ns.tolist() == [9 * MS] * 4
+        assert db.category_ns()["input"].tolist() == [4 * MS] * 4
+        assert db.category_ns()["host_compute"].tolist() == [5 * MS] * 4
+    assert before.start_ns.tolist() == [k * 10 * MS for k in range(4)]
+
+
+def test_a_fetch_inside_another_step_or_on_another_thread_does_not_move() -> None:
+    builder = _fetch_then_step(fetch_inside=False)
+    other = builder.plane("/host:CPU").line(2, "loader thread")
+    other.event("IteratorGetNextOp::DoCompute", 14 * MS, MS, {"id": 2, "iter_num": 0})
+    db = build_step_db(build(builder))
+    assert db.start_ns.tolist() == [k * 10 * MS for k in range(4)]
+    assert db.dur_ns.tolist() == [9 * MS] * 4

@@ -14,7 +14,7 @@ from stepscope.capture.session import (
     start,
     stop,
 )
-from stepscope.capture.step import step
+from stepscope.capture.step import step, steps
 
 __all__ = [
     "InvalidOptionsError",
@@ -25,6 +25,7 @@ __all__ = [
     "profile",
     "start",
     "step",
+    "steps",
     "stop",
     "trace",
 ]

@@ -121,6 +121,13 @@ class _Span:
             buf.depth -= 1
             buf.events.append((self.name, self.start, end, self.depth, self.stats))
 
+    def cancel(self) -> None:
+        """Close without recording (a step that never ran)."""
+        buf = self.buf
+        if buf is not None:
+            buf.depth -= 1
+            self.buf = None
+
     def __call__(self, func: F) -> F:
         return _decorate(func, self.name, self.stats or {})
 

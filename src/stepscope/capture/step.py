@@ -1,4 +1,13 @@
-"""`step(step_num, name="train")`: mark one training step so every step-based tool finds it.
+"""`steps(loader)` and `step(step_num)`: mark training steps so every step-based tool finds them.
+
+The loop form that cannot leave the data wait outside the step:
+
+    for step, batch in stepscope.steps(loader):
+        train(batch)
+
+``steps`` opens each step before fetching its batch (the fetch is recorded as input, the
+loader instrumented by `stepscope.data.instrument` unless it already is), keeps it open while
+the loop body runs and closes it when the next iteration begins (or the loop ends, or breaks).
 
 Encoded exactly as ``tf.profiler.experimental.Trace('train', step_num=s, _r=1)``: a host event
 named ``train`` whose stats are ``step_num`` (int64) then ``_r`` (int64 1, "root of a step
@@ -16,12 +25,16 @@ from __future__ import annotations
 
 import operator
 
+from stepscope.capture import annotations as _ann
 from stepscope.capture.annotations import trace
 from stepscope.errors import StepscopeError
 
 TYPE_CHECKING = False  # not typing's: see stepscope.capture.options
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Iterable, Iterator
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 # XProf counts a step only when an event of non-zero duration nests in its marker on the
 # marker's thread (checked with xprof 2.24: an empty marker, or one holding only a 0 ns event,
@@ -40,3 +53,44 @@ def step(step_num: int, name: str = "train") -> Any:
             f"stepscope.step: step_num must be an int, got {type(step_num).__name__}"
         ) from None
     return trace(name, step_num=number, _r=1)
+
+
+def steps(
+    iterable: Iterable[T], start: int = 0, name: str = "train", loader_name: str | None = None
+) -> Iterator[tuple[int, T]]:
+    """Yield ``(step_num, batch)`` from ``iterable``, each inside its step marker, the fetch
+    of the batch included. ``loader_name`` names the input stage (default: the type's)."""
+    from stepscope.capture.data import InstrumentedIterable, InstrumentedIterator, instrument
+
+    try:
+        number = operator.index(start)
+    except TypeError:
+        raise StepscopeError(
+            f"stepscope.steps: start must be an int, got {type(start).__name__}"
+        ) from None
+    if isinstance(iterable, (InstrumentedIterable, InstrumentedIterator)):
+        source: Iterable[T] = iterable
+    else:
+        source = instrument(iterable, loader_name)
+    return _steps(iter(source), number, name)
+
+
+def _steps(batches: Iterator[T], number: int, name: str) -> Iterator[tuple[int, T]]:
+    while True:
+        marker = step(number, name)
+        marker.__enter__()
+        try:
+            batch = next(batches)
+        except StopIteration:
+            # The loader is exhausted: this step never ran, it is not recorded.
+            if isinstance(marker, _ann._Span):
+                marker.cancel()
+            return
+        except BaseException:
+            marker.__exit__(None, None, None)
+            raise
+        try:
+            yield number, batch
+        finally:
+            marker.__exit__(None, None, None)
+        number += 1

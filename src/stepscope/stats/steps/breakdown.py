@@ -6,9 +6,12 @@
    inferred or device-line steps belong to the steps whose window they overlap (device events
    by the time of their launch, so a kernel that runs late still counts for the step that
    queued it).
-2. Span: the marker's span, or the span of the step's device events when the marker does not
-   include it (XProf's rule for asynchronous devices); when a device runs behind, a step
-   starts no earlier than the previous one ended, so steps never count time twice.
+   An input wait left in the gap before a step on its thread feeds that step
+   (`stepscope.stats.steps.feeds`).
+2. Span: the marker's span (from the fetch that feeds it, if any), or the span of the step's
+   device events when the marker does not include it (XProf's rule for asynchronous
+   devices); when a device runs behind, a step starts no earlier than the previous one ended,
+   so steps never count time twice.
 3. Breakdown: pairs are clipped to the span; for each present event type t, from the highest
    priority down, the union length of the intervals of types >= t is measured per step (a
    vectorized merge of sorted intervals); the type's time is the growth of that union, so
@@ -34,6 +37,7 @@ from stepscope.stats.events import (
     device_work_lines,
 )
 from stepscope.stats.intervals import merge_sorted
+from stepscope.stats.steps.feeds import fetches_feeding_steps
 from stepscope.stats.steps.groups import build_groups
 from stepscope.stats.steps.markers import find_step_markers
 from stepscope.stats.steps.types import StepMarkers
@@ -235,8 +239,13 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
             0,
         )
     ev, st, pair_types, mode = _attribute(profile, markers, types, on_device)
+    fed_ev, fed_st = fetches_feeding_steps(profile, markers, types, ev)
+    if fed_ev.size:
+        ev, st = np.concatenate([ev, fed_ev]), np.concatenate([st, fed_st])
+        pair_types = np.concatenate([pair_types, types[fed_ev].astype(np.int64)])
     # spans: the marker, or its device work when the marker does not include it
     span_lo, span_hi = markers.start_ns.copy(), markers.end_ns.copy()
+    np.minimum.at(span_lo, fed_st, profile.start_ns[fed_ev])  # a fetch before it opened
     dev = on_device[ev]
     if dev.any():
         d_lo = np.full(n, np.iinfo(np.int64).max)

@@ -1,0 +1,48 @@
+"""Input fetched between two steps belongs to the step it feeds.
+
+The loop ``for step, batch in enumerate(loader): with stepscope.step(step): ...`` fetches each
+batch before its step opens, so the wait for data sits in the gap between two markers and no
+step reaches it: the step looks shorter than an iteration and input-free (XProf counts it
+nowhere). A wait for input (``IteratorGetNext*``, a root ``Iterator::`` stage,
+``enumerate(DataLoader)``) on a thread that runs steps, which no step has claimed and which
+lies entirely in the gap before a step that starts on the same thread, is attributed to that
+step, whose span then starts at the fetch: the step becomes the iteration it really is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.model import Profile
+from stepscope.stats.events import EventType
+from stepscope.stats.steps.types import StepMarkers
+
+
+def fetches_feeding_steps(
+    profile: Profile, markers: StepMarkers, types: np.ndarray, claimed: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(event, step) for each unclaimed input wait in the gap just before a step.
+
+    ``claimed``: events already attributed to some step. Steps are ``markers``' rows.
+    """
+    none = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if not len(markers) or not markers.lines or (markers.event < 0).any():
+        return none
+    step_line = np.zeros(len(profile.lines), dtype=bool)
+    step_line[list(markers.lines)] = True
+    free = np.ones(profile.n_events, dtype=bool)
+    free[claimed] = False
+    waits = np.flatnonzero((types == EventType.HOST_WAIT_INPUT) & step_line[profile.line] & free)
+    if not waits.size:
+        return none
+    order = np.argsort(markers.start_ns, kind="stable")
+    win_start, win_end = markers.start_ns[order], markers.end_ns[order]
+    reach = np.maximum.accumulate(win_end)
+    start, end = profile.start_ns[waits], profile.end_ns[waits]
+    nxt = np.searchsorted(win_start, end, "left")  # first step starting at or after the wait
+    ok = nxt < len(order)
+    prev_reach = np.where(nxt > 0, reach[np.maximum(nxt - 1, 0)], np.iinfo(np.int64).min)
+    ok &= start >= prev_reach  # not inside (or overlapping) an earlier step
+    step = order[np.minimum(nxt, len(order) - 1)]
+    ok &= profile.line[markers.event[step]] == profile.line[waits]
+    return waits[ok], step[ok].astype(np.int64)

@@ -1,0 +1,137 @@
+"""`stepscope.steps(loader)`: each step opens before its batch is fetched, so the wait for
+data is the step's input, in stepscope and XProf alike; the README's loop says so too."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import stepscope
+from stepscope.stats import build_step_db
+from tests.capture.helpers import load_run, named
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _records(n: int) -> Iterator[int]:
+    for i in range(n):
+        time.sleep(0.002)
+        yield i
+
+
+def test_steps_open_before_the_fetch_and_close_after_the_body(tmp_path: Path) -> None:
+    stepscope.start(tmp_path)
+    seen = []
+    for step, batch in stepscope.steps(_records(7), start=3, loader_name="Source"):
+        with stepscope.trace("compute"):
+            seen.append((step, batch))
+    profile = load_run(stepscope.stop())
+    assert seen == [(3 + i, i) for i in range(7)]
+    markers = named(profile, "train")
+    fetches = named(profile, "IteratorGetNextOp::DoCompute")
+    computes = named(profile, "compute")
+    # one marker per batch (the exhausted fetch at the end is no step), each holding its fetch
+    assert [m["stats"]["step_num"] for m in markers] == list(range(3, 10))
+    assert len(fetches) == 8 and len(named(profile, "Iterator::Source")) == 8
+    for marker, fetch, compute in zip(markers, fetches, computes, strict=False):
+        assert marker["start_ns"] <= fetch["start_ns"] < fetch["end_ns"] <= compute["start_ns"]
+        assert compute["end_ns"] <= marker["end_ns"]
+    db = build_step_db(profile)
+    assert (db.category_ns()["input"] > 0).all()
+
+
+def test_break_closes_the_step_and_instrumented_loaders_are_not_wrapped_twice(
+    tmp_path: Path,
+) -> None:
+    loader = stepscope.data.instrument(range(10), name="Loader")
+    stepscope.start(tmp_path)
+    for step, _batch in stepscope.steps(loader):
+        if step == 2:
+            break
+    profile = load_run(stepscope.stop())
+    assert [m["stats"]["step_num"] for m in named(profile, "train")] == [0, 1, 2]
+    assert len(named(profile, "Iterator::Loader")) == 3
+    assert not [e for e in named(profile, "Iterator::Loader::Loader")]
+
+
+def test_steps_rejects_a_non_integer_start() -> None:
+    with pytest.raises(stepscope.errors.StepscopeError, match="start must be an int"):
+        stepscope.steps([1], start="0")  # type: ignore[arg-type]
+
+
+SCRIPT = """
+import json, sys, time
+import torch
+from torch.utils.data import DataLoader, Dataset
+import stepscope
+
+class Slow(Dataset):
+    def __len__(self): return 16 * 10
+    def __getitem__(self, i):
+        t = time.perf_counter()
+        while time.perf_counter() - t < 0.001: pass   # decoding
+        return torch.randn(32), torch.tensor(i % 4)
+
+model = torch.nn.Linear(32, 4)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+loader = DataLoader(Slow(), batch_size=16)
+form, logdir = sys.argv[1], sys.argv[2]
+fetch_start, fetch_end, body_end = [], [], []
+
+def train(x, y):
+    opt.zero_grad()
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+
+stepscope.start(logdir)
+if form == "readme":  # the fetch runs before the step opens
+    batches = iter(stepscope.data.instrument(loader, name="Loader"))
+    for step in range(len(loader)):
+        fetch_start.append(time.perf_counter_ns())
+        x, y = next(batches)
+        fetch_end.append(time.perf_counter_ns())
+        with stepscope.step(step):
+            train(x, y)
+        body_end.append(time.perf_counter_ns())
+else:
+    steps = stepscope.steps(loader, loader_name="Loader")
+    for _ in range(len(loader)):
+        fetch_start.append(time.perf_counter_ns())
+        step, (x, y) = next(steps)
+        fetch_end.append(time.perf_counter_ns())
+        train(x, y)
+        body_end.append(time.perf_counter_ns())
+    steps.close()
+run = stepscope.stop()
+print(json.dumps({"run": str(run), "fetch_start": fetch_start, "fetch_end": fetch_end,
+                  "body_end": body_end}))
+"""
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("form", ["readme", "steps"])
+def test_pytorch_loop_with_a_slow_loader_matches_perf_counter(form: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, form, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    measured = json.loads(out.stdout.strip().splitlines()[-1])
+    db = build_step_db(load_run(Path(measured["run"])))
+    kept = db.step_num.tolist()
+    assert len(kept) == 8  # 10 batches, first and last dropped
+    iteration = sum(measured["body_end"][k] - measured["fetch_start"][k] for k in kept)
+    fetching = sum(measured["fetch_end"][k] - measured["fetch_start"][k] for k in kept)
+    assert int(db.dur_ns.sum()) == pytest.approx(iteration, rel=0.05)
+    ours = 100.0 * float(db.category_ns()["input"].sum()) / float(db.dur_ns.sum())
+    assert ours == pytest.approx(100.0 * fetching / iteration, abs=5.0)
