@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from stepscope.model import cache
-from stepscope.model.from_xspace import _decode, profile_from_columns, profile_from_xspace
+from stepscope.model.from_xspace import _decode, profile_from_columns
 from stepscope.model.profile import Profile
 from stepscope.model.runs import HostFile, format_of, host_name_of
 from stepscope.xspace.io import read_profile_bytes
@@ -31,12 +31,12 @@ def _convert_quietly(host: HostFile, progress: Progress | None) -> Profile:
             progress(f"{text} ({host.size_bytes / 1e6:.1f} MB)", fraction)
 
     if host.format == "kineto":
-        from stepscope.xspace.kineto import kineto_to_xspace
+        from stepscope.xspace.kineto import kineto_to_columns
 
         stage("importing PyTorch trace", 0.0)
-        space = kineto_to_xspace(host.path)
+        columns = kineto_to_columns(host.path)
         stage("building columns", 0.7)
-        return profile_from_xspace(space, source=host.path, hostname=host.host)
+        return profile_from_columns(columns, host.path, host.host)
     stage("reading", 0.0)
     data = read_profile_bytes(host.path)
     stage("decoding", 0.2)

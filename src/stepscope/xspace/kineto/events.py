@@ -27,9 +27,12 @@ Decisions:
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
-from stepscope.xspace.builder import LineBuilder, PlaneBuilder, StatValue, XSpaceBuilder
+import msgspec
+
+from stepscope.xspace.builder import StatValue
 from stepscope.xspace.kineto.categories import (
     CATEGORIES,
     DROPPED_ARGS,
@@ -45,6 +48,8 @@ from stepscope.xspace.kineto.categories import (
     memset_details,
     step_number,
 )
+from stepscope.xspace.kineto.columns import ColumnLine, ColumnPlane, ColumnSpace
+from stepscope.xspace.kineto.decode import NOT_AN_OBJECT, Entry, TraceEvent
 from stepscope.xspace.kineto.devices import (
     ANNOTATION_LINE_BASE,
     SYNC_LINE_BASE,
@@ -56,64 +61,69 @@ from stepscope.xspace.kineto.devices import (
 from stepscope.xspace.kineto.memory import OpInterval, RawMemoryEvent, ThreadKey
 
 HOST_PLANE = "/host:CPU"
+_MAX_US = ((1 << 62) - 1) // 1000  # the int ts that us_to_ns accepts
 CUPTI_PLANE = "/host:CUPTI"
 # Where an event was added: its line and index there (flows are bound after the pass).
-EventRef = tuple[LineBuilder, int]
+EventRef = tuple[ColumnLine, int]
 
 
 class EventRouter:
-    """Routes trace events into an `XSpaceBuilder` (see module docstring)."""
+    """Routes trace events into an `ColumnSpace` (see module docstring)."""
 
-    def __init__(self, builder: XSpaceBuilder, base_ns: int) -> None:
+    def __init__(self, builder: ColumnSpace, base_ns: int) -> None:
         self.builder = builder
         self.base_ns = base_ns
         self.host = builder.plane(HOST_PLANE)
-        self.host_lines: dict[ThreadKey, LineBuilder] = {}
-        self.device_planes: dict[int, PlaneBuilder] = {}
+        self.host_lines: dict[ThreadKey, ColumnLine] = {}
+        self.device_planes: dict[int, ColumnPlane] = {}
         self.thread_names: dict[ThreadKey, str] = {}
         # (plane, name, display name) -> (metadata id, category of its first event)
         self.metadata: dict[tuple[str, str, str], tuple[int, str]] = {}
         # Filled during the pass, used afterwards.
         self.ops_by_start: dict[tuple[object, object, object], EventRef] = {}
         self.ops_by_thread: dict[ThreadKey, list[OpInterval]] = {}
-        self.flows: list[dict[str, Any]] = []
+        self.flows: list[TraceEvent] = []
         self.uncorrelated: dict[tuple[object, object, object], EventRef] = {}
         self.memory: list[RawMemoryEvent] = []
         self.spans: list[tuple[int, int]] = []  # profiler "Trace" spans
-        self.open_ranges: dict[ThreadKey, list[dict[str, Any]]] = {}
+        self.open_ranges: dict[ThreadKey, list[TraceEvent]] = {}
         self.skipped: Counter[str] = Counter()
         self._used_line_ids: set[int] = set()
 
     # ---- the pass ----------------------------------------------------------------------
-    def route_all(self, events: list[Any]) -> None:
-        for event in events:
-            if type(event) is not dict:
-                self.skipped["entries that are not objects"] += 1
-                continue
-            try:
-                self.route(event)
-            except (TypeError, ValueError, KeyError, AttributeError, OverflowError):
-                # A field of an unexpected type (a list where an id belongs, ...): the rest of
-                # the trace is still worth reading.
-                self.skipped["malformed events (fields of unexpected types)"] += 1
+    def route_all(self, chunks: Iterable[list[Entry]]) -> None:
+        for chunk in chunks:
+            for event in chunk:
+                if type(event) is not TraceEvent:
+                    if event is NOT_AN_OBJECT:
+                        self.skipped["entries that are not objects"] += 1
+                    else:
+                        self.skipped["malformed events (fields of unexpected types)"] += 1
+                    continue
+                try:
+                    self.route(event)
+                except (TypeError, ValueError, KeyError, AttributeError, OverflowError):
+                    # A field of an unexpected type (a list where an id belongs, ...): the
+                    # rest of the trace is still worth reading.
+                    self.skipped["malformed events (fields of unexpected types)"] += 1
         unfinished = sum(len(stack) for stack in self.open_ranges.values())
         if unfinished:
             self.skipped["'B' events without their 'E'"] += unfinished
 
-    def route(self, event: dict[str, Any]) -> None:
+    def route(self, event: TraceEvent) -> None:
         """One trace event to its plane and line (or to the flows, memory, thread names)."""
-        ph = event.get("ph")
+        ph = event.ph
         if ph == "X":
-            self.complete(event, event.get("ts"), event.get("dur"), event.get("args"))
+            self.complete(event, event.ts, event.dur, event.args)
         elif ph == "s" or ph == "f" or ph == "t":
             self.flows.append(event)
         elif ph == "i" or ph == "I":
             self.instant(event)
         elif ph == "M":
-            if event.get("name") == "thread_name":
-                args = event.get("args")
+            if event.name == "thread_name":
+                args = event.args
                 if isinstance(args, dict) and isinstance(args.get("name"), str):
-                    key = (event.get("pid"), normalize_tid(event.get("tid")))
+                    key = (event.pid, normalize_tid(event.tid))
                     self.thread_names[key] = args["name"]
         elif ph == "B" or ph == "E":
             self.begin_end(event, ph)
@@ -125,18 +135,22 @@ class EventRouter:
         relative = us_to_ns(value)
         return None if relative is None else self.base_ns + relative
 
-    def complete(self, event: dict[str, Any], ts: Any, dur: Any, args: Any) -> None:
-        cat = event.get("cat")
+    def complete(self, event: TraceEvent, ts: Any, dur: Any, args: Any) -> None:
+        cat = event.cat
         kind_cat = CATEGORIES.get(cat) if type(cat) is str else None
         kind, category = kind_cat if kind_cat is not None else classify(cat, args)
-        start = self.to_ns(ts)
-        if start is None:
-            self.skipped["events without a valid timestamp"] += 1
-            return
+        if type(ts) is int and -_MAX_US <= ts <= _MAX_US:  # the usual case, without a call
+            start = self.base_ns + ts * 1000
+        else:
+            converted = self.to_ns(ts)
+            if converted is None:
+                self.skipped["events without a valid timestamp"] += 1
+                return
+            start = converted
         dur_ns = dur * 1000 if type(dur) is int else (us_to_ns(dur) or 0)
         if dur_ns < 0:
             dur_ns = 0
-        name = event.get("name")
+        name = event.name
         if type(name) is not str:
             name = "" if name is None else str(name)
         if type(args) is dict and args:
@@ -169,7 +183,7 @@ class EventRouter:
 
     def _host(
         self,
-        event: dict[str, Any],
+        event: TraceEvent,
         ts: Any,
         name: str,
         category: str,
@@ -177,26 +191,27 @@ class EventRouter:
         dur_ns: int,
         stats: dict[str, StatValue],
     ) -> None:
-        pid = event.get("pid")
-        tid = event.get("tid")
+        pid = event.pid
+        tid = event.tid
         if type(tid) is not int:
             tid = normalize_tid(tid)
         key = (pid, tid)
         line = self.host_lines.get(key)
-        if line is None:  # (not `or`: an empty LineBuilder is falsy)
+        if line is None:  # (not `or`: an empty ColumnLine is falsy)
             line = self._host_line(key)
         if category in FRAMEWORK_OP_CATEGORIES:
-            self.ops_by_start.setdefault((pid, tid, ts), (line, len(line.events)))
+            self.ops_by_start.setdefault((pid, tid, ts), (line, len(line)))
             if category == "cpu_op":
                 self.ops_by_thread.setdefault(key, []).append((start, start + dur_ns, name))
-            step = step_number(name)  # a user_annotation; an Operator in 2021 files
-            if step is not None:
-                stats["step_num"] = step
+            if name.startswith("ProfilerStep#"):  # a user_annotation; an Operator in 2021
+                step = step_number(name)
+                if step is not None:
+                    stats["step_num"] = step
         elif category in LAUNCH_CATEGORIES and "correlation_id" not in stats:
-            self.uncorrelated[(pid, tid, ts)] = (line, len(line.events))
+            self.uncorrelated[(pid, tid, ts)] = (line, len(line))
         self.emit(self.host, line, name, "", start, dur_ns, stats, category)
 
-    def _host_line(self, key: ThreadKey) -> LineBuilder:
+    def _host_line(self, key: ThreadKey) -> ColumnLine:
         tid = key[1]
         if type(tid) is int and tid not in self._used_line_ids:
             line_id = tid
@@ -209,7 +224,7 @@ class EventRouter:
 
     def _device(
         self,
-        event: dict[str, Any],
+        event: TraceEvent,
         ts: Any,
         kind: Kind,
         name: str,
@@ -219,13 +234,13 @@ class EventRouter:
         stats: dict[str, StatValue],
         args: dict[str, Any],
     ) -> None:
-        pid = event.get("pid")
+        pid = event.pid
         device = args.get("device")
         if type(device) is not int:
             device = pid if type(pid) is int and pid >= 0 else 0
         stream = args.get("stream")
         if type(stream) is not int:
-            stream = stream_of(event.get("tid"))
+            stream = stream_of(event.tid)
             if stream is None:
                 stream = 0
         plane = self.device_planes.get(device)
@@ -247,8 +262,8 @@ class EventRouter:
             elif category == "gpu_memset":
                 stats["memset_details"] = memset_details(name, args)
             if "correlation_id" not in stats:
-                key = (pid, normalize_tid(event.get("tid")), ts)
-                self.uncorrelated[key] = (line, len(line.events))
+                key = (pid, normalize_tid(event.tid), ts)
+                self.uncorrelated[key] = (line, len(line))
         elif kind is Kind.GPU_ANNOTATION:
             line = plane.line(ANNOTATION_LINE_BASE + stream, f"GPU annotations (Stream #{stream})")
             step = step_number(name)
@@ -260,8 +275,8 @@ class EventRouter:
 
     def emit(
         self,
-        plane: PlaneBuilder,
-        line: LineBuilder,
+        plane: ColumnPlane,
+        line: ColumnLine,
         name: str,
         display: str,
         start: int,
@@ -280,23 +295,23 @@ class EventRouter:
                 stats["category"] = category
         line.add_event(meta_id, start, dur_ns, stats)
 
-    def instant(self, event: dict[str, Any]) -> None:
-        if event.get("name") == "[memory]":
-            start = self.to_ns(event.get("ts"))
-            args = event.get("args")
+    def instant(self, event: TraceEvent) -> None:
+        if event.name == "[memory]":
+            start = self.to_ns(event.ts)
+            args = event.args
             if start is None or not isinstance(args, dict):
                 self.skipped["[memory] events without a timestamp or args"] += 1
                 return
-            self.memory.append((start, (event.get("pid"), normalize_tid(event.get("tid"))), args))
+            self.memory.append((start, (event.pid, normalize_tid(event.tid)), args))
             return
-        if event.get("s") == "g" or type(event.get("pid")) is not int:
+        if event.s == "g" or type(event.pid) is not int:
             return  # profiler markers ("Iteration Start", "Record Window End")
-        if "cat" not in event:
-            event = {**event, "cat": "cpu_instant_event"}
-        self.complete(event, event.get("ts"), 0, event.get("args"))
+        if event.cat is None:
+            event = msgspec.structs.replace(event, cat="cpu_instant_event")
+        self.complete(event, event.ts, 0, event.args)
 
-    def begin_end(self, event: dict[str, Any], ph: str) -> None:
-        key = (event.get("pid"), normalize_tid(event.get("tid")))
+    def begin_end(self, event: TraceEvent, ph: str) -> None:
+        key = (event.pid, normalize_tid(event.tid))
         if ph == "B":
             self.open_ranges.setdefault(key, []).append(event)
             return
@@ -305,9 +320,9 @@ class EventRouter:
             self.skipped["'E' events without their 'B'"] += 1
             return
         begin = stack.pop()
-        start, end = self.to_ns(begin.get("ts")), self.to_ns(event.get("ts"))
+        start, end = self.to_ns(begin.ts), self.to_ns(event.ts)
         if start is None or end is None:
             self.skipped["events without a valid timestamp"] += 1
             return
-        args = {**(begin.get("args") or {}), **(event.get("args") or {})}
-        self.complete(begin, begin.get("ts"), (end - start) / 1000, args)
+        args = {**(begin.args or {}), **(event.args or {})}
+        self.complete(begin, begin.ts, (end - start) / 1000, args)

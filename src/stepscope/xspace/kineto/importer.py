@@ -32,14 +32,16 @@ import gzip
 import os
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from stepscope.errors import ProfileFormatError
-from stepscope.xspace.builder import PlaneBuilder, StatValue, XSpaceBuilder
+from stepscope.xspace.builder import PlaneBuilder, StatValue
 from stepscope.xspace.io import GZIP_MAGIC, read_profile_bytes, read_raw_bytes
+from stepscope.xspace.kineto.columns import ColumnSpace
+from stepscope.xspace.kineto.decode import decode_trace
 from stepscope.xspace.kineto.devices import (
     MEMORY_LINE_ID,
     device_plane_stats,
@@ -50,9 +52,9 @@ from stepscope.xspace.kineto.devices import (
     trace_vendor,
 )
 from stepscope.xspace.kineto.events import CUPTI_PLANE, HOST_PLANE, EventRouter
-from stepscope.xspace.kineto.json_repair import load_json
 from stepscope.xspace.kineto.memory import memory_events
 from stepscope.xspace.proto.xplane_pb2 import XSpace
+from stepscope.xspace.wire import RawColumns
 
 TASK_ENV_PLANE = "Task Environment"
 FWDBWD_CONTEXT_TYPE = 0  # XProf ContextType::kGeneric
@@ -75,21 +77,17 @@ _HEADER_STATS = (
 )
 _LAUNCH_FLOW_CATEGORIES = ("ac2g", "async")
 _TIME_SUFFIX = re.compile(r"\.\d{9,}$")
+_Output = TypeVar("_Output")
 
 
 def kineto_to_xspace(path: str | os.PathLike[str]) -> XSpace:
     """Read a PyTorch profiler trace (``.json`` / ``.json.gz``) into an XSpace."""
-    warnings: list[str] = []
-    try:
-        data = read_profile_bytes(path)
-    except ProfileFormatError:
-        raw = read_raw_bytes(path)  # re-raises "no such file" and the like
-        if raw[:2] != GZIP_MAGIC:
-            raise
-        data = _gunzip(raw, str(path), warnings)  # damaged gzip: recover what precedes it
-        if not data.strip():
-            raise
-    return _convert(data, str(path), warnings)
+    return _convert(*_read(path), ColumnSpace.build)
+
+
+def kineto_to_columns(path: str | os.PathLike[str]) -> RawColumns:
+    """Like `kineto_to_xspace`, but straight to the columnar model's input (no protobuf)."""
+    return _convert(*_read(path), ColumnSpace.to_raw_columns)
 
 
 def kineto_bytes_to_xspace(data: bytes, source: str = "<bytes>") -> XSpace:
@@ -101,7 +99,21 @@ def kineto_bytes_to_xspace(data: bytes, source: str = "<bytes>") -> XSpace:
         raise ProfileFormatError(
             source, "file is empty", "the capture may have failed; capture again"
         )
-    return _convert(data, source, warnings)
+    return _convert(data, source, warnings, ColumnSpace.build)
+
+
+def _read(path: str | os.PathLike[str]) -> tuple[bytes, str, list[str]]:
+    warnings: list[str] = []
+    try:
+        data = read_profile_bytes(path)
+    except ProfileFormatError:
+        raw = read_raw_bytes(path)  # re-raises "no such file" and the like
+        if raw[:2] != GZIP_MAGIC:
+            raise
+        data = _gunzip(raw, str(path), warnings)  # damaged gzip: recover what precedes it
+        if not data.strip():
+            raise
+    return data, str(path), warnings
 
 
 def _gunzip(raw: bytes, source: str, warnings: list[str]) -> bytes:
@@ -138,10 +150,14 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _convert(data: bytes, source: str, warnings: list[str]) -> XSpace:
+def _convert(
+    data: bytes, source: str, warnings: list[str], output: Callable[[ColumnSpace], _Output]
+) -> _Output:
     with _gc_paused():
         try:
-            return _convert_unpaused(data, source, warnings)
+            space = _convert_unpaused(data, source, warnings)
+            del data
+            return output(space)
         except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:
             # Events with bad fields are skipped one by one; this is damage beyond that (in
             # the header, or times too far apart for XSpace's picosecond offsets).
@@ -152,21 +168,22 @@ def _convert(data: bytes, source: str, warnings: list[str]) -> XSpace:
             ) from exc
 
 
-def _convert_unpaused(data: bytes, source: str, warnings: list[str]) -> XSpace:
-    doc = load_json(data, source, warnings)
+def _convert_unpaused(data: bytes, source: str, warnings: list[str]) -> ColumnSpace:
+    trace = decode_trace(data, source, warnings)
     del data
-    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+    doc = trace.header
+    if not trace.has_events_list:
         raise ProfileFormatError(
             source,
             "is JSON but not a PyTorch profiler (Kineto) trace: it has no traceEvents list",
             "expected the .json / .json.gz written by torch.profiler",
         )
     base = doc.get("baseTimeNanoseconds")
-    builder = XSpaceBuilder(hostname=_hostname(doc, source))
+    builder = ColumnSpace(hostname=_hostname(doc, source))
     router = EventRouter(builder, base if type(base) is int else 0)
-    router.route_all(doc["traceEvents"])
-    if not doc["traceEvents"]:
+    if not trace.event_count:
         warnings.append("the trace has no events")
+    router.route_all(trace.chunks())
     _bind_flows(router, warnings)
     _name_threads(router)
     props = device_properties(doc)
@@ -181,7 +198,7 @@ def _convert_unpaused(data: bytes, source: str, warnings: list[str]) -> XSpace:
     builder.warnings.extend(warnings)
     builder.warnings.extend(_kineto_log(doc, "WARNING"))
     builder.errors.extend(_kineto_log(doc, "ERROR"))
-    return builder.build()
+    return builder
 
 
 def _hostname(doc: dict[str, Any], source: str) -> str:
@@ -200,21 +217,21 @@ def _bind_flows(router: EventRouter, warnings: list[str]) -> None:
     unbound = 0
     launches: dict[tuple[object, object, object], object] = {}
     for flow in router.flows:
-        cat = flow.get("cat")
-        key = (flow.get("pid"), normalize_tid(flow.get("tid")), flow.get("ts"))
+        cat = flow.cat
+        key = (flow.pid, normalize_tid(flow.tid), flow.ts)
         if cat == "fwdbwd":
             ref = router.ops_by_start.get(key)
-            flow_id = flow.get("id")
+            flow_id = flow.id
             if ref is None or not isinstance(flow_id, int):
                 unbound += 1
                 continue
             line, index = ref
-            if flow.get("ph") == "s":
+            if flow.ph == "s":
                 line.add_stats(index, {"_p": flow_id, "_pt": FWDBWD_CONTEXT_TYPE})
             else:
                 line.add_stats(index, {"_c": flow_id, "_ct": FWDBWD_CONTEXT_TYPE})
         elif cat in _LAUNCH_FLOW_CATEGORIES and router.uncorrelated:
-            launches[key] = flow.get("id")
+            launches[key] = flow.id
     for key, (line, index) in router.uncorrelated.items():
         flow_id = launches.get(key)
         if isinstance(flow_id, int):
@@ -241,26 +258,24 @@ def _add_memory(router: EventRouter, props: dict[int, dict[str, Any]]) -> None:
         router.emit(router.host, line, name, "", start, 0, stats, "cpu_instant_event")
 
 
-def _finish_planes(builder: XSpaceBuilder, router: EventRouter, doc: dict[str, Any]) -> None:
+def _finish_planes(builder: ColumnSpace, router: EventRouter, doc: dict[str, Any]) -> None:
     lo: int | None = None
     hi: int | None = None
-    for plane in builder.planes:
-        for line in plane.lines:
-            line.sort_events()
-            if line.events:
-                first = line.events[0][1]
-                last = max([start + dur for _meta, start, dur, _stats in line.events])
-                lo = first if lo is None else min(lo, first)
-                hi = last if hi is None else max(hi, last)
-        plane.lines.sort(key=lambda line: (line.id >= MEMORY_LINE_ID, line.id))
+    for plane in builder.column_planes():
+        for line in plane.column_lines:
+            span = line.time_range()
+            if span is not None:
+                lo = span[0] if lo is None else min(lo, span[0])
+                hi = span[1] if hi is None else max(hi, span[1])
+        plane.column_lines.sort(key=lambda line: (line.id >= MEMORY_LINE_ID, line.id))
     for start, end in router.spans:
         lo = start if lo is None else min(lo, start)
         hi = end if hi is None else max(hi, end)
     env = builder.plane(TASK_ENV_PLANE)
     env.stats.update(_environment_stats(doc, lo or 0, hi or 0))
     builder.planes.sort(key=_plane_order)
-    for index, plane in enumerate(builder.planes):
-        plane.id = index
+    for index, any_plane in enumerate(builder.planes):
+        any_plane.id = index
 
 
 def _plane_order(plane: PlaneBuilder) -> tuple[int, int]:

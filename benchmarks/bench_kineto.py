@@ -1,0 +1,179 @@
+"""PyTorch (Kineto) trace: import + overview, against Holistic Trace Analysis (HTA).
+
+    python benchmarks/bench_kineto.py [--copies 1 5 9] [--repeat 3] [--hta-python PY]
+
+Inputs: the real V100 training trace `kineto/v100_training_with_memory.json.gz` (216k events:
+cpu_ops, CUDA runtime calls, kernels, memcpys, 28k ``[memory]`` events, flows; 3.3 args per
+event), written ``--copies`` times one after the other into one uncompressed JSON: each copy's
+timestamps move past the previous copy and its ids (external ids, correlations, flow ids, step
+numbers) are offset, so the file is the same workload profiled for longer, at the real
+density. 1, 5 and 9 copies give 0.22M, 1.08M and 1.94M events.
+
+Each measurement runs in a fresh process and times, from before the library import:
+
+- stepscope: the JSON file -> columnar profile (no cache) -> overview_page -> JSON text;
+- HTA: ``TraceAnalysis(trace_dir=...)`` (parses the trace into its DataFrames) ->
+  ``get_temporal_breakdown()`` (its per-rank overview: idle / compute / non-compute time).
+
+Peak MB is the process's VmHWM (resident set high-water mark) minus its RSS before the
+import. HTA runs in ``--hta-python`` (default /tmp/peervenv/bin/python, made with
+``python -m venv /tmp/peervenv && /tmp/peervenv/bin/pip install HolisticTraceAnalysis``).
+Median of ``--repeat``; ratio = HTA / stepscope.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT.parent / "shared" / "fixtures" / "kineto" / "v100_training_with_memory.json.gz"
+ID_ARGS = ("External id", "correlation", "Record function id", "Sequence number", "Ev Idx")
+HTA_PYTHON = "/tmp/peervenv/bin/python"
+
+
+def make_trace(copies: int, target: Path) -> int:
+    """Write ``copies`` back-to-back copies of the source trace; returns the event count."""
+    doc = json.loads(gzip.decompress(SOURCE.read_bytes()))
+    events: list[dict[str, Any]] = doc.pop("traceEvents")
+    stamps = [e["ts"] for e in events if isinstance(e.get("ts"), (int, float))]
+    span = int(max(stamps) - min(stamps)) + 1000
+    header = json.dumps(doc)[1:-1]
+    written = 0
+    with target.open("w") as out:
+        out.write("{" + header + ', "traceEvents": [\n')
+        for copy in range(copies):
+            for event in events:
+                if copy and event.get("ph") == "M":
+                    continue  # thread names once
+                item = dict(event)
+                if isinstance(item.get("ts"), (int, float)):
+                    item["ts"] = item["ts"] + copy * span
+                if isinstance(item.get("id"), int):
+                    item["id"] += copy * 10_000_000
+                args = item.get("args")
+                if isinstance(args, dict) and copy:
+                    args = dict(args)
+                    for key in ID_ARGS:
+                        if isinstance(args.get(key), int) and args[key] >= 0:
+                            args[key] += copy * 10_000_000
+                    item["args"] = args
+                name = item.get("name")
+                if copy and isinstance(name, str) and name.startswith("ProfilerStep#"):
+                    item["name"] = f"ProfilerStep#{int(name[13:]) + copy * 1000}"
+                out.write(("," if written else "") + json.dumps(item) + "\n")
+                written += 1
+        out.write("]}\n")
+    return written
+
+
+def _rss_kb(field: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field):
+                return int(line.split()[1])
+    return 0
+
+
+def child_stepscope(path: str) -> dict[str, float]:
+    base = _rss_kb("VmRSS:")
+    started = time.perf_counter()
+    from stepscope.model.runs import single_file_run
+    from stepscope.tools.context import ProfileStore, ToolContext
+    from stepscope.tools.registry import get_tool
+
+    run = single_file_run(path)
+    ctx = ToolContext(run, run.host_names[0], ProfileStore(use_cache=False))
+    size = len(json.dumps(get_tool("overview_page").build(ctx).to_json()))
+    return {"seconds": time.perf_counter() - started, "bytes": size, "peak_kb": _peak(base)}
+
+
+def child_hta(path: str) -> dict[str, float]:
+    base = _rss_kb("VmRSS:")
+    started = time.perf_counter()
+    from hta.trace_analysis import TraceAnalysis
+
+    analyzer = TraceAnalysis(trace_dir=str(Path(path).parent))
+    breakdown = analyzer.get_temporal_breakdown(visualize=False)
+    return {
+        "seconds": time.perf_counter() - started,
+        "bytes": len(breakdown.to_json()),
+        "peak_kb": _peak(base),
+    }
+
+
+def _peak(base_kb: int) -> float:
+    return _rss_kb("VmHWM:") - base_kb
+
+
+def measure(python: str, who: str, path: str, repeat: int) -> tuple[float, float] | None:
+    """(median seconds, median peak MB) over ``repeat`` fresh processes."""
+    seconds: list[float] = []
+    peaks: list[float] = []
+    for _ in range(repeat):
+        done = subprocess.run(
+            [python, __file__, "--child", who, path],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        )
+        if done.returncode:
+            print(f"{who} failed on {path}:\n{done.stderr[-2000:]}", file=sys.stderr)
+            return None
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        seconds.append(result["seconds"])
+        peaks.append(result["peak_kb"] / 1024)
+    return statistics.median(seconds), statistics.median(peaks)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--copies", type=int, nargs="+", default=[1, 5, 9])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--hta-python", default=HTA_PYTHON)
+    parser.add_argument("--child", nargs=2, metavar=("WHO", "PATH"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        who, path = args.child
+        result = child_stepscope(path) if who == "stepscope" else child_hta(path)
+        print(json.dumps(result))
+        return
+    hta = args.hta_python if Path(args.hta_python).exists() else None
+    if hta is None:
+        print(f"no HTA at {args.hta_python}: timing stepscope only")
+    header = (
+        f"{'events':>10} {'JSON MB':>8} {'stepscope s':>12} {'MB':>7} "
+        f"{'HTA s':>8} {'MB':>7} {'ratio':>7} {'stepscope MB/JSON MB':>21}"
+    )
+    print(header)
+    print("-" * len(header))
+    for copies in args.copies:
+        workdir = Path(tempfile.mkdtemp(prefix="bench_kineto_"))
+        trace = workdir / "rank0.json"
+        count = make_trace(copies, trace)
+        json_mb = trace.stat().st_size / 1e6
+        ours = measure(sys.executable, "stepscope", str(trace), args.repeat)
+        theirs = measure(hta, "hta", str(trace), args.repeat) if hta else None
+        ratio = f"{theirs[0] / ours[0]:.1f}x" if ours and theirs else "-"
+        print(
+            f"{count:>10,} {json_mb:>8.1f} {ours[0] if ours else 0:>12.2f} "
+            f"{ours[1] if ours else 0:>7.0f} {theirs[0] if theirs else 0:>8.2f} "
+            f"{theirs[1] if theirs else 0:>7.0f} {ratio:>7} "
+            f"{(ours[1] * 1.048576 / json_mb) if ours else 0:>21.2f}",
+            flush=True,
+        )
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,450 @@
+"""Columnar event buffers for the Kineto importer.
+
+A trace has millions of events; holding each as a tuple with a dict of stats until the end
+costs about 400 B per event. Here a line keeps its events in typed arrays (20 B per event) and
+their stats as (key, kind, value) rows (13 B per stat); strings and stat names are interned
+once per trace. Two outputs:
+
+- `ColumnSpace.to_raw_columns`: the columnar model's input (`RawColumns`), built with numpy
+  without going through protobuf (what `stepscope` does when it opens a trace);
+- `ColumnSpace.build`: the XSpace message (what `kineto_to_xspace` returns), through the same
+  `PlaneBuilder` code as every other writer, so both outputs carry the same events and stats.
+
+Events keep the order `LineBuilder.sort_events` gives: by start, longer first at equal starts,
+insertion order on full ties.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Mapping
+
+import numpy as np
+
+from stepscope.xspace.builder import (
+    INT64_MAX,
+    LineBuilder,
+    PlaneBuilder,
+    Stats,
+    StatValue,
+    XSpaceBuilder,
+)
+from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace
+from stepscope.xspace.wire import (
+    KIND_DOUBLE,
+    KIND_INT,
+    KIND_STR,
+    KIND_UINT,
+    RawColumns,
+    RawLine,
+)
+
+_UINT64_LIMIT = 1 << 64
+_MAX_PLANS = 1 << 16  # distinct (stat names, value types) signatures remembered
+# (key rows as bytes, kind rows as bytes, whether every value is an int)
+_Plan = tuple[bytes, bytes, bool]
+
+
+class StatCodec:
+    """Stat names, string values and float values of one trace, interned."""
+
+    def __init__(self) -> None:
+        self.keys: dict[str, int] = {}
+        self.key_names: list[str] = []
+        self.strings: dict[str, int] = {}
+        self.string_list: list[str] = []
+        self.floats = array("d")
+        self._plans: dict[tuple[tuple[str, ...], tuple[type, ...]], _Plan] = {}
+
+    def key_id(self, key: str) -> int:
+        found = self.keys.get(key)
+        if found is None:
+            found = self.keys[key] = len(self.key_names)
+            self.key_names.append(key)
+        return found
+
+    def string_id(self, text: str) -> int:
+        found = self.strings.get(text)
+        if found is None:
+            found = self.strings[text] = len(self.string_list)
+            self.string_list.append(text)
+        return found
+
+    def encode(self, stats: Stats, keys: array, kinds: array, values: array) -> int:
+        """Append the rows of ``stats``; returns how many. On error nothing is appended."""
+        rows = len(keys)
+        try:
+            return self._encode_fast(stats, keys, kinds, values)
+        except BaseException as exc:
+            del keys[rows:], kinds[rows:], values[rows:]
+            if not isinstance(exc, OverflowError):
+                raise
+        # An integer beyond int64: uint64 (XSpace's other integer type), or an error.
+        try:
+            return self._encode_wide(stats, keys, kinds, values)
+        except BaseException:
+            del keys[rows:], kinds[rows:], values[rows:]
+            raise
+
+    def _encode_fast(self, stats: Stats, keys: array, kinds: array, values: array) -> int:
+        """Append the rows of ``stats``; returns how many.
+
+        Events of one op carry the same stat names with values of the same types, so the key
+        and kind rows are prepared once per (names, types) signature and appended as bytes;
+        for all-integer stats the values go in with one C call.
+        """
+        signature = (tuple(stats), tuple(map(type, stats.values())))
+        plan = self._plans.get(signature)
+        if plan is None:
+            plan = self._plan(signature)
+        key_rows, kind_rows, all_ints = plan
+        if all_ints:
+            values.extend(stats.values())
+        else:
+            self._encode_values(stats, kind_rows, values)
+        keys.frombytes(key_rows)
+        kinds.frombytes(kind_rows)
+        return len(stats)
+
+    def _encode_wide(self, stats: Stats, keys: array, kinds: array, values: array) -> int:
+        """`encode` for stats with integers beyond int64 (stored as uint64, as protobuf)."""
+        for key, value in stats.items():
+            if type(value) is int and value > INT64_MAX:
+                if value >= _UINT64_LIMIT:
+                    raise OverflowError(f"stat {key} = {value} does not fit 64 bits")
+                kinds.append(KIND_UINT)
+                values.append(value - _UINT64_LIMIT)
+                keys.append(self.key_id(key))
+            else:
+                self._encode_fast({key: value}, keys, kinds, values)
+        return len(stats)
+
+    def _plan(self, signature: tuple[tuple[str, ...], tuple[type, ...]]) -> _Plan:
+        names, types = signature
+        kinds = array("b")
+        for name, kind in zip(names, types, strict=True):
+            if kind is int or kind is bool:
+                kinds.append(KIND_INT)
+            elif kind is str:
+                kinds.append(KIND_STR)
+            elif kind is float:
+                kinds.append(KIND_DOUBLE)
+            else:
+                raise TypeError(f"unsupported stat value type {kind.__name__} for {name}")
+        plan = (
+            array("i", [self.key_id(name) for name in names]).tobytes(),
+            kinds.tobytes(),
+            all(kind is int for kind in types),
+        )
+        if len(self._plans) < _MAX_PLANS:
+            self._plans[signature] = plan
+        return plan
+
+    def _encode_values(self, stats: Stats, kind_rows: bytes, values: array) -> None:
+        string_get = self.strings.get
+        for kind, value in zip(kind_rows, stats.values(), strict=True):
+            if kind == KIND_STR:
+                string_index = string_get(value)  # type: ignore[arg-type]
+                if string_index is None:
+                    string_index = self.string_id(value)  # type: ignore[arg-type]
+                values.append(string_index)
+            elif kind == KIND_DOUBLE:
+                values.append(len(self.floats))
+                self.floats.append(value)  # type: ignore[arg-type]
+            else:
+                values.append(value)
+
+    def decode(self, keys: array, kinds: array, values: array, lo: int, hi: int) -> dict:
+        """The stats dict of rows ``lo:hi``."""
+        stats: dict[str, StatValue] = {}
+        for row in range(lo, hi):
+            kind, value = kinds[row], values[row]
+            decoded: StatValue
+            if kind == KIND_STR:
+                decoded = self.string_list[value]
+            elif kind == KIND_DOUBLE:
+                decoded = self.floats[value]
+            elif kind == KIND_UINT:
+                decoded = value + _UINT64_LIMIT
+            else:
+                decoded = value
+            stats[self.key_names[keys[row]]] = decoded
+        return stats
+
+
+class ColumnLine:
+    """One line's events in arrays; see the module docstring."""
+
+    def __init__(self, plane: ColumnPlane, line_id: int, name: str, display_name: str) -> None:
+        self.plane = plane
+        self.codec = plane.codec
+        self.id = line_id
+        self.name = name
+        self.display_name = display_name
+        self.display_id = 0
+        self.meta = array("q")
+        self.start = array("q")
+        self.dur = array("q")
+        self.stat_count = array("I")
+        self.stat_key = array("i")
+        self.stat_kind = array("b")
+        self.stat_value = array("q")
+        # Stats learnt after an event was added (flow ends): event index -> stats.
+        self.extra: dict[int, dict[str, StatValue]] = {}
+
+    def __len__(self) -> int:
+        return len(self.meta)
+
+    def add_event(self, meta_id: int, start_ns: int, dur_ns: int, stats: Stats | None) -> None:
+        count = 0
+        if stats:
+            count = self.codec.encode(stats, self.stat_key, self.stat_kind, self.stat_value)
+        self.meta.append(meta_id)
+        self.start.append(start_ns)
+        self.dur.append(dur_ns)
+        self.stat_count.append(count)
+
+    def add_stats(self, index: int, stats: Mapping[str, StatValue]) -> None:
+        """As `LineBuilder.add_stats`: merged into event ``index``, existing keys win."""
+        old = self.extra.get(index)
+        self.extra[index] = {**stats, **old} if old else dict(stats)
+
+    def time_range(self) -> tuple[int, int] | None:
+        """(first start, last end) in ns; None for an empty line."""
+        if not self.meta:
+            return None
+        start = np.frombuffer(self.start, np.int64)
+        return int(start.min()), int((start + np.frombuffer(self.dur, np.int64)).max())
+
+    # ---- outputs ---------------------------------------------------------------------------
+    def _stat_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(count per event, keys, kinds, values) with the extra stats merged in."""
+        counts = np.frombuffer(self.stat_count, np.uint32).astype(np.int64)
+        keys = np.frombuffer(self.stat_key, np.int32)
+        kinds = np.frombuffer(self.stat_kind, np.int8)
+        values = np.frombuffer(self.stat_value, np.int64)
+        if not self.extra:
+            return counts, keys, kinds, values
+        offsets = np.zeros(len(counts) + 1, np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        done = 0
+        for index in sorted(self.extra):
+            lo, hi = int(offsets[index]), int(offsets[index + 1])
+            pieces.append((keys[done:lo], kinds[done:lo], values[done:lo]))
+            old = self.codec.decode(self.stat_key, self.stat_kind, self.stat_value, lo, hi)
+            merged = {**self.extra[index], **old}
+            new_keys, new_kinds, new_values = array("i"), array("b"), array("q")
+            counts[index] = self.codec.encode(merged, new_keys, new_kinds, new_values)
+            pieces.append(
+                (
+                    np.frombuffer(new_keys, np.int32),
+                    np.frombuffer(new_kinds, np.int8),
+                    np.frombuffer(new_values, np.int64),
+                )
+            )
+            done = hi
+        pieces.append((keys[done:], kinds[done:], values[done:]))
+        return (
+            counts,
+            np.concatenate([p[0] for p in pieces]),
+            np.concatenate([p[1] for p in pieces]),
+            np.concatenate([p[2] for p in pieces]),
+        )
+
+    def sorted_columns(self) -> dict[str, np.ndarray]:
+        """This line's columns in `LineBuilder.sort_events` order."""
+        start = np.frombuffer(self.start, np.int64)
+        dur = np.frombuffer(self.dur, np.int64)
+        counts, keys, kinds, values = self._stat_rows()
+        # lexsort is stable: ties keep insertion order, as the two stable sorts of the builder.
+        order = np.lexsort((-dur, start))
+        sorted_counts = counts[order]
+        old_offsets = np.zeros(len(counts) + 1, np.int64)
+        np.cumsum(counts, out=old_offsets[1:])
+        new_offsets = np.zeros(len(counts) + 1, np.int64)
+        np.cumsum(sorted_counts, out=new_offsets[1:])
+        rows = np.repeat(old_offsets[:-1][order] - new_offsets[:-1], sorted_counts)
+        rows += np.arange(len(rows), dtype=np.int64)
+        return {
+            "meta": np.frombuffer(self.meta, np.int64)[order],
+            "start": start[order],
+            "dur": dur[order],
+            "stat_count": sorted_counts,
+            "key": keys[rows],
+            "kind": kinds[rows],
+            "value": values[rows],
+        }
+
+    def to_line_builder(self, plane: PlaneBuilder) -> LineBuilder:
+        """The same line as a `LineBuilder` (events as tuples with stats dicts), sorted."""
+        line = plane.line(self.id, self.name, self.display_name)
+        line.display_id = self.display_id
+        codec = self.codec
+        row = 0
+        events = line.events
+        for index in range(len(self.meta)):
+            count = self.stat_count[index]
+            stats: dict[str, StatValue] | None = None
+            if count:
+                stats = codec.decode(
+                    self.stat_key, self.stat_kind, self.stat_value, row, row + count
+                )
+                row += count
+            extra = self.extra.get(index)
+            if extra is not None:
+                stats = {**extra, **stats} if stats else dict(extra)
+            events.append((self.meta[index], self.start[index], self.dur[index], stats))
+        line.sort_events()
+        return line
+
+
+class ColumnPlane(PlaneBuilder):
+    """A `PlaneBuilder` whose lines are `ColumnLine`s."""
+
+    def __init__(self, plane_id: int, name: str, codec: StatCodec) -> None:
+        super().__init__(plane_id, name)
+        self.codec = codec
+        self.column_lines: list[ColumnLine] = []
+        self._column_lines_by_id: dict[int, ColumnLine] = {}
+
+    def line(  # type: ignore[override]
+        self, line_id: int, name: str = "", display_name: str = "", timestamp_ns: int | None = None
+    ) -> ColumnLine:
+        existing = self._column_lines_by_id.get(line_id)
+        if existing is not None:
+            if name and not existing.name:
+                existing.name = name
+            return existing
+        line = ColumnLine(self, line_id, name, display_name)
+        self.column_lines.append(line)
+        self._column_lines_by_id[line_id] = line
+        return line
+
+    def header(self) -> XPlane:
+        """The plane without its lines: metadata, stat names (ids = codec ids + 1), stats."""
+        # Stat names first, in codec order, so that stat metadata id = codec key id + 1.
+        for key in self.codec.key_names:
+            self.stat_metadata_id(key)
+        header = XPlane()
+        saved, self.lines = self.lines, []
+        try:
+            self.build_into(header)
+        finally:
+            self.lines = saved
+        return header
+
+
+class ColumnSpace(XSpaceBuilder):
+    """An `XSpaceBuilder` of `ColumnPlane`s, with a direct path to `RawColumns`."""
+
+    def __init__(self, hostname: str | None = None) -> None:
+        super().__init__(hostname)
+        self.codec = StatCodec()
+
+    def plane(self, name: str, plane_id: int | None = None) -> ColumnPlane:
+        existing = self._by_name.get(name)
+        if existing is not None:
+            return existing  # type: ignore[return-value]
+        plane = ColumnPlane(len(self.planes) if plane_id is None else plane_id, name, self.codec)
+        self.planes.append(plane)
+        self._by_name[name] = plane
+        return plane
+
+    def column_planes(self) -> list[ColumnPlane]:
+        return [plane for plane in self.planes if isinstance(plane, ColumnPlane)]
+
+    def event_count(self) -> int:
+        return sum(len(line) for plane in self.column_planes() for line in plane.column_lines)
+
+    def build(self) -> XSpace:
+        """The XSpace message (every event through `PlaneBuilder.build_into`)."""
+        builder = XSpaceBuilder()
+        for plane in self.column_planes():
+            copy = builder.plane(plane.name, plane.id)
+            copy._event_meta = plane._event_meta
+            copy._event_meta_stats = plane._event_meta_stats
+            copy.stats = plane.stats
+            for line in plane.column_lines:
+                line.to_line_builder(copy)
+        builder.hostnames = self.hostnames
+        builder.errors = self.errors
+        builder.warnings = self.warnings
+        return builder.build()
+
+    def to_raw_columns(self) -> RawColumns:
+        """The columnar model's input, as `wire.decode_columns` would give for `build()`."""
+        codec = self.codec
+        space_header = XSpace()
+        space_header.hostnames.extend(self.hostnames)
+        space_header.errors.extend(self.errors)
+        space_header.warnings.extend(self.warnings)
+        plane_headers: list[XPlane] = []
+        lines: list[RawLine] = []
+        parts: dict[str, list[np.ndarray]] = {
+            name: [] for name in ("meta", "offset", "dur", "count", "line", "key", "kind", "value")
+        }
+        first = 0
+        planes = self.column_planes()
+        # Sorting merges the stats learnt late, which may name new stats: before the headers.
+        sorted_lines = [[line.sorted_columns() for line in plane.column_lines] for plane in planes]
+        for plane_index, plane in enumerate(planes):
+            plane_headers.append(plane.header())
+            for line, columns in zip(plane.column_lines, sorted_lines[plane_index], strict=True):
+                n = len(columns["meta"])
+                base = int(columns["start"].min()) if n else 0
+                end = int((columns["start"] + columns["dur"]).max()) if n else base
+                lines.append(
+                    RawLine(
+                        plane_index,
+                        line.id,
+                        line.display_id,
+                        line.name,
+                        line.display_name,
+                        base,
+                        (max(end, base) - base) * 1000,
+                        first,
+                        n,
+                    )
+                )
+                parts["meta"].append(columns["meta"])
+                parts["offset"].append((columns["start"] - base) * 1000)
+                parts["dur"].append(columns["dur"] * 1000)
+                parts["count"].append(columns["stat_count"])
+                parts["line"].append(np.full(n, len(lines) - 1, np.int32))
+                parts["key"].append(columns["key"].astype(np.int64) + 1)
+                parts["kind"].append(columns["kind"])
+                parts["value"].append(columns["value"])
+                first += n
+
+        def joined(name: str, dtype: type) -> np.ndarray:
+            return (
+                np.concatenate(parts[name]).astype(dtype, copy=False)
+                if parts[name]
+                else (np.zeros(0, dtype))
+            )
+
+        counts = joined("count", np.int64)
+        stat_start = np.zeros(len(counts) + 1, np.int64)
+        np.cumsum(counts, out=stat_start[1:])
+        kinds = joined("kind", np.int8)
+        values = joined("value", np.int64)
+        doubles = np.flatnonzero(kinds == KIND_DOUBLE)
+        if len(doubles):  # float rows hold an index into the codec's floats: store the bits
+            bits = np.frombuffer(codec.floats, np.float64).view(np.int64)
+            values[doubles] = bits[values[doubles]]
+        return RawColumns(
+            space_header,
+            plane_headers,
+            lines,
+            ev_meta=joined("meta", np.int64),
+            ev_offset_ps=joined("offset", np.int64),
+            ev_duration_ps=joined("dur", np.int64),
+            ev_stat_start=stat_start,
+            ev_line=joined("line", np.int32),
+            st_meta=joined("key", np.int64),
+            st_kind=kinds,
+            st_value=values,
+            strings=[text.encode("utf-8", "surrogateescape") for text in codec.string_list],
+            aggregated_events=0,
+        )
