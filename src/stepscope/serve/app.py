@@ -32,6 +32,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from stepscope.errors import StepscopeError
+from stepscope.executor import Executor
 from stepscope.serve.capture_routes import CaptureManager, capture_routes
 from stepscope.serve.http import ApiRequest, Handler, error_response
 from stepscope.serve.routes import build_routes
@@ -197,10 +198,12 @@ def serve(
     use_cache: bool = True,
     run: str | None = None,
     say: Callable[[str], None] = print,
+    executor: Executor | None = None,
 ) -> None:
     """Serve the UI for ``logdir`` until interrupted; prints the URL to open. With ``run`` (a
     run name as `stepscope runs` lists it), the URL opens that run's overview."""
-    server, sock, _state, url = _prepare(logdir, host, port, use_cache, _stderr)
+    state = ServerState(logdir, use_cache=use_cache, executor=executor)
+    server, sock, _state, url = _prepare(logdir, host, port, use_cache, _stderr, state)
     url = page_url(url, run)
     say(f"stepscope: serving {_state.logdir} at {url}  (Ctrl-C to stop)")
     if open_browser:
@@ -209,6 +212,8 @@ def serve(
         server.run(sockets=[sock])
     finally:
         sock.close()
+        if executor is not None:
+            executor.close()
 
 
 def start_server(

@@ -35,6 +35,7 @@ from stepscope.serve.http import (
 from stepscope.serve.security import BadRequestError, check_host, check_options, check_tool_host
 from stepscope.serve.state import ServerState
 from stepscope.serve.tool_cache import etag_for, make_key
+from stepscope.tools._fanout import build_tool, prepare
 from stepscope.tools.registry import ToolEndpoint, ToolSpec
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -164,7 +165,7 @@ def _tool_handler(state: ServerState, spec: ToolSpec) -> Handler:
         if _not_modified(request, etag):
             return ApiResponse(304, b"", "application/json", headers)
         entry = state.tool_cache.get(
-            key, fingerprint, lambda: spec.build(state.context(run, host, options))
+            key, fingerprint, lambda: build_tool(state.context(run, host, options), spec)
         )
         if fmt == "csv":
             safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{spec.name}-{run.name}-{host}")
@@ -292,7 +293,9 @@ def _available(state: ServerState, spec: ToolSpec, run_name: str, host: str | No
     if chosen == ALL_HOSTS and not spec.multi_host:
         return False
     try:
-        return bool(spec.available(state.context(run, chosen)))
+        ctx = state.context(run, chosen)
+        prepare(ctx, spec, build=False)
+        return bool(spec.available(ctx))
     except StepscopeError:
         return False
     except Exception:  # a bug in one tool's check must not hide every tool: report, skip it

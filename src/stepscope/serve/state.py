@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from stepscope.errors import NotFoundError
+from stepscope.executor import Executor
 from stepscope.model import ALL_HOSTS, Run, discover_runs, fs
 from stepscope.serve import security
 from stepscope.serve.tool_cache import ToolCache
@@ -30,6 +31,7 @@ class ServerState:
         tools: Callable[[], Sequence[ToolSpec]] = all_tools,
         rediscover_s: float = 1.0,
         max_profiles: int = 8,
+        executor: Executor | None = None,
     ) -> None:
         self.logdir = fs.normalize(str(logdir))
         if not fs.isdir(self.logdir) and not fs.isfile(self.logdir):
@@ -37,6 +39,7 @@ class ServerState:
         self.use_cache = use_cache
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.max_profiles = max_profiles
+        self.executor = executor  # ALL_HOSTS per-host work (None: chosen by the run's size)
         self.tools = tools
         self.rediscover_s = rediscover_s
         self.store = self._new_store()
@@ -48,7 +51,10 @@ class ServerState:
 
     def _new_store(self) -> ProfileStore:
         return ProfileStore(
-            max_profiles=self.max_profiles, use_cache=self.use_cache, cache_dir=self.cache_dir
+            max_profiles=self.max_profiles,
+            use_cache=self.use_cache,
+            cache_dir=self.cache_dir,
+            executor=self.executor,
         )
 
     def runs(self, max_age_s: float | None = None) -> list[Run]:

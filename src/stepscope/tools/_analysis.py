@@ -21,8 +21,8 @@ from stepscope.stats import (
     summarize_steps,
 )
 from stepscope.stats.device import DeviceInfo, devices, framework_of, precision_ns, utilization
-from stepscope.stats.diagnostics.base import Finding, HostData
-from stepscope.stats.diagnostics.runner import diagnose_run
+from stepscope.stats.diagnostics.base import Finding, HostData, sort_findings
+from stepscope.stats.diagnostics.runner import diagnose_across, diagnose_host
 from stepscope.stats.kernels import KernelDb, build_kernel_db
 from stepscope.stats.tf_data import PipelineStats, build_tf_data_stats
 from stepscope.tools.context import ToolContext
@@ -112,13 +112,24 @@ def _host_data(ctx: ToolContext, host: str) -> HostData:
 
 def findings(ctx: ToolContext) -> list[Finding]:
     """All diagnostic findings for the selected host(s), most severe first (the diagnostics
-    tool, and the overview's recommendations)."""
+    tool, and the overview's recommendations).
+
+    Per-host findings are intermediates of each host (computed where the host is analyzed:
+    a worker, for ALL_HOSTS); the findings across hosts reduce the hosts' step databases."""
     options = {o.name: ctx.option(o.name, o.default) for o in DIAGNOSTIC_OPTIONS}
     key = "diagnostics:" + ",".join(f"{k}={v}" for k, v in sorted(options.items()))
     hosts = ctx.hosts
-    # Cached per (run, first host, options): the overview and the diagnostics tool share it.
-    return ctx.intermediate(
-        hosts[0],
-        key + "|" + "|".join(hosts),
-        lambda _p: diagnose_run([_host_data(ctx, h) for h in hosts], options),
-    )
+
+    def per_host(h: str) -> list[Finding]:
+        return ctx.intermediate(h, key, lambda _p: diagnose_host(_host_data(ctx, h), options))
+
+    def whole_run() -> list[Finding]:
+        found = [f for h in hosts for f in per_host(h)]
+        found += diagnose_across([(h, step_db(ctx, h)) for h in hosts], options)
+        return sort_findings(found)
+
+    if len(hosts) == 1:
+        return per_host(hosts[0])
+    # Cached per (run, hosts, options) without opening a profile: the overview and the
+    # diagnostics tool share the reduction.
+    return ctx.store.reduction((ctx.run.name, key, *hosts), whole_run)

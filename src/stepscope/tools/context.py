@@ -7,9 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from threading import Lock
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from stepscope.model import ALL_HOSTS, Profile, Run, open_host
+
+if TYPE_CHECKING:
+    from stepscope.executor import Executor, ProgressFn
 
 T = TypeVar("T")
 
@@ -27,13 +30,22 @@ class ProfileStore:
         use_cache: bool = True,
         cache_dir: Path | None = None,
         progress: Callable[[str], None] | None = None,
+        executor: Executor | None = None,
+        host_progress: ProgressFn | None = None,
     ) -> None:
         self.max_profiles = max_profiles
         self.use_cache = use_cache
         self.cache_dir = cache_dir
         self.progress = progress
+        # Where ALL_HOSTS per-host work runs (None: chosen per request by its size) and how
+        # its progress is shown; see tools/_fanout.py.
+        self.executor = executor
+        self.host_progress = host_progress
         self._profiles: OrderedDict[str, Profile] = OrderedDict()
         self._intermediates: dict[tuple[str, str], Any] = {}
+        self._summarized: set[tuple[str, str, tuple[tuple[str, str], ...]]] = set()
+        self._reductions: dict[tuple[str, ...], Any] = {}
+        self.host_errors: dict[str, str] = {}  # host file path -> why its analysis failed
         self._lock = Lock()
 
     def profile(self, run: Run, host: str) -> Profile:
@@ -56,6 +68,40 @@ class ProfileStore:
                 }
         return profile
 
+    def reduction(self, key: tuple[str, ...], build: Callable[[], T]) -> T:
+        """A value computed from several hosts' intermediates (never from a profile), memoized
+        under ``key`` for the life of the store."""
+        with self._lock:
+            if key in self._reductions:
+                return self._reductions[key]
+        value = build()
+        with self._lock:
+            self._reductions[key] = value
+        return value
+
+    def intermediates(self) -> dict[tuple[str, str], Any]:
+        """Every memoized intermediate, by (host file path, name)."""
+        with self._lock:
+            return dict(self._intermediates)
+
+    def has_summary(self, path: str, tool: str, options: tuple[tuple[str, str], ...]) -> bool:
+        with self._lock:
+            return (path, tool, options) in self._summarized
+
+    def seed(
+        self, path: str, tool: str, options: tuple[tuple[str, str], ...], values: dict[str, Any]
+    ) -> None:
+        """Adopts intermediates a worker computed for the host file at ``path``."""
+        with self._lock:
+            for name, value in values.items():
+                self._intermediates.setdefault((path, name), value)
+            self._summarized.add((path, tool, options))
+            self.host_errors.pop(path, None)
+
+    def fail(self, path: str, error: str) -> None:
+        with self._lock:
+            self.host_errors[path] = error
+
     def intermediate(self, run: Run, host: str, name: str, build: Callable[[Profile], T]) -> T:
         """``build(profile)`` computed once per (host file, name)."""
         key = (run.host(host).path, name)
@@ -77,8 +123,19 @@ class ToolContext:
 
     @property
     def hosts(self) -> list[str]:
-        """The selected host names (all of them for ALL_HOSTS)."""
-        return self.run.host_names if self.host == ALL_HOSTS else [self.run.host(self.host).host]
+        """The selected host names (for ALL_HOSTS: all but the ones whose analysis failed)."""
+        if self.host != ALL_HOSTS:
+            return [self.run.host(self.host).host]
+        failed = self.failed
+        return [h for h in self.run.host_names if h not in failed]
+
+    @property
+    def failed(self) -> dict[str, str]:
+        """ALL_HOSTS: host name -> the one-line error of each host that could not be analyzed."""
+        if self.host != ALL_HOSTS or not self.store.host_errors:
+            return {}
+        errors = self.store.host_errors
+        return {h.host: errors[h.path] for h in self.run.hosts if h.path in errors}
 
     def profiles(self) -> list[Profile]:
         return [self.store.profile(self.run, h) for h in self.hosts]

@@ -11,6 +11,7 @@ import argparse
 import shutil
 
 from stepscope.cli.commands.tool import context_for
+from stepscope.cli.hosts import add_executor_arguments, report_failed
 from stepscope.cli.output import human_ns, table
 from stepscope.stats import SOURCES
 from stepscope.stats.events import CATEGORY_LABELS
@@ -42,6 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--top", type=int, default=10, help="number of top ops (default 10)")
     parser.add_argument("--no-cache", action="store_true", help="convert again, ignoring the cache")
+    add_executor_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -136,10 +138,16 @@ def render(overview: OverviewPage, pipeline: InputPipelineAnalysis, top: int) ->
 def run(args: argparse.Namespace) -> int:
     options = {"step_source": args.step_source}
     ctx = context_for(
-        args.run, get_tool("overview_page"), args.host, options, use_cache=not args.no_cache
+        args.run,
+        get_tool("overview_page"),
+        args.host,
+        options,
+        use_cache=not args.no_cache,
+        args=args,
+        also=(get_tool("input_pipeline_analyzer"),),
     )
     overview = get_tool("overview_page").build(ctx)
     pipeline = get_tool("input_pipeline_analyzer").build(ctx)
     assert isinstance(overview, OverviewPage) and isinstance(pipeline, InputPipelineAnalysis)
     print(render(overview, pipeline, args.top))
-    return 0
+    return report_failed(ctx.failed)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from stepscope.cli.hosts import add_executor_arguments, executor_from
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -29,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="convert profiles again instead of reading the on-disk cache",
     )
+    add_executor_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -42,5 +45,6 @@ def run(args: argparse.Namespace) -> int:
         port=args.port,
         open_browser=args.open,
         use_cache=not args.no_cache,
+        executor=executor_from(args),
     )
     return 0

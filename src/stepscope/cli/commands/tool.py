@@ -10,10 +10,17 @@ from __future__ import annotations
 import argparse
 import sys
 
+from stepscope.cli.hosts import (
+    add_executor_arguments,
+    executor_from,
+    host_progress,
+    report_failed,
+)
 from stepscope.cli.output import print_json
 from stepscope.errors import StepscopeError
 from stepscope.model import ALL_HOSTS, open_run
 from stepscope.model.load import stderr_progress
+from stepscope.tools._fanout import host_errors_json, prepare
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import ToolSpec, all_tools, get_tool
 
@@ -67,6 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="tool option (repeatable)",
     )
     parser.add_argument("--no-cache", action="store_true", help="convert again, ignoring the cache")
+    add_executor_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -82,11 +90,31 @@ def parse_options(spec: ToolSpec, pairs: list[str]) -> dict[str, str]:
 
 
 def context_for(
-    path: str, spec: ToolSpec, host: str | None, options: dict[str, str], use_cache: bool = True
+    path: str,
+    spec: ToolSpec,
+    host: str | None,
+    options: dict[str, str],
+    use_cache: bool = True,
+    args: argparse.Namespace | None = None,
+    also: tuple[ToolSpec, ...] = (),
 ) -> ToolContext:
+    """The tool's context, with the per-host work of ALL_HOSTS already done (on the executor
+    ``args`` names: --workers / --dask)."""
     run_ = open_run(path)
-    store = ProfileStore(use_cache=use_cache, progress=stderr_progress())
+    executor = executor_from(args) if args is not None and hasattr(args, "workers") else None
+    store = ProfileStore(
+        use_cache=use_cache,
+        progress=stderr_progress(),
+        executor=executor,
+        host_progress=host_progress(),
+    )
     ctx = ToolContext(run_, spec.resolve_host(run_, host), store, options)
+    try:
+        for each in (spec, *also):
+            prepare(ctx, each)
+    finally:
+        if executor is not None:
+            executor.close()
     if not spec.available(ctx):
         raise StepscopeError(
             f"tool {spec.name} has nothing to show for {run_.name}: the profile lacks "
@@ -102,11 +130,19 @@ def run(args: argparse.Namespace) -> int:
             f"tool {spec.name} has no CSV output (formats: {', '.join(spec.formats)})"
         )
     ctx = context_for(
-        args.run, spec, args.host, parse_options(spec, args.option), use_cache=not args.no_cache
+        args.run,
+        spec,
+        args.host,
+        parse_options(spec, args.option),
+        use_cache=not args.no_cache,
+        args=args,
     )
     result = spec.build(ctx)
     if args.csv:
         sys.stdout.write(result.to_csv())  # type: ignore[attr-defined]
     else:
-        print_json(result.to_json())
-    return 0
+        data = result.to_json()
+        if ctx.failed:
+            data["host_errors"] = host_errors_json(ctx)
+        print_json(data)
+    return report_failed(ctx.failed)

@@ -175,6 +175,8 @@ async function renderTool(token, tool, run, host, given) {
     const root = h('div', { class: 'tool-page', dataset: { tool: tool.name } },
       h('h1', {}, tool.title, h('span', { class: 'subtitle' }, ` ${run.run} · ${host === ALL_HOSTS ? 'all hosts' : host}`)),
       optionControls(tool, options, (name, value) => go(tool.name, run.run, host, { ...options, [name]: value })));
+    // ALL_HOSTS: hosts whose file could not be analyzed are left out and listed here.
+    for (const e of data.host_errors || []) root.append(note(`Host ${e.host} left out: ${e.error}`, 'error'));
     const ctx = {
       run: run.run, host, tool: tool.name, options, tools: state.tools,
       href: (name, extra = {}) => hrefFor(name, run.run, host, extra),

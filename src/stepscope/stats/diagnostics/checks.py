@@ -6,11 +6,12 @@ order here is the order checks run in and the order the diagnostics tool lists t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from stepscope.stats.diagnostics import device, host, multi, streams
 from stepscope.stats.diagnostics.base import Finding, HostData
+from stepscope.stats.steps.breakdown import StepDb
 
 Options = dict[str, str]
 
@@ -20,7 +21,9 @@ class Check:
     id: str  # the id of the findings it returns
     description: str  # what it looks at, for people
     on_host: Callable[[HostData, Options], Finding | None] | None = None
-    on_run: Callable[[list[HostData], Options], Finding | None] | None = None
+    # Run checks read only each host's step database, so an ALL_HOSTS run reduces per-host
+    # summaries (computed by workers) without opening a profile.
+    on_run: Callable[[Sequence[tuple[str, StepDb]], Options], Finding | None] | None = None
 
 
 CHECKS: tuple[Check, ...] = (

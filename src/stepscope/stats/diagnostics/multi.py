@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import NamedTuple
+
 import numpy as np
 
 from stepscope.stats.diagnostics.base import (
@@ -14,6 +17,7 @@ from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.events import EventType
 from stepscope.stats.intervals import merge, overlap_with
 from stepscope.stats.kernels import launch_events, op_candidates
+from stepscope.stats.steps.breakdown import StepDb
 
 COLLECTIVE_SHARE = (0.03, 0.15)  # REFERENCE §4: collectives over 3% / 15% of step time
 SLOW_VS_LINK = 3.0  # collectives taking 3x what the link bandwidth allows
@@ -62,6 +66,11 @@ _KINDS = (
     "Send",
     "Recv",
 )
+
+
+class _Host(NamedTuple):
+    host: str
+    steps: StepDb
 
 
 def link_bandwidth_gbps(data: HostData, options: dict[str, str]) -> tuple[float, str]:
@@ -293,10 +302,12 @@ def device_skew_within_host(data: HostData, options: dict[str, str]) -> Finding 
     )
 
 
-def skew_across_hosts(hosts: list[HostData], options: dict[str, str]) -> Finding | None:
+def skew_across_hosts(
+    hosts: Sequence[tuple[str, StepDb]], options: dict[str, str]
+) -> Finding | None:
     """Stragglers across hosts/ranks: compare each step's compute time (clocks may differ, so
-    start times are not compared)."""
-    usable = [h for h in hosts if h.steps.n_steps]
+    start times are not compared). ``hosts``: (name, step database) of each host."""
+    usable = [_Host(name, db) for name, db in hosts if db.n_steps]
     if len(usable) < 2:
         return None
     common = set(usable[0].steps.step_num.tolist())

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from stepscope.stats.diagnostics.base import Finding, HostData, sort_findings
 from stepscope.stats.diagnostics.checks import CHECKS
+from stepscope.stats.steps.breakdown import StepDb
 
 
 def diagnose_host(data: HostData, options: dict[str, str] | None = None) -> list[Finding]:
@@ -17,12 +20,21 @@ def diagnose_host(data: HostData, options: dict[str, str] | None = None) -> list
     return sort_findings(found)
 
 
+def diagnose_across(
+    steps: Sequence[tuple[str, StepDb]], options: dict[str, str] | None = None
+) -> list[Finding]:
+    """The findings across hosts (stragglers), from each host's (name, step database)."""
+    found = []
+    for check in CHECKS:
+        if check.on_run is not None:
+            across = check.on_run(steps, options or {})
+            if across is not None:
+                found.append(across)
+    return found
+
+
 def diagnose_run(hosts: list[HostData], options: dict[str, str] | None = None) -> list[Finding]:
     """Findings of every host plus the ones across hosts (stragglers)."""
     found = [f for data in hosts for f in diagnose_host(data, options)]
-    for check in CHECKS:
-        if check.on_run is not None:
-            across = check.on_run(hosts, options or {})
-            if across is not None:
-                found.append(across)
+    found += diagnose_across([(h.host, h.steps) for h in hosts], options)
     return sort_findings(found)

@@ -1,0 +1,86 @@
+"""Options and output shared by commands that analyze many hosts at once: where the per-host
+work runs (``--workers N``, ``--dask ADDRESS``), per-host progress on stderr, and the report of
+hosts that could not be analyzed (exit status 3: a partial result)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from stepscope.executor import Executor, ProgressFn, make_executor
+from stepscope.executor.dask import SCHEDULER_ENV
+
+PARTIAL_EXIT = 3  # the result is printed but some hosts are missing from it
+LINE_PER_HOST_MAX = 64  # more hosts than this: progress lines every 5% instead
+
+
+def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("many hosts (ALL_HOSTS)")
+    group.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="local worker processes for the per-host work (default: one per CPU core; "
+        "0: in this process; small runs are analyzed in this process unless N is given)",
+    )
+    group.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help=f"run the per-host work on a Dask cluster (tcp://scheduler:8786; default "
+        f"${SCHEDULER_ENV}); workers read the profiles themselves",
+    )
+
+
+def executor_from(args: argparse.Namespace) -> Executor | None:
+    """The executor the user asked for, or None to let each request choose by its size."""
+    import os
+
+    if args.workers is None and not args.dask and not os.environ.get(SCHEDULER_ENV):
+        return None
+    return make_executor(workers=args.workers, dask=args.dask)
+
+
+def host_progress() -> ProgressFn:
+    """Per-host progress on stderr: a line redrawn in place on a terminal; elsewhere one line
+    per host (every 5% beyond 64 hosts); failures and retries always get their own line."""
+    started = time.monotonic()
+    tty = sys.stderr.isatty()
+    state = {"failed": 0, "cached": 0, "open": False, "last_pct": -1}
+
+    def report(host: str, status: str, done: int, total: int) -> None:
+        elapsed = f"{time.monotonic() - started:5.1f}s"
+        if status == "failed":
+            state["failed"] += 1
+        counts = f"{done}/{total} hosts" + (
+            f", {state['failed']} failed" if state["failed"] else ""
+        )
+        if status in ("failed", "retrying"):
+            if state["open"]:
+                sys.stderr.write("\n")
+                state["open"] = False
+            print(f"[{elapsed}] {host}: {status} ({counts})", file=sys.stderr, flush=True)
+            return
+        if tty:
+            sys.stderr.write(f"\r[{elapsed}] {counts}: {host[:40]:<40}")
+            state["open"] = done < total
+            if done >= total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+            return
+        pct = 100 * done // max(total, 1)
+        if total <= LINE_PER_HOST_MAX or pct // 5 > state["last_pct"] // 5 or done == total:
+            state["last_pct"] = pct
+            print(f"[{elapsed}] {host}: {status} ({counts})", file=sys.stderr, flush=True)
+
+    return report
+
+
+def report_failed(failed: dict[str, str]) -> int:
+    """Prints the hosts left out; the exit status (0, or PARTIAL_EXIT when some failed)."""
+    if not failed:
+        return 0
+    print(f"stepscope: warning: {len(failed)} host(s) left out of the result:", file=sys.stderr)
+    for host, error in failed.items():
+        print(f"  {host}: {error}", file=sys.stderr)
+    return PARTIAL_EXIT

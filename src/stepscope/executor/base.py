@@ -1,0 +1,123 @@
+"""The executor interface, the outcome of one host's task, and the in-process executor."""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from stepscope.errors import StepscopeError
+from stepscope.model.runs import HostFile
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RETRIES = 2  # extra attempts after an unexpected failure (a worker lost, an I/O hiccup)
+
+
+@dataclass(frozen=True)
+class HostTask:
+    """What a worker needs: the host's file and the (picklable) arguments of the function."""
+
+    host: HostFile
+    args: Any = None
+
+
+# fn(task) -> summary. Must be a module-level function (pickled by reference).
+TaskFn = Callable[[HostTask], Any]
+# progress(host, state, done, total): state is "done", "cached", "failed" or "retrying".
+ProgressFn = Callable[[str, str, int, int], None]
+
+
+@dataclass(frozen=True)
+class HostOutcome:
+    host: str
+    value: Any = None
+    error: str = ""  # one line for the user; "" when the task succeeded
+    attempts: int = 1
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+
+def is_permanent(exc: BaseException) -> bool:
+    """A user-facing error (corrupt, missing or too large file) fails the same way every time,
+    so it is not retried; anything else might be transient."""
+    return isinstance(exc, StepscopeError)
+
+
+def error_line(host: HostFile, exc: BaseException) -> str:
+    """The one-line message of a failed host: the user error's own text, else the exception
+    type and text (the traceback goes to the log, not to the user)."""
+    if isinstance(exc, StepscopeError):
+        return str(exc)
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{host.path}: analysis failed ({type(exc).__name__}: {text or 'no message'})"
+
+
+def run_task(fn: TaskFn, task: HostTask, retries: int) -> HostOutcome:
+    """Runs one task where it is called, with retries; never raises."""
+    started = time.monotonic()
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            value = fn(task)
+            return HostOutcome(task.host.host, value, "", attempt, time.monotonic() - started)
+        except Exception as exc:
+            if is_permanent(exc) or attempt > retries:
+                if not is_permanent(exc):
+                    log.debug("%s failed:\n%s", task.host.path, traceback.format_exc())
+                line = error_line(task.host, exc)
+                return HostOutcome(task.host.host, None, line, attempt, time.monotonic() - started)
+            log.info("%s: attempt %d failed (%s); retrying", task.host.path, attempt, exc)
+
+
+class Executor(Protocol):
+    """Runs ``fn`` on every task; yields (index of the task, outcome) as they complete."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def workers(self) -> int: ...
+
+    def map(
+        self, fn: TaskFn, tasks: Sequence[HostTask], progress: ProgressFn | None = None
+    ) -> Iterator[tuple[int, HostOutcome]]: ...
+
+    def close(self) -> None: ...
+
+
+def report(progress: ProgressFn | None, outcome: HostOutcome, done: int, total: int) -> None:
+    if progress is not None:
+        if not outcome.ok:
+            status = "failed"
+        else:
+            status = "cached" if getattr(outcome.value, "cached", False) else "done"
+        progress(outcome.host, status, done, total)
+
+
+class InlineExecutor:
+    """Runs tasks one after the other in this process (one host, or ``--workers 0``)."""
+
+    name = "inline"
+    workers = 0
+
+    def __init__(self, retries: int = DEFAULT_RETRIES) -> None:
+        self.retries = retries
+
+    def map(
+        self, fn: TaskFn, tasks: Sequence[HostTask], progress: ProgressFn | None = None
+    ) -> Iterator[tuple[int, HostOutcome]]:
+        for i, task in enumerate(tasks):
+            outcome = run_task(fn, task, self.retries)
+            report(progress, outcome, i + 1, len(tasks))
+            yield i, outcome
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,42 @@
+"""Picking the executor from the user's options: ``--dask`` / ``$STEPSCOPE_DASK_SCHEDULER``
+first, then ``--workers N`` local processes (default: the CPU cores this process may use)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from stepscope.errors import StepscopeError
+from stepscope.executor.base import DEFAULT_RETRIES, Executor, InlineExecutor
+from stepscope.executor.dask import SCHEDULER_ENV, DaskExecutor
+from stepscope.executor.local import LocalExecutor
+
+
+def default_workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def make_executor(
+    workers: int | None = None,
+    dask: str | None = None,
+    client: Any = None,
+    retries: int = DEFAULT_RETRIES,
+) -> Executor:
+    """``client`` (a ``dask.distributed.Client``) or ``dask`` (a scheduler address) or
+    ``$STEPSCOPE_DASK_SCHEDULER`` -> Dask; otherwise a local pool of ``workers`` processes
+    (0: run in this process)."""
+    if client is not None:
+        return DaskExecutor(client=client, retries=retries)
+    address = dask or os.environ.get(SCHEDULER_ENV, "")
+    if address:
+        return DaskExecutor(address=address, retries=retries)
+    if workers is None:
+        workers = default_workers()
+    if workers < 0:
+        raise StepscopeError(f"--workers {workers}: give 0 (in this process) or more")
+    if workers == 0:
+        return InlineExecutor(retries=retries)
+    return LocalExecutor(workers, retries=retries)

@@ -1,0 +1,108 @@
+"""The default executor: a pool of local worker processes (``--workers N``).
+
+Workers are started from a fork server (Linux) or spawned (elsewhere), never forked from the
+caller, because the caller may be a threaded web server. A worker process that dies (killed
+for memory, a crash in native code) breaks the pool: the tasks it took down are given to a new
+pool, up to ``retries`` more times each, then reported as failed.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import sys
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+
+from stepscope.executor.base import (
+    DEFAULT_RETRIES,
+    HostOutcome,
+    HostTask,
+    ProgressFn,
+    TaskFn,
+    report,
+    run_task,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    if sys.platform.startswith("linux"):
+        return multiprocessing.get_context("forkserver")
+    return multiprocessing.get_context("spawn")
+
+
+class LocalExecutor:
+    """``workers`` processes on this machine; the pool lives until `close`."""
+
+    name = "local"
+
+    def __init__(self, workers: int, retries: int = DEFAULT_RETRIES) -> None:
+        if workers < 1:
+            raise ValueError("a local pool needs at least one worker")
+        self.workers = workers
+        self.retries = retries
+        self._pool: ProcessPoolExecutor | None = None
+
+    def _get_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_context())
+        return self._pool
+
+    def _reset_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = None
+
+    def map(
+        self, fn: TaskFn, tasks: Sequence[HostTask], progress: ProgressFn | None = None
+    ) -> Iterator[tuple[int, HostOutcome]]:
+        total = len(tasks)
+        crashes = [0] * total
+        todo = list(range(total))
+        done = 0
+        while todo:
+            pool = self._get_pool()
+            # Exceptions raised by fn are retried inside the worker (run_task); here only the
+            # loss of a worker process is seen, as BrokenProcessPool on its futures.
+            futures: dict[Future[HostOutcome], int] = {
+                pool.submit(run_task, fn, tasks[i], self.retries): i for i in todo
+            }
+            todo = []
+            broken = False
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    i = futures[future]
+                    try:
+                        outcome = future.result()
+                    except BrokenProcessPool:
+                        broken = True
+                        crashes[i] += 1
+                        if crashes[i] <= self.retries:
+                            todo.append(i)
+                            if progress is not None:
+                                progress(tasks[i].host.host, "retrying", done, total)
+                            continue
+                        outcome = HostOutcome(
+                            tasks[i].host.host,
+                            None,
+                            f"{tasks[i].host.path}: the worker process analyzing it died "
+                            f"{crashes[i]} times (out of memory? try fewer --workers)",
+                            crashes[i],
+                        )
+                    done += 1
+                    report(progress, outcome, done, total)
+                    yield i, outcome
+            if broken:
+                log.warning("a worker process died; %d task(s) go to a new pool", len(todo))
+                self._reset_pool()
+            todo.sort()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None

@@ -1,0 +1,229 @@
+"""ALL_HOSTS tools as reductions of per-host summaries computed by workers.
+
+For a tool asked for ALL_HOSTS of a run with several hosts, each host is one task
+(`host_summary`): the worker opens the host's profile, runs the tool on that host alone, and
+returns the per-host intermediates the tool computed (step database, op metrics, kernel and
+memory summaries, findings...): small values, never the profile. The driver seeds its store
+with them, so the tool's own ALL_HOSTS build then reduces them without opening any profile.
+Summaries are cached on disk by the file's content hash, tool and options: a rerun only
+recomputes the hosts whose bytes changed. A host that fails (corrupt, missing, too large) is
+reported in ``store.host_errors`` and left out; the others are analyzed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import os
+import pickle
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stepscope._version import __version__
+from stepscope.errors import StepscopeError
+from stepscope.executor import Executor, HostTask, InlineExecutor, content_hash, make_executor
+from stepscope.model import ALL_HOSTS, Profile, Run
+from stepscope.model.cache import default_cache_dir
+from stepscope.model.runs import HostFile
+from stepscope.tools.context import ProfileStore, ToolContext
+from stepscope.tools.registry import ToolResult, ToolSpec, get_tool
+
+log = logging.getLogger(__name__)
+
+SUMMARY_SCHEMA = 1
+# Below this much profile data in all, a local pool costs more to start than it saves.
+POOL_MIN_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class SummaryArgs:
+    tool: str
+    options: tuple[tuple[str, str], ...]
+    cache_dir: str  # "" when the summary cache is off (--no-cache)
+    use_cache: bool
+    build: bool = True  # False: only what the tool's availability check needs
+
+
+@dataclass(frozen=True)
+class HostSummary:
+    values: dict[str, Any] = field(default_factory=dict)  # intermediate name -> value
+    cached: bool = False
+
+
+class _NoProfile(pickle.Pickler):
+    """Refuses to pickle a Profile: a summary must never carry the profile back."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, Profile):
+            raise pickle.PicklingError("holds a Profile")
+        return NotImplemented
+
+
+def _shippable(value: Any) -> bool:
+    try:
+        _NoProfile(io.BytesIO(), protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        log.debug("intermediate not shipped: %s", exc)
+        return False
+    return True
+
+
+def _summary_path(cache_dir: str, digest: str, host: str, args: SummaryArgs) -> Path:
+    # The host name is part of the key: summaries name their host (findings, memory rows),
+    # so two ranks with identical bytes still get their own entries.
+    raw = repr((SUMMARY_SCHEMA, __version__, digest, host, args.tool, args.options, args.build))
+    key = hashlib.blake2b(raw.encode(), digest_size=16).hexdigest()
+    return Path(cache_dir) / "summaries" / key[:2] / f"{key}.pkl"
+
+
+def _read_summary(path: Path) -> HostSummary | None:
+    try:
+        with open(path, "rb") as f:
+            found = pickle.load(f)
+    except FileNotFoundError:
+        return None
+    except Exception:
+        log.info("summary cache entry %s unreadable; recomputing", path)
+        return None
+    return found if isinstance(found, HostSummary) else None
+
+
+def _write_summary(path: Path, summary: HostSummary) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(summary, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError as exc:  # a read-only cache must not stop the analysis
+        log.warning("could not write summary cache %s: %s", path, exc)
+
+
+def host_summary(task: HostTask) -> HostSummary:
+    """Runs in a worker: one host's intermediates for one tool (from the cache when the file's
+    bytes were seen before)."""
+    args: SummaryArgs = task.args
+    host = task.host
+    cache_path = None
+    if args.cache_dir:
+        try:
+            digest = content_hash(host.path)
+        except FileNotFoundError:
+            raise StepscopeError(f"{host.path}: file not found (was it moved?)") from None
+        except OSError as exc:
+            raise StepscopeError(f"{host.path}: cannot read ({exc.strerror or exc})") from None
+        cache_path = _summary_path(args.cache_dir, digest, host.host, args)
+        found = _read_summary(cache_path)
+        if found is not None:
+            return HostSummary(found.values, cached=True)
+    store = ProfileStore(
+        max_profiles=1,
+        use_cache=args.use_cache,
+        cache_dir=Path(args.cache_dir) if args.cache_dir else None,
+    )
+    ctx = ToolContext(Run(host.host, host.path, (host,)), host.host, store, dict(args.options))
+    spec = get_tool(args.tool)
+    # Availability checks are intermediates too; the build runs even when this host alone
+    # has nothing to show (the pod viewer of one single-GPU host), because the ALL_HOSTS
+    # build reduces the same per-host intermediates.
+    available = bool(spec.available(ctx))
+    if args.build:
+        try:
+            spec.build(ctx)
+        except StepscopeError:
+            if available:
+                raise
+    values = {
+        name: value for (_path, name), value in store.intermediates().items() if _shippable(value)
+    }
+    summary = HostSummary(values)
+    if cache_path is not None:
+        _write_summary(cache_path, summary)
+    return summary
+
+
+def _auto_executor(hosts: list[HostFile]) -> Executor:
+    if sum(h.size_bytes for h in hosts) < POOL_MIN_BYTES:
+        return InlineExecutor()
+    return make_executor()
+
+
+def _registered(spec: ToolSpec) -> bool:
+    try:
+        return get_tool(spec.name) is spec
+    except StepscopeError:
+        return False
+
+
+def prepare(ctx: ToolContext, spec: ToolSpec, build: bool = True) -> None:
+    """Fans ``spec``'s per-host work for an ALL_HOSTS context out to the store's executor and
+    seeds the store with the summaries (``build=False``: only what ``spec.available`` reads).
+    Raises when every host failed."""
+    run, store = ctx.run, ctx.store
+    if ctx.host != ALL_HOSTS or len(run.hosts) < 2 or not spec.multi_host:
+        return
+    if not _registered(spec):
+        return  # workers find tools by name: a tool made up in place runs in this process
+    options = tuple(sorted(ctx.options.items()))
+    tool = spec.name if build else f"{spec.name}:available"
+    todo = [
+        h
+        for h in run.hosts
+        if not store.has_summary(h.path, tool, options)
+        and not store.has_summary(h.path, spec.name, options)
+    ]
+    if todo:
+        cache_dir = str(store.cache_dir or default_cache_dir()) if store.use_cache else ""
+        args = SummaryArgs(spec.name, options, cache_dir, store.use_cache, build)
+        tasks = [HostTask(h, args) for h in todo]
+        executor = store.executor or _auto_executor(todo)
+        try:
+            for i, outcome in executor.map(host_summary, tasks, store.host_progress):
+                path = todo[i].path
+                if outcome.ok:
+                    summary: HostSummary = outcome.value
+                    store.seed(path, tool, options, summary.values)
+                else:
+                    store.fail(path, outcome.error)
+        finally:
+            if store.executor is None:
+                executor.close()
+    failed = ctx.failed
+    if len(failed) == len(run.hosts):
+        first = next(iter(failed.values()))
+        raise StepscopeError(
+            f"run {run.name!r}: all {len(run.hosts)} hosts failed (first: {first})"
+        )
+
+
+def host_errors_json(ctx: ToolContext) -> list[dict[str, str]]:
+    """The failed hosts of an ALL_HOSTS context, for the ``host_errors`` field of results."""
+    return [{"host": h, "error": e} for h, e in ctx.failed.items()]
+
+
+@dataclass(frozen=True)
+class WithHostErrors:
+    """A tool's result with the hosts that could not be analyzed (``host_errors`` in JSON)."""
+
+    result: ToolResult
+    host_errors: tuple[tuple[str, str], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.result.to_json()
+        data["host_errors"] = [{"host": h, "error": e} for h, e in self.host_errors]
+        return data
+
+    def to_csv(self) -> str:
+        return str(self.result.to_csv())  # type: ignore[attr-defined]
+
+
+def build_tool(ctx: ToolContext, spec: ToolSpec) -> ToolResult:
+    """``spec``'s result for ``ctx``: per-host work fanned out first (ALL_HOSTS), failed hosts
+    listed in the result."""
+    prepare(ctx, spec)
+    result = spec.build(ctx)
+    failed = ctx.failed
+    return WithHostErrors(result, tuple(failed.items())) if failed else result

@@ -1,0 +1,131 @@
+"""ALL_HOSTS tools fanned out per host: same results as the in-process reduction, partial
+failure per host, summaries cached by content, the driver never opening a profile."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from stepscope.cli.main import main
+from stepscope.executor import InlineExecutor
+from stepscope.model import ALL_HOSTS, open_run
+from stepscope.tools._fanout import build_tool, prepare
+from stepscope.tools.context import ProfileStore, ToolContext
+from stepscope.tools.registry import get_tool
+from tests.pod.builders import cpu_pod, gpu_pod
+
+CPU_TOOLS = ("overview_page", "input_pipeline_analyzer", "op_stats", "pod_viewer", "diagnostics")
+GPU_TOOLS = (*CPU_TOOLS, "kernel_stats", "memory_profile")
+
+
+def tool_json(run_dir: Path, tool: str, cache: Path, executor: object | None) -> dict:
+    store = ProfileStore(use_cache=True, cache_dir=cache, executor=executor)  # type: ignore[arg-type]
+    ctx = ToolContext(open_run(str(run_dir)), ALL_HOSTS, store)
+    return json.loads(json.dumps(build_tool(ctx, get_tool(tool)).to_json(), default=str))
+
+
+def reference_json(run_dir: Path, tool: str, cache: Path) -> dict:
+    """The tool computed the old way: every profile opened in this process, no fan-out."""
+    store = ProfileStore(use_cache=True, cache_dir=cache)
+    ctx = ToolContext(open_run(str(run_dir)), ALL_HOSTS, store)
+    return json.loads(json.dumps(get_tool(tool).build(ctx).to_json(), default=str))
+
+
+@pytest.fixture(scope="module")
+def cpu_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return cpu_pod(tmp_path_factory.mktemp("cpu"), 6)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache directory for the module: each profile is converted once."""
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def gpu_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return gpu_pod(tmp_path_factory.mktemp("gpu"))
+
+
+@pytest.mark.parametrize("tool", CPU_TOOLS)
+def test_fanned_out_reduction_equals_the_in_process_result(
+    cpu_run: Path, tool: str, tmp_path: Path
+) -> None:
+    fanned = tool_json(cpu_run, tool, tmp_path, InlineExecutor())
+    assert fanned == reference_json(cpu_run, tool, tmp_path / "ref")
+    assert "host_errors" not in fanned
+
+
+@pytest.mark.slow  # converts two real GPU traces (about 15 s)
+@pytest.mark.parametrize("tool", GPU_TOOLS)
+def test_gpu_ranks_fanned_out_equal_the_in_process_result(
+    gpu_run: Path, tool: str, cache: Path
+) -> None:
+    fanned = tool_json(gpu_run, tool, cache, InlineExecutor())
+    assert fanned == reference_json(gpu_run, tool, cache)
+
+
+def test_the_driver_never_opens_a_profile(cpu_run: Path, tmp_path: Path) -> None:
+    store = ProfileStore(cache_dir=tmp_path, executor=InlineExecutor())
+    ctx = ToolContext(open_run(str(cpu_run)), ALL_HOSTS, store)
+    for tool in CPU_TOOLS:
+        build_tool(ctx, get_tool(tool))
+    opened: list[str] = []
+    store.profile = lambda run, host: opened.append(host)  # type: ignore[method-assign,assignment,return-value]
+    for tool in CPU_TOOLS:  # a second round reduces the seeded summaries only
+        get_tool(tool).build(ctx)
+    assert opened == []
+
+
+def test_second_run_reads_every_summary_from_the_content_cache(
+    cpu_run: Path, tmp_path: Path
+) -> None:
+    seen: list[tuple[str, str]] = []
+
+    def progress(host: str, status: str, done: int, total: int) -> None:
+        seen.append((host, status))
+
+    for _ in range(2):
+        store = ProfileStore(cache_dir=tmp_path, executor=InlineExecutor(), host_progress=progress)
+        prepare(ToolContext(open_run(str(cpu_run)), ALL_HOSTS, store), get_tool("pod_viewer"))
+    first, second = seen[:6], seen[6:]
+    assert {s for _, s in first} == {"done"} and {s for _, s in second} == {"cached"}
+
+
+@pytest.mark.slow
+def test_copied_ranks_keep_their_own_names(gpu_run: Path, cache: Path, tmp_path: Path) -> None:
+    """Two ranks with identical bytes share nothing in the cache that names a host."""
+    twin = tmp_path / "twin"
+    twin.mkdir()
+    data = (gpu_run / "rank1.pt.trace.json.gz").read_bytes()  # the one with memory events
+    for rank in (0, 1):
+        (twin / f"rank{rank}.pt.trace.json.gz").write_bytes(data)
+    found = tool_json(twin, "memory_profile", cache, InlineExecutor())
+    assert sorted({m["host"] for m in found["memories"]}) == ["rank0", "rank1"]
+
+
+def test_one_corrupt_host_among_16(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = cpu_pod(tmp_path / "logs", 16, corrupt=(7,))
+    for tool in ("overview_page", "pod_viewer", "op_stats", "diagnostics"):
+        code = main(["tool", str(run), tool, "--workers", "0"])
+        out, err = capsys.readouterr()
+        assert code == 3, err  # partial
+        data = json.loads(out)
+        [error] = data["host_errors"]
+        assert error["host"] == "host007" and "host007.xplane.pb" in error["error"]
+        assert "not a valid XSpace" in error["error"] and "Traceback" not in err
+        assert "1 host(s) left out" in err and "host007" in err
+    assert main(["tool", str(run), "pod_viewer", "--workers", "0"]) == 3
+    pod = json.loads(capsys.readouterr().out)
+    assert len(pod["workers"]) == 15 and "host007" not in [w["host"] for w in pod["workers"]]
+
+
+def test_every_host_failing_is_one_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = cpu_pod(tmp_path / "logs", 3, corrupt=(0, 1, 2))
+    assert main(["tool", str(run), "overview_page", "--workers", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "all 3 hosts failed" in err and "Traceback" not in err
