@@ -2,8 +2,10 @@
 
 Workers are started from a fork server (Linux) or spawned (elsewhere), never forked from the
 caller, because the caller may be a threaded web server. A worker process that dies (killed
-for memory, a crash in native code) breaks the pool: the tasks it took down are given to a new
-pool, up to ``retries`` more times each, then reported as failed.
+for memory, a crash in native code) breaks the pool and every task in flight with it: those
+are run again one at a time in a new pool, so the one that kills its worker is known; it gets
+``retries`` more attempts, then is reported as failed. At most two tasks per worker are in
+flight, so a crash puts few tasks under suspicion.
 """
 
 from __future__ import annotations
@@ -62,28 +64,33 @@ class LocalExecutor:
         total = len(tasks)
         crashes = [0] * total
         todo = list(range(total))
+        todo.reverse()  # popped from the end: first task first
+        suspects: list[int] = []  # in flight when a worker died: re-run one at a time
         done = 0
-        while todo:
+        while todo or suspects:
+            alone = not todo
+            window = 1 if alone else 2 * self.workers  # few in flight: few suspects
+            queue = [suspects.pop(0)] if alone else todo
             pool = self._get_pool()
-            # Exceptions raised by fn are retried inside the worker (run_task); here only the
-            # loss of a worker process is seen, as BrokenProcessPool on its futures.
-            futures: dict[Future[HostOutcome], int] = {
-                pool.submit(run_task, fn, tasks[i], self.retries): i for i in todo
-            }
-            todo = []
+            running: dict[Future[HostOutcome], int] = {}
             broken = False
-            pending = set(futures)
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            while (queue or running) and not broken:
+                while queue and len(running) < window:
+                    i = queue.pop()
+                    running[pool.submit(run_task, fn, tasks[i], self.retries)] = i
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:
-                    i = futures[future]
+                    i = running.pop(future)
                     try:
                         outcome = future.result()
                     except BrokenProcessPool:
                         broken = True
-                        crashes[i] += 1
+                        if not alone:
+                            suspects.append(i)
+                            continue
+                        crashes[i] += 1  # it ran alone: it killed the worker
                         if crashes[i] <= self.retries:
-                            todo.append(i)
+                            suspects.append(i)
                             if progress is not None:
                                 progress(tasks[i].host.host, "retrying", done, total)
                             continue
@@ -98,9 +105,11 @@ class LocalExecutor:
                     report(progress, outcome, done, total)
                     yield i, outcome
             if broken:
-                log.warning("a worker process died; %d task(s) go to a new pool", len(todo))
+                suspects += running.values()  # lost with the pool
+                log.warning(
+                    "a worker process died; re-running %d task(s) one at a time", len(suspects)
+                )
                 self._reset_pool()
-            todo.sort()
 
     def close(self) -> None:
         if self._pool is not None:
