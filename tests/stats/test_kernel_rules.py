@@ -151,3 +151,38 @@ def _us(row: dict[str, object]) -> float:
     value = row["total_duration_us"]
     assert isinstance(value, float | int)
     return float(value)
+
+
+def test_jax_gpu_eligible_share_and_op_names_match_xprof() -> None:
+    rows = _xprof_kernel_stats()
+    total = sum(_us(r) for r in rows)
+    want = 100 * sum(_us(r) for r in rows if r["is_op_tensor_core_eligible"]) / total
+    _, eligible = _tc_share(JAX_GPU)
+    assert abs(eligible - want) <= 1.0, (eligible, want)
+    # Op names come from the HLO metadata, as XProf's; where XProf leaves the name empty (an
+    # instruction XLA made up), stepscope shows the HLO instruction's name.
+    xprof = {(str(r["kernel_name"]), str(r["op_name"])) for r in rows}
+    db = build_kernel_db(fixture_profile(JAX_GPU))
+    for row in db.rows:
+        if (row.kernel_name, row.op_name) not in xprof:
+            assert (row.kernel_name, "") in xprof and row.op_name.startswith("loop_reduce_fusion")
+    assert not any(r.op_name.startswith("XlaModule") for r in db.rows)
+
+
+def test_jax_gpu_device_op_stats_named_from_hlo_like_xprof() -> None:
+    from stepscope.stats.op_metrics import build_op_metrics
+
+    path = FIXTURES / "xspace" / "gpu_jax_fused_attention_xprof_reference"
+    table = json.loads((path / "framework_op_stats.json").read_text())
+    table = table[0] if isinstance(table, list) else table
+    ids = [c["id"] for c in table["cols"]]
+    want = {}
+    for row in table["rows"]:
+        v = dict(zip(ids, [c.get("v") for c in row["c"]], strict=True))
+        if v["host_or_device"] == "Device" and v["operation"] != "IDLE":
+            want[str(v["operation"])] = float(v["total_self_time"])
+    device = build_op_metrics(fixture_profile(JAX_GPU)).device
+    got = {n: s / 1000 for n, s in zip(device.names, device.self_ns.tolist(), strict=True)}
+    assert set(got) == set(want)
+    for name, self_us in want.items():
+        assert abs(got[name] - self_us) <= 0.01 * self_us + 0.01, name

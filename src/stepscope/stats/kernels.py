@@ -19,6 +19,7 @@ import numpy as np
 from stepscope.model import Profile
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.tensor_core import is_op_tensor_core_eligible, kernel_uses_tensor_core
+from stepscope.stats.xla_ops import xla_events
 
 MAX_ROWS = 1000  # XProf keeps the top 1000 (kernel, op) pairs by total time
 _NOT_OPS = ("python_function", "cuda_runtime", "cuda_driver", "cpu_instant_event")
@@ -195,7 +196,12 @@ def _texts(profile: Profile, ids: np.ndarray) -> dict[int, str]:
 
 def op_of_kernels(profile: Profile, kernels: np.ndarray) -> np.ndarray:
     """Per kernel: string id of its op ('' when nothing names one)."""
-    op = _own_op(profile, kernels)
+    # XLA kernels: the framework op of their HLO instruction (XProf's choice), which beats
+    # the ``XlaModule:`` placeholder and the ``name`` stat JAX copies from a fused op.
+    op = xla_events(profile).op_name_ids(kernels)
+    missing = op < 0
+    if missing.any():
+        op[missing] = _own_op(profile, kernels[missing])
     missing = op < 0
     if missing.any():
         op[missing] = _launch_ops(profile, kernels[missing])

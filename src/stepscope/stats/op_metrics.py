@@ -5,8 +5,10 @@ Which events are ops:
   events but step markers; else framework ops (`stepscope.stats.opnames`: TensorFlow,
   tf.data, JAX) plus `stepscope.trace` annotations (type "Annotation"); in profiles with
   neither, every host event but step markers and instants;
-- device: every event of a device's stream lines, named after its ``tf_op`` stat when it has
-  one (kernels of one TensorFlow/JAX op add up), else after the kernel or copy.
+- device: every event of a device's stream lines, named after the framework op of its HLO
+  instruction for XLA programs with HLO in the profile (`stepscope.stats.xla_ops`; the HLO
+  instruction's name when XLA made it up), else after its ``tf_op`` stat when it has one
+  (kernels of one TensorFlow/JAX op add up), else after the kernel or copy.
 
 Self time = duration minus the durations of the op's children: ops nested in it on the same
 line (other events do not count). Idle time, as XProf defines it: on the host, per thread, the
@@ -34,6 +36,7 @@ from stepscope.stats.events import (
 from stepscope.stats.intervals import union_ns
 from stepscope.stats.nesting import nesting_parents, self_time
 from stepscope.stats.opnames import UNKNOWN, device_op, parse_op
+from stepscope.stats.xla_ops import xla_events
 
 _HOST_OP_CATEGORIES = ("cpu_op", "user_annotation")
 # Written by stepscope's capture on the metadata of `stepscope.trace` names (capture/save.py;
@@ -136,6 +139,7 @@ def _aggregate(
     key_text: Callable[[int], tuple[str, str]],
     self_ns: np.ndarray,
     idle_ns: int,
+    known_flops: np.ndarray | None = None,
 ) -> OpTable:
     """One row per distinct (name, type) text; ``key`` groups events cheaply first."""
     if not events.size:
@@ -156,6 +160,8 @@ def _aggregate(
     eager = profile.stat("is_eager")
     is_eager = eager.present[events] & (eager.as_int(0)[events] != 0)
     flops = np.nan_to_num(profile.stat("flops").as_float()[events])
+    if known_flops is not None:  # from the HLO, where the events have no ``flops`` stat
+        flops = np.where(flops > 0, flops, known_flops)
 
     def total(weights: np.ndarray) -> np.ndarray:
         return np.bincount(row, weights=weights, minlength=rows).round().astype(np.int64)
@@ -219,16 +225,27 @@ def _device_table(profile: Profile, types: np.ndarray) -> OpTable:
     kind = (types[events].astype(np.int64) // 10).astype(np.int64)
     # one key per (tf_op or kernel name, event type)
     key = np.where(tf_op >= 0, tf_op, display).astype(np.int64) * 64 + kind * 2 + (tf_op >= 0)
+    # XLA events: one key per HLO instruction (negative), named after its framework op
+    xla = xla_events(profile)
+    xla_index = xla.op_index[events]
+    key = np.where(xla_index >= 0, -1 - xla_index, key)
+    known_flops = None
+    if xla:
+        per_op = np.array([op.flops for op in xla.ops], dtype=np.float64)
+        known_flops = np.where(xla_index >= 0, per_op[np.maximum(xla_index, 0)], 0.0)
     strings = profile.strings
 
     def text(k: int) -> tuple[str, str]:
+        if k < 0:
+            op = xla.ops[-1 - k]
+            return op.tf_op_name or op.name, op.op_type
         sid, rest = divmod(k, 64)
         event_type, has_tf_op = divmod(rest, 2)
         if has_tf_op:
             return device_op(strings[sid], "")
         return strings[sid], _DEVICE_KIND.get(event_type * 10, "Kernel")
 
-    return _aggregate(profile, "device", events, key, text, own, idle)
+    return _aggregate(profile, "device", events, key, text, own, idle, known_flops)
 
 
 def build_op_metrics(profile: Profile) -> OpMetrics:
