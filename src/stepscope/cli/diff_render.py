@@ -94,7 +94,9 @@ def render_text(diff: RunDiff, results: list[RuleResult]) -> str:
         for m in _shown_metrics(diff)
     ]
     out.append(table(rows, ["metric", "baseline", "candidate", "change", "95% interval", "sig"]))
-    out.append("* significant (seeded bootstrap, Holm-adjusted p < 0.05, above the noise floor)")
+    out.append(
+        "* significant (seeded expanded bootstrap, Holm-adjusted p < 0.05, above the noise floor)"
+    )
     for name, title in _TABLES:
         changes: tuple[RowChange, ...] = getattr(diff, name)
         if not changes:
@@ -159,8 +161,8 @@ def render_markdown(diff: RunDiff, results: list[RuleResult]) -> str:
             )
     out += [
         "",
-        "<sub>Significance: seeded percentile bootstrap of per-step samples (2000 resamples), "
-        "Holm-adjusted p &lt; 0.05, changes under 1% of the baseline median step time are "
-        "never flagged.</sub>",
+        "<sub>Significance: seeded expanded percentile bootstrap of per-step samples "
+        "(2000 resamples), Holm-adjusted p &lt; 0.05, changes under 1% of the baseline "
+        "median step time are never flagged.</sub>",
     ]
     return "\n".join(out) + "\n"

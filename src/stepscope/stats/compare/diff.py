@@ -172,9 +172,10 @@ class RunDiff:
             "kernels": [r.to_json() for r in self.kernels],
             "input_stages": [r.to_json() for r in self.input_stages],
             "statistic": (
-                "seeded percentile bootstrap (2000 resamples) of the change, 95% interval; "
-                "significant = Holm-adjusted p < 0.05 over the step-time and category metrics, "
-                f"and a change of at least {NOISE_FLOOR:.0%} of the baseline median step time"
+                "seeded expanded percentile bootstrap (2000 resamples) of the change, "
+                "95% interval; significant = Holm-adjusted p < 0.05 over the step-time and "
+                f"category metrics, and a change of at least {NOISE_FLOOR:.0%} of the baseline "
+                "median step time"
             ),
         }
 
