@@ -5,6 +5,7 @@
     GET /api/runs                           {"logdir", "runs": [{"run", "hosts", ...}]}
     GET /api/runs/{run}/hosts               {"run", "hosts": [... , "ALL_HOSTS"]}
     GET /api/tools?run=&host=               the registry's tools, with availability for run/host
+    GET /api/compare?base=&base_host=&cand=&cand_host=   the diff of two runs (compare_route.py)
     GET /api/tool/<name>?run=&host=&format=json|csv&<options>   one route per declared tool
     GET /api/tool/<name>/<endpoint>?run=&host=&<params>   a tool's follow-up queries (endpoints)
 
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from stepscope.errors import NotFoundError, StepscopeError
 from stepscope.model import ALL_HOSTS
+from stepscope.serve.compare_route import compare_handler
 from stepscope.serve.http import (
     JSON_TYPE,
     ApiRequest,
@@ -252,7 +254,7 @@ def build_routes(state: ServerState, static_root: Path = STATIC_DIR) -> list[Rou
     def unknown_api(request: ApiRequest) -> ApiResponse:
         raise NotFoundError(
             f"no API route /api/{request.path_params.get('path', '')[:80]}; routes: "
-            "/api/runs, /api/runs/{run}/hosts, /api/tools, /api/tool/{tool}"
+            "/api/runs, /api/runs/{run}/hosts, /api/tools, /api/tool/{tool}, /api/compare"
         )
 
     routes = [
@@ -262,6 +264,7 @@ def build_routes(state: ServerState, static_root: Path = STATIC_DIR) -> list[Rou
         RouteSpec("/api/runs", runs, "runs"),
         RouteSpec("/api/runs/{run:path}/hosts", hosts, "hosts"),
         RouteSpec("/api/tools", tools, "tools"),
+        RouteSpec("/api/compare", compare_handler(state), "compare"),  # serve/compare_route.py
         # `stepscope serve` answers this itself (serve/capture_routes.py); elsewhere (WSGI,
         # TensorBoard) the Capture Profile dialog learns here that it is not offered.
         RouteSpec("/api/capture", capture_off, "capture_off"),

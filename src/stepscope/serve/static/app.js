@@ -5,6 +5,8 @@ import { clear, getJSON, h, note, query } from './util.js';
 
 const ALL_HOSTS = 'ALL_HOSTS';
 const RESERVED = new Set(['run', 'host']);
+// Address parameters a page reads itself (the trace viewer's `step`), never sent as options.
+const PAGE_ONLY = new Set(['step']);
 const $ = (id) => document.getElementById(id);
 const state = { runs: [], tools: [], toolsFor: new Map(), renderToken: 0 };
 
@@ -97,6 +99,10 @@ async function route() {
     markRendered('', true);
     return;
   }
+  if (want.tool === 'compare') {
+    await renderCompare(token, { ...want.options, run: want.run });
+    return;
+  }
   const run = state.runs.find((r) => r.run === want.run) || state.runs[0];
   const hosts = hostsOf(run);
   const host = hosts.includes(want.host) ? want.host : hosts[hosts.length - 1]; // ALL_HOSTS if several
@@ -126,6 +132,8 @@ async function route() {
   if (tool.name !== want.tool || run.run !== want.run || host !== want.host) {
     history.replaceState(null, '', hrefFor(tool.name, run.run, host, want.options));
   }
+  $('compare-link').classList.remove('active');
+  $('compare-link').removeAttribute('aria-current');
   drawToolList(tools, tool.name, run.run, host);
   document.title = `${tool.title} · ${run.run} · stepscope`;
   await renderTool(token, tool, run, host, want.options);
@@ -135,7 +143,8 @@ function toolUrl(tool, run, host, options) {
   return `api/tool/${encodeURIComponent(tool)}?${query({ run, host, ...options })}`;
 }
 
-function prefetch(tool, run, host, options) {
+function prefetch(tool, run, host, given) {
+  const options = Object.fromEntries(Object.entries(given).filter(([k]) => !PAGE_ONLY.has(k)));
   const data = getJSON(toolUrl(tool, run, host, options));
   const module = import(`./pages/${encodeURIComponent(tool)}.js`);
   data.catch(() => {}); // a wrong guess is dropped; renderTool reports the errors it sees
@@ -194,6 +203,46 @@ async function renderTool(token, tool, run, host, given) {
     if (token !== state.renderToken) return;
     showMessage(`${tool.title}: ${err.message}`, 'error');
     markRendered(tool.name, true);
+  }
+}
+
+// The Compare page (pages/compare.js) compares two runs, so it is not one of the registry's
+// tools: #/compare?base=&base_host=&cand=&cand_host=.
+async function renderCompare(token, params) {
+  document.title = 'Compare · stepscope';
+  for (const a of $('tool-list').querySelectorAll('a.active')) {
+    a.classList.remove('active');
+    a.removeAttribute('aria-current');
+  }
+  $('compare-link').classList.add('active');
+  $('compare-link').setAttribute('aria-current', 'page');
+  const slow = setTimeout(() => {
+    if (token === state.renderToken) showMessage('Comparing runs…');
+  }, 150);
+  try {
+    const module = await import('./pages/compare.js');
+    const root = h('div', { class: 'tool-page', dataset: { tool: 'compare' } });
+    const go = (p) => { history.pushState(null, '', `#/compare?${query(p)}`); route(); };
+    // the top bar and the tool list show the baseline, so its tools are one click away
+    const showSides = ({ base, base_host: host }) => {
+      const run = state.runs.find((r) => r.run === base);
+      fillSelect($('run-select'), state.runs.map((r) => r.run), base);
+      fillSelect($('host-select'), hostsOf(run), host, (v) => (v === ALL_HOSTS ? 'All hosts' : v));
+      $('host-select').disabled = hostsOf(run).length < 2;
+      toolsFor(base, host).then((tools) => {
+        if (token === state.renderToken) drawToolList(tools, '', base, host);
+      }).catch(() => {});
+    };
+    await module.render(root, { runs: state.runs, params, go, hrefFor, showSides });
+    if (token !== state.renderToken) return;
+    clearTimeout(slow);
+    clear($('page')).append(root);
+    markRendered('compare');
+  } catch (err) {
+    clearTimeout(slow);
+    if (token !== state.renderToken) return;
+    showMessage(`Compare: ${err.message}`, 'error');
+    markRendered('compare', true);
   }
 }
 

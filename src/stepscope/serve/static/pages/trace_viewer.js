@@ -160,6 +160,12 @@ class TraceView {
     this.canvas.style.height = `${this.H}px`;
     this.canvas.style.width = `${this.W}px`;
     this.relayout();
+    if (this.initialStep !== undefined) { // asked for by the address (Compare page links)
+      const k = this.initialStep;
+      this.initialStep = undefined;
+      this.fitStep(k);
+      return;
+    }
     this.requestData();
   }
 
@@ -487,6 +493,10 @@ export async function render(root, data, ctx) {
     + ` · ${fmtInt(data.steps.number.length)} steps · ${fmtInt(data.flows)} flows · ${data.sections.length} sections`;
   root.append(h('p', { class: 'loading' }, summary), toolbar(view, data), scroller, details, tooltip);
   root.dataset.loading = '1';
+  // #/trace_viewer?...&step=N opens with step N in view (the Compare page links here)
+  const wanted = new URLSearchParams(location.hash.split('?')[1] || '').get('step');
+  const at = wanted === null ? -1 : data.steps.number.indexOf(Number(wanted));
+  if (at >= 0) view.initialStep = at;
   view.bind();
   window.stepscopeTrace = view; // for the browser tests and the curious
 }

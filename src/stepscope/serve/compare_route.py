@@ -1,0 +1,35 @@
+"""``GET /api/compare?base=&base_host=&cand=&cand_host=``: the diff of two runs (or two hosts
+of one run) for the Compare page, as `stepscope diff --json` gives it (without rules).
+
+Hosts default to each run's default host (ALL_HOSTS when it has several). The summaries come
+from the shared per-(run, host) intermediates, so comparing runs already shown is quick.
+"""
+
+from __future__ import annotations
+
+from stepscope.serve.http import ApiRequest, ApiResponse, Handler, json_response
+from stepscope.serve.security import BadRequestError, check_host
+from stepscope.serve.state import ServerState
+from stepscope.stats.compare import diff_runs
+from stepscope.tools._compare import run_summary
+
+
+def compare_handler(state: ServerState) -> Handler:
+    def handle(request: ApiRequest) -> ApiResponse:
+        query = request.query
+        names = {k: query.get(k, "") for k in ("base", "cand")}
+        missing = [k for k, v in names.items() if not v]
+        if missing:
+            raise BadRequestError(
+                f"compare needs two runs: give {' and '.join(missing)} (run names from /api/runs)"
+            )
+        sides = []
+        for key in ("base", "cand"):
+            run = state.run(names[key])
+            host = check_host(run, query.get(f"{key}_host") or state.default_host(run))
+            state.fingerprint(run, host)  # notices changed files (drops stale profiles)
+            sides.append(run_summary(state.context(run, host)))
+        diff = diff_runs(sides[0], sides[1])
+        return json_response(diff.to_json(), headers={"Cache-Control": "no-cache"})
+
+    return handle
