@@ -7,8 +7,8 @@ so a server that already showed a run's overview reuses its step db here.
 from __future__ import annotations
 
 from stepscope.stats.compare import RunSummary, build_run_summary, memory_peak_bytes
-from stepscope.stats.kernels import KernelDb, build_kernel_db, kernel_events, merge_kernel_dbs
-from stepscope.tools._analysis import device_facts, device_ops, host_ops, steps
+from stepscope.stats.kernels import KernelDb, kernel_events, merge_kernel_dbs
+from stepscope.tools._analysis import device_facts, device_ops, host_ops, kernel_db, steps
 from stepscope.tools.context import ToolContext
 
 
@@ -19,9 +19,7 @@ def _kernels(ctx: ToolContext) -> KernelDb | None:
     ]
     if not any(has):
         return None
-    # same key and builder as the kernel_stats tool: one kernel db per host file
-    dbs = [ctx.intermediate(h, "kernel_stats.kernel_db", build_kernel_db) for h in ctx.hosts]
-    return merge_kernel_dbs(dbs)
+    return merge_kernel_dbs([kernel_db(ctx, h) for h in ctx.hosts])  # shared with kernel_stats
 
 
 def _memory_peak(ctx: ToolContext) -> int | None:
