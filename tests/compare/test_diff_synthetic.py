@@ -80,3 +80,30 @@ def test_ops_spread_over_all_profile_steps() -> None:
     d = diff_runs(a, b)
     stage = d.input_stages[0]
     assert abs(stage.delta_ns - 2.0 * MS) < 1e3
+
+
+def test_runs_without_steps_say_so_and_rules_on_them_are_errors() -> None:
+    import dataclasses
+
+    import pytest
+
+    from stepscope.errors import StepscopeError
+    from stepscope.stats.compare import evaluate, metric_names, parse_rule
+
+    rng = np.random.default_rng(12)
+    full = summary(rng)
+    empty = np.zeros(0, np.int64)
+    none = dataclasses.replace(
+        full,
+        step_num=empty,
+        step_names=(),
+        step_start_ns=empty,
+        step_dur_ns=empty,
+        category_ns={c: empty for c in full.category_ns},
+        profile_steps=0,
+    )
+    d = diff_runs(none, full)
+    assert d.verdict == "no steps in the baseline: step times cannot be compared"
+    assert not d.flagged and d.input_stages  # ops still compare (run totals)
+    with pytest.raises(StepscopeError, match=r"not available in the baseline \(no steps\)"):
+        evaluate(parse_rule("step_time.median>+5%", metric_names()), d)

@@ -47,7 +47,7 @@ def table(rows: list[list[str]], header: list[str]) -> str:
                 .replace("%", "")
                 .replace(",", "")
                 .strip()
-                .lstrip("-")
+                .lstrip("-+")
                 .isdigit()
             )
             cells.append(text.rjust(width) if numeric else text.ljust(width))

@@ -334,6 +334,8 @@ def _verdict(
     rel, rel_ci = mean.relative or 0.0, mean.relative_ci()
     ci = f" [{pct(rel_ci[0])}, {pct(rel_ci[1])}]" if rel_ci else ""
     categories = [m for m in metrics if m.name.startswith("category.") and m.delta]
+    if mean.delta == 0 and mean.ci_low == 0 and mean.ci_high == 0:
+        return f"no change in step time (the same per-step times: {ms(mean.base)} mean)", None, None
     if not mean.significant:
         text = f"no significant change in step time ({pct(rel)}{ci})"
         moved = sorted((m for m in categories if m.significant), key=lambda m: -abs(m.delta or 0))
