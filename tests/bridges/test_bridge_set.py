@@ -216,6 +216,7 @@ def test_bridge_error_messages_are_shown_as_they_are(
     )
 
 
+@pytest.mark.integration
 def test_xprof_reads_a_profile_with_merged_framework_planes(tmp_path: Path) -> None:
     raw_to_tool_data = pytest.importorskip("xprof.convert.raw_to_tool_data")
     import json

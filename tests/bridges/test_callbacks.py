@@ -19,6 +19,8 @@ from stepscope.errors import StepscopeError
 from tests.bridges.conftest import run_script
 from tests.capture.helpers import load_run, named
 
+pytestmark = pytest.mark.integration
+
 FETCH_S = 0.02
 
 

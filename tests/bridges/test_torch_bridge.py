@@ -26,6 +26,8 @@ from stepscope.xspace.merge import env_stats
 from tests.bridges.conftest import run_script
 from tests.capture.helpers import events, named
 
+pytestmark = pytest.mark.integration
+
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="pip install torch==2.13.0")
 

@@ -26,6 +26,8 @@ from stepscope.xspace.merge import env_stats
 from tests.bridges.conftest import run_script
 from tests.capture.helpers import events, named
 
+pytestmark = pytest.mark.integration
+
 JAX_SCRIPT = """
 import json, sys
 import jax, jax.numpy as jnp

@@ -114,6 +114,7 @@ def test_invalid_stage_names_are_rejected() -> None:
         stepscope.data.stage("A::B")
 
 
+@pytest.mark.integration
 def test_pytorch_dataloader(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     from torch.utils.data import DataLoader, TensorDataset

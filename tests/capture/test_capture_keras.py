@@ -73,6 +73,7 @@ def test_zero_disables(tmp_path: Path) -> None:
     assert profiler.run_dir is None
 
 
+@pytest.mark.integration
 def test_real_keras_fit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if "keras" not in sys.modules:  # the backend is chosen at import: torch needs no TF
         monkeypatch.setenv("KERAS_BACKEND", os.environ.get("KERAS_BACKEND", "torch"))

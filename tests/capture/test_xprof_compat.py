@@ -21,6 +21,8 @@ import stepscope
 from stepscope.stats import build_step_db
 from tests.capture.helpers import load_run, named
 
+pytestmark = pytest.mark.integration
+
 raw_to_tool_data = pytest.importorskip("xprof.convert.raw_to_tool_data")
 
 STEPS = 8

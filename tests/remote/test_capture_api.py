@@ -14,7 +14,7 @@ from stepscope.capture.remote.server import ProfilerServer
 from stepscope.serve.app import start_server
 from tests.remote.conftest import free_port
 
-pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("training")]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60), pytest.mark.usefixtures("training")]
 JSON = {"Content-Type": "application/json"}
 
 

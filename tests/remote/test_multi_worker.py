@@ -18,7 +18,7 @@ from stepscope.cli.main import main as cli_main
 from tests.remote.conftest import free_port
 from tests.remote.helpers import read_saved
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
 def _file(logdir: Path, session: str, address: str) -> Path:

@@ -23,6 +23,8 @@ from stepscope.xspace.proto.xplane_pb2 import XSpace
 
 from .conftest import Worker
 
+pytestmark = pytest.mark.integration
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from stepscope.capture.remote.server import ProfilerServer

@@ -24,7 +24,7 @@ from stepscope.xspace.proto import profiler_service_pb2 as pb
 from stepscope.xspace.proto import profiler_service_pb2_grpc as pb_grpc
 from tests.remote.helpers import read_saved, read_space
 
-pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("training")]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60), pytest.mark.usefixtures("training")]
 
 
 def profile_rpc(address: str, request: Any, token: str | None = None) -> Any:

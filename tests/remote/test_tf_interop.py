@@ -27,7 +27,7 @@ if importlib.util.find_spec("tensorflow") is None:
     pytest.skip("TensorFlow is not installed (pip install tensorflow-cpu)", allow_module_level=True)
 raw_to_tool_data = pytest.importorskip("xprof.convert.raw_to_tool_data")
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
 
 TF_SERVER = textwrap.dedent(

@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
+
+pytestmark = pytest.mark.integration
 
 
 def serve_command(*args: str) -> list[str]:

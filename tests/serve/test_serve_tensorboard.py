@@ -19,6 +19,8 @@ from stepscope.serve.routes import build_routes
 from stepscope.serve.state import ServerState
 from stepscope.serve.wsgi import WsgiApp
 
+pytestmark = pytest.mark.integration
+
 pytest.importorskip(
     "tensorboard", reason="TensorBoard is not installed (pip install -e .[tensorboard])"
 )

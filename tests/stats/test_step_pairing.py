@@ -99,6 +99,7 @@ def test_all_hosts_tools_pair_partly_overlapping_workers(partly_overlapping_run:
         assert all(w is not None for w in step["workers"])
 
 
+@pytest.mark.integration
 def test_all_hosts_step_count_matches_xprof(partly_overlapping_run: Path) -> None:
     convert = pytest.importorskip("xprof.convert.raw_to_tool_data")
     files = sorted(str(p) for p in partly_overlapping_run.glob("*.xplane.pb"))

@@ -86,6 +86,7 @@ def test_bad_files_give_one_clear_error(tmp_path: Path) -> None:
         assert "\n" not in message, name
 
 
+@pytest.mark.integration
 def test_cli_reports_bad_files_without_traceback(tmp_path: Path) -> None:
     for name, path in _bad_files(tmp_path).items():
         result = subprocess.run(
@@ -105,6 +106,7 @@ def test_missing_file_error() -> None:
         load_xspace("/nonexistent/dir/host.xplane.pb")
 
 
+@pytest.mark.integration
 def test_generated_proto_code_is_fresh() -> None:
     pytest.importorskip("grpc_tools")
     result = subprocess.run(

@@ -242,6 +242,7 @@ def test_profiler_steps_and_python_functions(kineto: dict[str, Imported]) -> Non
     assert {profile.lines[int(profile.line[r])].plane for r in item.rows("python_function")} == {0}
 
 
+@pytest.mark.integration
 def test_xprof_reads_imported_traces(kineto: dict[str, Imported], tmp_path: Path) -> None:
     """XProf 2.24 (where installed) finds the kernels and the GPU memory of a converted trace."""
     tool_data = pytest.importorskip("xprof.convert.raw_to_tool_data")

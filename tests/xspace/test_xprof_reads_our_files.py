@@ -11,6 +11,9 @@ import pytest
 from stepscope.xspace import load_xspace, write_xspace
 from tests.conftest import FIXTURES
 
+pytestmark = pytest.mark.integration
+
+
 raw_to_tool_data = pytest.importorskip("xprof.convert.raw_to_tool_data")
 
 
