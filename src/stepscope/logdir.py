@@ -20,6 +20,8 @@ from stepscope.errors import StepscopeError
 
 PROFILE_DIRS = ("plugins", "profile")  # <logdir>/plugins/profile/<run>/
 HOST_FILE_SUFFIX = ".xplane.pb"
+# The host selector that means every host of a run (XProf's name for it).
+ALL_HOSTS = "ALL_HOSTS"
 
 
 def profile_root(logdir: str | os.PathLike[str]) -> Path:

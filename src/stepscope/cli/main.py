@@ -1,7 +1,8 @@
 """`stepscope` console entry point.
 
-Sub-commands live in `stepscope.cli.commands`, one module each, found automatically: a module
-defines ``register(subparsers)`` which adds its parser and sets ``func(args) -> int``.
+Sub-commands live in `stepscope.cli.commands`, one module each, listed in `COMMANDS`: a module
+defines ``register(subparsers)`` which adds its parser and sets ``func(args) -> int``, and
+imports what its command needs when it runs, so ``stepscope --help`` stays fast.
 User errors (`StepscopeError`) print one line and exit 2; no traceback.
 """
 
@@ -9,28 +10,25 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import pkgutil
 import sys
 from collections.abc import Sequence
 
 from stepscope._version import __version__
+from stepscope.cli.output import Parser
 from stepscope.errors import StepscopeError
+
+COMMANDS = ("capture", "demo", "export", "import_", "info", "report", "runs", "serve", "tool")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    import stepscope.cli.commands as commands
-
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="stepscope",
         description="Profile ML training steps and see where the time goes.",
     )
     parser.add_argument("--version", action="version", version=f"stepscope {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
-        register = getattr(module, "register", None)
-        if register is not None:
-            register(subparsers)
+    for name in COMMANDS:
+        importlib.import_module(f"stepscope.cli.commands.{name}").register(subparsers)
     return parser
 
 

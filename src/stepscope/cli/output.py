@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 
@@ -54,3 +56,15 @@ def table(rows: list[list[str]], header: list[str]) -> str:
         return "  ".join(cells).rstrip()
 
     return "\n".join([fmt(header), fmt(["-" * w for w in widths]), *(fmt(r) for r in rows)])
+
+
+class Parser(argparse.ArgumentParser):
+    """The CLI's parser: its epilog may be computed only when help is shown (``lazy_epilog``),
+    so building every sub-command for ``stepscope --help`` imports nothing heavy."""
+
+    lazy_epilog: Callable[[], str] | None = None
+
+    def format_help(self) -> str:
+        if self.lazy_epilog is not None:
+            self.epilog, self.lazy_epilog = self.lazy_epilog(), None
+        return super().format_help()

@@ -1,9 +1,10 @@
 """The columnar event model every analysis works on, whatever the source."""
 
+from stepscope.logdir import ALL_HOSTS
 from stepscope.model.from_xspace import load_profile, profile_from_bytes, profile_from_xspace
 from stepscope.model.load import open_file, open_host
 from stepscope.model.profile import Line, Plane, Profile, StatColumn, Stats
-from stepscope.model.runs import ALL_HOSTS, HostFile, Run, discover_runs, open_run
+from stepscope.model.runs import HostFile, Run, discover_runs, open_run
 from stepscope.model.strings import StringTable
 
 __all__ = [

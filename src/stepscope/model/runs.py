@@ -21,7 +21,6 @@ from stepscope.logdir import is_run_dir
 from stepscope.model import fs
 
 Format = Literal["xspace", "kineto"]
-ALL_HOSTS = "ALL_HOSTS"
 _XPLANE = re.compile(r"^(?:(.*)\.)?xplane\.pb(?:\.gz)?$")
 _KINETO = re.compile(r"^(.*?)(?:\.(\d+))?\.pt\.trace\.json(?:\.gz)?$")
 

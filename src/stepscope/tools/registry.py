@@ -16,9 +16,10 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 from stepscope.errors import NotFoundError, StepscopeError
-from stepscope.model.runs import ALL_HOSTS, Run
+from stepscope.logdir import ALL_HOSTS
 
 if TYPE_CHECKING:
+    from stepscope.model.runs import Run
     from stepscope.tools.context import ToolContext
 
 

@@ -15,9 +15,6 @@ import time
 from typing import TextIO
 
 from stepscope.errors import StepscopeError
-from stepscope.model import open_host, open_run
-from stepscope.model.load import stderr_progress
-from stepscope.tools.trace_viewer.chrome_trace import chrome_trace_chunks
 
 FORMATS = ("chrome-trace",)
 PROGRESS_MIN_EVENTS = 500_000
@@ -52,6 +49,10 @@ def _open(path: str) -> TextIO:
 
 
 def run(args: argparse.Namespace) -> int:
+    from stepscope.model import open_host, open_run
+    from stepscope.model.load import stderr_progress
+    from stepscope.tools.trace_viewer.chrome_trace import chrome_trace_chunks
+
     target = open_run(args.path)
     if args.host:
         host = target.host(args.host)

@@ -12,9 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from stepscope.capture.bridges.traces import import_traces
 from stepscope.cli.output import print_json, table
-from stepscope.model.load import stderr_progress
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,6 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from stepscope.capture.bridges.traces import import_traces
+    from stepscope.model.load import stderr_progress
+
     result = import_traces(args.paths, args.logdir, args.run, progress=stderr_progress())
     if args.json:
         print_json(

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from stepscope.cli.output import human_ns, print_json, table
-from stepscope.model import Profile, open_host, open_run
-from stepscope.model.load import stderr_progress
+
+if TYPE_CHECKING:
+    from stepscope.model import Profile
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,6 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def summarize(profile: Profile, top: int) -> dict[str, Any]:
+    import numpy as np
+
     first, last = profile.time_span_ns()
     planes = []
     for plane in profile.planes:
@@ -75,6 +76,9 @@ def summarize(profile: Profile, top: int) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from stepscope.model import open_host, open_run
+    from stepscope.model.load import stderr_progress
+
     target = open_run(args.path)
     hosts = [target.host(args.host)] if args.host else list(target.hosts)
     progress = stderr_progress()

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import argparse
 import shutil
+from typing import TYPE_CHECKING
 
-from stepscope.cli.commands.tool import context_for
 from stepscope.cli.hosts import add_executor_arguments, report_failed
 from stepscope.cli.output import human_ns, table
-from stepscope.stats import SOURCES
-from stepscope.stats.events import CATEGORY_LABELS
-from stepscope.tools.input_pipeline_analyzer import InputPipelineAnalysis
-from stepscope.tools.overview_page import OverviewPage
-from stepscope.tools.registry import get_tool
+
+if TYPE_CHECKING:  # imported when a report is made, not for `stepscope --help`
+    from stepscope.tools.input_pipeline_analyzer import InputPipelineAnalysis
+    from stepscope.tools.overview_page import OverviewPage
 
 _CLASS = {
     "high": "HIGHLY input-bound",
@@ -37,9 +36,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--host", help="one host (default: all hosts of the run)")
     parser.add_argument(
         "--step-source",
-        choices=("auto", *SOURCES),
         default="auto",
-        help="where steps come from (default: auto)",
+        help="where steps come from: auto (the default) or one source, as the step_source "
+        "option of `stepscope tool` (checked by the tool)",
     )
     parser.add_argument("--top", type=int, default=10, help="number of top ops (default 10)")
     parser.add_argument("--no-cache", action="store_true", help="convert again, ignoring the cache")
@@ -55,6 +54,8 @@ def bar(percent: float, width: int) -> str:
 
 
 def render(overview: OverviewPage, pipeline: InputPipelineAnalysis, top: int) -> str:
+    from stepscope.stats.events import CATEGORY_LABELS
+
     width = max(10, min(40, shutil.get_terminal_size((100, 20)).columns - 60))
     env = overview.run_environment
     out = [
@@ -136,7 +137,12 @@ def render(overview: OverviewPage, pipeline: InputPipelineAnalysis, top: int) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    options = {"step_source": args.step_source}
+    from stepscope.cli.commands.tool import context_for
+    from stepscope.tools.input_pipeline_analyzer import InputPipelineAnalysis
+    from stepscope.tools.overview_page import OverviewPage
+    from stepscope.tools.registry import get_tool
+
+    options = get_tool("overview_page").parse_options({"step_source": args.step_source})
     ctx = context_for(
         args.run,
         get_tool("overview_page"),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from stepscope.cli.output import human_bytes, print_json, table
-from stepscope.model import discover_runs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -16,6 +15,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from stepscope.model import discover_runs
+
     runs = discover_runs(args.logdir)
     if args.json:
         print_json(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from stepscope.cli.hosts import (
     add_executor_arguments,
@@ -16,16 +17,18 @@ from stepscope.cli.hosts import (
     host_progress,
     report_failed,
 )
-from stepscope.cli.output import print_json
+from stepscope.cli.output import Parser, print_json
 from stepscope.errors import StepscopeError
-from stepscope.model import ALL_HOSTS, open_run
-from stepscope.model.load import stderr_progress
-from stepscope.tools._fanout import host_errors_json, prepare
-from stepscope.tools.context import ProfileStore, ToolContext
-from stepscope.tools.registry import ToolSpec, all_tools, get_tool
+from stepscope.logdir import ALL_HOSTS
+
+if TYPE_CHECKING:  # the tools are imported when one runs, not for `stepscope --help`
+    from stepscope.tools.context import ToolContext
+    from stepscope.tools.registry import ToolSpec
 
 
 def _tool_list() -> str:
+    from stepscope.tools.registry import all_tools
+
     lines = ["tools:"]
     for spec in all_tools():
         formats = "/".join(spec.formats)
@@ -43,9 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "tool",
         help="print one tool's data (overview_page, op_stats, ...) for a run",
-        epilog=_tool_list(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    if isinstance(parser, Parser):  # the list imports every tool: only for `tool --help`
+        parser.lazy_epilog = _tool_list
     parser.add_argument(
         "run",
         metavar="RUN",
@@ -54,8 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "tool",
         metavar="TOOL",
-        choices=[t.name for t in all_tools()],
-        help="tool name (listed below)",
+        help="tool name (listed below; an unknown name says which exist)",
     )
     parser.add_argument(
         "--host",
@@ -100,6 +103,11 @@ def context_for(
 ) -> ToolContext:
     """The tool's context, with the per-host work of ALL_HOSTS already done (on the executor
     ``args`` names: --workers / --dask)."""
+    from stepscope.model import open_run
+    from stepscope.model.load import stderr_progress
+    from stepscope.tools._fanout import prepare
+    from stepscope.tools.context import ProfileStore, ToolContext
+
     run_ = open_run(path)
     executor = executor_from(args) if args is not None and hasattr(args, "workers") else None
     store = ProfileStore(
@@ -124,6 +132,9 @@ def context_for(
 
 
 def run(args: argparse.Namespace) -> int:
+    from stepscope.tools._fanout import host_errors_json
+    from stepscope.tools.registry import get_tool
+
     spec = get_tool(args.tool)
     if args.csv and "csv" not in spec.formats:
         raise StepscopeError(

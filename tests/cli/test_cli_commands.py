@@ -1,0 +1,27 @@
+"""The explicit command list covers every command module, and `--help` imports no tool."""
+
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+
+import pytest
+
+import stepscope.cli.commands as commands
+from stepscope.cli.main import COMMANDS
+
+
+def test_every_command_module_is_listed() -> None:
+    assert set(COMMANDS) == {m.name for m in pkgutil.iter_modules(commands.__path__)}
+
+
+@pytest.mark.integration  # a fresh interpreter
+def test_help_builds_the_parser_without_heavy_imports() -> None:
+    code = (
+        "import sys; from stepscope.cli.main import build_parser; build_parser(); "
+        "print(sorted(m for m in ('numpy', 'stepscope.tools.registry', 'stepscope.model') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
