@@ -17,7 +17,19 @@ from stepscope._version import __version__
 from stepscope.cli.output import Parser
 from stepscope.errors import StepscopeError
 
-COMMANDS = ("capture", "demo", "export", "import_", "info", "report", "runs", "serve", "tool")
+COMMANDS = (
+    "capture",
+    "demo",
+    "diff",
+    "export",
+    "import_",
+    "info",
+    "report",
+    "runs",
+    "serve",
+    "summary",
+    "tool",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -8,12 +8,46 @@
 - `summary` / `advice` / `device`: several hosts, bottleneck classification, device facts.
 """
 
-from stepscope.stats.events import CATEGORY_NAMES, EventType, classify_events
-from stepscope.stats.op_metrics import OpMetrics, OpTable, build_op_metrics
-from stepscope.stats.steps.breakdown import StepDb, build_step_db
-from stepscope.stats.steps.markers import find_step_markers
-from stepscope.stats.steps.types import SOURCES, StepMarkers
-from stepscope.stats.summary import StepStats, StepSummary, summarize_steps
+from __future__ import annotations
+
+TYPE_CHECKING = False  # not typing's: `stepscope --help` imports this package's step sources
+if TYPE_CHECKING:
+    from stepscope.stats.events import CATEGORY_NAMES, EventType, classify_events
+    from stepscope.stats.op_metrics import OpMetrics, OpTable, build_op_metrics
+    from stepscope.stats.steps.breakdown import StepDb, build_step_db
+    from stepscope.stats.steps.markers import find_step_markers
+    from stepscope.stats.steps.sources import SOURCES
+    from stepscope.stats.steps.types import StepMarkers
+    from stepscope.stats.summary import StepStats, StepSummary, summarize_steps
+
+# The package's names are imported on first use: importing any sub-module of stats (say the
+# step source names for the CLI's choices) must not import NumPy and every analysis.
+_HOMES = {
+    "CATEGORY_NAMES": "events",
+    "EventType": "events",
+    "classify_events": "events",
+    "OpMetrics": "op_metrics",
+    "OpTable": "op_metrics",
+    "build_op_metrics": "op_metrics",
+    "StepDb": "steps.breakdown",
+    "build_step_db": "steps.breakdown",
+    "find_step_markers": "steps.markers",
+    "SOURCES": "steps.sources",
+    "StepMarkers": "steps.types",
+    "StepStats": "summary",
+    "StepSummary": "summary",
+    "summarize_steps": "summary",
+}
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'stepscope.stats' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"stepscope.stats.{home}"), name)
+
 
 __all__ = [
     "CATEGORY_NAMES",

@@ -13,13 +13,23 @@ import json
 import os
 import sys
 
-from stepscope.cli.compare_inputs import load_summary
-from stepscope.cli.diff_render import render_markdown, render_text
+from stepscope.cli.output import Parser
 from stepscope.errors import StepscopeError
-from stepscope.stats import SOURCES
-from stepscope.stats.compare import RuleResult, diff_runs, evaluate, metric_names, parse_rule
+from stepscope.stats.steps.sources import SOURCES
 
 EXIT_OK, EXIT_REGRESSION = 0, 1
+
+
+def _rules_help() -> str:
+    from stepscope.stats.compare import metric_names
+
+    return (
+        "rules: METRIC OP CHANGE, e.g. 'step_time.median>+5%%', 'memory.peak>+100MB', "
+        "'category.input>+2ms', 'tensor_core.share<-10pp'. Metrics: "
+        + ", ".join(metric_names())
+        + ". A rule on step time or a category fails only when the change is "
+        "statistically significant. Exit status: 0 pass, 1 a rule failed, 2 bad input."
+    )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,14 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "diff",
         help="compare two runs (or a run and a saved summary); --fail-on for CI",
         description=__doc__.split("\n\n", 1)[0] if __doc__ else None,
-        epilog=(
-            "rules: METRIC OP CHANGE, e.g. 'step_time.median>+5%%', 'memory.peak>+100MB', "
-            "'category.input>+2ms', 'tensor_core.share<-10pp'. Metrics: "
-            + ", ".join(metric_names())
-            + ". A rule on step time or a category fails only when the change is "
-            "statistically significant. Exit status: 0 pass, 1 a rule failed, 2 bad input."
-        ),
     )
+    if isinstance(parser, Parser):  # metric names import the analysis: only for `diff --help`
+        parser.lazy_epilog = _rules_help
     parser.add_argument("baseline", metavar="BASELINE", help="run, profile file or summary JSON")
     parser.add_argument("candidate", metavar="CANDIDATE", help="run, profile file or summary JSON")
     parser.add_argument(
@@ -80,6 +85,10 @@ def _write(target: str, text: str, what: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from stepscope.cli.compare_inputs import load_summary
+    from stepscope.cli.diff_render import render_markdown, render_text
+    from stepscope.stats.compare import RuleResult, diff_runs, evaluate, metric_names, parse_rule
+
     if args.json == "-" and args.markdown == "-":
         raise StepscopeError("--json and --markdown cannot both go to stdout; give one a FILE")
     names = metric_names()

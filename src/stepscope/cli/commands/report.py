@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from stepscope.cli.hosts import add_executor_arguments, report_failed
 from stepscope.cli.output import human_ns, table
+from stepscope.stats.steps.sources import SOURCES
 
 if TYPE_CHECKING:  # imported when a report is made, not for `stepscope --help`
     from stepscope.tools.input_pipeline_analyzer import InputPipelineAnalysis
@@ -36,9 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--host", help="one host (default: all hosts of the run)")
     parser.add_argument(
         "--step-source",
+        choices=("auto", *SOURCES),
         default="auto",
-        help="where steps come from: auto (the default) or one source, as the step_source "
-        "option of `stepscope tool` (checked by the tool)",
+        help="where steps come from (default: auto)",
     )
     parser.add_argument("--top", type=int, default=10, help="number of top ops (default 10)")
     parser.add_argument("--no-cache", action="store_true", help="convert again, ignoring the cache")

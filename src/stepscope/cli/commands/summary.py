@@ -8,9 +8,8 @@ import json
 import os
 import sys
 
-from stepscope.cli.compare_inputs import load_summary
 from stepscope.errors import StepscopeError
-from stepscope.stats import SOURCES
+from stepscope.stats.steps.sources import SOURCES
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,6 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from stepscope.cli.compare_inputs import load_summary
+
     summary = load_summary(args.run, args.host, args.step_source, not args.no_cache)
     text = json.dumps(summary.to_json(), separators=(",", ":")) + "\n"
     if not args.output or args.output == "-":

@@ -1,6 +1,6 @@
 """Steps: where each step is and what work belongs to it.
 
-- `types`: the step type every source returns (`StepMarkers`) and the source names;
+- `sources`: the source names; `types`: the step type every source returns (`StepMarkers`);
 - `markers`: steps from markers (``_r``/``step_num``, ProfilerStep#N, Keras batches, device
   ``Steps`` lines), trying each source in turn;
 - `infer`: steps of a profile without markers, from the trace's repeating structure;

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-SOURCES = ("marker", "profiler_step", "keras_batch", "device", "inferred")
+from stepscope.stats.steps.sources import SOURCES
+
+__all__ = ["SOURCES", "StepMarkers"]
 
 
 @dataclass(frozen=True)
