@@ -7,10 +7,12 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from stepscope.errors import StepscopeError
-from stepscope.model.runs import HostFile
+
+if TYPE_CHECKING:  # annotations only: the CLI's --help imports this package
+    from stepscope.model.runs import HostFile
 
 log = logging.getLogger(__name__)
 

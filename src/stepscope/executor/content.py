@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import hashlib
 
-from stepscope.xspace.io import is_url
-
 CHUNK_BYTES = 4 << 20
 
 
 def content_hash(path: str) -> str:
     """BLAKE2b (128-bit) of the file's bytes, streamed (constant memory)."""
+    from stepscope.xspace.io import is_url  # protobuf: not for the CLI's --help
+
     digest = hashlib.blake2b(digest_size=16)
     if is_url(path):
         import fsspec
