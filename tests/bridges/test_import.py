@@ -13,6 +13,7 @@ from stepscope.capture.bridges import import_traces
 from stepscope.cli.main import main
 from stepscope.errors import StepscopeError
 from stepscope.model import ALL_HOSTS, discover_runs, open_run
+from stepscope.tools import output
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import ToolSpec, all_tools
 
@@ -136,7 +137,7 @@ def _build(spec: ToolSpec, run_dir: Path) -> list[Any]:
     for host in hosts:
         ctx = ToolContext(run, host, store)
         if spec.available(ctx):
-            outputs.append(spec.build(ctx).to_json())
+            outputs.append(output.to_json(spec.build(ctx)))
     return outputs
 
 
@@ -144,7 +145,7 @@ def _build(spec: ToolSpec, run_dir: Path) -> list[Any]:
 def test_every_tool_runs_on_every_imported_fixture(imported: dict[str, Path], name: str) -> None:
     ran = []
     for spec in all_tools():
-        for output in _build(spec, imported[name]):
-            assert isinstance(output, dict)
+        for data in _build(spec, imported[name]):
+            assert isinstance(data, dict)
             ran.append(spec.name)
     assert "overview_page" in ran and "trace_viewer" in ran

@@ -168,12 +168,13 @@ def test_training_loop_steps_ops_shapes_memory_and_input(runs: dict[str, Any]) -
 @needs_torch
 def test_overview_page_runs_on_the_capture(runs: dict[str, Any]) -> None:
     from stepscope.model import open_run
+    from stepscope.tools import output
     from stepscope.tools.context import ProfileStore, ToolContext
     from stepscope.tools.registry import get_tool
 
     run = open_run(runs["loop"])
     ctx = ToolContext(run, run.hosts[0].host, ProfileStore(use_cache=False))
-    page = get_tool("overview_page").build(ctx).to_json()
+    page = output.to_json(get_tool("overview_page").build(ctx))
     assert page["step_source"] == "marker" and len(page["steps"]) == 4  # first, last dropped
     assert sum(s["breakdown_ns"]["input"] for s in page["steps"]) > 0
     assert sum(s["breakdown_ns"]["host_compute"] for s in page["steps"]) > 0

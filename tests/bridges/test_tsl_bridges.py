@@ -18,6 +18,7 @@ from stepscope.capture.bridges.tsl import TslBridge
 from stepscope.capture.options import ProfilerOptions
 from stepscope.model import load_profile, open_run
 from stepscope.model.from_xspace import profile_from_xspace
+from stepscope.tools import output
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
 from stepscope.xspace.builder import XSpaceBuilder
@@ -91,7 +92,7 @@ def _nested_in_steps(profile: Any, names: list[dict[str, Any]]) -> bool:
 def _overview(run_dir: Path) -> dict[str, Any]:
     run = open_run(str(run_dir))
     ctx = ToolContext(run, run.hosts[0].host, ProfileStore(use_cache=False))
-    page: dict[str, Any] = get_tool("overview_page").build(ctx).to_json()
+    page: dict[str, Any] = output.to_json(get_tool("overview_page").build(ctx))
     return page
 
 

@@ -11,6 +11,7 @@ import pytest
 from stepscope.cli.main import main
 from stepscope.executor import InlineExecutor
 from stepscope.model import ALL_HOSTS, open_run
+from stepscope.tools import output
 from stepscope.tools._fanout import build_tool, prepare
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
@@ -23,14 +24,14 @@ GPU_TOOLS = (*CPU_TOOLS, "kernel_stats", "memory_profile")
 def tool_json(run_dir: Path, tool: str, cache: Path, executor: object | None) -> dict:
     store = ProfileStore(use_cache=True, cache_dir=cache, executor=executor)  # type: ignore[arg-type]
     ctx = ToolContext(open_run(str(run_dir)), ALL_HOSTS, store)
-    return json.loads(json.dumps(build_tool(ctx, get_tool(tool)).to_json(), default=str))
+    return json.loads(json.dumps(output.to_json(build_tool(ctx, get_tool(tool))), default=str))
 
 
 def reference_json(run_dir: Path, tool: str, cache: Path) -> dict:
     """The tool computed the old way: every profile opened in this process, no fan-out."""
     store = ProfileStore(use_cache=True, cache_dir=cache)
     ctx = ToolContext(open_run(str(run_dir)), ALL_HOSTS, store)
-    return json.loads(json.dumps(get_tool(tool).build(ctx).to_json(), default=str))
+    return json.loads(json.dumps(output.to_json(get_tool(tool).build(ctx)), default=str))
 
 
 @pytest.fixture(scope="module")

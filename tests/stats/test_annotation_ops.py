@@ -7,6 +7,7 @@ from pathlib import Path
 
 import stepscope
 from stepscope.model import open_run
+from stepscope.tools import output
 from stepscope.tools.context import ToolContext
 from stepscope.tools.op_stats import build
 
@@ -18,7 +19,7 @@ def test_trace_spans_are_listed_as_host_ops(tmp_path: Path) -> None:
             time.sleep(0.001)
     run_dir = stepscope.stop()
     run = open_run(str(run_dir))
-    rows = build(ToolContext(run, run.host_names[0])).to_json()["rows"]
+    rows = output.to_json(build(ToolContext(run, run.host_names[0])))["rows"]
     kinds = {(r["name"], r["type"]) for r in rows if r["side"] == "host"}
     assert ("forward", "Annotation") in kinds
     assert any(name.startswith("Iterator::") for name, _ in kinds)

@@ -10,6 +10,7 @@ import pytest
 
 from stepscope.model import ALL_HOSTS, open_run
 from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
+from stepscope.tools import output
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
 from stepscope.xspace.builder import XSpaceBuilder
@@ -88,9 +89,9 @@ def partly_overlapping_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_all_hosts_tools_pair_partly_overlapping_workers(partly_overlapping_run: Path) -> None:
     run = open_run(str(partly_overlapping_run))
     ctx = ToolContext(run, ALL_HOSTS, ProfileStore(use_cache=False), {})
-    overview = get_tool("overview_page").build(ctx).to_json()
-    pod = get_tool("pod_viewer").build(ctx).to_json()
-    pipeline = get_tool("input_pipeline_analyzer").build(ctx).to_json()
+    overview = output.to_json(get_tool("overview_page").build(ctx))
+    pod = output.to_json(get_tool("pod_viewer").build(ctx))
+    pipeline = output.to_json(get_tool("input_pipeline_analyzer").build(ctx))
     assert len(overview["steps"]) == len(pod["steps"]) == len(pipeline["steps"]) == 10
     for text in (overview["step_source_detail"], pod["pairing"], pipeline["step_pairing"]):
         assert "paired by position" in text and "w0: 1 (steps 166)" in text
@@ -107,5 +108,5 @@ def test_all_hosts_step_count_matches_xprof(partly_overlapping_run: Path) -> Non
     xprof_steps = json.loads(data)[1]["rows"]
     run = open_run(str(partly_overlapping_run))
     ctx = ToolContext(run, ALL_HOSTS, ProfileStore(use_cache=False), {})
-    ours = get_tool("overview_page").build(ctx).to_json()
+    ours = output.to_json(get_tool("overview_page").build(ctx))
     assert len(ours["steps"]) == len(xprof_steps) == 10

@@ -12,6 +12,7 @@ import pytest
 
 from stepscope.cli.main import main
 from stepscope.model import ALL_HOSTS, Run, open_run
+from stepscope.tools import output
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
 from tests.stats.analysis_helpers import FIXTURES, xprof_summary
@@ -50,7 +51,7 @@ def context(path: Path, host: str | None = None, **options: str) -> ToolContext:
 
 
 def tool_json(name: str, ctx: ToolContext) -> dict:  # type: ignore[type-arg]
-    return get_tool(name).build(ctx).to_json()
+    return output.to_json(get_tool(name).build(ctx))
 
 
 def test_overview_page_json_on_ctl() -> None:
@@ -89,14 +90,14 @@ def test_input_pipeline_analyzer_matches_xprof_host_breakdown() -> None:
 def test_op_stats_rows_idle_and_csv() -> None:
     ctx = context(FIXTURES / "tf" / "ctl")
     plain = get_tool("op_stats").build(ctx)
-    data = plain.to_json()
+    data = output.to_json(plain)
     assert {r["side"] for r in data["rows"]} == {"host"}
     assert data["rows"][0]["name"] == "Iterator::Root::ForeverRepeat[0]::BatchV2::Map"
     assert data["rows"][-1]["cumulative_self_time_percent"] == pytest.approx(100.0, abs=0.01)
     assert set(data["pie_charts"]) == {"host_op", "host_op_type", "device_op", "device_op_type"}
     idle = get_tool("op_stats").build(context(FIXTURES / "tf" / "ctl", include_idle="true"))
-    assert idle.to_json()["rows"][0]["name"] == "IDLE"  # as XProf: idle is the biggest row
-    csv = plain.to_csv().splitlines()  # type: ignore[attr-defined]
+    assert output.to_json(idle)["rows"][0]["name"] == "IDLE"  # as XProf: idle is the biggest row
+    csv = output.to_csv(plain).splitlines()
     assert csv[0].startswith("rank,side,type,name,occurrences,total_time_us")
     assert len(csv) == len(data["rows"]) + 1
 
@@ -126,15 +127,17 @@ def _two_host_run(tmp_path: Path) -> Run:
 def test_all_hosts(tmp_path: Path) -> None:
     run = _two_host_run(tmp_path)
     store = ProfileStore(use_cache=False)
-    one = get_tool("overview_page").build(ToolContext(run, "worker0", store)).to_json()
-    both = get_tool("overview_page").build(ToolContext(run, ALL_HOSTS, store)).to_json()
+    one = output.to_json(get_tool("overview_page").build(ToolContext(run, "worker0", store)))
+    both = output.to_json(get_tool("overview_page").build(ToolContext(run, ALL_HOSTS, store)))
     assert both["run_environment"]["hosts"] == ["worker0", "worker1"]
     assert [s["duration_ns"] for s in both["steps"]] == [s["duration_ns"] for s in one["steps"]]
     assert both["input_bound"] == one["input_bound"]
-    ops_one = get_tool("op_stats").build(ToolContext(run, "worker0", store)).to_json()["rows"]
-    ops_all = get_tool("op_stats").build(ToolContext(run, ALL_HOSTS, store)).to_json()["rows"]
+    ops_one = output.to_json(get_tool("op_stats").build(ToolContext(run, "worker0", store)))["rows"]
+    ops_all = output.to_json(get_tool("op_stats").build(ToolContext(run, ALL_HOSTS, store)))["rows"]
     assert ops_all[0]["occurrences"] == 2 * ops_one[0]["occurrences"]
-    ipa = get_tool("input_pipeline_analyzer").build(ToolContext(run, ALL_HOSTS, store)).to_json()
+    ipa = output.to_json(
+        get_tool("input_pipeline_analyzer").build(ToolContext(run, ALL_HOSTS, store))
+    )
     assert len(ipa["pipelines"]) == 2
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from stepscope.model import ALL_HOSTS, open_run
+from stepscope.tools import output
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
 from tests.stats.gpu_tools_fixtures import FIXTURES
@@ -28,7 +29,7 @@ def test_kernel_stats_json_and_csv() -> None:
     ctx = _ctx(FIXTURES / "kineto/h100_bert_small_inference.json.gz")
     assert spec.available(ctx) and "csv" in spec.formats
     result = spec.build(ctx)
-    data = json.loads(json.dumps(result.to_json()))
+    data = json.loads(json.dumps(output.to_json(result)))
     assert data["summary"]["kernel_count"] == 60
     rows = data["rows"]
     assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
@@ -42,7 +43,7 @@ def test_kernel_stats_json_and_csv() -> None:
     assert len(first["block_dim"].split(",")) == 3
     pie = data["top_kernels"]
     assert sum(s["fraction_pct"] for s in pie) == pytest.approx(100, abs=0.1)
-    table = list(csv.DictReader(io.StringIO(result.to_csv())))
+    table = list(csv.DictReader(io.StringIO(output.to_csv(result))))
     assert len(table) == len(rows) and table[0]["kernel_name"] == first["kernel_name"]
 
 
@@ -60,8 +61,8 @@ def test_kernel_stats_all_hosts_merge(tmp_path: Path) -> None:
         )
     ctx = _ctx(tmp_path, ALL_HOSTS)
     assert len(ctx.hosts) == 2
-    data = get_tool("kernel_stats").build(ctx).to_json()
-    single = get_tool("kernel_stats").build(_ctx(tmp_path, "rank0")).to_json()
+    data = output.to_json(get_tool("kernel_stats").build(ctx))
+    single = output.to_json(get_tool("kernel_stats").build(_ctx(tmp_path, "rank0")))
     assert data["summary"]["kernel_count"] == 2 * single["summary"]["kernel_count"]
     assert len(data["rows"]) == len(single["rows"])
     assert data["rows"][0]["occurrences"] == 2 * single["rows"][0]["occurrences"]
@@ -71,7 +72,7 @@ def test_memory_profile_tool_on_ctl() -> None:
     spec = get_tool("memory_profile")
     ctx = _ctx(next((FIXTURES / "tf/ctl").rglob("*.xplane.pb")).parent)
     assert spec.available(ctx)
-    data = json.loads(json.dumps(spec.build(ctx).to_json()))
+    data = json.loads(json.dumps(output.to_json(spec.build(ctx))))
     [memory] = data["memories"]
     assert memory["memory_id"] == "mklcpu" and memory["host"] == "vm"
     summary = memory["summary"]
@@ -91,13 +92,13 @@ def test_memory_profile_tool_on_ctl() -> None:
         sum(r["allocation_bytes"] * r["occurrences"] for r in live)
         == summary["heap_allocated_bytes"]
     )
-    rows = list(csv.DictReader(io.StringIO(spec.build(ctx).to_csv())))
+    rows = list(csv.DictReader(io.StringIO(output.to_csv(spec.build(ctx)))))
     assert len(rows) == len(live) and rows[1]["op_name"] == live[1]["op_name"]
 
 
 def test_memory_profile_tool_on_pytorch() -> None:
     ctx = _ctx(FIXTURES / "kineto/v100_training_with_memory.json.gz")
-    data = get_tool("memory_profile").build(ctx).to_json()
+    data = output.to_json(get_tool("memory_profile").build(ctx))
     ids = [m["memory_id"] for m in data["memories"]]
     assert ids == ["GPU_1_bfc", "cpu"]
     gpu = data["memories"][0]

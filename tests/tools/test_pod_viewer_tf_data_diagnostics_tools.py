@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from stepscope.model import ALL_HOSTS, open_run
+from stepscope.tools import output
 from stepscope.tools._analysis import findings
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
@@ -52,7 +53,7 @@ def two_rank_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_pod_viewer_single_host_matches_xprof() -> None:
-    data = get_tool("pod_viewer").build(_ctx(_tf_file("ctl").parent)).to_json()
+    data = output.to_json(get_tool("pod_viewer").build(_ctx(_tf_file("ctl").parent)))
     ref = json.loads((FIXTURES / "tf/ctl/xprof_reference/pod_viewer.json").read_text())
     ref_steps = [s["podStatsPerCore"]["1"] for s in ref["podStatsSequence"]["podStatsMap"]]
     by_duration = {round(s["totalDurationUs"], 3): s for s in ref_steps}
@@ -77,7 +78,7 @@ def test_pod_viewer_two_hosts(two_host_run: Path) -> None:
     assert ctx.hosts == ["vm", "w1"]
     spec = get_tool("pod_viewer")
     assert spec.available(ctx)
-    data = spec.build(ctx).to_json()
+    data = output.to_json(spec.build(ctx))
     assert [w["host"] for w in data["workers"]] == ["vm", "w1"]
     assert data["steps"]
     for step in data["steps"]:
@@ -92,12 +93,12 @@ def test_pod_viewer_two_hosts(two_host_run: Path) -> None:
         for w in present:
             assert sum(w["breakdown_ms"].values()) == pytest.approx(w["duration_ms"], abs=1e-3)
     assert data["workers"][0]["slowest_in_steps"] == len(data["steps"])
-    rows = list(csv.DictReader(io.StringIO(spec.build(ctx).to_csv())))
+    rows = list(csv.DictReader(io.StringIO(output.to_csv(spec.build(ctx)))))
     assert len(rows) == 2 * len(data["steps"]) and {r["host"] for r in rows} == {"vm", "w1"}
 
 
 def test_pod_viewer_two_ranks(two_rank_run: Path) -> None:
-    data = get_tool("pod_viewer").build(_ctx(two_rank_run, ALL_HOSTS)).to_json()
+    data = output.to_json(get_tool("pod_viewer").build(_ctx(two_rank_run, ALL_HOSTS)))
     assert [w["host"] for w in data["workers"]] == ["rank0", "rank1"]
     assert len(data["steps"]) == 5 and data["step_source"] == "profiler_step"
     first = data["steps"][0]["workers"]
@@ -109,7 +110,7 @@ def test_tf_data_tool_names_the_slow_map(two_host_run: Path) -> None:
     spec = get_tool("tf_data_bottleneck_analysis")
     ctx = _ctx(two_host_run, ALL_HOSTS)
     assert spec.available(ctx)
-    data = json.loads(json.dumps(spec.build(ctx).to_json()))
+    data = json.loads(json.dumps(output.to_json(spec.build(ctx))))
     top = data["analyses"][0]
     assert top["host"] == "vm" and top["bottleneck_iterator"] == "Map"
     assert "'Map'" in data["conclusion"] and "num_parallel_calls" in top["suggestion"]
@@ -122,7 +123,7 @@ def test_tf_data_tool_names_the_slow_map(two_host_run: Path) -> None:
     assert data["summary"][0]["host_input_percent"] == pytest.approx(83.2, abs=0.05)  # as XProf
     assert data["conclusion"].startswith("The most input-bound host is vm")
     assert data["summary"][0]["slow_calls"] == 6
-    rows = list(csv.DictReader(io.StringIO(spec.build(ctx).to_csv())))
+    rows = list(csv.DictReader(io.StringIO(output.to_csv(spec.build(ctx)))))
     assert rows[0]["bottleneck_iterator"] == "Map" and rows[1]["host"] == "w1"
 
 
@@ -135,7 +136,7 @@ def test_tf_data_tool_not_available_without_pipelines() -> None:
 def test_diagnostics_tool_on_two_ranks(two_rank_run: Path) -> None:
     spec = get_tool("diagnostics")
     ctx = _ctx(two_rank_run, ALL_HOSTS, link_bandwidth_gbps="150")
-    data = json.loads(json.dumps(spec.build(ctx).to_json()))
+    data = json.loads(json.dumps(output.to_json(spec.build(ctx))))
     ids = {(f["id"], f["host"]) for f in data["findings"]}
     for rank in ("rank0", "rank1"):
         assert {
@@ -150,7 +151,7 @@ def test_diagnostics_tool_on_two_ranks(two_rank_run: Path) -> None:
     assert launch["steps"] and launch["events"][0]["count"] > 0 and launch["time_ms"] > 0
     collective = next(f for f in data["findings"] if f["id"] == "collectives")
     assert collective["metrics"]["link_gbps"] == 150
-    rows = list(csv.DictReader(io.StringIO(spec.build(ctx).to_csv())))
+    rows = list(csv.DictReader(io.StringIO(output.to_csv(spec.build(ctx)))))
     assert len(rows) == len(data["findings"]) and rows[0]["fix"]
 
 
@@ -162,4 +163,7 @@ def test_findings_for_the_overview_are_cached() -> None:
 
 
 def test_no_findings_on_cpu_only_run() -> None:
-    assert get_tool("diagnostics").build(_ctx(_tf_file("ctl").parent)).to_json()["findings"] == []
+    assert (
+        output.to_json(get_tool("diagnostics").build(_ctx(_tf_file("ctl").parent)))["findings"]
+        == []
+    )

@@ -17,6 +17,7 @@ from typing import Any
 
 from stepscope import __version__
 from stepscope.serve.http import json_bytes
+from stepscope.tools import output
 from stepscope.tools.registry import ToolResult
 
 Key = tuple[str, str, str, tuple[tuple[str, str], ...]]  # run, host, tool, sorted options
@@ -42,10 +43,10 @@ class CachedTool:
     def csv(self) -> bytes:
         """The CSV form, made on first use (most requests only want JSON)."""
         if self._csv is None:
-            to_csv = getattr(self.result, "to_csv", None)
-            if to_csv is None:
-                raise ValueError("this tool has no CSV output")
-            self._csv = str(to_csv()).encode("utf-8")
+            try:
+                self._csv = output.to_csv(self.result).encode("utf-8")
+            except TypeError:
+                raise ValueError("this tool has no CSV output") from None
         return self._csv
 
     @property
@@ -88,7 +89,7 @@ class ToolCache:
             self.misses += 1
             result = compute()
             entry = CachedTool(
-                result, fingerprint, etag_for(key, fingerprint), json_bytes(result.to_json())
+                result, fingerprint, etag_for(key, fingerprint), json_bytes(output.to_json(result))
             )
             self._store(key, entry)
             return entry

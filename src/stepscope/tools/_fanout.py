@@ -28,6 +28,7 @@ from stepscope.executor import Executor, HostTask, InlineExecutor, content_hash,
 from stepscope.model import ALL_HOSTS, Profile, Run
 from stepscope.model.cache import default_cache_dir
 from stepscope.model.runs import HostFile
+from stepscope.tools import output
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import ToolResult, ToolSpec, get_tool
 
@@ -212,12 +213,12 @@ class WithHostErrors:
     host_errors: tuple[tuple[str, str], ...]
 
     def to_json(self) -> dict[str, Any]:
-        data = self.result.to_json()
+        data = output.to_json(self.result)
         data["host_errors"] = [{"host": h, "error": e} for h, e in self.host_errors]
         return data
 
     def to_csv(self) -> str:
-        return str(self.result.to_csv())  # type: ignore[attr-defined]
+        return output.to_csv(self.result)
 
 
 def build_tool(ctx: ToolContext, spec: ToolSpec) -> ToolResult:

@@ -5,100 +5,63 @@ Fields and units: docs/tools/op_stats.md. CSV: one line per row, the JSON row ke
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
 import numpy as np
 
 from stepscope.stats import OpTable
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
+from stepscope.tools.output import out
 from stepscope.tools.registry import ToolOption, ToolSpec
 
 IDLE = "IDLE"
-_COLUMNS = (
-    "rank",
-    "side",
-    "type",
-    "name",
-    "occurrences",
-    "total_time_us",
-    "avg_time_us",
-    "self_time_us",
-    "avg_self_time_us",
-    "self_time_percent",
-    "cumulative_self_time_percent",
-    "eager_percent",
-    "flop_rate_gflops",
-)
 
 
 @dataclass(frozen=True)
 class OpRow:
-    rank: int  # by self time, per side
-    side: str  # "host" or "device"
-    type: str
-    name: str
-    occurrences: int
-    total_time_us: float  # including nested ops
-    avg_time_us: float
-    self_time_us: float  # excluding nested ops
-    avg_self_time_us: float
-    self_time_percent: float  # of the side's total self time (idle included if asked)
-    cumulative_self_time_percent: float
-    eager_percent: float  # of this op's self time that ran eagerly
-    flop_rate_gflops: float | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            k: (round(v, 3) if isinstance(v, float) else v)
-            for k, v in ((c, getattr(self, c)) for c in _COLUMNS)
-        }
+    rank: int = out("rank by self time within its side")
+    side: str = out("`host` or `device`")
+    type: str = out("op type")
+    name: str = out("op name")
+    occurrences: int = out("times the op ran (kernels of one device op each count)")
+    total_time_us: float = out("time including nested ops", "us", 3)
+    avg_time_us: float = out("total time per occurrence", "us", 3)
+    self_time_us: float = out("time excluding nested ops", "us", 3)
+    avg_self_time_us: float = out("self time per occurrence", "us", 3)
+    self_time_percent: float = out(
+        "share of the side's total self time (idle included when asked)", "%", 3
+    )
+    cumulative_self_time_percent: float = out("running sum of the above down the side", "%", 3)
+    eager_percent: float = out("share of the op's self time that ran eagerly (`is_eager`)", "%", 3)
+    flop_rate_gflops: float | None = out(
+        "`flops` stat / self time, `null` where the trace has no flops", "GFLOP/s", 3
+    )
 
 
 @dataclass(frozen=True)
 class PieSlice:
-    label: str
-    self_time_us: float
-    percent: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "label": self.label,
-            "self_time_us": round(self.self_time_us, 3),
-            "percent": round(self.percent, 3),
-        }
+    label: str = out("op name, or op type")
+    self_time_us: float = out("self time", "us", 3)
+    percent: float = out("share of the side's self time", "%", 3)
 
 
 @dataclass(frozen=True)
 class OpStats:
-    host: str
-    include_idle: bool
-    host_idle_us: float
-    device_idle_us: float
-    rows: tuple[OpRow, ...]  # device rows first, then host rows
-    pies: dict[str, tuple[PieSlice, ...]]  # host_op, host_op_type, device_op, device_op_type
+    CSV_ROWS: ClassVar[str] = "rows"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "host": self.host,
-            "include_idle": self.include_idle,
-            "host_idle_us": round(self.host_idle_us, 3),
-            "device_idle_us": round(self.device_idle_us, 3),
-            "rows": [r.to_json() for r in self.rows],
-            "pie_charts": {k: [s.to_json() for s in v] for k, v in self.pies.items()},
-        }
-
-    def to_csv(self) -> str:
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(_COLUMNS)
-        for row in self.rows:
-            data = row.to_json()
-            writer.writerow(["" if data[c] is None else data[c] for c in _COLUMNS])
-        return out.getvalue()
+    host: str = out("the host shown, or `ALL_HOSTS`")
+    include_idle: bool = out("whether `IDLE` rows are in the table and the percentages")
+    host_idle_us: float = out("host time with no op running", "us", 3)
+    device_idle_us: float = out("device time with no op running", "us", 3)
+    rows: tuple[OpRow, ...] = out("device rows first, then host rows, each side by self time")
+    pies: dict[str, tuple[PieSlice, ...]] = out(
+        "`host_op`, `host_op_type`, `device_op`, `device_op_type`: slices "
+        "`{label, self_time_us, percent}` of self time by op and by op type, largest first",
+        "us / %",
+        key="pie_charts",
+    )
 
 
 def _rows(table: OpTable, include_idle: bool) -> list[OpRow]:

@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from stepscope.errors import NotFoundError, StepscopeError
 from stepscope.logdir import ALL_HOSTS
@@ -23,14 +23,9 @@ if TYPE_CHECKING:
     from stepscope.tools.context import ToolContext
 
 
-class ToolResult(Protocol):
-    """What a tool returns: typed data that serializes itself at the edges."""
-
-    def to_json(self) -> dict[str, Any]: ...
-
-
-class TableResult(ToolResult, Protocol):
-    def to_csv(self) -> str: ...
+# What a tool returns: a frozen dataclass of typed fields, serialized at the edges (CLI,
+# server) by `stepscope.tools.output.to_json` / `to_csv`.
+ToolResult = Any
 
 
 @dataclass(frozen=True)
@@ -58,7 +53,7 @@ class ToolSpec:
     title: str  # shown in the UI, e.g. "Overview"
     description: str
     build: Callable[[ToolContext], ToolResult]
-    formats: tuple[str, ...] = ("json",)  # "csv" when the result has to_csv()
+    formats: tuple[str, ...] = ("json",)  # "csv" when the result has CSV rows (tools.output)
     multi_host: bool = True  # supports ALL_HOSTS
     options: tuple[ToolOption, ...] = ()
     # Whether the tool has anything to show for a run (e.g. kernel_stats needs a GPU).

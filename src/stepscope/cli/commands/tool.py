@@ -132,6 +132,7 @@ def context_for(
 
 
 def run(args: argparse.Namespace) -> int:
+    from stepscope.tools import output
     from stepscope.tools._fanout import host_errors_json
     from stepscope.tools.registry import get_tool
 
@@ -150,9 +151,9 @@ def run(args: argparse.Namespace) -> int:
     )
     result = spec.build(ctx)
     if args.csv:
-        sys.stdout.write(result.to_csv())  # type: ignore[attr-defined]
+        sys.stdout.write(output.to_csv(result))
     else:
-        data = result.to_json()
+        data = output.to_json(result)
         if ctx.failed:
             data["host_errors"] = host_errors_json(ctx)
         print_json(data)

@@ -1,0 +1,145 @@
+"""Tool results are data: frozen dataclasses whose fields say their JSON key, unit, rounding
+and meaning (`out`), turned into JSON and CSV by one serializer here.
+
+A result field declared ``total_time_us: float = out("time including nested ops", unit="us",
+digits=3)`` is written rounded to 3 digits under its own name; ``key=`` renames it in the
+JSON. Nested dataclasses, tuples and dicts are walked the same way, and a field's rounding
+applies to every float inside it (dict values, list items). The docs/tools pages' field
+tables are generated from the same metadata (`field_rows`, `scripts/gen_tool_docs.py`) and a
+test fails when they drift.
+
+A result with CSV output names the field holding its rows in ``CSV_ROWS``; the CSV header is
+those rows' JSON keys, one line per row, an empty cell for ``null``.
+
+Results not yet declared this way keep their own ``to_json`` / ``to_csv``, which the
+serializer calls.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import types
+import typing
+from collections.abc import Iterator
+from typing import Any
+
+_META = "stepscope_output"
+
+
+def out(
+    doc: str,
+    unit: str = "",
+    digits: int | None = None,
+    key: str | None = None,
+    default: Any = dataclasses.MISSING,
+) -> Any:
+    """A result field: its meaning, unit (as docs/tools write it: ns, ms, us, %, bytes...),
+    the decimals floats are rounded to, and its JSON key when not the field name."""
+    meta = {_META: {"doc": doc, "unit": unit, "digits": digits, "key": key}}
+    if default is dataclasses.MISSING:
+        return dataclasses.field(metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def _meta(f: dataclasses.Field[Any]) -> dict[str, Any]:
+    return dict(f.metadata.get(_META, {}))
+
+
+def _round(value: Any, digits: int | None) -> Any:
+    if digits is None:
+        return value
+    if isinstance(value, float):
+        return round(value, digits)
+    if isinstance(value, dict):
+        return {k: _round(v, digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_round(v, digits) for v in value]
+    return value
+
+
+def to_json(value: Any) -> Any:
+    """JSON-ready data of a tool result (or any part of one)."""
+    legacy = getattr(value, "to_json", None)
+    if legacy is not None and callable(legacy):
+        return legacy()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        data: dict[str, Any] = {}
+        for f in dataclasses.fields(value):
+            meta = _meta(f)
+            # Rounded before conversion: a NumPy float rounds as NumPy does (half to even on
+            # its binary value), as the tools' JSON always has.
+            data[meta.get("key") or f.name] = to_json(
+                _round(getattr(value, f.name), meta.get("digits"))
+            )
+        return data
+    if isinstance(value, (tuple, list)):
+        return [to_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_json(v) for k, v in value.items()}
+    item = getattr(value, "item", None)  # NumPy scalars
+    if item is not None and callable(item) and not isinstance(value, (str, bytes)):
+        return item()
+    return value
+
+
+def to_csv(result: Any) -> str:
+    """CSV of a result's rows (``CSV_ROWS``): the rows' JSON keys as header, an empty cell for
+    ``null``."""
+    legacy = getattr(result, "to_csv", None)
+    if legacy is not None and callable(legacy):
+        return str(legacy())
+    rows_field = getattr(result, "CSV_ROWS", None)
+    if rows_field is None:
+        raise TypeError(f"{type(result).__name__} has no CSV output")
+    rows = [to_json(row) for row in getattr(result, rows_field)]
+    row_type = _item_type(_field_types(type(result))[rows_field])
+    header = [_meta(f).get("key") or f.name for f in dataclasses.fields(row_type)]
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow(["" if row[k] is None else row[k] for k in header])
+    return text.getvalue()
+
+
+def _field_types(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _item_type(hint: Any) -> Any:
+    """The dataclass inside ``tuple[X, ...]``, ``list[X]``, ``X | None`` or ``dict[str, X]``."""
+    if dataclasses.is_dataclass(hint):
+        return hint
+    args = [a for a in typing.get_args(hint) if a is not Ellipsis and a is not type(None)]
+    origin = typing.get_origin(hint)
+    if origin in (dict,) and len(args) == 2:
+        return _item_type(args[1])
+    for arg in args:
+        found = _item_type(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def field_rows(cls: type, prefix: str = "") -> Iterator[tuple[str, str, str]]:
+    """(JSON key path, unit, doc) of every declared field of a result class, nested ones as
+    ``parent.child`` and items of lists as ``parent[].child``: the docs' field table."""
+    hints = _field_types(cls)
+    for f in dataclasses.fields(cls):
+        meta = _meta(f)
+        if not meta:
+            continue
+        path = prefix + (meta.get("key") or f.name)
+        hint = hints[f.name]
+        origin = typing.get_origin(hint)
+        is_list = origin in (tuple, list) or (
+            origin in (typing.Union, types.UnionType)
+            and any(typing.get_origin(a) in (tuple, list) for a in typing.get_args(hint))
+        )
+        shown = path + ("[]" if is_list else "")
+        yield shown, meta.get("unit", ""), meta.get("doc", "")
+        inner = _item_type(hint)
+        if inner is not None and origin is not dict:
+            yield from field_rows(inner, shown + ".")

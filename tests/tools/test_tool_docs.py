@@ -1,0 +1,60 @@
+"""docs/tools pages against what the tools write: generated field tables are current, and every
+top-level key of every tool's JSON is documented on its page."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from stepscope.model import open_run
+from stepscope.tools import output
+from stepscope.tools.context import ProfileStore, ToolContext
+from stepscope.tools.field_docs import docs_out_of_date, field_table, result_class
+from stepscope.tools.registry import all_tools, get_tool
+from tests.conftest import FIXTURES, tf_xplane
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "tools"
+
+
+def test_generated_field_tables_are_current() -> None:
+    assert docs_out_of_date(DOCS) == [], "run: python scripts/gen_tool_docs.py"
+
+
+def test_op_stats_table_comes_from_its_result_fields() -> None:
+    cls = result_class(get_tool("op_stats"))
+    assert cls is not None
+    table = field_table(cls)
+    assert "| `rows[].avg_time_us` | total time per occurrence | us |" in table
+    assert "| `pie_charts` |" in table  # the JSON key, not the field name
+
+
+@pytest.fixture(scope="module")
+def outputs() -> dict[str, list[dict[str, object]]]:
+    """Each tool's JSON on a CPU (TensorFlow) and a GPU (PyTorch) fixture."""
+    store = ProfileStore(use_cache=False)
+    found: dict[str, list[dict[str, object]]] = {}
+    for path in (
+        tf_xplane("ctl").parent,
+        FIXTURES / "kineto" / "h100_bert_small_inference.json.gz",
+    ):
+        run = open_run(str(path))
+        for spec in all_tools():
+            # Built even where the UI would not offer the tool (pod_viewer on one device):
+            # its JSON keys are the same.
+            ctx = ToolContext(run, run.host_names[0], store)
+            found.setdefault(spec.name, []).append(output.to_json(spec.build(ctx)))
+    return found
+
+
+@pytest.mark.parametrize("tool", [t.name for t in all_tools()])
+def test_every_top_level_key_is_documented(
+    tool: str, outputs: dict[str, list[dict[str, object]]]
+) -> None:
+    page = (DOCS / f"{tool}.md").read_text()
+    documented = set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)", page))
+    assert tool in outputs, f"{tool} ran on no fixture"
+    for data in outputs[tool]:
+        missing = sorted(set(data) - documented)
+        assert missing == [], f"docs/tools/{tool}.md does not document {missing}"
