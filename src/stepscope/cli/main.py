@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
+from stepscope import limits
 from stepscope._version import __version__
 from stepscope.cli.output import Parser
 from stepscope.errors import StepscopeError
@@ -41,7 +43,24 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"stepscope.cli.commands.{name}").register(subparsers)
+    for sub in subparsers.choices.values():
+        sub.add_argument(
+            "--max-profile-bytes",
+            type=_size,
+            default=None,
+            metavar="SIZE",
+            help="most memory one profile may take (inflated data, decoded columns, parsed "
+            "JSON), e.g. 2G; default: a quarter of physical memory "
+            f"(${limits.ENV_VAR})",
+        )
     return parser
+
+
+def _size(text: str) -> int:
+    try:
+        return limits.parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -51,6 +70,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 0
+    if getattr(args, "max_profile_bytes", None) is not None:
+        limits.configure(args.max_profile_bytes)
+    else:
+        env = os.environ.get(limits.ENV_VAR)
+        if env:
+            try:
+                limits.parse_size(env)
+            except ValueError as exc:
+                print(f"stepscope: error: ${limits.ENV_VAR}: {exc}", file=sys.stderr)
+                return 2
     try:
         return int(func(args) or 0)
     except StepscopeError as exc:

@@ -50,7 +50,7 @@ def profile_from_bytes(
 
 def _decode(data: bytes, source: str) -> RawColumns:
     try:
-        raw = decode_columns(data)
+        raw = decode_columns(data, source)
     except ValueError as exc:
         raise ProfileFormatError(
             source,
@@ -83,8 +83,12 @@ def profile_from_columns(raw: RawColumns, source: str, hostname: str | None) -> 
     # Lines and planes (few): plain Python.
     planes: list[Plane] = []
     lines: list[Line] = []
+    # Lines of each plane, found in one pass (a crafted file may hold 100,000s of planes).
+    lines_of_plane: list[list[int]] = [[] for _ in raw.plane_headers]
+    for line_index, raw_line in enumerate(raw.lines):
+        lines_of_plane[raw_line.plane].append(line_index)
     for index, header in enumerate(raw.plane_headers):
-        plane_lines = [line for line in raw.lines if line.plane == index]
+        plane_lines = [raw.lines[i] for i in lines_of_plane[index]]
         stats = {
             (
                 header.stat_metadata[s.metadata_id].name
@@ -155,7 +159,7 @@ def profile_from_columns(raw: RawColumns, source: str, hostname: str | None) -> 
     st_key = np.zeros(len(raw.st_meta), dtype=np.int32)
     st_value = raw.st_value
     for index in range(len(raw.plane_headers)):
-        plane_line_idx = [i for i, line in enumerate(raw.lines) if line.plane == index]
+        plane_line_idx = lines_of_plane[index]
         if not plane_line_idx:
             continue
         ev_lo = raw.lines[plane_line_idx[0]].first_event
@@ -179,7 +183,10 @@ def profile_from_columns(raw: RawColumns, source: str, hostname: str | None) -> 
         st_key[st_lo:st_hi] = keys
         # REF values point at stat metadata names: resolve them to string ids.
         refs = np.flatnonzero(raw.st_kind[st_lo:st_hi] == KIND_REF) + st_lo
-        if len(refs):
+        if len(refs) and not len(names):  # REF stats in a plane without stat metadata
+            st_value[refs] = empty_id
+            raw.st_kind[refs] = KIND_STR
+        elif len(refs):
             ref_rows = _map_ids(st_value[refs], ids, 0, None)
             resolved = np.where(ref_rows >= 0, names[np.maximum(ref_rows, 0)], empty_id)
             st_value[refs] = resolved
@@ -250,9 +257,15 @@ def _map_ids(
         rows[lo : lo + chunk] = np.where(found, pos + base, -1)
         missing_any = missing_any or not found.all()
     if on_missing is not None and missing_any:
-        absent = rows == -1
-        for missing in np.unique(values[absent]).tolist():
-            rows[absent & (values == missing)] = on_missing(missing)  # type: ignore[operator]
+        # One new row per distinct missing id, assigned in one vectorized step (a loop over
+        # the ids with a mask each was quadratic on files with 100,000s of missing ids).
+        absent = np.flatnonzero(rows == -1)
+        missing, inverse = np.unique(values[absent], return_inverse=True)
+        new_rows = np.array(
+            [on_missing(m) for m in missing.tolist()],  # type: ignore[operator]
+            dtype=np.int32,
+        )
+        rows[absent] = new_rows[inverse]
     return rows
 
 

@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import tempfile
 import zlib
 from pathlib import Path
+from typing import cast
 
 from google.protobuf.message import DecodeError
 
+from stepscope import limits
 from stepscope.errors import ProfileFormatError
 from stepscope.xspace.proto.xplane_pb2 import XSpace
 
 GZIP_MAGIC = b"\x1f\x8b"
+_NOT_ZERO = re.compile(rb"[^\0]")
 
 
 def is_url(path: str | os.PathLike[str]) -> bool:
@@ -27,6 +31,7 @@ def is_url(path: str | os.PathLike[str]) -> bool:
 def read_raw_bytes(path: str | os.PathLike[str]) -> bytes:
     """Bytes of a local file or an fsspec URL, with a clear error when it cannot be read."""
     text = str(path)
+    limit = limits.max_profile_bytes()
     try:
         if is_url(text):
             try:
@@ -35,9 +40,23 @@ def read_raw_bytes(path: str | os.PathLike[str]) -> bytes:
                 raise ProfileFormatError(
                     text, "is a URL but fsspec is not installed", "pip install fsspec"
                 ) from exc
-            with fsspec.open(text, "rb") as handle:
-                return bytes(handle.read())
-        return Path(text.removeprefix("file://")).read_bytes()
+            try:
+                opened = fsspec.open(text, "rb")
+            except ValueError as exc:  # unknown protocol
+                raise ProfileFormatError(
+                    text, f"cannot open this URL: {exc}", "check the URL's scheme"
+                ) from exc
+            with opened as handle:
+                data = bytes(handle.read(limit + 1))
+        else:
+            local = Path(text.removeprefix("file://"))
+            size = local.stat().st_size
+            if size > limit:
+                raise limits.ProfileTooLargeError(text, "this file", size, limit)
+            data = local.read_bytes()
+        if len(data) > limit:
+            raise limits.ProfileTooLargeError(text, "this file", None, limit)
+        return data
     except FileNotFoundError as exc:
         raise ProfileFormatError(text, "no such file", "check the path") from exc
     except IsADirectoryError as exc:
@@ -54,15 +73,61 @@ def read_profile_bytes(path: str | os.PathLike[str]) -> bytes:
             path, "file is empty", "the capture may have failed; capture again"
         )
     if data[:2] == GZIP_MAGIC:
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
+        data, damaged = gunzip_bounded(data, path)
+        if damaged:
             raise ProfileFormatError(
                 path, "gzip data is truncated or corrupt", "copy the file again"
-            ) from exc
+            )
         if not data:
             raise ProfileFormatError(path, "file is empty after decompression")
     return data
+
+
+def gunzip_bounded(
+    raw: bytes, path: object, limit: int | None = None, chunk: int = 1 << 20
+) -> tuple[bytes, bool]:
+    """Inflate gzip data (every member) without ever holding more than the profile limit.
+
+    Returns the bytes and whether the stream was truncated or corrupt (the bytes are then
+    what preceded the damage). Raises `ProfileTooLargeError` as soon as the inflated size
+    passes ``limit`` (default `limits.max_profile_bytes()`): a gzip bomb costs the limit, not
+    its ratio. The result is a bytearray (no copy of up to the limit's size), used as bytes.
+    """
+    if limit is None:
+        limit = limits.max_profile_bytes()
+    out = bytearray()
+    view = memoryview(raw)
+    pos = 0
+    while pos < len(raw):
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            while not inflater.eof:
+                if inflater.unconsumed_tail:
+                    feed: bytes | memoryview = inflater.unconsumed_tail
+                elif pos < len(raw):
+                    feed = view[pos : pos + chunk]
+                    pos += len(feed)
+                else:
+                    break  # the stream ends inside a member
+                out += inflater.decompress(feed, chunk)
+                if len(out) > limit:
+                    raise limits.ProfileTooLargeError(path, "decompressing this file", None, limit)
+        except zlib.error:
+            return _as_bytes(out), True
+        if not inflater.eof:
+            return _as_bytes(out), True
+        pos -= len(inflater.unused_data)  # the next member starts there
+        padding = _NOT_ZERO.search(raw, pos)  # members may be padded with zeros
+        pos = padding.start() if padding else len(raw)
+        if raw[pos : pos + 2] != GZIP_MAGIC:
+            break  # trailing bytes that are not gzip are ignored
+    return _as_bytes(out), False
+
+
+def _as_bytes(data: bytearray) -> bytes:
+    """The inflated data without a copy (up to the limit's size): a bytearray reads like bytes
+    everywhere it is used (slicing, count, decode, the buffer protocol)."""
+    return cast(bytes, data)
 
 
 def parse_xspace(data: bytes, path: str | os.PathLike[str] = "<bytes>") -> XSpace:

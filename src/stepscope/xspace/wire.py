@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from google.protobuf.message import DecodeError
 
+from stepscope import limits
 from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace
 
 try:  # The accelerator is optional; see setup.py.
@@ -74,11 +75,22 @@ def accelerated() -> bool:
     return _fastwire is not None and os.environ.get("STEPSCOPE_PURE_PYTHON") != "1"
 
 
-def decode_columns(data: bytes) -> RawColumns:
-    """Decode serialized XSpace bytes. Raises ValueError on corrupt data."""
+# The pure-Python decoder's peak memory per input byte on crafted input (protobuf's messages,
+# about 40 bytes per byte of empty events, then the columns); it cannot count before parsing.
+FALLBACK_BYTES_PER_BYTE = 48
+
+
+def decode_columns(data: bytes, source: str = "<bytes>") -> RawColumns:
+    """Decode serialized XSpace bytes. Raises ValueError on corrupt data and
+    `ProfileTooLargeError` when the result would exceed `limits.max_profile_bytes()`."""
     try:
         if accelerated():
-            return _decode_fast(data)
+            return _decode_fast(data, source)
+        limits.check(
+            source,
+            "decoding this XSpace (pure-Python decoder)",
+            len(data) * FALLBACK_BYTES_PER_BYTE,
+        )
         space = XSpace()
         space.ParseFromString(data)
     except DecodeError as exc:  # protobuf's, from the small messages or the fallback
@@ -86,8 +98,13 @@ def decode_columns(data: bytes) -> RawColumns:
     return columns_from_message(space)
 
 
-def _decode_fast(data: bytes) -> RawColumns:
-    header, planes, columns, strings, aggregated = _fastwire.decode(data)
+def _decode_fast(data: bytes, source: str) -> RawColumns:
+    limit = limits.max_profile_bytes()
+    try:
+        header, planes, columns, strings, aggregated = _fastwire.decode(data, limit)
+    except MemoryError as exc:
+        needed = exc.args[1] if len(exc.args) == 2 and isinstance(exc.args[1], int) else None
+        raise limits.ProfileTooLargeError(source, "decoding this XSpace", needed, limit) from exc
     space_header = XSpace.FromString(bytes(header))
     plane_headers: list[XPlane] = []
     lines: list[RawLine] = []

@@ -17,7 +17,8 @@ from typing import Any
 
 import msgspec
 
-from stepscope.xspace.kineto.json_repair import load_json
+from stepscope import limits
+from stepscope.xspace.kineto.json_repair import load_json, parse_memory_estimate
 
 # What the importer reads from the header (everything except the events).
 HEADER_KEYS = (
@@ -114,7 +115,9 @@ class Trace:
 
 
 def decode_trace(data: bytes, source: str, warnings: list[str]) -> Trace:
-    """Decode ``data`` (see module docstring); damaged JSON is repaired or raises."""
+    """Decode ``data`` (see module docstring); damaged JSON is repaired or raises.
+    `ProfileTooLargeError` before parsing when the objects would not fit the profile limit."""
+    limits.check(source, "parsing this JSON", parse_memory_estimate(data))
     try:
         header = _HEADER.decode(data)
         raw_events = header.traceEvents  # type: ignore[attr-defined]

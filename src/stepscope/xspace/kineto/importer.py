@@ -28,18 +28,17 @@ docs/formats/kineto.md. Decisions taken here:
 from __future__ import annotations
 
 import gc
-import gzip
 import os
 import re
-import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from stepscope import limits
 from stepscope.errors import ProfileFormatError
 from stepscope.xspace.builder import PlaneBuilder, StatValue
-from stepscope.xspace.io import GZIP_MAGIC, read_profile_bytes, read_raw_bytes
+from stepscope.xspace.io import GZIP_MAGIC, gunzip_bounded, read_raw_bytes
 from stepscope.xspace.kineto.columns import ColumnSpace
 from stepscope.xspace.kineto.decode import decode_trace
 from stepscope.xspace.kineto.devices import (
@@ -78,6 +77,7 @@ _HEADER_STATS = (
 _LAUNCH_FLOW_CATEGORIES = ("ac2g", "async")
 _TIME_SUFFIX = re.compile(r"\.\d{9,}$")
 _Output = TypeVar("_Output")
+_NON_BLANK = re.compile(rb"\S")
 
 
 def kineto_to_xspace(path: str | os.PathLike[str]) -> XSpace:
@@ -93,45 +93,33 @@ def kineto_to_columns(path: str | os.PathLike[str]) -> RawColumns:
 def kineto_bytes_to_xspace(data: bytes, source: str = "<bytes>") -> XSpace:
     """Like `kineto_to_xspace` for the (possibly gzip-compressed) bytes of a trace."""
     warnings: list[str] = []
-    if data[:2] == GZIP_MAGIC:
-        data = _gunzip(data, source, warnings)
-    if not data.strip():
-        raise ProfileFormatError(
-            source, "file is empty", "the capture may have failed; capture again"
-        )
-    return _convert(data, source, warnings, ColumnSpace.build)
+    return _convert(_inflate(data, source, warnings), source, warnings, ColumnSpace.build)
 
 
 def _read(path: str | os.PathLike[str]) -> tuple[bytes, str, list[str]]:
     warnings: list[str] = []
-    try:
-        data = read_profile_bytes(path)
-    except ProfileFormatError:
-        raw = read_raw_bytes(path)  # re-raises "no such file" and the like
-        if raw[:2] != GZIP_MAGIC:
-            raise
-        data = _gunzip(raw, str(path), warnings)  # damaged gzip: recover what precedes it
-        if not data.strip():
-            raise
-    return data, str(path), warnings
+    return _inflate(read_raw_bytes(path), str(path), warnings), str(path), warnings
+
+
+def _inflate(data: bytes, source: str, warnings: list[str]) -> bytes:
+    """The trace's JSON text: gzip inflated (bounded), a damaged stream read up to the damage."""
+    if data[:2] == GZIP_MAGIC:
+        data = _gunzip(data, source, warnings)
+    if _NON_BLANK.search(data) is None:  # no strip(): it would copy the whole file
+        raise ProfileFormatError(
+            source, "file is empty", "the capture may have failed; capture again"
+        )
+    return data
 
 
 def _gunzip(raw: bytes, source: str, warnings: list[str]) -> bytes:
-    """Decompress gzip data; a truncated or corrupt stream gives what precedes the damage."""
-    try:
-        return gzip.decompress(raw)
-    except (OSError, EOFError, zlib.error):
-        pass
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    chunks: list[bytes] = []
-    step = 1 << 20
-    for offset in range(0, len(raw), step):
-        try:
-            chunks.append(inflater.decompress(raw[offset : offset + step]))
-        except zlib.error:
-            break
-    data = b"".join(chunks)
-    if not data.strip():
+    """Decompress gzip data (bounded); a truncated or corrupt stream gives what precedes it."""
+    # Parsing JSON takes at least twice the text's size (see `parse_memory_estimate`), so
+    # inflating more than half the limit would be wasted.
+    data, damaged = gunzip_bounded(raw, source, limits.max_profile_bytes() // 2)
+    if not damaged:
+        return data
+    if _NON_BLANK.search(data) is None:
         raise ProfileFormatError(source, "gzip data is truncated or corrupt", "copy the file again")
     warnings.append(f"gzip data is truncated or corrupt: read the first {len(data)} bytes only")
     return data

@@ -1,0 +1,30 @@
+"""Hardening tests: hostile inputs run under a small profile-memory limit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from stepscope import limits
+
+
+@pytest.fixture
+def small_limit() -> Iterator[int]:
+    """A 64 MiB profile limit for the test, restored afterwards."""
+    limit = 64 << 20
+    limits.configure(limit)
+    yield limit
+    limits.configure(None)
+
+
+@pytest.fixture(params=["c", "python"])
+def decoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test with the C decoder and with the pure-Python fallback."""
+    from stepscope.xspace import wire
+
+    if request.param == "python":
+        monkeypatch.setenv("STEPSCOPE_PURE_PYTHON", "1")
+    elif not wire.accelerated():
+        pytest.skip("the C decoder is not built")
+    return str(request.param)
