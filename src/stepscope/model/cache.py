@@ -4,16 +4,20 @@ Where: ``$STEPSCOPE_CACHE_DIR`` or the user cache directory (``platformdirs``), 
 user's profile unless they pass a directory explicitly. Key: source path + its size and mtime
 (or etag) + stepscope version + model schema version, so a changed profile or a new release
 converts again. Entries are written to a temporary directory and renamed into place, so a
-crash never leaves a half-written entry that would be read later.
+crash never leaves a half-written entry that would be read later, and carry a manifest
+(every file's size and CRC-32, written last) checked on every load, so a damaged entry
+(a truncated or overwritten file, a bad disk) is rebuilt instead of read.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
@@ -21,12 +25,15 @@ from typing import Any
 
 import numpy as np
 
+from stepscope import tmpfiles
 from stepscope._version import __version__
 from stepscope.model import fs
 from stepscope.model.profile import Line, Plane, Profile, Stats
 from stepscope.model.strings import StringTable
 
-SCHEMA_VERSION = 1
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 2  # 2: entries carry a manifest
 _ARRAYS = (
     "line",
     "meta",
@@ -89,21 +96,67 @@ def _py_stat(value: object) -> object:
     return value
 
 
+MANIFEST = "manifest.json"
+_CHUNK = 16 << 20
+
+
+def _crc32(path: Path) -> int:
+    crc = 0
+    with path.open("rb") as handle:
+        while block := handle.read(_CHUNK):
+            crc = zlib.crc32(block, crc)
+    return crc
+
+
+def _describe(directory: Path) -> dict[str, list[int]]:
+    """Size and CRC-32 of every file directly in ``directory`` except the manifest."""
+    return {
+        p.name: [p.stat().st_size, _crc32(p)]
+        for p in sorted(directory.iterdir())
+        if p.is_file() and p.name != MANIFEST
+    }
+
+
 def write_entry(target: Path, arrays: Mapping[str, np.ndarray], header: Any) -> None:
     """Write named arrays (``<name>.npy``) and a JSON header as the directory ``target``,
-    atomically: a temporary directory renamed into place, so readers never see half of it."""
+    atomically: a temporary directory renamed into place, so readers never see half of it.
+    A manifest of every file's size and CRC-32 is written last (see `verify_entry`); stale
+    temporary directories of killed saves are removed first."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
+    tmpfiles.sweep_stale(target.parent)
+    tmp = Path(tempfile.mkdtemp(prefix=tmpfiles.tmp_prefix(), dir=target.parent))
     try:
         for name, array in arrays.items():
             np.save(tmp / f"{name}.npy", array)
         (tmp / "header.json").write_text(json.dumps(header))
+        (tmp / MANIFEST).write_text(json.dumps(_describe(tmp)))
         if target.exists():
             shutil.rmtree(target, ignore_errors=True)
         os.replace(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def verify_entry(target: Path) -> bool:
+    """Whether the entry at ``target`` is exactly what was written: every file its manifest
+    lists has the listed size and CRC-32. A missing manifest (a save that never finished, an
+    older stepscope) fails too; a damaged entry is logged and rebuilt by the caller, never read.
+    """
+    try:
+        listed = json.loads((target / MANIFEST).read_text())
+        for name, (size, crc) in listed.items():
+            path = target / name
+            if path.stat().st_size != size or _crc32(path) != crc:
+                raise ValueError(f"{name} does not match the manifest")
+    except FileNotFoundError:
+        if target.exists():
+            logger.warning("cache entry %s has no manifest: rebuilding it", target)
+        return False
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        logger.warning("cache entry %s is damaged (%s): rebuilding it", target, exc)
+        return False
+    return True
 
 
 def save(profile: Profile, target: Path) -> None:
@@ -129,9 +182,10 @@ def save(profile: Profile, target: Path) -> None:
 
 
 def load(target: Path) -> Profile | None:
-    """The cached profile at ``target`` (arrays memory-mapped, read-only), or None."""
+    """The cached profile at ``target`` (arrays memory-mapped, read-only), or None when there
+    is none or it fails `verify_entry` (the caller converts again and overwrites it)."""
     header_path = target / "header.json"
-    if not header_path.exists():
+    if not verify_entry(target):
         return None
     try:
         header = json.loads(header_path.read_text())
@@ -153,7 +207,7 @@ def load(target: Path) -> Profile | None:
             for p in header["planes"]
         ]
         lines = [Line(**line) for line in header["lines"]]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, EOFError):
         return None  # a damaged entry is simply rebuilt
     return Profile(
         hostname=header["hostname"],

@@ -15,7 +15,7 @@ from typing import cast
 
 from google.protobuf.message import DecodeError
 
-from stepscope import limits
+from stepscope import limits, tmpfiles
 from stepscope.errors import ProfileFormatError
 from stepscope.xspace.proto.xplane_pb2 import XSpace
 
@@ -163,7 +163,8 @@ def write_xspace(space: XSpace, path: str | os.PathLike[str], compress: bool = F
     data = space.SerializeToString()
     if compress:
         data = gzip.compress(data, compresslevel=6)
-    handle, tmp_name = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
+    tmpfiles.sweep_stale(target.parent)  # leftovers of saves killed mid-write
+    handle, tmp_name = tempfile.mkstemp(prefix=tmpfiles.tmp_prefix(), dir=target.parent)
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)

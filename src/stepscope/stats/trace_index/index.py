@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from stepscope.model import Profile
-from stepscope.model.cache import entry_dir, write_entry
+from stepscope.model.cache import entry_dir, verify_entry, write_entry
 from stepscope.stats.trace_index.counters import Counter, build_counters
 from stepscope.stats.trace_index.flows import FlowTable, build_flows
 from stepscope.stats.trace_index.lod import (
@@ -160,7 +160,9 @@ def save_index(index: TraceIndex, target: Path) -> None:
 
 
 def load_index(target: Path) -> TraceIndex | None:
-    """The index stored at ``target`` (arrays memory-mapped), or None."""
+    """The index stored at ``target`` (arrays memory-mapped), or None (also when damaged)."""
+    if not verify_entry(target):
+        return None
     try:
         header = json.loads((target / "header.json").read_text())
         if header.get("version") != INDEX_VERSION:
@@ -196,7 +198,7 @@ def load_index(target: Path) -> TraceIndex | None:
             steps=sub(Steps, "steps"),  # type: ignore[arg-type]
             **plain,
         )
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, EOFError):
         return None
 
 

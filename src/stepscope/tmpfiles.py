@@ -1,0 +1,78 @@
+"""Temporary files of atomic saves, and removing the ones a killed process left behind.
+
+Every atomic save (a profile, a cache entry) writes ``.tmp-<host>-<pid>-<random>`` beside its
+target and renames it into place. A process killed mid-save (SIGKILL, power loss) leaves
+that file or directory behind; `sweep_stale` removes such leftovers of processes that no
+longer run on this host, and any leftover older than a day (another host's, or a reused
+pid). Standard library only: capture, model and xspace all use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import socket
+import time
+from pathlib import Path
+
+PREFIX = ".tmp-"
+MAX_AGE_S = 24 * 3600
+_OURS = re.compile(r"^\.tmp-(?P<host>[A-Za-z0-9_.-]*)-(?P<pid>\d+)-")
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())
+
+
+def tmp_prefix() -> str:
+    """The prefix for this process's temporary files (host and pid say whose they are)."""
+    return f"{PREFIX}{_host()}-{os.getpid()}-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # exists but not ours, or cannot tell: keep it
+    return True
+
+
+def is_stale(path: Path, now: float | None = None) -> bool:
+    """Whether ``path`` (a ``.tmp-*`` entry) was left by a save that can no longer finish."""
+    try:
+        age = (now or time.time()) - path.lstat().st_mtime
+    except OSError:
+        return False
+    if age > MAX_AGE_S:
+        return True
+    match = _OURS.match(path.name)
+    if match is None:  # an older stepscope's name (no pid): only by age, an hour
+        return age > 3600
+    return (
+        match["host"] == _host()
+        and int(match["pid"]) != os.getpid()
+        and not _alive(int(match["pid"]))
+    )
+
+
+def sweep_stale(directory: Path) -> int:
+    """Remove the stale ``.tmp-*`` entries directly inside ``directory``; how many went."""
+    removed = 0
+    try:
+        candidates = [p for p in directory.iterdir() if p.name.startswith(PREFIX)]
+    except OSError:
+        return 0
+    for path in candidates:
+        if not is_stale(path):
+            continue
+        with contextlib.suppress(OSError):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+            removed += 1
+    return removed
