@@ -24,7 +24,8 @@ def ui(tmp_path: Path) -> Iterator[httpx.Client]:
     logdir.mkdir()
     running = start_server(logdir, use_cache=False)
     try:
-        with httpx.Client(base_url=running.url, timeout=30) as client:
+        auth = {"Authorization": f"Token {running.token}"}  # captures need the server's token
+        with httpx.Client(base_url=running.url, timeout=30, headers=auth) as client:
             yield client
     finally:
         running.stop()
@@ -103,7 +104,8 @@ def test_capture_is_disabled_when_serving_a_single_file(fixtures_dir: Path) -> N
     source = next((fixtures_dir / "tf" / "ctl_opt").rglob("*.xplane.pb"))
     running = start_server(source, use_cache=False)
     try:
-        with httpx.Client(base_url=running.url, timeout=30) as client:
+        auth = {"Authorization": f"Token {running.token}"}
+        with httpx.Client(base_url=running.url, timeout=30, headers=auth) as client:
             config = client.get("/api/capture").json()
             assert not config["enabled"] and "single file" in config["reason"]
             answer = client.post("/api/capture", json={"service_addr": "127.0.0.1:1"})

@@ -67,7 +67,7 @@ def page(ui_server: RunningServer, errors: list[str]) -> Iterator[Any]:
 
 @pytest.mark.usefixtures("training")
 def test_capture_dialog(page: Any, ui_server: RunningServer, server: ProfilerServer) -> None:
-    page.goto(ui_server.url)
+    page.goto(f"{ui_server.url}?token={ui_server.token}")  # as `stepscope serve` prints it
     page.wait_for_selector("body[data-rendered]", timeout=120_000)
     button = page.locator("#capture-button")
     button.wait_for(state="visible")
@@ -112,7 +112,7 @@ def test_capture_dialog(page: Any, ui_server: RunningServer, server: ProfilerSer
 def test_bad_input_is_shown_in_the_dialog(
     page: Any, ui_server: RunningServer, errors: list[str]
 ) -> None:
-    page.goto(ui_server.url)
+    page.goto(f"{ui_server.url}?token={ui_server.token}")  # as `stepscope serve` prints it
     page.locator("#capture-button").click()
     page.fill("#capture-service_addr", "http://not-grpc:80")
     page.click("#capture-start")

@@ -64,7 +64,7 @@ def test_tool_json_csv_and_options(client: httpx.Client, fake_tools: FakeTools) 
     r = client.get("/api/tool/nope", params={"run": RUN_A})
     assert r.status_code == 404 and "tools: fake_stats, fake_single" in r.json()["error"]
     assert client.get("/api/other").status_code == 404
-    assert client.post("/api/runs").status_code == 405
+    assert client.post("/api/runs").status_code == 403  # any POST needs the token first
 
 
 def test_results_are_cached_revalidated_and_recomputed_when_files_change(

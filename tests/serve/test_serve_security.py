@@ -118,10 +118,10 @@ def test_loopback_by_default_and_warning_elsewhere(logdir: Path) -> None:
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4")
     warnings: list[str] = []
-    _server, sock, _state, url = _prepare(logdir, "0.0.0.0", 0, False, warnings.append)
+    _server, sock, _state, url, _token = _prepare(logdir, "0.0.0.0", 0, False, warnings.append)
     sock.close()  # bound only to see the warning; never served
     assert warnings and "anyone who can reach this machine" in warnings[0]
-    _server, sock, _state, url = _prepare(logdir, "127.0.0.1", 0, False, warnings.append)
+    _server, sock, _state, url, _token = _prepare(logdir, "127.0.0.1", 0, False, warnings.append)
     sock.close()
     assert len(warnings) == 1 and url.startswith("http://127.0.0.1:")
 
@@ -129,4 +129,4 @@ def test_loopback_by_default_and_warning_elsewhere(logdir: Path) -> None:
 def test_foreign_host_header_is_refused(client: httpx.Client) -> None:
     """A page on another site that rebinds its DNS name to 127.0.0.1 cannot read the API."""
     r = client.get("/api/runs", headers={"Host": "attacker.example"})
-    assert r.status_code == 400
+    assert r.status_code == 403 and "--allow-host" in r.json()["error"]

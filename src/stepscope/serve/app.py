@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 import webbrowser
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,19 +26,21 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from stepscope.errors import StepscopeError
 from stepscope.executor import Executor
+from stepscope.serve.access import AccessGuard, new_token
 from stepscope.serve.capture_routes import CaptureManager, capture_routes
 from stepscope.serve.http import ApiRequest, Handler, error_response
 from stepscope.serve.routes import build_routes
 from stepscope.serve.state import ServerState
 
-LOOPBACK_NAMES = ["127.0.0.1", "localhost", "::1", "[::1]"]
+MAX_RESPONSE_BYTES = 512 << 20  # no tool answer is this large; a bug or abuse if one is
+LIMIT_CONCURRENCY = 256  # open connections and tasks; more get 503 instead of memory growth
+KEEP_ALIVE_TIMEOUT_S = 5  # idle keep-alive connections are closed after this
 
 
 def _endpoint(handler: Handler, blocking: bool = True) -> Callable[[Request], Any]:
@@ -54,6 +56,10 @@ def _endpoint(handler: Handler, blocking: bool = True) -> Callable[[Request], An
             result = await run_in_threadpool(handler, api_request)
         else:
             result = handler(api_request)
+        if len(result.body) > MAX_RESPONSE_BYTES:
+            result = error_response(
+                413, "the answer would be too large; ask for a narrower window or fewer rows"
+            )
         headers = {"X-Content-Type-Options": "nosniff", **result.headers}
         return Response(result.body, result.status, headers, result.content_type)
 
@@ -78,9 +84,14 @@ def create_app(
     cache_dir: Path | None = None,
     state: ServerState | None = None,
     allowed_hosts: list[str] | None = None,
+    token: str | None = None,
+    token_for_reads: bool = False,
+    port: int = 0,
 ) -> Starlette:
     """The UI and API for ``logdir``. ``allowed_hosts`` limits the Host header (a guard against
-    DNS rebinding when serving on loopback); None accepts any."""
+    DNS rebinding) and ``token`` guards state-changing requests (every request with
+    ``token_for_reads``); see `access`. With neither (embedding in another ASGI server), the
+    embedding server is responsible for both; `serve` and `start_server` always set them."""
     state = state or ServerState(logdir, use_cache=use_cache, cache_dir=cache_dir)
     routes = [
         Route(r.path, _endpoint(r.handler, r.blocking), methods=["GET", "HEAD"], name=r.name)
@@ -89,13 +100,29 @@ def create_app(
     # The Capture Profile dialog's routes go first: /api/{path} there catches every other name.
     routes = capture_routes(CaptureManager(state)) + routes
     middleware = [Middleware(GZipMiddleware, minimum_size=500)]
-    if allowed_hosts is not None:
-        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts))
+    if allowed_hosts is not None or token is not None:
+        guard = Middleware(
+            AccessGuard,
+            allowed_hosts=allowed_hosts if allowed_hosts is not None else ["*"],
+            token=token,
+            token_for_reads=token_for_reads,
+            port=port,
+        )
+        middleware.insert(0, guard)
     app = Starlette(
         routes=routes, middleware=middleware, exception_handlers={404: _not_found, 405: _not_found}
     )
     app.state.stepscope = state
     return app
+
+
+def server_names(host: str, extra: Sequence[str] = ()) -> list[str]:
+    """Host-header names the server answers to: the bound name, this machine's names when
+    bound to every interface, and what the user allowed (IP literals are always accepted)."""
+    names = [host.strip("[]"), *extra]
+    if host in ("0.0.0.0", "::", ""):
+        names += [socket.gethostname(), socket.getfqdn()]
+    return [n.lower() for n in names if n]
 
 
 def is_loopback(host: str) -> bool:
@@ -139,9 +166,10 @@ def _url(host: str, port: int) -> str:
 class RunningServer:
     """A server on a background thread (tests, notebooks, `stepscope demo`)."""
 
-    url: str
+    url: str  # base address, e.g. http://127.0.0.1:6006/
     port: int
     state: ServerState
+    token: str  # needed by state-changing requests (and by all on a non-loopback bind)
     _server: Any
     _thread: threading.Thread
 
@@ -157,7 +185,9 @@ def _prepare(
     use_cache: bool,
     warn: Callable[[str], None],
     state: ServerState | None = None,
-) -> tuple[Any, socket.socket, ServerState, str]:
+    allow_hosts: Sequence[str] = (),
+    token: str | None = None,
+) -> tuple[Any, socket.socket, ServerState, str, str]:
     import uvicorn
 
     state = state or ServerState(logdir, use_cache=use_cache)
@@ -165,14 +195,29 @@ def _prepare(
     if not loopback:
         warn(
             f"stepscope: warning: listening on {host}: anyone who can reach this machine on "
-            "that port can read these profiles"
+            "that port and has the token can read these profiles and start captures"
         )
-    app = create_app(logdir, state=state, allowed_hosts=LOOPBACK_NAMES if loopback else None)
+    token = token or new_token()
     sock = _bind(host, port)
-    config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=2
+    bound_port = sock.getsockname()[1]
+    app = create_app(
+        logdir,
+        state=state,
+        allowed_hosts=server_names(host, allow_hosts),
+        token=token,
+        token_for_reads=not loopback,
+        port=bound_port,
     )
-    return uvicorn.Server(config), sock, state, _url(host, sock.getsockname()[1])
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=2,
+        timeout_keep_alive=KEEP_ALIVE_TIMEOUT_S,
+        limit_concurrency=LIMIT_CONCURRENCY,
+    )
+    return uvicorn.Server(config), sock, state, _url(host, bound_port), token
 
 
 def _stderr(message: str) -> None:
@@ -180,9 +225,16 @@ def _stderr(message: str) -> None:
 
 
 def page_url(
-    base_url: str, run: str | None = None, tool: str = "overview_page", host: str | None = None
+    base_url: str,
+    run: str | None = None,
+    tool: str = "overview_page",
+    host: str | None = None,
+    token: str | None = None,
 ) -> str:
-    """The address of one tool page of one run (the UI routes on the URL fragment)."""
+    """The address of one tool page of one run (the UI routes on the URL fragment); with
+    ``token``, the address that also hands the browser the server's token."""
+    if token:
+        base_url = f"{base_url}?{urlencode({'token': token})}"
     if not run:
         return base_url
     params = {"run": run, **({"host": host} if host else {})}
@@ -199,12 +251,17 @@ def serve(
     run: str | None = None,
     say: Callable[[str], None] = print,
     executor: Executor | None = None,
+    allow_hosts: Sequence[str] = (),
+    token: str | None = None,
 ) -> None:
-    """Serve the UI for ``logdir`` until interrupted; prints the URL to open. With ``run`` (a
-    run name as `stepscope runs` lists it), the URL opens that run's overview."""
+    """Serve the UI for ``logdir`` until interrupted; prints the URL to open (with the token).
+    With ``run`` (a run name as `stepscope runs` lists it), the URL opens that run's overview.
+    """
     state = ServerState(logdir, use_cache=use_cache, executor=executor)
-    server, sock, _state, url = _prepare(logdir, host, port, use_cache, _stderr, state)
-    url = page_url(url, run)
+    server, sock, _state, url, token = _prepare(
+        logdir, host, port, use_cache, _stderr, state, allow_hosts=allow_hosts, token=token
+    )
+    url = page_url(url, run, token=token)
     say(f"stepscope: serving {_state.logdir} at {url}  (Ctrl-C to stop)")
     if open_browser:
         threading.Timer(0.5, webbrowser.open, [url]).start()
@@ -224,10 +281,14 @@ def start_server(
     use_cache: bool = True,
     timeout_s: float = 10.0,
     state: ServerState | None = None,
+    allow_hosts: Sequence[str] = (),
+    token: str | None = None,
 ) -> RunningServer:
     """Start serving ``logdir`` on a background thread; returns once it accepts connections.
     ``state`` replaces the default one (tests pass one with their own tool registry)."""
-    server, sock, state, url = _prepare(logdir, host, port, use_cache, _stderr, state)
+    server, sock, state, url, token = _prepare(
+        logdir, host, port, use_cache, _stderr, state, allow_hosts, token
+    )
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="stepscope-serve", daemon=True
     )
@@ -237,4 +298,4 @@ def start_server(
         if not thread.is_alive() or time.monotonic() > deadline:
             raise StepscopeError(f"the server for {logdir} did not start")
         time.sleep(0.01)
-    return RunningServer(url, sock.getsockname()[1], state, server, thread)
+    return RunningServer(url, sock.getsockname()[1], state, token, server, thread)

@@ -11,8 +11,9 @@
 The capture runs on a background thread (`CaptureJob`); the dialog polls its state. It writes
 ``<logdir>/plugins/profile/<session>/``, which run discovery then lists as run ``<session>``.
 
-This is the only route that changes anything, so it is guarded against other web pages
-driving it from a user's browser: the body must be JSON (a cross-site form cannot send that
+This is the only route that changes anything, so it needs the server's token (see
+`access`) and is guarded against other web pages driving it from a user's browser: the body
+must be JSON (a cross-site form cannot send that
 without a CORS preflight, which this server never grants), and a request whose ``Origin`` or
 ``Sec-Fetch-Site`` says it comes from another site is refused. Only the standalone server
 (`stepscope serve`) has it; inside TensorBoard the dialog is not offered.
@@ -38,6 +39,7 @@ from stepscope.capture.options import ProfilerOptions
 from stepscope.capture.remote.client import CaptureJob
 from stepscope.errors import StepscopeError
 from stepscope.model import fs
+from stepscope.serve.access import BodyTooLarge, read_body
 from stepscope.serve.http import error_response, json_response
 from stepscope.serve.state import ServerState
 
@@ -206,17 +208,24 @@ def capture_routes(manager: CaptureManager) -> list[Route]:
             return _send(error_response(403, "capture requests must come from this server's UI"))
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return _send(error_response(415, "send the capture request as application/json"))
-        raw = await request.body()
-        if len(raw) > MAX_BODY_BYTES:
-            return _send(error_response(413, "capture request too large"))
         try:
-            body = json.loads(raw)
+            raw = await read_body(
+                request.stream, request.headers.get("content-length"), MAX_BODY_BYTES
+            )
+        except BodyTooLarge:
+            return _send(error_response(413, f"capture request over {MAX_BODY_BYTES} bytes"))
+        except TimeoutError:
+            return _send(error_response(408, "the capture request body took too long to send"))
+        try:
+            body = json.loads(raw.decode("utf-8"))
             if not isinstance(body, dict):
                 raise CaptureRequestError("the body must be a JSON object")
             addresses, values = parse_request(body)
             described = await run_in_threadpool(manager.start, addresses, values)
-        except json.JSONDecodeError:
-            return _send(error_response(400, "the body is not valid JSON"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return _send(error_response(400, "the body is not valid UTF-8 JSON"))
+        except (RecursionError, ValueError):  # nesting too deep, a 5,000-digit integer
+            return _send(error_response(400, "the body is not a JSON object of plain values"))
         except StepscopeError as exc:
             return _send(error_response(400, str(exc)))
         return _send(json_response(described, 202))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from stepscope.cli.hosts import add_executor_arguments, executor_from
 
@@ -25,6 +26,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="interface to listen on (default 127.0.0.1; 0.0.0.0 exposes the "
         "profiles to the network)",
     )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests whose Host header is NAME (a reverse proxy's public name; "
+        "repeatable; '*' for any). IP addresses, localhost and the --host name always work",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("STEPSCOPE_TOKEN") or None,
+        help="the token browsers and API clients must present (default: a new random one, "
+        "printed in the URL; $STEPSCOPE_TOKEN). Needed to start captures, and for every "
+        "request when --host is not a loopback address",
+    )
     parser.add_argument("--open", action="store_true", help="open the UI in a web browser")
     parser.add_argument(
         "--no-cache",
@@ -46,5 +62,7 @@ def run(args: argparse.Namespace) -> int:
         open_browser=args.open,
         use_cache=not args.no_cache,
         executor=executor_from(args),
+        allow_hosts=args.allow_host,
+        token=args.token,
     )
     return 0

@@ -35,6 +35,7 @@ MAX_COUNTER_BUCKETS = 4096
 MAX_SEARCH_RESULTS = 1000
 MAX_WINDOW_MATCHES = 50_000
 MAX_SELECT_NAMES = 500
+MAX_LIST_CHARS = 65_536  # `lines` / `rows` lists: what a URL can reasonably hold
 _SAFE_INT = 1 << 53
 
 
@@ -79,31 +80,46 @@ def _int(params: Mapping[str, str], name: str, default: int, lo: int, hi: int) -
 
 
 def _window(params: Mapping[str, str], index: TraceIndex) -> tuple[int, int]:
-    t0 = _number(params, "t0", 0.0)
-    t1 = _number(params, "t1", float(index.end_ns - index.origin_ns))
+    """[t0, t1) in absolute ns. Times are relative to the trace's start and bounded by the
+    data: a view may reach one trace length before its start and after its end (zoomed
+    out), never further (``t0=-1e300`` would overflow int64 arithmetic)."""
+    span = max(int(index.end_ns - index.origin_ns), 1)
+    t0 = min(max(_number(params, "t0", 0.0), -span), 2 * span)
+    t1 = min(max(_number(params, "t1", float(span)), -span), 2 * span)
     if t1 <= t0:
         raise ValueError("parameter 't1' must be greater than 't0'")
     return index.origin_ns + int(np.floor(t0)), index.origin_ns + int(np.ceil(t1))
 
 
-def _int_list(text: str, name: str) -> list[tuple[int, int]]:
-    """'1,3-5' -> [(1, 1), (3, 5)]."""
+def _int_list(text: str, name: str, lo: int = 0, hi: int | None = None) -> list[tuple[int, int]]:
+    """'1,3-5' -> [(1, 1), (3, 5)], each range clipped to [lo, hi]; empty ones dropped."""
+    if len(text) > MAX_LIST_CHARS:
+        raise ValueError(f"parameter {name!r} is too long")
     out = []
     for part in filter(None, text.split(",")):
-        lo, _, hi = part.partition("-")
+        first, _, last = part.partition("-")
         try:
-            out.append((int(lo), int(hi or lo)))
+            a, b = int(first), int(last or first)
         except ValueError:
             raise ValueError(f"parameter {name!r}: bad item {part[:20]!r}") from None
+        a, b = max(a, lo), b if hi is None else min(b, hi)
+        if a <= b:
+            out.append((a, b))
     return out
 
 
-def _lines(params: Mapping[str, str]) -> np.ndarray | None:
+def _lines(params: Mapping[str, str], index: TraceIndex) -> np.ndarray | None:
+    """The line numbers named by ``lines``, within the lines that exist (a set, not a list:
+    ``lines=0-100000000`` costs what the profile's lines do)."""
     text = params.get("lines", "")
     if not text:
         return None
-    ranges = _int_list(text, "lines")
-    return np.concatenate([np.arange(a, b + 1) for a, b in ranges]) if ranges else None
+    n_lines = len(index.line_depths)
+    wanted = np.zeros(n_lines + 1, dtype=np.int32)  # +1 for each range's end marker
+    for a, b in _int_list(text, "lines", 0, n_lines - 1):
+        wanted[a] += 1
+        wanted[b + 1] -= 1
+    return np.flatnonzero(np.cumsum(wanted[:n_lines]) > 0)
 
 
 def _json(data: Any) -> tuple[bytes, str]:
@@ -121,7 +137,7 @@ def window(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
     profile, index = trace_of(ctx)
     t0, t1 = _window(params, index)
     res = _int(params, "res", 2000, 1, MAX_RESOLUTION)
-    events = query_window(profile, index, t0, t1, res, _lines(params))
+    events = query_window(profile, index, t0, t1, res, _lines(params, index))
     name_ids, name_of = np.unique(events.name, return_inverse=True)
     origin = index.origin_ns
     ids = _id_dtype(index)
@@ -274,26 +290,29 @@ def event(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
 
 
 def _rows(params: Mapping[str, str], index: TraceIndex) -> np.ndarray | None:
-    """Row numbers named by ``rows`` ("line:depth", "line:d0-d1" or "line" for all depths)."""
+    """Row numbers named by ``rows`` ("line:depth", "line:d0-d1" or "line" for all depths);
+    a set within the rows that exist, however the request repeats or overstates them."""
     text = params.get("rows", "")
     if not text:
         return None
-    lines, depths = [], []
+    if len(text) > MAX_LIST_CHARS:
+        raise ValueError("parameter 'rows' is too long")
+    chosen: dict[int, np.ndarray] = {}  # line -> which depths
     for part in filter(None, text.split(",")):
         line_text, _, span = part.partition(":")
         try:
             line = int(line_text)
         except ValueError:
             raise ValueError(f"parameter 'rows': bad item {part[:20]!r}") from None
-        if not 0 <= line < len(index.line_depths):
+        if not 0 <= line < len(index.line_depths) or index.line_depths[line] <= 0:
             continue
-        spans = _int_list(span, "rows") if span else [(0, int(index.line_depths[line]) - 1)]
-        for lo, hi in spans:
-            hi = min(hi, int(index.line_depths[line]) - 1)
-            if hi >= lo:
-                lines.append(np.full(hi - lo + 1, line))
-                depths.append(np.arange(lo, hi + 1))
-    if not lines:
+        deepest = int(index.line_depths[line]) - 1
+        mask = chosen.setdefault(line, np.zeros(deepest + 1, dtype=bool))
+        for lo, hi in _int_list(span, "rows", 0, deepest) if span else [(0, deepest)]:
+            mask[lo : hi + 1] = True
+    lines = [np.full(int(mask.sum()), line) for line, mask in chosen.items()]
+    depths = [np.flatnonzero(mask) for mask in chosen.values()]
+    if not lines or not sum(len(d) for d in depths):
         return np.zeros(0, np.int64)
     return rows_of_pairs(index, np.concatenate(lines), np.concatenate(depths))
 
