@@ -45,7 +45,9 @@ def run_name_for(start_wall_ns: int) -> str:
 
 def host_file_name(hostname: str) -> str:
     """A host's profile file name: ``localhost:6009`` -> ``localhost_6009.xplane.pb``."""
-    safe = re.sub(r"[:/\\]", "_", hostname) or "localhost"
+    # Separators and control characters (a NUL from a remote worker's answer) become "_";
+    # 200 characters keep the name within every file system's limit.
+    safe = re.sub(r"[:/\\\x00-\x1f\x7f]", "_", hostname)[:200] or "localhost"
     return f"{safe}{HOST_FILE_SUFFIX}"
 
 

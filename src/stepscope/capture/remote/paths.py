@@ -88,7 +88,7 @@ def writable_target(
         return None, "the server was started without allowed_roots, so it writes no files"
     if not repository_root:
         return None, "the request names no repository_root"
-    if "://" in repository_root or not os.path.isabs(repository_root):
+    if "://" in repository_root or "\x00" in repository_root or not os.path.isabs(repository_root):
         return None, f"repository_root {repository_root!r} is not an absolute local path"
     if not is_safe_session_id(session_id):
         return None, f"session_id {session_id[:80]!r} is not a plain directory name"

@@ -60,7 +60,8 @@ log = logging.getLogger("stepscope.remote")
 
 MAX_DURATION_MS = 10 * 60 * 1000  # longer requests are refused: a capture holds every event
 MAX_DELAY_MS = 10 * 60 * 1000  # start_timestamp_ns further ahead than this is refused
-MAX_MONITOR_MS = 60 * 1000
+MAX_MONITOR_MS = 10 * 1000  # a Monitor call holds a server thread this long at most
+CONTROL_THREADS = 2  # server threads Monitor calls never take: Profile and Terminate get them
 TF_DEFAULT_LEVELS = {"host": 2, "device": 1, "python": 0}
 
 
@@ -105,8 +106,14 @@ def options_from_request(request: Any) -> tuple[ProfilerOptions, int, int]:
 class ProfilerServicer(pb_grpc.ProfilerServiceServicer):
     """The three RPCs; one capture at a time (the process has one session slot)."""
 
-    def __init__(self, token: str | None, allowed_roots: Sequence[Path]) -> None:
+    def __init__(
+        self, token: str | None, allowed_roots: Sequence[Path], max_workers: int = 8
+    ) -> None:
         self._token = token.encode() if token else None
+        # Monitor calls share what the control calls leave: 8 long Monitors used to fill the
+        # 8 threads and a Terminate then waited for one of them to end.
+        self._monitor_slots = threading.BoundedSemaphore(max(1, max_workers - CONTROL_THREADS))
+        self._monitors: set[threading.Event] = set()
         self.allowed_roots = tuple(allowed_roots)
         self.hostname = default_hostname()
         self._lock = threading.Lock()
@@ -130,7 +137,7 @@ class ProfilerServicer(pb_grpc.ProfilerServiceServicer):
 
     def stop_all(self) -> None:
         with self._lock:
-            for event in self._running.values():
+            for event in [*self._running.values(), *self._monitors]:
                 event.set()
 
     # ---- RPCs --------------------------------------------------------------------------------
@@ -212,12 +219,25 @@ class ProfilerServicer(pb_grpc.ProfilerServiceServicer):
 
     def Monitor(self, request: Any, context: Any) -> Any:
         self._authorize(context)
-        duration_ms = min(int(request.duration_ms) or 1000, MAX_MONITOR_MS)
+        duration_ms = min(max(int(request.duration_ms), 0) or 1000, MAX_MONITOR_MS)
+        if not self._monitor_slots.acquire(blocking=False):
+            _abort(
+                context,
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                "too many Monitor calls are running on this server; try again when one ends",
+            )
         stop = threading.Event()
         context.add_callback(stop.set)
-        text = monitor_text(
-            duration_ms, int(request.monitoring_level), request.timestamp, self.last_steps, stop
-        )
+        with self._lock:
+            self._monitors.add(stop)
+        try:
+            text = monitor_text(
+                duration_ms, int(request.monitoring_level), request.timestamp, self.last_steps, stop
+            )
+        finally:
+            with self._lock:
+                self._monitors.discard(stop)
+            self._monitor_slots.release()
         return pb.MonitorResponse(data=text)
 
 
@@ -299,7 +319,9 @@ def start(
             file=sys.stderr,
             flush=True,
         )
-    servicer = ProfilerServicer(token, resolve_roots(allowed_roots))
+    if max_workers < CONTROL_THREADS + 1:
+        raise StepscopeError("stepscope.server.start: max_workers must be at least 3")
+    servicer = ProfilerServicer(token, resolve_roots(allowed_roots), max_workers)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="stepscope-grpc"),
         # Without this gRPC lets a second server bind the same port (SO_REUSEPORT) and the
