@@ -17,7 +17,10 @@ def _fsspec(path: str) -> tuple[Any, str]:
         import fsspec
     except ImportError as exc:
         raise StepscopeError(f"{path}: reading URLs needs fsspec (pip install fsspec)") from exc
-    filesystem, inner = fsspec.core.url_to_fs(path)
+    try:
+        filesystem, inner = fsspec.core.url_to_fs(path)
+    except (ValueError, ImportError) as exc:  # an unknown protocol, a backend not installed
+        raise StepscopeError(f"{path}: cannot open this URL: {exc}") from None
     return filesystem, inner
 
 

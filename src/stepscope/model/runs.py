@@ -10,6 +10,7 @@ A single profile file (any ``.xplane.pb``, ``.json``, ``.json.gz``) is also a on
 
 from __future__ import annotations
 
+import logging
 import os
 import posixpath
 import re
@@ -56,6 +57,9 @@ class Run:
         return sum(h.size_bytes for h in self.hosts)
 
 
+logger = logging.getLogger(__name__)
+
+
 def format_of(path: str) -> Format | None:
     """The profile format a file name implies, or None."""
     base = posixpath.basename(path.replace(os.sep, "/"))
@@ -95,6 +99,19 @@ def _unique_hosts(hosts: list[HostFile]) -> tuple[HostFile, ...]:
     return tuple(out)
 
 
+def _host_files(dirpath: str, names: list[str], fmt: Format) -> list[HostFile]:
+    """Host files of one directory; one that cannot be read (a dangling symlink, no
+    permission) is left out with a warning instead of failing the whole log directory."""
+    hosts = []
+    for name in names:
+        path = fs.join(dirpath, name)
+        try:
+            hosts.append(HostFile(host_name_of(name), path, fmt, fs.size(path)))
+        except OSError as exc:
+            logger.warning("stepscope: skipped %s: %s", path, exc.strerror or exc)
+    return hosts
+
+
 def discover_runs(logdir: str) -> list[Run]:
     """All runs under ``logdir``, sorted by name. Raises NotFoundError if it does not exist."""
     root = fs.normalize(logdir)
@@ -108,24 +125,15 @@ def discover_runs(logdir: str) -> list[Run]:
         parts = [] if rel == "." else rel.split("/")
         full_parts = dirpath.rstrip("/").split("/")
         if is_run_dir(full_parts):
-            hosts = [
-                HostFile(
-                    host_name_of(f), fs.join(dirpath, f), "xspace", fs.size(fs.join(dirpath, f))
-                )
-                for f in filenames
-                if _XPLANE.match(f)
-            ]
+            hosts = _host_files(dirpath, [f for f in filenames if _XPLANE.match(f)], "xspace")
             if hosts:
                 name = "/".join([*parts[:-3], full_parts[-1]])
                 runs.append(Run(name, dirpath, _unique_hosts(hosts)))
         kineto = [f for f in filenames if _KINETO.match(f)]
         if kineto:
-            hosts = [
-                HostFile(
-                    host_name_of(f), fs.join(dirpath, f), "kineto", fs.size(fs.join(dirpath, f))
-                )
-                for f in kineto
-            ]
+            hosts = _host_files(dirpath, kineto, "kineto")
+            if not hosts:
+                continue
             name = rel if rel != "." else posixpath.basename(root.rstrip("/")) or "."
             runs.append(Run(name, dirpath, _unique_hosts(hosts)))
     return sorted(runs, key=lambda r: r.name)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stepscope.model import Profile
+from stepscope.stats.arrays import run_starts
 
 MAX_TIMELINE_POINTS = 1000
 _ALLOC, _DEALLOC = "MemoryAllocation", "MemoryDeallocation"
@@ -176,7 +177,7 @@ def _inherit_deallocation_metadata(snap: dict[str, np.ndarray]) -> None:
     order = np.lexsort((np.arange(n), snap["address"]))
     addr = snap["address"][order]
     is_alloc = snap["is_allocation"][order]
-    group_start = np.r_[True, addr[1:] != addr[:-1]]
+    group_start = run_starts(addr)
     pos = np.arange(n)
     last_alloc = np.where(is_alloc, pos, -1)
     # Forward-fill allocations, not across address groups.

@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 
+from stepscope.stats.arrays import run_starts
 from stepscope.stats.diagnostics.base import (
     EventEvidence,
     Finding,
@@ -190,7 +191,7 @@ def _repeat_launches(data: HostData) -> np.ndarray:
     keep = np.isin(p.name[launch], launch_names)
     dev, launch = dev[keep], launch[keep]
     order = np.lexsort((p.start_ns[launch], p.name[dev]))
-    first = np.r_[True, p.name[dev][order][1:] != p.name[dev][order][:-1]]
+    first = run_starts(p.name[dev][order])
     return np.unique(launch[order][~first])
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stepscope.model import Profile
+from stepscope.stats.arrays import run_starts
 from stepscope.stats.nesting import Forest
 
 _TF_DATA_FUNCTIONS = (
@@ -145,7 +146,7 @@ def _tf_data_edges(profile: Profile, parent: np.ndarray) -> Edges:
     kids = np.flatnonzero(is_iterator & np.isin(parent, produce))
     kids = kids[np.lexsort((profile.start_ns[kids], parent[kids]))]
     if kids.size:
-        kids = kids[np.r_[True, parent[kids][1:] != parent[kids][:-1]]]
+        kids = kids[run_starts(parent[kids])]
     kids = kids[parent_id.present[kids]]
     # consume side: the consume event's parent iterator
     owners = parent[consume]

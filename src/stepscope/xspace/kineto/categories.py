@@ -257,6 +257,7 @@ def step_number(name: str) -> int | None:
     """N of a ``ProfilerStep#N`` annotation."""
     if name.startswith("ProfilerStep#"):
         tail = name[len("ProfilerStep#") :]
-        if tail.isdigit():
+        # Beyond int64 it cannot be a step_num stat: the event stays, without a step number.
+        if tail.isdigit() and len(tail) <= 18:
             return int(tail)
     return None

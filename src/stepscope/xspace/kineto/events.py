@@ -62,6 +62,7 @@ from stepscope.xspace.kineto.memory import OpInterval, RawMemoryEvent, ThreadKey
 
 HOST_PLANE = "/host:CPU"
 _MAX_US = ((1 << 62) - 1) // 1000  # the int ts that us_to_ns accepts
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 CUPTI_PLANE = "/host:CUPTI"
 # Where an event was added: its line and index there (flows are bound after the pass).
 EventRef = tuple[ColumnLine, int]
@@ -195,6 +196,8 @@ class EventRouter:
         tid = event.tid
         if type(tid) is not int:
             tid = normalize_tid(tid)
+        if type(tid) is int and not _INT64_MIN <= tid <= _INT64_MAX:
+            raise OverflowError("thread id does not fit 64 bits")  # this event is skipped
         key = (pid, tid)
         line = self.host_lines.get(key)
         if line is None:  # (not `or`: an empty ColumnLine is falsy)
@@ -301,6 +304,9 @@ class EventRouter:
             args = event.args
             if start is None or not isinstance(args, dict):
                 self.skipped["[memory] events without a timestamp or args"] += 1
+                return
+            if any(type(v) is int and not _INT64_MIN <= v <= _INT64_MAX for v in args.values()):
+                self.skipped["[memory] events with values beyond 64 bits"] += 1
                 return
             self.memory.append((start, (event.pid, normalize_tid(event.tid)), args))
             return

@@ -1,0 +1,14 @@
+"""Small NumPy helpers that must hold on empty input too (a trace with nothing of a kind)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def run_starts(values: np.ndarray) -> np.ndarray:
+    """True where a run of equal consecutive values starts; as long as ``values`` (empty in,
+    empty out: ``np.r_[True, v[1:] != v[:-1]]`` gives one element for an empty ``v``)."""
+    mask = np.ones(len(values), dtype=bool)
+    if len(values) > 1:
+        mask[1:] = values[1:] != values[:-1]
+    return mask
