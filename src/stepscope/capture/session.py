@@ -23,6 +23,7 @@ import threading
 import time
 
 from stepscope.capture import annotations as _annotations
+from stepscope.capture import exit_save
 from stepscope.capture.host_tracer import EventBudget, HostTracer
 from stepscope.capture.options import ProfilerOptions, resolve_options
 from stepscope.errors import StepscopeError
@@ -98,8 +99,9 @@ class Session:
         self.bridges = bridges_for(self.options)
         self.bridges.prepare()
 
-    def finish(self, save: bool) -> Path | None:
-        """-> FINISHED: switch the tracers off and (if ``save``) write the profile."""
+    def finish(self, save: bool, partial_reason: str = "") -> Path | None:
+        """-> FINISHED: switch the tracers off and (if ``save``) write the profile; with
+        ``partial_reason`` the profile says it was saved without `stop` and why."""
         from stepscope.capture.save import CaptureResult, build_xspace
         from stepscope.capture.save import save as save_space
         from stepscope.logdir import run_name_for
@@ -119,6 +121,11 @@ class Session:
         if not save:
             return None
         warnings = []
+        if partial_reason:
+            warnings.append(
+                f"stepscope: partial profile: {partial_reason} before stepscope.stop() was "
+                "called; saved what was recorded until then"
+            )
         if not was_recording:
             self.start_perf_ns, self.start_wall_ns = stop_perf, stop_wall
             warnings.append(
@@ -188,6 +195,8 @@ def start(
                 "call stepscope.stop() first"
             )
         session = Session(text, resolved, hostname)
+        # A program that dies before stop() still leaves its profile.
+        exit_save.install(save_partial)
         session.install_python_tracer()
         session.install_bridges()
         _session = session
@@ -248,6 +257,18 @@ def stop(save: bool = True) -> Path | None:
                 raise session.error
             return session.run_dir
         return session.finish(save)
+
+
+def save_partial(reason: str) -> Path | None:
+    """Save the running session marked as partial (program exit, SIGTERM); None if there is
+    none, or it is a remote capture (its client gets what was recorded)."""
+    global _session
+    with _lock:
+        session = _session
+        if session is None or session.state == FINISHED or not session.write:
+            return None
+        _session = None
+        return session.finish(save=True, partial_reason=reason)
 
 
 def is_running() -> bool:
