@@ -30,7 +30,10 @@ from typing import IO, Any
 from stepscope.capture.options import ProfilerOptions, resolve_options
 from stepscope.capture.remote import require_grpc
 from stepscope.capture.remote.paths import (
+    MAX_DELAY_MS,
+    MAX_DURATION_MS,
     host_file,
+    is_safe_session_id,
     new_session_id,
     parse_service_addresses,
     repository_root,
@@ -98,6 +101,17 @@ def _unique_session(root: Path, base: str, addresses: list[str]) -> str:
     return session
 
 
+def fallback_dir() -> Path:
+    """Where recordings go when the log directory cannot be written: the user's cache
+    directory (``$STEPSCOPE_CACHE_DIR`` first), as a log directory of its own."""
+    root = os.environ.get("STEPSCOPE_CACHE_DIR")
+    if not root:
+        import platformdirs
+
+        root = platformdirs.user_cache_dir("stepscope")
+    return repository_root(Path(root) / "unsaved_captures")
+
+
 def _write_atomically(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
@@ -137,13 +151,23 @@ class CaptureJob:
         session_id: str | None = None,
         token: str | None = None,
     ) -> None:
-        if not isinstance(duration_ms, int) or duration_ms <= 0:
-            raise StepscopeError(f"duration_ms must be an int > 0, got {duration_ms!r}")
+        if not isinstance(duration_ms, int) or not 0 < duration_ms <= MAX_DURATION_MS:
+            raise StepscopeError(
+                f"duration_ms must be an integer from 1 to {MAX_DURATION_MS} (10 minutes), "
+                f"got {str(duration_ms)[:30]}"
+            )
+        if session_id is not None and not is_safe_session_id(session_id):
+            raise StepscopeError(
+                f"session id {session_id[:80]!r} must be one plain directory name (letters, "
+                "digits, '_', '.', '-'): the run is written inside the log directory"
+            )
         if "://" in os.fspath(logdir):
             raise StepscopeError(f"logdir {os.fspath(logdir)!r}: capture writes to a local path")
         self.grpc = require_grpc()
         self.addresses = parse_service_addresses(service_addr)
         self.options = resolve_options(options)
+        if (self.options.delay_ms or 0) > MAX_DELAY_MS:
+            raise StepscopeError(f"delay_ms must be at most {MAX_DELAY_MS} (10 minutes)")
         self.duration_ms = duration_ms
         self.delay_ms = self.options.delay_ms or 0
         self.attempts_max = max(1, int(num_tracing_attempts))
@@ -229,6 +253,13 @@ class CaptureJob:
                 )
 
     def _capture(self, worker: WorkerState, start_ns: int) -> None:
+        try:
+            self._capture_with_retries(worker, start_ns)
+        except Exception as exc:  # a worker thread never dies with a traceback
+            worker.state, worker.ended = FAILED, time.monotonic()
+            worker.reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+
+    def _capture_with_retries(self, worker: WorkerState, start_ns: int) -> None:
         from stepscope.xspace.proto import profiler_service_pb2_grpc as pb_grpc
 
         grpc = self.grpc
@@ -258,10 +289,7 @@ class CaptureJob:
                         continue
                     worker.state, worker.ended = FAILED, time.monotonic()
                     return
-                try:
-                    self._save(worker, response)
-                except OSError as exc:
-                    worker.state, worker.reason = FAILED, f"cannot write the profile: {exc}"
+                self._save(worker, response)
                 worker.ended = time.monotonic()
                 return
 
@@ -276,8 +304,16 @@ class CaptureJob:
             data = next((t.data for t in response.tool_data if t.name.endswith("xplane.pb")), b"")
         target = self.run_dir / host_file(worker.address)
         if data:
-            _write_atomically(target, data)
-            worker.path, worker.size_bytes, worker.reason = target, len(data), ""
+            try:
+                _write_atomically(target, data)
+                worker.path, worker.size_bytes, worker.reason = target, len(data), ""
+            except OSError as exc:  # the recording is kept, elsewhere, and we say where
+                fallback = fallback_dir() / self.session_id / host_file(worker.address)
+                _write_atomically(fallback, data)
+                worker.path, worker.size_bytes = fallback, len(data)
+                worker.reason = (
+                    f"cannot write {target} ({exc.strerror or exc}); saved to {fallback}"
+                )
         else:  # an older server that wrote the file on its side (emit_xspace ignored)
             worker.path = target if target.exists() else None
             worker.reason = "" if worker.path else "the server wrote the file on its own disk"

@@ -20,6 +20,8 @@ from stepscope.errors import StepscopeError
 from stepscope.logdir import PROFILE_DIRS, host_file_name, run_name_for
 
 GRPC_PREFIX = "grpc://"
+MAX_DURATION_MS = 10 * 60 * 1000  # longer captures are refused: a capture holds every event
+MAX_DELAY_MS = 10 * 60 * 1000  # a start further ahead than this is refused
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
 _HOST_PORT = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):(\d{1,5})$")
 

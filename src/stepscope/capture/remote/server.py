@@ -45,7 +45,12 @@ from typing import Any, NoReturn
 from stepscope.capture.options import ProfilerOptions
 from stepscope.capture.remote import require_grpc
 from stepscope.capture.remote.monitor import StepSummary, monitor_text
-from stepscope.capture.remote.paths import resolve_roots, writable_target
+from stepscope.capture.remote.paths import (
+    MAX_DELAY_MS,
+    MAX_DURATION_MS,
+    resolve_roots,
+    writable_target,
+)
 from stepscope.capture.remote.recording import RemoteCapture, capture_xspace
 from stepscope.capture.session import ProfilerAlreadyRunningError
 from stepscope.errors import StepscopeError
@@ -58,8 +63,6 @@ from stepscope.xspace.proto import profiler_service_pb2_grpc as pb_grpc  # noqa:
 
 log = logging.getLogger("stepscope.remote")
 
-MAX_DURATION_MS = 10 * 60 * 1000  # longer requests are refused: a capture holds every event
-MAX_DELAY_MS = 10 * 60 * 1000  # start_timestamp_ns further ahead than this is refused
 MAX_MONITOR_MS = 10 * 1000  # a Monitor call holds a server thread this long at most
 CONTROL_THREADS = 2  # server threads Monitor calls never take: Profile and Terminate get them
 TF_DEFAULT_LEVELS = {"host": 2, "device": 1, "python": 0}
