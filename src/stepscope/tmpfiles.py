@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import socket
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,6 +30,16 @@ def _host() -> str:
 def tmp_prefix() -> str:
     """The prefix for this process's temporary files (host and pid say whose they are)."""
     return f"{PREFIX}{_host()}-{os.getpid()}-"
+
+
+def mkstemp(directory: Path | str) -> tuple[int, str]:
+    """`tempfile.mkstemp` in ``directory`` with our prefix, and the permissions a plain
+    ``open()`` would give (mkstemp's 0600 would make a saved profile private by accident)."""
+    handle, name = tempfile.mkstemp(prefix=tmp_prefix(), dir=directory)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(handle, 0o666 & ~umask)
+    return handle, name
 
 
 def _alive(pid: int) -> bool:

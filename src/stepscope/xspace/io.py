@@ -8,7 +8,6 @@ from __future__ import annotations
 import gzip
 import os
 import re
-import tempfile
 import zlib
 from pathlib import Path
 from typing import cast
@@ -154,17 +153,21 @@ def load_xspace(path: str | os.PathLike[str]) -> XSpace:
 
 
 def write_xspace(space: XSpace, path: str | os.PathLike[str], compress: bool = False) -> Path:
-    """Write ``space`` to ``path`` atomically (temp file + rename); gzip if ``compress``.
+    """Write ``space`` to the local file ``path`` atomically (temp file + rename); gzip if
+    ``compress``. A URL is refused (`ProfileFormatError`): as a local path it would create a
+    directory named ``gs:``; URLs are written with `write_url`.
 
     Raises `OSError` subclasses with the failing path when the directory is not writable.
     """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    if is_url(path):
+        raise ProfileFormatError(path, "is a URL, not a local path", "write it with write_url")
     data = space.SerializeToString()
     if compress:
         data = gzip.compress(data, compresslevel=6)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
     tmpfiles.sweep_stale(target.parent)  # leftovers of saves killed mid-write
-    handle, tmp_name = tempfile.mkstemp(prefix=tmpfiles.tmp_prefix(), dir=target.parent)
+    handle, tmp_name = tmpfiles.mkstemp(target.parent)
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
@@ -173,3 +176,25 @@ def write_xspace(space: XSpace, path: str | os.PathLike[str], compress: bool = F
         Path(tmp_name).unlink(missing_ok=True)
         raise
     return target
+
+
+def write_url(url: str, data: bytes) -> None:
+    """Write ``data`` as the object ``url`` through fsspec (its parents made as needed); object
+    stores make an object visible only once it is complete."""
+    try:
+        import fsspec
+    except ImportError as exc:
+        raise ProfileFormatError(
+            url, "is a URL but fsspec is not installed", "pip install fsspec"
+        ) from exc
+    try:
+        filesystem, inner = fsspec.core.url_to_fs(url)
+    except (ValueError, ImportError) as exc:
+        raise ProfileFormatError(
+            url, f"cannot open this URL: {exc}", "check the URL's scheme"
+        ) from exc
+    parent = inner.rsplit("/", 1)[0]
+    if parent and parent != inner:
+        filesystem.makedirs(parent, exist_ok=True)
+    with filesystem.open(inner, "wb") as out:
+        out.write(data)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -22,8 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from stepscope.errors import StepscopeError
-from stepscope.logdir import host_file_name, new_run_dir, run_directory, run_name_for
-from stepscope.xspace.io import read_profile_bytes, write_xspace
+from stepscope.logdir import (
+    PROFILE_DIRS,
+    host_file_name,
+    new_run_dir,
+    run_directory,
+    run_name_for,
+)
+from stepscope.xspace.io import is_url, read_profile_bytes, write_url, write_xspace
 from stepscope.xspace.proto.xplane_pb2 import XSpace
 
 _TRACE = re.compile(r"\.(json|xplane\.pb)(\.gz)?$")
@@ -41,7 +48,7 @@ class ImportedHost:
 
 @dataclass
 class ImportResult:
-    run_dir: Path
+    run_dir: Path | str  # a URL when the log directory is one
     hosts: list[ImportedHost] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  # "path: why" for files not imported
@@ -103,7 +110,54 @@ def import_traces(
     files = trace_files(paths)
     if not files:
         raise StepscopeError("no trace files given")
-    result = ImportResult(new_run_dir(logdir, run_name))
+    result = ImportResult(_new_run(logdir, run_name))
+    try:
+        _import_files(files, result, progress)
+    except OSError as exc:  # a full disk, a read-only directory: nothing half-written is left
+        _remove_run(result.run_dir)
+        where = getattr(exc, "filename", None) or result.run_dir
+        raise StepscopeError(
+            f"cannot write the run {result.run_dir}: {where}: {exc.strerror or exc}; "
+            "nothing was imported"
+        ) from None
+    if not result.hosts:
+        raise StepscopeError("nothing imported: " + "; ".join(result.failures))
+    worlds = {h.world_size for h in result.hosts if isinstance(h.world_size, int)}
+    ranks = {h.rank for h in result.hosts if isinstance(h.rank, int)}
+    if len(worlds) == 1 and ranks and len(ranks) < next(iter(worlds)):
+        result.warnings.append(
+            f"{len(ranks)} of {next(iter(worlds))} ranks imported: the multi-host tools show "
+            "only these"
+        )
+    return result
+
+
+def _new_run(logdir: str | os.PathLike[str], run_name: str | None) -> Path | str:
+    """The new run's directory: a local path, or a URL when ``logdir`` is one (fsspec)."""
+    local = new_run_dir("validate", run_name)  # checks the name; the place is decided below
+    if not is_url(logdir):
+        return new_run_dir(logdir, run_name)
+    import fsspec
+
+    base = f"{os.fspath(logdir).rstrip('/')}/{'/'.join(PROFILE_DIRS)}/{local.name}"
+    try:
+        filesystem, _ = fsspec.core.url_to_fs(base)
+    except (ValueError, ImportError) as exc:
+        raise StepscopeError(f"{logdir}: cannot open this URL: {exc}") from None
+    candidate, suffix = base, 2
+    while filesystem.exists(candidate):
+        candidate, suffix = f"{base}_{suffix}", suffix + 1
+    return candidate
+
+
+def _remove_run(run_dir: Path | str) -> None:
+    if isinstance(run_dir, Path):
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _import_files(
+    files: list[Path], result: ImportResult, progress: Callable[[str], None] | None
+) -> None:
     claimed: dict[str, str] = {}
     for path in files:
         if progress is not None:
@@ -123,21 +177,14 @@ def import_traces(
         claimed[host] = str(path)
         del space.hostnames[:]
         space.hostnames.append(host)
-        write_xspace(space, result.run_dir / host_file_name(host))
+        if isinstance(result.run_dir, Path):
+            write_xspace(space, result.run_dir / host_file_name(host))
+        else:
+            write_url(f"{result.run_dir}/{host_file_name(host)}", space.SerializeToString())
         rank = _plane_stat(space, "/host:CPU", "rank")
         world = _plane_stat(space, "/host:CPU", "world_size")
         events = sum(len(line.events) for plane in space.planes for line in plane.lines)
         result.hosts.append(ImportedHost(str(path), host, events, rank, world))
-    if not result.hosts:
-        raise StepscopeError("nothing imported: " + "; ".join(result.failures))
-    worlds = {h.world_size for h in result.hosts if isinstance(h.world_size, int)}
-    ranks = {h.rank for h in result.hosts if isinstance(h.rank, int)}
-    if len(worlds) == 1 and ranks and len(ranks) < next(iter(worlds)):
-        result.warnings.append(
-            f"{len(ranks)} of {next(iter(worlds))} ranks imported: the multi-host tools show "
-            "only these"
-        )
-    return result
 
 
 def torch_trace_handler(

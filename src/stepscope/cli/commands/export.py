@@ -8,12 +8,16 @@ Large traces report progress on stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
+import io
 import os
 import sys
 import time
-from typing import TextIO
+from pathlib import Path
+from typing import IO, TextIO
 
+from stepscope import tmpfiles
 from stepscope.errors import StepscopeError
 
 FORMATS = ("chrome-trace",)
@@ -37,15 +41,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _open(path: str) -> TextIO:
+def _open(path: str) -> tuple[TextIO, str]:
+    """(stream, temporary name) for ``path``: written beside it and renamed into place at the
+    end (`_finish`), so a full disk or Ctrl-C never leaves a truncated file that looks whole."""
     if path == "-":
-        return sys.stdout
+        return sys.stdout, ""
     try:
+        directory = os.path.dirname(os.path.abspath(path))
+        tmpfiles.sweep_stale(Path(directory))
+        handle, tmp = tmpfiles.mkstemp(directory)
+        raw = os.fdopen(handle, "wb")
         if path.endswith(".gz"):
-            return gzip.open(path, "wt", encoding="utf-8", compresslevel=GZIP_LEVEL)
-        return open(path, "w", encoding="utf-8")
+            zipped = gzip.GzipFile(
+                filename=os.path.basename(path), fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL
+            )
+            return _closing_both(zipped, raw), tmp
+        return io.TextIOWrapper(raw, encoding="utf-8"), tmp
     except OSError as exc:
         raise StepscopeError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _closing_both(zipped: gzip.GzipFile, raw: IO[bytes]) -> TextIO:
+    """A text stream over ``zipped`` whose close also closes the file under it."""
+
+    class _Text(io.TextIOWrapper):
+        def close(self) -> None:
+            try:
+                super().close()
+            finally:
+                raw.close()
+
+    return _Text(zipped, encoding="utf-8")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,17 +105,24 @@ def run(args: argparse.Namespace) -> int:
             last[0] = now
             say(f"exported {done:,} / {total:,} events")
 
-    out = _open(args.output)
+    out, tmp = _open(args.output)
     try:
         for chunk in chrome_trace_chunks(profile, start, end, progress=progress):
             out.write(chunk)
-    except BaseException:
-        if out is not sys.stdout:
-            out.close()
-            os.unlink(args.output)  # never leave a truncated file that looks complete
+        if tmp:
+            out.close()  # flushes: a full disk shows here too
+            os.replace(tmp, args.output)
+    except BaseException as exc:
+        if tmp:
+            with contextlib.suppress(OSError):
+                out.close()
+            Path(tmp).unlink(missing_ok=True)  # nothing half-written is left behind
+        if isinstance(exc, OSError):
+            raise StepscopeError(
+                f"cannot write {args.output}: {exc.strerror or exc}; nothing was written"
+            ) from None
         raise
-    if out is not sys.stdout:
-        out.close()
+    if tmp:
         size = os.path.getsize(args.output)
         print(
             f"wrote {args.output} ({size / 1e6:.1f} MB) in {time.monotonic() - started:.1f} s",
