@@ -136,3 +136,16 @@ def test_unterminated_trace_file_converts(tmp_path: Path) -> None:
 def test_unknown_url_scheme_is_a_clear_error() -> None:
     with pytest.raises(ProfileFormatError, match=r"nosuch://x/y\.xplane\.pb: cannot open this URL"):
         read_profile_bytes("nosuch://x/y.xplane.pb")
+
+
+def test_a_decoder_built_before_the_bound_still_decodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Worktrees rebuild the C module after pulling; until then the old one must still work."""
+    from types import SimpleNamespace
+
+    from stepscope.xspace import wire
+
+    if not wire.accelerated():
+        pytest.skip("the C decoder is not built")
+    real = wire._fastwire
+    monkeypatch.setattr(wire, "_fastwire", SimpleNamespace(decode=lambda data: real.decode(data)))
+    assert profile_from_bytes(crafted.many_planes(3)).n_events == 3

@@ -101,7 +101,11 @@ def decode_columns(data: bytes, source: str = "<bytes>") -> RawColumns:
 def _decode_fast(data: bytes, source: str) -> RawColumns:
     limit = limits.max_profile_bytes()
     try:
-        header, planes, columns, strings, aggregated = _fastwire.decode(data, limit)
+        try:
+            decoded = _fastwire.decode(data, limit)
+        except TypeError:  # a module built before the bound existed: rebuild to get it
+            decoded = _fastwire.decode(data)
+        header, planes, columns, strings, aggregated = decoded
     except MemoryError as exc:
         needed = exc.args[1] if len(exc.args) == 2 and isinstance(exc.args[1], int) else None
         raise limits.ProfileTooLargeError(source, "decoding this XSpace", needed, limit) from exc
