@@ -10,7 +10,11 @@ Measured in one process, best of several repeats, each loop's empty-loop time su
   profiler;
 - slowdown of a call-heavy workload (recursive fib + small methods) under stepscope's Python
   tracer (C accelerator and pure Python), cProfile and viztracer (if installed), timing the
-  traced workload only (each tool's start/stop excluded).
+  traced workload only (each tool's start/stop excluded);
+- cost of the Python stack sampler (`ProfilerOptions.python_sampler_hz`) on training-like
+  steps (NumPy and pure Python, a few ms each): step time under a session without sampler,
+  with the default rate and faster rates, and under cProfile, configurations interleaved
+  within each repeat.
 """
 
 from __future__ import annotations
@@ -229,6 +233,72 @@ def tracer_rows(repeat: int, logdir: str) -> list[tuple[str, float, str]]:
     return rows
 
 
+# ---- Python stack sampler -------------------------------------------------------------------
+def sampler_step(a: Any) -> float:
+    """One training-like step: a few small matrix products and a Python metrics loop."""
+    for _ in range(3):
+        a = a @ a
+        a /= float(abs(a).max())
+    total = 0.0
+    for i in range(20_000):
+        total += (i % 7) * 0.5
+    return total
+
+
+def sampler_rows(repeat: int, logdir: str, steps: int) -> list[tuple[str, float, str]]:
+    """(configuration, ms per step, overhead against the session without sampler)."""
+    import numpy as np
+
+    a0 = np.random.default_rng(0).random((96, 96))
+
+    def run_steps() -> float:
+        start = time.perf_counter()
+        for i in range(steps):
+            with stepscope.step(i):
+                sampler_step(a0.copy())
+        return (time.perf_counter() - start) / steps
+
+    def under_stepscope(hz: int) -> Callable[[], float]:
+        def run() -> float:
+            stepscope.start(logdir, stepscope.ProfilerOptions(python_sampler_hz=hz))
+            try:
+                return run_steps()
+            finally:
+                stepscope.stop(save=False)
+
+        return run
+
+    def under_cprofile() -> float:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        try:
+            return run_steps()
+        finally:
+            profiler.disable()
+
+    from stepscope.capture.options import DEFAULT_SAMPLER_HZ
+
+    configs: list[tuple[str, Callable[[], float]]] = [
+        ("no session", run_steps),
+        ("stepscope, python_sampler_hz=0", under_stepscope(0)),
+        (
+            f"stepscope, python_sampler_hz={DEFAULT_SAMPLER_HZ} (default)",
+            under_stepscope(DEFAULT_SAMPLER_HZ),
+        ),
+        ("stepscope, python_sampler_hz=1000", under_stepscope(1000)),
+        ("cProfile (deterministic, for scale)", under_cprofile),
+    ]
+    best = {label: float("inf") for label, _ in configs}
+    for _ in range(repeat):
+        for label, run in configs:
+            best[label] = min(best[label], run())
+    base = best["stepscope, python_sampler_hz=0"]
+    return [
+        (label, best[label] * 1e3, f"{100.0 * (best[label] - base) / base:+.1f}%")
+        for label, _ in configs
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations")
@@ -242,6 +312,10 @@ def main() -> None:
         print("\n| Python tracer (call-heavy workload) | seconds | slowdown |\n|---|---:|---:|")
         for label, seconds, ratio in tracer_rows(repeat, logdir):
             print(f"| {label} | {seconds:.4f} | {ratio} |")
+        print("\n| Python stack sampler (training-like steps) | ms/step | vs. sampler off |")
+        print("|---|---:|---:|")
+        for label, ms, change in sampler_rows(repeat, logdir, 100 if args.quick else 300):
+            print(f"| {label} | {ms:.3f} | {change} |")
 
 
 if __name__ == "__main__":

@@ -19,10 +19,13 @@ def load_run(run_dir: Path | None) -> Profile:
 
 def events(profile: Profile) -> list[dict[str, Any]]:
     """Every event as a dict: name, line (thread) name and id, start, dur, stats (the event's
-    own and its metadata's, less the annotation marker every `trace` name carries)."""
+    own and its metadata's, less the annotation marker every `trace` name carries). The stack
+    sampler's "Python samples" lines are left out (see `samples`)."""
     out = []
     for i in range(profile.n_events):
         line = profile.lines[int(profile.line[i])]
+        if line.name == "Python samples":
+            continue
         out.append(
             {
                 "name": profile.event_name(i),

@@ -8,6 +8,9 @@ Levels (REFERENCE §3, `tensorflow.ProfileOptions`):
 - ``python_tracer_level``: 0 off, 1 every Python function call on every thread.
 - ``device_tracer_level``: 0 off, 1 on. Saved for framework bridges; the core capture records
   no device activity itself.
+- ``python_sampler_hz``: samples per second of the Python stacks of the threads running steps
+  (`stepscope.capture.python_sampler`), 0 off. stepscope's own; TensorFlow has no such option.
+  The default's cost is measured by ``benchmarks/bench_capture.py`` (under 2% of step time).
 
 Timing: ``delay_ms`` waits before recording starts; ``duration_ms`` stops and saves on its own
 after that much recording (see `stepscope.capture.session`). ``max_events`` bounds the events
@@ -28,6 +31,8 @@ if TYPE_CHECKING:
 
 # About 100 bytes of Python objects per buffered event: the default caps a capture near 100 MB.
 DEFAULT_MAX_EVENTS = 1_000_000
+DEFAULT_SAMPLER_HZ = 100
+MAX_SAMPLER_HZ = 10_000
 
 _FIELDS = (
     "host_tracer_level",
@@ -36,11 +41,13 @@ _FIELDS = (
     "delay_ms",
     "duration_ms",
     "max_events",
+    "python_sampler_hz",
 )
 _LEVEL_RANGES = {
     "host_tracer_level": (0, 3),
     "python_tracer_level": (0, 1),
     "device_tracer_level": (0, 1),
+    "python_sampler_hz": (0, MAX_SAMPLER_HZ),
 }
 
 
@@ -53,7 +60,8 @@ def _is_int(value: Any) -> bool:
 
 
 class ProfilerOptions:
-    """Options of one capture; the defaults are TensorFlow's (host 2, device 1, python 0).
+    """Options of one capture; the defaults are TensorFlow's (host 2, device 1, python 0), and
+    the Python stack sampler at `DEFAULT_SAMPLER_HZ`.
 
     An immutable record with dataclass-like behaviour (keyword fields, equality, hashing,
     ``replace``), written by hand so that importing it does not import `dataclasses`.
@@ -66,6 +74,7 @@ class ProfilerOptions:
     delay_ms: int | None
     duration_ms: int | None
     max_events: int
+    python_sampler_hz: int
 
     def __init__(
         self,
@@ -75,6 +84,7 @@ class ProfilerOptions:
         delay_ms: int | None = 0,
         duration_ms: int | None = None,
         max_events: int = DEFAULT_MAX_EVENTS,
+        python_sampler_hz: int = DEFAULT_SAMPLER_HZ,
     ) -> None:
         values = (
             host_tracer_level,
@@ -83,6 +93,7 @@ class ProfilerOptions:
             delay_ms,
             duration_ms,
             max_events,
+            python_sampler_hz,
         )
         for name, value in zip(_FIELDS, values, strict=True):
             object.__setattr__(self, name, value)

@@ -26,6 +26,7 @@ from typing import Any
 from stepscope.capture.bridges.base import BridgeSet
 from stepscope.capture.host_tracer import ThreadBuffer
 from stepscope.capture.options import ProfilerOptions
+from stepscope.capture.python_sampler import SampledThread, stack_text
 from stepscope.capture.python_tracer.events import PyThreadEvents, event_name, is_internal
 from stepscope.capture.step import STEP_ANCHOR
 from stepscope.errors import StepscopeError
@@ -67,6 +68,7 @@ class CaptureResult:
     stop_perf_ns: int
     host_buffers: list[ThreadBuffer] = field(default_factory=list)
     python_threads: list[PyThreadEvents] = field(default_factory=list)
+    sampled_threads: list[SampledThread] = field(default_factory=list)
     dropped_events: int = 0
     warnings: list[str] = field(default_factory=list)
     bridges: BridgeSet | None = None  # framework profilers to merge (capture.bridges)
@@ -166,6 +168,7 @@ def build_xspace(result: CaptureResult) -> XSpace:
         rows.sort(key=lambda row: (row[0], -row[1], row[2]))
         for start_ns, dur_ns, _depth, text, stats in rows:
             line.event(text, start_ns, max(dur_ns, 0), stats)
+    _add_python_samples(plane, result, thread_names)
     warnings = list(result.warnings)
     if result.dropped_events:
         plane.stats["dropped_events"] = result.dropped_events
@@ -180,6 +183,31 @@ def build_xspace(result: CaptureResult) -> XSpace:
     if result.bridges is not None:  # framework planes, on this profile's clock
         result.bridges.merge_into(space, result.start_perf_ns, result.stop_perf_ns)
     return space
+
+
+# Line ids of "Python samples" lines: this offset plus the sampled thread's line id (its OS
+# thread id), so they never collide with thread lines (docs/formats/python_samples.md).
+SAMPLES_LINE_OFFSET = 1 << 48
+SAMPLES_LINE = "Python samples"
+
+
+def _add_python_samples(plane: Any, result: CaptureResult, thread_names: dict[int, str]) -> None:
+    """One "Python samples" line per sampled thread: runs of identical stacks."""
+    base = result.start_perf_ns
+    names: dict[Any, str] = {}
+    for thread in result.sampled_threads:
+        runs = [r for r in thread.runs if r[1] > base]
+        if not runs:
+            continue
+        label = thread_names.get(thread.native_id) or thread.name or str(thread.native_id)
+        line = plane.line(
+            SAMPLES_LINE_OFFSET + thread.native_id, SAMPLES_LINE, f"{SAMPLES_LINE}: {label}"
+        )
+        line.display_id = thread.native_id
+        for start, end, stack, count in runs:
+            first = max(start, base)
+            innermost, text = stack_text(stack, names)
+            line.event(innermost, first - base, end - first, {"stack": text, "samples": count})
 
 
 def _add_task_environment(space: XSpace, result: CaptureResult) -> None:

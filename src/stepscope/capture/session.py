@@ -24,6 +24,7 @@ import time
 
 from stepscope.capture import annotations as _annotations
 from stepscope.capture import exit_save
+from stepscope.capture import step as _step
 from stepscope.capture.host_tracer import EventBudget, HostTracer
 from stepscope.capture.options import ProfilerOptions, resolve_options
 from stepscope.errors import StepscopeError
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from stepscope.capture.bridges.base import BridgeSet
+    from stepscope.capture.python_sampler import PythonSampler
     from stepscope.capture.python_tracer.tracer import PythonTracer
     from stepscope.xspace.proto.xplane_pb2 import XSpace
 
@@ -60,6 +62,10 @@ class Session:
         self.budget = EventBudget(options.max_events)
         self.host = HostTracer(self.budget)
         self.python: PythonTracer | None = None
+        self.sampler: PythonSampler | None = None
+        # threads sampled from the start (the one calling `stepscope.start`); others join
+        # when they open a step
+        self.sample_from_start: list[tuple[int, int, str]] = []
         self.bridges: BridgeSet | None = None  # framework profilers (install_bridges)
         self.start_wall_ns = 0
         self.start_perf_ns = 0
@@ -80,7 +86,19 @@ class Session:
             _annotations.activate(self.host)
         if self.python is not None:
             self.python.record()
+        if self.options.python_sampler_hz > 0:
+            self._start_sampler()
         self.state = RECORDING
+
+    def _start_sampler(self) -> None:
+        from stepscope.capture.python_sampler import PythonSampler, SampledThread
+
+        sampler = PythonSampler(self.options.python_sampler_hz, self.budget)
+        for ident, native_id, name in self.sample_from_start:
+            sampler.threads[ident] = SampledThread(ident, native_id, name)
+        _step._on_step = sampler.add_current_thread
+        sampler.start()
+        self.sampler = sampler
 
     def install_python_tracer(self) -> None:
         """On the thread calling `start` (the one sys.setprofile reaches), even with a delay."""
@@ -102,6 +120,9 @@ class Session:
     def finish(self, save: bool, partial_reason: str = "") -> Path | None:
         """-> FINISHED: switch the tracers off and (if ``save``) write the profile; with
         ``partial_reason`` the profile says it was saved without `stop` and why."""
+        _step._on_step = None
+        if self.sampler is not None:  # first: the imports below are no part of the recording
+            self.sampler.stop()
         from stepscope.capture.save import CaptureResult, build_xspace
         from stepscope.capture.save import save as save_space
         from stepscope.logdir import run_name_for
@@ -143,6 +164,7 @@ class Session:
             stop_perf_ns=stop_perf,
             host_buffers=self.host.buffers(),
             python_threads=list(self.python.threads) if self.python is not None else [],
+            sampled_threads=list(self.sampler.threads.values()) if self.sampler else [],
             dropped_events=self.budget.dropped,
             warnings=warnings,
             bridges=self.bridges,
@@ -195,6 +217,10 @@ def start(
                 "call stepscope.stop() first"
             )
         session = Session(text, resolved, hostname)
+        current = threading.current_thread()
+        session.sample_from_start.append(
+            (threading.get_ident(), threading.get_native_id(), current.name)
+        )
         # A program that dies before stop() still leaves its profile.
         exit_save.install(save_partial)
         session.install_python_tracer()

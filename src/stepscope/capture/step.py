@@ -31,7 +31,7 @@ from stepscope.errors import StepscopeError
 
 TYPE_CHECKING = False  # not typing's: see stepscope.capture.options
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
     from typing import Any, TypeVar
 
     T = TypeVar("T")
@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 # every step, traced work inside or not; the untraced time stays "All Others" there and in
 # stepscope, and op tables leave the anchor out.
 STEP_ANCHOR = "stepscope step"
+# Set by the session while the Python sampler runs: registers the thread opening a step.
+_on_step: Callable[[], None] | None = None
 
 
 def step(step_num: int, name: str = "train") -> Any:
@@ -52,6 +54,8 @@ def step(step_num: int, name: str = "train") -> Any:
         raise StepscopeError(
             f"stepscope.step: step_num must be an int, got {type(step_num).__name__}"
         ) from None
+    if _on_step is not None:
+        _on_step()
     return trace(name, step_num=number, _r=1)
 
 

@@ -1,9 +1,12 @@
 """Bottleneck classification and advice, with XProf's thresholds (REFERENCE §4).
 
 Input: input share of the total step time >= 20% -> "high", >= 5% -> "moderate", else
-"potential" when "all others" >= 3%, else "no". Other categories are flagged "moderate" from
-their low threshold and "high" from their high one: output 5/20, kernel launch 3/15,
-all others 3/15, device collectives 3/15.
+"potential" when "all others" >= 3%, else "no". stepscope departs from XProf in one case: when
+input is near zero (< 1%) and "All Others" is high (>= 15%), the program is not called
+input-bound: the statement says the time is untraced host work and where it sits (thread,
+traced events around it, Python functions from the stack sampler).
+Other categories are flagged "moderate" from their low threshold and "high" from their high
+one: output 5/20, kernel launch 3/15, all others 3/15, device collectives 3/15.
 """
 
 from __future__ import annotations
@@ -11,10 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from stepscope.stats.summary import StepSummary
+from stepscope.stats.untraced import Untraced
 
 HIGH_INPUT = 20.0
 MODERATE_INPUT = 5.0
 POTENTIAL_OTHER = 3.0
+NEAR_ZERO_INPUT = 1.0  # % of step time: below it, "All Others" is not waiting for input
+HIGH_OTHER = 15.0
 THRESHOLDS: dict[str, tuple[float, float]] = {  # category -> (moderate, high), in %
     "output": (5.0, 20.0),
     "kernel_launch": (3.0, 15.0),
@@ -39,9 +45,40 @@ class InputBound:
         }
 
 
+def where_untraced(untraced: Untraced, n_steps: int, step_ns: int) -> str:
+    """'on thread T, mostly after A and before B (x ms per step); Python: f 40%, ...'."""
+    parts = []
+    if untraced.places:
+        place = untraced.places[0]
+        parts.append(
+            f"on thread {untraced.thread or '?'}, mostly after '{place.after}' and before "
+            f"'{place.before}' ({place.ns / 1e6 / max(n_steps, 1):.2f} ms per step in "
+            f"{place.steps} of {n_steps} steps)"
+        )
+    python = untraced.python
+    if len(python) and step_ns:
+        named = ", ".join(
+            f"{python.function[k]} {100.0 * python.ns[k] / step_ns:.1f}%"
+            for k in range(min(3, len(python)))
+        )
+        parts.append(f"Python functions sampled there: {named} of the step time")
+    return "; ".join(parts)
+
+
+def classify_steps(summary: StepSummary) -> InputBound:
+    """`classify_input` for a step summary, with the untraced time located."""
+    return classify_input(
+        summary.percent("input"),
+        summary.percent("other"),
+        summary.n_steps > 0,
+        where_untraced(summary.untraced, summary.n_steps, summary.total_ns()),
+    )
+
+
 def classify_input(
-    input_percent: float, other_percent: float, has_steps: bool = True
+    input_percent: float, other_percent: float, has_steps: bool = True, where: str = ""
 ) -> InputBound:
+    """``where``: where the untraced time sits (`where_untraced`), said when it decides."""
     if not has_steps:
         return InputBound(
             "unknown",
@@ -63,6 +100,16 @@ def classify_input(
             f"Your program is MODERATELY input-bound because {input_percent:.1f}% of "
             "the total step time sampled is waiting for input. Therefore, you would "
             "need to reduce both the input time and other time.",
+        )
+    if input_percent < NEAR_ZERO_INPUT and other_percent >= HIGH_OTHER:
+        return InputBound(
+            "no",
+            input_percent,
+            f"Your program is NOT input-bound: only {input_percent:.1f}% of the total step "
+            f"time is spent waiting for input, while {other_percent:.1f}% is untraced host work "
+            "('All Others': Python code, synchronization or I/O that no traced op covers)"
+            + (f", {where}" if where else "")
+            + ". Focus on that host work first.",
         )
     if other_percent >= POTENTIAL_OTHER:
         return InputBound(
@@ -151,6 +198,9 @@ def recommend(
             else ""
         )
         text = _CATEGORY_ADVICE[category].format(pct=pct, thread_mode=thread_mode)
+        if category == "other":
+            where = where_untraced(summary.untraced, summary.n_steps, summary.total_ns())
+            text += f" It sits {where}." if where else ""
         details.append(("HIGH: " if level(category, pct) == "high" else "") + text)
     if bound.classification in ("high", "moderate") and tf_data_advice:
         details.insert(0, tf_data_advice)

@@ -204,8 +204,15 @@ def device_work_lines(profile: Profile) -> np.ndarray:
 
 
 def host_lines(profile: Profile) -> np.ndarray:
-    """Per line: True for lines of the ``/host:CPU`` plane (threads)."""
-    return np.array([profile.planes[ln.plane].name == "/host:CPU" for ln in profile.lines], bool)
+    """Per line: True for lines of the ``/host:CPU`` plane (threads), less the Python stack
+    sampler's lines (`stepscope.stats.python_samples`: observations, not work)."""
+    return np.array(
+        [
+            profile.planes[ln.plane].name == "/host:CPU" and ln.name != "Python samples"
+            for ln in profile.lines
+        ],
+        bool,
+    )
 
 
 def not_work_category(profile: Profile) -> np.ndarray:

@@ -19,7 +19,7 @@ its span of work not covered by any event.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -33,9 +33,14 @@ from stepscope.stats.events import (
     host_lines,
     is_step_marker_name,
 )
-from stepscope.stats.intervals import union_ns
+from stepscope.stats.intervals import merge_sorted, union_ns
 from stepscope.stats.nesting import nesting_parents, self_time
 from stepscope.stats.opnames import UNKNOWN, device_op, parse_op
+from stepscope.stats.python_samples import (
+    PYTHON_OP_TYPE,
+    sampled_thread_line,
+    untraced_python_time,
+)
 from stepscope.stats.xla_ops import xla_events
 
 _HOST_OP_CATEGORIES = ("cpu_op", "user_annotation")
@@ -248,6 +253,45 @@ def _device_table(profile: Profile, types: np.ndarray) -> OpTable:
     return _aggregate(profile, "device", events, key, text, own, idle, known_flops)
 
 
+def _python_table(profile: Profile) -> OpTable:
+    """Rows of type "Python": time of the sampled threads that no host event covers, by the
+    innermost Python function the stack sampler saw (`stepscope.stats.python_samples`)."""
+    thread_of = sampled_thread_line(profile)
+    threads = tuple(sorted({int(t) for t in thread_of if t >= 0}))
+    if not threads:
+        return OpTable.empty("host")
+    samples = np.isin(profile.line, np.flatnonzero(thread_of >= 0))
+    if not samples.any():
+        return OpTable.empty("host")
+    span_lo = np.array([profile.start_ns[samples].min()], np.int64)
+    span_hi = np.array([profile.end_ns[samples].max()], np.int64)
+    counted = np.flatnonzero(
+        np.isin(profile.line, threads) & (classify_events(profile) != NOT_COUNTED)
+    )
+    order = counted[np.argsort(profile.start_ns[counted], kind="stable")]
+    _, covered_lo, covered_hi = merge_sorted(profile.start_ns[order], profile.end_ns[order])
+    found = untraced_python_time(profile, threads, span_lo, span_hi, covered_lo, covered_hi)
+    if not len(found):
+        return OpTable.empty("host")
+    zeros = np.zeros(len(found), np.int64)
+    return OpTable(
+        "host",
+        found.function,
+        (PYTHON_OP_TYPE,) * len(found),
+        found.samples,
+        found.ns,
+        found.ns,
+        zeros,
+        np.zeros(len(found)),
+        0,
+    )
+
+
 def build_op_metrics(profile: Profile) -> OpMetrics:
-    """Host and device op tables of one profile."""
-    return OpMetrics(_host_table(profile), _device_table(profile, classify_events(profile)))
+    """Host and device op tables of one profile; the host's has the stack sampler's Python
+    functions (type "Python") after its ops, for the time no op covers."""
+    host = _host_table(profile)
+    python = _python_table(profile)
+    if len(python):
+        host = OpTable.merge("host", [host, replace(python, idle_ns=0)])
+    return OpMetrics(host, _device_table(profile, classify_events(profile)))

@@ -8,13 +8,14 @@ the earliest host's. ``pairing`` says how, and which host-steps were left out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.steps.breakdown import StepDb
 from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
+from stepscope.stats.untraced import Untraced
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,8 @@ class StepSummary:
     dropped: int  # candidates not kept (ill-formed or incomplete)
     pairing: str = ""  # several hosts: how their steps were paired, and what was left out
     left_out: int = 0  # several hosts: host-steps in no pod step
+    # where "All Others" sits (the host with the most of it, with several hosts)
+    untraced: Untraced = field(default_factory=lambda: Untraced(""))
 
     @property
     def n_steps(self) -> int:
@@ -107,6 +110,8 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
             markers,
             dropped,
             note,
+            0,
+            db.untraced,
         )
     pairing = pair_host_steps(
         [HostSteps(host, db.step_num, db.start_ns, db.dur_ns) for host, db in dbs.items()]
@@ -148,4 +153,5 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
         dropped,
         pairing.description,
         sum(pairing.left_out),
+        max(found, key=lambda db: int(db.category_ns()["other"].sum())).untraced,
     )

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stepscope.stats import StepStats
-from stepscope.stats.advice import InputBound, classify_input
+from stepscope.stats.advice import InputBound, classify_steps
 from stepscope.stats.input_pipeline import INPUT_CATEGORIES, advice_for, input_ops
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
@@ -126,7 +126,7 @@ class InputPipelineAnalysis:
 
 def build(ctx: ToolContext) -> InputPipelineAnalysis:
     summary = analysis.steps(ctx)
-    bound = classify_input(summary.percent("input"), summary.percent("other"), summary.n_steps > 0)
+    bound = classify_steps(summary)
     ops = input_ops(analysis.host_ops(ctx))
     total_self = float(ops.self_ns.sum())
     rows = tuple(

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from stepscope.stats import CATEGORY_NAMES, OpTable, StepStats, StepSummary
-from stepscope.stats.advice import InputBound, Recommendation, classify_input, recommend
+from stepscope.stats.advice import InputBound, Recommendation, classify_steps, recommend
 from stepscope.stats.device import DeviceInfo
 from stepscope.stats.input_pipeline import advice_for
 from stepscope.stats.kernel_rules import PRECISIONS, REDUCED_PRECISIONS
@@ -103,6 +103,7 @@ class OverviewPage:
     run_environment: RunEnvironment
     recommendation: Recommendation
     diagnostics: tuple[str, ...] = field(default=())
+    untraced: dict[str, Any] = field(default_factory=dict)  # where "All Others" sits
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -122,6 +123,7 @@ class OverviewPage:
             "run_environment": self.run_environment.to_json(),
             "recommendation": self.recommendation.to_json(),
             "diagnostics": list(self.diagnostics),
+            "untraced": self.untraced,
         }
 
 
@@ -201,14 +203,36 @@ def precision_percent(by_precision: dict[str, int]) -> dict[str, float] | None:
     return out
 
 
+def _untraced_json(summary: StepSummary) -> dict[str, Any]:
+    """Where the steps' "All Others" sits, per step on average, and the Python functions the
+    stack sampler saw in it (share of the total step time)."""
+    u, n, total = summary.untraced, max(summary.n_steps, 1), summary.total_ns()
+    return {
+        "thread": u.thread,
+        "places": [
+            {"after": p.after, "before": p.before, "ms_per_step": p.ns / 1e6 / n, "steps": p.steps}
+            for p in u.places
+        ],
+        "python": [
+            {
+                "function": u.python.function[k],
+                "stack": u.python.stack[k],
+                "ms_per_step": float(u.python.ns[k]) / 1e6 / n,
+                "percent": 100.0 * float(u.python.ns[k]) / total if total else 0.0,
+                "samples": int(u.python.samples[k]),
+            }
+            for k in range(len(u.python))
+        ],
+    }
+
+
 def build(ctx: ToolContext) -> OverviewPage:
     summary = analysis.steps(ctx)
     host_table, device_table = analysis.host_ops(ctx), analysis.device_ops(ctx)
     facts = [analysis.device_facts(ctx, h) for h in ctx.hosts]
     all_devices = tuple(d for devs, _, _ in facts for d in devs)
     by_precision = {k: sum(p[k] for _, p, _ in facts) for k in PRECISIONS}
-    has_steps = summary.n_steps > 0
-    bound = classify_input(summary.percent("input"), summary.percent("other"), has_steps)
+    bound = classify_steps(summary)
     utilization: dict[str, float] | None = None
     if all_devices:
         utilization = {}
@@ -288,6 +312,7 @@ def build(ctx: ToolContext) -> OverviewPage:
         run_environment=environment,
         recommendation=recommendation,
         diagnostics=tuple(diagnostics),
+        untraced=_untraced_json(summary),
     )
 
 

@@ -24,7 +24,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -37,10 +37,12 @@ from stepscope.stats.events import (
     device_work_lines,
 )
 from stepscope.stats.intervals import merge_sorted
+from stepscope.stats.python_samples import untraced_python_time
 from stepscope.stats.steps.feeds import fetches_feeding_steps
 from stepscope.stats.steps.groups import build_groups
 from stepscope.stats.steps.markers import find_step_markers
 from stepscope.stats.steps.types import StepMarkers
+from stepscope.stats.untraced import Untraced, locate_untraced
 
 N_TYPES = max(int(t) for t in EventType) // 10 + 1  # column of type t is t // 10
 DROP_THRESHOLD = 5  # XProf: drop the first and last step when there are more than this many
@@ -63,6 +65,9 @@ class StepDb:
     markers_found: int  # candidate steps before selection
     dropped_ill_formed: int  # candidates without compute
     dropped_incomplete: int  # first/last dropped by the XProf rule
+    # where the kept steps' "All Others" sits on their thread, and (with the stack sampler's
+    # lines) which Python functions ran then
+    untraced: Untraced = field(default_factory=lambda: Untraced(""))
 
     @property
     def n_steps(self) -> int:
@@ -281,6 +286,22 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     dropped = 0
     if markers.drop_incomplete and len(keep) > DROP_THRESHOLD:
         keep, dropped = keep[1:-1], 2
+    order = np.argsort(lo, kind="stable")
+    covered = hi[order] > lo[order]
+    _, covered_lo, covered_hi = merge_sorted(lo[order][covered], hi[order][covered])
+    python = untraced_python_time(
+        profile, markers.lines, span_lo[keep], span_hi[keep], covered_lo, covered_hi
+    )
+    untraced = locate_untraced(
+        profile,
+        markers.lines,
+        np.unique(ev),
+        span_lo[keep],
+        span_hi[keep],
+        covered_lo,
+        covered_hi,
+        python,
+    )
     return StepDb(
         markers.source,
         markers.description,
@@ -294,4 +315,5 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
         n,
         ill_formed,
         dropped,
+        untraced,
     )

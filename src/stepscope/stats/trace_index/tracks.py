@@ -77,7 +77,15 @@ def sections(profile: Profile, depth_count: np.ndarray) -> list[Section]:
         ]
         if not lines:
             continue
-        lines.sort(key=lambda line: _track_key(plane, line))
+        # a "Python samples" line (the stack sampler's) right below the thread it samples
+        label = {line.id: line.label.lower() for line in lines if line.name != "Python samples"}
+        lines.sort(
+            key=lambda line: (
+                (0, 0, label.get(line.display_id, line.label.lower()) + "\uffff")
+                if line.name == "Python samples" and not plane.is_device
+                else _track_key(plane, line)
+            )
+        )
         tracks = tuple(
             Track(line.index, line.label, line.id, line.event_count, int(depth_count[line.index]))
             for line in lines

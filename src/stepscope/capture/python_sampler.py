@@ -1,0 +1,149 @@
+"""Python stack sampler: what the threads running steps are doing between traced events.
+
+A background thread wakes every ``1 / python_sampler_hz`` seconds, reads
+``sys._current_frames()`` and keeps, for each sampled thread, runs of consecutive identical
+stacks (same functions at the same lines): one run is one event of the ``Python samples``
+line of that thread (layout: docs/formats/python_samples.md). Samples are merged into
+a run only when no more than 1.5 intervals apart, and a run lasts from its first sample to one
+interval after its last (cut at the next run's start): a sample stands for the interval after
+it, and a thread not sampled for longer (the sampler waited for a CPU or the GIL) has a gap
+rather than time given to a stack nobody saw.
+
+Sampled threads: the one that called `stepscope.start` and every thread that opens a
+`stepscope.step` while recording (the threads that run steps). Cost per sample: one
+``sys._current_frames()`` and a walk of each sampled stack, while holding the GIL (about
+10-30 µs for 50-frame stacks); `benchmarks/bench_capture.py` measures it against step time.
+
+Only the standard library is imported (capture runs inside training scripts).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+TYPE_CHECKING = False  # not typing's: see stepscope.capture.options
+if TYPE_CHECKING:
+    from types import CodeType
+    from typing import Any
+
+    from stepscope.capture.host_tracer import EventBudget
+
+    Stack = tuple[tuple[CodeType, int], ...]  # innermost frame first
+
+_INTERNAL_FILE = os.path.basename(__file__)
+
+
+class SampledThread:
+    """Runs of one thread: [start_ns, end_ns, stack, samples] (perf_counter_ns times; while
+    sampling, end_ns is the time of the run's last sample)."""
+
+    __slots__ = ("ident", "name", "native_id", "runs")
+
+    def __init__(self, ident: int, native_id: int, name: str) -> None:
+        self.ident = ident
+        self.native_id = native_id
+        self.name = name
+        self.runs: list[list[Any]] = []
+
+
+class PythonSampler:
+    """Samples the registered threads' Python stacks from a daemon thread."""
+
+    def __init__(self, hz: int, budget: EventBudget) -> None:
+        self.interval_s = 1.0 / hz
+        self.budget = budget
+        self.threads: dict[int, SampledThread] = {}
+        self._stop = threading.Event()
+        self._worker: threading.Thread | None = None
+        self.samples = 0
+
+    def add_current_thread(self) -> None:
+        """Sample the calling thread too (idempotent; called by `stepscope.step`)."""
+        ident = threading.get_ident()
+        if ident not in self.threads:
+            current = threading.current_thread()
+            native = threading.get_native_id()
+            self.threads[ident] = SampledThread(ident, native, current.name)
+
+    def start(self) -> None:
+        self._worker = threading.Thread(target=self._loop, name="stepscope-sampler", daemon=True)
+        self._worker.start()
+
+    def stop(self) -> int:
+        """Stop sampling; each run then ends one interval after its last sample (cut at the
+        next run and at the stop). Returns the stop time (perf ns)."""
+        self._stop.set()
+        if self._worker is not None:
+            self._worker.join()
+        end = time.perf_counter_ns()
+        step_ns = int(self.interval_s * 1e9)
+        for thread in self.threads.values():
+            runs = thread.runs
+            for k, run in enumerate(runs):
+                limit = runs[k + 1][0] if k + 1 < len(runs) else end
+                run[1] = min(run[1] + step_ns, limit)
+        return end
+
+    def _loop(self) -> None:
+        wait = self._stop.wait
+        interval = self.interval_s
+        frames_of = sys._current_frames
+        clock = time.perf_counter_ns
+        take = self.budget.take
+        limit = self.budget.max_events
+        due = clock()
+        step_ns = int(interval * 1e9)
+        max_gap = step_ns * 3 // 2
+        while True:
+            # A schedule, not a fixed sleep: waiting for the GIL after each wake-up (up to
+            # the 5 ms switch interval) would otherwise lower the rate.
+            due += step_ns
+            now = clock()
+            if due < now:
+                due = now
+            if wait((due - now) / 1e9):
+                break
+            now = clock()
+            frames = frames_of()
+            self.samples += 1
+            for ident, thread in list(self.threads.items()):
+                frame = frames.get(ident)
+                runs = thread.runs
+                last = runs[-1] if runs else None
+                if frame is None:  # the thread ended
+                    continue
+                stack = []
+                while frame is not None:
+                    stack.append((frame.f_code, frame.f_lineno))
+                    frame = frame.f_back
+                key = tuple(stack)
+                # merged only with the sample just before (a thread not sampled for longer
+                # has a gap rather than time given to a stack nobody saw)
+                if last is not None and last[2] == key and now - last[1] <= max_gap:
+                    last[1] = now
+                    last[3] += 1
+                elif take() < limit:
+                    runs.append([now, now, key, 1])
+            del frames
+
+
+def frame_text(code: CodeType, line: int) -> str:
+    """``func (file:line)``: how a frame is named in the profile."""
+    return f"{code.co_name} ({os.path.basename(code.co_filename)}:{line})"
+
+
+def stack_text(stack: Stack, names: dict[tuple[CodeType, int], str]) -> tuple[str, str]:
+    """(innermost frame, the stack outermost first joined by ';'), the sampler's own frames
+    left out."""
+    parts = []
+    for code, line in reversed(stack):
+        if os.path.basename(code.co_filename) == _INTERNAL_FILE:
+            continue
+        text = names.get((code, line))
+        if text is None:
+            text = names[(code, line)] = frame_text(code, line)
+        parts.append(text)
+    return (parts[-1] if parts else "<no Python frame>"), ";".join(parts)

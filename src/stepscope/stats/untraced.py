@@ -1,0 +1,103 @@
+"""Where "All Others" sits: untraced time of the steps' threads, located and explained.
+
+"All Others" is step time no traced event covers. On the thread running the steps, each
+step's untraced time falls into gaps between traced events; the largest gap of each step is
+named by the traced events around it ("after A, before B"), and the places are ranked by the
+time they hold over all steps. With the Python stack sampler's lines, the same time is also
+split by Python function (`stepscope.stats.python_samples`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stepscope.model import Profile
+from stepscope.stats.python_samples import PythonTime
+
+START, END = "(step start)", "(step end)"
+
+
+@dataclass(frozen=True)
+class GapPlace:
+    after: str  # the traced event the gap follows, or START
+    before: str  # the traced event that ends the gap, or END
+    ns: int  # untraced time in such gaps, over the steps
+    steps: int  # steps whose largest gap is here
+
+
+@dataclass(frozen=True)
+class Untraced:
+    """Untraced time of the steps' threads (only what the steps' own threads show)."""
+
+    thread: str  # the thread running the steps ("" when unknown)
+    places: tuple[GapPlace, ...] = ()  # largest gap of each step, grouped, most time first
+    python: PythonTime = field(default_factory=PythonTime.empty)
+
+
+def _names_around(
+    profile: Profile,
+    events: np.ndarray,
+    gap_lo: np.ndarray,
+    gap_hi: np.ndarray,
+    span_lo: np.ndarray,
+    span_hi: np.ndarray,
+) -> tuple[list[str], list[str]]:
+    """The event (of ``events``) ending last at or before each gap, and the one starting first
+    at or after its end; START / END where the gap touches its step's bounds."""
+    by_end = events[np.argsort(profile.end_ns[events], kind="stable")]
+    by_start = events[np.argsort(profile.start_ns[events], kind="stable")]
+    k = np.searchsorted(profile.end_ns[by_end], gap_lo, "right") - 1
+    j = np.searchsorted(profile.start_ns[by_start], gap_hi, "left")
+    first = (k < 0) | (gap_lo <= span_lo)
+    last = (j >= len(by_start)) | (gap_hi >= span_hi)
+    after = [
+        START if f else profile.event_name(int(by_end[i]))
+        for i, f in zip(k.tolist(), first.tolist(), strict=True)
+    ]
+    before = [
+        END if f else profile.event_name(int(by_start[i]))
+        for i, f in zip(j.tolist(), last.tolist(), strict=True)
+    ]
+    return after, before
+
+
+def locate_untraced(
+    profile: Profile,
+    step_lines: tuple[int, ...],
+    traced: np.ndarray,
+    span_lo: np.ndarray,
+    span_hi: np.ndarray,
+    covered_lo: np.ndarray,
+    covered_hi: np.ndarray,
+    python: PythonTime,
+) -> Untraced:
+    """The largest untraced gap of each step (``covered_*``: the union of the steps' traced
+    intervals, sorted and disjoint; ``traced``: counted events, for naming the gaps)."""
+    if not step_lines or not len(span_lo):
+        return Untraced("", (), python)
+    line = step_lines[0]
+    thread = profile.lines[line].label
+    on_line = traced[np.isin(profile.line[traced], list(step_lines))]
+    gaps_lo, gaps_hi = [], []
+    for lo, hi in zip(span_lo.tolist(), span_hi.tolist(), strict=True):
+        a = np.searchsorted(covered_hi, lo, "right")
+        b = np.searchsorted(covered_lo, hi, "left")
+        starts = np.clip(np.concatenate([[lo], covered_hi[a:b]]), lo, hi)
+        ends = np.clip(np.concatenate([covered_lo[a:b], [hi]]), lo, hi)
+        widths = ends - starts
+        k = int(np.argmax(widths))
+        gaps_lo.append(int(starts[k]))
+        gaps_hi.append(int(ends[k]))
+    g_lo, g_hi = np.array(gaps_lo, np.int64), np.array(gaps_hi, np.int64)
+    after, before = _names_around(profile, on_line, g_lo, g_hi, span_lo, span_hi)
+    time: Counter[tuple[str, str]] = Counter()
+    steps: Counter[tuple[str, str]] = Counter()
+    for key, width in zip(zip(after, before, strict=True), (g_hi - g_lo).tolist(), strict=True):
+        if width > 0:
+            time[key] += width
+            steps[key] += 1
+    places = tuple(GapPlace(a, b, ns, steps[(a, b)]) for (a, b), ns in time.most_common())
+    return Untraced(thread, places, python)

@@ -1,0 +1,90 @@
+"""The Python stack sampler: its XSpace lines (docs/formats/python_samples.md) and what the
+analysis makes of them on a real Python-overhead loop."""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import stepscope
+from stepscope.capture.options import InvalidOptionsError
+from stepscope.stats import build_step_db
+from stepscope.stats.advice import classify_steps
+from stepscope.stats.summary import summarize_steps
+from tests.capture.helpers import load_run
+
+FRAME = re.compile(r"^.+ \(.+:\d+\)$")
+
+
+def update_metrics(n: int) -> float:
+    total = 0.0
+    for i in range(n):
+        total += (i % 7) * 0.5
+    return total
+
+
+def _python_loop(logdir: Path, hz: int) -> Path:
+    def batches() -> object:
+        for i in range(12):
+            yield [i] * 100
+
+    stepscope.start(logdir, stepscope.ProfilerOptions(python_sampler_hz=hz))
+    for step, batch in enumerate(stepscope.data.instrument(batches(), name="Loader")):
+        with stepscope.step(step):
+            with stepscope.trace("forward"):
+                sum(batch)
+            update_metrics(150_000)  # pure Python, untraced: most of the step
+    run = stepscope.stop()
+    assert run is not None
+    return run
+
+
+@pytest.fixture(scope="module")
+def sampled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _python_loop(tmp_path_factory.mktemp("sampled"), hz=1000)
+
+
+def test_samples_line_layout(sampled: Path) -> None:
+    profile = load_run(sampled)
+    main = threading.main_thread()
+    [thread] = [ln for ln in profile.lines if ln.id == main.native_id]
+    [line] = [ln for ln in profile.lines if ln.name == "Python samples"]
+    assert line.display_name == f"Python samples: {thread.label}"
+    assert line.display_id == thread.id and line.id == (1 << 48) + thread.id
+    sl = profile.events_of_line(line)
+    events = np.arange(sl.start, sl.stop)
+    assert len(events) > 0
+    starts, ends = profile.start_ns[events], profile.end_ns[events]
+    assert (np.diff(starts) > 0).all() and (ends[:-1] <= starts[1:]).all()  # runs in order
+    for e in events.tolist():
+        stats = profile.event_stats(e)
+        name = profile.event_name(e)
+        assert FRAME.match(name), name
+        assert stats["stack"].split(";")[-1] == name
+        assert all(FRAME.match(frame) for frame in stats["stack"].split(";"))
+        assert stats["samples"] >= 1
+    names = {profile.event_name(e) for e in events.tolist()}
+    assert any(n.startswith("update_metrics (test_python_sampler.py:") for n in names)
+
+
+def test_python_overhead_loop_is_not_called_input_bound(sampled: Path) -> None:
+    summary = summarize_steps({"h": build_step_db(load_run(sampled))})
+    bound = classify_steps(summary)
+    assert bound.classification == "no", bound.statement
+    assert "update_metrics (test_python_sampler.py:" in bound.statement
+    assert summary.untraced.python.function[0].startswith("update_metrics")
+
+
+def test_sampler_off(tmp_path: Path) -> None:
+    profile = load_run(_python_loop(tmp_path, hz=0))
+    assert not [ln for ln in profile.lines if ln.name == "Python samples"]
+
+
+def test_sampler_rate_is_checked() -> None:
+    with pytest.raises(InvalidOptionsError, match="python_sampler_hz must be an int from 0"):
+        stepscope.ProfilerOptions(python_sampler_hz=-1)
+    assert stepscope.ProfilerOptions().python_sampler_hz > 0  # on by default

@@ -1,0 +1,88 @@
+"""The stack sampler's lines explain "All Others": overview verdict, op_stats rows, places."""
+
+from __future__ import annotations
+
+import pytest
+
+from stepscope.model import Profile
+from stepscope.stats import build_op_metrics, build_step_db
+from stepscope.stats.advice import classify_steps
+from stepscope.stats.events import NOT_COUNTED, classify_events
+from stepscope.stats.summary import summarize_steps
+from stepscope.xspace.builder import XSpaceBuilder
+from tests.stats.analysis_helpers import MS, build
+
+STEPS = 8
+
+
+def _python_overhead_loop(sampled: bool = True) -> Profile:
+    """Each 10 ms step: a traced 'forward' (4 ms), then 6 ms of untraced Python metrics code,
+    which the sampler saw as 'update_metrics'."""
+    builder = XSpaceBuilder("py")
+    host = builder.plane("/host:CPU")
+    main = host.line(7, "MainThread")
+    samples = host.line((1 << 48) + 7, "Python samples", "Python samples: MainThread")
+    samples.display_id = 7
+    for k in range(STEPS):
+        t = k * 10 * MS
+        main.event("train", t, 10 * MS, {"step_num": k, "_r": 1})
+        main.event("forward", t, 4 * MS)
+        if sampled:
+            stack = "<module> (loop.py:20);forward (model.py:3)"
+            samples.event("forward (model.py:3)", t, 4 * MS, {"stack": stack, "samples": 4})
+            stack = "<module> (loop.py:21);update_metrics (metrics.py:9)"
+            samples.event(
+                "update_metrics (metrics.py:9)", t + 4 * MS, 6 * MS, {"stack": stack, "samples": 6}
+            )
+    return build(builder)
+
+
+def test_samples_are_observations_not_work() -> None:
+    profile = _python_overhead_loop()
+    on_samples = profile.line == 1
+    assert (classify_events(profile)[on_samples] == NOT_COUNTED).all()
+    db = build_step_db(profile)
+    # the same breakdown as without the sampler: 4 ms host compute, 6 ms "All Others"
+    assert db.category_ns()["other"].tolist() == [6 * MS] * (STEPS - 2)
+
+
+def test_all_others_is_attributed_to_the_sampled_python_functions() -> None:
+    db = build_step_db(_python_overhead_loop())
+    python = db.untraced.python
+    assert python.function == ("update_metrics (metrics.py:9)",)  # forward is traced
+    assert python.ns.tolist() == [6 * MS * (STEPS - 2)]
+    assert python.stack[0].endswith(";update_metrics (metrics.py:9)")
+    [place] = db.untraced.places
+    assert (place.after, place.before, place.steps) == ("forward", "(step end)", STEPS - 2)
+    assert db.untraced.thread == "MainThread"
+
+
+def test_verdict_is_untraced_host_work_not_input() -> None:
+    summary = summarize_steps({"h": build_step_db(_python_overhead_loop())})
+    bound = classify_steps(summary)
+    assert bound.classification == "no"
+    assert "NOT input-bound" in bound.statement
+    assert "update_metrics (metrics.py:9) 60.0%" in bound.statement
+    assert "after 'forward' and before '(step end)'" in bound.statement
+    # without the sampler the place is still said
+    plain = classify_steps(summarize_steps({"h": build_step_db(_python_overhead_loop(False))}))
+    assert plain.classification == "no" and "after 'forward'" in plain.statement
+    assert "Python functions" not in plain.statement
+
+
+def test_op_stats_lists_python_functions_for_untraced_time() -> None:
+    host = build_op_metrics(_python_overhead_loop()).host
+    rows = {(n, t): k for k, (n, t) in enumerate(zip(host.names, host.types, strict=True))}
+    k = rows[("update_metrics (metrics.py:9)", "Python")]
+    assert host.self_ns[k] == 6 * MS * STEPS and host.occurrences[k] == 6 * STEPS
+    assert ("forward (model.py:3)", "Python") not in rows  # its time is the traced op's
+    assert build_op_metrics(_python_overhead_loop(False)).host.types.count("Python") == 0
+
+
+@pytest.mark.parametrize(
+    "input_pct, other_pct, kind", [(0.5, 40.0, "no"), (2.0, 40.0, "potential")]
+)
+def test_near_zero_input_only(input_pct: float, other_pct: float, kind: str) -> None:
+    from stepscope.stats.advice import classify_input
+
+    assert classify_input(input_pct, other_pct).classification == kind
