@@ -34,7 +34,7 @@ from stepscope.tools.registry import ToolResult, ToolSpec, get_tool
 
 log = logging.getLogger(__name__)
 
-SUMMARY_SCHEMA = 1
+SUMMARY_SCHEMA = 2  # bump when what a summary holds changes (StepDb.untraced: 2)
 # Below this much profile data in all, a local pool costs more to start than it saves.
 POOL_MIN_BYTES = 64 << 20
 
