@@ -30,8 +30,9 @@ def test_steps_are_backdated_to_include_the_batch_fetch(tmp_path: Path) -> None:
     marker.resume()  # epoch start
     fetches = []
     for _ in range(3):
-        fetches.append(time.perf_counter_ns())
+        fetch_start = time.perf_counter_ns()
         time.sleep(FETCH_S)  # the trainer fetching the batch, before its hook
+        fetches.append(time.perf_counter_ns() - fetch_start)
         marker.begin()
         time.sleep(0.005)
         marker.end()
@@ -39,8 +40,8 @@ def test_steps_are_backdated_to_include_the_batch_fetch(tmp_path: Path) -> None:
     profile = load_run(stepscope.stop())
     steps = named(profile, "train")
     assert [s["stats"]["step_num"] for s in steps] == [1, 2, 3]
-    for s in steps:
-        assert s["dur_ns"] >= (FETCH_S + 0.005) * 1e9
+    for s, fetch_ns in zip(steps, fetches, strict=True):
+        assert s["dur_ns"] > fetch_ns  # the measured fetch is inside the step
 
 
 def test_evaluation_between_steps_is_left_out(tmp_path: Path) -> None:
@@ -49,13 +50,15 @@ def test_evaluation_between_steps_is_left_out(tmp_path: Path) -> None:
     marker.resume()
     marker.begin()
     marker.end()
+    evaluation_start = time.perf_counter_ns()
     time.sleep(0.05)  # evaluation
+    evaluation_ns = time.perf_counter_ns() - evaluation_start
     marker.resume()  # ... ended
     marker.begin()
     marker.end()
     profile = load_run(stepscope.stop())
     second = named(profile, "train")[1]
-    assert second["dur_ns"] < 0.04e9
+    assert second["dur_ns"] < evaluation_ns  # compared with what was measured, not the sleep
 
 
 def test_a_step_range_is_profiled_with_its_own_session(tmp_path: Path) -> None:

@@ -203,3 +203,31 @@ def test_public_submodules_are_reached_from_import_stepscope(
     assert name in dir(stepscope) and name in stepscope.__all__
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         stepscope.nothing  # noqa: B018
+
+
+class _FixedWallClock(session.Clock):
+    """The real monotonic clock (events are stamped with it) and a wall clock that starts at a
+    known instant: the profile's dates and run name become exact."""
+
+    def __init__(self, wall0_ns: int) -> None:
+        self.wall0_ns, self.perf0_ns = wall0_ns, time.perf_counter_ns()
+
+    def wall_ns(self) -> int:
+        return self.wall0_ns + (time.perf_counter_ns() - self.perf0_ns)
+
+
+def test_the_session_reads_its_clock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    wall0 = 981_173_106 * 10**9  # 2001-02-03 04:05:06 UTC
+    monkeypatch.setattr(session, "CLOCK", _FixedWallClock(wall0))
+    stepscope.start(tmp_path)
+    with stepscope.trace("work"):
+        pass
+    run_dir = stepscope.stop()
+    assert run_dir is not None
+    assert run_dir.name == time.strftime("%Y_%m_%d_%H_%M_%S", time.localtime(wall0 / 1e9))
+    space = load_xspace(next(run_dir.glob("*.xplane.pb")))
+    env = next(p for p in space.planes if p.name == "Task Environment")
+    names = {k: m.name for k, m in env.stat_metadata.items()}
+    stats = {names[s.metadata_id]: s.uint64_value for s in env.stats if s.uint64_value}
+    assert 0 <= stats["profile_start_time"] - wall0 < stats["profile_stop_time"] - wall0
+    assert named(load_run(run_dir), "work")  # events stamped by the same monotonic clock

@@ -145,7 +145,7 @@ def test_instrumented_python_pipeline_names_the_slow_stage(tmp_path: Path) -> No
     assert pipeline.call_count == 3
     bottleneck = _bottleneck(pipeline)
     assert bottleneck.name == "Augment" and bottleneck.long_name == "Iterator::Batch::Augment"
-    assert bottleneck.calls == 4 and bottleneck.self_ns >= 4 * 3_000_000
     stats = {it.name: it for it in pipeline.iterators}
     assert set(stats) == {"Batch", "Reader", "Decode", "Augment"}
+    assert bottleneck.calls == 4 and bottleneck.self_ns > stats["Decode"].self_ns
     assert stats["Batch"].self_ns < bottleneck.self_ns

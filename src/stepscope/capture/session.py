@@ -41,6 +41,22 @@ if TYPE_CHECKING:
 PENDING, RECORDING, FINISHED = "pending", "recording", "finished"
 
 
+class Clock:
+    """The two clocks a session reads: a monotonic one (``perf_ns``, the clock of every event)
+    and the wall clock (``wall_ns``, which dates the profile and names its run). Tests give a
+    session a fake one so they assert on known times instead of on sleeps."""
+
+    def perf_ns(self) -> int:
+        return time.perf_counter_ns()
+
+    def wall_ns(self) -> int:
+        return time.time_ns()
+
+
+SYSTEM_CLOCK = Clock()
+CLOCK: Clock = SYSTEM_CLOCK  # the clock new sessions read (tests put a fake one here)
+
+
 class ProfilerAlreadyRunningError(StepscopeError):
     """`start` was called while a profiling session is active."""
 
@@ -52,9 +68,16 @@ class ProfilerNotRunningError(StepscopeError):
 class Session:
     """One capture: its options, state, tracers and (once finished) its result."""
 
-    def __init__(self, logdir: str, options: ProfilerOptions, hostname: str | None) -> None:
+    def __init__(
+        self,
+        logdir: str,
+        options: ProfilerOptions,
+        hostname: str | None,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
         from stepscope.logdir import default_hostname
 
+        self.clock = clock
         self.logdir = logdir
         self.options = options
         self.hostname = hostname or default_hostname()
@@ -80,8 +103,8 @@ class Session:
         """PENDING -> RECORDING: note the clock pair, then switch the tracers on."""
         if self.bridges is not None:  # first: their start-up is not part of the recording
             self.bridges.start()
-        self.start_perf_ns = time.perf_counter_ns()
-        self.start_wall_ns = time.time_ns()
+        self.start_perf_ns = self.clock.perf_ns()
+        self.start_wall_ns = self.clock.wall_ns()
         if self.options.host_tracer_level > 0:
             _annotations.activate(self.host)
         if self.python is not None:
@@ -130,8 +153,8 @@ class Session:
         for timer in self.timers:
             timer.cancel()
         was_recording = self.state == RECORDING
-        stop_perf = time.perf_counter_ns()
-        stop_wall = time.time_ns()
+        stop_perf = self.clock.perf_ns()
+        stop_wall = self.clock.wall_ns()
         _annotations.deactivate()
         if self.python is not None:
             stop_perf = self.python.stop()
@@ -216,7 +239,7 @@ def start(
                 f"a profiling session is already running (logdir {_session.logdir!r}); "
                 "call stepscope.stop() first"
             )
-        session = Session(text, resolved, hostname)
+        session = Session(text, resolved, hostname, CLOCK)
         current = threading.current_thread()
         session.sample_from_start.append(
             (threading.get_ident(), threading.get_native_id(), current.name)
