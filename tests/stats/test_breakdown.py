@@ -138,7 +138,7 @@ def test_producer_threads_input_work_is_not_the_step_waiting() -> None:
 
 
 def test_stepscope_capture_demo(tmp_path: Path) -> None:
-    from stepscope.capture.demo_workload import DemoConfig, run_demo
+    from stepscope.cli.demo_workload import DemoConfig, run_demo
     from stepscope.model import open_run
 
     run = open_run(str(run_demo(tmp_path, DemoConfig.fast()).run_dir))

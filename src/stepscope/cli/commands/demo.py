@@ -1,7 +1,7 @@
 """`stepscope demo`: profile a built-in training loop (no ML framework needed) and show it.
 
 Trains a small NumPy MLP on a deliberately slow, multi-threaded Python input pipeline
-(`stepscope.capture.demo_workload`), saves the profile under ``--logdir``, prints a terminal
+(`stepscope.cli.demo_workload`), saves the profile under ``--logdir``, prints a terminal
 summary (steps, input share, threads) and opens the run in the web UI (`stepscope serve` on a
 free loopback port, and the browser when there is one).
 
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     # Imported here: NumPy and the workload are only needed by this command.
     from dataclasses import replace
 
-    from stepscope.capture.demo_workload import DemoConfig, run_demo
+    from stepscope.cli.demo_workload import DemoConfig, run_demo
 
     config = DemoConfig.fast() if args.fast else DemoConfig()
     if args.steps is not None:
