@@ -20,6 +20,7 @@ from tests.serve.conftest import wsgi_get
 BASE = "a_ctl/2026_01_01_00_00_00"
 CAND = "b_ctl_opt/2026_01_01_00_00_00"
 PAIR = "c_pair/2026_01_01_00_00_00"
+BROKEN = "d_broken/2026_01_01_00_00_00"
 
 
 def _copy(fixtures: Path, name: str, run: str, host: str, root: Path) -> None:
@@ -36,6 +37,9 @@ def compare_logdir(fixtures_dir: Path, tmp_path_factory: pytest.TempPathFactory)
     _copy(fixtures_dir, "ctl_opt", CAND, "vm", root)
     _copy(fixtures_dir, "ctl", PAIR, "vm", root)
     _copy(fixtures_dir, "ctl_opt", PAIR, "w1", root)
+    broken = root / "d_broken" / "plugins" / "profile" / "2026_01_01_00_00_00"
+    broken.mkdir(parents=True)
+    (broken / "vm.xplane.pb").write_bytes(b"\x0a\xff\xff\xff\x0fnot an xspace")
     return root
 
 
@@ -196,3 +200,32 @@ def test_compare_page_two_hosts_pickers_and_swap(
     wait_rendered(page, "compare", count + 2)
     assert f"cand={CAND.replace('/', '%2F')}" in page.url
     assert page.locator('select[data-side="candidate"][data-control="host"]').is_disabled()
+
+
+@pytest.mark.browser
+def test_compare_page_reports_a_broken_run_and_keeps_the_pickers(
+    browser: Any, compare_server: RunningServer
+) -> None:
+    from tests.serve.test_serve_browser import open_page
+
+    context, page, rec = open_page(browser, compare_server.url)
+    try:
+        _open(page, compare_server.url, f"#/compare?base={BASE}&cand={BROKEN}")
+        error = page.locator(".note-error").text_content()
+        assert error.startswith("Cannot compare: ") and "vm.xplane.pb" in error
+        assert page.locator('select[data-side="candidate"][data-control="run"]').is_visible()
+        # the only console error is the failed request itself
+        assert all("status of 422" in e for e in rec.errors) and rec.errors
+        count = int(page.get_attribute("body", "data-render-count"))
+        page.select_option('select[data-side="candidate"][data-control="run"]', BASE)
+        wait_rendered_count(page, count + 1)
+        assert "same run and host" in page.locator(".note-info").first.text_content()
+        assert page.locator(".cmp-verdict").text_content().startswith("no change in step time")
+    finally:
+        context.close()
+
+
+def wait_rendered_count(page: Any, count: int) -> None:
+    from tests.serve.test_serve_browser import wait_rendered
+
+    wait_rendered(page, "compare", count)

@@ -181,7 +181,16 @@ export async function render(root, ctx) {
       picker('Baseline', ctx.runs, sides.base, sides.base_host, (run, host) => set({ base: run, base_host: host })),
       picker('Candidate', ctx.runs, sides.cand, sides.cand_host, (run, host) => set({ cand: run, cand_host: host })),
       swap)));
-  const data = await getJSON(`api/compare?${query(sides)}`);
+  if (sides.base === sides.cand && sides.base_host === sides.cand_host) {
+    root.append(note('Baseline and candidate are the same run and host: pick another run, or another host of this run.', 'info'));
+  }
+  let data;
+  try {
+    data = await getJSON(`api/compare?${query(sides)}`);
+  } catch (err) { // keep the pickers, so another choice is one click away
+    root.append(note(`Cannot compare: ${err.message}`, 'error'));
+    return;
+  }
   const mean = data.metrics.find((m) => m.name === 'step_time.mean');
   const direction = mean && mean.significant ? (mean.delta > 0 ? 'slower' : 'faster') : 'same';
   const side = (s) => `${s.run} · ${hostLabel(s.host)} · ${s.steps.length} steps (${s.step_source})`;
