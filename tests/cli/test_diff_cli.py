@@ -162,3 +162,11 @@ def test_bad_inputs_exit_2(
     assert main(["diff", str(baselines["ctl"]), CTL, "--host", "nohost", "--no-cache"]) == 0
     assert main(["summary", CTL, "-o", str(tmp_path), "--no-cache"]) == 2
     assert "is a directory" in capsys.readouterr().err
+
+
+def test_help_shows_the_rule_language(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["diff", "--help"])
+    out = capsys.readouterr().out
+    assert "'step_time.median>+5%'" in out and "%%" not in out
+    assert "Exit status: 0 pass, 1 a rule failed, 2" in out

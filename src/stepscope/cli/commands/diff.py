@@ -24,7 +24,7 @@ def _rules_help() -> str:
     from stepscope.stats.compare import metric_names
 
     return (
-        "rules: METRIC OP CHANGE, e.g. 'step_time.median>+5%%', 'memory.peak>+100MB', "
+        "rules: METRIC OP CHANGE, e.g. 'step_time.median>+5%', 'memory.peak>+100MB', "
         "'category.input>+2ms', 'tensor_core.share<-10pp'. Metrics: "
         + ", ".join(metric_names())
         + ". A rule on step time or a category fails only when the change is "
