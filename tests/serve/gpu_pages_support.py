@@ -33,6 +33,9 @@ def build_logdir(root: Path, fixtures: Path) -> Path:
     shutil.copy(
         fixtures / "kineto/v100_training_with_memory.json.gz", gpu / "trainer.1.pt.trace.json.gz"
     )
+    jax = root / "jaxgpu" / "plugins" / "profile" / "2026_01_01_00_00_00"
+    jax.mkdir(parents=True)
+    shutil.copy(fixtures / "xspace/gpu_jax_fused_attention.xplane.pb", jax / "gpu0.xplane.pb")
     ranks = root / "ranks"
     ranks.mkdir()
     for rank in (0, 1):

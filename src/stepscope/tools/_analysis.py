@@ -21,10 +21,15 @@ from stepscope.stats import (
     summarize_steps,
 )
 from stepscope.stats.device import DeviceInfo, devices, framework_of, precision_ns, utilization
+from stepscope.stats.device_caps import DeviceCaps
+from stepscope.stats.device_caps import device_caps as build_device_caps
 from stepscope.stats.diagnostics.base import Finding, HostData, sort_findings
 from stepscope.stats.diagnostics.runner import diagnose_across, diagnose_host
 from stepscope.stats.kernels import KernelDb, build_kernel_db
 from stepscope.stats.tf_data import PipelineStats, build_tf_data_stats
+from stepscope.stats.xla_metrics import HloMetrics
+from stepscope.stats.xla_metrics import hlo_metrics as build_hlo_metrics
+from stepscope.stats.xla_ops import xla_events
 from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import ToolOption
 
@@ -133,3 +138,17 @@ def findings(ctx: ToolContext) -> list[Finding]:
     # Cached per (run, hosts, options) without opening a profile: the overview and the
     # diagnostics tool share the reduction.
     return ctx.store.reduction((ctx.run.name, key, *hosts), whole_run)
+
+
+def hlo_metrics(ctx: ToolContext, host: str) -> HloMetrics:
+    """Time, FLOPs and bytes per HLO instruction (hlo_stats, op_profile, roofline_model)."""
+    return ctx.intermediate(host, "xla.hlo_metrics", build_hlo_metrics)
+
+
+def device_caps(ctx: ToolContext, host: str) -> DeviceCaps:
+    return ctx.intermediate(host, "xla.device_caps", build_device_caps)
+
+
+def has_hlo_ops(ctx: ToolContext) -> bool:
+    """Whether a selected host has device events tied to HLO instructions (cheap to list)."""
+    return any(ctx.intermediate(h, "xla.has_ops", lambda p: bool(xla_events(p))) for h in ctx.hosts)

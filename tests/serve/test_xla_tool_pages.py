@@ -1,0 +1,66 @@
+"""op_profile, hlo_stats and roofline_model pages in headless Chromium on the JAX GPU fixture:
+numbers equal the tool's JSON, the tree expands, the table sorts and filters, the roofline
+draws its roof and points."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.serve.gpu_pages_support import Recorder, check_fields, goto, run_of, tool_json
+from tests.serve.test_serve_browser import table_column
+
+pytestmark = pytest.mark.browser
+
+
+def test_hlo_stats_page(page_for: tuple[Any, Recorder], gpu_server: Any) -> None:
+    page, rec = page_for
+    run = run_of(gpu_server, "jaxgpu")
+    goto(page, gpu_server.url, "hlo_stats", run, "gpu0")
+    data = tool_json(gpu_server, "hlo_stats", run, "gpu0")
+    assert check_fields(page, data) >= 8
+    names = table_column(page, "hlo_stats", "hlo_op_name")
+    assert names[:5] == [r["hlo_op_name"] for r in data["rows"][:5]]
+    page.fill("input.filter", "custom fusion")  # the category; expressions name operands too
+    categories = table_column(page, "hlo_stats", "category")
+    assert categories and set(categories) == {"custom fusion"}
+    assert not rec.errors
+
+
+def test_op_profile_page_tree(page_for: tuple[Any, Recorder], gpu_server: Any) -> None:
+    page, rec = page_for
+    run = run_of(gpu_server, "jaxgpu")
+    goto(page, gpu_server.url, "op_profile", run, "gpu0")
+    data = tool_json(gpu_server, "op_profile", run, "gpu0")
+    assert check_fields(page, data) >= 4
+    rows = 'table[data-table="op_profile"] tbody tr'
+    before = len(page.query_selector_all(rows))
+    assert before == 1 + len(data["by_program"]["children"])  # root open, programs shown
+    page.click(f'{rows}[data-kind="program"] button')
+    assert len(page.query_selector_all(rows)) > before  # the program's categories
+    assert page.query_selector(f'{rows}[data-name="IDLE"]') is not None
+    page.check('input[value="by_category"]')
+    kinds = page.eval_on_selector_all(rows, "els => els.map(e => e.dataset.kind)")
+    assert "category" in kinds and "program" not in kinds
+    assert check_fields(page, data) >= 4
+    assert not rec.errors
+
+
+def test_roofline_model_page(page_for: tuple[Any, Recorder], gpu_server: Any) -> None:
+    page, rec = page_for
+    run = run_of(gpu_server, "jaxgpu")
+    goto(page, gpu_server.url, "roofline_model", run, "gpu0")
+    data = tool_json(gpu_server, "roofline_model", run, "gpu0")
+    assert check_fields(page, data) >= 3
+    assert page.query_selector('figure[data-chart="roofline"] polyline.roof') is not None
+    placed = [
+        p
+        for p in data["points"]
+        if p["step"] == "Total" and p["operational_intensity"] > 0 and p["flop_rate_gflops"] > 0
+    ]
+    circles = page.query_selector_all('figure[data-chart="roofline"] circle.point')
+    assert len(circles) == len(placed)
+    ops = table_column(page, "roofline_model", "operation")
+    assert "Program" in ops
+    assert not rec.errors
