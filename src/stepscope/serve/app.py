@@ -35,6 +35,7 @@ from stepscope.executor import Executor
 from stepscope.serve.access import AccessGuard, new_token
 from stepscope.serve.capture_routes import CaptureManager, capture_routes
 from stepscope.serve.http import ApiRequest, Handler, error_response
+from stepscope.serve.protocol import BoundedH11Protocol
 from stepscope.serve.routes import build_routes
 from stepscope.serve.state import ServerState
 
@@ -216,6 +217,7 @@ def _prepare(
         timeout_graceful_shutdown=2,
         timeout_keep_alive=KEEP_ALIVE_TIMEOUT_S,
         limit_concurrency=LIMIT_CONCURRENCY,
+        http=BoundedH11Protocol,  # each request's headers within a deadline (slowloris)
     )
     return uvicorn.Server(config), sock, state, _url(host, bound_port), token
 
