@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from stepscope.xspace.synthetic import synthetic_xspace_bytes
@@ -33,3 +34,52 @@ def gpu_pod(root: Path) -> Path:
     for rank, relative in enumerate(GPU_RANKS):
         shutil.copy(FIXTURES / relative, root / f"rank{rank}.pt.trace.json.gz")
     return root
+
+
+MS = 1_000_000
+INPUT_NAME = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
+
+def data_parallel_job(
+    root: Path,
+    ranks: int = 8,
+    steps: int = 30,
+    input_ms: Callable[[int, int], float] = lambda rank, step: 1.0,
+    compute_ms: Callable[[int, int], float] = lambda rank, step: 5.0,
+    allreduce_ms: float = 1.0,
+) -> Path:
+    """A synchronous data-parallel PyTorch-like job, one XSpace per rank: per step each rank
+    loads its batch (host, ``input_ms``), computes on its GPU (``compute_ms``), then all-reduces;
+    every all-reduce ends ``allreduce_ms`` after the last rank is ready, so ranks that are
+    ready early wait inside it, as NCCL does. Each rank's clock has its own offset."""
+    from tests.stats.gpu_tools_fixtures import GpuTrace  # builders shared with stats tests
+
+    traces = [GpuTrace(host=f"rank{r}") for r in range(ranks)]
+    t0 = 0
+    for s in range(steps):
+        ready = [t0 + int((input_ms(r, s) + 0.05 + compute_ms(r, s)) * MS) for r in range(ranks)]
+        end = max(ready) + int(allreduce_ms * MS)
+        for r, trace in enumerate(traces):
+            off = 1_000 * MS + r * 7_777_777  # unrelated clocks
+            loaded = t0 + int(input_ms(r, s) * MS)
+            trace.step(s, off + t0, end + MS // 10 - t0)
+            trace.op(INPUT_NAME, off + t0, loaded - t0)
+            trace.launch(
+                off + loaded,
+                "volta_sgemm_128x64_nn",
+                off + loaded + MS // 20,
+                ready[r] - loaded - MS // 20,
+            )
+            trace.launch(
+                off + loaded + 20_000,
+                "ncclKernel_AllReduce_RING_LL_Sum_float",
+                off + ready[r],
+                end - ready[r],
+                stream=14,
+            )
+        t0 = end + MS // 10
+    run = root / "plugins" / "profile" / "job"
+    run.mkdir(parents=True)
+    for r, trace in enumerate(traces):
+        (run / f"rank{r}.xplane.pb").write_bytes(trace.builder.build().SerializeToString())
+    return run

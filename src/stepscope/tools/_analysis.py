@@ -23,8 +23,8 @@ from stepscope.stats import (
 from stepscope.stats.device import DeviceInfo, devices, framework_of, precision_ns, utilization
 from stepscope.stats.device_caps import DeviceCaps
 from stepscope.stats.device_caps import device_caps as build_device_caps
-from stepscope.stats.diagnostics.base import Finding, HostData, sort_findings
-from stepscope.stats.diagnostics.runner import diagnose_across, diagnose_host
+from stepscope.stats.diagnostics.base import Finding, HostData
+from stepscope.stats.diagnostics.runner import combine_hosts, diagnose_host
 from stepscope.stats.kernels import KernelDb, build_kernel_db
 from stepscope.stats.tf_data import PipelineStats, build_tf_data_stats
 from stepscope.stats.xla_metrics import HloMetrics
@@ -130,8 +130,7 @@ def findings(ctx: ToolContext) -> list[Finding]:
 
     def whole_run() -> list[Finding]:
         found = [f for h in hosts for f in per_host(h)]
-        found += diagnose_across([(h, step_db(ctx, h)) for h in hosts], options)
-        return sort_findings(found)
+        return combine_hosts(found, [(h, step_db(ctx, h)) for h in hosts], options)
 
     if len(hosts) == 1:
         return per_host(hosts[0])

@@ -4,7 +4,9 @@ A worker is a host of the run (one trace file: a TensorFlow host or a PyTorch ra
 are paired across workers by `stepscope.stats.steps.pairing` (by step number when the workers
 share most numbers, else by position as XProf), as in the ALL_HOSTS overview; ``pairing``
 says how and which worker steps were left out. Times are milliseconds; categories are the
-overview's.
+overview's. ``heatmap`` (host x step: step time, time late, time waiting for late ranks) and
+``stragglers`` (which rank is late at which steps, and why) come from
+`stepscope.stats.stragglers`, which never blames ranks for waiting in their collectives.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from stepscope.model import Profile
 from stepscope.stats import CATEGORY_NAMES
 from stepscope.stats.events import CATEGORY_LABELS
 from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
+from stepscope.stats.stragglers import PodLateness, find_stragglers
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import ToolSpec
@@ -60,6 +63,42 @@ class PodViewer:
     steps: tuple[PodStep, ...]
     pairing: str = ""  # how worker steps were paired, and which were left out
     left_out: int = 0
+    lateness: PodLateness | None = None  # late ranks, waits (stats/stragglers.py)
+
+    def _lateness_json(self) -> dict[str, Any]:
+        pod = self.lateness
+        if pod is None:
+            return {"heatmap": None, "stragglers": []}
+
+        def matrix(values: np.ndarray) -> list[list[float | None]]:
+            return [[None if np.isnan(v) else _ms(v) for v in row] for row in values.tolist()]
+
+        return {
+            "heatmap": {
+                "hosts": list(pod.hosts),
+                "steps": pod.step_num.tolist(),
+                "step_ms": matrix(pod.dur_ns),
+                "late_ms": matrix(np.where(np.isnan(pod.dur_ns), np.nan, pod.late_ns)),
+                "wait_ms": matrix(np.where(np.isnan(pod.dur_ns), np.nan, pod.wait_ns)),
+                "late": pod.late.tolist(),
+            },
+            "stragglers": [
+                {
+                    "host": s.host,
+                    "steps": list(s.steps),
+                    "step_ranges": s.step_ranges,
+                    "late_ms": _ms(s.late_ns),
+                    "late_ms_per_step": _ms(s.late_ns / len(s.steps)),
+                    "reason": s.reason,
+                    "reason_label": CATEGORY_LABELS[s.reason],
+                    "reason_excess_ms": _ms(s.reason_excess_ns),
+                    "waited_ms": _ms(s.waited_ns),
+                    "waiters": s.waiters,
+                    "explanation": s.explanation,
+                }
+                for s in pod.stragglers
+            ],
+        }
 
     def _worker_json(self, w: WorkerStep | None, slowest: bool) -> dict[str, Any] | None:
         if w is None:
@@ -111,6 +150,7 @@ class PodViewer:
                 for i, host in enumerate(self.workers)
             ],
             "steps": steps,
+            **self._lateness_json(),
         }
 
     def to_csv(self) -> str:
@@ -155,8 +195,14 @@ def build(ctx: ToolContext) -> PodViewer:
             workers.append(WorkerStep(host, db.names[k], int(db.dur_ns[k]), breakdown))
         steps.append(PodStep(int(number), tuple(workers)))
     sources = sorted({db.source for db in dbs})
+    lateness = find_stragglers(list(zip(hosts, dbs, strict=True))) if len(hosts) > 1 else None
     return PodViewer(
-        tuple(hosts), "+".join(sources), tuple(steps), pairing.description, sum(pairing.left_out)
+        tuple(hosts),
+        "+".join(sources),
+        tuple(steps),
+        pairing.description,
+        sum(pairing.left_out),
+        lateness,
     )
 
 

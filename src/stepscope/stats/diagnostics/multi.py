@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from dataclasses import replace
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from stepscope.stats.events import EventType
 from stepscope.stats.intervals import merge, overlap_with
 from stepscope.stats.kernels import launch_events, op_candidates
 from stepscope.stats.steps.breakdown import StepDb
+from stepscope.stats.stragglers import find_stragglers
 
 COLLECTIVE_SHARE = (0.03, 0.15)  # REFERENCE §4: collectives over 3% / 15% of step time
 SLOW_VS_LINK = 3.0  # collectives taking 3x what the link bandwidth allows
@@ -66,11 +67,6 @@ _KINDS = (
     "Send",
     "Recv",
 )
-
-
-class _Host(NamedTuple):
-    host: str
-    steps: StepDb
 
 
 def link_bandwidth_gbps(data: HostData, options: dict[str, str]) -> tuple[float, str]:
@@ -305,71 +301,105 @@ def device_skew_within_host(data: HostData, options: dict[str, str]) -> Finding 
 def skew_across_hosts(
     hosts: Sequence[tuple[str, StepDb]], options: dict[str, str]
 ) -> Finding | None:
-    """Stragglers across hosts/ranks: compare each step's compute time (clocks may differ, so
-    start times are not compared). ``hosts``: (name, step database) of each host."""
-    usable = [_Host(name, db) for name, db in hosts if db.n_steps]
+    """Stragglers across hosts/ranks (`stepscope.stats.stragglers`): the rank the others
+    wait for, its late steps and the breakdown category that makes it late. ``hosts``: (name,
+    step database) of each host; clocks of different hosts are never compared."""
+    usable = [(name, db) for name, db in hosts if db.n_steps]
     if len(usable) < 2:
         return None
-    common = set(usable[0].steps.step_num.tolist())
-    for h in usable[1:]:
-        common &= set(h.steps.step_num.tolist())
-    nums = sorted(common)
-    if not nums:
+    pod = find_stragglers(usable)
+    if not pod.stragglers:
         return None
-    compute = np.zeros((len(usable), len(nums)))
-    comm = np.zeros((len(usable), len(nums)))
-    for i, h in enumerate(usable):
-        cats = h.steps.category_ns()
-        index = {int(s): k for k, s in enumerate(h.steps.step_num.tolist())}
-        rows = [index[s] for s in nums]
-        work = cats["device_compute"] if h.steps.has_device else cats["host_compute"]
-        compute[i] = work[rows]
-        comm[i] = cats["device_collectives"][rows]
-    median = np.median(compute, axis=0)
-    excess = compute.max(axis=0) - median
-    ratio = np.where(median > 0, excess / np.maximum(median, 1), 0)
-    straggler_steps = ratio >= IMBALANCE_MIN
-    total = int(excess[straggler_steps].sum())
-    step_time = float(np.mean([h.steps.dur_ns.mean() for h in usable]))
-    level = severity(total / max(1.0, step_time * len(nums)), *SKEW_SHARE)
+    total = sum(s.late_ns for s in pod.stragglers)
+    step_time = float(np.nanmean(pod.dur_ns)) if pod.dur_ns.size else 0.0
+    level = severity(total / max(1.0, step_time * len(pod.step_num)), *SKEW_SHARE)
     if level is None:
         return None
-    slowest = np.argmax(compute, axis=0)
-    counts = np.bincount(slowest[straggler_steps], minlength=len(usable))
-    worst_host = int(np.argmax(counts))
+    worst = pod.stragglers[0]
+    median_own = np.nanmedian(pod.dur_ns - pod.wait_ns, axis=0)
+    share = np.where(median_own > 0, pod.late_ns / np.maximum(median_own, 1), 0)
     events = tuple(
         EventEvidence(
-            h.host,
-            int(counts[i]),
-            int(compute[i].sum()),
-            f"compute {compute[i].mean() / 1e6:.2f} ms, collectives {comm[i].mean() / 1e6:.2f} ms "
-            "per step",
+            s.host,
+            len(s.steps),
+            s.late_ns,
+            f"late at steps {s.step_ranges} because of {s.reason.replace('_', ' ')} "
+            f"(+{s.reason_excess_ns / len(s.steps) / 1e6:.2f} ms per step)",
         )
-        for i, h in enumerate(usable)
+        for s in pod.stragglers
     )
-    worst = np.argsort(-ratio, kind="stable")[:5]
     return Finding(
         id="host_skew",
         title="Straggler across hosts",
         severity=level,
         host="",
-        summary=(
-            f"'{usable[worst_host].host}' computes longest in {int(counts[worst_host])} of "
-            f"{len(nums)} steps, "
-            f"up to {100 * float(ratio.max()):.0f}% more than the median host; the others wait "
-            "for it in "
-            "their collectives."
-        ),
-        fix=(
-            "Balance the work of the ranks: equal per-rank batch sizes and sequence lengths "
-            "(bucket by "
-            "length, drop_last=True), enough data-loader workers on every host, no extra work on "
-            "rank 0 "
-            "(logging, evaluation, checkpoints) inside steps, and check the slow GPU's clocks and "
-            "temperature (nvidia-smi -q -d PERFORMANCE)."
-        ),
+        summary=" ".join(s.explanation for s in pod.stragglers[:3]),
+        fix=_STRAGGLER_FIX.get(worst.reason, _STRAGGLER_FIX["device_compute"]),
         time_ns=total,
-        steps=tuple(int(nums[k]) for k in worst if ratio[k] >= IMBALANCE_MIN),
+        steps=worst.steps,
         events=events,
-        metrics={"max_imbalance_pct": 100 * float(ratio.max()), "steps_compared": len(nums)},
+        metrics={
+            "straggler": worst.host,
+            "reason": worst.reason,
+            "max_late_pct": 100 * float(np.nan_to_num(share).max()),
+            "steps_compared": len(pod.step_num),
+        },
     )
+
+
+_STRAGGLER_FIX = {
+    "input": (
+        "The late rank waits for its data: give its data loader more workers "
+        "(DataLoader(num_workers=..., pin_memory=True, prefetch_factor=...)), check its "
+        "storage and CPU load (another job on that host?), and shard the data evenly; in "
+        "tf.data use prefetch, parallel map and interleave."
+    ),
+    "host_compute": (
+        "The late rank does extra work on its CPU inside steps: move logging, metrics, "
+        "evaluation and checkpointing out of the step or to every rank equally (not rank 0 "
+        "alone), and check the host for other processes competing for cores."
+    ),
+    "device_compute": (
+        "The late rank computes longer: balance the per-rank batch sizes and sequence lengths "
+        "(bucket by length, drop_last=True), and check the slow GPU's clocks, temperature and "
+        "power (nvidia-smi -q -d PERFORMANCE,CLOCK): a throttled or faulty GPU slows every rank."
+    ),
+}
+
+
+def discount_waiting(
+    found: Sequence[Finding], hosts: Sequence[tuple[str, StepDb]]
+) -> list[Finding]:
+    """The per-host collective findings without the time each host spent waiting inside its
+    collectives for a late rank (`stepscope.stats.stragglers`): that time is the straggler's
+    doing, so a waiter whose collectives are otherwise fine gets no finding, and the others
+    say how much of their collective time was waiting."""
+    usable = [(name, db) for name, db in hosts if db.n_steps]
+    if len(usable) < 2 or not any(f.id == "collectives" for f in found):
+        return list(found)
+    pod = find_stragglers(usable)
+    waits = dict(zip(pod.hosts, np.nan_to_num(pod.wait_ns).sum(axis=1).tolist(), strict=True))
+    late = ", ".join(s.host for s in pod.stragglers) or "other ranks"
+    out = []
+    for f in found:
+        wait = int(waits.get(f.host, 0))
+        total_ms, pct = f.metrics.get("collective_ms"), f.metrics.get("collective_pct")
+        if f.id != "collectives" or wait <= 0 or not isinstance(total_ms, float) or not pct:
+            out.append(f)
+            continue
+        step_ms = total_ms * 100 / float(pct)
+        own_ms = max(total_ms - wait / 1e6, 0.0)
+        level = severity(own_ms / step_ms, *COLLECTIVE_SHARE) if step_ms > 0 else None
+        if level is None:
+            continue  # only waiting for a late rank: not this host's problem
+        out.append(
+            replace(
+                f,
+                severity=level,
+                time_ns=max(f.time_ns - wait, 0),
+                summary=f"{f.summary} {wait / 1e6:.2f} ms of it is waiting for the late "
+                f"rank(s) {late} (see the straggler finding), not communication.",
+                metrics={**f.metrics, "waiting_for_late_ranks_ms": wait / 1e6},
+            )
+        )
+    return out

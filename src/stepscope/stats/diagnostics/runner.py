@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from stepscope.stats.diagnostics.base import Finding, HostData, sort_findings
 from stepscope.stats.diagnostics.checks import CHECKS
+from stepscope.stats.diagnostics.multi import discount_waiting
 from stepscope.stats.steps.breakdown import StepDb
 
 
@@ -33,8 +34,20 @@ def diagnose_across(
     return found
 
 
+def combine_hosts(
+    per_host: Sequence[Finding],
+    steps: Sequence[tuple[str, StepDb]],
+    options: dict[str, str] | None = None,
+) -> list[Finding]:
+    """Every host's findings and the ones across hosts, most severe first; time a host spent
+    waiting in collectives for a late rank is taken out of its collective findings."""
+    found = discount_waiting(per_host, steps) if len(steps) > 1 else list(per_host)
+    if len(steps) > 1:
+        found += diagnose_across(steps, options)
+    return sort_findings(found)
+
+
 def diagnose_run(hosts: list[HostData], options: dict[str, str] | None = None) -> list[Finding]:
     """Findings of every host plus the ones across hosts (stragglers)."""
     found = [f for data in hosts for f in diagnose_host(data, options)]
-    found += diagnose_across([(h.host, h.steps) for h in hosts], options)
-    return sort_findings(found)
+    return combine_hosts(found, [(h.host, h.steps) for h in hosts], options)

@@ -18,6 +18,49 @@ function workerCard(w, j, stepIndex, cats) {
     h('table', { class: 'breakdown' }, h('tbody', {}, rows)));
 }
 
+// Host x step heat map on a canvas (a pod has up to thousands of hosts): the colour is the time
+// a host is late against the median host (its own work, waits excluded); a click picks the step.
+function heatMap(heat, onStep) {
+  const hosts = heat.hosts.length, steps = heat.steps.length;
+  const cell = Math.max(1, Math.min(14, Math.floor(900 / Math.max(steps, 1))));
+  const row = Math.max(1, Math.min(14, Math.floor(600 / Math.max(hosts, 1))));
+  const canvas = h('canvas', { width: String(steps * cell), height: String(hosts * row), class: 'pod-heat',
+    'aria-label': 'Time late per host and step' });
+  let max = 0;
+  for (const r of heat.late_ms) for (const v of r) if (v !== null && v > max) max = v;
+  const g = canvas.getContext('2d');
+  for (let i = 0; i < hosts; i++) {
+    for (let k = 0; k < steps; k++) {
+      const v = heat.late_ms[i][k];
+      const t = v === null ? 0 : Math.max(0, v) / (max || 1);
+      g.fillStyle = v === null ? '#ddd' : `rgb(${255}, ${Math.round(255 - 200 * t)}, ${Math.round(255 - 220 * t)})`;
+      g.fillRect(k * cell, i * row, cell, row);
+    }
+  }
+  const at = (e) => {
+    const box = canvas.getBoundingClientRect();
+    const k = Math.floor((e.clientX - box.left) * canvas.width / box.width / cell);
+    const i = Math.floor((e.clientY - box.top) * canvas.height / box.height / row);
+    return i >= 0 && i < hosts && k >= 0 && k < steps ? [i, k] : null;
+  };
+  canvas.addEventListener('mousemove', (e) => {
+    const p = at(e);
+    canvas.title = p ? `${heat.hosts[p[0]]}, step ${heat.steps[p[1]]}: step ${fmtMs(heat.step_ms[p[0]][p[1]])}, `
+      + `late ${fmtMs(heat.late_ms[p[0]][p[1]])}, waiting ${fmtMs(heat.wait_ms[p[0]][p[1]])}` : '';
+  });
+  canvas.addEventListener('click', (e) => { const p = at(e); if (p) onStep(p[1]); });
+  return canvas;
+}
+
+function stragglerCard(data) {
+  const list = data.stragglers || [];
+  if (!list.length) {
+    return card('Stragglers', note('No straggler: every worker\'s own work (step time minus waiting in collectives) is within 10% of the median worker\'s in every step.'));
+  }
+  return card('Stragglers', h('ul', { class: 'pod-stragglers' }, list.map((s) => h('li', { dataset: { host: s.host } },
+    h('strong', {}, s.host), ` — steps ${s.step_ranges}, ${s.reason_label.toLowerCase()}: `, s.explanation))));
+}
+
 export async function render(root, data, ctx) {
   ensureStyles();
   const steps = data.steps || [];
@@ -56,10 +99,13 @@ export async function render(root, data, ctx) {
     ],
     rows: data.workers || [], name: 'pod_workers', caption: 'Workers', sort: { key: 'avg_step_ms', desc: true },
   });
-  root.append(
+  const pick = (k) => { slider.value = String(k); draw(k); };
+  root.append(...[
     h('div', { class: 'toolbar' }, exportCsv(ctx), h('span', { class: 'muted' }, `Steps from: ${data.step_source}`)),
+    stragglerCard(data),
+    data.heatmap ? card('Late per worker and step (click a cell for its step)', heatMap(data.heatmap, pick)) : null,
     h('div', { class: 'pod-controls' }, slider, label),
     view,
-    card('Workers', workers));
+    card('Workers', workers)].filter(Boolean));
   draw(0);
 }

@@ -1,0 +1,94 @@
+"""Stragglers of synthetic 8-rank data-parallel jobs: the pod viewer and diagnostics name the
+late rank, its steps and the reason, and never blame the ranks that waited in all-reduce."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from stepscope.cli.main import main
+from stepscope.stats.stragglers import ranges
+from tests.pod.builders import data_parallel_job
+
+
+def _tool(run: Path, tool: str, capsys: pytest.CaptureFixture[str]) -> dict:
+    assert main(["tool", str(run), tool, "--workers", "0"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture(scope="module")
+def slow_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Rank 5 waits 5 ms longer for its data at steps 10-20."""
+    return data_parallel_job(
+        tmp_path_factory.mktemp("input"),
+        input_ms=lambda rank, step: 6.0 if rank == 5 and 10 <= step <= 20 else 1.0,
+    )
+
+
+@pytest.fixture(scope="module")
+def slow_gpu(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Rank 2's GPU computes 8 ms where the others take 5 ms, every step."""
+    return data_parallel_job(
+        tmp_path_factory.mktemp("gpu"),
+        compute_ms=lambda rank, step: 8.0 if rank == 2 else 5.0,
+    )
+
+
+def test_pod_viewer_names_the_rank_slow_in_input(
+    slow_input: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pod = _tool(slow_input, "pod_viewer", capsys)
+    [late] = pod["stragglers"]  # the seven ranks that waited are not stragglers
+    assert late["host"] == "rank5" and late["step_ranges"] == "10-20"
+    assert late["reason"] == "input" and late["late_ms_per_step"] == pytest.approx(5.0)
+    assert late["waiters"] == 7 and "rank5 is late at steps 10-20" in late["explanation"]
+    heat = pod["heatmap"]
+    assert heat["hosts"][5] == "rank5" and len(heat["step_ms"]) == 8
+    col = heat["steps"].index(15)
+    assert heat["late_ms"][5][col] == pytest.approx(5.0)
+    assert heat["wait_ms"][0][col] == pytest.approx(5.0) and heat["wait_ms"][5][col] == 0
+    assert [row[col] for row in heat["late"]] == [r == 5 for r in range(8)]
+    col = heat["steps"].index(5)  # before the slow stretch nobody is late
+    assert not any(row[col] for row in heat["late"])
+
+
+def test_diagnostics_blame_the_slow_gpu_not_the_waiters(
+    slow_gpu: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    found = _tool(slow_gpu, "diagnostics", capsys)["findings"]
+    [skew] = [f for f in found if f["id"] == "host_skew"]
+    assert skew["metrics"]["straggler"] == "rank2"
+    assert skew["metrics"]["reason"] == "device_compute"
+    assert "rank2 is late" in skew["summary"] and "device compute" in skew["summary"]
+    assert [e["name"] for e in skew["events"]] == ["rank2"]
+    # Waiters' collective findings say how much was waiting, and rank more mildly than the
+    # straggler finding: 84 ms of each waiter's 112 ms in all-reduce was waiting for rank2.
+    waiters = [f for f in found if f["id"] == "collectives" and f["host"] != "rank2"]
+    assert len(waiters) == 7
+    for f in waiters:
+        assert f["metrics"]["waiting_for_late_ranks_ms"] == pytest.approx(84.0)
+        assert "waiting for the late rank(s) rank2" in f["summary"]
+        assert f["severity"] != "high" and f["time_ms"] == pytest.approx(28.0)
+
+
+def test_diagnostics_name_the_input_straggler_and_its_steps(
+    slow_input: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    found = _tool(slow_input, "diagnostics", capsys)["findings"]
+    [skew] = [f for f in found if f["id"] == "host_skew"]
+    assert skew["steps"] == list(range(10, 21)) and skew["metrics"]["reason"] == "input"
+    assert "data loader" in skew["fix"]
+    assert not [f for f in found if f["host"] != "" and f["severity"] == "high"]
+
+
+def test_balanced_job_has_no_straggler(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = data_parallel_job(tmp_path, ranks=4, steps=12)
+    assert _tool(run, "pod_viewer", capsys)["stragglers"] == []
+    found = _tool(run, "diagnostics", capsys)["findings"]
+    assert "host_skew" not in {f["id"] for f in found}
+
+
+def test_step_ranges() -> None:
+    assert ranges([3, 10, 11, 12, 25]) == "3, 10-12, 25" and ranges([]) == ""
