@@ -11,6 +11,9 @@ from stepscope.executor.base import DEFAULT_RETRIES, Executor, InlineExecutor
 from stepscope.executor.dask import SCHEDULER_ENV, DaskExecutor
 from stepscope.executor.local import LocalExecutor
 
+# Below this much profile data in all, a local pool costs more to start than it saves.
+POOL_MIN_BYTES = 64 << 20
+
 
 def default_workers() -> int:
     try:

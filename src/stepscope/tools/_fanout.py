@@ -25,7 +25,8 @@ from typing import Any
 from stepscope._version import __version__
 from stepscope.errors import StepscopeError
 from stepscope.executor import Executor, HostTask, InlineExecutor, content_hash, make_executor
-from stepscope.model import ALL_HOSTS, Profile, Run
+from stepscope.executor.choose import POOL_MIN_BYTES
+from stepscope.model import ALL_HOSTS, Profile, Run, cache
 from stepscope.model.cache import default_cache_dir
 from stepscope.model.runs import HostFile
 from stepscope.tools import output
@@ -35,13 +36,11 @@ from stepscope.tools.registry import ToolResult, ToolSpec, get_tool
 log = logging.getLogger(__name__)
 
 SUMMARY_SCHEMA = 2  # bump when what a summary holds changes (StepDb.untraced: 2)
-# Below this much profile data in all, a local pool costs more to start than it saves.
-POOL_MIN_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
 class SummaryArgs:
-    tool: str
+    tools: tuple[str, ...]  # computed together: each host's profile is opened once
     options: tuple[tuple[str, str], ...]
     cache_dir: str  # "" when the summary cache is off (--no-cache)
     use_cache: bool
@@ -75,7 +74,7 @@ def _shippable(value: Any) -> bool:
 def _summary_path(cache_dir: str, digest: str, host: str, args: SummaryArgs) -> Path:
     # The host name is part of the key: summaries name their host (findings, memory rows),
     # so two ranks with identical bytes still get their own entries.
-    raw = repr((SUMMARY_SCHEMA, __version__, digest, host, args.tool, args.options, args.build))
+    raw = repr((SUMMARY_SCHEMA, __version__, digest, host, args.tools, args.options, args.build))
     key = hashlib.blake2b(raw.encode(), digest_size=16).hexdigest()
     return Path(cache_dir) / "summaries" / key[:2] / f"{key}.pkl"
 
@@ -120,23 +119,25 @@ def host_summary(task: HostTask) -> HostSummary:
         found = _read_summary(cache_path)
         if found is not None:
             return HostSummary(found.values, cached=True)
-    store = ProfileStore(
-        max_profiles=1,
-        use_cache=args.use_cache,
-        cache_dir=Path(args.cache_dir) if args.cache_dir else None,
-    )
+    cache_dir = Path(args.cache_dir) if args.cache_dir else None
+    # A converted profile already in the cache is read from it; a new one is not written
+    # there: a pod's hosts would fill the disk with copies that only one-host pages need
+    # (they write it when a host is opened).
+    converted = args.use_cache and (cache.entry_dir(host.path, cache_dir) / "header.json").exists()
+    store = ProfileStore(max_profiles=1, use_cache=converted, cache_dir=cache_dir)
     ctx = ToolContext(Run(host.host, host.path, (host,)), host.host, store, dict(args.options))
-    spec = get_tool(args.tool)
-    # Availability checks are intermediates too; the build runs even when this host alone
-    # has nothing to show (the pod viewer of one single-GPU host), because the ALL_HOSTS
-    # build reduces the same per-host intermediates.
-    available = bool(spec.available(ctx))
-    if args.build:
-        try:
-            spec.build(ctx)
-        except StepscopeError:
-            if available:
-                raise
+    for name in args.tools:
+        spec = get_tool(name)
+        # Availability checks are intermediates too; the build runs even when this host
+        # alone has nothing to show (the pod viewer of one single-GPU host), because the
+        # ALL_HOSTS build reduces the same per-host intermediates.
+        available = bool(spec.available(ctx))
+        if args.build:
+            try:
+                spec.build(ctx)
+            except StepscopeError:
+                if available:
+                    raise
     values = {
         name: value for (_path, name), value in store.intermediates().items() if _shippable(value)
     }
@@ -159,26 +160,29 @@ def _registered(spec: ToolSpec) -> bool:
         return False
 
 
-def prepare(ctx: ToolContext, spec: ToolSpec, build: bool = True) -> None:
-    """Fans ``spec``'s per-host work for an ALL_HOSTS context out to the store's executor and
-    seeds the store with the summaries (``build=False``: only what ``spec.available`` reads).
-    Raises when every host failed."""
+def prepare(ctx: ToolContext, *specs: ToolSpec, build: bool = True) -> None:
+    """Fans the per-host work of ``specs`` for an ALL_HOSTS context out to the store's
+    executor (one task per host for all of them) and seeds the store with the summaries
+    (``build=False``: only what the tools' ``available`` reads). Raises when every host
+    failed."""
     run, store = ctx.run, ctx.store
-    if ctx.host != ALL_HOSTS or len(run.hosts) < 2 or not spec.multi_host:
+    # Workers find tools by name: a tool made up in place runs in this process.
+    names = tuple(s.name for s in specs if s.multi_host and _registered(s))
+    if ctx.host != ALL_HOSTS or len(run.hosts) < 2 or not names:
         return
-    if not _registered(spec):
-        return  # workers find tools by name: a tool made up in place runs in this process
     options = tuple(sorted(ctx.options.items()))
-    tool = spec.name if build else f"{spec.name}:available"
-    todo = [
-        h
-        for h in run.hosts
-        if not store.has_summary(h.path, tool, options)
-        and not store.has_summary(h.path, spec.name, options)
-    ]
+    keys = names if build else tuple(f"{n}:available" for n in names)
+
+    def done(path: str) -> bool:
+        return all(
+            store.has_summary(path, k, options) or store.has_summary(path, n, options)
+            for k, n in zip(keys, names, strict=True)
+        )
+
+    todo = [h for h in run.hosts if not done(h.path)]
     if todo:
         cache_dir = str(store.cache_dir or default_cache_dir()) if store.use_cache else ""
-        args = SummaryArgs(spec.name, options, cache_dir, store.use_cache, build)
+        args = SummaryArgs(names, options, cache_dir, store.use_cache, build)
         tasks = [HostTask(h, args) for h in todo]
         executor = store.executor or _auto_executor(todo)
         try:
@@ -186,7 +190,8 @@ def prepare(ctx: ToolContext, spec: ToolSpec, build: bool = True) -> None:
                 path = todo[i].path
                 if outcome.ok:
                     summary: HostSummary = outcome.value
-                    store.seed(path, tool, options, summary.values)
+                    for key in keys:
+                        store.seed(path, key, options, summary.values)
                 else:
                     store.fail(path, outcome.error)
         finally:

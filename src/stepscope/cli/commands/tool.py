@@ -118,8 +118,7 @@ def context_for(
     )
     ctx = ToolContext(run_, spec.resolve_host(run_, host), store, options)
     try:
-        for each in (spec, *also):
-            prepare(ctx, each)
+        prepare(ctx, spec, *also)
     finally:
         if executor is not None:
             executor.close()
