@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-FIXTURES = REPO.parent / "shared" / "fixtures"
+# REPO and tf_xplane are re-exported for older imports: new code imports tests.support.fixtures.
+from tests.support.fixtures import FIXTURES, REPO, tf_xplane  # noqa: F401
 
 
 @pytest.fixture(scope="session")
@@ -15,8 +15,3 @@ def fixtures_dir() -> Path:
     if not FIXTURES.is_dir():
         pytest.fail(f"fixtures not found at {FIXTURES}: clone the repo with shared/ beside it")
     return FIXTURES
-
-
-def tf_xplane(name: str) -> Path:
-    """The .xplane.pb of a TensorFlow fixture folder (ctl, ctl_opt, keras, keras_marked, remote)."""
-    return next((FIXTURES / "tf" / name).rglob("*.xplane.pb"))

@@ -16,7 +16,7 @@ from stepscope.capture.bridges.base import INSUFFICIENT_PRIVILEGES, diagnose
 from stepscope.errors import StepscopeError
 from stepscope.xspace.builder import XSpaceBuilder
 from stepscope.xspace.merge import ClockMap
-from tests.capture.helpers import events, load_run, named
+from tests.support.capture import events, load_run, named
 
 SKEW_NS = 6_500  # the fake framework's clock runs 6.5 us ahead of perf_counter
 

@@ -16,8 +16,8 @@ import stepscope
 from stepscope.capture.callbacks import huggingface, lightning
 from stepscope.capture.callbacks.steps import StepMarker
 from stepscope.errors import StepscopeError
-from tests.bridges.conftest import run_script
-from tests.capture.helpers import load_run, named
+from tests.support.capture import load_run, named
+from tests.support.scripts import run_script
 
 pytestmark = pytest.mark.integration
 

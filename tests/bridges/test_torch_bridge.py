@@ -23,8 +23,8 @@ from stepscope.xspace.builder import XSpaceBuilder
 from stepscope.xspace.io import load_xspace
 from stepscope.xspace.kineto import kineto_to_xspace
 from stepscope.xspace.merge import env_stats
-from tests.bridges.conftest import run_script
-from tests.capture.helpers import events, named
+from tests.support.capture import events, named
+from tests.support.scripts import run_script
 
 pytestmark = pytest.mark.integration
 

@@ -11,8 +11,8 @@ import stepscope
 from stepscope.capture import annotations as capture_annotations
 from stepscope.errors import StepscopeError
 from stepscope.model import load_profile
-from tests.capture.helpers import events, load_run, named
-from tests.conftest import tf_xplane
+from tests.support.capture import events, load_run, named
+from tests.support.fixtures import tf_xplane
 
 
 def test_nested_spans_nest_in_time_on_one_line(tmp_path: Path) -> None:

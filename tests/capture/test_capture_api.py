@@ -16,7 +16,7 @@ from stepscope.capture.options import InvalidOptionsError
 from stepscope.errors import StepscopeError
 from stepscope.xspace import load_xspace
 from stepscope.xspace.proto.profiler_service_pb2 import ProfileOptions
-from tests.capture.helpers import events, load_run, named
+from tests.support.capture import events, load_run, named
 
 
 def test_start_stop_writes_tensorflow_layout(tmp_path: Path) -> None:

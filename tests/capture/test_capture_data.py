@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import stepscope
-from tests.capture.helpers import events, load_run, named
+from tests.support.capture import events, load_run, named
 
 
 def _pipeline_events(profile: Any) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from stepscope.cli.commands import demo
-from tests.capture.helpers import load_run, named
+from tests.support.capture import load_run, named
 
 
 def test_demo_profiles_and_summarizes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

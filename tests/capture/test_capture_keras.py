@@ -11,7 +11,7 @@ import pytest
 from stepscope.capture import session
 from stepscope.capture.keras import BatchRangeProfiler, parse_profile_batch
 from stepscope.errors import StepscopeError
-from tests.capture.helpers import load_run, named
+from tests.support.capture import load_run, named
 
 
 @pytest.mark.parametrize(

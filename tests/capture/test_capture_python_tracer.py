@@ -11,7 +11,7 @@ import pytest
 
 import stepscope
 from stepscope.capture.python_tracer import tracer as python_tracer
-from tests.capture.helpers import events, load_run
+from tests.support.capture import events, load_run
 
 HERE = os.path.basename(__file__)
 

@@ -15,7 +15,7 @@ from stepscope.capture.options import InvalidOptionsError
 from stepscope.stats import build_step_db
 from stepscope.stats.advice import classify_steps
 from stepscope.stats.summary import summarize_steps
-from tests.capture.helpers import load_run
+from tests.support.capture import load_run
 
 FRAME = re.compile(r"^.+ \(.+:\d+\)$")
 

@@ -19,7 +19,7 @@ import pytest
 
 import stepscope
 from stepscope.stats import build_step_db
-from tests.capture.helpers import load_run, named
+from tests.support.capture import load_run, named
 
 pytestmark = pytest.mark.integration
 

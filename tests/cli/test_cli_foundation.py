@@ -8,7 +8,7 @@ import pytest
 
 from stepscope import __version__
 from stepscope.cli.main import main
-from tests.conftest import FIXTURES
+from tests.support.fixtures import FIXTURES
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from stepscope.cli.main import main
-from tests.conftest import FIXTURES
+from tests.support.fixtures import FIXTURES
 
 CTL = str(FIXTURES / "tf" / "ctl")
 CTL_OPT = str(FIXTURES / "tf" / "ctl_opt")

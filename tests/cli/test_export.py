@@ -17,7 +17,7 @@ from stepscope.stats.trace_index.flows import build_flows
 from stepscope.tools.trace_viewer.chrome_trace import chrome_trace_chunks
 from stepscope.xspace.kineto import kineto_to_xspace
 from stepscope.xspace.synthetic import synthetic_xspace_bytes
-from tests.conftest import FIXTURES, tf_xplane
+from tests.support.fixtures import FIXTURES, tf_xplane
 
 
 def _reimport(path: Path) -> Profile:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from stepscope.stats.compare import RunSummary, diff_runs, looks_like_summary
-from tests.compare.conftest import fixture_summary
+from tests.support.compare import fixture_summary
 
 
 def test_ctl_vs_ctl_opt_step_time_fell_79_percent_driven_by_input() -> None:

@@ -17,7 +17,7 @@ import pytest
 from stepscope import tmpfiles
 from stepscope.model import Profile, cache, open_host, open_run
 from stepscope.stats.trace_index.index import open_trace_index
-from tests.conftest import tf_xplane
+from tests.support.fixtures import tf_xplane
 
 
 @pytest.fixture

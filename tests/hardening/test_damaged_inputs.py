@@ -18,7 +18,7 @@ from stepscope.model import discover_runs
 from stepscope.stats.arrays import run_starts
 from stepscope.xspace.kineto import kineto_bytes_to_xspace
 from stepscope.xspace.kineto.categories import step_number
-from tests.conftest import tf_xplane
+from tests.support.fixtures import tf_xplane
 
 GOOD = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 10, "dur": 5}
 

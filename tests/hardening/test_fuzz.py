@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
 from tests.hardening import crafted, fuzz
+from tests.support.fixtures import REPO
 
 MEMORY_BOUND = 1536 << 20  # RLIMIT_DATA of each CLI run: profile limit defaults to 1/4 of it
 CPU_BOUND_S = 60  # RLIMIT_CPU: the quadratic loaders needed 235 s and 30 s

@@ -13,7 +13,7 @@ import pytest
 
 from stepscope.cli.main import main
 from stepscope.model import discover_runs
-from tests.conftest import FIXTURES, tf_xplane
+from tests.support.fixtures import FIXTURES, tf_xplane
 
 TINY = FIXTURES / "kineto" / "a100_triton_tiny.json.gz"
 

@@ -13,7 +13,7 @@ import pytest
 
 from stepscope.capture import session
 from stepscope.xspace import load_xspace
-from tests.conftest import REPO
+from tests.support.fixtures import REPO
 
 SCRIPT = """
 import os, signal, sys, time

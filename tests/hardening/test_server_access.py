@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 from stepscope.serve import access
 from stepscope.serve.app import create_app, server_names
 from stepscope.serve.state import ServerState
-from tests.conftest import tf_xplane
+from tests.support.fixtures import tf_xplane
 
 TOKEN = "t0ken-for-tests"
 JSON = {"Content-Type": "application/json"}

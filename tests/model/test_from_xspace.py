@@ -12,7 +12,7 @@ from stepscope.model.from_xspace import load_profile
 from stepscope.xspace import Ref, XSpaceBuilder, wire
 from stepscope.xspace.io import read_profile_bytes
 from stepscope.xspace.proto.xplane_pb2 import XSpace
-from tests.conftest import FIXTURES
+from tests.support.fixtures import FIXTURES
 
 XPLANES = sorted(FIXTURES.rglob("*.xplane.pb"))
 COLUMNS = [

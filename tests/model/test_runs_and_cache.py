@@ -11,7 +11,7 @@ import pytest
 
 from stepscope.errors import NotFoundError
 from stepscope.model import cache, discover_runs, open_host, open_run
-from tests.conftest import FIXTURES
+from tests.support.fixtures import FIXTURES
 
 
 def test_tf_fixtures_have_six_runs() -> None:

@@ -13,7 +13,7 @@ from stepscope.executor import HostTask, InlineExecutor, make_executor
 from stepscope.executor.local import LocalExecutor
 from stepscope.model.runs import HostFile
 from tests.pod.builders import cpu_pod
-from tests.pod.test_fanout import CPU_TOOLS, tool_json
+from tests.support.pod import CPU_TOOLS, tool_json
 
 ATTEMPTS: dict[str, int] = {}
 

@@ -16,15 +16,7 @@ from stepscope.tools._fanout import build_tool, prepare
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
 from tests.pod.builders import cpu_pod, gpu_pod
-
-CPU_TOOLS = ("overview_page", "input_pipeline_analyzer", "op_stats", "pod_viewer", "diagnostics")
-GPU_TOOLS = (*CPU_TOOLS, "kernel_stats", "memory_profile")
-
-
-def tool_json(run_dir: Path, tool: str, cache: Path, executor: object | None) -> dict:
-    store = ProfileStore(use_cache=True, cache_dir=cache, executor=executor)  # type: ignore[arg-type]
-    ctx = ToolContext(open_run(str(run_dir)), ALL_HOSTS, store)
-    return json.loads(json.dumps(output.to_json(build_tool(ctx, get_tool(tool))), default=str))
+from tests.support.pod import CPU_TOOLS, GPU_TOOLS, tool_json
 
 
 def reference_json(run_dir: Path, tool: str, cache: Path) -> dict:

@@ -7,8 +7,6 @@ worker processes also exit when their stdin closes, so none outlives the test ru
 from __future__ import annotations
 
 import importlib.util
-import selectors
-import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import stepscope
+from tests.support.ports import ready_port
 
 if importlib.util.find_spec("grpc") is None:  # the `remote` extra (CI installs it via `dev`)
     collect_ignore_glob = ["test_*.py"]
@@ -59,22 +58,6 @@ class Worker:
                 self.proc.wait(5)
 
 
-def _ready_port(proc: subprocess.Popen[str], timeout_s: float) -> int:
-    assert proc.stdout is not None
-    selector = selectors.DefaultSelector()
-    selector.register(proc.stdout, selectors.EVENT_READ)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if selector.select(deadline - time.monotonic()):
-            line = proc.stdout.readline()
-            if line.startswith("READY "):
-                return int(line.split()[1])
-            if not line:
-                break
-    proc.kill()
-    raise RuntimeError(f"worker did not start: {proc.stderr.read() if proc.stderr else ''}")
-
-
 @pytest.fixture(autouse=True)
 def no_framework_bridges(monkeypatch: pytest.MonkeyPatch) -> None:
     """In-process captures record stepscope's own events only, whatever frameworks (torch,
@@ -99,7 +82,7 @@ def spawn_workers() -> Iterator[Callable[..., list[Worker]]]:
             )
             for _ in range(n)
         ]
-        workers = [Worker(p, _ready_port(p, 60.0)) for p in procs]
+        workers = [Worker(p, ready_port(p, 60.0)) for p in procs]
         started.extend(workers)
         return workers
 
@@ -147,10 +130,3 @@ def training() -> Iterator[None]:
     yield
     done.set()
     thread.join(5)
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on (for a dead worker)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

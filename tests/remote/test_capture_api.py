@@ -12,7 +12,7 @@ import pytest
 
 from stepscope.capture.remote.server import ProfilerServer
 from stepscope.serve.app import start_server
-from tests.remote.conftest import free_port
+from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60), pytest.mark.usefixtures("training")]
 JSON = {"Content-Type": "application/json"}

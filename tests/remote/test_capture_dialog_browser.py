@@ -15,7 +15,7 @@ import pytest
 
 from stepscope.capture.remote.server import ProfilerServer
 from stepscope.serve.app import RunningServer, start_server
-from tests.remote.conftest import free_port
+from tests.support.ports import free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():

@@ -15,8 +15,8 @@ import pytest
 import stepscope.client
 from stepscope.capture.remote.client import CaptureJob, NoTraceCollectedError
 from stepscope.cli.main import main as cli_main
-from tests.remote.conftest import free_port
 from tests.remote.helpers import read_saved
+from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -21,7 +21,7 @@ import pytest
 import stepscope.client
 from stepscope.capture.remote.server import ProfilerServer
 from stepscope.errors import StepscopeError
-from tests.remote.conftest import _ready_port, free_port
+from tests.support.ports import free_port, ready_port
 
 if importlib.util.find_spec("tensorflow") is None:
     pytest.skip("TensorFlow is not installed (pip install tensorflow-cpu)", allow_module_level=True)
@@ -83,7 +83,7 @@ def tf_server() -> Iterator[str]:
         env=ENV,
     )
     try:
-        _ready_port(proc, 180.0)
+        ready_port(proc, 180.0)
         yield f"localhost:{port}"
     finally:
         proc.kill()

@@ -15,7 +15,7 @@ from stepscope.serve.app import RunningServer, start_server
 from stepscope.serve.routes import build_routes
 from stepscope.serve.state import ServerState
 from stepscope.serve.wsgi import WsgiApp
-from tests.serve.conftest import wsgi_get
+from tests.support.serve import wsgi_get
 
 BASE = "a_ctl/2026_01_01_00_00_00"
 CAND = "b_ctl_opt/2026_01_01_00_00_00"
@@ -97,7 +97,7 @@ def compare_server(
 
 @pytest.fixture
 def cmp_page(browser: Any, compare_server: RunningServer) -> Iterator[tuple[Any, Any]]:
-    from tests.serve.test_serve_browser import open_page
+    from tests.support.browser import open_page
 
     context, page, rec = open_page(browser, compare_server.url)
     yield page, rec
@@ -106,7 +106,7 @@ def cmp_page(browser: Any, compare_server: RunningServer) -> Iterator[tuple[Any,
 
 
 def _open(page: Any, base: str, hash_: str) -> None:
-    from tests.serve.test_serve_browser import wait_rendered
+    from tests.support.browser import wait_rendered
 
     page.goto(f"{base}{hash_}")
     wait_rendered(page, "compare")
@@ -149,7 +149,7 @@ def test_compare_page_two_runs(cmp_page: tuple[Any, Any], compare_server: Runnin
 def test_compare_page_trace_links_open_the_same_step(
     cmp_page: tuple[Any, Any], compare_server: RunningServer
 ) -> None:
-    from tests.serve.test_serve_browser import wait_rendered
+    from tests.support.browser import wait_rendered
 
     page, _ = cmp_page
     _open(page, compare_server.url, f"#/compare?base={BASE}&cand={CAND}")
@@ -180,7 +180,7 @@ def test_compare_page_trace_links_open_the_same_step(
 def test_compare_page_two_hosts_pickers_and_swap(
     cmp_page: tuple[Any, Any], compare_server: RunningServer
 ) -> None:
-    from tests.serve.test_serve_browser import wait_rendered
+    from tests.support.browser import wait_rendered
 
     page, _ = cmp_page
     _open(page, compare_server.url, f"#/compare?base={PAIR}&base_host=vm&cand={PAIR}&cand_host=w1")
@@ -206,7 +206,7 @@ def test_compare_page_two_hosts_pickers_and_swap(
 def test_compare_page_reports_a_broken_run_and_keeps_the_pickers(
     browser: Any, compare_server: RunningServer
 ) -> None:
-    from tests.serve.test_serve_browser import open_page
+    from tests.support.browser import open_page
 
     context, page, rec = open_page(browser, compare_server.url)
     try:
@@ -226,6 +226,6 @@ def test_compare_page_reports_a_broken_run_and_keeps_the_pickers(
 
 
 def wait_rendered_count(page: Any, count: int) -> None:
-    from tests.serve.test_serve_browser import wait_rendered
+    from tests.support.browser import wait_rendered
 
     wait_rendered(page, "compare", count)

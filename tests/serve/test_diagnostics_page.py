@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from stepscope.model import ALL_HOSTS
-from tests.serve.gpu_pages_support import (
+from tests.support.gpu_pages import (
     Recorder,
     check_fields,
     goto,

@@ -7,14 +7,14 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.serve.gpu_pages_support import (
+from tests.support.browser import table_column
+from tests.support.gpu_pages import (
     Recorder,
     check_fields,
     goto,
     run_of,
     tool_json,
 )
-from tests.serve.test_serve_browser import table_column
 
 pytestmark = pytest.mark.browser
 

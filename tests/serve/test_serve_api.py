@@ -10,11 +10,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import RUN_A, RUN_B, FakeTools, add_run, wsgi_get
 
 from stepscope.serve.routes import STATIC_DIR, static_files
 from stepscope.serve.state import ServerState
 from stepscope.serve.wsgi import WsgiApp, compile_path
+from tests.support.serve import RUN_A, RUN_B, FakeTools, add_run, wsgi_get
 
 
 def test_runs_hosts_and_tools_come_from_discovery_and_registry(client: httpx.Client) -> None:

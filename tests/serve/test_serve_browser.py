@@ -12,7 +12,6 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,20 @@ import pytest
 from stepscope.model import ALL_HOSTS
 from stepscope.serve.app import RunningServer, start_server
 from stepscope.serve.state import ServerState
+from tests.support.browser import (
+    CHROMIUM,
+    SHOTS,
+    Recorder,
+    check_fields,
+    drawn_shapes,
+    goto,
+    open_page,
+    run_name,
+    table_column,
+    tool_json,
+    wait_rendered,
+)
 
-CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
     pytest.skip(
         "browser tests need /usr/bin/chromium (apt-get install chromium)", allow_module_level=True
@@ -32,40 +43,7 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwr
 
 pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parents[2]
-SHOTS = REPO / "artifacts" / "screenshots"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 TF_RUNS = ["ctl", "ctl_opt", "keras", "keras_marked", "remote"]
-
-
-@dataclass
-class Recorder:
-    """What one page did: every request it made, console errors, uncaught exceptions."""
-
-    base: str
-    requests: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-    def check(self) -> None:
-        outside = [u for u in self.requests if not u.startswith(self.base)]
-        assert not outside, f"requests left the server: {outside[:5]}"
-        assert not self.errors, f"console errors: {self.errors[:5]}"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module")
@@ -76,79 +54,12 @@ def server(fixtures_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     running.stop()
 
 
-def open_page(browser: Any, base: str, block: bool = True) -> tuple[Any, Any, Recorder]:
-    """A fresh context and page whose requests and errors are recorded; with ``block``, requests
-    not for our server are also refused (the timing test leaves that out: intercepting every
-    request through Playwright adds tens of milliseconds to each)."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-    page = context.new_page()
-    rec = Recorder(base)
-    context.on("request", lambda r: rec.requests.append(r.url))
-    context.on("console", lambda m: rec.errors.append(m.text) if m.type == "error" else None)
-    context.on("weberror", lambda e: rec.errors.append(f"uncaught: {e.error}"))
-    if block:  # anything not for our server is refused (and recorded above)
-        context.route(
-            "**/*",
-            lambda route: (
-                route.continue_() if route.request.url.startswith(base) else route.abort()
-            ),
-        )
-    return context, page, rec
-
-
 @pytest.fixture
 def ui(browser: Any, server: RunningServer) -> Iterator[tuple[Any, Recorder]]:
     context, page, rec = open_page(browser, server.url)
     yield page, rec
     context.close()
     rec.check()
-
-
-def run_name(server: RunningServer, prefix: str) -> str:
-    runs = httpx.get(server.url + "api/runs").json()["runs"]
-    return next(r["run"] for r in runs if r["run"].split("/")[0] == prefix)
-
-
-def goto(page: Any, base: str, tool: str, run: str, host: str = "", **options: str) -> None:
-    query = httpx.QueryParams({"run": run, **({"host": host} if host else {}), **options})
-    page.goto(f"{base}#/{tool}?{query}")
-    wait_rendered(page, tool)
-
-
-def wait_rendered(page: Any, tool: str, count: int | None = None) -> None:
-    selector = f'body[data-rendered="{tool}"]'
-    if count is not None:
-        selector += f'[data-render-count="{count}"]'
-    page.wait_for_selector(selector, timeout=120_000)
-
-
-def lookup(data: Any, path: str) -> Any:
-    for part in path.split("."):
-        data = (
-            len(data) if part == "length" else data[int(part) if isinstance(data, list) else part]
-        )
-    return data
-
-
-def check_fields(page: Any, data: dict[str, Any]) -> int:
-    """Every number the page marked with data-field equals the tool's JSON at that path."""
-    fields = page.eval_on_selector_all(
-        "[data-field]", "els => els.map(e => [e.dataset.field, e.dataset.value, e.textContent])"
-    )
-    for path, value, text in fields:
-        expected = lookup(data, path)
-        if value is None:
-            assert text == str(expected), path
-        else:
-            assert float(value) == pytest.approx(float(expected), rel=0, abs=0), path
-    return len(fields)
-
-
-def tool_json(server: RunningServer, tool: str, run: str, host: str, **options: str) -> Any:
-    params = {"run": run, "host": host, **options}
-    r = httpx.get(server.url + f"api/tool/{tool}", params=params, timeout=120)
-    assert r.status_code == 200, r.text
-    return r.json()
 
 
 def serve_in_subprocess(logdir: Path, cache_dir: Path) -> tuple[subprocess.Popen[str], str]:
@@ -233,30 +144,12 @@ def test_every_listed_tool_page_renders_the_fixture(
         page.screenshot(path=str(SHOTS / f"{prefix}-{tool}.png"), full_page=True)
 
 
-def drawn_shapes(page: Any, selector: str = "svg.chart") -> int:
-    return int(
-        page.eval_on_selector_all(
-            selector,
-            "els => els.reduce((n, e) => n + e.querySelectorAll('rect,path,circle').length, 0)",
-        )
-    )
-
-
 def check_overview(page: Any, data: dict[str, Any]) -> None:
     if data["steps"]:
         assert drawn_shapes(page) >= len(data["steps"])
         input_bars = page.query_selector_all('svg.chart rect[data-series="input"]')
         if any(s["breakdown_ns"].get("input") for s in data["steps"]):
             assert input_bars and input_bars[0].get_attribute("fill") == "#d93025"
-
-
-def table_column(page: Any, table: str, key: str) -> list[str]:
-    return list(
-        page.eval_on_selector_all(
-            f'table[data-table="{table}"] td[data-key="{key}"]',
-            "els => els.map(e => e.dataset.value)",
-        )
-    )
 
 
 def check_op_stats(page: Any, data: dict[str, Any]) -> None:

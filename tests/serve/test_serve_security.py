@@ -9,13 +9,13 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from conftest import RUN_A, FakeTools, add_run
 
 from stepscope.cli.main import build_parser
 from stepscope.errors import NotFoundError
 from stepscope.serve import security
 from stepscope.serve.app import _prepare, is_loopback
 from stepscope.serve.state import ServerState
+from tests.support.serve import RUN_A, FakeTools, add_run
 
 TRAVERSALS = [
     "../../etc",

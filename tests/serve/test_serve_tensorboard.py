@@ -82,7 +82,7 @@ def test_plugin_serves_the_same_data_as_stepscope_serve(
     tensorboard: str, fixtures_dir: Path
 ) -> None:
     direct = WsgiApp(build_routes(ServerState(fixtures_dir / "tf")))
-    from conftest import wsgi_get
+    from tests.support.serve import wsgi_get
 
     def ours(path: str, query: str = "") -> bytes:
         status, _, body = wsgi_get(direct, path, query)

@@ -19,7 +19,7 @@ import pytest
 
 from stepscope.serve.app import RunningServer, start_server
 from stepscope.serve.state import ServerState
-from tests.conftest import FIXTURES, tf_xplane
+from tests.support.fixtures import FIXTURES, tf_xplane
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.serve.gpu_pages_support import Recorder, check_fields, goto, run_of, tool_json
-from tests.serve.test_serve_browser import table_column
+from tests.support.browser import table_column
+from tests.support.gpu_pages import Recorder, check_fields, goto, run_of, tool_json
 
 pytestmark = pytest.mark.browser
 

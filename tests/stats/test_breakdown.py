@@ -10,7 +10,7 @@ from stepscope.model import open_file
 from stepscope.stats import EventType, build_step_db, classify_events
 from stepscope.stats.steps.breakdown import N_TYPES, type_time
 from stepscope.xspace.builder import XSpaceBuilder
-from tests.stats.analysis_helpers import MS, build, cpu_training
+from tests.support.analysis import MS, build, cpu_training
 
 
 def test_cpu_loop_breakdown_follows_groups() -> None:

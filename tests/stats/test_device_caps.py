@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from stepscope.stats.device_caps import device_caps
 from stepscope.xspace.builder import XSpaceBuilder
-from tests.stats.gpu_tools_fixtures import build, fixture_profile
+from tests.support.gpu_fixtures import build, fixture_profile
 
 
 def test_peaks_from_the_profile_stats() -> None:

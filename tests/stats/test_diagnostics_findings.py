@@ -9,7 +9,7 @@ from stepscope.stats.diagnostics.base import Finding, HostData
 from stepscope.stats.diagnostics.runner import diagnose_host, diagnose_run
 from stepscope.stats.kernels import build_kernel_db
 from stepscope.stats.steps.breakdown import build_step_db
-from tests.stats.gpu_tools_fixtures import GpuTrace, fixture_profile
+from tests.support.gpu_fixtures import GpuTrace, fixture_profile
 
 US, MS = 1_000, 1_000_000
 STEPS = 8  # more than 5: the step db drops the first and the last

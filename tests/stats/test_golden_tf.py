@@ -13,7 +13,7 @@ import pytest
 
 from stepscope.stats import build_op_metrics, build_step_db, summarize_steps
 from stepscope.stats.advice import classify_input
-from tests.stats.analysis_helpers import (
+from tests.support.analysis import (
     FIXTURES,
     TF_WITH_STEPS,
     tf_profile,

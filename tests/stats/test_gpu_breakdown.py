@@ -8,7 +8,7 @@ import pytest
 from stepscope.stats import EventType, build_op_metrics, build_step_db, classify_events
 from stepscope.stats.device import utilization
 from stepscope.stats.events import device_work_lines
-from tests.stats.analysis_helpers import fixture_profile
+from tests.support.analysis import fixture_profile
 
 TRAINING = (
     "kineto/a100_nccl_rank0.json.gz",

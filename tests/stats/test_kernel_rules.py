@@ -17,7 +17,7 @@ from stepscope.stats.kernel_rules import (
     matrix_rule_of,
 )
 from stepscope.stats.kernels import build_kernel_db, kernel_events
-from tests.stats.gpu_tools_fixtures import FIXTURES, GPU_FIXTURES, fixture_profile
+from tests.support.gpu_fixtures import FIXTURES, GPU_FIXTURES, fixture_profile
 
 TABLE = Path(__file__).parent / "data" / "gpu_kernel_classes.tsv"
 JAX_GPU = "xspace/gpu_jax_fused_attention.xplane.pb"

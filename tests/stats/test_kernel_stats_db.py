@@ -7,7 +7,7 @@ import pytest
 from stepscope.stats.kernels import build_kernel_db, merge_kernel_dbs, parse_kernel_details
 from stepscope.stats.tensor_core import is_op_tensor_core_eligible, kernel_uses_tensor_core
 from stepscope.xspace.builder import XSpaceBuilder
-from tests.stats.gpu_tools_fixtures import GPU_FIXTURES, build, fixture_profile, kernel_details
+from tests.support.gpu_fixtures import GPU_FIXTURES, build, fixture_profile, kernel_details
 
 
 def test_parse_nvidia_and_amd_details() -> None:

@@ -17,7 +17,7 @@ from stepscope.stats.memory import (
 )
 from stepscope.stats.steps.spans import step_spans
 from stepscope.xspace.builder import XSpaceBuilder
-from tests.stats.gpu_tools_fixtures import FIXTURES, build, fixture_profile, tf_profile
+from tests.support.gpu_fixtures import FIXTURES, build, fixture_profile, tf_profile
 
 
 def _xprof(name: str) -> dict:

@@ -9,7 +9,7 @@ from stepscope.stats import build_op_metrics
 from stepscope.stats.nesting import depths, nesting_parents, self_time
 from stepscope.stats.opnames import JAX, TF, TF_DATA, UNKNOWN, parse_op
 from stepscope.xspace.builder import XSpaceBuilder
-from tests.stats.analysis_helpers import MS, build
+from tests.support.analysis import MS, build
 
 
 def _stack_parents(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ from stepscope.stats.advice import classify_steps
 from stepscope.stats.events import NOT_COUNTED, classify_events
 from stepscope.stats.summary import summarize_steps
 from stepscope.xspace.builder import XSpaceBuilder
-from tests.stats.analysis_helpers import MS, build
+from tests.support.analysis import MS, build
 
 STEPS = 8
 

@@ -8,7 +8,7 @@ import pytest
 from stepscope.errors import StepscopeError
 from stepscope.stats import build_step_db, find_step_markers
 from stepscope.xspace.builder import XSpaceBuilder
-from tests.stats.analysis_helpers import MS, build, cpu_training
+from tests.support.analysis import MS, build, cpu_training
 
 
 def test_marker_steps_from_r_and_step_num() -> None:

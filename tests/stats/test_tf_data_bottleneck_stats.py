@@ -18,7 +18,7 @@ from stepscope.stats.tf_data import (
     iterator_name,
 )
 from stepscope.xspace.builder import XSpaceBuilder
-from tests.stats.gpu_tools_fixtures import build, tf_profile
+from tests.support.gpu_fixtures import build, tf_profile
 
 
 def _bottleneck(p: PipelineStats):

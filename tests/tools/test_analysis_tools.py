@@ -15,7 +15,7 @@ from stepscope.model import ALL_HOSTS, Run, open_run
 from stepscope.tools import output
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
-from tests.stats.analysis_helpers import FIXTURES, xprof_summary
+from tests.support.analysis import FIXTURES, xprof_summary
 
 OVERVIEW_KEYS = {
     "steps",

@@ -16,7 +16,7 @@ from stepscope.tools import output
 from stepscope.tools._analysis import findings
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
-from tests.stats.gpu_tools_fixtures import FIXTURES
+from tests.support.gpu_fixtures import FIXTURES
 
 STORE = ProfileStore(use_cache=False)
 

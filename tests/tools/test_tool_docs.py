@@ -13,7 +13,7 @@ from stepscope.tools import output
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.field_docs import docs_out_of_date, field_table, result_class
 from stepscope.tools.registry import all_tools, get_tool
-from tests.conftest import FIXTURES, tf_xplane
+from tests.support.fixtures import FIXTURES, tf_xplane
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "tools"
 

@@ -16,7 +16,7 @@ from stepscope.serve.state import ServerState
 from stepscope.serve.wsgi import WsgiApp
 from stepscope.stats.trace_index.index import index_dir, load_index
 from stepscope.tools.trace_viewer import wire as trace_wire
-from tests.conftest import FIXTURES, tf_xplane
+from tests.support.fixtures import FIXTURES, tf_xplane
 
 RUN = "remote"
 

@@ -16,7 +16,7 @@ import pytest
 from stepscope.model.runs import open_run
 from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import get_tool
-from tests.stats.gpu_tools_fixtures import FIXTURES
+from tests.support.gpu_fixtures import FIXTURES
 
 REFERENCE = FIXTURES / "xspace" / "gpu_jax_fused_attention_xprof_reference"
 FILE = FIXTURES / "xspace" / "gpu_jax_fused_attention.xplane.pb"

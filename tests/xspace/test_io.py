@@ -12,7 +12,7 @@ import pytest
 from stepscope.errors import ProfileFormatError
 from stepscope.xspace import XSpaceBuilder, load_xspace, write_xspace
 from stepscope.xspace.proto.xplane_pb2 import XSpace
-from tests.conftest import FIXTURES, REPO
+from tests.support.fixtures import FIXTURES, REPO
 
 XPLANES = sorted(FIXTURES.rglob("*.xplane.pb"))
 

@@ -21,7 +21,7 @@ from stepscope.model import Profile, profile_from_xspace
 from stepscope.xspace import write_xspace
 from stepscope.xspace.kineto import kineto_to_xspace
 from stepscope.xspace.proto.xplane_pb2 import XSpace
-from tests.conftest import FIXTURES
+from tests.support.fixtures import FIXTURES
 
 KINETO = sorted((FIXTURES / "kineto").glob("*.json.gz"))
 GPU_TRACES = [p.name for p in KINETO if not p.name.startswith("cpu_only")]

@@ -20,7 +20,7 @@ from stepscope.model.from_xspace import profile_from_columns
 from stepscope.xspace.kineto import kineto_to_columns, kineto_to_xspace
 from stepscope.xspace.kineto.decode import CHUNK_EVENTS
 from stepscope.xspace.wire import KIND_BYTES, KIND_STR
-from tests.conftest import FIXTURES
+from tests.support.fixtures import FIXTURES
 
 KINETO = sorted((FIXTURES / "kineto").glob("*.json.gz"))
 

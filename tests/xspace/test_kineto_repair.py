@@ -222,7 +222,7 @@ def test_corrupt_xspace_bytes_never_crash_the_decoder() -> None:
     from stepscope.errors import ProfileFormatError
     from stepscope.model import profile_from_bytes
     from stepscope.xspace.io import read_profile_bytes
-    from tests.conftest import FIXTURES
+    from tests.support.fixtures import FIXTURES
 
     rng = random.Random(7)
     sources = [read_profile_bytes(p) for p in sorted(FIXTURES.rglob("*.xplane.pb"))[:3]]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from stepscope.xspace import load_xspace, write_xspace
-from tests.conftest import FIXTURES
+from tests.support.fixtures import FIXTURES
 
 pytestmark = pytest.mark.integration
 

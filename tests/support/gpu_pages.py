@@ -14,7 +14,7 @@ import pytest
 
 from stepscope.serve.app import RunningServer, start_server
 from stepscope.serve.state import ServerState
-from tests.serve.test_serve_browser import Recorder, check_fields, goto, open_page, tool_json
+from tests.support.browser import Recorder, check_fields, goto, open_page, tool_json
 
 __all__ = ["Recorder", "check_fields", "goto", "gpu_server", "page_for", "run_of", "tool_json"]
 

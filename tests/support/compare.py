@@ -1,4 +1,4 @@
-"""Run summaries of the real fixtures, built once per session."""
+"""Run summaries of the real fixtures, built once per session (the diff tests)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from stepscope.model import open_run
 from stepscope.stats.compare import RunSummary
 from stepscope.tools._compare import run_summary
 from stepscope.tools.context import ProfileStore, ToolContext
-from tests.conftest import FIXTURES
+from tests.support.fixtures import FIXTURES
 
 
 @cache

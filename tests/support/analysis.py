@@ -15,7 +15,7 @@ from stepscope.model.profile import Stats
 from stepscope.xspace.builder import XSpaceBuilder
 
 # Shared with the other stats/tools tests, so each fixture is parsed once per session.
-from tests.stats.gpu_tools_fixtures import fixture_profile, tf_profile
+from tests.support.gpu_fixtures import fixture_profile, tf_profile
 
 __all__ = ["fixture_profile", "tf_profile"]
 

@@ -1,0 +1,35 @@
+"""Running a snippet of Python in a fresh interpreter (framework tests keep TensorFlow, JAX
+and PyTorch out of the test process)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+from stepscope.capture import bridges
+from tests.support.fixtures import REPO
+
+
+def run_script(code: str, *args: str, timeout: float = 300) -> dict[str, Any]:
+    """Run ``code`` in a fresh interpreter; it prints one JSON object as its last line."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+    env.pop(bridges.ENV_VAR, None)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if proc.returncode != 0:
+        raise AssertionError(f"script failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert lines, f"no JSON output:\n{proc.stdout}\n{proc.stderr}"
+    result: dict[str, Any] = json.loads(lines[-1])
+    result["_stderr"] = proc.stderr
+    return result
