@@ -52,7 +52,7 @@ def data_parallel_job(
     loads its batch (host, ``input_ms``), computes on its GPU (``compute_ms``), then all-reduces;
     every all-reduce ends ``allreduce_ms`` after the last rank is ready, so ranks that are
     ready early wait inside it, as NCCL does. Each rank's clock has its own offset."""
-    from tests.stats.gpu_tools_fixtures import GpuTrace  # builders shared with stats tests
+    from tests.support.gpu_fixtures import GpuTrace  # builders shared with stats tests
 
     traces = [GpuTrace(host=f"rank{r}") for r in range(ranks)]
     t0 = 0

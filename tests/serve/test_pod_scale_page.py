@@ -13,7 +13,7 @@ from stepscope.model import ALL_HOSTS
 from stepscope.serve.app import RunningServer, start_server
 from stepscope.serve.state import ServerState
 from tests.pod.builders import cpu_pod, data_parallel_job
-from tests.serve.test_serve_browser import browser, goto, open_page  # noqa: F401
+from tests.support.browser import browser, goto, open_page  # noqa: F401
 
 pytestmark = pytest.mark.browser
 
