@@ -6,10 +6,8 @@ Times are microseconds (float). Pipelines are listed slowest first (by their slo
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -23,22 +21,9 @@ from stepscope.stats.tf_data import (
 )
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
+from stepscope.tools.output import out
 from stepscope.tools.registry import ToolSpec
 
-SUMMARY_COLUMNS = (
-    "host",
-    "host_input_percent",
-    "input_pipeline",
-    "root",
-    "calls",
-    "avg_latency_us",
-    "min_latency_us",
-    "max_latency_us",
-    "slow_calls",
-    "bottleneck_iterator",
-    "bottleneck_long_name",
-    "bottleneck_self_us",
-)
 _SOURCES = ("TFRecord", "TextLine", "FixedLengthRecord", "SSTable", "Generator", "FlatMap")
 _MAPS = ("Map", "ParallelMap", "ParallelMapV2", "MapAndBatch", "Interleave", "ParallelInterleave")
 _GUIDE = "https://www.tensorflow.org/guide/data_performance_analysis"
@@ -88,97 +73,151 @@ def suggestion(it: IteratorStat, python_stages: bool) -> str:
     )
 
 
-def _node(it: IteratorStat, bottleneck: int | None) -> dict[str, Any]:
-    return {
-        "id": str(it.id),  # 64-bit ids: strings so JavaScript keeps them exact
-        "parent_id": None if it.parent_id is None else str(it.parent_id),
-        "name": it.name,
-        "long_name": it.long_name,
-        "long_name_explained": explain_long_name(it.long_name),
-        "dataset": it.dataset,
-        "is_async": it.is_async,
-        "start_time_us": _us(it.start_offset_ns),
-        "total_duration_us": _us(it.duration_ns),
-        "self_time_us": _us(it.self_ns),
-        "calls": it.calls,
-        "on_critical_path": it.blocking,
-        "is_bottleneck": it.id == bottleneck,
-    }
+@dataclass(frozen=True)
+class GraphNode:
+    id: str = out("the iterator's id (a string: 64-bit ids stay exact in JavaScript)")
+    parent_id: str | None = out("the iterator reading this one, null for the root")
+    name: str = out("e.g. `Map`")
+    long_name: str = out("its path from the root, e.g. `Iterator::Root::BatchV2::Map`")
+    long_name_explained: str = out(
+        "the path in words (`Map, read by BatchV2, read by Root (the pipeline's output)`)"
+    )
+    dataset: str = out("the tf.data op, e.g. `MapDataset:1`; empty for Python stages")
+    is_async: bool = out("it runs on its own threads (prefetch, parallel map...)")
+    start_time_us: float = out("first start, from the call's start", "us", 3)
+    total_duration_us: float = out("time from its first start to its last end", "us", 3)
+    self_time_us: float = out("time not spent in the iterators it reads", "us", 3)
+    calls: int = out("times it was called in the slowest call")
+    on_critical_path: bool = out("the consumer waited on it")
+    is_bottleneck: bool = out("the pipeline's bottleneck")
+
+
+def _node(it: IteratorStat, bottleneck: int | None) -> GraphNode:
+    return GraphNode(
+        id=str(it.id),
+        parent_id=None if it.parent_id is None else str(it.parent_id),
+        name=it.name,
+        long_name=it.long_name,
+        long_name_explained=explain_long_name(it.long_name),
+        dataset=it.dataset,
+        is_async=it.is_async,
+        start_time_us=_us(it.start_offset_ns),
+        total_duration_us=_us(it.duration_ns),
+        self_time_us=_us(it.self_ns),
+        calls=it.calls,
+        on_critical_path=it.blocking,
+        is_bottleneck=it.id == bottleneck,
+    )
+
+
+@dataclass(frozen=True)
+class PipelineSummary:
+    host: str = out("the host")
+    host_input_percent: float | None = out(
+        "with several hosts: the host's input share of step time (null without steps)", "%"
+    )
+    input_pipeline: str = out("the pipeline's name")
+    root: str = out("the long name of its root iterator")
+    calls: int = out("calls of the pipeline (elements asked for)")
+    avg_latency_us: float = out("mean call latency", "us", 3)
+    min_latency_us: float = out("shortest call", "us", 3)
+    max_latency_us: float = out("slowest call", "us", 3)
+    slow_calls: int = out("calls over the slow-call threshold")
+    bottleneck_iterator: str = out("name of the bottleneck iterator of the slowest call")
+    bottleneck_long_name: str = out("its long name")
+    bottleneck_self_us: float = out("its self time in that call", "us", 3)
+
+
+@dataclass(frozen=True)
+class PipelineAnalysis(PipelineSummary):
+    slowest_call_start_us: float = out("start of the slowest call (profile clock)", "us", 3)
+    suggestion: str = out("a concrete fix for the bottleneck, by its kind")
+    python_stages: bool = out("the pipeline was recorded by stepscope.data (Python stages)")
+    graph: tuple[GraphNode, ...] = out("iterators of the slowest call in order of first start")
 
 
 @dataclass(frozen=True)
 class TfDataBottleneck:
-    pipelines: tuple[tuple[str, PipelineStats], ...]  # (host, stats): see `build` for the order
-    input_percent: dict[str, float | None]  # per host: share of step time waiting for input
+    CSV_ROWS: ClassVar[str] = "summary"
 
-    def _bottleneck(self, p: PipelineStats) -> IteratorStat | None:
-        return next((it for it in p.iterators if it.id == p.bottleneck_id), None)
+    conclusion: str = out(
+        "one paragraph: the most input-bound host, its slowest pipeline, the bottleneck"
+    )
+    slow_call_threshold_us: float = out("a call slower than this is slow (50)", "us")
+    summary: tuple[PipelineSummary, ...] = out("per pipeline, slowest first")
+    analyses: tuple[PipelineAnalysis, ...] = out("per pipeline: the summary and its analysis")
 
-    def _summary_row(self, host: str, p: PipelineStats) -> dict[str, Any]:
-        b = self._bottleneck(p)
-        return {
-            "host": host,
-            "host_input_percent": self.input_percent.get(host),
-            "input_pipeline": p.name,
-            "root": p.root_long_name,
-            "calls": p.call_count,
-            "avg_latency_us": _us(p.avg_latency_ns),
-            "min_latency_us": _us(p.min_latency_ns),
-            "max_latency_us": _us(p.max_latency_ns),
-            "slow_calls": p.slow_call_count,
-            "bottleneck_iterator": b.name if b else "",
-            "bottleneck_long_name": b.long_name if b else "",
-            "bottleneck_self_us": _us(p.bottleneck_self_ns) if b else 0.0,
-        }
 
-    def to_json(self) -> dict[str, Any]:
-        analyses = []
-        for host, p in self.pipelines:
-            b = self._bottleneck(p)
-            analyses.append(
-                {
-                    **self._summary_row(host, p),
-                    "slowest_call_start_us": _us(p.slowest_call_start_ns),
-                    "suggestion": suggestion(b, p.python_stages) if b else "",
-                    "python_stages": p.python_stages,
-                    "graph": [_node(it, p.bottleneck_id) for it in p.iterators],
-                }
+def _bottleneck(p: PipelineStats) -> IteratorStat | None:
+    return next((it for it in p.iterators if it.id == p.bottleneck_id), None)
+
+
+def _summary_fields(host: str, p: PipelineStats, percent: float | None) -> dict[str, Any]:
+    b = _bottleneck(p)
+    return {
+        "host": host,
+        "host_input_percent": percent,
+        "input_pipeline": p.name,
+        "root": p.root_long_name,
+        "calls": p.call_count,
+        "avg_latency_us": _us(p.avg_latency_ns),
+        "min_latency_us": _us(p.min_latency_ns),
+        "max_latency_us": _us(p.max_latency_ns),
+        "slow_calls": p.slow_call_count,
+        "bottleneck_iterator": b.name if b else "",
+        "bottleneck_long_name": b.long_name if b else "",
+        "bottleneck_self_us": _us(p.bottleneck_self_ns) if b else 0.0,
+    }
+
+
+def _conclusion(analyses: list[PipelineAnalysis], several_hosts: bool) -> str:
+    if not analyses:
+        return "No input pipeline events (Iterator::*) in this profile."
+    top = analyses[0]
+    pct = top.host_input_percent
+    bound = (
+        f"The most input-bound host is {top.host} ({pct:.1f}% of its step time waits for input). "
+        if pct is not None and several_hosts
+        else ""
+    )
+    conclusion = bound + (
+        f"Slowest input pipeline: {top.input_pipeline} on host {top.host} "
+        f"(slowest call {top.max_latency_us:.1f} µs, {top.slow_calls} of "
+        f"{top.calls} calls over {SLOW_CALL_NS // 1000} µs)."
+    )
+    if top.bottleneck_iterator:
+        conclusion += (
+            f" Its bottleneck is '{top.bottleneck_iterator}' "
+            f"({top.bottleneck_long_name}), {top.bottleneck_self_us:.1f} µs of self "
+            "time in that call."
+        )
+    return conclusion
+
+
+def result_of(
+    pipelines: list[tuple[str, PipelineStats]], input_percent: dict[str, float | None]
+) -> TfDataBottleneck:
+    """The result for (host, pipeline) pairs in display order."""
+    summary, analyses = [], []
+    for host, p in pipelines:
+        fields = _summary_fields(host, p, input_percent.get(host))
+        b = _bottleneck(p)
+        summary.append(PipelineSummary(**fields))
+        analyses.append(
+            PipelineAnalysis(
+                **fields,
+                slowest_call_start_us=_us(p.slowest_call_start_ns),
+                suggestion=suggestion(b, p.python_stages) if b else "",
+                python_stages=p.python_stages,
+                graph=tuple(_node(it, p.bottleneck_id) for it in p.iterators),
             )
-        conclusion = "No input pipeline events (Iterator::*) in this profile."
-        if analyses:
-            top = analyses[0]
-            pct = top["host_input_percent"]
-            bound = (
-                f"The most input-bound host is {top['host']} ({pct:.1f}% of its step time "
-                "waits for input). "
-                if pct is not None and len(self.input_percent) > 1
-                else ""
-            )
-            conclusion = bound + (
-                f"Slowest input pipeline: {top['input_pipeline']} on host {top['host']} "
-                f"(slowest call {top['max_latency_us']:.1f} µs, {top['slow_calls']} of "
-                f"{top['calls']} calls over {SLOW_CALL_NS // 1000} µs)."
-            )
-            if top["bottleneck_iterator"]:
-                conclusion += (
-                    f" Its bottleneck is '{top['bottleneck_iterator']}' "
-                    f"({top['bottleneck_long_name']}), {top['bottleneck_self_us']:.1f} µs of self "
-                    "time in that call."
-                )
-        return {
-            "conclusion": conclusion,
-            "slow_call_threshold_us": SLOW_CALL_NS / 1000,
-            "summary": [self._summary_row(h, p) for h, p in self.pipelines],
-            "analyses": analyses,
-        }
-
-    def to_csv(self) -> str:
-        out = io.StringIO()
-        writer = csv.DictWriter(out, fieldnames=SUMMARY_COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        for host, p in self.pipelines:
-            writer.writerow(self._summary_row(host, p))
-        return out.getvalue()
+        )
+    return TfDataBottleneck(
+        conclusion=_conclusion(analyses, len(input_percent) > 1),
+        slow_call_threshold_us=SLOW_CALL_NS / 1000,
+        summary=tuple(summary),
+        analyses=tuple(analyses),
+    )
 
 
 def host_pipelines(ctx: ToolContext, host: str) -> tuple[PipelineStats, ...]:
@@ -198,7 +237,7 @@ def build(ctx: ToolContext) -> TfDataBottleneck:
     hosts = sorted({host for host, _ in found})
     percent = {host: _input_percent(ctx, host) for host in hosts} if len(hosts) > 1 else {}
     found.sort(key=lambda hp: (-(percent.get(hp[0]) or -1.0), -hp[1].max_latency_ns))
-    return TfDataBottleneck(tuple(found), percent)
+    return result_of(found, percent)
 
 
 def _has_root_iterators(profile: Profile) -> bool:
