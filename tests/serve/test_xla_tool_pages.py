@@ -64,3 +64,25 @@ def test_roofline_model_page(page_for: tuple[Any, Recorder], gpu_server: Any) ->
     ops = table_column(page, "roofline_model", "operation")
     assert "Program" in ops
     assert not rec.errors
+
+
+def test_memory_viewer_page(page_for: tuple[Any, Recorder], gpu_server: Any) -> None:
+    page, rec = page_for
+    run = run_of(gpu_server, "jaxcpu")
+    goto(page, gpu_server.url, "memory_viewer", run, "vm")
+    data = tool_json(gpu_server, "memory_viewer", run, "vm")
+    assert check_fields(page, data) >= 4
+    sizes = [float(v) for v in table_column(page, "memory_viewer", "size_mib")]
+    assert sizes == sorted(sizes, reverse=True) and len(sizes) == len(data["live_at_peak"])
+    assert page.query_selector("figure.chart-box path.line") is not None
+    # Another program from the picker: the address and the numbers follow.
+    other = next(p for p in data["programs"] if p["program_id"] != data["program_id"])
+    page.select_option("#program-picker", str(other["program_id"]))
+    page.wait_for_function(
+        "id => document.querySelector('#program-picker')?.value === id",
+        arg=str(other["program_id"]),
+    )
+    page.wait_for_selector('body[data-rendered="memory_viewer"]')
+    again = tool_json(gpu_server, "memory_viewer", run, "vm", module=str(other["program_id"]))
+    assert check_fields(page, again) >= 4
+    assert not rec.errors

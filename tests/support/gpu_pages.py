@@ -36,6 +36,10 @@ def build_logdir(root: Path, fixtures: Path) -> Path:
     jax = root / "jaxgpu" / "plugins" / "profile" / "2026_01_01_00_00_00"
     jax.mkdir(parents=True)
     shutil.copy(fixtures / "xspace/gpu_jax_fused_attention.xplane.pb", jax / "gpu0.xplane.pb")
+    cnn = next((fixtures / "jax" / "cnn_cpu").rglob("*.xplane.pb"))
+    jax_cpu = root / "jaxcpu" / "plugins" / "profile" / "2026_01_01_00_00_00"
+    jax_cpu.mkdir(parents=True)
+    shutil.copy(cnn, jax_cpu / "vm.xplane.pb")
     ranks = root / "ranks"
     ranks.mkdir()
     for rank in (0, 1):

@@ -10,6 +10,7 @@ instruction (``hlo_op``), so kernels can be tied to the instruction, its framewo
 from __future__ import annotations
 
 import logging
+import re
 import weakref
 from dataclasses import dataclass, field
 
@@ -22,6 +23,7 @@ log = logging.getLogger(__name__)
 
 METADATA_PLANE = "/host:metadata"
 HLO_PROTO_STAT = "Hlo Proto"
+_SUFFIX = re.compile(r"\((\d+)\)$")
 
 
 @dataclass(frozen=True)
@@ -105,13 +107,16 @@ def _read(profile: Profile) -> dict[int, HloModule]:
             if not isinstance(data, bytes | str):
                 continue
             raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogateescape")
+            name = profile.strings[int(profile.meta_name[row])]
             proto = hlo_pb2.HloProto()
             try:
                 proto.ParseFromString(raw)
             except DecodeError:
-                name = profile.strings[int(profile.meta_name[row])]
                 log.warning("%s: HLO module %s is damaged; left out", profile.source, name)
                 continue
-            program_id = int(profile.meta_id[row])
+            # The program id events carry is the module's id, also the metadata name's
+            # "(N)" suffix; the metadata id is only a key (they differ in JAX CPU profiles).
+            found = _SUFFIX.search(name)
+            program_id = int(found.group(1)) if found else int(proto.hlo_module.id)
             out[program_id] = module_from_proto(program_id, proto)
     return out

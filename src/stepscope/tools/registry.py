@@ -114,6 +114,7 @@ TOOL_MODULES = (
     "op_profile",
     "hlo_stats",
     "roofline_model",
+    "memory_viewer",
     "memory_profile",
     "tf_data_bottleneck_analysis",
     "pod_viewer",

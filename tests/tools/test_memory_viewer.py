@@ -1,0 +1,78 @@
+"""memory_viewer on the JAX CPU fixture (jax/cnn_cpu, HLO with buffer assignment) against
+XProf 2.24.2's memory_viewer for module jit_train_step."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stepscope.model.runs import open_run
+from stepscope.tools.context import ToolContext
+from stepscope.tools.registry import ToolUsageError, get_tool
+from stepscope.xspace.proto import xplane_pb2
+from tests.support.gpu_fixtures import FIXTURES
+
+CNN = FIXTURES / "jax" / "cnn_cpu"
+# XProf 2.24.2 on this file (module_name=jit_train_step): peakHeapMib, and the logical buffers
+# of maxHeap (the buffers live at the peak; its 12th entry groups the small ones).
+XPROF_PEAK_MIB = 5.0699920654296875
+XPROF_LIVE_AT_PEAK = {182, 183, 191, 193, 196, 206, 207, 208, 211, 212, 215}
+
+
+def _viewer(**options: str) -> dict[str, Any]:
+    run = open_run(str(CNN))
+    spec = get_tool("memory_viewer")
+    ctx = ToolContext(run, spec.resolve_host(run, None), options=spec.parse_options(options))
+    return spec.build(ctx).to_json()  # type: ignore[no-any-return]
+
+
+def test_peak_and_live_buffers_match_xprof() -> None:
+    data = _viewer()
+    assert data["module"] == "jit_train_step" and data["program_id"] == 20  # largest peak
+    assert data["peak_mib"] == pytest.approx(XPROF_PEAK_MIB, abs=1e-6)
+    big = {b["buffer_id"] for b in data["live_at_peak"] if b["size_mib"] >= 0.01}
+    assert big == XPROF_LIVE_AT_PEAK
+    top = data["live_at_peak"][0]
+    assert top["size_mib"] == 1.0 and top["shape"].startswith("f32[") and top["kind"] == "Temporary"
+    kinds = {b["kind"] for b in data["live_at_peak"]}
+    assert {"Parameter", "Output", "Temporary"} <= kinds
+    heap = [h["mib"] for h in data["heap"]]
+    assert max(heap) == data["peak_mib"] == heap[data["peak_position"]]
+    assert heap[0] == data["indefinite_mib"]  # parameters, outputs, constants: the floor
+
+
+def test_module_option_picks_a_program_and_rejects_unknown_names() -> None:
+    small = _viewer(module="jit_multiply")
+    assert small["module"] == "jit_multiply" and small["peak_mib"] < 1
+    assert _viewer(module="20")["module"] == "jit_train_step"
+    with pytest.raises(ToolUsageError, match="no such program"):
+        _viewer(module="jit_nothing")
+
+
+@pytest.mark.integration
+def test_heap_curve_equals_xprofs(tmp_path: Path) -> None:
+    raw_to_tool_data = pytest.importorskip("xprof.convert.raw_to_tool_data")
+    source = next(CNN.rglob("*.xplane.pb"))
+    session = tmp_path / "session"
+    session.mkdir()
+    shutil.copy(source, session / source.name)
+    space = xplane_pb2.XSpace()
+    space.ParseFromString(source.read_bytes())
+    plane = next(p for p in space.planes if p.name == "/host:metadata")
+    meta = next(m for m in plane.event_metadata.values() if m.name.startswith("jit_train_step"))
+    # XProf reads a module from <session>/<module>.hlo_proto.pb (written when a run is opened)
+    (session / "jit_train_step.hlo_proto.pb").write_bytes(meta.stats[0].bytes_value)
+    out, _ = raw_to_tool_data.xspace_to_tool_data(
+        [str(session / source.name)], "memory_viewer", {"module_name": "jit_train_step"}
+    )
+    xprof = json.loads(out)
+    data = _viewer()
+    assert data["peak_mib"] == pytest.approx(xprof["peakHeapMib"], abs=1e-6)
+    assert [h["mib"] for h in data["heap"]] == pytest.approx(xprof["unpaddedHeapSizes"], abs=1e-6)
+    assert {b["logicalBufferId"] for b in xprof["maxHeap"] if b["logicalBufferId"] >= 0} == {
+        b["buffer_id"] for b in data["live_at_peak"] if b["size_mib"] >= 0.01
+    }
