@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from stepscope.model import Profile
+from stepscope.cli.commands.report import render
+from stepscope.model import Profile, open_run
 from stepscope.stats import build_op_metrics, build_step_db
 from stepscope.stats.advice import classify_steps
 from stepscope.stats.events import NOT_COUNTED, classify_events
 from stepscope.stats.summary import summarize_steps
+from stepscope.tools import output
+from stepscope.tools.context import ProfileStore, ToolContext
+from stepscope.tools.registry import get_tool
 from stepscope.xspace.builder import XSpaceBuilder
+from stepscope.xspace.io import write_xspace
 from tests.support.analysis import MS, build
 
 STEPS = 8
 
 
 def _python_overhead_loop(sampled: bool = True) -> Profile:
+    return build(_loop_builder(sampled))
+
+
+def _loop_builder(sampled: bool = True) -> XSpaceBuilder:
     """Each 10 ms step: a traced 'forward' (4 ms), then 6 ms of untraced Python metrics code,
     which the sampler saw as 'update_metrics'."""
     builder = XSpaceBuilder("py")
@@ -34,7 +45,7 @@ def _python_overhead_loop(sampled: bool = True) -> Profile:
             samples.event(
                 "update_metrics (metrics.py:9)", t + 4 * MS, 6 * MS, {"stack": stack, "samples": 6}
             )
-    return build(builder)
+    return builder
 
 
 def test_samples_are_observations_not_work() -> None:
@@ -86,3 +97,24 @@ def test_near_zero_input_only(input_pct: float, other_pct: float, kind: str) -> 
     from stepscope.stats.advice import classify_input
 
     assert classify_input(input_pct, other_pct).classification == kind
+
+
+def test_overview_report_and_diagnostics_agree(tmp_path: Path) -> None:
+    run_dir = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
+    write_xspace(_loop_builder().build(), run_dir / "py.xplane.pb")
+    run = open_run(str(run_dir))
+    ctx = ToolContext(run, run.host_names[0], ProfileStore(use_cache=False), {})
+    overview = get_tool("overview_page").build(ctx)
+    pipeline = get_tool("input_pipeline_analyzer").build(ctx)
+    found = output.to_json(get_tool("diagnostics").build(ctx))["findings"]
+    assert overview.input_bound.classification == pipeline.input_bound.classification == "no"
+    [finding] = [f for f in found if f["id"] == "untraced_host_work"]
+    assert finding["severity"] == "high"  # 60% of the step time
+    assert "update_metrics (metrics.py:9)" in finding["summary"]
+    assert finding["events"][0]["name"] == "update_metrics (metrics.py:9)"
+    text = render(overview, pipeline, top=5)
+    assert "NOT input-bound" in text and "update_metrics (metrics.py:9) 60.0%" in text
+    assert "input-bound because" not in text
+    assert overview.to_json()["untraced"]["python"][0]["function"] == (
+        "update_metrics (metrics.py:9)"
+    )

@@ -162,8 +162,13 @@ def test_findings_for_the_overview_are_cached() -> None:
     assert any(f.id == "kernel_launch_bound" for f in first)
 
 
-def test_no_findings_on_cpu_only_run() -> None:
-    assert (
-        output.to_json(get_tool("diagnostics").build(_ctx(_tf_file("ctl").parent)))["findings"]
-        == []
-    )
+def test_cpu_only_run_gets_the_host_findings_the_overview_states() -> None:
+    # XProf and the overview call this CPU run 83% input-bound: diagnostics must say so too.
+    ctx = _ctx(_tf_file("ctl").parent)
+    findings = output.to_json(get_tool("diagnostics").build(ctx))["findings"]
+    overview = output.to_json(get_tool("overview_page").build(ctx))
+    assert overview["input_bound"]["classification"] == "high"
+    [finding] = findings
+    assert finding["id"] == "input_bound" and finding["severity"] == "high"
+    assert f"{overview['input_bound']['percent']:.1f}% of the step time" in finding["summary"]
+    assert finding["events"][0]["name"] == "IteratorGetNextOp::DoCompute"

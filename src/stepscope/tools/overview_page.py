@@ -180,7 +180,8 @@ def _with_findings(ctx: ToolContext, recommendation: Recommendation) -> Recommen
     notes = tuple(
         f"{f.title} ({f.severity}): {f.summary} Fix: {f.fix}"
         for f in analysis.findings(ctx)
-        if f.severity in ("high", "medium")
+        # the verdict and the category advice above already say these
+        if f.severity in ("high", "medium") and f.id not in ("input_bound", "untraced_host_work")
     )[:5]
     if not notes:
         return recommendation

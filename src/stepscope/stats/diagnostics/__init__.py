@@ -1,7 +1,7 @@
-"""GPU and multi-GPU diagnostics: findings with evidence and a concrete fix.
+"""Host, GPU and multi-GPU diagnostics: findings with evidence and a concrete fix.
 
 - `base`: the types every check shares (`Finding`, `EventEvidence`, `HostData`, severity);
-- `host`, `device`, `streams`, `multi`: the checks, by family;
+- `host_steps`, `host`, `device`, `streams`, `multi`: the checks, by family;
 - `checks`: the one list of checks (id, description, function);
 - `runner`: runs them on a host or a run, most severe first.
 """

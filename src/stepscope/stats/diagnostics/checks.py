@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from stepscope.stats.diagnostics import device, host, multi, streams
+from stepscope.stats.diagnostics import device, host, host_steps, multi, streams
 from stepscope.stats.diagnostics.base import Finding, HostData
 from stepscope.stats.steps.breakdown import StepDb
 
@@ -27,6 +27,12 @@ class Check:
 
 
 CHECKS: tuple[Check, ...] = (
+    Check("input_bound", "steps waiting for input", on_host=host_steps.input_bound),
+    Check(
+        "untraced_host_work",
+        "step time no traced op covers ('All Others'), located and by Python function",
+        on_host=host_steps.untraced_host_work,
+    ),
     Check("step_gaps", "time between consecutive steps", on_host=host.step_gaps),
     Check(
         "kernel_launch_bound",
