@@ -6,10 +6,8 @@ is a percentage. ``--csv`` writes the live-at-peak table of every allocator.
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
 import numpy as np
 
@@ -22,19 +20,8 @@ from stepscope.stats.memory import (
 )
 from stepscope.stats.steps.spans import step_spans
 from stepscope.tools.context import ToolContext
+from stepscope.tools.output import out
 from stepscope.tools.registry import ToolSpec
-
-TABLE_COLUMNS = (
-    "host",
-    "memory_id",
-    "op_name",
-    "allocation_bytes",
-    "requested_bytes",
-    "occurrences",
-    "region_type",
-    "data_type",
-    "shape",
-)
 
 
 @dataclass(frozen=True)
@@ -44,99 +31,171 @@ class HostMemory:
     strings: StringTable  # the host profile's strings (ids in the snapshots)
 
 
-def _summary(a: AllocatorProfile) -> dict[str, Any]:
-    s = a.snapshots
-    p = s.peak_index
-    stack, heap, free = int(s.stack_bytes[p]), int(s.heap_bytes[p]), int(s.free_bytes[p])
-    return {
-        "allocation_count": a.allocation_count,
-        "deallocation_count": a.deallocation_count,
-        "memory_capacity_bytes": stack + heap + free,
-        "peak_heap_usage_lifetime_bytes": a.peak_usage_lifetime_bytes,
-        "peak_usage_bytes": stack + heap,
-        "peak_time_ms": round(int(s.time_ns[p]) / 1e6, 6),
-        "peak_step": a.peak_step,
-        "stack_reserved_bytes": stack,
-        "heap_allocated_bytes": heap,
-        "free_memory_bytes": free,
-        "fragmentation_pct": round(float(s.fragmentation[p]) * 100, 4),
-    }
+@dataclass(frozen=True)
+class MemorySummary:
+    allocation_count: int = out("allocation events")
+    deallocation_count: int = out("deallocation events")
+    memory_capacity_bytes: int = out("stack + heap + free at the peak", "bytes")
+    peak_heap_usage_lifetime_bytes: int = out(
+        "the allocator's lifetime peak (`peak_bytes_in_use`, or the largest heap seen)", "bytes"
+    )
+    peak_usage_bytes: int = out("stack + heap at the peak of the profile", "bytes")
+    peak_time_ms: float = out("time of the peak from the start of the host trace", "ms", 6)
+    peak_step: int = out("step index of the peak (as above)")
+    stack_reserved_bytes: int = out("stack reserved at the peak", "bytes")
+    heap_allocated_bytes: int = out("heap allocated at the peak", "bytes")
+    free_memory_bytes: int = out("free memory at the peak", "bytes")
+    fragmentation_pct: float = out("at the peak: 1 - largest free chunk / total free", "%", 4)
 
 
-def _timeline(a: AllocatorProfile, strings: StringTable) -> dict[str, list[Any]]:
-    """Columns (one entry per sampled snapshot): compact and easy to chart."""
-    s = a.snapshots
-    i = a.timeline
-    return {
-        "time_ms": np.round(s.time_ns[i] / 1e6, 6).tolist(),
-        "in_use_bytes": s.in_use_bytes[i].tolist(),
-        "stack_bytes": s.stack_bytes[i].tolist(),
-        "heap_bytes": s.heap_bytes[i].tolist(),
-        "free_bytes": s.free_bytes[i].tolist(),
-        "fragmentation_pct": np.round(s.fragmentation[i] * 100, 4).tolist(),
-        "activity": ["allocation" if x else "deallocation" for x in s.is_allocation[i].tolist()],
-        "requested_bytes": s.requested_bytes[i].tolist(),
-        "allocation_bytes": s.allocation_bytes[i].tolist(),
-        "op_name": [strings[x] for x in s.op[i].tolist()],
-        "step": s.step[i].tolist(),
-        "region_type": [strings[x] for x in s.region_type[i].tolist()],
-        "data_type": [data_type_name(x) for x in s.data_type[i].tolist()],
-        "shape": [strings[x] for x in s.shape[i].tolist()],
-    }
+@dataclass(frozen=True)
+class Timeline:
+    """Columns, one entry per sampled snapshot: compact and easy to chart."""
+
+    time_ms: list[float] = out("time from the start of the host trace", "ms", 6)
+    in_use_bytes: list[int] = out("stack + heap", "bytes")
+    stack_bytes: list[int] = out("stack reserved", "bytes")
+    heap_bytes: list[int] = out("heap allocated", "bytes")
+    free_bytes: list[int] = out("free memory", "bytes")
+    fragmentation_pct: list[float] = out("1 - largest free chunk / total free", "%", 4)
+    activity: list[str] = out("`allocation` or `deallocation`")
+    requested_bytes: list[int] = out("bytes the op asked for", "bytes")
+    allocation_bytes: list[int] = out("bytes the allocator gave", "bytes")
+    op_name: list[str] = out("the op allocating or freeing")
+    step: list[int] = out("step index")
+    region_type: list[str] = out("region type (`output`, `temp`...)")
+    data_type: list[str] = out("TensorFlow `DataType` name")
+    shape: list[str] = out("tensor shape")
 
 
-def _live(a: AllocatorProfile) -> list[dict[str, Any]]:
-    return [
-        {
-            "op_name": r.op_name,
-            "allocation_bytes": r.allocation_bytes,
-            "requested_bytes": r.requested_bytes,
-            "occurrences": r.occurrences,
-            "region_type": r.region_type,
-            "data_type": r.data_type,
-            "shape": r.shape,
-            "special": r.special,
-        }
-        for r in a.live_at_peak
-    ]
+@dataclass(frozen=True)
+class LiveAllocation:
+    op_name: str = out("the op that allocated it")
+    allocation_bytes: int = out("bytes the allocator gave", "bytes")
+    requested_bytes: int = out("bytes the op asked for", "bytes")
+    occurrences: int = out("allocations merged in this row")
+    region_type: str = out("region type")
+    data_type: str = out("TensorFlow `DataType` name")
+    shape: str = out("tensor shape")
+    special: bool = out("one of the two stand-in rows (stack, free memory)")
+
+
+@dataclass(frozen=True)
+class TableRow:
+    host: str = out("the host")
+    memory_id: str = out("the allocator")
+    op_name: str = out("the op that allocated it")
+    allocation_bytes: int = out("bytes the allocator gave", "bytes")
+    requested_bytes: int = out("bytes the op asked for", "bytes")
+    occurrences: int = out("allocations merged in this row")
+    region_type: str = out("region type")
+    data_type: str = out("TensorFlow `DataType` name")
+    shape: str = out("tensor shape")
+
+
+@dataclass(frozen=True)
+class Memory:
+    host: str = out("the host")
+    memory_id: str = out("the allocator (memory id)")
+    summary: MemorySummary = out("the allocator at its peak")
+    timeline_points: int = out("points in `timeline` (at most 1000)")
+    snapshot_count: int = out("allocator events of this memory")
+    timeline: Timeline = out("usage over time")
+    live_at_peak: tuple[LiveAllocation, ...] = out("allocations live at the peak")
 
 
 @dataclass(frozen=True)
 class MemoryProfile:
-    hosts: tuple[HostMemory, ...]
+    CSV_ROWS: ClassVar[str] = "table"
 
-    def memory_ids(self) -> list[dict[str, str]]:
-        return [
-            {"host": h.host, "memory_id": a.allocator} for h in self.hosts for a in h.allocators
-        ]
+    memories: tuple[Memory, ...] = out("one per (host, memory id), sorted by host then id")
 
-    def to_json(self) -> dict[str, Any]:
-        memories = []
-        for h in self.hosts:
-            for a in h.allocators:
-                memories.append(
-                    {
-                        "host": h.host,
-                        "memory_id": a.allocator,
-                        "summary": _summary(a),
-                        "timeline_points": len(a.timeline),
-                        "snapshot_count": len(a.snapshots),
-                        "timeline": _timeline(a, h.strings),
-                        "live_at_peak": _live(a),
-                    }
-                )
-        return {"memories": memories}
+    @property
+    def table(self) -> tuple[TableRow, ...]:
+        """The CSV: the live-at-peak rows of every allocator (the stand-in rows included)."""
+        return tuple(
+            TableRow(
+                m.host,
+                m.memory_id,
+                r.op_name,
+                r.allocation_bytes,
+                r.requested_bytes,
+                r.occurrences,
+                r.region_type,
+                r.data_type,
+                r.shape,
+            )
+            for m in self.memories
+            for r in m.live_at_peak
+        )
 
-    def to_csv(self) -> str:
-        out = io.StringIO()
-        writer = csv.DictWriter(out, fieldnames=TABLE_COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        for h in self.hosts:
-            for a in h.allocators:
-                for row in _live(a):
-                    row.pop("special")
-                    writer.writerow({"host": h.host, "memory_id": a.allocator, **row})
-        return out.getvalue()
+
+def _summary(a: AllocatorProfile) -> MemorySummary:
+    s = a.snapshots
+    p = s.peak_index
+    stack, heap, free = int(s.stack_bytes[p]), int(s.heap_bytes[p]), int(s.free_bytes[p])
+    return MemorySummary(
+        allocation_count=a.allocation_count,
+        deallocation_count=a.deallocation_count,
+        memory_capacity_bytes=stack + heap + free,
+        peak_heap_usage_lifetime_bytes=a.peak_usage_lifetime_bytes,
+        peak_usage_bytes=stack + heap,
+        peak_time_ms=round(int(s.time_ns[p]) / 1e6, 6),
+        peak_step=a.peak_step,
+        stack_reserved_bytes=stack,
+        heap_allocated_bytes=heap,
+        free_memory_bytes=free,
+        fragmentation_pct=round(float(s.fragmentation[p]) * 100, 4),
+    )
+
+
+def _timeline(a: AllocatorProfile, strings: StringTable) -> Timeline:
+    s = a.snapshots
+    i = a.timeline
+    return Timeline(
+        time_ms=np.round(s.time_ns[i] / 1e6, 6).tolist(),
+        in_use_bytes=s.in_use_bytes[i].tolist(),
+        stack_bytes=s.stack_bytes[i].tolist(),
+        heap_bytes=s.heap_bytes[i].tolist(),
+        free_bytes=s.free_bytes[i].tolist(),
+        fragmentation_pct=np.round(s.fragmentation[i] * 100, 4).tolist(),
+        activity=["allocation" if x else "deallocation" for x in s.is_allocation[i].tolist()],
+        requested_bytes=s.requested_bytes[i].tolist(),
+        allocation_bytes=s.allocation_bytes[i].tolist(),
+        op_name=[strings[x] for x in s.op[i].tolist()],
+        step=s.step[i].tolist(),
+        region_type=[strings[x] for x in s.region_type[i].tolist()],
+        data_type=[data_type_name(x) for x in s.data_type[i].tolist()],
+        shape=[strings[x] for x in s.shape[i].tolist()],
+    )
+
+
+def _live(a: AllocatorProfile) -> tuple[LiveAllocation, ...]:
+    return tuple(
+        LiveAllocation(
+            r.op_name,
+            r.allocation_bytes,
+            r.requested_bytes,
+            r.occurrences,
+            r.region_type,
+            r.data_type,
+            r.shape,
+            r.special,
+        )
+        for r in a.live_at_peak
+    )
+
+
+def _memory(h: HostMemory, a: AllocatorProfile) -> Memory:
+    return Memory(
+        host=h.host,
+        memory_id=a.allocator,
+        summary=_summary(a),
+        timeline_points=len(a.timeline),
+        snapshot_count=len(a.snapshots),
+        timeline=_timeline(a, h.strings),
+        live_at_peak=_live(a),
+    )
 
 
 def host_memory(ctx: ToolContext, host: str) -> HostMemory:
@@ -150,7 +209,8 @@ def host_memory(ctx: ToolContext, host: str) -> HostMemory:
 
 
 def build(ctx: ToolContext) -> MemoryProfile:
-    return MemoryProfile(tuple(host_memory(ctx, host) for host in ctx.hosts))
+    hosts = [host_memory(ctx, host) for host in ctx.hosts]
+    return MemoryProfile(tuple(_memory(h, a) for h in hosts for a in h.allocators))
 
 
 def _has_memory_events(profile: Profile) -> bool:

@@ -8,8 +8,8 @@ applies to every float inside it (dict values, list items). The docs/tools pages
 tables are generated from the same metadata (`field_rows`, `scripts/gen_tool_docs.py`) and a
 test fails when they drift.
 
-A result with CSV output names the field holding its rows in ``CSV_ROWS``; the CSV header is
-those rows' JSON keys, one line per row, an empty cell for ``null``.
+A result with CSV output names the field (or property) holding its rows in ``CSV_ROWS``; the
+CSV header is those rows' JSON keys, one line per row, an empty cell for ``null``.
 
 Results not yet declared this way keep their own ``to_json`` / ``to_csv``, which the
 serializer calls.
@@ -94,7 +94,12 @@ def to_csv(result: Any) -> str:
     if rows_field is None:
         raise TypeError(f"{type(result).__name__} has no CSV output")
     rows = [to_json(row) for row in getattr(result, rows_field)]
-    row_type = _item_type(_field_types(type(result))[rows_field])
+    hints = _field_types(type(result))
+    if rows_field in hints:
+        row_type = _item_type(hints[rows_field])
+    else:  # a property computing the rows (a table that is not a JSON field)
+        prop = getattr(type(result), rows_field)
+        row_type = _item_type(typing.get_type_hints(prop.fget)["return"])
     header = [_meta(f).get("key") or f.name for f in dataclasses.fields(row_type)]
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
