@@ -293,9 +293,28 @@ def sampler_rows(repeat: int, logdir: str, steps: int) -> list[tuple[str, float,
         for label, run in configs:
             best[label] = min(best[label], run())
     base = best["stepscope, python_sampler_hz=0"]
+    # The sampler's own time per sample (it holds the GIL meanwhile): steadier than step-time
+    # differences on a busy machine.
+    from stepscope.capture import session
+
+    for hz in (DEFAULT_SAMPLER_HZ, 1000):
+        stepscope.start(logdir, stepscope.ProfilerOptions(python_sampler_hz=hz))
+        sampler = session._session.sampler if session._session else None
+        start = time.perf_counter()
+        run_steps()
+        elapsed = time.perf_counter() - start
+        stepscope.stop(save=False)
+        if sampler is not None and sampler.samples:
+            per_sample_us = sampler.busy_ns / sampler.samples / 1e3
+            share = sampler.busy_ns / 1e9 / elapsed
+            best[f"sampler's own time at {hz} Hz: {per_sample_us:.1f} µs/sample"] = share
     return [
         (label, best[label] * 1e3, f"{100.0 * (best[label] - base) / base:+.1f}%")
         for label, _ in configs
+    ] + [
+        (label, float("nan"), f"{100.0 * share:.2f}% of step time")
+        for label, share in best.items()
+        if label.startswith("sampler's own")
     ]
 
 

@@ -59,6 +59,7 @@ class PythonSampler:
         self._stop = threading.Event()
         self._worker: threading.Thread | None = None
         self.samples = 0
+        self.busy_ns = 0  # time spent taking samples (holding the GIL): the sampler's cost
 
     def add_current_thread(self) -> None:
         """Sample the calling thread too (idempotent; called by `stepscope.step`)."""
@@ -128,6 +129,7 @@ class PythonSampler:
                 elif take() < limit:
                     runs.append([now, now, key, 1])
             del frames
+            self.busy_ns += clock() - now
 
 
 def frame_text(code: CodeType, line: int) -> str:
