@@ -76,6 +76,21 @@ def test_kernel_launch_bound_steps() -> None:
     assert len(f.steps) == 5
 
 
+def test_kernel_launch_bound_without_steps_does_not_count_steps() -> None:
+    # The overview says "Steps 0" here: the finding must not speak of "1 of 1 steps".
+    t = GpuTrace()
+    t.op("model/add:AddV2", 0, 12 * MS)
+    for k in range(900):
+        at = 10 * US + k * 12 * US
+        t.launch(at, "elementwise_add_kernel", at + 20 * US, 2 * US, launch_dur=10 * US)
+    profile = t.profile()
+    assert build_step_db(profile).n_steps == 0
+    f = _one(profile, "kernel_launch_bound")
+    assert f.title == "Kernel-launch-bound GPU work"
+    assert f.summary.startswith("The profile (no steps found) launches mostly kernels")
+    assert "of 1 steps" not in f.summary
+
+
 def test_ops_on_host() -> None:
     t = GpuTrace()
     for s in range(STEPS):

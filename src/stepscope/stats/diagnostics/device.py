@@ -132,12 +132,20 @@ def kernel_launch_bound(data: HostData, options: dict[str, str]) -> Finding | No
     fix = LAUNCH_FIXES.get(data.framework, LAUNCH_FIXES["unknown"])
     return Finding(
         id="kernel_launch_bound",
-        title="Kernel-launch-bound steps",
+        title="Kernel-launch-bound steps" if data.steps.n_steps else "Kernel-launch-bound GPU work",
         severity=level,
         host=data.host,
         summary=(
-            f"{int(bound.sum())} of {len(lo)} steps launch mostly kernels shorter than a launch "
-            f"call ({latency / 1e3:.1f} µs): the GPU is idle {idle / 1e6:.2f} ms in them "
+            (
+                f"{int(bound.sum())} of {len(lo)} steps launch"
+                if data.steps.n_steps
+                # no step found: the whole device activity is the one window (as the
+                # overview's "Steps 0" says, it is not a step)
+                else "The profile (no steps found) launches"
+            )
+            + f" mostly kernels shorter than a launch "
+            f"call ({latency / 1e3:.1f} µs): the GPU is idle {idle / 1e6:.2f} ms in "
+            f"{'them' if data.steps.n_steps else 'it'} "
             f"(busy {100 * float(busy_frac[bound].mean()):.0f}% on average). "
             f"'{events[0].name}' launches the most short kernels ({events[0].count})."
         ),
