@@ -14,12 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from stepscope.serve.app import RunningServer, start_server
 from stepscope.serve.state import ServerState
 from tests.support.fixtures import FIXTURES, tf_xplane
+from tests.support.trace_viewer import PAGE, close_pages, open_trace, settle, view
+
+__all__ = ["close_pages"]  # the autouse fixture closing each test's pages
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
@@ -38,8 +40,6 @@ ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-PAGE = '.tool-page[data-tool="trace_viewer"]'
-READY = f'{PAGE}[data-loading="0"][data-draw-count]'
 BIG_EVENTS = 10_000_000
 
 
@@ -66,44 +66,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     running = start_server(state.logdir, state=state)
     yield running
     running.stop()
-
-
-OPEN_PAGES: list[Any] = []
-
-
-@pytest.fixture(autouse=True)
-def close_pages() -> Iterator[None]:
-    yield
-    while OPEN_PAGES:
-        OPEN_PAGES.pop().close()
-
-
-def open_trace(browser: Any, server: RunningServer, run: str, shot: str = "") -> Any:
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    OPEN_PAGES.append(page)
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.errors = errors
-    query = httpx.QueryParams({"run": run})
-    page.goto(f"{server.url}#/trace_viewer?{query}")
-    page.wait_for_selector(READY, timeout=240_000)
-    page.wait_for_timeout(100)
-    if shot:
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / shot))
-    return page
-
-
-def view(page: Any) -> dict[str, float]:
-    return page.evaluate("() => ({...window.stepscopeTrace.view})")
-
-
-def settle(page: Any) -> None:
-    """Wait until no window fetch is pending and a frame was drawn after it."""
-    page.wait_for_timeout(150)
-    page.wait_for_selector(READY, timeout=60_000)
-    page.wait_for_timeout(50)
 
 
 def painted_fraction(page: Any) -> float:
@@ -163,7 +125,9 @@ def test_fixture_is_drawn_and_zooms_and_pans(browser: Any, server: RunningServer
     )
     box = page.locator(".tv-canvas").bounding_box()
     page.mouse.move(box["x"] + 800, box["y"] + 300)
-    page.mouse.wheel(0, -600)  # wheel up: zoom in around the pointer
+    page.keyboard.down("Control")
+    page.mouse.wheel(0, -600)  # Ctrl+wheel up: zoom in around the pointer
+    page.keyboard.up("Control")
     wheeled = view(page)
     assert wheeled["t1"] - wheeled["t0"] < panned["t1"] - panned["t0"]
     settle(page)

@@ -192,6 +192,7 @@ async function renderTool(token, tool, run, host, given) {
       hasTool: (name) => state.tools.some((t) => t.name === name),
       setOption: (name, value) => go(tool.name, run.run, host, { ...options, [name]: value }),
       csvUrl: () => `${apiUrl}&format=csv`,
+      params: { ...given }, // every option of the address, declared or not (e.g. a table filter)
     };
     await module.render(root, data, ctx);
     if (token !== state.renderToken) return;

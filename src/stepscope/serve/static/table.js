@@ -8,11 +8,11 @@ import { fmtNum, h } from './util.js';
  * rows: plain objects. sort: {key, desc}. Returns an element with .setRows(rows).
  */
 export function dataTable({ columns, rows, sort = null, filterable = false, maxRows = 200,
-  caption = '', name = 'table', placeholder = 'Filter…' }) {
+  caption = '', name = 'table', placeholder = 'Filter…', filterValue = '' }) {
   let allRows = rows;
   let sortKey = sort ? sort.key : null;
   let desc = sort ? sort.desc !== false : false;
-  let needle = '';
+  let needle = filterValue.trim().toLowerCase();
   let showAll = false;
   const filterKeys = columns.filter((c) => c.filter || (!c.numeric && c.filter !== false)).map((c) => c.key);
 
@@ -30,7 +30,7 @@ export function dataTable({ columns, rows, sort = null, filterable = false, maxR
     return th;
   });
   const filter = filterable
-    ? h('input', { type: 'search', class: 'filter', placeholder, 'aria-label': `Filter ${caption || name}`,
+    ? h('input', { type: 'search', class: 'filter', placeholder, 'aria-label': `Filter ${caption || name}`, value: filterValue || null,
       oninput: (e) => { needle = e.target.value.trim().toLowerCase(); showAll = false; draw(); } })
     : null;
 

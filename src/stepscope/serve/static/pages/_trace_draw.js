@@ -12,6 +12,7 @@ export const COUNTER_H = 38;
 export const GUTTER = 240;
 const FLOW_COLORS = ['rgba(60, 64, 67, 0.75)', 'rgba(217, 48, 37, 0.8)'];
 const AUTO_FLOWS = 300; // more arrows than this at once are unreadable: draw them on request
+const MAX_FLOWS = 2000; // "all" draws at most this many per frame (bounded frame time)
 
 /** Bands top to bottom; lineY[line] = content y of a track's first row (-1 when hidden). */
 export function buildLayout(structure, collapsed) {
@@ -194,17 +195,89 @@ function selectedFlows(e) {
     dstStart: pick(other('start_ns'), me('start_ns')) };
 }
 
+/** The flows of `f` at positions `keep` (a subset), as drawArrows takes them. */
+function pickFlows(f, keep) {
+  const pick = (a) => keep.map((i) => a[i]);
+  return { n: keep.length, srcLine: pick(f.srcLine), srcDepth: pick(f.srcDepth), srcStart: pick(f.srcStart),
+    dstLine: pick(f.dstLine), dstDepth: pick(f.dstDepth), dstStart: pick(f.dstStart) };
+}
+
+/**
+ * Flows to draw besides the selected event's own. "all": every flow with an end in view, at
+ * most MAX_FLOWS (the longest on screen first: short ones are hidden under their events anyway)
+ * so a frame stays cheap whatever the trace. "auto": when nothing is selected, all flows if they
+ * are few; with a selection, the flows that start or end near the selected event (within a
+ * tenth of the view), so its neighbourhood's causality shows without the clutter.
+ */
+function visibleFlows(s, sc, f) {
+  if (s.flowMode === 'selected' || !f.n) return [];
+  const e = s.selected;
+  if (s.flowMode === 'auto' && !e) return f.n <= AUTO_FLOWS ? FLOW_COLORS.map((_, k) => f.byKindAll(k)) : [];
+  const lo = sc.t(GUTTER);
+  const hi = sc.t(s.W);
+  const near = s.flowMode === 'auto' ? (hi - lo) / 10 : 0;
+  const keep = FLOW_COLORS.map(() => []);
+  const lengths = FLOW_COLORS.map(() => []);
+  for (let i = 0; i < f.n; i += 1) {
+    const a = f.srcStart[i];
+    const b = f.dstStart[i];
+    if (s.flowMode === 'auto') {
+      const c0 = e.start_ns - near;
+      const c1 = e.start_ns + e.dur_ns + near;
+      if (!((a >= c0 && a <= c1) || (b >= c0 && b <= c1))) continue;
+    } else if ((a < lo && b < lo) || (a > hi && b > hi)) continue;
+    keep[f.kind[i]]?.push(i);
+    lengths[f.kind[i]]?.push(Math.abs(b - a));
+  }
+  const total = keep.reduce((n, k) => n + k.length, 0);
+  if (total > MAX_FLOWS) {
+    const quota = Math.floor(MAX_FLOWS / keep.length);
+    keep.forEach((k, kind) => {
+      if (k.length <= quota) return;
+      const order = k.map((_, j) => j).sort((x, y) => lengths[kind][y] - lengths[kind][x]).slice(0, quota);
+      keep[kind] = order.map((j) => k[j]);
+    });
+  }
+  s.flowsCapped = total > MAX_FLOWS ? total : 0;
+  return keep.map((k) => pickFlows(f, k));
+}
+
 function drawFlows(ctx, s, sc) {
   let drawn = 0;
   const f = s.data.flows;
-  if (s.flowMode === 'all' || (s.flowMode === 'auto' && f.n <= AUTO_FLOWS)) {
-    if (!f.byKind) f.byKind = FLOW_COLORS.map((_, kind) => flowsOfKind(f, kind));
-    f.byKind.forEach((part, kind) => { drawn += drawArrows(ctx, s, sc, part, FLOW_COLORS[kind], 1); });
+  if (!f.byKindAll) {
+    const cache = new Map();
+    f.byKindAll = (kind) => {
+      if (!cache.has(kind)) cache.set(kind, flowsOfKind(f, kind));
+      return cache.get(kind);
+    };
   }
+  s.flowsCapped = 0;
+  visibleFlows(s, sc, f).forEach((part, kind) => { drawn += drawArrows(ctx, s, sc, part, FLOW_COLORS[kind], 1); });
   drawn += drawArrows(ctx, s, sc, selectedFlows(s.selected), '#1a73e8', 2);
   return drawn;
 }
 
+/** Bucket index of a counter at time t, or -1 outside its samples. */
+export function counterIndexAt(c, t, windowT1) {
+  const n = c.t.length;
+  if (!n || t < c.t[0]) return -1;
+  const width = n > 1 ? c.t[1] - c.t[0] : windowT1 - c.t[0];
+  if (t >= c.t[n - 1] + width) return -1;
+  let lo = 0;
+  let hi = n - 1;
+  while (lo < hi) { // last sample at or before t
+    const mid = (lo + hi + 1) >> 1;
+    if (c.t[mid] <= t) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
+/**
+ * A counter as a step function: each bucket's value holds until the next bucket, drawn as one
+ * filled outline with its top edge stroked, so it reads as a continuous line at any zoom (never
+ * as separate slivers); gaps only where the value is unknown (before the first sample).
+ */
 function drawCounters(ctx, s, sc) {
   for (const c of s.data.counters) {
     const cy = s.layout.counterY.get(c.id);
@@ -212,18 +285,41 @@ function drawCounters(ctx, s, sc) {
     const base = AXIS_H - s.scrollY + cy + COUNTER_H - 3;
     if (base < AXIS_H || base - COUNTER_H > s.H) continue;
     const max = c.unit === 'percent' ? 100 : c.max || 1;
-    const step = (c.t.length > 1 ? c.t[1] - c.t[0] : s.data.t1 - s.data.t0) * sc.k;
-    ctx.fillStyle = c.unit === 'percent' ? 'rgba(30, 142, 62, 0.45)' : 'rgba(26, 115, 232, 0.4)';
-    ctx.beginPath();
-    for (let j = 0; j < c.t.length; j += 1) {
-      const v = c.v[j];
-      if (!(v > 0)) continue;
-      const x = sc.x(c.t[j]);
-      if (x + step < GUTTER || x > s.W) continue;
-      const h = (v / max) * (COUNTER_H - 8);
-      ctx.rect(Math.max(x, GUTTER), base - h, Math.max(step, 1), h);
+    const n = c.t.length;
+    const width = n > 1 ? c.t[1] - c.t[0] : s.data.t1 - s.data.t0;
+    const yOf = (v) => base - (v / max) * (COUNTER_H - 8);
+    const fill = new Path2D();
+    const line = new Path2D();
+    let open = false;
+    let startX = 0;
+    let lastX = 0;
+    for (let j = 0; j <= n; j += 1) {
+      const v = j < n ? c.v[j] : NaN;
+      const x0 = Math.max(GUTTER - 1, Math.min(s.W + 1, sc.x(c.t[j] ?? c.t[n - 1] + width)));
+      if (!(v >= 0)) {
+        if (open) { fill.lineTo(lastX, base); fill.lineTo(startX, base); fill.closePath(); open = false; }
+        continue;
+      }
+      const x1 = Math.max(GUTTER - 1, Math.min(s.W + 1, sc.x(c.t[j] + width)));
+      if (x1 < GUTTER - 1 || x0 > s.W + 1) continue;
+      const y = yOf(v);
+      if (!open) { fill.moveTo(x0, base); fill.lineTo(x0, y); line.moveTo(x0, y); startX = x0; open = true; }
+      else { fill.lineTo(x0, y); line.lineTo(x0, y); }
+      fill.lineTo(x1, y);
+      line.lineTo(x1, y);
+      lastX = x1;
     }
-    ctx.fill();
+    if (open) { fill.lineTo(lastX, base); fill.lineTo(startX, base); fill.closePath(); }
+    ctx.fillStyle = c.unit === 'percent' ? 'rgba(30, 142, 62, 0.30)' : 'rgba(26, 115, 232, 0.28)';
+    ctx.fill(fill);
+    ctx.strokeStyle = c.unit === 'percent' ? '#1e8e3e' : '#1a73e8';
+    ctx.lineWidth = 1;
+    ctx.stroke(line);
+  }
+  const hv = s.counterHover;
+  if (hv) {
+    ctx.fillStyle = '#202124';
+    ctx.fillRect(sc.x(hv.t), AXIS_H - s.scrollY + hv.y, 1, COUNTER_H);
   }
 }
 
@@ -261,23 +357,57 @@ function drawGutter(ctx, s) {
   ctx.fillRect(GUTTER - 1, AXIS_H, 1, s.H - AXIS_H);
 }
 
+const UNITS = [[1e9, 's'], [1e6, 'ms'], [1e3, 'µs'], [1, 'ns']];
+
+/**
+ * Label of tick time `t` (ns from the origin) when ticks are `step` ns apart: the unit fits
+ * the value, and there are as many decimals as the step needs, so neighbouring ticks always
+ * differ (900.002 ms, 900.004 ms at 2 µs ticks; 1.00000001 s at 10 ns).
+ */
+export function tickLabel(t, step) {
+  const a = Math.abs(t);
+  if (a < step / 2) return '0';
+  const [unit, name] = UNITS.find(([u]) => a >= u) || UNITS[UNITS.length - 1];
+  const decimals = Math.max(0, Math.min(9, Math.ceil(Math.log10(unit / step) - 1e-9)));
+  return `${(t / unit).toFixed(decimals)} ${name}`;
+}
+
+/** Tick times (ns since the trace start) and their labels, relative to `origin`. */
+export function axisTicks(t0, t1, widthPx, origin = 0, minGapPx = 110) {
+  const step = niceStep(((t1 - t0) * minGapPx) / Math.max(1, widthPx));
+  const first = Math.ceil((t0 - origin) / step);
+  const ticks = [];
+  for (let i = first; origin + i * step <= t1 && ticks.length < 200; i += 1) {
+    ticks.push({ t: origin + i * step, label: tickLabel(i * step, step) });
+  }
+  return { step, ticks };
+}
+
 function drawAxis(ctx, s, sc) {
   ctx.fillStyle = '#fff';
   ctx.fillRect(0, 0, s.W, AXIS_H);
   ctx.fillStyle = '#dadce0';
   ctx.fillRect(0, AXIS_H - 1, s.W, 1);
   const span = s.view.t1 - s.view.t0;
-  const step = niceStep((span * 110) / Math.max(1, s.W - GUTTER));
+  const { ticks } = axisTicks(s.view.t0, s.view.t1, s.W - GUTTER, s.origin || 0);
   ctx.fillStyle = '#5f6368';
   ctx.font = '11px system-ui, sans-serif';
   ctx.textBaseline = 'middle';
-  for (let t = Math.ceil(s.view.t0 / step) * step; t <= s.view.t1; t += step) {
-    const x = sc.x(t);
+  const labels = [];
+  for (const tick of ticks) {
+    const x = sc.x(tick.t);
+    if (x < GUTTER) continue;
     ctx.fillRect(x, AXIS_H - 7, 1, 6);
-    ctx.fillText(fmtNs(t), x + 3, AXIS_H / 2 - 2);
+    ctx.fillText(tick.label, x + 3, AXIS_H / 2 - 2);
+    labels.push(tick.label);
   }
+  s.tickLabels = labels; // read by the browser tests
   ctx.fillStyle = '#202124';
   ctx.fillText(`span ${fmtNs(span)}`, 8, AXIS_H / 2 - 2);
+  if (s.originLabel) {
+    ctx.fillStyle = '#5f6368';
+    ctx.fillText(`0 = ${s.originLabel}`, 110, AXIS_H / 2 - 2);
+  }
 }
 
 function drawOverlays(ctx, s, sc) {

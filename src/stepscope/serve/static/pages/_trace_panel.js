@@ -9,8 +9,11 @@ function statValue(key, value) {
   return String(value);
 }
 
-/** Details of one event (the `event` endpoint's answer); `go(brief)` jumps to another event. */
-export function eventDetails(e, go) {
+/**
+ * Details of one event (the `event` endpoint's answer); `go(brief)` jumps to another event,
+ * `opHref` (or null) links to the op in op_stats.
+ */
+export function eventDetails(e, go, opHref = null) {
   const rows = [
     ['Name', e.name], ['Display name', e.display_name || '–'],
     ['Section', e.section], ['Track', e.track],
@@ -24,6 +27,7 @@ export function eventDetails(e, go) {
       `${f.name}`), ` (${f.kind}, ${f.section} · ${f.track}, at ${fmtNs(f.start_ns)}, ${fmtNs(f.dur_ns)})`));
   return h('div', { class: 'tv-event', dataset: { event: e.event } },
     h('h2', {}, e.name),
+    opHref ? h('p', { class: 'tv-links' }, h('a', { href: opHref, dataset: { link: 'op_stats' } }, 'Show this op in Op stats')) : null,
     h('table', { class: 'data', dataset: { table: 'event' } }, h('tbody', {}, rows.map(([k, v]) =>
       h('tr', {}, h('th', { scope: 'row' }, k), h('td', { dataset: { key: k } }, v))))),
     h('h3', {}, `Stats (${stats.length})`),
@@ -61,10 +65,49 @@ export function markDetails(mark) {
       ` (from ${fmtNs(mark.t0)} to ${fmtNs(mark.t1)})`));
 }
 
+/** The value of a counter at a time (a click on a counter track). */
+export function counterDetails(cv, format, origin) {
+  return h('div', { class: 'tv-counter' },
+    h('h2', {}, cv.counter.name),
+    h('table', { class: 'data', dataset: { table: 'counter' } }, h('tbody', {},
+      h('tr', {}, h('th', { scope: 'row' }, 'Value'),
+        h('td', { dataset: { field: 'counter_value', value: cv.value ?? '' } }, cv.value === null ? 'no value here' : format(cv.counter, cv.value))),
+      h('tr', {}, h('th', { scope: 'row' }, 'At'), h('td', {}, fmtNs(cv.t - origin))),
+      cv.value === null ? null : h('tr', {}, h('th', { scope: 'row' }, 'Held from'),
+        h('td', {}, `${fmtNs(cv.from - origin)} to ${fmtNs(cv.to - origin)} (largest value in this interval)`)),
+      h('tr', {}, h('th', { scope: 'row' }, 'Track maximum'), h('td', {}, format(cv.counter, cv.counter.max))))));
+}
+
+const SHORTCUTS = [
+  ['W / S', 'zoom in / out at the pointer (Shift: faster)'],
+  ['A / D', 'pan left / right (Shift: faster)'],
+  ['Wheel', 'scroll the tracks (or zoom, if chosen in the toolbar)'],
+  ['Ctrl/Cmd + wheel, pinch', 'zoom at the pointer'],
+  ['Shift + wheel, horizontal swipe', 'pan'],
+  ['1 2 3 4', 'mouse mode: select / pan / zoom / timing'],
+  ['Drag on the time axis', 'mark a time range'],
+  ['M', 'mark the selected event'],
+  ['F', 'fit the view to the mark, the selected event or the box'],
+  ['Esc', 'clear the selection and the mark'],
+  ['/', 'search events; Enter / Shift+Enter: next / previous match'],
+  ['?', 'this list'],
+];
+
+/** The trace viewer's shortcuts, as a modal dialog (the shell's own list lacks them). */
+export function shortcutsDialog() {
+  const dialog = h('dialog', { class: 'tv-shortcuts', 'aria-label': 'Trace viewer shortcuts' },
+    h('h2', {}, 'Trace viewer shortcuts'),
+    h('dl', { class: 'kv' }, SHORTCUTS.map(([k, v]) => [h('dt', {}, h('kbd', {}, k)), h('dd', {}, v)])),
+    h('p', { class: 'muted' }, 'Keys work whenever this page has focus, except while typing in a field. '
+      + 'Digits do not switch tools here; use the tool list.'),
+    h('form', { method: 'dialog' }, h('button', { type: 'submit' }, 'Close')));
+  return dialog;
+}
+
 export function keysHelp() {
   const k = (text) => h('kbd', {}, text);
   return h('p', { class: 'tv-keys' },
-    k('W'), k('S'), ' or wheel: zoom · ', k('A'), k('D'), ' or Shift+wheel: pan · drag on the time axis: mark a range · ',
-    k('1'), '–', k('4'), ': select / pan / zoom / timing · ', k('M'), ': mark the selected event · ',
-    k('F'), ': fit to selection · ', k('Esc'), ': clear · ', k('/'), ': search · wheel over track names: scroll');
+    k('W'), k('S'), ' or Ctrl+wheel: zoom · ', k('A'), k('D'), ' or Shift+wheel: pan · wheel: scroll tracks · ',
+    'drag on the time axis: mark a range · ', k('1'), '–', k('4'), ': select / pan / zoom / timing · ',
+    k('M'), ': mark the selected event · ', k('F'), ': fit · ', k('Esc'), ': clear · ', k('/'), ': search · ', k('?'), ': all shortcuts');
 }

@@ -22,7 +22,7 @@ function pies(data) {
   })));
 }
 
-function table(data) {
+function table(data, filterValue) {
   const rows = data.rows || [];
   const columns = [
     { key: 'rank', label: '#', numeric: true },
@@ -43,7 +43,7 @@ function table(data) {
     columns.push({ key: 'flop_rate_gflops', label: 'GFLOP/s', numeric: true, format: fmtNum });
   }
   return dataTable({ columns, rows, name: 'op_stats', caption: 'Ops', filterable: true,
-    placeholder: 'Filter by op name, type or side… (/)', sort: { key: 'rank', desc: false } });
+    placeholder: 'Filter by op name, type or side… (/)', sort: { key: 'rank', desc: false }, filterValue });
 }
 
 export async function render(root, data, ctx) {
@@ -55,6 +55,6 @@ export async function render(root, data, ctx) {
         data.include_idle ? ' (shown as IDLE rows)' : ' (not included)')),
     pies(data),
     card(['Ops ', h('span', { class: 'muted' }, '(', num((data.rows || []).length, String((data.rows || []).length), 'rows.length'), ')')],
-      table(data)),
+      table(data, (ctx.params && ctx.params.filter) || '')),
   );
 }

@@ -3,12 +3,13 @@
 // next one (3x the visible span, debounced) is on its way, so panning never waits.
 import { fmtInt, fmtNs, h, note } from '../util.js';
 import { TraceClient } from './_trace_data.js';
-import { AXIS_H, GUTTER, ROW_H, bandAt, buildLayout, drawFrame, hitTest, scaleOf } from './_trace_draw.js';
-import { boxDetails, eventDetails, keysHelp, markDetails } from './_trace_panel.js';
+import { AXIS_H, GUTTER, ROW_H, bandAt, buildLayout, counterIndexAt, drawFrame, hitTest, scaleOf } from './_trace_draw.js';
+import { boxDetails, counterDetails, eventDetails, keysHelp, markDetails, shortcutsDialog } from './_trace_panel.js';
+import { bindResize, counterValue, readSetting, toolbar, writeSetting } from './_trace_toolbar.js';
 
-const MODES = ['select', 'pan', 'zoom', 'timing'];
 const MAX_RES = 16384;
-const MIN_SPAN_NS = 20;
+const MIN_SPAN_NS = 10;
+const WHEEL_KEY = 'stepscope.trace_viewer.wheel';
 const FETCH_DELAY_MS = 60;
 
 function ensureStyles() {
@@ -44,6 +45,40 @@ class TraceView {
     this.fetchTimer = 0;
     this.searchTimer = 0;
     this.ctx = this.canvas.getContext('2d', { alpha: false });
+    this.page = ctx;
+    // Perfetto's convention by default (wheel scrolls the tracks, Ctrl/Cmd+wheel or a pinch
+    // zooms); XProf users can make the plain wheel zoom. Remembered in this browser.
+    this.wheelMode = readSetting(WHEEL_KEY, 'scroll');
+    this.origin = 0;
+    this.originLabel = '';
+    this.originMode = 'trace';
+    this.counterHover = null;
+  }
+
+  /** Time labels count from the trace start or from the start of the current step. */
+  setOrigin(mode) {
+    this.originMode = mode;
+    const s = this.structure.steps;
+    if (mode === 'step' && s.number.length) {
+      const i = this.stepIndex ?? this.stepAt((this.view.t0 + this.view.t1) / 2);
+      this.origin = s.start_ns[i];
+      this.originLabel = `start of step ${s.number[i]}`;
+    } else {
+      this.origin = 0;
+      this.originLabel = '';
+    }
+    this.root.dataset.origin = String(this.origin);
+    this.invalidate();
+  }
+
+  /** Index of the step holding time t, or the nearest one. */
+  stepAt(t) {
+    const s = this.structure.steps;
+    let best = 0;
+    for (let i = 0; i < s.number.length; i += 1) {
+      if (s.start_ns[i] <= t) best = i;
+    }
+    return best;
   }
 
   // ---- view ------------------------------------------------------------------------------
@@ -82,6 +117,7 @@ class TraceView {
     this.stepIndex = i;
     this.stepInput.value = String(s.number[i]);
     this.fitRange(s.start_ns[i], s.start_ns[i] + s.dur_ns[i]);
+    if (this.originMode === 'step') this.setOrigin('step');
   }
 
   // ---- data ------------------------------------------------------------------------------
@@ -147,6 +183,8 @@ class TraceView {
     this.root.dataset.drawCount = String(this.drawCount);
     this.root.dataset.drawn = String(drawn);
     this.root.dataset.flowsDrawn = String(this.flowsDrawn || 0);
+    this.root.dataset.ticks = (this.tickLabels || []).join('|');
+    this.flowNote.textContent = this.flowsCapped ? `showing the ${fmtInt(this.flowsDrawn)} longest of ${fmtInt(this.flowsCapped)} flows in view` : '';
   }
 
   resize() {
@@ -196,7 +234,7 @@ class TraceView {
       const detail = await this.client.event(brief.event);
       if (this.selected !== brief) return;
       this.selected = { ...brief, ...detail };
-      this.details.replaceChildren(eventDetails(detail, (f) => this.selectEvent(f, true)), keysHelp());
+      this.details.replaceChildren(eventDetails(detail, (f) => this.selectEvent(f, true), this.opStatsHref(detail)), keysHelp());
       this.root.dataset.selected = String(detail.event);
       this.invalidate();
     } catch (err) {
@@ -232,6 +270,13 @@ class TraceView {
     this.details.replaceChildren(markDetails(this.mark), keysHelp());
     this.root.dataset.mark = String(this.mark.t1 - this.mark.t0);
     this.invalidate();
+  }
+
+  /** Link to the event's op in op_stats (its table filtered to the name), when that tool exists. */
+  opStatsHref(detail) {
+    if (!this.page.hasTool || !this.page.hasTool('op_stats')) return null;
+    const name = detail.display_name || detail.name;
+    return this.page.href('op_stats', { filter: name });
   }
 
   // ---- search ----------------------------------------------------------------------------
@@ -274,16 +319,34 @@ class TraceView {
     this.canvas.className = `tv-canvas mode-${mode}`;
   }
 
+  /**
+   * Wheel conventions of Perfetto: the wheel scrolls the tracks (natively), Ctrl/Cmd+wheel and
+   * a trackpad pinch (which Chromium sends as a wheel event with ctrlKey) zoom at the pointer,
+   * Shift+wheel and horizontal swipes pan. With wheelMode 'zoom' (XProf) the plain wheel zooms.
+   */
   onWheel(e) {
     const px = e.offsetX;
-    if (px < GUTTER && !e.shiftKey) return; // scroll the tracks natively
-    e.preventDefault();
-    if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
-      this.panPixels((e.shiftKey ? e.deltaY : 0) + e.deltaX);
+    const horizontal = Math.abs(e.deltaX) > Math.abs(e.deltaY);
+    const zoomKey = e.ctrlKey || e.metaKey;
+    if (px < GUTTER && !zoomKey && !e.shiftKey) return; // scroll the tracks natively
+    const unit = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? 400 : 1;
+    if (e.shiftKey || (horizontal && !zoomKey)) {
+      e.preventDefault();
+      this.panPixels(((e.shiftKey ? e.deltaY : 0) + e.deltaX) * unit);
       return;
     }
-    const unit = e.deltaMode === 1 ? 16 : 1;
-    this.zoom(Math.exp((-e.deltaY * unit) / 400), px);
+    if (zoomKey || this.wheelMode === 'zoom') {
+      e.preventDefault();
+      // A pinch gives small deltas: zoom faster per unit than for a mouse wheel notch.
+      const rate = zoomKey && Math.abs(e.deltaY) < 50 ? 100 : 400;
+      this.zoom(Math.exp((-e.deltaY * unit) / rate), Math.max(px, GUTTER));
+    }
+    // Otherwise the scroller scrolls the tracks.
+  }
+
+  setWheelMode(mode) {
+    this.wheelMode = mode;
+    writeSetting(WHEEL_KEY, mode);
   }
 
   onPointerDown(e) {
@@ -343,19 +406,52 @@ class TraceView {
     }
   }
 
-  /** A tooltip with the name and duration of the event under the pointer. */
+  /** The counter band and its value under screen point (px, py), or null. */
+  counterAt(px, py) {
+    if (!this.data || px < GUTTER || py < AXIS_H) return null;
+    const band = bandAt(this.layout, py - AXIS_H + this.scrollY);
+    if (!band || band.kind !== 'counter') return null;
+    const c = this.data.counters.find((x) => x.id === band.counter);
+    if (!c) return null;
+    const t = scaleOf(this).t(px);
+    const j = counterIndexAt(c, t, this.data.t1);
+    if (j < 0 || !(c.v[j] >= 0)) return { counter: c, band, t, value: null };
+    return { counter: c, band, t, value: c.v[j], from: c.t[j], to: c.t[j] + (c.t.length > 1 ? c.t[1] - c.t[0] : 0) };
+  }
+
+  /** A tooltip with the name and duration of the event (or the counter value) under the pointer. */
   hover(e) {
     if (this.drag && this.drag.moved) { this.tooltip.hidden = true; return; }
-    const i = hitTest(this, e.offsetX, e.offsetY);
-    if (i < 0) { this.tooltip.hidden = true; return; }
-    const d = this.data;
-    this.tooltip.textContent = `${d.names[d.name[i]]}\n${fmtNs(d.dur[i])} at ${fmtNs(d.start[i])}`;
+    const cv = this.counterAt(e.offsetX, e.offsetY);
+    const before = this.counterHover;
+    this.counterHover = cv ? { t: cv.t, y: cv.band.y } : null;
+    if (cv || before) this.invalidate();
+    let text = '';
+    if (cv) {
+      text = `${cv.counter.name}\n${cv.value === null ? 'no value here' : counterValue(cv.counter, cv.value)} at ${fmtNs(cv.t - this.origin)}`;
+    } else {
+      const i = hitTest(this, e.offsetX, e.offsetY);
+      if (i >= 0) {
+        const d = this.data;
+        text = `${d.names[d.name[i]]}\n${fmtNs(d.dur[i])} at ${fmtNs(d.start[i] - this.origin)}`;
+      }
+    }
+    if (!text) { this.tooltip.hidden = true; return; }
+    this.tooltip.textContent = text;
     this.tooltip.style.left = `${e.clientX + 14}px`;
     this.tooltip.style.top = `${e.clientY + 14}px`;
     this.tooltip.hidden = false;
   }
 
   clickEvent(px, py, mode) {
+    const cv = mode === 'select' ? this.counterAt(px, py) : null;
+    if (cv) {
+      this.selected = null;
+      this.details.replaceChildren(counterDetails(cv, counterValue, this.origin), keysHelp());
+      this.root.dataset.counterValue = cv.value === null ? '' : String(cv.value);
+      this.invalidate();
+      return;
+    }
     const i = hitTest(this, px, py);
     if (i < 0) { if (mode === 'select') this.selectEvent(null); return; }
     const d = this.data;
@@ -364,10 +460,17 @@ class TraceView {
     else this.selectEvent(brief);
   }
 
+  /**
+   * Keys work whenever the page has focus (listened on the window, before the shell): W/S zoom at
+   * the pointer, A/D pan, 1-4 pick the mouse mode. The shell's 1-9 tool switching is off while
+   * the viewer is open, so no single key leaves the view; ? lists the viewer's keys.
+   */
   onKey(e) {
+    if (!this.root.isConnected) { window.removeEventListener('keydown', this.keyListener, true); return; }
     if (e.ctrlKey || e.metaKey || e.altKey) return;
     const tag = (e.target.tagName || '').toLowerCase();
-    if (tag === 'input' || tag === 'select') return;
+    if (tag === 'input' || tag === 'select' || tag === 'textarea') return;
+    if (this.shortcuts && this.shortcuts.open) return; // the dialog handles its own keys
     const key = e.key.toLowerCase();
     const fast = e.shiftKey ? 3 : 1;
     const handled = {
@@ -380,12 +483,21 @@ class TraceView {
           || (this.box && { t0: this.box.t0, t1: this.box.t1 });
         if (r) this.fitRange(r.t0, r.t1);
       },
+      '?': () => this.showShortcuts(),
       escape: () => { this.mark = null; this.box = null; this.selectEvent(null); },
-    }[key];
+    }[key] || (/^[5-9]$/.test(key) ? () => {} : null);
     if (!handled) return;
     e.preventDefault();
-    e.stopPropagation(); // the shell uses 1-9 to switch tools
+    e.stopPropagation(); // the shell would switch tools on digits and open its own help on ?
     handled();
+  }
+
+  showShortcuts() {
+    if (!this.shortcuts) {
+      this.shortcuts = shortcutsDialog();
+      this.root.append(this.shortcuts);
+    }
+    this.shortcuts.showModal();
   }
 
   bind() {
@@ -397,12 +509,20 @@ class TraceView {
       this.onPointerMove(e);
       this.hover(e);
     });
-    c.addEventListener('pointerleave', () => { this.tooltip.hidden = true; });
+    c.addEventListener('pointerleave', () => {
+      this.tooltip.hidden = true;
+      if (this.counterHover) { this.counterHover = null; this.invalidate(); }
+    });
     c.addEventListener('pointerup', (e) => this.onPointerUp(e));
-    this.scroller.addEventListener('keydown', (e) => this.onKey(e));
+    this.keyListener = (e) => this.onKey(e);
+    window.addEventListener('keydown', this.keyListener, true);
     this.scroller.addEventListener('scroll', () => { this.scrollY = this.scroller.scrollTop; this.invalidate(); });
     const observer = new ResizeObserver(() => {
-      if (!this.root.isConnected && this.W) { observer.disconnect(); return; }
+      if (!this.root.isConnected && this.W) {
+        observer.disconnect();
+        window.removeEventListener('keydown', this.keyListener, true);
+        return;
+      }
       this.resize();
     });
     observer.observe(this.scroller);
@@ -437,44 +557,6 @@ class TraceView {
   }
 }
 
-function toolbar(view, structure) {
-  const modeButtons = MODES.map((m, i) => h('button', { type: 'button', dataset: { mode: m }, 'aria-pressed': String(m === 'select'),
-    title: `${m[0].toUpperCase()}${m.slice(1)} (${i + 1})`, onclick: () => view.setMode(m) }, m[0].toUpperCase() + m.slice(1)));
-  view.modeButtons = modeButtons;
-  const steps = structure.steps;
-  view.stepInput = h('input', { type: 'number', 'aria-label': 'Step number', value: steps.number.length ? steps.number[0] : '' });
-  const fitStep = () => {
-    const want = Number(view.stepInput.value);
-    const i = steps.number.indexOf(want);
-    view.fitStep(i >= 0 ? i : 0);
-  };
-  const search = h('input', { type: 'search', class: 'filter', placeholder: 'Search events…', 'aria-label': 'Search events by name' });
-  search.addEventListener('keydown', (e) => {
-    if (e.key === 'Enter') {
-      if (search.value.trim() === view.query && view.searchResults) view.jumpToMatch(e.shiftKey ? -1 : 1);
-      else { view.query = search.value.trim(); view.matchIndex = -1; view.runSearch(); }
-    } else if (e.key === 'Escape') { search.value = ''; view.query = ''; view.runSearch(); }
-  });
-  view.searchInput = search;
-  return h('div', { class: 'tv-toolbar' },
-    h('span', { class: 'tv-modes', role: 'group', 'aria-label': 'Mouse mode' }, modeButtons),
-    h('button', { type: 'button', class: 'tv-btn', onclick: () => view.setView(0, view.duration) }, 'Full view'),
-    steps.number.length ? h('span', {},
-      h('button', { type: 'button', class: 'tv-btn', title: 'Previous step', onclick: () => view.fitStep((view.stepIndex ?? 1) - 1) }, '◀'),
-      ' ', h('label', {}, 'Step ', view.stepInput), ' ',
-      h('button', { type: 'button', class: 'tv-btn', dataset: { action: 'fit-step' }, onclick: fitStep }, 'Fit to step'), ' ',
-      h('button', { type: 'button', class: 'tv-btn', title: 'Next step', onclick: () => view.fitStep((view.stepIndex ?? -1) + 1) }, '▶'))
-      : null,
-    h('label', {}, 'Flows ', h('select', { 'aria-label': 'Flows', dataset: { control: 'flows' },
-      onchange: (e) => { view.flowMode = e.target.value; view.invalidate(); } },
-    h('option', { value: 'auto' }, 'auto'), h('option', { value: 'all' }, 'all'), h('option', { value: 'selected' }, 'selected event'))),
-    h('span', {}, search, ' ',
-      h('button', { type: 'button', class: 'tv-btn', title: 'Previous match (Shift+Enter)', onclick: () => view.jumpToMatch(-1) }, '↑'),
-      h('button', { type: 'button', class: 'tv-btn', title: 'Next match (Enter)', onclick: () => view.jumpToMatch(1) }, '↓'), ' ',
-      view.searchCount),
-    view.status);
-}
-
 export async function render(root, data, ctx) {
   ensureStyles();
   if (!data.events) {
@@ -483,15 +565,19 @@ export async function render(root, data, ctx) {
   }
   const canvas = h('canvas', { class: 'tv-canvas mode-select', 'aria-label': 'Timeline' });
   const spacer = h('div', { class: 'tv-spacer' });
-  const scroller = h('div', { class: 'tv-scroll', tabindex: '0', 'aria-label': 'Timeline; W S zoom, A D pan' }, canvas, spacer);
+  const scroller = h('div', { class: 'tv-scroll', tabindex: '0', 'aria-label': 'Timeline; W S zoom, A D pan, ? shortcuts' }, canvas, spacer);
   const details = h('section', { class: 'card tv-details', 'aria-live': 'polite' }, keysHelp());
   const status = h('span', { class: 'tv-status' });
+  const flowNote = h('span', { class: 'tv-flow-note muted' });
   const searchCount = h('span', { class: 'count' });
   const tooltip = h('div', { class: 'tooltip', hidden: true, role: 'tooltip' });
-  const view = new TraceView(root, data, ctx, { canvas, spacer, scroller, details, status, searchCount, tooltip });
+  const view = new TraceView(root, data, ctx, { canvas, spacer, scroller, details, status, searchCount, tooltip, flowNote });
   const summary = `${fmtInt(data.events)} events over ${fmtNs(data.duration_ns)}`
     + ` · ${fmtInt(data.steps.number.length)} steps · ${fmtInt(data.flows)} flows · ${data.sections.length} sections`;
-  root.append(h('p', { class: 'loading' }, summary), toolbar(view, data), scroller, details, tooltip);
+  const handle = h('div', { class: 'tv-resize', role: 'separator', 'aria-orientation': 'vertical', title: 'Drag to resize the details pane' });
+  const main = h('div', { class: 'tv-main' }, scroller, handle, details);
+  bindResize(handle, main);
+  root.append(h('p', { class: 'loading' }, summary), toolbar(view, data), main, tooltip);
   root.dataset.loading = '1';
   // #/trace_viewer?...&step=N opens with step N in view (the Compare page links here)
   const wanted = new URLSearchParams(location.hash.split('?')[1] || '').get('step');

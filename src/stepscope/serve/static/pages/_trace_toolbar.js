@@ -1,0 +1,88 @@
+// Trace viewer toolbar (modes, steps, flows, wheel, time origin, search) and the small pieces
+// of page state around the view: settings remembered in the browser, the resizable details pane.
+import { fmtBytes, h } from '../util.js';
+
+export const MODES = ['select', 'pan', 'zoom', 'timing'];
+
+export function readSetting(key, fallback) {
+  try { return localStorage.getItem(key) || fallback; } catch { return fallback; }
+}
+
+export function writeSetting(key, value) {
+  try { localStorage.setItem(key, value); } catch { /* private mode: not remembered */ }
+}
+
+/** A counter's value in its unit. */
+export function counterValue(c, v) {
+  return c.unit === 'bytes' ? fmtBytes(v) : c.unit === 'percent' ? `${v.toFixed(1)}%` : String(v);
+}
+
+/** Dragging the handle between the timeline and the details pane sets the pane's width. */
+export function bindResize(handle, main) {
+  const saved = Number(readSetting('stepscope.trace_viewer.details_px', '0'));
+  if (saved >= 240) main.style.setProperty('--tv-details-w', `${saved}px`);
+  handle.addEventListener('pointerdown', (e) => {
+    handle.setPointerCapture(e.pointerId);
+    const right = main.getBoundingClientRect().right;
+    const move = (m) => {
+      const w = Math.max(240, Math.min(right - m.clientX, main.clientWidth - 400));
+      main.style.setProperty('--tv-details-w', `${w}px`);
+    };
+    const up = () => {
+      handle.removeEventListener('pointermove', move);
+      handle.removeEventListener('pointerup', up);
+      writeSetting('stepscope.trace_viewer.details_px', String(parseInt(main.style.getPropertyValue('--tv-details-w'), 10) || 0));
+    };
+    handle.addEventListener('pointermove', move);
+    handle.addEventListener('pointerup', up);
+  });
+}
+
+export function toolbar(view, structure) {
+  const modeButtons = MODES.map((m, i) => h('button', { type: 'button', dataset: { mode: m }, 'aria-pressed': String(m === 'select'),
+    title: `${m[0].toUpperCase()}${m.slice(1)} (${i + 1})`, onclick: () => view.setMode(m) }, m[0].toUpperCase() + m.slice(1)));
+  view.modeButtons = modeButtons;
+  const steps = structure.steps;
+  view.stepInput = h('input', { type: 'number', 'aria-label': 'Step number', value: steps.number.length ? steps.number[0] : '' });
+  const fitStep = () => {
+    const want = Number(view.stepInput.value);
+    const i = steps.number.indexOf(want);
+    view.fitStep(i >= 0 ? i : 0);
+  };
+  const search = h('input', { type: 'search', class: 'filter', placeholder: 'Search events…', 'aria-label': 'Search events by name' });
+  search.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') {
+      if (search.value.trim() === view.query && view.searchResults) view.jumpToMatch(e.shiftKey ? -1 : 1);
+      else { view.query = search.value.trim(); view.matchIndex = -1; view.runSearch(); }
+    } else if (e.key === 'Escape') { search.value = ''; view.query = ''; view.runSearch(); }
+  });
+  view.searchInput = search;
+  return h('div', { class: 'tv-toolbar' },
+    h('span', { class: 'tv-modes', role: 'group', 'aria-label': 'Mouse mode' }, modeButtons),
+    h('button', { type: 'button', class: 'tv-btn', onclick: () => view.setView(0, view.duration) }, 'Full view'),
+    steps.number.length ? h('span', {},
+      h('button', { type: 'button', class: 'tv-btn', title: 'Previous step', onclick: () => view.fitStep((view.stepIndex ?? 1) - 1) }, '◀'),
+      ' ', h('label', {}, 'Step ', view.stepInput), ' ',
+      h('button', { type: 'button', class: 'tv-btn', dataset: { action: 'fit-step' }, onclick: fitStep }, 'Fit to step'), ' ',
+      h('button', { type: 'button', class: 'tv-btn', title: 'Next step', onclick: () => view.fitStep((view.stepIndex ?? -1) + 1) }, '▶'))
+      : null,
+    h('label', { title: 'auto: the selected event\'s flows and those near it (all flows when there are few)' }, 'Flows ',
+      h('select', { 'aria-label': 'Flows', dataset: { control: 'flows' },
+        onchange: (e) => { view.flowMode = e.target.value; view.invalidate(); e.target.blur(); } },
+      h('option', { value: 'auto' }, 'auto'), h('option', { value: 'all' }, 'all'), h('option', { value: 'selected' }, 'selected event'))),
+    view.flowNote,
+    h('label', { title: 'What the mouse wheel does over the timeline (Ctrl/Cmd+wheel always zooms, Shift+wheel pans)' }, 'Wheel ',
+      h('select', { 'aria-label': 'Mouse wheel', dataset: { control: 'wheel' }, onchange: (e) => { view.setWheelMode(e.target.value); e.target.blur(); } },
+        h('option', { value: 'scroll', selected: view.wheelMode === 'scroll' }, 'scrolls tracks (Perfetto)'),
+        h('option', { value: 'zoom', selected: view.wheelMode === 'zoom' }, 'zooms (XProf)'))),
+    steps.number.length ? h('label', { title: 'Where time labels count from' }, 'Time from ',
+      h('select', { 'aria-label': 'Time origin', dataset: { control: 'origin' }, onchange: (e) => { view.setOrigin(e.target.value); e.target.blur(); } },
+        h('option', { value: 'trace' }, 'trace start'), h('option', { value: 'step' }, 'step start'))) : null,
+    h('button', { type: 'button', class: 'tv-btn', title: 'Keyboard and mouse shortcuts (?)', onclick: () => view.showShortcuts() }, 'Shortcuts'),
+    h('span', {}, search, ' ',
+      h('button', { type: 'button', class: 'tv-btn', title: 'Previous match (Shift+Enter)', onclick: () => view.jumpToMatch(-1) }, '↑'),
+      h('button', { type: 'button', class: 'tv-btn', title: 'Next match (Enter)', onclick: () => view.jumpToMatch(1) }, '↓'), ' ',
+      view.searchCount),
+    view.status);
+}
+

@@ -1,0 +1,53 @@
+"""Helpers of the trace viewer's browser tests: opening the page, reading its view, waiting for
+its windows (tests/serve/test_trace_viewer_*.py and the shell tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from stepscope.serve.app import RunningServer
+from tests.support.browser import SHOTS
+
+PAGE = '.tool-page[data-tool="trace_viewer"]'
+READY = f'{PAGE}[data-loading="0"][data-draw-count]'
+OPEN_PAGES: list[Any] = []
+
+
+@pytest.fixture(autouse=True)
+def close_pages() -> Iterator[None]:
+    """Closes the pages a test opened (autouse in the modules that import it)."""
+    yield
+    while OPEN_PAGES:
+        OPEN_PAGES.pop().close()
+
+
+def open_trace(browser: Any, server: RunningServer, run: str, shot: str = "") -> Any:
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    OPEN_PAGES.append(page)
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.errors = errors
+    query = httpx.QueryParams({"run": run})
+    page.goto(f"{server.url}#/trace_viewer?{query}")
+    page.wait_for_selector(READY, timeout=240_000)
+    page.wait_for_timeout(100)
+    if shot:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / shot))
+    return page
+
+
+def view(page: Any) -> dict[str, float]:
+    return dict(page.evaluate("() => ({...window.stepscopeTrace.view})"))
+
+
+def settle(page: Any) -> None:
+    """Wait until no window fetch is pending and a frame was drawn after it."""
+    page.wait_for_timeout(150)
+    page.wait_for_selector(READY, timeout=60_000)
+    page.wait_for_timeout(50)
