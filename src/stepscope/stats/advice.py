@@ -27,6 +27,13 @@ THRESHOLDS: dict[str, tuple[float, float]] = {  # category -> (moderate, high), 
     "other": (3.0, 15.0),
     "device_collectives": (3.0, 15.0),
 }
+# Diagnostics findings that say (with evidence) what a generic category line would: with the
+# finding in the advice, the generic line is left out so no advice is given twice.
+FINDING_TOPICS = {
+    "kernel_launch_bound": "kernel_launch",
+    "collectives": "device_collectives",
+    "low_tensor_core_use": "precision",
+}
 MIXED_PRECISION_BELOW = 10.0  # % of device compute in 16 bit
 EAGER_ABOVE = 10.0  # % of op time run eagerly
 
@@ -173,7 +180,9 @@ def recommend(
     eager_percent: float = 0.0,
     uses_tf_data: bool = False,
     tf_data_advice: str = "",
+    covered: frozenset[str] = frozenset(),
 ) -> Recommendation:
+    """The advice; topics in ``covered`` (categories, "precision") are given elsewhere."""
     if bound.classification == "unknown":
         return Recommendation(
             "unknown",
@@ -185,7 +194,11 @@ def recommend(
         bound.classification, "device" if summary.has_device else "host"
     )
     details: list[str] = []
+    if bound.classification == "potential":  # the statement already is the 'All Others' advice
+        covered = covered | {"other"}
     for category in THRESHOLDS:
+        if category in covered:
+            continue
         pct = summary.percent(category)
         if level(category, pct) == "no":
             continue
@@ -204,7 +217,11 @@ def recommend(
         details.append(("HIGH: " if level(category, pct) == "high" else "") + text)
     if bound.classification in ("high", "moderate") and tf_data_advice:
         details.insert(0, tf_data_advice)
-    if precision_16_percent is not None and precision_16_percent < MIXED_PRECISION_BELOW:
+    if (
+        "precision" not in covered
+        and precision_16_percent is not None
+        and precision_16_percent < MIXED_PRECISION_BELOW
+    ):
         details.append(
             f"Only {precision_16_percent:.1f}% of the device compute time runs in "
             "16-bit precision: mixed precision (bf16/fp16) could speed it up."

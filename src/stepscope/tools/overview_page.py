@@ -11,8 +11,15 @@ from typing import Any
 import numpy as np
 
 from stepscope.stats import CATEGORY_NAMES, OpTable, StepStats, StepSummary
-from stepscope.stats.advice import InputBound, Recommendation, classify_steps, recommend
+from stepscope.stats.advice import (
+    FINDING_TOPICS,
+    InputBound,
+    Recommendation,
+    classify_steps,
+    recommend,
+)
 from stepscope.stats.device import DeviceInfo
+from stepscope.stats.diagnostics.base import Finding
 from stepscope.stats.input_pipeline import advice_for
 from stepscope.stats.kernel_rules import PRECISIONS, REDUCED_PRECISIONS
 from stepscope.tools import _analysis as analysis
@@ -174,15 +181,19 @@ def step_rows(summary: StepSummary) -> tuple[StepRow, ...]:
     )
 
 
-def _with_findings(ctx: ToolContext, recommendation: Recommendation) -> Recommendation:
-    """Adds the diagnostics tool's most severe findings (with their fixes) to the advice."""
-
-    notes = tuple(
-        f"{f.title} ({f.severity}): {f.summary} Fix: {f.fix}"
+def _top_findings(ctx: ToolContext) -> list[Finding]:
+    """The diagnostics tool's most severe findings (at most five) for the advice."""
+    return [
+        f
         for f in analysis.findings(ctx)
-        # the verdict and the category advice above already say these
+        # the verdict and the category advice already say these
         if f.severity in ("high", "medium") and f.id not in ("input_bound", "untraced_host_work")
-    )[:5]
+    ][:5]
+
+
+def _with_findings(recommendation: Recommendation, top: list[Finding]) -> Recommendation:
+    """Adds the findings (with their fixes) to the advice, each once."""
+    notes = tuple(dict.fromkeys(f"{f.title} ({f.severity}): {f.summary} Fix: {f.fix}" for f in top))
     if not notes:
         return recommendation
     return replace(
@@ -265,6 +276,7 @@ def build(ctx: ToolContext) -> OverviewPage:
                 f"{advice_for(found[1], pipeline.python_stages)}"
             )
             break
+    top = _top_findings(ctx)
     recommendation = recommend(
         summary,
         bound,
@@ -274,8 +286,9 @@ def build(ctx: ToolContext) -> OverviewPage:
         eager_percent=max(eager.values()),
         uses_tf_data=bool(pipelines),
         tf_data_advice=advice,
+        covered=frozenset(FINDING_TOPICS[f.id] for f in top if f.id in FINDING_TOPICS),
     )
-    recommendation = _with_findings(ctx, recommendation)
+    recommendation = _with_findings(recommendation, top)
     kinds = sorted({d.kind for d in all_devices})
     environment = RunEnvironment(
         tuple(ctx.hosts),

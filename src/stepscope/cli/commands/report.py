@@ -8,7 +8,10 @@ input pipeline when it matters, and the recommendation.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import sys
+import textwrap
 from typing import TYPE_CHECKING
 
 from stepscope.cli.hosts import add_executor_arguments, report_failed
@@ -54,24 +57,90 @@ def bar(percent: float, width: int) -> str:
     return "█" * full + ("▏▎▍▌▋▊▉"[part - 1] if part else "")
 
 
-def render(overview: OverviewPage, pipeline: InputPipelineAnalysis, top: int) -> str:
+def terminal_width() -> int:
+    """Columns to fill: $COLUMNS, else the terminal's width, else 80 (a pipe or a file)."""
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return max(40, int(env))
+    if sys.stdout.isatty():
+        return max(40, shutil.get_terminal_size((80, 24)).columns)
+    return 80
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` cut to ``width`` columns, an ellipsis marking the cut."""
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
+    """``text`` wrapped to ``width`` columns (long words are broken, never run over)."""
+    return textwrap.wrap(
+        text, width, initial_indent=first, subsequent_indent=rest or " " * len(first)
+    ) or [first.rstrip()]
+
+
+def input_verdict(overview: OverviewPage) -> str:
+    """The input-bound verdict with the number it rests on (never a number that contradicts it)."""
+    bound = overview.input_bound
+    if not overview.steps:
+        return f"Input: {_CLASS[bound.classification]}"
+    text = f"Input: {_CLASS[bound.classification]} ({bound.percent:.1f}% of step time"
+    if bound.classification == "potential":  # XProf's rule: input is small, untraced time is not
+        other = overview.breakdown_percent.get("other", 0.0)
+        text += f" is input, {other:.1f}% is untraced 'All Others' time, which may be input"
+    return text + ")"
+
+
+def _top_ops(overview: OverviewPage, top: int, width: int) -> list[str]:
+    ops = overview.top_ops[:top]
+    if not ops:
+        return []
+    rows = [
+        [
+            str(o.rank),
+            f"{o.self_time_percent:.1f}%",
+            f"{o.cumulative_percent:.1f}%",
+            human_ns(o.self_time_ns),
+            o.category,
+            o.name,
+        ]
+        for o in ops
+    ]
+    # The op name takes what the other columns leave; the type column at most 28.
+    fixed = sum(max(len(r[i]) for r in rows) for i in range(4)) + 4 * 2 + 2 + 2
+    type_w = min(28, max(len(r[4]) for r in rows), max(8, (width - fixed) // 3))
+    name_w = max(12, width - fixed - type_w - 2)
+    for r in rows:
+        r[4], r[5] = clip(r[4], type_w), clip(r[5], name_w)
+    lines = table(rows, ["#", "self", "cum.", "time", "type", "op"]).split("\n")
+    return ["", f"Top {len(ops)} {ops[0].side} ops by self time"] + ["  " + x for x in lines]
+
+
+def render(
+    overview: OverviewPage, pipeline: InputPipelineAnalysis, top: int, width: int = 80
+) -> str:
+    """The report, every line at most ``width`` columns."""
     from stepscope.stats.events import CATEGORY_LABELS
 
-    width = max(10, min(40, shutil.get_terminal_size((100, 20)).columns - 60))
+    bar_w = max(10, min(40, width - 45))
     env = overview.run_environment
-    out = [
+    out = wrap(
         f"stepscope report — host {overview.host} ({', '.join(env.hosts)}), "
         f"{env.framework}, {env.device_type}"
-        + (f" x{env.device_count}" if env.device_count else "")
-    ]
+        + (f" x{env.device_count}" if env.device_count else ""),
+        width,
+    )
     stats = overview.step_time
-    out.append(
-        f"Steps: {len(overview.steps)} ({overview.step_source}: {overview.step_source_detail})"
+    out += wrap(
+        f"Steps: {len(overview.steps)} ({overview.step_source}: {overview.step_source_detail})",
+        width,
+        rest="  ",
     )
     if overview.steps:
-        out.append(
+        out += wrap(
             f"Step time: avg {stats.avg_ms:.2f} ms, stddev {stats.stddev_ms:.2f}, "
-            f"min {stats.min_ms:.2f}, max {stats.max_ms:.2f}"
+            f"min {stats.min_ms:.2f}, max {stats.max_ms:.2f}",
+            width,
         )
         out.append("")
         out.append("Step-time breakdown (average per step)")
@@ -79,62 +148,48 @@ def render(overview: OverviewPage, pipeline: InputPipelineAnalysis, top: int) ->
             ms, pct = overview.breakdown_ms[key], overview.breakdown_percent[key]
             if ms <= 0 and key not in ("input", "other"):
                 continue
-            out.append(f"  {label:<19} {ms:9.2f} ms {pct:6.1f}%  {bar(pct, width)}")
+            out.append(clip(f"  {label:<19} {ms:9.2f} ms {pct:6.1f}%  {bar(pct, bar_w)}", width))
     out.append("")
-    bound = overview.input_bound
-    out.append(
-        f"Input: {_CLASS[bound.classification]}"
-        + (f" ({bound.percent:.1f}% of step time)" if overview.steps else "")
-    )
+    out += wrap(input_verdict(overview), width, rest="  ")
     if overview.gpu_utilization:
         window = "the steps" if overview.steps else "the profile"
         mean = overview.gpu_utilization.get("mean", 0.0)
-        out.append(f"GPU utilization: {mean:.1f}% (kernel busy time over {window})")
+        out += wrap(f"GPU utilization: {mean:.1f}% (kernel busy time over {window})", width)
     if overview.precision:
         shares = [
             f"{overview.precision[f'{k}_percent']:.1f}% {_PRECISION_LABELS.get(k, k)}"
             for k in ("fp4", "fp8", "int8", "16bit", "32bit", "64bit")
             if overview.precision.get(f"{k}_percent", 0.0) >= 0.05 or k in ("16bit", "32bit")
         ]
-        out.append("Device compute precision: " + ", ".join(shares))
-    ops = overview.top_ops[:top]
-    if ops:
-        out.append("")
-        out.append(f"Top {len(ops)} {ops[0].side} ops by self time")
-        rows = [
-            [
-                str(o.rank),
-                f"{o.self_time_percent:.1f}%",
-                f"{o.cumulative_percent:.1f}%",
-                human_ns(o.self_time_ns),
-                o.category[:28],
-                o.name[:70],
-            ]
-            for o in ops
-        ]
-        out.append(
-            "  " + table(rows, ["#", "self", "cum.", "time", "type", "op"]).replace("\n", "\n  ")
-        )
+        out += wrap("Device compute precision: " + ", ".join(shares), width, rest="  ")
+    out += _top_ops(overview, top, width)
+    bound = overview.input_bound
     if bound.classification in ("high", "moderate", "potential") and pipeline.input_ops:
         out.append("")
         out.append("Input pipeline (host, self time by category)")
         for category, ms in pipeline.host_breakdown_ms.items():
             if ms > 0:
-                out.append(f"  {category.replace('_', ' '):<19} {ms:9.2f} ms")
+                out.append(clip(f"  {category.replace('_', ' '):<19} {ms:9.2f} ms", width))
         worst = pipeline.pipelines[0] if pipeline.pipelines else None
         if worst and worst.bottleneck:
-            out.append(
-                f"  bottleneck: {worst.bottleneck} ({worst.bottleneck_self_ms:.2f} ms in its "
-                "slowest call)"
+            out += wrap(
+                f"bottleneck: {worst.bottleneck} ({worst.bottleneck_self_ms:.2f} ms in its "
+                "slowest call)",
+                width,
+                first="  ",
+                rest="    ",
             )
     rec = overview.recommendation
     out.append("")
     out.append("Recommendation")
-    out.append(f"  {rec.statement}")
-    out.extend(f"  - {d}" for d in rec.details)
+    out += wrap(rec.statement, width, first="  ")
+    for detail in dict.fromkeys(d for d in rec.details if d != rec.statement):
+        out += wrap(detail, width, first="  - ", rest="    ")
     if rec.tips:
-        out.append("  Next: " + "; ".join(rec.tips))
-    return "\n".join(out)
+        out.append("  Next:")
+        for tip in dict.fromkeys(rec.tips):
+            out += wrap(tip, width, first="  - ", rest="    ")
+    return "\n".join(line.rstrip() for line in out)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -156,5 +211,5 @@ def run(args: argparse.Namespace) -> int:
     overview = get_tool("overview_page").build(ctx)
     pipeline = get_tool("input_pipeline_analyzer").build(ctx)
     assert isinstance(overview, OverviewPage) and isinstance(pipeline, InputPipelineAnalysis)
-    print(render(overview, pipeline, args.top))
+    print(render(overview, pipeline, args.top, terminal_width()))
     return report_failed(ctx.failed)

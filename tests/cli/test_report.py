@@ -1,0 +1,66 @@
+"""`stepscope report`: fits the terminal, never repeats advice, verdicts match their numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+from stepscope.cli.main import main
+from tests.support.fixtures import FIXTURES
+
+JAX = FIXTURES / "jax" / "cnn_cpu"  # "POTENTIALLY input-bound" with 0% input: untraced time
+NCCL = FIXTURES / "kineto" / "a100_nccl_rank0.json.gz"  # diagnostics findings + category lines
+
+
+def report(
+    path: str,
+    columns: str | None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> str:
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)  # and stdout is captured: not a terminal
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert main(["report", path]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("columns", "width"), [(None, 80), ("60", 60), ("132", 132)])
+def test_lines_fit_the_terminal_width(
+    columns: str | None,
+    width: int,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = report(str(FIXTURES / "tf" / "big_ctl"), columns, monkeypatch, capsys)
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= width
+    if width < 132:
+        assert any(line.endswith("…") for line in lines)  # long op names cut with an ellipsis
+    # Wrapped, not cut: the recommendation's last words are all there.
+    assert "reducing the input time." in " ".join(line.strip() for line in lines)
+
+
+def test_potential_verdict_names_the_number_it_rests_on(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = report(str(JAX), None, monkeypatch, capsys)
+    verdict = " ".join(
+        line.strip() for line in out.split("\nInput: ")[1].split("\n\n")[0].splitlines()
+    )
+    assert verdict.startswith("POTENTIALLY input-bound (0.0% of step time is input")
+    assert "'All Others'" in verdict  # the reason for "potentially", with its percentage
+    rec = out.split("Recommendation\n")[1]
+    assert rec.count("All Others") == 1  # said once in the statement, not again as a detail
+
+
+def test_no_recommendation_is_given_twice(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rec = report(str(NCCL), "200", monkeypatch, capsys).split("Recommendation\n")[1]
+    items = [line for line in rec.splitlines() if line.startswith("  - ")]
+    assert len(items) == len(set(items))
+    # The diagnostics findings on TensorCores and collectives replace the generic lines.
+    assert "Low TensorCore use" in rec and "mixed precision (bf16/fp16) could" not in rec
+    assert "Collective communication time" in rec
+    assert "spent in collective communication: overlap" not in rec
