@@ -4,7 +4,9 @@ through fsspec when it is installed. Paths are handled as '/'-separated strings.
 
 from __future__ import annotations
 
+import gzip
 import os
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -63,6 +65,24 @@ def signature(path: str) -> str:
         return f"{info.get('size')}:{stamp}"
     st = os.stat(path)
     return f"{st.st_size}:{st.st_mtime_ns}"
+
+
+def read_head(path: str, limit: int) -> bytes:
+    """Up to ``limit`` bytes from the start of a file, decompressed when it ends in ``.gz``;
+    b"" when the file cannot be read (the caller only sniffs what the file holds)."""
+    try:
+        if is_url(path):
+            filesystem, inner = _fsspec(path)
+            handle = filesystem.open(inner, "rb")
+        else:
+            handle = open(path, "rb")  # noqa: SIM115 - closed below, with the gzip reader
+        with handle:
+            if path.endswith(".gz"):
+                with gzip.GzipFile(fileobj=handle) as unzipped:
+                    return unzipped.read(limit)
+            return bytes(handle.read(limit))
+    except (OSError, EOFError, zlib.error):
+        return b""
 
 
 def join(base: str, name: str) -> str:

@@ -4,7 +4,9 @@ Layouts recognised:
 - TensorFlow: ``<logdir>/[<tbrun>/]plugins/profile/<session>/<host>.xplane.pb[.gz]``; each
   session directory is one run, each file one host.
 - PyTorch: ``*.pt.trace.json[.gz]`` anywhere; the files of one directory form one run, one host
-  per file (``{worker}.{time_ns}.pt.trace.json`` -> host ``worker``).
+  per file (``{worker}.{time_ns}.pt.trace.json`` -> host ``worker``). Other ``.json[.gz]``
+  files are Kineto traces too when they hold a JSON object with ``traceEvents`` (found by
+  content, as ``stepscope report FILE`` reads them), outside TensorFlow session directories.
 A single profile file (any ``.xplane.pb``, ``.json``, ``.json.gz``) is also a one-host run.
 """
 
@@ -24,6 +26,10 @@ from stepscope.model import fs
 Format = Literal["xspace", "kineto"]
 _XPLANE = re.compile(r"^(?:(.*)\.)?xplane\.pb(?:\.gz)?$")
 _KINETO = re.compile(r"^(.*?)(?:\.(\d+))?\.pt\.trace\.json(?:\.gz)?$")
+_JSON = re.compile(r"\.json(?:\.gz)?$")
+_TRACE_EVENTS = re.compile(rb'"traceEvents"\s*:')
+SNIFF_BYTES = 1 << 16  # Kineto writes its metadata (device properties...) before the events
+_sniffed: dict[tuple[str, str], bool] = {}  # (path, signature) -> holds traceEvents
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,20 @@ def host_name_of(path: str) -> str:
     return base
 
 
+def is_trace_json(path: str) -> bool:
+    """Whether a .json[.gz] file is a JSON object with ``traceEvents`` near its start."""
+    try:
+        key = (path, fs.signature(path))
+    except OSError:
+        return False
+    found = _sniffed.get(key)
+    if found is None:
+        head = fs.read_head(path, SNIFF_BYTES).lstrip()
+        found = head.startswith(b"{") and _TRACE_EVENTS.search(head) is not None
+        _sniffed[key] = found
+    return found
+
+
 def _unique_hosts(hosts: list[HostFile]) -> tuple[HostFile, ...]:
     """Disambiguate equal host names (two traces of one worker) with a numeric suffix."""
     seen: dict[str, int] = {}
@@ -129,7 +149,13 @@ def discover_runs(logdir: str) -> list[Run]:
             if hosts:
                 name = "/".join([*parts[:-3], full_parts[-1]])
                 runs.append(Run(name, dirpath, _unique_hosts(hosts)))
-        kineto = [f for f in filenames if _KINETO.match(f)]
+        in_session = any(_XPLANE.match(f) for f in filenames)
+        kineto = [
+            f
+            for f in filenames
+            if _KINETO.match(f)
+            or (not in_session and _JSON.search(f) and is_trace_json(fs.join(dirpath, f)))
+        ]
         if kineto:
             hosts = _host_files(dirpath, kineto, "kineto")
             if not hosts:
