@@ -50,10 +50,13 @@ function fillSelect(select, values, current, labelOf = (v) => v) {
 
 function listTools(run, host) {
   // Without a host the server answers for the run's default host (ALL_HOSTS if several).
+  // Every tool with a page, each marked available or not for this run and host.
   return getJSON(`api/tools?${query({ run, host })}`).then((tools) => tools
-    .filter((t) => t.page && t.available !== false)
+    .filter((t) => t.page)
     .sort((a, b) => a.order - b.order || a.name.localeCompare(b.name)));
 }
+
+const shown = (tools) => tools.filter((t) => t.available !== false);
 
 async function toolsFor(run, host, early = null) {
   const key = `${run}\u0000${host}`;
@@ -80,6 +83,15 @@ function showMessage(text, kind = 'info') {
   clear($('page')).append(note(text, kind));
 }
 
+/** An address that names something this log directory lacks: say what, and list the choices. */
+function showChoices(text, title, choices) {
+  clear($('page')).append(h('div', { class: 'tool-page', dataset: { error: 'not-found' } },
+    note(text, 'error'),
+    choices.length ? h('section', { class: 'card' }, h('h2', {}, title),
+      h('ul', { class: 'links', dataset: { choices: title } }, choices.map(([label, href]) => h('li', {}, h('a', { href }, label)))))
+      : null));
+}
+
 async function route() {
   const token = ++state.renderToken;
   const want = parseHash();
@@ -103,26 +115,59 @@ async function route() {
     await renderCompare(token, { ...want.options, run: want.run });
     return;
   }
+  if (want.run && !state.runs.some((r) => r.run === want.run)) {
+    fillSelect($('run-select'), ['', ...state.runs.map((r) => r.run)], '', (v) => v || '(choose a run)');
+    showChoices(`No run “${want.run}” in this log directory.`, 'Runs',
+      state.runs.map((r) => [r.run, hrefFor(want.tool, r.run, '', want.options)]));
+    markRendered('', true);
+    return;
+  }
   const run = state.runs.find((r) => r.run === want.run) || state.runs[0];
   const hosts = hostsOf(run);
-  const host = hosts.includes(want.host) ? want.host : hosts[hosts.length - 1]; // ALL_HOSTS if several
-  // When the address names a tool, fetch its page code and data while the tool list loads.
-  if (want.tool && !early) prefetch(want.tool, run.run, host, want.options);
-  const sameHost = early && early.run === run.run && (early.host === host || (!early.host && host === defaultHost(run)));
+  const hostLabel = (v) => (v === ALL_HOSTS ? 'All hosts' : v);
   fillSelect($('run-select'), state.runs.map((r) => r.run), run.run);
-  fillSelect($('host-select'), hosts, host, (v) => (v === ALL_HOSTS ? 'All hosts' : v));
+  if (want.host && !hosts.includes(want.host)) {
+    fillSelect($('host-select'), ['', ...hosts], '', (v) => (v ? hostLabel(v) : '(choose a host)'));
+    showChoices(`Run “${run.run}” has no host “${want.host}”.`, 'Hosts',
+      hosts.map((v) => [hostLabel(v), hrefFor(want.tool, run.run, v, want.options)]));
+    markRendered('', true);
+    return;
+  }
+  const host = want.host || hosts[hosts.length - 1]; // ALL_HOSTS if several
+  // When the address names a tool, fetch its page code and data while the tool list loads.
+  const oneHostTool = host === ALL_HOSTS && state.tools.some((t) => t.name === want.tool && !t.multi_host);
+  if (want.tool && !early && !oneHostTool) prefetch(want.tool, run.run, host, want.options);
+  const sameHost = early && early.run === run.run && (early.host === host || (!early.host && host === defaultHost(run)));
+  fillSelect($('host-select'), hosts, host, hostLabel);
   $('host-select').disabled = hosts.length < 2;
-  let tools;
+  let all;
   try {
-    tools = await toolsFor(run.run, host, sameHost ? early.tools : null);
+    all = await toolsFor(run.run, host, sameHost ? early.tools : null);
   } catch (err) {
     showMessage(err.message, 'error');
     markRendered(want.tool, true);
     return;
   }
   if (token !== state.renderToken) return;
+  const tools = shown(all);
   state.tools = tools;
-  const tool = tools.find((t) => t.name === want.tool) || tools[0];
+  const named = want.tool ? all.find((t) => t.name === want.tool) : null;
+  if (want.tool && (!named || named.available === false)) {
+    state.prefetched = null;
+    drawToolList(tools, '', run.run, host);
+    if (!named) {
+      showChoices(`No tool “${want.tool}”.`, 'Tools', tools.map((t) => [t.title, hrefFor(t.name, run.run, host)]));
+    } else if (host === ALL_HOSTS && !named.multi_host) {
+      showChoices(`${named.title} shows one host at a time: there is no combined view of all hosts for it. Choose a host.`,
+        'Hosts', run.hosts.map((v) => [v, hrefFor(named.name, run.run, v, want.options)]));
+    } else {
+      showChoices(`${named.title} has nothing to show for ${run.run} (${hostLabel(host)}).`, 'Tools',
+        tools.map((t) => [t.title, hrefFor(t.name, run.run, host)]));
+    }
+    markRendered(want.tool, true);
+    return;
+  }
+  const tool = named || tools[0];
   if (!tool) {
     drawToolList([], '', run.run, host);
     showMessage('No tool has anything to show for this run and host.');
