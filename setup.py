@@ -11,6 +11,12 @@ setup(
             extra_compile_args=["-O2"],
         ),
         Extension(
+            "stepscope.tools.trace_viewer._pbpack",
+            sources=["src/stepscope/tools/trace_viewer/_pbpack.c"],
+            optional=True,  # without it the Perfetto export encodes with numpy (slower)
+            extra_compile_args=["-O2"],
+        ),
+        Extension(
             "stepscope.capture._pytracer",
             sources=["src/stepscope/capture/_pytracer.c"],
             optional=True,  # without it the Python tracer uses sys.setprofile/sys.monitoring

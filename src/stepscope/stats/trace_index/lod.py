@@ -95,6 +95,26 @@ def nesting_depth(
     return depth
 
 
+def nesting_parents(
+    order: np.ndarray, line: np.ndarray, start_ns: np.ndarray, dur_ns: np.ndarray
+) -> np.ndarray:
+    """Parent of each event (profile index; -1 for none), as `nesting_depth` defines it."""
+    parent = np.full(len(order), -1, dtype=np.int64)
+    if len(order) == 0:
+        return parent
+    line_sorted = line[order]
+    bounds = np.append(group_starts(line_sorted), len(order))
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        events = order[a:b]
+        start = start_ns[events]
+        end = start + np.maximum(dur_ns[events], 1)
+        if b - a < 2 or np.all(start[1:] >= end[:-1]):
+            continue
+        local = _parents(start, end)
+        parent[events[local >= 0]] = events[local[local >= 0]]
+    return parent
+
+
 def _nearest_beating(row: np.ndarray, dur: np.ndarray, step: int) -> np.ndarray:
     """For each event, the nearest event of its row before it (``step`` -1) that is at least
     as long, or after it (``step`` +1) that is strictly longer; -1 where there is none.

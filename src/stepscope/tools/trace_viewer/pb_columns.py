@@ -1,0 +1,207 @@
+"""Protocol-buffer encoding of many messages at once, from numpy columns.
+
+A message type is a list of fields; every field gives one value per message (a row), so one
+call encodes a whole column of messages into one byte buffer with numpy operations only — the
+cost per message is a few array passes, not Python code per message. This is what lets the
+Perfetto export write millions of events per second in Python.
+
+Field kinds: ``varint`` (uint64 bits; int64 values are written as their two's complement, as
+protobuf does), ``fixed64`` (8 bytes little endian), ``blob`` (a length-delimited submessage or
+string whose bytes are a range of another buffer) and ``raw`` (a range of another buffer copied
+as is: already-encoded repeated fields) and ``nested`` (a submessage given as its own fields,
+written in place: nothing is encoded twice). A ``present`` mask leaves a field out of some rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from stepscope.stats.trace_index.segments import ranges_to_indices
+
+VARINT, FIXED64, BLOB, RAW, NESTED, CONST = "varint", "fixed64", "blob", "raw", "nested", "const"
+_U7 = np.uint64(0x7F)
+
+
+def tag(field: int, wire_type: int) -> bytes:
+    """The encoded key of a field: varint of (field << 3 | wire type)."""
+    return bytes(encode_varints(np.array([(field << 3) | wire_type], dtype=np.uint64)))
+
+
+_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
+
+
+def varint_len(values: np.ndarray) -> np.ndarray:
+    """Encoded size of each uint64 value (1-10 bytes)."""
+    v = values.astype(np.uint64, copy=False)
+    return np.searchsorted(_LIMITS, v, side="right").astype(np.int64) + 1
+
+
+def put_varints(buf: np.ndarray, pos: np.ndarray, values: np.ndarray, lens: np.ndarray) -> None:
+    """Writes each value as a varint at ``buf[pos:]`` (``lens`` from `varint_len`)."""
+    v = values.astype(np.uint64, copy=False)
+    for k in range(int(lens.max()) if len(lens) else 0):
+        rows = np.flatnonzero(lens > k) if k else slice(None)
+        byte = ((v[rows] >> np.uint64(7 * k)) & _U7).astype(np.uint8)
+        byte |= np.where(lens[rows] > k + 1, 0x80, 0).astype(np.uint8)
+        buf[pos[rows] + k] = byte
+
+
+def encode_varints(values: np.ndarray) -> np.ndarray:
+    lens = varint_len(values)
+    buf = np.zeros(int(lens.sum()), dtype=np.uint8)
+    put_varints(buf, np.cumsum(lens) - lens, values, lens)
+    return buf
+
+
+@dataclass
+class Field:
+    """One field of a message column. ``values``: varint/fixed64 values, or for blob/raw the
+    start offsets into ``source`` with ``lengths``."""
+
+    key: bytes
+    kind: str
+    values: np.ndarray
+    present: np.ndarray | None = None
+    source: np.ndarray | None = None
+    lengths: np.ndarray | None = None
+    sub: list[Field] | None = None  # NESTED: the submessage's fields
+    sub_sizes: list[np.ndarray] | None = None  # NESTED: their sizes (set while encoding)
+
+
+def varint(number: int, values: np.ndarray, present: np.ndarray | None = None) -> Field:
+    return Field(tag(number, 0), VARINT, values.astype(np.int64).view(np.uint64), present)
+
+
+def fixed64(number: int, values: np.ndarray, present: np.ndarray | None = None) -> Field:
+    return Field(tag(number, 1), FIXED64, values.astype(np.int64), present)
+
+
+def blob(number: int, encoded: Encoded, rows: np.ndarray | None = None) -> Field:
+    """A length-delimited field holding message ``rows`` (default: all) of ``encoded``."""
+    pick = slice(None) if rows is None else rows
+    return Field(tag(number, 2), BLOB, encoded.start[pick], None, encoded.buf, encoded.size[pick])
+
+
+def raw(source: np.ndarray, start: np.ndarray, lengths: np.ndarray) -> Field:
+    return Field(b"", RAW, start, None, source, lengths)
+
+
+def const(number: int, value: int) -> Field:
+    """A varint field with the same value in every row (written as fixed bytes)."""
+    return Field(
+        tag(number, 0) + bytes(encode_varints(np.array([value], np.uint64))),
+        CONST,
+        np.zeros(0, np.int64),
+    )
+
+
+def nested(number: int, fields: list[Field]) -> Field:
+    """A submessage field (every row), encoded in place from its own fields."""
+    return Field(tag(number, 2), NESTED, np.zeros(0, np.int64), None, sub=fields)
+
+
+@dataclass
+class Encoded:
+    """Messages laid end to end in ``buf``: message i is ``buf[start[i]:start[i] + size[i]]``."""
+
+    buf: np.ndarray  # uint8
+    start: np.ndarray  # int64
+    size: np.ndarray  # int64
+
+    def tobytes(self) -> bytes:
+        return self.buf.tobytes()
+
+
+def _sizes(fields: list[Field], n: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """Encoded size of each field in each row (0 where absent), and of each message."""
+    sizes = []
+    total = np.zeros(n, dtype=np.int64)
+    for f in fields:
+        if f.kind == CONST:
+            size = np.zeros(n, dtype=np.int64)
+        elif f.kind == VARINT:
+            if f.present is None:
+                size = varint_len(f.values)
+            else:  # only the rows that have the field
+                size = np.zeros(n, dtype=np.int64)
+                size[f.present] = varint_len(f.values[f.present])
+        elif f.kind == FIXED64:
+            size = np.full(n, 8, dtype=np.int64)
+        elif f.kind == NESTED:
+            assert f.sub is not None
+            f.sub_sizes, f.lengths = _sizes(f.sub, n)
+            size = f.lengths + varint_len(f.lengths)
+        else:
+            assert f.lengths is not None
+            size = f.lengths.astype(np.int64)
+            if f.kind == BLOB:
+                size = size + varint_len(size)
+        size = size + len(f.key)
+        if f.present is not None:
+            size = np.where(f.present, size, 0)
+        sizes.append(size)
+        total += size
+    return sizes, total
+
+
+def _write(
+    buf: np.ndarray, cursor: np.ndarray, fields: list[Field], sizes: list[np.ndarray]
+) -> None:
+    n = len(cursor)
+    cursor = cursor.copy()
+    for f, size in zip(fields, sizes, strict=True):
+        rows = np.flatnonzero(f.present) if f.present is not None else np.arange(n)
+        pos = cursor[rows]
+        for j, byte in enumerate(f.key):
+            buf[pos + j] = byte
+        pos = pos + len(f.key)
+        if f.kind == CONST:
+            pass  # the key holds the value
+        elif f.kind == VARINT:
+            values = f.values[rows]
+            put_varints(buf, pos, values, varint_len(values))
+        elif f.kind == FIXED64:
+            little = f.values[rows].astype("<i8").view(np.uint8).reshape(-1, 8)
+            buf[(pos[:, None] + np.arange(8)).ravel()] = little.ravel()
+        elif f.kind == NESTED:
+            assert f.sub is not None and f.sub_sizes is not None and f.lengths is not None
+            lengths = f.lengths[rows]
+            lens = varint_len(lengths)
+            put_varints(buf, pos, lengths, lens)
+            inner_cursor = np.zeros(n, dtype=np.int64)
+            inner_cursor[rows] = pos + lens
+            _write(buf, inner_cursor, f.sub, f.sub_sizes)
+        else:
+            assert f.lengths is not None and f.source is not None
+            lengths = f.lengths[rows].astype(np.int64)
+            if f.kind == BLOB:
+                lens = varint_len(lengths)
+                put_varints(buf, pos, lengths, lens)
+                pos = pos + lens
+            nonempty = lengths > 0
+            if nonempty.any():
+                src = ranges_to_indices(
+                    f.values[rows][nonempty], (f.values[rows] + lengths)[nonempty]
+                )
+                dst = ranges_to_indices(pos[nonempty], (pos + lengths)[nonempty])
+                buf[dst] = f.source[src]
+        cursor += size
+
+
+def encode(fields: list[Field], n: int) -> Encoded:
+    """``n`` messages, each with the given fields in order (absent ones skipped)."""
+    sizes, total = _sizes(fields, n)
+    start = np.cumsum(total) - total
+    buf = np.zeros(int(total.sum()), dtype=np.uint8)
+    _write(buf, start, fields, sizes)
+    return Encoded(buf, start, total)
+
+
+def strings_column(texts: list[str]) -> Encoded:
+    """UTF-8 strings as an Encoded column (to be used as blob fields)."""
+    data = [t.encode("utf-8", "surrogatepass") for t in texts]
+    size = np.fromiter((len(d) for d in data), dtype=np.int64, count=len(data))
+    buf = np.frombuffer(b"".join(data), dtype=np.uint8)
+    return Encoded(buf, np.cumsum(size) - size, size)
