@@ -102,8 +102,33 @@ def test_memory_profile_tool_on_pytorch() -> None:
     ids = [m["memory_id"] for m in data["memories"]]
     assert ids == ["GPU_1_bfc", "cpu"]
     gpu = data["memories"][0]
+    assert gpu["terms"] == "pytorch"
     assert gpu["snapshot_count"] > 1000 and gpu["timeline_points"] == 1000
-    assert max(gpu["timeline"]["in_use_bytes"]) == gpu["summary"]["peak_usage_bytes"]
+    summary, timeline = gpu["summary"], gpu["timeline"]
+    # PyTorch's terms: allocated (live tensors) and reserved (held by the caching allocator);
+    # nothing the trace does not record (no stack, fragmentation, data types, shapes).
+    assert set(timeline) == {
+        "time_ms",
+        "allocated_bytes",
+        "reserved_bytes",
+        "activity",
+        "bytes",
+        "op_name",
+        "step",
+    }
+    assert not {"stack_reserved_bytes", "fragmentation_pct", "heap_allocated_bytes"} & set(summary)
+    assert max(timeline["reserved_bytes"]) == summary["peak_reserved_bytes"]
+    assert summary["peak_allocated_bytes"] <= summary["peak_reserved_bytes"]
+    assert all(
+        a <= r for a, r in zip(timeline["allocated_bytes"], timeline["reserved_bytes"], strict=True)
+    )
+    assert summary["device_memory_bytes"] == 34089730048  # V100-SXM2-32GB
+    assert set(timeline["activity"]) == {"allocation", "free"}
+    names = [r["op_name"] for r in gpu["live_at_peak"]]
+    assert "cached by the allocator (reserved, not allocated)" in names
+    assert not any(n in ("stack", "unused preallocated device memory") for n in names)
+    assert "data_type" not in gpu["live_at_peak"][0]
+    assert data["memories"][1]["summary"]["device_memory_bytes"] is None  # the CPU: unknown
 
 
 def test_memory_profile_not_available_without_memory_events() -> None:

@@ -12,6 +12,7 @@ from typing import ClassVar
 import numpy as np
 
 from stepscope.model import Profile, StringTable
+from stepscope.stats.device import framework_of
 from stepscope.stats.memory import (
     AllocatorProfile,
     build_memory_profiles,
@@ -29,6 +30,7 @@ class HostMemory:
     host: str
     allocators: tuple[AllocatorProfile, ...]
     strings: StringTable  # the host profile's strings (ids in the snapshots)
+    framework: str = "unknown"  # "pytorch": reported in the caching allocator's terms
 
 
 @dataclass(frozen=True)
@@ -81,27 +83,65 @@ class LiveAllocation:
 
 
 @dataclass(frozen=True)
+class TorchSummary:
+    """PyTorch's caching allocator: allocated (live tensors) and reserved (held from the
+    device, its cache of free blocks included); nothing its trace does not record."""
+
+    allocation_count: int = out("allocation events")
+    free_count: int = out("free events")
+    device_memory_bytes: int | None = out("the device's memory; null for the CPU", "bytes")
+    peak_allocated_bytes: int = out("largest allocated", "bytes")
+    peak_allocated_time_ms: float = out("when", "ms", 6)
+    peak_reserved_bytes: int = out("largest reserved", "bytes")
+    peak_reserved_time_ms: float = out("when", "ms", 6)
+    peak_step: int = out("step index of the peak of reserved memory")
+    allocated_at_peak_reserved_bytes: int = out("allocated at that moment", "bytes")
+
+
+@dataclass(frozen=True)
+class TorchTimeline:
+    time_ms: list[float] = out("time from the start of the host trace", "ms", 6)
+    allocated_bytes: list[int] = out("`Total Allocated`", "bytes")
+    reserved_bytes: list[int] = out("`Total Reserved`", "bytes")
+    activity: list[str] = out("`allocation` or `free`")
+    bytes: list[int] = out("size of the block", "bytes")
+    op_name: list[str] = out("the op allocating or freeing")
+    step: list[int] = out("step index")
+
+
+@dataclass(frozen=True)
+class TorchLiveAllocation:
+    op_name: str = out("the op that allocated it, or a stand-in row")
+    allocation_bytes: int = out("bytes", "bytes")
+    occurrences: int = out("allocations merged in this row")
+    special: bool = out("a stand-in row: the allocator's cache, or memory allocated earlier")
+
+
+@dataclass(frozen=True)
 class TableRow:
     host: str = out("the host")
     memory_id: str = out("the allocator")
     op_name: str = out("the op that allocated it")
     allocation_bytes: int = out("bytes the allocator gave", "bytes")
-    requested_bytes: int = out("bytes the op asked for", "bytes")
+    requested_bytes: int | None = out("bytes the op asked for (empty for PyTorch)", "bytes")
     occurrences: int = out("allocations merged in this row")
-    region_type: str = out("region type")
-    data_type: str = out("TensorFlow `DataType` name")
-    shape: str = out("tensor shape")
+    region_type: str | None = out("region type (empty for PyTorch)")
+    data_type: str | None = out("TensorFlow `DataType` name (empty for PyTorch)")
+    shape: str | None = out("tensor shape (empty for PyTorch)")
 
 
 @dataclass(frozen=True)
 class Memory:
     host: str = out("the host")
     memory_id: str = out("the allocator (memory id)")
-    summary: MemorySummary = out("the allocator at its peak")
+    terms: str = out("`tensorflow` (fields below) or `pytorch` (see PyTorch profiles)")
+    summary: MemorySummary | TorchSummary = out("the allocator at its peak")
     timeline_points: int = out("points in `timeline` (at most 1000)")
     snapshot_count: int = out("allocator events of this memory")
-    timeline: Timeline = out("usage over time")
-    live_at_peak: tuple[LiveAllocation, ...] = out("allocations live at the peak")
+    timeline: Timeline | TorchTimeline = out("usage over time")
+    live_at_peak: tuple[LiveAllocation | TorchLiveAllocation, ...] = out(
+        "allocations live at the peak"
+    )
 
 
 @dataclass(frozen=True)
@@ -124,6 +164,18 @@ class MemoryProfile:
                 r.region_type,
                 r.data_type,
                 r.shape,
+            )
+            if isinstance(r, LiveAllocation)
+            else TableRow(
+                m.host,
+                m.memory_id,
+                r.op_name,
+                r.allocation_bytes,
+                None,
+                r.occurrences,
+                None,
+                None,
+                None,
             )
             for m in self.memories
             for r in m.live_at_peak
@@ -186,10 +238,77 @@ def _live(a: AllocatorProfile) -> tuple[LiveAllocation, ...]:
     )
 
 
+# The stand-in rows in PyTorch's terms: memory in use with no allocation event in the trace
+# (tensors allocated before profiling began), and the allocator's cache.
+_TORCH_SPECIAL = {
+    "unused preallocated device memory": "allocated before the trace began",
+    "stack": "cached by the allocator (reserved, not allocated)",
+}
+
+
+def _torch_summary(a: AllocatorProfile) -> TorchSummary:
+    """The importer stores reserved - allocated as the "stack" and allocated as the heap."""
+    s = a.snapshots
+    allocated = s.heap_bytes
+    reserved = s.stack_bytes + s.heap_bytes
+    p = s.peak_index  # the peak of reserved memory
+    q = int(np.argmax(allocated))
+    free = int(s.free_bytes[p])
+    return TorchSummary(
+        allocation_count=a.allocation_count,
+        free_count=a.deallocation_count,
+        device_memory_bytes=int(reserved[p]) + free if free else None,
+        peak_allocated_bytes=int(allocated[q]),
+        peak_allocated_time_ms=round(int(s.time_ns[q]) / 1e6, 6),
+        peak_reserved_bytes=int(reserved[p]),
+        peak_reserved_time_ms=round(int(s.time_ns[p]) / 1e6, 6),
+        peak_step=a.peak_step,
+        allocated_at_peak_reserved_bytes=int(allocated[p]),
+    )
+
+
+def _torch_timeline(a: AllocatorProfile, strings: StringTable) -> TorchTimeline:
+    s = a.snapshots
+    i = a.timeline
+    return TorchTimeline(
+        time_ms=np.round(s.time_ns[i] / 1e6, 6).tolist(),
+        allocated_bytes=s.heap_bytes[i].tolist(),
+        reserved_bytes=(s.stack_bytes[i] + s.heap_bytes[i]).tolist(),
+        activity=["allocation" if x else "free" for x in s.is_allocation[i].tolist()],
+        bytes=s.allocation_bytes[i].tolist(),
+        op_name=[strings[x] for x in s.op[i].tolist()],
+        step=s.step[i].tolist(),
+    )
+
+
+def _torch_live(a: AllocatorProfile) -> tuple[TorchLiveAllocation, ...]:
+    return tuple(
+        TorchLiveAllocation(
+            _TORCH_SPECIAL.get(r.op_name, r.op_name) if r.special else r.op_name,
+            r.allocation_bytes,
+            r.occurrences,
+            r.special,
+        )
+        for r in a.live_at_peak
+    )
+
+
 def _memory(h: HostMemory, a: AllocatorProfile) -> Memory:
+    if h.framework == "pytorch" and len(a.snapshots):
+        return Memory(
+            host=h.host,
+            memory_id=a.allocator,
+            terms="pytorch",
+            summary=_torch_summary(a),
+            timeline_points=len(a.timeline),
+            snapshot_count=len(a.snapshots),
+            timeline=_torch_timeline(a, h.strings),
+            live_at_peak=_torch_live(a),
+        )
     return Memory(
         host=h.host,
         memory_id=a.allocator,
+        terms="tensorflow",
         summary=_summary(a),
         timeline_points=len(a.timeline),
         snapshot_count=len(a.snapshots),
@@ -202,7 +321,10 @@ def host_memory(ctx: ToolContext, host: str) -> HostMemory:
     def build_one(profile: Profile) -> HostMemory:
         starts, ends = step_spans(profile)
         return HostMemory(
-            host, tuple(build_memory_profiles(profile, starts, ends)), profile.strings
+            host,
+            tuple(build_memory_profiles(profile, starts, ends)),
+            profile.strings,
+            framework_of(profile),
         )
 
     return ctx.intermediate(host, "memory_profile.hosts", build_one)

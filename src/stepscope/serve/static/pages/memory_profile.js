@@ -29,6 +29,24 @@ function summaryCard(mem, i) {
     tile('Fragmentation', num(s.fragmentation_pct, fmtPct(s.fragmentation_pct), f('fragmentation_pct')))));
 }
 
+// PyTorch's caching allocator, in its own terms: allocated (live tensors) and reserved.
+function torchSummaryCard(mem, i) {
+  const s = mem.summary;
+  const f = (key) => `memories.${i}.summary.${key}`;
+  const bytes = (key) => (s[key] === null || s[key] === undefined
+    ? h('span', { title: 'not in the trace' }, '–') : num(s[key], fmtBytes(s[key]), f(key)));
+  return card('Memory summary (PyTorch caching allocator)', h('div', { class: 'metric-row' },
+    tile('Allocations', num(s.allocation_count, fmtInt(s.allocation_count), f('allocation_count'))),
+    tile('Frees', num(s.free_count, fmtInt(s.free_count), f('free_count'))),
+    tile('Device memory', bytes('device_memory_bytes')),
+    tile('Peak allocated', bytes('peak_allocated_bytes')),
+    tile('Peak allocated at', num(s.peak_allocated_time_ms, fmtMs(s.peak_allocated_time_ms), f('peak_allocated_time_ms'))),
+    tile('Peak reserved', bytes('peak_reserved_bytes')),
+    tile('Peak reserved at', num(s.peak_reserved_time_ms, fmtMs(s.peak_reserved_time_ms), f('peak_reserved_time_ms'))),
+    tile('Step of the peak', num(s.peak_step, String(s.peak_step), f('peak_step')))),
+  h('p', { class: 'muted' }, 'Allocated: bytes held by live tensors. Reserved: bytes the caching allocator holds from the device (allocated plus its cache of free blocks); it is what the device sees as used.'));
+}
+
 function nearest(times, x) {
   let lo = 0;
   let hi = times.length - 1;
@@ -39,8 +57,12 @@ function nearest(times, x) {
   return lo > 0 && Math.abs(times[lo - 1] - x) <= Math.abs(times[lo] - x) ? lo - 1 : lo;
 }
 
-function hoverText(t, k) {
-  const items = [
+function hoverText(t, k, torch) {
+  const items = torch ? [
+    ['Time', fmtMs(t.time_ms[k])], ['Event', t.activity[k]], ['Op', t.op_name[k] || '–'],
+    ['Step', String(t.step[k])], ['Size', fmtBytes(t.bytes[k])],
+    ['Allocated', fmtBytes(t.allocated_bytes[k])], ['Reserved', fmtBytes(t.reserved_bytes[k])],
+  ] : [
     ['Time', fmtMs(t.time_ms[k])], ['Event', t.activity[k]], ['Op', t.op_name[k] || '–'],
     ['Step', String(t.step[k])], ['Requested', fmtBytes(t.requested_bytes[k])],
     ['Allocated', fmtBytes(t.allocation_bytes[k])], ['Memory in use', fmtBytes(t.in_use_bytes[k])],
@@ -51,6 +73,7 @@ function hoverText(t, k) {
 }
 
 function timelineChart(mem) {
+  if (mem.terms === 'pytorch') return torchTimelineChart(mem);
   const t = mem.timeline;
   const n = t.time_ms.length;
   if (!n) return note('No allocator events.');
@@ -109,7 +132,76 @@ function timelineChart(mem) {
   return card('Memory timeline', h('figure', { class: 'chart-box' }, root, legend), panel, sampled);
 }
 
+// Step-shaped: the allocator's totals hold until the next event; time ticks along the axis.
+function torchTimelineChart(mem) {
+  const t = mem.timeline;
+  const n = t.time_ms.length;
+  if (!n) return note('No allocator events.');
+  const x0 = t.time_ms[0];
+  const x1 = t.time_ms[n - 1];
+  const ticks = niceTicks(Math.max(1, ...t.reserved_bytes));
+  const top = ticks[ticks.length - 1];
+  const sx = (v) => M.left + (W - M.left - M.right) * (x1 > x0 ? (v - x0) / (x1 - x0) : 0.5);
+  const sy = (v) => M.top + (H - M.top - M.bottom) * (1 - v / top);
+  const steps = (ys) => ys.map((y, i) => (i ? `H${sx(t.time_ms[i]).toFixed(1)} V${sy(y).toFixed(1)}` : `M${sx(t.time_ms[0]).toFixed(1)} ${sy(y).toFixed(1)}`)).join(' ');
+  const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart mem-chart', role: 'img', tabindex: '0',
+    'aria-label': 'Allocated and reserved memory over time (arrow keys move the cursor)' });
+  for (const v of ticks) {
+    root.append(svg('line', { x1: M.left, x2: W - M.right, y1: sy(v), y2: sy(v), class: 'grid' }),
+      svg('text', { x: M.left - 6, y: sy(v) + 4, 'text-anchor': 'end', class: 'axis' }, fmtBytes(v)));
+  }
+  const span = x1 - x0;
+  const xTicks = span > 0 ? niceTicks(span, 6).filter((d) => d <= span).map((d) => x0 + d) : [x0];
+  for (const v of xTicks) {
+    root.append(svg('line', { x1: sx(v), x2: sx(v), y1: H - M.bottom, y2: H - M.bottom + 4, class: 'grid' }),
+      svg('text', { x: sx(v), y: H - M.bottom + 16, 'text-anchor': 'middle', class: 'axis x-tick' }, fmtMs(v)));
+  }
+  root.append(svg('text', { x: (W + M.left - M.right) / 2, y: H - 4, 'text-anchor': 'middle', class: 'axis' }, 'Time since the trace began'),
+    svg('path', { d: steps(t.reserved_bytes), class: 'line', stroke: COLORS.in_use, fill: 'none', dataset: { series: 'reserved' } }),
+    svg('path', { d: steps(t.allocated_bytes), class: 'line', stroke: COLORS.heap, fill: 'none', dataset: { series: 'allocated' } }));
+  const s = mem.summary;
+  root.append(svg('circle', { cx: sx(s.peak_reserved_time_ms), cy: sy(s.peak_reserved_bytes), r: 4, class: 'peak', 'data-tip': `Peak reserved ${fmtBytes(s.peak_reserved_bytes)} at ${fmtMs(s.peak_reserved_time_ms)}` }));
+  const guide = svg('line', { class: 'guide', y1: M.top, y2: H - M.bottom, x1: -10, x2: -10 });
+  root.append(guide);
+  const panel = h('div', { class: 'mem-hover', 'aria-live': 'polite' }, h('span', { class: 'muted' }, 'Hover the chart for the event at that time.'));
+  let current = -1;
+  const show = (k) => {
+    current = Math.max(0, Math.min(n - 1, k));
+    const x = sx(t.time_ms[current]);
+    guide.setAttribute('x1', x);
+    guide.setAttribute('x2', x);
+    panel.replaceChildren(hoverText(t, current, true));
+  };
+  root.addEventListener('mousemove', (e) => {
+    const box = root.getBoundingClientRect();
+    const vx = ((e.clientX - box.left) / box.width) * W;
+    show(nearest(t.time_ms, x0 + ((vx - M.left) / (W - M.left - M.right)) * (x1 - x0)));
+  });
+  root.addEventListener('keydown', (e) => {
+    const step = { ArrowRight: 1, ArrowLeft: -1, PageDown: 50, PageUp: -50 }[e.key];
+    if (step === undefined) return;
+    e.preventDefault();
+    show(current < 0 ? 0 : current + step);
+  });
+  const legend = h('ul', { class: 'legend' }, [['Reserved (allocated + cache)', COLORS.in_use], ['Allocated (live tensors)', COLORS.heap]]
+    .map(([label, color]) => h('li', {}, h('span', { class: 'swatch', style: { background: color } }), label)));
+  const sampled = mem.snapshot_count > mem.timeline_points
+    ? h('p', { class: 'muted' }, `${fmtInt(mem.snapshot_count)} allocator events shown as ${fmtInt(mem.timeline_points)} points, each the largest of its span (the peak is kept).`)
+    : null;
+  return card('Memory timeline', h('figure', { class: 'chart-box' }, root, legend), panel, sampled);
+}
+
 function liveTable(mem) {
+  if (mem.terms === 'pytorch') {
+    const columns = [
+      { key: 'op_name', label: 'Op name', format: (v) => code(v) },
+      { key: 'allocation_bytes', label: 'Size', numeric: true, format: fmtBytes },
+      { key: 'occurrences', label: 'Occurrences', numeric: true, format: fmtInt },
+    ];
+    return card('Memory breakdown at the peak of reserved memory', dataTable({ columns, rows: mem.live_at_peak, name: 'live_at_peak',
+      caption: 'Allocations live at the peak', filterable: true, placeholder: 'Filter by op name… (/)',
+      sort: { key: 'allocation_bytes', desc: true } }));
+  }
   const columns = [
     { key: 'op_name', label: 'Op name', format: (v) => code(v) },
     { key: 'allocation_bytes', label: 'Allocation size', numeric: true, format: fmtBytes },
@@ -134,7 +226,8 @@ export async function render(root, data, ctx) {
   const body = h('div', { class: 'memory-body' });
   const draw = (i) => {
     const mem = memories[i];
-    body.replaceChildren(summaryCard(mem, i), timelineChart(mem), liveTable(mem));
+    const summary = mem.terms === 'pytorch' ? torchSummaryCard(mem, i) : summaryCard(mem, i);
+    body.replaceChildren(summary, timelineChart(mem), liveTable(mem));
     body.dataset.memory = `${mem.host}/${mem.memory_id}`;
   };
   const select = h('select', { id: 'memory-select', 'aria-label': 'Memory',
