@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import re
-import weakref
 from dataclasses import dataclass, field
 
 from google.protobuf.message import DecodeError
@@ -71,21 +70,9 @@ def module_from_proto(program_id: int, proto: hlo_pb2.HloProto) -> HloModule:
     )
 
 
-# Profiles are unhashable dataclasses: key by identity, checked through a weak reference.
-_CACHE: dict[int, tuple[weakref.ref[Profile], dict[int, HloModule]]] = {}
-_CACHE_MAX = 4
-
-
 def hlo_modules(profile: Profile) -> dict[int, HloModule]:
     """Program id -> module, for every readable ``Hlo Proto`` of the profile (cached)."""
-    found = _CACHE.get(id(profile))
-    if found is not None and found[0]() is profile:
-        return found[1]
-    modules = _read(profile)
-    if len(_CACHE) >= _CACHE_MAX:
-        _CACHE.pop(next(iter(_CACHE)))
-    _CACHE[id(profile)] = (weakref.ref(profile), modules)
-    return modules
+    return profile.derived("hlo_modules", lambda: _read(profile))
 
 
 def _read(profile: Profile) -> dict[int, HloModule]:

@@ -12,9 +12,10 @@ same clock for every plane of a host.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -29,6 +30,9 @@ from stepscope.xspace.wire import (
 )
 
 PyStat = int | float | str | bytes | None
+
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,17 @@ class Profile:
     meta_stats: Stats
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Values derived from the columns, computed once (see `derived`); freed with the profile.
+    _derived: dict[Hashable, Any] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()`` once per profile and ``key``: the one cache of values derived from a
+        profile's columns (event types, ...), so no module keeps its own memo of profiles."""
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return self._derived[key]
 
     # ---- sizes and derived columns -------------------------------------------------------
     @property

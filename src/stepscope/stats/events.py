@@ -8,7 +8,6 @@ O(events) NumPy work. Types are small ints; a higher value wins where events ove
 from __future__ import annotations
 
 import re
-import weakref
 from collections.abc import Callable
 from enum import IntEnum
 
@@ -223,12 +222,6 @@ def not_work_category(profile: Profile) -> np.ndarray:
     return np.isin(category, ids) if ids else np.zeros(profile.n_events, dtype=bool)
 
 
-# Several intermediates type the same profile's events; the last few results are kept
-# (keyed by profile identity, checked through a weak reference).
-_RECENT: dict[tuple[int, bool | None], tuple[weakref.ref[Profile], np.ndarray]] = {}
-_RECENT_MAX = 4
-
-
 def classify_events(profile: Profile, has_device: bool | None = None) -> np.ndarray:
     """The `EventType` of every event (int16), NOT_COUNTED for events that are not work.
     The result is shared between callers: do not modify it.
@@ -238,16 +231,14 @@ def classify_events(profile: Profile, has_device: bool | None = None) -> np.ndar
     memcpy direction, ``nccl*`` collectives, else 16- or 32-bit compute. Events on other planes
     (``/host:metadata``, ``Task Environment``, CUPTI overhead...) are not counted.
     """
-    key = (id(profile), has_device)
-    found = _RECENT.get(key)
-    if found is not None and found[0]() is profile:
-        return found[1]
-    out = _classify(profile, has_device)
-    out.flags.writeable = False
-    if len(_RECENT) >= _RECENT_MAX:
-        _RECENT.pop(next(iter(_RECENT)))
-    _RECENT[key] = (weakref.ref(profile), out)
-    return out
+    return profile.derived(
+        ("event_types", has_device), lambda: _read_only(_classify(profile, has_device))
+    )
+
+
+def _read_only(types: np.ndarray) -> np.ndarray:
+    types.flags.writeable = False
+    return types
 
 
 def _classify(profile: Profile, has_device: bool | None) -> np.ndarray:

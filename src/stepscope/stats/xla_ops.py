@@ -9,7 +9,6 @@ the events carry in ``tf_op``.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,20 +100,12 @@ class XlaEvents:
         return bool(self.ops)
 
 
-_CACHE: dict[int, tuple[weakref.ref[Profile], XlaEvents]] = {}
 _NO_IDS = np.zeros(0, dtype=np.int64)
 
 
 def xla_events(profile: Profile) -> XlaEvents:
     """Every event with ``program_id`` + ``hlo_op`` whose instruction the profile's HLO has."""
-    found = _CACHE.get(id(profile))
-    if found is not None and found[0]() is profile:
-        return found[1]
-    result = _build(profile)
-    if len(_CACHE) >= 4:
-        _CACHE.pop(next(iter(_CACHE)))
-    _CACHE[id(profile)] = (weakref.ref(profile), result)
-    return result
+    return profile.derived("xla_events", lambda: _build(profile))
 
 
 def _build(profile: Profile) -> XlaEvents:
