@@ -68,6 +68,7 @@ class StepDb:
     # where the kept steps' "All Others" sits on their thread, and (with the stack sampler's
     # lines) which Python functions ran then
     untraced: Untraced = field(default_factory=lambda: Untraced(""))
+    event: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # step markers
 
     @property
     def n_steps(self) -> int:
@@ -316,4 +317,5 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
         ill_formed,
         dropped,
         untraced,
+        markers.event[keep],
     )

@@ -40,7 +40,7 @@ from stepscope.stats.trace_index.search import NameIndex, build_name_index, inde
 from stepscope.stats.trace_index.segments import group_starts, stable_argsort
 from stepscope.stats.trace_index.tracks import Steps, find_steps
 
-INDEX_VERSION = 2  # bump whenever the index layout or its algorithms change
+INDEX_VERSION = 3  # bump whenever the index layout or its algorithms change
 
 
 @dataclass

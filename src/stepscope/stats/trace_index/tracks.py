@@ -111,44 +111,16 @@ class Steps:
 
 
 def find_steps(profile: Profile) -> Steps:
-    """Step markers: TF ``train``-style events with ``_r`` and ``step_num``; else PyTorch
-    ``ProfilerStep#N``; else events of device ``Steps`` lines; else any ``step_num`` event.
-    """
-    names = profile.strings
-    step_num = profile.stat("step_num")
-    candidates: list[np.ndarray] = []
-    if step_num.present.any():
-        root = profile.stat("_r").present
-        ids = [names.id_of(n) for n in STEP_NAMES if names.id_of(n) >= 0]
-        marked = np.flatnonzero(step_num.present & root & np.isin(profile.name, ids))
-        candidates.append(marked)
-    pt_ids = {
-        i: int(m.group(1)) for i, s in enumerate(names.strings) if (m := _PROFILER_STEP.match(s))
-    }
-    if pt_ids:
-        candidates.append(np.flatnonzero(np.isin(profile.name, list(pt_ids))))
-    step_lines = [line for line in profile.lines if line.name == "Steps" and line.event_count]
-    if step_lines:
-        candidates.append(
-            np.concatenate(
-                [
-                    np.arange(*profile.events_of_line(line).indices(profile.n_events))
-                    for line in step_lines
-                ]
-            )
-        )
-    if step_num.present.any():
-        candidates.append(np.flatnonzero(step_num.present & (profile.dur_ns > 0)))
-    chosen = next((c for c in candidates if len(c)), np.zeros(0, np.int64))
-    chosen = chosen[np.argsort(profile.start_ns[chosen], kind="stable")][:MAX_STEPS]
-    numbers = step_num.as_int(-1)[chosen]
-    if pt_ids and len(chosen) and np.all(numbers < 0):
-        numbers = np.array([pt_ids.get(int(n), -1) for n in profile.name[chosen]], np.int64)
-    missing = numbers < 0
-    numbers[missing] = np.arange(len(chosen))[missing]
+    """The steps of the step database (`stepscope.stats.steps.breakdown`), the ones the
+    overview and every other tool show (at most ``MAX_STEPS``)."""
+    from stepscope.stats.steps.breakdown import build_step_db
+
+    db = build_step_db(profile)
+    order = np.argsort(db.start_ns, kind="stable")[:MAX_STEPS]
+    event = db.event[order] if len(db.event) == db.n_steps else np.full(len(order), -1)
     return Steps(
-        numbers.astype(np.int64),
-        profile.start_ns[chosen].astype(np.int64),
-        profile.dur_ns[chosen].astype(np.int64),
-        chosen.astype(np.int64),
+        db.step_num[order].astype(np.int64),
+        db.start_ns[order].astype(np.int64),
+        db.dur_ns[order].astype(np.int64),
+        event.astype(np.int64),
     )
