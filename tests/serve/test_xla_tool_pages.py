@@ -86,3 +86,20 @@ def test_memory_viewer_page(page_for: tuple[Any, Recorder], gpu_server: Any) -> 
     again = tool_json(gpu_server, "memory_viewer", run, "vm", module=str(other["program_id"]))
     assert check_fields(page, again) >= 4
     assert not rec.errors
+
+
+def test_graph_viewer_page(page_for: tuple[Any, Recorder], gpu_server: Any) -> None:
+    page, rec = page_for
+    run = run_of(gpu_server, "jaxgpu")
+    goto(page, gpu_server.url, "graph_viewer", run, "gpu0", depth="1")
+    data = tool_json(gpu_server, "graph_viewer", run, "gpu0", depth="1")
+    graph = 'figure[data-chart="hlo_graph"]'
+    assert len(page.query_selector_all(f"{graph} g.node")) == len(data["nodes"])
+    assert len(page.query_selector_all(f"{graph} line.edge")) == len(data["edges"])
+    center = page.get_attribute(f'{graph} g.node[data-distance="0"]', "data-name")
+    assert center == data["node"]
+    # Click an operand: the graph re-centers on it.
+    target = next(n["name"] for n in data["nodes"] if n["distance"] == -1)
+    page.click(f'{graph} g.node[data-name="{target}"]')
+    page.wait_for_selector(f'{graph} g.node[data-distance="0"][data-name="{target}"]')
+    assert not rec.errors

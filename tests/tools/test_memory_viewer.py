@@ -76,3 +76,35 @@ def test_heap_curve_equals_xprofs(tmp_path: Path) -> None:
     assert {b["logicalBufferId"] for b in xprof["maxHeap"] if b["logicalBufferId"] >= 0} == {
         b["buffer_id"] for b in data["live_at_peak"] if b["size_mib"] >= 0.01
     }
+
+
+def _graph(relative: str, **options: str) -> dict[str, Any]:
+    run = open_run(str(FIXTURES / relative))
+    spec = get_tool("graph_viewer")
+    ctx = ToolContext(run, spec.resolve_host(run, None), options=spec.parse_options(options))
+    return spec.build(ctx).to_json()  # type: ignore[no-any-return]
+
+
+def test_graph_viewer_centers_on_the_slowest_op_and_walks_both_ways() -> None:
+    data = _graph("xspace/gpu_jax_fused_attention.xplane.pb", depth="1")
+    assert data["module"] == "jit_loss_fn" and data["node"] == "te_fused_attn_backward_ffi.18"
+    by_name = {n["name"]: n for n in data["nodes"]}
+    assert by_name["te_fused_attn_backward_ffi.18"]["distance"] == 0
+    assert by_name["te_fused_attn_backward_ffi.18"]["time_us"] == pytest.approx(2330.62)
+    assert by_name["qkv.1"]["distance"] == -1  # an operand
+    assert any(n["distance"] == 1 for n in data["nodes"])  # a user
+    names = set(by_name)
+    assert all(e["from"] in names and e["to"] in names for e in data["edges"])
+    assert {"from": "qkv.1", "to": "te_fused_attn_backward_ffi.18"} in data["edges"]
+    deeper = _graph("xspace/gpu_jax_fused_attention.xplane.pb", depth="3")
+    assert len(deeper["nodes"]) > len(data["nodes"])
+    assert max(abs(n["distance"]) for n in deeper["nodes"]) <= 3
+
+
+def test_graph_viewer_on_a_cpu_profile_and_bad_names() -> None:
+    data = _graph("jax/cnn_cpu", node="conv_general_dilated.5")
+    assert data["module"] == "jit_train_step" and data["nodes"]
+    center = next(n for n in data["nodes"] if n["distance"] == 0)
+    assert center["opcode"] == "convolution" and center["time_us"] is None
+    with pytest.raises(ToolUsageError, match="no instruction"):
+        _graph("jax/cnn_cpu", node="nope")

@@ -115,6 +115,7 @@ TOOL_MODULES = (
     "hlo_stats",
     "roofline_model",
     "memory_viewer",
+    "graph_viewer",
     "memory_profile",
     "tf_data_bottleneck_analysis",
     "pod_viewer",

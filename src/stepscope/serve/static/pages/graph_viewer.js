@@ -1,0 +1,74 @@
+// Graph viewer: the HLO graph around one instruction, operands to the left and users to the
+// right by hops, drawn as boxes and arrows; click a box to center on it. Fields:
+// docs/tools/graph_viewer.md.
+import { card, code, fmtUs, h, note, svg } from '../util.js';
+import { ensureStyles, tile } from './_gpu_tools.js';
+
+const BOX_W = 190;
+const BOX_H = 40;
+const GAP_X = 70;
+const GAP_Y = 14;
+const COLORS = { fusion: '#e8f0fe', 'custom-call': '#fce8e6', parameter: '#e6f4ea', constant: '#f1f3f4' };
+
+function fill(node) {
+  if (node.distance === 0) return '#fbbc04';
+  if (node.category.endsWith('fusion')) return COLORS.fusion;
+  return COLORS[node.opcode] || '#ffffff';
+}
+
+function drawGraph(data, ctx) {
+  const nodes = data.nodes || [];
+  const layers = [...new Set(nodes.map((n) => n.distance))].sort((a, b) => a - b);
+  const pos = {};
+  let rows = 0;
+  layers.forEach((d, col) => {
+    nodes.filter((n) => n.distance === d).forEach((n, row) => {
+      pos[n.name] = { x: 10 + col * (BOX_W + GAP_X), y: 10 + row * (BOX_H + GAP_Y) };
+      rows = Math.max(rows, row + 1);
+    });
+  });
+  const W = 20 + layers.length * (BOX_W + GAP_X) - GAP_X;
+  const H = 20 + rows * (BOX_H + GAP_Y);
+  const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, width: Math.min(W, 1400), role: 'img',
+    'aria-label': `HLO graph around ${data.node}` },
+  svg('defs', {}, svg('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: 'auto' },
+    svg('path', { d: 'M0,0 L10,5 L0,10 z', fill: '#5f6368' }))));
+  for (const e of data.edges || []) {
+    const a = pos[e.from];
+    const b = pos[e.to];
+    if (!a || !b) continue;
+    root.append(svg('line', { class: 'edge', x1: a.x + BOX_W, y1: a.y + BOX_H / 2, x2: b.x, y2: b.y + BOX_H / 2,
+      stroke: '#5f6368', 'marker-end': 'url(#arrow)', dataset: { from: e.from, to: e.to } }));
+  }
+  for (const n of nodes) {
+    const p = pos[n.name];
+    const label = n.name.length > 26 ? `${n.name.slice(0, 25)}…` : n.name;
+    const g = svg('g', { class: 'node', tabindex: '0', role: 'button', dataset: { name: n.name, distance: String(n.distance) },
+      onclick: () => ctx.setOption('node', n.name),
+      onkeydown: (ev) => { if (ev.key === 'Enter') ctx.setOption('node', n.name); } },
+    svg('rect', { x: p.x, y: p.y, width: BOX_W, height: BOX_H, rx: 4, fill: fill(n), stroke: '#5f6368' }),
+    svg('text', { x: p.x + 6, y: p.y + 16, class: 'node-name' }, label),
+    svg('text', { x: p.x + 6, y: p.y + 32, class: 'muted' }, `${n.category}${n.time_us !== null ? ` · ${fmtUs(n.time_us)}` : ''}`),
+    svg('title', {}, `${n.expression}\n${n.tf_op_name || ''}`));
+    root.append(g);
+  }
+  return h('figure', { class: 'graph', dataset: { chart: 'hlo_graph' }, style: { overflowX: 'auto' } }, root);
+}
+
+export async function render(root, data, ctx) {
+  ensureStyles();
+  const center = (data.nodes || []).find((n) => n.distance === 0) || {};
+  root.append(
+    card('Center', h('div', { class: 'metric-row' },
+      tile('Program', h('span', {}, `${data.module}(${data.program_id})`)),
+      tile('Instruction', code(data.node)),
+      tile('Category', h('span', {}, center.category || '–')),
+      tile('Framework op', code(center.tf_op_name || '–')),
+      tile('Device time', h('span', {}, center.time_us !== null && center.time_us !== undefined ? fmtUs(center.time_us) : '–'))),
+    h('p', {}, code(center.expression || ''))),
+    card(`Graph (${data.depth} hops; operands left, users right)`,
+      data.truncated ? note(`Only the first nodes of the walk are shown; lower the depth.`, 'warn') : null,
+      drawGraph(data, ctx),
+      h('p', { class: 'muted' }, 'Click an instruction to center the graph on it; hover for its HLO expression. The node, module and depth options are above.')),
+  );
+}

@@ -1,0 +1,188 @@
+"""Graph viewer: the HLO graph around one instruction of an XLA program: its operands and
+users to a chosen depth, with shapes, categories and framework ops. Fields:
+docs/tools/graph_viewer.md."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from stepscope.model import Profile
+from stepscope.model.hlo import HloModule, hlo_modules
+from stepscope.stats.hlo_cost import category
+from stepscope.stats.hlo_memory import program_memory
+from stepscope.stats.xla_ops import expression
+from stepscope.tools import _analysis as analysis
+from stepscope.tools.context import ToolContext
+from stepscope.tools.registry import ToolOption, ToolSpec, ToolUsageError
+from stepscope.xspace.proto import hlo_pb2
+
+MAX_NODES = 200
+MODULE = ToolOption(
+    "module", "the program: name (jit_train_step) or id; default: the one with most time", ""
+)
+NODE = ToolOption("node", "the HLO instruction at the center; default: the one with most time", "")
+DEPTH = ToolOption(
+    "depth", "operand/user hops shown around the node", "2", ("1", "2", "3", "4", "5")
+)
+
+
+def _users(module: HloModule, computation: int) -> dict[int, list[int]]:
+    users: dict[int, list[int]] = {}
+    for inst in module.computations[computation].instructions:
+        for operand in inst.operand_ids:
+            users.setdefault(operand, []).append(inst.id)
+    return users
+
+
+def neighbourhood(
+    module: HloModule, center: hlo_pb2.HloInstructionProto, depth: int
+) -> tuple[dict[int, int], list[tuple[int, int]], bool]:
+    """(instruction id -> signed distance: operands negative, users positive; edges operand ->
+    user among them; whether MAX_NODES cut the walk short)."""
+    computation = module.computation_of[center.id]
+    users = _users(module, computation)
+    distance = {center.id: 0}
+    cut = False
+    for sign, step in (
+        (-1, lambda i: list(module.by_id[i].operand_ids)),
+        (1, lambda i: users.get(i, [])),
+    ):
+        queue = deque([(center.id, 0)])
+        while queue:
+            node, hops = queue.popleft()
+            if hops == depth:
+                continue
+            for nxt in step(node):
+                if nxt in distance or nxt not in module.by_id:
+                    continue
+                if len(distance) >= MAX_NODES:
+                    cut = True
+                    break
+                distance[nxt] = sign * (hops + 1)
+                queue.append((nxt, hops + 1))
+    edges = [
+        (operand, i)
+        for i in distance
+        for operand in module.by_id[i].operand_ids
+        if operand in distance
+    ]
+    return distance, edges, cut
+
+
+@dataclass(frozen=True)
+class GraphView:
+    module: HloModule | None  # None: the profile has no HLO (the tool is not listed then)
+    center: hlo_pb2.HloInstructionProto | None
+    depth: int
+    time_ns: dict[str, int]  # instruction name -> device time, where measured
+
+    def to_json(self) -> dict[str, Any]:
+        if self.module is None or self.center is None:
+            return {
+                "module": "",
+                "program_id": None,
+                "node": "",
+                "depth": self.depth,
+                "truncated": False,
+                "nodes": [],
+                "edges": [],
+            }
+        distance, edges, cut = neighbourhood(self.module, self.center, self.depth)
+        nodes = []
+        for inst_id, dist in sorted(distance.items(), key=lambda kv: (kv[1], kv[0])):
+            inst = self.module.by_id[inst_id]
+            nodes.append(
+                {
+                    "name": inst.name,
+                    "opcode": inst.opcode,
+                    "category": category(inst),
+                    "distance": dist,
+                    "tf_op_name": inst.metadata.op_name,
+                    "expression": expression(self.module, inst),
+                    "time_us": round(self.time_ns[inst.name] / 1e3, 3)
+                    if inst.name in self.time_ns
+                    else None,
+                }
+            )
+        by_id = self.module.by_id
+        return {
+            "module": self.module.name,
+            "program_id": self.module.program_id,
+            "node": self.center.name,
+            "depth": self.depth,
+            "truncated": cut,
+            "nodes": nodes,
+            "edges": [{"from": by_id[a].name, "to": by_id[b].name} for a, b in edges],
+        }
+
+
+def _pick_module(
+    profile: Profile, wanted: str, time_ns: dict[tuple[int, str], int]
+) -> HloModule | None:
+    modules = hlo_modules(profile)
+    if wanted:
+        for m in modules.values():
+            if wanted in (m.name, str(m.program_id), f"{m.name}({m.program_id})"):
+                return m
+        names = ", ".join(sorted({m.name for m in modules.values()}))
+        raise ToolUsageError(f"option module={wanted[:60]!r}: no such program; programs: {names}")
+    per_program: dict[int, int] = {}
+    for (program, _), ns in time_ns.items():
+        per_program[program] = per_program.get(program, 0) + ns
+
+    # Most device time; without device events (CPU), the largest memory peak: the training
+    # step rather than the helper programs that seed random numbers.
+    def peak(m: HloModule) -> int:
+        memory = program_memory(m)
+        return memory.peak_bytes if memory is not None else 0
+
+    return max(
+        modules.values(),
+        key=lambda m: (per_program.get(m.program_id, 0), peak(m), -m.program_id),
+        default=None,
+    )
+
+
+def build(ctx: ToolContext) -> GraphView:
+    host = ctx.hosts[0]
+    rows = analysis.hlo_metrics(ctx, host).rows
+    time_ns = {(r.op.program_id, r.op.name): r.total_ns for r in rows}
+    module = _pick_module(ctx.profiles()[0], ctx.option("module", ""), time_ns)
+    depth = int(ctx.option("depth", "2"))
+    if module is None:
+        return GraphView(None, None, depth, {})
+    mine = {name: ns for (program, name), ns in time_ns.items() if program == module.program_id}
+    wanted = ctx.option("node", "")
+    if wanted:
+        center = module.instruction(wanted)
+        if center is None:
+            raise ToolUsageError(
+                f"option node={wanted[:60]!r}: no instruction of that name in {module.name}"
+            )
+    elif mine:
+        center = module.by_name[max(mine, key=lambda n: (mine[n], n))]
+    else:  # no device time (a CPU profile): the entry computation's root
+        entry = module.entry
+        root = module.by_id.get(entry.root_id) if entry is not None else None
+        center = root or next(iter(module.by_id.values()))
+    return GraphView(module, center, depth, mine)
+
+
+def available(ctx: ToolContext) -> bool:
+    return any(
+        ctx.intermediate(h, "xla.has_hlo", lambda p: bool(hlo_modules(p))) for h in ctx.hosts
+    )
+
+
+TOOL = ToolSpec(
+    name="graph_viewer",
+    title="Graph viewer",
+    description="The HLO graph around an op: operands and users to a depth, with shapes and time.",
+    build=build,
+    multi_host=False,
+    options=(MODULE, NODE, DEPTH),
+    available=available,
+    order=65,
+)
