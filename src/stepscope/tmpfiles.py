@@ -1,7 +1,8 @@
 """Temporary files of atomic saves, and removing the ones a killed process left behind.
 
-Every atomic save (a profile, a cache entry) writes ``.tmp-<host>-<pid>-<random>`` beside its
-target and renames it into place. A process killed mid-save (SIGKILL, power loss) leaves
+Every atomic save (a profile, a cache entry, a host summary, a baseline) goes through
+`write_bytes` or `directory`: it writes ``.tmp-<host>-<pid>-<random>`` beside its target and
+renames it into place. A process killed mid-save (SIGKILL, power loss) leaves
 that file or directory behind; `sweep_stale` removes such leftovers of processes that no
 longer run on this host, and any leftover older than a day (another host's, or a reused
 pid). Standard library only: capture, model and xspace all use it.
@@ -16,6 +17,7 @@ import shutil
 import socket
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 PREFIX = ".tmp-"
@@ -87,3 +89,38 @@ def sweep_stale(directory: Path) -> int:
                 path.unlink()
             removed += 1
     return removed
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically: readers see the old file or the new one, never
+    half of it (parent directories created, stale leftovers swept first). On failure nothing
+    is left behind and the OSError names the path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale(target.parent)
+    handle, tmp = mkstemp(target.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+@contextlib.contextmanager
+def directory(target: Path) -> Iterator[Path]:
+    """A temporary directory to fill, renamed over ``target`` when the block ends without
+    error and removed otherwise, so readers never see half of it."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale(target.parent)
+    tmp = Path(tempfile.mkdtemp(prefix=tmp_prefix(), dir=target.parent))
+    try:
+        yield tmp
+        if target.exists():
+            shutil.rmtree(target, ignore_errors=True)
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

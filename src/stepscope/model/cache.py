@@ -15,8 +15,6 @@ import hashlib
 import json
 import logging
 import os
-import shutil
-import tempfile
 import zlib
 from collections.abc import Mapping
 from dataclasses import asdict
@@ -122,20 +120,11 @@ def write_entry(target: Path, arrays: Mapping[str, np.ndarray], header: Any) -> 
     atomically: a temporary directory renamed into place, so readers never see half of it.
     A manifest of every file's size and CRC-32 is written last (see `verify_entry`); stale
     temporary directories of killed saves are removed first."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmpfiles.sweep_stale(target.parent)
-    tmp = Path(tempfile.mkdtemp(prefix=tmpfiles.tmp_prefix(), dir=target.parent))
-    try:
+    with tmpfiles.directory(target) as tmp:
         for name, array in arrays.items():
             np.save(tmp / f"{name}.npy", array)
         (tmp / "header.json").write_text(json.dumps(header))
         (tmp / MANIFEST).write_text(json.dumps(_describe(tmp)))
-        if target.exists():
-            shutil.rmtree(target, ignore_errors=True)
-        os.replace(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def verify_entry(target: Path) -> bool:

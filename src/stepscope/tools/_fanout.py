@@ -15,13 +15,12 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
-import os
 import pickle
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stepscope import tmpfiles
 from stepscope._version import __version__
 from stepscope.errors import StepscopeError
 from stepscope.executor import Executor, HostTask, InlineExecutor, content_hash, make_executor
@@ -93,11 +92,7 @@ def _read_summary(path: Path) -> HostSummary | None:
 
 def _write_summary(path: Path, summary: HostSummary) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(summary, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
+        tmpfiles.write_bytes(path, pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL))
     except OSError as exc:  # a read-only cache must not stop the analysis
         log.warning("could not write summary cache %s: %s", path, exc)
 

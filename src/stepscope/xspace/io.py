@@ -164,18 +164,7 @@ def write_xspace(space: XSpace, path: str | os.PathLike[str], compress: bool = F
     data = space.SerializeToString()
     if compress:
         data = gzip.compress(data, compresslevel=6)
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmpfiles.sweep_stale(target.parent)  # leftovers of saves killed mid-write
-    handle, tmp_name = tmpfiles.mkstemp(target.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    return target
+    return tmpfiles.write_bytes(path, data)
 
 
 def write_url(url: str, data: bytes) -> None:

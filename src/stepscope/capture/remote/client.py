@@ -20,13 +20,13 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from stepscope import tmpfiles
 from stepscope.capture.options import ProfilerOptions, resolve_options
 from stepscope.capture.remote import require_grpc
 from stepscope.capture.remote.paths import (
@@ -110,18 +110,6 @@ def fallback_dir() -> Path:
 
         root = platformdirs.user_cache_dir("stepscope")
     return repository_root(Path(root) / "unsaved_captures")
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _reason(grpc: Any, err: Any) -> str:
@@ -305,11 +293,11 @@ class CaptureJob:
         target = self.run_dir / host_file(worker.address)
         if data:
             try:
-                _write_atomically(target, data)
+                tmpfiles.write_bytes(target, data)
                 worker.path, worker.size_bytes, worker.reason = target, len(data), ""
             except OSError as exc:  # the recording is kept, elsewhere, and we say where
                 fallback = fallback_dir() / self.session_id / host_file(worker.address)
-                _write_atomically(fallback, data)
+                tmpfiles.write_bytes(fallback, data)
                 worker.path, worker.size_bytes = fallback, len(data)
                 worker.reason = (
                     f"cannot write {target} ({exc.strerror or exc}); saved to {fallback}"

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 
+from stepscope import tmpfiles
 from stepscope.errors import StepscopeError
 from stepscope.stats.steps.sources import SOURCES
 
@@ -41,16 +42,10 @@ def run(args: argparse.Namespace) -> int:
         raise StepscopeError(
             f"-o {args.output}: is a directory; give a file name such as base.json"
         )
-    tmp = f"{args.output}.tmp{os.getpid()}"
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, args.output)  # never a half-written baseline
+        tmpfiles.write_bytes(args.output, text.encode("utf-8"))  # never a half-written baseline
     except OSError as exc:
         raise StepscopeError(f"-o {args.output}: cannot write ({exc.strerror})") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     print(
         f"wrote {args.output}: {summary.n_steps} steps of {summary.run} ({summary.host}), "
         f"{len(text) // 1024 + 1} KB",
