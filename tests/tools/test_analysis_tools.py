@@ -168,3 +168,14 @@ def test_cli_tool_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     two = _two_host_run(tmp_path)
     assert main(["tool", two.path, "overview_page", "--no-cache"]) == 0
     assert json.loads(capsys.readouterr().out)["host"] == ALL_HOSTS
+
+
+def test_a_pipeline_that_prefetches_is_not_told_to_add_prefetch() -> None:
+    # ctl_opt ends in prefetch(AUTOTUNE); its bottleneck is that Prefetch's empty buffer.
+    ctx = context(FIXTURES / "tf" / "ctl_opt")
+    pipeline = tool_json("input_pipeline_analyzer", ctx)
+    overview = tool_json("overview_page", ctx)
+    texts = [*pipeline["recommendations"], *(p["advice"] for p in pipeline["pipelines"])]
+    texts += [overview["recommendation"]["statement"], *overview["recommendation"]["details"]]
+    assert not [t for t in texts if "Add prefetch" in t or "and prefetch(" in t]
+    assert "already prefetches" in pipeline["recommendations"][0]

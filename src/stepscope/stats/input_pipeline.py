@@ -17,11 +17,13 @@ time) is `stepscope.stats.tf_data`; `advice_for` turns an iterator kind into adv
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from stepscope.stats.op_metrics import OpTable
+from stepscope.stats.tf_data import IteratorStat
 
 INPUT_CATEGORIES = (
     "enqueue",
@@ -100,8 +102,14 @@ def input_ops(host: OpTable) -> InputOps:
     )
 
 
-def advice_for(kind: str, python_stages: bool = False) -> str:
-    """What to do when an iterator of ``kind`` is the input bottleneck."""
+def has_prefetch(iterators: Iterable[IteratorStat]) -> bool:
+    """Whether a pipeline already prefetches (a ``Prefetch`` iterator in it)."""
+    return any(it.name.startswith("Prefetch") for it in iterators)
+
+
+def advice_for(kind: str, python_stages: bool = False, prefetches: bool = False) -> str:
+    """What to do when an iterator of ``kind`` is the input bottleneck; ``prefetches``: the
+    pipeline already has a Prefetch (never advise adding one then)."""
     if python_stages:
         return (
             "A Python data stage is the bottleneck: run it in parallel "
@@ -126,9 +134,17 @@ def advice_for(kind: str, python_stages: bool = False) -> str:
             "work, and vectorize the map (map after batch)."
         )
     if "filter" in lowered or "batch" in lowered:
+        return "Filter/batch is waiting on its input: add parallelism upstream " + (
+            "(num_parallel_calls on the maps before it)."
+            if prefetches
+            else "(num_parallel_calls on the maps before it) and prefetch(tf.data.AUTOTUNE)."
+        )
+    if "prefetch" in lowered or prefetches:
         return (
-            "Filter/batch is waiting on its input: add parallelism upstream "
-            "(num_parallel_calls on the maps before it) and prefetch(tf.data.AUTOTUNE)."
+            "The pipeline already prefetches, yet the step waits on an empty prefetch buffer: "
+            "the stages before Prefetch produce elements too slowly. Parallelize them "
+            "(num_parallel_calls=tf.data.AUTOTUNE), cache() their output, or raise the "
+            "prefetch buffer size."
         )
     return (
         "Add prefetch(tf.data.AUTOTUNE) at the end of the pipeline so input preparation "

@@ -10,7 +10,7 @@ from typing import Any
 
 from stepscope.stats import StepStats
 from stepscope.stats.advice import InputBound, classify_steps
-from stepscope.stats.input_pipeline import INPUT_CATEGORIES, advice_for, input_ops
+from stepscope.stats.input_pipeline import INPUT_CATEGORIES, advice_for, has_prefetch, input_ops
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import ToolSpec
@@ -164,7 +164,9 @@ def build(ctx: ToolContext) -> InputPipelineAnalysis:
                     p.max_latency_ns / 1e6,
                     found[0] if found else "",
                     p.bottleneck_self_ns / 1e6,
-                    advice_for(found[1], p.python_stages) if found else "",
+                    advice_for(found[1], p.python_stages, has_prefetch(p.iterators))
+                    if found
+                    else "",
                 )
             )
     pipelines.sort(key=lambda p: -p.bottleneck_self_ms)

@@ -20,7 +20,7 @@ from stepscope.stats.advice import (
 )
 from stepscope.stats.device import DeviceInfo
 from stepscope.stats.diagnostics.base import Finding
-from stepscope.stats.input_pipeline import advice_for
+from stepscope.stats.input_pipeline import advice_for, has_prefetch
 from stepscope.stats.kernel_rules import PRECISIONS, REDUCED_PRECISIONS
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
@@ -273,7 +273,7 @@ def build(ctx: ToolContext) -> OverviewPage:
         if found:
             advice = (
                 f"Input pipeline bottleneck: {found[0]}. "
-                f"{advice_for(found[1], pipeline.python_stages)}"
+                f"{advice_for(found[1], pipeline.python_stages, has_prefetch(pipeline.iterators))}"
             )
             break
     top = _top_findings(ctx)
