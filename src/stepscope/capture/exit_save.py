@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
+from stepscope import log
+
 _save_partial: Callable[[str], Path | None] | None = None
 _install_lock = threading.Lock()
 
@@ -46,10 +48,10 @@ def _save(reason: str) -> None:
     try:
         run_dir = _save_partial(reason)
     except BaseException as exc:  # exiting: say it, never raise from an exit hook
-        print(f"stepscope: could not save the partial profile: {exc}", file=sys.stderr)
+        log.warn(f"stepscope: could not save the partial profile: {exc}")
         return
     if run_dir is not None:
-        print(f"stepscope: saved a partial profile ({reason}): {run_dir}", file=sys.stderr)
+        log.warn(f"stepscope: saved a partial profile ({reason}): {run_dir}")
 
 
 def _at_exit() -> None:

@@ -16,8 +16,9 @@ names are interned into XSpace metadata ids only when the profile is built.
 from __future__ import annotations
 
 import itertools
-import sys
 import threading
+
+from stepscope import log
 
 TYPE_CHECKING = False  # not typing's: see stepscope.capture.options
 if TYPE_CHECKING:
@@ -40,11 +41,9 @@ class EventBudget:
 
     def report_full(self) -> None:
         """Called once, by the thread whose event was the first one over the budget."""
-        print(
+        log.warn(
             f"stepscope: max_events={self.max_events} reached; further events are dropped "
-            "and counted (raise ProfilerOptions.max_events to keep more)",
-            file=sys.stderr,
-            flush=True,
+            "and counted (raise ProfilerOptions.max_events to keep more)"
         )
 
     def close(self) -> None:

@@ -18,13 +18,13 @@ elapsed saves a profile with no events and a warning saying so.
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 
+import stepscope.capture.step as _step
+from stepscope import log
 from stepscope.capture import annotations as _annotations
 from stepscope.capture import exit_save
-from stepscope.capture import step as _step
 from stepscope.capture.host_tracer import EventBudget, HostTracer
 from stepscope.capture.options import ProfilerOptions, resolve_options
 from stepscope.errors import StepscopeError
@@ -193,11 +193,9 @@ class Session:
             bridges=self.bridges,
         )
         if result.dropped_events:
-            print(
+            log.warn(
                 f"stepscope: {result.dropped_events} events dropped (max_events="
-                f"{self.options.max_events})",
-                file=sys.stderr,
-                flush=True,
+                f"{self.options.max_events})"
             )
         space = build_xspace(result)
         if not self.write:
@@ -284,11 +282,7 @@ def _auto_stop(session: Session) -> None:
             session.finish(save=True)
         except BaseException as exc:  # kept for stop(); also told now, nobody else will
             session.error = exc
-            print(
-                f"stepscope: saving the profile after duration_ms failed: {exc}",
-                file=sys.stderr,
-                flush=True,
-            )
+            log.warn(f"stepscope: saving the profile after duration_ms failed: {exc}")
 
 
 def stop(save: bool = True) -> Path | None:

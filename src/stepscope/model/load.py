@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from stepscope import log
 from stepscope.model import cache
 from stepscope.model.from_xspace import _decode, profile_from_columns
 from stepscope.model.profile import Profile
@@ -67,7 +68,7 @@ def open_host(
     try:
         cache.save(profile, entry)
     except OSError as exc:  # a read-only cache must not stop analysis
-        print(f"stepscope: could not write cache {entry}: {exc.strerror or exc}", file=sys.stderr)
+        log.warn(f"stepscope: could not write cache {entry}: {exc.strerror or exc}")
     if say is not None:
         elapsed = time.monotonic() - started
         say(f"converted {profile.n_events:,} events in {elapsed:.1f} s (cached for next time)", 1.0)

@@ -17,11 +17,11 @@ out of the later calls. `merge_into` converts and merges everything when the pro
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from stepscope import log
 from stepscope.errors import StepscopeError
 
 if TYPE_CHECKING:
@@ -77,9 +77,10 @@ class Bridge:
 
 
 def report(message: str) -> str:
-    """Print a bridge's message to stderr the way every stepscope message looks; return it."""
+    """Tell a bridge's message the way every stepscope message looks (`stepscope.log`);
+    return it."""
     line = message if message.startswith("stepscope:") else f"stepscope: {message}"
-    print(line, file=sys.stderr, flush=True)
+    log.warn(line)
     return line
 
 

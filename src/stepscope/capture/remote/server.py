@@ -34,7 +34,6 @@ from __future__ import annotations
 import hmac
 import logging
 import os
-import sys
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -42,6 +41,7 @@ from concurrent import futures
 from pathlib import Path
 from typing import Any, NoReturn
 
+from stepscope import log as user_log
 from stepscope.capture.options import ProfilerOptions
 from stepscope.capture.remote import require_grpc
 from stepscope.capture.remote.monitor import StepSummary, monitor_text
@@ -315,12 +315,10 @@ def start(
     if not isinstance(port, int) or not 0 <= port < 65536:
         raise StepscopeError(f"stepscope.server.start: port must be 0-65535, got {port!r}")
     if not _is_loopback(host):
-        print(
+        user_log.warn(
             f"stepscope: warning: the profiler server listens on {host}: anyone who can reach "
             "this machine on that port can capture profiles of this process"
-            + ("" if token else " (pass token=... to require one)"),
-            file=sys.stderr,
-            flush=True,
+            + ("" if token else " (pass token=... to require one)")
         )
     if max_workers < CONTROL_THREADS + 1:
         raise StepscopeError("stepscope.server.start: max_workers must be at least 3")

@@ -19,13 +19,13 @@ profile's cache entry (`stepscope.model.cache.entry_dir`) under ``trace_index_v<
 from __future__ import annotations
 
 import json
-import sys
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
 
+from stepscope import log
 from stepscope.model import Profile
 from stepscope.model.cache import entry_dir, verify_entry, write_entry
 from stepscope.stats.trace_index.counters import Counter, build_counters
@@ -224,17 +224,13 @@ def open_trace_index(
     started = time.monotonic()
     index = build_trace_index(profile)
     if verbose and profile.n_events >= 1_000_000:
-        print(
+        log.info(
             f"stepscope: indexed {profile.n_events:,} events for the trace viewer in "
-            f"{time.monotonic() - started:.1f} s",
-            file=sys.stderr,
+            f"{time.monotonic() - started:.1f} s"
         )
     if target is not None:
         try:
             save_index(index, target)
         except OSError as exc:
-            print(
-                f"stepscope: could not cache the trace index {target}: {exc.strerror or exc}",
-                file=sys.stderr,
-            )
+            log.warn(f"stepscope: could not cache the trace index {target}: {exc.strerror or exc}")
     return index
