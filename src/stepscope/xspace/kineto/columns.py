@@ -276,6 +276,16 @@ class ColumnLine:
             "value": values[rows],
         }
 
+    def take_sorted_columns(self) -> dict[str, np.ndarray]:
+        """`sorted_columns`, releasing this line's buffers (the line is empty afterwards)."""
+        columns = self.sorted_columns()
+        for name in ("meta", "start", "dur"):
+            setattr(self, name, array("q"))
+        self.stat_count, self.stat_key = array("I"), array("i")
+        self.stat_kind, self.stat_value = array("b"), array("q")
+        self.extra = {}
+        return columns
+
     def to_line_builder(self, plane: PlaneBuilder) -> LineBuilder:
         """The same line as a `LineBuilder` (events as tuples with stats dicts), sorted."""
         line = plane.line(self.id, self.name, self.display_name)
@@ -373,7 +383,10 @@ class ColumnSpace(XSpaceBuilder):
         return builder.build()
 
     def to_raw_columns(self) -> RawColumns:
-        """The columnar model's input, as `wire.decode_columns` would give for `build()`."""
+        """The columnar model's input, as `wire.decode_columns` would give for `build()`.
+
+        The lines' buffers are consumed: call it (or `build`) once.
+        """
         codec = self.codec
         space_header = XSpace()
         space_header.hostnames.extend(self.hostnames)
@@ -387,7 +400,10 @@ class ColumnSpace(XSpaceBuilder):
         first = 0
         planes = self.column_planes()
         # Sorting merges the stats learnt late, which may name new stats: before the headers.
-        sorted_lines = [[line.sorted_columns() for line in plane.column_lines] for plane in planes]
+        # Each line's buffers are released once sorted (peak memory: one copy, not two).
+        sorted_lines = [
+            [line.take_sorted_columns() for line in plane.column_lines] for plane in planes
+        ]
         for plane_index, plane in enumerate(planes):
             plane_headers.append(plane.header())
             for line, columns in zip(plane.column_lines, sorted_lines[plane_index], strict=True):

@@ -82,23 +82,26 @@ _NON_BLANK = re.compile(rb"\S")
 
 def kineto_to_xspace(path: str | os.PathLike[str]) -> XSpace:
     """Read a PyTorch profiler trace (``.json`` / ``.json.gz``) into an XSpace."""
-    return _convert(*_read(path), ColumnSpace.build)
+    warnings: list[str] = []
+    return _convert([_read(path, warnings)], str(path), warnings, ColumnSpace.build)
 
 
 def kineto_to_columns(path: str | os.PathLike[str]) -> RawColumns:
     """Like `kineto_to_xspace`, but straight to the columnar model's input (no protobuf)."""
-    return _convert(*_read(path), ColumnSpace.to_raw_columns)
+    warnings: list[str] = []
+    return _convert([_read(path, warnings)], str(path), warnings, ColumnSpace.to_raw_columns)
 
 
 def kineto_bytes_to_xspace(data: bytes, source: str = "<bytes>") -> XSpace:
     """Like `kineto_to_xspace` for the (possibly gzip-compressed) bytes of a trace."""
     warnings: list[str] = []
-    return _convert(_inflate(data, source, warnings), source, warnings, ColumnSpace.build)
+    box = [_inflate(data, source, warnings)]
+    del data
+    return _convert(box, source, warnings, ColumnSpace.build)
 
 
-def _read(path: str | os.PathLike[str]) -> tuple[bytes, str, list[str]]:
-    warnings: list[str] = []
-    return _inflate(read_raw_bytes(path), str(path), warnings), str(path), warnings
+def _read(path: str | os.PathLike[str], warnings: list[str]) -> bytes:
+    return _inflate(read_raw_bytes(path), str(path), warnings)
 
 
 def _inflate(data: bytes, source: str, warnings: list[str]) -> bytes:
@@ -139,12 +142,13 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _convert(
-    data: bytes, source: str, warnings: list[str], output: Callable[[ColumnSpace], _Output]
+    box: list[bytes], source: str, warnings: list[str], output: Callable[[ColumnSpace], _Output]
 ) -> _Output:
+    """``box`` holds the trace's bytes, taken out so that they are freed once decoded (the
+    callers keep no reference: the text is the largest thing alive during the import)."""
     with _gc_paused():
         try:
-            space = _convert_unpaused(data, source, warnings)
-            del data
+            space = _convert_unpaused(box, source, warnings)
             return output(space)
         except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:
             # Events with bad fields are skipped one by one; this is damage beyond that (in
@@ -156,9 +160,8 @@ def _convert(
             ) from exc
 
 
-def _convert_unpaused(data: bytes, source: str, warnings: list[str]) -> ColumnSpace:
-    trace = decode_trace(data, source, warnings)
-    del data
+def _convert_unpaused(box: list[bytes], source: str, warnings: list[str]) -> ColumnSpace:
+    trace = decode_trace(box.pop(), source, warnings)
     doc = trace.header
     if not trace.has_events_list:
         raise ProfileFormatError(
