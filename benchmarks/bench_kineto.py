@@ -15,8 +15,9 @@ Each measurement runs in a fresh process and times, from before the library impo
 - HTA: ``TraceAnalysis(trace_dir=...)`` (parses the trace into its DataFrames) ->
   ``get_temporal_breakdown()`` (its per-rank overview: idle / compute / non-compute time).
 
-Peak MB is the process's VmHWM (resident set high-water mark) minus its RSS before the
-import. HTA runs in ``--hta-python`` (default /tmp/peervenv/bin/python, made with
+"cpu s" is the process's CPU time (less sensitive to other jobs on a shared machine than
+the wall clock). Peak MB is the process's VmHWM (resident set high-water mark) minus its RSS
+before the import. HTA runs in ``--hta-python`` (default /tmp/peervenv/bin/python, made with
 ``python -m venv /tmp/peervenv && /tmp/peervenv/bin/pip install HolisticTraceAnalysis``).
 Median of ``--repeat``; ratio = HTA / stepscope.
 """
@@ -87,7 +88,7 @@ def _rss_kb(field: str) -> int:
 
 def child_stepscope(path: str) -> dict[str, float]:
     base = _rss_kb("VmRSS:")
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     from stepscope.model.runs import single_file_run
     from stepscope.tools.context import ProfileStore, ToolContext
     from stepscope.tools.registry import get_tool
@@ -95,18 +96,24 @@ def child_stepscope(path: str) -> dict[str, float]:
     run = single_file_run(path)
     ctx = ToolContext(run, run.host_names[0], ProfileStore(use_cache=False))
     size = len(json.dumps(get_tool("overview_page").build(ctx).to_json()))
-    return {"seconds": time.perf_counter() - started, "bytes": size, "peak_kb": _peak(base)}
+    return {
+        "seconds": time.perf_counter() - started,
+        "cpu": time.process_time() - cpu_started,
+        "bytes": size,
+        "peak_kb": _peak(base),
+    }
 
 
 def child_hta(path: str) -> dict[str, float]:
     base = _rss_kb("VmRSS:")
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     from hta.trace_analysis import TraceAnalysis
 
     analyzer = TraceAnalysis(trace_dir=str(Path(path).parent))
     breakdown = analyzer.get_temporal_breakdown(visualize=False)
     return {
         "seconds": time.perf_counter() - started,
+        "cpu": time.process_time() - cpu_started,
         "bytes": len(breakdown.to_json()),
         "peak_kb": _peak(base),
     }
@@ -116,9 +123,10 @@ def _peak(base_kb: int) -> float:
     return _rss_kb("VmHWM:") - base_kb
 
 
-def measure(python: str, who: str, path: str, repeat: int) -> tuple[float, float] | None:
-    """(median seconds, median peak MB) over ``repeat`` fresh processes."""
+def measure(python: str, who: str, path: str, repeat: int) -> tuple[float, float, float] | None:
+    """(median seconds, median CPU seconds, median peak MB) over ``repeat`` fresh processes."""
     seconds: list[float] = []
+    cpu: list[float] = []
     peaks: list[float] = []
     for _ in range(repeat):
         done = subprocess.run(
@@ -132,8 +140,9 @@ def measure(python: str, who: str, path: str, repeat: int) -> tuple[float, float
             return None
         result = json.loads(done.stdout.strip().splitlines()[-1])
         seconds.append(result["seconds"])
+        cpu.append(result["cpu"])
         peaks.append(result["peak_kb"] / 1024)
-    return statistics.median(seconds), statistics.median(peaks)
+    return statistics.median(seconds), statistics.median(cpu), statistics.median(peaks)
 
 
 def main() -> None:
@@ -152,8 +161,8 @@ def main() -> None:
     if hta is None:
         print(f"no HTA at {args.hta_python}: timing stepscope only")
     header = (
-        f"{'events':>10} {'JSON MB':>8} {'stepscope s':>12} {'MB':>7} "
-        f"{'HTA s':>8} {'MB':>7} {'ratio':>7} {'stepscope MB/JSON MB':>21}"
+        f"{'events':>10} {'JSON MB':>8} {'stepscope s':>12} {'cpu s':>7} {'MB':>6} "
+        f"{'HTA s':>8} {'cpu s':>7} {'MB':>6} {'ratio':>6} {'cpu ratio':>9} {'MB/JSON MB':>10}"
     )
     print(header)
     print("-" * len(header))
@@ -162,14 +171,14 @@ def main() -> None:
         trace = workdir / "rank0.json"
         count = make_trace(copies, trace)
         json_mb = trace.stat().st_size / 1e6
-        ours = measure(sys.executable, "stepscope", str(trace), args.repeat)
-        theirs = measure(hta, "hta", str(trace), args.repeat) if hta else None
-        ratio = f"{theirs[0] / ours[0]:.1f}x" if ours and theirs else "-"
+        ours = measure(sys.executable, "stepscope", str(trace), args.repeat) or (0.0, 0.0, 0.0)
+        theirs = (measure(hta, "hta", str(trace), args.repeat) if hta else None) or (0, 0, 0)
+        ratio = f"{theirs[0] / ours[0]:.1f}x" if ours[0] and theirs[0] else "-"
+        cpu_ratio = f"{theirs[1] / ours[1]:.1f}x" if ours[1] and theirs[1] else "-"
         print(
-            f"{count:>10,} {json_mb:>8.1f} {ours[0] if ours else 0:>12.2f} "
-            f"{ours[1] if ours else 0:>7.0f} {theirs[0] if theirs else 0:>8.2f} "
-            f"{theirs[1] if theirs else 0:>7.0f} {ratio:>7} "
-            f"{(ours[1] * 1.048576 / json_mb) if ours else 0:>21.2f}",
+            f"{count:>10,} {json_mb:>8.1f} {ours[0]:>12.2f} {ours[1]:>7.2f} {ours[2]:>6.0f} "
+            f"{theirs[0]:>8.2f} {theirs[1]:>7.2f} {theirs[2]:>6.0f} {ratio:>6} {cpu_ratio:>9} "
+            f"{ours[2] * 1.048576 / json_mb:>10.2f}",
             flush=True,
         )
         shutil.rmtree(workdir, ignore_errors=True)

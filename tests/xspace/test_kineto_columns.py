@@ -1,9 +1,9 @@
 """The Kineto importer's direct path to columns gives the profile its XSpace output gives.
 
-`open_host` builds the profile of a PyTorch trace from `kineto_to_columns` (no protobuf);
-`kineto_to_xspace` writes the XSpace message (bridges, `stepscope import`). Both come from the
-same routed columns: here every event, stat, metadata row, line and plane of the two profiles
-is compared by value, on every real Kineto fixture and on synthetic corner cases.
+`open_host` builds the profile of a PyTorch trace from `kineto_to_columns` (typed columns, no
+protobuf); `kineto_to_xspace` fills a plain `XSpaceBuilder` and writes the XSpace message
+(bridges, `stepscope import`). Here every event, stat, metadata row, line and plane of the two
+profiles is compared by value, on every real Kineto fixture and on synthetic corner cases.
 """
 
 from __future__ import annotations

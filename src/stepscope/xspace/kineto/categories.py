@@ -4,7 +4,8 @@ Decisions:
 
 - Every event keeps its ``args`` as stats under their Kineto names (renames below), with
   values as int / float / str; bools become 0/1; lists and objects become JSON strings
-  (``"[[512], []]"``); ``null`` values are dropped. Kineto's bookkeeping args ``Ev Idx``,
+  (``"[[512], []]"``); ``null`` values are dropped. An event with an integer beyond 64 bits
+  is skipped (and counted in a warning) as malformed. Kineto's bookkeeping args ``Ev Idx``,
   ``Trace name`` and ``Trace iteration`` are dropped, and so are a kernel's ``grid``,
   ``block``, ``registers per thread``, ``shared memory`` and ``est. achieved occupancy %``:
   they are its ``kernel_details`` stat, the XSpace form of the launch configuration.
@@ -98,6 +99,10 @@ def classify(category: Any, args: Any) -> tuple[Kind, str]:
     return Kind.HOST, name
 
 
+_INT_MIN = -(1 << 63)
+_UINT_LIMIT = 1 << 64
+
+
 def convert_args(
     args: dict[str, Any], dropped: frozenset[str] = DROPPED_ARGS
 ) -> dict[str, StatValue]:
@@ -108,7 +113,11 @@ def convert_args(
         if key in dropped:
             continue
         kind = type(value)
-        if kind is int or kind is str or kind is float:
+        if kind is int:
+            if not _INT_MIN <= value < _UINT_LIMIT:  # neither int64 nor uint64: damage
+                raise OverflowError(f"argument {key!r} = {value} does not fit 64 bits")
+            stats[get_name(key, key)] = value
+        elif kind is str or kind is float:
             stats[get_name(key, key)] = value
         elif value is None:
             continue

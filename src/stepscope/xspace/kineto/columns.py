@@ -3,12 +3,10 @@
 A trace has millions of events; holding each as a tuple with a dict of stats until the end
 costs about 400 B per event. Here a line keeps its events in typed arrays (20 B per event) and
 their stats as (key, kind, value) rows (13 B per stat); strings and stat names are interned
-once per trace. Two outputs:
-
-- `ColumnSpace.to_raw_columns`: the columnar model's input (`RawColumns`), built with numpy
-  without going through protobuf (what `stepscope` does when it opens a trace);
-- `ColumnSpace.build`: the XSpace message (what `kineto_to_xspace` returns), through the same
-  `PlaneBuilder` code as every other writer, so both outputs carry the same events and stats.
+once per trace. `ColumnSpace.to_raw_columns` gives the columnar model's input (`RawColumns`),
+built with numpy without going through protobuf: what `stepscope` does when it opens a trace.
+For an XSpace message (`kineto_to_xspace`) the importer fills a plain `XSpaceBuilder`, which
+has the same interface; the tests check that both give the same profile.
 
 Events keep the order `LineBuilder.sort_events` gives: by start, longer first at equal starts,
 insertion order on full ties.
@@ -23,7 +21,6 @@ import numpy as np
 
 from stepscope.xspace.builder import (
     INT64_MAX,
-    LineBuilder,
     PlaneBuilder,
     Stats,
     StatValue,
@@ -286,28 +283,6 @@ class ColumnLine:
         self.extra = {}
         return columns
 
-    def to_line_builder(self, plane: PlaneBuilder) -> LineBuilder:
-        """The same line as a `LineBuilder` (events as tuples with stats dicts), sorted."""
-        line = plane.line(self.id, self.name, self.display_name)
-        line.display_id = self.display_id
-        codec = self.codec
-        row = 0
-        events = line.events
-        for index in range(len(self.meta)):
-            count = self.stat_count[index]
-            stats: dict[str, StatValue] | None = None
-            if count:
-                stats = codec.decode(
-                    self.stat_key, self.stat_kind, self.stat_value, row, row + count
-                )
-                row += count
-            extra = self.extra.get(index)
-            if extra is not None:
-                stats = {**extra, **stats} if stats else dict(extra)
-            events.append((self.meta[index], self.start[index], self.dur[index], stats))
-        line.sort_events()
-        return line
-
 
 class ColumnPlane(PlaneBuilder):
     """A `PlaneBuilder` whose lines are `ColumnLine`s."""
@@ -346,7 +321,7 @@ class ColumnPlane(PlaneBuilder):
 
 
 class ColumnSpace(XSpaceBuilder):
-    """An `XSpaceBuilder` of `ColumnPlane`s, with a direct path to `RawColumns`."""
+    """An `XSpaceBuilder` of `ColumnPlane`s whose output is `RawColumns` (not `build`)."""
 
     def __init__(self, hostname: str | None = None) -> None:
         super().__init__(hostname)
@@ -368,19 +343,7 @@ class ColumnSpace(XSpaceBuilder):
         return sum(len(line) for plane in self.column_planes() for line in plane.column_lines)
 
     def build(self) -> XSpace:
-        """The XSpace message (every event through `PlaneBuilder.build_into`)."""
-        builder = XSpaceBuilder()
-        for plane in self.column_planes():
-            copy = builder.plane(plane.name, plane.id)
-            copy._event_meta = plane._event_meta
-            copy._event_meta_stats = plane._event_meta_stats
-            copy.stats = plane.stats
-            for line in plane.column_lines:
-                line.to_line_builder(copy)
-        builder.hostnames = self.hostnames
-        builder.errors = self.errors
-        builder.warnings = self.warnings
-        return builder.build()
+        raise TypeError("a ColumnSpace gives RawColumns (to_raw_columns), not an XSpace")
 
     def to_raw_columns(self) -> RawColumns:
         """The columnar model's input, as `wire.decode_columns` would give for `build()`.

@@ -32,7 +32,7 @@ from typing import Any
 
 import msgspec
 
-from stepscope.xspace.builder import StatValue
+from stepscope.xspace.builder import LineBuilder, PlaneBuilder, StatValue, XSpaceBuilder
 from stepscope.xspace.kineto.categories import (
     CATEGORIES,
     DROPPED_ARGS,
@@ -48,7 +48,6 @@ from stepscope.xspace.kineto.categories import (
     memset_details,
     step_number,
 )
-from stepscope.xspace.kineto.columns import ColumnLine, ColumnPlane, ColumnSpace
 from stepscope.xspace.kineto.decode import NOT_AN_OBJECT, Entry, TraceEvent
 from stepscope.xspace.kineto.devices import (
     ANNOTATION_LINE_BASE,
@@ -65,18 +64,19 @@ _MAX_US = ((1 << 62) - 1) // 1000  # the int ts that us_to_ns accepts
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 CUPTI_PLANE = "/host:CUPTI"
 # Where an event was added: its line and index there (flows are bound after the pass).
-EventRef = tuple[ColumnLine, int]
+EventRef = tuple[LineBuilder, int]
 
 
 class EventRouter:
-    """Routes trace events into an `ColumnSpace` (see module docstring)."""
+    """Routes trace events into an `XSpaceBuilder` (see module docstring): a plain one for an
+    XSpace message, a `columns.ColumnSpace` (same interface) for the columnar model."""
 
-    def __init__(self, builder: ColumnSpace, base_ns: int) -> None:
+    def __init__(self, builder: XSpaceBuilder, base_ns: int) -> None:
         self.builder = builder
         self.base_ns = base_ns
         self.host = builder.plane(HOST_PLANE)
-        self.host_lines: dict[ThreadKey, ColumnLine] = {}
-        self.device_planes: dict[int, ColumnPlane] = {}
+        self.host_lines: dict[ThreadKey, LineBuilder] = {}
+        self.device_planes: dict[int, PlaneBuilder] = {}
         self.thread_names: dict[ThreadKey, str] = {}
         # (plane, name, display name) -> (metadata id, category of its first event)
         self.metadata: dict[tuple[str, str, str], tuple[int, str]] = {}
@@ -200,7 +200,7 @@ class EventRouter:
             raise OverflowError("thread id does not fit 64 bits")  # this event is skipped
         key = (pid, tid)
         line = self.host_lines.get(key)
-        if line is None:  # (not `or`: an empty ColumnLine is falsy)
+        if line is None:  # (not `or`: an empty LineBuilder is falsy)
             line = self._host_line(key)
         if category in FRAMEWORK_OP_CATEGORIES:
             self.ops_by_start.setdefault((pid, tid, ts), (line, len(line)))
@@ -214,7 +214,7 @@ class EventRouter:
             self.uncorrelated[(pid, tid, ts)] = (line, len(line))
         self.emit(self.host, line, name, "", start, dur_ns, stats, category)
 
-    def _host_line(self, key: ThreadKey) -> ColumnLine:
+    def _host_line(self, key: ThreadKey) -> LineBuilder:
         tid = key[1]
         if type(tid) is int and tid not in self._used_line_ids:
             line_id = tid
@@ -278,8 +278,8 @@ class EventRouter:
 
     def emit(
         self,
-        plane: ColumnPlane,
-        line: ColumnLine,
+        plane: PlaneBuilder,
+        line: LineBuilder,
         name: str,
         display: str,
         start: int,

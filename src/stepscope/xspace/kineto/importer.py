@@ -30,16 +30,16 @@ from __future__ import annotations
 import gc
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from stepscope import limits
 from stepscope.errors import ProfileFormatError
-from stepscope.xspace.builder import PlaneBuilder, StatValue
+from stepscope.xspace.builder import LineBuilder, PlaneBuilder, StatValue, XSpaceBuilder
 from stepscope.xspace.io import GZIP_MAGIC, gunzip_bounded, read_raw_bytes
-from stepscope.xspace.kineto.columns import ColumnSpace
+from stepscope.xspace.kineto.columns import ColumnLine, ColumnPlane, ColumnSpace
 from stepscope.xspace.kineto.decode import decode_trace
 from stepscope.xspace.kineto.devices import (
     MEMORY_LINE_ID,
@@ -76,20 +76,23 @@ _HEADER_STATS = (
 )
 _LAUNCH_FLOW_CATEGORIES = ("ac2g", "async")
 _TIME_SUFFIX = re.compile(r"\.\d{9,}$")
-_Output = TypeVar("_Output")
 _NON_BLANK = re.compile(rb"\S")
 
 
 def kineto_to_xspace(path: str | os.PathLike[str]) -> XSpace:
     """Read a PyTorch profiler trace (``.json`` / ``.json.gz``) into an XSpace."""
     warnings: list[str] = []
-    return _convert([_read(path, warnings)], str(path), warnings, ColumnSpace.build)
+    space = _convert([_read(path, warnings)], str(path), warnings, XSpaceBuilder)
+    assert isinstance(space, XSpace)
+    return space
 
 
 def kineto_to_columns(path: str | os.PathLike[str]) -> RawColumns:
     """Like `kineto_to_xspace`, but straight to the columnar model's input (no protobuf)."""
     warnings: list[str] = []
-    return _convert([_read(path, warnings)], str(path), warnings, ColumnSpace.to_raw_columns)
+    columns = _convert([_read(path, warnings)], str(path), warnings, ColumnSpace)
+    assert isinstance(columns, RawColumns)
+    return columns
 
 
 def kineto_bytes_to_xspace(data: bytes, source: str = "<bytes>") -> XSpace:
@@ -97,7 +100,9 @@ def kineto_bytes_to_xspace(data: bytes, source: str = "<bytes>") -> XSpace:
     warnings: list[str] = []
     box = [_inflate(data, source, warnings)]
     del data
-    return _convert(box, source, warnings, ColumnSpace.build)
+    space = _convert(box, source, warnings, XSpaceBuilder)
+    assert isinstance(space, XSpace)
+    return space
 
 
 def _read(path: str | os.PathLike[str], warnings: list[str]) -> bytes:
@@ -142,14 +147,19 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _convert(
-    box: list[bytes], source: str, warnings: list[str], output: Callable[[ColumnSpace], _Output]
-) -> _Output:
-    """``box`` holds the trace's bytes, taken out so that they are freed once decoded (the
-    callers keep no reference: the text is the largest thing alive during the import)."""
+    box: list[bytes], source: str, warnings: list[str], into: type[XSpaceBuilder]
+) -> XSpace | RawColumns:
+    """Import into a plain `XSpaceBuilder` (-> XSpace) or a `ColumnSpace` (-> RawColumns).
+
+    ``box`` holds the trace's bytes, taken out so that they are freed once decoded (the
+    callers keep no reference: the text is the largest thing alive during the import).
+    """
     with _gc_paused():
         try:
-            space = _convert_unpaused(box, source, warnings)
-            return output(space)
+            builder = _convert_unpaused(box, source, warnings, into)
+            if isinstance(builder, ColumnSpace):
+                return builder.to_raw_columns()
+            return builder.build()
         except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:
             # Events with bad fields are skipped one by one; this is damage beyond that (in
             # the header, or times too far apart for XSpace's picosecond offsets).
@@ -160,7 +170,9 @@ def _convert(
             ) from exc
 
 
-def _convert_unpaused(box: list[bytes], source: str, warnings: list[str]) -> ColumnSpace:
+def _convert_unpaused(
+    box: list[bytes], source: str, warnings: list[str], into: type[XSpaceBuilder]
+) -> XSpaceBuilder:
     trace = decode_trace(box.pop(), source, warnings)
     doc = trace.header
     if not trace.has_events_list:
@@ -170,7 +182,7 @@ def _convert_unpaused(box: list[bytes], source: str, warnings: list[str]) -> Col
             "expected the .json / .json.gz written by torch.profiler",
         )
     base = doc.get("baseTimeNanoseconds")
-    builder = ColumnSpace(hostname=_hostname(doc, source))
+    builder = into(hostname=_hostname(doc, source))
     router = EventRouter(builder, base if type(base) is int else 0)
     if not trace.event_count:
         warnings.append("the trace has no events")
@@ -249,24 +261,35 @@ def _add_memory(router: EventRouter, props: dict[int, dict[str, Any]]) -> None:
         router.emit(router.host, line, name, "", start, 0, stats, "cpu_instant_event")
 
 
-def _finish_planes(builder: ColumnSpace, router: EventRouter, doc: dict[str, Any]) -> None:
+def _finish_planes(builder: XSpaceBuilder, router: EventRouter, doc: dict[str, Any]) -> None:
     lo: int | None = None
     hi: int | None = None
-    for plane in builder.column_planes():
-        for line in plane.column_lines:
-            span = line.time_range()
+    for plane in builder.planes:
+        lines = plane.column_lines if isinstance(plane, ColumnPlane) else plane.lines
+        for line in lines:
+            span = _time_range(line)
             if span is not None:
                 lo = span[0] if lo is None else min(lo, span[0])
                 hi = span[1] if hi is None else max(hi, span[1])
-        plane.column_lines.sort(key=lambda line: (line.id >= MEMORY_LINE_ID, line.id))
+        lines.sort(key=lambda line: (line.id >= MEMORY_LINE_ID, line.id))
     for start, end in router.spans:
         lo = start if lo is None else min(lo, start)
         hi = end if hi is None else max(hi, end)
     env = builder.plane(TASK_ENV_PLANE)
     env.stats.update(_environment_stats(doc, lo or 0, hi or 0))
     builder.planes.sort(key=_plane_order)
-    for index, any_plane in enumerate(builder.planes):
-        any_plane.id = index
+    for index, plane in enumerate(builder.planes):
+        plane.id = index
+
+
+def _time_range(line: LineBuilder | ColumnLine) -> tuple[int, int] | None:
+    """(first start, last end) of a line's events; sorts a `LineBuilder`'s events."""
+    if isinstance(line, ColumnLine):
+        return line.time_range()  # sorted when its columns are built
+    line.sort_events()
+    if not line.events:
+        return None
+    return line.events[0][1], max([start + dur for _meta, start, dur, _stats in line.events])
 
 
 def _plane_order(plane: PlaneBuilder) -> tuple[int, int]:
