@@ -13,6 +13,7 @@ from stepscope.capture import (
     steps,
     stop,
     trace,
+    wait,
 )
 
 TYPE_CHECKING = False  # not typing's: importing typing costs as much as the rest of this
@@ -34,6 +35,7 @@ __all__ = [
     "steps",
     "stop",
     "trace",
+    "wait",
 ]
 
 

@@ -13,6 +13,7 @@ from stepscope.capture.session import (
     profile,
     start,
     stop,
+    wait,
 )
 from stepscope.capture.step import step, steps
 
@@ -28,4 +29,5 @@ __all__ = [
     "steps",
     "stop",
     "trace",
+    "wait",
 ]

@@ -229,11 +229,13 @@ def _add_task_environment(space: XSpace, result: CaptureResult) -> None:
         setattr(stat, kind, value)
 
 
-def save(space: XSpace, result: CaptureResult) -> Path:
-    """Write ``space``; on failure keep it (in a temp dir if possible) and say where."""
+def save(space: XSpace, result: CaptureResult, run_dir: Path | None = None) -> Path:
+    """Write ``space`` (into ``run_dir`` if given, else a new run directory); on failure keep
+    it (in a temp dir if possible) and say where."""
     from stepscope.xspace.io import write_xspace
 
-    run_dir = run_directory(result.logdir, result.run_name, result.hostname)
+    if run_dir is None:
+        run_dir = run_directory(result.logdir, result.run_name, result.hostname)
     target = run_dir / host_file_name(result.hostname)
     try:
         write_xspace(space, target)

@@ -98,6 +98,7 @@ class Session:
         # False for a remote capture: `finish` keeps the XSpace in `space` instead of writing it.
         self.write = True
         self.space: XSpace | None = None
+        self.saver: threading.Thread | None = None  # a background save (stop(wait=False))
 
     def begin_recording(self) -> None:
         """PENDING -> RECORDING: note the clock pair, then switch the tracers on."""
@@ -140,9 +141,11 @@ class Session:
         self.bridges = bridges_for(self.options)
         self.bridges.prepare()
 
-    def finish(self, save: bool, partial_reason: str = "") -> Path | None:
+    def finish(self, save: bool, partial_reason: str = "", background: bool = False) -> Path | None:
         """-> FINISHED: switch the tracers off and (if ``save``) write the profile; with
-        ``partial_reason`` the profile says it was saved without `stop` and why."""
+        ``partial_reason`` the profile says it was saved without `stop` and why. With
+        ``background`` the profile is written on a thread and the run directory returned
+        at once."""
         _step._on_step = None
         if self.sampler is not None:  # first: the imports below are no part of the recording
             self.sampler.stop()
@@ -197,16 +200,49 @@ class Session:
                 f"stepscope: {result.dropped_events} events dropped (max_events="
                 f"{self.options.max_events})"
             )
+        if background and self.write:
+            from stepscope.logdir import run_directory
+
+            self.run_dir = run_directory(result.logdir, result.run_name, result.hostname)
+            # Not a daemon: the interpreter waits for it at exit, so the profile is written.
+            self.saver = threading.Thread(
+                target=self._save_quietly, args=(result,), name="stepscope-save"
+            )
+            self.saver.start()
+            return self.run_dir
         space = build_xspace(result)
         if not self.write:
             self.space = space
             return None
-        self.run_dir = save_space(space, result)
+        self.run_dir = save_space(space, result, self.run_dir)
+        return self.run_dir
+
+    def _save_quietly(self, result: object) -> None:
+        """The background save: errors are kept for `wait` and told on stderr at once."""
+        from stepscope.capture.save import CaptureResult, build_xspace
+        from stepscope.capture.save import save as save_space
+
+        assert isinstance(result, CaptureResult)
+        try:
+            save_space(build_xspace(result), result, self.run_dir)
+        except BaseException as exc:
+            self.error = exc
+            print(f"stepscope: saving the profile failed: {exc}", file=sys.stderr, flush=True)
+
+    def wait_saved(self) -> Path | None:
+        """Block until a background save is done; raises what it met."""
+        saver = self.saver
+        if saver is not None:
+            saver.join()
+            if self.error is not None:
+                error, self.error = self.error, None
+                raise error
         return self.run_dir
 
 
 _lock = threading.RLock()
 _session: Session | None = None
+_last: Session | None = None  # the last session stopped: its background save, if any
 
 
 def _check_logdir(logdir: str | os.PathLike[str]) -> str:
@@ -231,6 +267,9 @@ def start(
     global _session
     resolved = resolve_options(options)
     text = _check_logdir(logdir)
+    previous = _last
+    if previous is not None and previous.saver is not None:
+        previous.saver.join()  # one capture at a time, its save included (errors: see wait)
     with _lock:
         if _session is not None and _session.state != FINISHED:
             raise ProfilerAlreadyRunningError(
@@ -285,9 +324,16 @@ def _auto_stop(session: Session) -> None:
             log.warn(f"stepscope: saving the profile after duration_ms failed: {exc}")
 
 
-def stop(save: bool = True) -> Path | None:
-    """End the session; returns the run directory written (None when ``save`` is False)."""
-    global _session
+def stop(save: bool = True, wait: bool = True) -> Path | None:
+    """End the session; returns the run directory written (None when ``save`` is False).
+
+    ``wait=False``: return as soon as the recorders are off (framework profilers are stopped
+    on this thread, as they require); converting and writing the profile go on in a
+    background thread, so the training loop continues at once. The returned directory is
+    final; the file appears in it when the save is done (`wait` blocks until then; the next
+    `start` and the interpreter's exit wait for it too).
+    """
+    global _session, _last
     with _lock:
         session = _session
         if session is None:
@@ -299,7 +345,16 @@ def stop(save: bool = True) -> Path | None:
             if session.error is not None:
                 raise session.error
             return session.run_dir
-        return session.finish(save)
+        _last = session
+        return session.finish(save, background=not wait)
+
+
+def wait() -> Path | None:
+    """Wait for the profile of the last `stop(wait=False)` to be written; returns its run
+    directory (None when nothing was stopped); raises what the save met."""
+    with _lock:
+        session = _last
+    return session.wait_saved() if session is not None else None
 
 
 def save_partial(reason: str) -> Path | None:
