@@ -64,10 +64,10 @@ _FIELDS = TraceEvent.__struct_fields__
 _Header = msgspec.defstruct(
     "_Header",
     [(key, Any, msgspec.UNSET) for key in HEADER_KEYS]
-    + [("traceEvents", msgspec.Raw, msgspec.UNSET)],
+    # One pass: the events array is split into raw slices while the header is decoded.
+    + [("traceEvents", list[msgspec.Raw] | msgspec.UnsetType, msgspec.UNSET)],
 )
 _HEADER = msgspec.json.Decoder(_Header)
-_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 _EVENT = msgspec.json.Decoder(TraceEvent)
 _ANY = msgspec.json.Decoder()
 
@@ -123,7 +123,7 @@ def decode_trace(data: bytes, source: str, warnings: list[str]) -> Trace:
         raw_events = header.traceEvents  # type: ignore[attr-defined]
         if raw_events is msgspec.UNSET:
             return Trace(_header_dict(header), None, None)
-        return Trace(_header_dict(header), _RAW_LIST.decode(raw_events), None)
+        return Trace(_header_dict(header), raw_events, None)
     except (msgspec.DecodeError, RecursionError):
         pass  # not an object, not valid JSON for msgspec, traceEvents not a list, ...
     doc = load_json(data, source, warnings)
