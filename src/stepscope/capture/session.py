@@ -227,7 +227,7 @@ class Session:
             save_space(build_xspace(result), result, self.run_dir)
         except BaseException as exc:
             self.error = exc
-            print(f"stepscope: saving the profile failed: {exc}", file=sys.stderr, flush=True)
+            log.warn(f"stepscope: saving the profile failed: {exc}")
 
     def wait_saved(self) -> Path | None:
         """Block until a background save is done; raises what it met."""
