@@ -6,13 +6,13 @@ Fields and units: docs/tools/input_pipeline_analyzer.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from stepscope.stats import StepStats
 from stepscope.stats.advice import InputBound, classify_steps
 from stepscope.stats.input_pipeline import INPUT_CATEGORIES, advice_for, has_prefetch, input_ops
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
+from stepscope.tools.output import out
 from stepscope.tools.registry import ToolSpec
 
 _CATEGORY_ADVICE = {
@@ -32,96 +32,73 @@ _CATEGORY_ADVICE = {
 
 @dataclass(frozen=True)
 class StepInput:
-    step: int
-    name: str
-    duration_ns: int
-    input_ns: int  # time the step waited for input (input category)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "step": self.step,
-            "name": self.name,
-            "duration_ns": self.duration_ns,
-            "input_ns": self.input_ns,
-        }
+    step: int = out("step number")
+    name: str = out("step name")
+    duration_ns: int = out("step time", "ns")
+    input_ns: int = out("time the step waited for input (the input category)", "ns")
 
 
 @dataclass(frozen=True)
 class InputOpRow:
-    name: str
-    count: int
-    total_ms: float  # including nested input ops
-    total_percent: float  # of the total input op (self) time
-    self_ms: float
-    self_percent: float
-    category: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "op": self.name,
-            "count": self.count,
-            "total_ms": round(self.total_ms, 6),
-            "total_percent": round(self.total_percent, 3),
-            "self_ms": round(self.self_ms, 6),
-            "self_percent": round(self.self_percent, 3),
-            "category": self.category,
-        }
+    name: str = out("the op (`Iterator::Root::Batch::Map`...)", key="op")
+    count: int = out("occurrences")
+    total_ms: float = out("time including nested input ops", "ms", 6)
+    total_percent: float = out("share of the total input-op self time", "%", 3)
+    self_ms: float = out("time excluding nested input ops", "ms", 6)
+    self_percent: float = out("share of the same total", "%", 3)
+    category: str = out("one of the `host_breakdown_ms` categories")
 
 
 @dataclass(frozen=True)
 class PipelineRow:
-    name: str  # "Host:0"...
-    root: str  # root iterator long name
-    calls: int
-    slow_calls: int  # calls over 50 us
-    avg_latency_ms: float
-    max_latency_ms: float
-    bottleneck: str  # iterator long name of the slowest call's bottleneck ('' when none)
-    bottleneck_self_ms: float
-    advice: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "root": self.root,
-            "calls": self.calls,
-            "slow_calls": self.slow_calls,
-            "avg_latency_ms": round(self.avg_latency_ms, 6),
-            "max_latency_ms": round(self.max_latency_ms, 6),
-            "bottleneck": self.bottleneck,
-            "bottleneck_self_ms": round(self.bottleneck_self_ms, 6),
-            "advice": self.advice,
-        }
+    name: str = out("the pipeline (`Host:0`...)")
+    root: str = out("the long name of its root iterator")
+    calls: int = out("calls of the root iterator")
+    slow_calls: int = out("calls over 50 us")
+    avg_latency_ms: float = out("mean root-call latency", "ms", 6)
+    max_latency_ms: float = out("slowest root call", "ms", 6)
+    bottleneck: str = out(
+        "in the slowest call, the blocking iterator with the most self time ('' when none)"
+    )
+    bottleneck_self_ms: float = out("its self time in that call", "ms", 6)
+    advice: str = out("what to do for that iterator kind")
 
 
 @dataclass(frozen=True)
 class InputPipelineAnalysis:
-    host: str
-    step_source: str
-    step_pairing: str  # several hosts: how their steps were paired, what was left out
-    input_bound: InputBound
-    step_time: StepStats
-    input_time: StepStats  # per-step input wait
-    steps: tuple[StepInput, ...]
-    host_breakdown_ms: dict[str, float]  # input op self time per category, whole profile
-    input_ops: tuple[InputOpRow, ...]  # most self time first
-    pipelines: tuple[PipelineRow, ...]  # input pipelines, worst bottleneck first
-    recommendations: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "host": self.host,
-            "step_source": self.step_source,
-            "step_pairing": self.step_pairing,
-            "input_bound": self.input_bound.to_json(),
-            "step_time_ms": self.step_time.to_json(),
-            "input_time_ms": self.input_time.to_json(),
-            "steps": [s.to_json() for s in self.steps],
-            "host_breakdown_ms": {k: round(v, 6) for k, v in self.host_breakdown_ms.items()},
-            "input_ops": [r.to_json() for r in self.input_ops],
-            "pipelines": [p.to_json() for p in self.pipelines],
-            "recommendations": list(self.recommendations),
-        }
+    host: str = out("the host shown, or `ALL_HOSTS`")
+    step_source: str = out("how steps were found (see overview_page)")
+    step_pairing: str = out(
+        "several hosts: how their steps were paired and which were left out (see overview_page); "
+        "empty for one host"
+    )
+    input_bound: InputBound = out("`classification`, `percent`, `statement`, as in overview_page")
+    step_time: StepStats = out(
+        "`avg`, `stddev` (n-1), `min`, `max` of the step time", "ms", key="step_time_ms"
+    )
+    input_time: StepStats = out(
+        "the same statistics of each step's input time", "ms", key="input_time_ms"
+    )
+    steps: tuple[StepInput, ...] = out("per step")
+    host_breakdown_ms: dict[str, float] = out(
+        "self time of the input ops over the whole profile, per category: `enqueue` (infeed / "
+        "host-to-device copies), `demanded_file_read` (iterators reading files on demand: "
+        "`::TFRecord`, `::TextLine`, `::FixedLengthRecord`, `::SSTable`, `::RecordIO`), "
+        "`advanced_file_read` (file reads ahead of use: the name also has `::MemoryReader`, "
+        "`::Interleave`, `::Prefetch`, `::ParallelMap`, `::ParallelInterleave`), "
+        "`preprocessing` (every other iterator), `other` (input waits without pipeline "
+        "detail, e.g. a DataLoader `__next__`)",
+        "ms",
+        6,
+    )
+    input_ops: tuple[InputOpRow, ...] = out("input ops, most self time first")
+    pipelines: tuple[PipelineRow, ...] = out(
+        "input pipelines (`stepscope.stats.tf_data`: tf.data and `stepscope.data.instrument` "
+        "pipelines), worst bottleneck first"
+    )
+    recommendations: tuple[str, ...] = out(
+        "the bottleneck fix first, then advice per input category that has time"
+    )
 
 
 def build(ctx: ToolContext) -> InputPipelineAnalysis:
