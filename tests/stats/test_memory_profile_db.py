@@ -15,7 +15,7 @@ from stepscope.stats.memory import (
     data_type_name,
     fill_missing_steps,
 )
-from stepscope.stats.steps.spans import step_spans
+from stepscope.stats.steps.spans import step_spans, step_spans_with_ids
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.gpu_fixtures import FIXTURES, build, fixture_profile, tf_profile
 
@@ -227,3 +227,22 @@ def test_many_events_downsampled_without_losing_the_peak() -> None:
     assert len(mem.timeline) == 500
     assert int(s.in_use_bytes[mem.timeline].max()) == 999
     assert int(s.time_ns[s.peak_index]) == 123_450
+
+
+def test_remote_capture_step_ids_are_xprof_group_ids() -> None:
+    # A remote TensorFlow capture has a FunctionRun root before its first step: XProf's group
+    # ids (its memory step ids) start at 1 there, one more than the marker positions.
+    convert = pytest.importorskip("xprof.convert.raw_to_tool_data")
+    path = next((FIXTURES / "tf" / "remote").rglob("*.xplane.pb"))
+    data, _ = convert.xspace_to_tool_data(
+        [str(path)], "memory_profile", {"use_saved_result": False}
+    )
+    ref = json.loads(data)["memoryProfilePerAllocator"]
+    profile = tf_profile("remote")
+    starts, ends, ids = step_spans_with_ids(profile)
+    assert ids[0] == 1
+    for mem in build_memory_profiles(profile, starts, ends, step_ids=ids):
+        xprof = ref[mem.allocator]
+        assert mem.peak_step == int(xprof["specialAllocations"][0]["stepId"])
+        snapshots = xprof["memoryProfileSnapshots"]
+        assert mem.peak_step == int(snapshots[0]["activityMetadata"]["stepId"])

@@ -299,11 +299,12 @@ def build_memory_profiles(
     step_starts_ns: np.ndarray | None = None,
     step_ends_ns: np.ndarray | None = None,
     max_points: int = MAX_TIMELINE_POINTS,
+    step_ids: np.ndarray | None = None,
 ) -> list[AllocatorProfile]:
     """One `AllocatorProfile` per allocator with events, sorted by allocator name.
 
     ``step_*_ns``: the run's step spans (sorted) on the profile clock; a snapshot's step is
-    the index of the span holding it (XProf's group id), -1 outside all.
+    the id (``step_ids``, XProf's group ids; default the index) of the span holding it.
     """
     events = memory_events(profile)
     if len(events) == 0:
@@ -346,7 +347,10 @@ def build_memory_profiles(
             "shape": _shapes(profile, ev, empty),
         }
         _inherit_deallocation_metadata(snap)
-        step = fill_missing_steps(step_of_times(profile.start_ns[ev], starts, ends))
+        index = step_of_times(profile.start_ns[ev], starts, ends)
+        if step_ids is not None and len(step_ids) == len(starts):
+            index = np.where(index >= 0, np.asarray(step_ids)[np.maximum(index, 0)], -1)
+        step = fill_missing_steps(index)
         s = Snapshots(
             allocator=allocator,
             time_ns=time_ns,

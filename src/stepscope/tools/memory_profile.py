@@ -19,7 +19,7 @@ from stepscope.stats.memory import (
     data_type_name,
     memory_events,
 )
-from stepscope.stats.steps.spans import step_spans
+from stepscope.stats.steps.spans import step_spans_with_ids
 from stepscope.tools.context import ToolContext
 from stepscope.tools.output import out
 from stepscope.tools.registry import ToolSpec
@@ -319,10 +319,10 @@ def _memory(h: HostMemory, a: AllocatorProfile) -> Memory:
 
 def host_memory(ctx: ToolContext, host: str) -> HostMemory:
     def build_one(profile: Profile) -> HostMemory:
-        starts, ends = step_spans(profile)
+        starts, ends, ids = step_spans_with_ids(profile)
         return HostMemory(
             host,
-            tuple(build_memory_profiles(profile, starts, ends)),
+            tuple(build_memory_profiles(profile, starts, ends, step_ids=ids)),
             profile.strings,
             framework_of(profile),
         )
