@@ -18,7 +18,7 @@ from stepscope.capture import (
 
 TYPE_CHECKING = False  # not typing's: importing typing costs as much as the rest of this
 if TYPE_CHECKING:
-    from stepscope import client, data, keras, server
+    from stepscope import client, data, keras, recorder, server
 
 __all__ = [
     "ProfilerAlreadyRunningError",
@@ -29,6 +29,7 @@ __all__ = [
     "data",
     "keras",
     "profile",
+    "recorder",
     "server",
     "start",
     "step",
@@ -42,7 +43,7 @@ __all__ = [
 # Public sub-modules, imported on first use: `stepscope.data` needs `typing` (which would
 # double the cost of `import stepscope`, paid at every start of a training script), `server`
 # and `client` need grpc, `keras` Keras.
-_LAZY_MODULES = frozenset({"client", "data", "keras", "server"})
+_LAZY_MODULES = frozenset({"client", "data", "keras", "recorder", "server"})
 
 
 def __getattr__(name: str) -> object:

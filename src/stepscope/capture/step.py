@@ -44,6 +44,33 @@ if TYPE_CHECKING:
 STEP_ANCHOR = "stepscope step"
 # Set by the session while the Python sampler runs: registers the thread opening a step.
 _on_step: Callable[[], None] | None = None
+# Set by the flight recorder: told of an exception leaving a step (and the step's number).
+_on_step_error: Callable[[BaseException, int], None] | None = None
+
+
+def set_hooks(
+    on_step: Callable[[], None] | None, on_error: Callable[[BaseException, int], None] | None
+) -> None:
+    """Install (or, with None, remove) the flight recorder's hooks."""
+    global _on_step, _on_step_error
+    _on_step, _on_step_error = on_step, on_error
+
+
+def hooks() -> tuple[Callable[[], None] | None, Callable[[BaseException, int], None] | None]:
+    return _on_step, _on_step_error
+
+
+class _WatchedStep(_ann._Span):
+    """A step marker that also tells the recorder about an exception leaving the step."""
+
+    __slots__ = ("step_num",)
+    step_num: int
+
+    def __exit__(self, *exc: Any) -> None:
+        _ann._Span.__exit__(self, *exc)
+        hook = _on_step_error
+        if hook is not None and len(exc) > 1 and isinstance(exc[1], Exception):
+            hook(exc[1], self.step_num)
 
 
 def step(step_num: int, name: str = "train") -> Any:
@@ -56,6 +83,10 @@ def step(step_num: int, name: str = "train") -> Any:
         ) from None
     if _on_step is not None:
         _on_step()
+        if _on_step_error is not None and _ann._active:
+            span = _WatchedStep(name, {"step_num": number, "_r": 1})
+            span.step_num = number
+            return span
     return trace(name, step_num=number, _r=1)
 
 

@@ -1,0 +1,105 @@
+"""What the flight recorder keeps and when it saves: `Triggers` and `RecorderConfig`.
+
+Every bound is checked when the recorder starts, so a wrong value is one clear line then,
+not a surprise at 3 a.m. Times are seconds (a user setting), sizes bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from stepscope.errors import StepscopeError
+
+# Trigger names, as saved in each run's marker file and shown in the run list.
+SLOW_STEP = "slow_step"
+EXCEPTION = "exception"
+SIGNAL = "signal"
+REMOTE = "remote"  # `stepscope capture --recent` or another rank's request
+HANG = "hang"
+USER = "user"
+TRIGGERS = (SLOW_STEP, EXCEPTION, SIGNAL, REMOTE, HANG, USER)
+
+
+class InvalidRecorderConfigError(StepscopeError, ValueError):
+    """A recorder setting is outside its range."""
+
+
+@dataclass(frozen=True)
+class Triggers:
+    """When the recorder saves on its own (a user's `save` always saves).
+
+    ``slow_step_factor``: a step longer than this many times the median of the
+    ``median_steps`` steps before it (after ``warmup_steps`` steps; 0 turns it off).
+    ``hang_s``: a step open this long (0: off). ``on_exception``: an exception leaving a step
+    or the program. ``on_sigusr1``: the signal (installed only where the program has no
+    handler). ``min_interval_s``: at most one automatic save per trigger per this many
+    seconds (user saves are not limited). ``after_steps``: a trigger waits this many more
+    steps before saving, so the run also holds the steps after it (a hang saves at once).
+    """
+
+    slow_step_factor: float = 3.0
+    median_steps: int = 100
+    warmup_steps: int = 20
+    hang_s: float = 300.0
+    on_exception: bool = True
+    on_sigusr1: bool = True
+    min_interval_s: float = 300.0
+    after_steps: int = 0
+
+    def __post_init__(self) -> None:
+        if self.slow_step_factor != 0 and not self.slow_step_factor > 1:
+            _bad("slow_step_factor", self.slow_step_factor, "> 1 (or 0 to turn it off)")
+        _check_int("median_steps", self.median_steps, 3)
+        _check_int("warmup_steps", self.warmup_steps, 1)
+        if not self.hang_s >= 0:
+            _bad("hang_s", self.hang_s, ">= 0 seconds (0 turns it off)")
+        if not self.min_interval_s >= 0:
+            _bad("min_interval_s", self.min_interval_s, ">= 0 seconds")
+        _check_int("after_steps", self.after_steps, 0)
+
+
+@dataclass(frozen=True)
+class RecorderConfig:
+    """``keep_steps``: steps whose events the ring keeps; ``max_bytes``: the ring's memory
+    bound (events and stack samples, estimated; the oldest go first); ``history_steps``: per
+    step summaries kept (much longer than events, ~100 bytes each); ``max_disk_bytes``: the
+    recorder's saves in the log directory together (the oldest are removed first);
+    ``peers``: other ranks' profiler servers (``host:port``) asked to save the same steps."""
+
+    logdir: str
+    keep_steps: int = 50
+    triggers: Triggers = field(default_factory=Triggers)
+    max_bytes: int = 64 << 20
+    history_steps: int = 100_000
+    max_disk_bytes: int = 1 << 30
+    sampler_hz: int = 100
+    hostname: str | None = None
+    peers: tuple[str, ...] = ()
+    poll_s: float = 0.1
+
+    def __post_init__(self) -> None:
+        _check_int("keep_steps", self.keep_steps, 1)
+        _check_int("max_bytes", self.max_bytes, 1 << 16)
+        _check_int("history_steps", self.history_steps, 1)
+        _check_int("max_disk_bytes", self.max_disk_bytes, 1 << 16)
+        _check_int("sampler_hz", self.sampler_hz, 0)
+        if not isinstance(self.triggers, Triggers):
+            raise InvalidRecorderConfigError(
+                "stepscope.recorder: triggers must be a stepscope.recorder.Triggers, got "
+                f"{type(self.triggers).__name__}"
+            )
+        if not 0.001 <= self.poll_s <= 10:
+            _bad("poll_s", self.poll_s, "from 0.001 to 10 seconds")
+        for peer in self.peers:
+            host, sep, port = str(peer).rpartition(":")
+            if not sep or not host or not port.isdigit():
+                _bad("peers", peer, "a list of host:port addresses of profiler servers")
+
+
+def _check_int(name: str, value: object, low: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        _bad(name, value, f"an int >= {low}")
+
+
+def _bad(name: str, value: object, want: str) -> None:
+    raise InvalidRecorderConfigError(f"stepscope.recorder: {name} must be {want}, got {value!r}")

@@ -1,0 +1,355 @@
+"""The flight recorder: an always-on recording cut to the last steps, saved on a trigger.
+
+Threads record exactly as in a capture (annotations, step markers, `stepscope.data`, the
+Python sampler); the recorder adds one Python call per step opened (noting when it opened,
+for the hang trigger) and two threads of its own:
+- the watchdog wakes every ``poll_s``: it reads the steps finished since (slow-step
+  trigger), checks for a step open too long (hang trigger), serves SIGUSR1 and remote
+  requests, and trims the ring;
+- the saver builds and writes each run from its snapshot, so a trigger never costs the
+  training step more than copying a few lists.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import queue
+import statistics
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from stepscope.capture import session as _session
+from stepscope.capture.options import ProfilerOptions
+from stepscope.capture.recorder import config as cfg
+from stepscope.capture.recorder import snapshot as snap
+from stepscope.capture.recorder.ring import Ring
+from stepscope.capture.step import hooks as step_hooks
+from stepscope.capture.step import set_hooks as set_step_hooks
+
+log = logging.getLogger("stepscope.recorder")
+
+# Events are bounded by the ring, not by a capture's budget: a count that is never reached.
+_UNBOUNDED = 1 << 62
+EXIT_WAIT_S = 60.0  # how long an exiting program waits for its last save
+MEDIAN_EVERY = 10  # steps between two computations of the running median
+
+
+class PendingSave:
+    """A save requested: ``result()`` waits for it and returns the run directory (None when
+    a rate limit or the recorder's end skipped it; ``skipped`` says why)."""
+
+    def __init__(self, trigger: str, reason: str) -> None:
+        self.trigger = trigger
+        self.reason = reason
+        self.run_dir: Path | None = None
+        self.error: BaseException | None = None
+        self.skipped = ""
+        self._done = threading.Event()
+
+    def finish(self, run_dir: Path | None = None, error: BaseException | None = None) -> None:
+        self.run_dir, self.error = run_dir, error
+        self._done.set()
+
+    def skip(self, why: str) -> None:
+        self.skipped = why
+        self._done.set()
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def result(self, timeout: float | None = None) -> Path | None:
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"the recorder's save ({self.trigger}) is still being written")
+        if self.error is not None:
+            raise self.error
+        return self.run_dir
+
+
+class Recorder:
+    """One process's recorder (see `stepscope.capture.recorder.start`)."""
+
+    def __init__(self, config: cfg.RecorderConfig) -> None:
+        from stepscope.logdir import default_hostname
+
+        self.config = config
+        self.triggers = config.triggers
+        self.hostname = config.hostname or default_hostname()
+        options = ProfilerOptions(
+            host_tracer_level=2,
+            device_tracer_level=0,
+            max_events=_UNBOUNDED,
+            python_sampler_hz=config.sampler_hz,
+        )
+        self.session = _session.Session(config.logdir, options, self.hostname)
+        self.session.write = False  # exit hooks must not save the whole recording
+        self.ring = Ring(
+            self.session.host,
+            config.keep_steps + self.triggers.after_steps,
+            config.max_bytes,
+            config.history_steps,
+        )
+        self.recent_dur: collections.deque[int] = collections.deque(
+            maxlen=self.triggers.median_steps
+        )
+        self._median: float | None = None
+        self._median_age = 0
+        self.open_ns: dict[int, int] = {}  # thread ident -> when its current step opened
+        self._hang_reported: set[int] = set()
+        self._last_save: dict[str, float] = {}
+        self._deferred: list[tuple[int, str, str, dict[str, Any], PendingSave]] = []
+        self._requests: collections.deque[tuple[str, str, dict[str, Any], PendingSave]] = (
+            collections.deque()
+        )
+        self._saves: queue.SimpleQueue[tuple[snap.Snapshot, PendingSave] | None] = (
+            queue.SimpleQueue()
+        )
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._last_exception: BaseException | None = None
+        self.saved: list[Path] = []
+        self.requested: collections.deque[PendingSave] = collections.deque(maxlen=100)
+        self._watchdog = threading.Thread(
+            target=self._watch, name="stepscope-recorder", daemon=True
+        )
+        self._saver = threading.Thread(target=self._save_loop, name="stepscope-saver", daemon=True)
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        current = threading.current_thread()
+        self.session.sample_from_start.append(
+            (threading.get_ident(), threading.get_native_id(), current.name)
+        )
+        _session.claim(self.session)  # one recording per process: capture or recorder
+        try:
+            _session.begin(self.session)
+        except BaseException:
+            _session.release(self.session)
+            raise
+        self.ring.sampler = self.session.sampler
+        on_error = self._on_step_error if self.triggers.on_exception else None
+        set_step_hooks(self._on_step_open, on_error)
+        self._watchdog.start()
+        self._saver.start()
+
+    def stop(self, timeout: float = EXIT_WAIT_S) -> None:
+        """Stop recording; saves already requested are finished first (up to ``timeout``)."""
+        self._stop.set()
+        if self._watchdog.is_alive() and threading.current_thread() is not self._watchdog:
+            self._watchdog.join(timeout)
+        with self._lock:
+            for _due, trigger, _reason, _details, pending in self._deferred:
+                pending.skip(f"the recorder stopped before the steps after the {trigger}")
+            self._deferred.clear()
+        self._saves.put(None)
+        if self._saver.is_alive():
+            self._saver.join(timeout)
+        if step_hooks()[0] == self._on_step_open:
+            set_step_hooks(None, None)
+        self.session.finish(save=False)
+        _session.release(self.session)
+
+    # -- triggers ---------------------------------------------------------------------------
+
+    def save(
+        self,
+        trigger: str,
+        reason: str,
+        details: dict[str, Any] | None = None,
+        *,
+        at_once: bool = False,
+        run_name: str | None = None,
+    ) -> PendingSave:
+        """Snapshot now (or after ``after_steps`` more steps) and save in the background;
+        automatic triggers honour ``min_interval_s``."""
+        pending = PendingSave(trigger, reason)
+        self.requested.append(pending)
+        details = dict(details or {})
+        with self._lock:
+            if self._stop.is_set():
+                pending.skip("the recorder is stopped")
+                return pending
+            now = time.monotonic()
+            last = self._last_save.get(trigger)
+            limit = self.triggers.min_interval_s
+            if trigger != cfg.USER and last is not None and now - last < limit:
+                why = f"rate limit: one {trigger} save per {limit:g} s"
+                log.info("stepscope recorder: %s not saved (%s): %s", trigger, why, reason)
+                pending.skip(why)
+                return pending
+            self._last_save[trigger] = now
+            after = self.triggers.after_steps
+            if after and not at_once and trigger in (cfg.SLOW_STEP, cfg.SIGNAL, cfg.REMOTE):
+                due = self.ring.steps_seen + after
+                self._deferred.append((due, trigger, reason, details, pending))
+                return pending
+            self._enqueue(trigger, reason, details, pending, run_name, 0)
+        return pending
+
+    def request(
+        self, trigger: str, reason: str, details: dict[str, Any] | None = None
+    ) -> PendingSave:
+        """Ask the watchdog to save at its next wake-up (safe in a signal handler: no lock)."""
+        pending = PendingSave(trigger, reason)
+        self._requests.append((trigger, reason, dict(details or {}), pending))
+        return pending
+
+    def _enqueue(
+        self,
+        trigger: str,
+        reason: str,
+        details: dict[str, Any],
+        pending: PendingSave,
+        run_name: str | None,
+        steps_after: int,
+    ) -> None:
+        history = list(self.ring.history)
+        keep = self.config.keep_steps + steps_after
+        cutoff = history[-keep].start_ns if len(history) >= keep else None
+        snapshot = snap.take(
+            trigger,
+            reason,
+            self.hostname,
+            self.session.host,
+            self.session.sampler,
+            history,
+            details,
+            cutoff,
+        )
+        snapshot.run_name = run_name
+        self._saves.put((snapshot, pending))
+
+    def _on_step_open(self) -> None:
+        """Called by `stepscope.step` as a step opens (the only per-step cost added)."""
+        self.open_ns[threading.get_ident()] = time.perf_counter_ns()
+        sampler = self.session.sampler
+        if sampler is not None:
+            sampler.add_current_thread()
+
+    def _on_step_error(self, error: BaseException, step_num: int) -> None:
+        self.on_exception(error, f"step {step_num}")
+
+    def on_exception(self, error: BaseException, where: str) -> PendingSave | None:
+        """Save for an exception (once per exception object, wherever it is seen again)."""
+        if error is self._last_exception:
+            return None
+        self._last_exception = error
+        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        reason = f"{type(error).__name__} in {where}: {error}"[:500]
+        return self.save(
+            cfg.EXCEPTION,
+            reason,
+            {"exception": f"{type(error).__name__}: {error}", "traceback": text},
+            at_once=True,
+        )
+
+    # -- the watchdog -----------------------------------------------------------------------
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.config.poll_s):
+            try:
+                self.tick()
+            except Exception:  # the recorder must never take the training down
+                log.exception("stepscope recorder: watchdog error (recording goes on)")
+
+    def tick(self) -> None:
+        """One wake-up of the watchdog (tests call it directly)."""
+        while self._requests:
+            trigger, reason, details, pending = self._requests.popleft()
+            done = self.save(trigger, reason, details)
+            _chain(done, pending)
+        self._check_steps()
+        self._check_hang()
+        self._release_deferred()
+        self.ring.trim()
+
+    def _check_steps(self) -> None:
+        """Compare each finished step with the median of the steps before it (recomputed
+        every `MEDIAN_EVERY` steps: a sort of ``median_steps`` values per step would cost
+        the training thread GIL time at 1 ms steps)."""
+        factor = self.triggers.slow_step_factor
+        recent = self.recent_dur
+        for summary in self.ring.scan():
+            if factor and len(recent) >= self.triggers.warmup_steps:
+                if self._median is None or self._median_age >= MEDIAN_EVERY:
+                    self._median, self._median_age = statistics.median(recent), 0
+                median = self._median
+                if median > 0 and summary.dur_ns > factor * median:
+                    self._slow(summary.step_num, summary.dur_ns, median, len(recent))
+            recent.append(summary.dur_ns)
+            self._median_age += 1
+
+    def _slow(self, step_num: int, dur_ns: int, median: float, window: int) -> None:
+        reason = (
+            f"step {step_num} took {dur_ns / 1e6:.1f} ms, {dur_ns / median:.1f}x the median "
+            f"{median / 1e6:.1f} ms of the {window} steps before"
+        )
+        details = {"step": step_num, "dur_ns": dur_ns, "median_ns": int(median)}
+        self.save(cfg.SLOW_STEP, reason, details)
+
+    def _check_hang(self) -> None:
+        limit = self.triggers.hang_s
+        if not limit:
+            return
+        now = time.perf_counter_ns()
+        for ident, opened in list(self.open_ns.items()):
+            closed = self.ring.last_step_start.get(ident, -1) >= opened
+            if closed or opened in self._hang_reported or now - opened < limit * 1e9:
+                continue
+            self._hang_reported.add(opened)
+            name = next((t.name for t in threading.enumerate() if t.ident == ident), "?")
+            reason = f"a step on thread {name!r} has been open for {(now - opened) / 1e9:.1f} s"
+            stacks = snap.thread_stacks()
+            warnings = [f"stepscope flight recorder: stack of {k}:\n{v}" for k, v in stacks.items()]
+            self.save(cfg.HANG, reason, {"stacks": stacks, "warnings": warnings}, at_once=True)
+
+    def _release_deferred(self) -> None:
+        with self._lock:
+            ready = [d for d in self._deferred if d[0] <= self.ring.steps_seen]
+            for item in ready:
+                self._deferred.remove(item)
+                _due, trigger, reason, details, pending = item
+                self._enqueue(trigger, reason, details, pending, None, self.triggers.after_steps)
+
+    # -- the saver --------------------------------------------------------------------------
+
+    def _save_loop(self) -> None:
+        while True:
+            item = self._saves.get()
+            if item is None:
+                return
+            snapshot, pending = item
+            try:
+                run_dir = snap.write(snapshot, self.config.logdir)
+                snap.enforce_disk_cap(
+                    self.config.logdir, self.hostname, self.config.max_disk_bytes, run_dir
+                )
+            except BaseException as exc:  # told now and kept for result(); never raised here
+                log.warning("stepscope recorder: could not save (%s): %s", snapshot.trigger, exc)
+                pending.finish(error=exc)
+                continue
+            self.saved.append(run_dir)
+            log.warning(
+                "stepscope recorder: saved %s (%s): %s", snapshot.trigger, snapshot.reason, run_dir
+            )
+            pending.finish(run_dir)
+
+
+def _chain(source: PendingSave, target: PendingSave) -> None:
+    """Complete ``target`` when ``source`` completes (a request served by the watchdog)."""
+
+    def wait() -> None:
+        source._done.wait()
+        if source.skipped:
+            target.skip(source.skipped)
+        else:
+            target.finish(source.run_dir, source.error)
+
+    if source.done():
+        wait()
+    else:
+        threading.Thread(target=wait, name="stepscope-save-wait", daemon=True).start()

@@ -1,0 +1,139 @@
+"""The ring: the recording's thread buffers cut to the last steps, and step summaries.
+
+Threads keep appending to their own buffers exactly as in a capture (no extra cost on the
+hot path); only the recorder's thread reads and trims them. Each thread's events are in
+the order they ended, so everything that ended before a time is a prefix, found by
+bisection and removed with one ``del events[:k]`` (a single C call under the GIL, safe next
+to the owning thread's appends). Sampler runs are trimmed the same way.
+
+The bound by bytes uses fixed estimates (`EVENT_BYTES`, `RUN_BYTES`), measured for typical
+events and stacks (`benchmarks/bench_recorder.py` checks the process's memory against it).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from typing import Any, NamedTuple
+
+from stepscope.capture.host_tracer import HostTracer, ThreadBuffer
+from stepscope.capture.python_sampler import PythonSampler
+
+EVENT_BYTES = 250  # an event tuple, its ints and (often) a small stats dict
+RUN_BYTES = 1200  # a sampled run: the list, its ints and a stack of ~15 frames
+
+
+def _end(event: Any) -> int:
+    return int(event[2])
+
+
+def _run_end(run: Any) -> int:
+    return int(run[1])
+
+
+class StepSummary(NamedTuple):
+    """One finished step, kept long after its events are gone."""
+
+    step_num: int
+    start_ns: int  # perf_counter_ns
+    dur_ns: int
+    thread_id: int  # OS thread id of the step's thread
+
+
+class Ring:
+    """Scan new events for finished steps; trim to ``keep_steps`` and ``max_bytes``."""
+
+    def __init__(
+        self,
+        host: HostTracer,
+        keep_steps: int,
+        max_bytes: int,
+        history_steps: int,
+    ) -> None:
+        self.host = host
+        self.sampler: PythonSampler | None = None
+        self.keep_steps = keep_steps
+        self.max_events = max(1, max_bytes // EVENT_BYTES)
+        self.history: deque[StepSummary] = deque(maxlen=history_steps)
+        self._cursor: dict[int, int] = {}  # id(buffer) -> first event not scanned yet
+        self.last_step_start: dict[int, int] = {}  # thread ident -> start of its last step
+        self.steps_seen = 0
+        self.trimmed_events = 0
+
+    def scan(self) -> list[StepSummary]:
+        """Steps finished since the last scan, in the order they started."""
+        found: list[StepSummary] = []
+        for buf in self.host.buffers():
+            events = buf.events
+            end = len(events)
+            start = self._cursor.get(id(buf), 0)
+            for k in range(start, end):
+                stats = events[k][4]
+                if stats is not None and "_r" in stats:
+                    _name, begin, finish, _depth, _stats = events[k]
+                    number = int(stats.get("step_num", -1))
+                    found.append(StepSummary(number, begin, finish - begin, buf.native_id))
+                    self.last_step_start[buf.ident] = begin
+            self._cursor[id(buf)] = end
+        found.sort(key=lambda summary: summary.start_ns)
+        self.history.extend(found)
+        self.steps_seen += len(found)
+        return found
+
+    def trim(self) -> None:
+        """Drop what ended before the oldest kept step, then the oldest steps (or events)
+        until the estimated bytes fit."""
+        if len(self.history) >= self.keep_steps:
+            self._cut(self.history[-self.keep_steps].start_ns)
+        if self.n_events() <= self.max_events:
+            return
+        # Over the byte bound: give up whole steps, oldest first, while one is left.
+        kept = list(self.history)[-self.keep_steps :]
+        for summary in kept[1:]:
+            self._cut(summary.start_ns)
+            if self.n_events() <= self.max_events:
+                return
+        # One step alone is too big: each thread keeps its newest share.
+        buffers = self.host.buffers()
+        share = max(1, self.max_events // max(1, len(buffers) + self._n_sampled()))
+        for buf in buffers:
+            self._drop(buf, len(buf.events) - share)
+        for runs in self._sampled_runs():
+            excess = len(runs) - share
+            if excess > 0:
+                del runs[:excess]
+                self.trimmed_events += excess
+
+    def n_events(self) -> int:
+        """Events in the ring, sampler runs counted at their larger size."""
+        events = sum(len(buf.events) for buf in self.host.buffers())
+        runs = sum(len(r) for r in self._sampled_runs())
+        return events + runs * RUN_BYTES // EVENT_BYTES
+
+    def estimated_bytes(self) -> int:
+        return self.n_events() * EVENT_BYTES
+
+    def _cut(self, cutoff_ns: int) -> None:
+        for buf in self.host.buffers():
+            self._drop(buf, bisect.bisect_right(buf.events, cutoff_ns, key=_end))
+        for runs in self._sampled_runs():
+            k = bisect.bisect_right(runs, cutoff_ns, key=_run_end)
+            if k > 0:
+                del runs[:k]
+                self.trimmed_events += k
+
+    def _drop(self, buf: ThreadBuffer, k: int) -> None:
+        if k <= 0:
+            return
+        del buf.events[:k]
+        self.trimmed_events += k
+        cursor = self._cursor.get(id(buf), 0)
+        self._cursor[id(buf)] = max(0, cursor - k)
+
+    def _sampled_runs(self) -> list[list[Any]]:
+        if self.sampler is None:
+            return []
+        return [t.runs for t in list(self.sampler.threads.values())]
+
+    def _n_sampled(self) -> int:
+        return 0 if self.sampler is None else len(self.sampler.threads)

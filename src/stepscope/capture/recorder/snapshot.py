@@ -1,0 +1,223 @@
+"""A snapshot of the ring, taken on the triggering thread (copies of lists only), and its
+save as a normal run, done later on the recorder's saver thread.
+
+A save writes ``<logdir>/plugins/profile/<run>/<host>.xplane.pb`` as a capture does, plus
+``<host>.recorder.json`` beside it (the trigger, the reason, the steps saved and what the
+trigger found: the traceback of an exception, every thread's stack at a hang) and
+``<host>.recorder_steps.json`` (the step summaries, kept far longer than events). The
+profile's warnings say the trigger and reason too, so the diagnostics show them.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import json
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stepscope.capture.host_tracer import HostTracer, ThreadBuffer
+from stepscope.capture.options import ProfilerOptions
+from stepscope.capture.python_sampler import PythonSampler, SampledThread
+from stepscope.capture.recorder.ring import StepSummary
+
+log = logging.getLogger("stepscope.recorder")
+
+MARKER_SUFFIX = ".recorder.json"
+HISTORY_SUFFIX = ".recorder_steps.json"
+
+
+@dataclass
+class Snapshot:
+    """What one save writes; every list is the snapshot's own copy."""
+
+    trigger: str
+    reason: str
+    hostname: str
+    perf_ns: int  # when it was taken
+    wall_ns: int
+    buffers: list[ThreadBuffer]
+    sampled: list[SampledThread]
+    sample_interval_ns: int
+    history: list[StepSummary]
+    details: dict[str, Any] = field(default_factory=dict)
+    run_name: str | None = None  # set for a save that other ranks share
+
+
+def take(
+    trigger: str,
+    reason: str,
+    hostname: str,
+    host: HostTracer,
+    sampler: PythonSampler | None,
+    history: list[StepSummary],
+    details: dict[str, Any] | None = None,
+    cutoff_ns: int | None = None,
+) -> Snapshot:
+    """Copy the ring now, less what ended before ``cutoff_ns`` (the ring is trimmed only
+    now and then); called on any thread: the copies are single C calls under the GIL."""
+    perf_ns, wall_ns = time.perf_counter_ns(), time.time_ns()
+    cutoff = -1 if cutoff_ns is None else cutoff_ns
+    buffers = []
+    for buf in host.buffers():
+        copy = ThreadBuffer(buf.native_id, buf.ident, buf.name)
+        events = buf.events
+        copy.events = events[bisect.bisect_right(events, cutoff, key=_end) :]
+        buffers.append(copy)
+    sampled = []
+    interval_ns = 0
+    if sampler is not None:
+        interval_ns = int(sampler.interval_s * 1e9)
+        for thread in list(sampler.threads.values()):
+            copy_t = SampledThread(thread.ident, thread.native_id, thread.name)
+            runs = thread.runs
+            first = bisect.bisect_right(runs, cutoff, key=_end_of_run)
+            copy_t.runs = [list(run) for run in runs[first:]]
+            sampled.append(copy_t)
+    return Snapshot(
+        trigger,
+        reason,
+        hostname,
+        perf_ns,
+        wall_ns,
+        buffers,
+        sampled,
+        interval_ns,
+        history,
+        dict(details or {}),
+    )
+
+
+def _end(event: Any) -> int:
+    return int(event[2])
+
+
+def _end_of_run(run: Any) -> int:
+    return int(run[1])
+
+
+def thread_stacks() -> dict[str, str]:
+    """Every thread's Python stack now, innermost last (as a traceback prints it)."""
+    import sys
+    import traceback
+
+    names = {t.ident: t.name for t in threading.enumerate()}
+    stacks = {}
+    for ident, frame in sys._current_frames().items():
+        label = f"{names.get(ident, 'thread')} ({ident})"
+        stacks[label] = "".join(traceback.format_stack(frame))
+    return stacks
+
+
+def write(snapshot: Snapshot, logdir: str) -> Path:
+    """Build and write the run; returns its directory."""
+    from stepscope.capture.save import CaptureResult, build_xspace
+    from stepscope.capture.save import save as save_space
+    from stepscope.logdir import run_name_for
+
+    start_perf = _first_start(snapshot)
+    start_wall = snapshot.wall_ns - (snapshot.perf_ns - start_perf)
+    _close_runs(snapshot)
+    kept = [s for s in snapshot.history if s.start_ns >= start_perf]
+    warning = f"stepscope flight recorder: saved by trigger '{snapshot.trigger}': {snapshot.reason}"
+    if kept:
+        warning += f" (steps {kept[0].step_num} to {kept[-1].step_num} kept)"
+    result = CaptureResult(
+        hostname=snapshot.hostname,
+        options=ProfilerOptions(device_tracer_level=0),
+        logdir=logdir,
+        run_name=snapshot.run_name or run_name_for(start_wall),
+        start_wall_ns=start_wall,
+        start_perf_ns=start_perf,
+        stop_wall_ns=snapshot.wall_ns,
+        stop_perf_ns=snapshot.perf_ns,
+        host_buffers=snapshot.buffers,
+        sampled_threads=snapshot.sampled,
+        warnings=[warning, *snapshot.details.get("warnings", [])],
+    )
+    space = build_xspace(result)
+    run_dir = save_space(space, result)
+    marker = {
+        "trigger": snapshot.trigger,
+        "reason": snapshot.reason,
+        "host": snapshot.hostname,
+        "saved_wall_ns": snapshot.wall_ns,
+        "steps": [kept[0].step_num, kept[-1].step_num] if kept else None,
+        **{k: v for k, v in snapshot.details.items() if k != "warnings"},
+    }
+    # every step summary the recorder still holds (start relative to the profile's start),
+    # in a file of its own so that listing runs reads only the small marker
+    history = {
+        "fields": ["step_num", "start_ns", "dur_ns", "thread_id"],
+        "steps": [
+            [s.step_num, s.start_ns - start_perf, s.dur_ns, s.thread_id] for s in snapshot.history
+        ],
+    }
+    from stepscope.logdir import host_file_name
+
+    stem = host_file_name(snapshot.hostname)[: -len(".xplane.pb")]
+    _write_json(run_dir / f"{stem}{HISTORY_SUFFIX}", history)
+    _write_json(run_dir / f"{stem}{MARKER_SUFFIX}", marker)
+    return run_dir
+
+
+def _first_start(snapshot: Snapshot) -> int:
+    # events are in the order they ended: a parent follows its children, so take the min
+    starts = [min(e[1] for e in buf.events) for buf in snapshot.buffers if buf.events]
+    starts += [t.runs[0][0] for t in snapshot.sampled if t.runs]
+    return min(starts) if starts else snapshot.perf_ns
+
+
+def _close_runs(snapshot: Snapshot) -> None:
+    """A sampled run lasts one interval after its last sample (cut at the next run), as at
+    the end of a capture."""
+    for thread in snapshot.sampled:
+        runs = thread.runs
+        for k, run in enumerate(runs):
+            limit = runs[k + 1][0] if k + 1 < len(runs) else snapshot.perf_ns
+            run[1] = min(run[1] + snapshot.sample_interval_ns, limit)
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
+    tmp.write_text(json.dumps(data), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def enforce_disk_cap(logdir: str, hostname: str, max_bytes: int, keep: Path) -> list[Path]:
+    """Remove this host's oldest recorder saves until they fit in ``max_bytes``; never the
+    one just written (``keep``) and never a run the recorder did not write."""
+    from stepscope.logdir import host_file_name, profile_root
+
+    host_file = host_file_name(hostname)
+    stem = host_file[: -len(".xplane.pb")]
+    saves = []
+    root = profile_root(logdir)
+    for marker in root.glob(f"*/{stem}{MARKER_SUFFIX}"):
+        files = [marker, marker.parent / f"{stem}{HISTORY_SUFFIX}", marker.parent / host_file]
+        try:
+            size = sum(f.stat().st_size for f in files if f.exists())
+            saves.append((marker.stat().st_mtime, marker.parent, files, size))
+        except OSError:
+            continue
+    saves.sort(key=lambda item: item[0])
+    total = sum(item[3] for item in saves)
+    removed = []
+    for _mtime, run_dir, files, size in saves:
+        if total <= max_bytes:
+            break
+        if run_dir == keep:
+            continue
+        for f in files:
+            f.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # removed only when no other host's file is left
+            run_dir.rmdir()
+        total -= size
+        removed.append(run_dir)
+        log.info("stepscope recorder: removed %s (max_disk_bytes=%d)", run_dir, max_bytes)
+    return removed
