@@ -36,6 +36,20 @@ def test_runs_hosts_and_tools_come_from_discovery_and_registry(client: httpx.Cli
     assert [t["available"] for t in listed] == [True, False]  # fake_single needs one host
 
 
+def test_runs_the_flight_recorder_saved_carry_its_trigger_and_reason(
+    client: httpx.Client, logdir: Path
+) -> None:
+    assert client.get("/api/runs").json()["runs"][0]["saved_by"] is None
+    (run_dir,) = [p.parent for p in logdir.rglob("vm.xplane.pb")]
+    marker = {"trigger": "slow_step", "reason": "step 30 took 10.1 ms", "traceback": "x" * 500}
+    (run_dir / "vm.recorder.json").write_text(json.dumps(marker))
+    add_run(logdir, next(logdir.rglob("vm.xplane.pb")), "train/2026_01_02_00_00_00")
+    (logdir / "train/plugins/profile/2026_01_02_00_00_00/vm.recorder.json").write_text("{bad")
+    runs = client.get("/api/runs").json()["runs"]
+    assert runs[0]["saved_by"] == {"trigger": "slow_step", "reason": "step 30 took 10.1 ms"}
+    assert runs[1]["saved_by"] is None  # an unreadable marker is ignored (and logged)
+
+
 def test_tool_json_csv_and_options(client: httpx.Client, fake_tools: FakeTools) -> None:
     r = client.get("/api/tool/fake_stats", params={"run": RUN_A, "host": "vm"})
     assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")

@@ -45,6 +45,8 @@ class Run:
     name: str  # relative to the log directory, '/'-separated
     path: str  # the run directory (or the file, for a single-file run)
     hosts: tuple[HostFile, ...]
+    # the flight recorder's ``<host>.recorder.json`` files: it saved this run (`saved_by`)
+    recorder_markers: tuple[str, ...] = ()
 
     @property
     def host_names(self) -> list[str]:
@@ -148,7 +150,10 @@ def discover_runs(logdir: str) -> list[Run]:
             hosts = _host_files(dirpath, [f for f in filenames if _XPLANE.match(f)], "xspace")
             if hosts:
                 name = "/".join([*parts[:-3], full_parts[-1]])
-                runs.append(Run(name, dirpath, _unique_hosts(hosts)))
+                markers = tuple(
+                    fs.join(dirpath, f) for f in filenames if f.endswith(RECORDER_MARKER)
+                )
+                runs.append(Run(name, dirpath, _unique_hosts(hosts), markers))
         in_session = any(_XPLANE.match(f) for f in filenames)
         kineto = [
             f
@@ -163,6 +168,27 @@ def discover_runs(logdir: str) -> list[Run]:
             name = rel if rel != "." else posixpath.basename(root.rstrip("/")) or "."
             runs.append(Run(name, dirpath, _unique_hosts(hosts)))
     return sorted(runs, key=lambda r: r.name)
+
+
+# Written by the flight recorder beside each host file it saves (stepscope.capture.recorder).
+RECORDER_MARKER = ".recorder.json"
+_MARKER_LIMIT = 1 << 20  # a marker holds a reason, a traceback or stacks: far below this
+
+
+def saved_by(run: Run) -> dict[str, str] | None:
+    """``{"trigger", "reason"}`` of a run the flight recorder saved (its first host's marker),
+    or None. A marker that cannot be read or parsed is logged and ignored."""
+    import json
+
+    for path in run.recorder_markers:
+        try:
+            data = json.loads(fs.read_head(path, _MARKER_LIMIT))
+        except (OSError, ValueError) as exc:
+            logger.warning("stepscope: ignored the recorder marker %s: %s", path, exc)
+            continue
+        if isinstance(data, dict):
+            return {"trigger": str(data.get("trigger", "")), "reason": str(data.get("reason", ""))}
+    return None
 
 
 def single_file_run(path: str) -> Run:

@@ -2,7 +2,7 @@
 
     GET / and /index.html                   the UI (static/index.html)
     GET /static/{path}                      UI assets (a fixed whitelist: the files shipped)
-    GET /api/runs                           {"logdir", "runs": [{"run", "hosts", ...}]}
+    GET /api/runs                           {"logdir", "runs": [{"run", "hosts", "saved_by"...}]}
     GET /api/runs/{run}/hosts               {"run", "hosts": [... , "ALL_HOSTS"]}
     GET /api/tools?run=&host=               the registry's tools, with availability for run/host
     GET /api/compare?base=&base_host=&cand=&cand_host=   the diff of two runs (compare_route.py)
@@ -24,6 +24,7 @@ from pathlib import Path
 
 from stepscope.errors import NotFoundError, StepscopeError
 from stepscope.model import ALL_HOSTS
+from stepscope.model.runs import saved_by
 from stepscope.serve.compare_route import compare_handler
 from stepscope.serve.http import (
     JSON_TYPE,
@@ -201,6 +202,7 @@ def build_routes(state: ServerState, static_root: Path = STATIC_DIR) -> list[Rou
                         "hosts": r.host_names,
                         "size_bytes": r.size_bytes,
                         "formats": sorted({h.format for h in r.hosts}),
+                        "saved_by": saved_by(r),
                     }
                     for r in listed
                 ],

@@ -48,6 +48,15 @@ function fillSelect(select, values, current, labelOf = (v) => v) {
   select.value = current;
 }
 
+// A run the flight recorder saved is listed with its trigger and reason (docs/flight_recorder.md).
+function runLabel(name) {
+  const run = state.runs.find((r) => r.run === name);
+  const mark = run && run.saved_by;
+  if (!mark) return name;
+  const reason = mark.reason.length > 80 ? `${mark.reason.slice(0, 79)}…` : mark.reason;
+  return `${name} — ${mark.trigger.replace('_', ' ')}: ${reason}`;
+}
+
 function listTools(run, host) {
   // Without a host the server answers for the run's default host (ALL_HOSTS if several).
   // Every tool with a page, each marked available or not for this run and host.
@@ -116,7 +125,7 @@ async function route() {
     return;
   }
   if (want.run && !state.runs.some((r) => r.run === want.run)) {
-    fillSelect($('run-select'), ['', ...state.runs.map((r) => r.run)], '', (v) => v || '(choose a run)');
+    fillSelect($('run-select'), ['', ...state.runs.map((r) => r.run)], '', (v) => (v ? runLabel(v) : '(choose a run)'));
     showChoices(`No run “${want.run}” in this log directory.`, 'Runs',
       state.runs.map((r) => [r.run, hrefFor(want.tool, r.run, '', want.options)]));
     markRendered('', true);
@@ -125,7 +134,7 @@ async function route() {
   const run = state.runs.find((r) => r.run === want.run) || state.runs[0];
   const hosts = hostsOf(run);
   const hostLabel = (v) => (v === ALL_HOSTS ? 'All hosts' : v);
-  fillSelect($('run-select'), state.runs.map((r) => r.run), run.run);
+  fillSelect($('run-select'), state.runs.map((r) => r.run), run.run, runLabel);
   if (want.host && !hosts.includes(want.host)) {
     fillSelect($('host-select'), ['', ...hosts], '', (v) => (v ? hostLabel(v) : '(choose a host)'));
     showChoices(`Run “${run.run}” has no host “${want.host}”.`, 'Hosts',
@@ -272,7 +281,7 @@ async function renderCompare(token, params) {
     // the top bar and the tool list show the baseline, so its tools are one click away
     const showSides = ({ base, base_host: host }) => {
       const run = state.runs.find((r) => r.run === base);
-      fillSelect($('run-select'), state.runs.map((r) => r.run), base);
+      fillSelect($('run-select'), state.runs.map((r) => r.run), base, runLabel);
       fillSelect($('host-select'), hostsOf(run), host, (v) => (v === ALL_HOSTS ? 'All hosts' : v));
       $('host-select').disabled = hostsOf(run).length < 2;
       toolsFor(base, host).then((tools) => {
@@ -329,7 +338,7 @@ async function refreshRuns() {
   if (before !== after) {
     const want = parseHash();
     const run = state.runs.find((r) => r.run === want.run) || state.runs[0];
-    if (run) fillSelect($('run-select'), state.runs.map((r) => r.run), run.run);
+    if (run) fillSelect($('run-select'), state.runs.map((r) => r.run), run.run, runLabel);
     if (!before) route();
   }
 }
