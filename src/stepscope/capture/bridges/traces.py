@@ -96,23 +96,56 @@ def _convert(path: Path) -> tuple[XSpace, str]:
     return space, (space.hostnames[0] if space.hostnames else path.stem)
 
 
+@dataclass(frozen=True)
+class Converted:
+    """One trace converted to ``staged`` (a temporary file in the run directory)."""
+
+    staged: str
+    host: str  # the host the trace names (before two files claiming one host are told apart)
+    events: int
+    rank: int | None
+    world_size: int | None
+
+
+def convert_to(path: str, staged: str) -> Converted:
+    """Converts one trace and writes it as the XSpace ``staged``; only this small record
+    comes back, so worker processes can convert many files at once."""
+    space, host = _convert(Path(path))
+    rank = _plane_stat(space, "/host:CPU", "rank")
+    world = _plane_stat(space, "/host:CPU", "world_size")
+    events = sum(len(line.events) for plane in space.planes for line in plane.lines)
+    del space.hostnames[:]
+    space.hostnames.append(host)
+    write_xspace(space, staged)
+    return Converted(staged, host, events, rank, world)
+
+
+# convert_all(files, staged paths) -> per file a Converted or its one-line error.
+ConvertAll = Callable[[list[Path], list[str]], list["Converted | str"]]
+
+
 def import_traces(
     paths: Sequence[str | os.PathLike[str]],
     logdir: str | os.PathLike[str],
     run_name: str | None = None,
     progress: Callable[[str], None] | None = None,
+    convert_all: ConvertAll | None = None,
 ) -> ImportResult:
     """Convert ``paths`` into one new run under ``logdir`` (see the module docstring).
 
     Files that cannot be read are listed in ``failures``; when none can, nothing is written
-    and `StepscopeError` says why.
+    and `StepscopeError` says why. ``convert_all`` converts the files elsewhere (worker
+    processes, a cluster), each into its own staged file of a local run directory.
     """
     files = trace_files(paths)
     if not files:
         raise StepscopeError("no trace files given")
     result = ImportResult(_new_run(logdir, run_name))
     try:
-        _import_files(files, result, progress)
+        if convert_all is not None and isinstance(result.run_dir, Path) and len(files) > 1:
+            _import_staged(files, result, convert_all)
+        else:
+            _import_files(files, result, progress)
     except OSError as exc:  # a full disk, a read-only directory: nothing half-written is left
         _remove_run(result.run_dir)
         where = getattr(exc, "filename", None) or result.run_dir
@@ -185,6 +218,44 @@ def _import_files(
         world = _plane_stat(space, "/host:CPU", "world_size")
         events = sum(len(line.events) for plane in space.planes for line in plane.lines)
         result.hosts.append(ImportedHost(str(path), host, events, rank, world))
+
+
+def _import_staged(files: list[Path], result: ImportResult, convert_all: ConvertAll) -> None:
+    """Converts ``files`` with ``convert_all`` into staged files, then names each host (the
+    order of ``files`` decides the suffixes of hosts claimed twice) and moves it in place."""
+    assert isinstance(result.run_dir, Path)
+    staged = [str(result.run_dir / f".importing-{i}.xplane.pb") for i in range(len(files))]
+    claimed: dict[str, str] = {}
+    try:
+        for path, done in zip(files, convert_all(files, staged), strict=True):
+            if isinstance(done, str):
+                result.failures.append(done)
+                continue
+            host = base = done.host
+            suffix = 2
+            while host in claimed:
+                host, suffix = f"{base}_{suffix}", suffix + 1
+            if host != base:
+                result.warnings.append(
+                    f"{path} and {claimed[base]} are both host {base!r}: "
+                    f"{path.name} is host {host!r}"
+                )
+            claimed[host] = str(path)
+            target = result.run_dir / host_file_name(host)
+            if host != done.host:  # the file names its host inside: rewrite it
+                space = XSpace()
+                space.ParseFromString(Path(done.staged).read_bytes())
+                del space.hostnames[:]
+                space.hostnames.append(host)
+                write_xspace(space, target)
+            else:
+                os.replace(done.staged, target)
+            result.hosts.append(
+                ImportedHost(str(path), host, done.events, done.rank, done.world_size)
+            )
+    finally:
+        for name in staged:
+            Path(name).unlink(missing_ok=True)
 
 
 def torch_trace_handler(
