@@ -182,16 +182,25 @@ def _conclusion(analyses: list[PipelineAnalysis], several_hosts: bool) -> str:
     )
     conclusion = bound + (
         f"Slowest input pipeline: {top.input_pipeline} on host {top.host} "
-        f"(slowest call {top.max_latency_us:.1f} µs, {top.slow_calls} of "
+        f"(slowest call {_duration(top.max_latency_us)}, {top.slow_calls} of "
         f"{top.calls} calls over {SLOW_CALL_NS // 1000} µs)."
     )
     if top.bottleneck_iterator:
         conclusion += (
             f" Its bottleneck is '{top.bottleneck_iterator}' "
-            f"({top.bottleneck_long_name}), {top.bottleneck_self_us:.1f} µs of self "
+            f"({top.bottleneck_long_name}), {_duration(top.bottleneck_self_us)} of self "
             "time in that call."
         )
     return conclusion
+
+
+def _duration(us: float) -> str:
+    """A duration in the unit a reader expects (``4.36 ms``, not ``4364.1 µs``)."""
+    if us >= 1e6:
+        return f"{us / 1e6:.2f} s"
+    if us >= 1e3:
+        return f"{us / 1e3:.2f} ms"
+    return f"{us:.1f} µs"
 
 
 def result_of(

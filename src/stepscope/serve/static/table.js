@@ -1,11 +1,44 @@
 // A sortable, filterable table. Headers are buttons (Tab to reach, Enter/Space to sort);
 // the filter matches a substring of the text columns. Only the first `maxRows` rows are drawn
-// until asked for all, so tables of thousands of ops stay fast.
-import { fmtNum, h } from './util.js';
+// until asked for all, so tables of thousands of ops stay fast. Wide tables keep every column:
+// the header row and the first column stay in view while scrolling, a second horizontal
+// scrollbar sits above the table, and "Columns" hides or shows columns (remembered per table).
+import { fmtNum, h, plural } from './util.js';
+
+const HIDDEN_KEY = 'stepscope.columns.';
+
+function readHidden(name) {
+  try { return JSON.parse(localStorage.getItem(HIDDEN_KEY + name) || '[]'); } catch { return []; }
+}
+
+function writeHidden(name, keys) {
+  try { localStorage.setItem(HIDDEN_KEY + name, JSON.stringify(keys)); } catch { /* not remembered */ }
+}
+
+/** A horizontal scrollbar above `box` that scrolls with it (both ways). */
+function topScrollbar(box, table) {
+  const inner = h('div', { class: 'table-hscroll-inner' });
+  const bar = h('div', { class: 'table-hscroll', 'aria-hidden': 'true' }, inner);
+  let syncing = false;
+  const sync = (from, to) => () => {
+    if (syncing) { syncing = false; return; }
+    syncing = true;
+    to.scrollLeft = from.scrollLeft;
+  };
+  bar.addEventListener('scroll', sync(bar, box));
+  box.addEventListener('scroll', sync(box, bar));
+  bar.update = () => {
+    inner.style.width = `${table.scrollWidth}px`;
+    bar.hidden = table.scrollWidth <= box.clientWidth + 1;
+  };
+  new ResizeObserver(() => bar.update()).observe(box);
+  return bar;
+}
 
 /**
  * columns: [{key, label, numeric?, format?(value, row), title?, filter?}]
- * rows: plain objects. sort: {key, desc}. Returns an element with .setRows(rows).
+ * rows: plain objects. sort: {key, desc}. filterValue: the filter's initial text.
+ * Returns an element with .setRows(rows).
  */
 export function dataTable({ columns, rows, sort = null, filterable = false, maxRows = 200,
   caption = '', name = 'table', placeholder = 'Filter…', filterValue = '' }) {
@@ -14,12 +47,14 @@ export function dataTable({ columns, rows, sort = null, filterable = false, maxR
   let desc = sort ? sort.desc !== false : false;
   let needle = filterValue.trim().toLowerCase();
   let showAll = false;
+  const hidden = new Set(readHidden(name).filter((k) => columns.some((c) => c.key === k)));
   const filterKeys = columns.filter((c) => c.filter || (!c.numeric && c.filter !== false)).map((c) => c.key);
 
+  const headRow = h('tr');
   const tbody = h('tbody');
   const count = h('span', { class: 'count', 'aria-live': 'polite' });
   const more = h('button', { type: 'button', class: 'link more', hidden: true, onclick: () => { showAll = true; draw(); } });
-  const headers = columns.map((col) => {
+  const headers = new Map(columns.map((col) => {
     const button = h('button', { type: 'button', class: 'sort', title: col.title || null }, col.label);
     const th = h('th', { scope: 'col', class: col.numeric ? 'numeric' : null, dataset: { key: col.key } }, button);
     button.addEventListener('click', () => {
@@ -27,12 +62,21 @@ export function dataTable({ columns, rows, sort = null, filterable = false, maxR
       else { sortKey = col.key; desc = Boolean(col.numeric); }
       draw();
     });
-    return th;
-  });
+    return [col.key, th];
+  }));
   const filter = filterable
     ? h('input', { type: 'search', class: 'filter', placeholder, 'aria-label': `Filter ${caption || name}`, value: filterValue || null,
       oninput: (e) => { needle = e.target.value.trim().toLowerCase(); showAll = false; draw(); } })
     : null;
+  const chooser = columns.length > 3 ? h('details', { class: 'col-chooser' },
+    h('summary', { title: 'Show or hide columns' }, 'Columns'),
+    h('div', { class: 'col-menu', role: 'group', 'aria-label': 'Columns shown' }, columns.map((col) => h('label', {},
+      h('input', { type: 'checkbox', checked: !hidden.has(col.key), dataset: { column: col.key },
+        onchange: (e) => {
+          if (e.target.checked) hidden.delete(col.key); else hidden.add(col.key);
+          writeHidden(name, [...hidden]);
+          draw();
+        } }), ` ${col.label}`)))) : null;
 
   function compare(a, b) {
     const x = a[sortKey];
@@ -44,33 +88,40 @@ export function dataTable({ columns, rows, sort = null, filterable = false, maxR
     return desc ? -r : r;
   }
 
+  const table = h('table', { class: 'data', dataset: { table: name } },
+    caption ? h('caption', { class: 'sr-only' }, caption) : null,
+    h('thead', {}, headRow), tbody);
+  const scroll = h('div', { class: 'table-scroll' }, table);
+  const bar = topScrollbar(scroll, table);
+
   function draw() {
+    const shown = columns.filter((c) => !hidden.has(c.key));
     let view = allRows;
     if (needle) view = view.filter((r) => filterKeys.some((k) => String(r[k] ?? '').toLowerCase().includes(needle)));
     if (sortKey) view = [...view].sort(compare);
-    for (const th of headers) {
+    headRow.replaceChildren(...shown.map((c) => headers.get(c.key)));
+    for (const th of headers.values()) {
       const active = th.dataset.key === sortKey;
       if (active) th.setAttribute('aria-sort', desc ? 'descending' : 'ascending');
       else th.removeAttribute('aria-sort');
     }
     const drawn = showAll ? view : view.slice(0, maxRows);
-    tbody.replaceChildren(...drawn.map((row) => h('tr', {}, columns.map((col) => {
+    tbody.replaceChildren(...drawn.map((row) => h('tr', {}, shown.map((col) => {
       const value = row[col.key];
       const text = col.format ? col.format(value, row) : (col.numeric ? fmtNum(value) : value ?? '');
       return h('td', { class: col.numeric ? 'numeric' : null, dataset: { key: col.key, value: value ?? '' } }, text);
     }))));
     count.textContent = view.length === allRows.length
-      ? `${allRows.length.toLocaleString('en-US')} rows`
-      : `${view.length.toLocaleString('en-US')} of ${allRows.length.toLocaleString('en-US')} rows`;
+      ? plural(allRows.length, 'row')
+      : `${view.length.toLocaleString('en-US')} of ${plural(allRows.length, 'row')}`;
+    if (hidden.size) count.textContent += ` · ${plural(hidden.size, 'column')} hidden`;
     more.hidden = drawn.length === view.length;
-    more.textContent = `Show all ${view.length.toLocaleString('en-US')} rows`;
+    more.textContent = `Show all ${plural(view.length, 'row')}`;
+    requestAnimationFrame(() => bar.update());
   }
 
-  const table = h('table', { class: 'data', dataset: { table: name } },
-    caption ? h('caption', { class: 'sr-only' }, caption) : null,
-    h('thead', {}, h('tr', {}, headers)), tbody);
   const box = h('div', { class: 'table-box' },
-    h('div', { class: 'table-tools' }, filter, count), h('div', { class: 'table-scroll' }, table), more);
+    h('div', { class: 'table-tools' }, filter, count, chooser), bar, scroll, more);
   box.setRows = (newRows) => { allRows = newRows; draw(); };
   draw();
   return box;

@@ -72,8 +72,7 @@ const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
 export function fmtNs(ns) {
   if (!isNum(ns)) return '–';
   const a = Math.abs(ns);
-  if (a === 0) return '0';
-  if (a < 1e3) return `${Math.round(ns)} ns`;
+  if (a < 1e3) return `${Math.round(ns)} ns`; // zero too: never a bare, unitless 0
   if (a < 1e6) return `${(ns / 1e3).toFixed(1)} µs`;
   if (a < 1e9) return `${(ns / 1e6).toFixed(2)} ms`;
   return `${(ns / 1e9).toFixed(2)} s`;
@@ -83,6 +82,9 @@ export const fmtMs = (ms) => (isNum(ms) ? fmtNs(ms * 1e6) : '–');
 export const fmtUs = (us) => (isNum(us) ? fmtNs(us * 1e3) : '–');
 export const fmtPct = (p, digits = 1) => (isNum(p) ? `${p.toFixed(digits)}%` : '–');
 export const fmtInt = (n) => (isNum(n) ? Math.round(n).toLocaleString('en-US') : '–');
+
+/** "1 row", "2 rows", "1,024 rows": a count with its noun in the right number. */
+export const plural = (n, word, many = `${word}s`) => `${fmtInt(n)} ${n === 1 ? word : many}`;
 
 export function fmtNum(v) {
   if (!isNum(v)) return v === undefined || v === null ? '–' : String(v);

@@ -85,8 +85,9 @@ export async function render(root, data, ctx) {
   const draw = (a) => { body.replaceChildren(...analysisView(analyses[a], a)); body.dataset.pipeline = String(a); };
   const select = h('select', { id: 'pipeline-select', 'aria-label': 'Input pipeline', onchange: (e) => draw(Number(e.target.value)) },
     analyses.map((an, a) => h('option', { value: String(a) }, `${an.host} · ${an.input_pipeline} (${an.root})`)));
+  // (Element.append writes a null child as the text "null": leave the picker out instead.)
   root.append(card('Input pipelines, most input-bound host first', summary),
-    analyses.length > 1 ? h('div', { class: 'toolbar' }, h('label', { class: 'options' }, 'Pipeline ', select)) : null,
+    ...(analyses.length > 1 ? [h('div', { class: 'toolbar' }, h('label', { class: 'options' }, 'Pipeline ', select))] : []),
     body);
   draw(0);
 }
