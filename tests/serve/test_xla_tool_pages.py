@@ -103,3 +103,17 @@ def test_graph_viewer_page(page_for: tuple[Any, Recorder], gpu_server: Any) -> N
     page.click(f'{graph} g.node[data-name="{target}"]')
     page.wait_for_selector(f'{graph} g.node[data-distance="0"][data-name="{target}"]')
     assert not rec.errors
+
+
+def test_op_profile_page_on_pytorch_says_costs_are_estimated(
+    page_for: tuple[Any, Recorder], gpu_server: Any
+) -> None:
+    page, rec = page_for
+    run = run_of(gpu_server, "bert")
+    goto(page, gpu_server.url, "op_profile", run, "h100")
+    data = tool_json(gpu_server, "op_profile", run, "h100")
+    assert check_fields(page, data) >= 4
+    assert "PyTorch op types and input shapes" in page.inner_text(".cost-source")
+    page.click('table[data-table="op_profile"] tbody tr[data-kind="program"] button')
+    assert page.query_selector('tr[data-kind="category"][data-name="matmul"]') is not None
+    assert not rec.errors

@@ -40,6 +40,11 @@ def build_logdir(root: Path, fixtures: Path) -> Path:
     jax_cpu = root / "jaxcpu" / "plugins" / "profile" / "2026_01_01_00_00_00"
     jax_cpu.mkdir(parents=True)
     shutil.copy(cnn, jax_cpu / "vm.xplane.pb")
+    bert = root / "bert"
+    bert.mkdir()
+    shutil.copy(
+        fixtures / "kineto/h100_bert_small_inference.json.gz", bert / "h100.1.pt.trace.json.gz"
+    )
     ranks = root / "ranks"
     ranks.mkdir()
     for rank in (0, 1):

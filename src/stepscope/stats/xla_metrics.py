@@ -18,6 +18,8 @@ from stepscope.stats.events import NOT_COUNTED, classify_events, device_work_lin
 from stepscope.stats.intervals import union_ns
 from stepscope.stats.xla_ops import XlaOp, xla_events
 
+HLO_SOURCE = "XLA's HLO (shapes of each instruction)"
+
 
 @dataclass(frozen=True)
 class HloOpRow:
@@ -47,6 +49,7 @@ class HloMetrics:
     rows: tuple[HloOpRow, ...]  # by total time, largest first
     idle_ns: int  # device time with no event, between the first and last event of each device
     device_events_ns: int  # summed duration of all device work events (XLA or not)
+    source: str = HLO_SOURCE  # where FLOPs and bytes come from
 
     @property
     def total_ns(self) -> int:

@@ -27,6 +27,7 @@ from stepscope.stats.diagnostics.base import Finding, HostData
 from stepscope.stats.diagnostics.runner import combine_hosts, diagnose_host
 from stepscope.stats.kernels import KernelDb, build_kernel_db
 from stepscope.stats.tf_data import PipelineStats, build_tf_data_stats
+from stepscope.stats.torch_cost import torch_metrics
 from stepscope.stats.xla_metrics import HloMetrics
 from stepscope.stats.xla_metrics import hlo_metrics as build_hlo_metrics
 from stepscope.stats.xla_ops import xla_events
@@ -142,6 +143,23 @@ def findings(ctx: ToolContext) -> list[Finding]:
 def hlo_metrics(ctx: ToolContext, host: str) -> HloMetrics:
     """Time, FLOPs and bytes per HLO instruction (hlo_stats, op_profile, roofline_model)."""
     return ctx.intermediate(host, "xla.hlo_metrics", build_hlo_metrics)
+
+
+def _op_costs(profile: Profile) -> HloMetrics:
+    return build_hlo_metrics(profile) if xla_events(profile) else torch_metrics(profile)
+
+
+def op_costs(ctx: ToolContext, host: str) -> HloMetrics:
+    """Per op time, FLOPs and bytes: from the HLO for XLA programs, else estimated from PyTorch
+    op shapes (op_profile, roofline_model)."""
+    return ctx.intermediate(host, "xla.op_costs", _op_costs)
+
+
+def has_op_costs(ctx: ToolContext) -> bool:
+    return any(
+        ctx.intermediate(h, "xla.has_op_costs", lambda p: any(r.flops for r in _op_costs(p).rows))
+        for h in ctx.hosts
+    )
 
 
 def device_caps(ctx: ToolContext, host: str) -> DeviceCaps:

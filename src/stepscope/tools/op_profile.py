@@ -93,6 +93,7 @@ class OpProfile:
                 root["children"].append(self._node("IDLE", "idle", [], total, idle))
         return {
             "device": self.caps.to_json(),
+            "cost_source": self.metrics.source,
             "exclude_idle": self.exclude_idle,
             "idle_us": round(self.metrics.idle_ns / 1e3, 3),
             "by_program": by_program,
@@ -103,7 +104,7 @@ class OpProfile:
 def build(ctx: ToolContext) -> OpProfile:
     host = ctx.hosts[0]
     return OpProfile(
-        analysis.hlo_metrics(ctx, host),
+        analysis.op_costs(ctx, host),
         analysis.device_caps(ctx, host),
         ctx.option("exclude_idle", "no") == "yes",
     )
@@ -116,6 +117,6 @@ TOOL = ToolSpec(
     build=build,
     multi_host=False,
     options=(EXCLUDE_IDLE,),
-    available=analysis.has_hlo_ops,
+    available=analysis.has_op_costs,
     order=61,
 )

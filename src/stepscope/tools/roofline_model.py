@@ -10,7 +10,7 @@ from typing import Any
 
 from stepscope.model import Profile
 from stepscope.stats.device_caps import DeviceCaps
-from stepscope.stats.xla_metrics import HloMetrics, HloOpRow, bound_by, hlo_metrics
+from stepscope.stats.xla_metrics import HLO_SOURCE, HloMetrics, HloOpRow, bound_by, hlo_metrics
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import ToolSpec
@@ -71,6 +71,7 @@ class RooflineModel:
                 points.append(point)
         return {
             "device": self.caps.to_json(),
+            "cost_source": self.steps[0][1].source if self.steps else "",
             "steps": [s for s, _ in self.steps],
             "points": points,
         }
@@ -83,9 +84,12 @@ def _in_window(lo: int, hi: int) -> Callable[[Profile], HloMetrics]:
 def build(ctx: ToolContext) -> RooflineModel:
     host = ctx.hosts[0]
     caps = analysis.device_caps(ctx, host)
-    steps: list[tuple[str, HloMetrics]] = [("Total", analysis.hlo_metrics(ctx, host))]
+    total = analysis.op_costs(ctx, host)
+    steps: list[tuple[str, HloMetrics]] = [("Total", total)]
     db = analysis.step_db(ctx, host)
-    for i in range(min(db.n_steps, MAX_STEPS)):
+    # Per step only from the HLO; PyTorch estimates are for the whole run.
+    per_step = min(db.n_steps, MAX_STEPS) if total.source == HLO_SOURCE else 0
+    for i in range(per_step):
         lo = int(db.start_ns[i])
         hi = lo + int(db.dur_ns[i])
         metrics = ctx.intermediate(host, f"xla.hlo_metrics:{lo}:{hi}", _in_window(lo, hi))
@@ -100,6 +104,6 @@ TOOL = ToolSpec(
     build=build,
     multi_host=False,
     options=(analysis.STEP_SOURCE,),
-    available=analysis.has_hlo_ops,
+    available=analysis.has_op_costs,
     order=63,
 )

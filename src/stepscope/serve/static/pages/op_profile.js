@@ -66,6 +66,7 @@ export async function render(root, data) {
       tile('Device', h('span', {}, d.device || '–')),
       tile('Peak compute', num(d.peak_gflops_per_s, `${fmtNum(d.peak_gflops_per_s)} GFLOP/s`, 'device.peak_gflops_per_s')),
       tile('Peak memory bandwidth', num(d.peak_memory_gb_per_s, `${fmtNum(d.peak_memory_gb_per_s)} GB/s`, 'device.peak_memory_gb_per_s')),
+      tile('FLOPs and bytes from', h('span', { class: 'cost-source' }, data.cost_source || '–')),
       tile('Idle', num(data.idle_us, fmtUs(data.idle_us), 'idle_us')),
       tile('Peaks from', h('span', {}, d.source || 'unknown')))),
     card('Device time', picker,

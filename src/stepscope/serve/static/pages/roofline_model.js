@@ -75,6 +75,7 @@ export async function render(root, data) {
       tile('Device', h('span', {}, d.device || '–')),
       tile('Peak compute', num(d.peak_gflops_per_s, `${fmtNum(d.peak_gflops_per_s)} GFLOP/s`, 'device.peak_gflops_per_s')),
       tile('Peak memory bandwidth', num(d.peak_memory_gb_per_s, `${fmtNum(d.peak_memory_gb_per_s)} GB/s`, 'device.peak_memory_gb_per_s')),
+      tile('FLOPs and bytes from', h('span', { class: 'cost-source' }, data.cost_source || '–')),
       tile('Ridge point', num(d.ridge_point_flops_per_byte, `${fmtNum(d.ridge_point_flops_per_byte)} FLOP/byte`, 'device.ridge_point_flops_per_byte')))),
     card(['Roofline ', select], chart,
       h('p', { class: 'muted' }, 'Ops left of the ridge point are limited by memory bandwidth, right of it by compute. Hover a point for its values.')),
