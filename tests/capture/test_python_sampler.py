@@ -88,3 +88,14 @@ def test_sampler_rate_is_checked() -> None:
     with pytest.raises(InvalidOptionsError, match="python_sampler_hz must be an int from 0"):
         stepscope.ProfilerOptions(python_sampler_hz=-1)
     assert stepscope.ProfilerOptions().python_sampler_hz > 0  # on by default
+
+
+def test_no_samples_when_host_tracing_is_off(tmp_path: Path) -> None:
+    stepscope.start(
+        tmp_path, stepscope.ProfilerOptions(host_tracer_level=0, python_sampler_hz=1000)
+    )
+    for step in range(3):
+        with stepscope.step(step):
+            update_metrics(50_000)
+    profile = load_run(stepscope.stop())
+    assert profile.n_events == 0

@@ -9,7 +9,8 @@ Levels (REFERENCE §3, `tensorflow.ProfileOptions`):
 - ``device_tracer_level``: 0 off, 1 on. Saved for framework bridges; the core capture records
   no device activity itself.
 - ``python_sampler_hz``: samples per second of the Python stacks of the threads running steps
-  (`stepscope.capture.python_sampler`), 0 off. stepscope's own; TensorFlow has no such option.
+  (`stepscope.capture.python_sampler`), 0 off; off too with ``host_tracer_level=0`` (samples
+  are host traces). stepscope's own; TensorFlow has no such option.
   The default's cost is measured by ``benchmarks/bench_capture.py`` (under 2% of step time).
 
 Timing: ``delay_ms`` waits before recording starts; ``duration_ms`` stops and saves on its own

@@ -110,7 +110,8 @@ class Session:
             _annotations.activate(self.host)
         if self.python is not None:
             self.python.record()
-        if self.options.python_sampler_hz > 0:
+        # The samples are host traces: host_tracer_level=0 records none, as it asks.
+        if self.options.python_sampler_hz > 0 and self.options.host_tracer_level > 0:
             self._start_sampler()
         self.state = RECORDING
 
