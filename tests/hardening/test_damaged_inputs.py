@@ -114,3 +114,15 @@ def test_unknown_url_protocol_is_one_line(capsys: pytest.CaptureFixture[str]) ->
     ]
     with pytest.raises(StepscopeError):
         discover_runs("nosuch://bucket/logs")
+
+
+def test_tf_data_parent_cycles_end() -> None:
+    """Damaged iterator events can link into a cycle; pointer jumping looped forever on it
+    (overview_page, input_pipeline_analyzer and tf_data_bottleneck_analysis hung)."""
+    from stepscope.stats.tf_data import _all_ancestors, _roots
+
+    parent = np.array([1, 2, 0, -1, 3, 4], dtype=np.int64)  # 0 -> 1 -> 2 -> 0; 5 -> 4 -> 3
+    values = np.array([True, True, False, True, True, True])
+    assert _all_ancestors(parent, values).tolist() == [False, False, False, True, True, True]
+    roots = _roots(parent)
+    assert roots[3:].tolist() == [3, 3, 3] and set(roots[:3].tolist()) <= {0, 1, 2}

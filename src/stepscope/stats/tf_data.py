@@ -157,25 +157,35 @@ def _link_producers(ev: _Events) -> None:
             ev.parent[o] = cand
 
 
+def _max_hops(n: int) -> int:
+    """Rounds of pointer jumping that resolve any chain of ``n`` nodes (each round doubles
+    the distance covered). Damaged input can link events in a cycle, which never resolves:
+    the rounds are capped so such a file costs O(n log n), not an endless loop."""
+    return max(1, int(n).bit_length() + 1)
+
+
 def _all_ancestors(parent: np.ndarray, values: np.ndarray) -> np.ndarray:
     """values[e] AND the values of all e's ancestors (pointer jumping, vectorized)."""
     out = values.copy()
     hop = parent.copy()
-    while (hop >= 0).any():
+    for _ in range(_max_hops(len(parent))):
         active = hop >= 0
+        if not active.any():
+            break
         out[active] &= out[hop[active]]  # right side read before assignment: old values
         hop = np.where(active, hop[np.maximum(hop, 0)], -1)
     return out
 
 
 def _roots(parent: np.ndarray) -> np.ndarray:
-    """The top ancestor of every node."""
+    """The top ancestor of every node (for a node on a cycle, some node of that cycle)."""
     anc = np.where(parent >= 0, parent, np.arange(len(parent)))
-    while True:
+    for _ in range(_max_hops(len(parent))):
         nxt = anc[anc]
         if np.array_equal(nxt, anc):
-            return anc
+            break
         anc = nxt
+    return anc
 
 
 def build_tf_data_stats(profile: Profile) -> tuple[PipelineStats, ...]:
