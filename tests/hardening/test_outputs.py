@@ -64,21 +64,20 @@ def test_import_on_a_full_disk_leaves_no_half_run(
 ) -> None:
     from stepscope.capture.bridges import traces
 
-    written: list[Path] = []
     real = traces.write_xspace
+    tried: list[Path] = []
 
-    def second_write_fails(space: Any, path: Path, compress: bool = False) -> Path:
-        if written:
-            raise _full_disk()
-        written.append(real(space, path))
-        return written[-1]
+    def full_after_half(space: Any, path: Path, compress: bool = False) -> Path:
+        tried.append(real(space, path))  # the file lands, then the disk is full
+        raise _full_disk()
 
-    monkeypatch.setattr(traces, "write_xspace", second_write_fails)
+    monkeypatch.setattr(traces, "write_xspace", full_after_half)
     logdir = tmp_path / "logs"
-    code = main(["import", str(TINY), str(tf_xplane("ctl")), "--logdir", str(logdir)])
+    code = main(["import", str(TINY), "--logdir", str(logdir)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and "No space left on device" in err[-1] and "nothing was imported" in err[-1]
-    assert written and not written[0].exists()
+    assert "Traceback" not in "\n".join(err)
+    assert tried and not tried[0].exists()
     assert list((logdir / "plugins" / "profile").iterdir()) == []
 
 
