@@ -25,3 +25,15 @@ def test_help_builds_the_parser_without_heavy_imports() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.integration  # a fresh interpreter
+def test_import_stepscope_stays_cheap() -> None:
+    """A training script pays for `import stepscope` at every start: no NumPy, typing,
+    logging or pathlib (each costs as much as the rest of the import)."""
+    code = (
+        "import sys, stepscope; "
+        "print(sorted(m for m in ('numpy', 'typing', 'logging', 'pathlib') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -15,11 +15,14 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
-from pathlib import Path
-from types import FrameType
 
 from stepscope import log
+
+TYPE_CHECKING = False  # not typing's: see stepscope.capture.options
+if TYPE_CHECKING:  # annotations only: `import stepscope` must stay cheap (no pathlib)
+    from collections.abc import Callable
+    from pathlib import Path
+    from types import FrameType
 
 _save_partial: Callable[[str], Path | None] | None = None
 _install_lock = threading.Lock()
