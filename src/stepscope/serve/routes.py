@@ -215,6 +215,12 @@ def build_routes(state: ServerState, static_root: Path = STATIC_DIR) -> list[Rou
         names = run.host_names + ([ALL_HOSTS] if len(run.hosts) > 1 else [])
         return json_response({"run": run.name, "hosts": names, "default": state.default_host(run)})
 
+    def categories(request: ApiRequest) -> ApiResponse:
+        """Step-time categories (key, label, colour) in stacking order: the UI's only copy."""
+        from stepscope.stats.events import category_table
+
+        return json_response({"categories": category_table()})
+
     def tools(request: ApiRequest) -> ApiResponse:
         run_name, host = request.query.get("run"), request.query.get("host")
         run = state.run(run_name) if run_name else None
@@ -256,7 +262,8 @@ def build_routes(state: ServerState, static_root: Path = STATIC_DIR) -> list[Rou
     def unknown_api(request: ApiRequest) -> ApiResponse:
         raise NotFoundError(
             f"no API route /api/{request.path_params.get('path', '')[:80]}; routes: "
-            "/api/runs, /api/runs/{run}/hosts, /api/tools, /api/tool/{tool}, /api/compare"
+            "/api/runs, /api/runs/{run}/hosts, /api/tools, /api/tool/{tool}, /api/categories, "
+            "/api/compare"
         )
 
     routes = [
@@ -266,6 +273,7 @@ def build_routes(state: ServerState, static_root: Path = STATIC_DIR) -> list[Rou
         RouteSpec("/api/runs", runs, "runs"),
         RouteSpec("/api/runs/{run:path}/hosts", hosts, "hosts"),
         RouteSpec("/api/tools", tools, "tools"),
+        RouteSpec("/api/categories", categories, "categories", blocking=False),
         RouteSpec("/api/compare", compare_handler(state), "compare"),  # serve/compare_route.py
         # `stepscope serve` answers this itself (serve/capture_routes.py); elsewhere (WSGI,
         # TensorBoard) the Capture Profile dialog learns here that it is not offered.

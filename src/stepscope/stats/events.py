@@ -74,6 +74,30 @@ CATEGORY_LABELS = {
     "compilation": "Compilation",
     "other": "All others",
 }
+# The UI's colours of the categories and the order its stacked charts draw them in (bottom to
+# top); served to the web UI by /api/categories, so labels and colours are defined only here.
+# Input is red and device compute green, as users know them from TensorBoard's profiler.
+CATEGORY_COLORS = {
+    "device_compute": "#1e8e3e",
+    "device_to_device": "#12b5cb",
+    "device_collectives": "#e52592",
+    "host_compute": "#1a73e8",
+    "kernel_launch": "#9334e6",
+    "input": "#d93025",
+    "output": "#f29900",
+    "compilation": "#795548",
+    "other": "#9aa0a6",
+}
+
+
+def category_table() -> list[dict[str, str]]:
+    """Key, label and colour of each category, in the UI's stacking order."""
+    return [
+        {"key": key, "label": CATEGORY_LABELS[key], "color": color}
+        for key, color in CATEGORY_COLORS.items()
+    ]
+
+
 TYPE_VALUES = np.array([int(t) for t in EventType], dtype=np.int16)
 
 # XProf's implicit roots: they group events but are not steps.

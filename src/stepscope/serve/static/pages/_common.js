@@ -1,20 +1,10 @@
 // Pieces several tool pages share: step-time categories and their colors, and text in which
 // tool names become links.
-import { h, label } from '../util.js';
+import { getJSON, h, label } from '../util.js';
 
-// Stacking order (bottom to top) and colors of the step-time categories. Input is red and
-// device compute green, as users know them from TensorBoard's profiler.
-export const CATEGORIES = [
-  { key: 'device_compute', label: 'Device compute', color: '#1e8e3e' },
-  { key: 'device_to_device', label: 'Device to device', color: '#12b5cb' },
-  { key: 'device_collectives', label: 'Device collectives', color: '#e52592' },
-  { key: 'host_compute', label: 'Host compute', color: '#1a73e8' },
-  { key: 'kernel_launch', label: 'Kernel launch', color: '#9334e6' },
-  { key: 'input', label: 'Input', color: '#d93025' },
-  { key: 'output', label: 'Output', color: '#f29900' },
-  { key: 'compilation', label: 'Compilation', color: '#795548' },
-  { key: 'other', label: 'All others', color: '#9aa0a6' },
-];
+// Step-time categories (key, label, colour) in stacking order, bottom to top. Defined once, in
+// Python (stepscope.stats.events), and served by the server: the page modules wait for them.
+export const CATEGORIES = (await getJSON('api/categories')).categories;
 const EXTRA_COLORS = ['#3949ab', '#7cb342', '#f9ab00', '#00897b', '#5f6368'];
 
 /** Categories for the keys present in `keys`, known ones first in stacking order. */

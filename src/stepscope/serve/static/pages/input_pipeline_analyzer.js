@@ -2,6 +2,7 @@
 // input time, a sortable table of input ops, and the tf.data pipelines found.
 import { pieChart, stackedBarChart } from '../charts.js';
 import { dataTable } from '../table.js';
+import { CATEGORIES } from './_common.js';
 import { card, code, fmtInt, fmtMs, fmtNs, fmtPct, h, label, note, num } from '../util.js';
 
 const BOUND = {
@@ -49,9 +50,10 @@ function stepStats(data) {
 function deviceSide(data) {
   const steps = data.steps || [];
   if (!steps.length) return card('Device-side analysis', note('No steps were found in this profile.', 'warn'));
+  const color = (key) => CATEGORIES.find((c) => c.key === key).color; // the overview's colours
   const series = [
-    { key: 'compute', label: 'Compute and other', color: '#1e8e3e' },
-    { key: 'input', label: 'Waiting for input', color: '#d93025' },
+    { key: 'compute', label: 'Compute and other', color: color('device_compute') },
+    { key: 'input', label: 'Waiting for input', color: color('input') },
   ];
   const bars = steps.map((s) => ({
     label: String(s.step),
