@@ -260,3 +260,17 @@ def test_all_flows_are_bounded_per_frame(browser: Any, big_ctl: RunningServer) -
     print(f"frame with all flows: {draw_ms:.1f} ms, {drawn} arrows")
     assert draw_ms < 100  # 161 ms before the bound on a machine shared by a dozen jobs
     assert not page.errors
+
+
+def test_tracks_with_one_name_are_numbered(browser: Any, big_ctl: RunningServer) -> None:
+    page = open_trace(browser, big_ctl, "big_ctl/run")
+    labels = page.evaluate("""async () => {
+        const m = await import('./static/pages/_trace_draw.js');
+        const track = (name, line) => ({name, line, rows: 1, events: 1});
+        const layout = m.buildLayout({counters: [], sections: [{plane: 0, name: '/host:CPU',
+            tracks: [track('python', 0), track('worker', 1), track('python', 2)]}]}, new Set());
+        return layout.bands.filter((b) => b.kind === 'track').map((b) => b.label);
+    }""")
+    assert labels == ["python (1)", "worker", "python (2)"]
+    shown = page.evaluate("window.stepscopeTrace.layout.bands.map((b) => b.label)")
+    assert len(shown) == len(set(shown))  # the fixture's own tracks: no two alike

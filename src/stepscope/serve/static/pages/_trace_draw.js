@@ -35,9 +35,15 @@ export function buildLayout(structure, collapsed) {
       counterY.set(c.id, y);
       y += COUNTER_H;
     }
+    // Two tracks of a section with one name (two threads called "python") get numbered.
+    const total = new Map();
+    for (const t of section.tracks || []) total.set(t.name, (total.get(t.name) || 0) + 1);
+    const nth = new Map();
     for (const t of section.tracks || []) {
       const h = Math.max(1, t.rows) * ROW_H + 2 * TRACK_PAD;
-      bands.push({ kind: 'track', y, h, label: t.name, line: t.line, rows: t.rows, events: t.events });
+      nth.set(t.name, (nth.get(t.name) || 0) + 1);
+      const label = total.get(t.name) > 1 ? `${t.name} (${nth.get(t.name)})` : t.name;
+      bands.push({ kind: 'track', y, h, label, line: t.line, rows: t.rows, events: t.events });
       lineY[t.line] = y + TRACK_PAD;
       y += h;
     }
