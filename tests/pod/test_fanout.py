@@ -122,3 +122,16 @@ def test_every_host_failing_is_one_clear_error(
     assert main(["tool", str(run), "overview_page", "--workers", "0"]) == 2
     err = capsys.readouterr().err
     assert "all 3 hosts failed" in err and "Traceback" not in err
+
+
+def test_a_failed_host_stays_failed_after_checks_that_do_not_open_it(tmp_path: Path) -> None:
+    """The server lists tools (availability checks; op_stats' opens no file) while a page is
+    computed: the corrupt host must stay left out of that page."""
+    run = open_run(str(cpu_pod(tmp_path / "logs", 3, corrupt=(1,))))
+    store = ProfileStore(cache_dir=tmp_path / "cache", executor=InlineExecutor())
+    ctx = ToolContext(run, ALL_HOSTS, store)
+    prepare(ctx, get_tool("overview_page"))
+    prepare(ctx, get_tool("op_stats"), build=False)
+    assert list(ctx.failed) == ["host001"] and ctx.hosts == ["host000", "host002"]
+    found = build_tool(ctx, get_tool("overview_page")).to_json()
+    assert [e["host"] for e in found["host_errors"]] == ["host001"]

@@ -174,7 +174,10 @@ def prepare(ctx: ToolContext, *specs: ToolSpec, build: bool = True) -> None:
             for k, n in zip(keys, names, strict=True)
         )
 
-    todo = [h for h in run.hosts if not done(h.path)]
+    # A host that failed stays failed for the life of the store (a server makes a new store
+    # when a file changes): a later task that never opens the file (an availability check)
+    # proves nothing about it.
+    todo = [h for h in run.hosts if not done(h.path) and h.path not in store.host_errors]
     if todo:
         cache_dir = str(store.cache_dir or default_cache_dir()) if store.use_cache else ""
         args = SummaryArgs(names, options, cache_dir, store.use_cache, build)

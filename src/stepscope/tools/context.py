@@ -96,7 +96,6 @@ class ProfileStore:
             for name, value in values.items():
                 self._intermediates.setdefault((path, name), value)
             self._summarized.add((path, tool, options))
-            self.host_errors.pop(path, None)
 
     def fail(self, path: str, error: str) -> None:
         with self._lock:
