@@ -1,10 +1,12 @@
 """A training process with a stepscope profiler server, for the multi-worker tests.
 
     python tests/remote/worker.py [--token T] [--allowed-root DIR] [--framework jax|tensorflow]
+                                  [--recorder LOGDIR --hostname NAME]
 
 Prints ``READY <port>`` once the server listens (on a free loopback port), then runs short
 steps until its stdin closes (the test ended) or it is killed. With ``--framework`` each step
 also runs a tiny compiled function of that framework (imported before the server starts).
+With ``--recorder`` the flight recorder runs too, saving under LOGDIR as host NAME.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import time
 from collections.abc import Callable
 
 import stepscope
+import stepscope.recorder
 import stepscope.server
 
 
@@ -50,7 +53,15 @@ def main() -> None:
     parser.add_argument("--token")
     parser.add_argument("--allowed-root", action="append", default=[])
     parser.add_argument("--framework", choices=["jax", "tensorflow"])
+    parser.add_argument("--recorder")
+    parser.add_argument("--hostname")
     args = parser.parse_args()
+    if args.recorder:
+        # saves only when asked (a loaded test machine makes slow steps of its own)
+        no_slow = stepscope.recorder.Triggers(slow_step_factor=0)
+        stepscope.recorder.start(
+            args.recorder, hostname=args.hostname, sampler_hz=0, triggers=no_slow
+        )
     work = _framework_step(args.framework) if args.framework else (lambda: None)
     server = stepscope.server.start(0, token=args.token, allowed_roots=args.allowed_root)
     print(f"READY {server.port}", flush=True)

@@ -14,10 +14,12 @@ from stepscope.errors import StepscopeError
 SLOW_STEP = "slow_step"
 EXCEPTION = "exception"
 SIGNAL = "signal"
-REMOTE = "remote"  # `stepscope capture --recent` or another rank's request
+REMOTE = "remote"  # `stepscope capture --recent`
+PEER = "peer"  # another rank's trigger fired
 HANG = "hang"
 USER = "user"
-TRIGGERS = (SLOW_STEP, EXCEPTION, SIGNAL, REMOTE, HANG, USER)
+TRIGGERS = (SLOW_STEP, EXCEPTION, SIGNAL, REMOTE, PEER, HANG, USER)
+UNLIMITED = (USER, REMOTE)  # asked for by a person: never rate-limited
 
 
 class InvalidRecorderConfigError(StepscopeError, ValueError):
@@ -64,7 +66,8 @@ class RecorderConfig:
     bound (events and stack samples, estimated; the oldest go first); ``history_steps``: per
     step summaries kept (much longer than events, ~100 bytes each); ``max_disk_bytes``: the
     recorder's saves in the log directory together (the oldest are removed first);
-    ``peers``: other ranks' profiler servers (``host:port``) asked to save the same steps."""
+    ``peers``: other ranks' profiler servers (``host:port``) asked to save the same steps
+    (with ``peer_token`` when they require one)."""
 
     logdir: str
     keep_steps: int = 50
@@ -75,6 +78,7 @@ class RecorderConfig:
     sampler_hz: int = 100
     hostname: str | None = None
     peers: tuple[str, ...] = ()
+    peer_token: str | None = None
     poll_s: float = 0.1
 
     def __post_init__(self) -> None:

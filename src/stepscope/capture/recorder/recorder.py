@@ -163,9 +163,11 @@ class Recorder:
         *,
         at_once: bool = False,
         run_name: str | None = None,
+        window_ns: int | None = None,
     ) -> PendingSave:
         """Snapshot now (or after ``after_steps`` more steps) and save in the background;
-        automatic triggers honour ``min_interval_s``."""
+        automatic triggers honour ``min_interval_s``. ``run_name`` names the run (a save
+        several ranks share); ``window_ns`` keeps only what ended that recently."""
         pending = PendingSave(trigger, reason)
         self.requested.append(pending)
         details = dict(details or {})
@@ -176,7 +178,7 @@ class Recorder:
             now = time.monotonic()
             last = self._last_save.get(trigger)
             limit = self.triggers.min_interval_s
-            if trigger != cfg.USER and last is not None and now - last < limit:
+            if trigger not in cfg.UNLIMITED and last is not None and now - last < limit:
                 why = f"rate limit: one {trigger} save per {limit:g} s"
                 log.info("stepscope recorder: %s not saved (%s): %s", trigger, why, reason)
                 pending.skip(why)
@@ -187,7 +189,7 @@ class Recorder:
                 due = self.ring.steps_seen + after
                 self._deferred.append((due, trigger, reason, details, pending))
                 return pending
-            self._enqueue(trigger, reason, details, pending, run_name, 0)
+            self._enqueue(trigger, reason, details, pending, run_name, 0, window_ns)
         return pending
 
     def request(
@@ -206,10 +208,14 @@ class Recorder:
         pending: PendingSave,
         run_name: str | None,
         steps_after: int,
+        window_ns: int | None = None,
     ) -> None:
         history = list(self.ring.history)
         keep = self.config.keep_steps + steps_after
         cutoff = history[-keep].start_ns if len(history) >= keep else None
+        if window_ns is not None:
+            recent = time.perf_counter_ns() - window_ns
+            cutoff = recent if cutoff is None else max(cutoff, recent)
         snapshot = snap.take(
             trigger,
             reason,
@@ -337,6 +343,23 @@ class Recorder:
                 "stepscope recorder: saved %s (%s): %s", snapshot.trigger, snapshot.reason, run_dir
             )
             pending.finish(run_dir)
+            if self.config.peers and snapshot.trigger not in (cfg.PEER, cfg.REMOTE):
+                self._ask_peers(snapshot, run_dir)
+
+    def _ask_peers(self, snapshot: snap.Snapshot, run_dir: Path) -> None:
+        """The other ranks save the same span of time (from this save's first event until
+        now) under this run's name."""
+        from stepscope.capture.recorder.peers import ask_peers
+
+        window_ms = (time.perf_counter_ns() - snapshot.start_perf_ns) // 1_000_000 + 1
+        ask_peers(
+            self.config.peers,
+            run_dir.name,
+            int(window_ms),
+            self.hostname,
+            snapshot.trigger,
+            self.config.peer_token,
+        )
 
 
 def _chain(source: PendingSave, target: PendingSave) -> None:

@@ -87,10 +87,19 @@ class Ring:
             self._cut(self.history[-self.keep_steps].start_ns)
         if self.n_events() <= self.max_events:
             return
-        # Over the byte bound: give up whole steps, oldest first, while one is left.
-        kept = list(self.history)[-self.keep_steps :]
-        for summary in kept[1:]:
-            self._cut(summary.start_ns)
+        # Over the byte bound: give up whole steps, oldest first, while one is left; the
+        # first start that fits is found by bisection (events left after a cut at a start
+        # only fall as the start moves later).
+        starts = [summary.start_ns for summary in self.history][-self.keep_steps :]
+        low, high = 1, len(starts)  # cutting at starts[high - 1] keeps one step
+        while low < high:
+            mid = (low + high) // 2
+            if self._events_after(starts[mid]) <= self.max_events:
+                high = mid
+            else:
+                low = mid + 1
+        if low < len(starts):
+            self._cut(starts[low])
             if self.n_events() <= self.max_events:
                 return
         # One step alone is too big: each thread keeps its newest share.
@@ -108,6 +117,17 @@ class Ring:
         """Events in the ring, sampler runs counted at their larger size."""
         events = sum(len(buf.events) for buf in self.host.buffers())
         runs = sum(len(r) for r in self._sampled_runs())
+        return events + runs * RUN_BYTES // EVENT_BYTES
+
+    def _events_after(self, cutoff_ns: int) -> int:
+        """`n_events` as it would be after ``_cut(cutoff_ns)``."""
+        events = sum(
+            len(buf.events) - bisect.bisect_right(buf.events, cutoff_ns, key=_end)
+            for buf in self.host.buffers()
+        )
+        runs = sum(
+            len(r) - bisect.bisect_right(r, cutoff_ns, key=_run_end) for r in self._sampled_runs()
+        )
         return events + runs * RUN_BYTES // EVENT_BYTES
 
     def estimated_bytes(self) -> int:

@@ -47,6 +47,7 @@ class Snapshot:
     history: list[StepSummary]
     details: dict[str, Any] = field(default_factory=dict)
     run_name: str | None = None  # set for a save that other ranks share
+    start_perf_ns: int = 0  # the saved profile's start, once written
 
 
 def take(
@@ -120,7 +121,7 @@ def write(snapshot: Snapshot, logdir: str) -> Path:
     from stepscope.capture.save import save as save_space
     from stepscope.logdir import run_name_for
 
-    start_perf = _first_start(snapshot)
+    start_perf = snapshot.start_perf_ns = _first_start(snapshot)
     start_wall = snapshot.wall_ns - (snapshot.perf_ns - start_perf)
     _close_runs(snapshot)
     kept = [s for s in snapshot.history if s.start_ns >= start_perf]

@@ -28,6 +28,7 @@ from typing import IO, Any
 
 from stepscope import tmpfiles
 from stepscope.capture.options import ProfilerOptions, resolve_options
+from stepscope.capture.recorder.peers import RECENT_TOOL
 from stepscope.capture.remote import require_grpc
 from stepscope.capture.remote.paths import (
     MAX_DELAY_MS,
@@ -138,6 +139,7 @@ class CaptureJob:
         *,
         session_id: str | None = None,
         token: str | None = None,
+        recent: bool = False,
     ) -> None:
         if not isinstance(duration_ms, int) or not 0 < duration_ms <= MAX_DURATION_MS:
             raise StepscopeError(
@@ -157,6 +159,9 @@ class CaptureJob:
         if (self.options.delay_ms or 0) > MAX_DELAY_MS:
             raise StepscopeError(f"delay_ms must be at most {MAX_DELAY_MS} (10 minutes)")
         self.duration_ms = duration_ms
+        # the flight recorder's last duration_ms instead of a new recording (see
+        # stepscope.capture.recorder.peers)
+        self.recent = recent
         self.delay_ms = self.options.delay_ms or 0
         self.attempts_max = max(1, int(num_tracing_attempts))
         self.token = token
@@ -187,7 +192,7 @@ class CaptureJob:
         return pb.ProfileRequest(
             duration_ms=self.duration_ms,
             max_events=o.max_events,
-            tools=["xplane.pb"],
+            tools=[RECENT_TOOL] if self.recent else ["xplane.pb"],
             opts=opts,
             repository_root=str(self.root),
             session_id=self.session_id,
@@ -318,6 +323,7 @@ def trace(
     *,
     session_id: str | None = None,
     token: str | None = None,
+    recent: bool = False,
     verbose: bool = True,
     progress: bool | None = None,
     stream: IO[str] | None = None,
@@ -326,6 +332,7 @@ def trace(
     both comma-separated ``grpc://host:port`` lists. With ``verbose``, prints one result line
     per worker on ``stream`` (stderr), and a progress display while waiting (``progress``:
     default on a terminal only). Ctrl-C asks the workers to stop early and keeps what they had.
+    With ``recent``, each worker's flight recorder sends its last ``duration_ms`` instead.
     """
     out = stream or sys.stderr
     job = CaptureJob(
@@ -336,10 +343,18 @@ def trace(
         num_tracing_attempts,
         session_id=session_id,
         token=token,
+        recent=recent,
     )
     tty = bool(getattr(out, "isatty", lambda: False)())
     show = verbose and (progress if progress is not None else tty)
-    if verbose:
+    if verbose and recent:
+        print(
+            f"stepscope: asking {len(job.workers)} worker(s)' flight recorders for their last "
+            f"{duration_ms} ms, into {job.run_dir}",
+            file=out,
+            flush=True,
+        )
+    elif verbose:
         print(
             f"stepscope: capturing {duration_ms} ms from {len(job.workers)} worker(s) "
             f"into {job.run_dir}",

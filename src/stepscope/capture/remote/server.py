@@ -43,15 +43,17 @@ from typing import Any, NoReturn
 
 from stepscope import log as user_log
 from stepscope.capture.options import ProfilerOptions
+from stepscope.capture.recorder.peers import PEER_TOOL, RECENT_TOOL, TRIGGER_PREFIX
 from stepscope.capture.remote import require_grpc
 from stepscope.capture.remote.monitor import StepSummary, monitor_text
 from stepscope.capture.remote.paths import (
     MAX_DELAY_MS,
     MAX_DURATION_MS,
+    is_safe_session_id,
     resolve_roots,
     writable_target,
 )
-from stepscope.capture.remote.recording import RemoteCapture, capture_xspace
+from stepscope.capture.remote.recording import RemoteCapture, capture_xspace, is_empty
 from stepscope.capture.session import ProfilerAlreadyRunningError
 from stepscope.errors import StepscopeError
 from stepscope.logdir import default_hostname
@@ -64,6 +66,7 @@ from stepscope.xspace.proto import profiler_service_pb2_grpc as pb_grpc  # noqa:
 log = logging.getLogger("stepscope.remote")
 
 MAX_MONITOR_MS = 10 * 1000  # a Monitor call holds a server thread this long at most
+MAX_SAVE_WAIT_S = 120.0  # a recorder save requested remotely is written within this
 CONTROL_THREADS = 2  # server threads Monitor calls never take: Profile and Terminate get them
 TF_DEFAULT_LEVELS = {"host": 2, "device": 1, "python": 0}
 
@@ -159,6 +162,8 @@ class ProfilerServicer(pb_grpc.ProfilerServiceServicer):
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"start_timestamp_ns is more than {MAX_DELAY_MS} ms ahead of this host's clock",
             )
+        if PEER_TOOL in request.tools or RECENT_TOOL in request.tools:
+            return self._recorder_save(request, context, duration_ms)
         session_id = request.session_id
         stop = threading.Event()
         with self._lock:
@@ -187,6 +192,59 @@ class ProfilerServicer(pb_grpc.ProfilerServiceServicer):
             with self._lock:
                 self._running.pop(session_id, None)
         self.last_steps = StepSummary.of(capture.steps_ns, time.time_ns()) or self.last_steps
+        return self._response(request, capture)
+
+    def _recorder_save(self, request: Any, context: Any, duration_ms: int) -> Any:
+        """The flight recorder's last ``duration_ms``: saved here as a run (marked with who
+        asked) and, for `stepscope capture --recent`, sent back too."""
+        from stepscope.capture import recorder as flight
+        from stepscope.capture.recorder.config import PEER, REMOTE
+        from stepscope.logdir import host_file_name
+        from stepscope.xspace.io import load_xspace
+
+        recorder = flight.current()
+        if recorder is None:
+            _abort(
+                context,
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "no flight recorder runs in this process: start one with "
+                "stepscope.recorder.start(logdir) (or capture without --recent)",
+            )
+        run_name = request.session_id or None
+        if run_name is not None and not is_safe_session_id(run_name):
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, "session_id must be a plain name")
+        peer = PEER_TOOL in request.tools
+        # a rank names itself; a capture client's host_name is this worker's address
+        who = str((request.host_name if peer else context.peer()) or "?")[:200]
+        if peer:
+            fired = next(
+                (t[len(TRIGGER_PREFIX) :] for t in request.tools if t.startswith(TRIGGER_PREFIX)),
+                "?",
+            )
+            trigger, reason = PEER, f"{who} saved its last steps ({fired[:40]}); these are ours"
+        else:
+            trigger, reason = (
+                REMOTE,
+                f"stepscope capture --recent {duration_ms / 1e3:g}s from {who}",
+            )
+        pending = recorder.save(
+            trigger,
+            reason,
+            {"requested_by": who},
+            at_once=True,
+            run_name=run_name,
+            window_ns=duration_ms * 1_000_000,
+        )
+        try:
+            run_dir = pending.result(MAX_SAVE_WAIT_S)
+        except Exception as exc:  # a failed save: the client is told why
+            _abort(context, grpc.StatusCode.INTERNAL, f"the recorder could not save: {exc}")
+        if run_dir is None:
+            _abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, f"not saved: {pending.skipped}")
+        if trigger == PEER:
+            return pb.ProfileResponse(empty_trace=False)
+        space = load_xspace(run_dir / host_file_name(recorder.hostname))
+        capture = RemoteCapture(space, empty=is_empty(space), recorded_ns=duration_ms * 1_000_000)
         return self._response(request, capture)
 
     def _response(self, request: Any, capture: RemoteCapture) -> Any:

@@ -37,6 +37,21 @@ def _positive(text: str) -> int:
     return value
 
 
+def _recent(text: str) -> int:
+    """``30s``, ``2m``, ``500ms`` or plain milliseconds -> milliseconds."""
+    units = (("ms", 1), ("s", 1000), ("m", 60_000))
+    for suffix, scale in units:
+        number = text.removesuffix(suffix)
+        if number != text and number.replace(".", "", 1).isdigit():
+            value = int(float(number) * scale)
+            break
+    else:
+        value = int(text) if text.isdigit() else 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be a duration like 30s, 2m or 500ms")
+    return value
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "capture",
@@ -85,6 +100,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"token the servers require (default: ${TOKEN_ENV}); sent as "
         "'authorization: Bearer <token>'",
     )
+    parser.add_argument(
+        "--recent",
+        type=_recent,
+        metavar="DURATION",
+        help="instead of recording, get the last DURATION (30s, 2m) the workers' flight "
+        "recorders kept (stepscope.recorder.start); they save it on their side too",
+    )
     parser.add_argument("--session-id", help="run name (default: the local time)")
     parser.add_argument(
         "--monitor",
@@ -118,11 +140,12 @@ def run(args: argparse.Namespace) -> int:
         result = trace(
             args.service_addr,
             args.logdir,
-            args.duration_ms,
+            args.recent or args.duration_ms,
             num_tracing_attempts=args.tries,
             options=options,
             session_id=args.session_id,
             token=args.token,
+            recent=args.recent is not None,
             progress=not args.no_progress,
             stream=sys.stderr,
         )

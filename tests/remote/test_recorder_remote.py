@@ -1,0 +1,122 @@
+"""The flight recorder over the profiler server: `stepscope capture --recent` and one rank's
+trigger making the other ranks save the same steps."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import stepscope
+import stepscope.recorder as rec
+from stepscope.capture.remote.client import NoTraceCollectedError, trace
+from stepscope.capture.remote.server import ProfilerServer
+from stepscope.cli.main import main
+from tests.support.capture import load_run, named
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_recorder() -> Iterator[None]:
+    yield
+    if rec.is_running():
+        rec.stop()
+
+
+def _loop(done: threading.Event, slow_at: int = -1) -> None:
+    step = 0
+    while not done.is_set():
+        with stepscope.step(step), stepscope.trace("compute"):
+            time.sleep(0.3 if step == slow_at else 0.002)
+        step += 1
+
+
+@pytest.fixture
+def recording(tmp_path: Path) -> Iterator[rec.Recorder]:
+    no_slow = rec.Triggers(slow_step_factor=0)
+    recorder = rec.start(str(tmp_path / "worker"), hostname="w0", sampler_hz=0, triggers=no_slow)
+    done = threading.Event()
+    thread = threading.Thread(target=_loop, args=(done,), name="training", daemon=True)
+    thread.start()
+    time.sleep(0.2)  # some steps to keep (what is asserted is only that they are there)
+    yield recorder
+    done.set()
+    thread.join(5)
+
+
+def _marker(run_dir: Path, host: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((run_dir / f"{host}.recorder.json").read_text())
+    return data
+
+
+def test_capture_recent_returns_the_recorders_last_steps(
+    server: ProfilerServer, recording: rec.Recorder, tmp_path: Path, capsys: Any
+) -> None:
+    assert (
+        main(
+            [
+                "capture",
+                server.address,
+                "--logdir",
+                str(tmp_path / "me"),
+                "--recent",
+                "5s",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    assert "flight recorders for their last 5000 ms" in capsys.readouterr().err
+    (mine,) = (tmp_path / "me").rglob("*.xplane.pb")
+    assert len(named(load_run(mine.parent), "train")) >= 3
+    (theirs,) = recording.saved  # kept on the worker's side too, marked
+    marker = _marker(theirs, "w0")
+    assert marker["trigger"] == "remote"
+    assert marker["reason"].startswith("stepscope capture --recent 5s from ")
+
+
+def test_capture_recent_without_a_recorder_says_so(server: ProfilerServer, tmp_path: Path) -> None:
+    with pytest.raises(NoTraceCollectedError):
+        trace(server.address, tmp_path, 1000, recent=True, verbose=False, num_tracing_attempts=1)
+
+
+def test_rank_1_trigger_makes_rank_0_save_the_same_steps(
+    spawn_workers: Any, tmp_path: Path
+) -> None:
+    (rank0,) = spawn_workers(1, "--recorder", str(tmp_path), "--hostname", "rank0")
+    triggers = rec.Triggers(warmup_steps=5, slow_step_factor=20.0)
+    recorder = rec.start(
+        str(tmp_path),
+        hostname="rank1",
+        peers=[rank0.address],
+        sampler_hz=0,
+        triggers=triggers,
+        poll_s=0.05,
+    )
+    done = threading.Event()
+    thread = threading.Thread(target=_loop, args=(done, 40), daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not recorder.saved and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert recorder.saved, "rank 1 saw no slow step"
+        run_dir = recorder.saved[0]
+        theirs = run_dir / "rank0.recorder.json"
+        while not theirs.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        done.set()
+        thread.join(5)
+    mine = _marker(run_dir, "rank1")
+    assert mine["trigger"] == "slow_step" and "step 40 took" in mine["reason"]
+    marker = _marker(run_dir, "rank0")
+    assert marker["trigger"] == "peer"
+    assert marker["reason"].startswith("rank1 saved its last steps (slow_step)")
+    assert (run_dir / "rank0.xplane.pb").exists()  # one run, both ranks
