@@ -1,0 +1,216 @@
+"""Flight recorder: overhead left on, and memory over 100,000 steps.
+
+    python benchmarks/bench_recorder.py [--quick]
+
+Overhead: a training-like loop (a PyTorch DataLoader when torch is installed, else a
+generator; three `stepscope.trace` annotations per step; a fixed amount of pure-Python work
+per step, calibrated to 1 ms and to 20 ms) run in blocks, each block once as the plain loop
+without any stepscope call and once under `stepscope.recorder` with its defaults (the stack
+sampler at 100 Hz included), the two interleaved in every repeat so both see the same
+machine. The figure is the median over repeats of (recorded block / plain block) - 1, per
+step, in process CPU time (all threads, the recorder's included; wall time on a shared
+machine is dominated by other processes). The work holds the GIL, the worst case for the
+recorder's threads.
+
+Memory: 100,000 short steps (three annotations each) under the recorder with tracemalloc
+on, sampled every 10,000 steps: with the default keep_steps=50, and with keep_steps so large
+that only max_bytes (4 MiB) bounds the ring. The step summaries (100,000 kept) are counted
+separately: they are bounded by ``history_steps``, not ``max_bytes``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import stepscope
+import stepscope.recorder as rec
+
+# Process CPU time (every thread of this process, the recorder's included), not wall time:
+# on a shared machine other processes' load moved wall-clock blocks by +-50%, and what the
+# recorder costs is CPU (and the GIL) taken from the training thread.
+CLOCK = time.process_time
+
+
+def work(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i * i % 7
+    return total
+
+
+def calibrate(step_ms: float) -> int:
+    """Iterations of `work` taking about ``step_ms``."""
+    n = 10_000
+    while True:
+        start = CLOCK()
+        work(n)
+        took = CLOCK() - start
+        if took > 0.01:
+            return max(1, int(n * step_ms / 1e3 / took))
+        n *= 2
+
+
+def make_loader(steps: int) -> Iterable[Any]:
+    try:
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+    except ImportError:
+        return range(steps)
+
+    class Numbers(Dataset[Any]):
+        def __len__(self) -> int:
+            return steps
+
+        def __getitem__(self, i: int) -> Any:
+            return torch.tensor([i])
+
+    return DataLoader(Numbers(), batch_size=1, num_workers=0)
+
+
+def plain_block(loader: Iterable[Any], n: int) -> float:
+    start = CLOCK()
+    count = 0
+    for _batch in loader:
+        work(n // 2)
+        work(n // 2)
+        count += 1
+    return (CLOCK() - start) / count
+
+
+# Steady state: no trigger fires (a loaded machine makes slow steps; a save is measured apart).
+NO_SLOW = rec.Triggers(slow_step_factor=0)
+
+
+def recorded_block(loader: Iterable[Any], n: int, logdir: str, save_at: int = -1) -> float:
+    rec.start(logdir, triggers=NO_SLOW)
+    try:
+        start = CLOCK()
+        count = 0
+        for step, _batch in stepscope.steps(loader):
+            if step == save_at:
+                rec.save("benchmark")
+            with stepscope.trace("forward"):
+                work(n // 2)
+            with stepscope.trace("backward"):
+                work(n // 2)
+            with stepscope.trace("optimizer"):
+                pass
+            count += 1
+        took = (CLOCK() - start) / count
+    finally:
+        rec.stop()
+    return took
+
+
+def overhead(step_ms: float, steps: int, repeats: int, logdir: str) -> dict[str, float]:
+    n = calibrate(step_ms)
+    ratios, plain_s, recorded_s = [], [], []
+    for k in range(repeats):
+        loader = make_loader(steps)
+        runs: list[tuple[str, Callable[[], float]]] = [
+            ("plain", lambda loader=loader: plain_block(loader, n)),  # type: ignore[misc]
+            ("recorded", lambda loader=loader: recorded_block(loader, n, logdir)),  # type: ignore[misc]
+        ]
+        if k % 2:  # alternate which goes first
+            runs.reverse()
+        got = {}
+        for name, run in runs:
+            gc.collect()
+            got[name] = run()
+        plain_s.append(got["plain"])
+        recorded_s.append(got["recorded"])
+        ratios.append(got["recorded"] / got["plain"] - 1)
+    return {
+        "step_ms": statistics.median(plain_s) * 1e3,
+        "recorded_ms": statistics.median(recorded_s) * 1e3,
+        "overhead_pct": statistics.median(ratios) * 100,
+        "min_pct": min(ratios) * 100,
+        "max_pct": max(ratios) * 100,
+    }
+
+
+def save_cost(step_ms: float, steps: int, repeats: int, logdir: str) -> float:
+    """Training time lost to one save (snapshot on the step, build and write on the saver
+    thread, which competes for the GIL): paired blocks with and without a save, in ms."""
+    n = calibrate(step_ms)
+    lost = []
+    for _ in range(repeats):
+        without = recorded_block(make_loader(steps), n, logdir) * steps
+        with_save = recorded_block(make_loader(steps), n, logdir, save_at=steps // 4) * steps
+        lost.append(with_save - without)
+    return statistics.median(lost) * 1e3
+
+
+def memory(steps: int, logdir: str, **settings: Any) -> dict[str, float]:
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    recorder = rec.start(logdir, sampler_hz=0, **settings)
+    samples = []
+    try:
+        for step in range(steps):
+            with stepscope.step(step):
+                with stepscope.trace("forward"):
+                    pass
+                with stepscope.trace("backward", layer=3):
+                    pass
+            if step % 10_000 == 9_999:
+                time.sleep(0.25)  # let the watchdog catch up, as it would between steps
+                samples.append(tracemalloc.get_traced_memory()[0] - base)
+        history = len(recorder.ring.history)
+        ring_bytes = recorder.ring.estimated_bytes()
+        ring_events = sum(len(b.events) for b in recorder.session.host.buffers())
+    finally:
+        rec.stop()
+        tracemalloc.stop()
+    return {
+        "first_mib": samples[0] / 2**20,
+        "last_mib": samples[-1] / 2**20,
+        "max_mib": max(samples) / 2**20,
+        "ring_events": ring_events,
+        "ring_estimated_mib": ring_bytes / 2**20,
+        "history_steps": history,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer steps and repeats")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as logdir:
+        print("== overhead of the recorder left on (median of paired blocks)")
+        # short blocks, many pairs: a shared machine's load changes within seconds
+        for step_ms, steps in ((1.0, 300), (20.0, 25)):
+            repeats = 5 if args.quick else 21
+            r = overhead(step_ms, steps, repeats, logdir)
+            print(
+                f"{step_ms:>5.0f} ms (calibrated) steps: plain {r['step_ms']:.3f} ms, recorded "
+                f"{r['recorded_ms']:.3f} ms, overhead {r['overhead_pct']:+.2f}% "
+                f"(range {r['min_pct']:+.2f}% .. {r['max_pct']:+.2f}%)"
+            )
+        cost = save_cost(1.0, 1000, 3 if args.quick else 7, logdir)
+        print(f"one save (keep_steps=50, 1 ms steps): {cost:+.1f} ms of training time")
+        print("== memory over 100,000 steps (tracemalloc, every 10,000 steps)")
+        steps = 20_000 if args.quick else 100_000
+        for label, settings in (
+            ("keep_steps=50 (default)", {}),
+            ("keep_steps=10**6, max_bytes=4 MiB", {"keep_steps": 10**6, "max_bytes": 4 << 20}),
+        ):
+            m = memory(steps, logdir, **settings)
+            print(
+                f"{label}: traced {m['first_mib']:.1f} MiB after 10k steps, "
+                f"{m['last_mib']:.1f} MiB at the end, max {m['max_mib']:.1f} MiB; ring "
+                f"{m['ring_events']:.0f} events (~{m['ring_estimated_mib']:.2f} MiB est.), "
+                f"{m['history_steps']:.0f} step summaries"
+            )
+
+
+if __name__ == "__main__":
+    main()
