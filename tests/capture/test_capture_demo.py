@@ -26,6 +26,14 @@ def test_demo_profiles_and_summarizes(tmp_path: Path, capsys: pytest.CaptureFixt
     assert {"MainThread", "demo-producer-0", "demo-producer-1"} <= threads
     assert "waiting for input" in out and str(run_dir) in out
     assert f"stepscope serve {tmp_path}" in out
+    # The first page counts steps as every tool does (one step database): 6 markers, the first
+    # and last dropped by XProf's rule, and it says so.
+    from stepscope.stats.steps.breakdown import build_step_db
+
+    db = build_step_db(profile)
+    summary = demo.summarize_run(run_dir)
+    assert [s["step"] for s in summary["steps"]] == db.step_num.tolist()
+    assert len(summary["steps"]) == 4 and "the first and the last dropped" in out
 
 
 def test_demo_rejects_zero_steps(tmp_path: Path) -> None:

@@ -20,8 +20,6 @@ from typing import Any
 
 from stepscope.cli.output import human_ns, table
 
-GET_NEXT = "IteratorGetNextOp::DoCompute"
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -90,36 +88,30 @@ def open_result(run_dir: Path, port: int = 0) -> None:
 
 
 def summarize_run(run_dir: Path) -> dict[str, Any]:
-    """Steps (with their input time) and threads of the run's profile(s)."""
-    import numpy as np
-
+    """Steps (with their input time) and threads of the run's profile(s), from the same step
+    database as every tool, so this first page agrees with `report` and the web UI."""
     from stepscope.model import load_profile
+    from stepscope.stats.steps.breakdown import build_step_db
 
     steps: list[dict[str, Any]] = []
     threads: list[tuple[str, int]] = []
+    notes: list[str] = []
     files = sorted(Path(run_dir).glob("*.xplane.pb"))
     for path in files:
         profile = load_profile(path)
         threads += [(line.label, line.event_count) for line in profile.lines if line.event_count]
-        waits = np.flatnonzero(profile.name == profile.strings.id_of(GET_NEXT))
-        for i in np.flatnonzero(profile.name == profile.strings.id_of("train")):
-            stats = profile.event_stats(int(i))
-            if stats.get("_r") != 1:
-                continue
-            start, end = int(profile.start_ns[i]), int(profile.end_ns[i])
-            inside = waits[
-                (profile.line[waits] == profile.line[i])
-                & (profile.start_ns[waits] >= start)
-                & (profile.start_ns[waits] < end)
-            ]
+        db = build_step_db(profile)
+        notes.append(db.description)
+        input_ns = db.category_ns()["input"]
+        for k in range(db.n_steps):
             steps.append(
                 {
-                    "step": stats.get("step_num"),
-                    "dur_ns": end - start,
-                    "input_ns": int(profile.dur_ns[inside].sum()),
+                    "step": int(db.step_num[k]),
+                    "dur_ns": int(db.dur_ns[k]),
+                    "input_ns": int(input_ns[k]),
                 }
             )
-    return {"files": files, "steps": steps, "threads": threads}
+    return {"files": files, "steps": steps, "threads": threads, "notes": notes}
 
 
 def print_summary(run_dir: Path) -> None:
@@ -137,6 +129,8 @@ def print_summary(run_dir: Path) -> None:
     ]
     print()
     print(table(rows, ["step", "time", "waiting for input", "input %"]))
+    for note in summary["notes"]:
+        print(f"steps: {note}")
     total = sum(s["dur_ns"] for s in steps)
     waited = sum(s["input_ns"] for s in steps)
     if steps:

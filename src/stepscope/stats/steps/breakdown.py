@@ -303,9 +303,16 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
         covered_hi,
         python,
     )
+    description = markers.description
+    if dropped:
+        # Say it: a user who marked 12 steps and sees 10 must learn why (XProf drops them silently).
+        description += (
+            f"; the first and the last dropped as possibly cut off by the capture window "
+            f"(XProf's rule for more than {DROP_THRESHOLD} steps)"
+        )
     return StepDb(
         markers.source,
-        markers.description,
+        description,
         mode,
         has_device,
         markers.step_num[keep],
