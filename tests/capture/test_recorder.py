@@ -125,6 +125,7 @@ def test_exception_in_a_step_saves_it_with_its_traceback(tmp_path: Path, clock: 
     marker = _marker(run_dir)
     assert marker["trigger"] == "exception"
     assert marker["reason"] == "ValueError in step 3: loss is NaN"
+    assert marker["steps"] == [0, 3]  # from the saved events: no watchdog wake-up came yet
     assert (
         "failing_loss" in marker["traceback"] and "ValueError: loss is NaN" in marker["traceback"]
     )

@@ -124,10 +124,10 @@ def write(snapshot: Snapshot, logdir: str) -> Path:
     start_perf = snapshot.start_perf_ns = _first_start(snapshot)
     start_wall = snapshot.wall_ns - (snapshot.perf_ns - start_perf)
     _close_runs(snapshot)
-    kept = [s for s in snapshot.history if s.start_ns >= start_perf]
+    kept = _kept_steps(snapshot)
     warning = f"stepscope flight recorder: saved by trigger '{snapshot.trigger}': {snapshot.reason}"
     if kept:
-        warning += f" (steps {kept[0].step_num} to {kept[-1].step_num} kept)"
+        warning += f" (steps {kept[0]} to {kept[-1]} kept)"
     result = CaptureResult(
         hostname=snapshot.hostname,
         options=ProfilerOptions(device_tracer_level=0),
@@ -148,7 +148,7 @@ def write(snapshot: Snapshot, logdir: str) -> Path:
         "reason": snapshot.reason,
         "host": snapshot.hostname,
         "saved_wall_ns": snapshot.wall_ns,
-        "steps": [kept[0].step_num, kept[-1].step_num] if kept else None,
+        "steps": [kept[0], kept[-1]] if kept else None,
         **{k: v for k, v in snapshot.details.items() if k != "warnings"},
     }
     # every step summary the recorder still holds (start relative to the profile's start),
@@ -165,6 +165,18 @@ def write(snapshot: Snapshot, logdir: str) -> Path:
     _write_json(run_dir / f"{stem}{HISTORY_SUFFIX}", history)
     _write_json(run_dir / f"{stem}{MARKER_SUFFIX}", marker)
     return run_dir
+
+
+def _kept_steps(snapshot: Snapshot) -> list[int]:
+    """Numbers of the steps whose markers the snapshot holds, in the order they started (from
+    the events themselves: the watchdog may not have read the latest steps yet)."""
+    found = [
+        (event[1], int(event[4]["step_num"]))
+        for buf in snapshot.buffers
+        for event in buf.events
+        if event[4] and "_r" in event[4] and isinstance(event[4].get("step_num"), int)
+    ]
+    return [number for _start, number in sorted(found)]
 
 
 def _first_start(snapshot: Snapshot) -> int:
