@@ -16,6 +16,7 @@ from stepscope.model import ALL_HOSTS, discover_runs, open_run
 from stepscope.tools import output
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import ToolSpec, all_tools
+from tests.support.fixtures import FIXTURES, by_size
 
 KINETO = sorted(
     [
@@ -38,16 +39,25 @@ def _import_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, st
     return code, out.out, out.err
 
 
-@pytest.fixture(scope="module")
-def imported(fixtures_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Each Kineto fixture imported once, as its own run (the CLI path is tested below)."""
-    logdir = tmp_path_factory.mktemp("imported")
-    runs = {}
-    for name in KINETO:
-        result = import_traces([fixtures_dir / "kineto" / name], logdir, run_name=name[:-8])
+class _ImportedRuns(dict[str, Path]):
+    """Kineto fixture name -> its run directory, imported on first use (once per module), so
+    a run limited to the default tier never imports the heavy fixtures."""
+
+    def __init__(self, logdir: Path) -> None:
+        super().__init__()
+        self.logdir = logdir
+
+    def __missing__(self, name: str) -> Path:
+        result = import_traces([FIXTURES / "kineto" / name], self.logdir, run_name=name[:-8])
         assert not result.failures
-        runs[name] = result.run_dir
-    return runs
+        self[name] = result.run_dir
+        return result.run_dir
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Each Kineto fixture imported as its own run (the CLI path is tested below)."""
+    return _ImportedRuns(tmp_path_factory.mktemp("imported"))
 
 
 def test_every_kineto_fixture_is_in_the_suite(fixtures_dir: Path) -> None:
@@ -141,11 +151,11 @@ def _build(spec: ToolSpec, run_dir: Path) -> list[Any]:
     return outputs
 
 
-@pytest.mark.parametrize("name", KINETO)
-def test_every_tool_runs_on_every_imported_fixture(imported: dict[str, Path], name: str) -> None:
+@pytest.mark.parametrize("path", by_size([FIXTURES / "kineto" / name for name in KINETO]))
+def test_every_tool_runs_on_every_imported_fixture(imported: dict[str, Path], path: Path) -> None:
     ran = []
     for spec in all_tools():
-        for data in _build(spec, imported[name]):
+        for data in _build(spec, imported[path.name]):
             assert isinstance(data, dict)
             ran.append(spec.name)
     assert "overview_page" in ran and "trace_viewer" in ran

@@ -51,7 +51,7 @@ def test_fanned_out_reduction_equals_the_in_process_result(
     assert "host_errors" not in fanned
 
 
-@pytest.mark.slow  # converts two real GPU traces (about 15 s)
+@pytest.mark.integration  # converts two real GPU traces (about 15 s)
 @pytest.mark.parametrize("tool", GPU_TOOLS)
 def test_gpu_ranks_fanned_out_equal_the_in_process_result(
     gpu_run: Path, tool: str, cache: Path
@@ -87,7 +87,7 @@ def test_second_run_reads_every_summary_from_the_content_cache(
     assert {s for _, s in first} == {"done"} and {s for _, s in second} == {"cached"}
 
 
-@pytest.mark.slow
+@pytest.mark.integration  # the same two GPU traces
 def test_copied_ranks_keep_their_own_names(gpu_run: Path, cache: Path, tmp_path: Path) -> None:
     """Two ranks with identical bytes share nothing in the cache that names a host."""
     twin = tmp_path / "twin"

@@ -97,6 +97,7 @@ def test_pod_viewer_two_hosts(two_host_run: Path) -> None:
     assert len(rows) == 2 * len(data["steps"]) and {r["host"] for r in rows} == {"vm", "w1"}
 
 
+@pytest.mark.integration  # parses a 3 MB Kineto trace per rank
 def test_pod_viewer_two_ranks(two_rank_run: Path) -> None:
     data = output.to_json(get_tool("pod_viewer").build(_ctx(two_rank_run, ALL_HOSTS)))
     assert [w["host"] for w in data["workers"]] == ["rank0", "rank1"]
@@ -133,6 +134,7 @@ def test_tf_data_tool_not_available_without_pipelines() -> None:
     )
 
 
+@pytest.mark.integration  # the same two ranks
 def test_diagnostics_tool_on_two_ranks(two_rank_run: Path) -> None:
     spec = get_tool("diagnostics")
     ctx = _ctx(two_rank_run, ALL_HOSTS, link_bandwidth_gbps="150")

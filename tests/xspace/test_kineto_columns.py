@@ -17,10 +17,9 @@ import pytest
 
 from stepscope.model import Profile, profile_from_xspace
 from stepscope.model.from_xspace import profile_from_columns
-from stepscope.xspace.kineto import kineto_to_columns, kineto_to_xspace
-from stepscope.xspace.kineto.decode import CHUNK_EVENTS
+from stepscope.xspace.kineto import decode, kineto_to_columns, kineto_to_xspace
 from stepscope.xspace.wire import KIND_BYTES, KIND_STR
-from tests.support.fixtures import FIXTURES
+from tests.support.fixtures import FIXTURES, by_size
 
 KINETO = sorted((FIXTURES / "kineto").glob("*.json.gz"))
 
@@ -91,7 +90,7 @@ def _assert_same(path: Path) -> None:
         assert ours[key] == theirs[key], key
 
 
-@pytest.mark.parametrize("path", KINETO, ids=[p.name for p in KINETO])
+@pytest.mark.parametrize("path", by_size(KINETO))
 def test_direct_columns_match_the_xspace_path(path: Path) -> None:
     _assert_same(path)
 
@@ -102,13 +101,16 @@ def _write(tmp_path: Path, events: list[Any], **header: Any) -> Path:
     return path
 
 
-def test_corner_cases_match(tmp_path: Path) -> None:
+def test_corner_cases_match(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Flow-bound stats, unsorted and tied events, floats, big ints, several chunks."""
+    # Small decode chunks: the chunk boundaries are crossed with a few hundred events.
+    chunk = 128
+    monkeypatch.setattr(decode, "CHUNK_EVENTS", chunk)
     events: list[Any] = [
         {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "main"}}
     ]
-    for i in range(CHUNK_EVENTS + 50):  # more than one decode chunk
-        ts = 1000 + (CHUNK_EVENTS - i) % 977  # unsorted, with ties
+    for i in range(chunk + 50):  # more than one decode chunk
+        ts = 1000 + (chunk - i) % 97  # unsorted, with ties
         events.append(
             {
                 "ph": "X",
@@ -165,8 +167,8 @@ def test_corner_cases_match(tmp_path: Path) -> None:
     profile = profile_from_columns(kineto_to_columns(path), str(path), None)
     # The bad event and the non-object entry are skipped and reported, the rest is kept.
     assert any("skipped 1 entries that are not objects" in w for w in profile.warnings)
-    assert profile.n_events == CHUNK_EVENTS + 50 + 1
-    starts = profile.start_ns[: CHUNK_EVENTS + 50]
+    assert profile.n_events == chunk + 50 + 1
+    starts = profile.start_ns[: chunk + 50]
     assert np.all(np.diff(starts) >= 0)
 
 
