@@ -2,6 +2,9 @@
 
     python benchmarks/bench_export.py [--events 1000000] [--repeat 3]
 
+Chrome-trace JSON is timed twice: the columnar writer `stepscope export` uses and the
+event-by-event reference writer it replaced (same bytes), in the same run.
+
 Cases: the TensorFlow fixture ``tf/big_ctl`` (266k events, about 1.7 stats each, 75k flows) and
 a synthetic XSpace of N events. The profile is read and its trace index (flows, depths) built
 first, as `stepscope export` finds them in the cache after the trace viewer opened the trace;
@@ -24,6 +27,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from stepscope.model import Profile, open_file, profile_from_bytes  # noqa: E402
 from stepscope.stats.trace_index.index import build_trace_index  # noqa: E402
 from stepscope.tools.trace_viewer import perfetto_trace  # noqa: E402
+from stepscope.tools.trace_viewer.chrome_reference import reference_chunks  # noqa: E402
 from stepscope.tools.trace_viewer.chrome_trace import chrome_trace_chunks  # noqa: E402
 from stepscope.xspace.synthetic import synthetic_xspace_bytes  # noqa: E402
 
@@ -48,7 +52,10 @@ def measure(label: str, profile: Profile, repeat: int) -> None:
         "perfetto (C accelerator)": lambda: perfetto_trace.perfetto_trace_chunks(
             profile, flows=index.flows, depth=index.depth
         ),
-        "chrome-trace JSON": lambda: chrome_trace_chunks(profile, flows=index.flows),
+        "chrome-trace JSON (columnar)": lambda: chrome_trace_chunks(profile, flows=index.flows),
+        "chrome-trace JSON (per-event reference)": lambda: reference_chunks(
+            profile, flows=index.flows
+        ),
     }
     accelerator = perfetto_trace._pbpack
     for name, make in cases.items():

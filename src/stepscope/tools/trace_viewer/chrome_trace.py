@@ -10,7 +10,8 @@ their stats as ``args``, flows as ``ph: "s"`` / ``ph: "f"`` pairs (``cat`` ``ac2
 launch -> kernel, as PyTorch names them).
 
 The file is written in chunks of events, never held whole: a 10M-event trace exports in
-constant memory.
+constant memory. Each chunk's text is built column-wise with numpy string arrays
+(chrome_text); chrome_reference holds the event-by-event writer it must match byte for byte.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 from stepscope.model import Profile
 from stepscope.stats.trace_index.flows import FlowTable, build_flows
 from stepscope.stats.trace_index.tracks import is_stream_line, sections
+from stepscope.tools.trace_viewer import chrome_text as ct
 from stepscope.xspace.wire import KIND_BYTES, KIND_DOUBLE, KIND_INT, KIND_STR, KIND_UINT
 
 CHUNK = 50_000
@@ -144,15 +146,18 @@ def chrome_trace_chunks(
     total = int(keep.sum())
     yield f'{{"displayTimeUnit":"ns","baseTimeNanoseconds":{origin},"traceEvents":[\n'
     yield ",\n".join(_metadata(profile, pids))
-    text = _Fragments(profile)
+    fragments = _Fragments(profile)
+    strings = ct.StringTexts(profile, fragments.text)  # one cache of JSON text for both
     meta = profile.meta_stats
     meta_args = [
-        text.pairs(meta.key[lo:hi], meta.kind[lo:hi], meta.value[lo:hi])
+        ",".join(fragments.pairs(meta.key[lo:hi], meta.kind[lo:hi], meta.value[lo:hi]))
         for lo, hi in zip(
             profile.meta_stat_start[:-1].tolist(), profile.meta_stat_start[1:].tolist(), strict=True
         )
     ]
-    meta_cat = _categories(profile, text)
+    meta_text = ct.objects(meta_args)
+    meta_empty = np.array([not a for a in meta_args], dtype=bool)
+    meta_cat = _categories(profile, fragments)
     # Device events name their device and stream as PyTorch does (args "device", "stream"),
     # so importers put them back on the same GPU and stream; the XSpace stats of the same
     # meaning are left out to avoid repeating them.
@@ -169,52 +174,21 @@ def chrome_trace_chunks(
             if plane.is_device
             else "host"
         )
-        extra = [f'"device":{plane.device_ordinal},"stream":{line.id}'] if on_device else []
-        prefix = f'{{"ph":"X","pid":{pids[line.plane]},"tid":{line.id},'
+        cats = ct.objects([meta_cat.get(m, default_cat) for m in range(len(meta_args))])
+        extra = f'"device":{plane.device_ordinal},"stream":{line.id}' if on_device else ""
+        head = (
+            f',\n{{{{"ph":"X","pid":{pids[line.plane]},"tid":{line.id},'
+            '"ts":%d.%03d,"dur":%d.%03d,"cat":%s,"name":%s,"args":{{%s'
+        ).format()
         for lo in range(span.start, span.stop, CHUNK):
             hi = min(lo + CHUNK, span.stop)
             rows = np.flatnonzero(keep[lo:hi]) + lo
             if len(rows) == 0:
                 continue
-            s_lo, s_hi = int(profile.stat_start[lo]), int(profile.stat_start[hi])
-            keys = profile.stats.key[s_lo:s_hi]
-            kinds = profile.stats.kind[s_lo:s_hi]
-            kept = np.isin(kinds, _SHOWN_KINDS)
-            if on_device:
-                kept &= ~np.isin(keys, device_keys)
-            pairs = text.pairs(keys[kept], kinds[kept], profile.stats.value[s_lo:s_hi][kept])
-            # Pairs of event lo + i: pairs[bounds[i]:bounds[i + 1]].
-            kept_before = np.concatenate([[0], np.cumsum(kept)])
-            bounds = kept_before[profile.stat_start[lo : hi + 1] - s_lo].tolist()
-            # Times as integer microseconds and their nanosecond remainders (both >= 0).
-            start = profile.start_ns[rows] - origin
-            dur = profile.dur_ns[rows]
-            pieces = []
-            for i, s_us, s_ns, d_us, d_ns, name, m in zip(
-                (rows - lo).tolist(),
-                (start // 1000).tolist(),
-                (start % 1000).tolist(),
-                (dur // 1000).tolist(),
-                (dur % 1000).tolist(),
-                profile.name[rows].tolist(),
-                profile.meta[rows].tolist(),
-                strict=True,
-            ):
-                args = ",".join(meta_args[m] + pairs[bounds[i] : bounds[i + 1]] + extra)
-                pieces.append(
-                    _EVENT
-                    % (
-                        prefix,
-                        s_us,
-                        s_ns,
-                        d_us,
-                        d_ns,
-                        meta_cat.get(m, default_cat),
-                        text.string(name),
-                        args,
-                    )
-                )
-            yield ",\n" + ",\n".join(pieces)
+            yield _event_chunk(
+                profile, rows, lo, hi, origin, on_device, device_keys, strings,
+                (head, extra, cats, meta_text, meta_empty),
+            )  # fmt: skip
             written += len(rows)
             if progress is not None:
                 progress(written, total)
@@ -224,26 +198,107 @@ def chrome_trace_chunks(
     yield "\n]}\n"
 
 
+def _event_chunk(
+    profile: Profile,
+    rows: np.ndarray,
+    lo: int,
+    hi: int,
+    origin: int,
+    on_device: bool,
+    device_keys: list[int],
+    strings: ct.StringTexts,
+    line_text: tuple[str, str, np.ndarray, np.ndarray, np.ndarray],
+) -> str:
+    """Text of the kept events ``rows`` of ``[lo, hi)``, all on one line, each after ",\\n"."""
+    head, extra, cats, meta_text, meta_empty = line_text
+    s_lo, s_hi = int(profile.stat_start[lo]), int(profile.stat_start[hi])
+    keys = profile.stats.key[s_lo:s_hi]
+    kinds = profile.stats.kind[s_lo:s_hi]
+    shown = np.isin(kinds, _SHOWN_KINDS)
+    if on_device:
+        shown &= ~np.isin(keys, device_keys)
+    # The kept event (index into rows) of each stat, -1 for stats of events left out.
+    event_of_stat = np.repeat(np.arange(hi - lo), np.diff(profile.stat_start[lo : hi + 1]))
+    local = np.full(hi - lo, -1, dtype=np.int64)
+    local[rows - lo] = np.arange(len(rows))
+    owner = local[event_of_stat]
+    shown &= owner >= 0
+    owner = owner[shown]
+    metas = profile.meta[rows]
+    # args = ",".join(metadata stats + event stats + device/stream): a pair takes a leading
+    # comma unless it is the first thing in its args.
+    first = np.ones(len(owner), dtype=bool)
+    first[1:] = owner[1:] != owner[:-1]
+    comma = np.where(first & meta_empty[metas[owner]], "", ",").tolist()
+    pairs = list(
+        map(
+            "%s%s:%s".__mod__,
+            zip(
+                comma,
+                strings.of(keys[shown]).tolist(),
+                ct.stat_values(kinds[shown], profile.stats.value[s_lo:s_hi][shown], strings),
+                strict=True,
+            ),
+        )
+    )
+    start = profile.start_ns[rows] - origin
+    dur = profile.dur_ns[rows]
+    heads = list(
+        map(
+            head.__mod__,
+            zip(
+                (start // 1000).tolist(),
+                (start % 1000).tolist(),
+                (dur // 1000).tolist(),
+                (dur % 1000).tolist(),
+                cats[metas].tolist(),
+                strings.of(profile.name[rows]).tolist(),
+                meta_text[metas].tolist(),
+                strict=True,
+            ),
+        )
+    )
+    if extra:
+        empty = meta_empty[metas] & (np.bincount(owner, minlength=len(rows)) == 0)
+        tails = np.where(empty, extra + "}}", "," + extra + "}}").tolist()
+    else:
+        tails = ["}}"] * len(rows)
+    return ct.interleave(heads, pairs, owner, tails)
+
+
 def _flow_chunks(
     profile: Profile, flows: FlowTable, keep: np.ndarray, origin: int, pids: list[int]
 ) -> Iterator[str]:
     both = np.flatnonzero(keep[flows.src] & keep[flows.dst])
+    line_pid = np.array([pids[line.plane] for line in profile.lines], dtype=np.int64)
+    line_tid = np.array([line.id for line in profile.lines], dtype=np.int64)
+    template = ',\n{"ph":"%s","id":%d,"cat":"%s","name":"%s","pid":%d,"tid":%d,"ts":%d.%03d%s}'
     for lo in range(0, len(both), CHUNK):
         part = both[lo : lo + CHUNK]
-        pieces = []
-        for f, src, dst, kind in zip(
-            part.tolist(),
-            flows.src[part].tolist(),
-            flows.dst[part].tolist(),
-            flows.kind[part].tolist(),
-            strict=True,
-        ):
-            for ph, event, extra in (("s", src, ""), ("f", dst, ',"bp":"e"')):
-                line = profile.lines[int(profile.line[event])]
-                ts = _us(int(profile.start_ns[event]) - origin)
-                pieces.append(
-                    f'{{"ph":"{ph}","id":{f},"cat":"{FLOW_CATS[kind]}","name":'
-                    f'"{FLOW_CATS[kind]}","pid":{pids[line.plane]},"tid":{line.id},'
-                    f'"ts":{ts}{extra}}}'
+        ids = part.tolist()
+        cats = np.array(FLOW_CATS)[flows.kind[part]].tolist()
+        halves = []
+        for ph, events, extra in (("s", flows.src[part], ""), ("f", flows.dst[part], ',"bp":"e"')):
+            lines = profile.line[events]
+            n = len(part)
+            ts = profile.start_ns[events] - origin  # >= 0: origin is the earliest start
+            halves.append(
+                map(
+                    template.__mod__,
+                    zip(
+                        [ph] * n,
+                        ids,
+                        cats,
+                        cats,
+                        line_pid[lines].tolist(),
+                        line_tid[lines].tolist(),
+                        (ts // 1000).tolist(),
+                        (ts % 1000).tolist(),
+                        [extra] * n,
+                        strict=True,
+                    ),
                 )
-        yield ",\n" + ",\n".join(pieces)
+            )
+        out = np.empty(2 * len(part), dtype=object)
+        out[0::2], out[1::2] = list(halves[0]), list(halves[1])
+        yield "".join(out.tolist())
