@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs into .venv, then run every check CI runs:
-# generated-code freshness, ruff (lint + format), mypy, the layers contract, pytest.
+# generated-code freshness, ruff (lint + format), the web UI's ESLint and tsc checks, mypy,
+# the layers contract, pytest.
 # Usage: bash scripts/test.sh [extra pytest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +32,11 @@ $PY scripts/gen_proto.py --check
 step "ruff"
 $PY -m ruff check src tests benchmarks scripts
 $PY -m ruff format --check src tests benchmarks scripts
+step "web UI: ESLint and tsc (checkJs) on src/stepscope/serve/static"
+command -v npm >/dev/null 2>&1 || { echo "npm not found: install Node.js 20+ (the web UI checks need it)"; exit 1; }
+npm ci --no-audit --no-fund --loglevel=error
+npx --no-install eslint src/stepscope/serve/static
+npx --no-install tsc --noEmit -p jsconfig.json
 step "mypy"
 $PY -m mypy
 step "layers contract (import-linter)"

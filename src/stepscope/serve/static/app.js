@@ -1,3 +1,4 @@
+// @ts-check
 // The page shell: run and host selectors, the tool list (from /api/tools, i.e. the registry),
 // routing (#/<tool>?run=&host=&<options>) and loading each tool's page module.
 // Every URL is relative, so the same files work at / and inside TensorBoard's plugin path.
@@ -7,6 +8,7 @@ const ALL_HOSTS = 'ALL_HOSTS';
 const RESERVED = new Set(['run', 'host']);
 // Address parameters a page reads itself (the trace viewer's `step`), never sent as options.
 const PAGE_ONLY = new Set(['step']);
+/** @type {(id: string) => any} the shell's elements (selects, dialogs, lists) by id */
 const $ = (id) => document.getElementById(id);
 const state = { runs: [], tools: [], toolsFor: new Map(), renderToken: 0 };
 
@@ -346,11 +348,11 @@ async function refreshRuns() {
 function bindKeys() {
   $('run-select').addEventListener('change', (e) => {
     const { tool } = parseHash();
-    go(tool, e.target.value, '');
+    go(tool, /** @type {HTMLSelectElement} */ (e.target).value, '');
   });
   $('host-select').addEventListener('change', (e) => {
     const { tool, run, options } = parseHash();
-    go(tool, run, e.target.value, options);
+    go(tool, run, /** @type {HTMLSelectElement} */ (e.target).value, options);
   });
   $('help-button').addEventListener('click', () => $('help').showModal());
   $('tool-list').addEventListener('keydown', (e) => {
@@ -362,7 +364,7 @@ function bindKeys() {
     links[(next + links.length) % links.length].focus();
   });
   document.addEventListener('keydown', (e) => {
-    const tag = (e.target.tagName || '').toLowerCase();
+    const tag = (/** @type {HTMLElement} */ (e.target).tagName || '').toLowerCase();
     if (e.ctrlKey || e.metaKey || e.altKey || ['input', 'select', 'textarea'].includes(tag)) return;
     if (/^[1-9]$/.test(e.key)) {
       const link = $('tool-list').querySelectorAll('a')[Number(e.key) - 1];

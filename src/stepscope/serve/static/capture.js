@@ -1,9 +1,11 @@
+// @ts-check
 // The Capture Profile dialog: asks the server (POST api/capture) to capture from running
 // profiler servers into the served log directory, shows each worker's progress and result,
 // then tells the shell to list the new run. Offered only where api/capture says it is enabled
 // (the standalone server with a local, writable log directory).
 import { HttpError, getJSON, h } from './util.js';
 
+/** @type {(id: string) => any} the dialog's elements are inputs and buttons, looked up by id */
 const $ = (id) => document.getElementById(id);
 const POLL_MS = 250;
 const LEVELS = {
@@ -66,6 +68,7 @@ function buildDialog() {
 }
 
 function values(form) {
+  /** @type {Record<string, FormDataEntryValue | number>} */
   const data = Object.fromEntries(new FormData(form));
   for (const key of Object.keys(data)) if (key !== 'service_addr') data[key] = Number(data[key]);
   return data;
@@ -117,7 +120,7 @@ async function poll(id, token) {
       if (job.run) window.dispatchEvent(new Event('stepscope:runs-changed'));
       break;
     }
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    await new Promise((resolve) => { setTimeout(resolve, POLL_MS); });
   }
   if (token === polling) $('capture-start').disabled = false;
 }

@@ -1,3 +1,4 @@
+// @ts-check
 // Small SVG charts: stacked bars, pies, lines. Drawn in a fixed coordinate system (viewBox)
 // and scaled by CSS, so they need no layout measurement and render in one pass.
 import { h, svg } from './util.js';
@@ -64,6 +65,8 @@ function legend(items) {
 /**
  * series: [{key, label, color}] (bottom to top); bars: [{label, values: {key: number}, tip}].
  * Series that are zero in every bar are left out of the legend.
+ * @param {{series: Array<{key: string, label: string, color: string}>, bars: Array<{label: string, values: Record<string, number>, tip?: string}>,
+ *   unit?: string, height?: number, title?: string, ariaLabel?: string}} options
  */
 export function stackedBarChart({ series, bars, unit = 'ms', height = 280, title = '', ariaLabel }) {
   const W = 960;

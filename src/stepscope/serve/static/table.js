@@ -1,3 +1,4 @@
+// @ts-check
 // A sortable, filterable table. Headers are buttons (Tab to reach, Enter/Space to sort);
 // the filter matches a substring of the text columns. Only the first `maxRows` rows are drawn
 // until asked for all, so tables of thousands of ops stay fast. Wide tables keep every column:

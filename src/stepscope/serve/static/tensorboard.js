@@ -1,3 +1,4 @@
+// @ts-check
 // The module TensorBoard loads into the "Stepscope" tab. It shows stepscope's own UI, served by
 // the plugin under ./ui/, in a full-size iframe: the tab and `stepscope serve` are one UI.
 // (index.html is named because TensorBoard's router drops a trailing slash.)

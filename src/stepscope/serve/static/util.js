@@ -1,3 +1,4 @@
+// @ts-check
 // DOM building and number formatting shared by the shell and the pages.
 // Profile data (op names, file names) is untrusted text: it only ever goes into text nodes and
 // attributes, never into innerHTML.
@@ -46,7 +47,7 @@ export class HttpError extends Error {
 export async function getJSON(url, signal) {
   const response = await fetch(url, { signal, headers: { Accept: 'application/json' } });
   const text = await response.text();
-  let body = null;
+  let body;
   try {
     body = text ? JSON.parse(text) : null;
   } catch {

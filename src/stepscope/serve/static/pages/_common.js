@@ -1,3 +1,4 @@
+// @ts-check
 // Pieces several tool pages share: step-time categories and their colors, and text in which
 // tool names become links.
 import { getJSON, h, label } from '../util.js';

@@ -1,3 +1,4 @@
+// @ts-check
 // Helpers of the kernel stats, memory profile, pod viewer, tf.data and diagnostics pages.
 import { h } from '../util.js';
 

@@ -1,3 +1,4 @@
+// @ts-check
 // Trace viewer data: the binary window format (STV1, see docs/tools/trace_viewer.md), a small
 // cache of windows, and the JSON endpoints (search, event details, box selection).
 import { getJSON, query } from '../util.js';

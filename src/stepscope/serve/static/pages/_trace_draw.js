@@ -1,3 +1,4 @@
+// @ts-check
 // Trace viewer drawing: the vertical layout (sections, tracks, counter tracks) and one frame on
 // a 2D canvas, straight from the typed arrays of a window. Rectangles are batched by colour
 // (one path and one fill per colour), so a frame costs one pass over the window's events.
@@ -363,6 +364,7 @@ function drawGutter(ctx, s) {
   ctx.fillRect(GUTTER - 1, AXIS_H, 1, s.H - AXIS_H);
 }
 
+/** @type {Array<[number, string]>} */
 const UNITS = [[1e9, 's'], [1e6, 'ms'], [1e3, 'µs'], [1, 'ns']];
 
 /**

@@ -1,3 +1,4 @@
+// @ts-check
 // Trace viewer details pane: one selected event (all stats, flow links), the aggregate of a
 // box selection, the timing mark. Profile text only ever goes into text nodes.
 import { dataTable } from '../table.js';

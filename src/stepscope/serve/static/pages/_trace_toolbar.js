@@ -1,3 +1,4 @@
+// @ts-check
 // Trace viewer toolbar (modes, steps, flows, wheel, time origin, search) and the small pieces
 // of page state around the view: settings remembered in the browser, the resizable details pane.
 import { fmtBytes, h } from '../util.js';

@@ -1,3 +1,4 @@
+// @ts-check
 // Compare: two runs (or two hosts of one run) side by side — the verdict, the step-time
 // breakdown of both as bars, metric deltas with their 95% intervals and significance marks,
 // the ops / kernels / input stages that changed most, and links that open the same step in

@@ -1,3 +1,4 @@
+// @ts-check
 // Diagnostics: each finding with severity, what was seen, evidence (steps, events, time) and
 // the fix. Fields: docs/tools/diagnostics.md.
 import { card, code, fmtInt, fmtMs, fmtNum, h, note, num } from '../util.js';

@@ -1,3 +1,4 @@
+// @ts-check
 // Graph viewer: the HLO graph around one instruction, operands to the left and users to the
 // right by hops, drawn as boxes and arrows; click a box to center on it. Fields:
 // docs/tools/graph_viewer.md.

@@ -1,3 +1,4 @@
+// @ts-check
 // HLO op stats: device peaks, totals, and every HLO op with category, framework op, time,
 // FLOPs, bytes and what bounds it. Fields: docs/tools/hlo_stats.md.
 import { dataTable } from '../table.js';

@@ -1,3 +1,4 @@
+// @ts-check
 // Input pipeline analyzer: summary, device-side step chart and stats, host-side breakdown of
 // input time, a sortable table of input ops, and the tf.data pipelines found.
 import { pieChart, stackedBarChart } from '../charts.js';

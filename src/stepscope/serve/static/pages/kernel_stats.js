@@ -1,3 +1,4 @@
+// @ts-check
 // GPU kernel stats: summary, pie of the kernels with the most time, sortable/filterable table.
 // Fields: docs/tools/kernel_stats.md.
 import { pieChart } from '../charts.js';

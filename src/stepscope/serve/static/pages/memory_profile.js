@@ -1,3 +1,4 @@
+// @ts-check
 // Memory profile: per memory (allocator) a summary, the usage/fragmentation timeline with a
 // hover panel, and the allocations live at the peak. Fields: docs/tools/memory_profile.md.
 import { niceTicks } from '../charts.js';

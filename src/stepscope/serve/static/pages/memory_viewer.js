@@ -1,3 +1,4 @@
+// @ts-check
 // Memory viewer: one XLA program's buffer assignment: peak, heap size over the program order
 // (a step curve), and the buffers live at the peak. Fields: docs/tools/memory_viewer.md.
 import { lineChart } from '../charts.js';

@@ -1,3 +1,4 @@
+// @ts-check
 // Op profile: device time as a tree (by program or by category) with FLOP rate and memory
 // bandwidth against the device's peaks; idle time included unless excluded. Fields:
 // docs/tools/op_profile.md.

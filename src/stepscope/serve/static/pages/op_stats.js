@@ -1,3 +1,4 @@
+// @ts-check
 // Op stats: four pies (host/device x op/op type), a sortable and filterable table of every op,
 // include/exclude idle (the tool's include_idle option, drawn by the shell), export as CSV.
 import { pieChart } from '../charts.js';

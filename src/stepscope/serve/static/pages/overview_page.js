@@ -1,3 +1,4 @@
+// @ts-check
 // Overview: performance summary, step-time graph, top ops, run environment, recommendation.
 // Fields: docs/tools/overview_page.md (the overview_page tool's JSON).
 import { stackedBarChart } from '../charts.js';

@@ -1,3 +1,4 @@
+// @ts-check
 // Pod viewer: a step slider, one stacked column of step-time categories per worker, a details
 // card per worker, the slowest worker of the step flagged. Fields: docs/tools/pod_viewer.md.
 import { stackedBarChart } from '../charts.js';

@@ -1,3 +1,4 @@
+// @ts-check
 // Roofline model: each HLO op at its FLOPs per byte against the device's compute and memory
 // roofs (log-log), per step or the whole run, and the table of points. Fields:
 // docs/tools/roofline_model.md.

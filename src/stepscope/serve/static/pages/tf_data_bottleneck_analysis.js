@@ -1,3 +1,4 @@
+// @ts-check
 // tf.data bottleneck analysis: the conclusion, every pipeline's latency summary, and for the
 // chosen pipeline its iterator graph (critical path and bottleneck marked), per-iterator stats
 // and the fix. Fields: docs/tools/tf_data_bottleneck_analysis.md.

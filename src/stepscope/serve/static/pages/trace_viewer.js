@@ -1,3 +1,4 @@
+// @ts-check
 // Trace viewer: a canvas timeline of every event, fed by level-of-detail windows from the
 // server (api/tool/trace_viewer/window). The view is redrawn from the last window while the
 // next one (3x the visible span, debounced) is on its way, so panning never waits.
@@ -17,9 +18,35 @@ function ensureStyles() {
   document.head.append(h('link', { rel: 'stylesheet', href: 'static/pages/trace_viewer.css', dataset: { pageStyle: 'trace_viewer' } }));
 }
 
+/**
+ * @typedef {object} TraceElements the page's elements the view draws into
+ * @property {HTMLCanvasElement} canvas
+ * @property {HTMLElement} spacer
+ * @property {HTMLElement} scroller
+ * @property {HTMLElement} details
+ * @property {HTMLElement} status
+ * @property {HTMLElement} searchCount
+ * @property {HTMLElement} tooltip
+ * @property {HTMLElement} flowNote
+ */
+
 class TraceView {
+  /** @param {TraceElements} els */
   constructor(root, structure, ctx, els) {
-    Object.assign(this, els);
+    this.canvas = els.canvas;
+    this.spacer = els.spacer;
+    this.scroller = els.scroller;
+    this.details = els.details;
+    this.status = els.status;
+    this.searchCount = els.searchCount;
+    this.tooltip = els.tooltip;
+    this.flowNote = els.flowNote;
+    // Set by the toolbar (_trace_toolbar.js) and by drawFrame (_trace_draw.js).
+    /** @type {any} */ this.stepInput = undefined;
+    /** @type {HTMLElement[]} */ this.modeButtons = undefined;
+    /** @type {string[] | undefined} */ this.tickLabels = undefined;
+    /** @type {number | undefined} */ this.flowsDrawn = undefined;
+    /** @type {number | undefined} */ this.flowsCapped = undefined;
     this.root = root;
     this.structure = structure;
     this.client = new TraceClient(ctx.run, ctx.host);
@@ -584,7 +611,7 @@ export async function render(root, data, ctx) {
     root.append(note('This trace has no events.', 'warn'));
     return;
   }
-  const canvas = h('canvas', { class: 'tv-canvas mode-select', 'aria-label': 'Timeline' });
+  const canvas = /** @type {HTMLCanvasElement} */ (h('canvas', { class: 'tv-canvas mode-select', 'aria-label': 'Timeline' }));
   const spacer = h('div', { class: 'tv-spacer' });
   const scroller = h('div', { class: 'tv-scroll', tabindex: '0', 'aria-label': 'Timeline; W S zoom, A D pan, ? shortcuts' }, canvas, spacer);
   const details = h('section', { class: 'card tv-details', 'aria-live': 'polite' }, keysHelp());
@@ -605,5 +632,5 @@ export async function render(root, data, ctx) {
   const at = wanted === null ? -1 : data.steps.number.indexOf(Number(wanted));
   if (at >= 0) view.initialStep = at;
   view.bind();
-  window.stepscopeTrace = view; // for the browser tests and the curious
+  /** @type {any} */ (window).stepscopeTrace = view; // for the browser tests and the curious
 }
