@@ -17,6 +17,12 @@ setup(
             extra_compile_args=["-O2"],
         ),
         Extension(
+            "stepscope.tools.trace_viewer._jsonfmt",
+            sources=["src/stepscope/tools/trace_viewer/_jsonfmt.c"],
+            optional=True,  # without it the Chrome-trace export formats with Python's %
+            extra_compile_args=["-O2"],
+        ),
+        Extension(
             "stepscope.capture._pytracer",
             sources=["src/stepscope/capture/_pytracer.c"],
             optional=True,  # without it the Python tracer uses sys.setprofile/sys.monitoring

@@ -2,8 +2,9 @@
 
     python benchmarks/bench_export.py [--events 1000000] [--repeat 3]
 
-Chrome-trace JSON is timed twice: the columnar writer `stepscope export` uses and the
-event-by-event reference writer it replaced (same bytes), in the same run.
+Chrome-trace JSON is timed three ways, in the same run: the columnar writer `stepscope export`
+uses, with its C formatter and with the pure-Python fallback, and the event-by-event reference
+writer it replaced (same bytes).
 
 Cases: the TensorFlow fixture ``tf/big_ctl`` (266k events, about 1.7 stats each, 75k flows) and
 a synthetic XSpace of N events. The profile is read and its trace index (flows, depths) built
@@ -26,7 +27,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from stepscope.model import Profile, open_file, profile_from_bytes  # noqa: E402
 from stepscope.stats.trace_index.index import build_trace_index  # noqa: E402
-from stepscope.tools.trace_viewer import perfetto_trace  # noqa: E402
+from stepscope.tools.trace_viewer import chrome_text, perfetto_trace  # noqa: E402
 from stepscope.tools.trace_viewer.chrome_reference import reference_chunks  # noqa: E402
 from stepscope.tools.trace_viewer.chrome_trace import chrome_trace_chunks  # noqa: E402
 from stepscope.xspace.synthetic import synthetic_xspace_bytes  # noqa: E402
@@ -52,7 +53,9 @@ def measure(label: str, profile: Profile, repeat: int) -> None:
         "perfetto (C accelerator)": lambda: perfetto_trace.perfetto_trace_chunks(
             profile, flows=index.flows, depth=index.depth
         ),
-        "chrome-trace JSON (columnar)": lambda: chrome_trace_chunks(profile, flows=index.flows),
+        "chrome-trace JSON (C accelerator)": lambda: chrome_trace_chunks(
+            profile, flows=index.flows
+        ),
         "chrome-trace JSON (per-event reference)": lambda: reference_chunks(
             profile, flows=index.flows
         ),
@@ -64,15 +67,21 @@ def measure(label: str, profile: Profile, repeat: int) -> None:
             f"| {label} | {n:,} | {name} | {size / 1e6:.1f} | {wall:.2f} | {cpu:.2f} | "
             f"{n / cpu / 1e6:.2f} |"
         )
-    perfetto_trace._pbpack = None  # the numpy encoder, as without a compiler
+    json_accelerator = chrome_text._jsonfmt
+    # The fallbacks, as without a compiler: numpy encoder, Python % formatting.
+    perfetto_trace._pbpack = chrome_text._jsonfmt = None
     try:
-        wall, cpu, size = _time(cases["perfetto (C accelerator)"], repeat)
+        for name, case in (
+            ("perfetto (numpy only)", "perfetto (C accelerator)"),
+            ("chrome-trace JSON (Python formatting)", "chrome-trace JSON (C accelerator)"),
+        ):
+            wall, cpu, size = _time(cases[case], repeat)
+            print(
+                f"| {label} | {n:,} | {name} | {size / 1e6:.1f} | {wall:.2f} | "
+                f"{cpu:.2f} | {n / cpu / 1e6:.2f} |"
+            )
     finally:
-        perfetto_trace._pbpack = accelerator
-    print(
-        f"| {label} | {n:,} | perfetto (numpy only) | {size / 1e6:.1f} | {wall:.2f} | "
-        f"{cpu:.2f} | {n / cpu / 1e6:.2f} |"
-    )
+        perfetto_trace._pbpack, chrome_text._jsonfmt = accelerator, json_accelerator
 
 
 def main() -> None:

@@ -1,4 +1,5 @@
-"""The columnar Chrome-trace writer gives byte for byte the text of the per-event reference."""
+"""The columnar Chrome-trace writer, with and without its C accelerator, gives byte for byte
+the text of the per-event reference writer."""
 
 from __future__ import annotations
 
@@ -8,9 +9,20 @@ import numpy as np
 import pytest
 
 from stepscope.model import Profile, open_file
+from stepscope.tools.trace_viewer import chrome_text as ct
 from stepscope.tools.trace_viewer.chrome_reference import reference_chunks
 from stepscope.tools.trace_viewer.chrome_trace import chrome_trace_chunks
 from tests.support.fixtures import FIXTURES, tf_xplane
+
+
+@pytest.fixture(params=["C", "python"], autouse=True)
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with the C accelerator and with the pure-Python formatter."""
+    if request.param == "python":
+        monkeypatch.setattr(ct, "_jsonfmt", None)
+    elif ct._jsonfmt is None:
+        pytest.skip("C accelerator not built (python setup.py build_ext --inplace)")
+    return str(request.param)
 
 
 @pytest.fixture(scope="module")
@@ -65,3 +77,47 @@ def test_events_without_shown_stats_identical(kineto_gpu: Profile) -> None:
     # What remains: the metadata's category, then the device and stream.
     assert device_args and all(list(a)[-2:] == ["device", "stream"] for a in device_args)
     assert all(set(a) <= {"category", "device", "stream"} for a in device_args)
+
+
+def _columns() -> ct.EventColumns:
+    """Edge values: negative times, uint64 above 2**63, non-ASCII text, empty args."""
+    return ct.EventColumns(
+        prefix=',\n{"ph":"X","pid":1,"tid":2,"ts":',
+        start_us_ns=np.array([-1_234_567, 0, 999, 2**62], dtype=np.int64),
+        dur_ns=np.array([5, -1, 1000, 1], dtype=np.int64),
+        cats=['"host"'] * 4,
+        names=['"décodé ✓"', '"b"', '"c"', '"d"'],  # JSON allows raw UTF-8
+        metas=["", '"category":"x"', "", ""],
+        tails=["}}", "}}", '"device":0,"stream":7}}', "}}"],
+        pair_count=np.array([3, 1, 0, 1], dtype=np.int64),
+        comma=np.array([0, 1, 1, 1, 0], dtype=np.int64),
+        keys=['"i"', '"u"', '"s"', '"d"', '"n"'],
+        code=np.array([0, 1, 2, 2, 0], dtype=np.int64),
+        value=np.array([-(2**63), -1, 0, 0, 42], dtype=np.int64),
+        text=["", "", json.dumps("ünï"), "0.5", ""],
+    )
+
+
+def test_accelerator_matches_python_on_edge_values() -> None:
+    columns = _columns()
+    text = ct.format_events(columns)
+    assert text == ct.format_events_py(columns)
+    # Floor division, as the reference's "%d.%03d" % (ns // 1000, ns % 1000).
+    assert '"ts":-1235.433,"dur":0.005' in text and '"dur":-1.999' in text
+    assert '"u":18446744073709551615' in text and '"i":-9223372036854775808' in text
+    assert '"name":"décodé ✓"' in text and '"s":"\\u00fcn\\u00ef"' in text
+    assert '"args":{"category":"x","d":0.5}}' in text
+    assert '"name":"c","args":{"device":0,"stream":7}}' in text
+    flows = ct.format_flows(
+        np.array([3], dtype=np.int64),
+        np.array([1], dtype=np.int64),
+        np.array([1, 2], dtype=np.int64),
+        np.array([10, 20], dtype=np.int64),
+        np.array([1500, 2**40], dtype=np.int64),
+        ["ac2g", "flow"],
+    )
+    assert flows == ct.format_flows_py(
+        np.array([3]), np.array([1]), np.array([1, 2]), np.array([10, 20]),
+        np.array([1500, 2**40]), ["ac2g", "flow"],
+    )  # fmt: skip
+    assert flows.startswith(',\n{"ph":"s","id":3,"cat":"flow","name":"flow","pid":1,"tid":10,')

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from stepscope.model import Profile
 from stepscope.xspace.wire import KIND_BYTES, KIND_DOUBLE, KIND_INT, KIND_STR, KIND_UINT
+
+try:  # optional C accelerator (setup.py); without it format_events_py writes the same text
+    from stepscope.tools.trace_viewer import _jsonfmt  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - depends on the build
+    _jsonfmt = None
 
 
 def objects(values: list[Any]) -> np.ndarray:
@@ -44,13 +49,15 @@ class StringTexts:
         return objects(found)[inverse]
 
 
-def stat_values(kind: np.ndarray, value: np.ndarray, strings: StringTexts) -> np.ndarray:
-    """Object array of stat values as ``%s`` spells them in JSON: ints, or JSON text."""
-    out = np.empty(len(kind), dtype=object)
-    signed = kind == KIND_INT
-    out[signed] = value[signed].tolist()
-    unsigned = kind == KIND_UINT
-    out[unsigned] = value[unsigned].view(np.uint64).tolist()
+def stat_values(
+    kind: np.ndarray, value: np.ndarray, strings: StringTexts
+) -> tuple[np.ndarray, list[str]]:
+    """How each stat value is spelled: (code, text) with code 0 = ``value`` as int64, 1 = as
+    uint64, 2 = the JSON text in ``text`` (strings, doubles; "" where code < 2)."""
+    code = np.full(len(kind), 2, dtype=np.int64)
+    code[kind == KIND_INT] = 0
+    code[kind == KIND_UINT] = 1
+    out = np.full(len(kind), "", dtype=object)
     textual = (kind == KIND_STR) | (kind == KIND_BYTES)
     if textual.any():
         out[textual] = strings.of(value[textual])
@@ -59,7 +66,115 @@ def stat_values(kind: np.ndarray, value: np.ndarray, strings: StringTexts) -> np
         # Python's float repr is the JSON spelling the reference writer uses.
         numbers = value[double].view(np.float64).tolist()
         out[double] = [json.dumps(x) if math.isfinite(x) else f'"{x}"' for x in numbers]
-    return out
+    return code, out.tolist()
+
+
+class EventColumns(NamedTuple):
+    """One chunk of "X" events of one line, ready to print (see ``format_events``)."""
+
+    prefix: str  # ',\n{"ph":"X","pid":P,"tid":T,"ts":'
+    start_us_ns: np.ndarray  # int64 nanoseconds from the origin
+    dur_ns: np.ndarray
+    cats: list[str]  # JSON text, one per event
+    names: list[str]
+    metas: list[str]  # the metadata's args text ("" for none)
+    tails: list[str]  # after the event's pairs: device/stream args and the closing braces
+    pair_count: np.ndarray  # int64 number of stat pairs of each event
+    comma: np.ndarray  # int64 1 where a pair takes a leading comma
+    keys: list[str]  # JSON text of each pair's key
+    code: np.ndarray  # int64: 0 int64 value, 1 uint64 value, 2 text
+    value: np.ndarray  # int64 raw stat values
+    text: list[str]  # JSON text of code-2 values
+
+
+def format_events_py(c: EventColumns) -> str:
+    """The chunk's text: the reference for the C version in _jsonfmt.c (same bytes)."""
+    shown: list[object] = c.value.tolist()
+    unsigned = np.flatnonzero(c.code == 1)
+    for i, v in zip(unsigned.tolist(), c.value[unsigned].view(np.uint64).tolist(), strict=True):
+        shown[i] = v
+    for i in np.flatnonzero(c.code == 2).tolist():
+        shown[i] = c.text[i]
+    pairs = list(
+        map(
+            "%s%s:%s".__mod__,
+            zip(np.where(c.comma != 0, ",", "").tolist(), c.keys, shown, strict=True),
+        )
+    )
+    template = c.prefix + '%d.%03d,"dur":%d.%03d,"cat":%s,"name":%s,"args":{%s'
+    start, dur = c.start_us_ns, c.dur_ns  # >= 0 (the C version also signs negatives)
+    heads = list(
+        map(
+            template.__mod__,
+            zip(
+                (start // 1000).tolist(),
+                (start % 1000).tolist(),
+                (dur // 1000).tolist(),
+                (dur % 1000).tolist(),
+                c.cats,
+                c.names,
+                c.metas,
+                strict=True,
+            ),
+        )
+    )
+    owner = np.repeat(np.arange(len(heads)), c.pair_count)
+    return interleave(heads, pairs, owner, c.tails)
+
+
+def format_events(c: EventColumns) -> str:
+    if _jsonfmt is None:
+        return format_events_py(c)
+    text: str = _jsonfmt.events(*c)
+    return text
+
+
+def format_flows_py(
+    ids: np.ndarray,
+    cat: np.ndarray,
+    pid: np.ndarray,
+    tid: np.ndarray,
+    ts_ns: np.ndarray,
+    cats: list[str],
+) -> str:
+    """Flow events ("s" then "f" per flow; pid/tid/ts_ns hold both ends interleaved): the
+    reference for _jsonfmt.flows."""
+    template = ',\n{"ph":"%s","id":%d,"cat":"%s","name":"%s","pid":%d,"tid":%d,"ts":%d.%03d%s}'
+    n = len(ids)
+    names = [cats[k] for k in cat.tolist()]
+    twice = lambda values: [v for v in values for _ in (0, 1)]  # noqa: E731
+    names2 = twice(names)
+    return "".join(
+        map(
+            template.__mod__,
+            zip(
+                ["s", "f"] * n,
+                twice(ids.tolist()),
+                names2,
+                names2,
+                pid.tolist(),
+                tid.tolist(),
+                (ts_ns // 1000).tolist(),  # >= 0: the origin is the earliest start
+                (ts_ns % 1000).tolist(),
+                ["", ',"bp":"e"'] * n,
+                strict=True,
+            ),
+        )
+    )
+
+
+def format_flows(
+    ids: np.ndarray,
+    cat: np.ndarray,
+    pid: np.ndarray,
+    tid: np.ndarray,
+    ts_ns: np.ndarray,
+    cats: list[str],
+) -> str:
+    if _jsonfmt is None:
+        return format_flows_py(ids, cat, pid, tid, ts_ns, cats)
+    text: str = _jsonfmt.flows(ids, cat, pid, tid, ts_ns, cats)
+    return text
 
 
 def interleave(heads: list[str], items: list[str], owner: np.ndarray, tails: list[str]) -> str:

@@ -10,8 +10,9 @@ their stats as ``args``, flows as ``ph: "s"`` / ``ph: "f"`` pairs (``cat`` ``ac2
 launch -> kernel, as PyTorch names them).
 
 The file is written in chunks of events, never held whole: a 10M-event trace exports in
-constant memory. Each chunk's text is built column-wise with numpy string arrays
-(chrome_text); chrome_reference holds the event-by-event writer it must match byte for byte.
+constant memory. Numpy prepares each chunk column-wise (chrome_text) and the optional C
+formatter _jsonfmt (or Python's ``%`` without it) prints it; chrome_reference holds the
+event-by-event writer both must match byte for byte.
 """
 
 from __future__ import annotations
@@ -176,10 +177,7 @@ def chrome_trace_chunks(
         )
         cats = ct.objects([meta_cat.get(m, default_cat) for m in range(len(meta_args))])
         extra = f'"device":{plane.device_ordinal},"stream":{line.id}' if on_device else ""
-        head = (
-            f',\n{{{{"ph":"X","pid":{pids[line.plane]},"tid":{line.id},'
-            '"ts":%d.%03d,"dur":%d.%03d,"cat":%s,"name":%s,"args":{{%s'
-        ).format()
+        prefix = f',\n{{"ph":"X","pid":{pids[line.plane]},"tid":{line.id},"ts":'
         for lo in range(span.start, span.stop, CHUNK):
             hi = min(lo + CHUNK, span.stop)
             rows = np.flatnonzero(keep[lo:hi]) + lo
@@ -187,7 +185,7 @@ def chrome_trace_chunks(
                 continue
             yield _event_chunk(
                 profile, rows, lo, hi, origin, on_device, device_keys, strings,
-                (head, extra, cats, meta_text, meta_empty),
+                (prefix, extra, cats, meta_text, meta_empty),
             )  # fmt: skip
             written += len(rows)
             if progress is not None:
@@ -210,7 +208,7 @@ def _event_chunk(
     line_text: tuple[str, str, np.ndarray, np.ndarray, np.ndarray],
 ) -> str:
     """Text of the kept events ``rows`` of ``[lo, hi)``, all on one line, each after ",\\n"."""
-    head, extra, cats, meta_text, meta_empty = line_text
+    prefix, extra, cats, meta_text, meta_empty = line_text
     s_lo, s_hi = int(profile.stat_start[lo]), int(profile.stat_start[hi])
     keys = profile.stats.key[s_lo:s_hi]
     kinds = profile.stats.kind[s_lo:s_hi]
@@ -229,41 +227,30 @@ def _event_chunk(
     # comma unless it is the first thing in its args.
     first = np.ones(len(owner), dtype=bool)
     first[1:] = owner[1:] != owner[:-1]
-    comma = np.where(first & meta_empty[metas[owner]], "", ",").tolist()
-    pairs = list(
-        map(
-            "%s%s:%s".__mod__,
-            zip(
-                comma,
-                strings.of(keys[shown]).tolist(),
-                ct.stat_values(kinds[shown], profile.stats.value[s_lo:s_hi][shown], strings),
-                strict=True,
-            ),
-        )
-    )
-    start = profile.start_ns[rows] - origin
-    dur = profile.dur_ns[rows]
-    heads = list(
-        map(
-            head.__mod__,
-            zip(
-                (start // 1000).tolist(),
-                (start % 1000).tolist(),
-                (dur // 1000).tolist(),
-                (dur % 1000).tolist(),
-                cats[metas].tolist(),
-                strings.of(profile.name[rows]).tolist(),
-                meta_text[metas].tolist(),
-                strict=True,
-            ),
-        )
-    )
+    count = np.bincount(owner, minlength=len(rows)).astype(np.int64)
+    code, value_text = ct.stat_values(kinds[shown], profile.stats.value[s_lo:s_hi][shown], strings)
     if extra:
-        empty = meta_empty[metas] & (np.bincount(owner, minlength=len(rows)) == 0)
+        empty = meta_empty[metas] & (count == 0)
         tails = np.where(empty, extra + "}}", "," + extra + "}}").tolist()
     else:
         tails = ["}}"] * len(rows)
-    return ct.interleave(heads, pairs, owner, tails)
+    return ct.format_events(
+        ct.EventColumns(
+            prefix=prefix,
+            start_us_ns=np.ascontiguousarray(profile.start_ns[rows] - origin, dtype=np.int64),
+            dur_ns=np.ascontiguousarray(profile.dur_ns[rows], dtype=np.int64),
+            cats=cats[metas].tolist(),
+            names=strings.of(profile.name[rows]).tolist(),
+            metas=meta_text[metas].tolist(),
+            tails=tails,
+            pair_count=count,
+            comma=(~(first & meta_empty[metas[owner]])).astype(np.int64),
+            keys=strings.of(keys[shown]).tolist(),
+            code=code,
+            value=np.ascontiguousarray(profile.stats.value[s_lo:s_hi][shown], dtype=np.int64),
+            text=value_text,
+        )
+    )
 
 
 def _flow_chunks(
@@ -272,33 +259,16 @@ def _flow_chunks(
     both = np.flatnonzero(keep[flows.src] & keep[flows.dst])
     line_pid = np.array([pids[line.plane] for line in profile.lines], dtype=np.int64)
     line_tid = np.array([line.id for line in profile.lines], dtype=np.int64)
-    template = ',\n{"ph":"%s","id":%d,"cat":"%s","name":"%s","pid":%d,"tid":%d,"ts":%d.%03d%s}'
     for lo in range(0, len(both), CHUNK):
         part = both[lo : lo + CHUNK]
-        ids = part.tolist()
-        cats = np.array(FLOW_CATS)[flows.kind[part]].tolist()
-        halves = []
-        for ph, events, extra in (("s", flows.src[part], ""), ("f", flows.dst[part], ',"bp":"e"')):
-            lines = profile.line[events]
-            n = len(part)
-            ts = profile.start_ns[events] - origin  # >= 0: origin is the earliest start
-            halves.append(
-                map(
-                    template.__mod__,
-                    zip(
-                        [ph] * n,
-                        ids,
-                        cats,
-                        cats,
-                        line_pid[lines].tolist(),
-                        line_tid[lines].tolist(),
-                        (ts // 1000).tolist(),
-                        (ts % 1000).tolist(),
-                        [extra] * n,
-                        strict=True,
-                    ),
-                )
-            )
-        out = np.empty(2 * len(part), dtype=object)
-        out[0::2], out[1::2] = list(halves[0]), list(halves[1])
-        yield "".join(out.tolist())
+        # Source then destination of each flow, interleaved.
+        ends = np.stack([flows.src[part], flows.dst[part]], axis=1).ravel()
+        lines = profile.line[ends]
+        yield ct.format_flows(
+            part.astype(np.int64),
+            flows.kind[part].astype(np.int64),
+            line_pid[lines],
+            line_tid[lines],
+            (profile.start_ns[ends] - origin).astype(np.int64),
+            list(FLOW_CATS),
+        )
