@@ -40,6 +40,7 @@ STEPSCOPE_TOOLS = ("overview_page", "input_pipeline_analyzer", "op_stats")
 
 def child_stepscope(path: str) -> dict[str, float]:
     from stepscope.model.runs import single_file_run
+    from stepscope.tools import output
     from stepscope.tools.context import ProfileStore, ToolContext
     from stepscope.tools.registry import get_tool
 
@@ -49,7 +50,7 @@ def child_stepscope(path: str) -> dict[str, float]:
         ctx = ToolContext(run, run.host_names[0], ProfileStore(use_cache=False))
         size = 0
         for tool in STEPSCOPE_TOOLS:
-            size += len(json.dumps(get_tool(tool).build(ctx).to_json()))
+            size += len(json.dumps(output.to_json(get_tool(tool).build(ctx))))
         return time.perf_counter() - started, size
 
     if WARMUP:

@@ -90,12 +90,13 @@ def child_stepscope(path: str) -> dict[str, float]:
     base = _rss_kb("VmRSS:")
     started, cpu_started = time.perf_counter(), time.process_time()
     from stepscope.model.runs import single_file_run
+    from stepscope.tools import output
     from stepscope.tools.context import ProfileStore, ToolContext
     from stepscope.tools.registry import get_tool
 
     run = single_file_run(path)
     ctx = ToolContext(run, run.host_names[0], ProfileStore(use_cache=False))
-    size = len(json.dumps(get_tool("overview_page").build(ctx).to_json()))
+    size = len(json.dumps(output.to_json(get_tool("overview_page").build(ctx))))
     return {
         "seconds": time.perf_counter() - started,
         "cpu": time.process_time() - cpu_started,

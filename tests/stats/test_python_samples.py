@@ -115,6 +115,6 @@ def test_overview_report_and_diagnostics_agree(tmp_path: Path) -> None:
     text = render(overview, pipeline, top=5)
     assert "NOT input-bound" in text and "update_metrics (metrics.py:9) 60.0%" in text
     assert "input-bound because" not in text
-    assert overview.to_json()["untraced"]["python"][0]["function"] == (
+    assert output.to_json(overview)["untraced"]["python"][0]["function"] == (
         "update_metrics (metrics.py:9)"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -12,6 +13,7 @@ from stepscope.model import open_run
 from stepscope.tools import output
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.field_docs import docs_out_of_date, field_table, result_class
+from stepscope.tools.output import field_rows
 from stepscope.tools.registry import all_tools, get_tool
 from tests.support.fixtures import FIXTURES, tf_xplane
 
@@ -28,6 +30,24 @@ def test_op_stats_table_comes_from_its_result_fields() -> None:
     table = field_table(cls)
     assert "| `rows[].avg_time_us` | total time per occurrence | us |" in table
     assert "| `pie_charts` |" in table  # the JSON key, not the field name
+
+
+def test_overview_page_json_is_its_declared_fields(
+    outputs: dict[str, list[dict[str, object]]],
+) -> None:
+    cls = result_class(get_tool("overview_page"))
+    assert cls is not None
+    rows = [path for path, _, _ in field_rows(cls)]
+    top = [p.removesuffix("[]") for p in rows if "." not in p]
+    assert "step_time_ms" in top and "step_time" not in top  # the JSON key
+    nested = {p.removesuffix("[]") for p in rows if "." in p}
+    for data in outputs["overview_page"]:
+        assert list(data) == top
+        table = cast(dict[str, Any], data)
+        written = {f"run_environment.{k}" for k in table["run_environment"]}
+        written |= {f"steps[].{k}" for step in table["steps"] for k in step}
+        written |= {f"top_ops[].{k}" for op in table["top_ops"] for k in op}
+        assert written == nested  # every nested key written is declared, and the reverse
 
 
 @pytest.fixture(scope="module")

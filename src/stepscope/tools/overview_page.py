@@ -5,7 +5,7 @@ Fields and units: docs/tools/overview_page.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,7 @@ from stepscope.stats.input_pipeline import advice_for, has_prefetch
 from stepscope.stats.kernel_rules import PRECISIONS, REDUCED_PRECISIONS
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
+from stepscope.tools.output import out
 from stepscope.tools.registry import ToolSpec
 
 TOP_OPS = 10
@@ -31,107 +32,110 @@ TOP_OPS = 10
 
 @dataclass(frozen=True)
 class StepRow:
-    step: int
-    name: str
-    start_ns: int
-    duration_ns: int
-    breakdown_ns: dict[str, int]  # per category; they add up to duration_ns
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "step": self.step,
-            "name": self.name,
-            "start_ns": self.start_ns,
-            "duration_ns": self.duration_ns,
-            "breakdown_ns": dict(self.breakdown_ns),
-        }
+    step: int = out("step number (`step_num`, `N` of `ProfilerStep#N`, or 0.. for inferred steps)")
+    name: str = out("e.g. `train 6`")
+    start_ns: int = out("start on the profile's clock", "ns")
+    duration_ns: int = out("step time", "ns")
+    breakdown_ns: dict[str, int] = out(
+        "time per category (below); the categories add up to `duration_ns`", "ns"
+    )
 
 
 @dataclass(frozen=True)
 class TopOp:
-    rank: int
-    side: str  # "device", or "host" on CPU-only profiles
-    category: str  # op type
-    name: str
-    self_time_ns: int
-    self_time_percent: float  # of the side's total op self time
-    cumulative_percent: float
-    flop_rate_gflops: float | None  # where the trace records flops
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rank": self.rank,
-            "side": self.side,
-            "category": self.category,
-            "name": self.name,
-            "self_time_ns": self.self_time_ns,
-            "self_time_percent": round(self.self_time_percent, 3),
-            "cumulative_percent": round(self.cumulative_percent, 3),
-            "flop_rate_gflops": self.flop_rate_gflops,
-        }
+    rank: int = out("1 for the op with the most self time")
+    side: str = out("`device` or `host`")
+    category: str = out("op type (`MatMul`, `Kernel`, `Collective`, `MemcpyHToD`, `Dataset`...)")
+    name: str = out("op name (TF/JAX op from `tf_op`, else the kernel)")
+    self_time_ns: int = out("total self time", "ns")
+    self_time_percent: float = out("share of the side's total op self time", "%", 3)
+    cumulative_percent: float = out("running sum of `self_time_percent`", "%", 3)
+    flop_rate_gflops: float | None = out(
+        "`flops` stat / self time, where the trace records flops, else `null`", "GFLOP/s"
+    )
 
 
 @dataclass(frozen=True)
 class RunEnvironment:
-    hosts: tuple[str, ...]
-    device_type: str  # "CPU" when no device traced
-    device_count: int
-    device_core_count: int  # sum of the devices' core_count (SMs / CUs / TensorCores), 0 if unknown
-    framework: str
-    devices: tuple[DeviceInfo, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "hosts": list(self.hosts),
-            "host_count": len(self.hosts),
-            "device_type": self.device_type,
-            "device_count": self.device_count,
-            "device_core_count": self.device_core_count,
-            "framework": self.framework,
-            "devices": [d.to_json() for d in self.devices],
-        }
+    hosts: tuple[str, ...] = out("the hosts analysed")
+    host_count: int = out("number of hosts")
+    device_type: str = out("device kinds, `/`-joined; `CPU` when no device was traced")
+    device_count: int = out("device planes with events")
+    device_core_count: int = out(
+        "sum of the devices' `core_count` (SMs / CUs / TensorCores), 0 if unknown"
+    )
+    framework: str = out("framework(s) that wrote the profile, `/`-joined")
+    devices: tuple[DeviceInfo, ...] = out(
+        "per device plane: plane, kind, kernel count, plane stats such as `device_name`, "
+        "`compute_cap_*`, `memory_size`"
+    )
 
 
 @dataclass(frozen=True)
 class OverviewPage:
-    host: str
-    step_source: str
-    step_source_detail: str
-    steps: tuple[StepRow, ...]
-    step_time: StepStats
-    breakdown_ms: dict[str, float]  # average per step
-    breakdown_percent: dict[str, float]  # share of the total step time
-    input_bound: InputBound
-    precision: dict[str, float] | None  # device compute by precision, percent (precision_percent)
-    op_placement: dict[str, float]  # op occurrences on host / device, percent
-    eager: dict[str, float]  # op self time run eagerly, percent, per side
-    gpu_utilization: dict[str, float] | None  # per device and mean, percent
-    top_ops: tuple[TopOp, ...]
-    run_environment: RunEnvironment
-    recommendation: Recommendation
-    diagnostics: tuple[str, ...] = field(default=())
-    untraced: dict[str, Any] = field(default_factory=dict)  # where "All Others" sits
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "host": self.host,
-            "step_source": self.step_source,
-            "step_source_detail": self.step_source_detail,
-            "steps": [s.to_json() for s in self.steps],
-            "step_time_ms": self.step_time.to_json(),
-            "breakdown_ms": {k: round(v, 6) for k, v in self.breakdown_ms.items()},
-            "breakdown_percent": {k: round(v, 3) for k, v in self.breakdown_percent.items()},
-            "input_bound": self.input_bound.to_json(),
-            "precision": self.precision,
-            "op_placement": self.op_placement,
-            "eager": self.eager,
-            "gpu_utilization": self.gpu_utilization,
-            "top_ops": [t.to_json() for t in self.top_ops],
-            "run_environment": self.run_environment.to_json(),
-            "recommendation": self.recommendation.to_json(),
-            "diagnostics": list(self.diagnostics),
-            "untraced": self.untraced,
-        }
+    host: str = out("the host shown, or `ALL_HOSTS`")
+    step_source: str = out("how steps were found (table above)")
+    step_source_detail: str = out("how steps were found, in words (and how hosts were paired)")
+    steps: tuple[StepRow, ...] = out("one entry per step")
+    step_time: StepStats = out(
+        "`avg`, `stddev` (sample, n-1), `min`, `max` of the step time", "ms", key="step_time_ms"
+    )
+    breakdown_ms: dict[str, float] = out("average per step of each category", "ms", 6)
+    breakdown_percent: dict[str, float] = out(
+        "each category's share of the total step time", "%", 3
+    )
+    input_bound: InputBound = out(
+        "`classification`: `high` (input >= 20%), `moderate` (>= 5%), `no` when input < 1% "
+        'and "other" >= 15% (untraced host work, not input: the statement says where it '
+        'sits), `potential` (input < 5% but "other" >= 3%: XProf\'s "could be I/O or '
+        'Python"), `no` otherwise, `unknown` (no steps); `percent`: input share of the total '
+        "step time (%); `statement`: the conclusion in words (XProf's wording, but for the "
+        "untraced-host-work case)"
+    )
+    precision: dict[str, float] | None = out(
+        "`fp4_percent`, `fp8_percent`, `int8_percent`, `16bit_percent`, `32bit_percent`, "
+        "`64bit_percent` of the device compute time by kernel precision (rules in "
+        'kernel_stats.md), and `reduced_percent` (below 32 bits, XProf\'s "16-bit"); `null` '
+        "without device compute",
+        "%",
+    )
+    op_placement: dict[str, float] = out("`host_percent` / `device_percent` of op occurrences", "%")
+    eager: dict[str, float] = out(
+        "`host_percent` / `device_percent`: share of op self time that ran eagerly (`is_eager`)",
+        "%",
+    )
+    gpu_utilization: dict[str, float] | None = out(
+        "per device plane (`host:plane` with several hosts) and `mean`: merged kernel busy time "
+        "(compute and collectives) over [first step start, last step end] (the whole profile "
+        "without steps); `null` without devices",
+        "%",
+    )
+    top_ops: tuple[TopOp, ...] = out(
+        "the 10 device ops (host ops on CPU-only profiles) with the most self time"
+    )
+    run_environment: RunEnvironment = out("the hosts, devices and framework of the run")
+    recommendation: Recommendation = out(
+        "`bottleneck`: `input` (highly input-bound), `both` (moderately or potentially), "
+        "`device` / `host` (not input-bound), `unknown`; `statement`: the input conclusion; "
+        "`details[]`: further findings, most important first: the tf.data bottleneck and its "
+        "fix, output 5/20%, kernel launch 3/15% (with `TF_GPU_THREAD_MODE=gpu_private` advice "
+        "when tf.data is used), all-others 3/15%, collectives 3/15% (`HIGH:` past the high "
+        "threshold), reduced-precision (below 32-bit) share below 10% (mixed precision), eager "
+        "time above 10% (tf.function / jit), the diagnostics tool's high and medium findings "
+        "with their fixes; `tips[]`: where to look next"
+    )
+    diagnostics: tuple[str, ...] = out("how steps were found, candidates left out")
+    untraced: dict[str, Any] = out(
+        '`thread`: the thread running the steps, where "All Others" is located; `places[]`: '
+        "`after`, `before` (the traced events around each step's largest untraced gap; "
+        "`(step start)` / `(step end)` at its bounds), `ms_per_step` (time in such gaps, "
+        "averaged over all steps), `steps` (steps whose largest gap is there), most time "
+        "first; `python[]`: with the Python stack sampler (docs/formats/python_samples.md): "
+        "`function` (`func (file:line)`), `stack` (its most common stack), `ms_per_step`, "
+        "`percent` (of the total step time), `samples`: the untraced step time by the Python "
+        "function running then",
+        "ms, %",
+    )
 
 
 def _pct(part: float, whole: float) -> float:
@@ -292,6 +296,7 @@ def build(ctx: ToolContext) -> OverviewPage:
     kinds = sorted({d.kind for d in all_devices})
     environment = RunEnvironment(
         tuple(ctx.hosts),
+        len(ctx.hosts),
         "/".join(kinds) if kinds else "CPU",
         len(all_devices),
         sum(_int(d.properties.get("core_count")) for d in all_devices),
