@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -13,9 +14,9 @@ import pytest
 from stepscope.cli.main import build_parser
 from stepscope.errors import NotFoundError
 from stepscope.serve import security
-from stepscope.serve.app import _prepare, is_loopback
+from stepscope.serve.app import _prepare, is_loopback, start_server
 from stepscope.serve.state import ServerState
-from tests.support.serve import RUN_A, FakeTools, add_run
+from tests.support.serve import RUN_A, FakeTools, add_run, make_logdir
 
 TRAVERSALS = [
     "../../etc",
@@ -33,8 +34,25 @@ TRAVERSALS = [
 ]
 
 
+@pytest.fixture(scope="module")
+def shared_client(
+    tmp_path_factory: pytest.TempPathFactory, fixtures_dir: Path
+) -> Iterator[httpx.Client]:
+    """One real server for the module's read-only traversal cases (a server per case cost more
+    than the cases themselves)."""
+    logdir = make_logdir(tmp_path_factory.mktemp("logs"), fixtures_dir)
+    state = ServerState(logdir, tools=FakeTools().specs, rediscover_s=0.0, use_cache=False)
+    server = start_server(logdir, state=state)
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as c:
+            yield c
+    finally:
+        server.stop()
+
+
 @pytest.mark.parametrize("value", TRAVERSALS)
-def test_traversal_in_query_parameters_is_refused(client: httpx.Client, value: str) -> None:
+def test_traversal_in_query_parameters_is_refused(shared_client: httpx.Client, value: str) -> None:
+    client = shared_client
     for params in ({"run": value}, {"run": RUN_A, "host": value}):
         r = client.get("/api/tool/fake_stats", params=params)
         assert r.status_code == 404, (params, r.text)
@@ -75,8 +93,8 @@ def raw_get(url: str, target: str) -> tuple[int, bytes]:
         "/static//etc/passwd",
     ],
 )
-def test_traversal_in_paths_is_refused(client: httpx.Client, target: str) -> None:
-    status, body = raw_get(str(client.base_url), target)
+def test_traversal_in_paths_is_refused(shared_client: httpx.Client, target: str) -> None:
+    status, body = raw_get(str(shared_client.base_url), target)
     assert status in (400, 404), target
     assert b"root:" not in body and b"def build_routes" not in body
 
