@@ -31,6 +31,7 @@ def test_every_ui_module_opts_into_type_checking() -> None:
 def test_checks_cover_the_static_folder_and_pin_their_tools() -> None:
     config = json.loads((REPO / "jsconfig.json").read_text())
     assert config["compilerOptions"]["checkJs"] is True
+    assert config["compilerOptions"]["strictNullChecks"] is True
     assert "src/stepscope/serve/static/**/*.js" in config["include"]
     package = json.loads((REPO / "package.json").read_text())
     for name, version in package["devDependencies"].items():

@@ -10,6 +10,10 @@ const RESERVED = new Set(['run', 'host']);
 const PAGE_ONLY = new Set(['step']);
 /** @type {(id: string) => any} the shell's elements (selects, dialogs, lists) by id */
 const $ = (id) => document.getElementById(id);
+/**
+ * The shell's state. runs and tools are /api/runs and /api/tools entries as the server sends them.
+ * @type {{runs: any[], tools: any[], toolsFor: Map<string, Promise<any>>, renderToken: number, prefetched?: any}}
+ */
 const state = { runs: [], tools: [], toolsFor: new Map(), renderToken: 0 };
 
 function parseHash() {
@@ -69,6 +73,7 @@ function listTools(run, host) {
 
 const shown = (tools) => tools.filter((t) => t.available !== false);
 
+/** @param {Promise<any> | null} early the tool list already asked for, if any */
 async function toolsFor(run, host, early = null) {
   const key = `${run}\u0000${host}`;
   if (!state.toolsFor.has(key)) {
@@ -106,6 +111,7 @@ function showChoices(text, title, choices) {
 async function route() {
   const token = ++state.renderToken;
   const want = parseHash();
+  /** @type {{run: string, host: string, tools: Promise<any>} | null} */
   let early = null;
   if (!state.runs.length) {
     // First load of an address naming a tool and a run: ask for the run list, the tool list,
@@ -153,7 +159,7 @@ async function route() {
   $('host-select').disabled = hosts.length < 2;
   let all;
   try {
-    all = await toolsFor(run.run, host, sameHost ? early.tools : null);
+    all = await toolsFor(run.run, host, sameHost && early ? early.tools : null);
   } catch (err) {
     showMessage(err.message, 'error');
     markRendered(want.tool, true);

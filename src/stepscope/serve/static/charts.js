@@ -40,7 +40,8 @@ export function niceTicks(max, count = 5) {
   if (!(max > 0)) return [0, 1];
   const raw = max / count;
   const mag = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw);
+  // 10 * mag >= raw always (mag is raw's power of ten), so find() never comes back empty
+  const step = /** @type {number} */ ([1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw));
   const ticks = [];
   for (let v = 0; v < max + step * 0.999; v += step) ticks.push(Number(v.toPrecision(12)));
   return ticks;

@@ -40,6 +40,8 @@ function topScrollbar(box, table) {
  * columns: [{key, label, numeric?, format?(value, row), title?, filter?}]
  * rows: plain objects. sort: {key, desc}. filterValue: the filter's initial text.
  * Returns an element with .setRows(rows).
+ * @param {{columns: any[], rows: any[], sort?: {key: string, desc?: boolean} | null, filterable?: boolean,
+ *   maxRows?: number, caption?: string, name?: string, placeholder?: string, filterValue?: string}} options
  */
 export function dataTable({ columns, rows, sort = null, filterable = false, maxRows = 200,
   caption = '', name = 'table', placeholder = 'Filter…', filterValue = '' }) {
@@ -80,8 +82,9 @@ export function dataTable({ columns, rows, sort = null, filterable = false, maxR
         } }), ` ${col.label}`)))) : null;
 
   function compare(a, b) {
-    const x = a[sortKey];
-    const y = b[sortKey];
+    const key = /** @type {string} */ (sortKey); // only called while a column is sorted
+    const x = a[key];
+    const y = b[key];
     if (x === y) return 0;
     if (x === undefined || x === null) return 1; // missing values last whatever the direction
     if (y === undefined || y === null) return -1;

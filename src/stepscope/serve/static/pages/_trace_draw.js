@@ -223,8 +223,8 @@ function visibleFlows(s, sc, f) {
   const lo = sc.t(GUTTER);
   const hi = sc.t(s.W);
   const near = s.flowMode === 'auto' ? (hi - lo) / 10 : 0;
-  const keep = FLOW_COLORS.map(() => []);
-  const lengths = FLOW_COLORS.map(() => []);
+  const keep = FLOW_COLORS.map(() => /** @type {number[]} */ ([]));
+  const lengths = FLOW_COLORS.map(() => /** @type {number[]} */ ([]));
   for (let i = 0; i < f.n; i += 1) {
     const a = f.srcStart[i];
     const b = f.dstStart[i];

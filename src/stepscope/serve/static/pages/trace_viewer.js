@@ -43,10 +43,12 @@ class TraceView {
     this.flowNote = els.flowNote;
     // Set by the toolbar (_trace_toolbar.js) and by drawFrame (_trace_draw.js).
     /** @type {any} */ this.stepInput = undefined;
-    /** @type {HTMLElement[]} */ this.modeButtons = undefined;
+    /** @type {HTMLElement[]} */ this.modeButtons = [];
     /** @type {string[] | undefined} */ this.tickLabels = undefined;
     /** @type {number | undefined} */ this.flowsDrawn = undefined;
     /** @type {number | undefined} */ this.flowsCapped = undefined;
+    /** @param {KeyboardEvent} e */
+    this.keyListener = (e) => this.onKey(e);
     this.root = root;
     this.structure = structure;
     this.client = new TraceClient(ctx.run, ctx.host);
@@ -541,7 +543,6 @@ class TraceView {
       if (this.counterHover) { this.counterHover = null; this.invalidate(); }
     });
     c.addEventListener('pointerup', (e) => this.onPointerUp(e));
-    this.keyListener = (e) => this.onKey(e);
     window.addEventListener('keydown', this.keyListener, true);
     this.scroller.addEventListener('scroll', () => { this.scrollY = this.scroller.scrollTop; this.invalidate(); });
     const observer = new ResizeObserver(() => {
