@@ -20,8 +20,8 @@ import msgspec
 from stepscope import limits
 from stepscope.xspace.kineto.json_repair import load_json, parse_memory_estimate
 
-# What the importer reads from the header (everything except the events).
-HEADER_KEYS = (
+# Header fields that become stats of the trace's XSpace (the Task Environment plane).
+HEADER_STATS = (
     "schemaVersion",
     "displayTimeUnit",
     "baseTimeNanoseconds",
@@ -37,11 +37,9 @@ HEADER_KEYS = (
     "hip_runtime_version",
     "hip_driver_version",
     "roctracer_version",
-    "deviceProperties",
-    "distributedInfo",
-    "WARNING",
-    "ERROR",
 )
+# What the importer reads from the header (everything except the events).
+HEADER_KEYS = (*HEADER_STATS, "deviceProperties", "distributedInfo", "WARNING", "ERROR")
 CHUNK_EVENTS = 1 << 14  # records alive at once (a few MB)
 
 

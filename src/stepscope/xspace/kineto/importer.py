@@ -40,7 +40,7 @@ from stepscope.errors import ProfileFormatError
 from stepscope.xspace.builder import LineBuilder, PlaneBuilder, StatValue, XSpaceBuilder
 from stepscope.xspace.io import GZIP_MAGIC, gunzip_bounded, read_raw_bytes
 from stepscope.xspace.kineto.columns import ColumnLine, ColumnPlane, ColumnSpace
-from stepscope.xspace.kineto.decode import decode_trace
+from stepscope.xspace.kineto.decode import HEADER_STATS, decode_trace
 from stepscope.xspace.kineto.devices import (
     MEMORY_LINE_ID,
     device_plane_stats,
@@ -57,23 +57,6 @@ from stepscope.xspace.wire import RawColumns
 
 TASK_ENV_PLANE = "Task Environment"
 FWDBWD_CONTEXT_TYPE = 0  # XProf ContextType::kGeneric
-_HEADER_STATS = (
-    "schemaVersion",
-    "displayTimeUnit",
-    "baseTimeNanoseconds",
-    "trace_id",
-    "record_shapes",
-    "profile_memory",
-    "with_stack",
-    "with_flops",
-    "with_modules",
-    "cupti_version",
-    "cuda_runtime_version",
-    "cuda_driver_version",
-    "hip_runtime_version",
-    "hip_driver_version",
-    "roctracer_version",
-)
 _LAUNCH_FLOW_CATEGORIES = ("ac2g", "async")
 _TIME_SUFFIX = re.compile(r"\.\d{9,}$")
 _NON_BLANK = re.compile(rb"\S")
@@ -307,7 +290,7 @@ def _environment_stats(doc: dict[str, Any], start_ns: int, stop_ns: int) -> dict
         "framework": "pytorch",
         "trace_format": "kineto",
     }
-    for key in _HEADER_STATS:
+    for key in HEADER_STATS:
         value = doc.get(key)
         if isinstance(value, bool):
             stats[key] = int(value)
