@@ -24,7 +24,12 @@ __all__ = ["browser", "close_pages"]  # fixtures
 pytestmark = pytest.mark.browser
 PAGES = SHOTS / "pages"
 WIDTHS = (1280, 1920)
-RUNS = {"tf": "tf/remote", "gpu": "gpu", "two_hosts": "a/2026_01_01_00_00_00"}
+RUNS = {
+    "tf": "tf/remote",
+    "gpu": "gpu",
+    "two_hosts": "a/2026_01_01_00_00_00",
+    "jax_gpu": "jax_gpu/run",  # the XLA tools' pages (op_profile, hlo_stats, roofline, ...)
+}
 BAD_TEXT = re.compile(r"\b(null|undefined|NaN)\b|\b1 rows\b")
 
 
@@ -37,6 +42,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     (root / "gpu").mkdir()
     shutil.copy(
         FIXTURES / "kineto" / "v100_training_with_memory.json.gz", root / "gpu" / "rank0.json.gz"
+    )
+    jax_run = root / "jax_gpu" / "plugins" / "profile" / "run"
+    jax_run.mkdir(parents=True)
+    shutil.copy(
+        FIXTURES / "xspace" / "gpu_jax_fused_attention.xplane.pb", jax_run / "gpu.xplane.pb"
     )
     state = ServerState(root, cache_dir=tmp_path_factory.mktemp("cache"))
     running = start_server(state.logdir, state=state)
@@ -64,18 +74,42 @@ def test_every_page_reads_well_at_common_widths(
         errors: list[str] = []
         page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
         for tool in names:
-            page.goto(f"{server.url}#/{tool}?{httpx.QueryParams({'run': run})}")
-            page.wait_for_selector(f'body[data-rendered="{tool}"]', timeout=240_000)
-            page.wait_for_timeout(250)
-            page.screenshot(path=str(PAGES / f"{kind}_{tool}_{width}.png"), full_page=True)
-            overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-            if overflow > 1:
-                problems.append(f"{tool} at {width}px: page {overflow}px wider than the window")
-            text = page.inner_text("#page")
-            for match in BAD_TEXT.finditer(text):
-                context = text[max(0, match.start() - 40) : match.end() + 40].replace("\n", " ")
-                problems.append(f"{tool} at {width}px: {match.group(0)!r} in …{context}…")
-            page.evaluate("document.body.removeAttribute('data-rendered')")
+            hash_ = f"#/{tool}?{httpx.QueryParams({'run': run})}"
+            problems += read_page(page, server, hash_, tool, f"{kind}_{tool}_{width}")
+        assert not errors, errors
+    assert not problems, "\n".join(problems)
+
+
+def read_page(page: Any, server: RunningServer, hash_: str, tool: str, shot: str) -> list[str]:
+    """Open one page, save its screenshot, and list what a reader must never see on it."""
+    width = page.viewport_size["width"]
+    page.goto(f"{server.url}{hash_}")
+    page.wait_for_selector(f'body[data-rendered="{tool}"]', timeout=240_000)
+    page.wait_for_timeout(250)
+    page.screenshot(path=str(PAGES / f"{shot}.png"), full_page=True)
+    problems = []
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    if overflow > 1:
+        problems.append(f"{tool} at {width}px: page {overflow}px wider than the window")
+    text = page.inner_text("#page")
+    for match in BAD_TEXT.finditer(text):
+        context = text[max(0, match.start() - 40) : match.end() + 40].replace("\n", " ")
+        problems.append(f"{tool} at {width}px: {match.group(0)!r} in …{context}…")
+    page.evaluate("document.body.removeAttribute('data-rendered')")
+    return problems
+
+
+def test_compare_page_reads_well_at_common_widths(browser: Any, server: RunningServer) -> None:
+    PAGES.mkdir(parents=True, exist_ok=True)
+    runs = {"base": RUNS["tf"], "cand": RUNS["gpu"]}  # a TensorFlow run against a PyTorch run
+    hash_ = f"#/compare?{httpx.QueryParams(runs)}"
+    problems: list[str] = []
+    for width in WIDTHS:
+        page = browser.new_page(viewport={"width": width, "height": 1000})
+        OPEN_PAGES.append(page)
+        errors: list[str] = []
+        page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+        problems += read_page(page, server, hash_, "compare", f"compare_{width}")
         assert not errors, errors
     assert not problems, "\n".join(problems)
 
