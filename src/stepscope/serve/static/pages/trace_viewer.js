@@ -5,6 +5,7 @@
 import { fmtInt, fmtNs, h, note } from '../util.js';
 import { TraceClient } from './_trace_data.js';
 import { AXIS_H, GUTTER, ROW_H, bandAt, buildLayout, counterIndexAt, drawFrame, hitTest, scaleOf } from './_trace_draw.js';
+import { measurePan, measureZoom } from './_trace_measure.js';
 import { boxDetails, counterDetails, eventDetails, keysHelp, markDetails, shortcutsDialog } from './_trace_panel.js';
 import { bindResize, counterValue, readSetting, toolbar, writeSetting } from './_trace_toolbar.js';
 
@@ -557,53 +558,10 @@ class TraceView {
   }
 
   // ---- measurement (browser tests, benchmarks) ---------------------------------------------
-  /**
-   * Moves the view once per animation frame for `frames` frames (`move(k)` changes this.view),
-   * drawing each frame as an input would (window fetches included); resolves with the frame
-   * intervals and draw times in ms. Used by the browser tests and benchmarks/bench_trace_frames.py.
-   */
-  measure(frames, move) {
-    return new Promise((resolve) => {
-      const intervals = [];
-      const draws = [];
-      let last = performance.now();
-      let k = 0;
-      const step = () => {
-        const now = performance.now();
-        if (k > 0) intervals.push(now - last);
-        last = now;
-        if (k >= frames) { resolve({ intervals, draws, drawn: this.root.dataset.drawn }); return; }
-        k += 1;
-        move(k);
-        this.requestData();
-        const t = performance.now();
-        this.frameScheduled = false;
-        this.frame();
-        draws.push(performance.now() - t);
-        requestAnimationFrame(step);
-      };
-      requestAnimationFrame(step);
-    });
-  }
+  /** Frame-time probes (`window.stepscopeTrace.measurePan(...)`), see _trace_measure.js. */
+  measurePan(frames = 120, fraction = 0.01) { return measurePan(this, frames, fraction); }
 
-  /** Pan by `fraction` of the view per frame, changing direction every 40 frames. */
-  measurePan(frames = 120, fraction = 0.01) {
-    return this.measure(frames, (k) => {
-      const span = this.view.t1 - this.view.t0;
-      const dt = span * fraction * (Math.floor(k / 40) % 2 ? -1 : 1);
-      this.view = { t0: this.view.t0 + dt, t1: this.view.t1 + dt };
-    });
-  }
-
-  /** Zoom in by `factor` per frame around the middle for `frames / 2` frames, then back out. */
-  measureZoom(frames = 120, factor = 1.04) {
-    return this.measure(frames, (k) => {
-      const f = k <= frames / 2 ? factor : 1 / factor;
-      const mid = (this.view.t0 + this.view.t1) / 2;
-      const half = (this.view.t1 - this.view.t0) / 2 / f;
-      this.view = { t0: mid - half, t1: mid + half };
-    });
-  }
+  measureZoom(frames = 120, factor = 1.04) { return measureZoom(this, frames, factor); }
 }
 
 export async function render(root, data, ctx) {
