@@ -28,10 +28,8 @@ import numpy as np
 
 from stepscope.model import Profile
 from stepscope.stats.enclosing import innermost_enclosing
-from stepscope.stats.events import NOT_COUNTED, classify_events, device_work_lines
-from stepscope.stats.intervals import union_ns
 from stepscope.stats.kernels import kernel_events, launch_events, op_candidates
-from stepscope.stats.xla_metrics import HloMetrics, HloOpRow
+from stepscope.stats.xla_metrics import HloMetrics, HloOpRow, device_work_mask, idle_and_busy_ns
 from stepscope.stats.xla_ops import XlaOp
 
 SOURCE = "estimated from PyTorch op types and input shapes (record_shapes)"
@@ -208,14 +206,8 @@ def _parse(text: object) -> list[object]:
 def torch_metrics(profile: Profile) -> HloMetrics:
     """Rows per PyTorch op name (the op enclosing each kernel's launch) with estimated FLOPs
     and bytes; empty when the trace has no ``Input Dims``."""
-    work = device_work_lines(profile)[profile.line] & (classify_events(profile) != NOT_COUNTED)
-    events = np.flatnonzero(work)
-    idle = 0
-    for plane in np.unique(profile.plane[events]).tolist():
-        own = events[profile.plane[events] == plane]
-        lo, hi = profile.start_ns[own], profile.end_ns[own]
-        idle += int(hi.max() - lo.min()) - union_ns(lo, hi)
-    device_ns = int(profile.dur_ns[events].sum())
+    events = np.flatnonzero(device_work_mask(profile))
+    idle, device_ns = idle_and_busy_ns(profile, events)
     empty = HloMetrics((), idle, device_ns, SOURCE)
     if not profile.stat("Input Dims").present.any():
         return empty

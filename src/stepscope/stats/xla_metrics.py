@@ -56,19 +56,30 @@ class HloMetrics:
         return sum(r.total_ns for r in self.rows)
 
 
-def hlo_metrics(profile: Profile, window: tuple[int, int] | None = None) -> HloMetrics:
-    """Rows of every HLO instruction with device events starting in ``window`` (default: all)."""
-    xla = xla_events(profile)
-    work = device_work_lines(profile)[profile.line] & (classify_events(profile) != NOT_COUNTED)
-    if window is not None:
-        work &= (profile.start_ns >= window[0]) & (profile.start_ns < window[1])
-    events = np.flatnonzero(work)
+def device_work_mask(profile: Profile) -> np.ndarray:
+    """Events that are device work (kernels, copies) on device lines."""
+    return device_work_lines(profile)[profile.line] & (classify_events(profile) != NOT_COUNTED)
+
+
+def idle_and_busy_ns(profile: Profile, events: np.ndarray) -> tuple[int, int]:
+    """(idle, busy) ns of device ``events``: idle is each plane's span less the union of its
+    events; busy the sum of their durations."""
     idle = 0
     for plane in np.unique(profile.plane[events]).tolist():
         own = events[profile.plane[events] == plane]
         lo, hi = profile.start_ns[own], profile.end_ns[own]
         idle += int(hi.max() - lo.min()) - union_ns(lo, hi)
-    device_ns = int(profile.dur_ns[events].sum())
+    return idle, int(profile.dur_ns[events].sum())
+
+
+def hlo_metrics(profile: Profile, window: tuple[int, int] | None = None) -> HloMetrics:
+    """Rows of every HLO instruction with device events starting in ``window`` (default: all)."""
+    xla = xla_events(profile)
+    work = device_work_mask(profile)
+    if window is not None:
+        work &= (profile.start_ns >= window[0]) & (profile.start_ns < window[1])
+    events = np.flatnonzero(work)
+    idle, device_ns = idle_and_busy_ns(profile, events)
     if not xla:
         return HloMetrics((), idle, device_ns)
     index = xla.op_index[events]
