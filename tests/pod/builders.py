@@ -83,3 +83,48 @@ def data_parallel_job(
     for r, trace in enumerate(traces):
         (run / f"rank{r}.xplane.pb").write_bytes(trace.builder.build().SerializeToString())
     return run
+
+
+def memory_pod(root: Path, hosts: int, peak_of: Callable[[int, int], int], steps: int = 5) -> Path:
+    """A run of ``hosts`` CPU hosts with a TensorFlow GPU allocator (``GPU_<host>_bfc``: each
+    host's own GPU) and a host allocator (``cpu``). At each step the GPU allocator allocates
+    ``peak_of(host, step)`` bytes then frees them; the ``cpu`` allocator holds 1 KB."""
+    from stepscope.xspace.builder import XSpaceBuilder
+
+    run = root / "plugins" / "profile" / "pod"
+    run.mkdir(parents=True)
+    for h in range(hosts):
+        b = XSpaceBuilder(f"host{h}")
+        plane = b.plane("/host:CPU")
+        loop, mem = plane.line(1, "python"), plane.line(2, "compute")
+        for s in range(steps):
+            t = 1_000_000 + s * 1000
+            loop.event("train", t, 1000, {"step_num": s, "_r": 1})
+            size = peak_of(h, s)
+            for name, at, heap in (("MemoryAllocation", 100, size), ("MemoryDeallocation", 600, 0)):
+                stats = {
+                    "allocator_name": f"GPU_{h}_bfc",
+                    "bytes_reserved": 0,
+                    "bytes_allocated": heap,
+                    "bytes_available": (1 << 40) - heap,
+                    "peak_bytes_in_use": heap,
+                    "requested_bytes": size,
+                    "allocation_bytes": size,
+                    "addr": s + 1,
+                    "tf_op": f"model/step{s}/MatMul",
+                }
+                mem.event(name, t + at, 0, stats)
+        mem.event(
+            "MemoryAllocation",
+            1_000_050,
+            0,
+            {
+                "allocator_name": "cpu",
+                "bytes_allocated": 1024,
+                "addr": 99,
+                "allocation_bytes": 1024,
+                "requested_bytes": 1024,
+            },
+        )
+        (run / f"host{h}.xplane.pb").write_bytes(b.build().SerializeToString())
+    return run

@@ -12,7 +12,7 @@ import pytest
 from stepscope.model import ALL_HOSTS
 from stepscope.serve.app import RunningServer, start_server
 from stepscope.serve.state import ServerState
-from tests.pod.builders import cpu_pod, data_parallel_job
+from tests.pod.builders import cpu_pod, data_parallel_job, memory_pod
 from tests.support.browser import browser, goto, open_page  # noqa: F401
 
 pytestmark = pytest.mark.browser
@@ -25,6 +25,7 @@ def pod_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServ
         root / "job", input_ms=lambda rank, step: 6.0 if rank == 5 and 10 <= step <= 20 else 1.0
     )
     cpu_pod(root / "broken", 4, corrupt=(2,))
+    memory_pod(root / "memory", 3, lambda host, step: (1 + host * step) << 20)
     state = ServerState(root, cache_dir=tmp_path_factory.mktemp("pod_cache"))
     running = start_server(state.logdir, state=state)
     yield running
@@ -64,5 +65,23 @@ def test_failed_host_shown_on_every_all_hosts_page(
     notes = page.inner_text(".tool-page")
     assert "Host host002 left out" in notes and "not a valid XSpace" in notes
     assert page.query_selector(f'.tool-page[data-tool="{tool}"]') is not None
+    context.close()
+    rec.check()
+
+
+def test_memory_peak_across_hosts(browser: Any, pod_server: RunningServer) -> None:  # noqa: F811
+    context, page, rec = open_page(browser, pod_server.url)
+    goto(page, pod_server.url, "memory_profile", _run(pod_server, "memory"), ALL_HOSTS)
+    rows = page.eval_on_selector_all(
+        'table[data-table="peaks_across_hosts"] tbody tr',
+        "els => els.map(e => Object.fromEntries([...e.querySelectorAll('td')]"
+        ".map(td => [td.dataset.key, td.dataset.value])))",
+    )
+    gpu = next(r for r in rows if r["allocator_kind"] == "GPU_*_bfc")
+    assert (gpu["host"], gpu["memory_id"], gpu["peak_step"]) == ("host2", "GPU_2_bfc", "4")
+    assert gpu["peak_bytes"] == str(9 << 20)  # 1 + 2 x 4 MiB: host 2 at its last step
+    hosts = page.eval_on_selector_all('table[data-table="host_peaks"] tbody tr', "e => e.length")
+    assert hosts == 6  # 3 hosts x (GPU, cpu)
+    assert "Peak across hosts" in page.inner_text(".tool-page")
     context.close()
     rec.check()

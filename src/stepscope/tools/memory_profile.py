@@ -6,6 +6,7 @@ is a percentage. ``--csv`` writes the live-at-peak table of every allocator.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -145,10 +146,41 @@ class Memory:
 
 
 @dataclass(frozen=True)
+class HostPeak:
+    host: str = out("the host")
+    memory_id: str = out("the allocator")
+    terms: str = out("`tensorflow` or `pytorch`: what `peak_bytes` measures")
+    peak_bytes: int = out(
+        "the allocator's peak: stack + heap (TensorFlow), reserved (PyTorch)", "bytes"
+    )
+    peak_step: int = out("step index of the peak")
+    peak_time_ms: float = out("time of the peak from the start of the host trace", "ms", 6)
+
+
+@dataclass(frozen=True)
+class PeakAcrossHosts:
+    """The highest peak among the hosts' allocators of one kind (``GPU_*_bfc``: every GPU's)."""
+
+    allocator_kind: str = out("the allocator name with device numbers as `*`")
+    terms: str = out("`tensorflow` or `pytorch`")
+    host: str = out("the host of the highest peak")
+    memory_id: str = out("its allocator")
+    peak_bytes: int = out("that peak", "bytes")
+    peak_step: int = out("step index of that peak")
+    peak_time_ms: float = out("time of that peak from the start of its host trace", "ms", 6)
+    hosts: int = out("hosts with an allocator of this kind")
+    median_peak_bytes: int = out("median of those hosts' highest peaks", "bytes")
+
+
+@dataclass(frozen=True)
 class MemoryProfile:
     CSV_ROWS: ClassVar[str] = "table"
 
     memories: tuple[Memory, ...] = out("one per (host, memory id), sorted by host then id")
+    host_peaks: tuple[HostPeak, ...] = out("each (host, memory id)'s peak, in `memories` order")
+    peaks_across_hosts: tuple[PeakAcrossHosts, ...] = out(
+        "per allocator kind, the host with the highest peak (the peak across hosts)"
+    )
 
     @property
     def table(self) -> tuple[TableRow, ...]:
@@ -317,6 +349,49 @@ def _memory(h: HostMemory, a: AllocatorProfile) -> Memory:
     )
 
 
+def _peak(m: Memory) -> HostPeak:
+    s = m.summary
+    if isinstance(s, TorchSummary):
+        return HostPeak(
+            m.host,
+            m.memory_id,
+            m.terms,
+            s.peak_reserved_bytes,
+            s.peak_step,
+            s.peak_reserved_time_ms,
+        )
+    return HostPeak(m.host, m.memory_id, m.terms, s.peak_usage_bytes, s.peak_step, s.peak_time_ms)
+
+
+def peaks_across_hosts(peaks: tuple[HostPeak, ...]) -> tuple[PeakAcrossHosts, ...]:
+    """A reduction of the per-host peaks: per allocator kind (``GPU_3_bfc`` and ``GPU_0_bfc``
+    are one kind, each rank's GPU) and terms, the highest peak, which host and step, and the
+    median of the hosts' peaks (how far the highest stands out)."""
+    by_kind: dict[tuple[str, str], dict[str, HostPeak]] = {}
+    for p in peaks:
+        hosts = by_kind.setdefault((re.sub(r"\d+", "*", p.memory_id), p.terms), {})
+        best = hosts.get(p.host)
+        if best is None or p.peak_bytes > best.peak_bytes:
+            hosts[p.host] = p  # a host's highest peak among its allocators of this kind
+    out = []
+    for (kind, terms), hosts in sorted(by_kind.items()):
+        top = max(hosts.values(), key=lambda p: (p.peak_bytes, -p.peak_time_ms))
+        out.append(
+            PeakAcrossHosts(
+                allocator_kind=kind,
+                terms=terms,
+                host=top.host,
+                memory_id=top.memory_id,
+                peak_bytes=top.peak_bytes,
+                peak_step=top.peak_step,
+                peak_time_ms=top.peak_time_ms,
+                hosts=len(hosts),
+                median_peak_bytes=int(np.median([p.peak_bytes for p in hosts.values()])),
+            )
+        )
+    return tuple(out)
+
+
 def host_memory(ctx: ToolContext, host: str) -> HostMemory:
     def build_one(profile: Profile) -> HostMemory:
         starts, ends, ids = step_spans_with_ids(profile)
@@ -332,7 +407,9 @@ def host_memory(ctx: ToolContext, host: str) -> HostMemory:
 
 def build(ctx: ToolContext) -> MemoryProfile:
     hosts = [host_memory(ctx, host) for host in ctx.hosts]
-    return MemoryProfile(tuple(_memory(h, a) for h in hosts for a in h.allocators))
+    memories = tuple(_memory(h, a) for h in hosts for a in h.allocators)
+    peaks = tuple(_peak(m) for m in memories if m.snapshot_count)
+    return MemoryProfile(memories, peaks, peaks_across_hosts(peaks))
 
 
 def _has_memory_events(profile: Profile) -> bool:

@@ -217,6 +217,35 @@ function liveTable(mem) {
     sort: { key: 'allocation_bytes', desc: true } }));
 }
 
+/** Several hosts: the peak across hosts per allocator kind, and every host's own peak. */
+function podPeaks(data) {
+  const peaks = data.peaks_across_hosts || [];
+  const rows = data.host_peaks || [];
+  if (new Set(rows.map((r) => r.host)).size < 2) return null;
+  const peakColumns = [
+    { key: 'allocator_kind', label: 'Allocator kind', format: (v) => code(v) },
+    { key: 'host', label: 'Host' },
+    { key: 'memory_id', label: 'Memory ID' },
+    { key: 'peak_bytes', label: 'Peak', numeric: true, format: fmtBytes },
+    { key: 'peak_step', label: 'Step', numeric: true },
+    { key: 'peak_time_ms', label: 'At', numeric: true, format: fmtMs },
+    { key: 'median_peak_bytes', label: 'Median of the hosts', numeric: true, format: fmtBytes },
+    { key: 'hosts', label: 'Hosts', numeric: true, format: fmtInt },
+  ];
+  const hostColumns = [
+    { key: 'host', label: 'Host' },
+    { key: 'memory_id', label: 'Memory ID' },
+    { key: 'peak_bytes', label: 'Peak', numeric: true, format: fmtBytes },
+    { key: 'peak_step', label: 'Step', numeric: true },
+    { key: 'peak_time_ms', label: 'At', numeric: true, format: fmtMs },
+  ];
+  return card('Peak across hosts',
+    h('p', { class: 'muted' }, 'Peak: stack + heap (TensorFlow) or reserved (PyTorch) memory. Allocators of one kind (every GPU_*_bfc) are compared across hosts.'),
+    dataTable({ columns: peakColumns, rows: peaks, name: 'peaks_across_hosts', caption: 'Highest peak per allocator kind' }),
+    dataTable({ columns: hostColumns, rows, name: 'host_peaks', caption: 'Peak of each host', filterable: true,
+      placeholder: 'Filter by host…', sort: { key: 'peak_bytes', desc: true }, maxRows: 50 }));
+}
+
 export async function render(root, data, ctx) {
   ensureStyles();
   const memories = data.memories || [];
@@ -234,6 +263,9 @@ export async function render(root, data, ctx) {
   const select = h('select', { id: 'memory-select', 'aria-label': 'Memory',
     onchange: (e) => draw(Number(e.target.value)) },
   memories.map((m, i) => h('option', { value: String(i) }, `${m.memory_id} (${m.host})`)));
-  root.append(h('div', { class: 'toolbar' }, h('label', { class: 'options' }, 'Memory ID ', select), exportCsv(ctx)), body);
+  root.append(h('div', { class: 'toolbar' }, h('label', { class: 'options' }, 'Memory ID ', select), exportCsv(ctx)));
+  const peaks = podPeaks(data);
+  if (peaks) root.append(peaks);
+  root.append(body);
   draw(0);
 }
