@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -76,3 +79,17 @@ def test_host_resolution() -> None:
     for host in (None, ALL_HOSTS):
         with pytest.raises(ToolUsageError, match="one host at a time; pick one of h1, h2"):
             single.resolve_host(two, host)
+
+
+@pytest.mark.integration
+def test_one_tool_is_found_without_importing_the_others() -> None:
+    code = (
+        "import sys; from stepscope.tools.registry import get_tool, TOOL_MODULES; "
+        "assert get_tool('op_stats').name == 'op_stats'; "
+        "assert get_tool('trace_viewer').name == 'trace_viewer'; "
+        "print(sorted(m for m in TOOL_MODULES if 'stepscope.tools.' + m in sys.modules))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['op_stats', 'trace_viewer.tool']"
