@@ -123,3 +123,15 @@ def test_messages_live_in_a_private_pool() -> None:
     with pytest.raises(KeyError):
         descriptor_pool.Default().FindMessageTypeByName("tensorflow.profiler.XSpace")
     assert XSpace.DESCRIPTOR.full_name == "tensorflow.profiler.XSpace"
+
+
+def test_real_density_synthetic_files_carry_stats_like_real_captures() -> None:
+    from stepscope.model import profile_from_bytes
+    from stepscope.xspace.synthetic import real_density_xspace_bytes, synthetic_xspace_bytes
+
+    dense = profile_from_bytes(real_density_xspace_bytes(20_000))
+    sparse = profile_from_bytes(synthetic_xspace_bytes(20_000))
+    assert 1.45 < len(dense.stats) / dense.n_events < 1.55  # tf/remote 1.38, big_ctl 1.65
+    assert len(sparse.stats) / sparse.n_events < 0.3
+    flops = dense.stat("flops")
+    assert flops.present.sum() > dense.n_events * 0.45

@@ -7,7 +7,11 @@ parser reads the same way.
 
 Shape of the trace: one ``/host:CPU`` plane; line 0 carries only ``train`` step markers
 (``step_num``, ``_r=1``) spanning ``ops_per_step`` ops; the other lines carry ops drawn from a
-pool of names, back to back with small gaps, every ``stat_every``-th op with an int stat.
+pool of names, back to back with small gaps, every ``stat_every``-th op with an int stat
+(``bytes``) and, with ``extra_stat_every``, every ``extra_stat_every``-th op with a second one
+(``flops``). Real TensorFlow captures carry 1.3-1.8 stats per event (``tf/remote``,
+``tf/big_ctl``); `real_density_xspace_bytes` gives 1.5 (every op ``bytes``, every second op
+``flops``).
 """
 
 from __future__ import annotations
@@ -67,7 +71,7 @@ def _encode_events(
     stat_value: np.ndarray,
     has_stat: np.ndarray,
     stat_meta_id: int,
-    extra_stats: list[tuple[int, np.ndarray]] | None = None,
+    extra_stats: list[tuple[int, np.ndarray, np.ndarray]] | None = None,
 ) -> bytes:
     """The bytes of repeated XLine.events (field 4) for the given columns."""
     n = len(meta)
@@ -84,7 +88,7 @@ def _encode_events(
     ]
     stats = [
         (stat_meta_id, stat_value, has_stat),
-        *((mid, vals, np.ones(n, bool)) for mid, vals in (extra_stats or [])),
+        *(extra_stats or []),
     ]
     for mid, values, mask in stats:
         val_m, val_l = _varint_matrix(values)
@@ -138,6 +142,7 @@ def synthetic_xspace_bytes(
     n_names: int = 200,
     stat_every: int = 4,
     seed: int = 0,
+    extra_stat_every: int = 0,
     base_ns: int = 1_700_000_000_000_000_000,
 ) -> bytes:
     """Serialized XSpace with about ``n_events`` events (see module docstring)."""
@@ -151,7 +156,7 @@ def synthetic_xspace_bytes(
     for i, name in enumerate(names, start=1):
         plane.event_metadata[i].id = i
         plane.event_metadata[i].name = name
-    for i, name in enumerate(["bytes", "step_num", "_r"], start=1):
+    for i, name in enumerate(["bytes", "step_num", "_r", "flops"], start=1):
         plane.stat_metadata[i].id = i
         plane.stat_metadata[i].name = name
     lines_bytes = []
@@ -179,12 +184,22 @@ def synthetic_xspace_bytes(
                 np.arange(n_steps),
                 np.ones(n_steps, bool),
                 2,
-                [(3, np.ones(n_steps, np.int64))],
+                [(3, np.ones(n_steps, np.int64), np.ones(n_steps, bool))],
             )
             lines_bytes.append(_field_bytes(3, line_head + step_events))
             continue
-        events = _encode_events(meta, start_ns * 1000, dur_ns * 1000, values, has_stat, 1)
+        extra = []
+        if extra_stat_every > 0:
+            flops = rng.integers(1, 1 << 30, size=per_line)
+            extra.append((4, flops, (np.arange(per_line) % extra_stat_every) == 0))
+        events = _encode_events(meta, start_ns * 1000, dur_ns * 1000, values, has_stat, 1, extra)
         lines_bytes.append(_field_bytes(3, line_head + events))
     plane_bytes = plane.SerializeToString() + b"".join(lines_bytes)
     space = XSpace(hostnames=["synthetic"])
     return _field_bytes(1, plane_bytes) + space.SerializeToString()
+
+
+def real_density_xspace_bytes(n_events: int, seed: int = 0) -> bytes:
+    """`synthetic_xspace_bytes` at the stat density of real TensorFlow captures: 1.5 stats per
+    op event (every op ``bytes``, every second op ``flops``)."""
+    return synthetic_xspace_bytes(n_events, stat_every=1, extra_stat_every=2, seed=seed)
