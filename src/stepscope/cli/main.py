@@ -64,6 +64,15 @@ def _size(text: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["tool"]:
+        from stepscope.cli.cached_tool import answer
+
+        try:
+            if answer(argv[1:]):
+                return 0
+        except BrokenPipeError:  # `stepscope tool ... | head`
+            return 0
     parser = build_parser()
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)

@@ -9,9 +9,13 @@ from collections.abc import Callable
 from typing import Any
 
 
+def json_text(data: Any) -> str:
+    """What `print_json` prints."""
+    return json.dumps(data, indent=2, default=str) + "\n"
+
+
 def print_json(data: Any) -> None:
-    json.dump(data, sys.stdout, indent=2, default=str)
-    sys.stdout.write("\n")
+    sys.stdout.write(json_text(data))
 
 
 def human_bytes(n: float) -> str:

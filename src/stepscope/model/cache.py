@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import zlib
 from collections.abc import Mapping
 from dataclasses import asdict
@@ -23,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from stepscope import tmpfiles
+from stepscope import result_cache, tmpfiles
 from stepscope._version import __version__
 from stepscope.model import fs
 from stepscope.model.profile import Line, Plane, Profile, Stats
@@ -48,12 +47,7 @@ _ARRAYS = (
 
 
 def default_cache_dir() -> Path:
-    env = os.environ.get("STEPSCOPE_CACHE_DIR")
-    if env:
-        return Path(env)
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("stepscope"))
+    return result_cache.cache_root()
 
 
 def cache_key(source: str) -> str:

@@ -11,13 +11,14 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from stepscope.cli import cached_tool
 from stepscope.cli.hosts import (
     add_executor_arguments,
     executor_from,
     host_progress,
     report_failed,
 )
-from stepscope.cli.output import Parser, print_json
+from stepscope.cli.output import Parser, json_text
 from stepscope.errors import StepscopeError
 from stepscope.logdir import ALL_HOSTS
 
@@ -135,6 +136,9 @@ def run(args: argparse.Namespace) -> int:
     from stepscope.tools._fanout import host_errors_json
     from stepscope.tools.registry import get_tool
 
+    # Keyed before the work, on the files as they are now: a file changed meanwhile makes
+    # the next run compute again instead of reading an answer for other bytes.
+    key = None if args.no_cache else cached_tool.key_of(args)
     spec = get_tool(args.tool)
     if args.csv and "csv" not in spec.formats:
         raise StepscopeError(
@@ -150,10 +154,14 @@ def run(args: argparse.Namespace) -> int:
     )
     result = spec.build(ctx)
     if args.csv:
-        sys.stdout.write(output.to_csv(result))
+        text = output.to_csv(result)
     else:
         data = output.to_json(result)
         if ctx.failed:
             data["host_errors"] = host_errors_json(ctx)
-        print_json(data)
-    return report_failed(ctx.failed)
+        text = json_text(data)
+    sys.stdout.write(text)
+    status = report_failed(ctx.failed)
+    if key is not None and status == 0:  # a partial answer is computed again next time
+        cached_tool.keep(key, text)
+    return status

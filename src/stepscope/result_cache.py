@@ -1,0 +1,125 @@
+"""Tool outputs kept on disk, so asking again for a run analysed before costs a file read.
+
+`stepscope tool RUN TOOL` writes what it printed here; the next identical command (a new
+process) finds it before importing NumPy or any tool, which is what keeps a cached answer
+within the time of an interpreter start (see docs/decisions.md, "Cached tool answers").
+
+Key: the command (run path, tool, host, options, format as typed), the stepscope code (its
+version and the newest modification time of its files, so an upgrade or an edited checkout
+computes again), and every file under the run path with its size and modification time (a
+changed, added or removed host or HLO file computes again). URLs are never cached here (the
+profile cache still applies to them). Entries live in ``<cache dir>/results/`` beside the
+converted profiles, written atomically; a damaged entry is just a miss.
+
+Standard library only: the CLI reads it before it imports anything else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sys
+
+from stepscope._version import __version__
+
+TYPE_CHECKING = False  # typing, pathlib and tmpfiles cost more than the rest of a cached answer
+if TYPE_CHECKING:
+    from pathlib import Path
+
+RESULT_SCHEMA = 1
+MAX_RUN_ENTRIES = 4096  # a run path with more files than this (a whole log tree) is not keyed
+_code_stamp: str | None = None
+
+
+def cache_root() -> Path:
+    """``$STEPSCOPE_CACHE_DIR`` or the user cache directory: where every cache entry lives."""
+    from pathlib import Path
+
+    return Path(_root())
+
+
+def _root() -> str:
+    env = os.environ.get("STEPSCOPE_CACHE_DIR")
+    if env:
+        return env
+    if sys.platform.startswith("linux"):
+        # platformdirs' rule on Linux, without its import (25 ms, most of a cached answer).
+        xdg = os.environ.get("XDG_CACHE_HOME", "")
+        return os.path.join(xdg if xdg.strip() else os.path.expanduser("~/.cache"), "stepscope")
+    import platformdirs
+
+    return str(platformdirs.user_cache_dir("stepscope"))
+
+
+def code_stamp() -> str:
+    """Changes whenever stepscope's code does: version, where it is installed, and the count
+    and newest mtime of its files (about 1 ms for 220 files)."""
+    global _code_stamp
+    if _code_stamp is None:
+        newest, count, package = 0, 0, os.path.dirname(os.path.abspath(__file__))
+        for folder, dirs, files in os.walk(package):
+            dirs[:] = [d for d in dirs if d not in ("static", "__pycache__")]
+            for name in files:
+                if name.endswith((".py", ".so", ".pyd")):
+                    count += 1
+                    newest = max(newest, os.stat(os.path.join(folder, name)).st_mtime_ns)
+        _code_stamp = f"{__version__}:{package}:{count}:{newest}"
+    return _code_stamp
+
+
+def _inputs(path: str) -> list[tuple[str, int, int]] | None:
+    """(relative name, size, mtime_ns) of the file or of every entry under the directory;
+    None when the path cannot be keyed (a URL, missing, too many files)."""
+    if "://" in path:
+        return None
+    try:
+        top = os.stat(path)
+    except OSError:
+        return None
+    found = [("", top.st_size, top.st_mtime_ns)]
+    if not os.path.isdir(path):
+        return found
+    for folder, dirs, files in os.walk(path):
+        dirs.sort()
+        for name in sorted(files) + dirs:
+            full = os.path.join(folder, name)
+            try:
+                st = os.stat(full)
+            except OSError:
+                return None
+            found.append((os.path.relpath(full, path), st.st_size, st.st_mtime_ns))
+            if len(found) > MAX_RUN_ENTRIES:
+                return None
+    return found
+
+
+def result_key(path: str, command: tuple[str, ...]) -> str | None:
+    """The key of ``command``'s answer for the run at ``path`` as it is now, or None when
+    such an answer is not kept (a URL, a path that cannot be read)."""
+    inputs = _inputs(path)
+    if inputs is None:
+        return None
+    raw = repr((RESULT_SCHEMA, code_stamp(), os.path.abspath(path), command, inputs))
+    return hashlib.blake2b(raw.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
+
+
+def _entry(key: str) -> str:
+    return os.path.join(_root(), "results", key[:2], key)
+
+
+def read(key: str) -> bytes | None:
+    try:
+        with open(_entry(key), "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def write(key: str, data: bytes) -> None:
+    """Keeps ``data`` as the answer for ``key``; a cache that cannot be written is skipped."""
+    from stepscope import tmpfiles
+
+    # A read-only or full cache directory must not fail the command.
+    with contextlib.suppress(OSError):
+        tmpfiles.write_bytes(_entry(key), data)

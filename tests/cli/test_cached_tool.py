@@ -1,0 +1,97 @@
+"""`stepscope tool` answers a command it answered before from the result cache, and only
+while the run's files and stepscope's code are unchanged."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stepscope import result_cache
+from stepscope.cli.main import main
+from stepscope.tools import registry
+from tests.support.fixtures import REPO, tf_xplane
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("STEPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    run = tmp_path / "plugins" / "profile" / "run"
+    run.mkdir(parents=True)
+    shutil.copy(tf_xplane("ctl_opt"), run / "host.xplane.pb")
+    return run
+
+
+def _no_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(name: str) -> registry.ToolSpec:
+        raise AssertionError(f"tool {name} computed instead of read from the cache")
+
+    monkeypatch.setattr(registry, "get_tool", refuse)
+
+
+def _answer(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    assert main(["tool", *argv]) == 0
+    return capsys.readouterr().out
+
+
+def test_second_identical_command_reads_the_kept_answer(
+    run_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _answer(capsys, str(run_dir), "overview_page")
+    csv = (str(run_dir), "op_stats", "--csv", "-o", "include_idle=false")
+    first_csv = _answer(capsys, *csv)
+    assert first.startswith("{") and first_csv.startswith("rank,")
+    _no_tools(monkeypatch)
+    assert _answer(capsys, str(run_dir), "overview_page") == first
+    assert _answer(capsys, *csv) == first_csv
+
+
+def test_a_changed_run_or_other_options_compute_again(
+    run_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _answer(capsys, str(run_dir), "overview_page")
+    computed: list[str] = []
+    real = registry.get_tool
+    monkeypatch.setattr(registry, "get_tool", lambda n: computed.append(n) or real(n))
+    _answer(capsys, str(run_dir), "overview_page", "-o", "step_source=inferred")
+    _answer(capsys, str(run_dir), "overview_page", "--no-cache")
+    host = run_dir / "host.xplane.pb"
+    stat = host.stat()
+    os.utime(host, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    _answer(capsys, str(run_dir), "overview_page")
+    shutil.copy(host, run_dir / "other.xplane.pb")  # a host added to the run
+    _answer(capsys, str(run_dir), "overview_page", "--host", "host")
+    _answer(capsys, str(run_dir), "overview_page", "--host", "host")  # now kept
+    monkeypatch.setattr(result_cache, "_code_stamp", "another stepscope")
+    _answer(capsys, str(run_dir), "overview_page", "--host", "host")
+    assert computed == ["overview_page"] * 5
+
+
+def test_bad_command_lines_get_the_full_parser_errors(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["tool", str(run_dir)])
+    assert "required: TOOL" in capsys.readouterr().err
+    assert main(["tool", str(run_dir), "nope"]) == 2
+    assert "unknown tool 'nope'" in capsys.readouterr().err
+    assert main(["tool", str(run_dir / "missing"), "overview_page"]) == 2
+
+
+@pytest.mark.integration
+def test_cached_answer_imports_neither_numpy_nor_tools(run_dir: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    code = (
+        "import sys; from stepscope.cli.main import main; code = main(sys.argv[1:]); "
+        "heavy = [m for m in ('numpy', 'stepscope.tools', 'stepscope.model') if m in sys.modules]; "
+        "sys.stderr.write(repr(heavy)); sys.exit(code)"
+    )
+    argv = [sys.executable, "-c", code, "tool", str(run_dir), "overview_page"]
+    cold = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+    warm = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+    assert "numpy" in cold.stderr and warm.stderr == "[]"
+    assert warm.stdout == cold.stdout
