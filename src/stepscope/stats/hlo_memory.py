@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from stepscope.model.hlo import HloModule
-from stepscope.stats.hlo_cost import shape_bytes
+from stepscope.stats.hlo_shapes import shape_bytes
 from stepscope.xspace.proto import hlo_pb2
 
 _ALLOC = hlo_pb2.HeapSimulatorTrace.Event.ALLOC

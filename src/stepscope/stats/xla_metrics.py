@@ -29,6 +29,8 @@ class HloOpRow:
     total_ns: int
     flops: float  # all executions
     bytes_accessed: float  # all executions
+    library_flops: float = 0.0  # all executions: stepscope's cuBLAS/cuDNN estimate
+    library_bytes: float = 0.0
 
     @property
     def flops_per_s(self) -> float:
@@ -101,6 +103,8 @@ def hlo_metrics(profile: Profile, window: tuple[int, int] | None = None) -> HloM
             total_ns=int(total[i]),
             flops=op.flops * int(execs[i]),
             bytes_accessed=float(op.bytes_accessed) * int(execs[i]),
+            library_flops=op.library_flops * int(execs[i]),
+            library_bytes=float(op.library_bytes) * int(execs[i]),
         )
         for i, op in enumerate(xla.ops)
         if count[i]

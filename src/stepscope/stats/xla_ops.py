@@ -34,6 +34,10 @@ class XlaOp:
     bytes_accessed: int  # per execution
     expression: str  # "%name = f32[2,4096]{1,0} fusion(bf16[...] %a, ...), kind=kCustom"
     source: str  # "file.py:12" from the metadata, or ''
+    # stepscope's estimate for cuBLAS/cuDNN custom calls, which XLA's cost model (and so
+    # `flops`/`bytes_accessed`, XProf's figures) leaves at 0; per execution
+    library_flops: float = 0.0
+    library_bytes: int = 0
 
 
 def _shape_text(shape: hlo_pb2.ShapeProto) -> str:
@@ -75,6 +79,8 @@ def xla_op(module: HloModule, inst: hlo_pb2.HloInstructionProto) -> XlaOp:
         bytes_accessed=hlo_cost.bytes_accessed(module, inst),
         expression=expression(module, inst),
         source=source,
+        library_flops=hlo_cost.library_flops(module, inst),
+        library_bytes=hlo_cost.library_bytes(module, inst),
     )
 
 

@@ -44,6 +44,7 @@ class OpProfile:
             "occurrences": sum(r.occurrences for r in rows),
             "gflops": round(flops / 1e9, 6),
             "bytes_accessed": int(moved),
+            "library_gflops": round(sum(r.library_flops for r in rows) / 1e9, 6),
             "flop_rate_gflops": round(flop_rate / 1e9, 3),
             "flop_utilization_percent": round(100.0 * flop_rate / peak_f, 3) if peak_f else None,
             "memory_bw_gbps": round(bw / 1e9, 3),
