@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,3 +17,16 @@ def fixtures_dir() -> Path:
     if not FIXTURES.is_dir():
         pytest.fail(f"fixtures not found at {FIXTURES}: clone the repo with shared/ beside it")
     return FIXTURES
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every session gets an empty store (`stepscope.store`): results never come from what an
+    older checkout cached in the user's cache directory under the same version number."""
+    saved = os.environ.get("STEPSCOPE_CACHE_DIR")
+    os.environ["STEPSCOPE_CACHE_DIR"] = str(tmp_path_factory.mktemp("stepscope_cache"))
+    yield
+    if saved is None:
+        os.environ.pop("STEPSCOPE_CACHE_DIR", None)
+    else:
+        os.environ["STEPSCOPE_CACHE_DIR"] = saved
