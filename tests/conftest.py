@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from stepscope.store import location
+
 # REPO and tf_xplane are re-exported for older imports: new code imports tests.support.fixtures.
 from tests.support.fixtures import FIXTURES, REPO, tf_xplane  # noqa: F401
 
@@ -23,10 +25,10 @@ def fixtures_dir() -> Path:
 def _own_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every session gets an empty store (`stepscope.store`): results never come from what an
     older checkout cached in the user's cache directory under the same version number."""
-    saved = os.environ.get("STEPSCOPE_CACHE_DIR")
-    os.environ["STEPSCOPE_CACHE_DIR"] = str(tmp_path_factory.mktemp("stepscope_cache"))
+    saved = os.environ.get(location.ENV_VAR)
+    os.environ[location.ENV_VAR] = str(tmp_path_factory.mktemp("stepscope_cache"))
     yield
     if saved is None:
-        os.environ.pop("STEPSCOPE_CACHE_DIR", None)
+        os.environ.pop(location.ENV_VAR, None)
     else:
-        os.environ["STEPSCOPE_CACHE_DIR"] = saved
+        os.environ[location.ENV_VAR] = saved

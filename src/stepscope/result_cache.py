@@ -8,8 +8,9 @@ Key: the command (run path, tool, host, options, format as typed), the stepscope
 version and the newest modification time of its files, so an upgrade or an edited checkout
 computes again), and every file under the run path with its size and modification time (a
 changed, added or removed host or HLO file computes again). URLs are never cached here (the
-profile cache still applies to them). Entries live in ``<cache dir>/results/`` beside the
-converted profiles, written atomically; a damaged entry is just a miss.
+profile cache still applies to them). Entries are the store's ``results`` kind
+(`stepscope.store`), beside the converted profiles, written atomically; a damaged entry is
+just a miss.
 
 Standard library only: the CLI reads it before it imports anything else.
 """
@@ -17,55 +18,13 @@ Standard library only: the CLI reads it before it imports anything else.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-import sys
 
-from stepscope._version import __version__
-
-TYPE_CHECKING = False  # typing, pathlib and tmpfiles cost more than the rest of a cached answer
-if TYPE_CHECKING:
-    from pathlib import Path
+from stepscope.store import location
 
 RESULT_SCHEMA = 1
+KIND = "results"  # the store's name for these entries
 MAX_RUN_ENTRIES = 4096  # a run path with more files than this (a whole log tree) is not keyed
-_code_stamp: str | None = None
-
-
-def cache_root() -> Path:
-    """``$STEPSCOPE_CACHE_DIR`` or the user cache directory: where every cache entry lives."""
-    from pathlib import Path
-
-    return Path(_root())
-
-
-def _root() -> str:
-    env = os.environ.get("STEPSCOPE_CACHE_DIR")
-    if env:
-        return env
-    if sys.platform.startswith("linux"):
-        # platformdirs' rule on Linux, without its import (25 ms, most of a cached answer).
-        xdg = os.environ.get("XDG_CACHE_HOME", "")
-        return os.path.join(xdg if xdg.strip() else os.path.expanduser("~/.cache"), "stepscope")
-    import platformdirs
-
-    return str(platformdirs.user_cache_dir("stepscope"))
-
-
-def code_stamp() -> str:
-    """Changes whenever stepscope's code does: version, where it is installed, and the count
-    and newest mtime of its files (about 1 ms for 220 files)."""
-    global _code_stamp
-    if _code_stamp is None:
-        newest, count, package = 0, 0, os.path.dirname(os.path.abspath(__file__))
-        for folder, dirs, files in os.walk(package):
-            dirs[:] = [d for d in dirs if d not in ("static", "__pycache__")]
-            for name in files:
-                if name.endswith((".py", ".so", ".pyd")):
-                    count += 1
-                    newest = max(newest, os.stat(os.path.join(folder, name)).st_mtime_ns)
-        _code_stamp = f"{__version__}:{package}:{count}:{newest}"
-    return _code_stamp
 
 
 def _inputs(path: str) -> list[tuple[str, int, int]] | None:
@@ -100,12 +59,13 @@ def result_key(path: str, command: tuple[str, ...]) -> str | None:
     inputs = _inputs(path)
     if inputs is None:
         return None
-    raw = repr((RESULT_SCHEMA, code_stamp(), os.path.abspath(path), command, inputs))
-    return hashlib.blake2b(raw.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
+    return location.key(
+        KIND, RESULT_SCHEMA, location.code_stamp(), os.path.abspath(path), command, inputs
+    )
 
 
 def _entry(key: str) -> str:
-    return os.path.join(_root(), "results", key[:2], key)
+    return os.path.join(location.root_dir(), location.entry_name(KIND, key))
 
 
 def read(key: str) -> bytes | None:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from stepscope import result_cache
 from stepscope.cli.main import main
+from stepscope.store import location
 from stepscope.tools import registry
 from tests.support.fixtures import REPO, tf_xplane
 
@@ -66,7 +66,7 @@ def test_a_changed_run_or_other_options_compute_again(
     shutil.copy(host, run_dir / "other.xplane.pb")  # a host added to the run
     _answer(capsys, str(run_dir), "overview_page", "--host", "host")
     _answer(capsys, str(run_dir), "overview_page", "--host", "host")  # now kept
-    monkeypatch.setattr(result_cache, "_code_stamp", "another stepscope")
+    monkeypatch.setattr(location, "_code_stamp", "another stepscope")
     _answer(capsys, str(run_dir), "overview_page", "--host", "host")
     assert computed == ["overview_page"] * 5
 

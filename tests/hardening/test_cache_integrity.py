@@ -16,7 +16,8 @@ import pytest
 
 from stepscope import tmpfiles
 from stepscope.model import Profile, cache, open_host, open_run
-from stepscope.stats.trace_index.index import open_trace_index
+from stepscope.stats.trace_index.index import index_dir, open_trace_index
+from stepscope.store import entries
 from tests.support.fixtures import tf_xplane
 
 
@@ -71,23 +72,24 @@ def test_damaged_entry_is_rebuilt_with_the_same_numbers(host_file: Path, damage:
     entry = cache.entry_dir(str(host_file))
     name, damage_it = DAMAGES[damage]
     damage_it(entry / name)
-    assert not cache.verify_entry(entry)
+    assert not entries.verify(entry)
     second = _open(host_file)  # was EOFError (truncated) or silently different numbers
     np.testing.assert_array_equal(first.start_ns, second.start_ns)
     np.testing.assert_array_equal(first.dur_ns, second.dur_ns)
     assert second.hostname == first.hostname
-    assert cache.verify_entry(entry)  # rewritten
+    assert entries.verify(entry)  # rewritten
     assert isinstance(_open(host_file).start_ns, np.memmap)  # and read from the cache again
 
 
 def test_damaged_trace_index_is_rebuilt(host_file: Path) -> None:
     profile = _open(host_file)
     built = open_trace_index(profile)
-    target = next(cache.entry_dir(str(host_file)).glob("trace_index_v*"))
+    target = index_dir(profile)
+    assert target is not None
     _swap_for_another_array(target / "start_ns.npy")
     again = open_trace_index(profile)
     np.testing.assert_array_equal(built.start_ns, again.start_ns)
-    assert cache.verify_entry(target)
+    assert entries.verify(target)
 
 
 def _dead_pid() -> int:

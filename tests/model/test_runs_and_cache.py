@@ -11,6 +11,7 @@ import pytest
 
 from stepscope.errors import NotFoundError
 from stepscope.model import cache, discover_runs, open_host, open_run
+from stepscope.store import location
 from tests.support.fixtures import FIXTURES
 
 
@@ -87,7 +88,7 @@ def test_cache_reused_and_invalidated(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_cache_key_depends_on_version(monkeypatch: pytest.MonkeyPatch) -> None:
     source = str(next((FIXTURES / "tf" / "ctl").rglob("*.xplane.pb")))
     before = cache.cache_key(source)
-    monkeypatch.setattr(cache, "__version__", "999.0")
+    monkeypatch.setattr(location, "__version__", "999.0")
     assert cache.cache_key(source) != before
 
 

@@ -87,6 +87,25 @@ def test_second_run_reads_every_summary_from_the_content_cache(
     assert {s for _, s in first} == {"done"} and {s for _, s in second} == {"cached"}
 
 
+def test_results_from_stored_summaries_equal_fresh_ones(cpu_run: Path, tmp_path: Path) -> None:
+    """Summaries are stored as data files (no pickle) that rebuild every intermediate."""
+    fresh = {tool: tool_json(cpu_run, tool, tmp_path, InlineExecutor()) for tool in CPU_TOOLS}
+    stored = sorted(p.suffix for p in (tmp_path / "summaries").rglob("*") if p.is_file())
+    assert stored and set(stored) == {".npz"}
+    statuses: list[str] = []
+    for tool in CPU_TOOLS:
+        store = ProfileStore(
+            cache_dir=tmp_path,
+            executor=InlineExecutor(),
+            host_progress=lambda host, status, done, total: statuses.append(status),
+        )
+        ctx = ToolContext(open_run(str(cpu_run)), ALL_HOSTS, store)
+        store.profile = lambda run, host: pytest.fail("opened a profile")  # type: ignore[method-assign]
+        again = json.loads(json.dumps(output.to_json(build_tool(ctx, get_tool(tool))), default=str))
+        assert again == fresh[tool], tool
+    assert set(statuses) == {"cached"}
+
+
 @pytest.mark.integration  # the same two GPU traces
 def test_copied_ranks_keep_their_own_names(gpu_run: Path, cache: Path, tmp_path: Path) -> None:
     """Two ranks with identical bytes share nothing in the cache that names a host."""

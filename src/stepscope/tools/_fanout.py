@@ -5,14 +5,15 @@ For a tool asked for ALL_HOSTS of a run with several hosts, each host is one tas
 returns the per-host intermediates the tool computed (step database, op metrics, kernel and
 memory summaries, findings...): small values, never the profile. The driver seeds its store
 with them, so the tool's own ALL_HOSTS build then reduces them without opening any profile.
-Summaries are cached on disk by the file's content hash, tool and options: a rerun only
-recomputes the hosts whose bytes changed. A host that fails (corrupt, missing, too large) is
-reported in ``store.host_errors`` and left out; the others are analyzed.
+Summaries are kept in the store (`stepscope.store`, kind ``summaries``: data files that
+cannot run code when loaded, unlike pickles) by the file's content hash, host, tools and
+options: a rerun only recomputes the hosts whose bytes changed. A host that fails (corrupt,
+missing, too large) is reported in ``store.host_errors`` and left out; the others are
+analyzed.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import logging
 import pickle
@@ -20,21 +21,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stepscope import tmpfiles
-from stepscope._version import __version__
 from stepscope.errors import StepscopeError
 from stepscope.executor import Executor, HostTask, InlineExecutor, content_hash, make_executor
 from stepscope.executor.choose import POOL_MIN_BYTES
 from stepscope.model import ALL_HOSTS, Profile, Run, cache
-from stepscope.model.cache import default_cache_dir
 from stepscope.model.runs import HostFile
+from stepscope.store import location
+from stepscope.store import values as stored
 from stepscope.tools import output
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import ToolResult, ToolSpec, get_tool
 
 log = logging.getLogger(__name__)
 
-SUMMARY_SCHEMA = 2  # bump when what a summary holds changes (StepDb.untraced: 2)
+SUMMARY_SCHEMA = 3  # bump when what a summary holds changes (3: stored without pickle)
+SUMMARY_KIND = "summaries"
 
 
 @dataclass(frozen=True)
@@ -73,28 +74,24 @@ def _shippable(value: Any) -> bool:
 def _summary_path(cache_dir: str, digest: str, host: str, args: SummaryArgs) -> Path:
     # The host name is part of the key: summaries name their host (findings, memory rows),
     # so two ranks with identical bytes still get their own entries.
-    raw = repr((SUMMARY_SCHEMA, __version__, digest, host, args.tools, args.options, args.build))
-    key = hashlib.blake2b(raw.encode(), digest_size=16).hexdigest()
-    return Path(cache_dir) / "summaries" / key[:2] / f"{key}.pkl"
+    key = location.key(
+        SUMMARY_KIND,
+        SUMMARY_SCHEMA,
+        location.code_stamp(),
+        digest,
+        host,
+        args.tools,
+        args.options,
+        args.build,
+    )
+    return location.entry(SUMMARY_KIND, key, cache_dir, suffix=".npz")
 
 
 def _read_summary(path: Path) -> HostSummary | None:
-    try:
-        with open(path, "rb") as f:
-            found = pickle.load(f)
-    except FileNotFoundError:
+    found = stored.read_value(path)
+    if found is None or not isinstance(found, dict):
         return None
-    except Exception:
-        log.info("summary cache entry %s unreadable; recomputing", path)
-        return None
-    return found if isinstance(found, HostSummary) else None
-
-
-def _write_summary(path: Path, summary: HostSummary) -> None:
-    try:
-        tmpfiles.write_bytes(path, pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL))
-    except OSError as exc:  # a read-only cache must not stop the analysis
-        log.warning("could not write summary cache %s: %s", path, exc)
+    return HostSummary(found, cached=True)
 
 
 def host_summary(task: HostTask) -> HostSummary:
@@ -113,7 +110,7 @@ def host_summary(task: HostTask) -> HostSummary:
         cache_path = _summary_path(args.cache_dir, digest, host.host, args)
         found = _read_summary(cache_path)
         if found is not None:
-            return HostSummary(found.values, cached=True)
+            return found
     cache_dir = Path(args.cache_dir) if args.cache_dir else None
     # A converted profile already in the cache is read from it; a new one is not written
     # there: a pod's hosts would fill the disk with copies that only one-host pages need
@@ -138,7 +135,7 @@ def host_summary(task: HostTask) -> HostSummary:
     }
     summary = HostSummary(values)
     if cache_path is not None:
-        _write_summary(cache_path, summary)
+        stored.write_value(cache_path, summary.values)
     return summary
 
 
@@ -179,7 +176,7 @@ def prepare(ctx: ToolContext, *specs: ToolSpec, build: bool = True) -> None:
     # proves nothing about it.
     todo = [h for h in run.hosts if not done(h.path) and h.path not in store.host_errors]
     if todo:
-        cache_dir = str(store.cache_dir or default_cache_dir()) if store.use_cache else ""
+        cache_dir = str(location.root(store.cache_dir)) if store.use_cache else ""
         args = SummaryArgs(names, options, cache_dir, store.use_cache, build)
         tasks = [HostTask(h, args) for h in todo]
         executor = store.executor or _auto_executor(todo)

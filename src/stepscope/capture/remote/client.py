@@ -49,6 +49,7 @@ from stepscope.capture.remote.progress import (
     WorkerState,
 )
 from stepscope.errors import StepscopeError
+from stepscope.store import location
 
 MIN_DEADLINE_S = 60.0
 MAX_MESSAGE_BYTES = 2**31 - 1  # profiles can be large; gRPC's default limit is 4 MB
@@ -104,13 +105,9 @@ def _unique_session(root: Path, base: str, addresses: list[str]) -> str:
 
 def fallback_dir() -> Path:
     """Where recordings go when the log directory cannot be written: the user's cache
-    directory (``$STEPSCOPE_CACHE_DIR`` first), as a log directory of its own."""
-    root = os.environ.get("STEPSCOPE_CACHE_DIR")
-    if not root:
-        import platformdirs
-
-        root = platformdirs.user_cache_dir("stepscope")
-    return repository_root(Path(root) / "unsaved_captures")
+    directory (the store's root: ``$STEPSCOPE_CACHE_DIR`` first), as a log directory of its
+    own."""
+    return repository_root(location.root() / "unsaved_captures")
 
 
 def _reason(grpc: Any, err: Any) -> str:

@@ -12,13 +12,13 @@ Layout (all NumPy arrays; memory-mapped from the cache after the first build):
 - ``flows`` (`flows`), ``counters`` (`counters`), ``names`` (`search`),
   ``steps`` (`tracks`).
 
-Queries are in `window`. The index is built once per profile file and stored in the
-profile's cache entry (`stepscope.model.cache.entry_dir`) under ``trace_index_v<N>/``.
+Queries are in `window`. The index is built once per profile file and kept in the store
+(`stepscope.store`, kind ``trace_index``, keyed by the converted profile's key and
+`INDEX_VERSION`).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -27,7 +27,7 @@ import numpy as np
 
 from stepscope import log
 from stepscope.model import Profile
-from stepscope.model.cache import entry_dir, verify_entry, write_entry
+from stepscope.model.cache import cache_key
 from stepscope.stats.trace_index.counters import Counter, build_counters
 from stepscope.stats.trace_index.flows import FlowTable, build_flows
 from stepscope.stats.trace_index.lod import (
@@ -39,8 +39,10 @@ from stepscope.stats.trace_index.lod import (
 from stepscope.stats.trace_index.search import NameIndex, build_name_index, index_dtype
 from stepscope.stats.trace_index.segments import group_starts, stable_argsort
 from stepscope.stats.trace_index.tracks import Steps, find_steps
+from stepscope.store import entries, location
 
 INDEX_VERSION = 3  # bump whenever the index layout or its algorithms change
+KIND = "trace_index"  # the store's name for these entries
 
 
 @dataclass
@@ -156,20 +158,20 @@ def _parts(index: TraceIndex) -> tuple[dict[str, np.ndarray], dict[str, object]]
 def save_index(index: TraceIndex, target: Path) -> None:
     """Write ``index`` to the directory ``target`` atomically."""
     arrays, header = _parts(index)
-    write_entry(target, arrays, header)
+    entries.write_arrays(target, arrays, header)
 
 
 def load_index(target: Path) -> TraceIndex | None:
     """The index stored at ``target`` (arrays memory-mapped), or None (also when damaged)."""
-    if not verify_entry(target):
+    if not entries.verify(target):
         return None
     try:
-        header = json.loads((target / "header.json").read_text())
+        header = entries.read_header(target)
         if header.get("version") != INDEX_VERSION:
             return None
 
         def arr(name: str) -> np.ndarray:
-            return np.load(target / f"{name}.npy", mmap_mode="r")
+            return entries.array(target, name)
 
         def sub(cls: type, prefix: str) -> object:
             return cls(
@@ -207,7 +209,8 @@ def index_dir(profile: Profile, cache_dir: Path | None = None) -> Path | None:
     if profile.source.startswith("<"):
         return None
     try:
-        return entry_dir(profile.source, cache_dir) / f"trace_index_v{INDEX_VERSION}"
+        name = location.key(KIND, INDEX_VERSION, cache_key(profile.source))
+        return location.entry(KIND, name, cache_dir)
     except OSError:
         return None
 

@@ -1,0 +1,83 @@
+"""Directory entries: named NumPy arrays (``<name>.npy``), a JSON header and a manifest.
+
+Written to a temporary directory and renamed into place (`stepscope.tmpfiles.directory`), so a
+crash never leaves half an entry that would be read later; the manifest (every file's size and
+CRC-32) is written last and checked on every read, so a truncated or overwritten file, or a
+bad disk, makes the caller rebuild the entry instead of reading wrong numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from stepscope import tmpfiles
+
+logger = logging.getLogger(__name__)
+
+MANIFEST = "manifest.json"
+HEADER = "header.json"
+_CHUNK = 16 << 20
+
+
+def _crc32(path: Path) -> int:
+    crc = 0
+    with path.open("rb") as handle:
+        while block := handle.read(_CHUNK):
+            crc = zlib.crc32(block, crc)
+    return crc
+
+
+def _describe(directory: Path) -> dict[str, list[int]]:
+    """Size and CRC-32 of every file directly in ``directory`` except the manifest."""
+    return {
+        p.name: [p.stat().st_size, _crc32(p)]
+        for p in sorted(directory.iterdir())
+        if p.is_file() and p.name != MANIFEST
+    }
+
+
+def write_arrays(target: Path, arrays: Mapping[str, np.ndarray], header: Any) -> None:
+    """Write named arrays and a JSON header as the directory ``target``, atomically; stale
+    temporary directories of killed saves beside it are removed first."""
+    with tmpfiles.directory(target) as tmp:
+        for name, values in arrays.items():
+            np.save(tmp / f"{name}.npy", values, allow_pickle=False)
+        (tmp / HEADER).write_text(json.dumps(header))
+        (tmp / MANIFEST).write_text(json.dumps(_describe(tmp)))
+
+
+def verify(target: Path) -> bool:
+    """Whether the entry at ``target`` is exactly what was written: every file its manifest
+    lists has the listed size and CRC-32. A missing manifest (a save that never finished, an
+    older stepscope) fails too; a damaged entry is logged and rebuilt by the caller."""
+    try:
+        listed = json.loads((target / MANIFEST).read_text())
+        for name, (size, crc) in listed.items():
+            path = target / name
+            if path.stat().st_size != size or _crc32(path) != crc:
+                raise ValueError(f"{name} does not match the manifest")
+    except FileNotFoundError:
+        if target.exists():
+            logger.warning("cache entry %s has no manifest: rebuilding it", target)
+        return False
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        logger.warning("cache entry %s is damaged (%s): rebuilding it", target, exc)
+        return False
+    return True
+
+
+def read_header(target: Path) -> Any:
+    """The JSON header of the entry at ``target`` (call `verify` first)."""
+    return json.loads((target / HEADER).read_text())
+
+
+def array(target: Path, name: str, mmap: bool = True) -> np.ndarray:
+    """The array ``name`` of the entry at ``target``, memory-mapped read-only by default."""
+    return np.load(target / f"{name}.npy", mmap_mode="r" if mmap else None, allow_pickle=False)
