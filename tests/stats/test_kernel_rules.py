@@ -159,13 +159,25 @@ def test_jax_gpu_eligible_share_and_op_names_match_xprof() -> None:
     want = 100 * sum(_us(r) for r in rows if r["is_op_tensor_core_eligible"]) / total
     _, eligible = _tc_share(JAX_GPU)
     assert abs(eligible - want) <= 1.0, (eligible, want)
-    # Op names come from the HLO metadata, as XProf's; where XProf leaves the name empty (an
-    # instruction XLA made up), stepscope shows the HLO instruction's name.
-    xprof = {(str(r["kernel_name"]), str(r["op_name"])) for r in rows}
+
+
+def test_jax_gpu_kernel_stats_rows_equal_xprof() -> None:
+    """Every row of XProf's kernel_stats: op names from the HLO metadata ('' for
+    instructions XLA made up, whose kernels then merge), occurrences, time and flags."""
+    xprof = {(str(r["kernel_name"]), str(r["op_name"])): r for r in _xprof_kernel_stats()}
     db = build_kernel_db(fixture_profile(JAX_GPU))
-    for row in db.rows:
-        if (row.kernel_name, row.op_name) not in xprof:
-            assert (row.kernel_name, "") in xprof and row.op_name.startswith("loop_reduce_fusion")
+    ours = {(r.kernel_name, r.op_name): r for r in db.rows}
+    assert len(db.rows) == len(ours) == len(xprof) == 19
+    assert set(ours) == set(xprof)
+    for key, want in xprof.items():
+        got = ours[key]
+        assert got.occurrences == int(str(want["occurrences"]).split(".")[0]), key
+        assert abs(got.total_ns / 1e3 - _us(want)) <= 0.001 * _us(want) + 0.01, key
+        assert got.uses_tensor_core == want["is_kernel_using_tensor_core"], key
+        assert got.op_tensor_core_eligible == want["is_op_tensor_core_eligible"], key
+    # the merged unnamed row still says which HLO instructions it holds
+    merged = ours[("loop_reduce_fusion_3.kd", "")]
+    assert merged.hlo_ops == ("loop_reduce_fusion.2", "loop_reduce_fusion.3")
     assert not any(r.op_name.startswith("XlaModule") for r in db.rows)
 
 

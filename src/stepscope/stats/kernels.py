@@ -93,6 +93,7 @@ class KernelRow:
     uses_tensor_core: bool
     op_tensor_core_eligible: bool
     occupancy_pct: float | None  # duration-weighted mean where measured
+    hlo_ops: tuple[str, ...] = ()  # HLO instructions the kernels ran for (XLA), sorted
 
 
 @dataclass(frozen=True)
@@ -194,11 +195,15 @@ def _texts(profile: Profile, ids: np.ndarray) -> dict[int, str]:
     return {i: profile.strings[i] for i in np.unique(ids).tolist() if i >= 0}
 
 
-def op_of_kernels(profile: Profile, kernels: np.ndarray) -> np.ndarray:
+def op_of_kernels(
+    profile: Profile, kernels: np.ndarray, framework_only: bool = False
+) -> np.ndarray:
     """Per kernel: string id of its op ('' when nothing names one)."""
     # XLA kernels: the framework op of their HLO instruction (XProf's choice), which beats
-    # the ``XlaModule:`` placeholder and the ``name`` stat JAX copies from a fused op.
-    op = xla_events(profile).op_name_ids(kernels)
+    # the ``XlaModule:`` placeholder and the ``name`` stat JAX copies from a fused op; for
+    # instructions XLA made up, their HLO name, or '' as XProf's kernel stats with
+    # ``framework_only``.
+    op = xla_events(profile).op_name_ids(kernels, framework_only)
     missing = op < 0
     if missing.any():
         op[missing] = _own_op(profile, kernels[missing])
@@ -212,12 +217,30 @@ def op_of_kernels(profile: Profile, kernels: np.ndarray) -> np.ndarray:
     return np.where(op >= 0, op, empty)
 
 
+def _hlo_ops_of_groups(
+    profile: Profile, kernels: np.ndarray, group: np.ndarray, n: int
+) -> dict[int, tuple[str, ...]]:
+    """Row group -> the sorted HLO instruction names of its XLA kernels."""
+    xla = xla_events(profile)
+    index = xla.op_index[kernels] if xla else np.full(len(kernels), -1)
+    mine = index >= 0
+    if not mine.any():
+        return {}
+    pairs = np.unique(group[mine].astype(np.int64) * (len(xla.ops) + 1) + index[mine])
+    out: dict[int, list[str]] = {}
+    for g, k in zip(
+        (pairs // (len(xla.ops) + 1)).tolist(), (pairs % (len(xla.ops) + 1)).tolist(), strict=True
+    ):
+        out.setdefault(g, []).append(xla.ops[k].name)
+    return {g: tuple(sorted(names)) for g, names in out.items() if g < n}
+
+
 def build_kernel_db(profile: Profile, max_rows: int = MAX_ROWS) -> KernelDb:
     kernels = kernel_events(profile)
     devices = tuple(p.name for p in profile.planes if p.is_device and p.line_count)
     if len(kernels) == 0:
         return KernelDb((), 0, len(devices), 0, devices=devices)
-    ops = op_of_kernels(profile, kernels)
+    ops = op_of_kernels(profile, kernels, framework_only=True)
     names = profile.name[kernels].astype(np.int64)
     dur = profile.dur_ns[kernels]
     details_ids = profile.stat("kernel_details").string_ids()[kernels]
@@ -245,6 +268,7 @@ def build_kernel_db(profile: Profile, max_rows: int = MAX_ROWS) -> KernelDb:
     configs = np.unique(group.astype(np.int64) * (len(profile.strings) + 2) + details_ids + 1)
     n_configs = np.bincount(configs // (len(profile.strings) + 2), minlength=n)
 
+    hlo_ops = _hlo_ops_of_groups(profile, kernels, group, n)
     order = np.lexsort((pairs, -total))
     kept = order[:max_rows]
     strings = profile.strings
@@ -268,6 +292,7 @@ def build_kernel_db(profile: Profile, max_rows: int = MAX_ROWS) -> KernelDb:
                 # XProf: an op whose kernel runs on TensorCores is eligible whatever its name
                 op_tensor_core_eligible=uses_tc or is_op_tensor_core_eligible(op_name),
                 occupancy_pct=float(occ_sum[g] / weight) if weight > 0 else None,
+                hlo_ops=hlo_ops.get(g, ()),
             )
         )
     return KernelDb(
@@ -321,4 +346,5 @@ def _merge_rows(a: KernelRow, b: KernelRow) -> KernelRow:
         a.uses_tensor_core,
         a.op_tensor_core_eligible,
         occupancy,
+        tuple(sorted(set(a.hlo_ops) | set(b.hlo_ops))),
     )

@@ -95,12 +95,18 @@ class XlaEvents:
     # event carries, e.g. metadata op names of instructions without a ``name`` stat).
     name_ids: np.ndarray
 
-    def op_name_ids(self, events: np.ndarray) -> np.ndarray:
-        """Per event: string id of its op's display name, -1 when not an XLA op."""
+    # Per op: string id of its framework op, '' when XLA made the instruction up (XProf's
+    # kernel stats name those kernels' op '').
+    framework_ids: np.ndarray
+
+    def op_name_ids(self, events: np.ndarray, framework_only: bool = False) -> np.ndarray:
+        """Per event: string id of its op's display name (with ``framework_only``: its
+        framework op, '' for instructions without one), -1 when not an XLA op."""
         index = self.op_index[events]
         if not self.ops:
             return np.full(len(index), -1, dtype=np.int64)
-        return np.where(index >= 0, self.name_ids[np.maximum(index, 0)], -1)
+        ids = self.framework_ids if framework_only else self.name_ids
+        return np.where(index >= 0, ids[np.maximum(index, 0)], -1)
 
     def __bool__(self) -> bool:
         return bool(self.ops)
@@ -118,12 +124,12 @@ def _build(profile: Profile) -> XlaEvents:
     out = np.full(profile.n_events, -1, dtype=np.int64)
     modules = hlo_modules(profile)
     if not modules:
-        return XlaEvents(out, (), _NO_IDS)
+        return XlaEvents(out, (), _NO_IDS, _NO_IDS)
     program = profile.stat("program_id")
     hlo_op = profile.stat("hlo_op")
     events = np.flatnonzero(program.present & hlo_op.present)
     if not events.size:
-        return XlaEvents(out, (), _NO_IDS)
+        return XlaEvents(out, (), _NO_IDS, _NO_IDS)
     programs = program.as_int()[events]
     names = hlo_op.string_ids()[events]
     pairs, inverse = np.unique(np.stack([programs, names]), axis=1, return_inverse=True)
@@ -143,4 +149,5 @@ def _build(profile: Profile) -> XlaEvents:
     name_ids = np.array(
         [profile.strings.intern(op.tf_op_name or op.name) for op in ops], dtype=np.int64
     )
-    return XlaEvents(out, tuple(ops), name_ids)
+    framework_ids = np.array([profile.strings.intern(op.tf_op_name) for op in ops], dtype=np.int64)
+    return XlaEvents(out, tuple(ops), name_ids, framework_ids)

@@ -65,7 +65,11 @@ class KernelRowOut:
     grid_dim: str = out("grid dimensions `x,y,z`")
     op_tensor_core_eligible: bool = out("the op could use TensorCores (see above)")
     uses_tensor_core: bool = out("the kernel uses TensorCores (see above)")
-    op_name: str = out("the op of the (kernel, op) pair")
+    op_name: str = out(
+        "the op of the (kernel, op) pair: the framework op; for XLA kernels of instructions "
+        "XLA made up (no framework op in the HLO metadata) '', as XProf"
+    )
+    hlo_ops: str = out("HLO instructions the row's kernels ran for (XLA programs), comma-separated")
     occurrences: int = out("executions")
     total_duration_us: float = out("total duration", "us", 3)
     avg_duration_us: float = out("mean duration", "us", 3)
@@ -91,6 +95,7 @@ def _row(rank: int, row: KernelRow) -> KernelRowOut:
         op_tensor_core_eligible=row.op_tensor_core_eligible,
         uses_tensor_core=row.uses_tensor_core,
         op_name=row.op_name,
+        hlo_ops=", ".join(row.hlo_ops),
         occurrences=row.occurrences,
         total_duration_us=_us(row.total_ns),
         avg_duration_us=_us(row.total_ns / max(1, row.occurrences)),

@@ -30,6 +30,7 @@ function table(rows) {
     { key: 'op_tensor_core_eligible', label: 'Op TensorCore eligible', format: yesNo, filter: false },
     { key: 'uses_tensor_core', label: 'Kernel uses TensorCore', format: yesNo, filter: false },
     { key: 'op_name', label: 'Op name', format: (v) => code(v) },
+    { key: 'hlo_ops', label: 'HLO ops', format: (v) => code(v) },
     { key: 'occurrences', label: 'Occurrences', numeric: true, format: fmtInt },
     { key: 'total_duration_us', label: 'Total duration', numeric: true, format: fmtUs },
     { key: 'avg_duration_us', label: 'Avg duration', numeric: true, format: fmtUs },
