@@ -11,6 +11,12 @@ setup(
             extra_compile_args=["-O2"],
         ),
         Extension(
+            "stepscope.xspace.kineto._kscan",
+            sources=["src/stepscope/xspace/kineto/_kscan.c"],
+            optional=True,  # without it Kineto traces are routed event by event in Python
+            extra_compile_args=["-O2"],
+        ),
+        Extension(
             "stepscope.tools.trace_viewer._pbpack",
             sources=["src/stepscope/tools/trace_viewer/_pbpack.c"],
             optional=True,  # without it the Perfetto export encodes with numpy (slower)

@@ -201,6 +201,28 @@ class ColumnLine:
         self.dur.append(dur_ns)
         self.stat_count.append(count)
 
+    def extend(
+        self,
+        meta: np.ndarray,
+        start_ns: np.ndarray,
+        dur_ns: np.ndarray,
+        stat_count: np.ndarray,
+        keys: np.ndarray,
+        kinds: np.ndarray,
+        values: np.ndarray,
+    ) -> None:
+        """`add_event` for many events at once; their stats are rows in the codec's terms."""
+        for buffer, column, dtype in (
+            (self.meta, meta, np.int64),
+            (self.start, start_ns, np.int64),
+            (self.dur, dur_ns, np.int64),
+            (self.stat_count, stat_count, np.uint32),
+            (self.stat_key, keys, np.int32),
+            (self.stat_kind, kinds, np.int8),
+            (self.stat_value, values, np.int64),
+        ):
+            buffer.frombytes(np.ascontiguousarray(column, dtype).tobytes())
+
     def add_stats(self, index: int, stats: Mapping[str, StatValue]) -> None:
         """As `LineBuilder.add_stats`: merged into event ``index``, existing keys win."""
         old = self.extra.get(index)

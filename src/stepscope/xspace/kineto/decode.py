@@ -66,6 +66,8 @@ _Header = msgspec.defstruct(
     + [("traceEvents", list[msgspec.Raw] | msgspec.UnsetType, msgspec.UNSET)],
 )
 _HEADER = msgspec.json.Decoder(_Header)
+# The header alone (the columns path decodes the events with its own scanner).
+HeaderOnly = msgspec.defstruct("HeaderOnly", [(key, Any, msgspec.UNSET) for key in HEADER_KEYS])
 _EVENT = msgspec.json.Decoder(TraceEvent)
 _ANY = msgspec.json.Decoder()
 
@@ -120,8 +122,8 @@ def decode_trace(data: bytes, source: str, warnings: list[str]) -> Trace:
         header = _HEADER.decode(data)
         raw_events = header.traceEvents  # type: ignore[attr-defined]
         if raw_events is msgspec.UNSET:
-            return Trace(_header_dict(header), None, None)
-        return Trace(_header_dict(header), raw_events, None)
+            return Trace(header_dict(header), None, None)
+        return Trace(header_dict(header), raw_events, None)
     except (msgspec.DecodeError, RecursionError):
         pass  # not an object, not valid JSON for msgspec, traceEvents not a list, ...
     doc = load_json(data, source, warnings)
@@ -131,7 +133,7 @@ def decode_trace(data: bytes, source: str, warnings: list[str]) -> Trace:
     return Trace(doc, None, events)
 
 
-def _header_dict(header: Any) -> dict[str, Any]:
+def header_dict(header: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in HEADER_KEYS:
         value = getattr(header, key)

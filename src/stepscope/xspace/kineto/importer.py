@@ -37,10 +37,11 @@ from typing import Any
 
 from stepscope import limits
 from stepscope.errors import ProfileFormatError
-from stepscope.xspace.builder import LineBuilder, PlaneBuilder, StatValue, XSpaceBuilder
+from stepscope.xspace.builder import INT64_MAX, LineBuilder, PlaneBuilder, StatValue, XSpaceBuilder
 from stepscope.xspace.io import GZIP_MAGIC, gunzip_bounded, read_raw_bytes
+from stepscope.xspace.kineto import fast_memory, fast_route, scan
 from stepscope.xspace.kineto.columns import ColumnLine, ColumnPlane, ColumnSpace
-from stepscope.xspace.kineto.decode import HEADER_STATS, decode_trace
+from stepscope.xspace.kineto.decode import HEADER_STATS, HeaderOnly, decode_trace, header_dict
 from stepscope.xspace.kineto.devices import (
     MEMORY_LINE_ID,
     device_plane_stats,
@@ -51,6 +52,8 @@ from stepscope.xspace.kineto.devices import (
     trace_vendor,
 )
 from stepscope.xspace.kineto.events import CUPTI_PLANE, HOST_PLANE, EventRouter
+from stepscope.xspace.kineto.fast_route import Classified
+from stepscope.xspace.kineto.json_repair import parse_memory_estimate
 from stepscope.xspace.kineto.memory import memory_events
 from stepscope.xspace.proto.xplane_pb2 import XSpace
 from stepscope.xspace.wire import RawColumns
@@ -60,6 +63,7 @@ FWDBWD_CONTEXT_TYPE = 0  # XProf ContextType::kGeneric
 _LAUNCH_FLOW_CATEGORIES = ("ac2g", "async")
 _TIME_SUFFIX = re.compile(r"\.\d{9,}$")
 _NON_BLANK = re.compile(rb"\S")
+INT64_MIN = -(1 << 63)
 
 
 def kineto_to_xspace(path: str | os.PathLike[str]) -> XSpace:
@@ -156,9 +160,16 @@ def _convert(
 def _convert_unpaused(
     box: list[bytes], source: str, warnings: list[str], into: type[XSpaceBuilder]
 ) -> XSpaceBuilder:
-    trace = decode_trace(box.pop(), source, warnings)
-    doc = trace.header
-    if not trace.has_events_list:
+    data = box.pop()
+    fast = _scan_columns(data, source) if into is ColumnSpace else None
+    trace = None
+    if fast is None:
+        trace = decode_trace(data, source, warnings)
+        doc = trace.header
+    else:
+        doc = fast[0]
+    del data  # the text is no longer needed: free it before routing
+    if trace is not None and not trace.has_events_list:
         raise ProfileFormatError(
             source,
             "is JSON but not a PyTorch profiler (Kineto) trace: it has no traceEvents list",
@@ -167,13 +178,26 @@ def _convert_unpaused(
     base = doc.get("baseTimeNanoseconds")
     builder = into(hostname=_hostname(doc, source))
     router = EventRouter(builder, base if type(base) is int else 0)
-    if not trace.event_count:
-        warnings.append("the trace has no events")
-    router.route_all(trace.chunks())
+    if trace is not None:
+        if not trace.event_count:
+            warnings.append("the trace has no events")
+        router.route_all(trace.chunks())
+    else:
+        assert fast is not None
+        if not fast[1].trace.n_events:
+            warnings.append("the trace has no events")
+        fast_route.route(router, fast[1])
     _bind_flows(router, warnings)
     _name_threads(router)
     props = device_properties(doc)
-    _add_memory(router, props)
+    sizes = {
+        device: size
+        for device, entry in props.items()
+        if isinstance(size := entry.get("totalGlobalMem"), int)
+    }
+    if fast is not None:
+        fast_memory.add_memory(router, fast[1], sizes)
+    _add_memory(router, sizes)
     vendor = trace_vendor(doc)
     for device, plane in router.device_planes.items():
         plane.stats.update(device_plane_stats(props.get(device), vendor))
@@ -185,6 +209,26 @@ def _convert_unpaused(
     builder.warnings.extend(_kineto_log(doc, "WARNING"))
     builder.errors.extend(_kineto_log(doc, "ERROR"))
     return builder
+
+
+def _scan_columns(data: bytes, source: str) -> tuple[dict[str, Any], Classified] | None:
+    """The trace as classified columns when the C scanner models all of it (else None)."""
+    limits.check(source, "parsing this JSON", parse_memory_estimate(data))
+    scanned = scan.scan_trace(data, HeaderOnly)
+    if scanned is None:
+        return None
+    classified = fast_route.classify(scanned)
+    if classified is None:
+        return None
+    doc = header_dict(scanned.header)
+    base = doc.get("baseTimeNanoseconds")
+    base = base if type(base) is int else 0
+    times = scanned.ts_ns[classified.routed | classified.memory]
+    if len(times) and not (
+        base + int(times.min()) >= INT64_MIN and base + int(times.max()) <= INT64_MAX
+    ):
+        return None  # times beyond int64: the Python path skips those events and says so
+    return doc, classified
 
 
 def _hostname(doc: dict[str, Any], source: str) -> str:
@@ -231,14 +275,9 @@ def _name_threads(router: EventRouter) -> None:
         line.name = thread_line_name(router.thread_names.get(key), key[1])
 
 
-def _add_memory(router: EventRouter, props: dict[int, dict[str, Any]]) -> None:
+def _add_memory(router: EventRouter, sizes: dict[int, int]) -> None:
     if not router.memory:
         return
-    sizes = {
-        device: size
-        for device, entry in props.items()
-        if isinstance(size := entry.get("totalGlobalMem"), int)
-    }
     line = router.host.line(MEMORY_LINE_ID, "Memory")
     for name, start, stats in memory_events(router.memory, router.ops_by_thread, sizes):
         router.emit(router.host, line, name, "", start, 0, stats, "cpu_instant_event")

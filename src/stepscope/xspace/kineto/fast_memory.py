@@ -1,0 +1,214 @@
+"""``[memory]`` events of a `ScannedTrace` -> the ``Memory`` line, with numpy.
+
+The same events and stats as `memory.memory_events` + `importer._add_memory` (see `memory`
+for what each stat means), computed per column instead of per event; the innermost-op walk
+of `memory._innermost_ops` runs in C (`_kscan.innermost`). Traces whose memory args are not
+all integers (or absent / null) are left to the per-event path.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from stepscope.xspace.kineto.categories import Kind
+from stepscope.xspace.kineto.columns import ColumnLine, StatCodec
+from stepscope.xspace.kineto.devices import MEMORY_LINE_ID
+from stepscope.xspace.kineto.events import EventRouter
+from stepscope.xspace.kineto.memory import GPU_DEVICE_TYPES, OpInterval, ThreadKey, allocator_name
+from stepscope.xspace.kineto.scan import A_BOOL, A_INT, A_NULL, ScannedTrace, _kscan, first_seen
+
+if TYPE_CHECKING:
+    from stepscope.xspace.kineto.fast_route import Classified
+from stepscope.xspace.wire import KIND_INT, KIND_STR
+
+_ARGS = ("Bytes", "Device Type", "Device Id", "Addr", "Total Allocated", "Total Reserved")
+_CATEGORY = "cpu_instant_event"
+_NAMES = ("MemoryAllocation", "MemoryDeallocation")
+
+
+def integer_args(
+    trace: ScannedTrace, events: np.ndarray
+) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
+    """Per memory arg: (has an integer value, the value) for ``events``; None when one is a
+    float or string (the per-event path converts those)."""
+    out = {}
+    for key in _ARGS:
+        present, kind, value = trace.arg(key)
+        kind = kind[events]
+        usable = (kind == A_INT) | (kind == A_BOOL)
+        if np.any(present[events] & ~usable & (kind != A_NULL)):  # null reads as absent
+            return None
+        out[key] = (usable, value[events])
+    return out
+
+
+def add_memory(router: EventRouter, c: Classified, memory_sizes: dict[int, int]) -> None:
+    """Emit the trace's memory events on the host plane's ``Memory`` line, or leave them in
+    ``router.memory`` for `importer._add_memory` when their args need the per-event path."""
+    trace = c.trace
+    events = np.flatnonzero(c.memory)
+    if not len(events):
+        return
+    start_ns = c.start_ns
+    order = events[np.argsort(start_ns[events], kind="stable")]
+    args = integer_args(trace, order)
+    if args is None:
+        threads = set(zip(trace.pid[events].tolist(), trace.tid[events].tolist(), strict=True))
+        router.ops_by_thread.update(_ops_by_thread(c, threads))
+        for event in events.tolist():
+            key = (int(trace.pid[event]), int(trace.tid[event]))
+            router.memory.append((int(start_ns[event]), key, trace.args_of(event)))
+        return
+    start = start_ns[order]
+    op_ids = _innermost_ops(c, order)
+    codec = c.codec
+    n = len(order)
+    has_size, size = args["Bytes"]
+    size = np.where(has_size, size, 0)
+    has_type, device_type = args["Device Type"]
+    has_id, device_id = args["Device Id"]
+    has_addr, addr = args["Addr"]
+    has_alloc, allocated = args["Total Allocated"]
+    has_reserved, reserved = args["Total Reserved"]
+    allocator = _allocators(codec, has_type, device_type, has_id, device_id)
+    peak = np.zeros(n, np.int64)
+    for name in np.unique(allocator[has_alloc]).tolist():
+        chosen = np.flatnonzero(has_alloc & (allocator == name))
+        peak[chosen] = np.maximum(np.maximum.accumulate(allocated[chosen]), 0)
+    with_reserved = has_alloc & has_reserved
+    known = np.unique(device_id).tolist()
+    sizes = np.array([memory_sizes.get(d, 0) for d in known], np.int64)
+    memory = sizes[np.searchsorted(np.array(known, np.int64), device_id)]
+    is_gpu = has_type & np.isin(device_type, GPU_DEVICE_TYPES)
+    available = with_reserved & has_id & is_gpu & (memory != 0)
+    names = (size < 0).astype(np.int64)  # 0: MemoryAllocation, 1: MemoryDeallocation
+    meta, category_differs = _metadata(router, names)
+    slots = [
+        (np.ones(n, bool), "allocator_name", KIND_STR, allocator),
+        (np.ones(n, bool), "requested_bytes", KIND_INT, np.abs(size)),
+        (np.ones(n, bool), "allocation_bytes", KIND_INT, np.abs(size)),
+        (has_id, "device_id", KIND_INT, device_id),
+        (has_addr, "addr", KIND_INT, addr),
+        (has_alloc, "bytes_allocated", KIND_INT, allocated),
+        (has_alloc, "peak_bytes_in_use", KIND_INT, peak),
+        (with_reserved, "bytes_reserved", KIND_INT, np.maximum(reserved - allocated, 0)),
+        (
+            available,
+            "bytes_available",
+            KIND_INT,
+            np.maximum(memory - np.maximum(reserved, allocated), 0),
+        ),
+        (op_ids >= 0, "tf_op", KIND_STR, op_ids),
+        (category_differs, "category", KIND_STR, np.full(n, codec.string_id(_CATEGORY))),
+    ]
+    # Row-major selection: each event's rows in slot order, as the stats dict is built.
+    mask = np.stack([slot[0] for slot in slots], axis=1)
+    keys = np.stack([np.full(n, codec.key_id(slot[1]), np.int32) for slot in slots], axis=1)
+    kinds = np.stack([np.full(n, slot[2], np.int8) for slot in slots], axis=1)
+    values = np.stack([np.asarray(slot[3], np.int64) for slot in slots], axis=1)
+    line = router.host.line(MEMORY_LINE_ID, "Memory")
+    assert isinstance(line, ColumnLine)
+    line.extend(
+        meta, start, np.zeros(n, np.int64), mask.sum(axis=1), keys[mask], kinds[mask], values[mask]
+    )
+
+
+def _ops_by_thread(c: Classified, threads: set[ThreadKey]) -> dict[ThreadKey, list[OpInterval]]:
+    """The cpu_ops of the threads that allocate, as (start, end, name) in file order."""
+    trace = c.trace
+    events = _cpu_ops(c)
+    out: dict[ThreadKey, list[OpInterval]] = {}
+    texts = trace.texts
+    for pid, tid, begin, end, name in zip(
+        trace.pid[events].tolist(),
+        trace.tid[events].tolist(),
+        c.start_ns[events].tolist(),
+        (c.start_ns[events] + c.dur_ns[events]).tolist(),
+        c.names[events].tolist(),
+        strict=True,
+    ):
+        key = (pid, tid)
+        if key in threads:
+            out.setdefault(key, []).append((begin, end, texts[name]))
+    return out
+
+
+def _cpu_ops(c: Classified) -> np.ndarray:
+    cpu_op = c.categories.index("cpu_op") if "cpu_op" in c.categories else -2
+    return np.flatnonzero(c.routed & (c.kind == Kind.HOST) & (c.category == cpu_op))
+
+
+def _innermost_ops(c: Classified, order: np.ndarray) -> np.ndarray:
+    """Codec string id of the innermost cpu_op of its thread open at each memory event
+    (``order``: the memory events in time order), -1 where none is."""
+    trace, codec = c.trace, c.codec
+    out = np.full(len(order), -1, np.int64)
+    ops = _cpu_ops(c)
+    both = np.concatenate((ops, order))
+    codes = first_seen(trace.pid[both], trace.tid[both])[0]
+    op_thread, mem_thread = codes[: len(ops)], codes[len(ops) :]
+    for thread in np.unique(mem_thread).tolist():
+        mine = np.flatnonzero(mem_thread == thread)
+        chosen = ops[op_thread == thread]
+        if not len(chosen):
+            continue
+        begin = c.start_ns[chosen]
+        end = begin + c.dur_ns[chosen]
+        sort = np.lexsort((-end, begin))  # memory._innermost_ops' (start, -end), stable
+        found = _kscan.innermost(
+            begin[sort].tobytes(), end[sort].tobytes(), c.start_ns[order[mine]].tobytes()
+        )
+        index = np.frombuffer(found, np.int64)
+        hit = index >= 0
+        names = c.names[chosen[sort[index[hit]]]]
+        distinct, inverse = np.unique(names, return_inverse=True)
+        ids = np.array([codec.string_id(trace.texts[int(n)]) for n in distinct.tolist()], np.int64)
+        out[mine[hit]] = ids[inverse.reshape(-1)]
+    return out
+
+
+def _allocators(
+    codec: StatCodec,
+    has_type: np.ndarray,
+    device_type: np.ndarray,
+    has_id: np.ndarray,
+    device_id: np.ndarray,
+) -> np.ndarray:
+    """Codec string id of each event's allocator name."""
+    out = np.zeros(len(has_type), np.int64)
+    names: dict[tuple[Any, Any], int] = {}
+    for i, combo in enumerate(
+        zip(
+            np.where(has_type, device_type, 0).tolist(),
+            has_type.tolist(),
+            device_id.tolist(),
+            has_id.tolist(),
+            strict=True,
+        )
+    ):
+        key = (combo[0] if combo[1] else None, combo[2] if combo[3] else None)
+        index = names.get(key)
+        if index is None:
+            index = names[key] = codec.string_id(allocator_name(*key))
+        out[i] = index
+    return out
+
+
+def _metadata(router: EventRouter, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(metadata id per event, whether its category differs from its metadata's), the
+    metadata created in order of first use as `EventRouter.emit` does."""
+    host = router.host
+    firsts = sorted((int(np.argmax(names == i)), i) for i in (0, 1) if np.any(names == i))
+    ids = np.zeros(2, np.int64)
+    differs = np.zeros(2, bool)
+    for _first, which in firsts:
+        name = _NAMES[which]
+        known = router.metadata.get((host.name, name, ""))
+        if known is None:
+            known = (host.event_metadata_id(name, "", {"category": _CATEGORY}), _CATEGORY)
+            router.metadata[(host.name, name, "")] = known
+        ids[which] = known[0]
+        differs[which] = known[1] != _CATEGORY
+    return ids[names], differs[names]

@@ -1,0 +1,320 @@
+"""Route a `ScannedTrace` (columns) into an `EventRouter`'s `ColumnSpace` with numpy.
+
+The result is the state `EventRouter.route_all` leaves after routing the same events one by
+one (lines, metadata, stats in the same order, flows, memory events, thread names, spans), so
+the importer's later steps (flow binding, memory, plane stats) run unchanged. `classify`
+decides whether the columns can be routed here at all (else the Python path runs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import cast
+
+import numpy as np
+
+from stepscope.xspace.builder import LineBuilder
+from stepscope.xspace.kineto.categories import (
+    CATEGORIES,
+    FRAMEWORK_OP_CATEGORIES,
+    LAUNCH_CATEGORIES,
+    RENAMES,
+    Kind,
+)
+from stepscope.xspace.kineto.columns import ColumnLine, ColumnSpace, StatCodec
+from stepscope.xspace.kineto.decode import TraceEvent
+from stepscope.xspace.kineto.devices import normalize_tid
+from stepscope.xspace.kineto.events import EventRouter
+from stepscope.xspace.kineto.fast_stats import StatRows
+from stepscope.xspace.kineto.scan import (
+    A_STR,
+    F_ARGS,
+    F_BAD,
+    F_GLOBAL,
+    F_ID,
+    F_PID_STR,
+    F_TID_STR,
+    F_TS,
+    PHASES,
+    ScannedTrace,
+    first_seen,
+)
+
+_ADDED_STATS = ("category", "step_num", "kernel_details", "memcpy_details", "memset_details")
+_HOST_KINDS = (Kind.HOST,)
+_DEVICE_KINDS = (Kind.DEVICE, Kind.GPU_ANNOTATION, Kind.SYNC)
+
+
+@dataclass
+class Classified:
+    """Per event: whether it is routed as a complete event, its category and kind."""
+
+    trace: ScannedTrace
+    routed: np.ndarray  # bool: X events and the instants routed like them
+    memory: np.ndarray  # bool: [memory] instants
+    cat: np.ndarray  # int32 string id of the raw category ("cpu_instant_event" filled in)
+    kind: np.ndarray  # int8 Kind (-1 where not routed)
+    category: np.ndarray  # int32 index into `categories`
+    categories: list[str]
+    # Set by `route`: absolute start, duration, final name id (string id) of each event.
+    start_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    dur_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    names: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    codec: StatCodec = field(default_factory=StatCodec)
+
+
+def classify(trace: ScannedTrace) -> Classified | None:
+    """Classification of every event, or None when one is outside what `route` models."""
+    flags, ph = trace.flags, trace.ph
+    if np.any(flags & F_BAD):
+        return None
+    if not np.isin(ph, np.frombuffer(bytes(PHASES), np.uint8)).all():
+        return None  # B/E pairs, unsupported phases: matched and counted in Python
+    keys = [trace.texts[int(k)] for k in np.unique(trace.arg_key)]
+    renamed = [RENAMES.get(key, key) for key in keys]
+    if any(key in renamed for key in _ADDED_STATS) or len(set(renamed)) != len(renamed):
+        return None  # the Python path's dict merges decide which value wins
+    instant = (ph == ord("i")) | (ph == ord("I"))
+    memory_id = trace._ids.get("[memory]", -2)
+    memory = instant & (trace.name == memory_id)
+    routed = (ph == ord("X")) | (instant & ~memory & ((flags & (F_GLOBAL | F_PID_STR)) == 0))
+    cat = trace.cat.copy()
+    cat[instant & (cat < 0)] = trace.string_id("cpu_instant_event")
+    if np.any(routed & ((cat < 0) | ((flags & F_TS) == 0))):
+        return None
+    needed = F_TS | F_ARGS
+    if np.any(memory & (((flags & (F_PID_STR | F_TID_STR)) != 0) | ((flags & needed) != needed))):
+        return None  # [memory] events without a time or args, or with string thread ids
+    categories: list[str] = []
+    kind_of = np.full(len(trace.texts), -1, np.int8)
+    category_of = np.full(len(trace.texts), -1, np.int32)
+    for cat_id in np.unique(cat[routed]).tolist():
+        known = CATEGORIES.get(trace.texts[cat_id])
+        if known is None:
+            return None  # classified by its args in Python
+        kind_of[cat_id] = known[0]
+        if known[1] not in categories:
+            categories.append(known[1])
+        category_of[cat_id] = categories.index(known[1])
+    kind = np.where(routed, kind_of[np.maximum(cat, 0)], -1).astype(np.int8)
+    host = np.isin(kind, _HOST_KINDS)
+    if np.any(host & ((flags & (F_PID_STR | F_TID_STR)) != 0)):
+        return None
+    threads = (ph == ord("M")) & (trace.name == trace._ids.get("thread_name", -2))
+    if np.any(threads & ((flags & F_TID_STR) != 0) & ((flags & F_PID_STR) == 0)):
+        return None
+    flows = (ph == ord("s")) | (ph == ord("f")) | (ph == ord("t"))
+    if np.any(flows & ((flags & F_TID_STR) != 0)):
+        return None
+    category = np.where(routed, category_of[np.maximum(cat, 0)], -1).astype(np.int32)
+    return Classified(trace, routed, memory, cat, kind, category, categories)
+
+
+def route(router: EventRouter, c: Classified) -> None:
+    """Fill ``router`` (whose builder is a `ColumnSpace`) as `route_all` would."""
+    trace = c.trace
+    builder = router.builder
+    assert isinstance(builder, ColumnSpace)
+    start = router.base_ns + trace.ts_ns
+    kind = c.kind
+    spans = kind == Kind.SKIP
+    for lo, length in zip(start[spans].tolist(), trace.dur_ns[spans].tolist(), strict=True):
+        router.spans.append((lo, lo + max(length, 0)))
+    emitted = c.routed & ~spans
+    dur = np.where(trace.ph == ord("X"), np.maximum(trace.dur_ns, 0), 0)
+    rows = StatRows(trace, c, emitted, builder.codec)
+    lines, positions = _assign_lines(router, c, emitted, rows)
+    names, display = rows.names, rows.display
+    c.start_ns, c.dur_ns, c.names, c.codec = start, dur, names, builder.codec
+    meta = _metadata(router, c, emitted, lines, names, display, rows)
+    order = np.flatnonzero(emitted)
+    by_line = order[np.argsort(lines[order], kind="stable")]
+    row_index = rows.gather(by_line)
+    counts = rows.counts[by_line]
+    bounds = np.flatnonzero(np.diff(lines[by_line])) + 1
+    row_bounds = np.concatenate(([0], np.cumsum(counts)))
+    first = 0
+    for end in [*bounds.tolist(), len(by_line)]:
+        if end == first:
+            continue
+        line = cast(ColumnLine, router_lines(router)[int(lines[by_line[first]])])
+        chosen = by_line[first:end]
+        row_lo, row_hi = int(row_bounds[first]), int(row_bounds[end])
+        picked = row_index[row_lo:row_hi]
+        line.extend(
+            meta[chosen],
+            start[chosen],
+            dur[chosen],
+            counts[first:end],
+            rows.key[picked],
+            rows.kind[picked],
+            rows.value[picked],
+        )
+        first = end
+    _bookkeeping(router, c, emitted, lines, positions, start, dur, rows)
+
+
+def router_lines(router: EventRouter) -> list[LineBuilder]:
+    """The lines `route` made, by number (`ColumnLine`s, typed as the router keeps them)."""
+    return cast("list[LineBuilder]", router._fast_lines)  # type: ignore[attr-defined]
+
+
+def _assign_lines(
+    router: EventRouter, c: Classified, emitted: np.ndarray, rows: StatRows
+) -> tuple[np.ndarray, np.ndarray]:
+    """Line number (into `router_lines`) and position in that line of every emitted event."""
+    trace = c.trace
+    lines = np.full(trace.n_events, -1, np.int64)
+    made: list[LineBuilder] = []
+    router._fast_lines = made  # type: ignore[attr-defined]
+    host = emitted & (c.kind == Kind.HOST)
+    host_idx = np.flatnonzero(host)
+    group, first = first_seen(trace.pid[host_idx], trace.tid[host_idx])
+    base = len(made)
+    for event in host_idx[first].tolist():
+        key = (int(trace.pid[event]), int(trace.tid[event]))
+        made.append(router._host_line(key))
+    lines[host_idx] = base + group
+    overhead = np.flatnonzero(emitted & (c.kind == Kind.OVERHEAD))
+    if len(overhead):
+        plane = router.builder.plane("/host:CUPTI")
+        made.append(plane.line(0, "Activity overhead"))
+        lines[overhead] = len(made) - 1
+    device_idx = np.flatnonzero(emitted & np.isin(c.kind, _DEVICE_KINDS))
+    if len(device_idx):
+        line_ids = rows.line_id[device_idx]
+        group, first = first_seen(rows.device[device_idx], line_ids)
+        base = len(made)
+        for event in device_idx[first].tolist():
+            device, line_id = int(rows.device[event]), int(rows.line_id[event])
+            if device not in router.device_planes:
+                router.device_planes[device] = router.builder.plane(f"/device:GPU:{device}")
+            plane = router.device_planes[device]
+            made.append(plane.line(line_id, rows.line_name(event)))
+        lines[device_idx] = base + group
+    positions = np.zeros(trace.n_events, np.int64)
+    order = np.flatnonzero(emitted)
+    by_line = order[np.argsort(lines[order], kind="stable")]
+    sorted_lines = lines[by_line]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_lines[1:] != sorted_lines[:-1])))
+    first_of = np.repeat(starts, np.diff(np.concatenate((starts, [len(by_line)]))))
+    positions[by_line] = np.arange(len(by_line)) - first_of
+    return lines, positions
+
+
+def _metadata(
+    router: EventRouter,
+    c: Classified,
+    emitted: np.ndarray,
+    lines: np.ndarray,
+    names: np.ndarray,
+    display: np.ndarray,
+    rows: StatRows,
+) -> np.ndarray:
+    """Event metadata id of every emitted event (ids in order of first appearance per plane,
+    as `EventRouter.emit` assigns them); the event-level category stats go into ``rows``."""
+    trace = c.trace
+    made = router_lines(router)
+    plane_of_line = {id(line.plane): i for i, line in enumerate(made)}
+    line_plane = np.array([plane_of_line[id(line.plane)] for line in made] or [0], np.int64)
+    idx = np.flatnonzero(emitted)
+    plane = line_plane[lines[idx]]
+    group, first = first_seen(plane, names[idx], display[idx])
+    meta_of_group = np.zeros(len(first), np.int64)
+    category_of_group = np.zeros(len(first), np.int32)
+    for g, event in enumerate(idx[first].tolist()):
+        builder_plane = made[int(lines[event])].plane
+        name = trace.texts[int(names[event])]
+        shown = trace.texts[int(display[event])]
+        category = c.categories[int(c.category[event])]
+        meta_id = builder_plane.event_metadata_id(name, shown, {"category": category})
+        router.metadata[(builder_plane.name, name, shown)] = (meta_id, category)
+        meta_of_group[g] = meta_id
+        category_of_group[g] = c.category[event]
+    meta = np.zeros(trace.n_events, np.int64)
+    meta[idx] = meta_of_group[group]
+    differs = idx[c.category[idx] != category_of_group[group]]
+    if len(differs):
+        rows.add_category(differs, [c.categories[int(i)] for i in c.category[differs]])
+    return meta
+
+
+def _bookkeeping(
+    router: EventRouter,
+    c: Classified,
+    emitted: np.ndarray,
+    lines: np.ndarray,
+    positions: np.ndarray,
+    start: np.ndarray,
+    dur: np.ndarray,
+    rows: StatRows,
+) -> None:
+    """Thread names, flows, ops by start/thread, uncorrelated launches, memory events."""
+    trace = c.trace
+    made = router_lines(router)
+    texts = trace.texts
+    ph = trace.ph
+    name_present, name_kind, name_value = trace.arg("name")
+    threads = np.flatnonzero(
+        (ph == ord("M"))
+        & (trace.name == trace._ids.get("thread_name", -2))
+        & name_present
+        & (name_kind == A_STR)
+    )
+    for event in threads.tolist():
+        router.thread_names[(_pid(trace, event), int(trace.tid[event]))] = texts[
+            int(name_value[event])
+        ]
+    framework = np.array(
+        [c.categories[i] in FRAMEWORK_OP_CATEGORIES for i in range(len(c.categories))] + [False]
+    )
+    host = emitted & (c.kind == Kind.HOST)
+    ops = host & framework[c.category]
+    flows = np.flatnonzero((ph == ord("s")) | (ph == ord("f")) | (ph == ord("t")))
+    fwdbwd = trace._ids.get("fwdbwd", -2)
+    wanted = flows[trace.cat[flows] == fwdbwd]
+    uncorrelated = (
+        emitted
+        & ~rows.has_correlation
+        & (
+            np.isin(c.kind, (Kind.DEVICE,))
+            | (
+                host
+                & np.array([cat in LAUNCH_CATEGORIES for cat in c.categories] + [False])[c.category]
+            )
+        )
+    )
+    if np.any(uncorrelated):
+        wanted = flows  # launch flows fill in the missing correlation ids
+        for event in np.flatnonzero(uncorrelated).tolist():
+            key = (_pid(trace, event), _tid(trace, event), int(trace.ts_ns[event]))
+            router.uncorrelated[key] = (made[int(lines[event])], int(positions[event]))
+    for event in wanted.tolist():
+        router.flows.append(_flow(trace, event))
+    fwd_ts = np.unique(trace.ts_ns[wanted[trace.cat[wanted] == fwdbwd]])
+    for event in np.flatnonzero(ops & np.isin(trace.ts_ns, fwd_ts)).tolist():
+        key = (int(trace.pid[event]), int(trace.tid[event]), int(trace.ts_ns[event]))
+        router.ops_by_start.setdefault(key, (made[int(lines[event])], int(positions[event])))
+
+
+def _pid(trace: ScannedTrace, event: int) -> object:
+    value = int(trace.pid[event])
+    return trace.texts[value] if trace.flags[event] & F_PID_STR else value
+
+
+def _tid(trace: ScannedTrace, event: int) -> object:
+    value = int(trace.tid[event])
+    return normalize_tid(trace.texts[value]) if trace.flags[event] & F_TID_STR else value
+
+
+def _flow(trace: ScannedTrace, event: int) -> TraceEvent:
+    flags = int(trace.flags[event])
+    cat = int(trace.cat[event])
+    return TraceEvent(
+        ph=chr(int(trace.ph[event])),
+        cat=trace.texts[cat] if cat >= 0 else None,
+        pid=_pid(trace, event),
+        tid=int(trace.tid[event]),
+        ts=int(trace.ts_ns[event]) if flags & F_TS else None,
+        id=int(trace.id[event]) if flags & F_ID else None,
+    )

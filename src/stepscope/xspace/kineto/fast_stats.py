@@ -1,0 +1,322 @@
+"""Stat rows of the events `fast_route` emits, built with numpy in `EventRouter`'s order.
+
+Per event: its arguments as `categories.convert_args` keeps them (null values and bookkeeping
+args dropped, XSpace renames, bools as ints, lists and objects as their JSON text), then the
+stats the router appends (``step_num``; for device events ``device_id`` / ``stream`` when the
+args lack them and ``kernel_details`` / ``memcpy_details`` / ``memset_details``; last an
+event-level ``category`` where the event's category differs from its metadata's). Values are
+in the `StatCodec`'s terms (key ids, string ids, float indexes), as `ColumnLine` keeps them.
+Kernel details and memcpy names are computed once per distinct combination of their inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from stepscope.xspace.kineto.categories import (
+    DROPPED_ARGS,
+    KERNEL_DROPPED_ARGS,
+    RENAMES,
+    Kind,
+    _json_text,
+    kernel_details,
+    memcpy_details,
+    memcpy_name,
+    memset_details,
+    step_number,
+)
+from stepscope.xspace.kineto.columns import StatCodec
+from stepscope.xspace.kineto.devices import ANNOTATION_LINE_BASE, SYNC_LINE_BASE, stream_of
+from stepscope.xspace.kineto.scan import (
+    A_BOOL,
+    A_FLOAT,
+    A_INT,
+    A_JSON,
+    A_NULL,
+    A_STR,
+    F_PID_STR,
+    F_TID_STR,
+    ScannedTrace,
+    first_seen,
+)
+from stepscope.xspace.wire import KIND_DOUBLE, KIND_INT, KIND_STR
+
+if TYPE_CHECKING:
+    from stepscope.xspace.kineto.fast_route import Classified
+
+_KERNEL_ARGS = (
+    "grid",
+    "block",
+    "registers per thread",
+    "shared memory",
+    "est. achieved occupancy %",
+)
+# Order of the stats the router appends after the args.
+_SLOT_STEP, _SLOT_DEVICE, _SLOT_STREAM, _SLOT_DETAILS, _SLOT_CATEGORY = range(1, 6)
+_LINE_NAMES = {
+    Kind.DEVICE: "Stream #{}",
+    Kind.GPU_ANNOTATION: "GPU annotations (Stream #{})",
+    Kind.SYNC: "CUDA sync (Stream #{})",
+}
+
+
+class StatRows:
+    """See the module docstring. ``names`` / ``display``: each event's final name and display
+    name (string ids); ``device`` / ``line_id``: where a device event goes."""
+
+    def __init__(self, trace: ScannedTrace, c: Classified, emitted: np.ndarray, codec: StatCodec):
+        self.trace = trace
+        self.codec = codec
+        self._extra: list[tuple[np.ndarray, int, int, int, np.ndarray]] = []
+        self._final: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        n = trace.n_events
+        empty = trace.string_id("")
+        self.names = np.where(trace.name >= 0, trace.name, empty).astype(np.int64)
+        self.display = np.full(n, empty, np.int64)
+        kernel = emitted & (c.kind == Kind.DEVICE) & (c.category == _index(c, "kernel"))
+        self._args(emitted, kernel)
+        self.has_correlation = self._has("correlation") | self._has("correlation_id")
+        self._steps(c, emitted)
+        self.device = np.zeros(n, np.int64)
+        self.line_id = np.zeros(n, np.int64)
+        self._devices(c, emitted, kernel)
+
+    # ---- arguments ---------------------------------------------------------------------------
+    def _args(self, emitted: np.ndarray, kernel: np.ndarray) -> None:
+        trace, codec = self.trace, self.codec
+        key_ids = np.unique(trace.arg_key)
+        texts = [trace.texts[int(k)] for k in key_ids]
+        dropped = np.zeros(len(trace.texts), bool)
+        kernel_dropped = np.zeros(len(trace.texts), bool)
+        key_lut = np.zeros(len(trace.texts), np.int32)
+        for key_id, text in zip(key_ids.tolist(), texts, strict=True):
+            dropped[key_id] = text in DROPPED_ARGS
+            kernel_dropped[key_id] = text in KERNEL_DROPPED_ARGS
+            key_lut[key_id] = codec.key_id(RENAMES.get(text, text))
+        event = trace.arg_event
+        kinds = trace.arg_kind
+        keep = emitted[event] & (kinds != A_NULL) & ~dropped[trace.arg_key]
+        keep &= ~(kernel[event] & kernel_dropped[trace.arg_key])
+        rows = np.flatnonzero(keep)
+        self.k_event = event[rows]
+        self.k_key = key_lut[trace.arg_key[rows]]
+        kind = kinds[rows]
+        value = trace.arg_value[rows].copy()
+        out_kind = np.full(len(rows), KIND_INT, np.int8)
+        floats = np.flatnonzero(kind == A_FLOAT)
+        if len(floats):
+            out_kind[floats] = KIND_DOUBLE
+            first = len(codec.floats)
+            codec.floats.frombytes(value[floats].tobytes())  # float64 bits, as written
+            value[floats] = np.arange(first, first + len(floats))
+        for which, convert in ((A_STR, self._text), (A_JSON, self._json)):
+            chosen = np.flatnonzero(kind == which)
+            if len(chosen):
+                distinct, inverse = np.unique(value[chosen], return_inverse=True)
+                ids = np.array([convert(int(v)) for v in distinct.tolist()], np.int64)
+                value[chosen] = ids[inverse]
+                out_kind[chosen] = KIND_STR
+        assert not np.any((kind != A_INT) & (kind != A_BOOL) & (out_kind == KIND_INT))
+        self.k_kind, self.k_value = out_kind, value
+        self.k_count = np.bincount(self.k_event, minlength=trace.n_events)
+
+    def _text(self, string_id: int) -> int:
+        return self.codec.string_id(self.trace.texts[string_id])
+
+    def _json(self, string_id: int) -> int:
+        return self.codec.string_id(_json_text(self.trace.value(A_JSON, string_id)))
+
+    def _has(self, key: str) -> np.ndarray:
+        present, kind, _value = self.trace.arg(key)
+        return present & (kind != A_NULL)
+
+    # ---- appended stats ----------------------------------------------------------------------
+    def add(self, events: np.ndarray, slot: int, key: str, kind: int, values: np.ndarray) -> None:
+        """Stat ``key`` appended to ``events`` (ints or codec string ids in ``values``)."""
+        self._extra.append((events, slot, self.codec.key_id(key), kind, values))
+        self._final = None
+
+    def add_strings(self, events: np.ndarray, slot: int, key: str, texts: list[str]) -> None:
+        ids = np.array([self.codec.string_id(text) for text in texts], np.int64)
+        self.add(events, slot, key, KIND_STR, ids)
+
+    def add_category(self, events: np.ndarray, categories: list[str]) -> None:
+        self.add_strings(events, _SLOT_CATEGORY, "category", categories)
+
+    def _steps(self, c: Classified, emitted: np.ndarray) -> None:
+        from stepscope.xspace.kineto.categories import FRAMEWORK_OP_CATEGORIES
+
+        trace = self.trace
+        candidates = np.unique(self.names[emitted]).tolist()
+        steps = {i: step_number(trace.texts[i]) for i in candidates}
+        steps = {i: n for i, n in steps.items() if n is not None}
+        if not steps:
+            return
+        framework = [_index(c, cat) for cat in FRAMEWORK_OP_CATEGORIES]
+        wanted = (
+            emitted
+            & np.isin(self.names, list(steps))
+            & (
+                ((c.kind == Kind.HOST) & np.isin(c.category, framework))
+                | (c.kind == Kind.GPU_ANNOTATION)
+            )
+        )
+        events = np.flatnonzero(wanted)
+        values = np.array([steps[int(i)] for i in self.names[events].tolist()], np.int64)
+        self.add(events, _SLOT_STEP, "step_num", KIND_INT, values)
+
+    def _devices(self, c: Classified, emitted: np.ndarray, kernel: np.ndarray) -> None:
+        trace = self.trace
+        on_device = emitted & np.isin(c.kind, list(_LINE_NAMES))
+        if not np.any(on_device):
+            return
+        _present, kind, value = trace.arg("device")
+        pid_ok = ((trace.flags & F_PID_STR) == 0) & (trace.pid >= 0)
+        device = np.where(kind == A_INT, value, np.where(pid_ok, trace.pid, 0))
+        _present, kind, value = trace.arg("stream")
+        stream = np.where((trace.flags & F_TID_STR) == 0, trace.tid, 0)
+        for event in np.flatnonzero(on_device & (kind != A_INT) & ((trace.flags & F_TID_STR) != 0)):
+            stream[event] = stream_of(trace.texts[int(trace.tid[event])]) or 0
+        stream = np.where(kind == A_INT, value, stream)
+        self.device = device
+        self.stream = stream
+        self.line_id = np.where(
+            c.kind == Kind.GPU_ANNOTATION,
+            ANNOTATION_LINE_BASE + stream,
+            np.where(c.kind == Kind.SYNC, SYNC_LINE_BASE + stream, stream),
+        )
+        self._kind = c.kind
+        dev = on_device & (c.kind == Kind.DEVICE)
+        has_device = self._has("device") | self._has("device_id")
+        events = np.flatnonzero(dev & ~has_device)
+        self.add(events, _SLOT_DEVICE, "device_id", KIND_INT, device[events])
+        events = np.flatnonzero(dev & ~self._has("stream"))
+        self.add(events, _SLOT_STREAM, "stream", KIND_INT, stream[events])
+        self._kernel_details(np.flatnonzero(kernel))
+        self._memcpy(np.flatnonzero(dev & (c.category == _index(c, "gpu_memcpy"))))
+        memsets = np.flatnonzero(dev & (c.category == _index(c, "gpu_memset")))
+        self._per_combination(
+            memsets,
+            ("bytes",),
+            lambda e: memset_details(self.trace.texts[int(self.names[e])], trace.args_of(e)),
+            "memset_details",
+        )
+
+    def line_name(self, event: int) -> str:
+        return _LINE_NAMES[Kind(int(self._kind[event]))].format(int(self.stream[event]))
+
+    def _combinations(
+        self, events: np.ndarray, keys: tuple[str, ...]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(combination per event, one event per combination) of name and the ``keys`` args."""
+        columns = [self.names[events]]
+        for key in keys:
+            _present, kind, value = self.trace.arg(key)
+            columns += [kind[events], value[events]]
+        group, first = first_seen(*columns)
+        return group, events[first]
+
+    def _per_combination(
+        self, events: np.ndarray, keys: tuple[str, ...], fn: Callable[[int], str | None], stat: str
+    ) -> None:
+        if not len(events):
+            return
+        group, samples = self._combinations(events, keys)
+        results = [fn(int(e)) for e in samples.tolist()]
+        keep = np.array([r is not None for r in results], bool)[group]
+        texts = [results[g] for g in group[keep].tolist()]
+        self.add_strings(events[keep], _SLOT_DETAILS, stat, texts)
+
+    def _kernel_details(self, kernels: np.ndarray) -> None:
+        self._per_combination(
+            kernels, _KERNEL_ARGS, lambda e: kernel_details(self.trace.args_of(e)), "kernel_details"
+        )
+
+    def _memcpy(self, events: np.ndarray) -> None:
+        if not len(events):
+            return
+        trace = self.trace
+        group, samples = self._combinations(events, ("kind", "bytes"))
+        names, details = [], []
+        for event in samples.tolist():
+            args = trace.args_of(event)
+            name, src, dst = memcpy_name(trace.texts[int(self.names[event])], args)
+            names.append(trace.string_id(name))
+            details.append(memcpy_details(args, src, dst))
+        self.display[events] = self.names[events]
+        self.names[events] = np.array(names, np.int64)[group]
+        self.add_strings(
+            events, _SLOT_DETAILS, "memcpy_details", [details[g] for g in group.tolist()]
+        )
+
+    # ---- output ------------------------------------------------------------------------------
+    def _finish(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        if self._final is not None:
+            return self._final
+        n = self.trace.n_events
+        parts = [p for p in self._extra if len(p[0])]
+        ex_event = np.concatenate([p[0] for p in parts] or [np.zeros(0, np.int64)])
+        ex_slot = np.concatenate(
+            [np.full(len(p[0]), p[1]) for p in parts] or [np.zeros(0, np.int64)]
+        )
+        ex_key = np.concatenate(
+            [np.full(len(p[0]), p[2], np.int32) for p in parts] or [np.zeros(0, np.int32)]
+        )
+        ex_kind = np.concatenate(
+            [np.full(len(p[0]), p[3], np.int8) for p in parts] or [np.zeros(0, np.int8)]
+        )
+        ex_value = np.concatenate(
+            [np.asarray(p[4], np.int64) for p in parts] or [np.zeros(0, np.int64)]
+        )
+        order = np.lexsort((ex_slot, ex_event))
+        ex_event, ex_key, ex_kind, ex_value = (
+            a[order] for a in (ex_event, ex_key, ex_kind, ex_value)
+        )
+        ex_count = np.bincount(ex_event, minlength=n)
+        counts = self.k_count + ex_count
+        starts = np.zeros(n + 1, np.int64)
+        np.cumsum(counts, out=starts[1:])
+        total = int(starts[-1])
+        key = np.empty(total, np.int32)
+        kind = np.empty(total, np.int8)
+        value = np.empty(total, np.int64)
+        k_rank = np.arange(len(self.k_event)) - np.searchsorted(self.k_event, self.k_event)
+        at = starts[self.k_event] + k_rank
+        key[at], kind[at], value[at] = self.k_key, self.k_kind, self.k_value
+        ex_rank = np.arange(len(ex_event)) - np.searchsorted(ex_event, ex_event)
+        at = starts[ex_event] + self.k_count[ex_event] + ex_rank
+        key[at], kind[at], value[at] = ex_key, ex_kind, ex_value
+        self._final = (counts, starts, key, kind, value)
+        return self._final
+
+    @property
+    def counts(self) -> np.ndarray:
+        return self._finish()[0]
+
+    @property
+    def key(self) -> np.ndarray:
+        return self._finish()[2]
+
+    @property
+    def kind(self) -> np.ndarray:
+        return self._finish()[3]
+
+    @property
+    def value(self) -> np.ndarray:
+        return self._finish()[4]
+
+    def gather(self, events: np.ndarray) -> np.ndarray:
+        """Row indices of ``events``' stats, event after event."""
+        counts, starts = self._finish()[:2]
+        chosen = counts[events]
+        new_starts = np.zeros(len(events), np.int64)
+        np.cumsum(chosen[:-1], out=new_starts[1:])
+        rows = np.repeat(starts[events] - new_starts, chosen)
+        return rows + np.arange(len(rows), dtype=np.int64)
+
+
+def _index(c: Classified, category: str) -> int:
+    return c.categories.index(category) if category in c.categories else -2

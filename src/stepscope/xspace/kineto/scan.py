@@ -1,0 +1,182 @@
+"""Trace JSON -> event and argument columns, by the C scanner `_kscan` (one pass, no object
+per event); `fast_route` routes the columns with numpy.
+
+`scan_trace` returns None whenever the trace holds anything the columns do not model exactly
+(a field of an unexpected type, an integer beyond int64, a time with more than 3 decimals, a
+repeated key, B/E pairs, unknown categories, invalid JSON, ...): the importer then decodes and
+routes it event by event in Python (`decode`, `events`), which handles every case. Both give
+the same profile (tests/xspace/test_kineto_columns.py compares them on every fixture).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import numpy as np
+
+try:
+    from stepscope.xspace.kineto import _kscan  # type: ignore[attr-defined]
+except ImportError:  # not built: every trace takes the Python path
+    _kscan = None
+
+# Event flags and argument kinds, as _kscan.c writes them.
+F_BAD, F_PID_STR, F_TID_STR, F_TS, F_DUR, F_ID, F_GLOBAL, F_ARGS = 1, 2, 4, 8, 16, 32, 64, 128
+A_INT, A_FLOAT, A_STR, A_BOOL, A_NULL, A_JSON = range(6)
+PHASES = frozenset(b"XiIsftM")
+_HEADER_ONLY = msgspec.json.Decoder()
+
+
+def available() -> bool:
+    return _kscan is not None and os.environ.get("STEPSCOPE_PURE_PYTHON") != "1"
+
+
+@dataclass
+class ScannedTrace:
+    """A trace as columns. Event i's arguments are rows ``arg_start[i]:arg_start[i + 1]``."""
+
+    header: dict[str, Any]
+    texts: list[str]  # string id -> decoded text (a JSON argument's raw text, decoded lazily)
+    ph: np.ndarray  # uint8
+    flags: np.ndarray  # uint8
+    cat: np.ndarray  # int32 string id, -1 absent
+    name: np.ndarray  # int32 string id, -1 absent
+    pid: np.ndarray  # int64
+    tid: np.ndarray  # int64
+    ts_ns: np.ndarray  # int64, relative to baseTimeNanoseconds
+    dur_ns: np.ndarray  # int64
+    id: np.ndarray  # int64
+    arg_start: np.ndarray  # int64, n + 1
+    arg_event: np.ndarray  # int64, the event of each row
+    arg_key: np.ndarray  # int32 string id
+    arg_kind: np.ndarray  # int8 (A_*)
+    arg_value: np.ndarray  # int64
+    raw: list[bytes]  # string id -> raw JSON text (for A_JSON values)
+
+    @property
+    def n_events(self) -> int:
+        return len(self.ph)
+
+    def string_id(self, text: str) -> int:
+        """Id of ``text`` (added when the trace does not hold it)."""
+        index = self._ids.get(text)
+        if index is None:
+            index = self._ids[text] = len(self.texts)
+            self.texts.append(text)
+            self.raw.append(b"")
+        return index
+
+    def __post_init__(self) -> None:
+        self._ids = {text: index for index, text in enumerate(self.texts)}
+
+    def arg(self, key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per event: whether it has argument ``key``, its kind and value (-1 / 0 when not)."""
+        n = self.n_events
+        present = np.zeros(n, bool)
+        kind = np.full(n, -1, np.int8)
+        value = np.zeros(n, np.int64)
+        index = self._ids.get(key)
+        if index is not None:
+            rows = np.flatnonzero(self.arg_key == index)
+            events = self.arg_event[rows]
+            present[events] = True
+            kind[events] = self.arg_kind[rows]
+            value[events] = self.arg_value[rows]
+        return present, kind, value
+
+    def value(self, kind: int, value: int) -> Any:
+        """The Python value of one argument (as msgspec decodes it)."""
+        if kind == A_INT:
+            return int(value)
+        if kind == A_FLOAT:
+            return float(np.int64(value).view(np.float64))
+        if kind == A_STR:
+            return self.texts[value]
+        if kind == A_BOOL:
+            return bool(value)
+        if kind == A_JSON:
+            return _HEADER_ONLY.decode(self.raw[value])
+        return None
+
+    def args_of(self, event: int) -> dict[str, Any]:
+        lo, hi = int(self.arg_start[event]), int(self.arg_start[event + 1])
+        return {
+            self.texts[int(self.arg_key[row])]: self.value(
+                int(self.arg_kind[row]), int(self.arg_value[row])
+            )
+            for row in range(lo, hi)
+        }
+
+
+def scan_trace(data: bytes, header_type: Any) -> ScannedTrace | None:
+    """Columns of ``data`` (see module docstring), or None for the Python path."""
+    if not available():
+        return None
+    scanned = _kscan.scan(data)
+    if scanned is None:
+        return None
+    lo, hi, raw, columns = scanned
+    try:
+        header = msgspec.json.decode(data[:lo] + b"[]" + data[hi:], type=header_type)
+        texts = [_decode_string(text) for text in raw]
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return None
+    nargs = np.frombuffer(columns["nargs"], np.uint32).astype(np.int64)
+    arg_start = np.zeros(len(nargs) + 1, np.int64)
+    np.cumsum(nargs, out=arg_start[1:])
+    trace = ScannedTrace(
+        header=header,
+        texts=texts,
+        ph=np.frombuffer(columns["ph"], np.uint8),
+        flags=np.frombuffer(columns["flags"], np.uint8),
+        cat=np.frombuffer(columns["cat"], np.int32),
+        name=np.frombuffer(columns["name"], np.int32),
+        pid=np.frombuffer(columns["pid"], np.int64),
+        tid=np.frombuffer(columns["tid"], np.int64),
+        ts_ns=np.frombuffer(columns["ts"], np.int64),
+        dur_ns=np.frombuffer(columns["dur"], np.int64),
+        id=np.frombuffer(columns["id"], np.int64),
+        arg_start=arg_start,
+        arg_event=np.repeat(np.arange(len(nargs), dtype=np.int64), nargs),
+        arg_key=np.frombuffer(columns["key"], np.int32),
+        arg_kind=np.frombuffer(columns["kind"], np.int8),
+        arg_value=np.frombuffer(columns["value"], np.int64),
+        raw=raw,
+    )
+    return trace
+
+
+def _decode_string(raw: bytes) -> str:
+    if b"\\" in raw:
+        text = _HEADER_ONLY.decode(b'"' + raw + b'"')
+        assert isinstance(text, str)
+        return text
+    return raw.decode("utf-8")
+
+
+def first_seen(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(group per element, first element of each group), groups numbered in order of first
+    appearance, for rows made of the given integer columns."""
+    n = len(columns[0])
+    if not n:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    key = np.zeros(n, np.int64)
+    span = 1
+    for column in columns:
+        column = np.asarray(column, np.int64)
+        low, high = int(column.min()), int(column.max())
+        if high - low >= n:  # a wide range (pids, tids): dense codes first
+            column = np.unique(column, return_inverse=True)[1].reshape(-1)
+            low, high = 0, int(column.max())
+        width = high - low + 1
+        if span * width >= 1 << 62:
+            key = np.unique(key, return_inverse=True)[1].reshape(-1)
+            span = int(key.max()) + 1
+        key = key * width + (column - low)
+        span *= width
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inverse.reshape(-1)], np.sort(first)

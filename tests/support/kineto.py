@@ -1,0 +1,77 @@
+"""Compare the profiles the Kineto importer's two paths give (columns and XSpace)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from stepscope.model import Profile, profile_from_xspace
+from stepscope.model.from_xspace import profile_from_columns
+from stepscope.xspace.kineto import kineto_to_columns, kineto_to_xspace
+from stepscope.xspace.wire import KIND_BYTES, KIND_STR
+
+
+def _stat_rows(profile: Profile, stats: Any, lo: int, hi: int) -> list[tuple[str, int, object]]:
+    out: list[tuple[str, int, object]] = []
+    for row in range(lo, hi):
+        kind = int(stats.kind[row])
+        value: object = int(stats.value[row])
+        if kind in (KIND_STR, KIND_BYTES):
+            value = profile.strings[int(stats.value[row])]
+        out.append((profile.strings[int(stats.key[row])], kind, value))
+    return out
+
+
+def describe(profile: Profile) -> dict[str, Any]:
+    """Everything in a profile, with string ids resolved (the two paths intern differently)."""
+    events = []
+    for row in range(profile.n_events):
+        line = profile.lines[int(profile.line[row])]
+        meta = int(profile.meta[row])
+        events.append(
+            (
+                line.index,
+                profile.strings[int(profile.name[row])],
+                profile.strings[int(profile.meta_display_name[meta])],
+                int(profile.start_ns[row]),
+                int(profile.dur_ns[row]),
+                _stat_rows(
+                    profile,
+                    profile.stats,
+                    int(profile.stat_start[row]),
+                    int(profile.stat_start[row + 1]),
+                ),
+            )
+        )
+    metadata = sorted(
+        (
+            int(profile.meta_plane[m]),
+            int(profile.meta_id[m]),
+            profile.strings[int(profile.meta_name[m])],
+            _stat_rows(
+                profile,
+                profile.meta_stats,
+                int(profile.meta_stat_start[m]),
+                int(profile.meta_stat_start[m + 1]),
+            ),
+        )
+        for m in range(len(profile.meta_id))
+    )
+    return {
+        "hostname": profile.hostname,
+        "planes": [(p.id, p.name, p.stats, p.first_line, p.line_count) for p in profile.planes],
+        "lines": profile.lines,
+        "metadata": metadata,
+        "events": events,
+        "warnings": profile.warnings,
+        "errors": profile.errors,
+    }
+
+
+def assert_same_profile(path: Path) -> None:
+    direct = profile_from_columns(kineto_to_columns(path), str(path), None)
+    via_xspace = profile_from_xspace(kineto_to_xspace(path), source=str(path))
+    assert direct.n_events == via_xspace.n_events
+    ours, theirs = describe(direct), describe(via_xspace)
+    for key in ours:
+        assert ours[key] == theirs[key], key

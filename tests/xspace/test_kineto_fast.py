@@ -1,0 +1,387 @@
+"""The Kineto importer's C scanner + numpy routing (`scan`, `fast_route`, `fast_stats`,
+`fast_memory`): which traces take it, and that it gives the profile of the per-event path.
+
+`test_kineto_columns` compares the columns path with the XSpace path (per-event routing) on
+every fixture; here the synthetic traces hold what the vectorized code must reproduce (stat
+order, renames, appended stats, metadata order, memory events, flows), and traces it must
+leave to the per-event path.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from stepscope.xspace.kineto import _kscan, fast_route, importer, scan
+from stepscope.xspace.kineto.memory import _innermost_ops
+from tests.support.fixtures import FIXTURES
+from tests.support.kineto import assert_same_profile as _assert_same
+from tests.support.kineto import describe as _describe
+
+
+def _classified(path: Path) -> fast_route.Classified | None:
+    data = importer._read(path, [])
+    scanned = scan.scan_trace(data, importer.HeaderOnly)
+    return None if scanned is None else fast_route.classify(scanned)
+
+
+def _write(tmp_path: Path, events: list[Any], **header: Any) -> Path:
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"traceEvents": events, **header}))
+    return path
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "a100_nccl_rank0",
+        "b200_vllm_fp8_rank0",
+        "h100_bert_small_inference",
+        "mi300x_resnet_training_rank0",
+        "v100_training_with_memory",
+    ],
+)
+def test_real_traces_take_the_fast_path(name: str) -> None:
+    assert _classified(FIXTURES / "kineto" / f"{name}.json.gz") is not None
+
+
+def test_2021_schema_takes_the_per_event_path() -> None:
+    # String thread ids ("25738", "stream 7") are normalised event by event in Python.
+    assert _classified(FIXTURES / "kineto" / "v100_resnet50_training_2021schema.json.gz") is None
+
+
+def _op(name: str, ts: Any, dur: Any, tid: int = 2, **args: Any) -> dict[str, Any]:
+    return {
+        "ph": "X",
+        "cat": "cpu_op",
+        "name": name,
+        "pid": 1,
+        "tid": tid,
+        "ts": ts,
+        "dur": dur,
+        "args": args,
+    }
+
+
+def _mixed_events() -> list[Any]:
+    kernel_args = {
+        "device": 0,
+        "stream": 7,
+        "correlation": 5,
+        "External id": 3,
+        "registers per thread": 32,
+        "shared memory": 0,
+        "blocks per SM": 0.5,
+        "grid": [4, 1, 1],
+        "block": [128, 1, 1],
+        "est. achieved occupancy %": 25,
+    }
+    return [
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "main"}},
+        {"ph": "M", "name": "process_name", "pid": "Spans", "tid": 0, "args": {"name": "x"}},
+        {
+            "ph": "X",
+            "cat": "Trace",
+            "name": "PyTorch Profiler (0)",
+            "pid": "Spans",
+            "tid": "PyTorch Profiler",
+            "ts": 900,
+            "dur": 2000,
+        },
+        {"ph": "i", "s": "g", "name": "Record Window End", "pid": "", "tid": "", "ts": 2900},
+        _op("ProfilerStep#7", 1000, 500.5, **{"External id": 1, "Ev Idx": 0}),
+        _op(
+            "aten::mm",
+            1000.25,
+            10.125,
+            **{
+                "External id": 2,
+                "Input Dims": [[2, 3], [3, 4]],
+                "Input type": ["float", "float"],
+                "flag": True,
+                "none": None,
+                "ratio": 0.5,
+                "Sequence number": 9,
+                "text": 'caf\u00e9 "q"\n',
+            },
+        ),
+        _op("aten::mm", 1000.25, 10.125, **{"External id": 2}),  # a full tie
+        _op("aten::neg", 1020, -3),  # a negative duration becomes 0
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "aten::mm",
+            "pid": 1,
+            "tid": 2,
+            "ts": 1030,
+            "dur": 4,
+        },  # same name, another category: an event-level category stat
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 1,
+            "tid": 2,
+            "ts": 1040,
+            "dur": 5,
+            "args": {"correlation": 5, "External id": 3},
+        },
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaMemcpyAsync",
+            "pid": 1,
+            "tid": 3,
+            "ts": 1045,
+            "dur": 5,
+            "args": {"External id": 4},
+        },  # no correlation: the flow's id
+        {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 77, "pid": 1, "tid": 3, "ts": 1045},
+        {
+            "ph": "f",
+            "cat": "ac2g",
+            "name": "ac2g",
+            "id": 77,
+            "pid": 0,
+            "tid": 7,
+            "ts": 1060,
+            "bp": "e",
+        },
+        {"ph": "s", "cat": "fwdbwd", "id": 9, "pid": 1, "tid": 2, "ts": 1020},
+        {"ph": "f", "cat": "fwdbwd", "id": 9, "pid": 1, "tid": 2, "ts": 1030, "bp": "e"},
+        {"ph": "f", "cat": "fwdbwd", "id": 10, "pid": 1, "tid": 2, "ts": 5},  # unbound
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "k1",
+            "pid": 0,
+            "tid": 7,
+            "ts": 1050,
+            "dur": 3,
+            "args": kernel_args,
+        },
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "k1",
+            "pid": 0,
+            "tid": 7,
+            "ts": 1054,
+            "dur": 3,
+            "args": {**kernel_args, "correlation": 6},
+        },
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "k2",
+            "pid": 0,
+            "tid": 8,
+            "ts": 1055,
+            "dur": 1,
+            "args": {"device": 0, "correlation": 8},
+        },  # no launch config, stream from the tid
+        {  # neither device nor stream: both appended, from the pid and tid
+            "ph": "X",
+            "cat": "kernel",
+            "name": "k3",
+            "pid": 0,
+            "tid": 7,
+            "ts": 1058,
+            "dur": 1,
+            "args": {"correlation": 9, "grid": [1, 1, 1]},
+        },
+        {
+            "ph": "X",
+            "cat": "gpu_memcpy",
+            "name": "Memcpy HtoD (Pageable -> Device)",
+            "pid": 0,
+            "tid": 7,
+            "ts": 1060,
+            "dur": 2,
+            "args": {"device": 0, "stream": 7, "correlation": 77, "bytes": 4096},
+        },
+        {
+            "ph": "X",
+            "cat": "gpu_memset",
+            "name": "Memset (Device)",
+            "pid": 0,
+            "tid": 7,
+            "ts": 1063,
+            "dur": 1,
+            "args": {"device": 0, "stream": 7, "correlation": 11, "bytes": 64},
+        },
+        {
+            "ph": "X",
+            "cat": "gpu_user_annotation",
+            "name": "ProfilerStep#7",
+            "pid": 0,
+            "tid": 7,
+            "ts": 1000,
+            "dur": 90,
+            "args": {"device": 0, "stream": 7},
+        },
+        {
+            "ph": "X",
+            "cat": "cuda_sync",
+            "name": "Stream Sync",
+            "pid": 0,
+            "tid": 7,
+            "ts": 1070,
+            "dur": 2,
+            "args": {"device": 0, "stream": 7},
+        },
+        {
+            "ph": "X",
+            "cat": "overhead",
+            "name": "Buffer Request",
+            "pid": -1,
+            "tid": 0,
+            "ts": 1080,
+            "dur": 1,
+        },
+        {
+            "ph": "i",
+            "cat": "cpu_instant_event",
+            "s": "t",
+            "name": "[memory]",
+            "pid": 1,
+            "tid": 2,
+            "ts": 1003,
+            "args": {
+                "Device Type": 1,
+                "Device Id": 0,
+                "Addr": 10,
+                "Bytes": -64,
+                "Total Allocated": 0,
+                "Total Reserved": 512,
+            },
+        },
+        {
+            "ph": "i",
+            "cat": "cpu_instant_event",
+            "s": "t",
+            "name": "[memory]",
+            "pid": 1,
+            "tid": 2,
+            "ts": 1001,
+            "args": {
+                "Device Type": 1,
+                "Device Id": 0,
+                "Addr": 10,
+                "Bytes": 64,
+                "Total Allocated": 64,
+                "Total Reserved": 512,
+            },
+        },
+        {
+            "ph": "i",
+            "s": "t",
+            "name": "[memory]",
+            "pid": 1,
+            "tid": 9,
+            "ts": 1002,
+            "args": {"Device Type": 0, "Device Id": -1, "Bytes": 8, "Total Allocated": 8},
+        },
+        {"ph": "i", "s": "t", "name": "marker", "pid": 1, "tid": 2, "ts": 1004},
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "other pid same tid",
+            "pid": 5,
+            "tid": 2,
+            "ts": 1100,
+            "dur": 1,
+        },
+        {"ph": "X", "cat": "python_function", "name": None, "pid": 1, "tid": 2, "ts": 1110},
+    ]
+
+
+def test_synthetic_trace_takes_the_fast_path_and_matches(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        _mixed_events(),
+        baseTimeNanoseconds=10**15,
+        deviceProperties=[{"id": 0, "name": "GPU", "totalGlobalMem": 1 << 30}],
+    )
+    assert _classified(path) is not None
+    _assert_same(path)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"ph": "B", "name": "range", "pid": 1, "tid": 2, "ts": 1200},
+        _op("aten::x", 1000.1234, 1),  # more than 3 decimals: rounding stays Python's
+        _op("aten::x", "1000", 1),  # a string time
+        _op("aten::x", 1000, 1, big=1 << 64),  # beyond 64 bits: skipped and counted
+        _op("aten::x", 1000, 1, correlation=1, correlation_id=2),  # merged by dict order
+        {"ph": "X", "cat": "mystery", "name": "m", "pid": 1, "tid": 2, "ts": 1, "dur": 1},
+        [1, 2],  # not an object
+        {"ph": "X", "cat": "cpu_op", "name": "t", "pid": 1, "tid": "25", "ts": 1, "dur": 1},
+    ],
+)
+def test_what_the_columns_do_not_model_takes_the_per_event_path(tmp_path: Path, extra: Any) -> None:
+    path = _write(tmp_path, [*_mixed_events(), extra])
+    assert _classified(path) is None
+    _assert_same(path)
+
+
+def test_pure_python_mode_gives_the_same_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    path = FIXTURES / "kineto" / "h100_bert_small_inference.json.gz"
+    from stepscope.model.from_xspace import profile_from_columns
+
+    fast = _describe(profile_from_columns(importer.kineto_to_columns(path), str(path), None))
+    monkeypatch.setenv("STEPSCOPE_PURE_PYTHON", "1")
+    assert not scan.available()
+    slow = _describe(profile_from_columns(importer.kineto_to_columns(path), str(path), None))
+    assert fast == slow
+
+
+def test_innermost_walk_matches_the_python_one() -> None:
+    rng = np.random.default_rng(3)
+    starts = rng.integers(0, 1000, 300)
+    ends = starts + rng.integers(0, 200, 300)  # overlapping, not always nested
+    times = np.sort(rng.integers(0, 1200, 500))
+    ops = sorted(
+        zip(starts.tolist(), ends.tolist(), map(str, range(300)), strict=True),
+        key=lambda o: (o[0], -o[1]),
+    )
+    expected = _innermost_ops([(t, (1, 1), {}) for t in times.tolist()], {(1, 1): list(ops)})
+    sorted_starts = np.array([o[0] for o in ops], np.int64)
+    sorted_ends = np.array([o[1] for o in ops], np.int64)
+    found = np.frombuffer(
+        _kscan.innermost(sorted_starts.tobytes(), sorted_ends.tobytes(), times.tobytes()), np.int64
+    )
+    assert [None if i < 0 else ops[i][2] for i in found.tolist()] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "ns"),
+    [
+        ("1.5", 1500),
+        ("0.0005", None),
+        ("2.0015", None),
+        ("1669783687464181", 1669783687464181000),
+        ("1.2345e3", None),
+        ("-3.25", -3250),
+        ("0.999", 999),
+        ("123456789.001", 123456789001),
+    ],
+)
+def test_times_convert_exactly(text: str, ns: int | None) -> None:
+    data = (
+        '{"traceEvents": [{"ph": "i", "s": "t", "name": "n", "pid": 1, "tid": 1, "ts": '
+        + text
+        + "}]}"
+    ).encode()
+    scanned = scan.scan_trace(data, importer.HeaderOnly)
+    assert scanned is not None
+    if ns is None:  # left to Python's float arithmetic
+        assert scanned.flags[0] & scan.F_BAD
+    else:
+        assert not scanned.flags[0] & scan.F_BAD
+        assert int(scanned.ts_ns[0]) == ns
