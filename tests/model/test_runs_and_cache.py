@@ -95,7 +95,8 @@ def test_cache_key_depends_on_version(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_large_conversions_report_progress(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from stepscope.model.load import PROGRESS_MIN_BYTES, stderr_progress
+    from stepscope.cli.progress import stderr_progress
+    from stepscope.model.load import PROGRESS_MIN_BYTES
     from stepscope.xspace.synthetic import synthetic_xspace_bytes
 
     monkeypatch.setenv("STEPSCOPE_CACHE_DIR", str(tmp_path / "cache"))

@@ -46,6 +46,7 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace | None:
     parser.add_argument("--workers")
     parser.add_argument("--dask")
     parser.add_argument("--max-profile-bytes")
+    parser.add_argument("--quiet", "-q", action="store_true")  # a kept answer has no progress
     try:
         args, unknown = parser.parse_known_args(list(argv))
     except (argparse.ArgumentError, SystemExit):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import os
 
+from stepscope.cli.progress import stderr_progress
 from stepscope.errors import StepscopeError
 from stepscope.model import ALL_HOSTS, Run, open_run
-from stepscope.model.load import stderr_progress
 from stepscope.stats.compare import RunSummary, looks_like_summary
 from stepscope.tools._compare import run_summary
 from stepscope.tools.context import ProfileStore, ToolContext

@@ -8,6 +8,7 @@ import argparse
 import sys
 import time
 
+from stepscope.cli.progress import showing
 from stepscope.executor import Executor, ProgressFn, make_executor
 from stepscope.executor.dask import SCHEDULER_ENV
 
@@ -49,6 +50,8 @@ def host_progress() -> ProgressFn:
     state = {"failed": 0, "cached": 0, "open": False, "last_pct": -1}
 
     def report(host: str, status: str, done: int, total: int) -> None:
+        if status not in ("failed", "retrying") and not showing():
+            return  # --quiet: failures are still told
         elapsed = f"{time.monotonic() - started:5.1f}s"
         if status == "failed":
             state["failed"] += 1

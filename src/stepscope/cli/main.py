@@ -53,6 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
             "JSON), e.g. 2G; default: a quarter of physical memory "
             f"(${limits.ENV_VAR})",
         )
+        sub.add_argument(
+            "--quiet",
+            "-q",
+            action="store_true",
+            help="no progress or information lines on stderr (warnings and errors only; "
+            "the same as logging.getLogger('stepscope').setLevel(logging.WARNING))",
+        )
     return parser
 
 
@@ -89,8 +96,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             except ValueError as exc:
                 print(f"stepscope: error: ${limits.ENV_VAR}: {exc}", file=sys.stderr)
                 return 2
+    from stepscope.cli.progress import quiet
+
     try:
-        return int(func(args) or 0)
+        with quiet(bool(getattr(args, "quiet", False))):
+            return int(func(args) or 0)
     except StepscopeError as exc:
         print(f"stepscope: error: {exc}", file=sys.stderr)
         return 2

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -82,30 +81,3 @@ def open_file(path: str, use_cache: bool = True, progress: Progress | None = Non
     fmt = format_of(path) or "xspace"
     host = HostFile(host_name_of(path), path, fmt, fs.size(path))
     return open_host(host, use_cache=use_cache, progress=progress)
-
-
-def stderr_progress(width: int = 24) -> Progress:
-    """The CLI's progress display on stderr: a bar redrawn in place on a terminal, one line per
-    stage otherwise (logs, CI); messages without a fraction are printed as lines."""
-    started = time.monotonic()
-    tty = sys.stderr.isatty()
-    state = {"open": False}
-
-    def report(stage: str, fraction: float | None = None) -> None:
-        elapsed = f"{time.monotonic() - started:5.1f}s"
-        if fraction is None or not tty:
-            if state["open"]:
-                sys.stderr.write("\n")
-                state["open"] = False
-            percent = "" if fraction is None else f"{fraction:4.0%} "
-            print(f"[{elapsed}] {percent}{stage}", file=sys.stderr, flush=True)
-            return
-        filled = round(width * min(max(fraction, 0.0), 1.0))
-        bar = "#" * filled + "." * (width - filled)
-        sys.stderr.write(f"\r[{bar}] {fraction:4.0%} {stage[:60]:<60} {elapsed}")
-        state["open"] = fraction < 1.0
-        if fraction >= 1.0:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-    return report

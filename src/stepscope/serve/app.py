@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-import sys
 import threading
 import time
 import webbrowser
@@ -30,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from stepscope import log
 from stepscope.errors import StepscopeError
 from stepscope.executor import Executor
 from stepscope.serve.access import AccessGuard, new_token
@@ -222,10 +222,6 @@ def _prepare(
     return uvicorn.Server(config), sock, state, _url(host, bound_port), token
 
 
-def _stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def page_url(
     base_url: str,
     run: str | None = None,
@@ -251,17 +247,18 @@ def serve(
     open_browser: bool = False,
     use_cache: bool = True,
     run: str | None = None,
-    say: Callable[[str], None] = print,
+    say: Callable[[str], None] = log.info,
     executor: Executor | None = None,
     allow_hosts: Sequence[str] = (),
     token: str | None = None,
 ) -> None:
-    """Serve the UI for ``logdir`` until interrupted; prints the URL to open (with the token).
+    """Serve the UI for ``logdir`` until interrupted; tells ``say`` (the ``stepscope`` logger
+    by default; the CLI prints it) the URL to open, with the token.
     With ``run`` (a run name as `stepscope runs` lists it), the URL opens that run's overview.
     """
     state = ServerState(logdir, use_cache=use_cache, executor=executor)
     server, sock, _state, url, token = _prepare(
-        logdir, host, port, use_cache, _stderr, state, allow_hosts=allow_hosts, token=token
+        logdir, host, port, use_cache, log.warn, state, allow_hosts=allow_hosts, token=token
     )
     url = page_url(url, run, token=token)
     say(f"stepscope: serving {_state.logdir} at {url}  (Ctrl-C to stop)")
@@ -289,7 +286,7 @@ def start_server(
     """Start serving ``logdir`` on a background thread; returns once it accepts connections.
     ``state`` replaces the default one (tests pass one with their own tool registry)."""
     server, sock, state, url, token = _prepare(
-        logdir, host, port, use_cache, _stderr, state, allow_hosts, token
+        logdir, host, port, use_cache, log.warn, state, allow_hosts, token
     )
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="stepscope-serve", daemon=True

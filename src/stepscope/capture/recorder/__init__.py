@@ -21,6 +21,7 @@ import threading
 from types import FrameType, TracebackType
 from typing import Any
 
+from stepscope import log
 from stepscope.capture.recorder.config import (
     InvalidRecorderConfigError,
     RecorderConfig,
@@ -170,7 +171,7 @@ def _save_uncaught(error: BaseException | None, where: str) -> None:
         try:  # the program is ending: wait for the run to be written
             pending.result(EXIT_WAIT_S)
         except Exception as exc:
-            print(f"stepscope recorder: could not save the exception: {exc}", file=sys.stderr)
+            log.warn(f"stepscope recorder: could not save the exception: {exc}")
 
 
 def _excepthook(kind: type[BaseException], error: BaseException, tb: TracebackType | None) -> None:

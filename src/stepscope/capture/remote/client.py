@@ -18,6 +18,7 @@ the reason); `trace` raises `NoTraceCollectedError` only when no worker produced
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import threading
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from stepscope import tmpfiles
+from stepscope import log, tmpfiles
 from stepscope.capture.options import ProfilerOptions, resolve_options
 from stepscope.capture.recorder.peers import RECENT_TOOL
 from stepscope.capture.remote import require_grpc
@@ -326,12 +327,22 @@ def trace(
     stream: IO[str] | None = None,
 ) -> TraceResult:
     """Capture ``duration_ms`` from the workers in ``service_addr`` (or ``worker_list`` if set),
-    both comma-separated ``grpc://host:port`` lists. With ``verbose``, prints one result line
-    per worker on ``stream`` (stderr), and a progress display while waiting (``progress``:
-    default on a terminal only). Ctrl-C asks the workers to stop early and keeps what they had.
+    both comma-separated ``grpc://host:port`` lists. With ``verbose``, tells one result line
+    per worker to the ``stepscope`` logger (or writes it on ``stream`` when given), and shows
+    a progress display on ``stream`` (stderr) while waiting (``progress``: default on a
+    terminal only, and not while the logger is silenced). Ctrl-C asks the workers to stop
+    early and keeps what they had.
     With ``recent``, each worker's flight recorder sends its last ``duration_ms`` instead.
     """
     out = stream or sys.stderr
+
+    def say(line: str) -> None:
+        if stream is None:
+            log.info(line)
+        else:
+            stream.write(line + "\n")
+            stream.flush()
+
     job = CaptureJob(
         worker_list or service_addr,
         logdir,
@@ -343,32 +354,31 @@ def trace(
         recent=recent,
     )
     tty = bool(getattr(out, "isatty", lambda: False)())
-    show = verbose and (progress if progress is not None else tty)
+    if progress is None:
+        progress = tty and (stream is not None or log.logger().isEnabledFor(logging.INFO))
+    show = verbose and progress
     if verbose and recent:
-        print(
+        say(
             f"stepscope: asking {len(job.workers)} worker(s)' flight recorders for their last "
-            f"{duration_ms} ms, into {job.run_dir}",
-            file=out,
-            flush=True,
+            f"{duration_ms} ms, into {job.run_dir}"
         )
     elif verbose:
-        print(
+        say(
             f"stepscope: capturing {duration_ms} ms from {len(job.workers)} worker(s) "
-            f"into {job.run_dir}",
-            file=out,
-            flush=True,
+            f"into {job.run_dir}"
         )
     with ProgressPrinter(job.workers, out) if show else contextlib.nullcontext():
         try:
             job.run()
         except KeyboardInterrupt:
-            print("\nstepscope: stopping the capture early", file=out, flush=True)
+            out.write("\n")  # ends the progress line
+            say("stepscope: stopping the capture early")
             job.terminate()
             job.wait(10.0)
     result = job.result()
     if verbose:
         for line in result.lines():
-            print(line, file=out, flush=True)
+            say(line)
     if not result.has_data:
         raise NoTraceCollectedError(
             "No trace event was collected: no worker answered with trace data "

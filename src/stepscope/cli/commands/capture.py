@@ -121,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
     from stepscope.capture.options import ProfilerOptions
     from stepscope.capture.remote.client import NoTraceCollectedError, monitor, trace
     from stepscope.capture.remote.paths import parse_service_addresses
+    from stepscope.cli.progress import showing
     from stepscope.errors import StepscopeError
 
     if args.delay_ms < 0:
@@ -146,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
             session_id=args.session_id,
             token=args.token,
             recent=args.recent is not None,
-            progress=not args.no_progress,
+            progress=not args.no_progress and showing(),
+            verbose=showing(),
             stream=sys.stderr,
         )
     except NoTraceCollectedError as exc:

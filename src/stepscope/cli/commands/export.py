@@ -130,8 +130,8 @@ def _closing_both(zipped: gzip.GzipFile, raw: IO[bytes]) -> TextIO:
 
 
 def run(args: argparse.Namespace) -> int:
+    from stepscope.cli.progress import stderr_progress
     from stepscope.model import open_host, open_run
-    from stepscope.model.load import stderr_progress
 
     target = open_run(args.path)
     if args.host:

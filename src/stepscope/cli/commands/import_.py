@@ -76,7 +76,7 @@ def _on_executor(args: argparse.Namespace) -> ConvertAll:
 
 def run(args: argparse.Namespace) -> int:
     from stepscope.capture.bridges.traces import import_traces
-    from stepscope.model.load import stderr_progress
+    from stepscope.cli.progress import stderr_progress
 
     result = import_traces(
         args.paths,

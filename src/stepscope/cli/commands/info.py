@@ -76,8 +76,8 @@ def summarize(profile: Profile, top: int) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from stepscope.cli.progress import stderr_progress
     from stepscope.model import open_host, open_run
-    from stepscope.model.load import stderr_progress
 
     target = open_run(args.path)
     hosts = [target.host(args.host)] if args.host else list(target.hosts)

@@ -64,5 +64,6 @@ def run(args: argparse.Namespace) -> int:
         executor=executor_from(args),
         allow_hosts=args.allow_host,
         token=args.token,
+        say=lambda line: print(line, flush=True),  # the address goes to stdout, as always
     )
     return 0

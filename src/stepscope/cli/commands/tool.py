@@ -104,8 +104,8 @@ def context_for(
 ) -> ToolContext:
     """The tool's context, with the per-host work of ALL_HOSTS already done (on the executor
     ``args`` names: --workers / --dask)."""
+    from stepscope.cli.progress import stderr_progress
     from stepscope.model import open_run
-    from stepscope.model.load import stderr_progress
     from stepscope.tools._fanout import prepare
     from stepscope.tools.context import ProfileStore, ToolContext
 

@@ -1,0 +1,45 @@
+"""Library code never prints: messages go through the ``stepscope`` logger and progress
+through callbacks, so users can silence them; only the CLI (and the logger's own handler)
+writes to the terminal."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "stepscope"
+RENDERERS = {"cli", "log.py"}  # the CLI draws progress; log.py is the logger's handler
+
+
+def _is_print(func: ast.expr) -> bool:
+    return isinstance(func, ast.Name) and func.id == "print"
+
+
+def _is_std_write(func: ast.expr) -> bool:
+    """``sys.stdout.write`` or ``sys.stderr.write``."""
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "write"
+        and isinstance(func.value, ast.Attribute)
+        and func.value.attr in ("stdout", "stderr")
+        and isinstance(func.value.value, ast.Name)
+        and func.value.value.id == "sys"
+    )
+
+
+def _writes(tree: ast.AST) -> list[int]:
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and (_is_print(node.func) or _is_std_write(node.func))
+    ]
+
+
+def test_no_library_module_prints() -> None:
+    offenders = [
+        f"{path.relative_to(SRC)}:{line}"
+        for path in sorted(SRC.rglob("*.py"))
+        if path.relative_to(SRC).parts[0] not in RENDERERS
+        for line in _writes(ast.parse(path.read_text(), str(path)))
+    ]
+    assert offenders == []
