@@ -88,6 +88,20 @@ class _Inactive(tuple):
         return _decorate(func, self[0], self[1])
 
 
+def admit() -> Any:
+    """The calling thread's buffer if the budget takes one more event, else None: for a
+    caller that writes its event tuple itself (one call instead of a span object)."""
+    n = _take()
+    if n < _max_events:
+        try:
+            return _local.buffer
+        except AttributeError:
+            return _tracer.new_buffer() if _tracer is not None else None
+    if n == _max_events and _tracer is not None:
+        _tracer.budget.report_full()
+    return None
+
+
 class _Span:
     """One recorded span: opened by ``__enter__``, appended to the thread's buffer on exit."""
 

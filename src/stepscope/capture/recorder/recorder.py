@@ -30,6 +30,7 @@ from stepscope.capture.recorder.ring import Ring
 from stepscope.capture.step import hooks as step_hooks
 from stepscope.capture.step import set_hooks as set_step_hooks
 
+_get_ident = threading.get_ident
 log = logging.getLogger("stepscope.recorder")
 
 # Events are bounded by the ring, not by a capture's budget: a count that is never reached.
@@ -231,10 +232,13 @@ class Recorder:
 
     def _on_step_open(self) -> None:
         """Called by `stepscope.step` as a step opens (the only per-step cost added)."""
-        self.open_ns[threading.get_ident()] = time.perf_counter_ns()
-        sampler = self.session.sampler
-        if sampler is not None:
-            sampler.add_current_thread()
+        ident = _get_ident()
+        open_ns = self.open_ns
+        if ident not in open_ns:  # a new step thread: the sampler samples it from now on
+            sampler = self.session.sampler
+            if sampler is not None:
+                sampler.add_current_thread()
+        open_ns[ident] = time.perf_counter_ns()  # looked up: tests put a fake clock there
 
     def _on_step_error(self, error: BaseException, step_num: int) -> None:
         self.on_exception(error, f"step {step_num}")
