@@ -4,13 +4,15 @@
 
 Overhead: a training-like loop (a PyTorch DataLoader when torch is installed, else a
 generator; three `stepscope.trace` annotations per step; a fixed amount of pure-Python work
-per step, calibrated to 1 ms and to 20 ms) run in blocks, each block once as the plain loop
-without any stepscope call and once under `stepscope.recorder` with its defaults (the stack
-sampler at 100 Hz included), the two interleaved in every repeat so both see the same
-machine. The figure is the median over repeats of (recorded block / plain block) - 1, per
-step, in CPU time: the training thread's plus the recorder's own threads' (wall time on a
-shared machine is dominated by other processes). The work holds the GIL, the worst case for the
-recorder's threads.
+per step, calibrated to 1 ms and to 20 ms) run in blocks, once as the plain loop without any
+stepscope call and once under `stepscope.recorder` with its defaults (the stack sampler at
+its 10 Hz included). Blocks alternate A B A B ... A; the figure is the median over repeats
+of (recorded block / mean of the plain blocks either side) - 1, per step, in CPU time: the
+training thread's plus the recorder's own threads' (wall time on a shared machine is
+dominated by other processes). The work holds the GIL, the worst case for the recorder's
+threads. The load average is printed before and after. A breakdown first measures where a
+recorded step's cost goes (annotation, step marker with its input stage, watchdog scan per
+step, sampler time per sample).
 
 Memory: 100,000 short steps (three annotations each) under the recorder with tracemalloc
 on, sampled every 10,000 steps: with the default keep_steps=50, and with keep_steps so large
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import statistics
 import tempfile
 import time
@@ -124,23 +127,21 @@ def recorded_block(loader: Iterable[Any], n: int, logdir: str, save_at: int = -1
 
 
 def overhead(step_ms: float, steps: int, repeats: int, logdir: str) -> dict[str, float]:
+    """Plain and recorded blocks alternated A B A B ... A: each recorded block is compared
+    with the mean of the plain blocks either side of it (the machine's drift cancels)."""
     n = calibrate(step_ms)
     ratios, plain_s, recorded_s = [], [], []
-    for k in range(repeats):
-        loader = make_loader(steps)
-        runs: list[tuple[str, Callable[[], float]]] = [
-            ("plain", lambda loader=loader: plain_block(loader, n)),  # type: ignore[misc]
-            ("recorded", lambda loader=loader: recorded_block(loader, n, logdir)),  # type: ignore[misc]
-        ]
-        if k % 2:  # alternate which goes first
-            runs.reverse()
-        got = {}
-        for name, run in runs:
-            gc.collect()
-            got[name] = run()
-        plain_s.append(got["plain"])
-        recorded_s.append(got["recorded"])
-        ratios.append(got["recorded"] / got["plain"] - 1)
+    gc.collect()
+    before = plain_block(make_loader(steps), n)
+    for _ in range(repeats):
+        gc.collect()
+        recorded = recorded_block(make_loader(steps), n, logdir)
+        gc.collect()
+        after = plain_block(make_loader(steps), n)
+        plain_s.append(after)
+        recorded_s.append(recorded)
+        ratios.append(recorded / ((before + after) / 2) - 1)
+        before = after
     return {
         "step_ms": statistics.median(plain_s) * 1e3,
         "recorded_ms": statistics.median(recorded_s) * 1e3,
@@ -148,6 +149,64 @@ def overhead(step_ms: float, steps: int, repeats: int, logdir: str) -> dict[str,
         "min_pct": min(ratios) * 100,
         "max_pct": max(ratios) * 100,
     }
+
+
+def breakdown(logdir: str, n: int = 20_000) -> dict[str, float]:
+    """Where a recorded step's cost goes, in ns (best of 5 loops each, recorder on, no
+    sampler): one annotation, one step of `stepscope.steps` over a plain iterator (its
+    marker and the input stage's two events), the watchdog's scan per step, and the
+    sampler's time holding the GIL per sample."""
+
+    def best(loop: Callable[[int], object]) -> float:
+        times = []
+        for _ in range(5):
+            start = time.perf_counter_ns()
+            loop(n)
+            times.append((time.perf_counter_ns() - start) / n)
+        return min(times)
+
+    def spans(k: int) -> None:
+        for _ in range(k):
+            with stepscope.trace("forward"):
+                pass
+
+    def loop_steps(k: int) -> None:
+        for _step, _batch in stepscope.steps(range(k)):
+            pass
+
+    def loop_plain(k: int) -> None:
+        for _batch in range(k):
+            pass
+
+    out = {"plain_iteration_ns": best(loop_plain)}
+    recorder = rec.start(logdir, sampler_hz=0, triggers=NO_SLOW, poll_s=10)
+    try:
+        out["annotation_ns"] = best(spans)
+        out["step_ns"] = best(loop_steps) - out["plain_iteration_ns"]
+        scans = []
+        for _ in range(20):
+            for step in range(100):  # 100 steps of 5 events each, then one scan
+                with stepscope.step(step):
+                    for _k in range(4):
+                        with stepscope.trace("x"):
+                            pass
+            start = time.perf_counter_ns()
+            recorder.tick()
+            scans.append((time.perf_counter_ns() - start) / 100)
+        out["watchdog_ns_per_step"] = statistics.median(scans)
+    finally:
+        rec.stop()
+    recorder = rec.start(logdir, sampler_hz=100, triggers=NO_SLOW)
+    try:
+        units = calibrate(1.0)
+        for _step, _batch in stepscope.steps(range(500)):
+            work(units)
+        sampler = recorder.session.sampler
+        assert sampler is not None
+        out["sample_ns"] = sampler.busy_ns / max(1, sampler.samples)
+    finally:
+        rec.stop()
+    return out
 
 
 def save_cost(step_ms: float, steps: int, repeats: int, logdir: str) -> float:
@@ -199,6 +258,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer steps and repeats")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as logdir:
+        print(f"== load average before: {os.getloadavg()[0]:.2f} (1 min)")
+        print("== where a recorded step's cost goes (ns)")
+        for key, value in breakdown(logdir).items():
+            print(f"{key}: {value:,.0f}")
         print("== overhead of the recorder left on (median of paired blocks)")
         # short blocks, many pairs: a shared machine's load changes within seconds
         for step_ms, steps in ((1.0, 300), (20.0, 25)):
@@ -209,6 +272,7 @@ def main() -> None:
                 f"{r['recorded_ms']:.3f} ms, overhead {r['overhead_pct']:+.2f}% "
                 f"(range {r['min_pct']:+.2f}% .. {r['max_pct']:+.2f}%)"
             )
+        print(f"== load average after: {os.getloadavg()[0]:.2f} (1 min)")
         cost = save_cost(1.0, 1000, 3 if args.quick else 7, logdir)
         print(f"one save (keep_steps=50, 1 ms steps): {cost:+.1f} ms of training time")
         print("== memory over 100,000 steps (tracemalloc, every 10,000 steps)")

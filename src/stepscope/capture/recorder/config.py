@@ -22,6 +22,14 @@ TRIGGERS = (SLOW_STEP, EXCEPTION, SIGNAL, REMOTE, PEER, HANG, USER)
 UNLIMITED = (USER, REMOTE)  # asked for by a person: never rate-limited
 
 
+# Each wake-up of a recorder thread costs the training thread a GIL hand-over, which cost
+# more than the wake-up's own work on the shared VM measured (docs/flight_recorder.md#costs):
+# the recorder samples stacks at 10 Hz, not a capture's 100 Hz, and its watchdog wakes twice
+# a second, to stay under 1% of step time. A capture (minutes, not days) keeps 100 Hz.
+DEFAULT_SAMPLER_HZ = 10
+DEFAULT_POLL_S = 0.5
+
+
 class InvalidRecorderConfigError(StepscopeError, ValueError):
     """A recorder setting is outside its range."""
 
@@ -75,11 +83,11 @@ class RecorderConfig:
     max_bytes: int = 64 << 20
     history_steps: int = 100_000
     max_disk_bytes: int = 1 << 30
-    sampler_hz: int = 100
+    sampler_hz: int = DEFAULT_SAMPLER_HZ
     hostname: str | None = None
     peers: tuple[str, ...] = ()
     peer_token: str | None = None
-    poll_s: float = 0.1
+    poll_s: float = DEFAULT_POLL_S
 
     def __post_init__(self) -> None:
         _check_int("keep_steps", self.keep_steps, 1)
