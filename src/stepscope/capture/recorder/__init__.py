@@ -166,7 +166,7 @@ def _save_uncaught(error: BaseException | None, where: str) -> None:
     recorder = _recorder
     if recorder is None or not isinstance(error, Exception):
         return
-    pending = recorder.on_exception(error, where)
+    pending = recorder.on_exception(error, where, capture_after=False)  # no step comes
     if pending is not None:
         try:  # the program is ending: wait for the run to be written
             pending.result(EXIT_WAIT_S)

@@ -45,6 +45,9 @@ class Triggers:
     handler). ``min_interval_s``: at most one automatic save per trigger per this many
     seconds (user saves are not limited). ``after_steps``: a trigger waits this many more
     steps before saving, so the run also holds the steps after it (a hang saves at once).
+    ``capture_next_steps``: after saving the ring, capture this many next steps in full
+    (framework profilers and device tracers on) as a second run with the same trigger id
+    (not after a hang or an exception that ends the program; 0: off).
     """
 
     slow_step_factor: float = 3.0
@@ -55,6 +58,7 @@ class Triggers:
     on_sigusr1: bool = True
     min_interval_s: float = 300.0
     after_steps: int = 0
+    capture_next_steps: int = 0
 
     def __post_init__(self) -> None:
         if self.slow_step_factor != 0 and not self.slow_step_factor > 1:
@@ -66,6 +70,7 @@ class Triggers:
         if not self.min_interval_s >= 0:
             _bad("min_interval_s", self.min_interval_s, ">= 0 seconds")
         _check_int("after_steps", self.after_steps, 0)
+        _check_int("capture_next_steps", self.capture_next_steps, 0)
 
 
 @dataclass(frozen=True)

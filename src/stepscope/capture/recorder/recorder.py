@@ -13,7 +13,9 @@ for the hang trigger) and two threads of its own:
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
+import os
 import queue
 import statistics
 import threading
@@ -26,6 +28,8 @@ from stepscope.capture import session as _session
 from stepscope.capture.options import ProfilerOptions
 from stepscope.capture.recorder import config as cfg
 from stepscope.capture.recorder import snapshot as snap
+from stepscope.capture.recorder.after import RECORDING, AfterCapture
+from stepscope.capture.recorder.pending import PendingSave
 from stepscope.capture.recorder.ring import Ring
 from stepscope.capture.step import hooks as step_hooks
 from stepscope.capture.step import set_hooks as set_step_hooks
@@ -37,37 +41,6 @@ log = logging.getLogger("stepscope.recorder")
 _UNBOUNDED = 1 << 62
 EXIT_WAIT_S = 60.0  # how long an exiting program waits for its last save
 MEDIAN_EVERY = 10  # steps between two computations of the running median
-
-
-class PendingSave:
-    """A save requested: ``result()`` waits for it and returns the run directory (None when
-    a rate limit or the recorder's end skipped it; ``skipped`` says why)."""
-
-    def __init__(self, trigger: str, reason: str) -> None:
-        self.trigger = trigger
-        self.reason = reason
-        self.run_dir: Path | None = None
-        self.error: BaseException | None = None
-        self.skipped = ""
-        self._done = threading.Event()
-
-    def finish(self, run_dir: Path | None = None, error: BaseException | None = None) -> None:
-        self.run_dir, self.error = run_dir, error
-        self._done.set()
-
-    def skip(self, why: str) -> None:
-        self.skipped = why
-        self._done.set()
-
-    def done(self) -> bool:
-        return self._done.is_set()
-
-    def result(self, timeout: float | None = None) -> Path | None:
-        if not self._done.wait(timeout):
-            raise TimeoutError(f"the recorder's save ({self.trigger}) is still being written")
-        if self.error is not None:
-            raise self.error
-        return self.run_dir
 
 
 class Recorder:
@@ -89,7 +62,7 @@ class Recorder:
         self.session.write = False  # exit hooks must not save the whole recording
         self.ring = Ring(
             self.session.host,
-            config.keep_steps + self.triggers.after_steps,
+            config.keep_steps + max(self.triggers.after_steps, self.triggers.capture_next_steps),
             config.max_bytes,
             config.history_steps,
         )
@@ -111,6 +84,8 @@ class Recorder:
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._last_exception: BaseException | None = None
+        self._after: AfterCapture | None = None  # the capture of the steps after a trigger
+        self._trigger_ids = itertools.count(1)
         self.saved: list[Path] = []
         self.requested: collections.deque[PendingSave] = collections.deque(maxlen=100)
         self._watchdog = threading.Thread(
@@ -146,6 +121,13 @@ class Recorder:
             for _due, trigger, _reason, _details, pending in self._deferred:
                 pending.skip(f"the recorder stopped before the steps after the {trigger}")
             self._deferred.clear()
+            after, self._after = self._after, None
+        if after is not None:
+            if after.state == RECORDING:
+                after.stop()
+                self._enqueue_after(after)
+            else:
+                after.pending.skip("the recorder stopped before the steps after the trigger")
         self._saves.put(None)
         if self._saver.is_alive():
             self._saver.join(timeout)
@@ -165,10 +147,13 @@ class Recorder:
         at_once: bool = False,
         run_name: str | None = None,
         window_ns: int | None = None,
+        capture_after: bool = True,
     ) -> PendingSave:
         """Snapshot now (or after ``after_steps`` more steps) and save in the background;
         automatic triggers honour ``min_interval_s``. ``run_name`` names the run (a save
-        several ranks share); ``window_ns`` keeps only what ended that recently."""
+        several ranks share); ``window_ns`` keeps only what ended that recently;
+        ``capture_after``: with ``capture_next_steps``, capture the next steps in full (not
+        for a hang or an exception ending the program: no step is coming)."""
         pending = PendingSave(trigger, reason)
         self.requested.append(pending)
         details = dict(details or {})
@@ -190,7 +175,7 @@ class Recorder:
                 due = self.ring.steps_seen + after
                 self._deferred.append((due, trigger, reason, details, pending))
                 return pending
-            self._enqueue(trigger, reason, details, pending, run_name, 0, window_ns)
+            self._enqueue(trigger, reason, details, pending, run_name, 0, window_ns, capture_after)
         return pending
 
     def request(
@@ -210,8 +195,11 @@ class Recorder:
         run_name: str | None,
         steps_after: int,
         window_ns: int | None = None,
+        capture_after: bool = True,
     ) -> None:
         history = list(self.ring.history)
+        if capture_after:
+            self._arm_after(trigger, reason, details, pending)
         keep = self.config.keep_steps + steps_after
         cutoff = history[-keep].start_ns if len(history) >= keep else None
         if window_ns is not None:
@@ -230,6 +218,56 @@ class Recorder:
         snapshot.run_name = run_name
         self._saves.put((snapshot, pending))
 
+    def _arm_after(
+        self, trigger: str, reason: str, details: dict[str, Any], before: PendingSave
+    ) -> None:
+        """With ``capture_next_steps``: the next steps will be captured in full (one such
+        capture at a time; a trigger while one runs saves its ring only). Called with the
+        lock held; marks the ring's save as the "before" part."""
+        steps = self.triggers.capture_next_steps
+        if not steps:
+            return
+        trigger_id = f"{self.hostname}-{os.getpid()}-{next(self._trigger_ids)}"
+        details["trigger_id"] = trigger_id
+        if self._after is not None:
+            details["capture_next_steps"] = "skipped: the steps after an earlier trigger are"
+            details["capture_next_steps"] += " being captured"
+            return
+        details.update(part="before", capture_next_steps=steps)
+        pending = PendingSave(trigger, f"the {steps} steps after: {reason}")
+        self.requested.append(pending)
+        self._after = AfterCapture(trigger, reason, trigger_id, steps, before, pending)
+
+    def _after_step(self, after: AfterCapture, ident: int) -> None:
+        """The step hook's part of an after capture (the training thread, a step opening)."""
+        try:
+            if after.on_step(ident):
+                with self._lock:
+                    if self._after is after:
+                        self._after = None
+                self._enqueue_after(after)
+        except Exception as exc:  # never the training step's problem
+            log.warning("stepscope recorder: the capture of the steps after failed: %s", exc)
+            with self._lock:
+                if self._after is after:
+                    self._after = None
+            after.pending.finish(error=exc)
+
+    def _enqueue_after(self, after: AfterCapture) -> None:
+        """Snapshot the after capture's steps from the ring (list copies) for the saver."""
+        snapshot = snap.take(
+            after.trigger,
+            after.describe(),
+            self.hostname,
+            self.session.host,
+            self.session.sampler,
+            list(self.ring.history),
+            {},
+            after.start_perf_ns,
+        )
+        snapshot.after = after
+        self._saves.put((snapshot, after.pending))
+
     def _on_step_open(self) -> None:
         """Called by `stepscope.step` as a step opens (the only per-step cost added)."""
         ident = _get_ident()
@@ -238,12 +276,17 @@ class Recorder:
             sampler = self.session.sampler
             if sampler is not None:
                 sampler.add_current_thread()
+        after = self._after
+        if after is not None:
+            self._after_step(after, ident)
         open_ns[ident] = time.perf_counter_ns()  # looked up: tests put a fake clock there
 
     def _on_step_error(self, error: BaseException, step_num: int) -> None:
         self.on_exception(error, f"step {step_num}")
 
-    def on_exception(self, error: BaseException, where: str) -> PendingSave | None:
+    def on_exception(
+        self, error: BaseException, where: str, capture_after: bool = True
+    ) -> PendingSave | None:
         """Save for an exception (once per exception object, wherever it is seen again)."""
         if error is self._last_exception:
             return None
@@ -255,6 +298,7 @@ class Recorder:
             reason,
             {"exception": f"{type(error).__name__}: {error}", "traceback": text},
             at_once=True,
+            capture_after=capture_after,
         )
 
     # -- the watchdog -----------------------------------------------------------------------
@@ -315,7 +359,8 @@ class Recorder:
             reason = f"a step on thread {name!r} has been open for {(now - opened) / 1e9:.1f} s"
             stacks = snap.thread_stacks()
             warnings = [f"stepscope flight recorder: stack of {k}:\n{v}" for k, v in stacks.items()]
-            self.save(cfg.HANG, reason, {"stacks": stacks, "warnings": warnings}, at_once=True)
+            details = {"stacks": stacks, "warnings": warnings}
+            self.save(cfg.HANG, reason, details, at_once=True, capture_after=False)
 
     def _release_deferred(self) -> None:
         with self._lock:

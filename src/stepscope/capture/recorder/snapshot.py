@@ -24,6 +24,7 @@ from typing import Any
 from stepscope.capture.host_tracer import HostTracer, ThreadBuffer
 from stepscope.capture.options import ProfilerOptions
 from stepscope.capture.python_sampler import PythonSampler, SampledThread
+from stepscope.capture.recorder.after import FULL_OPTIONS, AfterCapture
 from stepscope.capture.recorder.ring import StepSummary
 
 log = logging.getLogger("stepscope.recorder")
@@ -48,6 +49,7 @@ class Snapshot:
     details: dict[str, Any] = field(default_factory=dict)
     run_name: str | None = None  # set for a save that other ranks share
     start_perf_ns: int = 0  # the saved profile's start, once written
+    after: AfterCapture | None = None  # set for the capture of the steps after a trigger
 
 
 def take(
@@ -121,7 +123,16 @@ def write(snapshot: Snapshot, logdir: str) -> Path:
     from stepscope.capture.save import save as save_space
     from stepscope.logdir import run_name_for
 
-    start_perf = snapshot.start_perf_ns = _first_start(snapshot)
+    after = snapshot.after
+    options = ProfilerOptions(device_tracer_level=0)
+    bridges = None
+    if after is not None:  # the steps after a trigger: the framework profilers' planes too
+        snapshot.details = {**snapshot.details, **after.details()}
+        options, bridges = FULL_OPTIONS, after.bridges
+    start_perf = _first_start(snapshot)
+    if after is not None:
+        start_perf = min(start_perf, after.start_perf_ns)
+    snapshot.start_perf_ns = start_perf
     start_wall = snapshot.wall_ns - (snapshot.perf_ns - start_perf)
     _close_runs(snapshot)
     kept = _kept_steps(snapshot)
@@ -130,7 +141,7 @@ def write(snapshot: Snapshot, logdir: str) -> Path:
         warning += f" (steps {kept[0]} to {kept[-1]} kept)"
     result = CaptureResult(
         hostname=snapshot.hostname,
-        options=ProfilerOptions(device_tracer_level=0),
+        options=options,
         logdir=logdir,
         run_name=snapshot.run_name or run_name_for(start_wall),
         start_wall_ns=start_wall,
@@ -140,6 +151,7 @@ def write(snapshot: Snapshot, logdir: str) -> Path:
         host_buffers=snapshot.buffers,
         sampled_threads=snapshot.sampled,
         warnings=[warning, *snapshot.details.get("warnings", [])],
+        bridges=bridges,
     )
     space = build_xspace(result)
     run_dir = save_space(space, result)
