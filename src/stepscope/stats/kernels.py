@@ -171,11 +171,21 @@ def _launch_ops(profile: Profile, kernels: np.ndarray) -> np.ndarray:
     matched = launch >= 0
     if not matched.any():
         return out
-    unique_launches = np.unique(launch[matched])
-    enclosing = innermost_enclosing(profile, unique_launches, op_candidates(profile))
-    op_of_launch = np.where(enclosing >= 0, profile.name[np.maximum(enclosing, 0)], -1)
-    out[matched] = op_of_launch[np.searchsorted(unique_launches, launch[matched])]
+    launches, op_of_launch = profile.derived(
+        "kernels.launch_ops", lambda: _ops_of_launches(profile)
+    )
+    out[matched] = op_of_launch[np.searchsorted(launches, launch[matched])]
     return out
+
+
+def _ops_of_launches(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
+    """(every possible launch: host events with a correlation id, sorted; the string id of the
+    op enclosing each, or -1), computed once: the kernel table, the launch-bound and copy
+    checks all ask for the ops of overlapping sets of kernels."""
+    corr = profile.stat("correlation_id")
+    launches = np.flatnonzero(host_event_mask(profile) & corr.present)
+    enclosing = innermost_enclosing(profile, launches, op_candidates(profile))
+    return launches, np.where(enclosing >= 0, profile.name[np.maximum(enclosing, 0)], -1)
 
 
 def _own_op(profile: Profile, kernels: np.ndarray) -> np.ndarray:
