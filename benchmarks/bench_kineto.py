@@ -134,7 +134,12 @@ def measure(python: str, who: str, path: str, repeat: int) -> tuple[float, float
             [python, __file__, "--child", who, path],
             capture_output=True,
             text=True,
-            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+            # Bytecode caches as an installed package has them (this machine's environment
+            # sets PYTHONDONTWRITEBYTECODE, which would recompile every module every run).
+            env={
+                **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+                "PYTHONWARNINGS": "ignore",
+            },
         )
         if done.returncode:
             print(f"{who} failed on {path}:\n{done.stderr[-2000:]}", file=sys.stderr)

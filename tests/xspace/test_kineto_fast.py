@@ -385,3 +385,16 @@ def test_times_convert_exactly(text: str, ns: int | None) -> None:
     else:
         assert not scanned.flags[0] & scan.F_BAD
         assert int(scanned.ts_ns[0]) == ns
+
+
+def test_columns_path_checks_the_memory_limit_before_scanning(tmp_path: Path) -> None:
+    from stepscope import limits
+
+    path = tmp_path / "empties.json"
+    path.write_bytes(b'{"traceEvents": [' + b"{}," * 2_000_000 + b"{}]}")  # 6 MB of objects
+    limits.configure(50_000_000)
+    try:
+        with pytest.raises(limits.ProfileTooLargeError, match="parsing this JSON"):
+            importer.kineto_to_columns(path)
+    finally:
+        limits.configure(None)

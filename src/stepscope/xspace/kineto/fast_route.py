@@ -70,7 +70,7 @@ def classify(trace: ScannedTrace) -> Classified | None:
         return None
     if not np.isin(ph, np.frombuffer(bytes(PHASES), np.uint8)).all():
         return None  # B/E pairs, unsupported phases: matched and counted in Python
-    keys = [trace.texts[int(k)] for k in np.unique(trace.arg_key)]
+    keys = [trace.texts[int(k)] for k in trace.key_ids()]
     renamed = [RENAMES.get(key, key) for key in keys]
     if any(key in renamed for key in _ADDED_STATS) or len(set(renamed)) != len(renamed):
         return None  # the Python path's dict merges decide which value wins

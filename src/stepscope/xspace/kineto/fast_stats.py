@@ -87,7 +87,7 @@ class StatRows:
     # ---- arguments ---------------------------------------------------------------------------
     def _args(self, emitted: np.ndarray, kernel: np.ndarray) -> None:
         trace, codec = self.trace, self.codec
-        key_ids = np.unique(trace.arg_key)
+        key_ids = trace.key_ids()
         texts = [trace.texts[int(k)] for k in key_ids]
         dropped = np.zeros(len(trace.texts), bool)
         kernel_dropped = np.zeros(len(trace.texts), bool)

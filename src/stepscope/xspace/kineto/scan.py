@@ -86,6 +86,10 @@ class ScannedTrace:
             value[events] = self.arg_value[rows]
         return present, kind, value
 
+    def key_ids(self) -> np.ndarray:
+        """The distinct argument keys (string ids), ascending."""
+        return np.flatnonzero(np.bincount(self.arg_key, minlength=1))
+
     def value(self, kind: int, value: int) -> Any:
         """The Python value of one argument (as msgspec decodes it)."""
         if kind == A_INT:
