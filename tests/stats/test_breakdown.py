@@ -9,6 +9,7 @@ import numpy as np
 from stepscope.model import open_file
 from stepscope.stats import EventType, build_step_db, classify_events
 from stepscope.stats.steps.breakdown import N_TYPES, type_time
+from stepscope.stats.steps.sweep import held_spans
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build, cpu_training
 
@@ -43,19 +44,53 @@ def test_priority_sweep_gives_each_instant_to_the_highest_type() -> None:
     assert got == {"HOST_COMPUTE": 70, "HOST_WAIT_INPUT": 20, "DEVICE_COMPUTE_16": 10}
 
 
-def test_unlinked_threads_count_by_window_linked_ones_do_not() -> None:
+def test_tensorflow_profiles_follow_the_grouping_strictly() -> None:
+    """A TensorFlow (or JAX) profile counts only what its steps reach, as XProf: neither a
+    linked pool thread nor a plain loader thread that no step reaches adds to a step."""
     builder = cpu_training(steps=2)
     host = builder.plane("/host:CPU")
-    # a thread with producer/consumer stats that no step reaches: left out, as in XProf
     pool = host.line(3, "tf_data_pool")
     pool.event("ThreadpoolListener::StartRegion", 1_000 * MS, 0, {"_ct": 15, "_c": 9})
     pool.event("background", 1_000 * MS + 6 * MS + MS // 2, 3 * MS)
-    loose = build_step_db(build(builder))
-    # a plain thread (a data loader, say) counts inside the step windows
     host.line(4, "loader").event("load", 1_000 * MS + 8 * MS + MS // 2, MS)
-    with_loader = build_step_db(build(builder))
-    assert loose.category_ns()["host_compute"][0] == 2 * MS
-    assert with_loader.category_ns()["host_compute"][0] == 3 * MS
+    db = build_step_db(build(builder))
+    assert db.category_ns()["host_compute"][0] == 2 * MS
+
+
+def test_other_profiles_count_unreached_threads_by_window() -> None:
+    """Elsewhere (PyTorch imports, stepscope's own captures), a thread that no step reaches
+    and that declares no links (an autograd or loader thread) counts inside the step
+    windows."""
+    builder = XSpaceBuilder("synthetic")
+    host = builder.plane("/host:CPU")
+    main, other = host.line(1, "python"), host.line(2, "autograd")
+    for k in range(2):
+        t0 = 1_000 * MS + k * 10 * MS
+        main.event("train", t0, 10 * MS, {"step_num": k, "_r": 1})
+        main.event("forward", t0 + MS, 2 * MS)
+        other.event("backward", t0 + 4 * MS, 3 * MS)
+    db = build_step_db(build(builder))
+    assert db.attribution == "group"
+    assert db.category_ns()["host_compute"].tolist() == [5 * MS] * 2
+
+
+def test_zero_length_event_holds_its_type_until_the_next_one_starts() -> None:
+    """XProf's sweep: a 0 ns event with no event of its type (or higher) active keeps its
+    type current until the next such event starts; inside an active event it adds nothing."""
+    builder = XSpaceBuilder("synthetic")
+    host = builder.plane("/host:CPU")
+    main, pool = host.line(1, "python"), host.line(2, "pool")
+    for k in range(2):
+        t0 = 1_000 * MS + k * 10 * MS
+        main.event("train", t0, 10 * MS, {"step_num": k, "_r": 1})
+        main.event("dispatch", t0, MS)
+        main.event("ThreadpoolListener::Record", t0 + MS // 2, 0, {"_pt": 15, "_p": 20 + k})
+        # reached through the Record: 0 ns at 2 ms, nothing else running until 7 ms
+        pool.event("ThreadpoolListener::StartRegion", t0 + 2 * MS, 0, {"_ct": 15, "_c": 20 + k})
+        main.event("await", t0 + 7 * MS, MS)
+    db = build_step_db(build(builder))
+    # dispatch 1 ms + held 2..7 ms + await 1 ms
+    assert db.category_ns()["host_compute"].tolist() == [7 * MS] * 2
 
 
 def test_device_classification_and_launch_attribution() -> None:
@@ -147,3 +182,22 @@ def test_stepscope_capture_demo(tmp_path: Path) -> None:
     assert db.source == "marker" and db.n_steps >= 3
     share = db.category_ns()["input"].sum() / db.dur_ns.sum()
     assert 0 < share < 1
+
+
+def test_held_spans_follow_xprof_current_type_rules() -> None:
+    """Inside an active event a 0 ns event holds nothing; a higher type takes over a held
+    one, a lower type does not; a hold ends where the next event of its type (or higher)
+    starts, or never (clipped to the step later)."""
+    hc, wait = int(EventType.HOST_COMPUTE), int(EventType.HOST_WAIT_INPUT)
+    step = np.zeros(2, np.int64)
+    lo, hi = np.array([0, 50]), np.array([10, 60])
+    types = np.array([hc, hc])
+    z_ns = np.array([5, 20, 25, 30, 70])
+    z_type = np.array([hc, hc, hc - 10, wait, hc])
+    got = held_spans(step, lo, hi, types, np.zeros(5, np.int64), z_ns, z_type)
+    spans = list(zip(*(a.tolist() for a in got), strict=True))
+    big = np.iinfo(np.int64).max
+    # 5 lies inside [0, 10); 20 holds HC; 25 (lower) changes nothing; the wait at 30 takes
+    # over and holds until an event of a type >= wait starts (none: the HC at 50 and the 0 ns
+    # HC at 70 are lower)
+    assert spans == [(0, 20, 30, hc), (0, 30, big, wait)]

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stepscope.model import Profile
+from stepscope.stats.device import framework_of
 from stepscope.stats.events import (
     CATEGORIES,
     NOT_COUNTED,
@@ -41,6 +42,7 @@ from stepscope.stats.python_samples import untraced_python_time
 from stepscope.stats.steps.feeds import fetches_feeding_steps
 from stepscope.stats.steps.groups import build_groups
 from stepscope.stats.steps.markers import find_step_markers
+from stepscope.stats.steps.sweep import held_spans
 from stepscope.stats.steps.types import StepMarkers
 from stepscope.stats.untraced import Untraced, locate_untraced
 
@@ -148,14 +150,18 @@ def _attribute(
         step_of_group[groups.label[marker_events[by_length]]] = by_length
         grouped = groups.label >= 0
         step_of_event[grouped] = step_of_group[groups.label[grouped]]
-        # Threads that take part in the grouping (reached, or declaring producer/consumer
-        # links, as TensorFlow's thread pools do) follow it strictly, as in XProf; threads
-        # outside it altogether (a data-loader thread, say) count by time window.
+        # TensorFlow and JAX profiles (a TSL profiler's, which XProf reads) link the work done
+        # for a step to it, so every host thread follows the grouping strictly, as in XProf
+        # (a JAX input thread's sleeps are no step's compute). Elsewhere (PyTorch imports,
+        # stepscope's own captures) threads that no step reaches (an autograd or a loader
+        # thread) count by time window, unless they declare links of their own.
+        strict = framework_of(profile) in ("tensorflow", "jax")
         linked = np.zeros(len(profile.lines), dtype=bool)
         linked[profile.line[grouped]] = True
         for stat in ("_p", "_c"):
             linked[profile.line[profile.stat(stat).present]] = True
-        free &= ~grouped & (on_device | ~linked[profile.line])
+        loose = on_device if strict else on_device | ~linked[profile.line]
+        free &= ~grouped & loose
         mode = "group"
     ev_grouped = np.flatnonzero(counted & (step_of_event >= 0))
     pairs_ev, pairs_st = [ev_grouped], [step_of_event[ev_grouped]]
@@ -221,6 +227,31 @@ def type_time(
     return out
 
 
+def _held(
+    profile: Profile,
+    ev: np.ndarray,
+    st: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    pair_types: np.ndarray,
+    span_lo: np.ndarray,
+    span_hi: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The spans where a zero-length event holds its type current (`sweep`), clipped to
+    the steps."""
+    zero = profile.start_ns[ev] == profile.end_ns[ev]
+    h_st, h_lo, h_hi, h_types = held_spans(
+        st[~zero],
+        lo[~zero],
+        hi[~zero],
+        pair_types[~zero],
+        st[zero],
+        profile.start_ns[ev[zero]],
+        pair_types[zero],
+    )
+    return h_st, np.maximum(h_lo, span_lo[h_st]), np.minimum(h_hi, span_hi[h_st]), h_types
+
+
 def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     """Detect steps (`find_step_markers`) and break each one down."""
     markers = find_step_markers(profile, source)
@@ -269,7 +300,10 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
         span_hi = np.maximum(span_hi, span_lo)
     lo = np.maximum(profile.start_ns[ev], span_lo[st])
     hi = np.minimum(profile.end_ns[ev], span_hi[st])
-    table = type_time(st, lo, hi, pair_types, n)
+    h_st, h_lo, h_hi, h_types = _held(profile, ev, st, lo, hi, pair_types, span_lo, span_hi)
+    table = type_time(
+        np.r_[st, h_st], np.r_[lo, h_lo], np.r_[hi, h_hi], np.r_[pair_types, h_types], n
+    )
     dur = span_hi - span_lo
     table[:, 0] = dur - table[:, 1:].sum(axis=1)
     # selection
@@ -287,9 +321,12 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     dropped = 0
     if markers.drop_incomplete and len(keep) > DROP_THRESHOLD:
         keep, dropped = keep[1:-1], 2
-    order = np.argsort(lo, kind="stable")
-    covered = hi[order] > lo[order]
-    _, covered_lo, covered_hi = merge_sorted(lo[order][covered], hi[order][covered])
+    # "All others" located: what no event covers (a held span counts as covered, as in the
+    # breakdown, so that the located time adds up to the category)
+    all_lo, all_hi = np.r_[lo, h_lo], np.r_[hi, h_hi]
+    order = np.argsort(all_lo, kind="stable")
+    covered = all_hi[order] > all_lo[order]
+    _, covered_lo, covered_hi = merge_sorted(all_lo[order][covered], all_hi[order][covered])
     python = untraced_python_time(
         profile, markers.lines, span_lo[keep], span_hi[keep], covered_lo, covered_hi
     )

@@ -1,0 +1,131 @@
+"""Zero-length events in the step breakdown, as XProf's sweep counts them.
+
+XProf breaks a step down by sweeping the start and end boundaries of its events (ends before
+starts at equal times) while counting the active events of each type; the step's type at an
+instant is the "current" type, raised when an event of a higher type starts and recomputed
+(the highest type with a positive count) only when an event of the current type ends and its
+count drops to zero. A zero-length event ends before it starts, so when no event of its type
+or a higher one is active, its start makes its type current with a count of zero, and that
+type stays current until the next event of that type or a higher one starts (or a zero-length
+event of a higher type takes over). On JAX CPU profiles this is most of XProf's host compute
+in some steps: the 0 ns ``ThreadpoolListener::StartRegion`` that the step's dispatch
+schedules makes the rest of the step, up to the next traced Python event, host compute
+(checked event by event against XProf 2.24.2 on `jax/cnn_cpu`, see docs/decisions.md).
+
+This module finds those held spans, so that `breakdown.type_time` can count them like events.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.stats.intervals import merge_sorted
+
+Spans = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # step, lo, hi, type
+
+
+def _empty() -> Spans:
+    z = np.zeros(0, np.int64)
+    return z, z.copy(), z.copy(), z.copy()
+
+
+def held_spans(
+    step: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    types: np.ndarray,
+    zero_step: np.ndarray,
+    zero_ns: np.ndarray,
+    zero_type: np.ndarray,
+) -> Spans:
+    """(step, lo, hi, type) of the spans that zero-length events hold their type current.
+
+    ``step``/``lo``/``hi``/``types``: the step's events of positive length (clipped to the
+    step spans is fine: only their starts after a zero-length event matter); ``zero_*``: the
+    step's zero-length events (step, time, type). The spans are not clipped to the steps.
+    """
+    keep = hi > lo
+    step, lo, hi, types = step[keep], lo[keep], hi[keep], types[keep]
+    if not zero_ns.size:
+        return _empty()
+    # For each type T of a zero-length event: the union of events of types >= T per step,
+    # as keys step * width + offset so that one sorted array holds every step.
+    base = int(min(zero_ns.min(), lo.min() if lo.size else zero_ns.min()))
+    top = int(max(zero_ns.max(), hi.max() if hi.size else zero_ns.max()))
+    width = top - base + 2
+    if (int(max(step.max(initial=0), zero_step.max())) + 1) * width >= 1 << 62:
+        return _per_step(step, lo, hi, types, zero_step, zero_ns, zero_type)
+    zkey = zero_step * width + (zero_ns - base)
+    covered = np.zeros(len(zero_ns), dtype=bool)
+    next_start = np.full(len(zero_ns), np.iinfo(np.int64).max, dtype=np.int64)
+    for t in np.unique(zero_type).tolist():
+        m = types >= t
+        z = np.flatnonzero(zero_type == t)
+        if not m.any():
+            continue
+        k_lo = step[m] * width + (lo[m] - base)
+        k_hi = step[m] * width + (hi[m] - base)
+        order = np.argsort(k_lo, kind="stable")
+        _, u_lo, u_hi = merge_sorted(k_lo[order], k_hi[order])
+        i = np.searchsorted(u_lo, zkey[z], "right")  # unions starting at or before t
+        inside = (i > 0) & (zkey[z] < u_hi[np.maximum(i - 1, 0)])
+        covered[z] = inside
+        has_next = i < len(u_lo)
+        nxt = np.full(len(z), np.iinfo(np.int64).max, dtype=np.int64)
+        same_step = has_next & (u_lo[np.minimum(i, len(u_lo) - 1)] // width == zero_step[z])
+        nxt[same_step] = u_lo[i[same_step]] % width + base
+        next_start[z] = nxt
+    cand = np.flatnonzero(~covered)
+    if not cand.size:
+        return _empty()
+    return _hold(zero_step[cand], zero_ns[cand], zero_type[cand], next_start[cand])
+
+
+def _hold(z_step: np.ndarray, z_ns: np.ndarray, z_type: np.ndarray, z_next: np.ndarray) -> Spans:
+    """Walk the uncovered zero-length events in time order (higher types first at equal
+    times): each one takes over unless a held type at least as high is still current."""
+    order = np.lexsort((-z_type, z_ns, z_step))
+    out: list[tuple[int, int, int, int]] = []
+    cur: tuple[int, int, int, int] | None = None  # step, type, start, clearing time
+    for k in order.tolist():
+        s, t, ty, nxt = int(z_step[k]), int(z_ns[k]), int(z_type[k]), int(z_next[k])
+        if cur is not None and cur[0] == s and t < cur[3]:
+            if ty <= cur[1]:
+                continue  # a held type at least as high stays current
+            out.append((cur[0], cur[2], t, cur[1]))
+        elif cur is not None:
+            out.append((cur[0], cur[2], cur[3], cur[1]))
+        cur = (s, ty, t, nxt)
+    if cur is not None:
+        out.append((cur[0], cur[2], cur[3], cur[1]))
+    cols = np.array(out, dtype=np.int64).reshape(-1, 4)
+    return cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3]
+
+
+def _per_step(
+    step: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    types: np.ndarray,
+    zero_step: np.ndarray,
+    zero_ns: np.ndarray,
+    zero_type: np.ndarray,
+) -> Spans:
+    """`held_spans` one step at a time (time ranges too wide for one key)."""
+    parts = []
+    for s in np.unique(zero_step).tolist():
+        m, z = step == s, zero_step == s
+        got = held_spans(
+            np.zeros(int(m.sum()), np.int64),
+            lo[m],
+            hi[m],
+            types[m],
+            np.zeros(int(z.sum()), np.int64),
+            zero_ns[z],
+            zero_type[z],
+        )
+        parts.append((np.full(len(got[0]), s, np.int64), got[1], got[2], got[3]))
+    if not parts:
+        return _empty()
+    cols = [np.concatenate([p[i] for p in parts]) for i in range(4)]
+    return cols[0], cols[1], cols[2], cols[3]
