@@ -174,3 +174,12 @@ def test_cpu_only_run_gets_the_host_findings_the_overview_states() -> None:
     assert finding["id"] == "input_bound" and finding["severity"] == "high"
     assert f"{overview['input_bound']['percent']:.1f}% of the step time" in finding["summary"]
     assert finding["events"][0]["name"] == "IteratorGetNextOp::DoCompute"
+
+
+def test_pod_viewer_csv_has_one_column_per_category() -> None:
+    from dataclasses import fields
+
+    from stepscope.stats import CATEGORY_NAMES
+    from stepscope.tools.pod_viewer import CsvRow
+
+    assert [f.name for f in fields(CsvRow)][6:] == [f"{c}_ms" for c in CATEGORY_NAMES]

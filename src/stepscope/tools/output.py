@@ -25,26 +25,11 @@ import typing
 from collections.abc import Iterator
 from typing import Any
 
-_META = "stepscope_output"
+from stepscope.fields import meta, out
 
+__all__ = ["field_rows", "out", "to_csv", "to_json"]
 
-def out(
-    doc: str,
-    unit: str = "",
-    digits: int | None = None,
-    key: str | None = None,
-    default: Any = dataclasses.MISSING,
-) -> Any:
-    """A result field: its meaning, unit (as docs/tools write it: ns, ms, us, %, bytes...),
-    the decimals floats are rounded to, and its JSON key when not the field name."""
-    meta = {_META: {"doc": doc, "unit": unit, "digits": digits, "key": key}}
-    if default is dataclasses.MISSING:
-        return dataclasses.field(metadata=meta)
-    return dataclasses.field(default=default, metadata=meta)
-
-
-def _meta(f: dataclasses.Field[Any]) -> dict[str, Any]:
-    return dict(f.metadata.get(_META, {}))
+_meta = meta
 
 
 def _round(value: Any, digits: int | None) -> Any:

@@ -11,10 +11,7 @@ overview's. ``heatmap`` (host x step: step time, time late, time waiting for lat
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -25,151 +22,216 @@ from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
 from stepscope.stats.stragglers import PodLateness, find_stragglers
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
+from stepscope.tools.output import out
 from stepscope.tools.registry import ToolSpec
 
 
 def _ms(ns: float) -> float:
-    return round(float(ns) / 1e6, 6)
+    return float(ns) / 1e6  # rounded to 6 decimals by the fields' metadata
+
+
+@dataclass(frozen=True)
+class Category:
+    key: str = out("category key, as in the overview's breakdown")
+    label: str = out("its name on the page")
+
+
+@dataclass(frozen=True)
+class Worker:
+    host: str = out("the worker (host or rank)")
+    steps: int = out("pod steps it has")
+    avg_step_ms: float = out("its average step time over those steps", unit="ms", digits=6)
+    slowest_in_steps: int = out("pod steps in which it was the slowest worker")
 
 
 @dataclass(frozen=True)
 class WorkerStep:
-    host: str
-    name: str
-    duration_ns: int
-    breakdown_ns: dict[str, int]
-
-    @property
-    def bottleneck(self) -> str:
-        """The category with the most time (ties: the first in display order)."""
-        return max(CATEGORY_NAMES, key=lambda c: (self.breakdown_ns[c], -CATEGORY_NAMES.index(c)))
+    host: str = out("the worker")
+    step_name: str = out("its own step's name, e.g. `train 6`")
+    duration_ms: float = out("its own step time", unit="ms", digits=6)
+    breakdown_ms: dict[str, float] = out(
+        "time per category; they add up to `duration_ms`", unit="ms", digits=6
+    )
+    bottleneck: str = out("the category with the most time (ties: the first shown)")
+    is_slowest: bool = out("whether it is the slowest worker of this pod step")
 
 
 @dataclass(frozen=True)
 class PodStep:
-    step_num: int
-    workers: tuple[WorkerStep | None, ...]  # one per worker; None when it lacks the step
+    step_num: int = out("pod step number")
+    slowest_worker: str = out("host of the longest step")
+    spread_ms: float = out("slowest minus fastest worker's step time", unit="ms", digits=6)
+    workers: tuple[WorkerStep | None, ...] = out(
+        "one per worker, in `workers` order; `null` where a worker lacks the step"
+    )
 
-    @property
-    def slowest(self) -> int:
-        durations = [w.duration_ns if w else -1 for w in self.workers]
-        return int(np.argmax(durations))
+
+@dataclass(frozen=True)
+class Heatmap:
+    hosts: tuple[str, ...] = out("rows: the workers")
+    steps: list[int] = out("columns: pod step numbers")
+    step_ms: list[list[float | None]] = out(
+        "step time per worker x step; `null` where a worker lacks the step", unit="ms", digits=6
+    )
+    late_ms: list[list[float | None]] = out(
+        "own time (step time minus waiting) minus the median worker's; negative when faster",
+        unit="ms",
+        digits=6,
+    )
+    wait_ms: list[list[float | None]] = out(
+        "time waiting in collectives for a late worker", unit="ms", digits=6
+    )
+    late: list[list[bool]] = out("late in that step (by 10% of the median's own time and 20 us)")
+
+
+@dataclass(frozen=True)
+class StragglerRow:
+    host: str = out("the late worker")
+    steps: list[int] = out("pod steps where it is late")
+    step_ranges: str = out('the same as ranges, e.g. `"10-20"`')
+    late_ms: float = out("its lateness summed over those steps", unit="ms", digits=6)
+    late_ms_per_step: float = out("`late_ms` per late step", unit="ms", digits=6)
+    reason: str = out("category key in which it exceeds the median worker the most")
+    reason_label: str = out("that category's name")
+    reason_excess_ms: float = out(
+        "that category beyond the median worker's, summed", unit="ms", digits=6
+    )
+    waited_ms: float = out("the other workers' waiting for it in those steps", unit="ms", digits=6)
+    waiters: int = out("workers that waited for it")
+    explanation: str = out("one sentence")
+
+
+@dataclass(frozen=True)
+class CsvRow:
+    """One (pod step, worker) line of the CSV; a column per category (CATEGORY_NAMES)."""
+
+    step_num: int = out("pod step number")
+    host: str = out("the worker")
+    step_name: str = out("its own step's name")
+    duration_ms: float = out("its own step time", unit="ms", digits=6)
+    is_slowest: bool = out("slowest worker of the pod step")
+    bottleneck: str = out("category with the most time")
+    input_ms: float = out("input time", unit="ms", digits=6)
+    output_ms: float = out("output time", unit="ms", digits=6)
+    kernel_launch_ms: float = out("kernel launch time", unit="ms", digits=6)
+    host_compute_ms: float = out("host compute time", unit="ms", digits=6)
+    device_to_device_ms: float = out("device-to-device time", unit="ms", digits=6)
+    device_collectives_ms: float = out("device collectives time", unit="ms", digits=6)
+    device_compute_ms: float = out("device compute time", unit="ms", digits=6)
+    compilation_ms: float = out("compilation time", unit="ms", digits=6)
+    other_ms: float = out("other time", unit="ms", digits=6)
 
 
 @dataclass(frozen=True)
 class PodViewer:
-    workers: tuple[str, ...]
-    step_source: str
-    steps: tuple[PodStep, ...]
-    pairing: str = ""  # how worker steps were paired, and which were left out
-    left_out: int = 0
-    lateness: PodLateness | None = None  # late ranks, waits (stats/stragglers.py)
+    step_source: str = out(
+        "where steps came from (`marker`, `profiler_step`, ...; `a+b` when hosts differ)"
+    )
+    pairing: str = out(
+        "how worker steps were paired (by step number / by position) and, per worker, the "
+        "steps left out"
+    )
+    left_out_steps: int = out("worker steps in no pod step")
+    categories: tuple[Category, ...] = out("the step-time categories (the overview's)")
+    workers: tuple[Worker, ...] = out("one per worker")
+    steps: tuple[PodStep, ...] = out("one per pod step")
+    heatmap: Heatmap | None = out("workers x steps matrices; `null` for one worker")
+    stragglers: tuple[StragglerRow, ...] = out("the late workers, most late time first")
 
-    def _lateness_json(self) -> dict[str, Any]:
-        pod = self.lateness
-        if pod is None:
-            return {"heatmap": None, "stragglers": []}
+    CSV_ROWS = "csv_rows"
 
-        def matrix(values: np.ndarray) -> list[list[float | None]]:
-            return [[None if np.isnan(v) else _ms(v) for v in row] for row in values.tolist()]
-
-        return {
-            "heatmap": {
-                "hosts": list(pod.hosts),
-                "steps": pod.step_num.tolist(),
-                "step_ms": matrix(pod.dur_ns),
-                "late_ms": matrix(np.where(np.isnan(pod.dur_ns), np.nan, pod.late_ns)),
-                "wait_ms": matrix(np.where(np.isnan(pod.dur_ns), np.nan, pod.wait_ns)),
-                "late": pod.late.tolist(),
-            },
-            "stragglers": [
-                {
-                    "host": s.host,
-                    "steps": list(s.steps),
-                    "step_ranges": s.step_ranges,
-                    "late_ms": _ms(s.late_ns),
-                    "late_ms_per_step": _ms(s.late_ns / len(s.steps)),
-                    "reason": s.reason,
-                    "reason_label": CATEGORY_LABELS[s.reason],
-                    "reason_excess_ms": _ms(s.reason_excess_ns),
-                    "waited_ms": _ms(s.waited_ns),
-                    "waiters": s.waiters,
-                    "explanation": s.explanation,
-                }
-                for s in pod.stragglers
-            ],
-        }
-
-    def _worker_json(self, w: WorkerStep | None, slowest: bool) -> dict[str, Any] | None:
-        if w is None:
-            return None
-        return {
-            "host": w.host,
-            "step_name": w.name,
-            "duration_ms": _ms(w.duration_ns),
-            "breakdown_ms": {c: _ms(w.breakdown_ns[c]) for c in CATEGORY_NAMES},
-            "bottleneck": w.bottleneck,
-            "is_slowest": slowest,
-        }
-
-    def to_json(self) -> dict[str, Any]:
-        steps = []
-        slow_counts = [0] * len(self.workers)
-        totals = np.zeros(len(self.workers))
-        counts = np.zeros(len(self.workers))
-        for step in self.steps:
-            slowest = step.slowest
-            slow_counts[slowest] += 1
-            durations = [w.duration_ns for w in step.workers if w]
-            for i, w in enumerate(step.workers):
-                if w:
-                    totals[i] += w.duration_ns
-                    counts[i] += 1
-            steps.append(
-                {
-                    "step_num": step.step_num,
-                    "slowest_worker": self.workers[slowest],
-                    "spread_ms": _ms(max(durations) - min(durations)),
-                    "workers": [
-                        self._worker_json(w, i == slowest) for i, w in enumerate(step.workers)
-                    ],
-                }
+    @property
+    def csv_rows(self) -> tuple[CsvRow, ...]:
+        return tuple(
+            CsvRow(
+                step.step_num,
+                w.host,
+                w.step_name,
+                w.duration_ms,
+                w.is_slowest,
+                w.bottleneck,
+                *(w.breakdown_ms[c] for c in CATEGORY_NAMES),
             )
-        return {
-            "step_source": self.step_source,
-            "pairing": self.pairing,
-            "left_out_steps": self.left_out,
-            "categories": [{"key": c, "label": CATEGORY_LABELS[c]} for c in CATEGORY_NAMES],
-            "workers": [
-                {
-                    "host": host,
-                    "steps": int(counts[i]),
-                    "avg_step_ms": _ms(totals[i] / counts[i]) if counts[i] else 0.0,
-                    "slowest_in_steps": slow_counts[i],
-                }
-                for i, host in enumerate(self.workers)
-            ],
-            "steps": steps,
-            **self._lateness_json(),
-        }
+            for step in self.steps
+            for w in step.workers
+            if w is not None
+        )
 
-    def to_csv(self) -> str:
-        out = io.StringIO()
-        fields = ["step_num", "host", "step_name", "duration_ms", "is_slowest", "bottleneck"]
-        fields += [f"{c}_ms" for c in CATEGORY_NAMES]
-        writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
-        writer.writeheader()
-        for step in self.to_json()["steps"]:
-            for w in step["workers"]:
-                if w is None:
-                    continue
-                row = {
-                    k: w[k]
-                    for k in ("host", "step_name", "duration_ms", "is_slowest", "bottleneck")
-                }
-                row.update({f"{c}_ms": w["breakdown_ms"][c] for c in CATEGORY_NAMES})
-                writer.writerow({"step_num": step["step_num"], **row})
-        return out.getvalue()
+
+def _bottleneck(breakdown_ns: dict[str, int]) -> str:
+    """The category with the most time (ties: the first in display order)."""
+    return max(CATEGORY_NAMES, key=lambda c: (breakdown_ns[c], -CATEGORY_NAMES.index(c)))
+
+
+def _matrix(values: np.ndarray) -> list[list[float | None]]:
+    return [[None if np.isnan(v) else _ms(v) for v in row] for row in values.tolist()]
+
+
+def _lateness(pod: PodLateness | None) -> tuple[Heatmap | None, tuple[StragglerRow, ...]]:
+    if pod is None:
+        return None, ()
+    missing = np.isnan(pod.dur_ns)
+    heatmap = Heatmap(
+        pod.hosts,
+        pod.step_num.tolist(),
+        _matrix(pod.dur_ns),
+        _matrix(np.where(missing, np.nan, pod.late_ns)),
+        _matrix(np.where(missing, np.nan, pod.wait_ns)),
+        pod.late.tolist(),
+    )
+    stragglers = tuple(
+        StragglerRow(
+            s.host,
+            list(s.steps),
+            s.step_ranges,
+            _ms(s.late_ns),
+            _ms(s.late_ns / len(s.steps)),
+            s.reason,
+            CATEGORY_LABELS[s.reason],
+            _ms(s.reason_excess_ns),
+            _ms(s.waited_ns),
+            s.waiters,
+            s.explanation,
+        )
+        for s in pod.stragglers
+    )
+    return heatmap, stragglers
+
+
+def _pod_steps(
+    hosts: list[str], numbers: list[int], cells: list[list[tuple[str, int, dict[str, int]] | None]]
+) -> tuple[list[PodStep], list[Worker]]:
+    """Pod steps from ``cells[j][i]`` (worker i's step of pod step j: name, duration,
+    breakdown, all ns), and each worker's summary over them."""
+    steps = []
+    slow_counts = [0] * len(hosts)
+    totals = np.zeros(len(hosts))
+    counts = np.zeros(len(hosts))
+    for number, row in zip(numbers, cells, strict=True):
+        durations = [c[1] if c else -1 for c in row]
+        slowest = int(np.argmax(durations))
+        slow_counts[slowest] += 1
+        workers: list[WorkerStep | None] = []
+        for i, cell in enumerate(row):
+            if cell is None:
+                workers.append(None)
+                continue
+            name, dur, breakdown = cell
+            totals[i] += dur
+            counts[i] += 1
+            ms = {c: _ms(breakdown[c]) for c in CATEGORY_NAMES}
+            workers.append(
+                WorkerStep(hosts[i], name, _ms(dur), ms, _bottleneck(breakdown), i == slowest)
+            )
+        present = [d for d in durations if d >= 0]
+        steps.append(
+            PodStep(number, hosts[slowest], _ms(max(present) - min(present)), tuple(workers))
+        )
+    summaries = [
+        Worker(host, int(counts[i]), _ms(totals[i] / counts[i]) if counts[i] else 0.0, n)
+        for i, (host, n) in enumerate(zip(hosts, slow_counts, strict=True))
+    ]
+    return steps, summaries
 
 
 def build(ctx: ToolContext) -> PodViewer:
@@ -183,26 +245,30 @@ def build(ctx: ToolContext) -> PodViewer:
     )
     numbers, rows = pairing.step_num.tolist(), [r.tolist() for r in pairing.rows]
     categories = [db.category_ns() for db in dbs]
-    steps = []
-    for j, number in enumerate(numbers):
-        workers: list[WorkerStep | None] = []
-        for host, db, cats, worker_rows in zip(hosts, dbs, categories, rows, strict=True):
+    cells = []
+    for j in range(len(numbers)):
+        row: list[tuple[str, int, dict[str, int]] | None] = []
+        for db, cats, worker_rows in zip(dbs, categories, rows, strict=True):
             k = worker_rows[j]
             if k < 0:
-                workers.append(None)
+                row.append(None)
                 continue
             breakdown = {c: int(cats[c][k]) for c in CATEGORY_NAMES}
-            workers.append(WorkerStep(host, db.names[k], int(db.dur_ns[k]), breakdown))
-        steps.append(PodStep(int(number), tuple(workers)))
+            row.append((db.names[k], int(db.dur_ns[k]), breakdown))
+        cells.append(row)
+    steps, workers = _pod_steps(hosts, [int(n) for n in numbers], cells)
     sources = sorted({db.source for db in dbs})
     lateness = find_stragglers(list(zip(hosts, dbs, strict=True))) if len(hosts) > 1 else None
+    heatmap, stragglers = _lateness(lateness)
     return PodViewer(
-        tuple(hosts),
         "+".join(sources),
-        tuple(steps),
         pairing.description,
         sum(pairing.left_out),
-        lateness,
+        tuple(Category(c, CATEGORY_LABELS[c]) for c in CATEGORY_NAMES),
+        tuple(workers),
+        tuple(steps),
+        heatmap,
+        stragglers,
     )
 
 
