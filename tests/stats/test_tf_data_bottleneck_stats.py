@@ -149,3 +149,29 @@ def test_instrumented_python_pipeline_names_the_slow_stage(tmp_path: Path) -> No
     assert set(stats) == {"Batch", "Reader", "Decode", "Augment"}
     assert bottleneck.calls == 4 and bottleneck.self_ns > stats["Decode"].self_ns
     assert stats["Batch"].self_ns < bottleneck.self_ns
+
+
+def test_no_iterator_has_more_time_in_a_call_than_the_call() -> None:
+    """A prefetch producer that worked ahead of the call, and parallel map producers running
+    side by side, count only while the call lasted and as wall time."""
+    builder = XSpaceBuilder("w")
+    host = builder.plane("/host:CPU")
+    main = host.line(1, "main")
+    workers = [host.line(2 + k, f"worker{k}") for k in range(3)]
+    us = 1_000
+    for call in range(2):
+        t0 = 1_000_000 * us + call * 10_000 * us
+        main.event("Iterator::Root", t0, 1_000 * us, {"id": 1})
+        main.event("Iterator::Root::Prefetch", t0 + 100 * us, 800 * us, {"id": 2, "parent_id": 1})
+        for k, line in enumerate(workers):  # started 5 ms before the call, ends inside it
+            line.event(
+                "Iterator::Root::Prefetch::ParallelMap",
+                t0 - 5_000 * us + k * us,
+                5_400 * us,
+                {"id": 3, "parent_id": 2},
+            )
+    [pipeline] = build_tf_data_stats(build(builder))
+    for it in pipeline.iterators:
+        assert it.self_ns <= it.duration_ns <= pipeline.max_latency_ns, it.name
+    pmap = next(it for it in pipeline.iterators if it.name == "ParallelMap")
+    assert pmap.duration_ns == 402 * us  # inside the call (0..1000 us): its first 402 us

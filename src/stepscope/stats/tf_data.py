@@ -16,6 +16,7 @@ vectorized over events; Python loops run over iterators and pipelines only.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ import numpy as np
 
 from stepscope.model import Profile
 from stepscope.stats.enclosing import innermost_enclosing
+from stepscope.stats.intervals import union_ns
 
 SLOW_CALL_NS = 50_000  # a pipeline call slower than 50 µs is slow (TF's guide)
 ASYNC_ITERATORS = frozenset(
@@ -198,13 +200,22 @@ def build_tf_data_stats(profile: Profile) -> tuple[PipelineStats, ...]:
     overlap = np.where(
         has_parent, np.minimum(ev.end, ev.end[p]) - np.maximum(ev.start, ev.start[p]), 0
     ).clip(min=0)
-    self_ns = (ev.end - ev.start).astype(np.int64)
-    np.add.at(self_ns, ev.parent[has_parent], -overlap[has_parent])
-    self_ns = self_ns.clip(min=0)
     is_root = np.array([len(profile.strings[i].split("::")) == 2 for i in names.tolist()])
     # Blocking: every link up to a root call overlaps (the consumer waited while it ran).
     blocking = _all_ancestors(ev.parent, (is_root & ~has_parent) | (has_parent & (overlap > 0)))
     call_root = _roots(ev.parent)
+    # Times inside a call: a producer of an asynchronous iterator that ran before or after
+    # the call it fed (a prefetch thread working ahead) counts only while the call lasted,
+    # so no iterator has more time in a call than the call itself.
+    c_start = np.clip(ev.start, ev.start[call_root], ev.end[call_root])
+    c_end = np.clip(ev.end, ev.start[call_root], ev.end[call_root])
+    c_overlap = np.where(
+        has_parent, np.minimum(c_end, c_end[p]) - np.maximum(c_start, c_start[p]), 0
+    ).clip(min=0)
+    self_ns = (c_end - c_start).astype(np.int64)
+    np.add.at(self_ns, ev.parent[has_parent], -c_overlap[has_parent])
+    self_ns = self_ns.clip(min=0)
+    ev = dataclasses.replace(ev, start=c_start, end=c_end)
     datasets = profile.stat("name").string_ids()[ev.index]
 
     roots = np.flatnonzero(is_root & (ev.parent < 0))
@@ -253,7 +264,10 @@ def _iterator_stats(
     ids = ev.iterator[members]
     unique, group = np.unique(ids, return_inverse=True)
     k = len(unique)
-    duration = np.bincount(group, weights=(ev.end - ev.start)[members], minlength=k)
+    duration = np.array(  # wall time inside the call (parallel producers overlap)
+        [union_ns(ev.start[members[group == g]], ev.end[members[group == g]]) for g in range(k)],
+        dtype=np.int64,
+    )
     selft = np.bincount(group, weights=self_ns[members], minlength=k)
     calls = np.bincount(group, minlength=k)
     blocks = np.bincount(group, weights=blocking[members], minlength=k) > 0
@@ -276,7 +290,9 @@ def _iterator_stats(
                 is_async=iterator_name(long_name) in ASYNC_ITERATORS,
                 start_offset_ns=int(first[g] - ev.start[call]),
                 duration_ns=int(duration[g]),
-                self_ns=int(selft[g]),
+                # parallel producers overlap: their self times add up to more wall time than
+                # the iterator was busy in the call, which bounds it
+                self_ns=int(min(selft[g], duration[g])),
                 calls=int(calls[g]),
                 blocking=bool(blocks[g]),
             )
