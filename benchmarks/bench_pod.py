@@ -39,6 +39,7 @@ from stepscope.executor import make_executor
 from stepscope.model import ALL_HOSTS, open_run
 from stepscope.tools._fanout import build_tool
 from stepscope.tools.context import ProfileStore, ToolContext
+from stepscope.tools.output import to_json
 from stepscope.tools.registry import get_tool
 
 run_dir, cache_dir, workers, dask = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
@@ -48,8 +49,8 @@ store = ProfileStore(cache_dir=__import__("pathlib").Path(cache_dir), executor=e
 ctx = ToolContext(open_run(run_dir), ALL_HOSTS, store)
 from stepscope.tools._fanout import prepare
 prepare(ctx, get_tool("overview_page"), get_tool("pod_viewer"))
-overview = build_tool(ctx, get_tool("overview_page")).to_json()
-pod = build_tool(ctx, get_tool("pod_viewer")).to_json()
+overview = to_json(build_tool(ctx, get_tool("overview_page")))
+pod = to_json(build_tool(ctx, get_tool("pod_viewer")))
 seconds = time.perf_counter() - started
 executor.close()
 print(json.dumps({
@@ -82,8 +83,10 @@ def drive(run: Path, cache: Path, workers: int, dask: str = "") -> dict[str, flo
         capture_output=True,
         text=True,
         env=env,
-        check=True,
+        check=False,
     )
+    if out.returncode:
+        raise SystemExit(f"driver failed ({out.returncode}):\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
