@@ -85,3 +85,74 @@ def test_memory_peak_across_hosts(browser: Any, pod_server: RunningServer) -> No
     assert "Peak across hosts" in page.inner_text(".tool-page")
     context.close()
     rec.check()
+
+
+_VIEW = """() => {
+  const v = window.stepscopeTrace;
+  const hosts = v.structure.hosts;
+  const lines = v.data ? [...new Set(v.data.line)] : [];
+  return {
+    bands: v.layout.bands.filter((b) => b.kind === 'host').map((b) => [b.label, b.closed]),
+    hostsWithEvents: hosts.filter((h, k) => lines.some((l) => l >= h.line_base
+      && (k + 1 === hosts.length || l < hosts[k + 1].line_base))).map((h) => h.name),
+    starts: hosts.map((h) => h.start_ns),
+    loading: v.root.dataset.loading,
+    drawn: Number(v.root.dataset.drawn),
+  };
+}"""
+
+
+def _view(page: Any) -> dict[str, Any]:
+    page.wait_for_function(
+        "() => window.stepscopeTrace && window.stepscopeTrace.root.dataset.loading === '0'"
+        " && Number(window.stepscopeTrace.root.dataset.drawn) > 0",
+        timeout=60_000,
+    )
+    return page.evaluate(_VIEW)  # type: ignore[no-any-return]
+
+
+def test_trace_viewer_all_hosts_one_timeline(
+    browser: Any,  # noqa: F811
+    pod_server: RunningServer,
+) -> None:
+    from tests.support.browser import SHOTS
+
+    context, page, rec = open_page(browser, pod_server.url)
+    run = _run(pod_server, "job")
+    goto(page, pod_server.url, "trace_viewer", run, ALL_HOSTS)
+    page.wait_for_selector('.tv-pod[data-hosts="8"]')
+    view = _view(page)
+    # 8 hosts: the first open, the others collapsed to their band; only rank0's tracks fetched
+    assert view["bands"] == [["rank0", False]] + [[f"rank{r}", True] for r in range(1, 8)]
+    assert view["hostsWithEvents"] == ["rank0"]
+    # wall clock: each rank's clock starts 7.78 ms after the previous one's (the job's clocks)
+    assert view["starts"] == [r * 7_777_777 for r in range(8)]
+    page.click("text=Expand all")
+    page.wait_for_function(
+        "() => { const v = window.stepscopeTrace; return v.data && v.root.dataset.loading === '0'"
+        " && new Set(v.data.line).size > 3; }"
+    )
+    assert len(_view(page)["hostsWithEvents"]) > 1  # the tracks now in view, of several hosts
+    page.screenshot(path=str(SHOTS / "trace_viewer_all_hosts.png"))
+    # a click on a host band collapses it
+    page.evaluate("() => { window.stepscopeTrace.scroller.scrollTop = 0; }")
+    box = page.query_selector("canvas.tv-canvas").bounding_box()
+    page.mouse.click(box["x"] + 40, box["y"] + 26 + 12)  # below the time axis: rank0's band
+    assert _view(page)["bands"][0] == ["rank0", True]
+    # aligned on profile starts instead
+    page.select_option('[data-control="align"]', "start")
+    page.wait_for_function("() => location.hash.includes('align=start')")
+    page.wait_for_selector('.tv-pod[data-hosts="8"]')
+    page.wait_for_function("() => window.stepscopeTrace.structure.align === 'start'")
+    assert _view(page)["starts"] == [0] * 8
+    # the host picker: two hosts
+    page.click('[data-action="choose-hosts"]')
+    page.click(".tv-host-picker button >> text=None")
+    page.check('.tv-host-list input[value="rank2"]')
+    page.check('.tv-host-list input[value="rank5"]')
+    page.click('[data-action="apply-hosts"]')
+    page.wait_for_selector('.tv-pod[data-hosts="2"]')
+    assert "hosts=rank2%2Crank5" in page.evaluate("location.hash")
+    assert [b[0] for b in _view(page)["bands"]] == ["rank2", "rank5"]
+    context.close()
+    rec.check()

@@ -17,12 +17,20 @@ from __future__ import annotations
 import io
 import logging
 import pickle
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from stepscope.errors import StepscopeError
-from stepscope.executor import Executor, HostTask, InlineExecutor, content_hash, make_executor
+from stepscope.executor import (
+    Executor,
+    HostTask,
+    InlineExecutor,
+    TaskFn,
+    content_hash,
+    make_executor,
+)
 from stepscope.executor.choose import POOL_MIN_BYTES
 from stepscope.model import ALL_HOSTS, Profile, Run, cache
 from stepscope.model.runs import HostFile
@@ -159,7 +167,7 @@ def prepare(ctx: ToolContext, *specs: ToolSpec, build: bool = True) -> None:
     failed."""
     run, store = ctx.run, ctx.store
     # Workers find tools by name: a tool made up in place runs in this process.
-    names = tuple(s.name for s in specs if s.multi_host and _registered(s))
+    names = tuple(s.name for s in specs if s.multi_host and s.fan_out and _registered(s))
     if ctx.host != ALL_HOSTS or len(run.hosts) < 2 or not names:
         return
     options = tuple(sorted(ctx.options.items()))
@@ -178,21 +186,34 @@ def prepare(ctx: ToolContext, *specs: ToolSpec, build: bool = True) -> None:
     if todo:
         cache_dir = str(location.root(store.cache_dir)) if store.use_cache else ""
         args = SummaryArgs(names, options, cache_dir, store.use_cache, build)
-        tasks = [HostTask(h, args) for h in todo]
-        executor = store.executor or _auto_executor(todo)
-        try:
-            for i, outcome in executor.map(host_summary, tasks, store.host_progress):
-                path = todo[i].path
-                if outcome.ok:
-                    summary: HostSummary = outcome.value
-                    for key in keys:
-                        store.seed(path, key, options, summary.values)
-                else:
-                    store.fail(path, outcome.error)
-        finally:
-            if store.executor is None:
-                executor.close()
-    failed = ctx.failed
+        for host, summary in map_hosts(store, todo, host_summary, args):
+            for key in keys:
+                store.seed(host.path, key, options, summary.values)
+    check_some_left(ctx)
+
+
+def map_hosts(
+    store: ProfileStore, hosts: list[HostFile], fn: TaskFn, args: Any
+) -> Iterator[tuple[HostFile, Any]]:
+    """``fn(HostTask(host, args))`` for every host on the store's executor (else one chosen by
+    the files' size), with per-host progress; yields (host, value) as they complete. A host
+    whose task failed is recorded in ``store.host_errors`` instead."""
+    executor = store.executor or _auto_executor(hosts)
+    try:
+        tasks = [HostTask(h, args) for h in hosts]
+        for i, outcome in executor.map(fn, tasks, store.host_progress):
+            if outcome.ok:
+                yield hosts[i], outcome.value
+            else:
+                store.fail(hosts[i].path, outcome.error)
+    finally:
+        if store.executor is None:
+            executor.close()
+
+
+def check_some_left(ctx: ToolContext) -> None:
+    """Raises the one-line error of a run whose every host failed."""
+    run, failed = ctx.run, ctx.failed
     if len(failed) == len(run.hosts):
         first = next(iter(failed.values()))
         raise StepscopeError(

@@ -55,6 +55,9 @@ class ToolSpec:
     build: Callable[[ToolContext], ToolResult]
     formats: tuple[str, ...] = ("json",)  # "csv" when the result has CSV rows (tools.output)
     multi_host: bool = True  # supports ALL_HOSTS
+    # ALL_HOSTS is a reduction of per-host summaries (tools/_fanout.py); False: the tool
+    # schedules its own per-host work (the trace viewer's per-host indexes)
+    fan_out: bool = True
     options: tuple[ToolOption, ...] = ()
     # Whether the tool has anything to show for a run (e.g. kernel_stats needs a GPU).
     available: Callable[[ToolContext], bool] = field(default=lambda ctx: True)

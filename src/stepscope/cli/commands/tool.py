@@ -64,7 +64,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--host",
         help=f"one host, or {ALL_HOSTS} (default: the only host, or "
-        f"{ALL_HOSTS} when there are several)",
+        f"{ALL_HOSTS} when there are several); the trace viewer also takes a "
+        "comma-separated list of hosts",
     )
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="JSON output (the default)")
@@ -144,14 +145,11 @@ def run(args: argparse.Namespace) -> int:
         raise StepscopeError(
             f"tool {spec.name} has no CSV output (formats: {', '.join(spec.formats)})"
         )
-    ctx = context_for(
-        args.run,
-        spec,
-        args.host,
-        parse_options(spec, args.option),
-        use_cache=not args.no_cache,
-        args=args,
-    )
+    host, options = args.host, parse_options(spec, args.option)
+    if host and "," in host and "hosts" in options:
+        # --host a,b: ALL_HOSTS narrowed to those hosts (the trace viewer's timeline)
+        host, options["hosts"] = ALL_HOSTS, host
+    ctx = context_for(args.run, spec, host, options, use_cache=not args.no_cache, args=args)
     result = spec.build(ctx)
     if args.csv:
         text = output.to_csv(result)

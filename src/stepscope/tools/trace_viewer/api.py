@@ -265,7 +265,12 @@ def event(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
     profile, index = trace_of(ctx)
     if profile.n_events == 0:
         raise ValueError("the trace has no events")
-    event_id = _int(params, "id", -1, 0, profile.n_events - 1)
+    return _json(event_details(profile, index, _int(params, "id", -1, 0, profile.n_events - 1)))
+
+
+def event_details(profile: Profile, index: TraceIndex, event_id: int) -> dict[str, Any]:
+    """One event with all its stats and the other ends of its flows (times from the index's
+    origin)."""
     display = profile.strings[int(profile.meta_display_name[profile.meta[event_id]])]
     flows = []
     for f in index.flows.touching(np.array([event_id])).tolist():
@@ -279,14 +284,12 @@ def event(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
             }
         )
     stats = {k: _plain(v) for k, v in profile.event_stats(event_id).items()}
-    return _json(
-        {
-            **_brief(profile, index, event_id),
-            "display_name": display,
-            "stats": stats,
-            "flows": flows,
-        }
-    )
+    return {
+        **_brief(profile, index, event_id),
+        "display_name": display,
+        "stats": stats,
+        "flows": flows,
+    }
 
 
 def _rows(params: Mapping[str, str], index: TraceIndex) -> np.ndarray | None:
@@ -321,26 +324,31 @@ def select(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
     profile, index = trace_of(ctx)
     t0, t1 = _window(params, index)
     events = events_in_box(profile, index, t0, t1, _rows(params, index))
+    return _json(selection_json(by_name(profile, events), len(events)))
+
+
+def by_name(profile: Profile, events: np.ndarray) -> dict[str, tuple[int, float]]:
+    """Count and total duration of ``events`` per event name."""
     names = profile.name[events]
     dur = profile.dur_ns[events].astype(np.float64)
     count = np.bincount(names, minlength=0)
     total = np.bincount(names, weights=dur, minlength=0)
-    used = np.flatnonzero(count)
-    used = used[np.argsort(-total[used], kind="stable")]
-    shown = used[:MAX_SELECT_NAMES]
-    return _json(
-        {
-            "count": len(events),
-            "total_ns": float(dur.sum()),
-            "distinct_names": len(used),
-            "by_name": [
-                {
-                    "name": profile.strings[int(k)],
-                    "count": int(count[k]),
-                    "total_ns": float(total[k]),
-                    "avg_ns": float(total[k] / count[k]),
-                }
-                for k in shown.tolist()
-            ],
-        }
-    )
+    used = np.flatnonzero(count).tolist()
+    return {profile.strings[k]: (int(count[k]), float(total[k])) for k in used}
+
+
+def selection_json(
+    groups: Mapping[str, tuple[int, float]], count: int, **extra: Any
+) -> dict[str, Any]:
+    """The ``select`` answer: totals and the names with the most time first."""
+    ranked = sorted(groups.items(), key=lambda item: -item[1][1])
+    return {
+        "count": count,
+        "total_ns": float(sum(total for _n, total in groups.values())),
+        "distinct_names": len(groups),
+        "by_name": [
+            {"name": name, "count": n, "total_ns": total, "avg_ns": total / n}
+            for name, (n, total) in ranked[:MAX_SELECT_NAMES]
+        ],
+        **extra,
+    }

@@ -1,4 +1,5 @@
-"""Trace viewer: the timeline of every event of one host, browsable at any zoom.
+"""Trace viewer: the timeline of every event of one host, or of several hosts on one clock
+(ALL_HOSTS, see `pod`), browsable at any zoom.
 
 ``build`` returns the trace's structure (sections, tracks, time range, counters, steps); the
 events themselves come from the endpoints in `api` (window, search, event,
@@ -9,6 +10,7 @@ See docs/tools/trace_viewer.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,8 +19,10 @@ from stepscope.stats.trace_index.flows import KIND_NAMES
 from stepscope.stats.trace_index.index import TraceIndex
 from stepscope.stats.trace_index.tracks import sections
 from stepscope.tools.context import ToolContext
-from stepscope.tools.registry import ToolEndpoint, ToolSpec
-from stepscope.tools.trace_viewer import api
+from stepscope.tools.registry import ToolEndpoint, ToolOption, ToolSpec, ToolUsageError
+from stepscope.tools.trace_viewer import api, pod_api
+from stepscope.tools.trace_viewer.pod import PodTrace, is_pod, pod_trace
+from stepscope.tools.trace_viewer.pod_structure import PodTraceView, pod_view
 
 FORMAT_VERSION = 1
 
@@ -71,15 +75,47 @@ class TraceViewerData:
         }
 
 
-def build(ctx: ToolContext) -> TraceViewerData:
+def build(ctx: ToolContext) -> TraceViewerData | PodTraceView:
+    if is_pod(ctx):
+        return pod_view(pod_trace(ctx), tuple(e.name for e in ENDPOINTS))
     return TraceViewerData(*api.trace_of(ctx))
 
 
+Handler = Callable[[ToolContext, Mapping[str, str]], tuple[bytes, str]]
+
+
+def _any_host(
+    one: Handler, many: Callable[[PodTrace, Mapping[str, str]], tuple[bytes, str]]
+) -> Handler:
+    """``one`` for a host, ``many`` for ALL_HOSTS (whose ``hosts`` and ``align`` come with the
+    query, as the tool's options do)."""
+
+    def handle(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
+        if not is_pod(ctx):
+            return one(ctx, params)
+        options = {k: params.get(k, "") for k in ("hosts", "align")}
+        try:
+            pod = pod_trace(ToolContext(ctx.run, ctx.host, ctx.store, options))
+        except ToolUsageError as exc:
+            raise ValueError(str(exc)) from None
+        return many(pod, params)
+
+    return handle
+
+
 ENDPOINTS = (
-    ToolEndpoint("window", api.window, "events, flows and counters of a time window"),
-    ToolEndpoint("search", api.search, "events whose name contains q"),
-    ToolEndpoint("event", api.event, "one event: times, all stats, flows"),
-    ToolEndpoint("select", api.select, "events in a box, aggregated by name"),
+    ToolEndpoint(
+        "window",
+        _any_host(api.window, pod_api.window),
+        "events, flows and counters of a time window",
+    ),
+    ToolEndpoint("search", _any_host(api.search, pod_api.search), "events whose name contains q"),
+    ToolEndpoint(
+        "event", _any_host(api.event, pod_api.event), "one event: times, all stats, flows"
+    ),
+    ToolEndpoint(
+        "select", _any_host(api.select, pod_api.select), "events in a box, aggregated by name"
+    ),
 )
 
 
@@ -88,7 +124,17 @@ TOOL = ToolSpec(
     title="Trace viewer",
     description="Timeline of every event: zoom, pan, select, search, flows and counters.",
     build=build,
-    multi_host=False,
+    # ALL_HOSTS (or the hosts option): one timeline, a section per host (pod.py); the hosts'
+    # indexes are its own per-host tasks, not the summaries of tools/_fanout.py.
+    fan_out=False,
+    options=(
+        ToolOption("hosts", "at ALL_HOSTS: the hosts to show, comma-separated (default: all)", ""),
+        ToolOption(
+            "align",
+            "at ALL_HOSTS: clock (each host's own timestamps) or start (first events at 0)",
+            "clock",
+        ),
+    ),
     order=15,
     endpoints=ENDPOINTS,
 )

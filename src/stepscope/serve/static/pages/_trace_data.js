@@ -2,6 +2,7 @@
 // Trace viewer data: the binary window format (STV1, see docs/tools/trace_viewer.md), a small
 // cache of windows, and the JSON endpoints (search, event details, box selection).
 import { getJSON, query } from '../util.js';
+import { covers, ranges } from './_trace_pod.js';
 
 const DTYPES = { i1: Int8Array, u1: Uint8Array, i4: Int32Array, u4: Uint32Array, f4: Float32Array, f8: Float64Array };
 const API = 'api/tool/trace_viewer';
@@ -72,28 +73,36 @@ function prepare({ header, arrays }) {
 }
 
 export class TraceClient {
-  constructor(run, host) {
+  /** `extra`: parameters of every query (a multi-host view's hosts and alignment). */
+  constructor(run, host, extra = {}) {
     this.run = run;
     this.host = host;
+    this.extra = extra;
     this.windows = []; // most recent first
     this.maxWindows = 8;
     this.fetches = 0;
   }
 
   url(endpoint, params) {
-    return `${API}/${endpoint}?${query({ run: this.run, host: this.host, ...params })}`;
+    return `${API}/${endpoint}?${query({ run: this.run, host: this.host, ...this.extra, ...params })}`;
   }
 
-  /** A cached window covering [t0, t1] with buckets no coarser than `bucket`, or null. */
-  cached(t0, t1, bucket) {
+  /**
+   * A cached window covering [t0, t1] with buckets no coarser than `bucket` (and, on a
+   * multi-host view, holding the tracks `need` names), or null.
+   */
+  /** @param {import('./_trace_pod.js').TrackNeed | null} [need] */
+  cached(t0, t1, bucket, need = null) {
     const found = this.windows.find((w) => w.t0 <= t0 && w.t1 >= t1 && w.bucket <= bucket * 1.01
-      && w.bucket >= bucket / 4);
+      && w.bucket >= bucket / 4 && covers(w.tracks, need));
     if (found) this.windows = [found, ...this.windows.filter((w) => w !== found)];
     return found || null;
   }
 
-  async window(t0, t1, res, signal) {
-    const response = await fetch(this.url('window', { t0: Math.floor(t0), t1: Math.ceil(t1), res }), { signal });
+  /** @param {import('./_trace_pod.js').TrackNeed | null} [need] */
+  async window(t0, t1, res, signal, need = null) {
+    const tracks = need ? { lines: ranges(need.lines) || 'none', counter_ids: ranges(need.counters) || 'none' } : {};
+    const response = await fetch(this.url('window', { t0: Math.floor(t0), t1: Math.ceil(t1), res, ...tracks }), { signal });
     if (!response.ok) {
       let message = response.statusText;
       try { message = (await response.json()).error || message; } catch { /* not JSON */ }
@@ -101,6 +110,7 @@ export class TraceClient {
     }
     this.fetches += 1;
     const data = prepare(decode(await response.arrayBuffer()));
+    if (need) data.tracks = { lineSet: new Set(need.lines), counterSet: new Set(need.counters) };
     this.windows = [data, ...this.windows].slice(0, this.maxWindows);
     return data;
   }

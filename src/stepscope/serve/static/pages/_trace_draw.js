@@ -4,6 +4,7 @@
 // (one path and one fill per colour), so a frame costs one pass over the window's events.
 import { fmtBytes, fmtNs } from '../util.js';
 import { PALETTE } from './_trace_data.js';
+import { drawHostBand } from './_trace_pod_draw.js';
 
 export const AXIS_H = 26;
 export const SECTION_H = 22;
@@ -15,26 +16,27 @@ const FLOW_COLORS = ['rgba(60, 64, 67, 0.75)', 'rgba(217, 48, 37, 0.8)'];
 const AUTO_FLOWS = 300; // more arrows than this at once are unreadable: draw them on request
 const MAX_FLOWS = 2000; // "all" draws at most this many per frame (bounded frame time)
 
-/** Bands top to bottom; lineY[line] = content y of a track's first row (-1 when hidden). */
-export function buildLayout(structure, collapsed) {
-  const bands = [];
-  let y = 0;
-  const maxLine = Math.max(0, ...structure.sections.flatMap((s) => s.tracks.map((t) => t.line)));
-  const lineY = new Float64Array(maxLine + 1).fill(-1);
-  const counterY = new Map();
-  const sections = [];
-  if (structure.counters.length) sections.push({ key: 'counters', name: 'Counters', counters: structure.counters });
-  for (const s of structure.sections) sections.push({ key: `plane:${s.plane}`, name: s.name, tracks: s.tracks });
-  for (const section of sections) {
+export const HOST_H = 24;
+
+/** A structure's sections as layout groups (keys prefixed per host on a multi-host view). */
+function groupsOf(s, prefix) {
+  const groups = [];
+  if (s.counters.length) groups.push({ key: `${prefix}counters`, name: 'Counters', counters: s.counters });
+  for (const sec of s.sections) groups.push({ key: `${prefix}plane:${sec.plane}`, name: sec.name, tracks: sec.tracks });
+  return groups;
+}
+
+function appendGroups(L, groups, collapsed) {
+  for (const section of groups) {
     const closed = collapsed.has(section.key);
     const count = section.counters ? section.counters.length : section.tracks.length;
-    bands.push({ kind: 'section', y, h: SECTION_H, key: section.key, label: section.name, closed, count });
-    y += SECTION_H;
+    L.bands.push({ kind: 'section', y: L.y, h: SECTION_H, key: section.key, label: section.name, closed, count });
+    L.y += SECTION_H;
     if (closed) continue;
     for (const c of section.counters || []) {
-      bands.push({ kind: 'counter', y, h: COUNTER_H, label: c.name, counter: c.id, unit: c.unit });
-      counterY.set(c.id, y);
-      y += COUNTER_H;
+      L.bands.push({ kind: 'counter', y: L.y, h: COUNTER_H, label: c.name, counter: c.id, unit: c.unit });
+      L.counterY.set(c.id, L.y);
+      L.y += COUNTER_H;
     }
     // Two tracks of a section with one name (two threads called "python") get numbered.
     const total = new Map();
@@ -44,12 +46,32 @@ export function buildLayout(structure, collapsed) {
       const h = Math.max(1, t.rows) * ROW_H + 2 * TRACK_PAD;
       nth.set(t.name, (nth.get(t.name) || 0) + 1);
       const label = total.get(t.name) > 1 ? `${t.name} (${nth.get(t.name)})` : t.name;
-      bands.push({ kind: 'track', y, h, label, line: t.line, rows: t.rows, events: t.events });
-      lineY[t.line] = y + TRACK_PAD;
-      y += h;
+      L.bands.push({ kind: 'track', y: L.y, h, label, line: t.line, rows: t.rows, events: t.events });
+      L.lineY[t.line] = L.y + TRACK_PAD;
+      L.y += h;
     }
   }
-  return { bands, lineY, counterY, height: y };
+}
+
+/**
+ * Bands top to bottom; lineY[line] = content y of a track's first row (-1 when hidden). A
+ * multi-host structure (`hosts`) gets a host band per host (its steps drawn in it) above that
+ * host's sections; a collapsed host shows its band alone.
+ */
+export function buildLayout(structure, collapsed) {
+  const hosts = structure.hosts || [structure];
+  const maxLine = Math.max(0, ...hosts.flatMap((x) => x.sections.flatMap((s) => s.tracks.map((t) => t.line))));
+  const L = { bands: /** @type {any[]} */ ([]), y: 0, lineY: new Float64Array(maxLine + 1).fill(-1), counterY: new Map() };
+  if (!structure.hosts) appendGroups(L, groupsOf(structure, ''), collapsed);
+  for (const [k, host] of (structure.hosts || []).entries()) {
+    const key = `host:${host.name}`;
+    const closed = collapsed.has(key);
+    L.bands.push({ kind: 'host', y: L.y, h: HOST_H, key, label: host.name, closed, host: k,
+      count: host.sections.reduce((n, s) => n + s.tracks.length, 0) });
+    L.y += HOST_H;
+    if (!closed) appendGroups(L, groupsOf(host, `${key}:`), collapsed);
+  }
+  return { bands: L.bands, lineY: L.lineY, counterY: L.counterY, height: L.y };
 }
 
 function niceStep(raw) {
@@ -336,6 +358,10 @@ function drawGutter(ctx, s) {
   for (const b of s.layout.bands) {
     const y = AXIS_H - s.scrollY + b.y;
     if (y + b.h < AXIS_H || y > s.H) continue;
+    if (b.kind === 'host') {
+      drawHostBand(ctx, s, b, y, scaleOf(s), GUTTER);
+      continue;
+    }
     if (b.kind === 'section') {
       ctx.fillStyle = '#e8eaed';
       ctx.fillRect(0, y, s.W, b.h);

@@ -16,6 +16,7 @@ function statValue(key, value) {
  */
 export function eventDetails(e, go, opHref = null) {
   const rows = [
+    ...(e.host ? [['Host', e.host]] : []), // a multi-host view
     ['Name', e.name], ['Display name', e.display_name || '–'],
     ['Section', e.section], ['Track', e.track],
     ['Start', fmtNs(e.start_ns)], ['Duration', fmtNs(e.dur_ns)], ['End', fmtNs(e.start_ns + e.dur_ns)],

@@ -1,7 +1,8 @@
 // @ts-check
 // Trace viewer toolbar (modes, steps, flows, wheel, time origin, search) and the small pieces
 // of page state around the view: settings remembered in the browser, the resizable details pane.
-import { fmtBytes, h } from '../util.js';
+import { fmtBytes, fmtInt, h } from '../util.js';
+import { GUTTER } from './_trace_draw.js';
 
 export const MODES = ['select', 'pan', 'zoom', 'timing'];
 
@@ -87,3 +88,22 @@ export function toolbar(view, structure) {
     view.status);
 }
 
+/** Runs the view's search query: totals in the count, matches in view for highlighting. */
+export async function runSearch(view) {
+  const q = view.query;
+  if (!q) { view.matches = null; view.searchCount.textContent = ''; view.invalidate(); return; }
+  const { t0, t1 } = view.view;
+  const a = Math.max(0, Math.floor(t0));
+  const b = Math.max(a + 1, Math.ceil(Math.min(t1, view.duration)));
+  try {
+    const r = await view.client.search({ q, limit: 200, t0: a, t1: b, res: Math.max(1, view.W - GUTTER) });
+    if (q !== view.query) return;
+    view.matches = r.window;
+    view.searchResults = r.results;
+    view.searchCount.textContent = `${fmtInt(r.total)} matches · ${fmtInt(r.window_total)} in view`;
+    view.root.dataset.matches = String(r.total);
+    view.invalidate();
+  } catch (err) {
+    view.searchCount.textContent = err.message;
+  }
+}

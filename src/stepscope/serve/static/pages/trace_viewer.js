@@ -6,8 +6,9 @@ import { fmtInt, fmtNs, h, note } from '../util.js';
 import { TraceClient } from './_trace_data.js';
 import { AXIS_H, GUTTER, ROW_H, bandAt, buildLayout, counterIndexAt, drawFrame, hitTest, scaleOf } from './_trace_draw.js';
 import { measurePan, measureZoom } from './_trace_measure.js';
+import { initialCollapsed, podControls, podParams, revealLine, tracksNear } from './_trace_pod.js';
 import { boxDetails, counterDetails, eventDetails, keysHelp, markDetails, shortcutsDialog } from './_trace_panel.js';
-import { bindResize, counterValue, readSetting, toolbar, writeSetting } from './_trace_toolbar.js';
+import { bindResize, counterValue, readSetting, runSearch, toolbar, writeSetting } from './_trace_toolbar.js';
 
 const MAX_RES = 16384;
 const MIN_SPAN_NS = 10;
@@ -52,10 +53,10 @@ class TraceView {
     this.keyListener = (e) => this.onKey(e);
     this.root = root;
     this.structure = structure;
-    this.client = new TraceClient(ctx.run, ctx.host);
+    this.client = new TraceClient(ctx.run, ctx.host, structure.hosts ? podParams(ctx) : {});
     this.duration = Math.max(structure.duration_ns, 1);
     this.view = { t0: 0, t1: this.duration };
-    this.collapsed = new Set();
+    this.collapsed = initialCollapsed(structure); // host bands of a multi-host view
     this.layout = buildLayout(structure, this.collapsed);
     this.data = null;
     this.mode = 'select';
@@ -68,6 +69,7 @@ class TraceView {
     this.box = null;
     this.matches = null;
     this.query = '';
+    /** @type {any} */ this.searchResults = null; // set by runSearch (_trace_toolbar.js)
     this.drawCount = 0;
     this.drawTimes = [];
     this.frameScheduled = false;
@@ -157,16 +159,20 @@ class TraceView {
     const bucket = (t1 - t0) / plotW;
     const a = Math.max(0, t0);
     const b = Math.min(this.duration, t1);
-    const hit = this.client.cached(a, Math.max(b, a + 1), bucket);
+    // Several hosts: a window holds the tracks near the view only (none: nothing to fetch).
+    const need = this.structure.hosts ? tracksNear(this.layout, this.scrollY, this.H) : null;
+    if (need && !need.lines.length && !need.counters.length) return;
+    const hit = this.client.cached(a, Math.max(b, a + 1), bucket, need);
     if (hit) {
       if (hit !== this.data) { this.data = hit; this.invalidate(); }
       return;
     }
     clearTimeout(this.fetchTimer);
-    this.fetchTimer = setTimeout(() => this.fetchWindow(a, b, bucket), this.data ? FETCH_DELAY_MS : 0);
+    this.fetchTimer = setTimeout(() => this.fetchWindow(a, b, bucket, need), this.data ? FETCH_DELAY_MS : 0);
   }
 
-  async fetchWindow(a, b, bucket) {
+  /** @param {import('./_trace_pod.js').TrackNeed | null} [need] */
+  async fetchWindow(a, b, bucket, need = null) {
     const span = Math.max(b - a, 1);
     const margin = Math.max(0, Math.min(span, (MAX_RES * bucket - span) / 2));
     const f0 = Math.max(0, a - margin);
@@ -177,7 +183,7 @@ class TraceView {
     this.pending = controller;
     this.root.dataset.loading = '1';
     try {
-      const data = await this.client.window(f0, Math.max(f1, f0 + 1), res, controller.signal);
+      const data = await this.client.window(f0, Math.max(f1, f0 + 1), res, controller.signal, need);
       if (controller.signal.aborted) return;
       this.data = data;
       this.status.textContent = `${fmtInt(data.n)} events in this window · ${fmtInt(data.flows.n)} flows`;
@@ -241,6 +247,7 @@ class TraceView {
     this.layout = buildLayout(this.structure, this.collapsed);
     this.spacer.style.height = `${Math.max(0, this.layout.height + AXIS_H - this.H)}px`;
     this.invalidate();
+    if (this.structure.hosts && this.W) this.requestData(); // other tracks in view
   }
 
   // ---- selection -------------------------------------------------------------------------
@@ -256,6 +263,7 @@ class TraceView {
         const mid = brief.start_ns + brief.dur_ns / 2;
         this.setView(mid - span / 2, mid + span / 2);
       }
+      revealLine(this, brief.line); // its host may be collapsed
       const y = this.layout.lineY[brief.line] + brief.depth * ROW_H;
       if (y < this.scrollY || y > this.scrollY + this.H - AXIS_H - ROW_H) this.scroller.scrollTop = Math.max(0, y - (this.H - AXIS_H) / 2);
     }
@@ -315,24 +323,8 @@ class TraceView {
     this.searchTimer = setTimeout(() => this.runSearch(), 120);
   }
 
-  async runSearch() {
-    const q = this.query;
-    if (!q) { this.matches = null; this.searchCount.textContent = ''; this.invalidate(); return; }
-    const { t0, t1 } = this.view;
-    const a = Math.max(0, Math.floor(t0));
-    const b = Math.max(a + 1, Math.ceil(Math.min(t1, this.duration)));
-    try {
-      const r = await this.client.search({ q, limit: 200, t0: a, t1: b, res: Math.max(1, this.W - GUTTER) });
-      if (q !== this.query) return;
-      this.matches = r.window;
-      this.searchResults = r.results;
-      this.searchCount.textContent = `${fmtInt(r.total)} matches · ${fmtInt(r.window_total)} in view`;
-      this.root.dataset.matches = String(r.total);
-      this.invalidate();
-    } catch (err) {
-      this.searchCount.textContent = err.message;
-    }
-  }
+  /** Search the whole trace for the query; matches in view are highlighted (_trace_toolbar.js). */
+  runSearch() { return runSearch(this); }
 
   jumpToMatch(step) {
     const r = this.searchResults;
@@ -386,7 +378,7 @@ class TraceView {
     this.scroller.focus({ preventScroll: true });
     if (px < GUTTER && py >= AXIS_H) {
       const band = bandAt(this.layout, py - AXIS_H + this.scrollY);
-      if (band && band.kind === 'section') {
+      if (band && (band.kind === 'section' || band.kind === 'host')) {
         if (this.collapsed.has(band.key)) this.collapsed.delete(band.key);
         else this.collapsed.add(band.key);
         this.relayout();
@@ -545,7 +537,11 @@ class TraceView {
     });
     c.addEventListener('pointerup', (e) => this.onPointerUp(e));
     window.addEventListener('keydown', this.keyListener, true);
-    this.scroller.addEventListener('scroll', () => { this.scrollY = this.scroller.scrollTop; this.invalidate(); });
+    this.scroller.addEventListener('scroll', () => {
+      this.scrollY = this.scroller.scrollTop;
+      this.invalidate();
+      if (this.structure.hosts) this.requestData();
+    });
     const observer = new ResizeObserver(() => {
       if (!this.root.isConnected && this.W) {
         observer.disconnect();
@@ -580,11 +576,12 @@ export async function render(root, data, ctx) {
   const tooltip = h('div', { class: 'tooltip', hidden: true, role: 'tooltip' });
   const view = new TraceView(root, data, ctx, { canvas, spacer, scroller, details, status, searchCount, tooltip, flowNote });
   const summary = `${fmtInt(data.events)} events over ${fmtNs(data.duration_ns)}`
-    + ` · ${fmtInt(data.steps.number.length)} steps · ${fmtInt(data.flows)} flows · ${data.sections.length} sections`;
+    + ` · ${fmtInt(data.steps.number.length)} steps · ${fmtInt(data.flows)} flows · `
+    + (data.hosts ? `${data.hosts.length} hosts on one timeline (${data.align === 'start' ? 'profile starts at 0' : 'wall clock'})` : `${data.sections.length} sections`);
   const handle = h('div', { class: 'tv-resize', role: 'separator', 'aria-orientation': 'vertical', title: 'Drag to resize the details pane' });
   const main = h('div', { class: 'tv-main' }, scroller, handle, details);
   bindResize(handle, main);
-  root.append(h('p', { class: 'loading' }, summary), toolbar(view, data), main, tooltip);
+  root.append(h('p', { class: 'loading' }, summary), toolbar(view, data), data.hosts ? h('div', { class: 'tv-toolbar' }, podControls(view, data, ctx)) : '', main, tooltip);
   root.dataset.loading = '1';
   // #/trace_viewer?...&step=N opens with step N in view (the Compare page links here)
   const wanted = new URLSearchParams(location.hash.split('?')[1] || '').get('step');
