@@ -155,3 +155,11 @@ def test_kineto_event_links_to_its_launch(state: ServerState) -> None:
         and incoming[0]["kind"] == "launch"
         and incoming[0]["event"] == int(arrays["src"][launch])
     )
+
+
+def test_h100_steps_are_the_overviews(state: ServerState) -> None:
+    # The H100 trace's step box listed 2 steps (one twice) where the overview has 1: both
+    # read the one step database now.
+    steps = json.loads(get(state, "/api/tool/trace_viewer", run="bert").body)["steps"]
+    overview = json.loads(get(state, "/api/tool/overview_page", run="bert").body)
+    assert steps["number"] == [s["step"] for s in overview["steps"]] == [6]
