@@ -9,11 +9,13 @@ from tests.support.gpu_fixtures import build, fixture_profile
 
 def test_peaks_from_the_profile_stats() -> None:
     caps = device_caps(fixture_profile("xspace/gpu_jax_fused_attention.xplane.pb"))
-    # gfx950: 4096 FLOP/clock/CU x 256 CUs x 2.4 GHz; bandwidth recorded by the profiler
-    assert caps.source == "profile"
+    # gfx950: 4096 FLOP/clock/CU x 256 CUs x 2.4 GHz; the profile's 4096 GB/s is half the
+    # MI350X/MI355X datasheet's HBM3E bandwidth (XLA on ROCm assumes double data rate)
+    assert caps.source == "profile + table: MI350X/MI355X bandwidth"
     assert caps.peak_flops_per_s == 4096 * 256 * 2.4e9
-    assert caps.peak_bytes_per_s == 4.096e12
-    assert round(caps.ridge_point, 1) == 614.4
+    assert caps.profile_bytes_per_s == 4.096e12
+    assert caps.peak_bytes_per_s == 8.0e12
+    assert round(caps.ridge_point, 1) == 314.6
 
 
 def test_kineto_traces_use_the_known_device_table() -> None:

@@ -114,8 +114,12 @@ def test_roofline_model_matches_xprof(tools: dict[str, dict[str, Any]]) -> None:
     props = data[0]["p"]
     device = tools["roofline_model"]["device"]
     assert _close(device["peak_gflops_per_s"], float(props["peak_flop_rate"]))
-    assert _close(device["peak_memory_gb_per_s"], float(props["peak_hbm_bw"]) * GIB / 1e9)
-    assert _close(device["ridge_point_flops_per_byte"], float(props["hbm_ridge_point"]))
+    # XProf takes the profile's 4096 GB/s; stepscope the MI350X/MI355X datasheet's 8 TB/s
+    # (tests/stats/test_device_caps.py), so its ridge point is lower
+    assert _close(device["profile_memory_gb_per_s"], float(props["peak_hbm_bw"]) * GIB / 1e9)
+    assert device["peak_memory_gb_per_s"] == 8000
+    ridge = float(props["hbm_ridge_point"])
+    assert _close(device["ridge_point_flops_per_byte"], ridge * 4096 / 8000)
     xprof = {str(r["operation"]): r for r in _table("roofline_model.json") if r["step"] == "Total"}
     ours = {p["operation"]: p for p in tools["roofline_model"]["points"] if p["step"] == "Total"}
     assert set(ours) == set(xprof)
@@ -127,4 +131,7 @@ def test_roofline_model_matches_xprof(tools: dict[str, dict[str, Any]]) -> None:
         if want["category"] == "custom-call":
             assert got["bound_by"] == "Unknown", name
             continue
-        assert got["bound_by"] == {"HBM": "Memory", "Compute": "Compute"}[want["bound_by"]], name
+        if got["operational_intensity"] >= device["ridge_point_flops_per_byte"]:
+            assert got["bound_by"] == "Compute", name  # XProf: HBM below its ridge of 614
+        else:
+            assert got["bound_by"] == want["bound_by"].replace("HBM", "Memory") == "Memory", name

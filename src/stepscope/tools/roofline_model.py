@@ -16,6 +16,7 @@ from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import ToolSpec
 
 MAX_STEPS = 50  # per-step rows for the first steps; the whole run is always there
+ROUNDING = 1e-3  # rates within this share of the roof are at the roof
 
 
 def _attainable(intensity: float, caps: DeviceCaps) -> float:
@@ -49,6 +50,9 @@ def _point(
         "attainable_gflops": round(roof / 1e9, 3),
         "roofline_efficiency_percent": round(100.0 * rate / roof, 3) if roof else None,
         "bound_by": bound_by(merged, caps.ridge_point) if merged else "Unknown",
+        # Above the roof: more bytes per second than the device's memory can move, so the
+        # data came from cache, or the peak is understated.
+        "above_roof": bool(roof) and rate > roof * (1 + ROUNDING),
     }
 
 
@@ -73,6 +77,7 @@ class RooflineModel:
             "device": self.caps.to_json(),
             "cost_source": self.steps[0][1].source if self.steps else "",
             "steps": [s for s, _ in self.steps],
+            "points_above_roof": sum(1 for p in points if p["above_roof"]),
             "points": points,
         }
 
