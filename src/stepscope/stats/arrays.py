@@ -12,3 +12,12 @@ def run_starts(values: np.ndarray) -> np.ndarray:
     if len(values) > 1:
         mask[1:] = values[1:] != values[:-1]
     return mask
+
+
+def unique_many(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` for integer arrays with many distinct values (event indices,
+    positions): sort and keep run starts. NumPy 2.3+ answers a plain ``np.unique`` with a
+    hash table that takes about 0.7 s per million distinct int64 values, 14x a sort; with few
+    distinct values (lines, planes) the hash table is faster, so those keep ``np.unique``."""
+    ordered = np.sort(values)
+    return ordered[run_starts(ordered)]

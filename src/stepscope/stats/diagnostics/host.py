@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from stepscope.stats.arrays import run_starts
+from stepscope.stats.arrays import run_starts, unique_many
 from stepscope.stats.diagnostics.base import (
     EventEvidence,
     Finding,
@@ -192,7 +192,7 @@ def _repeat_launches(data: HostData) -> np.ndarray:
     dev, launch = dev[keep], launch[keep]
     order = np.lexsort((p.start_ns[launch], p.name[dev]))
     first = run_starts(p.name[dev][order])
-    return np.unique(launch[order][~first])
+    return unique_many(launch[order][~first])
 
 
 def launch_thread_contention(data: HostData, options: dict[str, str]) -> Finding | None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stepscope.model import Profile
+from stepscope.stats.arrays import unique_many
 from stepscope.stats.device import framework_of
 from stepscope.stats.events import (
     CATEGORIES,
@@ -333,7 +334,7 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     untraced = locate_untraced(
         profile,
         markers.lines,
-        np.unique(ev),
+        unique_many(ev),
         span_lo[keep],
         span_hi[keep],
         covered_lo,

@@ -19,6 +19,7 @@ import numpy as np
 
 from stepscope.model import Profile
 from stepscope.model.profile import StatColumn
+from stepscope.stats.arrays import unique_many
 from stepscope.stats.trace_index.segments import ranges_to_indices, stable_argsort
 from stepscope.stats.trace_index.tracks import is_stream_line
 from stepscope.xspace.wire import KIND_DOUBLE, KIND_INT, KIND_UINT
@@ -50,7 +51,7 @@ class FlowTable:
         found = np.concatenate(
             [ranges_to_indices(out_lo, out_hi), self.by_dst[ranges_to_indices(in_lo, in_hi)]]
         )
-        return np.unique(found)
+        return unique_many(found)
 
 
 def _numeric(column: StatColumn) -> np.ndarray:

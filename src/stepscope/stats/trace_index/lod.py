@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from stepscope.stats.arrays import unique_many
 from stepscope.stats.trace_index.segments import bit_length, group_starts
 
 MAX_LEVEL = 62
@@ -175,7 +176,7 @@ def segment_running_max(values: np.ndarray, seg_starts: np.ndarray) -> np.ndarra
     drops = np.flatnonzero(values[1:] < values[:-1]) + 1
     if len(drops) == 0:
         return out
-    seg_of_drop = np.unique(np.searchsorted(seg_starts, drops, side="right") - 1)
+    seg_of_drop = unique_many(np.searchsorted(seg_starts, drops, side="right") - 1)
     bounds = np.append(seg_starts, len(values))
     for seg in seg_of_drop.tolist():
         a, b = int(bounds[seg]), int(bounds[seg + 1])

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stepscope.model import Profile
+from stepscope.stats.arrays import unique_many
 from stepscope.stats.trace_index.index import TraceIndex
 from stepscope.stats.trace_index.lod import MAX_LEVEL
 from stepscope.stats.trace_index.segments import (
@@ -81,7 +82,7 @@ def rows_of_pairs(index: TraceIndex, lines: np.ndarray, depths: np.ndarray) -> n
     key = (index.row_line.astype(np.int64) << 32) | index.row_depth.astype(np.int64)
     want = (np.asarray(lines, np.int64) << 32) | np.asarray(depths, np.int64)
     pos = np.minimum(np.searchsorted(key, want), max(len(key) - 1, 0))
-    return np.unique(pos[key[pos] == want]) if len(key) else np.zeros(0, np.int64)
+    return unique_many(pos[key[pos] == want]) if len(key) else np.zeros(0, np.int64)
 
 
 def query_window(
