@@ -17,6 +17,12 @@ setup(
             extra_compile_args=["-O2"],
         ),
         Extension(
+            "stepscope.stats._sweeps",
+            sources=["src/stepscope/stats/_sweeps.c"],
+            optional=True,  # without it the op stack and step sweeps run in NumPy
+            extra_compile_args=["-O2"],
+        ),
+        Extension(
             "stepscope.tools.trace_viewer._pbpack",
             sources=["src/stepscope/tools/trace_viewer/_pbpack.c"],
             optional=True,  # without it the Perfetto export encodes with numpy (slower)

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stepscope.stats import native
+
 
 def nesting_parents(line: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) -> np.ndarray:
     """For parallel arrays of events: index of each one's parent (same arrays), -1 for none."""
@@ -25,6 +27,22 @@ def nesting_parents(line: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) 
         return np.zeros(0, dtype=np.int64)
     order = _sorted_order(line, start_ns, end_ns)
     lines, starts, ends = line[order], start_ns[order], end_ns[order]
+    if native.sweeps is not None:  # one pass with a stack per line
+        parent = np.empty(n, dtype=np.int64)
+        native.sweeps.nest_parents(
+            np.ascontiguousarray(lines, np.int64), np.ascontiguousarray(ends, np.int64), parent
+        )
+    else:
+        parent = _parents_numpy(lines, starts, ends)
+    out = np.full(n, -1, dtype=np.int64)
+    has = parent >= 0
+    out[order[has]] = order[parent[has]]
+    return out
+
+
+def _parents_numpy(lines: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """`nesting_parents` of sorted events, in sorted positions, with NumPy only."""
+    n = len(starts)
     parent = np.full(n, -1, dtype=np.int64)
     if not _any_nesting(lines, starts, ends):  # flat lines (GPU streams, op sequences)
         return parent
@@ -46,10 +64,7 @@ def nesting_parents(line: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) 
             parent[subset[has]] = subset[sub_parent[has]]
             done[subset] = True
     _resolve_by_jumping(lines, ends, parent, done)
-    out = np.full(n, -1, dtype=np.int64)
-    has = parent >= 0
-    out[order[has]] = order[parent[has]]
-    return out
+    return parent
 
 
 def _sorted_order(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stepscope.model import Profile
+from stepscope.stats import native
 from stepscope.stats.arrays import unique_many
 from stepscope.stats.device import framework_of
 from stepscope.stats.events import (
@@ -216,13 +217,10 @@ def type_time(
     key_hi = step * width + (hi - base)
     order = np.argsort(key_lo, kind="stable")
     key_lo, key_hi, step, types = key_lo[order], key_hi[order], step[order], types[order]
+    thresholds = np.array(sorted(np.unique(types).tolist(), reverse=True), dtype=np.int64)
+    unions = _unions_by_threshold(key_lo, key_hi, step, types, thresholds, n_steps)
     covered = np.zeros(n_steps, dtype=np.int64)
-    for t in sorted(np.unique(types).tolist(), reverse=True):
-        m = types >= t
-        a, b, s = key_lo[m], key_hi[m], step[m]
-        heads, u_lo, u_hi = merge_sorted(a, b)  # sorted by key_lo already
-        length = u_hi - u_lo
-        union = np.bincount(s[heads], weights=length, minlength=n_steps).round().astype(np.int64)
+    for t, union in zip(thresholds.tolist(), unions, strict=True):
         out[:, t // 10] = union - covered
         covered = union
     return out
@@ -251,6 +249,28 @@ def _held(
         pair_types[zero],
     )
     return h_st, np.maximum(h_lo, span_lo[h_st]), np.minimum(h_hi, span_hi[h_st]), h_types
+
+
+def _unions_by_threshold(
+    key_lo: np.ndarray,
+    key_hi: np.ndarray,
+    step: np.ndarray,
+    types: np.ndarray,
+    thresholds: np.ndarray,
+    n_steps: int,
+) -> np.ndarray:
+    """(len(thresholds), n_steps): per threshold, the union length per step of the intervals
+    (sorted by ``key_lo``) of that type or higher (one C pass each when built)."""
+    out = np.zeros((len(thresholds), n_steps), dtype=np.int64)
+    if native.sweeps is not None:
+        columns = (np.ascontiguousarray(c, np.int64) for c in (key_lo, key_hi, step, types))
+        native.sweeps.unions_by_threshold(*columns, thresholds, out)
+        return out
+    for j, t in enumerate(thresholds.tolist()):
+        m = types >= t
+        heads, u_lo, u_hi = merge_sorted(key_lo[m], key_hi[m])  # sorted by key_lo already
+        out[j] = np.bincount(step[m][heads], weights=u_hi - u_lo, minlength=n_steps).round()
+    return out
 
 
 def build_step_db(profile: Profile, source: str = "auto") -> StepDb:

@@ -1,0 +1,126 @@
+/* Optional accelerator of two sweeps of the step and op analysis. Each is a single pass in C
+ * where the NumPy version needs several passes, sorts or rounds of pointer jumping; the NumPy
+ * versions (stats/nesting.py, stats/steps/breakdown.py) give the same results and run when
+ * this module is not built. Tests compare both.
+ *
+ * nest_parents(lines, ends, out): events sorted by (line, start, longest first); out[k] = the
+ *   innermost of event k-1 and its ancestors (same line) whose end is at or after k's end,
+ *   else -1 (XProf's op stack). A stack per line holds the previous event and its ancestors.
+ *
+ * unions_by_threshold(key_lo, key_hi, step, types, thresholds, out): intervals sorted by
+ *   key_lo; for each thresholds[j], the union length of the intervals with types >= it, added
+ *   per step of each merged run's first interval into out[j * n_steps + step] (out zeroed by
+ *   the caller, n_steps = len(out) / len(thresholds)). Intervals touching or overlapping merge,
+ *   as in stats/intervals.merge_sorted.
+ *
+ * Every array is C-contiguous int64; out is writable.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+static int get(PyObject *obj, Py_buffer *view, int writable) {
+    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
+    if (view->len % 8) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "int64 arrays expected");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *nest_parents(PyObject *self, PyObject *args) {
+    PyObject *objs[3];
+    if (!PyArg_ParseTuple(args, "OOO", &objs[0], &objs[1], &objs[2])) return NULL;
+    Py_buffer v[3];
+    int got = 0;
+    PyObject *result = NULL;
+    Py_ssize_t *stack = NULL;
+    for (; got < 3; got++)
+        if (get(objs[got], &v[got], got == 2) < 0) goto done;
+    Py_ssize_t n = v[0].len / 8;
+    if (v[1].len / 8 != n || v[2].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "columns differ in length");
+        goto done;
+    }
+    const int64_t *lines = v[0].buf, *ends = v[1].buf;
+    int64_t *out = v[2].buf;
+    stack = PyMem_Malloc((n ? n : 1) * sizeof(Py_ssize_t));
+    if (!stack) { PyErr_NoMemory(); goto done; }
+    Py_ssize_t top = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (k && lines[k] != lines[k - 1]) top = 0;
+        while (top && ends[stack[top - 1]] < ends[k]) top--;
+        out[k] = top ? (int64_t)stack[top - 1] : -1;
+        stack[top++] = k;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+done:
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    PyMem_Free(stack);
+    return result;
+}
+
+static PyObject *unions_by_threshold(PyObject *self, PyObject *args) {
+    PyObject *objs[6];
+    if (!PyArg_ParseTuple(args, "OOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                          &objs[5]))
+        return NULL;
+    Py_buffer v[6];
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 6; got++)
+        if (get(objs[got], &v[got], got == 5) < 0) goto done;
+    Py_ssize_t n = v[0].len / 8, n_thr = v[4].len / 8, n_out = v[5].len / 8;
+    if (v[1].len / 8 != n || v[2].len / 8 != n || v[3].len / 8 != n ||
+        (n_thr && n_out % n_thr)) {
+        PyErr_SetString(PyExc_ValueError, "columns differ in length");
+        goto done;
+    }
+    const int64_t *key_lo = v[0].buf, *key_hi = v[1].buf, *step = v[2].buf, *types = v[3].buf,
+                  *thresholds = v[4].buf;
+    int64_t *out = v[5].buf;
+    Py_ssize_t n_steps = n_thr ? n_out / n_thr : 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (step[i] < 0 || step[i] >= n_steps) {
+            PyErr_SetString(PyExc_ValueError, "step out of range");
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t j = 0; j < n_thr; j++) {
+        int64_t t = thresholds[j], lo = 0, hi = 0, s = -1;
+        int64_t *row = out + j * n_steps;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (types[i] < t) continue;
+            if (s >= 0 && key_lo[i] <= hi) {
+                if (key_hi[i] > hi) hi = key_hi[i];
+                continue;
+            }
+            if (s >= 0) row[s] += hi - lo;
+            lo = key_lo[i];
+            hi = key_hi[i];
+            s = step[i];
+        }
+        if (s >= 0) row[s] += hi - lo;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+done:
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"nest_parents", nest_parents, METH_VARARGS, "Op-stack parents of sorted events."},
+    {"unions_by_threshold", unions_by_threshold, METH_VARARGS,
+     "Per threshold and step, the union length of intervals of that type or higher."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_sweeps", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__sweeps(void) { return PyModule_Create(&module); }

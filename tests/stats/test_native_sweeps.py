@@ -1,0 +1,72 @@
+"""The C sweeps (`_sweeps.c`) give exactly the NumPy versions' results: op-stack parents and
+per-type step time, on real traces and on crafted lines with partial overlaps, zero-length
+events and equal starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stepscope.model import open_file
+from stepscope.stats import native
+from stepscope.stats.nesting import nesting_parents
+from stepscope.stats.steps.breakdown import type_time
+from tests.support.fixtures import FIXTURES, tf_xplane
+
+pytestmark = pytest.mark.skipif(native.sweeps is None, reason="C sweeps not built")
+
+TRACES = [
+    tf_xplane("ctl"),
+    tf_xplane("remote"),
+    next((FIXTURES / "jax" / "cnn_cpu").rglob("*.xplane.pb")),
+    FIXTURES / "xspace" / "gpu_jax_fused_attention.xplane.pb",
+    FIXTURES / "kineto" / "a100_triton_tiny.json.gz",
+]
+
+
+def _both(monkeypatch: pytest.MonkeyPatch, compute):  # type: ignore[no-untyped-def]
+    fast = compute()
+    with monkeypatch.context() as m:
+        m.setattr(native, "sweeps", None)
+        slow = compute()
+    return fast, slow
+
+
+def _crafted(seed: int, n: int = 3000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    line = np.sort(rng.integers(0, 4, n))
+    start = rng.integers(0, 2000, n)
+    dur = rng.choice([0, 0, 1, 5, 50, 400, 1500], n)  # zero-length, nested and overlapping
+    return line, start, start + dur
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: Path(p).name)
+def test_op_stack_parents_on_real_traces(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = open_file(str(path))
+    fast, slow = _both(monkeypatch, lambda: nesting_parents(p.line, p.start_ns, p.end_ns))
+    assert (fast >= 0).any()
+    assert np.array_equal(fast, slow)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_op_stack_parents_on_crafted_lines(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    line, start, end = _crafted(seed)
+    shuffled = np.random.default_rng(seed).permutation(len(line))  # also the unsorted path
+    for order in (np.arange(len(line)), shuffled):
+        fast, slow = _both(monkeypatch, lambda o=order: nesting_parents(line[o], start[o], end[o]))
+        assert np.array_equal(fast, slow)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_type_time_on_crafted_steps(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(seed)
+    n, n_steps = 4000, 7
+    step = rng.integers(0, n_steps, n)
+    lo = rng.integers(0, 10_000, n)
+    hi = lo + rng.choice([0, 3, 40, 900, 5000], n)
+    types = rng.choice([10, 20, 30, 50, 80, 120], n)
+    fast, slow = _both(monkeypatch, lambda: type_time(step, lo, hi, types, n_steps))
+    assert fast.sum() > 0
+    assert np.array_equal(fast, slow)
