@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 from stepscope._version import __version__
-from stepscope.capture import (
-    ProfilerAlreadyRunningError,
-    ProfilerNotRunningError,
-    ProfilerOptions,
-    profile,
-    start,
-    step,
-    steps,
-    stop,
-    trace,
-    wait,
-)
 
 TYPE_CHECKING = False  # not typing's: importing typing costs as much as the rest of this
 if TYPE_CHECKING:
     from stepscope import client, data, keras, recorder, server
+    from stepscope.capture.annotations import trace
+    from stepscope.capture.options import ProfilerOptions
+    from stepscope.capture.session import (
+        ProfilerAlreadyRunningError,
+        ProfilerNotRunningError,
+        profile,
+        start,
+        stop,
+        wait,
+    )
+    from stepscope.capture.step import step, steps
 
 __all__ = [
     "ProfilerAlreadyRunningError",
@@ -46,7 +45,31 @@ __all__ = [
 _LAZY_MODULES = frozenset({"client", "data", "keras", "recorder", "server"})
 
 
+# The capture API, imported on first use too: the CLI (`stepscope` imports this package) and
+# analysis never need it, and it costs 10-25 ms of a cached `stepscope tool` answer. The first
+# use binds every name here, so later lookups (`stepscope.trace` in a loop) are plain ones.
+_CAPTURE_API = frozenset(
+    {
+        "ProfilerAlreadyRunningError",
+        "ProfilerNotRunningError",
+        "ProfilerOptions",
+        "profile",
+        "start",
+        "step",
+        "steps",
+        "stop",
+        "trace",
+        "wait",
+    }
+)
+
+
 def __getattr__(name: str) -> object:
+    if name in _CAPTURE_API:
+        from stepscope import capture
+
+        globals().update({n: getattr(capture, n) for n in _CAPTURE_API})
+        return globals()[name]
     if name in _LAZY_MODULES:
         import importlib
 
@@ -55,4 +78,4 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY_MODULES})
+    return sorted({*globals(), *_LAZY_MODULES, *_CAPTURE_API})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import subprocess
 import sys
 import threading
 import time
@@ -231,3 +232,21 @@ def test_the_session_reads_its_clock(tmp_path: Path, monkeypatch: pytest.MonkeyP
     stats = {names[s.metadata_id]: s.uint64_value for s in env.stats if s.uint64_value}
     assert 0 <= stats["profile_start_time"] - wall0 < stats["profile_stop_time"] - wall0
     assert named(load_run(run_dir), "work")  # events stamped by the same monotonic clock
+
+
+def test_capture_api_is_bound_on_first_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    from stepscope import capture
+
+    for name in ("trace", "start", "step"):  # as if only `import stepscope` had run
+        monkeypatch.delitem(stepscope.__dict__, name, raising=False)
+    assert "trace" not in vars(stepscope)
+    assert stepscope.trace is capture.trace
+    assert vars(stepscope)["start"] is capture.start  # every name bound by the first use
+    assert {"trace", "start", "wait"} <= set(dir(stepscope))
+
+
+@pytest.mark.integration
+def test_import_stepscope_does_not_import_capture() -> None:
+    code = "import sys, stepscope; print('stepscope.capture' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
