@@ -289,3 +289,15 @@ def test_bad_settings_are_one_line_errors(tmp_path: Path) -> None:
         rec.start(str(tmp_path), peers=["nohost"])
     with pytest.raises(StepscopeError, match="not running"):
         rec.save("x")
+
+
+def test_a_save_before_the_watchdog_wakes_keeps_exactly_keep_steps(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    recorder = _start(tmp_path, keep_steps=3)
+    _run_steps(clock, 0, 6, slow={5: 50})  # no tick yet: the watchdog has seen no step
+    marker = _marker(rec.save("now").result(30) or Path())
+    assert marker["steps"] == [3, 5]
+    recorder.tick()  # the steps the save scanned are still checked by the watchdog
+    assert len(recorder.ring.history) == 6
+    assert [p.trigger for p in recorder.requested] == ["user", "slow_step"]

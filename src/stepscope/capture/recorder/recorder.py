@@ -30,7 +30,7 @@ from stepscope.capture.recorder import config as cfg
 from stepscope.capture.recorder import snapshot as snap
 from stepscope.capture.recorder.after import RECORDING, AfterCapture
 from stepscope.capture.recorder.pending import PendingSave
-from stepscope.capture.recorder.ring import Ring
+from stepscope.capture.recorder.ring import Ring, StepSummary
 from stepscope.capture.step import hooks as step_hooks
 from stepscope.capture.step import set_hooks as set_step_hooks
 
@@ -84,6 +84,7 @@ class Recorder:
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._last_exception: BaseException | None = None
+        self._unchecked: list[StepSummary] = []  # scanned by a save, not checked yet
         self._after: AfterCapture | None = None  # the capture of the steps after a trigger
         self._trigger_ids = itertools.count(1)
         self.saved: list[Path] = []
@@ -197,6 +198,9 @@ class Recorder:
         window_ns: int | None = None,
         capture_after: bool = True,
     ) -> None:
+        # the steps that ended since the watchdog's last wake-up too, so the save keeps
+        # exactly ``keep_steps`` (the watchdog checks them later; the lock is held)
+        self._unchecked.extend(self.ring.scan())
         history = list(self.ring.history)
         if capture_after:
             self._arm_after(trigger, reason, details, pending)
@@ -327,7 +331,9 @@ class Recorder:
         the training thread GIL time at 1 ms steps)."""
         factor = self.triggers.slow_step_factor
         recent = self.recent_dur
-        for summary in self.ring.scan():
+        with self._lock:
+            found, self._unchecked = self._unchecked + self.ring.scan(), []
+        for summary in found:
             if factor and len(recent) >= self.triggers.warmup_steps:
                 if self._median is None or self._median_age >= MEDIAN_EVERY:
                     self._median, self._median_age = statistics.median(recent), 0
