@@ -289,6 +289,10 @@ def test_bad_settings_are_one_line_errors(tmp_path: Path) -> None:
         rec.start(str(tmp_path), peers=["nohost"])
     with pytest.raises(StepscopeError, match="not running"):
         rec.save("x")
+    config = rec.RecorderConfig(str(tmp_path), keep_steps=4, sampler_hz=0)
+    with pytest.raises(rec.InvalidRecorderConfigError, match="RecorderConfig or settings"):
+        rec.start(config, keep_steps=5)
+    assert rec.start(config).config is config  # every setting in one object
 
 
 def test_a_save_before_the_watchdog_wakes_keeps_exactly_keep_steps(

@@ -29,6 +29,7 @@ COMMANDS = (
     "report",
     "runs",
     "serve",
+    "server",
     "summary",
     "tool",
 )

@@ -56,31 +56,25 @@ _atexit_installed = False
 
 
 def start(
-    logdir: str,
+    logdir: str | RecorderConfig,
     keep_steps: int = 50,
     triggers: Triggers | None = None,
     **settings: Any,
 ) -> Recorder:
     """Start recording into a ring of the last ``keep_steps`` steps; saves go to
     ``logdir``. ``settings`` are `RecorderConfig`'s other fields (``max_bytes``,
-    ``history_steps``, ``max_disk_bytes``, ``sampler_hz``, ``hostname``, ``peers``)."""
-    import os
-
+    ``history_steps``, ``max_disk_bytes``, ``sampler_hz``, ``hostname``, ``peers``). Or
+    ``start(RecorderConfig(...))``: every setting in one object (what the profiler server's
+    ``recorder=`` and ``stepscope server --recorder`` pass)."""
     global _recorder, _atexit_installed
-    text = os.fspath(logdir)
-    if not isinstance(text, str) or not text or "://" in text:
-        raise InvalidRecorderConfigError(
-            f"stepscope.recorder.start: logdir must be a local directory, got {logdir!r}"
-        )
-    unknown = set(settings) - set(RecorderConfig.__dataclass_fields__)
-    if unknown:
-        raise InvalidRecorderConfigError(
-            f"stepscope.recorder.start: unknown setting(s) {sorted(unknown)}; see "
-            "stepscope.recorder.RecorderConfig"
-        )
-    if "peers" in settings:
-        settings["peers"] = tuple(settings["peers"])
-    config = RecorderConfig(text, keep_steps, triggers or Triggers(), **settings)
+    if isinstance(logdir, RecorderConfig):
+        if triggers is not None or settings or keep_steps != 50:
+            raise InvalidRecorderConfigError(
+                "stepscope.recorder.start: give a RecorderConfig or settings, not both"
+            )
+        config = logdir
+    else:
+        config = _config(logdir, keep_steps, triggers, settings)
     with _lock:
         if _recorder is not None:
             raise StepscopeError(
@@ -95,6 +89,27 @@ def start(
             atexit.register(_at_exit)
             _atexit_installed = True
     return recorder
+
+
+def _config(
+    logdir: Any, keep_steps: int, triggers: Triggers | None, settings: dict[str, Any]
+) -> RecorderConfig:
+    import os
+
+    text = os.fspath(logdir)
+    if not isinstance(text, str) or not text or "://" in text:
+        raise InvalidRecorderConfigError(
+            f"stepscope.recorder.start: logdir must be a local directory, got {logdir!r}"
+        )
+    unknown = set(settings) - set(RecorderConfig.__dataclass_fields__)
+    if unknown:
+        raise InvalidRecorderConfigError(
+            f"stepscope.recorder.start: unknown setting(s) {sorted(unknown)}; see "
+            "stepscope.recorder.RecorderConfig"
+        )
+    if "peers" in settings:
+        settings["peers"] = tuple(settings["peers"])
+    return RecorderConfig(text, keep_steps, triggers or Triggers(), **settings)
 
 
 def save(reason: str = "user request") -> PendingSave:
