@@ -1,9 +1,10 @@
 """The field tables of docs/tools/<tool>.md, generated from the tools' result metadata.
 
-Each page holds its table between ``<!-- fields -->`` and ``<!-- /fields -->``; the rows
-come from `output.field_rows` of the result class the tool's ``build`` returns, so the docs
-cannot drift from what the tool writes (scripts/gen_tool_docs.py rewrites them, a test
-checks them).
+Each page holds its table between ``<!-- fields -->`` and ``<!-- /fields -->``, and one per
+endpoint with a JSON answer between ``<!-- fields:NAME -->`` and ``<!-- /fields:NAME -->``;
+the rows come from `output.field_rows` of the result class the tool's ``build`` returns (or
+the endpoint's ``result``), so the docs cannot drift from what the tool writes
+(scripts/gen_tool_docs.py rewrites them, a test checks them).
 """
 
 from __future__ import annotations
@@ -17,12 +18,34 @@ from stepscope.tools.registry import ToolSpec, all_tools
 START, END = "<!-- fields -->", "<!-- /fields -->"
 
 
+def markers(endpoint: str = "") -> tuple[str, str]:
+    """The comments around a page's field table: the result's, or an endpoint's JSON answer
+    (``<!-- fields:search -->`` ... ``<!-- /fields:search -->``)."""
+    if not endpoint:
+        return START, END
+    return f"<!-- fields:{endpoint} -->", f"<!-- /fields:{endpoint} -->"
+
+
 def result_class(spec: ToolSpec) -> type | None:
-    """The result class ``spec.build`` returns, when its fields carry output metadata."""
+    """The result class ``spec.build`` returns, when its fields carry output metadata (of a
+    union, the first member: the trace viewer's one-host structure; its ALL_HOSTS structure
+    has its own table)."""
     hint = typing.get_type_hints(spec.build).get("return")
-    if isinstance(hint, type) and any(True for _ in field_rows(hint)):
-        return hint
+    for cls in typing.get_args(hint) or (hint,):
+        if isinstance(cls, type) and any(True for _ in field_rows(cls)):
+            return cls
     return None
+
+
+def documented_classes(spec: ToolSpec) -> list[tuple[str, type]]:
+    """(endpoint name, or "" for the tool's result; declared class) of every JSON answer of
+    ``spec`` whose fields are declared."""
+    found = []
+    cls = result_class(spec)
+    if cls is not None:
+        found.append(("", cls))
+    found += [(e.name, e.result) for e in spec.endpoints if e.result is not None]
+    return found
 
 
 def field_table(cls: type) -> str:
@@ -32,39 +55,40 @@ def field_table(cls: type) -> str:
     return "\n".join(lines)
 
 
-def _rewritten(text: str, table: str, page: Path) -> str:
-    if START not in text or END not in text:
-        raise ValueError(f"{page}: no {START} ... {END} markers around the field table")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{START}\n{table}\n{END}{tail}"
+def _rewritten(text: str, table: str, page: Path, endpoint: str) -> str:
+    start, end = markers(endpoint)
+    if start not in text or end not in text:
+        raise ValueError(f"{page}: no {start} ... {end} markers around the field table")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{table}\n{end}{tail}"
 
 
 def _pages(docs: Path) -> list[tuple[str, Path, str]]:
+    """(tool, page, the page's text with every generated table rewritten)."""
     pages = []
     for spec in all_tools():
-        cls = result_class(spec)
-        if cls is not None:
-            pages.append((spec.name, docs / f"{spec.name}.md", field_table(cls)))
+        page = docs / f"{spec.name}.md"
+        documented = documented_classes(spec)
+        if not documented:
+            continue
+        text = page.read_text()
+        for endpoint, cls in documented:
+            text = _rewritten(text, field_table(cls), page, endpoint)
+        pages.append((spec.name, page, text))
     return pages
 
 
 def docs_out_of_date(docs: Path) -> list[str]:
-    """Tools whose page's field table differs from their result metadata."""
-    return [
-        name
-        for name, page, table in _pages(docs)
-        if _rewritten(page.read_text(), table, page) != page.read_text()
-    ]
+    """Tools whose page's field tables differ from their results' metadata."""
+    return [name for name, page, text in _pages(docs) if text != page.read_text()]
 
 
 def write_field_tables(docs: Path) -> list[str]:
     """Rewrites every stale field table; returns the tools whose page changed."""
     changed = []
-    for name, page, table in _pages(docs):
-        text = page.read_text()
-        new = _rewritten(text, table, page)
-        if new != text:
-            page.write_text(new)
+    for name, page, text in _pages(docs):
+        if text != page.read_text():
+            page.write_text(text)
             changed.append(name)
     return changed

@@ -53,6 +53,8 @@ def to_json(value: Any) -> Any:
         data: dict[str, Any] = {}
         for f in dataclasses.fields(value):
             meta = _meta(f)
+            if meta.get("omit_none") and getattr(value, f.name) is None:
+                continue
             # Rounded before conversion: a NumPy float rounds as NumPy does (half to even on
             # its binary value), as the tools' JSON always has.
             data[meta.get("key") or f.name] = to_json(

@@ -45,6 +45,9 @@ class ToolEndpoint:
     name: str
     handle: Callable[[ToolContext, Mapping[str, str]], tuple[bytes, str]]
     description: str = ""
+    # The declared-field class of a JSON answer (tools.output): docs/tools tables are
+    # generated from it; None for a binary answer.
+    result: type | None = None
 
 
 @dataclass(frozen=True)

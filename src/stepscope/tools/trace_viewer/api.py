@@ -25,8 +25,17 @@ from stepscope.stats.trace_index.counters import sample
 from stepscope.stats.trace_index.flows import KIND_NAMES
 from stepscope.stats.trace_index.index import TraceIndex, open_trace_index
 from stepscope.stats.trace_index.window import events_in_box, query_window, rows_of_pairs
+from stepscope.tools import output
 from stepscope.tools.context import ToolContext
 from stepscope.tools.trace_viewer import wire as trace_wire
+from stepscope.tools.trace_viewer.responses import (
+    EventAnswer,
+    EventColumns,
+    FlowEnd,
+    NameTotal,
+    SearchAnswer,
+    SelectAnswer,
+)
 
 JSON = "application/json; charset=utf-8"
 MAX_RESOLUTION = 16384
@@ -122,7 +131,8 @@ def _lines(params: Mapping[str, str], index: TraceIndex) -> np.ndarray | None:
     return np.flatnonzero(np.cumsum(wanted[:n_lines]) > 0)
 
 
-def _json(data: Any) -> tuple[bytes, str]:
+def _json(answer: Any) -> tuple[bytes, str]:
+    data = output.to_json(answer)  # a declared-field answer, or a plain dict (ALL_HOSTS)
     return json.dumps(data, separators=(",", ":"), allow_nan=False).encode(), JSON
 
 
@@ -184,15 +194,15 @@ def window(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
     return trace_wire.encode(header, arrays), trace_wire.CONTENT_TYPE
 
 
-def _columns(profile: Profile, index: TraceIndex, events: np.ndarray) -> dict[str, list[Any]]:
-    return {
-        "event": events.tolist(),
-        "line": profile.line[events].tolist(),
-        "depth": index.depth[events].tolist(),
-        "start_ns": (profile.start_ns[events] - index.origin_ns).tolist(),
-        "dur_ns": profile.dur_ns[events].tolist(),
-        "name": profile.strings.lookup(profile.name[events]),
-    }
+def _columns(profile: Profile, index: TraceIndex, events: np.ndarray) -> EventColumns:
+    return EventColumns(
+        event=events.tolist(),
+        line=profile.line[events].tolist(),
+        depth=index.depth[events].tolist(),
+        start_ns=(profile.start_ns[events] - index.origin_ns).tolist(),
+        dur_ns=profile.dur_ns[events].tolist(),
+        name=profile.strings.lookup(profile.name[events]),
+    )
 
 
 def _one_per_pixel(
@@ -220,21 +230,24 @@ def search(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
     offset = _int(params, "offset", 0, 0, 1 << 40)
     groups = index.names.matching_groups(profile, query)
     first = index.names.first_by_time(profile, groups, offset, limit)
-    out: dict[str, Any] = {
-        "query": query,
-        "total": int(index.names.sizes(groups).sum()),
-        "names": len(groups),
-        "offset": offset,
-        "results": _columns(profile, index, first),
-    }
+    window_total, window = None, None
     if params.get("t0") or params.get("t1"):
         t0, t1 = _window(params, index)
         res = _int(params, "res", 2000, 1, MAX_RESOLUTION)
         inside = index.names.in_window(profile, groups, t0, t1)
         shown = _one_per_pixel(profile, index, inside, t0, (t1 - t0) / res)[:MAX_WINDOW_MATCHES]
-        out["window_total"] = len(inside)
-        out["window"] = _columns(profile, index, shown)
-    return _json(out)
+        window_total, window = len(inside), _columns(profile, index, shown)
+    return _json(
+        SearchAnswer(
+            query=query,
+            total=int(index.names.sizes(groups).sum()),
+            names=len(groups),
+            offset=offset,
+            results=_columns(profile, index, first),
+            window_total=window_total,
+            window=window,
+        )
+    )
 
 
 def _plain(value: object) -> object:
@@ -248,6 +261,7 @@ def _plain(value: object) -> object:
 
 
 def _brief(profile: Profile, index: TraceIndex, event: int) -> dict[str, Any]:
+    """`EventBrief`'s fields of ``event``."""
     line = profile.lines[int(profile.line[event])]
     return {
         "event": event,
@@ -268,7 +282,7 @@ def event(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
     return _json(event_details(profile, index, _int(params, "id", -1, 0, profile.n_events - 1)))
 
 
-def event_details(profile: Profile, index: TraceIndex, event_id: int) -> dict[str, Any]:
+def event_details(profile: Profile, index: TraceIndex, event_id: int) -> EventAnswer:
     """One event with all its stats and the other ends of its flows (times from the index's
     origin)."""
     display = profile.strings[int(profile.meta_display_name[profile.meta[event_id]])]
@@ -277,19 +291,19 @@ def event_details(profile: Profile, index: TraceIndex, event_id: int) -> dict[st
         src, dst = int(index.flows.src[f]), int(index.flows.dst[f])
         outgoing = src == event_id
         flows.append(
-            {
-                "direction": "out" if outgoing else "in",
-                "kind": KIND_NAMES[int(index.flows.kind[f])],
+            FlowEnd(
+                direction="out" if outgoing else "in",
+                kind=KIND_NAMES[int(index.flows.kind[f])],
                 **_brief(profile, index, dst if outgoing else src),
-            }
+            )
         )
     stats = {k: _plain(v) for k, v in profile.event_stats(event_id).items()}
-    return {
+    return EventAnswer(
         **_brief(profile, index, event_id),
-        "display_name": display,
-        "stats": stats,
-        "flows": flows,
-    }
+        display_name=display,
+        stats=stats,
+        flows=tuple(flows),
+    )
 
 
 def _rows(params: Mapping[str, str], index: TraceIndex) -> np.ndarray | None:
@@ -324,7 +338,7 @@ def select(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
     profile, index = trace_of(ctx)
     t0, t1 = _window(params, index)
     events = events_in_box(profile, index, t0, t1, _rows(params, index))
-    return _json(selection_json(by_name(profile, events), len(events)))
+    return _json(selection(by_name(profile, events), len(events)))
 
 
 def by_name(profile: Profile, events: np.ndarray) -> dict[str, tuple[int, float]]:
@@ -337,18 +351,23 @@ def by_name(profile: Profile, events: np.ndarray) -> dict[str, tuple[int, float]
     return {profile.strings[k]: (int(count[k]), float(total[k])) for k in used}
 
 
+def selection(groups: Mapping[str, tuple[int, float]], count: int) -> SelectAnswer:
+    """The ``select`` answer: totals and the names with the most time first."""
+    ranked = sorted(groups.items(), key=lambda item: -item[1][1])
+    return SelectAnswer(
+        count=count,
+        total_ns=float(sum(total for _n, total in groups.values())),
+        distinct_names=len(groups),
+        by_name=tuple(
+            NameTotal(name=name, count=n, total_ns=total, avg_ns=total / n)
+            for name, (n, total) in ranked[:MAX_SELECT_NAMES]
+        ),
+    )
+
+
 def selection_json(
     groups: Mapping[str, tuple[int, float]], count: int, **extra: Any
 ) -> dict[str, Any]:
-    """The ``select`` answer: totals and the names with the most time first."""
-    ranked = sorted(groups.items(), key=lambda item: -item[1][1])
-    return {
-        "count": count,
-        "total_ns": float(sum(total for _n, total in groups.values())),
-        "distinct_names": len(groups),
-        "by_name": [
-            {"name": name, "count": n, "total_ns": total, "avg_ns": total / n}
-            for name, (n, total) in ranked[:MAX_SELECT_NAMES]
-        ],
-        **extra,
-    }
+    """`selection` as JSON data with ``extra`` keys (ALL_HOSTS adds ``by_host``)."""
+    data: dict[str, Any] = output.to_json(selection(groups, count))
+    return {**data, **extra}

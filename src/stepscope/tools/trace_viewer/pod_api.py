@@ -18,6 +18,7 @@ import numpy as np
 from stepscope.stats.trace_index.counters import sample
 from stepscope.stats.trace_index.flows import KIND_NAMES
 from stepscope.stats.trace_index.window import events_in_box, query_window
+from stepscope.tools import output
 from stepscope.tools.trace_viewer import wire as trace_wire
 from stepscope.tools.trace_viewer.api import (
     MAX_COUNTER_BUCKETS,
@@ -265,7 +266,7 @@ def search(pod: PodTrace, params: Mapping[str, str]) -> tuple[bytes, str]:
 def event(pod: PodTrace, params: Mapping[str, str]) -> tuple[bytes, str]:
     global_id = _int(params, "id", -1, 0, max(pod.n_events - 1, 0))
     h = pod.hosts[pod.host_of_event(global_id)]
-    detail = event_details(h.profile, h.index, global_id - h.event_base)
+    detail = output.to_json(event_details(h.profile, h.index, global_id - h.event_base))
     shift = h.index.origin_ns - h.zero_ns  # event_details counts from the host's first event
     for brief in (detail, *detail["flows"]):
         brief["event"] += h.event_base

@@ -11,8 +11,6 @@ See docs/tools/trace_viewer.md.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
 
 from stepscope.model import Profile
 from stepscope.stats.trace_index.flows import KIND_NAMES
@@ -23,62 +21,55 @@ from stepscope.tools.registry import ToolEndpoint, ToolOption, ToolSpec, ToolUsa
 from stepscope.tools.trace_viewer import api, pod_api
 from stepscope.tools.trace_viewer.pod import PodTrace, is_pod, pod_trace
 from stepscope.tools.trace_viewer.pod_structure import PodTraceView, pod_view
+from stepscope.tools.trace_viewer.responses import (
+    CounterInfo,
+    EventAnswer,
+    SearchAnswer,
+    Section,
+    SelectAnswer,
+    StepColumns,
+    TraceStructure,
+    Track,
+)
 
 FORMAT_VERSION = 1
 
 
-@dataclass(frozen=True)
-class TraceViewerData:
-    profile: Profile
-    index: TraceIndex
-
-    def to_json(self) -> dict[str, Any]:
-        profile, index = self.profile, self.index
-        origin = index.origin_ns
-        steps = index.steps
-        return {
-            "format_version": FORMAT_VERSION,
-            "host": profile.hostname,
-            "events": profile.n_events,
-            "origin_ns": str(origin),  # beyond 2**53: a string, for display only
-            "duration_ns": index.end_ns - origin,
-            "sections": [
-                {
-                    "name": s.name,
-                    "kind": s.kind,
-                    "plane": s.plane,
-                    "tracks": [
-                        {
-                            "line": t.line,
-                            "name": t.name,
-                            "id": t.line_id,
-                            "events": t.events,
-                            "rows": t.depth_count,
-                        }
-                        for t in s.tracks
-                    ],
-                }
-                for s in sections(profile, index.line_depths)
-            ],
-            "counters": [
-                {"id": k, "name": c.name, "unit": c.unit} for k, c in enumerate(index.counters)
-            ],
-            "steps": {
-                "number": steps.number.tolist(),
-                "start_ns": (steps.start_ns - origin).tolist(),
-                "dur_ns": steps.dur_ns.tolist(),
-                "event": steps.event.tolist(),
-            },
-            "flows": len(index.flows),
-            "flow_kinds": list(KIND_NAMES),
-            "endpoints": [e.name for e in ENDPOINTS],
-        }
+def _structure(profile: Profile, index: TraceIndex) -> TraceStructure:
+    origin = index.origin_ns
+    steps = index.steps
+    return TraceStructure(
+        format_version=FORMAT_VERSION,
+        host=profile.hostname,
+        events=profile.n_events,
+        origin_ns=str(origin),  # beyond 2**53: a string, for display only
+        duration_ns=index.end_ns - origin,
+        sections=tuple(
+            Section(
+                s.name,
+                s.kind,
+                s.plane,
+                tuple(Track(t.line, t.name, t.line_id, t.events, t.depth_count) for t in s.tracks),
+            )
+            for s in sections(profile, index.line_depths)
+        ),
+        counters=tuple(CounterInfo(k, c.name, c.unit) for k, c in enumerate(index.counters)),
+        steps=StepColumns(
+            number=steps.number.tolist(),
+            start_ns=(steps.start_ns - origin).tolist(),
+            dur_ns=steps.dur_ns.tolist(),
+            event=steps.event.tolist(),
+        ),
+        flows=len(index.flows),
+        flow_kinds=list(KIND_NAMES),
+        endpoints=[e.name for e in ENDPOINTS],
+    )
 
 
-def build(ctx: ToolContext) -> TraceViewerData | PodTraceView:
+def build(ctx: ToolContext) -> TraceStructure | PodTraceView:
     if is_pod(ctx):
         return pod_view(pod_trace(ctx), tuple(e.name for e in ENDPOINTS))
-    return TraceViewerData(*api.trace_of(ctx))
+    return _structure(*api.trace_of(ctx))
 
 
 Handler = Callable[[ToolContext, Mapping[str, str]], tuple[bytes, str]]
@@ -109,12 +100,23 @@ ENDPOINTS = (
         _any_host(api.window, pod_api.window),
         "events, flows and counters of a time window",
     ),
-    ToolEndpoint("search", _any_host(api.search, pod_api.search), "events whose name contains q"),
     ToolEndpoint(
-        "event", _any_host(api.event, pod_api.event), "one event: times, all stats, flows"
+        "search",
+        _any_host(api.search, pod_api.search),
+        "events whose name contains q",
+        SearchAnswer,
     ),
     ToolEndpoint(
-        "select", _any_host(api.select, pod_api.select), "events in a box, aggregated by name"
+        "event",
+        _any_host(api.event, pod_api.event),
+        "one event: times, all stats, flows",
+        EventAnswer,
+    ),
+    ToolEndpoint(
+        "select",
+        _any_host(api.select, pod_api.select),
+        "events in a box, aggregated by name",
+        SelectAnswer,
     ),
 )
 
