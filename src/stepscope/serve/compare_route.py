@@ -11,6 +11,8 @@ from stepscope.serve.http import ApiRequest, ApiResponse, Handler, json_response
 from stepscope.serve.security import BadRequestError, check_host
 from stepscope.serve.state import ServerState
 from stepscope.stats.compare import diff_runs
+from stepscope.stats.compare.diff_output import diff_output
+from stepscope.tools import output
 from stepscope.tools._compare import run_summary
 
 
@@ -30,6 +32,7 @@ def compare_handler(state: ServerState) -> Handler:
             state.fingerprint(run, host)  # notices changed files (drops stale profiles)
             sides.append(run_summary(state.context(run, host)))
         diff = diff_runs(sides[0], sides[1])
-        return json_response(diff.to_json(), headers={"Cache-Control": "no-cache"})
+        data = output.to_json(diff_output(diff))
+        return json_response(data, headers={"Cache-Control": "no-cache"})
 
     return handle

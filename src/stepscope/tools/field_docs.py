@@ -12,8 +12,12 @@ from __future__ import annotations
 import typing
 from pathlib import Path
 
+from stepscope.stats.compare.diff_output import DiffOutput
 from stepscope.tools.output import field_rows
 from stepscope.tools.registry import ToolSpec, all_tools
+
+# Pages of results that are not a tool's: `stepscope diff --json` and /api/compare.
+OTHER_PAGES: tuple[tuple[str, type], ...] = (("diff", DiffOutput),)
 
 START, END = "<!-- fields -->", "<!-- /fields -->"
 
@@ -67,15 +71,16 @@ def _rewritten(text: str, table: str, page: Path, endpoint: str) -> str:
 def _pages(docs: Path) -> list[tuple[str, Path, str]]:
     """(tool, page, the page's text with every generated table rewritten)."""
     pages = []
-    for spec in all_tools():
-        page = docs / f"{spec.name}.md"
-        documented = documented_classes(spec)
+    documented_pages = [(spec.name, documented_classes(spec)) for spec in all_tools()]
+    documented_pages += [(name, [("", cls)]) for name, cls in OTHER_PAGES]
+    for name, documented in documented_pages:
         if not documented:
             continue
+        page = docs / f"{name}.md"
         text = page.read_text()
         for endpoint, cls in documented:
             text = _rewritten(text, field_table(cls), page, endpoint)
-        pages.append((spec.name, page, text))
+        pages.append((name, page, text))
     return pages
 
 

@@ -102,12 +102,11 @@ def run(args: argparse.Namespace) -> int:
     results: list[RuleResult] = [evaluate(rule, diff) for rule in rules]
     failed = [r for r in results if r.failed]
     if args.json:
-        data = diff.to_json()
-        data["rules"] = [
-            {"rule": r.rule.text, "metric": r.rule.metric, "failed": r.failed, "reason": r.reason}
-            for r in results
-        ]
-        data["exit_code"] = EXIT_REGRESSION if failed else EXIT_OK
+        from stepscope.stats.compare.diff_output import diff_output
+        from stepscope.tools import output
+
+        code = EXIT_REGRESSION if failed else EXIT_OK
+        data = output.to_json(diff_output(diff, results, code))
         _write(args.json, json.dumps(data, indent=2) + "\n", "json")
     if args.markdown:
         _write(args.markdown, render_markdown(diff, results), "markdown")

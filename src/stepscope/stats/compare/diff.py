@@ -11,7 +11,6 @@ figures of a run, compared as they are.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -64,24 +63,6 @@ class MetricChange:
             return None
         return self.rel_ci_low, self.rel_ci_high
 
-    def to_json(self) -> dict[str, Any]:
-        rel_ci = self.relative_ci()
-        return {
-            "name": self.name,
-            "label": self.label,
-            "unit": self.unit,
-            "baseline": self.base,
-            "candidate": self.cand,
-            "delta": self.delta,
-            "relative": self.relative,
-            "ci_low": self.ci_low,
-            "ci_high": self.ci_high,
-            "relative_ci": list(rel_ci) if rel_ci else None,
-            "p_value": self.p_value,
-            "tested": self.tested,
-            "significant": self.significant,
-        }
-
 
 @dataclass(frozen=True)
 class RowChange:
@@ -101,42 +82,6 @@ class RowChange:
     @property
     def delta_ns(self) -> float:
         return self.cand_ns - self.base_ns
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "name": self.name,
-            "type": self.type,
-            "status": self.status,
-            "baseline_ns_per_step": round(self.base_ns, 1),
-            "candidate_ns_per_step": round(self.cand_ns, 1),
-            "delta_ns_per_step": round(self.delta_ns, 1),
-            "baseline_count": self.base_count,
-            "candidate_count": self.cand_count,
-            "baseline_avg_ns": round(self.base_avg_ns, 1),
-            "candidate_avg_ns": round(self.cand_avg_ns, 1),
-        }
-
-
-def _side(s: RunSummary) -> dict[str, Any]:
-    return {
-        "run": s.run,
-        "host": s.host,
-        "hosts": list(s.hosts),
-        "framework": s.framework,
-        "step_source": s.step_source,
-        "step_description": s.step_description,
-        "steps": [
-            {"step_num": n, "name": name, "start_ns": t, "dur_ns": d}
-            for n, name, t, d in zip(
-                s.step_num.tolist(),
-                s.step_names,
-                s.step_start_ns.tolist(),
-                s.step_dur_ns.tolist(),
-                strict=True,
-            )
-        ],
-    }
 
 
 @dataclass(frozen=True)
@@ -158,26 +103,6 @@ class RunDiff:
     @property
     def flagged(self) -> tuple[MetricChange, ...]:
         return tuple(m for m in self.metrics if m.significant)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "baseline": _side(self.baseline),
-            "candidate": _side(self.candidate),
-            "verdict": self.verdict,
-            "driver": self.driver,
-            "driver_detail": self.driver_detail,
-            "metrics": [m.to_json() for m in self.metrics],
-            "host_ops": [r.to_json() for r in self.host_ops],
-            "device_ops": [r.to_json() for r in self.device_ops],
-            "kernels": [r.to_json() for r in self.kernels],
-            "input_stages": [r.to_json() for r in self.input_stages],
-            "statistic": (
-                "seeded expanded percentile bootstrap (2000 resamples) of the change, "
-                "95% interval; significant = Holm-adjusted p < 0.05 over the step-time and "
-                f"category metrics, and a change of at least {NOISE_FLOOR:.0%} of the baseline "
-                "median step time"
-            ),
-        }
 
 
 def _tested_metrics(base: RunSummary, cand: RunSummary) -> list[MetricChange]:
