@@ -79,13 +79,29 @@ def classify_steps(summary: StepSummary) -> InputBound:
         summary.percent("other"),
         summary.n_steps > 0,
         where_untraced(summary.untraced, summary.n_steps, summary.total_ns()),
+        summary.staged_percent(),
     )
 
 
 def classify_input(
-    input_percent: float, other_percent: float, has_steps: bool = True, where: str = ""
+    input_percent: float,
+    other_percent: float,
+    has_steps: bool = True,
+    where: str = "",
+    staged_percent: float = 0.0,
 ) -> InputBound:
-    """``where``: where the untraced time sits (`where_untraced`), said when it decides."""
+    """``where``: where the untraced time sits (`where_untraced`), said when it decides.
+    ``staged_percent``: input staged inside the steps (`stepscope.stats.steps.staging`), which
+    counts as input here though XProf counts it as host compute."""
+    if staged_percent > 0:
+        bound = classify_input(input_percent + staged_percent, other_percent, has_steps, where)
+        staged = (
+            f" ({staged_percent:.1f}% of it inside the steps, building the batch and copying it "
+            "to the device before the step's compute; XProf counts that as host compute)"
+        )
+        return InputBound(
+            bound.classification, bound.percent, _after_first(bound.statement, staged)
+        )
     if not has_steps:
         return InputBound(
             "unknown",
@@ -133,6 +149,15 @@ def classify_input(
         "total step time sampled is waiting for input. Therefore, you should "
         "focus on reducing other time.",
     )
+
+
+def _after_first(statement: str, note: str) -> str:
+    """``note`` inserted after the input share the statement states first."""
+    marks = (" is waiting for input", " is spent waiting for input", " waiting for input")
+    for mark in marks:
+        if mark in statement:
+            return statement.replace(mark, mark + note, 1)
+    return statement + note
 
 
 def level(category: str, percent: float) -> str:

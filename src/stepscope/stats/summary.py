@@ -59,6 +59,8 @@ class StepSummary:
     left_out: int = 0  # several hosts: host-steps in no pod step
     # where "All Others" sits (the host with the most of it, with several hosts)
     untraced: Untraced = field(default_factory=lambda: Untraced(""))
+    # per step: input staged inside the step beyond "input" (`StepDb.staged_ns`)
+    staged_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
     def n_steps(self) -> int:
@@ -71,6 +73,11 @@ class StepSummary:
         """Share of the total step time spent in ``category`` (0 without steps)."""
         total = self.total_ns()
         return 100.0 * float(self.category_ns[category].sum()) / total if total else 0.0
+
+    def staged_percent(self) -> float:
+        """Share of the total step time spent staging input inside the steps."""
+        total = self.total_ns()
+        return 100.0 * float(self.staged_ns.sum()) / total if total and self.staged_ns.size else 0.0
 
     def avg_ms(self, category: str) -> float:
         values = self.category_ns[category]
@@ -112,6 +119,7 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
             note,
             0,
             db.untraced,
+            db.staged_ns,
         )
     pairing = pair_host_steps(
         [HostSteps(host, db.step_num, db.start_ns, db.dur_ns) for host, db in dbs.items()]
@@ -154,4 +162,11 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
         pairing.description,
         sum(pairing.left_out),
         max(found, key=lambda db: int(db.category_ns()["other"].sum())).untraced,
+        np.mean([_staged(db)[k] for db, k in zip(found, picks, strict=True)], axis=0)
+        .round()
+        .astype(np.int64),
     )
+
+
+def _staged(db: StepDb) -> np.ndarray:
+    return db.staged_ns if len(db.staged_ns) == db.n_steps else np.zeros(db.n_steps, np.int64)

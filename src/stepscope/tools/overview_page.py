@@ -84,13 +84,21 @@ class OverviewPage:
     breakdown_percent: dict[str, float] = out(
         "each category's share of the total step time", "%", 3
     )
+    input_staged_ms: float = out(
+        "input staged inside the steps, average per step: from a step's start to the end of "
+        "its last host-to-device transfer before its first compute call (building the batch "
+        "and copying it to the device), beyond its input category; in the categories as "
+        "XProf counts it (host compute or other), in `input_bound` as input",
+        "ms",
+        6,
+    )
     input_bound: InputBound = out(
         "`classification`: `high` (input >= 20%), `moderate` (>= 5%), `no` when input < 1% "
         'and "other" >= 15% (untraced host work, not input: the statement says where it '
         'sits), `potential` (input < 5% but "other" >= 3%: XProf\'s "could be I/O or '
         'Python"), `no` otherwise, `unknown` (no steps); `percent`: input share of the total '
         "step time (%); `statement`: the conclusion in words (XProf's wording, but for the "
-        "untraced-host-work case)"
+        "untraced-host-work case); input counts `input_staged_ms` too"
     )
     precision: dict[str, float] | None = out(
         "`fp4_percent`, `fp8_percent`, `int8_percent`, `16bit_percent`, `32bit_percent`, "
@@ -319,6 +327,7 @@ def build(ctx: ToolContext) -> OverviewPage:
         step_time=summary.step_stats(),
         breakdown_ms={c: summary.avg_ms(c) for c in CATEGORY_NAMES},
         breakdown_percent={c: summary.percent(c) for c in CATEGORY_NAMES},
+        input_staged_ms=float(summary.staged_ns.mean()) / 1e6 if summary.staged_ns.size else 0.0,
         input_bound=bound,
         precision=precision,
         op_placement={

@@ -149,6 +149,16 @@ def render(
             if ms <= 0 and key not in ("input", "other"):
                 continue
             out.append(clip(f"  {label:<19} {ms:9.2f} ms {pct:6.1f}%  {bar(pct, bar_w)}", width))
+        staged = overview.input_staged_ms
+        if staged > 0:
+            pct = 100.0 * staged / stats.avg_ms if stats.avg_ms else 0.0
+            out.append(clip(f"  {'Input in the step':<19} {staged:9.2f} ms {pct:6.1f}%", width))
+            out += wrap(
+                "  (batch building and copying it to the device before the step's compute: "
+                "counted above as XProf counts it, and as input in the verdict)",
+                width,
+                rest="  ",
+            )
     out.append("")
     out += wrap(input_verdict(overview), width, rest="  ")
     if overview.gpu_utilization:

@@ -29,9 +29,18 @@ def _percent(data: HostData, category: str) -> tuple[float, int]:
     return (100.0 * ns / total if total else 0.0), ns
 
 
+def _input(data: HostData) -> tuple[float, int, int]:
+    """Input share, input time and the part of it staged inside the steps (building the batch
+    and copying it to the device, `stepscope.stats.steps.staging`), as the verdict counts."""
+    _, ns = _percent(data, "input")
+    staged = int(data.steps.staged_ns.sum()) if len(data.steps.staged_ns) else 0
+    total = data.total_step_ns
+    return (100.0 * (ns + staged) / total if total else 0.0), ns + staged, staged
+
+
 def input_bound(data: HostData, options: dict[str, str]) -> Finding | None:
     """Steps waiting for input, as the overview classifies them."""
-    pct, ns = _percent(data, "input")
+    pct, ns, staged = _input(data)
     if pct < MODERATE_INPUT:
         return None
     p = data.profile
@@ -48,6 +57,12 @@ def input_bound(data: HostData, options: dict[str, str]) -> Finding | None:
         summary=(
             f"{pct:.1f}% of the step time ({ns / 1e6 / max(data.steps.n_steps, 1):.2f} ms per "
             "step) is spent waiting for input"
+            + (
+                f" ({staged / 1e6 / max(data.steps.n_steps, 1):.2f} ms of it inside the step, "
+                "building the batch and copying it to the device before the step's compute)"
+                if staged
+                else ""
+            )
             + (f", led by '{events[0].name}'." if events else ".")
         ),
         fix=(
@@ -80,7 +95,7 @@ def untraced_host_work(data: HostData, options: dict[str, str]) -> Finding | Non
         EventEvidence(f"after '{g.after}', before '{g.before}'", g.steps, g.ns, "gap")
         for g in steps.untraced.places[:3]
     )
-    input_pct, _ = _percent(data, "input")
+    input_pct, _, _ = _input(data)
     reason = (
         "this is not waiting for input (input is "
         f"{input_pct:.1f}%): it is host work no traced op covers"

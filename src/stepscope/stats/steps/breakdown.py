@@ -44,6 +44,7 @@ from stepscope.stats.python_samples import untraced_python_time
 from stepscope.stats.steps.feeds import fetches_feeding_steps
 from stepscope.stats.steps.groups import build_groups
 from stepscope.stats.steps.markers import find_step_markers
+from stepscope.stats.steps.staging import staged_input_ns
 from stepscope.stats.steps.sweep import held_spans
 from stepscope.stats.steps.types import StepMarkers
 from stepscope.stats.untraced import Untraced, locate_untraced
@@ -73,6 +74,9 @@ class StepDb:
     # lines) which Python functions ran then
     untraced: Untraced = field(default_factory=lambda: Untraced(""))
     event: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # step markers
+    # input staged inside each step beyond its input category: building the batch and copying
+    # it to the device before the step's compute (`stepscope.stats.steps.staging`)
+    staged_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
     def n_steps(self) -> int:
@@ -361,6 +365,9 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
         covered_hi,
         python,
     )
+    staged = staged_input_ns(profile, markers.lines, span_lo[keep], span_hi[keep])
+    input_cols = [int(t) // 10 for t in CATEGORIES["input"]]
+    staged = np.maximum(staged - table[keep][:, input_cols].sum(axis=1), 0)
     description = markers.description
     if dropped:
         # Say it: a user who marked 12 steps and sees 10 must learn why (XProf drops them silently).
@@ -383,4 +390,5 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
         dropped,
         untraced,
         markers.event[keep],
+        staged,
     )
