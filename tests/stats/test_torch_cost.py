@@ -8,6 +8,7 @@ import pytest
 from stepscope.model.runs import open_run
 from stepscope.stats.torch_cost import SOURCE, op_cost, torch_metrics
 from stepscope.tools.context import ToolContext
+from stepscope.tools.output import to_json
 from stepscope.tools.registry import get_tool
 from tests.support.gpu_fixtures import FIXTURES, fixture_profile
 
@@ -66,7 +67,7 @@ def test_op_profile_and_roofline_on_pytorch_say_where_costs_come_from() -> None:
         spec = get_tool(name)
         ctx = ToolContext(run, spec.resolve_host(run, None), options=spec.parse_options({}))
         assert spec.available(ctx)
-        data = spec.build(ctx).to_json()  # type: ignore[attr-defined]
+        data = to_json(spec.build(ctx))
         assert data["cost_source"] == SOURCE
         assert data["device"]["source"] == "table: H100"
     assert not get_tool("hlo_stats").available(ToolContext(run, run.host_names[0], options={}))

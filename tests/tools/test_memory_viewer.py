@@ -12,6 +12,7 @@ import pytest
 
 from stepscope.model.runs import open_run
 from stepscope.tools.context import ToolContext
+from stepscope.tools.output import to_json
 from stepscope.tools.registry import ToolUsageError, get_tool
 from stepscope.xspace.proto import xplane_pb2
 from tests.support.gpu_fixtures import FIXTURES
@@ -27,7 +28,7 @@ def _viewer(**options: str) -> dict[str, Any]:
     run = open_run(str(CNN))
     spec = get_tool("memory_viewer")
     ctx = ToolContext(run, spec.resolve_host(run, None), options=spec.parse_options(options))
-    return spec.build(ctx).to_json()  # type: ignore[no-any-return]
+    return to_json(spec.build(ctx))  # type: ignore[no-any-return]
 
 
 def test_peak_and_live_buffers_match_xprof() -> None:
@@ -46,11 +47,16 @@ def test_peak_and_live_buffers_match_xprof() -> None:
 
 
 def test_module_option_picks_a_program_and_rejects_unknown_names() -> None:
-    small = _viewer(module="jit_multiply")
+    small = _viewer(module="jit_multiply(14)")
     assert small["module"] == "jit_multiply" and small["peak_mib"] < 1
+    assert small["program_id"] == 14
     assert _viewer(module="20")["module"] == "jit_train_step"
+    assert _viewer(module="jit_train_step")["program_id"] == 20
     with pytest.raises(ToolUsageError, match="no such program"):
         _viewer(module="jit_nothing")
+    # one name compiled three times: the error lists the three to choose from
+    with pytest.raises(ToolUsageError, match=r"names 3 programs; pick one of .*jit_multiply\(14\)"):
+        _viewer(module="jit_multiply")
 
 
 @pytest.mark.integration
@@ -82,7 +88,7 @@ def _graph(relative: str, **options: str) -> dict[str, Any]:
     run = open_run(str(FIXTURES / relative))
     spec = get_tool("graph_viewer")
     ctx = ToolContext(run, spec.resolve_host(run, None), options=spec.parse_options(options))
-    return spec.build(ctx).to_json()  # type: ignore[no-any-return]
+    return to_json(spec.build(ctx))  # type: ignore[no-any-return]
 
 
 def test_graph_viewer_centers_on_the_slowest_op_and_walks_both_ways() -> None:
@@ -108,3 +114,9 @@ def test_graph_viewer_on_a_cpu_profile_and_bad_names() -> None:
     assert center["opcode"] == "convolution" and center["time_us"] is None
     with pytest.raises(ToolUsageError, match="no instruction"):
         _graph("jax/cnn_cpu", node="nope")
+    with pytest.raises(ToolUsageError, match=r"no such program; programs: .*jit_train_step"):
+        _graph("jax/cnn_cpu", module="jit_nope")
+    # a name compiled more than once is ambiguous: the error lists each program to pick
+    with pytest.raises(ToolUsageError, match=r"names 3 programs; pick one of jit_multiply\("):
+        _graph("jax/cnn_cpu", module="jit_multiply")
+    assert _graph("jax/cnn_cpu", module="jit_multiply(14)")["program_id"] == 14

@@ -15,6 +15,7 @@ import pytest
 
 from stepscope.model.runs import open_run
 from stepscope.tools.context import ToolContext
+from stepscope.tools.output import to_json
 from stepscope.tools.registry import get_tool
 from tests.support.gpu_fixtures import FIXTURES
 
@@ -42,7 +43,7 @@ def tools() -> dict[str, dict[str, Any]]:
     ):
         spec = get_tool(name.replace("_no_idle", ""))
         ctx = ToolContext(run, spec.resolve_host(run, None), options=spec.parse_options(options))
-        out[name] = spec.build(ctx).to_json()
+        out[name] = to_json(spec.build(ctx))
     return out
 
 

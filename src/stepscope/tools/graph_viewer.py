@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
 
 from stepscope.model import Profile
 from stepscope.model.hlo import HloModule, hlo_modules
@@ -14,7 +13,9 @@ from stepscope.stats.hlo_cost import category
 from stepscope.stats.hlo_memory import program_memory
 from stepscope.stats.xla_ops import expression
 from stepscope.tools import _analysis as analysis
+from stepscope.tools import _xla
 from stepscope.tools.context import ToolContext
+from stepscope.tools.output import out
 from stepscope.tools.registry import ToolOption, ToolSpec, ToolUsageError
 from stepscope.xspace.proto import hlo_pb2
 
@@ -72,50 +73,61 @@ def neighbourhood(
 
 
 @dataclass(frozen=True)
-class GraphView:
-    module: HloModule | None  # None: the profile has no HLO (the tool is not listed then)
-    center: hlo_pb2.HloInstructionProto | None
-    depth: int
-    time_ns: dict[str, int]  # instruction name -> device time, where measured
+class GraphNode:
+    name: str = out("the HLO instruction")
+    opcode: str = out("its opcode")
+    category: str = out("its category, as hlo_stats")
+    distance: int = out("hops from the center: operands negative, users positive")
+    tf_op_name: str = out("its framework op")
+    expression: str = out("its HLO text")
+    time_us: float | None = out("device time; null when not measured", "us", 3)
 
-    def to_json(self) -> dict[str, Any]:
-        if self.module is None or self.center is None:
-            return {
-                "module": "",
-                "program_id": None,
-                "node": "",
-                "depth": self.depth,
-                "truncated": False,
-                "nodes": [],
-                "edges": [],
-            }
-        distance, edges, cut = neighbourhood(self.module, self.center, self.depth)
-        nodes = []
-        for inst_id, dist in sorted(distance.items(), key=lambda kv: (kv[1], kv[0])):
-            inst = self.module.by_id[inst_id]
-            nodes.append(
-                {
-                    "name": inst.name,
-                    "opcode": inst.opcode,
-                    "category": category(inst),
-                    "distance": dist,
-                    "tf_op_name": inst.metadata.op_name,
-                    "expression": expression(self.module, inst),
-                    "time_us": round(self.time_ns[inst.name] / 1e3, 3)
-                    if inst.name in self.time_ns
-                    else None,
-                }
+
+@dataclass(frozen=True)
+class GraphEdge:
+    operand: str = out("the operand", key="from")
+    user: str = out("the user", key="to")
+
+
+@dataclass(frozen=True)
+class GraphView:
+    module: str = out("the program shown ('' when the profile has no HLO)")
+    program_id: int | None = out("its id")
+    node: str = out("the center instruction")
+    depth: int = out("the hops shown")
+    truncated: bool = out(f"the walk stopped at {MAX_NODES} nodes")
+    nodes: tuple[GraphNode, ...] = out("instructions by distance from the center")
+    edges: tuple[GraphEdge, ...] = out("operand -> user among the nodes")
+
+
+def _view(
+    module: HloModule, center: hlo_pb2.HloInstructionProto, depth: int, time_ns: dict[str, int]
+) -> GraphView:
+    distance, edges, cut = neighbourhood(module, center, depth)
+    nodes = []
+    for inst_id, dist in sorted(distance.items(), key=lambda kv: (kv[1], kv[0])):
+        inst = module.by_id[inst_id]
+        nodes.append(
+            GraphNode(
+                name=inst.name,
+                opcode=inst.opcode,
+                category=category(inst),
+                distance=dist,
+                tf_op_name=inst.metadata.op_name,
+                expression=expression(module, inst),
+                time_us=time_ns[inst.name] / 1e3 if inst.name in time_ns else None,
             )
-        by_id = self.module.by_id
-        return {
-            "module": self.module.name,
-            "program_id": self.module.program_id,
-            "node": self.center.name,
-            "depth": self.depth,
-            "truncated": cut,
-            "nodes": nodes,
-            "edges": [{"from": by_id[a].name, "to": by_id[b].name} for a, b in edges],
-        }
+        )
+    by_id = module.by_id
+    return GraphView(
+        module=module.name,
+        program_id=module.program_id,
+        node=center.name,
+        depth=depth,
+        truncated=cut,
+        nodes=tuple(nodes),
+        edges=tuple(GraphEdge(by_id[a].name, by_id[b].name) for a, b in edges),
+    )
 
 
 def _pick_module(
@@ -123,11 +135,7 @@ def _pick_module(
 ) -> HloModule | None:
     modules = hlo_modules(profile)
     if wanted:
-        for m in modules.values():
-            if wanted in (m.name, str(m.program_id), f"{m.name}({m.program_id})"):
-                return m
-        names = ", ".join(sorted({m.name for m in modules.values()}))
-        raise ToolUsageError(f"option module={wanted[:60]!r}: no such program; programs: {names}")
+        return _xla.pick_program([(m.name, m.program_id, m) for m in modules.values()], wanted)
     per_program: dict[int, int] = {}
     for (program, _), ns in time_ns.items():
         per_program[program] = per_program.get(program, 0) + ns
@@ -152,7 +160,7 @@ def build(ctx: ToolContext) -> GraphView:
     module = _pick_module(ctx.profiles()[0], ctx.option("module", ""), time_ns)
     depth = int(ctx.option("depth", "2"))
     if module is None:
-        return GraphView(None, None, depth, {})
+        return GraphView("", None, "", depth, False, (), ())
     mine = {name: ns for (program, name), ns in time_ns.items() if program == module.program_id}
     wanted = ctx.option("node", "")
     if wanted:
@@ -167,7 +175,7 @@ def build(ctx: ToolContext) -> GraphView:
         entry = module.entry
         root = module.by_id.get(entry.root_id) if entry is not None else None
         center = root or next(iter(module.by_id.values()))
-    return GraphView(module, center, depth, mine)
+    return _view(module, center, depth, mine)
 
 
 def available(ctx: ToolContext) -> bool:

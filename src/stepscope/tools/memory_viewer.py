@@ -5,13 +5,14 @@ docs/tools/memory_viewer.md."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from stepscope.model import Profile
 from stepscope.model.hlo import hlo_modules
 from stepscope.stats.hlo_memory import ProgramMemory, program_memory
+from stepscope.tools import _xla
 from stepscope.tools.context import ToolContext
-from stepscope.tools.registry import ToolOption, ToolSpec, ToolUsageError
+from stepscope.tools.output import out
+from stepscope.tools.registry import ToolOption, ToolSpec
 
 MODULE = ToolOption(
     "module",
@@ -29,72 +30,94 @@ def _memories(profile: Profile) -> list[ProgramMemory]:
     return sorted(out, key=lambda m: (-m.peak_bytes, m.module, m.program_id))
 
 
-def _mib(n: float) -> float:
-    return round(n / 2**20, 6)
+_MIB = 2**20
+
+
+@dataclass(frozen=True)
+class ProgramOut:
+    module: str = out("program name")
+    program_id: int = out("program id")
+    peak_mib: float = out("its peak heap size", "MiB", 6)
+
+
+@dataclass(frozen=True)
+class HeapPoint:
+    position: int = out("index in the program order of heap events (0: the floor)")
+    mib: float = out("heap size after the event", "MiB", 6)
+    instruction: str = out("the instruction that caused it")
+
+
+@dataclass(frozen=True)
+class LiveBuffer:
+    buffer_id: int = out("logical buffer id")
+    size_mib: float = out("size", "MiB", 6)
+    kind: str = out("`Parameter`, `Output`, `Constant` or `Temporary`")
+    instruction: str = out("the instruction that defines it")
+    opcode: str = out("its opcode")
+    shape: str = out("its shape")
+    tf_op_name: str = out("its framework op")
+    span: tuple[int, int] = out("[first, last) heap positions it is live")
 
 
 @dataclass(frozen=True)
 class MemoryViewer:
-    programs: tuple[ProgramMemory, ...]
-    selected: ProgramMemory | None  # None: the profile has no buffer assignment
+    programs: tuple[ProgramOut, ...] = out(
+        "every program with a buffer assignment, largest peak first"
+    )
+    module: str = out("the program shown")
+    program_id: int | None = out("its id; null when the profile has no buffer assignment")
+    peak_mib: float = out("peak heap size", "MiB", 6)
+    peak_position: int = out("the peak's index in `heap`")
+    indefinite_mib: float = out(
+        "parameters, outputs and constants, live throughout (`heap[0]`)", "MiB", 6
+    )
+    heap: tuple[HeapPoint, ...] = out("heap size over the program order")
+    live_at_peak: tuple[LiveBuffer, ...] = out("buffers live at the peak, largest first")
 
-    def to_json(self) -> dict[str, Any]:
-        m = self.selected
-        if m is None:
-            return {
-                "programs": [],
-                "module": "",
-                "program_id": None,
-                "peak_mib": 0.0,
-                "peak_position": 0,
-                "indefinite_mib": 0.0,
-                "heap": [],
-                "live_at_peak": [],
-            }
-        return {
-            "programs": [
-                {"module": p.module, "program_id": p.program_id, "peak_mib": _mib(p.peak_bytes)}
-                for p in self.programs
-            ],
-            "module": m.module,
-            "program_id": m.program_id,
-            "peak_mib": _mib(m.peak_bytes),
-            "peak_position": m.peak_position,
-            "indefinite_mib": _mib(m.indefinite_bytes),
-            "heap": [
-                {"position": i, "mib": _mib(size), "instruction": name}
-                for i, (size, name) in enumerate(
-                    zip(m.heap_bytes, m.event_instructions, strict=True)
-                )
-            ],
-            "live_at_peak": [
-                {
-                    "buffer_id": b.id,
-                    "size_mib": _mib(b.size_bytes),
-                    "kind": b.kind,
-                    "instruction": b.instruction,
-                    "opcode": b.opcode,
-                    "shape": b.shape,
-                    "tf_op_name": b.tf_op_name,
-                    "span": list(m.buffer_spans.get(b.id, (0, len(m.heap_bytes)))),
-                }
-                for b in m.live_at_peak
-            ],
-        }
+
+def _view(memories: list[ProgramMemory], m: ProgramMemory) -> MemoryViewer:
+    span = len(m.heap_bytes)
+    return MemoryViewer(
+        programs=tuple(ProgramOut(p.module, p.program_id, p.peak_bytes / _MIB) for p in memories),
+        module=m.module,
+        program_id=m.program_id,
+        peak_mib=m.peak_bytes / _MIB,
+        peak_position=m.peak_position,
+        indefinite_mib=m.indefinite_bytes / _MIB,
+        heap=tuple(
+            HeapPoint(i, size / _MIB, name)
+            for i, (size, name) in enumerate(zip(m.heap_bytes, m.event_instructions, strict=True))
+        ),
+        live_at_peak=tuple(
+            LiveBuffer(
+                buffer_id=b.id,
+                size_mib=b.size_bytes / _MIB,
+                kind=b.kind,
+                instruction=b.instruction,
+                opcode=b.opcode,
+                shape=b.shape,
+                tf_op_name=b.tf_op_name,
+                span=m.buffer_spans.get(b.id, (0, span)),
+            )
+            for b in m.live_at_peak
+        ),
+    )
+
+
+_EMPTY = MemoryViewer((), "", None, 0.0, 0, 0.0, (), ())
 
 
 def build(ctx: ToolContext) -> MemoryViewer:
     memories = _memories(ctx.profiles()[0])
     if not memories:  # listed only where there is one (``available``)
-        return MemoryViewer((), None)
+        return _EMPTY
     wanted = ctx.option("module", "")
-    if not wanted:
-        return MemoryViewer(tuple(memories), memories[0])
-    for m in memories:
-        if wanted in (m.module, str(m.program_id), f"{m.module}({m.program_id})"):
-            return MemoryViewer(tuple(memories), m)
-    names = ", ".join(sorted({m.module for m in memories}))
-    raise ToolUsageError(f"option module={wanted[:60]!r}: no such program; programs: {names}")
+    chosen = (
+        _xla.pick_program([(m.module, m.program_id, m) for m in memories], wanted)
+        if wanted
+        else memories[0]
+    )
+    return _view(memories, chosen)
 
 
 def available(ctx: ToolContext) -> bool:

@@ -115,9 +115,12 @@ def _item_type(hint: Any) -> Any:
     return None
 
 
-def field_rows(cls: type, prefix: str = "") -> Iterator[tuple[str, str, str]]:
+def field_rows(
+    cls: type, prefix: str = "", _outer: tuple[type, ...] = ()
+) -> Iterator[tuple[str, str, str]]:
     """(JSON key path, unit, doc) of every declared field of a result class, nested ones as
-    ``parent.child`` and items of lists as ``parent[].child``: the docs' field table."""
+    ``parent.child`` and items of lists as ``parent[].child``: the docs' field table. A
+    class nested in itself (a tree's children) is listed once."""
     hints = _field_types(cls)
     for f in dataclasses.fields(cls):
         meta = _meta(f)
@@ -133,5 +136,5 @@ def field_rows(cls: type, prefix: str = "") -> Iterator[tuple[str, str, str]]:
         shown = path + ("[]" if is_list else "")
         yield shown, meta.get("unit", ""), meta.get("doc", "")
         inner = _item_type(hint)
-        if inner is not None and origin is not dict:
-            yield from field_rows(inner, shown + ".")
+        if inner is not None and origin is not dict and inner not in (*_outer, cls):
+            yield from field_rows(inner, shown + ".", (*_outer, cls))

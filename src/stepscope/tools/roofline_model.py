@@ -1,22 +1,58 @@
 """Roofline model: every HLO op placed by operational intensity (FLOPs per byte) against the
-device's compute roof and memory roof, for the whole run and per step. Fields:
-docs/tools/roofline_model.md."""
+device's compute roof and memory roof, for the whole run and per step; at ALL_HOSTS every
+host's points, each naming its host. Fields: docs/tools/roofline_model.md."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from stepscope.model import Profile
 from stepscope.stats.device_caps import DeviceCaps
 from stepscope.stats.xla_metrics import HLO_SOURCE, HloMetrics, HloOpRow, bound_by, hlo_metrics
 from stepscope.tools import _analysis as analysis
+from stepscope.tools import _xla
 from stepscope.tools.context import ToolContext
+from stepscope.tools.output import out
 from stepscope.tools.registry import ToolSpec
 
 MAX_STEPS = 50  # per-step rows for the first steps; the whole run is always there
 ROUNDING = 1e-3  # rates within this share of the roof are at the roof
+
+
+@dataclass(frozen=True)
+class Point:
+    step: str = out("`Total` (the whole run) or the step number")
+    host: str = out("the host that ran it")
+    operation: str = out("`Program` (all ops, idle gaps in its time) or the HLO op")
+    category: str = out("the HLO category, `Program` for the program point")
+    tf_op_name: str = out("the framework op, '' for the program point")
+    occurrences: int = out("device events")
+    time_us: float = out("time", "us", 3)
+    gflops: float = out("FLOPs", "GFLOP", 6)
+    bytes_accessed: int = out("bytes", "bytes")
+    flop_rate_gflops: float = out("achieved FLOP rate", "GFLOP/s", 3)
+    memory_bw_gbps: float = out("achieved bandwidth", "GB/s", 3)
+    operational_intensity: float = out("FLOPs per byte", "FLOP/byte", 4)
+    attainable_gflops: float = out("the roof at that intensity", "GFLOP/s", 3)
+    roofline_efficiency_percent: float | None = out(
+        "achieved / attainable, `null` without peaks", "%", 3
+    )
+    bound_by: str = out("`Compute`, `Memory` or `Unknown`")
+    above_roof: bool = out(
+        "the rate is above the roof by more than 0.1%: data served from cache, or the peak "
+        "is understated"
+    )
+
+
+@dataclass(frozen=True)
+class RooflineModel:
+    device: _xla.DeviceOut = out("peaks, ridge point, `source` (see op_profile.md)")
+    cost_source: str = out("where FLOPs and bytes come from (see op_profile.md)")
+    hosts: tuple[str, ...] = out("the hosts whose points are shown")
+    steps: tuple[str, ...] = out("`Total`, then step numbers")
+    points_above_roof: int = out("points with `above_roof`")
+    points: tuple[Point, ...] = out("per host and step: the program, then each op by time")
 
 
 def _attainable(intensity: float, caps: DeviceCaps) -> float:
@@ -27,79 +63,87 @@ def _attainable(intensity: float, caps: DeviceCaps) -> float:
 
 
 def _point(
-    step: str, name: str, category: str, rows: list[HloOpRow], caps: DeviceCaps, idle_ns: int = 0
-) -> dict[str, Any]:
+    step: str,
+    host: str,
+    rows: list[HloOpRow],
+    caps: DeviceCaps,
+    idle_ns: int = 0,
+    program: bool = False,
+) -> Point:
     time_ns = sum(r.total_ns for r in rows) + idle_ns
     flops = sum(r.flops for r in rows)
     moved = sum(r.bytes_accessed for r in rows)
     rate = flops / time_ns * 1e9 if time_ns else 0.0
     intensity = flops / moved if moved else 0.0
     roof = _attainable(intensity, caps)
-    merged = HloOpRow(rows[0].op, 0, 0, time_ns, flops, moved) if rows else None
-    return {
-        "step": step,
-        "operation": name,
-        "category": category,
-        "occurrences": sum(r.occurrences for r in rows),
-        "time_us": round(time_ns / 1e3, 3),
-        "gflops": round(flops / 1e9, 6),
-        "bytes_accessed": int(moved),
-        "flop_rate_gflops": round(rate / 1e9, 3),
-        "memory_bw_gbps": round(moved / time_ns, 3) if time_ns else 0.0,
-        "operational_intensity": round(intensity, 4),
-        "attainable_gflops": round(roof / 1e9, 3),
-        "roofline_efficiency_percent": round(100.0 * rate / roof, 3) if roof else None,
-        "bound_by": bound_by(merged, caps.ridge_point) if merged else "Unknown",
-        # Above the roof: more bytes per second than the device's memory can move, so the
-        # data came from cache, or the peak is understated.
-        "above_roof": bool(roof) and rate > roof * (1 + ROUNDING),
-    }
+    merged = HloOpRow(rows[0].op, 0, 0, time_ns, flops, moved)
+    op = rows[0].op
+    return Point(
+        step=step,
+        host=host,
+        operation="Program" if program else op.name,
+        category="Program" if program else op.category,
+        tf_op_name="" if program else op.tf_op_name,
+        occurrences=sum(r.occurrences for r in rows),
+        time_us=time_ns / 1e3,
+        gflops=flops / 1e9,
+        bytes_accessed=int(moved),
+        flop_rate_gflops=rate / 1e9,
+        memory_bw_gbps=moved / time_ns if time_ns else 0.0,
+        operational_intensity=intensity,
+        attainable_gflops=roof / 1e9,
+        roofline_efficiency_percent=100.0 * rate / roof if roof else None,
+        bound_by=bound_by(merged, caps.ridge_point),
+        above_roof=bool(roof) and rate > roof * (1 + ROUNDING),
+    )
 
 
-@dataclass(frozen=True)
-class RooflineModel:
-    caps: DeviceCaps
-    steps: tuple[tuple[str, HloMetrics], ...]  # ("Total", whole run), then ("<n>", step n)
-
-    def to_json(self) -> dict[str, Any]:
-        points = []
-        for step, metrics in self.steps:
-            rows = [r for r in metrics.rows if r.total_ns]
-            if not rows:
-                continue
-            # The program's rate over its run time, the device's idle gaps included.
-            points.append(_point(step, "Program", "Program", rows, self.caps, metrics.idle_ns))
-            for row in rows:
-                point = _point(step, row.op.name, row.op.category, [row], self.caps)
-                point["tf_op_name"] = row.op.tf_op_name
-                points.append(point)
-        return {
-            "device": self.caps.to_json(),
-            "cost_source": self.steps[0][1].source if self.steps else "",
-            "steps": [s for s, _ in self.steps],
-            "points_above_roof": sum(1 for p in points if p["above_roof"]),
-            "points": points,
-        }
+def _points(host: str, step: str, metrics: HloMetrics, caps: DeviceCaps) -> list[Point]:
+    rows = [r for r in metrics.rows if r.total_ns]
+    if not rows:
+        return []
+    # The program's rate over its run time, the device's idle gaps included.
+    points = [_point(step, host, rows, caps, metrics.idle_ns, program=True)]
+    points.extend(_point(step, host, [row], caps) for row in rows)
+    return points
 
 
 def _in_window(lo: int, hi: int) -> Callable[[Profile], HloMetrics]:
     return lambda profile: hlo_metrics(profile, (lo, hi))
 
 
-def build(ctx: ToolContext) -> RooflineModel:
-    host = ctx.hosts[0]
-    caps = analysis.device_caps(ctx, host)
-    total = analysis.op_costs(ctx, host)
+def _steps(ctx: ToolContext, host: str, total: HloMetrics) -> list[tuple[str, HloMetrics]]:
     steps: list[tuple[str, HloMetrics]] = [("Total", total)]
+    if total.source != HLO_SOURCE:  # PyTorch estimates are for the whole run
+        return steps
     db = analysis.step_db(ctx, host)
-    # Per step only from the HLO; PyTorch estimates are for the whole run.
-    per_step = min(db.n_steps, MAX_STEPS) if total.source == HLO_SOURCE else 0
-    for i in range(per_step):
+    for i in range(min(db.n_steps, MAX_STEPS)):
         lo = int(db.start_ns[i])
         hi = lo + int(db.dur_ns[i])
         metrics = ctx.intermediate(host, f"xla.hlo_metrics:{lo}:{hi}", _in_window(lo, hi))
         steps.append((str(int(db.step_num[i])), metrics))
-    return RooflineModel(caps, tuple(steps))
+    return steps
+
+
+def build(ctx: ToolContext) -> RooflineModel:
+    costs = _xla.host_costs(ctx)
+    hosts = tuple(h for h, _ in costs)
+    caps = _xla.caps_of(ctx, hosts)
+    points: list[Point] = []
+    names: list[str] = []
+    for host, total in costs:
+        for step, metrics in _steps(ctx, host, total):
+            points.extend(_points(host, step, metrics, caps))
+            if step not in names:
+                names.append(step)
+    return RooflineModel(
+        device=_xla.device_out(caps),
+        cost_source=_xla.cost_source(costs),
+        hosts=hosts,
+        steps=tuple(names),
+        points_above_roof=sum(1 for p in points if p.above_roof),
+        points=tuple(points),
+    )
 
 
 TOOL = ToolSpec(
@@ -107,7 +151,6 @@ TOOL = ToolSpec(
     title="Roofline model",
     description="Each HLO op by FLOPs per byte against the device's compute and memory roofs.",
     build=build,
-    multi_host=False,
     options=(analysis.STEP_SOURCE,),
     available=analysis.has_op_costs,
     order=63,

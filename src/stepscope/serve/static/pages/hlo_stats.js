@@ -21,6 +21,7 @@ export async function render(root, data, ctx) {
   const rows = data.rows || [];
   const columns = [
     { key: 'rank', label: '#', numeric: true },
+    ...((s.hosts || []).length > 1 ? [{ key: 'host', label: 'Host' }] : []),
     { key: 'category', label: 'Category' },
     { key: 'hlo_op_name', label: 'HLO op', format: (v) => code(v) },
     { key: 'tf_op_name', label: 'Framework op', format: (v) => code(v) },
@@ -31,6 +32,7 @@ export async function render(root, data, ctx) {
     { key: 'flop_rate_gflops', label: 'GFLOP/s', numeric: true, format: fmtNum },
     { key: 'memory_bw_gbps', label: 'GB/s', numeric: true, format: fmtNum },
     { key: 'operational_intensity', label: 'FLOP/byte', numeric: true, format: fmtNum },
+    { key: 'library_gflops', label: 'cuBLAS/cuDNN GFLOP (est.)', numeric: true, format: fmtNum },
     { key: 'bound_by', label: 'Bound by' },
     { key: 'expression', label: 'Expression', format: (v) => code(v) },
   ];
