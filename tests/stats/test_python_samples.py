@@ -118,3 +118,40 @@ def test_overview_report_and_diagnostics_agree(tmp_path: Path) -> None:
     assert output.to_json(overview)["untraced"]["python"][0]["function"] == (
         "update_metrics (metrics.py:9)"
     )
+
+
+def test_a_run_seen_outside_a_step_names_nothing_inside_it() -> None:
+    """A Python-level sampler gets the GIL when the thread blocks: a loader sleeping between
+    steps can be the only stack it saw around a short burst of Python in the step. Its runs
+    (here 2 samples over 14 ms from the loader's sleep, the second placed inside the 4 ms
+    step) must not name the step's untraced time (it gave 7 ms, 175% of the step)."""
+    builder = XSpaceBuilder("py")
+    host = builder.plane("/host:CPU")
+    main = host.line(7, "MainThread")
+    samples = host.line((1 << 48) + 7, "Python samples", "Python samples: MainThread")
+    samples.display_id = 7
+    for k in range(STEPS):
+        t = k * 20 * MS
+        main.event("train", t + 6 * MS, 4 * MS, {"step_num": k, "_r": 1})
+        stack = "<module> (loop.py:5);load_records (loop.py:7)"
+        samples.event("load_records (loop.py:7)", t + MS, 14 * MS, {"stack": stack, "samples": 2})
+    db = build_step_db(build(builder))
+    assert db.category_ns()["other"].tolist() == [4 * MS] * (STEPS - 2)
+    assert len(db.untraced.python) == 0
+
+
+def test_no_step_gets_more_python_time_than_its_untraced_time() -> None:
+    # one sample at each 4 ms step's start, standing for 10 ms (the sampler's interval)
+    builder = XSpaceBuilder("py")
+    host = builder.plane("/host:CPU")
+    main = host.line(7, "MainThread")
+    samples = host.line((1 << 48) + 7, "Python samples", "Python samples: MainThread")
+    samples.display_id = 7
+    for k in range(STEPS):
+        t = k * 20 * MS
+        main.event("train", t, 4 * MS, {"step_num": k, "_r": 1})
+        stack = "<module> (loop.py:5);metrics (loop.py:9)"
+        samples.event("metrics (loop.py:9)", t, 10 * MS, {"stack": stack, "samples": 1})
+    python = build_step_db(build(builder)).untraced.python
+    assert python.function == ("metrics (loop.py:9)",)
+    assert python.ns.tolist() == [4 * MS * (STEPS - 2)]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stepscope.model import Profile
+from stepscope.stats.intervals import overlap_with
 
 SAMPLES_LINE = "Python samples"
 PYTHON_OP_TYPE = "Python"
@@ -66,6 +67,21 @@ def _inside(starts: np.ndarray, ends: np.ndarray, at: np.ndarray) -> np.ndarray:
     return ok
 
 
+def _step_of(starts: np.ndarray, ends: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Index of the sorted, disjoint [starts, ends) holding each time, else -1."""
+    k = np.searchsorted(starts, at, "right") - 1
+    ok = k >= 0
+    ok[ok] = at[ok] < ends[k[ok]]
+    return np.where(ok, k, -1)
+
+
+def _covered_in(
+    lo: np.ndarray, hi: np.ndarray, covered_start: np.ndarray, covered_end: np.ndarray
+) -> np.ndarray:
+    """Per span [lo, hi): its overlap with the sorted, disjoint covered intervals."""
+    return overlap_with(lo, hi, covered_start, covered_end).astype(np.float64)
+
+
 def untraced_python_time(
     profile: Profile,
     step_lines: tuple[int, ...],
@@ -99,11 +115,24 @@ def untraced_python_time(
     weight = np.repeat(each, count)
     at = profile.start_ns[sample_ev] + (k * weight).astype(np.int64)
     order = np.argsort(span_start, kind="stable")
-    in_step = _inside(span_start[order], span_end[order], at)
-    free = in_step & ~_inside(covered_start, covered_end, at)
+    s_lo, s_hi = span_start[order], span_end[order]
+    in_step = _inside(s_lo, s_hi, at)
+    # A run's samples are spread evenly over it, but a run that began outside a step (or in
+    # another step) was seen there: a Python-level sampler gets the GIL when the thread
+    # blocks, so a loader's sleep before the step can be the only stack it saw around a
+    # short burst of Python inside the step. Such samples say nothing about the step.
+    first = np.repeat(profile.start_ns[ev], count)
+    same = _step_of(s_lo, s_hi, at) == _step_of(s_lo, s_hi, first)
+    free = in_step & same & ~_inside(covered_start, covered_end, at)
     if not free.any():
         return PythonTime.empty()
     sample_ev, weight = sample_ev[free], weight[free]
+    # No step gets more sampled Python time than it has untraced time.
+    step = _step_of(s_lo, s_hi, at[free])
+    untraced = (s_hi - s_lo) - _covered_in(s_lo, s_hi, covered_start, covered_end)
+    given = np.bincount(step, weights=weight, minlength=len(s_lo))
+    scale = np.minimum(1.0, untraced / np.maximum(given, 1.0))
+    weight = weight * scale[step]
     name = profile.name[sample_ev]
     stack = profile.stat("stack").string_ids()[sample_ev]
     uniq, inverse = np.unique(name, return_inverse=True)
