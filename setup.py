@@ -23,6 +23,12 @@ setup(
             extra_compile_args=["-O2"],
         ),
         Extension(
+            "stepscope.stats._enclosing",
+            sources=["src/stepscope/stats/_enclosing.c"],
+            optional=True,  # without it the enclosing-op walk is a Python loop
+            extra_compile_args=["-O2"],
+        ),
+        Extension(
             "stepscope.tools.trace_viewer._pbpack",
             sources=["src/stepscope/tools/trace_viewer/_pbpack.c"],
             optional=True,  # without it the Perfetto export encodes with numpy (slower)

@@ -8,9 +8,19 @@ other events cost nothing but a boolean mask.
 
 from __future__ import annotations
 
+import importlib
+import os
+from typing import Any
+
 import numpy as np
 
 from stepscope.model import Profile
+
+_enclosing: Any
+try:
+    _enclosing = importlib.import_module("stepscope.stats._enclosing")
+except ImportError:  # not built: the Python loop below
+    _enclosing = None
 
 
 def innermost_enclosing(
@@ -50,13 +60,19 @@ def _scan_line(
     # queries sorted by start. Merge the two streams keeping a stack of open candidates.
     cand_order = np.lexsort((-(ends[cand] - starts[cand]), starts[cand]))
     cand = cand[cand_order]
+    q_order = np.argsort(starts[query_events], kind="stable")
+    queries = query_events[q_order]
+    if _enclosing is not None and os.environ.get("STEPSCOPE_PURE_PYTHON") != "1":
+        columns = (starts[cand], ends[cand], cand, starts[queries], ends[queries], queries)
+        found = _enclosing.scan(*(np.ascontiguousarray(a, np.int64).tobytes() for a in columns))
+        out[positions[q_order]] = np.frombuffer(found, np.int64)
+        return
     c_start = starts[cand].tolist()
     c_end = ends[cand].tolist()
     c_id = cand.tolist()
-    q_order = np.argsort(starts[query_events], kind="stable")
-    q_start = starts[query_events[q_order]].tolist()
-    q_end = ends[query_events[q_order]].tolist()
-    q_id = query_events[q_order].tolist()
+    q_start = starts[queries].tolist()
+    q_end = ends[queries].tolist()
+    q_id = queries.tolist()
     q_pos = positions[q_order].tolist()
     stack_end: list[int] = []
     stack_id: list[int] = []
