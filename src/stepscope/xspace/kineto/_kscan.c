@@ -12,11 +12,13 @@
  * strings: distinct raw JSON string contents (escapes not decoded: Python decodes each once)
  * and the raw text of list/object argument values; ids index this list.
  * Per event: ph (uint8, 0 when absent), flags (uint8, F_* below), cat / name (int32 string id,
- * -1 absent or null), pid / tid (int64: the integer, or the string id with F_PID_STR /
- * F_TID_STR), ts / dur (int64 ns, exact: integer and fraction of the microseconds converted
- * separately, as devices.us_to_ns), id (int64), nargs (uint32).
+ * -1 absent or null), pid / tid (int32: the integer, or the string id with F_PID_STR /
+ * F_TID_STR; integers beyond int32 are F_BAD), ts / dur (int64 ns, exact: integer and fraction of the microseconds converted
+ * separately, as devices.us_to_ns), nargs (uint32); id (int64) only for the events with
+ * F_ID, in order (flows are a minority of events).
  * Per argument row, in file order: key (int32 string id), kind (int8, A_* below), value
- * (int64: the integer, bool 0/1, float64 bits, or string id).
+ * (int64: the integer, bool 0/1, float64 bits, or string id). is_key: one byte per string,
+ * 1 for the strings used as argument keys.
  * F_BAD marks an event the scanner cannot represent (a field of an unexpected type, an integer
  * beyond int64, a repeated key, more than 3 decimals in a time, ...): the caller falls back.
  */
@@ -52,7 +54,7 @@ static int buf_put(Buf *b, const void *src, Py_ssize_t n) {
 }
 
 /* Interned strings: open addressing over (offset, length) spans of the input. */
-typedef struct { Py_ssize_t off, len; uint64_t hash; } Entry;
+typedef struct { Py_ssize_t off, len; uint64_t hash; int is_key; } Entry;
 typedef struct {
     const uint8_t *base;
     Entry *entries;   /* by id */
@@ -111,7 +113,7 @@ static int32_t intern(Table *t, Py_ssize_t off, Py_ssize_t len) {
         t->cap = cap;
     }
     if (t->count >= INT32_MAX - 1) return -1;
-    t->entries[t->count] = (Entry){off, len, h};
+    t->entries[t->count] = (Entry){off, len, h, 0};
     t->slots[s] = (int32_t)(t->count + 1);
     return (int32_t)t->count++;
 }
@@ -350,7 +352,8 @@ static int id_field(Scanner *s, int64_t *value, uint8_t *flags, uint8_t str_flag
     if (s->p < s->end && (*s->p == '-' || IS_DIGIT(*s->p))) {
         Number n;
         if (scan_number(s, &n)) return -1;
-        if (!n.is_int || n.overflow) *flags |= F_BAD;
+        /* int32 columns (4 bytes less per event each); wider ids take the Python path */
+        if (!n.is_int || n.overflow || n.ival > INT32_MAX || n.ival < INT32_MIN) *flags |= F_BAD;
         *value = n.ival;
         return 0;
     }
@@ -373,6 +376,7 @@ static int scan_args(Scanner *s, Out *o, uint32_t *count, uint8_t *flags) {
         if (s->p >= s->end || *s->p != '"' || scan_string(s, &off, &len)) return -1;
         int32_t key = intern(&s->table, off, len);
         if (key < 0) { s->oom = 1; return -1; }
+        s->table.entries[key].is_key = 1;
         if (*count < 64) {
             for (uint32_t i = 0; i < *count; i++)
                 if (keys[i] == key) *flags |= F_BAD;  /* a repeated key: the last one wins */
@@ -517,10 +521,12 @@ static int scan_event(Scanner *s, Out *o) {
             return -1;
         }
     }
+    int32_t pid32 = (int32_t)pid, tid32 = (int32_t)tid;
     if (buf_put(&o->ph, &ph, 1) || buf_put(&o->flags, &flags, 1) || buf_put(&o->cat, &cat, 4)
-        || buf_put(&o->name, &name, 4) || buf_put(&o->pid, &pid, 8) || buf_put(&o->tid, &tid, 8)
-        || buf_put(&o->ts, &ts, 8) || buf_put(&o->dur, &dur, 8) || buf_put(&o->id, &id, 8)
-        || buf_put(&o->nargs, &nargs, 4)) {
+        || buf_put(&o->name, &name, 4) || buf_put(&o->pid, &pid32, 4)
+        || buf_put(&o->tid, &tid32, 4)
+        || buf_put(&o->ts, &ts, 8) || buf_put(&o->dur, &dur, 8)
+        || ((flags & F_ID) && buf_put(&o->id, &id, 8)) || buf_put(&o->nargs, &nargs, 4)) {
         s->oom = 1;
         return -1;
     }
@@ -574,12 +580,45 @@ static int scan_document(Scanner *s, Out *o, Py_ssize_t *lo, Py_ssize_t *hi) {
     return (s->p == s->end && *lo >= 0) ? 0 : -1;
 }
 
+/* A column handed to Python without a copy: owns the scanner's buffer, exposes it through the
+ * buffer protocol (numpy.frombuffer reads it in place) and frees it when released. */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    Py_ssize_t len;
+} Block;
+
+static int block_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    Block *block = (Block *)self;
+    return PyBuffer_FillInfo(view, self, block->data, block->len, 1, flags);
+}
+
+static void block_dealloc(PyObject *self) {
+    free(((Block *)self)->data);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyBufferProcs block_as_buffer = {block_getbuffer, NULL};
+
+static PyTypeObject BlockType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "stepscope.xspace.kineto._kscan.Block",
+    .tp_basicsize = sizeof(Block),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = block_dealloc,
+    .tp_as_buffer = &block_as_buffer,
+};
+
 static PyObject *take(Buf *b) {
-    PyObject *bytes = PyBytes_FromStringAndSize(b->data ? b->data : "", b->len);
-    free(b->data);
+    Block *block = PyObject_New(Block, &BlockType);
+    if (!block) return NULL;
+    /* Give back what doubling reserved beyond the data (never resident, but mapped). */
+    char *data = b->data ? realloc(b->data, (size_t)(b->len ? b->len : 1)) : malloc(1);
+    block->data = data ? data : b->data;
+    block->len = b->len;
     b->data = NULL;
     b->len = b->cap = 0;
-    return bytes;
+    return (PyObject *)block;
 }
 
 static PyObject *scan(PyObject *self, PyObject *args) {
@@ -619,6 +658,12 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             if (!bytes || PyDict_SetItemString(columns, names[i], bytes)) failed = 1;
             Py_XDECREF(bytes);
         }
+        PyObject *keys = failed ? NULL : PyBytes_FromStringAndSize(NULL, s.table.count);
+        if (!keys) failed = 1;
+        for (Py_ssize_t i = 0; !failed && i < s.table.count; i++)
+            PyBytes_AS_STRING(keys)[i] = (char)s.table.entries[i].is_key;
+        if (!failed) failed = PyDict_SetItemString(columns, "is_key", keys) != 0;
+        Py_XDECREF(keys);
         if (!failed) result = Py_BuildValue("nnOO", lo, hi, strings, columns);
         Py_XDECREF(strings);
         Py_XDECREF(columns);
@@ -682,5 +727,6 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kscan", NULL, -1, m
 
 PyMODINIT_FUNC PyInit__kscan(void) {
     init_special();
+    if (PyType_Ready(&BlockType) < 0) return NULL;
     return PyModule_Create(&module);
 }

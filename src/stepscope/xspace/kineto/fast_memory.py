@@ -44,22 +44,32 @@ def integer_args(
     return out
 
 
+def prepare(c: Classified) -> None:
+    """Read the memory events' args (before `ScannedTrace.drop_args`) into ``c``."""
+    trace = c.trace
+    events = np.flatnonzero(c.memory)
+    c.memory_order = events[np.argsort(c.start_ns[events], kind="stable")]
+    c.memory_args = integer_args(trace, c.memory_order)
+    if c.memory_args is None:
+        c.memory_dicts = [trace.args_of(event) for event in events.tolist()]
+
+
 def add_memory(router: EventRouter, c: Classified, memory_sizes: dict[int, int]) -> None:
     """Emit the trace's memory events on the host plane's ``Memory`` line, or leave them in
     ``router.memory`` for `importer._add_memory` when their args need the per-event path."""
     trace = c.trace
-    events = np.flatnonzero(c.memory)
-    if not len(events):
+    order = c.memory_order
+    if not len(order):
         return
     start_ns = c.start_ns
-    order = events[np.argsort(start_ns[events], kind="stable")]
-    args = integer_args(trace, order)
+    args = c.memory_args
     if args is None:
+        events = np.flatnonzero(c.memory)
         threads = set(zip(trace.pid[events].tolist(), trace.tid[events].tolist(), strict=True))
         router.ops_by_thread.update(_ops_by_thread(c, threads))
-        for event in events.tolist():
+        for event, event_args in zip(events.tolist(), c.memory_dicts, strict=True):
             key = (int(trace.pid[event]), int(trace.tid[event]))
-            router.memory.append((int(start_ns[event]), key, trace.args_of(event)))
+            router.memory.append((int(start_ns[event]), key, event_args))
         return
     start = start_ns[order]
     op_ids = _innermost_ops(c, order)

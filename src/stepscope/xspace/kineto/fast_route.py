@@ -9,11 +9,12 @@ decides whether the columns can be routed here at all (else the Python path runs
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
 from stepscope.xspace.builder import LineBuilder
+from stepscope.xspace.kineto import fast_memory
 from stepscope.xspace.kineto.categories import (
     CATEGORIES,
     FRAMEWORK_OP_CATEGORIES,
@@ -31,7 +32,6 @@ from stepscope.xspace.kineto.scan import (
     F_ARGS,
     F_BAD,
     F_GLOBAL,
-    F_ID,
     F_PID_STR,
     F_TID_STR,
     F_TS,
@@ -61,6 +61,10 @@ class Classified:
     dur_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     names: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     codec: StatCodec = field(default_factory=StatCodec)
+    # Set by `fast_memory.prepare`: memory events in time order and their args.
+    memory_order: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    memory_args: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
+    memory_dicts: list[dict[str, Any]] = field(default_factory=list)
 
 
 def classify(trace: ScannedTrace) -> Classified | None:
@@ -116,8 +120,7 @@ def route(router: EventRouter, c: Classified) -> None:
     builder = router.builder
     assert isinstance(builder, ColumnSpace)
     start = router.base_ns + trace.ts_ns
-    kind = c.kind
-    spans = kind == Kind.SKIP
+    spans = c.kind == Kind.SKIP
     for lo, length in zip(start[spans].tolist(), trace.dur_ns[spans].tolist(), strict=True):
         router.spans.append((lo, lo + max(length, 0)))
     emitted = c.routed & ~spans
@@ -127,31 +130,30 @@ def route(router: EventRouter, c: Classified) -> None:
     names, display = rows.names, rows.display
     c.start_ns, c.dur_ns, c.names, c.codec = start, dur, names, builder.codec
     meta = _metadata(router, c, emitted, lines, names, display, rows)
+    _bookkeeping(router, c, emitted, lines, positions, rows)
+    fast_memory.prepare(c)
+    trace.drop_args()  # every argument is in ``rows`` or read: free the rows before the lines
     order = np.flatnonzero(emitted)
     by_line = order[np.argsort(lines[order], kind="stable")]
-    row_index = rows.gather(by_line)
-    counts = rows.counts[by_line]
     bounds = np.flatnonzero(np.diff(lines[by_line])) + 1
-    row_bounds = np.concatenate(([0], np.cumsum(counts)))
+    key, kind_rows, value = rows.key, rows.kind, rows.value
     first = 0
     for end in [*bounds.tolist(), len(by_line)]:
         if end == first:
             continue
         line = cast(ColumnLine, router_lines(router)[int(lines[by_line[first]])])
         chosen = by_line[first:end]
-        row_lo, row_hi = int(row_bounds[first]), int(row_bounds[end])
-        picked = row_index[row_lo:row_hi]
+        picked = rows.gather(chosen)  # one line at a time: small temporaries
         line.extend(
             meta[chosen],
             start[chosen],
             dur[chosen],
-            counts[first:end],
-            rows.key[picked],
-            rows.kind[picked],
-            rows.value[picked],
+            rows.counts[chosen],
+            key[picked],
+            kind_rows[picked],
+            value[picked],
         )
         first = end
-    _bookkeeping(router, c, emitted, lines, positions, start, dur, rows)
 
 
 def router_lines(router: EventRouter) -> list[LineBuilder]:
@@ -245,8 +247,6 @@ def _bookkeeping(
     emitted: np.ndarray,
     lines: np.ndarray,
     positions: np.ndarray,
-    start: np.ndarray,
-    dur: np.ndarray,
     rows: StatRows,
 ) -> None:
     """Thread names, flows, ops by start/thread, uncorrelated launches, memory events."""
@@ -316,5 +316,5 @@ def _flow(trace: ScannedTrace, event: int) -> TraceEvent:
         pid=_pid(trace, event),
         tid=int(trace.tid[event]),
         ts=int(trace.ts_ns[event]) if flags & F_TS else None,
-        id=int(trace.id[event]) if flags & F_ID else None,
+        id=trace.flow_id(event),
     )

@@ -136,8 +136,8 @@ class StatRows:
     # ---- appended stats ----------------------------------------------------------------------
     def add(self, events: np.ndarray, slot: int, key: str, kind: int, values: np.ndarray) -> None:
         """Stat ``key`` appended to ``events`` (ints or codec string ids in ``values``)."""
+        assert self._final is None, "stats are added before the rows are gathered"
         self._extra.append((events, slot, self.codec.key_id(key), kind, values))
-        self._final = None
 
     def add_strings(self, events: np.ndarray, slot: int, key: str, texts: list[str]) -> None:
         ids = np.array([self.codec.string_id(text) for text in texts], np.int64)
@@ -283,13 +283,19 @@ class StatRows:
         key = np.empty(total, np.int32)
         kind = np.empty(total, np.int8)
         value = np.empty(total, np.int64)
-        k_rank = np.arange(len(self.k_event)) - np.searchsorted(self.k_event, self.k_event)
-        at = starts[self.k_event] + k_rank
+        # A kept row moves down by the appended rows of the events before its own.
+        extras_before = starts[:-1] - np.cumsum(self.k_count) + self.k_count
+        at = np.arange(len(self.k_event), dtype=np.int64)
+        at += extras_before[self.k_event]
         key[at], kind[at], value[at] = self.k_key, self.k_kind, self.k_value
+        del at
         ex_rank = np.arange(len(ex_event)) - np.searchsorted(ex_event, ex_event)
         at = starts[ex_event] + self.k_count[ex_event] + ex_rank
         key[at], kind[at], value[at] = ex_key, ex_kind, ex_value
         self._final = (counts, starts, key, kind, value)
+        # The per-source rows are in the final arrays now: free them (no stat is added later).
+        self.k_event = self.k_key = self.k_kind = self.k_value = np.zeros(0, np.int64)
+        self._extra = []
         return self._final
 
     @property

@@ -160,14 +160,23 @@ def _convert_unpaused(
     box: list[bytes], source: str, warnings: list[str], into: type[XSpaceBuilder]
 ) -> XSpaceBuilder:
     data = box.pop()
-    fast = _scan_columns(data, source) if into is ColumnSpace else None
+    fast = None
+    if into is ColumnSpace:
+        scanned = _scan_columns(data, source)
+        if scanned is not None:
+            # The columns hold the events now: free the text before routing them. The
+            # per-event path (a trace the columns do not model) reads the file again.
+            del data
+            fast = _classify(scanned)
+            if fast is None:
+                data = _read(source, [])  # its warnings were given on the first read
     trace = None
     if fast is None:
         trace = decode_trace(data, source, warnings)
         doc = trace.header
     else:
         doc = fast[0]
-    del data  # the text is no longer needed: free it before routing
+    data = b""  # the text is no longer needed: free it before routing
     if trace is not None and not trace.has_events_list:
         raise ProfileFormatError(
             source,
@@ -210,16 +219,18 @@ def _convert_unpaused(
     return builder
 
 
-def _scan_columns(data: bytes, source: str) -> tuple[dict[str, Any], Classified] | None:
-    """The trace as classified columns when the C scanner models all of it (else None)."""
+def _scan_columns(data: bytes, source: str) -> scan.ScannedTrace | None:
+    """The trace as columns when the C scanner reads all of it (else None)."""
     if not scan.available():
         return None
     # The columns take about 54 bytes per object and 13 per argument (at least 4 bytes of
     # text each): one count bounds them, where the per-event path's estimate takes four.
     limits.check(source, "parsing this JSON", 2 * len(data) + 72 * data.count(b"{"))
-    scanned = scan.scan_trace(data, HeaderOnly)
-    if scanned is None:
-        return None
+    return scan.scan_trace(data, HeaderOnly)
+
+
+def _classify(scanned: scan.ScannedTrace) -> tuple[dict[str, Any], Classified] | None:
+    """The header and the classified columns, or None when the columns do not model them."""
     classified = fast_route.classify(scanned)
     if classified is None:
         return None

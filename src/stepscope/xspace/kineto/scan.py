@@ -43,17 +43,17 @@ class ScannedTrace:
     flags: np.ndarray  # uint8
     cat: np.ndarray  # int32 string id, -1 absent
     name: np.ndarray  # int32 string id, -1 absent
-    pid: np.ndarray  # int64
-    tid: np.ndarray  # int64
+    pid: np.ndarray  # int32 (the string id for a string pid)
+    tid: np.ndarray  # int32
     ts_ns: np.ndarray  # int64, relative to baseTimeNanoseconds
     dur_ns: np.ndarray  # int64
-    id: np.ndarray  # int64
-    arg_start: np.ndarray  # int64, n + 1
-    arg_event: np.ndarray  # int64, the event of each row
+    flow_ids: np.ndarray  # int64, the ``id`` of the events with F_ID, in order
+    nargs: np.ndarray  # uint32: argument rows per event
     arg_key: np.ndarray  # int32 string id
     arg_kind: np.ndarray  # int8 (A_*)
     arg_value: np.ndarray  # int64
     raw: list[bytes]  # string id -> raw JSON text (for A_JSON values)
+    is_key: np.ndarray  # bool per string id: used as an argument key
 
     @property
     def n_events(self) -> int:
@@ -70,6 +70,33 @@ class ScannedTrace:
 
     def __post_init__(self) -> None:
         self._ids = {text: index for index, text in enumerate(self.texts)}
+        self._arg_event: np.ndarray | None = None
+        self._arg_start: np.ndarray | None = None
+        self._id_rank: np.ndarray | None = None
+
+    # Made on first use, after the importer has freed the JSON text (peak memory).
+    @property
+    def arg_start(self) -> np.ndarray:
+        """int64, n + 1: event i's argument rows are ``arg_start[i]:arg_start[i + 1]``."""
+        if self._arg_start is None:
+            self._arg_start = np.zeros(len(self.nargs) + 1, np.int64)
+            np.cumsum(self.nargs, out=self._arg_start[1:])
+        return self._arg_start
+
+    def flow_id(self, event: int) -> int | None:
+        """The integer ``id`` of an event, None when it has none."""
+        if not self.flags[event] & F_ID:
+            return None
+        if self._id_rank is None:
+            self._id_rank = np.cumsum((self.flags & F_ID) != 0) - 1
+        return int(self.flow_ids[self._id_rank[event]])
+
+    @property
+    def arg_event(self) -> np.ndarray:
+        """The event of each argument row (made on first use: after the text is freed)."""
+        if self._arg_event is None:
+            self._arg_event = np.repeat(np.arange(len(self.nargs), dtype=np.int32), self.nargs)
+        return self._arg_event
 
     def arg(self, key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per event: whether it has argument ``key``, its kind and value (-1 / 0 when not)."""
@@ -86,9 +113,18 @@ class ScannedTrace:
             value[events] = self.arg_value[rows]
         return present, kind, value
 
+    def drop_args(self) -> None:
+        """Free the argument rows (`arg`, `args_of` and `value` of JSON args end here)."""
+        self.arg_key = np.zeros(0, np.int32)
+        self.arg_kind = np.zeros(0, np.int8)
+        self.arg_value = np.zeros(0, np.int64)
+        self._arg_event = np.zeros(0, np.int32)
+        self.nargs = np.zeros(len(self.ph), np.uint32)
+        self._arg_start = None
+
     def key_ids(self) -> np.ndarray:
         """The distinct argument keys (string ids), ascending."""
-        return np.flatnonzero(np.bincount(self.arg_key, minlength=1))
+        return np.flatnonzero(self.is_key)
 
     def value(self, kind: int, value: int) -> Any:
         """The Python value of one argument (as msgspec decodes it)."""
@@ -127,9 +163,6 @@ def scan_trace(data: bytes, header_type: Any) -> ScannedTrace | None:
         texts = [_decode_string(text) for text in raw]
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return None
-    nargs = np.frombuffer(columns["nargs"], np.uint32).astype(np.int64)
-    arg_start = np.zeros(len(nargs) + 1, np.int64)
-    np.cumsum(nargs, out=arg_start[1:])
     trace = ScannedTrace(
         header=header,
         texts=texts,
@@ -137,17 +170,17 @@ def scan_trace(data: bytes, header_type: Any) -> ScannedTrace | None:
         flags=np.frombuffer(columns["flags"], np.uint8),
         cat=np.frombuffer(columns["cat"], np.int32),
         name=np.frombuffer(columns["name"], np.int32),
-        pid=np.frombuffer(columns["pid"], np.int64),
-        tid=np.frombuffer(columns["tid"], np.int64),
+        pid=np.frombuffer(columns["pid"], np.int32),
+        tid=np.frombuffer(columns["tid"], np.int32),
         ts_ns=np.frombuffer(columns["ts"], np.int64),
         dur_ns=np.frombuffer(columns["dur"], np.int64),
-        id=np.frombuffer(columns["id"], np.int64),
-        arg_start=arg_start,
-        arg_event=np.repeat(np.arange(len(nargs), dtype=np.int64), nargs),
+        flow_ids=np.frombuffer(columns["id"], np.int64),
+        nargs=np.frombuffer(columns["nargs"], np.uint32),
         arg_key=np.frombuffer(columns["key"], np.int32),
         arg_kind=np.frombuffer(columns["kind"], np.int8),
         arg_value=np.frombuffer(columns["value"], np.int64),
         raw=raw,
+        is_key=np.frombuffer(columns["is_key"], np.bool_),
     )
     return trace
 
