@@ -201,7 +201,7 @@ class Recorder:
         # the steps that ended since the watchdog's last wake-up too, so the save keeps
         # exactly ``keep_steps`` (the watchdog checks them later; the lock is held)
         self._unchecked.extend(self.ring.scan())
-        history = list(self.ring.history)
+        history = self.ring.history.copy()
         if capture_after:
             self._arm_after(trigger, reason, details, pending)
         keep = self.config.keep_steps + steps_after
@@ -259,13 +259,15 @@ class Recorder:
 
     def _enqueue_after(self, after: AfterCapture) -> None:
         """Snapshot the after capture's steps from the ring (list copies) for the saver."""
+        with self._lock:  # the watchdog appends to the history under the lock
+            history = self.ring.history.copy()
         snapshot = snap.take(
             after.trigger,
             after.describe(),
             self.hostname,
             self.session.host,
             self.session.sampler,
-            list(self.ring.history),
+            history,
             {},
             after.start_perf_ns,
         )

@@ -13,7 +13,8 @@ events and stacks (`benchmarks/bench_recorder.py` checks the process's memory ag
 from __future__ import annotations
 
 import bisect
-from collections import deque
+from array import array
+from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 from stepscope.capture.host_tracer import HostTracer, ThreadBuffer
@@ -40,6 +41,68 @@ class StepSummary(NamedTuple):
     thread_id: int  # OS thread id of the step's thread
 
 
+class StepHistory:
+    """Step summaries as four int64 columns, a ring of ``capacity`` rows: 32 bytes a step
+    (a tuple per step took ~170), and a snapshot copies four arrays, not 100,000 objects.
+    One thread appends (the recorder's, under its lock); readers see whole rows."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._cols = tuple(array("q") for _ in StepSummary._fields)
+        self._total = 0  # rows ever appended
+
+    def __len__(self) -> int:
+        return min(self._total, self.capacity)
+
+    def append(self, row: StepSummary) -> None:
+        total = self._total
+        if total < self.capacity:
+            for col, value in zip(self._cols, row, strict=True):
+                col.append(value)
+        else:
+            slot = total % self.capacity
+            for col, value in zip(self._cols, row, strict=True):
+                col[slot] = value
+        self._total = total + 1
+
+    def extend(self, rows: Iterable[StepSummary]) -> None:
+        for row in rows:
+            self.append(row)
+
+    def __getitem__(self, index: int) -> StepSummary:
+        size = len(self)
+        if index < 0:
+            index += size
+        if not 0 <= index < size:
+            raise IndexError(f"step history index {index} out of range ({size} rows)")
+        slot = (self._total - size + index) % self.capacity
+        return StepSummary(*(col[slot] for col in self._cols))
+
+    def column(self, name: str, last: int | None = None) -> list[int]:
+        """One field of the newest ``last`` rows (all by default), oldest first."""
+        col = self._cols[StepSummary._fields.index(name)]
+        size = len(self)
+        count = size if last is None else min(last, size)
+        first = self._total - count
+        if self._total <= self.capacity:
+            return col[first : self._total].tolist()
+        start, end = first % self.capacity, self._total % self.capacity
+        if start < end:
+            return col[start:end].tolist()
+        return col[start:].tolist() + col[:end].tolist()
+
+    def __iter__(self) -> Iterator[StepSummary]:
+        columns = [self.column(name) for name in StepSummary._fields]
+        return (StepSummary(*row) for row in zip(*columns, strict=True))
+
+    def copy(self) -> StepHistory:
+        """The rows in order, as a history of their own (a few array copies)."""
+        twin = StepHistory(self.capacity)
+        twin._cols = tuple(array("q", self.column(name)) for name in StepSummary._fields)
+        twin._total = len(self)
+        return twin
+
+
 class Ring:
     """Scan new events for finished steps; trim to ``keep_steps`` and ``max_bytes``."""
 
@@ -54,7 +117,7 @@ class Ring:
         self.sampler: PythonSampler | None = None
         self.keep_steps = keep_steps
         self.max_events = max(1, max_bytes // EVENT_BYTES)
-        self.history: deque[StepSummary] = deque(maxlen=history_steps)
+        self.history = StepHistory(history_steps)
         self._cursor: dict[int, int] = {}  # id(buffer) -> first event not scanned yet
         self.last_step_start: dict[int, int] = {}  # thread ident -> start of its last step
         self.steps_seen = 0
@@ -90,7 +153,7 @@ class Ring:
         # Over the byte bound: give up whole steps, oldest first, while one is left; the
         # first start that fits is found by bisection (events left after a cut at a start
         # only fall as the start moves later).
-        starts = [summary.start_ns for summary in self.history][-self.keep_steps :]
+        starts = self.history.column("start_ns", self.keep_steps)
         low, high = 1, len(starts)  # cutting at starts[high - 1] keeps one step
         while low < high:
             mid = (low + high) // 2

@@ -25,7 +25,7 @@ from stepscope.capture.host_tracer import HostTracer, ThreadBuffer
 from stepscope.capture.options import ProfilerOptions
 from stepscope.capture.python_sampler import PythonSampler, SampledThread
 from stepscope.capture.recorder.after import FULL_OPTIONS, AfterCapture
-from stepscope.capture.recorder.ring import StepSummary
+from stepscope.capture.recorder.ring import StepHistory
 
 log = logging.getLogger("stepscope.recorder")
 
@@ -45,7 +45,7 @@ class Snapshot:
     buffers: list[ThreadBuffer]
     sampled: list[SampledThread]
     sample_interval_ns: int
-    history: list[StepSummary]
+    history: StepHistory
     details: dict[str, Any] = field(default_factory=dict)
     run_name: str | None = None  # set for a save that other ranks share
     start_perf_ns: int = 0  # the saved profile's start, once written
@@ -58,7 +58,7 @@ def take(
     hostname: str,
     host: HostTracer,
     sampler: PythonSampler | None,
-    history: list[StepSummary],
+    history: StepHistory,
     details: dict[str, Any] | None = None,
     cutoff_ns: int | None = None,
 ) -> Snapshot:
