@@ -225,7 +225,7 @@ def memory(steps: int, logdir: str, **settings: Any) -> dict[str, float]:
     gc.collect()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
-    recorder = rec.start(logdir, sampler_hz=0, **settings)
+    recorder = rec.start(logdir, sampler_hz=0, triggers=NO_SLOW, **settings)
     samples = []
     try:
         for step in range(steps):
@@ -253,41 +253,50 @@ def memory(steps: int, logdir: str, **settings: Any) -> dict[str, float]:
     }
 
 
+PARTS = ("breakdown", "overhead", "save", "memory")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer steps and repeats")
+    parser.add_argument("--part", choices=PARTS, action="append", help="only these (repeat)")
     args = parser.parse_args()
+    parts = args.part or PARTS
     with tempfile.TemporaryDirectory() as logdir:
         print(f"== load average before: {os.getloadavg()[0]:.2f} (1 min)")
-        print("== where a recorded step's cost goes (ns)")
-        for key, value in breakdown(logdir).items():
-            print(f"{key}: {value:,.0f}")
-        print("== overhead of the recorder left on (median of paired blocks)")
-        # short blocks, many pairs: a shared machine's load changes within seconds
-        for step_ms, steps in ((1.0, 300), (20.0, 25)):
-            repeats = 5 if args.quick else 21
-            r = overhead(step_ms, steps, repeats, logdir)
-            print(
-                f"{step_ms:>5.0f} ms (calibrated) steps: plain {r['step_ms']:.3f} ms, recorded "
-                f"{r['recorded_ms']:.3f} ms, overhead {r['overhead_pct']:+.2f}% "
-                f"(range {r['min_pct']:+.2f}% .. {r['max_pct']:+.2f}%)"
-            )
-        print(f"== load average after: {os.getloadavg()[0]:.2f} (1 min)")
-        cost = save_cost(1.0, 1000, 3 if args.quick else 7, logdir)
-        print(f"one save (keep_steps=50, 1 ms steps): {cost:+.1f} ms of training time")
-        print("== memory over 100,000 steps (tracemalloc, every 10,000 steps)")
-        steps = 20_000 if args.quick else 100_000
-        for label, settings in (
-            ("keep_steps=50 (default)", {}),
-            ("keep_steps=10**6, max_bytes=4 MiB", {"keep_steps": 10**6, "max_bytes": 4 << 20}),
-        ):
-            m = memory(steps, logdir, **settings)
-            print(
-                f"{label}: traced {m['first_mib']:.1f} MiB after 10k steps, "
-                f"{m['last_mib']:.1f} MiB at the end, max {m['max_mib']:.1f} MiB; ring "
-                f"{m['ring_events']:.0f} events (~{m['ring_estimated_mib']:.2f} MiB est.), "
-                f"{m['history_steps']:.0f} step summaries"
-            )
+        if "breakdown" in parts:
+            print("== where a recorded step's cost goes (ns)")
+            for key, value in breakdown(logdir).items():
+                print(f"{key}: {value:,.0f}")
+        if "overhead" in parts:
+            print("== overhead of the recorder left on (median of paired blocks)")
+            # short blocks, many pairs: a shared machine's load changes within seconds
+            for step_ms, steps in ((1.0, 300), (20.0, 25)):
+                repeats = 5 if args.quick else 21
+                r = overhead(step_ms, steps, repeats, logdir)
+                print(
+                    f"{step_ms:>5.0f} ms (calibrated) steps: plain {r['step_ms']:.3f} ms, "
+                    f"recorded {r['recorded_ms']:.3f} ms, overhead {r['overhead_pct']:+.2f}% "
+                    f"(range {r['min_pct']:+.2f}% .. {r['max_pct']:+.2f}%)"
+                )
+            print(f"== load average after: {os.getloadavg()[0]:.2f} (1 min)")
+        if "save" in parts:
+            cost = save_cost(1.0, 1000, 3 if args.quick else 7, logdir)
+            print(f"one save (keep_steps=50, 1 ms steps): {cost:+.1f} ms of training time")
+        if "memory" in parts:
+            print("== memory over 100,000 steps (tracemalloc, every 10,000 steps)")
+            steps = 20_000 if args.quick else 100_000
+            for label, settings in (
+                ("keep_steps=50 (default)", {}),
+                ("keep_steps=10**6, max_bytes=4 MiB", {"keep_steps": 10**6, "max_bytes": 4 << 20}),
+            ):
+                m = memory(steps, logdir, **settings)
+                print(
+                    f"{label}: traced {m['first_mib']:.1f} MiB after 10k steps, "
+                    f"{m['last_mib']:.1f} MiB at the end, max {m['max_mib']:.1f} MiB; ring "
+                    f"{m['ring_events']:.0f} events (~{m['ring_estimated_mib']:.2f} MiB est.), "
+                    f"{m['history_steps']:.0f} step summaries"
+                )
 
 
 if __name__ == "__main__":

@@ -305,3 +305,20 @@ def test_a_save_before_the_watchdog_wakes_keeps_exactly_keep_steps(
     recorder.tick()  # the steps the save scanned are still checked by the watchdog
     assert len(recorder.ring.history) == 6
     assert [p.trigger for p in recorder.requested] == ["user", "slow_step"]
+
+
+def test_many_short_steps_wake_the_watchdog_before_its_poll(tmp_path: Path) -> None:
+    from stepscope.capture.recorder.recorder import WAKE_STEPS
+
+    recorder = _start(tmp_path, keep_steps=5)  # the watchdog's own poll is 10 s away
+    for n in range(WAKE_STEPS + 1):
+        with stepscope.step(n):
+            pass
+    woke = threading.Event()
+    for _ in range(500):  # until the watchdog has cut the ring (it takes it a wake-up)
+        if len(recorder.ring.history) > 0 and recorder.ring.trimmed_events > 0:
+            woke.set()
+            break
+        time.sleep(0.01)
+    assert woke.is_set()
+    assert sum(len(b.events) for b in recorder.session.host.buffers()) < 50

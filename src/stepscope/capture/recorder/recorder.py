@@ -41,6 +41,9 @@ log = logging.getLogger("stepscope.recorder")
 _UNBOUNDED = 1 << 62
 EXIT_WAIT_S = 60.0  # how long an exiting program waits for its last save
 MEDIAN_EVERY = 10  # steps between two computations of the running median
+# The watchdog also wakes after this many steps (steps shorter than poll_s / WAKE_STEPS):
+# the ring then exceeds its bounds by at most what so many steps record.
+WAKE_STEPS = 1000
 
 
 class Recorder:
@@ -83,6 +86,11 @@ class Recorder:
         )
         self._lock = threading.RLock()
         self._stop = threading.Event()
+        # Steps opened, and the count at which the step hook wakes the watchdog before its
+        # poll: many short steps must not grow the ring past its bounds for a whole poll_s.
+        self._opened = 0
+        self._wake_at = WAKE_STEPS
+        self._wake = threading.Event()
         self._last_exception: BaseException | None = None
         self._unchecked: list[StepSummary] = []  # scanned by a save, not checked yet
         self._after: AfterCapture | None = None  # the capture of the steps after a trigger
@@ -116,6 +124,7 @@ class Recorder:
     def stop(self, timeout: float = EXIT_WAIT_S) -> None:
         """Stop recording; saves already requested are finished first (up to ``timeout``)."""
         self._stop.set()
+        self._wake.set()
         if self._watchdog.is_alive() and threading.current_thread() is not self._watchdog:
             self._watchdog.join(timeout)
         with self._lock:
@@ -285,6 +294,9 @@ class Recorder:
         after = self._after
         if after is not None:
             self._after_step(after, ident)
+        opened = self._opened = self._opened + 1
+        if opened >= self._wake_at:
+            self._wake.set()
         open_ns[ident] = time.perf_counter_ns()  # looked up: tests put a fake clock there
 
     def _on_step_error(self, error: BaseException, step_num: int) -> None:
@@ -310,7 +322,12 @@ class Recorder:
     # -- the watchdog -----------------------------------------------------------------------
 
     def _watch(self) -> None:
-        while not self._stop.wait(self.config.poll_s):
+        while True:
+            self._wake.wait(self.config.poll_s)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            self._wake_at = self._opened + WAKE_STEPS
             try:
                 self.tick()
             except Exception:  # the recorder must never take the training down
