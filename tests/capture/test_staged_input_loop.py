@@ -4,18 +4,13 @@ step: stepscope counts that as input (XProf says 0%), within 5 points of what
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from stepscope.stats import build_step_db, summarize_steps
 from stepscope.stats.advice import classify_steps
-from tests.support.capture import load_run
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.capture import load_run, run_script
 
 SCRIPT = """
 import json, sys, time
@@ -57,15 +52,7 @@ print(json.dumps({"run": str(run), "prep": prep, "step": step}))
 @pytest.mark.integration
 def test_jax_batch_building_and_device_put_count_as_input(tmp_path: Path) -> None:
     pytest.importorskip("jax")
-    out = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    measured = json.loads(out.stdout.strip().splitlines()[-1])
+    measured = run_script(SCRIPT, str(tmp_path))
     db = build_step_db(load_run(Path(measured["run"])))
     kept = db.step_num.tolist()
     assert len(kept) == 8  # first and last dropped

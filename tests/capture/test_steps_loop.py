@@ -3,9 +3,6 @@ data is the step's input, in stepscope and XProf alike; the README's loop says s
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,9 +11,7 @@ import pytest
 
 import stepscope
 from stepscope.stats import build_step_db
-from tests.support.capture import load_run, named
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.capture import load_run, named, run_script
 
 
 def _records(n: int) -> Iterator[int]:
@@ -118,15 +113,7 @@ print(json.dumps({"run": str(run), "fetch_start": fetch_start, "fetch_end": fetc
 @pytest.mark.parametrize("form", ["readme", "steps"])
 def test_pytorch_loop_with_a_slow_loader_matches_perf_counter(form: str, tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    out = subprocess.run(
-        [sys.executable, "-c", SCRIPT, form, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    measured = json.loads(out.stdout.strip().splitlines()[-1])
+    measured = run_script(SCRIPT, form, str(tmp_path))
     db = build_step_db(load_run(Path(measured["run"])))
     kept = db.step_num.tolist()
     assert len(kept) == 8  # 10 batches, first and last dropped

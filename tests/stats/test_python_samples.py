@@ -15,11 +15,20 @@ from stepscope.stats.summary import summarize_steps
 from stepscope.tools import output
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
-from stepscope.xspace.builder import XSpaceBuilder
+from stepscope.xspace.builder import LineBuilder, XSpaceBuilder
 from stepscope.xspace.io import write_xspace
 from tests.support.analysis import MS, build
 
 STEPS = 8
+
+
+def _threads(builder: XSpaceBuilder) -> tuple[LineBuilder, LineBuilder]:
+    """The main thread's line and the sampler's line for it."""
+    host = builder.plane("/host:CPU")
+    main = host.line(7, "MainThread")
+    samples = host.line((1 << 48) + 7, "Python samples", "Python samples: MainThread")
+    samples.display_id = 7
+    return main, samples
 
 
 def _python_overhead_loop(sampled: bool = True) -> Profile:
@@ -30,10 +39,7 @@ def _loop_builder(sampled: bool = True) -> XSpaceBuilder:
     """Each 10 ms step: a traced 'forward' (4 ms), then 6 ms of untraced Python metrics code,
     which the sampler saw as 'update_metrics'."""
     builder = XSpaceBuilder("py")
-    host = builder.plane("/host:CPU")
-    main = host.line(7, "MainThread")
-    samples = host.line((1 << 48) + 7, "Python samples", "Python samples: MainThread")
-    samples.display_id = 7
+    main, samples = _threads(builder)
     for k in range(STEPS):
         t = k * 10 * MS
         main.event("train", t, 10 * MS, {"step_num": k, "_r": 1})
@@ -126,10 +132,7 @@ def test_a_run_seen_outside_a_step_names_nothing_inside_it() -> None:
     (here 2 samples over 14 ms from the loader's sleep, the second placed inside the 4 ms
     step) must not name the step's untraced time (it gave 7 ms, 175% of the step)."""
     builder = XSpaceBuilder("py")
-    host = builder.plane("/host:CPU")
-    main = host.line(7, "MainThread")
-    samples = host.line((1 << 48) + 7, "Python samples", "Python samples: MainThread")
-    samples.display_id = 7
+    main, samples = _threads(builder)
     for k in range(STEPS):
         t = k * 20 * MS
         main.event("train", t + 6 * MS, 4 * MS, {"step_num": k, "_r": 1})
@@ -143,10 +146,7 @@ def test_a_run_seen_outside_a_step_names_nothing_inside_it() -> None:
 def test_no_step_gets_more_python_time_than_its_untraced_time() -> None:
     # one sample at each 4 ms step's start, standing for 10 ms (the sampler's interval)
     builder = XSpaceBuilder("py")
-    host = builder.plane("/host:CPU")
-    main = host.line(7, "MainThread")
-    samples = host.line((1 << 48) + 7, "Python samples", "Python samples: MainThread")
-    samples.display_id = 7
+    main, samples = _threads(builder)
     for k in range(STEPS):
         t = k * 20 * MS
         main.event("train", t, 4 * MS, {"step_num": k, "_r": 1})

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,3 +45,18 @@ def events(profile: Profile) -> list[dict[str, Any]]:
 
 def named(profile: Profile, name: str) -> list[dict[str, Any]]:
     return [e for e in events(profile) if e["name"] == name]
+
+
+def run_script(script: str, *args: str) -> dict[str, Any]:
+    """Run ``script`` in a fresh interpreter from the repository root; the JSON object it
+    prints last."""
+    out = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result

@@ -48,14 +48,12 @@ def held_spans(
     step, lo, hi, types = step[keep], lo[keep], hi[keep], types[keep]
     if not zero_ns.size:
         return _empty()
-    # For each type T of a zero-length event: the union of events of types >= T per step,
-    # as keys step * width + offset so that one sorted array holds every step.
-    base = int(min(zero_ns.min(), lo.min() if lo.size else zero_ns.min()))
-    top = int(max(zero_ns.max(), hi.max() if hi.size else zero_ns.max()))
-    width = top - base + 2
-    if (int(max(step.max(initial=0), zero_step.max())) + 1) * width >= 1 << 62:
-        return _per_step(step, lo, hi, types, zero_step, zero_ns, zero_type)
-    zkey = zero_step * width + (zero_ns - base)
+    # For each type T of a zero-length event: the union of events of types >= T per step, as
+    # keys step * width + rank of the time, so that one sorted array holds every step (ranks
+    # keep order and ties, all the rules need, and keep the keys small).
+    times = np.unique(np.concatenate([lo, hi, zero_ns]))
+    width = len(times) + 1
+    zkey = zero_step * width + np.searchsorted(times, zero_ns)
     covered = np.zeros(len(zero_ns), dtype=bool)
     next_start = np.full(len(zero_ns), np.iinfo(np.int64).max, dtype=np.int64)
     for t in np.unique(zero_type).tolist():
@@ -63,18 +61,15 @@ def held_spans(
         z = np.flatnonzero(zero_type == t)
         if not m.any():
             continue
-        k_lo = step[m] * width + (lo[m] - base)
-        k_hi = step[m] * width + (hi[m] - base)
+        k_lo = step[m] * width + np.searchsorted(times, lo[m])
+        k_hi = step[m] * width + np.searchsorted(times, hi[m])
         order = np.argsort(k_lo, kind="stable")
         _, u_lo, u_hi = merge_sorted(k_lo[order], k_hi[order])
         i = np.searchsorted(u_lo, zkey[z], "right")  # unions starting at or before t
-        inside = (i > 0) & (zkey[z] < u_hi[np.maximum(i - 1, 0)])
-        covered[z] = inside
-        has_next = i < len(u_lo)
-        nxt = np.full(len(z), np.iinfo(np.int64).max, dtype=np.int64)
-        same_step = has_next & (u_lo[np.minimum(i, len(u_lo) - 1)] // width == zero_step[z])
-        nxt[same_step] = u_lo[i[same_step]] % width + base
-        next_start[z] = nxt
+        covered[z] = (i > 0) & (zkey[z] < u_hi[np.maximum(i - 1, 0)])
+        nxt = u_lo[np.minimum(i, len(u_lo) - 1)]
+        same_step = (i < len(u_lo)) & (nxt // width == zero_step[z])
+        next_start[z[same_step]] = times[nxt[same_step] % width]
     cand = np.flatnonzero(~covered)
     if not cand.size:
         return _empty()
@@ -100,32 +95,3 @@ def _hold(z_step: np.ndarray, z_ns: np.ndarray, z_type: np.ndarray, z_next: np.n
         out.append((cur[0], cur[2], cur[3], cur[1]))
     cols = np.array(out, dtype=np.int64).reshape(-1, 4)
     return cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3]
-
-
-def _per_step(
-    step: np.ndarray,
-    lo: np.ndarray,
-    hi: np.ndarray,
-    types: np.ndarray,
-    zero_step: np.ndarray,
-    zero_ns: np.ndarray,
-    zero_type: np.ndarray,
-) -> Spans:
-    """`held_spans` one step at a time (time ranges too wide for one key)."""
-    parts = []
-    for s in np.unique(zero_step).tolist():
-        m, z = step == s, zero_step == s
-        got = held_spans(
-            np.zeros(int(m.sum()), np.int64),
-            lo[m],
-            hi[m],
-            types[m],
-            np.zeros(int(z.sum()), np.int64),
-            zero_ns[z],
-            zero_type[z],
-        )
-        parts.append((np.full(len(got[0]), s, np.int64), got[1], got[2], got[3]))
-    if not parts:
-        return _empty()
-    cols = [np.concatenate([p[i] for p in parts]) for i in range(4)]
-    return cols[0], cols[1], cols[2], cols[3]
