@@ -250,7 +250,7 @@ def test_cache_round_trip(tmp_path: Path, traced: tuple[Profile, TraceIndex]) ->
     save_index(index, tmp_path / "idx")
     loaded = load_index(tmp_path / "idx")
     assert loaded is not None
-    assert isinstance(loaded.order, np.memmap)
+    assert isinstance(loaded.order.base, np.memmap)
     a = query_window(profile, index, index.origin_ns, index.end_ns, 333)
     b = query_window(profile, loaded, index.origin_ns, index.end_ns, 333)
     assert np.array_equal(a.event, b.event)
