@@ -107,6 +107,12 @@ def test_window_stays_within_the_row_budget(
     header, arrays = _window(_ctx(run_dir, store), res="500")
     assert header["rows_left_out"] == 24 - 10  # one row per line here
     assert set(np.unique(arrays["line"]).tolist()) <= set(range(10))
+    assert header["resolution"] == 500
+    monkeypatch.setattr(pod_api, "MAX_ROW_PIXELS", 10 * 120)  # rows x pixels: 120 px for 10
+    header, arrays = _window(_ctx(run_dir, store), res="500")
+    assert header["resolution"] == 120 and header["bucket_ns"] * 120 == pytest.approx(
+        header["t1"] - header["t0"]
+    )
     # asking for tracks in view only: those hosts alone are queried
     header, arrays = _window(_ctx(run_dir, store), res="500", lines="9-10,20", counter_ids="none")
     assert header["hosts"] == ["host001", "host003"] and header["rows_left_out"] == 0

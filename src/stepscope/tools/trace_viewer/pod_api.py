@@ -3,9 +3,11 @@ answers merged, in global line/event numbers and times on the shared axis (see `
 
 Pixel budget: a window answers at most ``MAX_WINDOW_ROWS`` rows (one row is one line at one
 nesting depth; the page asks for the tracks in view with ``lines`` and ``counter_ids``, global
-numbers as ranges, ``none`` for none), so whatever the host count a response
-holds about two events per pixel per row, as for one host. Rows beyond the budget are left
-out and counted in the header (``rows_left_out``); hosts with no row asked for cost nothing.
+numbers as ranges, ``none`` for none) and at most ``MAX_ROW_PIXELS`` rows x resolution (a
+request beyond it is answered at a lower resolution, given in the header), so whatever the
+host count a response holds at most about two events per row per pixel of that budget.
+Rows beyond the budget are left out and counted in the header (``rows_left_out``); hosts
+with no row asked for cost nothing.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ from stepscope.tools.trace_viewer.api import (
 )
 from stepscope.tools.trace_viewer.pod import HostTrace, PodTrace
 
-MAX_WINDOW_ROWS = 512  # three 4K screens of 16-pixel rows
+MAX_WINDOW_ROWS = 256  # a 4K screen of 16-pixel rows, and as much again around it
+MAX_ROW_PIXELS = 200_000  # rows x resolution: beyond it the resolution is lowered to fit
 MAX_SEARCH_DEPTH = 100_000  # offset + limit of a search over many hosts
 
 
@@ -124,6 +127,8 @@ def window(pod: PodTrace, params: Mapping[str, str]) -> tuple[bytes, str]:
     t0, t1 = _span(params, pod)
     res = _int(params, "res", 2000, 1, MAX_RESOLUTION)
     chosen, left_out = _within_budget(pod, _lines_by_host(params, pod))
+    rows = sum(int(pod.hosts[k].index.line_depths[lines].sum()) for k, lines in chosen.items())
+    res = max(1, min(res, MAX_ROW_PIXELS // max(rows, 1)))
     names = _Names()
     cols: dict[str, list[np.ndarray]] = {}
     level = 0

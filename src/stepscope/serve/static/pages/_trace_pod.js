@@ -33,13 +33,14 @@ export function ranges(sorted) {
 }
 
 /**
- * The tracks and counters a window should hold: those within one screen above and below the
- * visible part (so a scroll of less than a screen needs no new window), in layout order.
+ * The tracks and counters within `margin` pixels of the visible part. The page checks its
+ * windows against the visible tracks (margin 0) and fetches with a quarter screen more above
+ * and below, so a short scroll needs no new window.
  * @returns {TrackNeed}
  */
-export function tracksNear(layout, scrollY, height) {
-  const lo = scrollY - height;
-  const hi = scrollY + 2 * height;
+export function tracksNear(layout, scrollY, height, margin = 0) {
+  const lo = scrollY - margin;
+  const hi = scrollY + height + margin;
   const lines = [];
   const counters = [];
   for (const b of layout.bands) {

@@ -163,18 +163,20 @@ class TraceView {
     const need = this.structure.hosts ? tracksNear(this.layout, this.scrollY, this.H) : null;
     if (need && !need.lines.length && !need.counters.length) return;
     const hit = this.client.cached(a, Math.max(b, a + 1), bucket, need);
+    const want = need && tracksNear(this.layout, this.scrollY, this.H, this.H / 4);
     if (hit) {
       if (hit !== this.data) { this.data = hit; this.invalidate(); }
       return;
     }
     clearTimeout(this.fetchTimer);
-    this.fetchTimer = setTimeout(() => this.fetchWindow(a, b, bucket, need), this.data ? FETCH_DELAY_MS : 0);
+    this.fetchTimer = setTimeout(() => this.fetchWindow(a, b, bucket, want), this.data ? FETCH_DELAY_MS : 0);
   }
 
   /** @param {import('./_trace_pod.js').TrackNeed | null} [need] */
   async fetchWindow(a, b, bucket, need = null) {
     const span = Math.max(b - a, 1);
-    const margin = Math.max(0, Math.min(span, (MAX_RES * bucket - span) / 2));
+    // A window 3x the view (1.5x with several hosts, whose windows hold many more rows).
+    const margin = Math.max(0, Math.min(span * (this.structure.hosts ? 0.25 : 1), (MAX_RES * bucket - span) / 2));
     const f0 = Math.max(0, a - margin);
     const f1 = Math.min(this.duration, b + margin);
     const res = Math.max(1, Math.min(MAX_RES, Math.ceil((f1 - f0) / bucket)));
