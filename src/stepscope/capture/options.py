@@ -32,7 +32,10 @@ if TYPE_CHECKING:
 
 # About 100 bytes of Python objects per buffered event: the default caps a capture near 100 MB.
 DEFAULT_MAX_EVENTS = 1_000_000
-DEFAULT_SAMPLER_HZ = 100
+# 25 Hz: the rate whose whole cost (sampling under the GIL, the sampler thread's wake-ups and
+# the GIL hand-overs they force) stays under 2% of the training process's CPU per step in
+# benchmarks/bench_capture.py (100 Hz cost 4-6%; decision 59).
+DEFAULT_SAMPLER_HZ = 25
 MAX_SAMPLER_HZ = 10_000
 
 _FIELDS = (

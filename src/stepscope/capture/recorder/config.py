@@ -24,8 +24,8 @@ UNLIMITED = (USER, REMOTE)  # asked for by a person: never rate-limited
 
 # Each wake-up of a recorder thread costs the training thread a GIL hand-over, which cost
 # more than the wake-up's own work on the shared VM measured (docs/flight_recorder.md#costs):
-# the recorder samples stacks at 10 Hz, not a capture's 100 Hz, and its watchdog wakes twice
-# a second, to stay under 1% of step time. A capture (minutes, not days) keeps 100 Hz.
+# the recorder samples stacks at 10 Hz, not a capture's 25 Hz, and its watchdog wakes twice
+# a second, to stay under 1% of step time. A capture (minutes, not days) keeps 25 Hz.
 DEFAULT_SAMPLER_HZ = 10
 DEFAULT_POLL_S = 0.5
 
