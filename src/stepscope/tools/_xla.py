@@ -74,7 +74,8 @@ def pick_program(programs: Sequence[tuple[str, int, T]], wanted: str) -> T:
     found = [p for p in programs if wanted in (p[0], str(p[1]), f"{p[0]}({p[1]})")]
     if len(found) == 1:
         return found[0][2]
-    choices = ", ".join(f"{name}({pid})" for name, pid, _ in (found or programs))
+    listed = sorted(found or programs, key=lambda p: (p[0], p[1]))
+    choices = ", ".join(f"{name}({pid})" for name, pid, _ in listed)
     if found:
         raise ToolUsageError(
             f"option module={wanted[:60]!r} names {len(found)} programs; pick one of {choices}"
