@@ -63,6 +63,10 @@ def test_roofline_model_page(page_for: tuple[Any, Recorder], gpu_server: Any) ->
     assert len(circles) == len(placed)
     ops = table_column(page, "roofline_model", "operation")
     assert "Program" in ops
+    # where the peaks come from: the datasheet bandwidth beside the profile's
+    source = page.inner_text(".peaks-source")
+    assert source == data["device"]["source"] == "profile + table: MI350X/MI355X bandwidth"
+    assert data["points_above_roof"] == 0 and page.query_selector(".above-roof") is None
     assert not rec.errors
 
 

@@ -4,7 +4,7 @@
 // docs/tools/roofline_model.md.
 import { PALETTE } from '../charts.js';
 import { dataTable } from '../table.js';
-import { card, code, fmtNum, fmtPct, fmtUs, h, num, svg } from '../util.js';
+import { card, code, fmtInt, fmtNum, fmtPct, fmtUs, h, num, svg } from '../util.js';
 import { ensureStyles, tile } from './_gpu_tools.js';
 
 const W = 640;
@@ -55,6 +55,7 @@ export async function render(root, data) {
   let step = 'Total';
   const chart = h('div');
   const columns = [
+    ...((data.hosts || []).length > 1 ? [{ key: 'host', label: 'Host' }] : []),
     { key: 'operation', label: 'Operation', format: (v) => code(v) },
     { key: 'category', label: 'Category' },
     { key: 'time_us', label: 'Time', numeric: true, format: fmtUs },
@@ -77,9 +78,13 @@ export async function render(root, data) {
       tile('Peak compute', num(d.peak_gflops_per_s, `${fmtNum(d.peak_gflops_per_s)} GFLOP/s`, 'device.peak_gflops_per_s')),
       tile('Peak memory bandwidth', num(d.peak_memory_gb_per_s, `${fmtNum(d.peak_memory_gb_per_s)} GB/s`, 'device.peak_memory_gb_per_s')),
       tile('FLOPs and bytes from', h('span', { class: 'cost-source' }, data.cost_source || '–')),
-      tile('Ridge point', num(d.ridge_point_flops_per_byte, `${fmtNum(d.ridge_point_flops_per_byte)} FLOP/byte`, 'device.ridge_point_flops_per_byte')))),
+      tile('Ridge point', num(d.ridge_point_flops_per_byte, `${fmtNum(d.ridge_point_flops_per_byte)} FLOP/byte`, 'device.ridge_point_flops_per_byte')),
+      tile('Peaks from', h('span', { class: 'peaks-source' }, d.source || '–')))),
     card(['Roofline ', select], chart,
-      h('p', { class: 'muted' }, 'Ops left of the ridge point are limited by memory bandwidth, right of it by compute. Hover a point for its values.')),
+      h('p', { class: 'muted' }, 'Ops left of the ridge point are limited by memory bandwidth, right of it by compute. Hover a point for its values.'),
+      data.points_above_roof
+        ? h('p', { class: 'muted above-roof' }, `${fmtInt(data.points_above_roof)} of the points sit above their roof: they moved more bytes per second than the memory can, so their data came from cache (or the peak bandwidth is understated).`)
+        : null),
     card('Ops', table),
   );
 }
