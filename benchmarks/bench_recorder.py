@@ -104,8 +104,10 @@ def plain_block(loader: Iterable[Any], n: int) -> float:
 NO_SLOW = rec.Triggers(slow_step_factor=0)
 
 
-def recorded_block(loader: Iterable[Any], n: int, logdir: str, save_at: int = -1) -> float:
-    recorder = rec.start(logdir, triggers=NO_SLOW)
+def recorded_block(
+    loader: Iterable[Any], n: int, logdir: str, save_at: int = -1, **settings: Any
+) -> float:
+    recorder = rec.start(logdir, triggers=NO_SLOW, **settings)
     try:
         start = CLOCK()
         background = recorder_threads_cpu_s(recorder)
@@ -126,7 +128,9 @@ def recorded_block(loader: Iterable[Any], n: int, logdir: str, save_at: int = -1
     return took
 
 
-def overhead(step_ms: float, steps: int, repeats: int, logdir: str) -> dict[str, float]:
+def overhead(
+    step_ms: float, steps: int, repeats: int, logdir: str, **settings: Any
+) -> dict[str, float]:
     """Plain and recorded blocks alternated A B A B ... A: each recorded block is compared
     with the mean of the plain blocks either side of it (the machine's drift cancels)."""
     n = calibrate(step_ms)
@@ -135,7 +139,7 @@ def overhead(step_ms: float, steps: int, repeats: int, logdir: str) -> dict[str,
     before = plain_block(make_loader(steps), n)
     for _ in range(repeats):
         gc.collect()
-        recorded = recorded_block(make_loader(steps), n, logdir)
+        recorded = recorded_block(make_loader(steps), n, logdir, **settings)
         gc.collect()
         after = plain_block(make_loader(steps), n)
         plain_s.append(after)
@@ -180,6 +184,7 @@ def breakdown(logdir: str, n: int = 20_000) -> dict[str, float]:
 
     out = {"plain_iteration_ns": best(loop_plain)}
     recorder = rec.start(logdir, sampler_hz=0, triggers=NO_SLOW, poll_s=10)
+    recorder._wake_at = 1 << 62  # no early wake-up in these tight loops: the scan is apart
     try:
         out["annotation_ns"] = best(spans)
         out["step_ns"] = best(loop_steps) - out["plain_iteration_ns"]
@@ -254,12 +259,15 @@ def memory(steps: int, logdir: str, **settings: Any) -> dict[str, float]:
 
 
 PARTS = ("breakdown", "overhead", "save", "memory")
+OPTIONAL_PARTS = ("rates",)  # only when asked for
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer steps and repeats")
-    parser.add_argument("--part", choices=PARTS, action="append", help="only these (repeat)")
+    parser.add_argument(
+        "--part", choices=PARTS + OPTIONAL_PARTS, action="append", help="only these (repeat)"
+    )
     args = parser.parse_args()
     parts = args.part or PARTS
     with tempfile.TemporaryDirectory() as logdir:
@@ -277,6 +285,15 @@ def main() -> None:
                 print(
                     f"{step_ms:>5.0f} ms (calibrated) steps: plain {r['step_ms']:.3f} ms, "
                     f"recorded {r['recorded_ms']:.3f} ms, overhead {r['overhead_pct']:+.2f}% "
+                    f"(range {r['min_pct']:+.2f}% .. {r['max_pct']:+.2f}%)"
+                )
+            print(f"== load average after: {os.getloadavg()[0]:.2f} (1 min)")
+        if "rates" in parts:
+            print("== sampler rate at 1 ms steps (median of paired blocks, 11 pairs)")
+            for hz in (0, 10, 20, 100):
+                r = overhead(1.0, 300, 11, logdir, sampler_hz=hz)
+                print(
+                    f"sampler_hz={hz}: overhead {r['overhead_pct']:+.2f}% "
                     f"(range {r['min_pct']:+.2f}% .. {r['max_pct']:+.2f}%)"
                 )
             print(f"== load average after: {os.getloadavg()[0]:.2f} (1 min)")

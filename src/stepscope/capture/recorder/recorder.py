@@ -3,9 +3,9 @@
 Threads record exactly as in a capture (annotations, step markers, `stepscope.data`, the
 Python sampler); the recorder adds one Python call per step opened (noting when it opened,
 for the hang trigger) and two threads of its own:
-- the watchdog wakes every ``poll_s``: it reads the steps finished since (slow-step
-  trigger), checks for a step open too long (hang trigger), serves SIGUSR1 and remote
-  requests, and trims the ring;
+- the watchdog wakes every ``poll_s`` (or after `WAKE_STEPS` steps): it reads the steps
+  finished since (slow-step trigger), checks for a step open too long (hang trigger),
+  serves SIGUSR1 and remote requests, and trims the ring;
 - the saver builds and writes each run from its snapshot, so a trigger never costs the
   training step more than copying a few lists.
 """
