@@ -64,15 +64,18 @@ print(json.dumps({
 """
 
 
-def make_pod(root: Path, hosts: int, events: int) -> Path:
-    from stepscope.xspace.synthetic import synthetic_xspace_bytes
+def make_pod(root: Path, hosts: int, events: int, real_density: bool = False) -> Path:
+    """``hosts`` synthetic XSpaces (seed = host index) in a run directory under ``root``;
+    files already there are kept. ``real_density``: 1.5 stats per op, as TensorFlow's."""
+    from stepscope.xspace.synthetic import real_density_xspace_bytes, synthetic_xspace_bytes
 
+    make = real_density_xspace_bytes if real_density else synthetic_xspace_bytes
     run = root / "plugins" / "profile" / "pod"
     run.mkdir(parents=True, exist_ok=True)
     for i in range(hosts):
         path = run / f"host{i:04d}.xplane.pb"
         if not path.exists():
-            path.write_bytes(synthetic_xspace_bytes(events, seed=i))
+            path.write_bytes(make(events, seed=i))
     return run
 
 

@@ -39,22 +39,11 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 VIEW_W, VIEW_H = 1400, 1000
 PLOT_W = VIEW_W - 240  # the gutter
 HOST_H, SECTION_H, TRACK_H = 24, 22, 22  # the page's band heights (one row per track here)
-
-
-def make_pod(root: Path, hosts: int, events: int) -> Path:
-    from stepscope.xspace.synthetic import real_density_xspace_bytes
-
-    run = root / "plugins" / "profile" / "pod"
-    run.mkdir(parents=True, exist_ok=True)
-    for i in range(hosts):
-        path = run / f"host{i:03d}.xplane.pb"
-        if not path.exists():
-            path.write_bytes(real_density_xspace_bytes(events, seed=i))
-    return run
 
 
 def pcts(samples: list[float]) -> dict[str, float]:
@@ -113,6 +102,7 @@ def scenarios(structure: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
 
     first = visible_lines(structure, 0, {0})
     scrolled = [visible_lines(structure, s, every) for s in range(0, height, VIEW_H // 2)]
+    middle = scrolled[min(1, len(scrolled) - 1)]
     out: dict[str, list[dict[str, str]]] = {
         "default view (one host open)": [req(0, span, first)],
         "every host open, scrolling": [req(0, span, lines) for lines in scrolled],
@@ -120,12 +110,11 @@ def scenarios(structure: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
     for zoom in (10, 100, 1000):
         view = span / zoom
         out[f"pan at 1/{zoom} of the trace"] = [
-            req(span / 3 + k * view * 0.02, span / 3 + k * view * 0.02 + view, scrolled[1])
+            req(span / 3 + k * view * 0.02, span / 3 + k * view * 0.02 + view, middle)
             for k in range(40)
         ]
     out["zoom in, full view to 1/1000"] = [
-        req(span / 2 - span / 2 / 1.2**k, span / 2 + span / 2 / 1.2**k, scrolled[1])
-        for k in range(38)
+        req(span / 2 - span / 2 / 1.2**k, span / 2 + span / 2 / 1.2**k, middle) for k in range(38)
     ]
     out["no lines (the row budget)"] = [
         {"t0": "0", "t1": str(span), "res": str(PLOT_W)} for _ in range(5)
@@ -228,7 +217,9 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="pod-trace-"))
     started = time.perf_counter()
-    run = make_pod(root, args.hosts, args.events)
+    from bench_pod import make_pod
+
+    run = make_pod(root, args.hosts, args.events, real_density=True)
     size = sum(p.stat().st_size for p in run.iterdir())
     print(
         f"pod: {args.hosts} hosts x {args.events:,} events, {size / 1e9:.2f} GB "

@@ -11,38 +11,7 @@ from stepscope.stats.trace_index.flows import KIND_NAMES
 from stepscope.stats.trace_index.tracks import sections
 from stepscope.tools.output import out
 from stepscope.tools.trace_viewer.pod import HostTrace, PodTrace
-
-
-@dataclass(frozen=True)
-class PodTrack:
-    line: int = out("global line number (the host's `line_base` + its line)")
-    name: str = out("thread or stream name")
-    id: int = out("the line's id in the profile")
-    events: int = out("events on the track")
-    rows: int = out("stacked rows (deepest nesting + 1)")
-
-
-@dataclass(frozen=True)
-class PodSection:
-    name: str = out("plane shown as a section (`Host Threads`, a device...)")
-    kind: str = out("`device`, `host` or `other`")
-    plane: int = out("the plane's position in its host's profile")
-    tracks: tuple[PodTrack, ...] = out("one per line with events")
-
-
-@dataclass(frozen=True)
-class PodCounter:
-    id: int = out("global counter id (the host's `counter_base` + its counter)")
-    name: str = out("counter name")
-    unit: str = out("`bytes` or `percent`")
-
-
-@dataclass(frozen=True)
-class PodSteps:
-    number: tuple[int, ...] = out("step numbers")
-    start_ns: tuple[int, ...] = out("step starts on the shared axis", "ns")
-    dur_ns: tuple[int, ...] = out("step durations", "ns")
-    event: tuple[int, ...] = out("global event of each step marker")
+from stepscope.tools.trace_viewer.responses import CounterInfo, Section, StepColumns, Track
 
 
 @dataclass(frozen=True)
@@ -56,9 +25,11 @@ class PodHost:
     shift_ns: int = out("how much later its 0 is than the clock alignment's (0 with clock)", "ns")
     start_ns: int = out("its first event on the shared axis", "ns")
     end_ns: int = out("its last event's end on the shared axis", "ns")
-    sections: tuple[PodSection, ...] = out("its sections, as one host's trace viewer shows them")
-    counters: tuple[PodCounter, ...] = out("its counter tracks")
-    steps: PodSteps = out("its training steps")
+    sections: tuple[Section, ...] = out(
+        "its sections, as one host's trace viewer shows them (global line numbers)"
+    )
+    counters: tuple[CounterInfo, ...] = out("its counter tracks (global counter ids)")
+    steps: StepColumns = out("its training steps, on the shared axis (global event ids)")
 
 
 @dataclass(frozen=True)
@@ -69,19 +40,19 @@ class PodTraceView:
     events: int = out("events of all shown hosts")
     duration_ns: int = out("length of the shared axis", "ns")
     hosts: tuple[PodHost, ...] = out("one per shown host, run order")
-    steps: PodSteps = out("the first host's steps (the step picker's)")
+    steps: StepColumns = out("the first host's steps (the step picker's)")
     flows: int = out("flows (within hosts) of all shown hosts")
     flow_kinds: tuple[str, ...] = out("flow kind names, by kind number")
     endpoints: tuple[str, ...] = out("the follow-up queries")
 
 
-def _steps(t: HostTrace) -> PodSteps:
+def _steps(t: HostTrace) -> StepColumns:
     s = t.index.steps
-    return PodSteps(
-        number=tuple(s.number.tolist()),
-        start_ns=tuple((s.start_ns - t.zero_ns).tolist()),
-        dur_ns=tuple(s.dur_ns.tolist()),
-        event=tuple((s.event + t.event_base).tolist()),
+    return StepColumns(
+        number=s.number.tolist(),
+        start_ns=(s.start_ns - t.zero_ns).tolist(),
+        dur_ns=s.dur_ns.tolist(),
+        event=(s.event + t.event_base).tolist(),
     )
 
 
@@ -98,19 +69,19 @@ def _host(t: HostTrace, clock_zero: int) -> PodHost:
         start_ns=index.origin_ns - t.zero_ns,
         end_ns=index.end_ns - t.zero_ns,
         sections=tuple(
-            PodSection(
+            Section(
                 s.name,
                 s.kind,
                 s.plane,
                 tuple(
-                    PodTrack(k.line + t.line_base, k.name, k.line_id, k.events, k.depth_count)
+                    Track(k.line + t.line_base, k.name, k.line_id, k.events, k.depth_count)
                     for k in s.tracks
                 ),
             )
             for s in sections(p, index.line_depths)
         ),
         counters=tuple(
-            PodCounter(t.counter_base + k, c.name, c.unit) for k, c in enumerate(index.counters)
+            CounterInfo(t.counter_base + k, c.name, c.unit) for k, c in enumerate(index.counters)
         ),
         steps=_steps(t),
     )
