@@ -7,11 +7,11 @@
  *   innermost of event k-1 and its ancestors (same line) whose end is at or after k's end,
  *   else -1 (XProf's op stack). A stack per line holds the previous event and its ancestors.
  *
- * unions_by_threshold(key_lo, key_hi, step, types, thresholds, out): intervals sorted by
- *   key_lo; for each thresholds[j], the union length of the intervals with types >= it, added
- *   per step of each merged run's first interval into out[j * n_steps + step] (out zeroed by
- *   the caller, n_steps = len(out) / len(thresholds)). Intervals touching or overlapping merge,
- *   as in stats/intervals.merge_sorted.
+ * step_type_unions(step, lo, hi, types, order, thresholds, out): the intervals [lo, hi) taken
+ *   in ``order`` (sorted by (step, lo)), empty ones skipped; for each thresholds[j], the union
+ *   length per step of the intervals with types >= it, into out[j * n_steps + step] (out zeroed
+ *   by the caller, n_steps = len(out) / len(thresholds)). Intervals of one step that touch or
+ *   overlap merge, as in stats/intervals.merge_sorted.
  *
  * Every array is C-contiguous int64; out is writable.
  */
@@ -64,29 +64,30 @@ done:
     return result;
 }
 
-static PyObject *unions_by_threshold(PyObject *self, PyObject *args) {
-    PyObject *objs[6];
-    if (!PyArg_ParseTuple(args, "OOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
-                          &objs[5]))
+static PyObject *step_type_unions(PyObject *self, PyObject *args) {
+    PyObject *objs[7];
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                          &objs[5], &objs[6]))
         return NULL;
-    Py_buffer v[6];
+    Py_buffer v[7];
     int got = 0;
     PyObject *result = NULL;
-    for (; got < 6; got++)
-        if (get(objs[got], &v[got], got == 5) < 0) goto done;
-    Py_ssize_t n = v[0].len / 8, n_thr = v[4].len / 8, n_out = v[5].len / 8;
-    if (v[1].len / 8 != n || v[2].len / 8 != n || v[3].len / 8 != n ||
+    for (; got < 7; got++)
+        if (get(objs[got], &v[got], got == 6) < 0) goto done;
+    Py_ssize_t n = v[0].len / 8, n_thr = v[5].len / 8, n_out = v[6].len / 8;
+    if (v[1].len / 8 != n || v[2].len / 8 != n || v[3].len / 8 != n || v[4].len / 8 != n ||
         (n_thr && n_out % n_thr)) {
         PyErr_SetString(PyExc_ValueError, "columns differ in length");
         goto done;
     }
-    const int64_t *key_lo = v[0].buf, *key_hi = v[1].buf, *step = v[2].buf, *types = v[3].buf,
-                  *thresholds = v[4].buf;
-    int64_t *out = v[5].buf;
+    const int64_t *step = v[0].buf, *lo_ = v[1].buf, *hi_ = v[2].buf, *types = v[3].buf,
+                  *order = v[4].buf, *thresholds = v[5].buf;
+    int64_t *out = v[6].buf;
     Py_ssize_t n_steps = n_thr ? n_out / n_thr : 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (step[i] < 0 || step[i] >= n_steps) {
-            PyErr_SetString(PyExc_ValueError, "step out of range");
+    for (Py_ssize_t k = 0; k < n; k++) {
+        int64_t i = order[k];
+        if (i < 0 || i >= n || step[i] < 0 || step[i] >= n_steps) {
+            PyErr_SetString(PyExc_ValueError, "order or step out of range");
             goto done;
         }
     }
@@ -94,15 +95,16 @@ static PyObject *unions_by_threshold(PyObject *self, PyObject *args) {
     for (Py_ssize_t j = 0; j < n_thr; j++) {
         int64_t t = thresholds[j], lo = 0, hi = 0, s = -1;
         int64_t *row = out + j * n_steps;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (types[i] < t) continue;
-            if (s >= 0 && key_lo[i] <= hi) {
-                if (key_hi[i] > hi) hi = key_hi[i];
+        for (Py_ssize_t k = 0; k < n; k++) {
+            int64_t i = order[k];
+            if (types[i] < t || hi_[i] <= lo_[i]) continue;
+            if (s == step[i] && lo_[i] <= hi) {
+                if (hi_[i] > hi) hi = hi_[i];
                 continue;
             }
             if (s >= 0) row[s] += hi - lo;
-            lo = key_lo[i];
-            hi = key_hi[i];
+            lo = lo_[i];
+            hi = hi_[i];
             s = step[i];
         }
         if (s >= 0) row[s] += hi - lo;
@@ -115,9 +117,9 @@ done:
 }
 
 static PyMethodDef methods[] = {
+    {"step_type_unions", step_type_unions, METH_VARARGS,
+     "Per type threshold and step, the union length of (step, lo, hi) intervals."},
     {"nest_parents", nest_parents, METH_VARARGS, "Op-stack parents of sorted events."},
-    {"unions_by_threshold", unions_by_threshold, METH_VARARGS,
-     "Per threshold and step, the union length of intervals of that type or higher."},
     {NULL, NULL, 0, NULL},
 };
 
