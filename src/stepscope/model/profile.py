@@ -168,8 +168,10 @@ class Profile:
     def n_events(self) -> int:
         return len(self.start_ns)
 
-    @property
+    @cached_property
     def end_ns(self) -> np.ndarray:
+        # Computed once: the analysis asks for it about ten times per profile (0.3 s of CPU
+        # and as many 8 B/event temporaries at 5M events). The columns are never changed.
         return self.start_ns + self.dur_ns
 
     @cached_property
