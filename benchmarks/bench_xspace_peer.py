@@ -8,7 +8,8 @@ results (overview page, input pipeline, op stats), no cache anywhere:
 
 - stepscope, one worker: ``stepscope.tools`` on the file with the conversion cache off
   (imports included; the process is the user's ``stepscope tool``);
-- stepscope, two workers: the same with ``STEPSCOPE_DECODE_WORKERS=2``;
+- stepscope, two workers: the same with ``STEPSCOPE_THREADS=2`` (the op metrics build on a
+  second thread beside the step database);
 - xprof-rs 0.1.3 (``pip install xprof-rs``): its server started on a fresh log directory,
   then ``overview_page``, ``input_pipeline_analyzer`` and ``framework_op_stats`` asked in
   sequence over HTTP (its converted trace is shared by the three); "1 thread" pins it to one
@@ -92,7 +93,7 @@ def _fresh_copy(path: str, workdir: Path) -> Path:
 
 
 def stepscope(path: str, workdir: Path, workers: int) -> tuple[float, float]:
-    env = {"STEPSCOPE_DECODE_WORKERS": str(workers), "PYTHONPATH": str(ROOT / "src")}
+    env = {"STEPSCOPE_THREADS": str(workers), "PYTHONPATH": str(ROOT / "src")}
     seconds, peak, _ = _spawn([sys.executable, "-c", _STEPSCOPE, path], env)
     return seconds, peak
 

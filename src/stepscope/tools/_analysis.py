@@ -9,7 +9,7 @@ of diagnostics and the overview) lives here.
 
 from __future__ import annotations
 
-from stepscope.model import Profile
+from stepscope.model import ALL_HOSTS, Profile
 from stepscope.stats import (
     SOURCES,
     OpMetrics,
@@ -62,6 +62,18 @@ def step_db(ctx: ToolContext, host: str) -> StepDb:
 
 def op_metrics(ctx: ToolContext, host: str) -> OpMetrics:
     return ctx.intermediate(host, "op_metrics", build_op_metrics)
+
+
+def op_metrics_beside(ctx: ToolContext) -> None:
+    """With two analysis threads (`ProfileStore.threads`), starts one host's op metrics on the
+    second thread, to build beside what the caller computes next (the step database). Not for
+    ALL_HOSTS: their intermediates come from the per-host workers, and the driver never opens
+    a profile."""
+    if ctx.store.threads < 2 or ctx.host == ALL_HOSTS:
+        return
+    host = ctx.hosts[0]
+    ctx.store.profile(ctx.run, host)  # opened here, once, before two threads ask for it
+    ctx.store.in_background(lambda: op_metrics(ctx, host))
 
 
 def tf_data(ctx: ToolContext, host: str) -> tuple[PipelineStats, ...]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+import os
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from threading import Lock
+from threading import Event, Lock, Thread
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from stepscope.model import ALL_HOSTS, Profile, Run, open_host
@@ -15,6 +17,15 @@ if TYPE_CHECKING:
     from stepscope.executor import Executor, ProgressFn
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
+THREADS_ENV = "STEPSCOPE_THREADS"  # analysis threads per host (1: none in the background)
+
+
+def _threads() -> int:
+    try:
+        return max(1, int(os.environ.get(THREADS_ENV, "1")))
+    except ValueError:
+        return 1
 
 
 class ProfileStore:
@@ -32,6 +43,7 @@ class ProfileStore:
         progress: Callable[[str], None] | None = None,
         executor: Executor | None = None,
         host_progress: ProgressFn | None = None,
+        threads: int | None = None,
     ) -> None:
         self.max_profiles = max_profiles
         self.use_cache = use_cache
@@ -46,6 +58,8 @@ class ProfileStore:
         self._summarized: set[tuple[str, str, tuple[tuple[str, str], ...]]] = set()
         self._reductions: dict[tuple[str, ...], Any] = {}
         self.host_errors: dict[str, str] = {}  # host file path -> why its analysis failed
+        self.threads = _threads() if threads is None else threads
+        self._running: dict[tuple[str, str], Event] = {}
         self._lock = Lock()
 
     def profile(self, run: Run, host: str) -> Profile:
@@ -102,15 +116,42 @@ class ProfileStore:
             self.host_errors[path] = error
 
     def intermediate(self, run: Run, host: str, name: str, build: Callable[[Profile], T]) -> T:
-        """``build(profile)`` computed once per (host file, name)."""
+        """``build(profile)`` computed once per (host file, name): a caller that finds it being
+        computed (by a server's other request, or `in_background`) waits for that result."""
         key = (run.host(host).path, name)
-        with self._lock:
-            if key in self._intermediates:
-                return self._intermediates[key]
-        value = build(self.profile(run, host))
-        with self._lock:
-            self._intermediates[key] = value
-        return value
+        while True:
+            with self._lock:
+                if key in self._intermediates:
+                    return self._intermediates[key]
+                running = self._running.get(key)
+                if running is None:
+                    running = self._running[key] = Event()
+                    break
+            running.wait()  # then found, or the other build failed and this one tries
+        try:
+            value = build(self.profile(run, host))
+            with self._lock:
+                self._intermediates[key] = value
+            return value
+        finally:
+            with self._lock:
+                del self._running[key]
+            running.set()
+
+    def in_background(self, work: Callable[[], object]) -> None:
+        """Starts ``work`` (intermediates a tool will ask for next) on a second thread when the
+        store may use two (``threads``); NumPy releases the GIL in its array work, so on two
+        cores the two builds overlap. A failure there is left to the caller's own request."""
+        if self.threads < 2:
+            return
+
+        def run() -> None:
+            try:
+                work()
+            except Exception:
+                logger.debug("background analysis failed", exc_info=True)
+
+        Thread(target=run, name="stepscope-analysis", daemon=True).start()
 
 
 @dataclass

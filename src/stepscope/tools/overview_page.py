@@ -251,6 +251,7 @@ def _untraced_json(summary: StepSummary) -> dict[str, Any]:
 
 
 def build(ctx: ToolContext) -> OverviewPage:
+    analysis.op_metrics_beside(ctx)
     summary = analysis.steps(ctx)
     host_table, device_table = analysis.host_ops(ctx), analysis.device_ops(ctx)
     facts = [analysis.device_facts(ctx, h) for h in ctx.hosts]
