@@ -22,14 +22,18 @@ def out(
     key: str | None = None,
     default: Any = dataclasses.MISSING,
     omit_none: bool = False,
+    inline: bool = False,
 ) -> Any:
     """A result field: its meaning, unit (as docs/tools write it: ns, ms, us, %, bytes...),
     the decimals floats are rounded to, its JSON key when not the field name, and whether the
     key is left out of the JSON when the value is None (an answer part only some requests
-    have)."""
+    have), and whether a dict field's items are written as keys of the parent instead (plane
+    stats that differ per device)."""
     meta = {META: {"doc": doc, "unit": unit, "digits": digits, "key": key}}
     if omit_none:
         meta[META]["omit_none"] = True
+    if inline:
+        meta[META]["inline"] = True
     if default is dataclasses.MISSING:
         return dataclasses.field(metadata=meta)
     return dataclasses.field(default=default, metadata=meta)

@@ -152,5 +152,5 @@ def test_a_failed_host_stays_failed_after_checks_that_do_not_open_it(tmp_path: P
     prepare(ctx, get_tool("overview_page"))
     prepare(ctx, get_tool("op_stats"), build=False)
     assert list(ctx.failed) == ["host001"] and ctx.hosts == ["host000", "host002"]
-    found = build_tool(ctx, get_tool("overview_page")).to_json()
+    found = output.to_json(build_tool(ctx, get_tool("overview_page")))
     assert [e["host"] for e in found["host_errors"]] == ["host001"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from stepscope.fields import out
 from stepscope.stats.summary import StepSummary
 from stepscope.stats.untraced import Untraced
 
@@ -40,16 +41,16 @@ EAGER_ABOVE = 10.0  # % of op time run eagerly
 
 @dataclass(frozen=True)
 class InputBound:
-    classification: str  # "high" | "moderate" | "potential" | "no" | "unknown" (no steps)
-    percent: float  # input share of the total step time
-    statement: str
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "classification": self.classification,
-            "percent": round(self.percent, 3),
-            "statement": self.statement,
-        }
+    classification: str = out(
+        '`high` (input >= 20%), `moderate` (>= 5%), `no` when input < 1% and "other" >= 15% '
+        "(untraced host work, not input: the statement says where it sits), `potential` "
+        '(input < 5% but "other" >= 3%: XProf\'s "could be I/O or Python"), `no` otherwise, '
+        "`unknown` (no steps)"
+    )
+    percent: float = out("input share of the total step time", unit="%", digits=3)
+    statement: str = out(
+        "the conclusion in words (XProf's wording, but for the untraced-host-work case)"
+    )
 
 
 def where_untraced(untraced: Untraced, n_steps: int, step_ns: int) -> str:
@@ -183,18 +184,20 @@ _CATEGORY_ADVICE = {
 
 @dataclass(frozen=True)
 class Recommendation:
-    bottleneck: str  # "input" | "host" | "device" | "both" | "unknown"
-    statement: str
-    details: tuple[str, ...]  # further findings, most important first
-    tips: tuple[str, ...]  # where to look next
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "bottleneck": self.bottleneck,
-            "statement": self.statement,
-            "details": list(self.details),
-            "tips": list(self.tips),
-        }
+    bottleneck: str = out(
+        "`input` (highly input-bound), `both` (moderately or potentially), `device` / `host` "
+        "(not input-bound), `unknown`"
+    )
+    statement: str = out("the input conclusion")
+    details: tuple[str, ...] = out(
+        "further findings, most important first: the tf.data bottleneck and its fix, output "
+        "5/20%, kernel launch 3/15% (with `TF_GPU_THREAD_MODE=gpu_private` advice when "
+        "tf.data is used), all-others 3/15%, collectives 3/15% (`HIGH:` past the high "
+        "threshold), reduced-precision (below 32-bit) share below 10% (mixed precision), "
+        "eager time above 10% (tf.function / jit), the diagnostics tool's high and medium "
+        "findings with their fixes"
+    )
+    tips: tuple[str, ...] = out("where to look next")
 
 
 def recommend(

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stepscope.fields import out
 from stepscope.model import Profile
 from stepscope.stats.events import EventType, classify_events, device_work_lines
 from stepscope.stats.intervals import union_ns
@@ -31,18 +32,14 @@ _DEVICE_STATS = (
 
 @dataclass(frozen=True)
 class DeviceInfo:
-    plane: str  # "/device:GPU:0"
-    kind: str  # "GPU", "TPU", ...
-    properties: dict[str, object]  # plane stats: device_name, core_count, memory_size...
-    kernel_count: int
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "plane": self.plane,
-            "kind": self.kind,
-            "kernels": self.kernel_count,
-            **self.properties,
-        }
+    plane: str = out("device plane, e.g. `/device:GPU:0`")
+    kind: str = out("`GPU`, `TPU`, ...")
+    kernel_count: int = out("kernels it ran", key="kernels")
+    properties: dict[str, object] = out(
+        "plane stats such as `device_name`, `compute_cap_*`, `core_count`, `memory_size`, "
+        "each as its own key",
+        inline=True,
+    )
 
 
 def devices(profile: Profile) -> list[DeviceInfo]:
@@ -51,14 +48,14 @@ def devices(profile: Profile) -> list[DeviceInfo]:
         return []
     work = device_work_lines(profile)[profile.line]
     counts = np.bincount(profile.plane[work], minlength=len(profile.planes))
-    out = []
+    found = []
     for plane in profile.planes:
         if not plane.is_device or not counts[plane.index]:
             continue
         kind = plane.name.split(":")[1] if plane.name.count(":") >= 2 else "device"
         props: dict[str, object] = {k: plane.stats[k] for k in _DEVICE_STATS if k in plane.stats}
-        out.append(DeviceInfo(plane.name, kind, props, int(counts[plane.index])))
-    return out
+        found.append(DeviceInfo(plane.name, kind, int(counts[plane.index]), props))
+    return found
 
 
 def utilization(profile: Profile, window: tuple[int, int] | None) -> dict[str, float]:
@@ -67,7 +64,7 @@ def utilization(profile: Profile, window: tuple[int, int] | None) -> dict[str, f
     kernels = device_work_lines(profile)[profile.line] & np.isin(types, [int(t) for t in _KERNELS])
     lo_w, hi_w = window if window else profile.time_span_ns()
     span = max(hi_w - lo_w, 1)
-    out = {}
+    busy: dict[str, float] = {}
     for plane in profile.planes:
         if not plane.is_device:
             continue
@@ -76,8 +73,8 @@ def utilization(profile: Profile, window: tuple[int, int] | None) -> dict[str, f
             continue
         lo = np.clip(profile.start_ns[ev], lo_w, hi_w)
         hi = np.clip(profile.end_ns[ev], lo_w, hi_w)
-        out[plane.name] = 100.0 * union_ns(lo, hi) / span
-    return out
+        busy[plane.name] = 100.0 * union_ns(lo, hi) / span
+    return busy
 
 
 def framework_of(profile: Profile) -> str:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from stepscope.fields import out
 from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.steps.breakdown import StepDb
 from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
@@ -20,10 +21,15 @@ from stepscope.stats.untraced import Untraced
 
 @dataclass(frozen=True)
 class StepStats:
-    avg_ms: float
-    stddev_ms: float  # sample standard deviation (n - 1), as XProf
-    min_ms: float
-    max_ms: float
+    avg_ms: float = out("average over the steps", unit="ms", digits=6, key="avg")
+    stddev_ms: float = out(
+        "sample standard deviation over the steps (n - 1, as XProf)",
+        unit="ms",
+        digits=6,
+        key="stddev",
+    )
+    min_ms: float = out("smallest", unit="ms", digits=6, key="min")
+    max_ms: float = out("largest", unit="ms", digits=6, key="max")
 
     @classmethod
     def of(cls, values_ns: np.ndarray) -> StepStats:
@@ -32,14 +38,6 @@ class StepStats:
         ms = values_ns / 1e6
         std = float(np.std(ms, ddof=1)) if len(ms) > 1 else 0.0
         return cls(float(ms.mean()), std, float(ms.min()), float(ms.max()))
-
-    def to_json(self) -> dict[str, float]:
-        return {
-            "avg": round(self.avg_ms, 6),
-            "stddev": round(self.stddev_ms, 6),
-            "min": round(self.min_ms, 6),
-            "max": round(self.max_ms, 6),
-        }
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from stepscope.store import location
 from stepscope.store import values as stored
 from stepscope.tools import output
 from stepscope.tools.context import ProfileStore, ToolContext
+from stepscope.tools.output import out
 from stepscope.tools.registry import ToolResult, ToolSpec, get_tool
 
 log = logging.getLogger(__name__)
@@ -227,19 +228,20 @@ def host_errors_json(ctx: ToolContext) -> list[dict[str, str]]:
 
 
 @dataclass(frozen=True)
+class HostError:
+    host: str = out("a host left out of the result")
+    error: str = out("why, in one line")
+
+
+@dataclass(frozen=True)
 class WithHostErrors:
     """A tool's result with the hosts that could not be analyzed (``host_errors`` in JSON)."""
 
-    result: ToolResult
-    host_errors: tuple[tuple[str, str], ...]
-
-    def to_json(self) -> dict[str, Any]:
-        data = output.to_json(self.result)
-        data["host_errors"] = [{"host": h, "error": e} for h, e in self.host_errors]
-        return data
+    result: ToolResult = out("the tool's own fields", inline=True)
+    host_errors: tuple[HostError, ...] = out("the hosts that could not be analyzed")
 
     def to_csv(self) -> str:
-        return output.to_csv(self.result)
+        return output.to_csv(self.result)  # the table is the tool's; failures go to stderr
 
 
 def build_tool(ctx: ToolContext, spec: ToolSpec) -> ToolResult:
@@ -248,4 +250,6 @@ def build_tool(ctx: ToolContext, spec: ToolSpec) -> ToolResult:
     prepare(ctx, spec)
     result = spec.build(ctx)
     failed = ctx.failed
-    return WithHostErrors(result, tuple(failed.items())) if failed else result
+    if not failed:
+        return result
+    return WithHostErrors(result, tuple(HostError(h, e) for h, e in failed.items()))

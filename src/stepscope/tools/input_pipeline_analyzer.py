@@ -72,7 +72,7 @@ class InputPipelineAnalysis:
         "several hosts: how their steps were paired and which were left out (see overview_page); "
         "empty for one host"
     )
-    input_bound: InputBound = out("`classification`, `percent`, `statement`, as in overview_page")
+    input_bound: InputBound = out("how input-bound the steps are, as in overview_page")
     step_time: StepStats = out(
         "`avg`, `stddev` (n-1), `min`, `max` of the step time", "ms", key="step_time_ms"
     )

@@ -57,9 +57,11 @@ def to_json(value: Any) -> Any:
                 continue
             # Rounded before conversion: a NumPy float rounds as NumPy does (half to even on
             # its binary value), as the tools' JSON always has.
-            data[meta.get("key") or f.name] = to_json(
-                _round(getattr(value, f.name), meta.get("digits"))
-            )
+            converted = to_json(_round(getattr(value, f.name), meta.get("digits")))
+            if meta.get("inline"):
+                data.update(converted)
+            else:
+                data[meta.get("key") or f.name] = converted
         return data
     if isinstance(value, (tuple, list)):
         return [to_json(v) for v in value]
@@ -126,7 +128,8 @@ def field_rows(
         meta = _meta(f)
         if not meta:
             continue
-        path = prefix + (meta.get("key") or f.name)
+        # An inlined dict's items are keys of the parent: shown as ``parent.*``.
+        path = prefix + ("*" if meta.get("inline") else meta.get("key") or f.name)
         hint = hints[f.name]
         origin = typing.get_origin(hint)
         is_list = origin in (tuple, list) or (

@@ -78,7 +78,7 @@ class OverviewPage:
     step_source_detail: str = out("how steps were found, in words (and how hosts were paired)")
     steps: tuple[StepRow, ...] = out("one entry per step")
     step_time: StepStats = out(
-        "`avg`, `stddev` (sample, n-1), `min`, `max` of the step time", "ms", key="step_time_ms"
+        "the step time: average, spread and extremes", "ms", key="step_time_ms"
     )
     breakdown_ms: dict[str, float] = out("average per step of each category", "ms", 6)
     breakdown_percent: dict[str, float] = out(
@@ -93,12 +93,7 @@ class OverviewPage:
         6,
     )
     input_bound: InputBound = out(
-        "`classification`: `high` (input >= 20%), `moderate` (>= 5%), `no` when input < 1% "
-        'and "other" >= 15% (untraced host work, not input: the statement says where it '
-        'sits), `potential` (input < 5% but "other" >= 3%: XProf\'s "could be I/O or '
-        'Python"), `no` otherwise, `unknown` (no steps); `percent`: input share of the total '
-        "step time (%); `statement`: the conclusion in words (XProf's wording, but for the "
-        "untraced-host-work case); input counts `input_staged_ms` too"
+        "how input-bound the steps are (input counts `input_staged_ms` too)"
     )
     precision: dict[str, float] | None = out(
         "`fp4_percent`, `fp8_percent`, `int8_percent`, `16bit_percent`, `32bit_percent`, "
@@ -122,16 +117,7 @@ class OverviewPage:
         "the 10 device ops (host ops on CPU-only profiles) with the most self time"
     )
     run_environment: RunEnvironment = out("the hosts, devices and framework of the run")
-    recommendation: Recommendation = out(
-        "`bottleneck`: `input` (highly input-bound), `both` (moderately or potentially), "
-        "`device` / `host` (not input-bound), `unknown`; `statement`: the input conclusion; "
-        "`details[]`: further findings, most important first: the tf.data bottleneck and its "
-        "fix, output 5/20%, kernel launch 3/15% (with `TF_GPU_THREAD_MODE=gpu_private` advice "
-        "when tf.data is used), all-others 3/15%, collectives 3/15% (`HIGH:` past the high "
-        "threshold), reduced-precision (below 32-bit) share below 10% (mixed precision), eager "
-        "time above 10% (tf.function / jit), the diagnostics tool's high and medium findings "
-        "with their fixes; `tips[]`: where to look next"
-    )
+    recommendation: Recommendation = out("the advice: what bounds the steps and what to do")
     diagnostics: tuple[str, ...] = out("how steps were found, candidates left out")
     untraced: dict[str, Any] = out(
         '`thread`: the thread running the steps, where "All Others" is located; `places[]`: '
