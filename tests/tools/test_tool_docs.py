@@ -90,11 +90,6 @@ def test_every_top_level_key_is_documented(
         assert missing == [], f"docs/tools/{tool}.md does not document {missing}"
 
 
-# Tools whose results still serialize themselves (issue #14 converts them); this set may
-# only shrink: every other tool is checked field by field below.
-SELF_SERIALIZED = {"op_profile", "hlo_stats", "roofline_model", "memory_viewer", "graph_viewer"}
-
-
 def _dataclasses_in(hint: object) -> list[type]:
     """The dataclasses a field's type names: itself, or inside tuple/list/dict/Optional/union."""
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
@@ -119,15 +114,15 @@ def _reachable(roots: list[type]) -> dict[type, str]:
 
 def test_every_field_of_every_result_is_declared_and_documented() -> None:
     roots: list[type] = [cls for _page, cls in OTHER_PAGES]
-    unconverted = set()
+    unconverted = []
     for spec in all_tools():
         documented = documented_classes(spec)
         if not documented:
-            unconverted.add(spec.name)
+            unconverted.append(spec.name)
         roots += [cls for _endpoint, cls in documented]
         hint = typing.get_type_hints(spec.build).get("return")
         roots += [c for c in _dataclasses_in(hint) if any(True for _ in field_rows(c))]
-    assert unconverted <= SELF_SERIALIZED, "tool results are declared-field dataclasses"
+    assert unconverted == [], "tool results are declared-field dataclasses (tools.output)"
     undocumented = [
         f"{path}.{f.name}"
         for cls, path in _reachable(roots).items()

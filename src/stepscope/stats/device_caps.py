@@ -95,16 +95,6 @@ class DeviceCaps:
             return 0.0
         return self.peak_flops_per_s / self.peak_bytes_per_s
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "device": self.device,
-            "peak_gflops_per_s": round(self.peak_flops_per_s / 1e9, 3),
-            "peak_memory_gb_per_s": round(self.peak_bytes_per_s / 1e9, 3),
-            "ridge_point_flops_per_byte": round(self.ridge_point, 3),
-            "source": self.source,
-            "profile_memory_gb_per_s": round(self.profile_bytes_per_s / 1e9, 3),
-        }
-
 
 def _num(value: object) -> float:
     return float(value) if isinstance(value, int | float) else 0.0
