@@ -13,11 +13,16 @@ import typing
 from pathlib import Path
 
 from stepscope.stats.compare.diff_output import DiffOutput
+from stepscope.stats.compare.summary_file import SummaryFile
 from stepscope.tools.output import field_rows
 from stepscope.tools.registry import ToolSpec, all_tools
 
-# Pages of results that are not a tool's: `stepscope diff --json` and /api/compare.
-OTHER_PAGES: tuple[tuple[str, type], ...] = (("diff", DiffOutput),)
+# Results that are not a tool's: (page, table tag, class): `stepscope diff --json` and
+# /api/compare, and the `stepscope summary` file.
+OTHER_PAGES: tuple[tuple[str, str, type], ...] = (
+    ("diff", "", DiffOutput),
+    ("diff", "summary", SummaryFile),
+)
 
 START, END = "<!-- fields -->", "<!-- /fields -->"
 
@@ -72,7 +77,9 @@ def _pages(docs: Path) -> list[tuple[str, Path, str]]:
     """(tool, page, the page's text with every generated table rewritten)."""
     pages = []
     documented_pages = [(spec.name, documented_classes(spec)) for spec in all_tools()]
-    documented_pages += [(name, [("", cls)]) for name, cls in OTHER_PAGES]
+    for other in dict.fromkeys(name for name, _tag, _cls in OTHER_PAGES):
+        tables = [(tag, cls) for name, tag, cls in OTHER_PAGES if name == other]
+        documented_pages.append((other, tables))
     for name, documented in documented_pages:
         if not documented:
             continue

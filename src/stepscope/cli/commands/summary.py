@@ -32,9 +32,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from stepscope.cli.compare_inputs import load_summary
+    from stepscope.stats.compare.summary_file import summary_file
+    from stepscope.tools import output
 
     summary = load_summary(args.run, args.host, args.step_source, not args.no_cache)
-    text = json.dumps(summary.to_json(), separators=(",", ":")) + "\n"
+    data = output.to_json(summary_file(summary))
+    text = json.dumps(data, separators=(",", ":")) + "\n"
     if not args.output or args.output == "-":
         sys.stdout.write(text)
         return 0

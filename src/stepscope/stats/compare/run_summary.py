@@ -89,24 +89,6 @@ class NamedRows:
             int(agg[1][rest].sum()),
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "columns": ["key", "name", "type", "count", "total_ns", "self_ns"],
-            "rows": [
-                [k, n, t, c, tot, s]
-                for k, n, t, c, tot, s in zip(
-                    self.keys,
-                    self.names,
-                    self.types,
-                    self.count.tolist(),
-                    self.total_ns.tolist(),
-                    self.self_ns.tolist(),
-                    strict=True,
-                )
-            ],
-            "rest_ns": self.rest_ns,
-        }
-
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> NamedRows:
         rows = data["rows"]
@@ -155,32 +137,6 @@ class RunSummary:
         """A whole-profile total spread over its steps (the total when it has no steps)."""
         steps = max(self.profile_steps, self.n_steps)
         return total_ns / steps if steps else float(total_ns)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "format": FORMAT,  # first key: `looks_like_summary` reads only the file's start
-            "version": VERSION,
-            "run": self.run,
-            "host": self.host,
-            "hosts": list(self.hosts),
-            "framework": self.framework,
-            "steps": {
-                "source": self.step_source,
-                "description": self.step_description,
-                "step_num": self.step_num.tolist(),
-                "name": list(self.step_names),
-                "start_ns": self.step_start_ns.tolist(),
-                "dur_ns": self.step_dur_ns.tolist(),
-                "profile_steps": self.profile_steps,
-                "category_ns": {c: v.tolist() for c, v in self.category_ns.items()},
-            },
-            "host_ops": self.host_ops.to_json(),
-            "device_ops": self.device_ops.to_json(),
-            "kernels": self.kernels.to_json(),
-            "input_stages": self.input_stages.to_json(),
-            "memory_peak_bytes": self.memory_peak_bytes,
-            "tensor_core_percent": self.tensor_core_percent,
-        }
 
     @classmethod
     def from_json(cls, data: Any, source: str = "summary") -> RunSummary:

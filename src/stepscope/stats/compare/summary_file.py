@@ -1,0 +1,97 @@
+"""The ``stepscope summary`` baseline file as declared fields (`stepscope.fields`), written
+by `stepscope.tools.output`; `RunSummary.from_json` reads it back. docs/tools/diff.md's
+table of the file is generated from these classes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from stepscope.fields import out
+from stepscope.stats.compare.run_summary import FORMAT, VERSION, NamedRows, RunSummary
+
+ROW_COLUMNS = ["key", "name", "type", "count", "total_ns", "self_ns"]
+
+
+@dataclass(frozen=True)
+class SummarySteps:
+    source: str = out("how steps were found (the overview's `step_source`)")
+    description: str = out("the same, in words")
+    step_num: list[int] = out("step numbers")
+    name: list[str] = out("step names")
+    start_ns: list[int] = out("starts on the profile's clock", unit="ns")
+    dur_ns: list[int] = out("step times", unit="ns")
+    profile_steps: int = out(
+        "steps the profile holds, those dropped as incomplete included (op totals are spread "
+        "over them)"
+    )
+    category_ns: dict[str, list[int]] = out("per overview category: its time in each step", "ns")
+
+
+@dataclass(frozen=True)
+class RowTable:
+    columns: list[str] = out("`key, name, type, count, total_ns, self_ns` (times in ns)")
+    rows: list[list[Any]] = out("one list per row, the top rows by total time")
+    rest_ns: int = out("total time of the rows beyond the cut (0: complete)", unit="ns")
+
+
+@dataclass(frozen=True)
+class SummaryFile:
+    format: str = out('`"stepscope-summary"`; the first key identifies the file')
+    version: int = out("version of this layout (1)")
+    run: str = out("the run's name or path")
+    host: str = out("the host summarized, or `ALL_HOSTS`")
+    hosts: list[str] = out("the hosts it covers")
+    framework: str = out("framework(s) that wrote the profile")
+    steps: SummarySteps = out("the per-step samples")
+    host_ops: RowTable = out("host ops by match key")
+    device_ops: RowTable = out("device ops by match key")
+    kernels: RowTable = out("kernels by match key")
+    input_stages: RowTable = out("input pipeline stages by match key")
+    memory_peak_bytes: int | None = out(
+        "the busiest allocator's peak; `null` without memory events", unit="bytes"
+    )
+    tensor_core_percent: float | None = out(
+        "share of kernel time on TensorCores; `null` without kernels", unit="%"
+    )
+
+
+def _table(rows: NamedRows) -> RowTable:
+    columns = (
+        rows.keys,
+        rows.names,
+        rows.types,
+        rows.count.tolist(),
+        rows.total_ns.tolist(),
+        rows.self_ns.tolist(),
+    )
+    return RowTable(list(ROW_COLUMNS), [list(r) for r in zip(*columns, strict=True)], rows.rest_ns)
+
+
+def summary_file(s: RunSummary) -> SummaryFile:
+    """What ``stepscope summary`` writes for ``s``."""
+    steps = SummarySteps(
+        s.step_source,
+        s.step_description,
+        s.step_num.tolist(),
+        list(s.step_names),
+        s.step_start_ns.tolist(),
+        s.step_dur_ns.tolist(),
+        s.profile_steps,
+        {c: v.tolist() for c, v in s.category_ns.items()},
+    )
+    return SummaryFile(
+        FORMAT,
+        VERSION,
+        s.run,
+        s.host,
+        list(s.hosts),
+        s.framework,
+        steps,
+        _table(s.host_ops),
+        _table(s.device_ops),
+        _table(s.kernels),
+        _table(s.input_stages),
+        s.memory_peak_bytes,
+        s.tensor_core_percent,
+    )
