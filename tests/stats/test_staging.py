@@ -50,3 +50,12 @@ def test_no_traced_transfer_no_staged_input() -> None:
     for k in range(6):
         line.event("$api.py:2035 device_put", 1_000 * MS + k * 10 * MS + 9 * MS, MS // 2)
     assert not np.any(build_step_db(build(late)).staged_ns)
+
+
+def test_all_hosts_average_the_staged_input_of_paired_steps() -> None:
+    jax_host = build_step_db(build(_loop("$api.py:2035 device_put", "PjitFunction(f)")))
+    plain = build_step_db(build(_loop("", "PjitFunction(f)", with_transfer=False)))
+    summary = summarize_steps({"a": jax_host, "b": plain})
+    assert summary.n_steps == jax_host.n_steps
+    assert summary.staged_ns.tolist() == [13 * MS // 10] * summary.n_steps
+    assert summary.staged_percent() == 13.0
