@@ -127,6 +127,8 @@ def test_chosen_hosts_and_unknown_host(run_dir: Path, store: ProfileStore) -> No
     assert [h["name"] for h in data["hosts"]] == ["host000", "host003"]
     with pytest.raises(ToolUsageError, match="no host 'host9'"):
         SPEC.build(_ctx(run_dir, store, hosts="host000,host9"))
+    with pytest.raises(ToolUsageError, match="align='sideways' of tool trace_viewer must be one"):
+        SPEC.build(_ctx(run_dir, store, align="sideways"))
     with pytest.raises(ValueError, match="no host 'host9'"):
         ENDPOINTS["window"](_ctx(run_dir, store, hosts="host9"), {"hosts": "host9"})
 

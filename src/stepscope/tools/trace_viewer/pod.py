@@ -121,7 +121,10 @@ def chosen_hosts(ctx: ToolContext) -> list[HostFile]:
 def _alignment(ctx: ToolContext) -> str:
     align = ctx.option("align", "clock") or "clock"
     if align not in ALIGNMENTS:
-        raise ToolUsageError(f"option align must be one of {', '.join(ALIGNMENTS)}")
+        raise ToolUsageError(
+            f"option align={align[:40]!r} of tool trace_viewer must be one of "
+            f"{', '.join(ALIGNMENTS)}"
+        )
     return align
 
 
