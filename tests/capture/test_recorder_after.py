@@ -173,3 +173,18 @@ def test_pytorch_ops_of_the_steps_after_are_captured(tmp_path: Path) -> None:
     assert len(mm) >= 4  # 2 linear layers x 2 steps, forward
     first, last = named(after, "train")[0], named(after, "train")[-1]
     assert all(first["start_ns"] <= m["start_ns"] <= last["end_ns"] for m in mm)
+
+
+def test_only_the_steps_of_the_thread_that_started_it_count(tmp_path: Path) -> None:
+    recorder = rec.start(str(tmp_path), triggers=NO_SLOW, sampler_hz=0, poll_s=10)
+    _loop(0, 2)
+    rec.save("two step threads")
+    _loop(2, 1)  # this thread starts the capture
+    other = threading.Thread(target=_loop, args=(100, 5), name="second-trainer")
+    other.start()
+    other.join()
+    after = recorder.requested[-1]
+    assert not after.done()  # the other thread's 5 steps are not this capture's steps
+    _loop(3, 3)
+    assert after.result(30) is not None
+    assert [phase for phase, _ in Recording.calls] == ["prepare", "start", "stop"]

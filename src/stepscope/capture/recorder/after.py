@@ -61,12 +61,15 @@ class AfterCapture:
         self.stop_perf_ns = 0
         self.steps_left = steps
         self.warnings: list[str] = []
+        self._starting = threading.Lock()
 
     def on_step(self, ident: int) -> bool:
         """A step opens on thread ``ident``; True when the capture just ended (K steps)."""
         if self.state == ARMED:
-            self._start(ident)
-            return False
+            with self._starting:  # two step threads: one starts the profilers
+                if self.state == ARMED:
+                    self._start(ident)
+                    return False
         if self.state != RECORDING or ident != self.thread:
             return False
         self.steps_left -= 1
