@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from stepscope.stats.arrays import unique_many
 from stepscope.stats.intervals import merge_sorted
 
 Spans = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # step, lo, hi, type
@@ -51,7 +52,7 @@ def held_spans(
     # For each type T of a zero-length event: the union of events of types >= T per step, as
     # keys step * width + rank of the time, so that one sorted array holds every step (ranks
     # keep order and ties, all the rules need, and keep the keys small).
-    times = np.unique(np.concatenate([lo, hi, zero_ns]))
+    times = unique_many(np.concatenate([lo, hi, zero_ns]))  # many distinct: sort, not hash
     width = len(times) + 1
     zkey = zero_step * width + np.searchsorted(times, zero_ns)
     covered = np.zeros(len(zero_ns), dtype=bool)
