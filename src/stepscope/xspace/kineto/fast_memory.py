@@ -8,7 +8,7 @@ all integers (or absent / null) are left to the per-event path.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -186,24 +186,19 @@ def _allocators(
     has_id: np.ndarray,
     device_id: np.ndarray,
 ) -> np.ndarray:
-    """Codec string id of each event's allocator name."""
-    out = np.zeros(len(has_type), np.int64)
-    names: dict[tuple[Any, Any], int] = {}
-    for i, combo in enumerate(
-        zip(
-            np.where(has_type, device_type, 0).tolist(),
-            has_type.tolist(),
-            device_id.tolist(),
-            has_id.tolist(),
-            strict=True,
+    """Codec string id of each event's allocator name (one name per distinct device)."""
+    types = np.where(has_type, device_type, 0)
+    ids = np.where(has_id, device_id, 0)
+    group, first = first_seen(has_type, types, has_id, ids)
+    names = [
+        codec.string_id(
+            allocator_name(
+                int(types[i]) if has_type[i] else None, int(ids[i]) if has_id[i] else None
+            )
         )
-    ):
-        key = (combo[0] if combo[1] else None, combo[2] if combo[3] else None)
-        index = names.get(key)
-        if index is None:
-            index = names[key] = codec.string_id(allocator_name(*key))
-        out[i] = index
-    return out
+        for i in first.tolist()
+    ]
+    return np.array(names, np.int64)[group]
 
 
 def _metadata(router: EventRouter, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -25,6 +25,28 @@ except ImportError:  # not built: every trace takes the Python path
 # Event flags and argument kinds, as _kscan.c writes them.
 F_BAD, F_PID_STR, F_TID_STR, F_TS, F_DUR, F_ID, F_GLOBAL, F_ARGS = 1, 2, 4, 8, 16, 32, 64, 128
 A_INT, A_FLOAT, A_STR, A_BOOL, A_NULL, A_JSON = range(6)
+# Argument keys the router looks up (`ScannedTrace.arg`), indexed together.
+INDEXED_KEYS = (
+    "device",
+    "device_id",
+    "stream",
+    "correlation",
+    "correlation_id",
+    "name",
+    "grid",
+    "block",
+    "registers per thread",
+    "shared memory",
+    "est. achieved occupancy %",
+    "kind",
+    "bytes",
+    "Bytes",
+    "Device Type",
+    "Device Id",
+    "Addr",
+    "Total Allocated",
+    "Total Reserved",
+)
 PHASES = frozenset(b"XiIsftM")
 _HEADER_ONLY = msgspec.json.Decoder()
 
@@ -73,6 +95,7 @@ class ScannedTrace:
         self._arg_event: np.ndarray | None = None
         self._arg_start: np.ndarray | None = None
         self._id_rank: np.ndarray | None = None
+        self._key_rows: dict[int, np.ndarray] | None = None
 
     # Made on first use, after the importer has freed the JSON text (peak memory).
     @property
@@ -106,12 +129,29 @@ class ScannedTrace:
         value = np.zeros(n, np.int64)
         index = self._ids.get(key)
         if index is not None:
-            rows = np.flatnonzero(self.arg_key == index)
+            rows = self._rows_of(index)
             events = self.arg_event[rows]
             present[events] = True
             kind[events] = self.arg_kind[rows]
             value[events] = self.arg_value[rows]
         return present, kind, value
+
+    def _rows_of(self, key_id: int) -> np.ndarray:
+        """The argument rows with key ``key_id``, ascending. The keys the router reads are
+        found in one pass over the rows (instead of one pass per key)."""
+        if self._key_rows is None:
+            wanted = [self._ids[key] for key in INDEXED_KEYS if key in self._ids]
+            slot = np.full(len(self.texts), -1, np.int8)
+            slot[wanted] = np.arange(len(wanted))
+            found = np.flatnonzero(slot[self.arg_key] >= 0)
+            found_slot = slot[self.arg_key[found]]
+            order = np.argsort(found_slot, kind="stable")
+            bounds = np.searchsorted(found_slot[order], np.arange(len(wanted) + 1))
+            self._key_rows = {
+                key_id: found[order[bounds[i] : bounds[i + 1]]] for i, key_id in enumerate(wanted)
+            }
+        rows = self._key_rows.get(key_id)
+        return rows if rows is not None else np.flatnonzero(self.arg_key == key_id)
 
     def drop_args(self) -> None:
         """Free the argument rows (`arg`, `args_of` and `value` of JSON args end here)."""
@@ -119,6 +159,7 @@ class ScannedTrace:
         self.arg_kind = np.zeros(0, np.int8)
         self.arg_value = np.zeros(0, np.int64)
         self._arg_event = np.zeros(0, np.int32)
+        self._key_rows = {}
         self.nargs = np.zeros(len(self.ph), np.uint32)
         self._arg_start = None
 
