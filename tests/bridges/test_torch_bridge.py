@@ -69,9 +69,15 @@ time.sleep(0.8)
 train(2, DataLoader(data, batch_size=16))
 out["delay"] = str(stepscope.stop())
 
-stepscope.start(logdir + "/duration", stepscope.ProfilerOptions(duration_ms=200))
+# duration_ms far above one step's time even on a loaded machine (200 ms flaked: the step was
+# still open when the timer stopped the session); then wait for the timer, however late it runs.
+from stepscope.capture import session
+stepscope.start(logdir + "/duration", stepscope.ProfilerOptions(duration_ms=2000))
 train(1, DataLoader(data, batch_size=16))
-time.sleep(0.5)
+for _ in range(1200):
+    if not session.is_running():
+        break
+    time.sleep(0.05)
 out["duration"] = str(stepscope.stop())
 
 with torch.profiler.profile() as user_prof:
