@@ -14,9 +14,10 @@ Phases, each in this process unless said otherwise:
 - open (warm): a new store on that cache (a server restart): the hosts memory-mapped only;
 - window queries as the server sees them: the window endpoint called directly (level of
   detail per host, merge, flows, counters, binary encoding), in the scenarios the page
-  produces at 1400x1000 pixels (its default view with one host open; every host open while
-  scrolling through them; panning by 2% of the view at three zooms; zooming in from the full
-  view to 1/1000 of it; the worst case of a request without `lines`: the row budget);
+  produces at 1400x1000 pixels (its default view with one host open, and pans in it; every
+  host open while scrolling through them; panning by 2% of the view at three zooms; zooming
+  in from the full view to 1/1000 of it; the worst case of a request without `lines`: the
+  row budget);
 - end to end: the same requests over HTTP to `stepscope serve` in its own process (gzip as a
   browser asks), timed from request to the last byte received.
 
@@ -105,6 +106,10 @@ def scenarios(structure: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
     middle = scrolled[min(1, len(scrolled) - 1)]
     out: dict[str, list[dict[str, str]]] = {
         "default view (one host open)": [req(0, span, first)],
+        "pan in the default view at 1/10": [
+            req(span / 3 + k * span * 0.002, span / 3 + k * span * 0.002 + span / 10, first)
+            for k in range(40)
+        ],
         "every host open, scrolling": [req(0, span, lines) for lines in scrolled],
     }
     for zoom in (10, 100, 1000):
