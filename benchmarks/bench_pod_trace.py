@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import statistics
 import sys
 import tempfile
@@ -232,9 +233,14 @@ def main() -> None:
         flush=True,
     )
     cache = Path(tempfile.mkdtemp(prefix="pod-trace-cache-"))
-    figures = server_side(run, cache, args.workers)
-    structure = figures.pop("structure")
-    figures["http"] = end_to_end(root, cache, structure)
+    try:
+        figures = server_side(run, cache, args.workers)
+        structure = figures.pop("structure")
+        figures["http"] = end_to_end(root, cache, structure)
+    finally:  # the converted profiles and indexes: about 20 MB per host
+        shutil.rmtree(cache, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
     print(f"driver peak RSS {figures['peak_rss_mb']} MB")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=1))
