@@ -37,3 +37,13 @@ def test_checks_cover_the_static_folder_and_pin_their_tools() -> None:
     for name, version in package["devDependencies"].items():
         assert version[0].isdigit(), f"{name} must be pinned exactly, not {version!r}"
     assert "src/stepscope/serve/static" in package["scripts"]["lint"]
+
+
+def test_fully_typed_modules_are_checked_without_implicit_any() -> None:
+    """jsconfig.strict.json lists the modules typed completely (noImplicitAny); test.sh runs it,
+    so a parameter added there without a JSDoc type fails CI."""
+    strict = json.loads((REPO / "jsconfig.strict.json").read_text())
+    assert strict["extends"] == "./jsconfig.json"
+    assert strict["compilerOptions"]["noImplicitAny"] is True
+    assert "src/stepscope/serve/static/util.js" in strict["include"]
+    assert "tsc --noEmit -p jsconfig.strict.json" in (REPO / "scripts" / "test.sh").read_text()

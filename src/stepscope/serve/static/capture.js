@@ -96,6 +96,7 @@ function showStatus(job, error) {
     return;
   }
   const kind = job.state === 'failed' ? 'error' : job.state === 'done' ? 'good' : 'info';
+  /** @type {HTMLElement[]} */
   const children = [h('p', { class: `note note-${kind}`, id: 'capture-message', dataset: { state: job.state } }, job.message)];
   if (job.run) {
     children.push(h('p', {}, h('a', { href: `#/?run=${encodeURIComponent(job.run)}`, id: 'capture-open-run',

@@ -16,10 +16,20 @@ function writeHidden(name, keys) {
   try { localStorage.setItem(HIDDEN_KEY + name, JSON.stringify(keys)); } catch { /* not remembered */ }
 }
 
+/**
+ * A scrollbar element with `update()`: resize it to the table (call after drawing).
+ * @typedef {HTMLDivElement & {update: () => void}} ScrollBar
+ */
+
+/**
+ * A table's box, with `setRows(rows)` to show other rows (filter, sort and columns kept).
+ * @typedef {HTMLDivElement & {setRows: (rows: any[]) => void}} TableBox
+ */
+
 /** A horizontal scrollbar above `box` that scrolls with it (both ways). */
 function topScrollbar(box, table) {
   const inner = h('div', { class: 'table-hscroll-inner' });
-  const bar = h('div', { class: 'table-hscroll', 'aria-hidden': 'true' }, inner);
+  const bar = /** @type {ScrollBar} */ (h('div', { class: 'table-hscroll', 'aria-hidden': 'true' }, inner));
   let syncing = false;
   const sync = (from, to) => () => {
     if (syncing) { syncing = false; return; }
@@ -42,6 +52,7 @@ function topScrollbar(box, table) {
  * Returns an element with .setRows(rows).
  * @param {{columns: any[], rows: any[], sort?: {key: string, desc?: boolean} | null, filterable?: boolean,
  *   maxRows?: number, caption?: string, name?: string, placeholder?: string, filterValue?: string}} options
+ * @returns {TableBox}
  */
 export function dataTable({ columns, rows, sort = null, filterable = false, maxRows = 200,
   caption = '', name = 'table', placeholder = 'Filter…', filterValue = '' }) {
@@ -103,7 +114,8 @@ export function dataTable({ columns, rows, sort = null, filterable = false, maxR
     let view = allRows;
     if (needle) view = view.filter((r) => filterKeys.some((k) => String(r[k] ?? '').toLowerCase().includes(needle)));
     if (sortKey) view = [...view].sort(compare);
-    headRow.replaceChildren(...shown.map((c) => headers.get(c.key)));
+    // Every column has its header cell (made once, below).
+    headRow.replaceChildren(...shown.map((c) => /** @type {HTMLTableCellElement} */ (headers.get(c.key))));
     for (const th of headers.values()) {
       const active = th.dataset.key === sortKey;
       if (active) th.setAttribute('aria-sort', desc ? 'descending' : 'ascending');
@@ -124,8 +136,8 @@ export function dataTable({ columns, rows, sort = null, filterable = false, maxR
     requestAnimationFrame(() => bar.update());
   }
 
-  const box = h('div', { class: 'table-box' },
-    h('div', { class: 'table-tools' }, filter, count, chooser), bar, scroll, more);
+  const box = /** @type {TableBox} */ (h('div', { class: 'table-box' },
+    h('div', { class: 'table-tools' }, filter, count, chooser), bar, scroll, more));
   box.setRows = (newRows) => { allRows = newRows; draw(); };
   draw();
   return box;

@@ -5,45 +5,106 @@
 
 const SVG_NS = 'http://www.w3.org/2000/svg';
 
+/**
+ * What `h` and `svg` accept as children: text, numbers, nodes, nested lists; null, undefined
+ * and false are skipped.
+ * @typedef {string | number | boolean | Node | null | undefined | ChildList} Child
+ * @typedef {Child[]} ChildList
+ */
+
+/**
+ * Attributes: `class`, `dataset` (an object), `style` (an object), `on<event>` (a listener),
+ * anything else set as a string (true: present, false/null/undefined: absent).
+ * @typedef {Record<string, unknown>} Attrs
+ */
+
+/**
+ * Appends ``children`` (nested lists flattened, in order) to ``el``.
+ * @param {Element} el
+ * @param {ChildList} children
+ */
+function append(el, children) {
+  for (const child of children) {
+    if (Array.isArray(child)) append(el, child);
+    else if (child !== undefined && child !== null && child !== false) {
+      el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+  }
+}
+
+/**
+ * @template {HTMLElement | SVGElement} E
+ * @param {E} el
+ * @param {Attrs | null | undefined} attrs
+ * @param {ChildList} children
+ * @returns {E}
+ */
 function build(el, attrs, children) {
   for (const [key, value] of Object.entries(attrs || {})) {
     if (value === undefined || value === null || value === false) continue;
-    if (key === 'class') el.setAttribute('class', value);
-    else if (key === 'dataset') Object.assign(el.dataset, value);
-    else if (key.startsWith('on') && typeof value === 'function') el.addEventListener(key.slice(2), value);
-    else if (key === 'style' && typeof value === 'object') Object.assign(el.style, value);
+    if (key === 'class') el.setAttribute('class', String(value));
+    else if (key === 'dataset' && typeof value === 'object') Object.assign(el.dataset, value);
+    else if (key.startsWith('on') && typeof value === 'function') {
+      el.addEventListener(key.slice(2), /** @type {EventListener} */ (value));
+    } else if (key === 'style' && typeof value === 'object') Object.assign(el.style, value);
     else el.setAttribute(key, value === true ? '' : String(value));
   }
-  for (const child of children.flat(Infinity)) {
-    if (child === undefined || child === null || child === false) continue;
-    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
+  append(el, children);
   return el;
 }
 
-/** h('div', {class: 'x'}, 'text', child...) -> HTMLElement */
+/**
+ * h('div', {class: 'x'}, 'text', child...) -> HTMLDivElement
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {Attrs | null} [attrs]
+ * @param {...Child} children
+ * @returns {HTMLElementTagNameMap[K]}
+ */
 export function h(tag, attrs, ...children) {
   return build(document.createElement(tag), attrs, children);
 }
 
-/** svg('rect', {x: 1}) -> SVGElement */
+/**
+ * svg('rect', {x: 1}) -> SVGRectElement
+ * @template {keyof SVGElementTagNameMap} K
+ * @param {K} tag
+ * @param {Attrs | null} [attrs]
+ * @param {...Child} children
+ * @returns {SVGElementTagNameMap[K]}
+ */
 export function svg(tag, attrs, ...children) {
-  return build(document.createElementNS(SVG_NS, tag), attrs, children);
+  const el = /** @type {SVGElementTagNameMap[K]} */ (document.createElementNS(SVG_NS, tag));
+  return build(el, attrs, children);
 }
 
+/**
+ * @template {Node} N
+ * @param {N} el
+ * @returns {N}
+ */
 export function clear(el) {
   while (el.firstChild) el.firstChild.remove();
   return el;
 }
 
 export class HttpError extends Error {
+  /**
+   * @param {number} status
+   * @param {string} message
+   */
   constructor(status, message) {
     super(message);
     this.status = status;
   }
 }
 
-/** GET a JSON route of our server (relative URL); errors carry the server's message. */
+/**
+ * GET a JSON route of our server (relative URL); errors carry the server's message.
+ * @param {string} url
+ * @param {AbortSignal} [signal]
+ * @returns {Promise<any>} the parsed JSON (each page's typedefs say what it reads)
+ */
 export async function getJSON(url, signal) {
   const response = await fetch(url, { signal, headers: { Accept: 'application/json' } });
   const text = await response.text();
@@ -57,19 +118,31 @@ export async function getJSON(url, signal) {
   return body;
 }
 
+/**
+ * @param {Record<string, string | number | boolean | null | undefined>} params
+ * @returns {string} the query string, without the empty values
+ */
 export function query(params) {
   const search = new URLSearchParams();
   for (const [key, value] of Object.entries(params)) {
-    if (value !== undefined && value !== null && value !== '') search.set(key, value);
+    if (value !== undefined && value !== null && value !== '') search.set(key, String(value));
   }
   return search.toString();
 }
 
 // ---- numbers -------------------------------------------------------------------------------
 
+/**
+ * @param {unknown} v
+ * @returns {v is number}
+ */
 const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
 
-/** A duration given in ns, in the unit that keeps 3-4 significant digits. */
+/**
+ * A duration given in ns, in the unit that keeps 3-4 significant digits.
+ * @param {unknown} ns
+ * @returns {string}
+ */
 export function fmtNs(ns) {
   if (!isNum(ns)) return '–';
   const a = Math.abs(ns);
@@ -79,33 +152,62 @@ export function fmtNs(ns) {
   return `${(ns / 1e9).toFixed(2)} s`;
 }
 
+/** @param {unknown} ms */
 export const fmtMs = (ms) => (isNum(ms) ? fmtNs(ms * 1e6) : '–');
+/** @param {unknown} us */
 export const fmtUs = (us) => (isNum(us) ? fmtNs(us * 1e3) : '–');
+/**
+ * @param {unknown} p
+ * @param {number} [digits]
+ */
 export const fmtPct = (p, digits = 1) => (isNum(p) ? `${p.toFixed(digits)}%` : '–');
+/** @param {unknown} n */
 export const fmtInt = (n) => (isNum(n) ? Math.round(n).toLocaleString('en-US') : '–');
 
-/** "1 row", "2 rows", "1,024 rows": a count with its noun in the right number. */
+/**
+ * "1 row", "2 rows", "1,024 rows": a count with its noun in the right number.
+ * @param {number} n
+ * @param {string} word
+ * @param {string} [many]
+ */
 export const plural = (n, word, many = `${word}s`) => `${fmtInt(n)} ${n === 1 ? word : many}`;
 
+/**
+ * @param {unknown} v
+ * @returns {string}
+ */
 export function fmtNum(v) {
   if (!isNum(v)) return v === undefined || v === null ? '–' : String(v);
   if (Number.isInteger(v)) return fmtInt(v);
   return Math.abs(v) >= 100 ? v.toFixed(1) : v.toPrecision(4).replace(/\.?0+$/, '');
 }
 
-/** A number shown with its raw value kept in data attributes (the browser tests read them). */
+/**
+ * A number shown with its raw value kept in data attributes (the browser tests read them).
+ * @param {unknown} value
+ * @param {Child} text
+ * @param {string} [field]
+ */
 export function num(value, text, field) {
   return h('span', { class: 'num', dataset: field ? { field, value } : { value } }, text);
 }
 
-/** Title-case a snake_case key: "device_compute" -> "Device compute". */
+/**
+ * Title-case a snake_case key: "device_compute" -> "Device compute".
+ * @param {string} key
+ */
 export function label(key) {
   // The unit is shown with each value, so a key's unit suffix is left out of its label.
   const text = String(key).replace(/_(ns|us|ms|bytes|pct)$/, '').replace(/_/g, ' ').trim();
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
-/** Formats a value by the unit its key names (_ns, _ms, _us, percent...). */
+/**
+ * Formats a value by the unit its key names (_ns, _ms, _us, percent...).
+ * @param {string} key
+ * @param {unknown} value
+ * @returns {string}
+ */
 export function fmtByKey(key, value) {
   if (!isNum(value)) {
     if (Array.isArray(value)) return value.map(String).join(', ');
@@ -121,6 +223,10 @@ export function fmtByKey(key, value) {
   return fmtNum(value);
 }
 
+/**
+ * @param {unknown} n
+ * @returns {string}
+ */
 export function fmtBytes(n) {
   if (!isNum(n)) return '–';
   const units = ['B', 'KB', 'MB', 'GB', 'TB'];
@@ -135,12 +241,22 @@ export function fmtBytes(n) {
 
 // ---- layout helpers used by every page ----------------------------------------------------------
 
+/**
+ * @param {Child} title
+ * @param {...Child} body
+ */
 export function card(title, ...body) {
   return h('section', { class: 'card' }, title ? h('h2', {}, title) : null, ...body);
 }
 
-/** A definition list of key/value pairs; nested objects become nested lists. */
+/**
+ * A definition list of key/value pairs; nested objects become nested lists.
+ * @param {object | null | undefined} obj
+ * @param {string} [fieldPrefix]
+ * @returns {HTMLDListElement}
+ */
 export function kvList(obj, fieldPrefix = '') {
+  /** @type {HTMLElement[]} */
   const items = [];
   for (const [key, value] of Object.entries(obj || {})) {
     const field = fieldPrefix ? `${fieldPrefix}.${key}` : key;
@@ -153,7 +269,13 @@ export function kvList(obj, fieldPrefix = '') {
   return h('dl', { class: 'kv' }, items);
 }
 
+/**
+ * @param {unknown} text
+ * @param {RegExp} pattern
+ * @returns {ChildList}
+ */
 function breakable(text, pattern) {
+  /** @type {ChildList} */
   const children = [];
   String(text ?? '').split(pattern).forEach((part, i) => {
     if (i) children.push(h('wbr'));
@@ -162,19 +284,30 @@ function breakable(text, pattern) {
   return children;
 }
 
-/** An op type (CamelCase) that may wrap between its words. */
+/**
+ * An op type (CamelCase) that may wrap between its words.
+ * @param {unknown} text
+ */
 export function typeName(text) {
   return h('span', { title: String(text ?? '') }, breakable(text, /(?<=[a-z0-9])(?=[A-Z])/));
 }
 
-/** A long op or file name that may wrap after '/', ':' and '.', in a monospace span. */
+/**
+ * A long op or file name that may wrap after '/', ':' and '.', in a monospace span.
+ * @param {unknown} text
+ */
 export function code(text) {
   const parts = String(text ?? '').split(/(?<=[/:.])/);
+  /** @type {ChildList} */
   const children = [];
   parts.forEach((part, i) => { if (i) children.push(h('wbr')); children.push(part); });
   return h('span', { class: 'mono', title: String(text ?? '') }, children);
 }
 
+/**
+ * @param {Child} text
+ * @param {string} [kind] info, warn or error
+ */
 export function note(text, kind = 'info') {
   return h('p', { class: `note note-${kind}`, role: kind === 'error' ? 'alert' : null }, text);
 }

@@ -71,7 +71,7 @@ function hostPicker(ctx, structure) {
   const dialog = h('dialog', { class: 'tv-host-picker', 'aria-label': 'Choose hosts' },
     h('h2', {}, 'Hosts to show'), filter, list,
     h('p', {},
-      h('button', { type: 'button', onclick: () => { for (const c of list.querySelectorAll('input')) c.checked = !c.parentElement.hidden; } }, 'All'), ' ',
+      h('button', { type: 'button', onclick: () => { for (const c of list.querySelectorAll('input')) c.checked = !c.parentElement?.hidden; } }, 'All'), ' ',
       h('button', { type: 'button', onclick: () => { for (const c of list.querySelectorAll('input')) c.checked = false; } }, 'None'), ' ',
       h('button', { type: 'button', dataset: { action: 'apply-hosts' }, onclick: () => {
         const boxes = [...list.querySelectorAll('input')];
@@ -82,7 +82,9 @@ function hostPicker(ctx, structure) {
       h('button', { type: 'button', onclick: () => dialog.close() }, 'Cancel')));
   filter.addEventListener('input', () => {
     const q = filter.value.toLowerCase();
-    for (const row of list.children) row.hidden = !row.textContent.toLowerCase().includes(q);
+    for (const row of /** @type {HTMLCollectionOf<HTMLElement>} */ (list.children)) {
+      row.hidden = !(row.textContent ?? '').toLowerCase().includes(q);
+    }
   });
   const open = async () => {
     const { hosts } = await getJSON(`api/runs/${encodeURIComponent(ctx.run)}/hosts`);

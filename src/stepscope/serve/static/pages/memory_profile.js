@@ -109,8 +109,8 @@ function timelineChart(mem) {
   const show = (k) => {
     current = Math.max(0, Math.min(n - 1, k));
     const x = sx(t.time_ms[current]);
-    guide.setAttribute('x1', x);
-    guide.setAttribute('x2', x);
+    guide.setAttribute('x1', String(x));
+    guide.setAttribute('x2', String(x));
     panel.replaceChildren(hoverText(t, current));
   };
   root.addEventListener('mousemove', (e) => {
@@ -169,8 +169,8 @@ function torchTimelineChart(mem) {
   const show = (k) => {
     current = Math.max(0, Math.min(n - 1, k));
     const x = sx(t.time_ms[current]);
-    guide.setAttribute('x1', x);
-    guide.setAttribute('x2', x);
+    guide.setAttribute('x1', String(x));
+    guide.setAttribute('x2', String(x));
     panel.replaceChildren(hoverText(t, current, true));
   };
   root.addEventListener('mousemove', (e) => {

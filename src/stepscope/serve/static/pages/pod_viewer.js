@@ -29,7 +29,8 @@ function heatMap(heat, onStep) {
     'aria-label': 'Time late per host and step' });
   let max = 0;
   for (const r of heat.late_ms) for (const v of r) if (v !== null && v > max) max = v;
-  const g = canvas.getContext('2d');
+  // A canvas always has a 2D context (null only after another context type was taken).
+  const g = /** @type {CanvasRenderingContext2D} */ (canvas.getContext('2d'));
   for (let i = 0; i < hosts; i++) {
     for (let k = 0; k < steps; k++) {
       const v = heat.late_ms[i][k];
