@@ -12,7 +12,11 @@ setup(
         ),
         Extension(
             "stepscope.xspace.kineto._kscan",
-            sources=["src/stepscope/xspace/kineto/_kscan.c"],
+            sources=[
+                "src/stepscope/xspace/kineto/_kscan.c",
+                "src/stepscope/xspace/kineto/_kscan_json.c",
+            ],
+            depends=["src/stepscope/xspace/kineto/_kscan.h"],
             optional=True,  # without it Kineto traces are routed event by event in Python
             extra_compile_args=["-O2"],
         ),

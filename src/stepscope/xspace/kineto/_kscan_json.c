@@ -1,0 +1,528 @@
+/*
+ * The JSON side of _kscan (see _kscan.c): a validating one-pass scanner of a Kineto trace
+ * document that writes event columns and argument rows (Out) and interns strings (Table).
+ */
+#include "_kscan.h"
+
+static int buf_put(Buf *b, const void *src, Py_ssize_t n) {
+    if (b->len + n > b->cap) {
+        Py_ssize_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n) cap *= 2;
+        char *grown = realloc(b->data, (size_t)cap);
+        if (!grown) return -1;
+        b->data = grown;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, src, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+
+static uint64_t hash_bytes(const uint8_t *p, Py_ssize_t n) {
+    /* 8 bytes per step (names are long: kernel signatures run to hundreds of bytes). */
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
+    while (n >= 8) {
+        uint64_t word;
+        memcpy(&word, p, 8);
+        h = (h ^ word) * 0xBF58476D1CE4E5B9ULL;
+        h ^= h >> 31;
+        p += 8;
+        n -= 8;
+    }
+    uint64_t tail = 0;
+    memcpy(&tail, p, (size_t)n);
+    h = (h ^ tail) * 0x94D049BB133111EBULL;
+    return h ^ (h >> 29);
+}
+
+static int table_grow(Table *t) {
+    Py_ssize_t nslots = t->nslots ? t->nslots * 2 : 1024;
+    int32_t *slots = calloc((size_t)nslots, sizeof(int32_t));
+    if (!slots) return -1;
+    for (Py_ssize_t i = 0; i < t->count; i++) {
+        Py_ssize_t s = (Py_ssize_t)(t->entries[i].hash & (uint64_t)(nslots - 1));
+        while (slots[s]) s = (s + 1) & (nslots - 1);
+        slots[s] = (int32_t)(i + 1);
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->nslots = nslots;
+    return 0;
+}
+
+static int32_t intern(Table *t, Py_ssize_t off, Py_ssize_t len) {
+    if ((t->count + 1) * 2 > t->nslots && table_grow(t)) return -1;
+    const uint8_t *p = t->base + off;
+    uint64_t h = hash_bytes(p, len);
+    Py_ssize_t s = (Py_ssize_t)(h & (uint64_t)(t->nslots - 1));
+    while (t->slots[s]) {
+        Entry *e = &t->entries[t->slots[s] - 1];
+        if (e->hash == h && e->len == len && memcmp(t->base + e->off, p, (size_t)len) == 0)
+            return t->slots[s] - 1;
+        s = (s + 1) & (t->nslots - 1);
+    }
+    if (t->count == t->cap) {
+        Py_ssize_t cap = t->cap ? t->cap * 2 : 1024;
+        Entry *grown = realloc(t->entries, (size_t)cap * sizeof(Entry));
+        if (!grown) return -1;
+        t->entries = grown;
+        t->cap = cap;
+    }
+    if (t->count >= INT32_MAX - 1) return -1;
+    t->entries[t->count] = (Entry){off, len, h, 0};
+    t->slots[s] = (int32_t)(t->count + 1);
+    return (int32_t)t->count++;
+}
+
+
+static void ws(Scanner *s) {
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
+        s->p++;
+}
+
+/* Bytes that end a run of plain string content: the quote, a backslash, control characters
+ * (invalid in JSON strings) and the bytes of multi-byte UTF-8 sequences. */
+static uint8_t SPECIAL[256];
+
+void kscan_init(void) {
+    for (int c = 0; c < 256; c++) SPECIAL[c] = c < 0x20 || c == '"' || c == '\\' || c >= 0x80;
+}
+
+static int is_cont(uint8_t c) { return (c & 0xC0) == 0x80; }
+
+/* A string starting at the quote: content span in off, len. Checks escapes and UTF-8. */
+static int scan_string(Scanner *s, Py_ssize_t *off, Py_ssize_t *len) {
+    const uint8_t *p = s->p + 1, *end = s->end;
+    *off = p - s->start;
+    while (p < end) {
+        while (p < end && !SPECIAL[*p]) p++;  /* plain ASCII: one table look-up per byte */
+        if (p >= end) break;
+        uint8_t c = *p;
+        if (c == '"') {
+            *len = (p - s->start) - *off;
+            s->p = p + 1;
+            return 0;
+        }
+        if (c < 0x20) return -1;
+        if (c == '\\') {
+            if (p + 1 >= end) return -1;
+            uint8_t e = p[1];
+            if (e == 'u') {
+                if (p + 6 > end) return -1;
+                for (int i = 2; i < 6; i++)
+                    if (!IS_XDIGIT(p[i])) return -1;
+                p += 6;
+            } else if (strchr("\"\\/bfnrt", e) && e) {
+                p += 2;
+            } else {
+                return -1;
+            }
+            continue;
+        }
+        if (c < 0x80) { p++; continue; }
+        /* UTF-8: reject overlong forms, surrogates and code points beyond U+10FFFF. */
+        if (c >= 0xC2 && c <= 0xDF) {
+            if (p + 1 >= end || !is_cont(p[1])) return -1;
+            p += 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            if (p + 2 >= end || !is_cont(p[1]) || !is_cont(p[2])) return -1;
+            if (c == 0xE0 && p[1] < 0xA0) return -1;
+            if (c == 0xED && p[1] >= 0xA0) return -1;
+            p += 3;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            if (p + 3 >= end || !is_cont(p[1]) || !is_cont(p[2]) || !is_cont(p[3])) return -1;
+            if (c == 0xF0 && p[1] < 0x90) return -1;
+            if (c == 0xF4 && p[1] >= 0x90) return -1;
+            p += 4;
+        } else {
+            return -1;
+        }
+    }
+    return -1;
+}
+
+/* A JSON number. *is_int: no fraction or exponent; then *ival (or *overflow) is set. */
+typedef struct { int is_int, overflow, decimals; int64_t ival; double fval; } Number;
+
+static int scan_number(Scanner *s, Number *n) {
+    const uint8_t *p = s->p, *end = s->end, *first = p;
+    int negative = 0;
+    n->is_int = 1;
+    n->overflow = 0;
+    n->decimals = 0;
+    if (p < end && *p == '-') { negative = 1; p++; }
+    if (p >= end || !IS_DIGIT(*p)) return -1;
+    uint64_t magnitude = 0;
+    if (*p == '0') {
+        p++;
+    } else {
+        while (p < end && IS_DIGIT(*p)) {
+            unsigned digit = (unsigned)(*p - '0');
+            if (magnitude > (UINT64_MAX - digit) / 10) n->overflow = 1;
+            else magnitude = magnitude * 10 + digit;
+            p++;
+        }
+    }
+    if (p < end && *p == '.') {
+        n->is_int = 0;
+        p++;
+        if (p >= end || !IS_DIGIT(*p)) return -1;
+        while (p < end && IS_DIGIT(*p)) { p++; n->decimals++; }
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        n->is_int = 0;
+        n->decimals = 99;  /* an exponent: not a form Kineto writes for times */
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) p++;
+        if (p >= end || !IS_DIGIT(*p)) return -1;
+        while (p < end && IS_DIGIT(*p)) p++;
+    }
+    if (n->is_int) {
+        if (!negative && magnitude > (uint64_t)INT64_MAX) n->overflow = 1;
+        if (negative && magnitude > (uint64_t)INT64_MAX + 1) n->overflow = 1;
+        n->ival = negative ? (int64_t)(0 - magnitude) : (int64_t)magnitude;
+    } else {
+        char local[64];
+        Py_ssize_t len = p - first;
+        if (len >= (Py_ssize_t)sizeof(local)) return -1;
+        memcpy(local, first, (size_t)len);
+        local[len] = 0;
+        n->fval = strtod(local, NULL);
+        if (!isfinite(n->fval)) return -1;
+    }
+    s->p = p;
+    return 0;
+}
+
+static int skip_value(Scanner *s, int depth);
+
+static int skip_container(Scanner *s, int depth, uint8_t close) {
+    if (depth > MAX_DEPTH) return -1;
+    s->p++;
+    ws(s);
+    if (s->p < s->end && *s->p == close) { s->p++; return 0; }
+    for (;;) {
+        if (close == '}') {
+            Py_ssize_t off, len;
+            if (s->p >= s->end || *s->p != '"' || scan_string(s, &off, &len)) return -1;
+            ws(s);
+            if (s->p >= s->end || *s->p != ':') return -1;
+            s->p++;
+            ws(s);
+        }
+        if (skip_value(s, depth + 1)) return -1;
+        ws(s);
+        if (s->p >= s->end) return -1;
+        if (*s->p == ',') { s->p++; ws(s); continue; }
+        if (*s->p == close) { s->p++; return 0; }
+        return -1;
+    }
+}
+
+static int literal(Scanner *s, const char *word) {
+    size_t n = strlen(word);
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n)) return -1;
+    s->p += n;
+    return 0;
+}
+
+static int skip_value(Scanner *s, int depth) {
+    if (s->p >= s->end) return -1;
+    Py_ssize_t off, len;
+    Number n;
+    switch (*s->p) {
+    case '"': return scan_string(s, &off, &len);
+    case '{': return skip_container(s, depth, '}');
+    case '[': return skip_container(s, depth, ']');
+    case 't': return literal(s, "true");
+    case 'f': return literal(s, "false");
+    case 'n': return literal(s, "null");
+    default: return scan_number(s, &n);
+    }
+}
+
+/* Microseconds -> ns as devices.us_to_ns; -1 when out of range or not modelled. */
+static int to_ns(const Number *n, int64_t *out) {
+    if (n->is_int) {
+        if (n->overflow || n->ival > (MAX_NS - 1) / 1000 || n->ival < -(MAX_NS - 1) / 1000)
+            return -1;
+        *out = n->ival * 1000;
+        return 0;
+    }
+    if (n->decimals > 3 || !(fabs(n->fval) < (double)(MAX_NS / 1000))) return -1;
+    double whole = trunc(n->fval);
+    int64_t ns = (int64_t)whole * 1000 + (int64_t)nearbyint((n->fval - whole) * 1000.0);
+    if (ns >= MAX_NS || ns <= -MAX_NS) return -1;
+    *out = ns;
+    return 0;
+}
+
+
+/* A time field: ns, or F_BAD when it is a number this scanner does not convert. */
+static int time_field(Scanner *s, int64_t *ns, uint8_t *flags, uint8_t present) {
+    if (s->p < s->end && *s->p == 'n') return literal(s, "null");
+    if (s->p < s->end && (*s->p == '-' || IS_DIGIT(*s->p))) {
+        Number n;
+        if (scan_number(s, &n)) return -1;
+        if (to_ns(&n, ns)) *flags |= F_BAD;
+        else *flags |= present;
+        return 0;
+    }
+    *flags |= F_BAD;
+    return skip_value(s, 1);
+}
+
+/* A string-or-null field (cat, name, ph, s): string id, -1 for null; F_BAD otherwise. */
+static int string_field(Scanner *s, int32_t *id, uint8_t *flags) {
+    if (s->p < s->end && *s->p == '"') {
+        Py_ssize_t off, len;
+        if (scan_string(s, &off, &len)) return -1;
+        *id = intern(&s->table, off, len);
+        if (*id < 0) { s->oom = 1; return -1; }
+        return 0;
+    }
+    if (s->p < s->end && *s->p == 'n') return literal(s, "null");
+    *flags |= F_BAD;
+    return skip_value(s, 1);
+}
+
+/* pid / tid: an integer, or a string (its id, with str_flag). */
+static int id_field(Scanner *s, int64_t *value, uint8_t *flags, uint8_t str_flag) {
+    if (s->p < s->end && *s->p == '"') {
+        int32_t sid;
+        if (string_field(s, &sid, flags)) return -1;
+        *value = sid;
+        *flags |= str_flag;
+        return 0;
+    }
+    if (s->p < s->end && (*s->p == '-' || IS_DIGIT(*s->p))) {
+        Number n;
+        if (scan_number(s, &n)) return -1;
+        /* int32 columns (4 bytes less per event each); wider ids take the Python path */
+        if (!n.is_int || n.overflow || n.ival > INT32_MAX || n.ival < INT32_MIN) *flags |= F_BAD;
+        *value = n.ival;
+        return 0;
+    }
+    *flags |= F_BAD;  /* null, a list, ...: the Python path decides */
+    return skip_value(s, 1);
+}
+
+static int put_row(Out *o, int32_t key, int8_t kind, int64_t value) {
+    return buf_put(&o->key, &key, 4) || buf_put(&o->kind, &kind, 1) || buf_put(&o->value, &value, 8);
+}
+
+/* The args object: one row per entry. */
+static int scan_args(Scanner *s, Out *o, uint32_t *count, uint8_t *flags) {
+    int32_t keys[64];
+    s->p++;
+    ws(s);
+    if (s->p < s->end && *s->p == '}') { s->p++; return 0; }
+    for (;;) {
+        Py_ssize_t off, len;
+        if (s->p >= s->end || *s->p != '"' || scan_string(s, &off, &len)) return -1;
+        int32_t key = intern(&s->table, off, len);
+        if (key < 0) { s->oom = 1; return -1; }
+        s->table.entries[key].is_key = 1;
+        if (*count < 64) {
+            for (uint32_t i = 0; i < *count; i++)
+                if (keys[i] == key) *flags |= F_BAD;  /* a repeated key: the last one wins */
+            keys[*count] = key;
+        } else {
+            *flags |= F_BAD;
+        }
+        ws(s);
+        if (s->p >= s->end || *s->p != ':') return -1;
+        s->p++;
+        ws(s);
+        if (s->p >= s->end) return -1;
+        int8_t kind;
+        int64_t value = 0;
+        uint8_t c = *s->p;
+        if (c == '"') {
+            if (scan_string(s, &off, &len)) return -1;
+            kind = A_STR;
+            value = intern(&s->table, off, len);
+        } else if (c == '[' || c == '{') {
+            const uint8_t *first = s->p;
+            if (skip_value(s, 1)) return -1;
+            kind = A_JSON;
+            value = intern(&s->table, first - s->start, s->p - first);
+        } else if (c == 't' || c == 'f') {
+            if (literal(s, c == 't' ? "true" : "false")) return -1;
+            kind = A_BOOL;
+            value = c == 't';
+        } else if (c == 'n') {
+            if (literal(s, "null")) return -1;
+            kind = A_NULL;
+        } else {
+            Number n;
+            if (scan_number(s, &n)) return -1;
+            if (n.is_int) {
+                if (n.overflow) *flags |= F_BAD;
+                kind = A_INT;
+                value = n.ival;
+            } else {
+                kind = A_FLOAT;
+                memcpy(&value, &n.fval, 8);
+            }
+        }
+        if (value < 0 && (kind == A_STR || kind == A_JSON)) { s->oom = 1; return -1; }
+        if (put_row(o, key, kind, value)) { s->oom = 1; return -1; }
+        (*count)++;
+        ws(s);
+        if (s->p >= s->end) return -1;
+        if (*s->p == ',') { s->p++; ws(s); continue; }
+        if (*s->p == '}') { s->p++; return 0; }
+        return -1;
+    }
+}
+
+static int field_is(const uint8_t *p, Py_ssize_t len, const char *name) {
+    return (size_t)len == strlen(name) && memcmp(p, name, (size_t)len) == 0;
+}
+
+/* One entry of traceEvents. */
+static int scan_event(Scanner *s, Out *o) {
+    uint8_t ph = 0, flags = 0;
+    int32_t cat = -1, name = -1;
+    int64_t pid = 0, tid = 0, ts = 0, dur = 0, id = 0;
+    uint32_t nargs = 0;
+    unsigned seen = 0;
+    if (*s->p != '{') {
+        flags |= F_BAD;  /* not an object */
+        if (skip_value(s, 1)) return -1;
+    } else {
+        s->p++;
+        ws(s);
+        if (s->p < s->end && *s->p == '}') s->p++;
+        else for (;;) {
+            Py_ssize_t off, len;
+            if (s->p >= s->end || *s->p != '"' || scan_string(s, &off, &len)) return -1;
+            const uint8_t *k = s->start + off;
+            ws(s);
+            if (s->p >= s->end || *s->p != ':') return -1;
+            s->p++;
+            ws(s);
+            unsigned bit = 0;
+            int rc;
+            if (len == 2 && k[0] == 'p' && k[1] == 'h') {
+                bit = 1;
+                int32_t sid = -1;
+                rc = string_field(s, &sid, &flags);
+                Entry *e = sid >= 0 ? &s->table.entries[sid] : NULL;
+                if (e && e->len == 1) ph = s->start[e->off];
+                else flags |= F_BAD;
+            } else if (field_is(k, len, "cat")) {
+                bit = 2; rc = string_field(s, &cat, &flags);
+            } else if (field_is(k, len, "name")) {
+                bit = 4; rc = string_field(s, &name, &flags);
+            } else if (field_is(k, len, "pid")) {
+                bit = 8; rc = id_field(s, &pid, &flags, F_PID_STR);
+            } else if (field_is(k, len, "tid")) {
+                bit = 16; rc = id_field(s, &tid, &flags, F_TID_STR);
+            } else if (field_is(k, len, "ts")) {
+                bit = 32; rc = time_field(s, &ts, &flags, F_TS);
+            } else if (field_is(k, len, "dur")) {
+                bit = 64; rc = time_field(s, &dur, &flags, F_DUR);
+            } else if (field_is(k, len, "id")) {
+                bit = 128;
+                if (s->p < s->end && (*s->p == '-' || IS_DIGIT(*s->p))) {
+                    Number n;
+                    rc = scan_number(s, &n);
+                    if (!rc && n.is_int && !n.overflow) { id = n.ival; flags |= F_ID; }
+                    else flags |= F_BAD;
+                } else if (s->p < s->end && *s->p == 'n') {
+                    rc = literal(s, "null");
+                } else {
+                    flags |= F_BAD;
+                    rc = skip_value(s, 1);
+                }
+            } else if (field_is(k, len, "args")) {
+                bit = 256;
+                if (s->p < s->end && *s->p == '{') {
+                    flags |= F_ARGS;
+                    rc = scan_args(s, o, &nargs, &flags);
+                } else if (s->p < s->end && *s->p == 'n') {
+                    rc = literal(s, "null");
+                } else {
+                    flags |= F_BAD;  /* args that are neither an object nor null */
+                    rc = skip_value(s, 1);
+                }
+            } else if (len == 1 && k[0] == 's') {
+                bit = 512;
+                int32_t sid = -1;
+                rc = string_field(s, &sid, &flags);
+                Entry *e = sid >= 0 ? &s->table.entries[sid] : NULL;
+                if (e && e->len == 1 && s->start[e->off] == 'g') flags |= F_GLOBAL;
+            } else {
+                rc = skip_value(s, 1);
+            }
+            if (rc) return -1;
+            if (bit & seen) flags |= F_BAD;  /* a repeated field */
+            seen |= bit;
+            ws(s);
+            if (s->p >= s->end) return -1;
+            if (*s->p == ',') { s->p++; ws(s); continue; }
+            if (*s->p == '}') { s->p++; break; }
+            return -1;
+        }
+    }
+    int32_t pid32 = (int32_t)pid, tid32 = (int32_t)tid;
+    if (buf_put(&o->ph, &ph, 1) || buf_put(&o->flags, &flags, 1) || buf_put(&o->cat, &cat, 4)
+        || buf_put(&o->name, &name, 4) || buf_put(&o->pid, &pid32, 4)
+        || buf_put(&o->tid, &tid32, 4)
+        || buf_put(&o->ts, &ts, 8) || buf_put(&o->dur, &dur, 8)
+        || ((flags & F_ID) && buf_put(&o->id, &id, 8)) || buf_put(&o->nargs, &nargs, 4)) {
+        s->oom = 1;
+        return -1;
+    }
+    return 0;
+}
+
+static int scan_events(Scanner *s, Out *o) {
+    s->p++;
+    ws(s);
+    if (s->p < s->end && *s->p == ']') { s->p++; return 0; }
+    for (;;) {
+        if (s->p >= s->end || scan_event(s, o)) return -1;
+        ws(s);
+        if (s->p >= s->end) return -1;
+        if (*s->p == ',') { s->p++; ws(s); continue; }
+        if (*s->p == ']') { s->p++; return 0; }
+        return -1;
+    }
+}
+
+/* The top-level object; lo, hi: the span of the (single) traceEvents array. */
+int kscan_document(Scanner *s, Out *o, Py_ssize_t *lo, Py_ssize_t *hi) {
+    ws(s);
+    if (s->p >= s->end || *s->p != '{') return -1;
+    s->p++;
+    ws(s);
+    if (s->p < s->end && *s->p == '}') return -1;
+    for (;;) {
+        Py_ssize_t off, len;
+        if (s->p >= s->end || *s->p != '"' || scan_string(s, &off, &len)) return -1;
+        int events = field_is(s->start + off, len, "traceEvents");
+        ws(s);
+        if (s->p >= s->end || *s->p != ':') return -1;
+        s->p++;
+        ws(s);
+        if (events) {
+            if (*lo >= 0 || s->p >= s->end || *s->p != '[') return -1;
+            *lo = s->p - s->start;
+            if (scan_events(s, o)) return -1;
+            *hi = s->p - s->start;
+        } else if (skip_value(s, 1)) {
+            return -1;
+        }
+        ws(s);
+        if (s->p >= s->end) return -1;
+        if (*s->p == ',') { s->p++; ws(s); continue; }
+        if (*s->p == '}') { s->p++; break; }
+        return -1;
+    }
+    ws(s);
+    return (s->p == s->end && *lo >= 0) ? 0 : -1;
+}
