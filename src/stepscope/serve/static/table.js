@@ -8,10 +8,19 @@ import { fmtNum, h, plural } from './util.js';
 
 const HIDDEN_KEY = 'stepscope.columns.';
 
+/**
+ * The columns this table had hidden (remembered in the browser).
+ * @param {string} name
+ * @returns {string[]}
+ */
 function readHidden(name) {
   try { return JSON.parse(localStorage.getItem(HIDDEN_KEY + name) || '[]'); } catch { return []; }
 }
 
+/**
+ * @param {string} name
+ * @param {string[]} keys
+ */
 function writeHidden(name, keys) {
   try { localStorage.setItem(HIDDEN_KEY + name, JSON.stringify(keys)); } catch { /* not remembered */ }
 }
@@ -26,11 +35,20 @@ function writeHidden(name, keys) {
  * @typedef {HTMLDivElement & {setRows: (rows: any[]) => void}} TableBox
  */
 
-/** A horizontal scrollbar above `box` that scrolls with it (both ways). */
+/**
+ * A horizontal scrollbar above `box` that scrolls with it (both ways).
+ * @param {HTMLElement} box
+ * @param {HTMLElement} table
+ * @returns {ScrollBar}
+ */
 function topScrollbar(box, table) {
   const inner = h('div', { class: 'table-hscroll-inner' });
   const bar = /** @type {ScrollBar} */ (h('div', { class: 'table-hscroll', 'aria-hidden': 'true' }, inner));
   let syncing = false;
+  /**
+   * @param {HTMLElement} from
+   * @param {HTMLElement} to
+   */
   const sync = (from, to) => () => {
     if (syncing) { syncing = false; return; }
     syncing = true;
@@ -80,18 +98,29 @@ export function dataTable({ columns, rows, sort = null, filterable = false, maxR
   }));
   const filter = filterable
     ? h('input', { type: 'search', class: 'filter', placeholder, 'aria-label': `Filter ${caption || name}`, value: filterValue || null,
-      oninput: (e) => { needle = e.target.value.trim().toLowerCase(); showAll = false; draw(); } })
+      /** @param {Event} e */
+      oninput: (e) => {
+        needle = /** @type {HTMLInputElement} */ (e.target).value.trim().toLowerCase();
+        showAll = false;
+        draw();
+      } })
     : null;
   const chooser = columns.length > 3 ? h('details', { class: 'col-chooser' },
     h('summary', { title: 'Show or hide columns' }, 'Columns'),
     h('div', { class: 'col-menu', role: 'group', 'aria-label': 'Columns shown' }, columns.map((col) => h('label', {},
       h('input', { type: 'checkbox', checked: !hidden.has(col.key), dataset: { column: col.key },
+        /** @param {Event} e */
         onchange: (e) => {
-          if (e.target.checked) hidden.delete(col.key); else hidden.add(col.key);
+          if (/** @type {HTMLInputElement} */ (e.target).checked) hidden.delete(col.key); else hidden.add(col.key);
           writeHidden(name, [...hidden]);
           draw();
         } }), ` ${col.label}`)))) : null;
 
+  /**
+   * Row order for the sorted column: numbers by value, anything else as text, missing last.
+   * @param {Record<string, unknown>} a
+   * @param {Record<string, unknown>} b
+   */
   function compare(a, b) {
     const key = /** @type {string} */ (sortKey); // only called while a column is sorted
     const x = a[key];
