@@ -4,6 +4,9 @@
 truncated gzip stream is decompressed as far as it goes, with a warning);
 `kineto_bytes_to_xspace(data, source)` does the same for bytes. Damaged JSON is repaired where
 possible (see `json_repair`); every repair or dropped event is reported in ``XSpace.warnings``.
+`kineto_to_columns(path)` (how `stepscope` opens a trace) takes the C scanner and numpy
+routing (`scan`, `fast_route`, `fast_stats`, `fast_memory`) when they model the whole trace,
+else the per-event routing of `events` (the reference: both give the same profile).
 
 The event mapping is described in `events`, `categories`, `memory` and `devices`, and in
 docs/formats/kineto.md. Decisions taken here:
