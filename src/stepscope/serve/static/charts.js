@@ -8,15 +8,19 @@ export const PALETTE = ['#1a73e8', '#e8710a', '#12b5cb', '#9334e6', '#f9ab00', '
 
 // ---- tooltip: one per document, follows elements carrying data-tip ----------------------------
 
+/** @type {HTMLDivElement | null} */
 let tooltip = null;
+/** @param {MouseEvent} event */
 function showTip(event) {
-  const target = event.target.closest('[data-tip]');
+  const target = event.target instanceof Element
+    ? /** @type {HTMLElement | SVGElement | null} */ (event.target.closest('[data-tip]'))
+    : null;
   if (!target) return hideTip();
   if (!tooltip) {
     tooltip = h('div', { class: 'tooltip', role: 'tooltip' });
     document.body.append(tooltip);
   }
-  tooltip.textContent = target.dataset.tip;
+  tooltip.textContent = target.dataset.tip ?? '';
   tooltip.hidden = false;
   const x = Math.min(event.clientX + 14, window.innerWidth - tooltip.offsetWidth - 8);
   const y = Math.min(event.clientY + 14, window.innerHeight - tooltip.offsetHeight - 8);
@@ -27,6 +31,11 @@ function showTip(event) {
 function hideTip() {
   if (tooltip) tooltip.hidden = true;
 }
+/**
+ * @template {HTMLElement} E
+ * @param {E} el
+ * @returns {E}
+ */
 function withTips(el) {
   el.addEventListener('mousemove', showTip);
   el.addEventListener('mouseleave', hideTip);
@@ -35,7 +44,12 @@ function withTips(el) {
 
 // ---- axes -----------------------------------------------------------------------------------
 
-/** About `count` round tick values covering [0, max]. */
+/**
+ * About `count` round tick values covering [0, max].
+ * @param {number} max
+ * @param {number} [count]
+ * @returns {number[]}
+ */
 export function niceTicks(max, count = 5) {
   if (!(max > 0)) return [0, 1];
   const raw = max / count;
@@ -47,6 +61,15 @@ export function niceTicks(max, count = 5) {
   return ticks;
 }
 
+/**
+ * Grid lines and labels of a y axis, drawn into `g`.
+ * @param {SVGElement} g
+ * @param {number[]} ticks
+ * @param {(v: number) => number} scale
+ * @param {number} left
+ * @param {number} right
+ * @param {string} unit
+ */
 function yAxis(g, ticks, scale, left, right, unit) {
   for (const t of ticks) {
     const y = scale(t);
@@ -56,6 +79,11 @@ function yAxis(g, ticks, scale, left, right, unit) {
   if (unit) g.append(svg('text', { x: left - 6, y: scale(ticks[ticks.length - 1]) - 10, 'text-anchor': 'end', class: 'axis unit' }, unit));
 }
 
+/**
+ * @typedef {{label: string, color: string}} LegendItem
+ */
+
+/** @param {LegendItem[]} items */
 function legend(items) {
   return h('ul', { class: 'legend' }, items.map((item) => h('li', { title: item.label },
     h('span', { class: 'swatch', style: { background: item.color } }), h('span', { class: 'legend-text' }, item.label))));
@@ -76,6 +104,7 @@ export function stackedBarChart({ series, bars, unit = 'ms', height = 280, title
   const totals = bars.map((b) => series.reduce((s, c) => s + (b.values[c.key] || 0), 0));
   const ticks = niceTicks(Math.max(0, ...totals));
   const top = ticks[ticks.length - 1];
+  /** @param {number} v */
   const sy = (v) => m.top + (H - m.top - m.bottom) * (1 - v / top);
   const plotW = W - m.left - m.right;
   const slot = plotW / Math.max(1, bars.length);
@@ -108,7 +137,16 @@ export function stackedBarChart({ series, bars, unit = 'ms', height = 280, title
 
 // ---- pie ------------------------------------------------------------------------------------------
 
-/** slices: [{label, value}]; the largest `maxSlices - 1` are drawn, the rest merged as "Other". */
+/**
+ * A slice of a pie: its label, value and (optionally) colour.
+ * @typedef {{label: string, value: number, color?: string}} Slice
+ */
+
+/**
+ * slices: [{label, value}]; the largest `maxSlices - 1` are drawn, the rest merged as "Other".
+ * @param {{slices: Slice[], title?: string, maxSlices?: number, format?: (v: number) => string,
+ *   empty?: string}} options
+ */
 export function pieChart({ slices, title = '', maxSlices = 10, format = (v) => String(v), empty = 'No data' }) {
   const sorted = slices.filter((s) => s.value > 0).sort((a, b) => b.value - a.value);
   let shown = sorted;
@@ -119,6 +157,7 @@ export function pieChart({ slices, title = '', maxSlices = 10, format = (v) => S
   const total = shown.reduce((s, x) => s + x.value, 0);
   const R = 90;
   const root = svg('svg', { viewBox: '-100 -100 200 200', class: 'chart pie', role: 'img', 'aria-label': title });
+  /** @type {LegendItem[]} */
   const items = [];
   let angle = -Math.PI / 2;
   shown.forEach((slice, i) => {
@@ -143,7 +182,11 @@ export function pieChart({ slices, title = '', maxSlices = 10, format = (v) => S
 
 // ---- lines --------------------------------------------------------------------------------------
 
-/** series: [{label, color, points: [[x, y], ...]}] sharing one y axis starting at 0. */
+/**
+ * series: [{label, color, points: [[x, y], ...]}] sharing one y axis starting at 0.
+ * @param {{series: Array<{label: string, color: string, points: Array<[number, number]>}>,
+ *   unit?: string, height?: number, title?: string, xLabel?: string}} options
+ */
 export function lineChart({ series, unit = '', height = 220, title = '', xLabel = '' }) {
   const W = 960;
   const H = height;
@@ -153,7 +196,9 @@ export function lineChart({ series, unit = '', height = 220, title = '', xLabel 
   const [x0, x1] = [Math.min(...xs), Math.max(...xs)];
   const ticks = niceTicks(Math.max(0, ...ys));
   const top = ticks[ticks.length - 1];
+  /** @param {number} v */
   const sx = (v) => m.left + (W - m.left - m.right) * (x1 > x0 ? (v - x0) / (x1 - x0) : 0.5);
+  /** @param {number} v */
   const sy = (v) => m.top + (H - m.top - m.bottom) * (1 - v / top);
   const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': title });
   yAxis(root, ticks, sy, m.left, W - m.right, unit);
