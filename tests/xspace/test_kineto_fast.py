@@ -398,3 +398,19 @@ def test_columns_path_checks_the_memory_limit_before_scanning(tmp_path: Path) ->
             importer.kineto_to_columns(path)
     finally:
         limits.configure(None)
+
+
+def test_count_byte_matches_bytes_count_across_blocks() -> None:
+    block = 1 << 20
+    data = b"{" + b"x" * (block - 2) + b"{{" + b"y{" * 1000 + b"{"
+    for byte in (b"{", b"x", b"y", b"z"):
+        assert scan.count_byte(data, byte) == data.count(byte)
+    assert scan.count_byte(b"", b"{") == 0
+
+
+def test_argument_rows_know_their_event() -> None:
+    base = {"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1}
+    events = [{**base, "args": {"a": 1, "b": 2}}, base, {**base, "args": {"c": 3}}]
+    trace = scan.scan_trace(json.dumps({"traceEvents": events}).encode(), importer.HeaderOnly)
+    assert trace is not None
+    assert trace.arg_event.tolist() == [0, 0, 2]

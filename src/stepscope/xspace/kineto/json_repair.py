@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stepscope.errors import ProfileFormatError
+from stepscope.xspace.kineto.scan import count_byte
 
 # Outside strings: a run of tokens that need no attention (numbers, literals, whitespace,
 # colons, commas and well-formed strings followed by what may follow a string).
@@ -104,10 +105,10 @@ def parse_memory_estimate(data: bytes) -> int:
     """
     return (
         2 * len(data)
-        + 72 * data.count(b"{")
-        + 64 * data.count(b"[")
-        + 40 * data.count(b",")
-        + 25 * data.count(b'"')
+        + 72 * count_byte(data, b"{")
+        + 64 * count_byte(data, b"[")
+        + 40 * count_byte(data, b",")
+        + 25 * count_byte(data, b'"')
     )
 
 

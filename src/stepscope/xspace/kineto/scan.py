@@ -118,7 +118,9 @@ class ScannedTrace:
     def arg_event(self) -> np.ndarray:
         """The event of each argument row (made on first use: after the text is freed)."""
         if self._arg_event is None:
-            self._arg_event = np.repeat(np.arange(len(self.nargs), dtype=np.int32), self.nargs)
+            # Counts as intp: numpy's repeat converts uint32 counts element by element (4x).
+            counts = self.nargs.astype(np.intp)
+            self._arg_event = np.repeat(np.arange(len(self.nargs), dtype=np.int32), counts)
         return self._arg_event
 
     def arg(self, key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -224,6 +226,17 @@ def scan_trace(data: bytes, header_type: Any) -> ScannedTrace | None:
         is_key=np.frombuffer(columns["is_key"], np.bool_),
     )
     return trace
+
+
+def count_byte(data: bytes, byte: bytes) -> int:
+    """``data.count(byte)`` for a one-byte ``byte``, 4-5x faster: numpy compares 1 MiB blocks
+    (bytes.count runs a general substring search, about 2 GB/s)."""
+    view = np.frombuffer(data, np.uint8)
+    value = byte[0]
+    block = 1 << 20
+    return sum(
+        int(np.count_nonzero(view[at : at + block] == value)) for at in range(0, len(view), block)
+    )
 
 
 def _decode_string(raw: bytes) -> str:
