@@ -20,7 +20,7 @@ endpoints address any host's track or event with one number.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +34,7 @@ from stepscope.store import location
 from stepscope.tools._fanout import check_some_left, map_hosts
 from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import ToolUsageError
+from stepscope.tools.trace_viewer.pod_names import PodNames
 
 ALIGNMENTS = ("clock", "start")
 
@@ -76,6 +77,7 @@ class PodTrace:
     hosts: tuple[HostTrace, ...]
     align: str
     duration_ns: int
+    names: PodNames = field(default_factory=PodNames, compare=False)
 
     @property
     def n_lines(self) -> int:

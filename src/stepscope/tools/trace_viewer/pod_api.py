@@ -93,20 +93,6 @@ def _within_budget(
     return kept, left_out
 
 
-class _Names:
-    """One name table for the hosts' string ids."""
-
-    def __init__(self) -> None:
-        self.ids: dict[str, int] = {}
-
-    def of(self, host: HostTrace, name_ids: np.ndarray) -> np.ndarray:
-        unique, inverse = np.unique(name_ids, return_inverse=True)
-        mapped = [
-            self.ids.setdefault(s, len(self.ids)) for s in host.profile.strings.lookup(unique)
-        ]
-        return np.asarray(mapped, dtype=np.int32)[inverse.reshape(-1)]
-
-
 def _counter_ids(params: Mapping[str, str], pod: PodTrace, hosts: list[int]) -> set[int]:
     if params.get("counters", "1") == "0":
         return set()
@@ -129,7 +115,6 @@ def window(pod: PodTrace, params: Mapping[str, str]) -> tuple[bytes, str]:
     chosen, left_out = _within_budget(pod, _lines_by_host(params, pod))
     rows = sum(int(pod.hosts[k].index.line_depths[lines].sum()) for k, lines in chosen.items())
     res = max(1, min(res, MAX_ROW_PIXELS // max(rows, 1)))
-    names = _Names()
     cols: dict[str, list[np.ndarray]] = {}
     level = 0
     bucket = (t1 - t0) / res
@@ -148,7 +133,7 @@ def window(pod: PodTrace, params: Mapping[str, str]) -> tuple[bytes, str]:
         add("depth", ev.depth)
         add("start", ev.start_ns - h.zero_ns)
         add("dur", ev.dur_ns)
-        add("name", names.of(h, ev.name))
+        add("name", pod.names.pod_ids(k, p.strings, ev.name))
         flows = index.flows.touching(ev.event)
         flows_total += len(flows)
         for end in ("src", "dst"):
@@ -159,13 +144,14 @@ def window(pod: PodTrace, params: Mapping[str, str]) -> tuple[bytes, str]:
             add(f"{end}_start", p.start_ns[fe] - h.zero_ns)
         add("flow_kind", index.flows.kind[flows])
     ids = "i4" if pod.n_events < (1 << 31) else "f8"
+    name_col, names = pod.names.compact(_cat(cols, "name"))
     arrays: dict[str, tuple[str, np.ndarray]] = {
         "event": (ids, _cat(cols, "event")),
         "line": ("i4", _cat(cols, "line")),
         "depth": ("i4", _cat(cols, "depth")),
         "start": ("f8", _cat(cols, "start")),
         "dur": ("f8", _cat(cols, "dur")),
-        "name": ("i4", _cat(cols, "name")),
+        "name": ("i4", name_col),
     }
     for end in ("src", "dst"):  # the first MAX_FLOWS flows, as for one host
         arrays[end] = (ids, _cat(cols, end)[:MAX_FLOWS])
@@ -192,7 +178,7 @@ def window(pod: PodTrace, params: Mapping[str, str]) -> tuple[bytes, str]:
         "bucket_ns": bucket,
         "level": level,
         "events": len(arrays["event"][1]),
-        "names": list(names.ids),
+        "names": names,
         "flows": len(arrays["flow_kind"][1]),
         "flows_total": flows_total,
         "flow_kinds": list(KIND_NAMES),
