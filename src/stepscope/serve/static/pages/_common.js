@@ -3,12 +3,28 @@
 // tool names become links.
 import { getJSON, h, label } from '../util.js';
 
+/**
+ * A step-time category: its key, label and colour.
+ * @typedef {{key: string, label: string, color: string}} Category
+ */
+
+/**
+ * What the links need of a page's context: the run's tools, the page's tool, a tool's address.
+ * @typedef {{name: string, title: string, description?: string, order: number}} ToolInfo
+ * @typedef {{tools: ToolInfo[], tool: string, href: (tool: string) => string}} ToolLinksContext
+ */
+
 // Step-time categories (key, label, colour) in stacking order, bottom to top. Defined once, in
 // Python (stepscope.stats.events), and served by the server: the page modules wait for them.
+/** @type {Category[]} */
 export const CATEGORIES = (await getJSON('api/categories')).categories;
 const EXTRA_COLORS = ['#3949ab', '#7cb342', '#f9ab00', '#00897b', '#5f6368'];
 
-/** Categories for the keys present in `keys`, known ones first in stacking order. */
+/**
+ * Categories for the keys present in `keys`, known ones first in stacking order.
+ * @param {string[]} keys
+ * @returns {Category[]}
+ */
 export function categoriesFor(keys) {
   const known = CATEGORIES.filter((c) => keys.includes(c.key));
   const extra = keys.filter((k) => !CATEGORIES.some((c) => c.key === k))
@@ -16,9 +32,16 @@ export function categoriesFor(keys) {
   return [...known, ...extra];
 }
 
-/** `text` with every mention of a listed tool (name or title) turned into a link to it. */
+/**
+ * `text` with every mention of a listed tool (name or title) turned into a link to it.
+ * @param {string | null | undefined} text
+ * @param {ToolLinksContext} ctx
+ * @returns {Array<string | null | undefined | HTMLAnchorElement>}
+ */
 export function linkTools(text, ctx) {
-  const names = ctx.tools.filter((t) => t.name !== ctx.tool).flatMap((t) => [[t.name, t], [t.title, t]])
+  /** @type {Array<[string, ToolInfo]>} */
+  const names = ctx.tools.filter((t) => t.name !== ctx.tool)
+    .flatMap((t) => /** @type {Array<[string, ToolInfo]>} */ ([[t.name, t], [t.title, t]]))
     .sort((a, b) => b[0].length - a[0].length);
   if (!names.length || !text) return [text];
   const escaped = names.map(([n]) => n.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
@@ -29,7 +52,11 @@ export function linkTools(text, ctx) {
   });
 }
 
-/** Links to the other tools that can explain a bottleneck, most relevant first. */
+/**
+ * Links to the other tools that can explain a bottleneck, most relevant first.
+ * @param {ToolLinksContext} ctx
+ * @param {string[]} [preferred]
+ */
 export function toolLinks(ctx, preferred = []) {
   const others = ctx.tools.filter((t) => t.name !== ctx.tool);
   others.sort((a, b) => {

@@ -51,7 +51,8 @@ function stepStats(data) {
 function deviceSide(data) {
   const steps = data.steps || [];
   if (!steps.length) return card('Device-side analysis', note('No steps were found in this profile.', 'warn'));
-  const color = (key) => CATEGORIES.find((c) => c.key === key).color; // the overview's colours
+  // The overview's colours; the server always serves these two categories.
+  const color = (key) => /** @type {import('./_common.js').Category} */ (CATEGORIES.find((c) => c.key === key)).color;
   const series = [
     { key: 'compute', label: 'Compute and other', color: color('device_compute') },
     { key: 'input', label: 'Waiting for input', color: color('input') },
