@@ -105,6 +105,22 @@ def test_unsorted_lines_are_sorted_with_their_stats() -> None:
     assert profile.event_stats(1) == {"k": 2}
 
 
+def test_stat_lookups_follow_a_resort_of_the_stats() -> None:
+    from stepscope.model.from_xspace import sort_lines_by_start
+
+    builder = XSpaceBuilder()
+    line = builder.plane("/host:CPU").line(1, "t")
+    line.event("a", 100, 10, {"k": 1, "extra": "e"})
+    line.event("b", 500, 10, {"k": 2})
+    profile = profile_from_xspace(builder.build())
+    assert profile.stat("k").as_int().tolist() == [1, 2]  # memoizes the rows of "k"
+    profile.start_ns[:] = [900, 100]  # now out of order: the sort moves the stat rows
+    sort_lines_by_start(profile)
+    assert profile.strings.lookup(profile.name) == ["b", "a"]
+    assert profile.stat("k").as_int().tolist() == [2, 1]
+    assert profile.stat("extra").present.tolist() == [False, True]
+
+
 def test_metadata_stats_apply_to_all_events() -> None:
     builder = XSpaceBuilder()
     plane = builder.plane("/device:GPU:0")

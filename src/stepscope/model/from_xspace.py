@@ -331,3 +331,4 @@ def sort_lines_by_start(profile: Profile) -> None:
             column[lo:hi] = column[order]
         profile.stat_start[lo:hi] = new_start[:-1]
     profile.__dict__.pop("stat_owner", None)
+    profile.__dict__.pop("_stat_rows", None)
