@@ -157,12 +157,13 @@ static int scan_number(Scanner *s, Number *n) {
     if (*p == '0') {
         p++;
     } else {
+        /* 19 digits always fit in 64 bits; 20 or more (no leading zero) exceed int64 */
+        const uint8_t *digits = p;
         while (p < end && IS_DIGIT(*p)) {
-            unsigned digit = (unsigned)(*p - '0');
-            if (magnitude > (UINT64_MAX - digit) / 10) n->overflow = 1;
-            else magnitude = magnitude * 10 + digit;
+            magnitude = magnitude * 10 + (unsigned)(*p - '0');
             p++;
         }
+        if (p - digits > 19) n->overflow = 1;
     }
     if (p < end && *p == '.') {
         n->is_int = 0;
