@@ -248,6 +248,9 @@ def _held(
     """The spans where a zero-length event holds its type current (`sweep`), clipped to
     the steps."""
     zero = profile.start_ns[ev] == profile.end_ns[ev]
+    if not zero.any():
+        none = np.zeros(0, np.int64)
+        return none, none, none, none
     h_st, h_lo, h_hi, h_types = held_spans(
         st[~zero],
         lo[~zero],
@@ -374,9 +377,12 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     lo = np.maximum(profile.start_ns[ev], span_lo[st])
     hi = np.minimum(profile.end_ns[ev], span_hi[st])
     h_st, h_lo, h_hi, h_types = _held(profile, ev, st, lo, hi, pair_types, span_lo, span_hi)
-    table = type_time(
-        np.r_[st, h_st], np.r_[lo, h_lo], np.r_[hi, h_hi], np.r_[pair_types, h_types], n
-    )
+    if len(h_st):
+        table = type_time(
+            np.r_[st, h_st], np.r_[lo, h_lo], np.r_[hi, h_hi], np.r_[pair_types, h_types], n
+        )
+    else:  # no copies of the columns (four 8 B/pair arrays) when nothing is held
+        table = type_time(st, lo, hi, pair_types, n)
     dur = span_hi - span_lo
     table[:, 0] = dur - table[:, 1:].sum(axis=1)
     # selection
@@ -396,7 +402,7 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
         keep, dropped = keep[1:-1], 2
     # "All others" located: what no event covers (a held span counts as covered, as in the
     # breakdown, so that the located time adds up to the category)
-    all_lo, all_hi = np.r_[lo, h_lo], np.r_[hi, h_hi]
+    all_lo, all_hi = (np.r_[lo, h_lo], np.r_[hi, h_hi]) if len(h_st) else (lo, hi)
     order = np.argsort(all_lo, kind="stable")
     covered = all_hi[order] > all_lo[order]
     _, covered_lo, covered_hi = merge_sorted(all_lo[order][covered], all_hi[order][covered])

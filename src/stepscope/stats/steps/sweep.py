@@ -45,10 +45,10 @@ def held_spans(
     step spans is fine: only their starts after a zero-length event matter); ``zero_*``: the
     step's zero-length events (step, time, type). The spans are not clipped to the steps.
     """
+    if not zero_ns.size:  # before any copy: most traces have none, and the copies are 4 x 8 B
+        return _empty()  # per step event (1.2 s of page faults at 20M events)
     keep = hi > lo
     step, lo, hi, types = step[keep], lo[keep], hi[keep], types[keep]
-    if not zero_ns.size:
-        return _empty()
     # For each type T of a zero-length event: the union of events of types >= T per step, as
     # keys step * width + rank of the time, so that one sorted array holds every step (ranks
     # keep order and ties, all the rules need, and keep the keys small).
