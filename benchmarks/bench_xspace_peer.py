@@ -18,7 +18,8 @@ results (overview page, input pipeline, op stats), no cache anywhere:
   fresh process on a fresh copy, its saved-result cache on (the second and third tools reuse
   the first one's op stats), imports included.
 
-Peak memory is the process's (or the server's) maximum resident set (``wait4``'s ru_maxrss).
+Peak memory is the process's (or the server's) maximum resident set (``wait4``'s ru_maxrss);
+CPU is its user + system time (``wait4``), the figure that a loaded machine moves least.
 Inputs: ``tf/big_ctl`` (266k events, 1.65 stats per event, see fixtures/SOURCES.md) and
 `real_density_xspace_bytes` files (1.5 stats per event, the density of the real fixtures:
 1.38-1.79). Medians of ``--repeat``; ratio = peer / stepscope (above 1: stepscope faster).
@@ -67,8 +68,15 @@ print(size)
 """
 
 
-def _spawn(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
-    """Runs ``argv`` to completion: (seconds, peak MB, stdout)."""
+Sample = tuple[float, float, float]  # wall seconds, CPU seconds (user + system), peak MB
+
+
+def _cpu(usage: object) -> float:
+    return float(getattr(usage, "ru_utime", 0.0) + getattr(usage, "ru_stime", 0.0))
+
+
+def _spawn(argv: list[str], env: dict[str, str] | None = None) -> tuple[Sample, str]:
+    """Runs ``argv`` to completion: ((wall s, CPU s, peak MB), stdout)."""
     started = time.perf_counter()
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **(env or {})}
@@ -80,7 +88,7 @@ def _spawn(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, f
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode:
         raise RuntimeError(f"{argv[:3]} failed:\n{err.decode(errors='replace')[-2000:]}")
-    return seconds, usage.ru_maxrss / 1024, out.decode()
+    return (seconds, _cpu(usage), usage.ru_maxrss / 1024), out.decode()
 
 
 def _fresh_copy(path: str, workdir: Path) -> Path:
@@ -92,18 +100,18 @@ def _fresh_copy(path: str, workdir: Path) -> Path:
     return target
 
 
-def stepscope(path: str, workdir: Path, workers: int) -> tuple[float, float]:
+def stepscope(path: str, workdir: Path, workers: int) -> Sample:
     env = {"STEPSCOPE_THREADS": str(workers), "PYTHONPATH": str(ROOT / "src")}
-    seconds, peak, _ = _spawn([sys.executable, "-c", _STEPSCOPE, path], env)
-    return seconds, peak
+    sample, _ = _spawn([sys.executable, "-c", _STEPSCOPE, path], env)
+    return sample
 
 
-def xprof(python: str, path: str, workdir: Path) -> tuple[float, float]:
+def xprof(python: str, path: str, workdir: Path) -> Sample:
     target = _fresh_copy(path, workdir)
     env = {"TF_CPP_MIN_LOG_LEVEL": "3", "GLOG_minloglevel": "3"}
-    seconds, peak, _ = _spawn([python, "-c", _XPROF, str(target)], env)
+    sample, _ = _spawn([python, "-c", _XPROF, str(target)], env)
     shutil.rmtree(target.parents[3], ignore_errors=True)
-    return seconds, peak
+    return sample
 
 
 def _free_port() -> int:
@@ -112,7 +120,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def xprof_rs(binary: str, path: str, workdir: Path, one_thread: bool) -> tuple[float, float]:
+def xprof_rs(binary: str, path: str, workdir: Path, one_thread: bool) -> Sample:
     """Spawn the server on a fresh log directory, ask the three tools, stop it."""
     target = _fresh_copy(path, workdir)
     logdir = target.parents[3]
@@ -144,11 +152,16 @@ def xprof_rs(binary: str, path: str, workdir: Path, one_thread: bool) -> tuple[f
         proc.terminate()
         _, _, usage = os.wait4(proc.pid, 0)
         shutil.rmtree(logdir, ignore_errors=True)
-    return seconds, usage.ru_maxrss / 1024
+    return seconds, _cpu(usage), usage.ru_maxrss / 1024
 
 
-def _median(samples: list[tuple[float, float]]) -> tuple[float, float]:
-    return statistics.median(s for s, _ in samples), max(m for _, m in samples)
+def _median(samples: list[Sample]) -> Sample:
+    """Median wall and CPU seconds, highest peak."""
+    return (
+        statistics.median(s[0] for s in samples),
+        statistics.median(s[1] for s in samples),
+        max(s[2] for s in samples),
+    )
 
 
 def main() -> None:
@@ -166,18 +179,18 @@ def main() -> None:
     if BIG_CTL and not args.no_fixture:
         cases.append(("tf/big_ctl", str(BIG_CTL), 265_916))
     for n in args.events:
-        path = workdir / f"synthetic_{n}.xplane.pb"
+        made = workdir / f"synthetic_{n}.xplane.pb"
         # Made in a child: this process stays small, because a child's ru_maxrss starts
         # from its parent's peak (fork copies it, exec keeps it).
         make = "import sys; from stepscope.xspace.synthetic import real_density_xspace_bytes as f"
         make += "; open(sys.argv[1], 'wb').write(f(int(sys.argv[2])))"
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-        subprocess.run([sys.executable, "-c", make, str(path), str(n)], check=True, env=env)
-        cases.append((f"synthetic {n / 1e6:g}M", str(path), n))
+        subprocess.run([sys.executable, "-c", make, str(made), str(n)], check=True, env=env)
+        cases.append((f"synthetic {n / 1e6:g}M", str(made), n))
     columns = ["stepscope 1w", "stepscope 2w", "xprof-rs 1t", "xprof-rs default", "XProf C++"]
     rows = []
     for label, path, n in cases:
-        samples: dict[str, list[tuple[float, float]]] = {c: [] for c in columns}
+        samples: dict[str, list[Sample]] = {c: [] for c in columns}
         for _ in range(args.repeat):  # interleaved: load on the machine hits all alike
             samples["stepscope 1w"].append(stepscope(path, workdir, 1))
             samples["stepscope 2w"].append(stepscope(path, workdir, 2))
@@ -189,11 +202,12 @@ def main() -> None:
         rows.append((label, n, result))
         print(json.dumps({"case": label, "events": n, **result}), flush=True)
     shutil.rmtree(workdir, ignore_errors=True)
-    print(f"\n| case | events | {' | '.join(f'{c} s (MB)' for c in columns)} | ratios |")
+    print(f"\n| case | events | {' | '.join(f'{c} s / CPU s (MB)' for c in columns)} | ratios |")
     print("|---|---:|" + "---:|" * len(columns) + "---|")
     for label, n, result in rows:
         cells = [
-            f"{result[c][0]:.2f} ({result[c][1]:,.0f})" if c in result else "-" for c in columns
+            f"{result[c][0]:.2f} / {result[c][1]:.2f} ({result[c][2]:,.0f})" if c in result else "-"
+            for c in columns
         ]
         ours1, ours2 = result["stepscope 1w"][0], result["stepscope 2w"][0]
         ratios = [
