@@ -70,3 +70,20 @@ def test_type_time_on_crafted_steps(seed: int, monkeypatch: pytest.MonkeyPatch) 
     fast, slow = _both(monkeypatch, lambda: type_time(step, lo, hi, types, n_steps))
     assert fast.sum() > 0
     assert np.array_equal(fast, slow)
+
+
+@pytest.mark.parametrize("long_events", [False, True])
+def test_window_pairs_shortcut_equals_the_general_pairing(long_events: bool) -> None:
+    from stepscope.stats.steps import breakdown
+
+    rng = np.random.default_rng(3)
+    win_start = np.arange(0, 10_000, 1000, dtype=np.int64)
+    win_end = win_start + 900
+    start = rng.integers(0, 10_000, 5000)
+    end = start + (rng.integers(0, 3000, 5000) if long_events else rng.integers(0, 90, 5000))
+    events = np.arange(5000, dtype=np.int64)
+    got = breakdown._window_pairs(events, start, end, win_start, win_end)
+    # every (event, window) that overlaps, by brute force
+    overlap = (start[:, None] < win_end[None, :]) & (end[:, None] > win_start[None, :])
+    ev, st = np.nonzero(overlap)
+    assert np.array_equal(got[0], ev) and np.array_equal(got[1], st)

@@ -104,6 +104,9 @@ def _window_pairs(
     lo = np.searchsorted(reach, start[events], "right")
     hi = np.searchsorted(win_start, end[events], "left")
     counts = np.maximum(hi - lo, 0)
+    if counts.max(initial=0) <= 1:  # the usual case: no event spans two steps
+        one = counts == 1
+        return events[one], lo[one]
     first = np.cumsum(counts) - counts
     steps = np.repeat(lo - first, counts) + np.arange(int(counts.sum()))
     return np.repeat(events, counts), steps
