@@ -33,6 +33,12 @@ setup(
             extra_compile_args=["-O2"],
         ),
         Extension(
+            "stepscope.stats.trace_index._segsearch",
+            sources=["src/stepscope/stats/trace_index/_segsearch.c"],
+            optional=True,  # without it the window queries bisect their segments in NumPy
+            extra_compile_args=["-O2"],
+        ),
+        Extension(
             "stepscope.tools.trace_viewer._pbpack",
             sources=["src/stepscope/tools/trace_viewer/_pbpack.c"],
             optional=True,  # without it the Perfetto export encodes with numpy (slower)

@@ -8,7 +8,17 @@ NumPy vector operations (one bisection step for all segments at once).
 
 from __future__ import annotations
 
+import importlib
+import os
+from typing import Any
+
 import numpy as np
+
+_segsearch: Any
+try:
+    _segsearch = importlib.import_module("stepscope.stats.trace_index._segsearch")
+except ImportError:  # not built: the NumPy bisection below
+    _segsearch = None
 
 
 def segmented_search(
@@ -24,6 +34,21 @@ def segmented_search(
     Like ``np.searchsorted`` per segment, with absolute positions. With ``through``, the
     segments are of ``values[through]`` (searched without building that array).
     """
+    if (
+        _segsearch is not None
+        and through is None
+        and values.dtype == np.int64
+        and values.flags.c_contiguous
+        and os.environ.get("STEPSCOPE_PURE_PYTHON") != "1"
+    ):
+        found = _segsearch.search(
+            values,
+            np.ascontiguousarray(lo, dtype=np.int64),
+            np.ascontiguousarray(hi, dtype=np.int64),
+            np.ascontiguousarray(keys, dtype=np.int64),
+            side == "right",
+        )
+        return np.frombuffer(found, dtype=np.int64).copy()
     left = np.asarray(lo, dtype=np.int64).copy()
     right = np.asarray(hi, dtype=np.int64).copy()
     keys = np.asarray(keys)
