@@ -1,0 +1,124 @@
+"""Trace viewer, spawn to first window, against xprof-rs: a profile nobody opened before.
+
+    python benchmarks/bench_trace_peer.py [--events 10000000] [--repeat 3]
+
+Each measurement is a new process on a fresh copy of the file with no cache, timed from spawn
+to the last byte of the full-view window at 8000 px (the resolution XProf's UI asks for):
+
+- stepscope: the trace viewer's endpoint in process (`trace_viewer.api.trace_of`: convert,
+  build the trace index and write both to an empty cache directory; then `api.window`);
+- xprof-rs 0.1.3: its server on a fresh log directory, then ``trace_viewer@`` over HTTP, with
+  one thread (``taskset -c 0``, ``RAYON_NUM_THREADS=1``) and with its default threads.
+
+Input: `real_density_xspace_bytes` (1.5 stats per event, as the real TensorFlow fixtures).
+Medians of ``--repeat`` (wall s / CPU s, peak MB); sides alternate within each repeat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from bench_xspace_peer import ROOT, Sample, _cpu, _free_port, _fresh_copy, _median, _spawn
+
+_STEPSCOPE = """
+import sys
+from pathlib import Path
+from stepscope.model import open_run
+from stepscope.tools.context import ProfileStore, ToolContext
+from stepscope.tools.trace_viewer import api
+run = open_run(sys.argv[1])
+ctx = ToolContext(run, run.hosts[0].host, ProfileStore(cache_dir=Path(sys.argv[2])))
+_, index = api.trace_of(ctx)
+body, _ = api.window(ctx, {"t0": "0", "t1": str(index.end_ns - index.origin_ns), "res": "8000"})
+print(len(body))
+"""
+
+
+def stepscope(path: str, workdir: Path) -> Sample:
+    target = _fresh_copy(path, workdir)
+    cache = tempfile.mkdtemp(dir=workdir)
+    env = {"PYTHONPATH": str(ROOT / "src")}
+    sample, out = _spawn([sys.executable, "-c", _STEPSCOPE, str(target.parent), cache], env)
+    if int(out.strip().splitlines()[-1]) < 1000:
+        raise RuntimeError("stepscope answered an empty window")
+    shutil.rmtree(target.parents[3], ignore_errors=True)
+    shutil.rmtree(cache, ignore_errors=True)
+    return sample
+
+
+def xprof_rs(binary: str, path: str, workdir: Path, one_thread: bool) -> Sample:
+    target = _fresh_copy(path, workdir)
+    logdir = target.parents[3]
+    port = _free_port()
+    argv = [binary, "--logdir", str(logdir), "--port", str(port)]
+    env = dict(os.environ)
+    if one_thread:
+        argv = ["taskset", "-c", "0", *argv]
+        env["RAYON_NUM_THREADS"] = "1"
+    url = (
+        f"http://127.0.0.1:{port}/data/plugin/profile/data?run=run&host=host"
+        "&tag=trace_viewer@&resolution=8000"
+    )
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=600) as response:
+                    size = len(response.read())
+                break
+            except (ConnectionError, urllib.error.URLError):
+                if proc.poll() is not None:
+                    raise RuntimeError("xprof-rs exited") from None
+                time.sleep(0.002)
+        seconds = time.perf_counter() - started
+        if size < 1000:
+            raise RuntimeError(f"xprof-rs answered {size} bytes")
+    finally:
+        proc.terminate()
+        _, _, usage = os.wait4(proc.pid, 0)
+        shutil.rmtree(logdir, ignore_errors=True)
+    return seconds, _cpu(usage), usage.ru_maxrss / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=10_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    binary = shutil.which("xprof-rs") or str(Path(sys.executable).with_name("xprof-rs"))
+    workdir = Path(tempfile.mkdtemp(prefix="bench_trace_peer_"))
+    made = workdir / "synthetic.xplane.pb"
+    make = "import sys; from stepscope.xspace.synthetic import real_density_xspace_bytes as f"
+    make += "; open(sys.argv[1], 'wb').write(f(int(sys.argv[2])))"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    subprocess.run([sys.executable, "-c", make, str(made), str(args.events)], check=True, env=env)
+    samples: dict[str, list[Sample]] = {"stepscope": [], "xprof-rs 1t": [], "xprof-rs": []}
+    for _ in range(args.repeat):
+        samples["stepscope"].append(stepscope(str(made), workdir))
+        samples["xprof-rs 1t"].append(xprof_rs(binary, str(made), workdir, True))
+        samples["xprof-rs"].append(xprof_rs(binary, str(made), workdir, False))
+    shutil.rmtree(workdir, ignore_errors=True)
+    result = {name: _median(values) for name, values in samples.items()}
+    print(json.dumps({"events": args.events, **result}))
+    for name, (wall, cpu, peak) in result.items():
+        print(f"{name:<12} {wall:8.2f} s  CPU {cpu:8.2f} s  peak {peak:8,.0f} MB")
+    ours = result["stepscope"][0]
+    print(
+        f"xprof-rs 1t / stepscope: {result['xprof-rs 1t'][0] / ours:.2f}x; "
+        f"xprof-rs / stepscope: {result['xprof-rs'][0] / ours:.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    main()
