@@ -69,17 +69,23 @@ def _entry(key: str) -> str:
 
 
 def read(key: str) -> bytes | None:
+    path = _entry(key)
     try:
-        with open(_entry(key), "rb") as handle:
-            return handle.read()
+        with open(path, "rb") as handle:
+            data = handle.read()
     except OSError:
         return None
+    # Read now: the store's eviction (store.budget, not imported on this path) takes it last.
+    with contextlib.suppress(OSError):
+        os.utime(path)
+    return data
 
 
 def write(key: str, data: bytes) -> None:
     """Keeps ``data`` as the answer for ``key``; a cache that cannot be written is skipped."""
     from stepscope import tmpfiles
+    from stepscope.store import budget
 
     # A read-only or full cache directory must not fail the command.
     with contextlib.suppress(OSError):
-        tmpfiles.write_bytes(_entry(key), data)
+        budget.after_write(tmpfiles.write_bytes(_entry(key), data), len(data))

@@ -20,6 +20,7 @@ from stepscope.cli.output import Parser
 from stepscope.errors import StepscopeError
 
 COMMANDS = (
+    "cache",
     "capture",
     "demo",
     "diff",

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from stepscope import tmpfiles
+from stepscope.store import budget
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +51,9 @@ def write_arrays(target: Path, arrays: Mapping[str, np.ndarray], header: Any) ->
         for name, values in arrays.items():
             np.save(tmp / f"{name}.npy", values, allow_pickle=False)
         (tmp / HEADER).write_text(json.dumps(header))
-        (tmp / MANIFEST).write_text(json.dumps(_describe(tmp)))
+        listed = _describe(tmp)
+        (tmp / MANIFEST).write_text(json.dumps(listed))
+    budget.after_write(target, sum(size for size, _crc in listed.values()))
 
 
 def verify(target: Path) -> bool:
@@ -70,6 +73,7 @@ def verify(target: Path) -> bool:
     except (OSError, ValueError, TypeError, AttributeError) as exc:
         logger.warning("cache entry %s is damaged (%s): rebuilding it", target, exc)
         return False
+    budget.touch(target)  # read now: evicted last
     return True
 
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from stepscope import tmpfiles
+from stepscope.store import budget
 
 logger = logging.getLogger(__name__)
 
@@ -167,13 +168,15 @@ def write_value(path: Path, value: Any) -> bool:
     """Store ``value`` at ``path`` atomically; False (logged) when it cannot be stored or the
     store is not writable: a cache that fails must never stop an analysis."""
     try:
-        tmpfiles.write_bytes(path, dumps(value))
+        data = dumps(value)
+        tmpfiles.write_bytes(path, data)
     except UnstorableValue as exc:
         logger.debug("not stored in %s: it holds %s", path, exc)
         return False
     except OSError as exc:
         logger.warning("could not write cache entry %s: %s", path, exc.strerror or exc)
         return False
+    budget.after_write(path, len(data))
     return True
 
 
@@ -188,7 +191,7 @@ def read_value(path: Path) -> Any | None:
         logger.info("cache entry %s unreadable (%s); recomputing", path, exc.strerror or exc)
         return None
     try:
-        return loads(data)
+        value = loads(data)
     except (
         ValueError,
         KeyError,
@@ -202,3 +205,5 @@ def read_value(path: Path) -> Any | None:
     ) as exc:
         logger.info("cache entry %s damaged (%s); recomputing", path, exc)
         return None
+    budget.touch(path)  # read now: evicted last
+    return value
