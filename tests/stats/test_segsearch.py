@@ -31,9 +31,10 @@ def test_c_search_equals_numpy_bisection(side: str, monkeypatch: pytest.MonkeyPa
     assert fast.tolist() == slow.tolist() == expected.tolist()
 
 
-def test_c_search_rejects_a_segment_outside_the_values() -> None:
+def test_c_search_rejects_a_segment_outside_the_values(monkeypatch: pytest.MonkeyPatch) -> None:
     if segments._segsearch is None:
         pytest.skip("the C extension is not built")
+    monkeypatch.delenv("STEPSCOPE_PURE_PYTHON", raising=False)  # this test is about the C path
     values = np.arange(10, dtype=np.int64)
     with pytest.raises(IndexError, match="outside"):
         segments.segmented_search(values, np.array([0]), np.array([11]), np.array([3]))
