@@ -23,12 +23,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
-from bench_xspace_peer import ROOT, Sample, _cpu, _free_port, _fresh_copy, _median, _spawn
+import bench_xspace_peer
+from bench_xspace_peer import ROOT, Sample, _fresh_copy, _median, _spawn
 
 _STEPSCOPE = """
 import sys
@@ -57,38 +55,9 @@ def stepscope(path: str, workdir: Path) -> Sample:
 
 
 def xprof_rs(binary: str, path: str, workdir: Path, one_thread: bool) -> Sample:
-    target = _fresh_copy(path, workdir)
-    logdir = target.parents[3]
-    port = _free_port()
-    argv = [binary, "--logdir", str(logdir), "--port", str(port)]
-    env = dict(os.environ)
-    if one_thread:
-        argv = ["taskset", "-c", "0", *argv]
-        env["RAYON_NUM_THREADS"] = "1"
-    url = (
-        f"http://127.0.0.1:{port}/data/plugin/profile/data?run=run&host=host"
-        "&tag=trace_viewer@&resolution=8000"
+    return bench_xspace_peer.xprof_rs(
+        binary, path, workdir, one_thread, tags=("trace_viewer@&resolution=8000",)
     )
-    started = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    try:
-        while True:
-            try:
-                with urllib.request.urlopen(url, timeout=600) as response:
-                    size = len(response.read())
-                break
-            except (ConnectionError, urllib.error.URLError):
-                if proc.poll() is not None:
-                    raise RuntimeError("xprof-rs exited") from None
-                time.sleep(0.002)
-        seconds = time.perf_counter() - started
-        if size < 1000:
-            raise RuntimeError(f"xprof-rs answered {size} bytes")
-    finally:
-        proc.terminate()
-        _, _, usage = os.wait4(proc.pid, 0)
-        shutil.rmtree(logdir, ignore_errors=True)
-    return seconds, _cpu(usage), usage.ru_maxrss / 1024
 
 
 def main() -> None:

@@ -120,8 +120,10 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def xprof_rs(binary: str, path: str, workdir: Path, one_thread: bool) -> Sample:
-    """Spawn the server on a fresh log directory, ask the three tools, stop it."""
+def xprof_rs(
+    binary: str, path: str, workdir: Path, one_thread: bool, tags: tuple[str, ...] = XPROF_TOOLS
+) -> Sample:
+    """Spawn the server on a fresh log directory, ask each of ``tags`` in turn, stop it."""
     target = _fresh_copy(path, workdir)
     logdir = target.parents[3]
     port = _free_port()
@@ -135,7 +137,7 @@ def xprof_rs(binary: str, path: str, workdir: Path, one_thread: bool) -> Sample:
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
         size = 0
-        for tool in XPROF_TOOLS:
+        for tool in tags:
             while True:
                 try:
                     with urllib.request.urlopen(base + tool, timeout=600) as response:
