@@ -104,10 +104,16 @@ def test_window_stays_within_the_row_budget(
     run_dir: Path, store: ProfileStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(pod_api, "MAX_WINDOW_ROWS", 10)
-    header, arrays = _window(_ctx(run_dir, store), res="500")
+    monkeypatch.setattr(pod_api, "MAX_ROWS_WITHOUT_LINES", 6)
+    header, arrays = _window(_ctx(run_dir, store), res="500", lines="0-23")
     assert header["rows_left_out"] == 24 - 10  # one row per line here
     assert set(np.unique(arrays["line"]).tolist()) <= set(range(10))
     assert header["resolution"] == 500
+    # without a track list (a script): the first screen of rows only
+    header, arrays = _window(_ctx(run_dir, store), res="500")
+    assert header["rows_left_out"] == 24 - 6
+    assert set(np.unique(arrays["line"]).tolist()) <= set(range(6))
+    monkeypatch.setattr(pod_api, "MAX_ROWS_WITHOUT_LINES", 10)
     monkeypatch.setattr(pod_api, "MAX_ROW_PIXELS", 10 * 120)  # rows x pixels: 120 px for 10
     header, arrays = _window(_ctx(run_dir, store), res="500")
     assert header["resolution"] == 120 and header["bucket_ns"] * 120 == pytest.approx(

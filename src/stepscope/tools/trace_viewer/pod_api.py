@@ -7,7 +7,9 @@ numbers as ranges, ``none`` for none) and at most ``MAX_ROW_PIXELS`` rows x reso
 request beyond it is answered at a lower resolution, given in the header), so whatever the
 host count a response holds at most about two events per row per pixel of that budget.
 Rows beyond the budget are left out and counted in the header (``rows_left_out``); hosts
-with no row asked for cost nothing.
+with no row asked for cost nothing. A request without ``lines`` (a script's, not the page's)
+gets the first ``MAX_ROWS_WITHOUT_LINES`` rows: a screen of them, not 256 rows of dense
+tracks (155,000 events, 5 MB, for a 64-host pod), and ``rows_left_out`` says to choose.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from stepscope.tools.trace_viewer.api import (
 from stepscope.tools.trace_viewer.pod import HostTrace, PodTrace
 
 MAX_WINDOW_ROWS = 256  # a 4K screen of 16-pixel rows, and as much again around it
+MAX_ROWS_WITHOUT_LINES = 64  # a screen of rows when no track list is given
 MAX_ROW_PIXELS = 200_000  # rows x resolution: beyond it the resolution is lowered to fit
 MAX_SEARCH_DEPTH = 100_000  # offset + limit of a search over many hosts
 
@@ -78,14 +81,14 @@ def _lines_by_host(params: Mapping[str, str], pod: PodTrace) -> dict[int, np.nda
 
 
 def _within_budget(
-    pod: PodTrace, chosen: dict[int, np.ndarray]
+    pod: PodTrace, chosen: dict[int, np.ndarray], max_rows: int
 ) -> tuple[dict[int, np.ndarray], int]:
     kept: dict[int, np.ndarray] = {}
     rows = 0
     left_out = 0
     for k, lines in chosen.items():
         depths = pod.hosts[k].index.line_depths[lines]
-        room = np.cumsum(depths) + rows <= MAX_WINDOW_ROWS
+        room = np.cumsum(depths) + rows <= max_rows
         if room.any():
             kept[k] = lines[room]
             rows += int(depths[room].sum())
@@ -112,7 +115,8 @@ def _counter_ids(params: Mapping[str, str], pod: PodTrace, hosts: list[int]) -> 
 def window(pod: PodTrace, params: Mapping[str, str]) -> tuple[bytes, str]:
     t0, t1 = _span(params, pod)
     res = _int(params, "res", 2000, 1, MAX_RESOLUTION)
-    chosen, left_out = _within_budget(pod, _lines_by_host(params, pod))
+    max_rows = MAX_WINDOW_ROWS if params.get("lines") else MAX_ROWS_WITHOUT_LINES
+    chosen, left_out = _within_budget(pod, _lines_by_host(params, pod), max_rows)
     rows = sum(int(pod.hosts[k].index.line_depths[lines].sum()) for k, lines in chosen.items())
     res = max(1, min(res, MAX_ROW_PIXELS // max(rows, 1)))
     cols: dict[str, list[np.ndarray]] = {}
