@@ -128,8 +128,7 @@ def query_window(
         # One narrow event per (row, pixel): the longest (the first on ties).
         pixel = ((np.maximum(start[narrow], t0) - t0) / bucket).astype(np.int64)
         key = row[narrow].astype(np.int64) * (resolution + 2) + np.minimum(pixel, resolution)
-        order = stable_argsort(key)
-        best = order[first_max_per_group(dur[narrow][order], group_starts(key[order]))]
+        best = longest_per_key(key, dur[narrow], bucket)
         keep = np.ones(len(event), dtype=bool)
         keep[narrow] = False
         keep[narrow[best]] = True
@@ -146,6 +145,19 @@ def query_window(
         level=level,
         bucket_ns=bucket,
     )
+
+
+def longest_per_key(key: np.ndarray, dur: np.ndarray, bucket: float) -> np.ndarray:
+    """Position of the longest ``dur`` (the first on ties) of each distinct non-negative
+    ``key``, in key order; every ``dur`` is under ``bucket``."""
+    # One stable sort by (key, longest first) when the pair fits the radix sort's 48 bits:
+    # each group's first is its pick (a third of the sorts and no per-group maximum).
+    width = int(bucket) + 2
+    if len(key) and int(key.max()) < (1 << 48) // width:
+        order = stable_argsort(key * width + (width - 1 - dur))  # width-1-dur in [1, width)
+        return order[group_starts(key[order])]
+    order = stable_argsort(key)
+    return order[first_max_per_group(dur[order], group_starts(key[order]))]
 
 
 def events_in_box(
