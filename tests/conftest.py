@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from stepscope.store import location
+from stepscope.store.budget import ENV_VAR as CAP_VAR
 
 # REPO and tf_xplane are re-exported for older imports: new code imports tests.support.fixtures.
 from tests.support.fixtures import FIXTURES, REPO, tf_xplane  # noqa: F401
@@ -24,11 +25,15 @@ def fixtures_dir() -> Path:
 @pytest.fixture(scope="session", autouse=True)
 def _own_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every session gets an empty store (`stepscope.store`): results never come from what an
-    older checkout cached in the user's cache directory under the same version number."""
-    saved = os.environ.get(location.ENV_VAR)
-    os.environ[location.ENV_VAR] = str(tmp_path_factory.mktemp("stepscope_cache"))
+    older checkout cached in the user's cache directory under the same version number.
+    It is unbounded, so no test's cache hit depends on the free space of the machine's disk
+    (the default cap is a share of it); tests of the cap set their own."""
+    settings = {location.ENV_VAR: str(tmp_path_factory.mktemp("stepscope_cache")), CAP_VAR: "0"}
+    saved = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)
     yield
-    if saved is None:
-        os.environ.pop(location.ENV_VAR, None)
-    else:
-        os.environ[location.ENV_VAR] = saved
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
