@@ -16,8 +16,8 @@ Phases, each in this process unless said otherwise:
   detail per host, merge, flows, counters, binary encoding), in the scenarios the page
   produces at 1400x1000 pixels (its default view with one host open, and pans in it; every
   host open while scrolling through them; panning by 2% of the view at three zooms; zooming
-  in from the full view to 1/1000 of it; the worst case of a request without `lines`: the
-  row budget);
+  in from the full view to 1/1000 of it; a script's request without `lines`: the first 64
+  rows);
 - end to end: the same requests over HTTP to `stepscope serve` in its own process (gzip as a
   browser asks), timed from request to the last byte received.
 
@@ -122,7 +122,7 @@ def scenarios(structure: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
     out["zoom in, full view to 1/1000"] = [
         req(span / 2 - span / 2 / 1.2**k, span / 2 + span / 2 / 1.2**k, middle) for k in range(38)
     ]
-    out["no lines (the row budget)"] = [
+    out["no lines (a script: the first 64 rows)"] = [
         {"t0": "0", "t1": str(span), "res": str(PLOT_W)} for _ in range(5)
     ]
     return out
