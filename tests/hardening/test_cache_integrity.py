@@ -17,7 +17,7 @@ import pytest
 from stepscope import tmpfiles
 from stepscope.model import Profile, cache, open_host, open_run
 from stepscope.stats.trace_index.index import index_dir, open_trace_index
-from stepscope.store import entries
+from stepscope.store import background, entries
 from tests.support.fixtures import tf_xplane
 
 
@@ -32,7 +32,9 @@ def host_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _open(path: Path) -> Profile:
-    return open_host(open_run(str(path.parent)).hosts[0])
+    profile = open_host(open_run(str(path.parent)).hosts[0])
+    background.wait()  # the entry is written after the answer
+    return profile
 
 
 def _truncate(path: Path) -> None:
@@ -84,11 +86,13 @@ def test_damaged_entry_is_rebuilt_with_the_same_numbers(host_file: Path, damage:
 def test_damaged_trace_index_is_rebuilt(host_file: Path) -> None:
     profile = _open(host_file)
     built = open_trace_index(profile)
+    background.wait()
     target = index_dir(profile)
     assert target is not None
     _swap_for_another_array(target / "start_ns.npy")
     again = open_trace_index(profile)
     np.testing.assert_array_equal(built.start_ns, again.start_ns)
+    background.wait()
     assert entries.verify(target)
 
 

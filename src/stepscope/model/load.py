@@ -6,11 +6,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from stepscope import log
 from stepscope.model import cache
 from stepscope.model.from_xspace import _decode, profile_from_columns
 from stepscope.model.profile import Profile
 from stepscope.model.runs import HostFile, format_of, host_name_of
+from stepscope.store import background
 from stepscope.xspace.io import read_profile_bytes
 
 # progress(stage, fraction=None): conversions of large files report their stage and how far
@@ -56,21 +56,18 @@ def open_host(
     if not use_cache:
         return _convert(host, progress)
     entry = cache.entry_dir(host.path, cache_dir)
+    background.wait(entry)  # this process is writing it: read it once written
     cached = cache.load(entry)
     if cached is not None:
         return cached
     started = time.monotonic()
     profile = _convert(host, progress)
-    say = progress if host.size_bytes >= PROGRESS_MIN_BYTES else None
-    if say is not None:
-        say("writing the cache", 0.9)
-    try:
-        cache.save(profile, entry)
-    except OSError as exc:  # a read-only cache must not stop analysis
-        log.warn(f"stepscope: could not write cache {entry}: {exc.strerror or exc}")
-    if say is not None:
+    # Written after the caller has its answer (`stepscope.store.background`); the arrays are
+    # not changed after conversion, so the thread writes what was converted.
+    background.write_later(entry, lambda: cache.save(profile, entry), "cache")
+    if host.size_bytes >= PROGRESS_MIN_BYTES and progress is not None:
         elapsed = time.monotonic() - started
-        say(f"converted {profile.n_events:,} events in {elapsed:.1f} s (cached for next time)", 1.0)
+        progress(f"converted {profile.n_events:,} events in {elapsed:.1f} s (caching it)", 1.0)
     return profile
 
 

@@ -39,7 +39,7 @@ from stepscope.stats.trace_index.lod import (
 from stepscope.stats.trace_index.search import NameIndex, build_name_index, index_dtype
 from stepscope.stats.trace_index.segments import group_starts, stable_argsort
 from stepscope.stats.trace_index.tracks import Steps, find_steps
-from stepscope.store import entries, location
+from stepscope.store import background, entries, location
 
 INDEX_VERSION = 3  # bump whenever the index layout or its algorithms change
 KIND = "trace_index"  # the store's name for these entries
@@ -221,6 +221,7 @@ def open_trace_index(
     """The index of ``profile``: from the cache when present, else built (and cached)."""
     target = index_dir(profile, cache_dir) if use_cache else None
     if target is not None:
+        background.wait(target)  # this process is writing it: read it once written
         found = load_index(target)
         if found is not None and found.n_events == profile.n_events:
             return found
@@ -231,9 +232,7 @@ def open_trace_index(
             f"stepscope: indexed {profile.n_events:,} events for the trace viewer in "
             f"{time.monotonic() - started:.1f} s"
         )
-    if target is not None:
-        try:
-            save_index(index, target)
-        except OSError as exc:
-            log.warn(f"stepscope: could not cache the trace index {target}: {exc.strerror or exc}")
+    if target is not None:  # written after the first window is answered
+        where = target
+        background.write_later(where, lambda: save_index(index, where), "the trace index")
     return index

@@ -1,0 +1,83 @@
+"""Store entries are written after the answer: the caller gets its profile and trace index
+while the entries are still being written, and a later open finds them complete."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stepscope.model import cache, open_host, open_run
+from stepscope.stats.trace_index import index as trace_index
+from stepscope.store import background, entries
+from tests.support.fixtures import tf_xplane
+
+
+@pytest.fixture
+def host_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("STEPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    run_dir = tmp_path / "logs" / "plugins" / "profile" / "r1"
+    run_dir.mkdir(parents=True)
+    copy = run_dir / "h.xplane.pb"
+    shutil.copy(tf_xplane("ctl"), copy)
+    return copy
+
+
+def _held(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> threading.Event:
+    """Make ``owner.name`` (a writer) wait for the returned event before writing."""
+    release = threading.Event()
+    write = getattr(owner, name)
+
+    def held(*args: object) -> None:
+        assert release.wait(30)
+        write(*args)
+
+    monkeypatch.setattr(owner, name, held)
+    return release
+
+
+def test_profile_answers_before_its_cache_is_written(
+    host_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = _held(monkeypatch, cache, "save")
+    host = open_run(str(host_file.parent)).hosts[0]
+    first = open_host(host)  # returns while the save waits
+    entry = cache.entry_dir(str(host_file))
+    assert background.pending(entry) and not entry.exists()
+    release.set()
+    second = open_host(host)  # waits for this process' own write, then reads it
+    assert not background.pending(entry) and entries.verify(entry)
+    assert isinstance(second.start_ns.base, np.memmap)
+    np.testing.assert_array_equal(first.start_ns, second.start_ns)
+
+
+def test_trace_index_answers_before_it_is_written(
+    host_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    profile = open_host(open_run(str(host_file.parent)).hosts[0], use_cache=False)
+    release = _held(monkeypatch, trace_index, "save_index")
+    built = trace_index.open_trace_index(profile)
+    target = trace_index.index_dir(profile)
+    assert target is not None and background.pending(target) and not target.exists()
+    release.set()
+    background.wait()
+    assert entries.verify(target)
+    loaded = trace_index.load_index(target)
+    assert loaded is not None
+    np.testing.assert_array_equal(built.order, loaded.order)
+
+
+def test_failed_write_is_a_warning(
+    host_file: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def refused(*_args: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(cache, "save", refused)
+    profile = open_host(open_run(str(host_file.parent)).hosts[0])
+    background.wait()
+    assert profile.n_events > 0
+    assert "could not write cache" in caplog.text and "Permission denied" in caplog.text
