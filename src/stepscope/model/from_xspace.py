@@ -16,7 +16,6 @@ from stepscope.errors import ProfileFormatError
 from stepscope.model.profile import Line, Plane, Profile, PyStat, Stats
 from stepscope.model.strings import StringTable
 from stepscope.xspace.io import read_profile_bytes
-from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace, XStat
 from stepscope.xspace.wire import (
     KIND_BYTES,
     KIND_REF,
@@ -25,6 +24,11 @@ from stepscope.xspace.wire import (
     _stat_value,
     decode_columns,
 )
+
+TYPE_CHECKING = False  # the messages are annotations only: the columnar decoder needs no protobuf
+if TYPE_CHECKING:
+    from stepscope.xspace.headers import HeaderStat, PlaneHeader
+    from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace, XStat
 
 PS_PER_NS = 1000
 
@@ -64,7 +68,7 @@ def _decode(data: bytes, source: str) -> RawColumns:
     return raw
 
 
-def _stat_python(stat: XStat, plane: XPlane) -> PyStat:
+def _stat_python(stat: XStat | HeaderStat, plane: XPlane | PlaneHeader) -> PyStat:
     which = stat.WhichOneof("value")
     if which is None:
         return None
@@ -292,7 +296,7 @@ def _missing_meta(
 
 
 def _encode_meta_stat(
-    strings: StringTable, key: str, value: PyStat, stat: XStat
+    strings: StringTable, key: str, value: PyStat, stat: XStat | HeaderStat
 ) -> tuple[int, int, int]:
 
     which = stat.WhichOneof("value")

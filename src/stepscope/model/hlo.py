@@ -13,10 +13,11 @@ import logging
 import re
 from dataclasses import dataclass, field
 
-from google.protobuf.message import DecodeError
-
 from stepscope.model.profile import Profile
-from stepscope.xspace.proto import hlo_pb2
+
+TYPE_CHECKING = False  # protobuf is imported by `_read`, once a profile carries HLO
+if TYPE_CHECKING:
+    from stepscope.xspace.proto import hlo_pb2
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,10 @@ def _read(profile: Profile) -> dict[int, HloModule]:
     key = profile.strings.id_of(HLO_PROTO_STAT)
     if key < 0:
         return {}
+    from google.protobuf.message import DecodeError
+
+    from stepscope.xspace.proto import hlo_pb2
+
     out: dict[int, HloModule] = {}
     rows = [int(r) for r in (profile.meta_plane == plane.index).nonzero()[0]]
     table = profile.meta_stats

@@ -15,8 +15,10 @@ import numpy as np
 
 from stepscope.model import Profile
 from stepscope.model.hlo import HloModule, hlo_modules
-from stepscope.stats import hlo_cost
-from stepscope.xspace.proto import hlo_pb2
+
+TYPE_CHECKING = False  # protobuf (hlo_pb2, hlo_cost) only once a profile carries HLO
+if TYPE_CHECKING:
+    from stepscope.xspace.proto import hlo_pb2
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class XlaOp:
 
 
 def _shape_text(shape: hlo_pb2.ShapeProto) -> str:
+    from stepscope.xspace.proto import hlo_pb2
+
     if shape.element_type == hlo_pb2.TUPLE:
         return "(" + ", ".join(_shape_text(s) for s in shape.tuple_shapes) + ")"
     dtype = hlo_pb2.PrimitiveType.Name(shape.element_type).lower()
@@ -61,6 +65,8 @@ def expression(module: HloModule, inst: hlo_pb2.HloInstructionProto) -> str:
 
 
 def xla_op(module: HloModule, inst: hlo_pb2.HloInstructionProto) -> XlaOp:
+    from stepscope.stats import hlo_cost
+
     op_name = inst.metadata.op_name
     category = hlo_cost.category(inst)
     tail = op_name.rstrip("/").rsplit("/", 1)[-1].split("[", 1)[0] if op_name else ""

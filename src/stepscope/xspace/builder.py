@@ -16,7 +16,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
 
-from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace, XStat
+from stepscope.xspace.headers import (
+    HeaderEventMetadata,
+    HeaderStat,
+    HeaderStatMetadata,
+    PlaneHeader,
+)
+
+TYPE_CHECKING = False  # protobuf only in `build()`: the Kineto importer builds columns instead
+if TYPE_CHECKING:
+    from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace, XStat
 
 INT64_MAX = (1 << 63) - 1
 
@@ -32,25 +41,28 @@ StatValue = int | float | str | bytes | bool | Ref
 Stats = Mapping[str, StatValue]
 
 
+def stat_oneof(value: StatValue, plane: PlaneBuilder) -> tuple[str, int | float | str | bytes]:
+    """The XStat oneof field that TensorFlow would use for ``value``'s Python type, and the
+    value to store there."""
+    if isinstance(value, bool):
+        return "int64_value", int(value)
+    if isinstance(value, int):
+        return ("uint64_value" if value > INT64_MAX else "int64_value"), value
+    if isinstance(value, float):
+        return "double_value", value
+    if isinstance(value, str):
+        return "str_value", value
+    if isinstance(value, bytes):
+        return "bytes_value", value
+    if isinstance(value, Ref):
+        return "ref_value", plane.stat_metadata_id(value.text)
+    raise TypeError(f"unsupported stat value type {type(value).__name__} for XStat")
+
+
 def set_stat_value(stat: XStat, value: StatValue, plane: PlaneBuilder) -> None:
     """Store ``value`` in the XStat oneof that TensorFlow would use for its Python type."""
-    if isinstance(value, bool):
-        stat.int64_value = int(value)
-    elif isinstance(value, int):
-        if value > INT64_MAX:
-            stat.uint64_value = value
-        else:
-            stat.int64_value = value
-    elif isinstance(value, float):
-        stat.double_value = value
-    elif isinstance(value, str):
-        stat.str_value = value
-    elif isinstance(value, bytes):
-        stat.bytes_value = value
-    elif isinstance(value, Ref):
-        stat.ref_value = plane.stat_metadata_id(value.text)
-    else:
-        raise TypeError(f"unsupported stat value type {type(value).__name__} for XStat")
+    which, stored = stat_oneof(value, plane)
+    setattr(stat, which, stored)
 
 
 @dataclass
@@ -205,6 +217,27 @@ class PlaneBuilder:
             stat_meta.id = meta_id
             stat_meta.name = name
 
+    def header(self) -> PlaneHeader:
+        """What `build_into` writes but the lines, without protobuf (see `headers`)."""
+
+        def stats_of(stats: Stats) -> list[HeaderStat]:
+            out = []
+            for key, value in stats.items():
+                which, stored = stat_oneof(value, self)
+                out.append(HeaderStat(self.stat_metadata_id(key), which, stored))
+            return out
+
+        event_metadata = {
+            meta_id: HeaderEventMetadata(
+                meta_id, name, display_name, stats_of(self._event_meta_stats.get(meta_id, {}))
+            )
+            for (name, display_name), meta_id in self._event_meta.items()
+        }
+        stats = stats_of(self.stats)
+        # Stat metadata last: the stats above may have interned new names.
+        stat_metadata = {i: HeaderStatMetadata(i, name) for name, i in self._stat_meta.items()}
+        return PlaneHeader(self.id, self.name, event_metadata, stat_metadata, stats)
+
 
 class XSpaceBuilder:
     """Collects planes and produces an `XSpace` message."""
@@ -230,6 +263,8 @@ class XSpaceBuilder:
         return sum(len(line) for plane in self.planes for line in plane.lines)
 
     def build(self) -> XSpace:
+        from stepscope.xspace.proto.xplane_pb2 import XSpace
+
         space = XSpace()
         for plane_builder in self.planes:
             plane_builder.build_into(space.planes.add())

@@ -12,11 +12,12 @@ import zlib
 from pathlib import Path
 from typing import cast
 
-from google.protobuf.message import DecodeError
-
 from stepscope import limits, tmpfiles
 from stepscope.errors import ProfileFormatError
-from stepscope.xspace.proto.xplane_pb2 import XSpace
+
+TYPE_CHECKING = False  # protobuf only where an XSpace message is parsed: not for reading bytes
+if TYPE_CHECKING:
+    from stepscope.xspace.proto.xplane_pb2 import XSpace
 
 GZIP_MAGIC = b"\x1f\x8b"
 _NOT_ZERO = re.compile(rb"[^\0]")
@@ -131,6 +132,10 @@ def _as_bytes(data: bytearray) -> bytes:
 
 def parse_xspace(data: bytes, path: str | os.PathLike[str] = "<bytes>") -> XSpace:
     """Parse XSpace bytes, turning protobuf's errors into a `ProfileFormatError`."""
+    from google.protobuf.message import DecodeError
+
+    from stepscope.xspace.proto.xplane_pb2 import XSpace
+
     space = XSpace()
     try:
         space.ParseFromString(data)

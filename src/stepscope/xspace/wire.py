@@ -10,18 +10,25 @@ profile-wide interned names.
 
 from __future__ import annotations
 
+import importlib
 import os
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
-from google.protobuf.message import DecodeError
 
 from stepscope import limits
-from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace
 
+TYPE_CHECKING = False  # protobuf is imported where a header is decoded: not on the Kineto path
+if TYPE_CHECKING:
+    from stepscope.xspace.headers import PlaneHeader, SpaceHeader
+    from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace
+
+_fastwire: ModuleType | None
 try:  # The accelerator is optional; see setup.py.
-    from stepscope.xspace import _fastwire  # type: ignore[attr-defined]
+    _fastwire = importlib.import_module("stepscope.xspace._fastwire")
 except ImportError:  # pragma: no cover - exercised when no compiler was available
     _fastwire = None
 
@@ -51,8 +58,9 @@ class RawColumns:
     ``strings``; for DOUBLE it holds the float64 bit pattern; for REF the stat metadata id.
     """
 
-    space_header: XSpace  # hostnames, errors, warnings (no planes)
-    plane_headers: list[XPlane]  # id, name, metadata maps, plane stats (no lines)
+    # Protobuf messages from a file, `headers`' classes from an importer that builds columns.
+    space_header: XSpace | SpaceHeader  # hostnames, errors, warnings (no planes)
+    plane_headers: Sequence[XPlane | PlaneHeader]  # id, name, metadata maps, plane stats
     lines: list[RawLine]
     ev_meta: np.ndarray  # int64, plane-local event metadata id
     ev_offset_ps: np.ndarray  # int64
@@ -83,6 +91,10 @@ FALLBACK_BYTES_PER_BYTE = 48
 def decode_columns(data: bytes, source: str = "<bytes>") -> RawColumns:
     """Decode serialized XSpace bytes. Raises ValueError on corrupt data and
     `ProfileTooLargeError` when the result would exceed `limits.max_profile_bytes()`."""
+    from google.protobuf.message import DecodeError
+
+    from stepscope.xspace.proto.xplane_pb2 import XSpace
+
     try:
         if accelerated():
             return _decode_fast(data, source)
@@ -99,6 +111,9 @@ def decode_columns(data: bytes, source: str = "<bytes>") -> RawColumns:
 
 
 def _decode_fast(data: bytes, source: str) -> RawColumns:
+    from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace
+
+    assert _fastwire is not None  # callers check `accelerated()`
     limit = limits.max_profile_bytes()
     try:
         try:
@@ -144,6 +159,8 @@ def _decode_fast(data: bytes, source: str) -> RawColumns:
 
 def columns_from_message(space: XSpace) -> RawColumns:
     """The fallback: walk a parsed XSpace message (about 1M events/s)."""
+    from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace
+
     n_events = sum(len(line.events) for plane in space.planes for line in plane.lines)
     n_stats = sum(len(e.stats) for p in space.planes for line in p.lines for e in line.events)
     ev_meta = np.zeros(n_events, np.int64)

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import json
 from enum import IntEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from stepscope.xspace.builder import StatValue
+if TYPE_CHECKING:  # the builder needs protobuf; the Kineto path does not
+    from stepscope.xspace.builder import StatValue
 
 
 class Kind(IntEnum):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from stepscope.xspace.builder import (
     StatValue,
     XSpaceBuilder,
 )
-from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace
+from stepscope.xspace.headers import PlaneHeader, SpaceHeader
 from stepscope.xspace.wire import (
     KIND_DOUBLE,
     KIND_INT,
@@ -36,6 +36,9 @@ from stepscope.xspace.wire import (
     RawColumns,
     RawLine,
 )
+
+if TYPE_CHECKING:  # no protobuf on the Kineto path: the headers are `headers`' classes
+    from stepscope.xspace.proto.xplane_pb2 import XSpace
 
 _UINT64_LIMIT = 1 << 64
 _MAX_PLANS = 1 << 16  # distinct (stat names, value types) signatures remembered
@@ -330,18 +333,12 @@ class ColumnPlane(PlaneBuilder):
         self._column_lines_by_id[line_id] = line
         return line
 
-    def header(self) -> XPlane:
+    def header(self) -> PlaneHeader:
         """The plane without its lines: metadata, stat names (ids = codec ids + 1), stats."""
         # Stat names first, in codec order, so that stat metadata id = codec key id + 1.
         for key in self.codec.key_names:
             self.stat_metadata_id(key)
-        header = XPlane()
-        saved, self.lines = self.lines, []
-        try:
-            self.build_into(header)
-        finally:
-            self.lines = saved
-        return header
+        return super().header()
 
 
 class ColumnSpace(XSpaceBuilder):
@@ -375,11 +372,8 @@ class ColumnSpace(XSpaceBuilder):
         The lines' buffers are consumed: call it (or `build`) once.
         """
         codec = self.codec
-        space_header = XSpace()
-        space_header.hostnames.extend(self.hostnames)
-        space_header.errors.extend(self.errors)
-        space_header.warnings.extend(self.warnings)
-        plane_headers: list[XPlane] = []
+        space_header = SpaceHeader(list(self.hostnames), list(self.errors), list(self.warnings))
+        plane_headers: list[PlaneHeader] = []
         lines: list[RawLine] = []
         parts: dict[str, list[np.ndarray]] = {
             name: [] for name in ("meta", "offset", "dur", "count", "line", "key", "kind", "value")

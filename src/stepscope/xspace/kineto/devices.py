@@ -18,9 +18,10 @@ Decisions:
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from stepscope.xspace.builder import StatValue
+if TYPE_CHECKING:  # the builder needs protobuf; the Kineto path does not
+    from stepscope.xspace.builder import StatValue
 
 _PROPERTY_STATS = {
     "name": "device_name",

@@ -36,7 +36,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stepscope import limits
 from stepscope.errors import ProfileFormatError
@@ -57,8 +57,10 @@ from stepscope.xspace.kineto.devices import (
 from stepscope.xspace.kineto.events import CUPTI_PLANE, HOST_PLANE, EventRouter
 from stepscope.xspace.kineto.fast_route import Classified
 from stepscope.xspace.kineto.memory import memory_events
-from stepscope.xspace.proto.xplane_pb2 import XSpace
 from stepscope.xspace.wire import RawColumns
+
+if TYPE_CHECKING:  # XSpace messages only for kineto_to_xspace: columns need no protobuf
+    from stepscope.xspace.proto.xplane_pb2 import XSpace
 
 TASK_ENV_PLANE = "Task Environment"
 FWDBWD_CONTEXT_TYPE = 0  # XProf ContextType::kGeneric
@@ -72,7 +74,7 @@ def kineto_to_xspace(path: str | os.PathLike[str]) -> XSpace:
     """Read a PyTorch profiler trace (``.json`` / ``.json.gz``) into an XSpace."""
     warnings: list[str] = []
     space = _convert([_read(path, warnings)], str(path), warnings, XSpaceBuilder)
-    assert isinstance(space, XSpace)
+    assert not isinstance(space, RawColumns)
     return space
 
 
@@ -90,7 +92,7 @@ def kineto_bytes_to_xspace(data: bytes, source: str = "<bytes>") -> XSpace:
     box = [_inflate(data, source, warnings)]
     del data
     space = _convert(box, source, warnings, XSpaceBuilder)
-    assert isinstance(space, XSpace)
+    assert not isinstance(space, RawColumns)
     return space
 
 
