@@ -1,11 +1,11 @@
-"""The C segmented search (optional) answers as the NumPy bisection, its fallback."""
+"""The C helpers (optional) answer as their NumPy fallbacks: segmented search, detail levels."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from stepscope.stats.trace_index import segments
+from stepscope.stats.trace_index import lod, segments
 
 
 @pytest.mark.parametrize("side", ["left", "right"])
@@ -38,3 +38,19 @@ def test_c_search_rejects_a_segment_outside_the_values(monkeypatch: pytest.Monke
     values = np.arange(10, dtype=np.int64)
     with pytest.raises(IndexError, match="outside"):
         segments.segmented_search(values, np.array([0]), np.array([11]), np.array([3]))
+
+
+def test_c_levels_equal_numpy_levels(monkeypatch: pytest.MonkeyPatch) -> None:
+    if segments._segsearch is None:
+        pytest.skip("the C extension is not built")
+    monkeypatch.delenv("STEPSCOPE_PURE_PYTHON", raising=False)
+    rng = np.random.default_rng(11)
+    n = 20_000
+    row = np.sort(rng.integers(0, 40, n))  # rows of every length, some of one event
+    start = np.sort(rng.integers(0, 1 << 40, n))
+    dur = rng.integers(0, 6, n) ** rng.integers(1, 12, n)  # many ties, zeros, a wide range
+    fast = lod.detail_levels(row, start, dur)
+    slow = lod.detail_levels_numpy(row, start, dur)
+    assert fast.dtype == slow.dtype == np.int8
+    assert fast.tolist() == slow.tolist()
+    assert lod.detail_levels(row[:0], start[:0], dur[:0]).tolist() == []

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from stepscope.stats.arrays import unique_many
-from stepscope.stats.trace_index.segments import bit_length, group_starts
+from stepscope.stats.trace_index.segments import bit_length, group_starts, native
 
 MAX_LEVEL = 62
 
@@ -148,7 +148,20 @@ def _nearest_beating(row: np.ndarray, dur: np.ndarray, step: int) -> np.ndarray:
 
 
 def detail_levels(row: np.ndarray, start_rel_ns: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
-    """Level of each event, for events sorted by (row, start); see the module docstring.
+    """Level of each event (int8), for events sorted by (row, start); see the module docstring.
+    In C when built (one monotonic-stack pass each way, 10M events: 3.0 s -> about 0.1 s);
+    `detail_levels_numpy` is the fallback and the reference."""
+    fast = native()
+    if fast is None:
+        return detail_levels_numpy(row, start_rel_ns, dur_ns)
+    columns = (np.ascontiguousarray(a, dtype=np.int64) for a in (row, start_rel_ns, dur_ns))
+    return np.frombuffer(fast.levels(*columns), dtype=np.int8)
+
+
+def detail_levels_numpy(
+    row: np.ndarray, start_rel_ns: np.ndarray, dur_ns: np.ndarray
+) -> np.ndarray:
+    """`detail_levels` by pointer jumping in NumPy.
 
     Event e represents its bin of 2**m ns unless a beating event (longer, or as long and
     earlier) shares the bin. Bins are contiguous runs, so only the nearest beating events

@@ -21,6 +21,11 @@ except ImportError:  # not built: the NumPy bisection below
     _segsearch = None
 
 
+def native() -> Any:
+    """The C helpers (`_segsearch.c`), or None when not built or STEPSCOPE_PURE_PYTHON=1."""
+    return _segsearch if os.environ.get("STEPSCOPE_PURE_PYTHON") != "1" else None
+
+
 def segmented_search(
     values: np.ndarray,
     lo: np.ndarray,
@@ -34,14 +39,14 @@ def segmented_search(
     Like ``np.searchsorted`` per segment, with absolute positions. With ``through``, the
     segments are of ``values[through]`` (searched without building that array).
     """
+    fast = native()
     if (
-        _segsearch is not None
+        fast is not None
         and through is None
         and values.dtype == np.int64
         and values.flags.c_contiguous
-        and os.environ.get("STEPSCOPE_PURE_PYTHON") != "1"
     ):
-        found = _segsearch.search(
+        found = fast.search(
             values,
             np.ascontiguousarray(lo, dtype=np.int64),
             np.ascontiguousarray(hi, dtype=np.int64),
