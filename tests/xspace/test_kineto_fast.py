@@ -414,3 +414,22 @@ def test_argument_rows_know_their_event() -> None:
     trace = scan.scan_trace(json.dumps({"traceEvents": events}).encode(), importer.HeaderOnly)
     assert trace is not None
     assert trace.arg_event.tolist() == [0, 0, 2]
+
+
+def test_arg_at_reads_what_arg_reads_for_the_events_asked() -> None:
+    base = {"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1}
+    events = [
+        {**base, "args": {"a": 1, "b": "x"}},
+        base,
+        {**base, "args": {"a": 2.5, "c": 3}},
+        {**base, "args": {"c": 4}},
+        {**base, "args": {"a": None}},
+    ]
+    trace = scan.scan_trace(json.dumps({"traceEvents": events}).encode(), importer.HeaderOnly)
+    assert trace is not None
+    for key in ("a", "b", "c", "missing"):
+        full = trace.arg(key)
+        for asked in ([4, 0, 2], [1, 3], [], [0, 1, 2, 3, 4]):
+            picked = np.array(asked, np.int64)
+            for whole, part in zip(full, trace.arg_at(key, picked), strict=True):
+                assert part.tolist() == whole[picked].tolist(), (key, asked)

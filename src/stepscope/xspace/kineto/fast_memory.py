@@ -35,12 +35,11 @@ def integer_args(
     float or string (the per-event path converts those)."""
     out = {}
     for key in _ARGS:
-        present, kind, value = trace.arg(key)
-        kind = kind[events]
+        present, kind, value = trace.arg_at(key, events)
         usable = (kind == A_INT) | (kind == A_BOOL)
-        if np.any(present[events] & ~usable & (kind != A_NULL)):  # null reads as absent
+        if np.any(present & ~usable & (kind != A_NULL)):  # null reads as absent
             return None
-        out[key] = (usable, value[events])
+        out[key] = (usable, value)
     return out
 
 

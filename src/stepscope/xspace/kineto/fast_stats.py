@@ -214,8 +214,8 @@ class StatRows:
         """(combination per event, one event per combination) of name and the ``keys`` args."""
         columns = [self.names[events]]
         for key in keys:
-            _present, kind, value = self.trace.arg(key)
-            columns += [kind[events], value[events]]
+            _present, kind, value = self.trace.arg_at(key, events)
+            columns += [kind, value]
         group, first = first_seen(*columns)
         return group, events[first]
 
