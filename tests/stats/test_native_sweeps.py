@@ -87,3 +87,23 @@ def test_window_pairs_shortcut_equals_the_general_pairing(long_events: bool) -> 
     overlap = (start[:, None] < win_end[None, :]) & (end[:, None] > win_start[None, :])
     ev, st = np.nonzero(overlap)
     assert np.array_equal(got[0], ev) and np.array_equal(got[1], st)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_window_bounds_equal_numpy_searches(seed: int) -> None:
+    """The galloping C search gives searchsorted's answers, in time order (one thread's events)
+    and shuffled, with windows that overlap, touch and repeat, and times outside all of them."""
+    assert native.sweeps is not None
+    rng = np.random.default_rng(seed)
+    win_start = np.sort(rng.integers(0, 50_000, 40))
+    win_end = win_start + rng.choice([0, 10, 700, 4000], 40)
+    reach = np.maximum.accumulate(win_end)
+    start = rng.integers(-1000, 60_000, 6000)
+    end = start + rng.choice([0, 1, 300, 9000], 6000)
+    n = len(start)
+    for events in (np.argsort(start, kind="stable"), rng.permutation(n), np.arange(n)[::3]):
+        events = np.ascontiguousarray(events, np.int64)
+        lo, hi = np.empty(len(events), np.int64), np.empty(len(events), np.int64)
+        native.sweeps.window_bounds(events, start, end, reach, win_start, lo, hi)
+        assert np.array_equal(lo, np.searchsorted(reach, start[events], "right"))
+        assert np.array_equal(hi, np.searchsorted(win_start, end[events], "left"))

@@ -13,7 +13,13 @@
  *   by the caller, n_steps = len(out) / len(thresholds)). Intervals of one step that touch or
  *   overlap merge, as in stats/intervals.merge_sorted.
  *
- * Every array is C-contiguous int64; out is writable.
+ * window_bounds(events, start, end, reach, win_start, lo, hi): for each k,
+ *   lo[k] = searchsorted(reach, start[events[k]], "right") and
+ *   hi[k] = searchsorted(win_start, end[events[k]], "left"), as NumPy gives them, without the
+ *   gathered copies of start and end; each search gallops from the previous answer, so events
+ *   taken in time order (as on one thread) cost O(1) each instead of a binary search.
+ *
+ * Every array is C-contiguous int64; out, lo and hi are writable.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -116,7 +122,83 @@ done:
     return result;
 }
 
+/* First i in a[0..m) where a[i] > x (right) or a[i] >= x (left), searching from hint p. */
+static Py_ssize_t gallop(const int64_t *a, Py_ssize_t m, int64_t x, int right, Py_ssize_t p) {
+#define BEFORE(i) (right ? a[i] <= x : a[i] < x)
+    Py_ssize_t lo, hi, step = 1;
+    if (p > m) p = m;
+    if (p < m && BEFORE(p)) { /* the answer is after p */
+        lo = p + 1;
+        hi = lo;
+        while (hi < m && BEFORE(hi)) {
+            lo = hi + 1;
+            hi = lo + step;
+            step *= 2;
+        }
+        if (hi > m) hi = m;
+    } else { /* the answer is at or before p */
+        hi = p;
+        Py_ssize_t cand = p - 1;
+        while (cand >= 0 && !BEFORE(cand)) {
+            hi = cand;
+            cand = hi - step;
+            step *= 2;
+        }
+        lo = cand < 0 ? 0 : cand + 1;
+    }
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (BEFORE(mid)) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+#undef BEFORE
+}
+
+static PyObject *window_bounds(PyObject *self, PyObject *args) {
+    PyObject *objs[7];
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                          &objs[5], &objs[6]))
+        return NULL;
+    Py_buffer v[7];
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 7; got++)
+        if (get(objs[got], &v[got], got >= 5) < 0) goto done;
+    Py_ssize_t n = v[0].len / 8, n_events = v[1].len / 8, m = v[3].len / 8;
+    if (v[2].len / 8 != n_events || v[4].len / 8 != m || v[5].len / 8 != n ||
+        v[6].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "columns differ in length");
+        goto done;
+    }
+    const int64_t *events = v[0].buf, *start = v[1].buf, *end = v[2].buf, *reach = v[3].buf,
+                  *win_start = v[4].buf;
+    int64_t *lo = v[5].buf, *hi = v[6].buf;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (events[k] < 0 || events[k] >= n_events) {
+            PyErr_SetString(PyExc_ValueError, "event index out of range");
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t p_lo = 0, p_hi = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        int64_t e = events[k];
+        p_lo = gallop(reach, m, start[e], 1, p_lo);
+        p_hi = gallop(win_start, m, end[e], 0, p_hi);
+        lo[k] = p_lo;
+        hi[k] = p_hi;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+done:
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"window_bounds", window_bounds, METH_VARARGS,
+     "Window index range each event overlaps (two searchsorted, galloping from the last)."},
     {"step_type_unions", step_type_unions, METH_VARARGS,
      "Per type threshold and step, the union length of (step, lo, hi) intervals."},
     {"nest_parents", nest_parents, METH_VARARGS, "Op-stack parents of sorted events."},

@@ -101,9 +101,26 @@ def _window_pairs(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(event, step) for every window each event overlaps (windows sorted by start)."""
     reach = np.maximum.accumulate(win_end)  # sorted even if windows overlap
-    lo = np.searchsorted(reach, start[events], "right")
-    hi = np.searchsorted(win_start, end[events], "left")
-    counts = np.maximum(hi - lo, 0)
+    # (a build of _sweeps older than window_bounds: the NumPy searches)
+    bounds = getattr(native.sweeps, "window_bounds", None)
+    if bounds is not None and start.dtype == end.dtype == np.int64:
+        # the same searches in C, galloping along each thread's time-ordered events, without
+        # gathered copies of the columns (0.3 s of binary searches at 5M events)
+        lo, hi = np.empty(len(events), np.int64), np.empty(len(events), np.int64)
+        bounds(
+            np.ascontiguousarray(events, np.int64),
+            np.ascontiguousarray(start),
+            np.ascontiguousarray(end),
+            np.ascontiguousarray(reach, np.int64),
+            np.ascontiguousarray(win_start, np.int64),
+            lo,
+            hi,
+        )
+    else:
+        lo = np.searchsorted(reach, start[events], "right")
+        hi = np.searchsorted(win_start, end[events], "left")
+    counts = hi - lo
+    np.maximum(counts, 0, out=counts)
     if counts.max(initial=0) <= 1:  # the usual case: no event spans two steps
         one = counts == 1
         return events[one], lo[one]
@@ -319,11 +336,6 @@ def _unions_by_threshold(
     """(len(thresholds), n_steps): per threshold, the union length per step of the intervals
     (sorted by ``key_lo``) of that type or higher; the NumPy version of `_fast_type_time`."""
     out = np.zeros((len(thresholds), n_steps), dtype=np.int64)
-    for j, t in enumerate(thresholds.tolist()):
-        m = types >= t
-        heads, u_lo, u_hi = merge_sorted(key_lo[m], key_hi[m])  # sorted by key_lo already
-        out[j] = np.bincount(step[m][heads], weights=u_hi - u_lo, minlength=n_steps).round()
-    return out
     for j, t in enumerate(thresholds.tolist()):
         m = types >= t
         heads, u_lo, u_hi = merge_sorted(key_lo[m], key_hi[m])  # sorted by key_lo already
