@@ -15,6 +15,7 @@ from stepscope.stats.trace_index import segments
 from stepscope.stats.trace_index.counters import sample
 from stepscope.stats.trace_index.index import TraceIndex, build_trace_index, load_index, save_index
 from stepscope.stats.trace_index.lod import nesting_depth
+from stepscope.stats.trace_index.search import build_name_index
 from stepscope.stats.trace_index.window import events_in_box, query_window, rows_of_pairs
 from stepscope.xspace.builder import LineBuilder, XSpaceBuilder
 from stepscope.xspace.synthetic import synthetic_xspace_bytes
@@ -291,3 +292,27 @@ def test_index_is_the_same_without_the_c_helpers(monkeypatch: pytest.MonkeyPatch
     slow = build_trace_index(profile)
     for name in ("order", "start_ns", "end_max_ns", "seg_row", "seg_level", "seg_lo", "seg_hi"):
         np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)
+
+
+def test_steps_on_a_second_thread_give_the_same_index() -> None:
+    profile = profile_from_bytes(synthetic_xspace_bytes(20_000))
+    one, two = build_trace_index(profile), build_trace_index(profile, threads=2)
+    assert len(one.steps.number) > 0
+    for name in ("number", "start_ns", "dur_ns", "event"):
+        np.testing.assert_array_equal(getattr(one.steps, name), getattr(two.steps, name))
+    np.testing.assert_array_equal(one.order, two.order)
+
+
+def test_name_index_is_built_on_first_use(tmp_path: Path) -> None:
+    profile = random_profile(4)
+    index = build_trace_index(profile)
+    assert index._names is None  # the first window does not wait for it
+    expected = build_name_index(profile)
+    for name in ("name_ids", "events", "offsets", "max_dur_ns"):
+        np.testing.assert_array_equal(getattr(index.names, name), getattr(expected, name))
+    assert index._profile is None  # built: the profile is no longer held
+    fresh = build_trace_index(profile)
+    save_index(fresh, tmp_path / "entry")  # saving builds it
+    loaded = load_index(tmp_path / "entry")
+    assert loaded is not None and loaded._names is not None
+    np.testing.assert_array_equal(loaded.names.events, expected.events)

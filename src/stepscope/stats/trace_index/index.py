@@ -20,7 +20,8 @@ Queries are in `window`. The index is built once per profile file and kept in th
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, fields
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -64,15 +65,40 @@ class TraceIndex:
     seg_end_ns: np.ndarray  # int64
     flows: FlowTable
     counters: list[Counter]
-    names: NameIndex
     steps: Steps
+    # The name index (search only): built on first use from ``_profile``, so a first window
+    # does not wait for it (1 s at 10M events); the background save builds it after the
+    # answer. Loaded from the store, it is there from the start.
+    _names: NameIndex | None = field(default=None, repr=False, compare=False)
+    _profile: Profile | None = field(default=None, repr=False, compare=False)
 
     @property
     def n_events(self) -> int:
         return len(self.order)
 
+    @property
+    def names(self) -> NameIndex:
+        names = self._names
+        if names is None:
+            profile = self._profile
+            assert profile is not None, "an index without names was built from a profile"
+            names = self._names = build_name_index(profile)
+            self._profile = None  # the index no longer keeps the profile alive
+        return names
 
-def build_trace_index(profile: Profile) -> TraceIndex:
+
+def build_trace_index(profile: Profile, threads: int = 1) -> TraceIndex:
+    """The index of ``profile``. With ``threads`` >= 2 the steps (the step database, half
+    of the build at 10M events) are found on a second thread while the rows and levels are
+    built; NumPy releases the GIL in its sorts and passes, so the two overlap on two cores."""
+    if threads < 2:
+        return _build(profile, find_steps(profile))
+    with ThreadPoolExecutor(1, thread_name_prefix="stepscope-steps") as pool:
+        steps = pool.submit(find_steps, profile)
+        return _build(profile, steps)
+
+
+def _build(profile: Profile, steps: Steps | Future[Steps]) -> TraceIndex:
     n = profile.n_events
     start, dur = profile.start_ns, profile.dur_ns
     end = start + np.maximum(dur, 1)
@@ -123,8 +149,8 @@ def build_trace_index(profile: Profile) -> TraceIndex:
         seg_end_ns=end_max[seg_hi - 1] if n else np.zeros(0, np.int64),
         flows=build_flows(profile, depth),
         counters=build_counters(profile),
-        names=build_name_index(profile),
-        steps=find_steps(profile),
+        _profile=profile,
+        steps=steps.result() if isinstance(steps, Future) else steps,
     )
 
 
@@ -135,6 +161,8 @@ def _parts(index: TraceIndex) -> tuple[dict[str, np.ndarray], dict[str, object]]
     """Arrays by file name, and the JSON header."""
     arrays: dict[str, np.ndarray] = {}
     for f in fields(TraceIndex):
+        if f.name.startswith("_"):
+            continue
         value = getattr(index, f.name)
         if isinstance(value, np.ndarray):
             arrays[f.name] = value
@@ -189,16 +217,17 @@ def load_index(target: Path) -> TraceIndex | None:
         plain = {
             f.name: arr(f.name)
             for f in fields(TraceIndex)
-            if f.name not in ("origin_ns", "end_ns", "flows", "counters", "names", "steps")
+            if f.name not in ("origin_ns", "end_ns", "flows", "counters", "steps")
+            and not f.name.startswith("_")
         }
         return TraceIndex(
             origin_ns=int(header["origin_ns"]),
             end_ns=int(header["end_ns"]),
             flows=sub(FlowTable, "flows"),  # type: ignore[arg-type]
             counters=counters,
-            names=sub(NameIndex, "names"),  # type: ignore[arg-type]
+            _names=sub(NameIndex, "names"),  # type: ignore[arg-type]
             steps=sub(Steps, "steps"),  # type: ignore[arg-type]
-            **plain,
+            **plain,  # type: ignore[arg-type]
         )
     except (OSError, ValueError, KeyError, TypeError, EOFError):
         return None
@@ -216,9 +245,14 @@ def index_dir(profile: Profile, cache_dir: Path | None = None) -> Path | None:
 
 
 def open_trace_index(
-    profile: Profile, use_cache: bool = True, cache_dir: Path | None = None, verbose: bool = False
+    profile: Profile,
+    use_cache: bool = True,
+    cache_dir: Path | None = None,
+    verbose: bool = False,
+    threads: int = 1,
 ) -> TraceIndex:
-    """The index of ``profile``: from the cache when present, else built (and cached)."""
+    """The index of ``profile``: from the cache when present, else built with ``threads``
+    (`build_trace_index`) and cached."""
     target = index_dir(profile, cache_dir) if use_cache else None
     if target is not None:
         background.wait(target)  # this process is writing it: read it once written
@@ -226,7 +260,7 @@ def open_trace_index(
         if found is not None and found.n_events == profile.n_events:
             return found
     started = time.monotonic()
-    index = build_trace_index(profile)
+    index = build_trace_index(profile, threads)
     if verbose and profile.n_events >= 1_000_000:
         log.info(
             f"stepscope: indexed {profile.n_events:,} events for the trace viewer in "

@@ -57,7 +57,11 @@ def trace_of(ctx: ToolContext) -> tuple[Profile, TraceIndex]:
         host,
         "trace_index",
         lambda p: open_trace_index(
-            p, use_cache=store.use_cache, cache_dir=store.cache_dir, verbose=True
+            p,
+            use_cache=store.use_cache,
+            cache_dir=store.cache_dir,
+            verbose=True,
+            threads=store.threads,
         ),
     )
     return profile, index
