@@ -82,6 +82,20 @@ def test_tf_op_metrics_self_time_counts_only_op_children() -> None:
     # idle: per thread, first op start to last op end, less op self time
     assert ops.idle_ns == 10 * MS + MS - 11 * MS
     assert len(build_op_metrics(build(builder)).device) == 0
+    assert not ops.flops.any()
+
+
+def test_host_op_flops_and_eager_count_only_the_events_that_carry_them() -> None:
+    builder = XSpaceBuilder("tf")
+    line = builder.plane("/host:CPU").line(1, "tf_Compute")
+    line.event("model/a:MatMul", 0, 2 * MS, {"flops": 1000, "is_eager": 0})
+    line.event("model/a:MatMul", 3 * MS, 2 * MS, {"flops": 24.5, "is_eager": 1})
+    line.event("model/b:Relu", 6 * MS, MS, {"is_eager": 0})
+    ops = build_op_metrics(build(builder)).host
+    rows = {name: i for i, name in enumerate(ops.names)}
+    a, b = rows["model/a"], rows["model/b"]
+    assert ops.flops[a] == 1024.5 and ops.flops[b] == 0
+    assert ops.eager_self_ns[a] == 2 * MS and ops.eager_self_ns[b] == 0
 
 
 def test_pytorch_ops_and_device_ops_are_separate() -> None:

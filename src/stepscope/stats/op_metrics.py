@@ -162,15 +162,29 @@ def _aggregate(
     remap = np.array([index.setdefault(key_text(k), len(index)) for k in uniq.tolist()])
     row = remap[first_row.reshape(-1)]
     rows = len(index)
+
+    def total(weights: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
+        if where is None:
+            return np.bincount(row, weights=weights, minlength=rows).round().astype(np.int64)
+        # only the events that have it (usually none: no pass over every event's row)
+        return (
+            np.bincount(row[where], weights=weights[where], minlength=rows).round().astype(np.int64)
+        )
+
     eager = profile.stat("is_eager")
-    is_eager = eager.present[events] & (eager.as_int(0)[events] != 0)
-    flops = np.nan_to_num(profile.stat("flops").as_float()[events])
-    if known_flops is not None:  # from the HLO, where the events have no ``flops`` stat
-        flops = np.where(flops > 0, flops, known_flops)
-
-    def total(weights: np.ndarray) -> np.ndarray:
-        return np.bincount(row, weights=weights, minlength=rows).round().astype(np.int64)
-
+    is_eager = eager.present[events]
+    if is_eager.any():
+        is_eager &= eager.as_int(0)[events] != 0
+    flops_stat = profile.stat("flops")
+    flops_total: np.ndarray = np.zeros(rows)
+    with_flops = bool(flops_stat.present[events].any())
+    if with_flops or known_flops is not None:
+        flops: np.ndarray = np.zeros(len(events))
+        if with_flops:
+            flops = np.nan_to_num(flops_stat.as_float()[events])
+        if known_flops is not None:  # from the HLO, where the events have no ``flops`` stat
+            flops = np.where(flops > 0, flops, known_flops)
+        flops_total = np.bincount(row, weights=flops, minlength=rows)
     texts = list(index)
     return OpTable(
         side,
@@ -179,8 +193,8 @@ def _aggregate(
         np.bincount(row, minlength=rows).astype(np.int64),
         total(profile.dur_ns[events]),
         total(self_ns),
-        total(np.where(is_eager, self_ns, 0)),
-        np.bincount(row, weights=flops, minlength=rows),
+        total(self_ns, np.flatnonzero(is_eager)),
+        flops_total,
         idle_ns,
     )
 

@@ -302,8 +302,12 @@ def _fast_type_time(
     width = int(np.max(hi, where=keep, initial=-big)) - base + 1
     if n_steps * width >= 1 << 62:
         return None
-    thresholds = np.array(sorted(np.unique(types[keep]).tolist(), reverse=True), np.int64)
     del keep
+    # The types present, by counting (a hash of every pair cost 0.14 s at 5M events). Types
+    # seen only on empty intervals add a threshold whose column comes out 0, as without it.
+    counts = types.min(initial=0) >= 0
+    distinct = np.flatnonzero(np.bincount(types)) if counts else np.unique(types)
+    thresholds = distinct[::-1].astype(np.int64)  # highest first, a contiguous copy
     key = lo - base
     key += step * width
     order = np.argsort(key, kind="stable")
@@ -424,10 +428,13 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     python = untraced_python_time(
         profile, markers.lines, span_lo[keep], span_hi[keep], covered_lo, covered_hi
     )
+    # only the step threads' events name untraced gaps: filtered before the O(n) mark
+    on_step_line = np.zeros(len(profile.lines), dtype=bool)
+    on_step_line[list(markers.lines)] = True
     untraced = locate_untraced(
         profile,
         markers.lines,
-        _distinct_events(ev, profile.n_events),
+        _distinct_events(ev[on_step_line[profile.line[ev]]], profile.n_events),
         span_lo[keep],
         span_hi[keep],
         covered_lo,
