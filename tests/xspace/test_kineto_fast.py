@@ -433,3 +433,25 @@ def test_arg_at_reads_what_arg_reads_for_the_events_asked() -> None:
             picked = np.array(asked, np.int64)
             for whole, part in zip(full, trace.arg_at(key, picked), strict=True):
                 assert part.tolist() == whole[picked].tolist(), (key, asked)
+
+
+def test_an_uncompressed_trace_is_scanned_from_a_mapping(tmp_path: Path) -> None:
+    """A local .json is memory-mapped for the scanner (no copy of the text); the profile is
+    the one the XSpace path gives from the file's bytes. Compressed or blank files are read."""
+    import gzip
+    import mmap
+
+    from stepscope.errors import ProfileFormatError
+
+    source = FIXTURES / "kineto" / "a100_triton_tiny.json.gz"
+    plain = tmp_path / "trace.json"
+    plain.write_bytes(gzip.decompress(source.read_bytes()))
+    mapped = importer._read_mapped(plain, [])
+    assert isinstance(mapped, mmap.mmap)
+    mapped.close()
+    assert not isinstance(importer._read_mapped(source, []), mmap.mmap)
+    _assert_same(plain)
+    blank = tmp_path / "blank.json"
+    blank.write_bytes(b" \n")
+    with pytest.raises(ProfileFormatError, match="file is empty"):
+        importer.kineto_to_columns(blank)

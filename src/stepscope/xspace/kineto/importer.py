@@ -31,6 +31,7 @@ docs/formats/kineto.md. Decisions taken here:
 from __future__ import annotations
 
 import gc
+import mmap
 import os
 import re
 from collections.abc import Iterator
@@ -41,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from stepscope import limits
 from stepscope.errors import ProfileFormatError
 from stepscope.xspace.builder import INT64_MAX, LineBuilder, PlaneBuilder, StatValue, XSpaceBuilder
-from stepscope.xspace.io import GZIP_MAGIC, gunzip_bounded, read_raw_bytes
+from stepscope.xspace.io import GZIP_MAGIC, gunzip_bounded, is_url, read_raw_bytes
 from stepscope.xspace.kineto import fast_memory, fast_route, scan
 from stepscope.xspace.kineto.columns import ColumnLine, ColumnPlane, ColumnSpace
 from stepscope.xspace.kineto.decode import HEADER_STATS, HeaderOnly, decode_trace, header_dict
@@ -81,7 +82,7 @@ def kineto_to_xspace(path: str | os.PathLike[str]) -> XSpace:
 def kineto_to_columns(path: str | os.PathLike[str]) -> RawColumns:
     """Like `kineto_to_xspace`, but straight to the columnar model's input (no protobuf)."""
     warnings: list[str] = []
-    columns = _convert([_read(path, warnings)], str(path), warnings, ColumnSpace)
+    columns = _convert([_read_mapped(path, warnings)], str(path), warnings, ColumnSpace)
     assert isinstance(columns, RawColumns)
     return columns
 
@@ -89,7 +90,7 @@ def kineto_to_columns(path: str | os.PathLike[str]) -> RawColumns:
 def kineto_bytes_to_xspace(data: bytes, source: str = "<bytes>") -> XSpace:
     """Like `kineto_to_xspace` for the (possibly gzip-compressed) bytes of a trace."""
     warnings: list[str] = []
-    box = [_inflate(data, source, warnings)]
+    box: list[bytes | mmap.mmap] = [_inflate(data, source, warnings)]
     del data
     space = _convert(box, source, warnings, XSpaceBuilder)
     assert not isinstance(space, RawColumns)
@@ -100,15 +101,44 @@ def _read(path: str | os.PathLike[str], warnings: list[str]) -> bytes:
     return _inflate(read_raw_bytes(path), str(path), warnings)
 
 
+def _read_mapped(path: str | os.PathLike[str], warnings: list[str]) -> bytes | mmap.mmap:
+    """A local uncompressed trace memory-mapped for the C scanner (no copy of the text into
+    the heap: about 0.1 s less CPU at 1M events); anything else read as `_read` does."""
+    text = str(path)
+    if not scan.available() or is_url(text):
+        return _read(path, warnings)
+    try:
+        with open(text.removeprefix("file://"), "rb") as handle:
+            if handle.read(2) == GZIP_MAGIC or os.fstat(handle.fileno()).st_size == 0:
+                return _read(path, warnings)
+            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # errors are reported by the plain read, in its words
+        return _read(path, warnings)
+    if len(mapped) > limits.max_profile_bytes():
+        size = len(mapped)
+        mapped.close()
+        raise limits.ProfileTooLargeError(text, "this file", size, limits.max_profile_bytes())
+    try:
+        _check_not_blank(mapped, text)
+    except ProfileFormatError:
+        mapped.close()
+        raise
+    return mapped
+
+
 def _inflate(data: bytes, source: str, warnings: list[str]) -> bytes:
     """The trace's JSON text: gzip inflated (bounded), a damaged stream read up to the damage."""
     if data[:2] == GZIP_MAGIC:
         data = _gunzip(data, source, warnings)
+    _check_not_blank(data, source)
+    return data
+
+
+def _check_not_blank(data: bytes | mmap.mmap, source: str) -> None:
     if _NON_BLANK.search(data) is None:  # no strip(): it would copy the whole file
         raise ProfileFormatError(
             source, "file is empty", "the capture may have failed; capture again"
         )
-    return data
 
 
 def _gunzip(raw: bytes, source: str, warnings: list[str]) -> bytes:
@@ -138,7 +168,7 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _convert(
-    box: list[bytes], source: str, warnings: list[str], into: type[XSpaceBuilder]
+    box: list[bytes | mmap.mmap], source: str, warnings: list[str], into: type[XSpaceBuilder]
 ) -> XSpace | RawColumns:
     """Import into a plain `XSpaceBuilder` (-> XSpace) or a `ColumnSpace` (-> RawColumns).
 
@@ -162,19 +192,24 @@ def _convert(
 
 
 def _convert_unpaused(
-    box: list[bytes], source: str, warnings: list[str], into: type[XSpaceBuilder]
+    box: list[bytes | mmap.mmap], source: str, warnings: list[str], into: type[XSpaceBuilder]
 ) -> XSpaceBuilder:
-    data = box.pop()
+    mapped = box.pop()
     fast = None
-    if into is ColumnSpace:
-        scanned = _scan_columns(data, source)
-        if scanned is not None:
-            # The columns hold the events now: free the text before routing them. The
-            # per-event path (a trace the columns do not model) reads the file again.
-            del data
-            fast = _classify(scanned)
-            if fast is None:
-                data = _read(source, [])  # its warnings were given on the first read
+    scanned = _scan_columns(mapped, source) if into is ColumnSpace else None
+    if isinstance(mapped, mmap.mmap):  # only the scanner reads a mapping
+        mapped.close()
+        data = _read(source, []) if scanned is None else b""
+    else:
+        data = mapped
+    del mapped
+    if scanned is not None:
+        # The columns hold the events now: free the text before routing them. The
+        # per-event path (a trace the columns do not model) reads the file again.
+        del data
+        fast = _classify(scanned)
+        if fast is None:
+            data = _read(source, [])  # its warnings were given on the first read
     trace = None
     if fast is None:
         trace = decode_trace(data, source, warnings)
@@ -224,7 +259,7 @@ def _convert_unpaused(
     return builder
 
 
-def _scan_columns(data: bytes, source: str) -> scan.ScannedTrace | None:
+def _scan_columns(data: bytes | mmap.mmap, source: str) -> scan.ScannedTrace | None:
     """The trace as columns when the C scanner reads all of it (else None)."""
     if not scan.available():
         return None

@@ -10,6 +10,7 @@ the same profile (tests/xspace/test_kineto_columns.py compares them on every fix
 
 from __future__ import annotations
 
+import mmap
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -214,7 +215,7 @@ class ScannedTrace:
         }
 
 
-def scan_trace(data: bytes, header_type: Any) -> ScannedTrace | None:
+def scan_trace(data: bytes | mmap.mmap, header_type: Any) -> ScannedTrace | None:
     """Columns of ``data`` (see module docstring), or None for the Python path."""
     if not available():
         return None
@@ -249,7 +250,7 @@ def scan_trace(data: bytes, header_type: Any) -> ScannedTrace | None:
     return trace
 
 
-def count_byte(data: bytes, byte: bytes) -> int:
+def count_byte(data: bytes | mmap.mmap, byte: bytes) -> int:
     """``data.count(byte)`` for a one-byte ``byte``, 4-5x faster: numpy compares 1 MiB blocks
     (bytes.count runs a general substring search, about 2 GB/s)."""
     view = np.frombuffer(data, np.uint8)
