@@ -149,18 +149,22 @@ def _aggregate(
     """One row per distinct (name, type) text; ``key`` groups events cheaply first."""
     if not events.size:
         return OpTable.empty(side)
-    if int(key.min()) >= 0 and int(key.max()) < 4 * len(key) + 4096:
-        # small non-negative keys (string ids): a lookup table instead of a sort
-        present = np.bincount(key)
-        uniq = np.flatnonzero(present)
-        dense = np.zeros(len(present), dtype=np.int64)
-        dense[uniq] = np.arange(len(uniq))
-        first_row = dense[key]
+    # small non-negative keys (string ids): a lookup table instead of a sort
+    small = int(key.min()) >= 0 and int(key.max()) < 4 * len(key) + 4096
+    if small:
+        uniq = np.flatnonzero(np.bincount(key))
     else:
         uniq, first_row = np.unique(key, return_inverse=True)
     index: dict[tuple[str, str], int] = {}
-    remap = np.array([index.setdefault(key_text(k), len(index)) for k in uniq.tolist()])
-    row = remap[first_row.reshape(-1)]
+    remap = np.array(
+        [index.setdefault(key_text(k), len(index)) for k in uniq.tolist()], dtype=np.int64
+    )
+    if small:  # key -> row in one gather per event
+        lookup = np.zeros(int(uniq[-1]) + 1, dtype=np.int64)
+        lookup[uniq] = remap
+        row = lookup[key]
+    else:
+        row = remap[first_row.reshape(-1)]
     rows = len(index)
 
     def total(weights: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:

@@ -166,10 +166,11 @@ def _roots(profile: Profile, step_roots: np.ndarray) -> np.ndarray:
     """All roots, in XProf's order: root level descending, then start time."""
     level_stat = profile.stat("_r")
     level = np.where(level_stat.present, level_stat.as_int(0), 0)
-    tf_data_ids = profile.stat("id").as_int()[_events_named(profile, _TF_DATA_FUNCTIONS)]
-    ids = profile.stat("id")
+    ids = profile.stat("id")  # once: each call builds three dense columns
+    id_values = ids.as_int()
+    tf_data_ids = id_values[_events_named(profile, _TF_DATA_FUNCTIONS)]
     roots = np.flatnonzero(level > 0)
-    roots = roots[~(ids.present[roots] & np.isin(ids.as_int()[roots], tf_data_ids))]
+    roots = roots[~(ids.present[roots] & np.isin(id_values[roots], tf_data_ids))]
     roots = np.union1d(roots, step_roots)
     level = np.maximum(level[roots], 1)
     return roots[np.lexsort((roots, profile.start_ns[roots], -level))]
