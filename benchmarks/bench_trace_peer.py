@@ -10,6 +10,7 @@ to the last byte of the full-view window at 8000 px (the resolution XProf's UI a
   when the window's bytes exist (the process prints the time); both store entries are written
   after it on a thread (`stepscope.store.background`), and the CPU time and peak, read at the
   process' exit, include those writes. ``exit`` is the wall clock to the process' end;
+  ``2t``: with ``STEPSCOPE_THREADS=2`` (the steps found on a second thread);
 - xprof-rs 0.1.3: its server on a fresh log directory, then ``trace_viewer@`` over HTTP, with
   one thread (``taskset -c 0``, ``RAYON_NUM_THREADS=1``) and with its default threads.
 
@@ -50,10 +51,10 @@ print(len(body), time.time())
 exits: list[float] = []  # stepscope's process exits (wall s), the store writes included
 
 
-def stepscope(path: str, workdir: Path) -> Sample:
+def stepscope(path: str, workdir: Path, threads: int = 1) -> Sample:
     target = _fresh_copy(path, workdir)
     cache = tempfile.mkdtemp(dir=workdir)
-    env = {"PYTHONPATH": str(ROOT / "src")}
+    env = {"PYTHONPATH": str(ROOT / "src"), "STEPSCOPE_THREADS": str(threads)}
     spawned = time.time()
     (exit_s, cpu, peak), out = _spawn(
         [sys.executable, "-c", _STEPSCOPE, str(target.parent), cache], env
@@ -63,7 +64,8 @@ def stepscope(path: str, workdir: Path) -> Sample:
         raise RuntimeError("stepscope answered an empty window")
     shutil.rmtree(target.parents[3], ignore_errors=True)
     shutil.rmtree(cache, ignore_errors=True)
-    exits.append(exit_s)
+    if threads == 1:
+        exits.append(exit_s)
     return float(answered) - spawned, cpu, peak
 
 
@@ -85,9 +87,15 @@ def main() -> None:
     make += "; open(sys.argv[1], 'wb').write(f(int(sys.argv[2])))"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     subprocess.run([sys.executable, "-c", make, str(made), str(args.events)], check=True, env=env)
-    samples: dict[str, list[Sample]] = {"stepscope": [], "xprof-rs 1t": [], "xprof-rs": []}
+    samples: dict[str, list[Sample]] = {
+        "stepscope": [],
+        "stepscope 2t": [],
+        "xprof-rs 1t": [],
+        "xprof-rs": [],
+    }
     for _ in range(args.repeat):
         samples["stepscope"].append(stepscope(str(made), workdir))
+        samples["stepscope 2t"].append(stepscope(str(made), workdir, threads=2))
         samples["xprof-rs 1t"].append(xprof_rs(binary, str(made), workdir, True))
         samples["xprof-rs"].append(xprof_rs(binary, str(made), workdir, False))
     shutil.rmtree(workdir, ignore_errors=True)
