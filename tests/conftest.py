@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.store import location
+from stepscope.store import background, location
 from stepscope.store.budget import ENV_VAR as CAP_VAR
 
 # REPO and tf_xplane are re-exported for older imports: new code imports tests.support.fixtures.
@@ -37,3 +37,12 @@ def _own_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+@pytest.fixture(autouse=True)
+def _store_writes_finished() -> Iterator[None]:
+    """Store entries are written on threads after the answer (`stepscope.store.background`):
+    each test's writes end with the test, so none lands in a later test's store or
+    environment (a monkeypatched cache directory or cap)."""
+    yield
+    background.wait()
