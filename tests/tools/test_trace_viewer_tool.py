@@ -6,15 +6,20 @@ import gzip
 import json
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from stepscope.model import open_run
 from stepscope.serve.http import ApiRequest, ApiResponse
 from stepscope.serve.routes import build_routes
 from stepscope.serve.state import ServerState
 from stepscope.serve.wsgi import WsgiApp
 from stepscope.stats.trace_index.index import index_dir, load_index
+from stepscope.tools import _analysis
+from stepscope.tools.context import ProfileStore, ToolContext
+from stepscope.tools.trace_viewer import api
 from stepscope.tools.trace_viewer import wire as trace_wire
 from tests.support.fixtures import FIXTURES, tf_xplane
 
@@ -163,3 +168,31 @@ def test_h100_steps_are_the_overviews(state: ServerState) -> None:
     steps = json.loads(get(state, "/api/tool/trace_viewer", run="bert").body)["steps"]
     overview = json.loads(get(state, "/api/tool/overview_page", run="bert").body)
     assert steps["number"] == [s["step"] for s in overview["steps"]] == [6]
+
+
+def test_steps_track_shares_the_step_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trace viewer's steps come from the store's step database, the one the overview
+    uses: whichever tool opens first builds it, the other reuses it."""
+    from stepscope.stats.steps import breakdown
+
+    built: list[int] = []
+    build = breakdown.build_step_db
+
+    def counted(*args: object, **kwargs: object) -> breakdown.StepDb:
+        built.append(1)
+        return build(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(breakdown, "build_step_db", counted)
+    monkeypatch.setattr(_analysis, "build_step_db", counted)
+    run_dir = tmp_path / "plugins" / "profile" / "r1"
+    run_dir.mkdir(parents=True)
+    shutil.copy(tf_xplane("ctl"), run_dir / "h.xplane.pb")
+    run = open_run(str(run_dir))
+    ctx = ToolContext(run, run.hosts[0].host, ProfileStore(use_cache=False))
+    _, index = api.trace_of(ctx)
+    db = _analysis.step_db(ctx, run.hosts[0].host)  # the overview's: not built again
+    assert built == [1]
+    assert index.steps.number.tolist() == sorted(db.step_num.tolist())[: len(index.steps.number)]
+    assert len(index.steps.number) > 0

@@ -20,9 +20,11 @@ Queries are in `window`. The index is built once per profile file and kept in th
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -41,6 +43,9 @@ from stepscope.stats.trace_index.search import NameIndex, build_name_index, inde
 from stepscope.stats.trace_index.segments import group_starts, stable_argsort
 from stepscope.stats.trace_index.tracks import Steps, find_steps
 from stepscope.store import background, entries, location
+
+if TYPE_CHECKING:
+    from stepscope.stats.steps.breakdown import StepDb
 
 INDEX_VERSION = 3  # bump whenever the index layout or its algorithms change
 KIND = "trace_index"  # the store's name for these entries
@@ -87,14 +92,17 @@ class TraceIndex:
         return names
 
 
-def build_trace_index(profile: Profile, threads: int = 1) -> TraceIndex:
+def build_trace_index(
+    profile: Profile, threads: int = 1, step_db: Callable[[], StepDb] | None = None
+) -> TraceIndex:
     """The index of ``profile``. With ``threads`` >= 2 the steps (the step database, half
     of the build at 10M events) are found on a second thread while the rows and levels are
-    built; NumPy releases the GIL in its sorts and passes, so the two overlap on two cores."""
+    built; NumPy releases the GIL in its sorts and passes, so the two overlap on two cores.
+    ``step_db``: the caller's shared step database (`find_steps`)."""
     if threads < 2:
-        return _build(profile, find_steps(profile))
+        return _build(profile, find_steps(profile, step_db))
     with ThreadPoolExecutor(1, thread_name_prefix="stepscope-steps") as pool:
-        steps = pool.submit(find_steps, profile)
+        steps = pool.submit(find_steps, profile, step_db)
         return _build(profile, steps)
 
 
@@ -250,6 +258,7 @@ def open_trace_index(
     cache_dir: Path | None = None,
     verbose: bool = False,
     threads: int = 1,
+    step_db: Callable[[], StepDb] | None = None,
 ) -> TraceIndex:
     """The index of ``profile``: from the cache when present, else built with ``threads``
     (`build_trace_index`) and cached."""
@@ -260,7 +269,7 @@ def open_trace_index(
         if found is not None and found.n_events == profile.n_events:
             return found
     started = time.monotonic()
-    index = build_trace_index(profile, threads)
+    index = build_trace_index(profile, threads, step_db)
     if verbose and profile.n_events >= 1_000_000:
         log.info(
             f"stepscope: indexed {profile.n_events:,} events for the trace viewer in "

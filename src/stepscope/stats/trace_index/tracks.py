@@ -10,11 +10,16 @@ host threads are ordered by name.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from stepscope.model import Line, Plane, Profile
+
+if TYPE_CHECKING:
+    from stepscope.stats.steps.breakdown import StepDb
 
 # Lines of device planes that are derived from the streams rather than activity of their own.
 DERIVED_LINES = (
@@ -110,12 +115,13 @@ class Steps:
     event: np.ndarray  # int64 event index of the step marker
 
 
-def find_steps(profile: Profile) -> Steps:
+def find_steps(profile: Profile, step_db: Callable[[], StepDb] | None = None) -> Steps:
     """The steps of the step database (`stepscope.stats.steps.breakdown`), the ones the
-    overview and every other tool show (at most ``MAX_STEPS``)."""
+    overview and every other tool show (at most ``MAX_STEPS``). ``step_db``: where the
+    caller keeps that database (a tool's store shares it between tools), else it is built."""
     from stepscope.stats.steps.breakdown import build_step_db
 
-    db = build_step_db(profile)
+    db = step_db() if step_db is not None else build_step_db(profile)
     order = np.argsort(db.start_ns, kind="stable")[:MAX_STEPS]
     event = db.event[order] if len(db.event) == db.n_steps else np.full(len(order), -1)
     return Steps(

@@ -26,6 +26,7 @@ from stepscope.stats.trace_index.flows import KIND_NAMES
 from stepscope.stats.trace_index.index import TraceIndex, open_trace_index
 from stepscope.stats.trace_index.window import events_in_box, query_window, rows_of_pairs
 from stepscope.tools import output
+from stepscope.tools._analysis import step_db
 from stepscope.tools.context import ToolContext
 from stepscope.tools.trace_viewer import wire as trace_wire
 from stepscope.tools.trace_viewer.responses import (
@@ -62,6 +63,7 @@ def trace_of(ctx: ToolContext) -> tuple[Profile, TraceIndex]:
             cache_dir=store.cache_dir,
             verbose=True,
             threads=store.threads,
+            step_db=lambda: step_db(ctx, host),  # shared with the other tools
         ),
     )
     return profile, index
