@@ -107,3 +107,14 @@ def test_window_bounds_equal_numpy_searches(seed: int) -> None:
         native.sweeps.window_bounds(events, start, end, reach, win_start, lo, hi)
         assert np.array_equal(lo, np.searchsorted(reach, start[events], "right"))
         assert np.array_equal(hi, np.searchsorted(win_start, end[events], "left"))
+        # the in-place pairs: -1 here (some events span windows); without those events,
+        # exactly the events whose bounds hold one window, in order
+        counts = hi - lo
+        assert native.sweeps.single_window_pairs(events, start, end, reach, win_start, lo, hi) < 0
+        rest = events[counts <= 1]
+        one = (counts == 1)[counts <= 1]
+        lo, hi = np.empty(len(rest), np.int64), np.empty(len(rest), np.int64)
+        found = native.sweeps.single_window_pairs(rest, start, end, reach, win_start, lo, hi)
+        assert found == one.sum() > 0
+        window = np.searchsorted(reach, start[rest], "right")
+        assert np.array_equal(lo[:found], rest[one]) and np.array_equal(hi[:found], window[one])

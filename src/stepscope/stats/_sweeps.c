@@ -19,6 +19,10 @@
  *   gathered copies of start and end; each search gallops from the previous answer, so events
  *   taken in time order (as on one thread) cost O(1) each instead of a binary search.
  *
+ * single_window_pairs(same arguments): the usual case without the bounds: the events that
+ *   overlap exactly one window, compacted in place as (lo[i], hi[i]) = (event, window) for
+ *   i < the count returned; -1 when some event overlaps two windows (then call window_bounds).
+ *
  * Every array is C-contiguous int64; out, lo and hi are writable.
  */
 #define PY_SSIZE_T_CLEAN
@@ -155,7 +159,10 @@ static Py_ssize_t gallop(const int64_t *a, Py_ssize_t m, int64_t x, int right, P
 #undef BEFORE
 }
 
-static PyObject *window_bounds(PyObject *self, PyObject *args) {
+/* window_bounds, or with single != 0 the usual case in place: each event overlapping exactly
+ * one window written compacted as (lo[m], hi[m]) = (event, window), the count m returned; -1
+ * (outputs spoiled) as soon as an event overlaps two windows. */
+static PyObject *bounds_or_pairs(PyObject *args, int single) {
     PyObject *objs[7];
     if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
                           &objs[5], &objs[6]))
@@ -180,23 +187,42 @@ static PyObject *window_bounds(PyObject *self, PyObject *args) {
             goto done;
         }
     }
+    Py_ssize_t found = 0;
     Py_BEGIN_ALLOW_THREADS
     Py_ssize_t p_lo = 0, p_hi = 0;
     for (Py_ssize_t k = 0; k < n; k++) {
         int64_t e = events[k];
         p_lo = gallop(reach, m, start[e], 1, p_lo);
         p_hi = gallop(win_start, m, end[e], 0, p_hi);
-        lo[k] = p_lo;
-        hi[k] = p_hi;
+        if (!single) {
+            lo[k] = p_lo;
+            hi[k] = p_hi;
+        } else if (p_hi - p_lo == 1) { /* found <= k: entries not yet read are untouched */
+            lo[found] = e;
+            hi[found++] = p_lo;
+        } else if (p_hi - p_lo > 1) {
+            found = -1;
+            break;
+        }
     }
     Py_END_ALLOW_THREADS
-    result = Py_NewRef(Py_None);
+    result = single ? PyLong_FromSsize_t(found) : Py_NewRef(Py_None);
 done:
     for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
     return result;
 }
 
+static PyObject *window_bounds(PyObject *self, PyObject *args) {
+    return bounds_or_pairs(args, 0);
+}
+
+static PyObject *single_window_pairs(PyObject *self, PyObject *args) {
+    return bounds_or_pairs(args, 1);
+}
+
 static PyMethodDef methods[] = {
+    {"single_window_pairs", single_window_pairs, METH_VARARGS,
+     "(event, window) pairs in place when no event overlaps two windows, else -1."},
     {"window_bounds", window_bounds, METH_VARARGS,
      "Window index range each event overlaps (two searchsorted, galloping from the last)."},
     {"step_type_unions", step_type_unions, METH_VARARGS,
