@@ -118,3 +118,14 @@ def test_window_bounds_equal_numpy_searches(seed: int) -> None:
         assert found == one.sum() > 0
         window = np.searchsorted(reach, start[rest], "right")
         assert np.array_equal(lo[:found], rest[one]) and np.array_equal(hi[:found], window[one])
+
+
+def test_an_extension_built_from_older_source_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    stale = types.ModuleType("stepscope.stats._sweeps")
+    stale.nest_parents = native.sweeps.nest_parents  # type: ignore[attr-defined,union-attr]
+    monkeypatch.setattr(native.importlib, "import_module", lambda name: stale)
+    assert native._load() is None
+    monkeypatch.setattr(native.importlib, "import_module", lambda name: native.sweeps)
+    assert native._load() is native.sweeps

@@ -10,14 +10,22 @@ import importlib
 import os
 from types import ModuleType
 
+# Every function the callers use: an extension built from an older `_sweeps.c` (an editable
+# install not rebuilt after an update) lacks some, and is then not used at all rather than
+# failing with AttributeError in the middle of an analysis.
+_FUNCTIONS = ("nest_parents", "step_type_unions", "window_bounds", "single_window_pairs")
+
 
 def _load() -> ModuleType | None:
     if os.environ.get("STEPSCOPE_PURE_PYTHON") == "1":
         return None
     try:
-        return importlib.import_module("stepscope.stats._sweeps")
+        module = importlib.import_module("stepscope.stats._sweeps")
     except ImportError:
         return None
+    if not all(hasattr(module, name) for name in _FUNCTIONS):
+        return None
+    return module
 
 
 sweeps = _load()
