@@ -6,30 +6,6 @@ stepscope.recorder.start("logs", keep_steps=50)
 
 from __future__ import annotations
 
-from stepscope.capture.recorder import (
-    InvalidRecorderConfigError,
-    PendingSave,
-    Recorder,
-    RecorderConfig,
-    RecorderNotRunningError,
-    Triggers,
-    current,
-    is_running,
-    save,
-    start,
-    stop,
-)
-
-__all__ = [
-    "InvalidRecorderConfigError",
-    "PendingSave",
-    "Recorder",
-    "RecorderConfig",
-    "RecorderNotRunningError",
-    "Triggers",
-    "current",
-    "is_running",
-    "save",
-    "start",
-    "stop",
-]
+# The public names are the implementation's own `__all__`: listed once, there.
+from stepscope.capture.recorder import *  # noqa: F403
+from stepscope.capture.recorder import __all__ as __all__
