@@ -326,26 +326,17 @@ def _torch_live(a: AllocatorProfile) -> tuple[TorchLiveAllocation, ...]:
 
 
 def _memory(h: HostMemory, a: AllocatorProfile) -> Memory:
-    if h.framework == "pytorch" and len(a.snapshots):
-        return Memory(
-            host=h.host,
-            memory_id=a.allocator,
-            terms="pytorch",
-            summary=_torch_summary(a),
-            timeline_points=len(a.timeline),
-            snapshot_count=len(a.snapshots),
-            timeline=_torch_timeline(a, h.strings),
-            live_at_peak=_torch_live(a),
-        )
+    # PyTorch's allocator speaks of allocated/reserved/active, TensorFlow's of heap/stack.
+    torch = h.framework == "pytorch" and len(a.snapshots) > 0
     return Memory(
         host=h.host,
         memory_id=a.allocator,
-        terms="tensorflow",
-        summary=_summary(a),
+        terms="pytorch" if torch else "tensorflow",
+        summary=_torch_summary(a) if torch else _summary(a),
         timeline_points=len(a.timeline),
         snapshot_count=len(a.snapshots),
-        timeline=_timeline(a, h.strings),
-        live_at_peak=_live(a),
+        timeline=(_torch_timeline if torch else _timeline)(a, h.strings),
+        live_at_peak=_torch_live(a) if torch else _live(a),
     )
 
 
