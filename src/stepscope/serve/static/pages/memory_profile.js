@@ -73,17 +73,23 @@ function hoverText(t, k, torch) {
   return h('dl', { dataset: { index: String(k) } }, items.map(([a, b]) => [h('dt', {}, a), h('dd', {}, b)]));
 }
 
+// Both timeline charts: time on x from the first to the last event, bytes on y up to a nice tick.
+function axes(times, bytes) {
+  const x0 = times[0];
+  const x1 = times[times.length - 1];
+  const ticks = niceTicks(Math.max(1, ...bytes));
+  const top = ticks[ticks.length - 1];
+  const sx = (v) => M.left + (W - M.left - M.right) * (x1 > x0 ? (v - x0) / (x1 - x0) : 0.5);
+  const sy = (v) => M.top + (H - M.top - M.bottom) * (1 - v / top);
+  return { x0, x1, ticks, sx, sy };
+}
+
 function timelineChart(mem) {
   if (mem.terms === 'pytorch') return torchTimelineChart(mem);
   const t = mem.timeline;
   const n = t.time_ms.length;
   if (!n) return note('No allocator events.');
-  const x0 = t.time_ms[0];
-  const x1 = t.time_ms[n - 1];
-  const ticks = niceTicks(Math.max(1, ...t.in_use_bytes));
-  const top = ticks[ticks.length - 1];
-  const sx = (v) => M.left + (W - M.left - M.right) * (x1 > x0 ? (v - x0) / (x1 - x0) : 0.5);
-  const sy = (v) => M.top + (H - M.top - M.bottom) * (1 - v / top);
+  const { x0, x1, ticks, sx, sy } = axes(t.time_ms, t.in_use_bytes);
   const sf = (p) => M.top + (H - M.top - M.bottom) * (1 - p / 100);
   const path = (ys, scale) => ys.map((y, i) => `${i ? 'L' : 'M'}${sx(t.time_ms[i]).toFixed(1)} ${scale(y).toFixed(1)}`).join(' ');
   const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart mem-chart', role: 'img', tabindex: '0',
@@ -138,12 +144,7 @@ function torchTimelineChart(mem) {
   const t = mem.timeline;
   const n = t.time_ms.length;
   if (!n) return note('No allocator events.');
-  const x0 = t.time_ms[0];
-  const x1 = t.time_ms[n - 1];
-  const ticks = niceTicks(Math.max(1, ...t.reserved_bytes));
-  const top = ticks[ticks.length - 1];
-  const sx = (v) => M.left + (W - M.left - M.right) * (x1 > x0 ? (v - x0) / (x1 - x0) : 0.5);
-  const sy = (v) => M.top + (H - M.top - M.bottom) * (1 - v / top);
+  const { x0, x1, ticks, sx, sy } = axes(t.time_ms, t.reserved_bytes);
   const steps = (ys) => ys.map((y, i) => (i ? `H${sx(t.time_ms[i]).toFixed(1)} V${sy(y).toFixed(1)}` : `M${sx(t.time_ms[0]).toFixed(1)} ${sy(y).toFixed(1)}`)).join(' ');
   const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart mem-chart', role: 'img', tabindex: '0',
     'aria-label': 'Allocated and reserved memory over time (arrow keys move the cursor)' });
