@@ -44,7 +44,9 @@ def recording(tmp_path: Path) -> Iterator[rec.Recorder]:
     done = threading.Event()
     thread = threading.Thread(target=_loop, args=(done,), name="training", daemon=True)
     thread.start()
-    time.sleep(0.2)  # some steps to keep (what is asserted is only that they are there)
+    deadline = time.monotonic() + 60  # some steps to keep: wait for them, however slow the machine
+    while recorder.ring.steps_seen < 5 and time.monotonic() < deadline:
+        time.sleep(0.01)
     yield recorder
     done.set()
     thread.join(5)
