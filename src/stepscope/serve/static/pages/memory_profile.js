@@ -108,35 +108,8 @@ function timelineChart(mem) {
     svg('path', { d: path(t.fragmentation_pct, sf), class: 'line', stroke: COLORS.fragmentation, fill: 'none', 'stroke-dasharray': '4 3', dataset: { series: 'fragmentation' } }));
   const s = mem.summary;
   root.append(svg('circle', { cx: sx(s.peak_time_ms), cy: sy(s.peak_usage_bytes), r: 4, class: 'peak', 'data-tip': `Peak ${fmtBytes(s.peak_usage_bytes)} at ${fmtMs(s.peak_time_ms)}` }));
-  const guide = svg('line', { class: 'guide', y1: M.top, y2: H - M.bottom, x1: -10, x2: -10 });
-  root.append(guide);
-  const panel = h('div', { class: 'mem-hover', 'aria-live': 'polite' }, h('span', { class: 'muted' }, 'Hover the chart for the event at that time.'));
-  let current = -1;
-  const show = (k) => {
-    current = Math.max(0, Math.min(n - 1, k));
-    const x = sx(t.time_ms[current]);
-    guide.setAttribute('x1', String(x));
-    guide.setAttribute('x2', String(x));
-    panel.replaceChildren(hoverText(t, current));
-  };
-  root.addEventListener('mousemove', (e) => {
-    const box = root.getBoundingClientRect();
-    const vx = ((e.clientX - box.left) / box.width) * W;
-    const time = x0 + ((vx - M.left) / (W - M.left - M.right)) * (x1 - x0);
-    show(nearest(t.time_ms, time));
-  });
-  root.addEventListener('keydown', (e) => {
-    const step = { ArrowRight: 1, ArrowLeft: -1, PageDown: 50, PageUp: -50 }[e.key];
-    if (step === undefined) return;
-    e.preventDefault();
-    show(current < 0 ? 0 : current + step);
-  });
-  const legend = h('ul', { class: 'legend' }, [['Memory in use (stack + heap)', COLORS.in_use], ['Heap allocated', COLORS.heap], ['Fragmentation (right axis)', COLORS.fragmentation]]
-    .map(([label, color]) => h('li', {}, h('span', { class: 'swatch', style: { background: color } }), label)));
-  const sampled = mem.snapshot_count > mem.timeline_points
-    ? h('p', { class: 'muted' }, `${fmtInt(mem.snapshot_count)} allocator events shown as ${fmtInt(mem.timeline_points)} points, each the largest of its span (the peak is kept).`)
-    : null;
-  return card('Memory timeline', h('figure', { class: 'chart-box' }, root, legend), panel, sampled);
+  const panel = hoverCursor(root, t, sx, x0, x1, false);
+  return timelineCard(mem, root, panel, [['Memory in use (stack + heap)', COLORS.in_use], ['Heap allocated', COLORS.heap], ['Fragmentation (right axis)', COLORS.fragmentation]]);
 }
 
 // Step-shaped: the allocator's totals hold until the next event; time ticks along the axis.
@@ -163,16 +136,24 @@ function torchTimelineChart(mem) {
     svg('path', { d: steps(t.allocated_bytes), class: 'line', stroke: COLORS.heap, fill: 'none', dataset: { series: 'allocated' } }));
   const s = mem.summary;
   root.append(svg('circle', { cx: sx(s.peak_reserved_time_ms), cy: sy(s.peak_reserved_bytes), r: 4, class: 'peak', 'data-tip': `Peak reserved ${fmtBytes(s.peak_reserved_bytes)} at ${fmtMs(s.peak_reserved_time_ms)}` }));
+  const panel = hoverCursor(root, t, sx, x0, x1, true);
+  return timelineCard(mem, root, panel, [['Reserved (allocated + cache)', COLORS.in_use], ['Allocated (live tensors)', COLORS.heap]]);
+}
+
+// The vertical cursor of both timeline charts: follows the mouse, or the arrow and page keys,
+// to the nearest event, whose figures the returned panel shows.
+function hoverCursor(root, t, sx, x0, x1, torch) {
   const guide = svg('line', { class: 'guide', y1: M.top, y2: H - M.bottom, x1: -10, x2: -10 });
   root.append(guide);
   const panel = h('div', { class: 'mem-hover', 'aria-live': 'polite' }, h('span', { class: 'muted' }, 'Hover the chart for the event at that time.'));
+  const n = t.time_ms.length;
   let current = -1;
   const show = (k) => {
     current = Math.max(0, Math.min(n - 1, k));
     const x = sx(t.time_ms[current]);
     guide.setAttribute('x1', String(x));
     guide.setAttribute('x2', String(x));
-    panel.replaceChildren(hoverText(t, current, true));
+    panel.replaceChildren(hoverText(t, current, torch));
   };
   root.addEventListener('mousemove', (e) => {
     const box = root.getBoundingClientRect();
@@ -185,7 +166,11 @@ function torchTimelineChart(mem) {
     e.preventDefault();
     show(current < 0 ? 0 : current + step);
   });
-  const legend = h('ul', { class: 'legend' }, [['Reserved (allocated + cache)', COLORS.in_use], ['Allocated (live tensors)', COLORS.heap]]
+  return panel;
+}
+
+function timelineCard(mem, root, panel, series) {
+  const legend = h('ul', { class: 'legend' }, series
     .map(([label, color]) => h('li', {}, h('span', { class: 'swatch', style: { background: color } }), label)));
   const sampled = mem.snapshot_count > mem.timeline_points
     ? h('p', { class: 'muted' }, `${fmtInt(mem.snapshot_count)} allocator events shown as ${fmtInt(mem.timeline_points)} points, each the largest of its span (the peak is kept).`)
