@@ -22,6 +22,8 @@ long (it would overlap it); as a safeguard the level is also raised to floor(log
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from stepscope.stats.arrays import unique_many
@@ -77,22 +79,31 @@ def _hops_to_root(parent: np.ndarray) -> np.ndarray:
     return depth
 
 
-def nesting_depth(
+def _nested_lines(
     order: np.ndarray, line: np.ndarray, start_ns: np.ndarray, dur_ns: np.ndarray
-) -> np.ndarray:
-    """Depth of each event (indexed like the profile), from `line_order`'s ``order``."""
-    depth = np.zeros(len(order), dtype=np.int32)
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Per line of ``order`` (`line_order`'s), its events and their parent within the line
+    (local indices, -1 for none); lines whose events run back to back (nothing nested) are
+    skipped: all their events are at depth 0 with no parent."""
     if len(order) == 0:
-        return depth
-    line_sorted = line[order]
-    bounds = np.append(group_starts(line_sorted), len(order))
+        return
+    bounds = np.append(group_starts(line[order]), len(order))
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         events = order[a:b]
         start = start_ns[events]
         end = start + np.maximum(dur_ns[events], 1)
         if b - a < 2 or np.all(start[1:] >= end[:-1]):
-            continue  # back to back, nothing nested: all at depth 0
-        depth[events] = _hops_to_root(_parents(start, end))
+            continue
+        yield events, _parents(start, end)
+
+
+def nesting_depth(
+    order: np.ndarray, line: np.ndarray, start_ns: np.ndarray, dur_ns: np.ndarray
+) -> np.ndarray:
+    """Depth of each event (indexed like the profile), from `line_order`'s ``order``."""
+    depth = np.zeros(len(order), dtype=np.int32)
+    for events, local in _nested_lines(order, line, start_ns, dur_ns):
+        depth[events] = _hops_to_root(local)
     return depth
 
 
@@ -101,17 +112,7 @@ def nesting_parents(
 ) -> np.ndarray:
     """Parent of each event (profile index; -1 for none), as `nesting_depth` defines it."""
     parent = np.full(len(order), -1, dtype=np.int64)
-    if len(order) == 0:
-        return parent
-    line_sorted = line[order]
-    bounds = np.append(group_starts(line_sorted), len(order))
-    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        events = order[a:b]
-        start = start_ns[events]
-        end = start + np.maximum(dur_ns[events], 1)
-        if b - a < 2 or np.all(start[1:] >= end[:-1]):
-            continue
-        local = _parents(start, end)
+    for events, local in _nested_lines(order, line, start_ns, dur_ns):
         parent[events[local >= 0]] = events[local[local >= 0]]
     return parent
 
