@@ -435,23 +435,106 @@ def test_arg_at_reads_what_arg_reads_for_the_events_asked() -> None:
                 assert part.tolist() == whole[picked].tolist(), (key, asked)
 
 
-def test_an_uncompressed_trace_is_scanned_from_a_mapping(tmp_path: Path) -> None:
-    """A local .json is memory-mapped for the scanner (no copy of the text); the profile is
-    the one the XSpace path gives from the file's bytes. Compressed or blank files are read."""
-    import gzip
-    import mmap
+_AWKWARD = {
+    "schemaVersion": 1,
+    "deviceProperties": [{"id": 0, "name": "GPU \\u00e9", "totalGlobalMem": 1 << 34}],
+    "traceEvents": [
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "aten::mm \u00e9\u4e2d\U0001f600",
+            "pid": 1,
+            "tid": 2,
+            "ts": 10.5,
+            "dur": 3.25,
+            "args": {"Input Dims": [[2, 3], []], 'a"b': None, "f": 1.5e3, "t": True, "s": "x\\y"},
+        },
+        {"ph": "i", "s": "t", "name": "mark", "pid": 1, "tid": 2, "ts": 12},
+        {"ph": "s", "cat": "fwdbwd", "id": 7, "pid": 1, "tid": 2, "ts": 10.5, "name": "f"},
+    ],
+    "traceName": "after the events",
+    "distributedInfo": {"rank": 0, "nested": {"deep": [1, 2.5, "x", None]}},
+}
 
-    from stepscope.errors import ProfileFormatError
+
+def _same_scan(whole: scan.ScannedTrace | None, streamed: object) -> None:
+    assert isinstance(whole, scan.ScannedTrace) and isinstance(streamed, scan.ScannedTrace)
+    assert streamed.header == whole.header and streamed.texts == whole.texts
+    for column in (
+        "ph",
+        "flags",
+        "cat",
+        "name",
+        "pid",
+        "tid",
+        "ts_ns",
+        "dur_ns",
+        "flow_ids",
+        "nargs",
+        "arg_key",
+        "arg_kind",
+        "arg_value",
+        "is_key",
+    ):
+        assert getattr(streamed, column).tolist() == getattr(whole, column).tolist(), column
+
+
+@pytest.mark.parametrize("window", [16, 17, 31, 64, 1000])
+def test_streamed_scan_equals_the_whole_scan_wherever_the_windows_cut(window: int) -> None:
+    """Every unit (member, event) that a window cuts is undone and scanned again whole; units
+    longer than the window grow it."""
+    import io
+
+    data = (json.dumps(_AWKWARD, ensure_ascii=False, indent=1) + "\n").encode()
+    whole = scan.scan_trace(data, importer.HeaderOnly)
+    reader = io.BytesIO(data)
+    _same_scan(whole, scan.scan_stream(reader.readinto, importer.HeaderOnly, 1 << 40, window))
+    assert whole is not None and whole.header.distributedInfo["nested"]["deep"][1] == 2.5
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"",
+        b"  ",
+        b"{}",
+        b'{"traceEvents": []',
+        b'{"traceEvents": [{"ph": "X"},]}',
+        b'{"traceEvents": []} x',
+        b'{"traceEvents": [], "traceEvents": []}',
+        b'[{"ph": "X"}]',
+    ],
+)
+def test_streamed_scan_rejects_what_the_whole_scan_rejects(text: bytes) -> None:
+    import io
+
+    assert scan.scan_trace(text, importer.HeaderOnly) is None
+    for window in (16, 1 << 20):
+        reader = io.BytesIO(text)
+        assert scan.scan_stream(reader.readinto, importer.HeaderOnly, 1 << 40, window) is None
+
+
+def test_compressed_traces_stream_into_the_scanner(tmp_path: Path) -> None:
+    """A .json.gz is inflated a piece at a time into the scanner (as a .json is read): same
+    columns as the whole text's scan; a damaged stream takes the per-event path, which warns."""
+    import gzip
+
+    from stepscope.xspace.io import GunzipStream
 
     source = FIXTURES / "kineto" / "a100_triton_tiny.json.gz"
+    raw = source.read_bytes()
+    whole = scan.scan_trace(gzip.decompress(raw), importer.HeaderOnly)
+    stream = GunzipStream(raw, source, chunk=97)
+    _same_scan(whole, scan.scan_stream(stream.readinto, importer.HeaderOnly, 1 << 40, 64))
     plain = tmp_path / "trace.json"
-    plain.write_bytes(gzip.decompress(source.read_bytes()))
-    mapped = importer._read_mapped(plain, [])
-    assert isinstance(mapped, mmap.mmap)
-    mapped.close()
-    assert not isinstance(importer._read_mapped(source, []), mmap.mmap)
+    plain.write_bytes(gzip.decompress(raw))
     _assert_same(plain)
+    damaged = tmp_path / "damaged.json.gz"
+    damaged.write_bytes(raw + gzip.compress(b" " * 100_000)[:-12])  # a second member, cut
+    assert any("gzip" in w for w in importer.kineto_to_columns(damaged).space_header.warnings)
     blank = tmp_path / "blank.json"
     blank.write_bytes(b" \n")
+    from stepscope.errors import ProfileFormatError
+
     with pytest.raises(ProfileFormatError, match="file is empty"):
         importer.kineto_to_columns(blank)

@@ -9,6 +9,7 @@ import gzip
 import os
 import re
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
@@ -93,35 +94,77 @@ def gunzip_bounded(
     passes ``limit`` (default `limits.max_profile_bytes()`): a gzip bomb costs the limit, not
     its ratio. The result is a bytearray (no copy of up to the limit's size), used as bytes.
     """
-    if limit is None:
-        limit = limits.max_profile_bytes()
+    stream = GunzipStream(raw, path, limit, chunk)
     out = bytearray()
-    view = memoryview(raw)
-    pos = 0
-    while pos < len(raw):
-        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            while not inflater.eof:
-                if inflater.unconsumed_tail:
-                    feed: bytes | memoryview = inflater.unconsumed_tail
-                elif pos < len(raw):
-                    feed = view[pos : pos + chunk]
-                    pos += len(feed)
-                else:
-                    break  # the stream ends inside a member
-                out += inflater.decompress(feed, chunk)
-                if len(out) > limit:
-                    raise limits.ProfileTooLargeError(path, "decompressing this file", None, limit)
-        except zlib.error:
-            return _as_bytes(out), True
-        if not inflater.eof:
-            return _as_bytes(out), True
-        pos -= len(inflater.unused_data)  # the next member starts there
-        padding = _NOT_ZERO.search(raw, pos)  # members may be padded with zeros
-        pos = padding.start() if padding else len(raw)
-        if raw[pos : pos + 2] != GZIP_MAGIC:
-            break  # trailing bytes that are not gzip are ignored
-    return _as_bytes(out), False
+    for piece in stream.pieces():
+        out += piece
+    return _as_bytes(out), stream.damaged
+
+
+class GunzipStream:
+    """gzip data (every member, zero padding between members allowed) inflated piece by
+    piece, bounded as `gunzip_bounded`: `readinto` hands the text to a reader that never
+    holds it whole (the Kineto scanner). After the last piece, ``damaged`` tells whether the
+    stream was truncated or corrupt (the pieces are then what preceded the damage)."""
+
+    def __init__(
+        self, raw: bytes, path: object, limit: int | None = None, chunk: int = 1 << 20
+    ) -> None:
+        self.raw, self.path, self.chunk = raw, path, chunk
+        self.limit = limits.max_profile_bytes() if limit is None else limit
+        self.damaged = False
+        self.inflated = 0
+        self._pieces = self.pieces()
+        self._pending = memoryview(b"")
+
+    def pieces(self) -> Iterator[bytes]:
+        raw, chunk = self.raw, self.chunk
+        view = memoryview(raw)
+        pos = 0
+        while pos < len(raw):
+            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            try:
+                while not inflater.eof:
+                    if inflater.unconsumed_tail:
+                        feed: bytes | memoryview = inflater.unconsumed_tail
+                    elif pos < len(raw):
+                        feed = view[pos : pos + chunk]
+                        pos += len(feed)
+                    else:
+                        break  # the stream ends inside a member
+                    piece = inflater.decompress(feed, chunk)
+                    self.inflated += len(piece)
+                    if self.inflated > self.limit:
+                        raise limits.ProfileTooLargeError(
+                            self.path, "decompressing this file", None, self.limit
+                        )
+                    yield piece
+            except zlib.error:
+                self.damaged = True
+                return
+            if not inflater.eof:
+                self.damaged = True
+                return
+            pos -= len(inflater.unused_data)  # the next member starts there
+            padding = _NOT_ZERO.search(raw, pos)  # members may be padded with zeros
+            pos = padding.start() if padding else len(raw)
+            if raw[pos : pos + 2] != GZIP_MAGIC:
+                return  # trailing bytes that are not gzip are ignored
+
+    def readinto(self, buffer: memoryview) -> int:
+        """Fill ``buffer`` with the next inflated bytes: their count, 0 at the end."""
+        filled = 0
+        while filled < len(buffer):
+            if not self._pending:
+                piece = next(self._pieces, None)
+                if piece is None:
+                    break
+                self._pending = memoryview(piece)
+            n = min(len(buffer) - filled, len(self._pending))
+            buffer[filled : filled + n] = self._pending[:n]
+            self._pending = self._pending[n:]
+            filled += n
+        return filled
 
 
 def _as_bytes(data: bytearray) -> bytes:

@@ -5,10 +5,10 @@
  * per-event Python path runs instead (same profile, tested).
  *
  * scan(data) -> None (not an object with one traceEvents array of valid, well-formed JSON that
- *               this scanner models) or
- *               (events_lo, events_hi, strings: list[bytes], columns: dict[str, bytes])
+ *               this scanner models) or (header: bytes, strings: list[bytes],
+ *               columns: dict[str, bytes])
  *
- * events_lo:events_hi is the array's span (the header is decoded by msgspec from the rest).
+ * header: the document with an empty traceEvents array (decoded by msgspec).
  * strings: distinct raw JSON string contents (escapes not decoded: Python decodes each once)
  * and the raw text of list/object argument values; ids index this list.
  * Per event: ph (uint8, 0 when absent), flags (uint8, F_* in _kscan.h), cat / name (int32
@@ -66,57 +66,152 @@ static PyObject *take(Buf *b) {
     return (PyObject *)block;
 }
 
+/* The scan's result (see the module comment) from a complete stream; NULL with an error set. */
+static PyObject *result_of(Stream *st) {
+    Out *o = &st->o;
+    Table *t = &st->s.table;
+    Buf *bufs[] = {&o->ph, &o->flags, &o->cat, &o->name, &o->pid, &o->tid, &o->ts, &o->dur,
+                   &o->id, &o->nargs, &o->key, &o->kind, &o->value};
+    const char *names[] = {"ph", "flags", "cat", "name", "pid", "tid", "ts", "dur", "id",
+                           "nargs", "key", "kind", "value"};
+    PyObject *result = NULL;
+    PyObject *strings = PyList_New(t->count);
+    PyObject *columns = PyDict_New();
+    PyObject *header = PyBytes_FromStringAndSize(st->header.data, st->header.len);
+    int failed = !strings || !columns || !header;
+    for (Py_ssize_t i = 0; !failed && i < t->count; i++) {
+        Entry *e = &t->entries[i];
+        PyObject *text = PyBytes_FromStringAndSize(t->arena.data + e->off, e->len);
+        if (!text) failed = 1;
+        else PyList_SET_ITEM(strings, i, text);
+    }
+    for (size_t i = 0; !failed && i < sizeof(bufs) / sizeof(bufs[0]); i++) {
+        PyObject *bytes = take(bufs[i]);
+        if (!bytes || PyDict_SetItemString(columns, names[i], bytes)) failed = 1;
+        Py_XDECREF(bytes);
+    }
+    PyObject *keys = failed ? NULL : PyBytes_FromStringAndSize(NULL, t->count);
+    if (!keys) failed = 1;
+    for (Py_ssize_t i = 0; !failed && i < t->count; i++)
+        PyBytes_AS_STRING(keys)[i] = (char)t->entries[i].is_key;
+    if (!failed) failed = PyDict_SetItemString(columns, "is_key", keys) != 0;
+    Py_XDECREF(keys);
+    if (!failed) result = PyTuple_Pack(3, header, strings, columns);
+    Py_XDECREF(header);
+    Py_XDECREF(strings);
+    Py_XDECREF(columns);
+    return result;
+}
+
+static void stream_free(Stream *st) {
+    Out *o = &st->o;
+    Buf *bufs[] = {&o->ph, &o->flags, &o->cat, &o->name, &o->pid, &o->tid, &o->ts, &o->dur,
+                   &o->id, &o->nargs, &o->key, &o->kind, &o->value, &st->header,
+                   &st->s.table.arena};
+    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) free(bufs[i]->data);
+    free(st->s.table.entries);
+    free(st->s.table.slots);
+}
+
+/* scan(data): the whole document in one buffer. */
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer view;
     if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
-    Scanner s = {0};
-    Out o = {0};
-    s.start = s.p = view.buf;
-    s.end = s.start + view.len;
-    s.table.base = s.start;
-    Py_ssize_t lo = -1, hi = -1;
+    Stream st = {0};
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = kscan_document(&s, &o, &lo, &hi);
+    rc = kscan_feed(&st, view.buf, view.len, 1);
     Py_END_ALLOW_THREADS
     PyObject *result = NULL;
-    Buf *bufs[] = {&o.ph, &o.flags, &o.cat, &o.name, &o.pid, &o.tid, &o.ts, &o.dur, &o.id,
-                   &o.nargs, &o.key, &o.kind, &o.value};
-    const char *names[] = {"ph", "flags", "cat", "name", "pid", "tid", "ts", "dur", "id",
-                           "nargs", "key", "kind", "value"};
-    if (s.oom) {
-        PyErr_NoMemory();
-    } else if (rc) {
-        result = Py_NewRef(Py_None);
-    } else {
-        PyObject *strings = PyList_New(s.table.count);
-        PyObject *columns = PyDict_New();
-        int failed = !strings || !columns;
-        for (Py_ssize_t i = 0; !failed && i < s.table.count; i++) {
-            Entry *e = &s.table.entries[i];
-            PyObject *text = PyBytes_FromStringAndSize((const char *)s.start + e->off, e->len);
-            if (!text) failed = 1;
-            else PyList_SET_ITEM(strings, i, text);
-        }
-        for (size_t i = 0; !failed && i < sizeof(bufs) / sizeof(bufs[0]); i++) {
-            PyObject *bytes = take(bufs[i]);
-            if (!bytes || PyDict_SetItemString(columns, names[i], bytes)) failed = 1;
-            Py_XDECREF(bytes);
-        }
-        PyObject *keys = failed ? NULL : PyBytes_FromStringAndSize(NULL, s.table.count);
-        if (!keys) failed = 1;
-        for (Py_ssize_t i = 0; !failed && i < s.table.count; i++)
-            PyBytes_AS_STRING(keys)[i] = (char)s.table.entries[i].is_key;
-        if (!failed) failed = PyDict_SetItemString(columns, "is_key", keys) != 0;
-        Py_XDECREF(keys);
-        if (!failed) result = Py_BuildValue("nnOO", lo, hi, strings, columns);
-        Py_XDECREF(strings);
-        Py_XDECREF(columns);
-    }
-    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) free(bufs[i]->data);
-    free(s.table.entries);
-    free(s.table.slots);
+    if (st.s.oom) PyErr_NoMemory();
+    else if (rc) result = Py_NewRef(Py_None);
+    else result = result_of(&st);
+    stream_free(&st);
     PyBuffer_Release(&view);
+    return result;
+}
+
+/* Reads readinto(memoryview) -> int into the window after its first `len` bytes. */
+static Py_ssize_t read_more(PyObject *readinto, char *window, Py_ssize_t len, Py_ssize_t cap) {
+    PyObject *view = PyMemoryView_FromMemory(window + len, cap - len, PyBUF_WRITE);
+    if (!view) return -1;
+    PyObject *got = PyObject_CallOneArg(readinto, view);
+    PyObject *released = PyObject_CallMethod(view, "release", NULL);
+    Py_DECREF(view);
+    Py_XDECREF(released);
+    if (!got) return -1;
+    Py_ssize_t n = PyLong_AsSsize_t(got);
+    Py_DECREF(got);
+    if (n == -1 && PyErr_Occurred()) return -1;
+    if (n < 0 || n > cap - len) {
+        PyErr_SetString(PyExc_ValueError, "readinto returned a size outside its buffer");
+        return -1;
+    }
+    return n;
+}
+
+/*
+ * scan_stream(readinto, limit, window) -> as scan, reading the document through readinto (a
+ * file's, or anything that fills a memoryview and returns the byte count, 0 at the end) in
+ * windows of `window` bytes (grown for a longer event): the text is never held whole. An int
+ * instead of the tuple: the bytes the columns would need (twice their size, with what routing
+ * makes of them) once that passes limit.
+ */
+static PyObject *scan_stream(PyObject *self, PyObject *args) {
+    PyObject *readinto;
+    Py_ssize_t limit, cap;
+    if (!PyArg_ParseTuple(args, "Onn", &readinto, &limit, &cap)) return NULL;
+    if (cap < 16) cap = 16;
+    Stream st = {0};
+    PyObject *result = NULL;
+    Py_ssize_t len = 0;
+    char *window = malloc((size_t)cap);
+    if (!window) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int final = 0;;) {
+        Py_ssize_t n = read_more(readinto, window, len, cap);
+        if (n < 0) goto done;
+        final = n == 0;
+        len += n;
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = kscan_feed(&st, (const uint8_t *)window, len, final);
+        Py_END_ALLOW_THREADS
+        if (st.s.oom) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (rc < 0) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        if (rc == 0) break;
+        Py_ssize_t needed = 2 * kscan_out_bytes(&st.o);
+        if (needed > limit) {
+            result = PyLong_FromSsize_t(needed);
+            goto done;
+        }
+        Py_ssize_t used = (const char *)st.s.p - window;
+        memmove(window, window + used, (size_t)(len - used));
+        len -= used;
+        if (len == cap) {  /* one unit longer than the window */
+            char *grown = realloc(window, (size_t)cap * 2);
+            if (!grown) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            window = grown;
+            cap *= 2;
+        }
+    }
+    free(window);
+    window = NULL;
+    result = result_of(&st);
+done:
+    free(window);
+    stream_free(&st);
     return result;
 }
 
@@ -164,6 +259,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Kineto trace JSON -> columns (see the module comment)."},
+    {"scan_stream", scan_stream, METH_VARARGS, "scan, reading the JSON in windows (see above)."},
     {"innermost", innermost, METH_VARARGS, "Innermost open op per time (see above)."},
     {NULL, NULL, 0, NULL},
 };

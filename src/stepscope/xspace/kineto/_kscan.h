@@ -19,17 +19,18 @@ enum { A_INT = 0, A_FLOAT = 1, A_STR = 2, A_BOOL = 3, A_NULL = 4, A_JSON = 5 };
 
 typedef struct { char *data; Py_ssize_t len, cap; } Buf;
 
-/* Interned strings: open addressing over (offset, length) spans of the input. */
+/* Interned strings, copied into an arena (the input is read in windows that move on):
+ * open addressing over (offset, length) spans of the arena. */
 typedef struct { Py_ssize_t off, len; uint64_t hash; int is_key; } Entry;
 typedef struct {
-    const uint8_t *base;
+    Buf arena;
     Entry *entries;   /* by id */
     int32_t *slots;   /* id + 1, 0 = empty */
     Py_ssize_t count, cap, nslots;
 } Table;
 
 typedef struct {
-    const uint8_t *p, *start, *end;
+    const uint8_t *p, *start, *end;  /* the current window of the input */
     int error;  /* not JSON this scanner accepts: the caller takes the Python path */
     int oom;
     Table table;
@@ -40,8 +41,23 @@ typedef struct {
     Buf key, kind, value;
 } Out;
 
-/* The top-level object into o; lo, hi: the span of the traceEvents array. 0 on success. */
-int kscan_document(Scanner *s, Out *o, Py_ssize_t *lo, Py_ssize_t *hi);
+/* Where the document's scan stands between two windows (each state begins a unit). */
+enum { ST_OPEN, ST_MEMBER, ST_EVENTS, ST_SEP, ST_END };
+typedef struct {
+    Scanner s;
+    Out o;
+    Buf header;  /* the document without its events: the traceEvents array reads [] */
+    int state, seen_events;
+} Stream;
+
+/* Scans the window buf[0:len] from where the last window stopped, one unit (a top-level
+ * member, an event with the comma after it, ...) at a time: a unit that the window cuts is
+ * undone and left for the next window. final: no input follows. Returns 0 when the document
+ * is complete (final only), 1 for more input (st->s.p: the first byte not consumed), -1 when
+ * the input is not a document this scanner models (or s.oom). */
+int kscan_feed(Stream *st, const uint8_t *buf, Py_ssize_t len, int final);
+Py_ssize_t kscan_out_bytes(const Out *o);
+int kscan_buf_put(Buf *b, const void *src, Py_ssize_t n);
 /* Fills the byte table scan_string uses; once, before the first scan. */
 void kscan_init(void);
 

@@ -4,7 +4,7 @@
  */
 #include "_kscan.h"
 
-static int buf_put(Buf *b, const void *src, Py_ssize_t n) {
+int kscan_buf_put(Buf *b, const void *src, Py_ssize_t n) {
     if (b->len + n > b->cap) {
         Py_ssize_t cap = b->cap ? b->cap : 4096;
         while (cap < b->len + n) cap *= 2;
@@ -17,6 +17,7 @@ static int buf_put(Buf *b, const void *src, Py_ssize_t n) {
     b->len += n;
     return 0;
 }
+#define buf_put kscan_buf_put
 
 
 static uint64_t hash_bytes(const uint8_t *p, Py_ssize_t n) {
@@ -51,14 +52,14 @@ static int table_grow(Table *t) {
     return 0;
 }
 
-static int32_t intern(Table *t, Py_ssize_t off, Py_ssize_t len) {
+/* The id of the string p[0:len] (copied into the arena when new). */
+static int32_t intern(Table *t, const uint8_t *p, Py_ssize_t len) {
     if ((t->count + 1) * 2 > t->nslots && table_grow(t)) return -1;
-    const uint8_t *p = t->base + off;
     uint64_t h = hash_bytes(p, len);
     Py_ssize_t s = (Py_ssize_t)(h & (uint64_t)(t->nslots - 1));
     while (t->slots[s]) {
         Entry *e = &t->entries[t->slots[s] - 1];
-        if (e->hash == h && e->len == len && memcmp(t->base + e->off, p, (size_t)len) == 0)
+        if (e->hash == h && e->len == len && memcmp(t->arena.data + e->off, p, (size_t)len) == 0)
             return t->slots[s] - 1;
         s = (s + 1) & (t->nslots - 1);
     }
@@ -70,6 +71,8 @@ static int32_t intern(Table *t, Py_ssize_t off, Py_ssize_t len) {
         t->cap = cap;
     }
     if (t->count >= INT32_MAX - 1) return -1;
+    Py_ssize_t off = t->arena.len;
+    if (buf_put(&t->arena, p, len ? len : 0)) return -1;
     t->entries[t->count] = (Entry){off, len, h, 0};
     t->slots[s] = (int32_t)(t->count + 1);
     return (int32_t)t->count++;
@@ -279,7 +282,7 @@ static int string_field(Scanner *s, int32_t *id, uint8_t *flags) {
     if (s->p < s->end && *s->p == '"') {
         Py_ssize_t off, len;
         if (scan_string(s, &off, &len)) return -1;
-        *id = intern(&s->table, off, len);
+        *id = intern(&s->table, s->start + off, len);
         if (*id < 0) { s->oom = 1; return -1; }
         return 0;
     }
@@ -322,7 +325,7 @@ static int scan_args(Scanner *s, Out *o, uint32_t *count, uint8_t *flags) {
     for (;;) {
         Py_ssize_t off, len;
         if (s->p >= s->end || *s->p != '"' || scan_string(s, &off, &len)) return -1;
-        int32_t key = intern(&s->table, off, len);
+        int32_t key = intern(&s->table, s->start + off, len);
         if (key < 0) { s->oom = 1; return -1; }
         s->table.entries[key].is_key = 1;
         if (*count < 64) {
@@ -343,12 +346,12 @@ static int scan_args(Scanner *s, Out *o, uint32_t *count, uint8_t *flags) {
         if (c == '"') {
             if (scan_string(s, &off, &len)) return -1;
             kind = A_STR;
-            value = intern(&s->table, off, len);
+            value = intern(&s->table, s->start + off, len);
         } else if (c == '[' || c == '{') {
             const uint8_t *first = s->p;
             if (skip_value(s, 1)) return -1;
             kind = A_JSON;
-            value = intern(&s->table, first - s->start, s->p - first);
+            value = intern(&s->table, first, s->p - first);
         } else if (c == 't' || c == 'f') {
             if (literal(s, c == 't' ? "true" : "false")) return -1;
             kind = A_BOOL;
@@ -412,7 +415,7 @@ static int scan_event(Scanner *s, Out *o) {
                 int32_t sid = -1;
                 rc = string_field(s, &sid, &flags);
                 Entry *e = sid >= 0 ? &s->table.entries[sid] : NULL;
-                if (e && e->len == 1) ph = s->start[e->off];
+                if (e && e->len == 1) ph = (uint8_t)s->table.arena.data[e->off];
                 else flags |= F_BAD;
             } else if (field_is(k, len, "cat")) {
                 bit = 2; rc = string_field(s, &cat, &flags);
@@ -455,7 +458,7 @@ static int scan_event(Scanner *s, Out *o) {
                 int32_t sid = -1;
                 rc = string_field(s, &sid, &flags);
                 Entry *e = sid >= 0 ? &s->table.entries[sid] : NULL;
-                if (e && e->len == 1 && s->start[e->off] == 'g') flags |= F_GLOBAL;
+                if (e && e->len == 1 && s->table.arena.data[e->off] == 'g') flags |= F_GLOBAL;
             } else {
                 rc = skip_value(s, 1);
             }
@@ -481,49 +484,107 @@ static int scan_event(Scanner *s, Out *o) {
     return 0;
 }
 
-static int scan_events(Scanner *s, Out *o) {
-    s->p++;
-    ws(s);
-    if (s->p < s->end && *s->p == ']') { s->p++; return 0; }
-    for (;;) {
-        if (s->p >= s->end || scan_event(s, o)) return -1;
-        ws(s);
-        if (s->p >= s->end) return -1;
-        if (*s->p == ',') { s->p++; ws(s); continue; }
-        if (*s->p == ']') { s->p++; return 0; }
-        return -1;
-    }
+Py_ssize_t kscan_out_bytes(const Out *o) {
+    return o->ph.len + o->flags.len + o->cat.len + o->name.len + o->pid.len + o->tid.len
+         + o->ts.len + o->dur.len + o->id.len + o->nargs.len + o->key.len + o->kind.len
+         + o->value.len;
 }
 
-/* The top-level object; lo, hi: the span of the (single) traceEvents array. */
-int kscan_document(Scanner *s, Out *o, Py_ssize_t *lo, Py_ssize_t *hi) {
-    ws(s);
-    if (s->p >= s->end || *s->p != '{') return -1;
-    s->p++;
-    ws(s);
-    if (s->p < s->end && *s->p == '}') return -1;
-    for (;;) {
+/* One unit from the state st->state: 0 when it is complete (the state moves on), -1 when the
+ * window cuts it or the input is not a document this scanner models. */
+static int scan_unit(Stream *st) {
+    Scanner *s = &st->s;
+    const uint8_t *mark = s->p;
+    switch (st->state) {
+    case ST_OPEN:
+        ws(s);
+        if (s->p >= s->end || *s->p != '{') return -1;
+        s->p++;
+        st->state = ST_MEMBER;
+        break;
+    case ST_MEMBER: {  /* "key": value (an empty document or a trailing comma fail here) */
         Py_ssize_t off, len;
+        ws(s);
         if (s->p >= s->end || *s->p != '"' || scan_string(s, &off, &len)) return -1;
         int events = field_is(s->start + off, len, "traceEvents");
         ws(s);
         if (s->p >= s->end || *s->p != ':') return -1;
         s->p++;
         ws(s);
-        if (events) {
-            if (*lo >= 0 || s->p >= s->end || *s->p != '[') return -1;
-            *lo = s->p - s->start;
-            if (scan_events(s, o)) return -1;
-            *hi = s->p - s->start;
-        } else if (skip_value(s, 1)) {
-            return -1;
+        if (!events) {
+            if (skip_value(s, 1)) return -1;
+            st->state = ST_SEP;
+            break;
         }
+        if (st->seen_events || s->p >= s->end || *s->p != '[') return -1;
+        const uint8_t *bracket = s->p++;
         ws(s);
         if (s->p >= s->end) return -1;
-        if (*s->p == ',') { s->p++; ws(s); continue; }
-        if (*s->p == '}') { s->p++; break; }
+        int empty = *s->p == ']';
+        if (empty) s->p++;
+        if (buf_put(&st->header, mark, bracket - mark) || buf_put(&st->header, "[]", 2)) {
+            s->oom = 1;
+            return -1;
+        }
+        st->seen_events = 1;
+        st->state = empty ? ST_SEP : ST_EVENTS;
+        return 0;  /* the array's text stays out of the header */
+    }
+    case ST_EVENTS:  /* one event and what follows it: a comma, or the array's end */
+        if (s->p >= s->end || scan_event(s, &st->o)) return -1;
+        ws(s);
+        if (s->p >= s->end) return -1;
+        if (*s->p == ',') {
+            s->p++;
+            ws(s);
+        } else if (*s->p == ']') {
+            s->p++;
+            st->state = ST_SEP;
+        } else {
+            return -1;
+        }
+        return 0;
+    case ST_SEP:
+        ws(s);
+        if (s->p >= s->end) return -1;
+        if (*s->p == ',') st->state = ST_MEMBER;
+        else if (*s->p == '}') st->state = ST_END;
+        else return -1;
+        s->p++;
+        break;
+    default:
         return -1;
     }
+    if (buf_put(&st->header, mark, s->p - mark)) {
+        s->oom = 1;
+        return -1;
+    }
+    return 0;
+}
+
+int kscan_feed(Stream *st, const uint8_t *buf, Py_ssize_t len, int final) {
+    Scanner *s = &st->s;
+    Out *o = &st->o;
+    Buf *bufs[] = {&o->ph, &o->flags, &o->cat, &o->name, &o->pid, &o->tid, &o->ts, &o->dur,
+                   &o->id, &o->nargs, &o->key, &o->kind, &o->value};
+    enum { NBUFS = sizeof(bufs) / sizeof(bufs[0]) };
+    Py_ssize_t kept[NBUFS];
+    s->start = s->p = buf;
+    s->end = buf + len;
+    while (st->state != ST_END) {
+        const uint8_t *mark = s->p;
+        Py_ssize_t header_len = st->header.len;
+        for (int i = 0; i < NBUFS; i++) kept[i] = bufs[i]->len;
+        if (!scan_unit(st)) continue;
+        if (s->oom || final) return -1;
+        /* Cut by the window's end (or invalid, which the final window will tell): undo the
+         * unit's rows; strings it interned stay interned (complete strings, seen again). */
+        for (int i = 0; i < NBUFS; i++) bufs[i]->len = kept[i];
+        st->header.len = header_len;
+        s->p = mark;
+        return 1;
+    }
     ws(s);
-    return (s->p == s->end && *lo >= 0) ? 0 : -1;
+    if (s->p < s->end) return -1;  /* text after the document */
+    return final ? 0 : 1;
 }

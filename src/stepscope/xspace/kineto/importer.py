@@ -31,7 +31,7 @@ docs/formats/kineto.md. Decisions taken here:
 from __future__ import annotations
 
 import gc
-import mmap
+import io
 import os
 import re
 from collections.abc import Iterator
@@ -42,7 +42,13 @@ from typing import TYPE_CHECKING, Any
 from stepscope import limits
 from stepscope.errors import ProfileFormatError
 from stepscope.xspace.builder import INT64_MAX, LineBuilder, PlaneBuilder, StatValue, XSpaceBuilder
-from stepscope.xspace.io import GZIP_MAGIC, gunzip_bounded, is_url, read_raw_bytes
+from stepscope.xspace.io import (
+    GZIP_MAGIC,
+    GunzipStream,
+    gunzip_bounded,
+    is_url,
+    read_raw_bytes,
+)
 from stepscope.xspace.kineto import fast_memory, fast_route, scan
 from stepscope.xspace.kineto.columns import ColumnLine, ColumnPlane, ColumnSpace
 from stepscope.xspace.kineto.decode import HEADER_STATS, HeaderOnly, decode_trace, header_dict
@@ -82,7 +88,10 @@ def kineto_to_xspace(path: str | os.PathLike[str]) -> XSpace:
 def kineto_to_columns(path: str | os.PathLike[str]) -> RawColumns:
     """Like `kineto_to_xspace`, but straight to the columnar model's input (no protobuf)."""
     warnings: list[str] = []
-    columns = _convert([_read_mapped(path, warnings)], str(path), warnings, ColumnSpace)
+    scanned = _scan_file(path)
+    box: list[bytes | scan.ScannedTrace] = [_read(path, warnings) if scanned is None else scanned]
+    del scanned
+    columns = _convert(box, str(path), warnings, ColumnSpace)
     assert isinstance(columns, RawColumns)
     return columns
 
@@ -90,7 +99,7 @@ def kineto_to_columns(path: str | os.PathLike[str]) -> RawColumns:
 def kineto_bytes_to_xspace(data: bytes, source: str = "<bytes>") -> XSpace:
     """Like `kineto_to_xspace` for the (possibly gzip-compressed) bytes of a trace."""
     warnings: list[str] = []
-    box: list[bytes | mmap.mmap] = [_inflate(data, source, warnings)]
+    box: list[bytes | scan.ScannedTrace] = [_inflate(data, source, warnings)]
     del data
     space = _convert(box, source, warnings, XSpaceBuilder)
     assert not isinstance(space, RawColumns)
@@ -101,29 +110,51 @@ def _read(path: str | os.PathLike[str], warnings: list[str]) -> bytes:
     return _inflate(read_raw_bytes(path), str(path), warnings)
 
 
-def _read_mapped(path: str | os.PathLike[str], warnings: list[str]) -> bytes | mmap.mmap:
-    """A local uncompressed trace memory-mapped for the C scanner (no copy of the text into
-    the heap: about 0.1 s less CPU at 1M events); anything else read as `_read` does."""
+def _scan_file(path: str | os.PathLike[str]) -> scan.ScannedTrace | None:
+    """The trace's columns, its text streamed through the C scanner (``.json`` read, ``.json.gz``
+    inflated, a window at a time: the text is never held whole); None when the scanner is not
+    built or does not model the trace (the caller then reads the file whole, reporting any
+    problem with it in its words)."""
+    if not scan.available():
+        return None
     text = str(path)
-    if not scan.available() or is_url(text):
-        return _read(path, warnings)
+    limit = limits.max_profile_bytes()
+    if is_url(text):
+        raw = read_raw_bytes(path)
+        return _scan_reader(
+            GunzipStream(raw, text, limit // 2) if raw[:2] == GZIP_MAGIC else io.BytesIO(raw), text
+        )
     try:
-        with open(text.removeprefix("file://"), "rb") as handle:
-            if handle.read(2) == GZIP_MAGIC or os.fstat(handle.fileno()).st_size == 0:
-                return _read(path, warnings)
-            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):  # errors are reported by the plain read, in its words
-        return _read(path, warnings)
-    if len(mapped) > limits.max_profile_bytes():
-        size = len(mapped)
-        mapped.close()
-        raise limits.ProfileTooLargeError(text, "this file", size, limits.max_profile_bytes())
-    try:
-        _check_not_blank(mapped, text)
-    except ProfileFormatError:
-        mapped.close()
-        raise
-    return mapped
+        handle = open(text.removeprefix("file://"), "rb", buffering=0)  # noqa: SIM115
+    except OSError:
+        return None
+    with handle:
+        try:
+            size = os.fstat(handle.fileno()).st_size
+            if size > limit:
+                raise limits.ProfileTooLargeError(text, "this file", size, limit)
+            if handle.read(2) != GZIP_MAGIC:
+                handle.seek(0)
+                return _scan_reader(handle, text)
+            handle.seek(0)
+            raw = handle.readall()
+        except OSError:
+            return None
+    # Parsing JSON takes at least twice the text's size (see `parse_memory_estimate`), so
+    # inflating more than half the limit would be wasted (as `_gunzip`).
+    return _scan_reader(GunzipStream(raw, text, limit // 2), text)
+
+
+def _scan_reader(
+    reader: GunzipStream | io.RawIOBase | io.BytesIO, source: str
+) -> scan.ScannedTrace | None:
+    limit = limits.max_profile_bytes()
+    scanned = scan.scan_stream(reader.readinto, HeaderOnly, limit)
+    if isinstance(scanned, int):
+        raise limits.ProfileTooLargeError(source, "parsing this JSON", scanned, limit)
+    if isinstance(reader, GunzipStream) and reader.damaged:
+        return None  # the per-event path reads what precedes the damage, and says so
+    return scanned
 
 
 def _inflate(data: bytes, source: str, warnings: list[str]) -> bytes:
@@ -134,7 +165,7 @@ def _inflate(data: bytes, source: str, warnings: list[str]) -> bytes:
     return data
 
 
-def _check_not_blank(data: bytes | mmap.mmap, source: str) -> None:
+def _check_not_blank(data: bytes, source: str) -> None:
     if _NON_BLANK.search(data) is None:  # no strip(): it would copy the whole file
         raise ProfileFormatError(
             source, "file is empty", "the capture may have failed; capture again"
@@ -168,12 +199,15 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _convert(
-    box: list[bytes | mmap.mmap], source: str, warnings: list[str], into: type[XSpaceBuilder]
+    box: list[bytes | scan.ScannedTrace],
+    source: str,
+    warnings: list[str],
+    into: type[XSpaceBuilder],
 ) -> XSpace | RawColumns:
     """Import into a plain `XSpaceBuilder` (-> XSpace) or a `ColumnSpace` (-> RawColumns).
 
-    ``box`` holds the trace's bytes, taken out so that they are freed once decoded (the
-    callers keep no reference: the text is the largest thing alive during the import).
+    ``box`` holds the trace's bytes (or its scanned columns), taken out so that they are freed
+    once decoded (the callers keep no reference: they are the largest thing alive).
     """
     with _gc_paused():
         try:
@@ -192,24 +226,20 @@ def _convert(
 
 
 def _convert_unpaused(
-    box: list[bytes | mmap.mmap], source: str, warnings: list[str], into: type[XSpaceBuilder]
+    box: list[bytes | scan.ScannedTrace],
+    source: str,
+    warnings: list[str],
+    into: type[XSpaceBuilder],
 ) -> XSpaceBuilder:
-    mapped = box.pop()
+    item = box.pop()
     fast = None
-    scanned = _scan_columns(mapped, source) if into is ColumnSpace else None
-    if isinstance(mapped, mmap.mmap):  # only the scanner reads a mapping
-        mapped.close()
-        data = _read(source, []) if scanned is None else b""
+    if isinstance(item, scan.ScannedTrace):
+        fast = _classify(item)
+        # The per-event path (a trace the columns do not model) reads the file whole.
+        data = _read(source, warnings) if fast is None else b""
     else:
-        data = mapped
-    del mapped
-    if scanned is not None:
-        # The columns hold the events now: free the text before routing them. The
-        # per-event path (a trace the columns do not model) reads the file again.
-        del data
-        fast = _classify(scanned)
-        if fast is None:
-            data = _read(source, [])  # its warnings were given on the first read
+        data = item
+    del item
     trace = None
     if fast is None:
         trace = decode_trace(data, source, warnings)
@@ -257,16 +287,6 @@ def _convert_unpaused(
     builder.warnings.extend(_kineto_log(doc, "WARNING"))
     builder.errors.extend(_kineto_log(doc, "ERROR"))
     return builder
-
-
-def _scan_columns(data: bytes | mmap.mmap, source: str) -> scan.ScannedTrace | None:
-    """The trace as columns when the C scanner reads all of it (else None)."""
-    if not scan.available():
-        return None
-    # The columns take about 54 bytes per object and 13 per argument (at least 4 bytes of
-    # text each): one count bounds them, where the per-event path's estimate takes four.
-    limits.check(source, "parsing this JSON", 2 * len(data) + 72 * scan.count_byte(data, b"{"))
-    return scan.scan_trace(data, HeaderOnly)
 
 
 def _classify(scanned: scan.ScannedTrace) -> tuple[dict[str, Any], Classified] | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import mmap
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +50,8 @@ INDEXED_KEYS = (
     "Total Reserved",
 )
 PHASES = frozenset(b"XiIsftM")
+# Bytes read per window by `scan_stream` (a window holds one read and the event it cut).
+WINDOW = 4 << 20
 _HEADER_ONLY = msgspec.json.Decoder()
 
 
@@ -215,20 +218,37 @@ class ScannedTrace:
         }
 
 
-def scan_trace(data: bytes | mmap.mmap, header_type: Any) -> ScannedTrace | None:
+def scan_trace(data: bytes, header_type: Any) -> ScannedTrace | None:
     """Columns of ``data`` (see module docstring), or None for the Python path."""
     if not available():
         return None
-    scanned = _kscan.scan(data)
+    return _trace(_kscan.scan(data), header_type)
+
+
+def scan_stream(
+    readinto: Callable[[memoryview], int], header_type: Any, limit: int, window: int = WINDOW
+) -> ScannedTrace | int | None:
+    """`scan_trace` of the text that ``readinto`` (a file's, a `GunzipStream`'s) reads, in
+    windows of ``window`` bytes: the text is never held whole. An int instead: the memory the
+    columns would need, once it passes ``limit`` (the scan stops there)."""
+    if not available():
+        return None
+    scanned = _kscan.scan_stream(readinto, limit, window)
+    return scanned if isinstance(scanned, int) else _trace(scanned, header_type)
+
+
+def _trace(
+    scanned: tuple[bytes, list[bytes], dict[str, bytes]] | None, header_type: Any
+) -> ScannedTrace | None:
     if scanned is None:
         return None
-    lo, hi, raw, columns = scanned
+    header_text, raw, columns = scanned
     try:
-        header = msgspec.json.decode(data[:lo] + b"[]" + data[hi:], type=header_type)
+        header = msgspec.json.decode(header_text, type=header_type)
         texts = [_decode_string(text) for text in raw]
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return None
-    trace = ScannedTrace(
+    return ScannedTrace(
         header=header,
         texts=texts,
         ph=np.frombuffer(columns["ph"], np.uint8),
@@ -247,7 +267,6 @@ def scan_trace(data: bytes | mmap.mmap, header_type: Any) -> ScannedTrace | None
         raw=raw,
         is_key=np.frombuffer(columns["is_key"], np.bool_),
     )
-    return trace
 
 
 def count_byte(data: bytes | mmap.mmap, byte: bytes) -> int:
