@@ -56,7 +56,13 @@ _HEADER_ONLY = msgspec.json.Decoder()
 
 
 def available() -> bool:
-    return _kscan is not None and os.environ.get("STEPSCOPE_PURE_PYTHON") != "1"
+    # An extension built from older sources (no scan_stream) counts as not built: a checkout
+    # updated without `setup.py build_ext` takes the per-event path instead of failing.
+    return (
+        _kscan is not None
+        and hasattr(_kscan, "scan_stream")
+        and os.environ.get("STEPSCOPE_PURE_PYTHON") != "1"
+    )
 
 
 @dataclass
