@@ -1,14 +1,24 @@
 """Build the optional C accelerator; stepscope works without it (pure-Python fallback)."""
 
+import sys
+
 from setuptools import Extension, setup
+
+THREAD_FLAGS = [] if sys.platform == "win32" else ["-pthread"]
 
 setup(
     ext_modules=[
         Extension(
             "stepscope.xspace._fastwire",
-            sources=["src/stepscope/xspace/_fastwire.c"],
+            sources=[
+                "src/stepscope/xspace/_fastwire.c",
+                "src/stepscope/xspace/_fastwire_chunks.c",
+            ],
+            depends=["src/stepscope/xspace/_fastwire.h"],
             optional=True,  # no compiler: install still succeeds, the fallback is used
-            extra_compile_args=["-O2"],
+            # Worker threads (STEPSCOPE_THREADS) decode event chunks; Windows decodes on one.
+            extra_compile_args=["-O2", *THREAD_FLAGS],
+            extra_link_args=THREAD_FLAGS,
         ),
         Extension(
             "stepscope.xspace.kineto._kscan",

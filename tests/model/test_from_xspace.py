@@ -28,10 +28,11 @@ COLUMNS = [
 
 
 @pytest.mark.skipif(not wire.accelerated(), reason="C accelerator not built")
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("path", XPLANES, ids=lambda p: p.parent.name)
-def test_c_decoder_matches_protobuf_fallback(path: Path) -> None:
+def test_c_decoder_matches_protobuf_fallback(path: Path, threads: int) -> None:
     data = read_profile_bytes(path)
-    fast = wire.decode_columns(data)
+    fast = wire.decode_columns(data, threads=threads)
     slow = wire.columns_from_message(XSpace.FromString(data))
     for column in COLUMNS:
         np.testing.assert_array_equal(getattr(fast, column), getattr(slow, column), err_msg=column)

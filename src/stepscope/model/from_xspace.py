@@ -52,9 +52,9 @@ def profile_from_bytes(
     return profile_from_columns(_decode(data, source), source, hostname)
 
 
-def _decode(data: bytes, source: str) -> RawColumns:
+def _decode(data: bytes, source: str, threads: int | None = None) -> RawColumns:
     try:
-        raw = decode_columns(data, source)
+        raw = decode_columns(data, source, threads)
     except ValueError as exc:
         raise ProfileFormatError(
             source,

@@ -19,13 +19,13 @@ Progress = Callable[..., None]
 PROGRESS_MIN_BYTES = 10_000_000  # below this a conversion takes well under a second
 
 
-def _convert(host: HostFile, progress: Progress | None) -> Profile:
+def _convert(host: HostFile, progress: Progress | None, threads: int | None = None) -> Profile:
     if progress is None or host.size_bytes < PROGRESS_MIN_BYTES:
-        return _convert_quietly(host, None)
-    return _convert_quietly(host, progress)
+        return _convert_quietly(host, None, threads)
+    return _convert_quietly(host, progress, threads)
 
 
-def _convert_quietly(host: HostFile, progress: Progress | None) -> Profile:
+def _convert_quietly(host: HostFile, progress: Progress | None, threads: int | None) -> Profile:
     def stage(text: str, fraction: float) -> None:
         if progress is not None:
             progress(f"{text} ({host.size_bytes / 1e6:.1f} MB)", fraction)
@@ -40,7 +40,7 @@ def _convert_quietly(host: HostFile, progress: Progress | None) -> Profile:
     stage("reading", 0.0)
     data = read_profile_bytes(host.path)
     stage("decoding", 0.2)
-    raw = _decode(data, host.path)
+    raw = _decode(data, host.path, threads)
     del data  # released before the columns are built (peak memory)
     stage("building columns", 0.6)
     return profile_from_columns(raw, host.path, host.host)
@@ -51,17 +51,19 @@ def open_host(
     use_cache: bool = True,
     cache_dir: Path | None = None,
     progress: Progress | None = None,
+    threads: int | None = None,
 ) -> Profile:
-    """The profile of ``host``; cached conversions are reused while the file is unchanged."""
+    """The profile of ``host``; cached conversions are reused while the file is unchanged.
+    ``threads``: decoding workers (default ``$STEPSCOPE_THREADS``)."""
     if not use_cache:
-        return _convert(host, progress)
+        return _convert(host, progress, threads)
     entry = cache.entry_dir(host.path, cache_dir)
     background.wait(entry)  # this process is writing it: read it once written
     cached = cache.load(entry)
     if cached is not None:
         return cached
     started = time.monotonic()
-    profile = _convert(host, progress)
+    profile = _convert(host, progress, threads)
     # Written after the caller has its answer (`stepscope.store.background`); the arrays are
     # not changed after conversion, so the thread writes what was converted.
     background.write_later(entry, lambda: cache.save(profile, entry), "cache")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,6 +10,7 @@ from pathlib import Path
 from threading import Event, Lock, Thread
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from stepscope import workers
 from stepscope.model import ALL_HOSTS, Profile, Run, open_host
 
 if TYPE_CHECKING:
@@ -18,14 +18,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
-THREADS_ENV = "STEPSCOPE_THREADS"  # analysis threads per host (1: none in the background)
-
-
-def _threads() -> int:
-    try:
-        return max(1, int(os.environ.get(THREADS_ENV, "1")))
-    except ValueError:
-        return 1
+# Analysis threads per host (1: none in the background); the decoder reads it too.
+THREADS_ENV = workers.THREADS_ENV
+_threads = workers.threads
 
 
 class ProfileStore:
@@ -71,7 +66,11 @@ class ProfileStore:
                 self._profiles.move_to_end(key)
                 return found
         profile = open_host(
-            host_file, use_cache=self.use_cache, cache_dir=self.cache_dir, progress=self.progress
+            host_file,
+            use_cache=self.use_cache,
+            cache_dir=self.cache_dir,
+            progress=self.progress,
+            threads=self.threads,
         )
         with self._lock:
             self._profiles[key] = profile

@@ -19,7 +19,7 @@ from types import ModuleType
 
 import numpy as np
 
-from stepscope import limits
+from stepscope import limits, workers
 
 TYPE_CHECKING = False  # protobuf is imported where a header is decoded: not on the Kineto path
 if TYPE_CHECKING:
@@ -88,16 +88,17 @@ def accelerated() -> bool:
 FALLBACK_BYTES_PER_BYTE = 48
 
 
-def decode_columns(data: bytes, source: str = "<bytes>") -> RawColumns:
-    """Decode serialized XSpace bytes. Raises ValueError on corrupt data and
-    `ProfileTooLargeError` when the result would exceed `limits.max_profile_bytes()`."""
+def decode_columns(data: bytes, source: str = "<bytes>", threads: int | None = None) -> RawColumns:
+    """Decode serialized XSpace bytes, the events by ``threads`` workers (default
+    ``$STEPSCOPE_THREADS``; the same columns with any number). Raises ValueError on corrupt
+    data and `ProfileTooLargeError` when the result would exceed `limits.max_profile_bytes()`."""
     from google.protobuf.message import DecodeError
 
     from stepscope.xspace.proto.xplane_pb2 import XSpace
 
     try:
         if accelerated():
-            return _decode_fast(data, source)
+            return _decode_fast(data, source, workers.threads() if threads is None else threads)
         limits.check(
             source,
             "decoding this XSpace (pure-Python decoder)",
@@ -110,16 +111,19 @@ def decode_columns(data: bytes, source: str = "<bytes>") -> RawColumns:
     return columns_from_message(space)
 
 
-def _decode_fast(data: bytes, source: str) -> RawColumns:
+def _decode_fast(data: bytes, source: str, threads: int) -> RawColumns:
     from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace
 
     assert _fastwire is not None  # callers check `accelerated()`
     limit = limits.max_profile_bytes()
     try:
-        try:
-            decoded = _fastwire.decode(data, limit)
-        except TypeError:  # a module built before the bound existed: rebuild to get it
-            decoded = _fastwire.decode(data)
+        if getattr(_fastwire, "PARALLEL", 0):
+            decoded = _fastwire.decode(data, limit, threads)
+        else:  # a module built before this version: rebuild it to get the workers
+            try:
+                decoded = _fastwire.decode(data, limit)
+            except TypeError:  # built before the bound existed
+                decoded = _fastwire.decode(data)
         header, planes, columns, strings, aggregated = decoded
     except MemoryError as exc:
         needed = exc.args[1] if len(exc.args) == 2 and isinstance(exc.args[1], int) else None
