@@ -5,12 +5,14 @@
 Each measurement is a new process on a fresh copy of the file with no cache, timed from spawn
 to the last byte of the full-view window at 8000 px (the resolution XProf's UI asks for):
 
-- stepscope: the trace viewer's endpoint in process (`trace_viewer.api.trace_of`: convert and
-  build the trace index with an empty cache directory; then `api.window`). The wall clock stops
-  when the window's bytes exist (the process prints the time); both store entries are written
-  after it on a thread (`stepscope.store.background`), and the CPU time and peak, read at the
-  process' exit, include those writes. ``exit`` is the wall clock to the process' end;
-  ``2t``: with ``STEPSCOPE_THREADS=2`` (the steps found on a second thread);
+- stepscope: what the page asks for, in process: the trace viewer's structure (`tool.build`:
+  convert and build the trace index with an empty cache directory), then the full-view
+  `api.window`. The wall clock stops when the window's bytes exist (the process prints the
+  time); the steps (the step database), the search index and both store entries come after
+  it (`stepscope.store.background`), and the CPU time and peak, read at the process' exit,
+  include them. ``steps`` is the wall clock to the answer of the steps endpoint (the page
+  asks for it after the first window), ``exit`` to the process' end;
+  ``2t``: with ``STEPSCOPE_THREADS=2`` (the steps started on a second thread at once);
 - xprof-rs 0.1.3: its server on a fresh log directory, then ``trace_viewer@`` over HTTP, with
   one thread (``taskset -c 0``, ``RAYON_NUM_THREADS=1``) and with its default threads.
 
@@ -39,16 +41,19 @@ import time
 from pathlib import Path
 from stepscope.model import open_run
 from stepscope.tools.context import ProfileStore, ToolContext
-from stepscope.tools.trace_viewer import api
+from stepscope.tools.trace_viewer import api, tool
 run = open_run(sys.argv[1])
 ctx = ToolContext(run, run.hosts[0].host, ProfileStore(cache_dir=Path(sys.argv[2])))
-_, index = api.trace_of(ctx)
-body, _ = api.window(ctx, {"t0": "0", "t1": str(index.end_ns - index.origin_ns), "res": "8000"})
-print(len(body), time.time())
+structure = tool.build(ctx)
+body, _ = api.window(ctx, {"t0": "0", "t1": str(structure.duration_ns), "res": "8000"})
+print(len(body), time.time(), flush=True)
+steps, _ = api.steps(ctx, {})
+print(len(steps), time.time())
 """
 
 
 exits: list[float] = []  # stepscope's process exits (wall s), the store writes included
+steps_ready: list[float] = []  # the steps endpoint's answer (wall s from spawn)
 
 
 def stepscope(path: str, workdir: Path, threads: int = 1) -> Sample:
@@ -59,13 +64,14 @@ def stepscope(path: str, workdir: Path, threads: int = 1) -> Sample:
     (exit_s, cpu, peak), out = _spawn(
         [sys.executable, "-c", _STEPSCOPE, str(target.parent), cache], env
     )
-    size, answered = out.strip().splitlines()[-1].split()
-    if int(size) < 1000:
-        raise RuntimeError("stepscope answered an empty window")
+    (size, answered), (steps_size, stepped) = (ln.split() for ln in out.strip().splitlines()[-2:])
+    if int(size) < 1000 or int(steps_size) < 50:
+        raise RuntimeError("stepscope answered an empty window or no steps")
     shutil.rmtree(target.parents[3], ignore_errors=True)
     shutil.rmtree(cache, ignore_errors=True)
     if threads == 1:
         exits.append(exit_s)
+        steps_ready.append(float(stepped) - spawned)
     return float(answered) - spawned, cpu, peak
 
 
@@ -103,6 +109,7 @@ def main() -> None:
     print(json.dumps({"events": args.events, **result}))
     for name, (wall, cpu, peak) in result.items():
         print(f"{name:<12} {wall:8.2f} s  CPU {cpu:8.2f} s  peak {peak:8,.0f} MB")
+    print(f"stepscope steps {sorted(steps_ready)[len(steps_ready) // 2]:8.2f} s (steps endpoint)")
     print(f"stepscope exit {sorted(exits)[len(exits) // 2]:8.2f} s (store entries written)")
     ours = result["stepscope"][0]
     print(

@@ -165,6 +165,8 @@ def test_compare_page_trace_links_open_the_same_step(
     assert cand_link.text_content().startswith("Candidate: train 24")
     cand_link.click()
     wait_rendered(page, "trace_viewer")
+    # the steps arrive after the first window; then the page fits the step asked for
+    page.wait_for_selector('.tool-page[data-steps="ready"]', timeout=60_000)
     page.wait_for_function("window.stepscopeTrace && window.stepscopeTrace.stepIndex !== undefined")
     view = page.evaluate(
         "(() => { const v = window.stepscopeTrace; const s = v.structure.steps;"

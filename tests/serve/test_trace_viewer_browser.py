@@ -195,6 +195,24 @@ def test_search_and_fit_to_step(browser: Any, server: RunningServer) -> None:
     assert not page.errors
 
 
+def test_steps_are_asked_for_after_the_first_window(browser: Any, server: RunningServer) -> None:
+    # The structure carries no steps (finding them is most of a first open at 10M events):
+    # the page draws the first window, then asks for the steps and shows the step picker.
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url.split("?")[0].rsplit("/", 1)[-1]))
+    page.goto(f"{server.url}#/trace_viewer?run=tf%2Fremote")
+    page.wait_for_selector(f'{PAGE}[data-steps="ready"]', timeout=120_000)
+    try:
+        assert "steps" in asked and "window" in asked
+        assert asked.index("window") < asked.index("steps")
+        assert page.is_visible("[data-action='fit-step']")
+        assert page.is_visible("[data-control='origin']")
+        assert " 30 steps · " in page.inner_text(f"{PAGE} p.loading")
+    finally:
+        page.close()
+
+
 def test_kineto_gpu_flows_are_drawn(browser: Any, server: RunningServer) -> None:
     page = open_trace(browser, server, "bert", "trace_viewer_kineto_bert.png")
     assert int(page.get_attribute(PAGE, "data-flows-drawn")) > 10

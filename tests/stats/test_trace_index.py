@@ -303,16 +303,35 @@ def test_steps_on_a_second_thread_give_the_same_index() -> None:
     np.testing.assert_array_equal(one.order, two.order)
 
 
-def test_name_index_is_built_on_first_use(tmp_path: Path) -> None:
-    profile = random_profile(4)
+def test_name_index_and_steps_are_built_on_first_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stepscope.stats.steps import breakdown
+
+    built: list[int] = []
+    build = breakdown.build_step_db
+
+    def counted(*args: object, **kwargs: object) -> breakdown.StepDb:
+        built.append(1)
+        return build(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(breakdown, "build_step_db", counted)
+    profile = profile_from_bytes(synthetic_xspace_bytes(5_000))
     index = build_trace_index(profile)
-    assert index._names is None  # the first window does not wait for it
+    assert index._names is None and built == []  # the first window waits for neither
+    query_window(profile, index, index.origin_ns, index.end_ns, 500)
+    assert index._names is None and built == []
     expected = build_name_index(profile)
     for name in ("name_ids", "events", "offsets", "max_dur_ns"):
         np.testing.assert_array_equal(getattr(index.names, name), getattr(expected, name))
-    assert index._profile is None  # built: the profile is no longer held
+    assert index._profile is not None  # the steps are still to be found from it
+    steps = index.steps
+    assert built == [1] and len(steps.number) > 0
+    assert index.steps is steps and built == [1]  # found once
+    assert index._profile is None  # both built: the profile is no longer held
     fresh = build_trace_index(profile)
-    save_index(fresh, tmp_path / "entry")  # saving builds it
+    save_index(fresh, tmp_path / "entry")  # saving builds both
     loaded = load_index(tmp_path / "entry")
-    assert loaded is not None and loaded._names is not None
+    assert loaded is not None and loaded._names is not None and loaded._steps is not None
     np.testing.assert_array_equal(loaded.names.events, expected.events)
+    np.testing.assert_array_equal(loaded.steps.start_ns, steps.start_ns)

@@ -14,6 +14,7 @@ from tests.support.browser import SHOTS
 
 PAGE = '.tool-page[data-tool="trace_viewer"]'
 READY = f'{PAGE}[data-loading="0"][data-draw-count]'
+STEPS_READY = f'{PAGE}[data-steps="ready"]'  # one host's steps arrive after the first window
 OPEN_PAGES: list[Any] = []
 
 
@@ -35,6 +36,7 @@ def open_trace(browser: Any, server: RunningServer, run: str, shot: str = "") ->
     query = httpx.QueryParams({"run": run})
     page.goto(f"{server.url}#/trace_viewer?{query}")
     page.wait_for_selector(READY, timeout=240_000)
+    page.wait_for_selector(STEPS_READY, timeout=240_000)
     page.wait_for_timeout(100)
     if shot:
         SHOTS.mkdir(parents=True, exist_ok=True)

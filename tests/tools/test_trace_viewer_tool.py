@@ -57,13 +57,20 @@ def test_structure(state: ServerState) -> None:
     tracks = data["sections"][0]["tracks"]
     assert sum(t["events"] for t in tracks) == data["events"]
     assert max(t["rows"] for t in tracks) > 5  # nested host threads stack up
+    assert "steps" not in data  # its own endpoint: the first window does not wait for them
+    assert data["counters"][0]["unit"] == "bytes"
+    assert data["endpoints"] == ["window", "steps", "search", "event", "select"]
+
+
+def test_steps_endpoint(state: ServerState) -> None:
     # the step database's steps, as the overview shows them (32 markers, first and last
     # dropped by XProf's rule), not every marker
+    steps = json.loads(get(state, "/api/tool/trace_viewer/steps", run=RUN).body)
     overview = json.loads(get(state, "/api/tool/overview_page", run=RUN).body)
-    assert data["steps"]["number"] == [s["step"] for s in overview["steps"]]
-    assert len(data["steps"]["number"]) == 30
-    assert data["counters"][0]["unit"] == "bytes"
-    assert data["endpoints"] == ["window", "search", "event", "select"]
+    assert steps["number"] == [s["step"] for s in overview["steps"]]
+    assert len(steps["number"]) == 30
+    assert len(steps["start_ns"]) == len(steps["dur_ns"]) == len(steps["event"]) == 30
+    assert steps["start_ns"] == sorted(steps["start_ns"]) and min(steps["dur_ns"]) > 0
 
 
 def test_index_is_cached_on_disk(state: ServerState) -> None:
@@ -165,7 +172,7 @@ def test_kineto_event_links_to_its_launch(state: ServerState) -> None:
 def test_h100_steps_are_the_overviews(state: ServerState) -> None:
     # The H100 trace's step box listed 2 steps (one twice) where the overview has 1: both
     # read the one step database now.
-    steps = json.loads(get(state, "/api/tool/trace_viewer", run="bert").body)["steps"]
+    steps = json.loads(get(state, "/api/tool/trace_viewer/steps", run="bert").body)
     overview = json.loads(get(state, "/api/tool/overview_page", run="bert").body)
     assert steps["number"] == [s["step"] for s in overview["steps"]] == [6]
 
@@ -192,7 +199,8 @@ def test_steps_track_shares_the_step_database(
     run = open_run(str(run_dir))
     ctx = ToolContext(run, run.hosts[0].host, ProfileStore(use_cache=False))
     _, index = api.trace_of(ctx)
-    db = _analysis.step_db(ctx, run.hosts[0].host)  # the overview's: not built again
-    assert built == [1]
+    assert built == []  # the index and its first window need no steps
+    db = _analysis.step_db(ctx, run.hosts[0].host)  # the overview's
+    assert built == [1]  # not built again for the trace viewer's steps
     assert index.steps.number.tolist() == sorted(db.step_num.tolist())[: len(index.steps.number)]
     assert len(index.steps.number) > 0

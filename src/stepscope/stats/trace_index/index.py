@@ -10,7 +10,8 @@ Layout (all NumPy arrays; memory-mapped from the cache after the first build):
   it, ``seg_row``/``seg_level`` name it, ``seg_start_ns``/``seg_end_ns`` give its time span.
   The level of detail of an event is explained in `lod`.
 - ``flows`` (`flows`), ``counters`` (`counters`), ``names`` (`search`),
-  ``steps`` (`tracks`).
+  ``steps`` (`tracks`). Names and steps are not needed to draw a window: a built index finds
+  them on first use (the search, the steps endpoint, the background save after the answer).
 
 Queries are in `window`. The index is built once per profile file and kept in the store
 (`stepscope.store`, kind ``trace_index``, keyed by the converted profile's key and
@@ -19,9 +20,10 @@ Queries are in `window`. The index is built once per profile file and kept in th
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -70,12 +72,17 @@ class TraceIndex:
     seg_end_ns: np.ndarray  # int64
     flows: FlowTable
     counters: list[Counter]
-    steps: Steps
-    # The name index (search only): built on first use from ``_profile``, so a first window
-    # does not wait for it (1 s at 10M events); the background save builds it after the
-    # answer. Loaded from the store, it is there from the start.
+    # The name index (search only) and the steps (the step database: more than half of a
+    # build at 10M events) are built on first use from ``_profile`` / ``_find_steps``, so a
+    # first window waits for neither; the background save builds them after the answer.
+    # Loaded from the store, they are there from the start.
     _names: NameIndex | None = field(default=None, repr=False, compare=False)
+    _steps: Steps | None = field(default=None, repr=False, compare=False)
     _profile: Profile | None = field(default=None, repr=False, compare=False)
+    _find_steps: Callable[[], Steps] | None = field(default=None, repr=False, compare=False)
+    # one build of each when the background save and a request ask at once
+    _names_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _steps_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def n_events(self) -> int:
@@ -83,30 +90,45 @@ class TraceIndex:
 
     @property
     def names(self) -> NameIndex:
-        names = self._names
-        if names is None:
-            profile = self._profile
-            assert profile is not None, "an index without names was built from a profile"
-            names = self._names = build_name_index(profile)
-            self._profile = None  # the index no longer keeps the profile alive
-        return names
+        with self._names_lock:
+            if self._names is None:
+                assert self._profile is not None, "an index without names has its profile"
+                self._names = build_name_index(self._profile)
+                self._let_go()
+            return self._names
+
+    @property
+    def steps(self) -> Steps:
+        with self._steps_lock:
+            if self._steps is None:
+                assert self._find_steps is not None, "an index without steps can find them"
+                self._steps = self._find_steps()
+                self._let_go()
+            return self._steps
+
+    def _let_go(self) -> None:
+        """Drops what the lazy parts were built from once both exist (the index no longer
+        keeps the profile alive)."""
+        if self._names is not None and self._steps is not None:
+            self._profile = self._find_steps = None
 
 
 def build_trace_index(
     profile: Profile, threads: int = 1, step_db: Callable[[], StepDb] | None = None
 ) -> TraceIndex:
-    """The index of ``profile``. With ``threads`` >= 2 the steps (the step database, half
-    of the build at 10M events) are found on a second thread while the rows and levels are
-    built; NumPy releases the GIL in its sorts and passes, so the two overlap on two cores.
+    """The index of ``profile``, its steps (`TraceIndex.steps`) found on first use. With
+    ``threads`` >= 2 they are started now on a second thread, while the rows and levels are
+    built (NumPy releases the GIL in its sorts and passes, so the two overlap on two cores).
     ``step_db``: the caller's shared step database (`find_steps`)."""
     if threads < 2:
-        return _build(profile, find_steps(profile, step_db))
-    with ThreadPoolExecutor(1, thread_name_prefix="stepscope-steps") as pool:
-        steps = pool.submit(find_steps, profile, step_db)
-        return _build(profile, steps)
+        return _build(profile, lambda: find_steps(profile, step_db))
+    pool = ThreadPoolExecutor(1, thread_name_prefix="stepscope-steps")
+    steps = pool.submit(find_steps, profile, step_db)
+    pool.shutdown(wait=False)  # the thread ends with its one task
+    return _build(profile, steps.result)
 
 
-def _build(profile: Profile, steps: Steps | Future[Steps]) -> TraceIndex:
+def _build(profile: Profile, find: Callable[[], Steps]) -> TraceIndex:
     n = profile.n_events
     start, dur = profile.start_ns, profile.dur_ns
     end = start + np.maximum(dur, 1)
@@ -158,7 +180,7 @@ def _build(profile: Profile, steps: Steps | Future[Steps]) -> TraceIndex:
         flows=build_flows(profile, depth),
         counters=build_counters(profile),
         _profile=profile,
-        steps=steps.result() if isinstance(steps, Future) else steps,
+        _find_steps=find,
     )
 
 
@@ -225,7 +247,7 @@ def load_index(target: Path) -> TraceIndex | None:
         plain = {
             f.name: arr(f.name)
             for f in fields(TraceIndex)
-            if f.name not in ("origin_ns", "end_ns", "flows", "counters", "steps")
+            if f.name not in ("origin_ns", "end_ns", "flows", "counters")
             and not f.name.startswith("_")
         }
         return TraceIndex(
@@ -234,7 +256,7 @@ def load_index(target: Path) -> TraceIndex | None:
             flows=sub(FlowTable, "flows"),  # type: ignore[arg-type]
             counters=counters,
             _names=sub(NameIndex, "names"),  # type: ignore[arg-type]
-            steps=sub(Steps, "steps"),  # type: ignore[arg-type]
+            _steps=sub(Steps, "steps"),  # type: ignore[arg-type]
             **plain,  # type: ignore[arg-type]
         )
     except (OSError, ValueError, KeyError, TypeError, EOFError):

@@ -5,6 +5,8 @@ All times in parameters and answers are nanoseconds relative to the trace's ``or
 - ``window?t0=&t1=&res=&lines=&counters=`` -> binary `wire` response: the events to
   draw (level-of-detail rule in `stepscope.stats.trace_index.window`), the flows touching them and
   the counters sampled at ``res`` buckets.
+- ``steps`` -> JSON: the training steps (the overview's), as columns; kept out of the
+  structure so that the first window does not wait for the step database.
 - ``search?q=&limit=&offset=[&t0=&t1=&res=]`` -> JSON: total matches in the whole trace, the
   first ``limit`` in time order, and (with a window) the matches to highlight in it.
 - ``event?id=`` -> JSON: one event with all its stats and the other ends of its flows.
@@ -36,6 +38,7 @@ from stepscope.tools.trace_viewer.responses import (
     NameTotal,
     SearchAnswer,
     SelectAnswer,
+    StepColumns,
 )
 
 JSON = "application/json; charset=utf-8"
@@ -198,6 +201,22 @@ def window(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
         "counters": counters,
     }
     return trace_wire.encode(header, arrays), trace_wire.CONTENT_TYPE
+
+
+def steps(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
+    _, index = trace_of(ctx)
+    return _json(step_columns(index, index.origin_ns))
+
+
+def step_columns(index: TraceIndex, zero_ns: int, event_base: int = 0) -> StepColumns:
+    """The steps of ``index`` with times from ``zero_ns`` and event ids from ``event_base``."""
+    s = index.steps
+    return StepColumns(
+        number=s.number.tolist(),
+        start_ns=(s.start_ns - zero_ns).tolist(),
+        dur_ns=s.dur_ns.tolist(),
+        event=(s.event + event_base).tolist(),
+    )
 
 
 def _columns(profile: Profile, index: TraceIndex, events: np.ndarray) -> EventColumns:

@@ -41,6 +41,7 @@ from stepscope.tools.trace_viewer.api import (
     selection_json,
 )
 from stepscope.tools.trace_viewer.pod import HostTrace, PodTrace
+from stepscope.tools.trace_viewer.pod_structure import host_steps
 
 MAX_WINDOW_ROWS = 256  # a 4K screen of 16-pixel rows, and as much again around it
 MAX_ROWS_WITHOUT_LINES = 64  # a screen of rows when no track list is given
@@ -218,6 +219,12 @@ def _merged(parts: list[dict[str, list[Any]]], first: int, count: int) -> dict[s
     order = sorted(range(len(merged["start_ns"])), key=merged["start_ns"].__getitem__)
     rows = order[first : first + count]
     return {k: [merged[k][i] for i in rows] for k in keys}
+
+
+def steps(pod: PodTrace, params: Mapping[str, str]) -> tuple[bytes, str]:
+    """The first host's steps (the structure's ``steps``, the step picker's); every host's
+    are in the structure's ``hosts[].steps``."""
+    return _json(host_steps(pod.hosts[0]))
 
 
 def search(pod: PodTrace, params: Mapping[str, str]) -> tuple[bytes, str]:

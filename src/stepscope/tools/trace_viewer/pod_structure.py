@@ -10,6 +10,7 @@ from stepscope.model import ALL_HOSTS
 from stepscope.stats.trace_index.flows import KIND_NAMES
 from stepscope.stats.trace_index.tracks import sections
 from stepscope.tools.output import out
+from stepscope.tools.trace_viewer.api import step_columns
 from stepscope.tools.trace_viewer.pod import HostTrace, PodTrace
 from stepscope.tools.trace_viewer.responses import CounterInfo, Section, StepColumns, Track
 
@@ -46,14 +47,9 @@ class PodTraceView:
     endpoints: tuple[str, ...] = out("the follow-up queries")
 
 
-def _steps(t: HostTrace) -> StepColumns:
-    s = t.index.steps
-    return StepColumns(
-        number=s.number.tolist(),
-        start_ns=(s.start_ns - t.zero_ns).tolist(),
-        dur_ns=s.dur_ns.tolist(),
-        event=(s.event + t.event_base).tolist(),
-    )
+def host_steps(t: HostTrace) -> StepColumns:
+    """A host's steps on the shared axis, in global event ids."""
+    return step_columns(t.index, t.zero_ns, t.event_base)
 
 
 def _host(t: HostTrace, clock_zero: int) -> PodHost:
@@ -83,7 +79,7 @@ def _host(t: HostTrace, clock_zero: int) -> PodHost:
         counters=tuple(
             CounterInfo(t.counter_base + k, c.name, c.unit) for k, c in enumerate(index.counters)
         ),
-        steps=_steps(t),
+        steps=host_steps(t),
     )
 
 
@@ -96,7 +92,7 @@ def pod_view(pod: PodTrace, endpoints: tuple[str, ...]) -> PodTraceView:
         events=pod.n_events,
         duration_ns=pod.duration_ns,
         hosts=tuple(_host(t, clock_zero) for t in pod.hosts),
-        steps=_steps(pod.hosts[0]),
+        steps=host_steps(pod.hosts[0]),
         flows=sum(len(t.index.flows) for t in pod.hosts),
         flow_kinds=tuple(KIND_NAMES),
         endpoints=endpoints,

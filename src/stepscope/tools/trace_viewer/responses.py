@@ -1,5 +1,5 @@
 """The trace viewer's JSON answers as declared fields (`stepscope.tools.output`): the
-structure `build` returns and the search, event and select endpoints' responses (the window
+structure `build` returns and the steps, search, event and select endpoints' responses (the window
 endpoint answers in the binary format of `wire`). Times are ns relative to ``origin_ns``."""
 
 from __future__ import annotations
@@ -51,11 +51,10 @@ class TraceStructure:
     duration_ns: int = out("last event end - `origin_ns`", unit="ns")
     sections: tuple[Section, ...] = out("planes with their tracks")
     counters: tuple[CounterInfo, ...] = out("counter tracks")
-    steps: StepColumns = out("the training steps, as columns")
     flows: int = out("number of flows")
     flow_kinds: list[str] = out("kind names by kind number (`launch`, `producer`)")
     endpoints: list[str] = out(
-        "the follow-up queries this tool answers (`window`, `search`, `event`, `select`)"
+        "the follow-up queries this tool answers (`window`, `steps`, `search`, `event`, `select`)"
     )
 
 

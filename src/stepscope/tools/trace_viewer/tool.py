@@ -1,9 +1,10 @@
 """Trace viewer: the timeline of every event of one host, or of several hosts on one clock
 (ALL_HOSTS, see `pod`), browsable at any zoom.
 
-``build`` returns the trace's structure (sections, tracks, time range, counters, steps); the
-events themselves come from the endpoints in `api` (window, search, event,
-select), answered from the cached `TraceIndex`. Times in responses are nanoseconds relative
+``build`` returns the trace's structure (sections, tracks, time range, counters); the
+events and the steps come from the endpoints in `api` (window, steps, search, event,
+select), answered from the cached `TraceIndex`: a first window waits for neither the steps
+(the step database) nor the name index. Times in responses are nanoseconds relative
 to ``origin_ns`` (the first event's start), so they stay exact as JavaScript numbers.
 See docs/tools/trace_viewer.md.
 """
@@ -37,7 +38,6 @@ FORMAT_VERSION = 1
 
 def _structure(profile: Profile, index: TraceIndex) -> TraceStructure:
     origin = index.origin_ns
-    steps = index.steps
     return TraceStructure(
         format_version=FORMAT_VERSION,
         host=profile.hostname,
@@ -54,12 +54,6 @@ def _structure(profile: Profile, index: TraceIndex) -> TraceStructure:
             for s in sections(profile, index.line_depths)
         ),
         counters=tuple(CounterInfo(k, c.name, c.unit) for k, c in enumerate(index.counters)),
-        steps=StepColumns(
-            number=steps.number.tolist(),
-            start_ns=(steps.start_ns - origin).tolist(),
-            dur_ns=steps.dur_ns.tolist(),
-            event=steps.event.tolist(),
-        ),
         flows=len(index.flows),
         flow_kinds=list(KIND_NAMES),
         endpoints=[e.name for e in ENDPOINTS],
@@ -99,6 +93,12 @@ ENDPOINTS = (
         "window",
         _any_host(api.window, pod_api.window),
         "events, flows and counters of a time window",
+    ),
+    ToolEndpoint(
+        "steps",
+        _any_host(api.steps, pod_api.steps),
+        "the training steps (the overview's), as columns",
+        StepColumns,
     ),
     ToolEndpoint(
         "search",

@@ -1,6 +1,6 @@
 // @ts-check
 // Trace viewer data: the binary window format (STV1, see docs/tools/trace_viewer.md), a small
-// cache of windows, and the JSON endpoints (search, event details, box selection).
+// cache of windows, and the JSON endpoints (steps, search, event details, box selection).
 import { getJSON, query } from '../util.js';
 import { covers, ranges } from './_trace_pod.js';
 
@@ -114,6 +114,8 @@ export class TraceClient {
     this.windows = [data, ...this.windows].slice(0, this.maxWindows);
     return data;
   }
+
+  steps(signal) { return getJSON(this.url('steps', {}), signal); }
 
   search(params, signal) { return getJSON(this.url('search', params), signal); }
 

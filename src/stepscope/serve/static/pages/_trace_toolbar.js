@@ -40,17 +40,14 @@ export function bindResize(handle, main) {
   });
 }
 
-export function toolbar(view, structure) {
+export function toolbar(view) {
   const modeButtons = MODES.map((m, i) => h('button', { type: 'button', dataset: { mode: m }, 'aria-pressed': String(m === 'select'),
     title: `${m[0].toUpperCase()}${m.slice(1)} (${i + 1})`, onclick: () => view.setMode(m) }, m[0].toUpperCase() + m.slice(1)));
   view.modeButtons = modeButtons;
-  const steps = structure.steps;
-  view.stepInput = h('input', { type: 'number', 'aria-label': 'Step number', value: steps.number.length ? steps.number[0] : '' });
-  const fitStep = () => {
-    const want = Number(view.stepInput.value);
-    const i = steps.number.indexOf(want);
-    view.fitStep(i >= 0 ? i : 0);
-  };
+  view.stepInput = h('input', { type: 'number', 'aria-label': 'Step number', value: '' });
+  // filled by showSteps: one host's steps arrive after the first window
+  view.stepBox = h('span', { hidden: true });
+  view.originBox = h('span', { hidden: true });
   const search = h('input', { type: 'search', class: 'filter', placeholder: 'Search events…', 'aria-label': 'Search events by name' });
   search.addEventListener('keydown', (e) => {
     if (e.key === 'Enter') {
@@ -62,12 +59,7 @@ export function toolbar(view, structure) {
   return h('div', { class: 'tv-toolbar' },
     h('span', { class: 'tv-modes', role: 'group', 'aria-label': 'Mouse mode' }, modeButtons),
     h('button', { type: 'button', class: 'tv-btn', onclick: () => view.setView(0, view.duration) }, 'Full view'),
-    steps.number.length ? h('span', {},
-      h('button', { type: 'button', class: 'tv-btn', title: 'Previous step', onclick: () => view.fitStep((view.stepIndex ?? 1) - 1) }, '◀'),
-      ' ', h('label', {}, 'Step ', view.stepInput), ' ',
-      h('button', { type: 'button', class: 'tv-btn', dataset: { action: 'fit-step' }, onclick: fitStep }, 'Fit to step'), ' ',
-      h('button', { type: 'button', class: 'tv-btn', title: 'Next step', onclick: () => view.fitStep((view.stepIndex ?? -1) + 1) }, '▶'))
-      : null,
+    view.stepBox,
     h('label', { title: 'auto: the selected event\'s flows and those near it (all flows when there are few)' }, 'Flows ',
       h('select', { 'aria-label': 'Flows', dataset: { control: 'flows' },
         onchange: (e) => { view.flowMode = e.target.value; view.invalidate(); e.target.blur(); } },
@@ -77,15 +69,35 @@ export function toolbar(view, structure) {
       h('select', { 'aria-label': 'Mouse wheel', dataset: { control: 'wheel' }, onchange: (e) => { view.setWheelMode(e.target.value); e.target.blur(); } },
         h('option', { value: 'scroll', selected: view.wheelMode === 'scroll' }, 'scrolls tracks (Perfetto)'),
         h('option', { value: 'zoom', selected: view.wheelMode === 'zoom' }, 'zooms (XProf)'))),
-    steps.number.length ? h('label', { title: 'Where time labels count from' }, 'Time from ',
-      h('select', { 'aria-label': 'Time origin', dataset: { control: 'origin' }, onchange: (e) => { view.setOrigin(e.target.value); e.target.blur(); } },
-        h('option', { value: 'trace' }, 'trace start'), h('option', { value: 'step' }, 'step start'))) : null,
+    view.originBox,
     h('button', { type: 'button', class: 'tv-btn', title: 'Keyboard and mouse shortcuts (?)', onclick: () => view.showShortcuts() }, 'Shortcuts'),
     h('span', {}, search, ' ',
       h('button', { type: 'button', class: 'tv-btn', title: 'Previous match (Shift+Enter)', onclick: () => view.jumpToMatch(-1) }, '↑'),
       h('button', { type: 'button', class: 'tv-btn', title: 'Next match (Enter)', onclick: () => view.jumpToMatch(1) }, '↓'), ' ',
       view.searchCount),
     view.status);
+}
+
+/** The step picker and the time-origin choice, shown once the view's steps are known (with
+ * the structure on a multi-host view, from the steps endpoint after the first window on one
+ * host's). */
+export function showSteps(view) {
+  const steps = view.structure.steps;
+  const fitStep = () => {
+    const i = steps.number.indexOf(Number(view.stepInput.value));
+    view.fitStep(i >= 0 ? i : 0);
+  };
+  view.stepInput.value = steps.number.length ? String(steps.number[0]) : '';
+  view.stepBox.hidden = view.originBox.hidden = !steps.number.length;
+  if (!steps.number.length) return;
+  view.stepBox.replaceChildren(
+    h('button', { type: 'button', class: 'tv-btn', title: 'Previous step', onclick: () => view.fitStep((view.stepIndex ?? 1) - 1) }, '◀'),
+    ' ', h('label', {}, 'Step ', view.stepInput), ' ',
+    h('button', { type: 'button', class: 'tv-btn', dataset: { action: 'fit-step' }, onclick: fitStep }, 'Fit to step'), ' ',
+    h('button', { type: 'button', class: 'tv-btn', title: 'Next step', onclick: () => view.fitStep((view.stepIndex ?? -1) + 1) }, '▶'));
+  view.originBox.replaceChildren(h('label', { title: 'Where time labels count from' }, 'Time from ',
+    h('select', { 'aria-label': 'Time origin', dataset: { control: 'origin' }, onchange: (e) => { view.setOrigin(e.target.value); e.target.blur(); } },
+      h('option', { value: 'trace' }, 'trace start'), h('option', { value: 'step' }, 'step start'))));
 }
 
 /** Runs the view's search query: totals in the count, matches in view for highlighting. */
