@@ -134,6 +134,39 @@ def test_metadata_stats_apply_to_all_events() -> None:
     assert profile.strings.lookup(details) == ["regs:32", "regs:64"]
 
 
+def test_stat_at_reads_what_stat_reads_for_the_events_asked() -> None:
+    """`stat_at` (a few events) agrees with `stat` (every event): metadata stats, event stats
+    overriding them, events without the stat, absent keys, any order of events."""
+    from stepscope.model.from_xspace import profile_from_columns
+    from stepscope.xspace.kineto import kineto_to_columns
+
+    path = FIXTURES / "kineto" / "a100_triton_tiny.json.gz"
+    kineto = profile_from_columns(kineto_to_columns(path), str(path), None)
+    builder = XSpaceBuilder()
+    plane = builder.plane("/device:GPU:0")
+    plane.event_metadata_id("kern", stats={"kernel_details": "regs:32", "m": 7})
+    line = plane.line(1, "Stream #1")
+    line.event("kern", 0, 5)
+    line.event("kern", 10, 5, {"kernel_details": "regs:64", "x": 1.5})
+    line.event("other", 20, 5, {"x": 3})
+    built = profile_from_xspace(builder.build())
+    rng = np.random.default_rng(0)
+    for profile in (built, kineto):
+        keys = {profile.strings[int(k)] for k in np.unique(profile.stats.key)}
+        keys |= {profile.strings[int(k)] for k in np.unique(profile.meta_stats.key)}
+        for key in [*sorted(keys), "absent"]:
+            whole = profile.stat(key)
+            for events in (
+                np.arange(profile.n_events),
+                rng.permutation(profile.n_events)[: profile.n_events // 2 + 1],
+                np.zeros(0, np.int64),
+            ):
+                part = profile.stat_at(key, events)
+                for name in ("present", "kind", "value"):
+                    expected = getattr(whole, name)[events].tolist()
+                    assert getattr(part, name).tolist() == expected, (key, name)
+
+
 def test_tf_fixture_steps_visible() -> None:
     path = next((FIXTURES / "tf" / "ctl").rglob("*.xplane.pb"))
     profile = load_profile(path)

@@ -185,7 +185,7 @@ class Profile:
         return self.line_plane[self.line] if len(self.lines) else np.zeros(0, np.int32)
 
     @cached_property
-    def _stat_rows(self) -> dict[int, np.ndarray]:
+    def _stat_rows(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         """`stat`'s memo: key id -> its stat rows, ascending."""
         return {}
 
@@ -234,27 +234,65 @@ class Profile:
         key = self.strings.id_of(name)
         if key < 0:
             return StatColumn(present, kind, value)
-        meta_rows = np.flatnonzero(self.meta_stats.key == key)
-        if len(meta_rows):
-            meta_owner = np.searchsorted(self.meta_stat_start, meta_rows, side="right") - 1
-            meta_kind = np.zeros(len(self.meta_id), dtype=np.int8)
-            meta_value = np.zeros(len(self.meta_id), dtype=np.int64)
-            meta_kind[meta_owner] = self.meta_stats.kind[meta_rows]
-            meta_value[meta_owner] = self.meta_stats.value[meta_rows]
-            kind = meta_kind[self.meta]
-            value = meta_value[self.meta]
+        meta = self._meta_stat(key)
+        if meta is not None:
+            kind = meta[0][self.meta]
+            value = meta[1][self.meta]
             present = kind != KIND_NONE
-        rows = self._stat_rows.get(key)
-        if rows is None:
-            # The analysis asks for about 25 keys 59 times (correlation_id 16 times): each
-            # key's rows are found once (a pass over every stat row, 4M rows at 1M events).
-            rows = self._stat_rows[key] = np.flatnonzero(self.stats.key == key)
+        rows, owners = self._rows_of(key)
         if len(rows):
-            owners = self.stat_owner[rows]
             present[owners] = True
             kind[owners] = self.stats.kind[rows]
             value[owners] = self.stats.value[rows]
         return StatColumn(present, kind, value)
+
+    def stat_at(self, name: str, events: np.ndarray) -> StatColumn:
+        """`stat` for ``events`` only, in their order (no column over every event: callers
+        that look at a few events, such as the kernels' launches, ask this many times)."""
+        m = len(events)
+        key = self.strings.id_of(name)
+        if key < 0 or not m:
+            return StatColumn(np.zeros(m, bool), np.zeros(m, np.int8), np.zeros(m, np.int64))
+        meta = self._meta_stat(key)
+        if meta is None:
+            kind, value = np.zeros(m, np.int8), np.zeros(m, np.int64)
+        else:
+            kind, value = meta[0][self.meta[events]], meta[1][self.meta[events]]
+        present = kind != KIND_NONE
+        rows, owners = self._rows_of(key)
+        if len(rows):
+            # An event's last row of the key, as `stat`'s assignment keeps the last.
+            at = np.searchsorted(owners, events, side="right") - 1
+            hit = at >= 0
+            hit[hit] = owners[at[hit]] == events[hit]
+            found = rows[at[hit]]
+            present[hit] = True
+            kind[hit] = self.stats.kind[found]
+            value[hit] = self.stats.value[found]
+        return StatColumn(present, kind, value)
+
+    def _meta_stat(self, key: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per metadata row: the kind (KIND_NONE when absent) and value of stat ``key``; None
+        when no metadata has it."""
+        meta_rows = np.flatnonzero(self.meta_stats.key == key)
+        if not len(meta_rows):
+            return None
+        meta_kind = np.zeros(len(self.meta_id), dtype=np.int8)
+        meta_value = np.zeros(len(self.meta_id), dtype=np.int64)
+        meta_owner = np.searchsorted(self.meta_stat_start, meta_rows, side="right") - 1
+        meta_kind[meta_owner] = self.meta_stats.kind[meta_rows]
+        meta_value[meta_owner] = self.meta_stats.value[meta_rows]
+        return meta_kind, meta_value
+
+    def _rows_of(self, key: int) -> tuple[np.ndarray, np.ndarray]:
+        """(stat rows of ``key``, their events), both ascending. The analysis asks for about
+        25 keys 59 times (correlation_id 16 times): each key's rows are found once (a pass
+        over every stat row, 4M rows at 1M events)."""
+        found = self._stat_rows.get(key)
+        if found is None:
+            rows = np.flatnonzero(self.stats.key == key)
+            found = self._stat_rows[key] = (rows, self.stat_owner[rows])
+        return found
 
     def stat_value_py(self, kind: int, value: int) -> PyStat:
         """One stat value as a Python object."""

@@ -136,20 +136,27 @@ def host_event_mask(profile: Profile) -> np.ndarray:
 def launch_events(profile: Profile, device_events: np.ndarray) -> np.ndarray:
     """Per device event: the host event with the same ``correlation_id`` (its launch), or -1."""
     out = np.full(len(device_events), -1, dtype=np.int64)
-    corr = profile.stat("correlation_id")
-    if len(device_events) == 0 or not corr.present[device_events].any():
+    corr = profile.stat_at("correlation_id", device_events)
+    if not corr.present.any():
         return out
-    launches = np.flatnonzero(host_event_mask(profile) & corr.present)
+    # The launches sorted by correlation id, once per profile (asked about 8 times).
+    launches, keys = profile.derived("kernels.launch_index", lambda: _launch_index(profile))
     if len(launches) == 0:
         return out
-    values = corr.as_int()
-    launches = launches[np.argsort(values[launches], kind="stable")]
-    keys = values[launches]
-    wanted = values[device_events]
+    wanted = corr.as_int()
     pos = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
-    matched = corr.present[device_events] & (keys[pos] == wanted)
+    matched = corr.present & (keys[pos] == wanted)
     out[matched] = launches[pos[matched]]
     return out
+
+
+def _launch_index(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
+    """(host events with a correlation id sorted by it, stably; their correlation ids)."""
+    corr = profile.stat("correlation_id")
+    launches = np.flatnonzero(host_event_mask(profile) & corr.present)
+    values = corr.as_int()[launches]
+    order = np.argsort(values, kind="stable")
+    return launches[order], values[order]
 
 
 def op_candidates(profile: Profile) -> np.ndarray:
