@@ -433,6 +433,7 @@ def test_arg_at_reads_what_arg_reads_for_the_events_asked() -> None:
             picked = np.array(asked, np.int64)
             for whole, part in zip(full, trace.arg_at(key, picked), strict=True):
                 assert part.tolist() == whole[picked].tolist(), (key, asked)
+        assert trace.has(key).tolist() == (full[0] & (full[1] != scan.A_NULL)).tolist()
 
 
 _AWKWARD = {

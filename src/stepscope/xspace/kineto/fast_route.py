@@ -254,17 +254,11 @@ def _bookkeeping(
     made = router_lines(router)
     texts = trace.texts
     ph = trace.ph
-    name_present, name_kind, name_value = trace.arg("name")
-    threads = np.flatnonzero(
-        (ph == ord("M"))
-        & (trace.name == trace._ids.get("thread_name", -2))
-        & name_present
-        & (name_kind == A_STR)
-    )
-    for event in threads.tolist():
-        router.thread_names[(_pid(trace, event), int(trace.tid[event]))] = texts[
-            int(name_value[event])
-        ]
+    threads = np.flatnonzero((ph == ord("M")) & (trace.name == trace._ids.get("thread_name", -2)))
+    name_present, name_kind, name_value = trace.arg_at("name", threads)
+    named = name_present & (name_kind == A_STR)
+    for event, value in zip(threads[named].tolist(), name_value[named].tolist(), strict=True):
+        router.thread_names[(_pid(trace, event), int(trace.tid[event]))] = texts[value]
     framework = np.array(
         [c.categories[i] in FRAMEWORK_OP_CATEGORIES for i in range(len(c.categories))] + [False]
     )

@@ -78,7 +78,7 @@ class StatRows:
         self.display = np.full(n, empty, np.int64)
         kernel = emitted & (c.kind == Kind.DEVICE) & (c.category == _index(c, "kernel"))
         self._args(emitted, kernel)
-        self.has_correlation = self._has("correlation") | self._has("correlation_id")
+        self.has_correlation = self.trace.has("correlation") | self.trace.has("correlation_id")
         self._steps(c, emitted)
         self.device = np.zeros(n, np.int64)
         self.line_id = np.zeros(n, np.int64)
@@ -89,35 +89,39 @@ class StatRows:
         trace, codec = self.trace, self.codec
         key_ids = trace.key_ids()
         texts = [trace.texts[int(k)] for k in key_ids]
-        dropped = np.zeros(len(trace.texts), bool)
-        kernel_dropped = np.zeros(len(trace.texts), bool)
+        # Kept per (event class, key): class 0 not emitted, 1 emitted, 2 an emitted kernel.
+        kept = np.zeros((3, len(trace.texts)), bool)
         key_lut = np.zeros(len(trace.texts), np.int32)
         for key_id, text in zip(key_ids.tolist(), texts, strict=True):
-            dropped[key_id] = text in DROPPED_ARGS
-            kernel_dropped[key_id] = text in KERNEL_DROPPED_ARGS
+            kept[1, key_id] = text not in DROPPED_ARGS
+            kept[2, key_id] = kept[1, key_id] and text not in KERNEL_DROPPED_ARGS
             key_lut[key_id] = codec.key_id(RENAMES.get(text, text))
+        event_class = emitted.astype(np.int8) + kernel
         event = trace.arg_event
-        kinds = trace.arg_kind
-        keep = emitted[event] & (kinds != A_NULL) & ~dropped[trace.arg_key]
-        keep &= ~(kernel[event] & kernel_dropped[trace.arg_key])
-        rows = np.flatnonzero(keep)
-        self.k_event = event[rows]
-        self.k_key = key_lut[trace.arg_key[rows]]
-        kind = kinds[rows]
-        value = trace.arg_value[rows].copy()
-        out_kind = np.full(len(rows), KIND_INT, np.int8)
+        keep = kept[event_class[event], trace.arg_key]
+        keep &= trace.arg_kind != A_NULL
+        # Masks, not row indexes (8 bytes a row at the import's peak); a masked read copies.
+        self.k_event = event[keep]
+        self.k_key = key_lut[trace.arg_key[keep]]
+        kind = trace.arg_kind[keep]
+        value = trace.arg_value[keep]
+        del keep
+        out_kind = np.full(len(value), KIND_INT, np.int8)
         floats = np.flatnonzero(kind == A_FLOAT)
         if len(floats):
             out_kind[floats] = KIND_DOUBLE
             first = len(codec.floats)
             codec.floats.frombytes(value[floats].tobytes())  # float64 bits, as written
             value[floats] = np.arange(first, first + len(floats))
+        lut = np.zeros(len(trace.texts), np.int64)  # trace string id -> codec string id
         for which, convert in ((A_STR, self._text), (A_JSON, self._json)):
-            chosen = np.flatnonzero(kind == which)
-            if len(chosen):
-                distinct, inverse = np.unique(value[chosen], return_inverse=True)
-                ids = np.array([convert(int(v)) for v in distinct.tolist()], np.int64)
-                value[chosen] = ids[inverse]
+            chosen = kind == which
+            if chosen.any():
+                # Values are string ids: a table, not a sort, maps them (in ascending order).
+                values = value[chosen]
+                distinct = np.flatnonzero(np.bincount(values, minlength=len(trace.texts)))
+                lut[distinct] = [convert(v) for v in distinct.tolist()]
+                value[chosen] = lut[values]
                 out_kind[chosen] = KIND_STR
         assert not np.any((kind != A_INT) & (kind != A_BOOL) & (out_kind == KIND_INT))
         self.k_kind, self.k_value = out_kind, value
@@ -128,10 +132,6 @@ class StatRows:
 
     def _json(self, string_id: int) -> int:
         return self.codec.string_id(_json_text(self.trace.value(A_JSON, string_id)))
-
-    def _has(self, key: str) -> np.ndarray:
-        present, kind, _value = self.trace.arg(key)
-        return present & (kind != A_NULL)
 
     # ---- appended stats ----------------------------------------------------------------------
     def add(self, events: np.ndarray, slot: int, key: str, kind: int, values: np.ndarray) -> None:
@@ -190,10 +190,10 @@ class StatRows:
         )
         self._kind = c.kind
         dev = on_device & (c.kind == Kind.DEVICE)
-        has_device = self._has("device") | self._has("device_id")
+        has_device = self.trace.has("device") | self.trace.has("device_id")
         events = np.flatnonzero(dev & ~has_device)
         self.add(events, _SLOT_DEVICE, "device_id", KIND_INT, device[events])
-        events = np.flatnonzero(dev & ~self._has("stream"))
+        events = np.flatnonzero(dev & ~self.trace.has("stream"))
         self.add(events, _SLOT_STREAM, "stream", KIND_INT, stream[events])
         self._kernel_details(np.flatnonzero(kernel))
         self._memcpy(np.flatnonzero(dev & (c.category == _index(c, "gpu_memcpy"))))
@@ -271,7 +271,9 @@ class StatRows:
         ex_value = np.concatenate(
             [np.asarray(p[4], np.int64) for p in parts] or [np.zeros(0, np.int64)]
         )
-        order = np.lexsort((ex_slot, ex_event))
+        # By event, then slot (slots are below 8): one stable sort of a combined key is about
+        # twice as fast as lexsort's two passes.
+        order = np.argsort(ex_event.astype(np.int64) * 8 + ex_slot, kind="stable")
         ex_event, ex_key, ex_kind, ex_value = (
             a[order] for a in (ex_event, ex_key, ex_kind, ex_value)
         )

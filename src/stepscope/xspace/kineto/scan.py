@@ -148,6 +148,16 @@ class ScannedTrace:
             value[events] = self.arg_value[rows]
         return present, kind, value
 
+    def has(self, key: str) -> np.ndarray:
+        """Per event: whether it has argument ``key`` with a value other than null (`arg`'s
+        present and kind != A_NULL, without its kind and value columns)."""
+        out = np.zeros(self.n_events, bool)
+        index = self._ids.get(key)
+        if index is not None:
+            rows = self._rows_of(index)
+            out[self.arg_event[rows]] = self.arg_kind[rows] != A_NULL
+        return out
+
     def arg_at(self, key: str, events: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`arg` for ``events`` only: no n-row arrays (a 1M-event trace reads ~20 keys)."""
         m = len(events)
