@@ -9,10 +9,12 @@ them unsorted.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import numpy as np
 
 from stepscope.errors import ProfileFormatError
+from stepscope.model.id_map import lookup, map_ids
 from stepscope.model.profile import Line, Plane, Profile, PyStat, Stats
 from stepscope.model.strings import StringTable
 from stepscope.xspace.io import read_profile_bytes
@@ -170,7 +172,7 @@ def profile_from_columns(raw: RawColumns, source: str, hostname: str | None) -> 
         last = raw.lines[plane_line_idx[-1]]
         ev_hi = last.first_event + last.event_count
         base, top = plane_meta_base[index], plane_meta_base[index + 1]
-        event_meta[ev_lo:ev_hi] = _map_ids(
+        event_meta[ev_lo:ev_hi] = map_ids(
             raw.ev_meta[ev_lo:ev_hi],
             meta_id_arr[base:top],
             base,
@@ -180,20 +182,15 @@ def profile_from_columns(raw: RawColumns, source: str, hostname: str | None) -> 
         )
         st_lo, st_hi = int(raw.ev_stat_start[ev_lo]), int(raw.ev_stat_start[ev_hi])
         ids, names = stat_keys[index]
-        key_rows = _map_ids(raw.st_meta[st_lo:st_hi], ids, 0, None)
-        known = key_rows >= 0
-        keys = np.full(st_hi - st_lo, intern("<unknown stat>"), dtype=np.int32)
-        keys[known] = names[key_rows[known]]
-        st_key[st_lo:st_hi] = keys
+        unknown = intern("<unknown stat>")  # here: string ids in the order they always had
+        st_key[st_lo:st_hi] = lookup(raw.st_meta[st_lo:st_hi], ids, names, unknown)
         # REF values point at stat metadata names: resolve them to string ids.
         refs = np.flatnonzero(raw.st_kind[st_lo:st_hi] == KIND_REF) + st_lo
         if len(refs) and not len(names):  # REF stats in a plane without stat metadata
             st_value[refs] = empty_id
             raw.st_kind[refs] = KIND_STR
         elif len(refs):
-            ref_rows = _map_ids(st_value[refs], ids, 0, None)
-            resolved = np.where(ref_rows >= 0, names[np.maximum(ref_rows, 0)], empty_id)
-            st_value[refs] = resolved
+            st_value[refs] = lookup(st_value[refs], ids, names, empty_id)
             raw.st_kind[refs] = KIND_STR
     # Metadata rows may have grown (events referring to ids with no metadata entry).
     meta_name_arr = np.array(meta_name, dtype=np.int32)
@@ -241,64 +238,6 @@ def profile_from_columns(raw: RawColumns, source: str, hostname: str | None) -> 
     return profile
 
 
-# Metadata ids are almost always small and dense (1..number of entries): then a row table
-# indexed by id maps them with one gather, 10x faster than a binary search per value.
-DENSE_IDS_SLACK = 1 << 16
-
-
-def _map_ids(
-    values: np.ndarray, sorted_ids: np.ndarray, base: int, on_missing: object, chunk: int = 1 << 20
-) -> np.ndarray:
-    """Row of each value in ``sorted_ids`` (+ base); -1 (or a new row) where it is missing.
-
-    Works in chunks so the temporaries stay small on multi-million-event files.
-    """
-    rows = np.empty(len(values), dtype=np.int32)
-    missing_any = False
-    table = _dense_rows(sorted_ids, base)
-    for lo in range(0, len(values), chunk):
-        part = values[lo : lo + chunk]
-        if len(sorted_ids) == 0:
-            rows[lo : lo + chunk] = -1
-            missing_any = missing_any or len(part) > 0
-            continue
-        if table is not None:
-            # Unsigned view: negative ids land past the table, on its -1 sentinel.
-            index = np.minimum(part.view(np.uint64), np.uint64(len(table) - 1))
-            found_rows = table[index.view(np.int64)]
-            rows[lo : lo + chunk] = found_rows
-            missing_any = missing_any or bool((found_rows < 0).any())
-            continue
-        pos = np.minimum(np.searchsorted(sorted_ids, part), len(sorted_ids) - 1)
-        found = sorted_ids[pos] == part
-        rows[lo : lo + chunk] = np.where(found, pos + base, -1)
-        missing_any = missing_any or not found.all()
-    if on_missing is not None and missing_any:
-        # One new row per distinct missing id, assigned in one vectorized step (a loop over
-        # the ids with a mask each was quadratic on files with 100,000s of missing ids).
-        absent = np.flatnonzero(rows == -1)
-        missing, inverse = np.unique(values[absent], return_inverse=True)
-        new_rows = np.array(
-            [on_missing(m) for m in missing.tolist()],  # type: ignore[operator]
-            dtype=np.int32,
-        )
-        rows[absent] = new_rows[inverse]
-    return rows
-
-
-def _dense_rows(sorted_ids: np.ndarray, base: int) -> np.ndarray | None:
-    """Row (+ base) by id, -1 where none, with a -1 sentinel last; None when the ids are
-    too sparse (or negative) for a table about the size of the metadata."""
-    if len(sorted_ids) == 0 or sorted_ids[0] < 0:
-        return None
-    top = int(sorted_ids[-1])
-    if top >= 4 * len(sorted_ids) + DENSE_IDS_SLACK:
-        return None
-    table = np.full(top + 2, -1, dtype=np.int32)
-    table[sorted_ids] = np.arange(base, base + len(sorted_ids), dtype=np.int32)
-    return table
-
-
 def _missing_meta(
     strings: StringTable,
     meta_plane: list[int],
@@ -307,7 +246,7 @@ def _missing_meta(
     meta_display: list[int],
     meta_stat_count: list[int],
     plane: int,
-) -> object:
+) -> Callable[[int], int]:
     """Adds a metadata row named after the id for events whose metadata is missing."""
 
     def add(event_meta_id: int) -> int:
