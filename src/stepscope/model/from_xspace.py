@@ -8,6 +8,7 @@ them unsorted.
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Callable
 
@@ -54,7 +55,7 @@ def profile_from_bytes(
     return profile_from_columns(_decode(data, source), source, hostname)
 
 
-def _decode(data: bytes, source: str, threads: int | None = None) -> RawColumns:
+def _decode(data: bytes | mmap.mmap, source: str, threads: int | None = None) -> RawColumns:
     try:
         raw = decode_columns(data, source, threads)
     except ValueError as exc:

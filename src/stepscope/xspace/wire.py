@@ -11,6 +11,7 @@ profile-wide interned names.
 from __future__ import annotations
 
 import importlib
+import mmap
 import os
 import struct
 from collections.abc import Sequence
@@ -88,7 +89,9 @@ def accelerated() -> bool:
 FALLBACK_BYTES_PER_BYTE = 48
 
 
-def decode_columns(data: bytes, source: str = "<bytes>", threads: int | None = None) -> RawColumns:
+def decode_columns(
+    data: bytes | mmap.mmap, source: str = "<bytes>", threads: int | None = None
+) -> RawColumns:
     """Decode serialized XSpace bytes, the events by ``threads`` workers (default
     ``$STEPSCOPE_THREADS``; the same columns with any number). Raises ValueError on corrupt
     data and `ProfileTooLargeError` when the result would exceed `limits.max_profile_bytes()`."""
@@ -105,13 +108,13 @@ def decode_columns(data: bytes, source: str = "<bytes>", threads: int | None = N
             len(data) * FALLBACK_BYTES_PER_BYTE,
         )
         space = XSpace()
-        space.ParseFromString(data)
+        space.ParseFromString(bytes(data) if isinstance(data, mmap.mmap) else data)
     except DecodeError as exc:  # protobuf's, from the small messages or the fallback
         raise ValueError(str(exc)) from exc
     return columns_from_message(space)
 
 
-def _decode_fast(data: bytes, source: str, threads: int) -> RawColumns:
+def _decode_fast(data: bytes | mmap.mmap, source: str, threads: int) -> RawColumns:
     from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace
 
     assert _fastwire is not None  # callers check `accelerated()`
