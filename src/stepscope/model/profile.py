@@ -193,7 +193,9 @@ class Profile:
     def stat_owner(self) -> np.ndarray:
         """Event index of each stat row."""
         counts = np.diff(self.stat_start)
-        return np.repeat(np.arange(self.n_events, dtype=np.int64), counts)
+        # int32 where the indices fit: kept for the profile's life (4 B per stat row, not 8)
+        dtype = np.int32 if self.n_events < 2**31 else np.int64
+        return np.repeat(np.arange(self.n_events, dtype=dtype), counts)
 
     def time_span_ns(self) -> tuple[int, int]:
         """(first start, last end) over all events; (0, 0) when empty."""
@@ -294,6 +296,39 @@ class Profile:
             found = self._stat_rows[key] = (rows, self.stat_owner[rows])
         return found
 
+    def stat_events(self, name: str) -> np.ndarray:
+        """Ascending indices of the events that have the stat ``name`` (`stat`'s ``present``)
+        without `stat`'s three dense columns: a key found on few events costs a few rows."""
+        key = self.strings.id_of(name)
+        if key < 0:
+            return np.zeros(0, np.int64)
+        owners = self._rows_of(key)[1]
+        meta = self._meta_stat(key)
+        if meta is not None:
+            by_meta = np.flatnonzero(meta[0][self.meta] != KIND_NONE)
+            return np.union1d(by_meta, owners).astype(np.int64)
+        if len(owners) > 1 and not (owners[1:] > owners[:-1]).all():
+            owners = np.unique(owners)  # the same key twice on an event
+        return owners.astype(np.int64)
+
+    def stat_among(self, name: str, events: np.ndarray) -> tuple[np.ndarray, StatColumn]:
+        """The events among ``events`` (ascending, distinct event indices) that have the stat
+        ``name``: (their positions in ``events``, their stat) — ``flatnonzero`` of
+        ``stat(name).present[events]`` and `stat` there, without a column over all of them."""
+        events = np.asarray(events, dtype=np.int64)
+        key = self.strings.id_of(name)
+        if key >= 0 and self._meta_stat(key) is None:  # event stats only: read from the rows
+            rows, owners = self._rows_of(key)
+            pos, found = _positions(events, owners, self.n_events)
+            rows = rows[found]
+            last = np.ones(len(pos), dtype=bool)  # an event with the key twice: its last row
+            last[:-1] = pos[1:] != pos[:-1]
+            pos, rows = pos[last], rows[last]
+            present = np.ones(len(pos), dtype=bool)
+            return pos, StatColumn(present, self.stats.kind[rows], self.stats.value[rows])
+        pos = _positions(events, self.stat_events(name), self.n_events)[0]
+        return pos, self.stat_at(name, events[pos])
+
     def stat_value_py(self, kind: int, value: int) -> PyStat:
         """One stat value as a Python object."""
         if kind in (KIND_INT, KIND_UINT):
@@ -322,3 +357,26 @@ class Profile:
 
     def event_name(self, event: int) -> str:
         return self.strings[int(self.name[event])]
+
+
+def _positions(
+    events: np.ndarray, targets: np.ndarray, n_events: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(positions in ``events`` of the ``targets`` found there, which targets they are): both
+    ascending event indices below ``n_events``, ``events`` distinct."""
+    m = len(events)
+    if not m or not len(targets):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if len(targets) * max(m.bit_length(), 1) < n_events // 4:  # few look-ups: binary searches
+        pos = np.searchsorted(events, targets)
+        np.minimum(pos, m - 1, out=pos)
+        found = np.flatnonzero(events[pos] == targets)
+        return pos[found], found
+    # many (a stat on most events): one position per event in a dense map, gathered
+    index_type = np.int32 if m < 2**31 else np.int64
+    where = np.full(n_events, -1, dtype=index_type)
+    where[events] = np.arange(m, dtype=index_type)
+    pos = where[targets]
+    del where
+    found = np.flatnonzero(pos >= 0)
+    return pos[found].astype(np.int64), found

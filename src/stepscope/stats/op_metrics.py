@@ -122,17 +122,21 @@ def _host_op_events(profile: Profile, on_host: np.ndarray) -> tuple[np.ndarray, 
     texts = [strings[i] for i in used.tolist()]
     marker = np.zeros(len(strings), dtype=bool)
     marker[used] = [is_step_marker_name(t) or t == STEP_ANCHOR for t in texts]
-    category = profile.stat("category").string_ids()
+    with_category = profile.stat_events("category")
+    category = profile.stat_at("category", with_category).string_ids()
     if category.max(initial=-1) >= 0:  # PyTorch: "gloo:all_reduce" is no TF/JAX op
         ids = [strings.id_of(c) for c in _HOST_OP_CATEGORIES]
-        ops = on_host & np.isin(category, [i for i in ids if i >= 0])
-        return np.flatnonzero(ops & ~marker[profile.name]), False
+        ops = np.zeros(profile.n_events, dtype=bool)
+        ops[with_category[np.isin(category, [i for i in ids if i >= 0])]] = True
+        return np.flatnonzero(ops & on_host & ~marker[profile.name]), False
     framework = np.zeros(len(strings), dtype=bool)
     framework[used] = [parse_op(t).category != UNKNOWN for t in texts]
     if framework[used].any():
         # `stepscope.trace` spans (marked on their metadata) are the user's ops too.
-        annotation = profile.stat(ANNOTATION_STAT).present
-        return np.flatnonzero(on_host & (framework[profile.name] | annotation)), True
+        ops = framework[profile.name]
+        ops[profile.stat_events(ANNOTATION_STAT)] = True
+        ops &= on_host
+        return np.flatnonzero(ops), True
     return np.flatnonzero(on_host & (profile.dur_ns > 0) & ~marker[profile.name]), False
 
 
@@ -175,20 +179,19 @@ def _aggregate(
             np.bincount(row[where], weights=weights[where], minlength=rows).round().astype(np.int64)
         )
 
-    eager = profile.stat("is_eager")
-    is_eager = eager.present[events]
-    if is_eager.any():
-        is_eager &= eager.as_int(0)[events] != 0
-    flops_stat = profile.stat("flops")
-    flops_total: np.ndarray = np.zeros(rows)
-    with_flops = bool(flops_stat.present[events].any())
-    if with_flops or known_flops is not None:
-        flops: np.ndarray = np.zeros(len(events))
-        if with_flops:
-            flops = np.nan_to_num(flops_stat.as_float()[events])
-        if known_flops is not None:  # from the HLO, where the events have no ``flops`` stat
-            flops = np.where(flops > 0, flops, known_flops)
-        flops_total = np.bincount(row, weights=flops, minlength=rows)
+    # only the events that carry these stats (usually few or none): no column over every event
+    eager, eager_stat = profile.stat_among("is_eager", events)
+    eager = eager[eager_stat.as_int(0) != 0]
+    with_flops, flops_stat = profile.stat_among("flops", events)
+    flops = np.nan_to_num(flops_stat.as_float(), copy=False)
+    if known_flops is not None:  # from the HLO, where the events have no ``flops`` stat
+        dense = np.zeros(len(events))
+        dense[with_flops] = flops
+        flops_total = np.bincount(
+            row, weights=np.where(dense > 0, dense, known_flops), minlength=rows
+        )
+    else:
+        flops_total = np.bincount(row[with_flops], weights=flops, minlength=rows)
     texts = list(index)
     return OpTable(
         side,
@@ -197,7 +200,7 @@ def _aggregate(
         np.bincount(row, minlength=rows).astype(np.int64),
         total(profile.dur_ns[events]),
         total(self_ns),
-        total(self_ns, np.flatnonzero(is_eager)),
+        total(self_ns, eager),
         flops_total,
         idle_ns,
     )

@@ -149,18 +149,20 @@ def _point_pairs(
 def _launch_time(profile: Profile, device_events: np.ndarray) -> np.ndarray:
     """Start of the host launch (same correlation_id) of each device event, else its own."""
     when = profile.start_ns[device_events].copy()
-    corr = profile.stat("correlation_id")
-    if not corr.present.any():
+    with_corr = profile.stat_events("correlation_id")  # no dense column over every event
+    if not with_corr.size:
         return when
-    on_device = np.array([p.is_device for p in profile.planes], bool)[profile.plane]
-    launches = np.flatnonzero(corr.present & ~on_device)
-    values = corr.as_int()
-    order = np.argsort(values[launches], kind="stable")
-    keys = values[launches][order]
+    device_plane = np.array([p.is_device for p in profile.planes], bool)
+    launches = with_corr[~device_plane[profile.line_plane[profile.line[with_corr]]]]
+    launch_values = profile.stat_at("correlation_id", launches).as_int()
+    order = np.argsort(launch_values, kind="stable")
+    keys = launch_values[order]
     if not len(keys):
         return when
-    k = np.minimum(np.searchsorted(keys, values[device_events], "left"), len(keys) - 1)
-    match = corr.present[device_events] & (keys[k] == values[device_events])
+    corr = profile.stat_at("correlation_id", device_events)
+    values = corr.as_int()
+    k = np.minimum(np.searchsorted(keys, values, "left"), len(keys) - 1)
+    match = corr.present & (keys[k] == values)
     when[match] = profile.start_ns[launches[order[k[match]]]]
     return when
 
@@ -191,7 +193,7 @@ def _attribute(
         linked = np.zeros(len(profile.lines), dtype=bool)
         linked[profile.line[grouped]] = True
         for stat in ("_p", "_c"):
-            linked[profile.line[profile.stat(stat).present]] = True
+            linked[profile.line[profile.stat_events(stat)]] = True
         loose = on_device if strict else on_device | ~linked[profile.line]
         free &= ~grouped & loose
         mode = "group"

@@ -89,12 +89,12 @@ def _join(
 
 
 def _context_edges(profile: Profile) -> Edges:
-    ptype, pid, ctype, cid = (profile.stat(s) for s in ("_pt", "_p", "_ct", "_c"))
-    producers = np.flatnonzero(ptype.present & pid.present)
-    consumers = np.flatnonzero(ctype.present & cid.present)
+    # the stats of the events that have them (no dense column per stat over every event)
+    producers = np.intersect1d(profile.stat_events("_pt"), profile.stat_events("_p"))
+    consumers = np.intersect1d(profile.stat_events("_ct"), profile.stat_events("_c"))
     p_code, c_code = _pair_codes(
-        (ptype.as_int()[producers], pid.as_int()[producers]),
-        (ctype.as_int()[consumers], cid.as_int()[consumers]),
+        (profile.stat_at("_pt", producers).as_int(), profile.stat_at("_p", producers).as_int()),
+        (profile.stat_at("_ct", consumers).as_int(), profile.stat_at("_c", consumers).as_int()),
     )
     return _join(p_code, producers, c_code, consumers, limit=_BIG_CONTEXT)
 
@@ -105,74 +105,72 @@ def _executor_edges(profile: Profile) -> Edges:
     children = _events_named(
         profile, ("IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp::DoCompute")
     )
-    step, it = profile.stat("id"), profile.stat("iter_num")
-    parents = parents[step.present[parents] & it.present[parents]]
-    children = children[step.present[children] & it.present[children]]
+    p_id, p_iter = profile.stat_at("id", parents), profile.stat_at("iter_num", parents)
+    c_id, c_iter = profile.stat_at("id", children), profile.stat_at("iter_num", children)
+    p_ok, c_ok = p_id.present & p_iter.present, c_id.present & c_iter.present
+    parents, children = parents[p_ok], children[c_ok]
     if not parents.size or not children.size:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    ids, iters = step.as_int(), it.as_int()
-    p_code, c_code = _pair_codes((ids[parents], iters[parents]), (ids[children], iters[children]))
+    p_code, c_code = _pair_codes(
+        (p_id.as_int()[p_ok], p_iter.as_int()[p_ok]), (c_id.as_int()[c_ok], c_iter.as_int()[c_ok])
+    )
     _, first = np.unique(p_code, return_index=True)  # one parent per key is enough to reach
     return _join(p_code[first], parents[first], c_code, children)
 
 
 def _correlation_edges(profile: Profile) -> Edges:
     """Host launch -> device events with the same correlation_id."""
-    corr = profile.stat("correlation_id")
-    if not corr.present.any():
+    events = profile.stat_events("correlation_id")
+    if not events.size:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    on_device = np.array([p.is_device for p in profile.planes], dtype=bool)[profile.plane]
-    host = np.flatnonzero(corr.present & ~on_device)
-    device = np.flatnonzero(corr.present & on_device)
-    values = corr.as_int()
-    return _join(values[host], host, values[device], device)
+    device_plane = np.array([p.is_device for p in profile.planes], dtype=bool)
+    on_device = device_plane[profile.line_plane[profile.line[events]]]
+    values = profile.stat_at("correlation_id", events).as_int()
+    return _join(values[~on_device], events[~on_device], values[on_device], events[on_device])
 
 
 def _tf_data_edges(profile: Profile, parent: np.ndarray) -> Edges:
     """Consuming iterator (parent of a *Consume event) -> the producing iterator (first
     iterator child of the *Produce event with the same iterator id and element_id)."""
     empty = np.zeros(0, np.int64), np.zeros(0, np.int64)
-    element = profile.stat("element_id")
     produce = _events_named(profile, tuple(p + "Produce" for p in _PRODUCERS))
     consume = _events_named(profile, tuple(p + "Consume" for p in _PRODUCERS))
-    produce = produce[element.present[produce]]
-    consume = consume[element.present[consume]]
+    produce = produce[profile.stat_at("element_id", produce).present]
+    consume = consume[profile.stat_at("element_id", consume).present]
     if not produce.size or not consume.size:
         return empty
     iterators = profile.strings.ids_matching(lambda s: s.startswith("Iterator::"))
     is_iterator = np.isin(profile.name, iterators)
-    parent_id, step_id = profile.stat("parent_id"), profile.stat("id")
     # produce side: iterator children of produce events, earliest per produce event
     kids = np.flatnonzero(is_iterator & np.isin(parent, produce))
     kids = kids[np.lexsort((profile.start_ns[kids], parent[kids]))]
     if kids.size:
         kids = kids[run_starts(parent[kids])]
-    kids = kids[parent_id.present[kids]]
+    parent_id = profile.stat_at("parent_id", kids)
+    kids, kid_ids = kids[parent_id.present], parent_id.as_int()[parent_id.present]
     # consume side: the consume event's parent iterator
     owners = parent[consume]
     ok = owners >= 0
     consume, owners = consume[ok], owners[ok]
-    ok = is_iterator[owners] & step_id.present[owners]
-    consume, owners = consume[ok], owners[ok]
-    elements = element.as_int()
+    consume, owners = consume[is_iterator[owners]], owners[is_iterator[owners]]
+    step_id = profile.stat_at("id", owners)
+    consume, owners = consume[step_id.present], owners[step_id.present]
     p_code, c_code = _pair_codes(
-        (parent_id.as_int()[kids], elements[parent[kids]]),
-        (step_id.as_int()[owners], elements[consume]),
+        (kid_ids, profile.stat_at("element_id", parent[kids]).as_int()),
+        (step_id.as_int()[step_id.present], profile.stat_at("element_id", consume).as_int()),
     )
     return _join(c_code, owners, p_code, kids)
 
 
 def _roots(profile: Profile, step_roots: np.ndarray) -> np.ndarray:
     """All roots, in XProf's order: root level descending, then start time."""
-    level_stat = profile.stat("_r")
-    level = np.where(level_stat.present, level_stat.as_int(0), 0)
-    ids = profile.stat("id")  # once: each call builds three dense columns
-    id_values = ids.as_int()
-    tf_data_ids = id_values[_events_named(profile, _TF_DATA_FUNCTIONS)]
-    roots = np.flatnonzero(level > 0)
-    roots = roots[~(ids.present[roots] & np.isin(id_values[roots], tf_data_ids))]
+    roots = profile.stat_events("_r")  # few: no dense column over every event
+    roots = roots[profile.stat_at("_r", roots).as_int(0) > 0]
+    tf_data_ids = profile.stat_at("id", _events_named(profile, _TF_DATA_FUNCTIONS)).as_int()
+    ids = profile.stat_at("id", roots)
+    roots = roots[~(ids.present & np.isin(ids.as_int(), tf_data_ids))]
     roots = np.union1d(roots, step_roots)
-    level = np.maximum(level[roots], 1)
+    level = np.maximum(profile.stat_at("_r", roots).as_int(0), 1)
     return roots[np.lexsort((roots, profile.start_ns[roots], -level))]
 
 
@@ -189,7 +187,10 @@ def build_groups(profile: Profile, step_roots: np.ndarray) -> Groups:
     )
     touched = np.concatenate([roots, tf_data, *(dst for _, dst in edges)])
     lines = np.unique(profile.line[touched])
-    nested = np.flatnonzero(np.isin(profile.line, lines) & ~profile.stat("_a").present)
+    candidate = np.isin(profile.line, lines)
+    candidate[profile.stat_events("_a")] = False
+    nested = np.flatnonzero(candidate)
+    del candidate
     forest = Forest.build(profile.line[nested], profile.start_ns[nested], profile.end_ns[nested])
     parent = np.full(n, -1, dtype=np.int64)
     has = forest.parent >= 0

@@ -69,9 +69,9 @@ def _numbers(profile: Profile, events: np.ndarray, *stats: str) -> np.ndarray:
     out = np.full(len(events), -1, dtype=np.int64)
     missing = np.ones(len(events), dtype=bool)
     for stat in stats:
-        column = profile.stat(stat)
-        have = missing & column.present[events]
-        out[have] = column.as_int()[events[have]]
+        column = profile.stat_at(stat, events)
+        have = missing & column.present
+        out[have] = column.as_int()[have]
         missing &= ~have
     for k in np.flatnonzero(missing).tolist():
         match = _DIGITS.search(profile.event_name(int(events[k])))
@@ -84,14 +84,11 @@ def _host_events(profile: Profile) -> np.ndarray:
 
 
 def _marker_steps(profile: Profile) -> StepMarkers | None:
-    level = profile.stat("_r")
+    events = profile.stat_events("_r")  # few: no dense column over every event
     implicit = np.array([profile.strings.id_of(n) for n in IMPLICIT_ROOTS])
-    events = np.flatnonzero(
-        _host_events(profile)
-        & level.present
-        & (level.as_int(0) > 0)
-        & ~np.isin(profile.name, implicit[implicit >= 0])
-    )
+    host = host_lines(profile)[profile.line[events]]
+    level = profile.stat_at("_r", events).as_int(0)
+    events = events[host & (level > 0) & ~np.isin(profile.name[events], implicit[implicit >= 0])]
     if not events.size:
         return None
     label = profile.event_name(int(events[0]))
@@ -111,7 +108,7 @@ def _named_steps(
 ) -> StepMarkers | None:
     events = np.flatnonzero(_host_events(profile) & np.isin(profile.name, ids))
     if need_step_num:
-        events = events[profile.stat("step_num").present[events]]
+        events = events[profile.stat_at("step_num", events).present]
     if not events.size:
         return None
     return _from_events(

@@ -1,0 +1,87 @@
+"""Profile.stat_events and Profile.stat_at: the dense `stat` column's answers for some events,
+without building it (the oracle here is `stat` itself, on every stat key of real fixtures)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stepscope.model import Profile
+from stepscope.model.profile import StatColumn
+from stepscope.xspace.builder import XSpaceBuilder
+from tests.support.gpu_fixtures import build, fixture_profile, tf_profile
+
+
+def _keys(profile: Profile) -> list[str]:
+    ids = np.union1d(np.unique(profile.stats.key), np.unique(profile.meta_stats.key))
+    return [profile.strings[int(i)] for i in ids.tolist()]
+
+
+def _same(
+    profile: Profile, name: str, events: np.ndarray, sparse: StatColumn | None = None
+) -> None:
+    dense = profile.stat(name)
+    sparse = profile.stat_at(name, events) if sparse is None else sparse
+    np.testing.assert_array_equal(sparse.present, dense.present[events], err_msg=name)
+    np.testing.assert_array_equal(sparse.kind, dense.kind[events], err_msg=name)
+    np.testing.assert_array_equal(sparse.value, dense.value[events], err_msg=name)
+    np.testing.assert_array_equal(sparse.as_int(), dense.as_int()[events], err_msg=name)
+
+
+@pytest.mark.parametrize(
+    "profile",
+    [
+        pytest.param(lambda: tf_profile("ctl"), id="tf-ctl"),
+        pytest.param(lambda: tf_profile("keras_marked"), id="tf-keras_marked"),
+        pytest.param(lambda: fixture_profile("xspace/gpu_jax_fused_attention.xplane.pb"), id="jax"),
+        pytest.param(lambda: fixture_profile("kineto/a100_triton_tiny.json.gz"), id="kineto"),
+    ],
+)
+def test_sparse_stats_equal_the_dense_column_for_every_key(profile: object) -> None:
+    p: Profile = profile()  # type: ignore[operator]
+    rng = np.random.default_rng(7)
+    subset = np.sort(rng.choice(p.n_events, size=min(p.n_events, 500), replace=False))
+    shuffled_with_repeats = rng.integers(0, p.n_events, size=300)
+    keys = _keys(p)
+    assert len(keys) > 5
+    for name in [*keys, "no such stat"]:
+        with_stat = p.stat_events(name)
+        np.testing.assert_array_equal(with_stat, np.flatnonzero(p.stat(name).present), name)
+        for events in (subset, shuffled_with_repeats, with_stat, np.zeros(0, np.int64)):
+            _same(p, name, events)
+        for events in (subset, np.arange(p.n_events), with_stat):  # ascending, distinct
+            expected = np.flatnonzero(p.stat(name).present[events])
+            positions, column = p.stat_among(name, events)
+            np.testing.assert_array_equal(positions, expected, name)
+            _same(p, name, events[expected], column)
+
+
+def test_metadata_stats_and_an_event_overriding_them() -> None:
+    builder = XSpaceBuilder()
+    plane = builder.plane("/host:CPU")
+    line = plane.line(1, "thread")
+    # "op" carries level 3 on its metadata; the second event overrides it
+    op = plane.event_metadata_id("op", stats={"level": 3})
+    line.add_event(op, 0, 10, None)
+    line.add_event(op, 20, 10, {"level": 5})
+    line.event("other", 40, 10, stats={"level": 1})
+    line.event("other", 60, 10)
+    p = build(builder)
+    events = np.arange(p.n_events)
+    assert p.stat_events("level").tolist() == np.flatnonzero(p.stat("level").present).tolist()
+    _same(p, "level", events)
+    _same(p, "level", events[::-1])
+    _same(p, "level", np.array([3, 1, 1]))
+    assert p.stat_at("level", events).as_int().tolist() == [3, 5, 1, -1]
+    positions, column = p.stat_among("level", events[1:])
+    assert positions.tolist() == [0, 1] and column.as_int().tolist() == [5, 1]
+
+
+@pytest.mark.parametrize("n_events", [64, 10**9])  # dense position map, binary searches
+def test_positions_by_either_method(n_events: int) -> None:
+    from stepscope.model.profile import _positions
+
+    events = np.array([2, 5, 9, 30, 31])
+    targets = np.array([0, 5, 5, 9, 10, 31, 40])
+    pos, found = _positions(events, targets, n_events)
+    assert pos.tolist() == [1, 1, 2, 4] and found.tolist() == [1, 2, 3, 5]
