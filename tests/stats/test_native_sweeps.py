@@ -11,7 +11,8 @@ import pytest
 
 from stepscope.model import open_file
 from stepscope.stats import native
-from stepscope.stats.nesting import nesting_parents
+from stepscope.stats.intervals import merge, union_in_order
+from stepscope.stats.nesting import events_self_time, nesting_parents, self_time
 from stepscope.stats.steps.breakdown import type_time
 from tests.support.fixtures import FIXTURES, tf_xplane
 
@@ -57,6 +58,55 @@ def test_op_stack_parents_on_crafted_lines(seed: int, monkeypatch: pytest.Monkey
     for order in (np.arange(len(line)), shuffled):
         fast, slow = _both(monkeypatch, lambda o=order: nesting_parents(line[o], start[o], end[o]))
         assert np.array_equal(fast, slow)
+
+
+@pytest.mark.parametrize("path", TRACES[:4], ids=lambda p: Path(p).name)  # the fifth: 4 events
+def test_self_time_in_place_on_real_traces(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = open_file(str(path))
+    rng = np.random.default_rng(1)
+    every = np.arange(p.n_events)
+    for events in (every, every[rng.random(p.n_events) < 0.6], every[::-1]):  # the last: sorted
+        fast, slow = _both(
+            monkeypatch, lambda e=events: events_self_time(e, p.line, p.start_ns, p.end_ns)
+        )
+        start, end = p.start_ns[events], p.end_ns[events]
+        oracle = self_time(end - start, nesting_parents(p.line[events], start, end))
+        assert (fast < end - start).any()  # some events have children
+        assert np.array_equal(fast, slow) and np.array_equal(fast, oracle)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_self_time_in_place_on_crafted_lines(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    line, start, end = _crafted(seed)
+    order = np.lexsort((-end, start, line))  # trace order: the C pass, else the sorted path
+    line, start, end = line[order].astype(np.int32), start[order], end[order]
+    shuffled = np.random.default_rng(seed).permutation(len(line))
+    assert native.sweeps is not None
+    own = np.empty(len(line), np.int64)
+    assert native.sweeps.nest_self_time(np.arange(len(line)), line, start, end, own)  # in place
+    assert not native.sweeps.nest_self_time(shuffled, line, start, end, own)  # caller sorts
+    for events in (np.arange(len(line)), np.sort(shuffled[:1000]), shuffled):
+        fast, slow = _both(monkeypatch, lambda e=events: events_self_time(e, line, start, end))
+        oracle = self_time(
+            end[events] - start[events], nesting_parents(line[events], start[events], end[events])
+        )
+        assert np.array_equal(fast, slow) and np.array_equal(fast, oracle)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_union_in_order_equals_the_sorted_merge(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Empty, touching, nested and overlapping intervals, equal starts: the runs in C are
+    NumPy's and the union of the non-empty intervals."""
+    rng = np.random.default_rng(seed)
+    lo = rng.integers(0, 100_000, 4000)
+    hi = lo + rng.choice([0, 0, 1, 10, 300], 4000)
+    order = np.argsort(lo, kind="stable")
+    fast, slow = _both(monkeypatch, lambda: union_in_order(lo, hi, order))
+    keep = hi > lo
+    expected = merge(lo[keep], hi[keep])
+    assert len(fast[0]) > 10
+    for got in (fast, slow):
+        assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
 
 
 @pytest.mark.parametrize("seed", range(8))

@@ -23,21 +23,132 @@
  *   overlap exactly one window, compacted in place as (lo[i], hi[i]) = (event, window) for
  *   i < the count returned; -1 when some event overlaps two windows (then call window_bounds).
  *
- * Every array is C-contiguous int64; out, lo and hi are writable.
+ * nest_self_time(events, line, start, end, own): the events taken as given, which must be in
+ *   (line, start, longest first) order, as traces are written; own[k] = the duration of
+ *   events[k] less those of its direct children among them (self time over nest_parents' op
+ *   stack), the columns read in place through the indices. Returns False, own spoiled, when
+ *   the events are out of that order (the caller sorts). line is int32.
+ *
+ * union_in_order(lo, hi, order, out_lo, out_hi): the union of the non-empty intervals
+ *   [lo, hi) taken in ``order`` (ascending lo), as sorted disjoint runs written to
+ *   out_lo/out_hi (at least as long as order); returns how many. Intervals that touch or
+ *   overlap merge, as in stats/intervals.merge_sorted; no gathered copies of the columns.
+ *
+ * Every other array is C-contiguous int64; out, own, lo and hi are writable.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 
-static int get(PyObject *obj, Py_buffer *view, int writable) {
+static int get_sized(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t itemsize) {
     int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
-    if (view->len % 8) {
+    if (view->len % itemsize) {
         PyBuffer_Release(view);
-        PyErr_SetString(PyExc_ValueError, "int64 arrays expected");
+        PyErr_Format(PyExc_ValueError, "arrays of %zd-byte integers expected", itemsize);
         return -1;
     }
     return 0;
+}
+
+static int get(PyObject *obj, Py_buffer *view, int writable) {
+    return get_sized(obj, view, writable, 8);
+}
+
+static PyObject *nest_self_time(PyObject *self, PyObject *args) {
+    PyObject *objs[5];
+    if (!PyArg_ParseTuple(args, "OOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4]))
+        return NULL;
+    Py_buffer v[5];
+    int got = 0;
+    PyObject *result = NULL;
+    Py_ssize_t *stack = NULL;
+    for (; got < 5; got++)
+        if (get_sized(objs[got], &v[got], got == 4, got == 1 ? 4 : 8) < 0) goto done;
+    Py_ssize_t n = v[0].len / 8, n_events = v[1].len / 4;
+    if (v[2].len / 8 != n_events || v[3].len / 8 != n_events || v[4].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "columns differ in length");
+        goto done;
+    }
+    const int64_t *events = v[0].buf, *start = v[2].buf, *end = v[3].buf;
+    const int32_t *line = v[1].buf;
+    int64_t *own = v[4].buf;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (events[k] < 0 || events[k] >= n_events) {
+            PyErr_SetString(PyExc_ValueError, "event index out of range");
+            goto done;
+        }
+    }
+    /* as deep as the deepest nesting: the pages past it are never touched */
+    stack = PyMem_Malloc((n ? n : 1) * sizeof(Py_ssize_t));
+    if (!stack) { PyErr_NoMemory(); goto done; }
+    int ordered = 1;
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t top = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        int64_t e = events[k];
+        if (k) {
+            int64_t p = events[k - 1];
+            if (line[e] != line[p]) {
+                if (line[e] < line[p]) { ordered = 0; break; }
+                top = 0;
+            } else if (start[e] < start[p] || (start[e] == start[p] && end[e] > end[p])) {
+                ordered = 0;
+                break;
+            }
+        }
+        while (top && end[events[stack[top - 1]]] < end[e]) top--;
+        own[k] = end[e] - start[e];
+        if (top) own[stack[top - 1]] -= end[e] - start[e];
+        stack[top++] = k;
+    }
+    Py_END_ALLOW_THREADS
+    result = PyBool_FromLong(ordered);
+done:
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    PyMem_Free(stack);
+    return result;
+}
+
+static PyObject *union_in_order(PyObject *self, PyObject *args) {
+    PyObject *objs[5];
+    if (!PyArg_ParseTuple(args, "OOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4]))
+        return NULL;
+    Py_buffer v[5];
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 5; got++)
+        if (get(objs[got], &v[got], got >= 3) < 0) goto done;
+    Py_ssize_t n = v[0].len / 8, m = v[2].len / 8;
+    if (v[1].len / 8 != n || v[3].len / 8 < m || v[4].len / 8 < m) {
+        PyErr_SetString(PyExc_ValueError, "columns differ in length");
+        goto done;
+    }
+    const int64_t *lo = v[0].buf, *hi = v[1].buf, *order = v[2].buf;
+    int64_t *out_lo = v[3].buf, *out_hi = v[4].buf;
+    for (Py_ssize_t k = 0; k < m; k++) {
+        if (order[k] < 0 || order[k] >= n) {
+            PyErr_SetString(PyExc_ValueError, "index out of range");
+            goto done;
+        }
+    }
+    Py_ssize_t runs = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < m; k++) {
+        int64_t a = lo[order[k]], b = hi[order[k]];
+        if (b <= a) continue;
+        if (runs && a <= out_hi[runs - 1]) {
+            if (b > out_hi[runs - 1]) out_hi[runs - 1] = b;
+        } else {
+            out_lo[runs] = a;
+            out_hi[runs++] = b;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromSsize_t(runs);
+done:
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
 }
 
 static PyObject *nest_parents(PyObject *self, PyObject *args) {
@@ -228,6 +339,10 @@ static PyMethodDef methods[] = {
     {"step_type_unions", step_type_unions, METH_VARARGS,
      "Per type threshold and step, the union length of (step, lo, hi) intervals."},
     {"nest_parents", nest_parents, METH_VARARGS, "Op-stack parents of sorted events."},
+    {"union_in_order", union_in_order, METH_VARARGS,
+     "Union of intervals taken in start order, as disjoint runs; returns their count."},
+    {"nest_self_time", nest_self_time, METH_VARARGS,
+     "Self time of events in trace order through their indices; False when out of order."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -13,7 +13,14 @@ from types import ModuleType
 # Every function the callers use: an extension built from an older `_sweeps.c` (an editable
 # install not rebuilt after an update) lacks some, and is then not used at all rather than
 # failing with AttributeError in the middle of an analysis.
-_FUNCTIONS = ("nest_parents", "step_type_unions", "window_bounds", "single_window_pairs")
+_FUNCTIONS = (
+    "nest_parents",
+    "nest_self_time",
+    "step_type_unions",
+    "window_bounds",
+    "single_window_pairs",
+    "union_in_order",
+)
 
 
 def _load() -> ModuleType | None:

@@ -187,6 +187,23 @@ def depths(parent: np.ndarray) -> np.ndarray:
     return depth
 
 
+def events_self_time(
+    events: np.ndarray, line: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray
+) -> np.ndarray:
+    """Self time of ``events`` (indices into the event columns), nested among themselves:
+    `self_time` over `nesting_parents` of the gathered columns. In C, when the events come in
+    trace order (the usual case), the columns are read in place: no gathered copies, sorted
+    copies or parent array (five 8 B/event temporaries)."""
+    sweeps = native.sweeps
+    if sweeps is not None and line.dtype == np.int32 and start_ns.dtype == end_ns.dtype == np.int64:
+        own = np.empty(len(events), dtype=np.int64)
+        columns = (np.ascontiguousarray(c) for c in (line, start_ns, end_ns))
+        if sweeps.nest_self_time(np.ascontiguousarray(events, np.int64), *columns, own):
+            return own
+    start, end = start_ns[events], end_ns[events]
+    return self_time(end - start, nesting_parents(line[events], start, end))
+
+
 def self_time(dur_ns: np.ndarray, parent: np.ndarray) -> np.ndarray:
     """Duration minus the durations of direct children (XProf's self time)."""
     has = parent >= 0

@@ -34,7 +34,7 @@ from stepscope.stats.events import (
     is_step_marker_name,
 )
 from stepscope.stats.intervals import merge_sorted, union_ns
-from stepscope.stats.nesting import nesting_parents, self_time
+from stepscope.stats.nesting import events_self_time
 from stepscope.stats.opnames import UNKNOWN, device_op, parse_op
 from stepscope.stats.python_samples import (
     PYTHON_OP_TYPE,
@@ -211,12 +211,13 @@ def _host_table(profile: Profile) -> OpTable:
     events, framework = _host_op_events(profile, on_host)
     if not events.size:
         return OpTable.empty("host")
-    line, start, end = profile.line[events], profile.start_ns[events], profile.end_ns[events]
-    own = self_time(profile.dur_ns[events], nesting_parents(line, start, end))
+    own = events_self_time(events, profile.line, profile.start_ns, profile.end_ns)
+    line = profile.line[events]
     first = np.full(len(profile.lines), np.iinfo(np.int64).max)
     last = np.full(len(profile.lines), np.iinfo(np.int64).min)
-    np.minimum.at(first, line, start)
-    np.maximum.at(last, line, end)
+    np.minimum.at(first, line, profile.start_ns[events])
+    np.maximum.at(last, line, profile.end_ns[events])
+    del line
     used = last >= first
     idle = max(int((last[used] - first[used]).sum() - own.sum()), 0)
     strings = profile.strings
@@ -238,8 +239,7 @@ def _device_table(profile: Profile, types: np.ndarray) -> OpTable:
     events = np.flatnonzero(on_device)
     if not events.size:
         return OpTable.empty("device")
-    parent = nesting_parents(profile.line[events], profile.start_ns[events], profile.end_ns[events])
-    own = self_time(profile.dur_ns[events], parent)
+    own = events_self_time(events, profile.line, profile.start_ns, profile.end_ns)
     idle = 0
     plane = profile.plane[events]
     for p in np.unique(plane).tolist():

@@ -38,7 +38,7 @@ from stepscope.stats.events import (
     classify_events,
     device_work_lines,
 )
-from stepscope.stats.intervals import merge_sorted
+from stepscope.stats.intervals import merge_sorted, union_in_order
 from stepscope.stats.python_samples import untraced_python_time
 from stepscope.stats.steps.feeds import fetches_feeding_steps
 from stepscope.stats.steps.groups import build_groups
@@ -431,9 +431,7 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     # "All others" located: what no event covers (a held span counts as covered, as in the
     # breakdown, so that the located time adds up to the category)
     all_lo, all_hi = (np.r_[lo, h_lo], np.r_[hi, h_hi]) if len(h_st) else (lo, hi)
-    order = np.argsort(all_lo, kind="stable")
-    covered = all_hi[order] > all_lo[order]
-    _, covered_lo, covered_hi = merge_sorted(all_lo[order][covered], all_hi[order][covered])
+    covered_lo, covered_hi = union_in_order(all_lo, all_hi, np.argsort(all_lo, kind="stable"))
     python = untraced_python_time(
         profile, markers.lines, span_lo[keep], span_hi[keep], covered_lo, covered_hi
     )
