@@ -35,14 +35,9 @@ from stepscope.model import Profile
 from stepscope.model.cache import cache_key
 from stepscope.stats.trace_index.counters import Counter, build_counters
 from stepscope.stats.trace_index.flows import FlowTable, build_flows
-from stepscope.stats.trace_index.lod import (
-    detail_levels,
-    line_order,
-    nesting_depth,
-    segment_running_max,
-)
-from stepscope.stats.trace_index.search import NameIndex, build_name_index, index_dtype
-from stepscope.stats.trace_index.segments import group_starts, stable_argsort
+from stepscope.stats.trace_index.layout import positions
+from stepscope.stats.trace_index.lod import line_order, nesting_depth
+from stepscope.stats.trace_index.search import NameIndex, build_name_index
 from stepscope.stats.trace_index.tracks import Steps, find_steps
 from stepscope.store import background, entries, location
 
@@ -131,52 +126,28 @@ def build_trace_index(
 def _build(profile: Profile, find: Callable[[], Steps]) -> TraceIndex:
     n = profile.n_events
     start, dur = profile.start_ns, profile.dur_ns
-    end = start + np.maximum(dur, 1)
     order0 = line_order(profile.line, start, start + dur)
     depth = nesting_depth(order0, profile.line, start, dur)
     origin = int(start.min()) if n else 0
     last = int((start + dur).max()) if n else 0
-
-    # Rows (line, depth), then positions sorted by (row, start).
-    max_depth = int(depth.max()) + 1 if n else 1
-    row_key = profile.line[order0].astype(np.int64) * max_depth + depth[order0]
-    perm = stable_argsort(row_key)
-    by_row, row_key = order0[perm], row_key[perm]
-    del perm, order0
-    row_starts = group_starts(row_key)
-    keys = row_key[row_starts]
-    row_line, row_depth = (keys // max_depth).astype(np.int32), (keys % max_depth).astype(np.int32)
-    row_of_pos = np.repeat(np.arange(len(row_starts)), np.diff(np.append(row_starts, n)))
-    del row_key
-
-    level = detail_levels(row_of_pos, start[by_row] - origin, dur[by_row])
-    final = stable_argsort(row_of_pos * 64 + level)
-    order = by_row[final].astype(index_dtype(n))
-    seg_row, seg_level = row_of_pos[final], level[final]
-    del by_row, final, row_of_pos, level
-    seg_starts = group_starts(seg_row, seg_level)
-    pos_start = start[order]
-    end_max = segment_running_max(end[order], seg_starts)
-    seg_hi = np.append(seg_starts[1:], n).astype(np.int64)
-
-    line_depths = np.zeros(len(profile.lines), dtype=np.int32)
-    np.maximum.at(line_depths, row_line, row_depth + 1)
+    at = positions(profile.line, len(profile.lines), order0, depth, start, dur, origin)
+    del order0
     return TraceIndex(
         origin_ns=origin,
         end_ns=last,
         depth=depth,
-        line_depths=line_depths,
-        row_line=row_line,
-        row_depth=row_depth,
-        order=order,
-        start_ns=pos_start,
-        end_max_ns=end_max,
-        seg_row=seg_row[seg_starts].astype(np.int32),
-        seg_level=seg_level[seg_starts].astype(np.int8),
-        seg_lo=seg_starts.astype(np.int64),
-        seg_hi=seg_hi,
-        seg_start_ns=pos_start[seg_starts] if n else np.zeros(0, np.int64),
-        seg_end_ns=end_max[seg_hi - 1] if n else np.zeros(0, np.int64),
+        line_depths=at.line_depths,
+        row_line=at.row_line,
+        row_depth=at.row_depth,
+        order=at.order,
+        start_ns=at.start_ns,
+        end_max_ns=at.end_max_ns,
+        seg_row=at.seg_row,
+        seg_level=at.seg_level,
+        seg_lo=at.seg_lo,
+        seg_hi=at.seg_hi,
+        seg_start_ns=at.start_ns[at.seg_lo] if n else np.zeros(0, np.int64),
+        seg_end_ns=at.end_max_ns[at.seg_hi - 1] if n else np.zeros(0, np.int64),
         flows=build_flows(profile, depth),
         counters=build_counters(profile),
         _profile=profile,

@@ -1,0 +1,127 @@
+"""The trace index's positions: events sorted by (row, level, start), in segments.
+
+A *row* is one (line, depth); rows are numbered by (line, depth), and a line with events has
+rows 0 .. its deepest nesting (a depth d > 0 has its parent at d - 1). Within a row the events
+keep `lod.line_order`'s start order; each (row, level) run is a segment. `positions` builds it
+in C when the extension has ``layout`` (two counting sorts writing the columns in place:
+about 0.3 s at 10M events where NumPy's sorts and full-size gathers take about 1 s), else
+with NumPy (`positions_numpy`, the reference; the two are tested equal).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from stepscope.stats.trace_index.lod import detail_levels, segment_running_max
+from stepscope.stats.trace_index.search import index_dtype
+from stepscope.stats.trace_index.segments import group_starts, native, stable_argsort
+
+
+@dataclass(frozen=True)
+class Positions:
+    line_depths: np.ndarray  # int32 per line: its rows (deepest nesting + 1, 0 if empty)
+    row_line: np.ndarray  # int32 per row
+    row_depth: np.ndarray  # int32 per row
+    order: np.ndarray  # int32/int64: the event at each position
+    start_ns: np.ndarray  # int64 per position
+    end_max_ns: np.ndarray  # int64 per position: running maximum of the ends in its segment
+    seg_row: np.ndarray  # int32 per segment
+    seg_level: np.ndarray  # int8
+    seg_lo: np.ndarray  # int64: first position
+    seg_hi: np.ndarray  # int64: one past the last
+
+
+def positions(
+    line: np.ndarray,
+    n_lines: int,
+    order0: np.ndarray,
+    depth: np.ndarray,
+    start_ns: np.ndarray,
+    dur_ns: np.ndarray,
+    origin_ns: int,
+) -> Positions:
+    """The positions of events (profile ``line``, ``start_ns``, ``dur_ns``) in `line_order`'s
+    ``order0`` with nesting ``depth``; levels count time from ``origin_ns``."""
+    lib = native()
+    n = len(order0)
+    if lib is None or getattr(lib, "layout", None) is None or n == 0:
+        return positions_numpy(line, n_lines, order0, depth, start_ns, dur_ns, origin_ns)
+    order = np.empty(n, dtype=index_dtype(n))
+    pos_start, end_max = np.empty(n, np.int64), np.empty(n, np.int64)
+    line_depths = np.empty(n_lines, np.int32)
+    seg_row, seg_level, seg_lo = lib.layout(
+        np.ascontiguousarray(order0, np.int64),
+        np.ascontiguousarray(line, np.int32),
+        np.ascontiguousarray(depth, np.int32),
+        np.ascontiguousarray(start_ns, np.int64),
+        np.ascontiguousarray(dur_ns, np.int64),
+        n_lines,
+        origin_ns,
+        order,
+        pos_start,
+        end_max,
+        line_depths,
+    )
+    row_line = np.repeat(np.arange(n_lines, dtype=np.int32), line_depths)
+    first_row = np.cumsum(line_depths, dtype=np.int64) - line_depths
+    row_depth = (np.arange(len(row_line)) - np.repeat(first_row, line_depths)).astype(np.int32)
+    lo = np.frombuffer(seg_lo, dtype=np.int64)
+    return Positions(
+        line_depths=line_depths,
+        row_line=row_line,
+        row_depth=row_depth,
+        order=order,
+        start_ns=pos_start,
+        end_max_ns=end_max,
+        seg_row=np.frombuffer(seg_row, dtype=np.int32),
+        seg_level=np.frombuffer(seg_level, dtype=np.int8),
+        seg_lo=lo,
+        seg_hi=np.append(lo[1:], n).astype(np.int64),
+    )
+
+
+def positions_numpy(
+    line: np.ndarray,
+    n_lines: int,
+    order0: np.ndarray,
+    depth: np.ndarray,
+    start_ns: np.ndarray,
+    dur_ns: np.ndarray,
+    origin_ns: int,
+) -> Positions:
+    """`positions` by NumPy sorts and gathers."""
+    n = len(order0)
+    max_depth = int(depth.max()) + 1 if n else 1
+    row_key = line[order0].astype(np.int64) * max_depth + depth[order0]
+    perm = stable_argsort(row_key)
+    by_row, row_key = order0[perm], row_key[perm]
+    del perm
+    row_starts = group_starts(row_key)
+    keys = row_key[row_starts]
+    row_line, row_depth = (keys // max_depth).astype(np.int32), (keys % max_depth).astype(np.int32)
+    row_of_pos = np.repeat(np.arange(len(row_starts)), np.diff(np.append(row_starts, n)))
+    del row_key
+
+    level = detail_levels(row_of_pos, start_ns[by_row] - origin_ns, dur_ns[by_row])
+    final = stable_argsort(row_of_pos * 64 + level)
+    order = by_row[final].astype(index_dtype(n))
+    seg_row, seg_level = row_of_pos[final], level[final]
+    del by_row, final, row_of_pos, level
+    seg_starts = group_starts(seg_row, seg_level)
+    end = start_ns[order] + np.maximum(dur_ns[order], 1)
+    line_depths = np.zeros(n_lines, dtype=np.int32)
+    np.maximum.at(line_depths, row_line, row_depth + 1)
+    return Positions(
+        line_depths=line_depths,
+        row_line=row_line,
+        row_depth=row_depth,
+        order=order,
+        start_ns=start_ns[order],
+        end_max_ns=segment_running_max(end, seg_starts),
+        seg_row=seg_row[seg_starts].astype(np.int32),
+        seg_level=seg_level[seg_starts].astype(np.int8),
+        seg_lo=seg_starts.astype(np.int64),
+        seg_hi=np.append(seg_starts[1:], n).astype(np.int64),
+    )
