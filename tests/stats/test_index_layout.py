@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stepscope.stats.trace_index import layout, segments
+from stepscope.stats.trace_index import layout, lod, segments
 from stepscope.stats.trace_index.lod import line_order, nesting_depth
 
 
@@ -60,3 +60,27 @@ def test_c_layout_rejects_lines_out_of_range() -> None:
             *out,
             np.empty(2, np.int32),
         )
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_depths_of_events_in_line_order(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("STEPSCOPE_PURE_PYTHON", raising=False)
+    if not hasattr(segments.native(), "depths"):
+        pytest.skip("the C extension is not built")
+    line, start, dur = _events(seed, 20_000, 9)
+    assert lod.depths_in_line_order(line, start, dur) is None  # not in line order: sorted
+    order = line_order(line, start, start + dur)
+    line, start, dur = line[order], start[order], dur[order]  # now they are
+    found = lod.depths_in_line_order(line, start, dur)
+    assert found is not None
+    depth, first, last = found
+    expected = nesting_depth(np.arange(len(line)), line, start, dur)
+    assert expected.max() > 3
+    np.testing.assert_array_equal(depth, expected)
+    assert depth.dtype == expected.dtype
+    assert (first, last) == (int(start.min()), int((start + dur).max()))
+    # a tie in the wrong order (the shorter event first) is not line order
+    tie = np.flatnonzero((start[1:] == start[:-1]) & (line[1:] == line[:-1]) & (dur[1:] < dur[:-1]))
+    k = int(tie[0])
+    dur[k], dur[k + 1] = dur[k + 1], dur[k]
+    assert lod.depths_in_line_order(line, start, dur) is None

@@ -21,7 +21,14 @@
  * gathers full-size columns about ten times (a second at 10M events). order0 is
  * lod.line_order's (int64), line and depth int32, start and dur int64; order (int32 or
  * int64), pos_start and end_max (int64, one per event) and line_depths (int32, one per line)
- * are filled in.
+ * are filled in; an empty order0 stands for events already in line order (0, 1, ...).
+ *
+ * depths(line, start, dur) -> (bytes of int32, first start, last end) or None: lod's nesting
+ * depth in one pass with a stack of the running events, for events already in line order
+ * (each line's events contiguous, by start, longer first on ties: lod.line_order's identity
+ * case, the usual one); None when they are not (the caller sorts them). The stack after event
+ * i-1 is its chain of parents, the chain lod's pointer jumping walks for event i, so the
+ * depths are the same.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -160,7 +167,8 @@ static int build_layout(Layout *L) {
     for (Py_ssize_t l = 0; l < L->n_lines; l++) L->line_depths[l] = 0;
     for (Py_ssize_t e = 0; e < n; e++) {
         int32_t line = L->line[e], depth = L->depth[e];
-        if (line < 0 || line >= L->n_lines || depth < 0 || L->order0[e] < 0 || L->order0[e] >= n)
+        if (line < 0 || line >= L->n_lines || depth < 0 ||
+            (L->order0 && (L->order0[e] < 0 || L->order0[e] >= n)))
             return -1;
         if (depth + 1 > L->line_depths[line]) L->line_depths[line] = depth + 1;
     }
@@ -186,7 +194,7 @@ static int build_layout(Layout *L) {
     /* by row, stable: each row keeps order0's (start) order; stack serves as the cursors */
     for (int64_t r = 0; r < rows; r++) stack[r] = row_start[r];
     for (Py_ssize_t p = 0; p < n; p++) {
-        int64_t e = L->order0[p];
+        int64_t e = L->order0 ? L->order0[p] : p;
         by_row[stack[row_base[L->line[e]] + L->depth[e]]++] = e;
     }
     L->n_segs = 0;
@@ -237,9 +245,9 @@ static PyObject *layout(PyObject *self, PyObject *args) {
                           &n_lines, &origin, &b[5], &b[6], &b[7], &b[8]))
         return NULL;
     PyObject *out = NULL;
-    Py_ssize_t n = b[0].len / 8;
+    Py_ssize_t n = b[3].len / 8;
     L.wide = b[5].len == n * 8;
-    if (b[1].len != n * 4 || b[2].len != n * 4 || b[3].len != n * 8 || b[4].len != n * 8 ||
+    if ((b[0].len != n * 8 && b[0].len != 0) || b[1].len != n * 4 || b[2].len != n * 4 || b[3].len != n * 8 || b[4].len != n * 8 ||
         (!L.wide && b[5].len != n * 4) || b[6].len != n * 8 || b[7].len != n * 8 ||
         b[8].len != n_lines * 4 || n_lines < 0) {
         PyErr_SetString(PyExc_ValueError, "layout: columns of different lengths");
@@ -248,7 +256,7 @@ static PyObject *layout(PyObject *self, PyObject *args) {
     L.n = n;
     L.n_lines = (Py_ssize_t)n_lines;
     L.origin = origin;
-    L.order0 = b[0].buf;
+    L.order0 = b[0].len ? b[0].buf : NULL;
     L.line = b[1].buf;
     L.depth = b[2].buf;
     L.start = b[3].buf;
@@ -277,10 +285,70 @@ done:
     return out;
 }
 
+static PyObject *depths(PyObject *self, PyObject *args) {
+    Py_buffer b[3];
+    if (!PyArg_ParseTuple(args, "y*y*y*", &b[0], &b[1], &b[2])) return NULL;
+    PyObject *out = NULL;
+    Py_ssize_t n = b[0].len / 4;
+    if (b[1].len != n * 8 || b[2].len != n * 8 || n == 0) {
+        PyErr_SetString(PyExc_ValueError, "depths: line, start and dur differ in length or are empty");
+        goto done;
+    }
+    const int32_t *line = b[0].buf;
+    const int64_t *start = b[1].buf, *dur = b[2].buf;
+    int64_t *stack = malloc(sizeof(int64_t) * (size_t)n);
+    PyObject *depth = PyBytes_FromStringAndSize(NULL, n * 4);
+    if (!stack || !depth) {
+        free(stack);
+        Py_XDECREF(depth);
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    int32_t *d = (int32_t *)PyBytes_AS_STRING(depth);
+    int64_t first = start[0], last = start[0] + dur[0];
+    int ordered = 1;
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t sp = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t s0 = start[i], e0 = s0 + dur[i];
+        if (i > 0) {
+            if (line[i] < line[i - 1] ||
+                (line[i] == line[i - 1] &&
+                 (s0 < start[i - 1] || (s0 == start[i - 1] && e0 > start[i - 1] + dur[i - 1])))) {
+                ordered = 0;
+                break;
+            }
+            if (line[i] != line[i - 1]) sp = 0;
+        }
+        int64_t at = s0;
+        while (sp > 0) { /* parents that ended when i starts are no one's parent after it */
+            int64_t top = stack[sp - 1], t_end = start[top] + (dur[top] > 1 ? dur[top] : 1);
+            if (t_end > at) break;
+            sp--;
+        }
+        d[i] = (int32_t)sp;
+        stack[sp++] = i;
+        if (s0 < first) first = s0;
+        if (e0 > last) last = e0;
+    }
+    Py_END_ALLOW_THREADS
+    free(stack);
+    if (!ordered) {
+        Py_DECREF(depth);
+        out = Py_NewRef(Py_None);
+    } else {
+        out = Py_BuildValue("NLL", depth, (long long)first, (long long)last);
+    }
+done:
+    for (int i = 0; i < 3; i++) PyBuffer_Release(&b[i]);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"search", search, METH_VARARGS, "Insertion points of keys in sorted segments (int64)."},
     {"levels", levels, METH_VARARGS, "Level of detail of events sorted by (row, start) (int8)."},
     {"layout", layout, METH_VARARGS, "The trace index's positions and segments (see above)."},
+    {"depths", depths, METH_VARARGS, "Nesting depths of events in line order, else None."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -36,7 +36,7 @@ from stepscope.model.cache import cache_key
 from stepscope.stats.trace_index.counters import Counter, build_counters
 from stepscope.stats.trace_index.flows import FlowTable, build_flows
 from stepscope.stats.trace_index.layout import positions
-from stepscope.stats.trace_index.lod import line_order, nesting_depth
+from stepscope.stats.trace_index.lod import depths_in_line_order, line_order, nesting_depth
 from stepscope.stats.trace_index.search import NameIndex, build_name_index
 from stepscope.stats.trace_index.tracks import Steps, find_steps
 from stepscope.store import background, entries, location
@@ -126,10 +126,15 @@ def build_trace_index(
 def _build(profile: Profile, find: Callable[[], Steps]) -> TraceIndex:
     n = profile.n_events
     start, dur = profile.start_ns, profile.dur_ns
-    order0 = line_order(profile.line, start, start + dur)
-    depth = nesting_depth(order0, profile.line, start, dur)
-    origin = int(start.min()) if n else 0
-    last = int((start + dur).max()) if n else 0
+    found = depths_in_line_order(profile.line, start, dur)
+    order0: np.ndarray | None = None  # None: the events are in line order already
+    if found is None:
+        order0 = line_order(profile.line, start, start + dur)
+        depth = nesting_depth(order0, profile.line, start, dur)
+        origin = int(start.min()) if n else 0
+        last = int((start + dur).max()) if n else 0
+    else:
+        depth, origin, last = found
     at = positions(profile.line, len(profile.lines), order0, depth, start, dur, origin)
     del order0
     return TraceIndex(

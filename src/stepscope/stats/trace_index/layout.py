@@ -36,23 +36,26 @@ class Positions:
 def positions(
     line: np.ndarray,
     n_lines: int,
-    order0: np.ndarray,
+    order0: np.ndarray | None,
     depth: np.ndarray,
     start_ns: np.ndarray,
     dur_ns: np.ndarray,
     origin_ns: int,
 ) -> Positions:
     """The positions of events (profile ``line``, ``start_ns``, ``dur_ns``) in `line_order`'s
-    ``order0`` with nesting ``depth``; levels count time from ``origin_ns``."""
+    ``order0`` (None: already in that order) with nesting ``depth``; levels count time from
+    ``origin_ns``."""
     lib = native()
-    n = len(order0)
+    n = len(depth)
     if lib is None or getattr(lib, "layout", None) is None or n == 0:
+        if order0 is None:
+            order0 = np.arange(n, dtype=np.int64)
         return positions_numpy(line, n_lines, order0, depth, start_ns, dur_ns, origin_ns)
     order = np.empty(n, dtype=index_dtype(n))
     pos_start, end_max = np.empty(n, np.int64), np.empty(n, np.int64)
     line_depths = np.empty(n_lines, np.int32)
     seg_row, seg_level, seg_lo = lib.layout(
-        np.ascontiguousarray(order0, np.int64),
+        np.zeros(0, np.int64) if order0 is None else np.ascontiguousarray(order0, np.int64),
         np.ascontiguousarray(line, np.int32),
         np.ascontiguousarray(depth, np.int32),
         np.ascontiguousarray(start_ns, np.int64),
