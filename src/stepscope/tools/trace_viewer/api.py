@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,7 +28,6 @@ from stepscope.stats.trace_index.flows import KIND_NAMES
 from stepscope.stats.trace_index.index import TraceIndex, open_trace_index
 from stepscope.stats.trace_index.window import events_in_box, query_window, rows_of_pairs
 from stepscope.tools import output
-from stepscope.tools._analysis import step_db
 from stepscope.tools.context import ToolContext
 from stepscope.tools.trace_viewer import wire as trace_wire
 from stepscope.tools.trace_viewer.responses import (
@@ -40,6 +39,9 @@ from stepscope.tools.trace_viewer.responses import (
     SelectAnswer,
     StepColumns,
 )
+
+if TYPE_CHECKING:
+    from stepscope.stats.steps.breakdown import StepDb
 
 JSON = "application/json; charset=utf-8"
 MAX_RESOLUTION = 16384
@@ -66,10 +68,18 @@ def trace_of(ctx: ToolContext) -> tuple[Profile, TraceIndex]:
             cache_dir=store.cache_dir,
             verbose=True,
             threads=store.threads,
-            step_db=lambda: step_db(ctx, host),  # shared with the other tools
+            step_db=lambda: _step_db(ctx, host),
         ),
     )
     return profile, index
+
+
+def _step_db(ctx: ToolContext, host: str) -> StepDb:
+    """The store's step database, shared with the other tools. Imported when the steps are
+    asked for: the analysis modules are a third of the imports a first window waits for."""
+    from stepscope.tools._analysis import step_db
+
+    return step_db(ctx, host)
 
 
 # ---- parameters ---------------------------------------------------------------------------
