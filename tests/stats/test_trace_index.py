@@ -294,15 +294,6 @@ def test_index_is_the_same_without_the_c_helpers(monkeypatch: pytest.MonkeyPatch
         np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)
 
 
-def test_steps_on_a_second_thread_give_the_same_index() -> None:
-    profile = profile_from_bytes(synthetic_xspace_bytes(20_000))
-    one, two = build_trace_index(profile), build_trace_index(profile, threads=2)
-    assert len(one.steps.number) > 0
-    for name in ("number", "start_ns", "dur_ns", "event"):
-        np.testing.assert_array_equal(getattr(one.steps, name), getattr(two.steps, name))
-    np.testing.assert_array_equal(one.order, two.order)
-
-
 def test_name_index_and_steps_are_built_on_first_use(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

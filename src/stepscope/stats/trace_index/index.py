@@ -23,7 +23,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -108,19 +107,12 @@ class TraceIndex:
             self._profile = self._find_steps = None
 
 
-def build_trace_index(
-    profile: Profile, threads: int = 1, step_db: Callable[[], StepDb] | None = None
-) -> TraceIndex:
-    """The index of ``profile``, its steps (`TraceIndex.steps`) found on first use. With
-    ``threads`` >= 2 they are started now on a second thread, while the rows and levels are
-    built (NumPy releases the GIL in its sorts and passes, so the two overlap on two cores).
-    ``step_db``: the caller's shared step database (`find_steps`)."""
-    if threads < 2:
-        return _build(profile, lambda: find_steps(profile, step_db))
-    pool = ThreadPoolExecutor(1, thread_name_prefix="stepscope-steps")
-    steps = pool.submit(find_steps, profile, step_db)
-    pool.shutdown(wait=False)  # the thread ends with its one task
-    return _build(profile, steps.result)
+def build_trace_index(profile: Profile, step_db: Callable[[], StepDb] | None = None) -> TraceIndex:
+    """The index of ``profile``; its steps (`TraceIndex.steps`) are found on first use, from
+    ``step_db`` (the caller's shared step database, `find_steps`) when given. Not on a second
+    thread while the index is built: on two busy cores that delayed the first window (10M
+    events, STEPSCOPE_THREADS=2: 3.8-6.7 s with the steps started at once, 1.5-5.0 s after)."""
+    return _build(profile, lambda: find_steps(profile, step_db))
 
 
 def _build(profile: Profile, find: Callable[[], Steps]) -> TraceIndex:
@@ -255,10 +247,9 @@ def open_trace_index(
     use_cache: bool = True,
     cache_dir: Path | None = None,
     verbose: bool = False,
-    threads: int = 1,
     step_db: Callable[[], StepDb] | None = None,
 ) -> TraceIndex:
-    """The index of ``profile``: from the cache when present, else built with ``threads``
+    """The index of ``profile``: from the cache when present, else built
     (`build_trace_index`) and cached."""
     target = index_dir(profile, cache_dir) if use_cache else None
     if target is not None:
@@ -267,7 +258,7 @@ def open_trace_index(
         if found is not None and found.n_events == profile.n_events:
             return found
     started = time.monotonic()
-    index = build_trace_index(profile, threads, step_db)
+    index = build_trace_index(profile, step_db)
     if verbose and profile.n_events >= 1_000_000:
         log.info(
             f"stepscope: indexed {profile.n_events:,} events for the trace viewer in "

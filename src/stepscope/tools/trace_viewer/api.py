@@ -67,7 +67,6 @@ def trace_of(ctx: ToolContext) -> tuple[Profile, TraceIndex]:
             use_cache=store.use_cache,
             cache_dir=store.cache_dir,
             verbose=True,
-            threads=store.threads,
             step_db=lambda: _step_db(ctx, host),
         ),
     )
