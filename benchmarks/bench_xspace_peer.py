@@ -7,7 +7,9 @@ What is timed, each in a fresh process, wall clock from spawn to the last byte o
 results (overview page, input pipeline, op stats), no cache anywhere:
 
 - stepscope, one worker: ``stepscope.tools`` on the file with the conversion cache off
-  (imports included; the process is the user's ``stepscope tool``);
+  (imports included; the process is the user's ``stepscope tool``, so glibc's malloc keeps
+  freed memory as the CLI's one-shot commands set it, decision 68);
+- stepscope "lib": the same as a library in a user's process (malloc left as it is);
 - stepscope, two workers: the same with ``STEPSCOPE_THREADS=2`` (the op metrics build on a
   second thread beside the step database);
 - xprof-rs 0.1.3 (``pip install xprof-rs``): its server started on a fresh log directory,
@@ -47,6 +49,9 @@ XPROF_TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats")
 STEPSCOPE_TOOLS = ("overview_page", "input_pipeline_analyzer", "op_stats")
 _STEPSCOPE = f"""
 import json, sys
+if sys.argv[2] == "cli":  # what the `stepscope` command's own process does (decision 68)
+    from stepscope.cli.malloc import keep_freed_memory
+    keep_freed_memory()
 from stepscope.model.runs import single_file_run
 from stepscope.tools import output
 from stepscope.tools.context import ProfileStore, ToolContext
@@ -100,9 +105,10 @@ def _fresh_copy(path: str, workdir: Path) -> Path:
     return target
 
 
-def stepscope(path: str, workdir: Path, workers: int) -> Sample:
+def stepscope(path: str, workdir: Path, workers: int, cli: bool = True) -> Sample:
     env = {"STEPSCOPE_THREADS": str(workers), "PYTHONPATH": str(ROOT / "src")}
-    sample, _ = _spawn([sys.executable, "-c", _STEPSCOPE, path], env)
+    argv = [sys.executable, "-c", _STEPSCOPE, path, "cli" if cli else "library"]
+    sample, _ = _spawn(argv, env)
     return sample
 
 
@@ -189,13 +195,21 @@ def main() -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
         subprocess.run([sys.executable, "-c", make, str(made), str(n)], check=True, env=env)
         cases.append((f"synthetic {n / 1e6:g}M", str(made), n))
-    columns = ["stepscope 1w", "stepscope 2w", "xprof-rs 1t", "xprof-rs default", "XProf C++"]
+    columns = [
+        "stepscope 1w",
+        "stepscope 2w",
+        "stepscope lib 1w",
+        "xprof-rs 1t",
+        "xprof-rs default",
+        "XProf C++",
+    ]
     rows = []
     for label, path, n in cases:
         samples: dict[str, list[Sample]] = {c: [] for c in columns}
         for _ in range(args.repeat):  # interleaved: load on the machine hits all alike
             samples["stepscope 1w"].append(stepscope(path, workdir, 1))
             samples["stepscope 2w"].append(stepscope(path, workdir, 2))
+            samples["stepscope lib 1w"].append(stepscope(path, workdir, 1, cli=False))
             samples["xprof-rs 1t"].append(xprof_rs(binary, path, workdir, True))
             samples["xprof-rs default"].append(xprof_rs(binary, path, workdir, False))
             if not args.no_xprof and n <= args.xprof_max_events:

@@ -34,6 +34,10 @@ COMMANDS = (
     "summary",
     "tool",
 )
+# Commands that end once their answer is printed: they may tune the process's malloc
+# (`stepscope.cli.malloc`, decision 68). Never serve, server, capture or demo (long-lived or
+# running the user's code).
+ONE_SHOT = frozenset({"diff", "export", "import", "info", "report", "summary", "tool"})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,6 +77,10 @@ def _size(text: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Without ``argv`` (the console script, ``python -m``), the process is
+    the command's own, and a one-shot command may tune its malloc; with ``argv`` (tests, a
+    script calling it) the caller's process is left as it is."""
+    own_process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["tool"]:
         from stepscope.cli.cached_tool import answer
@@ -88,6 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 0
+    if own_process and args.command in ONE_SHOT:
+        from stepscope.cli.malloc import keep_freed_memory
+
+        keep_freed_memory()
     if getattr(args, "max_profile_bytes", None) is not None:
         limits.configure(args.max_profile_bytes)
     else:

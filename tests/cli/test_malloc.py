@@ -1,0 +1,97 @@
+"""One-shot CLI commands keep freed memory in glibc's malloc; nothing else does (decision 68)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stepscope.cli import main as cli_main
+from stepscope.cli import malloc
+from tests.support.fixtures import FIXTURES
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class _Mallopt:
+    def __init__(self, answer: int) -> None:
+        self.calls: list[tuple[int, int]] = []
+        self.answer = answer
+
+    def __call__(self, param: int, value: int) -> int:
+        self.calls.append((param, value))
+        return self.answer
+
+
+class _FakeLibc:
+    def __init__(self, answer: int) -> None:
+        self.mallopt = _Mallopt(answer)
+        self.calls = self.mallopt.calls
+
+
+def test_thresholds_set_unless_the_user_tuned_malloc(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    libc = _FakeLibc(1)
+    monkeypatch.setattr(malloc.ctypes, "CDLL", lambda name: libc)
+    assert malloc.keep_freed_memory()
+    assert libc.calls == [(-3, 2**31 - 1), (-1, 2**31 - 1)]  # mmap, then trim threshold
+    monkeypatch.setattr(malloc.ctypes, "CDLL", lambda name: _FakeLibc(0))  # musl: no-op
+    assert not malloc.keep_freed_memory()
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "1000000")  # the user's setting wins
+    libc = _FakeLibc(1)
+    monkeypatch.setattr(malloc.ctypes, "CDLL", lambda name: libc)
+    assert not malloc.keep_freed_memory() and libc.calls == []
+
+
+def test_only_one_shot_commands_of_their_own_process(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parser = cli_main.build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(commands.choices) >= cli_main.ONE_SHOT
+    assert not {"serve", "server", "capture", "demo"} & cli_main.ONE_SHOT
+    calls: list[bool] = []
+    monkeypatch.setattr(malloc, "keep_freed_memory", lambda: calls.append(True) or True)
+    ctl = str(FIXTURES / "tf" / "ctl")
+    assert cli_main.main(["info", ctl]) == 0  # a caller's process (a test, a script): untouched
+    assert calls == []
+    monkeypatch.setattr(sys, "argv", ["stepscope", "info", ctl])
+    assert cli_main.main() == 0  # the console script's own process
+    monkeypatch.setattr(sys, "argv", ["stepscope", "runs", str(FIXTURES / "tf")])
+    assert cli_main.main() == 0
+    assert calls == [True]
+    capsys.readouterr()
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
+def test_freed_arrays_are_reused_without_page_faults() -> None:
+    """The effect itself: a second 64 MB array after freeing the first faults no pages in."""
+    code = (
+        "import resource, sys, numpy as np\n"
+        "from stepscope.cli.malloc import keep_freed_memory\n"
+        "if sys.argv[1] == 'keep': assert keep_freed_memory()\n"
+        "np.ones(8 << 20).sum()\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+        "np.ones(8 << 20).sum()\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "NUMPY_MADVISE_HUGEPAGE": "0"}
+    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"):
+        env.pop(name, None)
+    faults = {
+        mode: int(
+            subprocess.run(
+                [sys.executable, "-c", code, mode], env=env, capture_output=True, text=True
+            ).stdout
+        )
+        for mode in ("keep", "default")
+    }
+    assert faults["default"] > 10_000  # 64 MB of fresh 4 KiB pages
+    assert faults["keep"] < 1_000
