@@ -35,11 +35,22 @@ static inline int read_varint(Cursor *c, uint64_t *out) {
     return -1;
 }
 
+/* Step over a varint without assembling its value (at most 10 bytes). */
+static inline int skip_varint(Cursor *c) {
+    const uint8_t *limit = c->end - c->p > 10 ? c->p + 10 : c->end;
+    for (const uint8_t *q = c->p; q < limit; q++)
+        if (!(*q & 0x80)) {
+            c->p = q + 1;
+            return 0;
+        }
+    return -1;
+}
+
 /* Skip one field's value of the given wire type. */
 static inline int skip_value(Cursor *c, uint32_t wire) {
     uint64_t n;
     switch (wire) {
-    case 0: return read_varint(c, &n);
+    case 0: return skip_varint(c);
     case 1: if (c->end - c->p < 8) return -1; c->p += 8; return 0;
     case 2:
         if (read_varint(c, &n) || (uint64_t)(c->end - c->p) < n) return -1;

@@ -15,7 +15,7 @@
 /* Pass B for one chunk: count its stats (skipped by length) and aggregated events. */
 static int count_chunk(Chunk *k) {
     Cursor c = {k->p, k->end};
-    uint64_t tag, v;
+    uint64_t tag;
     Py_ssize_t stats = 0;
     long long aggregated = 0;
     while (c.p < c.end) {
@@ -34,9 +34,9 @@ static int count_chunk(Chunk *k) {
                 Cursor s;
                 if (read_len(&e, &s)) return -1;
                 stats++;
-            } else if (wire == 0 && (field == 2 || field == 5)) {
-                if (read_varint(&e, &v)) return -1;
-                occurrences = field == 5; /* a oneof: the last of the two wins */
+            } else if (wire == 0) { /* values are not needed here: find the varint's end */
+                if (skip_varint(&e)) return -1;
+                if (field == 2 || field == 5) occurrences = field == 5; /* a oneof: last wins */
             } else if (skip_value(&e, wire)) {
                 return -1;
             }
