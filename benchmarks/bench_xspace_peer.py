@@ -10,8 +10,8 @@ results (overview page, input pipeline, op stats), no cache anywhere:
   (imports included; the process is the user's ``stepscope tool``, so glibc's malloc keeps
   freed memory as the CLI's one-shot commands set it, decision 68);
 - stepscope "lib": the same as a library in a user's process (malloc left as it is);
-- stepscope, two workers: the same with ``STEPSCOPE_THREADS=2`` (the op metrics build on a
-  second thread beside the step database);
+- stepscope, two workers: the same with ``STEPSCOPE_THREADS=2`` (the decoder's event chunks
+  on two threads, the op metrics built on a second thread beside the step database);
 - xprof-rs 0.1.3 (``pip install xprof-rs``): its server started on a fresh log directory,
   then ``overview_page``, ``input_pipeline_analyzer`` and ``framework_op_stats`` asked in
   sequence over HTTP (its converted trace is shared by the three); "1 thread" pins it to one
