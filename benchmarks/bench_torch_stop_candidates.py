@@ -10,6 +10,7 @@ within a round, so that drift hits all alike):
 
 - ``stop ms``: the training thread's CPU time (``time.thread_time``) in ``prof.stop()``, and
   the same per 22k events of the bridge's capture (the stop's work is per event);
+- ``recording``: the training thread's CPU per recorded step (and unprofiled);
 - ``lost``: what the exported Chrome trace no longer has against the bridge's settings
   (argument keys, event categories, memory events), from one export per candidate.
 
@@ -69,18 +70,22 @@ def _profiler(record_shapes: bool = True, **experimental: bool) -> Any:
     )
 
 
-def _record(prof: Any, step: Step, steps: int) -> None:
-    prof.start()
+def _steps(step: Step, steps: int) -> float:
+    """The CPU time of ``steps`` steps per step."""
+    started = time.thread_time()
     for _ in range(steps):
         step()
+    return (time.thread_time() - started) / steps
 
 
-def _inline(make: Callable[[], Any], step: Step, steps: int) -> tuple[float, Any]:
+def _inline(make: Callable[[], Any], step: Step, steps: int) -> tuple[float, Any, float]:
+    """(CPU in the stop, profiler, CPU per recorded step)."""
     prof = make()
-    _record(prof, step, steps)
+    prof.start()
+    per_step = _steps(step, steps)
     started = time.thread_time()
     prof.stop()
-    return time.thread_time() - started, prof
+    return time.thread_time() - started, prof, per_step
 
 
 def _off_thread(step: Step, steps: int) -> tuple[float, Any, int, int, float]:
@@ -88,7 +93,8 @@ def _off_thread(step: Step, steps: int) -> tuple[float, Any, int, int, float]:
     (CPU spent here handing it over, profiler, steps done during its stop, steps done alone
     in as much wall time, the helper's CPU in the stop)."""
     prof = _profiler(profile_all_threads=True)
-    _record(prof, step, steps)
+    prof.start()
+    _steps(step, steps)
     window: dict[str, float] = {}
 
     def stopper() -> None:
@@ -147,7 +153,7 @@ def main() -> None:
     for _ in range(5):
         step()
     steps = args.steps
-    candidates: dict[str, Callable[[], tuple[float, Any]]] = {
+    candidates: dict[str, Callable[[], tuple[float, Any, float]]] = {
         "bridge settings (record_shapes=True)": lambda: _inline(_profiler, step, steps),
         "record_shapes=False": lambda: _inline(lambda: _profiler(False), step, steps),
         "concrete inputs off": lambda: _with(
@@ -157,15 +163,18 @@ def main() -> None:
         "trace_only": lambda: _inline(lambda: _profiler(trace_only=True), step, steps),
     }
     cpu: dict[str, list[float]] = {name: [] for name in [*candidates, "off-thread"]}
+    recording: dict[str, list[float]] = {name: [] for name in ["unprofiled", *candidates]}
     shapes: dict[str, collections.Counter[str]] = {}
     during: list[int] = []
     alone: list[int] = []
     helper_ms: list[float] = []
     events = 0
     for round_ in range(args.repeat):
+        recording["unprofiled"].append(_steps(step, steps) * 1000)
         for name, run in candidates.items():
-            spent, prof = run()
+            spent, prof, per_step = run()
             cpu[name].append(spent * 1000)
+            recording[name].append(per_step * 1000)
             if round_ == 0:
                 shapes[name] = _shape_of_trace(prof)
                 if not events:
@@ -187,6 +196,10 @@ def main() -> None:
             f"{_lost(base, shapes[name])}"
         )
     print(
+        "recording, CPU ms per step: "
+        + ", ".join(f"{name} {statistics.median(v):.3f}" for name, v in recording.items())
+    )
+    print(
         f"off-thread: the helper thread's CPU in the stop {statistics.median(helper_ms):.1f} ms; "
         "training steps completed meanwhile: median "
         f"{statistics.median(during)} (alone in the same wall time: {statistics.median(alone)}); "
@@ -194,7 +207,7 @@ def main() -> None:
     )
 
 
-def _with(switch: str, step: Step, steps: int) -> tuple[float, Any]:
+def _with(switch: str, step: Step, steps: int) -> tuple[float, Any, float]:
     with _switch(switch, False):
         return _inline(_profiler, step, steps)
 
