@@ -8,6 +8,7 @@ bad disk, makes the caller rebuild the entry instead of reading wrong numbers.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import zlib
@@ -35,24 +36,35 @@ def _crc32(path: Path) -> int:
     return crc
 
 
-def _describe(directory: Path) -> dict[str, list[int]]:
-    """Size and CRC-32 of every file directly in ``directory`` except the manifest."""
-    return {
-        p.name: [p.stat().st_size, _crc32(p)]
-        for p in sorted(directory.iterdir())
-        if p.is_file() and p.name != MANIFEST
-    }
+def _write(path: Path, *parts: bytes | memoryview) -> list[int]:
+    """Write ``parts`` as the file ``path``: its [size, CRC-32], computed from the bytes in
+    memory (reading the files back doubled the I/O of a save: 0.1 s per 5M-event profile)."""
+    crc = size = 0
+    with path.open("wb") as handle:
+        for part in parts:
+            handle.write(part)
+            crc = zlib.crc32(part, crc)
+            size += len(part) if isinstance(part, bytes) else part.nbytes
+    return [size, crc]
+
+
+def _write_npy(path: Path, values: np.ndarray) -> list[int]:
+    """`np.save`'s file (format 1.0, C order), with `_write`'s size and CRC."""
+    if values.dtype.hasobject or not values.flags.c_contiguous:
+        np.save(path, values, allow_pickle=False)
+        return [path.stat().st_size, _crc32(path)]
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, np.lib.format.header_data_from_array_1_0(values))
+    return _write(path, head.getvalue(), values.reshape(-1).view(np.uint8).data)
 
 
 def write_arrays(target: Path, arrays: Mapping[str, np.ndarray], header: Any) -> None:
     """Write named arrays and a JSON header as the directory ``target``, atomically; stale
     temporary directories of killed saves beside it are removed first."""
     with tmpfiles.directory(target) as tmp:
-        for name, values in arrays.items():
-            np.save(tmp / f"{name}.npy", values, allow_pickle=False)
-        (tmp / HEADER).write_text(json.dumps(header))
-        listed = _describe(tmp)
-        (tmp / MANIFEST).write_text(json.dumps(listed))
+        listed = {f"{name}.npy": _write_npy(tmp / f"{name}.npy", v) for name, v in arrays.items()}
+        listed[HEADER] = _write(tmp / HEADER, json.dumps(header).encode())
+        (tmp / MANIFEST).write_text(json.dumps(dict(sorted(listed.items()))))
     budget.after_write(target, sum(size for size, _crc in listed.values()))
 
 
