@@ -197,7 +197,8 @@ def profile_from_columns(raw: RawColumns, source: str, hostname: str | None) -> 
     meta_name_arr = np.array(meta_name, dtype=np.int32)
 
     # Times: ps offsets -> absolute ns, in place to keep peak memory low.
-    raw.ev_meta = np.zeros(0, np.int64)  # mapped above; free it before more columns appear
+    # Mapped above (8 bytes per event and per stat): freed before more columns appear.
+    raw.ev_meta = raw.st_meta = np.zeros(0, np.int64)
     start_ns = raw.ev_offset_ps
     start_ns //= PS_PER_NS
     for line in raw.lines:  # per line, in place: no event-sized temporary
