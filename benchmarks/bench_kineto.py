@@ -11,7 +11,9 @@ density. 1, 5 and 9 copies give 0.22M, 1.08M and 1.94M events.
 
 Each measurement runs in a fresh process and times, from before the library import:
 
-- stepscope: the JSON file -> columnar profile (no cache) -> overview_page -> JSON text;
+- stepscope: the JSON file -> columnar profile (no cache) -> overview_page -> JSON text, in a
+  process set up as ``stepscope tool`` sets up its own (one OpenBLAS thread, decision 71;
+  malloc keeps freed memory, decision 68);
 - HTA: ``TraceAnalysis(trace_dir=...)`` (parses the trace into its DataFrames) ->
   ``get_temporal_breakdown()`` (its per-rank overview: idle / compute / non-compute time).
 
@@ -89,6 +91,11 @@ def _rss_kb(field: str) -> int:
 def child_stepscope(path: str) -> dict[str, float]:
     base = _rss_kb("VmRSS:")
     started, cpu_started = time.perf_counter(), time.process_time()
+    from stepscope.cli.blas import single_threaded_blas
+    from stepscope.cli.malloc import keep_freed_memory
+
+    single_threaded_blas()
+    keep_freed_memory()
     from stepscope.model.runs import single_file_run
     from stepscope.tools import output
     from stepscope.tools.context import ProfileStore, ToolContext

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from stepscope import limits
 from stepscope._version import __version__
+from stepscope.cli.blas import ANALYSIS_COMMANDS, single_threaded_blas
 from stepscope.cli.output import Parser
 from stepscope.errors import StepscopeError
 
@@ -82,6 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     script calling it) the caller's process is left as it is."""
     own_process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
+    if own_process and argv[:1] and argv[0] in ANALYSIS_COMMANDS:
+        single_threaded_blas()  # before anything loads numpy
     if argv[:1] == ["tool"]:
         from stepscope.cli.cached_tool import answer
 
