@@ -539,3 +539,19 @@ def test_compressed_traces_stream_into_the_scanner(tmp_path: Path) -> None:
 
     with pytest.raises(ProfileFormatError, match="file is empty"):
         importer.kineto_to_columns(blank)
+
+
+def test_columns_beyond_a_mebibyte_are_whole() -> None:
+    """Columns from 1 MiB on grow as their own mappings (mremap) and are shrunk to their size
+    when handed to numpy: every value survives the moves."""
+    import io
+
+    n = 150_000  # 1.2 MB of ts and dur, 0.6 MB of name ids
+    text = ",".join(f'{{"ph":"X","name":"n{i % 7}","ts":{i},"dur":{i % 5}}}' for i in range(n))
+    data = ('{"traceEvents":[' + text + "]}").encode()
+    whole = scan.scan_trace(data, importer.HeaderOnly)
+    assert whole is not None
+    assert whole.ts_ns.tolist() == [i * 1000 for i in range(n)]
+    assert whole.dur_ns.tolist() == [i % 5 * 1000 for i in range(n)]
+    reader = io.BytesIO(data)
+    _same_scan(whole, scan.scan_stream(reader.readinto, importer.HeaderOnly, 1 << 40, 1 << 16))

@@ -29,17 +29,16 @@
  * buffer protocol (numpy.frombuffer reads it in place) and frees it when released. */
 typedef struct {
     PyObject_HEAD
-    char *data;
-    Py_ssize_t len;
+    Buf buf;
 } Block;
 
 static int block_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     Block *block = (Block *)self;
-    return PyBuffer_FillInfo(view, self, block->data, block->len, 1, flags);
+    return PyBuffer_FillInfo(view, self, block->buf.data, block->buf.len, 1, flags);
 }
 
 static void block_dealloc(PyObject *self) {
-    free(((Block *)self)->data);
+    kscan_buf_free(&((Block *)self)->buf);
     Py_TYPE(self)->tp_free(self);
 }
 
@@ -58,11 +57,9 @@ static PyObject *take(Buf *b) {
     Block *block = PyObject_New(Block, &BlockType);
     if (!block) return NULL;
     /* Give back what doubling reserved beyond the data (never resident, but mapped). */
-    char *data = b->data ? realloc(b->data, (size_t)(b->len ? b->len : 1)) : malloc(1);
-    block->data = data ? data : b->data;
-    block->len = b->len;
-    b->data = NULL;
-    b->len = b->cap = 0;
+    kscan_buf_shrink(b);
+    block->buf = *b;
+    *b = (Buf){0};
     return (PyObject *)block;
 }
 
@@ -108,7 +105,7 @@ static void stream_free(Stream *st) {
     Buf *bufs[] = {&o->ph, &o->flags, &o->cat, &o->name, &o->pid, &o->tid, &o->ts, &o->dur,
                    &o->id, &o->nargs, &o->key, &o->kind, &o->value, &st->header,
                    &st->s.table.arena};
-    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) free(bufs[i]->data);
+    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) kscan_buf_free(bufs[i]);
     free(st->s.table.entries);
     free(st->s.table.slots);
 }

@@ -3,19 +3,74 @@
  * document that writes event columns and argument rows (Out) and interns strings (Table).
  */
 #include "_kscan.h"
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+
+#define MAP_FROM ((Py_ssize_t)1 << 20)
+
+static int buf_grow(Buf *b, Py_ssize_t need) {
+    Py_ssize_t cap = b->cap ? b->cap : 4096;
+    while (cap < need) cap *= 2;
+#ifdef MREMAP_MAYMOVE
+    if (cap >= MAP_FROM) {
+        void *p;
+        if (b->mapped) {
+            p = mremap(b->data, (size_t)b->cap, (size_t)cap, MREMAP_MAYMOVE);
+        } else {
+            p = mmap(NULL, (size_t)cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (p != MAP_FAILED) {
+                if (b->len) memcpy(p, b->data, (size_t)b->len);
+                free(b->data);
+            }
+        }
+        if (p == MAP_FAILED) return -1;
+        b->data = p;
+        b->cap = cap;
+        b->mapped = 1;
+        return 0;
+    }
+#endif
+    char *grown = realloc(b->data, (size_t)cap);
+    if (!grown) return -1;
+    b->data = grown;
+    b->cap = cap;
+    return 0;
+}
 
 int kscan_buf_put(Buf *b, const void *src, Py_ssize_t n) {
-    if (b->len + n > b->cap) {
-        Py_ssize_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n) cap *= 2;
-        char *grown = realloc(b->data, (size_t)cap);
-        if (!grown) return -1;
-        b->data = grown;
-        b->cap = cap;
-    }
+    if (b->len + n > b->cap && buf_grow(b, b->len + n)) return -1;
     memcpy(b->data + b->len, src, (size_t)n);
     b->len += n;
     return 0;
+}
+
+void kscan_buf_free(Buf *b) {
+#ifdef MREMAP_MAYMOVE
+    if (b->mapped) munmap(b->data, (size_t)b->cap);
+    else
+#endif
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+    b->mapped = 0;
+}
+
+void kscan_buf_shrink(Buf *b) {
+#ifdef MREMAP_MAYMOVE
+    if (b->mapped) {
+        Py_ssize_t page = 4096, cap = (b->len + page - 1) / page * page;
+        if (cap < page) cap = page;
+        if (cap < b->cap && mremap(b->data, (size_t)b->cap, (size_t)cap, 0) != MAP_FAILED)
+            b->cap = cap;  /* shrunk in place */
+        return;
+    }
+#endif
+    char *data = b->data ? realloc(b->data, (size_t)(b->len ? b->len : 1)) : malloc(1);
+    if (data) {
+        b->data = data;
+        b->cap = b->len ? b->len : 1;
+    }
 }
 #define buf_put kscan_buf_put
 
