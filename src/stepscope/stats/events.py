@@ -14,6 +14,7 @@ from enum import IntEnum
 import numpy as np
 
 from stepscope.model import Profile
+from stepscope.stats.arrays import distinct_ids
 from stepscope.stats.kernel_rules import REDUCED_PRECISIONS, kernel_precision
 
 NOT_COUNTED = -1  # events that are bookkeeping, not work (markers, Eager* wrappers, annotations)
@@ -199,7 +200,7 @@ def _per_name(
     share the string table and can be far more numerous than names.
     """
     table = np.zeros(len(profile.strings), dtype=np.int16)
-    used = np.unique(profile.name) if ids is None else np.unique(ids)
+    used = distinct_ids(profile.name if ids is None else ids, len(profile.strings))
     strings = profile.strings.strings
     table[used] = [classify(strings[i]) for i in used.tolist()]
     return table
@@ -279,7 +280,8 @@ def _classify(profile: Profile, has_device: bool | None) -> np.ndarray:
     if has_device:
         # XProf: with a device, host events that launch work (correlation id) or run executor
         # steps are "kernel launch" time.
-        launch = profile.stat("correlation_id").present
+        launch = np.zeros(n, dtype=bool)  # marked from the events that have it: no dense stat
+        launch[profile.stat_events("correlation_id")] = True
         process_ids = profile.strings.ids_matching(
             lambda s: s.lower().startswith("executorstate::process")
         )
@@ -288,16 +290,19 @@ def _classify(profile: Profile, has_device: bool | None) -> np.ndarray:
         out[relabel] = EventType.HOST_PREPARE
     iterator_ids = profile.strings.ids_matching(lambda s: s.startswith("Iterator::"))
     if len(iterator_ids):
-        root_stage = (
-            on_host & np.isin(profile.name, iterator_ids) & ~profile.stat("parent_id").present
-        )
+        root_stage = on_host & np.isin(profile.name, iterator_ids)
+        root_stage[profile.stat_events("parent_id")] = False
         out[root_stage & (out == EventType.HOST_COMPUTE)] = EventType.HOST_WAIT_INPUT
     device_table = _per_name(profile, device_type_of_name)
     out[on_device] = device_table[profile.name[on_device]]
-    shapes = profile.stat("tensor_shapes").string_ids()
-    with_shapes = on_device & (shapes >= 0) & (out == EventType.DEVICE_COMPUTE_32)
-    if with_shapes.any():
-        half = _per_name(profile, lambda s: 1 if _HALF.search(s) else 0, shapes[with_shapes])
-        out[with_shapes & (half[np.maximum(shapes, 0)] == 1)] = EventType.DEVICE_COMPUTE_16
+    # the shapes of the 32-bit device compute events that have them (no dense stat)
+    compute = np.flatnonzero(on_device & (out == EventType.DEVICE_COMPUTE_32))
+    at, shape_stat = profile.stat_among("tensor_shapes", compute)
+    shapes = shape_stat.string_ids()
+    with_shapes = compute[at[shapes >= 0]]
+    shapes = shapes[shapes >= 0]
+    if with_shapes.size:
+        half = _per_name(profile, lambda s: 1 if _HALF.search(s) else 0, shapes)
+        out[with_shapes[half[shapes] == 1]] = EventType.DEVICE_COMPUTE_16
     out[not_work_category(profile)] = NOT_COUNTED
     return out
