@@ -75,6 +75,20 @@ def test_self_time_in_place_on_real_traces(path: Path, monkeypatch: pytest.Monke
         assert np.array_equal(fast, slow) and np.array_equal(fast, oracle)
 
 
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: Path(p).name)
+def test_op_tables_in_c_equal_numpy(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Self time and the per-op sums (exact int64 in C, rounded float64 bincounts in NumPy)."""
+    from stepscope.stats.op_metrics import build_op_metrics
+
+    p = open_file(str(path))
+    fast, slow = _both(monkeypatch, lambda: build_op_metrics(p))
+    for f, s in ((fast.host, slow.host), (fast.device, slow.device)):
+        assert f.names == s.names and f.types == s.types
+        for column in ("occurrences", "total_ns", "self_ns", "eager_self_ns", "idle_ns"):
+            assert np.array_equal(getattr(f, column), getattr(s, column)), column
+    assert len(fast.host) + len(fast.device) > 0
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_self_time_in_place_on_crafted_lines(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     line, start, end = _crafted(seed)

@@ -34,6 +34,10 @@
  *   out_lo/out_hi (at least as long as order); returns how many. Intervals that touch or
  *   overlap merge, as in stats/intervals.merge_sorted; no gathered copies of the columns.
  *
+ * sum_by_row(row, values, take, out): out[row[k]] += values[take[k]] for every k (take empty:
+ *   values[k]), exact int64 sums read in place through ``take`` (np.bincount would gather the
+ *   values and convert them to float64 first: two 8 B/event temporaries per column summed).
+ *
  * Every other array is C-contiguous int64; out, own, lo and hi are writable.
  */
 #define PY_SSIZE_T_CLEAN
@@ -146,6 +150,40 @@ static PyObject *union_in_order(PyObject *self, PyObject *args) {
     }
     Py_END_ALLOW_THREADS
     result = PyLong_FromSsize_t(runs);
+done:
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+static PyObject *sum_by_row(PyObject *self, PyObject *args) {
+    PyObject *objs[4];
+    if (!PyArg_ParseTuple(args, "OOOO", &objs[0], &objs[1], &objs[2], &objs[3])) return NULL;
+    Py_buffer v[4];
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 4; got++)
+        if (get(objs[got], &v[got], got == 3) < 0) goto done;
+    Py_ssize_t n = v[0].len / 8, n_values = v[1].len / 8, n_take = v[2].len / 8,
+               n_out = v[3].len / 8;
+    if (n_take ? n_take != n : n_values != n) {
+        PyErr_SetString(PyExc_ValueError, "columns differ in length");
+        goto done;
+    }
+    const int64_t *row = v[0].buf, *values = v[1].buf, *take = v[2].buf;
+    int64_t *out = v[3].buf;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (row[k] < 0 || row[k] >= n_out || (n_take && (take[k] < 0 || take[k] >= n_values))) {
+            PyErr_SetString(PyExc_ValueError, "index out of range");
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    if (n_take)
+        for (Py_ssize_t k = 0; k < n; k++) out[row[k]] += values[take[k]];
+    else
+        for (Py_ssize_t k = 0; k < n; k++) out[row[k]] += values[k];
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
 done:
     for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
     return result;
@@ -339,6 +377,8 @@ static PyMethodDef methods[] = {
     {"step_type_unions", step_type_unions, METH_VARARGS,
      "Per type threshold and step, the union length of (step, lo, hi) intervals."},
     {"nest_parents", nest_parents, METH_VARARGS, "Op-stack parents of sorted events."},
+    {"sum_by_row", sum_by_row, METH_VARARGS,
+     "Exact int64 sums of values (through take) per row, added into out."},
     {"union_in_order", union_in_order, METH_VARARGS,
      "Union of intervals taken in start order, as disjoint runs; returns their count."},
     {"nest_self_time", nest_self_time, METH_VARARGS,

@@ -17,6 +17,7 @@ _FUNCTIONS = (
     "nest_parents",
     "nest_self_time",
     "step_type_unions",
+    "sum_by_row",
     "window_bounds",
     "single_window_pairs",
     "union_in_order",

@@ -25,6 +25,8 @@ import numpy as np
 
 from stepscope.capture.step import STEP_ANCHOR
 from stepscope.model import Profile
+from stepscope.stats import native
+from stepscope.stats.arrays import distinct_ids
 from stepscope.stats.events import (
     NOT_COUNTED,
     EventType,
@@ -118,7 +120,7 @@ class OpMetrics:
 def _host_op_events(profile: Profile, on_host: np.ndarray) -> tuple[np.ndarray, bool]:
     """Host op events, and whether they are framework ops (see module docstring)."""
     strings = profile.strings
-    used = np.unique(profile.name[on_host])
+    used = distinct_ids(profile.name[on_host], len(strings))
     texts = [strings[i] for i in used.tolist()]
     marker = np.zeros(len(strings), dtype=bool)
     marker[used] = [is_step_marker_name(t) or t == STEP_ANCHOR for t in texts]
@@ -138,6 +140,22 @@ def _host_op_events(profile: Profile, on_host: np.ndarray) -> tuple[np.ndarray, 
         ops &= on_host
         return np.flatnonzero(ops), True
     return np.flatnonzero(on_host & (profile.dur_ns > 0) & ~marker[profile.name]), False
+
+
+def _sum_by_row(
+    row: np.ndarray, rows: int, values: np.ndarray, take: np.ndarray | None = None
+) -> np.ndarray:
+    """Per row, the int64 sum of ``values`` (``values[take]`` when given) of its events. In C
+    the values are read in place: a float64 ``np.bincount`` would gather and convert them."""
+    sweeps = native.sweeps
+    if sweeps is not None and values.dtype == np.int64:
+        out = np.zeros(rows, dtype=np.int64)
+        picks = np.zeros(0, np.int64) if take is None else np.ascontiguousarray(take, np.int64)
+        columns = (np.ascontiguousarray(row, np.int64), np.ascontiguousarray(values))
+        sweeps.sum_by_row(*columns, picks, out)
+        return out
+    weights = values if take is None else values[take]
+    return np.bincount(row, weights=weights, minlength=rows).round().astype(np.int64)
 
 
 def _aggregate(
@@ -171,14 +189,6 @@ def _aggregate(
         row = remap[first_row.reshape(-1)]
     rows = len(index)
 
-    def total(weights: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
-        if where is None:
-            return np.bincount(row, weights=weights, minlength=rows).round().astype(np.int64)
-        # only the events that have it (usually none: no pass over every event's row)
-        return (
-            np.bincount(row[where], weights=weights[where], minlength=rows).round().astype(np.int64)
-        )
-
     # only the events that carry these stats (usually few or none): no column over every event
     eager, eager_stat = profile.stat_among("is_eager", events)
     eager = eager[eager_stat.as_int(0) != 0]
@@ -198,9 +208,10 @@ def _aggregate(
         tuple(t[0] for t in texts),
         tuple(t[1] for t in texts),
         np.bincount(row, minlength=rows).astype(np.int64),
-        total(profile.dur_ns[events]),
-        total(self_ns),
-        total(self_ns, eager),
+        _sum_by_row(row, rows, profile.dur_ns, events),
+        _sum_by_row(row, rows, self_ns),
+        # only the events that have it (usually none: no pass over every event's row)
+        _sum_by_row(row[eager], rows, self_ns[eager]),
         flops_total,
         idle_ns,
     )
