@@ -504,6 +504,8 @@ def test_streamed_scan_equals_the_whole_scan_wherever_the_windows_cut(window: in
         b'{"traceEvents": []} x',
         b'{"traceEvents": [], "traceEvents": []}',
         b'[{"ph": "X"}]',
+        b'{"traceEvents": [{"name": "abcdefghijklmnopqrstu\x01v"}]}',  # a raw control byte
+        b'{"traceEvents": [{"name": "abcdefghijklmnopqrstu\xffv"}]}',  # not UTF-8
     ],
 )
 def test_streamed_scan_rejects_what_the_whole_scan_rejects(text: bytes) -> None:

@@ -3,6 +3,9 @@
  * document that writes event columns and argument rows (Out) and interns strings (Table).
  */
 #include "_kscan.h"
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #ifdef __linux__
 #include <sys/mman.h>
 #endif
@@ -149,12 +152,33 @@ void kscan_init(void) {
 
 static int is_cont(uint8_t c) { return (c & 0xC0) == 0x80; }
 
+/* The first byte from p that is SPECIAL (or end): 16 bytes at a time where SSE2 is there
+ * (every x86-64), the table for the rest. Names run to hundreds of bytes (kernel signatures). */
+static const uint8_t *skip_plain(const uint8_t *p, const uint8_t *end) {
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+    const __m128i space = _mm_set1_epi8(0x20);
+    while (end - p >= 16) {
+        __m128i bytes = _mm_loadu_si128((const __m128i *)p);
+        /* signed: bytes from 0x80 on are negative, so "below 0x20" takes them too */
+        __m128i special = _mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(bytes, quote), _mm_cmpeq_epi8(bytes, backslash)),
+            _mm_cmplt_epi8(bytes, space));
+        int mask = _mm_movemask_epi8(special);
+        if (mask) return p + __builtin_ctz((unsigned)mask);
+        p += 16;
+    }
+#endif
+    while (p < end && !SPECIAL[*p]) p++;
+    return p;
+}
+
 /* A string starting at the quote: content span in off, len. Checks escapes and UTF-8. */
 static int scan_string(Scanner *s, Py_ssize_t *off, Py_ssize_t *len) {
     const uint8_t *p = s->p + 1, *end = s->end;
     *off = p - s->start;
     while (p < end) {
-        while (p < end && !SPECIAL[*p]) p++;  /* plain ASCII: one table look-up per byte */
+        p = skip_plain(p, end);
         if (p >= end) break;
         uint8_t c = *p;
         if (c == '"') {
