@@ -12,8 +12,9 @@ density. 1, 5 and 9 copies give 0.22M, 1.08M and 1.94M events.
 Each measurement runs in a fresh process and times, from before the library import:
 
 - stepscope: the JSON file -> columnar profile (no cache) -> overview_page -> JSON text, in a
-  process set up as ``stepscope tool`` sets up its own (one OpenBLAS thread, decision 71;
-  malloc keeps freed memory, decision 68);
+  process set up as ``stepscope serve`` sets up its own (one OpenBLAS thread, decision 71);
+  ``--as-tool`` also keeps freed memory in malloc as the one-shot ``stepscope tool`` does
+  (decision 68: on this path no faster, and a higher peak);
 - HTA: ``TraceAnalysis(trace_dir=...)`` (parses the trace into its DataFrames) ->
   ``get_temporal_breakdown()`` (its per-rank overview: idle / compute / non-compute time).
 
@@ -92,10 +93,12 @@ def child_stepscope(path: str) -> dict[str, float]:
     base = _rss_kb("VmRSS:")
     started, cpu_started = time.perf_counter(), time.process_time()
     from stepscope.cli.blas import single_threaded_blas
-    from stepscope.cli.malloc import keep_freed_memory
 
     single_threaded_blas()
-    keep_freed_memory()
+    if os.environ.get("BENCH_AS_TOOL"):
+        from stepscope.cli.malloc import keep_freed_memory
+
+        keep_freed_memory()
     from stepscope.model.runs import single_file_run
     from stepscope.tools import output
     from stepscope.tools.context import ProfileStore, ToolContext
@@ -163,8 +166,11 @@ def main() -> None:
     parser.add_argument("--copies", type=int, nargs="+", default=[1, 5, 9])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--hta-python", default=HTA_PYTHON)
+    parser.add_argument("--as-tool", action="store_true", help="stepscope as `stepscope tool`")
     parser.add_argument("--child", nargs=2, metavar=("WHO", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.as_tool:
+        os.environ["BENCH_AS_TOOL"] = "1"  # read by the stepscope children
     if args.child:
         who, path = args.child
         result = child_stepscope(path) if who == "stepscope" else child_hta(path)
