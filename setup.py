@@ -13,6 +13,7 @@ setup(
             sources=[
                 "src/stepscope/xspace/_fastwire.c",
                 "src/stepscope/xspace/_fastwire_chunks.c",
+                "src/stepscope/xspace/_fastwire_headers.c",
             ],
             depends=["src/stepscope/xspace/_fastwire.h"],
             optional=True,  # no compiler: install still succeeds, the fallback is used

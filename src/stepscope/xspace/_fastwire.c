@@ -257,7 +257,8 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastwire", NULL, -1
 PyMODINIT_FUNC PyInit__fastwire(void) {
     PyObject *m = PyModule_Create(&module);
     /* Callers check it before passing `threads` (a module built earlier takes two args). */
-    if (m && PyModule_AddIntConstant(m, "PARALLEL", 1)) {
+    if (m && (PyModule_AddIntConstant(m, "PARALLEL", 1) ||
+              PyModule_AddFunctions(m, header_methods))) {
         Py_DECREF(m);
         return NULL;
     }

@@ -96,4 +96,7 @@ int run_chunks(Chunk *chunks, Py_ssize_t n, int threads, Columns *out, const uin
 /* Pass D: string stats' buffer offsets -> ids of the returned list (first appearance). */
 PyObject *intern_strings(const Chunk *chunks, Py_ssize_t n, Columns *out, const uint8_t *base);
 
+/* space_header() and plane_header(), added to the module (_fastwire_headers.c). */
+extern PyMethodDef header_methods[];
+
 #endif

@@ -21,11 +21,12 @@ from types import ModuleType
 import numpy as np
 
 from stepscope import limits, workers
+from stepscope.xspace import headers
+from stepscope.xspace.headers import PlaneHeader, SpaceHeader
 
-TYPE_CHECKING = False  # protobuf is imported where a header is decoded: not on the Kineto path
+TYPE_CHECKING = False  # protobuf only where a message is parsed: not with the C decoder
 if TYPE_CHECKING:
-    from stepscope.xspace.headers import PlaneHeader, SpaceHeader
-    from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace
+    from stepscope.xspace.proto.xplane_pb2 import XSpace
 
 _fastwire: ModuleType | None
 try:  # The accelerator is optional; see setup.py.
@@ -52,16 +53,15 @@ class RawLine:
 
 @dataclass
 class RawColumns:
-    """Decoded XSpace: small structures as protobuf messages, events and stats as arrays.
+    """Decoded XSpace: small structures as `headers`' classes, events and stats as arrays.
 
     Events are in file order (plane, line, event); the stats of event i are rows
     ``ev_stat_start[i]:ev_stat_start[i + 1]``. For STR/BYTES stats ``st_value`` indexes
     ``strings``; for DOUBLE it holds the float64 bit pattern; for REF the stat metadata id.
     """
 
-    # Protobuf messages from a file, `headers`' classes from an importer that builds columns.
-    space_header: XSpace | SpaceHeader  # hostnames, errors, warnings (no planes)
-    plane_headers: Sequence[XPlane | PlaneHeader]  # id, name, metadata maps, plane stats
+    space_header: SpaceHeader  # hostnames, errors, warnings (no planes)
+    plane_headers: Sequence[PlaneHeader]  # id, name, metadata maps, plane stats
     lines: list[RawLine]
     ev_meta: np.ndarray  # int64, plane-local event metadata id
     ev_offset_ps: np.ndarray  # int64
@@ -95,13 +95,13 @@ def decode_columns(
     """Decode serialized XSpace bytes, the events by ``threads`` workers (default
     ``$STEPSCOPE_THREADS``; the same columns with any number). Raises ValueError on corrupt
     data and `ProfileTooLargeError` when the result would exceed `limits.max_profile_bytes()`."""
+    if accelerated():
+        return _decode_fast(data, source, workers.threads() if threads is None else threads)
     from google.protobuf.message import DecodeError
 
     from stepscope.xspace.proto.xplane_pb2 import XSpace
 
     try:
-        if accelerated():
-            return _decode_fast(data, source, workers.threads() if threads is None else threads)
         limits.check(
             source,
             "decoding this XSpace (pure-Python decoder)",
@@ -109,14 +109,35 @@ def decode_columns(
         )
         space = XSpace()
         space.ParseFromString(bytes(data) if isinstance(data, mmap.mmap) else data)
-    except DecodeError as exc:  # protobuf's, from the small messages or the fallback
+    except DecodeError as exc:
         raise ValueError(str(exc)) from exc
     return columns_from_message(space)
 
 
-def _decode_fast(data: bytes | mmap.mmap, source: str, threads: int) -> RawColumns:
+def _parse_headers(
+    header: bytes, planes: list[tuple[bytes, object]]
+) -> tuple[SpaceHeader, list[PlaneHeader]]:
+    """The space and plane headers: by the C module when it has the parsers (no protobuf
+    import: about 11 ms per process), else by protobuf."""
+    assert _fastwire is not None
+    if hasattr(_fastwire, "plane_header"):
+        return headers.space_header_of(_fastwire.space_header(header)), [
+            headers.plane_header_of(_fastwire.plane_header(plane)) for plane, _ in planes
+        ]
+    from google.protobuf.message import DecodeError
+
     from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace
 
+    try:  # a module built before the parsers: rebuild it to get them
+        return headers.space_header_from_message(XSpace.FromString(bytes(header))), [
+            headers.plane_header_from_message(XPlane.FromString(bytes(plane)))
+            for plane, _ in planes
+        ]
+    except DecodeError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def _decode_fast(data: bytes | mmap.mmap, source: str, threads: int) -> RawColumns:
     assert _fastwire is not None  # callers check `accelerated()`
     limit = limits.max_profile_bytes()
     try:
@@ -131,11 +152,9 @@ def _decode_fast(data: bytes | mmap.mmap, source: str, threads: int) -> RawColum
     except MemoryError as exc:
         needed = exc.args[1] if len(exc.args) == 2 and isinstance(exc.args[1], int) else None
         raise limits.ProfileTooLargeError(source, "decoding this XSpace", needed, limit) from exc
-    space_header = XSpace.FromString(bytes(header))
-    plane_headers: list[XPlane] = []
+    space_header, plane_headers = _parse_headers(header, planes)
     lines: list[RawLine] = []
-    for plane_index, (plane_header, plane_lines) in enumerate(planes):
-        plane_headers.append(XPlane.FromString(bytes(plane_header)))
+    for plane_index, (_, plane_lines) in enumerate(planes):
         for line_id, display_id, name, display_name, ts, dur, first, count in plane_lines:
             lines.append(
                 RawLine(
@@ -166,8 +185,6 @@ def _decode_fast(data: bytes | mmap.mmap, source: str, threads: int) -> RawColum
 
 def columns_from_message(space: XSpace) -> RawColumns:
     """The fallback: walk a parsed XSpace message (about 1M events/s)."""
-    from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace
-
     n_events = sum(len(line.events) for plane in space.planes for line in plane.lines)
     n_stats = sum(len(e.stats) for p in space.planes for line in p.lines for e in line.events)
     ev_meta = np.zeros(n_events, np.int64)
@@ -181,14 +198,11 @@ def columns_from_message(space: XSpace) -> RawColumns:
     interned: dict[bytes, int] = {}
     strings: list[bytes] = []
     lines: list[RawLine] = []
-    plane_headers: list[XPlane] = []
+    plane_headers: list[PlaneHeader] = []
     aggregated = 0
     ev = st = 0
     for plane_index, plane in enumerate(space.planes):
-        header = XPlane()
-        header.CopyFrom(plane)
-        del header.lines[:]
-        plane_headers.append(header)
+        plane_headers.append(headers.plane_header_from_message(plane))
         for line in plane.lines:
             first = ev
             for event in line.events:
@@ -219,11 +233,8 @@ def columns_from_message(space: XSpace) -> RawColumns:
                 )
             )
     ev_stat_start[n_events] = st
-    space_header = XSpace()
-    space_header.CopyFrom(space)
-    del space_header.planes[:]
     return RawColumns(
-        space_header,
+        headers.space_header_from_message(space),
         plane_headers,
         lines,
         ev_meta,

@@ -1,0 +1,127 @@
+"""The C decoder parses the space and plane headers itself: the same headers as protobuf's
+messages give, and opening a TensorFlow profile imports no protobuf."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stepscope.xspace import headers, wire
+from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace
+from tests.support.fixtures import FIXTURES
+
+pytestmark = pytest.mark.skipif(
+    not wire.accelerated() or not hasattr(wire._fastwire, "plane_header"),
+    reason="C header parsers not built",
+)
+
+
+def _rich_plane() -> XPlane:
+    plane = XPlane(id=-3, name="/device:GPU:0 é")
+    for key, name in ((1, "flops"), (2, "hlo_op"), (9, "ρ"), (1 << 40, "big id")):
+        plane.stat_metadata[key].id = key
+        plane.stat_metadata[key].name = name
+        plane.stat_metadata[key].description = "ignored"
+    meta = plane.event_metadata[7]
+    meta.id, meta.name, meta.display_name = 7, "fusion.1", "Fusion"
+    meta.metadata = b"\x00\xff serialized HLO"
+    meta.child_id.extend([8, 9])
+    meta.stats.add(metadata_id=1, double_value=-2.5)
+    meta.stats.add(metadata_id=2, uint64_value=(1 << 64) - 1)
+    meta.stats.add(metadata_id=9, int64_value=-(1 << 63))
+    meta.stats.add(metadata_id=2, str_value="π fused")
+    meta.stats.add(metadata_id=2, bytes_value=b"\x80\x00")
+    meta.stats.add(metadata_id=1, ref_value=9)
+    meta.stats.add(metadata_id=9)  # no value
+    plane.event_metadata[-1].name = "negative key"
+    plane.event_metadata[0].CopyFrom(plane.event_metadata[7])
+    plane.stats.add(metadata_id=1, int64_value=132)
+    plane.stats.add(metadata_id=2, str_value="sm_90")
+    plane.lines.add(id=1, name="stream").events.add(metadata_id=7, offset_ps=1, duration_ps=2)
+    return plane
+
+
+def _space(*planes: XPlane) -> XSpace:
+    space = XSpace(hostnames=["host-a", "hôte-b"], errors=["e1"], warnings=["w1", "w2"])
+    space.planes.extend(planes)
+    return space
+
+
+def test_headers_equal_protobufs_on_every_kind_of_value() -> None:
+    data = _space(_rich_plane(), XPlane(id=2, name="/host:CPU")).SerializeToString()
+    fast = wire.decode_columns(data)
+    slow = wire.columns_from_message(XSpace.FromString(data))
+    assert fast.space_header == slow.space_header
+    assert fast.plane_headers == slow.plane_headers
+    meta = fast.plane_headers[0].event_metadata[7]
+    assert [s.WhichOneof("value") for s in meta.stats] == [
+        "double_value",
+        "uint64_value",
+        "int64_value",
+        "str_value",
+        "bytes_value",
+        "ref_value",
+        None,
+    ]
+    assert meta.stats[1].uint64_value == (1 << 64) - 1
+    assert fast.plane_headers[0].stat_metadata[1 << 40].name == "big id"
+
+
+def test_a_repeated_map_key_keeps_the_last_entry_as_protobuf_does() -> None:
+    first, second = XPlane(id=1), XPlane()
+    first.event_metadata[5].name = "first"
+    second.event_metadata[5].name = "second"
+    first.stat_metadata[3].name = "kept"
+    merged = first.SerializeToString() + second.SerializeToString()  # protobuf merges these
+    data = b"\x0a" + bytes([len(merged)]) + merged
+    fast = wire.decode_columns(data)
+    assert fast.plane_headers == wire.columns_from_message(XSpace.FromString(data)).plane_headers
+    assert fast.plane_headers[0].event_metadata[5].name == "second"
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.rglob("*.xplane.pb")), ids=lambda p: p.name)
+def test_fixture_headers_equal_protobufs(path: Path) -> None:
+    space = XSpace.FromString(path.read_bytes())
+    assert wire._fastwire is not None
+    for plane in space.planes:
+        lineless = XPlane()
+        lineless.CopyFrom(plane)
+        del lineless.lines[:]
+        parsed = headers.plane_header_of(wire._fastwire.plane_header(lineless.SerializeToString()))
+        assert parsed == headers.plane_header_from_message(plane)
+
+
+def test_invalid_utf8_name_is_corrupt_data() -> None:
+    data = bytearray(_space(XPlane(id=1, name="abc")).SerializeToString())
+    data[data.index(b"abc")] = 0xFF
+    with pytest.raises(ValueError):
+        wire.decode_columns(bytes(data))
+
+
+_SCRIPT = """
+import sys
+from stepscope.cli.main import main
+try:
+    main(["tool", sys.argv[1], "overview_page", "--no-cache", "-q"])
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print(sorted(m for m in sys.modules if m.startswith(("google.protobuf", "stepscope.xspace.proto"))))
+"""
+
+
+@pytest.mark.integration  # a fresh interpreter
+def test_tensorflow_overview_imports_no_protobuf() -> None:
+    path = next((FIXTURES / "tf" / "big_ctl").rglob("*.xplane.pb"))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    out = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    assert out.stdout.strip().splitlines()[-1] == "[]"
