@@ -149,3 +149,23 @@ def test_a_decoder_built_before_the_bound_still_decodes(monkeypatch: pytest.Monk
     real = wire._fastwire
     monkeypatch.setattr(wire, "_fastwire", SimpleNamespace(decode=lambda data: real.decode(data)))
     assert profile_from_bytes(crafted.many_planes(3)).n_events == 3
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 1 << 20])
+def test_gunzip_stream_reads_a_file_a_chunk_at_a_time(chunk: int) -> None:
+    """The streamed inflation of a file (the Kineto scanner's) gives what gunzip_bounded gives
+    from the bytes: members, zero padding cut anywhere by the reads, trailing bytes, damage."""
+    import io
+
+    from stepscope.xspace.io import GunzipStream
+
+    one = gzip.compress(b"abc")
+    cases = [
+        one + b"\0" * 5 + gzip.compress(b"def") + b"\0\0",
+        one + b"\0\0" + b"not gzip",
+        one + gzip.compress(b"x" * 50_000)[:-20],
+        b"",
+    ]
+    for raw in cases:
+        stream = GunzipStream(io.BytesIO(raw), "x", chunk=chunk)  # a file: read(chunk)
+        assert (b"".join(stream.pieces()), stream.damaged) == gunzip_bounded(raw, "x")

@@ -6,13 +6,13 @@ A profile the user gave us is never modified: writes go to new files, atomically
 from __future__ import annotations
 
 import gzip
+import io
 import mmap
 import os
-import re
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import cast
+from typing import BinaryIO, cast
 
 from stepscope import limits, tmpfiles
 from stepscope.errors import ProfileFormatError
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from stepscope.xspace.proto.xplane_pb2 import XSpace
 
 GZIP_MAGIC = b"\x1f\x8b"
-_NOT_ZERO = re.compile(rb"[^\0]")
 
 
 def is_url(path: str | os.PathLike[str]) -> bool:
@@ -124,13 +123,19 @@ def gunzip_bounded(
 class GunzipStream:
     """gzip data (every member, zero padding between members allowed) inflated piece by
     piece, bounded as `gunzip_bounded`: `readinto` hands the text to a reader that never
-    holds it whole (the Kineto scanner). After the last piece, ``damaged`` tells whether the
-    stream was truncated or corrupt (the pieces are then what preceded the damage)."""
+    holds it whole (the Kineto scanner), and the compressed bytes are read a chunk at a time
+    when ``source`` is a file. After the last piece, ``damaged`` tells whether the stream was
+    truncated or corrupt (the pieces are then what preceded the damage)."""
 
     def __init__(
-        self, raw: bytes, path: object, limit: int | None = None, chunk: int = 1 << 20
+        self,
+        source: bytes | BinaryIO,
+        path: object,
+        limit: int | None = None,
+        chunk: int = 1 << 20,
     ) -> None:
-        self.raw, self.path, self.chunk = raw, path, chunk
+        self._read = (io.BytesIO(source) if isinstance(source, bytes) else source).read
+        self.path, self.chunk = path, chunk
         self.limit = limits.max_profile_bytes() if limit is None else limit
         self.damaged = False
         self.inflated = 0
@@ -138,21 +143,21 @@ class GunzipStream:
         self._pending = memoryview(b"")
 
     def pieces(self) -> Iterator[bytes]:
-        raw, chunk = self.raw, self.chunk
-        view = memoryview(raw)
-        pos = 0
-        while pos < len(raw):
+        read, chunk = self._read, self.chunk
+        data = read(chunk)  # compressed bytes not yet given to an inflater
+        while data:
             inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
             try:
+                ended = False  # the input, inside this member: what zlib holds comes out
                 while not inflater.eof:
                     if inflater.unconsumed_tail:
-                        feed: bytes | memoryview = inflater.unconsumed_tail
-                    elif pos < len(raw):
-                        feed = view[pos : pos + chunk]
-                        pos += len(feed)
-                    else:
-                        break  # the stream ends inside a member
+                        feed = inflater.unconsumed_tail
+                    elif not ended:
+                        feed, data = data or read(chunk), b""
+                        ended = not feed
                     piece = inflater.decompress(feed, chunk)
+                    if ended and not piece:
+                        break  # the stream ends inside a member
                     self.inflated += len(piece)
                     if self.inflated > self.limit:
                         raise limits.ProfileTooLargeError(
@@ -165,10 +170,15 @@ class GunzipStream:
             if not inflater.eof:
                 self.damaged = True
                 return
-            pos -= len(inflater.unused_data)  # the next member starts there
-            padding = _NOT_ZERO.search(raw, pos)  # members may be padded with zeros
-            pos = padding.start() if padding else len(raw)
-            if raw[pos : pos + 2] != GZIP_MAGIC:
+            data = inflater.unused_data.lstrip(b"\0")  # the next member starts there,
+            while not data:  # after any zero padding
+                more = read(chunk)
+                if not more:
+                    return
+                data = more.lstrip(b"\0")
+            if len(data) < 2:
+                data += read(chunk)  # a magic number cut by a read
+            if data[:2] != GZIP_MAGIC:
                 return  # trailing bytes that are not gzip are ignored
 
     def readinto(self, buffer: memoryview) -> int:

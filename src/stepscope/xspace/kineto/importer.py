@@ -133,16 +133,14 @@ def _scan_file(path: str | os.PathLike[str]) -> scan.ScannedTrace | None:
             size = os.fstat(handle.fileno()).st_size
             if size > limit:
                 raise limits.ProfileTooLargeError(text, "this file", size, limit)
-            if handle.read(2) != GZIP_MAGIC:
-                handle.seek(0)
-                return _scan_reader(handle, text)
+            gzipped = handle.read(2) == GZIP_MAGIC
             handle.seek(0)
-            raw = handle.readall()
-        except OSError:
+            # Parsing JSON takes at least twice the text's size (see `parse_memory_estimate`),
+            # so inflating more than half the limit would be wasted (as `_gunzip`).
+            reader = GunzipStream(handle, text, limit // 2, 1 << 16) if gzipped else handle
+            return _scan_reader(reader, text)
+        except OSError:  # reported by the plain read, in its words
             return None
-    # Parsing JSON takes at least twice the text's size (see `parse_memory_estimate`), so
-    # inflating more than half the limit would be wasted (as `_gunzip`).
-    return _scan_reader(GunzipStream(raw, text, limit // 2), text)
 
 
 def _scan_reader(
