@@ -166,7 +166,7 @@ def _assign_lines(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Line number (into `router_lines`) and position in that line of every emitted event."""
     trace = c.trace
-    lines = np.full(trace.n_events, -1, np.int64)
+    lines = np.full(trace.n_events, -1, np.int32)  # int32: 4 bytes an event less at the peak
     made: list[LineBuilder] = []
     router._fast_lines = made  # type: ignore[attr-defined]
     host = emitted & (c.kind == Kind.HOST)
@@ -194,7 +194,7 @@ def _assign_lines(
             plane = router.device_planes[device]
             made.append(plane.line(line_id, rows.line_name(event)))
         lines[device_idx] = base + group
-    positions = np.zeros(trace.n_events, np.int64)
+    positions = np.zeros(trace.n_events, np.int32)
     order = np.flatnonzero(emitted)
     by_line = order[np.argsort(lines[order], kind="stable")]
     sorted_lines = lines[by_line]
@@ -233,7 +233,7 @@ def _metadata(
         router.metadata[(builder_plane.name, name, shown)] = (meta_id, category)
         meta_of_group[g] = meta_id
         category_of_group[g] = c.category[event]
-    meta = np.zeros(trace.n_events, np.int64)
+    meta = np.zeros(trace.n_events, np.int32)
     meta[idx] = meta_of_group[group]
     differs = idx[c.category[idx] != category_of_group[group]]
     if len(differs):
