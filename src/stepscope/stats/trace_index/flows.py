@@ -70,37 +70,44 @@ def _join(
     return src_events[pos[hit]], dst_events[hit]
 
 
+def _numeric_events(profile: Profile, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The events with a numeric stat ``name`` (ascending) and its values as int64, read
+    from the stat's rows: no column over every event (three per key and as_int's fourth,
+    about 0.06 s per key at 10M events)."""
+    events = profile.stat_events(name)
+    column = profile.stat_at(name, events)
+    numeric = _numeric(column)
+    return events[numeric], column.as_int()[numeric]
+
+
 def _launch_flows(profile: Profile, depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    corr = profile.stat("correlation_id")
-    has = _numeric(corr)
-    if not has.any():
+    events, value = _numeric_events(profile, "correlation_id")
+    if not len(events):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    value = corr.as_int()
     is_device_plane = np.array([p.is_device for p in profile.planes], dtype=bool)
     stream = np.array(
         [profile.planes[line.plane].is_device and is_stream_line(line) for line in profile.lines],
         dtype=bool,
     )
-    events = np.flatnonzero(has)
-    on_device = is_device_plane[profile.plane[events]]
-    host, device = events[~on_device], events[on_device]
-    device = device[stream[profile.line[device]]]
+    line = profile.line[events]
+    on_device = is_device_plane[profile.line_plane[line]]
+    host, host_value = events[~on_device], value[~on_device]
+    device = on_device & stream[line]
     # Sort host events by (id, deeper first) and keep the first of each id.
-    host = host[np.lexsort((-depth[host], value[host]))]
+    order = np.lexsort((-depth[host], host_value))
+    host, host_value = host[order], host_value[order]
     keep = np.ones(len(host), dtype=bool)
-    keep[1:] = value[host][1:] != value[host][:-1]
-    host = host[keep]
-    return _join(value[host], host, value[device], device)
+    keep[1:] = host_value[1:] != host_value[:-1]
+    return _join(host_value[keep], host[keep], value[device], events[device])
 
 
 def _producer_flows(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
-    p, c = profile.stat("_p"), profile.stat("_c")
-    producers, consumers = np.flatnonzero(_numeric(p)), np.flatnonzero(_numeric(c))
+    producers, p_id = _numeric_events(profile, "_p")
+    consumers, c_id = _numeric_events(profile, "_c")
     if len(producers) == 0 or len(consumers) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    p_id, c_id = p.as_int()[producers], c.as_int()[consumers]
-    p_type = profile.stat("_pt").as_int(0)[producers]
-    c_type = profile.stat("_ct").as_int(0)[consumers]
+    p_type = profile.stat_at("_pt", producers).as_int(0)
+    c_type = profile.stat_at("_ct", consumers).as_int(0)
     # Dense codes for the (type, id) pairs of both sides, then a plain sorted join.
     pairs = np.concatenate([np.stack([p_type, p_id], 1), np.stack([c_type, c_id], 1)])
     _, code = np.unique(pairs, axis=0, return_inverse=True)
