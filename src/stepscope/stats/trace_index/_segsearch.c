@@ -212,20 +212,20 @@ static int build_layout(Layout *L) {
             }
             at[v + 1] += at[v];
         }
+        int64_t reach[MAX_LEVEL + 1]; /* running maximum of the ends in each level's segment */
+        for (int v = 0; v <= MAX_LEVEL; v++) reach[v] = INT64_MIN;
         for (Py_ssize_t p = a; p < b; p++) { /* by level, stable: by start within a level */
-            int64_t e = by_row[p], q = at[level[p]]++, d = L->dur[e];
+            int lv = level[p];
+            int64_t e = by_row[p], q = at[lv]++, d = L->dur[e];
+            int64_t end = L->start[e] + (d > 1 ? d : 1);
+            if (end > reach[lv]) reach[lv] = end;
             if (L->wide)
                 ((int64_t *)L->order)[q] = e;
             else
                 ((int32_t *)L->order)[q] = (int32_t)e;
             L->pos_start[q] = L->start[e];
-            L->end_max[q] = L->start[e] + (d > 1 ? d : 1);
+            L->end_max[q] = reach[lv];
         }
-    }
-    for (Py_ssize_t k = 0; k < L->n_segs; k++) { /* running maximum of the ends per segment */
-        Py_ssize_t hi = k + 1 < L->n_segs ? L->seg_lo[k + 1] : n;
-        for (Py_ssize_t q = L->seg_lo[k] + 1; q < hi; q++)
-            if (L->end_max[q] < L->end_max[q - 1]) L->end_max[q] = L->end_max[q - 1];
     }
     result = 0;
 done:
