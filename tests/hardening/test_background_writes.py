@@ -81,3 +81,32 @@ def test_failed_write_is_a_warning(
     background.wait()
     assert profile.n_events > 0
     assert "could not write cache" in caplog.text and "Permission denied" in caplog.text
+
+
+def test_writes_wait_for_the_answer_being_computed(tmp_path: Path) -> None:
+    """A write queued in a `foreground` section starts when the section ends (it took CPU
+    from the trace viewer's first window); one that is waited for starts at once."""
+    answering = [True]
+    seen: list[bool] = []
+    written = threading.Event()
+
+    def write() -> None:
+        seen.append(answering[0])
+        written.set()
+
+    with background.foreground():
+        background.write_later(tmp_path / "a", write, "test entry")
+        assert not written.wait(0.5)  # a bound, not a measurement: it must not start at all
+        answering[0] = False
+    background.wait()
+    assert seen == [False]
+
+    def waits_inside() -> None:  # a reader in a section waiting for its own entry
+        with background.foreground():
+            background.write_later(tmp_path / "b", lambda: seen.append(True), "test entry")
+            background.wait(tmp_path / "b")
+
+    reader = threading.Thread(target=waits_inside)
+    reader.start()
+    reader.join(30)
+    assert not reader.is_alive() and seen == [False, True]

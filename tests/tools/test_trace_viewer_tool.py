@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -204,3 +205,39 @@ def test_steps_track_shares_the_step_database(
     assert built == [1]  # not built again for the trace viewer's steps
     assert index.steps.number.tolist() == sorted(db.step_num.tolist())[: len(index.steps.number)]
     assert len(index.steps.number) > 0
+
+
+def test_first_answer_is_computed_before_the_store_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The converted profile's entry is written after the structure is answered, not while
+    the trace index is built (on two busy cores the write took CPU from the first window)."""
+    from stepscope.model import cache
+    from stepscope.stats.trace_index import index as trace_index
+    from stepscope.store import background
+
+    answered = [False]
+    saved_while: list[bool] = []
+    saved = threading.Event()
+    save, build = cache.save, trace_index.build_trace_index
+
+    def recording_save(*args: object) -> None:
+        saved_while.append(answered[0])
+        saved.set()
+        save(*args)  # type: ignore[arg-type]
+
+    def slow_build(*args: object, **kwargs: object) -> trace_index.TraceIndex:
+        saved.wait(0.5)  # a bound, not a measurement: the save must not start meanwhile
+        return build(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cache, "save", recording_save)
+    monkeypatch.setattr(trace_index, "build_trace_index", slow_build)
+    run_dir = tmp_path / "plugins" / "profile" / "r1"
+    run_dir.mkdir(parents=True)
+    shutil.copy(tf_xplane("ctl"), run_dir / "h.xplane.pb")
+    run = open_run(str(run_dir))
+    ctx = ToolContext(run, run.hosts[0].host, ProfileStore(cache_dir=tmp_path / "cache"))
+    api.trace_of(ctx)
+    answered[0] = True
+    background.wait()
+    assert saved_while == [True]

@@ -27,6 +27,7 @@ from stepscope.stats.trace_index.counters import sample
 from stepscope.stats.trace_index.flows import KIND_NAMES
 from stepscope.stats.trace_index.index import TraceIndex, open_trace_index
 from stepscope.stats.trace_index.window import events_in_box, query_window, rows_of_pairs
+from stepscope.store import background
 from stepscope.tools import output
 from stepscope.tools.context import ToolContext
 from stepscope.tools.trace_viewer import wire as trace_wire
@@ -55,21 +56,23 @@ _SAFE_INT = 1 << 53
 
 
 def trace_of(ctx: ToolContext) -> tuple[Profile, TraceIndex]:
-    """The profile and its trace index for the context's (single) host, memoized."""
+    """The profile and its trace index for the context's (single) host, memoized. Their
+    store entries are written once this answer is computed (`background.foreground`)."""
     host = ctx.hosts[0]
-    profile = ctx.store.profile(ctx.run, host)
     store = ctx.store
-    index = ctx.intermediate(
-        host,
-        "trace_index",
-        lambda p: open_trace_index(
-            p,
-            use_cache=store.use_cache,
-            cache_dir=store.cache_dir,
-            verbose=True,
-            step_db=lambda: _step_db(ctx, host),
-        ),
-    )
+    with background.foreground():
+        profile = store.profile(ctx.run, host)
+        index = ctx.intermediate(
+            host,
+            "trace_index",
+            lambda p: open_trace_index(
+                p,
+                use_cache=store.use_cache,
+                cache_dir=store.cache_dir,
+                verbose=True,
+                step_db=lambda: _step_db(ctx, host),
+            ),
+        )
     return profile, index
 
 
