@@ -77,11 +77,14 @@ def test_metadata_stats_and_an_event_overriding_them() -> None:
     assert positions.tolist() == [0, 1] and column.as_int().tolist() == [5, 1]
 
 
-@pytest.mark.parametrize("n_events", [64, 10**9])  # dense position map, binary searches
+@pytest.mark.parametrize("n_events", [41, 10**9])  # dense position map, binary searches
 def test_positions_by_either_method(n_events: int) -> None:
     from stepscope.model.profile import _positions
 
     events = np.array([2, 5, 9, 30, 31])
     targets = np.array([0, 5, 5, 9, 10, 31, 40])
     pos, found = _positions(events, targets, n_events)
-    assert pos.tolist() == [1, 1, 2, 4] and found.tolist() == [1, 2, 3, 5]
+    assert pos.tolist() == [1, 1, 2, 4] and found is not None and found.tolist() == [1, 2, 3, 5]
+    pos, found = _positions(events, np.array([5, 9, 9, 31]), n_events)  # all found
+    assert pos.tolist() == [1, 2, 2, 4]
+    assert found is None if n_events == 41 else found.tolist() == [0, 1, 2, 3]  # type: ignore[union-attr]

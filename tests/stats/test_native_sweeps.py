@@ -134,6 +134,9 @@ def test_type_time_on_crafted_steps(seed: int, monkeypatch: pytest.MonkeyPatch) 
     fast, slow = _both(monkeypatch, lambda: type_time(step, lo, hi, types, n_steps))
     assert fast.sum() > 0
     assert np.array_equal(fast, slow)
+    # the event types' own int16, read as such by the C sweep
+    narrow = type_time(step, lo, hi, types.astype(np.int16), n_steps)
+    assert np.array_equal(narrow, slow)
 
 
 @pytest.mark.parametrize("long_events", [False, True])
@@ -193,3 +196,25 @@ def test_an_extension_built_from_older_source_is_not_used(monkeypatch: pytest.Mo
     assert native._load() is None
     monkeypatch.setattr(native.importlib, "import_module", lambda name: native.sweeps)
     assert native._load() is native.sweeps
+
+
+def test_zero_length_by_chunks_equals_the_durations() -> None:
+    from stepscope.stats.steps.breakdown import _zero_length
+
+    p = open_file(str(TRACES[0]))
+    ev = np.random.default_rng(4).integers(0, p.n_events, 5000)
+    expected = p.dur_ns[ev] == 0
+    assert expected.any()
+    assert np.array_equal(_zero_length(p, ev, chunk=7), expected)
+
+
+def test_clipped_by_chunks_equals_the_gathers() -> None:
+    from stepscope.stats.steps.breakdown import _clipped
+
+    rng = np.random.default_rng(5)
+    times, bound = rng.integers(0, 1000, 50), rng.integers(0, 1000, 6)
+    ev, st = rng.integers(0, 50, 300), rng.integers(0, 6, 300)
+    for clip in (np.maximum, np.minimum):
+        assert np.array_equal(
+            _clipped(clip, times, ev, bound, st, chunk=7), clip(times[ev], bound[st])
+        )

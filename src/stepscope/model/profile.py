@@ -101,8 +101,10 @@ class StatColumn:
 
     def as_float(self) -> np.ndarray:
         """Values as float64 (NaN where absent or not numeric)."""
-        out = np.full(len(self.value), np.nan)
         ints = self.present & ((self.kind == KIND_INT) | (self.kind == KIND_UINT))
+        if ints.all():  # every value an integer (a stat read where events have it): one pass
+            return self.value.astype(np.float64)
+        out = np.full(len(self.value), np.nan)
         out[ints] = self.value[ints]
         doubles = self.present & (self.kind == KIND_DOUBLE)
         out[doubles] = self.value[doubles].view(np.float64)
@@ -325,10 +327,12 @@ class Profile:
         if key >= 0 and self._meta_stat(key) is None:  # event stats only: read from the rows
             rows, owners = self._rows_of(key)
             pos, found = _positions(events, owners, self.n_events)
-            rows = rows[found]
+            if found is not None:
+                rows = rows[found]
             last = np.ones(len(pos), dtype=bool)  # an event with the key twice: its last row
             last[:-1] = pos[1:] != pos[:-1]
-            pos, rows = pos[last], rows[last]
+            if not last.all():
+                pos, rows = pos[last], rows[last]
             present = np.ones(len(pos), dtype=bool)
             return pos, StatColumn(present, self.stats.kind[rows], self.stats.value[rows])
         pos = _positions(events, self.stat_events(name), self.n_events)[0]
@@ -366,9 +370,9 @@ class Profile:
 
 def _positions(
     events: np.ndarray, targets: np.ndarray, n_events: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(positions in ``events`` of the ``targets`` found there, which targets they are): both
-    ascending event indices below ``n_events``, ``events`` distinct."""
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """(positions in ``events`` of the ``targets`` found there, which targets they are; None
+    when all are): both ascending event indices below ``n_events``, ``events`` distinct."""
     m = len(events)
     if not m or not len(targets):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -383,5 +387,7 @@ def _positions(
     where[events] = np.arange(m, dtype=index_type)
     pos = where[targets]
     del where
+    if pos.min() >= 0:  # every target among the events (the usual case): no gathers
+        return pos.astype(np.int64), None
     found = np.flatnonzero(pos >= 0)
     return pos[found].astype(np.int64), found

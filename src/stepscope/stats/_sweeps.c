@@ -11,7 +11,7 @@
  *   in ``order`` (sorted by (step, lo)), empty ones skipped; for each thresholds[j], the union
  *   length per step of the intervals with types >= it, into out[j * n_steps + step] (out zeroed
  *   by the caller, n_steps = len(out) / len(thresholds)). Intervals of one step that touch or
- *   overlap merge, as in stats/intervals.merge_sorted.
+ *   overlap merge, as in stats/intervals.merge_sorted. types: int16 or int64.
  *
  * window_bounds(events, start, end, reach, win_start, lo, hi): for each k,
  *   lo[k] = searchsorted(reach, start[events[k]], "right") and
@@ -232,15 +232,18 @@ static PyObject *step_type_unions(PyObject *self, PyObject *args) {
     int got = 0;
     PyObject *result = NULL;
     for (; got < 7; got++)
-        if (get(objs[got], &v[got], got == 6) < 0) goto done;
+        if (get_sized(objs[got], &v[got], got == 6, got == 3 ? 2 : 8) < 0) goto done;
     Py_ssize_t n = v[0].len / 8, n_thr = v[5].len / 8, n_out = v[6].len / 8;
-    if (v[1].len / 8 != n || v[2].len / 8 != n || v[3].len / 8 != n || v[4].len / 8 != n ||
-        (n_thr && n_out % n_thr)) {
+    if (v[1].len / 8 != n || v[2].len / 8 != n || v[4].len / 8 != n ||
+        (v[3].len != 2 * n && v[3].len != 8 * n) || (n_thr && n_out % n_thr)) {
         PyErr_SetString(PyExc_ValueError, "columns differ in length");
         goto done;
     }
-    const int64_t *step = v[0].buf, *lo_ = v[1].buf, *hi_ = v[2].buf, *types = v[3].buf,
-                  *order = v[4].buf, *thresholds = v[5].buf;
+    const int64_t *step = v[0].buf, *lo_ = v[1].buf, *hi_ = v[2].buf, *order = v[4].buf,
+                  *thresholds = v[5].buf;
+    /* the types in int16 (the event types' own width) or int64 */
+    const int16_t *types16 = v[3].len == 2 * n ? v[3].buf : NULL;
+    const int64_t *types64 = v[3].buf;
     int64_t *out = v[6].buf;
     Py_ssize_t n_steps = n_thr ? n_out / n_thr : 0;
     for (Py_ssize_t k = 0; k < n; k++) {
@@ -256,7 +259,7 @@ static PyObject *step_type_unions(PyObject *self, PyObject *args) {
         int64_t *row = out + j * n_steps;
         for (Py_ssize_t k = 0; k < n; k++) {
             int64_t i = order[k];
-            if (types[i] < t || hi_[i] <= lo_[i]) continue;
+            if ((types16 ? types16[i] : types64[i]) < t || hi_[i] <= lo_[i]) continue;
             if (s == step[i] && lo_[i] <= hi) {
                 if (hi_[i] > hi) hi = hi_[i];
                 continue;
@@ -388,4 +391,9 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_sweeps", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__sweeps(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__sweeps(void) {
+    PyObject *m = PyModule_Create(&module);
+    /* step_type_unions takes int16 types (builds before this took int64 only) */
+    if (m && PyModule_AddIntConstant(m, "TYPES_INT16", 1) < 0) Py_CLEAR(m);
+    return m;
+}
