@@ -88,10 +88,20 @@ def _join(
     return src[order[offsets]], np.repeat(dst, counts)
 
 
+def _with_both(profile: Profile, first: str, second: str) -> np.ndarray:
+    """Events that have both stats, ascending: the sorted lists intersected by binary
+    searches (``np.intersect1d`` sorts them again together)."""
+    a, b = profile.stat_events(first), profile.stat_events(second)
+    if not len(a) or not len(b):
+        return np.zeros(0, np.int64)
+    at = np.minimum(np.searchsorted(b, a), len(b) - 1)
+    return a[b[at] == a]
+
+
 def _context_edges(profile: Profile) -> Edges:
     # the stats of the events that have them (no dense column per stat over every event)
-    producers = np.intersect1d(profile.stat_events("_pt"), profile.stat_events("_p"))
-    consumers = np.intersect1d(profile.stat_events("_ct"), profile.stat_events("_c"))
+    producers = _with_both(profile, "_pt", "_p")
+    consumers = _with_both(profile, "_ct", "_c")
     p_code, c_code = _pair_codes(
         (profile.stat_at("_pt", producers).as_int(), profile.stat_at("_p", producers).as_int()),
         (profile.stat_at("_ct", consumers).as_int(), profile.stat_at("_c", consumers).as_int()),
