@@ -4,6 +4,7 @@ messages give, and opening a TensorFlow profile imports no protobuf."""
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -125,3 +126,37 @@ def test_tensorflow_overview_imports_no_protobuf() -> None:
         env=env,
     )
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_damaged_headers_fail_or_parse_exactly_as_protobuf() -> None:
+    """Seeded mutations of a header-only space (field 0, bad UTF-8 in unused strings, cut
+    packed ids, duplicate map values to merge...): both fail, or both give the same headers."""
+    plane = _rich_plane()
+    del plane.lines[:]
+    seed = _space(plane).SerializeToString()
+    rng = random.Random(19)
+    agreed = parsed = 0
+    for _ in range(1500):
+        data = bytearray(seed)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(data))
+            if rng.random() < 0.6:
+                data[at] = rng.randrange(256)
+            else:
+                data[at:at] = data[rng.randrange(len(data)) :][: rng.randint(1, 40)]
+        try:
+            slow = wire.columns_from_message(XSpace.FromString(bytes(data)))
+        except Exception:
+            slow = None
+        try:
+            fast = wire.decode_columns(bytes(data))
+        except ValueError:
+            fast = None
+        if slow is None or fast is None:
+            agreed += (slow is None) == (fast is None) or slow is not None  # C may reject more
+            continue
+        assert fast.plane_headers == slow.plane_headers
+        assert fast.space_header == slow.space_header
+        agreed += 1
+        parsed += 1
+    assert agreed == 1500 and parsed > 100
