@@ -76,37 +76,42 @@ done:
 static inline int bit_length(int64_t x) { return x > 0 ? 64 - __builtin_clzll((uint64_t)x) : 0; }
 
 /* The levels of positions a..b-1, one row: event ev[p] (p itself when ev is NULL), starts
- * relative to origin. stack: scratch of b - a entries; limit: the levels, by position. */
+ * relative to origin. stack: scratch of 2 (b - a) entries, each stacked event's duration and
+ * start side by side (no second read through ev); limit: the levels, by position. */
 static void row_levels(const int64_t *ev, const int64_t *start, const int64_t *dur,
                        int64_t origin, Py_ssize_t a, Py_ssize_t b, int64_t *stack,
                        int8_t *limit) {
 #define EV(p) (ev ? ev[p] : (p))
     Py_ssize_t sp = 0;
     for (Py_ssize_t i = a; i < b; i++) { /* nearest earlier event at least as long */
-        int64_t d = dur[EV(i)], s0 = start[EV(i)] - origin;
-        while (sp > 0 && dur[EV(stack[sp - 1])] < d) sp--;
+        int64_t e = EV(i), d = dur[e], s0 = start[e] - origin;
+        while (sp > 0 && stack[2 * sp - 2] < d) sp--;
         int lim = MAX_LEVEL + 1;
         if (sp > 0) {
-            int shared = bit_length(s0 ^ (start[EV(stack[sp - 1])] - origin));
+            int shared = bit_length(s0 ^ stack[2 * sp - 1]);
             if (shared < lim) lim = shared;
         }
         limit[i] = (int8_t)lim;
-        stack[sp++] = i;
+        stack[2 * sp] = d;
+        stack[2 * sp + 1] = s0;
+        sp++;
     }
     sp = 0;
     for (Py_ssize_t i = b - 1; i >= a; i--) { /* nearest later event strictly longer */
-        int64_t d = dur[EV(i)], s0 = start[EV(i)] - origin;
-        while (sp > 0 && dur[EV(stack[sp - 1])] <= d) sp--;
+        int64_t e = EV(i), d = dur[e], s0 = start[e] - origin;
+        while (sp > 0 && stack[2 * sp - 2] <= d) sp--;
         int lim = limit[i];
         if (sp > 0) {
-            int shared = bit_length(s0 ^ (start[EV(stack[sp - 1])] - origin));
+            int shared = bit_length(s0 ^ stack[2 * sp - 1]);
             if (shared < lim) lim = shared;
         }
         int level = lim - 1 < 0 ? 0 : (lim - 1 > MAX_LEVEL ? MAX_LEVEL : lim - 1);
         int by_duration = bit_length(d) - 1; /* an event a bin long is always shown */
         if (by_duration > MAX_LEVEL) by_duration = MAX_LEVEL;
         limit[i] = (int8_t)(level > by_duration ? level : by_duration);
-        stack[sp++] = i;
+        stack[2 * sp] = d;
+        stack[2 * sp + 1] = s0;
+        sp++;
     }
 #undef EV
 }
@@ -129,7 +134,7 @@ static PyObject *levels(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "row, start and dur differ in length");
         goto done;
     }
-    int64_t *stack = PyMem_RawMalloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    int64_t *stack = PyMem_RawMalloc((size_t)(n > 0 ? 2 * n : 1) * sizeof(int64_t));
     if (!stack) {
         PyErr_NoMemory();
         goto done;
@@ -183,7 +188,7 @@ static int build_layout(Layout *L) {
     int64_t *row_start = calloc((size_t)rows + 1, sizeof(int64_t));
     int64_t *by_row = malloc(sizeof(int64_t) * (size_t)n);
     int8_t *level = malloc((size_t)n);
-    int64_t *stack = malloc(sizeof(int64_t) * (size_t)n);
+    int64_t *stack = malloc(sizeof(int64_t) * (size_t)n * 2);
     L->seg_row = malloc(sizeof(int32_t) * (size_t)rows * 64);
     L->seg_level = malloc((size_t)rows * 64);
     L->seg_lo = malloc(sizeof(int64_t) * (size_t)rows * 64);
