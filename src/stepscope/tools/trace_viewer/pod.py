@@ -27,7 +27,7 @@ import numpy as np
 
 from stepscope.errors import StepscopeError
 from stepscope.executor import HostTask
-from stepscope.model import ALL_HOSTS, Profile, open_host
+from stepscope.model import Profile, open_host
 from stepscope.model.runs import HostFile
 from stepscope.stats.trace_index.index import TraceIndex, open_trace_index
 from stepscope.store import location
@@ -96,10 +96,6 @@ class PodTrace:
     def host_of_event(self, event: int) -> int:
         bases = [h.event_base for h in self.hosts]
         return int(np.searchsorted(bases, event, side="right")) - 1
-
-
-def is_pod(ctx: ToolContext) -> bool:
-    return ctx.host == ALL_HOSTS
 
 
 def chosen_hosts(ctx: ToolContext) -> list[HostFile]:

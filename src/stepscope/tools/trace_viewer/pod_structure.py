@@ -5,14 +5,17 @@ endpoints (`pod_api`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from stepscope.model import ALL_HOSTS
 from stepscope.stats.trace_index.flows import KIND_NAMES
 from stepscope.stats.trace_index.tracks import sections
 from stepscope.tools.output import out
 from stepscope.tools.trace_viewer.api import step_columns
-from stepscope.tools.trace_viewer.pod import HostTrace, PodTrace
 from stepscope.tools.trace_viewer.responses import CounterInfo, Section, StepColumns, Track
+
+if TYPE_CHECKING:
+    from stepscope.tools.trace_viewer.pod import HostTrace, PodTrace
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,15 @@ See docs/tools/trace_viewer.md.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
-from stepscope.model import Profile
+from stepscope.model import ALL_HOSTS, Profile
 from stepscope.stats.trace_index.flows import KIND_NAMES
 from stepscope.stats.trace_index.index import TraceIndex
 from stepscope.stats.trace_index.tracks import sections
 from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import ToolEndpoint, ToolOption, ToolSpec, ToolUsageError
-from stepscope.tools.trace_viewer import api, pod_api
-from stepscope.tools.trace_viewer.pod import PodTrace, is_pod, pod_trace
+from stepscope.tools.trace_viewer import api
 from stepscope.tools.trace_viewer.pod_structure import PodTraceView, pod_view
 from stepscope.tools.trace_viewer.responses import (
     CounterInfo,
@@ -32,6 +32,9 @@ from stepscope.tools.trace_viewer.responses import (
     TraceStructure,
     Track,
 )
+
+if TYPE_CHECKING:
+    from stepscope.tools.trace_viewer.pod import PodTrace
 
 FORMAT_VERSION = 1
 
@@ -60,8 +63,14 @@ def _structure(profile: Profile, index: TraceIndex) -> TraceStructure:
     )
 
 
+def is_pod(ctx: ToolContext) -> bool:
+    return ctx.host == ALL_HOSTS
+
+
 def build(ctx: ToolContext) -> TraceStructure | PodTraceView:
     if is_pod(ctx):
+        from stepscope.tools.trace_viewer.pod import pod_trace
+
         return pod_view(pod_trace(ctx), tuple(e.name for e in ENDPOINTS))
     return _structure(*api.trace_of(ctx))
 
@@ -69,21 +78,24 @@ def build(ctx: ToolContext) -> TraceStructure | PodTraceView:
 Handler = Callable[[ToolContext, Mapping[str, str]], tuple[bytes, str]]
 
 
-def _any_host(
-    one: Handler, many: Callable[[PodTrace, Mapping[str, str]], tuple[bytes, str]]
-) -> Handler:
-    """``one`` for a host, ``many`` for ALL_HOSTS (whose ``hosts`` and ``align`` come with the
-    query, as the tool's options do)."""
+def _any_host(one: Handler, many: str) -> Handler:
+    """``one`` for a host, `pod_api`'s ``many`` for ALL_HOSTS (whose ``hosts`` and ``align``
+    come with the query, as the tool's options do). The multi-host modules are imported when
+    a query needs them: one host's first window does not wait for them (about 40 ms)."""
 
     def handle(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
         if not is_pod(ctx):
             return one(ctx, params)
+        from stepscope.tools.trace_viewer import pod_api
+        from stepscope.tools.trace_viewer.pod import pod_trace
+
         options = {k: params.get(k, "") for k in ("hosts", "align")}
         try:
             pod = pod_trace(ToolContext(ctx.run, ctx.host, ctx.store, options))
         except ToolUsageError as exc:
             raise ValueError(str(exc)) from None
-        return many(pod, params)
+        answer: Callable[[PodTrace, Mapping[str, str]], tuple[bytes, str]] = getattr(pod_api, many)
+        return answer(pod, params)
 
     return handle
 
@@ -91,30 +103,30 @@ def _any_host(
 ENDPOINTS = (
     ToolEndpoint(
         "window",
-        _any_host(api.window, pod_api.window),
+        _any_host(api.window, "window"),
         "events, flows and counters of a time window",
     ),
     ToolEndpoint(
         "steps",
-        _any_host(api.steps, pod_api.steps),
+        _any_host(api.steps, "steps"),
         "the training steps (the overview's), as columns",
         StepColumns,
     ),
     ToolEndpoint(
         "search",
-        _any_host(api.search, pod_api.search),
+        _any_host(api.search, "search"),
         "events whose name contains q",
         SearchAnswer,
     ),
     ToolEndpoint(
         "event",
-        _any_host(api.event, pod_api.event),
+        _any_host(api.event, "event"),
         "one event: times, all stats, flows",
         EventAnswer,
     ),
     ToolEndpoint(
         "select",
-        _any_host(api.select, pod_api.select),
+        _any_host(api.select, "select"),
         "events in a box, aggregated by name",
         SelectAnswer,
     ),
