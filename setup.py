@@ -26,6 +26,7 @@ setup(
             sources=[
                 "src/stepscope/xspace/kineto/_kscan.c",
                 "src/stepscope/xspace/kineto/_kscan_json.c",
+                "src/stepscope/xspace/kineto/_kscan_buf.c",
             ],
             depends=["src/stepscope/xspace/kineto/_kscan.h"],
             optional=True,  # without it Kineto traces are routed event by event in Python

@@ -60,8 +60,18 @@ typedef struct {
  * the input is not a document this scanner models (or s.oom). */
 int kscan_feed(Stream *st, const uint8_t *buf, Py_ssize_t len, int final);
 Py_ssize_t kscan_out_bytes(const Out *o);
-int kscan_buf_put(Buf *b, const void *src, Py_ssize_t n);
+/* Grows b to hold at least need bytes; -1 out of memory. */
+int kscan_buf_grow(Buf *b, Py_ssize_t need);
+/* Appends n bytes (inline: ten calls per event). */
+static inline int kscan_buf_put(Buf *b, const void *src, Py_ssize_t n) {
+    if (b->len + n > b->cap && kscan_buf_grow(b, b->len + n)) return -1;
+    memcpy(b->data + b->len, src, (size_t)n);
+    b->len += n;
+    return 0;
+}
 void kscan_buf_free(Buf *b);
+/* The id of the string p[0:len] in t (copied into its arena when new); -1 out of memory. */
+int32_t kscan_intern(Table *t, const uint8_t *p, Py_ssize_t len);
 /* Gives back what growing reserved beyond the data. */
 void kscan_buf_shrink(Buf *b);
 /* Fills the byte table scan_string uses; once, before the first scan. */
