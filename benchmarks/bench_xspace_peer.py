@@ -7,9 +7,9 @@ What is timed, each in a fresh process, wall clock from spawn to the last byte o
 results (overview page, input pipeline, op stats), no cache anywhere:
 
 - stepscope, one worker: ``stepscope.tools`` on the file with the conversion cache off
-  (imports included; the process is the user's ``stepscope tool``, so glibc's malloc keeps
-  freed memory as the CLI's one-shot commands set it, decision 68);
-- stepscope "lib": the same as a library in a user's process (malloc left as it is);
+  (imports included; the process is set up as the user's ``stepscope tool`` sets its own:
+  glibc's malloc keeps freed memory and OpenBLAS gets one thread, decisions 68 and 71);
+- stepscope "lib": the same as a library in a user's process (malloc and BLAS as they are);
 - stepscope, two workers: the same with ``STEPSCOPE_THREADS=2`` (the decoder's event chunks
   on two threads, the op metrics built on a second thread beside the step database);
 - xprof-rs 0.1.3 (``pip install xprof-rs``): its server started on a fresh log directory,
@@ -49,7 +49,9 @@ XPROF_TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats")
 STEPSCOPE_TOOLS = ("overview_page", "input_pipeline_analyzer", "op_stats")
 _STEPSCOPE = f"""
 import json, sys
-if sys.argv[2] == "cli":  # what the `stepscope` command's own process does (decision 68)
+if sys.argv[2] == "cli":  # what the `stepscope` command's own process does (decisions 68, 71)
+    from stepscope.cli.blas import single_threaded_blas
+    single_threaded_blas()
     from stepscope.cli.malloc import keep_freed_memory
     keep_freed_memory()
 from stepscope.model.runs import single_file_run
