@@ -84,3 +84,24 @@ def test_depths_of_events_in_line_order(seed: int, monkeypatch: pytest.MonkeyPat
     k = int(tie[0])
     dur[k], dur[k + 1] = dur[k + 1], dur[k]
     assert lod.depths_in_line_order(line, start, dur) is None
+
+
+def test_c_layout_of_events_in_line_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Events already in line order (``order0`` None): lines without nesting are read in place,
+    nested ones through the row order; both as NumPy places them."""
+    monkeypatch.delenv("STEPSCOPE_PURE_PYTHON", raising=False)
+    if not hasattr(segments.native(), "layout"):
+        pytest.skip("the C extension is not built")
+    line, start, dur = _events(4, 20_000, 9)
+    flat = line == 2  # one line back to back, as a GPU stream: no nesting
+    dur[flat] = 3
+    start[flat] = start.min() + np.arange(int(flat.sum())) * 5
+    order = line_order(line, start, start + dur)
+    line, start, dur = line[order], start[order], dur[order]
+    depth = nesting_depth(np.arange(len(line)), line, start, dur)
+    assert depth[line == 2].max() == 0 and depth.max() > 3
+    origin = int(start.min())
+    fast = layout.positions(line, 9, None, depth, start, dur, origin)
+    slow = layout.positions_numpy(line, 9, np.arange(len(line)), depth, start, dur, origin)
+    for name in layout.Positions.__dataclass_fields__:
+        np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)

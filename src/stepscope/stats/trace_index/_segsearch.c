@@ -196,16 +196,22 @@ static int build_layout(Layout *L) {
         goto done;
     for (Py_ssize_t e = 0; e < n; e++) row_start[row_base[L->line[e]] + L->depth[e] + 1]++;
     for (int64_t r = 0; r < rows; r++) row_start[r + 1] += row_start[r];
-    /* by row, stable: each row keeps order0's (start) order; stack serves as the cursors */
+    /* by row, stable: each row keeps order0's (start) order; stack serves as the cursors. A
+     * line without nesting in events already in line order is one row whose positions are
+     * its events (p itself: the events of the rows before it are those of the lines before
+     * it), so its events are neither copied nor read through by_row. */
     for (int64_t r = 0; r < rows; r++) stack[r] = row_start[r];
     for (Py_ssize_t p = 0; p < n; p++) {
         int64_t e = L->order0 ? L->order0[p] : p;
+        if (!L->order0 && L->line_depths[L->line[e]] == 1) continue;
         by_row[stack[row_base[L->line[e]] + L->depth[e]]++] = e;
     }
     L->n_segs = 0;
-    for (int64_t r = 0; r < rows; r++) {
+    for (int64_t r = 0, l = 0; r < rows; r++) {
+        while (row_base[l] + L->line_depths[l] <= r) l++; /* the line of row r */
+        const int64_t *ev = !L->order0 && L->line_depths[l] == 1 ? NULL : by_row;
         Py_ssize_t a = row_start[r], b = row_start[r + 1];
-        row_levels(by_row, L->start, L->dur, L->origin, a, b, stack, level);
+        row_levels(ev, L->start, L->dur, L->origin, a, b, stack, level);
         int64_t at[MAX_LEVEL + 2] = {0}; /* positions of each level's run in the row */
         for (Py_ssize_t p = a; p < b; p++) at[level[p] + 1]++;
         at[0] = a;
@@ -221,7 +227,7 @@ static int build_layout(Layout *L) {
         for (int v = 0; v <= MAX_LEVEL; v++) reach[v] = INT64_MIN;
         for (Py_ssize_t p = a; p < b; p++) { /* by level, stable: by start within a level */
             int lv = level[p];
-            int64_t e = by_row[p], q = at[lv]++, d = L->dur[e];
+            int64_t e = ev ? ev[p] : p, q = at[lv]++, d = L->dur[e];
             int64_t end = L->start[e] + (d > 1 ? d : 1);
             if (end > reach[lv]) reach[lv] = end;
             if (L->wide)
