@@ -55,20 +55,32 @@ static int get_sized(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t it
     return 0;
 }
 
-static int get(PyObject *obj, Py_buffer *view, int writable) {
-    return get_sized(obj, view, writable, 8);
+static void release(Py_buffer *v, int n) {
+    for (int k = 0; k < n; k++) PyBuffer_Release(&v[k]);
+}
+
+/* The call's n array arguments into v: ``sizes[k]``-byte integers (NULL: all 8 bytes), those
+ * from ``first_out`` on writable. On failure nothing is held and -1 is returned. */
+static int get_args(PyObject *args, Py_buffer *v, int n, const Py_ssize_t *sizes, int first_out) {
+    if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) != n) {
+        PyErr_Format(PyExc_TypeError, "%d arrays expected", n);
+        return -1;
+    }
+    for (int k = 0; k < n; k++) {
+        PyObject *obj = PyTuple_GET_ITEM(args, k);
+        if (get_sized(obj, &v[k], k >= first_out, sizes ? sizes[k] : 8) < 0) {
+            release(v, k);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static PyObject *nest_self_time(PyObject *self, PyObject *args) {
-    PyObject *objs[5];
-    if (!PyArg_ParseTuple(args, "OOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4]))
-        return NULL;
     Py_buffer v[5];
-    int got = 0;
+    if (get_args(args, v, 5, (const Py_ssize_t[]){8, 4, 8, 8, 8}, 4) < 0) return NULL;
     PyObject *result = NULL;
     Py_ssize_t *stack = NULL;
-    for (; got < 5; got++)
-        if (get_sized(objs[got], &v[got], got == 4, got == 1 ? 4 : 8) < 0) goto done;
     Py_ssize_t n = v[0].len / 8, n_events = v[1].len / 4;
     if (v[2].len / 8 != n_events || v[3].len / 8 != n_events || v[4].len / 8 != n) {
         PyErr_SetString(PyExc_ValueError, "columns differ in length");
@@ -109,20 +121,15 @@ static PyObject *nest_self_time(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     result = PyBool_FromLong(ordered);
 done:
-    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    release(v, (int)(sizeof v / sizeof v[0]));
     PyMem_Free(stack);
     return result;
 }
 
 static PyObject *union_in_order(PyObject *self, PyObject *args) {
-    PyObject *objs[5];
-    if (!PyArg_ParseTuple(args, "OOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4]))
-        return NULL;
     Py_buffer v[5];
-    int got = 0;
+    if (get_args(args, v, 5, NULL, 3) < 0) return NULL;
     PyObject *result = NULL;
-    for (; got < 5; got++)
-        if (get(objs[got], &v[got], got >= 3) < 0) goto done;
     Py_ssize_t n = v[0].len / 8, m = v[2].len / 8;
     if (v[1].len / 8 != n || v[3].len / 8 < m || v[4].len / 8 < m) {
         PyErr_SetString(PyExc_ValueError, "columns differ in length");
@@ -151,18 +158,14 @@ static PyObject *union_in_order(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     result = PyLong_FromSsize_t(runs);
 done:
-    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    release(v, (int)(sizeof v / sizeof v[0]));
     return result;
 }
 
 static PyObject *sum_by_row(PyObject *self, PyObject *args) {
-    PyObject *objs[4];
-    if (!PyArg_ParseTuple(args, "OOOO", &objs[0], &objs[1], &objs[2], &objs[3])) return NULL;
     Py_buffer v[4];
-    int got = 0;
+    if (get_args(args, v, 4, NULL, 3) < 0) return NULL;
     PyObject *result = NULL;
-    for (; got < 4; got++)
-        if (get(objs[got], &v[got], got == 3) < 0) goto done;
     Py_ssize_t n = v[0].len / 8, n_values = v[1].len / 8, n_take = v[2].len / 8,
                n_out = v[3].len / 8;
     if (n_take ? n_take != n : n_values != n) {
@@ -185,19 +188,15 @@ static PyObject *sum_by_row(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     result = Py_NewRef(Py_None);
 done:
-    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    release(v, (int)(sizeof v / sizeof v[0]));
     return result;
 }
 
 static PyObject *nest_parents(PyObject *self, PyObject *args) {
-    PyObject *objs[3];
-    if (!PyArg_ParseTuple(args, "OOO", &objs[0], &objs[1], &objs[2])) return NULL;
     Py_buffer v[3];
-    int got = 0;
+    if (get_args(args, v, 3, NULL, 2) < 0) return NULL;
     PyObject *result = NULL;
     Py_ssize_t *stack = NULL;
-    for (; got < 3; got++)
-        if (get(objs[got], &v[got], got == 2) < 0) goto done;
     Py_ssize_t n = v[0].len / 8;
     if (v[1].len / 8 != n || v[2].len / 8 != n) {
         PyErr_SetString(PyExc_ValueError, "columns differ in length");
@@ -218,21 +217,15 @@ static PyObject *nest_parents(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     result = Py_NewRef(Py_None);
 done:
-    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    release(v, (int)(sizeof v / sizeof v[0]));
     PyMem_Free(stack);
     return result;
 }
 
 static PyObject *step_type_unions(PyObject *self, PyObject *args) {
-    PyObject *objs[7];
-    if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
-                          &objs[5], &objs[6]))
-        return NULL;
     Py_buffer v[7];
-    int got = 0;
+    if (get_args(args, v, 7, (const Py_ssize_t[]){8, 8, 8, 2, 8, 8, 8}, 6) < 0) return NULL;
     PyObject *result = NULL;
-    for (; got < 7; got++)
-        if (get_sized(objs[got], &v[got], got == 6, got == 3 ? 2 : 8) < 0) goto done;
     Py_ssize_t n = v[0].len / 8, n_thr = v[5].len / 8, n_out = v[6].len / 8;
     if (v[1].len / 8 != n || v[2].len / 8 != n || v[4].len / 8 != n ||
         (v[3].len != 2 * n && v[3].len != 8 * n) || (n_thr && n_out % n_thr)) {
@@ -274,7 +267,7 @@ static PyObject *step_type_unions(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     result = Py_NewRef(Py_None);
 done:
-    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    release(v, (int)(sizeof v / sizeof v[0]));
     return result;
 }
 
@@ -315,15 +308,9 @@ static Py_ssize_t gallop(const int64_t *a, Py_ssize_t m, int64_t x, int right, P
  * one window written compacted as (lo[m], hi[m]) = (event, window), the count m returned; -1
  * (outputs spoiled) as soon as an event overlaps two windows. */
 static PyObject *bounds_or_pairs(PyObject *args, int single) {
-    PyObject *objs[7];
-    if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
-                          &objs[5], &objs[6]))
-        return NULL;
     Py_buffer v[7];
-    int got = 0;
+    if (get_args(args, v, 7, NULL, 5) < 0) return NULL;
     PyObject *result = NULL;
-    for (; got < 7; got++)
-        if (get(objs[got], &v[got], got >= 5) < 0) goto done;
     Py_ssize_t n = v[0].len / 8, n_events = v[1].len / 8, m = v[3].len / 8;
     if (v[2].len / 8 != n_events || v[4].len / 8 != m || v[5].len / 8 != n ||
         v[6].len / 8 != n) {
@@ -360,7 +347,7 @@ static PyObject *bounds_or_pairs(PyObject *args, int single) {
     Py_END_ALLOW_THREADS
     result = single ? PyLong_FromSsize_t(found) : Py_NewRef(Py_None);
 done:
-    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    release(v, (int)(sizeof v / sizeof v[0]));
     return result;
 }
 
