@@ -1,12 +1,16 @@
 """XSpace -> columnar model: events/s and peak memory, against a plain protobuf parse.
 
-    python benchmarks/bench_load.py [--sizes 1000000 5000000] [--repeat 3]
+    python benchmarks/bench_load.py [--sizes 1000000 5000000] [--repeat 3] [--sparse]
 
-Cases: the largest TensorFlow fixture (tf/remote) and synthetic XSpaces of the given sizes.
-Each measurement runs in a fresh child process so peak memory is that of the conversion alone:
-"peak" is the growth of the process's peak RSS (VmHWM) over its RSS before reading the file
-(file bytes included). The peer is `XSpace.FromString` (protobuf's upb parser) on the same bytes,
-which builds message objects but no analysis columns. Prints a table with ratios.
+Cases: the largest TensorFlow fixtures (tf/remote, tf/big_ctl) and synthetic XSpaces of the
+given sizes at the real fixtures' stat density (`real_density_xspace_bytes`, 1.5 stats per
+event; ``--sparse``: the older `synthetic_xspace_bytes`, 0.25). stepscope opens the file as the
+tools do (`load_profile`: the file memory-mapped for the C decoder), with one decoding worker
+and with two (``threads=2``). Each measurement runs in a fresh child process so peak memory is
+that of the conversion alone: "peak" is the growth of the process's peak RSS (VmHWM) over its
+RSS before reading the file (file bytes included); CPU is the process's user + system time
+over the same span (both workers). The peer is `XSpace.FromString` (protobuf's upb parser) on
+the file's bytes, which builds message objects but no analysis columns.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURE = ROOT.parent / "shared" / "fixtures" / "tf" / "remote"
+FIXTURES = ROOT.parent / "shared" / "fixtures" / "tf"
 
 
 def _status_kb(field: str) -> int:
@@ -36,23 +40,20 @@ def _status_kb(field: str) -> int:
 
 def child(path: str, mode: str) -> None:
     """Runs in a fresh process: measure one conversion of ``path``."""
-    from stepscope.model import profile_from_bytes
+    from stepscope.model.from_xspace import load_profile
     from stepscope.xspace.io import read_profile_bytes
     from stepscope.xspace.proto.xplane_pb2 import XSpace
 
     before = _status_kb("VmRSS") * 1024
-    started = time.perf_counter()
-    data = read_profile_bytes(path)
-    if mode == "stepscope":
-        profile = profile_from_bytes(data, source=path)
-        del data
-        events = profile.n_events
+    started, cpu = time.perf_counter(), time.process_time()
+    if mode.startswith("stepscope"):
+        events = load_profile(path, threads=2 if mode == "stepscope-2w" else 1).n_events
     else:
-        space = XSpace.FromString(data)
+        space = XSpace.FromString(read_profile_bytes(path))
         events = sum(len(line.events) for plane in space.planes for line in plane.lines)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     peak = _status_kb("VmHWM") * 1024 - before
-    print(json.dumps({"events": events, "seconds": seconds, "peak_bytes": max(peak, 0)}))
+    print(json.dumps({"events": events, "seconds": seconds, "cpu": cpu, "peak_bytes": peak}))
 
 
 def measure(path: str, mode: str, repeat: int) -> dict[str, float]:
@@ -66,7 +67,8 @@ def measure(path: str, mode: str, repeat: int) -> dict[str, float]:
         ).stdout
         runs.append(json.loads(out))
     best = min(runs, key=lambda r: r["seconds"])
-    best["peak_bytes"] = min(r["peak_bytes"] for r in runs)
+    best["cpu"] = min(r["cpu"] for r in runs)
+    best["peak_bytes"] = max(0, min(r["peak_bytes"] for r in runs))
     return best
 
 
@@ -74,39 +76,44 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[1_000_000, 5_000_000])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--sparse", action="store_true", help="0.25 stats per event")
     parser.add_argument("--child", nargs=2, metavar=("PATH", "MODE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(*args.child)
         return
-    from stepscope.xspace import wire
-    from stepscope.xspace.synthetic import synthetic_xspace_bytes
+    from stepscope.xspace import synthetic, wire
 
-    cases = [("tf/remote fixture", str(next(FIXTURE.rglob("*.xplane.pb"))))]
+    make = synthetic.synthetic_xspace_bytes if args.sparse else synthetic.real_density_xspace_bytes
+    cases = [
+        (f"tf/{name} fixture", str(next((FIXTURES / name).rglob("*.xplane.pb"))))
+        for name in ("remote", "big_ctl")
+    ]
     tmp = tempfile.TemporaryDirectory()
     for size in args.sizes:
         path = Path(tmp.name) / f"synthetic_{size}.xplane.pb"
-        path.write_bytes(synthetic_xspace_bytes(size))
+        path.write_bytes(make(size))
         cases.append((f"synthetic {size / 1e6:g}M", str(path)))
     print(
         f"decoder: {'C accelerator' if wire.accelerated() else 'pure Python fallback'}; "
         f"best of {args.repeat} fresh processes; cpus={os.cpu_count()}"
     )
-    header = (
-        f"{'case':<20} {'events':>10} {'MB':>7} {'stepscope s':>12} {'Mev/s':>7} {'B/event':>8} "
-        f"{'protobuf s':>11} {'B/event':>8} {'time ratio':>10}"
+    print(
+        "| case | events | file MB | stepscope s / CPU s | M events/s | B/event "
+        "| 2 workers s / CPU s | protobuf parse s / CPU s | protobuf B/event |"
     )
-    print(header)
-    print("-" * len(header))
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for label, path in cases:
         ours = measure(path, "stepscope", args.repeat)
+        two = measure(path, "stepscope-2w", args.repeat)
         peer = measure(path, "protobuf", args.repeat)
         n = ours["events"]
         print(
-            f"{label:<20} {n:>10,} {os.path.getsize(path) / 1e6:>7.1f} {ours['seconds']:>12.3f} "
-            f"{n / ours['seconds'] / 1e6:>7.2f} {ours['peak_bytes'] / n:>8.1f} "
-            f"{peer['seconds']:>11.3f} {peer['peak_bytes'] / n:>8.1f} "
-            f"{ours['seconds'] / peer['seconds']:>10.2f}"
+            f"| {label} | {n:,} | {os.path.getsize(path) / 1e6:.1f} "
+            f"| {ours['seconds']:.3f} / {ours['cpu']:.3f} | {n / ours['seconds'] / 1e6:.2f} "
+            f"| {ours['peak_bytes'] / n:.1f} | {two['seconds']:.3f} / {two['cpu']:.3f} "
+            f"| {peer['seconds']:.3f} / {peer['cpu']:.3f} | {peer['peak_bytes'] / n:.1f} |",
+            flush=True,
         )
     tmp.cleanup()
 

@@ -18,13 +18,14 @@ from stepscope.errors import ProfileFormatError
 from stepscope.model.id_map import lookup, map_ids
 from stepscope.model.profile import Line, Plane, Profile, PyStat, Stats
 from stepscope.model.strings import StringTable
-from stepscope.xspace.io import read_profile_bytes
+from stepscope.xspace.io import map_profile_bytes, read_profile_bytes
 from stepscope.xspace.wire import (
     KIND_BYTES,
     KIND_REF,
     KIND_STR,
     RawColumns,
     _stat_value,
+    accelerated,
     decode_columns,
 )
 
@@ -36,11 +37,24 @@ if TYPE_CHECKING:
 PS_PER_NS = 1000
 
 
-def load_profile(path: str | os.PathLike[str], hostname: str | None = None) -> Profile:
-    """Read an `.xplane.pb[.gz]` file into a `Profile`."""
-    # The file's bytes are released once decoded, before the model is built (peak memory).
-    raw = _decode(read_profile_bytes(path), str(path))
-    return profile_from_columns(raw, str(path), hostname)
+def load_profile(
+    path: str | os.PathLike[str], hostname: str | None = None, threads: int | None = None
+) -> Profile:
+    """Read an `.xplane.pb[.gz]` file into a `Profile` (``threads``: decoding workers,
+    default ``$STEPSCOPE_THREADS``)."""
+    return profile_from_columns(decode_file(path, threads), str(path), hostname)
+
+
+def decode_file(path: str | os.PathLike[str], threads: int | None = None) -> RawColumns:
+    """The raw columns of an `.xplane.pb[.gz]` file. A local uncompressed file is memory-mapped
+    for the C decoder (decision 70); the file's bytes are released before the model is built
+    (peak memory)."""
+    data = map_profile_bytes(path) if accelerated() else read_profile_bytes(path)
+    try:
+        return _decode(data, str(path), threads)
+    finally:
+        if isinstance(data, mmap.mmap):
+            data.close()
 
 
 def profile_from_xspace(

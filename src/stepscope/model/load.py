@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import mmap
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from stepscope.model import cache
-from stepscope.model.from_xspace import _decode, profile_from_columns
+from stepscope.model.from_xspace import decode_file, profile_from_columns
 from stepscope.model.profile import Profile
 from stepscope.model.runs import HostFile, format_of, host_name_of
 from stepscope.store import background
-from stepscope.xspace.io import map_profile_bytes, read_profile_bytes
-from stepscope.xspace.wire import accelerated
 
 # progress(stage, fraction=None): conversions of large files report their stage and how far
 # along they are (0..1); a plain message has no fraction.
@@ -40,14 +37,8 @@ def _convert_quietly(host: HostFile, progress: Progress | None, threads: int | N
         stage("building columns", 0.7)
         return profile_from_columns(columns, host.path, host.host)
     stage("reading", 0.0)
-    data = map_profile_bytes(host.path) if accelerated() else read_profile_bytes(host.path)
-    stage("decoding", 0.2)
-    try:
-        raw = _decode(data, host.path, threads)
-    finally:
-        if isinstance(data, mmap.mmap):
-            data.close()
-    del data  # released before the columns are built (peak memory)
+    stage("decoding", 0.2)  # the file is mapped, not read, when the C decoder is built
+    raw = decode_file(host.path, threads)
     stage("building columns", 0.6)
     return profile_from_columns(raw, host.path, host.host)
 
