@@ -295,6 +295,8 @@ class Profile:
         found = self._stat_rows.get(key)
         if found is None:
             rows = np.flatnonzero(self.stats.key == key)
+            if len(self.stats) < 2**31:  # kept for the profile's life: 4 B per row, not 8
+                rows = rows.astype(np.int32)
             found = self._stat_rows[key] = (rows, self.stat_owner[rows])
         return found
 
@@ -371,8 +373,9 @@ class Profile:
 def _positions(
     events: np.ndarray, targets: np.ndarray, n_events: int
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """(positions in ``events`` of the ``targets`` found there, which targets they are; None
-    when all are): both ascending event indices below ``n_events``, ``events`` distinct."""
+    """(positions in ``events`` of the ``targets`` found there (int32 where they fit), which
+    targets they are; None when all are): both ascending event indices below ``n_events``,
+    ``events`` distinct."""
     m = len(events)
     if not m or not len(targets):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -388,6 +391,6 @@ def _positions(
     pos = where[targets]
     del where
     if pos.min() >= 0:  # every target among the events (the usual case): no gathers
-        return pos.astype(np.int64), None
+        return pos, None
     found = np.flatnonzero(pos >= 0)
-    return pos[found].astype(np.int64), found
+    return pos[found], found

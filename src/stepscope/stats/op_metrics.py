@@ -162,13 +162,14 @@ def _aggregate(
     profile: Profile,
     side: str,
     events: np.ndarray,
-    key: np.ndarray,
+    keys: Callable[[], np.ndarray],
     key_text: Callable[[int], tuple[str, str]],
     self_ns: np.ndarray,
     idle_ns: int,
     known_flops: np.ndarray | None = None,
 ) -> OpTable:
-    """One row per distinct (name, type) text; ``key`` groups events cheaply first."""
+    """One row per distinct (name, type) text; ``keys()`` (one per event) groups the events
+    cheaply first (made here and freed once the rows are known: a 4-8 B/event array less)."""
     if not events.size:
         return OpTable.empty(side)
     # only the events that carry these stats (usually few or none): no column over every
@@ -178,6 +179,7 @@ def _aggregate(
     with_flops, flops_stat = profile.stat_among("flops", events)
     flops = np.nan_to_num(flops_stat.as_float(), copy=False)
     del eager_stat, flops_stat
+    key = keys()
     # small non-negative keys (string ids): a lookup table instead of a sort
     small = int(key.min()) >= 0 and int(key.max()) < 4 * len(key) + 4096
     if small:
@@ -194,6 +196,8 @@ def _aggregate(
         row = lookup[key]
     else:
         row = remap[first_row.reshape(-1)]
+        del first_row
+    del key
     rows = len(index)
 
     if known_flops is not None:  # from the HLO, where the events have no ``flops`` stat
@@ -244,7 +248,7 @@ def _host_table(profile: Profile) -> OpTable:
             return parsed.name, parsed.type
         return full, full  # PyTorch op names are their types ("aten::mm")
 
-    return _aggregate(profile, "host", events, profile.name[events], text, own, idle)
+    return _aggregate(profile, "host", events, lambda: profile.name[events], text, own, idle)
 
 
 def _device_table(profile: Profile, types: np.ndarray) -> OpTable:
@@ -284,7 +288,7 @@ def _device_table(profile: Profile, types: np.ndarray) -> OpTable:
             return device_op(strings[sid], "")
         return strings[sid], _DEVICE_KIND.get(event_type * 10, "Kernel")
 
-    return _aggregate(profile, "device", events, key, text, own, idle, known_flops)
+    return _aggregate(profile, "device", events, lambda: key, text, own, idle, known_flops)
 
 
 def _python_table(profile: Profile) -> OpTable:

@@ -364,8 +364,9 @@ def _fast_type_time(
     counts = types.min(initial=0) >= 0
     distinct = np.flatnonzero(np.bincount(types)) if counts else np.unique(types)
     thresholds = distinct[::-1].astype(np.int64)  # highest first, a contiguous copy
-    key = lo - base
-    key += step * width
+    key = step * width  # then in place: one 8 B/pair array, not two
+    key += lo
+    key -= base
     order = np.argsort(key, kind="stable")
     del key
     # the types in their own int16 where the build takes them (no 8 B/pair copy)
