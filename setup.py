@@ -48,7 +48,9 @@ setup(
             "stepscope.stats.trace_index._segsearch",
             sources=["src/stepscope/stats/trace_index/_segsearch.c"],
             optional=True,  # without it the window queries bisect their segments in NumPy
-            extra_compile_args=["-O2"],
+            # worker threads (STEPSCOPE_THREADS) lay out the index's rows; Windows on one
+            extra_compile_args=["-O2", *THREAD_FLAGS],
+            extra_link_args=THREAD_FLAGS,
         ),
         Extension(
             "stepscope.tools.trace_viewer._pbpack",

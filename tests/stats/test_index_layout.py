@@ -105,3 +105,29 @@ def test_c_layout_of_events_in_line_order(monkeypatch: pytest.MonkeyPatch) -> No
     slow = layout.positions_numpy(line, 9, np.arange(len(line)), depth, start, dur, origin)
     for name in layout.Positions.__dataclass_fields__:
         np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)
+
+
+def test_c_layout_is_the_same_with_any_worker_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows are shared among STEPSCOPE_THREADS workers above 2**20 events: same positions."""
+    monkeypatch.delenv("STEPSCOPE_PURE_PYTHON", raising=False)
+    if not hasattr(segments.native(), "layout"):
+        pytest.skip("the C extension is not built")
+    per_line, n_lines = 200_000, 6
+    rng = np.random.default_rng(5)
+    line = np.repeat(np.arange(n_lines, dtype=np.int32), per_line)
+    start = np.tile(np.arange(per_line, dtype=np.int64) * 100, n_lines) + 1_000_000_000
+    dur = rng.integers(1, 99, len(line)).astype(np.int64)
+    nested = (line % 2 == 1) & (np.arange(len(line)) % 2 == 0)  # odd lines: parent, child
+    dur[nested] = 150  # reaches into the next event, which starts inside it
+    found = lod.depths_in_line_order(line, start, dur)
+    assert found is not None
+    depth, origin, _ = found
+    assert depth.max() == 1
+    answers = []
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("STEPSCOPE_THREADS", threads)
+        answers.append(layout.positions(line, n_lines, None, depth, start, dur, origin))
+    slow = layout.positions_numpy(line, n_lines, np.arange(len(line)), depth, start, dur, origin)
+    for name in layout.Positions.__dataclass_fields__:
+        for fast in answers:
+            np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)

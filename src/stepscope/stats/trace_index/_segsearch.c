@@ -14,14 +14,17 @@
  * answers as the NumPy version (the reference, tested equal); the GIL is released meanwhile.
  *
  * layout(order0, line, depth, start, dur, n_lines, origin, order, pos_start, end_max,
- * line_depths) -> (seg_row bytes of int32, seg_level bytes of int8, seg_lo bytes of int64):
+ * line_depths[, threads]) -> (seg_row bytes of int32, seg_level bytes of int8, seg_lo bytes
+ * of int64):
  * the trace index's positions (index._build's NumPy path, the reference) by two stable
  * counting sorts, by row (line, depth) and then by level within each row, writing each
  * position's event, start and running end maximum in place: the NumPy path sorts and
  * gathers full-size columns about ten times (a second at 10M events). order0 is
  * lod.line_order's (int64), line and depth int32, start and dur int64; order (int32 or
  * int64), pos_start and end_max (int64, one per event) and line_depths (int32, one per line)
- * are filled in; an empty order0 stands for events already in line order (0, 1, ...).
+ * are filled in; an empty order0 stands for events already in line order (0, 1, ...). The
+ * rows' levels and positions are shared among ``threads`` workers (the same index with any
+ * count).
  *
  * depths(line, start, dur) -> (bytes of int32, first start, last end) or None: lod's nesting
  * depth in one pass with a stack of the running events, for events already in line order
@@ -34,6 +37,9 @@
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
+#ifndef _WIN32
+#include <pthread.h>
+#endif
 
 static PyObject *search(PyObject *self, PyObject *args) {
     Py_buffer b[4];
@@ -158,11 +164,99 @@ typedef struct {
     const int32_t *line, *depth;
     int64_t origin, *pos_start, *end_max;
     void *order;
-    int wide; /* order is int64, else int32 */
+    int wide;    /* order is int64, else int32 */
+    int threads; /* workers for the rows (1: this thread only) */
     int32_t *line_depths, *seg_row;
     int8_t *seg_level;
     int64_t *seg_lo;
+    /* scratch shared by the workers (each row's positions and segment slots are its own) */
+    const int64_t *row_start, *by_row;
+    const char *flat; /* per row: its positions are its events (ev NULL) */
+    int8_t *level;
+    int32_t *seg_count; /* per row: its segments, at slots row * 64 ... */
 } Layout;
+
+typedef struct {
+    Layout *L;
+    int64_t r0, r1, *stack; /* rows r0..r1-1; stack: 2 entries per position of a row */
+} Part;
+
+/* Levels, then positions by level within each row of P (stable: by start within a level),
+ * with each segment's running end maximum; segments into the row's slots. */
+static void *place_rows(void *arg) {
+    Part *P = arg;
+    Layout *L = P->L;
+    for (int64_t r = P->r0; r < P->r1; r++) {
+        const int64_t *ev = L->flat[r] ? NULL : L->by_row;
+        Py_ssize_t a = L->row_start[r], b = L->row_start[r + 1];
+        row_levels(ev, L->start, L->dur, L->origin, a, b, P->stack, L->level);
+        int64_t at[MAX_LEVEL + 2] = {0}; /* positions of each level's run in the row */
+        for (Py_ssize_t p = a; p < b; p++) at[L->level[p] + 1]++;
+        at[0] = a;
+        int32_t k = 0;
+        for (int v = 0; v <= MAX_LEVEL; v++) {
+            if (at[v + 1]) {
+                L->seg_row[r * 64 + k] = (int32_t)r;
+                L->seg_level[r * 64 + k] = (int8_t)v;
+                L->seg_lo[r * 64 + k++] = at[v];
+            }
+            at[v + 1] += at[v];
+        }
+        L->seg_count[r] = k;
+        int64_t reach[MAX_LEVEL + 1]; /* running maximum of the ends in each level's segment */
+        for (int v = 0; v <= MAX_LEVEL; v++) reach[v] = INT64_MIN;
+        for (Py_ssize_t p = a; p < b; p++) {
+            int lv = L->level[p];
+            int64_t e = ev ? ev[p] : p, q = at[lv]++, d = L->dur[e];
+            int64_t end = L->start[e] + (d > 1 ? d : 1);
+            if (end > reach[lv]) reach[lv] = end;
+            if (L->wide)
+                ((int64_t *)L->order)[q] = e;
+            else
+                ((int32_t *)L->order)[q] = (int32_t)e;
+            L->pos_start[q] = L->start[e];
+            L->end_max[q] = reach[lv];
+        }
+    }
+    return NULL;
+}
+
+/* place_rows over every row, on L->threads workers given about equal shares of the events;
+ * 0, or -2 when out of memory. The same index with any count. */
+static int place_all(Layout *L, int64_t *stack) {
+    int parts = L->threads < 1 ? 1 : (L->threads > 8 ? 8 : L->threads);
+#ifdef _WIN32
+    parts = 1;
+#endif
+    if (L->n < (1 << 20) || L->n_rows < 2) parts = 1; /* not worth a thread */
+    Part part[8];
+    int64_t r = 0;
+    for (int k = 0; k < parts; k++) {
+        part[k].L = L;
+        part[k].r0 = r;
+        int64_t share = L->n * (k + 1) / parts; /* the rows that start before this share */
+        while (r < L->n_rows && (k == parts - 1 || L->row_start[r] < share)) r++;
+        part[k].r1 = r;
+        part[k].stack = k ? malloc(sizeof(int64_t) * 2 * (size_t)L->n) : stack;
+        if (!part[k].stack) {
+            for (int j = 1; j < k; j++) free(part[j].stack);
+            return -2;
+        }
+    }
+    int started = 1;
+#ifndef _WIN32
+    pthread_t helper[8];
+    for (; started < parts; started++)
+        if (pthread_create(&helper[started], NULL, place_rows, &part[started])) break;
+#endif
+    for (int k = started; k < parts; k++) place_rows(&part[k]); /* those not started */
+    place_rows(&part[0]);
+#ifndef _WIN32
+    for (int k = 1; k < started; k++) pthread_join(helper[k], NULL);
+#endif
+    for (int k = 1; k < parts; k++) free(part[k].stack);
+    return 0;
+}
 
 /* Rows, positions and segments of L (see the module comment); 0, or -1 for bad input, -2
  * when out of memory. Runs without the GIL. */
@@ -186,62 +280,51 @@ static int build_layout(Layout *L) {
     }
     L->n_rows = rows;
     int64_t *row_start = calloc((size_t)rows + 1, sizeof(int64_t));
+    char *flat = malloc((size_t)rows + 1);
+    int32_t *seg_count = malloc(sizeof(int32_t) * ((size_t)rows + 1));
     int64_t *by_row = malloc(sizeof(int64_t) * (size_t)n);
     int8_t *level = malloc((size_t)n);
     int64_t *stack = malloc(sizeof(int64_t) * (size_t)n * 2);
     L->seg_row = malloc(sizeof(int32_t) * (size_t)rows * 64);
     L->seg_level = malloc((size_t)rows * 64);
     L->seg_lo = malloc(sizeof(int64_t) * (size_t)rows * 64);
-    if (!row_start || !by_row || !level || !stack || !L->seg_row || !L->seg_level || !L->seg_lo)
+    if (!row_start || !flat || !seg_count || !by_row || !level || !stack || !L->seg_row ||
+        !L->seg_level || !L->seg_lo)
         goto done;
     for (Py_ssize_t e = 0; e < n; e++) row_start[row_base[L->line[e]] + L->depth[e] + 1]++;
     for (int64_t r = 0; r < rows; r++) row_start[r + 1] += row_start[r];
-    /* by row, stable: each row keeps order0's (start) order; stack serves as the cursors. A
-     * line without nesting in events already in line order is one row whose positions are
+    /* A line without nesting in events already in line order is one row whose positions are
      * its events (p itself: the events of the rows before it are those of the lines before
-     * it), so its events are neither copied nor read through by_row. */
+     * it), so its events are neither copied into by_row nor read through it. */
+    for (Py_ssize_t l = 0; l < L->n_lines; l++)
+        for (int32_t d = 0; d < L->line_depths[l]; d++)
+            flat[row_base[l] + d] = !L->order0 && L->line_depths[l] == 1;
+    /* by row, stable: each row keeps order0's (start) order; stack serves as the cursors */
     for (int64_t r = 0; r < rows; r++) stack[r] = row_start[r];
     for (Py_ssize_t p = 0; p < n; p++) {
         int64_t e = L->order0 ? L->order0[p] : p;
-        if (!L->order0 && L->line_depths[L->line[e]] == 1) continue;
-        by_row[stack[row_base[L->line[e]] + L->depth[e]]++] = e;
+        int64_t r = row_base[L->line[e]] + L->depth[e];
+        if (!flat[r]) by_row[stack[r]++] = e;
     }
-    L->n_segs = 0;
-    for (int64_t r = 0, l = 0; r < rows; r++) {
-        while (row_base[l] + L->line_depths[l] <= r) l++; /* the line of row r */
-        const int64_t *ev = !L->order0 && L->line_depths[l] == 1 ? NULL : by_row;
-        Py_ssize_t a = row_start[r], b = row_start[r + 1];
-        row_levels(ev, L->start, L->dur, L->origin, a, b, stack, level);
-        int64_t at[MAX_LEVEL + 2] = {0}; /* positions of each level's run in the row */
-        for (Py_ssize_t p = a; p < b; p++) at[level[p] + 1]++;
-        at[0] = a;
-        for (int v = 0; v <= MAX_LEVEL; v++) {
-            if (at[v + 1]) {
-                L->seg_row[L->n_segs] = (int32_t)r;
-                L->seg_level[L->n_segs] = (int8_t)v;
-                L->seg_lo[L->n_segs++] = at[v];
-            }
-            at[v + 1] += at[v];
+    L->row_start = row_start;
+    L->by_row = by_row;
+    L->flat = flat;
+    L->level = level;
+    L->seg_count = seg_count;
+    if (place_all(L, stack)) goto done;
+    L->n_segs = 0; /* each row's segments, from its slots, in row order */
+    for (int64_t r = 0; r < rows; r++)
+        for (int32_t k = 0; k < seg_count[r]; k++, L->n_segs++) {
+            L->seg_row[L->n_segs] = L->seg_row[r * 64 + k];
+            L->seg_level[L->n_segs] = L->seg_level[r * 64 + k];
+            L->seg_lo[L->n_segs] = L->seg_lo[r * 64 + k];
         }
-        int64_t reach[MAX_LEVEL + 1]; /* running maximum of the ends in each level's segment */
-        for (int v = 0; v <= MAX_LEVEL; v++) reach[v] = INT64_MIN;
-        for (Py_ssize_t p = a; p < b; p++) { /* by level, stable: by start within a level */
-            int lv = level[p];
-            int64_t e = ev ? ev[p] : p, q = at[lv]++, d = L->dur[e];
-            int64_t end = L->start[e] + (d > 1 ? d : 1);
-            if (end > reach[lv]) reach[lv] = end;
-            if (L->wide)
-                ((int64_t *)L->order)[q] = e;
-            else
-                ((int32_t *)L->order)[q] = (int32_t)e;
-            L->pos_start[q] = L->start[e];
-            L->end_max[q] = reach[lv];
-        }
-    }
     result = 0;
 done:
     free(row_base);
     free(row_start);
+    free(flat);
+    free(seg_count);
     free(by_row);
     free(level);
     free(stack);
@@ -252,8 +335,9 @@ static PyObject *layout(PyObject *self, PyObject *args) {
     Py_buffer b[9];
     Layout L = {0};
     long long n_lines, origin;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*LLw*w*w*w*", &b[0], &b[1], &b[2], &b[3], &b[4],
-                          &n_lines, &origin, &b[5], &b[6], &b[7], &b[8]))
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*LLw*w*w*w*|i", &b[0], &b[1], &b[2], &b[3], &b[4],
+                          &n_lines, &origin, &b[5], &b[6], &b[7], &b[8], &threads))
         return NULL;
     PyObject *out = NULL;
     Py_ssize_t n = b[3].len / 8;
@@ -267,6 +351,7 @@ static PyObject *layout(PyObject *self, PyObject *args) {
     L.n = n;
     L.n_lines = (Py_ssize_t)n_lines;
     L.origin = origin;
+    L.threads = threads;
     L.order0 = b[0].len ? b[0].buf : NULL;
     L.line = b[1].buf;
     L.depth = b[2].buf;

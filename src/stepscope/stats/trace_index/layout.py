@@ -4,7 +4,8 @@ A *row* is one (line, depth); rows are numbered by (line, depth), and a line wit
 rows 0 .. its deepest nesting (a depth d > 0 has its parent at d - 1). Within a row the events
 keep `lod.line_order`'s start order; each (row, level) run is a segment. `positions` builds it
 in C when the extension has ``layout`` (two counting sorts writing the columns in place:
-about 0.3 s at 10M events where NumPy's sorts and full-size gathers take about 1 s), else
+about 0.3 s at 10M events where NumPy's sorts and full-size gathers take about 1 s; the rows
+shared among ``$STEPSCOPE_THREADS`` workers), else
 with NumPy (`positions_numpy`, the reference; the two are tested equal).
 """
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stepscope import workers
 from stepscope.stats.trace_index.lod import detail_levels, segment_running_max
 from stepscope.stats.trace_index.search import index_dtype
 from stepscope.stats.trace_index.segments import group_starts, native, stable_argsort
@@ -66,6 +68,7 @@ def positions(
         pos_start,
         end_max,
         line_depths,
+        workers.threads(),
     )
     row_line = np.repeat(np.arange(n_lines, dtype=np.int32), line_depths)
     first_row = np.cumsum(line_depths, dtype=np.int64) - line_depths
