@@ -15,7 +15,7 @@ from stepscope import limits
 from stepscope.errors import ProfileFormatError
 from stepscope.model import from_xspace, load
 from stepscope.model.runs import single_file_run
-from stepscope.xspace import io
+from stepscope.xspace import io, wire
 from tests.support.fixtures import FIXTURES
 
 XPLANE = sorted(FIXTURES.rglob("*.xplane.pb"))[0]
@@ -51,6 +51,7 @@ def test_mapping_respects_the_profile_limit() -> None:
         limits.configure(None)
 
 
+@pytest.mark.skipif(not wire.accelerated(), reason="only the C decoder reads a mapping")
 def test_open_host_decodes_the_mapping_and_closes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
