@@ -126,3 +126,21 @@ def test_corrupt_stat_is_an_error_with_any_workers(threads: int) -> None:
     data[at - 1] = 0x7F  # a string length running past its stat
     with pytest.raises(ValueError, match="corrupt"):
         wire.decode_columns(bytes(data), threads=threads)
+
+
+def test_varints_of_every_length_decode_as_protobuf() -> None:
+    """Times and values 2^k - 1, 2^k, 2^k + 1 for k < 63, and their negatives (10 bytes): the
+    decoder reads up to 8 bytes at once and the rest byte by byte."""
+    space = XSpace()
+    line = space.planes.add(id=1, name="p").lines.add(id=1, name="l")
+    values = [v for k in range(63) for v in ((1 << k) - 1, 1 << k, (1 << k) + 1) if v < 1 << 63]
+    for value in values:
+        event = line.events.add(metadata_id=value % 1000, offset_ps=value, duration_ps=value)
+        event.stats.add(metadata_id=1, uint64_value=value)
+        event.stats.add(metadata_id=2, int64_value=-value)
+        event.stats.add(metadata_id=value, ref_value=value)
+    data = space.SerializeToString()
+    fast = wire.decode_columns(data, threads=2)
+    slow = wire.columns_from_message(XSpace.FromString(data))
+    for column in COLUMNS:
+        np.testing.assert_array_equal(getattr(fast, column), getattr(slow, column), column)
