@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import time
 from pathlib import Path
 
@@ -35,6 +34,8 @@ def is_run_dir(parts: list[str]) -> bool:
 
 
 def default_hostname() -> str:
+    import socket  # here: most readers of a log directory never name a host (3 ms at import)
+
     return socket.gethostname() or "localhost"
 
 

@@ -122,10 +122,10 @@ def test_default_cap_is_10_gib_or_a_quarter_of_the_space(
     def disk(free: int):
         return lambda _path: usage._replace(free=free)
 
-    monkeypatch.setattr(budget.shutil, "disk_usage", disk(4 << 30))
+    monkeypatch.setattr(shutil, "disk_usage", disk(4 << 30))
     assert budget.max_bytes(root, 0) == 1 << 30
     assert budget.max_bytes(root, 4 << 30) == 2 << 30  # the store's own size counts as room
-    monkeypatch.setattr(budget.shutil, "disk_usage", disk(1 << 40))
+    monkeypatch.setattr(shutil, "disk_usage", disk(1 << 40))
     assert budget.max_bytes(root, 0) == budget.DEFAULT_MAX_BYTES
     monkeypatch.setenv(budget.ENV_VAR, "3G")
     assert budget.max_bytes(root, 0) == 3 << 30

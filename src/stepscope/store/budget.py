@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +78,8 @@ def max_bytes(root: Path, store_bytes: int) -> int:
 def default_max_bytes(root: Path, store_bytes: int) -> int:
     """10 GiB, or a quarter of the store's size plus the free space on its disk when that is
     less (a cap from the free space alone would shrink as the store fills the disk)."""
+    import shutil  # here: its import (with bz2 and lzma) is for the store's upkeep only
+
     try:
         free = shutil.disk_usage(root).free
     except OSError:
@@ -137,6 +138,8 @@ def remove(entry: Entry) -> bool:
         os.replace(path, doomed)
     except OSError:
         return False
+    import shutil
+
     shutil.rmtree(doomed, ignore_errors=True)
     return True
 

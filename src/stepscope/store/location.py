@@ -6,7 +6,6 @@ through here before the CLI imports anything else.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 
@@ -44,6 +43,10 @@ def key(kind: str, version: int | str, *identity: object) -> str:
     """The name of an entry of ``kind`` in format ``version`` derived from ``identity`` (content
     hashes, file signatures, tool names, options...). The stepscope release is part of it, so
     a new release never reads what an older one computed."""
+    # hashlib here: its import loads OpenSSL (3.6 MB, 3 ms), which an analysis without the
+    # store (--no-cache, the library) never needs.
+    import hashlib
+
     raw = repr((kind, version, __version__, identity))
     return hashlib.blake2b(raw.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
 
