@@ -42,7 +42,6 @@ from stepscope.xspace.kineto.scan import (
 
 _ADDED_STATS = ("category", "step_num", "kernel_details", "memcpy_details", "memset_details")
 _HOST_KINDS = (Kind.HOST,)
-_DEVICE_KINDS = (Kind.DEVICE, Kind.GPU_ANNOTATION, Kind.SYNC)
 
 
 @dataclass
@@ -182,17 +181,16 @@ def _assign_lines(
         plane = router.builder.plane("/host:CUPTI")
         made.append(plane.line(0, "Activity overhead"))
         lines[overhead] = len(made) - 1
-    device_idx = np.flatnonzero(emitted & np.isin(c.kind, _DEVICE_KINDS))
+    device_idx = rows.device_events  # emitted device, GPU annotation and sync events
     if len(device_idx):
-        line_ids = rows.line_id[device_idx]
-        group, first = first_seen(rows.device[device_idx], line_ids)
+        group, first = first_seen(rows.device, rows.line_id)
         base = len(made)
-        for event in device_idx[first].tolist():
-            device, line_id = int(rows.device[event]), int(rows.line_id[event])
+        for at in first.tolist():
+            device, line_id = int(rows.device[at]), int(rows.line_id[at])
             if device not in router.device_planes:
                 router.device_planes[device] = router.builder.plane(f"/device:GPU:{device}")
             plane = router.device_planes[device]
-            made.append(plane.line(line_id, rows.line_name(event)))
+            made.append(plane.line(line_id, rows.line_name(at)))
         lines[device_idx] = base + group
     positions = np.zeros(trace.n_events, np.int32)
     order = np.flatnonzero(emitted)

@@ -67,7 +67,8 @@ def available() -> bool:
 
 @dataclass
 class ScannedTrace:
-    """A trace as columns. Event i's arguments are rows ``arg_start[i]:arg_start[i + 1]``."""
+    """A trace as columns. Event i's arguments are ``nargs[i]`` rows, after those of the events
+    before it."""
 
     header: dict[str, Any]
     texts: list[str]  # string id -> decoded text (a JSON argument's raw text, decoded lazily)
@@ -103,18 +104,14 @@ class ScannedTrace:
     def __post_init__(self) -> None:
         self._ids = {text: index for index, text in enumerate(self.texts)}
         self._arg_event: np.ndarray | None = None
-        self._arg_start: np.ndarray | None = None
         self._id_rank: np.ndarray | None = None
         self._key_rows: dict[int, np.ndarray] | None = None
 
-    # Made on first use, after the importer has freed the JSON text (peak memory).
-    @property
-    def arg_start(self) -> np.ndarray:
-        """int64, n + 1: event i's argument rows are ``arg_start[i]:arg_start[i + 1]``."""
-        if self._arg_start is None:
-            self._arg_start = np.zeros(len(self.nargs) + 1, np.int64)
-            np.cumsum(self.nargs, out=self._arg_start[1:])
-        return self._arg_start
+    def _arg_rows(self, event: int) -> tuple[int, int]:
+        """Event ``event``'s argument rows ``lo:hi``, found in `arg_event` (an index of row
+        starts per event would be 8 bytes an event at the import's peak, for a few lookups)."""
+        lo = int(np.searchsorted(self.arg_event, event))
+        return lo, lo + int(self.nargs[event])
 
     def flow_id(self, event: int) -> int | None:
         """The integer ``id`` of an event, None when it has none."""
@@ -204,7 +201,6 @@ class ScannedTrace:
         self._arg_event = np.zeros(0, np.int32)
         self._key_rows = {}
         self.nargs = np.zeros(len(self.ph), np.uint32)
-        self._arg_start = None
 
     def key_ids(self) -> np.ndarray:
         """The distinct argument keys (string ids), ascending."""
@@ -225,12 +221,12 @@ class ScannedTrace:
         return None
 
     def args_of(self, event: int) -> dict[str, Any]:
-        lo, hi = int(self.arg_start[event]), int(self.arg_start[event + 1])
+        lo, hi = self._arg_rows(event)
+        keys, kinds = self.arg_key[lo:hi].tolist(), self.arg_kind[lo:hi].tolist()
+        values = self.arg_value[lo:hi].tolist()
         return {
-            self.texts[int(self.arg_key[row])]: self.value(
-                int(self.arg_kind[row]), int(self.arg_value[row])
-            )
-            for row in range(lo, hi)
+            self.texts[key]: self.value(kind, value)
+            for key, kind, value in zip(keys, kinds, values, strict=True)
         }
 
 
