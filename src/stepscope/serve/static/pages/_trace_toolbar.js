@@ -1,7 +1,7 @@
 // @ts-check
 // Trace viewer toolbar (modes, steps, flows, wheel, time origin, search) and the small pieces
 // of page state around the view: settings remembered in the browser, the resizable details pane.
-import { fmtBytes, fmtInt, h } from '../util.js';
+import { fmtBytes, fmtInt, fmtNs, h } from '../util.js';
 import { GUTTER } from './_trace_draw.js';
 
 export const MODES = ['select', 'pan', 'zoom', 'timing'];
@@ -98,6 +98,45 @@ export function showSteps(view) {
   view.originBox.replaceChildren(h('label', { title: 'Where time labels count from' }, 'Time from ',
     h('select', { 'aria-label': 'Time origin', dataset: { control: 'origin' }, onchange: (e) => { view.setOrigin(e.target.value); e.target.blur(); } },
       h('option', { value: 'trace' }, 'trace start'), h('option', { value: 'step' }, 'step start'))));
+}
+
+/** The line above the toolbar: events, duration, steps, flows, sections or hosts. */
+export function summaryOf(view) {
+  const data = view.structure;
+  return `${fmtInt(data.events)} events over ${fmtNs(data.duration_ns)}`
+    + ` · ${view.stepsWanted ? 'finding steps' : `${fmtInt(data.steps.number.length)} steps`} · ${fmtInt(data.flows)} flows · `
+    + (data.hosts ? `${data.hosts.length} hosts on one timeline (${data.align === 'start' ? 'profile starts at 0' : 'wall clock'})` : `${data.sections.length} sections`);
+}
+
+/**
+ * The steps at the start: a multi-host structure has them (shown now, the address's step
+ * fitted on the first layout); one host's come from `loadSteps` after the first window.
+ * @param {number | null} wanted the step number the address asks for (`&step=N`)
+ */
+export function initialSteps(view, wanted) {
+  view.wantedStep = wanted;
+  if (view.stepsWanted) return;
+  showSteps(view);
+  const at = wanted === null ? -1 : view.structure.steps.number.indexOf(wanted);
+  if (at >= 0) view.initialStep = at;
+  view.root.dataset.steps = 'ready';
+}
+
+/** One host's steps, asked for once the first window is in (the server finds them after
+ * answering it): shown, and the address's step fitted. */
+export async function loadSteps(view) {
+  view.stepsWanted = false;
+  try {
+    view.structure.steps = await view.client.steps();
+  } catch (err) {
+    view.status.textContent = `Steps: ${err.message}`;
+    return;
+  }
+  showSteps(view);
+  if (view.summary) view.summary.textContent = summaryOf(view);
+  const at = view.wantedStep === null ? -1 : view.structure.steps.number.indexOf(view.wantedStep);
+  if (at >= 0) view.fitStep(at);
+  view.root.dataset.steps = 'ready';
 }
 
 /** Runs the view's search query: totals in the count, matches in view for highlighting. */

@@ -8,7 +8,7 @@ import { AXIS_H, GUTTER, ROW_H, bandAt, buildLayout, counterIndexAt, drawFrame, 
 import { measurePan, measureZoom } from './_trace_measure.js';
 import { initialCollapsed, podControls, podParams, revealLine, tracksNear } from './_trace_pod.js';
 import { boxDetails, counterDetails, eventDetails, keysHelp, markDetails, shortcutsDialog } from './_trace_panel.js';
-import { bindResize, counterValue, readSetting, runSearch, showSteps, toolbar, writeSetting } from './_trace_toolbar.js';
+import { bindResize, counterValue, initialSteps, loadSteps, readSetting, runSearch, summaryOf, toolbar, writeSetting } from './_trace_toolbar.js';
 
 const MAX_RES = 16384;
 const MIN_SPAN_NS = 10;
@@ -45,13 +45,12 @@ class TraceView {
     this.flowNote = els.flowNote;
     // Set by the toolbar (_trace_toolbar.js) and by drawFrame (_trace_draw.js).
     /** @type {any} */ this.stepInput = undefined;
-    /** @type {any} */ this.stepBox = undefined;
-    /** @type {any} */ this.originBox = undefined;
-    // One host's steps come from their endpoint after the first window (the server finds
-    // them after answering it); `wantedStep`: the step number the address asks to open.
-    this.stepsWanted = false;
+    /** @type {any} */ this.stepBox = undefined; /** @type {any} */ this.originBox = undefined;
+    // one host's steps come from their endpoint after the first window (`loadSteps`)
+    this.stepsWanted = !structure.steps;
+    structure.steps ??= { number: [], start_ns: [], dur_ns: [], event: [] };
     /** @type {number | null} */ this.wantedStep = null;
-    /** @type {() => void} */ this.onSteps = () => {};
+    /** @type {HTMLElement | undefined} */ this.summary = undefined; // the line above the toolbar
     /** @type {HTMLElement[]} */ this.modeButtons = [];
     /** @type {string[] | undefined} */ this.tickLabels = undefined;
     /** @type {number | undefined} */ this.flowsDrawn = undefined;
@@ -197,7 +196,7 @@ class TraceView {
       this.data = data;
       this.status.textContent = `${fmtInt(data.n)} events in this window · ${fmtInt(data.flows.n)} flows`;
       this.invalidate();
-      if (this.stepsWanted) this.loadSteps();
+      if (this.stepsWanted) loadSteps(this);
     } catch (err) {
       if (err.name !== 'AbortError') this.status.textContent = `Error: ${err.message}`;
     } finally {
@@ -208,22 +207,6 @@ class TraceView {
       }
     }
     if (this.query) this.scheduleSearch();
-  }
-
-  /** The steps, asked for once the first window is in (see `stepsWanted`). */
-  async loadSteps() {
-    this.stepsWanted = false;
-    try {
-      this.structure.steps = await this.client.steps();
-    } catch (err) {
-      this.status.textContent = `Steps: ${err.message}`;
-      return;
-    }
-    showSteps(this);
-    this.onSteps();
-    const at = this.wantedStep === null ? -1 : this.structure.steps.number.indexOf(this.wantedStep);
-    if (at >= 0) this.fitStep(at);
-    this.root.dataset.steps = 'ready';
   }
 
   // ---- drawing ---------------------------------------------------------------------------
@@ -600,30 +583,16 @@ export async function render(root, data, ctx) {
   const flowNote = h('span', { class: 'tv-flow-note muted' });
   const searchCount = h('span', { class: 'count' });
   const tooltip = h('div', { class: 'tooltip', hidden: true, role: 'tooltip' });
-  const waiting = !data.steps; // one host's: from the steps endpoint after the first window
-  if (waiting) data.steps = { number: [], start_ns: [], dur_ns: [], event: [] };
   const view = new TraceView(root, data, ctx, { canvas, spacer, scroller, details, status, searchCount, tooltip, flowNote });
-  const summaryText = () => `${fmtInt(data.events)} events over ${fmtNs(data.duration_ns)}`
-    + ` · ${view.stepsWanted ? 'finding steps' : `${fmtInt(data.steps.number.length)} steps`} · ${fmtInt(data.flows)} flows · `
-    + (data.hosts ? `${data.hosts.length} hosts on one timeline (${data.align === 'start' ? 'profile starts at 0' : 'wall clock'})` : `${data.sections.length} sections`);
   const handle = h('div', { class: 'tv-resize', role: 'separator', 'aria-orientation': 'vertical', title: 'Drag to resize the details pane' });
   const main = h('div', { class: 'tv-main' }, scroller, handle, details);
   bindResize(handle, main);
-  view.stepsWanted = waiting;
-  const summary = h('p', { class: 'loading' }, summaryText());
-  view.onSteps = () => { summary.textContent = summaryText(); };
-  root.append(summary, toolbar(view), data.hosts ? h('div', { class: 'tv-toolbar' }, podControls(view, data, ctx)) : '', main, tooltip);
+  view.summary = h('p', { class: 'loading' }, summaryOf(view));
+  root.append(view.summary, toolbar(view), data.hosts ? h('div', { class: 'tv-toolbar' }, podControls(view, data, ctx)) : '', main, tooltip);
   root.dataset.loading = '1';
   // #/trace_viewer?...&step=N opens with step N in view (the Compare page links here)
   const wanted = new URLSearchParams(location.hash.split('?')[1] || '').get('step');
-  if (waiting) {
-    view.wantedStep = wanted === null ? null : Number(wanted);
-  } else {
-    showSteps(view);
-    const at = wanted === null ? -1 : data.steps.number.indexOf(Number(wanted));
-    if (at >= 0) view.initialStep = at;
-    root.dataset.steps = 'ready';
-  }
+  initialSteps(view, wanted === null ? null : Number(wanted));
   view.bind();
   /** @type {any} */ (window).stepscopeTrace = view; // for the browser tests and the curious
 }
