@@ -414,6 +414,13 @@ def test_argument_rows_know_their_event() -> None:
     trace = scan.scan_trace(json.dumps({"traceEvents": events}).encode(), importer.HeaderOnly)
     assert trace is not None
     assert trace.arg_event.tolist() == [0, 0, 2]
+    # args_of finds each event's rows, none for an event without args, through the last one
+    assert [trace.args_of(e) for e in range(3)] == [{"a": 1, "b": 2}, {}, {"c": 3}]
+    listed = [{**base, "args": {"grid": [1, 2, 3], "x": 0.5, "s": "t", "ok": True}}, base]
+    trace = scan.scan_trace(json.dumps({"traceEvents": listed}).encode(), importer.HeaderOnly)
+    assert trace is not None
+    assert trace.args_of(0) == {"grid": [1, 2, 3], "x": 0.5, "s": "t", "ok": True}
+    assert trace.args_of(1) == {}
 
 
 def test_arg_at_reads_what_arg_reads_for_the_events_asked() -> None:
