@@ -68,6 +68,10 @@ def test_structure_lists_each_host_with_global_numbers(run_dir: Path, store: Pro
     tracks = [t["line"] for h in data["hosts"] for s in h["sections"] for t in s["tracks"]]
     assert tracks == sorted(set(tracks)) and tracks[0] == 0 and tracks[-1] == 23
     assert data["events"] == sum(h["events"] for h in data["hosts"])
+    # the steps endpoint answers the first host's steps, as the structure's step picker has them
+    steps = json.loads(ENDPOINTS["steps"](_ctx(run_dir, store), {})[0])
+    assert steps == data["steps"] == data["hosts"][0]["steps"]
+    assert len(steps["number"]) > 0
 
 
 @pytest.mark.parametrize("fraction", [1.0, 0.01])
