@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import stepscope
@@ -175,3 +176,45 @@ def test_no_iterator_has_more_time_in_a_call_than_the_call() -> None:
         assert it.self_ns <= it.duration_ns <= pipeline.max_latency_ns, it.name
     pmap = next(it for it in pipeline.iterators if it.name == "ParallelMap")
     assert pmap.duration_ns == 402 * us  # inside the call (0..1000 us): its first 402 us
+
+
+def _link_one_by_one(ev) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """The linking as first written: three binary searches per orphan (the oracle)."""
+    parent = ev.parent.copy()
+    order = np.lexsort((ev.start, ev.iterator))
+    keys, starts = ev.iterator[order], ev.start[order]
+    for o in np.flatnonzero((ev.parent < 0) & ev.has_parent).tolist():
+        pid = int(ev.parent_id[o])
+        lo, hi = np.searchsorted(keys, pid, "left"), np.searchsorted(keys, pid, "right")
+        k = int(np.searchsorted(starts[lo:hi], ev.end[o], "left")) - 1
+        if lo < hi and k >= 0:
+            cand = int(order[lo + k])
+            if ev.end[cand] > ev.start[o] and cand != o:
+                parent[o] = cand
+    return parent
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_producers_linked_by_one_search_as_one_by_one(seed: int) -> None:
+    from stepscope.stats import tf_data
+
+    rng = np.random.default_rng(seed)
+    n = 400
+    start = rng.integers(0, 10_000, n)
+    end = start + rng.integers(0, 500, n)
+    if seed % 2:  # far apart times: the shifted search falls back to one search per orphan
+        start[::7] += 1 << 61
+        end[::7] += 1 << 61
+    ev = tf_data._Events(
+        index=np.arange(n),
+        iterator=rng.integers(0, 12, n),
+        parent_id=rng.integers(-1, 14, n),  # ids with no calls too
+        has_parent=rng.random(n) < 0.7,
+        start=start,
+        end=end,
+        parent=np.where(rng.random(n) < 0.3, rng.integers(0, n, n), -1),
+    )
+    expected = _link_one_by_one(ev)
+    tf_data._link_producers(ev)
+    assert (ev.parent != -1).sum() > 100
+    assert np.array_equal(ev.parent, expected)

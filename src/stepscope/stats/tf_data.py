@@ -113,12 +113,14 @@ def _iterator_events(profile: Profile) -> _Events | None:
     for plane in profile.planes:
         if plane.is_device:
             mask[profile.events_of_plane(plane)] = False
-    id_stat = profile.stat("id")
-    mask &= id_stat.present
-    index = np.flatnonzero(mask)
+    # the stats of the iterator events only (no dense column over every event)
+    candidates = np.flatnonzero(mask)
+    id_stat = profile.stat_at("id", candidates)
+    mask[candidates[~id_stat.present]] = False
+    index = candidates[id_stat.present]
     if len(index) == 0:
         return None
-    parent_stat = profile.stat("parent_id")
+    parent_stat = profile.stat_at("parent_id", index)
     start = profile.start_ns[index]
     end = profile.end_ns[index]
     # Same-thread nesting.
@@ -126,9 +128,9 @@ def _iterator_events(profile: Profile) -> _Events | None:
     parent = np.where(enclosing >= 0, np.searchsorted(index, enclosing), -1)
     ev = _Events(
         index,
-        id_stat.as_int()[index],
-        parent_stat.as_int()[index],
-        parent_stat.present[index],
+        id_stat.as_int()[id_stat.present],
+        parent_stat.as_int(),
+        parent_stat.present,
         start,
         end,
         parent,
@@ -144,19 +146,32 @@ def _link_producers(ev: _Events) -> None:
         return
     order = np.lexsort((ev.start, ev.iterator))
     keys = ev.iterator[order]
+    pids = ev.parent_id[orphans]
+    lo = np.searchsorted(keys, pids, "left")
+    hi = np.searchsorted(keys, pids, "right")
+    # The last call of the parent iterator that starts before each producer ends: one search
+    # over the calls' starts shifted so that each iterator's calls have a range of their own
+    # (starts sorted within an iterator, iterators in order), instead of three per orphan.
     starts = ev.start[order]
-    for o in orphans.tolist():
-        pid = int(ev.parent_id[o])
-        lo, hi = np.searchsorted(keys, pid, "left"), np.searchsorted(keys, pid, "right")
-        if lo == hi:
-            continue
-        # The last call of the parent iterator that starts before this producer ends.
-        k = int(np.searchsorted(starts[lo:hi], ev.end[o], "left")) - 1
-        if k < 0:
-            continue
-        cand = int(order[lo + k])
-        if ev.end[cand] > ev.start[o] and cand != o:
-            ev.parent[o] = cand
+    first, span = int(starts.min()), int(starts.max()) - int(starts.min()) + 2
+    group = np.cumsum(np.r_[False, keys[1:] != keys[:-1]])
+    if (int(group[-1]) + 1) * span >= 1 << 62:  # too wide to shift: one search per orphan
+        k = np.array(
+            [
+                lo[j] + np.searchsorted(starts[lo[j] : hi[j]], ev.end[o], "left") - 1
+                for j, o in enumerate(orphans.tolist())
+            ],
+            dtype=np.int64,
+        )
+    else:
+        shifted = group * span + (starts - first)
+        ends = np.clip(ev.end[orphans], first, first + span - 1) - first
+        at = np.minimum(lo, len(keys) - 1)
+        k = np.searchsorted(shifted, group[at] * span + ends, "left") - 1
+    found = (hi > lo) & (k >= lo)
+    cand = order[np.where(found, k, 0)]
+    link = found & (ev.end[cand] > ev.start[orphans]) & (cand != orphans)
+    ev.parent[orphans[link]] = cand[link]
 
 
 def _max_hops(n: int) -> int:
