@@ -106,7 +106,8 @@ class StatRows:
         keep = kept[event_class[event], trace.arg_key]
         keep &= trace.arg_kind != A_NULL
         # Masks, not row indexes (8 bytes a row at the import's peak); a masked read copies.
-        self.k_event = event[keep]
+        # Rows per event (the rows stay in event order; `_finish` needs no event per row).
+        self.k_count = np.bincount(event[keep], minlength=trace.n_events)
         self.k_key = key_lut[trace.arg_key[keep]]
         kind = trace.arg_kind[keep]
         value = trace.arg_value[keep]
@@ -130,7 +131,6 @@ class StatRows:
                 out_kind[chosen] = KIND_STR
         assert not np.any((kind != A_INT) & (kind != A_BOOL) & (out_kind == KIND_INT))
         self.k_kind, self.k_value = out_kind, value
-        self.k_count = np.bincount(self.k_event, minlength=trace.n_events)
 
     def _text(self, string_id: int) -> int:
         return self.codec.string_id(self.trace.texts[string_id])
@@ -286,26 +286,31 @@ class StatRows:
         ex_event, ex_key, ex_kind, ex_value = (
             a[order] for a in (ex_event, ex_key, ex_kind, ex_value)
         )
+        # The kept rows' counts (bincount's own array) become the totals in place.
+        counts, self.k_count = self.k_count, np.zeros(0, np.int64)
         ex_count = np.bincount(ex_event, minlength=n)
-        counts = self.k_count + ex_count
+        counts += ex_count
         starts = np.zeros(n + 1, np.int64)
         np.cumsum(counts, out=starts[1:])
         total = int(starts[-1])
-        key = np.empty(total, np.int32)
-        kind = np.empty(total, np.int8)
-        value = np.empty(total, np.int64)
-        # A kept row moves down by the appended rows of the events before its own.
-        extras_before = starts[:-1] - np.cumsum(self.k_count) + self.k_count
-        at = np.arange(len(self.k_event), dtype=np.int64)
-        at += extras_before[self.k_event]
-        key[at], kind[at], value[at] = self.k_key, self.k_kind, self.k_value
-        del at
+        # An appended row follows its event's kept rows and the appended rows before it. The
+        # kept rows, in event order already, fill the other places in order: a mask, not an
+        # index per kept row (8 bytes a row at the import's peak).
         ex_rank = np.arange(len(ex_event)) - np.searchsorted(ex_event, ex_event)
-        at = starts[ex_event] + self.k_count[ex_event] + ex_rank
-        key[at], kind[at], value[at] = ex_key, ex_kind, ex_value
+        at = starts[ex_event + 1] - ex_count[ex_event] + ex_rank
+        del ex_count, ex_rank
+        kept = np.ones(total, bool)
+        kept[at] = False
+        key = np.empty(total, np.int32)
+        key[at], key[kept] = ex_key, self.k_key
+        self.k_key = np.zeros(0, np.int32)
+        kind = np.empty(total, np.int8)
+        kind[at], kind[kept] = ex_kind, self.k_kind
+        self.k_kind = np.zeros(0, np.int8)
+        value = np.empty(total, np.int64)
+        value[at], value[kept] = ex_value, self.k_value
+        self.k_value = np.zeros(0, np.int64)
         self._final = (counts, starts, key, kind, value)
-        # The per-source rows are in the final arrays now: free them (no stat is added later).
-        self.k_event = self.k_key = self.k_kind = self.k_value = np.zeros(0, np.int64)
         self._extra = []
         return self._final
 
