@@ -115,7 +115,28 @@ def main() -> None:
             f"| {peer['seconds']:.3f} / {peer['cpu']:.3f} | {peer['peak_bytes'] / n:.1f} |",
             flush=True,
         )
+    # The decoder alone, one against two threads, alternating in this process: what the
+    # second worker saves when it gets a core (a loaded machine often gives it none).
+    print("\n| case | decode, 1 thread s (min / median) | 2 threads s (min / median) |")
+    print("|---|---:|---:|")
+    for label, path in cases:
+        one, two = decode_walls(path, max(5, args.repeat * 3))
+        print(f"| {label} | {one[0]:.3f} / {one[1]:.3f} | {two[0]:.3f} / {two[1]:.3f} |")
     tmp.cleanup()
+
+
+def decode_walls(path: str, runs: int) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(min, median) wall seconds of `decode_file` with one and with two threads."""
+    from stepscope.model.from_xspace import decode_file
+
+    walls: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(runs):
+        for threads, found in walls.items():
+            started = time.perf_counter()
+            decode_file(path, threads)
+            found.append(time.perf_counter() - started)
+    ranked = {t: sorted(w) for t, w in walls.items()}
+    return (ranked[1][0], ranked[1][runs // 2]), (ranked[2][0], ranked[2][runs // 2])
 
 
 if __name__ == "__main__":
