@@ -134,9 +134,14 @@ def test_type_time_on_crafted_steps(seed: int, monkeypatch: pytest.MonkeyPatch) 
     fast, slow = _both(monkeypatch, lambda: type_time(step, lo, hi, types, n_steps))
     assert fast.sum() > 0
     assert np.array_equal(fast, slow)
-    # the event types' own int16, read as such by the C sweep
-    narrow = type_time(step, lo, hi, types.astype(np.int16), n_steps)
-    assert np.array_equal(narrow, slow)
+    # the event types' own int16 and int32 steps, read as such by the C sweep (and cast by
+    # the NumPy one: its keys multiply the steps)
+    # (times scaled so that step x width passes 2**31: int32 keys would wrap)
+    wide_lo, wide_hi = lo * 1_000_000, hi * 1_000_000
+    narrow = (step.astype(np.int32), wide_lo, wide_hi, types.astype(np.int16))
+    fast, slow = _both(monkeypatch, lambda: type_time(*narrow, n_steps))
+    expected = type_time(step, wide_lo, wide_hi, types, n_steps)
+    assert np.array_equal(fast, slow) and np.array_equal(fast, expected)
 
 
 @pytest.mark.parametrize("long_events", [False, True])

@@ -11,7 +11,8 @@
  *   in ``order`` (sorted by (step, lo)), empty ones skipped; for each thresholds[j], the union
  *   length per step of the intervals with types >= it, into out[j * n_steps + step] (out zeroed
  *   by the caller, n_steps = len(out) / len(thresholds)). Intervals of one step that touch or
- *   overlap merge, as in stats/intervals.merge_sorted. types: int16 or int64.
+ *   overlap merge, as in stats/intervals.merge_sorted. step: int32 or int64; types: int16
+ *   or int64.
  *
  * window_bounds(events, start, end, reach, win_start, lo, hi): for each k,
  *   lo[k] = searchsorted(reach, start[events[k]], "right") and
@@ -224,24 +225,26 @@ done:
 
 static PyObject *step_type_unions(PyObject *self, PyObject *args) {
     Py_buffer v[7];
-    if (get_args(args, v, 7, (const Py_ssize_t[]){8, 8, 8, 2, 8, 8, 8}, 6) < 0) return NULL;
+    if (get_args(args, v, 7, (const Py_ssize_t[]){4, 8, 8, 2, 8, 8, 8}, 6) < 0) return NULL;
     PyObject *result = NULL;
-    Py_ssize_t n = v[0].len / 8, n_thr = v[5].len / 8, n_out = v[6].len / 8;
-    if (v[1].len / 8 != n || v[2].len / 8 != n || v[4].len / 8 != n ||
+    Py_ssize_t n = v[1].len / 8, n_thr = v[5].len / 8, n_out = v[6].len / 8;
+    if ((v[0].len != 4 * n && v[0].len != 8 * n) || v[2].len / 8 != n || v[4].len / 8 != n ||
         (v[3].len != 2 * n && v[3].len != 8 * n) || (n_thr && n_out % n_thr)) {
         PyErr_SetString(PyExc_ValueError, "columns differ in length");
         goto done;
     }
-    const int64_t *step = v[0].buf, *lo_ = v[1].buf, *hi_ = v[2].buf, *order = v[4].buf,
-                  *thresholds = v[5].buf;
-    /* the types in int16 (the event types' own width) or int64 */
+    const int64_t *lo_ = v[1].buf, *hi_ = v[2].buf, *order = v[4].buf, *thresholds = v[5].buf;
+    /* the steps in int32 or int64, the types in int16 (the event types' own width) or int64 */
+    const int32_t *step32 = v[0].len == 4 * n ? v[0].buf : NULL;
+    const int64_t *step64 = v[0].buf;
+#define STEP(i) (step32 ? (int64_t)step32[i] : step64[i])
     const int16_t *types16 = v[3].len == 2 * n ? v[3].buf : NULL;
     const int64_t *types64 = v[3].buf;
     int64_t *out = v[6].buf;
     Py_ssize_t n_steps = n_thr ? n_out / n_thr : 0;
     for (Py_ssize_t k = 0; k < n; k++) {
         int64_t i = order[k];
-        if (i < 0 || i >= n || step[i] < 0 || step[i] >= n_steps) {
+        if (i < 0 || i >= n || STEP(i) < 0 || STEP(i) >= n_steps) {
             PyErr_SetString(PyExc_ValueError, "order or step out of range");
             goto done;
         }
@@ -253,18 +256,19 @@ static PyObject *step_type_unions(PyObject *self, PyObject *args) {
         for (Py_ssize_t k = 0; k < n; k++) {
             int64_t i = order[k];
             if ((types16 ? types16[i] : types64[i]) < t || hi_[i] <= lo_[i]) continue;
-            if (s == step[i] && lo_[i] <= hi) {
+            if (s == STEP(i) && lo_[i] <= hi) {
                 if (hi_[i] > hi) hi = hi_[i];
                 continue;
             }
             if (s >= 0) row[s] += hi - lo;
             lo = lo_[i];
             hi = hi_[i];
-            s = step[i];
+            s = STEP(i);
         }
         if (s >= 0) row[s] += hi - lo;
     }
     Py_END_ALLOW_THREADS
+#undef STEP
     result = Py_NewRef(Py_None);
 done:
     release(v, (int)(sizeof v / sizeof v[0]));
@@ -382,5 +386,7 @@ PyMODINIT_FUNC PyInit__sweeps(void) {
     PyObject *m = PyModule_Create(&module);
     /* step_type_unions takes int16 types (builds before this took int64 only) */
     if (m && PyModule_AddIntConstant(m, "TYPES_INT16", 1) < 0) Py_CLEAR(m);
+    /* and int32 steps */
+    if (m && PyModule_AddIntConstant(m, "STEPS_INT32", 1) < 0) Py_CLEAR(m);
     return m;
 }

@@ -264,7 +264,7 @@ def type_time(
         if fast is not None:
             return fast
     keep = hi > lo
-    step, lo, hi, types = step[keep], lo[keep], hi[keep], types[keep]
+    step, lo, hi, types = step[keep].astype(np.int64), lo[keep], hi[keep], types[keep]
     if not step.size:
         return out
     base = int(lo.min())
@@ -303,12 +303,12 @@ def _held(
     if not zero.any():
         none = np.zeros(0, np.int64)
         return none, none, none, none
-    h_st, h_lo, h_hi, h_types = held_spans(
-        st[~zero],
+    h_st, h_lo, h_hi, h_types = held_spans(  # the sweep's keys need int64 steps
+        st[~zero].astype(np.int64),
         lo[~zero],
         hi[~zero],
         pair_types[~zero],
-        st[zero],
+        st[zero].astype(np.int64),
         profile.start_ns[ev[zero]],
         pair_types[zero],
     )
@@ -364,14 +364,17 @@ def _fast_type_time(
     counts = types.min(initial=0) >= 0
     distinct = np.flatnonzero(np.bincount(types)) if counts else np.unique(types)
     thresholds = distinct[::-1].astype(np.int64)  # highest first, a contiguous copy
-    key = step * width  # then in place: one 8 B/pair array, not two
+    key = step.astype(np.int64)  # then in place: one 8 B/pair array
+    key *= width
     key += lo
     key -= base
     order = np.argsort(key, kind="stable")
     del key
     # the types in their own int16 where the build takes them (no 8 B/pair copy)
     narrow = getattr(native.sweeps, "TYPES_INT16", 0) and types.dtype == np.int16
-    columns = [np.ascontiguousarray(c, np.int64) for c in (step, lo, hi)]
+    int32_steps = getattr(native.sweeps, "STEPS_INT32", 0) and step.dtype == np.int32
+    columns = [np.ascontiguousarray(step, np.int32 if int32_steps else np.int64)]
+    columns += [np.ascontiguousarray(c, np.int64) for c in (lo, hi)]
     columns.append(np.ascontiguousarray(types, np.int16 if narrow else np.int64))
     unions = np.zeros((len(thresholds), n_steps), dtype=np.int64)
     native.sweeps.step_type_unions(*columns, order, thresholds, unions)
@@ -435,6 +438,7 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     if fed_ev.size:
         ev, st = np.concatenate([ev, fed_ev]), np.concatenate([st, fed_st])
         pair_types = np.concatenate([pair_types, types[fed_ev]])
+    st = st.astype(np.int32)  # step numbers fit: 4 B/pair instead of 8 up to the breakdown
     # spans: the marker, or its device work when the marker does not include it
     span_lo, span_hi = markers.start_ns.copy(), markers.end_ns.copy()
     np.minimum.at(span_lo, fed_st, profile.start_ns[fed_ev])  # a fetch before it opened
