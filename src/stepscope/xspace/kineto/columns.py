@@ -373,24 +373,30 @@ class ColumnSpace(XSpaceBuilder):
         """
         codec = self.codec
         space_header = SpaceHeader(list(self.hostnames), list(self.errors), list(self.warnings))
-        plane_headers: list[PlaneHeader] = []
-        lines: list[RawLine] = []
-        parts: dict[str, list[np.ndarray]] = {
-            name: [] for name in ("meta", "offset", "dur", "count", "line", "key", "kind", "value")
-        }
-        first = 0
         planes = self.column_planes()
         # Sorting merges the stats learnt late, which may name new stats: before the headers.
-        # Each line's buffers are released once sorted (peak memory: one copy, not two).
+        # Each line's buffers are released once sorted, and its sorted columns once copied into
+        # the output (peak memory: about one copy, not three).
         sorted_lines = [
             [line.take_sorted_columns() for line in plane.column_lines] for plane in planes
         ]
+        plane_headers = [plane.header() for plane in planes]
+        n_events = sum(len(c["meta"]) for in_plane in sorted_lines for c in in_plane)
+        n_rows = sum(len(c["key"]) for in_plane in sorted_lines for c in in_plane)
+        ev_meta, ev_offset, ev_dur = (np.empty(n_events, np.int64) for _ in range(3))
+        ev_line = np.empty(n_events, np.int32)
+        stat_start = np.zeros(n_events + 1, np.int64)  # the counts, summed in place below
+        st_meta, st_value = np.empty(n_rows, np.int64), np.empty(n_rows, np.int64)
+        kinds = np.empty(n_rows, np.int8)
+        lines: list[RawLine] = []
+        first = row = 0
         for plane_index, plane in enumerate(planes):
-            plane_headers.append(plane.header())
             for line, columns in zip(plane.column_lines, sorted_lines[plane_index], strict=True):
-                n = len(columns["meta"])
-                base = int(columns["start"].min()) if n else 0
-                end = int((columns["start"] + columns["dur"]).max()) if n else base
+                n, m = len(columns["meta"]), len(columns["key"])
+                start, dur = columns["start"], columns["dur"]
+                base = int(start.min()) if n else 0
+                end = int((start + dur).max()) if n else base
+                span = (max(end, base) - base) * 1000
                 lines.append(
                     RawLine(
                         plane_index,
@@ -399,33 +405,25 @@ class ColumnSpace(XSpaceBuilder):
                         line.name,
                         line.display_name,
                         base,
-                        (max(end, base) - base) * 1000,
+                        span,
                         first,
                         n,
                     )
                 )
-                parts["meta"].append(columns["meta"])
-                parts["offset"].append((columns["start"] - base) * 1000)
-                parts["dur"].append(columns["dur"] * 1000)
-                parts["count"].append(columns["stat_count"])
-                parts["line"].append(np.full(n, len(lines) - 1, np.int32))
-                parts["key"].append(columns["key"].astype(np.int64) + 1)
-                parts["kind"].append(columns["kind"])
-                parts["value"].append(columns["value"])
-                first += n
-
-        def joined(name: str, dtype: type) -> np.ndarray:
-            return (
-                np.concatenate(parts[name]).astype(dtype, copy=False)
-                if parts[name]
-                else (np.zeros(0, dtype))
-            )
-
-        counts = joined("count", np.int64)
-        stat_start = np.zeros(len(counts) + 1, np.int64)
-        np.cumsum(counts, out=stat_start[1:])
-        kinds = joined("kind", np.int8)
-        values = joined("value", np.int64)
+                events, rows = slice(first, first + n), slice(row, row + m)
+                ev_meta[events] = columns["meta"]
+                np.subtract(start, base, out=ev_offset[events])
+                ev_offset[events] *= 1000
+                np.multiply(dur, 1000, out=ev_dur[events])
+                stat_start[first + 1 : first + 1 + n] = columns["stat_count"]
+                ev_line[events] = len(lines) - 1
+                st_meta[rows] = columns["key"]
+                st_meta[rows] += 1  # stat metadata id = codec key id + 1
+                kinds[rows], st_value[rows] = columns["kind"], columns["value"]
+                columns.clear()
+                first, row = first + n, row + m
+        np.cumsum(stat_start, out=stat_start)
+        values = st_value
         doubles = np.flatnonzero(kinds == KIND_DOUBLE)
         if len(doubles):  # float rows hold an index into the codec's floats: store the bits
             bits = np.frombuffer(codec.floats, np.float64).view(np.int64)
@@ -434,12 +432,12 @@ class ColumnSpace(XSpaceBuilder):
             space_header,
             plane_headers,
             lines,
-            ev_meta=joined("meta", np.int64),
-            ev_offset_ps=joined("offset", np.int64),
-            ev_duration_ps=joined("dur", np.int64),
+            ev_meta=ev_meta,
+            ev_offset_ps=ev_offset,
+            ev_duration_ps=ev_dur,
             ev_stat_start=stat_start,
-            ev_line=joined("line", np.int32),
-            st_meta=joined("key", np.int64),
+            ev_line=ev_line,
+            st_meta=st_meta,
             st_kind=kinds,
             st_value=values,
             strings=[text.encode("utf-8", "surrogateescape") for text in codec.string_list],
