@@ -314,10 +314,12 @@ def first_seen(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     for column in columns:
         column = np.asarray(column, np.int64)
         low, high = int(column.min()), int(column.max())
-        if high - low >= n:  # a wide range (pids, tids): dense codes first
+        width = high - low + 1
+        if span * width >= 1 << 62 and width > n:  # too wide to combine (pids): dense codes
+            # (only then: each np.unique makes several full-size temporaries)
             column = np.unique(column, return_inverse=True)[1].reshape(-1)
             low, high = 0, int(column.max())
-        width = high - low + 1
+            width = high - low + 1
         if span * width >= 1 << 62:
             key = np.unique(key, return_inverse=True)[1].reshape(-1)
             span = int(key.max()) + 1
