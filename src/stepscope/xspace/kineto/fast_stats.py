@@ -145,8 +145,12 @@ class StatRows:
         self._extra.append((events, slot, self.codec.key_id(key), kind, values))
 
     def add_strings(self, events: np.ndarray, slot: int, key: str, texts: list[str]) -> None:
-        ids = np.array([self.codec.string_id(text) for text in texts], np.int64)
-        self.add(events, slot, key, KIND_STR, ids)
+        self.add(events, slot, key, KIND_STR, self._string_ids(texts))
+
+    def _string_ids(self, texts: list[str]) -> np.ndarray:
+        """Codec string ids of ``texts``, in order (per combination, then gathered per event:
+        a text and an id object per event were 6 MB at 0.2M events)."""
+        return np.array([self.codec.string_id(text) for text in texts], np.int64)
 
     def add_category(self, events: np.ndarray, categories: list[str]) -> None:
         self.add_strings(events, _SLOT_CATEGORY, "category", categories)
@@ -236,8 +240,10 @@ class StatRows:
         group, samples = self._combinations(events, keys)
         results = [fn(int(e)) for e in samples.tolist()]
         keep = np.array([r is not None for r in results], bool)[group]
-        texts = [results[g] for g in group[keep].tolist()]
-        self.add_strings(events[keep], _SLOT_DETAILS, stat, texts)
+        ids = self._string_ids([r for r in results if r is not None])
+        # Group ids renumbered without the groups that have no result.
+        kept_group = np.cumsum([r is not None for r in results]) - 1
+        self.add(events[keep], _SLOT_DETAILS, stat, KIND_STR, ids[kept_group[group[keep]]])
 
     def _kernel_details(self, kernels: np.ndarray) -> None:
         self._per_combination(
@@ -257,8 +263,8 @@ class StatRows:
             details.append(memcpy_details(args, src, dst))
         self.display[events] = self.names[events]
         self.names[events] = np.array(names, np.int64)[group]
-        self.add_strings(
-            events, _SLOT_DETAILS, "memcpy_details", [details[g] for g in group.tolist()]
+        self.add(
+            events, _SLOT_DETAILS, "memcpy_details", KIND_STR, self._string_ids(details)[group]
         )
 
     # ---- output ------------------------------------------------------------------------------
