@@ -51,7 +51,6 @@ class Classified:
     trace: ScannedTrace
     routed: np.ndarray  # bool: X events and the instants routed like them
     memory: np.ndarray  # bool: [memory] instants
-    cat: np.ndarray  # int32 string id of the raw category ("cpu_instant_event" filled in)
     kind: np.ndarray  # int8 Kind (-1 where not routed)
     category: np.ndarray  # int32 index into `categories`
     categories: list[str]
@@ -110,7 +109,7 @@ def classify(trace: ScannedTrace) -> Classified | None:
     if np.any(flows & ((flags & F_TID_STR) != 0)):
         return None
     category = np.where(routed, category_of[np.maximum(cat, 0)], -1).astype(np.int32)
-    return Classified(trace, routed, memory, cat, kind, category, categories)
+    return Classified(trace, routed, memory, kind, category, categories)
 
 
 def route(router: EventRouter, c: Classified) -> None:
@@ -128,6 +127,8 @@ def route(router: EventRouter, c: Classified) -> None:
     names, display = rows.names, rows.display
     c.names, c.codec = names, builder.codec
     meta = _metadata(router, c, emitted, lines, names, display, rows)
+    del display
+    rows.display = np.zeros(0, np.int32)  # read by the metadata only
     _bookkeeping(router, c, emitted, lines, positions, rows)
     # Absolute times made here, after the steps above and their temporaries (16 bytes an
     # event less at the routing's peak).
@@ -136,8 +137,10 @@ def route(router: EventRouter, c: Classified) -> None:
     c.start_ns, c.dur_ns = start, dur
     fast_memory.prepare(c)
     trace.drop_args()  # every argument is in ``rows`` or read: free the rows before the lines
+    del positions  # read by the bookkeeping only: not alive while the lines fill
     order = np.flatnonzero(emitted)
     by_line = order[np.argsort(lines[order], kind="stable")]
+    del order
     bounds = np.flatnonzero(np.diff(lines[by_line])) + 1
     key, kind_rows, value = rows.key, rows.kind, rows.value
     first = 0
