@@ -564,3 +564,32 @@ def test_columns_beyond_a_mebibyte_are_whole() -> None:
     assert whole.dur_ns.tolist() == [i % 5 * 1000 for i in range(n)]
     reader = io.BytesIO(data)
     _same_scan(whole, scan.scan_stream(reader.readinto, importer.HeaderOnly, 1 << 40, 1 << 16))
+
+
+def test_first_seen_numbers_groups_by_first_appearance() -> None:
+    """Against a dict, on narrow columns (the per-value table), wide ones (the sort), columns
+    near int64's limits and mixed widths."""
+
+    def reference(*columns: np.ndarray) -> tuple[list[int], list[int]]:
+        seen: dict[tuple[int, ...], int] = {}
+        group, first = [], []
+        for i, row in enumerate(zip(*(c.tolist() for c in columns), strict=True)):
+            if row not in seen:
+                seen[row] = len(seen)
+                first.append(i)
+            group.append(seen[row])
+        return group, first
+
+    rng = np.random.default_rng(7)
+    makers = (
+        lambda n: rng.integers(0, 5, n).astype(np.int32),
+        lambda n: rng.integers(-3, 3, n).astype(np.int8),
+        lambda n: rng.integers(-(2**62), 2**62, n, dtype=np.int64),
+        lambda n: (rng.integers(0, 3, n) * 10**6 + 123_456).astype(np.int32),
+        lambda n: np.full(n, -(2**62), np.int64) + rng.integers(0, 2, n),
+    )
+    for _ in range(200):
+        n = int(rng.integers(1, 300))
+        columns = [makers[int(rng.integers(0, 5))](n) for _ in range(int(rng.integers(1, 4)))]
+        group, first = scan.first_seen(*columns)
+        assert (group.tolist(), first.tolist()) == reference(*columns)

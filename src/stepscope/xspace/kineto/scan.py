@@ -312,20 +312,41 @@ def first_seen(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     key = np.zeros(n, np.int64)
     span = 1
     for column in columns:
-        column = np.asarray(column, np.int64)
+        column = np.asarray(column)
         low, high = int(column.min()), int(column.max())
         width = high - low + 1
         if span * width >= 1 << 62 and width > n:  # too wide to combine (pids): dense codes
             # (only then: each np.unique makes several full-size temporaries)
             column = np.unique(column, return_inverse=True)[1].reshape(-1)
-            low, high = 0, int(column.max())
-            width = high - low + 1
+            low, width = 0, int(column.max()) + 1
         if span * width >= 1 << 62:
-            key = np.unique(key, return_inverse=True)[1].reshape(-1)
+            key = np.unique(key, return_inverse=True)[1].reshape(-1).astype(np.int64)
             span = int(key.max()) + 1
-        key = key * width + (column - low)
+        # key * width + (column - low), in place (no full-size temporaries); the order of
+        # the two additions keeps every partial sum within int64.
+        key *= width
+        if low > 0:
+            key -= low
+        key += column
+        if low < 0:
+            key -= low
         span *= width
+    if span <= 4 * n:
+        return _first_seen_dense(key, span)
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     rank = np.empty(len(first), np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(len(first))
     return rank[inverse.reshape(-1)], np.sort(first)
+
+
+def _first_seen_dense(key: np.ndarray, span: int) -> tuple[np.ndarray, np.ndarray]:
+    """`first_seen` of keys in ``[0, span)`` by a table per key value instead of a sort (no
+    sorted copy, permutation or inverse of the whole column)."""
+    n = len(key)
+    first_at = np.full(span, n, np.int64)
+    np.minimum.at(first_at, key, np.arange(n, dtype=np.int64))
+    first = np.sort(first_at[first_at < n])  # ascending first elements: the groups' order
+    del first_at
+    group_of = np.zeros(span, np.int64)
+    group_of[key[first]] = np.arange(len(first))
+    return group_of[key], first
