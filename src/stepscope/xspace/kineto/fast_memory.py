@@ -47,7 +47,8 @@ def prepare(c: Classified) -> None:
     """Read the memory events' args (before `ScannedTrace.drop_args`) into ``c``."""
     trace = c.trace
     events = np.flatnonzero(c.memory)
-    c.memory_order = events[np.argsort(c.start_ns[events], kind="stable")]
+    # Time order by the trace's own times (`c.start_ns` is made later; it adds a constant).
+    c.memory_order = events[np.argsort(trace.ts_ns[events], kind="stable")]
     c.memory_args = integer_args(trace, c.memory_order)
     if c.memory_args is None:
         c.memory_dicts = [trace.args_of(event) for event in events.tolist()]
