@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from stepscope.model import open_file
 from stepscope.stats import EventType, build_step_db, classify_events
@@ -201,3 +202,46 @@ def test_held_spans_follow_xprof_current_type_rules() -> None:
     # over and holds until an event of a type >= wait starts (none: the HC at 50 and the 0 ns
     # HC at 70 are lower)
     assert spans == [(0, 20, 30, hc), (0, 30, big, wait)]
+
+
+def test_step_lo_order_sorts_by_step_then_start_in_slices_of_whole_steps() -> None:
+    """Slices smaller than one step, empty steps, equal starts: a permutation in (step, lo)
+    order, as one sort of the combined key gives."""
+    from stepscope.stats.steps.breakdown import _step_lo_order
+
+    rng = np.random.default_rng(5)
+    n_steps = 12
+    step = rng.choice([0, 1, 1, 1, 4, 7, 11], 3000).astype(np.int32)  # steps 2, 3, ... empty
+    lo = rng.integers(10**12, 10**12 + 500, 3000)
+    base, width = int(lo.min()), int(lo.max() - lo.min()) + 1
+    for chunk in (1, 50, 700, 10_000):
+        order = _step_lo_order(step, lo, n_steps, width, base, chunk)
+        assert np.array_equal(np.sort(order), np.arange(3000))
+        key = step[order].astype(np.int64) * width + lo[order] - base
+        assert np.all(key[1:] >= key[:-1])
+
+
+def test_step_pairs_and_released_end_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pair steps come in int32 from the attribution; the breakdown's sort runs without the
+    profile's cached end times (summed again, equal, when next read)."""
+    from stepscope.stats.steps import breakdown
+
+    profile = build(cpu_training(steps=4))
+    end = profile.end_ns.copy()
+    seen: list[object] = []
+    attribute, sweep = breakdown._attribute, breakdown.type_time
+
+    def spy_attribute(*args):  # type: ignore[no-untyped-def]
+        got = attribute(*args)
+        seen.append(got[1].dtype)
+        return got
+
+    def spy_sweep(*args):  # type: ignore[no-untyped-def]
+        seen.append("end_ns" in profile.__dict__)
+        return sweep(*args)
+
+    monkeypatch.setattr(breakdown, "_attribute", spy_attribute)
+    monkeypatch.setattr(breakdown, "type_time", spy_sweep)
+    build_step_db(profile)
+    assert seen == [np.dtype(np.int32), False]
+    assert np.array_equal(profile.end_ns, end)

@@ -85,6 +85,32 @@ def test_tf_op_metrics_self_time_counts_only_op_children() -> None:
     assert not ops.flops.any()
 
 
+def test_host_ops_are_aggregated_without_the_cached_end_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The host table reads the end times before its aggregation (the peak of a cold
+    analysis at 20M events) and drops their cache; they read the same again after."""
+    from stepscope.stats import op_metrics
+
+    builder = XSpaceBuilder("tf")
+    line = builder.plane("/host:CPU").line(1, "tf_Compute")
+    line.event("model/a:MatMul", 0, 2 * MS)
+    line.event("model/b:Relu", 3 * MS, MS)
+    profile = build(builder)
+    end = profile.end_ns.copy()
+    cached: list[bool] = []
+    aggregate = op_metrics._aggregate
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        cached.append("end_ns" in profile.__dict__)
+        return aggregate(*args, **kwargs)
+
+    monkeypatch.setattr(op_metrics, "_aggregate", spy)
+    ops = op_metrics.build_op_metrics(profile).host
+    assert cached[0] is False and sorted(ops.names) == ["model/a", "model/b"]
+    assert np.array_equal(profile.end_ns, end)
+
+
 def test_host_op_flops_and_eager_count_only_the_events_that_carry_them() -> None:
     builder = XSpaceBuilder("tf")
     line = builder.plane("/host:CPU").line(1, "tf_Compute")

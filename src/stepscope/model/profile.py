@@ -176,6 +176,11 @@ class Profile:
         # and as many 8 B/event temporaries at 5M events). The columns are never changed.
         return self.start_ns + self.dur_ns
 
+    def release_end_ns(self) -> None:
+        """Forget the cached `end_ns` (8 B/event): for a phase whose peak needs the memory
+        more than the time of one sum when `end_ns` is next read."""
+        self.__dict__.pop("end_ns", None)
+
     @cached_property
     def line_plane(self) -> np.ndarray:
         """Plane index of each line."""

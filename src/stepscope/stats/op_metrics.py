@@ -235,6 +235,7 @@ def _host_table(profile: Profile) -> OpTable:
     np.minimum.at(first, line, profile.start_ns[events])
     np.maximum.at(last, line, profile.end_ns[events])
     del line
+    profile.release_end_ns()  # not read below: 8 B/event less at the aggregation's peak
     used = last >= first
     idle = max(int((last[used] - first[used]).sum() - own.sum()), 0)
     strings = profile.strings
