@@ -204,23 +204,6 @@ def test_held_spans_follow_xprof_current_type_rules() -> None:
     assert spans == [(0, 20, 30, hc), (0, 30, big, wait)]
 
 
-def test_step_lo_order_sorts_by_step_then_start_in_slices_of_whole_steps() -> None:
-    """Slices smaller than one step, empty steps, equal starts: a permutation in (step, lo)
-    order, as one sort of the combined key gives."""
-    from stepscope.stats.steps.breakdown import _step_lo_order
-
-    rng = np.random.default_rng(5)
-    n_steps = 12
-    step = rng.choice([0, 1, 1, 1, 4, 7, 11], 3000).astype(np.int32)  # steps 2, 3, ... empty
-    lo = rng.integers(10**12, 10**12 + 500, 3000)
-    base, width = int(lo.min()), int(lo.max() - lo.min()) + 1
-    for chunk in (1, 50, 700, 10_000):
-        order = _step_lo_order(step, lo, n_steps, width, base, chunk)
-        assert np.array_equal(np.sort(order), np.arange(3000))
-        key = step[order].astype(np.int64) * width + lo[order] - base
-        assert np.all(key[1:] >= key[:-1])
-
-
 def test_step_pairs_and_released_end_times(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pair steps come in int32 from the attribution; the breakdown's sort runs without the
     profile's cached end times (summed again, equal, when next read)."""

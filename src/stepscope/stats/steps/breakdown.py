@@ -365,7 +365,12 @@ def _fast_type_time(
     counts = types.min(initial=0) >= 0
     distinct = np.flatnonzero(np.bincount(types)) if counts else np.unique(types)
     thresholds = distinct[::-1].astype(np.int64)  # highest first, a contiguous copy
-    order = _step_lo_order(step, lo, n_steps, width, base)
+    key = step.astype(np.int64)  # then in place: one 8 B/pair array
+    key *= width
+    key += lo
+    key -= base
+    order = np.argsort(key, kind="stable")  # timsort: the pairs come in runs of time order
+    del key
     # the types in their own int16 where the build takes them (no 8 B/pair copy)
     narrow = getattr(native.sweeps, "TYPES_INT16", 0) and types.dtype == np.int16
     int32_steps = getattr(native.sweeps, "STEPS_INT32", 0) and step.dtype == np.int32
@@ -379,29 +384,6 @@ def _fast_type_time(
         out[:, t // 10] = union - covered
         covered = union
     return out
-
-
-def _step_lo_order(
-    step: np.ndarray, lo: np.ndarray, n_steps: int, width: int, base: int, chunk: int = _CHUNK
-) -> np.ndarray:
-    """The pairs' order by (step, lo) (ties in any order: a union does not depend on it),
-    sorted by step first and then by slices of whole steps, so that no 8 B/pair key lies
-    beside the 8 B/pair order (the peak of a cold analysis at 20M events was key + order)."""
-    # pairs come mostly in runs of one step: the stable sort merges runs (4 B/pair buffer)
-    order = np.argsort(step, kind="stable")
-    ends = np.cumsum(np.bincount(step, minlength=n_steps))
-    a, n = 0, len(order)
-    while a < n:
-        # the end of the first step that reaches a full slice (one whole step may be longer)
-        b = int(ends[min(int(np.searchsorted(ends, a + chunk)), n_steps - 1)])
-        pairs = order[a:b]
-        key = step[pairs].astype(np.int64)
-        key *= width
-        key += lo[pairs]
-        key -= base
-        order[a:b] = pairs[np.argsort(key)]
-        a = b
-    return order
 
 
 def _distinct_events(ev: np.ndarray, n_events: int) -> np.ndarray:
