@@ -88,3 +88,20 @@ def test_positions_by_either_method(n_events: int) -> None:
     pos, found = _positions(events, np.array([5, 9, 9, 31]), n_events)  # all found
     assert pos.tolist() == [1, 2, 2, 4]
     assert found is None if n_events == 41 else found.tolist() == [0, 1, 2, 3]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("slice_events", [1, 7, 1 << 20])
+def test_stat_owner_written_by_slices_is_each_rows_event(
+    slice_events: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Slices of one event, of some and of all (events without stats between them)."""
+    from stepscope.model import profile as profile_module
+
+    monkeypatch.setattr(profile_module, "_OWNER_SLICE", slice_events)
+    profile = tf_profile("ctl")
+    profile.__dict__.pop("stat_owner", None)  # made again under this slice size
+    counts = np.diff(profile.stat_start)
+    expected = np.repeat(np.arange(profile.n_events), counts)
+    assert (counts == 0).any() and len(expected) > 1000
+    np.testing.assert_array_equal(profile.stat_owner, expected)
+    assert profile.stat_owner.dtype == np.int32
