@@ -155,3 +155,22 @@ def test_no_step_gets_more_python_time_than_its_untraced_time() -> None:
     python = build_step_db(build(builder)).untraced.python
     assert python.function == ("metrics (loop.py:9)",)
     assert python.ns.tolist() == [4 * MS * (STEPS - 2)]
+
+
+def test_pod_verdict_places_untraced_time_per_step_of_its_host() -> None:
+    """Two hosts with different step counts (paired by position): the place named is one
+    host's, so its ms per step and step count are that host's, not the pod steps' (was
+    '9.50 ms per step in 38 of 6 steps')."""
+    main, _ = _threads(fast := XSpaceBuilder("fast"))
+    for k in range(5 * STEPS):  # 2 ms steps, 1.5 ms of each untraced
+        main.event("train", k * 2 * MS, 2 * MS, {"step_num": 100 + k, "_r": 1})
+        main.event("forward", k * 2 * MS, MS // 2)
+    dbs = {"slow": build_step_db(_python_overhead_loop()), "fast": build_step_db(build(fast))}
+    summary = summarize_steps(dbs)
+    assert summary.n_steps == STEPS - 2  # pod steps
+    # the fast host has more "All Others" in all: 38 x 1.5 ms against 6 x 6 ms
+    statement = classify_steps(summary).statement
+    assert "on host fast, on thread MainThread" in statement
+    assert "(1.50 ms per step in 38 of 38 steps)" in statement
+    alone = classify_steps(summarize_steps({"fast": dbs["fast"]})).statement
+    assert "on host" not in alone and "(1.50 ms per step in 38 of 38 steps)" in alone

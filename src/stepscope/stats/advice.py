@@ -55,11 +55,13 @@ class InputBound:
 
 def where_untraced(untraced: Untraced, n_steps: int, step_ns: int) -> str:
     """'on thread T, mostly after A and before B (x ms per step); Python: f 40%, ...'."""
+    n_steps, step_ns = untraced.per(n_steps, step_ns)
     parts = []
     if untraced.places:
         place = untraced.places[0]
+        on_host = f"on host {untraced.host}, " if untraced.host else ""
         parts.append(
-            f"on thread {untraced.thread or '?'}, mostly after '{place.after}' and before "
+            f"{on_host}on thread {untraced.thread or '?'}, mostly after '{place.after}' and before "
             f"'{place.before}' ({place.ns / 1e6 / max(n_steps, 1):.2f} ms per step in "
             f"{place.steps} of {n_steps} steps)"
         )

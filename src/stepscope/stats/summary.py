@@ -8,7 +8,7 @@ the earliest host's. ``pairing`` says how, and which host-steps were left out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -159,11 +159,21 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
         dropped,
         pairing.description,
         sum(pairing.left_out),
-        max(found, key=lambda db: int(db.category_ns()["other"].sum())).untraced,
+        _most_untraced(dbs),
         np.mean([_staged(db)[k] for db, k in zip(found, picks, strict=True)], axis=0)
         .round()
         .astype(np.int64),
     )
+
+
+def _most_untraced(dbs: dict[str, StepDb]) -> Untraced:
+    """The untraced-time picture of the host with the most "All Others", labelled with that
+    host and its own steps (its times cover all of its steps, not the pod steps)."""
+    host, db = max(
+        ((h, d) for h, d in dbs.items() if d.n_steps),
+        key=lambda item: int(item[1].category_ns()["other"].sum()),
+    )
+    return replace(db.untraced, host=host, n_steps=db.n_steps, step_ns=int(db.dur_ns.sum()))
 
 
 def _staged(db: StepDb) -> np.ndarray:

@@ -35,6 +35,16 @@ class Untraced:
     thread: str  # the thread running the steps ("" when unknown)
     places: tuple[GapPlace, ...] = ()  # largest gap of each step, grouped, most time first
     python: PythonTime = field(default_factory=PythonTime.empty)
+    # Set when this is one host's picture inside a multi-host summary: its times and step
+    # counts are that host's, over all of its steps, not the pod steps'.
+    host: str = ""
+    n_steps: int = 0  # the host's steps
+    step_ns: int = 0  # their total time
+
+    def per(self, n_steps: int, step_ns: int) -> tuple[int, int]:
+        """The steps and step time to divide this picture's times by: its own host's when
+        set, else the caller's (the summary's steps)."""
+        return (self.n_steps, self.step_ns) if self.host else (n_steps, step_ns)
 
 
 def _names_around(

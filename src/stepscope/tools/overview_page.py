@@ -120,8 +120,10 @@ class OverviewPage:
     recommendation: Recommendation = out("the advice: what bounds the steps and what to do")
     diagnostics: tuple[str, ...] = out("how steps were found, candidates left out")
     untraced: dict[str, Any] = out(
-        '`thread`: the thread running the steps, where "All Others" is located; `places[]`: '
-        "`after`, `before` (the traced events around each step's largest untraced gap; "
+        '`host`: with several hosts, the host with the most "All Others", whose steps the '
+        'figures below are per and of ("" for one host); `thread`: the thread running the '
+        'steps, where "All Others" is located; `places[]`: `after`, `before` (the traced '
+        "events around each step's largest untraced gap; "
         "`(step start)` / `(step end)` at its bounds), `ms_per_step` (time in such gaps, "
         "averaged over all steps), `steps` (steps whose largest gap is there), most time "
         "first; `python[]`: with the Python stack sampler (docs/formats/python_samples.md): "
@@ -215,9 +217,13 @@ def precision_percent(by_precision: dict[str, int]) -> dict[str, float] | None:
 
 def _untraced_json(summary: StepSummary) -> dict[str, Any]:
     """Where the steps' "All Others" sits, per step on average, and the Python functions the
-    stack sampler saw in it (share of the total step time)."""
-    u, n, total = summary.untraced, max(summary.n_steps, 1), summary.total_ns()
+    stack sampler saw in it (share of the total step time). With several hosts it is the
+    host with the most "All Others", per step of that host."""
+    u = summary.untraced
+    n, total = u.per(summary.n_steps, summary.total_ns())
+    n = max(n, 1)
     return {
+        "host": u.host,
         "thread": u.thread,
         "places": [
             {"after": p.after, "before": p.before, "ms_per_step": p.ns / 1e6 / n, "steps": p.steps}
