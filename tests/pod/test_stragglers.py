@@ -10,6 +10,8 @@ import pytest
 
 from stepscope.cli.main import main
 from stepscope.stats.stragglers import ranges
+from stepscope.xspace.builder import XSpaceBuilder
+from stepscope.xspace.io import write_xspace
 from tests.pod.builders import data_parallel_job
 
 
@@ -91,6 +93,28 @@ def test_balanced_job_has_no_straggler(tmp_path: Path, capsys: pytest.CaptureFix
     assert _tool(run, "pod_viewer", capsys)["stragglers"] == []
     found = _tool(run, "diagnostics", capsys)["findings"]
     assert "host_skew" not in {f["id"] for f in found}
+
+
+def test_cpu_straggler_in_untraced_host_work_gets_host_advice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CPU-only workers, one whose steps hold 6 ms more untraced time: the fix is about host
+    work, not a GPU's clocks (it fell back to the device-compute advice)."""
+    run = tmp_path / "plugins" / "profile" / "job"
+    run.mkdir(parents=True)
+    for h in range(3):
+        builder = XSpaceBuilder(f"w{h}")
+        main_thread = builder.plane("/host:CPU").line(7, "MainThread")
+        step_ms = 10 if h == 1 else 4
+        for k in range(12):
+            t = k * step_ms * 1_000_000
+            main_thread.event("train", t, step_ms * 1_000_000, {"step_num": k, "_r": 1})
+            main_thread.event("forward", t, 3_000_000)
+        write_xspace(builder.build(), run / f"w{h}.xplane.pb")
+    found = _tool(run, "diagnostics", capsys)["findings"]
+    [skew] = [f for f in found if f["id"] == "host_skew"]
+    assert skew["metrics"]["straggler"] == "w1" and skew["metrics"]["reason"] == "other"
+    assert "no traced op covers" in skew["fix"] and "GPU" not in skew["fix"]
 
 
 def test_step_ranges() -> None:

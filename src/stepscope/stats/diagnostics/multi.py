@@ -372,6 +372,22 @@ _STRAGGLER_FIX = {
         "evaluation and checkpointing out of the step or to every rank equally (not rank 0 "
         "alone), and check the host for other processes competing for cores."
     ),
+    "output": (
+        "The late rank writes more inside its steps: checkpoints, summaries or logs written by "
+        "one rank alone hold every other rank at the next collective; write them "
+        "asynchronously, outside the step, or spread them over the ranks."
+    ),
+    "kernel_launch": (
+        "The late rank launches its kernels slower: look for other processes on that host "
+        "taking the CPU from the launching thread, and cut launches per step (fused ops, "
+        "CUDA graphs, torch.compile)."
+    ),
+    "other": (
+        "The late rank spends longer in host work no traced op covers (Python code, garbage "
+        "collection, synchronization or I/O): see where its 'All Others' sits in its overview "
+        "(run with the Python stack sampler to name the functions), and check that host for "
+        "other processes competing for its cores."
+    ),
     "device_compute": (
         "The late rank computes longer: balance the per-rank batch sizes and sequence lengths "
         "(bucket by length, drop_last=True), and check the slow GPU's clocks, temperature and "
