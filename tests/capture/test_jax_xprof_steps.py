@@ -14,6 +14,13 @@ from tests.support.capture import run_script
 
 pytestmark = pytest.mark.integration
 
+# Step times agree to the microsecond. In about one fresh capture in four, one step's host
+# compute differs from XProf's by 1.3-1.5 us (measured over eight captures; the same with the
+# code before issue #19's round, so not a speed change): Python-tracer events a few hundred ns
+# apart whose overlap XProf resolves otherwise. A rule-level difference is tens of us to ms
+# per step (the thread-grouping bug this test was written for was 30% of the step).
+CATEGORY_TOLERANCE_MS = 5e-3
+
 SCRIPT = """
 import json, sys, time, threading, queue
 import numpy as np
@@ -64,5 +71,8 @@ def test_each_step_matches_xprof(tmp_path: Path) -> None:
     for k, step in enumerate(db.names):
         ref = reference[step]
         assert db.dur_ns[k] / 1e6 == pytest.approx(ref["stepTimeMs"], abs=1e-3), step
-        assert cats["host_compute"][k] / 1e6 == pytest.approx(ref["hostComputeTimeMs"], abs=1e-3)
-        assert cats["other"][k] / 1e6 == pytest.approx(ref["otherTimeMs"], abs=1e-3), step
+        for ours, theirs in (("host_compute", "hostComputeTimeMs"), ("other", "otherTimeMs")):
+            assert cats[ours][k] / 1e6 == pytest.approx(ref[theirs], abs=CATEGORY_TOLERANCE_MS), (
+                step,
+                ours,
+            )
