@@ -4,6 +4,7 @@ trigger making the other ranks save the same steps."""
 from __future__ import annotations
 
 import json
+import statistics
 import threading
 import time
 from collections.abc import Iterator
@@ -30,10 +31,16 @@ def _no_leaked_recorder() -> Iterator[None]:
 
 
 def _loop(done: threading.Event, slow_at: int = -1) -> None:
-    step = 0
+    """2 ms steps; step ``slow_at`` lasts 50 times the median step measured so far in this
+    run (at least 0.3 s), so it is slow by the recorder's 20x rule however loaded the
+    machine is."""
+    step, took = 0, []
     while not done.is_set():
+        slow = max(0.3, 50 * statistics.median(took)) if step == slow_at and took else 0.002
+        began = time.perf_counter()
         with stepscope.step(step), stepscope.trace("compute"):
-            time.sleep(0.3 if step == slow_at else 0.002)
+            time.sleep(slow)
+        took.append(time.perf_counter() - began)
         step += 1
 
 
