@@ -11,6 +11,7 @@ import pytest
 
 from stepscope.stats import build_step_db, summarize_steps
 from stepscope.stats.advice import classify_steps
+from stepscope.stats.steps.breakdown import StepDb
 from tests.support.capture import load_run, run_script
 
 SCRIPT = """
@@ -50,18 +51,24 @@ print(json.dumps({"run": str(run), "prep": prep, "step": step}))
 """
 
 
-@pytest.mark.integration
-def test_jax_batch_building_and_device_put_count_as_input(tmp_path: Path) -> None:
-    pytest.importorskip("jax")
-    measured = run_script(SCRIPT, str(tmp_path))
+def _staged_against_the_script(script: str, tmp_path: Path) -> tuple[StepDb, float, float]:
+    """Run ``script``; its step database, stepscope's staged-input share of the kept steps'
+    time and the share the script measured itself over the same steps (both %)."""
+    measured = run_script(script, str(tmp_path))
     db = build_step_db(load_run(Path(measured["run"])))
     kept = db.step_num.tolist()
-    assert len(kept) == 8  # first and last dropped
-    assert db.category_ns()["input"].sum() == 0  # as XProf counts it
     expected = (
         100.0 * sum(measured["prep"][k] for k in kept) / sum(measured["step"][k] for k in kept)
     )
-    ours = 100.0 * float(db.staged_ns.sum()) / float(db.dur_ns.sum())
+    return db, 100.0 * float(db.staged_ns.sum()) / float(db.dur_ns.sum()), expected
+
+
+@pytest.mark.integration
+def test_jax_batch_building_and_device_put_count_as_input(tmp_path: Path) -> None:
+    pytest.importorskip("jax")
+    db, ours, expected = _staged_against_the_script(SCRIPT, tmp_path)
+    assert len(db.step_num) == 8  # first and last dropped
+    assert db.category_ns()["input"].sum() == 0  # as XProf counts it
     assert ours == pytest.approx(expected, abs=5.0)
     bound = classify_steps(summarize_steps({"host": db}))
     assert bound.percent == pytest.approx(ours, abs=0.01)
@@ -97,12 +104,6 @@ print(json.dumps({"run": str(run), "prep": prep, "step": step}))
 @pytest.mark.integration
 def test_torch_batch_building_and_to_device_count_as_input(tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    measured = run_script(TORCH_SCRIPT, str(tmp_path))
-    db = build_step_db(load_run(Path(measured["run"])))
-    kept = db.step_num.tolist()
-    assert len(kept) == 8
-    expected = (
-        100.0 * sum(measured["prep"][k] for k in kept) / sum(measured["step"][k] for k in kept)
-    )
-    ours = 100.0 * float(db.staged_ns.sum()) / float(db.dur_ns.sum())
+    db, ours, expected = _staged_against_the_script(TORCH_SCRIPT, tmp_path)
+    assert len(db.step_num) == 8
     assert ours == pytest.approx(expected, abs=5.0)
