@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from stepscope import limits
+from tests.support.fixtures import tf_xplane
 
 
 @pytest.fixture
@@ -28,3 +31,14 @@ def decoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     elif not wire.accelerated():
         pytest.skip("the C decoder is not built")
     return str(request.param)
+
+
+@pytest.fixture
+def host_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the tf/ctl profile in a fresh run directory, with a fresh cache directory."""
+    monkeypatch.setenv("STEPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    run_dir = tmp_path / "logs" / "plugins" / "profile" / "r1"
+    run_dir.mkdir(parents=True)
+    copy = run_dir / "h.xplane.pb"
+    shutil.copy(tf_xplane("ctl"), copy)
+    return copy

@@ -3,7 +3,6 @@ while the entries are still being written, and a later open finds them complete.
 
 from __future__ import annotations
 
-import shutil
 import threading
 from pathlib import Path
 
@@ -13,17 +12,6 @@ import pytest
 from stepscope.model import cache, open_host, open_run
 from stepscope.stats.trace_index import index as trace_index
 from stepscope.store import background, entries
-from tests.support.fixtures import tf_xplane
-
-
-@pytest.fixture
-def host_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("STEPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
-    run_dir = tmp_path / "logs" / "plugins" / "profile" / "r1"
-    run_dir.mkdir(parents=True)
-    copy = run_dir / "h.xplane.pb"
-    shutil.copy(tf_xplane("ctl"), copy)
-    return copy
 
 
 def _held(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> threading.Event:

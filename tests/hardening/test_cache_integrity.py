@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -18,17 +17,6 @@ from stepscope import tmpfiles
 from stepscope.model import Profile, cache, open_host, open_run
 from stepscope.stats.trace_index.index import index_dir, open_trace_index
 from stepscope.store import background, entries
-from tests.support.fixtures import tf_xplane
-
-
-@pytest.fixture
-def host_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("STEPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
-    run_dir = tmp_path / "logs" / "plugins" / "profile" / "r1"
-    run_dir.mkdir(parents=True)
-    copy = run_dir / "h.xplane.pb"
-    shutil.copy(tf_xplane("ctl"), copy)
-    return copy
 
 
 def _open(path: Path) -> Profile:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -15,16 +16,8 @@ from stepscope.xspace.proto.xplane_pb2 import XSpace
 from tests.support.fixtures import FIXTURES
 
 XPLANES = sorted(FIXTURES.rglob("*.xplane.pb"))
-COLUMNS = [
-    "ev_meta",
-    "ev_offset_ps",
-    "ev_duration_ps",
-    "ev_stat_start",
-    "ev_line",
-    "st_meta",
-    "st_kind",
-    "st_value",
-]
+# every array column of the decoded file
+COLUMNS = tuple(f.name for f in fields(wire.RawColumns) if f.name[:3] in ("ev_", "st_"))
 
 
 @pytest.mark.skipif(not wire.accelerated(), reason="C accelerator not built")
