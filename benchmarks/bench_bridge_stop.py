@@ -23,6 +23,7 @@ import argparse
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 
@@ -77,14 +78,21 @@ def _stepscope_stop(step: Any, steps: int, record_shapes: bool) -> tuple[float, 
         return spent, time.perf_counter() - waited
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def setup(doc: str) -> tuple[argparse.Namespace, Callable[[], None]]:
+    """The command line (``--steps``, ``--repeat``) of a stop benchmark described by ``doc``,
+    and its training step, warmed up."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     step = _workload()
     for _ in range(5):
         step()
+    return args, step
+
+
+def main() -> None:
+    args, step = setup(__doc__)
     print(
         f"{'record_shapes':>13} {'events':>7} {'torch stop ms':>14} {'stepscope stop ms':>18} "
         f"{'per 22k events ms':>18} {'background save s':>18}"

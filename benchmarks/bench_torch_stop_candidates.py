@@ -27,7 +27,6 @@ completes alone in the same wall time (``_disable_profiler`` holds the GIL).
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import statistics
@@ -39,7 +38,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench_bridge_stop import _workload
+from bench_bridge_stop import setup
 
 Step = Callable[[], None]
 
@@ -145,13 +144,7 @@ def _lost(base: collections.Counter[str], other: collections.Counter[str]) -> st
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=100)
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
-    step = _workload()
-    for _ in range(5):
-        step()
+    args, step = setup(__doc__)
     steps = args.steps
     candidates: dict[str, Callable[[], tuple[float, Any, float]]] = {
         "bridge settings (record_shapes=True)": lambda: _inline(_profiler, step, steps),
