@@ -7,8 +7,9 @@ a capture, then the capture is stopped; the training thread's CPU time (``time.t
 insensitive to other processes on a shared machine) is measured around the stop:
 
 - ``torch.profiler``: ``profile.stop()`` with the bridge's settings (CPU activity,
-  ``profile_memory``, ``record_shapes`` on / off), the part torch requires on the thread
-  that started the profiler (``_disable_profiler``);
+  ``profile_memory``, and ``record_shapes`` as the bridge resolves it: its default, off on a
+  CPU-only capture, then explicitly on), the part torch requires on the thread that started
+  the profiler (``_disable_profiler``);
 - ``stepscope``: ``stepscope.stop(wait=False)`` with the bridge (the same torch stop plus
   stepscope's own recorders); the export, import, merge and write run on a background
   thread, timed by ``stepscope.wait()`` (wall clock).
@@ -60,11 +61,11 @@ def _torch_stop(step: Any, steps: int, record_shapes: bool) -> tuple[float, int]
     return spent, len(inner.kineto_results.events())
 
 
-def _stepscope_stop(step: Any, steps: int, record_shapes: bool) -> tuple[float, float]:
+def _stepscope_stop(step: Any, steps: int, settings: Any) -> tuple[float, float]:
     import stepscope
-    from stepscope.capture.bridges import TorchSettings, configure
+    from stepscope.capture.bridges import configure
 
-    configure("pytorch", torch=TorchSettings(record_shapes=record_shapes))
+    configure("pytorch", torch=settings)
     with tempfile.TemporaryDirectory(prefix="bench_stop_") as logdir:
         stepscope.start(logdir, stepscope.ProfilerOptions(device_tracer_level=1))
         for i in range(steps):
@@ -94,10 +95,16 @@ def setup(doc: str) -> tuple[argparse.Namespace, Callable[[], None]]:
 def main() -> None:
     args, step = setup(__doc__)
     print(
-        f"{'record_shapes':>13} {'events':>7} {'torch stop ms':>14} {'stepscope stop ms':>18} "
+        f"{'record_shapes':>16} {'events':>7} {'torch stop ms':>14} {'stepscope stop ms':>18} "
         f"{'per 22k events ms':>18} {'background save s':>18}"
     )
-    for record_shapes in (True, False):
+    from stepscope.capture.bridges.torch_bridge import TorchSettings, record_shapes_for
+
+    for label, settings in (
+        ("default", TorchSettings()),
+        ("True", TorchSettings(record_shapes=True)),
+    ):
+        record_shapes = record_shapes_for(settings, cuda=False)
         torch_ms: list[float] = []
         ours_ms: list[float] = []
         saves: list[float] = []
@@ -105,12 +112,12 @@ def main() -> None:
         for _ in range(args.repeat):  # alternate, so that drift hits both sides alike
             spent, events = _torch_stop(step, args.steps, record_shapes)
             torch_ms.append(spent * 1000)
-            spent, saved = _stepscope_stop(step, args.steps, record_shapes)
+            spent, saved = _stepscope_stop(step, args.steps, settings)
             ours_ms.append(spent * 1000)
             saves.append(saved)
         ours = statistics.median(ours_ms)
         print(
-            f"{record_shapes!s:>13} {events:>7,} {statistics.median(torch_ms):>14.1f} "
+            f"{f'{label} ({record_shapes})':>16} {events:>7,} {statistics.median(torch_ms):>14.1f} "
             f"{ours:>18.1f} {ours * 22_000 / max(events, 1):>18.1f} "
             f"{statistics.median(saves):>18.2f}",
             flush=True,

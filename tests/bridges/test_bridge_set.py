@@ -237,3 +237,12 @@ def test_xprof_reads_a_profile_with_merged_framework_planes(tmp_path: Path) -> N
     labels = [row["c"][0]["v"] for row in json.loads(data)[1]["rows"]]
     # With a device plane XProf labels steps by number, from the kernels each step launched.
     assert [label.split()[-1] for label in labels] == ["0", "1", "2", "3"]
+
+
+def test_torch_records_shapes_by_default_only_when_cuda_is_traced() -> None:
+    from stepscope.capture.bridges.torch_bridge import TorchSettings, record_shapes_for
+
+    assert record_shapes_for(TorchSettings(), cuda=True)
+    assert not record_shapes_for(TorchSettings(), cuda=False)
+    assert record_shapes_for(TorchSettings(record_shapes=True), cuda=False)
+    assert not record_shapes_for(TorchSettings(record_shapes=False), cuda=True)

@@ -3,8 +3,8 @@
 Runs when the program has imported ``torch`` (it is never imported just because it is
 installed) and ``device_tracer_level >= 1``, or when asked for with
 ``configure(frameworks=["pytorch"])``. Activities: CPU ops (``host_tracer_level >= 1``) and
-CUDA (``device_tracer_level >= 1`` and ``torch.cuda.is_available()``); ``record_shapes`` and
-``profile_memory`` on, ``with_stack`` off by default (see `TorchSettings`).
+CUDA (``device_tracer_level >= 1`` and ``torch.cuda.is_available()``); ``profile_memory`` on,
+``with_stack`` off, ``record_shapes`` on when CUDA is traced (see `TorchSettings`).
 
 Conversion reuses the Kineto importer (docs/formats/kineto.md): the trace is exported as
 Chrome-trace JSON into a temporary directory and converted like any ``*.pt.trace.json``, so
@@ -53,11 +53,19 @@ _orphans: dict[int, Any] = {}
 class TorchSettings:
     """Options of the ``torch.profiler.profile`` the bridge runs."""
 
-    record_shapes: bool = True
+    # None: when CUDA is traced. Shapes feed the FLOP/byte estimates of ops that launch kernels
+    # and nothing else but the trace viewer's details; they make torch's stop, which runs on
+    # the training thread, 2.5x slower (decision 75).
+    record_shapes: bool | None = None
     profile_memory: bool = True
     with_stack: bool = False  # Python stacks per op: large traces, slow export
     with_flops: bool = False
     with_modules: bool = False
+
+
+def record_shapes_for(settings: TorchSettings, cuda: bool) -> bool:
+    """Whether the profiler records input shapes: as set, or else when CUDA is traced."""
+    return cuda if settings.record_shapes is None else settings.record_shapes
 
 
 def profiler_active(torch: Any) -> bool:
@@ -129,7 +137,7 @@ class PyTorchBridge(Bridge):
         with captured_output(self.logs):
             profiler = profile(
                 activities=activities,
-                record_shapes=s.record_shapes,
+                record_shapes=record_shapes_for(s, self.cuda),
                 profile_memory=s.profile_memory,
                 with_stack=s.with_stack,
                 with_flops=s.with_flops,
