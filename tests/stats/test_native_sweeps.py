@@ -223,3 +223,45 @@ def test_clipped_by_chunks_equals_the_gathers() -> None:
         assert np.array_equal(
             _clipped(clip, times, ev, bound, st, chunk=7), clip(times[ev], bound[st])
         )
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_op_sums_equal_the_per_event_self_times(seed: int) -> None:
+    """One C pass per key (count, total, self and eager self time) and per line (first start,
+    last end) against the per-event self times summed by NumPy; False when out of order."""
+    line, start, end = _crafted(seed)
+    order = np.lexsort((-end, start, line))
+    line, start, end = line[order].astype(np.int32), start[order], end[order]
+    rng = np.random.default_rng(seed)
+    n_keys = 7
+    key = rng.integers(0, n_keys, len(line)).astype(np.int32)
+    events = np.sort(rng.permutation(len(line))[: len(line) * 2 // 3])
+    flags = (rng.random(len(events)) < 0.3).astype(np.uint8)
+    sums = [np.zeros(n_keys, np.int64) for _ in range(4)]
+    first = np.full(4, np.iinfo(np.int64).max)
+    last = np.full(4, np.iinfo(np.int64).min)
+    assert native.sweeps is not None
+    args = (events, line, start, end - start, key)
+    assert native.sweeps.op_sums(*args, flags, *sums, first, last)
+    ev_start, ev_end, ev_key = start[events], end[events], key[events]
+    own = self_time(ev_end - ev_start, nesting_parents(line[events], ev_start, ev_end))
+    assert (own < ev_end - ev_start).any()  # some events have children
+    eager = flags == 1
+    oracle = (
+        np.bincount(ev_key, minlength=n_keys),
+        np.bincount(ev_key, weights=ev_end - ev_start, minlength=n_keys),
+        np.bincount(ev_key, weights=own, minlength=n_keys),
+        np.bincount(ev_key[eager], weights=own[eager], minlength=n_keys),
+    )
+    for got, expected in zip(sums, oracle, strict=True):
+        assert np.array_equal(got, expected.astype(np.int64))
+    for k in range(4):
+        on = line[events] == k
+        assert first[k] == ev_start[on].min() and last[k] == ev_end[on].max()
+    no_flags = np.zeros(0, np.uint8)
+    assert native.sweeps.op_sums(*args, no_flags, *sums, first, last)  # no eager events
+    assert not native.sweeps.op_sums(events[::-1].copy(), *args[1:], no_flags, *sums, first, last)
+    bad = key.copy()
+    bad[events[0]] = n_keys
+    with pytest.raises(ValueError, match="out of range"):
+        native.sweeps.op_sums(events, *args[1:4], bad, no_flags, *sums, first, last)

@@ -85,29 +85,34 @@ def test_tf_op_metrics_self_time_counts_only_op_children() -> None:
     assert not ops.flops.any()
 
 
-def test_host_ops_are_aggregated_without_the_cached_end_times(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("in_c", [True, False], ids=["C", "NumPy"])
+def test_host_ops_are_summed_without_the_cached_end_times(
+    in_c: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The host table reads the end times before its aggregation (the peak of a cold
-    analysis at 20M events) and drops their cache; they read the same again after."""
-    from stepscope.stats import op_metrics
+    """The host table's sums (at the peak of a cold analysis at 20M events) keep no cached
+    end times: in C none are made (start + duration read in place), in NumPy they are dropped
+    once read; they read the same after."""
+    from stepscope.stats import native, op_metrics
 
+    if in_c and native.sweeps is None:
+        pytest.skip("C sweeps not built")
+    if not in_c:
+        monkeypatch.setattr(native, "sweeps", None)
     builder = XSpaceBuilder("tf")
     line = builder.plane("/host:CPU").line(1, "tf_Compute")
     line.event("model/a:MatMul", 0, 2 * MS)
+    line.event("model/b:Relu", MS, MS // 2)
     line.event("model/b:Relu", 3 * MS, MS)
     profile = build(builder)
     end = profile.end_ns.copy()
-    cached: list[bool] = []
-    aggregate = op_metrics._aggregate
-
-    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        cached.append("end_ns" in profile.__dict__)
-        return aggregate(*args, **kwargs)
-
-    monkeypatch.setattr(op_metrics, "_aggregate", spy)
+    if in_c:
+        profile.release_end_ns()
     ops = op_metrics.build_op_metrics(profile).host
-    assert cached[0] is False and sorted(ops.names) == ["model/a", "model/b"]
+    assert "end_ns" not in profile.__dict__
+    rows = {name: i for i, name in enumerate(ops.names)}
+    a, b = rows["model/a"], rows["model/b"]
+    assert ops.self_ns[a] == 3 * MS // 2 and ops.self_ns[b] == 3 * MS // 2
+    assert ops.idle_ns == MS and ops.occurrences[b] == 2
     assert np.array_equal(profile.end_ns, end)
 
 
@@ -156,3 +161,25 @@ def test_pytorch_ops_and_device_ops_are_separate() -> None:
     assert device["ampere_sgemm"] == ("Kernel", 4 * MS)
     assert device["MEMCPYDToH"] == ("MemcpyDToH", MS)
     assert metrics.device.idle_ns == 6 * MS - 5 * MS
+
+
+def test_host_op_flops_summed_by_slices_as_in_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The flops are read by slices of events: the same float sums, in event order, with a
+    slice of one, two or all events, mixed int and double values and NaN skipped."""
+    from stepscope.stats import op_metrics
+
+    builder = XSpaceBuilder("tf")
+    line = builder.plane("/host:CPU").line(1, "tf_Compute")
+    values: list[float | int | None] = [1000, 0.1, None, 2**40 + 1, 0.2, float("nan"), 7, 0.3]
+    for k, flops in enumerate(values):
+        name = ("model/a:MatMul", "model/b:Relu")[k % 2]
+        line.event(name, k * MS, MS // 2, {} if flops is None else {"flops": flops})
+    profile = build(builder)
+    found = []
+    for size in (1, 2, 1 << 20):
+        monkeypatch.setattr(op_metrics, "_SLICE", size)
+        ops = op_metrics.build_op_metrics(profile).host
+        found.append(dict(zip(ops.names, ops.flops.tolist(), strict=True)))
+    expected_a = 1000.0 + 0.2 + 7  # in event order
+    expected_b = 0.1 + (2**40 + 1) + 0.3  # NaN counts as 0
+    assert found[0] == found[1] == found[2] == {"model/a": expected_a, "model/b": expected_b}

@@ -39,6 +39,16 @@
  *   values[k]), exact int64 sums read in place through ``take`` (np.bincount would gather the
  *   values and convert them to float64 first: two 8 B/event temporaries per column summed).
  *
+ * op_sums(events, line, start, dur, key, eager, count, total, self, eager_self, first, last):
+ *   the op table's per-key sums in one pass, with no per-event array: for the events taken as
+ *   given, in trace order as for nest_self_time, count[key[e]] += 1, total[key[e]] += dur[e],
+ *   self[key[e]] += the event's self time (its duration less its direct children's among
+ *   them: added as dur[e] to its own key and taken off its parent's), eager_self the same for
+ *   the events whose eager[k] is set (eager empty: none), and per line the first start and
+ *   last end (first/last hold the caller's initial values). line and key are int32 columns
+ *   read through the indices, eager one byte per event given. Returns False, outputs spoiled,
+ *   when the events are out of trace order (the caller goes the NumPy way).
+ *
  * Every other array is C-contiguous int64; out, own, lo and hi are writable.
  */
 #define PY_SSIZE_T_CLEAN
@@ -363,6 +373,79 @@ static PyObject *single_window_pairs(PyObject *self, PyObject *args) {
     return bounds_or_pairs(args, 1);
 }
 
+static PyObject *op_sums(PyObject *self, PyObject *args) {
+    Py_buffer v[12];
+    static const Py_ssize_t sizes[12] = {8, 4, 8, 8, 4, 1, 8, 8, 8, 8, 8, 8};
+    if (get_args(args, v, 12, sizes, 6) < 0) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t *stack = NULL;
+    Py_ssize_t n = v[0].len / 8, n_events = v[1].len / 4, n_keys = v[6].len / 8,
+               n_lines = v[10].len / 8;
+    int with_eager = v[5].len != 0;
+    if (v[2].len / 8 != n_events || v[3].len / 8 != n_events || v[4].len / 4 != n_events ||
+        (with_eager && v[5].len != n) || v[7].len / 8 != n_keys || v[8].len / 8 != n_keys ||
+        v[9].len / 8 != n_keys || v[11].len / 8 != n_lines) {
+        PyErr_SetString(PyExc_ValueError, "columns differ in length");
+        goto done;
+    }
+    const int64_t *events = v[0].buf, *start = v[2].buf, *dur = v[3].buf;
+    const int32_t *line = v[1].buf, *key = v[4].buf;
+    const uint8_t *eager = v[5].buf;
+    int64_t *count = v[6].buf, *total = v[7].buf, *own = v[8].buf, *eager_own = v[9].buf,
+            *first = v[10].buf, *last = v[11].buf;
+    /* as deep as the deepest nesting: the pages past it are never touched */
+    stack = PyMem_Malloc((n ? n : 1) * sizeof(Py_ssize_t));
+    if (!stack) { PyErr_NoMemory(); goto done; }
+    int ordered = 1, bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t top = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        int64_t e = events[k];
+        if (e < 0 || e >= n_events || line[e] < 0 || line[e] >= n_lines || key[e] < 0 ||
+            key[e] >= n_keys) {
+            bad = 1;
+            break;
+        }
+        int64_t s = start[e], d = dur[e], end = s + d;
+        if (k) {
+            int64_t p = events[k - 1];
+            if (line[e] != line[p]) {
+                if (line[e] < line[p]) { ordered = 0; break; }
+                top = 0;
+            } else if (s < start[p] || (s == start[p] && end > start[p] + dur[p])) {
+                ordered = 0;
+                break;
+            }
+        }
+        while (top) {
+            int64_t q = events[stack[top - 1]];
+            if (start[q] + dur[q] >= end) break;
+            top--;
+        }
+        int32_t kk = key[e];
+        count[kk] += 1;
+        total[kk] += d;
+        own[kk] += d;
+        if (with_eager && eager[k]) eager_own[kk] += d;
+        if (top) {
+            Py_ssize_t parent = stack[top - 1];
+            int32_t pk = key[events[parent]];
+            own[pk] -= d;
+            if (with_eager && eager[parent]) eager_own[pk] -= d;
+        }
+        stack[top++] = k;
+        if (s < first[line[e]]) first[line[e]] = s;
+        if (end > last[line[e]]) last[line[e]] = end;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) PyErr_SetString(PyExc_ValueError, "event, line or key index out of range");
+    else result = PyBool_FromLong(ordered);
+done:
+    release(v, (int)(sizeof v / sizeof v[0]));
+    PyMem_Free(stack);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"single_window_pairs", single_window_pairs, METH_VARARGS,
      "(event, window) pairs in place when no event overlaps two windows, else -1."},
@@ -377,6 +460,9 @@ static PyMethodDef methods[] = {
      "Union of intervals taken in start order, as disjoint runs; returns their count."},
     {"nest_self_time", nest_self_time, METH_VARARGS,
      "Self time of events in trace order through their indices; False when out of order."},
+    {"op_sums", op_sums, METH_VARARGS,
+     "Per-key count, total, self and eager self time of events in trace order, and each "
+     "line's first start and last end, in one pass; False when out of order."},
     {NULL, NULL, 0, NULL},
 };
 

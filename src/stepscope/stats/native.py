@@ -16,6 +16,7 @@ from types import ModuleType
 _FUNCTIONS = (
     "nest_parents",
     "nest_self_time",
+    "op_sums",
     "step_type_unions",
     "sum_by_row",
     "window_bounds",

@@ -24,8 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from stepscope.capture.step import STEP_ANCHOR
-from stepscope.model import Profile
-from stepscope.stats import native
+from stepscope.model import Profile, StatColumn
 from stepscope.stats.arrays import distinct_ids
 from stepscope.stats.events import (
     NOT_COUNTED,
@@ -37,6 +36,7 @@ from stepscope.stats.events import (
 )
 from stepscope.stats.intervals import merge_sorted, union_ns
 from stepscope.stats.nesting import events_self_time
+from stepscope.stats.op_sums import KeySums, host_key_sums, sum_by_row
 from stepscope.stats.opnames import UNKNOWN, device_op, parse_op
 from stepscope.stats.python_samples import (
     PYTHON_OP_TYPE,
@@ -46,6 +46,7 @@ from stepscope.stats.python_samples import (
 from stepscope.stats.xla_ops import xla_events
 
 _HOST_OP_CATEGORIES = ("cpu_op", "user_annotation")
+_SLICE = 1 << 20  # events per slice where a per-event column is read by slices
 # Written by stepscope's capture on the metadata of `stepscope.trace` names (capture/save.py;
 # the stats layer does not import capture, so the name is repeated here).
 ANNOTATION_STAT = "stepscope_annotation"
@@ -142,22 +143,6 @@ def _host_op_events(profile: Profile, on_host: np.ndarray) -> tuple[np.ndarray, 
     return np.flatnonzero(on_host & (profile.dur_ns > 0) & ~marker[profile.name]), False
 
 
-def _sum_by_row(
-    row: np.ndarray, rows: int, values: np.ndarray, take: np.ndarray | None = None
-) -> np.ndarray:
-    """Per row, the int64 sum of ``values`` (``values[take]`` when given) of its events. In C
-    the values are read in place: a float64 ``np.bincount`` would gather and convert them."""
-    sweeps = native.sweeps
-    if sweeps is not None and values.dtype == np.int64:
-        out = np.zeros(rows, dtype=np.int64)
-        picks = np.zeros(0, np.int64) if take is None else np.ascontiguousarray(take, np.int64)
-        columns = (np.ascontiguousarray(row, np.int64), np.ascontiguousarray(values))
-        sweeps.sum_by_row(*columns, picks, out)
-        return out
-    weights = values if take is None else values[take]
-    return np.bincount(row, weights=weights, minlength=rows).round().astype(np.int64)
-
-
 def _aggregate(
     profile: Profile,
     side: str,
@@ -214,10 +199,10 @@ def _aggregate(
         tuple(t[0] for t in texts),
         tuple(t[1] for t in texts),
         np.bincount(row, minlength=rows).astype(np.int64),
-        _sum_by_row(row, rows, profile.dur_ns, events),
-        _sum_by_row(row, rows, self_ns),
+        sum_by_row(row, rows, profile.dur_ns, events),
+        sum_by_row(row, rows, self_ns),
         # only the events that have it (usually none: no pass over every event's row)
-        _sum_by_row(row[eager], rows, self_ns[eager]),
+        sum_by_row(row[eager], rows, self_ns[eager]),
         flops_total,
         idle_ns,
     )
@@ -226,18 +211,14 @@ def _aggregate(
 def _host_table(profile: Profile) -> OpTable:
     on_host = host_lines(profile)[profile.line]
     events, framework = _host_op_events(profile, on_host)
+    del on_host
     if not events.size:
         return OpTable.empty("host")
-    own = events_self_time(events, profile.line, profile.start_ns, profile.end_ns)
-    line = profile.line[events]
-    first = np.full(len(profile.lines), np.iinfo(np.int64).max)
-    last = np.full(len(profile.lines), np.iinfo(np.int64).min)
-    np.minimum.at(first, line, profile.start_ns[events])
-    np.maximum.at(last, line, profile.end_ns[events])
-    del line
-    profile.release_end_ns()  # not read below: 8 B/event less at the aggregation's peak
-    used = last >= first
-    idle = max(int((last[used] - first[used]).sum() - own.sum()), 0)
+    # only the events that carry these stats (usually few or none): no column over every event
+    eager, eager_stat = profile.stat_among("is_eager", events)
+    eager = eager[eager_stat.as_int(0) != 0]
+    del eager_stat
+    sums = host_key_sums(profile, events, eager)
     strings = profile.strings
 
     def text(sid: int) -> tuple[str, str]:
@@ -249,7 +230,60 @@ def _host_table(profile: Profile) -> OpTable:
             return parsed.name, parsed.type
         return full, full  # PyTorch op names are their types ("aten::mm")
 
-    return _aggregate(profile, "host", events, lambda: profile.name[events], text, own, idle)
+    return _table_of_keys(profile, events, sums, text)
+
+
+def _table_of_keys(
+    profile: Profile,
+    events: np.ndarray,
+    sums: KeySums,
+    key_text: Callable[[int], tuple[str, str]],
+) -> OpTable:
+    """The host table's rows from its per-name sums: one row per distinct (name, type) text,
+    in the order of the names' first string ids (as `_aggregate` orders its keys)."""
+    used = np.flatnonzero(sums.count)
+    index: dict[tuple[str, str], int] = {}
+    remap = np.array(
+        [index.setdefault(key_text(k), len(index)) for k in used.tolist()], dtype=np.int64
+    )
+    rows = len(index)
+
+    def per_row(per_key: np.ndarray) -> np.ndarray:
+        column = np.zeros(rows, dtype=np.int64)
+        np.add.at(column, remap, per_key[used])  # exact int64 sums of a few values per row
+        return column
+
+    lookup = np.zeros(len(sums.count), dtype=np.int64)
+    lookup[used] = remap
+    flops_total = _flops_by_row(profile, events, lookup, rows)
+    texts = list(index)
+    return OpTable(
+        "host",
+        tuple(t[0] for t in texts),
+        tuple(t[1] for t in texts),
+        per_row(sums.count),
+        per_row(sums.total_ns),
+        per_row(sums.self_ns),
+        per_row(sums.eager_self_ns),
+        flops_total,
+        sums.idle_ns,
+    )
+
+
+def _flops_by_row(
+    profile: Profile, events: np.ndarray, row_of_name: np.ndarray, rows: int
+) -> np.ndarray:
+    """Per row, the float64 sum of the ``flops`` stat of the ``events`` that carry it, in
+    event order (as one bincount adds them), by slices: no gathered names, rows or float
+    values of every such event at once (every second op has one in real profiles)."""
+    with_flops, stat = profile.stat_among("flops", events)
+    out = np.zeros(rows)
+    for a in range(0, len(with_flops), _SLICE):
+        part = slice(a, a + _SLICE)
+        flops = StatColumn(stat.present[part], stat.kind[part], stat.value[part]).as_float()
+        row = row_of_name[profile.name[events[with_flops[part]]]]
+        np.add.at(out, row, np.nan_to_num(flops, copy=False))
+    return out
 
 
 def _device_table(profile: Profile, types: np.ndarray) -> OpTable:
