@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.model.strings import StringTable
 from stepscope.xspace.wire import (
     KIND_BYTES,
@@ -330,7 +331,7 @@ class Profile:
             merged = np.sort(np.concatenate((by_meta, owners)))
             return merged[np.concatenate(([True], merged[1:] != merged[:-1]))].astype(np.int64)
         if len(owners) > 1 and not (owners[1:] > owners[:-1]).all():
-            owners = np.unique(owners)  # the same key twice on an event
+            owners = distinct(owners)  # the same key twice on an event
         return owners.astype(np.int64)
 
     def stat_among(self, name: str, events: np.ndarray) -> tuple[np.ndarray, StatColumn]:

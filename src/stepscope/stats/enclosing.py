@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.model import Profile
 
 _enclosing: Any
@@ -36,7 +37,7 @@ def innermost_enclosing(
     starts = profile.start_ns
     ends = profile.end_ns
     query_lines = profile.line[queries]
-    for line_index in np.unique(query_lines).tolist():
+    for line_index in distinct(query_lines).tolist():
         line = profile.lines[line_index]
         lo, hi = line.first_event, line.first_event + line.event_count
         cand = np.flatnonzero(candidates[lo:hi]) + lo

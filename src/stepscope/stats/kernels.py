@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.model import Profile
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.tensor_core import is_op_tensor_core_eligible, kernel_uses_tensor_core
@@ -209,7 +210,7 @@ def _own_op(profile: Profile, kernels: np.ndarray) -> np.ndarray:
 
 
 def _texts(profile: Profile, ids: np.ndarray) -> dict[int, str]:
-    return {i: profile.strings[i] for i in np.unique(ids).tolist() if i >= 0}
+    return {i: profile.strings[i] for i in distinct(ids).tolist() if i >= 0}
 
 
 def op_of_kernels(
@@ -243,7 +244,7 @@ def _hlo_ops_of_groups(
     mine = index >= 0
     if not mine.any():
         return {}
-    pairs = np.unique(group[mine].astype(np.int64) * (len(xla.ops) + 1) + index[mine])
+    pairs = distinct(group[mine].astype(np.int64) * (len(xla.ops) + 1) + index[mine])
     out: dict[int, list[str]] = {}
     for g, k in zip(
         (pairs // (len(xla.ops) + 1)).tolist(), (pairs % (len(xla.ops) + 1)).tolist(), strict=True
@@ -263,7 +264,7 @@ def build_kernel_db(profile: Profile, max_rows: int = MAX_ROWS) -> KernelDb:
     details_ids = profile.stat("kernel_details").string_ids()[kernels]
     occupancy_by_detail = {}
     parsed: dict[int, KernelDetails] = {}
-    for sid in np.unique(details_ids).tolist():
+    for sid in distinct(details_ids).tolist():
         parsed[sid] = parse_kernel_details(profile.strings[sid]) if sid >= 0 else KernelDetails()
         occupancy_by_detail[sid] = parsed[sid].occupancy_pct
     occ = np.array([occupancy_by_detail[i] or np.nan for i in details_ids.tolist()], dtype=float)
@@ -282,7 +283,7 @@ def build_kernel_db(profile: Profile, max_rows: int = MAX_ROWS) -> KernelDb:
     occ_sum = np.bincount(group[measured], weights=(occ * dur)[measured], minlength=n)
     first = np.full(n, len(kernels), dtype=np.int64)
     np.minimum.at(first, group, np.arange(len(kernels)))
-    configs = np.unique(group.astype(np.int64) * (len(profile.strings) + 2) + details_ids + 1)
+    configs = distinct(group.astype(np.int64) * (len(profile.strings) + 2) + details_ids + 1)
     n_configs = np.bincount(configs // (len(profile.strings) + 2), minlength=n)
 
     hlo_ops = _hlo_ops_of_groups(profile, kernels, group, n)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.model import Profile
 from stepscope.stats.arrays import run_starts
 
@@ -142,7 +143,7 @@ def _allocator_ids(profile: Profile, events: np.ndarray) -> list[str]:
     names = profile.stat("allocator_name").string_ids()[events]
     index = profile.stat("index_on_host").as_int()[events]
     ordinal = profile.stat("device_ordinal").as_int()[events]
-    texts = {i: profile.strings[i] for i in np.unique(names).tolist() if i >= 0}
+    texts = {i: profile.strings[i] for i in distinct(names).tolist() if i >= 0}
     out = []
     for n, i, o in zip(names.tolist(), index.tolist(), ordinal.tolist(), strict=True):
         out.append(texts[n] if n >= 0 else str(i) if i >= 0 else str(o) if o >= 0 else "")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.stats import native
 
 
@@ -56,7 +57,7 @@ def _parents_numpy(lines: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> n
         done[positive[good]] = True
         bad = positive[~good]
         if bad.size:  # lines with partly overlapping events: all their events by jumping
-            bad_lines = np.unique(lines[bad])
+            bad_lines = distinct(lines[bad])
             subset = np.flatnonzero(np.isin(lines, bad_lines))
             sub_parent = _parents_by_jumping(lines[subset], ends[subset])
             has = sub_parent >= 0
@@ -132,7 +133,7 @@ def _parents_by_depth(
     ok = (found >= 0) & (block[cand] == block[nested] - 1) & (ends[cand] >= ends[nested])
     parent[nested[ok]] = cand[ok]
     good = np.ones(n, dtype=bool)
-    broken = np.unique(line_key[nested[~ok]])
+    broken = distinct(line_key[nested[~ok]])
     if broken.size:
         good = ~np.isin(line_key, broken)
         parent[~good] = -1

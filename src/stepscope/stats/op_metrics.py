@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from stepscope.capture.step import STEP_ANCHOR
+from stepscope.distinct import distinct
 from stepscope.model import Profile, StatColumn
 from stepscope.stats.arrays import distinct_ids
 from stepscope.stats.events import (
@@ -294,7 +295,7 @@ def _device_table(profile: Profile, types: np.ndarray) -> OpTable:
     own = events_self_time(events, profile.line, profile.start_ns, profile.end_ns)
     idle = 0
     plane = profile.plane[events]
-    for p in np.unique(plane).tolist():
+    for p in distinct(plane).tolist():
         m = plane == p
         lo, hi = profile.start_ns[events[m]], profile.end_ns[events[m]]
         idle += int(hi.max() - lo.min()) - union_ns(lo, hi)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.model import Profile
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.kernels import kernel_events, launch_events, op_candidates
@@ -228,7 +229,7 @@ def torch_metrics(profile: Profile) -> HloMetrics:
     strings = profile.strings
     per_name: dict[str, list[float]] = {}  # name -> [time, flops, bytes, kernels, calls]
     costs: dict[int, tuple[str, OpCost]] = {}
-    for event in np.unique(op_event).tolist():
+    for event in distinct(op_event).tolist():
         name = strings[int(profile.name[event])]
 
         def text(ids: np.ndarray, e: int = event) -> list[object]:
@@ -236,11 +237,11 @@ def torch_metrics(profile: Profile) -> HloMetrics:
 
         costs[event] = (name, op_cost(name, text(dims), text(types), text(concrete)))
     durations = np.bincount(
-        np.searchsorted(np.unique(op_event), op_event), weights=profile.dur_ns[kernels]
+        np.searchsorted(distinct(op_event), op_event), weights=profile.dur_ns[kernels]
     )
-    counts = np.bincount(np.searchsorted(np.unique(op_event), op_event))
+    counts = np.bincount(np.searchsorted(distinct(op_event), op_event))
     family: dict[str, str] = {}
-    for k, event in enumerate(np.unique(op_event).tolist()):
+    for k, event in enumerate(distinct(op_event).tolist()):
         name, cost = costs[event]
         row = per_name.setdefault(name, [0.0, 0.0, 0.0, 0.0, 0.0])
         row[0] += durations[k]

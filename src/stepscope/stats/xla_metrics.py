@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.model import Profile
 from stepscope.stats.events import NOT_COUNTED, classify_events, device_work_lines
 from stepscope.stats.intervals import union_ns
@@ -67,7 +68,7 @@ def idle_and_busy_ns(profile: Profile, events: np.ndarray) -> tuple[int, int]:
     """(idle, busy) ns of device ``events``: idle is each plane's span less the union of its
     events; busy the sum of their durations."""
     idle = 0
-    for plane in np.unique(profile.plane[events]).tolist():
+    for plane in distinct(profile.plane[events]).tolist():
         own = events[profile.plane[events] == plane]
         lo, hi = profile.start_ns[own], profile.end_ns[own]
         idle += int(hi.max() - lo.min()) - union_ns(lo, hi)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.stats.diagnostics.base import (
     EventEvidence,
     Finding,
@@ -54,7 +55,7 @@ def _per_window_union(
 ) -> np.ndarray:
     """Per window, the union length of the intervals assigned to it (clipped to it)."""
     out = np.zeros(len(lo), dtype=np.int64)
-    for k in np.unique(step[step >= 0]).tolist():
+    for k in distinct(step[step >= 0]).tolist():
         m = step == k
         s = np.clip(starts[m], lo[k], hi[k])
         e = np.clip(ends[m], lo[k], hi[k])
@@ -168,7 +169,7 @@ def _copy_bytes(data: HostData, copies: np.ndarray) -> np.ndarray:
     out = p.stat("bytes").as_int(0)[copies]
     details = p.stat("memcpy_details").string_ids()[copies]
     parsed = {}
-    for sid in np.unique(details[details >= 0]).tolist():
+    for sid in distinct(details[details >= 0]).tolist():
         text = p.strings[sid]
         value = 0
         for token in text.split():

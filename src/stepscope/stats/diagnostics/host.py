@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.stats.arrays import run_starts, unique_many
 from stepscope.stats.diagnostics.base import (
     EventEvidence,
@@ -46,7 +47,7 @@ def step_gaps(data: HostData, options: dict[str, str]) -> Finding | None:
     nums = steps.step_num[order]
     gap = start[1:] - end[:-1]
     consecutive = (
-        np.diff(nums) == 1 if len(np.unique(nums)) == len(nums) else np.ones(len(gap), bool)
+        np.diff(nums) == 1 if len(distinct(nums)) == len(nums) else np.ones(len(gap), bool)
     )
     threshold = max(GAP_MIN_NS, GAP_MIN_STEP_SHARE * float(np.median(steps.dur_ns)))
     big = np.flatnonzero((gap > threshold) & consecutive)
@@ -116,7 +117,7 @@ def _launches_inside(data: HostData, events: np.ndarray) -> np.ndarray:
     p = data.profile
     launch_mask = p.stat("correlation_id").present & _host_mask(data)
     out = np.zeros(len(events), dtype=np.int64)
-    for line in np.unique(p.line[events]).tolist():
+    for line in distinct(p.line[events]).tolist():
         sl = p.events_of_line(p.lines[line])
         starts = np.sort(p.start_ns[sl][launch_mask[sl]])
         mine = p.line[events] == line
@@ -216,7 +217,7 @@ def launch_thread_contention(data: HostData, options: dict[str, str]) -> Finding
     mid = (p.start_ns[slow] + p.end_ns[slow]) // 2
     busy = np.zeros(len(slow), dtype=np.int64)
     host = _host_mask(data)
-    for line in np.unique(p.line[host]).tolist():
+    for line in distinct(p.line[host]).tolist():
         sl = p.events_of_line(p.lines[line])
         lo, hi = merge(p.start_ns[sl], p.end_ns[sl])
         k = np.searchsorted(lo, mid, "right") - 1
@@ -224,7 +225,7 @@ def launch_thread_contention(data: HostData, options: dict[str, str]) -> Finding
         busy += inside
     if len(busy) == 0 or float(busy.mean()) < CONTENDING_THREADS:
         return None  # slow, but not because other threads hold the cores
-    threads = [p.lines[line].label for line in np.unique(p.line[slow]).tolist()]
+    threads = [p.lines[line].label for line in distinct(p.line[slow]).tolist()]
     fix = (
         "Launch calls stall because the launching thread competes for CPU cores: cap the "
         "other threads (OMP_NUM_THREADS, torch.set_num_threads, fewer DataLoader workers, "

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.stats.diagnostics.base import (
     EventEvidence,
     Finding,
@@ -237,7 +238,7 @@ def collectives(data: HostData, options: dict[str, str]) -> Finding | None:
 
 def _device_planes(data: HostData) -> list[int]:
     planes = data.profile.plane[data.device_events]
-    return np.unique(planes).tolist()
+    return distinct(planes).tolist()
 
 
 def device_skew_within_host(data: HostData, options: dict[str, str]) -> Finding | None:
@@ -255,7 +256,7 @@ def device_skew_within_host(data: HostData, options: dict[str, str]) -> Finding 
     for d, plane in enumerate(planes):
         mine = p.plane[work] == plane
         np.minimum.at(first[d], step[mine], p.start_ns[work[mine]])
-        for k in np.unique(step[mine]).tolist():
+        for k in distinct(step[mine]).tolist():
             ev = work[mine][step[mine] == k]
             u_lo, u_hi = merge(p.start_ns[ev], p.end_ns[ev])
             busy[d, k] = int((u_hi - u_lo).sum())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.stats.diagnostics.base import (
     EventEvidence,
     Finding,
@@ -29,12 +30,12 @@ def stream_contention(data: HostData, options: dict[str, str]) -> Finding | None
     copies = data.device_of_type(EventType.HOST_TO_DEVICE, EventType.DEVICE_TO_HOST)
     if len(compute) == 0 or len(copies) == 0 or data.total_step_ns == 0:
         return None
-    compute_lines = np.unique(p.line[compute])
+    compute_lines = distinct(p.line[compute])
     on_compute_stream = copies[np.isin(p.line[copies], compute_lines)]
     if len(on_compute_stream) == 0:
         return None
     serial = np.zeros(len(on_compute_stream), dtype=np.int64)
-    for line in np.unique(p.line[on_compute_stream]).tolist():
+    for line in distinct(p.line[on_compute_stream]).tolist():
         others = compute[p.line[compute] != line]
         mine = p.line[on_compute_stream] == line
         ev = on_compute_stream[mine]
@@ -50,7 +51,7 @@ def stream_contention(data: HostData, options: dict[str, str]) -> Finding | None
     if level is None:
         return None
     streams = ", ".join(
-        p.lines[line].label for line in np.unique(p.line[on_compute_stream]).tolist()
+        p.lines[line].label for line in distinct(p.line[on_compute_stream]).tolist()
     )
     return Finding(
         id="stream_contention",

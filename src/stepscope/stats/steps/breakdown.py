@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.model import Profile
 from stepscope.stats import native
 from stepscope.stats.device import framework_of
@@ -271,7 +272,7 @@ def type_time(
     base = int(lo.min())
     width = int(hi.max()) - base + 1
     if n_steps * width >= 1 << 62:  # too wide for one key: step by step
-        for s in np.unique(step).tolist():
+        for s in distinct(step).tolist():
             m = step == s
             out[s] = type_time(np.zeros(int(m.sum()), np.int64), lo[m], hi[m], types[m], 1)[0]
         return out
@@ -279,7 +280,7 @@ def type_time(
     key_hi = step * width + (hi - base)
     order = np.argsort(key_lo, kind="stable")
     key_lo, key_hi, step, types = key_lo[order], key_hi[order], step[order], types[order]
-    thresholds = np.array(sorted(np.unique(types).tolist(), reverse=True), dtype=np.int64)
+    thresholds = np.array(sorted(distinct(types).tolist(), reverse=True), dtype=np.int64)
     unions = _unions_by_threshold(key_lo, key_hi, step, types, thresholds, n_steps)
     covered = np.zeros(n_steps, dtype=np.int64)
     for t, union in zip(thresholds.tolist(), unions, strict=True):
@@ -362,9 +363,8 @@ def _fast_type_time(
     del keep
     # The types present, by counting (a hash of every pair cost 0.14 s at 5M events). Types
     # seen only on empty intervals add a threshold whose column comes out 0, as without it.
-    counts = types.min(initial=0) >= 0
-    distinct = np.flatnonzero(np.bincount(types)) if counts else np.unique(types)
-    thresholds = distinct[::-1].astype(np.int64)  # highest first, a contiguous copy
+    present = distinct(types)
+    thresholds = present[::-1].astype(np.int64)  # highest first, a contiguous copy
     key = step.astype(np.int64)  # then in place: one 8 B/pair array
     key *= width
     key += lo

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.model import Profile
 from stepscope.stats.arrays import run_starts
 from stepscope.stats.nesting import Forest
@@ -179,7 +180,7 @@ def _roots(profile: Profile, step_roots: np.ndarray) -> np.ndarray:
     tf_data_ids = profile.stat_at("id", _events_named(profile, _TF_DATA_FUNCTIONS)).as_int()
     ids = profile.stat_at("id", roots)
     roots = roots[~(ids.present & np.isin(ids.as_int(), tf_data_ids))]
-    roots = np.union1d(roots, step_roots)
+    roots = distinct(np.concatenate((roots, step_roots)))
     level = np.maximum(profile.stat_at("_r", roots).as_int(0), 1)
     return roots[np.lexsort((roots, profile.start_ns[roots], -level))]
 
@@ -196,7 +197,7 @@ def build_groups(profile: Profile, step_roots: np.ndarray) -> Groups:
         profile, tuple(p + s for p in _PRODUCERS for s in ("Produce", "Consume"))
     )
     touched = np.concatenate([roots, tf_data, *(dst for _, dst in edges)])
-    lines = np.unique(profile.line[touched])
+    lines = distinct(profile.line[touched])
     candidate = np.isin(profile.line, lines)
     candidate[profile.stat_events("_a")] = False
     nested = np.flatnonzero(candidate)

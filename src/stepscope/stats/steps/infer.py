@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.model import Profile
 from stepscope.stats.events import host_lines, is_input_wait_name
 from stepscope.stats.nesting import nesting_parents
@@ -94,7 +95,7 @@ def infer_steps(profile: Profile) -> StepMarkers | None:
     if main is not None:
         found = _candidates(profile, top[profile.line[top] == main])
     if not found:
-        for line in np.unique(profile.line[top]).tolist():
+        for line in distinct(profile.line[top]).tolist():
             found += _candidates(profile, top[profile.line[top] == line])
     if not found:
         return None

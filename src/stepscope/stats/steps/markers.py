@@ -25,6 +25,7 @@ import re
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.errors import StepscopeError
 from stepscope.model import Profile
 from stepscope.stats.events import IMPLICIT_ROOTS, host_lines
@@ -59,7 +60,7 @@ def _from_events(
         profile.end_ns[events].copy(),
         use_groups,
         drop_incomplete,
-        tuple(np.unique(profile.line[events]).tolist()),
+        tuple(distinct(profile.line[events]).tolist()),
     )
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stepscope.distinct import distinct
+
 BY_NUMBER = "step_number"
 BY_POSITION = "position"
 SINGLE = "single"
@@ -118,10 +120,10 @@ def pair_host_steps(hosts: Sequence[HostSteps]) -> StepPairing:
         note = f"steps of {only.host} only{idle_note}" if n > 1 else ""
         return StepPairing(SINGLE, only.step_num.copy(), tuple(rows), (0,) * n, note)
     used = [hosts[k] for k in present]
-    common = np.unique(used[0].step_num)
+    common = distinct(used[0].step_num)
     for h in used[1:]:
         common = np.intersect1d(common, h.step_num)
-    fewest = min(len(np.unique(h.step_num)) for h in used)
+    fewest = min(len(distinct(h.step_num)) for h in used)
     if 2 * len(common) > fewest:
         mode, labels, paired = BY_NUMBER, common, _by_number(used, common)
         how = f"paired by step number: {len(common)} steps every host has"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.model import Profile
 from stepscope.stats.steps.markers import find_step_markers
 
@@ -40,6 +41,6 @@ def step_spans_with_ids(profile: Profile) -> tuple[np.ndarray, np.ndarray, np.nd
     ids = np.arange(int(keep.sum()), dtype=np.int64)
     if markers.use_groups:
         label = build_groups(profile, markers.event).label[markers.event[order][keep]]
-        if (label >= 0).all() and len(np.unique(label)) == len(label):
+        if (label >= 0).all() and len(distinct(label)) == len(label):
             ids = label.astype(np.int64)
     return starts[keep], ends[keep], ids

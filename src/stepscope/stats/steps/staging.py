@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.model import Profile
 
 # A host-to-device transfer, as JAX, PyTorch and the Python tracer (``$file:line function``,
@@ -40,7 +41,7 @@ def _kinds(profile: Profile, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     strings = profile.strings.strings
     transfer = np.zeros(len(strings), dtype=bool)
     compute = np.zeros(len(strings), dtype=bool)
-    for i in np.unique(ids).tolist():
+    for i in distinct(ids).tolist():
         name = strings[i]
         function = _function(name)
         transfer[i] = name in _TRANSFER_NAMES or function in _TRANSFER_FUNCTIONS

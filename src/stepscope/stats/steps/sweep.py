@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.stats.arrays import unique_many
 from stepscope.stats.intervals import merge_sorted
 
@@ -57,7 +58,7 @@ def held_spans(
     zkey = zero_step * width + np.searchsorted(times, zero_ns)
     covered = np.zeros(len(zero_ns), dtype=bool)
     next_start = np.full(len(zero_ns), np.iinfo(np.int64).max, dtype=np.int64)
-    for t in np.unique(zero_type).tolist():
+    for t in distinct(zero_type).tolist():
         m = types >= t
         z = np.flatnonzero(zero_type == t)
         if not m.any():

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.model import Profile
 from stepscope.stats.intervals import merge
 from stepscope.stats.trace_index.tracks import is_stream_line
@@ -50,7 +51,7 @@ def _memory_counters(profile: Profile) -> list[Counter]:
     value = value + np.nan_to_num(reserved)
     allocator = profile.stat("allocator_name").string_ids()[events]
     out = []
-    for alloc_id in np.unique(allocator).tolist():
+    for alloc_id in distinct(allocator).tolist():
         mine = allocator == alloc_id
         order = np.argsort(profile.start_ns[events[mine]], kind="stable")
         label = profile.strings[alloc_id] if alloc_id >= 0 else "memory"

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.stats.trace_index.counters import sample
 from stepscope.stats.trace_index.flows import KIND_NAMES
 from stepscope.stats.trace_index.window import events_in_box, query_window
@@ -76,7 +77,7 @@ def _lines_by_host(params: Mapping[str, str], pod: PodTrace) -> dict[int, np.nda
         lines = np.arange(pod.n_lines)
     owner = np.searchsorted(bases, lines, side="right") - 1
     out: dict[int, np.ndarray] = {}
-    for k in np.unique(owner).tolist():
+    for k in distinct(owner).tolist():
         out[k] = lines[owner == k] - pod.hosts[k].line_base
     return out
 

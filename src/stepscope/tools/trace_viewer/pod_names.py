@@ -14,6 +14,7 @@ import threading
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.model.strings import StringTable
 
 
@@ -35,7 +36,7 @@ class PodNames:
         if len(found) and int(found.min()) < 0:
             with self._lock:
                 mapping = self._maps.get(host, mapping).copy()
-                unseen = np.unique(local[mapping[local] < 0])
+                unseen = distinct(local[mapping[local] < 0])
                 for sid, text in zip(unseen.tolist(), strings.lookup(unseen), strict=True):
                     pid = self._ids.get(text)
                     if pid is None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.xspace.kineto.categories import Kind
 from stepscope.xspace.kineto.columns import ColumnLine, StatCodec
 from stepscope.xspace.kineto.devices import MEMORY_LINE_ID
@@ -84,11 +85,11 @@ def add_memory(router: EventRouter, c: Classified, memory_sizes: dict[int, int])
     has_reserved, reserved = args["Total Reserved"]
     allocator = _allocators(codec, has_type, device_type, has_id, device_id)
     peak = np.zeros(n, np.int64)
-    for name in np.unique(allocator[has_alloc]).tolist():
+    for name in distinct(allocator[has_alloc]).tolist():
         chosen = np.flatnonzero(has_alloc & (allocator == name))
         peak[chosen] = np.maximum(np.maximum.accumulate(allocated[chosen]), 0)
     with_reserved = has_alloc & has_reserved
-    known = np.unique(device_id).tolist()
+    known = distinct(device_id).tolist()
     sizes = np.array([memory_sizes.get(d, 0) for d in known], np.int64)
     memory = sizes[np.searchsorted(np.array(known, np.int64), device_id)]
     is_gpu = has_type & np.isin(device_type, GPU_DEVICE_TYPES)
@@ -159,7 +160,7 @@ def _innermost_ops(c: Classified, order: np.ndarray) -> np.ndarray:
     both = np.concatenate((ops, order))
     codes = first_seen(trace.pid[both], trace.tid[both])[0]
     op_thread, mem_thread = codes[: len(ops)], codes[len(ops) :]
-    for thread in np.unique(mem_thread).tolist():
+    for thread in distinct(mem_thread).tolist():
         mine = np.flatnonzero(mem_thread == thread)
         chosen = ops[op_thread == thread]
         if not len(chosen):
@@ -173,8 +174,10 @@ def _innermost_ops(c: Classified, order: np.ndarray) -> np.ndarray:
         index = np.frombuffer(found, np.int64)
         hit = index >= 0
         names = c.names[chosen[sort[index[hit]]]]
-        distinct, inverse = np.unique(names, return_inverse=True)
-        ids = np.array([codec.string_id(trace.texts[int(n)]) for n in distinct.tolist()], np.int64)
+        names_seen, inverse = np.unique(names, return_inverse=True)
+        ids = np.array(
+            [codec.string_id(trace.texts[int(n)]) for n in names_seen.tolist()], np.int64
+        )
         out[mine[hit]] = ids[inverse.reshape(-1)]
     return out
 

@@ -13,6 +13,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.xspace.builder import LineBuilder
 from stepscope.xspace.kineto import fast_memory
 from stepscope.xspace.kineto.categories import (
@@ -90,7 +91,7 @@ def classify(trace: ScannedTrace) -> Classified | None:
     categories: list[str] = []
     kind_of = np.full(len(trace.texts), -1, np.int8)
     category_of = np.full(len(trace.texts), -1, np.int32)
-    for cat_id in np.unique(cat[routed]).tolist():
+    for cat_id in distinct(cat[routed]).tolist():
         known = CATEGORIES.get(trace.texts[cat_id])
         if known is None:
             return None  # classified by its args in Python
@@ -300,7 +301,7 @@ def _bookkeeping(
             router.uncorrelated[key] = (made[int(lines[event])], int(positions[event]))
     for event in wanted.tolist():
         router.flows.append(_flow(trace, event))
-    fwd_ts = np.unique(trace.ts_ns[wanted[trace.cat[wanted] == fwdbwd]])
+    fwd_ts = distinct(trace.ts_ns[wanted[trace.cat[wanted] == fwdbwd]])
     for event in np.flatnonzero(ops & np.isin(trace.ts_ns, fwd_ts)).tolist():
         key = (int(trace.pid[event]), int(trace.tid[event]), int(trace.ts_ns[event]))
         router.ops_by_start.setdefault(key, (made[int(lines[event])], int(positions[event])))

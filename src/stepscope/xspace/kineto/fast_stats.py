@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.xspace.kineto.categories import (
     DROPPED_ARGS,
     KERNEL_DROPPED_ARGS,
@@ -159,7 +160,7 @@ class StatRows:
         from stepscope.xspace.kineto.categories import FRAMEWORK_OP_CATEGORIES
 
         trace = self.trace
-        candidates = np.unique(self.names[emitted]).tolist()
+        candidates = distinct(self.names[emitted]).tolist()
         steps = {i: step_number(trace.texts[i]) for i in candidates}
         steps = {i: n for i, n in steps.items() if n is not None}
         if not steps:
