@@ -24,3 +24,13 @@ def test_trace_spans_are_listed_as_host_ops(tmp_path: Path) -> None:
     assert ("forward", "Annotation") in kinds
     assert any(name.startswith("Iterator::") for name, _ in kinds)
     assert not any(name == "train" for name, _ in kinds)  # step markers are not ops
+
+
+def test_capture_names_repeated_in_op_metrics_match() -> None:
+    """The stats layer repeats capture's names (it does not import capture): they must agree."""
+    from stepscope.capture.save import ANNOTATION_STAT
+    from stepscope.capture.step import STEP_ANCHOR
+    from stepscope.stats import op_metrics
+
+    assert op_metrics.STEP_ANCHOR == STEP_ANCHOR
+    assert op_metrics.ANNOTATION_STAT == ANNOTATION_STAT

@@ -6,11 +6,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from stepscope.model import cache
 from stepscope.model.from_xspace import decode_file, profile_from_columns
 from stepscope.model.profile import Profile
 from stepscope.model.runs import HostFile, format_of, host_name_of
-from stepscope.store import background
 
 # progress(stage, fraction=None): conversions of large files report their stage and how far
 # along they are (0..1); a plain message has no fraction.
@@ -54,6 +52,9 @@ def open_host(
     ``threads``: decoding workers (default ``$STEPSCOPE_THREADS``)."""
     if not use_cache:
         return _convert(host, progress, threads)
+    from stepscope.model import cache  # the store's modules: only with a cache
+    from stepscope.store import background
+
     entry = cache.entry_dir(host.path, cache_dir)
     background.wait(entry)  # this process is writing it: read it once written
     cached = cache.load(entry)

@@ -23,7 +23,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from stepscope.capture.step import STEP_ANCHOR
 from stepscope.distinct import distinct
 from stepscope.model import Profile, StatColumn
 from stepscope.stats.arrays import distinct_ids
@@ -52,6 +51,9 @@ _SLICE = 1 << 20  # events per slice where a per-event column is read by slices
 # the stats layer does not import capture, so the name is repeated here).
 ANNOTATION_STAT = "stepscope_annotation"
 ANNOTATION_TYPE = "Annotation"
+# `stepscope.capture.step.STEP_ANCHOR`, repeated for the same reason (importing the capture
+# package loads its session, tracers and signal handling: 1-2 ms of every analysis).
+STEP_ANCHOR = "stepscope step"
 _DEVICE_KIND = {
     int(EventType.HOST_TO_DEVICE): "MemcpyHToD",
     int(EventType.DEVICE_TO_HOST): "MemcpyDToH",

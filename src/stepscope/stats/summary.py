@@ -15,7 +15,6 @@ import numpy as np
 from stepscope.fields import out
 from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.steps.breakdown import StepDb
-from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
 from stepscope.stats.untraced import Untraced
 
 
@@ -95,6 +94,8 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
     has_device = any(db.has_device for db in dbs.values())
     markers = sum(db.markers_found for db in dbs.values())
     dropped = sum(db.dropped_ill_formed + db.dropped_incomplete for db in dbs.values())
+    if len(dbs) > 1:  # several hosts: pairs their steps
+        from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
     if len(found) <= 1:
         db = found[0] if found else next(iter(dbs.values()))
         note = ""

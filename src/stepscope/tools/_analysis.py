@@ -9,6 +9,8 @@ of diagnostics and the overview) lives here.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from stepscope.model import ALL_HOSTS, Profile
 from stepscope.stats import (
     SOURCES,
@@ -21,18 +23,17 @@ from stepscope.stats import (
     summarize_steps,
 )
 from stepscope.stats.device import DeviceInfo, devices, framework_of, precision_ns, utilization
-from stepscope.stats.device_caps import DeviceCaps
-from stepscope.stats.device_caps import device_caps as build_device_caps
 from stepscope.stats.diagnostics.base import Finding, HostData
 from stepscope.stats.diagnostics.runner import combine_hosts, diagnose_host
 from stepscope.stats.kernels import KernelDb, build_kernel_db
 from stepscope.stats.tf_data import PipelineStats, build_tf_data_stats
-from stepscope.stats.torch_cost import torch_metrics
-from stepscope.stats.xla_metrics import HloMetrics
-from stepscope.stats.xla_metrics import hlo_metrics as build_hlo_metrics
 from stepscope.stats.xla_ops import xla_events
 from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import ToolOption
+
+if TYPE_CHECKING:  # the XLA and PyTorch cost models load with the tools that show them
+    from stepscope.stats.device_caps import DeviceCaps
+    from stepscope.stats.xla_metrics import HloMetrics
 
 STEP_SOURCE = ToolOption(
     "step_source",
@@ -154,11 +155,19 @@ def findings(ctx: ToolContext) -> list[Finding]:
 
 def hlo_metrics(ctx: ToolContext, host: str) -> HloMetrics:
     """Time, FLOPs and bytes per HLO instruction (hlo_stats, op_profile, roofline_model)."""
+    from stepscope.stats.xla_metrics import hlo_metrics as build_hlo_metrics
+
     return ctx.intermediate(host, "xla.hlo_metrics", build_hlo_metrics)
 
 
 def _op_costs(profile: Profile) -> HloMetrics:
-    return build_hlo_metrics(profile) if xla_events(profile) else torch_metrics(profile)
+    from stepscope.stats.xla_metrics import hlo_metrics as build_hlo_metrics
+
+    if xla_events(profile):
+        return build_hlo_metrics(profile)
+    from stepscope.stats.torch_cost import torch_metrics
+
+    return torch_metrics(profile)
 
 
 def op_costs(ctx: ToolContext, host: str) -> HloMetrics:
@@ -175,6 +184,8 @@ def has_op_costs(ctx: ToolContext) -> bool:
 
 
 def device_caps(ctx: ToolContext, host: str) -> DeviceCaps:
+    from stepscope.stats.device_caps import device_caps as build_device_caps
+
     return ctx.intermediate(host, "xla.device_caps", build_device_caps)
 
 

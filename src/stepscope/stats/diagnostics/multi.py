@@ -19,7 +19,6 @@ from stepscope.stats.events import EventType
 from stepscope.stats.intervals import merge, overlap_with
 from stepscope.stats.kernels import launch_events, op_candidates
 from stepscope.stats.steps.breakdown import StepDb
-from stepscope.stats.stragglers import find_stragglers
 
 COLLECTIVE_SHARE = (0.03, 0.15)  # REFERENCE §4: collectives over 3% / 15% of step time
 SLOW_VS_LINK = 3.0  # collectives taking 3x what the link bandwidth allows
@@ -321,6 +320,8 @@ def skew_across_hosts(
     usable = [(name, db) for name, db in hosts if db.n_steps]
     if len(usable) < 2:
         return None
+    from stepscope.stats.stragglers import find_stragglers  # several hosts only
+
     pod = find_stragglers(usable)
     if not pod.stragglers:
         return None
@@ -407,6 +408,8 @@ def discount_waiting(
     usable = [(name, db) for name, db in hosts if db.n_steps]
     if len(usable) < 2 or not any(f.id == "collectives" for f in found):
         return list(found)
+    from stepscope.stats.stragglers import find_stragglers  # several hosts only
+
     pod = find_stragglers(usable)
     waits = dict(zip(pod.hosts, np.nan_to_num(pod.wait_ns).sum(axis=1).tolist(), strict=True))
     late = ", ".join(s.host for s in pod.stragglers) or "other ranks"

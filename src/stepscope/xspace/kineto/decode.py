@@ -18,7 +18,6 @@ from typing import Any
 import msgspec
 
 from stepscope import limits
-from stepscope.xspace.kineto.json_repair import load_json, parse_memory_estimate
 
 # Header fields that become stats of the trace's XSpace (the Task Environment plane).
 HEADER_STATS = (
@@ -117,6 +116,9 @@ class Trace:
 def decode_trace(data: bytes, source: str, warnings: list[str]) -> Trace:
     """Decode ``data`` (see module docstring); damaged JSON is repaired or raises.
     `ProfileTooLargeError` before parsing when the objects would not fit the profile limit."""
+    # The repairing reader is the per-event path's (the columns path scans with _kscan).
+    from stepscope.xspace.kineto.json_repair import load_json, parse_memory_estimate
+
     limits.check(source, "parsing this JSON", parse_memory_estimate(data))
     try:
         header = _HEADER.decode(data)
