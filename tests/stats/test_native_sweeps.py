@@ -84,7 +84,7 @@ def test_op_tables_in_c_equal_numpy(path: Path, monkeypatch: pytest.MonkeyPatch)
     fast, slow = _both(monkeypatch, lambda: build_op_metrics(p))
     for f, s in ((fast.host, slow.host), (fast.device, slow.device)):
         assert f.names == s.names and f.types == s.types
-        for column in ("occurrences", "total_ns", "self_ns", "eager_self_ns", "idle_ns"):
+        for column in ("occurrences", "total_ns", "self_ns", "eager_self_ns", "flops", "idle_ns"):
             assert np.array_equal(getattr(f, column), getattr(s, column)), column
     assert len(fast.host) + len(fast.device) > 0
 
@@ -265,3 +265,43 @@ def test_op_sums_equal_the_per_event_self_times(seed: int) -> None:
     bad[events[0]] = n_keys
     with pytest.raises(ValueError, match="out of range"):
         native.sweeps.op_sums(events, *args[1:4], bad, no_flags, *sums, first, last)
+
+
+def test_stat_sums_read_each_events_last_value_of_the_key() -> None:
+    """`stat_sums` against the values by hand: the key's last row of each event, ints, uints
+    (their int64 bits), doubles (NaN as 0, infinities as the largest float), strings as 0."""
+    from stepscope.xspace.wire import KIND_DOUBLE, KIND_INT, KIND_STR, KIND_UINT
+
+    def bits(x: float) -> int:
+        return int(np.array([x]).view(np.int64)[0])
+
+    flops, other = 3, 4
+    rows = [  # (event, key, kind, value)
+        (0, flops, KIND_INT, 10),
+        (0, flops, KIND_INT, 12),  # the last row of the key wins
+        (1, other, KIND_INT, 99),
+        (2, flops, KIND_DOUBLE, bits(float("nan"))),
+        (3, flops, KIND_DOUBLE, bits(float("inf"))),
+        (4, flops, KIND_UINT, -1),  # 2**64 - 1 as int64 bits: -1.0, as NumPy converts it
+        (5, flops, KIND_STR, 7),
+        (6, flops, KIND_DOUBLE, bits(2.5)),
+        (7, flops, KIND_INT, 1000),  # not among the events asked
+    ]
+    owner = np.array([r[0] for r in rows])
+    start = np.searchsorted(owner, np.arange(9)).astype(np.int64) + 5  # rows start at 5
+    key = np.array([r[1] for r in rows], np.int32)
+    kind = np.array([r[2] for r in rows], np.int8)
+    value = np.array([r[3] for r in rows], np.int64)
+    name = np.array([0, 1, 2, 0, 1, 2, 0, 1], np.int32)
+    row_of_name = np.array([0, 1, 0], np.int64)
+    params = np.array([flops, KIND_INT, KIND_UINT, KIND_DOUBLE], np.int64)
+    out = np.zeros(2)
+    assert native.sweeps is not None
+    events = np.arange(7, dtype=np.int64)
+    native.sweeps.stat_sums(events, start, key, kind, value, name, row_of_name, params, out)
+    big = np.finfo(np.float64).max
+    assert out.tolist() == [12.0 + 0.0 + big + 2.5, 0.0 - 1.0 + 0.0]
+    with pytest.raises(ValueError, match="out of range"):
+        native.sweeps.stat_sums(
+            np.array([8]), start, key, kind, value, name, row_of_name, params, out
+        )

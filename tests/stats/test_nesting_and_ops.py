@@ -163,10 +163,13 @@ def test_pytorch_ops_and_device_ops_are_separate() -> None:
     assert metrics.device.idle_ns == 6 * MS - 5 * MS
 
 
-def test_host_op_flops_summed_by_slices_as_in_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The flops are read by slices of events: the same float sums, in event order, with a
-    slice of one, two or all events, mixed int and double values and NaN skipped."""
-    from stepscope.stats import op_metrics
+def test_host_op_flops_in_c_and_by_slices_as_in_one_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The flops are read in place in C, else by slices of events: the same float sums, in
+    event order, with a slice of one, two or all events, mixed int and double values, NaN as
+    0."""
+    from stepscope.stats import native, op_metrics, op_sums
 
     builder = XSpaceBuilder("tf")
     line = builder.plane("/host:CPU").line(1, "tf_Compute")
@@ -174,12 +177,17 @@ def test_host_op_flops_summed_by_slices_as_in_one_pass(monkeypatch: pytest.Monke
     for k, flops in enumerate(values):
         name = ("model/a:MatMul", "model/b:Relu")[k % 2]
         line.event(name, k * MS, MS // 2, {} if flops is None else {"flops": flops})
+    line.event("model/b:Relu", 9 * MS, MS, {"flops": 5, "bytes": 1})
     profile = build(builder)
     found = []
-    for size in (1, 2, 1 << 20):
-        monkeypatch.setattr(op_metrics, "_SLICE", size)
-        ops = op_metrics.build_op_metrics(profile).host
+    with_c = [True] if native.sweeps is not None else []
+    for in_c, size in [(c, 1 << 20) for c in with_c] + [(False, n) for n in (1, 2, 1 << 20)]:
+        with monkeypatch.context() as m:
+            m.setattr(op_sums, "_SLICE", size)
+            if not in_c:
+                m.setattr(native, "sweeps", None)
+            ops = op_metrics.build_op_metrics(profile).host
         found.append(dict(zip(ops.names, ops.flops.tolist(), strict=True)))
     expected_a = 1000.0 + 0.2 + 7  # in event order
-    expected_b = 0.1 + (2**40 + 1) + 0.3  # NaN counts as 0
-    assert found[0] == found[1] == found[2] == {"model/a": expected_a, "model/b": expected_b}
+    expected_b = 0.1 + (2**40 + 1) + 0.3 + 5  # NaN counts as 0
+    assert all(f == {"model/a": expected_a, "model/b": expected_b} for f in found), found

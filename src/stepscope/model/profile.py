@@ -289,6 +289,12 @@ class Profile:
             value[hit] = self.stats.value[found]
         return StatColumn(present, kind, value)
 
+    def in_metadata(self, name: str) -> bool:
+        """Whether some event metadata carries the stat ``name`` (its events then have it
+        without a row of their own)."""
+        key = self.strings.id_of(name)
+        return key >= 0 and bool((self.meta_stats.key == key).any())
+
     def _meta_stat(self, key: int) -> tuple[np.ndarray, np.ndarray] | None:
         """Per metadata row: the kind (KIND_NONE when absent) and value of stat ``key``; None
         when no metadata has it."""

@@ -49,11 +49,21 @@
  *   read through the indices, eager one byte per event given. Returns False, outputs spoiled,
  *   when the events are out of trace order (the caller goes the NumPy way).
  *
+ * stat_sums(events, stat_start, stat_key, stat_kind, stat_value, name, row_of_name, params,
+ *   out): out[row_of_name[name[e]]] += the float64 value of stat params[0] on event e, for the
+ *   events taken in order, read in place from the event's stat rows (its last row of the key,
+ *   as the profile's stat lookups keep): ints and uints (params[1], params[2]) converted from
+ *   their int64 bits, doubles (params[3]) with NaN as 0 and infinities as +-DBL_MAX (NumPy's
+ *   nan_to_num), other kinds 0. stat_key and name are int32, stat_kind int8, out float64.
+ *
  * Every other array is C-contiguous int64; out, own, lo and hi are writable.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <float.h>
+#include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 static int get_sized(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t itemsize) {
     int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
@@ -446,6 +456,58 @@ done:
     return result;
 }
 
+static PyObject *stat_sums(PyObject *self, PyObject *args) {
+    Py_buffer v[9];
+    static const Py_ssize_t sizes[9] = {8, 8, 4, 1, 8, 4, 8, 8, 8};
+    if (get_args(args, v, 9, sizes, 8) < 0) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = v[0].len / 8, n_events = v[5].len / 4, n_rows = v[2].len / 4,
+               n_names = v[6].len / 8, n_out = v[8].len / 8;
+    if (v[1].len / 8 != n_events + 1 || v[3].len != n_rows || v[4].len / 8 != n_rows ||
+        v[7].len / 8 != 4) {
+        PyErr_SetString(PyExc_ValueError, "columns differ in length");
+        goto done;
+    }
+    const int64_t *events = v[0].buf, *start = v[1].buf, *value = v[4].buf,
+                  *row_of_name = v[6].buf, *params = v[7].buf;
+    const int32_t *key = v[2].buf, *name = v[5].buf;
+    const int8_t *kind = v[3].buf;
+    double *out = v[8].buf;
+    int64_t want = params[0], k_int = params[1], k_uint = params[2], k_double = params[3];
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    int64_t base = n_events ? start[0] : 0;
+    for (Py_ssize_t k = 0; k < n && !bad; k++) {
+        int64_t e = events[k];
+        if (e < 0 || e >= n_events) { bad = 1; break; }
+        int64_t lo = start[e] - base, hi = start[e + 1] - base, found = -1;
+        if (lo < 0 || hi > n_rows || lo > hi) { bad = 1; break; }
+        for (int64_t r = lo; r < hi; r++)
+            if (key[r] == want) found = r;
+        if (found < 0) continue;
+        int32_t nm = name[e];
+        if (nm < 0 || nm >= n_names || row_of_name[nm] < 0 || row_of_name[nm] >= n_out) {
+            bad = 1;
+            break;
+        }
+        double x = 0.0;
+        if (kind[found] == k_int || kind[found] == k_uint) {
+            x = (double)value[found];
+        } else if (kind[found] == k_double) {
+            memcpy(&x, &value[found], sizeof x);
+            if (isnan(x)) x = 0.0;
+            else if (isinf(x)) x = x > 0 ? DBL_MAX : -DBL_MAX;
+        }
+        out[row_of_name[nm]] += x;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) PyErr_SetString(PyExc_ValueError, "event, stat row or name index out of range");
+    else result = Py_NewRef(Py_None);
+done:
+    release(v, (int)(sizeof v / sizeof v[0]));
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"single_window_pairs", single_window_pairs, METH_VARARGS,
      "(event, window) pairs in place when no event overlaps two windows, else -1."},
@@ -463,6 +525,8 @@ static PyMethodDef methods[] = {
     {"op_sums", op_sums, METH_VARARGS,
      "Per-key count, total, self and eager self time of events in trace order, and each "
      "line's first start and last end, in one pass; False when out of order."},
+    {"stat_sums", stat_sums, METH_VARARGS,
+     "Float64 sums of one stat per row of the events' names, read in place from their rows."},
     {NULL, NULL, 0, NULL},
 };
 

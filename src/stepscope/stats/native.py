@@ -17,6 +17,7 @@ _FUNCTIONS = (
     "nest_parents",
     "nest_self_time",
     "op_sums",
+    "stat_sums",
     "step_type_unions",
     "sum_by_row",
     "window_bounds",

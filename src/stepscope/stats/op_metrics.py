@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from stepscope.distinct import distinct
-from stepscope.model import Profile, StatColumn
+from stepscope.model import Profile
 from stepscope.stats.arrays import distinct_ids
 from stepscope.stats.events import (
     NOT_COUNTED,
@@ -36,7 +36,7 @@ from stepscope.stats.events import (
 )
 from stepscope.stats.intervals import merge_sorted, union_ns
 from stepscope.stats.nesting import events_self_time
-from stepscope.stats.op_sums import KeySums, host_key_sums, sum_by_row
+from stepscope.stats.op_sums import KeySums, flops_by_row, host_key_sums, sum_by_row
 from stepscope.stats.opnames import UNKNOWN, device_op, parse_op
 from stepscope.stats.python_samples import (
     PYTHON_OP_TYPE,
@@ -46,7 +46,6 @@ from stepscope.stats.python_samples import (
 from stepscope.stats.xla_ops import xla_events
 
 _HOST_OP_CATEGORIES = ("cpu_op", "user_annotation")
-_SLICE = 1 << 20  # events per slice where a per-event column is read by slices
 # Written by stepscope's capture on the metadata of `stepscope.trace` names (capture/save.py;
 # the stats layer does not import capture, so the name is repeated here).
 ANNOTATION_STAT = "stepscope_annotation"
@@ -258,7 +257,7 @@ def _table_of_keys(
 
     lookup = np.zeros(len(sums.count), dtype=np.int64)
     lookup[used] = remap
-    flops_total = _flops_by_row(profile, events, lookup, rows)
+    flops_total = flops_by_row(profile, events, lookup, rows)
     texts = list(index)
     return OpTable(
         "host",
@@ -271,22 +270,6 @@ def _table_of_keys(
         flops_total,
         sums.idle_ns,
     )
-
-
-def _flops_by_row(
-    profile: Profile, events: np.ndarray, row_of_name: np.ndarray, rows: int
-) -> np.ndarray:
-    """Per row, the float64 sum of the ``flops`` stat of the ``events`` that carry it, in
-    event order (as one bincount adds them), by slices: no gathered names, rows or float
-    values of every such event at once (every second op has one in real profiles)."""
-    with_flops, stat = profile.stat_among("flops", events)
-    out = np.zeros(rows)
-    for a in range(0, len(with_flops), _SLICE):
-        part = slice(a, a + _SLICE)
-        flops = StatColumn(stat.present[part], stat.kind[part], stat.value[part]).as_float()
-        row = row_of_name[profile.name[events[with_flops[part]]]]
-        np.add.at(out, row, np.nan_to_num(flops, copy=False))
-    return out
 
 
 def _device_table(profile: Profile, types: np.ndarray) -> OpTable:

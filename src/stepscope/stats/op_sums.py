@@ -15,9 +15,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stepscope.model import Profile
+from stepscope.model import Profile, StatColumn
 from stepscope.stats import native
 from stepscope.stats.nesting import events_self_time
+from stepscope.xspace.wire import KIND_DOUBLE, KIND_INT, KIND_UINT
+
+_SLICE = 1 << 20  # events per slice where a per-event column is read by slices
+# stat_start, the stats' key, kind and value, the event names: as `_sweeps.stat_sums` reads them
+_STAT_DTYPES = tuple(np.dtype(t) for t in (np.int64, np.int32, np.int8, np.int64, np.int32))
 
 
 @dataclass(frozen=True)
@@ -102,3 +107,36 @@ def _numpy_key_sums(
         sum_by_row(key[eager], n_keys, own[eager]),
         _idle(first, last, int(own.sum())),
     )
+
+
+def flops_by_row(
+    profile: Profile, events: np.ndarray, row_of_name: np.ndarray, rows: int
+) -> np.ndarray:
+    """Per row, the float64 sum of the ``flops`` stat of the ``events`` that carry it, in
+    event order (as one bincount adds them), by slices: no gathered names, rows or float
+    values of every such event at once (every second op has one in real profiles). In C
+    the events' stat rows are read in place (no positions, rows or owners of the stat)."""
+    out = np.zeros(rows)
+    key = profile.strings.id_of("flops")
+    sweeps = native.sweeps
+    if key < 0:
+        return out
+    stats = profile.stats
+    columns = (profile.stat_start, stats.key, stats.kind, stats.value, profile.name)
+    if (
+        sweeps is not None
+        and tuple(c.dtype for c in columns) == _STAT_DTYPES
+        and not profile.in_metadata("flops")
+    ):
+        params = np.array([key, KIND_INT, KIND_UINT, KIND_DOUBLE], dtype=np.int64)
+        picks = np.ascontiguousarray(events, np.int64)
+        contiguous = (np.ascontiguousarray(c) for c in columns)
+        sweeps.stat_sums(picks, *contiguous, np.ascontiguousarray(row_of_name), params, out)
+        return out
+    with_flops, stat = profile.stat_among("flops", events)
+    for a in range(0, len(with_flops), _SLICE):
+        part = slice(a, a + _SLICE)
+        flops = StatColumn(stat.present[part], stat.kind[part], stat.value[part]).as_float()
+        row = row_of_name[profile.name[events[with_flops[part]]]]
+        np.add.at(out, row, np.nan_to_num(flops, copy=False))
+    return out
