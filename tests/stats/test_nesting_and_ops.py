@@ -191,3 +191,15 @@ def test_host_op_flops_in_c_and_by_slices_as_in_one_pass(
     expected_a = 1000.0 + 0.2 + 7  # in event order
     expected_b = 0.1 + (2**40 + 1) + 0.3 + 5  # NaN counts as 0
     assert all(f == {"model/a": expected_a, "model/b": expected_b} for f in found), found
+
+
+def test_host_only_op_metrics_classify_no_events() -> None:
+    """Without device lines the device table is empty before any event type is computed: with
+    two analysis threads the step database's classification is not done twice at once."""
+    builder = XSpaceBuilder("tf")
+    line = builder.plane("/host:CPU").line(1, "tf_Compute")
+    line.event("model/a:MatMul", 0, 2 * MS)
+    profile = build(builder)
+    metrics = build_op_metrics(profile)
+    assert len(metrics.host) == 1 and len(metrics.device) == 0
+    assert not any(key[0] == "event_types" for key in profile._derived if isinstance(key, tuple))

@@ -272,8 +272,12 @@ def _table_of_keys(
     )
 
 
-def _device_table(profile: Profile, types: np.ndarray) -> OpTable:
-    on_device = device_work_lines(profile)[profile.line] & (types != NOT_COUNTED)
+def _device_table(profile: Profile) -> OpTable:
+    work_lines = device_work_lines(profile)
+    if not work_lines.any():  # a host-only profile: no event types to wait for or compute
+        return OpTable.empty("device")
+    types = classify_events(profile)
+    on_device = work_lines[profile.line] & (types != NOT_COUNTED)
     events = np.flatnonzero(on_device)
     if not events.size:
         return OpTable.empty("device")
@@ -353,4 +357,4 @@ def build_op_metrics(profile: Profile) -> OpMetrics:
     python = _python_table(profile)
     if len(python):
         host = OpTable.merge("host", [host, replace(python, idle_ns=0)])
-    return OpMetrics(host, _device_table(profile, classify_events(profile)))
+    return OpMetrics(host, _device_table(profile))
