@@ -3,7 +3,7 @@
 NumPy 2.3+ answers a plain ``np.unique`` with a hash table whose first call imports
 ``numpy.ma`` (7-8 ms of CPU, a fiftieth of a 0.2M-event Kineto import + overview), and which
 takes about 0.7 s per million distinct int64 values (14x a sort). Here values within a short
-range (string ids, line ids, thread codes) are counted per value, the rest sorted.
+range (string ids, line ids, event positions) are marked in a table, the rest sorted.
 """
 
 from __future__ import annotations
@@ -20,12 +20,16 @@ def distinct(values: np.ndarray) -> np.ndarray:
     countable = values.dtype.kind == "i" or (values.dtype.kind == "u" and values.itemsize < 8)
     if countable:
         low, high = int(values.min()), int(values.max())
-        if high - low <= 4 * len(values) + 1024:  # a count per value costs less than a sort
+        if high - low <= 4 * len(values) + 1024:  # a mark per value costs less than a sort
             if low >= 0 and high <= 4 * len(values) + 1024:
-                return np.flatnonzero(np.bincount(values)).astype(values.dtype, copy=False)
-            present = np.flatnonzero(np.bincount(values.astype(np.int64) - low))
-            return (present + low).astype(values.dtype, copy=False)
-    ordered = np.sort(values)
+                low = 0  # marked in place, no shifted copy
+            seen = np.zeros(high - low + 1, dtype=bool)  # at most 4 B per value
+            seen[values.astype(np.int64) - low if low else values] = True
+            return (np.flatnonzero(seen) + low).astype(values.dtype, copy=False)
+    # NumPy's stable sort (timsort) merges the sorted runs such columns are made of (the
+    # start and end times of a trace's lines, concatenated: 0.24M times in 1.5 ms against
+    # quicksort's 10.5 ms); on shuffled values it is about 25% slower.
+    ordered = np.sort(values, kind="stable")
     keep = np.ones(len(ordered), dtype=bool)
     keep[1:] = ordered[1:] != ordered[:-1]
     return ordered[keep]
