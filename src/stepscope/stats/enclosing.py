@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from stepscope.distinct import distinct
+from stepscope.event_order import start_order
 from stepscope.model import Profile
 
 _enclosing: Any
@@ -59,7 +60,7 @@ def _scan_line(
 ) -> None:
     # Candidates sorted by (start, longest first) so parents come before their children;
     # queries sorted by start. Merge the two streams keeping a stack of open candidates.
-    cand_order = np.lexsort((-(ends[cand] - starts[cand]), starts[cand]))
+    cand_order = start_order(starts[cand], ends[cand])
     cand = cand[cand_order]
     q_order = np.argsort(starts[query_events], kind="stable")
     queries = query_events[q_order]

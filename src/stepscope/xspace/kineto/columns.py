@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from stepscope.event_order import start_order
 from stepscope.xspace.builder import (
     INT64_MAX,
     PlaneBuilder,
@@ -281,8 +282,8 @@ class ColumnLine:
         start = np.frombuffer(self.start, np.int64)
         dur = np.frombuffer(self.dur, np.int64)
         counts, keys, kinds, values = self._stat_rows()
-        # lexsort is stable: ties keep insertion order, as the two stable sorts of the builder.
-        order = np.lexsort((-dur, start))
+        # Stable: ties keep insertion order, as the two stable sorts of the builder.
+        order = start_order(start, dur)
         sorted_counts = counts[order]
         old_offsets = np.zeros(len(counts) + 1, np.int64)
         np.cumsum(counts, out=old_offsets[1:])

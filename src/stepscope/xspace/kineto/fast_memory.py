@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from stepscope.distinct import distinct
+from stepscope.event_order import start_order
 from stepscope.xspace.kineto.categories import Kind
 from stepscope.xspace.kineto.columns import ColumnLine, StatCodec
 from stepscope.xspace.kineto.devices import MEMORY_LINE_ID
@@ -167,7 +168,7 @@ def _innermost_ops(c: Classified, order: np.ndarray) -> np.ndarray:
             continue
         begin = c.start_ns[chosen]
         end = begin + c.dur_ns[chosen]
-        sort = np.lexsort((-end, begin))  # memory._innermost_ops' (start, -end), stable
+        sort = start_order(begin, end)  # memory._innermost_ops' (start, -end), stable
         found = _kscan.innermost(
             begin[sort].tobytes(), end[sort].tobytes(), c.start_ns[order[mine]].tobytes()
         )
