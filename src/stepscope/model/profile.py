@@ -39,6 +39,8 @@ _OWNER_SLICE = 1 << 20  # events per slice where the stat owners are written
 
 @dataclass(frozen=True)
 class Plane:
+    """One plane of a profile: its id, name, stats and range of lines."""
+
     index: int
     id: int
     name: str
@@ -61,6 +63,8 @@ class Plane:
 
 @dataclass(frozen=True)
 class Line:
+    """One line of a profile (a thread, a stream): its ids, names and range of events."""
+
     index: int
     plane: int
     id: int

@@ -34,6 +34,8 @@ _sniffed: dict[tuple[str, str], bool] = {}  # (path, signature) -> holds traceEv
 
 @dataclass(frozen=True)
 class HostFile:
+    """One host's profile file in a run, with its format and size."""
+
     host: str
     path: str
     format: Format
@@ -42,6 +44,8 @@ class HostFile:
 
 @dataclass(frozen=True)
 class Run:
+    """A profiling run: its directory and the profile file of each host."""
+
     name: str  # relative to the log directory, '/'-separated
     path: str  # the run directory (or the file, for a single-file run)
     hosts: tuple[HostFile, ...]

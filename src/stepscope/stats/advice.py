@@ -41,6 +41,8 @@ EAGER_ABOVE = 10.0  # % of op time run eagerly
 
 @dataclass(frozen=True)
 class InputBound:
+    """How input-bound the steps are, and why."""
+
     classification: str = out(
         '`high` (input >= 20%), `moderate` (>= 5%), `no` when input < 1% and "other" >= 15% '
         "(untraced host work, not input: the statement says where it sits), `potential` "
@@ -186,6 +188,8 @@ _CATEGORY_ADVICE = {
 
 @dataclass(frozen=True)
 class Recommendation:
+    """What bounds the steps and what to do about it."""
+
     bottleneck: str = out(
         "`input` (highly input-bound), `both` (moderately or potentially), `device` / `host` "
         "(not input-bound), `unknown`"

@@ -32,6 +32,8 @@ _DEVICE_STATS = (
 
 @dataclass(frozen=True)
 class DeviceInfo:
+    """One device plane with events: its kind, kernel count and plane stats."""
+
     plane: str = out("device plane, e.g. `/device:GPU:0`")
     kind: str = out("`GPU`, `TPU`, ...")
     kernel_count: int = out("kernels it ran", key="kernels")

@@ -19,6 +19,8 @@ from functools import lru_cache
 
 @dataclass(frozen=True)
 class MatrixRule:
+    """A kernel name pattern and whether such kernels run on matrix units."""
+
     id: str
     pattern: re.Pattern[str]
     on_matrix_units: bool
@@ -27,6 +29,8 @@ class MatrixRule:
 
 @dataclass(frozen=True)
 class PrecisionRule:
+    """A kernel name pattern and the precision such kernels compute in."""
+
     id: str
     pattern: re.Pattern[str]
     precision: str  # one of PRECISIONS

@@ -28,6 +28,8 @@ _NOT_OPS = ("python_function", "cuda_runtime", "cuda_driver", "cpu_instant_event
 
 @dataclass(frozen=True)
 class KernelDetails:
+    """A kernel's launch configuration, parsed from its details stat."""
+
     registers_per_thread: int = 0
     static_shmem_bytes: int = 0
     dynamic_shmem_bytes: int = 0
@@ -83,6 +85,8 @@ def parse_kernel_details(text: str) -> KernelDetails:
 
 @dataclass(frozen=True)
 class KernelRow:
+    """One (kernel, op, launch configuration) of the kernel table with its times."""
+
     kernel_name: str
     op_name: str
     occurrences: int

@@ -116,6 +116,8 @@ class OpTable:
 
 @dataclass(frozen=True)
 class OpMetrics:
+    """The host and device op tables of one host."""
+
     host: OpTable
     device: OpTable
 

@@ -20,6 +20,8 @@ from stepscope.stats.untraced import Untraced
 
 @dataclass(frozen=True)
 class StepStats:
+    """Average, spread and extremes of the step times."""
+
     avg_ms: float = out("average over the steps", unit="ms", digits=6, key="avg")
     stddev_ms: float = out(
         "sample standard deviation over the steps (n - 1, as XProf)",
@@ -41,6 +43,8 @@ class StepStats:
 
 @dataclass(frozen=True)
 class StepSummary:
+    """The steps of one host, or the pod steps of several: times and breakdown."""
+
     source: str
     description: str
     hosts: tuple[str, ...]

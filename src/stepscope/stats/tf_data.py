@@ -64,6 +64,8 @@ def explain_long_name(long_name: str) -> str:
 
 @dataclass(frozen=True)
 class IteratorStat:
+    """One iterator of an input pipeline and its time."""
+
     id: int
     parent_id: int | None
     name: str
@@ -79,6 +81,8 @@ class IteratorStat:
 
 @dataclass(frozen=True)
 class PipelineStats:
+    """One input pipeline: its calls, latency and bottleneck iterator."""
+
     id: int
     name: str  # "Host:0", "Host:1"... in order of first call
     root_long_name: str
@@ -96,6 +100,8 @@ class PipelineStats:
 
 @dataclass(frozen=True)
 class _Events:
+    """The iterator events of a profile, with their ids, parents and times."""
+
     index: np.ndarray  # event indices, sorted
     iterator: np.ndarray  # int64 iterator id
     parent_id: np.ndarray  # int64, meaningful where has_parent

@@ -22,6 +22,8 @@ START, END = "(step start)", "(step end)"
 
 @dataclass(frozen=True)
 class GapPlace:
+    """Where the largest untraced gaps of steps sit: between which traced events."""
+
     after: str  # the traced event the gap follows, or START
     before: str  # the traced event that ends the gap, or END
     ns: int  # untraced time in such gaps, over the steps

@@ -155,6 +155,8 @@ class ProfileStore:
 
 @dataclass
 class ToolContext:
+    """The run, the host(s) and options a tool is built for, and the store it reads from."""
+
     run: Run
     host: str  # a host name or ALL_HOSTS
     store: ProfileStore = field(default_factory=ProfileStore)

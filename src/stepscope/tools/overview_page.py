@@ -32,6 +32,8 @@ TOP_OPS = 10
 
 @dataclass(frozen=True)
 class StepRow:
+    """One step of the overview: its time and breakdown."""
+
     step: int = out("step number (`step_num`, `N` of `ProfilerStep#N`, or 0.. for inferred steps)")
     name: str = out("e.g. `train 6`")
     start_ns: int = out("start on the profile's clock", "ns")
@@ -43,6 +45,8 @@ class StepRow:
 
 @dataclass(frozen=True)
 class TopOp:
+    """One of the ops with the most self time."""
+
     rank: int = out("1 for the op with the most self time")
     side: str = out("`device` or `host`")
     category: str = out("op type (`MatMul`, `Kernel`, `Collective`, `MemcpyHToD`, `Dataset`...)")
@@ -57,6 +61,8 @@ class TopOp:
 
 @dataclass(frozen=True)
 class RunEnvironment:
+    """The hosts, devices and framework of the run."""
+
     hosts: tuple[str, ...] = out("the hosts analysed")
     host_count: int = out("number of hosts")
     device_type: str = out("device kinds, `/`-joined; `CPU` when no device was traced")
@@ -73,6 +79,8 @@ class RunEnvironment:
 
 @dataclass(frozen=True)
 class OverviewPage:
+    """The overview: where each step's time goes, the top ops, the run, and what to do."""
+
     host: str = out("the host shown, or `ALL_HOSTS`")
     step_source: str = out("how steps were found (table above)")
     step_source_detail: str = out("how steps were found, in words (and how hosts were paired)")

@@ -30,6 +30,8 @@ ToolResult = Any
 
 @dataclass(frozen=True)
 class ToolOption:
+    """An option a tool takes, with its default and allowed values."""
+
     name: str
     description: str
     default: str
@@ -52,6 +54,8 @@ class ToolEndpoint:
 
 @dataclass(frozen=True)
 class ToolSpec:
+    """A tool's declaration: its name, builder, formats, options and extra routes."""
+
     name: str  # identifier used in URLs and the CLI, e.g. "overview_page"
     title: str  # shown in the UI, e.g. "Overview"
     description: str

@@ -36,12 +36,16 @@ class HeaderStat:
 
 @dataclass(frozen=True)
 class HeaderStatMetadata:
+    """A stat metadata entry of a plane header: id and name."""
+
     id: int
     name: str
 
 
 @dataclass(frozen=True)
 class HeaderEventMetadata:
+    """An event metadata entry of a plane header: id, names and its stats."""
+
     id: int
     name: str
     display_name: str

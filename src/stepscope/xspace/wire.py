@@ -40,6 +40,8 @@ KIND_NONE, KIND_INT, KIND_UINT, KIND_DOUBLE, KIND_STR, KIND_BYTES, KIND_REF = ra
 
 @dataclass(frozen=True)
 class RawLine:
+    """One line of a decoded plane: its ids, names, timestamp and event range."""
+
     plane: int
     id: int
     display_id: int

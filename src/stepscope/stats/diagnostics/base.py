@@ -38,6 +38,8 @@ class EventEvidence:
 
 @dataclass(frozen=True)
 class Finding:
+    """One diagnostic finding: what was seen, how severe, and what to do."""
+
     id: str  # stable identifier, e.g. "kernel_launch_bound"
     title: str
     severity: str  # "high" | "medium" | "low"

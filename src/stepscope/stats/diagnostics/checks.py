@@ -18,6 +18,8 @@ Options = dict[str, str]
 
 @dataclass(frozen=True)
 class Check:
+    """A diagnostic check: what it looks at and its per-host or per-run function."""
+
     id: str  # the id of the findings it returns
     description: str  # what it looks at, for people
     on_host: Callable[[HostData, Options], Finding | None] | None = None

@@ -40,6 +40,8 @@ Edges = tuple[np.ndarray, np.ndarray]
 
 @dataclass(frozen=True)
 class Groups:
+    """The group of each event and the root event of each group."""
+
     label: np.ndarray  # int64 per event: group id, -1 when no root reaches it
     root: np.ndarray  # int64: event index of each group's root, in group order
 
