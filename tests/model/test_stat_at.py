@@ -1,4 +1,4 @@
-"""Profile.stat_events and Profile.stat_at: the dense `stat` column's answers for some events,
+"""Profile.stat_events, stat_present and stat_at: the dense `stat` column's answers for some events,
 without building it (the oracle here is `stat` itself, on every stat key of real fixtures)."""
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ def test_sparse_stats_equal_the_dense_column_for_every_key(profile: object) -> N
     for name in [*keys, "no such stat"]:
         with_stat = p.stat_events(name)
         np.testing.assert_array_equal(with_stat, np.flatnonzero(p.stat(name).present), name)
+        np.testing.assert_array_equal(p.stat_present(name), p.stat(name).present, name)
         for events in (subset, shuffled_with_repeats, with_stat, np.zeros(0, np.int64)):
             _same(p, name, events)
         for events in (subset, np.arange(p.n_events), with_stat):  # ascending, distinct
@@ -69,6 +70,7 @@ def test_metadata_stats_and_an_event_overriding_them() -> None:
     p = build(builder)
     events = np.arange(p.n_events)
     assert p.stat_events("level").tolist() == np.flatnonzero(p.stat("level").present).tolist()
+    assert p.stat_present("level").tolist() == [True, True, True, False]
     _same(p, "level", events)
     _same(p, "level", events[::-1])
     _same(p, "level", np.array([3, 1, 1]))

@@ -121,7 +121,7 @@ def kernel_events(profile: Profile) -> np.ndarray:
             on_device[profile.events_of_plane(plane)] = True
     if not on_device.any():
         return np.zeros(0, dtype=np.int64)
-    is_kernel = profile.stat("kernel_details").present
+    is_kernel = profile.stat_present("kernel_details")
     category = profile.stat("category").string_ids()
     kernel_id = profile.strings.id_of("kernel")
     if kernel_id >= 0:
@@ -155,11 +155,16 @@ def launch_events(profile: Profile, device_events: np.ndarray) -> np.ndarray:
     return out
 
 
+def _launches(profile: Profile) -> np.ndarray:
+    """Every possible launch: the host events with a correlation id, ascending."""
+    events = profile.stat_events("correlation_id")
+    return events[host_event_mask(profile)[events]]
+
+
 def _launch_index(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
     """(host events with a correlation id sorted by it, stably; their correlation ids)."""
-    corr = profile.stat("correlation_id")
-    launches = np.flatnonzero(host_event_mask(profile) & corr.present)
-    values = corr.as_int()[launches]
+    launches = _launches(profile)
+    values = profile.stat_at("correlation_id", launches).as_int()
     order = np.argsort(values, kind="stable")
     return launches[order], values[order]
 
@@ -168,7 +173,7 @@ def op_candidates(profile: Profile) -> np.ndarray:
     """Per event: True for host events that can be "the op" around a launch or an allocation
     (not launches themselves, Python frames or instants)."""
     category = profile.stat("category").string_ids()
-    candidates = host_event_mask(profile) & ~profile.stat("correlation_id").present
+    candidates = host_event_mask(profile) & ~profile.stat_present("correlation_id")
     for name in _NOT_OPS:
         sid = profile.strings.id_of(name)
         if sid >= 0:
@@ -194,8 +199,7 @@ def _ops_of_launches(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
     """(every possible launch: host events with a correlation id, sorted; the string id of the
     op enclosing each, or -1), computed once: the kernel table, the launch-bound and copy
     checks all ask for the ops of overlapping sets of kernels."""
-    corr = profile.stat("correlation_id")
-    launches = np.flatnonzero(host_event_mask(profile) & corr.present)
+    launches = _launches(profile)
     enclosing = innermost_enclosing(profile, launches, op_candidates(profile))
     return launches, np.where(enclosing >= 0, profile.name[np.maximum(enclosing, 0)], -1)
 
@@ -204,7 +208,7 @@ def _own_op(profile: Profile, kernels: np.ndarray) -> np.ndarray:
     """Per kernel: string id of the op named by its own stats (tf_op, then name), or -1."""
     out = np.full(len(kernels), -1, dtype=np.int64)
     for stat in ("tf_op", "name"):
-        ids = profile.stat(stat).string_ids()[kernels]
+        ids = profile.stat_at(stat, kernels).string_ids()
         if stat == "tf_op":
             bad = {i for i, s in _texts(profile, ids).items() if not s or s.endswith(":")}
             if bad:

@@ -103,7 +103,7 @@ def step_gaps(data: HostData, options: dict[str, str]) -> Finding | None:
 def _op_events(data: HostData) -> np.ndarray:
     """Host events that are framework ops: Kineto cpu_op, or TensorFlow ``name:Type``."""
     p = data.profile
-    host = _host_mask(data) & ~p.stat("correlation_id").present
+    host = _host_mask(data) & ~p.stat_present("correlation_id")
     ops = np.zeros(p.n_events, bool)
     cpu_op = p.strings.id_of("cpu_op")
     if cpu_op >= 0:
@@ -115,7 +115,7 @@ def _op_events(data: HostData) -> np.ndarray:
 def _launches_inside(data: HostData, events: np.ndarray) -> np.ndarray:
     """Per event: number of kernel/copy launches on its thread within its span."""
     p = data.profile
-    launch_mask = p.stat("correlation_id").present & _host_mask(data)
+    launch_mask = p.stat_present("correlation_id") & _host_mask(data)
     out = np.zeros(len(events), dtype=np.int64)
     for line in distinct(p.line[events]).tolist():
         sl = p.events_of_line(p.lines[line])
