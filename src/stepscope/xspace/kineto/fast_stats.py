@@ -187,7 +187,12 @@ class StatRows:
         _present, kind, value = trace.arg_at("device", events)
         pid_ok = ((flags & F_PID_STR) == 0) & (pid >= 0)
         device = np.where(kind == A_INT, value, np.where(pid_ok, pid, 0))
+        # `ScannedTrace.has` for these events only (absent: kind -1; null: A_NULL).
+        has_device = (kind >= 0) & (kind != A_NULL)
+        kind = trace.arg_at("device_id", events)[1]
+        has_device |= (kind >= 0) & (kind != A_NULL)
         _present, kind, value = trace.arg_at("stream", events)
+        has_stream = (kind >= 0) & (kind != A_NULL)
         tid_str = (flags & F_TID_STR) != 0
         stream = np.where(tid_str, 0, tid).astype(np.int64)
         for i in np.flatnonzero((kind != A_INT) & tid_str).tolist():
@@ -203,10 +208,9 @@ class StatRows:
         on_device = np.zeros(trace.n_events, bool)
         on_device[events] = True
         dev = on_device & (c.kind == Kind.DEVICE)
-        has_device = (trace.has("device") | trace.has("device_id"))[events]
         at = np.flatnonzero((line_kind == Kind.DEVICE) & ~has_device)
         self.add(events[at], _SLOT_DEVICE, "device_id", KIND_INT, device[at])
-        at = np.flatnonzero((line_kind == Kind.DEVICE) & ~trace.has("stream")[events])
+        at = np.flatnonzero((line_kind == Kind.DEVICE) & ~has_stream)
         self.add(events[at], _SLOT_STREAM, "stream", KIND_INT, stream[at])
         self._kernel_details(np.flatnonzero(kernel))
         self._memcpy(np.flatnonzero(dev & (c.category == _index(c, "gpu_memcpy"))))
