@@ -50,7 +50,8 @@ run = single_file_run(sys.argv[1])
 get_tool("overview_page").build(ToolContext(run, run.host_names[0], ProfileStore(use_cache=False)))
 unused = ("_hashlib", "socket", "shutil", "tempfile", "numpy.ma", "stepscope.store.entries",
           "stepscope.capture.session", "stepscope.xspace.kineto.json_repair",
-          "stepscope.stats.stragglers", "stepscope.stats.torch_cost")
+          "stepscope.stats.stragglers", "stepscope.stats.torch_cost", "stepscope.stats.tf_data",
+          "csv")
 print(json.dumps(sorted(m for m in sys.modules if m in unused)))
 """
 
@@ -61,7 +62,8 @@ def test_uncached_overview_imports_no_store_upkeep(tmp_path: Path) -> None:
     modules of saving and store upkeep (socket, shutil, tempfile: 1.6 MB, 6 ms), nor
     numpy.ma (7-8 ms, loaded by the first hash-table ``np.unique``: `stepscope.distinct`),
     nor modules a single PyTorch host's overview does not run: the store, the capture API,
-    the JSON repair of the per-event path, stragglers across hosts, PyTorch op costs."""
+    the JSON repair of the per-event path, stragglers across hosts, PyTorch op costs, the
+    tf.data analysis (no ``Iterator::`` events), CSV."""
     trace = tmp_path / "trace.json.gz"
     shutil.copy(FIXTURES / "kineto" / "a100_triton_tiny.json.gz", trace)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}

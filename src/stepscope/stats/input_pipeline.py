@@ -19,11 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from stepscope.stats.op_metrics import OpTable
-from stepscope.stats.tf_data import IteratorStat
+
+if TYPE_CHECKING:
+    from stepscope.stats.tf_data import IteratorStat
 
 INPUT_CATEGORIES = (
     "enqueue",

@@ -26,13 +26,13 @@ from stepscope.stats.device import DeviceInfo, devices, framework_of, precision_
 from stepscope.stats.diagnostics.base import Finding, HostData
 from stepscope.stats.diagnostics.runner import combine_hosts, diagnose_host
 from stepscope.stats.kernels import KernelDb, build_kernel_db
-from stepscope.stats.tf_data import PipelineStats, build_tf_data_stats
 from stepscope.stats.xla_ops import xla_events
 from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import ToolOption
 
 if TYPE_CHECKING:  # the XLA and PyTorch cost models load with the tools that show them
     from stepscope.stats.device_caps import DeviceCaps
+    from stepscope.stats.tf_data import PipelineStats
     from stepscope.stats.xla_metrics import HloMetrics
 
 STEP_SOURCE = ToolOption(
@@ -79,7 +79,17 @@ def op_metrics_beside(ctx: ToolContext) -> None:
 
 def tf_data(ctx: ToolContext, host: str) -> tuple[PipelineStats, ...]:
     """Input pipelines and their bottlenecks (shared with tf_data_bottleneck_analysis)."""
-    return ctx.intermediate(host, "tf_data_bottleneck", build_tf_data_stats)
+    return ctx.intermediate(host, "tf_data_bottleneck", _tf_data_stats)
+
+
+def _tf_data_stats(profile: Profile) -> tuple[PipelineStats, ...]:
+    # Pipelines are read from ``Iterator::`` events (`stepscope.stats.tf_data`): a profile
+    # without any (PyTorch, JAX) does not import that analysis.
+    if not len(profile.strings.ids_matching(lambda s: s.startswith("Iterator::"))):
+        return ()
+    from stepscope.stats.tf_data import build_tf_data_stats
+
+    return build_tf_data_stats(profile)
 
 
 def bottleneck_of(pipeline: PipelineStats) -> tuple[str, str, int] | None:

@@ -17,7 +17,6 @@ serializer calls.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import io
 import types
@@ -90,6 +89,8 @@ def to_csv(result: Any) -> str:
         prop = getattr(type(result), rows_field)
         row_type = _item_type(typing.get_type_hints(prop.fget)["return"])
     header = [_meta(f).get("key") or f.name for f in dataclasses.fields(row_type)]
+    import csv  # imported by the few callers that write CSV
+
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
     writer.writerow(header)
