@@ -593,3 +593,36 @@ def test_first_seen_numbers_groups_by_first_appearance() -> None:
         columns = [makers[int(rng.integers(0, 5))](n) for _ in range(int(rng.integers(1, 4)))]
         group, first = scan.first_seen(*columns)
         assert (group.tolist(), first.tolist()) == reference(*columns)
+
+
+def test_kept_argument_rows_in_c_equal_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fast_stats.kept_rows`: the C pass gives the NumPy path's rows on a real trace's
+    arguments, whatever the classes, the kept (class, key) pairs and the output keys."""
+    from stepscope.xspace.kineto import fast_stats
+
+    data = importer._read(FIXTURES / "kineto" / "h100_bert_small_inference.json.gz", [])
+    trace = scan.scan_trace(data, importer.HeaderOnly)
+    assert trace is not None and len(trace.arg_key) > 100
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        event_class = rng.integers(0, 3, trace.n_events).astype(np.int8)
+        kept = rng.random((3, len(trace.texts))) < 0.6
+        key_lut = rng.integers(0, 50, len(trace.texts)).astype(np.int32)
+        fast = fast_stats.kept_rows(trace, event_class, kept, key_lut)
+        with monkeypatch.context() as patch:
+            patch.setattr(fast_stats, "_kscan", None)
+            slow = fast_stats.kept_rows(trace, event_class, kept, key_lut)
+        for got, want in zip(fast, slow, strict=True):
+            assert got.dtype == want.dtype
+            assert got.tolist() == want.tolist()
+        fast[3][:1] = 7  # the values are written in place by the caller
+    with pytest.raises(ValueError, match="different lengths"):
+        _kscan.kept_args(
+            trace.nargs,
+            event_class[:-1],
+            trace.arg_key,
+            trace.arg_kind,
+            trace.arg_value,
+            kept,
+            key_lut,
+        )

@@ -254,10 +254,90 @@ done:
     return out;
 }
 
+/*
+ * kept_args(nargs, event_class, arg_key, arg_kind, arg_value, kept, key_lut)
+ *     -> (count, key, kind, value)
+ * The argument rows an event keeps, in one pass over the rows (fast_stats.StatRows._args
+ * without a mask, an event per row or masked copies: 0.7M rows in about 2 ms against 13 ms).
+ * Per event: nargs (uint32) rows, its class event_class (int8, 0..2); per row: arg_key
+ * (int32 string id), arg_kind (int8), arg_value (int64); kept: bool per (class, key), row
+ * major over the string ids; key_lut: int32 output key per string id. A row is kept when
+ * kept[class][key] and its kind is not A_NULL. count: int64 kept rows per event; key
+ * (key_lut of the row's key, int32), kind (int8) and value (int64) per kept row, in row order.
+ * All outputs are bytearrays (numpy reads them in place, writable).
+ */
+static PyObject *kept_args(PyObject *self, PyObject *args) {
+    Py_buffer nargs, classes, keys, kinds, values, kept, lut;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*", &nargs, &classes, &keys, &kinds, &values,
+                          &kept, &lut))
+        return NULL;
+    PyObject *count = NULL, *out_key = NULL, *out_kind = NULL, *out_value = NULL, *result = NULL;
+    Py_ssize_t n = nargs.len / 4, rows = keys.len / 4, n_ids = lut.len / 4, m = 0, row = 0;
+    if (classes.len != n || kinds.len != rows || values.len / 8 != rows || kept.len != 3 * n_ids) {
+        PyErr_SetString(PyExc_ValueError, "kept_args: columns of different lengths");
+        goto done;
+    }
+    count = PyByteArray_FromStringAndSize(NULL, n * 8);
+    out_key = PyByteArray_FromStringAndSize(NULL, rows * 4);
+    out_kind = PyByteArray_FromStringAndSize(NULL, rows);
+    out_value = PyByteArray_FromStringAndSize(NULL, rows * 8);
+    if (!count || !out_key || !out_kind || !out_value) goto done;
+    const uint32_t *per_event = nargs.buf;
+    const int8_t *cls = classes.buf, *kind = kinds.buf;
+    const int32_t *key = keys.buf, *key_out = lut.buf;
+    const int64_t *value = values.buf;
+    const uint8_t *keep = kept.buf;
+    int64_t *counts = (int64_t *)PyByteArray_AS_STRING(count);
+    int32_t *ok = (int32_t *)PyByteArray_AS_STRING(out_key);
+    int8_t *okind = (int8_t *)PyByteArray_AS_STRING(out_kind);
+    int64_t *ovalue = (int64_t *)PyByteArray_AS_STRING(out_value);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t c = 0;
+        Py_ssize_t end = row + (Py_ssize_t)per_event[i];
+        if (end > rows || cls[i] < 0 || cls[i] > 2) {
+            PyErr_SetString(PyExc_ValueError, "kept_args: rows or classes out of range");
+            goto done;
+        }
+        const uint8_t *table = keep + (Py_ssize_t)cls[i] * n_ids;
+        for (; row < end; row++) {
+            int32_t k = key[row];
+            if (k < 0 || k >= n_ids) {
+                PyErr_SetString(PyExc_ValueError, "kept_args: a key beyond the string ids");
+                goto done;
+            }
+            if (!table[k] || kind[row] == A_NULL) continue;
+            ok[m] = key_out[k];
+            okind[m] = kind[row];
+            ovalue[m] = value[row];
+            m++;
+            c++;
+        }
+        counts[i] = c;
+    }
+    if (PyByteArray_Resize(out_key, m * 4) < 0 || PyByteArray_Resize(out_kind, m) < 0 ||
+        PyByteArray_Resize(out_value, m * 8) < 0)
+        goto done;
+    result = PyTuple_Pack(4, count, out_key, out_kind, out_value);
+done:
+    Py_XDECREF(count);
+    Py_XDECREF(out_key);
+    Py_XDECREF(out_kind);
+    Py_XDECREF(out_value);
+    PyBuffer_Release(&nargs);
+    PyBuffer_Release(&classes);
+    PyBuffer_Release(&keys);
+    PyBuffer_Release(&kinds);
+    PyBuffer_Release(&values);
+    PyBuffer_Release(&kept);
+    PyBuffer_Release(&lut);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Kineto trace JSON -> columns (see the module comment)."},
     {"scan_stream", scan_stream, METH_VARARGS, "scan, reading the JSON in windows (see above)."},
     {"innermost", innermost, METH_VARARGS, "Innermost open op per time (see above)."},
+    {"kept_args", kept_args, METH_VARARGS, "The argument rows events keep (see above)."},
     {NULL, NULL, 0, NULL},
 };
 

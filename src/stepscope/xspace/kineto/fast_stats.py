@@ -41,6 +41,7 @@ from stepscope.xspace.kineto.scan import (
     F_PID_STR,
     F_TID_STR,
     ScannedTrace,
+    _kscan,
     first_seen,
 )
 from stepscope.xspace.wire import KIND_DOUBLE, KIND_INT, KIND_STR
@@ -62,6 +63,38 @@ _LINE_NAMES = {
     Kind.GPU_ANNOTATION: "GPU annotations (Stream #{})",
     Kind.SYNC: "CUDA sync (Stream #{})",
 }
+
+
+def kept_rows(
+    trace: ScannedTrace, event_class: np.ndarray, kept: np.ndarray, key_lut: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The argument rows events keep: a row of an event of class ``event_class`` (int8, 0..2)
+    is kept when ``kept[class, key]`` and it is not null. (rows kept per event (int64), then
+    ``key_lut`` of the key (int32), the kind and the value (writable) of each kept row.)"""
+    if _kscan is not None and hasattr(_kscan, "kept_args"):  # one pass in C
+        columns = (trace.nargs, event_class, trace.arg_key, trace.arg_kind, trace.arg_value)
+        count, key, kind, value = _kscan.kept_args(
+            *(np.ascontiguousarray(c) for c in columns),
+            np.ascontiguousarray(kept, dtype=bool),
+            np.ascontiguousarray(key_lut, dtype=np.int32),
+        )
+        return (
+            np.frombuffer(count, np.int64),
+            np.frombuffer(key, np.int32),
+            np.frombuffer(kind, np.int8),
+            np.frombuffer(value, np.int64),
+        )
+    # Masks, not row indexes (8 bytes a row at the import's peak); a masked read copies.
+    event = trace.arg_event
+    keep = kept[event_class[event], trace.arg_key]
+    keep &= trace.arg_kind != A_NULL
+    count = np.bincount(event[keep], minlength=trace.n_events)
+    return (
+        count,
+        key_lut[trace.arg_key[keep]],
+        trace.arg_kind[keep],
+        trace.arg_value[keep],
+    )
 
 
 class StatRows:
@@ -103,16 +136,8 @@ class StatRows:
             kept[2, key_id] = kept[1, key_id] and text not in KERNEL_DROPPED_ARGS
             key_lut[key_id] = codec.key_id(RENAMES.get(text, text))
         event_class = emitted.astype(np.int8) + kernel
-        event = trace.arg_event
-        keep = kept[event_class[event], trace.arg_key]
-        keep &= trace.arg_kind != A_NULL
-        # Masks, not row indexes (8 bytes a row at the import's peak); a masked read copies.
         # Rows per event (the rows stay in event order; `_finish` needs no event per row).
-        self.k_count = np.bincount(event[keep], minlength=trace.n_events)
-        self.k_key = key_lut[trace.arg_key[keep]]
-        kind = trace.arg_kind[keep]
-        value = trace.arg_value[keep]
-        del keep
+        self.k_count, self.k_key, kind, value = kept_rows(trace, event_class, kept, key_lut)
         out_kind = np.full(len(value), KIND_INT, np.int8)
         floats = np.flatnonzero(kind == A_FLOAT)
         if len(floats):
