@@ -626,3 +626,30 @@ def test_kept_argument_rows_in_c_equal_numpy(monkeypatch: pytest.MonkeyPatch) ->
             kept,
             key_lut,
         )
+
+
+def test_key_index_in_c_equals_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ScannedTrace`'s index of the looked-up keys: C's counting pass (rows and their events)
+    gives the NumPy path's rows, and the lookups read the same values through either."""
+    data = importer._read(FIXTURES / "kineto" / "h100_bert_small_inference.json.gz", [])
+    fast = scan.scan_trace(data, importer.HeaderOnly)
+    slow = scan.scan_trace(data, importer.HeaderOnly)
+    assert fast is not None and slow is not None
+    events = np.random.default_rng(3).choice(fast.n_events, 200, replace=False)
+    events.sort()
+    keys = [k for k in scan.INDEXED_KEYS if k in fast._ids]
+    assert len(keys) > 5
+    for key in keys:
+        fast_rows = fast._rows_of(fast._ids[key])
+        with monkeypatch.context() as patch:
+            patch.setattr(scan, "_kscan", None)
+            slow_rows = slow._rows_of(slow._ids[key])
+        assert fast_rows.tolist() == slow_rows.tolist(), key
+        owners = fast._owners_of(fast._ids[key], fast_rows)
+        assert owners.tolist() == slow.arg_event[slow_rows].tolist(), key
+        for got, want in zip(fast.arg(key), slow.arg(key), strict=True):
+            assert got.tolist() == want.tolist(), key
+        for got, want in zip(fast.arg_at(key, events), slow.arg_at(key, events), strict=True):
+            assert got.tolist() == want.tolist(), key
+        assert fast.has(key).tolist() == slow.has(key).tolist(), key
+    assert fast._key_owners and not slow._key_owners  # each path was taken

@@ -106,6 +106,7 @@ class ScannedTrace:
         self._arg_event: np.ndarray | None = None
         self._id_rank: np.ndarray | None = None
         self._key_rows: dict[int, np.ndarray] | None = None
+        self._key_owners: dict[int, np.ndarray] = {}  # the rows' events, where C found them
 
     def _arg_rows(self, event: int) -> tuple[int, int]:
         """Event ``event``'s argument rows ``lo:hi``, found in `arg_event` (an index of row
@@ -142,7 +143,7 @@ class ScannedTrace:
         index = self._ids.get(key)
         if index is not None:
             rows = self._rows_of(index)
-            events = self.arg_event[rows]
+            events = self._owners_of(index, rows)
             present[events] = True
             kind[events] = self.arg_kind[rows]
             value[events] = self.arg_value[rows]
@@ -155,7 +156,7 @@ class ScannedTrace:
         index = self._ids.get(key)
         if index is not None:
             rows = self._rows_of(index)
-            out[self.arg_event[rows]] = self.arg_kind[rows] != A_NULL
+            out[self._owners_of(index, rows)] = self.arg_kind[rows] != A_NULL
         return out
 
     def arg_at(self, key: str, events: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -165,10 +166,12 @@ class ScannedTrace:
         kind = np.full(m, -1, np.int8)
         value = np.zeros(m, np.int64)
         index = self._ids.get(key)
-        rows = self._rows_of(index) if index is not None else None
-        if rows is None or not len(rows) or not m:
+        if index is None or not m:
             return present, kind, value
-        owners = self.arg_event[rows]  # ascending, as the rows
+        rows = self._rows_of(index)
+        if not len(rows):
+            return present, kind, value
+        owners = self._owners_of(index, rows)  # ascending, as the rows
         # The last row of an event, as `arg`'s assignment keeps the last of a repeated key.
         at = np.searchsorted(owners, events, side="right") - 1
         hit = at >= 0
@@ -183,18 +186,43 @@ class ScannedTrace:
         """The argument rows with key ``key_id``, ascending. The keys the router reads are
         found in one pass over the rows (instead of one pass per key)."""
         if self._key_rows is None:
-            wanted = [self._ids[key] for key in INDEXED_KEYS if key in self._ids]
-            slot = np.full(len(self.texts), -1, np.int8)
-            slot[wanted] = np.arange(len(wanted))
-            found = np.flatnonzero(slot[self.arg_key] >= 0)
-            found_slot = slot[self.arg_key[found]]
-            order = np.argsort(found_slot, kind="stable")
-            bounds = np.searchsorted(found_slot[order], np.arange(len(wanted) + 1))
-            self._key_rows = {
-                key_id: found[order[bounds[i] : bounds[i + 1]]] for i, key_id in enumerate(wanted)
-            }
+            self._index_keys()
+        assert self._key_rows is not None
         rows = self._key_rows.get(key_id)
         return rows if rows is not None else np.flatnonzero(self.arg_key == key_id)
+
+    def _owners_of(self, key_id: int, rows: np.ndarray) -> np.ndarray:
+        """The event of each of ``rows`` (key ``key_id``'s, from `_rows_of`)."""
+        owners = self._key_owners.get(key_id)
+        return owners if owners is not None else self.arg_event[rows]
+
+    def _index_keys(self) -> None:
+        """`_rows_of`'s index of the `INDEXED_KEYS` (with their rows' events, from C)."""
+        wanted = [self._ids[key] for key in INDEXED_KEYS if key in self._ids]
+        slot = np.full(len(self.texts), -1, np.int8)
+        slot[wanted] = np.arange(len(wanted))
+        # One counting pass in C, int32 rows (4 bytes a row less than flatnonzero's at the
+        # import's peak).
+        if _kscan is not None and hasattr(_kscan, "key_rows") and len(self.arg_key) < 2**31:
+            found, owners, bounds = (
+                np.frombuffer(column, dtype)
+                for column, dtype in zip(
+                    _kscan.key_rows(self.nargs, self.arg_key, slot, len(wanted)),
+                    (np.int32, np.int32, np.int64),
+                    strict=True,
+                )
+            )
+            spans = bounds.tolist()
+            self._key_rows = {k: found[spans[i] : spans[i + 1]] for i, k in enumerate(wanted)}
+            self._key_owners = {k: owners[spans[i] : spans[i + 1]] for i, k in enumerate(wanted)}
+            return
+        found = np.flatnonzero(slot[self.arg_key] >= 0)
+        found_slot = slot[self.arg_key[found]]
+        order = np.argsort(found_slot, kind="stable")
+        bounds = np.searchsorted(found_slot[order], np.arange(len(wanted) + 1))
+        self._key_rows = {
+            key_id: found[order[bounds[i] : bounds[i + 1]]] for i, key_id in enumerate(wanted)
+        }
 
     def drop_args(self) -> None:
         """Free the argument rows (`arg`, `args_of` and `value` of JSON args end here)."""
@@ -203,6 +231,7 @@ class ScannedTrace:
         self.arg_value = np.zeros(0, np.int64)
         self._arg_event = np.zeros(0, np.int32)
         self._key_rows = {}
+        self._key_owners = {}
         self.nargs = np.zeros(len(self.ph), np.uint32)
 
     def key_ids(self) -> np.ndarray:
