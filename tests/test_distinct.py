@@ -1,5 +1,6 @@
-"""`distinct` gives ``np.unique``'s answer (values and dtype) on integer columns of every kind,
-counted or sorted, and never loads ``numpy.ma`` (the first hash-table ``np.unique`` does)."""
+"""`distinct` and `distinct_inverse` give ``np.unique``'s answers (values, positions, dtypes)
+on integer columns of every kind, marked or sorted, and never load ``numpy.ma`` (the first
+hash-table ``np.unique`` does)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stepscope.distinct import distinct
+from stepscope.distinct import distinct, distinct_inverse
 
 DTYPES = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
 
@@ -33,6 +34,10 @@ def test_distinct_is_np_unique(dtype: type) -> None:
         got = distinct(values)
         assert got.dtype == values.dtype
         assert np.array_equal(got, np.unique(values)), (low, high)
+        found, inverse = distinct_inverse(values)
+        want, want_inverse = np.unique(values, return_inverse=True)
+        assert found.dtype == want.dtype and inverse.dtype == want_inverse.dtype
+        assert np.array_equal(found, want) and np.array_equal(inverse, want_inverse)
     assert distinct(np.zeros(0, dtype)).dtype == dtype
     assert distinct(np.zeros(0, dtype)).tolist() == []
 

@@ -33,3 +33,23 @@ def distinct(values: np.ndarray) -> np.ndarray:
     keep = np.ones(len(ordered), dtype=bool)
     keep[1:] = ordered[1:] != ordered[:-1]
     return ordered[keep]
+
+
+def distinct_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` of a 1-D integer array: values within a
+    short range (string ids: names) are numbered through a table in one pass instead of
+    NumPy's sort, permutation and scatter (same values, same int64 positions)."""
+    values = np.asarray(values)
+    if len(values) and (
+        values.dtype.kind == "i" or (values.dtype.kind == "u" and values.itemsize < 8)
+    ):
+        low, high = int(values.min()), int(values.max())
+        if high - low <= 4 * len(values) + 1024:
+            shifted = values.astype(np.int64) - low if low else values
+            seen = np.zeros(high - low + 1, dtype=bool)
+            seen[shifted] = True
+            code = np.cumsum(seen, dtype=np.int64) - 1
+            present = np.flatnonzero(seen)
+            return (present + low).astype(values.dtype, copy=False), code[shifted]
+    found, inverse = np.unique(values, return_inverse=True)  # sorted: no hash table
+    return found, inverse.reshape(-1)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stepscope.distinct import distinct_inverse
 from stepscope.fields import out
 from stepscope.model import Profile
 from stepscope.stats.events import EventType, classify_events, device_work_lines
@@ -107,7 +108,7 @@ def precision_ns(profile: Profile) -> dict[str, int]:
     out = dict.fromkeys(PRECISIONS, 0)
     if not compute.size:
         return out
-    names, inverse = np.unique(profile.name[compute], return_inverse=True)
+    names, inverse = distinct_inverse(profile.name[compute])
     per_name = np.bincount(inverse, weights=profile.dur_ns[compute]).astype(np.int64)
     strings = profile.strings
     named = [kernel_precision(strings[sid]) for sid in names.tolist()]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from stepscope.distinct import distinct
+from stepscope.distinct import distinct, distinct_inverse
 from stepscope.model import Profile
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.tensor_core import is_op_tensor_core_eligible, kernel_uses_tensor_core
@@ -278,7 +278,7 @@ def build_kernel_db(profile: Profile, max_rows: int = MAX_ROWS) -> KernelDb:
     occ = np.array([occupancy_by_detail[i] or np.nan for i in details_ids.tolist()], dtype=float)
 
     key = names * (len(profile.strings) + 1) + ops
-    pairs, group = np.unique(key, return_inverse=True)
+    pairs, group = distinct_inverse(key)
     n = len(pairs)
     total = np.bincount(group, weights=dur, minlength=n).astype(np.int64)
     count = np.bincount(group, minlength=n)

@@ -16,6 +16,7 @@ from functools import cached_property
 
 import numpy as np
 
+from stepscope.distinct import distinct_inverse
 from stepscope.model import Profile
 from stepscope.stats.device import framework_of
 from stepscope.stats.events import NOT_COUNTED, EventType, classify_events, device_work_lines
@@ -67,7 +68,7 @@ def top_by_name(
     """Events grouped by name, largest total weight first."""
     if len(events) == 0:
         return ()
-    names, group = np.unique(profile.name[events], return_inverse=True)
+    names, group = distinct_inverse(profile.name[events])
     total = np.bincount(group, weights=weights, minlength=len(names))
     count = np.bincount(group, minlength=len(names))
     order = np.argsort(-total, kind="stable")[:limit]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope.distinct import distinct
+from stepscope.distinct import distinct, distinct_inverse
 from stepscope.stats.diagnostics.base import (
     EventEvidence,
     Finding,
@@ -116,7 +116,7 @@ def kernel_launch_bound(data: HostData, options: dict[str, str]) -> Finding | No
         return None
     short_k = kernels[short & (step >= 0) & bound[np.maximum(step, 0)]]
     ops = op_of_kernels(p, short_k)
-    names, group = np.unique(ops, return_inverse=True)
+    names, group = distinct_inverse(ops)
     counts = np.bincount(group, minlength=len(names))
     times = np.bincount(group, weights=p.dur_ns[short_k], minlength=len(names))
     top = np.argsort(-counts, kind="stable")[:5]
@@ -229,7 +229,7 @@ def excessive_copies(data: HostData, options: dict[str, str]) -> Finding | None:
             events.append(EventEvidence(name, int(m.sum()), int(p.dur_ns[copies[m]].sum()), detail))
     events.sort(key=lambda e: -e.total_ns)
     ops = op_of_kernels(p, copies[in_steps])
-    names, group = np.unique(ops, return_inverse=True)
+    names, group = distinct_inverse(ops)
     times = np.bincount(group, weights=p.dur_ns[copies[in_steps]], minlength=len(names))
     counts = np.bincount(group, minlength=len(names))
     for g in np.argsort(-times, kind="stable")[:3].tolist():

@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from stepscope.distinct import distinct
+from stepscope.distinct import distinct, distinct_inverse
 from stepscope.stats.arrays import run_starts, unique_many
 from stepscope.stats.diagnostics.base import (
     EventEvidence,
@@ -137,7 +137,7 @@ def ops_on_host(data: HostData, options: dict[str, str]) -> Finding | None:
     if len(ops) == 0:
         return None
     ops = ops[_launches_inside(data, ops) == 0]
-    names, group = np.unique(p.name[ops], return_inverse=True)
+    names, group = distinct_inverse(p.name[ops])
     avg = np.bincount(group, weights=p.dur_ns[ops], minlength=len(names)) / np.bincount(
         group, minlength=len(names)
     )

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from stepscope.distinct import distinct
+from stepscope.distinct import distinct, distinct_inverse
 from stepscope.stats.diagnostics.base import (
     EventEvidence,
     Finding,
@@ -120,7 +120,7 @@ def _sizes(data: HostData, events: np.ndarray) -> tuple[np.ndarray, list[str], n
     own = (nel_in[events] != 0) | (nel_out[events] != 0) | (op < 0)
     src = np.where(own, events, op)
     dtype_src = dtype[src]
-    dtype_ids, dtype_at = np.unique(dtype_src, return_inverse=True)
+    dtype_ids, dtype_at = distinct_inverse(dtype_src)
     widths = np.array(
         [DTYPE_BYTES.get(p.strings[int(d)].lower(), 0) if d >= 0 else 0 for d in dtype_ids],
         dtype=np.int64,

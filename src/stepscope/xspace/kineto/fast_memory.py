@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from stepscope.distinct import distinct
+from stepscope.distinct import distinct, distinct_inverse
 from stepscope.event_order import start_order
 from stepscope.xspace.kineto.categories import Kind
 from stepscope.xspace.kineto.columns import ColumnLine, StatCodec
@@ -175,7 +175,7 @@ def _innermost_ops(c: Classified, order: np.ndarray) -> np.ndarray:
         index = np.frombuffer(found, np.int64)
         hit = index >= 0
         names = c.names[chosen[sort[index[hit]]]]
-        names_seen, inverse = np.unique(names, return_inverse=True)
+        names_seen, inverse = distinct_inverse(names)
         ids = np.array(
             [codec.string_id(trace.texts[int(n)]) for n in names_seen.tolist()], np.int64
         )
