@@ -14,6 +14,7 @@ setup(
                 "src/stepscope/xspace/_fastwire.c",
                 "src/stepscope/xspace/_fastwire_chunks.c",
                 "src/stepscope/xspace/_fastwire_headers.c",
+                "src/stepscope/xspace/_fastwire_rows.c",
             ],
             depends=["src/stepscope/xspace/_fastwire.h"],
             optional=True,  # no compiler: install still succeeds, the fallback is used

@@ -92,18 +92,19 @@ def test_positions_by_either_method(n_events: int) -> None:
     assert found is None if n_events == 41 else found.tolist() == [0, 1, 2, 3]  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("slice_events", [1, 7, 1 << 20])
-def test_stat_owner_written_by_slices_is_each_rows_event(
-    slice_events: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Slices of one event, of some and of all (events without stats between them)."""
-    from stepscope.model import profile as profile_module
-
-    monkeypatch.setattr(profile_module, "_OWNER_SLICE", slice_events)
+@pytest.mark.parametrize("pure", [False, True])
+def test_each_keys_rows_know_their_events(pure: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every key's rows of a real fixture (events without stats between them) with the events
+    that own them: the C galloping search and NumPy's binary searches."""
+    if pure:
+        monkeypatch.setenv("STEPSCOPE_PURE_PYTHON", "1")
     profile = tf_profile("ctl")
-    profile.__dict__.pop("stat_owner", None)  # made again under this slice size
+    profile.__dict__.pop("_stat_rows", None)  # found again under this setting
     counts = np.diff(profile.stat_start)
-    expected = np.repeat(np.arange(profile.n_events), counts)
-    assert (counts == 0).any() and len(expected) > 1000
-    np.testing.assert_array_equal(profile.stat_owner, expected)
-    assert profile.stat_owner.dtype == np.int32
+    owner = np.repeat(np.arange(profile.n_events), counts)
+    assert (counts == 0).any() and len(owner) > 1000
+    for key in np.unique(profile.stats.key).tolist():
+        rows, owners = profile._rows_of(key)
+        np.testing.assert_array_equal(rows, np.flatnonzero(profile.stats.key == key))
+        np.testing.assert_array_equal(owners, owner[rows])
+        assert owners.dtype == rows.dtype == np.int32

@@ -315,5 +315,4 @@ def sort_lines_by_start(profile: Profile) -> None:
         for column in (profile.line, profile.meta, profile.name, profile.start_ns, profile.dur_ns):
             column[lo:hi] = column[order]
         profile.stat_start[lo:hi] = new_start[:-1]
-    profile.__dict__.pop("stat_owner", None)
     profile.__dict__.pop("_stat_rows", None)

@@ -28,13 +28,13 @@ from stepscope.xspace.wire import (
     KIND_NONE,
     KIND_STR,
     KIND_UINT,
+    row_owners,
 )
 
 PyStat = int | float | str | bytes | None
 
 
 T = TypeVar("T")
-_OWNER_SLICE = 1 << 20  # events per slice where the stat owners are written
 
 
 @dataclass(frozen=True)
@@ -202,21 +202,6 @@ class Profile:
         """`stat`'s memo: key id -> its stat rows, ascending."""
         return {}
 
-    @cached_property
-    def stat_owner(self) -> np.ndarray:
-        """Event index of each stat row."""
-        # int32 where the indices fit: kept for the profile's life (4 B per stat row, not 8)
-        dtype = np.int32 if self.n_events < 2**31 else np.int64
-        start = self.stat_start
-        out = np.empty(int(start[-1]) - int(start[0]), dtype=dtype)
-        # by slices of events: no full-size counts and event numbers beside the result (12
-        # B/event, at the step attribution's peak)
-        for a in range(0, self.n_events, _OWNER_SLICE):
-            b = min(a + _OWNER_SLICE, self.n_events)
-            rows = slice(int(start[a]) - int(start[0]), int(start[b]) - int(start[0]))
-            out[rows] = np.repeat(np.arange(a, b, dtype=dtype), np.diff(start[a : b + 1]))
-        return out
-
     def time_span_ns(self) -> tuple[int, int]:
         """(first start, last end) over all events; (0, 0) when empty."""
         if self.n_events == 0:
@@ -321,7 +306,9 @@ class Profile:
             rows = np.flatnonzero(self.stats.key == key)
             if len(self.stats) < 2**31:  # kept for the profile's life: 4 B per row, not 8
                 rows = rows.astype(np.int32)
-            found = self._stat_rows[key] = (rows, self.stat_owner[rows])
+            # each row's event found from the stat offsets (no column of every row's event
+            # kept for the profile's life: 4 B per stat row, at the step attribution's peak)
+            found = self._stat_rows[key] = (rows, row_owners(self.stat_start, rows))
         return found
 
     def stat_events(self, name: str) -> np.ndarray:

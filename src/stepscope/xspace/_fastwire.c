@@ -258,7 +258,8 @@ PyMODINIT_FUNC PyInit__fastwire(void) {
     PyObject *m = PyModule_Create(&module);
     /* Callers check it before passing `threads` (a module built earlier takes two args). */
     if (m && (PyModule_AddIntConstant(m, "PARALLEL", 1) ||
-              PyModule_AddFunctions(m, header_methods))) {
+              PyModule_AddFunctions(m, header_methods) ||
+              PyModule_AddFunctions(m, row_methods))) {
         Py_DECREF(m);
         return NULL;
     }

@@ -118,5 +118,6 @@ PyObject *intern_strings(const Chunk *chunks, Py_ssize_t n, Columns *out, const 
 
 /* space_header() and plane_header(), added to the module (_fastwire_headers.c). */
 extern PyMethodDef header_methods[];
+extern PyMethodDef row_methods[]; /* _fastwire_rows.c */
 
 #endif

@@ -86,6 +86,23 @@ def accelerated() -> bool:
     return _fastwire is not None and os.environ.get("STEPSCOPE_PURE_PYTHON") != "1"
 
 
+def row_owners(stat_start: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The event owning each of ``rows`` (stat rows counted from ``stat_start[0]``, in the
+    layout of `RawColumns.ev_stat_start`): ``searchsorted(stat_start, rows + stat_start[0],
+    "right") - 1``, int32 when ``rows`` are int32 and the events fit, else int64. The C module
+    gallops from each answer to the next (ascending rows cost O(log gap) each: 6M rows in
+    about 20 ms instead of NumPy's 0.2 s of binary searches), so callers need no column of
+    every row's event."""
+    narrow = rows.dtype == np.int32 and len(stat_start) <= 2**31
+    rows = np.ascontiguousarray(rows, np.int32 if narrow else np.int64)
+    if accelerated() and hasattr(_fastwire, "row_owners"):  # not in a module built earlier
+        out = np.empty(len(rows), dtype=rows.dtype)
+        _fastwire.row_owners(np.ascontiguousarray(stat_start, np.int64), rows, out)  # type: ignore[union-attr]
+        return out
+    found = np.searchsorted(stat_start, rows + np.int64(stat_start[0]), "right") - 1
+    return found.astype(rows.dtype, copy=False)
+
+
 # The pure-Python decoder's peak memory per input byte on crafted input (protobuf's messages,
 # about 40 bytes per byte of empty events, then the columns); it cannot count before parsing.
 FALLBACK_BYTES_PER_BYTE = 48
