@@ -28,6 +28,7 @@ from stepscope.xspace.wire import (
     KIND_NONE,
     KIND_STR,
     KIND_UINT,
+    last_at_or_before,
     row_owners,
 )
 
@@ -269,7 +270,7 @@ class Profile:
         rows, owners = self._rows_of(key)
         if len(rows):
             # An event's last row of the key, as `stat`'s assignment keeps the last.
-            at = np.searchsorted(owners, events, side="right") - 1
+            at = last_at_or_before(owners, events)
             hit = at >= 0
             hit[hit] = owners[at[hit]] == events[hit]
             found = rows[at[hit]]

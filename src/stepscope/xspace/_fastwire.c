@@ -247,8 +247,43 @@ done:
     return result;
 }
 
+/*
+ * last_at_or_before(owners, events) -> int64 bytes, or None
+ * Per event: the position of the last owner <= it, -1 when none (np.searchsorted(owners,
+ * events, "right") - 1) by one merge of the two ascending columns (owners: int32, the events
+ * of a stat's or an argument's rows; events: int64). None when the events are not ascending
+ * (the caller searches). Shared by model.Profile.stat_at and the Kineto scanner's arg_at.
+ */
+static PyObject *last_at_or_before(PyObject *self, PyObject *args) {
+    Py_buffer owners, events;
+    if (!PyArg_ParseTuple(args, "y*y*", &owners, &events)) return NULL;
+    Py_ssize_t n = owners.len / 4, m = events.len / 8, j = 0;
+    const int32_t *own = owners.buf;
+    const int64_t *ev = events.buf;
+    PyObject *out = NULL;
+    for (Py_ssize_t i = 1; i < m; i++) {
+        if (ev[i] < ev[i - 1]) {
+            out = Py_None;
+            Py_INCREF(out);
+            goto done;
+        }
+    }
+    out = PyBytes_FromStringAndSize(NULL, m * 8);
+    if (!out) goto done;
+    int64_t *at = (int64_t *)PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < m; i++) {
+        while (j < n && own[j] <= ev[i]) j++;
+        at[i] = (int64_t)j - 1;
+    }
+done:
+    PyBuffer_Release(&owners);
+    PyBuffer_Release(&events);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS, "Decode XSpace bytes into columns (see module source)."},
+    {"last_at_or_before", last_at_or_before, METH_VARARGS, "Merge search (see above)."},
     {NULL, NULL, 0, NULL},
 };
 

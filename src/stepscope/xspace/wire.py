@@ -103,6 +103,21 @@ def row_owners(stat_start: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return found.astype(rows.dtype, copy=False)
 
 
+def last_at_or_before(owners: np.ndarray, events: np.ndarray) -> np.ndarray:
+    """Per event, the position of the last of ``owners`` (ascending event numbers: a stat's
+    or an argument's rows) at or before it, -1 when none: ``np.searchsorted(owners, events,
+    "right") - 1``, by one merge in C when the events ascend (the usual ask: 2 ms -> 0.2 ms
+    for 65k kernels' correlation ids). Read-only."""
+    if accelerated() and hasattr(_fastwire, "last_at_or_before") and owners.dtype == np.int32:
+        assert _fastwire is not None
+        found = _fastwire.last_at_or_before(
+            np.ascontiguousarray(owners), np.ascontiguousarray(events, dtype=np.int64)
+        )
+        if found is not None:
+            return np.frombuffer(found, np.int64)
+    return np.searchsorted(owners, events, side="right") - 1
+
+
 # The pure-Python decoder's peak memory per input byte on crafted input (protobuf's messages,
 # about 40 bytes per byte of empty events, then the columns); it cannot count before parsing.
 FALLBACK_BYTES_PER_BYTE = 48

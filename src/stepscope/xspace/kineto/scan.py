@@ -19,6 +19,8 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from stepscope.xspace.wire import last_at_or_before
+
 try:
     from stepscope.xspace.kineto import _kscan  # type: ignore[attr-defined]
 except ImportError:  # not built: every trace takes the Python path
@@ -173,7 +175,7 @@ class ScannedTrace:
             return present, kind, value
         owners = self._owners_of(index, rows)  # ascending, as the rows
         # The last row of an event, as `arg`'s assignment keeps the last of a repeated key.
-        at = np.searchsorted(owners, events, side="right") - 1
+        at = last_at_or_before(owners, events)
         hit = at >= 0
         hit[hit] = owners[at[hit]] == events[hit]
         found = rows[at[hit]]

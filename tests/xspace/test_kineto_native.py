@@ -1,0 +1,89 @@
+"""The Kineto path's C helpers give their NumPy reference's answers: the argument rows events
+keep (`fast_stats.kept_rows`), the index of the looked-up keys (`ScannedTrace._rows_of`), and
+the merge search of stat and argument owners (`wire.last_at_or_before`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stepscope.xspace.kineto import _kscan, importer, scan
+from tests.support.fixtures import FIXTURES
+
+
+def test_kept_argument_rows_in_c_equal_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fast_stats.kept_rows`: the C pass gives the NumPy path's rows on a real trace's
+    arguments, whatever the classes, the kept (class, key) pairs and the output keys."""
+    from stepscope.xspace.kineto import fast_stats
+
+    data = importer._read(FIXTURES / "kineto" / "h100_bert_small_inference.json.gz", [])
+    trace = scan.scan_trace(data, importer.HeaderOnly)
+    assert trace is not None and len(trace.arg_key) > 100
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        event_class = rng.integers(0, 3, trace.n_events).astype(np.int8)
+        kept = rng.random((3, len(trace.texts))) < 0.6
+        key_lut = rng.integers(0, 50, len(trace.texts)).astype(np.int32)
+        fast = fast_stats.kept_rows(trace, event_class, kept, key_lut)
+        with monkeypatch.context() as patch:
+            patch.setattr(fast_stats, "_kscan", None)
+            slow = fast_stats.kept_rows(trace, event_class, kept, key_lut)
+        for got, want in zip(fast, slow, strict=True):
+            assert got.dtype == want.dtype
+            assert got.tolist() == want.tolist()
+        fast[3][:1] = 7  # the values are written in place by the caller
+    with pytest.raises(ValueError, match="different lengths"):
+        _kscan.kept_args(
+            trace.nargs,
+            event_class[:-1],
+            trace.arg_key,
+            trace.arg_kind,
+            trace.arg_value,
+            kept,
+            key_lut,
+        )
+
+
+def test_key_index_in_c_equals_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ScannedTrace`'s index of the looked-up keys: C's counting pass (rows and their events)
+    gives the NumPy path's rows, and the lookups read the same values through either."""
+    data = importer._read(FIXTURES / "kineto" / "h100_bert_small_inference.json.gz", [])
+    fast = scan.scan_trace(data, importer.HeaderOnly)
+    slow = scan.scan_trace(data, importer.HeaderOnly)
+    assert fast is not None and slow is not None
+    events = np.random.default_rng(3).choice(fast.n_events, 200, replace=False)
+    events.sort()
+    keys = [k for k in scan.INDEXED_KEYS if k in fast._ids]
+    assert len(keys) > 5
+    for key in keys:
+        fast_rows = fast._rows_of(fast._ids[key])
+        with monkeypatch.context() as patch:
+            patch.setattr(scan, "_kscan", None)
+            slow_rows = slow._rows_of(slow._ids[key])
+        assert fast_rows.tolist() == slow_rows.tolist(), key
+        owners = fast._owners_of(fast._ids[key], fast_rows)
+        assert owners.tolist() == slow.arg_event[slow_rows].tolist(), key
+        for got, want in zip(fast.arg(key), slow.arg(key), strict=True):
+            assert got.tolist() == want.tolist(), key
+        for got, want in zip(fast.arg_at(key, events), slow.arg_at(key, events), strict=True):
+            assert got.tolist() == want.tolist(), key
+        assert fast.has(key).tolist() == slow.has(key).tolist(), key
+    assert fast._key_owners and not slow._key_owners  # each path was taken
+
+
+def test_last_at_or_before_is_searchsorted() -> None:
+    """`wire.last_at_or_before` (C merge for ascending events, else NumPy's search) answers
+    ``np.searchsorted(owners, events, "right") - 1`` on ties, gaps, edges and empty input."""
+    from stepscope.xspace.wire import last_at_or_before
+
+    rng = np.random.default_rng(11)
+    owners = np.sort(rng.integers(0, 500, 300)).astype(np.int32)  # repeated owners
+    for events in (
+        np.sort(rng.integers(-5, 520, 400)),
+        rng.integers(-5, 520, 400),  # not ascending: searched
+        np.zeros(0, np.int64),
+        np.array([-1, 0, 499, 500, 10**12]),
+    ):
+        want = np.searchsorted(owners, events, side="right") - 1
+        assert last_at_or_before(owners, events).tolist() == want.tolist()
+        assert last_at_or_before(owners[:0], events).tolist() == [-1] * len(events)
