@@ -420,6 +420,7 @@ def test_argument_rows_know_their_event() -> None:
     trace = scan.scan_trace(json.dumps({"traceEvents": listed}).encode(), importer.HeaderOnly)
     assert trace is not None
     assert trace.args_of(0) == {"grid": [1, 2, 3], "x": 0.5, "s": "t", "ok": True}
+    assert trace.args_of(0, frozenset({"x", "grid", "absent"})) == {"grid": [1, 2, 3], "x": 0.5}
     assert trace.args_of(1) == {}
 
 

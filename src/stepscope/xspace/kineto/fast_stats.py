@@ -56,6 +56,7 @@ _KERNEL_ARGS = (
     "shared memory",
     "est. achieved occupancy %",
 )
+_KERNEL_ARG_SET = frozenset(_KERNEL_ARGS)
 # Order of the stats the router appends after the args.
 _SLOT_STEP, _SLOT_DEVICE, _SLOT_STREAM, _SLOT_DETAILS, _SLOT_CATEGORY = range(1, 6)
 _LINE_NAMES = {
@@ -277,7 +278,10 @@ class StatRows:
 
     def _kernel_details(self, kernels: np.ndarray) -> None:
         self._per_combination(
-            kernels, _KERNEL_ARGS, lambda e: kernel_details(self.trace.args_of(e)), "kernel_details"
+            kernels,
+            _KERNEL_ARGS,
+            lambda e: kernel_details(self.trace.args_of(e, _KERNEL_ARG_SET)),  # reads no others
+            "kernel_details",
         )
 
     def _memcpy(self, events: np.ndarray) -> None:

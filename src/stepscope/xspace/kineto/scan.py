@@ -256,13 +256,17 @@ class ScannedTrace:
             return _HEADER_ONLY.decode(self.raw[value])
         return None
 
-    def args_of(self, event: int) -> dict[str, Any]:
+    def args_of(self, event: int, only: frozenset[str] | None = None) -> dict[str, Any]:
+        """An event's arguments as the per-event path decodes them; ``only``: just these keys
+        (the others' values, JSON lists among them, are not decoded)."""
         lo, hi = self._arg_rows(event)
         keys, kinds = self.arg_key[lo:hi].tolist(), self.arg_kind[lo:hi].tolist()
         values = self.arg_value[lo:hi].tolist()
+        texts = self.texts
         return {
-            self.texts[key]: self.value(kind, value)
+            texts[key]: self.value(kind, value)
             for key, kind, value in zip(keys, kinds, values, strict=True)
+            if only is None or texts[key] in only
         }
 
 
