@@ -275,8 +275,11 @@ def _classify(profile: Profile, has_device: bool | None) -> np.ndarray:
     on_device = device_work_lines(profile)[profile.line]
     if has_device is None:
         has_device = bool(on_device.any())
-    host_table = _per_name(profile, host_type_of_name)
-    out[on_host] = host_table[profile.name[on_host]]
+    # Each table classifies the names its side uses (a kernel name through the host rules,
+    # or an op name through the device rules' precision patterns, is work for nothing).
+    host_names = profile.name[on_host]
+    out[on_host] = _per_name(profile, host_type_of_name, host_names)[host_names]
+    del host_names
     if has_device:
         # XProf: with a device, host events that launch work (correlation id) or run executor
         # steps are "kernel launch" time.
@@ -293,8 +296,9 @@ def _classify(profile: Profile, has_device: bool | None) -> np.ndarray:
         root_stage = on_host & np.isin(profile.name, iterator_ids)
         root_stage[profile.stat_events("parent_id")] = False
         out[root_stage & (out == EventType.HOST_COMPUTE)] = EventType.HOST_WAIT_INPUT
-    device_table = _per_name(profile, device_type_of_name)
-    out[on_device] = device_table[profile.name[on_device]]
+    device_names = profile.name[on_device]
+    out[on_device] = _per_name(profile, device_type_of_name, device_names)[device_names]
+    del device_names
     # the shapes of the 32-bit device compute events that have them (no dense stat)
     compute = np.flatnonzero(on_device & (out == EventType.DEVICE_COMPUTE_32))
     at, shape_stat = profile.stat_among("tensor_shapes", compute)
