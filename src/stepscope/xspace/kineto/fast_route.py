@@ -42,7 +42,9 @@ from stepscope.xspace.kineto.scan import (
 )
 
 _ADDED_STATS = ("category", "step_num", "kernel_details", "memcpy_details", "memset_details")
-_HOST_KINDS = (Kind.HOST,)
+# The phases `route` models, as a table over the byte (np.isin sorts or loops per call).
+_PHASE_TABLE = np.zeros(256, bool)
+_PHASE_TABLE[list(PHASES)] = True
 
 
 @dataclass
@@ -71,7 +73,7 @@ def classify(trace: ScannedTrace) -> Classified | None:
     flags, ph = trace.flags, trace.ph
     if np.any(flags & F_BAD):
         return None
-    if not np.isin(ph, np.frombuffer(bytes(PHASES), np.uint8)).all():
+    if not _PHASE_TABLE[ph].all():
         return None  # B/E pairs, unsupported phases: matched and counted in Python
     keys = [trace.texts[int(k)] for k in trace.key_ids()]
     renamed = [RENAMES.get(key, key) for key in keys]
@@ -100,7 +102,7 @@ def classify(trace: ScannedTrace) -> Classified | None:
             categories.append(known[1])
         category_of[cat_id] = categories.index(known[1])
     kind = np.where(routed, kind_of[np.maximum(cat, 0)], -1).astype(np.int8)
-    host = np.isin(kind, _HOST_KINDS)
+    host = kind == Kind.HOST
     if np.any(host & ((flags & (F_PID_STR | F_TID_STR)) != 0)):
         return None
     threads = (ph == ord("M")) & (trace.name == trace._ids.get("thread_name", -2))
@@ -287,7 +289,7 @@ def _bookkeeping(
         emitted
         & ~rows.has_correlation
         & (
-            np.isin(c.kind, (Kind.DEVICE,))
+            (c.kind == Kind.DEVICE)
             | (
                 host
                 & np.array([cat in LAUNCH_CATEGORIES for cat in c.categories] + [False])[c.category]
