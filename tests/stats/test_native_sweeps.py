@@ -305,3 +305,19 @@ def test_stat_sums_read_each_events_last_value_of_the_key() -> None:
         native.sweeps.stat_sums(
             np.array([8]), start, key, kind, value, name, row_of_name, params, out
         )
+
+
+def test_hold_walk_equals_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sweep._hold`'s walk of zero-length events: C and Python give the same held spans, on
+    random steps, times (ties included), types and clearing times."""
+    from stepscope.stats.steps.sweep import _hold
+
+    rng = np.random.default_rng(17)
+    for n in (0, 1, 2, 50, 2000):
+        step = rng.integers(0, 4, n)
+        ns = rng.integers(0, 60, n)
+        kind = rng.integers(1, 6, n)
+        nxt = ns + rng.integers(0, 30, n)
+        fast, slow = _both(monkeypatch, lambda: _hold(step, ns, kind, nxt))  # noqa: B023
+        for got, want in zip(fast, slow, strict=True):
+            assert got.tolist() == want.tolist()

@@ -508,6 +508,37 @@ done:
     return result;
 }
 
+/* hold_walk(step, ns, type, next, out_step, out_lo, out_hi, out_type) -> spans: sweep._hold's
+ * walk of the uncovered zero-length events, given in walk order (int64 columns); the held
+ * spans (step, lo, hi, type) are written to the outputs (room for one per event). */
+static PyObject *hold_walk(PyObject *self, PyObject *args) {
+    Py_buffer v[8];
+    if (get_args(args, v, 8, NULL, 4) < 0) return NULL;
+    Py_ssize_t m = v[0].len / 8, n = 0;
+    for (int k = 1; k < 8; k++) {
+        if (v[k].len / 8 != m) {
+            PyErr_SetString(PyExc_ValueError, "columns differ in length");
+            release(v, 8);
+            return NULL;
+        }
+    }
+    const int64_t *step = v[0].buf, *ns = v[1].buf, *type = v[2].buf, *next = v[3].buf;
+    int64_t *o_step = v[4].buf, *o_lo = v[5].buf, *o_hi = v[6].buf, *o_type = v[7].buf;
+    int64_t c_step = 0, c_type = 0, c_start = 0, c_clear = 0;  /* the current held type */
+    for (Py_ssize_t k = 0; k < m; k++) {
+        if (k && c_step == step[k] && ns[k] < c_clear) {
+            if (type[k] <= c_type) continue;  /* a held type at least as high stays current */
+            o_step[n] = c_step, o_lo[n] = c_start, o_hi[n] = ns[k], o_type[n++] = c_type;
+        } else if (k) {
+            o_step[n] = c_step, o_lo[n] = c_start, o_hi[n] = c_clear, o_type[n++] = c_type;
+        }
+        c_step = step[k], c_type = type[k], c_start = ns[k], c_clear = next[k];
+    }
+    if (m) o_step[n] = c_step, o_lo[n] = c_start, o_hi[n] = c_clear, o_type[n++] = c_type;
+    release(v, 8);
+    return PyLong_FromSsize_t(n);
+}
+
 static PyMethodDef methods[] = {
     {"single_window_pairs", single_window_pairs, METH_VARARGS,
      "(event, window) pairs in place when no event overlaps two windows, else -1."},
@@ -516,6 +547,7 @@ static PyMethodDef methods[] = {
     {"step_type_unions", step_type_unions, METH_VARARGS,
      "Per type threshold and step, the union length of (step, lo, hi) intervals."},
     {"nest_parents", nest_parents, METH_VARARGS, "Op-stack parents of sorted events."},
+    {"hold_walk", hold_walk, METH_VARARGS, "Held spans of zero-length events (sweep._hold)."},
     {"sum_by_row", sum_by_row, METH_VARARGS,
      "Exact int64 sums of values (through take) per row, added into out."},
     {"union_in_order", union_in_order, METH_VARARGS,

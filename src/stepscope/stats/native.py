@@ -14,6 +14,7 @@ from types import ModuleType
 # install not rebuilt after an update) lacks some, and is then not used at all rather than
 # failing with AttributeError in the middle of an analysis.
 _FUNCTIONS = (
+    "hold_walk",
     "nest_parents",
     "nest_self_time",
     "op_sums",
