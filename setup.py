@@ -35,7 +35,8 @@ setup(
         ),
         Extension(
             "stepscope.stats._sweeps",
-            sources=["src/stepscope/stats/_sweeps.c"],
+            sources=["src/stepscope/stats/_sweeps.c", "src/stepscope/stats/_sweeps_pairs.c"],
+            depends=["src/stepscope/stats/_sweeps.h"],
             optional=True,  # without it the op stack and step sweeps run in NumPy
             extra_compile_args=["-O2"],
         ),

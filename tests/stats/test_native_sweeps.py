@@ -144,8 +144,22 @@ def test_type_time_on_crafted_steps(seed: int, monkeypatch: pytest.MonkeyPatch) 
     assert np.array_equal(fast, slow) and np.array_equal(fast, expected)
 
 
+class _Events:
+    """The columns `breakdown._window_pairs` reads from a profile."""
+
+    def __init__(self, start: np.ndarray, end: np.ndarray) -> None:
+        self.start_ns, self.dur_ns = start, end - start
+
+    def end_at(self, events: np.ndarray) -> np.ndarray:
+        return self.start_ns[events] + self.dur_ns[events]
+
+
 @pytest.mark.parametrize("long_events", [False, True])
-def test_window_pairs_shortcut_equals_the_general_pairing(long_events: bool) -> None:
+def test_window_pairs_equal_every_overlap(
+    long_events: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """C (in place, then the bounds when an event spans two windows) and NumPy: the head's
+    pairs, then every (event, step) that overlaps, the windows' steps given by ``order``."""
     from stepscope.stats.steps import breakdown
 
     rng = np.random.default_rng(3)
@@ -153,12 +167,42 @@ def test_window_pairs_shortcut_equals_the_general_pairing(long_events: bool) -> 
     win_end = win_start + 900
     start = rng.integers(0, 10_000, 5000)
     end = start + (rng.integers(0, 3000, 5000) if long_events else rng.integers(0, 90, 5000))
-    events = np.arange(5000, dtype=np.int64)
-    got = breakdown._window_pairs(events, start, end, win_start, win_end)
+    free = rng.random(5000) < 0.7
+    order = rng.permutation(len(win_start))
+    head = np.array([4, 2], np.int64), np.array([7, 1], np.int32)
+    profile = _Events(start, end)
+    args = (profile, free, order, win_start, win_end, head)
+    fast, slow = _both(monkeypatch, lambda: breakdown._window_pairs(*args))  # type: ignore[arg-type]
     # every (event, window) that overlaps, by brute force
     overlap = (start[:, None] < win_end[None, :]) & (end[:, None] > win_start[None, :])
-    ev, st = np.nonzero(overlap)
-    assert np.array_equal(got[0], ev) and np.array_equal(got[1], st)
+    ev, window = np.nonzero(overlap & free[:, None])
+    assert len(ev) > 1000 and (len(ev) > free.sum()) == long_events
+    for got in (fast, slow):
+        assert got[0].tolist() == [4, 2, *ev.tolist()]
+        assert got[1].tolist() == [7, 1, *order[window].tolist()]
+        assert got[0].dtype == np.int64 and got[1].dtype == np.int32
+
+
+def test_window_pairs_into_may_write_over_its_events() -> None:
+    assert native.sweeps is not None
+    win_start = np.array([0, 100, 200], np.int64)
+    reach = win_start + 50
+    start = np.array([10, 60, 120, 130, 290, 210], np.int64)
+    dur = np.array([5, 10, 1, 80, 3, 0], np.int64)  # event 3 spans two windows
+    events = np.array([0, 1, 2, 4, 5], np.int64)
+    steps = np.full(5, -9, np.int32)
+    step_of_window = np.array([2, 0, 1], np.int32)
+    found = native.sweeps.window_pairs_into(
+        events, start, dur, reach, win_start, step_of_window, events, steps
+    )
+    assert found == 3 and events[:3].tolist() == [0, 2, 5] and steps[:3].tolist() == [2, 0, 1]
+    events = np.array([0, 3], np.int64)
+    assert (
+        native.sweeps.window_pairs_into(
+            events, start, dur, reach, win_start, step_of_window, events, steps[:2]
+        )
+        == -1
+    )
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -179,17 +223,6 @@ def test_window_bounds_equal_numpy_searches(seed: int) -> None:
         native.sweeps.window_bounds(events, start, end, reach, win_start, lo, hi)
         assert np.array_equal(lo, np.searchsorted(reach, start[events], "right"))
         assert np.array_equal(hi, np.searchsorted(win_start, end[events], "left"))
-        # the in-place pairs: -1 here (some events span windows); without those events,
-        # exactly the events whose bounds hold one window, in order
-        counts = hi - lo
-        assert native.sweeps.single_window_pairs(events, start, end, reach, win_start, lo, hi) < 0
-        rest = events[counts <= 1]
-        one = (counts == 1)[counts <= 1]
-        lo, hi = np.empty(len(rest), np.int64), np.empty(len(rest), np.int64)
-        found = native.sweeps.single_window_pairs(rest, start, end, reach, win_start, lo, hi)
-        assert found == one.sum() > 0
-        window = np.searchsorted(reach, start[rest], "right")
-        assert np.array_equal(lo[:found], rest[one]) and np.array_equal(hi[:found], window[one])
 
 
 def test_an_extension_built_from_older_source_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -221,7 +254,7 @@ def test_clipped_by_chunks_equals_the_gathers() -> None:
     ev, st = rng.integers(0, 50, 300), rng.integers(0, 6, 300)
     for clip in (np.maximum, np.minimum):
         assert np.array_equal(
-            _clipped(clip, times, ev, bound, st, chunk=7), clip(times[ev], bound[st])
+            _clipped(clip, times.take, ev, bound, st, chunk=7), clip(times[ev], bound[st])
         )
 
 

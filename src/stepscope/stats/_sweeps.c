@@ -20,9 +20,7 @@
  *   gathered copies of start and end; each search gallops from the previous answer, so events
  *   taken in time order (as on one thread) cost O(1) each instead of a binary search.
  *
- * single_window_pairs(same arguments): the usual case without the bounds: the events that
- *   overlap exactly one window, compacted in place as (lo[i], hi[i]) = (event, window) for
- *   i < the count returned; -1 when some event overlaps two windows (then call window_bounds).
+ * window_pairs_into, merge_runs: see _sweeps_pairs.c.
  *
  * nest_self_time(events, line, start, end, own): the events taken as given, which must be in
  *   (line, start, longest first) order, as traces are written; own[k] = the duration of
@@ -65,37 +63,7 @@
 #include <stdint.h>
 #include <string.h>
 
-static int get_sized(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t itemsize) {
-    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
-    if (view->len % itemsize) {
-        PyBuffer_Release(view);
-        PyErr_Format(PyExc_ValueError, "arrays of %zd-byte integers expected", itemsize);
-        return -1;
-    }
-    return 0;
-}
-
-static void release(Py_buffer *v, int n) {
-    for (int k = 0; k < n; k++) PyBuffer_Release(&v[k]);
-}
-
-/* The call's n array arguments into v: ``sizes[k]``-byte integers (NULL: all 8 bytes), those
- * from ``first_out`` on writable. On failure nothing is held and -1 is returned. */
-static int get_args(PyObject *args, Py_buffer *v, int n, const Py_ssize_t *sizes, int first_out) {
-    if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) != n) {
-        PyErr_Format(PyExc_TypeError, "%d arrays expected", n);
-        return -1;
-    }
-    for (int k = 0; k < n; k++) {
-        PyObject *obj = PyTuple_GET_ITEM(args, k);
-        if (get_sized(obj, &v[k], k >= first_out, sizes ? sizes[k] : 8) < 0) {
-            release(v, k);
-            return -1;
-        }
-    }
-    return 0;
-}
+#include "_sweeps.h"
 
 static PyObject *nest_self_time(PyObject *self, PyObject *args) {
     Py_buffer v[5];
@@ -295,43 +263,7 @@ done:
     return result;
 }
 
-/* First i in a[0..m) where a[i] > x (right) or a[i] >= x (left), searching from hint p. */
-static Py_ssize_t gallop(const int64_t *a, Py_ssize_t m, int64_t x, int right, Py_ssize_t p) {
-#define BEFORE(i) (right ? a[i] <= x : a[i] < x)
-    Py_ssize_t lo, hi, step = 1;
-    if (p > m) p = m;
-    if (p < m && BEFORE(p)) { /* the answer is after p */
-        lo = p + 1;
-        hi = lo;
-        while (hi < m && BEFORE(hi)) {
-            lo = hi + 1;
-            hi = lo + step;
-            step *= 2;
-        }
-        if (hi > m) hi = m;
-    } else { /* the answer is at or before p */
-        hi = p;
-        Py_ssize_t cand = p - 1;
-        while (cand >= 0 && !BEFORE(cand)) {
-            hi = cand;
-            cand = hi - step;
-            step *= 2;
-        }
-        lo = cand < 0 ? 0 : cand + 1;
-    }
-    while (lo < hi) {
-        Py_ssize_t mid = lo + (hi - lo) / 2;
-        if (BEFORE(mid)) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-#undef BEFORE
-}
-
-/* window_bounds, or with single != 0 the usual case in place: each event overlapping exactly
- * one window written compacted as (lo[m], hi[m]) = (event, window), the count m returned; -1
- * (outputs spoiled) as soon as an event overlaps two windows. */
-static PyObject *bounds_or_pairs(PyObject *args, int single) {
+static PyObject *window_bounds(PyObject *self, PyObject *args) {
     Py_buffer v[7];
     if (get_args(args, v, 7, NULL, 5) < 0) return NULL;
     PyObject *result = NULL;
@@ -350,37 +282,18 @@ static PyObject *bounds_or_pairs(PyObject *args, int single) {
             goto done;
         }
     }
-    Py_ssize_t found = 0;
     Py_BEGIN_ALLOW_THREADS
     Py_ssize_t p_lo = 0, p_hi = 0;
     for (Py_ssize_t k = 0; k < n; k++) {
         int64_t e = events[k];
-        p_lo = gallop(reach, m, start[e], 1, p_lo);
-        p_hi = gallop(win_start, m, end[e], 0, p_hi);
-        if (!single) {
-            lo[k] = p_lo;
-            hi[k] = p_hi;
-        } else if (p_hi - p_lo == 1) { /* found <= k: entries not yet read are untouched */
-            lo[found] = e;
-            hi[found++] = p_lo;
-        } else if (p_hi - p_lo > 1) {
-            found = -1;
-            break;
-        }
+        lo[k] = p_lo = gallop(reach, m, start[e], 1, p_lo);
+        hi[k] = p_hi = gallop(win_start, m, end[e], 0, p_hi);
     }
     Py_END_ALLOW_THREADS
-    result = single ? PyLong_FromSsize_t(found) : Py_NewRef(Py_None);
+    result = Py_NewRef(Py_None);
 done:
     release(v, (int)(sizeof v / sizeof v[0]));
     return result;
-}
-
-static PyObject *window_bounds(PyObject *self, PyObject *args) {
-    return bounds_or_pairs(args, 0);
-}
-
-static PyObject *single_window_pairs(PyObject *self, PyObject *args) {
-    return bounds_or_pairs(args, 1);
 }
 
 static PyObject *op_sums(PyObject *self, PyObject *args) {
@@ -540,8 +453,6 @@ static PyObject *hold_walk(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"single_window_pairs", single_window_pairs, METH_VARARGS,
-     "(event, window) pairs in place when no event overlaps two windows, else -1."},
     {"window_bounds", window_bounds, METH_VARARGS,
      "Window index range each event overlaps (two searchsorted, galloping from the last)."},
     {"step_type_unions", step_type_unions, METH_VARARGS,
@@ -570,5 +481,6 @@ PyMODINIT_FUNC PyInit__sweeps(void) {
     if (m && PyModule_AddIntConstant(m, "TYPES_INT16", 1) < 0) Py_CLEAR(m);
     /* and int32 steps */
     if (m && PyModule_AddIntConstant(m, "STEPS_INT32", 1) < 0) Py_CLEAR(m);
+    if (m && PyModule_AddFunctions(m, pair_methods) < 0) Py_CLEAR(m); /* _sweeps_pairs.c */
     return m;
 }

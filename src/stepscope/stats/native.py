@@ -22,8 +22,8 @@ _FUNCTIONS = (
     "step_type_unions",
     "sum_by_row",
     "window_bounds",
-    "single_window_pairs",
     "union_in_order",
+    "window_pairs_into",
 )
 
 

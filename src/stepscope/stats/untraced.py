@@ -59,9 +59,9 @@ def _names_around(
 ) -> tuple[list[str], list[str]]:
     """The event (of ``events``) ending last at or before each gap, and the one starting first
     at or after its end; START / END where the gap touches its step's bounds."""
-    by_end = events[np.argsort(profile.end_ns[events], kind="stable")]
+    by_end = events[np.argsort(profile.end_at(events), kind="stable")]
     by_start = events[np.argsort(profile.start_ns[events], kind="stable")]
-    k = np.searchsorted(profile.end_ns[by_end], gap_lo, "right") - 1
+    k = np.searchsorted(profile.end_at(by_end), gap_lo, "right") - 1
     j = np.searchsorted(profile.start_ns[by_start], gap_hi, "left")
     first = (k < 0) | (gap_lo <= span_lo)
     last = (j >= len(by_start)) | (gap_hi >= span_hi)

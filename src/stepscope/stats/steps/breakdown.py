@@ -24,6 +24,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -95,47 +96,81 @@ class StepDb:
 
 
 def _window_pairs(
-    events: np.ndarray,
-    start: np.ndarray,
-    end: np.ndarray,
+    profile: Profile,
+    free: np.ndarray,
+    order: np.ndarray,
     win_start: np.ndarray,
     win_end: np.ndarray,
+    head: tuple[np.ndarray, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(event, step) for every window each event overlaps (windows sorted by start)."""
+    """(event, step) pairs, events int64 and steps int32: the pairs ``head`` first, then every
+    event of the mask ``free`` with each window it overlaps (windows sorted by start, window k
+    the step ``order[k]``)."""
     reach = np.maximum.accumulate(win_end)  # sorted even if windows overlap
-    # (a build of _sweeps older than single_window_pairs: the NumPy searches)
+    head_ev, head_st = head
+    n_head = len(head_ev)
     sweeps = native.sweeps
-    single = getattr(sweeps, "single_window_pairs", None)
-    if sweeps is not None and single is not None and start.dtype == end.dtype == np.int64:
-        # the same searches in C, galloping along each thread's time-ordered events, without
-        # gathered copies of the columns (0.3 s of binary searches at 5M events); the usual
-        # case (no event spans two steps) written as pairs in place, with none of the
-        # full-size temporaries below (page faults dominate at 20M events)
+    if sweeps is not None:
+        # The usual case (no event spans two steps) in C, galloping along each thread's
+        # time-ordered events with their ends summed as read: the pairs are written over the
+        # event list itself, steps in int32, after the head (no end column, window numbers,
+        # gathered copies or joined copy beside them: the attribution's peak at 20M events)
+        size = n_head + int(np.count_nonzero(free))
+        ev, st = np.empty(size, np.int64), np.empty(size, np.int32)
+        ev[:n_head], st[:n_head] = head_ev, head_st
+        _flatnonzero_into(free, ev[n_head:])
+        found = sweeps.window_pairs_into(
+            ev[n_head:],
+            profile.start_ns,
+            profile.dur_ns,
+            np.ascontiguousarray(reach, np.int64),
+            np.ascontiguousarray(win_start, np.int64),
+            order.astype(np.int32),
+            ev[n_head:],
+            st[n_head:],
+        )
+        if found >= 0:
+            return ev[: n_head + found], st[: n_head + found]
+        del ev, st  # some event spans two steps: every overlap counted below
+    events = np.flatnonzero(free)
+    if sweeps is not None:
         lo, hi = np.empty(len(events), np.int64), np.empty(len(events), np.int64)
-        args = (
-            np.ascontiguousarray(events, np.int64),
-            np.ascontiguousarray(start),
-            np.ascontiguousarray(end),
+        end = profile.start_ns + profile.dur_ns
+        sweeps.window_bounds(
+            events,
+            profile.start_ns,
+            end,
             np.ascontiguousarray(reach, np.int64),
             np.ascontiguousarray(win_start, np.int64),
             lo,
             hi,
         )
-        found = single(*args)
-        if found >= 0:
-            return lo[:found], hi[:found]
-        sweeps.window_bounds(*args)
+        del end
     else:
-        lo = np.searchsorted(reach, start[events], "right")
-        hi = np.searchsorted(win_start, end[events], "left")
+        lo = np.searchsorted(reach, profile.start_ns[events], "right")
+        hi = np.searchsorted(win_start, profile.end_at(events), "left")
     counts = hi - lo
     np.maximum(counts, 0, out=counts)
-    if counts.max(initial=0) <= 1:  # the usual case: no event spans two steps
+    if counts.max(initial=0) <= 1:  # no event spans two steps
         one = counts == 1
-        return events[one], lo[one]
-    first = np.cumsum(counts) - counts
-    steps = np.repeat(lo - first, counts) + np.arange(int(counts.sum()))
-    return np.repeat(events, counts), steps
+        events, windows = events[one], lo[one]
+    else:
+        first = np.cumsum(counts) - counts
+        windows = np.repeat(lo - first, counts) + np.arange(int(counts.sum()))
+        events = np.repeat(events, counts)
+    steps = order[windows].astype(np.int32)
+    return _joined([head_ev, events], np.int64), _joined([head_st, steps], np.int32)
+
+
+def _flatnonzero_into(mask: np.ndarray, out: np.ndarray, chunk: int = _CHUNK) -> None:
+    """``out[:] = np.flatnonzero(mask)`` (``out`` as long as the count) by slices of ``mask``:
+    no full-size index array beside ``out``."""
+    at = 0
+    for a in range(0, len(mask), chunk):
+        found = np.flatnonzero(mask[a : a + chunk])
+        found += a
+        out[at : at + len(found)] = found
+        at += len(found)
 
 
 def _point_pairs(
@@ -209,23 +244,19 @@ def _attribute(
         free &= ~grouped & loose
         del grouped, loose
         mode = "group"
-    pairs_ev, pairs_st = [ev_grouped], [st_grouped]
     order = np.argsort(markers.start_ns, kind="stable")
     win_start, win_end = markers.start_ns[order], markers.end_ns[order]
-    host_free = np.flatnonzero(free & ~on_device)
-    ev, st = _window_pairs(host_free, profile.start_ns, profile.end_ns, win_start, win_end)
-    del host_free
-    pairs_ev.append(ev)
-    pairs_st.append(order[st].astype(np.int32))
+    head = ev_grouped, st_grouped
+    events, steps = _window_pairs(profile, free & ~on_device, order, win_start, win_end, head)
+    n_grouped = len(ev_grouped)
+    del head, ev_grouped, st_grouped
     device_free = np.flatnonzero(free & on_device)
     del free
     ev, st = _point_pairs(device_free, _launch_time(profile, device_free), win_start, win_end)
-    pairs_ev.append(ev)
-    pairs_st.append(order[st].astype(np.int32))
+    if len(ev):
+        events = np.concatenate([events, ev])
+        steps = np.concatenate([steps, order[st].astype(np.int32)])
     del ev, st
-    events = _joined(pairs_ev, np.int64)
-    n_grouped = len(ev_grouped)
-    del pairs_ev, ev_grouped
     pair_types = types[events]  # a copy in the types' own small integers
     # When the thread running the steps shows its own input waits, input waits on other
     # threads counted by time (producers of a Python input pipeline, say) are input work,
@@ -239,7 +270,7 @@ def _attribute(
         by_window = np.zeros(len(events), dtype=bool)
         by_window[n_grouped:] = True
         pair_types[by_window & ~on_step_line & waiting] = EventType.HOST_COMPUTE
-    return events, _joined(pairs_st, np.int32), pair_types, mode
+    return events, steps, pair_types, mode
 
 
 def _joined(parts: list[np.ndarray], dtype: type[np.signedinteger]) -> np.ndarray:
@@ -327,17 +358,17 @@ def _zero_length(profile: Profile, ev: np.ndarray, chunk: int = _CHUNK) -> np.nd
 
 def _clipped(
     clip: np.ufunc,
-    times: np.ndarray,
+    times_of: Callable[[np.ndarray], np.ndarray],
     ev: np.ndarray,
     bound: np.ndarray,
     st: np.ndarray,
     chunk: int = _CHUNK,
 ) -> np.ndarray:
-    """``clip(times[ev], bound[st])`` by chunks: the pairs' times clipped to their steps
+    """``clip(times_of(ev), bound[st])`` by chunks: the pairs' times clipped to their steps
     without two gathered 8 B/pair temporaries beside the result."""
     out = np.empty(len(ev), dtype=np.int64)
     for k in range(0, len(ev), chunk):
-        clip(times[ev[k : k + chunk]], bound[st[k : k + chunk]], out=out[k : k + chunk])
+        clip(times_of(ev[k : k + chunk]), bound[st[k : k + chunk]], out=out[k : k + chunk])
     return out
 
 
@@ -448,7 +479,7 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
         d_lo = np.full(n, np.iinfo(np.int64).max)
         d_hi = np.full(n, np.iinfo(np.int64).min)
         np.minimum.at(d_lo, st[dev], profile.start_ns[ev[dev]])
-        np.maximum.at(d_hi, st[dev], profile.end_ns[ev[dev]])
+        np.maximum.at(d_hi, st[dev], profile.end_at(ev[dev]))
         has = d_hi >= d_lo
         outside = has & ((d_lo < span_lo) | (d_hi > span_hi))
         span_lo[outside], span_hi[outside] = d_lo[outside], d_hi[outside]
@@ -458,8 +489,8 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
         ends = np.maximum.accumulate(span_hi[order])
         span_lo[order[1:]] = np.maximum(span_lo[order[1:]], ends[:-1])
         span_hi = np.maximum(span_hi, span_lo)
-    lo = _clipped(np.maximum, profile.start_ns, ev, span_lo, st)
-    hi = _clipped(np.minimum, profile.end_ns, ev, span_hi, st)
+    lo = _clipped(np.maximum, profile.start_ns.take, ev, span_lo, st)
+    hi = _clipped(np.minimum, profile.end_at, ev, span_hi, st)
     # the breakdown's sort is the peak of a cold analysis: the end times are summed again
     # when next read (20M events: 153 MB less at the peak, one 0.05 s sum after it)
     profile.release_end_ns()

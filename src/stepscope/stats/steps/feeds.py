@@ -38,7 +38,7 @@ def fetches_feeding_steps(
     order = np.argsort(markers.start_ns, kind="stable")
     win_start, win_end = markers.start_ns[order], markers.end_ns[order]
     reach = np.maximum.accumulate(win_end)
-    start, end = profile.start_ns[waits], profile.end_ns[waits]
+    start, end = profile.start_ns[waits], profile.end_at(waits)
     nxt = np.searchsorted(win_start, end, "left")  # first step starting at or after the wait
     ok = nxt < len(order)
     prev_reach = np.where(nxt > 0, reach[np.maximum(nxt - 1, 0)], np.iinfo(np.int64).min)

@@ -204,7 +204,7 @@ def build_groups(profile: Profile, step_roots: np.ndarray) -> Groups:
     candidate[profile.stat_events("_a")] = False
     nested = np.flatnonzero(candidate)
     del candidate
-    forest = Forest.build(profile.line[nested], profile.start_ns[nested], profile.end_ns[nested])
+    forest = Forest.build(profile.line[nested], profile.start_ns[nested], profile.end_at(nested))
     parent = np.full(n, -1, dtype=np.int64)
     has = forest.parent >= 0
     parent[nested[has]] = nested[forest.parent[has]]

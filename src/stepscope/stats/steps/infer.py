@@ -88,7 +88,7 @@ def infer_steps(profile: Profile) -> StepMarkers | None:
     events = np.flatnonzero(host)
     if events.size < MIN_OCCURRENCES:
         return None
-    parent = nesting_parents(profile.line[events], profile.start_ns[events], profile.end_ns[events])
+    parent = nesting_parents(profile.line[events], profile.start_ns[events], profile.end_at(events))
     top = events[parent < 0]
     main = _main_line(profile, top)
     found = []

@@ -57,7 +57,7 @@ def _from_events(
         step_num.astype(np.int64),
         tuple(names),
         profile.start_ns[events].copy(),
-        profile.end_ns[events].copy(),
+        profile.end_at(events),
         use_groups,
         drop_incomplete,
         tuple(distinct(profile.line[events]).tolist()),

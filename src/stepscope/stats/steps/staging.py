@@ -79,7 +79,7 @@ def staged_input_ns(
     t = np.flatnonzero(inside & is_transfer)
     t = t[start[t] < first_compute[step[t]]]
     last_end = np.full(len(span_lo), -1, dtype=np.int64)
-    np.maximum.at(last_end, step[t], profile.end_ns[candidates[t]])
+    np.maximum.at(last_end, step[t], profile.end_at(candidates[t]))
     has = (last_end >= 0) & (first_compute < big)
     out[has] = np.minimum(last_end[has], span_hi[has]) - span_lo[has]
     return np.maximum(out, 0)
