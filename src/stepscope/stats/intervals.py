@@ -49,6 +49,20 @@ def union_in_order(
     return u_lo, u_hi
 
 
+def union_of(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`union_in_order` of intervals in any order. In C, when they come in a few ascending
+    stretches of starts (a thread's events each, as the step pairs list them), the stretches
+    are merged as read (`union_in_runs`): no 8 B/interval order, sort buffer or output
+    buffers at the step breakdown's peak."""
+    sweeps = native.sweeps
+    if sweeps is not None and lo.dtype == hi.dtype == np.int64:
+        runs = sweeps.union_in_runs(np.ascontiguousarray(lo), np.ascontiguousarray(hi))
+        if runs is not None:
+            pairs = np.frombuffer(runs, dtype=np.int64).reshape(-1, 2)
+            return pairs[:, 0].copy(), pairs[:, 1].copy()
+    return union_in_order(lo, hi, np.argsort(lo, kind="stable"))
+
+
 def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The union of intervals as sorted, disjoint (lo, hi) arrays."""
     order = np.argsort(starts, kind="stable")

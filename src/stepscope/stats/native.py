@@ -24,6 +24,8 @@ _FUNCTIONS = (
     "window_bounds",
     "union_in_order",
     "window_pairs_into",
+    "union_in_runs",
+    "step_type_unions_in_runs",
 )
 
 

@@ -40,7 +40,7 @@ from stepscope.stats.events import (
     classify_events,
     device_work_lines,
 )
-from stepscope.stats.intervals import merge_sorted, union_in_order
+from stepscope.stats.intervals import merge_sorted, union_of
 from stepscope.stats.python_samples import untraced_python_time
 from stepscope.stats.steps.feeds import fetches_feeding_steps
 from stepscope.stats.steps.groups import build_groups
@@ -380,28 +380,14 @@ def _fast_type_time(
     n_steps: int,
     out: np.ndarray,
 ) -> np.ndarray | None:
-    """`type_time` with the C sweep over the columns in (step, lo) order; None when the keys
-    would not fit in int64 (the caller goes step by step)."""
+    """`type_time` with the C sweep over the columns in (step, lo) order (their stretches
+    merged as read, else sorted); None when a sort's keys would not fit in int64 (the caller
+    goes step by step)."""
     assert native.sweeps is not None
-    keep = hi > lo
-    if not keep.any():
-        return out
-    big = np.iinfo(np.int64).max
-    base = int(np.min(lo, where=keep, initial=big))
-    width = int(np.max(hi, where=keep, initial=-big)) - base + 1
-    if n_steps * width >= 1 << 62:
-        return None
-    del keep
     # The types present, by counting (a hash of every pair cost 0.14 s at 5M events). Types
     # seen only on empty intervals add a threshold whose column comes out 0, as without it.
     present = distinct(types)
     thresholds = present[::-1].astype(np.int64)  # highest first, a contiguous copy
-    key = step.astype(np.int64)  # then in place: one 8 B/pair array
-    key *= width
-    key += lo
-    key -= base
-    order = np.argsort(key, kind="stable")  # timsort: the pairs come in runs of time order
-    del key
     # the types in their own int16 where the build takes them (no 8 B/pair copy)
     narrow = getattr(native.sweeps, "TYPES_INT16", 0) and types.dtype == np.int16
     int32_steps = getattr(native.sweeps, "STEPS_INT32", 0) and step.dtype == np.int32
@@ -409,7 +395,14 @@ def _fast_type_time(
     columns += [np.ascontiguousarray(c, np.int64) for c in (lo, hi)]
     columns.append(np.ascontiguousarray(types, np.int16 if narrow else np.int64))
     unions = np.zeros((len(thresholds), n_steps), dtype=np.int64)
-    native.sweeps.step_type_unions(*columns, order, thresholds, unions)
+    # The pairs come in a few stretches of (step, start) order, one per thread: merged as
+    # read, with no sort key or order beside the columns (the peak of a cold analysis: 20 B
+    # per pair); only pairs in many stretches are sorted.
+    if not native.sweeps.step_type_unions_in_runs(*columns, thresholds, unions):
+        order = _step_start_order(step, lo, hi, n_steps)
+        if order is None:
+            return None
+        native.sweeps.step_type_unions(*columns, order, thresholds, unions)
     covered = np.zeros(n_steps, dtype=np.int64)
     for t, union in zip(thresholds.tolist(), unions, strict=True):
         out[:, t // 10] = union - covered
@@ -417,10 +410,38 @@ def _fast_type_time(
     return out
 
 
-def _distinct_events(ev: np.ndarray, n_events: int) -> np.ndarray:
-    """The distinct event indices in ``ev``, sorted: a mark per event (O(n), no sort)."""
-    seen = np.zeros(n_events, dtype=bool)
-    seen[ev] = True
+def _step_start_order(
+    step: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_steps: int
+) -> np.ndarray | None:
+    """The pairs' (step, lo) order, one stable sort of a key; None when the key would not fit
+    in int64."""
+    keep = hi > lo
+    if not keep.any():  # the sweep skips empty intervals: any order
+        return np.arange(len(step))
+    big = np.iinfo(np.int64).max
+    base = int(np.min(lo, where=keep, initial=big))
+    width = int(np.max(hi, where=keep, initial=-big)) - base + 1
+    if n_steps * width >= 1 << 62:
+        return None
+    del keep
+    key = step.astype(np.int64)  # then in place: one 8 B/pair array
+    key *= width
+    key += lo
+    key -= base
+    return np.argsort(key, kind="stable")  # timsort: the pairs come in runs of time order
+
+
+def _events_on_lines(
+    profile: Profile, ev: np.ndarray, lines: tuple[int, ...], chunk: int = _CHUNK
+) -> np.ndarray:
+    """The distinct events of ``ev`` on ``lines``, ascending: a mark per event (no sort),
+    the events' lines read by chunks (no 4 B/pair line and 1 B/pair mask beside the pairs)."""
+    on_line = np.zeros(len(profile.lines), dtype=bool)
+    on_line[list(lines)] = True
+    seen = np.zeros(profile.n_events, dtype=bool)
+    for k in range(0, len(ev), chunk):
+        part = ev[k : k + chunk]
+        seen[part[on_line[profile.line[part]]]] = True
     return np.flatnonzero(seen)
 
 
@@ -497,10 +518,8 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     h_st, h_lo, h_hi, h_types = _held(profile, ev, st, lo, hi, pair_types, span_lo, span_hi)
     # only the step threads' events name untraced gaps (below): found now, so that the pairs'
     # events are freed before the breakdown's sort (an 8 B/pair array less at its peak)
-    on_step_line = np.zeros(len(profile.lines), dtype=bool)
-    on_step_line[list(markers.lines)] = True
-    step_line_events = _distinct_events(ev[on_step_line[profile.line[ev]]], profile.n_events)
-    del ev, dev, on_step_line
+    step_line_events = _events_on_lines(profile, ev, markers.lines)
+    del ev, dev
     if len(h_st):
         table = type_time(
             np.r_[st, h_st], np.r_[lo, h_lo], np.r_[hi, h_hi], np.r_[pair_types, h_types], n
@@ -512,7 +531,8 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     # selection
     need = list(_DEVICE_COMPUTE) if has_device else [EventType.HOST_COMPUTE]
     has_compute = np.zeros(n, dtype=bool)
-    has_compute[st[np.isin(pair_types, need)]] = True
+    for k in range(0, len(st), _CHUNK):  # by chunks: np.isin's temporaries are 8 B/pair
+        has_compute[st[k : k + _CHUNK][np.isin(pair_types[k : k + _CHUNK], need)]] = True
     if not has_compute.any():
         # No step holds traced work (a loop of untraced Python inside `stepscope.step`,
         # captured before stepscope wrote step anchors): XProf finds no step, but a marker
@@ -527,7 +547,7 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     # "All others" located: what no event covers (a held span counts as covered, as in the
     # breakdown, so that the located time adds up to the category)
     all_lo, all_hi = (np.r_[lo, h_lo], np.r_[hi, h_hi]) if len(h_st) else (lo, hi)
-    covered_lo, covered_hi = union_in_order(all_lo, all_hi, np.argsort(all_lo, kind="stable"))
+    covered_lo, covered_hi = union_of(all_lo, all_hi)
     python = untraced_python_time(
         profile, markers.lines, span_lo[keep], span_hi[keep], covered_lo, covered_hi
     )
