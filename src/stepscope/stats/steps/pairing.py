@@ -122,7 +122,7 @@ def pair_host_steps(hosts: Sequence[HostSteps]) -> StepPairing:
     used = [hosts[k] for k in present]
     common = distinct(used[0].step_num)
     for h in used[1:]:
-        common = np.intersect1d(common, h.step_num)
+        common = np.intersect1d(common, distinct(h.step_num), assume_unique=True)
     fewest = min(len(distinct(h.step_num)) for h in used)
     if 2 * len(common) > fewest:
         mode, labels, paired = BY_NUMBER, common, _by_number(used, common)
@@ -142,7 +142,7 @@ def pair_host_steps(hosts: Sequence[HostSteps]) -> StepPairing:
     notes = []
     for k, r in zip(present, paired, strict=True):
         rows[k] = r
-        missing = np.setdiff1d(np.arange(len(hosts[k].step_num)), r)
+        missing = np.setdiff1d(np.arange(len(hosts[k].step_num)), distinct(r), assume_unique=True)
         left_out[k] = len(missing)
         if len(missing):
             notes.append(
