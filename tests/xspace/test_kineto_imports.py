@@ -51,7 +51,7 @@ get_tool("overview_page").build(ToolContext(run, run.host_names[0], ProfileStore
 unused = ("_hashlib", "socket", "shutil", "tempfile", "numpy.ma", "stepscope.store.entries",
           "stepscope.capture.session", "stepscope.xspace.kineto.json_repair",
           "stepscope.stats.stragglers", "stepscope.stats.torch_cost", "stepscope.stats.tf_data",
-          "csv")
+          "csv", "stepscope.model.hlo", "stepscope.stats.xla_op")
 print(json.dumps(sorted(m for m in sys.modules if m in unused)))
 """
 
@@ -63,7 +63,7 @@ def test_uncached_overview_imports_no_store_upkeep(tmp_path: Path) -> None:
     numpy.ma (7-8 ms, loaded by the first hash-table ``np.unique``: `stepscope.distinct`),
     nor modules a single PyTorch host's overview does not run: the store, the capture API,
     the JSON repair of the per-event path, stragglers across hosts, PyTorch op costs, the
-    tf.data analysis (no ``Iterator::`` events), CSV."""
+    tf.data analysis (no ``Iterator::`` events), CSV, the HLO reader (no ``hlo_op`` stats)."""
     trace = tmp_path / "trace.json.gz"
     shutil.copy(FIXTURES / "kineto" / "a100_triton_tiny.json.gz", trace)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}

@@ -31,7 +31,7 @@ from stepscope.model import Profile
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.kernels import kernel_events, launch_events, op_candidates
 from stepscope.stats.xla_metrics import HloMetrics, HloOpRow, device_work_mask, idle_and_busy_ns
-from stepscope.stats.xla_ops import XlaOp
+from stepscope.stats.xla_op import XlaOp
 
 SOURCE = "estimated from PyTorch op types and input shapes (record_shapes)"
 _ITEM_BYTES = {

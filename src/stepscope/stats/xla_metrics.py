@@ -17,7 +17,8 @@ from stepscope.distinct import distinct
 from stepscope.model import Profile
 from stepscope.stats.events import NOT_COUNTED, classify_events, device_work_lines
 from stepscope.stats.intervals import union_ns
-from stepscope.stats.xla_ops import XlaOp, xla_events
+from stepscope.stats.xla_op import XlaOp
+from stepscope.stats.xla_ops import xla_events
 
 HLO_SOURCE = "XLA's HLO (shapes of each instruction)"
 
