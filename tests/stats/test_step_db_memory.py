@@ -50,3 +50,16 @@ def test_end_at_reads_the_ends_of_some_events() -> None:
     del profile.__dict__["end_ns"]
     assert np.array_equal(profile.end_at(mask), profile.start_ns[mask] + profile.dur_ns[mask])
     assert "end_ns" not in profile.__dict__
+
+
+def test_time_columns_that_are_views_are_read_as_they_are() -> None:
+    """Columns with a stride (a view of a wider array) go to the C pairs as copies."""
+    expected = build_step_db(open_file(str(TRACES[0])))
+    profile = open_file(str(TRACES[0]))
+    for name in ("start_ns", "dur_ns"):
+        column = getattr(profile, name)
+        wide = np.zeros(2 * len(column), np.int64)
+        wide[::2] = column
+        setattr(profile, name, wide[::2])
+    db = build_step_db(profile)
+    assert np.array_equal(db.type_ns, expected.type_ns) and db.n_steps == expected.n_steps

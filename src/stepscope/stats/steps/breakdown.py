@@ -121,8 +121,8 @@ def _window_pairs(
         _flatnonzero_into(free, ev[n_head:])
         found = sweeps.window_pairs_into(
             ev[n_head:],
-            profile.start_ns,
-            profile.dur_ns,
+            np.ascontiguousarray(profile.start_ns, np.int64),  # the columns as they are
+            np.ascontiguousarray(profile.dur_ns, np.int64),
             np.ascontiguousarray(reach, np.int64),
             np.ascontiguousarray(win_start, np.int64),
             order.astype(np.int32),
@@ -138,7 +138,7 @@ def _window_pairs(
         end = profile.start_ns + profile.dur_ns
         sweeps.window_bounds(
             events,
-            profile.start_ns,
+            np.ascontiguousarray(profile.start_ns, np.int64),
             end,
             np.ascontiguousarray(reach, np.int64),
             np.ascontiguousarray(win_start, np.int64),
