@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from stepscope.capture.python_tracer.events import PyThreadEvents, event_name, i
 from stepscope.capture.step import STEP_ANCHOR
 from stepscope.errors import StepscopeError
 from stepscope.logdir import host_file_name, run_directory
+from stepscope.records import record
 from stepscope.xspace.builder import Ref, StatValue, XSpaceBuilder
 from stepscope.xspace.proto.xplane_pb2 import XSpace
 
@@ -54,7 +55,7 @@ class ProfileSaveError(StepscopeError):
         return write_xspace(self.space, path)
 
 
-@dataclass
+@record(frozen=False)
 class CaptureResult:
     """What a session recorded, in the form `build_xspace` needs."""
 

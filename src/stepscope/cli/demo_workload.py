@@ -21,7 +21,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 import numpy as np
@@ -29,11 +29,12 @@ import numpy as np
 import stepscope
 from stepscope.capture import data
 from stepscope.capture.options import ProfilerOptions
+from stepscope.records import record
 
 FEATURES, HIDDEN, CLASSES = 128, 256, 10
 
 
-@dataclass(frozen=True)
+@record
 class DemoConfig:
     steps: int = 12
     batch_size: int = 32
@@ -48,7 +49,7 @@ class DemoConfig:
         return cls(steps=6, batch_size=8, producers=2, read_latency_ms=0.5)
 
 
-@dataclass
+@record(frozen=False)
 class DemoResult:
     run_dir: Path
     losses: list[float] = field(default_factory=list)

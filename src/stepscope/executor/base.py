@@ -6,10 +6,10 @@ import logging
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from stepscope.errors import StepscopeError
+from stepscope.records import record
 
 if TYPE_CHECKING:  # annotations only: the CLI's --help imports this package
     from stepscope.model.runs import HostFile
@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 DEFAULT_RETRIES = 2  # extra attempts after an unexpected failure (a worker lost, an I/O hiccup)
 
 
-@dataclass(frozen=True)
+@record
 class HostTask:
     """What a worker needs: the host's file and the (picklable) arguments of the function."""
 
@@ -33,7 +33,7 @@ TaskFn = Callable[[HostTask], Any]
 ProgressFn = Callable[[str, str, int, int], None]
 
 
-@dataclass(frozen=True)
+@record
 class HostOutcome:
     host: str
     value: Any = None

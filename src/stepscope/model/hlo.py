@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from stepscope.model.profile import Profile
+from stepscope.records import record
 
 TYPE_CHECKING = False  # protobuf is imported by `_read`, once a profile carries HLO
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ HLO_PROTO_STAT = "Hlo Proto"
 _SUFFIX = re.compile(r"\((\d+)\)$")
 
 
-@dataclass(frozen=True)
+@record
 class HloModule:
     """One compiled program: its instructions by name and id, computations by id."""
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import Any, TypeVar
 
@@ -21,6 +21,7 @@ import numpy as np
 
 from stepscope.distinct import distinct
 from stepscope.model.strings import StringTable
+from stepscope.records import record
 from stepscope.xspace.wire import (
     KIND_BYTES,
     KIND_DOUBLE,
@@ -38,7 +39,7 @@ PyStat = int | float | str | bytes | None
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@record
 class Plane:
     """One plane of a profile: its id, name, stats and range of lines."""
 
@@ -62,7 +63,7 @@ class Plane:
         return int(tail) if tail.isdigit() else None
 
 
-@dataclass(frozen=True)
+@record
 class Line:
     """One line of a profile (a thread, a stream): its ids, names and range of events."""
 
@@ -82,7 +83,7 @@ class Line:
         return self.display_name or self.name or str(self.id)
 
 
-@dataclass
+@record(frozen=False)
 class Stats:
     """A stat table: key (string id of the stat name), kind (see xspace.wire), value.
 
@@ -98,7 +99,7 @@ class Stats:
         return len(self.key)
 
 
-@dataclass
+@record(frozen=False)
 class StatColumn:
     """One stat, dense over all events: ``present[i]`` tells whether event i has it."""
 
@@ -134,7 +135,7 @@ class StatColumn:
         return out
 
 
-@dataclass
+@record(frozen=False)
 class Profile:
     """One host's trace in columns. Build with `stepscope.model.profile_from_bytes`."""
 

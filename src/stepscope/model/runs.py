@@ -16,12 +16,12 @@ import logging
 import os
 import posixpath
 import re
-from dataclasses import dataclass
 from typing import Literal
 
 from stepscope.errors import NotFoundError
 from stepscope.logdir import is_run_dir
 from stepscope.model import fs
+from stepscope.records import record
 
 Format = Literal["xspace", "kineto"]
 _XPLANE = re.compile(r"^(?:(.*)\.)?xplane\.pb(?:\.gz)?$")
@@ -32,7 +32,7 @@ SNIFF_BYTES = 1 << 16  # Kineto writes its metadata (device properties...) befor
 _sniffed: dict[tuple[str, str], bool] = {}  # (path, signature) -> holds traceEvents
 
 
-@dataclass(frozen=True)
+@record
 class HostFile:
     """One host's profile file in a run, with its format and size."""
 
@@ -42,7 +42,7 @@ class HostFile:
     size_bytes: int
 
 
-@dataclass(frozen=True)
+@record
 class Run:
     """A profiling run: its directory and the profile file of each host."""
 

@@ -16,7 +16,6 @@ import threading
 import time
 import webbrowser
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -32,6 +31,7 @@ from starlette.routing import Route
 from stepscope import log
 from stepscope.errors import StepscopeError
 from stepscope.executor import Executor
+from stepscope.records import record
 from stepscope.serve.access import AccessGuard, new_token
 from stepscope.serve.capture_routes import CaptureManager, capture_routes
 from stepscope.serve.http import ApiRequest, Handler, error_response
@@ -163,7 +163,7 @@ def _url(host: str, port: int) -> str:
     return f"http://{host}:{port}/"
 
 
-@dataclass
+@record(frozen=False)
 class RunningServer:
     """A server on a background thread (tests, notebooks, `stepscope demo`)."""
 

@@ -26,7 +26,7 @@ import json
 import os
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -39,6 +39,7 @@ from stepscope.capture.options import ProfilerOptions
 from stepscope.capture.remote.client import CaptureJob
 from stepscope.errors import StepscopeError
 from stepscope.model import fs
+from stepscope.records import record
 from stepscope.serve.access import BodyTooLarge, read_body
 from stepscope.serve.http import error_response, json_response
 from stepscope.serve.state import ServerState
@@ -87,7 +88,7 @@ def parse_request(body: dict[str, Any]) -> tuple[str, dict[str, int]]:
     return addresses, values
 
 
-@dataclass
+@record(frozen=False)
 class _UiCapture:
     job: CaptureJob
     listed: threading.Event = field(default_factory=threading.Event)  # done, run discovered

@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from stepscope.records import record
 
 JSON_TYPE = "application/json; charset=utf-8"
 
 
-@dataclass(frozen=True)
+@record
 class ApiRequest:
     path_params: Mapping[str, str]
     query: Mapping[str, str]  # the last value of each query parameter
@@ -25,7 +27,7 @@ class ApiRequest:
         return self.headers.get(name.lower(), "")
 
 
-@dataclass
+@record(frozen=False)
 class ApiResponse:
     status: int
     body: bytes
@@ -36,7 +38,7 @@ class ApiResponse:
 Handler = Callable[[ApiRequest], ApiResponse]
 
 
-@dataclass(frozen=True)
+@record
 class RouteSpec:
     """One GET route. ``path`` uses Starlette's syntax: ``{name}`` and ``{name:path}``."""
 

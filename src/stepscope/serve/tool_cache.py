@@ -12,10 +12,11 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from stepscope import __version__
+from stepscope.records import record
 from stepscope.serve.http import json_bytes
 from stepscope.tools import output
 from stepscope.tools.registry import ToolResult
@@ -32,7 +33,7 @@ def etag_for(key: Key, fingerprint: str) -> str:
     return f'"{digest[:24]}"'
 
 
-@dataclass
+@record(frozen=False)
 class CachedTool:
     result: ToolResult
     fingerprint: str

@@ -11,9 +11,8 @@ one: output 5/20, kernel launch 3/15, all others 3/15, device collectives 3/15.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from stepscope.fields import out
+from stepscope.records import record
 from stepscope.stats.summary import StepSummary
 from stepscope.stats.untraced import Untraced
 
@@ -39,7 +38,7 @@ MIXED_PRECISION_BELOW = 10.0  # % of device compute in 16 bit
 EAGER_ABOVE = 10.0  # % of op time run eagerly
 
 
-@dataclass(frozen=True)
+@record
 class InputBound:
     """How input-bound the steps are, and why."""
 
@@ -186,7 +185,7 @@ _CATEGORY_ADVICE = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Recommendation:
     """What bounds the steps and what to do about it."""
 

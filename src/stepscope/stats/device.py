@@ -7,13 +7,12 @@ profile when there are no steps).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from stepscope.distinct import distinct_inverse
 from stepscope.fields import out
 from stepscope.model import Profile
+from stepscope.records import record
 from stepscope.stats.events import EventType, classify_events, device_work_lines
 from stepscope.stats.intervals import union_ns
 from stepscope.stats.kernel_rules import PRECISIONS, kernel_precision
@@ -31,7 +30,7 @@ _DEVICE_STATS = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class DeviceInfo:
     """One device plane with events: its kind, kernel count and plane stats."""
 

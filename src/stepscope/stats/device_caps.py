@@ -15,9 +15,8 @@ figure when the profile's is lower (``profile_bytes_per_s`` keeps what the profi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from stepscope.model import Profile
+from stepscope.records import record
 
 # (vendor, compute capability major, minor or None = any) -> dense 16-bit matrix FLOPs per
 # clock per SM (NVIDIA) or CU (AMD). V100 125 TF = 80 SM x 1.53 GHz x 1024; A100 312 TF =
@@ -80,7 +79,7 @@ _AMD_BANDWIDTH = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class DeviceCaps:
     device: str  # "NVIDIA H100 80GB HBM3", or "AMD GPU (9.5, 256 CUs)"
     peak_flops_per_s: float  # 0 when unknown

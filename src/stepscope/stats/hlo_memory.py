@@ -11,9 +11,8 @@ fusions on CPU) are left out, as XProf does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from stepscope.model.hlo import HloModule
+from stepscope.records import record
 from stepscope.stats.hlo_shapes import shape_bytes
 from stepscope.xspace.proto import hlo_pb2
 
@@ -21,7 +20,7 @@ _ALLOC = hlo_pb2.HeapSimulatorTrace.Event.ALLOC
 _FREE = hlo_pb2.HeapSimulatorTrace.Event.FREE
 
 
-@dataclass(frozen=True)
+@record
 class Buffer:
     id: int  # logical buffer id
     size_bytes: int
@@ -32,7 +31,7 @@ class Buffer:
     opcode: str
 
 
-@dataclass(frozen=True)
+@record
 class ProgramMemory:
     module: str
     program_id: int

@@ -18,11 +18,11 @@ time) is `stepscope.stats.tf_data`; `advice_for` turns an iterator kind into adv
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from stepscope.records import record
 from stepscope.stats.op_metrics import OpTable
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def iterator_kind(name: str) -> str:
     return name.rsplit("::", 1)[-1].split("[", 1)[0]
 
 
-@dataclass(frozen=True)
+@record
 class InputOps:
     """Input ops of the host op table, one row each; times int64 ns."""
 

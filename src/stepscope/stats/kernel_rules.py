@@ -13,11 +13,12 @@ AMD's MFMA kernels (Tensile/hipBLASLt ``_MI<m>x<n>``, Composable Kernel ``xdl``,
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 
+from stepscope.records import record
 
-@dataclass(frozen=True)
+
+@record
 class MatrixRule:
     """A kernel name pattern and whether such kernels run on matrix units."""
 
@@ -27,7 +28,7 @@ class MatrixRule:
     reason: str
 
 
-@dataclass(frozen=True)
+@record
 class PrecisionRule:
     """A kernel name pattern and the precision such kernels compute in."""
 

@@ -12,12 +12,13 @@ TensorCore rules (REFERENCE §4) live in `stepscope.stats.tensor_core`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from stepscope.distinct import distinct, distinct_inverse
 from stepscope.model import Profile
+from stepscope.records import record
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.tensor_core import is_op_tensor_core_eligible, kernel_uses_tensor_core
 from stepscope.stats.xla_ops import xla_events
@@ -26,7 +27,7 @@ MAX_ROWS = 1000  # XProf keeps the top 1000 (kernel, op) pairs by total time
 _NOT_OPS = ("python_function", "cuda_runtime", "cuda_driver", "cpu_instant_event")
 
 
-@dataclass(frozen=True)
+@record
 class KernelDetails:
     """A kernel's launch configuration, parsed from its details stat."""
 
@@ -83,7 +84,7 @@ def parse_kernel_details(text: str) -> KernelDetails:
     )
 
 
-@dataclass(frozen=True)
+@record
 class KernelRow:
     """One (kernel, op, launch configuration) of the kernel table with its times."""
 
@@ -101,7 +102,7 @@ class KernelRow:
     hlo_ops: tuple[str, ...] = ()  # HLO instructions the kernels ran for (XLA), sorted
 
 
-@dataclass(frozen=True)
+@record
 class KernelDb:
     """All (kernel, op) rows of one host (or several merged), sorted by total time."""
 

@@ -18,12 +18,11 @@ Everything per event is vectorized; Python loops run over the peak step's events
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from stepscope.distinct import distinct
 from stepscope.model import Profile
+from stepscope.records import record
 from stepscope.stats.arrays import run_starts
 
 MAX_TIMELINE_POINTS = 1000
@@ -72,7 +71,7 @@ def data_type_name(value: int) -> str:
     return f"unknown({value})"
 
 
-@dataclass(frozen=True)
+@record
 class Snapshots:
     """One allocator's snapshots in time order (columns of equal length)."""
 
@@ -102,7 +101,7 @@ class Snapshots:
         return self.stack_bytes + self.heap_bytes
 
 
-@dataclass(frozen=True)
+@record
 class LiveAllocation:
     op_name: str
     allocation_bytes: int
@@ -114,7 +113,7 @@ class LiveAllocation:
     special: bool  # stepscope's stand-in rows: unexplained heap or the stack
 
 
-@dataclass(frozen=True)
+@record
 class AllocatorProfile:
     allocator: str
     snapshots: Snapshots

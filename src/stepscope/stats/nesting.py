@@ -13,11 +13,10 @@ earlier event one level up.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from stepscope.distinct import distinct
+from stepscope.records import record
 from stepscope.stats import native
 
 
@@ -212,7 +211,7 @@ def self_time(dur_ns: np.ndarray, parent: np.ndarray) -> np.ndarray:
     return dur_ns - children.astype(np.int64)
 
 
-@dataclass(frozen=True)
+@record
 class Forest:
     """Nesting of a set of events; ``levels`` lists event positions depth by depth."""
 

@@ -19,12 +19,13 @@ its span of work not covered by any event.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from stepscope.distinct import distinct
 from stepscope.model import Profile
+from stepscope.records import record
 from stepscope.stats.arrays import distinct_ids
 from stepscope.stats.events import (
     NOT_COUNTED,
@@ -61,7 +62,7 @@ _DEVICE_KIND = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class OpTable:
     """Ops of one side ("host" or "device"), one row per (name, type); times int64 ns."""
 
@@ -114,7 +115,7 @@ class OpTable:
         )
 
 
-@dataclass(frozen=True)
+@record
 class OpMetrics:
     """The host and device op tables of one host."""
 

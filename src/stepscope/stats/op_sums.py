@@ -11,11 +11,10 @@ version (no C build, or events out of trace order) computes each event's self ti
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from stepscope.model import Profile, StatColumn
+from stepscope.records import record
 from stepscope.stats import native
 from stepscope.stats.nesting import events_self_time
 from stepscope.xspace.wire import KIND_DOUBLE, KIND_INT, KIND_UINT
@@ -25,7 +24,7 @@ _SLICE = 1 << 20  # events per slice where a per-event column is read by slices
 _STAT_DTYPES = tuple(np.dtype(t) for t in (np.int64, np.int32, np.int8, np.int64, np.int32))
 
 
-@dataclass(frozen=True)
+@record
 class KeySums:
     """Per name string id (int64): the sums over the op events of that name."""
 

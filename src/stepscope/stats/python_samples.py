@@ -8,11 +8,10 @@ Python functions took the time that no traced event covers ("All Others") on a s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from stepscope.model import Profile
+from stepscope.records import record
 from stepscope.stats.intervals import overlap_with
 
 SAMPLES_LINE = "Python samples"
@@ -41,7 +40,7 @@ def sampled_thread_line(profile: Profile) -> np.ndarray:
     return out
 
 
-@dataclass(frozen=True)
+@record
 class PythonTime:
     """Untraced time of the steps' threads, by the Python function the sampler saw there."""
 

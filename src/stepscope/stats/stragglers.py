@@ -20,10 +20,10 @@ Waiters are thus never blamed: their extra time is wait, not own time.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
+from stepscope.records import record
 from stepscope.stats.events import CATEGORY_LABELS, CATEGORY_NAMES
 from stepscope.stats.steps.breakdown import StepDb
 from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
@@ -33,7 +33,7 @@ LATE_MIN_NS = 20_000  # and by at least 20 us (timer noise on short steps)
 WAIT_CATEGORY = "device_collectives"
 
 
-@dataclass(frozen=True)
+@record
 class Straggler:
     host: str
     steps: tuple[int, ...]  # pod step numbers where it is late
@@ -49,7 +49,7 @@ class Straggler:
         return ranges(self.steps)
 
 
-@dataclass(frozen=True)
+@record
 class PodLateness:
     hosts: tuple[str, ...]
     step_num: np.ndarray  # (S,) pod step labels

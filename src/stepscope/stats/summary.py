@@ -8,17 +8,18 @@ the earliest host's. ``pairing`` says how, and which host-steps were left out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 import numpy as np
 
 from stepscope.fields import out
+from stepscope.records import record
 from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.steps.breakdown import StepDb
 from stepscope.stats.untraced import Untraced
 
 
-@dataclass(frozen=True)
+@record
 class StepStats:
     """Average, spread and extremes of the step times."""
 
@@ -41,7 +42,7 @@ class StepStats:
         return cls(float(ms.mean()), std, float(ms.min()), float(ms.max()))
 
 
-@dataclass(frozen=True)
+@record
 class StepSummary:
     """The steps of one host, or the pod steps of several: times and breakdown."""
 

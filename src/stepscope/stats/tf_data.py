@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass
 
 import numpy as np
 
 from stepscope.model import Profile
+from stepscope.records import record
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.intervals import union_ns
 
@@ -62,7 +62,7 @@ def explain_long_name(long_name: str) -> str:
     return f"{parts[-1]}, {chain} (the pipeline's output)"
 
 
-@dataclass(frozen=True)
+@record
 class IteratorStat:
     """One iterator of an input pipeline and its time."""
 
@@ -79,7 +79,7 @@ class IteratorStat:
     blocking: bool  # on the critical path
 
 
-@dataclass(frozen=True)
+@record
 class PipelineStats:
     """One input pipeline: its calls, latency and bottleneck iterator."""
 
@@ -98,7 +98,7 @@ class PipelineStats:
     python_stages: bool  # recorded by stepscope.data (no tf.data dataset names)
 
 
-@dataclass(frozen=True)
+@record
 class _Events:
     """The iterator events of a profile, with their ids, parents and times."""
 

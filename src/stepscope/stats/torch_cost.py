@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from stepscope.distinct import distinct
 from stepscope.model import Profile
+from stepscope.records import record
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.kernels import kernel_events, launch_events, op_candidates
 from stepscope.stats.xla_metrics import HloMetrics, HloOpRow, device_work_mask, idle_and_busy_ns
@@ -109,7 +109,7 @@ _ELEMENTWISE = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class OpCost:
     family: str  # "matmul", "convolution", "attention", "elementwise", "other"
     flops: float

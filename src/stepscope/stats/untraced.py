@@ -10,17 +10,18 @@ split by Python function (`stepscope.stats.python_samples`).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from stepscope.model import Profile
+from stepscope.records import record
 from stepscope.stats.python_samples import PythonTime
 
 START, END = "(step start)", "(step end)"
 
 
-@dataclass(frozen=True)
+@record
 class GapPlace:
     """Where the largest untraced gaps of steps sit: between which traced events."""
 
@@ -30,7 +31,7 @@ class GapPlace:
     steps: int  # steps whose largest gap is here
 
 
-@dataclass(frozen=True)
+@record
 class Untraced:
     """Untraced time of the steps' threads (only what the steps' own threads show)."""
 

@@ -9,12 +9,11 @@ each of its kernels at least once per execution; some, like memsets, twice).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from stepscope.distinct import distinct
 from stepscope.model import Profile
+from stepscope.records import record
 from stepscope.stats.events import NOT_COUNTED, classify_events, device_work_lines
 from stepscope.stats.intervals import union_ns
 from stepscope.stats.xla_op import XlaOp
@@ -23,7 +22,7 @@ from stepscope.stats.xla_ops import xla_events
 HLO_SOURCE = "XLA's HLO (shapes of each instruction)"
 
 
-@dataclass(frozen=True)
+@record
 class HloOpRow:
     op: XlaOp
     occurrences: int  # device events (kernels, copies) of the instruction
@@ -48,7 +47,7 @@ class HloOpRow:
         return self.flops / self.bytes_accessed if self.bytes_accessed else 0.0
 
 
-@dataclass(frozen=True)
+@record
 class HloMetrics:
     rows: tuple[HloOpRow, ...]  # by total time, largest first
     idle_ns: int  # device time with no event, between the first and last event of each device

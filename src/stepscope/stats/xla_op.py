@@ -6,16 +6,15 @@ Made from the program's module (`stepscope.model.hlo`) for the device events tha
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from stepscope.model.hlo import HloModule
+from stepscope.records import record
 
 TYPE_CHECKING = False  # protobuf (hlo_pb2, hlo_cost) only once a profile carries HLO
 if TYPE_CHECKING:
     from stepscope.xspace.proto import hlo_pb2
 
 
-@dataclass(frozen=True)
+@record
 class XlaOp:
     """One HLO instruction of one program, as the tools show it."""
 

@@ -9,18 +9,17 @@ the events carry in ``tf_op``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from stepscope.model import Profile
+from stepscope.records import record
 
 TYPE_CHECKING = False  # the instructions' module (and the HLO's) only for profiles with HLO
 if TYPE_CHECKING:
     from stepscope.stats.xla_op import XlaOp
 
 
-@dataclass(frozen=True)
+@record
 class XlaEvents:
     """Per device event: index into `ops` of its HLO instruction, or -1."""
 

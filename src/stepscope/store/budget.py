@@ -22,10 +22,10 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from stepscope import log, tmpfiles
+from stepscope.records import record
 
 KINDS = ("profiles", "trace_index", "summaries", "results")
 ENV_VAR = "STEPSCOPE_CACHE_MAX_BYTES"
@@ -39,7 +39,7 @@ MARKER = ".last-scan"
 _written_since_scan = 0
 
 
-@dataclass(frozen=True)
+@record
 class Entry:
     kind: str
     path: Path
@@ -47,7 +47,7 @@ class Entry:
     used_s: float  # modification time: the last write or read
 
 
-@dataclass(frozen=True)
+@record
 class Removed:
     count: int
     size_bytes: int

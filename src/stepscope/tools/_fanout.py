@@ -18,7 +18,7 @@ import io
 import logging
 import pickle
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from stepscope.executor import (
 from stepscope.executor.choose import POOL_MIN_BYTES
 from stepscope.model import ALL_HOSTS, Profile, Run, cache
 from stepscope.model.runs import HostFile
+from stepscope.records import record
 from stepscope.store import location
 from stepscope.store import values as stored
 from stepscope.tools import output
@@ -47,7 +48,7 @@ SUMMARY_SCHEMA = 3  # bump when what a summary holds changes (3: stored without 
 SUMMARY_KIND = "summaries"
 
 
-@dataclass(frozen=True)
+@record
 class SummaryArgs:
     tools: tuple[str, ...]  # computed together: each host's profile is opened once
     options: tuple[tuple[str, str], ...]
@@ -56,7 +57,7 @@ class SummaryArgs:
     build: bool = True  # False: only what the tool's availability check needs
 
 
-@dataclass(frozen=True)
+@record
 class HostSummary:
     values: dict[str, Any] = field(default_factory=dict)  # intermediate name -> value
     cached: bool = False
@@ -227,13 +228,13 @@ def host_errors_json(ctx: ToolContext) -> list[dict[str, str]]:
     return [{"host": h, "error": e} for h, e in ctx.failed.items()]
 
 
-@dataclass(frozen=True)
+@record
 class HostError:
     host: str = out("a host left out of the result")
     error: str = out("why, in one line")
 
 
-@dataclass(frozen=True)
+@record
 class WithHostErrors:
     """A tool's result with the hosts that could not be analyzed (``host_errors`` in JSON)."""
 

@@ -5,9 +5,9 @@ host)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TypeVar
 
+from stepscope.records import record
 from stepscope.stats.device_caps import DeviceCaps
 from stepscope.stats.xla_metrics import HloMetrics
 from stepscope.tools import _analysis as analysis
@@ -18,7 +18,7 @@ from stepscope.tools.registry import ToolUsageError
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@record
 class DeviceOut:
     device: str = out("the device: its name, or vendor, compute capability and core count")
     peak_gflops_per_s: float = out("peak dense 16-bit matrix FLOP rate", "GFLOP/s", 3)

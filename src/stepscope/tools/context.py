@@ -5,13 +5,14 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from threading import Event, Lock, Thread
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from stepscope import workers
 from stepscope.model import ALL_HOSTS, Profile, Run, open_host
+from stepscope.records import record
 
 if TYPE_CHECKING:
     from stepscope.executor import Executor, ProgressFn
@@ -153,7 +154,7 @@ class ProfileStore:
         Thread(target=run, name="stepscope-analysis", daemon=True).start()
 
 
-@dataclass
+@record(frozen=False)
 class ToolContext:
     """The run, the host(s) and options a tool is built for, and the store it reads from."""
 

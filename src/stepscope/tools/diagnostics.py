@@ -6,9 +6,9 @@ Times are milliseconds; evidence rows give event names, counts and total time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
+from stepscope.records import record
 from stepscope.stats.diagnostics.base import Finding
 from stepscope.stats.diagnostics.checks import CHECKS
 from stepscope.tools import _analysis as analysis
@@ -19,13 +19,13 @@ from stepscope.tools.registry import ToolSpec
 OPTIONS = analysis.DIAGNOSTIC_OPTIONS
 
 
-@dataclass(frozen=True)
+@record
 class CheckInfo:
     id: str = out("the check's id (the `id` of its findings)")
     description: str = out("what it looks at")
 
 
-@dataclass(frozen=True)
+@record
 class Evidence:
     name: str = out("event name")
     count: int = out("occurrences")
@@ -33,7 +33,7 @@ class Evidence:
     detail: str = out("what else to know about them")
 
 
-@dataclass(frozen=True)
+@record
 class FindingOut:
     id: str = out("stable identifier, e.g. `kernel_launch_bound`")
     title: str = out("the finding in a few words")
@@ -50,7 +50,7 @@ class FindingOut:
     )
 
 
-@dataclass(frozen=True)
+@record
 class CsvRow:
     severity: str = out("`high`, `medium` or `low`")
     id: str = out("the finding's id")
@@ -79,7 +79,7 @@ def _finding(f: Finding) -> FindingOut:
     )
 
 
-@dataclass(frozen=True)
+@record
 class Diagnostics:
     CSV_ROWS: ClassVar[str] = "table"
 

@@ -5,10 +5,10 @@ docs/tools/graph_viewer.md."""
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 
 from stepscope.model import Profile
 from stepscope.model.hlo import HloModule, hlo_modules
+from stepscope.records import record
 from stepscope.stats.hlo_cost import category
 from stepscope.stats.hlo_memory import program_memory
 from stepscope.stats.xla_op import expression
@@ -72,7 +72,7 @@ def neighbourhood(
     return distance, edges, cut
 
 
-@dataclass(frozen=True)
+@record
 class GraphNode:
     name: str = out("the HLO instruction")
     opcode: str = out("its opcode")
@@ -83,13 +83,13 @@ class GraphNode:
     time_us: float | None = out("device time; null when not measured", "us", 3)
 
 
-@dataclass(frozen=True)
+@record
 class GraphEdge:
     operand: str = out("the operand", key="from")
     user: str = out("the user", key="to")
 
 
-@dataclass(frozen=True)
+@record
 class GraphView:
     module: str = out("the program shown ('' when the profile has no HLO)")
     program_id: int | None = out("its id")

@@ -5,9 +5,9 @@ host's programs, each row naming its host. Fields: docs/tools/hlo_stats.md."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import ClassVar
 
+from stepscope.records import record
 from stepscope.stats.device_caps import DeviceCaps
 from stepscope.stats.xla_metrics import HloOpRow, bound_by
 from stepscope.tools import _analysis as analysis
@@ -17,7 +17,7 @@ from stepscope.tools.output import out
 from stepscope.tools.registry import ToolSpec
 
 
-@dataclass(frozen=True)
+@record
 class Summary:
     hosts: tuple[str, ...] = out("the hosts whose programs the rows cover")
     hlo_ops: int = out("instructions with device time")
@@ -34,7 +34,7 @@ class Summary:
     )
 
 
-@dataclass(frozen=True)
+@record
 class Row:
     rank: int = out("rank by total time")
     host: str = out("the host that ran it")
@@ -77,7 +77,7 @@ class Row:
 COLUMNS = tuple(f.name for f in dataclasses.fields(Row))
 
 
-@dataclass(frozen=True)
+@record
 class HloStats:
     CSV_ROWS: ClassVar[str] = "rows"
 

@@ -5,8 +5,7 @@ Fields and units: docs/tools/input_pipeline_analyzer.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from stepscope.records import record
 from stepscope.stats import StepStats
 from stepscope.stats.advice import InputBound, classify_steps
 from stepscope.stats.input_pipeline import INPUT_CATEGORIES, advice_for, has_prefetch, input_ops
@@ -30,7 +29,7 @@ _CATEGORY_ADVICE = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class StepInput:
     step: int = out("step number")
     name: str = out("step name")
@@ -38,7 +37,7 @@ class StepInput:
     input_ns: int = out("time the step waited for input (the input category)", "ns")
 
 
-@dataclass(frozen=True)
+@record
 class InputOpRow:
     name: str = out("the op (`Iterator::Root::Batch::Map`...)", key="op")
     count: int = out("occurrences")
@@ -49,7 +48,7 @@ class InputOpRow:
     category: str = out("one of the `host_breakdown_ms` categories")
 
 
-@dataclass(frozen=True)
+@record
 class PipelineRow:
     name: str = out("the pipeline (`Host:0`...)")
     root: str = out("the long name of its root iterator")
@@ -64,7 +63,7 @@ class PipelineRow:
     advice: str = out("what to do for that iterator kind")
 
 
-@dataclass(frozen=True)
+@record
 class InputPipelineAnalysis:
     host: str = out("the host shown, or `ALL_HOSTS`")
     step_source: str = out("how steps were found (see overview_page)")

@@ -6,10 +6,10 @@ Durations are reported in microseconds (float), like XProf's table; shared memor
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import ClassVar
 
 from stepscope.model import Profile
+from stepscope.records import record
 from stepscope.stats.kernels import (
     KernelDb,
     KernelRow,
@@ -32,7 +32,7 @@ def _pct(part: float, whole: float) -> float:
     return round(100.0 * part / whole, 2) if whole else 0.0
 
 
-@dataclass(frozen=True)
+@record
 class Summary:
     kernel_count: int = out("kernel executions")
     unique_kernel_op_pairs: int = out("distinct (kernel, op) pairs, including left-out ones")
@@ -46,14 +46,14 @@ class Summary:
     )
 
 
-@dataclass(frozen=True)
+@record
 class TopKernel:
     kernel_name: str = out("kernel name, or `Other` for the rest")
     total_duration_us: float = out("total time of the kernel (all its ops)", "us", 3)
     fraction_pct: float = out("share of all kernel time", "%", 2)
 
 
-@dataclass(frozen=True)
+@record
 class KernelRowOut:
     rank: int = out("rank by total time")
     kernel_name: str = out("the kernel of the (kernel, op) pair")
@@ -109,7 +109,7 @@ def _row(rank: int, row: KernelRow) -> KernelRowOut:
 COLUMNS = tuple(f.name for f in dataclasses.fields(KernelRowOut))
 
 
-@dataclass(frozen=True)
+@record
 class KernelStats:
     CSV_ROWS: ClassVar[str] = "rows"
 

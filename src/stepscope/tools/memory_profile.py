@@ -7,12 +7,12 @@ is a percentage. ``--csv`` writes the live-at-peak table of every allocator.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
 from stepscope.model import Profile, StringTable
+from stepscope.records import record
 from stepscope.stats.device import framework_of
 from stepscope.stats.memory import (
     AllocatorProfile,
@@ -26,7 +26,7 @@ from stepscope.tools.output import out
 from stepscope.tools.registry import ToolSpec
 
 
-@dataclass(frozen=True)
+@record
 class HostMemory:
     host: str
     allocators: tuple[AllocatorProfile, ...]
@@ -34,7 +34,7 @@ class HostMemory:
     framework: str = "unknown"  # "pytorch": reported in the caching allocator's terms
 
 
-@dataclass(frozen=True)
+@record
 class MemorySummary:
     allocation_count: int = out("allocation events")
     deallocation_count: int = out("deallocation events")
@@ -51,7 +51,7 @@ class MemorySummary:
     fragmentation_pct: float = out("at the peak: 1 - largest free chunk / total free", "%", 4)
 
 
-@dataclass(frozen=True)
+@record
 class Timeline:
     """Columns, one entry per sampled snapshot: compact and easy to chart."""
 
@@ -71,7 +71,7 @@ class Timeline:
     shape: list[str] = out("tensor shape")
 
 
-@dataclass(frozen=True)
+@record
 class LiveAllocation:
     op_name: str = out("the op that allocated it")
     allocation_bytes: int = out("bytes the allocator gave", "bytes")
@@ -83,7 +83,7 @@ class LiveAllocation:
     special: bool = out("one of the two stand-in rows (stack, free memory)")
 
 
-@dataclass(frozen=True)
+@record
 class TorchSummary:
     """PyTorch's caching allocator: allocated (live tensors) and reserved (held from the
     device, its cache of free blocks included); nothing its trace does not record."""
@@ -99,7 +99,7 @@ class TorchSummary:
     allocated_at_peak_reserved_bytes: int = out("allocated at that moment", "bytes")
 
 
-@dataclass(frozen=True)
+@record
 class TorchTimeline:
     time_ms: list[float] = out("time from the start of the host trace", "ms", 6)
     allocated_bytes: list[int] = out("`Total Allocated`", "bytes")
@@ -110,7 +110,7 @@ class TorchTimeline:
     step: list[int] = out("step index")
 
 
-@dataclass(frozen=True)
+@record
 class TorchLiveAllocation:
     op_name: str = out("the op that allocated it, or a stand-in row")
     allocation_bytes: int = out("bytes", "bytes")
@@ -118,7 +118,7 @@ class TorchLiveAllocation:
     special: bool = out("a stand-in row: the allocator's cache, or memory allocated earlier")
 
 
-@dataclass(frozen=True)
+@record
 class TableRow:
     host: str = out("the host")
     memory_id: str = out("the allocator")
@@ -131,7 +131,7 @@ class TableRow:
     shape: str | None = out("tensor shape (empty for PyTorch)")
 
 
-@dataclass(frozen=True)
+@record
 class Memory:
     host: str = out("the host")
     memory_id: str = out("the allocator (memory id)")
@@ -145,7 +145,7 @@ class Memory:
     )
 
 
-@dataclass(frozen=True)
+@record
 class HostPeak:
     host: str = out("the host")
     memory_id: str = out("the allocator")
@@ -157,7 +157,7 @@ class HostPeak:
     peak_time_ms: float = out("time of the peak from the start of the host trace", "ms", 6)
 
 
-@dataclass(frozen=True)
+@record
 class PeakAcrossHosts:
     """The highest peak among the hosts' allocators of one kind (``GPU_*_bfc``: every GPU's)."""
 
@@ -172,7 +172,7 @@ class PeakAcrossHosts:
     median_peak_bytes: int = out("median of those hosts' highest peaks", "bytes")
 
 
-@dataclass(frozen=True)
+@record
 class MemoryProfile:
     CSV_ROWS: ClassVar[str] = "table"
 

@@ -4,10 +4,9 @@ docs/tools/memory_viewer.md."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from stepscope.model import Profile
 from stepscope.model.hlo import hlo_modules
+from stepscope.records import record
 from stepscope.stats.hlo_memory import ProgramMemory, program_memory
 from stepscope.tools import _xla
 from stepscope.tools.context import ToolContext
@@ -33,21 +32,21 @@ def _memories(profile: Profile) -> list[ProgramMemory]:
 _MIB = 2**20
 
 
-@dataclass(frozen=True)
+@record
 class ProgramOut:
     module: str = out("program name")
     program_id: int = out("program id")
     peak_mib: float = out("its peak heap size", "MiB", 6)
 
 
-@dataclass(frozen=True)
+@record
 class HeapPoint:
     position: int = out("index in the program order of heap events (0: the floor)")
     mib: float = out("heap size after the event", "MiB", 6)
     instruction: str = out("the instruction that caused it")
 
 
-@dataclass(frozen=True)
+@record
 class LiveBuffer:
     buffer_id: int = out("logical buffer id")
     size_mib: float = out("size", "MiB", 6)
@@ -59,7 +58,7 @@ class LiveBuffer:
     span: tuple[int, int] = out("[first, last) heap positions it is live")
 
 
-@dataclass(frozen=True)
+@record
 class MemoryViewer:
     programs: tuple[ProgramOut, ...] = out(
         "every program with a buffer assignment, largest peak first"

@@ -6,8 +6,8 @@ docs/tools/op_profile.md."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
+from stepscope.records import record
 from stepscope.stats.device_caps import DeviceCaps
 from stepscope.stats.xla_metrics import HloMetrics, HloOpRow
 from stepscope.tools import _analysis as analysis
@@ -21,7 +21,7 @@ EXCLUDE_IDLE = ToolOption(
 )
 
 
-@dataclass(frozen=True)
+@record
 class Node:
     name: str = out("program `module(id)` (`host: module(id)` at several hosts), category, op")
     kind: str = out("`root`, `program`, `category`, `op` or `idle`")
@@ -52,7 +52,7 @@ class Node:
     source: str = out("op nodes: `file:line`", default="")
 
 
-@dataclass(frozen=True)
+@record
 class OpProfile:
     device: _xla.DeviceOut = out("peaks (see above)")
     cost_source: str = out(
@@ -66,7 +66,7 @@ class OpProfile:
     by_category: Node = out("root -> category -> op")
 
 
-@dataclass(frozen=True)
+@record
 class _Tree:
     caps: DeviceCaps
     total_ns: int

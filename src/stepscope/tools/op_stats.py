@@ -5,11 +5,11 @@ Fields and units: docs/tools/op_stats.md. CSV: one line per row, the JSON row ke
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
+from stepscope.records import record
 from stepscope.stats import OpTable
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
@@ -19,7 +19,7 @@ from stepscope.tools.registry import ToolOption, ToolSpec
 IDLE = "IDLE"
 
 
-@dataclass(frozen=True)
+@record
 class OpRow:
     rank: int = out("rank by self time within its side")
     side: str = out("`host` or `device`")
@@ -40,14 +40,14 @@ class OpRow:
     )
 
 
-@dataclass(frozen=True)
+@record
 class PieSlice:
     label: str = out("op name, or op type")
     self_time_us: float = out("self time", "us", 3)
     percent: float = out("share of the side's self time", "%", 3)
 
 
-@dataclass(frozen=True)
+@record
 class OpStats:
     CSV_ROWS: ClassVar[str] = "rows"
 

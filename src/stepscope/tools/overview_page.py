@@ -5,11 +5,12 @@ Fields and units: docs/tools/overview_page.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from stepscope.records import record
 from stepscope.stats import CATEGORY_NAMES, OpTable, StepStats, StepSummary
 from stepscope.stats.advice import (
     FINDING_TOPICS,
@@ -30,7 +31,7 @@ from stepscope.tools.registry import ToolSpec
 TOP_OPS = 10
 
 
-@dataclass(frozen=True)
+@record
 class StepRow:
     """One step of the overview: its time and breakdown."""
 
@@ -43,7 +44,7 @@ class StepRow:
     )
 
 
-@dataclass(frozen=True)
+@record
 class TopOp:
     """One of the ops with the most self time."""
 
@@ -59,7 +60,7 @@ class TopOp:
     )
 
 
-@dataclass(frozen=True)
+@record
 class RunEnvironment:
     """The hosts, devices and framework of the run."""
 
@@ -77,7 +78,7 @@ class RunEnvironment:
     )
 
 
-@dataclass(frozen=True)
+@record
 class OverviewPage:
     """The overview: where each step's time goes, the top ops, the run, and what to do."""
 

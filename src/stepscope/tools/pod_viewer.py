@@ -11,11 +11,10 @@ overview's. ``heatmap`` (host x step: step time, time late, time waiting for lat
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from stepscope.model import Profile
+from stepscope.records import record
 from stepscope.stats import CATEGORY_NAMES
 from stepscope.stats.events import CATEGORY_LABELS
 from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
@@ -30,13 +29,13 @@ def _ms(ns: float) -> float:
     return float(ns) / 1e6  # rounded to 6 decimals by the fields' metadata
 
 
-@dataclass(frozen=True)
+@record
 class Category:
     key: str = out("category key, as in the overview's breakdown")
     label: str = out("its name on the page")
 
 
-@dataclass(frozen=True)
+@record
 class Worker:
     host: str = out("the worker (host or rank)")
     steps: int = out("pod steps it has")
@@ -44,7 +43,7 @@ class Worker:
     slowest_in_steps: int = out("pod steps in which it was the slowest worker")
 
 
-@dataclass(frozen=True)
+@record
 class WorkerStep:
     host: str = out("the worker")
     step_name: str = out("its own step's name, e.g. `train 6`")
@@ -56,7 +55,7 @@ class WorkerStep:
     is_slowest: bool = out("whether it is the slowest worker of this pod step")
 
 
-@dataclass(frozen=True)
+@record
 class PodStep:
     step_num: int = out("pod step number")
     slowest_worker: str = out("host of the longest step")
@@ -66,7 +65,7 @@ class PodStep:
     )
 
 
-@dataclass(frozen=True)
+@record
 class Heatmap:
     hosts: tuple[str, ...] = out("rows: the workers")
     steps: list[int] = out("columns: pod step numbers")
@@ -84,7 +83,7 @@ class Heatmap:
     late: list[list[bool]] = out("late in that step (by 10% of the median's own time and 20 us)")
 
 
-@dataclass(frozen=True)
+@record
 class StragglerRow:
     host: str = out("the late worker")
     steps: list[int] = out("pod steps where it is late")
@@ -101,7 +100,7 @@ class StragglerRow:
     explanation: str = out("one sentence")
 
 
-@dataclass(frozen=True)
+@record
 class CsvRow:
     """One (pod step, worker) line of the CSV; a column per category (CATEGORY_NAMES)."""
 
@@ -122,7 +121,7 @@ class CsvRow:
     other_ms: float = out("other time", unit="ms", digits=6)
 
 
-@dataclass(frozen=True)
+@record
 class PodViewer:
     step_source: str = out(
         "where steps came from (`marker`, `profiler_step`, ...; `a+b` when hosts differ)"

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from stepscope.errors import NotFoundError, StepscopeError
 from stepscope.logdir import ALL_HOSTS
+from stepscope.records import record
 
 if TYPE_CHECKING:
     from stepscope.model.runs import Run
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 ToolResult = Any
 
 
-@dataclass(frozen=True)
+@record
 class ToolOption:
     """An option a tool takes, with its default and allowed values."""
 
@@ -38,7 +39,7 @@ class ToolOption:
     choices: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class ToolEndpoint:
     """An extra GET route of a tool, ``/api/tool/<tool>/<name>?run=&host=&<params>``, for tools
     that answer follow-up queries (the trace viewer's windows). ``handle(ctx, params)`` returns
@@ -52,7 +53,7 @@ class ToolEndpoint:
     result: type | None = None
 
 
-@dataclass(frozen=True)
+@record
 class ToolSpec:
     """A tool's declaration: its name, builder, formats, options and extra routes."""
 

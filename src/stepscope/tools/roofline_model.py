@@ -5,9 +5,9 @@ host's points, each naming its host. Fields: docs/tools/roofline_model.md."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from stepscope.model import Profile
+from stepscope.records import record
 from stepscope.stats.device_caps import DeviceCaps
 from stepscope.stats.xla_metrics import HLO_SOURCE, HloMetrics, HloOpRow, bound_by, hlo_metrics
 from stepscope.tools import _analysis as analysis
@@ -20,7 +20,7 @@ MAX_STEPS = 50  # per-step rows for the first steps; the whole run is always the
 ROUNDING = 1e-3  # rates within this share of the roof are at the roof
 
 
-@dataclass(frozen=True)
+@record
 class Point:
     step: str = out("`Total` (the whole run) or the step number")
     host: str = out("the host that ran it")
@@ -45,7 +45,7 @@ class Point:
     )
 
 
-@dataclass(frozen=True)
+@record
 class RooflineModel:
     device: _xla.DeviceOut = out("peaks, ridge point, `source` (see op_profile.md)")
     cost_source: str = out("where FLOPs and bytes come from (see op_profile.md)")

@@ -6,12 +6,12 @@ Times are microseconds (float). Pipelines are listed slowest first (by their slo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from stepscope.model import Profile
+from stepscope.records import record
 from stepscope.stats.tf_data import (
     SLOW_CALL_NS,
     IteratorStat,
@@ -73,7 +73,7 @@ def suggestion(it: IteratorStat, python_stages: bool) -> str:
     )
 
 
-@dataclass(frozen=True)
+@record
 class GraphNode:
     id: str = out("the iterator's id (a string: 64-bit ids stay exact in JavaScript)")
     parent_id: str | None = out("the iterator reading this one, null for the root")
@@ -110,7 +110,7 @@ def _node(it: IteratorStat, bottleneck: int | None) -> GraphNode:
     )
 
 
-@dataclass(frozen=True)
+@record
 class PipelineSummary:
     host: str = out("the host")
     host_input_percent: float | None = out(
@@ -128,7 +128,7 @@ class PipelineSummary:
     bottleneck_self_us: float = out("its self time in that call", "us", 3)
 
 
-@dataclass(frozen=True)
+@record
 class PipelineAnalysis(PipelineSummary):
     slowest_call_start_us: float = out("start of the slowest call (profile clock)", "us", 3)
     suggestion: str = out("a concrete fix for the bottleneck, by its kind")
@@ -136,7 +136,7 @@ class PipelineAnalysis(PipelineSummary):
     graph: tuple[GraphNode, ...] = out("iterators of the slowest call in order of first start")
 
 
-@dataclass(frozen=True)
+@record
 class TfDataBottleneck:
     CSV_ROWS: ClassVar[str] = "summary"
 

@@ -13,9 +13,10 @@ plain tuples and turned into protobuf messages only in `build()`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from operator import itemgetter
 
+from stepscope.records import record
 from stepscope.xspace.headers import (
     HeaderEventMetadata,
     HeaderStat,
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 INT64_MAX = (1 << 63) - 1
 
 
-@dataclass(frozen=True)
+@record
 class Ref:
     """A string stat value stored as a reference to a stat metadata name (``ref_value``)."""
 
@@ -65,7 +66,7 @@ def set_stat_value(stat: XStat, value: StatValue, plane: PlaneBuilder) -> None:
     setattr(stat, which, stored)
 
 
-@dataclass
+@record(frozen=False)
 class LineBuilder:
     """One line (thread or stream): buffered events, converted in `PlaneBuilder.build`."""
 

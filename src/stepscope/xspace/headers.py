@@ -11,13 +11,15 @@ C module built before the header parsers) converts protobuf's messages to them.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from stepscope.records import record
 
 HeaderValue = int | float | str | bytes
 
 
-@dataclass(frozen=True)
+@record
 class HeaderStat:
     """An XStat: ``which`` names the oneof field that holds ``value`` (``"int64_value"``...)."""
 
@@ -34,7 +36,7 @@ class HeaderStat:
         raise AttributeError(name)
 
 
-@dataclass(frozen=True)
+@record
 class HeaderStatMetadata:
     """A stat metadata entry of a plane header: id and name."""
 
@@ -42,7 +44,7 @@ class HeaderStatMetadata:
     name: str
 
 
-@dataclass(frozen=True)
+@record
 class HeaderEventMetadata:
     """An event metadata entry of a plane header: id, names and its stats."""
 
@@ -52,7 +54,7 @@ class HeaderEventMetadata:
     stats: list[HeaderStat] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@record
 class PlaneHeader:
     """An XPlane without lines."""
 
@@ -63,7 +65,7 @@ class PlaneHeader:
     stats: list[HeaderStat]
 
 
-@dataclass(frozen=True)
+@record
 class SpaceHeader:
     """An XSpace without planes."""
 

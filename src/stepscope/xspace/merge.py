@@ -30,10 +30,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 import numpy as np
 
+from stepscope.records import record
 from stepscope.xspace.proto.xplane_pb2 import XEvent, XLine, XPlane, XSpace, XStat
 
 TASK_ENV_PLANE = "Task Environment"
@@ -44,7 +44,7 @@ _OWN_ENV_STATS = frozenset(
 PS_PER_NS = 1000
 
 
-@dataclass(frozen=True)
+@record
 class ClockMap:
     """Source ns -> target ns: ``t + offset_ns + round(rate * (t - anchor_ns))``."""
 
@@ -62,7 +62,7 @@ class ClockMap:
         return ClockMap(self.offset_ns + ns, self.rate, self.anchor_ns)
 
 
-@dataclass
+@record(frozen=False)
 class MergeReport:
     """What `merge_xspace` did (for tests and messages)."""
 

@@ -15,12 +15,12 @@ import mmap
 import os
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
 from types import ModuleType
 
 import numpy as np
 
 from stepscope import limits, workers
+from stepscope.records import record
 from stepscope.xspace import headers
 from stepscope.xspace.headers import PlaneHeader, SpaceHeader
 
@@ -38,7 +38,7 @@ except ImportError:  # pragma: no cover - exercised when no compiler was availab
 KIND_NONE, KIND_INT, KIND_UINT, KIND_DOUBLE, KIND_STR, KIND_BYTES, KIND_REF = range(7)
 
 
-@dataclass(frozen=True)
+@record
 class RawLine:
     """One line of a decoded plane: its ids, names, timestamp and event range."""
 
@@ -53,7 +53,7 @@ class RawLine:
     event_count: int
 
 
-@dataclass
+@record(frozen=False)
 class RawColumns:
     """Decoded XSpace: small structures as `headers`' classes, events and stats as arrays.
 

@@ -18,11 +18,12 @@ out of the later calls. `merge_into` converts and merges everything when the pro
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from stepscope import log
 from stepscope.errors import StepscopeError
+from stepscope.records import record
 
 if TYPE_CHECKING:
     from stepscope.capture.options import ProfilerOptions
@@ -34,7 +35,7 @@ class BridgeError(StepscopeError):
     """A bridge cannot run; the message says why and how to fix it."""
 
 
-@dataclass
+@record(frozen=False)
 class BridgeOutput:
     """What a bridge recorded, ready to merge."""
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from stepscope.records import record
 from stepscope.xspace.merge import ClockMap
 from stepscope.xspace.proto.xplane_pb2 import XPlane
 
@@ -35,7 +36,7 @@ DEFAULT_MARKERS = 8
 Probe = Callable[[str], tuple[int, int]]
 
 
-@dataclass(frozen=True)
+@record
 class Marker:
     name: str
     before_ns: int  # perf_counter_ns
@@ -45,7 +46,7 @@ class Marker:
     ident: int = 0  # threading.get_ident() of that thread (pthread_self)
 
 
-@dataclass(frozen=True)
+@record
 class Estimate:
     """One batch's offset ``framework ns - perf_counter ns``, within +/- ``half_width_ns``."""
 
@@ -54,7 +55,7 @@ class Estimate:
     half_width_ns: int
 
 
-@dataclass
+@record(frozen=False)
 class ClockSync:
     """Markers emitted so far, and the fallback pair for frameworks that record none."""
 
@@ -121,7 +122,7 @@ class ClockSync:
         return {m.name: m.ident for m in self.markers}
 
 
-@dataclass
+@record(frozen=False)
 class FoundMarkers:
     """Where a framework's trace holds the markers: stamps as stored, and their lines."""
 

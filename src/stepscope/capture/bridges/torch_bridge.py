@@ -35,7 +35,6 @@ from __future__ import annotations
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +42,14 @@ from stepscope.capture.bridges.base import Bridge, BridgeError, BridgeOutput, di
 from stepscope.capture.bridges.logs import captured_output
 from stepscope.capture.bridges.sync import ClockSync, find_markers
 from stepscope.capture.options import ProfilerOptions
+from stepscope.records import record
 
 SYNC_OP = "aten::empty"
 # Profilers a `stepscope.stop` on the wrong thread could not stop: {thread ident: profiler}.
 _orphans: dict[int, Any] = {}
 
 
-@dataclass(frozen=True)
+@record
 class TorchSettings:
     """Options of the ``torch.profiler.profile`` the bridge runs."""
 

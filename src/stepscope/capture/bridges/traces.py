@@ -18,7 +18,7 @@ import shutil
 import socket
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from stepscope.logdir import (
     run_directory,
     run_name_for,
 )
+from stepscope.records import record
 from stepscope.xspace.io import is_url, read_profile_bytes, write_url, write_xspace
 from stepscope.xspace.proto.xplane_pb2 import XSpace
 
@@ -37,7 +38,7 @@ _TRACE = re.compile(r"\.(json|xplane\.pb)(\.gz)?$")
 _XSPACE = re.compile(r"\.xplane\.pb(\.gz)?$")
 
 
-@dataclass(frozen=True)
+@record
 class ImportedHost:
     source: str
     host: str
@@ -46,7 +47,7 @@ class ImportedHost:
     world_size: int | None = None
 
 
-@dataclass
+@record(frozen=False)
 class ImportResult:
     run_dir: Path | str  # a URL when the log directory is one
     hosts: list[ImportedHost] = field(default_factory=list)
@@ -96,7 +97,7 @@ def _convert(path: Path) -> tuple[XSpace, str]:
     return space, (space.hostnames[0] if space.hostnames else path.stem)
 
 
-@dataclass(frozen=True)
+@record
 class Converted:
     """One trace converted to ``staged`` (a temporary file in the run directory)."""
 

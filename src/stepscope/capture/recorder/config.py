@@ -6,9 +6,10 @@ not a surprise at 3 a.m. Times are seconds (a user setting), sizes bytes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from stepscope.errors import StepscopeError
+from stepscope.records import record
 
 # Trigger names, as saved in each run's marker file and shown in the run list.
 SLOW_STEP = "slow_step"
@@ -34,7 +35,7 @@ class InvalidRecorderConfigError(StepscopeError, ValueError):
     """A recorder setting is outside its range."""
 
 
-@dataclass(frozen=True)
+@record
 class Triggers:
     """When the recorder saves on its own (a user's `save` always saves).
 
@@ -73,7 +74,7 @@ class Triggers:
         _check_int("capture_next_steps", self.capture_next_steps, 0)
 
 
-@dataclass(frozen=True)
+@record
 class RecorderConfig:
     """``keep_steps``: steps whose events the ring keeps; ``max_bytes``: the ring's memory
     bound (events and stack samples, estimated; the oldest go first); ``history_steps``: per

@@ -17,7 +17,7 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from stepscope.capture.options import ProfilerOptions
 from stepscope.capture.python_sampler import PythonSampler, SampledThread
 from stepscope.capture.recorder.after import FULL_OPTIONS, AfterCapture
 from stepscope.capture.recorder.ring import StepHistory
+from stepscope.records import record
 
 log = logging.getLogger("stepscope.recorder")
 
@@ -33,7 +34,7 @@ MARKER_SUFFIX = ".recorder.json"
 HISTORY_SUFFIX = ".recorder_steps.json"
 
 
-@dataclass
+@record(frozen=False)
 class Snapshot:
     """What one save writes; every list is the snapshot's own copy."""
 

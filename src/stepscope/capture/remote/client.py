@@ -23,7 +23,6 @@ import os
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -50,6 +49,7 @@ from stepscope.capture.remote.progress import (
     WorkerState,
 )
 from stepscope.errors import StepscopeError
+from stepscope.records import record
 from stepscope.store import location
 
 MIN_DEADLINE_S = 60.0
@@ -68,7 +68,7 @@ class NoTraceCollectedError(StepscopeError):
         self.result = result
 
 
-@dataclass
+@record(frozen=False)
 class TraceResult:
     """The run a capture wrote and the outcome of each worker."""
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
 
 from stepscope.capture.options import ProfilerOptions
 from stepscope.capture.session import ProfilerAlreadyRunningError
+from stepscope.records import record
 
 
-@dataclass(frozen=True)
+@record
 class StepSummary:
     """Step markers seen by one capture."""
 

@@ -10,9 +10,10 @@ import shutil
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+from stepscope.records import record
 
 WAITING, CAPTURING, RETRYING, OK, EMPTY, FAILED = (
     "waiting",
@@ -31,7 +32,7 @@ def _size(n: int) -> str:
     return f", {n / 1e6:.1f} MB" if n >= 1e6 else f", {n / 1e3:.1f} KB"
 
 
-@dataclass
+@record(frozen=False)
 class WorkerState:
     """One worker of a capture; the final fields are set once it is done."""
 

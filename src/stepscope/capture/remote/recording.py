@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from stepscope.capture import session as _session
 from stepscope.capture.options import ProfilerOptions
+from stepscope.records import record
 from stepscope.xspace.proto.xplane_pb2 import XSpace
 
 
-@dataclass
+@record(frozen=False)
 class RemoteCapture:
     """The XSpace of one capture and what the server reports about it."""
 

@@ -10,10 +10,9 @@ figures of a run, compared as they are.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from stepscope.records import record
 from stepscope.stats.compare.run_summary import NamedRows, RunSummary, stage_name
 from stepscope.stats.compare.significance import bootstrap_changes, holm_significant
 from stepscope.stats.events import CATEGORY_LABELS, CATEGORY_NAMES
@@ -29,7 +28,7 @@ _STEP_LABELS = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class MetricChange:
     """One named metric in both runs (``unit``: ns, bytes or percent)."""
 
@@ -64,7 +63,7 @@ class MetricChange:
         return self.rel_ci_low, self.rel_ci_high
 
 
-@dataclass(frozen=True)
+@record
 class RowChange:
     """An op, kernel or input stage matched by key; times per step in ns."""
 
@@ -84,7 +83,7 @@ class RowChange:
         return self.cand_ns - self.base_ns
 
 
-@dataclass(frozen=True)
+@record
 class RunDiff:
     baseline: RunSummary
     candidate: RunSummary

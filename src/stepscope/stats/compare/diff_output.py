@@ -5,9 +5,9 @@ The field tables of docs/tools/diff.md are generated from these classes."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from stepscope.fields import out
+from stepscope.records import record
 from stepscope.stats.compare.diff import NOISE_FLOOR, MetricChange, RowChange, RunDiff
 from stepscope.stats.compare.rules import RuleResult
 from stepscope.stats.compare.run_summary import RunSummary
@@ -19,7 +19,7 @@ STATISTIC = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class DiffStep:
     step_num: int = out("step number")
     name: str = out("step name")
@@ -27,7 +27,7 @@ class DiffStep:
     dur_ns: int = out("step time", unit="ns")
 
 
-@dataclass(frozen=True)
+@record
 class DiffSide:
     run: str = out("the run's name or path (or the summary file)")
     host: str = out("the host compared, or `ALL_HOSTS`")
@@ -38,7 +38,7 @@ class DiffSide:
     steps: tuple[DiffStep, ...] = out("its steps")
 
 
-@dataclass(frozen=True)
+@record
 class Metric:
     name: str = out("metric name, as `--fail-on` rules name it (table above)")
     label: str = out("its name for people")
@@ -55,7 +55,7 @@ class Metric:
     significant: bool = out("tested, Holm-significant and above the noise floor")
 
 
-@dataclass(frozen=True)
+@record
 class RowDelta:
     key: str = out("match key (numbers, addresses and template arguments normalized)")
     name: str = out("the candidate's name, else the baseline's")
@@ -70,7 +70,7 @@ class RowDelta:
     candidate_avg_ns: float = out("time per occurrence in the candidate", unit="ns", digits=1)
 
 
-@dataclass(frozen=True)
+@record
 class RuleOutcome:
     rule: str = out("the rule as given to `--fail-on`")
     metric: str = out("the metric it tests")
@@ -78,7 +78,7 @@ class RuleOutcome:
     reason: str = out("one line saying why")
 
 
-@dataclass(frozen=True)
+@record
 class DiffOutput:
     baseline: DiffSide = out("the baseline run")
     candidate: DiffSide = out("the candidate run")

@@ -18,9 +18,9 @@ a build. Memory peak and TensorCore share are one figure per run and compare as 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from stepscope.errors import StepscopeError
+from stepscope.records import record
 from stepscope.stats.compare.diff import MetricChange, RunDiff
 
 _RULE = re.compile(
@@ -41,7 +41,7 @@ _BYTES = {
 _UNIT_WORDS = {"ns": "a time (ns, us, ms, s)", "bytes": "bytes (B, KB, MB, GB, KiB, MiB, GiB)"}
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     text: str
     metric: str
@@ -50,7 +50,7 @@ class Rule:
     relative: bool
 
 
-@dataclass(frozen=True)
+@record
 class RuleResult:
     rule: Rule
     failed: bool

@@ -10,13 +10,14 @@ input ops); it computes nothing those do not already say, it only keys rows by
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
 
 from stepscope.errors import StepscopeError
 from stepscope.model import Profile
+from stepscope.records import record
 from stepscope.stats.compare.names import match_key
 from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.input_pipeline import input_ops, iterator_kind
@@ -30,7 +31,7 @@ VERSION = 1
 MAX_ROWS = 300  # rows kept per table in a summary, by total time
 
 
-@dataclass(frozen=True)
+@record
 class NamedRows:
     """Rows keyed by match key, sorted by total time (int64 ns); ``rest_ns`` is the total of
     the rows left out beyond MAX_ROWS (0 when complete)."""
@@ -104,7 +105,7 @@ class NamedRows:
         )
 
 
-@dataclass(frozen=True)
+@record
 class RunSummary:
     """What `stepscope diff` compares, for one run (one host, or several matched)."""
 

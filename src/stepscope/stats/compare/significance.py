@@ -19,9 +19,10 @@ some "significant" category in most diffs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
+
+from stepscope.records import record
 
 RESAMPLES = 2000
 SEED = 20_160_416  # any fixed number: results must not depend on the run or the machine
@@ -64,7 +65,7 @@ STATISTICS: dict[str, Statistic] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Interval:
     """A change ``candidate - baseline`` of one statistic, with its bootstrap interval."""
 

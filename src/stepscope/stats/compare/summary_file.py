@@ -4,16 +4,16 @@ table of the file is generated from these classes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from stepscope.fields import out
+from stepscope.records import record
 from stepscope.stats.compare.run_summary import FORMAT, VERSION, NamedRows, RunSummary
 
 ROW_COLUMNS = ["key", "name", "type", "count", "total_ns", "self_ns"]
 
 
-@dataclass(frozen=True)
+@record
 class SummarySteps:
     source: str = out("how steps were found (the overview's `step_source`)")
     description: str = out("the same, in words")
@@ -28,14 +28,14 @@ class SummarySteps:
     category_ns: dict[str, list[int]] = out("per overview category: its time in each step", "ns")
 
 
-@dataclass(frozen=True)
+@record
 class RowTable:
     columns: list[str] = out("`key, name, type, count, total_ns, self_ns` (times in ns)")
     rows: list[list[Any]] = out("one list per row, the top rows by total time")
     rest_ns: int = out("total time of the rows beyond the cut (0: complete)", unit="ns")
 
 
-@dataclass(frozen=True)
+@record
 class SummaryFile:
     format: str = out('`"stepscope-summary"`; the first key identifies the file')
     version: int = out("version of this layout (1)")

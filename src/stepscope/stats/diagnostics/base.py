@@ -11,13 +11,14 @@ computed with vectorized NumPy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 
 import numpy as np
 
 from stepscope.distinct import distinct_inverse
 from stepscope.model import Profile
+from stepscope.records import record
 from stepscope.stats.device import framework_of
 from stepscope.stats.events import NOT_COUNTED, EventType, classify_events, device_work_lines
 from stepscope.stats.kernels import KernelDb, launch_events
@@ -27,7 +28,7 @@ SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
 ALL_STEPS = -1  # a finding about the whole profile rather than listed steps
 
 
-@dataclass(frozen=True)
+@record
 class EventEvidence:
     """A group of events behind a finding: what, how often, how long."""
 
@@ -37,7 +38,7 @@ class EventEvidence:
     detail: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     """One diagnostic finding: what was seen, how severe, and what to do."""
 
@@ -78,7 +79,7 @@ def top_by_name(
     )
 
 
-@dataclass
+@record(frozen=False)
 class HostData:
     """Everything the per-host checks read, computed once."""
 

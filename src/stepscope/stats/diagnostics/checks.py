@@ -7,8 +7,8 @@ order here is the order checks run in and the order the diagnostics tool lists t
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
+from stepscope.records import record
 from stepscope.stats.diagnostics import device, host, host_steps, multi, streams
 from stepscope.stats.diagnostics.base import Finding, HostData
 from stepscope.stats.steps.breakdown import StepDb
@@ -16,7 +16,7 @@ from stepscope.stats.steps.breakdown import StepDb
 Options = dict[str, str]
 
 
-@dataclass(frozen=True)
+@record
 class Check:
     """A diagnostic check: what it looks at and its per-host or per-run function."""
 

@@ -25,12 +25,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from stepscope.distinct import distinct
 from stepscope.model import Profile
+from stepscope.records import record
 from stepscope.stats import native
 from stepscope.stats.device import framework_of
 from stepscope.stats.events import (
@@ -56,7 +57,7 @@ DROP_THRESHOLD = 5  # XProf: drop the first and last step when there are more th
 _DEVICE_COMPUTE = (EventType.DEVICE_COMPUTE_16, EventType.DEVICE_COMPUTE_32)
 
 
-@dataclass(frozen=True)
+@record
 class StepDb:
     """Steps of one host with their breakdown; all times int64 nanoseconds."""
 

@@ -18,12 +18,11 @@ breadth-first search gives.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from stepscope.distinct import distinct
 from stepscope.model import Profile
+from stepscope.records import record
 from stepscope.stats.arrays import run_starts
 from stepscope.stats.nesting import Forest
 
@@ -38,7 +37,7 @@ _BIG_CONTEXT = 64  # XProf skips context ids with this many producers and consum
 Edges = tuple[np.ndarray, np.ndarray]
 
 
-@dataclass(frozen=True)
+@record
 class Groups:
     """The group of each event and the root event of each group."""
 

@@ -17,18 +17,18 @@ Hosts without any step take no part (they are named in the description).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from stepscope.distinct import distinct
+from stepscope.records import record
 
 BY_NUMBER = "step_number"
 BY_POSITION = "position"
 SINGLE = "single"
 
 
-@dataclass(frozen=True)
+@record
 class HostSteps:
     """One host's steps, as the pairing needs them (a StepDb's columns)."""
 
@@ -38,7 +38,7 @@ class HostSteps:
     dur_ns: np.ndarray  # int64
 
 
-@dataclass(frozen=True)
+@record
 class StepPairing:
     """Pod steps: ``rows[h][k]`` is host ``h``'s row (step index) in pod step ``k``, or -1."""
 

@@ -4,16 +4,15 @@ not on each other."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from stepscope.records import record
 from stepscope.stats.steps.sources import SOURCES
 
 __all__ = ["SOURCES", "StepMarkers"]
 
 
-@dataclass(frozen=True)
+@record
 class StepMarkers:
     """The candidate steps of a profile, before their work is attributed."""
 

@@ -13,12 +13,11 @@ survive: a memory bucket shows the largest value held at any time in it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from stepscope.distinct import distinct
 from stepscope.model import Profile
+from stepscope.records import record
 from stepscope.stats.intervals import merge
 from stepscope.stats.trace_index.tracks import is_stream_line
 
@@ -26,7 +25,7 @@ KIND_STEP = "step"  # value holds until the next point
 KIND_BUSY = "busy"  # merged busy intervals; value = busy share of each bucket
 
 
-@dataclass
+@record(frozen=False)
 class Counter:
     name: str
     unit: str  # "bytes" | "percent"

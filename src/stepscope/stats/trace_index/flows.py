@@ -13,12 +13,11 @@ the flows touching any set of events are found with two binary searches per even
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from stepscope.model import Profile
 from stepscope.model.profile import StatColumn
+from stepscope.records import record
 from stepscope.stats.arrays import unique_many
 from stepscope.stats.trace_index.segments import ranges_to_indices, stable_argsort
 from stepscope.stats.trace_index.tracks import is_stream_line
@@ -29,7 +28,7 @@ KIND_PRODUCER = 1
 KIND_NAMES = ("launch", "producer")
 
 
-@dataclass
+@record(frozen=False)
 class FlowTable:
     src: np.ndarray  # int64 event index, sorted
     dst: np.ndarray  # int64 event index

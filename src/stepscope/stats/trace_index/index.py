@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +32,7 @@ import numpy as np
 from stepscope import log
 from stepscope.model import Profile
 from stepscope.model.cache import cache_key
+from stepscope.records import record
 from stepscope.stats.trace_index.counters import Counter, build_counters
 from stepscope.stats.trace_index.flows import FlowTable, build_flows
 from stepscope.stats.trace_index.layout import positions
@@ -47,7 +48,7 @@ INDEX_VERSION = 3  # bump whenever the index layout or its algorithms change
 KIND = "trace_index"  # the store's name for these entries
 
 
-@dataclass
+@record(frozen=False)
 class TraceIndex:
     origin_ns: int  # first event start: the time axis' zero
     end_ns: int  # last event end

@@ -11,17 +11,16 @@ with NumPy (`positions_numpy`, the reference; the two are tested equal).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from stepscope import workers
+from stepscope.records import record
 from stepscope.stats.trace_index.lod import detail_levels, segment_running_max
 from stepscope.stats.trace_index.search import index_dtype
 from stepscope.stats.trace_index.segments import group_starts, native, stable_argsort
 
 
-@dataclass(frozen=True)
+@record
 class Positions:
     line_depths: np.ndarray  # int32 per line: its rows (deepest nesting + 1, 0 if empty)
     row_line: np.ndarray  # int32 per row

@@ -10,11 +10,12 @@ with one binary search per group.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from stepscope.model import Profile
+from stepscope.records import record
 from stepscope.stats.trace_index.segments import (
     group_starts,
     ranges_to_indices,
@@ -29,7 +30,7 @@ def index_dtype(n: int) -> type[np.signedinteger]:
     return np.int32 if n < (1 << 31) else np.int64
 
 
-@dataclass
+@record(frozen=False)
 class NameIndex:
     name_ids: np.ndarray  # int32 string id of each distinct event name (sorted)
     offsets: np.ndarray  # int64, len(name_ids) + 1: group k is events[offsets[k]:offsets[k+1]]

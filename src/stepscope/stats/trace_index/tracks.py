@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from stepscope.model import Line, Plane, Profile
+from stepscope.records import record
 
 if TYPE_CHECKING:
     from stepscope.stats.steps.breakdown import StepDb
@@ -46,7 +46,7 @@ def is_stream_line(line: Line) -> bool:
     return name not in DERIVED_LINES and not name.startswith(_DERIVED_PREFIXES)
 
 
-@dataclass(frozen=True)
+@record
 class Track:
     line: int  # index into profile.lines
     name: str
@@ -55,7 +55,7 @@ class Track:
     depth_count: int  # number of stacked rows (max nesting depth + 1)
 
 
-@dataclass(frozen=True)
+@record
 class Section:
     name: str
     plane: int
@@ -107,7 +107,7 @@ def sections(profile: Profile, depth_count: np.ndarray) -> list[Section]:
     return out
 
 
-@dataclass(frozen=True)
+@record
 class Steps:
     number: np.ndarray  # int64 step number
     start_ns: np.ndarray  # int64, absolute

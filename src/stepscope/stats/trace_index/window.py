@@ -15,11 +15,11 @@ found with one vectorized binary search per (row, level) segment; nothing scans 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from stepscope.model import Profile
+from stepscope.records import record
 from stepscope.stats.arrays import unique_many
 from stepscope.stats.trace_index.index import TraceIndex
 from stepscope.stats.trace_index.lod import MAX_LEVEL
@@ -32,7 +32,7 @@ from stepscope.stats.trace_index.segments import (
 )
 
 
-@dataclass
+@record(frozen=False)
 class WindowEvents:
     event: np.ndarray  # int64 event index, ascending
     line: np.ndarray  # int32

@@ -14,10 +14,9 @@ written in place: nothing is encoded twice). A ``present`` mask leaves a field o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from stepscope.records import record
 from stepscope.stats.trace_index.segments import ranges_to_indices
 
 VARINT, FIXED64, BLOB, RAW, NESTED, CONST = "varint", "fixed64", "blob", "raw", "nested", "const"
@@ -55,7 +54,7 @@ def encode_varints(values: np.ndarray) -> np.ndarray:
     return buf
 
 
-@dataclass
+@record(frozen=False)
 class Field:
     """One field of a message column. ``values``: varint/fixed64 values, or for blob/raw the
     start offsets into ``source`` with ``lengths``."""
@@ -102,7 +101,7 @@ def nested(number: int, fields: list[Field]) -> Field:
     return Field(tag(number, 2), NESTED, np.zeros(0, np.int64), None, sub=fields)
 
 
-@dataclass
+@record(frozen=False)
 class Encoded:
     """Messages laid end to end in ``buf``: message i is ``buf[start[i]:start[i] + size[i]]``."""
 

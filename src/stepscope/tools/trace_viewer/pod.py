@@ -20,7 +20,7 @@ endpoints address any host's track or event with one number.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +29,7 @@ from stepscope.errors import StepscopeError
 from stepscope.executor import HostTask
 from stepscope.model import Profile, open_host
 from stepscope.model.runs import HostFile
+from stepscope.records import record
 from stepscope.stats.trace_index.index import TraceIndex, open_trace_index
 from stepscope.store import location
 from stepscope.tools._fanout import check_some_left, map_hosts
@@ -39,12 +40,12 @@ from stepscope.tools.trace_viewer.pod_names import PodNames
 ALIGNMENTS = ("clock", "start")
 
 
-@dataclass(frozen=True)
+@record
 class IndexArgs:
     cache_dir: str
 
 
-@dataclass(frozen=True)
+@record
 class IndexReady:
     events: int
 
@@ -58,7 +59,7 @@ def index_host(task: HostTask) -> IndexReady:
     return IndexReady(profile.n_events)
 
 
-@dataclass(frozen=True)
+@record
 class HostTrace:
     host: str
     profile: Profile
@@ -72,7 +73,7 @@ class HostTrace:
         return self.zero_ns + t_rel
 
 
-@dataclass(frozen=True)
+@record
 class PodTrace:
     hosts: tuple[HostTrace, ...]
     align: str

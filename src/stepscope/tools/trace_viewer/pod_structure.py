@@ -4,10 +4,10 @@ endpoints (`pod_api`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from stepscope.model import ALL_HOSTS
+from stepscope.records import record
 from stepscope.stats.trace_index.flows import KIND_NAMES
 from stepscope.stats.trace_index.tracks import sections
 from stepscope.tools.output import out
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from stepscope.tools.trace_viewer.pod import HostTrace, PodTrace
 
 
-@dataclass(frozen=True)
+@record
 class PodHost:
     name: str = out("the host")
     line_base: int = out("its first global line number")
@@ -36,7 +36,7 @@ class PodHost:
     steps: StepColumns = out("its training steps, on the shared axis (global event ids)")
 
 
-@dataclass(frozen=True)
+@record
 class PodTraceView:
     format_version: int = out("layout of this answer (1)")
     host: str = out(f"`{ALL_HOSTS}`")

@@ -4,13 +4,13 @@ endpoint answers in the binary format of `wire`). Times are ns relative to ``ori
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from stepscope.records import record
 from stepscope.tools.output import out
 
 
-@dataclass(frozen=True)
+@record
 class Track:
     line: int = out("the track's line number, used by the queries (`lines`, `rows`)")
     name: str = out("its label")
@@ -19,7 +19,7 @@ class Track:
     rows: int = out("depth rows (deepest nesting + 1)")
 
 
-@dataclass(frozen=True)
+@record
 class Section:
     name: str = out("plane name")
     kind: str = out("`device`, `host` or `other`")
@@ -27,14 +27,14 @@ class Section:
     tracks: tuple[Track, ...] = out("its tracks, in display order")
 
 
-@dataclass(frozen=True)
+@record
 class CounterInfo:
     id: int = out("counter number (the window's `c{id}` arrays)")
     name: str = out("e.g. memory in use")
     unit: str = out("`bytes` or `percent`")
 
 
-@dataclass(frozen=True)
+@record
 class StepColumns:
     number: list[int] = out("step numbers (the overview's steps)")
     start_ns: list[int] = out("step starts since the trace start", unit="ns")
@@ -42,7 +42,7 @@ class StepColumns:
     event: list[int] = out("the step marker's event id")
 
 
-@dataclass(frozen=True)
+@record
 class TraceStructure:
     format_version: int = out("version of this structure and of the window wire format (1)")
     host: str = out("the host shown")
@@ -58,7 +58,7 @@ class TraceStructure:
     )
 
 
-@dataclass(frozen=True)
+@record
 class EventColumns:
     event: list[int] = out("event ids (for `event?id=`)")
     line: list[int] = out("their tracks")
@@ -68,7 +68,7 @@ class EventColumns:
     name: list[str] = out("names")
 
 
-@dataclass(frozen=True)
+@record
 class SearchAnswer:
     query: str = out("the text searched for (any case, substring of the name)")
     total: int = out("matches in the whole trace")
@@ -84,7 +84,7 @@ class SearchAnswer:
     )
 
 
-@dataclass(frozen=True)
+@record
 class EventBrief:
     event: int = out("event id")
     name: str = out("event name")
@@ -96,19 +96,19 @@ class EventBrief:
     dur_ns: int = out("duration", unit="ns")
 
 
-@dataclass(frozen=True)
+@record
 class FlowHead:
     direction: str = out("`out` when the event is the flow's source, else `in`")
     kind: str = out("flow kind (`launch`, `producer`)")
 
 
-@dataclass(frozen=True)
+@record
 class FlowEnd(EventBrief, FlowHead):
     """The other end of a flow: direction and kind first, then the event (dataclass fields
     follow the bases in reverse order)."""
 
 
-@dataclass(frozen=True)
+@record
 class EventAnswer(EventBrief):
     display_name: str = out("the event metadata's display name")
     stats: dict[str, Any] = out(
@@ -117,7 +117,7 @@ class EventAnswer(EventBrief):
     flows: tuple[FlowEnd, ...] = out("the other end of each flow")
 
 
-@dataclass(frozen=True)
+@record
 class NameTotal:
     name: str = out("event name")
     count: int = out("its events in the box")
@@ -125,7 +125,7 @@ class NameTotal:
     avg_ns: float = out("their average duration", unit="ns")
 
 
-@dataclass(frozen=True)
+@record
 class SelectAnswer:
     count: int = out("events of the chosen rows overlapping [t0, t1)")
     total_ns: float = out("their total duration", unit="ns")

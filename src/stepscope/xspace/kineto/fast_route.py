@@ -8,12 +8,13 @@ decides whether the columns can be routed here at all (else the Python path runs
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, cast
 
 import numpy as np
 
 from stepscope.distinct import distinct
+from stepscope.records import record
 from stepscope.xspace.builder import LineBuilder
 from stepscope.xspace.kineto import fast_memory
 from stepscope.xspace.kineto.categories import (
@@ -47,7 +48,7 @@ _PHASE_TABLE = np.zeros(256, bool)
 _PHASE_TABLE[list(PHASES)] = True
 
 
-@dataclass
+@record(frozen=False)
 class Classified:
     """Per event: whether it is routed as a complete event, its category and kind."""
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from stepscope.errors import ProfileFormatError
+from stepscope.records import record
 from stepscope.xspace.kineto.scan import count_byte
 
 # Outside strings: a run of tokens that need no attention (numbers, literals, whitespace,
@@ -44,7 +44,7 @@ _CLOSERS = {"{": "}", "[": "]"}
 _NON_BLANK = re.compile(r"\S")
 
 
-@dataclass
+@record(frozen=False)
 class RepairReport:
     """What `repair_json` changed; `describe()` turns it into one warning line."""
 

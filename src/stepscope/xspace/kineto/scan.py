@@ -13,12 +13,12 @@ from __future__ import annotations
 import mmap
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 import numpy as np
 
+from stepscope.records import record
 from stepscope.xspace.wire import last_at_or_before
 
 try:
@@ -67,7 +67,7 @@ def available() -> bool:
     )
 
 
-@dataclass
+@record(frozen=False)
 class ScannedTrace:
     """A trace as columns. Event i's arguments are ``nargs[i]`` rows, after those of the events
     before it."""
