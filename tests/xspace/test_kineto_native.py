@@ -87,3 +87,31 @@ def test_last_at_or_before_is_searchsorted() -> None:
         want = np.searchsorted(owners, events, side="right") - 1
         assert last_at_or_before(owners, events).tolist() == want.tolist()
         assert last_at_or_before(owners[:0], events).tolist() == [-1] * len(events)
+
+
+def test_interned_strings_of_every_length_stay_distinct() -> None:
+    """The scanner's string table tells apart names of every length 0-40 that differ in one
+    byte anywhere (its hash reads the last 0-7 bytes by overlapping loads), and gives a
+    repeated name its first id."""
+    import json
+
+    base = "aten::convolution_backward_fused_kernel_xyz"
+    names = [""]
+    for length in range(1, 41):
+        stem = base[:length]
+        names.append(stem)
+        for at in {0, length // 2, length - 1}:  # the same length, one byte changed
+            names.append(stem[:at] + "#" + stem[at + 1 :])
+    events = [
+        {"ph": "X", "name": n, "ts": i, "dur": 1, "pid": 1, "tid": 1} for i, n in enumerate(names)
+    ]
+    events += [
+        {"ph": "X", "name": n, "ts": 1000 + i, "dur": 1, "pid": 1, "tid": 1}
+        for i, n in enumerate(names)
+    ]
+    trace = scan.scan_trace(json.dumps({"traceEvents": events}).encode(), importer.HeaderOnly)
+    assert trace is not None
+    ids = trace.name.tolist()
+    assert [trace.texts[i] for i in ids] == names + names
+    distinct = len(set(names))
+    assert len(set(ids)) == distinct and ids[len(names) :] == ids[: len(names)]
