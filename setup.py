@@ -16,7 +16,7 @@ setup(
                 "src/stepscope/xspace/_fastwire_headers.c",
                 "src/stepscope/xspace/_fastwire_rows.c",
             ],
-            depends=["src/stepscope/xspace/_fastwire.h"],
+            depends=["src/stepscope/xspace/_fastwire.h", "src/stepscope/_gallop.h"],
             optional=True,  # no compiler: install still succeeds, the fallback is used
             # Worker threads (STEPSCOPE_THREADS) decode event chunks; Windows decodes on one.
             extra_compile_args=["-O2", *THREAD_FLAGS],
@@ -36,7 +36,7 @@ setup(
         Extension(
             "stepscope.stats._sweeps",
             sources=["src/stepscope/stats/_sweeps.c", "src/stepscope/stats/_sweeps_pairs.c"],
-            depends=["src/stepscope/stats/_sweeps.h"],
+            depends=["src/stepscope/stats/_sweeps.h", "src/stepscope/_gallop.h"],
             optional=True,  # without it the op stack and step sweeps run in NumPy
             extra_compile_args=["-O2"],
         ),

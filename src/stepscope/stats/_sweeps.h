@@ -1,11 +1,13 @@
 /* Shared by the sweeps' sources (_sweeps.c, _sweeps_pairs.c): array arguments and the
- * galloping search. */
+ * galloping search (../_gallop.h). */
 #ifndef STEPSCOPE_SWEEPS_H
 #define STEPSCOPE_SWEEPS_H
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+
+#include "../_gallop.h" /* the galloping search, shared with the decoder */
 
 static inline int get_sized(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t itemsize) {
     int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
@@ -37,39 +39,6 @@ static inline int get_args(PyObject *args, Py_buffer *v, int n, const Py_ssize_t
         }
     }
     return 0;
-}
-
-/* First i in a[0..m) where a[i] > x (right) or a[i] >= x (left), searching from hint p. */
-static inline Py_ssize_t gallop(const int64_t *a, Py_ssize_t m, int64_t x, int right, Py_ssize_t p) {
-#define BEFORE(i) (right ? a[i] <= x : a[i] < x)
-    Py_ssize_t lo, hi, step = 1;
-    if (p > m) p = m;
-    if (p < m && BEFORE(p)) { /* the answer is after p */
-        lo = p + 1;
-        hi = lo;
-        while (hi < m && BEFORE(hi)) {
-            lo = hi + 1;
-            hi = lo + step;
-            step *= 2;
-        }
-        if (hi > m) hi = m;
-    } else { /* the answer is at or before p */
-        hi = p;
-        Py_ssize_t cand = p - 1;
-        while (cand >= 0 && !BEFORE(cand)) {
-            hi = cand;
-            cand = hi - step;
-            step *= 2;
-        }
-        lo = cand < 0 ? 0 : cand + 1;
-    }
-    while (lo < hi) {
-        Py_ssize_t mid = lo + (hi - lo) / 2;
-        if (BEFORE(mid)) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-#undef BEFORE
 }
 
 /* The functions of _sweeps_pairs.c, added to the module. */

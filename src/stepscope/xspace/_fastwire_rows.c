@@ -15,38 +15,8 @@
 #include <Python.h>
 #include <stdint.h>
 
+#include "../_gallop.h"
 #include "_fastwire.h"
-
-/* First i in a[0..n) with a[i] > x, searching outwards from the hint p. */
-static Py_ssize_t first_after(const int64_t *a, Py_ssize_t n, int64_t x, Py_ssize_t p) {
-    Py_ssize_t lo, hi, step = 1;
-    if (p > n) p = n;
-    if (p < n && a[p] <= x) { /* after p: gallop forwards */
-        lo = p + 1;
-        hi = lo;
-        while (hi < n && a[hi] <= x) {
-            lo = hi + 1;
-            hi = lo + step;
-            step *= 2;
-        }
-        if (hi > n) hi = n;
-    } else { /* at or before p: gallop backwards */
-        hi = p;
-        Py_ssize_t cand = p - 1;
-        while (cand >= 0 && a[cand] > x) {
-            hi = cand;
-            cand = hi - step;
-            step *= 2;
-        }
-        lo = cand < 0 ? 0 : cand + 1;
-    }
-    while (lo < hi) {
-        Py_ssize_t mid = lo + (hi - lo) / 2;
-        if (a[mid] <= x) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
 
 static PyObject *row_owners(PyObject *self, PyObject *args) {
     PyObject *objs[3];
@@ -79,7 +49,7 @@ static PyObject *row_owners(PyObject *self, PyObject *args) {
     Py_ssize_t p = 0;
     for (Py_ssize_t k = 0; k < m; k++) {
         int64_t r = width == 4 ? ((const int32_t *)v[1].buf)[k] : ((const int64_t *)v[1].buf)[k];
-        p = first_after(start, n_start, r + base, p);
+        p = gallop(start, n_start, r + base, 1, p);
         if (width == 4) ((int32_t *)v[2].buf)[k] = (int32_t)(p - 1);
         else ((int64_t *)v[2].buf)[k] = p - 1;
     }
