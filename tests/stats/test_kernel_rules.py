@@ -198,3 +198,20 @@ def test_jax_gpu_device_op_stats_named_from_hlo_like_xprof() -> None:
     assert set(got) == set(want)
     for name, self_us in want.items():
         assert abs(got[name] - self_us) <= 0.01 * self_us + 0.01, name
+
+
+def test_lowered_search_matches_ignorecase_search() -> None:
+    """`NamePattern.search` (ASCII names lowercased against the lowercased pattern) answers as
+    re's IGNORECASE search of the rule's text, on every fixture kernel name in several cases
+    and on names with non-ASCII letters (which take the IGNORECASE pattern)."""
+    import re
+
+    names = {line.split("\t")[-1] for line in TABLE.read_text().splitlines() if line[:1] != "#"}
+    extra = {"BF16_GEMM", "Nchw2Nhwc", "FLASH_FWD_x", "sm100A_kernel", "İnt8_ſm100a", "double"}
+    variants = {v for n in names | extra for v in (n, n.upper(), n.lower(), n.swapcase())}
+    rules = [r.pattern for r in (*MATRIX_RULES, *PRECISION_RULES)]
+    assert any(p.ignore_case for p in rules) and any(not p.ignore_case for p in rules)
+    for pattern in rules:
+        reference = re.compile(pattern.text, re.IGNORECASE if pattern.ignore_case else 0)
+        for name in sorted(variants):
+            assert pattern.search(name) == (reference.search(name) is not None), (pattern, name)
