@@ -4,27 +4,18 @@ call; the threads cost CPU at import); commands that run the user's code keep th
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.fixtures import REPO
+from tests.support.scripts import fresh_python
 
 pytestmark = pytest.mark.integration
 
 
 def _run(code: str, **env: str) -> str:
     clean = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**clean, "PYTHONPATH": str(REPO / "src"), **env},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip().splitlines()[-1]
+    return fresh_python(code, env={**clean, **env}).splitlines()[-1]
 
 
 def _after(argv: list[str], own_process: bool = True, **env: str) -> str:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import pkgutil
-import subprocess
-import sys
 
 import pytest
 
 import stepscope.cli.commands as commands
 from stepscope.cli.main import COMMANDS
+from tests.support.scripts import fresh_python
 
 
 def test_every_command_module_is_listed() -> None:
@@ -23,8 +22,7 @@ def test_help_builds_the_parser_without_heavy_imports() -> None:
         "print(sorted(m for m in ('numpy', 'stepscope.tools.registry', 'stepscope.model') "
         "if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert fresh_python(code) == "[]"
 
 
 @pytest.mark.integration  # a fresh interpreter
@@ -35,5 +33,4 @@ def test_import_stepscope_stays_cheap() -> None:
         "import sys, stepscope; "
         "print(sorted(m for m in ('numpy', 'typing', 'logging', 'pathlib') if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert fresh_python(code) == "[]"

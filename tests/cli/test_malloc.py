@@ -6,15 +6,12 @@ import argparse
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from stepscope.cli import main as cli_main
 from stepscope.cli import malloc
-from tests.support.fixtures import FIXTURES
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.fixtures import FIXTURES, REPO
 
 
 class _Mallopt:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,14 @@ FIXTURES = REPO.parent / "shared" / "fixtures"
 def tf_xplane(name: str) -> Path:
     """The .xplane.pb of a TensorFlow fixture folder (ctl, ctl_opt, keras, keras_marked, remote)."""
     return next((FIXTURES / "tf" / name).rglob("*.xplane.pb"))
+
+
+def ctl_run_dir(root: Path) -> Path:
+    """A one-host run (host "h") under ``root``: a copy of the ctl fixture's XSpace."""
+    run_dir = root / "plugins" / "profile" / "r1"
+    run_dir.mkdir(parents=True)
+    shutil.copy(tf_xplane("ctl"), run_dir / "h.xplane.pb")
+    return run_dir
 
 
 # Whole-trace sweeps (every tool, two import paths compared event by event) take seconds per

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Mapping
 from typing import Any
 
 from stepscope.capture import bridges
@@ -33,3 +34,16 @@ def run_script(code: str, *args: str, timeout: float = 300) -> dict[str, Any]:
     result: dict[str, Any] = json.loads(lines[-1])
     result["_stderr"] = proc.stderr
     return result
+
+
+def fresh_python(code: str, *args: str, env: Mapping[str, str] | None = None) -> str:
+    """Run ``code`` in a fresh interpreter importing this checkout's sources (``env``, default
+    this process's environment, plus PYTHONPATH); what it printed, stripped."""
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env={**(os.environ if env is None else env), "PYTHONPATH": str(REPO / "src")},
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, f"script failed ({proc.returncode}):\n{proc.stderr}"
+    return proc.stdout.strip()

@@ -5,15 +5,12 @@ profile leave them out of ``sys.modules`` (about 0.13 s of imports a first windo
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.fixtures import tf_xplane
+from tests.support.fixtures import ctl_run_dir
+from tests.support.scripts import fresh_python
 
 _SCRIPT = """
 import json, sys
@@ -39,17 +36,7 @@ _LATER = (
 
 @pytest.mark.integration  # a fresh interpreter
 def test_first_window_imports_only_what_it_uses(tmp_path: Path) -> None:
-    run_dir = tmp_path / "plugins" / "profile" / "r1"
-    run_dir.mkdir(parents=True)
-    shutil.copy(tf_xplane("ctl"), run_dir / "h.xplane.pb")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
-    out = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, str(run_dir), *_LATER],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=env,
-    )
-    before, after = json.loads(out.stdout.strip().splitlines()[-1])
+    out = fresh_python(_SCRIPT, str(ctl_run_dir(tmp_path)), *_LATER)
+    before, after = json.loads(out.splitlines()[-1])
     assert before == []
     assert "stepscope.tools._analysis" in after  # the steps endpoint brings it in

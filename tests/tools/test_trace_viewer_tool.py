@@ -22,7 +22,7 @@ from stepscope.tools import _analysis
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.trace_viewer import api
 from stepscope.tools.trace_viewer import wire as trace_wire
-from tests.support.fixtures import FIXTURES, tf_xplane
+from tests.support.fixtures import FIXTURES, ctl_run_dir, tf_xplane
 
 RUN = "remote"
 
@@ -194,10 +194,7 @@ def test_steps_track_shares_the_step_database(
 
     monkeypatch.setattr(breakdown, "build_step_db", counted)
     monkeypatch.setattr(_analysis, "build_step_db", counted)
-    run_dir = tmp_path / "plugins" / "profile" / "r1"
-    run_dir.mkdir(parents=True)
-    shutil.copy(tf_xplane("ctl"), run_dir / "h.xplane.pb")
-    run = open_run(str(run_dir))
+    run = open_run(str(ctl_run_dir(tmp_path)))
     ctx = ToolContext(run, run.hosts[0].host, ProfileStore(use_cache=False))
     _, index = api.trace_of(ctx)
     assert built == []  # the index and its first window need no steps
@@ -232,10 +229,7 @@ def test_first_answer_is_computed_before_the_store_writes(
 
     monkeypatch.setattr(cache, "save", recording_save)
     monkeypatch.setattr(trace_index, "build_trace_index", slow_build)
-    run_dir = tmp_path / "plugins" / "profile" / "r1"
-    run_dir.mkdir(parents=True)
-    shutil.copy(tf_xplane("ctl"), run_dir / "h.xplane.pb")
-    run = open_run(str(run_dir))
+    run = open_run(str(ctl_run_dir(tmp_path)))
     ctx = ToolContext(run, run.hosts[0].host, ProfileStore(cache_dir=tmp_path / "cache"))
     api.trace_of(ctx)
     answered[0] = True
