@@ -19,9 +19,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
-# Analysis threads per host (1: none in the background); the decoder reads it too.
-THREADS_ENV = workers.THREADS_ENV
-_threads = workers.threads
 
 
 class ProfileStore:
@@ -54,7 +51,8 @@ class ProfileStore:
         self._summarized: set[tuple[str, str, tuple[tuple[str, str], ...]]] = set()
         self._reductions: dict[tuple[str, ...], Any] = {}
         self.host_errors: dict[str, str] = {}  # host file path -> why its analysis failed
-        self.threads = _threads() if threads is None else threads
+        # analysis threads per host ($STEPSCOPE_THREADS; 1: none in the background)
+        self.threads = workers.threads() if threads is None else threads
         self._running: dict[tuple[str, str], Event] = {}
         self._lock = Lock()
 
