@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from stepscope import limits
-from tests.support.fixtures import tf_xplane
+from tests.support.fixtures import ctl_run_dir
 
 
 @pytest.fixture
@@ -37,8 +36,4 @@ def decoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
 def host_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the tf/ctl profile in a fresh run directory, with a fresh cache directory."""
     monkeypatch.setenv("STEPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
-    run_dir = tmp_path / "logs" / "plugins" / "profile" / "r1"
-    run_dir.mkdir(parents=True)
-    copy = run_dir / "h.xplane.pb"
-    shutil.copy(tf_xplane("ctl"), copy)
-    return copy
+    return ctl_run_dir(tmp_path / "logs") / "h.xplane.pb"
