@@ -19,6 +19,7 @@ from stepscope.stats.trace_index.search import build_name_index
 from stepscope.stats.trace_index.window import events_in_box, query_window, rows_of_pairs
 from stepscope.xspace.builder import LineBuilder, XSpaceBuilder
 from stepscope.xspace.synthetic import synthetic_xspace_bytes
+from tests.support.analysis import count_step_db_builds
 
 BASE = 1_000_000_000
 
@@ -297,16 +298,7 @@ def test_index_is_the_same_without_the_c_helpers(monkeypatch: pytest.MonkeyPatch
 def test_name_index_and_steps_are_built_on_first_use(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from stepscope.stats.steps import breakdown
-
-    built: list[int] = []
-    build = breakdown.build_step_db
-
-    def counted(*args: object, **kwargs: object) -> breakdown.StepDb:
-        built.append(1)
-        return build(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(breakdown, "build_step_db", counted)
+    built = count_step_db_builds(monkeypatch)
     profile = profile_from_bytes(synthetic_xspace_bytes(5_000))
     index = build_trace_index(profile)
     assert index._names is None and built == []  # the first window waits for neither

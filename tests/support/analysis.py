@@ -7,8 +7,10 @@ import dataclasses
 import re
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
+import pytest
 
 from stepscope.model import Profile, profile_from_xspace
 from stepscope.model.profile import Stats
@@ -118,3 +120,20 @@ def cpu_training(
         )
         worker.event("model/dense/MatMul:MatMul", t0 + input_ms * MS + MS // 4, MS)
     return builder
+
+
+def count_step_db_builds(monkeypatch: pytest.MonkeyPatch, *also: ModuleType) -> list[int]:
+    """Counts the calls of ``build_step_db`` (one entry each in the returned list), patched in
+    its own module and in the modules ``also`` that imported it by name."""
+    from stepscope.stats.steps import breakdown
+
+    built: list[int] = []
+    build = breakdown.build_step_db
+
+    def counted(*args: object, **kwargs: object) -> breakdown.StepDb:
+        built.append(1)
+        return build(*args, **kwargs)  # type: ignore[arg-type]
+
+    for module in (breakdown, *also):
+        monkeypatch.setattr(module, "build_step_db", counted)
+    return built

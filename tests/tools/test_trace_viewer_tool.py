@@ -22,6 +22,7 @@ from stepscope.tools import _analysis
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.trace_viewer import api
 from stepscope.tools.trace_viewer import wire as trace_wire
+from tests.support.analysis import count_step_db_builds
 from tests.support.fixtures import FIXTURES, ctl_run_dir, tf_xplane
 
 RUN = "remote"
@@ -183,17 +184,7 @@ def test_steps_track_shares_the_step_database(
 ) -> None:
     """The trace viewer's steps come from the store's step database, the one the overview
     uses: whichever tool opens first builds it, the other reuses it."""
-    from stepscope.stats.steps import breakdown
-
-    built: list[int] = []
-    build = breakdown.build_step_db
-
-    def counted(*args: object, **kwargs: object) -> breakdown.StepDb:
-        built.append(1)
-        return build(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(breakdown, "build_step_db", counted)
-    monkeypatch.setattr(_analysis, "build_step_db", counted)
+    built = count_step_db_builds(monkeypatch, _analysis)
     run = open_run(str(ctl_run_dir(tmp_path)))
     ctx = ToolContext(run, run.hosts[0].host, ProfileStore(use_cache=False))
     _, index = api.trace_of(ctx)
