@@ -159,7 +159,9 @@ def launch_events(profile: Profile, device_events: np.ndarray) -> np.ndarray:
 def _launches(profile: Profile) -> np.ndarray:
     """Every possible launch: the host events with a correlation id, ascending."""
     events = profile.stat_events("correlation_id")
-    return events[host_event_mask(profile)[events]]
+    # the planes of these events only (no mask over every event)
+    device_plane = np.array([p.is_device for p in profile.planes], bool)
+    return events[~device_plane[profile.line_plane[profile.line[events]]]]
 
 
 def _launch_index(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
