@@ -139,14 +139,20 @@ def host_event_mask(profile: Profile) -> np.ndarray:
     return host
 
 
-def launch_events(profile: Profile, device_events: np.ndarray) -> np.ndarray:
-    """Per device event: the host event with the same ``correlation_id`` (its launch), or -1."""
+def launch_events(
+    profile: Profile, device_events: np.ndarray, *, cached: bool = True
+) -> np.ndarray:
+    """Per device event: the host event with the same ``correlation_id`` (its launch), or -1.
+    ``cached``: the launches' index is kept with the profile (the kernel and diagnostic tools
+    ask about 8 times); the step database asks once, under its memory peak, and does not."""
     out = np.full(len(device_events), -1, dtype=np.int64)
     corr = profile.stat_at("correlation_id", device_events)
     if not corr.present.any():
         return out
-    # The launches sorted by correlation id, once per profile (asked about 8 times).
-    launches, keys = profile.derived("kernels.launch_index", lambda: _launch_index(profile))
+    if cached:
+        launches, keys = profile.derived("kernels.launch_index", lambda: _launch_index(profile))
+    else:
+        launches, keys = _launch_index(profile)
     if len(launches) == 0:
         return out
     wanted = corr.as_int()

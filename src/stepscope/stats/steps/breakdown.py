@@ -42,6 +42,7 @@ from stepscope.stats.events import (
     device_work_lines,
 )
 from stepscope.stats.intervals import merge_sorted, union_of
+from stepscope.stats.kernels import launch_events
 from stepscope.stats.python_samples import untraced_python_time
 from stepscope.stats.steps.feeds import fetches_feeding_steps
 from stepscope.stats.steps.groups import build_groups
@@ -187,21 +188,9 @@ def _point_pairs(
 def _launch_time(profile: Profile, device_events: np.ndarray) -> np.ndarray:
     """Start of the host launch (same correlation_id) of each device event, else its own."""
     when = profile.start_ns[device_events].copy()
-    with_corr = profile.stat_events("correlation_id")  # no dense column over every event
-    if not with_corr.size:
-        return when
-    device_plane = np.array([p.is_device for p in profile.planes], bool)
-    launches = with_corr[~device_plane[profile.line_plane[profile.line[with_corr]]]]
-    launch_values = profile.stat_at("correlation_id", launches).as_int()
-    order = np.argsort(launch_values, kind="stable")
-    keys = launch_values[order]
-    if not len(keys):
-        return when
-    corr = profile.stat_at("correlation_id", device_events)
-    values = corr.as_int()
-    k = np.minimum(np.searchsorted(keys, values, "left"), len(keys) - 1)
-    match = corr.present & (keys[k] == values)
-    when[match] = profile.start_ns[launches[order[k[match]]]]
+    launch = launch_events(profile, device_events, cached=False)
+    found = launch >= 0
+    when[found] = profile.start_ns[launch[found]]
     return when
 
 
