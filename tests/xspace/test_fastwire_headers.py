@@ -3,10 +3,7 @@ messages give, and opening a TensorFlow profile imports no protobuf."""
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +11,7 @@ import pytest
 from stepscope.xspace import headers, wire
 from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace
 from tests.support.fixtures import FIXTURES
+from tests.support.scripts import fresh_python
 
 pytestmark = pytest.mark.skipif(
     not wire.accelerated() or not hasattr(wire._fastwire, "plane_header"),
@@ -117,15 +115,7 @@ print(sorted(m for m in sys.modules if m.startswith(("google.protobuf", "stepsco
 @pytest.mark.integration  # a fresh interpreter
 def test_tensorflow_overview_imports_no_protobuf() -> None:
     path = next((FIXTURES / "tf" / "big_ctl").rglob("*.xplane.pb"))
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
-    out = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, str(path)],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=env,
-    )
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert fresh_python(_SCRIPT, str(path)).splitlines()[-1] == "[]"
 
 
 def test_damaged_headers_fail_or_parse_exactly_as_protobuf() -> None:

@@ -4,15 +4,13 @@ and 2.6 MB on every trace opened)."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support.fixtures import FIXTURES
+from tests.support.scripts import fresh_python
 
 _SCRIPT = """
 import json, sys
@@ -30,15 +28,7 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith(heavy))))
 def test_kineto_overview_imports_no_protobuf(tmp_path: Path) -> None:
     trace = tmp_path / "trace.json.gz"
     shutil.copy(FIXTURES / "kineto" / "a100_triton_tiny.json.gz", trace)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
-    out = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, str(trace)],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=env,
-    )
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert fresh_python(_SCRIPT, str(trace)).splitlines()[-1] == "[]"
 
 
 _LIBRARY_SCRIPT = """
@@ -66,12 +56,4 @@ def test_uncached_overview_imports_no_store_upkeep(tmp_path: Path) -> None:
     tf.data analysis (no ``Iterator::`` events), CSV, the HLO reader (no ``hlo_op`` stats)."""
     trace = tmp_path / "trace.json.gz"
     shutil.copy(FIXTURES / "kineto" / "a100_triton_tiny.json.gz", trace)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
-    out = subprocess.run(
-        [sys.executable, "-c", _LIBRARY_SCRIPT, str(trace)],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=env,
-    )
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert fresh_python(_LIBRARY_SCRIPT, str(trace)).splitlines()[-1] == "[]"
