@@ -336,10 +336,9 @@ class Profile:
             by_meta = np.flatnonzero(meta[0][self.meta] != KIND_NONE)
             if not len(owners):
                 return by_meta.astype(np.int64)
-            # Sorted and deduplicated by hand: np.union1d's plain np.unique takes NumPy 2.3+'s
-            # hash table, 0.36 s for the 757k events with a `category` at 1M Kineto events.
-            merged = np.sort(np.concatenate((by_meta, owners)))
-            return merged[np.concatenate(([True], merged[1:] != merged[:-1]))].astype(np.int64)
+            # not np.union1d: its plain np.unique takes NumPy 2.3+'s hash table, 0.36 s for
+            # the 757k events with a `category` at 1M Kineto events
+            return distinct(np.concatenate((by_meta, owners))).astype(np.int64)
         if len(owners) > 1 and not (owners[1:] > owners[:-1]).all():
             owners = distinct(owners)  # the same key twice on an event
         return owners.astype(np.int64)
