@@ -206,6 +206,13 @@ def _per_name(
     return table
 
 
+def on_device_plane(profile: Profile, events: np.ndarray) -> np.ndarray:
+    """Per event of ``events``: True on a device plane, read through the events' lines (no
+    column over every event)."""
+    device_plane = np.array([p.is_device for p in profile.planes], dtype=bool)
+    return device_plane[profile.line_plane[profile.line[events]]]
+
+
 def device_work_lines(profile: Profile) -> np.ndarray:
     """Per line: True for device-plane lines whose events are device work: the streams, or,
     on planes without any (TPU), the ``XLA Ops`` line."""

@@ -20,6 +20,7 @@ from stepscope.distinct import distinct, distinct_inverse
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.enclosing import innermost_enclosing
+from stepscope.stats.events import on_device_plane
 from stepscope.stats.tensor_core import is_op_tensor_core_eligible, kernel_uses_tensor_core
 from stepscope.stats.xla_ops import xla_events
 
@@ -165,9 +166,7 @@ def launch_events(
 def _launches(profile: Profile) -> np.ndarray:
     """Every possible launch: the host events with a correlation id, ascending."""
     events = profile.stat_events("correlation_id")
-    # the planes of these events only (no mask over every event)
-    device_plane = np.array([p.is_device for p in profile.planes], bool)
-    return events[~device_plane[profile.line_plane[profile.line[events]]]]
+    return events[~on_device_plane(profile, events)]
 
 
 def _launch_index(profile: Profile) -> tuple[np.ndarray, np.ndarray]:

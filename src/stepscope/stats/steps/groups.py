@@ -24,6 +24,7 @@ from stepscope.distinct import distinct
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.arrays import run_starts
+from stepscope.stats.events import on_device_plane
 from stepscope.stats.nesting import Forest
 
 _TF_DATA_FUNCTIONS = (
@@ -135,8 +136,7 @@ def _correlation_edges(profile: Profile) -> Edges:
     events = profile.stat_events("correlation_id")
     if not events.size:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    device_plane = np.array([p.is_device for p in profile.planes], dtype=bool)
-    on_device = device_plane[profile.line_plane[profile.line[events]]]
+    on_device = on_device_plane(profile, events)
     values = profile.stat_at("correlation_id", events).as_int()
     return _join(values[~on_device], events[~on_device], values[on_device], events[on_device])
 
