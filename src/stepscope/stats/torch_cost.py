@@ -229,19 +229,19 @@ def torch_metrics(profile: Profile) -> HloMetrics:
     strings = profile.strings
     per_name: dict[str, list[float]] = {}  # name -> [time, flops, bytes, kernels, calls]
     costs: dict[int, tuple[str, OpCost]] = {}
-    for event in distinct(op_event).tolist():
+    ops = distinct(op_event)  # the ops, ascending; ``at``: each kernel's
+    at = np.searchsorted(ops, op_event)
+    for event in ops.tolist():
         name = strings[int(profile.name[event])]
 
         def text(ids: np.ndarray, e: int = event) -> list[object]:
             return _parse(strings[int(ids[e])]) if ids[e] >= 0 else []
 
         costs[event] = (name, op_cost(name, text(dims), text(types), text(concrete)))
-    durations = np.bincount(
-        np.searchsorted(distinct(op_event), op_event), weights=profile.dur_ns[kernels]
-    )
-    counts = np.bincount(np.searchsorted(distinct(op_event), op_event))
+    durations = np.bincount(at, weights=profile.dur_ns[kernels])
+    counts = np.bincount(at)
     family: dict[str, str] = {}
-    for k, event in enumerate(distinct(op_event).tolist()):
+    for k, event in enumerate(ops.tolist()):
         name, cost = costs[event]
         row = per_name.setdefault(name, [0.0, 0.0, 0.0, 0.0, 0.0])
         row[0] += durations[k]
