@@ -69,9 +69,6 @@ class HostTrace:
     counter_base: int
     zero_ns: int  # this host's absolute time drawn at 0 on the shared axis
 
-    def to_host(self, t_rel: float) -> float:
-        return self.zero_ns + t_rel
-
 
 @record
 class PodTrace:
