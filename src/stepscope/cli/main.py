@@ -79,8 +79,9 @@ def _size(text: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. Without ``argv`` (the console script, ``python -m``), the process is
-    the command's own, and a one-shot command may tune its malloc; with ``argv`` (tests, a
-    script calling it) the caller's process is left as it is."""
+    the command's own: an analysis command asks for one OpenBLAS thread and a one-shot
+    command may tune its malloc; with ``argv`` (tests, a script calling it) the caller's
+    process is left as it is."""
     own_process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     if own_process and argv[:1] and argv[0] in ANALYSIS_COMMANDS:
