@@ -424,11 +424,10 @@ class ColumnSpace(XSpaceBuilder):
                 columns.clear()
                 first, row = first + n, row + m
         np.cumsum(stat_start, out=stat_start)
-        values = st_value
         doubles = np.flatnonzero(kinds == KIND_DOUBLE)
         if len(doubles):  # float rows hold an index into the codec's floats: store the bits
             bits = np.frombuffer(codec.floats, np.float64).view(np.int64)
-            values[doubles] = bits[values[doubles]]
+            st_value[doubles] = bits[st_value[doubles]]
         return RawColumns(
             space_header,
             plane_headers,
@@ -440,7 +439,7 @@ class ColumnSpace(XSpaceBuilder):
             ev_line=ev_line,
             st_meta=st_meta,
             st_kind=kinds,
-            st_value=values,
+            st_value=st_value,
             strings=[text.encode("utf-8", "surrogateescape") for text in codec.string_list],
             aggregated_events=0,
         )
