@@ -150,18 +150,15 @@ def _host_op_events(profile: Profile, on_host: np.ndarray) -> tuple[np.ndarray, 
 
 def _aggregate(
     profile: Profile,
-    side: str,
     events: np.ndarray,
-    keys: Callable[[], np.ndarray],
+    key: np.ndarray,
     key_text: Callable[[int], tuple[str, str]],
     self_ns: np.ndarray,
     idle_ns: int,
     known_flops: np.ndarray | None = None,
 ) -> OpTable:
-    """One row per distinct (name, type) text; ``keys()`` (one per event) groups the events
-    cheaply first (made here and freed once the rows are known: a 4-8 B/event array less)."""
-    if not events.size:
-        return OpTable.empty(side)
+    """The device table: one row per distinct (name, type) text of the (non-empty)
+    ``events``; ``key`` (one per event) groups the events cheaply first."""
     # only the events that carry these stats (usually few or none): no column over every
     # event; read before the rows exist (an 8 B/event array less at this step's peak)
     eager, eager_stat = profile.stat_among("is_eager", events)
@@ -169,7 +166,6 @@ def _aggregate(
     with_flops, flops_stat = profile.stat_among("flops", events)
     flops = np.nan_to_num(flops_stat.as_float(), copy=False)
     del eager_stat, flops_stat
-    key = keys()
     # small non-negative keys (string ids): a lookup table instead of a sort
     small = int(key.min()) >= 0 and int(key.max()) < 4 * len(key) + 4096
     if small:
@@ -187,7 +183,6 @@ def _aggregate(
     else:
         row = remap[first_row.reshape(-1)]
         del first_row
-    del key
     rows = len(index)
 
     if known_flops is not None:  # from the HLO, where the events have no ``flops`` stat
@@ -200,7 +195,7 @@ def _aggregate(
         flops_total = np.bincount(row[with_flops], weights=flops, minlength=rows)
     texts = list(index)
     return OpTable(
-        side,
+        "device",
         tuple(t[0] for t in texts),
         tuple(t[1] for t in texts),
         np.bincount(row, minlength=rows).astype(np.int64),
@@ -316,7 +311,7 @@ def _device_table(profile: Profile) -> OpTable:
             return device_op(strings[sid], "")
         return strings[sid], _DEVICE_KIND.get(event_type * 10, "Kernel")
 
-    return _aggregate(profile, "device", events, lambda: key, text, own, idle, known_flops)
+    return _aggregate(profile, events, key, text, own, idle, known_flops)
 
 
 def _python_table(profile: Profile) -> OpTable:
