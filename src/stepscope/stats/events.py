@@ -290,8 +290,7 @@ def _classify(profile: Profile, has_device: bool | None) -> np.ndarray:
     if has_device:
         # XProf: with a device, host events that launch work (correlation id) or run executor
         # steps are "kernel launch" time.
-        launch = np.zeros(n, dtype=bool)  # marked from the events that have it: no dense stat
-        launch[profile.stat_events("correlation_id")] = True
+        launch = profile.stat_present("correlation_id")  # no dense stat
         process_ids = profile.strings.ids_matching(
             lambda s: s.lower().startswith("executorstate::process")
         )
