@@ -35,7 +35,8 @@ def stream_contention(data: HostData, options: dict[str, str]) -> Finding | None
     if len(on_compute_stream) == 0:
         return None
     serial = np.zeros(len(on_compute_stream), dtype=np.int64)
-    for line in distinct(p.line[on_compute_stream]).tolist():
+    stream_lines = distinct(p.line[on_compute_stream]).tolist()
+    for line in stream_lines:
         others = compute[p.line[compute] != line]
         mine = p.line[on_compute_stream] == line
         ev = on_compute_stream[mine]
@@ -50,9 +51,7 @@ def stream_contention(data: HostData, options: dict[str, str]) -> Finding | None
     level = severity(total / data.total_step_ns, *SERIAL_COPY_SHARE)
     if level is None:
         return None
-    streams = ", ".join(
-        p.lines[line].label for line in distinct(p.line[on_compute_stream]).tolist()
-    )
+    streams = ", ".join(p.lines[line].label for line in stream_lines)
     return Finding(
         id="stream_contention",
         title="Copies share the compute stream",
