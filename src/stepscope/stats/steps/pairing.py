@@ -120,10 +120,11 @@ def pair_host_steps(hosts: Sequence[HostSteps]) -> StepPairing:
         note = f"steps of {only.host} only{idle_note}" if n > 1 else ""
         return StepPairing(SINGLE, only.step_num.copy(), tuple(rows), (0,) * n, note)
     used = [hosts[k] for k in present]
-    common = distinct(used[0].step_num)
-    for h in used[1:]:
-        common = np.intersect1d(common, distinct(h.step_num), assume_unique=True)
-    fewest = min(len(distinct(h.step_num)) for h in used)
+    numbers = [distinct(h.step_num) for h in used]
+    common = numbers[0]
+    for other in numbers[1:]:
+        common = np.intersect1d(common, other, assume_unique=True)
+    fewest = min(map(len, numbers))
     if 2 * len(common) > fewest:
         mode, labels, paired = BY_NUMBER, common, _by_number(used, common)
         how = f"paired by step number: {len(common)} steps every host has"
