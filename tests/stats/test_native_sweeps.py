@@ -14,6 +14,7 @@ from stepscope.stats import native
 from stepscope.stats.intervals import merge, union_in_order
 from stepscope.stats.nesting import events_self_time, nesting_parents, self_time
 from stepscope.stats.steps.breakdown import type_time
+from tests.support.analysis import c_and_numpy
 from tests.support.fixtures import FIXTURES, tf_xplane
 
 pytestmark = pytest.mark.skipif(native.sweeps is None, reason="C sweeps not built")
@@ -27,14 +28,6 @@ TRACES = [
 ]
 
 
-def _both(monkeypatch: pytest.MonkeyPatch, compute):  # type: ignore[no-untyped-def]
-    fast = compute()
-    with monkeypatch.context() as m:
-        m.setattr(native, "sweeps", None)
-        slow = compute()
-    return fast, slow
-
-
 def _crafted(seed: int, n: int = 3000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     line = np.sort(rng.integers(0, 4, n))
@@ -46,7 +39,7 @@ def _crafted(seed: int, n: int = 3000) -> tuple[np.ndarray, np.ndarray, np.ndarr
 @pytest.mark.parametrize("path", TRACES, ids=lambda p: Path(p).name)
 def test_op_stack_parents_on_real_traces(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     p = open_file(str(path))
-    fast, slow = _both(monkeypatch, lambda: nesting_parents(p.line, p.start_ns, p.end_ns))
+    fast, slow = c_and_numpy(monkeypatch, lambda: nesting_parents(p.line, p.start_ns, p.end_ns))
     assert (fast >= 0).any()
     assert np.array_equal(fast, slow)
 
@@ -56,7 +49,9 @@ def test_op_stack_parents_on_crafted_lines(seed: int, monkeypatch: pytest.Monkey
     line, start, end = _crafted(seed)
     shuffled = np.random.default_rng(seed).permutation(len(line))  # also the unsorted path
     for order in (np.arange(len(line)), shuffled):
-        fast, slow = _both(monkeypatch, lambda o=order: nesting_parents(line[o], start[o], end[o]))
+        fast, slow = c_and_numpy(
+            monkeypatch, lambda o=order: nesting_parents(line[o], start[o], end[o])
+        )
         assert np.array_equal(fast, slow)
 
 
@@ -66,7 +61,7 @@ def test_self_time_in_place_on_real_traces(path: Path, monkeypatch: pytest.Monke
     rng = np.random.default_rng(1)
     every = np.arange(p.n_events)
     for events in (every, every[rng.random(p.n_events) < 0.6], every[::-1]):  # the last: sorted
-        fast, slow = _both(
+        fast, slow = c_and_numpy(
             monkeypatch, lambda e=events: events_self_time(e, p.line, p.start_ns, p.end_ns)
         )
         start, end = p.start_ns[events], p.end_ns[events]
@@ -81,7 +76,7 @@ def test_op_tables_in_c_equal_numpy(path: Path, monkeypatch: pytest.MonkeyPatch)
     from stepscope.stats.op_metrics import build_op_metrics
 
     p = open_file(str(path))
-    fast, slow = _both(monkeypatch, lambda: build_op_metrics(p))
+    fast, slow = c_and_numpy(monkeypatch, lambda: build_op_metrics(p))
     for f, s in ((fast.host, slow.host), (fast.device, slow.device)):
         assert f.names == s.names and f.types == s.types
         for column in ("occurrences", "total_ns", "self_ns", "eager_self_ns", "flops", "idle_ns"):
@@ -100,7 +95,9 @@ def test_self_time_in_place_on_crafted_lines(seed: int, monkeypatch: pytest.Monk
     assert native.sweeps.nest_self_time(np.arange(len(line)), line, start, end, own)  # in place
     assert not native.sweeps.nest_self_time(shuffled, line, start, end, own)  # caller sorts
     for events in (np.arange(len(line)), np.sort(shuffled[:1000]), shuffled):
-        fast, slow = _both(monkeypatch, lambda e=events: events_self_time(e, line, start, end))
+        fast, slow = c_and_numpy(
+            monkeypatch, lambda e=events: events_self_time(e, line, start, end)
+        )
         oracle = self_time(
             end[events] - start[events], nesting_parents(line[events], start[events], end[events])
         )
@@ -115,7 +112,7 @@ def test_union_in_order_equals_the_sorted_merge(seed: int, monkeypatch: pytest.M
     lo = rng.integers(0, 100_000, 4000)
     hi = lo + rng.choice([0, 0, 1, 10, 300], 4000)
     order = np.argsort(lo, kind="stable")
-    fast, slow = _both(monkeypatch, lambda: union_in_order(lo, hi, order))
+    fast, slow = c_and_numpy(monkeypatch, lambda: union_in_order(lo, hi, order))
     keep = hi > lo
     expected = merge(lo[keep], hi[keep])
     assert len(fast[0]) > 10
@@ -131,7 +128,7 @@ def test_type_time_on_crafted_steps(seed: int, monkeypatch: pytest.MonkeyPatch) 
     lo = rng.integers(0, 10_000, n)
     hi = lo + rng.choice([0, 3, 40, 900, 5000], n)
     types = rng.choice([10, 20, 30, 50, 80, 120], n)
-    fast, slow = _both(monkeypatch, lambda: type_time(step, lo, hi, types, n_steps))
+    fast, slow = c_and_numpy(monkeypatch, lambda: type_time(step, lo, hi, types, n_steps))
     assert fast.sum() > 0
     assert np.array_equal(fast, slow)
     # the event types' own int16 and int32 steps, read as such by the C sweep (and cast by
@@ -139,7 +136,7 @@ def test_type_time_on_crafted_steps(seed: int, monkeypatch: pytest.MonkeyPatch) 
     # (times scaled so that step x width passes 2**31: int32 keys would wrap)
     wide_lo, wide_hi = lo * 1_000_000, hi * 1_000_000
     narrow = (step.astype(np.int32), wide_lo, wide_hi, types.astype(np.int16))
-    fast, slow = _both(monkeypatch, lambda: type_time(*narrow, n_steps))
+    fast, slow = c_and_numpy(monkeypatch, lambda: type_time(*narrow, n_steps))
     expected = type_time(step, wide_lo, wide_hi, types, n_steps)
     assert np.array_equal(fast, slow) and np.array_equal(fast, expected)
 
@@ -172,7 +169,7 @@ def test_window_pairs_equal_every_overlap(
     head = np.array([4, 2], np.int64), np.array([7, 1], np.int32)
     profile = _Events(start, end)
     args = (profile, free, order, win_start, win_end, head)
-    fast, slow = _both(monkeypatch, lambda: breakdown._window_pairs(*args))  # type: ignore[arg-type]
+    fast, slow = c_and_numpy(monkeypatch, lambda: breakdown._window_pairs(*args))  # type: ignore[arg-type]
     # every (event, window) that overlaps, by brute force
     overlap = (start[:, None] < win_end[None, :]) & (end[:, None] > win_start[None, :])
     ev, window = np.nonzero(overlap & free[:, None])
@@ -351,6 +348,6 @@ def test_hold_walk_equals_python(monkeypatch: pytest.MonkeyPatch) -> None:
         ns = rng.integers(0, 60, n)
         kind = rng.integers(1, 6, n)
         nxt = ns + rng.integers(0, 30, n)
-        fast, slow = _both(monkeypatch, lambda: _hold(step, ns, kind, nxt))  # noqa: B023
+        fast, slow = c_and_numpy(monkeypatch, lambda: _hold(step, ns, kind, nxt))  # noqa: B023
         for got, want in zip(fast, slow, strict=True):
             assert got.tolist() == want.tolist()

@@ -5,25 +5,16 @@ stretches they merge (then the callers sort), against the NumPy versions."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pytest
 
 from stepscope.stats import native
 from stepscope.stats.intervals import merge, union_of
 from stepscope.stats.steps.breakdown import type_time
+from tests.support.analysis import c_and_numpy
 
 pytestmark = pytest.mark.skipif(native.sweeps is None, reason="C sweeps not built")
 MAX_RUNS = 4096  # _sweeps_pairs.c
-
-
-def _both(monkeypatch: pytest.MonkeyPatch, compute: Callable[[], object]) -> tuple[object, object]:
-    fast = compute()
-    with monkeypatch.context() as m:
-        m.setattr(native, "sweeps", None)
-        slow = compute()
-    return fast, slow
 
 
 def _pairs(
@@ -51,7 +42,7 @@ def test_breakdown_of_stretches_equals_the_sorted_one(
 ) -> None:
     step, lo, hi, types = _pairs(seed, stretches)
     n_steps = 9
-    fast, slow = _both(monkeypatch, lambda: type_time(step, lo, hi, types, n_steps))
+    fast, slow = c_and_numpy(monkeypatch, lambda: type_time(step, lo, hi, types, n_steps))
     assert np.array_equal(fast, slow) and np.asarray(fast).sum() > 0
     # the merge itself, against the sweep in a stable sort's order
     assert native.sweeps is not None
@@ -74,7 +65,7 @@ def test_union_of_stretches_equals_the_sorted_merge(
     seed: int, stretches: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, lo, hi, _ = _pairs(seed, stretches, longest=20)
-    fast, slow = _both(monkeypatch, lambda: union_of(lo, hi))
+    fast, slow = c_and_numpy(monkeypatch, lambda: union_of(lo, hi))
     keep = hi > lo
     expected = merge(lo[keep], hi[keep])
     assert len(expected[0]) > 10
