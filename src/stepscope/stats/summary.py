@@ -99,15 +99,16 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
     has_device = any(db.has_device for db in dbs.values())
     markers = sum(db.markers_found for db in dbs.values())
     dropped = sum(db.dropped_ill_formed + db.dropped_incomplete for db in dbs.values())
-    if len(dbs) > 1:  # several hosts: pairs their steps
+    pairing = None
+    if len(dbs) > 1:  # several hosts: pairs their steps (imported only then)
         from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
+
+        pairing = pair_host_steps(
+            [HostSteps(host, db.step_num, db.start_ns, db.dur_ns) for host, db in dbs.items()]
+        )
     if len(found) <= 1:
         db = found[0] if found else next(iter(dbs.values()))
-        note = ""
-        if len(dbs) > 1:
-            note = pair_host_steps(
-                [HostSteps(h, d.step_num, d.start_ns, d.dur_ns) for h, d in dbs.items()]
-            ).description
+        note = pairing.description if pairing is not None else ""
         return StepSummary(
             source,
             description,
@@ -125,9 +126,7 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
             db.untraced,
             db.staged_ns,
         )
-    pairing = pair_host_steps(
-        [HostSteps(host, db.step_num, db.start_ns, db.dur_ns) for host, db in dbs.items()]
-    )
+    assert pairing is not None  # several hosts have steps
     used = [(db, rows) for db, rows in zip(dbs.values(), pairing.rows, strict=True) if db.n_steps]
     picks = [rows for _, rows in used]
     found = [db for db, _ in used]
