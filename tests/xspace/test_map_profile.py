@@ -13,9 +13,10 @@ import pytest
 
 from stepscope import limits
 from stepscope.errors import ProfileFormatError
-from stepscope.model import from_xspace, load
+from stepscope.model import load
 from stepscope.model.runs import single_file_run
 from stepscope.xspace import io, wire
+from stepscope.xspace.formats import xplane
 from tests.support.fixtures import FIXTURES
 
 XPLANE = sorted(FIXTURES.rglob("*.xplane.pb"))[0]
@@ -66,7 +67,7 @@ def test_open_host_decodes_the_mapping_and_closes_it(
             opened.append(data)
         return data
 
-    monkeypatch.setattr(from_xspace, "map_profile_bytes", spy)
+    monkeypatch.setattr(xplane, "map_profile_bytes", spy)
     run = single_file_run(str(copy))
     mapped = load.open_host(run.host(run.host_names[0]), use_cache=False)
     assert len(opened) == 1 and opened[0].closed

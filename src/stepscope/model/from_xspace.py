@@ -8,25 +8,21 @@ them unsorted.
 
 from __future__ import annotations
 
-import mmap
 import os
 from collections.abc import Callable
 
 import numpy as np
 
-from stepscope.errors import ProfileFormatError
 from stepscope.model.id_map import lookup, map_ids
 from stepscope.model.profile import Line, Plane, Profile, PyStat, Stats
 from stepscope.model.strings import StringTable
-from stepscope.xspace.io import map_profile_bytes, read_profile_bytes
+from stepscope.xspace.formats.xplane import decode_bytes, decode_file
 from stepscope.xspace.wire import (
     KIND_BYTES,
     KIND_REF,
     KIND_STR,
     RawColumns,
     _stat_value,
-    accelerated,
-    decode_columns,
 )
 
 TYPE_CHECKING = False  # the messages are annotations only: the columnar decoder needs no protobuf
@@ -45,18 +41,6 @@ def load_profile(
     return profile_from_columns(decode_file(path, threads), str(path), hostname)
 
 
-def decode_file(path: str | os.PathLike[str], threads: int | None = None) -> RawColumns:
-    """The raw columns of an `.xplane.pb[.gz]` file. A local uncompressed file is memory-mapped
-    for the C decoder (decision 70); the file's bytes are released before the model is built
-    (peak memory)."""
-    data = map_profile_bytes(path) if accelerated() else read_profile_bytes(path)
-    try:
-        return _decode(data, str(path), threads)
-    finally:
-        if isinstance(data, mmap.mmap):
-            data.close()
-
-
 def profile_from_xspace(
     space: XSpace, source: str = "<memory>", hostname: str | None = None
 ) -> Profile:
@@ -66,23 +50,7 @@ def profile_from_xspace(
 def profile_from_bytes(
     data: bytes, source: str = "<bytes>", hostname: str | None = None
 ) -> Profile:
-    return profile_from_columns(_decode(data, source), source, hostname)
-
-
-def _decode(data: bytes | mmap.mmap, source: str, threads: int | None = None) -> RawColumns:
-    try:
-        raw = decode_columns(data, source, threads)
-    except ValueError as exc:
-        raise ProfileFormatError(
-            source,
-            "not a valid XSpace profile (truncated or corrupt protobuf data)",
-            "re-capture or copy the file again",
-        ) from exc
-    if not raw.plane_headers:
-        raise ProfileFormatError(
-            source, "is not an XSpace profile: it holds no planes", "expected a .xplane.pb file"
-        )
-    return raw
+    return profile_from_columns(decode_bytes(data, source), source, hostname)
 
 
 def _stat_python(stat: XStat | HeaderStat, plane: XPlane | PlaneHeader) -> PyStat:

@@ -1,4 +1,5 @@
-"""Open one host of a run as a `Profile`: convert (XSpace or Kineto JSON) or read the cache."""
+"""Open one host of a run as a `Profile`: convert it (its format's reader, from
+`stepscope.xspace.formats`) or read the cache."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from stepscope.model.from_xspace import decode_file, profile_from_columns
+from stepscope.model.from_xspace import profile_from_columns
 from stepscope.model.profile import Profile
-from stepscope.model.runs import HostFile, format_of, host_name_of
+from stepscope.model.runs import HostFile
+from stepscope.xspace import formats
 
 # progress(stage, fraction=None): conversions of large files report their stage and how far
 # along they are (0..1); a plain message has no fraction.
@@ -27,16 +29,7 @@ def _convert_quietly(host: HostFile, progress: Progress | None, threads: int | N
         if progress is not None:
             progress(f"{text} ({host.size_bytes / 1e6:.1f} MB)", fraction)
 
-    if host.format == "kineto":
-        from stepscope.xspace.kineto import kineto_to_columns
-
-        stage("importing PyTorch trace", 0.0)
-        columns = kineto_to_columns(host.path)
-        stage("building columns", 0.7)
-        return profile_from_columns(columns, host.path, host.host)
-    stage("reading", 0.0)
-    stage("decoding", 0.2)  # the file is mapped, not read, when the C decoder is built
-    raw = decode_file(host.path, threads)
+    raw = formats.get(host.format).read(host.path, threads, stage)
     stage("building columns", 0.6)
     return profile_from_columns(raw, host.path, host.host)
 
@@ -72,9 +65,10 @@ def open_host(
 
 
 def open_file(path: str, use_cache: bool = True, progress: Progress | None = None) -> Profile:
-    """Any single profile file (format from its name)."""
+    """Any single profile file (format from its name; a name no format claims is read as the
+    first format, TensorFlow's XSpace)."""
     from stepscope.model import fs
 
-    fmt = format_of(path) or "xspace"
-    host = HostFile(host_name_of(path), path, fmt, fs.size(path))
+    fmt = formats.claiming(path) or formats.all_formats()[0]
+    host = HostFile(fmt.host_name(formats.base_name(path)), path, fmt.name, fs.size(path))
     return open_host(host, use_cache=use_cache, progress=progress)

@@ -1,6 +1,8 @@
 """Finding runs and hosts under a log directory (local paths or fsspec URLs).
 
-Layouts recognised:
+Which files are profiles, of which format and host, is each input format's declaration
+(`stepscope.xspace.formats`); this module walks the folders and asks them. With the formats
+declared today:
 - TensorFlow: ``<logdir>/[<tbrun>/]plugins/profile/<session>/<host>.xplane.pb[.gz]``; each
   session directory is one run, each file one host.
 - PyTorch: ``*.pt.trace.json[.gz]`` anywhere; the files of one directory form one run, one host
@@ -13,23 +15,16 @@ A single profile file (any ``.xplane.pb``, ``.json``, ``.json.gz``) is also a on
 from __future__ import annotations
 
 import logging
-import os
 import posixpath
-import re
-from typing import Literal
 
 from stepscope.errors import NotFoundError
 from stepscope.logdir import is_run_dir
 from stepscope.model import fs
 from stepscope.records import record
+from stepscope.xspace import formats
+from stepscope.xspace.formats import InputFormat
 
-Format = Literal["xspace", "kineto"]
-_XPLANE = re.compile(r"^(?:(.*)\.)?xplane\.pb(?:\.gz)?$")
-_KINETO = re.compile(r"^(.*?)(?:\.(\d+))?\.pt\.trace\.json(?:\.gz)?$")
-_JSON = re.compile(r"\.json(?:\.gz)?$")
-_TRACE_EVENTS = re.compile(rb'"traceEvents"\s*:')
-SNIFF_BYTES = 1 << 16  # Kineto writes its metadata (device properties...) before the events
-_sniffed: dict[tuple[str, str], bool] = {}  # (path, signature) -> holds traceEvents
+_sniffed: dict[tuple[str, str], InputFormat | None] = {}  # (path, signature) -> probed format
 
 
 @record
@@ -38,7 +33,7 @@ class HostFile:
 
     host: str
     path: str
-    format: Format
+    format: str  # an input format's name (stepscope.xspace.formats): "xspace", "kineto"
     size_bytes: int
 
 
@@ -72,42 +67,33 @@ class Run:
 logger = logging.getLogger(__name__)
 
 
-def format_of(path: str) -> Format | None:
-    """The profile format a file name implies, or None."""
-    base = posixpath.basename(path.replace(os.sep, "/"))
-    if _XPLANE.match(base) or base.endswith((".xplane.pb", ".pb", ".pb.gz")):
-        return "xspace"
-    if base.endswith((".json", ".json.gz")):
-        return "kineto"
-    return None
+def format_of(path: str) -> str | None:
+    """The name of the format a file given by itself is read as, or None."""
+    found = formats.claiming(path)
+    return found.name if found is not None else None
 
 
 def host_name_of(path: str) -> str:
-    base = posixpath.basename(path.replace(os.sep, "/"))
-    match = _XPLANE.match(base)
-    if match:
-        return match.group(1) or "localhost"
-    match = _KINETO.match(base)
-    if match:
-        return match.group(1) or "worker"
-    for suffix in (".json.gz", ".json", ".pb.gz", ".pb"):
-        if base.endswith(suffix):
-            return base[: -len(suffix)]
-    return base
+    """The host a profile file stands for, from its name."""
+    found = formats.claiming(path)
+    base = formats.base_name(path)
+    return found.host_name(base) if found is not None else base
 
 
-def is_trace_json(path: str) -> bool:
-    """Whether a .json[.gz] file is a JSON object with ``traceEvents`` near its start."""
+def _probed(path: str) -> InputFormat | None:
+    """The format a file's first bytes show (for names that prove nothing alone)."""
+    name = formats.base_name(path)
+    candidates = [f for f in formats.all_formats() if f.probe_name(name)]
+    if not candidates:
+        return None
     try:
         key = (path, fs.signature(path))
     except OSError:
-        return False
-    found = _sniffed.get(key)
-    if found is None:
-        head = fs.read_head(path, SNIFF_BYTES).lstrip()
-        found = head.startswith(b"{") and _TRACE_EVENTS.search(head) is not None
-        _sniffed[key] = found
-    return found
+        return None
+    if key not in _sniffed:
+        head = fs.read_head(path, max(f.probe_bytes for f in candidates))
+        _sniffed[key] = formats.probing(head, name)
+    return _sniffed[key]
 
 
 def _unique_hosts(hosts: list[HostFile]) -> tuple[HostFile, ...]:
@@ -125,14 +111,14 @@ def _unique_hosts(hosts: list[HostFile]) -> tuple[HostFile, ...]:
     return tuple(out)
 
 
-def _host_files(dirpath: str, names: list[str], fmt: Format) -> list[HostFile]:
+def _host_files(dirpath: str, names: list[str], fmt: InputFormat) -> list[HostFile]:
     """Host files of one directory; one that cannot be read (a dangling symlink, no
     permission) is left out with a warning instead of failing the whole log directory."""
     hosts = []
     for name in names:
         path = fs.join(dirpath, name)
         try:
-            hosts.append(HostFile(host_name_of(name), path, fmt, fs.size(path)))
+            hosts.append(HostFile(fmt.host_name(name), path, fmt.name, fs.size(path)))
         except OSError as exc:
             logger.warning("stepscope: skipped %s: %s", path, exc.strerror or exc)
     return hosts
@@ -146,31 +132,36 @@ def discover_runs(logdir: str) -> list[Run]:
             return [single_file_run(root)]
         raise NotFoundError(f"{logdir}: no such directory")
     runs: list[Run] = []
+    every = formats.all_formats()
     for dirpath, filenames in fs.walk(root):
         rel = fs.relpath(dirpath, root)
         parts = [] if rel == "." else rel.split("/")
         full_parts = dirpath.rstrip("/").split("/")
-        if is_run_dir(full_parts):
-            hosts = _host_files(dirpath, [f for f in filenames if _XPLANE.match(f)], "xspace")
-            if hosts:
-                name = "/".join([*parts[:-3], full_parts[-1]])
-                markers = tuple(
-                    fs.join(dirpath, f) for f in filenames if f.endswith(RECORDER_MARKER)
-                )
-                runs.append(Run(name, dirpath, _unique_hosts(hosts), markers))
-        in_session = any(_XPLANE.match(f) for f in filenames)
-        kineto = [
-            f
-            for f in filenames
-            if _KINETO.match(f)
-            or (not in_session and _JSON.search(f) and is_trace_json(fs.join(dirpath, f)))
-        ]
-        if kineto:
-            hosts = _host_files(dirpath, kineto, "kineto")
-            if not hosts:
+        in_session = any(
+            f.layout == "session" and f.host_file(name) for f in every for name in filenames
+        )
+        for fmt in every:
+            if fmt.layout == "session":
+                if not is_run_dir(full_parts):
+                    continue
+                hosts = _host_files(dirpath, [n for n in filenames if fmt.host_file(n)], fmt)
+                if hosts:
+                    name = "/".join([*parts[:-3], full_parts[-1]])
+                    markers = tuple(
+                        fs.join(dirpath, f) for f in filenames if f.endswith(RECORDER_MARKER)
+                    )
+                    runs.append(Run(name, dirpath, _unique_hosts(hosts), markers))
                 continue
-            name = rel if rel != "." else posixpath.basename(root.rstrip("/")) or "."
-            runs.append(Run(name, dirpath, _unique_hosts(hosts)))
+            found = [
+                n
+                for n in filenames
+                if fmt.host_file(n)
+                or (not in_session and fmt.probe_name(n) and _probed(fs.join(dirpath, n)) is fmt)
+            ]
+            hosts = _host_files(dirpath, found, fmt)
+            if hosts:
+                name = rel if rel != "." else posixpath.basename(root.rstrip("/")) or "."
+                runs.append(Run(name, dirpath, _unique_hosts(hosts)))
     return sorted(runs, key=lambda r: r.name)
 
 
@@ -196,14 +187,19 @@ def saved_by(run: Run) -> dict[str, str] | None:
 
 
 def single_file_run(path: str) -> Run:
-    fmt = format_of(path)
+    fmt = formats.claiming(path)
     if fmt is None:
-        raise NotFoundError(
-            f"{path}: not a profile file "
-            "(expected .xplane.pb[.gz], .pt.trace.json[.gz] or .json[.gz])"
-        )
-    host = HostFile(host_name_of(path), path, fmt, fs.size(path))
+        raise NotFoundError(f"{path}: not a profile file (expected {formats.expected_names()})")
+    host = HostFile(fmt.host_name(formats.base_name(path)), path, fmt.name, fs.size(path))
     return Run(posixpath.basename(path), path, (host,))
+
+
+def _looked_for() -> str:
+    found = []
+    for fmt in formats.all_formats():
+        where = "plugins/profile/<run>/" if fmt.layout == "session" else ""
+        found.append(f"{where}{fmt.patterns[0]}")
+    return " and ".join(found)
 
 
 def open_run(path: str) -> Run:
@@ -213,10 +209,7 @@ def open_run(path: str) -> Run:
         return single_file_run(root)
     runs = discover_runs(root)
     if not runs:
-        raise NotFoundError(
-            f"{path}: no profiles found (looked for plugins/profile/<run>/*.xplane.pb "
-            "and *.pt.trace.json[.gz])"
-        )
+        raise NotFoundError(f"{path}: no profiles found (looked for {_looked_for()})")
     exact = [r for r in runs if fs.normalize(r.path) == root]
     if exact:
         return exact[0]

@@ -2,10 +2,11 @@
 ``on_trace_ready`` handler for programs that drive ``torch.profiler`` themselves.
 
 A run is ``<logdir>/plugins/profile/<run>/<host>.xplane.pb``, one file per host, the layout
-every stepscope tool (and XProf) reads. Kineto traces (``*.pt.trace.json[.gz]``, one per rank)
-are converted once, at import, so opening the run later costs no JSON parsing; the host name
-of each is ``rank<N>`` from its ``distributedInfo`` (else its file name). XSpace files
-(``*.xplane.pb[.gz]``) are copied as they are, under their file's host name. Two files that
+every stepscope tool (and XProf) reads. Each file is converted once, at import, by its input
+format (`stepscope.xspace.formats`), so opening the run later costs no parsing: Kineto traces
+(``*.pt.trace.json[.gz]``, one per rank) are named ``rank<N>`` from their ``distributedInfo``
+(else their file name); XSpace files (``*.xplane.pb[.gz]``) are copied as they are, under
+their file's host name. Two files that
 claim the same host get ``_2``, ``_3``... suffixes, with a warning: merging two ranks'
 events into one host would be wrong.
 """
@@ -13,7 +14,6 @@ events into one host would be wrong.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import socket
 import time
@@ -31,11 +31,9 @@ from stepscope.logdir import (
     run_name_for,
 )
 from stepscope.records import record
-from stepscope.xspace.io import is_url, read_profile_bytes, write_url, write_xspace
+from stepscope.xspace import formats
+from stepscope.xspace.io import is_url, write_url, write_xspace
 from stepscope.xspace.proto.xplane_pb2 import XSpace
-
-_TRACE = re.compile(r"\.(json|xplane\.pb)(\.gz)?$")
-_XSPACE = re.compile(r"\.xplane\.pb(\.gz)?$")
 
 
 @record
@@ -61,11 +59,10 @@ def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and _TRACE.search(p.name))
+            found = sorted(p for p in path.rglob("*") if p.is_file() and _may_be_trace(p.name))
             if not found:
                 raise StepscopeError(
-                    f"{path}: no traces found (looked for *.pt.trace.json[.gz], *.json[.gz] "
-                    "and *.xplane.pb[.gz])"
+                    f"{path}: no traces found (looked for {formats.expected_names()})"
                 )
             files.extend(found)
         elif path.is_file():
@@ -86,15 +83,16 @@ def _plane_stat(space: XSpace, plane_name: str, stat_name: str) -> Any:
     return None
 
 
-def _convert(path: Path) -> tuple[XSpace, str]:
-    from stepscope.xspace.io import parse_xspace
-    from stepscope.xspace.kineto import kineto_to_xspace
+def _may_be_trace(name: str) -> bool:
+    """Whether a file found in a directory given to import is worth converting."""
+    return any(f.host_file(name) or f.probe_name(name) for f in formats.all_formats())
 
-    if _XSPACE.search(path.name):
-        host = _XSPACE.sub("", path.name).rstrip(".") or "localhost"
-        return parse_xspace(read_profile_bytes(path), path), host
-    space = kineto_to_xspace(path)
-    return space, (space.hostnames[0] if space.hostnames else path.stem)
+
+def _convert(path: Path) -> tuple[XSpace, str]:
+    found = formats.of_local_file(path)
+    if found is None:
+        raise StepscopeError(f"{path}: not a profile file (expected {formats.expected_names()})")
+    return found.to_xspace(path)
 
 
 @record

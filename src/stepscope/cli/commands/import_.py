@@ -51,6 +51,7 @@ def _on_executor(args: argparse.Namespace) -> ConvertAll:
     from stepscope.executor import HostTask, make_executor
     from stepscope.executor.choose import POOL_MIN_BYTES
     from stepscope.model.runs import HostFile
+    from stepscope.xspace.formats import of_local_file
 
     chosen = executor_from(args)
 
@@ -59,10 +60,11 @@ def _on_executor(args: argparse.Namespace) -> ConvertAll:
         executor = chosen
         if executor is None:
             executor = make_executor(workers=None if sum(sizes) >= POOL_MIN_BYTES else 0)
-        tasks = [
-            HostTask(HostFile(f.name, str(f), "kineto", size), target)
-            for f, size, target in zip(files, sizes, staged, strict=True)
-        ]
+        tasks = []
+        for f, size, target in zip(files, sizes, staged, strict=True):
+            found = of_local_file(f)  # None: the task says why it cannot be converted
+            name = found.name if found is not None else ""
+            tasks.append(HostTask(HostFile(f.name, str(f), name, size), target))
         out: list[Converted | str] = [""] * len(files)
         try:
             for i, outcome in executor.map(_convert_task, tasks, host_progress()):

@@ -1,0 +1,103 @@
+"""The input-format registry: discovery, loading and import ask it, so a new format is one
+module and one registry entry (CONTRIBUTING.md, "A new input format")."""
+
+from __future__ import annotations
+
+import gzip
+import re
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from stepscope.capture.bridges.traces import import_traces
+from stepscope.model import discover_runs, open_host, open_run
+from stepscope.model.load import open_file
+from stepscope.tools.context import ProfileStore, ToolContext
+from stepscope.tools.registry import get_tool
+from stepscope.xspace import formats
+from tests.support import toy_format
+from tests.support.fixtures import FIXTURES, REPO, tf_xplane
+
+KINETO = FIXTURES / "kineto" / "a100_triton_tiny.json.gz"
+
+
+@pytest.fixture
+def toy(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """tests/support/toy_format.py registered as a third format: a module of the package (as
+    a new format's module would be) named in FORMAT_MODULES."""
+    monkeypatch.setitem(sys.modules, "stepscope.xspace.formats.toy", toy_format)
+    monkeypatch.setattr(formats, "FORMAT_MODULES", (*formats.FORMAT_MODULES, "toy"))
+    formats.all_formats.cache_clear()
+    yield
+    monkeypatch.undo()
+    formats.all_formats.cache_clear()
+
+
+def test_xspace_and_kineto_are_the_first_two_entries() -> None:
+    assert [f.name for f in formats.all_formats()] == ["xspace", "kineto"]
+    assert formats.FORMAT_MODULES == ("xplane", "kineto")
+
+
+def test_single_files_are_claimed_by_name_and_named_after_their_host() -> None:
+    assert formats.claiming("/a/vm.xplane.pb.gz").name == "xspace"  # type: ignore[union-attr]
+    assert formats.claiming("x/w.123.pt.trace.json").name == "kineto"  # type: ignore[union-attr]
+    assert formats.claiming("notes.txt") is None
+    assert formats.get("xspace").host_name("vm.xplane.pb") == "vm"
+    assert formats.get("kineto").host_name("worker0.1700000000.pt.trace.json.gz") == "worker0"
+
+
+def test_a_renamed_kineto_trace_is_found_by_its_first_bytes(tmp_path: Path) -> None:
+    shutil.copy(KINETO, tmp_path / "trace.data")
+    found = formats.of_local_file(tmp_path / "trace.data")
+    assert found is not None and found.name == "kineto"
+    (tmp_path / "notes.data").write_bytes(gzip.compress(b"not a trace"))
+    assert formats.of_local_file(tmp_path / "notes.data") is None
+
+
+def test_a_new_format_is_found_loaded_analyzed_and_imported(toy: None, tmp_path: Path) -> None:
+    logdir = tmp_path / "logs"
+    (logdir / "job").mkdir(parents=True)
+    (logdir / "job" / "trainer.steps.txt").write_text(
+        "".join(f"step#{i} {1_000 + i * 10_000} 9000\n" for i in range(6))
+    )
+    (run,) = discover_runs(str(logdir))
+    assert (run.name, run.host_names, run.hosts[0].format) == ("job", ["trainer"], "toy")
+    profile = open_host(run.hosts[0], use_cache=False)
+    assert profile.n_events == 6
+    assert open_file(str(logdir / "job" / "trainer.steps.txt"), use_cache=False).n_events == 6
+    ctx = ToolContext(open_run(str(logdir)), "trainer", ProfileStore(use_cache=False))
+    overview = get_tool("overview_page").build(ctx)
+    assert [s.step for s in overview.steps] == [1, 2, 3, 4]  # first and last may be cut off
+    imported = import_traces([logdir / "job" / "trainer.steps.txt"], tmp_path / "out", "r")
+    assert [h.host for h in imported.hosts] == ["trainer"]
+    assert (tmp_path / "out" / "plugins" / "profile" / "r" / "trainer.xplane.pb").exists()
+
+
+def test_tensorflow_runs_keep_their_layout_beside_other_formats(tmp_path: Path) -> None:
+    session = tmp_path / "plugins" / "profile" / "r1"
+    session.mkdir(parents=True)
+    shutil.copy(tf_xplane("ctl"), session / "vm.xplane.pb")
+    shutil.copy(KINETO, session / "w.pt.trace.json.gz")  # named: a Kineto host of its own run
+    (session / "other.json").write_text('{"traceEvents": []}')  # beside XSpace: not probed
+    runs = discover_runs(str(tmp_path))
+    assert [(r.name, r.host_names, r.hosts[0].format) for r in runs] == [
+        ("plugins/profile/r1", ["w"], "kineto"),
+        ("r1", ["vm"], "xspace"),
+    ]
+
+
+def test_only_the_registry_and_its_formats_name_a_format() -> None:
+    """Runs, load, import and the CLI ask the registry; none compares a format's name."""
+    names = "|".join(f.name for f in formats.all_formats())
+    compare = re.compile(rf"""[!=]=\s*["']({names})["']|["']({names})["']\s*[!=]=""")
+    offenders = [
+        f"{path.relative_to(REPO)}:{n}"
+        for path in sorted((REPO / "src" / "stepscope").rglob("*.py"))
+        if "formats" not in path.parts and "kineto" not in path.parts
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if compare.search(line)
+    ]
+    assert offenders == []
