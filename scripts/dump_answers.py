@@ -1,0 +1,125 @@
+"""Every answer stepscope gives on the shared fixtures, one file each, to compare two trees.
+
+    python scripts/dump_answers.py OUT_DIR [--only SUBSTRING]
+    STEPSCOPE_PURE_PYTHON=1 python scripts/dump_answers.py OUT_DIR2
+    diff -r OUT_DIR OUT_DIR2
+
+For each fixture trace (and two runs of several hosts made from them): every tool's JSON (and
+CSV where the tool has it), `report`, `summary`, `info --json` and both exports (Chrome JSON,
+Perfetto). A command that fails keeps its exit status and error line as its answer, so a
+changed error shows too. Runs through `stepscope.cli.main.main` in this process, with a fresh
+cache directory, so a refactoring that must not change any answer (a file move, a new
+registry) is checked byte for byte, with and without the C accelerators.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO.parent / "shared" / "fixtures"
+
+
+def traces() -> list[tuple[str, Path]]:
+    """(name, path) of every fixture trace: TF/JAX run directories, Kineto and XSpace files."""
+    found: list[tuple[str, Path]] = []
+    for xplane in sorted(FIXTURES.glob("*/**/plugins/profile/*/*.xplane.pb")):
+        run_dir = xplane.parent
+        found.append((str(run_dir.relative_to(FIXTURES)).split("/plugins")[0], run_dir))
+    for path in sorted(FIXTURES.glob("kineto/*.json.gz")) + sorted(FIXTURES.glob("xspace/*.pb")):
+        found.append((path.name, path))
+    return found
+
+
+def _main(argv: list[str]) -> tuple[int, bytes]:
+    from stepscope.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main(argv)
+        except SystemExit as exc:  # argparse
+            status = int(exc.code or 0)
+    text = out.getvalue()
+    if status:
+        # The error lines only: progress and timing lines differ from run to run.
+        errors = [line for line in err.getvalue().splitlines() if "error" in line.lower()]
+        text += f"\n[exit {status}]\n" + "\n".join(errors) + "\n"
+    return status, text.encode("utf-8")
+
+
+def dump_run(name: str, path: Path, out: Path, tmp: Path, host: str | None = None) -> None:
+    from stepscope.tools.registry import all_tools
+
+    folder = out / name.replace("/", "__")
+    folder.mkdir(parents=True, exist_ok=True)
+    target = [str(path)]
+    host_args = ["--host", host] if host else []
+    for spec in all_tools():
+        _, text = _main(["tool", *target, spec.name, "--json", "-q", *host_args])
+        (folder / f"{spec.name}.json").write_bytes(text)
+        if "csv" in spec.formats:
+            _, text = _main(["tool", *target, spec.name, "--csv", "-q", *host_args])
+            (folder / f"{spec.name}.csv").write_bytes(text)
+    for command in (["report"], ["summary"], ["info", "--json"]):
+        _, text = _main([*command, *target, "-q"] if command[0] != "info" else [*command, *target])
+        (folder / f"{command[0]}.txt").write_bytes(text)
+    for suffix in ("json", "pftrace"):
+        exported = tmp / f"export.{suffix}"
+        status, text = _main(["export", *target, "-o", str(exported), "-q", *host_args])
+        body = exported.read_bytes() if status == 0 and exported.exists() else text
+        (folder / f"export.{suffix}").write_bytes(body)
+        exported.unlink(missing_ok=True)
+
+
+def pod_runs(tmp: Path) -> list[tuple[str, Path]]:
+    """Two runs of several hosts: TensorFlow XSpace files side by side, Kineto ranks imported."""
+    runs: list[tuple[str, Path]] = []
+    tf = tmp / "pod_tf" / "plugins" / "profile" / "r1"
+    tf.mkdir(parents=True)
+    for host in ("ctl", "ctl_opt", "remote"):
+        shutil.copy(next((FIXTURES / "tf" / host).rglob("*.xplane.pb")), tf / f"{host}.xplane.pb")
+    runs.append(("pod_tf", tf))
+    logdir = tmp / "pod_kineto"
+    ranks = [
+        FIXTURES / "kineto" / n for n in ("a100_nccl_rank0.json.gz", "a100_triton_tiny.json.gz")
+    ]
+    status, _ = _main(["import", *map(str, ranks), "--logdir", str(logdir), "--run", "r1", "-q"])
+    if status == 0:
+        runs.append(("pod_kineto", next(logdir.rglob("*.xplane.pb")).parent))
+    return runs
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--only", default="", help="fixtures whose name contains this")
+    args = parser.parse_args()
+    # One fixed scratch path: answers that name a file (report, errors) stay comparable.
+    mode = "py" if os.environ.get("STEPSCOPE_PURE_PYTHON") else "c"
+    tmp = Path(tempfile.gettempdir()) / f"stepscope-dump-answers-{mode}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        os.environ["STEPSCOPE_CACHE_DIR"] = str(tmp / "cache")
+        work = tmp / "work"
+        work.mkdir()
+        for name, path in [*traces(), *pod_runs(tmp)]:
+            if args.only not in name:
+                continue
+            print(name, file=sys.stderr, flush=True)
+            dump_run(name, path, args.out, work)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
