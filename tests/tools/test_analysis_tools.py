@@ -32,6 +32,7 @@ CATEGORIES = {
     "output",
     "kernel_launch",
     "host_compute",
+    "collective_wait",
     "device_to_device",
     "device_collectives",
     "device_compute",

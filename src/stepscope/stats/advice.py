@@ -6,7 +6,8 @@ input is near zero (< 1%) and "All Others" is high (>= 15%), the program is not 
 input-bound: the statement says the time is untraced host work and where it sits (thread,
 traced events around it, Python functions from the stack sampler).
 Other categories are flagged "moderate" from their low threshold and "high" from their high
-one: output 5/20, kernel launch 3/15, all others 3/15, device collectives 3/15.
+one: output 5/20, kernel launch 3/15, all others 3/15, device collectives 3/15, and (not
+XProf's) collective wait on the host 3/15.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ THRESHOLDS: dict[str, tuple[float, float]] = {  # category -> (moderate, high), 
     "kernel_launch": (3.0, 15.0),
     "other": (3.0, 15.0),
     "device_collectives": (3.0, 15.0),
+    "collective_wait": (3.0, 15.0),
 }
 # Diagnostics findings that say (with evidence) what a generic category line would: with the
 # finding in the advice, the generic line is left out so no advice is given twice.
@@ -182,6 +184,10 @@ _CATEGORY_ADVICE = {
     "device_collectives": "{pct:.1f}% of the step time is spent in collective communication: "
     "overlap communication with compute, use larger buckets, or check "
     "the interconnect.",
+    "collective_wait": "{pct:.1f}% of the step time is spent in collectives on the host (gloo, "
+    "MPI, XLA or TensorFlow collectives), mostly waiting for the rank that arrives last: see "
+    "the pod viewer's stragglers for who and why; otherwise overlap communication with "
+    "compute.",
 }
 
 

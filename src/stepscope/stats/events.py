@@ -16,29 +16,38 @@ import numpy as np
 from stepscope.model import Profile
 from stepscope.stats.arrays import distinct_ids
 from stepscope.stats.kernel_rules import REDUCED_PRECISIONS, kernel_precision
+from stepscope.vocab.collectives import is_device_collective, is_host_collective
 
 NOT_COUNTED = -1  # events that are bookkeeping, not work (markers, Eager* wrappers, annotations)
 
 
 class EventType(IntEnum):
     UNKNOWN = 0
-    HOST_COMPUTE = 10
-    HOST_PREPROCESS = 20
-    HOST_POSTPROCESS = 30
-    HOST_BATCH_FORMATION = 40
-    HOST_RUNTIME = 50
-    HOST_COMPILE = 60
-    HOST_TO_HOST = 70
-    HOST_TO_DEVICE = 80
-    HOST_PREPARE = 90
-    DEVICE_COLLECTIVES = 100
-    HOST_WAIT_INPUT = 110
-    DEVICE_TO_DEVICE = 120
-    DEVICE_TO_HOST = 130
-    DEVICE_COMPUTE_32 = 140
-    DEVICE_COMPUTE_16 = 150
-    DEVICE_WAIT_DEVICE = 160
-    DEVICE_WAIT_HOST = 170
+    # Two types XProf does not have (docs/jobs.md). HOST_ENCLOSING: host compute that holds a
+    # whole collective inside it (a Python frame such as `backward`, an executor's Process):
+    # the host thread is then waiting in the collective, not computing. HOST_COLLECTIVE: a
+    # host thread running or waiting for a collective (gloo, MPI, c10d ops, XLA collectives
+    # on CPU, TensorFlow's collective ops). Any other host work running meanwhile wins: the
+    # collective is then overlapped, as device compute wins over device collectives.
+    HOST_ENCLOSING = 10
+    HOST_COLLECTIVE = 20
+    HOST_COMPUTE = 30
+    HOST_PREPROCESS = 40
+    HOST_POSTPROCESS = 50
+    HOST_BATCH_FORMATION = 60
+    HOST_RUNTIME = 70
+    HOST_COMPILE = 80
+    HOST_TO_HOST = 90
+    HOST_TO_DEVICE = 100
+    HOST_PREPARE = 110
+    DEVICE_COLLECTIVES = 120
+    HOST_WAIT_INPUT = 130
+    DEVICE_TO_DEVICE = 140
+    DEVICE_TO_HOST = 150
+    DEVICE_COMPUTE_32 = 160
+    DEVICE_COMPUTE_16 = 170
+    DEVICE_WAIT_DEVICE = 180
+    DEVICE_WAIT_HOST = 190
 
 
 # Overview categories, in display order, and the event types each one sums.
@@ -49,6 +58,7 @@ CATEGORIES: dict[str, tuple[EventType, ...]] = {
     # The host types XProf's CPU classifier never emits are host work too; folding them here
     # keeps the categories summing to the step time.
     "host_compute": (
+        EventType.HOST_ENCLOSING,
         EventType.HOST_COMPUTE,
         EventType.HOST_PREPROCESS,
         EventType.HOST_POSTPROCESS,
@@ -56,6 +66,7 @@ CATEGORIES: dict[str, tuple[EventType, ...]] = {
         EventType.HOST_RUNTIME,
         EventType.HOST_TO_HOST,
     ),
+    "collective_wait": (EventType.HOST_COLLECTIVE,),
     "device_to_device": (EventType.DEVICE_TO_DEVICE, EventType.DEVICE_WAIT_DEVICE),
     "device_collectives": (EventType.DEVICE_COLLECTIVES,),
     "device_compute": (EventType.DEVICE_COMPUTE_32, EventType.DEVICE_COMPUTE_16),
@@ -69,6 +80,7 @@ CATEGORY_LABELS = {
     "output": "Output",
     "kernel_launch": "Kernel launch",
     "host_compute": "Host compute",
+    "collective_wait": "Collective wait",
     "device_to_device": "Device to device",
     "device_collectives": "Device collectives",
     "device_compute": "Device compute",
@@ -82,6 +94,7 @@ CATEGORY_COLORS = {
     "device_compute": "#1e8e3e",
     "device_to_device": "#12b5cb",
     "device_collectives": "#e52592",
+    "collective_wait": "#f06eaa",
     "host_compute": "#1a73e8",
     "kernel_launch": "#9334e6",
     "input": "#d93025",
@@ -171,6 +184,8 @@ def host_type_of_name(name: str) -> int:
         return EventType.HOST_TO_HOST
     if is_input_wait_name(name):
         return EventType.HOST_WAIT_INPUT
+    if is_host_collective(name):
+        return EventType.HOST_COLLECTIVE
     if _COMPILE.search(name):
         return EventType.HOST_COMPILE
     return EventType.HOST_COMPUTE
@@ -184,7 +199,7 @@ def device_type_of_name(name: str) -> int:
         return EventType.DEVICE_TO_HOST
     if kind is not None:
         return EventType.DEVICE_TO_DEVICE
-    if name.lower().startswith("nccl"):
+    if is_device_collective(name):
         return EventType.DEVICE_COLLECTIVES
     # "16-bit" compute is XProf's name for reduced precision: fp16/bf16 and the 8/4-bit types
     reduced = kernel_precision(name) in REDUCED_PRECISIONS
@@ -259,9 +274,10 @@ def classify_events(profile: Profile, has_device: bool | None = None) -> np.ndar
     The result is shared between callers: do not modify it.
 
     Host events: REFERENCE §4 (XProf's ClassifyCpuEvent); root input-pipeline stages
-    (``Iterator::*`` without ``parent_id``) count as waiting for input. Device events:
-    memcpy direction, ``nccl*`` collectives, else 16- or 32-bit compute. Events on other planes
-    (``/host:metadata``, ``Task Environment``, CUPTI overhead...) are not counted.
+    (``Iterator::*`` without ``parent_id``) count as waiting for input; collective work of
+    every framework (`stepscope.vocab.collectives`) is a type of its own. Device events:
+    memcpy direction, NCCL/RCCL and XLA collectives, else 16- or 32-bit compute. Events on
+    other planes (``/host:metadata``, ``Task Environment``, CUPTI overhead...) are not counted.
     """
     return profile.derived(
         ("event_types", has_device), lambda: _read_only(_classify(profile, has_device))
@@ -302,6 +318,7 @@ def _classify(profile: Profile, has_device: bool | None) -> np.ndarray:
         root_stage = on_host & np.isin(profile.name, iterator_ids)
         root_stage[profile.stat_events("parent_id")] = False
         out[root_stage & (out == EventType.HOST_COMPUTE)] = EventType.HOST_WAIT_INPUT
+    _mark_enclosing(profile, out)
     device_names = profile.name[on_device]
     out[on_device] = _per_name(profile, device_type_of_name, device_names)[device_names]
     del device_names
@@ -316,3 +333,25 @@ def _classify(profile: Profile, has_device: bool | None) -> np.ndarray:
         out[with_shapes[half[shapes] == 1]] = EventType.DEVICE_COMPUTE_16
     out[not_work_category(profile)] = NOT_COUNTED
     return out
+
+
+def _mark_enclosing(profile: Profile, out: np.ndarray) -> None:
+    """Host compute events that hold a whole host collective (of any thread) within their
+    span become HOST_ENCLOSING, in place: frames that wait, not work (see `EventType`)."""
+    colls = np.flatnonzero(out == EventType.HOST_COLLECTIVE)
+    colls = colls[profile.dur_ns[colls] > 0]  # an instant is held by every span around it
+    if not len(colls):
+        return
+    order = np.argsort(profile.start_ns[colls], kind="stable")
+    c_start = profile.start_ns[colls][order]
+    c_end = profile.end_at(colls)[order]
+    # the earliest end among the collectives starting at or after each position: an event
+    # holds a collective when the first collective starting inside it (or any later one)
+    # ends before the event does
+    suffix_min_end = np.minimum.accumulate(c_end[::-1])[::-1]
+    compute = np.flatnonzero(out == EventType.HOST_COMPUTE)
+    first = np.searchsorted(c_start, profile.start_ns[compute], side="left")
+    inside = first < len(c_start)
+    ev, first = compute[inside], first[inside]
+    holds = suffix_min_end[first] <= profile.end_at(ev)
+    out[ev[holds]] = EventType.HOST_ENCLOSING

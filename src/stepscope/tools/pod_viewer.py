@@ -114,6 +114,9 @@ class CsvRow:
     output_ms: float = out("output time", unit="ms", digits=6)
     kernel_launch_ms: float = out("kernel launch time", unit="ms", digits=6)
     host_compute_ms: float = out("host compute time", unit="ms", digits=6)
+    collective_wait_ms: float = out(
+        "time in collectives on the host (gloo, MPI, XLA, TensorFlow)", unit="ms", digits=6
+    )
     device_to_device_ms: float = out("device-to-device time", unit="ms", digits=6)
     device_collectives_ms: float = out("device collectives time", unit="ms", digits=6)
     device_compute_ms: float = out("device compute time", unit="ms", digits=6)

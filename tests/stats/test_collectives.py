@@ -1,0 +1,148 @@
+"""Collective work of every framework is its own breakdown category (collective wait), never
+host compute or input (`stepscope.vocab.collectives`, issue #26)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from stepscope.stats import EventType, build_step_db, classify_events
+from stepscope.stats.events import device_type_of_name, host_type_of_name
+from stepscope.vocab import collectives
+from stepscope.xspace.builder import XSpaceBuilder
+from tests.support.analysis import MS, build
+
+HOST_COLLECTIVES = [
+    "gloo:all_reduce",  # PyTorch gloo's worker thread
+    "gloo:broadcast",
+    "c10d::allreduce_",  # process-group ops
+    "c10d::_allgather_base_",
+    "c10d::barrier",
+    "_c10d_functional::all_reduce",
+    "_c10d_functional::wait_tensor",
+    "record_param_comms",
+    "nccl:all_reduce",  # NCCL's CPU-side enqueue
+    "mpi:all_reduce",
+    "MPI_Allreduce",
+    "HorovodAllreduce",
+    "all-reduce.3",  # XLA on CPU
+    "all-gather-start.1",
+    "reduce-scatter",
+    "collective-permute-done.2",
+    "all-to-all.7",
+    "psum",
+    "allreduce/CollectiveReduceV2:CollectiveReduceV2",  # TensorFlow name:type
+    "CollectiveGatherV2",
+    "replica_1/NcclAllReduce:NcclAllReduce",
+]
+NOT_COLLECTIVES = [
+    "aten::mm",
+    "torch/distributed/distributed_c10d.py(725): WORLD",  # Python frames of torch.distributed
+    "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+    "CollectiveAssignGroupV2",  # setup, no data moved for the step
+    "group/CollectiveInitializeCommunicator:CollectiveInitializeCommunicator",
+    "all-reduce-scatter-fusion",  # a fusion, not the collective
+    "model/dense/MatMul:MatMul",
+    "IteratorGetNext",
+    "c10d::_register_process_group",
+]
+
+
+@pytest.mark.parametrize("name", HOST_COLLECTIVES)
+def test_host_collectives_of_every_framework_are_recognized(name: str) -> None:
+    assert collectives.is_host_collective(name)
+    assert host_type_of_name(name) == EventType.HOST_COLLECTIVE
+
+
+@pytest.mark.parametrize("name", NOT_COLLECTIVES)
+def test_other_host_work_is_not_a_collective(name: str) -> None:
+    assert not collectives.is_host_collective(name)
+    assert host_type_of_name(name) != EventType.HOST_COLLECTIVE
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
+        "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)",
+        "rcclKernel_AllGather",
+        "all-reduce.12",  # the ops line of a TPU
+    ],
+)
+def test_device_collectives(name: str) -> None:
+    assert device_type_of_name(name) == EventType.DEVICE_COLLECTIVES
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("gloo:all_reduce", "all_reduce"),
+        ("ncclKernel_AllReduce_RING_LL_Sum_float", "all_reduce"),
+        ("CollectiveReduceV2", "all_reduce"),
+        ("c10d::_allgather_base_", "all_gather"),
+        ("ncclKernel_ReduceScatter_RING", "reduce_scatter"),
+        ("reduce-scatter.1", "reduce_scatter"),
+        ("c10d::broadcast_", "broadcast"),
+        ("collective-permute.2", "send_recv"),
+        ("c10d::barrier", "barrier"),
+    ],
+)
+def test_collective_kinds(name: str, kind: str) -> None:
+    assert collectives.collective_kind(name) == kind
+
+
+def test_vocab_imports_nothing_from_stepscope() -> None:
+    """The lowest layer: its tables are read by capture, import and analysis alike."""
+    root = Path(collectives.__file__).parent
+    for path in root.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] if not node.level else ["stepscope (relative)"]
+            assert not [n for n in names if n.split(".")[0] == "stepscope"], path.name
+
+
+def _gloo_rank(wait_ms: int) -> XSpaceBuilder:
+    """A CPU DDP rank as torch.profiler records it: the step thread computes forward and
+    backward, then sits in the Python frame `backward` while gloo's thread all-reduces the
+    gradients (``wait_ms`` of it waiting for a late rank)."""
+    builder = XSpaceBuilder("synthetic")
+    host = builder.plane("/host:CPU")
+    main, gloo = host.line(1, "MainThread"), host.line(2, "pt_gloo_runloop")
+    step_ms = 4 + wait_ms + 1
+    for k in range(4):
+        t0 = 1_000 * MS + k * step_ms * MS
+        main.event("train", t0, step_ms * MS, {"step_num": k, "_r": 1})
+        main.event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t0, MS // 2)
+        main.event("aten::addmm", t0 + MS, MS)
+        main.event("backward (_tensor.py:625)", t0 + 2 * MS, (1 + wait_ms + 1) * MS)
+        main.event("aten::mm", t0 + 2 * MS, MS)
+        main.event("c10d::allreduce_", t0 + 3 * MS, MS // 10)
+        gloo.event("gloo:all_reduce", t0 + 3 * MS, (wait_ms + 1) * MS)
+        # backward of the first layer, overlapped with the first bucket's all-reduce
+        main.event("aten::mm", t0 + 4 * MS, MS)
+    return builder
+
+
+def test_gloo_all_reduce_is_collective_wait_not_host_compute() -> None:
+    """Before issue #26 a rank waiting 20 ms per step in gloo's all-reduce showed 24 ms of
+    host compute and no collective time."""
+    profile = build(_gloo_rank(wait_ms=20))
+    types = classify_events(profile)
+    names = [profile.strings.strings[i] for i in profile.name.tolist()]
+    assert {int(types[k]) for k, n in enumerate(names) if n.startswith("gloo:")} == {
+        int(EventType.HOST_COLLECTIVE)
+    }
+    db = build_step_db(profile)
+    cats = db.category_ns()
+    assert db.n_steps == 4
+    # from the all-reduce's start to its end, though the step thread's `backward` frame
+    # covers it (waiting, not computing), less the op computed meanwhile (overlapped)
+    assert cats["collective_wait"].tolist() == [20 * MS] * 4
+    assert cats["host_compute"].tolist() == [3 * MS] * 4
+    assert cats["input"].tolist() == [MS // 2] * 4
