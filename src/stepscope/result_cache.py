@@ -88,4 +88,4 @@ def write(key: str, data: bytes) -> None:
 
     # A read-only or full cache directory must not fail the command.
     with contextlib.suppress(OSError):
-        budget.after_write(tmpfiles.write_bytes(_entry(key), data), len(data))
+        budget.after_write(tmpfiles.write_bytes(_entry(key), data, durable=False), len(data))

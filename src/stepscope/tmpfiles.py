@@ -1,21 +1,39 @@
-"""Temporary files of atomic saves, and removing the ones a killed process left behind.
+"""Every file stepscope writes, and removing the temporary files a killed process left.
 
-Every atomic save (a profile, a cache entry, a host summary, a baseline) goes through
-`write_bytes` or `directory`: it writes ``.tmp-<host>-<pid>-<random>`` beside its target and
-renames it into place. A process killed mid-save (SIGKILL, power loss) leaves
-that file or directory behind; `sweep_stale` removes such leftovers of processes that no
-longer run on this host, and any leftover older than a day (another host's, or a reused
-pid). Standard library only: capture, model and xspace all use it.
+Every save (a profile, an export, a cache entry, a host summary, a baseline) goes through
+`output`, `write_bytes` or `directory`. What happens depends on what is already at the target
+(decision 100):
+
+- nothing, or a regular file: the data goes to ``.tmp-<host>-<pid>-<random>`` beside it, is
+  flushed to disk (``durable``) and renamed into place, so readers see the old file or the
+  new one, never half of it;
+- anything else, where stepscope chose the name (a capture's host file, a recorder save, an
+  imported host, a cache entry): refused (`RefusedTarget`, an OSError naming the path and
+  what is there). A symlink there is not followed (in a shared log directory it could point
+  at another user's file) and is never replaced;
+- anything else, where the user named the file (``export -o``, ``summary -o``, ``diff
+  --json/--markdown``: ``user_output``): a symlink is followed (the file it names is written
+  as above, the link stays); a FIFO or a device is written into as a stream, in place;
+  ``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N`` and ``/proc/self/fd/N`` write into that open
+  descriptor (so ``>>`` appends); a directory or a socket is refused.
+
+A process killed mid-save (SIGKILL, power loss) leaves its temporary file or directory
+behind; `sweep_stale` removes such leftovers of processes that no longer run on this host,
+and any leftover older than a day (another host's, or a reused pid). Standard library only:
+capture, model and xspace all use it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 PREFIX = ".tmp-"
 MAX_AGE_S = 24 * 3600
@@ -98,22 +116,154 @@ def sweep_stale(directory: Path) -> int:
     return removed
 
 
-def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically: readers see the old file or the new one, never
-    half of it (parent directories created, stale leftovers swept first). On failure nothing
-    is left behind and the OSError names the path."""
-    target = Path(path)
+class RefusedTarget(OSError):
+    """A write refused because of what is at the target (see the module's docs)."""
+
+
+_KINDS = (
+    (stat.S_ISLNK, "a symlink"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
+# Paths that name an open descriptor of this process: written through that descriptor.
+_DESCRIPTOR = re.compile(
+    r"^/(?:dev/(?:std(?P<std>in|out|err)|fd/(?P<fd>\d+))|proc/self/fd/(?P<pfd>\d+))$"
+)
+_STD = {"in": 0, "out": 1, "err": 2}
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def _descriptor(path: str) -> int | None:
+    match = _DESCRIPTOR.match(path)
+    if match is None:
+        return None
+    return _STD[match["std"]] if match["std"] else int(match["fd"] or match["pfd"])
+
+
+@contextlib.contextmanager
+def _streamed(fd: int, path: str) -> Iterator[BinaryIO]:
+    with os.fdopen(fd, "wb") as out:
+        yield out
+        if not out.closed:
+            out.flush()
+
+
+def _open_stream(
+    path: str, user_output: bool
+) -> contextlib.AbstractContextManager[BinaryIO] | None:
+    """A stream into ``path`` when it is to be written in place, None when it is to be
+    replaced (missing or a regular file: the path to replace is then ``_replaced(path)``);
+    RefusedTarget / IsADirectoryError when it may not be written at all."""
+    number = _descriptor(path) if user_output else None
+    if number is not None:
+        try:
+            return _streamed(os.dup(number), path)
+        except OSError:
+            raise RefusedTarget(
+                errno.EBADF, "is not an open descriptor of this process", path
+            ) from None
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    if not user_output:
+        raise RefusedTarget(
+            errno.EEXIST,
+            f"is {_kind(mode)}, not a regular file: stepscope writes only regular files here "
+            "and never replaces anything else (remove it, or write elsewhere)",
+            path,
+        )
+    if stat.S_ISLNK(mode):
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            return None  # a dangling link: the file it names is created
+        if stat.S_ISREG(mode):
+            return None
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory; give a file name", path)
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        # in place, as a shell redirection would: no creating, no truncating
+        return _streamed(os.open(path, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC), path)
+    raise RefusedTarget(errno.EEXIST, f"is {_kind(mode)}; give a file name", path)
+
+
+def streams_into(path: str | os.PathLike[str]) -> bool:
+    """Whether writing the user's output ``path`` streams into it in place (a FIFO, a device,
+    an open descriptor) rather than replacing a regular file."""
+    text = os.fspath(path)
+    if _descriptor(text) is not None:
+        return True
+    try:
+        mode = os.stat(text).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+
+
+@contextlib.contextmanager
+def output(
+    path: str | os.PathLike[str], *, user_output: bool = False, durable: bool = True
+) -> Iterator[BinaryIO]:
+    """A binary file to fill that becomes ``path`` when the block ends without error (see the
+    module's docs for what is replaced, streamed into or refused). A regular file is written
+    beside the target and renamed into place (after an fsync when ``durable``); on error
+    nothing is left behind. Parent directories are created; stale temporaries swept first.
+    The block may close the file it was given (after flushing what it wrote)."""
+    text = os.fspath(path)
+    stream = _open_stream(text, user_output)
+    if stream is not None:
+        with stream as out:
+            yield out
+        return
+    target = Path(os.path.realpath(text) if user_output and os.path.islink(text) else text)
     target.parent.mkdir(parents=True, exist_ok=True)
     sweep_stale(target.parent)
     handle, tmp = mkstemp(target.parent)
     try:
         with os.fdopen(handle, "wb") as out:
-            out.write(data)
+            yield out
+            if not out.closed:
+                out.flush()
+                if durable:
+                    os.fsync(out.fileno())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return target
+
+
+def write_bytes(
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    user_output: bool = False,
+    durable: bool = True,
+) -> Path:
+    """Write ``data`` as ``path`` through `output`: readers see the old file or the new one,
+    never half of it; on failure nothing is left behind and the OSError names the path."""
+    with output(path, user_output=user_output, durable=durable) as out:
+        out.write(data)
+    return Path(path)
+
+
+def check_replaceable(path: Path) -> None:
+    """RefusedTarget unless ``path`` is missing or a regular file (for a rename into a
+    directory stepscope manages, done without `output`)."""
+    with contextlib.suppress(FileNotFoundError):
+        mode = os.lstat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise RefusedTarget(
+                errno.EEXIST, f"is {_kind(mode)}, not a regular file: not replaced", str(path)
+            )
 
 
 @contextlib.contextmanager
@@ -125,6 +275,12 @@ def directory(target: Path) -> Iterator[Path]:
     import shutil
     import tempfile
 
+    with contextlib.suppress(FileNotFoundError):
+        mode = os.lstat(target).st_mode
+        if not stat.S_ISDIR(mode):
+            raise RefusedTarget(
+                errno.EEXIST, f"is {_kind(mode)}, not a directory stepscope wrote", str(target)
+            )
     tmp = Path(tempfile.mkdtemp(prefix=tmp_prefix(), dir=target.parent))
     try:
         yield tmp

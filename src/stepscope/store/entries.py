@@ -111,7 +111,11 @@ def verify(target: Path) -> bool:
         return False
     if checked and settled:
         with contextlib.suppress(OSError):  # a read-only store checks in full each time
-            tmpfiles.write_bytes(target / VERIFIED, json.dumps({**recorded, **checked}).encode())
+            tmpfiles.write_bytes(
+                target / VERIFIED,
+                json.dumps({**recorded, **checked}).encode(),
+                durable=False,
+            )
     budget.touch(target)  # read now: evicted last
     return True
 

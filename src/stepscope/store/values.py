@@ -169,7 +169,7 @@ def write_value(path: Path, value: Any) -> bool:
     store is not writable: a cache that fails must never stop an analysis."""
     try:
         data = dumps(value)
-        tmpfiles.write_bytes(path, data)
+        tmpfiles.write_bytes(path, data, durable=False)
     except UnstorableValue as exc:
         logger.debug("not stored in %s: it holds %s", path, exc)
         return False

@@ -22,6 +22,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from stepscope import tmpfiles
 from stepscope.errors import StepscopeError
 from stepscope.logdir import (
     PROFILE_DIRS,
@@ -248,6 +249,7 @@ def _import_staged(files: list[Path], result: ImportResult, convert_all: Convert
                 space.hostnames.append(host)
                 write_xspace(space, target)
             else:
+                tmpfiles.check_replaceable(target)
                 os.replace(done.staged, target)
             result.hosts.append(
                 ImportedHost(str(path), host, done.events, done.rank, done.world_size)

@@ -14,7 +14,6 @@ import bisect
 import contextlib
 import json
 import logging
-import os
 import threading
 import time
 from dataclasses import field
@@ -210,9 +209,9 @@ def _close_runs(snapshot: Snapshot) -> None:
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
-    tmp.write_text(json.dumps(data), encoding="utf-8")
-    os.replace(tmp, path)
+    from stepscope import tmpfiles
+
+    tmpfiles.write_bytes(path, json.dumps(data).encode("utf-8"))
 
 
 def enforce_disk_cap(logdir: str, hostname: str, max_bytes: int, keep: Path) -> list[Path]:

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 
+from stepscope import tmpfiles
 from stepscope.cli.output import Parser
 from stepscope.errors import StepscopeError
 from stepscope.stats.steps.sources import SOURCES
@@ -77,9 +78,8 @@ def _write(target: str, text: str, what: str) -> None:
         return
     if os.path.isdir(target):
         raise StepscopeError(f"--{what} {target}: is a directory; give a file name")
-    try:
-        with open(target, "w", encoding="utf-8") as f:
-            f.write(text)
+    try:  # a file replaced whole, a symlink followed, a FIFO streamed into
+        tmpfiles.write_bytes(target, text.encode("utf-8"), user_output=True)
     except OSError as exc:
         raise StepscopeError(f"--{what} {target}: cannot write ({exc.strerror})") from None
 

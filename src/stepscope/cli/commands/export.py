@@ -12,12 +12,12 @@ import argparse
 import contextlib
 import gzip
 import io
+import math
 import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TextIO
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from stepscope import tmpfiles
 from stepscope.errors import StepscopeError
@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # imported when exporting, not for `stepscope --help`
 FORMATS = ("chrome-trace", "perfetto")
 PERFETTO_SUFFIXES = (".pftrace", ".perfetto-trace", ".pftrace.gz", ".perfetto-trace.gz")
 PROGRESS_MIN_EVENTS = 500_000
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 GZIP_LEVEL = 3  # ~3x faster than gzip's default 9 on JSON, a few percent larger
 
 
@@ -53,38 +54,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _open(path: str, binary: bool = False) -> tuple[IO[Any], str]:
-    """(stream, temporary name) for ``path``: written beside it and renamed into place at the
-    end (`_finish`), so a full disk or Ctrl-C never leaves a truncated file that looks whole."""
+@contextlib.contextmanager
+def _sink(path: str, binary: bool) -> Iterator[IO[Any]]:
+    """The stream the export is written into. A file is written beside ``path`` and renamed
+    into place at the end, so a full disk or Ctrl-C never leaves a truncated file that looks
+    whole; a FIFO, a device or ``/dev/stdout`` is streamed into, a symlink followed
+    (`stepscope.tmpfiles.output`); ``-`` is standard output."""
     if path == "-":
-        return (sys.stdout.buffer if binary else sys.stdout), ""
-    try:
-        directory = os.path.dirname(os.path.abspath(path))
-        tmpfiles.sweep_stale(Path(directory))
-        handle, tmp = tmpfiles.mkstemp(directory)
-        raw = os.fdopen(handle, "wb")
+        stdout = sys.stdout
+        if stdout is None or stdout.closed:
+            raise StepscopeError("-o -: standard output is closed; give a file name with -o")
+        yield stdout.buffer if binary else stdout
+        stdout.flush()
+        return
+    with tmpfiles.output(path, user_output=True) as raw:
+        zipped = None
         if path.endswith(".gz"):
-            zipped = gzip.GzipFile(
-                filename=os.path.basename(path), fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL
-            )
-            return (_Zipped(zipped, raw) if binary else _closing_both(zipped, raw)), tmp
-        return (raw if binary else io.TextIOWrapper(raw, encoding="utf-8")), tmp
-    except OSError as exc:
-        raise StepscopeError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-class _Zipped(io.BufferedWriter):
-    """A binary stream into ``zipped`` whose close also closes the file under it."""
-
-    def __init__(self, zipped: gzip.GzipFile, raw: IO[bytes]) -> None:
-        super().__init__(zipped)
-        self._raw_file = raw
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            self._raw_file.close()
+            name = os.path.basename(path)
+            zipped = gzip.GzipFile(filename=name, fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL)
+        under = cast(IO[bytes], zipped if zipped is not None else raw)
+        if binary:
+            buffered = io.BufferedWriter(cast(io.RawIOBase, under))
+            yield buffered
+            buffered.flush()
+            buffered.detach()
+        else:
+            text = io.TextIOWrapper(under, encoding="utf-8")
+            yield text
+            text.flush()
+            text.detach()  # the file under it is closed (and renamed) by tmpfiles.output
+        if zipped is not None:
+            zipped.close()  # writes the gzip trailer; the file under it stays open
 
 
 def _cached_index(profile: Profile, use_cache: bool) -> TraceIndex | None:
@@ -116,19 +116,6 @@ def _chunks(
     return chrome_trace_chunks(profile, start, end, flows=flows, progress=progress)
 
 
-def _closing_both(zipped: gzip.GzipFile, raw: IO[bytes]) -> TextIO:
-    """A text stream over ``zipped`` whose close also closes the file under it."""
-
-    class _Text(io.TextIOWrapper):
-        def close(self) -> None:
-            try:
-                super().close()
-            finally:
-                raw.close()
-
-    return _Text(zipped, encoding="utf-8")
-
-
 def run(args: argparse.Namespace) -> int:
     from stepscope.cli.progress import stderr_progress
     from stepscope.model import open_host, open_run
@@ -143,13 +130,16 @@ def run(args: argparse.Namespace) -> int:
             f"run {target.name!r} has {len(target.hosts)} hosts; name one with --host "
             f"({', '.join(target.host_names)})"
         )
+    for flag, value in (("--start-ms", args.start_ms), ("--end-ms", args.end_ms)):
+        if value is not None and not math.isfinite(value):
+            raise StepscopeError(f"{flag} {value}: give a finite number of milliseconds")
     if args.start_ms is not None and args.end_ms is not None and args.end_ms <= args.start_ms:
         raise StepscopeError("--end-ms must be greater than --start-ms")
     say = stderr_progress()
     profile = open_host(host, use_cache=not args.no_cache, progress=say)
     origin = int(profile.start_ns.min()) if profile.n_events else 0
-    start = None if args.start_ms is None else origin + round(args.start_ms * 1e6)
-    end = None if args.end_ms is None else origin + round(args.end_ms * 1e6)
+    start = None if args.start_ms is None else _clamped(origin, args.start_ms)
+    end = None if args.end_ms is None else _clamped(origin, args.end_ms)
     started = time.monotonic()
     last = [started]
 
@@ -161,27 +151,25 @@ def run(args: argparse.Namespace) -> int:
 
     fmt = args.format or ("perfetto" if args.output.endswith(PERFETTO_SUFFIXES) else "chrome-trace")
     index = _cached_index(profile, not args.no_cache)
-    out, tmp = _open(args.output, binary=fmt == "perfetto")
+    streamed = args.output == "-" or tmpfiles.streams_into(args.output)
     try:
-        for chunk in _chunks(fmt, profile, start, end, index, progress):
-            out.write(chunk)
-        if tmp:
-            out.close()  # flushes: a full disk shows here too
-            os.replace(tmp, args.output)
-    except BaseException as exc:
-        if tmp:
-            with contextlib.suppress(OSError):
-                out.close()
-            Path(tmp).unlink(missing_ok=True)  # nothing half-written is left behind
-        if isinstance(exc, OSError):
-            raise StepscopeError(
-                f"cannot write {args.output}: {exc.strerror or exc}; nothing was written"
-            ) from None
-        raise
-    if tmp:
+        with _sink(args.output, binary=fmt == "perfetto") as out:
+            for chunk in _chunks(fmt, profile, start, end, index, progress):
+                out.write(chunk)
+    except OSError as exc:
+        where = "stdout" if args.output == "-" else exc.filename or args.output
+        left = "" if streamed else "; nothing was written"
+        raise StepscopeError(f"cannot write {where}: {exc.strerror or exc}{left}") from None
+    if not streamed:
         size = os.path.getsize(args.output)
         print(
             f"wrote {args.output} ({size / 1e6:.1f} MB) in {time.monotonic() - started:.1f} s",
             file=sys.stderr,
         )
     return 0
+
+
+def _clamped(origin_ns: int, ms: float) -> int:
+    """``origin_ns`` + ``ms``, within int64 (a window bound past every event is the same as
+    one just past them)."""
+    return max(INT64_MIN, min(INT64_MAX, origin_ns + round(ms * 1e6)))

@@ -45,8 +45,8 @@ def run(args: argparse.Namespace) -> int:
         raise StepscopeError(
             f"-o {args.output}: is a directory; give a file name such as base.json"
         )
-    try:
-        tmpfiles.write_bytes(args.output, text.encode("utf-8"))  # never a half-written baseline
+    try:  # never a half-written baseline; a symlink followed, a FIFO streamed into
+        tmpfiles.write_bytes(args.output, text.encode("utf-8"), user_output=True)
     except OSError as exc:
         raise StepscopeError(f"-o {args.output}: cannot write ({exc.strerror})") from None
     print(
