@@ -35,10 +35,10 @@ class ProfileTooLargeError(ProfileFormatError):
     """Reading a profile would take more memory than `max_profile_bytes` allows."""
 
     def __init__(self, path: object, what: str, needed: int | None, limit: int) -> None:
-        need = f"over {_human(limit)}" if needed is None else _human(needed)
+        need = f"over {human_bytes(limit)}" if needed is None else human_bytes(needed)
         super().__init__(
             path,
-            f"{what} needs {need} of memory, more than the limit of {_human(limit)}",
+            f"{what} needs {need} of memory, more than the limit of {human_bytes(limit)}",
             f"raise it with --max-profile-bytes or ${ENV_VAR} if this machine has the memory",
         )
         self.needed = needed
@@ -115,8 +115,27 @@ def check(path: object, what: str, needed: int) -> None:
         raise ProfileTooLargeError(path, what, needed, limit)
 
 
-def _human(n: int) -> str:
+def human_bytes(n: int) -> str:
+    """``n`` bytes as people read it: ``8.0 MiB``."""
     for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= size:
             return f"{n / size:.1f} {unit}"
     return f"{n} bytes"
+
+
+# One time policy for every layer (decision 101): the model keeps times as int64 ns, and every
+# event's start and end lie strictly within +-TIME_LIMIT_NS (+-146 years around its clock's
+# zero), its duration below it. Then the difference of any two times, a start plus a
+# duration, and a view reaching a trace length beyond either end all fit in int64; importers
+# enforce it (a Kineto event beyond it is skipped and counted, an XSpace file with one is
+# refused naming the line), and the trace viewer clamps its windows to it.
+TIME_LIMIT_NS = 1 << 62
+TIME_LIMIT_TEXT = "+-2**62 ns (146 years) of the clock's zero"
+# XSpace stores a duration in int64 picoseconds: 106 days at most. A longer one is damage.
+DURATION_LIMIT_NS = ((1 << 63) - 1) // 1000
+
+
+def clamp_time_ns(value: int) -> int:
+    """``value`` (a Python int, however large) strictly within +-`TIME_LIMIT_NS`, as event
+    times are: the difference of two such values fits in int64."""
+    return max(1 - TIME_LIMIT_NS, min(TIME_LIMIT_NS - 1, value))

@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from stepscope.errors import ProfileFormatError
+from stepscope.limits import TIME_LIMIT_NS, TIME_LIMIT_TEXT
 from stepscope.model.id_map import lookup, map_ids
 from stepscope.model.profile import Line, Plane, Profile, PyStat, Stats
 from stepscope.model.strings import StringTable
@@ -183,10 +185,11 @@ def profile_from_columns(raw: RawColumns, source: str, hostname: str | None) -> 
     raw.ev_meta = raw.st_meta = np.zeros(0, np.int64)
     start_ns = raw.ev_offset_ps
     start_ns //= PS_PER_NS
-    for line in raw.lines:  # per line, in place: no event-sized temporary
-        start_ns[line.first_event : line.first_event + line.event_count] += line.timestamp_ns
     dur_ns = raw.ev_duration_ps
     dur_ns //= PS_PER_NS
+    _check_times(raw, start_ns, dur_ns, source)
+    for line in raw.lines:  # per line, in place: no event-sized temporary
+        start_ns[line.first_event : line.first_event + line.event_count] += line.timestamp_ns
     name = meta_name_arr[event_meta] if n else np.zeros(0, np.int32)
 
     meta_stat_start = np.zeros(len(meta_id) + 1, dtype=np.int64)
@@ -220,6 +223,27 @@ def profile_from_columns(raw: RawColumns, source: str, hostname: str | None) -> 
     )
     sort_lines_by_start(profile)
     return profile
+
+
+def _check_times(raw: RawColumns, offset_ns: np.ndarray, dur_ns: np.ndarray, source: str) -> None:
+    """The time policy (`limits.TIME_LIMIT_NS`, decision 101): every event's start and end
+    within +-2**62 ns, or the file is refused naming the line (its times would wrap around
+    in int64 sums). Offsets and durations in ns are below 2**54 (int64 picoseconds / 1000), so
+    only a line whose timestamp is beyond 2**61 needs its events looked at."""
+    for line in raw.lines:
+        if abs(line.timestamp_ns) < 1 << 61 or not line.event_count:
+            continue
+        lo, hi = line.first_event, line.first_event + line.event_count
+        first = line.timestamp_ns + int(offset_ns[lo:hi].min())
+        last = line.timestamp_ns + int((offset_ns[lo:hi] + np.maximum(dur_ns[lo:hi], 0)).max())
+        if first <= -TIME_LIMIT_NS or last >= TIME_LIMIT_NS:
+            edge = first if first <= -TIME_LIMIT_NS else last
+            raise ProfileFormatError(
+                source,
+                f"line {line.name!r} has events at {edge / 1e9:.0f} s from the clock's zero, "
+                f"beyond the {TIME_LIMIT_TEXT} that stepscope's int64 nanoseconds allow",
+                "the file is damaged, or its writer's clock was wrong",
+            )
 
 
 def _missing_meta(

@@ -348,7 +348,8 @@ def build_memory_profiles(
         }
         _inherit_deallocation_metadata(snap)
         index = step_of_times(profile.start_ns[ev], starts, ends)
-        if step_ids is not None and len(step_ids) == len(starts):
+        if step_ids is not None and len(step_ids) == len(starts) and len(starts):
+            # (no steps: every index is -1; indexing the empty ids would still raise)
             index = np.where(index >= 0, np.asarray(step_ids)[np.maximum(index, 0)], -1)
         step = fill_missing_steps(index)
         s = Snapshots(

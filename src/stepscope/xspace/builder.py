@@ -113,6 +113,13 @@ class LineBuilder:
         return len(self.events)
 
 
+def _span_error(line: str) -> ValueError:
+    return ValueError(
+        f"the events of line {line!r} span more than 106 days, more than XSpace's int64 "
+        "picosecond offsets hold"
+    )
+
+
 class PlaneBuilder:
     """One plane: its lines, interned event/stat metadata and plane-level stats."""
 
@@ -196,12 +203,18 @@ class PlaneBuilder:
             for meta, start_ns, dur_ns, stats in events:
                 event = add_event()
                 event.metadata_id = meta
-                event.offset_ps = (start_ns - base_ns) * 1000
-                event.duration_ps = dur_ns * 1000
+                try:  # free unless raised (3.11+)
+                    event.offset_ps = (start_ns - base_ns) * 1000
+                    event.duration_ps = dur_ns * 1000
+                except ValueError:
+                    raise _span_error(line.name) from None
                 end_ns = max(end_ns, start_ns + dur_ns)
                 if stats:
                     self._add_stats(event.stats.add, stats)
-            line.duration_ps = (end_ns - base_ns) * 1000
+            try:
+                line.duration_ps = (end_ns - base_ns) * 1000
+            except ValueError:
+                raise _span_error(line.name) from None
         for (name, display_name), meta_id in self._event_meta.items():
             meta = plane.event_metadata[meta_id]
             meta.id = meta_id

@@ -160,9 +160,7 @@ class GunzipStream:
                         break  # the stream ends inside a member
                     self.inflated += len(piece)
                     if self.inflated > self.limit:
-                        raise limits.ProfileTooLargeError(
-                            self.path, "decompressing this file", None, self.limit
-                        )
+                        raise self._too_large()
                     yield piece
             except zlib.error:
                 self.damaged = True
@@ -180,6 +178,22 @@ class GunzipStream:
                 data += read(chunk)  # a magic number cut by a read
             if data[:2] != GZIP_MAGIC:
                 return  # trailing bytes that are not gzip are ignored
+
+    def _too_large(self) -> limits.ProfileTooLargeError:
+        profile_limit = limits.max_profile_bytes()
+        if self.limit >= profile_limit:
+            return limits.ProfileTooLargeError(
+                self.path, "decompressing this file", None, self.limit
+            )
+        # the text's bound is a share of the limit (parsing needs more than the text): say so,
+        # and name the limit the user set
+        text = limits.human_bytes(self.limit)
+        return limits.ProfileTooLargeError(
+            self.path,
+            f"decompressing this file (over {text} of text) and parsing it",
+            None,
+            profile_limit,
+        )
 
     def readinto(self, buffer: memoryview) -> int:
         """Fill ``buffer`` with the next inflated bytes: their count, 0 at the end."""

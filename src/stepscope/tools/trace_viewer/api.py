@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from stepscope import limits
 from stepscope.model import Profile
 from stepscope.stats.trace_index.counters import sample
 from stepscope.stats.trace_index.flows import KIND_NAMES
@@ -112,13 +113,18 @@ def _int(params: Mapping[str, str], name: str, default: int, lo: int, hi: int) -
 def _window(params: Mapping[str, str], index: TraceIndex) -> tuple[int, int]:
     """[t0, t1) in absolute ns. Times are relative to the trace's start and bounded by the
     data: a view may reach one trace length before its start and after its end (zoomed
-    out), never further (``t0=-1e300`` would overflow int64 arithmetic)."""
-    span = max(int(index.end_ns - index.origin_ns), 1)
+    out), never further (``t0=-1e300`` would overflow int64 arithmetic), and never beyond the
+    time policy's bounds (`limits.TIME_LIMIT_NS`: a trace near them has no room for a
+    trace length more)."""
+    origin = int(index.origin_ns)
+    span = max(int(index.end_ns) - origin, 1)
     t0 = min(max(_number(params, "t0", 0.0), -span), 2 * span)
     t1 = min(max(_number(params, "t1", float(span)), -span), 2 * span)
     if t1 <= t0:
         raise ValueError("parameter 't1' must be greater than 't0'")
-    return index.origin_ns + int(np.floor(t0)), index.origin_ns + int(np.ceil(t1))
+    first = limits.clamp_time_ns(origin + int(np.floor(t0)))
+    last = limits.clamp_time_ns(origin + int(np.ceil(t1)))
+    return first, max(last, first + 1)
 
 
 def _int_list(text: str, name: str, lo: int = 0, hi: int | None = None) -> list[tuple[int, int]]:

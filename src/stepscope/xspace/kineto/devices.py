@@ -35,6 +35,11 @@ _THREAD_NAME = re.compile(r"^thread (\d+) \((.*)\)$")
 # Line ids of per-stream lines that are not the stream itself (kept below XProf's derived ids).
 ANNOTATION_LINE_BASE = 1 << 28
 SYNC_LINE_BASE = 2 << 28
+# A stream id is a line id, and the derived lines above add a base to it: an id beyond
+# +-2**40 (CUDA's are below 100; XProf's derived line ids, which an exported trace carries
+# back as streams, below 2**32) is damage: skipped and counted, like an event without a valid
+# timestamp, so that no line id derived from it leaves int64.
+STREAM_ID_LIMIT = 1 << 40
 # Host-plane lines that are not OS threads.
 MEMORY_LINE_ID = 1 << 40
 SYNTHETIC_LINE_BASE = (1 << 40) + 1

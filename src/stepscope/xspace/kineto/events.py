@@ -32,6 +32,7 @@ from typing import Any
 
 import msgspec
 
+from stepscope.limits import DURATION_LIMIT_NS, TIME_LIMIT_NS, TIME_LIMIT_TEXT
 from stepscope.xspace.builder import LineBuilder, PlaneBuilder, StatValue, XSpaceBuilder
 from stepscope.xspace.kineto.categories import (
     CATEGORIES,
@@ -51,6 +52,7 @@ from stepscope.xspace.kineto.categories import (
 from stepscope.xspace.kineto.decode import NOT_AN_OBJECT, Entry, TraceEvent
 from stepscope.xspace.kineto.devices import (
     ANNOTATION_LINE_BASE,
+    STREAM_ID_LIMIT,
     SYNC_LINE_BASE,
     SYNTHETIC_LINE_BASE,
     normalize_tid,
@@ -151,6 +153,12 @@ class EventRouter:
         dur_ns = dur * 1000 if type(dur) is int else (us_to_ns(dur) or 0)
         if dur_ns < 0:
             dur_ns = 0
+        if not (start > -TIME_LIMIT_NS and start + dur_ns < TIME_LIMIT_NS):
+            self.skipped[f"events with times beyond {TIME_LIMIT_TEXT}"] += 1
+            return
+        if dur_ns > DURATION_LIMIT_NS:
+            self.skipped["events lasting more than 106 days"] += 1
+            return
         name = event.name
         if type(name) is not str:
             name = "" if name is None else str(name)
@@ -246,6 +254,9 @@ class EventRouter:
             stream = stream_of(event.tid)
             if stream is None:
                 stream = 0
+        if not -STREAM_ID_LIMIT < stream < STREAM_ID_LIMIT:
+            self.skipped[f"device events with a stream id beyond +-{STREAM_ID_LIMIT}"] += 1
+            return
         plane = self.device_planes.get(device)
         if plane is None:
             plane = self.device_planes[device] = self.builder.plane(f"/device:GPU:{device}")

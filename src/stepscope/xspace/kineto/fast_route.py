@@ -26,10 +26,11 @@ from stepscope.xspace.kineto.categories import (
 )
 from stepscope.xspace.kineto.columns import ColumnLine, ColumnSpace, StatCodec
 from stepscope.xspace.kineto.decode import TraceEvent
-from stepscope.xspace.kineto.devices import normalize_tid
+from stepscope.xspace.kineto.devices import STREAM_ID_LIMIT, normalize_tid, stream_of
 from stepscope.xspace.kineto.events import EventRouter
 from stepscope.xspace.kineto.fast_stats import StatRows
 from stepscope.xspace.kineto.scan import (
+    A_INT,
     A_STR,
     F_ARGS,
     F_BAD,
@@ -113,7 +114,25 @@ def classify(trace: ScannedTrace) -> Classified | None:
     if np.any(flows & ((flags & F_TID_STR) != 0)):
         return None
     category = np.where(routed, category_of[np.maximum(cat, 0)], -1).astype(np.int32)
+    if not _streams_in_range(trace, np.flatnonzero(np.isin(kind, _DEVICE_KINDS))):
+        return None  # those events are skipped and counted in Python
     return Classified(trace, routed, memory, kind, category, categories)
+
+
+_DEVICE_KINDS = [Kind.DEVICE, Kind.GPU_ANNOTATION, Kind.SYNC]
+
+
+def _streams_in_range(trace: ScannedTrace, events: np.ndarray) -> bool:
+    """Whether every device event's stream id (its ``stream`` arg, else its tid) is within
+    `STREAM_ID_LIMIT`, as `fast_stats` reads it."""
+    _present, kind, value = trace.arg_at("stream", events)
+    from_tid = kind != A_INT
+    tid_str = (trace.flags[events] & F_TID_STR) != 0
+    streams = np.where(from_tid, np.where(tid_str, 0, trace.tid[events]), value)
+    if np.any(np.abs(streams) >= STREAM_ID_LIMIT):
+        return False
+    texts = trace.tid[events[from_tid & tid_str]].tolist()
+    return all(abs(stream_of(trace.texts[int(t)]) or 0) < STREAM_ID_LIMIT for t in set(texts))
 
 
 def route(router: EventRouter, c: Classified) -> None:

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from stepscope import limits
 from stepscope.errors import ProfileFormatError
-from stepscope.xspace.builder import INT64_MAX, LineBuilder, PlaneBuilder, StatValue, XSpaceBuilder
+from stepscope.xspace.builder import LineBuilder, PlaneBuilder, StatValue, XSpaceBuilder
 from stepscope.xspace.io import (
     GZIP_MAGIC,
     GunzipStream,
@@ -295,11 +295,17 @@ def _classify(scanned: scan.ScannedTrace) -> tuple[dict[str, Any], Classified] |
     doc = header_dict(scanned.header)
     base = doc.get("baseTimeNanoseconds")
     base = base if type(base) is int else 0
-    times = scanned.ts_ns[classified.routed | classified.memory]
-    if len(times) and not (
-        base + int(times.min()) >= INT64_MIN and base + int(times.max()) <= INT64_MAX
-    ):
-        return None  # times beyond int64: the Python path skips those events and says so
+    timed = classified.routed | classified.memory
+    times = scanned.ts_ns[timed]
+    if len(times):
+        longest = max(int(scanned.dur_ns[classified.routed].max(initial=0)), 0)
+        lowest, highest = base + int(times.min()), base + int(times.max()) + longest
+        if not (
+            lowest > -limits.TIME_LIMIT_NS
+            and highest < limits.TIME_LIMIT_NS
+            and longest <= limits.DURATION_LIMIT_NS
+        ):
+            return None  # times beyond the policy: the Python path skips those events, says so
     return doc, classified
 
 

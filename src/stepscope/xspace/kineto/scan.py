@@ -285,7 +285,21 @@ def scan_stream(
     columns would need, once it passes ``limit`` (the scan stops there)."""
     if not available():
         return None
-    scanned = _kscan.scan_stream(readinto, limit, window)
+    failed: list[BaseException] = []
+
+    def guarded(buffer: memoryview) -> int:
+        # What readinto raises (the inflation bound, a read error, Ctrl-C) is kept and raised
+        # here: raised inside the scanner, it came out as a SystemError (the scanner released
+        # its memoryview with the exception set), not as itself.
+        try:
+            return readinto(buffer)
+        except BaseException as exc:
+            failed.append(exc)
+            return 0
+
+    scanned = _kscan.scan_stream(guarded, limit, window)
+    if failed:
+        raise failed[0]
     return scanned if isinstance(scanned, int) else _trace(scanned, header_type)
 
 
