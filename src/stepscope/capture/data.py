@@ -29,12 +29,12 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
 from stepscope.capture import annotations as _ann
+from stepscope.vocab.tensorflow import GET_NEXT_KERNELS
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
-GET_NEXT_EVENT = "IteratorGetNextOp::DoCompute"
-ITERATOR_PREFIX = "Iterator::"
+GET_NEXT_EVENT = GET_NEXT_KERNELS[0]
 
 # Ids unique within the process and (by the pid in the high bits) across a job's processes.
 _ids = itertools.count(1)

@@ -32,6 +32,7 @@ from stepscope.capture.step import STEP_ANCHOR
 from stepscope.errors import StepscopeError
 from stepscope.logdir import host_file_name, run_directory
 from stepscope.records import record
+from stepscope.vocab.tensorflow import GET_NEXT, ITERATOR_PREFIX
 from stepscope.xspace.builder import Ref, StatValue, XSpaceBuilder
 from stepscope.xspace.proto.xplane_pb2 import XSpace
 
@@ -100,7 +101,7 @@ def _parse_number(text: str) -> Any:
 # Names of events that are user annotations (`stepscope.trace`) carry this metadata stat.
 ANNOTATION_STAT = "stepscope_annotation"
 # Input-pipeline events written by `stepscope.data` (framework ops of their own kind).
-_INPUT_PREFIXES = ("Iterator::", "IteratorGetNext")
+_INPUT_PREFIXES = (ITERATOR_PREFIX, GET_NEXT)
 
 
 def stat_value(value: Any) -> StatValue:

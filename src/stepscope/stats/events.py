@@ -16,6 +16,9 @@ import numpy as np
 from stepscope.model import Profile
 from stepscope.stats.arrays import distinct_ids
 from stepscope.stats.kernel_rules import REDUCED_PRECISIONS, kernel_precision
+from stepscope.vocab import pytorch as torch_names
+from stepscope.vocab import tensorflow as tf_names
+from stepscope.vocab import xla as xla_names
 from stepscope.vocab.collectives import is_device_collective, is_host_collective
 
 NOT_COUNTED = -1  # events that are bookkeeping, not work (markers, Eager* wrappers, annotations)
@@ -114,10 +117,7 @@ def category_table() -> list[dict[str, str]]:
 
 TYPE_VALUES = np.array([int(t) for t in EventType], dtype=np.int16)
 
-# XProf's implicit roots: they group events but are not steps.
-IMPLICIT_ROOTS = frozenset({"FunctionRun", "SessionRun", "RunGraph", "ExecutorState::Process"})
-_NOT_REAL_COMPUTE = ("EagerExecute", "EagerLocalExecute", "EagerKernelExecute", "FunctionRun")
-_STEP_MARKER_NAMES = ("Profiled batch",)
+_STEP_MARKER_NAMES = (tf_names.KERAS_BATCH,)
 # Compilation events of XLA / TF / JAX / torch.compile; op names such as
 # "compile_loss/..." (Keras) are ordinary ops, and "CompiledFunction" runs compiled code.
 _COMPILE = re.compile(
@@ -127,32 +127,14 @@ _COMPILE = re.compile(
 _HALF = re.compile(r"half|fp16|bf16|bfloat16|f16\b", re.IGNORECASE)
 # Lines of device planes that XProf derives from other lines (or that hold annotations and
 # sync waits): their events are not device work.
-_DERIVED_LINES = (
-    "Steps",
-    "XLA Modules",
-    "XLA Ops",
-    "XLA TraceMe",
-    "Async XLA Ops",
-    "Framework Name Scope",
-    "Framework Ops",
-    "Launch Stats",
-    "_counters_",
-    "Source code",
-    "SparseCore Steps",
-)
-_NOT_DEVICE_WORK_PREFIXES = ("GPU annotations", "CUDA sync")
+_DERIVED_LINES = frozenset((*xla_names.DERIVED_LINES, *xla_names.ASYNC_LINES))
 _NOT_WORK_CATEGORIES = ("gpu_user_annotation", "cuda_sync", "cpu_instant_event", "overhead")
-
-
-def is_explicit_step_marker(name: str) -> bool:
-    """XProf's explicit host step markers: train*/test*/TraceContext* without a '/'."""
-    return name.startswith(("train", "test", "TraceContext")) and "/" not in name
 
 
 def is_step_marker_name(name: str) -> bool:
     return (
-        is_explicit_step_marker(name)
-        or name.startswith("ProfilerStep#")
+        tf_names.is_explicit_step_marker(name)
+        or torch_names.is_profiler_step(name)
         or name in _STEP_MARKER_NAMES
     )
 
@@ -169,16 +151,16 @@ def memcpy_kind(name: str) -> str | None:
 
 
 def is_input_wait_name(name: str) -> bool:
-    return name.lower().startswith("iteratorgetnext") or name.startswith("enumerate(DataLoader)")
+    return tf_names.is_get_next(name) or torch_names.is_dataloader_next(name)
 
 
 def host_type_of_name(name: str) -> int:
     """Host event type by name alone (HOST_PREPARE and root iterators need stats: see below)."""
-    if name.startswith(_NOT_REAL_COMPUTE) or is_step_marker_name(name):
+    if name.startswith(tf_names.EAGER_WRAPPERS) or is_step_marker_name(name):
         return NOT_COUNTED
     kind = memcpy_kind(name)
     op_type = name.rsplit(":", 1)[-1] if ":" in name else ""
-    if kind == "HToD" or op_type in ("InfeedEnqueue", "InfeedEnqueueTuple"):
+    if kind == "HToD" or op_type in tf_names.INFEED_OPS:
         return EventType.HOST_TO_DEVICE
     if kind == "HToH":
         return EventType.HOST_TO_HOST
@@ -241,10 +223,12 @@ def device_work_lines(profile: Profile) -> np.ndarray:
             for ln in lines
             if ln.event_count
             and (ln.name or ln.display_name) not in _DERIVED_LINES
-            and not (ln.name or ln.display_name).startswith(_NOT_DEVICE_WORK_PREFIXES)
+            and not (ln.name or ln.display_name).startswith(xla_names.ANNOTATION_LINE_PREFIXES)
         ]
         if not work:  # TPU planes: the ops line is the device's work
-            work = [ln.index for ln in lines if ln.name == "XLA Ops" and ln.event_count]
+            work = [
+                ln.index for ln in lines if ln.name == xla_names.XLA_OPS_LINE and ln.event_count
+            ]
         out[work] = True
     return out
 
@@ -313,7 +297,7 @@ def _classify(profile: Profile, has_device: bool | None) -> np.ndarray:
         launch |= np.isin(profile.name, process_ids)
         relabel = on_host & launch & (out == EventType.HOST_COMPUTE)
         out[relabel] = EventType.HOST_PREPARE
-    iterator_ids = profile.strings.ids_matching(lambda s: s.startswith("Iterator::"))
+    iterator_ids = profile.strings.ids_matching(tf_names.is_iterator)
     if len(iterator_ids):
         root_stage = on_host & np.isin(profile.name, iterator_ids)
         root_stage[profile.stat_events("parent_id")] = False

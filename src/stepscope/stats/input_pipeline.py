@@ -24,6 +24,8 @@ import numpy as np
 
 from stepscope.records import record
 from stepscope.stats.op_metrics import OpTable
+from stepscope.vocab.pytorch import is_dataloader_next
+from stepscope.vocab.tensorflow import INFEED_OPS, is_iterator
 
 if TYPE_CHECKING:
     from stepscope.stats.tf_data import IteratorStat
@@ -44,14 +46,14 @@ _READ_AHEAD = (
     "::ParallelMap",
     "::ParallelInterleave",
 )
-_ENQUEUE_TYPES = ("InfeedEnqueue", "InfeedEnqueueTuple", "MemcpyHToD")
+_ENQUEUE_TYPES = (*INFEED_OPS, "MemcpyHToD")
 
 
 def input_category(name: str, op_type: str) -> str | None:
     """The input category of a host op, or None when it is not an input op."""
     if op_type in _ENQUEUE_TYPES or name.upper().startswith("MEMCPYHTOD"):
         return "enqueue"
-    if name.startswith("Iterator::"):
+    if is_iterator(name):
         if name.endswith(_FILE_READS):
             return (
                 "advanced_file_read"
@@ -59,7 +61,7 @@ def input_category(name: str, op_type: str) -> str | None:
                 else "demanded_file_read"
             )
         return "preprocessing"
-    if name.startswith("enumerate(DataLoader)"):
+    if is_dataloader_next(name):
         return "other"
     return None
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from stepscope.vocab.tensorflow import ITERATOR_OP
+
 _TF_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*")
 _TF_TYPE = re.compile(r"[A-Z_][a-zA-Z0-9_]*")
 _JAX_TYPE = re.compile(r"[a-z_][a-z0-9_]*(\[.*\])?")
@@ -36,7 +38,7 @@ def parse_op(full: str) -> Op:
         if upper.startswith("MEMCPY"):
             return Op(MEMCPY, full, full[:10])
         return Op(UNKNOWN, full, "")
-    if name == "Iterator":
+    if name == ITERATOR_OP:
         return Op(TF_DATA, full, "Dataset")
     if _TF_NAME.fullmatch(name) and (_TF_TYPE.fullmatch(op_type) or not op_type):
         return Op(TF, name, op_type)

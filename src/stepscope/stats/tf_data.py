@@ -25,6 +25,7 @@ from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.intervals import union_ns
+from stepscope.vocab.tensorflow import is_iterator
 
 SLOW_CALL_NS = 50_000  # a pipeline call slower than 50 µs is slow (TF's guide)
 ASYNC_ITERATORS = frozenset(
@@ -112,7 +113,7 @@ class _Events:
 
 
 def _iterator_events(profile: Profile) -> _Events | None:
-    ids = profile.strings.ids_matching(lambda s: s.startswith("Iterator::"))
+    ids = profile.strings.ids_matching(is_iterator)
     if len(ids) == 0:
         return None
     mask = np.isin(profile.name, ids)

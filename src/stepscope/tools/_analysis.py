@@ -29,6 +29,7 @@ from stepscope.stats.kernels import KernelDb, build_kernel_db
 from stepscope.stats.xla_ops import xla_events
 from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import ToolOption
+from stepscope.vocab.tensorflow import is_iterator
 
 if TYPE_CHECKING:  # the XLA and PyTorch cost models load with the tools that show them
     from stepscope.stats.device_caps import DeviceCaps
@@ -85,7 +86,7 @@ def tf_data(ctx: ToolContext, host: str) -> tuple[PipelineStats, ...]:
 def _tf_data_stats(profile: Profile) -> tuple[PipelineStats, ...]:
     # Pipelines are read from ``Iterator::`` events (`stepscope.stats.tf_data`): a profile
     # without any (PyTorch, JAX) does not import that analysis.
-    if not len(profile.strings.ids_matching(lambda s: s.startswith("Iterator::"))):
+    if not len(profile.strings.ids_matching(is_iterator)):
         return ()
     from stepscope.stats.tf_data import build_tf_data_stats
 

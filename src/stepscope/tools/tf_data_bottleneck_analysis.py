@@ -23,6 +23,7 @@ from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
 from stepscope.tools.output import out
 from stepscope.tools.registry import ToolSpec
+from stepscope.vocab.tensorflow import is_root_iterator
 
 _SOURCES = ("TFRecord", "TextLine", "FixedLengthRecord", "SSTable", "Generator", "FlatMap")
 _MAPS = ("Map", "ParallelMap", "ParallelMapV2", "MapAndBatch", "Interleave", "ParallelInterleave")
@@ -250,7 +251,7 @@ def build(ctx: ToolContext) -> TfDataBottleneck:
 
 
 def _has_root_iterators(profile: Profile) -> bool:
-    ids = profile.strings.ids_matching(lambda s: s.startswith("Iterator::") and s.count("::") == 1)
+    ids = profile.strings.ids_matching(is_root_iterator)
     return bool(len(ids)) and bool(np.isin(profile.name, ids).any())
 
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-_PROFILER_STEP = re.compile(r"ProfilerStep#\d+")
+from stepscope.vocab.pytorch import PROFILER_STEP, PROFILER_STEP_ANY
+
 _XLA_SUFFIX = re.compile(r"(?<=[A-Za-z_])\.\d+(?=$|[/:\s,)])")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _SPACES = re.compile(r"\s+")
@@ -72,7 +73,7 @@ def _strip_parameters(name: str) -> str:
 @lru_cache(maxsize=65536)
 def match_key(name: str) -> str:
     """The key under which ``name`` is matched between two runs."""
-    key = _PROFILER_STEP.sub("ProfilerStep#*", name.strip())
+    key = PROFILER_STEP_ANY.sub(PROFILER_STEP + "*", name.strip())
     key = _ADDRESS.sub("0x*", key)
     if key.startswith("void "):
         key = key[5:]

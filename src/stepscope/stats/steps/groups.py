@@ -26,6 +26,7 @@ from stepscope.records import record
 from stepscope.stats.arrays import run_starts
 from stepscope.stats.events import on_device_plane
 from stepscope.stats.nesting import Forest
+from stepscope.vocab import tensorflow as tf_names
 
 _TF_DATA_FUNCTIONS = (
     "InstantiatedCapturedFunction::Run",
@@ -114,10 +115,8 @@ def _context_edges(profile: Profile) -> Edges:
 
 def _executor_edges(profile: Profile) -> Edges:
     """ExecutorState::Process -> IteratorGetNext*Op::DoCompute with the same id and iter_num."""
-    parents = _events_named(profile, ("ExecutorState::Process",))
-    children = _events_named(
-        profile, ("IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp::DoCompute")
-    )
+    parents = _events_named(profile, (tf_names.EXECUTOR_PROCESS,))
+    children = _events_named(profile, tf_names.GET_NEXT_KERNELS)
     p_id, p_iter = profile.stat_at("id", parents), profile.stat_at("iter_num", parents)
     c_id, c_iter = profile.stat_at("id", children), profile.stat_at("iter_num", children)
     p_ok, c_ok = p_id.present & p_iter.present, c_id.present & c_iter.present
@@ -151,7 +150,7 @@ def _tf_data_edges(profile: Profile, parent: np.ndarray) -> Edges:
     consume = consume[profile.stat_at("element_id", consume).present]
     if not produce.size or not consume.size:
         return empty
-    iterators = profile.strings.ids_matching(lambda s: s.startswith("Iterator::"))
+    iterators = profile.strings.ids_matching(tf_names.is_iterator)
     is_iterator = np.isin(profile.name, iterators)
     # produce side: iterator children of produce events, earliest per produce event
     kids = np.flatnonzero(is_iterator & np.isin(parent, produce))

@@ -28,9 +28,12 @@ import numpy as np
 from stepscope.distinct import distinct
 from stepscope.errors import StepscopeError
 from stepscope.model import Profile
-from stepscope.stats.events import IMPLICIT_ROOTS, host_lines
+from stepscope.stats.events import host_lines
 from stepscope.stats.steps.infer import infer_steps
 from stepscope.stats.steps.types import SOURCES, StepMarkers
+from stepscope.vocab.pytorch import is_profiler_step
+from stepscope.vocab.tensorflow import IMPLICIT_ROOTS, KERAS_BATCH
+from stepscope.vocab.xla import STEPS_LINE
 
 _DIGITS = re.compile(r"(\d+)\s*$")
 
@@ -125,7 +128,7 @@ def _named_steps(
 
 def _device_steps(profile: Profile) -> StepMarkers | None:
     lines = [
-        ln for ln in profile.lines if profile.planes[ln.plane].is_device and ln.name == "Steps"
+        ln for ln in profile.lines if profile.planes[ln.plane].is_device and ln.name == STEPS_LINE
     ]
     lines = [ln for ln in lines if ln.event_count]
     if not lines:
@@ -155,14 +158,14 @@ def find_step_markers(profile: Profile, source: str = "auto") -> StepMarkers:
         "marker": lambda: _marker_steps(profile),
         "profiler_step": lambda: _named_steps(
             profile,
-            profile.strings.ids_matching(lambda s: s.startswith("ProfilerStep#")),
+            profile.strings.ids_matching(is_profiler_step),
             "profiler_step",
             "{n} PyTorch ProfilerStep#N annotations",
             need_step_num=False,
         ),
         "keras_batch": lambda: _named_steps(
             profile,
-            np.array([profile.strings.id_of("Profiled batch")]),
+            np.array([profile.strings.id_of(KERAS_BATCH)]),
             "keras_batch",
             "{n} Keras 'Profiled batch' traces (they have no _r, so XProf finds no step in them)",
             need_step_num=True,

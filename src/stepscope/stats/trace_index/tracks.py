@@ -9,7 +9,6 @@ host threads are ordered by name.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -17,26 +16,15 @@ import numpy as np
 
 from stepscope.model import Line, Plane, Profile
 from stepscope.records import record
+from stepscope.vocab.xla import ANNOTATION_LINE_PREFIXES, DERIVED_LINES
 
 if TYPE_CHECKING:
     from stepscope.stats.steps.breakdown import StepDb
 
-# Lines of device planes that are derived from the streams rather than activity of their own.
-DERIVED_LINES = (
-    "Steps",
-    "XLA Modules",
-    "XLA Ops",
-    "XLA TraceMe",
-    "Framework Name Scope",
-    "Framework Ops",
-    "Source code",
-    "Launch Stats",
-    "_counters_",
-)
-_DERIVED_PREFIXES = ("GPU annotations", "CUDA sync", "Activity overhead")
+# Lines of device planes that are derived from the streams rather than activity of their own
+# (shown above the streams, in this order), and Kineto's overhead lines.
+_DERIVED_PREFIXES = (*ANNOTATION_LINE_PREFIXES, "Activity overhead")
 HOST_SECTION = "Host Threads"
-STEP_NAMES = ("train", "test", "TraceContext")
-_PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
 MAX_STEPS = 100_000
 
 

@@ -25,6 +25,8 @@ import json
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
+from stepscope.vocab.pytorch import profiler_step_number
+
 if TYPE_CHECKING:  # the builder needs protobuf; the Kineto path does not
     from stepscope.xspace.builder import StatValue
 
@@ -264,10 +266,6 @@ def memset_details(name: str, args: dict[str, Any]) -> str:
 
 
 def step_number(name: str) -> int | None:
-    """N of a ``ProfilerStep#N`` annotation."""
-    if name.startswith("ProfilerStep#"):
-        tail = name[len("ProfilerStep#") :]
-        # Beyond int64 it cannot be a step_num stat: the event stays, without a step number.
-        if tail.isdigit() and len(tail) <= 18:
-            return int(tail)
-    return None
+    """N of a ``ProfilerStep#N`` annotation (beyond int64 it cannot be a step_num stat: the
+    event stays, without a step number)."""
+    return profiler_step_number(name)

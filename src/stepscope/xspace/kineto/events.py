@@ -33,6 +33,7 @@ from typing import Any
 import msgspec
 
 from stepscope.limits import DURATION_LIMIT_NS, TIME_LIMIT_NS, TIME_LIMIT_TEXT
+from stepscope.vocab.pytorch import is_profiler_step
 from stepscope.xspace.builder import LineBuilder, PlaneBuilder, StatValue, XSpaceBuilder
 from stepscope.xspace.kineto.categories import (
     CATEGORIES,
@@ -214,7 +215,7 @@ class EventRouter:
             self.ops_by_start.setdefault((pid, tid, ts), (line, len(line)))
             if category == "cpu_op":
                 self.ops_by_thread.setdefault(key, []).append((start, start + dur_ns, name))
-            if name.startswith("ProfilerStep#"):  # a user_annotation; an Operator in 2021
+            if is_profiler_step(name):  # a user_annotation; an Operator in 2021
                 step = step_number(name)
                 if step is not None:
                     stats["step_num"] = step

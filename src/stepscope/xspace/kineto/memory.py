@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from stepscope.vocab.tensorflow import CPU_ALLOCATOR, gpu_allocator
 from stepscope.xspace.builder import StatValue
 
 # c10::DeviceType values that are not CPU or a CUDA/HIP GPU.
@@ -61,9 +62,9 @@ OpInterval = tuple[int, int, str]
 
 def allocator_name(device_type: object, device_id: object) -> str:
     if device_type in GPU_DEVICE_TYPES:
-        return f"GPU_{device_id}_bfc"
+        return gpu_allocator(device_id)
     if device_type == 0 or device_type is None:
-        return "cpu"
+        return CPU_ALLOCATOR
     kind = _DEVICE_TYPE_NAMES.get(device_type, f"device_type_{device_type}")  # type: ignore[call-overload]
     return f"{kind}_{device_id}"
 

@@ -1,0 +1,32 @@
+"""PyTorch's names as its profiler (Kineto) records them."""
+
+from __future__ import annotations
+
+import re
+
+# torch.profiler's step annotation, ``ProfilerStep#<N>`` (a user_annotation; an Operator in
+# the 2021 trace schema), one per ``prof.step()``.
+PROFILER_STEP = "ProfilerStep#"
+# Any step's annotation: renumbered runs compare step to step by this pattern.
+PROFILER_STEP_ANY = re.compile(re.escape(PROFILER_STEP) + r"\d+")
+# The DataLoader's ``__next__`` as the profiler records it:
+# ``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`` (or _MultiProcessing...).
+DATALOADER_NEXT = "enumerate(DataLoader)"
+
+
+def is_profiler_step(name: str) -> bool:
+    return name.startswith(PROFILER_STEP)
+
+
+def profiler_step_number(name: str) -> int | None:
+    """N of a ``ProfilerStep#N`` annotation; None for other names and for numbers beyond int64
+    (a step_num stat cannot hold them)."""
+    if name.startswith(PROFILER_STEP):
+        tail = name[len(PROFILER_STEP) :]
+        if tail.isdigit() and len(tail) <= 18:
+            return int(tail)
+    return None
+
+
+def is_dataloader_next(name: str) -> bool:
+    return name.startswith(DATALOADER_NEXT)

@@ -1,0 +1,64 @@
+"""TensorFlow's names (its runtime, tf.data and Keras) as they appear in XSpace files.
+
+XProf reads steps, input waits and op kinds from these names; stepscope writes the same names
+for its own step markers and instrumented pipelines (`stepscope.step`, `stepscope.data`),
+so both tools read a stepscope profile the way they read TensorFlow's.
+"""
+
+from __future__ import annotations
+
+# --- Step markers ---------------------------------------------------------------------------
+# (A host event with stat `_r` > 0 is a step root, ``tf.profiler.experimental.Trace(...,
+# _r=1)``, numbered by its stat `step_num`: stat names are the XSpace schema's, written where
+# they are read or written, like `correlation_id`.)
+# XProf's explicit host step markers: names that start so and hold no "/".
+EXPLICIT_STEP_PREFIXES = ("train", "test", "TraceContext")
+# Keras 3's TensorBoard callback: one trace per profiled batch, with `step_num` but no `_r`.
+KERAS_BATCH = "Profiled batch"
+# XProf's implicit roots: they group a step's events but are not steps.
+IMPLICIT_ROOTS = frozenset({"FunctionRun", "SessionRun", "RunGraph", "ExecutorState::Process"})
+# The executor event that runs a step's graph (parent of its IteratorGetNext).
+EXECUTOR_PROCESS = "ExecutorState::Process"
+# Runtime wrappers that hold ops but do no compute of their own.
+EAGER_WRAPPERS = ("EagerExecute", "EagerLocalExecute", "EagerKernelExecute", "FunctionRun")
+
+
+def is_explicit_step_marker(name: str) -> bool:
+    """XProf's explicit host step markers: train*/test*/TraceContext* without a '/'."""
+    return name.startswith(EXPLICIT_STEP_PREFIXES) and "/" not in name
+
+
+# --- Input pipeline (tf.data) ---------------------------------------------------------------
+# Every stage of a tf.data pipeline is an event named ``Iterator::<path>``; the root stage,
+# ``Iterator::<name>``, has no "::" after the prefix. As an op, its name part is "Iterator".
+ITERATOR_PREFIX = "Iterator::"
+ITERATOR_OP = "Iterator"
+# The op that waits for the pipeline's next element (IteratorGetNext, ...Sync, ...AsOptional).
+GET_NEXT = "IteratorGetNext"
+# The kernels of those ops that the executor runs (one per step, under ExecutorState::Process).
+GET_NEXT_KERNELS = ("IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp::DoCompute")
+# Ops that send a step's input to the device.
+INFEED_OPS = ("InfeedEnqueue", "InfeedEnqueueTuple")
+
+
+def is_iterator(name: str) -> bool:
+    return name.startswith(ITERATOR_PREFIX)
+
+
+def is_root_iterator(name: str) -> bool:
+    """The root stage of a pipeline: ``Iterator::<name>``, one "::"."""
+    return name.startswith(ITERATOR_PREFIX) and name.count("::") == 1
+
+
+def is_get_next(name: str) -> bool:
+    """An IteratorGetNext* op (any case: some runtimes write it lower-cased)."""
+    return name.lower().startswith(GET_NEXT.lower())
+
+
+# --- Memory ---------------------------------------------------------------------------------
+# TensorFlow's BFC allocators: one per GPU, ``GPU_<ordinal>_bfc``; the host's is "cpu".
+CPU_ALLOCATOR = "cpu"
+
+
+def gpu_allocator(device_id: object) -> str:
+    return f"GPU_{device_id}_bfc"

@@ -1,0 +1,66 @@
+"""Framework names live in `stepscope.vocab`, one module per framework: code elsewhere uses
+the tables instead of writing the names again (messages and docs may still quote them)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from stepscope.vocab import pytorch, tensorflow, xla
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "stepscope"
+
+# Names whose meaning is a framework's convention: a literal equal to one, or starting with
+# a prefix, outside the tables is a second copy of the rule.
+NAMES = {
+    pytorch.PROFILER_STEP,
+    pytorch.DATALOADER_NEXT,
+    tensorflow.ITERATOR_PREFIX,
+    tensorflow.GET_NEXT,
+    tensorflow.KERAS_BATCH,
+    tensorflow.EXECUTOR_PROCESS,
+    *tensorflow.GET_NEXT_KERNELS,
+    *tensorflow.INFEED_OPS,
+    xla.STEPS_LINE,
+    xla.XLA_OPS_LINE,
+    xla.XLA_MODULES_LINE,
+}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            value = body[0].value
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                found.add(id(value))
+    return found
+
+
+def test_framework_names_are_written_only_in_vocab() -> None:
+    offenders = []
+    for path in sorted(SRC.rglob("*.py")):
+        if "vocab" in path.parts or "proto" in path.parts:
+            continue
+        tree = ast.parse(path.read_text())
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in docs
+                and node.value in NAMES
+            ):
+                offenders.append(f"{path.relative_to(SRC)}:{node.lineno}: {node.value!r}")
+    assert offenders == []
+
+
+def test_profiler_step_numbers() -> None:
+    assert pytorch.profiler_step_number("ProfilerStep#17") == 17
+    assert pytorch.profiler_step_number("ProfilerStep#x") is None
+    assert pytorch.profiler_step_number("ProfilerStep#" + "9" * 19) is None  # beyond int64
+    assert pytorch.PROFILER_STEP_ANY.sub("#", "a ProfilerStep#3 b") == "a # b"
+    assert tensorflow.is_root_iterator("Iterator::Root")
+    assert not tensorflow.is_root_iterator("Iterator::Root::Map")
+    assert tensorflow.is_get_next("iteratorgetnextsync")
