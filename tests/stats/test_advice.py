@@ -1,4 +1,4 @@
-"""Input-bound classification and the other thresholds of REFERENCE §4."""
+"""Input-bound classification and XProf's other thresholds (stepscope.stats.advice)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Event typing, priorities, attribution and spans of the step breakdown (REFERENCE §4)."""
+"""Event typing, priorities, attribution and spans of the step breakdown (XProf's
+event_span.h rules)."""
 
 from __future__ import annotations
 

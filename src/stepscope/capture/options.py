@@ -1,6 +1,6 @@
 """What a capture records: `ProfilerOptions`, with TensorFlow's meanings and defaults.
 
-Levels (REFERENCE §3, `tensorflow.ProfileOptions`):
+Levels (`tensorflow.ProfileOptions`, xspace/proto/profiler_service.proto):
 - ``host_tracer_level``: 0 records no annotations; 1 user annotations (`trace`, `step`,
   `stepscope.data`); 2 adds expensive ops and 3 is verbose in TensorFlow. stepscope's own host
   tracer only has user annotations, so 1, 2 and 3 record the same; the value is still saved

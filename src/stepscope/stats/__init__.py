@@ -2,7 +2,7 @@
 
 - `steps/`: where steps are (markers, ProfilerStep#N, Keras batches, device step lines, or
   inferred from the trace's repeating structure), which events work for which step, and the
-  step database, each step's time per event type (REFERENCE §4);
+  step database, each step's time per event type (XProf's `xprof/utils/event_span.h`);
 - `op_metrics`: per op self and total time on host and devices;
 - `input_pipeline`: input ops and the tf.data bottleneck;
 - `summary` / `advice` / `device`: several hosts, bottleneck classification, device facts.

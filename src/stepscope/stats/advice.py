@@ -1,4 +1,5 @@
-"""Bottleneck classification and advice, with XProf's thresholds (REFERENCE §4).
+"""Bottleneck classification and advice, with XProf's thresholds
+(``xprof/convert/op_stats_to_input_pipeline_analysis.cc`` and ``op_stats_to_overview_page.cc``).
 
 Input: input share of the total step time >= 20% -> "high", >= 5% -> "moderate", else
 "potential" when "all others" >= 3%, else "no". stepscope departs from XProf in one case: when

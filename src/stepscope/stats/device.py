@@ -1,4 +1,5 @@
-"""Devices of a profile: what they are, and how busy their kernels kept them (REFERENCE §6).
+"""Devices of a profile: what they are, and how busy their kernels kept them (the
+definitions HolisticTraceAnalysis uses for Kineto traces).
 
 GPU utilization = the merged busy time of a device's kernels (compute and collectives, not
 copies) over the window from the first step's start to the last step's end (the whole

@@ -1,4 +1,5 @@
-"""Event typing (REFERENCE §4): each event gets the type that decides where its time goes.
+"""Event typing (XProf's ``xprof/utils/event_span.h``): each event gets the type that decides where
+its time goes.
 
 Classification works on the string table (each distinct name is classified once) and is
 broadcast to events through their name ids, so it costs O(distinct names) Python work and
@@ -257,10 +258,10 @@ def classify_events(profile: Profile, has_device: bool | None = None) -> np.ndar
     """The `EventType` of every event (int16), NOT_COUNTED for events that are not work.
     The result is shared between callers: do not modify it.
 
-    Host events: REFERENCE §4 (XProf's ClassifyCpuEvent); root input-pipeline stages
-    (``Iterator::*`` without ``parent_id``) count as waiting for input; collective work of
-    every framework (`stepscope.vocab.collectives`) is a type of its own. Device events:
-    memcpy direction, NCCL/RCCL and XLA collectives, else 16- or 32-bit compute. Events on
+    Host events: XProf's ClassifyCpuEvent (``xprof/convert/xplane_to_step_events.cc``); root
+    input-pipeline stages (``Iterator::*`` without ``parent_id``) count as waiting for input;
+    collective work of every framework (`stepscope.vocab.collectives`) is a type of its own. Device
+    events: memcpy direction, NCCL/RCCL and XLA collectives, else 16- or 32-bit compute. Events on
     other planes (``/host:metadata``, ``Task Environment``, CUPTI overhead...) are not counted.
     """
     return profile.derived(

@@ -1,4 +1,5 @@
-"""Input-pipeline statistics: input ops by category and the tf.data bottleneck (REFERENCE §4).
+"""Input-pipeline statistics: input ops by category and the tf.data bottleneck (XProf's rules,
+``xprof/convert/op_stats_to_input_pipeline_analysis.cc``).
 
 Input ops are the host ops of the input pipeline: tf.data iterators (``Iterator::...``, also
 written by ``stepscope.data.instrument``), PyTorch DataLoader ``__next__`` calls, and ops that

@@ -2,12 +2,13 @@
 precision. One table each; the first rule that matches decides. Documented rule by rule, with
 the reason, in docs/tools/kernel_stats.md; a test lists every GPU fixture kernel's verdict.
 
-Why names: neither CUPTI nor rocprofiler records which instructions a kernel ran, so every
-profiler (XProf, Nsight's summaries, HTA) reads the library's naming conventions. XProf's own
-list (REFERENCE §4) stops at Volta/Turing/Ampere cuBLAS and cuDNN names; the rules below add
-what today's libraries emit: CUTLASS ``tensorop``/``wmma``, Hopper ``gmma``/``wgmma``, Blackwell
-``tcgen05``/``sm100`` cubins, cuBLASLt ``nvjet``, flash-attention, XLA/Inductor Triton GEMMs, and
-AMD's MFMA kernels (Tensile/hipBLASLt ``_MI<m>x<n>``, Composable Kernel ``xdl``, MIOpen ``gtcx``).
+Why names: neither CUPTI nor rocprofiler records which instructions a kernel ran, so every profiler
+(XProf, Nsight's summaries, HTA) reads the library's naming conventions. XProf's own list
+(``xprof/utils/kernel_stats_utils.cc``) stops at Volta/Turing/Ampere cuBLAS and cuDNN names; the
+rules below add what today's libraries emit: CUTLASS ``tensorop``/``wmma``, Hopper
+``gmma``/``wgmma``, Blackwell ``tcgen05``/``sm100`` cubins, cuBLASLt ``nvjet``, flash-attention,
+XLA/Inductor Triton GEMMs, and AMD's MFMA kernels (Tensile/hipBLASLt ``_MI<m>x<n>``, Composable
+Kernel ``xdl``, MIOpen ``gtcx``).
 """
 
 from __future__ import annotations

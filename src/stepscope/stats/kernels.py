@@ -7,7 +7,8 @@ in order: its own ``tf_op`` stat (a real op, not XLA's ``XlaModule:`` placeholde
 (``correlation_id`` -> host event with that id -> enclosing event on that thread), else its
 ``hlo_op``. Rows keep text keys so several hosts merge by name.
 
-TensorCore rules (REFERENCE §4) live in `stepscope.stats.tensor_core`.
+TensorCore rules (XProf's ``xprof/utils/kernel_stats_utils.cc`` and newer kernels) live in
+`stepscope.stats.tensor_core`.
 """
 
 from __future__ import annotations

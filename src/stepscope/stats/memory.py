@@ -1,5 +1,6 @@
-"""Memory profile (REFERENCE §4): per allocator, the allocator's state after every
-allocation and deallocation, the peak, and the allocations live at the peak.
+"""Memory profile (XProf's ``xprof/convert/xplane_to_memory_profile.cc``): per allocator, the
+allocator's state after every allocation and deallocation, the peak, and the allocations live at
+the peak.
 
 Input: instant events ``MemoryAllocation`` / ``MemoryDeallocation`` on ``/host:CPU`` with the
 allocator stats (TensorFlow's BFC allocator; PyTorch ``[memory]`` events through the Kineto

@@ -1,5 +1,6 @@
-"""Framework op names (REFERENCE §2): ``scope/op_name:OpType`` for TensorFlow, lowercase types
-for JAX, ``Iterator::...`` for tf.data, ``MEMCPY*`` for copies.
+"""Framework op names (as TensorFlow's ``tsl/profiler/utils/tf_op_utils.cc`` parses them):
+``scope/op_name:OpType`` for TensorFlow, lowercase types for JAX, ``Iterator::...`` for tf.data,
+``MEMCPY*`` for copies.
 
 `parse_op` mirrors XProf's rules for what counts as a framework op: only such events are rows
 of TensorFlow-style op statistics, which is why runtime events (``ExecutorState::Process``,

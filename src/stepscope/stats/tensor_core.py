@@ -1,4 +1,5 @@
-"""TensorCore rules (REFERENCE §4), plus the same idea for PyTorch and JAX op names.
+"""TensorCore rules (XProf's ``xprof/utils/kernel_stats_utils.cc``), plus the same idea for PyTorch
+and JAX op names.
 
 A kernel uses TensorCores when a rule of `stepscope.stats.kernel_rules` says so (XProf's
 markers plus today's NVIDIA and AMD library names). An op is
@@ -14,7 +15,7 @@ import re
 
 from stepscope.stats.kernel_rules import kernel_on_matrix_units
 
-# TensorFlow op names (REFERENCE §4): suffixes, and a substring.
+# TensorFlow op names XProf counts as TensorCore-eligible: suffixes, and a substring.
 _TF_SUFFIXES = (
     "Conv2D",
     "Conv2DBackpropFilter",

@@ -1,4 +1,5 @@
-"""Input-pipeline (tf.data) statistics rebuilt from iterator events (REFERENCE §4).
+"""Input-pipeline (tf.data) statistics rebuilt from iterator events (XProf's
+``xprof/convert/xplane_to_tf_data_stats.cc``).
 
 Iterator events are host events named ``Iterator::<path>`` with stats ``id`` (the iterator)
 and ``parent_id`` (the iterator that reads from it); tf.data writes them, and so does

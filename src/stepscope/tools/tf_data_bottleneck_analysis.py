@@ -35,7 +35,8 @@ def _us(ns: float) -> float:
 
 
 def suggestion(it: IteratorStat, python_stages: bool) -> str:
-    """A concrete fix for a bottleneck iterator, by its kind (REFERENCE §4)."""
+    """A concrete fix for a bottleneck iterator, by its kind (XProf's advice in
+    ``xprof/convert/xplane_to_tf_data_stats.cc``)."""
     name = it.name
     if python_stages:
         return (

@@ -27,7 +27,7 @@ MANY_COPIES_PER_STEP = 100  # this many: low
 ISSUE_CAP_NS = 50_000  # host time counted per copy API call
 TC_MISSED_SHARE = (0.10, 0.30)  # TensorCore-eligible kernel time not on TensorCores
 TC_MIN_STEP_SHARE = 0.02  # ... and at least 2% of the step time
-HALF_SHARE_MIN = 0.10  # REFERENCE §4: under 10% 16-bit compute -> mixed precision
+HALF_SHARE_MIN = 0.10  # XProf's: under 10% 16-bit compute -> mixed precision
 COMPUTE = (EventType.DEVICE_COMPUTE_16, EventType.DEVICE_COMPUTE_32)
 _COPIES = (EventType.HOST_TO_DEVICE, EventType.DEVICE_TO_HOST, EventType.DEVICE_TO_DEVICE)
 

@@ -20,7 +20,7 @@ from stepscope.stats.intervals import merge, overlap_with
 from stepscope.stats.kernels import launch_events, op_candidates
 from stepscope.stats.steps.breakdown import StepDb
 
-COLLECTIVE_SHARE = (0.03, 0.15)  # REFERENCE §4: collectives over 3% / 15% of step time
+COLLECTIVE_SHARE = (0.03, 0.15)  # XProf's: collectives over 3% / 15% of step time
 SLOW_VS_LINK = 3.0  # collectives taking 3x what the link bandwidth allows
 SKEW_SHARE = (0.10, 0.25)  # late start / imbalance over 10% / 25% of the step
 IMBALANCE_MIN = 0.10  # a host computing 10% longer than the median is a straggler

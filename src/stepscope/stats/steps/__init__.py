@@ -5,6 +5,7 @@
   ``Steps`` lines), trying each source in turn;
 - `infer`: steps of a profile without markers, from the trace's repeating structure;
 - `groups`: which events work for which step (XProf's event grouping);
-- `breakdown`: the step database, each step's time per event type (REFERENCE §4);
+- `breakdown`: the step database, each step's time per event type (XProf's
+  `xprof/utils/event_span.h`);
 - `spans`: step spans on the profile clock for tools that only need "which step holds t".
 """

@@ -1,4 +1,5 @@
-"""The step database: each step's span and where its time went (REFERENCE §4).
+"""The step database: each step's span and where its time went (XProf's step
+events: ``xprof/convert/xplane_to_step_events.cc``, ``xprof/utils/event_span.h``).
 
 1. Attribution: every counted event is paired with the step(s) it works for. With markers,
    an event reached from a step's marker (`stepscope.stats.steps.groups`) belongs to that step;

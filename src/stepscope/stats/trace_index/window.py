@@ -1,6 +1,7 @@
 """Window queries on a `TraceIndex`: what the timeline draws for [t0, t1) at R pixels.
 
-The rule (REFERENCE §5, made exact): with bucket width w = (t1 - t0) / R,
+The rule (XProf's trace viewer's levels of detail, ``xprof/convert/trace_viewer/``, made
+exact): with bucket width w = (t1 - t0) / R,
 - every event overlapping the window that is at least w long is returned;
 - narrower events are represented: wherever a row (line, depth) has an event starting in a
   pixel bucket (an event crossing t0 counts in bucket 0), a returned event of that row starts

@@ -1,13 +1,13 @@
 """Export a profile as Chrome-trace JSON (loads in Perfetto, chrome://tracing and stepscope).
 
-Layout (REFERENCE §5): ``{"displayTimeUnit": "ns", "baseTimeNanoseconds": origin,
-"traceEvents": [...]}``; ``ts``/``dur`` are microseconds relative to ``origin`` (the first
-event's start) with three decimals, so every nanosecond survives (absolute microsecond
-timestamps would not fit a double's precision). One process per plane (``ph: "M"``
-``process_name`` / ``process_sort_index``; GPUs keep their ordinal as pid, as PyTorch writes
-them), one thread per line (``thread_name`` / ``thread_sort_index``), ``ph: "X"`` events with
-their stats as ``args``, flows as ``ph: "s"`` / ``ph: "f"`` pairs (``cat`` ``ac2g`` for
-launch -> kernel, as PyTorch names them).
+Layout (the Chrome trace event format, as XProf writes it): ``{"displayTimeUnit": "ns",
+"baseTimeNanoseconds": origin, "traceEvents": [...]}``; ``ts``/``dur`` are microseconds relative to
+``origin`` (the first event's start) with three decimals, so every nanosecond survives (absolute
+microsecond timestamps would not fit a double's precision). One process per plane (``ph: "M"``
+``process_name`` / ``process_sort_index``; GPUs keep their ordinal as pid, as PyTorch writes them),
+one thread per line (``thread_name`` / ``thread_sort_index``), ``ph: "X"`` events with their stats
+as ``args``, flows as ``ph: "s"`` / ``ph: "f"`` pairs (``cat`` ``ac2g`` for launch -> kernel, as
+PyTorch names them).
 
 The file is written in chunks of events, never held whole: a 10M-event trace exports in
 constant memory. Numpy prepares each chunk column-wise (chrome_text) and the optional C

@@ -9,7 +9,8 @@ Decisions:
   ``Trace name`` and ``Trace iteration`` are dropped, and so are a kernel's ``grid``,
   ``block``, ``registers per thread``, ``shared memory`` and ``est. achieved occupancy %``:
   they are its ``kernel_details`` stat, the XSpace form of the launch configuration.
-- Arguments with an XSpace meaning are renamed to the XSpace stat (REFERENCE §2):
+- Arguments with an XSpace meaning are renamed to the XSpace stat (TensorFlow's names,
+  ``xla/tsl/profiler/utils/xplane_schema.cc``):
   ``correlation`` -> ``correlation_id``, ``device`` -> ``device_id``, ``context`` ->
   ``context_id``; ``External id`` / ``external id`` (2021 schema) -> ``external_id``, the key
   that links an op to its runtime calls and kernels.

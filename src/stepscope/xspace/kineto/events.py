@@ -18,9 +18,9 @@ Decisions:
   ``device_id`` and ``stream`` always set; ``gpu_user_annotation`` on ``GPU annotations (Stream
   #S)`` and ``cuda_sync`` on ``CUDA sync (Stream #S)`` (both per stream: ranges from different
   streams overlap without nesting, and sync waits are not device work).
-- Memcpys are renamed ``MEMCPYHToD`` ... (REFERENCE §2) with the Kineto name as display name,
-  plus ``memcpy_details`` (``num_bytes:N kind_src:.. kind_dst:..``); memsets get
-  ``memset_details``; kernels ``kernel_details``. NCCL args stay as they are.
+- Memcpys are renamed ``MEMCPYHToD`` ... (the names TensorFlow's GPU tracer gives them) with the
+  Kineto name as display name, plus ``memcpy_details`` (``num_bytes:N kind_src:.. kind_dst:..``);
+  memsets get ``memset_details``; kernels ``kernel_details``. NCCL args stay as they are.
 - ``overhead`` events (CUPTI buffer requests) go to ``/host:CUPTI``, line ``Activity overhead``.
 """
 

@@ -5,7 +5,8 @@ PyTorch's caching allocator reports, per (de)allocation: ``Bytes`` (negative on 
 ``Total Allocated`` (bytes held by live tensors) and ``Total Reserved`` (bytes the allocator
 holds from the device, cached free blocks included). The 2021 schema has no totals or address.
 
-Decisions (the XSpace memory stats are TensorFlow BFC-allocator stats, REFERENCE §2/§4, where
+Decisions (the XSpace memory stats are TensorFlow BFC-allocator stats, read as XProf's
+``xprof/convert/xplane_to_memory_profile.cc`` reads them, where
 peak = stack reserved + heap allocated and capacity = that + free):
 
 - Events go to ``/host:CPU`` on a line named ``Memory``, sorted by time, zero duration.
