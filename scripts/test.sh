@@ -27,8 +27,9 @@ $PY -m pip install -q --upgrade pip 2>&1 | quiet
 $PY -m pip install -q -e ".[dev,test]" "torch==2.13.0" 2>&1 | quiet
 $PY -c "import stepscope.xspace.wire as w; print('C accelerator:', w.accelerated())"
 
-step "generated protobuf code is fresh"
+step "generated code and docs are fresh"
 $PY scripts/gen_proto.py --check
+$PY scripts/gen_readme.py --check
 step "ruff"
 $PY -m ruff check src tests benchmarks scripts
 $PY -m ruff format --check src tests benchmarks scripts
