@@ -116,6 +116,30 @@ def sweep_stale(directory: Path) -> int:
     return removed
 
 
+def sweep_stale_runs(root: Path) -> int:
+    """`sweep_stale` in every directory directly inside ``root`` (a log directory's
+    ``plugins/profile``): a save killed in a run directory nothing writes to again leaves
+    its temporary file there for good otherwise. A run directory that held nothing else is
+    removed too (rmdir: only when empty). How many entries went."""
+    removed = 0
+    try:
+        runs = [entry.path for entry in os.scandir(root) if entry.is_dir(follow_symlinks=False)]
+    except OSError:
+        return 0
+    for run in runs:
+        try:
+            if not any(name.startswith(PREFIX) for name in os.listdir(run)):
+                continue
+        except OSError:
+            continue
+        gone = sweep_stale(Path(run))
+        if gone:
+            removed += gone
+            with contextlib.suppress(OSError):
+                os.rmdir(run)  # fails unless empty: a run's files are never touched
+    return removed
+
+
 class RefusedTarget(OSError):
     """A write refused because of what is at the target (see the module's docs)."""
 

@@ -7,6 +7,9 @@
  * - one Recorder per thread, installed with PyEval_SetProfile on that thread;
  * - CALL pushes (code, now); RETURN pops it and, while recording and if the shared budget
  *   (an itertools.count compared with max_events) allows, appends (code, start, end, depth);
+ * - frames of stepscope's own capture code (co_filename in the set configure() was given) are
+ *   popped without taking from the budget: the saver drops them, so max_events is spent only
+ *   on events the profile keeps;
  * - C function calls are ignored; while paused the stack is kept balanced but nothing is kept;
  *   once stopped, a thread unhooks itself at its next event.
  * Times are CLOCK_MONOTONIC nanoseconds, the clock of time.perf_counter_ns() on Linux
@@ -46,6 +49,7 @@ static long g_generation = 0;          /* bumped by configure(): one per session
 static PyObject *g_counter = NULL;     /* itertools.count shared with the host tracer */
 static long long g_max_events = 0;
 static PyObject *g_report_full = NULL; /* called once when the budget runs out */
+static PyObject *g_internal = NULL;    /* frozenset of co_filenames never recorded */
 
 static inline int64_t now_ns(void) {
     struct timespec ts;
@@ -93,6 +97,13 @@ static int on_return(Recorder *r) {
         return 0;
     }
     int64_t end = now_ns();
+    if (g_internal != NULL) {
+        int internal = PySet_Contains(g_internal, ((PyCodeObject *)top.code)->co_filename);
+        if (internal != 0) { /* stepscope's own frame (1), or an error (-1) */
+            Py_DECREF(top.code);
+            return internal < 0 ? -1 : 0;
+        }
+    }
     int ok = admit();
     if (ok <= 0) {
         Py_DECREF(top.code);
@@ -205,17 +216,25 @@ static PyTypeObject RecorderType = {
 /* ---- module functions -------------------------------------------------------------------- */
 
 static PyObject *configure(PyObject *self, PyObject *args) {
-    PyObject *counter, *report_full;
+    PyObject *counter, *report_full, *internal = NULL;
     long long max_events;
-    if (!PyArg_ParseTuple(args, "OLO", &counter, &max_events, &report_full)) return NULL;
+    if (!PyArg_ParseTuple(args, "OLO|O", &counter, &max_events, &report_full, &internal))
+        return NULL;
     if (Py_TYPE(counter)->tp_iternext == NULL) {
         PyErr_SetString(PyExc_TypeError, "counter must be an iterator (itertools.count)");
         return NULL;
     }
+    if (internal == Py_None) internal = NULL;
+    if (internal != NULL && !PyFrozenSet_Check(internal)) {
+        PyErr_SetString(PyExc_TypeError, "internal must be a frozenset of file names");
+        return NULL;
+    }
     Py_INCREF(counter);
     Py_INCREF(report_full);
+    Py_XINCREF(internal);
     Py_XSETREF(g_counter, counter);
     Py_XSETREF(g_report_full, report_full);
+    Py_XSETREF(g_internal, internal);
     g_max_events = max_events;
     g_mode = MODE_PAUSED;
     g_generation++;
@@ -264,7 +283,8 @@ static PyObject *unhook_current_thread(PyObject *self, PyObject *unused) {
 static PyObject *now(PyObject *self, PyObject *unused) { return PyLong_FromLongLong(now_ns()); }
 
 static PyMethodDef module_methods[] = {
-    {"configure", configure, METH_VARARGS, "configure(counter, max_events, report_full)"},
+    {"configure", configure, METH_VARARGS,
+     "configure(counter, max_events, report_full, internal_files=None)"},
     {"set_mode", set_mode, METH_VARARGS, "set_mode(0 paused | 1 recording | 2 stopped)"},
     {"hook_current_thread", hook_current_thread, METH_O, "Install on this thread."},
     {"unhook_current_thread", unhook_current_thread, METH_NOARGS, "Remove from this thread."},

@@ -23,6 +23,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from stepscope import tmpfiles
 from stepscope.capture.bridges.base import BridgeSet
 from stepscope.capture.host_tracer import ThreadBuffer
 from stepscope.capture.options import ProfilerOptions
@@ -241,6 +242,9 @@ def save(space: XSpace, result: CaptureResult, run_dir: Path | None = None) -> P
     target = run_dir / host_file_name(result.hostname)
     try:
         write_xspace(space, target)
+        # a save killed earlier (SIGKILL, power loss) left its temporary file in a run
+        # directory nothing writes to again: removed now
+        tmpfiles.sweep_stale_runs(run_dir.parent)
         return run_dir
     except OSError as exc:
         reason = exc.strerror or str(exc)

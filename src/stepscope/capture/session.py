@@ -24,7 +24,7 @@ import time
 import stepscope.capture.step as _step
 from stepscope import log
 from stepscope.capture import annotations as _annotations
-from stepscope.capture import exit_save
+from stepscope.capture import exit_save, interrupts
 from stepscope.capture.host_tracer import EventBudget, HostTracer
 from stepscope.capture.options import ProfilerOptions, resolve_options
 from stepscope.errors import StepscopeError
@@ -99,6 +99,9 @@ class Session:
         self.write = True
         self.space: XSpace | None = None
         self.saver: threading.Thread | None = None  # a background save (stop(wait=False))
+        # The process recording. A child forked after `start` inherits the session but not
+        # its recording: it saves nothing (the parent does), see `_after_fork_in_child`.
+        self.pid = os.getpid()
 
     def begin_recording(self) -> None:
         """PENDING -> RECORDING: note the clock pair, then switch the tracers on."""
@@ -146,7 +149,19 @@ class Session:
         """-> FINISHED: switch the tracers off and (if ``save``) write the profile; with
         ``partial_reason`` the profile says it was saved without `stop` and why. With
         ``background`` the profile is written on a thread and the run directory returned
-        at once."""
+        at once. A Ctrl-C meanwhile is delivered once the profile is saved (a second one
+        abandons it: `stepscope.capture.interrupts`)."""
+        run_dir: Path | None = None
+        with interrupts.saving("saving the profile") as deferred:
+            try:
+                run_dir = self._finish(save, partial_reason, background)
+            finally:
+                if deferred and run_dir is not None:
+                    log.warn(f"stepscope: the profile was saved in {run_dir}")
+        interrupts.deliver(deferred)
+        return run_dir
+
+    def _finish(self, save: bool, partial_reason: str, background: bool) -> Path | None:
         _step._on_step = None
         if self.sampler is not None:  # first: the imports below are no part of the recording
             self.sampler.stop()
@@ -342,6 +357,12 @@ def stop(save: bool = True, wait: bool = True) -> Path | None:
                 "no profiling session is running; call stepscope.start(logdir) first"
             )
         _session = None
+        if session.pid != os.getpid():
+            log.info(
+                f"stepscope: this process was forked from process {session.pid} after "
+                "stepscope.start(); that process saves the recording, nothing is saved here"
+            )
+            return None
         if session.state == FINISHED:  # duration_ms ended it already
             if session.error is not None:
                 raise session.error
@@ -367,13 +388,38 @@ def save_partial(reason: str) -> Path | None:
         if session is None or session.state == FINISHED or not session.write:
             return None
         _session = None
+        if session.pid != os.getpid():  # a forked child: the parent saves the recording
+            return None
         return session.finish(save=True, partial_reason=reason)
 
 
 def is_running() -> bool:
-    """True between `start` and `stop` (including the delay, excluding an auto-stopped one)."""
+    """True between `start` and `stop` (including the delay, excluding an auto-stopped one);
+    False in a child forked meanwhile (it records nothing)."""
     with _lock:
-        return _session is not None and _session.state != FINISHED
+        return _session is not None and _session.state != FINISHED and _session.pid == os.getpid()
+
+
+def _after_fork_in_child() -> None:
+    """A child forked while a session records (a DataLoader worker, multiprocessing): its
+    tracers go off so that it spends no memory on a recording nobody saves; its `stop()`
+    and exit save nothing (the parent's recording is the run). Runs with one thread, the
+    forking one: `_lock` is made anew (another thread may have held it at the fork, and
+    would never release it here)."""
+    global _lock
+    _lock = threading.RLock()
+    session = _session
+    if session is None or session.state == FINISHED:
+        return
+    _step._on_step = None
+    _annotations.deactivate()
+    if session.python is not None:
+        session.python.forget()
+    for timer in session.timers:  # their threads are gone; the objects must not fire
+        timer.cancel()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class profile:

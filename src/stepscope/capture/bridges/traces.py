@@ -155,6 +155,8 @@ def import_traces(
         ) from None
     if not result.hosts:
         raise StepscopeError("nothing imported: " + "; ".join(result.failures))
+    if isinstance(result.run_dir, Path):
+        tmpfiles.sweep_stale_runs(result.run_dir.parent)  # leftovers of killed saves
     worlds = {h.world_size for h in result.hosts if isinstance(h.world_size, int)}
     ranks = {h.rank for h in result.hosts if isinstance(h.rank, int)}
     if len(worlds) == 1 and ranks and len(ranks) < next(iter(worlds)):

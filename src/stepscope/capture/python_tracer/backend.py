@@ -17,7 +17,12 @@ from types import CodeType
 from typing import Protocol
 
 from stepscope.capture.host_tracer import EventBudget
-from stepscope.capture.python_tracer.events import PAUSED, PyThreadEvents, registered_name
+from stepscope.capture.python_tracer.events import (
+    PAUSED,
+    PyThreadEvents,
+    internal_files,
+    registered_name,
+)
 
 
 @dataclass(eq=False)
@@ -29,6 +34,8 @@ class TracerState:
     mode: list[int] = field(default_factory=lambda: [PAUSED])
     threads: list[PyThreadEvents] = field(default_factory=list)
     start_ns: int = 0  # perf_counter_ns at install: when frames already open are said to start
+    # co_filenames of stepscope's capture code: their frames take nothing from the budget
+    internal_files: frozenset[str] = field(default_factory=internal_files)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def new_thread(self) -> PyThreadEvents:

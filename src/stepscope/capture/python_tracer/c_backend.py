@@ -35,7 +35,9 @@ def available() -> bool:
 def install(tracer: TracerState) -> None:
     budget = tracer.budget
     _hooked.clear()
-    _pytracer.configure(budget._counter, budget.max_events, budget.report_full)
+    _pytracer.configure(
+        budget._counter, budget.max_events, budget.report_full, tracer.internal_files
+    )
     _pytracer.set_mode(PAUSED)
 
     def bootstrap(frame: Any, event: str, arg: Any) -> None:
@@ -56,6 +58,12 @@ def install(tracer: TracerState) -> None:
 
 def record(tracer: TracerState) -> None:
     _pytracer.set_mode(RECORDING)
+
+
+def forget() -> None:
+    """`stop` without collecting: hooked threads unhook themselves at their next event."""
+    _pytracer.set_mode(STOPPED)
+    _hooked.clear()
 
 
 def stop(tracer: TracerState) -> None:

@@ -6,6 +6,7 @@ A backend writes each thread's finished calls as ``(code, start_ns, end_ns, dept
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from dataclasses import dataclass, field
@@ -53,3 +54,14 @@ def event_name(code: CodeType, cache: dict[CodeType, str]) -> str:
 def is_internal(code: CodeType) -> bool:
     """Frames of stepscope's own capture code (kept out of the saved profile)."""
     return os.path.dirname(code.co_filename) in _INTERNAL_DIRS
+
+
+def internal_files() -> frozenset[str]:
+    """The file names (``co_filename``) of `is_internal` frames: the tracers skip their
+    frames before taking from the event budget, so ``max_events`` is spent only on events
+    the profile keeps."""
+    names: set[str] = set()
+    for folder in _INTERNAL_DIRS:
+        with contextlib.suppress(OSError):
+            names.update(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".py"))
+    return frozenset(names)

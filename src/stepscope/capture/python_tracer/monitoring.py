@@ -40,6 +40,7 @@ def install(tracer: TracerState) -> None:
     take = tracer.budget.take
     max_events = tracer.budget.max_events
     report_full = tracer.budget.report_full
+    internal = tracer.internal_files
     now = perf_counter_ns
 
     def state_of_thread() -> Any:
@@ -59,8 +60,8 @@ def install(tracer: TracerState) -> None:
         stack = state.stack
         if stack:
             opened, start_ns = stack.pop()
-            if mode[0] != RECORDING:
-                return
+            if mode[0] != RECORDING or opened.co_filename in internal:
+                return  # stepscope's own frames are never saved: they take no budget
             n = take()
             if n < max_events:
                 state.events.append((opened, start_ns, now(), len(stack)))

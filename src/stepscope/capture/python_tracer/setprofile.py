@@ -20,6 +20,7 @@ def _profile_function(tracer: TracerState, state: PyThreadEvents) -> Any:
     report_full = tracer.budget.report_full
     mode = tracer.mode
     now = perf_counter_ns
+    internal = tracer.internal_files
 
     def profile(frame: Any, event: str, arg: Any) -> None:
         if event == "call":
@@ -33,6 +34,8 @@ def _profile_function(tracer: TracerState, state: PyThreadEvents) -> Any:
                 return
             if stack:
                 code, start = stack.pop()
+                if code.co_filename in internal:  # never saved: takes nothing from the budget
+                    return
                 n = take()
                 if n < max_events:
                     events.append((code, start, now(), len(stack)))

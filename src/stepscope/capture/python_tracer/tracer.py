@@ -71,6 +71,17 @@ class PythonTracer:
         self.state.mode[0] = RECORDING
         self._backend.record(self.state)
 
+    def forget(self) -> None:
+        """In a process forked while recording: record nothing more here, cheaply (the
+        parent process keeps the recording; hooks left on unhook at their next event)."""
+        self.state.mode[0] = STOPPED
+        if self._impl == "c":
+            from stepscope.capture.python_tracer import c_backend
+
+            c_backend.forget()
+        else:
+            self._backend.stop(self.state)
+
     def stop(self) -> int:
         """Stop recording; returns the perf_counter_ns time used to close open frames."""
         self.state.mode[0] = STOPPED

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -94,7 +95,6 @@ def start(
 def _config(
     logdir: Any, keep_steps: int, triggers: Triggers | None, settings: dict[str, Any]
 ) -> RecorderConfig:
-    import os
 
     text = os.fspath(logdir)
     if not isinstance(text, str) or not text or "://" in text:
@@ -208,6 +208,17 @@ def _on_sigusr1(signum: int, frame: FrameType | None) -> None:
         from stepscope.capture.recorder.config import SIGNAL
 
         recorder.request(SIGNAL, "SIGUSR1 received")
+
+
+def _after_fork_in_child() -> None:
+    global _lock
+    _lock = threading.Lock()  # another thread may have held it at the fork
+    recorder = _recorder
+    if recorder is not None:
+        recorder.forget_in_child(recorder.session.pid)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _at_exit() -> None:

@@ -86,6 +86,7 @@ class Recorder:
         )
         self._lock = threading.RLock()
         self._stop = threading.Event()
+        self._stopped_why = "the recorder is stopped"
         # Steps opened, and the count at which the step hook wakes the watchdog before its
         # poll: many short steps must not grow the ring past its bounds for a whole poll_s.
         self._opened = 0
@@ -146,6 +147,21 @@ class Recorder:
         self.session.finish(save=False)
         _session.release(self.session)
 
+    def forget_in_child(self, parent_pid: int) -> None:
+        """In a child forked while recording: the recorder's threads are gone and the ring is
+        the parent's to save. Every save is skipped here (at once: an exiting child must not
+        wait for a saver that does not exist), and no step hook runs."""
+        self._lock = threading.RLock()  # another thread may have held it at the fork
+        self._stopped_why = (
+            f"this process was forked from process {parent_pid} while its recorder ran: "
+            "that process saves the recording"
+        )
+        self._stop.set()
+        self._deferred.clear()
+        self._after = None
+        if step_hooks()[0] == self._on_step_open:
+            set_step_hooks(None, None)
+
     # -- triggers ---------------------------------------------------------------------------
 
     def save(
@@ -169,7 +185,7 @@ class Recorder:
         details = dict(details or {})
         with self._lock:
             if self._stop.is_set():
-                pending.skip("the recorder is stopped")
+                pending.skip(self._stopped_why)
                 return pending
             now = time.monotonic()
             last = self._last_save.get(trigger)

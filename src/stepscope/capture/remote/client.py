@@ -300,11 +300,15 @@ class CaptureJob:
                 worker.path, worker.size_bytes, worker.reason = target, len(data), ""
             except OSError as exc:  # the recording is kept, elsewhere, and we say where
                 fallback = fallback_dir() / self.session_id / host_file(worker.address)
-                tmpfiles.write_bytes(fallback, data)
+                why = f"cannot write {target} ({exc.strerror or exc})"
+                try:
+                    tmpfiles.write_bytes(fallback, data)
+                except OSError as again:
+                    worker.state = FAILED
+                    worker.reason = f"{why}, nor {fallback} ({again.strerror or again})"
+                    return
                 worker.path, worker.size_bytes = fallback, len(data)
-                worker.reason = (
-                    f"cannot write {target} ({exc.strerror or exc}); saved to {fallback}"
-                )
+                worker.reason = f"{why}; saved to {fallback}"
         else:  # an older server that wrote the file on its side (emit_xspace ignored)
             worker.path = target if target.exists() else None
             worker.reason = "" if worker.path else "the server wrote the file on its own disk"
@@ -376,6 +380,8 @@ def trace(
             job.terminate()
             job.wait(10.0)
     result = job.result()
+    if any(w.path is not None and w.path.parent == job.run_dir for w in result.workers):
+        tmpfiles.sweep_stale_runs(job.run_dir.parent)  # leftovers of killed saves
     if verbose:
         for line in result.lines():
             say(line)

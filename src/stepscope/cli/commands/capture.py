@@ -10,6 +10,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported when the command runs, not for `stepscope --help`
+    from stepscope.capture.remote.client import TraceResult
 
 TOKEN_ENV = "STEPSCOPE_PROFILER_TOKEN"
 
@@ -154,6 +159,25 @@ def run(args: argparse.Namespace) -> int:
     except NoTraceCollectedError as exc:
         print(f"stepscope: {exc}", file=sys.stderr)
         return 1
-    ok = sum(1 for w in result.workers if w.path is not None)
-    print(f"{result.run_dir}  ({ok} of {len(result.workers)} worker(s) saved)")
+    for line in saved_lines(result):
+        print(line)
     return 0
+
+
+def saved_lines(result: TraceResult) -> list[str]:
+    """One line per directory that received a worker's file, the run directory first (so
+    ``RUN=$(stepscope capture ... | head -1)`` works); a directory nothing was written to is
+    never named (a worker's file kept in the fallback directory, one the server wrote on
+    its own disk)."""
+    total = len(result.workers)
+    counts: dict[Path, int] = {}
+    for worker in result.workers:
+        if worker.path is not None:
+            counts[worker.path.parent] = counts.get(worker.path.parent, 0) + 1
+    order = sorted(counts, key=lambda d: (d != result.run_dir, str(d)))
+    return [
+        f"{where}  ({counts[where]} of {total} worker(s) saved"
+        + ("" if where == result.run_dir else ", not in the log directory")
+        + ")"
+        for where in order
+    ]
