@@ -11,6 +11,10 @@ import pytest
 from stepscope.store import background, location
 from stepscope.store.budget import ENV_VAR as CAP_VAR
 
+# One headless Chromium for the whole session (a fixture: defined here only, since a fixture
+# imported into several modules would be one browser per module).
+from tests.support.browser import browser  # noqa: F401
+
 # REPO and tf_xplane are re-exported for older imports: new code imports tests.support.fixtures.
 from tests.support.fixtures import FIXTURES, REPO, tf_xplane  # noqa: F401
 

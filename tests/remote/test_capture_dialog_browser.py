@@ -24,7 +24,6 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwr
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 SHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
 OLD_RUN = "2026_01_01_00_00_00"
 
 
@@ -47,21 +46,19 @@ def errors() -> list[str]:
 
 
 @pytest.fixture
-def page(ui_server: RunningServer, errors: list[str]) -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        context = browser.new_context(viewport={"width": 1300, "height": 900})
-        context.route(
-            "**/*",
-            lambda route: (
-                route.continue_() if route.request.url.startswith(ui_server.url) else route.abort()
-            ),
-        )
-        page = context.new_page()
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        yield page
-        browser.close()
+def page(browser: Any, ui_server: RunningServer, errors: list[str]) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1300, "height": 900})
+    context.route(
+        "**/*",
+        lambda route: (
+            route.continue_() if route.request.url.startswith(ui_server.url) else route.abort()
+        ),
+    )
+    page = context.new_page()
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    yield page
+    context.close()
     assert not errors, errors
 
 

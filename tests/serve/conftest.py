@@ -12,7 +12,6 @@ from stepscope.serve.app import start_server
 from stepscope.serve.routes import build_routes
 from stepscope.serve.state import ServerState
 from stepscope.serve.wsgi import WsgiApp
-from tests.support.browser import browser  # noqa: F401
 
 # Browser and GPU-fixture server fixtures, shared by the page tests of every tool.
 from tests.support.gpu_pages import gpu_server, page_for  # noqa: F401

@@ -14,12 +14,12 @@ import pytest
 
 from stepscope.serve.app import RunningServer, start_server
 from stepscope.serve.state import ServerState
-from tests.support.browser import SHOTS, browser
+from tests.support.browser import SHOTS
 from tests.support.fixtures import FIXTURES, tf_xplane
 from tests.support.serve import make_logdir
 from tests.support.trace_viewer import OPEN_PAGES, close_pages
 
-__all__ = ["browser", "close_pages"]  # fixtures
+__all__ = ["close_pages"]  # fixtures
 
 pytestmark = pytest.mark.browser
 PAGES = SHOTS / "pages"

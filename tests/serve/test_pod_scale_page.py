@@ -13,7 +13,7 @@ from stepscope.model import ALL_HOSTS
 from stepscope.serve.app import RunningServer, start_server
 from stepscope.serve.state import ServerState
 from tests.pod.builders import cpu_pod, data_parallel_job, memory_pod
-from tests.support.browser import browser, goto, open_page  # noqa: F401
+from tests.support.browser import goto, open_page
 
 pytestmark = pytest.mark.browser
 
@@ -39,7 +39,7 @@ def _run(server: RunningServer, prefix: str) -> str:
     return next(r["run"] for r in runs if r["run"].startswith(prefix))
 
 
-def test_straggler_named_with_heat_map(browser: Any, pod_server: RunningServer) -> None:  # noqa: F811
+def test_straggler_named_with_heat_map(browser: Any, pod_server: RunningServer) -> None:
     context, page, rec = open_page(browser, pod_server.url)
     goto(page, pod_server.url, "pod_viewer", _run(pod_server, "job"), ALL_HOSTS)
     items = page.eval_on_selector_all(".pod-stragglers li", "els => els.map(e => e.dataset.host)")
@@ -56,7 +56,7 @@ def test_straggler_named_with_heat_map(browser: Any, pod_server: RunningServer) 
 
 @pytest.mark.parametrize("tool", ["overview_page", "pod_viewer", "op_stats", "diagnostics"])
 def test_failed_host_shown_on_every_all_hosts_page(
-    browser: Any,  # noqa: F811
+    browser: Any,
     pod_server: RunningServer,
     tool: str,
 ) -> None:
@@ -69,7 +69,7 @@ def test_failed_host_shown_on_every_all_hosts_page(
     rec.check()
 
 
-def test_memory_peak_across_hosts(browser: Any, pod_server: RunningServer) -> None:  # noqa: F811
+def test_memory_peak_across_hosts(browser: Any, pod_server: RunningServer) -> None:
     context, page, rec = open_page(browser, pod_server.url)
     goto(page, pod_server.url, "memory_profile", _run(pod_server, "memory"), ALL_HOSTS)
     rows = page.eval_on_selector_all(
@@ -112,7 +112,7 @@ def _view(page: Any) -> dict[str, Any]:
 
 
 def test_trace_viewer_all_hosts_one_timeline(
-    browser: Any,  # noqa: F811
+    browser: Any,
     pod_server: RunningServer,
 ) -> None:
     from tests.support.browser import SHOTS

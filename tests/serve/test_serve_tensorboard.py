@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -110,49 +111,35 @@ def test_plugin_serves_the_same_data_as_stepscope_serve(
 
 
 @pytest.mark.browser
-def test_stepscope_tab_renders_in_tensorboard(tensorboard: str, fixtures_dir: Path) -> None:
+def test_stepscope_tab_renders_in_tensorboard(
+    tensorboard: str, fixtures_dir: Path, browser: Any
+) -> None:
     """TensorBoard's own page, its Stepscope tab: our UI renders the overview in the tab's frame,
     with the same numbers as the API, no console errors and no request leaving the machine."""
-    chromium = Path("/usr/bin/chromium")
-    if not chromium.exists():
-        pytest.skip("browser tests need /usr/bin/chromium (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-    args = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-    ]
     requests: list[str] = []
     errors: list[str] = []
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(chromium), args=args)
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        context.on("request", lambda r: requests.append(r.url))
-        context.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page = context.new_page()
-        page.goto(tensorboard + "/#stepscope")
-        deadline = time.monotonic() + 120
-        frame = None
-        while frame is None and time.monotonic() < deadline:
-            frame = next(
-                (
-                    f
-                    for f in page.frames
-                    if "/ui/index.html" in f.url
-                    and f.query_selector('body[data-rendered="overview_page"]')
-                ),
-                None,
-            )
-            page.wait_for_timeout(200)  # (lets Playwright take in the frames that appeared)
-        assert frame is not None, f"no overview in the tab: {[f.url for f in page.frames]} {errors}"
-        run = httpx.QueryParams(frame.url.split("?", 1)[1])["run"]
-        shown = frame.get_attribute('[data-field="step_time_ms.avg"]', "data-value")
-        browser.close()
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.on("request", lambda r: requests.append(r.url))
+    context.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page = context.new_page()
+    page.goto(tensorboard + "/#stepscope")
+    deadline = time.monotonic() + 120
+    frame = None
+    while frame is None and time.monotonic() < deadline:
+        frame = next(
+            (
+                f
+                for f in page.frames
+                if "/ui/index.html" in f.url
+                and f.query_selector('body[data-rendered="overview_page"]')
+            ),
+            None,
+        )
+        page.wait_for_timeout(200)  # (lets Playwright take in the frames that appeared)
+    assert frame is not None, f"no overview in the tab: {[f.url for f in page.frames]} {errors}"
+    run = httpx.QueryParams(frame.url.split("?", 1)[1])["run"]
+    shown = frame.get_attribute('[data-field="step_time_ms.avg"]', "data-value")
+    context.close()
     data = httpx.get(
         tensorboard + PLUGIN + "/ui/api/tool/overview_page", params={"run": run}, timeout=120
     ).json()

@@ -21,7 +21,8 @@ from stepscope.serve.state import ServerState
 from tests.support.fixtures import FIXTURES, tf_xplane
 from tests.support.trace_viewer import PAGE, close_pages, open_trace, settle, view
 
-__all__ = ["close_pages"]  # the autouse fixture closing each test's pages
+# the session's browser, and the autouse fixture closing each test's pages
+__all__ = ["close_pages"]
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
@@ -32,23 +33,7 @@ pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "artifacts"
 SHOTS = ARTIFACTS / "screenshots"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 BIG_EVENTS = 10_000_000
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module")

@@ -14,11 +14,11 @@ import pytest
 
 from stepscope.serve.app import RunningServer, start_server
 from stepscope.serve.state import ServerState
-from tests.support.browser import SHOTS, browser
+from tests.support.browser import SHOTS
 from tests.support.fixtures import tf_xplane
 from tests.support.trace_viewer import OPEN_PAGES, PAGE, close_pages, open_trace, settle, view
 
-__all__ = ["browser", "close_pages"]  # fixtures
+__all__ = ["close_pages"]  # fixtures
 
 pytestmark = pytest.mark.browser
 

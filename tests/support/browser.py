@@ -42,7 +42,7 @@ class Recorder:
         assert not self.errors, f"console errors: {self.errors[:5]}"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     if not CHROMIUM.exists():
         pytest.skip("browser tests need /usr/bin/chromium (apt-get install chromium)")
