@@ -23,17 +23,23 @@ def out(
     default: Any = dataclasses.MISSING,
     omit_none: bool = False,
     inline: bool = False,
+    item_units: dict[str, str] | None = None,
 ) -> Any:
     """A result field: its meaning, unit (as docs/tools write it: ns, ms, us, %, bytes...),
     the decimals floats are rounded to, its JSON key when not the field name, and whether the
     key is left out of the JSON when the value is None (an answer part only some requests
     have), and whether a dict field's items are written as keys of the parent instead (plane
-    stats that differ per device)."""
-    meta = {META: {"doc": doc, "unit": unit, "digits": digits, "key": key}}
+    stats that differ per device); ``item_units`` gives the unit of such a dict's known keys
+    (``{"memory_size": "bytes"}``)."""
+    meta: dict[str, dict[str, Any]] = {
+        META: {"doc": doc, "unit": unit, "digits": digits, "key": key}
+    }
     if omit_none:
         meta[META]["omit_none"] = True
     if inline:
         meta[META]["inline"] = True
+    if item_units:
+        meta[META]["item_units"] = dict(item_units)
     if default is dataclasses.MISSING:
         return dataclasses.field(metadata=meta)
     return dataclasses.field(default=default, metadata=meta)

@@ -202,7 +202,7 @@ def test_counter_is_a_step_function_with_its_value_on_hover_and_click(
     x, y = band["left"] + 600, band["top"] + band["h"] / 2
     page.mouse.move(x, y)
     tip = page.inner_text(".tooltip")
-    assert "Memory in use" in tip and ("MB" in tip or "KB" in tip)
+    assert "Memory in use" in tip and ("MiB" in tip or "KiB" in tip)
     page.mouse.click(x, y)
     page.wait_for_selector("[data-field='counter_value']")
     value = float(page.get_attribute("[data-field='counter_value']", "data-value"))

@@ -5,6 +5,7 @@
     GET /api/runs                           {"logdir", "runs": [{"run", "hosts", "saved_by"...}]}
     GET /api/runs/{run}/hosts               {"run", "hosts": [... , "ALL_HOSTS"]}
     GET /api/tools?run=&host=               the registry's tools, with availability for run/host
+    GET /api/units                          {"tools": {tool: {field path: unit}}}: declared units
     GET /api/compare?base=&base_host=&cand=&cand_host=   the diff of two runs (compare_route.py)
     GET /api/tool/<name>?run=&host=&format=json|csv&<options>   one route per declared tool
     GET /api/tool/<name>/<endpoint>?run=&host=&<params>   a tool's follow-up queries (endpoints)
@@ -221,6 +222,12 @@ def build_routes(state: ServerState, static_root: Path = STATIC_DIR) -> list[Rou
 
         return json_response({"categories": category_table()})
 
+    def units(request: ApiRequest) -> ApiResponse:
+        """The declared unit of every tool field (the UI's one number formatter reads them)."""
+        from stepscope.tools.field_docs import field_units
+
+        return json_response({"tools": field_units()}, headers={"Cache-Control": "no-cache"})
+
     def tools(request: ApiRequest) -> ApiResponse:
         run_name, host = request.query.get("run"), request.query.get("host")
         run = state.run(run_name) if run_name else None
@@ -263,6 +270,7 @@ def build_routes(state: ServerState, static_root: Path = STATIC_DIR) -> list[Rou
         raise NotFoundError(
             f"no API route /api/{request.path_params.get('path', '')[:80]}; routes: "
             "/api/runs, /api/runs/{run}/hosts, /api/tools, /api/tool/{tool}, /api/categories, "
+            "/api/units, "
             "/api/compare"
         )
 
@@ -274,6 +282,7 @@ def build_routes(state: ServerState, static_root: Path = STATIC_DIR) -> list[Rou
         RouteSpec("/api/runs/{run:path}/hosts", hosts, "hosts"),
         RouteSpec("/api/tools", tools, "tools"),
         RouteSpec("/api/categories", categories, "categories", blocking=False),
+        RouteSpec("/api/units", units, "units"),
         RouteSpec("/api/compare", compare_handler(state), "compare"),  # serve/compare_route.py
         # `stepscope serve` answers this itself (serve/capture_routes.py); elsewhere (WSGI,
         # TensorBoard) the Capture Profile dialog learns here that it is not offered.

@@ -19,16 +19,17 @@ from stepscope.stats.intervals import union_ns
 from stepscope.stats.kernel_rules import PRECISIONS, kernel_precision
 
 _KERNELS = (EventType.DEVICE_COMPUTE_16, EventType.DEVICE_COMPUTE_32, EventType.DEVICE_COLLECTIVES)
-_DEVICE_STATS = (
-    "device_name",
-    "device_vendor",
-    "compute_cap_major",
-    "compute_cap_minor",
-    "core_count",
-    "memory_size",
-    "clock_rate",
-    "memory_bandwidth",
-)
+# The plane stats a device lists, with their units (declared with the field below).
+_DEVICE_STATS = {
+    "device_name": "",
+    "device_vendor": "",
+    "compute_cap_major": "",
+    "compute_cap_minor": "",
+    "core_count": "",
+    "memory_size": "bytes",
+    "clock_rate": "kHz",
+    "memory_bandwidth": "bytes/s",
+}
 
 
 @record
@@ -42,6 +43,7 @@ class DeviceInfo:
         "plane stats such as `device_name`, `compute_cap_*`, `core_count`, `memory_size`, "
         "each as its own key",
         inline=True,
+        item_units={k: unit for k, unit in _DEVICE_STATS.items() if unit},
     )
 
 

@@ -79,6 +79,12 @@ _AMD_BANDWIDTH = {
 }
 
 
+# The libraries behind XLA's GEMM/convolution custom calls, per vendor: `__cublas$gemm`,
+# `__cublas$lt$matmul`, `__cudnn$conv` on NVIDIA; rocBLAS (under the same `__cublas$gemm`),
+# `__hipblaslt$matmul` and `__miopen$conv` on AMD.
+MATH_LIBRARIES = {"nvidia": "cuBLAS/cuDNN", "amd": "rocBLAS/hipBLASLt/MIOpen"}
+
+
 @record
 class DeviceCaps:
     device: str  # "NVIDIA H100 80GB HBM3", or "AMD GPU (9.5, 256 CUs)"
@@ -86,6 +92,12 @@ class DeviceCaps:
     peak_bytes_per_s: float  # 0 when unknown
     source: str  # "profile", "table: <name>", "profile + table", or "unknown"
     profile_bytes_per_s: float = 0.0  # the profile's own figure, 0 when it has none
+    vendor: str = ""  # "nvidia", "amd", or "" without a GPU
+
+    @property
+    def math_libraries(self) -> str:
+        """The vendor's matmul/convolution libraries (their XLA custom calls: `hlo_cost`)."""
+        return MATH_LIBRARIES.get(self.vendor, "")
 
     @property
     def ridge_point(self) -> float:
@@ -129,4 +141,4 @@ def device_caps(profile: Profile) -> DeviceCaps:
             flops = flops or known[1]
             bandwidth = bandwidth or known[2]
             sources.append(f"table: {known[0]}")
-    return DeviceCaps(label, flops, bandwidth, " + ".join(sources) or "unknown", recorded)
+    return DeviceCaps(label, flops, bandwidth, " + ".join(sources) or "unknown", recorded, vendor)

@@ -35,6 +35,11 @@ class DeviceOut:
     profile_memory_gb_per_s: float = out(
         "the profile's own bandwidth figure, 0 when it has none", "GB/s", 3
     )
+    vendor: str = out("`nvidia`, `amd`, or `''` without a GPU")
+    math_libraries: str = out(
+        "the vendor's GEMM/convolution libraries, whose XLA custom calls `library_gflops` "
+        "estimates: `cuBLAS/cuDNN` (NVIDIA), `rocBLAS/hipBLASLt/MIOpen` (AMD), `''` without a GPU"
+    )
 
 
 def device_out(caps: DeviceCaps) -> DeviceOut:
@@ -45,6 +50,8 @@ def device_out(caps: DeviceCaps) -> DeviceOut:
         ridge_point_flops_per_byte=caps.ridge_point,
         source=caps.source,
         profile_memory_gb_per_s=caps.profile_bytes_per_s / 1e9,
+        vendor=caps.vendor,
+        math_libraries=caps.math_libraries,
     )
 
 

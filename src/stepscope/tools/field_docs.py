@@ -10,6 +10,7 @@ the endpoint's ``result``), so the docs cannot drift from what the tool writes
 from __future__ import annotations
 
 import typing
+from functools import cache
 from pathlib import Path
 
 from stepscope.stats.compare.diff_output import DiffOutput
@@ -55,6 +56,22 @@ def documented_classes(spec: ToolSpec) -> list[tuple[str, type]]:
         found.append(("", cls))
     found += [(e.name, e.result) for e in spec.endpoints if e.result is not None]
     return found
+
+
+@cache
+def field_units() -> dict[str, dict[str, str]]:
+    """Per tool (and ``diff``, the Compare page's answer), the unit of every declared field
+    that has one, by JSON path (``rows[].total_time_us`` -> ``us``): the web UI formats each
+    number by the unit its field declares."""
+    units: dict[str, dict[str, str]] = {}
+    for spec in all_tools():
+        for endpoint, cls in documented_classes(spec):
+            name = f"{spec.name}/{endpoint}" if endpoint else spec.name
+            units[name] = {path: unit for path, unit, _doc in field_rows(cls) if unit}
+    for page, tag, cls in OTHER_PAGES:
+        name = f"{page}/{tag}" if tag else page
+        units[name] = {path: unit for path, unit, _doc in field_rows(cls) if unit}
+    return units
 
 
 def field_table(cls: type) -> str:

@@ -139,6 +139,8 @@ def field_rows(
         )
         shown = path + ("[]" if is_list else "")
         yield shown, meta.get("unit", ""), meta.get("doc", "")
+        for key, unit in meta.get("item_units", {}).items():  # a dict's keys of known unit
+            yield f"{prefix}{key}", unit, f"`{key}` (when present)"
         inner = _item_type(hint)
         if inner is not None and origin is not dict and inner not in (*_outer, cls):
             yield from field_rows(inner, shown + ".", (*_outer, cls))

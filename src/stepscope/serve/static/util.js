@@ -214,29 +214,102 @@ export function fmtByKey(key, value) {
     if (value && typeof value === 'object') return JSON.stringify(value);
     return value === undefined || value === null || value === '' ? '–' : String(value);
   }
-  const k = key.toLowerCase();
-  if (k.endsWith('_ns')) return fmtNs(value);
-  if (k.endsWith('_us')) return fmtUs(value);
-  if (k.endsWith('_ms')) return fmtMs(value);
-  if (k.endsWith('_bytes')) return fmtBytes(value);
-  if (k.includes('percent') || k.endsWith('_pct') || k.endsWith('fraction_pct')) return fmtPct(value);
-  return fmtNum(value);
+  return fmtUnit(value, unitOfKey(key));
 }
 
 /**
+ * The unit a key's suffix names (`_ns`, `_us`, `_ms`, `_bytes`, `_pct`/`percent`), or ''.
+ * @param {string} key
+ */
+export function unitOfKey(key) {
+  const k = key.toLowerCase();
+  if (k.endsWith('_ns')) return 'ns';
+  if (k.endsWith('_us')) return 'us';
+  if (k.endsWith('_ms')) return 'ms';
+  if (k.endsWith('_bytes')) return 'bytes';
+  if (k.endsWith('_mib')) return 'MiB';
+  if (k.startsWith('flop_rate') || k.endsWith('_gflops_per_s')) return 'GFLOP/s';
+  if (k.endsWith('_gflops')) return 'GFLOP';
+  if (k.includes('percent') || k.endsWith('_pct')) return '%';
+  return '';
+}
+
+/**
+ * Bytes in binary units (KiB, MiB, GiB: what allocators and devices count in), one decimal.
  * @param {unknown} n
  * @returns {string}
  */
 export function fmtBytes(n) {
   if (!isNum(n)) return '–';
-  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
   let i = 0;
   let v = n;
-  while (Math.abs(v) >= 1000 && i < units.length - 1) {
-    v /= 1000;
+  while (Math.abs(v) >= 1024 && i < units.length - 1) {
+    v /= 1024;
     i += 1;
   }
-  return i === 0 ? `${v} B` : `${v.toFixed(1)} ${units[i]}`;
+  return i === 0 ? `${Math.round(v)} B` : `${v.toFixed(1)} ${units[i]}`;
+}
+
+/** @type {Array<[number, string]>} */
+const SI = [[1e15, 'P'], [1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k'], [1, '']];
+
+/**
+ * A quantity of `base` units (FLOP/s, B/s, FLOP) with the SI prefix that keeps 3-4 significant
+ * digits: 1,234,567 GFLOP/s is "1.23 PFLOP/s", never a 7-digit number.
+ * @param {number} v
+ * @param {string} base
+ */
+function fmtSI(v, base) {
+  const a = Math.abs(v);
+  if (a === 0) return `0 ${base}`;
+  const [scale, prefix] = SI.find(([s]) => a >= s) || SI[SI.length - 1];
+  const x = v / scale;
+  const digits = Math.abs(x) >= 100 ? 0 : Math.abs(x) >= 10 ? 1 : 2;
+  return `${x.toFixed(digits)} ${prefix}${base}`;
+}
+
+// Units as the tools declare them (stepscope.fields `out(unit=...)`, the docs/tools tables),
+// each with how a value in it is written.
+/** @type {Record<string, (v: number) => string>} */
+const BY_UNIT = {
+  ns: (v) => fmtNs(v),
+  us: (v) => fmtNs(v * 1e3),
+  ms: (v) => fmtNs(v * 1e6),
+  s: (v) => fmtNs(v * 1e9),
+  '%': (v) => fmtPct(v),
+  percent: (v) => fmtPct(v),
+  bytes: (v) => fmtBytes(v),
+  B: (v) => fmtBytes(v),
+  KiB: (v) => fmtBytes(v * 1024),
+  MiB: (v) => fmtBytes(v * 1024 ** 2),
+  GiB: (v) => fmtBytes(v * 1024 ** 3),
+  'bytes/s': (v) => fmtSI(v, 'B/s'),
+  'GB/s': (v) => fmtSI(v * 1e9, 'B/s'),
+  GFLOP: (v) => fmtSI(v * 1e9, 'FLOP'),
+  'GFLOP/s': (v) => fmtSI(v * 1e9, 'FLOP/s'),
+  'FLOP/byte': (v) => `${fmtNum(v)} FLOP/B`,
+  kHz: (v) => fmtSI(v * 1e3, 'Hz'),
+};
+// How a zero is written: in the field's own unit, never a bare "0".
+/** @type {Record<string, string>} */
+const ZERO = { ns: '0 ns', us: '0 µs', ms: '0 ms', s: '0 s', '%': '0.0%', percent: '0.0%' };
+
+/**
+ * The one number formatter of the UI: a value in the unit its field declares (see BY_UNIT;
+ * no unit: a plain number with thousands separators).
+ * @param {unknown} value
+ * @param {string | undefined | null} unit
+ * @returns {string}
+ */
+export function fmtUnit(value, unit) {
+  if (!isNum(value)) return value === undefined || value === null || value === '' ? '–' : String(value);
+  const format = unit ? BY_UNIT[unit] : undefined;
+  // a unit without a format of its own is written after the number; a compound one ("ms, %",
+  // a field holding several quantities) says nothing about this value
+  if (!format) return unit && /^[\w/]+$/.test(unit) ? `${fmtNum(value)} ${unit}` : fmtNum(value);
+  if (value === 0 && unit && ZERO[unit]) return ZERO[unit];
+  return format(value);
 }
 
 // ---- layout helpers used by every page ----------------------------------------------------------

@@ -6,7 +6,7 @@
 // `stepscope diff --json`.
 import { stackedBarChart } from '../charts.js';
 import { dataTable } from '../table.js';
-import { card, code, fmtBytes, fmtNs, getJSON, h, note, query } from '../util.js';
+import { card, fmtBytes, fmtNs, getJSON, h, note, query } from '../util.js';
 import { categoriesFor } from './_common.js';
 
 const ALL_HOSTS = 'ALL_HOSTS';
@@ -123,7 +123,7 @@ function rowsTable(name, rows) {
     maxRows: 25,
     sort: null,
     columns: [
-      { key: 'name', label: 'Name', format: (v) => code(v) },
+      { key: 'name', label: 'Name', mono: true },
       { key: 'status', label: 'Status', format: (v) => h('span', { class: `cmp-status-${v}` }, v) },
       { key: 'baseline_ns_per_step', label: 'Baseline ms/step', numeric: true, format: ms },
       { key: 'candidate_ns_per_step', label: 'Candidate ms/step', numeric: true, format: ms },

@@ -4,7 +4,7 @@
 import { pieChart, stackedBarChart } from '../charts.js';
 import { dataTable } from '../table.js';
 import { CATEGORIES } from './_common.js';
-import { card, code, fmtInt, fmtMs, fmtNs, fmtPct, h, label, note, num } from '../util.js';
+import { card, fmtInt, fmtMs, fmtNs, fmtPct, h, label, note, num } from '../util.js';
 
 const BOUND = {
   high: ['HIGHLY input-bound', 'badge-bad'],
@@ -84,7 +84,7 @@ function inputOps(data) {
   const ops = data.input_ops || [];
   if (!ops.length) return card('Input ops', note('No input-pipeline ops were recorded on the host.'));
   const columns = [
-    { key: 'op', label: 'Input op', format: (v) => code(v) },
+    { key: 'op', label: 'Input op', mono: true },
     { key: 'count', label: 'Count', numeric: true, format: fmtInt },
     { key: 'total_ms', label: 'Total time', numeric: true, format: fmtMs },
     { key: 'total_percent', label: 'Total (%)', numeric: true, format: (v) => fmtPct(v) },
@@ -105,7 +105,7 @@ function pipelines(data) {
     { key: 'slow_calls', label: 'Slow calls', numeric: true, format: fmtInt },
     { key: 'avg_latency_ms', label: 'Avg. latency', numeric: true, format: fmtMs },
     { key: 'max_latency_ms', label: 'Max latency', numeric: true, format: fmtMs },
-    { key: 'bottleneck', label: 'Bottleneck', format: (v) => code(v) },
+    { key: 'bottleneck', label: 'Bottleneck', mono: true },
     { key: 'bottleneck_self_ms', label: 'Bottleneck self time', numeric: true, format: fmtMs },
     { key: 'advice', label: 'Advice' },
   ];

@@ -3,42 +3,47 @@
 // Fields: docs/tools/kernel_stats.md.
 import { pieChart } from '../charts.js';
 import { dataTable } from '../table.js';
-import { card, code, fmtInt, fmtNum, fmtPct, fmtUs, h, num } from '../util.js';
+import { field, unitsAt } from '../units.js';
+import { card, fmtInt, fmtNum, fmtUs, h, num } from '../util.js';
 import { ensureStyles, exportCsv, tile } from './_gpu_tools.js';
 
 const yesNo = (v) => (v ? 'Yes' : 'No');
 
+const f = (path, value) => field('kernel_stats', path, value);
+
 function summary(s) {
   return card('Summary', h('div', { class: 'metric-row' },
-    tile('Kernel launches', num(s.kernel_count, fmtInt(s.kernel_count), 'summary.kernel_count')),
-    tile('Kernel/op pairs', num(s.unique_kernel_op_pairs, fmtInt(s.unique_kernel_op_pairs), 'summary.unique_kernel_op_pairs')),
-    tile('Total kernel time', num(s.total_kernel_time_us, fmtUs(s.total_kernel_time_us), 'summary.total_kernel_time_us')),
-    tile('Time on TensorCores', num(s.tensor_core_time_pct, fmtPct(s.tensor_core_time_pct), 'summary.tensor_core_time_pct')),
-    tile('Time in TensorCore-eligible ops', num(s.eligible_op_time_pct, fmtPct(s.eligible_op_time_pct), 'summary.eligible_op_time_pct')),
-    tile('Eligible but not on TensorCores', num(s.eligible_without_tensor_core_us, fmtUs(s.eligible_without_tensor_core_us), 'summary.eligible_without_tensor_core_us'))),
+    tile('Kernel launches', f('summary.kernel_count', s.kernel_count)),
+    tile('Kernel/op pairs', f('summary.unique_kernel_op_pairs', s.unique_kernel_op_pairs)),
+    tile('Total kernel time', f('summary.total_kernel_time_us', s.total_kernel_time_us)),
+    tile('Time on TensorCores', f('summary.tensor_core_time_pct', s.tensor_core_time_pct)),
+    tile('Time in TensorCore-eligible ops', f('summary.eligible_op_time_pct', s.eligible_op_time_pct)),
+    tile('Eligible but not on TensorCores', f('summary.eligible_without_tensor_core_us', s.eligible_without_tensor_core_us))),
   s.rows_left_out ? h('p', { class: 'muted' }, `${fmtInt(s.rows_left_out)} more kernel/op pairs with less time are left out (top 1000 kept).`) : null);
 }
 
+// The kernel's name is pinned and gets the room the numbers leave; the numbers follow it, then
+// the launch configuration and the op (text that may be read after scrolling sideways).
 function table(rows) {
   const columns = [
-    { key: 'rank', label: '#', numeric: true },
-    { key: 'kernel_name', label: 'Kernel name', format: (v) => code(v) },
+    { key: 'rank', label: '#', numeric: true, pin: true },
+    { key: 'kernel_name', label: 'Kernel name', mono: true, pin: true, wide: true },
+    { key: 'occurrences', label: 'Occur\u00adrences', numeric: true },
+    { key: 'total_duration_us', label: 'Total duration', numeric: true },
+    { key: 'avg_duration_us', label: 'Avg duration', numeric: true },
+    { key: 'min_duration_us', label: 'Min duration', numeric: true },
+    { key: 'max_duration_us', label: 'Max duration', numeric: true },
+    { key: 'occupancy_pct', label: 'Occupancy', numeric: true },
     { key: 'registers_per_thread', label: 'Registers / thread', numeric: true },
-    { key: 'shared_memory_bytes', label: 'Shared mem (bytes)', numeric: true, format: fmtInt },
-    { key: 'block_dim', label: 'Block dim' },
-    { key: 'grid_dim', label: 'Grid dim' },
+    { key: 'shared_memory_bytes', label: 'Shared memory', numeric: true },
     { key: 'op_tensor_core_eligible', label: 'Op TensorCore eligible', format: yesNo, filter: false },
     { key: 'uses_tensor_core', label: 'Kernel uses TensorCore', format: yesNo, filter: false },
-    { key: 'op_name', label: 'Op name', format: (v) => code(v) },
-    { key: 'hlo_ops', label: 'HLO ops', format: (v) => code(v) },
-    { key: 'occurrences', label: 'Occurrences', numeric: true, format: fmtInt },
-    { key: 'total_duration_us', label: 'Total duration', numeric: true, format: fmtUs },
-    { key: 'avg_duration_us', label: 'Avg duration', numeric: true, format: fmtUs },
-    { key: 'min_duration_us', label: 'Min duration', numeric: true, format: fmtUs },
-    { key: 'max_duration_us', label: 'Max duration', numeric: true, format: fmtUs },
-    { key: 'occupancy_pct', label: 'Occupancy', numeric: true, format: (v) => (v === null || v === undefined ? '–' : fmtPct(v)) },
+    { key: 'op_name', label: 'Op name', mono: true, wide: true },
+    { key: 'block_dim', label: 'Block dim' },
+    { key: 'grid_dim', label: 'Grid dim' },
+    { key: 'hlo_ops', label: 'HLO ops', mono: true, wide: true },
   ];
-  return dataTable({ columns, rows, name: 'kernel_stats', caption: 'Kernels', filterable: true,
+  return dataTable({ columns, rows, name: 'kernel_stats', caption: 'Kernels', filterable: true, units: unitsAt('kernel_stats', 'rows[]'),
     placeholder: 'Filter by kernel or op name… (/)', sort: { key: 'total_duration_us', desc: true } });
 }
 

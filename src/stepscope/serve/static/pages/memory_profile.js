@@ -3,7 +3,7 @@
 // hover panel, and the allocations live at the peak. Fields: docs/tools/memory_profile.md.
 import { niceTicks } from '../charts.js';
 import { dataTable } from '../table.js';
-import { card, code, fmtBytes, fmtInt, fmtMs, fmtPct, h, note, num, svg } from '../util.js';
+import { card, fmtBytes, fmtInt, fmtMs, fmtPct, h, note, num, svg } from '../util.js';
 import { ensureStyles, exportCsv, tile } from './_gpu_tools.js';
 
 const W = 960;
@@ -181,7 +181,7 @@ function timelineCard(mem, root, panel, series) {
 function liveTable(mem) {
   if (mem.terms === 'pytorch') {
     const columns = [
-      { key: 'op_name', label: 'Op name', format: (v) => code(v) },
+      { key: 'op_name', label: 'Op name', mono: true },
       { key: 'allocation_bytes', label: 'Size', numeric: true, format: fmtBytes },
       { key: 'occurrences', label: 'Occurrences', numeric: true, format: fmtInt },
     ];
@@ -190,13 +190,13 @@ function liveTable(mem) {
       sort: { key: 'allocation_bytes', desc: true } }));
   }
   const columns = [
-    { key: 'op_name', label: 'Op name', format: (v) => code(v) },
+    { key: 'op_name', label: 'Op name', mono: true },
     { key: 'allocation_bytes', label: 'Allocation size', numeric: true, format: fmtBytes },
     { key: 'requested_bytes', label: 'Requested size', numeric: true, format: fmtBytes },
     { key: 'occurrences', label: 'Occurrences', numeric: true, format: fmtInt },
     { key: 'region_type', label: 'Region type' },
     { key: 'data_type', label: 'Data type' },
-    { key: 'shape', label: 'Shape', format: (v) => code(v) },
+    { key: 'shape', label: 'Shape', mono: true },
   ];
   return card('Memory breakdown at the peak', dataTable({ columns, rows: mem.live_at_peak, name: 'live_at_peak',
     caption: 'Allocations live at the peak', filterable: true, placeholder: 'Filter by op name… (/)',
@@ -209,7 +209,7 @@ function podPeaks(data) {
   const rows = data.host_peaks || [];
   if (new Set(rows.map((r) => r.host)).size < 2) return null;
   const peakColumns = [
-    { key: 'allocator_kind', label: 'Allocator kind', format: (v) => code(v) },
+    { key: 'allocator_kind', label: 'Allocator kind', mono: true },
     { key: 'host', label: 'Host' },
     { key: 'memory_id', label: 'Memory ID' },
     { key: 'peak_bytes', label: 'Peak', numeric: true, format: fmtBytes },

@@ -3,7 +3,7 @@
 // (a step curve), and the buffers live at the peak. Fields: docs/tools/memory_viewer.md.
 import { lineChart } from '../charts.js';
 import { dataTable } from '../table.js';
-import { card, code, fmtInt, fmtNum, h, num } from '../util.js';
+import { card, fmtInt, fmtNum, h, num } from '../util.js';
 import { ensureStyles, tile } from './_gpu_tools.js';
 
 const mib = (v) => `${fmtNum(v)} MiB`;
@@ -28,10 +28,10 @@ export async function render(root, data, ctx) {
   const columns = [
     { key: 'size_mib', label: 'Size (MiB)', numeric: true, format: fmtNum },
     { key: 'kind', label: 'Kind' },
-    { key: 'instruction', label: 'HLO instruction', format: (v) => code(v) },
+    { key: 'instruction', label: 'HLO instruction', mono: true },
     { key: 'opcode', label: 'Opcode' },
-    { key: 'shape', label: 'Shape', format: (v) => code(v) },
-    { key: 'tf_op_name', label: 'Framework op', format: (v) => code(v) },
+    { key: 'shape', label: 'Shape', mono: true },
+    { key: 'tf_op_name', label: 'Framework op', mono: true },
   ];
   const live = data.live_at_peak || [];
   root.append(

@@ -3,7 +3,8 @@
 // include/exclude idle (the tool's include_idle option, drawn by the shell), export as CSV.
 import { pieChart } from '../charts.js';
 import { dataTable } from '../table.js';
-import { card, code, fmtNum, fmtPct, fmtUs, h, num, typeName } from '../util.js';
+import { field, unitsAt } from '../units.js';
+import { card, fmtUs, h, num } from '../util.js';
 
 const PIES = [
   ['host_op_type', 'Host: time per op type'],
@@ -26,24 +27,29 @@ function pies(data) {
 function table(data, filterValue) {
   const rows = data.rows || [];
   const columns = [
-    { key: 'rank', label: '#', numeric: true },
-    { key: 'side', label: 'Host/device' },
-    { key: 'type', label: 'Op type', format: (v) => typeName(v) },
-    { key: 'name', label: 'Operation', format: (v) => code(v) },
-    { key: 'occurrences', label: 'Occurrences', numeric: true },
-    { key: 'total_time_us', label: 'Total time', numeric: true, format: fmtUs },
-    { key: 'avg_time_us', label: 'Avg. time', numeric: true, format: fmtUs },
-    { key: 'self_time_us', label: 'Total self time', numeric: true, format: fmtUs },
-    { key: 'avg_self_time_us', label: 'Avg. self time', numeric: true, format: fmtUs },
-    { key: 'self_time_percent', label: 'Self time (%)', numeric: true, format: (v) => fmtPct(v) },
-    { key: 'cumulative_self_time_percent', label: 'Cumulative (%)', numeric: true, format: (v) => fmtPct(v) },
-    { key: 'eager_percent', label: 'Eager (%)', numeric: true, format: (v) => fmtPct(v) },
+    { key: 'rank', label: '#', numeric: true, pin: true },
+    { key: 'side', label: 'Host/\u200bdevice', pin: true },
+    { key: 'type', label: 'Op type', pin: true, wide: true },
+    { key: 'name', label: 'Operation', mono: true, pin: true, wide: true },
+    { key: 'occurrences', label: 'Occur\u00adrences', numeric: true },
+    { key: 'total_time_us', label: 'Total time', numeric: true },
+    { key: 'avg_time_us', label: 'Avg. time', numeric: true },
+    { key: 'self_time_us', label: 'Total self time', numeric: true },
+    { key: 'avg_self_time_us', label: 'Avg. self time', numeric: true },
+    { key: 'self_time_percent', label: 'Self time (%)', numeric: true },
+    { key: 'cumulative_self_time_percent', label: 'Cumu\u00adlative (%)', numeric: true },
+    { key: 'eager_percent', label: 'Eager (%)', numeric: true },
   ];
-  if (new Set(rows.map((r) => r.side)).size < 2) columns.splice(1, 1); // one side: no column
+  // Columns that would say nothing for this run are left out: one side, no eager execution
+  // (only TensorFlow runs ops eagerly), no FLOP counts in the trace.
+  const drop = new Set();
+  if (new Set(rows.map((r) => r.side)).size < 2) drop.add('side');
+  if (!rows.some((r) => r.eager_percent > 0)) drop.add('eager_percent');
+  for (let i = columns.length - 1; i >= 0; i -= 1) if (drop.has(columns[i].key)) columns.splice(i, 1);
   if (rows.some((r) => r.flop_rate_gflops !== null && r.flop_rate_gflops !== undefined)) {
-    columns.push({ key: 'flop_rate_gflops', label: 'GFLOP/s', numeric: true, format: fmtNum });
+    columns.push({ key: 'flop_rate_gflops', label: 'FLOP rate', numeric: true });
   }
-  return dataTable({ columns, rows, name: 'op_stats', caption: 'Ops', filterable: true,
+  return dataTable({ columns, rows, name: 'op_stats', caption: 'Ops', filterable: true, units: unitsAt('op_stats', 'rows[]'),
     placeholder: 'Filter by op name, type or side… (/)', sort: { key: 'rank', desc: false }, filterValue });
 }
 
@@ -51,8 +57,8 @@ export async function render(root, data, ctx) {
   const exportLink = h('a', { class: 'button', href: ctx.csvUrl(), download: '', id: 'export-csv' }, 'Export as CSV');
   root.append(
     h('div', { class: 'toolbar' }, exportLink,
-      h('span', { class: 'muted' }, 'Idle: host ', num(data.host_idle_us, fmtUs(data.host_idle_us), 'host_idle_us'),
-        ', device ', num(data.device_idle_us, fmtUs(data.device_idle_us), 'device_idle_us'),
+      h('span', { class: 'muted' }, 'Idle: host ', field('op_stats', 'host_idle_us', data.host_idle_us),
+        ', device ', field('op_stats', 'device_idle_us', data.device_idle_us),
         data.include_idle ? ' (shown as IDLE rows)' : ' (not included)')),
     pies(data),
     card(['Ops ', h('span', { class: 'muted' }, '(', num((data.rows || []).length, String((data.rows || []).length), 'rows.length'), ')')],

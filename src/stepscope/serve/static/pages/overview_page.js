@@ -3,8 +3,12 @@
 // Fields: docs/tools/overview_page.md (the overview_page tool's JSON).
 import { stackedBarChart } from '../charts.js';
 import { dataTable } from '../table.js';
-import { card, code, fmtMs, fmtNs, fmtNum, fmtPct, h, kvList, label, note, num, typeName } from '../util.js';
+import { field, unitsAt } from '../units.js';
+import { card, fmtMs, fmtNs, fmtPct, h, kvList, label, note, num } from '../util.js';
 import { categoriesFor, linkTools, toolLinks } from './_common.js';
+
+const DEVICE_LABELS = { compute_cap_major: 'Compute capability (major)', compute_cap_minor: 'Compute capability (minor)',
+  core_count: 'Cores (SMs / CUs)', memory_size: 'Memory', clock_rate: 'Clock', memory_bandwidth: 'Memory bandwidth' };
 
 const BOUND = {
   high: ['HIGHLY input-bound', 'badge-bad'],
@@ -42,8 +46,8 @@ function summary(data) {
     const v = breakdown[c.key] || 0;
     return h('tr', { dataset: { category: c.key } },
       h('td', {}, h('span', { class: 'swatch', style: { background: c.color } }), c.label),
-      h('td', { class: 'numeric' }, num(v, v ? fmtMs(v) : '0', `breakdown_ms.${c.key}`)),
-      h('td', { class: 'numeric' }, num(percent[c.key], fmtPct(percent[c.key]), `breakdown_percent.${c.key}`)),
+      h('td', { class: 'numeric' }, field('overview_page', `breakdown_ms.${c.key}`, v)),
+      h('td', { class: 'numeric' }, field('overview_page', `breakdown_percent.${c.key}`, percent[c.key])),
       h('td', { class: 'bar-cell' }, h('div', { class: 'hbar', style: { width: `${max > 0 ? (100 * v) / max : 0}%`, background: c.color } })));
   });
   const ib = data.input_bound || {};
@@ -91,17 +95,17 @@ function topOps(data) {
   const title = `Top ${ops.length || 10} ${side === 'device' ? 'device' : side === 'host' ? 'host' : ''} operations by self time`;
   if (!ops.length) return card(title, note('No operations recorded.'));
   const columns = [
-    { key: 'rank', label: '#', numeric: true },
-    { key: 'self_time_percent', label: 'Time (%)', numeric: true, format: (v) => fmtPct(v) },
-    { key: 'cumulative_percent', label: 'Cumulative (%)', numeric: true, format: (v) => fmtPct(v) },
-    { key: 'self_time_ns', label: 'Self time', numeric: true, format: (v) => fmtNs(v) },
-    { key: 'category', label: 'Op type', format: (v) => typeName(v) },
-    { key: 'name', label: 'Operation', format: (v) => code(v) },
+    { key: 'rank', label: '#', numeric: true, pin: true },
+    { key: 'category', label: 'Op type', pin: true, wide: true },
+    { key: 'name', label: 'Operation', mono: true, pin: true, wide: true },
+    { key: 'self_time_percent', label: 'Time (%)', numeric: true },
+    { key: 'cumulative_percent', label: 'Cumu\u00adlative (%)', numeric: true },
+    { key: 'self_time_ns', label: 'Self time', numeric: true },
   ];
   if (ops.some((o) => o.flop_rate_gflops !== null && o.flop_rate_gflops !== undefined)) {
-    columns.push({ key: 'flop_rate_gflops', label: 'GFLOP/s', numeric: true, format: (v) => fmtNum(v) });
+    columns.push({ key: 'flop_rate_gflops', label: 'FLOP rate', numeric: true });
   }
-  return card(title, dataTable({ columns, rows: ops, name: 'top_ops', caption: title }));
+  return card(title, dataTable({ columns, rows: ops, name: 'top_ops', caption: title, units: unitsAt('overview_page', 'top_ops[]') }));
 }
 
 function recommendation(data, ctx) {
@@ -120,14 +124,22 @@ function recommendation(data, ctx) {
 
 function environment(data) {
   const env = { ...(data.run_environment || {}) };
-  const devices = env.devices || [];
   delete env.devices;
-  return card('Run environment', kvList(env, 'run_environment'),
-    devices.length ? [h('h3', {}, 'Devices'), dataTable({
-      name: 'devices',
-      columns: Object.keys(devices[0]).map((k) => ({ key: k, label: label(k), numeric: typeof devices[0][k] === 'number' })),
-      rows: devices,
-    })] : null);
+  return card('Run environment', kvList(env, 'run_environment'));
+}
+
+// One row per device, in a card of the page's full width: every number in view.
+function devicesCard(data) {
+  const devices = (data.run_environment || {}).devices || [];
+  if (!devices.length) return null;
+  const keys = [...new Set(devices.flatMap((d) => Object.keys(d)))];
+  const numeric = (k) => devices.some((d) => typeof d[k] === 'number');
+  return card('Devices', dataTable({
+    name: 'devices', caption: 'Devices',
+    columns: keys.map((k) => ({ key: k, label: DEVICE_LABELS[k] || label(k), numeric: numeric(k), pin: k === 'plane' })),
+    rows: devices,
+    units: unitsAt('overview_page', 'run_environment.devices[]'),
+  }));
 }
 
 export async function render(root, data, ctx) {
@@ -135,6 +147,7 @@ export async function render(root, data, ctx) {
     h('div', { class: 'grid2' }, summary(data), recommendation(data, ctx)),
     stepGraph(data),
     topOps(data),
+    devicesCard(data) || '', // (Element.append writes a null as the text "null")
     h('div', { class: 'grid2' }, environment(data),
       card('Diagnostics', h('ul', { class: 'links' }, (data.diagnostics || []).map((d) => h('li', {}, d))))),
   );

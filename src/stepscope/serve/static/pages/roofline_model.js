@@ -4,7 +4,7 @@
 // docs/tools/roofline_model.md.
 import { PALETTE } from '../charts.js';
 import { dataTable } from '../table.js';
-import { card, code, fmtInt, fmtNum, fmtPct, fmtUs, h, num, svg } from '../util.js';
+import { card, fmtInt, fmtNum, fmtPct, fmtUs, h, num, svg } from '../util.js';
 import { ensureStyles, tile } from './_gpu_tools.js';
 
 const W = 640;
@@ -56,7 +56,7 @@ export async function render(root, data) {
   const chart = h('div');
   const columns = [
     ...((data.hosts || []).length > 1 ? [{ key: 'host', label: 'Host' }] : []),
-    { key: 'operation', label: 'Operation', format: (v) => code(v) },
+    { key: 'operation', label: 'Operation', mono: true },
     { key: 'category', label: 'Category' },
     { key: 'time_us', label: 'Time', numeric: true, format: fmtUs },
     { key: 'operational_intensity', label: 'FLOP/byte', numeric: true, format: fmtNum },

@@ -34,7 +34,7 @@ function nodeTable(graph) {
     columns: [
       { key: 'name', label: 'Iterator' },
       { key: 'long_name_explained', label: 'Position', filter: true },
-      { key: 'long_name', label: 'Long name', format: (v) => code(v) },
+      { key: 'long_name', label: 'Long name', mono: true },
       { key: 'start_time_us', label: 'Start (in call)', numeric: true, format: fmtUs },
       { key: 'total_duration_us', label: 'Total duration', numeric: true, format: fmtUs },
       { key: 'self_time_us', label: 'Self time', numeric: true, format: fmtUs },
