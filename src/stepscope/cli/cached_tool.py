@@ -45,6 +45,8 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace | None:
     # the answer.
     parser.add_argument("--workers")
     parser.add_argument("--dask")
+    parser.add_argument("--dask-scheduler-file")
+    parser.add_argument("--dask-timeout")
     parser.add_argument("--max-profile-bytes")
     parser.add_argument("--quiet", "-q", action="store_true")  # a kept answer has no progress
     try:

@@ -5,12 +5,14 @@ hosts that could not be analyzed (exit status 3: a partial result)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
+from collections.abc import Iterator
 
 from stepscope.cli.progress import showing
 from stepscope.executor import Executor, ProgressFn, make_executor
-from stepscope.executor.dask import SCHEDULER_ENV
+from stepscope.executor.dask import DEFAULT_TIMEOUT_S, SCHEDULER_ENV
 
 PARTIAL_EXIT = 3  # the result is printed but some hosts are missing from it
 LINE_PER_HOST_MAX = 64  # more hosts than this: progress lines every 5% instead
@@ -25,21 +27,73 @@ def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
         help="local worker processes for the per-host work (default: one per CPU core; "
         "0: in this process; small runs are analyzed in this process unless N is given)",
     )
-    group.add_argument(
+    add_dask_arguments(group)
+
+
+def add_dask_arguments(parser: argparse._ActionsContainer) -> None:
+    """--dask / --dask-scheduler-file (one of them) and --dask-timeout."""
+    dask = parser.add_mutually_exclusive_group()
+    dask.add_argument(
         "--dask",
         metavar="ADDRESS",
         help=f"run the per-host work on a Dask cluster (tcp://scheduler:8786; default "
         f"${SCHEDULER_ENV}); workers read the profiles themselves",
     )
+    dask.add_argument(
+        "--dask-scheduler-file",
+        metavar="FILE",
+        help="the Dask cluster whose scheduler wrote FILE (dask scheduler --scheduler-file)",
+    )
+    parser.add_argument(
+        "--dask-timeout",
+        type=_seconds,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help="how long to wait for the Dask scheduler, and for a first worker when it has "
+        f"none, before failing (default {DEFAULT_TIMEOUT_S:g})",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return value
 
 
 def executor_from(args: argparse.Namespace) -> Executor | None:
     """The executor the user asked for, or None to let each request choose by its size."""
     import os
 
-    if args.workers is None and not args.dask and not os.environ.get(SCHEDULER_ENV):
+    scheduler_file = getattr(args, "dask_scheduler_file", None)
+    if (
+        args.workers is None
+        and not args.dask
+        and not scheduler_file
+        and not os.environ.get(SCHEDULER_ENV, "").strip()
+    ):
         return None
-    return make_executor(workers=args.workers, dask=args.dask)
+    return make_executor(
+        workers=args.workers,
+        dask=args.dask,
+        scheduler_file=scheduler_file,
+        dask_timeout_s=getattr(args, "dask_timeout", DEFAULT_TIMEOUT_S),
+    )
+
+
+@contextlib.contextmanager
+def executor_for(args: argparse.Namespace) -> Iterator[Executor | None]:
+    """`executor_from` for the whole command: every fan-out of the command (the tools'
+    per-host summaries, then the trace viewer's per-host indexes) runs before it is closed."""
+    executor = executor_from(args) if hasattr(args, "workers") else None
+    try:
+        yield executor
+    finally:
+        if executor is not None:
+            executor.close()
 
 
 def host_progress() -> ProgressFn:
@@ -79,8 +133,27 @@ def host_progress() -> ProgressFn:
     return report
 
 
-def report_failed(failed: dict[str, str]) -> int:
-    """Prints the hosts left out; the exit status (0, or PARTIAL_EXIT when some failed)."""
+def report_moved(moved: dict[str, str]) -> None:
+    """Warns of the hosts some Dask workers could not open (each analyzed elsewhere): a
+    worker without the files is a setup to fix, even when the result is whole."""
+    if not moved:
+        return
+    print(
+        f"stepscope: warning: {len(moved)} host(s) could not be opened on some Dask workers "
+        "and were analyzed elsewhere (see `stepscope doctor --dask`):",
+        file=sys.stderr,
+    )
+    shown = list(moved.items())
+    for host, line in shown[:LINE_PER_HOST_MAX]:
+        print(f"  {host}: {line}", file=sys.stderr)
+    if len(shown) > LINE_PER_HOST_MAX:
+        print(f"  ... and {len(shown) - LINE_PER_HOST_MAX} more", file=sys.stderr)
+
+
+def report_failed(failed: dict[str, str], moved: dict[str, str] | None = None) -> int:
+    """Prints the hosts left out (and those analyzed elsewhere than first sent); the exit
+    status (0, or PARTIAL_EXIT when some failed)."""
+    report_moved(moved or {})
     if not failed:
         return 0
     print(f"stepscope: warning: {len(failed)} host(s) left out of the result:", file=sys.stderr)

@@ -12,6 +12,7 @@ import contextlib
 import logging
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -29,15 +30,26 @@ def showing() -> bool:
 
 @contextlib.contextmanager
 def quiet(enabled: bool) -> Iterator[None]:
-    """With ``enabled``, only warnings and errors of the ``stepscope`` logger for the block."""
+    """With ``enabled``, only warnings and errors of the ``stepscope`` logger for the block,
+    and nothing of Dask's own below an error: its warnings (a package version that differs
+    between this process and the workers) are `stepscope doctor --dask`'s to report."""
     logger = log.logger()
-    saved = logger.level
-    if enabled:
-        logger.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        logger.setLevel(saved)
+    saved = {logger: logger.level}
+    with warnings.catch_warnings():
+        if enabled:
+            logger.setLevel(logging.WARNING)
+            # Dask's configuration gives its loggers their own levels (distributed.client...)
+            for name in ["distributed", *logging.root.manager.loggerDict]:
+                if name == "distributed" or name.startswith("distributed."):
+                    dask_logger = logging.getLogger(name)
+                    saved[dask_logger] = dask_logger.level
+                    dask_logger.setLevel(logging.ERROR)
+            warnings.filterwarnings("ignore", module=r"distributed(\.|$)")
+        try:
+            yield
+        finally:
+            for each, level in saved.items():
+                each.setLevel(level)
 
 
 def stderr_progress(width: int = 24) -> Progress:

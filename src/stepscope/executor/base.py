@@ -25,6 +25,9 @@ class HostTask:
 
     host: HostFile
     args: Any = None
+    # False: the task needs the file at its own path (it leaves entries keyed by the path
+    # for the driver), so a copy of its bytes shipped to a worker would not do.
+    portable: bool = True
 
 
 # fn(task) -> summary. Must be a module-level function (pickled by reference).
@@ -40,10 +43,23 @@ class HostOutcome:
     error: str = ""  # one line for the user; "" when the task succeeded
     attempts: int = 1
     seconds: float = 0.0
+    where: str = ""  # the Dask worker (or "driver") that ran the task; "" for a local pool
+    unreadable: bool = False  # the worker could not open the file: another one may
+    # (worker, why it could not open the file) for each worker that could not, in order
+    unread_by: tuple[tuple[str, str], ...] = ()
 
     @property
     def ok(self) -> bool:
         return not self.error
+
+    @property
+    def moved(self) -> str:
+        """For a host some workers could not open: who could not, why, and where it ran
+        instead (one line); "" otherwise."""
+        if not self.unread_by or not self.ok:
+            return ""
+        tried = "; ".join(f"{worker}: {why}" for worker, why in self.unread_by)
+        return f"{tried}; analyzed on {self.where or 'another worker'}"
 
 
 def is_permanent(exc: BaseException) -> bool:
@@ -92,6 +108,11 @@ class Executor(Protocol):
         self, fn: TaskFn, tasks: Sequence[HostTask], progress: ProgressFn | None = None
     ) -> Iterator[tuple[int, HostOutcome]]: ...
 
+    def worker_cache(self, here: str) -> str:
+        """The cache directory for tasks' summaries, given this process's (``here``): the
+        same for workers on this machine; "" (each worker's own) on a cluster."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -112,6 +133,9 @@ class InlineExecutor:
 
     def __init__(self, retries: int = DEFAULT_RETRIES) -> None:
         self.retries = retries
+
+    def worker_cache(self, here: str) -> str:
+        return here
 
     def map(
         self, fn: TaskFn, tasks: Sequence[HostTask], progress: ProgressFn | None = None

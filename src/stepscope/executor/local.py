@@ -24,8 +24,8 @@ from stepscope.executor.base import (
     ProgressFn,
     TaskFn,
     report,
-    run_task,
 )
+from stepscope.executor.worker import run_in_pool
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +47,9 @@ class LocalExecutor:
         self.workers = workers
         self.retries = retries
         self._pool: ProcessPoolExecutor | None = None
+
+    def worker_cache(self, here: str) -> str:
+        return here  # the workers are this machine's processes
 
     def _get_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -77,7 +80,7 @@ class LocalExecutor:
             while (queue or running) and not broken:
                 while queue and len(running) < window:
                     i = queue.pop()
-                    running[pool.submit(run_task, fn, tasks[i], self.retries)] = i
+                    running[pool.submit(run_in_pool, fn, tasks[i], self.retries)] = i
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:
                     i = running.pop(future)

@@ -52,8 +52,8 @@ SUMMARY_KIND = "summaries"
 class SummaryArgs:
     tools: tuple[str, ...]  # computed together: each host's profile is opened once
     options: tuple[tuple[str, str], ...]
-    cache_dir: str  # "" when the summary cache is off (--no-cache)
-    use_cache: bool
+    cache_dir: str  # "": the worker's own ($STEPSCOPE_CACHE_DIR, else its user cache)
+    use_cache: bool  # False: no summary cache (--no-cache)
     build: bool = True  # False: only what the tool's availability check needs
 
 
@@ -110,7 +110,7 @@ def host_summary(task: HostTask) -> HostSummary:
     args: SummaryArgs = task.args
     host = task.host
     cache_path = None
-    if args.cache_dir:
+    if args.use_cache:
         try:
             digest = content_hash(host.path)
         except FileNotFoundError:
@@ -186,30 +186,39 @@ def prepare(ctx: ToolContext, *specs: ToolSpec, build: bool = True) -> None:
     # proves nothing about it.
     todo = [h for h in run.hosts if not done(h.path) and h.path not in store.host_errors]
     if todo:
-        cache_dir = str(location.root(store.cache_dir)) if store.use_cache else ""
-        args = SummaryArgs(names, options, cache_dir, store.use_cache, build)
-        for host, summary in map_hosts(store, todo, host_summary, args):
+        executor = store.executor or _auto_executor(todo)
+        here = str(location.root(store.cache_dir))
+        args = SummaryArgs(names, options, executor.worker_cache(here), store.use_cache, build)
+        for host, summary in map_hosts(store, todo, host_summary, args, executor=executor):
             for key in keys:
                 store.seed(host.path, key, options, summary.values)
     check_some_left(ctx)
 
 
 def map_hosts(
-    store: ProfileStore, hosts: list[HostFile], fn: TaskFn, args: Any
+    store: ProfileStore,
+    hosts: list[HostFile],
+    fn: TaskFn,
+    args: Any,
+    portable: bool = True,
+    executor: Executor | None = None,
 ) -> Iterator[tuple[HostFile, Any]]:
-    """``fn(HostTask(host, args))`` for every host on the store's executor (else one chosen by
-    the files' size), with per-host progress; yields (host, value) as they complete. A host
-    whose task failed is recorded in ``store.host_errors`` instead."""
-    executor = store.executor or _auto_executor(hosts)
+    """``fn(HostTask(host, args))`` for every host on ``executor`` (else the store's, else one
+    chosen by the files' size, closed after), with per-host progress; yields (host, value) as
+    they complete. A host whose task failed is recorded in ``store.host_errors`` instead.
+    ``portable=False``: the task needs the file at its own path (see `HostTask`)."""
+    executor = executor or store.executor or _auto_executor(hosts)
     try:
-        tasks = [HostTask(h, args) for h in hosts]
+        tasks = [HostTask(h, args, portable) for h in hosts]
         for i, outcome in executor.map(fn, tasks, store.host_progress):
+            if outcome.moved:
+                store.moved(hosts[i].path, outcome.moved)
             if outcome.ok:
                 yield hosts[i], outcome.value
             else:
                 store.fail(hosts[i].path, outcome.error)
     finally:
-        if store.executor is None:
+        if executor is not store.executor:
             executor.close()
 
 

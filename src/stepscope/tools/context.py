@@ -51,6 +51,8 @@ class ProfileStore:
         self._summarized: set[tuple[str, str, tuple[tuple[str, str], ...]]] = set()
         self._reductions: dict[tuple[str, ...], Any] = {}
         self.host_errors: dict[str, str] = {}  # host file path -> why its analysis failed
+        # host file path -> the workers that could not open it, and where it ran instead
+        self.host_moves: dict[str, str] = {}
         # analysis threads per host ($STEPSCOPE_THREADS; 1: none in the background)
         self.threads = workers.threads() if threads is None else threads
         self._running: dict[tuple[str, str], Event] = {}
@@ -112,6 +114,10 @@ class ProfileStore:
     def fail(self, path: str, error: str) -> None:
         with self._lock:
             self.host_errors[path] = error
+
+    def moved(self, path: str, line: str) -> None:
+        with self._lock:
+            self.host_moves[path] = line
 
     def intermediate(self, run: Run, host: str, name: str, build: Callable[[Profile], T]) -> T:
         """``build(profile)`` computed once per (host file, name): a caller that finds it being
@@ -176,6 +182,13 @@ class ToolContext:
             return {}
         errors = self.store.host_errors
         return {h.host: errors[h.path] for h in self.run.hosts if h.path in errors}
+
+    @property
+    def moved(self) -> dict[str, str]:
+        """ALL_HOSTS: host name -> the workers that could not open its file and where it was
+        analyzed instead (`stepscope.executor.dask`)."""
+        moves = self.store.host_moves
+        return {h.host: moves[h.path] for h in self.run.hosts if h.path in moves}
 
     def profiles(self) -> list[Profile]:
         return [self.store.profile(self.run, h) for h in self.hosts]

@@ -14,7 +14,7 @@ import sys
 import textwrap
 from typing import TYPE_CHECKING
 
-from stepscope.cli.hosts import add_executor_arguments, report_failed
+from stepscope.cli.hosts import add_executor_arguments, executor_for, report_failed
 from stepscope.cli.output import human_ns, table
 from stepscope.stats.steps.sources import SOURCES
 
@@ -209,17 +209,18 @@ def run(args: argparse.Namespace) -> int:
     from stepscope.tools.registry import get_tool
 
     options = get_tool("overview_page").parse_options({"step_source": args.step_source})
-    ctx = context_for(
-        args.run,
-        get_tool("overview_page"),
-        args.host,
-        options,
-        use_cache=not args.no_cache,
-        args=args,
-        also=(get_tool("input_pipeline_analyzer"),),
-    )
-    overview = get_tool("overview_page").build(ctx)
-    pipeline = get_tool("input_pipeline_analyzer").build(ctx)
+    with executor_for(args) as executor:
+        ctx = context_for(
+            args.run,
+            get_tool("overview_page"),
+            args.host,
+            options,
+            use_cache=not args.no_cache,
+            executor=executor,
+            also=(get_tool("input_pipeline_analyzer"),),
+        )
+        overview = get_tool("overview_page").build(ctx)
+        pipeline = get_tool("input_pipeline_analyzer").build(ctx)
     assert isinstance(overview, OverviewPage) and isinstance(pipeline, InputPipelineAnalysis)
     print(render(overview, pipeline, args.top, terminal_width()))
-    return report_failed(ctx.failed)
+    return report_failed(ctx.failed, ctx.moved)

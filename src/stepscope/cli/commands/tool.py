@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from stepscope.cli import cached_tool
 from stepscope.cli.hosts import (
     add_executor_arguments,
-    executor_from,
+    executor_for,
     host_progress,
     report_failed,
 )
@@ -23,6 +23,7 @@ from stepscope.errors import StepscopeError
 from stepscope.logdir import ALL_HOSTS
 
 if TYPE_CHECKING:  # the tools are imported when one runs, not for `stepscope --help`
+    from stepscope.executor import Executor
     from stepscope.tools.context import ToolContext
     from stepscope.tools.registry import ToolSpec
 
@@ -100,18 +101,18 @@ def context_for(
     host: str | None,
     options: dict[str, str],
     use_cache: bool = True,
-    args: argparse.Namespace | None = None,
+    executor: Executor | None = None,
     also: tuple[ToolSpec, ...] = (),
 ) -> ToolContext:
-    """The tool's context, with the per-host work of ALL_HOSTS already done (on the executor
-    ``args`` names: --workers / --dask)."""
+    """The tool's context, with the per-host work of ALL_HOSTS already done on ``executor``
+    (--workers / --dask; the caller closes it once the tool is built: the build may fan out
+    again, as the trace viewer does)."""
     from stepscope.cli.progress import stderr_progress
     from stepscope.model import open_run
     from stepscope.tools._fanout import prepare
     from stepscope.tools.context import ProfileStore, ToolContext
 
     run_ = open_run(path)
-    executor = executor_from(args) if args is not None and hasattr(args, "workers") else None
     store = ProfileStore(
         use_cache=use_cache,
         progress=stderr_progress(),
@@ -119,11 +120,7 @@ def context_for(
         host_progress=host_progress(),
     )
     ctx = ToolContext(run_, spec.resolve_host(run_, host), store, options)
-    try:
-        prepare(ctx, spec, *also)
-    finally:
-        if executor is not None:
-            executor.close()
+    prepare(ctx, spec, *also)
     if not spec.available(ctx):
         raise StepscopeError(
             f"tool {spec.name} has nothing to show for {run_.name}: the profile lacks "
@@ -149,8 +146,11 @@ def run(args: argparse.Namespace) -> int:
     if host and "," in host and "hosts" in options:
         # --host a,b: ALL_HOSTS narrowed to those hosts (the trace viewer's timeline)
         host, options["hosts"] = ALL_HOSTS, host
-    ctx = context_for(args.run, spec, host, options, use_cache=not args.no_cache, args=args)
-    result = spec.build(ctx)
+    with executor_for(args) as executor:
+        ctx = context_for(
+            args.run, spec, host, options, use_cache=not args.no_cache, executor=executor
+        )
+        result = spec.build(ctx)
     if args.csv:
         text = output.to_csv(result)
     else:
@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
             data["host_errors"] = host_errors_json(ctx)
         text = json_text(data)
     sys.stdout.write(text)
-    status = report_failed(ctx.failed)
+    status = report_failed(ctx.failed, ctx.moved)
     if key is not None and status == 0:  # a partial answer is computed again next time
         cached_tool.keep(key, text)
     return status

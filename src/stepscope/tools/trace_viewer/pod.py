@@ -25,13 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
+from stepscope import log
 from stepscope.errors import StepscopeError
 from stepscope.executor import HostTask
-from stepscope.model import Profile, open_host
+from stepscope.model import Profile, cache, open_host
 from stepscope.model.runs import HostFile
 from stepscope.records import record
 from stepscope.stats.trace_index.index import TraceIndex, open_trace_index
-from stepscope.store import location
+from stepscope.store import background, location
 from stepscope.tools._fanout import check_some_left, map_hosts
 from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import ToolUsageError
@@ -56,6 +57,7 @@ def index_host(task: HostTask) -> IndexReady:
     cache_dir = Path(task.args.cache_dir)
     profile = open_host(task.host, use_cache=True, cache_dir=cache_dir)
     open_trace_index(profile, use_cache=True, cache_dir=cache_dir)
+    background.wait()  # written before "ready": the driver maps them next
     return IndexReady(profile.n_events)
 
 
@@ -114,6 +116,21 @@ def chosen_hosts(ctx: ToolContext) -> list[HostFile]:
     return [h for h in ctx.run.hosts if h.host in wanted]
 
 
+def _warn_unshared(ready: list[HostFile], cache_dir: Path | None) -> None:
+    """One line when workers built hosts' entries this process cannot see (a cache directory
+    not shared with them): they are built again here."""
+    missing = [
+        h for h in ready if not (cache.entry_dir(h.path, cache_dir) / "header.json").exists()
+    ]
+    if missing:
+        log.warn(
+            f"stepscope: warning: the workers' converted profiles of {len(missing)} host(s) "
+            f"are not in this process's cache directory {location.root(cache_dir)}: built "
+            "here instead; give the workers this directory at the same path (a shared "
+            'file system; see docs/pod_scale.md, "Caches")'
+        )
+
+
 def _alignment(ctx: ToolContext) -> str:
     align = ctx.option("align", "clock") or "clock"
     if align not in ALIGNMENTS:
@@ -140,10 +157,11 @@ def _assemble(ctx: ToolContext, hosts: list[HostFile], align: str) -> PodTrace:
     todo = [h for h in hosts if h.path not in store.host_errors]
     if store.use_cache and len(todo) > 1:
         # Indexes built in parallel by the executor and left in the cache; without a cache
-        # (--no-cache) there is nowhere to leave them, so they are built below, here.
+        # (--no-cache) there is nowhere to leave them, so they are built below, here. The
+        # workers write into this process's cache directory, at this process's paths.
         args = IndexArgs(str(location.root(store.cache_dir)))
-        for _host, _ready in map_hosts(store, todo, index_host, args):
-            pass
+        ready = [h for h, _ in map_hosts(store, todo, index_host, args, portable=False)]
+        _warn_unshared(ready, store.cache_dir)
     opened = []
     for h in hosts:
         if h.path in store.host_errors:
