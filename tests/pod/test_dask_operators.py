@@ -170,3 +170,18 @@ def test_a_cluster_without_workers_fails_within_the_timeout(
         "no Dask worker connected within 1 s (--dask-timeout); start workers with "
         f"`dask worker {empty.scheduler_address}` or check that they can reach the scheduler"
     )
+
+
+def test_doctor_names_the_worker_that_cannot_open_the_run(
+    cluster: str, roots: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = str(_pod(roots["good_only"]))
+    assert main(["doctor", "--dask", cluster, run]) == 1
+    out, err = capsys.readouterr()
+    assert "run pod: 8 host file(s)" in out and out.count("worker tcp://") == 2
+    [problem] = err.splitlines()[1:]
+    assert "(blind) cannot open 8 of the 8 run files checked (first: " in problem
+    assert f"{GONE}/a/plugins/profile/pod/host000.xplane.pb: FileNotFoundError" in problem
+    assert "STEPSCOPE_PATH_MAP" in problem
+    assert main(["doctor", "--dask", cluster, str(_pod(roots["all"] / "cached", hosts=3))]) == 0
+    assert capsys.readouterr().out.endswith("no problems found\n")

@@ -25,6 +25,7 @@ COMMANDS = (
     "capture",
     "demo",
     "diff",
+    "doctor",
     "export",
     "import_",
     "info",
