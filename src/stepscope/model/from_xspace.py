@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from stepscope import limits
 from stepscope.errors import ProfileFormatError
 from stepscope.limits import TIME_LIMIT_NS, TIME_LIMIT_TEXT
 from stepscope.model.id_map import lookup, map_ids
@@ -67,6 +68,7 @@ def _stat_python(stat: XStat | HeaderStat, plane: XPlane | PlaneHeader) -> PySta
 
 
 def profile_from_columns(raw: RawColumns, source: str, hostname: str | None) -> Profile:
+    _check_string_memory(raw, source)
     strings = StringTable(s.decode("utf-8", "surrogateescape") for s in raw.strings)
     intern = strings.intern
     empty_id = intern("")
@@ -223,6 +225,34 @@ def profile_from_columns(raw: RawColumns, source: str, hostname: str | None) -> 
     )
     sort_lines_by_start(profile)
     return profile
+
+
+# A decoded str takes its text's bytes (or up to 4x for non-ASCII text; the surrogateescape
+# decoding of invalid UTF-8 is the same size) plus the object's header.
+STR_OVERHEAD_BYTES = 64
+
+
+def _check_string_memory(raw: RawColumns, source: str) -> None:
+    """The decoded strings count against the profile's memory bound, beside the columns the
+    decoder counted: a stat holding a 1 GiB string took 3 GB under a 1.5 GB bound (the
+    decoder's copy and the decoded str on top of the file)."""
+    text = sum(map(len, raw.strings))
+    if text < 1 << 20:
+        return  # the usual case: names, a few megabytes at most, within the decoder's count
+    columns = sum(
+        a.nbytes
+        for a in (
+            raw.ev_meta, raw.ev_offset_ps, raw.ev_duration_ps, raw.ev_stat_start,
+            raw.ev_line, raw.st_meta, raw.st_kind, raw.st_value,
+        )
+    )  # fmt: skip
+    needed = columns + 2 * text + STR_OVERHEAD_BYTES * len(raw.strings)
+    limits.check(
+        source,
+        f"decoding its {len(raw.strings):,} strings ({limits.human_bytes(text)} of text) "
+        "beside its columns",
+        needed,
+    )
 
 
 def _check_times(raw: RawColumns, offset_ns: np.ndarray, dur_ns: np.ndarray, source: str) -> None:

@@ -64,6 +64,18 @@ def host_name(header: str) -> str:
     return header  # a bare IPv6 address (no port) or a plain name
 
 
+def allowed_names(names: Iterable[str]) -> frozenset[str]:
+    """The Host names a server answers to: ``names`` and the loopback names."""
+    return frozenset({h.lower().strip("[]") for h in names} | set(LOOPBACK_NAMES))
+
+
+def host_allowed(allowed: frozenset[str], header: str) -> bool:
+    """Whether a request's Host header names this server (see the module's docs); one test
+    for `stepscope serve` and the TensorBoard plugin."""
+    name = host_name(header)
+    return "*" in allowed or _is_ip(name) or name in allowed
+
+
 class AccessGuard:
     """ASGI middleware applying the Host allow-list and the token (see the module doc)."""
 
@@ -77,14 +89,13 @@ class AccessGuard:
         port: int = 0,
     ) -> None:
         self.app = app
-        self.allowed = {h.lower().strip("[]") for h in allowed_hosts} | set(LOOPBACK_NAMES)
+        self.allowed = allowed_names(allowed_hosts)
         self.token = token
         self.token_for_reads = token_for_reads
         self.cookie = TOKEN_COOKIE.format(port=port)
 
     def host_allowed(self, header: str) -> bool:
-        name = host_name(header)
-        return "*" in self.allowed or _is_ip(name) or name in self.allowed
+        return host_allowed(self.allowed, header)
 
     def _given_tokens(self, scope: Scope, headers: dict[str, str]) -> tuple[list[str], bool]:
         """Tokens the request offers, and whether one came in the query (to set the cookie)."""

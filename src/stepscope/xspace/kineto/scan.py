@@ -300,7 +300,18 @@ def scan_stream(
     scanned = _kscan.scan_stream(guarded, limit, window)
     if failed:
         raise failed[0]
-    return scanned if isinstance(scanned, int) else _trace(scanned, header_type)
+    if scanned is None or isinstance(scanned, int):
+        return scanned
+    needed = _decoded_size(scanned)
+    return needed if needed > limit else _trace(scanned, header_type)
+
+
+def _decoded_size(scanned: tuple[bytes, list[bytes], dict[str, bytes]]) -> int:
+    """The columns plus the strings once decoded (the scanner's bytes and the str beside
+    them): the decoded strings count against the bound too (a 1 GiB string took 3 GB)."""
+    _header, raw, columns = scanned
+    text = sum(map(len, raw))
+    return sum(memoryview(c).nbytes for c in columns.values()) + 2 * text + 64 * len(raw)
 
 
 def _trace(
