@@ -133,6 +133,27 @@ def host_progress() -> ProgressFn:
     return report
 
 
+def partial_lines(partial: dict[str, tuple[str, ...]], many_hosts: bool) -> list[str]:
+    """The hosts read in part (`ToolContext.partial_reads`), as the report and stderr say it."""
+    lines = []
+    for host, warnings in partial.items():
+        for warning in warnings:
+            lines.append(f"{host}: {warning}" if many_hosts else warning)
+    return lines
+
+
+def report_partial(partial: dict[str, tuple[str, ...]]) -> None:
+    """Says on stderr that the answer comes from part of a recording (the JSON says it in
+    ``partial_reads``)."""
+    if not partial:
+        return
+    print(
+        "stepscope: warning: partial data, the answer covers what could be read:", file=sys.stderr
+    )
+    for line in partial_lines(partial, many_hosts=True):
+        print(f"  {line}", file=sys.stderr)
+
+
 def report_moved(moved: dict[str, str]) -> None:
     """Warns of the hosts some Dask workers could not open (each analyzed elsewhere): a
     worker without the files is a setup to fix, even when the result is whole."""

@@ -44,7 +44,8 @@ from stepscope.tools.registry import ToolResult, ToolSpec, get_tool
 
 log = logging.getLogger(__name__)
 
-SUMMARY_SCHEMA = 3  # bump when what a summary holds changes (3: stored without pickle)
+# bump when what a summary holds changes (3: stored without pickle; 4: partial reads)
+SUMMARY_SCHEMA = 4
 SUMMARY_KIND = "summaries"
 
 
@@ -237,6 +238,11 @@ def host_errors_json(ctx: ToolContext) -> list[dict[str, str]]:
     return [{"host": h, "error": e} for h, e in ctx.failed.items()]
 
 
+def partial_reads_json(ctx: ToolContext) -> list[dict[str, Any]]:
+    """The hosts read in part, for the ``partial_reads`` field of results."""
+    return [{"host": h, "warnings": list(w)} for h, w in ctx.partial_reads.items()]
+
+
 @record
 class HostError:
     host: str = out("a host left out of the result")
@@ -244,11 +250,26 @@ class HostError:
 
 
 @record
+class PartialRead:
+    host: str = out("a host whose profile is not all that was recorded")
+    warnings: tuple[str, ...] = out(
+        "what is missing or was changed to read it: a truncated file, repaired JSON, events "
+        "skipped as damaged or dropped at max_events (docs/security.md)"
+    )
+
+
+@record
 class WithHostErrors:
-    """A tool's result with the hosts that could not be analyzed (``host_errors`` in JSON)."""
+    """A tool's result with the hosts that could not be analyzed (``host_errors`` in JSON)
+    and those read only in part (``partial_reads``); each key only when it has entries."""
 
     result: ToolResult = out("the tool's own fields", inline=True)
-    host_errors: tuple[HostError, ...] = out("the hosts that could not be analyzed")
+    host_errors: tuple[HostError, ...] | None = out(
+        "the hosts that could not be analyzed", omit_none=True, default=None
+    )
+    partial_reads: tuple[PartialRead, ...] | None = out(
+        "the hosts whose answer comes from part of their recording", omit_none=True, default=None
+    )
 
     def to_csv(self) -> str:
         return output.to_csv(self.result)  # the table is the tool's; failures go to stderr
@@ -256,10 +277,14 @@ class WithHostErrors:
 
 def build_tool(ctx: ToolContext, spec: ToolSpec) -> ToolResult:
     """``spec``'s result for ``ctx``: per-host work fanned out first (ALL_HOSTS), failed hosts
-    listed in the result."""
+    and hosts read in part listed in the result."""
     prepare(ctx, spec)
     result = spec.build(ctx)
-    failed = ctx.failed
-    if not failed:
+    failed, partial = ctx.failed, ctx.partial_reads
+    if not failed and not partial:
         return result
-    return WithHostErrors(result, tuple(HostError(h, e) for h, e in failed.items()))
+    return WithHostErrors(
+        result,
+        tuple(HostError(h, e) for h, e in failed.items()) or None,
+        tuple(PartialRead(h, tuple(w)) for h, w in partial.items()) or None,
+    )

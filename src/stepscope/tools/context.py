@@ -11,7 +11,7 @@ from threading import Event, Lock, Thread
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from stepscope import workers
-from stepscope.model import ALL_HOSTS, Profile, Run, open_host
+from stepscope.model import ALL_HOSTS, Profile, Run, open_host, partial
 from stepscope.records import record
 
 if TYPE_CHECKING:
@@ -75,6 +75,10 @@ class ProfileStore:
         )
         with self._lock:
             self._profiles[key] = profile
+            # what the answers built from it must say (shipped back by ALL_HOSTS workers)
+            self._intermediates[(key, partial.INTERMEDIATE)] = partial.partial_reads(
+                profile.warnings
+            )
             while len(self._profiles) > self.max_profiles:
                 evicted, _ = self._profiles.popitem(last=False)
                 self._intermediates = {
@@ -110,6 +114,12 @@ class ProfileStore:
             for name, value in values.items():
                 self._intermediates.setdefault((path, name), value)
             self._summarized.add((path, tool, options))
+
+    def partial_reads(self, path: str) -> tuple[str, ...]:
+        """The partial-read warnings of the host file at ``path`` (`model.partial`); empty
+        when its profile was read whole or was never opened by this store or its workers."""
+        with self._lock:
+            return tuple(self._intermediates.get((path, partial.INTERMEDIATE), ()))
 
     def fail(self, path: str, error: str) -> None:
         with self._lock:
@@ -189,6 +199,14 @@ class ToolContext:
         analyzed instead (`stepscope.executor.dask`)."""
         moves = self.store.host_moves
         return {h.host: moves[h.path] for h in self.run.hosts if h.path in moves}
+
+    @property
+    def partial_reads(self) -> dict[str, tuple[str, ...]]:
+        """Host name -> the warnings saying its profile is not all that was recorded (a
+        truncated file, repaired JSON, dropped events), for the selected hosts that have any."""
+        hosts = self.run.hosts if self.host == ALL_HOSTS else [self.run.host(self.host)]
+        found = {h.host: self.store.partial_reads(h.path) for h in hosts}
+        return {host: reads for host, reads in found.items() if reads}
 
     def profiles(self) -> list[Profile]:
         return [self.store.profile(self.run, h) for h in self.hosts]

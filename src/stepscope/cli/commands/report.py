@@ -14,7 +14,12 @@ import sys
 import textwrap
 from typing import TYPE_CHECKING
 
-from stepscope.cli.hosts import add_executor_arguments, executor_for, report_failed
+from stepscope.cli.hosts import (
+    add_executor_arguments,
+    executor_for,
+    partial_lines,
+    report_failed,
+)
 from stepscope.cli.output import human_ns, table
 from stepscope.stats.steps.sources import SOURCES
 
@@ -117,9 +122,14 @@ def _top_ops(overview: OverviewPage, top: int, width: int) -> list[str]:
 
 
 def render(
-    overview: OverviewPage, pipeline: InputPipelineAnalysis, top: int, width: int = 80
+    overview: OverviewPage,
+    pipeline: InputPipelineAnalysis,
+    top: int,
+    width: int = 80,
+    partial: dict[str, tuple[str, ...]] | None = None,
 ) -> str:
-    """The report, every line at most ``width`` columns."""
+    """The report, every line at most ``width`` columns; ``partial``: the hosts read only in
+    part (`ToolContext.partial_reads`), said right below the title."""
     from stepscope.stats.events import CATEGORY_LABELS
 
     bar_w = max(10, min(40, width - 45))
@@ -130,6 +140,11 @@ def render(
         + (f" x{env.device_count}" if env.device_count else ""),
         width,
     )
+    if partial:
+        out += wrap("PARTIAL DATA: this report covers only what could be read:", width)
+        for line in partial_lines(partial, many_hosts=len(env.hosts) > 1):
+            out += wrap(line, width, first="  - ", rest="    ")
+        out.append("")
     stats = overview.step_time
     out += wrap(
         f"Steps: {len(overview.steps)} ({overview.step_source}: {overview.step_source_detail})",
@@ -222,5 +237,5 @@ def run(args: argparse.Namespace) -> int:
         overview = get_tool("overview_page").build(ctx)
         pipeline = get_tool("input_pipeline_analyzer").build(ctx)
     assert isinstance(overview, OverviewPage) and isinstance(pipeline, InputPipelineAnalysis)
-    print(render(overview, pipeline, args.top, terminal_width()))
+    print(render(overview, pipeline, args.top, terminal_width(), ctx.partial_reads))
     return report_failed(ctx.failed, ctx.moved)

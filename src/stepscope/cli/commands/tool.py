@@ -17,6 +17,7 @@ from stepscope.cli.hosts import (
     executor_for,
     host_progress,
     report_failed,
+    report_partial,
 )
 from stepscope.cli.output import Parser, json_text
 from stepscope.errors import StepscopeError
@@ -131,7 +132,7 @@ def context_for(
 
 def run(args: argparse.Namespace) -> int:
     from stepscope.tools import output
-    from stepscope.tools._fanout import host_errors_json
+    from stepscope.tools._fanout import host_errors_json, partial_reads_json
     from stepscope.tools.registry import get_tool
 
     # Keyed before the work, on the files as they are now: a file changed meanwhile makes
@@ -151,15 +152,20 @@ def run(args: argparse.Namespace) -> int:
             args.run, spec, host, options, use_cache=not args.no_cache, executor=executor
         )
         result = spec.build(ctx)
+    partial = ctx.partial_reads
     if args.csv:
         text = output.to_csv(result)
     else:
         data = output.to_json(result)
         if ctx.failed:
             data["host_errors"] = host_errors_json(ctx)
+        if partial:
+            data["partial_reads"] = partial_reads_json(ctx)
         text = json_text(data)
     sys.stdout.write(text)
+    report_partial(partial)
     status = report_failed(ctx.failed, ctx.moved)
-    if key is not None and status == 0:  # a partial answer is computed again next time
+    # an answer with hosts left out or read in part is computed again next time (and says so)
+    if key is not None and status == 0 and not partial:
         cached_tool.keep(key, text)
     return status

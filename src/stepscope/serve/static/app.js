@@ -2,7 +2,7 @@
 // The page shell: run and host selectors, the tool list (from /api/tools, i.e. the registry),
 // routing (#/<tool>?run=&host=&<options>) and loading each tool's page module.
 // Every URL is relative, so the same files work at / and inside TensorBoard's plugin path.
-import { clear, getJSON, h, note, query } from './util.js';
+import { clear, getJSON, h, note, partialBanner, query } from './util.js';
 
 const ALL_HOSTS = 'ALL_HOSTS';
 const RESERVED = new Set(['run', 'host']);
@@ -248,6 +248,9 @@ async function renderTool(token, tool, run, host, given) {
       optionControls(tool, options, (name, value) => go(tool.name, run.run, host, { ...options, [name]: value })));
     // ALL_HOSTS: hosts whose file could not be analyzed are left out and listed here.
     for (const e of data.host_errors || []) root.append(note(`Host ${e.host} left out: ${e.error}`, 'error'));
+    // A truncated file, repaired JSON, dropped events: the page says it covers part of the run.
+    const partial = partialBanner(data.partial_reads, host === ALL_HOSTS);
+    if (partial) root.append(partial);
     const ctx = {
       run: run.run, host, tool: tool.name, options, tools: state.tools,
       href: (name, extra = {}) => hrefFor(name, run.run, host, extra),

@@ -384,3 +384,18 @@ export function code(text) {
 export function note(text, kind = 'info') {
   return h('p', { class: `note note-${kind}`, role: kind === 'error' ? 'alert' : null }, text);
 }
+
+/**
+ * The banner of an answer built from part of a recording (a tool answer's `partial_reads`:
+ * a truncated file, repaired JSON, dropped events); null when it has none.
+ * @param {{host: string, warnings: string[]}[] | undefined} reads
+ * @param {boolean} [manyHosts] name each host
+ */
+export function partialBanner(reads, manyHosts = false) {
+  if (!reads || !reads.length) return null;
+  const lines = reads.flatMap((r) => r.warnings.map((w) => (manyHosts ? `${r.host}: ${w}` : w)));
+  const banner = note(`Partial data: this page shows only what could be read. ${lines.join('; ')}`, 'warn');
+  banner.classList.add('partial-banner');
+  banner.setAttribute('role', 'status');
+  return banner;
+}
