@@ -18,8 +18,10 @@ if TYPE_CHECKING:
         wait,
     )
     from stepscope.capture.step import step, steps
+    from stepscope.tools.analysis import Analysis
 
 __all__ = [
+    "Analysis",
     "ProfilerAlreadyRunningError",
     "ProfilerNotRunningError",
     "ProfilerOptions",
@@ -65,6 +67,11 @@ _CAPTURE_API = frozenset(
 
 
 def __getattr__(name: str) -> object:
+    if name == "Analysis":  # the analysis API: NumPy and the tools, only when asked for
+        from stepscope.tools.analysis import Analysis
+
+        globals()["Analysis"] = Analysis
+        return Analysis
     if name in _CAPTURE_API:
         from stepscope import capture
 
@@ -78,4 +85,4 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY_MODULES, *_CAPTURE_API})
+    return sorted({*globals(), *_LAZY_MODULES, *_CAPTURE_API, "Analysis"})

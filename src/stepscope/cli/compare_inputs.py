@@ -10,8 +10,7 @@ from stepscope.cli.progress import stderr_progress
 from stepscope.errors import StepscopeError
 from stepscope.model import ALL_HOSTS, Run, open_run
 from stepscope.stats.compare import RunSummary, looks_like_summary
-from stepscope.tools._compare import run_summary
-from stepscope.tools.context import ProfileStore, ToolContext
+from stepscope.tools.analysis import Analysis
 
 
 def pick_host(run: Run, host: str | None) -> str:
@@ -53,6 +52,5 @@ def load_summary(
     if saved is not None:
         return saved
     run = open_run(path)
-    store = ProfileStore(use_cache=use_cache, progress=stderr_progress())
-    ctx = ToolContext(run, pick_host(run, host), store, {"step_source": step_source})
-    return run_summary(ctx)
+    analysis = Analysis(run, use_cache=use_cache, progress=stderr_progress())
+    return analysis.summary(pick_host(run, host), step_source)

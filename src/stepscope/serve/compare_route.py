@@ -13,7 +13,6 @@ from stepscope.serve.state import ServerState
 from stepscope.stats.compare import diff_runs
 from stepscope.stats.compare.diff_output import diff_output
 from stepscope.tools import output
-from stepscope.tools._compare import run_summary
 
 
 def compare_handler(state: ServerState) -> Handler:
@@ -30,7 +29,7 @@ def compare_handler(state: ServerState) -> Handler:
             run = state.run(names[key])
             host = check_host(run, query.get(f"{key}_host") or state.default_host(run))
             state.fingerprint(run, host)  # notices changed files (drops stale profiles)
-            sides.append(run_summary(state.context(run, host)))
+            sides.append(state.analysis(run).summary(host))
         diff = diff_runs(sides[0], sides[1])
         data = output.to_json(diff_output(diff))
         return json_response(data, headers={"Cache-Control": "no-cache"})

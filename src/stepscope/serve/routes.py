@@ -39,7 +39,6 @@ from stepscope.serve.http import (
 from stepscope.serve.security import BadRequestError, check_host, check_options, check_tool_host
 from stepscope.serve.state import ServerState
 from stepscope.serve.tool_cache import etag_for, make_key
-from stepscope.tools._fanout import build_tool, prepare
 from stepscope.tools.registry import ToolEndpoint, ToolSpec
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -169,7 +168,11 @@ def _tool_handler(state: ServerState, spec: ToolSpec) -> Handler:
         if _not_modified(request, etag):
             return ApiResponse(304, b"", "application/json", headers)
         entry = state.tool_cache.get(
-            key, fingerprint, lambda: build_tool(state.context(run, host, options), spec)
+            key,
+            fingerprint,
+            lambda: state.analysis(run).result(
+                spec, host, options, with_host_errors=True, check_available=False
+            ),
         )
         if fmt == "csv":
             safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{spec.name}-{run.name}-{host}")
@@ -315,9 +318,7 @@ def _available(state: ServerState, spec: ToolSpec, run_name: str, host: str | No
     if chosen == ALL_HOSTS and not spec.multi_host:
         return False
     try:
-        ctx = state.context(run, chosen)
-        prepare(ctx, spec, build=False)
-        return bool(spec.available(ctx))
+        return state.analysis(run).available(spec, chosen)
     except StepscopeError:
         return False
     except Exception:  # a bug in one tool's check must not hide every tool: report, skip it

@@ -17,6 +17,7 @@ from stepscope.executor import Executor
 from stepscope.model import ALL_HOSTS, Run, discover_runs, fs
 from stepscope.serve import security
 from stepscope.serve.tool_cache import ToolCache
+from stepscope.tools.analysis import Analysis
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import ToolSpec, all_tools
 
@@ -101,5 +102,11 @@ class ServerState:
             parts.append(f"{host_file.path}={signature}")
         return "|".join(parts)
 
+    def analysis(self, run: Run) -> Analysis:
+        """The run as `stepscope.Analysis` sees it, sharing this server's store."""
+        return Analysis(run, store=self.store)
+
     def context(self, run: Run, host: str, options: dict[str, str] | None = None) -> ToolContext:
+        """A bare context for a tool's follow-up queries (endpoints), which schedule their own
+        per-host work."""
         return ToolContext(run, host, self.store, dict(options or {}))

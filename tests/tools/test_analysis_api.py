@@ -1,0 +1,82 @@
+"""`stepscope.Analysis`: the public way to a tool's result, the same one the CLI prints."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import stepscope
+from stepscope.cli.main import main
+from stepscope.errors import StepscopeError
+from stepscope.logdir import ALL_HOSTS
+from stepscope.tools.registry import ToolUsageError
+from tests.support.fixtures import ctl_run_dir, tf_xplane
+
+
+@pytest.fixture(scope="module")
+def ctl(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return ctl_run_dir(tmp_path_factory.mktemp("ctl"))
+
+
+def _cli_json(*argv: str) -> object:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = main(["tool", *argv, "--json", "--no-cache", "-q"])
+    assert status in (0, 3)
+    return json.loads(out.getvalue())
+
+
+def test_a_tool_is_its_declared_result_and_the_cli_prints_its_json(ctl: Path) -> None:
+    analysis = stepscope.Analysis(ctl, use_cache=False)
+    overview = analysis.tool("overview_page")
+    assert type(overview).__name__ == "OverviewPage" and len(overview.steps) == 4
+    assert analysis.json("overview_page") == _cli_json(str(ctl), "overview_page")
+    assert analysis.json("op_stats", include_idle=True) == _cli_json(
+        str(ctl), "op_stats", "--option", "include_idle=true"
+    )
+    assert analysis.csv("op_stats").startswith("rank,side,type,name")
+
+
+def test_options_and_tools_are_checked(ctl: Path) -> None:
+    analysis = stepscope.Analysis(ctl, use_cache=False)
+    with pytest.raises(ToolUsageError, match="no option 'nope'"):
+        analysis.tool("op_stats", nope=1)
+    with pytest.raises(ToolUsageError, match="must be one of"):
+        analysis.tool("op_stats", include_idle="maybe")
+    with pytest.raises(StepscopeError, match="kernel_stats has nothing to show"):
+        analysis.tool("kernel_stats")  # a CPU-only profile
+    assert not analysis.available("kernel_stats") and analysis.available("overview_page")
+    with pytest.raises(StepscopeError, match="has no CSV output"):
+        analysis.csv("overview_page")
+
+
+def test_several_hosts_fan_out_and_failed_hosts_are_listed(tmp_path: Path) -> None:
+    run = tmp_path / "plugins" / "profile" / "r"
+    run.mkdir(parents=True)
+    for host in ("ctl", "ctl_opt"):
+        shutil.copy(tf_xplane(host), run / f"{host}.xplane.pb")
+    (run / "broken.xplane.pb").write_bytes(b"\x0a\xff\xff not an xspace")
+    analysis = stepscope.Analysis(run, use_cache=False)
+    assert analysis.hosts == ["broken", "ctl", "ctl_opt"]
+    pod = analysis.tool("pod_viewer")
+    assert sorted(analysis.failed()) == ["broken"]
+    data = analysis.json("pod_viewer")
+    assert [e["host"] for e in data["host_errors"]] == ["broken"]
+    assert data == _cli_json(str(run), "pod_viewer")
+    assert list(pod.heatmap.hosts) == ["ctl", "ctl_opt"]
+    assert analysis.context("overview_page").host == ALL_HOSTS
+    fresh = stepscope.Analysis(run, use_cache=False)
+    assert [h for h, _ in fresh.profiles()] == ["ctl", "ctl_opt"]
+    assert sorted(fresh.failed()) == ["broken"]
+
+
+def test_every_hosts_columns(ctl: Path) -> None:
+    analysis = stepscope.Analysis(ctl, use_cache=False)
+    ((host, profile),) = analysis.profiles()
+    assert host == "h" and profile.n_events > 0
+    assert analysis.profile() is profile  # one store: opened once
