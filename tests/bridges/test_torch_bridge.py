@@ -65,13 +65,16 @@ out["loop"] = str(stepscope.stop())
 stepscope.start(logdir + "/delay", stepscope.ProfilerOptions(delay_ms=400))
 with torch.profiler.record_function("before_recording"):
     torch.ones(8).sum()
-time.sleep(0.8)
+from stepscope.capture import session
+for _ in range(1200):  # until the delay's timer has started the recording, however late
+    if session.is_recording():
+        break
+    time.sleep(0.05)
 train(2, DataLoader(data, batch_size=16))
 out["delay"] = str(stepscope.stop())
 
 # duration_ms far above one step's time even on a loaded machine (200 ms flaked: the step was
 # still open when the timer stopped the session); then wait for the timer, however late it runs.
-from stepscope.capture import session
 stepscope.start(logdir + "/duration", stepscope.ProfilerOptions(duration_ms=2000))
 train(1, DataLoader(data, batch_size=16))
 for _ in range(1200):

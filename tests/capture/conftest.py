@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from stepscope.capture import session
+from tests.support.clock import ManualAlarms
 
 
 @pytest.fixture(autouse=True)
@@ -17,3 +18,11 @@ def _no_leaked_session() -> Iterator[None]:
             session.stop(save=False)
         except Exception:
             session._session = None
+
+
+@pytest.fixture
+def alarms(monkeypatch: pytest.MonkeyPatch) -> ManualAlarms:
+    """New sessions read a clock whose ``delay_ms`` / ``duration_ms`` alarms the test fires."""
+    clock = ManualAlarms()
+    monkeypatch.setattr(session, "CLOCK", clock)
+    return clock

@@ -12,6 +12,7 @@ import pytest
 import stepscope
 from stepscope.capture.python_tracer import tracer as python_tracer
 from tests.support.capture import events, load_run
+from tests.support.clock import ManualAlarms
 
 HERE = os.path.basename(__file__)
 
@@ -82,12 +83,12 @@ def test_python_tracer_respects_max_events(tmp_path: Path, implementation: str) 
     assert 50 <= profile.n_events <= 50 + 40
 
 
-def test_python_tracer_waits_for_the_delay(tmp_path: Path, implementation: str) -> None:
-    import time
-
+def test_python_tracer_waits_for_the_delay(
+    tmp_path: Path, implementation: str, alarms: ManualAlarms
+) -> None:
     stepscope.start(tmp_path, stepscope.ProfilerOptions(python_tracer_level=1, delay_ms=100))
     middle(0)  # during the delay: not recorded
-    time.sleep(0.3)
+    alarms.fire()
     leaf(0)
     profile = load_run(stepscope.stop())
     names = [e["name"] for e in events(profile)]

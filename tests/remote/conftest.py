@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import stepscope
+from tests.remote.helpers import Training
 from tests.support.ports import ready_port
 
 if importlib.util.find_spec("grpc") is None:  # the `remote` extra (CI installs it via `dev`)
@@ -114,9 +115,10 @@ def server(server_factory: Callable[..., ProfilerServer]) -> ProfilerServer:
 
 
 @pytest.fixture
-def training() -> Iterator[None]:
+def training() -> Iterator[Training]:
     """A loop of short steps on a background thread: something for captures to record."""
     done = threading.Event()
+    progress = Training()
 
     def loop() -> None:
         step = 0
@@ -124,9 +126,10 @@ def training() -> Iterator[None]:
             with stepscope.step(step), stepscope.trace("compute"):
                 time.sleep(0.002)
             step += 1
+            progress.steps = step
 
     thread = threading.Thread(target=loop, name="training", daemon=True)
     thread.start()
-    yield
+    yield progress
     done.set()
     thread.join(5)

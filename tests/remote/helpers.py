@@ -35,3 +35,9 @@ def read_space(space: XSpace) -> Saved:
 
 def read_saved(path: Path) -> Saved:
     return read_space(load_xspace(path))
+
+
+class Training:
+    """The ``training`` fixture's loop, as far as it went: ``steps`` finished so far."""
+
+    steps = 0

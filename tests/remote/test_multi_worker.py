@@ -50,8 +50,7 @@ def test_a_worker_killed_mid_capture(spawn_workers: Any, tmp_path: Path) -> None
     while not all(w.state == "capturing" for w in job.workers):
         assert time.monotonic() < deadline
         time.sleep(0.01)
-    time.sleep(0.4)
-    workers[1].kill()
+    workers[1].kill()  # its answer was due in 1.5 s: the capture is cut short
     thread.join(30)
     assert not thread.is_alive()
     states = [w.state for w in job.workers]
@@ -68,7 +67,6 @@ def test_a_dead_worker_is_reported_and_the_others_saved(
 ) -> None:
     (alive,) = spawn_workers(1)
     dead = f"127.0.0.1:{free_port()}"
-    began = time.monotonic()
     status = cli_main(
         [
             "capture",
@@ -82,7 +80,6 @@ def test_a_dead_worker_is_reported_and_the_others_saved(
         ]
     )
     assert status == 0
-    assert time.monotonic() - began < 15
     out, err = capsys.readouterr()
     assert f"{alive.address}: ok -> " in err
     assert f"{dead}: failed after 2 attempt(s): unavailable" in err

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import time
 from pathlib import Path
 
 import pytest
@@ -84,15 +83,20 @@ class FakeTerminal(io.StringIO):
 
 def test_progress_display() -> None:
     workers = [WorkerState("h1:1", 3, 2.0), WorkerState("h2:2", 3, 2.0)]
-    workers[0].state, workers[0].started = "capturing", time.monotonic() - 1.0
+    workers[0].state, workers[0].started = "capturing", 100.0
     workers[1].state, workers[1].attempt = "retrying", 1
-    assert progress_text(workers) == "h1:1 1.0/2.0 s · h2:2 retrying (2/3)"
+    assert progress_text(workers, now=101.0) == "h1:1 1.0/2.0 s · h2:2 retrying (2/3)"
+    assert progress_text(workers, now=102.5).startswith("h1:1 receiving (2.5 s)")
     out = FakeTerminal()
-    with ProgressPrinter(workers, out):
-        time.sleep(0.6)
+    clock = iter([100.5, 101.5])
+    printer = ProgressPrinter(workers, out, now=lambda: next(clock))
+    printer.show()
+    printer.show()
+    printer.close()
     text = out.getvalue()
-    assert "\rcapturing: h1:1 1." in text and "/2.0 s" in text
-    assert text.endswith("\r")  # the line is cleared at the end
+    assert text.startswith("\rcapturing: h1:1 0.5/2.0 s · ")  # rewritten in place ...
+    assert "\rcapturing: h1:1 1.5/2.0 s · h2:2 retrying (2/3)" in text
+    assert text.endswith("\r")  # ... and the line is cleared at the end
 
 
 def test_result_lines() -> None:

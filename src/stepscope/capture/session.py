@@ -31,26 +31,43 @@ from stepscope.errors import StepscopeError
 
 TYPE_CHECKING = False  # not typing's: see stepscope.capture.options
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
+    from typing import Protocol
 
     from stepscope.capture.bridges.base import BridgeSet
     from stepscope.capture.python_sampler import PythonSampler
     from stepscope.capture.python_tracer.tracer import PythonTracer
     from stepscope.xspace.proto.xplane_pb2 import XSpace
 
+    class Timer(Protocol):
+        def cancel(self) -> None: ...
+
+
 PENDING, RECORDING, FINISHED = "pending", "recording", "finished"
 
 
 class Clock:
     """The two clocks a session reads: a monotonic one (``perf_ns``, the clock of every event)
-    and the wall clock (``wall_ns``, which dates the profile and names its run). Tests give a
-    session a fake one so they assert on known times instead of on sleeps."""
+    and the wall clock (``wall_ns``, which dates the profile and names its run), and its alarm
+    (``call_later``: the ends of ``delay_ms`` and ``duration_ms``). Tests give a session a fake
+    one so they assert on known times and fire the alarms themselves instead of sleeping."""
 
     def perf_ns(self) -> int:
         return time.perf_counter_ns()
 
     def wall_ns(self) -> int:
         return time.time_ns()
+
+    def call_later(
+        self, seconds: float, func: Callable[[Session], None], session: Session
+    ) -> Timer:
+        """Call ``func(session)`` on another thread ``seconds`` from now (cancellable)."""
+        timer = threading.Timer(seconds, func, args=(session,))
+        timer.daemon = True
+        timer.name = "stepscope-timer"
+        timer.start()
+        return timer
 
 
 SYSTEM_CLOCK = Clock()
@@ -94,7 +111,7 @@ class Session:
         self.start_perf_ns = 0
         self.run_dir: Path | None = None
         self.error: BaseException | None = None
-        self.timers: list[threading.Timer] = []
+        self.timers: list[Timer] = []
         # False for a remote capture: `finish` keeps the XSpace in `space` instead of writing it.
         self.write = True
         self.space: XSpace | None = None
@@ -309,12 +326,8 @@ def start(
             _schedule_duration(session)
 
 
-def _schedule(session: Session, seconds: float, func: object) -> None:
-    timer = threading.Timer(seconds, func, args=(session,))  # type: ignore[arg-type]
-    timer.daemon = True
-    timer.name = "stepscope-timer"
-    session.timers.append(timer)
-    timer.start()
+def _schedule(session: Session, seconds: float, func: Callable[[Session], None]) -> None:
+    session.timers.append(session.clock.call_later(seconds, func, session))
 
 
 def _schedule_duration(session: Session) -> None:
@@ -420,6 +433,13 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def is_recording() -> bool:
+    """True while events are recorded: from the end of ``delay_ms`` until `stop` (or the end
+    of ``duration_ms``)."""
+    with _lock:
+        return _session is not None and _session.state == RECORDING
 
 
 class profile:

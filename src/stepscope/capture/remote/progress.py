@@ -10,6 +10,7 @@ import shutil
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -53,9 +54,13 @@ class WorkerState:
 
     @property
     def elapsed_s(self) -> float:
+        return self.elapsed_at(time.monotonic())
+
+    def elapsed_at(self, now: float) -> float:
+        """Seconds of the current attempt at monotonic time ``now`` (its end once it ended)."""
         if not self.started:
             return 0.0
-        return (self.ended or time.monotonic()) - self.started
+        return (self.ended or now) - self.started
 
     def line(self) -> str:
         """The result line printed for this worker."""
@@ -86,14 +91,16 @@ class WorkerState:
         }
 
 
-def progress_text(workers: list[WorkerState]) -> str:
-    """``h1:p1 1.2/2.0 s · h2:p2 retrying (2/3) · h3:p3 ok``"""
+def progress_text(workers: list[WorkerState], now: float | None = None) -> str:
+    """``h1:p1 1.2/2.0 s · h2:p2 retrying (2/3) · h3:p3 ok`` at monotonic time ``now``."""
+    now = time.monotonic() if now is None else now
     parts = []
     for w in workers:
-        if w.state == CAPTURING and w.elapsed_s > w.expected_s:
-            parts.append(f"{w.address} receiving ({w.elapsed_s:.1f} s)")
+        elapsed_s = w.elapsed_at(now)
+        if w.state == CAPTURING and elapsed_s > w.expected_s:
+            parts.append(f"{w.address} receiving ({elapsed_s:.1f} s)")
         elif w.state == CAPTURING:
-            parts.append(f"{w.address} {w.elapsed_s:.1f}/{w.expected_s:.1f} s")
+            parts.append(f"{w.address} {elapsed_s:.1f}/{w.expected_s:.1f} s")
         elif w.state == RETRYING:
             parts.append(f"{w.address} retrying ({w.attempt + 1}/{w.attempts_max})")
         else:
@@ -103,11 +110,18 @@ def progress_text(workers: list[WorkerState]) -> str:
 
 class ProgressPrinter:
     """Shows `progress_text` on ``stream`` until stopped: rewritten in place on a terminal,
-    otherwise one line every ``interval_s`` (logs stay readable)."""
+    otherwise one line every ``interval_s`` (logs stay readable). ``now`` is the monotonic
+    clock the line is computed at (tests pass a fake one and call `show` themselves)."""
 
-    def __init__(self, workers: list[WorkerState], stream: IO[str] | None = None) -> None:
+    def __init__(
+        self,
+        workers: list[WorkerState],
+        stream: IO[str] | None = None,
+        now: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.workers = workers
         self.stream = stream or sys.stderr
+        self.now = now
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.interval_s = 0.25 if self.tty else 5.0
         self._stop = threading.Event()
@@ -119,19 +133,28 @@ class ProgressPrinter:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop updating; on a terminal, clear the line."""
         self._stop.set()
-        self._thread.join(2.0)
+        if self._thread.is_alive():
+            self._thread.join(2.0)
         if self.tty and self._width:
             self.stream.write("\r" + " " * self._width + "\r")
             self.stream.flush()
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
-            text = "capturing: " + progress_text(self.workers)
-            if self.tty:
-                text = text[: shutil.get_terminal_size().columns - 1]
-                self.stream.write("\r" + text.ljust(self._width))
-                self._width = max(self._width, len(text))
-            else:
-                self.stream.write(text + "\n")
-            self.stream.flush()
+            self.show()
+
+    def show(self) -> None:
+        """Write the progress line once."""
+        text = "capturing: " + progress_text(self.workers, self.now())
+        if self.tty:
+            text = text[: shutil.get_terminal_size().columns - 1]
+            self.stream.write("\r" + text.ljust(self._width))
+            self._width = max(self._width, len(text))
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
