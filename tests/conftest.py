@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from stepscope.store import background, location
 from stepscope.store.budget import ENV_VAR as CAP_VAR
@@ -17,6 +18,12 @@ from tests.support.browser import browser  # noqa: F401
 
 # REPO and tf_xplane are re-exported for older imports: new code imports tests.support.fixtures.
 from tests.support.fixtures import FIXTURES, REPO, tf_xplane  # noqa: F401
+
+# Property tests (Hypothesis): examples from a fixed seed, so every run and machine tries the
+# same ones; no deadline (no test depends on how fast the machine is); no example database
+# written into the work tree.
+settings.register_profile("stepscope", derandomize=True, deadline=None, database=None)
+settings.load_profile("stepscope")
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,7 @@ from stepscope.stats.trace_index.window import events_in_box, query_window, rows
 from stepscope.xspace.builder import LineBuilder, XSpaceBuilder
 from stepscope.xspace.synthetic import synthetic_xspace_bytes
 from tests.support.analysis import count_step_db_builds
+from tests.support.windows import assert_window_rule, brute_overlapping
 
 BASE = 1_000_000_000
 
@@ -84,11 +85,6 @@ def test_depth_of_nested_line_without_sorting_ties() -> None:
     assert depth.tolist() == [1, 0, 2, 1]
 
 
-def _brute_overlapping(profile: Profile, t0: int, t1: int) -> np.ndarray:
-    end = profile.start_ns + np.maximum(profile.dur_ns, 1)
-    return np.flatnonzero((profile.start_ns < t1) & (end > t0))
-
-
 @pytest.mark.parametrize("res", [1, 7, 300, 4000])
 def test_window_lod_rule(traced: tuple[Profile, TraceIndex], res: int) -> None:
     profile, index = traced
@@ -99,49 +95,7 @@ def test_window_lod_rule(traced: tuple[Profile, TraceIndex], res: int) -> None:
         a = index.origin_ns + int(rng.integers(0, span))
         windows.append((a, a + int(rng.integers(1, span // 3))))
     for t0, t1 in windows:
-        got = query_window(profile, index, t0, t1, res)
-        bucket = (t1 - t0) / res
-        overlapping = _brute_overlapping(profile, t0, t1)
-        returned = set(got.event.tolist())
-        assert returned <= set(overlapping.tolist())
-        # Every event at least one pixel wide is there.
-        wide = overlapping[profile.dur_ns[overlapping] >= bucket]
-        assert set(wide.tolist()) <= returned
-        # Narrow ones: every (row, pixel) in which an event starts has a returned event of
-        # the row in that pixel or a neighbour; at most one narrow event per (row, pixel).
-        starts = np.maximum(profile.start_ns[overlapping], t0)
-        pixel = ((starts - t0) / bucket).astype(np.int64)
-        wanted = set(
-            zip(
-                profile.line[overlapping].tolist(),
-                index.depth[overlapping].tolist(),
-                pixel.tolist(),
-                strict=True,
-            )
-        )
-        got_pixel = ((np.maximum(got.start_ns, t0) - t0) / bucket).astype(np.int64)
-        got_keys = list(zip(got.line.tolist(), got.depth.tolist(), got_pixel.tolist(), strict=True))
-        have = set(got_keys)
-        for line, depth, p in wanted:
-            assert {(line, depth, p - 1), (line, depth, p), (line, depth, p + 1)} & have
-        narrow_keys = [
-            k for k, n in zip(got_keys, (got.dur_ns < bucket).tolist(), strict=True) if n
-        ]
-        assert len(narrow_keys) == len(set(narrow_keys))
-        # Events in the bins cut by the window's edges are represented in their own pixel.
-        width = 1 << got.level
-        left = index.origin_ns + -(-(t0 - index.origin_ns) // width) * width
-        right = index.origin_ns + ((t1 - index.origin_ns) // width) * width
-        edge = overlapping[
-            (profile.start_ns[overlapping] < left) | (profile.start_ns[overlapping] >= right)
-        ]
-        for i in edge.tolist():
-            p = int((max(int(profile.start_ns[i]), t0) - t0) / bucket)
-            assert (int(profile.line[i]), int(index.depth[i]), p) in have
-        # The columns describe the returned events.
-        assert np.array_equal(got.start_ns, profile.start_ns[got.event])
-        assert np.array_equal(got.name, profile.name[got.event])
-        assert np.array_equal(got.depth, index.depth[got.event])
+        assert_window_rule(profile, index, t0, t1, res)
 
 
 def test_window_response_is_bounded_by_pixels() -> None:
@@ -161,7 +115,7 @@ def test_window_line_filter_and_box(traced: tuple[Profile, TraceIndex]) -> None:
     t0, t1 = index.origin_ns + 1000, index.origin_ns + 9000
     rows = rows_of_pairs(index, np.array([0, 0, 2]), np.array([0, 1, 0]))
     box = events_in_box(profile, index, t0, t1, rows)
-    brute = _brute_overlapping(profile, t0, t1)
+    brute = brute_overlapping(profile, t0, t1)
     chosen = {(0, 0), (0, 1), (2, 0)}
     wanted = [i for i in brute.tolist() if (profile.line[i], index.depth[i]) in chosen]
     assert sorted(box.tolist()) == sorted(wanted)
@@ -243,7 +197,7 @@ def test_search_by_name(traced: tuple[Profile, TraceIndex]) -> None:
     assert profile.start_ns[page2].min() >= profile.start_ns[first].max()
     t0, t1 = index.origin_ns + 2000, index.origin_ns + 7000
     inside = index.names.in_window(profile, groups, t0, t1)
-    brute = np.intersect1d(matching, _brute_overlapping(profile, t0, t1))
+    brute = np.intersect1d(matching, brute_overlapping(profile, t0, t1))
     assert sorted(inside.tolist()) == brute.tolist()
     assert len(index.names.matching_groups(profile, "no such thing")) == 0
 
