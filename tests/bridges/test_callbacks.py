@@ -166,23 +166,21 @@ HF_SCRIPT = """
 import json, sys, warnings
 warnings.filterwarnings("ignore")
 import torch
-from transformers import Trainer, TrainingArguments
+from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
 import stepscope
 from stepscope.capture.callbacks.huggingface import StepscopeCallback
 
-class Model(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.layer = torch.nn.Linear(8, 1)
-    def forward(self, x, labels):
-        return {"loss": torch.nn.functional.mse_loss(self.layer(x), labels)}
-
-data = [{"x": torch.randn(8), "labels": torch.randn(1)} for _ in range(64)]
+# A tiny BERT built from its config: no download, a few thousand weights.
+config = BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                    intermediate_size=32, max_position_embeddings=32, num_labels=2)
+model = BertForSequenceClassification(config)
+data = [{"input_ids": torch.randint(0, 64, (12,)), "labels": torch.tensor(k % 2)}
+        for k in range(64)]
 args = TrainingArguments(output_dir=sys.argv[1] + "/out", max_steps=6,
                          per_device_train_batch_size=8, report_to=[], save_strategy="no",
                          logging_strategy="no", use_cpu=True, disable_tqdm=True)
 callback = StepscopeCallback(sys.argv[1], profile_steps="2,4")
-Trainer(model=Model(), args=args, train_dataset=data, callbacks=[callback]).train()
+Trainer(model=model, args=args, train_dataset=data, callbacks=[callback]).train()
 print(json.dumps({"run": str(callback.run_dir)}))
 """
 
