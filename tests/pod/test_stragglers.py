@@ -119,3 +119,32 @@ def test_cpu_straggler_in_untraced_host_work_gets_host_advice(
 
 def test_step_ranges() -> None:
     assert ranges([3, 10, 11, 12, 25]) == "3, 10-12, 25" and ranges([]) == ""
+
+
+# Own time of a rank that waits for nobody, per step, in `data_parallel_job`: input 1 ms, the
+# launch gap 0.05 ms, compute 5 ms, all-reduce 1 ms, the gap before the next step 0.1 ms.
+OWN_MS = 7.15
+
+
+@pytest.mark.parametrize(("late_share", "flagged"), [(0.05, False), (0.12, True)])
+def test_lateness_threshold_is_ten_percent_of_the_median_rank(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], late_share: float, flagged: bool
+) -> None:
+    """Rank 1 computes longer at every step: 5% of a step late is noise, 12% is a straggler."""
+    extra_ms = late_share * OWN_MS
+    run = data_parallel_job(
+        tmp_path,
+        ranks=4,
+        steps=8,
+        compute_ms=lambda rank, step: 5.0 + (extra_ms if rank == 1 else 0.0),
+    )
+    pod = _tool(run, "pod_viewer", capsys)
+    heat = pod["heatmap"]
+    steps = heat["steps"]  # the pod steps (a profile's first and last may be partial)
+    assert heat["late_ms"][1] == pytest.approx([extra_ms] * len(steps), abs=0.01)
+    if not flagged:
+        assert pod["stragglers"] == [] and not any(map(any, heat["late"]))
+        return
+    [late] = pod["stragglers"]
+    assert late["host"] == "rank1" and late["step_ranges"] == ranges(steps)
+    assert late["reason"] == "device_compute" and late["waiters"] == 3
