@@ -54,3 +54,55 @@ def test_holm_step_down() -> None:
     assert holm_significant([0.001, 0.04, 0.012]) == [True, True, True]
     assert holm_significant([0.03, 0.03]) == [False, False]
     assert holm_significant([]) == []
+
+
+def test_small_sample_widening_follows_student_t() -> None:
+    from stepscope.stats.compare.significance import expansion
+
+    # sqrt(n / (n - 1)) * t(0.975, n - 1) / z(0.975), t from tables; the code's series for t
+    # is 4% short at 4 steps and exact to 0.02% from 20.
+    z = 1.959964
+    for n, t, tolerance in ((4, 3.182446, 0.04), (20, 2.093024, 2e-4), (50, 2.009575, 2e-5)):
+        exact = (n / (n - 1)) ** 0.5 * t / z
+        assert abs(expansion(n) / exact - 1) < tolerance, n
+    assert expansion(3) > expansion(4) > expansion(20) > 1.0
+    assert expansion(1) == 1.0
+
+
+def test_stddev_is_the_sample_standard_deviation() -> None:
+    base, cand = np.array([1.0, 2.0, 3.0, 4.0]), np.array([1.0, 3.0, 5.0, 7.0])
+    iv = bootstrap_change(base, cand, "stddev")
+    assert iv.base == np.std(base, ddof=1) and iv.cand == np.std(cand, ddof=1)
+    # two steps each: the resampled spreads are not all zero, so the interval is not either
+    two = bootstrap_change(np.array([1.0, 3.0]), np.array([2.0, 8.0]), "stddev")
+    assert two.testable and two.ci_low < 0 < two.ci_high
+
+
+def test_p_value_is_capped_at_one_when_most_changes_are_zero() -> None:
+    # Medians of 5 steps that are mostly 1: most resampled changes are exactly 0, counted on
+    # both sides; twice the smaller side would exceed 1.
+    iv = bootstrap_change(np.array([1.0, 1, 1, 1, 2]), np.array([1.0, 1, 1, 2, 2]), "median")
+    assert iv.delta == 0.0 and iv.p_value == 1.0
+
+
+def test_two_steps_are_testable_and_one_is_not() -> None:
+    two = bootstrap_change(np.array([1.0, 2.0]), np.array([3.0, 4.0]), "mean")
+    assert two.testable and two.delta == 2.0 and two.ci_low < 2.0 < two.ci_high
+    single = bootstrap_change(np.array([1.0, 5.0]), np.array([2.0]), "mean")
+    assert not single.testable and (single.base, single.cand, single.delta) == (3.0, 2.0, -1.0)
+    assert single.p_value == 1.0
+    for bound in (single.ci_low, single.ci_high, single.rel_low, single.rel_high):
+        assert np.isnan(bound)
+
+
+def test_identical_samples_give_a_zero_width_interval() -> None:
+    x = np.array([3.0, 1.0, 2.0])
+    same = bootstrap_change(x, x[::-1], "median")
+    assert (same.ci_low, same.ci_high, same.rel_low, same.rel_high) == (0.0, 0.0, 0.0, 0.0)
+
+
+def test_holm_threshold_is_inclusive() -> None:
+    # p <= alpha / (m - rank) is significant (Holm's rule), at the boundary too
+    assert holm_significant([0.05]) == [True]
+    assert holm_significant([0.025, 0.05]) == [True, True]
+    assert holm_significant([0.0250001, 0.05]) == [False, False]
