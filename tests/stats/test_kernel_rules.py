@@ -215,3 +215,15 @@ def test_lowered_search_matches_ignorecase_search() -> None:
         reference = re.compile(pattern.text, re.IGNORECASE if pattern.ignore_case else 0)
         for name in sorted(variants):
             assert pattern.search(name) == (reference.search(name) is not None), (pattern, name)
+
+
+def test_case_insensitive_patterns_keep_their_escapes() -> None:
+    from stepscope.stats.kernel_rules import NamePattern
+
+    pattern = NamePattern(r"GEMM\D", ignore_case=True)  # \D: a non-digit, not \d
+    assert pattern.search("sm90_gemmX_tn") and pattern.search("SM90_GEMM_tn")
+    assert not pattern.search("sm90_gemm1_tn")
+    assert pattern.search("gemm_ü") and not pattern.search("gemm1ü")  # not ASCII: re's way
+    assert not NamePattern("GEMM").search("gemm")  # case-sensitive unless asked
+    with pytest.raises(ValueError, match="character codes are not lowercased"):
+        NamePattern(r"\x41", ignore_case=True).search("a")
