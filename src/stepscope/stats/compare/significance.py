@@ -102,7 +102,8 @@ def expansion(n: int) -> float:
     """How much wider than the plain bootstrap the distribution of changes is made for ``n``
     samples (the smaller run): sqrt(n / (n - 1)) undoes the bootstrap's variance bias and
     t(0.975, n - 1) / z(0.975) its normal-like tails (Hesterberg's expanded percentile
-    interval). 1.61 for 4 steps, 1.10 for 20, 1.04 for 50."""
+    interval; t from its series in 1 / df, 4% short of the exact t at 4 steps). 1.81 for 4
+    steps, 1.10 for 20, 1.04 for 50."""
     if n < 2:
         return 1.0
     df, z = n - 1, 1.959964
