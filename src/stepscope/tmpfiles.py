@@ -314,3 +314,31 @@ def directory(target: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def write_new(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Create ``path`` holding ``data``; FileExistsError when something is already there
+    (nothing is ever replaced: a capture never overwrites a profile). The data is written
+    beside it first and linked into place, so readers never see half of it and of two
+    processes creating the same name at once exactly one succeeds. On a file system without
+    hard links the file is created exclusively and written in place."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale(target.parent)
+    handle, tmp = mkstemp(target.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            raise
+        except OSError:  # no hard links here (some network and FUSE file systems)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return target

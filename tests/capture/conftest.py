@@ -9,6 +9,37 @@ import pytest
 from stepscope.capture import session
 from tests.support.clock import ManualAlarms
 
+# The variables a launcher sets (capture.job): a test run under torchrun, SLURM or MPI must
+# not see its captures named and grouped as ranks of that job.
+JOB_VARIABLES = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "TORCHELASTIC_RUN_ID",
+    "SLURM_JOB_ID",
+    "SLURM_STEP_ID",
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+    "SLURM_NPROCS",
+    "SLURM_LOCALID",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "OMPI_MCA_ess_base_jobid",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "PMIX_RANK",
+    "PMIX_NAMESPACE",
+    "TF_CONFIG",
+    "STEPSCOPE_RUN_NAME",
+)
+
+
+@pytest.fixture(autouse=True)
+def _outside_any_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in JOB_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
 
 @pytest.fixture(autouse=True)
 def _no_leaked_session() -> Iterator[None]:

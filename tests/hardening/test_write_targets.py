@@ -168,13 +168,12 @@ def test_cache_directory_entry_refuses_a_symlink(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("kind", ["fifo", "symlink"])
 def test_capture_keeps_the_profile_when_the_host_file_is_not_regular(
-    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The host file's name is taken by a FIFO or a dangling symlink: the capture is not
-    written through it, and the profile is kept elsewhere, with a message saying where."""
+    written through it (a taken name is never replaced, issue #26), and the profile is saved
+    under the next run name."""
     import stepscope
-    from stepscope.capture import save as save_module
-    from stepscope.capture.save import ProfileSaveError
     from stepscope.logdir import host_file_name
 
     logdir = tmp_path / "logs"
@@ -185,16 +184,14 @@ def test_capture_keeps_the_profile_when_the_host_file_is_not_regular(
         os.mkfifo(target)
     else:
         target.symlink_to(tmp_path / "victim")
-    monkeypatch.setattr(save_module, "run_directory", lambda *_args: run)
-    monkeypatch.setattr(save_module.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
-    stepscope.start(str(logdir), hostname="h")
+    stepscope.start(str(logdir), hostname="h", run_name="run1")
     with stepscope.trace("work"):
         pass
-    with pytest.raises(ProfileSaveError) as raised:
-        stepscope.stop()
-    assert "not a regular file" in str(raised.value) and "written to" in str(raised.value)
+    saved = stepscope.stop()
+    assert saved is not None and saved.name == "run1_2"
+    assert (saved / host_file_name("h")).is_file()
     assert os.path.lexists(target) and not (tmp_path / "victim").exists()
-    assert list((tmp_path / "tmp" / "stepscope-unsaved").rglob("*.xplane.pb"))
+    assert "already holds" in capsys.readouterr().err
 
 
 def test_recorder_json_refuses_a_symlink(tmp_path: Path) -> None:

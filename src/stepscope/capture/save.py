@@ -1,7 +1,9 @@
 """Turn a finished session's buffers into an XSpace and write it where TensorFlow would.
 
 Layout: ``<logdir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<hostname>.xplane.pb`` (local time of
-the start; a suffix ``_2``, ``_3``... if that run already holds this host's file).
+the start; a suffix ``_2``, ``_3``... if that run already holds this host's file); the ranks of
+a job share one run, ``<hostname>.rank<k>.xplane.pb`` each (`stepscope.capture.job`). A file is
+never replaced.
 
 Planes: ``/host:CPU`` (one line per thread: id = OS thread id, name = thread name; annotations
 and Python-tracer events together) and ``Task Environment`` (``profile_start_time`` and
@@ -31,6 +33,7 @@ from stepscope.capture.python_sampler import SampledThread, stack_text
 from stepscope.capture.python_tracer.events import PyThreadEvents, event_name, is_internal
 from stepscope.capture.step import STEP_ANCHOR
 from stepscope.errors import StepscopeError
+from stepscope.logdir import HOST_FILE_SUFFIX as HOST_SUFFIX
 from stepscope.logdir import host_file_name, run_directory
 from stepscope.records import record
 from stepscope.vocab.tensorflow import GET_NEXT, ITERATOR_PREFIX
@@ -233,27 +236,50 @@ def _add_task_environment(space: XSpace, result: CaptureResult) -> None:
 
 
 def save(space: XSpace, result: CaptureResult, run_dir: Path | None = None) -> Path:
-    """Write ``space`` (into ``run_dir`` if given, else a new run directory); on failure keep
-    it (in a temp dir if possible) and say where."""
-    from stepscope.xspace.io import write_xspace
+    """Write ``space`` (into ``run_dir`` if given, else a new run directory) as a new file:
+    never over an existing profile. When the host file's name is taken (another process
+    saving the same name at the same instant), the next free run name is used, with a
+    warning. On failure keep it (in a temp dir if possible) and say where."""
+    from stepscope import log
 
     if run_dir is None:
         run_dir = run_directory(result.logdir, result.run_name, result.hostname)
-    target = run_dir / host_file_name(result.hostname)
+    name = host_file_name(result.hostname)
+    target = run_dir / name
+    data = space.SerializeToString()
     try:
-        write_xspace(space, target)
-        # a save killed earlier (SIGKILL, power loss) left its temporary file in a run
-        # directory nothing writes to again: removed now
-        tmpfiles.sweep_stale_runs(run_dir.parent)
-        return run_dir
+        while True:
+            try:
+                tmpfiles.write_new(target, data)
+                # a save killed earlier (SIGKILL, power loss) left its temporary file in a
+                # run directory nothing writes to again: removed now
+                tmpfiles.sweep_stale_runs(target.parent.parent)
+                return target.parent
+            except FileExistsError:
+                taken = target
+                target = run_directory(result.logdir, run_dir.name, result.hostname) / name
+                log.warn(
+                    f"stepscope: {taken} already exists (another process saved the same "
+                    f"host name); this profile is saved as {target} instead. Name each "
+                    "process (hostname=, or a rank: docs/jobs.md) to keep them in one run"
+                )
     except OSError as exc:
         reason = exc.strerror or str(exc)
         fallback = Path(tempfile.gettempdir()) / "stepscope-unsaved" / result.run_name
         try:
-            kept = write_xspace(space, fallback / host_file_name(result.hostname))
+            kept = tmpfiles.write_new(_unused(fallback / name), data)
             where = f"the profile was written to {kept} instead"
         except OSError:
             where = "the profile is kept in this exception: call .save_to(path)"
         raise ProfileSaveError(
             f"could not save the profile to {target}: {reason}; {where}", space, target
         ) from exc
+
+
+def _unused(path: Path) -> Path:
+    """``path``, or ``path`` with ``.2``, ``.3``... before its suffix, the first not there."""
+    candidate, n = path, 2
+    while candidate.exists():
+        candidate = path.with_name(f"{path.name[: -len(HOST_SUFFIX)]}.{n}{HOST_SUFFIX}")
+        n += 1
+    return candidate

@@ -91,12 +91,17 @@ class Session:
         options: ProfilerOptions,
         hostname: str | None,
         clock: Clock = SYSTEM_CLOCK,
+        run_name: str | None = None,
     ) -> None:
         from stepscope.logdir import default_hostname
 
         self.clock = clock
         self.logdir = logdir
         self.options = options
+        # The host file and run are named when the profile is saved (`capture.job.place`):
+        # a rank of `mp.spawn` is known only once its process group is initialized.
+        self.given_hostname = hostname
+        self.run_name = run_name
         self.hostname = hostname or default_hostname()
         self.state = PENDING
         self.budget = EventBudget(options.max_events)
@@ -212,11 +217,18 @@ class Session:
                 f"stepscope: stopped before delay_ms={self.options.delay_ms} elapsed; "
                 "nothing was recorded"
             )
+        run_name = run_name_for(self.start_wall_ns)
+        if self.write:
+            from stepscope.capture.job import place
+
+            placement = place(self.logdir, run_name, self.given_hostname, self.run_name)
+            self.run_dir, self.hostname = placement.run_dir, placement.hostname
+            run_name = placement.run_dir.name
         result = CaptureResult(
             hostname=self.hostname,
             options=self.options,
             logdir=self.logdir,
-            run_name=run_name_for(self.start_wall_ns),
+            run_name=run_name,
             start_wall_ns=self.start_wall_ns,
             start_perf_ns=self.start_perf_ns,
             stop_wall_ns=self.start_wall_ns + (stop_perf - self.start_perf_ns),
@@ -234,9 +246,6 @@ class Session:
                 f"{self.options.max_events})"
             )
         if background and self.write:
-            from stepscope.logdir import run_directory
-
-            self.run_dir = run_directory(result.logdir, result.run_name, result.hostname)
             # Not a daemon: the interpreter waits for it at exit, so the profile is written.
             self.saver = threading.Thread(
                 target=self._save_quietly, args=(result,), name="stepscope-save"
@@ -295,8 +304,14 @@ def start(
     options: ProfilerOptions | None = None,
     *,
     hostname: str | None = None,
+    run_name: str | None = None,
 ) -> None:
-    """Begin a session writing under ``logdir`` (recording starts after ``delay_ms``)."""
+    """Begin a session writing under ``logdir`` (recording starts after ``delay_ms``).
+
+    The profile is saved as ``<logdir>/plugins/profile/<run>/<host>.xplane.pb``. In a job of
+    several processes (torchrun, ``mp.spawn``, SLURM, MPI, JAX, TF_CONFIG) every rank saves
+    into one run, as ``<host>.rank<k>.xplane.pb`` (docs/jobs.md); ``run_name`` names the run
+    (the same for every rank), ``hostname`` the host file. No profile is ever overwritten."""
     global _session
     resolved = resolve_options(options)
     text = _check_logdir(logdir)
@@ -309,7 +324,11 @@ def start(
                 f"a profiling session is already running (logdir {_session.logdir!r}); "
                 "call stepscope.stop() first"
             )
-        session = Session(text, resolved, hostname, CLOCK)
+        if run_name is not None:
+            from stepscope.capture.job import check_run_name
+
+            check_run_name(run_name)
+        session = Session(text, resolved, hostname, CLOCK, run_name)
         current = threading.current_thread()
         session.sample_from_start.append(
             (threading.get_ident(), threading.get_native_id(), current.name)
@@ -454,14 +473,16 @@ class profile:
         options: ProfilerOptions | None = None,
         *,
         hostname: str | None = None,
+        run_name: str | None = None,
     ) -> None:
         self.logdir = logdir
         self.options = options
         self.hostname = hostname
+        self.run_name = run_name
         self.run_dir: Path | None = None
 
     def __enter__(self) -> profile:
-        start(self.logdir, self.options, hostname=self.hostname)
+        start(self.logdir, self.options, hostname=self.hostname, run_name=self.run_name)
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -54,7 +54,7 @@ class Recorder:
 
         self.config = config
         self.triggers = config.triggers
-        self.hostname = config.hostname or default_hostname()
+        self.machine = default_hostname()
         options = ProfilerOptions(
             host_tracer_level=2,
             device_tracer_level=0,
@@ -104,6 +104,15 @@ class Recorder:
         self._saver = threading.Thread(target=self._save_loop, name="stepscope-saver", daemon=True)
 
     # -- life cycle -------------------------------------------------------------------------
+
+    @property
+    def hostname(self) -> str:
+        """The host name of this process's saves: ``hostname=``, else the machine's with the
+        process's rank in its job (read at each save: `mp.spawn` ranks are known only once
+        their process group is initialized; docs/jobs.md)."""
+        from stepscope.capture import job
+
+        return self.config.hostname or job.detect().host_name(self.machine)
 
     def start(self) -> None:
         current = threading.current_thread()

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from stepscope import log as user_log
+from stepscope.capture import job
 from stepscope.capture.options import ProfilerOptions
 from stepscope.capture.recorder.peers import PEER_TOOL, RECENT_TOOL, TRIGGER_PREFIX
 from stepscope.capture.remote import require_grpc
@@ -252,7 +253,12 @@ class ProfilerServicer(pb_grpc.ProfilerServiceServicer):
         if request.emit_xspace:
             response.xspace.CopyFrom(capture.space)
             return response
-        host_name = request.opts.override_hostname or request.host_name or self.hostname
+        # this process's rank in its job names it, as a local capture's host file does
+        host_name = (
+            request.opts.override_hostname
+            or request.host_name
+            or job.detect().host_name(self.hostname)
+        )
         target, why = writable_target(
             request.repository_root, request.session_id, host_name, self.allowed_roots
         )

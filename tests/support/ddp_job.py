@@ -1,0 +1,172 @@
+"""A CPU DistributedDataParallel job (gloo) as a user writes it, measuring its own truth.
+
+    python -m tests.support.ddp_job LOGDIR --ranks 2 [--slow-input R] [--slow-compute R]
+    torchrun --nproc-per-node 2 -m tests.support.ddp_job LOGDIR --launcher torchrun
+
+Each rank calls ``stepscope.start(LOGDIR)`` / ``stepscope.stop()`` with defaults (no
+``hostname=``, no ``run_name=``) around ``--steps`` steps and writes ``truth.rank<k>.json``
+beside the run: per step, what it measured with ``time.perf_counter`` in the same run (time
+in ``next()``, in ``backward``, in extra compute, and in its all-reduces, timed by a DDP
+communication hook from the call to the future's completion). ``--profiler kineto`` profiles
+with ``torch.profiler`` + ``tensorboard_trace_handler`` instead (for ``stepscope import``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+
+class Slow(torch.utils.data.Dataset):  # type: ignore[type-arg]
+    """Samples that take ``delay_s`` each to make (decode, augment...)."""
+
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+
+    def __len__(self) -> int:
+        return 1_000_000
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        return torch.randn(64), torch.randn(1)
+
+
+def _union_s(spans: list[tuple[float, float]]) -> float:
+    total, end = 0.0, float("-inf")
+    for lo, hi in sorted(spans):
+        lo = max(lo, end)
+        if hi > lo:
+            total, end = total + hi - lo, hi
+    return total
+
+
+def work(rank: int, world: int, args: argparse.Namespace) -> None:
+    torch.set_num_threads(1)
+    if args.launcher == "spawn":
+        os.environ["MASTER_ADDR"] = "127.0.0.1"
+        os.environ["MASTER_PORT"] = str(args.port)
+        dist.init_process_group("gloo", rank=rank, world_size=world)
+    else:
+        dist.init_process_group("gloo")
+        rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(rank)
+    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.Linear(256, 1))
+    ddp = nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    spans: list[tuple[float, float]] = []
+
+    # unannotated: DDP checks a hook's annotations against its own types
+    def timed_allreduce(state, bucket):  # type: ignore[no-untyped-def]
+        arrived = time.perf_counter()
+        fut = dist.all_reduce(bucket.buffer(), async_op=True).get_future()
+
+        def done(f: Any) -> Any:
+            spans.append((arrived, time.perf_counter()))
+            return f.value()[0].div_(world)
+
+        return fut.then(done)
+
+    ddp.register_comm_hook(None, timed_allreduce)
+    delay = args.input_ms / 1e3 if rank == args.slow_input else 0.0
+    loader = torch.utils.data.DataLoader(
+        Slow(delay / args.batch), batch_size=args.batch, num_workers=args.workers
+    )
+    extra_s = args.compute_ms / 1e3 if rank == args.slow_compute else 0.0
+    batches = iter(loader)
+
+    def one_step(truth: dict[str, list[float]] | None) -> None:
+        t0 = time.perf_counter()
+        x, y = next(batches)
+        t1 = time.perf_counter()
+        out = ddp(x)
+        if extra_s:  # more compute on this rank: real matmuls until extra_s passed
+            a = torch.randn(128, 128)
+            while time.perf_counter() - t1 < extra_s:
+                a = a @ a
+                a = a / a.norm()
+        loss = nn.functional.mse_loss(out, y)
+        t2 = time.perf_counter()
+        loss.backward()
+        t3 = time.perf_counter()
+        opt.step()
+        opt.zero_grad()
+        t4 = time.perf_counter()
+        if truth is not None:
+            truth["step_s"].append(t4 - t0)
+            truth["next_s"].append(t1 - t0)
+            truth["compute_s"].append((t2 - t1) + (t4 - t3))
+            truth["backward_s"].append(t3 - t2)
+            truth["allreduce_s"].append(_union_s(spans))
+        spans.clear()
+
+    for _ in range(3):  # warm up: DDP's first iterations rebuild buckets
+        one_step(None)
+    truth: dict[str, Any] = {
+        k: [] for k in ("step_s", "next_s", "compute_s", "backward_s", "allreduce_s")
+    }
+    dist.barrier()
+    if args.profiler == "kineto":
+        from torch.profiler import ProfilerActivity, profile, tensorboard_trace_handler
+
+        handler = tensorboard_trace_handler(args.logdir, worker_name=f"rank{rank}")
+        with profile(activities=[ProfilerActivity.CPU], on_trace_ready=handler) as prof:
+            for s in range(args.steps):
+                with torch.profiler.record_function(f"ProfilerStep#{s}"):
+                    one_step(truth)
+        del prof
+        run_dir = args.logdir
+    else:
+        import stepscope
+
+        stepscope.start(args.logdir)
+        for s in range(args.steps):
+            with stepscope.step(s):
+                one_step(truth)
+        run_dir = str(stepscope.stop())
+    truth.update(rank=rank, world=world, run_dir=run_dir)
+    Path(args.truth_dir, f"truth.rank{rank}.json").write_text(json.dumps(truth))
+    dist.destroy_process_group()
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    p.add_argument("logdir")
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--slow-input", type=int, default=-1, help="this rank's loader is slow")
+    p.add_argument("--slow-compute", type=int, default=-1, help="this rank computes more")
+    p.add_argument("--input-ms", type=float, default=40.0, help="the slow loader's ms per batch")
+    p.add_argument("--compute-ms", type=float, default=40.0, help="the slow rank's extra ms")
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--workers", type=int, default=0)
+    p.add_argument("--port", type=int, default=29517)
+    p.add_argument("--launcher", choices=("spawn", "torchrun"), default="spawn")
+    p.add_argument("--profiler", choices=("stepscope", "kineto"), default="stepscope")
+    p.add_argument("--truth-dir", default=None)
+    args = p.parse_args(argv)
+    args.truth_dir = args.truth_dir or args.logdir
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
+    Path(args.truth_dir).mkdir(parents=True, exist_ok=True)
+    if args.launcher == "spawn":
+        import torch.multiprocessing as mp
+
+        mp.spawn(work, args=(args.ranks, args), nprocs=args.ranks)
+    else:
+        work(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args)
+
+
+if __name__ == "__main__":
+    main()
