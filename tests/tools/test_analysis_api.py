@@ -14,8 +14,9 @@ import stepscope
 from stepscope.cli.main import main
 from stepscope.errors import StepscopeError
 from stepscope.logdir import ALL_HOSTS
+from stepscope.tools import output
 from stepscope.tools.registry import ToolUsageError
-from tests.support.fixtures import ctl_run_dir, tf_xplane
+from tests.support.fixtures import FIXTURES, ctl_run_dir, tf_xplane
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +81,16 @@ def test_every_hosts_columns(ctl: Path) -> None:
     ((host, profile),) = analysis.profiles()
     assert host == "h" and profile.n_events > 0
     assert analysis.profile() is profile  # one store: opened once
+
+
+def test_a_host_read_in_part_says_so_in_the_json(tmp_path: Path) -> None:
+    import gzip
+
+    data = gzip.decompress((FIXTURES / "kineto" / "a100_triton_tiny.json.gz").read_bytes())
+    cut = tmp_path / "cut.pt.trace.json"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    analysis = stepscope.Analysis(cut, use_cache=False)
+    data_json = analysis.json("overview_page")
+    assert [p["host"] for p in data_json["partial_reads"]] == ["cut"]
+    assert data_json == _cli_json(str(cut), "overview_page")
+    assert "partial_reads" not in output.to_json(analysis.tool("overview_page"))

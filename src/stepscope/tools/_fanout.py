@@ -279,7 +279,12 @@ def build_tool(ctx: ToolContext, spec: ToolSpec) -> ToolResult:
     """``spec``'s result for ``ctx``: per-host work fanned out first (ALL_HOSTS), failed hosts
     and hosts read in part listed in the result."""
     prepare(ctx, spec)
-    result = spec.build(ctx)
+    return with_host_errors(ctx, spec.build(ctx))
+
+
+def with_host_errors(ctx: ToolContext, result: ToolResult) -> ToolResult:
+    """``result`` with the context's failed hosts and hosts read in part, when there are any
+    (`WithHostErrors`: ``host_errors`` and ``partial_reads`` in JSON)."""
     failed, partial = ctx.failed, ctx.partial_reads
     if not failed and not partial:
         return result

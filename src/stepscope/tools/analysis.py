@@ -28,8 +28,11 @@ from typing import TYPE_CHECKING, Any
 from stepscope.errors import StepscopeError
 from stepscope.model import Run, open_run
 from stepscope.tools import _fanout, output
+from stepscope.tools._fanout import with_host_errors
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import ToolResult, ToolSpec, get_tool
+
+__all__ = ["Analysis", "with_host_errors"]
 
 if TYPE_CHECKING:
     from stepscope.executor import Executor, ProgressFn
@@ -110,7 +113,7 @@ class Analysis:
 
     def json(self, name: str | ToolSpec, host: str | None = None, **options: object) -> Any:
         """The tool's JSON data, as `stepscope tool RUN NAME --json` prints it (with
-        ``host_errors`` when some hosts could not be analyzed)."""
+        ``host_errors`` and ``partial_reads`` when hosts were left out or read in part)."""
         return output.to_json(self.result(name, host, options, with_host_errors=True))
 
     def csv(self, name: str | ToolSpec, host: str | None = None, **options: object) -> str:
@@ -131,14 +134,15 @@ class Analysis:
         with_host_errors: bool = False,
         check_available: bool = True,
     ) -> ToolResult:
-        """`tool` with the options as a mapping; ``with_host_errors``: the result with the
-        hosts that could not be analyzed, when any (``host_errors`` in JSON: what the CLI and
-        the server write); ``check_available=False``: build even when the tool has nothing to
-        show (its result then says so)."""
+        """`tool` with the options as a mapping. ``with_host_errors``: the result with the
+        hosts that could not be analyzed and those read only in part, when there are any
+        (``host_errors``, ``partial_reads`` in JSON), as the CLI and the server write it;
+        ``check_available=False``: build even when the tool has nothing to show (its result
+        then says so)."""
         spec = _spec(tool)
         ctx = self.context(spec, host, options, check_available=check_available)
         result = spec.build(ctx)
-        return with_host_errors_of(ctx, result) if with_host_errors else result
+        return _fanout.with_host_errors(ctx, result) if with_host_errors else result
 
     def available(self, name: str | ToolSpec, host: str | None = None) -> bool:
         """Whether the tool has something to show for ``host`` (the UI's tool list); for
@@ -198,14 +202,6 @@ class Analysis:
                 self.store.fail(host.path, str(exc))
                 continue
             yield host.host, profile
-
-
-def with_host_errors_of(ctx: ToolContext, result: ToolResult) -> ToolResult:
-    """``result`` with the context's failed hosts (``host_errors`` in JSON), when any."""
-    failed = ctx.failed
-    if not failed:
-        return result
-    return _fanout.WithHostErrors(result, tuple(_fanout.HostError(h, e) for h, e in failed.items()))
 
 
 def _pick_host(run: Run, host: str | None) -> str:
