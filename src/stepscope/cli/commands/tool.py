@@ -105,34 +105,25 @@ def context_for(
     executor: Executor | None = None,
     also: tuple[ToolSpec, ...] = (),
 ) -> ToolContext:
-    """The tool's context, with the per-host work of ALL_HOSTS already done on ``executor``
-    (--workers / --dask; the caller closes it once the tool is built: the build may fan out
-    again, as the trace viewer does)."""
+    """The tool's context (`stepscope.Analysis.context`), with the per-host work of ALL_HOSTS
+    already done on ``executor`` (--workers / --dask; the caller closes it once the tool is
+    built: the build may fan out again, as the trace viewer does)."""
     from stepscope.cli.progress import stderr_progress
-    from stepscope.model import open_run
-    from stepscope.tools._fanout import prepare
-    from stepscope.tools.context import ProfileStore, ToolContext
+    from stepscope.tools.analysis import Analysis
 
-    run_ = open_run(path)
-    store = ProfileStore(
+    analysis = Analysis(
+        path,
         use_cache=use_cache,
-        progress=stderr_progress(),
         executor=executor,
+        progress=stderr_progress(),
         host_progress=host_progress(),
     )
-    ctx = ToolContext(run_, spec.resolve_host(run_, host), store, options)
-    prepare(ctx, spec, *also)
-    if not spec.available(ctx):
-        raise StepscopeError(
-            f"tool {spec.name} has nothing to show for {run_.name}: the profile lacks "
-            f"what it needs ({spec.title}: {spec.description[0].lower()}{spec.description[1:]})"
-        )
-    return ctx
+    return analysis.context(spec, host, options, also=also)
 
 
 def run(args: argparse.Namespace) -> int:
     from stepscope.tools import output
-    from stepscope.tools._fanout import host_errors_json, partial_reads_json
+    from stepscope.tools.analysis import with_host_errors
     from stepscope.tools.registry import get_tool
 
     # Keyed before the work, on the files as they are now: a file changed meanwhile makes
@@ -151,17 +142,10 @@ def run(args: argparse.Namespace) -> int:
         ctx = context_for(
             args.run, spec, host, options, use_cache=not args.no_cache, executor=executor
         )
-        result = spec.build(ctx)
+        # the hosts left out or read in part: ``host_errors``, ``partial_reads`` in JSON
+        result = with_host_errors(ctx, spec.build(ctx))
     partial = ctx.partial_reads
-    if args.csv:
-        text = output.to_csv(result)
-    else:
-        data = output.to_json(result)
-        if ctx.failed:
-            data["host_errors"] = host_errors_json(ctx)
-        if partial:
-            data["partial_reads"] = partial_reads_json(ctx)
-        text = json_text(data)
+    text = output.to_csv(result) if args.csv else json_text(output.to_json(result))
     sys.stdout.write(text)
     report_partial(partial)
     status = report_failed(ctx.failed, ctx.moved)
