@@ -17,6 +17,7 @@ import numpy as np
 from stepscope.model import Profile
 from stepscope.stats.arrays import distinct_ids
 from stepscope.stats.kernel_rules import REDUCED_PRECISIONS, kernel_precision
+from stepscope.stats.own_work import profiler_work
 from stepscope.vocab import pytorch as torch_names
 from stepscope.vocab import tensorflow as tf_names
 from stepscope.vocab import xla as xla_names
@@ -262,7 +263,8 @@ def classify_events(profile: Profile, has_device: bool | None = None) -> np.ndar
     input-pipeline stages (``Iterator::*`` without ``parent_id``) count as waiting for input;
     collective work of every framework (`stepscope.vocab.collectives`) is a type of its own. Device
     events: memcpy direction, NCCL/RCCL and XLA collectives, else 16- or 32-bit compute. Events on
-    other planes (``/host:metadata``, ``Task Environment``, CUPTI overhead...) are not counted.
+    other planes (``/host:metadata``, ``Task Environment``, CUPTI overhead...) and the profilers'
+    own start/stop work (`stepscope.stats.own_work`) are not counted.
     """
     return profile.derived(
         ("event_types", has_device), lambda: _read_only(_classify(profile, has_device))
@@ -317,6 +319,8 @@ def _classify(profile: Profile, has_device: bool | None) -> np.ndarray:
         half = _per_name(profile, lambda s: 1 if _HALF.search(s) else 0, shapes)
         out[with_shapes[half[shapes] == 1]] = EventType.DEVICE_COMPUTE_16
     out[not_work_category(profile)] = NOT_COUNTED
+    # a profiler's own start/stop (and what it calls) is the capture's work, no step's
+    out[profiler_work(profile)] = NOT_COUNTED
     return out
 
 

@@ -39,6 +39,7 @@ from stepscope.stats.intervals import merge_sorted, union_ns
 from stepscope.stats.nesting import events_self_time
 from stepscope.stats.op_sums import KeySums, flops_by_row, host_key_sums, sum_by_row
 from stepscope.stats.opnames import UNKNOWN, device_op, parse_op
+from stepscope.stats.own_work import profiler_work
 from stepscope.stats.python_samples import (
     PYTHON_OP_TYPE,
     sampled_thread_line,
@@ -209,7 +210,8 @@ def _aggregate(
 
 
 def _host_table(profile: Profile) -> OpTable:
-    on_host = host_lines(profile)[profile.line]
+    # the profilers' own start/stop work is not the program's (`stats.own_work`)
+    on_host = host_lines(profile)[profile.line] & ~profiler_work(profile)
     events, framework = _host_op_events(profile, on_host)
     del on_host
     if not events.size:

@@ -1,0 +1,45 @@
+"""The profilers' own work: starting and stopping a capture is not the program's work.
+
+TensorFlow's, JAX's and stepscope's start/stop calls run on the user's thread and show in the
+trace (Python tracer frames, TSL events); the time they take and everything nested in them is
+left out of op tables and steps.
+"""
+
+from __future__ import annotations
+
+# (source file, function) of the Python tracer's ``$file.py:123 function`` events.
+PYTHON_CALLS = frozenset(
+    {
+        ("profiler.py", "start_trace"),  # jax.profiler
+        ("profiler.py", "stop_trace"),
+        ("profiler.py", "start_server"),
+        ("profiler_v2.py", "start"),  # tf.profiler.experimental
+        ("profiler_v2.py", "stop"),
+        ("profiler_v2.py", "__enter__"),
+        ("profiler_v2.py", "__exit__"),
+        ("profiler.py", "start"),  # torch.profiler
+        ("profiler.py", "stop"),
+        ("profiler.py", "_transit_action"),
+    }
+)
+# Events of the profilers' own C++ (TSL's profiler session, Kineto's).
+EVENT_NAMES = frozenset(
+    {
+        "ProfilerSession::CollectData",
+        "ProfilerSession::Stop",
+        "ProfilerSession::Start",
+        "ProfilerSession::CollectDataInternal",
+        "ProfilerController::Stop",
+        "ProfilerController::CollectData",
+    }
+)
+
+
+def is_profiler_event(name: str) -> bool:
+    """Whether an event of this name is a profiler's own start/stop work."""
+    if name in EVENT_NAMES:
+        return True
+    if not name.startswith("$"):
+        return False
+    head, _, function = name[1:].rpartition(" ")
+    return (head.rsplit(":", 1)[0], function) in PYTHON_CALLS
