@@ -322,8 +322,17 @@ def _held(
     span_hi: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The spans where a zero-length event holds its type current (`sweep`), clipped to
-    the steps."""
+    the steps. Only zero-length events inside their step's span hold a type: XProf sweeps a
+    step's events within its span, so an instant grouped with the step but outside it (a
+    thread pool's `ThreadpoolListener::StartRegion` tens of ms earlier, on TensorFlow) does
+    not (it made every step of a 48-step TF profile 0.07-0.13 ms more host compute than
+    XProf's)."""
     zero = _zero_length(profile, ev)
+    if zero.any():
+        at, step = profile.start_ns[ev[zero]], st[zero]
+        outside = np.flatnonzero(zero)[(at < span_lo[step]) | (at > span_hi[step])]
+        zero[outside] = False
+        del at, step, outside
     if not zero.any():
         none = np.zeros(0, np.int64)
         return none, none, none, none

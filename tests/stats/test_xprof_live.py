@@ -1,0 +1,28 @@
+"""Golden tests against XProf 2.24.2 run here, on profiles built in code: the figures the
+default tier asserts for them are XProf's own (issue #27, item 5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stepscope.stats import build_step_db
+from tests.support.analysis import build, instant_before_step
+from tests.support.xprof_live import step_rows, xprof_tool
+
+pytestmark = pytest.mark.integration
+
+
+def test_instant_before_the_step_matches_xprof(tmp_path: Path) -> None:
+    pytest.importorskip("xprof")
+    builder = instant_before_step()
+    reference = step_rows(xprof_tool(builder, "overview_page", tmp_path))
+    db = build_step_db(build(builder))
+    cats = db.category_ns()
+    assert list(db.names) == list(reference)
+    for k, step in enumerate(db.names):
+        ref = reference[step]
+        assert db.dur_ns[k] / 1e6 == pytest.approx(ref["stepTimeMs"], abs=1e-6)
+        assert cats["host_compute"][k] / 1e6 == pytest.approx(ref["hostComputeTimeMs"], abs=1e-6)
+        assert cats["other"][k] / 1e6 == pytest.approx(ref["otherTimeMs"], abs=1e-6)
