@@ -13,7 +13,7 @@ import pytest
 import stepscope
 from stepscope.capture.options import InvalidOptionsError
 from stepscope.stats import build_step_db
-from stepscope.stats.advice import classify_steps
+from stepscope.stats.bound import bound_by
 from stepscope.stats.summary import summarize_steps
 from tests.support.capture import load_run
 
@@ -71,12 +71,12 @@ def test_samples_line_layout(sampled: Path) -> None:
     assert any(n.startswith("update_metrics (test_python_sampler.py:") for n in names)
 
 
-def test_python_overhead_loop_is_not_called_input_bound(sampled: Path) -> None:
+def test_python_overhead_loop_is_bound_by_python(sampled: Path) -> None:
     summary = summarize_steps({"h": build_step_db(load_run(sampled))})
-    bound = classify_steps(summary)
-    assert bound.classification == "no", bound.statement
-    assert "update_metrics (test_python_sampler.py:" in bound.statement
-    assert summary.untraced.python.function[0].startswith("update_metrics")
+    headline = bound_by(summary)
+    assert headline.first == "host", headline.headline
+    assert "update_metrics (test_python_sampler.py) " in headline.headline
+    assert summary.untraced.python.function[0] == "update_metrics (test_python_sampler.py)"
 
 
 def test_sampler_off(tmp_path: Path) -> None:

@@ -40,8 +40,11 @@ def test_lines_fit_the_terminal_width(
     assert max(len(line) for line in lines) <= width
     if width < 132:
         assert any(line.endswith("…") for line in lines)  # long op names cut with an ellipsis
-    # Wrapped, not cut: the recommendation's last words are all there.
+    # Wrapped, not cut: XProf's verdict's last words are all there.
     assert "reducing the input time." in " ".join(line.strip() for line in lines)
+    # what bounds the steps comes first, XProf's sentence on its own line after it
+    text = " ".join(line.strip() for line in lines)
+    assert text.index("Bound by ") < text.index("XProf's input verdict: Your program is HIGHLY")
 
 
 def _potentially_input_bound(folder: Path) -> Path:
@@ -64,12 +67,18 @@ def test_potential_verdict_names_the_number_it_rests_on(
 ) -> None:
     out = report(str(_potentially_input_bound(tmp_path)), None, monkeypatch, capsys)
     verdict = " ".join(
-        line.strip() for line in out.split("\nInput: ")[1].split("\n\n")[0].splitlines()
+        line.strip()
+        for line in out.split("\nXProf's input verdict: ")[1].split("\n\n")[0].splitlines()
     )
-    assert verdict.startswith("POTENTIALLY input-bound (0.0% of step time is input")
-    assert "'All Others'" in verdict  # the reason for "potentially", with its percentage
+    # XProf's sentence, unchanged, with the number it rests on
+    assert verdict == (
+        "Your program is POTENTIALLY input-bound because 10.0% of the total step time sampled "
+        "is spent on 'All Others' time (which could be due to I/O or Python execution or both)."
+    )
+    # the headline says what the 10% is: untraced host time, and that the model computes 90%
+    assert out.splitlines()[2].startswith("Bound by compute: 90.0% of the step time")
     rec = out.split("Recommendation\n")[1]
-    assert rec.count("All Others") == 1  # said once in the statement, not again as a detail
+    assert rec.count("Python / host") == 1  # said once as a detail
 
 
 def test_no_recommendation_is_given_twice(

@@ -61,6 +61,9 @@ def test_api_compares_two_runs(wsgi_app: WsgiApp) -> None:
     assert [s["step_num"] for s in data["baseline"]["steps"]] == [6, 7, 8, 9]
     metrics = {m["name"]: m for m in data["metrics"]}
     assert metrics["step_time.mean"]["significant"] and metrics["category.input"]["significant"]
+    # what bounds each side: ctl waits for its slow map, ctl_opt computes
+    assert data["baseline"]["bound_by"].startswith("Bound by input: ")
+    assert data["candidate"]["bound_by"].startswith("Bound by compute: ")
 
 
 def test_api_compares_two_hosts_of_one_run(wsgi_app: WsgiApp) -> None:
@@ -120,6 +123,8 @@ def test_compare_page_two_runs(cmp_page: tuple[Any, Any], compare_server: Runnin
     assert verdict.text_content().startswith("step time -78.7% [")
     assert verdict.get_attribute("data-driver") == "input"
     assert verdict.get_attribute("data-direction") == "faster"
+    bound = page.locator('.cmp-bound[data-side="baseline"]').text_content()
+    assert bound.startswith("Baseline: Bound by input: ")
     assert page.get_attribute("#compare-link", "aria-current") == "page"
     mean = page.locator('tr[data-metric="step_time.mean"]')
     assert mean.get_attribute("data-significant") == "true"

@@ -1,5 +1,6 @@
-"""The overview page says how much input is staged inside the steps (the JAX fixture builds
-and copies its batch in the step: XProf's table shows 0% input)."""
+"""The overview page opens with what bounds the steps, says how much input is prepared inside
+the steps (the JAX fixture builds and copies its batch in the step: XProf's table shows 0%
+input) and keeps XProf's input verdict on its own line."""
 
 from __future__ import annotations
 
@@ -37,7 +38,13 @@ def test_overview_shows_the_input_staged_in_the_steps(
         wait_rendered(page, "overview_page")
         data = tool_json(server, "overview_page", RUN, "")
         assert data["input_staged_ms"] > 0
-        assert "inside the step: building the batch" in page.inner_text("body")
+        body = page.inner_text("body")
+        assert "Input prepared inside the steps:" in body
+        # the headline comes first on the page, XProf's sentence after it, unchanged
+        headline = data["bound_by"]["headline"]
+        assert headline.startswith("Bound by ")
+        assert body.index(headline) < body.index("XProf's input verdict:")
+        assert data["input_bound"]["statement"] in body
         assert check_fields(page, data) > 0  # every shown figure equals the tool's JSON
         context.close()
         rec.check()

@@ -1,4 +1,5 @@
-"""The stack sampler's lines explain "All Others": overview verdict, op_stats rows, places."""
+"""The stack sampler's lines name the steps' Python: by function and inclusive, with counts and
+a confidence interval, in the headline, op_stats rows and the untraced places."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from stepscope.cli.commands.report import render
 from stepscope.model import Profile, open_run
 from stepscope.stats import build_op_metrics, build_step_db
 from stepscope.stats.advice import classify_steps
+from stepscope.stats.bound import bound_by
 from stepscope.stats.events import NOT_COUNTED, classify_events
 from stepscope.stats.summary import summarize_steps
 from stepscope.tools import output
@@ -63,43 +65,74 @@ def test_samples_are_observations_not_work() -> None:
     assert db.category_ns()["other"].tolist() == [6 * MS] * (STEPS - 2)
 
 
-def test_all_others_is_attributed_to_the_sampled_python_functions() -> None:
+def test_the_steps_python_is_named_by_function_with_counts() -> None:
     db = build_step_db(_python_overhead_loop())
     python = db.untraced.python
-    assert python.function == ("update_metrics (metrics.py:9)",)  # forward is traced
-    assert python.ns.tolist() == [6 * MS * (STEPS - 2)]
-    assert python.stack[0].endswith(";update_metrics (metrics.py:9)")
+    # update_metrics: 6 of each step's 10 samples; forward is a traced event: its time
+    assert python.function == ("update_metrics (metrics.py)", "forward (model.py)")
+    assert python.ns.tolist() == [6 * MS * (STEPS - 2), 4 * MS * (STEPS - 2)]
+    assert python.samples.tolist() == [6 * (STEPS - 2), 4 * (STEPS - 2)]
+    assert python.total_samples == 10 * (STEPS - 2)
+    assert python.traced.tolist() == [False, True]
+    assert python.stack[0] == "<module> (loop.py:21);update_metrics (metrics.py)"
+    assert 0.45 < python.ci_low[0] < 0.6 < python.ci_high[0] < 0.75
+    assert python.describe(0, int(db.dur_ns.sum())) == (
+        "update_metrics (metrics.py) 60.0% of the step time (36 of 60 samples, 95% CI 47-71%)"
+    )
     [place] = db.untraced.places
     assert (place.after, place.before, place.steps) == ("forward", "(step end)", STEPS - 2)
     assert db.untraced.thread == "MainThread"
 
 
-def test_verdict_is_untraced_host_work_not_input() -> None:
+def test_headline_is_untraced_host_work_not_input() -> None:
     summary = summarize_steps({"h": build_step_db(_python_overhead_loop())})
-    bound = classify_steps(summary)
-    assert bound.classification == "no"
-    assert "NOT input-bound" in bound.statement
-    assert "update_metrics (metrics.py:9) 60.0%" in bound.statement
-    assert "after 'forward' and before '(step end)'" in bound.statement
+    assert classify_steps(summary).classification == "potential"  # XProf's, unchanged
+    headline = bound_by(summary).headline
+    assert headline.startswith("Bound by python / host: 60.0% of the step time")
+    assert "update_metrics (metrics.py) 60.0% of the step time (36 of 60 samples" in headline
+    assert "after 'forward' and before '(step end)'" in headline
     # without the sampler the place is still said
-    plain = classify_steps(summarize_steps({"h": build_step_db(_python_overhead_loop(False))}))
-    assert plain.classification == "no" and "after 'forward'" in plain.statement
-    assert "Python functions" not in plain.statement
+    plain = bound_by(summarize_steps({"h": build_step_db(_python_overhead_loop(False))}))
+    assert "after 'forward'" in plain.headline
+    assert "Python sampled" not in plain.headline and "python_sampler_hz" in plain.headline
+
+
+def test_too_few_samples_give_no_percentage() -> None:
+    """3 samples say nothing about a share: the text says so instead of a number."""
+    builder = XSpaceBuilder("py")
+    main, samples = _threads(builder)
+    for k in range(3):
+        t = k * 10 * MS
+        main.event("train", t, 10 * MS, {"step_num": k, "_r": 1})
+        main.event("forward", t, 9 * MS)
+        stack = "<module> (loop.py:21);metrics (metrics.py:9)"
+        samples.event("metrics (metrics.py:9)", t + 9 * MS, MS, {"stack": stack, "samples": 1})
+        stack = "<module> (loop.py:20)"
+        samples.event("<module> (loop.py:20)", t, 9 * MS, {"stack": stack, "samples": 9})
+    db = build_step_db(build(builder))
+    python = db.untraced.python
+    k = python.function.index("metrics (metrics.py)")
+    assert python.too_few(k)
+    assert python.describe(k, int(db.dur_ns.sum())) == "metrics (metrics.py): too few samples (n=3)"
+    [host] = [x for x in bound_by(summarize_steps({"h": db})).limits if x.key == "host"]
+    assert "metrics (metrics.py): too few samples (n=3)" in host.evidence
+    assert "metrics (metrics.py) 1" not in host.evidence  # no percentage of it anywhere
 
 
 def test_op_stats_lists_python_functions_for_untraced_time() -> None:
     host = build_op_metrics(_python_overhead_loop()).host
     rows = {(n, t): k for k, (n, t) in enumerate(zip(host.names, host.types, strict=True))}
-    k = rows[("update_metrics (metrics.py:9)", "Python")]
+    k = rows[("update_metrics (metrics.py)", "Python")]
     assert host.self_ns[k] == 6 * MS * STEPS and host.occurrences[k] == 6 * STEPS
-    assert ("forward (model.py:3)", "Python") not in rows  # its time is the traced op's
+    assert ("forward (model.py)", "Python") not in rows  # its time is the traced op's
     assert build_op_metrics(_python_overhead_loop(False)).host.types.count("Python") == 0
 
 
 @pytest.mark.parametrize(
-    "input_pct, other_pct, kind", [(0.5, 40.0, "no"), (2.0, 40.0, "potential")]
+    "input_pct, other_pct, kind", [(0.5, 40.0, "potential"), (2.0, 40.0, "potential")]
 )
-def test_near_zero_input_only(input_pct: float, other_pct: float, kind: str) -> None:
+def test_xprof_verdict_is_xprofs(input_pct: float, other_pct: float, kind: str) -> None:
+    """XProf's line stays XProf's (the headline says what the untraced time is)."""
     from stepscope.stats.advice import classify_input
 
     assert classify_input(input_pct, other_pct).classification == kind
@@ -113,17 +146,21 @@ def test_overview_report_and_diagnostics_agree(tmp_path: Path) -> None:
     overview = get_tool("overview_page").build(ctx)
     pipeline = get_tool("input_pipeline_analyzer").build(ctx)
     found = output.to_json(get_tool("diagnostics").build(ctx))["findings"]
-    assert overview.input_bound.classification == pipeline.input_bound.classification == "no"
+    assert overview.input_bound.classification == pipeline.input_bound.classification
+    assert overview.bound_by.first == "host"
     [finding] = [f for f in found if f["id"] == "untraced_host_work"]
     assert finding["severity"] == "high"  # 60% of the step time
-    assert "update_metrics (metrics.py:9)" in finding["summary"]
-    assert finding["events"][0]["name"] == "update_metrics (metrics.py:9)"
+    assert "update_metrics (metrics.py) 60.0%" in finding["summary"]
+    assert finding["events"][0]["name"] == "update_metrics (metrics.py)"
     text = render(overview, pipeline, top=5)
-    assert "NOT input-bound" in text and "update_metrics (metrics.py:9) 60.0%" in text
-    assert "input-bound because" not in text
-    assert output.to_json(overview)["untraced"]["python"][0]["function"] == (
-        "update_metrics (metrics.py:9)"
-    )
+    assert text.splitlines()[2].startswith("Bound by python / host: 60.0%")
+    assert "update_metrics (metrics.py) 60.0% of the step time (36 of 60 samples" in text
+    python = output.to_json(overview)["untraced"]["python"][0]
+    assert python["function"] == "update_metrics (metrics.py)"
+    assert (python["samples"], python["total_samples"], python["too_few"]) == (36, 60, False)
+    assert python["ci_low"] < 60.0 < python["ci_high"]
+    # sampled functions are no ops: the top-ops table leaves them out
+    assert all(op.category != "Python" for op in overview.top_ops)
 
 
 def test_a_run_seen_outside_a_step_names_nothing_inside_it() -> None:
@@ -153,7 +190,7 @@ def test_no_step_gets_more_python_time_than_its_untraced_time() -> None:
         stack = "<module> (loop.py:5);metrics (loop.py:9)"
         samples.event("metrics (loop.py:9)", t, 10 * MS, {"stack": stack, "samples": 1})
     python = build_step_db(build(builder)).untraced.python
-    assert python.function == ("metrics (loop.py:9)",)
+    assert python.function == ("metrics (loop.py)",)
     assert python.ns.tolist() == [4 * MS * (STEPS - 2)]
 
 
@@ -169,8 +206,8 @@ def test_pod_verdict_places_untraced_time_per_step_of_its_host() -> None:
     summary = summarize_steps(dbs)
     assert summary.n_steps == STEPS - 2  # pod steps
     # the fast host has more "All Others" in all: 38 x 1.5 ms against 6 x 6 ms
-    statement = classify_steps(summary).statement
+    statement = bound_by(summary).headline
     assert "on host fast, on thread MainThread" in statement
     assert "(1.50 ms per step in 38 of 38 steps)" in statement
-    alone = classify_steps(summarize_steps({"fast": dbs["fast"]})).statement
+    alone = bound_by(summarize_steps({"fast": dbs["fast"]})).headline
     assert "on host" not in alone and "(1.50 ms per step in 38 of 38 steps)" in alone

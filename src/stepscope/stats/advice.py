@@ -1,27 +1,26 @@
-"""Bottleneck classification and advice, with XProf's thresholds
-(``xprof/convert/op_stats_to_input_pipeline_analysis.cc`` and ``op_stats_to_overview_page.cc``).
+"""XProf's input-bound classification and the advice that follows the "bound by" limits.
 
-Input: input share of the total step time >= 20% -> "high", >= 5% -> "moderate", else
-"potential" when "all others" >= 3%, else "no". stepscope departs from XProf in one case: when
-input is near zero (< 1%) and "All Others" is high (>= 15%), the program is not called
-input-bound: the statement says the time is untraced host work and where it sits (thread,
-traced events around it, Python functions from the stack sampler).
-Other categories are flagged "moderate" from their low threshold and "high" from their high
-one: output 5/20, kernel launch 3/15, all others 3/15, device collectives 3/15, and (not
-XProf's) collective wait on the host 3/15.
+Input (XProf's thresholds and wording, ``xprof/convert/op_stats_to_input_pipeline_analysis.cc``
+and ``op_stats_to_overview_page.cc``, unchanged so that its line can be checked against
+XProf): input share of the total step time >= 20% -> "high", >= 5% -> "moderate", else
+"potential" when "all others" >= 3%, else "no". What bounds the steps is stepscope's own
+headline (`stepscope.stats.bound`); the advice here follows its limits: dispatch / launch,
+Python / host, copies, collectives and idle waits, each flagged "moderate" from its low
+threshold and "high" from its high one (kernel launch / dispatch 3/15, all others / host
+3/15, output / copies 5/20, collectives (device, and host collective wait) 3/15, waits 3/15).
 """
 
 from __future__ import annotations
 
 from stepscope.fields import out
 from stepscope.records import record
+from stepscope.stats.bound import BoundBy
 from stepscope.stats.summary import StepSummary
-from stepscope.stats.untraced import Untraced
+from stepscope.stats.untraced import where_untraced
 
 HIGH_INPUT = 20.0
 MODERATE_INPUT = 5.0
 POTENTIAL_OTHER = 3.0
-NEAR_ZERO_INPUT = 1.0  # % of step time: below it, "All Others" is not waiting for input
 HIGH_OTHER = 15.0
 THRESHOLDS: dict[str, tuple[float, float]] = {  # category -> (moderate, high), in %
     "output": (5.0, 20.0),
@@ -30,11 +29,23 @@ THRESHOLDS: dict[str, tuple[float, float]] = {  # category -> (moderate, high), 
     "device_collectives": (3.0, 15.0),
     "collective_wait": (3.0, 15.0),
 }
-# Diagnostics findings that say (with evidence) what a generic category line would: with the
+# The advice's limits (`stepscope.stats.steps.limits`) and their (moderate, high) thresholds:
+# XProf's for the category each one refines.
+LIMIT_THRESHOLDS: dict[str, tuple[float, float]] = {
+    "input": (MODERATE_INPUT, HIGH_INPUT),
+    "dispatch": THRESHOLDS["kernel_launch"],
+    "host": THRESHOLDS["other"],
+    "copies": THRESHOLDS["output"],
+    "collectives": THRESHOLDS["device_collectives"],
+    "waits": (3.0, 15.0),
+}
+# Diagnostics findings that say (with evidence) what a generic limit line would: with the
 # finding in the advice, the generic line is left out so no advice is given twice.
 FINDING_TOPICS = {
-    "kernel_launch_bound": "kernel_launch",
-    "collectives": "device_collectives",
+    "kernel_launch_bound": "dispatch",
+    "dispatch_bound": "dispatch",
+    "untraced_host_work": "host",
+    "collectives": "collectives",
     "low_tensor_core_use": "precision",
 }
 MIXED_PRECISION_BELOW = 10.0  # % of device compute in 16 bit
@@ -46,69 +57,25 @@ class InputBound:
     """How input-bound the steps are, and why."""
 
     classification: str = out(
-        '`high` (input >= 20%), `moderate` (>= 5%), `no` when input < 1% and "other" >= 15% '
-        "(untraced host work, not input: the statement says where it sits), `potential` "
-        '(input < 5% but "other" >= 3%: XProf\'s "could be I/O or Python"), `no` otherwise, '
-        "`unknown` (no steps)"
+        "XProf's: `high` (input >= 20%), `moderate` (>= 5%), `potential` (input < 5% but "
+        '"other" >= 3%: "could be I/O or Python"), `no` otherwise, `unknown` (no steps)'
     )
-    percent: float = out("input share of the total step time", unit="%", digits=3)
+    percent: float = out("input share of the total step time (XProf's input)", "%", 3)
     statement: str = out(
-        "the conclusion in words (XProf's wording, but for the untraced-host-work case)"
+        "XProf's conclusion in its words, unchanged (what bounds the steps is `bound_by`)"
     )
-
-
-def where_untraced(untraced: Untraced, n_steps: int, step_ns: int) -> str:
-    """'on thread T, mostly after A and before B (x ms per step); Python: f 40%, ...'."""
-    n_steps, step_ns = untraced.per(n_steps, step_ns)
-    parts = []
-    if untraced.places:
-        place = untraced.places[0]
-        on_host = f"on host {untraced.host}, " if untraced.host else ""
-        parts.append(
-            f"{on_host}on thread {untraced.thread or '?'}, mostly after '{place.after}' and before "
-            f"'{place.before}' ({place.ns / 1e6 / max(n_steps, 1):.2f} ms per step in "
-            f"{place.steps} of {n_steps} steps)"
-        )
-    python = untraced.python
-    if len(python) and step_ns:
-        named = ", ".join(
-            f"{python.function[k]} {100.0 * python.ns[k] / step_ns:.1f}%"
-            for k in range(min(3, len(python)))
-        )
-        parts.append(f"Python functions sampled there: {named} of the step time")
-    return "; ".join(parts)
 
 
 def classify_steps(summary: StepSummary) -> InputBound:
-    """`classify_input` for a step summary, with the untraced time located."""
-    return classify_input(
-        summary.percent("input"),
-        summary.percent("other"),
-        summary.n_steps > 0,
-        where_untraced(summary.untraced, summary.n_steps, summary.total_ns()),
-        summary.staged_percent(),
-    )
+    """`classify_input` for a step summary: XProf's classification of its categories."""
+    return classify_input(summary.percent("input"), summary.percent("other"), summary.n_steps > 0)
 
 
 def classify_input(
-    input_percent: float,
-    other_percent: float,
-    has_steps: bool = True,
-    where: str = "",
-    staged_percent: float = 0.0,
+    input_percent: float, other_percent: float, has_steps: bool = True
 ) -> InputBound:
-    """``where``: where the untraced time sits (`where_untraced`), said when it decides.
-    ``staged_percent``: input staged inside the steps (`stepscope.stats.steps.staging`), which
-    counts as input here though XProf counts it as host compute."""
-    if staged_percent > 0:
-        bound = classify_input(input_percent + staged_percent, other_percent, has_steps, where)
-        staged = (
-            f" ({staged_percent:.1f}% of it inside the steps, building the batch and copying it "
-            "to the device before the step's compute; XProf counts that as host compute)"
-        )
-        return InputBound(
-            bound.classification, bound.percent, _after_first(bound.statement, staged)
-        )
+    """XProf's input-bound classification and sentence (``xprof/convert/
+    op_stats_to_input_pipeline_analysis.cc``)."""
     if not has_steps:
         return InputBound(
             "unknown",
@@ -131,16 +98,6 @@ def classify_input(
             "the total step time sampled is waiting for input. Therefore, you would "
             "need to reduce both the input time and other time.",
         )
-    if input_percent < NEAR_ZERO_INPUT and other_percent >= HIGH_OTHER:
-        return InputBound(
-            "no",
-            input_percent,
-            f"Your program is NOT input-bound: only {input_percent:.1f}% of the total step "
-            f"time is spent waiting for input, while {other_percent:.1f}% is untraced host work "
-            "('All Others': Python code, synchronization or I/O that no traced op covers)"
-            + (f", {where}" if where else "")
-            + ". Focus on that host work first.",
-        )
     if other_percent >= POTENTIAL_OTHER:
         return InputBound(
             "potential",
@@ -158,37 +115,29 @@ def classify_input(
     )
 
 
-def _after_first(statement: str, note: str) -> str:
-    """``note`` inserted after the input share the statement states first."""
-    marks = (" is waiting for input", " is spent waiting for input", " waiting for input")
-    for mark in marks:
-        if mark in statement:
-            return statement.replace(mark, mark + note, 1)
-    return statement + note
-
-
 def level(category: str, percent: float) -> str:
     """ "high", "moderate" or "no" for a category with thresholds."""
     moderate, high = THRESHOLDS[category]
     return "high" if percent >= high else "moderate" if percent >= moderate else "no"
 
 
-_CATEGORY_ADVICE = {
-    "output": "{pct:.1f}% of the step time is spent copying output from the device to the "
-    "host: fetch fewer or smaller results per step, or fetch them less often.",
-    "kernel_launch": "{pct:.1f}% of the step time is spent launching kernels: the host cannot "
-    "keep the device busy. Use fewer, larger kernels (XLA / torch.compile / "
-    "CUDA graphs){thread_mode}.",
-    "other": "{pct:.1f}% of the step time is not covered by any traced work ('All Others'): "
-    "Python overhead, synchronization or untraced I/O. Look at the trace viewer for "
-    "the gaps between ops.",
-    "device_collectives": "{pct:.1f}% of the step time is spent in collective communication: "
-    "overlap communication with compute, use larger buckets, or check "
-    "the interconnect.",
-    "collective_wait": "{pct:.1f}% of the step time is spent in collectives on the host (gloo, "
-    "MPI, XLA or TensorFlow collectives), mostly waiting for the rank that arrives last: see "
-    "the pod viewer's stragglers for who and why; otherwise overlap communication with "
-    "compute.",
+_LIMIT_ADVICE = {
+    "input": "{pct:.1f}% of the step time is input: {evidence}. Prepare batches ahead of the "
+    "step (a DataLoader with workers, tf.data prefetch, a background thread).",
+    "copies": "{pct:.1f}% of the step time is spent copying between host and device or between "
+    "devices with nothing else running: fetch fewer or smaller results per step, or fetch them "
+    "less often.",
+    "dispatch": "{pct:.1f}% of the step time is spent dispatching ops and launching kernels: the "
+    "host issues work faster than nothing else happens. {evidence}{thread_mode}.",
+    "host": "{pct:.1f}% of the step time is Python / host work: {evidence}.",
+    "collectives": "{pct:.1f}% of the step time is spent in collective communication with "
+    "nothing else running (on the devices, or on the host: gloo, MPI, XLA or TensorFlow "
+    "collectives, mostly waiting for the rank that arrives last: see the pod viewer's "
+    "stragglers for who and why): overlap communication with compute, use larger buckets, or "
+    "check the interconnect.",
+    "waits": "{pct:.1f}% of the step time the step's thread waits (synchronize, "
+    "block_until_ready, .item()) while nothing traced computes: look in the trace viewer for "
+    "what it waits on (another process, a lock, a descheduled thread).",
 }
 
 
@@ -197,24 +146,31 @@ class Recommendation:
     """What bounds the steps and what to do about it."""
 
     bottleneck: str = out(
-        "`input` (highly input-bound), `both` (moderately or potentially), `device` / `host` "
-        "(not input-bound), `unknown`"
+        'the largest "bound by" limit (`input`, `compute`, `dispatch`, `host`, '
+        "`collectives`, `copies`, `compilation`, `waits`; `unknown` without steps)"
     )
-    statement: str = out("the input conclusion")
+    statement: str = out('the "bound by" headline')
     details: tuple[str, ...] = out(
-        "further findings, most important first: the tf.data bottleneck and its fix, output "
-        "5/20%, kernel launch 3/15% (with `TF_GPU_THREAD_MODE=gpu_private` advice when "
-        "tf.data is used), all-others 3/15%, collectives 3/15% (`HIGH:` past the high "
-        "threshold), reduced-precision (below 32-bit) share below 10% (mixed precision), "
-        "eager time above 10% (tf.function / jit), the diagnostics tool's high and medium "
-        "findings with their fixes"
+        "further findings, most important first: the tf.data bottleneck and its fix, then "
+        "the limits past their thresholds: dispatch / launch 3/15% (with "
+        "`TF_GPU_THREAD_MODE=gpu_private` advice when tf.data is used), Python / host 3/15%, "
+        "copies 5/20%, collectives 3/15%, idle waits 3/15% (`HIGH:` past the high threshold), "
+        "reduced-precision (below 32-bit) share below 10% (mixed precision), eager time above "
+        "10% (tf.function / jit), the diagnostics tool's high and medium findings with their "
+        "fixes"
     )
     tips: tuple[str, ...] = out("where to look next")
 
 
+def limit_level(limit: str, percent: float) -> str:
+    """ "high", "moderate" or "no" for a limit of `LIMIT_THRESHOLDS`."""
+    moderate, high = LIMIT_THRESHOLDS[limit]
+    return "high" if percent >= high else "moderate" if percent >= moderate else "no"
+
+
 def recommend(
     summary: StepSummary,
-    bound: InputBound,
+    bound: BoundBy,
     *,
     precision_16_percent: float | None = None,
     eager_percent: float = 0.0,
@@ -222,40 +178,40 @@ def recommend(
     tf_data_advice: str = "",
     covered: frozenset[str] = frozenset(),
 ) -> Recommendation:
-    """The advice; topics in ``covered`` (categories, "precision") are given elsewhere."""
-    if bound.classification == "unknown":
+    """The advice; topics in ``covered`` (limits, "precision") are given elsewhere."""
+    if not bound.limits:
         return Recommendation(
             "unknown",
-            bound.statement,
+            bound.headline,
             (summary.description,),
             ("trace_viewer: look for the repeating work of a step",),
         )
-    bottleneck = {"high": "input", "moderate": "both", "potential": "both"}.get(
-        bound.classification, "device" if summary.has_device else "host"
-    )
     details: list[str] = []
-    if bound.classification == "potential":  # the statement already is the 'All Others' advice
-        covered = covered | {"other"}
-    for category in THRESHOLDS:
-        if category in covered:
+    evidence = {limit.key: limit.evidence for limit in bound.limits}
+    for limit in LIMIT_THRESHOLDS:
+        if limit in covered or limit == bound.first:  # the headline already says it
             continue
-        pct = summary.percent(category)
-        if level(category, pct) == "no":
+        pct = summary.limit_percent(limit)
+        grade = limit_level(limit, pct)
+        if grade == "no":
             continue
         thread_mode = (
-            (
-                " and set TF_GPU_THREAD_MODE=gpu_private so tf.data threads do not "
-                "compete with kernel launches"
-            )
-            if uses_tf_data
+            " (set TF_GPU_THREAD_MODE=gpu_private so tf.data threads do not compete with "
+            "kernel launches)"
+            if uses_tf_data and limit == "dispatch"
             else ""
         )
-        text = _CATEGORY_ADVICE[category].format(pct=pct, thread_mode=thread_mode)
-        if category == "other":
-            where = where_untraced(summary.untraced, summary.n_steps, summary.total_ns())
-            text += f" It sits {where}." if where else ""
-        details.append(("HIGH: " if level(category, pct) == "high" else "") + text)
-    if bound.classification in ("high", "moderate") and tf_data_advice:
+        text = _LIMIT_ADVICE[limit].format(
+            pct=pct, evidence=evidence.get(limit, ""), thread_mode=thread_mode
+        )
+        if limit == "host":
+            where = where_untraced(
+                summary.untraced, summary.n_steps, summary.total_ns(), with_python=False
+            )
+            text += f" The untraced part sits {where}." if where else ""
+        details.append(("HIGH: " if grade == "high" else "") + text)
+    input_pct = summary.limit_percent("input")
+    if input_pct >= MODERATE_INPUT and tf_data_advice:
         details.insert(0, tf_data_advice)
     if (
         "precision" not in covered
@@ -273,8 +229,8 @@ def recommend(
         )
     tips = (
         ["input_pipeline_analyzer: the breakdown of input time on the host"]
-        if bottleneck in ("input", "both")
+        if input_pct >= MODERATE_INPUT
         else []
     )
     tips += ["op_stats: the most time-consuming ops", "trace_viewer: the timeline of each step"]
-    return Recommendation(bottleneck, bound.statement, tuple(details), tuple(tips))
+    return Recommendation(bound.first, bound.headline, tuple(details), tuple(tips))

@@ -92,3 +92,37 @@ def overlap_with(
         return full - excess
 
     return (covered_before(ends) - covered_before(starts)).astype(np.int64)
+
+
+def intersect_sets(
+    a_lo: np.ndarray, a_hi: np.ndarray, b_lo: np.ndarray, b_hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The intersection of two sets of sorted, disjoint intervals, sorted and disjoint."""
+    if not len(a_lo) or not len(b_lo):
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty.copy()
+    # each a-interval against the b-intervals it can touch (searchsorted bounds)
+    first = np.searchsorted(b_hi, a_lo, "right")
+    last = np.searchsorted(b_lo, a_hi, "left")
+    counts = np.maximum(last - first, 0)
+    a = np.repeat(np.arange(len(a_lo)), counts)
+    b = np.repeat(first - np.r_[0, np.cumsum(counts)[:-1]], counts) + np.arange(int(counts.sum()))
+    lo = np.maximum(a_lo[a], b_lo[b]).astype(np.int64)
+    hi = np.minimum(a_hi[a], b_hi[b]).astype(np.int64)
+    keep = hi > lo
+    return lo[keep], hi[keep]
+
+
+def subtract_sets(
+    a_lo: np.ndarray, a_hi: np.ndarray, b_lo: np.ndarray, b_hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The parts of the sorted, disjoint intervals ``a`` outside the sorted, disjoint ``b``."""
+    if not len(a_lo) or not len(b_lo):
+        return np.asarray(a_lo, np.int64).copy(), np.asarray(a_hi, np.int64).copy()
+    # the complement of b, bounded by a's extent, intersected with a
+    lo_bound = min(int(a_lo[0]), int(b_lo[0]))
+    hi_bound = max(int(a_hi[-1]), int(b_hi[-1]))
+    c_lo = np.r_[lo_bound, b_hi].astype(np.int64)
+    c_hi = np.r_[b_lo, hi_bound].astype(np.int64)
+    keep = c_hi > c_lo
+    return intersect_sets(a_lo, a_hi, c_lo[keep], c_hi[keep])

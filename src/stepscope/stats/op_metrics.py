@@ -80,6 +80,22 @@ class OpTable:
     def __len__(self) -> int:
         return len(self.names)
 
+    def without_type(self, op_type: str) -> OpTable:
+        """The table without its rows of type ``op_type``."""
+        keep = np.array([t != op_type for t in self.types], dtype=bool)
+        rows = np.flatnonzero(keep).tolist()
+        return OpTable(
+            self.side,
+            tuple(self.names[i] for i in rows),
+            tuple(self.types[i] for i in rows),
+            self.occurrences[keep],
+            self.total_ns[keep],
+            self.self_ns[keep],
+            self.eager_self_ns[keep],
+            self.flops[keep],
+            self.idle_ns,
+        )
+
     @classmethod
     def empty(cls, side: str) -> OpTable:
         z = np.zeros(0, dtype=np.int64)

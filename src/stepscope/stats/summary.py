@@ -16,6 +16,8 @@ from stepscope.fields import out
 from stepscope.records import record
 from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.steps.breakdown import StepDb
+from stepscope.stats.steps.limit_table import LimitTable
+from stepscope.stats.steps.limits import LIMIT_NAMES
 from stepscope.stats.untraced import Untraced
 
 
@@ -63,10 +65,20 @@ class StepSummary:
     untraced: Untraced = field(default_factory=lambda: Untraced(""))
     # per step: input staged inside the step beyond "input" (`StepDb.staged_ns`)
     staged_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # per "bound by" limit (`stepscope.stats.steps.limits`): per-step time (means over hosts)
+    limit_ns: dict[str, np.ndarray] = field(default_factory=dict)
+    # the evidence behind dispatch and waits (the host with the most dispatch time)
+    limits: LimitTable = field(default_factory=LimitTable.empty)
 
     @property
     def n_steps(self) -> int:
         return len(self.dur_ns)
+
+    def limit_percent(self, limit: str) -> float:
+        """Share of the total step time bound by ``limit`` (0 without steps)."""
+        total = self.total_ns()
+        values = self.limit_ns.get(limit)
+        return 100.0 * float(values.sum()) / total if total and values is not None else 0.0
 
     def total_ns(self) -> int:
         return int(self.dur_ns.sum())
@@ -125,6 +137,8 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
             0,
             db.untraced,
             db.staged_ns,
+            db.limit_ns(),
+            db.limits,
         )
     assert pairing is not None  # several hosts have steps
     used = [(db, rows) for db, rows in zip(dbs.values(), pairing.rows, strict=True) if db.n_steps]
@@ -144,6 +158,13 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
     }
     # rounding of the means must not break "categories add up to the step"
     categories["other"] += dur - sum(categories.values())
+    limits = {
+        c: np.mean([db.limit_ns()[c][k] for db, k in zip(found, picks, strict=True)], axis=0)
+        .round()
+        .astype(np.int64)
+        for c in LIMIT_NAMES
+    }
+    limits["host"] += dur - sum(limits.values())
     first = found[0]
     names = (
         tuple(first.names[i] for i in picks[0].tolist())
@@ -168,6 +189,8 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
         np.mean([_staged(db)[k] for db, k in zip(found, picks, strict=True)], axis=0)
         .round()
         .astype(np.int64),
+        limits,
+        _most_dispatch(found),
     )
 
 
@@ -179,6 +202,14 @@ def _most_untraced(dbs: dict[str, StepDb]) -> Untraced:
         key=lambda item: int(item[1].category_ns()["other"].sum()),
     )
     return replace(db.untraced, host=host, n_steps=db.n_steps, step_ns=int(db.dur_ns.sum()))
+
+
+def _most_dispatch(dbs: list[StepDb]) -> LimitTable:
+    """The dispatch and wait evidence of the host with the most dispatch time (the waited-for
+    threads of every host)."""
+    best = max(dbs, key=lambda db: int(db.limit_ns()["dispatch"].sum()))
+    waited = tuple(dict.fromkeys(t for db in dbs for t in db.limits.waited_for))
+    return replace(best.limits, waited_for=waited[:3])
 
 
 def _staged(db: StepDb) -> np.ndarray:

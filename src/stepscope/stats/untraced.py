@@ -114,3 +114,22 @@ def locate_untraced(
             steps[key] += 1
     places = tuple(GapPlace(a, b, ns, steps[(a, b)]) for (a, b), ns in time.most_common())
     return Untraced(thread, places, python)
+
+
+def where_untraced(untraced: Untraced, n_steps: int, step_ns: int, with_python: bool = True) -> str:
+    """'on thread T, mostly after A and before B (x ms per step); Python: f 40%, ...'."""
+    n_steps, step_ns = untraced.per(n_steps, step_ns)
+    parts = []
+    if untraced.places:
+        place = untraced.places[0]
+        on_host = f"on host {untraced.host}, " if untraced.host else ""
+        parts.append(
+            f"{on_host}on thread {untraced.thread or '?'}, mostly after '{place.after}' and before "
+            f"'{place.before}' ({place.ns / 1e6 / max(n_steps, 1):.2f} ms per step in "
+            f"{place.steps} of {n_steps} steps)"
+        )
+    python = untraced.python
+    if with_python and len(python) and step_ns:
+        named = ", ".join(python.describe(k, step_ns) for k in range(min(3, len(python))))
+        parts.append(f"Python sampled in the steps: {named}")
+    return "; ".join(parts)

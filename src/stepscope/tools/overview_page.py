@@ -19,10 +19,12 @@ from stepscope.stats.advice import (
     classify_steps,
     recommend,
 )
+from stepscope.stats.bound import BoundBy, bound_by
 from stepscope.stats.device import DeviceInfo
 from stepscope.stats.diagnostics.base import Finding
 from stepscope.stats.input_pipeline import advice_for, has_prefetch
 from stepscope.stats.kernel_rules import PRECISIONS, REDUCED_PRECISIONS
+from stepscope.stats.python_samples import MIN_SAMPLES, PYTHON_OP_TYPE
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
 from stepscope.tools.output import out
@@ -83,6 +85,9 @@ class OverviewPage:
     """The overview: where each step's time goes, the top ops, the run, and what to do."""
 
     host: str = out("the host shown, or `ALL_HOSTS`")
+    bound_by: BoundBy = out(
+        'what bounds the steps ("Bound by", below): the headline first, then every limit'
+    )
     step_source: str = out("how steps were found (table above)")
     step_source_detail: str = out("how steps were found, in words (and how hosts were paired)")
     steps: tuple[StepRow, ...] = out("one entry per step")
@@ -94,15 +99,14 @@ class OverviewPage:
         "each category's share of the total step time", "%", 3
     )
     input_staged_ms: float = out(
-        "input staged inside the steps, average per step: from a step's start to the end of "
-        "its last host-to-device transfer before its first compute call (building the batch "
-        "and copying it to the device), beyond its input category; in the categories as "
-        "XProf counts it (host compute or other), in `input_bound` as input",
+        "input prepared inside the steps, average per step: from a step's start to its first "
+        "model op (building the batch, however it is made), beyond its input category; in the "
+        "categories as XProf counts it (host compute or other), in `bound_by` as input",
         "ms",
         6,
     )
     input_bound: InputBound = out(
-        "how input-bound the steps are (input counts `input_staged_ms` too)"
+        "XProf's input-bound verdict, unchanged (from XProf's categories; no staged input)"
     )
     precision: dict[str, float] | None = out(
         "`fp4_percent`, `fp8_percent`, `int8_percent`, `16bit_percent`, `32bit_percent`, "
@@ -135,10 +139,15 @@ class OverviewPage:
         "events around each step's largest untraced gap; "
         "`(step start)` / `(step end)` at its bounds), `ms_per_step` (time in such gaps, "
         "averaged over all steps), `steps` (steps whose largest gap is there), most time "
-        "first; `python[]`: with the Python stack sampler (docs/formats/python_samples.md): "
-        "`function` (`func (file:line)`), `stack` (its most common stack), `ms_per_step`, "
-        "`percent` (of the total step time), `samples`: the untraced step time by the Python "
-        "function running then",
+        "first; `python[]`: with the Python stack sampler (docs/formats/python_samples.md), "
+        "the Python functions of the steps' threads during the steps, by function and "
+        "inclusive: `function` (`func (file)`), `stack` (its most common call path), "
+        "`samples` (samples whose stack holds it), `total_samples` (samples in the steps), "
+        "`percent` (its share of the step time: `samples / total_samples`, or its traced "
+        "time when the trace times it), `ci_low` / `ci_high` (95% Wilson interval of that "
+        "share), `ms_per_step`, `traced` (the time is a traced event's, not an estimate), "
+        f"`too_few` (under {MIN_SAMPLES} samples: the share means nothing; the text says "
+        '"too few samples (n=3)" instead)',
         "ms, %",
     )
 
@@ -152,6 +161,10 @@ def _int(value: object) -> int:
 
 
 def top_ops(table: OpTable, count: int = TOP_OPS) -> tuple[TopOp, ...]:
+    """The ops with the most self time; the stack sampler's "Python" rows are estimates, not
+    ops, and the overview gives their functions once, in `bound_by` and `untraced.python`."""
+    if table.side == "host" and PYTHON_OP_TYPE in table.types:
+        table = table.without_type(PYTHON_OP_TYPE)
     if not len(table):
         return ()
     total = float(table.self_ns.sum())
@@ -196,7 +209,8 @@ def _top_findings(ctx: ToolContext) -> list[Finding]:
         f
         for f in analysis.findings(ctx)
         # the verdict and the category advice already say these
-        if f.severity in ("high", "medium") and f.id not in ("input_bound", "untraced_host_work")
+        if f.severity in ("high", "medium")
+        and f.id not in ("input_bound", "untraced_host_work", "dispatch_bound")
     ][:5]
 
 
@@ -242,9 +256,14 @@ def _untraced_json(summary: StepSummary) -> dict[str, Any]:
             {
                 "function": u.python.function[k],
                 "stack": u.python.stack[k],
-                "ms_per_step": float(u.python.ns[k]) / 1e6 / n,
-                "percent": 100.0 * float(u.python.ns[k]) / total if total else 0.0,
                 "samples": int(u.python.samples[k]),
+                "total_samples": u.python.total_samples,
+                "percent": 100.0 * float(u.python.ns[k]) / total if total else 0.0,
+                "ci_low": round(100.0 * float(u.python.ci_low[k]), 3),
+                "ci_high": round(100.0 * float(u.python.ci_high[k]), 3),
+                "ms_per_step": float(u.python.ns[k]) / 1e6 / n,
+                "traced": bool(u.python.traced[k]),
+                "too_few": u.python.too_few(k),
             }
             for k in range(len(u.python))
         ],
@@ -259,6 +278,7 @@ def build(ctx: ToolContext) -> OverviewPage:
     all_devices = tuple(d for devs, _, _ in facts for d in devs)
     by_precision = {k: sum(p[k] for _, p, _ in facts) for k in PRECISIONS}
     bound = classify_steps(summary)
+    headline = bound_by(summary)
     utilization: dict[str, float] | None = None
     if all_devices:
         utilization = {}
@@ -293,7 +313,7 @@ def build(ctx: ToolContext) -> OverviewPage:
     top = _top_findings(ctx)
     recommendation = recommend(
         summary,
-        bound,
+        headline,
         precision_16_percent=precision["reduced_percent"]
         if precision and summary.has_device
         else None,
@@ -323,6 +343,7 @@ def build(ctx: ToolContext) -> OverviewPage:
         diagnostics.append(f"hosts: {summary.pairing}")
     return OverviewPage(
         host=ctx.host,
+        bound_by=headline,
         step_source=summary.source,
         step_source_detail="; ".join(t for t in (summary.description, summary.pairing) if t),
         steps=step_rows(summary),

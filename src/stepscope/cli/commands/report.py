@@ -84,16 +84,33 @@ def wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
     ) or [first.rstrip()]
 
 
+def _limits(overview: OverviewPage, width: int, bar_w: int) -> list[str]:
+    """The "bound by" limits of the headline, largest first."""
+    limits = overview.bound_by.limits
+    if not limits:
+        return []
+    out = ["", "What bounds the steps (average per step)"]
+    for limit in limits:
+        line = f"  {limit.label:<19} {limit.ms_per_step:9.2f} ms {limit.percent:6.1f}%"
+        out.append(clip(f"{line}  {bar(limit.percent, bar_w)}", width))
+    staged = overview.input_staged_ms
+    if staged >= 0.005:
+        out += wrap(
+            f"  (input includes {staged:.2f} ms per step of batch preparation inside the "
+            "step, before its first model op: XProf counts it as host compute above)",
+            width,
+            rest="  ",
+        )
+    return out
+
+
 def input_verdict(overview: OverviewPage) -> str:
-    """The input-bound verdict with the number it rests on (never a number that contradicts it)."""
+    """XProf's input-bound sentence, unchanged, as its own line (what bounds the steps is the
+    headline above it)."""
     bound = overview.input_bound
     if not overview.steps:
-        return f"Input: {_CLASS[bound.classification]}"
-    text = f"Input: {_CLASS[bound.classification]} ({bound.percent:.1f}% of step time"
-    if bound.classification == "potential":  # XProf's rule: input is small, untraced time is not
-        other = overview.breakdown_percent.get("other", 0.0)
-        text += f" is input, {other:.1f}% is untraced 'All Others' time, which may be input"
-    return text + ")"
+        return f"XProf's input verdict: {_CLASS[bound.classification]}"
+    return f"XProf's input verdict: {bound.statement}"
 
 
 def _top_ops(overview: OverviewPage, top: int, width: int) -> list[str]:
@@ -146,6 +163,9 @@ def render(
             out += wrap(line, width, first="  - ", rest="    ")
         out.append("")
     stats = overview.step_time
+    out.append("")
+    out += wrap(overview.bound_by.headline, width, rest="  ")
+    out.append("")
     out += wrap(
         f"Steps: {len(overview.steps)} ({overview.step_source}: {overview.step_source_detail})",
         width,
@@ -158,22 +178,13 @@ def render(
             width,
         )
         out.append("")
-        out.append("Step-time breakdown (average per step)")
+        out.append("Step-time breakdown, XProf's categories (average per step)")
         for key, label in CATEGORY_LABELS.items():
             ms, pct = overview.breakdown_ms[key], overview.breakdown_percent[key]
             if ms <= 0 and key not in ("input", "other"):
                 continue
             out.append(clip(f"  {label:<19} {ms:9.2f} ms {pct:6.1f}%  {bar(pct, bar_w)}", width))
-        staged = overview.input_staged_ms
-        if staged > 0:
-            pct = 100.0 * staged / stats.avg_ms if stats.avg_ms else 0.0
-            out.append(clip(f"  {'Input in the step':<19} {staged:9.2f} ms {pct:6.1f}%", width))
-            out += wrap(
-                "  (batch building and copying it to the device before the step's compute: "
-                "counted above as XProf counts it, and as input in the verdict)",
-                width,
-                rest="  ",
-            )
+        out += _limits(overview, width, bar_w)
     out.append("")
     out += wrap(input_verdict(overview), width, rest="  ")
     if overview.gpu_utilization:
@@ -189,7 +200,9 @@ def render(
         out += wrap("Device compute precision: " + ", ".join(shares), width, rest="  ")
     out += _top_ops(overview, top, width)
     bound = overview.input_bound
-    if bound.classification in ("high", "moderate", "potential") and pipeline.input_ops:
+    input_limit = next((x.percent for x in overview.bound_by.limits if x.key == "input"), 0.0)
+    shows_input = bound.classification in ("high", "moderate", "potential") or input_limit >= 5
+    if shows_input and pipeline.input_ops:
         out.append("")
         out.append("Input pipeline (host, self time by category)")
         for category, ms in pipeline.host_breakdown_ms.items():
@@ -207,7 +220,6 @@ def render(
     rec = overview.recommendation
     out.append("")
     out.append("Recommendation")
-    out += wrap(rec.statement, width, first="  ")
     for detail in dict.fromkeys(d for d in rec.details if d != rec.statement):
         out += wrap(detail, width, first="  - ", rest="    ")
     if rec.tips:

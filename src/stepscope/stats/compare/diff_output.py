@@ -36,6 +36,9 @@ class DiffSide:
     step_source: str = out("how steps were found (as the overview's `step_source`)")
     step_description: str = out("the same, in words")
     steps: tuple[DiffStep, ...] = out("its steps")
+    bound_by: str = out(
+        'what bounds its steps: the overview\'s "Bound by" headline ("" from an older summary)'
+    )
 
 
 @record
@@ -117,6 +120,7 @@ def _side(s: RunSummary) -> DiffSide:
         s.step_source,
         s.step_description,
         tuple(DiffStep(*step) for step in steps),
+        s.bound_by,
     )
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from stepscope.errors import StepscopeError
 from stepscope.model import Profile
 from stepscope.records import record
+from stepscope.stats.bound import bound_by
 from stepscope.stats.compare.names import match_key
 from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.input_pipeline import input_ops, iterator_kind
@@ -129,6 +130,9 @@ class RunSummary:
     # Steps the profile holds, with those dropped as incomplete: op totals cover the whole
     # profile, so they are spread over these (ctl: 6 markers, 4 complete steps).
     profile_steps: int = 0
+    # what bounds the steps: the overview's headline (`stepscope.stats.bound`); "" in summary
+    # files written before it
+    bound_by: str = ""
 
     @property
     def n_steps(self) -> int:
@@ -176,6 +180,7 @@ class RunSummary:
                 _optional_float(data.get("tensor_core_percent")),
                 tuple(str(h) for h in data.get("hosts", ())),
                 int(steps.get("profile_steps", n)),
+                str(data.get("bound_by", "")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise StepscopeError(
@@ -264,6 +269,7 @@ def build_run_summary(
         tensor_core_percent(kernels),
         steps.hosts,
         steps.n_steps + steps.dropped,
+        bound_by(steps).headline,
     )
 
 

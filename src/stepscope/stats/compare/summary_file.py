@@ -54,6 +54,7 @@ class SummaryFile:
     tensor_core_percent: float | None = out(
         "share of kernel time on TensorCores; `null` without kernels", unit="%"
     )
+    bound_by: str = out('what bounds the steps: the overview\'s "Bound by" headline')
 
 
 def _table(rows: NamedRows) -> RowTable:
@@ -94,4 +95,5 @@ def summary_file(s: RunSummary) -> SummaryFile:
         _table(s.input_stages),
         s.memory_peak_bytes,
         s.tensor_core_percent,
+        s.bound_by,
     )

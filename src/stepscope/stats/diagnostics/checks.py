@@ -31,8 +31,13 @@ class Check:
 CHECKS: tuple[Check, ...] = (
     Check("input_bound", "steps waiting for input", on_host=host_steps.input_bound),
     Check(
+        "dispatch_bound",
+        "steps spent dispatching many small ops one at a time (eager ops, un-jitted code)",
+        on_host=host_steps.dispatch_bound,
+    ),
+    Check(
         "untraced_host_work",
-        "step time no traced op covers ('All Others'), located and by Python function",
+        "step time no traced op covers and no computation explains, located and by Python function",
         on_host=host_steps.untraced_host_work,
     ),
     Check("step_gaps", "time between consecutive steps", on_host=host.step_gaps),

@@ -1,41 +1,49 @@
-"""Host-side findings from the step breakdown: input-bound steps and untraced host work.
+"""Host-side findings from the step database's "bound by" limits: input-bound steps,
+dispatch-bound steps and untraced host work.
 
-They use the overview's own thresholds and wording (`stepscope.stats.advice`), so the overview's
-verdict, `stepscope report` and the diagnostics page say the same thing:
+They read the limits the overview's headline ranks (`stepscope.stats.steps.limits`), with the
+overview's thresholds, so the headline, `stepscope report` and the diagnostics page say the
+same thing:
 
-- ``input_bound``: input >= 20% of the step time (high) or >= 5% (medium), with the input
-  events that take the time;
-- ``untraced_host_work`` (host-only profiles): "All Others" >= 15% of the step time (high from
-  30%), located on
-  the step thread (the traced events around the gaps) and, with the Python stack sampler,
-  named by Python function. When input is near zero this is the verdict's own reason.
+- ``input_bound``: the input limit (input waits and the batch prepared inside the step)
+  >= 20% of the step time (high) or >= 5% (medium), with the input events that take the time;
+- ``dispatch_bound``: runs of small dispatched ops (`stepscope.stats.steps.dispatch`) >= 15%
+  of the step time (high from 30%), with the ops per step, their median duration and gap,
+  the Python function issuing them and what to jit / compile / fuse;
+- ``untraced_host_work`` (host-only profiles): step time no traced event covers and that is
+  not a wait for a computation running elsewhere (`stepscope.stats.steps.waits`) >= 15%
+  (high from 30%), located on the step thread and, with the Python stack sampler, named by
+  Python function.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from stepscope.stats.advice import HIGH_INPUT, HIGH_OTHER, MODERATE_INPUT, where_untraced
+from stepscope.stats.advice import HIGH_INPUT, HIGH_OTHER, MODERATE_INPUT
 from stepscope.stats.diagnostics.base import EventEvidence, Finding, HostData, top_by_name
 from stepscope.stats.events import EventType
 from stepscope.stats.intervals import merge, overlap_with
+from stepscope.stats.steps.limits import LimitType
+from stepscope.stats.untraced import where_untraced
+from stepscope.vocab.dispatch import FIXES
 
 VERY_HIGH_OTHER = 30.0  # % of step time: untraced host work this large is "high"
+DISPATCH_SHARE = (15.0, 30.0)  # % of step time in dispatch runs: medium / high
 
 
-def _percent(data: HostData, category: str) -> tuple[float, int]:
+def _limit(data: HostData, limit: str) -> tuple[float, int]:
     total = data.total_step_ns
-    ns = int(data.steps.category_ns()[category].sum())
+    ns = int(data.steps.limit_ns()[limit].sum())
     return (100.0 * ns / total if total else 0.0), ns
 
 
 def _input(data: HostData) -> tuple[float, int, int]:
-    """Input share, input time and the part of it staged inside the steps (building the batch
-    and copying it to the device, `stepscope.stats.steps.staging`), as the verdict counts."""
-    _, ns = _percent(data, "input")
+    """Input share and time as the headline counts them (input waits and the batch prepared
+    inside the steps, `stepscope.stats.steps.staging`), and the part prepared inside."""
+    pct, ns = _limit(data, "input")
     staged = int(data.steps.staged_ns.sum()) if len(data.steps.staged_ns) else 0
-    total = data.total_step_ns
-    return (100.0 * (ns + staged) / total if total else 0.0), ns + staged, staged
+    return pct, ns, min(staged, ns)
 
 
 def input_bound(data: HostData, options: dict[str, str]) -> Finding | None:
@@ -59,7 +67,7 @@ def input_bound(data: HostData, options: dict[str, str]) -> Finding | None:
             "step) is spent waiting for input"
             + (
                 f" ({staged / 1e6 / max(data.steps.n_steps, 1):.2f} ms of it inside the step, "
-                "building the batch and copying it to the device before the step's compute)"
+                "building the batch before the step's first model op)"
                 if staged
                 else ""
             )
@@ -77,19 +85,72 @@ def input_bound(data: HostData, options: dict[str, str]) -> Finding | None:
     )
 
 
+def dispatch_bound(data: HostData, options: dict[str, str]) -> Finding | None:
+    """Steps spent dispatching many small ops one at a time (`stepscope.stats.steps.dispatch`)."""
+    pct, ns = _limit(data, "dispatch")
+    d = data.steps.limits.dispatch
+    if pct < DISPATCH_SHARE[0] or not len(d.ops):
+        return None
+    n = max(data.steps.n_steps, 1)
+    top = d.top_ops[0][0] if d.top_ops else "?"
+    caller = f", issued by {d.caller}" if d.caller else ""
+    worst = np.argsort(-data.steps.limit_ns()["dispatch"], kind="stable")[:5]
+    return Finding(
+        id="dispatch_bound",
+        title="Dispatch-bound steps",
+        severity="high" if pct >= DISPATCH_SHARE[1] else "medium",
+        host=data.host,
+        summary=(
+            f"{pct:.1f}% of the step time ({ns / 1e6 / n:.2f} ms per step) goes to issuing "
+            f"{d.ops_per_step():.0f} small ops per step one at a time, led by '{top}'"
+            f"{caller}: each takes {d.median_op_ns / 1e3:.1f} µs to dispatch (median), "
+            f"{d.median_gap_ns / 1e3:.1f} µs of Python between them, while the work they "
+            "queue is tiny."
+        ),
+        fix=FIXES.get(data.steps.limits.framework, FIXES["unknown"])[0].upper()
+        + FIXES.get(data.steps.limits.framework, FIXES["unknown"])[1:]
+        + ".",
+        time_ns=ns,
+        steps=data.step_numbers(worst),
+        events=tuple(EventEvidence(name, count, 0, "dispatched op") for name, count in d.top_ops),
+        metrics={
+            "dispatch_pct": pct,
+            "dispatch_ms": ns / 1e6,
+            "ops_per_step": d.ops_per_step(),
+            "median_op_us": d.median_op_ns / 1e3,
+            "median_gap_us": d.median_gap_ns / 1e3,
+            "caller": d.caller,
+        },
+    )
+
+
 def untraced_host_work(data: HostData, options: dict[str, str]) -> Finding | None:
-    """'All Others': step time no traced event covers, where it sits and (sampled) which
-    Python functions run then."""
-    pct, ns = _percent(data, "other")
-    # With a device, "All Others" is mostly the device idle with nothing launching: the
+    """Step time no traced event covers and that waits for no computation elsewhere: where
+    it sits and (sampled) which Python functions run then."""
+    total = data.total_step_ns
+    table = data.steps.limits.ns
+    # With a device, untraced time is mostly the device idle with nothing launching: the
     # device checks (launch-bound steps, synchronization...) explain it.
-    if pct < HIGH_OTHER or data.steps.has_device:
+    if data.steps.has_device or not total or len(table) != data.steps.n_steps:
+        return None
+    ns = int(table[:, int(LimitType.UNTRACED) // 10].sum())
+    pct = 100.0 * ns / total
+    if pct < HIGH_OTHER:
         return None
     steps = data.steps
-    where = where_untraced(steps.untraced, steps.n_steps, data.total_step_ns)
+    where = where_untraced(steps.untraced, steps.n_steps, total)
     python = steps.untraced.python
     events = tuple(
-        EventEvidence(python.function[k], int(python.samples[k]), int(python.ns[k]), "Python")
+        EventEvidence(
+            python.function[k],
+            int(python.samples[k]),
+            int(python.ns[k]),
+            "Python (traced)"
+            if python.traced[k]
+            else f"Python, too few samples (n={int(python.samples[k])})"
+            if python.too_few(k)
+            else "Python",
+        )
         for k in range(min(5, len(python)))
     ) + tuple(
         EventEvidence(f"after '{g.after}', before '{g.before}'", g.steps, g.ns, "gap")
@@ -98,7 +159,7 @@ def untraced_host_work(data: HostData, options: dict[str, str]) -> Finding | Non
     input_pct, _, _ = _input(data)
     reason = (
         "this is not waiting for input (input is "
-        f"{input_pct:.1f}%): it is host work no traced op covers"
+        f"{input_pct:.1f}%) nor for a computation: it is host work no traced op covers"
         if input_pct < 1.0
         else "host work no traced op covers (Python, synchronization or untraced I/O)"
     )
@@ -107,16 +168,16 @@ def untraced_host_work(data: HostData, options: dict[str, str]) -> Finding | Non
         title="Untraced host work in the steps",
         severity="high" if pct >= VERY_HIGH_OTHER else "medium",
         host=data.host,
-        summary=f"{pct:.1f}% of the step time is 'All Others': {reason}"
+        summary=f"{pct:.1f}% of the step time is untraced: {reason}"
         + (f", {where}." if where else "."),
         fix=(
             "Find the Python code in those gaps (the Python functions above, or "
             "ProfilerOptions(python_sampler_hz=...) / python_tracer_level=1 to see it): move "
-            "metric/logging work out of the step or run it every N steps, avoid per-step "
-            ".item()/.numpy() synchronization, and put the rest inside tf.function / jit / "
-            "torch.compile; wrap what must stay in stepscope.trace to measure it."
+            "metric/logging work out of the step or run it every N steps, and put the rest "
+            "inside tf.function / jit / torch.compile; wrap what must stay in stepscope.trace "
+            "to measure it."
         ),
         time_ns=ns,
         events=events,
-        metrics={"other_pct": pct, "other_ms": ns / 1e6, "thread": steps.untraced.thread},
+        metrics={"untraced_pct": pct, "untraced_ms": ns / 1e6, "thread": steps.untraced.thread},
     )

@@ -30,7 +30,6 @@ from dataclasses import field
 
 import numpy as np
 
-from stepscope.distinct import distinct
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats import native
@@ -42,18 +41,19 @@ from stepscope.stats.events import (
     classify_events,
     device_work_lines,
 )
-from stepscope.stats.intervals import merge_sorted, union_of
+from stepscope.stats.intervals import union_of
 from stepscope.stats.kernels import launch_events
-from stepscope.stats.python_samples import untraced_python_time
+from stepscope.stats.python_samples import functions_in_steps
 from stepscope.stats.steps.feeds import fetches_feeding_steps
 from stepscope.stats.steps.groups import build_groups
+from stepscope.stats.steps.limit_table import LimitTable, limit_table
+from stepscope.stats.steps.limits import LIMIT_NAMES, LimitType, limit_types, limits_ns
 from stepscope.stats.steps.markers import find_step_markers
-from stepscope.stats.steps.staging import staged_input_ns
 from stepscope.stats.steps.sweep import held_spans
+from stepscope.stats.steps.type_sweep import N_TYPES, type_time
 from stepscope.stats.steps.types import StepMarkers
 from stepscope.stats.untraced import Untraced, locate_untraced
 
-N_TYPES = max(int(t) for t in EventType) // 10 + 1  # column of type t is t // 10
 _CHUNK = 1 << 20  # pairs per slice where a column is gathered by slices
 DROP_THRESHOLD = 5  # XProf: drop the first and last step when there are more than this many
 _DEVICE_COMPUTE = (EventType.DEVICE_COMPUTE_16, EventType.DEVICE_COMPUTE_32)
@@ -82,10 +82,19 @@ class StepDb:
     # input staged inside each step beyond its input category: building the batch and copying
     # it to the device before the step's compute (`stepscope.stats.steps.staging`)
     staged_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # what bounds each step: its time per "bound by" limit column, with the evidence behind
+    # dispatch and waits (`stepscope.stats.steps.limits`); beside XProf's categories
+    limits: LimitTable = field(default_factory=LimitTable.empty)
 
     @property
     def n_steps(self) -> int:
         return len(self.dur_ns)
+
+    def limit_ns(self) -> dict[str, np.ndarray]:
+        """Per "bound by" limit, the time of each step."""
+        if len(self.limits.ns) != self.n_steps:  # a database stored without limits
+            return {name: np.zeros(self.n_steps, np.int64) for name in LIMIT_NAMES}
+        return limits_ns(self.limits.ns)
 
     def type_time(self, event_type: EventType) -> np.ndarray:
         return self.type_ns[:, int(event_type) // 10]
@@ -273,44 +282,6 @@ def _joined(parts: list[np.ndarray], dtype: type[np.signedinteger]) -> np.ndarra
     return np.concatenate(parts).astype(dtype, copy=False)
 
 
-def type_time(
-    step: np.ndarray, lo: np.ndarray, hi: np.ndarray, types: np.ndarray, n_steps: int
-) -> np.ndarray:
-    """(n_steps, N_TYPES) time per type: each instant to the highest type active then.
-
-    ``lo``/``hi`` are already clipped to the step spans; uncovered time is not filled in.
-    """
-    out = np.zeros((n_steps, N_TYPES), dtype=np.int64)
-    if native.sweeps is not None and len(step):
-        # No filtered or sorted copies of the columns: C takes them in key order (peak
-        # memory of the whole analysis is here at 5M events).
-        fast = _fast_type_time(step, lo, hi, types, n_steps, out)
-        if fast is not None:
-            return fast
-    keep = hi > lo
-    step, lo, hi, types = step[keep].astype(np.int64), lo[keep], hi[keep], types[keep]
-    if not step.size:
-        return out
-    base = int(lo.min())
-    width = int(hi.max()) - base + 1
-    if n_steps * width >= 1 << 62:  # too wide for one key: step by step
-        for s in distinct(step).tolist():
-            m = step == s
-            out[s] = type_time(np.zeros(int(m.sum()), np.int64), lo[m], hi[m], types[m], 1)[0]
-        return out
-    key_lo = step * width + (lo - base)
-    key_hi = step * width + (hi - base)
-    order = np.argsort(key_lo, kind="stable")
-    key_lo, key_hi, step, types = key_lo[order], key_hi[order], step[order], types[order]
-    thresholds = np.array(sorted(distinct(types).tolist(), reverse=True), dtype=np.int64)
-    unions = _unions_by_threshold(key_lo, key_hi, step, types, thresholds, n_steps)
-    covered = np.zeros(n_steps, dtype=np.int64)
-    for t, union in zip(thresholds.tolist(), unions, strict=True):
-        out[:, t // 10] = union - covered
-        covered = union
-    return out
-
-
 def _held(
     profile: Profile,
     ev: np.ndarray,
@@ -372,65 +343,6 @@ def _clipped(
     return out
 
 
-def _fast_type_time(
-    step: np.ndarray,
-    lo: np.ndarray,
-    hi: np.ndarray,
-    types: np.ndarray,
-    n_steps: int,
-    out: np.ndarray,
-) -> np.ndarray | None:
-    """`type_time` with the C sweep over the columns in (step, lo) order (their stretches
-    merged as read, else sorted); None when a sort's keys would not fit in int64 (the caller
-    goes step by step)."""
-    assert native.sweeps is not None
-    # The types present, by counting (a hash of every pair cost 0.14 s at 5M events). Types
-    # seen only on empty intervals add a threshold whose column comes out 0, as without it.
-    present = distinct(types)
-    thresholds = present[::-1].astype(np.int64)  # highest first, a contiguous copy
-    # the types in their own int16 where the build takes them (no 8 B/pair copy)
-    narrow = getattr(native.sweeps, "TYPES_INT16", 0) and types.dtype == np.int16
-    int32_steps = getattr(native.sweeps, "STEPS_INT32", 0) and step.dtype == np.int32
-    columns = [np.ascontiguousarray(step, np.int32 if int32_steps else np.int64)]
-    columns += [np.ascontiguousarray(c, np.int64) for c in (lo, hi)]
-    columns.append(np.ascontiguousarray(types, np.int16 if narrow else np.int64))
-    unions = np.zeros((len(thresholds), n_steps), dtype=np.int64)
-    # The pairs come in a few stretches of (step, start) order, one per thread: merged as
-    # read, with no sort key or order beside the columns (the peak of a cold analysis: 20 B
-    # per pair); only pairs in many stretches are sorted.
-    if not native.sweeps.step_type_unions_in_runs(*columns, thresholds, unions):
-        order = _step_start_order(step, lo, hi, n_steps)
-        if order is None:
-            return None
-        native.sweeps.step_type_unions(*columns, order, thresholds, unions)
-    covered = np.zeros(n_steps, dtype=np.int64)
-    for t, union in zip(thresholds.tolist(), unions, strict=True):
-        out[:, t // 10] = union - covered
-        covered = union
-    return out
-
-
-def _step_start_order(
-    step: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_steps: int
-) -> np.ndarray | None:
-    """The pairs' (step, lo) order, one stable sort of a key; None when the key would not fit
-    in int64."""
-    keep = hi > lo
-    if not keep.any():  # the sweep skips empty intervals: any order
-        return np.arange(len(step))
-    big = np.iinfo(np.int64).max
-    base = int(np.min(lo, where=keep, initial=big))
-    width = int(np.max(hi, where=keep, initial=-big)) - base + 1
-    if n_steps * width >= 1 << 62:
-        return None
-    del keep
-    key = step.astype(np.int64)  # then in place: one 8 B/pair array
-    key *= width
-    key += lo
-    key -= base
-    return np.argsort(key, kind="stable")  # timsort: the pairs come in runs of time order
-
-
 def _events_on_lines(
     profile: Profile, ev: np.ndarray, lines: tuple[int, ...], chunk: int = _CHUNK
 ) -> np.ndarray:
@@ -443,24 +355,6 @@ def _events_on_lines(
         part = ev[k : k + chunk]
         seen[part[on_line[profile.line[part]]]] = True
     return np.flatnonzero(seen)
-
-
-def _unions_by_threshold(
-    key_lo: np.ndarray,
-    key_hi: np.ndarray,
-    step: np.ndarray,
-    types: np.ndarray,
-    thresholds: np.ndarray,
-    n_steps: int,
-) -> np.ndarray:
-    """(len(thresholds), n_steps): per threshold, the union length per step of the intervals
-    (sorted by ``key_lo``) of that type or higher; the NumPy version of `_fast_type_time`."""
-    out = np.zeros((len(thresholds), n_steps), dtype=np.int64)
-    for j, t in enumerate(thresholds.tolist()):
-        m = types >= t
-        heads, u_lo, u_hi = merge_sorted(key_lo[m], key_hi[m])  # sorted by key_lo already
-        out[j] = np.bincount(step[m][heads], weights=u_hi - u_lo, minlength=n_steps).round()
-    return out
 
 
 def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
@@ -519,6 +413,7 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     # only the step threads' events name untraced gaps (below): found now, so that the pairs'
     # events are freed before the breakdown's sort (an 8 B/pair array less at its peak)
     step_line_events = _events_on_lines(profile, ev, markers.lines)
+    ltypes = limit_types(profile, ev, pair_types, has_device)  # the limits' (2 B/pair)
     del ev, dev
     if len(h_st):
         table = type_time(
@@ -548,9 +443,7 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     # breakdown, so that the located time adds up to the category)
     all_lo, all_hi = (np.r_[lo, h_lo], np.r_[hi, h_hi]) if len(h_st) else (lo, hi)
     covered_lo, covered_hi = union_of(all_lo, all_hi)
-    python = untraced_python_time(
-        profile, markers.lines, span_lo[keep], span_hi[keep], covered_lo, covered_hi
-    )
+    python = functions_in_steps(profile, markers.lines, span_lo[keep], span_hi[keep])
     untraced = locate_untraced(
         profile,
         markers.lines,
@@ -561,9 +454,23 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
         covered_hi,
         python,
     )
-    staged = staged_input_ns(profile, markers.lines, span_lo[keep], span_hi[keep])
+    limits = limit_table(
+        profile,
+        markers.lines,
+        types != NOT_COUNTED,
+        st,
+        lo,
+        hi,
+        ltypes,
+        step_line_events,
+        span_lo,
+        span_hi,
+        keep,
+    )
+    # input staged in the steps beyond XProf's input category
     input_cols = [int(t) // 10 for t in CATEGORIES["input"]]
-    staged = np.maximum(staged - table[keep][:, input_cols].sum(axis=1), 0)
+    staged = limits.ns[:, int(LimitType.INPUT) // 10] - table[keep][:, input_cols].sum(axis=1)
+    staged = np.maximum(staged, 0)
     description = markers.description
     if dropped:
         # Say it: a user who marked 12 steps and sees 10 must learn why (XProf drops them silently).
@@ -587,4 +494,5 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
         untraced,
         markers.event[keep],
         staged,
+        limits,
     )

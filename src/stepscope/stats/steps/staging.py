@@ -1,14 +1,21 @@
-"""Input staged inside a step: building the batch and copying it to the device before the
-step's compute starts.
+"""Input staged inside a step: everything the step does before its first model op.
 
 XProf counts only input waits (``IteratorGetNext``, infeed, TensorFlow's host-to-device
-memcpy ops) as input; a loop that builds its batch with numpy and calls ``jax.device_put`` (or
-``tensor.to(device)``, ``pin_memory``) inside the step shows that time as host compute or "All
-Others", and XProf calls it 0% input. Where the trace shows it, stepscope counts it: on the
-step's thread, from the step's start to the end of the last host-to-device transfer that
-starts before the step's first compute call (a jitted executable, a module's forward, a
-compute op) is input staged inside the step. Without a traced transfer before a traced
-compute call nothing is counted (no guess from untraced time).
+memcpy ops) as input; a loop that fetches raw records and builds its batch inside the step
+(Python featurization, numpy, ``torch.tensor(rows)``, ``jax.device_put``) shows that time as
+host compute or "All Others", and XProf calls it 0% input.
+
+stepscope decides by position, not by which op ends the preparation: on the step's thread,
+the time from the step's start (which includes a fetch that feeds it, `feeds`) to the start of
+its first model op (a compiled executable, a jitted call, a module's forward, a matmul or
+convolution op) is input preparation, whether the batch is made by ``torch.tensor``,
+``torch.from_numpy``, ``jax.device_put`` or plain Python; only the optimizer's own work there
+(``Optimizer.zero_grad``) is left out. The limits of the rule: work before the first model
+op that is not about the batch (logging, a metric computed from the last step) counts as
+input too, and preparation after it (a second batch, augmentation inside the model call)
+does not; a step without a traced model op has no staged input (no guess from untraced
+time). The step database counts the staged windows in the "bound by" limits (input), not in
+XProf's categories.
 """
 
 from __future__ import annotations
@@ -17,18 +24,28 @@ import numpy as np
 
 from stepscope.distinct import distinct
 from stepscope.model import Profile
+from stepscope.stats.intervals import merge, subtract_sets
 
-# A host-to-device transfer, as JAX, PyTorch and the Python tracer (``$file:line function``,
-# ``$<unknown> method`` for C methods) name it.
-_TRANSFER_NAMES = frozenset(
-    {"DevicePutWithSharding", "aten::to", "aten::_to_copy", "aten::pin_memory"}
-)
-_TRANSFER_FUNCTIONS = frozenset({"device_put", "to", "pin_memory", "cuda", "_to_copy"})
-# The step's compute starting: a compiled executable, a module's forward, a compute op.
+# The step's model starting: a compiled executable, a jitted call, a module's forward, an op
+# of a layer.
 _COMPUTE_PARTS = ("Executable::Execute",)
 _COMPUTE_PREFIXES: tuple[str, ...] = ("PjitFunction", "nn.Module:", "## forward ##")
-_COMPUTE_PREFIXES += ("aten::linear", "aten::conv", "aten::addmm", "aten::mm", "aten::matmul")
+_COMPUTE_PREFIXES += (
+    "aten::linear",
+    "aten::conv",
+    "aten::_convolution",
+    "aten::addmm",
+    "aten::mm",
+    "aten::bmm",
+    "aten::matmul",
+    "aten::embedding",
+    "aten::lstm",
+    "aten::gru",
+    "aten::scaled_dot_product_attention",
+)
 _COMPUTE_FUNCTIONS = frozenset({"forward"})
+# Model-side work that may run before the first model op and is not input.
+_NOT_INPUT_PREFIXES = ("Optimizer.", "$optimizer.py")
 
 
 def _function(name: str) -> str:
@@ -37,49 +54,64 @@ def _function(name: str) -> str:
 
 
 def _kinds(profile: Profile, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per string id (of the names in ``ids``): is it a transfer, is it a compute call."""
+    """Per string id (of the names in ``ids``): is it a model op, is it model-side work that
+    is not input."""
     strings = profile.strings.strings
-    transfer = np.zeros(len(strings), dtype=bool)
     compute = np.zeros(len(strings), dtype=bool)
+    not_input = np.zeros(len(strings), dtype=bool)
     for i in distinct(ids).tolist():
         name = strings[i]
-        function = _function(name)
-        transfer[i] = name in _TRANSFER_NAMES or function in _TRANSFER_FUNCTIONS
         compute[i] = (
             any(part in name for part in _COMPUTE_PARTS)
             or name.startswith(_COMPUTE_PREFIXES)
-            or function in _COMPUTE_FUNCTIONS
+            or _function(name) in _COMPUTE_FUNCTIONS
         )
-    return transfer, compute
+        not_input[i] = name.startswith(_NOT_INPUT_PREFIXES)
+    return compute, not_input
 
 
-def staged_input_ns(
+def staged_windows(
     profile: Profile, lines: tuple[int, ...], span_lo: np.ndarray, span_hi: np.ndarray
-) -> np.ndarray:
-    """Per step (spans sorted by start, not overlapping): the time from the step's start to
-    the end of its last host-to-device transfer before its first compute call (0 if none)."""
-    out = np.zeros(len(span_lo), dtype=np.int64)
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(step, lo, hi): the input-preparation intervals of each step (spans sorted by start,
+    not overlapping): from the step's start to its first model op on the step's thread, less
+    the optimizer's work there. Steps without a model op have none."""
+    none = np.zeros(0, dtype=np.int64)
     if not len(span_lo) or not lines:
-        return out
+        return none, none, none
     on_lines = np.isin(profile.line, np.asarray(lines, dtype=np.int64))
     candidates = np.flatnonzero(on_lines)
     if not candidates.size:
-        return out
+        return none, none, none
     names = profile.name[candidates]
-    transfer_id, compute_id = _kinds(profile, names)
-    is_transfer = transfer_id[names]
-    is_compute = compute_id[names] & ~is_transfer
+    compute_id, not_input_id = _kinds(profile, names)
     start = profile.start_ns[candidates]
     step = np.searchsorted(span_lo, start, "right") - 1
     inside = (step >= 0) & (start < span_hi[np.maximum(step, 0)])
     big = np.iinfo(np.int64).max
     first_compute = np.full(len(span_lo), big, dtype=np.int64)
-    c = inside & is_compute
+    c = inside & compute_id[names]
     np.minimum.at(first_compute, step[c], start[c])
-    t = np.flatnonzero(inside & is_transfer)
-    t = t[start[t] < first_compute[step[t]]]
-    last_end = np.full(len(span_lo), -1, dtype=np.int64)
-    np.maximum.at(last_end, step[t], profile.end_at(candidates[t]))
-    has = (last_end >= 0) & (first_compute < big)
-    out[has] = np.minimum(last_end[has], span_hi[has]) - span_lo[has]
-    return np.maximum(out, 0)
+    has = np.flatnonzero(first_compute < big)
+    if not has.size:
+        return none, none, none
+    w_lo, w_hi = span_lo[has], np.minimum(first_compute[has], span_hi[has])
+    keep = w_hi > w_lo
+    has, w_lo, w_hi = has[keep], w_lo[keep], w_hi[keep]
+    # the optimizer's work inside the windows is the model's, not input
+    x = inside & not_input_id[names]
+    x[x] = start[x] < first_compute[step[x]]
+    if x.any():
+        o_lo, o_hi = merge(start[x], profile.end_at(candidates[x]))
+        w_lo, w_hi = subtract_sets(w_lo, w_hi, o_lo, o_hi)
+        k = np.searchsorted(span_lo, w_lo, "right") - 1
+        return k.astype(np.int64), w_lo, w_hi
+    return has.astype(np.int64), w_lo.astype(np.int64), w_hi.astype(np.int64)
+
+
+def staged_input_ns(
+    profile: Profile, lines: tuple[int, ...], span_lo: np.ndarray, span_hi: np.ndarray
+) -> np.ndarray:
+    """Per step: the length of its input-preparation windows (`staged_windows`)."""
+    step, lo, hi = staged_windows(profile, lines, span_lo, span_hi)
+    return np.bincount(step, weights=hi - lo, minlength=len(span_lo)).astype(np.int64)

@@ -197,7 +197,10 @@ export async function render(root, ctx) {
   const side = (s) => `${s.run} · ${hostLabel(s.host)} · ${s.steps.length} steps (${s.step_source})`;
   root.append(
     card('Verdict', h('p', { class: 'cmp-verdict', dataset: { direction, driver: data.driver || '' } }, data.verdict),
-      h('p', { class: 'cmp-sides' }, `Baseline: ${side(data.baseline)} — Candidate: ${side(data.candidate)}`)),
+      h('p', { class: 'cmp-sides' }, `Baseline: ${side(data.baseline)} — Candidate: ${side(data.candidate)}`),
+      ['baseline', 'candidate'].map((name) => (data[name].bound_by
+        ? h('p', { class: 'cmp-bound', dataset: { side: name } }, h('strong', {}, name === 'baseline' ? 'Baseline: ' : 'Candidate: '), data[name].bound_by)
+        : null))),
     card('Metrics', metricsTable(data.metrics), h('p', { class: 'cmp-sides' }, data.statistic)),
     h('div', { class: 'grid2' },
       card(null, breakdownChart(data.metrics)),

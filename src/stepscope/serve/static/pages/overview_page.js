@@ -36,6 +36,18 @@ function shownPrecision(p) {
   return Object.fromEntries(Object.entries(p).filter(([k, v]) => k !== 'reduced_percent' && (v > 0 || k === '16bit_percent' || k === '32bit_percent')));
 }
 
+// What bounds the steps: the headline first, then each limit with its share and evidence.
+function boundBy(bound) {
+  if (!bound) return null;
+  const limits = bound.limits || [];
+  return h('div', { class: 'bound-by' },
+    h('p', { class: 'lead', dataset: { field: 'bound_by.headline' } }, bound.headline || ''),
+    limits.length ? h('table', { class: 'breakdown', dataset: { table: 'bound_by' } }, h('tbody', {}, limits.map((l, i) => h('tr', { dataset: { limit: l.key }, title: l.evidence },
+      h('td', {}, l.label),
+      h('td', { class: 'numeric' }, num(l.ms_per_step, fmtMs(l.ms_per_step), `bound_by.limits.${i}.ms_per_step`)),
+      h('td', { class: 'numeric' }, num(l.percent, fmtPct(l.percent), `bound_by.limits.${i}.percent`)))))) : null);
+}
+
 function summary(data) {
   const st = data.step_time_ms || {};
   const breakdown = data.breakdown_ms || {};
@@ -53,17 +65,20 @@ function summary(data) {
   const ib = data.input_bound || {};
   const [boundText, boundClass] = BOUND[ib.classification] || [String(ib.classification || ''), 'badge-warn'];
   return card('Performance summary',
+    boundBy(data.bound_by),
     h('div', { class: 'metric-row' },
       metric('Average step time', st.avg, 'step_time_ms.avg', fmtMs, true),
       metric('Standard deviation', st.stddev, 'step_time_ms.stddev'),
       metric('Min', st.min, 'step_time_ms.min'),
       metric('Max', st.max, 'step_time_ms.max'),
       metric('Steps', (data.steps || []).length, 'steps.length', String)),
-    h('p', {}, h('span', { class: `badge ${boundClass}`, title: ib.statement || '' }, boundText),
-      ib.classification !== 'unknown' ? [' Waiting for input: ', num(ib.percent, fmtPct(ib.percent), 'input_bound.percent'), ' of the step time.'] : '',
-      data.input_staged_ms > 0 ? [' Of it, ', num(data.input_staged_ms, fmtMs(data.input_staged_ms), 'input_staged_ms'),
-        ' per step is inside the step: building the batch and copying it to the device before the step\'s compute (XProf counts it as host compute, as the table below does).'] : ''),
-    h('h3', {}, 'Average step time, by category'),
+    h('p', {}, 'XProf\'s input verdict: ',
+      h('span', { class: `badge ${boundClass}`, title: ib.statement || '' }, boundText), ' ',
+      h('span', { dataset: { field: 'input_bound.statement' } }, ib.statement || '')),
+    data.input_staged_ms > 0 ? h('p', { class: 'muted' }, 'Input prepared inside the steps: ',
+      num(data.input_staged_ms, fmtMs(data.input_staged_ms), 'input_staged_ms'),
+      ' per step, before each step\'s first model op (input in "What bounds the steps"; XProf counts it as host compute, as the table below does).') : null,
+    h('h3', {}, 'Average step time, by XProf\'s categories'),
     h('table', { class: 'breakdown', dataset: { table: 'breakdown' } }, h('tbody', {}, rows)),
     h('div', { class: 'metric-row spaced' },
       percentPair('Op placement (by occurrences)', data.op_placement, 'op_placement'),
@@ -115,7 +130,6 @@ function recommendation(data, ctx) {
     ? ['input_pipeline_analyzer', 'tf_data_bottleneck_analysis', 'trace_viewer', 'op_stats']
     : ['op_stats', 'trace_viewer', 'kernel_stats', 'input_pipeline_analyzer'];
   return card('Recommendation for next steps',
-    rec.statement ? h('p', { class: 'lead', dataset: { field: 'recommendation.statement' } }, rec.statement) : null,
     (rec.details || []).map((d) => h('p', {}, linkTools(d, ctx))),
     rec.tips && rec.tips.length ? [h('h3', {}, 'Where to look'),
       h('ul', { class: 'links' }, rec.tips.map((t) => h('li', {}, linkTools(t, ctx))))] : null,

@@ -1,0 +1,176 @@
+"""The "bound by" headline: what limits the steps, ranked by share, with the evidence.
+
+XProf's first sentence answers "is the program input-bound?"; a user asks what bounds the
+step. The headline ranks the step's limits (`stepscope.stats.steps.limits`: input, compute,
+dispatch / launch, Python / host, collectives, copies, compilation, idle / waits) by their
+share of the step time and says, for the largest, what the trace shows: the input waits and
+the batch built in the step, the computation waited for, the ops dispatched per step, the
+Python functions sampled. The overview, `stepscope report`, the diagnostics' findings and the
+Compare page all read it; XProf's input-bound sentence stays beside it, unchanged.
+"""
+
+from __future__ import annotations
+
+from stepscope.fields import out
+from stepscope.records import record
+from stepscope.stats.steps.limits import LIMIT_LABELS, LIMIT_NAMES, LimitType
+from stepscope.stats.summary import StepSummary
+from stepscope.stats.untraced import where_untraced
+from stepscope.vocab.dispatch import FIXES
+
+SHOWN_FROM = 10.0  # % of step time: a limit this large is named after the first
+MAX_NAMED = 3  # limits named in the headline
+LISTED_FROM = 0.05  # % of step time: smaller limits are left out of the list
+
+
+@record
+class Limit:
+    """One limit of the steps: its share and what the trace shows about it."""
+
+    key: str = out(
+        "`input`, `compute`, `dispatch`, `host`, `collectives`, `copies`, `compilation`, `waits`"
+    )
+    label: str = out("how the headline names it")
+    percent: float = out("share of the total step time", "%", 3)
+    ms_per_step: float = out("average per step", "ms", 6)
+    evidence: str = out("what the trace shows about it, in words")
+
+
+@record
+class BoundBy:
+    """What bounds the steps: the headline and every limit, largest first."""
+
+    headline: str = out(
+        "the first sentence: the largest limits by share and the evidence for the first"
+    )
+    limits: tuple[Limit, ...] = out("every limit with time, largest first")
+
+    @property
+    def first(self) -> str:
+        """The key of the largest limit ("" without steps)."""
+        return self.limits[0].key if self.limits else ""
+
+
+def _input(summary: StepSummary, pct: float) -> str:
+    staged = summary.staged_percent()
+    waiting = summary.percent("input")
+    parts = []
+    if waiting > 0:
+        parts.append(f"{waiting:.1f}% waiting for the next batch")
+    if staged > 0:
+        parts.append(
+            f"{staged:.1f}% building the batch inside the step, before its first model op "
+            "(Python, numpy, torch.tensor / from_numpy, device_put)"
+        )
+    pipeline = (
+        100.0
+        * float(summary.limits.ns[:, int(LimitType.INPUT_WORK) // 10].sum())
+        / max(summary.total_ns(), 1)
+        if len(summary.limits.ns) == summary.n_steps
+        else 0.0
+    )
+    if pipeline >= 0.05:
+        parts.append(
+            f"{pipeline:.1f}% in the input pipeline's own work (tf.data stages, a Python "
+            "generator) while nothing of the model ran"
+        )
+    text = "; ".join(parts) or f"{pct:.1f}% in input"
+    if staged > 0:
+        python = summary.untraced.python
+        _, step_ns = summary.untraced.per(summary.n_steps, summary.total_ns())
+        named = [python.describe(k, step_ns) for k in range(min(2, len(python)))]
+        if named:
+            text += "; Python sampled in the steps: " + ", ".join(named)
+    return text
+
+
+def _compute(summary: StepSummary) -> str:
+    if summary.has_device:
+        return "the device computing (kernels)"
+    waited = summary.limits.waited_for
+    text = "the model's computation on the host (framework ops)"
+    if waited:
+        text += (
+            "; the step's thread waits for it while it runs on "
+            + ", ".join(waited)
+            + " (block_until_ready / a tf.function call): that wait is this compute, "
+            "not host overhead"
+        )
+    return text
+
+
+def _dispatch(summary: StepSummary) -> str:
+    d = summary.limits.dispatch
+    if not len(d.ops):
+        return "the host launching work while the device waits (kernel launch time)"
+    ops = ", ".join(f"{name} x{count}" for name, count in d.top_ops)
+    steps = max(len(d.ops), 1)
+    text = (
+        f"{d.ops_per_step():.0f} small ops dispatched one at a time per step ({ops} over "
+        f"{steps} steps), {d.median_op_ns / 1e3:.1f} µs each (median) and "
+        f"{d.median_gap_ns / 1e3:.1f} µs apart"
+    )
+    if d.caller:
+        text += f", issued by {d.caller}"
+    fix = FIXES.get(summary.limits.framework, FIXES["unknown"])
+    return text + f"; fix: {fix}"
+
+
+def _host(summary: StepSummary) -> str:
+    python = summary.untraced.python
+    _, step_ns = summary.untraced.per(summary.n_steps, summary.total_ns())
+    named = [python.describe(k, step_ns) for k in range(min(3, len(python)))]
+    where = (
+        "host work no traced op covers (Python, untraced I/O or synchronization)"
+        if not summary.has_device
+        else "host work while the device waits (Python, host ops)"
+    )
+    place = where_untraced(summary.untraced, summary.n_steps, summary.total_ns(), with_python=False)
+    where += f", {place}" if place else ""
+    if named:
+        return where + "; Python sampled in the steps: " + ", ".join(named)
+    return where + "; turn on the stack sampler (python_sampler_hz) to name the functions"
+
+
+def _evidence(key: str, summary: StepSummary, pct: float) -> str:
+    if key == "input":
+        return _input(summary, pct)
+    if key == "compute":
+        return _compute(summary)
+    if key == "dispatch":
+        return _dispatch(summary)
+    if key == "host":
+        return _host(summary)
+    return {
+        "collectives": "collective communication (all-reduce, all-gather) with nothing else "
+        "running",
+        "copies": "device-to-host and device-to-device copies",
+        "compilation": "XLA / TensorFlow / torch.compile compilation inside the steps",
+        "waits": "the step's thread blocked in a wait (synchronize, block_until_ready, .item()) "
+        "while nothing traced computes: another process, a lock, or a thread not scheduled",
+    }[key]
+
+
+def bound_by(summary: StepSummary) -> BoundBy:
+    """The steps' limits, largest first, and the headline naming them."""
+    if not summary.n_steps or not summary.limit_ns:
+        return BoundBy("No steps measured, so what bounds a step cannot be told.", ())
+    n = summary.n_steps
+    found = []
+    for key in LIMIT_NAMES:
+        pct = summary.limit_percent(key)
+        if pct < LISTED_FROM:
+            continue
+        ms = float(summary.limit_ns[key].sum()) / n / 1e6
+        found.append(Limit(key, LIMIT_LABELS[key], pct, ms, _evidence(key, summary, pct)))
+    found.sort(key=lambda limit: -limit.percent)
+    if not found:
+        return BoundBy("No step time measured.", ())
+    first, rest = found[0], [f for f in found[1:MAX_NAMED] if f.percent >= SHOWN_FROM]
+    also = "".join(f", then {f.label.lower()} ({f.percent:.1f}%)" for f in rest)
+    headline = (
+        f"Bound by {first.label.lower()}: {first.percent:.1f}% of the step time "
+        f"({first.ms_per_step:.2f} ms per step){also}. {first.evidence[0].upper()}"
+        f"{first.evidence[1:]}."
+    )
+    return BoundBy(headline, tuple(found))

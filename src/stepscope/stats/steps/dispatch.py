@@ -1,0 +1,248 @@
+"""Dispatch-bound steps: the host issuing many small ops, one at a time.
+
+An un-jitted JAX optimizer update over 32 arrays dispatches about 190 ``jnp`` ops per step,
+each a ``PjitFunction(...)`` of a few microseconds with Python between them; eager PyTorch
+does the same with ``aten::`` ops (and on a GPU with kernel launches). The work each op does
+is tiny; the step's time goes into issuing them.
+
+On every host thread, the outermost dispatch events (`stepscope.vocab.dispatch`) shorter
+than `TINY_OP_NS` form runs where each starts within `RUN_GAP_NS` of the previous one's end;
+a run of at least `MIN_RUN_OPS` is dispatch time from its first op's start to its last op's
+end (the Python between the ops included). A dispatch event of `TINY_OP_NS` or more whose
+name usually takes that long computes (an eager op on the CPU, a jitted call XLA runs inline
+on the calling thread): it is a hole in the run, not dispatch, and the gap between the small
+ops around it is measured without it, so it does not end the run. A slow call of an op that
+is usually short (it waited for the GIL or a core) is dispatch like the others. The step
+database counts that time in its "bound by" limits (below device work, input and waits for
+a computation), and keeps the evidence: ops per step, their median duration and gap, the
+ops issued most, the Python function that issued them (the innermost Python tracer frame
+around a run, else the deepest function the stack sampler saw on every sample in the
+runs).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import field
+
+import numpy as np
+
+from stepscope.model import Profile
+from stepscope.records import record
+from stepscope.stats.arrays import distinct_ids
+from stepscope.stats.intervals import merge, subtract_sets
+from stepscope.stats.python_samples import function_key, sample_points, sampled_thread_line
+from stepscope.vocab.dispatch import is_dispatch_name
+
+TINY_OP_NS = 100_000  # an op dispatched in under 100 µs is mostly dispatch overhead
+RUN_GAP_NS = 200_000  # ops issued less than 200 µs apart belong to one run
+MIN_RUN_OPS = 8  # fewer ops in a row is not a dispatch-bound stretch
+
+
+@record
+class DispatchEvidence:
+    """What the dispatch runs of the kept steps are made of."""
+
+    ops: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # per step
+    median_op_ns: int = 0
+    median_gap_ns: int = 0
+    top_ops: tuple[tuple[str, int], ...] = ()  # (op name, count over the steps)
+    caller: str = ""  # the Python function that issued most of them, when traced
+    threads: tuple[str, ...] = ()
+
+    def ops_per_step(self) -> float:
+        return float(self.ops.mean()) if len(self.ops) else 0.0
+
+
+@record
+class DispatchRuns:
+    """Dispatch runs found on the host threads, with their events."""
+
+    lo: np.ndarray  # per run, sorted by start within each line
+    hi: np.ndarray
+    events: np.ndarray  # the small ops of all runs
+    run_of: np.ndarray  # per event of ``events``: its run
+    holes_lo: np.ndarray  # long ops inside runs: compute, not dispatch
+    holes_hi: np.ndarray
+
+    def intervals(self) -> tuple[np.ndarray, np.ndarray]:
+        """The runs' time, sorted and disjoint, less the long ops inside them."""
+        lo, hi = merge(self.lo, self.hi)
+        h_lo, h_hi = merge(self.holes_lo, self.holes_hi)
+        return subtract_sets(lo, hi, h_lo, h_hi)
+
+
+def _dispatch_ids(profile: Profile) -> np.ndarray:
+    """The string ids of dispatch events."""
+    strings = profile.strings
+    used = distinct_ids(profile.name, len(strings))
+    return np.array([i for i in used.tolist() if is_dispatch_name(strings[i])], np.int64)
+
+
+def _computes(names: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """Per op: whether it computes (long, and its name's median is long too) rather than
+    dispatches (short, or a slow call of an op that is usually short: it waited for the
+    GIL or a core)."""
+    long = dur >= TINY_OP_NS
+    if not long.any():
+        return long
+    uniq, group = np.unique(names, return_inverse=True)
+    group = group.reshape(-1)
+    order = np.lexsort((dur, group))
+    counts = np.bincount(group, minlength=len(uniq))
+    first = np.r_[0, np.cumsum(counts)[:-1]]
+    median = dur[order][first + (counts - 1) // 2]  # lower median per name
+    return long & (median[group] >= TINY_OP_NS)
+
+
+def find_runs(profile: Profile, host_line: np.ndarray) -> DispatchRuns:
+    """Dispatch runs on the lines where ``host_line`` is True."""
+    none = np.zeros(0, np.int64)
+    ids = _dispatch_ids(profile)
+    candidate = np.flatnonzero(np.isin(profile.name, ids) & host_line[profile.line])
+    if not len(candidate):
+        return DispatchRuns(none, none, none, none, none, none)
+    lo_all, hi_all, ev_all, run_all, holes_lo, holes_hi = [], [], [], [], [], []
+    n_runs = 0
+    line_of = profile.line[candidate]
+    for line in np.unique(line_of).tolist():
+        ev = candidate[line_of == line]
+        ev = ev[np.lexsort((-profile.dur_ns[ev], profile.start_ns[ev]))]
+        start = profile.start_ns[ev]
+        end = profile.end_at(ev)
+        # outermost only: an event inside the previous outer one is part of it
+        reach = np.maximum.accumulate(end)
+        outer = np.ones(len(ev), dtype=bool)
+        outer[1:] = start[1:] >= reach[:-1]
+        ev, start, end = ev[outer], start[outer], end[outer]
+        long = _computes(profile.name[ev], end - start)
+        # the small ops; a long op between two of them is a hole in the run, not a break:
+        # the gap between them is measured without it
+        held = np.r_[0, np.cumsum(np.where(long, end - start, 0))]
+        small = np.flatnonzero(~long)
+        if len(small) < MIN_RUN_OPS:
+            continue
+        gap = start[small[1:]] - end[small[:-1]] - (held[small[1:]] - held[small[:-1] + 1])
+        breaks = np.r_[True, gap >= RUN_GAP_NS]
+        run = np.cumsum(breaks) - 1
+        size = np.bincount(run)
+        ok = size[run] >= MIN_RUN_OPS
+        if not ok.any():
+            continue
+        runs, local = np.unique(run[ok], return_inverse=True)
+        first = small[np.searchsorted(run, runs, "left")]
+        last = small[np.searchsorted(run, runs, "right") - 1]
+        lo_all.append(start[first])
+        hi_all.append(end[last])
+        ev_all.append(ev[small[ok]])
+        run_all.append(local.reshape(-1) + n_runs)
+        n_runs += len(runs)
+        inside = long & (np.searchsorted(start[first], start, "right") > 0)
+        k = np.searchsorted(start[first], start, "right") - 1
+        inside &= start < end[last][np.maximum(k, 0)]
+        holes_lo.append(start[inside])
+        holes_hi.append(end[inside])
+    if not n_runs:
+        return DispatchRuns(none, none, none, none, none, none)
+    return DispatchRuns(
+        np.concatenate(lo_all),
+        np.concatenate(hi_all),
+        np.concatenate(ev_all),
+        np.concatenate(run_all),
+        np.concatenate(holes_lo),
+        np.concatenate(holes_hi),
+    )
+
+
+def evidence(
+    profile: Profile, runs: DispatchRuns, span_lo: np.ndarray, span_hi: np.ndarray
+) -> DispatchEvidence:
+    """The evidence of the runs' events inside the steps [span_lo, span_hi) (sorted)."""
+    if not len(runs.events) or not len(span_lo):
+        return DispatchEvidence(np.zeros(len(span_lo), np.int64))
+    ev = runs.events
+    start = profile.start_ns[ev]
+    k = np.searchsorted(span_lo, start, "right") - 1
+    inside = (k >= 0) & (start < span_hi[np.maximum(k, 0)])
+    ops = np.bincount(k[inside], minlength=len(span_lo)).astype(np.int64)
+    ev, start, run_of = ev[inside], start[inside], runs.run_of[inside]
+    if not len(ev):
+        return DispatchEvidence(ops)
+    end = profile.end_at(ev)
+    same_run = run_of[1:] == run_of[:-1]
+    gaps = (start[1:] - end[:-1])[same_run]
+    names = Counter(profile.strings[int(i)] for i in profile.name[ev].tolist())
+    threads = tuple(
+        dict.fromkeys(profile.lines[int(line)].label for line in profile.line[ev].tolist())
+    )
+    return DispatchEvidence(
+        ops,
+        int(np.median(end - start)),
+        int(np.median(gaps)) if len(gaps) else 0,
+        tuple(names.most_common(3)),
+        _caller(profile, runs, run_of) or _sampled_caller(profile, runs, run_of),
+        threads[:3],
+    )
+
+
+def _caller(profile: Profile, runs: DispatchRuns, run_ids: np.ndarray) -> str:
+    """The Python function whose traced frame encloses the most dispatch time of the runs
+    (the innermost frame enclosing a whole run); "" without the Python tracer's frames."""
+    python = profile.strings.ids_matching(lambda s: s.startswith("$"))
+    if not len(python):
+        return ""
+    time: Counter[str] = Counter()
+    line_of_run: dict[int, int] = {}
+    for r, e in zip(runs.run_of.tolist(), runs.events.tolist(), strict=True):
+        line_of_run.setdefault(r, int(profile.line[e]))
+    for r in np.unique(run_ids).tolist():
+        line = profile.lines[line_of_run[r]]
+        sl = profile.events_of_line(line)
+        names = profile.name[sl]
+        frames = np.flatnonzero(np.isin(names, python))
+        if not len(frames):
+            continue
+        f_lo = profile.start_ns[sl][frames]
+        f_hi = f_lo + profile.dur_ns[sl][frames]
+        lo, hi = int(runs.lo[r]), int(runs.hi[r])
+        enclosing = frames[(f_lo <= lo) & (f_hi >= hi)]
+        if not len(enclosing):
+            continue
+        innermost = enclosing[np.argmin(profile.dur_ns[sl][enclosing])]
+        where, _, func = profile.strings[int(names[innermost])][1:].rpartition(" ")
+        time[function_key(f"{func} ({where})")] += hi - lo
+    return time.most_common(1)[0][0] if time else ""
+
+
+def _sampled_caller(profile: Profile, runs: DispatchRuns, run_ids: np.ndarray) -> str:
+    """The deepest public function (not ``_private``, not ``<module>``) on at least half of
+    the stack samples taken inside the runs: the user's code issuing the ops; "" without
+    samples there."""
+    thread_of = sampled_thread_line(profile)
+    wanted = np.unique(run_ids)
+    line_of_run = np.zeros(len(runs.lo), np.int64)
+    line_of_run[runs.run_of] = profile.line[runs.events]
+    lines = [ln for ln in range(len(profile.lines)) if thread_of[ln] >= 0]
+    lines = [ln for ln in lines if thread_of[ln] in set(line_of_run[wanted].tolist())]
+    if not lines:
+        return ""
+    sample_ev, at, _, _ = sample_points(profile, lines)
+    thread = thread_of[profile.line[sample_ev]]
+    hit = np.zeros(len(at), dtype=bool)
+    for r in wanted.tolist():
+        hit |= (at >= runs.lo[r]) & (at < runs.hi[r]) & (thread == line_of_run[r])
+    if not hit.any():
+        return ""
+    stacks, counts = np.unique(
+        profile.stat_at("stack", sample_ev[hit]).string_ids(), return_counts=True
+    )
+    total = int(counts.sum())
+    seen: Counter[str] = Counter()
+    depth: dict[str, int] = {}
+    for sid, c in zip(stacks.tolist(), counts.tolist(), strict=True):
+        frames = profile.strings[sid].split(";") if sid >= 0 else []
+        for d, frame in enumerate(dict.fromkeys(function_key(f) for f in frames)):
+            seen[frame] += c
+            depth[frame] = max(depth.get(frame, 0), d)
+    public = [f for f, c in seen.items() if 2 * c >= total and not f.startswith(("_", "<"))]
+    return max(public, key=lambda f: depth[f]) if public else ""

@@ -1,0 +1,124 @@
+"""The "bound by" limits of each step (`limits`), measured beside the step breakdown.
+
+The pairs (event, step) of the breakdown give every traced event its limit; the intervals the
+analysis adds, all on the steps' threads and few, give input staged in the step
+(`staging`), waits for a computation and idle waits (`waits`) and dispatch runs
+(`dispatch`). Every instant goes to the highest limit active then. So that the pairs' columns
+are not copied (the breakdown's peak), the added intervals are swept together with the
+pairs of the limits they compete with (those at or above dispatch: device work, input,
+compilation, launches, usually few on the host), and the host limits below them keep what
+is left, in the proportions the pairs alone give them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.model import Profile
+from stepscope.records import record
+from stepscope.stats.device import framework_of
+from stepscope.stats.events import host_lines
+from stepscope.stats.intervals import intersect_sets, merge, subtract_sets, union_of
+from stepscope.stats.steps.dispatch import DispatchEvidence, evidence, find_runs
+from stepscope.stats.steps.limits import N_LIMIT_COLUMNS, LimitType
+from stepscope.stats.steps.staging import staged_windows
+from stepscope.stats.steps.type_sweep import type_time
+from stepscope.stats.steps.waits import find_waits
+
+# the limits below every added interval
+_LOW = tuple(t for t in LimitType if LimitType.UNTRACED < t < LimitType.DISPATCH)
+
+
+@record
+class LimitTable:
+    """Per kept step, time per limit column; the evidence behind dispatch and waits."""
+
+    ns: np.ndarray  # (steps, N_LIMIT_COLUMNS), int64
+    dispatch: DispatchEvidence
+    waited_for: tuple[str, ...]  # threads of the computation the steps waited for
+    framework: str = ""  # the profile's (`stats.device.framework_of`), for the advice
+
+    @classmethod
+    def empty(cls) -> LimitTable:
+        return cls(np.zeros((0, N_LIMIT_COLUMNS), np.int64), DispatchEvidence(), ())
+
+
+def _in_steps(
+    lo: np.ndarray, hi: np.ndarray, s_lo: np.ndarray, s_hi: np.ndarray, keep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sorted disjoint intervals cut to the kept steps (sorted): (step of the table, lo, hi)."""
+    c_lo, c_hi = intersect_sets(lo, hi, s_lo, s_hi)
+    k = np.searchsorted(s_lo, c_lo, "right") - 1
+    return keep[k].astype(np.int64), c_lo, c_hi
+
+
+def limit_table(
+    profile: Profile,
+    lines: tuple[int, ...],
+    counted: np.ndarray,
+    st: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    ltypes: np.ndarray,
+    step_line_events: np.ndarray,
+    span_lo: np.ndarray,
+    span_hi: np.ndarray,
+    keep: np.ndarray,
+) -> LimitTable:
+    """The limits of the kept steps ``keep`` (sorted by start) of a step database whose
+    pairs are (``st``, ``lo``, ``hi``) with limit types ``ltypes``."""
+    n = len(span_lo)
+    s_lo, s_hi = span_lo[keep], span_hi[keep]
+    added: list[tuple[np.ndarray, np.ndarray, np.ndarray, LimitType]] = []
+    # input staged inside the steps
+    k, w_lo, w_hi = staged_windows(profile, lines, s_lo, s_hi)
+    added.append((keep[k].astype(np.int64), w_lo, w_hi, LimitType.INPUT))
+    # dispatch runs on every host thread, cut to the steps
+    runs = find_runs(profile, host_lines(profile))
+    d_lo, d_hi = runs.intervals()
+    added.append((*_in_steps(d_lo, d_hi, s_lo, s_hi, keep), LimitType.DISPATCH))
+    # waits of the step threads
+    traced = step_line_events[counted[step_line_events]]
+    t_lo, t_hi = merge(profile.start_ns[traced], profile.end_at(traced))
+    waits = find_waits(profile, counted, lines, t_lo, t_hi, s_lo, s_hi, d_lo, d_hi)
+    added.append(
+        (*_in_steps(waits.compute_lo, waits.compute_hi, s_lo, s_hi, keep), LimitType.COMPUTE_WAITED)
+    )
+    added.append((*_in_steps(waits.idle_lo, waits.idle_hi, s_lo, s_hi, keep), LimitType.WAIT))
+    x_st = np.concatenate([a[0] for a in added])
+    x_lo = np.concatenate([a[1] for a in added]).astype(np.int64)
+    x_hi = np.concatenate([a[2] for a in added]).astype(np.int64)
+    x_ty = np.concatenate([np.full(len(a[0]), int(a[3]), np.int16) for a in added])
+    # the pairs alone, every limit (no copy of the pairs' columns)
+    alone = type_time(st, lo, hi, ltypes, n)[:, :N_LIMIT_COLUMNS]
+    # the added intervals with the pairs of the limits they compete with
+    high = ltypes >= int(LimitType.DISPATCH)
+    swept = type_time(
+        np.r_[st[high], x_st],
+        np.r_[lo[high], x_lo],
+        np.r_[hi[high], x_hi],
+        np.r_[ltypes[high], x_ty],
+        n,
+    )[:, :N_LIMIT_COLUMNS]
+    del high
+    # what the added intervals cover that no pair does
+    a_lo, a_hi = merge(x_lo, x_hi)
+    p_lo, p_hi = union_of(lo, hi)
+    e_lo, e_hi = subtract_sets(a_lo, a_hi, p_lo, p_hi)
+    e_step = np.searchsorted(s_lo, e_lo, "right") - 1
+    extra = np.bincount(keep[e_step], weights=e_hi - e_lo, minlength=n).astype(np.int64)
+    out = np.zeros((n, N_LIMIT_COLUMNS), dtype=np.int64)
+    high_cols = [int(t) // 10 for t in LimitType if t >= LimitType.DISPATCH]
+    out[:, high_cols] = swept[:, high_cols]
+    low_cols = [int(t) // 10 for t in _LOW]
+    low_alone = alone[:, low_cols]
+    low = alone.sum(axis=1) + extra - swept[:, high_cols].sum(axis=1)  # |all ∪ added| - |high|
+    low = np.maximum(low, 0)
+    share = low_alone / np.maximum(low_alone.sum(axis=1, keepdims=True), 1)
+    split = np.round(share * low[:, None]).astype(np.int64)
+    split[:, 0] = low - split[:, 1:].sum(axis=1)  # rounding: the sum stays exact
+    out[:, low_cols] = split
+    out[:, 0] = (span_hi - span_lo) - out[:, 1:].sum(axis=1)
+    return LimitTable(
+        out[keep], evidence(profile, runs, s_lo, s_hi), waits.computation, framework_of(profile)
+    )

@@ -1,0 +1,142 @@
+"""What bounds each step: its time split by limit (input, compute, dispatch, host, ...).
+
+XProf's categories answer "how much of the step is input?"; a user asks "what limits my
+step?". The limits split each step's time with the same priority sweep as the breakdown
+(every instant to the highest limit active then), on stepscope's reading of the trace:
+
+- XProf's event types map onto limits (`_FROM_EVENT_TYPE`): device compute, collectives and
+  copies (device work wins over anything the host does meanwhile), input, compilation,
+  launches (dispatch), host work: on a profile with devices every other host event is
+  "host", on a host-only profile framework ops are the model's compute and Python frames and
+  annotations are "host";
+- input staged inside the step (`staging`) is input;
+- the time a step thread waits for a computation running elsewhere (`waits`) is compute; a
+  wait with nothing traced running is "waits";
+- runs of small dispatched ops (`dispatch`) are dispatch;
+- time nothing covers is "host" (untraced Python, on the step's thread).
+
+Priorities, highest first: device compute, device collectives, copies, input, compilation,
+waits for a computation, idle waits, dispatch, host compute ops, the input pipeline's own
+work (tf.data stages: input only when nothing of the model runs), host collectives (a host
+thread in gloo / MPI / an XLA collective, unless it computes meanwhile), host. The result
+sits beside XProf's categories (which stay XProf's, for the golden comparisons), as
+`StepDb.limits`.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+import numpy as np
+
+from stepscope.model import Profile
+from stepscope.stats.arrays import distinct_ids
+from stepscope.stats.events import EventType
+from stepscope.vocab.tensorflow import is_iterator
+
+# Written by stepscope's capture on `stepscope.trace` names (as in op_metrics).
+_ANNOTATION_STAT = "stepscope_annotation"
+
+
+class LimitType(IntEnum):
+    """Sweep priorities of the limits (a higher value wins); column ``value // 10``."""
+
+    UNTRACED = 0
+    HOST = 10
+    # a host thread in a collective (gloo, MPI, XLA/TF on the CPU); host work running
+    # meanwhile wins, as in the breakdown (`EventType.HOST_COLLECTIVE`)
+    HOST_COLLECTIVE = 20
+    # the input pipeline's own work (tf.data stages, a Python generator on tf.data threads):
+    # input when nothing of the model runs meanwhile, overlapped (no limit) otherwise
+    INPUT_WORK = 30
+    COMPUTE_HOST = 40
+    DISPATCH = 50
+    WAIT = 60
+    COMPUTE_WAITED = 70
+    COMPILATION = 80
+    INPUT = 90
+    COPIES = 100
+    COLLECTIVES = 110
+    DEVICE_COMPUTE = 120
+
+
+N_LIMIT_COLUMNS = max(int(t) for t in LimitType) // 10 + 1
+
+# The limits a user reads, in the order the headline considers them, with their columns.
+LIMITS: dict[str, tuple[LimitType, ...]] = {
+    "input": (LimitType.INPUT, LimitType.INPUT_WORK),
+    "compute": (LimitType.DEVICE_COMPUTE, LimitType.COMPUTE_WAITED, LimitType.COMPUTE_HOST),
+    "dispatch": (LimitType.DISPATCH,),
+    "host": (LimitType.HOST, LimitType.UNTRACED),
+    "collectives": (LimitType.COLLECTIVES, LimitType.HOST_COLLECTIVE),
+    "copies": (LimitType.COPIES,),
+    "compilation": (LimitType.COMPILATION,),
+    "waits": (LimitType.WAIT,),
+}
+LIMIT_NAMES = tuple(LIMITS)
+LIMIT_LABELS = {
+    "input": "Input",
+    "compute": "Compute",
+    "dispatch": "Dispatch / launch",
+    "host": "Python / host",
+    "collectives": "Collectives",
+    "copies": "Copies",
+    "compilation": "Compilation",
+    "waits": "Idle / waits",
+}
+
+_FROM_EVENT_TYPE = {
+    EventType.HOST_ENCLOSING: LimitType.HOST,
+    EventType.HOST_COLLECTIVE: LimitType.HOST_COLLECTIVE,
+    EventType.HOST_COMPILE: LimitType.COMPILATION,
+    EventType.HOST_TO_DEVICE: LimitType.INPUT,
+    EventType.HOST_PREPARE: LimitType.DISPATCH,
+    EventType.DEVICE_COLLECTIVES: LimitType.COLLECTIVES,
+    EventType.HOST_WAIT_INPUT: LimitType.INPUT,
+    EventType.DEVICE_TO_DEVICE: LimitType.COPIES,
+    EventType.DEVICE_TO_HOST: LimitType.COPIES,
+    EventType.DEVICE_COMPUTE_32: LimitType.DEVICE_COMPUTE,
+    EventType.DEVICE_COMPUTE_16: LimitType.DEVICE_COMPUTE,
+    EventType.DEVICE_WAIT_DEVICE: LimitType.COPIES,
+    EventType.DEVICE_WAIT_HOST: LimitType.INPUT,
+}
+
+
+def limit_types(
+    profile: Profile, events: np.ndarray, pair_types: np.ndarray, has_device: bool
+) -> np.ndarray:
+    """The limit type (int16) of each pair, from its event type and its event's name."""
+    host_work = LimitType.HOST if has_device else LimitType.COMPUTE_HOST
+    table = np.full(int(max(EventType)) + 1, int(host_work), dtype=np.int16)
+    for event_type, limit in _FROM_EVENT_TYPE.items():
+        table[int(event_type)] = int(limit)
+    out = table[np.maximum(pair_types, 0)]
+    # the input pipeline's stages and its threads' work
+    strings = profile.strings
+    stage = np.zeros(len(strings), dtype=bool)
+    used = distinct_ids(profile.name[events], len(strings))
+    stage[used] = [is_iterator(strings[i]) for i in used.tolist()]
+    pipeline_line = np.array([ln.name.startswith("tf_data") for ln in profile.lines], dtype=bool)
+    pipeline = (stage[profile.name[events]] | pipeline_line[profile.line[events]]) & (
+        out == int(host_work)
+    )
+    out[pipeline] = int(LimitType.INPUT_WORK)
+    del pipeline
+    if not has_device:
+        # Python frames and the user's annotations are host work, not the model's compute
+        python = np.zeros(len(strings), dtype=bool)
+        python[used] = [strings[i].startswith("$") for i in used.tolist()]
+        annotated = np.zeros(profile.n_events, dtype=bool)
+        annotated[profile.stat_events(_ANNOTATION_STAT)] = True
+        host = (python[profile.name[events]] | annotated[events]) & (
+            out == int(LimitType.COMPUTE_HOST)
+        )
+        out[host] = int(LimitType.HOST)
+    return out
+
+
+def limits_ns(table: np.ndarray) -> dict[str, np.ndarray]:
+    """Per limit, each step's time, from a (steps, N_LIMIT_COLUMNS) table."""
+    return {
+        name: table[:, [int(t) // 10 for t in types]].sum(axis=1) for name, types in LIMITS.items()
+    }

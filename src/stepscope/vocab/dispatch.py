@@ -1,0 +1,55 @@
+"""Events that dispatch work from the host: one framework op, one kernel launch.
+
+A step made of many of them, each short, with Python between them, spends its time issuing
+work rather than doing it (dispatch-bound or launch-bound). `stepscope.stats.steps.dispatch`
+reads these tables.
+"""
+
+from __future__ import annotations
+
+# JAX: every call of a jitted function, and every un-jitted ``jnp`` op (dispatched as a
+# jitted primitive), is a ``PjitFunction(<name>)`` event on the calling thread.
+JAX_PREFIXES = ("PjitFunction(",)
+# PyTorch eager ops (Kineto ``cpu_op`` events and the PyTorch bridge's): ``aten::add_``.
+TORCH_PREFIXES = ("aten::",)
+# TensorFlow eager op execution on the calling thread.
+TF_NAMES = frozenset({"EagerExecute", "EagerLocalExecute", "EagerKernelExecute"})
+# Host calls that queue device work: kernel launches and asynchronous copies (CUDA runtime
+# and driver, HIP).
+LAUNCH_NAMES = frozenset(
+    {
+        "cudaLaunchKernel",
+        "cudaLaunchKernelExC",
+        "cudaLaunchCooperativeKernel",
+        "cuLaunchKernel",
+        "cuLaunchKernelEx",
+        "cudaGraphLaunch",
+        "cudaMemcpyAsync",
+        "cudaMemsetAsync",
+        "hipLaunchKernel",
+        "hipExtLaunchKernel",
+        "hipModuleLaunchKernel",
+        "hipMemcpyAsync",
+        "hipMemsetAsync",
+    }
+)
+PREFIXES = JAX_PREFIXES + TORCH_PREFIXES
+
+
+def is_dispatch_name(name: str) -> bool:
+    """Whether an event of this name dispatches one op or one launch."""
+    return name.startswith(PREFIXES) or name in TF_NAMES or name in LAUNCH_NAMES
+
+
+# What to do about it, per framework (the finding's fix and the headline's evidence).
+FIXES = {
+    "jax": "put the per-op code under jax.jit (an optimizer update over a list of arrays: "
+    "jit the whole update, or use optax), so XLA runs it as one fused program",
+    "pytorch": "fuse the small ops: torch.compile the step (mode='reduce-overhead' adds CUDA "
+    "graphs on GPUs), use foreach/fused optimizers (torch.optim.AdamW(..., fused=True)), and "
+    "replace Python loops over tensors with batched ops",
+    "tensorflow": "wrap the step in tf.function (jit_compile=True fuses it with XLA) instead "
+    "of running ops eagerly",
+    "unknown": "compile the step (jax.jit / torch.compile / tf.function) or batch the small "
+    "ops into fewer, larger ones",
+}

@@ -1,0 +1,121 @@
+"""Dispatch-bound steps: many small ops issued one at a time (an un-jitted JAX update, eager
+PyTorch) are named as such, with their evidence, not "input" or "untraced host work"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from stepscope.model import open_run
+from stepscope.stats import build_step_db, summarize_steps
+from stepscope.stats.advice import classify_steps
+from stepscope.stats.bound import bound_by
+from stepscope.tools import output
+from stepscope.tools.context import ProfileStore, ToolContext
+from stepscope.tools.registry import get_tool
+from stepscope.xspace.builder import XSpaceBuilder
+from stepscope.xspace.io import write_xspace
+from tests.support.analysis import MS, build
+
+US = 1_000
+STEPS = 6
+
+
+def _jax_loop(ops: int = 190, op_us: int = 6, gap_us: int = 24) -> XSpaceBuilder:
+    """Per 7 ms step: a 0.4 ms jitted gradient call, a 0.6 ms wait for it (computed on XLA's
+    pool until 0.98 ms), then an un-jitted update: ``ops`` `PjitFunction(...)` dispatches
+    ``op_us`` long, ``gap_us`` of Python apart, then untraced time to the step's end."""
+    builder = XSpaceBuilder("jax")
+    host = builder.plane("/host:CPU")
+    main = host.line(1, "python")
+    pool = host.line(2, "tf_XLAPjRtCpuClient/1")
+    for k in range(STEPS):
+        t0 = k * 10 * MS
+        main.event("train", t0, 7 * MS, {"step_num": k, "_r": 1})
+        main.event("PjitFunction(grad)", t0, 400 * US)
+        pool.event("ThunkExecutor::Execute", t0 + 100 * US, 880 * US)
+        main.event("CommonPjRtBuffer::Await", t0 + MS, 1 * US)
+        t = t0 + MS + 10 * US
+        for i in range(ops):
+            main.event(f"PjitFunction({('multiply', 'add', 'sqrt')[i % 3]})", t, op_us * US)
+            t += (op_us + gap_us) * US
+    return builder
+
+
+def test_an_unjitted_update_is_dispatch_bound() -> None:
+    db = build_step_db(build(_jax_loop()))
+    summary = summarize_steps({"h": db})
+    headline = bound_by(summary)
+    assert headline.first == "dispatch"
+    # 190 ops x 30 µs less the last gap: 5.676 ms of each 7 ms step
+    run_ns = 190 * 30 * US - 24 * US
+    assert db.limit_ns()["dispatch"].tolist() == [run_ns] * (STEPS - 2)
+    d = db.limits.dispatch
+    assert d.ops.tolist() == [190] * (STEPS - 2)
+    assert (d.median_op_ns, d.median_gap_ns) == (6 * US, 24 * US)
+    assert d.top_ops[0] == ("PjitFunction(multiply)", 64 * (STEPS - 2))
+    text = headline.headline
+    assert text.startswith("Bound by dispatch / launch: 81.1% of the step time")
+    assert "190 small ops dispatched one at a time per step" in text
+    assert "jax.jit" in text  # what to do: the framework's fix
+    # the gradient's wait is its computation, not host work; the 20 µs after the
+    # computation ended and the 1 µs Await are an idle wait
+    assert db.limit_ns()["compute"].tolist() == [980 * US] * (STEPS - 2)
+    assert db.limit_ns()["waits"].tolist() == [21 * US] * (STEPS - 2)
+    # XProf's line and categories stay XProf's
+    assert classify_steps(summary).classification in ("potential", "no", "moderate", "high")
+
+
+def test_few_ops_or_long_gaps_are_not_dispatch() -> None:
+    few = build_step_db(build(_jax_loop(ops=5)))
+    assert not few.limit_ns()["dispatch"].any()
+    apart = build_step_db(build(_jax_loop(ops=20, gap_us=400)))  # each op alone
+    assert not apart.limit_ns()["dispatch"].any()
+
+
+def _torch_cpu_loop(big_op_us: int) -> XSpaceBuilder:
+    """Eager PyTorch on the CPU: 30 small ops, one of them (a large elementwise op) taking
+    ``big_op_us``."""
+    builder = XSpaceBuilder("torch")
+    main = builder.plane("/host:CPU").line(1, "MainThread")
+    for k in range(STEPS):
+        t0 = k * 10 * MS
+        main.event("train", t0, 10 * MS, {"step_num": k, "_r": 1})
+        t = t0
+        for i in range(30):
+            name, dur = ("aten::mul", big_op_us) if i == 15 else ("aten::add_", 5)
+            main.event(name, t, dur * US)
+            t += (dur + 5) * US
+    return builder
+
+
+def test_a_long_op_in_a_run_is_compute_not_dispatch() -> None:
+    db = build_step_db(build(_torch_cpu_loop(big_op_us=4000)))
+    limits = db.limit_ns()
+    # the 29 small ops around the 4 ms op are one run of dispatch, less that op: compute
+    # (0 to 4.29 ms: 15 ops 10 µs apart, the 4 ms op, 14 ops; less the 4 ms)
+    assert limits["dispatch"].tolist() == [290 * US] * 4
+    assert limits["compute"].min() >= 4 * MS
+
+
+def test_overview_report_and_diagnostics_agree(tmp_path: Path) -> None:
+    run_dir = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
+    write_xspace(_jax_loop().build(), run_dir / "jax.xplane.pb")
+    run = open_run(str(run_dir))
+    ctx = ToolContext(run, run.host_names[0], ProfileStore(use_cache=False), {})
+    overview = get_tool("overview_page").build(ctx)
+    data = output.to_json(overview)
+    assert list(data)[:2] == ["host", "bound_by"]  # the headline first
+    assert data["bound_by"]["limits"][0]["key"] == "dispatch"
+    assert overview.recommendation.bottleneck == "dispatch"
+    found = output.to_json(get_tool("diagnostics").build(ctx))["findings"]
+    [finding] = [f for f in found if f["id"] == "dispatch_bound"]
+    assert finding["severity"] == "high"
+    assert round(finding["metrics"]["ops_per_step"]) == 190
+    assert not [f for f in found if f["id"] in ("input_bound", "untraced_host_work")]
+    from stepscope.cli.commands.report import render
+
+    text = render(overview, get_tool("input_pipeline_analyzer").build(ctx), top=5)
+    assert text.splitlines()[2].startswith("Bound by dispatch / launch: 81.1%")
+    assert np.isclose(overview.bound_by.limits[0].percent, finding["metrics"]["dispatch_pct"])
