@@ -119,3 +119,25 @@ def test_overview_report_and_diagnostics_agree(tmp_path: Path) -> None:
     text = render(overview, get_tool("input_pipeline_analyzer").build(ctx), top=5)
     assert text.splitlines()[2].startswith("Bound by dispatch / launch: 81.1%")
     assert np.isclose(overview.bound_by.limits[0].percent, finding["metrics"]["dispatch_pct"])
+
+
+def test_a_python_loaders_wait_is_named_by_its_stage() -> None:
+    """`stepscope.data` wraps each fetch in TensorFlow's `IteratorGetNextOp::DoCompute`; on a
+    PyTorch run the input finding names the user's stage, not TensorFlow's op."""
+    from stepscope.stats.diagnostics.base import HostData
+    from stepscope.stats.diagnostics.host_steps import input_bound
+    from stepscope.stats.kernels import build_kernel_db
+
+    builder = XSpaceBuilder("torch")
+    main = builder.plane("/host:CPU").line(1, "MainThread")
+    for k in range(STEPS):
+        t0 = k * 10 * MS
+        main.event("train", t0, 10 * MS, {"step_num": k, "_r": 1})
+        main.event("IteratorGetNextOp::DoCompute", t0, 5 * MS, {"id": 1, "iter_num": k})
+        main.event("Iterator::Loader", t0 + 10 * US, 4 * MS, {"id": 2})
+        main.event("aten::linear", t0 + 6 * MS, 3 * MS)
+    profile = build(builder)
+    data = HostData("h", profile, build_step_db(profile), build_kernel_db(profile))
+    finding = input_bound(data, {})
+    assert finding is not None and finding.events[0].name == "Iterator::Loader"
+    assert "IteratorGetNextOp" not in finding.summary

@@ -218,3 +218,66 @@ def test_producers_linked_by_one_search_as_one_by_one(seed: int) -> None:
     tf_data._link_producers(ev)
     assert (ev.parent != -1).sum() > 100
     assert np.array_equal(ev.parent, expected)
+
+
+def _generator_pipeline(call_ns: int) -> XSpaceBuilder:
+    """A Keras-like loop of 8 ms steps whose pipeline reads a Python generator
+    (`from_generator`, as Keras's PyDataset adapter): Root -> Prefetch, the producer
+    FlatMap -> Generator on a tf.data thread; each call takes ``call_ns``."""
+    b = XSpaceBuilder("h")
+    host = b.plane("/host:CPU")
+    main = host.line(1, "python")
+    worker = host.line(2, "tf_data_iterator_resource")
+    for k in range(8):
+        t = k * 8_000_000
+        main.event("train", t, 8_000_000, {"step_num": k, "_r": 1})
+        main.event("Iterator::Root", t + 1_000, call_ns, {"id": 1})
+        main.event(
+            "Iterator::Root::Prefetch", t + 2_000, call_ns - 2_000, {"id": 2, "parent_id": 1}
+        )
+        worker.event(
+            "Iterator::Root::Prefetch::FlatMap",
+            t + 3_000,
+            call_ns - 5_000,
+            {"id": 3, "parent_id": 2},
+        )
+        worker.event(
+            "Iterator::Root::Prefetch::FlatMap[0]::Generator",
+            t + 4_000,
+            call_ns - 7_000,
+            {"id": 4, "parent_id": 3},
+        )
+        main.event("model/dense/MatMul:MatMul", t + call_ns + 10_000, 6_000_000)
+    return b
+
+
+def test_a_call_of_53_us_in_8_ms_steps_is_not_a_bottleneck() -> None:
+    """XProf's 50 µs mark makes a 53 µs call "slow"; it is no reason for advice."""
+    from stepscope.stats import build_step_db
+    from stepscope.tools.tf_data_bottleneck_analysis import not_a_bottleneck
+
+    profile = build(_generator_pipeline(53_000))
+    [pipeline] = build_tf_data_stats(profile)
+    assert pipeline.slow_call_count == 8
+    median = float(np.median(build_step_db(profile).dur_ns))
+    assert not_a_bottleneck(pipeline, median).startswith(
+        "Not a bottleneck: the slowest call (53.0 µs) is 0.7% of a step"
+    )
+    assert (
+        not_a_bottleneck(build_tf_data_stats(build(_generator_pipeline(3_000_000)))[0], median)
+        == ""
+    )
+
+
+def test_a_python_generator_source_gets_pydataset_advice() -> None:
+    """A Keras PyDataset bottleneck got tf.data advice (parallel map, prefetch buffer)."""
+    from stepscope.stats.input_pipeline import advice_for, has_generator
+    from stepscope.tools.tf_data_bottleneck_analysis import suggestion
+
+    [pipeline] = build_tf_data_stats(build(_generator_pipeline(3_000_000)))
+    assert has_generator(pipeline.iterators)
+    text = suggestion(_bottleneck(pipeline), pipeline.python_stages, True)
+    assert "PyDataset(workers=N, use_multiprocessing=True" in text
+    assert "num_parallel_calls=AUTOTUNE)" not in text.split("otherwise")[0]
+    overview = advice_for(_bottleneck(pipeline).name, False, True, True)
+    assert "PyDataset(workers=N" in overview

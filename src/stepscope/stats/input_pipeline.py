@@ -19,7 +19,7 @@ time) is `stepscope.stats.tf_data`; `advice_for` turns an iterator kind into adv
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -113,9 +113,23 @@ def has_prefetch(iterators: Iterable[IteratorStat]) -> bool:
     return any(it.name.startswith("Prefetch") for it in iterators)
 
 
-def advice_for(kind: str, python_stages: bool = False, prefetches: bool = False) -> str:
+GENERATOR_ADVICE = (
+    "The pipeline's source is Python (a generator: tf.data.Dataset.from_generator, or Keras's "
+    "PyDataset / generator adapter), which runs under the GIL and which tf.data cannot "
+    "parallelize: with Keras, give the PyDataset workers (PyDataset(workers=N, "
+    "use_multiprocessing=True, max_queue_size=...)); otherwise express the work as tf.data "
+    "ops (map(..., num_parallel_calls=tf.data.AUTOTUNE)) or precompute and cache it."
+)
+
+
+def advice_for(
+    kind: str, python_stages: bool = False, prefetches: bool = False, generator: bool = False
+) -> str:
     """What to do when an iterator of ``kind`` is the input bottleneck; ``prefetches``: the
-    pipeline already has a Prefetch (never advise adding one then)."""
+    pipeline already has a Prefetch (never advise adding one then); ``generator``: the
+    pipeline's source is a Python generator (its stages wait on it, whatever the kind)."""
+    if generator and any(k in kind.lower() for k in ("prefetch", "flatmap", "generator")):
+        return GENERATOR_ADVICE
     if python_stages:
         return (
             "A Python data stage is the bottleneck: run it in parallel "
@@ -128,10 +142,12 @@ def advice_for(kind: str, python_stages: bool = False, prefetches: bool = False)
             "Reading files is the bottleneck: read several files in parallel with "
             "interleave(num_parallel_calls=tf.data.AUTOTUNE), and cache() small datasets."
         )
-    if "generator" in lowered or "pyfunc" in lowered:
+    if "generator" in lowered:
+        return GENERATOR_ADVICE
+    if "pyfunc" in lowered:
         return (
-            "A Python generator or py_function is the bottleneck: it runs under the GIL; "
-            "express it with tf ops or move it offline."
+            "A py_function is the bottleneck: it runs under the GIL; express it with tf ops "
+            "or move it offline."
         )
     if "map" in lowered or "interleave" in lowered:
         return (
@@ -155,4 +171,13 @@ def advice_for(kind: str, python_stages: bool = False, prefetches: bool = False)
     return (
         "Add prefetch(tf.data.AUTOTUNE) at the end of the pipeline so input preparation "
         "overlaps the training step."
+    )
+
+
+def has_generator(iterators: Iterable[Any]) -> bool:
+    """Whether a pipeline (its iterators, with ``name`` and ``dataset``) reads a Python
+    generator (``Iterator::...::Generator``, a ``GeneratorDataset``)."""
+    return any(
+        str(it.name).endswith("Generator") or str(it.dataset).startswith("GeneratorDataset")
+        for it in iterators
     )

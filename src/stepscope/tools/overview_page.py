@@ -22,7 +22,7 @@ from stepscope.stats.advice import (
 from stepscope.stats.bound import BoundBy, bound_by
 from stepscope.stats.device import DeviceInfo
 from stepscope.stats.diagnostics.base import Finding
-from stepscope.stats.input_pipeline import advice_for, has_prefetch
+from stepscope.stats.input_pipeline import advice_for, has_generator, has_prefetch
 from stepscope.stats.kernel_rules import PRECISIONS, REDUCED_PRECISIONS
 from stepscope.stats.python_samples import MIN_SAMPLES, PYTHON_OP_TYPE
 from stepscope.tools import _analysis as analysis
@@ -31,6 +31,7 @@ from stepscope.tools.output import out
 from stepscope.tools.registry import ToolSpec
 
 TOP_OPS = 10
+NEGLIGIBLE_PIPELINE_SHARE = 0.05  # as tf_data_bottleneck_analysis: under 5% of a step
 
 
 @record
@@ -302,13 +303,18 @@ def build(ctx: ToolContext) -> OverviewPage:
     }
     pipelines = [p for h in ctx.hosts for p in analysis.tf_data(ctx, h)]
     advice = ""
+    median_step = float(np.median(summary.dur_ns)) if summary.n_steps else 0.0
     for pipeline in sorted(pipelines, key=lambda p: -p.bottleneck_self_ns):
         found = analysis.bottleneck_of(pipeline)
-        if found:
-            advice = (
-                f"Input pipeline bottleneck: {found[0]}. "
-                f"{advice_for(found[1], pipeline.python_stages, has_prefetch(pipeline.iterators))}"
+        # a pipeline whose slowest call is a small part of a step is no bottleneck
+        if found and pipeline.max_latency_ns >= NEGLIGIBLE_PIPELINE_SHARE * median_step:
+            fix = advice_for(
+                found[1],
+                pipeline.python_stages,
+                has_prefetch(pipeline.iterators),
+                has_generator(pipeline.iterators),
             )
+            advice = f"Input pipeline bottleneck: {found[0]}. {fix}"
             break
     top = _top_findings(ctx)
     recommendation = recommend(

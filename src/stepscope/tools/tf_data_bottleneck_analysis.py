@@ -12,6 +12,7 @@ import numpy as np
 
 from stepscope.model import Profile
 from stepscope.records import record
+from stepscope.stats.input_pipeline import GENERATOR_ADVICE, has_generator
 from stepscope.stats.tf_data import (
     SLOW_CALL_NS,
     IteratorStat,
@@ -28,16 +29,20 @@ from stepscope.vocab.tensorflow import is_root_iterator
 _SOURCES = ("TFRecord", "TextLine", "FixedLengthRecord", "SSTable", "Generator", "FlatMap")
 _MAPS = ("Map", "ParallelMap", "ParallelMapV2", "MapAndBatch", "Interleave", "ParallelInterleave")
 _GUIDE = "https://www.tensorflow.org/guide/data_performance_analysis"
+NEGLIGIBLE_STEP_SHARE = 0.05  # a slowest call under 5% of a step needs no pipeline change
 
 
 def _us(ns: float) -> float:
     return round(ns / 1000.0, 3)
 
 
-def suggestion(it: IteratorStat, python_stages: bool) -> str:
+def suggestion(it: IteratorStat, python_stages: bool, generator: bool = False) -> str:
     """A concrete fix for a bottleneck iterator, by its kind (XProf's advice in
-    ``xprof/convert/xplane_to_tf_data_stats.cc``)."""
+    ``xprof/convert/xplane_to_tf_data_stats.cc``); ``generator``: the pipeline reads a Python
+    generator (Keras's PyDataset, from_generator), which no tf.data setting parallelizes."""
     name = it.name
+    if generator and (name.startswith(("Prefetch", "FlatMap")) or name.endswith("Generator")):
+        return f"'{name}' waits on the pipeline's Python source. {GENERATOR_ADVICE}"
     if python_stages:
         return (
             f"The Python stage '{name}' is the slowest step of the pipeline. Run it in parallel "
@@ -133,7 +138,10 @@ class PipelineSummary:
 @record
 class PipelineAnalysis(PipelineSummary):
     slowest_call_start_us: float = out("start of the slowest call (profile clock)", "us", 3)
-    suggestion: str = out("a concrete fix for the bottleneck, by its kind")
+    suggestion: str = out(
+        'a concrete fix for the bottleneck, by its kind; "Not a bottleneck: ..." when the '
+        "slowest call is under 5% of the host's median step (no change needed)"
+    )
     python_stages: bool = out("the pipeline was recorded by stepscope.data (Python stages)")
     graph: tuple[GraphNode, ...] = out("iterators of the slowest call in order of first start")
 
@@ -205,20 +213,38 @@ def _duration(us: float) -> str:
     return f"{us:.1f} µs"
 
 
+def not_a_bottleneck(p: PipelineStats, step_ns: float | None) -> str:
+    """Why a pipeline needs no change ("" when it may): its slowest call is a small part of a
+    step (`NEGLIGIBLE_STEP_SHARE`), so a few µs over the 50 µs slow-call mark are no reason
+    to add parallelism."""
+    if not step_ns or p.max_latency_ns >= NEGLIGIBLE_STEP_SHARE * step_ns:
+        return ""
+    return (
+        f"Not a bottleneck: the slowest call ({_duration(_us(p.max_latency_ns))}) is "
+        f"{100.0 * p.max_latency_ns / step_ns:.1f}% of a step ({_duration(_us(step_ns))} "
+        "median); nothing to change in this pipeline."
+    )
+
+
 def result_of(
-    pipelines: list[tuple[str, PipelineStats]], input_percent: dict[str, float | None]
+    pipelines: list[tuple[str, PipelineStats]],
+    input_percent: dict[str, float | None],
+    step_ns: dict[str, float | None] | None = None,
 ) -> TfDataBottleneck:
-    """The result for (host, pipeline) pairs in display order."""
+    """The result for (host, pipeline) pairs in display order; ``step_ns``: each host's
+    median step time (None without steps)."""
     summary, analyses = [], []
     for host, p in pipelines:
         fields = _summary_fields(host, p, input_percent.get(host))
         b = _bottleneck(p)
         summary.append(PipelineSummary(**fields))
+        fine = not_a_bottleneck(p, (step_ns or {}).get(host))
         analyses.append(
             PipelineAnalysis(
                 **fields,
                 slowest_call_start_us=_us(p.slowest_call_start_ns),
-                suggestion=suggestion(b, p.python_stages) if b else "",
+                suggestion=fine
+                or (suggestion(b, p.python_stages, has_generator(p.iterators)) if b else ""),
                 python_stages=p.python_stages,
                 graph=tuple(_node(it, p.bottleneck_id) for it in p.iterators),
             )
@@ -248,7 +274,13 @@ def build(ctx: ToolContext) -> TfDataBottleneck:
     hosts = sorted({host for host, _ in found})
     percent = {host: _input_percent(ctx, host) for host in hosts} if len(hosts) > 1 else {}
     found.sort(key=lambda hp: (-(percent.get(hp[0]) or -1.0), -hp[1].max_latency_ns))
-    return result_of(found, percent)
+    return result_of(found, percent, {host: median_step_ns(ctx, host) for host in hosts})
+
+
+def median_step_ns(ctx: ToolContext, host: str) -> float | None:
+    """The host's median step time (None without steps)."""
+    db = analysis.step_db(ctx, host)
+    return float(np.median(db.dur_ns)) if db.n_steps else None
 
 
 def _has_root_iterators(profile: Profile) -> bool:

@@ -26,6 +26,7 @@ from stepscope.stats.events import EventType
 from stepscope.stats.intervals import merge, overlap_with
 from stepscope.stats.steps.limits import LimitType
 from stepscope.stats.untraced import where_untraced
+from stepscope.vocab import tensorflow as tf_names
 from stepscope.vocab.dispatch import FIXES
 
 VERY_HIGH_OTHER = 30.0  # % of step time: untraced host work this large is "high"
@@ -56,7 +57,12 @@ def input_bound(data: HostData, options: dict[str, str]) -> Finding | None:
     lo, hi = data.step_windows
     w_lo, w_hi = merge(lo, hi)
     inside = overlap_with(p.start_ns[waits], p.end_ns[waits], w_lo, w_hi)
-    events = top_by_name(p, waits[inside > 0], inside[inside > 0])
+    waits, inside = waits[inside > 0], inside[inside > 0]
+    if data.framework != "tensorflow":
+        # `stepscope.data` wraps each fetch in TensorFlow's `IteratorGetNextOp::DoCompute`
+        # (so XProf sees the wait): name it by the user's stage (`Iterator::Loader`) instead
+        waits = _named_stages(data, waits)
+    events = top_by_name(p, waits, inside)
     return Finding(
         id="input_bound",
         title="Steps wait for input",
@@ -83,6 +89,28 @@ def input_bound(data: HostData, options: dict[str, str]) -> Finding | None:
         events=events,
         metrics={"input_pct": pct, "input_ms": ns / 1e6},
     )
+
+
+def _named_stages(data: HostData, waits: np.ndarray) -> np.ndarray:
+    """Each ``IteratorGetNextOp::DoCompute`` of ``waits`` replaced by the root input stage it
+    wraps on its thread (same order; others kept)."""
+    p = data.profile
+    wrapper = p.strings.id_of(tf_names.GET_NEXT_KERNELS[0])
+    if wrapper < 0:
+        return waits
+    out = waits.copy()
+    stages = p.strings.ids_matching(tf_names.is_root_iterator)
+    for k in np.flatnonzero(p.name[waits] == wrapper).tolist():
+        e = int(waits[k])
+        sl = p.events_of_line(p.lines[int(p.line[e])])
+        inner = np.flatnonzero(
+            np.isin(p.name[sl], stages)
+            & (p.start_ns[sl] >= p.start_ns[e])
+            & (p.start_ns[sl] < p.start_ns[e] + p.dur_ns[e])
+        )
+        if len(inner):
+            out[k] = sl.start + int(inner[0])
+    return out
 
 
 def dispatch_bound(data: HostData, options: dict[str, str]) -> Finding | None:

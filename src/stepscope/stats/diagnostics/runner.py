@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from stepscope.stats.diagnostics.base import Finding, HostData, sort_findings
 from stepscope.stats.diagnostics.checks import CHECKS
@@ -43,8 +44,40 @@ def combine_hosts(
     waiting in collectives for a late rank is taken out of its collective findings."""
     found = discount_waiting(per_host, steps) if len(steps) > 1 else list(per_host)
     if len(steps) > 1:
-        found += diagnose_across(steps, options)
+        found = merge_repeats(found, len(steps)) + diagnose_across(steps, options)
     return sort_findings(found)
+
+
+def merge_repeats(found: Sequence[Finding], n_hosts: int) -> list[Finding]:
+    """The same finding on several hosts (every rank of a job runs the same loop) said once:
+    findings of one check and severity on several hosts become the worst host's, naming the
+    hosts (metrics ``hosts``, ``worst_host``) and summing their time at stake. A host whose
+    finding is graver than the others' or measures other things (a straggler's) keeps its
+    own."""
+    groups: dict[tuple[object, ...], list[Finding]] = {}
+    for f in found:
+        # a finding that measures other things (the straggler's collectives: no waiting) is
+        # another finding
+        key = (f.id, f.severity, not f.host, tuple(sorted(f.metrics)))
+        groups.setdefault(key, []).append(f)
+    out = []
+    for same in groups.values():
+        if len(same) == 1:
+            out.append(same[0])
+            continue
+        worst = sort_findings(same)[0]
+        hosts = sorted({f.host for f in same})
+        out.append(
+            replace(
+                worst,
+                host="",
+                summary=f"On {len(hosts)} of {n_hosts} hosts (worst: {worst.host}): "
+                + worst.summary,
+                time_ns=sum(f.time_ns for f in same),
+                metrics={**worst.metrics, "hosts": ", ".join(hosts), "worst_host": worst.host},
+            )
+        )
+    return out
 
 
 def diagnose_run(hosts: list[HostData], options: dict[str, str] | None = None) -> list[Finding]:
