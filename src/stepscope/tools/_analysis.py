@@ -27,7 +27,7 @@ from stepscope.stats.diagnostics.base import Finding, HostData
 from stepscope.stats.diagnostics.runner import combine_hosts, diagnose_host
 from stepscope.stats.kernels import KernelDb, build_kernel_db
 from stepscope.stats.xla_ops import xla_events
-from stepscope.tools.context import ToolContext
+from stepscope.tools.context import Key, ToolContext
 from stepscope.tools.registry import ToolOption
 from stepscope.vocab.tensorflow import is_iterator
 
@@ -57,13 +57,28 @@ DIAGNOSTIC_OPTIONS = (
 )
 
 
+# Per-host intermediates (ToolContext.intermediate): each name declared once, typed.
+STEP_DB: Key[StepDb] = Key("step_db")  # .at(step source)
+OP_METRICS: Key[OpMetrics] = Key("op_metrics")
+TF_DATA: Key[tuple[PipelineStats, ...]] = Key("tf_data_bottleneck")
+DEVICE_FACTS: Key[tuple[list[DeviceInfo], dict[str, int], str]] = Key("device_facts")
+UTILIZATION: Key[dict[str, float]] = Key("utilization")  # .at(window)
+KERNEL_DB: Key[KernelDb] = Key("kernel_stats.kernel_db")
+FINDINGS: Key[list[Finding]] = Key("diagnostics")  # .at(the diagnostic options)
+HLO_METRICS: Key[HloMetrics] = Key("xla.hlo_metrics")  # .at(lo, hi): a time window
+OP_COSTS: Key[HloMetrics] = Key("xla.op_costs")
+HAS_OP_COSTS: Key[bool] = Key("xla.has_op_costs")
+DEVICE_CAPS: Key[DeviceCaps] = Key("xla.device_caps")
+HAS_HLO_OPS: Key[bool] = Key("xla.has_ops")
+
+
 def step_db(ctx: ToolContext, host: str) -> StepDb:
     source = ctx.option("step_source", "auto")
-    return ctx.intermediate(host, f"step_db:{source}", lambda p: build_step_db(p, source))
+    return ctx.intermediate(host, STEP_DB.at(source), lambda p: build_step_db(p, source))
 
 
 def op_metrics(ctx: ToolContext, host: str) -> OpMetrics:
-    return ctx.intermediate(host, "op_metrics", build_op_metrics)
+    return ctx.intermediate(host, OP_METRICS, build_op_metrics)
 
 
 def op_metrics_beside(ctx: ToolContext) -> None:
@@ -80,7 +95,7 @@ def op_metrics_beside(ctx: ToolContext) -> None:
 
 def tf_data(ctx: ToolContext, host: str) -> tuple[PipelineStats, ...]:
     """Input pipelines and their bottlenecks (shared with tf_data_bottleneck_analysis)."""
-    return ctx.intermediate(host, "tf_data_bottleneck", _tf_data_stats)
+    return ctx.intermediate(host, TF_DATA, _tf_data_stats)
 
 
 def _tf_data_stats(profile: Profile) -> tuple[PipelineStats, ...]:
@@ -120,18 +135,18 @@ def _device_facts(profile: Profile) -> tuple[list[DeviceInfo], dict[str, int], s
 
 def device_facts(ctx: ToolContext, host: str) -> tuple[list[DeviceInfo], dict[str, int], str]:
     """(devices, device compute ns by precision, framework) of one host."""
-    return ctx.intermediate(host, "device_facts", _device_facts)
+    return ctx.intermediate(host, DEVICE_FACTS, _device_facts)
 
 
 def gpu_utilization(
     ctx: ToolContext, host: str, window: tuple[int, int] | None
 ) -> dict[str, float]:
-    return ctx.intermediate(host, f"utilization:{window}", lambda p: utilization(p, window))
+    return ctx.intermediate(host, UTILIZATION.at(window), lambda p: utilization(p, window))
 
 
 def kernel_db(ctx: ToolContext, host: str) -> KernelDb:
     """GPU kernels with their ops and launch facts (kernel_stats, diagnostics)."""
-    return ctx.intermediate(host, "kernel_stats.kernel_db", build_kernel_db)
+    return ctx.intermediate(host, KERNEL_DB, build_kernel_db)
 
 
 def _host_data(ctx: ToolContext, host: str) -> HostData:
@@ -147,7 +162,7 @@ def findings(ctx: ToolContext) -> list[Finding]:
     Per-host findings are intermediates of each host (computed where the host is analyzed:
     a worker, for ALL_HOSTS); the findings across hosts reduce the hosts' step databases."""
     options = {o.name: ctx.option(o.name, o.default) for o in DIAGNOSTIC_OPTIONS}
-    key = "diagnostics:" + ",".join(f"{k}={v}" for k, v in sorted(options.items()))
+    key = FINDINGS.at(",".join(f"{k}={v}" for k, v in sorted(options.items())))
     hosts = ctx.hosts
 
     def per_host(h: str) -> list[Finding]:
@@ -161,14 +176,14 @@ def findings(ctx: ToolContext) -> list[Finding]:
         return per_host(hosts[0])
     # Cached per (run, hosts, options) without opening a profile: the overview and the
     # diagnostics tool share the reduction.
-    return ctx.store.reduction((ctx.run.name, key, *hosts), whole_run)
+    return ctx.store.reduction((ctx.run.name, key.name, *hosts), whole_run)
 
 
 def hlo_metrics(ctx: ToolContext, host: str) -> HloMetrics:
     """Time, FLOPs and bytes per HLO instruction (hlo_stats, op_profile, roofline_model)."""
     from stepscope.stats.xla_metrics import hlo_metrics as build_hlo_metrics
 
-    return ctx.intermediate(host, "xla.hlo_metrics", build_hlo_metrics)
+    return ctx.intermediate(host, HLO_METRICS, build_hlo_metrics)
 
 
 def _op_costs(profile: Profile) -> HloMetrics:
@@ -184,12 +199,12 @@ def _op_costs(profile: Profile) -> HloMetrics:
 def op_costs(ctx: ToolContext, host: str) -> HloMetrics:
     """Per op time, FLOPs and bytes: from the HLO for XLA programs, else estimated from PyTorch
     op shapes (op_profile, roofline_model)."""
-    return ctx.intermediate(host, "xla.op_costs", _op_costs)
+    return ctx.intermediate(host, OP_COSTS, _op_costs)
 
 
 def has_op_costs(ctx: ToolContext) -> bool:
     return any(
-        ctx.intermediate(h, "xla.has_op_costs", lambda p: any(r.flops for r in _op_costs(p).rows))
+        ctx.intermediate(h, HAS_OP_COSTS, lambda p: any(r.flops for r in _op_costs(p).rows))
         for h in ctx.hosts
     )
 
@@ -197,9 +212,9 @@ def has_op_costs(ctx: ToolContext) -> bool:
 def device_caps(ctx: ToolContext, host: str) -> DeviceCaps:
     from stepscope.stats.device_caps import device_caps as build_device_caps
 
-    return ctx.intermediate(host, "xla.device_caps", build_device_caps)
+    return ctx.intermediate(host, DEVICE_CAPS, build_device_caps)
 
 
 def has_hlo_ops(ctx: ToolContext) -> bool:
     """Whether a selected host has device events tied to HLO instructions (cheap to list)."""
-    return any(ctx.intermediate(h, "xla.has_ops", lambda p: bool(xla_events(p))) for h in ctx.hosts)
+    return any(ctx.intermediate(h, HAS_HLO_OPS, lambda p: bool(xla_events(p))) for h in ctx.hosts)

@@ -9,21 +9,22 @@ from __future__ import annotations
 from stepscope.stats.compare import RunSummary, build_run_summary, memory_peak_bytes
 from stepscope.stats.kernels import KernelDb, kernel_events, merge_kernel_dbs
 from stepscope.tools._analysis import device_facts, device_ops, host_ops, kernel_db, steps
-from stepscope.tools.context import ToolContext
+from stepscope.tools.context import Key, ToolContext
+
+# Per-host intermediates (ToolContext.intermediate): each name declared once, typed.
+HAS_KERNELS: Key[bool] = Key("compare.has_kernels")
+MEMORY_PEAK: Key[int | None] = Key("compare.memory_peak")
 
 
 def _kernels(ctx: ToolContext) -> KernelDb | None:
-    has = [
-        ctx.intermediate(h, "compare.has_kernels", lambda p: len(kernel_events(p)) > 0)
-        for h in ctx.hosts
-    ]
+    has = [ctx.intermediate(h, HAS_KERNELS, lambda p: len(kernel_events(p)) > 0) for h in ctx.hosts]
     if not any(has):
         return None
     return merge_kernel_dbs([kernel_db(ctx, h) for h in ctx.hosts])  # shared with kernel_stats
 
 
 def _memory_peak(ctx: ToolContext) -> int | None:
-    peaks = [ctx.intermediate(h, "compare.memory_peak", memory_peak_bytes) for h in ctx.hosts]
+    peaks = [ctx.intermediate(h, MEMORY_PEAK, memory_peak_bytes) for h in ctx.hosts]
     known = [p for p in peaks if p is not None]
     return max(known) if known else None
 

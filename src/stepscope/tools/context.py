@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import field
 from pathlib import Path
 from threading import Event, Lock, Thread
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from stepscope import workers
 from stepscope.model import ALL_HOSTS, Profile, Run, open_host, partial
@@ -18,6 +18,43 @@ if TYPE_CHECKING:
     from stepscope.executor import Executor, ProgressFn
 
 T = TypeVar("T")
+
+
+class Key(Generic[T]):
+    """The name of a per-host intermediate, typed by the value it holds.
+
+    Declared once, at module level beside the function that builds it
+    (``OP_METRICS: Key[OpMetrics] = Key("op_metrics")``), and passed to
+    `ToolContext.intermediate`, which then returns that type. The store, the per-host
+    summaries of ALL_HOSTS and their cache on disk keep values by this name, so a name
+    declared by two modules (two kinds of value under one name) raises at import.
+    ``key.at(param, ...)`` names one variant (``step_db:marker``), of the same type.
+    """
+
+    __slots__ = ("name",)
+    _declared: ClassVar[dict[str, str]] = {}  # name -> the module that declared it
+
+    def __init__(self, name: str, *, module: str | None = None) -> None:
+        import sys
+
+        where = module or sys._getframe(1).f_globals.get("__name__", "?")
+        if ":" in name:
+            raise ValueError(f"intermediate name {name!r}: ':' separates variants (Key.at)")
+        known = Key._declared.setdefault(name, where)
+        if known != where:
+            raise RuntimeError(f"intermediate {name!r} declared in {known} and in {where}")
+        self.name = name
+
+    def at(self, *params: object) -> Key[T]:
+        """The variant of this intermediate for ``params`` (its name ``name:p1:p2``)."""
+        variant: Key[T] = object.__new__(Key)
+        variant.name = ":".join([self.name, *(f"{p}" for p in params)])
+        return variant
+
+    def __repr__(self) -> str:
+        return f"Key({self.name!r})"
+
+
 logger = logging.getLogger(__name__)
 
 
@@ -211,8 +248,9 @@ class ToolContext:
     def profiles(self) -> list[Profile]:
         return [self.store.profile(self.run, h) for h in self.hosts]
 
-    def intermediate(self, host: str, name: str, build: Callable[[Profile], T]) -> T:
-        return self.store.intermediate(self.run, host, name, build)
+    def intermediate(self, host: str, key: Key[T], build: Callable[[Profile], T]) -> T:
+        """``build(profile)`` of ``host``, computed once per host file and ``key``."""
+        return self.store.intermediate(self.run, host, key.name, build)
 
     def option(self, name: str, default: str = "") -> str:
         return self.options.get(name, default)

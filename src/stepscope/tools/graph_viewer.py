@@ -14,7 +14,7 @@ from stepscope.stats.hlo_memory import program_memory
 from stepscope.stats.xla_op import expression
 from stepscope.tools import _analysis as analysis
 from stepscope.tools import _xla
-from stepscope.tools.context import ToolContext
+from stepscope.tools.context import Key, ToolContext
 from stepscope.tools.output import out
 from stepscope.tools.registry import ToolOption, ToolSpec, ToolUsageError
 from stepscope.xspace.proto import hlo_pb2
@@ -27,6 +27,10 @@ NODE = ToolOption("node", "the HLO instruction at the center; default: the one w
 DEPTH = ToolOption(
     "depth", "operand/user hops shown around the node", "2", ("1", "2", "3", "4", "5")
 )
+
+
+# Per-host intermediates (ToolContext.intermediate): each name declared once, typed.
+HAS_HLO: Key[bool] = Key("xla.has_hlo")
 
 
 def _users(module: HloModule, computation: int) -> dict[int, list[int]]:
@@ -179,9 +183,7 @@ def build(ctx: ToolContext) -> GraphView:
 
 
 def available(ctx: ToolContext) -> bool:
-    return any(
-        ctx.intermediate(h, "xla.has_hlo", lambda p: bool(hlo_modules(p))) for h in ctx.hosts
-    )
+    return any(ctx.intermediate(h, HAS_HLO, lambda p: bool(hlo_modules(p))) for h in ctx.hosts)
 
 
 TOOL = ToolSpec(

@@ -17,11 +17,15 @@ from stepscope.stats.kernels import (
     merge_kernel_dbs,
 )
 from stepscope.tools import _analysis as analysis
-from stepscope.tools.context import ToolContext
+from stepscope.tools.context import Key, ToolContext
 from stepscope.tools.output import out
 from stepscope.tools.registry import ToolSpec
 
 TOP_KERNELS = 10  # slices of the pie chart before "Other"
+
+
+# Per-host intermediates (ToolContext.intermediate): each name declared once, typed.
+HAS_KERNELS: Key[bool] = Key("kernel_stats.has_kernels")
 
 
 def _us(ns: float) -> float:
@@ -171,7 +175,7 @@ def _has_kernels(profile: Profile) -> bool:
 
 def available(ctx: ToolContext) -> bool:
     # Cheap: listing tools must not aggregate the kernels.
-    return any(ctx.intermediate(h, "kernel_stats.has_kernels", _has_kernels) for h in ctx.hosts)
+    return any(ctx.intermediate(h, HAS_KERNELS, _has_kernels) for h in ctx.hosts)
 
 
 TOOL = ToolSpec(

@@ -21,9 +21,13 @@ from stepscope.stats.memory import (
     memory_events,
 )
 from stepscope.stats.steps.spans import step_spans_with_ids
-from stepscope.tools.context import ToolContext
+from stepscope.tools.context import Key, ToolContext
 from stepscope.tools.output import out
 from stepscope.tools.registry import ToolSpec
+
+# Per-host intermediates (ToolContext.intermediate): each name declared once, typed.
+HOST_MEMORY: Key[HostMemory] = Key("memory_profile.hosts")
+HAS_MEMORY_EVENTS: Key[bool] = Key("memory_profile.has_events")
 
 
 @record
@@ -393,7 +397,7 @@ def host_memory(ctx: ToolContext, host: str) -> HostMemory:
             framework_of(profile),
         )
 
-    return ctx.intermediate(host, "memory_profile.hosts", build_one)
+    return ctx.intermediate(host, HOST_MEMORY, build_one)
 
 
 def build(ctx: ToolContext) -> MemoryProfile:
@@ -409,9 +413,7 @@ def _has_memory_events(profile: Profile) -> bool:
 
 def available(ctx: ToolContext) -> bool:
     # Cheap: listing tools must not build the profile itself.
-    return any(
-        ctx.intermediate(h, "memory_profile.has_events", _has_memory_events) for h in ctx.hosts
-    )
+    return any(ctx.intermediate(h, HAS_MEMORY_EVENTS, _has_memory_events) for h in ctx.hosts)
 
 
 TOOL = ToolSpec(

@@ -9,7 +9,7 @@ from stepscope.model.hlo import hlo_modules
 from stepscope.records import record
 from stepscope.stats.hlo_memory import ProgramMemory, program_memory
 from stepscope.tools import _xla
-from stepscope.tools.context import ToolContext
+from stepscope.tools.context import Key, ToolContext
 from stepscope.tools.output import out
 from stepscope.tools.registry import ToolOption, ToolSpec
 
@@ -18,6 +18,10 @@ MODULE = ToolOption(
     "the program: its name (jit_train_step) or program id; default: the largest peak",
     "",
 )
+
+
+# Per-host intermediates (ToolContext.intermediate): each name declared once, typed.
+HAS_BUFFER_ASSIGNMENT: Key[bool] = Key("xla.has_buffer_assignment")
 
 
 def _memories(profile: Profile) -> list[ProgramMemory]:
@@ -121,8 +125,7 @@ def build(ctx: ToolContext) -> MemoryViewer:
 
 def available(ctx: ToolContext) -> bool:
     return any(
-        ctx.intermediate(h, "xla.has_buffer_assignment", lambda p: bool(_memories(p)))
-        for h in ctx.hosts
+        ctx.intermediate(h, HAS_BUFFER_ASSIGNMENT, lambda p: bool(_memories(p))) for h in ctx.hosts
     )
 
 

@@ -20,9 +20,12 @@ from stepscope.stats.events import CATEGORY_LABELS
 from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
 from stepscope.stats.stragglers import PodLateness, find_stragglers
 from stepscope.tools import _analysis as analysis
-from stepscope.tools.context import ToolContext
+from stepscope.tools.context import Key, ToolContext
 from stepscope.tools.output import out
 from stepscope.tools.registry import ToolSpec
+
+# Per-host intermediates (ToolContext.intermediate): each name declared once, typed.
+DEVICE_COUNT: Key[int] = Key("pod_viewer.device_count")
 
 
 def _ms(ns: float) -> float:
@@ -283,7 +286,7 @@ def available(ctx: ToolContext) -> bool:
     steps are found when the page is opened)."""
     if len(ctx.hosts) > 1:
         return True
-    return any(ctx.intermediate(h, "pod_viewer.device_count", _device_count) > 1 for h in ctx.hosts)
+    return any(ctx.intermediate(h, DEVICE_COUNT, _device_count) > 1 for h in ctx.hosts)
 
 
 TOOL = ToolSpec(

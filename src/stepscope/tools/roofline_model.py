@@ -120,7 +120,7 @@ def _steps(ctx: ToolContext, host: str, total: HloMetrics) -> list[tuple[str, Hl
     for i in range(min(db.n_steps, MAX_STEPS)):
         lo = int(db.start_ns[i])
         hi = lo + int(db.dur_ns[i])
-        metrics = ctx.intermediate(host, f"xla.hlo_metrics:{lo}:{hi}", _in_window(lo, hi))
+        metrics = ctx.intermediate(host, analysis.HLO_METRICS.at(lo, hi), _in_window(lo, hi))
         steps.append((str(int(db.step_num[i])), metrics))
     return steps
 

@@ -21,7 +21,7 @@ from stepscope.stats.tf_data import (
     explain_long_name,
 )
 from stepscope.tools import _analysis as analysis
-from stepscope.tools.context import ToolContext
+from stepscope.tools.context import Key, ToolContext
 from stepscope.tools.output import out
 from stepscope.tools.registry import ToolSpec
 from stepscope.vocab.tensorflow import is_root_iterator
@@ -30,6 +30,11 @@ _SOURCES = ("TFRecord", "TextLine", "FixedLengthRecord", "SSTable", "Generator",
 _MAPS = ("Map", "ParallelMap", "ParallelMapV2", "MapAndBatch", "Interleave", "ParallelInterleave")
 _GUIDE = "https://www.tensorflow.org/guide/data_performance_analysis"
 NEGLIGIBLE_STEP_SHARE = 0.05  # a slowest call under 5% of a step needs no pipeline change
+
+
+# Per-host intermediates (ToolContext.intermediate): each name declared once, typed.
+PIPELINES: Key[tuple[PipelineStats, ...]] = Key("tf_data.pipelines")
+HAS_ROOT_ITERATORS: Key[bool] = Key("tf_data.has_root_iterators")
 
 
 def _us(ns: float) -> float:
@@ -258,7 +263,7 @@ def result_of(
 
 
 def host_pipelines(ctx: ToolContext, host: str) -> tuple[PipelineStats, ...]:
-    return ctx.intermediate(host, "tf_data.pipelines", build_tf_data_stats)
+    return ctx.intermediate(host, PIPELINES, build_tf_data_stats)
 
 
 def _input_percent(ctx: ToolContext, host: str) -> float | None:
@@ -290,9 +295,7 @@ def _has_root_iterators(profile: Profile) -> bool:
 
 def available(ctx: ToolContext) -> bool:
     # Cheap: listing tools must not run the analysis.
-    return any(
-        ctx.intermediate(h, "tf_data.has_root_iterators", _has_root_iterators) for h in ctx.hosts
-    )
+    return any(ctx.intermediate(h, HAS_ROOT_ITERATORS, _has_root_iterators) for h in ctx.hosts)
 
 
 TOOL = ToolSpec(

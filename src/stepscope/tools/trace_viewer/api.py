@@ -30,7 +30,7 @@ from stepscope.stats.trace_index.index import TraceIndex, open_trace_index
 from stepscope.stats.trace_index.window import events_in_box, query_window, rows_of_pairs
 from stepscope.store import background
 from stepscope.tools import output
-from stepscope.tools.context import ToolContext
+from stepscope.tools.context import Key, ToolContext
 from stepscope.tools.trace_viewer import wire as trace_wire
 from stepscope.tools.trace_viewer.responses import (
     EventAnswer,
@@ -56,6 +56,10 @@ MAX_LIST_CHARS = 65_536  # `lines` / `rows` lists: what a URL can reasonably hol
 _SAFE_INT = 1 << 53
 
 
+# Per-host intermediates (ToolContext.intermediate): each name declared once, typed.
+TRACE_INDEX: Key[TraceIndex] = Key("trace_index")
+
+
 def trace_of(ctx: ToolContext) -> tuple[Profile, TraceIndex]:
     """The profile and its trace index for the context's (single) host, memoized. Their
     store entries are written once this answer is computed (`background.foreground`)."""
@@ -65,7 +69,7 @@ def trace_of(ctx: ToolContext) -> tuple[Profile, TraceIndex]:
         profile = store.profile(ctx.run, host)
         index = ctx.intermediate(
             host,
-            "trace_index",
+            TRACE_INDEX,
             lambda p: open_trace_index(
                 p,
                 use_cache=store.use_cache,
