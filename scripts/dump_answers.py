@@ -103,8 +103,10 @@ def main() -> int:
     parser.add_argument("--only", default="", help="fixtures whose name contains this")
     args = parser.parse_args()
     # One fixed scratch path: answers that name a file (report, errors) stay comparable.
+    # $STEPSCOPE_DUMP_SCRATCH moves it (two people dumping on one machine at once).
     mode = "py" if os.environ.get("STEPSCOPE_PURE_PYTHON") else "c"
-    tmp = Path(tempfile.gettempdir()) / f"stepscope-dump-answers-{mode}"
+    scratch = os.environ.get("STEPSCOPE_DUMP_SCRATCH") or tempfile.gettempdir()
+    tmp = Path(scratch) / f"stepscope-dump-answers-{mode}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
