@@ -141,3 +141,21 @@ def test_a_python_loaders_wait_is_named_by_its_stage() -> None:
     finding = input_bound(data, {})
     assert finding is not None and finding.events[0].name == "Iterator::Loader"
     assert "IteratorGetNextOp" not in finding.summary
+
+
+def test_a_cpu_op_that_is_usually_short_still_computes_when_long() -> None:
+    """Eager PyTorch on the CPU computes inline: three 5 ms matmuls among many short ones
+    are compute, whatever the name's median (a PyTorch CPU loop read 64% "dispatch")."""
+    builder = XSpaceBuilder("torch")
+    main = builder.plane("/host:CPU").line(1, "MainThread")
+    for k in range(STEPS):
+        t0 = k * 30 * MS
+        main.event("train", t0, 30 * MS, {"step_num": k, "_r": 1})
+        t = t0
+        for i in range(40):
+            dur = 5_000 * US if i in (10, 20, 30) else 20 * US
+            main.event("aten::mm", t, dur)
+            t += dur + 5 * US
+    db = build_step_db(build(builder))
+    assert db.limit_ns()["compute"].min() >= 15 * MS
+    assert bound_by(summarize_steps({"h": db})).first == "compute"

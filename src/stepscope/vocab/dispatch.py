@@ -41,6 +41,12 @@ def is_dispatch_name(name: str) -> bool:
     return name.startswith(PREFIXES) or name in TF_NAMES or name in LAUNCH_NAMES
 
 
+def computes_inline(name: str, has_device: bool) -> bool:
+    """Whether a dispatch event of this name runs its computation on the calling thread (an
+    eager op on the CPU), so that a long one is compute, not dispatch."""
+    return name in TF_NAMES or (not has_device and name.startswith(TORCH_PREFIXES))
+
+
 # What to do about it, per framework (the finding's fix and the headline's evidence).
 FIXES = {
     "jax": "put the per-op code under jax.jit (an optimizer update over a list of arrays: "

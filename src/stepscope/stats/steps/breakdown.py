@@ -466,6 +466,7 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
         span_lo,
         span_hi,
         keep,
+        has_device,
     )
     # input staged in the steps beyond XProf's input category
     input_cols = [int(t) // 10 for t in CATEGORIES["input"]]

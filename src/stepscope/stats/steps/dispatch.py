@@ -8,11 +8,12 @@ is tiny; the step's time goes into issuing them.
 On every host thread, the outermost dispatch events (`stepscope.vocab.dispatch`) shorter
 than `TINY_OP_NS` form runs where each starts within `RUN_GAP_NS` of the previous one's end;
 a run of at least `MIN_RUN_OPS` is dispatch time from its first op's start to its last op's
-end (the Python between the ops included). A dispatch event of `TINY_OP_NS` or more whose
-name usually takes that long computes (an eager op on the CPU, a jitted call XLA runs inline
-on the calling thread): it is a hole in the run, not dispatch, and the gap between the small
-ops around it is measured without it, so it does not end the run. A slow call of an op that
-is usually short (it waited for the GIL or a core) is dispatch like the others. The step
+end (the Python between the ops included). A dispatch event of `TINY_OP_NS` or more computes
+when it runs its work on the calling thread (an eager PyTorch op without a device, an eager
+TensorFlow op), or when its name usually takes that long (a jitted call XLA runs inline): it
+is a hole in the run, not dispatch, and the gap between the small ops around it is measured
+without it, so it does not end the run. A slow call of an op that only queues work and is
+usually short (it waited for the GIL or a core) is dispatch like the others. The step
 database counts that time in its "bound by" limits (below device work, input and waits for
 a computation), and keeps the evidence: ops per step, their median duration and gap, the
 ops issued most, the Python function that issued them (the innermost Python tracer frame
@@ -32,7 +33,7 @@ from stepscope.records import record
 from stepscope.stats.arrays import distinct_ids
 from stepscope.stats.intervals import merge, subtract_sets
 from stepscope.stats.python_samples import function_key, sample_points, sampled_thread_line
-from stepscope.vocab.dispatch import is_dispatch_name
+from stepscope.vocab.dispatch import computes_inline, is_dispatch_name
 
 TINY_OP_NS = 100_000  # an op dispatched in under 100 µs is mostly dispatch overhead
 RUN_GAP_NS = 200_000  # ops issued less than 200 µs apart belong to one run
@@ -72,17 +73,21 @@ class DispatchRuns:
         return subtract_sets(lo, hi, h_lo, h_hi)
 
 
-def _dispatch_ids(profile: Profile) -> np.ndarray:
-    """The string ids of dispatch events."""
+def _dispatch_ids(profile: Profile, has_device: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The string ids of dispatch events, and of those that compute on the calling thread."""
     strings = profile.strings
     used = distinct_ids(profile.name, len(strings))
-    return np.array([i for i in used.tolist() if is_dispatch_name(strings[i])], np.int64)
+    ids = [i for i in used.tolist() if is_dispatch_name(strings[i])]
+    inline = [i for i in ids if computes_inline(strings[i], has_device)]
+    return np.array(ids, np.int64), np.array(inline, np.int64)
 
 
-def _computes(names: np.ndarray, dur: np.ndarray) -> np.ndarray:
-    """Per op: whether it computes (long, and its name's median is long too) rather than
-    dispatches (short, or a slow call of an op that is usually short: it waited for the
-    GIL or a core)."""
+def _computes(names: np.ndarray, dur: np.ndarray, inline: np.ndarray) -> np.ndarray:
+    """Per op: whether it computes rather than dispatches. An op computing on the calling
+    thread (``inline``: eager PyTorch without a device, eager TensorFlow) computes when it
+    is long; an op that queues work computes when it is long and its name usually is (a
+    jitted call XLA runs inline), and dispatches when it is short or a slow call of an op
+    that is usually short (it waited for the GIL or a core)."""
     long = dur >= TINY_OP_NS
     if not long.any():
         return long
@@ -92,13 +97,13 @@ def _computes(names: np.ndarray, dur: np.ndarray) -> np.ndarray:
     counts = np.bincount(group, minlength=len(uniq))
     first = np.r_[0, np.cumsum(counts)[:-1]]
     median = dur[order][first + (counts - 1) // 2]  # lower median per name
-    return long & (median[group] >= TINY_OP_NS)
+    return long & (inline | (median[group] >= TINY_OP_NS))
 
 
-def find_runs(profile: Profile, host_line: np.ndarray) -> DispatchRuns:
+def find_runs(profile: Profile, host_line: np.ndarray, has_device: bool) -> DispatchRuns:
     """Dispatch runs on the lines where ``host_line`` is True."""
     none = np.zeros(0, np.int64)
-    ids = _dispatch_ids(profile)
+    ids, inline_ids = _dispatch_ids(profile, has_device)
     candidate = np.flatnonzero(np.isin(profile.name, ids) & host_line[profile.line])
     if not len(candidate):
         return DispatchRuns(none, none, none, none, none, none)
@@ -115,7 +120,7 @@ def find_runs(profile: Profile, host_line: np.ndarray) -> DispatchRuns:
         outer = np.ones(len(ev), dtype=bool)
         outer[1:] = start[1:] >= reach[:-1]
         ev, start, end = ev[outer], start[outer], end[outer]
-        long = _computes(profile.name[ev], end - start)
+        long = _computes(profile.name[ev], end - start, np.isin(profile.name[ev], inline_ids))
         # the small ops; a long op between two of them is a hole in the run, not a break:
         # the gap between them is measured without it
         held = np.r_[0, np.cumsum(np.where(long, end - start, 0))]

@@ -64,6 +64,7 @@ def limit_table(
     span_lo: np.ndarray,
     span_hi: np.ndarray,
     keep: np.ndarray,
+    has_device: bool,
 ) -> LimitTable:
     """The limits of the kept steps ``keep`` (sorted by start) of a step database whose
     pairs are (``st``, ``lo``, ``hi``) with limit types ``ltypes``."""
@@ -74,7 +75,7 @@ def limit_table(
     k, w_lo, w_hi = staged_windows(profile, lines, s_lo, s_hi)
     added.append((keep[k].astype(np.int64), w_lo, w_hi, LimitType.INPUT))
     # dispatch runs on every host thread, cut to the steps
-    runs = find_runs(profile, host_lines(profile))
+    runs = find_runs(profile, host_lines(profile), has_device)
     d_lo, d_hi = runs.intervals()
     added.append((*_in_steps(d_lo, d_hi, s_lo, s_hi, keep), LimitType.DISPATCH))
     # waits of the step threads
