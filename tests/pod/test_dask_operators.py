@@ -33,7 +33,13 @@ TF_CPU = next((FIXTURES / "tf" / "ctl" / "plugins" / "profile").glob("*/vm.xplan
 def roots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Run roots by who can open them: every worker, the "good" one only, no worker."""
     base = tmp_path_factory.mktemp("operators")
-    return {name: base / name for name in ("all", "good_only", "nobody", "worker_cache")}
+    roots = {
+        name: base / name
+        for name in ("all", "good_only", "nobody", "worker_cache", "mounted", "elsewhere")
+    }
+    roots["mounted"].mkdir()
+    roots["elsewhere"].symlink_to(roots["mounted"])  # one file system at two paths
+    return roots
 
 
 def _worker(cluster: Any, env: dict[str, str]) -> dict[str, Any]:
@@ -46,7 +52,7 @@ def cluster(roots: dict[str, Path]) -> Iterator[str]:
     """A LocalCluster of two one-thread worker processes, "good" and "blind", with their own
     summary cache directory; its scheduler's address."""
     cache = {"STEPSCOPE_CACHE_DIR": str(roots["worker_cache"])}
-    nobody = f"{roots['nobody']}={GONE}/b"
+    nobody = f"{roots['nobody']}={GONE}/b;{roots['mounted']}={roots['elsewhere']}"
     with distributed.LocalCluster(
         n_workers=0, threads_per_worker=1, processes=True, dashboard_address=None
     ) as local:
@@ -153,6 +159,19 @@ def test_workers_keep_summaries_in_their_own_cache(
     status, _, err = _cli(capsys, "tool", str(run), "op_stats", "--dask", cluster)
     assert status == 0, err
     assert len(list((roots["worker_cache"] / "summaries").rglob("*.npz"))) >= 3
+
+
+def test_the_trace_viewer_says_when_the_workers_entries_do_not_reach_it(
+    cluster: str, roots: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Workers that see the run at another path key their converted profiles by that path:
+    the driver does not find them under its own, builds them itself, and says why."""
+    run = str(_pod(roots["mounted"] / "tv", hosts=3))
+    status, _, err = _cli(
+        capsys, "tool", run, "trace_viewer", "--host", "ALL_HOSTS", "--dask", cluster, "-q"
+    )
+    assert status == 0, err
+    assert "the workers' converted profiles of 3 host(s) are not in this process's cache" in err
 
 
 def test_a_cluster_without_workers_fails_within_the_timeout(
