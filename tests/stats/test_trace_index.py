@@ -272,3 +272,25 @@ def test_name_index_and_steps_are_built_on_first_use(
     assert loaded is not None and loaded._names is not None and loaded._steps is not None
     np.testing.assert_array_equal(loaded.names.events, expected.events)
     np.testing.assert_array_equal(loaded.steps.start_ns, steps.start_ns)
+
+
+def test_counters_read_the_same_at_every_zoom() -> None:
+    """A window finer than a nanosecond per bucket used to round its bucket edges onto each
+    other: a kernel running throughout read 0% and 100% in turn, and the bucket times
+    repeated. Buckets are whole nanoseconds: inside one kernel utilization is 100% at a 2 us,
+    a 20 ns and a 200 us window alike, and memory holds its value."""
+    builder = XSpaceBuilder("host")
+    mem = builder.plane("/host:CPU").line(1, "mem")
+    mem.event("MemoryAllocation", BASE, 0, {"bytes_allocated": 4096, "allocator_name": "bfc"})
+    builder.plane("/device:GPU:0").line(3, "Stream #3").event("kernel", BASE, 1_000_000)
+    index = build_trace_index(profile_from_xspace(builder.build()))
+    util, memory = (
+        c for name in ("Utilization", "Memory") for c in index.counters if name in c.name
+    )
+    mid = BASE + 500_000
+    for span in (200_000, 2_000, 20):
+        times, pct = sample(util, mid - span // 2, mid + span // 2, 4096)
+        assert set(pct.tolist()) == {100.0}, span
+        assert len(times) == min(4096, span) and (np.diff(times) >= 1).all()
+        _, held = sample(memory, mid - span // 2, mid + span // 2, 4096)
+        assert set(held.tolist()) == {4096.0}, span

@@ -101,12 +101,17 @@ def _busy_until(counter: Counter, t: np.ndarray) -> np.ndarray:
 
 
 def sample(counter: Counter, t0: int, t1: int, buckets: int) -> tuple[np.ndarray, np.ndarray]:
-    """(bucket start times, values) of ``counter`` over [t0, t1) in ``buckets`` buckets.
+    """(bucket start times, values) of ``counter`` over [t0, t1) in ``buckets`` buckets (at
+    most one per nanosecond; a bucket ends where the next starts, the last at ``t1``).
 
     Step counters: the largest value held during each bucket (NaN before the first point).
     Busy counters: the busy share of each bucket in percent.
     """
-    buckets = max(1, buckets)
+    # Buckets are whole nanoseconds: finer ones would round to edges 0 ns apart, whose busy
+    # share is 0% between two 100% ones (a sawtooth where one kernel runs throughout) and
+    # whose start times repeat. So a window narrower than its resolution gets one bucket per
+    # nanosecond, and a step function reads the same at every zoom.
+    buckets = max(1, min(buckets, t1 - t0))
     edges = t0 + (np.arange(buckets + 1, dtype=np.float64) * ((t1 - t0) / buckets))
     edges = np.round(edges).astype(np.int64)
     times = edges[:-1]
