@@ -192,8 +192,9 @@ def test_steps_are_asked_for_after_the_first_window(browser: Any, server: Runnin
         assert "steps" in asked and "window" in asked
         assert asked.index("window") < asked.index("steps")
         assert page.is_visible("[data-action='fit-step']")
+        page.click(".tv-menu summary")  # the view options' menu
         assert page.is_visible("[data-control='origin']")
-        assert " 30 steps · " in page.inner_text(f"{PAGE} p.loading")
+        assert " 30 steps · " in page.inner_text(f"{PAGE} .tv-summary")
     finally:
         page.close()
 

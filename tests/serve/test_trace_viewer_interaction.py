@@ -16,7 +16,15 @@ from stepscope.serve.app import RunningServer, start_server
 from stepscope.serve.state import ServerState
 from tests.support.browser import SHOTS
 from tests.support.fixtures import tf_xplane
-from tests.support.trace_viewer import OPEN_PAGES, PAGE, close_pages, open_trace, settle, view
+from tests.support.trace_viewer import (
+    OPEN_PAGES,
+    PAGE,
+    choose,
+    close_pages,
+    open_trace,
+    settle,
+    view,
+)
 
 __all__ = ["close_pages"]  # fixtures
 
@@ -51,7 +59,7 @@ def test_keys_work_after_a_toolbar_click_and_never_leave_the_viewer(
     assert zoomed["t1"] - zoomed["t0"] < 0.7 * (full["t1"] - full["t0"])
     page.keyboard.press("d")
     assert view(page)["t0"] > zoomed["t0"]
-    page.select_option("[data-control='flows']", "all")  # a select had focus: keys still work
+    choose(page, "flows", "all")  # a select had focus: keys still work
     before = view(page)
     page.keyboard.press("a")
     assert view(page)["t0"] < before["t0"]
@@ -77,8 +85,13 @@ def test_wheel_scrolls_tracks_ctrl_wheel_zooms_shift_wheel_pans(
     browser: Any, big_ctl: RunningServer
 ) -> None:
     page = open_trace(browser, big_ctl, "big_ctl/run")
+    page.set_viewport_size({"width": 1400, "height": 600})  # the tracks taller than the view
+    page.wait_for_function(
+        "() => { const s = document.querySelector('.tv-scroll');"
+        " return s.scrollHeight > s.clientHeight; }"
+    )
     box = page.locator(".tv-canvas").bounding_box()
-    page.mouse.move(box["x"] + 700, box["y"] + 300)
+    page.mouse.move(box["x"] + 700, box["y"] + 200)
     before = view(page)
     page.mouse.wheel(0, 300)  # plain wheel: the tracks scroll, the time range stays
     page.wait_for_timeout(200)
@@ -105,7 +118,7 @@ def test_wheel_scrolls_tracks_ctrl_wheel_zooms_shift_wheel_pans(
     assert panned["t0"] > zoomed["t0"]
     assert panned["t1"] - panned["t0"] == pytest.approx(zoomed["t1"] - zoomed["t0"])
     # XProf's convention, on request: the plain wheel zooms.
-    page.select_option("[data-control='wheel']", "zoom")
+    choose(page, "wheel", "zoom")
     page.mouse.move(box["x"] + 700, box["y"] + 300)
     page.mouse.wheel(0, -300)
     assert view(page)["t1"] - view(page)["t0"] < panned["t1"] - panned["t0"]
@@ -149,7 +162,7 @@ def test_time_labels_count_from_the_chosen_step(browser: Any, big_ctl: RunningSe
     steps = page.evaluate("window.stepscopeTrace.structure.steps")
     page.fill(".tv-toolbar input[type=number]", str(steps["number"][10]))
     page.click("[data-action='fit-step']")
-    page.select_option("[data-control='origin']", "step")
+    choose(page, "origin", "step")
     assert float(page.get_attribute(PAGE, "data-origin")) == steps["start_ns"][10]
     labels = tick_labels(page)
     assert "0" in labels  # the step's start is tick zero
@@ -242,7 +255,7 @@ def test_details_pane_stays_in_view_with_op_stats_link(
 
 def test_all_flows_are_bounded_per_frame(browser: Any, big_ctl: RunningServer) -> None:
     page = open_trace(browser, big_ctl, "big_ctl/run")
-    page.select_option("[data-control='flows']", "all")
+    choose(page, "flows", "all")
     settle(page)
     drawn = int(page.get_attribute(PAGE, "data-flows-drawn"))
     assert 0 < drawn <= 2000
@@ -266,7 +279,7 @@ def test_all_flows_are_bounded_per_frame(browser: Any, big_ctl: RunningServer) -
 def test_tracks_with_one_name_are_numbered(browser: Any, big_ctl: RunningServer) -> None:
     page = open_trace(browser, big_ctl, "big_ctl/run")
     labels = page.evaluate("""async () => {
-        const m = await import('./static/pages/_trace_draw.js');
+        const m = await import('./static/pages/_trace_layout.js');
         const track = (name, line) => ({name, line, rows: 1, events: 1});
         const layout = m.buildLayout({counters: [], sections: [{plane: 0, name: '/host:CPU',
             tracks: [track('python', 0), track('worker', 1), track('python', 2)]}]}, new Set());

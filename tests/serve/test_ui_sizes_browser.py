@@ -110,3 +110,202 @@ def test_a_click_shows_a_cut_name_whole(
     assert page.inner_text(cell).replace("\n", "") == name
     page.click(cell)
     assert tallest_row(page, "kernel_stats") == one_line
+
+
+# ---- the trace viewer ------------------------------------------------------------------------
+
+TRACE = '.tool-page[data-tool="trace_viewer"]'
+
+
+def open_trace_at(page: Any, server: RunningServer, prefix: str, **options: str) -> None:
+    page.evaluate("document.body.removeAttribute('data-rendered')")
+    goto(page, server.url, "trace_viewer", run_of(server, prefix), **options)
+    page.wait_for_selector(f'{TRACE}[data-loading="0"][data-draw-count][data-steps="ready"]')
+
+
+def show_range(page: Any, t0: float, t1: float) -> None:
+    """Sets the view and waits for a window at its resolution (drawn)."""
+    page.evaluate("([a, b]) => window.stepscopeTrace.setView(a, b)", [t0, t1])
+    page.wait_for_function(
+        """() => {
+        const v = window.stepscopeTrace;
+        const d = v.data;
+        const span = v.view.t1 - v.view.t0;
+        return d && d.t0 <= Math.max(0, v.view.t0) && d.t1 >= Math.min(v.duration, v.view.t1)
+          && d.t1 - d.t0 <= 4 * span && v.root.dataset.loading === '0' && !v.frameScheduled;
+    }"""
+    )
+
+
+def canvas_share(page: Any) -> float:
+    return float(
+        page.evaluate(
+            """() => {
+            const r = document.querySelector('canvas.tv-canvas').getBoundingClientRect();
+            const w = Math.min(r.right, innerWidth) - Math.max(r.left, 0);
+            const h = Math.min(r.bottom, innerHeight) - Math.max(r.top, 0);
+            return (w * h) / (innerWidth * innerHeight);
+        }"""
+        )
+    )
+
+
+@pytest.mark.parametrize("prefix", ["jaxgpu", "gpu"])
+def test_the_timeline_takes_the_screen_and_details_open_beside_it(
+    sized: tuple[Any, Recorder, str], gpu_server: RunningServer, prefix: str
+) -> None:
+    page, _rec, size = sized
+    open_trace_at(page, gpu_server, prefix)
+    share = canvas_share(page)
+    assert share >= 0.55, f"{prefix} at {size}: the timeline is {share:.0%} of the window"
+    # A clicked event's details open in the pane, inside the window, the timeline as large.
+    page.evaluate(
+        """() => {
+        const v = window.stepscopeTrace;
+        const d = v.data;
+        let best = 0;
+        for (let i = 0; i < d.n; i += 1) if (d.dur[i] > d.dur[best]) best = i;
+        v.selectEvent({event: d.event[best], line: d.line[best], depth: d.depth[best],
+                       start_ns: d.start[best], dur_ns: d.dur[best]});
+    }"""
+    )
+    page.wait_for_selector(".tv-details .tv-event")
+    box = page.locator(".tv-details").bounding_box()
+    width, height = SIZES[size]
+    assert box["y"] + box["height"] <= height and box["x"] + box["width"] <= width
+    assert page.locator(".tv-details h2").is_visible()
+    page.wait_for_timeout(50)
+    assert canvas_share(page) >= 0.55 if width < 1600 else canvas_share(page) >= 0.4
+    page.keyboard.press("Escape")
+    assert page.locator(".tv-details").is_hidden()
+
+
+def test_a_counter_reads_the_same_at_2us_as_at_200us(
+    sized: tuple[Any, Recorder, str], gpu_server: RunningServer
+) -> None:
+    """Inside the longest kernel of the JAX GPU fixture (432 us) GPU utilization is 100% at a
+    200 us span; at a 2 us span every bucket must read the same (it read 0/100% in turn)."""
+    page, _rec, _size = sized
+    open_trace_at(page, gpu_server, "jaxgpu")
+    found = page.evaluate(
+        """async () => {
+        const r = await window.stepscopeTrace.client.search({q: 'FmhaBwdDQDKDV', limit: 50});
+        let best = 0;
+        r.results.dur_ns.forEach((d, i) => { if (d > r.results.dur_ns[best]) best = i; });
+        return [r.results.start_ns[best], r.results.dur_ns[best]];
+    }"""
+    )
+    mid = found[0] + found[1] / 2
+    assert found[1] > 200_000
+    values = """() => {
+        const v = window.stepscopeTrace;
+        const c = v.data.counters.find((x) => x.name.startsWith('Utilization'));
+        const seen = [];
+        for (let j = 0; j < c.t.length; j += 1) {
+          if (c.t[j] >= v.view.t0 && c.t[j] < v.view.t1) seen.push(c.v[j]);
+        }
+        return seen;
+    }"""
+    show_range(page, mid - 100_000, mid + 100_000)
+    wide = page.evaluate(values)
+    show_range(page, mid - 1_000, mid + 1_000)
+    narrow = page.evaluate(values)
+    assert wide and narrow and set(wide) == set(narrow) == {100}
+    show_range(page, mid - 10, mid + 10)  # 20 ns: still one value per nanosecond, drawn
+    assert set(page.evaluate(values)) == {100}
+
+
+def test_a_search_jump_zooms_to_the_match(
+    sized: tuple[Any, Recorder, str], gpu_server: RunningServer
+) -> None:
+    page, _rec, _size = sized
+    open_trace_at(page, gpu_server, "gpu")
+    page.fill(".tv-search input", "Memset")  # short kernels: well under a pixel at full view
+    page.press(".tv-search input", "Enter")
+    page.wait_for_selector(f"{TRACE}[data-selected]")
+    page.wait_for_function("() => !window.stepscopeTrace.frameScheduled")
+    width_px = page.evaluate(
+        """() => {
+        const v = window.stepscopeTrace;
+        const e = v.selected;
+        return e.dur_ns * (v.W - 240) / (v.view.t1 - v.view.t0);
+    }"""
+    )
+    assert width_px >= 20
+    page.press(".tv-search input", "Enter")  # the next match: also in view, as wide
+    page.wait_for_function("() => window.stepscopeTrace.matchIndex === 1")
+    assert page.evaluate(
+        """() => {
+        const v = window.stepscopeTrace;
+        const e = v.selected;
+        return e.dur_ns * (v.W - 240) / (v.view.t1 - v.view.t0) >= 20
+          && e.start_ns >= v.view.t0 && e.start_ns + e.dur_ns <= v.view.t1;
+    }"""
+    )
+
+
+def test_pinned_tracks_stay_on_top_and_the_filter_hides_the_others(
+    sized: tuple[Any, Recorder, str], gpu_server: RunningServer
+) -> None:
+    page, _rec, _size = sized
+    open_trace_at(page, gpu_server, "gpu")
+    page.evaluate("() => { localStorage.clear(); window.stepscopeTrace.pinned.clear(); }")
+    page.evaluate("() => { window.stepscopeTrace.scroller.scrollTop = 0; }")
+    page.wait_for_function("() => window.stepscopeTrace.scrollY === 0")
+    layout = """() => window.stepscopeTrace.layout.bands
+        .filter((b) => b.kind === 'track' || b.kind === 'counter').map((b) => [b.label, b.y])"""
+    before = page.evaluate(layout)
+    stream = next(label for label, _y in before if label.startswith("Stream"))
+    # Click the pin at the right of the stream's name in the gutter.
+    y = page.evaluate(
+        """(name) => {
+        const v = window.stepscopeTrace;
+        const b = v.layout.bands.find((x) => x.label === name);
+        return 26 + b.y - v.scrollY + 8;
+    }""",
+        stream,
+    )
+    page.mouse.click(
+        page.locator("canvas.tv-canvas").bounding_box()["x"] + 240 - 14,
+        page.locator("canvas.tv-canvas").bounding_box()["y"] + y,
+    )
+    page.wait_for_function("() => document.querySelector('.tool-page').dataset.pinned")
+    after = page.evaluate(layout)
+    assert after[0][0] == stream and after[0][1] < before[0][1] + 30  # first, under "Pinned"
+    # It is in the part that does not scroll (drawn under the axis whatever the scroll).
+    assert page.evaluate(
+        """(name) => {
+        const v = window.stepscopeTrace;
+        const b = v.layout.bands.find((x) => x.label === name && x.pinned);
+        return b && b.y + b.h <= v.layout.pinnedH;
+    }""",
+        stream,
+    )
+    # The track filter keeps the tracks whose name (or section) holds the text, pins too.
+    page.fill("input.tv-track-filter", "python")
+    shown = [label for label, _y in page.evaluate(layout)]
+    assert stream in shown and all(label == stream or "python" in label for label in shown)
+    page.fill("input.tv-track-filter", "")
+    page.evaluate("localStorage.clear()")
+
+
+def test_the_dark_theme_follows_the_system_setting(browser: Any, gpu_server: RunningServer) -> None:
+    context = browser.new_context(viewport={"width": 1366, "height": 768}, color_scheme="dark")
+    page = context.new_page()
+    try:
+        goto(page, gpu_server.url, "trace_viewer", run_of(gpu_server, "gpu"))
+        page.wait_for_selector(f"{TRACE}[data-draw-count]")
+        luminance = """(color) => {
+            const [r, g, b] = color.match(/\\d+/g).map(Number);
+            return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
+        }"""
+        page_bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
+        card_bg = page.evaluate("getComputedStyle(document.querySelector('nav')).backgroundColor")
+        text = page.evaluate("getComputedStyle(document.body).color")
+        assert page.evaluate(f"({luminance})('{page_bg}')") < 0.2
+        assert page.evaluate(f"({luminance})('{card_bg}')") < 0.25
+        assert page.evaluate(f"({luminance})('{text}')") > 0.8
+        # the timeline's canvas is drawn in the theme's colours too
+        assert page.evaluate("window.stepscopeTrace.theme.canvas") == "#202124"
+    finally:
+        context.close()

@@ -53,3 +53,12 @@ def settle(page: Any) -> None:
     page.wait_for_timeout(150)
     page.wait_for_selector(READY, timeout=60_000)
     page.wait_for_timeout(50)
+
+
+def choose(page: Any, control: str, value: str) -> None:
+    """Picks ``value`` in one of the viewer's options (`data-control`), opening the toolbar's
+    View menu that holds it."""
+    select = f"[data-control='{control}']"
+    if not page.is_visible(select):
+        page.click(".tv-menu summary")
+    page.select_option(select, value)

@@ -1,78 +1,14 @@
 // @ts-check
-// Trace viewer drawing: the vertical layout (sections, tracks, counter tracks) and one frame on
-// a 2D canvas, straight from the typed arrays of a window. Rectangles are batched by colour
+// Trace viewer drawing: one frame on a 2D canvas, straight from the typed arrays of a window
+// (the bands' places come from _trace_layout.js). Rectangles are batched by colour
 // (one path and one fill per colour), so a frame costs one pass over the window's events.
 import { fmtBytes, fmtNs } from '../util.js';
 import { PALETTE } from './_trace_data.js';
+import { AXIS_H, COUNTER_H, GUTTER, ROW_H, TRACK_PAD, bandAt, toLayout, toScreen } from './_trace_layout.js';
 import { drawHostBand } from './_trace_pod_draw.js';
 
-export const AXIS_H = 26;
-export const SECTION_H = 22;
-export const ROW_H = 16;
-export const TRACK_PAD = 3;
-export const COUNTER_H = 38;
-export const GUTTER = 240;
-const FLOW_COLORS = ['rgba(60, 64, 67, 0.75)', 'rgba(217, 48, 37, 0.8)'];
 const AUTO_FLOWS = 300; // more arrows than this at once are unreadable: draw them on request
 const MAX_FLOWS = 2000; // "all" draws at most this many per frame (bounded frame time)
-
-export const HOST_H = 24;
-
-/** A structure's sections as layout groups (keys prefixed per host on a multi-host view). */
-function groupsOf(s, prefix) {
-  const groups = [];
-  if (s.counters.length) groups.push({ key: `${prefix}counters`, name: 'Counters', counters: s.counters });
-  for (const sec of s.sections) groups.push({ key: `${prefix}plane:${sec.plane}`, name: sec.name, tracks: sec.tracks });
-  return groups;
-}
-
-function appendGroups(L, groups, collapsed) {
-  for (const section of groups) {
-    const closed = collapsed.has(section.key);
-    const count = section.counters ? section.counters.length : section.tracks.length;
-    L.bands.push({ kind: 'section', y: L.y, h: SECTION_H, key: section.key, label: section.name, closed, count });
-    L.y += SECTION_H;
-    if (closed) continue;
-    for (const c of section.counters || []) {
-      L.bands.push({ kind: 'counter', y: L.y, h: COUNTER_H, label: c.name, counter: c.id, unit: c.unit });
-      L.counterY.set(c.id, L.y);
-      L.y += COUNTER_H;
-    }
-    // Two tracks of a section with one name (two threads called "python") get numbered.
-    const total = new Map();
-    for (const t of section.tracks || []) total.set(t.name, (total.get(t.name) || 0) + 1);
-    const nth = new Map();
-    for (const t of section.tracks || []) {
-      const h = Math.max(1, t.rows) * ROW_H + 2 * TRACK_PAD;
-      nth.set(t.name, (nth.get(t.name) || 0) + 1);
-      const label = total.get(t.name) > 1 ? `${t.name} (${nth.get(t.name)})` : t.name;
-      L.bands.push({ kind: 'track', y: L.y, h, label, line: t.line, rows: t.rows, events: t.events });
-      L.lineY[t.line] = L.y + TRACK_PAD;
-      L.y += h;
-    }
-  }
-}
-
-/**
- * Bands top to bottom; lineY[line] = content y of a track's first row (-1 when hidden). A
- * multi-host structure (`hosts`) gets a host band per host (its steps drawn in it) above that
- * host's sections; a collapsed host shows its band alone.
- */
-export function buildLayout(structure, collapsed) {
-  const hosts = structure.hosts || [structure];
-  const maxLine = Math.max(0, ...hosts.flatMap((x) => x.sections.flatMap((s) => s.tracks.map((t) => t.line))));
-  const L = { bands: /** @type {any[]} */ ([]), y: 0, lineY: new Float64Array(maxLine + 1).fill(-1), counterY: new Map() };
-  if (!structure.hosts) appendGroups(L, groupsOf(structure, ''), collapsed);
-  for (const [k, host] of (structure.hosts || []).entries()) {
-    const key = `host:${host.name}`;
-    const closed = collapsed.has(key);
-    L.bands.push({ kind: 'host', y: L.y, h: HOST_H, key, label: host.name, closed, host: k,
-      count: host.sections.reduce((n, s) => n + s.tracks.length, 0) });
-    L.y += HOST_H;
-    if (!closed) appendGroups(L, groupsOf(host, `${key}:`), collapsed);
-  }
-  return { bands: L.bands, lineY: L.lineY, counterY: L.counterY, height: L.y };
-}
 
 function niceStep(raw) {
   const p = 10 ** Math.floor(Math.log10(raw));
@@ -87,10 +23,14 @@ export function scaleOf(s) {
   return { k, x: (t) => GUTTER + (t - s.view.t0) * k, t: (x) => s.view.t0 + (x - GUTTER) / k };
 }
 
-function drawEvents(ctx, s, sc, labels) {
+/**
+ * The events of one zone (`pinned`: the pinned tracks at the top; else the scrolling part),
+ * batched by colour; long ones are queued in `labels`.
+ */
+function drawEvents(ctx, s, sc, labels, pinned) {
   const d = s.data;
-  const { lineY } = s.layout;
-  const top = AXIS_H - s.scrollY;
+  const { lineY, pinnedH } = s.layout;
+  const top = pinned ? AXIS_H : AXIS_H - s.scrollY;
   let drawn = 0;
   for (let c = 0; c < PALETTE.length; c += 1) {
     const lo = d.colorOffsets[c];
@@ -101,7 +41,7 @@ function drawEvents(ctx, s, sc, labels) {
     for (let k = lo; k < hi; k += 1) {
       const i = d.byColor[k];
       const ly = lineY[d.line[i]];
-      if (ly < 0) continue;
+      if (ly < 0 || (ly < pinnedH) !== pinned) continue;
       const y = top + ly + d.depth[i] * ROW_H;
       if (y + ROW_H < AXIS_H || y > s.H) continue;
       let x = GUTTER + (d.start[i] - s.view.t0) * sc.k;
@@ -120,7 +60,7 @@ function drawEvents(ctx, s, sc, labels) {
 }
 
 function drawLabels(ctx, s, labels) {
-  ctx.fillStyle = '#202124';
+  ctx.fillStyle = '#202124'; // on the light event colours, in either theme
   ctx.font = '11px system-ui, sans-serif';
   ctx.textBaseline = 'middle';
   const cw = s.charWidth || (s.charWidth = ctx.measureText('abcdefghijklmnopqrstuvwxyz').width / 26);
@@ -137,7 +77,7 @@ function eventBox(s, sc, line, depth, start, dur) {
   const ly = s.layout.lineY[line];
   if (ly === undefined || ly < 0) return null;
   const x = sc.x(start);
-  return { x, y: AXIS_H - s.scrollY + ly + depth * ROW_H, w: Math.max(dur * sc.k, 2), h: ROW_H - 1 };
+  return { x, y: toScreen(s, ly) + depth * ROW_H, w: Math.max(dur * sc.k, 2), h: ROW_H - 1 };
 }
 
 function drawHighlights(ctx, s, sc) {
@@ -168,7 +108,6 @@ function drawHighlights(ctx, s, sc) {
 /** Arrows for flows given as parallel arrays (src/dst line, depth, start); returns how many. */
 function drawArrows(ctx, s, sc, f, color, width) {
   const { lineY } = s.layout;
-  const top = AXIS_H - s.scrollY + ROW_H / 2;
   ctx.strokeStyle = color;
   ctx.fillStyle = color;
   ctx.lineWidth = width;
@@ -181,8 +120,8 @@ function drawArrows(ctx, s, sc, f, color, width) {
     const x1 = sc.x(f.srcStart[i]);
     const x2 = sc.x(f.dstStart[i]);
     if ((x1 < GUTTER && x2 < GUTTER) || (x1 > s.W && x2 > s.W)) continue;
-    const y1 = top + ya + f.srcDepth[i] * ROW_H;
-    const y2 = top + yb + f.dstDepth[i] * ROW_H;
+    const y1 = toScreen(s, ya) + ROW_H / 2 + f.srcDepth[i] * ROW_H;
+    const y2 = toScreen(s, yb) + ROW_H / 2 + f.dstDepth[i] * ROW_H;
     if ((y1 < AXIS_H && y2 < AXIS_H) || (y1 > s.H && y2 > s.H)) continue;
     const bend = Math.max(12, Math.min(80, Math.abs(x2 - x1) / 2));
     ctx.moveTo(x1, y1);
@@ -241,12 +180,12 @@ function pickFlows(f, keep) {
 function visibleFlows(s, sc, f) {
   if (s.flowMode === 'selected' || !f.n) return [];
   const e = s.selected;
-  if (s.flowMode === 'auto' && !e) return f.n <= AUTO_FLOWS ? FLOW_COLORS.map((_, k) => f.byKindAll(k)) : [];
+  if (s.flowMode === 'auto' && !e) return f.n <= AUTO_FLOWS ? [0, 1].map((k) => f.byKindAll(k)) : [];
   const lo = sc.t(GUTTER);
   const hi = sc.t(s.W);
   const near = s.flowMode === 'auto' ? (hi - lo) / 10 : 0;
-  const keep = FLOW_COLORS.map(() => /** @type {number[]} */ ([]));
-  const lengths = FLOW_COLORS.map(() => /** @type {number[]} */ ([]));
+  const keep = [0, 1].map(() => /** @type {number[]} */ ([]));
+  const lengths = [0, 1].map(() => /** @type {number[]} */ ([]));
   for (let i = 0; i < f.n; i += 1) {
     const a = f.srcStart[i];
     const b = f.dstStart[i];
@@ -282,17 +221,16 @@ function drawFlows(ctx, s, sc) {
     };
   }
   s.flowsCapped = 0;
-  visibleFlows(s, sc, f).forEach((part, kind) => { drawn += drawArrows(ctx, s, sc, part, FLOW_COLORS[kind], 1); });
+  visibleFlows(s, sc, f).forEach((part, kind) => { drawn += drawArrows(ctx, s, sc, part, kind ? s.theme.flow1 : s.theme.flow0, 1); });
   drawn += drawArrows(ctx, s, sc, selectedFlows(s.selected), '#1a73e8', 2);
   return drawn;
 }
 
-/** Bucket index of a counter at time t, or -1 outside its samples. */
+/** Bucket index of a counter at time t, or -1 outside its samples (a bucket ends where the
+ * next starts, the last at the window's end). */
 export function counterIndexAt(c, t, windowT1) {
   const n = c.t.length;
-  if (!n || t < c.t[0]) return -1;
-  const width = n > 1 ? c.t[1] - c.t[0] : windowT1 - c.t[0];
-  if (t >= c.t[n - 1] + width) return -1;
+  if (!n || t < c.t[0] || t >= windowT1) return -1;
   let lo = 0;
   let hi = n - 1;
   while (lo < hi) { // last sample at or before t
@@ -302,20 +240,24 @@ export function counterIndexAt(c, t, windowT1) {
   return lo;
 }
 
+/** End of bucket j of counter c: the next bucket's start, the window's end for the last. */
+export function bucketEnd(c, j, windowT1) {
+  return j + 1 < c.t.length ? c.t[j + 1] : windowT1;
+}
+
 /**
  * A counter as a step function: each bucket's value holds until the next bucket, drawn as one
  * filled outline with its top edge stroked, so it reads as a continuous line at any zoom (never
  * as separate slivers); gaps only where the value is unknown (before the first sample).
  */
-function drawCounters(ctx, s, sc) {
+function drawCounters(ctx, s, sc, pinned) {
   for (const c of s.data.counters) {
     const cy = s.layout.counterY.get(c.id);
-    if (cy === undefined) continue;
-    const base = AXIS_H - s.scrollY + cy + COUNTER_H - 3;
+    if (cy === undefined || (cy < s.layout.pinnedH) !== pinned) continue;
+    const base = toScreen(s, cy) + COUNTER_H - 3;
     if (base < AXIS_H || base - COUNTER_H > s.H) continue;
     const max = c.unit === 'percent' ? 100 : c.max || 1;
     const n = c.t.length;
-    const width = n > 1 ? c.t[1] - c.t[0] : s.data.t1 - s.data.t0;
     const yOf = (v) => base - (v / max) * (COUNTER_H - 8);
     const fill = new Path2D();
     const line = new Path2D();
@@ -324,12 +266,12 @@ function drawCounters(ctx, s, sc) {
     let lastX = 0;
     for (let j = 0; j <= n; j += 1) {
       const v = j < n ? c.v[j] : NaN;
-      const x0 = Math.max(GUTTER - 1, Math.min(s.W + 1, sc.x(c.t[j] ?? c.t[n - 1] + width)));
+      const x0 = Math.max(GUTTER - 1, Math.min(s.W + 1, sc.x(j < n ? c.t[j] : s.data.t1)));
       if (!(v >= 0)) {
         if (open) { fill.lineTo(lastX, base); fill.lineTo(startX, base); fill.closePath(); open = false; }
         continue;
       }
-      const x1 = Math.max(GUTTER - 1, Math.min(s.W + 1, sc.x(c.t[j] + width)));
+      const x1 = Math.max(GUTTER - 1, Math.min(s.W + 1, sc.x(bucketEnd(c, j, s.data.t1))));
       if (x1 < GUTTER - 1 || x0 > s.W + 1) continue;
       const y = yOf(v);
       if (!open) { fill.moveTo(x0, base); fill.lineTo(x0, y); line.moveTo(x0, y); startX = x0; open = true; }
@@ -345,48 +287,105 @@ function drawCounters(ctx, s, sc) {
     ctx.lineWidth = 1;
     ctx.stroke(line);
   }
+}
+
+/** The vertical line at the pointer on a counter track. */
+function drawCounterHover(ctx, s, sc) {
   const hv = s.counterHover;
   if (hv) {
-    ctx.fillStyle = '#202124';
-    ctx.fillRect(sc.x(hv.t), AXIS_H - s.scrollY + hv.y, 1, COUNTER_H);
+    ctx.fillStyle = s.theme.text;
+    ctx.fillRect(sc.x(hv.t), toScreen(s, hv.y), 1, COUNTER_H);
   }
 }
 
-function drawGutter(ctx, s) {
-  ctx.font = '12px system-ui, sans-serif';
-  ctx.textBaseline = 'middle';
+/**
+ * The canvas's colours, from the page's CSS custom properties (light or dark theme).
+ * @returns {Record<string, string>}
+ */
+export function readTheme() {
+  const css = getComputedStyle(document.documentElement);
+  const v = (name, fallback) => css.getPropertyValue(name).trim() || fallback;
+  return {
+    canvas: v('--tv-canvas', '#fafafa'), panel: v('--card', '#fff'), text: v('--text', '#202124'),
+    muted: v('--muted', '#5f6368'), label: v('--tv-label', '#3c4043'), line: v('--line', '#dadce0'),
+    rowLine: v('--line-soft', '#f1f3f4'), section: v('--tv-section', '#e8eaed'), accent: v('--accent', '#1a73e8'),
+    pinned: v('--tv-pinned', '#fef7e0'), flow0: v('--tv-flow', 'rgba(60, 64, 67, 0.75)'),
+    flow1: v('--tv-flow-2', 'rgba(217, 48, 37, 0.8)'),
+  };
+}
+
+/** A pushpin at (x, y): filled when the track is pinned, outlined on the hovered track. */
+function drawPin(ctx, x, y, filled, color) {
+  ctx.strokeStyle = color;
+  ctx.fillStyle = color;
+  ctx.lineWidth = 1.5;
+  ctx.beginPath();
+  ctx.arc(x, y - 2, 3.5, 0, 2 * Math.PI);
+  if (filled) ctx.fill(); else ctx.stroke();
+  ctx.beginPath();
+  ctx.moveTo(x, y + 1.5);
+  ctx.lineTo(x, y + 6);
+  ctx.stroke();
+}
+
+export const PIN_X = GUTTER - 14; // the pin's place in the gutter (a click there pins)
+
+/** The gutter's bands of one zone (pinned or scrolling). */
+function drawGutterZone(ctx, s, pinned) {
+  const th = s.theme;
   for (const b of s.layout.bands) {
-    const y = AXIS_H - s.scrollY + b.y;
+    if ((b.y < s.layout.pinnedH) !== pinned) continue;
+    const y = toScreen(s, b.y);
     if (y + b.h < AXIS_H || y > s.H) continue;
     if (b.kind === 'host') {
       drawHostBand(ctx, s, b, y, scaleOf(s), GUTTER);
       continue;
     }
     if (b.kind === 'section') {
-      ctx.fillStyle = '#e8eaed';
+      ctx.fillStyle = b.pinned ? th.pinned : th.section;
       ctx.fillRect(0, y, s.W, b.h);
-      ctx.fillStyle = '#202124';
+      ctx.fillStyle = th.text;
       ctx.font = '600 12px system-ui, sans-serif';
-      ctx.fillText(`${b.closed ? '▸' : '▾'} ${b.label}${b.closed ? `  (${b.count})` : ''}`, 6, y + b.h / 2);
+      const mark = b.pinned ? '' : `${b.closed ? '▸' : '▾'} `;
+      ctx.fillText(`${mark}${b.label}${b.closed || b.pinned ? `  (${b.count})` : ''}`, 6, y + b.h / 2);
       ctx.font = '12px system-ui, sans-serif';
       continue;
     }
-    ctx.fillStyle = '#fff';
+    ctx.fillStyle = th.panel;
     ctx.fillRect(0, y, GUTTER - 1, b.h);
-    ctx.fillStyle = '#f1f3f4';
+    ctx.fillStyle = th.rowLine;
     ctx.fillRect(0, y + b.h - 1, s.W, 1);
-    ctx.fillStyle = '#3c4043';
-    const label = b.label.length > 34 ? `${b.label.slice(0, 33)}…` : b.label;
-    ctx.fillText(label, 14, y + Math.min(b.h, ROW_H + 2 * TRACK_PAD) / 2);
+    ctx.fillStyle = th.label;
+    const label = b.label.length > 32 ? `${b.label.slice(0, 31)}…` : b.label;
+    const mid = y + Math.min(b.h, ROW_H + 2 * TRACK_PAD) / 2;
+    ctx.fillText(label, 14, mid);
+    if (b.pinned || s.hoverBand === b) drawPin(ctx, PIN_X, mid, Boolean(b.pinned), b.pinned ? th.accent : th.muted);
     if (b.kind === 'counter' && s.data) {
       const c = s.data.counters.find((x) => x.id === b.counter);
       if (c) {
-        ctx.fillStyle = '#5f6368';
+        ctx.fillStyle = th.muted;
         ctx.fillText(`max ${b.unit === 'bytes' ? fmtBytes(c.max) : `${c.max.toFixed(1)}%`}`, 14, y + b.h - 9);
       }
     }
   }
-  ctx.fillStyle = '#dadce0';
+}
+
+function drawGutter(ctx, s) {
+  ctx.font = '12px system-ui, sans-serif';
+  ctx.textBaseline = 'middle';
+  const P = s.layout.pinnedH;
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(0, AXIS_H + P, s.W, s.H - AXIS_H - P);
+  ctx.clip();
+  drawGutterZone(ctx, s, false);
+  ctx.restore();
+  if (P) {
+    drawGutterZone(ctx, s, true);
+    ctx.fillStyle = s.theme.accent;
+    ctx.fillRect(0, AXIS_H + P - 1, s.W, 1);
+  }
+  ctx.fillStyle = s.theme.line;
   ctx.fillRect(GUTTER - 1, AXIS_H, 1, s.H - AXIS_H);
 }
 
@@ -418,13 +417,13 @@ export function axisTicks(t0, t1, widthPx, origin = 0, minGapPx = 110) {
 }
 
 function drawAxis(ctx, s, sc) {
-  ctx.fillStyle = '#fff';
+  ctx.fillStyle = s.theme.panel;
   ctx.fillRect(0, 0, s.W, AXIS_H);
-  ctx.fillStyle = '#dadce0';
+  ctx.fillStyle = s.theme.line;
   ctx.fillRect(0, AXIS_H - 1, s.W, 1);
   const span = s.view.t1 - s.view.t0;
   const { ticks } = axisTicks(s.view.t0, s.view.t1, s.W - GUTTER, s.origin || 0);
-  ctx.fillStyle = '#5f6368';
+  ctx.fillStyle = s.theme.muted;
   ctx.font = '11px system-ui, sans-serif';
   ctx.textBaseline = 'middle';
   const labels = [];
@@ -436,10 +435,10 @@ function drawAxis(ctx, s, sc) {
     labels.push(tick.label);
   }
   s.tickLabels = labels; // read by the browser tests
-  ctx.fillStyle = '#202124';
+  ctx.fillStyle = s.theme.text;
   ctx.fillText(`span ${fmtNs(span)}`, 8, AXIS_H / 2 - 2);
   if (s.originLabel) {
-    ctx.fillStyle = '#5f6368';
+    ctx.fillStyle = s.theme.muted;
     ctx.fillText(`0 = ${s.originLabel}`, 110, AXIS_H / 2 - 2);
   }
 }
@@ -466,8 +465,8 @@ function drawOverlays(ctx, s, sc) {
   if (s.box) {
     const x1 = sc.x(s.box.t0);
     const x2 = sc.x(s.box.t1);
-    const y1 = AXIS_H - s.scrollY + s.box.y0;
-    const y2 = AXIS_H - s.scrollY + s.box.y1;
+    const y1 = toScreen(s, s.box.y0);
+    const y2 = toScreen(s, s.box.y1);
     ctx.fillStyle = 'rgba(26, 115, 232, 0.12)';
     ctx.strokeStyle = '#1a73e8';
     ctx.lineWidth = 1;
@@ -476,22 +475,43 @@ function drawOverlays(ctx, s, sc) {
   }
 }
 
+/** Events, labels and counters of one zone, clipped to it. */
+function drawZone(ctx, s, sc, pinned) {
+  const P = s.layout.pinnedH;
+  ctx.save();
+  ctx.beginPath();
+  if (pinned) ctx.rect(GUTTER, AXIS_H, s.W - GUTTER, P);
+  else ctx.rect(GUTTER, AXIS_H + P, s.W - GUTTER, s.H - AXIS_H - P);
+  ctx.clip();
+  if (pinned) {
+    ctx.fillStyle = s.theme.canvas;
+    ctx.fillRect(GUTTER, AXIS_H, s.W - GUTTER, P);
+  }
+  const labels = [];
+  const drawn = drawEvents(ctx, s, sc, labels, pinned);
+  drawLabels(ctx, s, labels);
+  drawCounters(ctx, s, sc, pinned);
+  ctx.restore();
+  return drawn;
+}
+
 /** Draw one frame; returns the number of event rectangles drawn. */
 export function drawFrame(ctx, s) {
   const sc = scaleOf(s);
   ctx.setTransform(s.dpr, 0, 0, s.dpr, 0, 0);
-  ctx.fillStyle = '#fafafa';
+  ctx.fillStyle = s.theme.canvas;
   ctx.fillRect(0, 0, s.W, s.H);
   let drawn = 0;
+  if (s.data) {
+    drawn = drawZone(ctx, s, sc, false);
+    if (s.layout.pinnedH) drawn += drawZone(ctx, s, sc, true);
+  }
   ctx.save();
   ctx.beginPath();
   ctx.rect(GUTTER, AXIS_H, s.W - GUTTER, s.H - AXIS_H);
   ctx.clip();
   if (s.data) {
-    const labels = [];
-    drawn = drawEvents(ctx, s, sc, labels);
-    drawLabels(ctx, s, labels);
-    drawCounters(ctx, s, sc);
+    drawCounterHover(ctx, s, sc);
     s.flowsDrawn = drawFlows(ctx, s, sc);
   }
   drawHighlights(ctx, s, sc);
@@ -502,16 +522,12 @@ export function drawFrame(ctx, s) {
   return drawn;
 }
 
-/** The band under content y, or null. */
-export function bandAt(layout, y) {
-  for (const b of layout.bands) if (y >= b.y && y < b.y + b.h) return b;
-  return null;
-}
+export { bandAt };
 
 /** Position (in the window's arrays) of the event under screen point (px, py), or -1. */
 export function hitTest(s, px, py) {
   if (!s.data || px < GUTTER || py < AXIS_H) return -1;
-  const cy = py - AXIS_H + s.scrollY;
+  const cy = toLayout(s, py);
   const band = bandAt(s.layout, cy);
   if (!band || band.kind !== 'track') return -1;
   const depth = Math.floor((cy - s.layout.lineY[band.line]) / ROW_H);

@@ -2,7 +2,7 @@
 // Trace viewer toolbar (modes, steps, flows, wheel, time origin, search) and the small pieces
 // of page state around the view: settings remembered in the browser, the resizable details pane.
 import { fmtBytes, fmtInt, fmtNs, h } from '../util.js';
-import { GUTTER } from './_trace_draw.js';
+import { GUTTER } from './_trace_layout.js';
 
 export const MODES = ['select', 'pan', 'zoom', 'timing'];
 
@@ -12,6 +12,20 @@ export function readSetting(key, fallback) {
 
 export function writeSetting(key, value) {
   try { localStorage.setItem(key, value); } catch { /* private mode: not remembered */ }
+}
+
+const PINS_KEY = 'stepscope.trace_viewer.pins.';
+
+/** The tracks pinned on this run and host (remembered in the browser). */
+export function readPins(key) {
+  try { return JSON.parse(localStorage.getItem(PINS_KEY + key) || '[]'); } catch { return []; }
+}
+
+export function writePins(key, pins) {
+  try {
+    if (pins.length) localStorage.setItem(PINS_KEY + key, JSON.stringify(pins));
+    else localStorage.removeItem(PINS_KEY + key);
+  } catch { /* private mode: not remembered */ }
 }
 
 /** A counter's value in its unit. */
@@ -40,42 +54,54 @@ export function bindResize(handle, main) {
   });
 }
 
+/**
+ * One row of controls above the timeline (it wraps on a narrow window): mouse modes, full
+ * view, steps, event search, the track filter, the view options (flows, wheel, time origin)
+ * in a menu, shortcuts.
+ */
 export function toolbar(view) {
   const modeButtons = MODES.map((m, i) => h('button', { type: 'button', dataset: { mode: m }, 'aria-pressed': String(m === 'select'),
     title: `${m[0].toUpperCase()}${m.slice(1)} (${i + 1})`, onclick: () => view.setMode(m) }, m[0].toUpperCase() + m.slice(1)));
   view.modeButtons = modeButtons;
   view.stepInput = h('input', { type: 'number', 'aria-label': 'Step number', value: '' });
   // filled by showSteps: one host's steps arrive after the first window
-  view.stepBox = h('span', { hidden: true });
+  view.stepBox = h('span', { hidden: true, class: 'tv-steps' });
   view.originBox = h('span', { hidden: true });
   const search = h('input', { type: 'search', class: 'filter', placeholder: 'Search events…', 'aria-label': 'Search events by name' });
   search.addEventListener('keydown', (e) => {
     if (e.key === 'Enter') {
       if (search.value.trim() === view.query && view.searchResults) view.jumpToMatch(e.shiftKey ? -1 : 1);
-      else { view.query = search.value.trim(); view.matchIndex = -1; view.runSearch(); }
+      else { view.query = search.value.trim(); view.matchIndex = -1; view.jumpAfterSearch = true; view.runSearch(); }
     } else if (e.key === 'Escape') { search.value = ''; view.query = ''; view.runSearch(); }
   });
   view.searchInput = search;
+  const tracks = h('input', { type: 'search', class: 'filter tv-track-filter', placeholder: 'Filter tracks…',
+    'aria-label': 'Show only the tracks whose name (or section) holds this text', dataset: { control: 'tracks' },
+    oninput: (e) => view.setTrackFilter(e.target.value) });
+  const options = h('details', { class: 'tv-menu' },
+    h('summary', { title: 'Flows, mouse wheel, time origin' }, 'View'),
+    h('div', { class: 'tv-menu-body' },
+      h('label', { title: 'auto: the selected event\'s flows and those near it (all flows when there are few)' }, 'Flows ',
+        h('select', { 'aria-label': 'Flows', dataset: { control: 'flows' },
+          onchange: (e) => { view.flowMode = e.target.value; view.invalidate(); e.target.blur(); } },
+        h('option', { value: 'auto' }, 'auto'), h('option', { value: 'all' }, 'all'), h('option', { value: 'selected' }, 'selected event'))),
+      h('label', { title: 'What the mouse wheel does over the timeline (Ctrl/Cmd+wheel always zooms, Shift+wheel pans)' }, 'Wheel ',
+        h('select', { 'aria-label': 'Mouse wheel', dataset: { control: 'wheel' }, onchange: (e) => { view.setWheelMode(e.target.value); e.target.blur(); } },
+          h('option', { value: 'scroll', selected: view.wheelMode === 'scroll' }, 'scrolls tracks (Perfetto)'),
+          h('option', { value: 'zoom', selected: view.wheelMode === 'zoom' }, 'zooms (XProf)'))),
+      view.originBox,
+      h('p', { class: 'muted' }, 'Pin a track to the top: the pin at the right of its name.')));
   return h('div', { class: 'tv-toolbar' },
     h('span', { class: 'tv-modes', role: 'group', 'aria-label': 'Mouse mode' }, modeButtons),
     h('button', { type: 'button', class: 'tv-btn', onclick: () => view.setView(0, view.duration) }, 'Full view'),
     view.stepBox,
-    h('label', { title: 'auto: the selected event\'s flows and those near it (all flows when there are few)' }, 'Flows ',
-      h('select', { 'aria-label': 'Flows', dataset: { control: 'flows' },
-        onchange: (e) => { view.flowMode = e.target.value; view.invalidate(); e.target.blur(); } },
-      h('option', { value: 'auto' }, 'auto'), h('option', { value: 'all' }, 'all'), h('option', { value: 'selected' }, 'selected event'))),
-    view.flowNote,
-    h('label', { title: 'What the mouse wheel does over the timeline (Ctrl/Cmd+wheel always zooms, Shift+wheel pans)' }, 'Wheel ',
-      h('select', { 'aria-label': 'Mouse wheel', dataset: { control: 'wheel' }, onchange: (e) => { view.setWheelMode(e.target.value); e.target.blur(); } },
-        h('option', { value: 'scroll', selected: view.wheelMode === 'scroll' }, 'scrolls tracks (Perfetto)'),
-        h('option', { value: 'zoom', selected: view.wheelMode === 'zoom' }, 'zooms (XProf)'))),
-    view.originBox,
-    h('button', { type: 'button', class: 'tv-btn', title: 'Keyboard and mouse shortcuts (?)', onclick: () => view.showShortcuts() }, 'Shortcuts'),
-    h('span', {}, search, ' ',
-      h('button', { type: 'button', class: 'tv-btn', title: 'Previous match (Shift+Enter)', onclick: () => view.jumpToMatch(-1) }, '↑'),
-      h('button', { type: 'button', class: 'tv-btn', title: 'Next match (Enter)', onclick: () => view.jumpToMatch(1) }, '↓'), ' ',
+    h('span', { class: 'tv-search' }, search,
+      h('button', { type: 'button', class: 'tv-btn', title: 'Previous match (Shift+Enter)', 'aria-label': 'Previous match', onclick: () => view.jumpToMatch(-1) }, '↑'),
+      h('button', { type: 'button', class: 'tv-btn', title: 'Next match (Enter)', 'aria-label': 'Next match', onclick: () => view.jumpToMatch(1) }, '↓'),
       view.searchCount),
-    view.status);
+    tracks,
+    options,
+    h('button', { type: 'button', class: 'tv-btn', title: 'Keyboard and mouse shortcuts (?)', 'aria-label': 'Shortcuts', onclick: () => view.showShortcuts() }, '?'));
 }
 
 /** The step picker and the time-origin choice, shown once the view's steps are known (with
@@ -91,10 +117,10 @@ export function showSteps(view) {
   view.stepBox.hidden = view.originBox.hidden = !steps.number.length;
   if (!steps.number.length) return;
   view.stepBox.replaceChildren(
-    h('button', { type: 'button', class: 'tv-btn', title: 'Previous step', onclick: () => view.fitStep((view.stepIndex ?? 1) - 1) }, '◀'),
-    ' ', h('label', {}, 'Step ', view.stepInput), ' ',
-    h('button', { type: 'button', class: 'tv-btn', dataset: { action: 'fit-step' }, onclick: fitStep }, 'Fit to step'), ' ',
-    h('button', { type: 'button', class: 'tv-btn', title: 'Next step', onclick: () => view.fitStep((view.stepIndex ?? -1) + 1) }, '▶'));
+    h('button', { type: 'button', class: 'tv-btn', title: 'Previous step', 'aria-label': 'Previous step', onclick: () => view.fitStep((view.stepIndex ?? 1) - 1) }, '◀'),
+    h('label', {}, 'Step ', view.stepInput),
+    h('button', { type: 'button', class: 'tv-btn', dataset: { action: 'fit-step' }, title: 'Fit the view to this step', onclick: fitStep }, 'Fit'),
+    h('button', { type: 'button', class: 'tv-btn', title: 'Next step', 'aria-label': 'Next step', onclick: () => view.fitStep((view.stepIndex ?? -1) + 1) }, '▶'));
   view.originBox.replaceChildren(h('label', { title: 'Where time labels count from' }, 'Time from ',
     h('select', { 'aria-label': 'Time origin', dataset: { control: 'origin' }, onchange: (e) => { view.setOrigin(e.target.value); e.target.blur(); } },
       h('option', { value: 'trace' }, 'trace start'), h('option', { value: 'step' }, 'step start'))));
@@ -152,8 +178,11 @@ export async function runSearch(view) {
     view.matches = r.window;
     view.searchResults = r.results;
     view.searchCount.textContent = `${fmtInt(r.total)} matches · ${fmtInt(r.window_total)} in view`;
+    view.searchCount.title = `${fmtInt(r.total)} events match; ${fmtInt(r.window_total)} of them in the view`;
     view.root.dataset.matches = String(r.total);
     view.invalidate();
+    // Enter on a new query goes to its first match at once (zoomed so that it can be seen)
+    if (view.jumpAfterSearch) { view.jumpAfterSearch = false; if (r.total) view.jumpToMatch(1); }
   } catch (err) {
     view.searchCount.textContent = err.message;
   }

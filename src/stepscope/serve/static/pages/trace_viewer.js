@@ -2,18 +2,21 @@
 // Trace viewer: a canvas timeline of every event, fed by level-of-detail windows from the
 // server (api/tool/trace_viewer/window). The view is redrawn from the last window while the
 // next one (3x the visible span, debounced) is on its way, so panning never waits.
-import { fmtInt, fmtNs, h, note } from '../util.js';
+import { fmtInt, h, note } from '../util.js';
 import { TraceClient } from './_trace_data.js';
-import { AXIS_H, GUTTER, ROW_H, bandAt, buildLayout, counterIndexAt, drawFrame, hitTest, scaleOf } from './_trace_draw.js';
+import { drawFrame, readTheme, scaleOf } from './_trace_draw.js';
+import { AXIS_H, GUTTER, ROW_H, buildLayout, trackKey } from './_trace_layout.js';
+import { bindInput, onKey } from './_trace_input.js';
 import { measurePan, measureZoom } from './_trace_measure.js';
 import { initialCollapsed, podControls, podParams, revealLine, tracksNear } from './_trace_pod.js';
-import { boxDetails, counterDetails, eventDetails, keysHelp, markDetails, shortcutsDialog } from './_trace_panel.js';
-import { bindResize, counterValue, initialSteps, loadSteps, readSetting, runSearch, summaryOf, toolbar, writeSetting } from './_trace_toolbar.js';
+import { boxDetails, eventDetails, markDetails, shortcutsDialog } from './_trace_panel.js';
+import { bindResize, initialSteps, loadSteps, readPins, readSetting, runSearch, summaryOf, toolbar, writePins, writeSetting } from './_trace_toolbar.js';
 
 const MAX_RES = 16384;
 const MIN_SPAN_NS = 10;
 const WHEEL_KEY = 'stepscope.trace_viewer.wheel';
 const FETCH_DELAY_MS = 60;
+const MATCH_MIN_PX = 24; // a search match is zoomed to at least this width
 
 function ensureStyles() {
   if (document.querySelector('link[data-page-style="trace_viewer"]')) return;
@@ -25,7 +28,8 @@ function ensureStyles() {
  * @property {HTMLCanvasElement} canvas
  * @property {HTMLElement} spacer
  * @property {HTMLElement} scroller
- * @property {HTMLElement} details
+ * @property {HTMLElement} details the details pane's body
+ * @property {HTMLElement} drawer the details pane (beside the timeline, or over its right edge)
  * @property {HTMLElement} status
  * @property {HTMLElement} searchCount
  * @property {HTMLElement} tooltip
@@ -39,6 +43,7 @@ class TraceView {
     this.spacer = els.spacer;
     this.scroller = els.scroller;
     this.details = els.details;
+    this.drawer = els.drawer;
     this.status = els.status;
     this.searchCount = els.searchCount;
     this.tooltip = els.tooltip;
@@ -56,14 +61,19 @@ class TraceView {
     /** @type {number | undefined} */ this.flowsDrawn = undefined;
     /** @type {number | undefined} */ this.flowsCapped = undefined;
     /** @param {KeyboardEvent} e */
-    this.keyListener = (e) => this.onKey(e);
+    this.keyListener = (e) => onKey(this, e);
     this.root = root;
     this.structure = structure;
     this.client = new TraceClient(ctx.run, ctx.host, structure.hosts ? podParams(ctx) : {});
     this.duration = Math.max(structure.duration_ns, 1);
     this.view = { t0: 0, t1: this.duration };
     this.collapsed = initialCollapsed(structure); // host bands of a multi-host view
-    this.layout = buildLayout(structure, this.collapsed);
+    this.pinKey = `${ctx.run}\u0000${ctx.host}`;
+    this.pinned = new Set(readPins(this.pinKey)); // tracks kept at the top (`line:N`, `counter:N`)
+    this.trackFilter = '';
+    this.theme = readTheme();
+    /** @type {any} */ this.hoverBand = null; // the gutter's track under the pointer (its pin shows)
+    this.layout = buildLayout(structure, this.collapsed, this.choice());
     this.data = null;
     this.mode = 'select';
     this.scrollY = 0;
@@ -252,11 +262,46 @@ class TraceView {
     this.requestData();
   }
 
+  /** What the reader chose of the layout: pinned tracks and the track filter. */
+  choice() {
+    return { pinned: this.pinned, filter: this.trackFilter };
+  }
+
   relayout() {
-    this.layout = buildLayout(this.structure, this.collapsed);
+    this.layout = buildLayout(this.structure, this.collapsed, this.choice());
+    this.root.dataset.pinned = [...this.pinned].join(' ');
+    this.root.dataset.tracks = String(this.layout.bands.filter((b) => b.kind === 'track' || b.kind === 'counter').length);
     this.spacer.style.height = `${Math.max(0, this.layout.height + AXIS_H - this.H)}px`;
     this.invalidate();
     if (this.structure.hosts && this.W) this.requestData(); // other tracks in view
+  }
+
+  /** Pins a track (or counter) to the top of the timeline, or unpins it; remembered per run. */
+  togglePin(band) {
+    const key = trackKey(band);
+    if (this.pinned.has(key)) this.pinned.delete(key); else this.pinned.add(key);
+    writePins(this.pinKey, [...this.pinned]);
+    this.relayout();
+  }
+
+  setTrackFilter(text) {
+    this.trackFilter = text;
+    this.relayout();
+  }
+
+  // ---- details pane --------------------------------------------------------------------------
+  /** Shows `nodes` in the details pane, opening it. */
+  showDetails(...nodes) {
+    this.details.replaceChildren(...nodes);
+    this.setDrawer(true);
+  }
+
+  setDrawer(open) {
+    const was = !this.drawer.hidden;
+    this.drawer.hidden = !open;
+    this.drawer.parentElement?.classList.toggle('details-open', open);
+    this.root.dataset.details = open ? 'open' : 'closed';
+    if (was !== open) requestAnimationFrame(() => this.resize()); // beside: the timeline's width changes
   }
 
   // ---- selection -------------------------------------------------------------------------
@@ -265,28 +310,43 @@ class TraceView {
     this.box = null;
     this.invalidate();
     if (center && brief) {
-      const { t0, t1 } = this.view;
-      const span = t1 - t0;
-      if (brief.dur_ns > span * 0.9) this.fitRange(brief.start_ns, brief.start_ns + brief.dur_ns, 0.2);
-      else if (brief.start_ns < t0 || brief.start_ns + brief.dur_ns > t1) {
-        const mid = brief.start_ns + brief.dur_ns / 2;
-        this.setView(mid - span / 2, mid + span / 2);
-      }
+      this.bringIntoView(brief);
       revealLine(this, brief.line); // its host may be collapsed
-      const y = this.layout.lineY[brief.line] + brief.depth * ROW_H;
-      if (y < this.scrollY || y > this.scrollY + this.H - AXIS_H - ROW_H) this.scroller.scrollTop = Math.max(0, y - (this.H - AXIS_H) / 2);
+      const ly = this.layout.lineY[brief.line];
+      const y = ly + brief.depth * ROW_H;
+      const P = this.layout.pinnedH;
+      const hidden = ly >= P && (y < this.scrollY + P || y > this.scrollY + this.H - AXIS_H - ROW_H);
+      if (hidden) this.scroller.scrollTop = Math.max(0, y - P - (this.H - AXIS_H - P) / 2);
     }
-    if (!brief) { this.details.replaceChildren(keysHelp()); return; }
+    if (!brief) { this.setDrawer(false); return; }
     try {
       const detail = await this.client.event(brief.event);
       if (this.selected !== brief) return;
       this.selected = { ...brief, ...detail };
-      this.details.replaceChildren(eventDetails(detail, (f) => this.selectEvent(f, true), this.opStatsHref(detail)), keysHelp());
+      this.showDetails(eventDetails(detail, (f) => this.selectEvent(f, true), this.opStatsHref(detail)));
       this.root.dataset.selected = String(detail.event);
       this.invalidate();
     } catch (err) {
-      this.details.replaceChildren(note(err.message, 'error'));
+      this.showDetails(note(err.message, 'error'));
     }
+  }
+
+  /**
+   * Moves the view to an event (a search match, a flow's other end): centred, and zoomed in
+   * until it is at least MATCH_MIN_PX wide (out, when it is wider than the view); the view's
+   * span is kept when the event is wide enough already.
+   */
+  bringIntoView(brief) {
+    const { t0, t1 } = this.view;
+    const span = t1 - t0;
+    const plotW = Math.max(1, this.W - GUTTER);
+    const end = brief.start_ns + brief.dur_ns;
+    if (brief.dur_ns > span * 0.9) { this.fitRange(brief.start_ns, end, 0.2); return; }
+    const mid = brief.start_ns + brief.dur_ns / 2;
+    const narrow = brief.dur_ns > 0 && (brief.dur_ns * plotW) / span < MATCH_MIN_PX;
+    // a narrow event gets a tenth of the plot (never less than MATCH_MIN_PX, nor under 10 ns)
+    const want = narrow ? Math.max(MIN_SPAN_NS, Math.min(span, (brief.dur_ns * plotW) / Math.max(MATCH_MIN_PX, plotW / 10))) : span;
+    if (narrow || brief.start_ns < t0 || end > t1) this.setView(mid - want / 2, mid + want / 2);
   }
 
   async selectBox(box) {
@@ -305,16 +365,16 @@ class TraceView {
     try {
       const result = await this.client.select({ t0: Math.floor(Math.max(0, box.t0)), t1: Math.ceil(box.t1), rows: rows.join(',') });
       if (this.box !== box) return;
-      this.details.replaceChildren(boxDetails(result, box.t0, box.t1), keysHelp());
+      this.showDetails(boxDetails(result, box.t0, box.t1));
       this.root.dataset.boxCount = String(result.count);
     } catch (err) {
-      this.details.replaceChildren(note(err.message, 'error'));
+      this.showDetails(note(err.message, 'error'));
     }
   }
 
   setMark(t0, t1) {
     this.mark = { t0: Math.min(t0, t1), t1: Math.max(t0, t1) };
-    this.details.replaceChildren(markDetails(this.mark), keysHelp());
+    this.showDetails(markDetails(this.mark));
     this.root.dataset.mark = String(this.mark.t1 - this.mark.t0);
     this.invalidate();
   }
@@ -350,177 +410,9 @@ class TraceView {
     this.canvas.className = `tv-canvas mode-${mode}`;
   }
 
-  /**
-   * Wheel conventions of Perfetto: the wheel scrolls the tracks (natively), Ctrl/Cmd+wheel and
-   * a trackpad pinch (which Chromium sends as a wheel event with ctrlKey) zoom at the pointer,
-   * Shift+wheel and horizontal swipes pan. With wheelMode 'zoom' (XProf) the plain wheel zooms.
-   */
-  onWheel(e) {
-    const px = e.offsetX;
-    const horizontal = Math.abs(e.deltaX) > Math.abs(e.deltaY);
-    const zoomKey = e.ctrlKey || e.metaKey;
-    if (px < GUTTER && !zoomKey && !e.shiftKey) return; // scroll the tracks natively
-    const unit = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? 400 : 1;
-    if (e.shiftKey || (horizontal && !zoomKey)) {
-      e.preventDefault();
-      this.panPixels(((e.shiftKey ? e.deltaY : 0) + e.deltaX) * unit);
-      return;
-    }
-    if (zoomKey || this.wheelMode === 'zoom') {
-      e.preventDefault();
-      // A pinch gives small deltas: zoom faster per unit than for a mouse wheel notch.
-      const rate = zoomKey && Math.abs(e.deltaY) < 50 ? 100 : 400;
-      this.zoom(Math.exp((-e.deltaY * unit) / rate), Math.max(px, GUTTER));
-    }
-    // Otherwise the scroller scrolls the tracks.
-  }
-
   setWheelMode(mode) {
     this.wheelMode = mode;
     writeSetting(WHEEL_KEY, mode);
-  }
-
-  onPointerDown(e) {
-    const px = e.offsetX;
-    const py = e.offsetY;
-    this.canvas.setPointerCapture(e.pointerId);
-    this.scroller.focus({ preventScroll: true });
-    if (px < GUTTER && py >= AXIS_H) {
-      const band = bandAt(this.layout, py - AXIS_H + this.scrollY);
-      if (band && (band.kind === 'section' || band.kind === 'host')) {
-        if (this.collapsed.has(band.key)) this.collapsed.delete(band.key);
-        else this.collapsed.add(band.key);
-        this.relayout();
-      }
-      return;
-    }
-    const mode = py < AXIS_H ? 'timing' : this.mode;
-    this.drag = { mode, x0: px, y0: py, x: px, y: py, t0: scaleOf(this).t(px), view: { ...this.view }, scroll: this.scrollY, moved: false };
-  }
-
-  onPointerMove(e) {
-    const d = this.drag;
-    if (!d) return;
-    d.x = e.offsetX;
-    d.y = e.offsetY;
-    d.moved = d.moved || Math.abs(d.x - d.x0) + Math.abs(d.y - d.y0) > 3;
-    if (!d.moved) return;
-    const sc = scaleOf(this);
-    if (d.mode === 'pan') {
-      const dt = (d.x - d.x0) / sc.k;
-      this.setView(d.view.t0 - dt, d.view.t1 - dt);
-      this.scroller.scrollTop = d.scroll - (d.y - d.y0);
-    } else if (d.mode === 'timing' || d.mode === 'zoom') {
-      this.setMark(d.t0, sc.t(d.x));
-    } else if (d.mode === 'select') {
-      const y0 = d.y0 - AXIS_H + this.scrollY;
-      const y1 = d.y - AXIS_H + this.scrollY;
-      this.box = { t0: Math.min(d.t0, sc.t(d.x)), t1: Math.max(d.t0, sc.t(d.x)), y0: Math.min(y0, y1), y1: Math.max(y0, y1) };
-      this.invalidate();
-    }
-  }
-
-  onPointerUp(e) {
-    const d = this.drag;
-    this.drag = null;
-    if (!d) return;
-    if (!d.moved) {
-      if (d.mode === 'select' || d.mode === 'timing') this.clickEvent(e.offsetX, e.offsetY, d.mode);
-      return;
-    }
-    if (d.mode === 'zoom' && this.mark) {
-      const { t0, t1 } = this.mark;
-      this.mark = null;
-      this.fitRange(t0, t1, 0);
-    } else if (d.mode === 'select' && this.box) {
-      this.selectBox(this.box);
-    }
-  }
-
-  /** The counter band and its value under screen point (px, py), or null. */
-  counterAt(px, py) {
-    if (!this.data || px < GUTTER || py < AXIS_H) return null;
-    const band = bandAt(this.layout, py - AXIS_H + this.scrollY);
-    if (!band || band.kind !== 'counter') return null;
-    const c = this.data.counters.find((x) => x.id === band.counter);
-    if (!c) return null;
-    const t = scaleOf(this).t(px);
-    const j = counterIndexAt(c, t, this.data.t1);
-    if (j < 0 || !(c.v[j] >= 0)) return { counter: c, band, t, value: null };
-    return { counter: c, band, t, value: c.v[j], from: c.t[j], to: c.t[j] + (c.t.length > 1 ? c.t[1] - c.t[0] : 0) };
-  }
-
-  /** A tooltip with the name and duration of the event (or the counter value) under the pointer. */
-  hover(e) {
-    if (this.drag && this.drag.moved) { this.tooltip.hidden = true; return; }
-    const cv = this.counterAt(e.offsetX, e.offsetY);
-    const before = this.counterHover;
-    this.counterHover = cv ? { t: cv.t, y: cv.band.y } : null;
-    if (cv || before) this.invalidate();
-    let text = '';
-    if (cv) {
-      text = `${cv.counter.name}\n${cv.value === null ? 'no value here' : counterValue(cv.counter, cv.value)} at ${fmtNs(cv.t - this.origin)}`;
-    } else {
-      const i = hitTest(this, e.offsetX, e.offsetY);
-      if (i >= 0) {
-        const d = this.data;
-        text = `${d.names[d.name[i]]}\n${fmtNs(d.dur[i])} at ${fmtNs(d.start[i] - this.origin)}`;
-      }
-    }
-    if (!text) { this.tooltip.hidden = true; return; }
-    this.tooltip.textContent = text;
-    this.tooltip.style.left = `${e.clientX + 14}px`;
-    this.tooltip.style.top = `${e.clientY + 14}px`;
-    this.tooltip.hidden = false;
-  }
-
-  clickEvent(px, py, mode) {
-    const cv = mode === 'select' ? this.counterAt(px, py) : null;
-    if (cv) {
-      this.selected = null;
-      this.details.replaceChildren(counterDetails(cv, counterValue, this.origin), keysHelp());
-      this.root.dataset.counterValue = cv.value === null ? '' : String(cv.value);
-      this.invalidate();
-      return;
-    }
-    const i = hitTest(this, px, py);
-    if (i < 0) { if (mode === 'select') this.selectEvent(null); return; }
-    const d = this.data;
-    const brief = { event: d.event[i], line: d.line[i], depth: d.depth[i], start_ns: d.start[i], dur_ns: d.dur[i] };
-    if (mode === 'timing') this.setMark(brief.start_ns, brief.start_ns + brief.dur_ns);
-    else this.selectEvent(brief);
-  }
-
-  /**
-   * Keys work whenever the page has focus (listened on the window, before the shell): W/S zoom at
-   * the pointer, A/D pan, 1-4 pick the mouse mode. The shell's 1-9 tool switching is off while
-   * the viewer is open, so no single key leaves the view; ? lists the viewer's keys.
-   */
-  onKey(e) {
-    if (!this.root.isConnected) { window.removeEventListener('keydown', this.keyListener, true); return; }
-    if (e.ctrlKey || e.metaKey || e.altKey) return;
-    const tag = (e.target.tagName || '').toLowerCase();
-    if (tag === 'input' || tag === 'select' || tag === 'textarea') return;
-    if (this.shortcuts && this.shortcuts.open) return; // the dialog handles its own keys
-    const key = e.key.toLowerCase();
-    const fast = e.shiftKey ? 3 : 1;
-    const handled = {
-      w: () => this.zoom(1.25 ** fast, this.mouseX), s: () => this.zoom(0.8 ** fast, this.mouseX),
-      a: () => this.panPixels(-0.1 * fast * (this.W - GUTTER)), d: () => this.panPixels(0.1 * fast * (this.W - GUTTER)),
-      1: () => this.setMode('select'), 2: () => this.setMode('pan'), 3: () => this.setMode('zoom'), 4: () => this.setMode('timing'),
-      m: () => this.selected && this.setMark(this.selected.start_ns, this.selected.start_ns + this.selected.dur_ns),
-      f: () => {
-        const r = this.mark || (this.selected && { t0: this.selected.start_ns, t1: this.selected.start_ns + this.selected.dur_ns })
-          || (this.box && { t0: this.box.t0, t1: this.box.t1 });
-        if (r) this.fitRange(r.t0, r.t1);
-      },
-      '?': () => this.showShortcuts(),
-      escape: () => { this.mark = null; this.box = null; this.selectEvent(null); },
-    }[key] || (/^[5-9]$/.test(key) ? () => {} : null);
-    if (!handled) return;
-    e.preventDefault();
-    e.stopPropagation(); // the shell would switch tools on digits and open its own help on ?
-    handled();
   }
 
   showShortcuts() {
@@ -531,36 +423,7 @@ class TraceView {
     this.shortcuts.showModal();
   }
 
-  bind() {
-    const c = this.canvas;
-    c.addEventListener('wheel', (e) => this.onWheel(e), { passive: false });
-    c.addEventListener('pointerdown', (e) => this.onPointerDown(e));
-    c.addEventListener('pointermove', (e) => {
-      this.mouseX = e.offsetX;
-      this.onPointerMove(e);
-      this.hover(e);
-    });
-    c.addEventListener('pointerleave', () => {
-      this.tooltip.hidden = true;
-      if (this.counterHover) { this.counterHover = null; this.invalidate(); }
-    });
-    c.addEventListener('pointerup', (e) => this.onPointerUp(e));
-    window.addEventListener('keydown', this.keyListener, true);
-    this.scroller.addEventListener('scroll', () => {
-      this.scrollY = this.scroller.scrollTop;
-      this.invalidate();
-      if (this.structure.hosts) this.requestData();
-    });
-    const observer = new ResizeObserver(() => {
-      if (!this.root.isConnected && this.W) {
-        observer.disconnect();
-        window.removeEventListener('keydown', this.keyListener, true);
-        return;
-      }
-      this.resize();
-    });
-    observer.observe(this.scroller);
-  }
+  bind() { bindInput(this); }
 
   // ---- measurement (browser tests, benchmarks) ---------------------------------------------
   /** Frame-time probes (`window.stepscopeTrace.measurePan(...)`), see _trace_measure.js. */
@@ -569,30 +432,55 @@ class TraceView {
   measureZoom(frames = 120, factor = 1.04) { return measureZoom(this, frames, factor); }
 }
 
+/** The timeline's height: down to the window's bottom edge (the page does not scroll). */
+function fitHeight(scroller, drawer) {
+  const top = scroller.getBoundingClientRect().top;
+  const height = `${Math.max(240, Math.floor(window.innerHeight - top - 10))}px`;
+  scroller.style.height = height;
+  drawer.style.maxHeight = height;
+}
+
 export async function render(root, data, ctx) {
   ensureStyles();
   if (!data.events) {
     root.append(note('This trace has no events.', 'warn'));
     return;
   }
+  root.classList.add('tv-page');
   const canvas = /** @type {HTMLCanvasElement} */ (h('canvas', { class: 'tv-canvas mode-select', 'aria-label': 'Timeline' }));
   const spacer = h('div', { class: 'tv-spacer' });
   const scroller = h('div', { class: 'tv-scroll', tabindex: '0', 'aria-label': 'Timeline; W S zoom, A D pan, ? shortcuts' }, canvas, spacer);
-  const details = h('section', { class: 'card tv-details', 'aria-live': 'polite' }, keysHelp());
+  const details = h('div', { class: 'tv-details-body', 'aria-live': 'polite' });
   const status = h('span', { class: 'tv-status' });
   const flowNote = h('span', { class: 'tv-flow-note muted' });
-  const searchCount = h('span', { class: 'count' });
+  const searchCount = h('span', { class: 'count', 'aria-live': 'polite' });
   const tooltip = h('div', { class: 'tooltip', hidden: true, role: 'tooltip' });
-  const view = new TraceView(root, data, ctx, { canvas, spacer, scroller, details, status, searchCount, tooltip, flowNote });
+  // The details of a selection: beside the timeline on a wide window (the handle between them
+  // resizes), over the timeline's right edge otherwise; closed until something is selected.
+  const close = h('button', { type: 'button', class: 'tv-close', 'aria-label': 'Close the details', title: 'Close (Esc)' }, '×');
+  const drawer = h('aside', { class: 'card tv-details', 'aria-label': 'Details', hidden: true }, close, details);
+  const view = new TraceView(root, data, ctx, { canvas, spacer, scroller, details, drawer, status, searchCount, tooltip, flowNote });
+  close.addEventListener('click', () => { view.mark = null; view.box = null; view.selectEvent(null); view.invalidate(); });
   const handle = h('div', { class: 'tv-resize', role: 'separator', 'aria-orientation': 'vertical', title: 'Drag to resize the details pane' });
-  const main = h('div', { class: 'tv-main' }, scroller, handle, details);
+  const main = h('div', { class: 'tv-main', dataset: { details: 'closed' } }, scroller, handle, drawer);
   bindResize(handle, main);
-  view.summary = h('p', { class: 'loading' }, summaryOf(view));
-  root.append(view.summary, toolbar(view), data.hosts ? h('div', { class: 'tv-toolbar' }, podControls(view, data, ctx)) : '', main, tooltip);
+  view.summary = h('span', { class: 'tv-summary' }, summaryOf(view));
+  const bar = toolbar(view);
+  bar.append(h('span', { class: 'tv-status-line' }, view.summary, h('br'), status, ' ', flowNote));
+  root.append(bar, data.hosts ? h('div', { class: 'tv-toolbar' }, podControls(view, data, ctx)) : '', main, tooltip);
   root.dataset.loading = '1';
-  // #/trace_viewer?...&step=N opens with step N in view (the Compare page links here)
+  root.dataset.details = 'closed';
+  // #/trace_viewer?...&step=N opens with step N in view (the Compare page and a flight
+  // recorder run's banner link here)
   const wanted = new URLSearchParams(location.hash.split('?')[1] || '').get('step');
   initialSteps(view, wanted === null ? null : Number(wanted));
   view.bind();
+  const fit = () => { if (root.isConnected) fitHeight(scroller, drawer); else window.removeEventListener('resize', fit); };
+  window.addEventListener('resize', fit);
+  requestAnimationFrame(fit); // once the page is in the document
+  new ResizeObserver(fit).observe(bar); // the toolbar grows when the steps arrive, or wraps
+  const dark = window.matchMedia('(prefers-color-scheme: dark)');
+  const retheme = () => { view.theme = readTheme(); view.invalidate(); };
+  dark.addEventListener('change', retheme);
   /** @type {any} */ (window).stepscopeTrace = view; // for the browser tests and the curious
 }
