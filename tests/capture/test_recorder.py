@@ -28,19 +28,9 @@ from stepscope.tools import output
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
 from tests.support.capture import load_run, named
-
-MS = 1_000_000
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = time.perf_counter_ns()
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, ns: int) -> None:
-        self.now += ns
+from tests.support.recorder import MS, FakeClock
+from tests.support.recorder import marker as _marker
+from tests.support.recorder import run_steps as _run_steps
 
 
 @pytest.fixture
@@ -59,29 +49,15 @@ def _no_leaked_recorder() -> Iterator[None]:
 
 
 def _start(logdir: Path, **kw: Any) -> rec.Recorder:
-    triggers = kw.pop("triggers", rec.Triggers(warmup_steps=5, slow_step_factor=5.0))
+    triggers = kw.pop(
+        "triggers", rec.Triggers(warmup_steps=2, settle_steps=3, slow_step_factor=5.0)
+    )
     kw.setdefault("sampler_hz", 0)
     return rec.start(str(logdir), triggers=triggers, poll_s=10, **kw)
 
 
-def _run_steps(
-    clock: FakeClock, first: int, count: int, slow: dict[int, int] | None = None
-) -> None:
-    for n in range(first, first + count):
-        with stepscope.step(n):
-            with stepscope.trace("compute"):
-                clock.advance((slow or {}).get(n, 1) * MS)
-            clock.advance(MS // 10)
-
-
 def _saved(recorder: rec.Recorder) -> list[rec.PendingSave]:
     return [p for p in recorder.requested if p.result(30) is not None]
-
-
-def _marker(run_dir: Path) -> dict[str, Any]:
-    (path,) = run_dir.glob("*.recorder.json")
-    data: dict[str, Any] = json.loads(path.read_text())
-    return data
 
 
 def test_slow_step_saves_it_with_the_steps_before_and_the_overview_shows_it(
@@ -217,7 +193,7 @@ def test_rate_limit_holds_per_trigger_and_user_saves_are_not_limited(
 def test_after_steps_saves_the_steps_after_the_trigger_too(
     tmp_path: Path, clock: FakeClock
 ) -> None:
-    triggers = rec.Triggers(warmup_steps=5, slow_step_factor=5.0, after_steps=3)
+    triggers = rec.Triggers(warmup_steps=5, settle_steps=3, slow_step_factor=5.0, after_steps=3)
     recorder = _start(tmp_path, triggers=triggers)
     _run_steps(clock, 0, 11, slow={10: 20})
     recorder.tick()

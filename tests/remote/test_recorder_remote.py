@@ -99,7 +99,10 @@ def test_rank_1_trigger_makes_rank_0_save_the_same_steps(
     spawn_workers: Any, tmp_path: Path
 ) -> None:
     (rank0,) = spawn_workers(1, "--recorder", str(tmp_path), "--hostname", "rank0")
-    triggers = rec.Triggers(warmup_steps=5, slow_step_factor=20.0)
+    # arms after 5 + 5 steps whatever this machine's load does to their spread
+    triggers = rec.Triggers(
+        warmup_steps=5, settle_steps=5, settle_spread=100.0, slow_step_factor=20.0
+    )
     recorder = rec.start(
         str(tmp_path),
         hostname="rank1",

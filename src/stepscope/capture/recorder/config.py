@@ -40,7 +40,12 @@ class Triggers:
     """When the recorder saves on its own (a user's `save` always saves).
 
     ``slow_step_factor``: a step longer than this many times the median of the
-    ``median_steps`` steps before it (after ``warmup_steps`` steps; 0 turns it off).
+    ``median_steps`` steps before it (0 turns it off). It arms after the first
+    ``warmup_steps`` steps (never part of the median), once the ``settle_steps`` steps after
+    them have settled: their 90th percentile at most ``settle_spread`` times their median.
+    ``escalation_factor``: a slow step this many times worse (against the median) than the
+    slow step saved less than ``min_interval_s`` ago is saved despite the rate limit (0:
+    never).
     ``hang_s``: a step open this long (0: off). ``on_exception``: an exception leaving a step
     or the program. ``on_sigusr1``: the signal (installed only where the program has no
     handler). ``min_interval_s``: at most one automatic save per trigger per this many
@@ -54,6 +59,9 @@ class Triggers:
     slow_step_factor: float = 3.0
     median_steps: int = 100
     warmup_steps: int = 20
+    settle_steps: int = 20
+    settle_spread: float = 1.5
+    escalation_factor: float = 2.0
     hang_s: float = 300.0
     on_exception: bool = True
     on_sigusr1: bool = True
@@ -65,7 +73,12 @@ class Triggers:
         if self.slow_step_factor != 0 and not self.slow_step_factor > 1:
             _bad("slow_step_factor", self.slow_step_factor, "> 1 (or 0 to turn it off)")
         _check_int("median_steps", self.median_steps, 3)
-        _check_int("warmup_steps", self.warmup_steps, 1)
+        _check_int("warmup_steps", self.warmup_steps, 0)
+        _check_int("settle_steps", self.settle_steps, 3)
+        if not self.settle_spread >= 1:
+            _bad("settle_spread", self.settle_spread, ">= 1 (a 90th percentile over the median)")
+        if self.escalation_factor != 0 and not self.escalation_factor > 1:
+            _bad("escalation_factor", self.escalation_factor, "> 1 (or 0: never escalate)")
         if not self.hang_s >= 0:
             _bad("hang_s", self.hang_s, ">= 0 seconds (0 turns it off)")
         if not self.min_interval_s >= 0:

@@ -17,7 +17,6 @@ import itertools
 import logging
 import os
 import queue
-import statistics
 import threading
 import time
 import traceback
@@ -31,6 +30,7 @@ from stepscope.capture.recorder import snapshot as snap
 from stepscope.capture.recorder.after import RECORDING, AfterCapture
 from stepscope.capture.recorder.pending import PendingSave
 from stepscope.capture.recorder.ring import Ring, StepSummary
+from stepscope.capture.recorder.slow import SlowStep, SlowStepTrigger
 from stepscope.capture.step import hooks as step_hooks
 from stepscope.capture.step import set_hooks as set_step_hooks
 
@@ -40,7 +40,6 @@ log = logging.getLogger("stepscope.recorder")
 # Events are bounded by the ring, not by a capture's budget: a count that is never reached.
 _UNBOUNDED = 1 << 62
 EXIT_WAIT_S = 60.0  # how long an exiting program waits for its last save
-MEDIAN_EVERY = 10  # steps between two computations of the running median
 # The watchdog also wakes after this many steps (steps shorter than poll_s / WAKE_STEPS):
 # the ring then exceeds its bounds by at most what so many steps record.
 WAKE_STEPS = 1000
@@ -69,11 +68,8 @@ class Recorder:
             config.max_bytes,
             config.history_steps,
         )
-        self.recent_dur: collections.deque[int] = collections.deque(
-            maxlen=self.triggers.median_steps
-        )
-        self._median: float | None = None
-        self._median_age = 0
+        self.slow = SlowStepTrigger(self.triggers)
+        self._armed_told = ""  # what the log said of the arming: "", "armed", "not armed"
         self.open_ns: dict[int, int] = {}  # thread ident -> when its current step opened
         self._hang_reported: set[int] = set()
         self._last_save: dict[str, float] = {}
@@ -183,10 +179,12 @@ class Recorder:
         run_name: str | None = None,
         window_ns: int | None = None,
         capture_after: bool = True,
+        force: bool = False,
     ) -> PendingSave:
         """Snapshot now (or after ``after_steps`` more steps) and save in the background;
-        automatic triggers honour ``min_interval_s``. ``run_name`` names the run (a save
-        several ranks share); ``window_ns`` keeps only what ended that recently;
+        automatic triggers honour ``min_interval_s`` (unless ``force``: an escalation).
+        ``run_name`` names the run (a save several ranks share); ``window_ns`` keeps only
+        what ended that recently;
         ``capture_after``: with ``capture_next_steps``, capture the next steps in full (not
         for a hang or an exception ending the program: no step is coming)."""
         pending = PendingSave(trigger, reason)
@@ -199,7 +197,8 @@ class Recorder:
             now = time.monotonic()
             last = self._last_save.get(trigger)
             limit = self.triggers.min_interval_s
-            if trigger not in cfg.UNLIMITED and last is not None and now - last < limit:
+            limited = trigger not in cfg.UNLIMITED and not force
+            if limited and last is not None and now - last < limit:
                 why = f"rate limit: one {trigger} save per {limit:g} s"
                 log.info("stepscope recorder: %s not saved (%s): %s", trigger, why, reason)
                 pending.skip(why)
@@ -370,30 +369,55 @@ class Recorder:
         self.ring.trim()
 
     def _check_steps(self) -> None:
-        """Compare each finished step with the median of the steps before it (recomputed
-        every `MEDIAN_EVERY` steps: a sort of ``median_steps`` values per step would cost
-        the training thread GIL time at 1 ms steps)."""
-        factor = self.triggers.slow_step_factor
-        recent = self.recent_dur
+        """Hand each finished step to the slow-step trigger (`recorder.slow`: warm-up,
+        arming, the running median, escalation)."""
+        if not self.triggers.slow_step_factor:
+            with self._lock:
+                self._unchecked = []
+                self.ring.scan()
+            return
         with self._lock:
             found, self._unchecked = self._unchecked + self.ring.scan(), []
         for summary in found:
-            if factor and len(recent) >= self.triggers.warmup_steps:
-                if self._median is None or self._median_age >= MEDIAN_EVERY:
-                    self._median, self._median_age = statistics.median(recent), 0
-                median = self._median
-                if median > 0 and summary.dur_ns > factor * median:
-                    self._slow(summary.step_num, summary.dur_ns, median, len(recent))
-            recent.append(summary.dur_ns)
-            self._median_age += 1
+            slow = self.slow.observe(summary.step_num, summary.dur_ns)
+            if slow is not None:
+                self._slow(slow)
+        self._tell_arming()
 
-    def _slow(self, step_num: int, dur_ns: int, median: float, window: int) -> None:
+    def _tell_arming(self) -> None:
+        """Says once when the slow-step trigger arms, and once if it still has not after five
+        times the steps it needs (step times that never settle: it stays off)."""
+        slow, triggers = self.slow, self.triggers
+        if slow.armed:
+            if self._armed_told == "armed":
+                return
+            self._armed_told = "armed"
+        else:
+            needs = triggers.warmup_steps + 5 * triggers.settle_steps
+            if self._armed_told or slow.seen < needs:
+                return
+            self._armed_told = "not armed"
+        log.info("stepscope recorder: slow-step trigger %s", slow.armed_note)
+
+    def _slow(self, found: SlowStep) -> None:
+        now = time.monotonic()
+        worse = self.slow.escalation(found.ratio, now)
         reason = (
-            f"step {step_num} took {dur_ns / 1e6:.1f} ms, {dur_ns / median:.1f}x the median "
-            f"{median / 1e6:.1f} ms of the {window} steps before"
+            f"step {found.step_num} took {found.dur_ns / 1e6:.1f} ms, {found.ratio:.1f}x the "
+            f"median {found.median_ns / 1e6:.1f} ms of the {found.window} steps before"
         )
-        details = {"step": step_num, "dur_ns": dur_ns, "median_ns": int(median)}
-        self.save(cfg.SLOW_STEP, reason, details)
+        details: dict[str, Any] = {
+            "step": found.step_num,
+            "dur_ns": found.dur_ns,
+            "median_ns": int(found.median_ns),
+        }
+        if worse is not None:
+            reason += f" ({worse:.1f}x worse than the slow step saved before it"
+            reason += ": saved despite the rate limit)"
+            details["escalation"] = round(worse, 2)
+        pending = self.save(cfg.SLOW_STEP, reason, details, force=worse is not None)
+        if not pending.skipped:
+            self.slow.saved(found.ratio, now)
 
     def _check_hang(self) -> None:
         limit = self.triggers.hang_s

@@ -28,6 +28,10 @@ _TRIGGER_FLAGS = {
     "hang_seconds": "hang_s",
     "min_interval": "min_interval_s",
     "capture_next_steps": "capture_next_steps",
+    "warmup_steps": "warmup_steps",
+    "settle_steps": "settle_steps",
+    "settle_spread": "settle_spread",
+    "escalation_factor": "escalation_factor",
 }
 _CONFIG_FLAGS = {
     "keep_steps": "keep_steps",
@@ -68,6 +72,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rec.add_argument("--hang-seconds", type=float, help="save a step open this long (300; 0: off)")
     rec.add_argument(
         "--min-interval", type=float, help="seconds between two saves of one trigger (300)"
+    )
+    rec.add_argument("--warmup-steps", type=int, help="first steps never part of the median (20)")
+    rec.add_argument(
+        "--settle-steps", type=int, help="steps after the warm-up that must settle (20)"
+    )
+    rec.add_argument(
+        "--settle-spread",
+        type=float,
+        help="the slow-step trigger arms when their 90th percentile is at most this many "
+        "times their median (1.5)",
+    )
+    rec.add_argument(
+        "--escalation-factor",
+        type=float,
+        help="save a slow step this many times worse than the last one despite the rate "
+        "limit (2; 0: never)",
     )
     rec.add_argument(
         "--capture-next-steps",

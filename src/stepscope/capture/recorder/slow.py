@@ -1,0 +1,109 @@
+"""The slow-step trigger: when it arms, what counts as slow, and when a worse step escalates.
+
+- **Warm-up**: the first ``warmup_steps`` steps (compilation, cold caches, a DataLoader
+  starting its workers) are never part of the baseline.
+- **Arming**: the trigger arms once the last ``settle_steps`` steps after the warm-up have
+  settled: their 90th percentile is at most ``settle_spread`` times their median. A machine
+  where step times still swing (another job's load, a pipeline filling) would otherwise
+  save its noise: on a loaded machine the trigger fired in every recorder start, a 3.5x
+  step 16 steps after the warm-up. Once armed it stays armed.
+- **Slow**: a step longer than ``slow_step_factor`` times the median of the
+  ``median_steps`` steps before it (recomputed every `MEDIAN_EVERY` steps).
+- **Escalation**: within ``min_interval_s`` of a saved slow step, a step at least
+  ``escalation_factor`` times worse (its ratio to the median over the saved one's) is
+  saved despite the rate limit, so the recorder keeps the worst step, not only the first.
+"""
+
+from __future__ import annotations
+
+import collections
+import statistics
+
+from stepscope.capture.recorder.config import Triggers
+from stepscope.records import record
+
+MEDIAN_EVERY = 10  # steps between two computations of the running median
+SETTLE_QUANTILE = 0.9
+
+
+@record
+class SlowStep:
+    step_num: int
+    dur_ns: int
+    median_ns: float
+    window: int  # steps the median was taken over
+
+    @property
+    def ratio(self) -> float:
+        return self.dur_ns / self.median_ns
+
+
+class SlowStepTrigger:
+    """The state of the slow-step trigger; fed one finished step at a time (watchdog)."""
+
+    def __init__(self, triggers: Triggers) -> None:
+        self.triggers = triggers
+        self.recent: collections.deque[int] = collections.deque(maxlen=triggers.median_steps)
+        self.seen = 0
+        self.armed = False
+        self.armed_note = ""  # how it armed, or why it has not yet
+        self._median: float | None = None
+        self._median_age = 0
+        self._saved: tuple[float, float] | None = None  # (monotonic s, ratio) of the last save
+
+    def observe(self, step_num: int, dur_ns: int) -> SlowStep | None:
+        """The step, when it is slow for an armed trigger; None otherwise."""
+        self.seen += 1
+        if self.seen <= self.triggers.warmup_steps:
+            return None
+        found = None
+        if self.armed:
+            if self._median is None or self._median_age >= MEDIAN_EVERY:
+                self._median, self._median_age = statistics.median(self.recent), 0
+            median = self._median
+            if median > 0 and dur_ns > self.triggers.slow_step_factor * median:
+                found = SlowStep(step_num, dur_ns, median, len(self.recent))
+        self.recent.append(dur_ns)
+        self._median_age += 1
+        if not self.armed:
+            self._try_arm()
+        return found
+
+    def _try_arm(self) -> None:
+        settle = self.triggers.settle_steps
+        if len(self.recent) < settle:
+            self.armed_note = (
+                f"not armed: {len(self.recent)} of the {settle} steps after the warm-up seen"
+            )
+            return
+        last = sorted(list(self.recent)[-settle:])
+        median = statistics.median(last)
+        high = last[min(len(last) - 1, int(SETTLE_QUANTILE * len(last)))]
+        spread = high / median if median > 0 else float("inf")
+        if spread <= self.triggers.settle_spread:
+            self.armed = True
+            self.armed_note = (
+                f"armed after {self.seen} steps: the last {settle} steps' 90th percentile "
+                f"is {spread:.2f}x their median {median / 1e6:.1f} ms"
+            )
+        else:
+            self.armed_note = (
+                f"not armed: the last {settle} steps' 90th percentile is {spread:.2f}x their "
+                f"median {median / 1e6:.1f} ms (arms at {self.triggers.settle_spread:g}x)"
+            )
+
+    def escalation(self, ratio: float, now_s: float) -> float | None:
+        """How many times worse than the slow step saved within ``min_interval_s`` this one
+        is, when that is at least ``escalation_factor`` (it is then saved anyway); None when
+        no such save is that recent or this step is not that much worse."""
+        factor = self.triggers.escalation_factor
+        if not factor or self._saved is None:
+            return None
+        when, saved_ratio = self._saved
+        if now_s - when >= self.triggers.min_interval_s:
+            return None
+        worse = ratio / saved_ratio
+        return worse if worse >= factor else None
+
+    def saved(self, ratio: float, now_s: float) -> None:
+        self._saved = (now_s, ratio)

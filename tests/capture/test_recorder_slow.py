@@ -1,0 +1,112 @@
+"""Issue #28 item 8: the slow-step trigger keeps the worst step (escalation past the rate
+limit) and arms only once step times have settled. Fake clock, `tick()` by hand, as in
+test_recorder.py: no assertion depends on this machine's speed."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import stepscope.recorder as rec
+from stepscope.capture import annotations
+from tests.support.recorder import MS, FakeClock
+from tests.support.recorder import marker as _marker
+from tests.support.recorder import run_steps as _run_steps
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(annotations, "perf_counter_ns", fake)
+    monkeypatch.setattr(time, "perf_counter_ns", fake)
+    return fake
+
+
+@pytest.fixture(autouse=True)
+def _stopped() -> Iterator[None]:
+    yield
+    if rec.is_running():
+        rec.stop()
+
+
+def _start(logdir: Path, **triggers: float) -> rec.Recorder:
+    settings = {"warmup_steps": 5, "settle_steps": 10, "slow_step_factor": 3.0, **triggers}
+    return rec.start(str(logdir), triggers=rec.Triggers(**settings), sampler_hz=0, poll_s=10)
+
+
+def test_a_clearly_worse_step_is_saved_despite_the_rate_limit(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """A 3.5x step was saved and a 10x step seconds later dropped by the 300 s limit."""
+    recorder = _start(tmp_path)
+    _run_steps(clock, 0, 30)  # 1.1 ms steps: warm-up, settled, armed
+    recorder.tick()
+    assert recorder.slow.armed
+    _run_steps(clock, 30, 5, slow={31: 4})  # 3.5x the median: saved
+    recorder.tick()
+    _run_steps(clock, 35, 5, slow={36: 5})  # 4.6x: not twice as bad, rate-limited
+    recorder.tick()
+    _run_steps(clock, 40, 5, slow={41: 11})  # 10x: 2.8x worse than the saved one
+    recorder.tick()
+    first, limited, worse = recorder.requested
+    assert "rate limit" in limited.skipped
+    saved = worse.result(30)
+    assert first.result(30) is not None and saved is not None
+    marker = _marker(saved)
+    assert "step 41 took" in marker["reason"] and "saved despite the rate limit" in marker["reason"]
+    assert marker["escalation"] >= 2.0
+    _run_steps(clock, 45, 5, slow={46: 12})  # a little worse again: limited once more
+    recorder.tick()
+    assert "rate limit" in recorder.requested[-1].skipped
+
+
+def test_no_escalation_when_turned_off(tmp_path: Path, clock: FakeClock) -> None:
+    recorder = _start(tmp_path, escalation_factor=0)
+    _run_steps(clock, 0, 30)
+    _run_steps(clock, 30, 12, slow={31: 4, 41: 11})
+    recorder.tick()
+    assert [p.skipped.startswith("rate limit") for p in recorder.requested] == [False, True]
+
+
+def test_the_trigger_arms_only_once_step_times_settle(
+    tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """On a loaded machine the trigger fired in every recorder start: noisy first steps
+    after the warm-up made a 3.5x step out of scheduling noise."""
+    recorder = _start(tmp_path)
+    noisy = {n: 3 for n in range(0, 40, 4)}  # one step in four 3x: p90 / median = 2.8
+    _run_steps(clock, 0, 40, slow=noisy)
+    _run_steps(clock, 40, 1, slow={40: 4})
+    recorder.tick()
+    assert not recorder.slow.armed and not recorder.requested
+    assert "not armed" in recorder.slow.armed_note and "arms at 1.5x" in recorder.slow.armed_note
+    with caplog.at_level(logging.INFO, logger="stepscope"):
+        _run_steps(clock, 41, 12)  # settled: 1.1 ms steps
+        recorder.tick()
+    assert recorder.slow.armed and "armed after" in caplog.text
+    _run_steps(clock, 53, 2, slow={53: 4})
+    recorder.tick()
+    (pending,) = recorder.requested
+    assert (
+        pending.result(30) is not None and "step 53 took" in _marker(pending.result(30))["reason"]
+    )
+
+
+def test_warm_up_steps_are_not_the_baseline(tmp_path: Path, clock: FakeClock) -> None:
+    """Slow first steps (compilation) neither arm the trigger nor raise the median."""
+    recorder = _start(tmp_path)
+    _run_steps(clock, 0, 5, slow=dict.fromkeys(range(5), 50))
+    _run_steps(clock, 5, 10)
+    recorder.tick()
+    assert recorder.slow.armed and list(recorder.slow.recent) == [int(1.1 * MS)] * 10
+
+
+def test_settings_are_checked() -> None:
+    with pytest.raises(rec.InvalidRecorderConfigError, match="settle_spread"):
+        rec.Triggers(settle_spread=0.5)
+    with pytest.raises(rec.InvalidRecorderConfigError, match="escalation_factor"):
+        rec.Triggers(escalation_factor=1.0)
