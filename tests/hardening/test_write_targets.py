@@ -7,6 +7,7 @@ and symlinks only, never device nodes.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -37,9 +38,11 @@ class FifoReader:
             self.data = fifo.read()
 
     def finish(self) -> bytes:
-        if self.thread.is_alive():  # unblock a reader nobody wrote to
-            with open(self.path, "wb"):
-                pass
+        self.thread.join(2)
+        if self.thread.is_alive():  # a reader nobody wrote to: open and close to end it
+            # non-blocking: if the reader left meanwhile, a plain open would wait forever
+            with contextlib.suppress(OSError):
+                os.close(os.open(self.path, os.O_WRONLY | os.O_NONBLOCK))
         self.thread.join(10)
         return self.data
 
