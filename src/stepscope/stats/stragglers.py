@@ -1,20 +1,37 @@
 """Which rank is late, at which steps, and why: stragglers of synchronous training.
 
-In data-parallel training every rank's collectives end together, so a rank that is late
-(slow input, slow compute...) makes every other rank wait inside its all-reduce. Step times
-are therefore equal on all ranks and say nothing; what differs is where the time goes. Per
-pod step (steps paired by `pairing.pair_host_steps`):
+In synchronous training every rank enters the same collectives (all-reduce, all-gather...)
+and they all leave each one together: a rank that is late (slow input, slow compute...)
+makes every other rank wait inside the collective. Step times are therefore equal on all
+ranks and say nothing; **who arrived last** does. The rule (docs/jobs.md):
 
-- ``wait``: a rank's collective time beyond the shortest collective time of any rank in that
-  step. The late rank arrives last and waits least, so its collectives are the shortest;
-  everything above that is waiting for it (clocks of different hosts are never compared).
-- ``own`` = step time - wait: the time the rank spent on its own work.
-- ``late`` = own - the median rank's own time. A rank is late in a step when ``late`` is at
-  least `LATE_SHARE` of the median (and `LATE_MIN_NS`).
-- the **reason** is the breakdown category (input, host compute, device compute...; never
-  collectives) in which the late rank exceeds the median rank the most over its late steps.
+1. **Match the calls.** The same collective call is found on every rank
+   (`stepscope.stats.collective_calls`): by its sequence number in its process group where
+   the trace records it, else by pod step (steps paired by `pairing.pair_host_steps`), lane
+   (kind and group) and position among the step's calls of that lane.
+2. **One clock.** Every rank leaves a collective at about the same instant, so each rank's
+   clock offset is the median, over the matched calls, of how much later its exits are than
+   the median rank's. Arrivals and exits are shifted by it (the offsets and how closely the
+   corrected exits agree are stated): hosts' clocks are never trusted as they are.
+3. **Who is last.** At each call the rank that arrives last held every other rank for
+   ``margin`` = its arrival - the next-to-last arrival; each other rank waited from its own
+   arrival until the last one's (at most until it left). Per pod step a rank's ``late`` is the
+   margin summed over the calls it was last at (negative: how long before the last rank it
+   arrived), its ``wait`` the waiting summed.
+4. **Late steps, stragglers.** A rank is late in a step when its margin there is at least
+   `LATE_SHARE` of the median rank's own time in that step (step time - wait) and
+   `LATE_MIN_NS`; it is a **straggler** when it is late in at least `MIN_LATE_STEPS` steps
+   (all of them when there are fewer) and `MIN_LATE_FRACTION` of the steps: repeatedly
+   last, whatever share of the run that is.
+5. **Why.** For the calls where the straggler was last in its late steps: what it did since
+   its previous collective (its run-up: input, host compute, device compute, untraced
+   "All Others"...), against the median of the other ranks over the same calls; the
+   category with the largest excess is the reason, given with both figures.
 
-Waiters are thus never blamed: their extra time is wait, not own time.
+The ranks that waited are labelled waiting, never late. A run without collectives to
+match (CPU workers without collectives, profiles from before collectives were traced) falls
+back to `stragglers_own_time`: own time (step time - collective time beyond the shortest
+rank's) against the median rank.
 """
 
 from __future__ import annotations
@@ -24,145 +41,286 @@ from collections.abc import Sequence
 import numpy as np
 
 from stepscope.records import record
+from stepscope.stats.collective_calls import CollectiveCalls
 from stepscope.stats.events import CATEGORY_LABELS, CATEGORY_NAMES
-from stepscope.stats.steps.breakdown import StepDb
-from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
+from stepscope.stats.intervals import merge_sorted
+from stepscope.stats.steps.pairing import HostSteps, StepPairing, pair_host_steps
+from stepscope.stats.stragglers_own_time import by_own_time
+from stepscope.stats.stragglers_types import (
+    BY_ARRIVAL,
+    LATE_MIN_NS,
+    LATE_SHARE,
+    MIN_LATE_FRACTION,
+    MIN_LATE_STEPS,
+    PodLateness,
+    Rank,
+    Straggler,
+    nan_reduce,
+    ranges,
+    required_late_steps,
+)
 
-LATE_SHARE = 0.10  # late by 10% of the median rank's own time
-LATE_MIN_NS = 20_000  # and by at least 20 us (timer noise on short steps)
-WAIT_CATEGORY = "device_collectives"
+__all__ = [
+    "LATE_MIN_NS",
+    "LATE_SHARE",
+    "MIN_LATE_FRACTION",
+    "MIN_LATE_STEPS",
+    "PodLateness",
+    "Rank",
+    "Straggler",
+    "find_stragglers",
+    "ranges",
+]
+
+# Collective time is the waiting being explained, never the reason for being late.
+_NOT_REASONS = ("collective_wait", "device_collectives")
+_REASONS = tuple(c for c in CATEGORY_NAMES if c not in _NOT_REASONS)
 
 
 @record
-class Straggler:
-    host: str
-    steps: tuple[int, ...]  # pod step numbers where it is late
-    late_ns: int  # own time beyond the median rank's, summed over those steps
-    reason: str  # category key (CATEGORY_NAMES) where it differs most
-    reason_excess_ns: int  # that category's time beyond the median rank's, summed
-    waited_ns: int  # what the other ranks spent waiting in those steps, summed
-    waiters: int  # ranks that waited for it
-    explanation: str
+class Matched:
+    """The calls every rank with calls made: (ranks, calls) matrices on one clock."""
 
-    @property
-    def step_ranges(self) -> str:
-        return ranges(self.steps)
+    rows: np.ndarray  # (R,) index into the run's hosts of each rank here
+    pod_step: np.ndarray  # (C,) pod step index of each call, -1 outside the pod steps
+    arrive_ns: np.ndarray  # (R, C) int64, shifted by the offsets
+    exit_ns: np.ndarray  # (R, C) int64, shifted by the offsets
+    runup_ns: np.ndarray  # (R, C, categories) int64
+    offsets_ns: np.ndarray  # (R,) int64: each rank's clock minus the median rank's
+    exit_spread_ns: float  # median |corrected exit - the call's median exit|
+    keyed_by: str  # "sequence number" or "step, kind and position"
 
 
-@record
-class PodLateness:
-    hosts: tuple[str, ...]
-    step_num: np.ndarray  # (S,) pod step labels
-    dur_ns: np.ndarray  # (H, S) float, NaN where a host lacks the step
-    wait_ns: np.ndarray  # (H, S) float: waiting for a late rank inside collectives
-    late_ns: np.ndarray  # (H, S) float: own time beyond the median rank's (may be < 0)
-    late: np.ndarray  # (H, S) bool: late in that step
-    stragglers: tuple[Straggler, ...]  # most late time first
-    pairing: str
-
-
-def ranges(numbers: Sequence[int]) -> str:
-    """ "3, 10-20, 25" for a sorted list of step numbers."""
-    out: list[str] = []
-    values = sorted(numbers)
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
-            j += 1
-        out.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
-        i = j + 1
-    return ", ".join(out)
-
-
-def _matrices(
-    hosts: Sequence[tuple[str, StepDb]],
-) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], str]:
-    pairing = pair_host_steps(
-        [HostSteps(h, db.step_num, db.start_ns, db.dur_ns) for h, db in hosts]
-    )
-    n_h, n_s = len(hosts), pairing.n_steps
-    dur = np.full((n_h, n_s), np.nan)
-    cats = {c: np.full((n_h, n_s), np.nan) for c in CATEGORY_NAMES}
-    for i, ((_, db), rows) in enumerate(zip(hosts, pairing.rows, strict=True)):
-        have = rows >= 0
-        if not have.any():
-            continue
-        dur[i, have] = db.dur_ns[rows[have]]
-        for c, values in db.category_ns().items():
-            cats[c][i, have] = values[rows[have]]
-    return pairing.step_num, dur, cats, pairing.description
-
-
-def _nan_reduce(values: np.ndarray, how: str) -> np.ndarray:
-    """Column-wise nanmin / nanmedian without warnings for all-NaN columns (they give NaN)."""
-    out = np.full(values.shape[1], np.nan)
-    seen = ~np.isnan(values).all(axis=0)
-    if seen.any():
-        fn = np.nanmin if how == "min" else np.nanmedian
-        out[seen] = fn(values[:, seen], axis=0)
+def _pod_step_of_rows(pairing: StepPairing, i: int, n_rows: int) -> np.ndarray:
+    out = np.full(max(n_rows, 1), -1, np.int64)
+    rows = pairing.rows[i]
+    have = rows >= 0
+    out[rows[have]] = np.flatnonzero(have)
     return out
 
 
-def find_stragglers(hosts: Sequence[tuple[str, StepDb]]) -> PodLateness:
-    """Late ranks of the run and why (see the module docstring); ``hosts``: (name, steps)."""
-    names = tuple(h for h, _ in hosts)
-    step_num, dur, cats, pairing = _matrices(hosts)
-    coll = cats[WAIT_CATEGORY]
-    wait = np.nan_to_num(coll - _nan_reduce(coll, "min")[None, :], nan=0.0)
-    own = dur - wait
-    median = _nan_reduce(own, "median")
-    late_ns = own - median[None, :]
-    threshold = np.maximum(LATE_SHARE * np.nan_to_num(median), LATE_MIN_NS)
-    late = np.nan_to_num(late_ns, nan=-1.0) >= threshold[None, :]
-    if len(names) < 2:
-        late[:] = False
-    medians = {c: _nan_reduce(v, "median") for c, v in cats.items() if c != WAIT_CATEGORY}
+def _keys(
+    calls: CollectiveCalls, lanes: dict[str, int], pod: np.ndarray, by_seq: bool
+) -> np.ndarray:
+    """One int64 key per call that is the same on every rank for the same call."""
+    lane = np.array([lanes[calls.lanes[k]] for k in calls.lane.tolist()], np.int64)
+    if by_seq:
+        return lane * (1 << 40) + calls.seq
+    step = np.where(calls.step >= 0, pod[np.maximum(calls.step, 0)], -1)
+    return ((step + 1) * (len(lanes) + 1) + lane) * (1 << 24) + np.minimum(
+        calls.ordinal, (1 << 24) - 1
+    )
+
+
+def match_calls(ranks: Sequence[Rank], pairing: StepPairing) -> Matched | None:
+    """The calls of the ranks that have any, matched (see the module docstring), or None
+    when fewer than two ranks have calls in common."""
+    rows = [i for i, r in enumerate(ranks) if r.calls is not None and r.calls.n_calls]
+    if len(rows) < 2:
+        return None
+    calls = [ranks[i].calls for i in rows]
+    assert all(c is not None for c in calls)
+    have = [c for c in calls if c is not None]
+    lanes = {name: k for k, name in enumerate(dict.fromkeys(n for c in have for n in c.lanes))}
+    by_seq = all((c.seq >= 0).all() for c in have)
+    pods = [_pod_step_of_rows(pairing, i, ranks[i].steps.n_steps) for i in rows]
+    keys = [_keys(c, lanes, pod, by_seq) for c, pod in zip(have, pods, strict=True)]
+    common = np.unique(keys[0])
+    for k in keys[1:]:
+        common = np.intersect1d(common, k)
+    if not by_seq:  # calls outside the pod steps have no common position
+        common = common[common >= (len(lanes) + 1) * (1 << 24)]
+    if not len(common):
+        return None
+    at = []
+    for k in keys:
+        order = np.argsort(k, kind="stable")
+        at.append(order[np.searchsorted(k[order], common)])
+    arrive = np.stack([c.arrive_ns[a] for c, a in zip(have, at, strict=True)])
+    exit_ = np.stack([c.exit_ns[a] for c, a in zip(have, at, strict=True)])
+    runup = np.stack([c.runup_ns[a] for c, a in zip(have, at, strict=True)])
+    first = have[0]
+    step0 = first.step[at[0]]
+    pod_step = np.where(step0 >= 0, pods[0][np.maximum(step0, 0)], -1)
+    offsets = _offsets(exit_)
+    arrive, exit_ = arrive - offsets[:, None], exit_ - offsets[:, None]
+    spread = float(np.median(np.abs(exit_ - np.median(exit_, axis=0)[None, :])))
+    keyed = "sequence number" if by_seq else "step, kind and position"
+    return Matched(np.array(rows), pod_step, arrive, exit_, runup, offsets, spread, keyed)
+
+
+def _offsets(exit_ns: np.ndarray) -> np.ndarray:
+    """Each rank's clock offset against the median rank, from when it left the calls."""
+    base = exit_ns[:, :1]
+    rel = (exit_ns - base).astype(np.float64)  # small: each rank against its first exit
+    ref = np.median(rel, axis=0)
+    return base[:, 0] + np.round(np.median(rel - ref[None, :], axis=1)).astype(np.int64)
+
+
+def find_stragglers(ranks: Sequence[Rank]) -> PodLateness:
+    """Late ranks of the run and why (see the module docstring)."""
+    hosts = tuple(r.host for r in ranks)
+    pairing = pair_host_steps(
+        [HostSteps(r.host, r.steps.step_num, r.steps.start_ns, r.steps.dur_ns) for r in ranks]
+    )
+    dur = np.full((len(ranks), pairing.n_steps), np.nan)
+    for i, (r, rows) in enumerate(zip(ranks, pairing.rows, strict=True)):
+        have = rows >= 0
+        dur[i, have] = r.steps.dur_ns[rows[have]]
+    matched = match_calls(ranks, pairing) if len(ranks) > 1 else None
+    if matched is None or not (matched.pod_step >= 0).any():
+        return by_own_time(ranks, pairing, dur)
+    return _by_arrival(hosts, pairing, dur, matched)
+
+
+def _by_arrival(
+    hosts: tuple[str, ...], pairing: StepPairing, dur: np.ndarray, m: Matched
+) -> PodLateness:
+    n_h, n_s = dur.shape
+    arrive, exit_ = m.arrive_ns, m.exit_ns
+    n_r, n_c = arrive.shape
+    last = np.argmax(arrive, axis=0)  # ties: the first rank
+    latest = arrive[last, np.arange(n_c)]
+    second = np.sort(arrive, axis=0)[-2] if n_r > 1 else latest
+    margin = latest - second
+    in_pod = m.pod_step >= 0
+    late_ns = np.full((n_h, n_s), np.nan)
+    wait_ns = np.full((n_h, n_s), np.nan)
+    held = np.zeros((n_h, n_s))
+    stepped = np.zeros(n_s, bool)
+    stepped[m.pod_step[in_pod]] = True
+    pod = m.pod_step[in_pod]
+    for j, row in enumerate(m.rows.tolist()):
+        # Unions per step: calls that overlap (DDP's buckets) must not count twice.
+        mine = last[in_pod] == j
+        held[row] = _union_per_step(pod[mine], second[in_pod][mine], latest[in_pod][mine], n_s)
+        lo = arrive[j, in_pod]
+        hi = np.where(mine, lo, np.minimum(latest, exit_[j])[in_pod])  # not waiting when last
+        waited = _union_per_step(pod, lo, hi, n_s)
+        have = ~np.isnan(dur[row]) & stepped
+        wait_ns[row, have] = waited[have]
+        late_ns[row, have] = held[row, have] - waited[have]
+    own = dur - np.nan_to_num(wait_ns)
+    threshold = np.maximum(LATE_SHARE * np.nan_to_num(nan_reduce(own, "median")), LATE_MIN_NS)
+    late = (held >= threshold[None, :]) & stepped[None, :]
+    n_compared = int(stepped.sum())
+    need = required_late_steps(n_compared)
+    last_count = np.zeros(n_h, np.int64)
+    np.add.at(last_count, m.rows[last[in_pod]], (margin[in_pod] >= LATE_MIN_NS).astype(np.int64))
     found = []
-    for i, host in enumerate(names):
-        cols = np.flatnonzero(late[i])
-        if not len(cols):
+    for j, row in enumerate(m.rows.tolist()):
+        steps = np.flatnonzero(late[row])
+        if len(steps) < need:
             continue
-        excess = {c: float(np.nansum(cats[c][i, cols] - medians[c][cols])) for c in medians}
-        reason = max(excess, key=lambda c: (excess[c], -CATEGORY_NAMES.index(c)))
-        others = np.ones(len(names), bool)
-        others[i] = False
-        waited = wait[others][:, cols]
-        found.append(
-            _straggler(
-                host,
-                tuple(int(s) for s in step_num[cols]),
-                int(np.nansum(late_ns[i, cols])),
-                reason,
-                int(excess[reason]),
-                int(waited.sum()),
-                int((waited > 0).any(axis=1).sum()),
-                len(step_num),
-            )
-        )
+        found.append(_straggler(hosts, pairing, m, j, row, steps, last, held, wait_ns, n_compared))
     found.sort(key=lambda s: (-s.late_ns, s.host))
-    return PodLateness(names, step_num, dur, wait, late_ns, late, tuple(found), pairing)
+    late_rows = {hosts.index(s.host) for s in found}
+    waiting = np.zeros(n_h, bool)
+    for s in found:
+        cols_s = [int(np.flatnonzero(pairing.step_num == n)[0]) for n in s.steps]
+        waiting |= np.nan_to_num(wait_ns[:, cols_s]).sum(axis=1) > 0
+    waiting[list(late_rows)] = False
+    offsets = np.full(n_h, np.nan)
+    offsets[m.rows] = m.offsets_ns - np.median(m.offsets_ns)
+    return PodLateness(
+        hosts,
+        pairing.step_num,
+        dur,
+        wait_ns,
+        late_ns,
+        late,
+        tuple(found),
+        pairing.description,
+        BY_ARRIVAL,
+        offsets,
+        m.exit_spread_ns,
+        int(in_pod.sum()),
+        last_count,
+        waiting,
+        _clock_note(hosts, m),
+    )
+
+
+def _union_per_step(step: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_steps: int) -> np.ndarray:
+    """Per step, the length of the union of the intervals [lo, hi) of that step."""
+    out = np.zeros(n_steps, np.int64)
+    keep = hi > lo
+    if not keep.any():
+        return out
+    step, lo, hi = step[keep], lo[keep], hi[keep]
+    base = int(lo.min())
+    width = int(hi.max()) - base + 1
+    key_lo = step * width + (lo - base)
+    key_hi = step * width + (hi - base)
+    order = np.argsort(key_lo, kind="stable")
+    _, u_lo, u_hi = merge_sorted(key_lo[order], key_hi[order])
+    np.add.at(out, u_lo // width, u_hi - u_lo)
+    return out
+
+
+def _clock_note(hosts: tuple[str, ...], m: Matched) -> str:
+    rel = m.offsets_ns - np.median(m.offsets_ns)
+    worst = np.argsort(-np.abs(rel), kind="stable")[:3]
+    shown = ", ".join(f"{hosts[m.rows[k]]} {rel[k] / 1e6:+.3f} ms" for k in worst.tolist())
+    return (
+        f"{m.arrive_ns.shape[1]} collective calls matched on every rank (by "
+        f"{m.keyed_by}); clock offsets estimated from their exits (largest: {shown}); the "
+        f"corrected exits agree within {m.exit_spread_ns / 1e3:.1f} us (median)"
+    )
 
 
 def _straggler(
-    host: str,
-    steps: tuple[int, ...],
-    late_ns: int,
-    reason: str,
-    reason_ns: int,
-    waited_ns: int,
-    waiters: int,
-    n_steps: int,
+    hosts: tuple[str, ...],
+    pairing: StepPairing,
+    m: Matched,
+    j: int,
+    row: int,
+    steps: np.ndarray,
+    last: np.ndarray,
+    held: np.ndarray,
+    wait_ns: np.ndarray,
+    n_compared: int,
 ) -> Straggler:
-    per_step = late_ns / len(steps) / 1e6
+    mine = (last == j) & np.isin(m.pod_step, steps)
+    others = np.ones(len(m.rows), bool)
+    others[j] = False
+    runup = m.runup_ns[:, mine, :].astype(np.float64)  # (R, calls, categories)
+    own = runup[j].sum(axis=0)
+    peers = np.median(runup[others], axis=0).sum(axis=0) if others.any() else np.zeros_like(own)
+    excess = {c: own[k] - peers[k] for k, c in enumerate(CATEGORY_NAMES) if c in _REASONS}
+    reason = max(_REASONS, key=lambda c: (excess[c], -_REASONS.index(c)))
+    if excess[reason] <= 0:
+        reason = "other"
+    k = CATEGORY_NAMES.index(reason)
+    late_ns = int(held[row, steps].sum())
+    waited = np.nan_to_num(wait_ns[:, steps])
+    waited[row] = 0
+    waiters = int((waited.sum(axis=1) > 0).sum())
+    numbers = tuple(int(n) for n in pairing.step_num[steps])
+    n = len(numbers)
     text = (
-        f"{host} is late at steps {ranges(steps)} ({len(steps)} of {n_steps} steps) by "
-        f"{per_step:.2f} ms per step: its {CATEGORY_LABELS[reason].lower()} takes "
-        f"{reason_ns / len(steps) / 1e6:.2f} ms per step longer than the median rank's"
+        f"{hosts[row]} is late at steps {ranges(numbers)} ({n} of {n_compared} steps): it "
+        f"arrived last at {int(mine.sum())} collective calls there, {late_ns / n / 1e6:.2f} ms "
+        f"per step after the next rank; since its previous collective it spent "
+        f"{own[k] / n / 1e6:.2f} ms per step in {CATEGORY_LABELS[reason].lower()} where the "
+        f"other ranks spent {peers[k] / n / 1e6:.2f} ms"
     )
     if waiters:
         text += (
             f"; {waiters} other rank(s) wait for it in their collectives "
-            f"({waited_ns / 1e6:.2f} ms in all)"
+            f"({waited.sum() / 1e6:.2f} ms in all)"
         )
-    return Straggler(host, steps, late_ns, reason, reason_ns, waited_ns, waiters, text + ".")
+    return Straggler(
+        hosts[row],
+        numbers,
+        late_ns,
+        reason,
+        int(excess.get(reason, own[k] - peers[k])),
+        int(waited.sum()),
+        waiters,
+        text + ".",
+        BY_ARRIVAL,
+        int(mine.sum()),
+        int(own[k]),
+        int(peers[k]),
+    )

@@ -22,10 +22,13 @@ from stepscope.stats import (
     build_step_db,
     summarize_steps,
 )
+from stepscope.stats.collective_calls import CollectiveCalls
+from stepscope.stats.collective_calls import collective_calls as build_calls
 from stepscope.stats.device import DeviceInfo, devices, framework_of, precision_ns, utilization
 from stepscope.stats.diagnostics.base import Finding, HostData
 from stepscope.stats.diagnostics.runner import combine_hosts, diagnose_host
 from stepscope.stats.kernels import KernelDb, build_kernel_db
+from stepscope.stats.stragglers_types import Rank
 from stepscope.stats.xla_ops import xla_events
 from stepscope.tools.context import Key, ToolContext
 from stepscope.tools.registry import ToolOption
@@ -59,6 +62,7 @@ DIAGNOSTIC_OPTIONS = (
 
 # Per-host intermediates (ToolContext.intermediate): each name declared once, typed.
 STEP_DB: Key[StepDb] = Key("step_db")  # .at(step source)
+COLLECTIVE_CALLS: Key[CollectiveCalls] = Key("collective_calls")  # .at(step source)
 OP_METRICS: Key[OpMetrics] = Key("op_metrics")
 TF_DATA: Key[tuple[PipelineStats, ...]] = Key("tf_data_bottleneck")
 DEVICE_FACTS: Key[tuple[list[DeviceInfo], dict[str, int], str]] = Key("device_facts")
@@ -75,6 +79,19 @@ HAS_HLO_OPS: Key[bool] = Key("xla.has_ops")
 def step_db(ctx: ToolContext, host: str) -> StepDb:
     source = ctx.option("step_source", "auto")
     return ctx.intermediate(host, STEP_DB.at(source), lambda p: build_step_db(p, source))
+
+
+def collective_calls(ctx: ToolContext, host: str) -> CollectiveCalls:
+    """The host's collective calls: arrivals, exits and run-ups (pod viewer, diagnostics)."""
+    source = ctx.option("step_source", "auto")
+    return ctx.intermediate(
+        host, COLLECTIVE_CALLS.at(source), lambda p: build_calls(p, step_db(ctx, host))
+    )
+
+
+def ranks(ctx: ToolContext) -> list[Rank]:
+    """Every selected host as the straggler analysis reads it."""
+    return [Rank(h, step_db(ctx, h), collective_calls(ctx, h)) for h in ctx.hosts]
 
 
 def op_metrics(ctx: ToolContext, host: str) -> OpMetrics:
@@ -170,9 +187,10 @@ def findings(ctx: ToolContext) -> list[Finding]:
 
     def whole_run() -> list[Finding]:
         found = [f for h in hosts for f in per_host(h)]
-        return combine_hosts(found, [(h, step_db(ctx, h)) for h in hosts], options)
+        return combine_hosts(found, ranks(ctx), options)
 
     if len(hosts) == 1:
+        collective_calls(ctx, hosts[0])  # a worker's share of the run's straggler analysis
         return per_host(hosts[0])
     # Cached per (run, hosts, options) without opening a profile: the overview and the
     # diagnostics tool share the reduction.

@@ -11,6 +11,8 @@ overview's. ``heatmap`` (host x step: step time, time late, time waiting for lat
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from stepscope.model import Profile
@@ -44,6 +46,22 @@ class Worker:
     steps: int = out("pod steps it has")
     avg_step_ms: float = out("its average step time over those steps", unit="ms", digits=6)
     slowest_in_steps: int = out("pod steps in which it was the slowest worker")
+    breakdown_ms: dict[str, float] = out(
+        "its average time per category over those steps", unit="ms", digits=6
+    )
+    wait_ms: float = out(
+        "its average time per step waiting in collectives for the last rank", unit="ms", digits=6
+    )
+    late_arrivals: int = out(
+        "collective calls it arrived last at (by 20 us or more; 0 without matched collectives)"
+    )
+    role: str = out("`straggler`, `waiting` (waited for a straggler) or empty")
+    clock_offset_ms: float | None = out(
+        "its clock's offset against the median worker's, estimated from the collectives' "
+        "exits; `null` when not estimated",
+        unit="ms",
+        digits=6,
+    )
 
 
 @record
@@ -76,7 +94,9 @@ class Heatmap:
         "step time per worker x step; `null` where a worker lacks the step", unit="ms", digits=6
     )
     late_ms: list[list[float | None]] = out(
-        "own time (step time minus waiting) minus the median worker's; negative when faster",
+        "by collective arrival: how long it alone held the other workers (it arrived last by "
+        "that much), negative: how long it waited for the last one; by own time (no "
+        "collectives matched): own time (step time minus waiting) minus the median worker's",
         unit="ms",
         digits=6,
     )
@@ -93,11 +113,22 @@ class StragglerRow:
     step_ranges: str = out('the same as ranges, e.g. `"10-20"`')
     late_ms: float = out("its lateness summed over those steps", unit="ms", digits=6)
     late_ms_per_step: float = out("`late_ms` per late step", unit="ms", digits=6)
-    reason: str = out("category key in which it exceeds the median worker the most")
+    reason: str = out(
+        "category key in which it exceeds the other workers the most: by collective arrival, "
+        "in what it did since its previous collective before the calls it was last at"
+    )
     reason_label: str = out("that category's name")
     reason_excess_ms: float = out(
-        "that category beyond the median worker's, summed", unit="ms", digits=6
+        "that category beyond the other workers' (their median), summed", unit="ms", digits=6
     )
+    reason_ms_per_step: float = out(
+        "its own time in that category per late step", unit="ms", digits=6
+    )
+    others_reason_ms_per_step: float = out(
+        "the other workers' (median) time in that category per late step", unit="ms", digits=6
+    )
+    last_arrivals: int = out("collective calls it arrived last at in those steps")
+    method: str = out("`collective arrival` or `own time` (no collectives to match)")
     waited_ms: float = out("the other workers' waiting for it in those steps", unit="ms", digits=6)
     waiters: int = out("workers that waited for it")
     explanation: str = out("one sentence")
@@ -142,6 +173,15 @@ class PodViewer:
     steps: tuple[PodStep, ...] = out("one per pod step")
     heatmap: Heatmap | None = out("workers x steps matrices; `null` for one worker")
     stragglers: tuple[StragglerRow, ...] = out("the late workers, most late time first")
+    straggler_rule: str = out(
+        "how stragglers were found: `collective arrival` (the same collective matched across "
+        "workers, the last to arrive) or `own time` (no collectives to match); empty for one "
+        "worker"
+    )
+    clock: str = out(
+        "collective arrival: how many calls were matched, the clock offsets estimated from "
+        "their exits and how closely the corrected exits agree"
+    )
 
     CSV_ROWS = "csv_rows"
 
@@ -194,6 +234,10 @@ def _lateness(pod: PodLateness | None) -> tuple[Heatmap | None, tuple[StragglerR
             s.reason,
             CATEGORY_LABELS[s.reason],
             _ms(s.reason_excess_ns),
+            _ms(s.reason_ns / len(s.steps)),
+            _ms(s.reason_peers_ns / len(s.steps)),
+            s.last_arrivals,
+            s.method,
             _ms(s.waited_ns),
             s.waiters,
             s.explanation,
@@ -207,11 +251,12 @@ def _pod_steps(
     hosts: list[str], numbers: list[int], cells: list[list[tuple[str, int, dict[str, int]] | None]]
 ) -> tuple[list[PodStep], list[Worker]]:
     """Pod steps from ``cells[j][i]`` (worker i's step of pod step j: name, duration,
-    breakdown, all ns), and each worker's summary over them."""
+    breakdown, all ns), and each worker's summary over them (its lateness left empty)."""
     steps = []
     slow_counts = [0] * len(hosts)
     totals = np.zeros(len(hosts))
     counts = np.zeros(len(hosts))
+    by_cat = np.zeros((len(hosts), len(CATEGORY_NAMES)))
     for number, row in zip(numbers, cells, strict=True):
         durations = [c[1] if c else -1 for c in row]
         slowest = int(np.argmax(durations))
@@ -224,6 +269,7 @@ def _pod_steps(
             name, dur, breakdown = cell
             totals[i] += dur
             counts[i] += 1
+            by_cat[i] += [breakdown[c] for c in CATEGORY_NAMES]
             ms = {c: _ms(breakdown[c]) for c in CATEGORY_NAMES}
             workers.append(
                 WorkerStep(hosts[i], name, _ms(dur), ms, _bottleneck(breakdown), i == slowest)
@@ -233,10 +279,40 @@ def _pod_steps(
             PodStep(number, hosts[slowest], _ms(max(present) - min(present)), tuple(workers))
         )
     summaries = [
-        Worker(host, int(counts[i]), _ms(totals[i] / counts[i]) if counts[i] else 0.0, n)
+        Worker(
+            host,
+            int(counts[i]),
+            _ms(totals[i] / counts[i]) if counts[i] else 0.0,
+            n,
+            {c: _ms(by_cat[i, k] / max(counts[i], 1)) for k, c in enumerate(CATEGORY_NAMES)},
+            0.0,
+            0,
+            "",
+            None,
+        )
         for i, (host, n) in enumerate(zip(hosts, slow_counts, strict=True))
     ]
     return steps, summaries
+
+
+def _with_lateness(workers: list[Worker], pod: PodLateness | None) -> list[Worker]:
+    """Each worker's waiting, late arrivals, role and clock offset."""
+    if pod is None:
+        return workers
+    out = []
+    for i, w in enumerate(workers):
+        wait = pod.wait_ns[i][~np.isnan(pod.dur_ns[i])]
+        offset = None if pod.offsets_ns is None else pod.offsets_ns[i]
+        out.append(
+            replace(
+                w,
+                wait_ms=_ms(float(np.nan_to_num(wait).mean())) if len(wait) else 0.0,
+                late_arrivals=int(pod.last_count[i]) if pod.last_count is not None else 0,
+                role=pod.role(i),
+                clock_offset_ms=None if offset is None or np.isnan(offset) else _ms(offset),
+            )
+        )
+    return out
 
 
 def build(ctx: ToolContext) -> PodViewer:
@@ -263,17 +339,20 @@ def build(ctx: ToolContext) -> PodViewer:
         cells.append(row)
     steps, workers = _pod_steps(hosts, [int(n) for n in numbers], cells)
     sources = sorted({db.source for db in dbs})
-    lateness = find_stragglers(list(zip(hosts, dbs, strict=True))) if len(hosts) > 1 else None
+    ranks = analysis.ranks(ctx)  # one host (a worker's share of ALL_HOSTS): its calls only
+    lateness = find_stragglers(ranks) if len(hosts) > 1 else None
     heatmap, stragglers = _lateness(lateness)
     return PodViewer(
         "+".join(sources),
         pairing.description,
         sum(pairing.left_out),
         tuple(Category(c, CATEGORY_LABELS[c]) for c in CATEGORY_NAMES),
-        tuple(workers),
+        tuple(_with_lateness(workers, lateness)),
         tuple(steps),
         heatmap,
         stragglers,
+        lateness.method if lateness is not None else "",
+        lateness.clock_note if lateness is not None else "",
     )
 
 

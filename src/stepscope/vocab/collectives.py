@@ -43,6 +43,13 @@ PYTORCH_NAMES = frozenset({"record_param_comms", "ProcessGroupGloo::allreduce"})
 # PyTorch ops under the c10d prefixes that are no communication of the step.
 PYTORCH_NOT_COLLECTIVE = frozenset({"c10d::_register_process_group", "c10d::monitored_barrier_"})
 
+# The PyTorch spans that dispatch a collective (the c10d op, its argument record, NCCL's CPU-side
+# enqueue, a functional collective and its wait) rather than run it: when a rank also shows
+# the run itself (gloo's worker thread, an NCCL kernel), that is its call; these only when it
+# shows nothing else.
+PYTORCH_DISPATCH_PREFIXES = ("c10d::", "_c10d_functional::", "c10d_functional::", "nccl:")
+PYTORCH_DISPATCH_NAMES = frozenset({"record_param_comms"})
+
 # MPI (mpi4py, Open MPI's PERUSE/Score-P names) and Horovod's ops.
 MPI_PREFIXES = ("MPI_", "PMPI_")
 HOROVOD_PREFIXES = ("Horovod",)
@@ -130,11 +137,21 @@ def is_host_collective(name: str) -> bool:
     return op_type in TENSORFLOW_OP_TYPES
 
 
+def is_dispatch(name: str) -> bool:
+    """Whether a host collective span only dispatches the collective (see above)."""
+    return name.startswith(PYTORCH_DISPATCH_PREFIXES) or name in PYTORCH_DISPATCH_NAMES
+
+
 def is_device_collective(name: str) -> bool:
     """Whether a device event of this name is collective communication: NCCL/RCCL kernels,
     and XLA collective instructions (the ops line of a TPU)."""
     return name[:8].lower().startswith(DEVICE_KERNEL_PREFIXES) or xla_collective(name) is not None
 
+
+# Arguments a collective's event may carry (Kineto's names): its sequence number in its
+# process group, and the group, which identify one call on every rank.
+SEQUENCE_STATS = ("Seq", "seq")  # not "Sequence number": autograd's, on every op
+GROUP_STATS = ("Process Group Name", "pg_name", "Process Group Description")
 
 # The collective's kind, for matching calls across ranks and for people: a name's words
 # mapped to one vocabulary ("allreduce" and "all_reduce" and "AllReduce" are one kind).

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from stepscope.records import record
 from stepscope.stats.diagnostics import device, host, host_steps, multi, streams
 from stepscope.stats.diagnostics.base import Finding, HostData
-from stepscope.stats.steps.breakdown import StepDb
+from stepscope.stats.stragglers_types import Rank
 
 Options = dict[str, str]
 
@@ -23,9 +23,9 @@ class Check:
     id: str  # the id of the findings it returns
     description: str  # what it looks at, for people
     on_host: Callable[[HostData, Options], Finding | None] | None = None
-    # Run checks read only each host's step database, so an ALL_HOSTS run reduces per-host
-    # summaries (computed by workers) without opening a profile.
-    on_run: Callable[[Sequence[tuple[str, StepDb]], Options], Finding | None] | None = None
+    # Run checks read only each host's step database and collective calls, so an ALL_HOSTS
+    # run reduces per-host summaries (computed by workers) without opening a profile.
+    on_run: Callable[[Sequence[Rank], Options], Finding | None] | None = None
 
 
 CHECKS: tuple[Check, ...] = (
@@ -88,7 +88,7 @@ CHECKS: tuple[Check, ...] = (
     ),
     Check(
         "host_skew",
-        "a straggler host/rank the others wait for",
+        "the rank the others wait for: last to arrive at their collectives",
         on_run=multi.skew_across_hosts,
     ),
 )

@@ -18,7 +18,7 @@ from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.events import EventType
 from stepscope.stats.intervals import merge, overlap_with
 from stepscope.stats.kernels import launch_events, op_candidates
-from stepscope.stats.steps.breakdown import StepDb
+from stepscope.stats.stragglers_types import Rank
 
 COLLECTIVE_SHARE = (0.03, 0.15)  # XProf's: collectives over 3% / 15% of step time
 SLOW_VS_LINK = 3.0  # collectives taking 3x what the link bandwidth allows
@@ -311,13 +311,12 @@ def device_skew_within_host(data: HostData, options: dict[str, str]) -> Finding 
     )
 
 
-def skew_across_hosts(
-    hosts: Sequence[tuple[str, StepDb]], options: dict[str, str]
-) -> Finding | None:
+def skew_across_hosts(ranks: Sequence[Rank], options: dict[str, str]) -> Finding | None:
     """Stragglers across hosts/ranks (`stepscope.stats.stragglers`): the rank the others
-    wait for, its late steps and the breakdown category that makes it late. ``hosts``: (name,
-    step database) of each host; clocks of different hosts are never compared."""
-    usable = [(name, db) for name, db in hosts if db.n_steps]
+    wait for (the last to arrive at their collectives), its late steps and what made it late.
+    Kept whenever a rank is repeatedly last, whatever its share of the run: the severity says
+    how much of the run is at stake (high 25%, medium 10%, else low)."""
+    usable = [r for r in ranks if r.steps.n_steps]
     if len(usable) < 2:
         return None
     from stepscope.stats.stragglers import find_stragglers  # several hosts only
@@ -327,28 +326,36 @@ def skew_across_hosts(
         return None
     total = sum(s.late_ns for s in pod.stragglers)
     step_time = float(np.nanmean(pod.dur_ns)) if pod.dur_ns.size else 0.0
-    level = severity(total / max(1.0, step_time * len(pod.step_num)), *SKEW_SHARE)
-    if level is None:
-        return None
+    level = severity(total / max(1.0, step_time * len(pod.step_num)), *SKEW_SHARE) or "low"
     worst = pod.stragglers[0]
-    median_own = np.nanmedian(pod.dur_ns - pod.wait_ns, axis=0)
-    share = np.where(median_own > 0, pod.late_ns / np.maximum(median_own, 1), 0)
     events = tuple(
         EventEvidence(
             s.host,
             len(s.steps),
             s.late_ns,
             f"late at steps {s.step_ranges} because of {s.reason.replace('_', ' ')} "
-            f"(+{s.reason_excess_ns / len(s.steps) / 1e6:.2f} ms per step)",
+            f"({s.reason_ns / len(s.steps) / 1e6:.2f} ms per step, the other ranks "
+            f"{s.reason_peers_ns / len(s.steps) / 1e6:.2f} ms)",
         )
         for s in pod.stragglers
     )
+    median_own = np.nanmedian(pod.dur_ns - np.nan_to_num(pod.wait_ns), axis=0)
+    share = np.where(median_own > 0, pod.late_ns / np.maximum(median_own, 1), 0)
+    waiting = [pod.hosts[i] for i in range(len(pod.hosts)) if pod.role(i) == "waiting"]
+    summary = " ".join(s.explanation for s in pod.stragglers[:3])
+    if waiting:
+        shown = ", ".join(waiting[:8]) + (
+            f" and {len(waiting) - 8} more" if len(waiting) > 8 else ""
+        )
+        summary += f" Waiting (not late): {shown}."
+    if pod.clock_note:
+        summary += f" ({pod.clock_note}.)"
     return Finding(
         id="host_skew",
         title="Straggler across hosts",
         severity=level,
         host="",
-        summary=" ".join(s.explanation for s in pod.stragglers[:3]),
+        summary=summary,
         fix=_STRAGGLER_FIX.get(worst.reason, _STRAGGLER_FIX["device_compute"]),
         time_ns=total,
         steps=worst.steps,
@@ -356,8 +363,13 @@ def skew_across_hosts(
         metrics={
             "straggler": worst.host,
             "reason": worst.reason,
+            "method": pod.method,
+            "late_steps": len(worst.steps),
+            "last_arrivals": worst.last_arrivals,
+            "late_ms_per_step": worst.late_ns / len(worst.steps) / 1e6,
             "max_late_pct": 100 * float(np.nan_to_num(share).max()),
             "steps_compared": len(pod.step_num),
+            "waiting": len(waiting),
         },
     )
 
@@ -398,14 +410,12 @@ _STRAGGLER_FIX = {
 }
 
 
-def discount_waiting(
-    found: Sequence[Finding], hosts: Sequence[tuple[str, StepDb]]
-) -> list[Finding]:
+def discount_waiting(found: Sequence[Finding], ranks: Sequence[Rank]) -> list[Finding]:
     """The per-host collective findings without the time each host spent waiting inside its
     collectives for a late rank (`stepscope.stats.stragglers`): that time is the straggler's
     doing, so a waiter whose collectives are otherwise fine gets no finding, and the others
     say how much of their collective time was waiting."""
-    usable = [(name, db) for name, db in hosts if db.n_steps]
+    usable = [r for r in ranks if r.steps.n_steps]
     if len(usable) < 2 or not any(f.id == "collectives" for f in found):
         return list(found)
     from stepscope.stats.stragglers import find_stragglers  # several hosts only

@@ -8,7 +8,7 @@ from dataclasses import replace
 from stepscope.stats.diagnostics.base import Finding, HostData, sort_findings
 from stepscope.stats.diagnostics.checks import CHECKS
 from stepscope.stats.diagnostics.multi import discount_waiting
-from stepscope.stats.steps.breakdown import StepDb
+from stepscope.stats.stragglers_types import Rank
 
 
 def diagnose_host(data: HostData, options: dict[str, str] | None = None) -> list[Finding]:
@@ -22,14 +22,12 @@ def diagnose_host(data: HostData, options: dict[str, str] | None = None) -> list
     return sort_findings(found)
 
 
-def diagnose_across(
-    steps: Sequence[tuple[str, StepDb]], options: dict[str, str] | None = None
-) -> list[Finding]:
-    """The findings across hosts (stragglers), from each host's (name, step database)."""
+def diagnose_across(ranks: Sequence[Rank], options: dict[str, str] | None = None) -> list[Finding]:
+    """The findings across hosts (stragglers), from each host's steps and collective calls."""
     found = []
     for check in CHECKS:
         if check.on_run is not None:
-            across = check.on_run(steps, options or {})
+            across = check.on_run(ranks, options or {})
             if across is not None:
                 found.append(across)
     return found
@@ -37,14 +35,14 @@ def diagnose_across(
 
 def combine_hosts(
     per_host: Sequence[Finding],
-    steps: Sequence[tuple[str, StepDb]],
+    ranks: Sequence[Rank],
     options: dict[str, str] | None = None,
 ) -> list[Finding]:
     """Every host's findings and the ones across hosts, most severe first; time a host spent
     waiting in collectives for a late rank is taken out of its collective findings."""
-    found = discount_waiting(per_host, steps) if len(steps) > 1 else list(per_host)
-    if len(steps) > 1:
-        found = merge_repeats(found, len(steps)) + diagnose_across(steps, options)
+    found = discount_waiting(per_host, ranks) if len(ranks) > 1 else list(per_host)
+    if len(ranks) > 1:
+        found = merge_repeats(found, len(ranks)) + diagnose_across(ranks, options)
     return sort_findings(found)
 
 
@@ -82,5 +80,8 @@ def merge_repeats(found: Sequence[Finding], n_hosts: int) -> list[Finding]:
 
 def diagnose_run(hosts: list[HostData], options: dict[str, str] | None = None) -> list[Finding]:
     """Findings of every host plus the ones across hosts (stragglers)."""
+    from stepscope.stats.collective_calls import collective_calls
+
     found = [f for data in hosts for f in diagnose_host(data, options)]
-    return combine_hosts(found, [(h.host, h.steps) for h in hosts], options)
+    ranks = [Rank(h.host, h.steps, collective_calls(h.profile, h.steps)) for h in hosts]
+    return combine_hosts(found, ranks, options)

@@ -56,11 +56,18 @@ function heatMap(heat, onStep) {
 
 function stragglerCard(data) {
   const list = data.stragglers || [];
+  const byArrival = data.straggler_rule === 'collective arrival';
+  const clock = data.clock ? note(data.clock) : null;
   if (!list.length) {
-    return card('Stragglers', note('No straggler: every worker\'s own work (step time minus waiting in collectives) is within 10% of the median worker\'s in every step.'));
+    const none = byArrival
+      ? 'No straggler: no worker arrived last at its collectives, by 10% of the median worker\'s own time, in 3 or more steps.'
+      : 'No straggler: every worker\'s own work (step time minus waiting in collectives) is within 10% of the median worker\'s in every step.';
+    return card('Stragglers', [note(none), clock]);
   }
-  return card('Stragglers', h('ul', { class: 'pod-stragglers' }, list.map((s) => h('li', { dataset: { host: s.host } },
-    h('strong', {}, s.host), ` — steps ${s.step_ranges}, ${s.reason_label.toLowerCase()}: `, s.explanation))));
+  return card('Stragglers', [h('ul', { class: 'pod-stragglers' }, list.map((s) => h('li', { dataset: { host: s.host } },
+    h('strong', {}, s.host), ` — steps ${s.step_ranges}, ${s.reason_label.toLowerCase()}: `, s.explanation))),
+  note(byArrival ? 'Found by collective arrival: the same collective matched on every worker, the last to arrive named.'
+    : 'Found by own time: no collectives to match across workers.'), clock]);
 }
 
 export async function render(root, data, ctx) {
@@ -92,14 +99,29 @@ export async function render(root, data, ctx) {
       h('div', { class: 'pod-cards' }, present.map(([w, j]) => workerCard(w, j, i, cats))));
     view.dataset.step = String(step.step_num);
   }
+  /** @param {Record<string, number>} b @param {string[]} keys */
+  const sum = (b, keys) => keys.reduce((t, k) => t + (b[k] || 0), 0);
+  const rows = (data.workers || []).map((/** @type {any} */ w) => ({
+    ...w,
+    input_ms: sum(w.breakdown_ms || {}, ['input']),
+    compute_ms: sum(w.breakdown_ms || {}, ['host_compute', 'device_compute']),
+    collectives_ms: sum(w.breakdown_ms || {}, ['collective_wait', 'device_collectives']),
+  }));
   const workers = dataTable({
     columns: [
       { key: 'host', label: 'Worker' },
+      { key: 'role', label: 'Role' },
       { key: 'steps', label: 'Steps', numeric: true, format: fmtInt },
       { key: 'avg_step_ms', label: 'Avg step time', numeric: true, format: fmtMs },
+      { key: 'input_ms', label: 'Input', numeric: true, format: fmtMs, title: 'average per step' },
+      { key: 'compute_ms', label: 'Compute', numeric: true, format: fmtMs, title: 'host and device compute, average per step' },
+      { key: 'collectives_ms', label: 'Collectives', numeric: true, format: fmtMs, title: 'collective wait and device collectives, average per step' },
+      { key: 'wait_ms', label: 'Waiting for the last', numeric: true, format: fmtMs, title: 'average per step' },
+      { key: 'late_arrivals', label: 'Last arrivals', numeric: true, format: fmtInt, title: 'collective calls it arrived last at' },
       { key: 'slowest_in_steps', label: 'Slowest in steps', numeric: true, format: fmtInt },
+      { key: 'clock_offset_ms', label: 'Clock offset', numeric: true, format: (v) => (v === null || v === undefined ? '—' : fmtMs(v)), title: 'estimated from the collectives\' exits, against the median worker' },
     ],
-    rows: data.workers || [], name: 'pod_workers', caption: 'Workers', sort: { key: 'avg_step_ms', desc: true },
+    rows, name: 'pod_workers', caption: 'Workers', sort: { key: 'avg_step_ms', desc: true },
   });
   const pick = (k) => { slider.value = String(k); draw(k); };
   root.append(...[

@@ -1,0 +1,227 @@
+"""One rank's collective calls: when it arrived at each, when it left, and what it did before.
+
+The per-host half of the straggler analysis (`stepscope.stats.stragglers` matches the calls
+across ranks). A rank's **calls** are the events that run its collectives, one layer of them:
+
+- device collective kernels (NCCL / RCCL) when the host has any, on the device plane with the
+  most of them (one device per rank); their step is the step of their launch;
+- else the host spans that run a collective (gloo's worker thread ``gloo:all_reduce``, MPI,
+  XLA collectives on CPU, TensorFlow's collective ops);
+- else the spans that only dispatch one (``c10d::allreduce_``, ``record_param_comms``...).
+
+A call's **arrival** is its event's start (the rank is ready and waits inside until every rank
+is), its **exit** the event's end (all ranks leave together). Its **run-up** is what the rank
+did from its previous exit or arrival, whichever is later (for the first call of the profile,
+its step's start) until this arrival, as time per step-breakdown category: input,
+host compute, device compute, "All Others" (untraced)... Each instant goes to the highest
+type active then, as in the step breakdown (`stepscope.stats.steps.breakdown.type_time`).
+
+Calls are identified across ranks by the collective's sequence number in its process group
+where the trace records it (Kineto's ``Seq``), else by their step, their lane (kind and group)
+and their position in the step among the lane's calls.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.distinct import distinct
+from stepscope.model import Profile
+from stepscope.records import record
+from stepscope.stats.events import (
+    CATEGORIES,
+    CATEGORY_NAMES,
+    NOT_COUNTED,
+    EventType,
+    classify_events,
+)
+from stepscope.stats.kernels import launch_events
+from stepscope.stats.steps.breakdown import StepDb, type_time
+from stepscope.vocab import collectives as vocab
+
+MAX_RUNUP_PAIRS = 50_000_000  # (event, segment) pairs: beyond, run-ups are not measured
+
+
+@record
+class CollectiveCalls:
+    """One host's collective calls, in arrival order; times on the host's own clock (ns)."""
+
+    layer: str  # "device kernels", "host collectives", "dispatch ops" or "" (none)
+    lanes: tuple[str, ...]  # "<kind>" or "<kind> <group>"
+    lane: np.ndarray  # int32 index into lanes
+    seq: np.ndarray  # int64 sequence number in its group, -1 when not recorded
+    step: np.ndarray  # int64 row of the StepDb step the call belongs to, -1 outside steps
+    ordinal: np.ndarray  # int64 position among its step's calls of its lane
+    arrive_ns: np.ndarray  # int64
+    exit_ns: np.ndarray  # int64
+    runup_ns: np.ndarray  # (calls, len(CATEGORY_NAMES)) int64: time per category before it
+    runup_measured: bool = True  # False when the run-ups were too large to measure
+
+    @property
+    def n_calls(self) -> int:
+        return len(self.arrive_ns)
+
+
+def no_calls(layer: str = "") -> CollectiveCalls:
+    z = np.zeros(0, np.int64)
+    return CollectiveCalls(
+        layer, (), z.astype(np.int32), z, z, z, z, z, np.zeros((0, len(CATEGORY_NAMES)), np.int64)
+    )
+
+
+def _call_events(profile: Profile, types: np.ndarray) -> tuple[str, np.ndarray]:
+    device = np.flatnonzero(types == EventType.DEVICE_COLLECTIVES)
+    if len(device):
+        planes = profile.plane[device]
+        counts = np.bincount(planes)
+        device = device[planes == int(np.argmax(counts))]
+        return "device kernels", device
+    host = np.flatnonzero(types == EventType.HOST_COLLECTIVE)
+    host = host[profile.dur_ns[host] > 0]
+    if not len(host):
+        return "", host
+    names = profile.strings.strings
+    ids = distinct(profile.name[host])
+    dispatch_ids = ids[[vocab.is_dispatch(names[i]) for i in ids.tolist()]]
+    dispatch = np.isin(profile.name[host], dispatch_ids)
+    if (~dispatch).any():
+        return "host collectives", host[~dispatch]
+    return "dispatch ops", host
+
+
+def _first_stat(profile: Profile, names: tuple[str, ...], events: np.ndarray) -> np.ndarray:
+    """Per event, the first of the stats ``names`` it has, as string ids (-1 when none)."""
+    out = np.full(len(events), -1, np.int64)
+    for name in names:
+        column = profile.stat_at(name, events)
+        ids = column.string_ids()
+        take = (out < 0) & (ids >= 0)
+        out[take] = ids[take]
+    return out
+
+
+def _sequence(profile: Profile, events: np.ndarray) -> np.ndarray:
+    out = np.full(len(events), -1, np.int64)
+    for name in vocab.SEQUENCE_STATS:
+        values = profile.stat_at(name, events).as_int(-1)
+        take = (out < 0) & (values >= 0)
+        out[take] = values[take]
+    return out
+
+
+def _steps_of(db: StepDb, when: np.ndarray) -> np.ndarray:
+    """Row of the step whose span holds each time, -1 for none (the latest-starting one
+    where spans overlap)."""
+    if not db.n_steps:
+        return np.full(len(when), -1, np.int64)
+    order = np.argsort(db.start_ns, kind="stable")
+    starts, ends = db.start_ns[order], db.start_ns[order] + db.dur_ns[order]
+    k = np.searchsorted(starts, when, side="right") - 1
+    inside = (k >= 0) & (when < ends[np.maximum(k, 0)])
+    return np.where(inside, order[np.maximum(k, 0)], -1).astype(np.int64)
+
+
+def collective_calls(profile: Profile, db: StepDb) -> CollectiveCalls:
+    """This host's collective calls (see the module docstring)."""
+    types = classify_events(profile)
+    layer, events = _call_events(profile, types)
+    if not len(events):
+        return no_calls()
+    order = np.argsort(profile.start_ns[events], kind="stable")
+    events = events[order]
+    arrive = profile.start_ns[events].astype(np.int64)
+    exit_ = profile.end_at(events).astype(np.int64)
+    names = profile.strings.strings
+    groups = _first_stat(profile, vocab.GROUP_STATS, events)
+    labels = [
+        vocab.collective_kind(names[n]) + (f" {names[g]}" if g >= 0 else "")
+        for n, g in zip(profile.name[events].tolist(), groups.tolist(), strict=True)
+    ]
+    lanes = tuple(dict.fromkeys(labels))
+    lane_of = {name: k for k, name in enumerate(lanes)}
+    lane = np.array([lane_of[x] for x in labels], np.int32)
+    when = arrive
+    if layer == "device kernels":  # a kernel belongs to the step that launched it
+        launch = launch_events(profile, events)
+        when = np.where(launch >= 0, profile.start_ns[np.maximum(launch, 0)], arrive)
+    step = _steps_of(db, when)
+    ordinal = _ordinals(step, lane)
+    runup, measured = _runups(profile, types, db, step, arrive, exit_)
+    return CollectiveCalls(
+        layer,
+        lanes,
+        lane,
+        _sequence(profile, events),
+        step,
+        ordinal,
+        arrive,
+        exit_,
+        runup,
+        measured,
+    )
+
+
+def _ordinals(step: np.ndarray, lane: np.ndarray) -> np.ndarray:
+    """Each call's position among the calls of its (step, lane), in arrival order."""
+    key = step.astype(np.int64) * (int(lane.max(initial=0)) + 1) + lane
+    order = np.argsort(key, kind="stable")  # arrival order kept within a key
+    sorted_key = key[order]
+    first = np.ones(len(key), bool)
+    first[1:] = sorted_key[1:] != sorted_key[:-1]
+    run_start = np.maximum.accumulate(np.where(first, np.arange(len(key)), 0))
+    out = np.empty(len(key), np.int64)
+    out[order] = np.arange(len(key)) - run_start
+    return out
+
+
+def _runups(
+    profile: Profile,
+    types: np.ndarray,
+    db: StepDb,
+    step: np.ndarray,
+    arrive: np.ndarray,
+    exit_: np.ndarray,
+) -> tuple[np.ndarray, bool]:
+    """(calls, categories) time from each call's previous exit to its arrival, and whether
+    it was measured (see the module docstring)."""
+    n_cat = len(CATEGORY_NAMES)
+    sorted_exits = np.sort(exit_)
+    k = np.searchsorted(sorted_exits, arrive, side="right") - 1
+    starts = db.start_ns if db.n_steps else np.zeros(1, np.int64)
+    step_start = np.where(step >= 0, starts[np.maximum(step, 0)], arrive)
+    since = np.where(k >= 0, sorted_exits[np.maximum(k, 0)], np.minimum(step_start, arrive))
+    # nor before the previous arrival: the windows of overlapping calls (DDP's buckets) then
+    # share no time, and a step's run-ups add up
+    previous_arrival = np.r_[np.iinfo(np.int64).min, arrive[:-1]]
+    since = np.minimum(np.maximum(since, previous_arrival), arrive)
+    bounds = distinct(np.concatenate([since, arrive]))
+    out = np.zeros((len(arrive), n_cat), np.int64)
+    if len(bounds) < 2:
+        return out, True
+    counted = np.flatnonzero(types != NOT_COUNTED)
+    lo, hi = profile.start_ns[counted], profile.end_at(counted)
+    near = (hi > bounds[0]) & (lo < bounds[-1]) & (hi > lo)
+    counted, lo, hi = counted[near], lo[near], hi[near]
+    first = np.maximum(np.searchsorted(bounds, lo, side="right") - 1, 0)
+    last = np.minimum(np.searchsorted(bounds, hi, side="left") - 1, len(bounds) - 2)
+    spans = np.maximum(last - first + 1, 0)
+    total = int(spans.sum())
+    if total > MAX_RUNUP_PAIRS:
+        return out, False
+    ev = np.repeat(np.arange(len(counted)), spans)
+    seg = np.repeat(first, spans) + (np.arange(total) - np.repeat(np.cumsum(spans) - spans, spans))
+    seg_lo = np.maximum(lo[ev], bounds[seg])
+    seg_hi = np.minimum(hi[ev], bounds[seg + 1])
+    n_seg = len(bounds) - 1
+    by_type = type_time(seg, seg_lo, seg_hi, types[counted][ev], n_seg)
+    per_cat = np.zeros((n_seg, n_cat), np.int64)
+    for c, name in enumerate(CATEGORY_NAMES):
+        for t in CATEGORIES[name]:
+            per_cat[:, c] += by_type[:, int(t) // 10]
+    other = CATEGORY_NAMES.index("other")
+    per_cat[:, other] += np.diff(bounds) - per_cat.sum(axis=1)
+    cum = np.zeros((n_seg + 1, n_cat), np.int64)
+    np.cumsum(per_cat, axis=0, out=cum[1:])
+    a = np.searchsorted(bounds, since)
+    b = np.searchsorted(bounds, arrive)
+    return cum[b] - cum[a], True

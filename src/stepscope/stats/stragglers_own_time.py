@@ -1,0 +1,135 @@
+"""The straggler rule for runs without collective calls to match: own time.
+
+Without collectives to compare arrivals at (CPU workers that do not communicate, traces
+whose collectives were not recorded), a rank's **own** time in a pod step is its step time
+less its collective time beyond the shortest collective time of any rank in that step
+(waiting for a late rank: the late rank arrives last and waits least). It is late in a step
+when its own time exceeds the median rank's by `LATE_SHARE` of the median (and
+`LATE_MIN_NS`); the **reason** is the breakdown category (never collectives) in which it
+exceeds the median rank the most over its late steps. Clocks of different hosts are never
+compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from stepscope.stats.events import CATEGORY_LABELS, CATEGORY_NAMES
+from stepscope.stats.steps.pairing import StepPairing
+from stepscope.stats.stragglers_types import (
+    BY_OWN_TIME,
+    LATE_MIN_NS,
+    LATE_SHARE,
+    PodLateness,
+    Rank,
+    Straggler,
+    nan_reduce,
+    ranges,
+    required_late_steps,
+)
+
+WAIT_CATEGORIES = ("collective_wait", "device_collectives")
+
+
+def by_own_time(ranks: Sequence[Rank], pairing: StepPairing, dur: np.ndarray) -> PodLateness:
+    names = tuple(r.host for r in ranks)
+    n_h, n_s = dur.shape
+    cats = {c: np.full((n_h, n_s), np.nan) for c in CATEGORY_NAMES}
+    for i, (r, rows) in enumerate(zip(ranks, pairing.rows, strict=True)):
+        have = rows >= 0
+        for c, values in r.steps.category_ns().items():
+            cats[c][i, have] = values[rows[have]]
+    coll = sum(np.nan_to_num(cats[c]) for c in WAIT_CATEGORIES) + np.where(
+        np.isnan(dur), np.nan, 0.0
+    )
+    wait = np.nan_to_num(coll - nan_reduce(coll, "min")[None, :], nan=0.0)
+    own = dur - wait
+    median = nan_reduce(own, "median")
+    late_ns = own - median[None, :]
+    threshold = np.maximum(LATE_SHARE * np.nan_to_num(median), LATE_MIN_NS)
+    late = np.nan_to_num(late_ns, nan=-1.0) >= threshold[None, :]
+    if n_h < 2:
+        late[:] = False
+    medians = {c: nan_reduce(v, "median") for c, v in cats.items() if c not in WAIT_CATEGORIES}
+    need = required_late_steps(n_s)
+    found = []
+    for i, host in enumerate(names):
+        cols = np.flatnonzero(late[i])
+        if len(cols) < need:
+            continue
+        excess = {c: float(np.nansum(cats[c][i, cols] - medians[c][cols])) for c in medians}
+        reason = max(excess, key=lambda c: (excess[c], -CATEGORY_NAMES.index(c)))
+        others = np.ones(n_h, bool)
+        others[i] = False
+        waited = wait[others][:, cols]
+        own_reason = float(np.nansum(cats[reason][i, cols]))
+        found.append(
+            _straggler(
+                host,
+                tuple(int(s) for s in pairing.step_num[cols]),
+                int(np.nansum(late_ns[i, cols])),
+                reason,
+                int(excess[reason]),
+                int(waited.sum()),
+                int((waited > 0).any(axis=1).sum()),
+                n_s,
+                (int(own_reason), int(own_reason - excess[reason])),
+            )
+        )
+    found.sort(key=lambda s: (-s.late_ns, s.host))
+    waiting = np.zeros(n_h, bool)
+    for s in found:
+        cols = np.isin(pairing.step_num, s.steps)
+        waiting |= wait[:, cols].sum(axis=1) > 0
+    waiting[[names.index(s.host) for s in found]] = False
+    return PodLateness(
+        names,
+        pairing.step_num,
+        dur,
+        wait,
+        late_ns,
+        late,
+        tuple(found),
+        pairing.description,
+        BY_OWN_TIME,
+        waiting=waiting,
+    )
+
+
+def _straggler(
+    host: str,
+    steps: tuple[int, ...],
+    late_ns: int,
+    reason: str,
+    reason_ns: int,
+    waited_ns: int,
+    waiters: int,
+    n_steps: int,
+    own_and_peers: tuple[int, int],
+) -> Straggler:
+    per_step = late_ns / len(steps) / 1e6
+    text = (
+        f"{host} is late at steps {ranges(steps)} ({len(steps)} of {n_steps} steps) by "
+        f"{per_step:.2f} ms per step: its {CATEGORY_LABELS[reason].lower()} takes "
+        f"{reason_ns / len(steps) / 1e6:.2f} ms per step longer than the median rank's"
+    )
+    if waiters:
+        text += (
+            f"; {waiters} other rank(s) wait for it in their collectives "
+            f"({waited_ns / 1e6:.2f} ms in all)"
+        )
+    return Straggler(
+        host,
+        steps,
+        late_ns,
+        reason,
+        reason_ns,
+        waited_ns,
+        waiters,
+        text + ".",
+        BY_OWN_TIME,
+        0,
+        *own_and_peers,
+    )

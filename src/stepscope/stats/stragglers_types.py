@@ -1,0 +1,105 @@
+"""What the straggler analysis answers (`stepscope.stats.stragglers`), and its thresholds."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from stepscope.records import record
+from stepscope.stats.collective_calls import CollectiveCalls
+from stepscope.stats.steps.breakdown import StepDb
+
+LATE_SHARE = 0.10  # late by 10% of the median rank's own time in the step
+LATE_MIN_NS = 20_000  # and by at least 20 us (timer noise on short steps)
+MIN_LATE_STEPS = 3  # a straggler is late in at least this many steps (all, when fewer)...
+MIN_LATE_FRACTION = 0.05  # ...and in at least this share of the steps compared
+BY_ARRIVAL = "collective arrival"
+BY_OWN_TIME = "own time"
+
+
+@record
+class Rank:
+    """One rank (host) as the straggler analysis reads it."""
+
+    host: str
+    steps: StepDb
+    calls: CollectiveCalls | None = None  # None: not measured (own-time rule only)
+
+
+@record
+class Straggler:
+    host: str
+    steps: tuple[int, ...]  # pod step numbers where it is late
+    late_ns: int  # how long it alone held the others in those steps, summed
+    reason: str  # category key (CATEGORY_NAMES) where it differs most
+    reason_excess_ns: int  # that category's time beyond the other ranks', summed
+    waited_ns: int  # what the other ranks spent waiting in those steps, summed
+    waiters: int  # ranks that waited for it
+    explanation: str
+    method: str = BY_OWN_TIME  # BY_ARRIVAL or BY_OWN_TIME
+    last_arrivals: int = 0  # collective calls it arrived last at, in those steps
+    reason_ns: int = 0  # its own time in the reason's category (run-ups or steps), summed
+    reason_peers_ns: int = 0  # the other ranks' (median) time there, summed
+
+    @property
+    def step_ranges(self) -> str:
+        return ranges(self.steps)
+
+
+@record
+class PodLateness:
+    hosts: tuple[str, ...]
+    step_num: np.ndarray  # (S,) pod step labels
+    dur_ns: np.ndarray  # (H, S) float, NaN where a host lacks the step
+    wait_ns: np.ndarray  # (H, S) float: waiting for a late rank inside collectives
+    late_ns: np.ndarray  # (H, S) float: how late it arrived (see the method; may be < 0)
+    late: np.ndarray  # (H, S) bool: late in that step
+    stragglers: tuple[Straggler, ...]  # most late time first
+    pairing: str
+    method: str = BY_OWN_TIME
+    offsets_ns: np.ndarray | None = None  # (H,) float: estimated clock offsets, NaN unknown
+    exit_spread_ns: float = 0.0  # how closely the corrected exits agree (median)
+    calls_matched: int = 0  # collective calls matched on every rank, in pod steps
+    last_count: np.ndarray | None = None  # (H,) calls each rank arrived last at (>= 20 us)
+    waiting: np.ndarray | None = None  # (H,) bool: waited for a straggler
+    clock_note: str = ""  # the offsets and the exits' agreement, in words
+
+    def role(self, i: int) -> str:
+        """``straggler``, ``waiting`` or ``""`` for host ``i``."""
+        if any(s.host == self.hosts[i] for s in self.stragglers):
+            return "straggler"
+        if self.waiting is not None and bool(self.waiting[i]):
+            return "waiting"
+        return ""
+
+
+def ranges(numbers: Sequence[int]) -> str:
+    """ "3, 10-20, 25" for a sorted list of step numbers."""
+    out: list[str] = []
+    values = sorted(numbers)
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        out.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
+def nan_reduce(values: np.ndarray, how: str) -> np.ndarray:
+    """Column-wise nanmin / nanmedian without warnings for all-NaN columns (they give NaN)."""
+    out = np.full(values.shape[1], np.nan)
+    seen = ~np.isnan(values).all(axis=0)
+    if seen.any():
+        fn = np.nanmin if how == "min" else np.nanmedian
+        out[seen] = fn(values[:, seen], axis=0)
+    return out
+
+
+def required_late_steps(n_steps: int) -> int:
+    """Late steps that make a straggler among ``n_steps``: `MIN_LATE_STEPS` (all of them
+    when fewer) and `MIN_LATE_FRACTION` of them."""
+    return max(min(MIN_LATE_STEPS, n_steps), math.ceil(MIN_LATE_FRACTION * n_steps), 1)

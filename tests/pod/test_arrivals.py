@@ -1,0 +1,206 @@
+"""Stragglers by collective arrival (issue #26): the same collective matched across ranks,
+the last to arrive named with what it did since its previous collective, waiters labelled
+waiting, clock offsets estimated from the exits, on CPU (gloo) and GPU (NCCL) jobs of 2 to
+256 ranks built in code."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stepscope.cli.main import main
+from stepscope.stats import build_step_db
+from stepscope.stats.collective_calls import collective_calls
+from stepscope.stats.stragglers import BY_ARRIVAL, Rank, find_stragglers
+from stepscope.xspace.builder import XSpaceBuilder
+from tests.pod.builders import INPUT_NAME, MS, data_parallel_job
+from tests.support.analysis import build
+from tests.support.gpu_fixtures import GpuTrace
+
+US = 1_000
+
+
+def _ranks(builders: list[XSpaceBuilder]) -> list[Rank]:
+    out = []
+    for b in builders:
+        profile = build(b)
+        db = build_step_db(profile)
+        out.append(Rank(b.hostnames[0], db, collective_calls(profile, db)))
+    return out
+
+
+def gloo_job(
+    ranks: int,
+    steps: int = 12,
+    input_ms: Callable[[int, int], float] = lambda rank, step: 1.0,
+    compute_ms: Callable[[int, int], float] = lambda rank, step: 4.0,
+    clock_ms: Callable[[int], float] = lambda rank: 0.0,
+) -> list[XSpaceBuilder]:
+    """A CPU DDP job as torch.profiler records it: per step, the step thread loads its batch,
+    computes, enqueues two buckets (`c10d::allreduce_`); gloo's two threads run them
+    (`gloo:all_reduce`) from the enqueue until every rank has enqueued, plus 0.5 ms. The
+    second bucket is enqueued 1 ms after the first, while the first still runs."""
+    out = [XSpaceBuilder(f"vm.rank{r}") for r in range(ranks)]
+    lines = []
+    for b in out:
+        plane = b.plane("/host:CPU")
+        lines.append((plane.line(1, "MainThread"), plane.line(2, "gloo"), plane.line(3, "gloo")))
+    t0 = 0
+    for s in range(steps):
+        loaded = [t0 + int(input_ms(r, s) * MS) for r in range(ranks)]
+        ready = [loaded[r] + int(compute_ms(r, s) * MS) for r in range(ranks)]
+        ends = [max(ready) + int(0.5 * MS), max(ready) + int(1.5 * MS)]
+        for r, (main_line, g1, g2) in enumerate(lines):
+            off = int(clock_ms(r) * MS)
+            main_line.event("train", off + t0, ends[1] + MS // 10 - t0, {"step_num": s, "_r": 1})
+            main_line.event(INPUT_NAME, off + t0, loaded[r] - t0)
+            main_line.event("aten::addmm", off + loaded[r], ready[r] - loaded[r])
+            for k, gloo in enumerate((g1, g2)):
+                at = ready[r] + k * MS
+                main_line.event("c10d::allreduce_", off + at, 20 * US)
+                gloo.event("gloo:all_reduce", off + at, ends[k] - at)
+        t0 = ends[1] + MS // 10
+    return out
+
+
+def test_gloo_job_names_the_last_rank_and_why() -> None:
+    """Before issue #26: 'rank0 is late ... its host compute takes longer', the waiter blamed
+    (gloo's all-reduce was host compute); or no straggler and wait 0 everywhere."""
+    pod = find_stragglers(
+        _ranks(gloo_job(2, input_ms=lambda rank, step: 30.0 if rank == 1 else 1.0))
+    )
+    assert pod.method == BY_ARRIVAL
+    [late] = pod.stragglers
+    assert late.host == "vm.rank1" and late.reason == "input"
+    assert len(late.steps) == 10  # every compared step (first and last dropped)
+    n = len(late.steps)
+    # held the other rank from its first bucket (5 ms) to rank 1's second (35 ms) each step:
+    # the two overlapping buckets' margins (29 ms each, 1 ms apart) count once
+    assert late.late_ns / n == pytest.approx(30 * MS, rel=1e-6)
+    assert late.reason_ns / n == pytest.approx(30 * MS, rel=1e-6)
+    assert late.reason_peers_ns / n == pytest.approx(1 * MS, rel=1e-6)
+    assert "vm.rank1 is late at steps 1-10" in late.explanation
+    assert "arrived last" in late.explanation
+    assert pod.role(0) == "waiting" and pod.role(1) == "straggler"
+    assert np.nanmean(pod.wait_ns[0]) == pytest.approx(30 * MS, rel=1e-6)
+    assert np.nansum(pod.wait_ns[1]) == 0
+
+
+def test_clock_offsets_come_from_the_exits_and_are_stated() -> None:
+    """Ranks whose clocks differ by seconds: arrivals are compared on one clock."""
+    pod = find_stragglers(
+        _ranks(
+            gloo_job(
+                4,
+                compute_ms=lambda rank, step: 9.0 if rank == 2 else 4.0,
+                clock_ms=lambda rank: [0.0, 2_500.0, -700.0, 12.5][rank],
+            )
+        )
+    )
+    [late] = pod.stragglers
+    assert late.host == "vm.rank2" and late.reason == "host_compute"
+    assert pod.offsets_ns is not None
+    expected = np.array([0.0, 2_500.0, -700.0, 12.5]) * MS
+    assert pod.offsets_ns == pytest.approx(expected - np.median(expected), abs=1)
+    assert "clock offsets estimated from their exits" in pod.clock_note
+    assert "vm.rank1 +2493.750 ms" in pod.clock_note  # against the median rank
+    assert [pod.role(i) for i in range(4)] == ["waiting", "waiting", "straggler", "waiting"]
+
+
+def test_balanced_job_with_jitter_names_nobody() -> None:
+    rng = np.random.default_rng(7)
+    jitter = rng.uniform(0, 0.3, size=(8, 40))  # up to 6% of a rank's own 5 ms
+    pod = find_stragglers(
+        _ranks(gloo_job(8, steps=40, compute_ms=lambda rank, step: 4.0 + jitter[rank, step]))
+    )
+    assert pod.method == BY_ARRIVAL and pod.stragglers == ()
+    assert not pod.late.any()
+
+
+def test_a_rank_repeatedly_last_keeps_its_finding_whatever_its_share(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #26 item 3: rank 3, 1.5 ms late at 10 of 40 steps (5% of the run), lost its
+    diagnostics finding under the 10% share while the waiters' findings pointed to it."""
+    run = data_parallel_job(
+        tmp_path,
+        ranks=4,
+        steps=40,
+        compute_ms=lambda rank, step: 6.5 if rank == 3 and step % 4 == 1 else 5.0,
+    )
+    assert main(["tool", str(run), "diagnostics", "--workers", "0"]) == 0
+    found = json.loads(capsys.readouterr().out)["findings"]
+    [skew] = [f for f in found if f["id"] == "host_skew"]
+    assert skew["metrics"]["straggler"] == "rank3" and skew["severity"] == "low"
+    assert skew["metrics"]["reason"] == "device_compute"
+    assert skew["steps"] == [s for s in range(1, 39) if s % 4 == 1]
+
+
+@pytest.mark.parametrize(("ranks", "slow"), [(16, 11), (256, 200)])
+def test_nccl_jobs_of_16_and_256_ranks_name_the_right_rank(ranks: int, slow: int) -> None:
+    traces = []
+    steps = 6
+    for r in range(ranks):
+        t = GpuTrace(host=f"rank{r}")
+        traces.append(t)
+    t0 = 0
+    for s in range(steps):
+        ready = [t0 + (8 if r == slow else 5) * MS for r in range(ranks)]
+        end = max(ready) + MS
+        for r, t in enumerate(traces):
+            off = 1_000 * MS + r * 3_333_333
+            t.step(s, off + t0, end + MS // 10 - t0)
+            t.launch(off + t0, "sm80_xmma_gemm_f16f16", off + t0 + 50 * US, ready[r] - t0 - 50 * US)
+            t.launch(
+                off + t0 + 20 * US,
+                "ncclKernel_AllReduce_RING_LL_Sum_float",
+                off + ready[r],
+                end - ready[r],
+                stream=14,
+            )
+        t0 = end + MS // 10
+    pod = find_stragglers(_ranks([t.builder for t in traces]))
+    [late] = pod.stragglers
+    assert late.host == f"rank{slow}" and late.reason == "device_compute"
+    assert late.waiters == ranks - 1 and late.late_ns / len(late.steps) == pytest.approx(3 * MS)
+
+
+def test_sequence_numbers_match_calls_when_captures_start_apart() -> None:
+    """Rank 1's capture began one collective earlier: with Kineto's `Seq` the calls still
+    pair (by position they would be shifted by one)."""
+    builders = []
+    for r in range(2):
+        b = XSpaceBuilder(f"rank{r}")
+        main_line = b.plane("/host:CPU").line(1, "MainThread")
+        gloo = b.plane("/host:CPU").line(2, "gloo")
+        first = 0 if r == 1 else 1  # rank 0 missed call 0
+        for s in range(first, 8):
+            t = s * 20 * MS
+            main_line.event("train", t, 20 * MS, {"step_num": s if r == 1 else s + 100, "_r": 1})
+            ready = t + (12 if r == 0 else 2) * MS
+            main_line.event("aten::addmm", t, ready - t)
+            gloo.event("gloo:all_reduce", ready, t + 13 * MS - ready, {"Seq": s})
+        builders.append(b)
+    pod = find_stragglers(_ranks(builders))
+    [late] = pod.stragglers
+    assert late.host == "rank0" and late.reason == "host_compute"
+
+
+def test_without_collectives_the_own_time_rule_stays() -> None:
+    builders = []
+    for r in range(3):
+        b = XSpaceBuilder(f"w{r}")
+        main_line = b.plane("/host:CPU").line(1, "MainThread")
+        step_ms = 10 if r == 1 else 4
+        for k in range(12):
+            main_line.event("train", k * step_ms * MS, step_ms * MS, {"step_num": k, "_r": 1})
+            main_line.event("forward", k * step_ms * MS, 3 * MS)
+        builders.append(b)
+    pod = find_stragglers(_ranks(builders))
+    assert pod.method == "own time"
+    [late] = pod.stragglers
+    assert late.host == "w1" and late.reason == "other"
