@@ -19,6 +19,7 @@ Only the standard library is imported (capture runs inside training scripts).
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
@@ -26,7 +27,7 @@ import time
 
 TYPE_CHECKING = False  # not typing's: see stepscope.capture.options
 if TYPE_CHECKING:
-    from types import CodeType
+    from types import CodeType, FrameType
     from typing import Any
 
     from stepscope.capture.host_tracer import EventBudget
@@ -34,6 +35,23 @@ if TYPE_CHECKING:
     Stack = tuple[tuple[CodeType, int], ...]  # innermost frame first
 
 _INTERNAL_FILE = os.path.basename(__file__)
+
+
+def current_frames() -> dict[int, FrameType]:
+    """``sys._current_frames()`` with the cyclic GC paused. CPython builds that dict holding
+    the runtime's thread-list lock and creates frame objects as it goes; a collection they
+    start runs finalizers, and one that needs the same lock (``sys._current_frames``, a
+    thread state cleared, a thread starting) waits for it forever: the process deadlocked
+    (the recorder's hang snapshot, the sampler). With the collector off there, no finalizer
+    runs inside the call."""
+    enabled = gc.isenabled()
+    if enabled:
+        gc.disable()
+    try:
+        return sys._current_frames()
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class SampledThread:
@@ -91,7 +109,7 @@ class PythonSampler:
     def _loop(self) -> None:
         wait = self._stop.wait
         interval = self.interval_s
-        frames_of = sys._current_frames
+        frames_of = current_frames
         clock = time.perf_counter_ns
         take = self.budget.take
         limit = self.budget.max_events

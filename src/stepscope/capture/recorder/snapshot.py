@@ -22,7 +22,7 @@ from typing import Any
 
 from stepscope.capture.host_tracer import HostTracer, ThreadBuffer
 from stepscope.capture.options import ProfilerOptions
-from stepscope.capture.python_sampler import PythonSampler, SampledThread
+from stepscope.capture.python_sampler import PythonSampler, SampledThread, current_frames
 from stepscope.capture.recorder.after import FULL_OPTIONS, AfterCapture
 from stepscope.capture.recorder.ring import StepHistory
 from stepscope.records import record
@@ -106,12 +106,11 @@ def _end_of_run(run: Any) -> int:
 
 def thread_stacks() -> dict[str, str]:
     """Every thread's Python stack now, innermost last (as a traceback prints it)."""
-    import sys
     import traceback
 
     names = {t.ident: t.name for t in threading.enumerate()}
     stacks = {}
-    for ident, frame in sys._current_frames().items():
+    for ident, frame in current_frames().items():
         label = f"{names.get(ident, 'thread')} ({ident})"
         stacks[label] = "".join(traceback.format_stack(frame))
     return stacks
