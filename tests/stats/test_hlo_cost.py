@@ -5,7 +5,7 @@ checked on the JAX GPU fixture in tests/tools/test_xla_tools.py)."""
 from __future__ import annotations
 
 from stepscope.model.hlo import HloModule, module_from_proto
-from stepscope.stats import hlo_cost
+from stepscope.stats.xla import hlo_cost
 from stepscope.xspace.proto import hlo_pb2
 
 F32, BF16, S32 = hlo_pb2.F32, hlo_pb2.BF16, hlo_pb2.S32

@@ -23,7 +23,7 @@ from stepscope.records import record
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.events import on_device_plane
 from stepscope.stats.tensor_core import is_op_tensor_core_eligible, kernel_uses_tensor_core
-from stepscope.stats.xla_ops import xla_events
+from stepscope.stats.xla.xla_ops import xla_events
 
 MAX_ROWS = 1000  # XProf keeps the top 1000 (kernel, op) pairs by total time
 _NOT_OPS = ("python_function", "cuda_runtime", "cuda_driver", "cpu_instant_event")

@@ -6,7 +6,7 @@ Which events are ops:
   tf.data, JAX) plus `stepscope.trace` annotations (type "Annotation"); in profiles with
   neither, every host event but step markers and instants;
 - device: every event of a device's stream lines, named after the framework op of its HLO
-  instruction for XLA programs with HLO in the profile (`stepscope.stats.xla_ops`; the HLO
+  instruction for XLA programs with HLO in the profile (`stepscope.stats.xla.xla_ops`; the HLO
   instruction's name when XLA made it up), else after its ``tf_op`` stat when it has one
   (kernels of one TensorFlow/JAX op add up), else after the kernel or copy.
 
@@ -45,7 +45,7 @@ from stepscope.stats.python_samples import (
     sampled_thread_line,
     untraced_python_time,
 )
-from stepscope.stats.xla_ops import xla_events
+from stepscope.stats.xla.xla_ops import xla_events
 
 _HOST_OP_CATEGORIES = ("cpu_op", "user_annotation")
 # Written by stepscope's capture on the metadata of `stepscope.trace` names (capture/save.py;

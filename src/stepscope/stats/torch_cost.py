@@ -30,8 +30,8 @@ from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.kernels import kernel_events, launch_events, op_candidates
-from stepscope.stats.xla_metrics import HloMetrics, HloOpRow, device_work_mask, idle_and_busy_ns
-from stepscope.stats.xla_op import XlaOp
+from stepscope.stats.xla.xla_metrics import HloMetrics, HloOpRow, device_work_mask, idle_and_busy_ns
+from stepscope.stats.xla.xla_op import XlaOp
 
 SOURCE = "estimated from PyTorch op types and input shapes (record_shapes)"
 _ITEM_BYTES = {

@@ -29,7 +29,7 @@ from stepscope.stats.diagnostics.base import Finding, HostData
 from stepscope.stats.diagnostics.runner import combine_hosts, diagnose_host
 from stepscope.stats.kernels import KernelDb, build_kernel_db
 from stepscope.stats.stragglers_types import Rank
-from stepscope.stats.xla_ops import xla_events
+from stepscope.stats.xla.xla_ops import xla_events
 from stepscope.tools.context import Key, ToolContext
 from stepscope.tools.registry import ToolOption
 from stepscope.vocab.tensorflow import is_iterator
@@ -37,7 +37,7 @@ from stepscope.vocab.tensorflow import is_iterator
 if TYPE_CHECKING:  # the XLA and PyTorch cost models load with the tools that show them
     from stepscope.stats.device_caps import DeviceCaps
     from stepscope.stats.tf_data import PipelineStats
-    from stepscope.stats.xla_metrics import HloMetrics
+    from stepscope.stats.xla.xla_metrics import HloMetrics
 
 STEP_SOURCE = ToolOption(
     "step_source",
@@ -199,13 +199,13 @@ def findings(ctx: ToolContext) -> list[Finding]:
 
 def hlo_metrics(ctx: ToolContext, host: str) -> HloMetrics:
     """Time, FLOPs and bytes per HLO instruction (hlo_stats, op_profile, roofline_model)."""
-    from stepscope.stats.xla_metrics import hlo_metrics as build_hlo_metrics
+    from stepscope.stats.xla.xla_metrics import hlo_metrics as build_hlo_metrics
 
     return ctx.intermediate(host, HLO_METRICS, build_hlo_metrics)
 
 
 def _op_costs(profile: Profile) -> HloMetrics:
-    from stepscope.stats.xla_metrics import hlo_metrics as build_hlo_metrics
+    from stepscope.stats.xla.xla_metrics import hlo_metrics as build_hlo_metrics
 
     if xla_events(profile):
         return build_hlo_metrics(profile)

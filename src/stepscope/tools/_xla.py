@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from stepscope.records import record
 from stepscope.stats.device_caps import DeviceCaps
-from stepscope.stats.xla_metrics import HloMetrics
+from stepscope.stats.xla.xla_metrics import HloMetrics
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
 from stepscope.tools.output import out

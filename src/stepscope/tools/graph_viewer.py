@@ -9,9 +9,9 @@ from collections import deque
 from stepscope.model import Profile
 from stepscope.model.hlo import HloModule, hlo_modules
 from stepscope.records import record
-from stepscope.stats.hlo_cost import category
-from stepscope.stats.hlo_memory import program_memory
-from stepscope.stats.xla_op import expression
+from stepscope.stats.xla.hlo_cost import category
+from stepscope.stats.xla.hlo_memory import program_memory
+from stepscope.stats.xla.xla_op import expression
 from stepscope.tools import _analysis as analysis
 from stepscope.tools import _xla
 from stepscope.tools.context import Key, ToolContext

@@ -7,7 +7,7 @@ from __future__ import annotations
 from stepscope.model import Profile
 from stepscope.model.hlo import hlo_modules
 from stepscope.records import record
-from stepscope.stats.hlo_memory import ProgramMemory, program_memory
+from stepscope.stats.xla.hlo_memory import ProgramMemory, program_memory
 from stepscope.tools import _xla
 from stepscope.tools.context import Key, ToolContext
 from stepscope.tools.output import out

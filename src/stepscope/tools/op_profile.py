@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from stepscope.records import record
 from stepscope.stats.device_caps import DeviceCaps
-from stepscope.stats.xla_metrics import HloMetrics, HloOpRow
+from stepscope.stats.xla.xla_metrics import HloMetrics, HloOpRow
 from stepscope.tools import _analysis as analysis
 from stepscope.tools import _xla
 from stepscope.tools.context import ToolContext

@@ -3,7 +3,7 @@ one XProf runs on GPU profiles) computes them, so op_profile, hlo_stats and roof
 show XProf's figures.
 
 FLOPs: a dot is 2*M*N*K, a convolution 2 per multiply-add at valid window positions; an
-elementwise op costs its clock cycles per output element (`stepscope.stats.hlo_cycles`: 3
+elementwise op costs its clock cycles per output element (`stepscope.stats.xla.hlo_cycles`: 3
 for most, tens to thousands for transcendentals and divides); a reduce applies its
 computation (input - output elements) times; a concatenate costs 6 per element. A fusion
 sums its fused instructions, each weighted by how many times the fusion evaluates it
@@ -23,8 +23,8 @@ import math
 from collections.abc import Iterable
 
 from stepscope.model.hlo import HloModule
-from stepscope.stats.hlo_cycles import ELEMENTWISE, cycles_per_element
-from stepscope.stats.hlo_shapes import element_count, first_array, shape_bytes
+from stepscope.stats.xla.hlo_cycles import ELEMENTWISE, cycles_per_element
+from stepscope.stats.xla.hlo_shapes import element_count, first_array, shape_bytes
 from stepscope.xspace.proto import hlo_pb2
 
 Inst = hlo_pb2.HloInstructionProto

@@ -1,7 +1,7 @@
 """One HLO instruction as the tools show it (`XlaOp`) and its HLO text form.
 
 Made from the program's module (`stepscope.model.hlo`) for the device events that
-`stepscope.stats.xla_ops` ties to an instruction: only profiles with HLO import this module.
+`stepscope.stats.xla.xla_ops` ties to an instruction: only profiles with HLO import this module.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def expression(module: HloModule, inst: hlo_pb2.HloInstructionProto) -> str:
 
 
 def xla_op(module: HloModule, inst: hlo_pb2.HloInstructionProto) -> XlaOp:
-    from stepscope.stats import hlo_cost
+    from stepscope.stats.xla import hlo_cost
 
     op_name = inst.metadata.op_name
     category = hlo_cost.category(inst)

@@ -1,7 +1,7 @@
 """Time, FLOPs and bytes per HLO instruction: the data of hlo_stats, op_profile and
 roofline_model.
 
-Each device event tied to an HLO instruction (`stepscope.stats.xla_ops`) adds its duration to
+Each device event tied to an HLO instruction (`stepscope.stats.xla.xla_ops`) adds its duration to
 the instruction. FLOPs and bytes are per execution (from the HLO) times the executions, which
 are counted as the launches of the instruction's least-launched kernel (an instruction runs
 each of its kernels at least once per execution; some, like memsets, twice).
@@ -16,8 +16,8 @@ from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.events import NOT_COUNTED, classify_events, device_work_lines
 from stepscope.stats.intervals import union_ns
-from stepscope.stats.xla_op import XlaOp
-from stepscope.stats.xla_ops import xla_events
+from stepscope.stats.xla.xla_op import XlaOp
+from stepscope.stats.xla.xla_ops import xla_events
 
 HLO_SOURCE = "XLA's HLO (shapes of each instruction)"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from stepscope.model.hlo import HloModule
 from stepscope.records import record
-from stepscope.stats.hlo_shapes import shape_bytes
+from stepscope.stats.xla.hlo_shapes import shape_bytes
 from stepscope.xspace.proto import hlo_pb2
 
 _ALLOC = hlo_pb2.HeapSimulatorTrace.Event.ALLOC

@@ -16,7 +16,7 @@ from stepscope.records import record
 
 TYPE_CHECKING = False  # the instructions' module (and the HLO's) only for profiles with HLO
 if TYPE_CHECKING:
-    from stepscope.stats.xla_op import XlaOp
+    from stepscope.stats.xla.xla_op import XlaOp
 
 
 @record
@@ -60,7 +60,7 @@ def _build(profile: Profile) -> XlaEvents:
     if not len(profile.stat_events("hlo_op")):  # no XLA events (PyTorch): no HLO to read
         return XlaEvents(out, (), _NO_IDS, _NO_IDS)
     from stepscope.model.hlo import hlo_modules
-    from stepscope.stats.xla_op import xla_op
+    from stepscope.stats.xla.xla_op import xla_op
 
     modules = hlo_modules(profile)
     if not modules:
