@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stepscope.stats.device_caps import device_caps
+from stepscope.stats.gpu.device_caps import device_caps
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.gpu_fixtures import build, fixture_profile
 

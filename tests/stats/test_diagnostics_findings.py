@@ -7,7 +7,7 @@ import pytest
 from stepscope.model import Profile
 from stepscope.stats.diagnostics.base import Finding, HostData
 from stepscope.stats.diagnostics.runner import diagnose_host, diagnose_run
-from stepscope.stats.kernels import build_kernel_db
+from stepscope.stats.gpu.kernels import build_kernel_db
 from stepscope.stats.steps.breakdown import build_step_db
 from tests.support.gpu_fixtures import GpuTrace, fixture_profile
 

@@ -126,7 +126,7 @@ def test_a_python_loaders_wait_is_named_by_its_stage() -> None:
     PyTorch run the input finding names the user's stage, not TensorFlow's op."""
     from stepscope.stats.diagnostics.base import HostData
     from stepscope.stats.diagnostics.host_steps import input_bound
-    from stepscope.stats.kernels import build_kernel_db
+    from stepscope.stats.gpu.kernels import build_kernel_db
 
     builder = XSpaceBuilder("torch")
     main = builder.plane("/host:CPU").line(1, "MainThread")

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from stepscope.stats import EventType, build_op_metrics, build_step_db, classify_events
-from stepscope.stats.device import utilization
 from stepscope.stats.events import device_work_lines
+from stepscope.stats.gpu.device import utilization
 from tests.support.analysis import fixture_profile
 
 TRAINING = (

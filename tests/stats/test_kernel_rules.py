@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.stats.device import precision_ns
+from stepscope.stats.gpu.device import precision_ns
+from stepscope.stats.gpu.kernels import build_kernel_db, kernel_events
 from stepscope.stats.kernel_rules import (
     MATRIX_RULES,
     PRECISION_RULES,
@@ -16,7 +17,6 @@ from stepscope.stats.kernel_rules import (
     kernel_precision,
     matrix_rule_of,
 )
-from stepscope.stats.kernels import build_kernel_db, kernel_events
 from tests.support.gpu_fixtures import FIXTURES, GPU_FIXTURES, fixture_profile
 
 TABLE = Path(__file__).parent / "data" / "gpu_kernel_classes.tsv"

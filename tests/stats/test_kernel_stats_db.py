@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from stepscope.stats.kernels import build_kernel_db, merge_kernel_dbs, parse_kernel_details
-from stepscope.stats.tensor_core import is_op_tensor_core_eligible, kernel_uses_tensor_core
+from stepscope.stats.gpu.kernels import build_kernel_db, merge_kernel_dbs, parse_kernel_details
+from stepscope.stats.gpu.tensor_core import is_op_tensor_core_eligible, kernel_uses_tensor_core
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.gpu_fixtures import GPU_FIXTURES, build, fixture_profile, kernel_details
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from stepscope.model.runs import open_run
-from stepscope.stats.torch_cost import SOURCE, op_cost, torch_metrics
+from stepscope.stats.gpu.torch_cost import SOURCE, op_cost, torch_metrics
 from stepscope.tools.context import ToolContext
 from stepscope.tools.output import to_json
 from stepscope.tools.registry import get_tool

@@ -7,7 +7,7 @@ from stepscope.stats import build_step_db, summarize_steps
 from stepscope.stats.bound import bound_by
 from stepscope.stats.diagnostics.base import HostData
 from stepscope.stats.diagnostics.host_steps import untraced_host_work
-from stepscope.stats.kernels import build_kernel_db
+from stepscope.stats.gpu.kernels import build_kernel_db
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
 

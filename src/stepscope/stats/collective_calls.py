@@ -35,7 +35,7 @@ from stepscope.stats.events import (
     EventType,
     classify_events,
 )
-from stepscope.stats.kernels import launch_events
+from stepscope.stats.gpu.kernels import launch_events
 from stepscope.stats.steps.breakdown import StepDb, type_time
 from stepscope.vocab import collectives as vocab
 

@@ -24,10 +24,10 @@ from stepscope.stats import (
 )
 from stepscope.stats.collective_calls import CollectiveCalls
 from stepscope.stats.collective_calls import collective_calls as build_calls
-from stepscope.stats.device import DeviceInfo, devices, framework_of, precision_ns, utilization
 from stepscope.stats.diagnostics.base import Finding, HostData
 from stepscope.stats.diagnostics.runner import combine_hosts, diagnose_host
-from stepscope.stats.kernels import KernelDb, build_kernel_db
+from stepscope.stats.gpu.device import DeviceInfo, devices, framework_of, precision_ns, utilization
+from stepscope.stats.gpu.kernels import KernelDb, build_kernel_db
 from stepscope.stats.stragglers_types import Rank
 from stepscope.stats.xla.xla_ops import xla_events
 from stepscope.tools.context import Key, ToolContext
@@ -35,7 +35,7 @@ from stepscope.tools.registry import ToolOption
 from stepscope.vocab.tensorflow import is_iterator
 
 if TYPE_CHECKING:  # the XLA and PyTorch cost models load with the tools that show them
-    from stepscope.stats.device_caps import DeviceCaps
+    from stepscope.stats.gpu.device_caps import DeviceCaps
     from stepscope.stats.tf_data import PipelineStats
     from stepscope.stats.xla.xla_metrics import HloMetrics
 
@@ -209,7 +209,7 @@ def _op_costs(profile: Profile) -> HloMetrics:
 
     if xla_events(profile):
         return build_hlo_metrics(profile)
-    from stepscope.stats.torch_cost import torch_metrics
+    from stepscope.stats.gpu.torch_cost import torch_metrics
 
     return torch_metrics(profile)
 
@@ -228,7 +228,7 @@ def has_op_costs(ctx: ToolContext) -> bool:
 
 
 def device_caps(ctx: ToolContext, host: str) -> DeviceCaps:
-    from stepscope.stats.device_caps import device_caps as build_device_caps
+    from stepscope.stats.gpu.device_caps import device_caps as build_device_caps
 
     return ctx.intermediate(host, DEVICE_CAPS, build_device_caps)
 

@@ -7,7 +7,7 @@ so a server that already showed a run's overview reuses its step db here.
 from __future__ import annotations
 
 from stepscope.stats.compare import RunSummary, build_run_summary, memory_peak_bytes
-from stepscope.stats.kernels import KernelDb, kernel_events, merge_kernel_dbs
+from stepscope.stats.gpu.kernels import KernelDb, kernel_events, merge_kernel_dbs
 from stepscope.tools._analysis import device_facts, device_ops, host_ops, kernel_db, steps
 from stepscope.tools.context import Key, ToolContext
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from stepscope.records import record
-from stepscope.stats.device_caps import DeviceCaps
+from stepscope.stats.gpu.device_caps import DeviceCaps
 from stepscope.stats.xla.xla_metrics import HloMetrics
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext

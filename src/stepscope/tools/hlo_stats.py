@@ -8,7 +8,7 @@ import dataclasses
 from typing import ClassVar
 
 from stepscope.records import record
-from stepscope.stats.device_caps import DeviceCaps
+from stepscope.stats.gpu.device_caps import DeviceCaps
 from stepscope.stats.xla.xla_metrics import HloOpRow, bound_by
 from stepscope.tools import _analysis as analysis
 from stepscope.tools import _xla

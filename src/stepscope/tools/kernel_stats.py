@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from stepscope.model import Profile
 from stepscope.records import record
-from stepscope.stats.kernels import (
+from stepscope.stats.gpu.kernels import (
     KernelDb,
     KernelRow,
     kernel_events,

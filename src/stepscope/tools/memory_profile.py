@@ -13,7 +13,7 @@ import numpy as np
 
 from stepscope.model import Profile, StringTable
 from stepscope.records import record
-from stepscope.stats.device import framework_of
+from stepscope.stats.gpu.device import framework_of
 from stepscope.stats.memory import (
     AllocatorProfile,
     build_memory_profiles,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from stepscope.records import record
-from stepscope.stats.device_caps import DeviceCaps
+from stepscope.stats.gpu.device_caps import DeviceCaps
 from stepscope.stats.xla.xla_metrics import HloMetrics, HloOpRow
 from stepscope.tools import _analysis as analysis
 from stepscope.tools import _xla

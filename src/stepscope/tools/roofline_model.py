@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from stepscope.model import Profile
 from stepscope.records import record
-from stepscope.stats.device_caps import DeviceCaps
+from stepscope.stats.gpu.device_caps import DeviceCaps
 from stepscope.stats.xla.xla_metrics import HLO_SOURCE, HloMetrics, HloOpRow, bound_by, hlo_metrics
 from stepscope.tools import _analysis as analysis
 from stepscope.tools import _xla

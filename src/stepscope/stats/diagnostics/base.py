@@ -19,9 +19,9 @@ import numpy as np
 from stepscope.distinct import distinct_inverse
 from stepscope.model import Profile
 from stepscope.records import record
-from stepscope.stats.device import framework_of
 from stepscope.stats.events import NOT_COUNTED, EventType, classify_events, device_work_lines
-from stepscope.stats.kernels import KernelDb, launch_events
+from stepscope.stats.gpu.device import framework_of
+from stepscope.stats.gpu.kernels import KernelDb, launch_events
 from stepscope.stats.steps.breakdown import StepDb
 
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}

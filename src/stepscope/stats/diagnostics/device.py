@@ -12,8 +12,8 @@ from stepscope.stats.diagnostics.base import (
     severity,
 )
 from stepscope.stats.events import EventType
+from stepscope.stats.gpu.kernels import launch_events, op_of_kernels
 from stepscope.stats.intervals import merge
-from stepscope.stats.kernels import launch_events, op_of_kernels
 
 DEFAULT_LAUNCH_NS = 5_000  # launch latency when the trace has no launch calls
 LAUNCH_MIN_KERNELS = 20  # a step with fewer kernels is not "launch bound"

@@ -17,8 +17,8 @@ from stepscope.stats.diagnostics.base import (
 )
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.events import host_lines, is_step_marker_name
+from stepscope.stats.gpu.kernels import launch_events
 from stepscope.stats.intervals import merge, overlap_with
-from stepscope.stats.kernels import launch_events
 
 GAP_MIN_NS = 100_000  # a gap shorter than 100 µs is noise
 GAP_MIN_STEP_SHARE = 0.05  # ... or than 5% of the median step

@@ -16,8 +16,8 @@ from stepscope.stats.diagnostics.base import (
 )
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.events import EventType
+from stepscope.stats.gpu.kernels import launch_events, op_candidates
 from stepscope.stats.intervals import merge, overlap_with
-from stepscope.stats.kernels import launch_events, op_candidates
 from stepscope.stats.stragglers_types import Rank
 
 COLLECTIVE_SHARE = (0.03, 0.15)  # XProf's: collectives over 3% / 15% of step time

@@ -16,8 +16,8 @@ from stepscope.stats.diagnostics.base import (
 from stepscope.stats.diagnostics.device import COMPUTE
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.events import EventType
+from stepscope.stats.gpu.kernels import op_candidates
 from stepscope.stats.intervals import merge, overlap_with
-from stepscope.stats.kernels import op_candidates
 
 SERIAL_COPY_SHARE = (0.03, 0.15)  # copies blocking the compute stream: medium / high
 SYNC_SHARE = (0.05, 0.20)  # host blocked on the device inside steps: medium / high

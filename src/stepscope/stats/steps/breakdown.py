@@ -33,7 +33,6 @@ import numpy as np
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats import native
-from stepscope.stats.device import framework_of
 from stepscope.stats.events import (
     CATEGORIES,
     NOT_COUNTED,
@@ -41,8 +40,9 @@ from stepscope.stats.events import (
     classify_events,
     device_work_lines,
 )
+from stepscope.stats.gpu.device import framework_of
+from stepscope.stats.gpu.kernels import launch_events
 from stepscope.stats.intervals import union_of
-from stepscope.stats.kernels import launch_events
 from stepscope.stats.python_samples import functions_in_steps
 from stepscope.stats.steps.feeds import fetches_feeding_steps
 from stepscope.stats.steps.groups import build_groups

@@ -16,8 +16,8 @@ import numpy as np
 
 from stepscope.model import Profile
 from stepscope.records import record
-from stepscope.stats.device import framework_of
 from stepscope.stats.events import host_lines
+from stepscope.stats.gpu.device import framework_of
 from stepscope.stats.intervals import intersect_sets, merge, subtract_sets, union_of
 from stepscope.stats.steps.dispatch import DispatchEvidence, evidence, find_runs
 from stepscope.stats.steps.limits import N_LIMIT_COLUMNS, LimitType

@@ -8,7 +8,7 @@ in order: its own ``tf_op`` stat (a real op, not XLA's ``XlaModule:`` placeholde
 ``hlo_op``. Rows keep text keys so several hosts merge by name.
 
 TensorCore rules (XProf's ``xprof/utils/kernel_stats_utils.cc`` and newer kernels) live in
-`stepscope.stats.tensor_core`.
+`stepscope.stats.gpu.tensor_core`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.events import on_device_plane
-from stepscope.stats.tensor_core import is_op_tensor_core_eligible, kernel_uses_tensor_core
+from stepscope.stats.gpu.tensor_core import is_op_tensor_core_eligible, kernel_uses_tensor_core
 from stepscope.stats.xla.xla_ops import xla_events
 
 MAX_ROWS = 1000  # XProf keeps the top 1000 (kernel, op) pairs by total time

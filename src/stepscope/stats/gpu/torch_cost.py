@@ -29,7 +29,7 @@ from stepscope.distinct import distinct
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.enclosing import innermost_enclosing
-from stepscope.stats.kernels import kernel_events, launch_events, op_candidates
+from stepscope.stats.gpu.kernels import kernel_events, launch_events, op_candidates
 from stepscope.stats.xla.xla_metrics import HloMetrics, HloOpRow, device_work_mask, idle_and_busy_ns
 from stepscope.stats.xla.xla_op import XlaOp
 
