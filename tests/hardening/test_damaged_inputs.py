@@ -119,7 +119,7 @@ def test_unknown_url_protocol_is_one_line(capsys: pytest.CaptureFixture[str]) ->
 def test_tf_data_parent_cycles_end() -> None:
     """Damaged iterator events can link into a cycle; pointer jumping looped forever on it
     (overview_page, input_pipeline_analyzer and tf_data_bottleneck_analysis hung)."""
-    from stepscope.stats.tf_data import _all_ancestors, _roots
+    from stepscope.stats.input.tf_data import _all_ancestors, _roots
 
     parent = np.array([1, 2, 0, -1, 3, 4], dtype=np.int64)  # 0 -> 1 -> 2 -> 0; 5 -> 4 -> 3
     values = np.array([True, True, False, True, True, True])

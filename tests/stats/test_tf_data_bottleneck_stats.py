@@ -12,7 +12,7 @@ import pytest
 
 import stepscope
 from stepscope.model import load_profile
-from stepscope.stats.tf_data import (
+from stepscope.stats.input.tf_data import (
     PipelineStats,
     build_tf_data_stats,
     explain_long_name,
@@ -196,7 +196,7 @@ def _link_one_by_one(ev) -> np.ndarray:  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("seed", range(6))
 def test_producers_linked_by_one_search_as_one_by_one(seed: int) -> None:
-    from stepscope.stats import tf_data
+    from stepscope.stats.input import tf_data
 
     rng = np.random.default_rng(seed)
     n = 400
@@ -271,7 +271,7 @@ def test_a_call_of_53_us_in_8_ms_steps_is_not_a_bottleneck() -> None:
 
 def test_a_python_generator_source_gets_pydataset_advice() -> None:
     """A Keras PyDataset bottleneck got tf.data advice (parallel map, prefetch buffer)."""
-    from stepscope.stats.input_pipeline import advice_for, has_generator
+    from stepscope.stats.input.input_pipeline import advice_for, has_generator
     from stepscope.tools.tf_data_bottleneck_analysis import suggestion
 
     [pipeline] = build_tf_data_stats(build(_generator_pipeline(3_000_000)))

@@ -40,7 +40,8 @@ run = single_file_run(sys.argv[1])
 get_tool("overview_page").build(ToolContext(run, run.host_names[0], ProfileStore(use_cache=False)))
 unused = ("_hashlib", "socket", "shutil", "tempfile", "numpy.ma", "stepscope.store.entries",
           "stepscope.capture.session", "stepscope.xspace.kineto.json_repair",
-          "stepscope.stats.stragglers", "stepscope.stats.gpu.torch_cost", "stepscope.stats.tf_data",
+          "stepscope.stats.stragglers", "stepscope.stats.gpu.torch_cost",
+          "stepscope.stats.input.tf_data",
           "csv", "stepscope.model.hlo", "stepscope.stats.xla.xla_op")
 print(json.dumps(sorted(m for m in sys.modules if m in unused)))
 """

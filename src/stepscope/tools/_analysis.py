@@ -36,7 +36,7 @@ from stepscope.vocab.tensorflow import is_iterator
 
 if TYPE_CHECKING:  # the XLA and PyTorch cost models load with the tools that show them
     from stepscope.stats.gpu.device_caps import DeviceCaps
-    from stepscope.stats.tf_data import PipelineStats
+    from stepscope.stats.input.tf_data import PipelineStats
     from stepscope.stats.xla.xla_metrics import HloMetrics
 
 STEP_SOURCE = ToolOption(
@@ -116,11 +116,11 @@ def tf_data(ctx: ToolContext, host: str) -> tuple[PipelineStats, ...]:
 
 
 def _tf_data_stats(profile: Profile) -> tuple[PipelineStats, ...]:
-    # Pipelines are read from ``Iterator::`` events (`stepscope.stats.tf_data`): a profile
+    # Pipelines are read from ``Iterator::`` events (`stepscope.stats.input.tf_data`): a profile
     # without any (PyTorch, JAX) does not import that analysis.
     if not len(profile.strings.ids_matching(is_iterator)):
         return ()
-    from stepscope.stats.tf_data import build_tf_data_stats
+    from stepscope.stats.input.tf_data import build_tf_data_stats
 
     return build_tf_data_stats(profile)
 

@@ -8,7 +8,12 @@ from __future__ import annotations
 from stepscope.records import record
 from stepscope.stats import StepStats
 from stepscope.stats.advice import InputBound, classify_steps
-from stepscope.stats.input_pipeline import INPUT_CATEGORIES, advice_for, has_prefetch, input_ops
+from stepscope.stats.input.input_pipeline import (
+    INPUT_CATEGORIES,
+    advice_for,
+    has_prefetch,
+    input_ops,
+)
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
 from stepscope.tools.output import out
@@ -92,7 +97,7 @@ class InputPipelineAnalysis:
     )
     input_ops: tuple[InputOpRow, ...] = out("input ops, most self time first")
     pipelines: tuple[PipelineRow, ...] = out(
-        "input pipelines (`stepscope.stats.tf_data`: tf.data and `stepscope.data.instrument` "
+        "input pipelines (`stepscope.stats.input.tf_data`: tf.data and `stepscope.data.instrument` "
         "pipelines), worst bottleneck first"
     )
     recommendations: tuple[str, ...] = out(

@@ -12,8 +12,8 @@ import numpy as np
 
 from stepscope.model import Profile
 from stepscope.records import record
-from stepscope.stats.input_pipeline import GENERATOR_ADVICE, has_generator
-from stepscope.stats.tf_data import (
+from stepscope.stats.input.input_pipeline import GENERATOR_ADVICE, has_generator
+from stepscope.stats.input.tf_data import (
     SLOW_CALL_NS,
     IteratorStat,
     PipelineStats,

@@ -22,7 +22,7 @@ from stepscope.stats.bound import bound_by
 from stepscope.stats.compare.names import match_key
 from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.gpu.kernels import KernelDb
-from stepscope.stats.input_pipeline import input_ops, iterator_kind
+from stepscope.stats.input.input_pipeline import input_ops, iterator_kind
 from stepscope.stats.memory import build_memory_profiles
 from stepscope.stats.op_metrics import OpTable
 from stepscope.stats.summary import StepSummary

@@ -13,7 +13,7 @@ send input to a device (infeed enqueue, host-to-device copies). Their categories
 - other: input waits that show no pipeline structure (a DataLoader ``__next__``).
 
 The tf.data bottleneck itself (slowest call per pipeline, blocking iterator with the most self
-time) is `stepscope.stats.tf_data`; `advice_for` turns an iterator kind into advice.
+time) is `stepscope.stats.input.tf_data`; `advice_for` turns an iterator kind into advice.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from stepscope.vocab.pytorch import is_dataloader_next
 from stepscope.vocab.tensorflow import INFEED_OPS, is_iterator
 
 if TYPE_CHECKING:
-    from stepscope.stats.tf_data import IteratorStat
+    from stepscope.stats.input.tf_data import IteratorStat
 
 INPUT_CATEGORIES = (
     "enqueue",
