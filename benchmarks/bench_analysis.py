@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # tests.support: the synthetic traces and test oracles
 FIXTURES = ROOT.parent / "shared" / "fixtures" / "tf"
 REMOTE = next((FIXTURES / "remote").rglob("*.xplane.pb"), None) if FIXTURES.is_dir() else None
 WARMUP = next((FIXTURES / "ctl_opt").rglob("*.xplane.pb"), None) if FIXTURES.is_dir() else None
@@ -132,7 +133,7 @@ def main() -> None:
         print(json.dumps(result))
         return
 
-    from stepscope.xspace.synthetic import synthetic_xspace_bytes
+    from tests.support.synthetic import synthetic_xspace_bytes
 
     workdir = Path(tempfile.mkdtemp(prefix="bench_analysis_"))
     synthetic = workdir / "synthetic.xplane.pb"

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # tests.support: the synthetic traces and test oracles
 FIXTURES = ROOT.parent / "shared" / "fixtures" / "tf"
 
 
@@ -82,7 +83,8 @@ def main() -> None:
     if args.child:
         child(*args.child)
         return
-    from stepscope.xspace import synthetic, wire
+    from stepscope.xspace import wire
+    from tests.support import synthetic
 
     make = synthetic.synthetic_xspace_bytes if args.sparse else synthetic.real_density_xspace_bytes
     cases = [

@@ -4,7 +4,7 @@
                                    [--keep DIR]
 
 The pod is made in code: ``--hosts`` XSpace files of ``--events`` events each
-(`stepscope.xspace.synthetic.synthetic_xspace_bytes`, a different seed per host: step markers
+(`tests.support.synthetic.synthetic_xspace_bytes`, a different seed per host: step markers
 on one thread, ops on seven). Each case runs in a fresh driver process, which prints its own
 peak RSS (``ru_maxrss`` of that process alone: the workers are other processes) and the time
 from the start of the analysis to both results in hand:
@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # tests.support: the synthetic traces and test oracles
 
 DRIVER = r"""
 import json, resource, sys, time
@@ -67,7 +68,7 @@ print(json.dumps({
 def make_pod(root: Path, hosts: int, events: int, real_density: bool = False) -> Path:
     """``hosts`` synthetic XSpaces (seed = host index) in a run directory under ``root``;
     files already there are kept. ``real_density``: 1.5 stats per op, as TensorFlow's."""
-    from stepscope.xspace.synthetic import real_density_xspace_bytes, synthetic_xspace_bytes
+    from tests.support.synthetic import real_density_xspace_bytes, synthetic_xspace_bytes
 
     make = real_density_xspace_bytes if real_density else synthetic_xspace_bytes
     run = root / "plugins" / "profile" / "pod"

@@ -4,7 +4,7 @@
                                          [--keep DIR] [--json OUT]
 
 The pod is made in code: ``--hosts`` XSpace files of ``--events`` events each at the stat
-density of real TensorFlow captures (`stepscope.xspace.synthetic.real_density_xspace_bytes`:
+density of real TensorFlow captures (`tests.support.synthetic.real_density_xspace_bytes`:
 1.5 stats per op, a different seed per host; step markers on one thread, ops on seven).
 
 Phases, each in this process unless said otherwise:

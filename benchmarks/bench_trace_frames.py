@@ -37,6 +37,7 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # tests.support: the synthetic traces and test oracles
 FIXTURES = ROOT.parent / "shared" / "fixtures"
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -156,7 +157,7 @@ def main() -> None:
     runs = {"tf/big_ctl (fixture)": "big_ctl/run"}
     if args.events:
         sys.path.insert(0, str(ROOT / "src"))
-        from stepscope.xspace.synthetic import synthetic_xspace_bytes
+        from tests.support.synthetic import synthetic_xspace_bytes
 
         _place(logdir, "synthetic", None, synthetic_xspace_bytes(args.events))
         runs[f"synthetic {args.events:,}"] = "synthetic/run"

@@ -89,9 +89,9 @@ def main() -> None:
     binary = shutil.which("xprof-rs") or str(Path(sys.executable).with_name("xprof-rs"))
     workdir = Path(tempfile.mkdtemp(prefix="bench_trace_peer_"))
     made = workdir / "synthetic.xplane.pb"
-    make = "import sys; from stepscope.xspace.synthetic import real_density_xspace_bytes as f"
+    make = "import sys; from tests.support.synthetic import real_density_xspace_bytes as f"
     make += "; open(sys.argv[1], 'wb').write(f(int(sys.argv[2])))"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"}
     subprocess.run([sys.executable, "-c", make, str(made), str(args.events)], check=True, env=env)
     samples: dict[str, list[Sample]] = {
         "stepscope": [],

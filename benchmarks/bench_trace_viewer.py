@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # tests.support: the synthetic traces and test oracles
 FIXTURE = ROOT.parent / "shared" / "fixtures" / "tf" / "remote"
 XPROF_PYTHON = "/tmp/xpvenv/bin/python"
 
@@ -307,7 +308,7 @@ def main() -> None:
         )
         print(json.dumps(result))
         return
-    from stepscope.xspace.synthetic import synthetic_xspace_bytes
+    from tests.support.synthetic import synthetic_xspace_bytes
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-tv-data-"))
     cases = [("tf/remote fixture", str(next(FIXTURE.rglob("*.xplane.pb"))))]

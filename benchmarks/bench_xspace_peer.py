@@ -192,9 +192,9 @@ def main() -> None:
         made = workdir / f"synthetic_{n}.xplane.pb"
         # Made in a child: this process stays small, because a child's ru_maxrss starts
         # from its parent's peak (fork copies it, exec keeps it).
-        make = "import sys; from stepscope.xspace.synthetic import real_density_xspace_bytes as f"
+        make = "import sys; from tests.support.synthetic import real_density_xspace_bytes as f"
         make += "; open(sys.argv[1], 'wb').write(f(int(sys.argv[2])))"
-        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+        env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"}
         subprocess.run([sys.executable, "-c", make, str(made), str(n)], check=True, env=env)
         cases.append((f"synthetic {n / 1e6:g}M", str(made), n))
     columns = [

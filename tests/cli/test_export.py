@@ -16,8 +16,8 @@ from stepscope.model import Profile, open_file, profile_from_bytes, profile_from
 from stepscope.stats.trace_index.flows import build_flows
 from stepscope.tools.trace_viewer.chrome_trace import chrome_trace_chunks
 from stepscope.xspace.kineto import kineto_to_xspace
-from stepscope.xspace.synthetic import synthetic_xspace_bytes
 from tests.support.fixtures import FIXTURES, tf_xplane
+from tests.support.synthetic import synthetic_xspace_bytes
 
 
 def _reimport(path: Path) -> Profile:

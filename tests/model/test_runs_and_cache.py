@@ -98,7 +98,7 @@ def test_large_conversions_report_progress(
 ) -> None:
     from stepscope.cli.progress import stderr_progress
     from stepscope.model.load import PROGRESS_MIN_BYTES
-    from stepscope.xspace.synthetic import synthetic_xspace_bytes
+    from tests.support.synthetic import synthetic_xspace_bytes
 
     monkeypatch.setenv("STEPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     run_dir = tmp_path / "logs" / "plugins" / "profile" / "r1"

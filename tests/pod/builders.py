@@ -6,7 +6,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from stepscope.xspace.synthetic import synthetic_xspace_bytes
+from tests.support.synthetic import synthetic_xspace_bytes
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
 

@@ -235,7 +235,7 @@ def test_kineto_gpu_flows_are_drawn(browser: Any, server: RunningServer) -> None
 
 @pytest.fixture(scope="module")
 def big_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    from stepscope.xspace.synthetic import synthetic_xspace_bytes
+    from tests.support.synthetic import synthetic_xspace_bytes
 
     root = tmp_path_factory.mktemp("big")
     run = root / "plugins" / "profile" / "synthetic_10m"

@@ -18,8 +18,8 @@ from stepscope.stats.trace_index.lod import nesting_depth
 from stepscope.stats.trace_index.search import build_name_index
 from stepscope.stats.trace_index.window import events_in_box, query_window, rows_of_pairs
 from stepscope.xspace.builder import LineBuilder, XSpaceBuilder
-from stepscope.xspace.synthetic import synthetic_xspace_bytes
 from tests.support.analysis import count_step_db_builds
+from tests.support.synthetic import synthetic_xspace_bytes
 from tests.support.windows import assert_window_rule, brute_overlapping
 
 BASE = 1_000_000_000

@@ -24,8 +24,8 @@ from stepscope.model import Profile, open_file, profile_from_xspace
 from stepscope.stats.trace_index.flows import build_flows
 from stepscope.stats.trace_index.tracks import sections
 from stepscope.xspace import XSpaceBuilder
-from stepscope.xspace.synthetic import synthetic_xspace_bytes
 from tests.support.fixtures import FIXTURES, tf_xplane
+from tests.support.synthetic import synthetic_xspace_bytes
 
 PROTO = Path(__file__).with_name("perfetto_min.proto")
 

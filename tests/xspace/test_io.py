@@ -127,7 +127,7 @@ def test_messages_live_in_a_private_pool() -> None:
 
 def test_real_density_synthetic_files_carry_stats_like_real_captures() -> None:
     from stepscope.model import profile_from_bytes
-    from stepscope.xspace.synthetic import real_density_xspace_bytes, synthetic_xspace_bytes
+    from tests.support.synthetic import real_density_xspace_bytes, synthetic_xspace_bytes
 
     dense = profile_from_bytes(real_density_xspace_bytes(20_000))
     sparse = profile_from_bytes(synthetic_xspace_bytes(20_000))
