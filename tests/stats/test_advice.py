@@ -40,3 +40,16 @@ def test_other_thresholds(category: str, low: float, high: float) -> None:
     assert level(category, low - 0.01) == "no"
     assert level(category, low) == "moderate"
     assert level(category, high) == "high"
+
+
+def test_every_classification_says_why_and_what_to_do() -> None:
+    moderate = classify_input(7.25, 1.0).statement
+    assert moderate.startswith("Your program is MODERATELY input-bound because 7.2% of")
+    assert moderate.endswith("reduce both the input time and other time.")
+    no = classify_input(2.0, 1.0)
+    assert no.classification == "no" and no.statement.startswith(
+        "Your program is NOT input-bound because only 2.0% of the total step time"
+    )
+    assert no.statement.endswith("focus on reducing other time.")
+    unknown = classify_input(0, 0, has_steps=False)
+    assert unknown.percent == 0.0 and unknown.statement.startswith("No step time measured")
