@@ -52,8 +52,9 @@ def test_pod_viewer_names_the_rank_slow_in_input(
     assert heat["late_ms"][5][col] == pytest.approx(5.0)
     assert heat["wait_ms"][0][col] == pytest.approx(5.0) and heat["wait_ms"][5][col] == 0
     assert [row[col] for row in heat["late"]] == [r == 5 for r in range(8)]
-    col = heat["steps"].index(5)  # before the slow stretch nobody is late
+    col = heat["steps"].index(5)  # before the slow stretch nobody is late, nor waits
     assert not any(row[col] for row in heat["late"])
+    assert [row[col] for row in heat["wait_ms"]] == pytest.approx([0.0] * 8, abs=1e-6)
 
 
 def test_diagnostics_blame_the_slow_gpu_not_the_waiters(
