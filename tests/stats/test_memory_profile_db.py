@@ -246,3 +246,14 @@ def test_remote_capture_step_ids_are_xprof_group_ids() -> None:
         assert mem.peak_step == int(xprof["specialAllocations"][0]["stepId"])
         snapshots = xprof["memoryProfileSnapshots"]
         assert mem.peak_step == int(snapshots[0]["activityMetadata"]["stepId"])
+
+
+def test_times_outside_every_step_and_reference_types() -> None:
+    from stepscope.stats.memory import step_of_times
+
+    starts, ends = np.array([10, 30]), np.array([20, 40])
+    times = np.array([5, 10, 20, 25, 35, 45])
+    assert step_of_times(times, starts, ends).tolist() == [-1, 0, 0, -1, 1, -1]
+    assert step_of_times(times, starts[:0], ends[:0]).tolist() == [-1] * 6
+    assert data_type_name(1) == "float" and data_type_name(101) == "float_ref"
+    assert data_type_name(100) == "unknown(100)" and data_type_name(-1) == "unknown(-1)"
