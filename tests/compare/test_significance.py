@@ -106,3 +106,12 @@ def test_holm_threshold_is_inclusive() -> None:
     assert holm_significant([0.05]) == [True]
     assert holm_significant([0.025, 0.05]) == [True, True]
     assert holm_significant([0.0250001, 0.05]) == [False, False]
+
+
+def test_no_relative_interval_from_a_zero_baseline() -> None:
+    iv = bootstrap_change(np.zeros(4), np.array([1.0, 2.0, 3.0, 4.0]), "mean")
+    assert iv.testable and iv.delta == 2.5 and iv.ci_low < 2.5 < iv.ci_high
+    assert np.isnan(iv.rel_low) and np.isnan(iv.rel_high)
+    # a baseline that is mostly zero (a category absent from most steps): no ratio either
+    mostly = bootstrap_change(np.array([0.0] * 39 + [5.0]), np.full(40, 1.0), "mean")
+    assert np.isnan(mostly.rel_low) and np.isnan(mostly.rel_high)
