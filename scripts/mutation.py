@@ -1,0 +1,379 @@
+"""Mutation testing of the core analysis modules: how many small bugs does the suite catch?
+
+Each group below names modules and the tests that exercise them. For a group, mutmut (pinned
+in the dev extra) copies the source and the tests into a scratch folder (the work tree is
+never touched), makes every small change its operators know (``<`` -> ``<=``, ``+`` -> ``-``,
+a constant off by one, an argument dropped...), runs the group's tests that reach the changed
+function against each change, and records whether a test failed ("killed") or all passed
+("survived"). This script prints, per module, the share killed, and every survivor as a
+one-line diff; survivors listed in ``scripts/mutation_equivalents.toml`` (a change that no
+input can tell apart, with the reason) are shown as equivalent and left out of the score.
+
+    .venv/bin/python scripts/mutation.py --list          # the groups, modules and tests
+    .venv/bin/python scripts/mutation.py diff kernels    # some groups (default: every one)
+    .venv/bin/python scripts/mutation.py --sample 0 breakdown   # a tenth: an estimate
+    .venv/bin/python scripts/mutation.py --rerun-survivors --tests NEW_TEST_FILE -- diff
+
+A mutant takes 1-40 s (the tests that reach it, run in a forked process); the whole set of
+groups is several hours on two cores, so CI does not run it.
+
+Exit status 1 when a module's score is under ``--target`` (85%). The figures, before and
+after the tests of issue #34, are in docs/testing.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import tomllib
+
+REPO = Path(__file__).resolve().parents[1]
+EQUIVALENTS = REPO / "scripts" / "mutation_equivalents.toml"
+# mutmut's exit codes of a mutant's test run (mutmut.stats.status_by_exit_code). A mutant whose
+# tests ran past mutmut's time limit (15x their normal time) counts as killed: the suite does
+# not pass with it (CI's pytest-timeout fails such a run).
+TIMEOUT_CODES = {24, -24, 36, 152, 255}
+KILLED_CODES = {1, 3} | TIMEOUT_CODES
+SURVIVED_CODES = {0, 5, 33, None}  # passing, or no test reached the change
+
+
+@dataclass(frozen=True)
+class Group:
+    modules: tuple[str, ...]  # paths under src/
+    tests: tuple[str, ...]  # pytest arguments: files or folders under tests/
+
+
+GROUPS: dict[str, Group] = {
+    "diff": Group(
+        ("stepscope/stats/compare/significance.py", "stepscope/stats/compare/diff.py"),
+        ("tests/compare",),
+    ),
+    "kineto": Group(
+        ("stepscope/xspace/kineto/categories.py",),
+        ("tests/xspace/test_kineto.py", "tests/xspace/test_kineto_conservation.py"),
+    ),
+    "memory": Group(
+        ("stepscope/stats/memory.py",),
+        (
+            "tests/stats/test_memory_profile_db.py",
+            "tests/tools/test_kernel_stats_memory_profile_tools.py",
+        ),
+    ),
+    "kernels": Group(
+        ("stepscope/stats/kernel_rules.py",),
+        ("tests/stats/test_kernel_rules.py", "tests/stats/test_kernel_stats_db.py"),
+    ),
+    "stragglers": Group(
+        ("stepscope/stats/stragglers.py",),
+        ("tests/pod/test_stragglers.py",),
+    ),
+    "input_bound": Group(
+        ("stepscope/stats/advice.py",),
+        ("tests/stats/test_advice.py",),
+    ),
+    "breakdown": Group(
+        ("stepscope/stats/steps/breakdown.py",),
+        (
+            "tests/stats/test_breakdown.py",
+            "tests/stats/test_gpu_breakdown.py",
+        ),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str  # mutmut's key: module.x_function__mutmut_N
+    status: str  # killed / survived / timeout / other
+    removed: str  # the original line(s), stripped
+    added: str  # the mutated line(s), stripped
+
+
+def _module_of(path: str) -> str:
+    return path.removesuffix(".py").replace("/", ".")
+
+
+def prepare(group: str, spec: Group, work: Path) -> Path:
+    """A scratch copy of the repository for one group, with mutmut's config for it."""
+    root = work / group
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".mypy_cache", ".ruff_cache")
+    shutil.copytree(REPO / "src", root / "src", ignore=ignore)
+    shutil.copytree(REPO / "tests", root / "tests", ignore=ignore)
+    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
+    # Tests find the shared fixtures beside the repository (../shared); mutmut runs them from
+    # root/mutants, so root/shared must lead there.
+    (root / "shared").symlink_to((REPO.parent / "shared").resolve())
+    write_config(root, spec)
+    return root
+
+
+def write_config(root: Path, spec: Group) -> None:
+    only = "\n    ".join(f"src/{m}" for m in spec.modules)
+    tests = "\n    ".join(spec.tests)
+    (root / "setup.cfg").write_text(
+        "[mutmut]\n"
+        "source_paths = src\n"
+        f"only_mutate =\n    {only}\n"
+        f"pytest_add_cli_args_test_selection =\n    {tests}\n"
+        # Each mutant's tests run in a process forked before any test ran: module-level caches
+        # (fixtures parsed once per session) must not carry the unmutated answers over.
+        "process_isolation = forkserver\n"
+        "pytest_add_cli_args =\n"
+        "    -p\n    no:cacheprovider\n    -q\n    -m\n    not integration and not browser\n"
+    )
+
+
+def _code(path: Path) -> str:
+    """The module's code, docstrings left out (a reworded docstring makes no new mutant)."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            body[0] = ast.Pass()
+    return ast.dump(tree)
+
+
+def rerun_survivors(group: str, spec: Group, work: Path) -> None:
+    """Put the current tests into the last run's scratch folder and mark its survivors
+    untested, so mutmut runs only them (with every test: its test map is made again)."""
+    root = work / group
+    for module in spec.modules:
+        if _code(REPO / "src" / module) != _code(root / "src" / module):
+            raise SystemExit(f"{module} changed since the last run: run {group} in full")
+        meta = root / "mutants" / "src" / f"{module}.meta"
+        data = json.loads(meta.read_text())
+        codes = data["exit_code_by_key"]
+        for name, code in codes.items():
+            if code not in KILLED_CODES:
+                codes[name] = None
+        meta.write_text(json.dumps(data, indent=4))
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for tests in (root / "tests", root / "mutants" / "tests"):
+        shutil.rmtree(tests, ignore_errors=True)
+        shutil.copytree(REPO / "tests", tests, ignore=ignore)
+    (root / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
+    write_config(root, spec)
+
+
+def run_mutmut(root: Path, jobs: int, sample: str = "", only: list[str] | None = None) -> None:
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs)]
+    patterns = only or ["*"]
+    if sample:  # mutants whose number ends in one of these digits
+        patterns = [f"{p}__mutmut_*[{sample}]" if "mutmut" not in p else p for p in patterns]
+    if patterns != ["*"]:
+        cmd += patterns
+    with open(root / "mutmut.log", "w") as log:
+        status = subprocess.run(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    if status.returncode != 0:
+        tail = (root / "mutmut.log").read_text(errors="replace")[-3000:]
+        raise SystemExit(f"mutmut failed in {root} (see mutmut.log):\n{tail}")
+
+
+_DIFFS = """
+import json, sys
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+out = {}
+for name, path in json.load(sys.stdin):
+    out[name] = get_diff_for_mutant(name, path=path)
+json.dump(out, sys.stdout)
+"""
+
+
+def collect(root: Path, spec: Group, sample: str = "") -> dict[str, list[Mutant]]:
+    """Every mutant of each module (of the sample), with its status and its change."""
+    codes: dict[str, dict[str, int | None]] = {}
+    for module in spec.modules:
+        meta = root / "mutants" / "src" / f"{module}.meta"
+        by_key = json.loads(meta.read_text())["exit_code_by_key"] if meta.exists() else {}
+        if sample:
+            by_key = {k: v for k, v in by_key.items() if k[-1] in sample}
+        codes[module] = by_key
+    wanted = [
+        (name, f"src/{module}")
+        for module, by_key in codes.items()
+        for name, code in by_key.items()
+        if code not in KILLED_CODES
+    ]
+    diffs = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", _DIFFS],
+            cwd=root,
+            input=json.dumps(wanted),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    out: dict[str, list[Mutant]] = {}
+    for module, by_key in codes.items():
+        mutants = []
+        for name, code in sorted(by_key.items(), key=lambda kv: _natural(kv[0])):
+            if code in KILLED_CODES:
+                mutants.append(Mutant(name, "killed", "", ""))
+                continue
+            status = "survived" if code in SURVIVED_CODES else f"exit {code}"
+            removed, added = _changed_lines(diffs.get(name, ""))
+            mutants.append(Mutant(name, status, removed, added))
+        out[module] = mutants
+    return out
+
+
+def _natural(name: str) -> tuple[str, int]:
+    stem, _, n = name.rpartition("_")
+    return stem, int(n) if n.isdigit() else 0
+
+
+def _changed_lines(diff: str) -> tuple[str, str]:
+    removed, added = [], []
+    for line in diff.splitlines():
+        if line.startswith(("---", "+++")):
+            continue
+        if line.startswith("-"):
+            removed.append(line[1:].strip())
+        elif line.startswith("+"):
+            added.append(line[1:].strip())
+    return " / ".join(removed), " / ".join(added)
+
+
+def _function(name: str) -> str:
+    """``pkg.mod.x_func__mutmut_3`` -> ``func``; methods: ``xǁClassǁmethod__mutmut_3``."""
+    last = name.rsplit(".", 1)[-1].split("__mutmut_")[0]
+    return last.removeprefix("x_").replace("ǁ", ".").strip(".")
+
+
+def load_equivalents() -> list[dict[str, str]]:
+    if not EQUIVALENTS.exists():
+        return []
+    return list(tomllib.loads(EQUIVALENTS.read_text())["equivalent"])
+
+
+def equivalent_reason(module: str, mutant: Mutant, equivalents: list[dict[str, str]]) -> str | None:
+    """The reason a survivor is equivalent, when the list has its module, function and change."""
+    for e in equivalents:
+        if e.get("module", _module_of(module)) != _module_of(module):
+            continue
+        if e.get("function", _function(mutant.name)) != _function(mutant.name):
+            continue
+        if e["original"] in mutant.removed and e["mutated"] in mutant.added:
+            return e["reason"]
+    return None
+
+
+def report(group: str, results: dict[str, list[Mutant]], target: float) -> bool:
+    equivalents = load_equivalents()
+    ok = True
+    for module, mutants in results.items():
+        killed = sum(m.status == "killed" for m in mutants)
+        alive = [m for m in mutants if m.status != "killed"]
+        equivalent = {m.name: equivalent_reason(module, m, equivalents) for m in alive}
+        n_equivalent = sum(r is not None for r in equivalent.values())
+        counted = len(mutants) - n_equivalent
+        score = 100.0 * killed / counted if counted else 100.0
+        ok &= score >= target
+        print(
+            f"{group}: {module}: {killed} of {counted} mutants killed ({score:.1f}%); "
+            f"{len(alive) - n_equivalent} survived, {n_equivalent} equivalent, "
+            f"{len(mutants)} made"
+        )
+        for m in alive:
+            reason = equivalent[m.name]
+            tag = f"equivalent ({reason})" if reason else m.status
+            print(f"  {_function(m.name)}: {m.removed}  ->  {m.added}    [{tag}]")
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("groups", nargs="*", help=f"groups to run (default all: {list(GROUPS)})")
+    parser.add_argument("--jobs", type=int, default=2, help="mutants tested at once (2)")
+    parser.add_argument("--target", type=float, default=85.0, help="least %% killed (85)")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=Path(os.environ.get("TMPDIR", "/tmp")) / "stepscope-mutation",
+        help="scratch folder (a copy of src and tests per group)",
+    )
+    parser.add_argument("--list", action="store_true", help="list the groups and exit")
+    parser.add_argument(
+        "--tests",
+        nargs="+",
+        default=None,
+        help="with --rerun-survivors: only these tests (the new or changed ones: the "
+        "others already ran on every survivor)",
+    )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        default=None,
+        metavar="GLOB",
+        help="only the mutants whose name matches (mutmut's names: module.x_function__mutmut_N)",
+    )
+    parser.add_argument(
+        "--sample",
+        default="",
+        metavar="DIGITS",
+        help="only the mutants whose number ends in one of DIGITS ('0': a tenth): an "
+        "estimate of the score for groups too slow to run whole",
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="go on with an interrupted run in --work"
+    )
+    parser.add_argument(
+        "--rerun-survivors",
+        action="store_true",
+        help="test only the last run's survivors again, with the current tests (the killed "
+        "stay killed: tests were only added); the modules must not have changed",
+    )
+    parser.add_argument(
+        "--report-only", action="store_true", help="print the last run's results again"
+    )
+    args = parser.parse_args(argv)
+    unknown = [g for g in args.groups if g not in GROUPS]
+    if unknown:
+        parser.error(f"unknown group(s) {unknown}; the groups are {list(GROUPS)}")
+    if args.list:
+        for name, spec in GROUPS.items():
+            print(f"{name}: {', '.join(spec.modules)}\n    tests: {' '.join(spec.tests)}")
+        return 0
+    ok = True
+    for group in args.groups or list(GROUPS):
+        spec = GROUPS[group]
+        root = args.work / group
+        missing = [t for t in spec.tests if not (REPO / t).exists()]
+        if missing:  # an older checkout (the "before" figures): its tests only
+            print(f"{group}: not in this checkout, left out: {' '.join(missing)}")
+            spec = Group(spec.modules, tuple(t for t in spec.tests if t not in missing))
+        if args.rerun_survivors:
+            if args.tests:
+                spec = Group(spec.modules, tuple(args.tests))
+            rerun_survivors(group, spec, args.work)
+        elif not (args.report_only or (args.resume and (root / "setup.cfg").exists())):
+            prepare(group, spec, args.work)
+        if not args.report_only:
+            run_mutmut(root, args.jobs, args.sample, args.only)
+        if args.sample:
+            print(f"{group}: a sample, the mutants numbered *{args.sample}")
+        ok &= report(group, collect(root, spec, args.sample), args.target)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
