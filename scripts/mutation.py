@@ -72,12 +72,16 @@ GROUPS: dict[str, Group] = {
         ("tests/stats/test_kernel_rules.py", "tests/stats/test_kernel_stats_db.py"),
     ),
     "stragglers": Group(
-        ("stepscope/stats/stragglers.py",),
+        ("stepscope/stats/stragglers.py", "stepscope/stats/stragglers_own_time.py"),
         ("tests/pod/test_stragglers.py",),
     ),
     "input_bound": Group(
-        ("stepscope/stats/advice.py",),
-        ("tests/stats/test_advice.py",),
+        ("stepscope/stats/advice.py", "stepscope/stats/bound.py"),
+        (
+            "tests/stats/test_advice.py",
+            "tests/stats/test_bound_gpu.py",
+            "tests/stats/test_dispatch_bound.py",
+        ),
     ),
     "breakdown": Group(
         ("stepscope/stats/steps/breakdown.py",),
