@@ -136,3 +136,15 @@ def test_roofline_model_matches_xprof(tools: dict[str, dict[str, Any]]) -> None:
             assert got["bound_by"] == "Compute", name  # XProf: HBM below its ridge of 614
         else:
             assert got["bound_by"] == want["bound_by"].replace("HBM", "Memory") == "Memory", name
+
+
+def test_hlo_stats_is_offered_only_where_hlo_ops_ran_on_a_device() -> None:
+    """A JAX CPU profile has HLO ops on host threads, none on a device: hlo_stats, whose rows
+    are device events, would be a page of zeros there, so it is not offered (issue #33)."""
+    spec = get_tool("hlo_stats")
+    for path, expected in (
+        (FILE, True),
+        (next((FIXTURES / "jax" / "cnn_cpu").rglob("*.xplane.pb")), False),
+    ):
+        run = open_run(str(path))
+        assert spec.available(ToolContext(run, spec.resolve_host(run, None))) is expected, path

@@ -233,6 +233,17 @@ def device_caps(ctx: ToolContext, host: str) -> DeviceCaps:
     return ctx.intermediate(host, DEVICE_CAPS, build_device_caps)
 
 
+def _device_hlo_ops(profile: Profile) -> bool:
+    """Whether device work events are tied to HLO instructions: a JAX CPU profile's HLO ops
+    run on host threads, where hlo_stats has no row for them (a page of zeros)."""
+    xla = xla_events(profile)
+    if not xla:
+        return False
+    from stepscope.stats.xla_metrics import device_work_mask
+
+    return bool((xla.op_index[device_work_mask(profile)] >= 0).any())
+
+
 def has_hlo_ops(ctx: ToolContext) -> bool:
     """Whether a selected host has device events tied to HLO instructions (cheap to list)."""
-    return any(ctx.intermediate(h, HAS_HLO_OPS, lambda p: bool(xla_events(p))) for h in ctx.hosts)
+    return any(ctx.intermediate(h, HAS_HLO_OPS, _device_hlo_ops) for h in ctx.hosts)

@@ -296,7 +296,7 @@ async function renderCompare(token, params) {
       fillSelect($('host-select'), hostsOf(run), host, (v) => (v === ALL_HOSTS ? 'All hosts' : v));
       $('host-select').disabled = hostsOf(run).length < 2;
       toolsFor(base, host).then((tools) => {
-        if (token === state.renderToken) drawToolList(tools, '', base, host);
+        if (token === state.renderToken) drawToolList(shown(tools), '', base, host); // only those with data
       }).catch(() => {});
     };
     await module.render(root, { runs: state.runs, params, go, hrefFor, showSides });
