@@ -4,13 +4,15 @@ row. One server (the GPU pages' session server) and one browser for the whole se
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from stepscope.serve.app import RunningServer
-from tests.support.browser import Recorder, goto, open_page
+from tests.support.browser import Recorder, goto, open_page, wait_rendered
 from tests.support.gpu_pages import run_of
 
 pytestmark = pytest.mark.browser
@@ -309,3 +311,107 @@ def test_the_dark_theme_follows_the_system_setting(browser: Any, gpu_server: Run
         assert page.evaluate("window.stepscopeTrace.theme.canvas") == "#202124"
     finally:
         context.close()
+
+
+def test_pages_are_offered_only_for_runs_with_their_data(
+    sized: tuple[Any, Recorder, str], gpu_server: RunningServer
+) -> None:
+    """The tool list beside Compare is the baseline run's tools with data (it listed every
+    tool), and a JAX CPU run has no HLO op stats page (its HLO ops ran on no device)."""
+    page, _rec, _size = sized
+    base, cand = run_of(gpu_server, "jaxcpu"), run_of(gpu_server, "gpu")
+    listed = httpx.get(gpu_server.url + "api/tools", params={"run": base}, timeout=300).json()
+    offered = [t["name"] for t in listed if t["page"] and t["available"]]
+    assert "hlo_stats" not in offered and "kernel_stats" not in offered
+    page.evaluate("document.body.removeAttribute('data-rendered')")
+    page.goto(f"{gpu_server.url}#/compare?{httpx.QueryParams({'base': base, 'cand': cand})}")
+    wait_rendered(page, "compare")
+    page.wait_for_function(
+        "(n) => document.querySelectorAll('#tool-list a').length === n", arg=len(offered)
+    )
+    shown = page.eval_on_selector_all("#tool-list a", "els => els.map(e => e.dataset.tool)")
+    assert shown == offered
+
+
+# ---- charts ------------------------------------------------------------------------------------
+
+
+def text_heights(page: Any, selector: str) -> list[float]:
+    return list(
+        page.eval_on_selector_all(
+            f"{selector} text:not([transform])",  # (a rotated label's box is its length)
+            "els => els.map((e) => e.getBoundingClientRect().height)",
+        )
+    )
+
+
+def test_chart_text_is_one_size_at_any_width(
+    sized: tuple[Any, Recorder, str], gpu_server: RunningServer
+) -> None:
+    """The roofline (drawn 640 units wide, shown ~900 px) had ~22 px text, Compare's charts
+    (960 units, ~450 px) ~6 px: every chart's text is now about 12 px on screen."""
+    page, _rec, size = sized
+    page.evaluate("document.body.removeAttribute('data-rendered')")
+    goto(page, gpu_server.url, "roofline_model", run_of(gpu_server, "jaxgpu"))
+    page.wait_for_timeout(50)  # the chart's text size is set once it is laid out
+    heights = text_heights(page, "[data-chart='roofline'] svg")
+    page.evaluate("document.body.removeAttribute('data-rendered')")
+    base, cand = run_of(gpu_server, "tf2"), run_of(gpu_server, "gpu")
+    page.goto(f"{gpu_server.url}#/compare?{httpx.QueryParams({'base': base, 'cand': cand})}")
+    wait_rendered(page, "compare")
+    page.wait_for_timeout(50)
+    heights += text_heights(page, "svg.chart")
+    assert heights and all(11 <= x <= 18 for x in heights), (
+        size,
+        sorted(heights)[:3],
+        max(heights),
+    )
+
+
+def test_the_memory_timeline_is_a_step_function_with_one_time_axis(
+    sized: tuple[Any, Recorder, str], gpu_server: RunningServer
+) -> None:
+    page, _rec, _size = sized
+    page.evaluate("document.body.removeAttribute('data-rendered')")
+    goto(page, gpu_server.url, "memory_profile", run_of(gpu_server, "jaxgpu"))
+    paths = page.eval_on_selector_all(
+        "svg.mem-chart path[data-series]",
+        "els => els.map((e) => [e.dataset.series, e.getAttribute('d')])",
+    )
+    assert {name for name, _d in paths} == {"in_use", "heap", "fragmentation"}
+    for name, d in paths:  # a move, then only horizontal and vertical segments: no ramps
+        assert re.fullmatch(r"M[\d.]+ [\d.]+( H[\d.]+ V[\d.]+)*", d), name
+    ticks = page.eval_on_selector_all(
+        "svg.mem-chart .x-tick", "els => els.map((e) => e.textContent)"
+    )
+    assert len(ticks) >= 3 and len(set(ticks)) == len(ticks)  # one set of distinct time labels
+    # Memory in use is an area under the heap line: in view where the two are equal
+    assert page.locator("svg.mem-chart path.area").count() == 1
+
+
+def test_the_pod_heat_map_names_its_workers_and_steps(
+    sized: tuple[Any, Recorder, str], gpu_server: RunningServer
+) -> None:
+    page, _rec, _size = sized
+    page.evaluate("document.body.removeAttribute('data-rendered')")
+    goto(page, gpu_server.url, "pod_viewer", run_of(gpu_server, "tf2"))
+    hosts = page.eval_on_selector_all(
+        ".pod-heat-hosts span", "els => els.map((e) => e.textContent)"
+    )
+    steps = page.eval_on_selector_all(
+        ".pod-heat-steps span", "els => els.map((e) => e.textContent)"
+    )
+    assert hosts == ["vm", "w1"] and steps == ["0", "1", "2", "3"]
+    assert "Late against the median worker" in page.inner_text(".pod-heat-legend")
+
+
+def test_diagnostics_name_their_measures_in_words(
+    sized: tuple[Any, Recorder, str], gpu_server: RunningServer
+) -> None:
+    page, _rec, _size = sized
+    page.evaluate("document.body.removeAttribute('data-rendered')")
+    goto(page, gpu_server.url, "diagnostics", run_of(gpu_server, "tf2"))
+    text = page.inner_text("#page")
+    # measures were written as their keys ("input pct: 83.215984"): now "Input: 83.2%"
+    assert not re.search(r"\b\w+[_ ](pct|ms|us|ns|bytes):", text), "a raw field name is shown"
+    assert "Input: 83.2%" in text

@@ -1,7 +1,40 @@
 // @ts-check
 // Small SVG charts: stacked bars, pies, lines. Drawn in a fixed coordinate system (viewBox)
-// and scaled by CSS, so they need no layout measurement and render in one pass.
+// and scaled by CSS, so they need no layout measurement and render in one pass. Their text is
+// one size on screen whatever the chart's width (`chartSvg`).
 import { h, svg } from './util.js';
+
+/** The size of every chart's text on screen, in CSS pixels (the page's small text). */
+export const CHART_TEXT_PX = 12;
+
+// One observer for every chart: a chart drawn in a viewBox W units wide and shown C pixels
+// wide scales its text by C / W, so its font size is set to CHART_TEXT_PX * W / C units: the
+// roofline (640 units wide, 1,000 px on screen) and Compare's charts (960 units, 400 px) then
+// read alike.
+const sized = new ResizeObserver((entries) => {
+  for (const entry of entries) {
+    const el = /** @type {SVGSVGElement} */ (entry.target);
+    if (!el.isConnected) { sized.unobserve(el); continue; } // the page moved on
+    const units = el.viewBox.baseVal ? el.viewBox.baseVal.width : 0;
+    const shown = entry.contentRect.width;
+    if (units > 0 && shown > 0) el.style.fontSize = `${((CHART_TEXT_PX * units) / shown).toFixed(2)}px`;
+  }
+});
+
+/**
+ * The root of a chart: an SVG drawn in a W x H viewBox, scaled to its box's width, its text
+ * kept at CHART_TEXT_PX on screen. Text inside sets no size of its own (relative sizes only).
+ * @param {number} W
+ * @param {number} H
+ * @param {Record<string, unknown>} [attrs] more attributes (class: added to `chart`)
+ * @returns {SVGSVGElement}
+ */
+export function chartSvg(W, H, attrs = {}) {
+  const { class: extra, ...rest } = attrs;
+  const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: extra ? `chart ${extra}` : 'chart', ...rest });
+  sized.observe(root);
+  return root;
+}
 
 export const PALETTE = ['#1a73e8', '#e8710a', '#12b5cb', '#9334e6', '#f9ab00', '#e52592',
   '#7cb342', '#795548', '#5f6368', '#00897b', '#c5221f', '#3949ab'];
@@ -62,6 +95,18 @@ export function niceTicks(max, count = 5) {
 }
 
 /**
+ * About `count` round tick values covering [0, max] bytes, round in binary units (256 MiB,
+ * 512 MiB: the labels fmtBytes writes), not in decimal ones (190.7 MiB).
+ * @param {number} max
+ * @param {number} [count]
+ */
+export function niceByteTicks(max, count = 5) {
+  let unit = 1;
+  while (max / unit >= 1024 && unit < 1024 ** 5) unit *= 1024;
+  return niceTicks(max / unit, count).map((v) => v * unit);
+}
+
+/**
  * Grid lines and labels of a y axis, drawn into `g`.
  * @param {SVGElement} g
  * @param {number[]} ticks
@@ -109,7 +154,7 @@ export function stackedBarChart({ series, bars, unit = 'ms', height = 280, title
   const plotW = W - m.left - m.right;
   const slot = plotW / Math.max(1, bars.length);
   const barW = Math.max(1, Math.min(48, slot * 0.8));
-  const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': ariaLabel || title });
+  const root = chartSvg(W, H, { role: 'img', 'aria-label': ariaLabel || title });
   const g = svg('g');
   root.append(g);
   yAxis(g, ticks, sy, m.left, W - m.right, unit);
@@ -200,7 +245,7 @@ export function lineChart({ series, unit = '', height = 220, title = '', xLabel 
   const sx = (v) => m.left + (W - m.left - m.right) * (x1 > x0 ? (v - x0) / (x1 - x0) : 0.5);
   /** @param {number} v */
   const sy = (v) => m.top + (H - m.top - m.bottom) * (1 - v / top);
-  const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': title });
+  const root = chartSvg(W, H, { role: 'img', 'aria-label': title });
   yAxis(root, ticks, sy, m.left, W - m.right, unit);
   for (const s of series) {
     const d = s.points.map((p, i) => `${i ? 'L' : 'M'}${sx(p[0]).toFixed(1)} ${sy(p[1]).toFixed(1)}`).join(' ');

@@ -152,6 +152,24 @@ export function fmtNs(ns) {
   return `${(ns / 1e9).toFixed(2)} s`;
 }
 
+/** @type {Array<[number, string]>} */
+const TIME_UNITS = [[1e9, 's'], [1e6, 'ms'], [1e3, 'µs'], [1, 'ns']];
+
+/**
+ * Label of an axis tick at `t` ns when ticks are `step` ns apart: the unit fits the value, and
+ * there are as many decimals as the step needs, so neighbouring ticks always differ
+ * (900.002 ms, 900.004 ms at 2 µs ticks; 1.00000001 s at 10 ns). Every time axis uses it.
+ * @param {number} t
+ * @param {number} step
+ */
+export function fmtTick(t, step) {
+  const a = Math.abs(t);
+  if (a < step / 2) return '0';
+  const [unit, name] = TIME_UNITS.find(([u]) => a >= u) || TIME_UNITS[TIME_UNITS.length - 1];
+  const decimals = Math.max(0, Math.min(9, Math.ceil(Math.log10(unit / step) - 1e-9)));
+  return `${(t / unit).toFixed(decimals)} ${name}`;
+}
+
 /** @param {unknown} ms */
 export const fmtMs = (ms) => (isNum(ms) ? fmtNs(ms * 1e6) : '–');
 /** @param {unknown} us */
@@ -198,7 +216,7 @@ export function num(value, text, field) {
  */
 export function label(key) {
   // The unit is shown with each value, so a key's unit suffix is left out of its label.
-  const text = String(key).replace(/_(ns|us|ms|bytes|pct)$/, '').replace(/_/g, ' ').trim();
+  const text = String(key).replace(/_(ns|us|ms|bytes|pct|percent|mib)$/, '').replace(/_/g, ' ').trim();
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
@@ -386,6 +404,21 @@ export function note(text, kind = 'info') {
 }
 
 /**
+ * A banner above a page's content: what the reader must know about the data before reading
+ * its numbers. One mechanism for every kind (`kind`: `partial` for an answer built from part
+ * of a recording, `recorder` for a run the flight recorder saved...): a title, the text, and
+ * links or buttons (`actions`).
+ * @param {{kind: string, severity?: string, title: Child, body?: ChildList, actions?: ChildList}} options
+ *   severity: info, warn or error
+ */
+export function banner({ kind, severity = 'info', title, body = [], actions = [] }) {
+  const el = h('div', { class: `banner note note-${severity} banner-${kind}`, role: 'status', dataset: { banner: kind } },
+    h('strong', { class: 'banner-title' }, title), ' ', body,
+    actions.length ? h('span', { class: 'banner-actions' }, actions) : null);
+  return el;
+}
+
+/**
  * The banner of an answer built from part of a recording (a tool answer's `partial_reads`:
  * a truncated file, repaired JSON, dropped events); null when it has none.
  * @param {{host: string, warnings: string[]}[] | undefined} reads
@@ -394,8 +427,8 @@ export function note(text, kind = 'info') {
 export function partialBanner(reads, manyHosts = false) {
   if (!reads || !reads.length) return null;
   const lines = reads.flatMap((r) => r.warnings.map((w) => (manyHosts ? `${r.host}: ${w}` : w)));
-  const banner = note(`Partial data: this page shows only what could be read. ${lines.join('; ')}`, 'warn');
-  banner.classList.add('partial-banner');
-  banner.setAttribute('role', 'status');
-  return banner;
+  const el = banner({ kind: 'partial', severity: 'warn', title: 'Partial data:',
+    body: [`this page shows only what could be read. ${lines.join('; ')}`] });
+  el.classList.add('partial-banner');
+  return el;
 }

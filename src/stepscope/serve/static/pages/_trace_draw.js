@@ -2,7 +2,7 @@
 // Trace viewer drawing: one frame on a 2D canvas, straight from the typed arrays of a window
 // (the bands' places come from _trace_layout.js). Rectangles are batched by colour
 // (one path and one fill per colour), so a frame costs one pass over the window's events.
-import { fmtBytes, fmtNs } from '../util.js';
+import { fmtBytes, fmtNs, fmtTick } from '../util.js';
 import { PALETTE } from './_trace_data.js';
 import { AXIS_H, COUNTER_H, GUTTER, ROW_H, TRACK_PAD, bandAt, toLayout, toScreen } from './_trace_layout.js';
 import { drawHostBand } from './_trace_pod_draw.js';
@@ -389,21 +389,8 @@ function drawGutter(ctx, s) {
   ctx.fillRect(GUTTER - 1, AXIS_H, 1, s.H - AXIS_H);
 }
 
-/** @type {Array<[number, string]>} */
-const UNITS = [[1e9, 's'], [1e6, 'ms'], [1e3, 'µs'], [1, 'ns']];
-
-/**
- * Label of tick time `t` (ns from the origin) when ticks are `step` ns apart: the unit fits
- * the value, and there are as many decimals as the step needs, so neighbouring ticks always
- * differ (900.002 ms, 900.004 ms at 2 µs ticks; 1.00000001 s at 10 ns).
- */
-export function tickLabel(t, step) {
-  const a = Math.abs(t);
-  if (a < step / 2) return '0';
-  const [unit, name] = UNITS.find(([u]) => a >= u) || UNITS[UNITS.length - 1];
-  const decimals = Math.max(0, Math.min(9, Math.ceil(Math.log10(unit / step) - 1e-9)));
-  return `${(t / unit).toFixed(decimals)} ${name}`;
-}
+/** Label of tick time `t` (ns from the origin) when ticks are `step` ns apart (util.fmtTick). */
+export const tickLabel = fmtTick;
 
 /** Tick times (ns since the trace start) and their labels, relative to `origin`. */
 export function axisTicks(t0, t1, widthPx, origin = 0, minGapPx = 110) {

@@ -1,7 +1,7 @@
 // @ts-check
 // Diagnostics: each finding with severity, what was seen, evidence (steps, events, time) and
 // the fix. Fields: docs/tools/diagnostics.md.
-import { card, code, fmtInt, fmtMs, fmtNum, h, note, num } from '../util.js';
+import { card, code, fmtByKey, fmtInt, fmtMs, h, label, note, num } from '../util.js';
 import { ensureStyles, exportCsv, severityBadge } from './_gpu_tools.js';
 
 function evidence(f, i) {
@@ -17,8 +17,8 @@ function evidence(f, i) {
 }
 
 function findingCard(f, i) {
-  // Keys keep their unit suffix (_ms, _pct, _us...), so the raw key is the clearest label.
-  const metrics = Object.entries(f.metrics || {}).map(([k, v]) => `${k.replace(/_/g, ' ')}: ${typeof v === 'number' ? fmtNum(v) : v}`);
+  // A measure's key names its unit (_ms, _pct...): the label leaves it out, the value says it.
+  const metrics = Object.entries(f.metrics || {}).map(([k, v]) => `${label(k)}: ${fmtByKey(k, v)}`);
   return h('section', { class: 'card finding', dataset: { finding: f.id, severity: f.severity } },
     h('h2', {}, severityBadge(f.severity), f.title, f.host ? h('span', { class: 'muted' }, ` · ${f.host}`) : null),
     h('p', {}, f.summary),

@@ -1,9 +1,9 @@
 // @ts-check
 // Memory profile: per memory (allocator) a summary, the usage/fragmentation timeline with a
 // hover panel, and the allocations live at the peak. Fields: docs/tools/memory_profile.md.
-import { niceTicks } from '../charts.js';
+import { chartSvg, niceByteTicks, niceTicks } from '../charts.js';
 import { dataTable } from '../table.js';
-import { card, fmtBytes, fmtInt, fmtMs, fmtPct, h, note, num, svg } from '../util.js';
+import { card, fmtBytes, fmtTick, fmtInt, fmtMs, fmtPct, h, note, num, svg } from '../util.js';
 import { ensureStyles, exportCsv, tile } from './_gpu_tools.js';
 
 const W = 960;
@@ -77,11 +77,40 @@ function hoverText(t, k, torch) {
 function axes(times, bytes) {
   const x0 = times[0];
   const x1 = times[times.length - 1];
-  const ticks = niceTicks(Math.max(1, ...bytes));
+  const ticks = niceByteTicks(Math.max(1, ...bytes));
   const top = ticks[ticks.length - 1];
   const sx = (v) => M.left + (W - M.left - M.right) * (x1 > x0 ? (v - x0) / (x1 - x0) : 0.5);
   const sy = (v) => M.top + (H - M.top - M.bottom) * (1 - v / top);
   return { x0, x1, ticks, sx, sy };
+}
+
+// An allocator's totals hold until its next event: a step function (never a ramp between
+// events), as the path `M x0 y0 H x1 V y1 H x2 ...`.
+function stepPath(times, values, sx, sy) {
+  return values.map((y, i) => (i ? `H${sx(times[i]).toFixed(1)} V${sy(y).toFixed(1)}` : `M${sx(times[0]).toFixed(1)} ${sy(y).toFixed(1)}`)).join(' ');
+}
+
+// The same, closed down to the x axis: the area under a series.
+function stepArea(times, values, sx, sy) {
+  return `${stepPath(times, values, sx, sy)} V${sy(0).toFixed(1)} H${sx(times[0]).toFixed(1)} Z`;
+}
+
+// The grid and y labels (bytes), and one set of time ticks along the x axis.
+function frame(root, times, ticks, sx, sy) {
+  for (const v of ticks) {
+    root.append(svg('line', { x1: M.left, x2: W - M.right, y1: sy(v), y2: sy(v), class: 'grid' }),
+      svg('text', { x: M.left - 6, y: sy(v) + 4, 'text-anchor': 'end', class: 'axis' }, fmtBytes(v)));
+  }
+  const x0 = times[0];
+  const span = times[times.length - 1] - x0;
+  const offsets = span > 0 ? niceTicks(span, 6).filter((d) => d <= span) : [0];
+  const step = offsets.length > 1 ? offsets[1] - offsets[0] : Math.max(span, 1e-6);
+  for (const d of offsets) {
+    const v = x0 + d;
+    root.append(svg('line', { x1: sx(v), x2: sx(v), y1: H - M.bottom, y2: H - M.bottom + 4, class: 'grid' }),
+      svg('text', { x: sx(v), y: H - M.bottom + 16, 'text-anchor': 'middle', class: 'axis x-tick' }, fmtTick(v * 1e6, step * 1e6)));
+  }
+  root.append(svg('text', { x: (W + M.left - M.right) / 2, y: H - 4, 'text-anchor': 'middle', class: 'axis' }, 'Time since the trace began'));
 }
 
 function timelineChart(mem) {
@@ -91,49 +120,37 @@ function timelineChart(mem) {
   if (!n) return note('No allocator events.');
   const { x0, x1, ticks, sx, sy } = axes(t.time_ms, t.in_use_bytes);
   const sf = (p) => M.top + (H - M.top - M.bottom) * (1 - p / 100);
-  const path = (ys, scale) => ys.map((y, i) => `${i ? 'L' : 'M'}${sx(t.time_ms[i]).toFixed(1)} ${scale(y).toFixed(1)}`).join(' ');
-  const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart mem-chart', role: 'img', tabindex: '0',
+  const root = chartSvg(W, H, { class: 'mem-chart', role: 'img', tabindex: '0',
     'aria-label': 'Memory in use, heap and fragmentation over time (arrow keys move the cursor)' });
-  for (const v of ticks) {
-    root.append(svg('line', { x1: M.left, x2: W - M.right, y1: sy(v), y2: sy(v), class: 'grid' }),
-      svg('text', { x: M.left - 6, y: sy(v) + 4, 'text-anchor': 'end', class: 'axis' }, fmtBytes(v)));
-  }
+  frame(root, t.time_ms, ticks, sx, sy);
   for (const p of [0, 50, 100]) {
     root.append(svg('text', { x: W - M.right + 6, y: sf(p) + 4, class: 'axis' }, `${p}%`));
   }
-  root.append(svg('text', { x: sx(x0), y: H - M.bottom + 16, class: 'axis' }, fmtMs(x0)),
-    svg('text', { x: sx(x1), y: H - M.bottom + 16, 'text-anchor': 'end', class: 'axis' }, fmtMs(x1)),
-    svg('path', { d: path(t.in_use_bytes, sy), class: 'line', stroke: COLORS.in_use, fill: 'none', dataset: { series: 'in_use' } }),
-    svg('path', { d: path(t.heap_bytes, sy), class: 'line', stroke: COLORS.heap, fill: 'none', dataset: { series: 'heap' } }),
-    svg('path', { d: path(t.fragmentation_pct, sf), class: 'line', stroke: COLORS.fragmentation, fill: 'none', 'stroke-dasharray': '4 3', dataset: { series: 'fragmentation' } }));
+  // Memory in use (stack + heap) is an area, so it shows where the heap line lies on its top
+  // edge (no stack: the two are one line).
+  root.append(
+    svg('path', { d: stepArea(t.time_ms, t.in_use_bytes, sx, sy), class: 'area', fill: COLORS.in_use, 'fill-opacity': '0.18', stroke: 'none' }),
+    svg('path', { d: stepPath(t.time_ms, t.in_use_bytes, sx, sy), class: 'line', stroke: COLORS.in_use, 'stroke-width': 3, fill: 'none', dataset: { series: 'in_use' } }),
+    svg('path', { d: stepPath(t.time_ms, t.heap_bytes, sx, sy), class: 'line thin', stroke: COLORS.heap, fill: 'none', dataset: { series: 'heap' } }),
+    svg('path', { d: stepPath(t.time_ms, t.fragmentation_pct, sx, sf), class: 'line thin', stroke: COLORS.fragmentation, fill: 'none', 'stroke-dasharray': '4 3', dataset: { series: 'fragmentation' } }));
   const s = mem.summary;
   root.append(svg('circle', { cx: sx(s.peak_time_ms), cy: sy(s.peak_usage_bytes), r: 4, class: 'peak', 'data-tip': `Peak ${fmtBytes(s.peak_usage_bytes)} at ${fmtMs(s.peak_time_ms)}` }));
   const panel = hoverCursor(root, t, sx, x0, x1, false);
   return timelineCard(mem, root, panel, [['Memory in use (stack + heap)', COLORS.in_use], ['Heap allocated', COLORS.heap], ['Fragmentation (right axis)', COLORS.fragmentation]]);
 }
 
-// Step-shaped: the allocator's totals hold until the next event; time ticks along the axis.
+// PyTorch's caching allocator: reserved (allocated + its cache) and allocated, as steps.
 function torchTimelineChart(mem) {
   const t = mem.timeline;
   const n = t.time_ms.length;
   if (!n) return note('No allocator events.');
   const { x0, x1, ticks, sx, sy } = axes(t.time_ms, t.reserved_bytes);
-  const steps = (ys) => ys.map((y, i) => (i ? `H${sx(t.time_ms[i]).toFixed(1)} V${sy(y).toFixed(1)}` : `M${sx(t.time_ms[0]).toFixed(1)} ${sy(y).toFixed(1)}`)).join(' ');
-  const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart mem-chart', role: 'img', tabindex: '0',
+  const root = chartSvg(W, H, { class: 'mem-chart', role: 'img', tabindex: '0',
     'aria-label': 'Allocated and reserved memory over time (arrow keys move the cursor)' });
-  for (const v of ticks) {
-    root.append(svg('line', { x1: M.left, x2: W - M.right, y1: sy(v), y2: sy(v), class: 'grid' }),
-      svg('text', { x: M.left - 6, y: sy(v) + 4, 'text-anchor': 'end', class: 'axis' }, fmtBytes(v)));
-  }
-  const span = x1 - x0;
-  const xTicks = span > 0 ? niceTicks(span, 6).filter((d) => d <= span).map((d) => x0 + d) : [x0];
-  for (const v of xTicks) {
-    root.append(svg('line', { x1: sx(v), x2: sx(v), y1: H - M.bottom, y2: H - M.bottom + 4, class: 'grid' }),
-      svg('text', { x: sx(v), y: H - M.bottom + 16, 'text-anchor': 'middle', class: 'axis x-tick' }, fmtMs(v)));
-  }
-  root.append(svg('text', { x: (W + M.left - M.right) / 2, y: H - 4, 'text-anchor': 'middle', class: 'axis' }, 'Time since the trace began'),
-    svg('path', { d: steps(t.reserved_bytes), class: 'line', stroke: COLORS.in_use, fill: 'none', dataset: { series: 'reserved' } }),
-    svg('path', { d: steps(t.allocated_bytes), class: 'line', stroke: COLORS.heap, fill: 'none', dataset: { series: 'allocated' } }));
+  frame(root, t.time_ms, ticks, sx, sy);
+  root.append(
+    svg('path', { d: stepPath(t.time_ms, t.reserved_bytes, sx, sy), class: 'line', stroke: COLORS.in_use, fill: 'none', dataset: { series: 'reserved' } }),
+    svg('path', { d: stepPath(t.time_ms, t.allocated_bytes, sx, sy), class: 'line', stroke: COLORS.heap, fill: 'none', dataset: { series: 'allocated' } }));
   const s = mem.summary;
   root.append(svg('circle', { cx: sx(s.peak_reserved_time_ms), cy: sy(s.peak_reserved_bytes), r: 4, class: 'peak', 'data-tip': `Peak reserved ${fmtBytes(s.peak_reserved_bytes)} at ${fmtMs(s.peak_reserved_time_ms)}` }));
   const panel = hoverCursor(root, t, sx, x0, x1, true);

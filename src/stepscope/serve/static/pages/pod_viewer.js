@@ -21,22 +21,28 @@ function workerCard(w, j, stepIndex, cats) {
 
 // Host x step heat map on a canvas (a pod has up to thousands of hosts): the colour is the time
 // a host is late against the median host (its own work, waits excluded); a click picks the step.
+// Hosts are named at the left and steps along the top (every n-th when they are many), and a
+// legend gives the colour scale.
+const NO_DATA = '#bdc1c6';
+const lateColor = (t) => `rgb(255, ${Math.round(238 - 183 * t)}, ${Math.round(232 - 197 * t)})`; // on time: a pale tint
+
 function heatMap(heat, onStep) {
   const hosts = heat.hosts.length, steps = heat.steps.length;
-  const cell = Math.max(1, Math.min(14, Math.floor(900 / Math.max(steps, 1))));
-  const row = Math.max(1, Math.min(14, Math.floor(600 / Math.max(hosts, 1))));
+  const cell = Math.max(2, Math.min(40, Math.floor(900 / Math.max(steps, 1))));
+  const row = Math.max(2, Math.min(22, Math.floor(600 / Math.max(hosts, 1))));
   const canvas = h('canvas', { width: String(steps * cell), height: String(hosts * row), class: 'pod-heat',
-    'aria-label': 'Time late per host and step' });
+    role: 'img', 'aria-label': `Time late per host (${hosts}) and step (${steps}); click a cell for its step` });
   let max = 0;
   for (const r of heat.late_ms) for (const v of r) if (v !== null && v > max) max = v;
   // A canvas always has a 2D context (null only after another context type was taken).
   const g = /** @type {CanvasRenderingContext2D} */ (canvas.getContext('2d'));
+  g.fillStyle = '#dadce0'; // the lines between cells
+  g.fillRect(0, 0, canvas.width, canvas.height);
   for (let i = 0; i < hosts; i++) {
     for (let k = 0; k < steps; k++) {
       const v = heat.late_ms[i][k];
-      const t = v === null ? 0 : Math.max(0, v) / (max || 1);
-      g.fillStyle = v === null ? '#ddd' : `rgb(${255}, ${Math.round(255 - 200 * t)}, ${Math.round(255 - 220 * t)})`;
-      g.fillRect(k * cell, i * row, cell, row);
+      g.fillStyle = v === null ? NO_DATA : lateColor(Math.max(0, v) / (max || 1));
+      g.fillRect(k * cell, i * row, cell - (cell > 6 ? 1 : 0), row - (row > 6 ? 1 : 0));
     }
   }
   const at = (e) => {
@@ -51,7 +57,20 @@ function heatMap(heat, onStep) {
       + `late ${fmtMs(heat.late_ms[p[0]][p[1]])}, waiting ${fmtMs(heat.wait_ms[p[0]][p[1]])}` : '';
   });
   canvas.addEventListener('click', (e) => { const p = at(e); if (p) onStep(p[1]); });
-  return canvas;
+  // labels: as many as fit (one per 16 px of rows, one per 36 px of columns)
+  const hostEvery = Math.max(1, Math.ceil(16 / row));
+  const stepEvery = Math.max(1, Math.ceil(36 / cell));
+  const hostLabels = h('div', { class: 'pod-heat-hosts', style: { height: `${hosts * row}px` } },
+    heat.hosts.map((name, i) => (i % hostEvery ? null : h('span', { style: { top: `${i * row}px`, height: `${row * hostEvery}px`,
+      lineHeight: `${Math.min(row * hostEvery, 18)}px` }, title: name }, name))));
+  const stepLabels = h('div', { class: 'pod-heat-steps', style: { width: `${steps * cell}px` } },
+    heat.steps.map((n, k) => (k % stepEvery ? null : h('span', { style: { left: `${k * cell}px`, width: `${cell * stepEvery}px` } }, String(n)))));
+  const legend = h('p', { class: 'pod-heat-legend muted' }, 'Late against the median worker: ',
+    h('span', { class: 'pod-heat-scale', style: { background: `linear-gradient(to right, ${lateColor(0)}, ${lateColor(1)})` } }),
+    ` 0 to ${fmtMs(max)} · `, h('span', { class: 'swatch', style: { background: NO_DATA } }), 'no data');
+  return h('figure', { class: 'pod-heat-map', dataset: { chart: 'pod_heat' } },
+    h('div', { class: 'pod-heat-grid' }, h('span', { class: 'pod-heat-corner muted' }, 'worker ↓ step →'), stepLabels, hostLabels, canvas),
+    legend);
 }
 
 function stragglerCard(data) {

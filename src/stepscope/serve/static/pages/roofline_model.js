@@ -2,14 +2,17 @@
 // Roofline model: each HLO op at its FLOPs per byte against the device's compute and memory
 // roofs (log-log), per step or the whole run, and the table of points. Fields:
 // docs/tools/roofline_model.md.
-import { PALETTE } from '../charts.js';
+import { PALETTE, chartSvg } from '../charts.js';
 import { dataTable } from '../table.js';
-import { card, fmtInt, fmtNum, fmtPct, fmtUs, h, num, svg } from '../util.js';
+import { card, fmtInt, fmtNum, fmtPct, fmtUnit, fmtUs, h, num, svg } from '../util.js';
 import { ensureStyles, tile } from './_gpu_tools.js';
 
 const W = 640;
 const H = 360;
-const M = { left: 70, right: 20, top: 16, bottom: 46 };
+const M = { left: 104, right: 20, top: 16, bottom: 46 };
+
+/** "1.00 PFLOP/s" -> "1 PFLOP/s": a power of ten needs no decimals. */
+const roundLabel = (text) => text.replace(/\.0+ /, ' ');
 
 function plot(points, device) {
   const peakF = device.peak_gflops_per_s || 0;
@@ -26,10 +29,10 @@ function plot(points, device) {
   const sy = (v) => H - M.bottom - ((Math.log10(v) - Math.log10(y0)) / (Math.log10(y1) - Math.log10(y0))) * (H - M.top - M.bottom);
   const parts = [];
   for (let e = Math.log10(x0); e <= Math.log10(x1); e += 1) {
-    parts.push(svg('text', { x: sx(10 ** e), y: H - M.bottom + 16, 'text-anchor': 'middle', class: 'tick' }, `1e${e}`));
+    parts.push(svg('text', { x: sx(10 ** e), y: H - M.bottom + 16, 'text-anchor': 'middle', class: 'tick' }, fmtNum(10 ** e)));
   }
   for (let e = Math.log10(y0); e <= Math.log10(y1); e += 1) {
-    parts.push(svg('text', { x: M.left - 6, y: sy(10 ** e) + 4, 'text-anchor': 'end', class: 'tick' }, `1e${e}`));
+    parts.push(svg('text', { x: M.left - 6, y: sy(10 ** e) + 4, 'text-anchor': 'end', class: 'tick' }, roundLabel(fmtUnit(10 ** e, 'GFLOP/s'))));
   }
   if (peakF && peakB) {
     const ridge = peakF / peakB;
@@ -43,9 +46,10 @@ function plot(points, device) {
     svg('title', {}, `${p.operation}: ${fmtNum(p.operational_intensity)} FLOP/byte, ${fmtNum(p.flop_rate_gflops)} GFLOP/s, ${fmtUs(p.time_us)}`)));
   });
   parts.push(svg('text', { x: (W + M.left) / 2, y: H - 8, 'text-anchor': 'middle' }, 'Operational intensity (FLOP/byte)'));
-  parts.push(svg('text', { x: 14, y: H / 2, transform: `rotate(-90 14 ${H / 2})`, 'text-anchor': 'middle' }, 'GFLOP/s'));
-  return h('figure', { dataset: { chart: 'roofline' } },
-    svg('svg', { viewBox: `0 0 ${W} ${H}`, width: '100%', role: 'img', 'aria-label': 'Roofline: ops by FLOP per byte and GFLOP/s' }, parts));
+  parts.push(svg('text', { x: 14, y: H / 2, transform: `rotate(-90 14 ${H / 2})`, 'text-anchor': 'middle' }, 'FLOP rate'));
+  const chart = chartSvg(W, H, { role: 'img', 'aria-label': 'Roofline: ops by FLOP per byte and GFLOP/s' });
+  chart.append(...parts);
+  return h('figure', { dataset: { chart: 'roofline' } }, chart);
 }
 
 export async function render(root, data) {
