@@ -41,13 +41,38 @@ def test_runs_the_flight_recorder_saved_carry_its_trigger_and_reason(
 ) -> None:
     assert client.get("/api/runs").json()["runs"][0]["saved_by"] is None
     (run_dir,) = [p.parent for p in logdir.rglob("vm.xplane.pb")]
-    marker = {"trigger": "slow_step", "reason": "step 30 took 10.1 ms", "traceback": "x" * 500}
+    marker = {"trigger": "slow_step", "reason": "step 30 took 10.1 ms", "step": 30, "x": "x" * 500}
     (run_dir / "vm.recorder.json").write_text(json.dumps(marker))
     add_run(logdir, next(logdir.rglob("vm.xplane.pb")), "train/2026_01_02_00_00_00")
     (logdir / "train/plugins/profile/2026_01_02_00_00_00/vm.recorder.json").write_text("{bad")
     runs = client.get("/api/runs").json()["runs"]
-    assert runs[0]["saved_by"] == {"trigger": "slow_step", "reason": "step 30 took 10.1 ms"}
+    assert runs[0]["saved_by"] == {
+        "trigger": "slow_step",
+        "reason": "step 30 took 10.1 ms",
+        "host": "vm",
+        "step": 30,
+    }
     assert runs[1]["saved_by"] is None  # an unreadable marker is ignored (and logged)
+
+
+def test_the_recorders_step_history_is_served(client: httpx.Client, logdir: Path) -> None:
+    """``/api/recorder``: the marker and the step summaries the recorder held when it saved
+    (its ``<host>.recorder_steps.json``), as columns; 404 for a run it did not save."""
+    (run_dir,) = [p.parent for p in logdir.rglob("vm.xplane.pb")]
+    run = client.get("/api/runs").json()["runs"][0]["run"]
+    assert client.get("/api/recorder", params={"run": run}).status_code == 404
+    marker = {"trigger": "exception", "reason": "ValueError: x", "steps": [3, 7]}
+    (run_dir / "vm.recorder.json").write_text(json.dumps(marker))
+    rows = [[k, 1_000 * k, 900 + k, 5] for k in range(1, 8)]
+    history = {"fields": ["step_num", "start_ns", "dur_ns", "thread_id"], "steps": rows}
+    (run_dir / "vm.recorder_steps.json").write_text(json.dumps(history))
+    got = client.get("/api/recorder", params={"run": run}).json()
+    assert got["host"] == "vm" and got["marker"] == marker
+    assert got["trigger_step"] == 7  # an exception: the last step kept
+    assert got["history"]["step_num"] == list(range(1, 8))
+    assert got["history"]["dur_ns"] == [900 + k for k in range(1, 8)]
+    (run_dir / "vm.recorder_steps.json").write_text("[1, 2")  # damaged: the marker still served
+    assert client.get("/api/recorder", params={"run": run}).json()["history"] is None
 
 
 def test_tool_json_csv_and_options(client: httpx.Client, fake_tools: FakeTools) -> None:

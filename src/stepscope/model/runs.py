@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
+from typing import Any
 
 from stepscope.errors import NotFoundError
 from stepscope.logdir import is_run_dir
@@ -165,25 +166,92 @@ def discover_runs(logdir: str) -> list[Run]:
     return sorted(runs, key=lambda r: r.name)
 
 
-# Written by the flight recorder beside each host file it saves (stepscope.capture.recorder).
+# Written by the flight recorder beside each host file it saves (stepscope.capture.recorder):
+# the trigger and what it found, and the step summaries it still held.
 RECORDER_MARKER = ".recorder.json"
+RECORDER_HISTORY = ".recorder_steps.json"
 _MARKER_LIMIT = 1 << 20  # a marker holds a reason, a traceback or stacks: far below this
+_HISTORY_LIMIT = 64 << 20  # 100,000 steps (the recorder's default bound) take about 5 MB
 
 
-def saved_by(run: Run) -> dict[str, str] | None:
-    """``{"trigger", "reason"}`` of a run the flight recorder saved (its first host's marker),
-    or None. A marker that cannot be read or parsed is logged and ignored."""
+def _read_json(path: str, limit: int) -> Any:
+    """The JSON document at ``path`` (at most ``limit`` bytes), or None when it cannot be
+    read or parsed (logged: a damaged marker never hides the run)."""
     import json
 
-    for path in run.recorder_markers:
-        try:
-            data = json.loads(fs.read_head(path, _MARKER_LIMIT))
-        except (OSError, ValueError) as exc:
-            logger.warning("stepscope: ignored the recorder marker %s: %s", path, exc)
-            continue
-        if isinstance(data, dict):
-            return {"trigger": str(data.get("trigger", "")), "reason": str(data.get("reason", ""))}
+    try:
+        return json.loads(fs.read_head(path, limit))
+    except (OSError, ValueError) as exc:
+        logger.warning("stepscope: ignored the flight recorder's file %s: %s", path, exc)
+        return None
+
+
+def _marker_host(run: Run, marker_path: str) -> str:
+    """The host whose file the marker sits beside (``<stem>.recorder.json`` beside
+    ``<stem>.xplane.pb``), else the run's first host."""
+    stem = posixpath.basename(marker_path)[: -len(RECORDER_MARKER)]
+    for host in run.hosts:
+        if posixpath.basename(host.path).split(".xplane.pb")[0] == stem:
+            return host.host
+    return run.hosts[0].host if run.hosts else ""
+
+
+def trigger_step(marker: dict[str, Any]) -> int | None:
+    """The step the trigger fired at: a slow step's own number, else the last step the run
+    kept (the one the program was in: an exception, a hang, a signal or a request)."""
+    step = marker.get("step")
+    if isinstance(step, int) and not isinstance(step, bool):
+        return step
+    kept = marker.get("steps")
+    if isinstance(kept, list) and len(kept) == 2 and all(isinstance(k, int) for k in kept):
+        return int(kept[1])
     return None
+
+
+def saved_by(run: Run) -> dict[str, Any] | None:
+    """``{"trigger", "reason", "host", "step"}`` of a run the flight recorder saved (its first
+    readable host marker; ``step``: `trigger_step`, None if unknown), or None. Listing runs
+    reads only these small markers."""
+    for path in run.recorder_markers:
+        data = _read_json(path, _MARKER_LIMIT)
+        if isinstance(data, dict):
+            return {
+                "trigger": str(data.get("trigger", "")),
+                "reason": str(data.get("reason", "")),
+                "host": _marker_host(run, path),
+                "step": trigger_step(data),
+            }
+    return None
+
+
+def recorder_record(run: Run, host: str | None = None) -> dict[str, Any] | None:
+    """What the flight recorder wrote about ``host`` (default: the first host it saved):
+    ``{"host", "marker", "history"}``; ``history`` holds the step summaries it still held when
+    it saved (``step_num``, ``start_ns`` relative to the profile's start, ``dur_ns``, as
+    columns), None when that file is missing or damaged. None for a run it did not save."""
+    for path in run.recorder_markers:
+        owner = _marker_host(run, path)
+        if host not in (None, owner):
+            continue
+        marker = _read_json(path, _MARKER_LIMIT)
+        if not isinstance(marker, dict):
+            continue
+        history = _read_json(path[: -len(RECORDER_MARKER)] + RECORDER_HISTORY, _HISTORY_LIMIT)
+        return {"host": owner, "marker": marker, "history": _history_columns(history)}
+    return None
+
+
+def _history_columns(doc: Any) -> dict[str, list[int]] | None:
+    """The history file's rows (``{"fields": [...], "steps": [[...], ...]}``) as columns."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("steps"), list):
+        return None
+    fields = doc.get("fields") or ["step_num", "start_ns", "dur_ns", "thread_id"]
+    wanted = ("step_num", "start_ns", "dur_ns")
+    if not all(f in fields for f in wanted):
+        return None
+    at = [fields.index(f) for f in wanted]
+    rows = [r for r in doc["steps"] if isinstance(r, list) and len(r) == len(fields)]
+    return {name: [int(r[k]) for r in rows] for name, k in zip(wanted, at, strict=True)}
 
 
 def single_file_run(path: str) -> Run:

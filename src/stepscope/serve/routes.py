@@ -6,6 +6,8 @@
     GET /api/runs/{run}/hosts               {"run", "hosts": [... , "ALL_HOSTS"]}
     GET /api/tools?run=&host=               the registry's tools, with availability for run/host
     GET /api/units                          {"tools": {tool: {field path: unit}}}: declared units
+    GET /api/recorder?run=&host=            a flight recorder run: {"host", "marker", "history",
+                                            "trigger_step"} (docs/flight_recorder.md)
     GET /api/compare?base=&base_host=&cand=&cand_host=   the diff of two runs (compare_route.py)
     GET /api/tool/<name>?run=&host=&format=json|csv&<options>   one route per declared tool
     GET /api/tool/<name>/<endpoint>?run=&host=&<params>   a tool's follow-up queries (endpoints)
@@ -24,7 +26,8 @@ from pathlib import Path
 
 from stepscope.errors import NotFoundError, StepscopeError
 from stepscope.model import ALL_HOSTS
-from stepscope.model.runs import saved_by
+from stepscope.model.runs import recorder_record, saved_by, trigger_step
+from stepscope.serve import security
 from stepscope.serve.compare_route import compare_handler
 from stepscope.serve.compress import compress
 from stepscope.serve.http import (
@@ -225,6 +228,22 @@ def build_routes(state: ServerState, static_root: Path = STATIC_DIR) -> list[Rou
 
         return json_response({"categories": category_table()})
 
+    def recorder(request: ApiRequest) -> ApiResponse:
+        """What the flight recorder wrote about a run it saved: its trigger and findings, and
+        the step summaries it held (the step-history chart of the run's banner)."""
+        run = state.run(request.query.get("run", ""))
+        host = request.query.get("host") or None
+        if host is not None:
+            check_host(run, host)
+        record = recorder_record(run, host)
+        if record is None:  # the marker is written last: maybe after the run was listed
+            run = security.find_run(state.runs(max_age_s=0.0), run.name)
+            record = recorder_record(run, host)
+        if record is None:
+            raise NotFoundError(f"the flight recorder did not save run {run.name!r}")
+        record["trigger_step"] = trigger_step(record["marker"])
+        return json_response(record, headers={"Cache-Control": "no-cache"})
+
     def units(request: ApiRequest) -> ApiResponse:
         """The declared unit of every tool field (the UI's one number formatter reads them)."""
         from stepscope.tools.field_docs import field_units
@@ -273,7 +292,7 @@ def build_routes(state: ServerState, static_root: Path = STATIC_DIR) -> list[Rou
         raise NotFoundError(
             f"no API route /api/{request.path_params.get('path', '')[:80]}; routes: "
             "/api/runs, /api/runs/{run}/hosts, /api/tools, /api/tool/{tool}, /api/categories, "
-            "/api/units, "
+            "/api/units, /api/recorder, "
             "/api/compare"
         )
 
@@ -286,6 +305,7 @@ def build_routes(state: ServerState, static_root: Path = STATIC_DIR) -> list[Rou
         RouteSpec("/api/tools", tools, "tools"),
         RouteSpec("/api/categories", categories, "categories", blocking=False),
         RouteSpec("/api/units", units, "units"),
+        RouteSpec("/api/recorder", recorder, "recorder"),
         RouteSpec("/api/compare", compare_handler(state), "compare"),  # serve/compare_route.py
         # `stepscope serve` answers this itself (serve/capture_routes.py); elsewhere (WSGI,
         # TensorBoard) the Capture Profile dialog learns here that it is not offered.

@@ -251,6 +251,12 @@ async function renderTool(token, tool, run, host, given) {
     // A truncated file, repaired JSON, dropped events: the page says it covers part of the run.
     const partial = partialBanner(data.partial_reads, host === ALL_HOSTS);
     if (partial) root.append(partial);
+    // A run the flight recorder saved says why on every page (recorder.js).
+    if (run.saved_by) {
+      const { recorderBanner } = await import('./recorder.js');
+      const at = (name, extra = {}) => hrefFor(name, run.run, name === 'trace_viewer' && host === ALL_HOSTS ? run.saved_by.host : host, extra);
+      root.append(recorderBanner(run.saved_by, at, tool.name));
+    }
     const ctx = {
       run: run.run, host, tool: tool.name, options, tools: state.tools,
       href: (name, extra = {}) => hrefFor(name, run.run, host, extra),
@@ -258,6 +264,7 @@ async function renderTool(token, tool, run, host, given) {
       setOption: (name, value) => go(tool.name, run.run, host, { ...options, [name]: value }),
       csvUrl: () => `${apiUrl}&format=csv`,
       params: { ...given }, // every option of the address, declared or not (e.g. a table filter)
+      savedBy: run.saved_by || null, // the flight recorder's trigger, for a run it saved
     };
     await module.render(root, data, ctx);
     if (token !== state.renderToken) return;

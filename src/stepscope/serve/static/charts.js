@@ -139,7 +139,8 @@ function legend(items) {
 /**
  * series: [{key, label, color}] (bottom to top); bars: [{label, values: {key: number}, tip}].
  * Series that are zero in every bar are left out of the legend.
- * @param {{series: Array<{key: string, label: string, color: string}>, bars: Array<{label: string, values: Record<string, number>, tip?: string}>,
+ * A bar with `mark` (a word, e.g. "trigger") is outlined and labelled above.
+ * @param {{series: Array<{key: string, label: string, color: string}>, bars: Array<{label: string, values: Record<string, number>, tip?: string, mark?: string}>,
  *   unit?: string, height?: number, title?: string, ariaLabel?: string}} options
  */
 export function stackedBarChart({ series, bars, unit = 'ms', height = 280, title = '', ariaLabel }) {
@@ -161,7 +162,8 @@ export function stackedBarChart({ series, bars, unit = 'ms', height = 280, title
   const labelEvery = Math.ceil(bars.length / 24);
   bars.forEach((bar, i) => {
     const x = m.left + slot * i + (slot - barW) / 2;
-    const group = svg('g', { class: 'bar', 'data-tip': bar.tip || `${bar.label}: ${totals[i]}` });
+    const group = svg('g', { class: bar.mark ? 'bar marked' : 'bar', 'data-tip': bar.tip || `${bar.label}: ${totals[i]}`,
+      dataset: bar.mark ? { mark: bar.mark } : null });
     let acc = 0;
     for (const s of series) {
       const v = bar.values[s.key] || 0;
@@ -171,7 +173,10 @@ export function stackedBarChart({ series, bars, unit = 'ms', height = 280, title
       acc += v;
     }
     g.append(group);
-    if (i % labelEvery === 0) {
+    if (bar.mark) {
+      g.append(svg('text', { x: x + barW / 2, y: Math.max(12, sy(totals[i]) - 6), 'text-anchor': 'middle', class: 'mark-label' }, `▼ ${bar.mark}`));
+    }
+    if (i % labelEvery === 0 || bar.mark) {
       g.append(svg('text', { x: x + barW / 2, y: H - m.bottom + 16, 'text-anchor': 'middle', class: 'axis' }, bar.label));
     }
   });

@@ -5,6 +5,7 @@ import { stackedBarChart } from '../charts.js';
 import { dataTable } from '../table.js';
 import { field, unitsAt } from '../units.js';
 import { card, fmtMs, fmtNs, fmtPct, h, kvList, label, note, num } from '../util.js';
+import { stepHistoryCard } from '../recorder.js';
 import { categoriesFor, linkTools, toolLinks } from './_common.js';
 
 const DEVICE_LABELS = { compute_cap_major: 'Compute capability (major)', compute_cap_minor: 'Compute capability (minor)',
@@ -88,8 +89,9 @@ function summary(data) {
     h('p', { class: 'muted' }, 'Steps: ', data.step_source_detail || data.step_source || 'none found'));
 }
 
-function stepGraph(data) {
+function stepGraph(data, ctx) {
   const steps = data.steps || [];
+  const trigger = ctx.savedBy ? ctx.savedBy.step : null; // a flight recorder run's trigger step
   if (!steps.length) return card('Step-time graph', note('No steps were found in this profile; see the diagnostics below.', 'warn'));
   const keys = [...new Set(steps.flatMap((s) => Object.keys(s.breakdown_ns || {})))];
   const series = categoriesFor(keys);
@@ -97,7 +99,9 @@ function stepGraph(data) {
     const values = {};
     for (const k of keys) values[k] = (s.breakdown_ns?.[k] || 0) / 1e6;
     const parts = series.filter((c) => values[c.key] > 0).map((c) => `${c.label}: ${fmtNs(s.breakdown_ns[c.key])}`);
-    return { label: String(s.step), values, tip: `${s.name || `Step ${s.step}`}: ${fmtNs(s.duration_ns)}\n${parts.join('\n')}` };
+    const mark = trigger !== null && s.step === trigger ? 'trigger' : undefined;
+    return { label: String(s.step), values, mark,
+      tip: `${s.name || `Step ${s.step}`}${mark ? ' (the flight recorder\'s trigger)' : ''}: ${fmtNs(s.duration_ns)}\n${parts.join('\n')}` };
   });
   return card('Step-time graph',
     stackedBarChart({ series, bars, unit: 'ms', ariaLabel: 'Step time by category, per step' }),
@@ -159,7 +163,8 @@ function devicesCard(data) {
 export async function render(root, data, ctx) {
   root.append(
     h('div', { class: 'grid2' }, summary(data), recommendation(data, ctx)),
-    stepGraph(data),
+    stepGraph(data, ctx),
+    ctx.savedBy ? stepHistoryCard(ctx.run, ctx.host) : '',
     topOps(data),
     devicesCard(data) || '', // (Element.append writes a null as the text "null")
     h('div', { class: 'grid2' }, environment(data),

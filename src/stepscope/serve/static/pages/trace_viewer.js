@@ -472,8 +472,10 @@ export async function render(root, data, ctx) {
   root.dataset.details = 'closed';
   // #/trace_viewer?...&step=N opens with step N in view (the Compare page and a flight
   // recorder run's banner link here)
+  // (and a flight recorder run opens at its trigger step)
   const wanted = new URLSearchParams(location.hash.split('?')[1] || '').get('step');
-  initialSteps(view, wanted === null ? null : Number(wanted));
+  const trigger = ctx.savedBy && ctx.savedBy.step !== null ? ctx.savedBy.step : null;
+  initialSteps(view, wanted === null ? trigger : Number(wanted));
   view.bind();
   const fit = () => { if (root.isConnected) fitHeight(scroller, drawer); else window.removeEventListener('resize', fit); };
   window.addEventListener('resize', fit);
