@@ -88,6 +88,7 @@ GROUPS: dict[str, Group] = {
         (
             "tests/stats/test_breakdown.py",
             "tests/stats/test_gpu_breakdown.py",
+            "tests/stats/test_steps.py",
         ),
     ),
 }
