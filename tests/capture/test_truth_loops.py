@@ -54,6 +54,12 @@ def adam(params, grads, m, v, t, lr=1e-3, b1=0.9, b2=0.999):
 x = jax.random.normal(key, (128, 64))
 params, m, v = adam(params, grad(params, x), m, v, 1)
 jax.block_until_ready(params)
+base = []
+for s in range(5):  # the same steps, not profiled: how fast the machine runs them now
+    t0 = time.perf_counter_ns()
+    params, m, v = adam(params, jax.block_until_ready(grad(params, x)), m, v, s + 2)
+    jax.block_until_ready(params)
+    base.append(time.perf_counter_ns() - t0)
 part, step = [], []
 stepscope.start(sys.argv[1])
 for s in range(12):
@@ -67,7 +73,7 @@ for s in range(12):
         t2 = time.perf_counter_ns()
     part.append(t2 - t1)
     step.append(t2 - t0)
-print(json.dumps({"run": str(stepscope.stop()), "part": part, "step": step}))
+print(json.dumps({"run": str(stepscope.stop()), "part": part, "step": step, "base": base}))
 """
 
 # The jitted train_step runs on XLA's CPU thread pool while Python blocks in
@@ -158,10 +164,18 @@ print(json.dumps({"run": str(stepscope.stop()), "part": part, "step": step}))
 
 def _measured(script: str, tmp_path: Path, *args: str) -> tuple[Any, float]:
     """Run ``script``; its step database and the share (%) of the kept steps' time the script
-    measured for its timed part."""
+    measured for its timed part. A script that timed its steps unprofiled first (``base``)
+    is skipped when its profiled steps took over 3 times as long: the machine starved it,
+    and a loop whose thread is not running for milliseconds between its ops is no longer the
+    loop under test."""
     measured = run_script(script, str(tmp_path), *args)
     db = build_step_db(load_run(Path(measured["run"])))
     kept = db.step_num.tolist()
+    if measured.get("base"):
+        base = sorted(measured["base"])[len(measured["base"]) // 2]
+        profiled = sorted(measured["step"][k] for k in kept)[len(kept) // 2]
+        if profiled > 3 * base:
+            pytest.skip(f"steps took {profiled / base:.1f}x their unprofiled time (CPU starved)")
     part = sum(measured["part"][k] for k in kept)
     return db, 100.0 * part / sum(measured["step"][k] for k in kept)
 
@@ -182,7 +196,8 @@ def test_jax_unjitted_update_is_dispatch_bound(tmp_path: Path) -> None:
     pytest.importorskip("jax")
     db, update = _measured(JAX_UNJITTED, tmp_path)
     # it was "MODERATELY input-bound ... reduce the input time" with no word of dispatch
-    assert bound_by(summarize_steps({"h": db})).first == "dispatch"
+    headline = bound_by(summarize_steps({"h": db}))
+    assert headline.first == "dispatch", headline.headline
     assert _percent(db, "dispatch") == pytest.approx(update, abs=8.0)
     assert round(db.limits.dispatch.ops_per_step()) >= 400
     assert db.limits.dispatch.caller.startswith("adam (")

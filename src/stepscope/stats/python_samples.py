@@ -12,6 +12,7 @@ from dataclasses import field
 
 import numpy as np
 
+from stepscope.distinct import distinct, distinct_inverse
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.intervals import intersect_sets, merge, overlap_with
@@ -186,7 +187,7 @@ def untraced_python_time(
     # by function: every line of a function is one row
     strings = profile.strings
     name_ids = profile.name[sample_ev]
-    keys = {i: function_key(strings[i]) for i in np.unique(name_ids).tolist()}
+    keys = {i: function_key(strings[i]) for i in distinct(name_ids).tolist()}
     texts = sorted(set(keys.values()))
     row_of = {t: r for r, t in enumerate(texts)}
     name = np.array([row_of[keys[i]] for i in name_ids.tolist()], dtype=np.int64)
@@ -252,7 +253,7 @@ def _since_previous(line: np.ndarray, at: np.ndarray) -> np.ndarray:
     a thread's first sample), at most 4 times that median: a sampler starved for longer says
     nothing about the time it did not see."""
     out = np.zeros(len(at), dtype=np.float64)
-    for thread in np.unique(line).tolist():
+    for thread in distinct(line).tolist():
         mine = np.flatnonzero(line == thread)
         order = mine[np.argsort(at[mine], kind="stable")]
         gaps = np.diff(at[order]).astype(np.float64)
@@ -286,12 +287,9 @@ def functions_in_steps(
     if not total:
         return PythonTime.empty()
     weight = _since_previous(profile.line[sample_ev], at)[mine]
-    stacks, inverse, counts = np.unique(
-        profile.stat_at("stack", sample_ev[mine]).string_ids(),
-        return_inverse=True,
-        return_counts=True,
-    )
-    stack_weight = np.bincount(inverse.reshape(-1), weights=weight, minlength=len(stacks))
+    stacks, inverse = distinct_inverse(profile.stat_at("stack", sample_ev[mine]).string_ids())
+    counts = np.bincount(inverse, minlength=len(stacks))
+    stack_weight = np.bincount(inverse, weights=weight, minlength=len(stacks))
     total_weight = float(stack_weight.sum()) or 1.0
     strings = profile.strings
     weighted: dict[str, float] = {}
@@ -369,7 +367,7 @@ def _traced_ns(
     names = {k.rpartition(" (")[0]: i for i, k in enumerate(keys)}
     strings = profile.strings
     ids: dict[int, int] = {}
-    for sid in np.unique(profile.name[np.isin(profile.line, list(step_lines))]).tolist():
+    for sid in distinct(profile.name[np.isin(profile.line, list(step_lines))]).tolist():
         text = strings[sid]
         if text.startswith("$"):
             where, _, func = text[1:].rpartition(" ")

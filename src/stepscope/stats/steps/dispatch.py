@@ -28,6 +28,7 @@ from dataclasses import field
 
 import numpy as np
 
+from stepscope.distinct import distinct, distinct_inverse
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.arrays import distinct_ids
@@ -91,8 +92,7 @@ def _computes(names: np.ndarray, dur: np.ndarray, inline: np.ndarray) -> np.ndar
     long = dur >= TINY_OP_NS
     if not long.any():
         return long
-    uniq, group = np.unique(names, return_inverse=True)
-    group = group.reshape(-1)
+    uniq, group = distinct_inverse(names)
     order = np.lexsort((dur, group))
     counts = np.bincount(group, minlength=len(uniq))
     first = np.r_[0, np.cumsum(counts)[:-1]]
@@ -110,7 +110,7 @@ def find_runs(profile: Profile, host_line: np.ndarray, has_device: bool) -> Disp
     lo_all, hi_all, ev_all, run_all, holes_lo, holes_hi = [], [], [], [], [], []
     n_runs = 0
     line_of = profile.line[candidate]
-    for line in np.unique(line_of).tolist():
+    for line in distinct(line_of).tolist():
         ev = candidate[line_of == line]
         ev = ev[np.lexsort((-profile.dur_ns[ev], profile.start_ns[ev]))]
         start = profile.start_ns[ev]
@@ -134,7 +134,7 @@ def find_runs(profile: Profile, host_line: np.ndarray, has_device: bool) -> Disp
         ok = size[run] >= MIN_RUN_OPS
         if not ok.any():
             continue
-        runs, local = np.unique(run[ok], return_inverse=True)
+        runs, local = distinct_inverse(run[ok])
         first = small[np.searchsorted(run, runs, "left")]
         last = small[np.searchsorted(run, runs, "right") - 1]
         lo_all.append(start[first])
@@ -200,7 +200,7 @@ def _caller(profile: Profile, runs: DispatchRuns, run_ids: np.ndarray) -> str:
     line_of_run: dict[int, int] = {}
     for r, e in zip(runs.run_of.tolist(), runs.events.tolist(), strict=True):
         line_of_run.setdefault(r, int(profile.line[e]))
-    for r in np.unique(run_ids).tolist():
+    for r in distinct(run_ids).tolist():
         line = profile.lines[line_of_run[r]]
         sl = profile.events_of_line(line)
         names = profile.name[sl]
@@ -224,7 +224,7 @@ def _sampled_caller(profile: Profile, runs: DispatchRuns, run_ids: np.ndarray) -
     the stack samples taken inside the runs: the user's code issuing the ops; "" without
     samples there."""
     thread_of = sampled_thread_line(profile)
-    wanted = np.unique(run_ids)
+    wanted = distinct(run_ids)
     line_of_run = np.zeros(len(runs.lo), np.int64)
     line_of_run[runs.run_of] = profile.line[runs.events]
     lines = [ln for ln in range(len(profile.lines)) if thread_of[ln] >= 0]
@@ -238,9 +238,8 @@ def _sampled_caller(profile: Profile, runs: DispatchRuns, run_ids: np.ndarray) -
         hit |= (at >= runs.lo[r]) & (at < runs.hi[r]) & (thread == line_of_run[r])
     if not hit.any():
         return ""
-    stacks, counts = np.unique(
-        profile.stat_at("stack", sample_ev[hit]).string_ids(), return_counts=True
-    )
+    stacks, inverse = distinct_inverse(profile.stat_at("stack", sample_ev[hit]).string_ids())
+    counts = np.bincount(inverse, minlength=len(stacks))
     total = int(counts.sum())
     seen: Counter[str] = Counter()
     depth: dict[str, int] = {}
