@@ -239,7 +239,7 @@ def _device_hlo_ops(profile: Profile) -> bool:
     xla = xla_events(profile)
     if not xla:
         return False
-    from stepscope.stats.xla_metrics import device_work_mask
+    from stepscope.stats.xla.xla_metrics import device_work_mask
 
     return bool((xla.op_index[device_work_mask(profile)] >= 0).any())
 
