@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from stepscope.stats import build_op_metrics, build_step_db
 from stepscope.stats.events import NOT_COUNTED, classify_events
-from stepscope.stats.own_work import profiler_work
+from stepscope.stats.host.own_work import profiler_work
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
 

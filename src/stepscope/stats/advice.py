@@ -15,8 +15,8 @@ from __future__ import annotations
 from stepscope.fields import out
 from stepscope.records import record
 from stepscope.stats.bound import BoundBy
+from stepscope.stats.host.untraced import where_untraced
 from stepscope.stats.summary import StepSummary
-from stepscope.stats.untraced import where_untraced
 
 HIGH_INPUT = 20.0
 MODERATE_INPUT = 5.0

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from stepscope.fields import out
 from stepscope.records import record
+from stepscope.stats.host.untraced import where_untraced
 from stepscope.stats.steps.limits import LIMIT_LABELS, LIMIT_NAMES, LimitType
 from stepscope.stats.summary import StepSummary
-from stepscope.stats.untraced import where_untraced
 from stepscope.vocab.dispatch import FIXES
 
 SHOWN_FROM = 10.0  # % of step time: a limit this large is named after the first

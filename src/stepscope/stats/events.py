@@ -16,8 +16,8 @@ import numpy as np
 
 from stepscope.model import Profile
 from stepscope.stats.arrays import distinct_ids
+from stepscope.stats.host.own_work import profiler_work
 from stepscope.stats.kernel_rules import REDUCED_PRECISIONS, kernel_precision
-from stepscope.stats.own_work import profiler_work
 from stepscope.vocab import pytorch as torch_names
 from stepscope.vocab import tensorflow as tf_names
 from stepscope.vocab import xla as xla_names
@@ -237,7 +237,7 @@ def device_work_lines(profile: Profile) -> np.ndarray:
 
 def host_lines(profile: Profile) -> np.ndarray:
     """Per line: True for lines of the ``/host:CPU`` plane (threads), less the Python stack
-    sampler's lines (`stepscope.stats.python_samples`: observations, not work)."""
+    sampler's lines (`stepscope.stats.host.python_samples`: observations, not work)."""
     return np.array(
         [
             profile.planes[ln.plane].name == "/host:CPU" and ln.name != "Python samples"
@@ -264,7 +264,7 @@ def classify_events(profile: Profile, has_device: bool | None = None) -> np.ndar
     collective work of every framework (`stepscope.vocab.collectives`) is a type of its own. Device
     events: memcpy direction, NCCL/RCCL and XLA collectives, else 16- or 32-bit compute. Events on
     other planes (``/host:metadata``, ``Task Environment``, CUPTI overhead...) and the profilers'
-    own start/stop work (`stepscope.stats.own_work`) are not counted.
+    own start/stop work (`stepscope.stats.host.own_work`) are not counted.
     """
     return profile.derived(
         ("event_types", has_device), lambda: _read_only(_classify(profile, has_device))

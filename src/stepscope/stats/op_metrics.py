@@ -35,16 +35,16 @@ from stepscope.stats.events import (
     host_lines,
     is_step_marker_name,
 )
-from stepscope.stats.intervals import merge_sorted, union_ns
-from stepscope.stats.nesting import events_self_time
-from stepscope.stats.op_sums import KeySums, flops_by_row, host_key_sums, sum_by_row
-from stepscope.stats.opnames import UNKNOWN, device_op, parse_op
-from stepscope.stats.own_work import profiler_work
-from stepscope.stats.python_samples import (
+from stepscope.stats.host.own_work import profiler_work
+from stepscope.stats.host.python_samples import (
     PYTHON_OP_TYPE,
     sampled_thread_line,
     untraced_python_time,
 )
+from stepscope.stats.intervals import merge_sorted, union_ns
+from stepscope.stats.nesting import events_self_time
+from stepscope.stats.op_sums import KeySums, flops_by_row, host_key_sums, sum_by_row
+from stepscope.stats.opnames import UNKNOWN, device_op, parse_op
 from stepscope.stats.xla.xla_ops import xla_events
 
 _HOST_OP_CATEGORIES = ("cpu_op", "user_annotation")
@@ -334,7 +334,7 @@ def _device_table(profile: Profile) -> OpTable:
 
 def _python_table(profile: Profile) -> OpTable:
     """Rows of type "Python": time of the sampled threads that no host event covers, by the
-    innermost Python function the stack sampler saw (`stepscope.stats.python_samples`)."""
+    innermost Python function the stack sampler saw (`stepscope.stats.host.python_samples`)."""
     thread_of = sampled_thread_line(profile)
     threads = tuple(sorted({int(t) for t in thread_of if t >= 0}))
     if not threads:

@@ -15,10 +15,10 @@ import numpy as np
 from stepscope.fields import out
 from stepscope.records import record
 from stepscope.stats.events import CATEGORY_NAMES
+from stepscope.stats.host.untraced import Untraced
 from stepscope.stats.steps.breakdown import StepDb
 from stepscope.stats.steps.limit_table import LimitTable
 from stepscope.stats.steps.limits import LIMIT_NAMES
-from stepscope.stats.untraced import Untraced
 
 
 @record

@@ -22,9 +22,9 @@ from stepscope.stats.advice import (
 from stepscope.stats.bound import BoundBy, bound_by
 from stepscope.stats.diagnostics.base import Finding
 from stepscope.stats.gpu.device import DeviceInfo
+from stepscope.stats.host.python_samples import MIN_SAMPLES, PYTHON_OP_TYPE
 from stepscope.stats.input.input_pipeline import advice_for, has_generator, has_prefetch
 from stepscope.stats.kernel_rules import PRECISIONS, REDUCED_PRECISIONS
-from stepscope.stats.python_samples import MIN_SAMPLES, PYTHON_OP_TYPE
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
 from stepscope.tools.output import out

@@ -23,9 +23,9 @@ import numpy as np
 from stepscope.stats.advice import HIGH_INPUT, HIGH_OTHER, MODERATE_INPUT
 from stepscope.stats.diagnostics.base import EventEvidence, Finding, HostData, top_by_name
 from stepscope.stats.events import EventType
+from stepscope.stats.host.untraced import where_untraced
 from stepscope.stats.intervals import merge, overlap_with
 from stepscope.stats.steps.limits import LimitType
-from stepscope.stats.untraced import where_untraced
 from stepscope.vocab import tensorflow as tf_names
 from stepscope.vocab.dispatch import FIXES
 

@@ -42,8 +42,9 @@ from stepscope.stats.events import (
 )
 from stepscope.stats.gpu.device import framework_of
 from stepscope.stats.gpu.kernels import launch_events
+from stepscope.stats.host.python_samples import functions_in_steps
+from stepscope.stats.host.untraced import Untraced, locate_untraced
 from stepscope.stats.intervals import union_of
-from stepscope.stats.python_samples import functions_in_steps
 from stepscope.stats.steps.feeds import fetches_feeding_steps
 from stepscope.stats.steps.groups import build_groups
 from stepscope.stats.steps.limit_table import LimitTable, limit_table
@@ -52,7 +53,6 @@ from stepscope.stats.steps.markers import find_step_markers
 from stepscope.stats.steps.sweep import held_spans
 from stepscope.stats.steps.type_sweep import N_TYPES, type_time
 from stepscope.stats.steps.types import StepMarkers
-from stepscope.stats.untraced import Untraced, locate_untraced
 
 _CHUNK = 1 << 20  # pairs per slice where a column is gathered by slices
 DROP_THRESHOLD = 5  # XProf: drop the first and last step when there are more than this many

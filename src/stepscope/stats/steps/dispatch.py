@@ -32,8 +32,8 @@ from stepscope.distinct import distinct, distinct_inverse
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.arrays import distinct_ids
+from stepscope.stats.host.python_samples import function_key, sample_points, sampled_thread_line
 from stepscope.stats.intervals import merge, subtract_sets
-from stepscope.stats.python_samples import function_key, sample_points, sampled_thread_line
 from stepscope.vocab.dispatch import computes_inline, is_dispatch_name
 
 TINY_OP_NS = 100_000  # an op dispatched in under 100 µs is mostly dispatch overhead

@@ -4,7 +4,7 @@
 step's untraced time falls into gaps between traced events; the largest gap of each step is
 named by the traced events around it ("after A, before B"), and the places are ranked by the
 time they hold over all steps. With the Python stack sampler's lines, the same time is also
-split by Python function (`stepscope.stats.python_samples`).
+split by Python function (`stepscope.stats.host.python_samples`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 
 from stepscope.model import Profile
 from stepscope.records import record
-from stepscope.stats.python_samples import PythonTime
+from stepscope.stats.host.python_samples import PythonTime
 
 START, END = "(step start)", "(step end)"
 
