@@ -3,9 +3,15 @@
 - `steps/`: where steps are (markers, ProfilerStep#N, Keras batches, device step lines, or
   inferred from the trace's repeating structure), which events work for which step, and the
   step database, each step's time per event type (XProf's `xprof/utils/event_span.h`);
+- `events`: the type of every event, which decides where its time goes;
 - `op_metrics`: per op self and total time on host and devices;
-- `input_pipeline`: input ops and the tf.data bottleneck;
-- `summary` / `advice` / `device`: several hosts, bottleneck classification, device facts.
+- `input/`: input ops by category and the tf.data pipelines with their bottleneck;
+- `gpu/`: devices, kernels, TensorCore use, device peaks, PyTorch op costs;
+- `xla/`: device events tied to HLO instructions and what the XLA tools compute from them;
+- `host/`: host time no traced op explains (untraced gaps, Python samples, profiler work);
+- `diagnostics/`, `compare/`, `trace_index/`: findings, run comparison, the trace viewer's
+  index;
+- `summary` / `bound` / `advice`: several hosts, what limits the steps, the advice.
 """
 
 from __future__ import annotations
