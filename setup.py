@@ -1,76 +1,72 @@
-"""Build the optional C accelerator; stepscope works without it (pure-Python fallback)."""
+"""Build the optional C accelerators; stepscope works without them (pure-Python twins).
 
+The extensions are those of `stepscope.accelerators.EXTENSIONS` (one table for this build, the
+loader and ``stepscope --version``). Each is stamped with the hash of its sources, so the
+loader can tell a build made from other sources (a checkout updated without rebuilding) and
+not use it.
+
+Environment:
+- ``STEPSCOPE_STRICT_BUILD=1``: compiler warnings are errors and a failed build fails the
+  install (CI sets it; a user's install falls back to pure Python instead).
+- ``STEPSCOPE_SANITIZE=1``: build with AddressSanitizer and UndefinedBehaviorSanitizer (the
+  fuzzing job of scripts/test.sh; load with ``LD_PRELOAD`` of libasan, see scripts/fuzz_native.py).
+"""
+
+import importlib.util
+import os
 import sys
 
 from setuptools import Extension, setup
 
-THREAD_FLAGS = [] if sys.platform == "win32" else ["-pthread"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+PACKAGE = os.path.join("src", "stepscope")
 
-setup(
-    ext_modules=[
-        Extension(
-            "stepscope.xspace._fastwire",
-            sources=[
-                "src/stepscope/xspace/_fastwire.c",
-                "src/stepscope/xspace/_fastwire_chunks.c",
-                "src/stepscope/xspace/_fastwire_headers.c",
-                "src/stepscope/xspace/_fastwire_rows.c",
-            ],
-            depends=["src/stepscope/xspace/_fastwire.h", "src/stepscope/_gallop.h"],
-            optional=True,  # no compiler: install still succeeds, the fallback is used
-            # Worker threads (STEPSCOPE_THREADS) decode event chunks; Windows decodes on one.
-            extra_compile_args=["-O2", *THREAD_FLAGS],
-            extra_link_args=THREAD_FLAGS,
-        ),
-        Extension(
-            "stepscope.xspace.kineto._kscan",
-            sources=[
-                "src/stepscope/xspace/kineto/_kscan.c",
-                "src/stepscope/xspace/kineto/_kscan_json.c",
-                "src/stepscope/xspace/kineto/_kscan_buf.c",
-            ],
-            depends=["src/stepscope/xspace/kineto/_kscan.h"],
-            optional=True,  # without it Kineto traces are routed event by event in Python
-            extra_compile_args=["-O2"],
-        ),
-        Extension(
-            "stepscope.stats._sweeps",
-            sources=["src/stepscope/stats/_sweeps.c", "src/stepscope/stats/_sweeps_pairs.c"],
-            depends=["src/stepscope/stats/_sweeps.h", "src/stepscope/_gallop.h"],
-            optional=True,  # without it the op stack and step sweeps run in NumPy
-            extra_compile_args=["-O2"],
-        ),
-        Extension(
-            "stepscope.stats._enclosing",
-            sources=["src/stepscope/stats/_enclosing.c"],
-            optional=True,  # without it the enclosing-op walk is a Python loop
-            extra_compile_args=["-O2"],
-        ),
-        Extension(
-            "stepscope.stats.trace_index._segsearch",
-            sources=["src/stepscope/stats/trace_index/_segsearch.c"],
-            optional=True,  # without it the window queries bisect their segments in NumPy
-            # worker threads (STEPSCOPE_THREADS) lay out the index's rows; Windows on one
-            extra_compile_args=["-O2", *THREAD_FLAGS],
-            extra_link_args=THREAD_FLAGS,
-        ),
-        Extension(
-            "stepscope.tools.trace_viewer._pbpack",
-            sources=["src/stepscope/tools/trace_viewer/_pbpack.c"],
-            optional=True,  # without it the Perfetto export encodes with numpy (slower)
-            extra_compile_args=["-O2"],
-        ),
-        Extension(
-            "stepscope.tools.trace_viewer._jsonfmt",
-            sources=["src/stepscope/tools/trace_viewer/_jsonfmt.c"],
-            optional=True,  # without it the Chrome-trace export formats with Python's %
-            extra_compile_args=["-O2"],
-        ),
-        Extension(
-            "stepscope.capture._pytracer",
-            sources=["src/stepscope/capture/_pytracer.c"],
-            optional=True,  # without it the Python tracer uses sys.setprofile/sys.monitoring
-            extra_compile_args=["-O2"],
-        ),
-    ]
-)
+
+def _table():
+    # Loaded by path: stepscope itself is not importable before it is installed.
+    path = os.path.join(HERE, PACKAGE, "accelerators.py")
+    spec = importlib.util.spec_from_file_location("_stepscope_accelerators", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _flags():
+    windows = sys.platform == "win32"
+    strict = os.environ.get("STEPSCOPE_STRICT_BUILD") == "1"
+    compile_args = [] if windows else ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+    link_args = []
+    if strict and not windows:
+        compile_args.append("-Werror")
+    if os.environ.get("STEPSCOPE_SANITIZE") == "1":
+        sanitize = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
+        # -fno-wrapv: Python builds with -fwrapv, under which signed overflow is not reported
+        compile_args += ["-O1", "-g", "-fno-wrapv", "-fno-sanitize-recover=all", *sanitize]
+        link_args += sanitize
+    return compile_args, link_args, strict
+
+
+def extensions():
+    table = _table()
+    compile_args, link_args, strict = _flags()
+    threads = [] if sys.platform == "win32" else ["-pthread"]
+    out = []
+    for name, ext in table.EXTENSIONS.items():
+        stamp = table.source_hash(name, os.path.join(HERE, PACKAGE))
+        out.append(
+            Extension(
+                ext.module,
+                sources=[os.path.join(PACKAGE, s) for s in ext.sources],
+                depends=[os.path.join(PACKAGE, d) for d in ext.depends],
+                define_macros=[("STEPSCOPE_BUILD_HASH", f'"{stamp}"')],
+                extra_compile_args=[*compile_args, *(threads if ext.threads else [])],
+                extra_link_args=[*link_args, *(threads if ext.threads else [])],
+                # No compiler: the install still succeeds and the pure-Python twin answers
+                # (the loader warns once); CI's strict build fails instead.
+                optional=not strict,
+            )
+        )
+    return out
+
+
+setup(ext_modules=extensions())

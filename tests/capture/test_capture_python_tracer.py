@@ -13,6 +13,7 @@ import stepscope
 from stepscope.capture.python_tracer import tracer as python_tracer
 from tests.support.capture import events, load_run
 from tests.support.clock import ManualAlarms
+from tests.support.native import c_off, c_on
 
 HERE = os.path.basename(__file__)
 
@@ -33,10 +34,9 @@ def _line(func: object) -> int:
     return func.__code__.co_firstlineno  # type: ignore[attr-defined]
 
 
-@pytest.fixture(params=["default", "pure"])
+@pytest.fixture(params=["c", "pure"])
 def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "pure":
-        monkeypatch.setenv("STEPSCOPE_PURE_PYTHON", "1")
+    (c_off if request.param == "pure" else c_on)(monkeypatch, "_pytracer")
     return str(request.param)
 
 
@@ -99,10 +99,10 @@ def test_python_tracer_waits_for_the_delay(
 def test_implementation_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     from stepscope.capture.host_tracer import EventBudget
 
-    monkeypatch.setenv("STEPSCOPE_PURE_PYTHON", "1")
+    c_off(monkeypatch, "_pytracer")
     pure = python_tracer.PythonTracer(EventBudget(10)).implementation
     assert pure in ("setprofile", "monitoring")
-    monkeypatch.delenv("STEPSCOPE_PURE_PYTHON")
+    c_on(monkeypatch, "_pytracer")
     default = python_tracer.PythonTracer(EventBudget(10)).implementation
     from stepscope.capture.python_tracer import c_backend as python_tracer_c
 

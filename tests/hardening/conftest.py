@@ -23,12 +23,9 @@ def small_limit() -> Iterator[int]:
 @pytest.fixture(params=["c", "python"])
 def decoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run the test with the C decoder and with the pure-Python fallback."""
-    from stepscope.xspace import wire
+    from tests.support.native import c_off, c_on
 
-    if request.param == "python":
-        monkeypatch.setenv("STEPSCOPE_PURE_PYTHON", "1")
-    elif not wire.accelerated():
-        pytest.skip("the C decoder is not built")
+    (c_off if request.param == "python" else c_on)(monkeypatch, "_fastwire")
     return str(request.param)
 
 

@@ -138,19 +138,6 @@ def test_unknown_url_scheme_is_a_clear_error() -> None:
         read_profile_bytes("nosuch://x/y.xplane.pb")
 
 
-def test_a_decoder_built_before_the_bound_still_decodes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Worktrees rebuild the C module after pulling; until then the old one must still work."""
-    from types import SimpleNamespace
-
-    from stepscope.xspace import wire
-
-    if not wire.accelerated():
-        pytest.skip("the C decoder is not built")
-    real = wire._fastwire
-    monkeypatch.setattr(wire, "_fastwire", SimpleNamespace(decode=lambda data: real.decode(data)))
-    assert profile_from_bytes(crafted.many_planes(3)).n_events == 3
-
-
 @pytest.mark.parametrize("chunk", [1, 2, 3, 7, 1 << 20])
 def test_gunzip_stream_reads_a_file_a_chunk_at_a_time(chunk: int) -> None:
     """The streamed inflation of a file (the Kineto scanner's) gives what gunzip_bounded gives

@@ -11,6 +11,7 @@ import pytest
 from stepscope.capture.remote.client import TraceResult
 from stepscope.capture.remote.progress import FAILED, OK, WorkerState
 from stepscope.cli.commands.capture import saved_lines
+from tests.support.native import c_on
 
 
 def _worker(address: str, state: str, path: Path | None) -> WorkerState:
@@ -202,8 +203,9 @@ def test_max_events_is_spent_only_on_saved_events(
     from stepscope.capture.python_tracer import c_backend, tracer
     from stepscope.model import open_host, open_run
 
-    if backend == "c" and not c_backend.available():
-        pytest.skip("the C tracer is not built")
+    if backend == "c":
+        c_on(monkeypatch, "_pytracer")
+        assert c_backend.available()
     if backend == "monitoring" and sys.version_info < (3, 12):
         pytest.skip("sys.monitoring needs Python 3.12")
     monkeypatch.setattr(tracer, "_choose", lambda force_pure_python: backend)

@@ -14,16 +14,19 @@ from stepscope.xspace import Ref, XSpaceBuilder, wire
 from stepscope.xspace.io import read_profile_bytes
 from stepscope.xspace.proto.xplane_pb2 import XSpace
 from tests.support.fixtures import FIXTURES
+from tests.support.native import c_and_python, c_on
 
 XPLANES = sorted(FIXTURES.rglob("*.xplane.pb"))
 # every array column of the decoded file
 COLUMNS = tuple(f.name for f in fields(wire.RawColumns) if f.name[:3] in ("ev_", "st_"))
 
 
-@pytest.mark.skipif(not wire.accelerated(), reason="C accelerator not built")
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("path", XPLANES, ids=lambda p: p.parent.name)
-def test_c_decoder_matches_protobuf_fallback(path: Path, threads: int) -> None:
+def test_c_decoder_matches_protobuf_fallback(
+    path: Path, threads: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    c_on(monkeypatch, "_fastwire")
     data = read_profile_bytes(path)
     fast = wire.decode_columns(data, threads=threads)
     slow = wire.columns_from_message(XSpace.FromString(data))
@@ -37,9 +40,7 @@ def test_c_decoder_matches_protobuf_fallback(path: Path, threads: int) -> None:
 
 def test_fallback_path_gives_same_profile(monkeypatch: pytest.MonkeyPatch) -> None:
     path = XPLANES[0]
-    fast = load_profile(path)
-    monkeypatch.setenv("STEPSCOPE_PURE_PYTHON", "1")
-    slow = load_profile(path)
+    fast, slow = c_and_python(monkeypatch, lambda: load_profile(path), "_fastwire")
     assert fast.strings.strings == slow.strings.strings
     for column in ("line", "meta", "name", "start_ns", "dur_ns", "stat_start"):
         np.testing.assert_array_equal(getattr(fast, column), getattr(slow, column))

@@ -10,6 +10,7 @@ from stepscope.model import Profile
 from stepscope.model.profile import StatColumn
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.gpu_fixtures import build, fixture_profile, tf_profile
+from tests.support.native import c_off, c_on
 
 
 def _keys(profile: Profile) -> list[str]:
@@ -96,8 +97,7 @@ def test_positions_by_either_method(n_events: int) -> None:
 def test_each_keys_rows_know_their_events(pure: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every key's rows of a real fixture (events without stats between them) with the events
     that own them: the C galloping search and NumPy's binary searches."""
-    if pure:
-        monkeypatch.setenv("STEPSCOPE_PURE_PYTHON", "1")
+    (c_off if pure else c_on)(monkeypatch, "_fastwire")
     profile = tf_profile("ctl")
     profile.__dict__.pop("_stat_rows", None)  # found again under this setting
     counts = np.diff(profile.stat_start)

@@ -42,7 +42,7 @@ def test_c_layout_equals_numpy(seed: int, monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_c_layout_rejects_lines_out_of_range() -> None:
-    lib = segments._segsearch
+    lib = segments.native()
     if not hasattr(lib, "layout"):
         pytest.skip("the C extension is not built")
     n = 3

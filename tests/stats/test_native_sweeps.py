@@ -222,17 +222,6 @@ def test_window_bounds_equal_numpy_searches(seed: int) -> None:
         assert np.array_equal(hi, np.searchsorted(win_start, end[events], "left"))
 
 
-def test_an_extension_built_from_older_source_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
-    import types
-
-    stale = types.ModuleType("stepscope.stats._sweeps")
-    stale.nest_parents = native.sweeps.nest_parents  # type: ignore[attr-defined,union-attr]
-    monkeypatch.setattr(native.importlib, "import_module", lambda name: stale)
-    assert native._load() is None
-    monkeypatch.setattr(native.importlib, "import_module", lambda name: native.sweeps)
-    assert native._load() is native.sweeps
-
-
 def test_zero_length_by_chunks_equals_the_durations() -> None:
     from stepscope.stats.steps.breakdown import _zero_length
 

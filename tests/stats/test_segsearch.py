@@ -10,7 +10,7 @@ from stepscope.stats.trace_index import lod, segments
 
 @pytest.mark.parametrize("side", ["left", "right"])
 def test_c_search_equals_numpy_bisection(side: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    if segments._segsearch is None:
+    if segments.native() is None:
         pytest.skip("the C extension is not built")
     rng = np.random.default_rng(7)
     values = np.sort(rng.integers(0, 50, 400)).astype(np.int64)  # many ties
@@ -32,7 +32,7 @@ def test_c_search_equals_numpy_bisection(side: str, monkeypatch: pytest.MonkeyPa
 
 
 def test_c_search_rejects_a_segment_outside_the_values(monkeypatch: pytest.MonkeyPatch) -> None:
-    if segments._segsearch is None:
+    if segments.native() is None:
         pytest.skip("the C extension is not built")
     monkeypatch.delenv("STEPSCOPE_PURE_PYTHON", raising=False)  # this test is about the C path
     values = np.arange(10, dtype=np.int64)
@@ -41,7 +41,7 @@ def test_c_search_rejects_a_segment_outside_the_values(monkeypatch: pytest.Monke
 
 
 def test_c_levels_equal_numpy_levels(monkeypatch: pytest.MonkeyPatch) -> None:
-    if segments._segsearch is None:
+    if segments.native() is None:
         pytest.skip("the C extension is not built")
     monkeypatch.delenv("STEPSCOPE_PURE_PYTHON", raising=False)
     rng = np.random.default_rng(11)

@@ -7,8 +7,19 @@ from typing import Any
 
 from stepscope.model import Profile, profile_from_xspace
 from stepscope.model.from_xspace import profile_from_columns
-from stepscope.xspace.kineto import kineto_to_columns, kineto_to_xspace
+from stepscope.xspace.kineto import importer, kineto_to_columns, kineto_to_xspace, scan
 from stepscope.xspace.wire import KIND_BYTES, KIND_STR
+
+
+def scanned(data: bytes, window: int = 0) -> scan.ScannedTrace | None:
+    """The C scanner's columns of a whole document (by default in one window, as large as
+    the text), or None where it leaves the trace to the per-event path."""
+    import io
+
+    window = window or len(data) + 16
+    found = scan.scan_stream(io.BytesIO(data).readinto, importer.HeaderOnly, 1 << 40, window)
+    assert not isinstance(found, int)
+    return found
 
 
 def _stat_rows(profile: Profile, stats: Any, lo: int, hi: int) -> list[tuple[str, int, object]]:

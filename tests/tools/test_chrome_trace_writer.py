@@ -13,15 +13,13 @@ from stepscope.tools.trace_viewer import chrome_text as ct
 from stepscope.tools.trace_viewer.chrome_trace import chrome_trace_chunks
 from tests.support.chrome_reference import reference_chunks
 from tests.support.fixtures import FIXTURES, tf_xplane
+from tests.support.native import c_off, c_on
 
 
 @pytest.fixture(params=["C", "python"], autouse=True)
 def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test runs with the C accelerator and with the pure-Python formatter."""
-    if request.param == "python":
-        monkeypatch.setattr(ct, "_jsonfmt", None)
-    elif ct._jsonfmt is None:
-        pytest.skip("C accelerator not built (python setup.py build_ext --inplace)")
+    (c_off if request.param == "python" else c_on)(monkeypatch, "_jsonfmt")
     return str(request.param)
 
 

@@ -8,15 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from stepscope import accelerators
 from stepscope.xspace import headers, wire
 from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace
 from tests.support.fixtures import FIXTURES
+from tests.support.native import c_on
 from tests.support.scripts import fresh_python
 
-pytestmark = pytest.mark.skipif(
-    not wire.accelerated() or not hasattr(wire._fastwire, "plane_header"),
-    reason="C header parsers not built",
-)
+
+@pytest.fixture(autouse=True)
+def _c_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    c_on(monkeypatch, "_fastwire")
 
 
 def _rich_plane() -> XPlane:
@@ -85,12 +87,13 @@ def test_a_repeated_map_key_keeps_the_last_entry_as_protobuf_does() -> None:
 @pytest.mark.parametrize("path", sorted(FIXTURES.rglob("*.xplane.pb")), ids=lambda p: p.name)
 def test_fixture_headers_equal_protobufs(path: Path) -> None:
     space = XSpace.FromString(path.read_bytes())
-    assert wire._fastwire is not None
+    fast = accelerators.get("_fastwire")
+    assert fast is not None
     for plane in space.planes:
         lineless = XPlane()
         lineless.CopyFrom(plane)
         del lineless.lines[:]
-        parsed = headers.plane_header_of(wire._fastwire.plane_header(lineless.SerializeToString()))
+        parsed = headers.plane_header_of(fast.plane_header(lineless.SerializeToString()))
         assert parsed == headers.plane_header_from_message(plane)
 
 

@@ -8,13 +8,17 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
+from stepscope import accelerators
 from stepscope.xspace import Ref, XSpaceBuilder, wire
 from stepscope.xspace.proto.xplane_pb2 import XLine, XPlane, XSpace
+from tests.support.native import c_on
 
-pytestmark = pytest.mark.skipif(
-    not wire.accelerated() or not getattr(wire._fastwire, "PARALLEL", 0),
-    reason="C decoder with workers not built",
-)
+
+@pytest.fixture(autouse=True)
+def _c_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    c_on(monkeypatch, "_fastwire")
+
+
 # every array column of the decoded file
 COLUMNS = tuple(f.name for f in fields(wire.RawColumns) if f.name[:3] in ("ev_", "st_"))
 
@@ -82,8 +86,9 @@ def _interleaved_space() -> bytes:
 
 
 def _columns(data: bytes, threads: int, chunk: int) -> tuple[object, ...]:
-    assert wire._fastwire is not None
-    header, planes, columns, strings, aggregated = wire._fastwire.decode(data, -1, threads, chunk)
+    fast = accelerators.get("_fastwire")
+    assert fast is not None
+    header, planes, columns, strings, aggregated = fast.decode(data, -1, threads, chunk)
     arrays = {name: bytes(columns[name]) for name in COLUMNS}
     return bytes(header), [(bytes(h), lines) for h, lines in planes], arrays, strings, aggregated
 

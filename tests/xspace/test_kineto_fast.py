@@ -16,17 +16,24 @@ from typing import Any
 import numpy as np
 import pytest
 
-from stepscope.xspace.kineto import _kscan, fast_route, importer, scan
+from stepscope.xspace.kineto import fast_route, importer, scan
 from stepscope.xspace.kineto.memory import _innermost_ops
 from tests.support.fixtures import FIXTURES
 from tests.support.kineto import assert_same_profile as _assert_same
 from tests.support.kineto import describe as _describe
+from tests.support.kineto import scanned
+from tests.support.native import c_on, module
+
+
+@pytest.fixture(autouse=True)
+def _c_scanner(monkeypatch: pytest.MonkeyPatch) -> None:
+    c_on(monkeypatch, "_kscan")  # the columns path is the C scanner's (in both CI tiers)
 
 
 def _classified(path: Path) -> fast_route.Classified | None:
     data = importer._read(path, [])
-    scanned = scan.scan_trace(data, importer.HeaderOnly)
-    return None if scanned is None else fast_route.classify(scanned)
+    found = scanned(data)
+    return None if found is None else fast_route.classify(found)
 
 
 def _write(tmp_path: Path, events: list[Any], **header: Any) -> Path:
@@ -341,7 +348,7 @@ def test_pure_python_mode_gives_the_same_columns(monkeypatch: pytest.MonkeyPatch
     assert fast == slow
 
 
-def test_innermost_walk_matches_the_python_one() -> None:
+def test_innermost_walk_matches_the_python_one(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(3)
     starts = rng.integers(0, 1000, 300)
     ends = starts + rng.integers(0, 200, 300)  # overlapping, not always nested
@@ -354,7 +361,10 @@ def test_innermost_walk_matches_the_python_one() -> None:
     sorted_starts = np.array([o[0] for o in ops], np.int64)
     sorted_ends = np.array([o[1] for o in ops], np.int64)
     found = np.frombuffer(
-        _kscan.innermost(sorted_starts.tobytes(), sorted_ends.tobytes(), times.tobytes()), np.int64
+        module(monkeypatch, "_kscan").innermost(
+            sorted_starts.tobytes(), sorted_ends.tobytes(), times.tobytes()
+        ),
+        np.int64,
     )
     assert [None if i < 0 else ops[i][2] for i in found.tolist()] == expected
 
@@ -378,13 +388,13 @@ def test_times_convert_exactly(text: str, ns: int | None) -> None:
         + text
         + "}]}"
     ).encode()
-    scanned = scan.scan_trace(data, importer.HeaderOnly)
-    assert scanned is not None
+    found = scanned(data)
+    assert found is not None
     if ns is None:  # left to Python's float arithmetic
-        assert scanned.flags[0] & scan.F_BAD
+        assert found.flags[0] & scan.F_BAD
     else:
-        assert not scanned.flags[0] & scan.F_BAD
-        assert int(scanned.ts_ns[0]) == ns
+        assert not found.flags[0] & scan.F_BAD
+        assert int(found.ts_ns[0]) == ns
 
 
 def test_columns_path_checks_the_memory_limit_before_scanning(tmp_path: Path) -> None:
@@ -411,13 +421,13 @@ def test_count_byte_matches_bytes_count_across_blocks() -> None:
 def test_argument_rows_know_their_event() -> None:
     base = {"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1}
     events = [{**base, "args": {"a": 1, "b": 2}}, base, {**base, "args": {"c": 3}}]
-    trace = scan.scan_trace(json.dumps({"traceEvents": events}).encode(), importer.HeaderOnly)
+    trace = scanned(json.dumps({"traceEvents": events}).encode())
     assert trace is not None
     assert trace.arg_event.tolist() == [0, 0, 2]
     # args_of finds each event's rows, none for an event without args, through the last one
     assert [trace.args_of(e) for e in range(3)] == [{"a": 1, "b": 2}, {}, {"c": 3}]
     listed = [{**base, "args": {"grid": [1, 2, 3], "x": 0.5, "s": "t", "ok": True}}, base]
-    trace = scan.scan_trace(json.dumps({"traceEvents": listed}).encode(), importer.HeaderOnly)
+    trace = scanned(json.dumps({"traceEvents": listed}).encode())
     assert trace is not None
     assert trace.args_of(0) == {"grid": [1, 2, 3], "x": 0.5, "s": "t", "ok": True}
     assert trace.args_of(0, frozenset({"x", "grid", "absent"})) == {"grid": [1, 2, 3], "x": 0.5}
@@ -433,7 +443,7 @@ def test_arg_at_reads_what_arg_reads_for_the_events_asked() -> None:
         {**base, "args": {"c": 4}},
         {**base, "args": {"a": None}},
     ]
-    trace = scan.scan_trace(json.dumps({"traceEvents": events}).encode(), importer.HeaderOnly)
+    trace = scanned(json.dumps({"traceEvents": events}).encode())
     assert trace is not None
     for key in ("a", "b", "c", "missing"):
         full = trace.arg(key)
@@ -495,7 +505,7 @@ def test_streamed_scan_equals_the_whole_scan_wherever_the_windows_cut(window: in
     import io
 
     data = (json.dumps(_AWKWARD, ensure_ascii=False, indent=1) + "\n").encode()
-    whole = scan.scan_trace(data, importer.HeaderOnly)
+    whole = scanned(data)
     reader = io.BytesIO(data)
     _same_scan(whole, scan.scan_stream(reader.readinto, importer.HeaderOnly, 1 << 40, window))
     assert whole is not None and whole.header.distributedInfo["nested"]["deep"][1] == 2.5
@@ -519,7 +529,7 @@ def test_streamed_scan_equals_the_whole_scan_wherever_the_windows_cut(window: in
 def test_streamed_scan_rejects_what_the_whole_scan_rejects(text: bytes) -> None:
     import io
 
-    assert scan.scan_trace(text, importer.HeaderOnly) is None
+    assert scanned(text) is None
     for window in (16, 1 << 20):
         reader = io.BytesIO(text)
         assert scan.scan_stream(reader.readinto, importer.HeaderOnly, 1 << 40, window) is None
@@ -534,7 +544,7 @@ def test_compressed_traces_stream_into_the_scanner(tmp_path: Path) -> None:
 
     source = FIXTURES / "kineto" / "a100_triton_tiny.json.gz"
     raw = source.read_bytes()
-    whole = scan.scan_trace(gzip.decompress(raw), importer.HeaderOnly)
+    whole = scanned(gzip.decompress(raw))
     stream = GunzipStream(raw, source, chunk=97)
     _same_scan(whole, scan.scan_stream(stream.readinto, importer.HeaderOnly, 1 << 40, 64))
     plain = tmp_path / "trace.json"
@@ -559,7 +569,7 @@ def test_columns_beyond_a_mebibyte_are_whole() -> None:
     n = 150_000  # 1.2 MB of ts and dur, 0.6 MB of name ids
     text = ",".join(f'{{"ph":"X","name":"n{i % 7}","ts":{i},"dur":{i % 5}}}' for i in range(n))
     data = ('{"traceEvents":[' + text + "]}").encode()
-    whole = scan.scan_trace(data, importer.HeaderOnly)
+    whole = scanned(data)
     assert whole is not None
     assert whole.ts_ns.tolist() == [i * 1000 for i in range(n)]
     assert whole.dur_ns.tolist() == [i % 5 * 1000 for i in range(n)]

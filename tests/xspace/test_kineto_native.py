@@ -7,8 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stepscope.xspace.kineto import _kscan, importer, scan
+from stepscope.xspace.kineto import importer, scan
 from tests.support.fixtures import FIXTURES
+from tests.support.kineto import scanned
+from tests.support.native import c_off, c_on, module
+
+
+@pytest.fixture(autouse=True)
+def _c_scanner(monkeypatch: pytest.MonkeyPatch) -> None:
+    c_on(monkeypatch, "_kscan")
 
 
 def test_kept_argument_rows_in_c_equal_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -17,7 +24,7 @@ def test_kept_argument_rows_in_c_equal_numpy(monkeypatch: pytest.MonkeyPatch) ->
     from stepscope.xspace.kineto import fast_stats
 
     data = importer._read(FIXTURES / "kineto" / "h100_bert_small_inference.json.gz", [])
-    trace = scan.scan_trace(data, importer.HeaderOnly)
+    trace = scanned(data)
     assert trace is not None and len(trace.arg_key) > 100
     rng = np.random.default_rng(5)
     for _ in range(3):
@@ -26,14 +33,14 @@ def test_kept_argument_rows_in_c_equal_numpy(monkeypatch: pytest.MonkeyPatch) ->
         key_lut = rng.integers(0, 50, len(trace.texts)).astype(np.int32)
         fast = fast_stats.kept_rows(trace, event_class, kept, key_lut)
         with monkeypatch.context() as patch:
-            patch.setattr(fast_stats, "_kscan", None)
+            c_off(patch, "_kscan")
             slow = fast_stats.kept_rows(trace, event_class, kept, key_lut)
         for got, want in zip(fast, slow, strict=True):
             assert got.dtype == want.dtype
             assert got.tolist() == want.tolist()
         fast[3][:1] = 7  # the values are written in place by the caller
     with pytest.raises(ValueError, match="different lengths"):
-        _kscan.kept_args(
+        module(monkeypatch, "_kscan").kept_args(
             trace.nargs,
             event_class[:-1],
             trace.arg_key,
@@ -48,8 +55,8 @@ def test_key_index_in_c_equals_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
     """`ScannedTrace`'s index of the looked-up keys: C's counting pass (rows and their events)
     gives the NumPy path's rows, and the lookups read the same values through either."""
     data = importer._read(FIXTURES / "kineto" / "h100_bert_small_inference.json.gz", [])
-    fast = scan.scan_trace(data, importer.HeaderOnly)
-    slow = scan.scan_trace(data, importer.HeaderOnly)
+    fast = scanned(data)
+    slow = scanned(data)
     assert fast is not None and slow is not None
     events = np.random.default_rng(3).choice(fast.n_events, 200, replace=False)
     events.sort()
@@ -58,7 +65,7 @@ def test_key_index_in_c_equals_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in keys:
         fast_rows = fast._rows_of(fast._ids[key])
         with monkeypatch.context() as patch:
-            patch.setattr(scan, "_kscan", None)
+            c_off(patch, "_kscan")
             slow_rows = slow._rows_of(slow._ids[key])
         assert fast_rows.tolist() == slow_rows.tolist(), key
         owners = fast._owners_of(fast._ids[key], fast_rows)
@@ -109,7 +116,7 @@ def test_interned_strings_of_every_length_stay_distinct() -> None:
         {"ph": "X", "name": n, "ts": 1000 + i, "dur": 1, "pid": 1, "tid": 1}
         for i, n in enumerate(names)
     ]
-    trace = scan.scan_trace(json.dumps({"traceEvents": events}).encode(), importer.HeaderOnly)
+    trace = scanned(json.dumps({"traceEvents": events}).encode())
     assert trace is not None
     ids = trace.name.tolist()
     assert [trace.texts[i] for i in ids] == names + names

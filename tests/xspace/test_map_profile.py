@@ -15,9 +15,10 @@ from stepscope import limits
 from stepscope.errors import ProfileFormatError
 from stepscope.model import load
 from stepscope.model.runs import single_file_run
-from stepscope.xspace import io, wire
+from stepscope.xspace import io
 from stepscope.xspace.formats import xplane
 from tests.support.fixtures import FIXTURES
+from tests.support.native import c_off, c_on
 
 XPLANE = sorted(FIXTURES.rglob("*.xplane.pb"))[0]
 
@@ -52,10 +53,10 @@ def test_mapping_respects_the_profile_limit() -> None:
         limits.configure(None)
 
 
-@pytest.mark.skipif(not wire.accelerated(), reason="only the C decoder reads a mapping")
 def test_open_host_decodes_the_mapping_and_closes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    c_on(monkeypatch, "_fastwire")  # only the C decoder reads a mapping
     copy = tmp_path / "host.xplane.pb"
     shutil.copy(XPLANE, copy)
     opened: list[mmap.mmap] = []
@@ -71,7 +72,7 @@ def test_open_host_decodes_the_mapping_and_closes_it(
     run = single_file_run(str(copy))
     mapped = load.open_host(run.host(run.host_names[0]), use_cache=False)
     assert len(opened) == 1 and opened[0].closed
-    monkeypatch.setenv("STEPSCOPE_PURE_PYTHON", "1")  # the fallback reads bytes
+    c_off(monkeypatch, "_fastwire")  # the fallback reads bytes
     read = load.open_host(run.host(run.host_names[0]), use_cache=False)
     assert len(opened) == 1
     for column in ("start_ns", "dur_ns", "name", "stat_start"):

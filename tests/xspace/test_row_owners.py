@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from stepscope.xspace import wire
+from tests.support.native import c_off, c_on
 
 
 def _offsets(counts: np.ndarray, base: int) -> np.ndarray:
@@ -19,8 +20,7 @@ def _offsets(counts: np.ndarray, base: int) -> np.ndarray:
 @pytest.mark.parametrize("pure", [False, True])
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])
 def test_owners_of_any_rows(pure: bool, dtype: type, monkeypatch: pytest.MonkeyPatch) -> None:
-    if pure:
-        monkeypatch.setenv("STEPSCOPE_PURE_PYTHON", "1")
+    (c_off if pure else c_on)(monkeypatch, "_fastwire")
     rng = np.random.default_rng(7)
     counts = rng.choice([0, 0, 1, 2, 5, 40], size=5000)  # empty events and long gaps
     start = _offsets(counts, base=123)  # offsets of a later slice of the table
@@ -37,9 +37,8 @@ def test_owners_of_any_rows(pure: bool, dtype: type, monkeypatch: pytest.MonkeyP
         assert got.dtype == dtype
 
 
-def test_a_row_past_the_table_is_refused() -> None:
-    if not wire.accelerated():
-        pytest.skip("the C module is not built")
+def test_a_row_past_the_table_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    c_on(monkeypatch, "_fastwire")  # the C search checks its rows (NumPy's reads none past)
     start = _offsets(np.array([2, 0, 1]), base=0)
     with pytest.raises(ValueError, match="out of range"):
         wire.row_owners(start, np.array([0, 3], np.int32))

@@ -17,6 +17,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "../_native.h"
 #include <frameobject.h>
 #include <stdint.h>
 #include <time.h>
@@ -76,6 +78,7 @@ static int push(Recorder *r, PyObject *code, int64_t start) {
 
 /* Returns 1 if one more event may be kept, 0 if not; -1 on error. */
 static int admit(void) {
+    if (g_counter == NULL) return 0; /* hooked before configure(): no budget, nothing kept */
     PyObject *value = Py_TYPE(g_counter)->tp_iternext(g_counter);
     if (value == NULL) return -1;
     long long n = PyLong_AsLongLong(value);
@@ -244,6 +247,10 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 static PyObject *set_mode(PyObject *self, PyObject *args) {
     int mode;
     if (!PyArg_ParseTuple(args, "i", &mode)) return NULL;
+    if (mode != MODE_PAUSED && mode != MODE_RECORDING && mode != MODE_STOPPED) {
+        PyErr_SetString(PyExc_ValueError, "set_mode: 0 (paused), 1 (recording) or 2 (stopped)");
+        return NULL;
+    }
     g_mode = mode;
     Py_RETURN_NONE;
 }
@@ -259,9 +266,14 @@ static PyObject *hook_current_thread(PyObject *self, PyObject *open_frames) {
     if (r == NULL) return NULL;
     r->generation = g_generation;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(open_frames); i++) {
-        PyObject *code;
+        PyObject *code, *item = PyList_GET_ITEM(open_frames, i);
         long long start;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(open_frames, i), "OL", &code, &start)) {
+        if (!PyTuple_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, "open_frames: (code, start_ns) tuples expected");
+            Py_DECREF(r);
+            return NULL;
+        }
+        if (!PyArg_ParseTuple(item, "OL", &code, &start)) {
             Py_DECREF(r);
             return NULL;
         }
@@ -294,7 +306,7 @@ static PyMethodDef module_methods[] = {
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "_pytracer", "C profile function for stepscope's Python tracer.", -1,
-    module_methods,
+    module_methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__pytracer(void) {
@@ -307,5 +319,5 @@ PyMODINIT_FUNC PyInit__pytracer(void) {
         Py_DECREF(m);
         return NULL;
     }
-    return m;
+    return stamped(m);
 }

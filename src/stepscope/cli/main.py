@@ -47,7 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="stepscope",
         description="Profile ML training steps and see where the time goes.",
     )
-    parser.add_argument("--version", action="version", version=f"stepscope {__version__}")
+    parser.add_argument(
+        "--version",
+        action=_Version,
+        nargs=0,
+        help="show the version and the state of each C accelerator, and exit",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"stepscope.cli.commands.{name}").register(subparsers)
@@ -69,6 +74,17 @@ def build_parser() -> argparse.ArgumentParser:
             "the same as logging.getLogger('stepscope').setLevel(logging.WARNING))",
         )
     return parser
+
+
+class _Version(argparse.Action):
+    """``--version``: the release, then each C accelerator and whether it is used."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from stepscope import accelerators
+
+        lines = [f"stepscope {__version__}", "C accelerators:", *accelerators.report()]
+        sys.stdout.write("\n".join(lines) + "\n")  # on stdout, as argparse's version action
+        parser.exit()
 
 
 def _size(text: str) -> int:

@@ -473,14 +473,11 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_sweeps", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_sweeps", NULL, -1, methods,
+                                    NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__sweeps(void) {
     PyObject *m = PyModule_Create(&module);
-    /* step_type_unions takes int16 types (builds before this took int64 only) */
-    if (m && PyModule_AddIntConstant(m, "TYPES_INT16", 1) < 0) Py_CLEAR(m);
-    /* and int32 steps */
-    if (m && PyModule_AddIntConstant(m, "STEPS_INT32", 1) < 0) Py_CLEAR(m);
     if (m && PyModule_AddFunctions(m, pair_methods) < 0) Py_CLEAR(m); /* _sweeps_pairs.c */
-    return m;
+    return stamped(m);
 }

@@ -5,6 +5,8 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "../_native.h"
 #include <stdint.h>
 
 #include "../_gallop.h" /* the galloping search, shared with the decoder */

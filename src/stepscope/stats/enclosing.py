@@ -8,21 +8,12 @@ other events cost nothing but a boolean mask.
 
 from __future__ import annotations
 
-import importlib
-import os
-from typing import Any
-
 import numpy as np
 
+from stepscope import accelerators
 from stepscope.distinct import distinct
 from stepscope.event_order import start_order
 from stepscope.model import Profile
-
-_enclosing: Any
-try:
-    _enclosing = importlib.import_module("stepscope.stats._enclosing")
-except ImportError:  # not built: the Python loop below
-    _enclosing = None
 
 
 def innermost_enclosing(
@@ -64,9 +55,10 @@ def _scan_line(
     cand = cand[cand_order]
     q_order = np.argsort(starts[query_events], kind="stable")
     queries = query_events[q_order]
-    if _enclosing is not None and os.environ.get("STEPSCOPE_PURE_PYTHON") != "1":
+    fast = accelerators.get("_enclosing")
+    if fast is not None:
         columns = (starts[cand], ends[cand], cand, starts[queries], ends[queries], queries)
-        found = _enclosing.scan(*(np.ascontiguousarray(a, np.int64).tobytes() for a in columns))
+        found = fast.scan(*(np.ascontiguousarray(a, np.int64).tobytes() for a in columns))
         out[positions[q_order]] = np.frombuffer(found, np.int64)
         return
     c_start = starts[cand].tolist()

@@ -6,39 +6,6 @@ versions beside each use run instead; both give the same results (tests compare 
 
 from __future__ import annotations
 
-import importlib
-import os
-from types import ModuleType
+from stepscope import accelerators
 
-# Every function the callers use: an extension built from an older `_sweeps.c` (an editable
-# install not rebuilt after an update) lacks some, and is then not used at all rather than
-# failing with AttributeError in the middle of an analysis.
-_FUNCTIONS = (
-    "hold_walk",
-    "nest_parents",
-    "nest_self_time",
-    "op_sums",
-    "stat_sums",
-    "step_type_unions",
-    "sum_by_row",
-    "window_bounds",
-    "union_in_order",
-    "window_pairs_into",
-    "union_in_runs",
-    "step_type_unions_in_runs",
-)
-
-
-def _load() -> ModuleType | None:
-    if os.environ.get("STEPSCOPE_PURE_PYTHON") == "1":
-        return None
-    try:
-        module = importlib.import_module("stepscope.stats._sweeps")
-    except ImportError:
-        return None
-    if not all(hasattr(module, name) for name in _FUNCTIONS):
-        return None
-    return module
-
-
-sweeps = _load()
+sweeps = accelerators.get("_sweeps")

@@ -171,7 +171,10 @@ static PyObject *decode(PyObject *self, PyObject *args) {
     int threads = 1;
     Py_ssize_t chunk_events = CHUNK_EVENTS;
     if (!PyArg_ParseTuple(args, "O|Lin", &arg, &max_bytes, &threads, &chunk_events)) return NULL;
-    if (chunk_events < 1) chunk_events = 1;
+    if (threads < 1 || chunk_events < 1) {
+        PyErr_SetString(PyExc_ValueError, "decode: threads and chunk_events must be at least 1");
+        return NULL;
+    }
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE)) return NULL;
     Cursor all = {(const uint8_t *)view.buf, (const uint8_t *)view.buf + view.len};
@@ -255,8 +258,14 @@ done:
  * (the caller searches). Shared by model.Profile.stat_at and the Kineto scanner's arg_at.
  */
 static PyObject *last_at_or_before(PyObject *self, PyObject *args) {
+    PyObject *owners_obj, *events_obj;
     Py_buffer owners, events;
-    if (!PyArg_ParseTuple(args, "y*y*", &owners, &events)) return NULL;
+    if (!PyArg_ParseTuple(args, "OO", &owners_obj, &events_obj)) return NULL;
+    if (native_array(owners_obj, &owners, 4, 0, "last_at_or_before: owners")) return NULL;
+    if (native_array(events_obj, &events, 8, 0, "last_at_or_before: events")) {
+        PyBuffer_Release(&owners);
+        return NULL;
+    }
     Py_ssize_t n = owners.len / 4, m = events.len / 8, j = 0;
     const int32_t *own = owners.buf;
     const int64_t *ev = events.buf;
@@ -287,16 +296,15 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastwire", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastwire", NULL, -1, methods,
+                                    NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__fastwire(void) {
     PyObject *m = PyModule_Create(&module);
-    /* Callers check it before passing `threads` (a module built earlier takes two args). */
-    if (m && (PyModule_AddIntConstant(m, "PARALLEL", 1) ||
-              PyModule_AddFunctions(m, header_methods) ||
+    if (m && (PyModule_AddFunctions(m, header_methods) ||
               PyModule_AddFunctions(m, row_methods))) {
         Py_DECREF(m);
         return NULL;
     }
-    return m;
+    return stamped(m);
 }

@@ -4,6 +4,8 @@
 #define STEPSCOPE_FASTWIRE_H
 
 #include <Python.h>
+
+#include "../_native.h"
 #include <stdint.h>
 #include <string.h>
 

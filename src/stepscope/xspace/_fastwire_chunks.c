@@ -156,6 +156,7 @@ int run_chunks(Chunk *chunks, Py_ssize_t n, int threads, Columns *out, const uin
     Work w = {chunks, n, out, base, 0, 0};
     if (threads > n) threads = (int)n;
     if (threads > MAX_WORKERS) threads = MAX_WORKERS;
+    if (threads < 1) threads = 1; /* decode() refuses fewer; no chunks: this thread alone */
     Py_BEGIN_ALLOW_THREADS
 #ifdef HAVE_THREADS
     pthread_t helpers[MAX_WORKERS];

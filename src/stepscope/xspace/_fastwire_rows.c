@@ -29,7 +29,10 @@ static PyObject *row_owners(PyObject *self, PyObject *args) {
         if (PyObject_GetBuffer(objs[held], &v[held], flags) < 0) goto done;
     }
     Py_ssize_t width = v[1].itemsize;
-    if (v[0].itemsize != 8 || v[0].len < 8 || (width != 4 && width != 8) ||
+    int aligned = 1;
+    for (int k = 0; k < 3; k++)
+        if (v[k].itemsize <= 0 || (uintptr_t)v[k].buf % (uintptr_t)v[k].itemsize) aligned = 0;
+    if (!aligned || v[0].itemsize != 8 || v[0].len < 8 || (width != 4 && width != 8) ||
         v[2].itemsize != width || v[2].len != v[1].len) {
         PyErr_SetString(PyExc_ValueError,
                         "row_owners: int64 offsets, and rows and out of one integer width");
@@ -37,7 +40,12 @@ static PyObject *row_owners(PyObject *self, PyObject *args) {
     }
     const int64_t *start = v[0].buf;
     Py_ssize_t n_start = v[0].len / 8, m = v[1].len / width;
-    int64_t base = start[0], n_rows = start[n_start - 1] - base;
+    int64_t base = start[0], n_rows;
+    /* offsets of a table's rows: from 0 up (so that r + base below stays in range) */
+    if (base < 0 || !sub_ok(start[n_start - 1], base, &n_rows)) {
+        PyErr_SetString(PyExc_ValueError, "row_owners: stat offsets out of range");
+        goto done;
+    }
     for (Py_ssize_t k = 0; k < m; k++) {
         int64_t r = width == 4 ? ((const int32_t *)v[1].buf)[k] : ((const int64_t *)v[1].buf)[k];
         if (r < 0 || r >= n_rows) {

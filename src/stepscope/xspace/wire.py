@@ -2,7 +2,8 @@
 
 Two implementations give identical results: the C accelerator `_fastwire` (built at install
 time when a compiler is present) and a protobuf-based fallback. `decode_columns` picks the
-accelerator when it is importable; `STEPSCOPE_PURE_PYTHON=1` forces the fallback.
+accelerator when `stepscope.accelerators` gives it (`STEPSCOPE_PURE_PYTHON=1` forces the
+fallback).
 
 The raw form keeps XSpace's plane-local metadata ids; `stepscope.model` maps them to
 profile-wide interned names.
@@ -10,16 +11,14 @@ profile-wide interned names.
 
 from __future__ import annotations
 
-import importlib
 import mmap
-import os
 import struct
 from collections.abc import Sequence
 from types import ModuleType
 
 import numpy as np
 
-from stepscope import limits, workers
+from stepscope import accelerators, limits, workers
 from stepscope.records import record
 from stepscope.xspace import headers
 from stepscope.xspace.headers import PlaneHeader, SpaceHeader
@@ -27,12 +26,6 @@ from stepscope.xspace.headers import PlaneHeader, SpaceHeader
 TYPE_CHECKING = False  # protobuf only where a message is parsed: not with the C decoder
 if TYPE_CHECKING:
     from stepscope.xspace.proto.xplane_pb2 import XSpace
-
-_fastwire: ModuleType | None
-try:  # The accelerator is optional; see setup.py.
-    _fastwire = importlib.import_module("stepscope.xspace._fastwire")
-except ImportError:  # pragma: no cover - exercised when no compiler was available
-    _fastwire = None
 
 # Stat value kinds in `RawColumns.st_kind` (and in the model).
 KIND_NONE, KIND_INT, KIND_UINT, KIND_DOUBLE, KIND_STR, KIND_BYTES, KIND_REF = range(7)
@@ -81,9 +74,13 @@ class RawColumns:
         return len(self.ev_meta)
 
 
+def _fastwire() -> ModuleType | None:
+    return accelerators.get("_fastwire")
+
+
 def accelerated() -> bool:
     """Whether the C decoder is in use."""
-    return _fastwire is not None and os.environ.get("STEPSCOPE_PURE_PYTHON") != "1"
+    return _fastwire() is not None
 
 
 def row_owners(stat_start: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -95,9 +92,10 @@ def row_owners(stat_start: np.ndarray, rows: np.ndarray) -> np.ndarray:
     every row's event."""
     narrow = rows.dtype == np.int32 and len(stat_start) <= 2**31
     rows = np.ascontiguousarray(rows, np.int32 if narrow else np.int64)
-    if accelerated() and hasattr(_fastwire, "row_owners"):  # not in a module built earlier
+    fast = _fastwire()
+    if fast is not None:
         out = np.empty(len(rows), dtype=rows.dtype)
-        _fastwire.row_owners(np.ascontiguousarray(stat_start, np.int64), rows, out)  # type: ignore[union-attr]
+        fast.row_owners(np.ascontiguousarray(stat_start, np.int64), rows, out)
         return out
     found = np.searchsorted(stat_start, rows + np.int64(stat_start[0]), "right") - 1
     return found.astype(rows.dtype, copy=False)
@@ -108,9 +106,9 @@ def last_at_or_before(owners: np.ndarray, events: np.ndarray) -> np.ndarray:
     or an argument's rows) at or before it, -1 when none: ``np.searchsorted(owners, events,
     "right") - 1``, by one merge in C when the events ascend (the usual ask: 2 ms -> 0.2 ms
     for 65k kernels' correlation ids). Read-only."""
-    if accelerated() and hasattr(_fastwire, "last_at_or_before") and owners.dtype == np.int32:
-        assert _fastwire is not None
-        found = _fastwire.last_at_or_before(
+    fast = _fastwire()
+    if fast is not None and owners.dtype == np.int32:
+        found = fast.last_at_or_before(
             np.ascontiguousarray(owners), np.ascontiguousarray(events, dtype=np.int64)
         )
         if found is not None:
@@ -129,8 +127,9 @@ def decode_columns(
     """Decode serialized XSpace bytes, the events by ``threads`` workers (default
     ``$STEPSCOPE_THREADS``; the same columns with any number). Raises ValueError on corrupt
     data and `ProfileTooLargeError` when the result would exceed `limits.max_profile_bytes()`."""
-    if accelerated():
-        return _decode_fast(data, source, workers.threads() if threads is None else threads)
+    fast = _fastwire()
+    if fast is not None:
+        return _decode_fast(fast, data, source, workers.threads() if threads is None else threads)
     from google.protobuf.message import DecodeError
 
     from stepscope.xspace.proto.xplane_pb2 import XSpace
@@ -148,45 +147,18 @@ def decode_columns(
     return columns_from_message(space)
 
 
-def _parse_headers(
-    header: bytes, planes: list[tuple[bytes, object]]
-) -> tuple[SpaceHeader, list[PlaneHeader]]:
-    """The space and plane headers: by the C module when it has the parsers (no protobuf
-    import: about 11 ms per process), else by protobuf."""
-    assert _fastwire is not None
-    if hasattr(_fastwire, "plane_header"):
-        return headers.space_header_of(_fastwire.space_header(header)), [
-            headers.plane_header_of(_fastwire.plane_header(plane)) for plane, _ in planes
-        ]
-    from google.protobuf.message import DecodeError
-
-    from stepscope.xspace.proto.xplane_pb2 import XPlane, XSpace
-
-    try:  # a module built before the parsers: rebuild it to get them
-        return headers.space_header_from_message(XSpace.FromString(bytes(header))), [
-            headers.plane_header_from_message(XPlane.FromString(bytes(plane)))
-            for plane, _ in planes
-        ]
-    except DecodeError as exc:
-        raise ValueError(str(exc)) from exc
-
-
-def _decode_fast(data: bytes | mmap.mmap, source: str, threads: int) -> RawColumns:
-    assert _fastwire is not None  # callers check `accelerated()`
+def _decode_fast(
+    fast: ModuleType, data: bytes | mmap.mmap, source: str, threads: int
+) -> RawColumns:
     limit = limits.max_profile_bytes()
     try:
-        if getattr(_fastwire, "PARALLEL", 0):
-            decoded = _fastwire.decode(data, limit, threads)
-        else:  # a module built before this version: rebuild it to get the workers
-            try:
-                decoded = _fastwire.decode(data, limit)
-            except TypeError:  # built before the bound existed
-                decoded = _fastwire.decode(data)
-        header, planes, columns, strings, aggregated = decoded
+        header, planes, columns, strings, aggregated = fast.decode(data, limit, threads)
     except MemoryError as exc:
         needed = exc.args[1] if len(exc.args) == 2 and isinstance(exc.args[1], int) else None
         raise limits.ProfileTooLargeError(source, "decoding this XSpace", needed, limit) from exc
-    space_header, plane_headers = _parse_headers(header, planes)
+    # The headers by the C parsers: no protobuf import (about 11 ms per process).
+    space_header = headers.space_header_of(fast.space_header(header))
+    plane_headers = [headers.plane_header_of(fast.plane_header(plane)) for plane, _ in planes]
     lines: list[RawLine] = []
     for plane_index, (_, plane_lines) in enumerate(planes):
         for line_id, display_id, name, display_name, ts, dur, first, count in plane_lines:

@@ -11,19 +11,20 @@ import threading
 from time import perf_counter_ns
 from typing import Any
 
+from stepscope import accelerators
 from stepscope.capture.python_tracer.backend import TracerState
 from stepscope.capture.python_tracer.events import PAUSED, RECORDING, STOPPED, PyThreadEvents
 
-try:
-    from stepscope.capture import _pytracer  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - depends on the build
-    _pytracer = None
-
 _hooked: list[tuple[PyThreadEvents, Any]] = []
+# The extension, taken by `available` (the tracer asks before choosing this backend) and kept
+# for the session: a switch of STEPSCOPE_PURE_PYTHON meanwhile does not strand a recording.
+_pytracer: Any = None
 
 
 def available() -> bool:
     """Built, and its clock is the one of `time.perf_counter_ns` (true on Linux)."""
+    global _pytracer
+    _pytracer = accelerators.get("_pytracer")
     if _pytracer is None:
         return False
     before = perf_counter_ns()

@@ -22,18 +22,18 @@ at start; frames still open at stop end at stop. Every event counts against ``ma
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from time import perf_counter_ns
 from typing import cast
 
+from stepscope import accelerators
 from stepscope.capture.host_tracer import EventBudget
 from stepscope.capture.python_tracer.backend import Backend, TracerState
 from stepscope.capture.python_tracer.events import RECORDING, STOPPED, PyThreadEvents
 
 
 def _choose(force_pure_python: bool) -> str:
-    if not force_pure_python and os.environ.get("STEPSCOPE_PURE_PYTHON") != "1":
+    if not force_pure_python and not accelerators.switched_off("_pytracer"):
         from stepscope.capture.python_tracer import c_backend
 
         if c_backend.available():

@@ -35,6 +35,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "../../_native.h"
 #include <stdint.h>
 #include <stdlib.h>
 #ifndef _WIN32
@@ -448,6 +450,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_segsearch", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_segsearch", NULL, -1, methods,
+                                    NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__segsearch(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__segsearch(void) { return stamped(PyModule_Create(&module)); }

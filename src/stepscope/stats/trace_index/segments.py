@@ -8,22 +8,17 @@ NumPy vector operations (one bisection step for all segments at once).
 
 from __future__ import annotations
 
-import importlib
-import os
 from typing import Any
 
 import numpy as np
 
-_segsearch: Any
-try:
-    _segsearch = importlib.import_module("stepscope.stats.trace_index._segsearch")
-except ImportError:  # not built: the NumPy bisection below
-    _segsearch = None
+from stepscope import accelerators
 
 
 def native() -> Any:
-    """The C helpers (`_segsearch.c`), or None when not built or STEPSCOPE_PURE_PYTHON=1."""
-    return _segsearch if os.environ.get("STEPSCOPE_PURE_PYTHON") != "1" else None
+    """The C helpers (`_segsearch.c`), or None (not built, or switched off: the NumPy
+    versions)."""
+    return accelerators.get("_segsearch")
 
 
 def segmented_search(

@@ -13,6 +13,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "../../_native.h"
 #include <stdint.h>
 #include <string.h>
 
@@ -29,6 +31,7 @@ static int grow(Out *o, Py_ssize_t extra) {
 }
 
 static int put(Out *o, const char *s, Py_ssize_t n) {
+    if (n <= 0) return 0; /* the first put may be empty: no memcpy to a NULL buffer */
     if (grow(o, n) < 0) return -1;
     memcpy(o->buf + o->len, s, n); o->len += n;
     return 0;
@@ -76,10 +79,8 @@ static PyObject *events(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Out o = {NULL, 0, 0};
     PyObject *objs[N_INT + 1] = {arr[0], arr[1], arr[2], arr[3], arr[4], ivalue_obj};
-    for (; got < N_INT + 1; got++) {
-        if (PyObject_GetBuffer(objs[got], &v[got], PyBUF_C_CONTIGUOUS) < 0) goto done;
-        if (v[got].len % 8) { got++; PyErr_SetString(PyExc_ValueError, "int64 arrays expected"); goto done; }
-    }
+    for (; got < N_INT + 1; got++)
+        if (native_array(objs[got], &v[got], 8, 0, "events")) goto done;
     Py_ssize_t n = v[0].len / 8, m = v[3].len / 8;
     if (v[1].len / 8 != n || v[2].len / 8 != n || PyList_GET_SIZE(cats) != n ||
         PyList_GET_SIZE(names) != n || PyList_GET_SIZE(metas) != n || PyList_GET_SIZE(tails) != n ||
@@ -101,7 +102,7 @@ static PyObject *events(PyObject *self, PyObject *args) {
             put_str(&o, PyList_GET_ITEM(names, i)) < 0 || put(&o, ",\"args\":{", 9) < 0 ||
             put_str(&o, PyList_GET_ITEM(metas, i)) < 0)
             goto done;
-        if (count[i] < 0 || j + count[i] > m) { PyErr_SetString(PyExc_ValueError, "bad pair counts"); goto done; }
+        if (count[i] < 0 || count[i] > m - j) { PyErr_SetString(PyExc_ValueError, "bad pair counts"); goto done; }
         for (Py_ssize_t end = j + count[i]; j < end; j++) {
             if ((comma[j] && put(&o, ",", 1) < 0) || put_str(&o, PyList_GET_ITEM(keys, j)) < 0 ||
                 put(&o, ":", 1) < 0)
@@ -132,10 +133,8 @@ static PyObject *flows(PyObject *self, PyObject *args) {
     int got = 0;
     PyObject *result = NULL;
     Out o = {NULL, 0, 0};
-    for (; got < 5; got++) {
-        if (PyObject_GetBuffer(objs[got], &v[got], PyBUF_C_CONTIGUOUS) < 0) goto done;
-        if (v[got].len % 8) { got++; PyErr_SetString(PyExc_ValueError, "int64 arrays expected"); goto done; }
-    }
+    for (; got < 5; got++)
+        if (native_array(objs[got], &v[got], 8, 0, "flows")) goto done;
     Py_ssize_t n = v[0].len / 8;
     if (v[1].len / 8 != n || v[2].len / 8 != 2 * n || v[3].len / 8 != 2 * n || v[4].len / 8 != 2 * n) {
         PyErr_SetString(PyExc_ValueError, "columns differ in length");
@@ -170,6 +169,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_jsonfmt", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_jsonfmt", NULL, -1, methods,
+                                    NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__jsonfmt(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__jsonfmt(void) { return stamped(PyModule_Create(&module)); }

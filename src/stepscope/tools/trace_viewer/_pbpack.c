@@ -13,6 +13,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "../../_native.h"
 #include <stdint.h>
 #include <string.h>
 
@@ -26,6 +28,12 @@ static inline unsigned char *vput(unsigned char *p, uint64_t v) {
     while (v >= 0x80) { *p++ = (unsigned char)(v | 0x80); v >>= 7; }
     *p++ = (unsigned char)v;
     return p;
+}
+
+/* The key of a DebugAnnotation value field: its number and wire type (1: fixed64 for the
+ * double, field 5; 0: varint). */
+static inline uint64_t annotation_key(int64_t field) {
+    return ((uint64_t)field << 3) | (field == 5 ? 1 : 0);
 }
 
 #define N_ARRAYS 12  /* int64 arrays */
@@ -46,9 +54,8 @@ static PyObject *pack(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Py_ssize_t n = -1;
     for (int i = 0; i < 16; i++, got++) {
-        if (PyObject_GetBuffer(objs[i], &views[i], PyBUF_C_CONTIGUOUS) < 0) goto done;
+        if (native_array(objs[i], &views[i], is_buf[i] ? 1 : 8, 0, "pack")) goto done;
         if (!is_buf[i]) {
-            if (views[i].len % 8) { PyErr_SetString(PyExc_ValueError, "int64 arrays expected"); got++; goto done; }
             Py_ssize_t len = views[i].len / 8;
             if (n < 0) n = len;
             else if (len != n) { PyErr_SetString(PyExc_ValueError, "arrays differ in length"); got++; goto done; }
@@ -68,14 +75,19 @@ static PyObject *pack(PyObject *self, PyObject *args) {
         if (kind[i] != 2) te += 1 + vlen((uint64_t)name[i]);
         for (int b = 0; b < 4; b++) {
             int64_t s = start[b][i], l = length[b][i];
-            if (l < 0 || s < 0 || s + l > src_len[b]) {
+            if (l < 0 || s < 0 || s > src_len[b] || l > src_len[b] - s) {
                 PyErr_SetString(PyExc_ValueError, "range outside its buffer");
                 goto done;
             }
             te += l;
         }
         Py_ssize_t pk = 1 + vlen((uint64_t)ts[i]) + header + 1 + vlen((uint64_t)te) + te;
-        total += 1 + vlen((uint64_t)pk) + pk;
+        int64_t grown;
+        if (!add_ok(total, 1 + vlen((uint64_t)pk) + pk, &grown) || grown > PY_SSIZE_T_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "pack: the chunk is too large");
+            goto done;
+        }
+        total = (Py_ssize_t)grown;
     }
     result = PyBytes_FromStringAndSize(NULL, total);
     if (!result) goto done;
@@ -125,10 +137,8 @@ static PyObject *annotations(PyObject *self, PyObject *args) {
     Py_buffer v[4];
     int got = 0;
     PyObject *result = NULL;
-    for (; got < 4; got++) {
-        int flags = got == 3 ? (PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) : PyBUF_C_CONTIGUOUS;
-        if (PyObject_GetBuffer(objs[got], &v[got], flags) < 0) goto done;
-    }
+    for (; got < 4; got++)
+        if (native_array(objs[got], &v[got], 8, got == 3, "annotations")) goto done;
     Py_ssize_t n = v[0].len / 8;
     for (int i = 1; i < 4; i++) {
         if (v[i].len != v[0].len) { PyErr_SetString(PyExc_ValueError, "arrays differ in length"); goto done; }
@@ -136,23 +146,27 @@ static PyObject *annotations(PyObject *self, PyObject *args) {
     const int64_t *name = v[0].buf, *field = v[1].buf, *value = v[2].buf;
     int64_t *sizes = v[3].buf;
     Py_ssize_t total = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t inner = 1 + vlen((uint64_t)name[i]) + (field[i] >= 16 ? 2 : 1);
+    for (Py_ssize_t i = 0; i < n; i++) { /* a protobuf field number: its key sized as written */
+        if (field[i] < 1 || field[i] > 0x1FFFFFFF) {
+            PyErr_SetString(PyExc_ValueError, "annotations: a field number out of range");
+            goto done;
+        }
+        Py_ssize_t inner = 1 + vlen((uint64_t)name[i]) + vlen(annotation_key(field[i]));
         inner += field[i] == 5 ? 8 : vlen((uint64_t)value[i]);
         sizes[i] = 1 + vlen((uint64_t)inner) + inner;
-        total += sizes[i];
+        total += sizes[i]; /* at most 39 bytes a row: no overflow for a buffer's rows */
     }
     result = PyBytes_FromStringAndSize(NULL, total);
     if (!result) goto done;
     unsigned char *p = (unsigned char *)PyBytes_AS_STRING(result);
     for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t inner = 1 + vlen((uint64_t)name[i]) + (field[i] >= 16 ? 2 : 1);
+        Py_ssize_t inner = 1 + vlen((uint64_t)name[i]) + vlen(annotation_key(field[i]));
         inner += field[i] == 5 ? 8 : vlen((uint64_t)value[i]);
         *p++ = 0x22;
         p = vput(p, (uint64_t)inner);
         *p++ = 0x08;
         p = vput(p, (uint64_t)name[i]);
-        p = vput(p, (uint64_t)((field[i] << 3) | (field[i] == 5 ? 1 : 0)));
+        p = vput(p, annotation_key(field[i]));
         if (field[i] == 5) {
             uint64_t bits = (uint64_t)value[i];
             for (int b = 0; b < 8; b++) *p++ = (unsigned char)(bits >> (8 * b));
@@ -172,6 +186,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_pbpack", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_pbpack", NULL, -1, methods,
+                                    NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__pbpack(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__pbpack(void) { return stamped(PyModule_Create(&module)); }

@@ -13,13 +13,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from stepscope import accelerators
 from stepscope.model import Profile
 from stepscope.xspace.wire import KIND_BYTES, KIND_DOUBLE, KIND_INT, KIND_STR, KIND_UINT
-
-try:  # optional C accelerator (setup.py); without it format_events_py writes the same text
-    from stepscope.tools.trace_viewer import _jsonfmt  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - depends on the build
-    _jsonfmt = None
 
 
 def objects(values: list[Any]) -> np.ndarray:
@@ -123,9 +119,10 @@ def format_events_py(c: EventColumns) -> str:
 
 
 def format_events(c: EventColumns) -> str:
-    if _jsonfmt is None:
+    fast = accelerators.get("_jsonfmt")  # without it format_events_py writes the same text
+    if fast is None:
         return format_events_py(c)
-    text: str = _jsonfmt.events(*c)
+    text: str = fast.events(*c)
     return text
 
 
@@ -171,9 +168,10 @@ def format_flows(
     ts_ns: np.ndarray,
     cats: list[str],
 ) -> str:
-    if _jsonfmt is None:
+    fast = accelerators.get("_jsonfmt")
+    if fast is None:
         return format_flows_py(ids, cat, pid, tid, ts_ns, cats)
-    text: str = _jsonfmt.flows(ids, cat, pid, tid, ts_ns, cats)
+    text: str = fast.flows(ids, cat, pid, tid, ts_ns, cats)
     return text
 
 

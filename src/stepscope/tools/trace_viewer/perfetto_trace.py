@@ -25,11 +25,11 @@ written as a stream in bounded memory.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import numpy as np
 
+from stepscope import accelerators
 from stepscope.model import Profile
 from stepscope.stats.trace_index.flows import FlowTable, build_flows
 from stepscope.stats.trace_index.lod import line_order, nesting_depth, nesting_parents
@@ -48,13 +48,6 @@ from stepscope.tools.trace_viewer.pb_columns import (
     varint,
 )
 from stepscope.xspace.wire import KIND_BYTES, KIND_DOUBLE, KIND_INT, KIND_STR, KIND_UINT
-
-try:  # the C accelerator (setup.py build_ext); the numpy encoder is the fallback
-    from stepscope.tools.trace_viewer import _pbpack  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - depends on the build
-    _pbpack = None
-if os.environ.get("STEPSCOPE_PURE_PYTHON") == "1":  # as for the XSpace decoder: test the fallback
-    _pbpack = None
 
 CHUNK = 200_000
 SEQUENCE = 1
@@ -191,12 +184,13 @@ def _annotations(key: np.ndarray, kind: np.ndarray, value: np.ndarray) -> Encode
     """Each stat row as an encoded ``TrackEvent.debug_annotations`` (field 4) entry."""
     n = len(key)
     is_str = (kind == KIND_STR) | (kind == KIND_BYTES)
-    if _pbpack is not None:
+    fast = accelerators.get("_pbpack")  # else the numpy encoder below (same bytes)
+    if fast is not None:
         field = np.select(
             [kind == KIND_INT, kind == KIND_UINT, kind == KIND_DOUBLE], [4, 3, 5], 17
         ).astype(np.int64)
         sizes = np.zeros(n, dtype=np.int64)
-        data = _pbpack.annotations(
+        data = fast.annotations(
             key.astype(np.int64) + 1,
             field,
             np.where(is_str, value + 1, value).astype(np.int64),
@@ -371,12 +365,13 @@ def _event_packets(
         *flow_ids.ranges(ev, who, first),
     ]
     names = profile.name[ev][who].astype(np.int64) + 1
-    if _pbpack is not None:
+    fast = accelerators.get("_pbpack")
+    if fast is not None:
         arrays = [np.ascontiguousarray(a, dtype=np.int64) for a in (ts, kind, track[who], names)]
         for buf, start_at, length in copies:
             arrays += [np.ascontiguousarray(buf, dtype=np.uint8)]
             arrays += [np.ascontiguousarray(a, dtype=np.int64) for a in (start_at, length)]
-        packed: bytes = _pbpack.pack(*arrays, SEQUENCE, SEQ_NEEDS_STATE)
+        packed: bytes = fast.pack(*arrays, SEQUENCE, SEQ_NEEDS_STATE)
         return packed
     n = len(who)
     fields = [

@@ -4,9 +4,10 @@
  * is not built, or the trace has anything this scanner does not model exactly, the importer's
  * per-event Python path runs instead (same profile, tested).
  *
- * scan(data) -> None (not an object with one traceEvents array of valid, well-formed JSON that
- *               this scanner models) or (header: bytes, strings: list[bytes],
- *               columns: dict[str, bytes])
+ * scan_stream(readinto, limit, window) (below) -> None (not an object with one traceEvents
+ *               array of valid, well-formed JSON that this scanner models) or (header: bytes,
+ *               strings: list[bytes], columns: dict[str, bytes]); the only scanner: a whole
+ *               text in memory is read through a BytesIO (tests/support/kineto.scanned).
  *
  * header: the document with an empty traceEvents array (decoded by msgspec).
  * strings: distinct raw JSON string contents (escapes not decoded: Python decodes each once)
@@ -110,32 +111,18 @@ static void stream_free(Stream *st) {
     free(st->s.table.slots);
 }
 
-/* scan(data): the whole document in one buffer. */
-static PyObject *scan(PyObject *self, PyObject *args) {
-    Py_buffer view;
-    if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
-    Stream st = {0};
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = kscan_feed(&st, view.buf, view.len, 1);
-    Py_END_ALLOW_THREADS
-    PyObject *result = NULL;
-    if (st.s.oom) PyErr_NoMemory();
-    else if (rc) result = Py_NewRef(Py_None);
-    else result = result_of(&st);
-    stream_free(&st);
-    PyBuffer_Release(&view);
-    return result;
-}
-
-/* Reads readinto(memoryview) -> int into the window after its first `len` bytes. */
-static Py_ssize_t read_more(PyObject *readinto, char *window, Py_ssize_t len, Py_ssize_t cap) {
-    PyObject *view = PyMemoryView_FromMemory(window + len, cap - len, PyBUF_WRITE);
+/* Reads readinto(memoryview) -> int into the window (a bytearray) after its first `len`
+ * bytes. The window is a Python object so that a reader that keeps a view of it keeps it
+ * alive (and the window then cannot grow: BufferError), never a view of freed memory. */
+static Py_ssize_t read_more(PyObject *readinto, PyObject *window, Py_ssize_t len) {
+    Py_ssize_t cap = PyByteArray_GET_SIZE(window);
+    PyObject *whole = PyMemoryView_FromObject(window);
+    if (!whole) return -1;
+    PyObject *view = PySequence_GetSlice(whole, len, cap);
+    Py_DECREF(whole);
     if (!view) return -1;
     PyObject *got = PyObject_CallOneArg(readinto, view);
-    PyObject *released = PyObject_CallMethod(view, "release", NULL);
     Py_DECREF(view);
-    Py_XDECREF(released);
     if (!got) return -1;
     Py_ssize_t n = PyLong_AsSsize_t(got);
     Py_DECREF(got);
@@ -148,11 +135,11 @@ static Py_ssize_t read_more(PyObject *readinto, char *window, Py_ssize_t len, Py
 }
 
 /*
- * scan_stream(readinto, limit, window) -> as scan, reading the document through readinto (a
- * file's, or anything that fills a memoryview and returns the byte count, 0 at the end) in
- * windows of `window` bytes (grown for a longer event): the text is never held whole. An int
- * instead of the tuple: the bytes the columns would need (twice their size, with what routing
- * makes of them) once that passes limit.
+ * scan_stream(readinto, limit, window): the columns (see the module comment) of the document
+ * read through readinto (a file's, or anything that fills a memoryview and returns the byte
+ * count, 0 at the end) in windows of `window` bytes (grown for a longer event): the text is
+ * never held whole. An int instead of the tuple: the bytes the columns would need (twice
+ * their size, with what routing makes of them) once that passes limit.
  */
 static PyObject *scan_stream(PyObject *self, PyObject *args) {
     PyObject *readinto;
@@ -162,19 +149,17 @@ static PyObject *scan_stream(PyObject *self, PyObject *args) {
     Stream st = {0};
     PyObject *result = NULL;
     Py_ssize_t len = 0;
-    char *window = malloc((size_t)cap);
-    if (!window) {
-        PyErr_NoMemory();
-        goto done;
-    }
+    PyObject *window = PyByteArray_FromStringAndSize(NULL, cap);
+    if (!window) goto done;
     for (int final = 0;;) {
-        Py_ssize_t n = read_more(readinto, window, len, cap);
+        Py_ssize_t n = read_more(readinto, window, len);
         if (n < 0) goto done;
         final = n == 0;
         len += n;
         int rc;
+        const uint8_t *text = (const uint8_t *)PyByteArray_AS_STRING(window);
         Py_BEGIN_ALLOW_THREADS
-        rc = kscan_feed(&st, (const uint8_t *)window, len, final);
+        rc = kscan_feed(&st, text, len, final);
         Py_END_ALLOW_THREADS
         if (st.s.oom) {
             PyErr_NoMemory();
@@ -190,24 +175,16 @@ static PyObject *scan_stream(PyObject *self, PyObject *args) {
             result = PyLong_FromSsize_t(needed);
             goto done;
         }
-        Py_ssize_t used = (const char *)st.s.p - window;
-        memmove(window, window + used, (size_t)(len - used));
+        Py_ssize_t used = (const uint8_t *)st.s.p - text;
+        memmove(PyByteArray_AS_STRING(window), text + used, (size_t)(len - used));
         len -= used;
-        if (len == cap) {  /* one unit longer than the window */
-            char *grown = realloc(window, (size_t)cap * 2);
-            if (!grown) {
-                PyErr_NoMemory();
-                goto done;
-            }
-            window = grown;
-            cap *= 2;
-        }
+        /* one unit longer than the window: grow it (BufferError if a reader kept a view) */
+        if (len == cap && PyByteArray_Resize(window, cap * 2) < 0) goto done;
+        cap = PyByteArray_GET_SIZE(window);
     }
-    free(window);
-    window = NULL;
     result = result_of(&st);
 done:
-    free(window);
+    Py_XDECREF(window);
     stream_free(&st);
     return result;
 }
@@ -218,8 +195,16 @@ done:
  * sorted by (start, -end), times ascending; all int64 arrays.
  */
 static PyObject *innermost(PyObject *self, PyObject *args) {
-    Py_buffer starts, ends, times;
-    if (!PyArg_ParseTuple(args, "y*y*y*", &starts, &ends, &times)) return NULL;
+    PyObject *objs[3];
+    Py_buffer v[3];
+    if (!PyArg_ParseTuple(args, "OOO", &objs[0], &objs[1], &objs[2])) return NULL;
+    for (int k = 0; k < 3; k++) {
+        if (native_array(objs[k], &v[k], 8, 0, "innermost")) {
+            while (k--) PyBuffer_Release(&v[k]);
+            return NULL;
+        }
+    }
+    Py_buffer starts = v[0], ends = v[1], times = v[2];
     Py_ssize_t n_ops = starts.len / 8, n = times.len / 8;
     PyObject *out = NULL;
     int64_t *stack = NULL;
@@ -267,13 +252,24 @@ done:
  * All outputs are bytearrays (numpy reads them in place, writable).
  */
 static PyObject *kept_args(PyObject *self, PyObject *args) {
-    Py_buffer nargs, classes, keys, kinds, values, kept, lut;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*", &nargs, &classes, &keys, &kinds, &values,
-                          &kept, &lut))
+    static const Py_ssize_t sizes[7] = {4, 1, 4, 1, 8, 1, 4};
+    PyObject *objs[7];
+    Py_buffer v[7];
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                          &objs[5], &objs[6]))
         return NULL;
+    for (int k = 0; k < 7; k++) {
+        if (native_array(objs[k], &v[k], sizes[k], 0, "kept_args")) {
+            while (k--) PyBuffer_Release(&v[k]);
+            return NULL;
+        }
+    }
+    Py_buffer nargs = v[0], classes = v[1], keys = v[2], kinds = v[3], values = v[4],
+              kept = v[5], lut = v[6];
     PyObject *count = NULL, *out_key = NULL, *out_kind = NULL, *out_value = NULL, *result = NULL;
     Py_ssize_t n = nargs.len / 4, rows = keys.len / 4, n_ids = lut.len / 4, m = 0, row = 0;
-    if (classes.len != n || kinds.len != rows || values.len / 8 != rows || kept.len != 3 * n_ids) {
+    if (classes.len != n || kinds.len != rows || values.len / 8 != rows ||
+        kept.len / 3 != n_ids || kept.len % 3) {
         PyErr_SetString(PyExc_ValueError, "kept_args: columns of different lengths");
         goto done;
     }
@@ -343,9 +339,22 @@ done:
  * bounds (int64, n_slots + 1) where each group starts.
  */
 static PyObject *key_rows(PyObject *self, PyObject *args) {
-    Py_buffer nargs, keys, slots;
+    PyObject *objs[3];
+    Py_buffer v[3];
     Py_ssize_t n_slots;
-    if (!PyArg_ParseTuple(args, "y*y*y*n", &nargs, &keys, &slots, &n_slots)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOOn", &objs[0], &objs[1], &objs[2], &n_slots)) return NULL;
+    if (n_slots < 0 || n_slots > 127) { /* slot is int8 */
+        PyErr_SetString(PyExc_ValueError, "key_rows: n_slots out of range");
+        return NULL;
+    }
+    static const Py_ssize_t sizes[3] = {4, 4, 1};
+    for (int k = 0; k < 3; k++) {
+        if (native_array(objs[k], &v[k], sizes[k], 0, "key_rows")) {
+            while (k--) PyBuffer_Release(&v[k]);
+            return NULL;
+        }
+    }
+    Py_buffer nargs = v[0], keys = v[1], slots = v[2];
     PyObject *rows_out = NULL, *owners_out = NULL, *bounds_out = NULL, *result = NULL;
     Py_ssize_t n = nargs.len / 4, n_rows = keys.len / 4, n_ids = slots.len, total = 0;
     Py_ssize_t *fill = calloc((size_t)n_slots + 1, sizeof(Py_ssize_t));
@@ -409,18 +418,19 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"scan", scan, METH_VARARGS, "Kineto trace JSON -> columns (see the module comment)."},
-    {"scan_stream", scan_stream, METH_VARARGS, "scan, reading the JSON in windows (see above)."},
+    {"scan_stream", scan_stream, METH_VARARGS,
+     "Kineto trace JSON, read in windows -> columns (see above)."},
     {"innermost", innermost, METH_VARARGS, "Innermost open op per time (see above)."},
     {"kept_args", kept_args, METH_VARARGS, "The argument rows events keep (see above)."},
     {"key_rows", key_rows, METH_VARARGS, "Argument rows grouped by key (see above)."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kscan", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kscan", NULL, -1, methods,
+                                    NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__kscan(void) {
     kscan_init();
     if (PyType_Ready(&BlockType) < 0) return NULL;
-    return PyModule_Create(&module);
+    return stamped(PyModule_Create(&module));
 }

@@ -4,6 +4,8 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "../../_native.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -62,8 +64,10 @@ int kscan_feed(Stream *st, const uint8_t *buf, Py_ssize_t len, int final);
 Py_ssize_t kscan_out_bytes(const Out *o);
 /* Grows b to hold at least need bytes; -1 out of memory. */
 int kscan_buf_grow(Buf *b, Py_ssize_t need);
-/* Appends n bytes (inline: ten calls per event). */
+/* Appends n bytes (inline: ten calls per event). Nothing for n = 0: an empty buffer has no
+ * data pointer yet, and memcpy to NULL is undefined even for no bytes. */
 static inline int kscan_buf_put(Buf *b, const void *src, Py_ssize_t n) {
+    if (n <= 0) return 0;
     if (b->len + n > b->cap && kscan_buf_grow(b, b->len + n)) return -1;
     memcpy(b->data + b->len, src, (size_t)n);
     b->len += n;

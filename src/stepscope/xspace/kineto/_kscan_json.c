@@ -424,6 +424,9 @@ static int scan_event(Scanner *s, Out *o) {
             return -1;
         }
     }
+    /* Without a pid or tid the per-event path makes a thread of its own ("thread None"),
+     * which the columns do not model: that trace takes the per-event path. */
+    if ((seen & 24) != 24) flags |= F_BAD;
     int32_t pid32 = (int32_t)pid, tid32 = (int32_t)tid;
     if (buf_put(&o->ph, &ph, 1) || buf_put(&o->flags, &flags, 1) || buf_put(&o->cat, &cat, 4)
         || buf_put(&o->name, &name, 4) || buf_put(&o->pid, &pid32, 4)
@@ -464,7 +467,11 @@ static int scan_unit(Stream *st) {
         s->p++;
         ws(s);
         if (!events) {
+            /* The value ends where the window shows what follows it: a number the window
+             * cuts ("1669...|123") would otherwise read as a shorter number. */
             if (skip_value(s, 1)) return -1;
+            ws(s);
+            if (s->p >= s->end) return -1;
             st->state = ST_SEP;
             break;
         }
@@ -483,6 +490,7 @@ static int scan_unit(Stream *st) {
         return 0;  /* the array's text stays out of the header */
     }
     case ST_EVENTS:  /* one event and what follows it: a comma, or the array's end */
+        ws(s);  /* what the last unit's comma left when the window ended after it */
         if (s->p >= s->end || scan_event(s, &st->o)) return -1;
         ws(s);
         if (s->p >= s->end) return -1;
@@ -538,5 +546,7 @@ int kscan_feed(Stream *st, const uint8_t *buf, Py_ssize_t len, int final) {
     }
     ws(s);
     if (s->p < s->end) return -1;  /* text after the document */
+    /* A document without traceEvents is not a trace: the per-event path says so. */
+    if (!st->seen_events) return -1;
     return final ? 0 : 1;
 }

@@ -19,7 +19,7 @@ from stepscope.xspace.kineto.columns import ColumnLine, StatCodec
 from stepscope.xspace.kineto.devices import MEMORY_LINE_ID
 from stepscope.xspace.kineto.events import EventRouter
 from stepscope.xspace.kineto.memory import GPU_DEVICE_TYPES, OpInterval, ThreadKey, allocator_name
-from stepscope.xspace.kineto.scan import A_BOOL, A_INT, A_NULL, ScannedTrace, _kscan, first_seen
+from stepscope.xspace.kineto.scan import A_BOOL, A_INT, A_NULL, ScannedTrace, first_seen, native
 
 if TYPE_CHECKING:
     from stepscope.xspace.kineto.fast_route import Classified
@@ -157,6 +157,8 @@ def _innermost_ops(c: Classified, order: np.ndarray) -> np.ndarray:
     (``order``: the memory events in time order), -1 where none is."""
     trace, codec = c.trace, c.codec
     out = np.full(len(order), -1, np.int64)
+    fast = native()
+    assert fast is not None  # a ScannedTrace comes from the C scanner
     ops = _cpu_ops(c)
     both = np.concatenate((ops, order))
     codes = first_seen(trace.pid[both], trace.tid[both])[0]
@@ -169,7 +171,7 @@ def _innermost_ops(c: Classified, order: np.ndarray) -> np.ndarray:
         begin = c.start_ns[chosen]
         end = begin + c.dur_ns[chosen]
         sort = start_order(begin, end)  # memory._innermost_ops' (start, -end), stable
-        found = _kscan.innermost(
+        found = fast.innermost(
             begin[sort].tobytes(), end[sort].tobytes(), c.start_ns[order[mine]].tobytes()
         )
         index = np.frombuffer(found, np.int64)

@@ -41,8 +41,8 @@ from stepscope.xspace.kineto.scan import (
     F_PID_STR,
     F_TID_STR,
     ScannedTrace,
-    _kscan,
     first_seen,
+    native,
 )
 from stepscope.xspace.wire import KIND_DOUBLE, KIND_INT, KIND_STR
 
@@ -72,9 +72,10 @@ def kept_rows(
     """The argument rows events keep: a row of an event of class ``event_class`` (int8, 0..2)
     is kept when ``kept[class, key]`` and it is not null. (rows kept per event (int64), then
     ``key_lut`` of the key (int32), the kind and the value (writable) of each kept row.)"""
-    if _kscan is not None and hasattr(_kscan, "kept_args"):  # one pass in C
+    fast = native()
+    if fast is not None:  # one pass in C
         columns = (trace.nargs, event_class, trace.arg_key, trace.arg_kind, trace.arg_value)
-        count, key, kind, value = _kscan.kept_args(
+        count, key, kind, value = fast.kept_args(
             *(np.ascontiguousarray(c) for c in columns),
             np.ascontiguousarray(kept, dtype=bool),
             np.ascontiguousarray(key_lut, dtype=np.int32),

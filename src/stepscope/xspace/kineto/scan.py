@@ -1,7 +1,7 @@
 """Trace JSON -> event and argument columns, by the C scanner `_kscan` (one pass, no object
 per event); `fast_route` routes the columns with numpy.
 
-`scan_trace` returns None whenever the trace holds anything the columns do not model exactly
+`scan_stream` returns None whenever the trace holds anything the columns do not model exactly
 (a field of an unexpected type, an integer beyond int64, a time with more than 3 decimals, a
 repeated key, B/E pairs, unknown categories, invalid JSON, ...): the importer then decodes and
 routes it event by event in Python (`decode`, `events`), which handles every case. Both give
@@ -11,20 +11,16 @@ the same profile (tests/xspace/test_kineto_columns.py compares them on every fix
 from __future__ import annotations
 
 import mmap
-import os
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import msgspec
 import numpy as np
 
+from stepscope import accelerators
 from stepscope.records import record
 from stepscope.xspace.wire import last_at_or_before
-
-try:
-    from stepscope.xspace.kineto import _kscan  # type: ignore[attr-defined]
-except ImportError:  # not built: every trace takes the Python path
-    _kscan = None
 
 # Event flags and argument kinds, as _kscan.c writes them.
 F_BAD, F_PID_STR, F_TID_STR, F_TS, F_DUR, F_ID, F_GLOBAL, F_ARGS = 1, 2, 4, 8, 16, 32, 64, 128
@@ -57,14 +53,14 @@ WINDOW = 4 << 20
 _HEADER_ONLY = msgspec.json.Decoder()
 
 
+def native() -> ModuleType | None:
+    """The C scanner, or None (not built or switched off: every trace takes the per-event
+    path)."""
+    return accelerators.get("_kscan")
+
+
 def available() -> bool:
-    # An extension built from older sources (no scan_stream) counts as not built: a checkout
-    # updated without `setup.py build_ext` takes the per-event path instead of failing.
-    return (
-        _kscan is not None
-        and hasattr(_kscan, "scan_stream")
-        and os.environ.get("STEPSCOPE_PURE_PYTHON") != "1"
-    )
+    return native() is not None
 
 
 @record(frozen=False)
@@ -206,11 +202,12 @@ class ScannedTrace:
         slot[wanted] = np.arange(len(wanted))
         # One counting pass in C, int32 rows (4 bytes a row less than flatnonzero's at the
         # import's peak).
-        if _kscan is not None and hasattr(_kscan, "key_rows") and len(self.arg_key) < 2**31:
+        fast = native()
+        if fast is not None and len(self.arg_key) < 2**31:
             found, owners, bounds = (
                 np.frombuffer(column, dtype)
                 for column, dtype in zip(
-                    _kscan.key_rows(self.nargs, self.arg_key, slot, len(wanted)),
+                    fast.key_rows(self.nargs, self.arg_key, slot, len(wanted)),
                     (np.int32, np.int32, np.int64),
                     strict=True,
                 )
@@ -270,36 +267,18 @@ class ScannedTrace:
         }
 
 
-def scan_trace(data: bytes, header_type: Any) -> ScannedTrace | None:
-    """Columns of ``data`` (see module docstring), or None for the Python path."""
-    if not available():
-        return None
-    return _trace(_kscan.scan(data), header_type)
-
-
 def scan_stream(
     readinto: Callable[[memoryview], int], header_type: Any, limit: int, window: int = WINDOW
 ) -> ScannedTrace | int | None:
-    """`scan_trace` of the text that ``readinto`` (a file's, a `GunzipStream`'s) reads, in
-    windows of ``window`` bytes: the text is never held whole. An int instead: the memory the
-    columns would need, once it passes ``limit`` (the scan stops there)."""
-    if not available():
+    """Columns of the text that ``readinto`` (a file's, a `GunzipStream`'s) reads, in windows
+    of ``window`` bytes (the text is never held whole), or None for the Python path (see the
+    module docstring). An int instead: the memory the columns would need, once it passes
+    ``limit`` (the scan stops there)."""
+    fast = native()
+    if fast is None:
         return None
-    failed: list[BaseException] = []
-
-    def guarded(buffer: memoryview) -> int:
-        # What readinto raises (the inflation bound, a read error, Ctrl-C) is kept and raised
-        # here: raised inside the scanner, it came out as a SystemError (the scanner released
-        # its memoryview with the exception set), not as itself.
-        try:
-            return readinto(buffer)
-        except BaseException as exc:
-            failed.append(exc)
-            return 0
-
-    scanned = _kscan.scan_stream(guarded, limit, window)
-    if failed:
-        raise failed[0]
+    # What readinto raises (the inflation bound, a read error, Ctrl-C) comes out as itself.
+    scanned = fast.scan_stream(readinto, limit, window)
     if scanned is None or isinstance(scanned, int):
         return scanned
     needed = _decoded_size(scanned)

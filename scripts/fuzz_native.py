@@ -1,0 +1,122 @@
+"""Build the C extensions with AddressSanitizer + UndefinedBehaviorSanitizer and fuzz every
+entry point (issue #28); exit status 1 on any sanitizer report or unexpected exception.
+
+    python scripts/fuzz_native.py [--seconds 150] [--seed N] [--only _kscan] [--keep DIR]
+
+The package is copied to a temporary folder and its extensions built there with
+``STEPSCOPE_SANITIZE=1`` (setup.py: -fsanitize=address,undefined -fno-wrapv, every report
+fatal) and ``STEPSCOPE_STRICT_BUILD=1`` (warnings are errors); the in-place build of the
+checkout is not touched. CPython itself is not instrumented, so the fuzzing process is started
+with libasan preloaded (``LD_PRELOAD``, the usual way to load sanitized extensions into a
+normal interpreter) and leak detection off (the interpreter keeps memory until exit).
+
+Cases (tests/hardening/native_cases.py): each extension's entry points called with crafted
+arguments and with mutations of the fixtures and crafted profiles, for a share of
+``--seconds``; then the Kineto scanner against the pure-Python reader on mutated traces. A
+failing run prints the extension and seed: ``--only NAME --seed N`` replays it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def build(target: Path) -> None:
+    """The package copied to ``target`` with sanitized extensions built beside its sources."""
+    shutil.copytree(
+        ROOT / "src" / "stepscope",
+        target / "stepscope",
+        ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"),
+    )
+    env = {**os.environ, "STEPSCOPE_SANITIZE": "1", "STEPSCOPE_STRICT_BUILD": "1"}
+    command = [sys.executable, "setup.py", "-q", "build_ext", "--build-lib", str(target)]
+    command += ["--build-temp", str(target / "build"), "--force"]
+    subprocess.run(command, cwd=ROOT, env=env, check=True)
+
+
+def libasan() -> str:
+    found = subprocess.run(
+        [os.environ.get("CC", "gcc"), "-print-file-name=libasan.so"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    if not os.path.isabs(found):
+        raise SystemExit(f"libasan not found by the compiler ({found!r}): install gcc's libasan")
+    return found
+
+
+def child(seconds: float, seed: int, only: str) -> int:
+    """In the sanitized process: every fuzzer, then the Kineto comparison."""
+    from stepscope import accelerators
+    from tests.hardening import native_cases
+
+    names = [only] if only else list(native_cases.FUZZERS)
+    bad = [n for n in names if accelerators.state(n) != "on"]
+    if bad:
+        print(f"not built from these sources: {bad}")
+        return 1
+    share = seconds / (len(names) + (0 if only else 1))
+    for name in names:
+        print(f"{name}: seed {seed}", flush=True)
+        started = time.monotonic()
+        calls = native_cases.FUZZERS[name](random.Random(seed), share)
+        print(f"{name}: {calls} calls in {time.monotonic() - started:.0f} s", flush=True)
+    if only:
+        return 0
+    print(f"kineto scanner vs pure-Python reader: seed {seed}", flush=True)
+    cases, differ = native_cases.kineto_disagreements(random.Random(seed), share)
+    print(
+        f"kineto scanner vs pure-Python reader: {cases} traces taken by the scanner, "
+        f"{len(differ)} disagree",
+        flush=True,
+    )
+    for text in differ[:3]:
+        print(f"  disagreeing trace: {text[:300]!r}")
+    return 1 if differ else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=150)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--only", default="", help="one extension (replays its seed)")
+    parser.add_argument("--keep", type=Path, help="build into this folder and keep it")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    seed = args.seed if args.seed is not None else random.randrange(1 << 30)
+    if args.child:
+        return child(args.seconds, seed, args.only)
+    with tempfile.TemporaryDirectory() as tmp:
+        target = args.keep or Path(tmp)
+        started = time.monotonic()
+        build(target)
+        print(f"sanitized build: {time.monotonic() - started:.0f} s", flush=True)
+        env = {
+            **os.environ,
+            "LD_PRELOAD": libasan(),
+            "ASAN_OPTIONS": "detect_leaks=0:halt_on_error=1:abort_on_error=1",
+            "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
+            "PYTHONPATH": os.pathsep.join([str(target), str(ROOT)]),
+            "STEPSCOPE_PURE_PYTHON": "0",
+        }
+        command = [sys.executable, __file__, "--child", "--seconds", str(args.seconds)]
+        command += ["--seed", str(seed), "--only", args.only]
+        status = subprocess.run(command, env=env, check=False).returncode
+    if status:
+        print(f"FAILED (exit {status}): replay with --seed {seed} [--only NAME]")
+    return 1 if status else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,387 @@
+"""Fuzzing every C entry point (issue #28): arguments crafted to break their checks, and
+mutations of the real fixtures, called straight into the extensions.
+
+`FUZZERS` maps each extension to a function ``fuzz(rng, seconds)`` that calls its entry points
+with generated arguments for about that long and returns the number of calls. A bad argument
+must raise one of `EXPECTED` (the entry points check types, item sizes, alignment, lengths,
+ranges and counts before they touch memory); anything else raises out of the fuzzer. Built
+with sanitizers (``python scripts/fuzz_native.py``), an out-of-bounds access or an undefined
+operation also ends the process with a report.
+
+`kineto_disagreements` fuzzes the Kineto scanner against the pure-Python reader: a mutated
+trace that the scanner takes must give the per-event path's profile.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from stepscope import accelerators
+from tests.hardening import crafted
+
+FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+EXPECTED = (ValueError, TypeError, OverflowError, MemoryError, BufferError, IndexError)
+I64 = np.iinfo(np.int64)
+EDGES = (0, 1, -1, 2, 7, 63, 64, 127, 128, 1 << 31, -(1 << 31), 1 << 62, I64.max, I64.min)
+
+
+def _ints(
+    rng: random.Random, n: int, lo: int, hi: int, dtype: Any = np.int64, edges: bool = True
+) -> np.ndarray:
+    """n integers, mostly in [lo, hi), some at the dtype's edges (not for counts that size
+    other arrays: ``edges=False``)."""
+    info = np.iinfo(dtype)
+    out = np.array([rng.randrange(lo, hi) if hi > lo else lo for _ in range(n)], np.int64)
+    for k in range(n):
+        if edges and rng.random() < 0.05:
+            out[k] = rng.choice([e for e in EDGES if info.min <= e <= info.max])
+    return out.astype(dtype)
+
+
+def _spoil(rng: random.Random, array: np.ndarray) -> Any:
+    """Usually ``array``; sometimes an argument the entry point must refuse or read safely: a
+    misaligned or strided view, another item size, a list, a shorter or empty array."""
+    roll = rng.random()
+    if roll > 0.15:
+        return array
+    choice = rng.randrange(7)
+    if choice == 0 and array.itemsize > 1:  # misaligned view of the same values
+        raw = b"\0" + array.tobytes()
+        return np.frombuffer(raw, array.dtype, count=len(array), offset=1)
+    if choice == 1:
+        return array[::2]  # not contiguous
+    if choice == 2:
+        return array.astype(np.int32 if array.itemsize == 8 else np.int64)
+    if choice == 3:
+        return array.tolist()
+    if choice == 4:
+        return array[: rng.randrange(len(array) + 1)]
+    if choice == 5:
+        return np.zeros(0, array.dtype)
+    return array.tobytes()
+
+
+def _call(func: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return func(*args)
+    except EXPECTED:
+        return None
+
+
+def _timed(seconds: float, step: Callable[[], None]) -> int:
+    calls, deadline = 0, time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        step()
+        calls += 1
+    return calls
+
+
+# ---- seeds ----------------------------------------------------------------------------------
+def xspace_seeds() -> list[bytes]:
+    out = [
+        crafted.ref_stat_without_metadata(),
+        crafted.many_planes(30),
+        crafted.many_missing_metadata(30),
+        crafted.empty_events(50),
+    ]
+    for path in sorted(FIXTURES.rglob("*.xplane.pb"))[:3]:
+        out.append(path.read_bytes()[:100_000])
+    return out
+
+
+def kineto_seeds() -> list[bytes]:
+    base = {"ph": "X", "cat": "cpu_op", "pid": 1, "tid": 2}
+    events = [
+        {**base, "name": "aten::mm", "ts": 10.5, "dur": 3.25, "args": {"External id": 3}},
+        {
+            **base,
+            "cat": "kernel",
+            "name": "k",
+            "pid": 0,
+            "tid": 7,
+            "ts": 11,
+            "dur": 1,
+            "args": {"correlation": 5, "device": 0, "stream": 7, "grid": [1, 2, 3]},
+        },
+        {
+            **base,
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "ts": 10.7,
+            "dur": 0.2,
+            "args": {"correlation": 5},
+        },
+        {
+            "ph": "i",
+            "s": "t",
+            "name": "[memory]",
+            "pid": 1,
+            "tid": 2,
+            "ts": 12,
+            "args": {"Addr": 1, "Bytes": 512, "Total Allocated": 512, "Device Id": 0},
+        },
+        {"ph": "s", "cat": "ac2g", "id": 5, "pid": 1, "tid": 2, "ts": 10.7, "name": "f"},
+        {"ph": "f", "cat": "ac2g", "id": 5, "pid": 0, "tid": 7, "ts": 11, "bp": "e", "name": "f"},
+        {**base, "name": "ProfilerStep#1", "cat": "user_annotation", "ts": 9, "dur": 9},
+    ]
+    doc = {
+        "schemaVersion": 1,
+        "deviceProperties": [{"id": 0, "name": "GPU"}],
+        "traceEvents": events,
+    }
+    out = [json.dumps(doc).encode(), crafted.unterminated_json_string(200)]
+    for path in sorted((FIXTURES / "kineto").glob("*tiny*.json.gz")):
+        out.append(gzip.decompress(path.read_bytes()))
+    return out
+
+
+def mutate(data: bytes, rng: random.Random) -> bytes:
+    buf = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        if not buf:
+            break
+        roll = rng.random()
+        at = rng.randrange(len(buf))
+        if roll < 0.4:
+            buf[at] = rng.randrange(256)
+        elif roll < 0.55:
+            del buf[at:]
+        elif roll < 0.75:
+            buf[at:at] = buf[at : at + rng.randint(1, 32)] * rng.randint(2, 50)
+        elif roll < 0.9:
+            buf[at:at] = rng.choice(
+                [
+                    b'"',
+                    b"\\",
+                    b"-9223372036854775809",
+                    b"1e308",
+                    b"\xff",
+                    b"9999999999999999999",
+                    b"{",
+                    b"[",
+                    b"\x80\x80\x80\x80",
+                ]
+            )
+        else:
+            buf[at] = rng.choice(b"0123456789.-eE")
+    return bytes(buf)
+
+
+# ---- one fuzzer per extension ---------------------------------------------------------------
+def fuzz_fastwire(rng: random.Random, seconds: float) -> int:
+    fw = accelerators.get("_fastwire")
+    assert fw is not None
+    seeds = xspace_seeds()
+
+    def step() -> None:
+        data = mutate(rng.choice(seeds), rng)
+        threads = rng.choice([1, 1, 2, 3, 0, -1, -(1 << 31), 2**31 - 1, 1000])
+        chunk = rng.choice([1, 2, 7, 32768, 0, -5])
+        limit = rng.choice([-1, 0, 1000, 1 << 30])
+        found = _call(fw.decode, data, limit, threads, chunk)
+        if found is not None:  # the headers it returns, and mutations of them
+            header, planes = found[0], found[1]
+            _call(fw.space_header, mutate(bytes(header), rng) if header else b"\x12\x01a")
+            for plane, _ in planes[:3]:
+                _call(fw.plane_header, bytes(plane))
+                _call(fw.plane_header, mutate(bytes(plane), rng))
+        n = rng.randrange(0, 50)
+        counts = _ints(rng, n, 0, 5)
+        start = np.concatenate([[rng.choice([0, 5, -3, I64.max - 2])], counts]).cumsum()
+        rows = _ints(
+            rng, rng.randrange(0, 40), -2, int(counts.sum()) + 3, rng.choice([np.int32, np.int64])
+        )
+        out = np.empty(len(rows), rows.dtype)
+        _call(
+            fw.row_owners, _spoil(rng, start.astype(np.int64)), _spoil(rng, rows), _spoil(rng, out)
+        )
+        owners = np.sort(_ints(rng, rng.randrange(0, 30), -3, 40, np.int32))
+        events = _ints(rng, rng.randrange(0, 30), -5, 50)
+        if rng.random() < 0.7:
+            events.sort()
+        _call(fw.last_at_or_before, _spoil(rng, owners), _spoil(rng, events))
+
+    return _timed(seconds, step)
+
+
+def fuzz_kscan(rng: random.Random, seconds: float) -> int:
+    import io
+
+    ks = accelerators.get("_kscan")
+    assert ks is not None
+    seeds = kineto_seeds()
+
+    def step() -> None:
+        data = mutate(rng.choice(seeds), rng)
+        window = rng.choice([1, 16, 17, 31, 64, 1000, 1 << 20])
+        limit = rng.choice([1 << 40, 100, -1])
+        _call(ks.scan_stream, io.BytesIO(data).readinto, limit, window)
+        n = rng.randrange(0, 40)
+        starts = np.sort(_ints(rng, n, -10, 100))
+        ends = starts + _ints(rng, n, -5, 50)
+        times = np.sort(_ints(rng, rng.randrange(0, 40), -10, 150))
+        _call(ks.innermost, _spoil(rng, starts), _spoil(rng, ends), _spoil(rng, times))
+        n_ids = rng.randrange(0, 20)
+        nargs = _ints(rng, n, 0, 4, np.uint32, edges=False)
+        rows = int(nargs.sum()) + rng.choice([0, 0, 0, 1, -1])
+        if n and rng.random() < 0.05:
+            nargs[rng.randrange(n)] = rng.choice([2**31, 2**32 - 1])  # more rows than exist
+        keys = _ints(rng, max(rows, 0), -1, n_ids + 1, np.int32)
+        kinds = _ints(rng, max(rows, 0), 0, 6, np.int8)
+        values = _ints(rng, max(rows, 0), -5, 5)
+        classes = _ints(rng, n, -1, 4, np.int8)
+        kept = np.array([rng.random() < 0.5 for _ in range(3 * n_ids)], bool)
+        lut = _ints(rng, n_ids, 0, 9, np.int32)
+        _call(
+            ks.kept_args,
+            *(_spoil(rng, a) for a in (nargs, classes, keys, kinds, values, kept, lut)),
+        )
+        slots = _ints(rng, n_ids, -3, 5, np.int8)
+        n_slots = rng.choice([0, 1, 4, 5, -1, 200, 1 << 40])
+        _call(ks.key_rows, _spoil(rng, nargs), _spoil(rng, keys), _spoil(rng, slots), n_slots)
+
+    return _timed(seconds, step)
+
+
+def fuzz_pbpack(rng: random.Random, seconds: float) -> int:
+    pb = accelerators.get("_pbpack")
+    assert pb is not None
+
+    def step() -> None:
+        n = rng.randrange(0, 30)
+        arrays: list[Any] = [_ints(rng, n, -3, 300) for _ in range(4)]
+        for _ in range(4):
+            buf = np.frombuffer(
+                bytes(rng.randrange(256) for _ in range(rng.randrange(0, 64))), np.uint8
+            )
+            arrays += [buf, _ints(rng, n, -2, 70), _ints(rng, n, -2, 70)]
+        seq, flags = rng.choice([1, 0, 1 << 63]), rng.choice([2, 0])
+        _call(pb.pack, *(_spoil(rng, a) for a in arrays), seq, flags)
+        names, fields, values = (_ints(rng, n, -2, 400) for _ in range(3))
+        for k in range(n):
+            fields[k] = rng.choice([3, 4, 5, 17, 16, 2047, 2048, 1 << 28, 1 << 40, 0, -1, I64.min])
+        sizes = np.zeros(n, np.int64)
+        _call(
+            pb.annotations,
+            _spoil(rng, names),
+            _spoil(rng, fields),
+            _spoil(rng, values),
+            _spoil(rng, sizes),
+        )
+
+    return _timed(seconds, step)
+
+
+def fuzz_pytracer(rng: random.Random, seconds: float) -> int:
+    import itertools
+    import sys
+    import threading
+
+    pt = accelerators.get("_pytracer")
+    assert pt is not None
+
+    def work(depth: int) -> int:
+        return depth if depth <= 0 else work(depth - 1) + 1
+
+    def step() -> None:
+        if rng.random() < 0.5:
+            counter: Any = itertools.count() if rng.random() < 0.9 else object()
+            _call(pt.configure, counter, rng.choice([0, 1, 5, 1000, -1, I64.max]), lambda: None)
+        _call(pt.set_mode, rng.choice([0, 1, 2, 3, -1, 2**31 - 1]))
+        frames: Any = [(work.__code__, rng.choice([0, -1, I64.max]))] * rng.randrange(0, 4)
+        if rng.random() < 0.1:
+            frames = rng.choice([[1], [("x",)], "frames", [(None, "t")]])
+        recorder = _call(pt.hook_current_thread, frames)
+        try:
+            work(rng.randrange(0, 30))
+        finally:
+            pt.unhook_current_thread()
+            threading.setprofile(None)
+            sys.setprofile(None)
+        if recorder is not None:
+            recorder.events()
+            recorder.stack()
+            recorder.clear()
+            recorder.events()
+        pt.now()
+
+    try:
+        return _timed(seconds, step)
+    finally:
+        pt.set_mode(2)
+
+
+FUZZERS: dict[str, Callable[[random.Random, float], int]] = {
+    "_fastwire": fuzz_fastwire,
+    "_kscan": fuzz_kscan,
+    "_pbpack": fuzz_pbpack,
+    "_pytracer": fuzz_pytracer,
+}
+
+
+# ---- the Kineto scanner against the pure-Python reader --------------------------------------
+def kineto_disagreements(rng: random.Random, seconds: float) -> tuple[int, list[str]]:
+    """Mutated traces read by the C scanner's path and by the per-event path (each switched
+    with STEPSCOPE_PURE_PYTHON): (cases, the cases whose profiles differ)."""
+    import os
+
+    from stepscope.errors import StepscopeError
+    from tests.support.kineto import describe, scanned
+
+    seeds = kineto_seeds()
+    cases, differ = 0, []
+    deadline = time.monotonic() + seconds
+    saved = os.environ.get(accelerators.ENV_VAR)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "trace.json"
+        try:
+            while time.monotonic() < deadline:
+                data = mutate(rng.choice(seeds), rng)
+                os.environ[accelerators.ENV_VAR] = "0"
+                window = rng.choice([16, 17, 64, 4096])
+                cut = scanned(data, window)  # the windows' cuts change nothing
+                if _columns_of(cut) != _columns_of(scanned(data)):
+                    differ.append(f"window {window}: " + data.decode("utf-8", "replace")[:2000])
+                if cut is None:
+                    continue  # left to the per-event path: nothing to compare
+                cases += 1
+                path.write_bytes(data)
+                answers = []
+                for switch in ("0", "_kscan"):
+                    os.environ[accelerators.ENV_VAR] = switch
+                    try:
+                        answers.append(describe(_columns_profile(path)))
+                    except StepscopeError as exc:
+                        answers.append({"error": str(exc)})
+                if answers[0] != answers[1]:
+                    differ.append(data.decode("utf-8", "replace")[:2000])
+        finally:
+            if saved is None:
+                os.environ.pop(accelerators.ENV_VAR, None)
+            else:
+                os.environ[accelerators.ENV_VAR] = saved
+    return cases, differ
+
+
+def _columns_of(trace: Any) -> Any:
+    if trace is None:
+        return None
+    names = ("ph", "flags", "cat", "name", "pid", "tid", "ts_ns", "dur_ns", "flow_ids", "nargs")
+    names += ("arg_key", "arg_kind", "arg_value", "is_key")
+    return trace.header, trace.texts, [getattr(trace, n).tolist() for n in names]
+
+
+def _columns_profile(path: Path) -> Any:
+    from stepscope.model.from_xspace import profile_from_columns
+    from stepscope.xspace.kineto import kineto_to_columns
+
+    return profile_from_columns(kineto_to_columns(path), str(path), None)
