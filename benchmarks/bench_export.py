@@ -2,9 +2,9 @@
 
     python benchmarks/bench_export.py [--events 1000000] [--repeat 3]
 
-Chrome-trace JSON is timed three ways, in the same run: the columnar writer `stepscope export`
-uses, with its C formatter and with the pure-Python fallback, and the event-by-event reference
-writer it replaced (same bytes).
+Chrome-trace JSON is timed two ways, in the same run: the columnar writer `stepscope export`
+uses and the event-by-event reference writer it replaced (same bytes). (The C formatter and
+Perfetto encoder were folded back into NumPy and Python: decision 111.)
 
 Cases: the TensorFlow fixture ``tf/big_ctl`` (266k events, about 1.7 stats each, 75k flows) and
 a synthetic XSpace of N events. The profile is read and its trace index (flows, depths) built
@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from stepscope.model import Profile, open_file, profile_from_bytes  # noqa: E402
 from stepscope.stats.trace_index.index import build_trace_index  # noqa: E402
-from stepscope.tools.trace_viewer import chrome_text, perfetto_trace  # noqa: E402
+from stepscope.tools.trace_viewer import perfetto_trace  # noqa: E402
 from stepscope.tools.trace_viewer.chrome_trace import chrome_trace_chunks  # noqa: E402
 from tests.support.chrome_reference import reference_chunks  # noqa: E402
 from tests.support.synthetic import synthetic_xspace_bytes  # noqa: E402
@@ -51,38 +51,20 @@ def measure(label: str, profile: Profile, repeat: int) -> None:
     index = build_trace_index(profile)
     n = profile.n_events
     cases: dict[str, Callable[[], Iterable[str | bytes]]] = {
-        "perfetto (C accelerator)": lambda: perfetto_trace.perfetto_trace_chunks(
+        "perfetto": lambda: perfetto_trace.perfetto_trace_chunks(
             profile, flows=index.flows, depth=index.depth
         ),
-        "chrome-trace JSON (C accelerator)": lambda: chrome_trace_chunks(
-            profile, flows=index.flows
-        ),
+        "chrome-trace JSON": lambda: chrome_trace_chunks(profile, flows=index.flows),
         "chrome-trace JSON (per-event reference)": lambda: reference_chunks(
             profile, flows=index.flows
         ),
     }
-    accelerator = perfetto_trace._pbpack
     for name, make in cases.items():
         wall, cpu, size = _time(make, repeat)
         print(
             f"| {label} | {n:,} | {name} | {size / 1e6:.1f} | {wall:.2f} | {cpu:.2f} | "
             f"{n / cpu / 1e6:.2f} |"
         )
-    json_accelerator = chrome_text._jsonfmt
-    # The fallbacks, as without a compiler: numpy encoder, Python % formatting.
-    perfetto_trace._pbpack = chrome_text._jsonfmt = None
-    try:
-        for name, case in (
-            ("perfetto (numpy only)", "perfetto (C accelerator)"),
-            ("chrome-trace JSON (Python formatting)", "chrome-trace JSON (C accelerator)"),
-        ):
-            wall, cpu, size = _time(cases[case], repeat)
-            print(
-                f"| {label} | {n:,} | {name} | {size / 1e6:.1f} | {wall:.2f} | "
-                f"{cpu:.2f} | {n / cpu / 1e6:.2f} |"
-            )
-    finally:
-        perfetto_trace._pbpack, chrome_text._jsonfmt = accelerator, json_accelerator
 
 
 def main() -> None:

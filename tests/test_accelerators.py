@@ -100,7 +100,7 @@ def test_version_lists_each_accelerator_and_its_state(
 ) -> None:
     from stepscope.cli.main import main
 
-    monkeypatch.setenv(accelerators.ENV_VAR, "_sweeps")
+    monkeypatch.setenv(accelerators.ENV_VAR, "_kscan")
     with pytest.raises(SystemExit) as done:
         main(["--version"])
     assert done.value.code == 0
@@ -110,7 +110,7 @@ def test_version_lists_each_accelerator_and_its_state(
         line = next(x for x in out.splitlines() if x.split()[:1] == [name])
         state = line.split()[1]
         assert state == accelerators.state(name)
-    assert re.search(r"_sweeps\s+off .*STEPSCOPE_PURE_PYTHON", out)
+    assert re.search(r"_kscan\s+off .*STEPSCOPE_PURE_PYTHON", out)
 
 
 def test_setup_builds_the_table_and_nothing_else() -> None:

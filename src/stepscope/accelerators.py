@@ -23,7 +23,7 @@ code"; CONTRIBUTING.md). This module is the one place that knows them:
     file; None when they are not there (an installed wheel: nothing to be stale against).
 
 ``STEPSCOPE_PURE_PYTHON``: ``1`` (or ``all``) switches every extension off; a comma-separated
-list of names (``_sweeps,_kscan``) switches off those only (benchmarks measure each
+list of names (``_kscan,_fastwire``) switches off those only (benchmarks measure each
 extension that way); unset, empty or ``0``: all on.
 
 A stale or missing build is reported once per process, as one warning line on the
@@ -99,42 +99,6 @@ EXTENSIONS: dict[str, Extension] = {
             ("xspace/kineto/_kscan.h",),
             "Kineto JSON scanning",
             "msgspec, event by event",
-        ),
-        Extension(
-            "_sweeps",
-            ("stats/_sweeps.c", "stats/_sweeps_pairs.c"),
-            ("stats/_sweeps.h", "_gallop.h"),
-            "op and step sweeps",
-            "NumPy",
-        ),
-        Extension(
-            "_enclosing",
-            ("stats/_enclosing.c",),
-            (),
-            "enclosing-op walk",
-            "a Python loop",
-        ),
-        Extension(
-            "_segsearch",
-            ("stats/trace_index/_segsearch.c",),
-            (),
-            "trace index layout and window search",
-            "NumPy",
-            threads=True,
-        ),
-        Extension(
-            "_pbpack",
-            ("tools/trace_viewer/_pbpack.c",),
-            (),
-            "Perfetto export",
-            "NumPy",
-        ),
-        Extension(
-            "_jsonfmt",
-            ("tools/trace_viewer/_jsonfmt.c",),
-            (),
-            "Chrome-trace export",
-            "Python's % formatting",
         ),
         Extension(
             "_pytracer",

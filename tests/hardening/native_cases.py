@@ -252,35 +252,6 @@ def fuzz_kscan(rng: random.Random, seconds: float) -> int:
     return _timed(seconds, step)
 
 
-def fuzz_pbpack(rng: random.Random, seconds: float) -> int:
-    pb = accelerators.get("_pbpack")
-    assert pb is not None
-
-    def step() -> None:
-        n = rng.randrange(0, 30)
-        arrays: list[Any] = [_ints(rng, n, -3, 300) for _ in range(4)]
-        for _ in range(4):
-            buf = np.frombuffer(
-                bytes(rng.randrange(256) for _ in range(rng.randrange(0, 64))), np.uint8
-            )
-            arrays += [buf, _ints(rng, n, -2, 70), _ints(rng, n, -2, 70)]
-        seq, flags = rng.choice([1, 0, 1 << 63]), rng.choice([2, 0])
-        _call(pb.pack, *(_spoil(rng, a) for a in arrays), seq, flags)
-        names, fields, values = (_ints(rng, n, -2, 400) for _ in range(3))
-        for k in range(n):
-            fields[k] = rng.choice([3, 4, 5, 17, 16, 2047, 2048, 1 << 28, 1 << 40, 0, -1, I64.min])
-        sizes = np.zeros(n, np.int64)
-        _call(
-            pb.annotations,
-            _spoil(rng, names),
-            _spoil(rng, fields),
-            _spoil(rng, values),
-            _spoil(rng, sizes),
-        )
-
-    return _timed(seconds, step)
-
-
 def fuzz_pytracer(rng: random.Random, seconds: float) -> int:
     import itertools
     import sys
@@ -323,7 +294,6 @@ def fuzz_pytracer(rng: random.Random, seconds: float) -> int:
 FUZZERS: dict[str, Callable[[random.Random, float], int]] = {
     "_fastwire": fuzz_fastwire,
     "_kscan": fuzz_kscan,
-    "_pbpack": fuzz_pbpack,
     "_pytracer": fuzz_pytracer,
 }
 

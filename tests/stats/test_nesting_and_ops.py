@@ -85,19 +85,11 @@ def test_tf_op_metrics_self_time_counts_only_op_children() -> None:
     assert not ops.flops.any()
 
 
-@pytest.mark.parametrize("in_c", [True, False], ids=["C", "NumPy"])
-def test_host_ops_are_summed_without_the_cached_end_times(
-    in_c: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_host_ops_are_summed_without_the_cached_end_times() -> None:
     """The host table's sums (at the peak of a cold analysis at 20M events) keep no cached
-    end times: in C none are made (start + duration read in place), in NumPy they are dropped
-    once read; they read the same after."""
-    from stepscope.stats import native, op_metrics
+    end times: they are dropped once read; they read the same after."""
+    from stepscope.stats import op_metrics
 
-    if in_c and native.sweeps is None:
-        pytest.skip("C sweeps not built")
-    if not in_c:
-        monkeypatch.setattr(native, "sweeps", None)
     builder = XSpaceBuilder("tf")
     line = builder.plane("/host:CPU").line(1, "tf_Compute")
     line.event("model/a:MatMul", 0, 2 * MS)
@@ -105,8 +97,6 @@ def test_host_ops_are_summed_without_the_cached_end_times(
     line.event("model/b:Relu", 3 * MS, MS)
     profile = build(builder)
     end = profile.end_ns.copy()
-    if in_c:
-        profile.release_end_ns()
     ops = op_metrics.build_op_metrics(profile).host
     assert "end_ns" not in profile.__dict__
     rows = {name: i for i, name in enumerate(ops.names)}
@@ -163,13 +153,10 @@ def test_pytorch_ops_and_device_ops_are_separate() -> None:
     assert metrics.device.idle_ns == 6 * MS - 5 * MS
 
 
-def test_host_op_flops_in_c_and_by_slices_as_in_one_pass(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The flops are read in place in C, else by slices of events: the same float sums, in
-    event order, with a slice of one, two or all events, mixed int and double values, NaN as
-    0."""
-    from stepscope.stats import native, op_metrics, op_sums
+def test_host_op_flops_by_slices_as_in_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The flops are read by slices of events: the same float sums, in event order, with a
+    slice of one, two or all events, mixed int and double values, NaN as 0."""
+    from stepscope.stats import op_metrics, op_sums
 
     builder = XSpaceBuilder("tf")
     line = builder.plane("/host:CPU").line(1, "tf_Compute")
@@ -180,12 +167,9 @@ def test_host_op_flops_in_c_and_by_slices_as_in_one_pass(
     line.event("model/b:Relu", 9 * MS, MS, {"flops": 5, "bytes": 1})
     profile = build(builder)
     found = []
-    with_c = [True] if native.sweeps is not None else []
-    for in_c, size in [(c, 1 << 20) for c in with_c] + [(False, n) for n in (1, 2, 1 << 20)]:
+    for size in (1, 2, 1 << 20):
         with monkeypatch.context() as m:
             m.setattr(op_sums, "_SLICE", size)
-            if not in_c:
-                m.setattr(native, "sweeps", None)
             ops = op_metrics.build_op_metrics(profile).host
         found.append(dict(zip(ops.names, ops.flops.tolist(), strict=True)))
     expected_a = 1000.0 + 0.2 + 7  # in event order

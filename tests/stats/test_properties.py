@@ -6,7 +6,6 @@ profile in tests/conftest.py), so a run is the same on every machine."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,7 +14,6 @@ from stepscope.stats.intervals import merge, overlap_with, union_ns, union_of
 from stepscope.stats.steps.pairing import BY_NUMBER, BY_POSITION, HostSteps, pair_host_steps
 from stepscope.stats.trace_index.index import build_trace_index
 from stepscope.xspace.builder import XSpaceBuilder
-from tests.support.analysis import c_and_numpy
 from tests.support.windows import assert_window_rule
 
 # ---- interval union ------------------------------------------------------------------------
@@ -54,15 +52,12 @@ def test_union_covers_exactly_what_the_intervals_cover(
 
 
 @given(intervals())
-def test_union_of_any_order_with_and_without_c(pair: tuple[np.ndarray, np.ndarray]) -> None:
+def test_union_of_any_order(pair: tuple[np.ndarray, np.ndarray]) -> None:
     starts, ends = pair
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        fast, slow = c_and_numpy(monkeypatch, lambda: union_of(starts[::-1], ends[::-1]))
-    for lo, hi in (fast, slow):
-        assert np.all(hi > lo)  # empty intervals leave nothing behind
-        assert np.all(lo[1:] > hi[:-1])
-        assert np.array_equal(_covered(lo, hi), _covered(starts, ends))
-    assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1])
+    lo, hi = union_of(starts[::-1], ends[::-1])
+    assert np.all(hi > lo)  # empty intervals leave nothing behind
+    assert np.all(lo[1:] > hi[:-1])
+    assert np.array_equal(_covered(lo, hi), _covered(starts, ends))
 
 
 @given(intervals(), intervals())

@@ -1,5 +1,5 @@
 """The step database reads its events' end times without the profile's cached end column
-(8 B/event, alive under its peaks otherwise: decision 77), with the C sweeps and without."""
+(8 B/event, alive under its peaks otherwise: decision 77)."""
 
 from __future__ import annotations
 
@@ -7,21 +7,14 @@ import numpy as np
 import pytest
 
 from stepscope.model import Profile, open_file
-from stepscope.stats import build_step_db, native
+from stepscope.stats import build_step_db
 from tests.support.fixtures import FIXTURES, tf_xplane
 
 TRACES = [tf_xplane("ctl"), next((FIXTURES / "jax" / "cnn_cpu").rglob("*.xplane.pb"))]
 
 
-@pytest.mark.parametrize("in_c", [True, False])
 @pytest.mark.parametrize("path", TRACES, ids=lambda p: p.parts[-5])
-def test_step_database_makes_no_end_column(
-    path: object, in_c: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if in_c and native.sweeps is None:
-        pytest.skip("C sweeps not built")
-    if not in_c:
-        monkeypatch.setattr(native, "sweeps", None)
+def test_step_database_makes_no_end_column(path: object, monkeypatch: pytest.MonkeyPatch) -> None:
     expected = build_step_db(open_file(str(path)))
     profile = open_file(str(path))
 

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from stepscope.model import Profile, profile_from_bytes, profile_from_xspace
-from stepscope.stats.trace_index import segments
 from stepscope.stats.trace_index.counters import sample
 from stepscope.stats.trace_index.index import TraceIndex, build_trace_index, load_index, save_index
 from stepscope.stats.trace_index.lod import nesting_depth
@@ -235,18 +234,6 @@ def test_empty_profile() -> None:
     index = build_trace_index(profile)
     assert index.n_events == 0
     assert len(query_window(profile, index, 0, 100, 10)) == 0
-
-
-def test_index_is_the_same_without_the_c_helpers(monkeypatch: pytest.MonkeyPatch) -> None:
-    if segments.native() is None:
-        pytest.skip("the C extension is not built")
-    monkeypatch.delenv("STEPSCOPE_PURE_PYTHON", raising=False)
-    profile = random_profile(5)
-    fast = build_trace_index(profile)
-    monkeypatch.setenv("STEPSCOPE_PURE_PYTHON", "1")
-    slow = build_trace_index(profile)
-    for name in ("order", "start_ns", "end_max_ns", "seg_row", "seg_level", "seg_lo", "seg_hi"):
-        np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)
 
 
 def test_name_index_and_steps_are_built_on_first_use(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -160,15 +159,3 @@ def count_step_db_builds(monkeypatch: pytest.MonkeyPatch, *also: ModuleType) -> 
     for module in (breakdown, *also):
         monkeypatch.setattr(module, "build_step_db", counted)
     return built
-
-
-def c_and_numpy(monkeypatch: pytest.MonkeyPatch, compute: Callable[[], T]) -> tuple[T, T]:
-    """``compute()`` with the C sweeps (`stepscope.stats.native`), then with their NumPy
-    versions: (fast, slow), for tests that the two agree."""
-    from stepscope.stats import native
-
-    fast = compute()
-    with monkeypatch.context() as m:
-        m.setattr(native, "sweeps", None)
-        slow = compute()
-    return fast, slow

@@ -25,7 +25,6 @@ from stepscope.stats.trace_index.flows import build_flows
 from stepscope.stats.trace_index.tracks import sections
 from stepscope.xspace import XSpaceBuilder
 from tests.support.fixtures import FIXTURES, tf_xplane
-from tests.support.native import c_and_python
 from tests.support.synthetic import synthetic_xspace_bytes
 
 PROTO = Path(__file__).with_name("perfetto_min.proto")
@@ -168,14 +167,6 @@ def test_events_that_outlive_their_parent_keep_their_times(pb: ModuleType) -> No
         assert child.parent_uuid == main_track and "overlapping" in child.name
     inner = next(a for n, _s, _d, _t, a in got["slices"] if n == "inner")
     assert inner == {"k": "v"}
-
-
-def test_numpy_encoder_writes_the_same_bytes_as_the_c_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    profile = open_file(str(tf_xplane("ctl")), use_cache=False)
-    fast, slow = c_and_python(
-        monkeypatch, lambda: b"".join(perfetto.perfetto_trace_chunks(profile)), "_pbpack"
-    )
-    assert slow == fast
 
 
 def test_large_trace_streams_in_chunks(pb: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope import accelerators
 from stepscope.distinct import distinct
 from stepscope.event_order import start_order
 from stepscope.model import Profile
@@ -55,12 +54,6 @@ def _scan_line(
     cand = cand[cand_order]
     q_order = np.argsort(starts[query_events], kind="stable")
     queries = query_events[q_order]
-    fast = accelerators.get("_enclosing")
-    if fast is not None:
-        columns = (starts[cand], ends[cand], cand, starts[queries], ends[queries], queries)
-        found = fast.scan(*(np.ascontiguousarray(a, np.int64).tobytes() for a in columns))
-        out[positions[q_order]] = np.frombuffer(found, np.int64)
-        return
     c_start = starts[cand].tolist()
     c_end = ends[cand].tolist()
     c_id = cand.tolist()

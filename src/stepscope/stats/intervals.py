@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope.stats import native
-
 
 def merge_sorted(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For intervals already sorted by start: (heads, lo, hi) of their union, where ``heads``
@@ -31,18 +29,7 @@ def union_in_order(
     lo: np.ndarray, hi: np.ndarray, order: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """The union of the non-empty intervals [lo, hi), ``order`` sorting them by ``lo``, as
-    sorted disjoint (lo, hi) runs: `merge_sorted` of the sorted non-empty intervals. In C the
-    columns are read through ``order`` (no sorted copies, mask or running maximum: six
-    8 B/interval temporaries)."""
-    sweeps = native.sweeps
-    if sweeps is not None and lo.dtype == hi.dtype == np.int64:
-        # written up to the run count only: the rest of each buffer is never touched
-        out_lo, out_hi = np.empty(len(order), np.int64), np.empty(len(order), np.int64)
-        columns = (np.ascontiguousarray(c) for c in (lo, hi))
-        runs = sweeps.union_in_order(
-            *columns, np.ascontiguousarray(order, np.int64), out_lo, out_hi
-        )
-        return out_lo[:runs].copy(), out_hi[:runs].copy()
+    sorted disjoint (lo, hi) runs: `merge_sorted` of the sorted non-empty intervals."""
     s_lo, s_hi = lo[order], hi[order]
     keep = s_hi > s_lo
     _, u_lo, u_hi = merge_sorted(s_lo[keep], s_hi[keep])
@@ -50,16 +37,7 @@ def union_in_order(
 
 
 def union_of(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`union_in_order` of intervals in any order. In C, when they come in a few ascending
-    stretches of starts (a thread's events each, as the step pairs list them), the stretches
-    are merged as read (`union_in_runs`): no 8 B/interval order, sort buffer or output
-    buffers at the step breakdown's peak."""
-    sweeps = native.sweeps
-    if sweeps is not None and lo.dtype == hi.dtype == np.int64:
-        runs = sweeps.union_in_runs(np.ascontiguousarray(lo), np.ascontiguousarray(hi))
-        if runs is not None:
-            pairs = np.frombuffer(runs, dtype=np.int64).reshape(-1, 2)
-            return pairs[:, 0].copy(), pairs[:, 1].copy()
+    """`union_in_order` of intervals in any order."""
     return union_in_order(lo, hi, np.argsort(lo, kind="stable"))
 
 

@@ -17,7 +17,6 @@ import numpy as np
 
 from stepscope.distinct import distinct
 from stepscope.records import record
-from stepscope.stats import native
 
 
 def nesting_parents(line: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) -> np.ndarray:
@@ -27,13 +26,7 @@ def nesting_parents(line: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) 
         return np.zeros(0, dtype=np.int64)
     order = _sorted_order(line, start_ns, end_ns)
     lines, starts, ends = line[order], start_ns[order], end_ns[order]
-    if native.sweeps is not None:  # one pass with a stack per line
-        parent = np.empty(n, dtype=np.int64)
-        native.sweeps.nest_parents(
-            np.ascontiguousarray(lines, np.int64), np.ascontiguousarray(ends, np.int64), parent
-        )
-    else:
-        parent = _parents_numpy(lines, starts, ends)
+    parent = _parents_numpy(lines, starts, ends)
     out = np.full(n, -1, dtype=np.int64)
     has = parent >= 0
     out[order[has]] = order[parent[has]]
@@ -191,15 +184,7 @@ def events_self_time(
     events: np.ndarray, line: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray
 ) -> np.ndarray:
     """Self time of ``events`` (indices into the event columns), nested among themselves:
-    `self_time` over `nesting_parents` of the gathered columns. In C, when the events come in
-    trace order (the usual case), the columns are read in place: no gathered copies, sorted
-    copies or parent array (five 8 B/event temporaries)."""
-    sweeps = native.sweeps
-    if sweeps is not None and line.dtype == np.int32 and start_ns.dtype == end_ns.dtype == np.int64:
-        own = np.empty(len(events), dtype=np.int64)
-        columns = (np.ascontiguousarray(c) for c in (line, start_ns, end_ns))
-        if sweeps.nest_self_time(np.ascontiguousarray(events, np.int64), *columns, own):
-            return own
+    `self_time` over `nesting_parents` of the gathered columns."""
     start, end = start_ns[events], end_ns[events]
     return self_time(end - start, nesting_parents(line[events], start, end))
 

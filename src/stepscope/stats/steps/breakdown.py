@@ -32,7 +32,6 @@ import numpy as np
 
 from stepscope.model import Profile
 from stepscope.records import record
-from stepscope.stats import native
 from stepscope.stats.events import (
     CATEGORIES,
     NOT_COUNTED,
@@ -120,47 +119,9 @@ def _window_pairs(
     the step ``order[k]``)."""
     reach = np.maximum.accumulate(win_end)  # sorted even if windows overlap
     head_ev, head_st = head
-    n_head = len(head_ev)
-    sweeps = native.sweeps
-    if sweeps is not None:
-        # The usual case (no event spans two steps) in C, galloping along each thread's
-        # time-ordered events with their ends summed as read: the pairs are written over the
-        # event list itself, steps in int32, after the head (no end column, window numbers,
-        # gathered copies or joined copy beside them: the attribution's peak at 20M events)
-        size = n_head + int(np.count_nonzero(free))
-        ev, st = np.empty(size, np.int64), np.empty(size, np.int32)
-        ev[:n_head], st[:n_head] = head_ev, head_st
-        _flatnonzero_into(free, ev[n_head:])
-        found = sweeps.window_pairs_into(
-            ev[n_head:],
-            np.ascontiguousarray(profile.start_ns, np.int64),  # the columns as they are
-            np.ascontiguousarray(profile.dur_ns, np.int64),
-            np.ascontiguousarray(reach, np.int64),
-            np.ascontiguousarray(win_start, np.int64),
-            order.astype(np.int32),
-            ev[n_head:],
-            st[n_head:],
-        )
-        if found >= 0:
-            return ev[: n_head + found], st[: n_head + found]
-        del ev, st  # some event spans two steps: every overlap counted below
     events = np.flatnonzero(free)
-    if sweeps is not None:
-        lo, hi = np.empty(len(events), np.int64), np.empty(len(events), np.int64)
-        end = profile.start_ns + profile.dur_ns
-        sweeps.window_bounds(
-            events,
-            np.ascontiguousarray(profile.start_ns, np.int64),
-            end,
-            np.ascontiguousarray(reach, np.int64),
-            np.ascontiguousarray(win_start, np.int64),
-            lo,
-            hi,
-        )
-        del end
-    else:
-        lo = np.searchsorted(reach, profile.start_ns[events], "right")
-        hi = np.searchsorted(win_start, profile.end_at(events), "left")
+    lo = np.searchsorted(reach, profile.start_ns[events], "right")
+    hi = np.searchsorted(win_start, profile.end_at(events), "left")
     counts = hi - lo
     np.maximum(counts, 0, out=counts)
     if counts.max(initial=0) <= 1:  # no event spans two steps
@@ -172,17 +133,6 @@ def _window_pairs(
         events = np.repeat(events, counts)
     steps = order[windows].astype(np.int32)
     return _joined([head_ev, events], np.int64), _joined([head_st, steps], np.int32)
-
-
-def _flatnonzero_into(mask: np.ndarray, out: np.ndarray, chunk: int = _CHUNK) -> None:
-    """``out[:] = np.flatnonzero(mask)`` (``out`` as long as the count) by slices of ``mask``:
-    no full-size index array beside ``out``."""
-    at = 0
-    for a in range(0, len(mask), chunk):
-        found = np.flatnonzero(mask[a : a + chunk])
-        found += a
-        out[at : at + len(found)] = found
-        at += len(found)
 
 
 def _point_pairs(

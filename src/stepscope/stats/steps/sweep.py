@@ -20,7 +20,6 @@ from __future__ import annotations
 import numpy as np
 
 from stepscope.distinct import distinct
-from stepscope.stats import native
 from stepscope.stats.arrays import unique_many
 from stepscope.stats.intervals import merge_sorted
 
@@ -83,11 +82,6 @@ def _hold(z_step: np.ndarray, z_ns: np.ndarray, z_type: np.ndarray, z_next: np.n
     """Walk the uncovered zero-length events in time order (higher types first at equal
     times): each one takes over unless a held type at least as high is still current."""
     order = np.lexsort((-z_type, z_ns, z_step))
-    if native.sweeps is not None:  # the same walk in C (a few thousand events: 3-5 ms here)
-        walk = [np.ascontiguousarray(c[order], np.int64) for c in (z_step, z_ns, z_type, z_next)]
-        spans = [np.empty(len(order), np.int64) for _ in range(4)]
-        n = native.sweeps.hold_walk(*walk, *spans)
-        return spans[0][:n], spans[1][:n], spans[2][:n], spans[3][:n]
     out: list[tuple[int, int, int, int]] = []
     cur: tuple[int, int, int, int] | None = None  # step, type, start, clearing time
     for k in order.tolist():

@@ -36,7 +36,7 @@ from stepscope.records import record
 from stepscope.stats.trace_index.counters import Counter, build_counters
 from stepscope.stats.trace_index.flows import FlowTable, build_flows
 from stepscope.stats.trace_index.layout import positions
-from stepscope.stats.trace_index.lod import depths_in_line_order, line_order, nesting_depth
+from stepscope.stats.trace_index.lod import line_order, nesting_depth
 from stepscope.stats.trace_index.search import NameIndex, build_name_index
 from stepscope.stats.trace_index.tracks import Steps, find_steps
 from stepscope.store import background, entries, location
@@ -119,15 +119,10 @@ def build_trace_index(profile: Profile, step_db: Callable[[], StepDb] | None = N
 def _build(profile: Profile, find: Callable[[], Steps]) -> TraceIndex:
     n = profile.n_events
     start, dur = profile.start_ns, profile.dur_ns
-    found = depths_in_line_order(profile.line, start, dur)
-    order0: np.ndarray | None = None  # None: the events are in line order already
-    if found is None:
-        order0 = line_order(profile.line, start, start + dur)
-        depth = nesting_depth(order0, profile.line, start, dur)
-        origin = int(start.min()) if n else 0
-        last = int((start + dur).max()) if n else 0
-    else:
-        depth, origin, last = found
+    order0 = line_order(profile.line, start, start + dur)
+    depth = nesting_depth(order0, profile.line, start, dur)
+    origin = int(start.min()) if n else 0
+    last = int((start + dur).max()) if n else 0
     at = positions(profile.line, len(profile.lines), order0, depth, start, dur, origin)
     del order0
     return TraceIndex(

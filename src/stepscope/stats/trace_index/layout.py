@@ -3,21 +3,17 @@
 A *row* is one (line, depth); rows are numbered by (line, depth), and a line with events has
 rows 0 .. its deepest nesting (a depth d > 0 has its parent at d - 1). Within a row the events
 keep `lod.line_order`'s start order; each (row, level) run is a segment. `positions` builds it
-in C when the extension has ``layout`` (two counting sorts writing the columns in place:
-about 0.3 s at 10M events where NumPy's sorts and full-size gathers take about 1 s; the rows
-shared among ``$STEPSCOPE_THREADS`` workers), else
-with NumPy (`positions_numpy`, the reference; the two are tested equal).
+with NumPy (`positions_numpy`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from stepscope import workers
 from stepscope.records import record
 from stepscope.stats.trace_index.lod import detail_levels, segment_running_max
 from stepscope.stats.trace_index.search import index_dtype
-from stepscope.stats.trace_index.segments import group_starts, native, stable_argsort
+from stepscope.stats.trace_index.segments import group_starts, stable_argsort
 
 
 @record
@@ -46,45 +42,9 @@ def positions(
     """The positions of events (profile ``line``, ``start_ns``, ``dur_ns``) in `line_order`'s
     ``order0`` (None: already in that order) with nesting ``depth``; levels count time from
     ``origin_ns``."""
-    lib = native()
-    n = len(depth)
-    if lib is None or getattr(lib, "layout", None) is None or n == 0:
-        if order0 is None:
-            order0 = np.arange(n, dtype=np.int64)
-        return positions_numpy(line, n_lines, order0, depth, start_ns, dur_ns, origin_ns)
-    order = np.empty(n, dtype=index_dtype(n))
-    pos_start, end_max = np.empty(n, np.int64), np.empty(n, np.int64)
-    line_depths = np.empty(n_lines, np.int32)
-    seg_row, seg_level, seg_lo = lib.layout(
-        np.zeros(0, np.int64) if order0 is None else np.ascontiguousarray(order0, np.int64),
-        np.ascontiguousarray(line, np.int32),
-        np.ascontiguousarray(depth, np.int32),
-        np.ascontiguousarray(start_ns, np.int64),
-        np.ascontiguousarray(dur_ns, np.int64),
-        n_lines,
-        origin_ns,
-        order,
-        pos_start,
-        end_max,
-        line_depths,
-        workers.threads(),
-    )
-    row_line = np.repeat(np.arange(n_lines, dtype=np.int32), line_depths)
-    first_row = np.cumsum(line_depths, dtype=np.int64) - line_depths
-    row_depth = (np.arange(len(row_line)) - np.repeat(first_row, line_depths)).astype(np.int32)
-    lo = np.frombuffer(seg_lo, dtype=np.int64)
-    return Positions(
-        line_depths=line_depths,
-        row_line=row_line,
-        row_depth=row_depth,
-        order=order,
-        start_ns=pos_start,
-        end_max_ns=end_max,
-        seg_row=np.frombuffer(seg_row, dtype=np.int32),
-        seg_level=np.frombuffer(seg_level, dtype=np.int8),
-        seg_lo=lo,
-        seg_hi=np.append(lo[1:], n).astype(np.int64),
-    )
+    if order0 is None:
+        order0 = np.arange(len(depth), dtype=np.int64)
+    return positions_numpy(line, n_lines, order0, depth, start_ns, dur_ns, origin_ns)
 
 
 def positions_numpy(

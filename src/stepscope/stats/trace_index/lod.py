@@ -27,7 +27,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from stepscope.stats.arrays import unique_many
-from stepscope.stats.trace_index.segments import bit_length, group_starts, native
+from stepscope.stats.trace_index.segments import bit_length, group_starts
 
 MAX_LEVEL = 62
 
@@ -50,27 +50,6 @@ def line_order(line: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) -> np
     if ordered.all():
         return np.arange(n, dtype=np.int64)
     return np.lexsort((-end_ns, start_ns, line)).astype(np.int64)
-
-
-def depths_in_line_order(
-    line: np.ndarray, start_ns: np.ndarray, dur_ns: np.ndarray
-) -> tuple[np.ndarray, int, int] | None:
-    """(`nesting_depth`, first start, last end) of events already in `line_order`'s order (the
-    usual case), by one C pass with a stack of the running events (10M events: 0.4 s of
-    ordering checks and per-line passes -> about 0.05 s); None when they are not in that
-    order, or without the C helper: the caller sorts them and uses `nesting_depth`."""
-    found = getattr(native(), "depths", None)
-    if found is None or len(line) == 0:
-        return None
-    answer = found(
-        np.ascontiguousarray(line, np.int32),
-        np.ascontiguousarray(start_ns, np.int64),
-        np.ascontiguousarray(dur_ns, np.int64),
-    )
-    if answer is None:
-        return None
-    depth, first, last = answer
-    return np.frombuffer(depth, dtype=np.int32), int(first), int(last)
 
 
 def _parents(start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -170,15 +149,9 @@ def _nearest_beating(row: np.ndarray, dur: np.ndarray, step: int) -> np.ndarray:
 
 
 def detail_levels(row: np.ndarray, start_rel_ns: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
-    """Level of each event (int8), for events sorted by (row, start); see the module docstring.
-    In C when built (one monotonic-stack pass each way, 10M events: 3.0 s -> about 0.1 s);
-    `detail_levels_numpy` is the fallback and the reference."""
-    # A build of the extension older than `levels` (a tree not rebuilt yet) has only `search`.
-    levels = getattr(native(), "levels", None)
-    if levels is None:
-        return detail_levels_numpy(row, start_rel_ns, dur_ns)
-    columns = (np.ascontiguousarray(a, dtype=np.int64) for a in (row, start_rel_ns, dur_ns))
-    return np.frombuffer(levels(*columns), dtype=np.int8)
+    """Level of each event (int8), for events sorted by (row, start); see the module docstring
+    (`detail_levels_numpy`)."""
+    return detail_levels_numpy(row, start_rel_ns, dur_ns)
 
 
 def detail_levels_numpy(

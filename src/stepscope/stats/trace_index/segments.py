@@ -8,17 +8,7 @@ NumPy vector operations (one bisection step for all segments at once).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
-
-from stepscope import accelerators
-
-
-def native() -> Any:
-    """The C helpers (`_segsearch.c`), or None (not built, or switched off: the NumPy
-    versions)."""
-    return accelerators.get("_segsearch")
 
 
 def segmented_search(
@@ -34,21 +24,6 @@ def segmented_search(
     Like ``np.searchsorted`` per segment, with absolute positions. With ``through``, the
     segments are of ``values[through]`` (searched without building that array).
     """
-    fast = native()
-    if (
-        fast is not None
-        and through is None
-        and values.dtype == np.int64
-        and values.flags.c_contiguous
-    ):
-        found = fast.search(
-            values,
-            np.ascontiguousarray(lo, dtype=np.int64),
-            np.ascontiguousarray(hi, dtype=np.int64),
-            np.ascontiguousarray(keys, dtype=np.int64),
-            side == "right",
-        )
-        return np.frombuffer(found, dtype=np.int64).copy()
     left = np.asarray(lo, dtype=np.int64).copy()
     right = np.asarray(hi, dtype=np.int64).copy()
     keys = np.asarray(keys)

@@ -13,7 +13,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from stepscope import accelerators
 from stepscope.model import Profile
 from stepscope.xspace.wire import KIND_BYTES, KIND_DOUBLE, KIND_INT, KIND_STR, KIND_UINT
 
@@ -83,8 +82,8 @@ class EventColumns(NamedTuple):
     text: list[str]  # JSON text of code-2 values
 
 
-def format_events_py(c: EventColumns) -> str:
-    """The chunk's text: the reference for the C version in _jsonfmt.c (same bytes)."""
+def format_events(c: EventColumns) -> str:
+    """The chunk's text (chrome_reference's, byte for byte)."""
     shown: list[object] = c.value.tolist()
     unsigned = np.flatnonzero(c.code == 1)
     for i, v in zip(unsigned.tolist(), c.value[unsigned].view(np.uint64).tolist(), strict=True):
@@ -118,15 +117,7 @@ def format_events_py(c: EventColumns) -> str:
     return interleave(heads, pairs, owner, c.tails)
 
 
-def format_events(c: EventColumns) -> str:
-    fast = accelerators.get("_jsonfmt")  # without it format_events_py writes the same text
-    if fast is None:
-        return format_events_py(c)
-    text: str = fast.events(*c)
-    return text
-
-
-def format_flows_py(
+def format_flows(
     ids: np.ndarray,
     cat: np.ndarray,
     pid: np.ndarray,
@@ -134,8 +125,7 @@ def format_flows_py(
     ts_ns: np.ndarray,
     cats: list[str],
 ) -> str:
-    """Flow events ("s" then "f" per flow; pid/tid/ts_ns hold both ends interleaved): the
-    reference for _jsonfmt.flows."""
+    """Flow events ("s" then "f" per flow; pid/tid/ts_ns hold both ends interleaved)."""
     template = ',\n{"ph":"%s","id":%d,"cat":"%s","name":"%s","pid":%d,"tid":%d,"ts":%d.%03d%s}'
     n = len(ids)
     names = [cats[k] for k in cat.tolist()]
@@ -158,21 +148,6 @@ def format_flows_py(
             ),
         )
     )
-
-
-def format_flows(
-    ids: np.ndarray,
-    cat: np.ndarray,
-    pid: np.ndarray,
-    tid: np.ndarray,
-    ts_ns: np.ndarray,
-    cats: list[str],
-) -> str:
-    fast = accelerators.get("_jsonfmt")
-    if fast is None:
-        return format_flows_py(ids, cat, pid, tid, ts_ns, cats)
-    text: str = fast.flows(ids, cat, pid, tid, ts_ns, cats)
-    return text
 
 
 def interleave(heads: list[str], items: list[str], owner: np.ndarray, tails: list[str]) -> str:

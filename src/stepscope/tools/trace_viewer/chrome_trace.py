@@ -10,9 +10,8 @@ as ``args``, flows as ``ph: "s"`` / ``ph: "f"`` pairs (``cat`` ``ac2g`` for laun
 PyTorch names them).
 
 The file is written in chunks of events, never held whole: a 10M-event trace exports in
-constant memory. Numpy prepares each chunk column-wise (chrome_text) and the optional C
-formatter _jsonfmt (or Python's ``%`` without it) prints it; chrome_reference holds the
-event-by-event writer both must match byte for byte.
+constant memory. Numpy prepares each chunk column-wise and Python's ``%`` prints it
+(chrome_text); chrome_reference holds the event-by-event writer it must match byte for byte.
 """
 
 from __future__ import annotations

@@ -29,7 +29,6 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from stepscope import accelerators
 from stepscope.model import Profile
 from stepscope.stats.trace_index.flows import FlowTable, build_flows
 from stepscope.stats.trace_index.lod import line_order, nesting_depth, nesting_parents
@@ -184,19 +183,6 @@ def _annotations(key: np.ndarray, kind: np.ndarray, value: np.ndarray) -> Encode
     """Each stat row as an encoded ``TrackEvent.debug_annotations`` (field 4) entry."""
     n = len(key)
     is_str = (kind == KIND_STR) | (kind == KIND_BYTES)
-    fast = accelerators.get("_pbpack")  # else the numpy encoder below (same bytes)
-    if fast is not None:
-        field = np.select(
-            [kind == KIND_INT, kind == KIND_UINT, kind == KIND_DOUBLE], [4, 3, 5], 17
-        ).astype(np.int64)
-        sizes = np.zeros(n, dtype=np.int64)
-        data = fast.annotations(
-            key.astype(np.int64) + 1,
-            field,
-            np.where(is_str, value + 1, value).astype(np.int64),
-            sizes,
-        )
-        return Encoded(np.frombuffer(data, dtype=np.uint8), np.cumsum(sizes) - sizes, sizes)
     annotation = [
         varint(1, key.astype(np.int64) + 1),
         varint(4, value, kind == KIND_INT),
@@ -365,14 +351,6 @@ def _event_packets(
         *flow_ids.ranges(ev, who, first),
     ]
     names = profile.name[ev][who].astype(np.int64) + 1
-    fast = accelerators.get("_pbpack")
-    if fast is not None:
-        arrays = [np.ascontiguousarray(a, dtype=np.int64) for a in (ts, kind, track[who], names)]
-        for buf, start_at, length in copies:
-            arrays += [np.ascontiguousarray(buf, dtype=np.uint8)]
-            arrays += [np.ascontiguousarray(a, dtype=np.int64) for a in (start_at, length)]
-        packed: bytes = fast.pack(*arrays, SEQUENCE, SEQ_NEEDS_STATE)
-        return packed
     n = len(who)
     fields = [
         varint(9, kind),
