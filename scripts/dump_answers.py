@@ -5,17 +5,20 @@
     diff -r OUT_DIR OUT_DIR2
 
 For each fixture trace (and two runs of several hosts made from them): every tool's JSON (and
-CSV where the tool has it), `report`, `summary`, `info --json` and both exports (Chrome JSON,
-Perfetto). A command that fails keeps its exit status and error line as its answer, so a
-changed error shows too. Runs through `stepscope.cli.main.main` in this process, with a fresh
-cache directory, so a refactoring that must not change any answer (a file move, a new
-registry) is checked byte for byte, with and without the C accelerators.
+CSV where the tool has it), `report`, `summary`, `info --json`, both exports (Chrome JSON,
+Perfetto) and the trace viewer's answers to the web page (windows of the whole trace and
+zoomed in at two resolutions, its steps, a search). A command that fails keeps its exit
+status and error line as its answer, so a changed error shows too. Runs through
+`stepscope.cli.main.main` in this process, with a fresh cache directory, so a refactoring
+that must not change any answer (a file move, a new registry) is checked byte for byte, with
+and without the C accelerators.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import io
 import os
 import shutil
@@ -77,6 +80,38 @@ def dump_run(name: str, path: Path, out: Path, tmp: Path, host: str | None = Non
         body = exported.read_bytes() if status == 0 and exported.exists() else text
         (folder / f"export.{suffix}").write_bytes(body)
         exported.unlink(missing_ok=True)
+    for answer, body in trace_viewer_answers(path, host).items():
+        (folder / answer).write_bytes(body)
+
+
+# The trace viewer's windows, as fractions of the trace's span, and a resolution.
+WINDOWS = ((0.0, 1.0, 2000), (0.0, 1.0, 50), (0.4, 0.45, 2000), (0.5, 0.5001, 300))
+
+
+def trace_viewer_answers(path: Path, host: str | None) -> dict[str, bytes]:
+    """What the trace viewer page asks for (its window, steps and search endpoints)."""
+    from stepscope.cli.commands.tool import context_for
+    from stepscope.errors import StepscopeError
+    from stepscope.tools.registry import get_tool
+    from stepscope.tools.trace_viewer import api
+
+    spec = get_tool("trace_viewer")
+    try:
+        ctx = context_for(str(path), spec, host, spec.parse_options({}), use_cache=False)
+        if not spec.available(ctx) or ctx.host == "ALL_HOSTS":
+            return {}
+        _, index = api.trace_of(ctx)
+    except StepscopeError as exc:
+        return {"trace_viewer.error": str(exc).encode()}
+    span = int(index.end_ns - index.origin_ns)
+    out: dict[str, bytes] = {}
+    for k, (a, b, res) in enumerate(WINDOWS):
+        t0 = int(a * span)
+        params = {"t0": str(t0), "t1": str(max(int(b * span), t0 + 1)), "res": str(res)}
+        out[f"trace_viewer.window{k}.bin"] = api.window(ctx, params)[0]
+    out["trace_viewer.steps.json"] = api.steps(ctx, {})[0]
+    out["trace_viewer.search.json"] = api.search(ctx, {"q": "a", "limit": "50"})[0]
+    return out
 
 
 def pod_runs(tmp: Path) -> list[tuple[str, Path]]:
@@ -102,11 +137,13 @@ def main() -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--only", default="", help="fixtures whose name contains this")
     args = parser.parse_args()
-    # One fixed scratch path: answers that name a file (report, errors) stay comparable.
-    # $STEPSCOPE_DUMP_SCRATCH moves it (two people dumping on one machine at once).
-    mode = "py" if os.environ.get("STEPSCOPE_PURE_PYTHON") else "c"
+    # One fixed scratch path per checkout and mode: answers that name a file (report, errors)
+    # stay comparable from run to run, and two checkouts dumping at once do not share it;
+    # $STEPSCOPE_DUMP_SCRATCH moves it.
+    mode = "c" if os.environ.get("STEPSCOPE_PURE_PYTHON", "0") in ("", "0") else "py"
+    checkout = hashlib.sha256(str(REPO).encode()).hexdigest()[:8]
     scratch = os.environ.get("STEPSCOPE_DUMP_SCRATCH") or tempfile.gettempdir()
-    tmp = Path(scratch) / f"stepscope-dump-answers-{mode}"
+    tmp = Path(scratch) / f"stepscope-dump-answers-{checkout}-{mode}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
