@@ -10,8 +10,10 @@ checkout is not touched. CPython itself is not instrumented, so the fuzzing proc
 with libasan preloaded (``LD_PRELOAD``, the usual way to load sanitized extensions into a
 normal interpreter) and leak detection off (the interpreter keeps memory until exit).
 
-Cases (tests/hardening/native_cases.py): each extension's entry points called with crafted
-arguments and with mutations of the fixtures and crafted profiles, for a share of
+First the tests of the C code (`TESTS`: the regression cases of tests/hardening/
+test_native_args.py, the decoders' and the tracer's tests) run in the sanitized process; then
+the cases of tests/hardening/native_cases.py: each extension's entry points called with
+crafted arguments and with mutations of the fixtures and crafted profiles, for a share of
 ``--seconds``; then the Kineto scanner against the pure-Python reader on mutated traces. A
 failing run prints the extension and seed: ``--only NAME --seed N`` replays it.
 """
@@ -29,6 +31,18 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# The tests that drive the C code, run under the sanitizers before the fuzzing.
+TESTS = (
+    "tests/hardening/test_native_args.py",
+    "tests/test_accelerators.py",
+    "tests/xspace/test_kineto_fast.py",
+    "tests/xspace/test_kineto_native.py",
+    "tests/xspace/test_fastwire_workers.py",
+    "tests/xspace/test_fastwire_headers.py",
+    "tests/xspace/test_row_owners.py",
+    "tests/model/test_from_xspace.py",
+    "tests/capture/test_capture_python_tracer.py",
+)
 
 
 def build(target: Path) -> None:
@@ -57,7 +71,8 @@ def libasan() -> str:
 
 
 def child(seconds: float, seed: int, only: str) -> int:
-    """In the sanitized process: every fuzzer, then the Kineto comparison."""
+    """In the sanitized process: the tests of the C code, every fuzzer, then the Kineto
+    comparison."""
     from stepscope import accelerators
     from tests.hardening import native_cases
 
@@ -66,6 +81,14 @@ def child(seconds: float, seed: int, only: str) -> int:
     if bad:
         print(f"not built from these sources: {bad}")
         return 1
+    if not only:
+        import pytest
+
+        started = time.monotonic()
+        args = ["-q", "-p", "no:cacheprovider", "-m", "not browser", "-x", *TESTS]
+        if pytest.main([str(ROOT / t) if t in TESTS else t for t in args]):
+            return 1
+        print(f"tests of the C code under the sanitizers: {time.monotonic() - started:.0f} s")
     share = seconds / (len(names) + (0 if only else 1))
     for name in names:
         print(f"{name}: seed {seed}", flush=True)

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs into .venv, then run every check CI runs:
 # generated-code freshness, ruff (lint + format), the web UI's ESLint and tsc checks, mypy,
-# the layers contract, pytest.
-# Usage: bash scripts/test.sh [extra pytest args]
+# the layers contract, pytest, pytest's default tier again without the C accelerators, and the
+# C accelerators built with sanitizers and fuzzed.
+# Usage: bash scripts/test.sh [--pure-python-only] [extra pytest args]
+#   --pure-python-only: no C compiler here; run every tier without the C accelerators (and
+#   say so) instead of failing because they are not built.
 set -euo pipefail
+PURE_ONLY=0
+if [ "${1:-}" = "--pure-python-only" ]; then PURE_ONLY=1; shift; fi
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1
 
@@ -25,7 +30,21 @@ quiet() { grep -v '^WARNING: Location' || true; }  # the machine's pip config is
 $PY -m pip install -q --upgrade pip 2>&1 | quiet
 # CPU PyTorch comes from the machine's local wheel (pip install torch==2.13.0 takes it).
 $PY -m pip install -q -e ".[dev,test]" "torch==2.13.0" 2>&1 | quiet
-$PY -c "import stepscope.xspace.wire as w; print('C accelerator:', w.accelerated())"
+
+step "C accelerators (strict build: warnings are errors)"
+if [ $PURE_ONLY = 1 ]; then
+  echo "--pure-python-only: the C accelerators are not used; every tier runs the pure-Python code"
+  export STEPSCOPE_PURE_PYTHON=1
+else
+  STEPSCOPE_STRICT_BUILD=1 $PY setup.py -q build_ext --inplace
+  # Fails when one is missing or stale: CI must test what a user with a compiler runs.
+  $PY -c "
+import sys
+from stepscope import accelerators as a
+print('\n'.join(a.report()))
+bad = [n for n in a.EXTENSIONS if a.state(n) != 'on']
+sys.exit(f'C accelerators not usable: {bad} (no compiler? bash scripts/test.sh --pure-python-only)' if bad else 0)"
+fi
 
 step "generated code and docs are fresh"
 $PY scripts/gen_proto.py --check
@@ -50,5 +69,20 @@ $PY -m pytest -q -p no:cacheprovider --timeout=600 "$@"
 status=$?
 set -e
 [ $status -eq 5 ] && { echo "pytest collected no tests"; exit 1; }
+if [ $PURE_ONLY = 0 ]; then
+  step "pytest default tier without the C accelerators (STEPSCOPE_PURE_PYTHON=1)"
+  set +e
+  STEPSCOPE_PURE_PYTHON=1 $PY -m pytest -q -p no:cacheprovider --timeout=600 \
+    -m "not integration and not browser" "$@"
+  pure=$?
+  set -e
+  [ $status -eq 0 ] && status=$pure
+  step "C accelerators under AddressSanitizer + UndefinedBehaviorSanitizer, fuzzed"
+  set +e
+  $PY scripts/fuzz_native.py --seconds 90
+  fuzzed=$?
+  set -e
+  [ $status -eq 0 ] && status=$fuzzed
+fi
 step "done"
 exit $status
