@@ -100,6 +100,15 @@ def test_an_event_without_pid_or_tid_takes_the_per_event_path(
     assert_same_profile(path)
 
 
+def test_an_empty_first_string_is_interned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The string table's arena is empty (no data pointer) when the first string is "": it
+    was copied to, then compared with, a NULL pointer (UBSan, in the sanitizer job)."""
+    c_on(monkeypatch, "_kscan")
+    event = {"name": "", "cat": "", "ph": "X", "pid": 1, "tid": 1, "ts": 1, "dur": 1}
+    found = scanned(json.dumps({"traceEvents": [event, event]}).encode())
+    assert found is not None and [found.texts[i] for i in found.name.tolist()] == ["", ""]
+
+
 def test_a_document_without_trace_events_is_not_scanned(monkeypatch: pytest.MonkeyPatch) -> None:
     """The per-event path says it is not a trace; the scanner gave an empty one."""
     c_on(monkeypatch, "_kscan")

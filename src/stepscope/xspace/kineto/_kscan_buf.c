@@ -116,7 +116,9 @@ int32_t kscan_intern(Table *t, const uint8_t *p, Py_ssize_t len) {
     Py_ssize_t s = (Py_ssize_t)(h & (uint64_t)(t->nslots - 1));
     while (t->slots[s]) {
         Entry *e = &t->entries[t->slots[s] - 1];
-        if (e->hash == h && e->len == len && memcmp(t->arena.data + e->off, p, (size_t)len) == 0)
+        /* an empty arena has no data pointer: no memcmp for an empty string */
+        if (e->hash == h && e->len == len &&
+            (len == 0 || memcmp(t->arena.data + e->off, p, (size_t)len) == 0))
             return t->slots[s] - 1;
         s = (s + 1) & (t->nslots - 1);
     }
