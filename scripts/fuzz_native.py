@@ -85,7 +85,9 @@ def child(seconds: float, seed: int, only: str) -> int:
         import pytest
 
         started = time.monotonic()
-        args = ["-q", "-p", "no:cacheprovider", "-m", "not browser", "-x", *TESTS]
+        # --capture=sys: a sanitizer report goes to the real stderr (fd 2), not pytest's capture
+        args = ["-q", "-p", "no:cacheprovider", "-m", "not browser", "-x", "--capture=sys"]
+        args += TESTS
         if pytest.main([str(ROOT / t) if t in TESTS else t for t in args]):
             return 1
         print(f"tests of the C code under the sanitizers: {time.monotonic() - started:.0f} s")
@@ -125,17 +127,24 @@ def main() -> int:
         started = time.monotonic()
         build(target)
         print(f"sanitized build: {time.monotonic() - started:.0f} s", flush=True)
+        reports = target / "reports"
+        reports.mkdir(exist_ok=True)
         env = {
             **os.environ,
             "LD_PRELOAD": libasan(),
-            "ASAN_OPTIONS": "detect_leaks=0:halt_on_error=1:abort_on_error=1",
-            "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
+            # reports also to files (printed below): a crash can lose what stderr buffered
+            "ASAN_OPTIONS": "detect_leaks=0:halt_on_error=1:abort_on_error=1:"
+            f"log_path={reports}/asan",
+            "UBSAN_OPTIONS": f"halt_on_error=1:print_stacktrace=1:log_path={reports}/ubsan",
             "PYTHONPATH": os.pathsep.join([str(target), str(ROOT)]),
             "STEPSCOPE_PURE_PYTHON": "0",
         }
         command = [sys.executable, __file__, "--child", "--seconds", str(args.seconds)]
         command += ["--seed", str(seed), "--only", args.only]
         status = subprocess.run(command, env=env, check=False).returncode
+        for report in sorted(reports.iterdir()):
+            print(f"--- {report.name}\n{report.read_text(errors='replace')[-6000:]}")
+            status = status or 1
     if status:
         print(f"FAILED (exit {status}): replay with --seed {seed} [--only NAME]")
     return 1 if status else 0
