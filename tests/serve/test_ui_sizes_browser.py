@@ -515,3 +515,30 @@ def test_a_recorder_runs_overview_marks_the_trigger_and_shows_the_step_history(
     label = page.text_content("[data-chart='step_history'] .trigger-label") or ""
     assert label.startswith("trigger: step 23")
     assert page.locator("[data-chart='step_history'] rect.kept").count() == 1
+
+
+def test_the_graph_viewer_is_steered_by_program_search_and_top_ops(
+    sized: tuple[Any, Recorder, str], gpu_server: RunningServer
+) -> None:
+    page, _rec, _size = sized
+    page.evaluate("document.body.removeAttribute('data-rendered')")
+    goto(page, gpu_server.url, "graph_viewer", run_of(gpu_server, "jaxgpu"))
+    programs = page.eval_on_selector_all("#graph-module option", "els => els.map((e) => e.value)")
+    assert programs[0] == "jit_loss_fn(17)" and len(programs) > 1
+    chips = page.eval_on_selector_all(".chips .chip", "els => els.map((e) => e.dataset.node)")
+    assert len(chips) == 8 and chips[0] == "te_fused_attn_backward_ffi.18"
+    # a quick start: the second op becomes the center
+    page.evaluate("document.body.removeAttribute('data-rendered')")
+    page.click(f".chips .chip[data-node='{chips[1]}']")
+    wait_rendered(page, "graph_viewer")
+    assert page.get_attribute("g.node[data-distance='0']", "data-name") == chips[1]
+    # the op search lists the program's matching names; Enter centers on the one typed
+    page.fill("#graph-search", "gemm_fusion")
+    page.wait_for_function("() => document.querySelectorAll('#graph-ops option').length > 0")
+    names = page.eval_on_selector_all("#graph-ops option", "els => els.map((e) => e.value)")
+    assert names and all("gemm_fusion" in n for n in names)
+    page.evaluate("document.body.removeAttribute('data-rendered')")
+    page.fill("#graph-search", names[-1])
+    page.press("#graph-search", "Enter")
+    wait_rendered(page, "graph_viewer")
+    assert page.get_attribute("g.node[data-distance='0']", "data-name") == names[-1]

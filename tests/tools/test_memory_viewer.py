@@ -120,3 +120,33 @@ def test_graph_viewer_on_a_cpu_profile_and_bad_names() -> None:
     with pytest.raises(ToolUsageError, match=r"names 3 programs; pick one of jit_multiply\("):
         _graph("jax/cnn_cpu", module="jit_multiply")
     assert _graph("jax/cnn_cpu", module="jit_multiply(14)")["program_id"] == 14
+
+
+def test_graph_viewer_lists_its_programs_top_ops_and_searches_names() -> None:
+    """What the page steers with (issue #33): a select of the programs, a button per top op,
+    and a search of the shown program's instruction names."""
+    data = _graph("xspace/gpu_jax_fused_attention.xplane.pb")
+    modules = data["modules"]
+    assert modules[0]["name"] == "jit_loss_fn" and modules[0]["time_us"] > 0
+    assert [m["time_us"] for m in modules] == sorted((m["time_us"] for m in modules), reverse=True)
+    top = data["top_ops"]
+    assert top[0]["name"] == data["node"] == "te_fused_attn_backward_ffi.18"
+    assert len(top) == 8 and [t["time_us"] for t in top] == sorted(
+        (t["time_us"] for t in top), reverse=True
+    )
+    run = open_run(str(FIXTURES / "xspace/gpu_jax_fused_attention.xplane.pb"))
+    spec = get_tool("graph_viewer")
+    (endpoint,) = spec.endpoints
+    ctx = ToolContext(run, spec.resolve_host(run, None))
+    body, _type = endpoint.handle(ctx, {"q": "FUSION"})
+    found = json.loads(body)
+    assert found["module"] == "jit_loss_fn" and found["total"] >= len(found["matches"]) > 0
+    assert all("fusion" in m["name"] for m in found["matches"])
+    timed = [m["time_us"] for m in found["matches"] if m["time_us"] > 0]
+    assert timed == sorted(timed, reverse=True)
+    assert found["matches"][0]["time_us"] > 0  # timed instructions first
+    with pytest.raises(ValueError, match="empty"):
+        endpoint.handle(ctx, {"q": " "})
+    # a CPU profile: its programs (no device time) and no top ops, search still answers
+    cpu = _graph("jax/cnn_cpu")
+    assert cpu["top_ops"] == [] and "jit_train_step" in {m["name"] for m in cpu["modules"]}

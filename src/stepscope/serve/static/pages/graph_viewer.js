@@ -2,7 +2,7 @@
 // Graph viewer: the HLO graph around one instruction, operands to the left and users to the
 // right by hops, drawn as boxes and arrows; click a box to center on it. Fields:
 // docs/tools/graph_viewer.md.
-import { card, code, fmtUs, h, note, svg } from '../util.js';
+import { card, code, fmtInt, fmtUs, getJSON, h, note, query, svg } from '../util.js';
 import { ensureStyles, tile } from './_gpu_tools.js';
 
 const BOX_W = 190;
@@ -56,10 +56,63 @@ function drawGraph(data, ctx) {
   return h('figure', { class: 'graph', dataset: { chart: 'hlo_graph' }, style: { overflowX: 'auto' } }, root);
 }
 
+/**
+ * The controls that steer the graph: the program, an op search (names of the shown program's
+ * instructions, from the tool's search endpoint), and one button per top op to center on it.
+ */
+function steering(data, ctx) {
+  const modules = data.modules || [];
+  const current = `${data.module}(${data.program_id})`;
+  const select = h('select', { id: 'graph-module', 'aria-label': 'Program',
+    onchange: (e) => ctx.go({ module: e.target.value, node: '' }) },
+  modules.map((m) => h('option', { value: `${m.name}(${m.program_id})`, selected: `${m.name}(${m.program_id})` === current },
+    `${m.name}(${m.program_id})${m.time_us ? ` · ${fmtUs(m.time_us)}` : ''}`)));
+  const list = h('datalist', { id: 'graph-ops' });
+  const found = h('span', { class: 'count', 'aria-live': 'polite' });
+  const search = h('input', { type: 'search', class: 'filter', id: 'graph-search', list: 'graph-ops', placeholder: 'Find an op by name…',
+    'aria-label': 'Find an instruction of this program by name; Enter centers the graph on it', autocomplete: 'off' });
+  let timer = 0;
+  let asked = '';
+  search.addEventListener('input', () => {
+    clearTimeout(timer);
+    timer = setTimeout(async () => {
+      const q = search.value.trim();
+      if (!q || q === asked) return;
+      asked = q;
+      try {
+        const r = await getJSON(`api/tool/graph_viewer/search?${query({ run: ctx.run, host: ctx.host, module: current, q })}`);
+        if (q !== search.value.trim()) return;
+        list.replaceChildren(...r.matches.map((m) => h('option', { value: m.name },
+          `${m.category}${m.time_us ? ` · ${fmtUs(m.time_us)}` : ''}`)));
+        found.textContent = `${fmtInt(r.total)} ${r.total === 1 ? 'match' : 'matches'}`;
+      } catch (err) {
+        found.textContent = err.message;
+      }
+    }, 150);
+  });
+  const open = () => { if (search.value.trim()) ctx.go({ module: current, node: search.value.trim() }); };
+  search.addEventListener('keydown', (e) => { if (e.key === 'Enter') open(); });
+  const chips = (data.top_ops || []).map((op) => h('button', { type: 'button', class: `chip${op.name === data.node ? ' current' : ''}`,
+    dataset: { node: op.name }, title: `${op.category}: ${fmtUs(op.time_us)}`, onclick: () => ctx.go({ module: current, node: op.name }) },
+  op.name, h('span', { class: 'chip-time' }, fmtUs(op.time_us))));
+  return h('div', { class: 'graph-steer' },
+    h('div', { class: 'toolbar' },
+      h('label', { class: 'options' }, 'Program ', select),
+      h('span', {}, search, list, ' ', h('button', { type: 'button', class: 'tv-btn', onclick: open }, 'Show'), ' ', found)),
+    chips.length ? h('div', { class: 'chips', role: 'group', 'aria-label': 'Ops with the most device time' },
+      h('span', { class: 'muted' }, 'Top ops: '), chips) : null);
+}
+
 export async function render(root, data, ctx) {
   ensureStyles();
   const center = (data.nodes || []).find((n) => n.distance === 0) || {};
+  // module and node are options of the tool (free text): the controls above set them
+  ctx.go = (options) => {
+    const params = { ...ctx.options, ...options };
+    location.hash = ctx.href('graph_viewer', params).slice(1);
+  };
   root.append(
+    steering(data, ctx),
     card('Center', h('div', { class: 'metric-row' },
       tile('Program', h('span', {}, `${data.module}(${data.program_id})`)),
       tile('Instruction', code(data.node)),
@@ -70,6 +123,6 @@ export async function render(root, data, ctx) {
     card(`Graph (${data.depth} hops; operands left, users right)`,
       data.truncated ? note(`Only the first nodes of the walk are shown; lower the depth.`, 'warn') : null,
       drawGraph(data, ctx),
-      h('p', { class: 'muted' }, 'Click an instruction to center the graph on it; hover for its HLO expression. The node, module and depth options are above.')),
+      h('p', { class: 'muted' }, 'Click an instruction to center the graph on it; hover for its HLO expression.')),
   );
 }
