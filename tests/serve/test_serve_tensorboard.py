@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -146,3 +147,39 @@ def test_stepscope_tab_renders_in_tensorboard(
     assert shown is not None and float(shown) == data["step_time_ms"]["avg"]
     assert not [u for u in requests if not u.startswith(tensorboard)]
     assert not errors, errors
+
+
+@pytest.mark.browser
+def test_tensorboard_links_open_the_page_they_were_copied_from(
+    tensorboard: str, browser: Any
+) -> None:
+    """The page shown in the tab is kept in TensorBoard's address (#stepscope&stepscope_page=),
+    so a copied TensorBoard link opens the same tool and run (issue #33)."""
+    run = httpx.get(tensorboard + PLUGIN + "/ui/api/runs", timeout=60).json()["runs"][0]["run"]
+    wanted = f"/op_stats?{httpx.QueryParams({'run': run})}"
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    try:
+        page = context.new_page()
+        page.goto(f"{tensorboard}/#stepscope&stepscope_page={quote(wanted, safe='')}")
+        frame = _ui_frame(page, "op_stats")
+        assert frame is not None, [f.url for f in page.frames]
+        # moving to another page in the tab updates TensorBoard's address
+        frame.evaluate("document.body.removeAttribute('data-rendered')")
+        frame.evaluate(
+            f"location.hash = '#/input_pipeline_analyzer?{httpx.QueryParams({'run': run})}'"
+        )
+        assert _ui_frame(page, "input_pipeline_analyzer") is not None
+        page.wait_for_function("() => location.hash.includes('stepscope_page=%2Finput_pipeline')")
+        assert page.evaluate("location.hash").startswith("#stepscope&")
+    finally:
+        context.close()
+
+
+def _ui_frame(page: Any, tool: str) -> Any:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        for f in page.frames:
+            if "/ui/index.html" in f.url and f.query_selector(f'body[data-rendered="{tool}"]'):
+                return f
+        page.wait_for_timeout(200)
+    return None

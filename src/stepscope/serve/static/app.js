@@ -340,6 +340,8 @@ function optionControls(tool, options, set) {
 function markRendered(tool, failed = false) {
   // Read by the browser tests (time to first render) and handy when debugging.
   performance.mark('stepscope:rendered', { detail: { tool, failed } });
+  // Inside TensorBoard's tab: its address keeps this page's, for links (tensorboard.js).
+  if (window.parent !== window) window.parent.postMessage({ type: 'stepscope:page', hash: location.hash }, location.origin);
   document.body.dataset.rendered = tool;
   document.body.dataset.renderCount = String(Number(document.body.dataset.renderCount || 0) + 1);
 }
