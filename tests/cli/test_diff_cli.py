@@ -170,3 +170,20 @@ def test_help_shows_the_rule_language(capsys: pytest.CaptureFixture[str]) -> Non
     out = capsys.readouterr().out
     assert "'step_time.median>+5%'" in out and "%%" not in out
     assert "Exit status: 0 pass, 1 a rule failed, 2" in " ".join(out.split())
+
+
+@pytest.mark.parametrize("columns", [60, 80, 140])
+def test_the_report_fits_the_terminal(
+    baselines: dict[str, Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    columns: int,
+) -> None:
+    """No line wider than the terminal ($COLUMNS): sentences wrap, long op names are cut to
+    the room the numbers leave (issue #33). The metrics table is narrower than 60 columns."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert main(["diff", str(baselines["kineto"]), str(baselines["ctl"])]) == 0
+    out = capsys.readouterr().out
+    widest = max(out.splitlines(), key=len)
+    assert len(widest) <= columns, widest
+    assert "…" in out  # a long name was cut, not run over

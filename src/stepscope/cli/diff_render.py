@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stepscope.cli.output import human_bytes, table
+from stepscope.cli.output import human_bytes, table, wrap
 from stepscope.stats.compare import MetricChange, RowChange, RuleResult, RunDiff
 from stepscope.stats.compare.run_summary import RunSummary, stage_name
 
@@ -81,32 +81,60 @@ def _row_cells(table_name: str, r: RowChange, width: int) -> list[str]:
     ]
 
 
-def render_text(diff: RunDiff, results: list[RuleResult]) -> str:
+MIN_NAME = 24  # a row's name keeps at least this many columns, whatever the terminal
+
+
+def render_text(diff: RunDiff, results: list[RuleResult], width: int = 100) -> str:
+    """The terminal report, fitted to ``width`` columns: sentences wrapped, the rows' names cut
+    to the room the numbers leave (an ellipsis marking the cut)."""
     out = [
-        f"baseline:  {_side(diff.baseline)}",
-        f"candidate: {_side(diff.candidate)}",
+        *wrap(_side(diff.baseline), width, first="baseline:  ", rest=" " * 11),
+        *wrap(_side(diff.candidate), width, first="candidate: ", rest=" " * 11),
         "",
-        f"Verdict: {diff.verdict}",
+        *wrap(diff.verdict, width, first="Verdict: ", rest="  "),
         "",
     ]
     rows = [
         [m.label, _value(m, m.base), _value(m, m.cand), _change(m), _interval(m), _mark(m)]
         for m in _shown_metrics(diff)
     ]
-    out.append(table(rows, ["metric", "baseline", "candidate", "change", "95% interval", "sig"]))
-    out.append(
-        "* significant (seeded expanded bootstrap, Holm-adjusted p < 0.05, above the noise floor)"
+    metrics = table(rows, ["metric", "baseline", "candidate", "change", "95% interval", "sig"])
+    if max(len(line) for line in metrics.splitlines()) <= width:
+        out.append(metrics)
+    else:  # a narrow terminal: each metric on a line of its own, its figures below it
+        for label, base, cand, change, interval, mark in rows:
+            out.append(label)
+            out += wrap(f"{base} → {cand}  {change}  {interval} {mark}".rstrip(), width, "    ")
+    out += wrap(
+        "* significant (seeded expanded bootstrap, Holm-adjusted p < 0.05, above the noise floor)",
+        width,
+        rest="  ",
     )
+    header = ["name", "base ms", "cand ms", "delta ms", "count", "status"]
     for name, title in _TABLES:
         changes: tuple[RowChange, ...] = getattr(diff, name)
         if not changes:
             continue
         out += ["", title]
-        cells = [_row_cells(name, r, 70) for r in changes[:TOP_ROWS]]
-        header = ["name", "base ms", "cand ms", "delta ms", "count", "status"]
-        out.append("  " + table(cells, header).replace("\n", "\n  "))
+        shown = changes[:TOP_ROWS]
+        # the numbers' columns (and the two-space indent and gaps), the name gets the rest
+        numbers = [_row_cells(name, r, 1 << 30)[1:] for r in shown]
+        others = sum(max(len(c) for c in col) for col in zip(header[1:], *numbers, strict=True))
+        room = width - 2 - others - 2 * (len(header) - 1)
+        if room >= MIN_NAME:
+            cells = [_row_cells(name, r, room) for r in shown]
+            out.append("  " + table(cells, header).replace("\n", "\n  "))
+            continue
+        # a narrow terminal: each row's name on a line of its own, its figures below it
+        for r in shown:
+            full, *figures = _row_cells(name, r, width - 2)
+            out.append(f"  {full}")
+            base, cand, delta, count, status = figures
+            out += wrap(f"{base} → {cand} ms ({delta}), count {count}, {status}", width, "      ")
     if results:
-        out += ["", "Rules"] + [f"  {r.reason}" for r in results]
+        out += ["", "Rules"]
+        for result in results:
+            out += wrap(result.reason, width, first="  ", rest="    ")
     return "\n".join(out)
 
 

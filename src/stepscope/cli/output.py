@@ -1,10 +1,14 @@
-"""Helpers shared by commands: JSON output and human-readable sizes and durations."""
+"""Helpers shared by commands: JSON output, human-readable sizes and durations, and text fitted
+to the terminal's width."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -72,3 +76,25 @@ class Parser(argparse.ArgumentParser):
         if self.lazy_epilog is not None:
             self.epilog, self.lazy_epilog = self.lazy_epilog(), None
         return super().format_help()
+
+
+def terminal_width() -> int:
+    """Columns to fill: $COLUMNS, else the terminal's width, else 80 (a pipe or a file)."""
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return max(40, int(env))
+    if sys.stdout.isatty():
+        return max(40, shutil.get_terminal_size((80, 24)).columns)
+    return 80
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` cut to ``width`` columns, an ellipsis marking the cut."""
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
+    """``text`` wrapped to ``width`` columns (long words are broken, never run over)."""
+    return textwrap.wrap(
+        text, width, initial_indent=first, subsequent_indent=rest or " " * len(first)
+    ) or [first.rstrip()]

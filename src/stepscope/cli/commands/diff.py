@@ -111,7 +111,9 @@ def run(args: argparse.Namespace) -> int:
     if args.markdown:
         _write(args.markdown, render_markdown(diff, results), "markdown")
     if "-" not in (args.json, args.markdown):
-        print(render_text(diff, results))
+        from stepscope.cli.output import terminal_width
+
+        print(render_text(diff, results, terminal_width()))
     if failed:
         more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
         print(f"stepscope diff: {failed[0].reason}{more}", file=sys.stderr)

@@ -8,10 +8,6 @@ input pipeline when it matters, and the recommendation.
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import sys
-import textwrap
 from typing import TYPE_CHECKING
 
 from stepscope.cli.hosts import (
@@ -20,7 +16,7 @@ from stepscope.cli.hosts import (
     partial_lines,
     report_failed,
 )
-from stepscope.cli.output import human_ns, table
+from stepscope.cli.output import clip, human_ns, table, terminal_width, wrap
 from stepscope.stats.steps.sources import SOURCES
 
 if TYPE_CHECKING:  # imported when a report is made, not for `stepscope --help`
@@ -60,28 +56,6 @@ def bar(percent: float, width: int) -> str:
     eighths = round(max(0.0, min(percent, 100.0)) / 100.0 * width * 8)
     full, part = divmod(eighths, 8)
     return "█" * full + ("▏▎▍▌▋▊▉"[part - 1] if part else "")
-
-
-def terminal_width() -> int:
-    """Columns to fill: $COLUMNS, else the terminal's width, else 80 (a pipe or a file)."""
-    env = os.environ.get("COLUMNS", "")
-    if env.isdigit() and int(env) > 0:
-        return max(40, int(env))
-    if sys.stdout.isatty():
-        return max(40, shutil.get_terminal_size((80, 24)).columns)
-    return 80
-
-
-def clip(text: str, width: int) -> str:
-    """``text`` cut to ``width`` columns, an ellipsis marking the cut."""
-    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
-
-
-def wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
-    """``text`` wrapped to ``width`` columns (long words are broken, never run over)."""
-    return textwrap.wrap(
-        text, width, initial_indent=first, subsequent_indent=rest or " " * len(first)
-    ) or [first.rstrip()]
 
 
 def _limits(overview: OverviewPage, width: int, bar_w: int) -> list[str]:
