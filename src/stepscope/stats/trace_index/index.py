@@ -44,7 +44,7 @@ from stepscope.store import background, entries, location
 if TYPE_CHECKING:
     from stepscope.stats.steps.breakdown import StepDb
 
-INDEX_VERSION = 3  # bump whenever the index layout or its algorithms change
+INDEX_VERSION = 4  # bump whenever the index layout or its algorithms change
 KIND = "trace_index"  # the store's name for these entries
 
 

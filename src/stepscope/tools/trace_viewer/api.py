@@ -25,7 +25,7 @@ import numpy as np
 from stepscope import limits
 from stepscope.model import Profile
 from stepscope.stats.trace_index.counters import sample
-from stepscope.stats.trace_index.flows import KIND_NAMES
+from stepscope.stats.trace_index.flows import KIND_NAMES, window_flows
 from stepscope.stats.trace_index.index import TraceIndex, open_trace_index
 from stepscope.stats.trace_index.window import events_in_box, query_window, rows_of_pairs
 from stepscope.store import background
@@ -190,9 +190,9 @@ def window(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
         "dur": ("f8", events.dur_ns),
         "name": ("i4", name_of.reshape(-1)),
     }
-    flows = index.flows.touching(events.event)
-    flows_total = len(flows)
-    flows = flows[:MAX_FLOWS]
+    flows, flows_total = window_flows(
+        index.flows, profile.start_ns, events.event, events.bucket_ns, MAX_FLOWS
+    )
     for end in ("src", "dst"):
         ev = getattr(index.flows, end)[flows]
         arrays[f"{end}"] = (ids, ev)

@@ -21,7 +21,7 @@ import numpy as np
 
 from stepscope.distinct import distinct
 from stepscope.stats.trace_index.counters import sample
-from stepscope.stats.trace_index.flows import KIND_NAMES
+from stepscope.stats.trace_index.flows import KIND_NAMES, window_flows
 from stepscope.stats.trace_index.window import events_in_box, query_window
 from stepscope.tools import output
 from stepscope.tools.trace_viewer import wire as trace_wire
@@ -140,8 +140,8 @@ def window(pod: PodTrace, params: Mapping[str, str]) -> tuple[bytes, str]:
         add("start", ev.start_ns - h.zero_ns)
         add("dur", ev.dur_ns)
         add("name", pod.names.pod_ids(k, p.strings, ev.name))
-        flows = index.flows.touching(ev.event)
-        flows_total += len(flows)
+        flows, total = window_flows(index.flows, p.start_ns, ev.event, ev.bucket_ns, MAX_FLOWS)
+        flows_total += total
         for end in ("src", "dst"):
             fe = getattr(index.flows, end)[flows]
             add(end, fe + h.event_base)
