@@ -27,7 +27,7 @@ from pathlib import Path
 from stepscope import log, tmpfiles
 from stepscope.records import record
 
-KINDS = ("profiles", "trace_index", "summaries", "results")
+KINDS = ("profiles", "trace_index", "summaries", "intermediates", "results")
 ENV_VAR = "STEPSCOPE_CACHE_MAX_BYTES"
 DEFAULT_MAX_BYTES = 10 << 30
 DISK_SHARE = 4  # at most a quarter of the space the store could grow into

@@ -60,20 +60,22 @@ DIAGNOSTIC_OPTIONS = (
 )
 
 
-# Per-host intermediates (ToolContext.intermediate): each name declared once, typed.
-STEP_DB: Key[StepDb] = Key("step_db")  # .at(step source)
-COLLECTIVE_CALLS: Key[CollectiveCalls] = Key("collective_calls")  # .at(step source)
-OP_METRICS: Key[OpMetrics] = Key("op_metrics")
-TF_DATA: Key[tuple[PipelineStats, ...]] = Key("tf_data_bottleneck")
-DEVICE_FACTS: Key[tuple[list[DeviceInfo], dict[str, int], str]] = Key("device_facts")
-UTILIZATION: Key[dict[str, float]] = Key("utilization")  # .at(window)
-KERNEL_DB: Key[KernelDb] = Key("kernel_stats.kernel_db")
-FINDINGS: Key[list[Finding]] = Key("diagnostics")  # .at(the diagnostic options)
-HLO_METRICS: Key[HloMetrics] = Key("xla.hlo_metrics")  # .at(lo, hi): a time window
-OP_COSTS: Key[HloMetrics] = Key("xla.op_costs")
-HAS_OP_COSTS: Key[bool] = Key("xla.has_op_costs")
-DEVICE_CAPS: Key[DeviceCaps] = Key("xla.device_caps")
-HAS_HLO_OPS: Key[bool] = Key("xla.has_ops")
+# Per-host intermediates (ToolContext.intermediate): each name declared once, typed; all
+# kept in the store for the next process (`stepscope.tools.kept`): each depends on the host
+# file and the parameters in its name only.
+STEP_DB: Key[StepDb] = Key("step_db", kept=True)  # .at(step source)
+COLLECTIVE_CALLS: Key[CollectiveCalls] = Key("collective_calls", kept=True)  # .at(step source)
+OP_METRICS: Key[OpMetrics] = Key("op_metrics", kept=True)
+TF_DATA: Key[tuple[PipelineStats, ...]] = Key("tf_data_bottleneck", kept=True)
+DEVICE_FACTS: Key[tuple[list[DeviceInfo], dict[str, int], str]] = Key("device_facts", kept=True)
+UTILIZATION: Key[dict[str, float]] = Key("utilization", kept=True)  # .at(window)
+KERNEL_DB: Key[KernelDb] = Key("kernel_stats.kernel_db", kept=True)
+FINDINGS: Key[list[Finding]] = Key("diagnostics", kept=True)  # .at(the diagnostic options)
+HLO_METRICS: Key[HloMetrics] = Key("xla.hlo_metrics", kept=True)  # .at(lo, hi): a time window
+OP_COSTS: Key[HloMetrics] = Key("xla.op_costs", kept=True)
+HAS_OP_COSTS: Key[bool] = Key("xla.has_op_costs", kept=True)
+DEVICE_CAPS: Key[DeviceCaps] = Key("xla.device_caps", kept=True)
+HAS_HLO_OPS: Key[bool] = Key("xla.has_ops", kept=True)
 
 
 def step_db(ctx: ToolContext, host: str) -> StepDb:

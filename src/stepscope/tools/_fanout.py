@@ -127,7 +127,10 @@ def host_summary(task: HostTask) -> HostSummary:
     # there: a pod's hosts would fill the disk with copies that only one-host pages need
     # (they write it when a host is opened).
     converted = args.use_cache and (cache.entry_dir(host.path, cache_dir) / "header.json").exists()
-    store = ProfileStore(max_profiles=1, use_cache=converted, cache_dir=cache_dir)
+    # No kept intermediates: the summary below keeps this host's, under the file's content.
+    store = ProfileStore(
+        max_profiles=1, use_cache=converted, cache_dir=cache_dir, keep_intermediates=False
+    )
     ctx = ToolContext(Run(host.host, host.path, (host,)), host.host, store, dict(args.options))
     for name in args.tools:
         spec = get_tool(name)

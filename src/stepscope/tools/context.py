@@ -29,12 +29,15 @@ class Key(Generic[T]):
     summaries of ALL_HOSTS and their cache on disk keep values by this name, so a name
     declared by two modules (two kinds of value under one name) raises at import.
     ``key.at(param, ...)`` names one variant (``step_db:marker``), of the same type.
+    ``kept=True``: the value is also kept in the store on disk, for the next process
+    (`stepscope.tools.kept`): only for values that depend on the host file alone (and on
+    the parameters in the name) and that the store can hold (`stepscope.store.values`).
     """
 
-    __slots__ = ("name",)
+    __slots__ = ("kept", "name")
     _declared: ClassVar[dict[str, str]] = {}  # name -> the module that declared it
 
-    def __init__(self, name: str, *, module: str | None = None) -> None:
+    def __init__(self, name: str, *, module: str | None = None, kept: bool = False) -> None:
         import sys
 
         where = module or sys._getframe(1).f_globals.get("__name__", "?")
@@ -44,11 +47,13 @@ class Key(Generic[T]):
         if known != where:
             raise RuntimeError(f"intermediate {name!r} declared in {known} and in {where}")
         self.name = name
+        self.kept = kept
 
     def at(self, *params: object) -> Key[T]:
         """The variant of this intermediate for ``params`` (its name ``name:p1:p2``)."""
         variant: Key[T] = object.__new__(Key)
         variant.name = ":".join([self.name, *(f"{p}" for p in params)])
+        variant.kept = self.kept
         return variant
 
     def __repr__(self) -> str:
@@ -74,10 +79,14 @@ class ProfileStore:
         executor: Executor | None = None,
         host_progress: ProgressFn | None = None,
         threads: int | None = None,
+        keep_intermediates: bool | None = None,
     ) -> None:
         self.max_profiles = max_profiles
         self.use_cache = use_cache
         self.cache_dir = cache_dir
+        # kept intermediates (`Key.kept`) read from and written to the store on disk
+        # (`stepscope.tools.kept`); None: when the profile cache is used
+        self.keep_intermediates = use_cache if keep_intermediates is None else keep_intermediates
         self.progress = progress
         # Where ALL_HOSTS per-host work runs (None: chosen per request by its size) and how
         # its progress is shown; see tools/_fanout.py.
@@ -166,10 +175,16 @@ class ProfileStore:
         with self._lock:
             self.host_moves[path] = line
 
-    def intermediate(self, run: Run, host: str, name: str, build: Callable[[Profile], T]) -> T:
+    def intermediate(
+        self, run: Run, host: str, name: str, build: Callable[[Profile], T], kept: bool = False
+    ) -> T:
         """``build(profile)`` computed once per (host file, name): a caller that finds it being
-        computed (by a server's other request, or `in_background`) waits for that result."""
-        key = (run.host(host).path, name)
+        computed (by a server's other request, or `in_background`) waits for that result.
+        ``kept``: read from the store on disk when an earlier process kept it there (the
+        profile is not opened), else built and kept there (`stepscope.tools.kept`)."""
+        host_file = run.host(host)
+        path = host_file.path
+        key = (path, name)
         while True:
             with self._lock:
                 if key in self._intermediates:
@@ -180,9 +195,23 @@ class ProfileStore:
                     break
             running.wait()  # then found, or the other build failed and this one tries
         try:
+            target = None
+            if kept and self.keep_intermediates:
+                from stepscope.tools import kept as kept_values
+
+                target = kept_values.entry(path, host_file.host, name, self.cache_dir)
+                found = kept_values.read(target) if target is not None else None
+                if found is not None:
+                    value, reads = found
+                    with self._lock:
+                        self._intermediates.setdefault((path, partial.INTERMEDIATE), reads)
+                        self._intermediates[key] = value
+                    return value
             value = build(self.profile(run, host))
             with self._lock:
                 self._intermediates[key] = value
+            if target is not None:
+                kept_values.keep(target, value, self.partial_reads(path))
             return value
         finally:
             with self._lock:
@@ -250,7 +279,7 @@ class ToolContext:
 
     def intermediate(self, host: str, key: Key[T], build: Callable[[Profile], T]) -> T:
         """``build(profile)`` of ``host``, computed once per host file and ``key``."""
-        return self.store.intermediate(self.run, host, key.name, build)
+        return self.store.intermediate(self.run, host, key.name, build, key.kept)
 
     def option(self, name: str, default: str = "") -> str:
         return self.options.get(name, default)

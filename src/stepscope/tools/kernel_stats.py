@@ -25,7 +25,7 @@ TOP_KERNELS = 10  # slices of the pie chart before "Other"
 
 
 # Per-host intermediates (ToolContext.intermediate): each name declared once, typed.
-HAS_KERNELS: Key[bool] = Key("kernel_stats.has_kernels")
+HAS_KERNELS: Key[bool] = Key("kernel_stats.has_kernels", kept=True)
 
 
 def _us(ns: float) -> float:

@@ -27,7 +27,7 @@ from stepscope.tools.registry import ToolSpec
 
 # Per-host intermediates (ToolContext.intermediate): each name declared once, typed.
 HOST_MEMORY: Key[HostMemory] = Key("memory_profile.hosts")
-HAS_MEMORY_EVENTS: Key[bool] = Key("memory_profile.has_events")
+HAS_MEMORY_EVENTS: Key[bool] = Key("memory_profile.has_events", kept=True)
 
 
 @record

@@ -27,7 +27,7 @@ from stepscope.tools.output import out
 from stepscope.tools.registry import ToolSpec
 
 # Per-host intermediates (ToolContext.intermediate): each name declared once, typed.
-DEVICE_COUNT: Key[int] = Key("pod_viewer.device_count")
+DEVICE_COUNT: Key[int] = Key("pod_viewer.device_count", kept=True)
 
 
 def _ms(ns: float) -> float:

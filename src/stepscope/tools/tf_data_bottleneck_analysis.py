@@ -33,8 +33,8 @@ NEGLIGIBLE_STEP_SHARE = 0.05  # a slowest call under 5% of a step needs no pipel
 
 
 # Per-host intermediates (ToolContext.intermediate): each name declared once, typed.
-PIPELINES: Key[tuple[PipelineStats, ...]] = Key("tf_data.pipelines")
-HAS_ROOT_ITERATORS: Key[bool] = Key("tf_data.has_root_iterators")
+PIPELINES: Key[tuple[PipelineStats, ...]] = Key("tf_data.pipelines", kept=True)
+HAS_ROOT_ITERATORS: Key[bool] = Key("tf_data.has_root_iterators", kept=True)
 
 
 def _us(ns: float) -> float:

@@ -1,0 +1,65 @@
+"""Per-host intermediates kept in the store between processes (decision 170).
+
+`stepscope tool RUN overview_page`, then `input_pipeline_analyzer`, then `op_stats` are three
+processes; each built the step database and the op metrics again (XProf keeps its op stats
+between tools). An intermediate declared ``kept`` (`Key(name, kept=True)`) is written to the
+store (kind ``intermediates``, a `stepscope.store.values` file: loading it runs no code) once
+computed, after the answer (`stepscope.store.background`), and a later process reads it
+instead of building it; a tool whose intermediates are all there does not open the profile.
+
+Key: the host file's identity as the converted profile's (path, size, mtime or etag), its
+host name, the intermediate's name (its variant included: ``step_db:auto``), stepscope's code
+(`location.code_stamp`) and whether the C accelerators run (``STEPSCOPE_PURE_PYTHON``: the
+pure path is tested on its own answers). A kept value depends on nothing else: tools put
+every option a value depends on into its name (`Key.at`), as the in-process store already
+requires. Each entry carries the host's partial reads, which an answer must still state when
+it is read from the store instead of the profile.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from stepscope.model.cache import cache_key
+from stepscope.store import background, location
+from stepscope.store import values as stored
+
+KIND = "intermediates"  # the store's name for these entries
+SCHEMA = 1  # bump when the entry's layout changes (values change with the code stamp)
+
+
+def entry(source: str, host: str, name: str, cache_dir: Path | None) -> Path | None:
+    """Where the intermediate ``name`` of the host file ``source`` (named ``host`` in its
+    run: findings name their host) is kept; None for a source that cannot be keyed (gone,
+    unreadable, not a file)."""
+    if source.startswith("<"):
+        return None
+    try:
+        identity = cache_key(source)
+    except (OSError, ValueError):
+        return None
+    mode = "pure" if os.environ.get("STEPSCOPE_PURE_PYTHON") == "1" else "native"
+    key = location.key(KIND, SCHEMA, location.code_stamp(), identity, host, name, mode)
+    return location.entry(KIND, key, cache_dir, suffix=".npz")
+
+
+def read(target: Path) -> tuple[Any, tuple[str, ...]] | None:
+    """(value, partial reads) kept at ``target``; None when there is none (or it is damaged:
+    the caller builds it again and overwrites it)."""
+    found = stored.read_value(target)
+    if not isinstance(found, dict) or set(found) != {"value", "partial_reads"}:
+        return None
+    return found["value"], tuple(found["partial_reads"])
+
+
+def keep(target: Path, value: Any, partial_reads: tuple[str, ...]) -> None:
+    """Writes ``value`` at ``target`` on a background thread; a value the store cannot hold
+    (`stored.UnstorableValue`) or a store that cannot be written is skipped."""
+    entry_value = {"value": value, "partial_reads": tuple(partial_reads)}
+
+    def write() -> None:
+        stored.write_value(target, entry_value)
+
+    background.write_later(target, write, "an analysis result")
