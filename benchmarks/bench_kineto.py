@@ -1,6 +1,7 @@
 """PyTorch (Kineto) trace: import + overview, against Holistic Trace Analysis (HTA).
 
     python benchmarks/bench_kineto.py [--copies 1 5 9] [--repeat 3] [--hta-python PY]
+        [--source FIXTURE.json.gz ...] [--pairs N]
 
 Inputs: the real V100 training trace `kineto/v100_training_with_memory.json.gz` (216k events:
 cpu_ops, CUDA runtime calls, kernels, memcpys, 28k ``[memory]`` events, flows; 3.3 args per
@@ -23,6 +24,12 @@ the wall clock). Peak MB is the process's VmHWM (resident set high-water mark) m
 before the import. HTA runs in ``--hta-python`` (default /tmp/peervenv/bin/python, made with
 ``python -m venv /tmp/peervenv && /tmp/peervenv/bin/pip install HolisticTraceAnalysis``).
 Median of ``--repeat``; ratio = HTA / stepscope.
+
+``--source NAME ...`` takes other fixtures of ``../shared/fixtures/kineto`` (``all``: every
+one); ``--pairs N`` runs stepscope and HTA as N paired A/B runs instead (the order
+alternating) and prints the median of the per-pair ratios HTA / stepscope of CPU and wall
+time with the load average (issue #30: the GPU inference trace
+``h100_timesformer_inference.json.gz`` at ``--copies 4`` is 0.2M events).
 """
 
 from __future__ import annotations
@@ -41,14 +48,15 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ROOT.parent / "shared" / "fixtures" / "kineto" / "v100_training_with_memory.json.gz"
+KINETO = ROOT.parent / "shared" / "fixtures" / "kineto"
+SOURCE = KINETO / "v100_training_with_memory.json.gz"
 ID_ARGS = ("External id", "correlation", "Record function id", "Sequence number", "Ev Idx")
 HTA_PYTHON = "/tmp/peervenv/bin/python"
 
 
-def make_trace(copies: int, target: Path) -> int:
-    """Write ``copies`` back-to-back copies of the source trace; returns the event count."""
-    doc = json.loads(gzip.decompress(SOURCE.read_bytes()))
+def make_trace(copies: int, target: Path, source: Path = SOURCE) -> int:
+    """Write ``copies`` back-to-back copies of ``source``; returns the event count."""
+    doc = json.loads(gzip.decompress(source.read_bytes()))
     events: list[dict[str, Any]] = doc.pop("traceEvents")
     stamps = [e["ts"] for e in events if isinstance(e.get("ts"), (int, float))]
     span = int(max(stamps) - min(stamps)) + 1000
@@ -134,6 +142,50 @@ def _peak(base_kb: int) -> float:
     return _rss_kb("VmHWM:") - base_kb
 
 
+def _once(python: str, who: str, path: str) -> dict[str, float] | None:
+    done = subprocess.run(
+        [python, __file__, "--child", who, path],
+        capture_output=True,
+        text=True,
+        # Bytecode caches as an installed package has them (this machine's environment sets
+        # PYTHONDONTWRITEBYTECODE, which would recompile every module every run).
+        env={
+            **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+            "PYTHONWARNINGS": "ignore",
+        },
+    )
+    if done.returncode:
+        print(f"{who} failed on {path}:\n{done.stderr[-2000:]}", file=sys.stderr)
+        return None
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def paired(hta: str, path: str, pairs: int) -> str:
+    """``pairs`` A/B runs (order alternating): the median of per-pair ratios HTA / stepscope."""
+    load = f"{os.getloadavg()[0]:.1f}"
+    cpu: list[float] = []
+    wall: list[float] = []
+    ours_cpu: list[float] = []
+    for k in range(pairs):
+        order = ("stepscope", "hta") if k % 2 == 0 else ("hta", "stepscope")
+        got = {
+            who: _once(sys.executable if who == "stepscope" else hta, who, path) for who in order
+        }
+        a, b = got["stepscope"], got["hta"]
+        if a is None or b is None:
+            return "failed"
+        cpu.append(b["cpu"] / a["cpu"])
+        wall.append(b["seconds"] / a["seconds"])
+        ours_cpu.append(a["cpu"])
+    return (
+        f"HTA / stepscope, median of {pairs} pairs: CPU {statistics.median(cpu):.1f}x "
+        f"({min(cpu):.1f}-{max(cpu):.1f}), wall {statistics.median(wall):.1f}x "
+        f"({min(wall):.1f}-{max(wall):.1f}); stepscope CPU {statistics.median(ours_cpu):.2f} s; "
+        f"load {load} -> {os.getloadavg()[0]:.1f}"
+    )
+
+
 def measure(python: str, who: str, path: str, repeat: int) -> tuple[float, float, float] | None:
     """(median seconds, median CPU seconds, median peak MB) over ``repeat`` fresh processes."""
     seconds: list[float] = []
@@ -167,6 +219,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--hta-python", default=HTA_PYTHON)
     parser.add_argument("--as-tool", action="store_true", help="stepscope as `stepscope tool`")
+    parser.add_argument("--source", nargs="+", default=[SOURCE.name], help="fixtures, or all")
+    parser.add_argument("--pairs", type=int, default=0, help="paired A/B runs instead")
     parser.add_argument("--child", nargs=2, metavar=("WHO", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.as_tool:
@@ -185,11 +239,18 @@ def main() -> None:
     )
     print(header)
     print("-" * len(header))
-    for copies in args.copies:
+    sources = sorted(KINETO.glob("*.json.gz")) if args.source == ["all"] else args.source
+    for source, copies in ((KINETO / str(s), c) for s in sources for c in args.copies):
         workdir = Path(tempfile.mkdtemp(prefix="bench_kineto_"))
         trace = workdir / "rank0.json"
-        count = make_trace(copies, trace)
+        count = make_trace(copies, trace, source)
         json_mb = trace.stat().st_size / 1e6
+        if args.pairs:
+            assert hta is not None, "--pairs needs HTA"
+            line = paired(hta, str(trace), args.pairs)
+            print(f"{source.name} x{copies} ({count:,} events): {line}", flush=True)
+            shutil.rmtree(workdir, ignore_errors=True)
+            continue
         ours = measure(sys.executable, "stepscope", str(trace), args.repeat) or (0.0, 0.0, 0.0)
         theirs = (measure(hta, "hta", str(trace), args.repeat) if hta else None) or (0, 0, 0)
         ratio = f"{theirs[0] / ours[0]:.1f}x" if ours[0] and theirs[0] else "-"

@@ -1,6 +1,7 @@
 """Trace viewer, spawn to first window, against xprof-rs: a profile nobody opened before.
 
-    python benchmarks/bench_trace_peer.py [--events 10000000] [--repeat 3]
+    python benchmarks/bench_trace_peer.py [--events 10000000 | --copies 40] [--repeat 3]
+        [--windows 30] [--xprof-rs PATH]
 
 Each measurement is a new process on a fresh copy of the file with no cache, timed from spawn
 to the last byte of the full-view window at 8000 px (the resolution XProf's UI asks for):
@@ -16,8 +17,17 @@ to the last byte of the full-view window at 8000 px (the resolution XProf's UI a
 - xprof-rs 0.1.3: its server on a fresh log directory, then ``trace_viewer@`` over HTTP, with
   one thread (``taskset -c 0``, ``RAYON_NUM_THREADS=1``) and with its default threads.
 
-Input: `real_density_xspace_bytes` (1.5 stats per event, as the real TensorFlow fixtures).
-Medians of ``--repeat`` (wall s / CPU s, peak MB); sides alternate within each repeat.
+Input: `real_density_xspace_bytes` (1.5 stats per event, as the real TensorFlow fixtures),
+or with ``--copies K`` the real TensorFlow capture ``tf/big_ctl`` repeated K times along time
+with its producer/consumer flows (``../shared/tools/tf_rep.py``; 40 copies: 10.6M events).
+Medians of ``--repeat`` (wall s / CPU s, peak MB); sides alternate within each repeat, and
+the median of the per-pair ratios xprof-rs / stepscope (one thread each side, and two
+threads against its default) is printed with the load average.
+
+Then the same process times full-view windows at 8000 px: ``--windows`` of them while the
+steps endpoint builds the step database on another thread (as the page asks for the steps
+right after its first window), and as many once it is done (p50 / p95 ms; the index in
+memory, as a server holds it).
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,6 +44,7 @@ import time
 from pathlib import Path
 
 import bench_xspace_peer
+import paired
 from bench_xspace_peer import ROOT, Sample, _fresh_copy, _median, _spawn
 
 _STEPSCOPE = """
@@ -45,15 +57,34 @@ from stepscope.tools.trace_viewer import api, tool
 run = open_run(sys.argv[1])
 ctx = ToolContext(run, run.hosts[0].host, ProfileStore(cache_dir=Path(sys.argv[2])))
 structure = tool.build(ctx)
-body, _ = api.window(ctx, {"t0": "0", "t1": str(structure.duration_ns), "res": "8000"})
+full = {"t0": "0", "t1": str(structure.duration_ns), "res": "8000"}
+body, _ = api.window(ctx, full)
 print(len(body), time.time(), flush=True)
-steps, _ = api.steps(ctx, {})
-print(len(steps), time.time())
+import threading
+found = []
+def steps():
+    found.append(api.steps(ctx, {})[0])
+    found.append(time.time())
+worker = threading.Thread(target=steps)
+worker.start()
+during = []
+while worker.is_alive() and len(during) < int(sys.argv[3]):
+    t = time.perf_counter(); api.window(ctx, full); during.append(time.perf_counter() - t)
+worker.join()
+after = []
+for _ in range(int(sys.argv[3])):
+    t = time.perf_counter(); api.window(ctx, full); after.append(time.perf_counter() - t)
+print(len(found[0]), found[1])
+print(" ".join(f"{x:.5f}" for x in during))
+print(" ".join(f"{x:.5f}" for x in after))
 """
 
 
 exits: list[float] = []  # stepscope's process exits (wall s), the store writes included
 steps_ready: list[float] = []  # the steps endpoint's answer (wall s from spawn)
+windows_during: list[float] = []  # full-view windows while the steps were built (s)
+windows_after: list[float] = []  # full-view windows once they were (s)
+WINDOWS = [30]
 
 
 def stepscope(path: str, workdir: Path, threads: int = 1) -> Sample:
@@ -62,9 +93,10 @@ def stepscope(path: str, workdir: Path, threads: int = 1) -> Sample:
     env = {"PYTHONPATH": str(ROOT / "src"), "STEPSCOPE_THREADS": str(threads)}
     spawned = time.time()
     (exit_s, cpu, peak), out = _spawn(
-        [sys.executable, "-c", _STEPSCOPE, str(target.parent), cache], env
+        [sys.executable, "-c", _STEPSCOPE, str(target.parent), cache, str(WINDOWS[0])], env
     )
-    (size, answered), (steps_size, stepped) = (ln.split() for ln in out.strip().splitlines()[-2:])
+    lines = out.strip().splitlines()[-4:]
+    (size, answered), (steps_size, stepped) = lines[0].split(), lines[1].split()
     if int(size) < 1000 or int(steps_size) < 50:
         raise RuntimeError("stepscope answered an empty window or no steps")
     shutil.rmtree(target.parents[3], ignore_errors=True)
@@ -72,7 +104,14 @@ def stepscope(path: str, workdir: Path, threads: int = 1) -> Sample:
     if threads == 1:
         exits.append(exit_s)
         steps_ready.append(float(stepped) - spawned)
+        windows_during.extend(float(x) for x in lines[2].split())
+        windows_after.extend(float(x) for x in lines[3].split())
     return float(answered) - spawned, cpu, peak
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000 if ordered else 0.0
 
 
 def xprof_rs(binary: str, path: str, workdir: Path, one_thread: bool) -> Sample:
@@ -85,14 +124,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=10_000_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--copies", type=int, default=0, help="tf/big_ctl repeated, not synthetic")
+    parser.add_argument("--windows", type=int, default=30)
+    parser.add_argument("--xprof-rs", default="")
     args = parser.parse_args()
-    binary = shutil.which("xprof-rs") or str(Path(sys.executable).with_name("xprof-rs"))
+    WINDOWS[0] = args.windows
+    binary = (
+        args.xprof_rs or shutil.which("xprof-rs") or str(Path(sys.executable).with_name("xprof-rs"))
+    )
+    paired.compile_bytecode()
+    load_before = paired.load()
     workdir = Path(tempfile.mkdtemp(prefix="bench_trace_peer_"))
-    made = workdir / "synthetic.xplane.pb"
-    make = "import sys; from tests.support.synthetic import real_density_xspace_bytes as f"
-    make += "; open(sys.argv[1], 'wb').write(f(int(sys.argv[2])))"
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"}
-    subprocess.run([sys.executable, "-c", make, str(made), str(args.events)], check=True, env=env)
+    if args.copies:
+        made = paired.repeated_trace(args.copies, workdir)
+    else:
+        made = workdir / "synthetic.xplane.pb"
+        make = "import sys; from tests.support.synthetic import real_density_xspace_bytes as f"
+        make += "; open(sys.argv[1], 'wb').write(f(int(sys.argv[2])))"
+        env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"}
+        subprocess.run(
+            [sys.executable, "-c", make, str(made), str(args.events)], check=True, env=env
+        )
     samples: dict[str, list[Sample]] = {
         "stepscope": [],
         "stepscope 2t": [],
@@ -106,7 +158,20 @@ def main() -> None:
         samples["xprof-rs"].append(xprof_rs(binary, str(made), workdir, False))
     shutil.rmtree(workdir, ignore_errors=True)
     result = {name: _median(values) for name, values in samples.items()}
-    print(json.dumps({"events": args.events, **result}))
+    print(json.dumps({"events": args.events, "copies": args.copies, **result}))
+    for ours, theirs in (("stepscope", "xprof-rs 1t"), ("stepscope 2t", "xprof-rs")):
+        wall = [t[0] / o[0] for o, t in zip(samples[ours], samples[theirs], strict=True)]
+        cpu = [t[1] / o[1] for o, t in zip(samples[ours], samples[theirs], strict=True)]
+        print(
+            f"{theirs} / {ours}, median of {len(wall)} pairs: wall {statistics.median(wall):.2f}x "
+            f"({min(wall):.2f}-{max(wall):.2f}), CPU to the exit {statistics.median(cpu):.2f}x"
+        )
+    print(
+        f"full view 8000 px while the steps are built: p50 {_pct(windows_during, 0.5):.1f} / "
+        f"p95 {_pct(windows_during, 0.95):.1f} ms ({len(windows_during)}); after: p50 "
+        f"{_pct(windows_after, 0.5):.1f} / p95 {_pct(windows_after, 0.95):.1f} ms "
+        f"({len(windows_after)}); load {load_before} -> {paired.load()}"
+    )
     for name, (wall, cpu, peak) in result.items():
         print(f"{name:<12} {wall:8.2f} s  CPU {cpu:8.2f} s  peak {peak:8,.0f} MB")
     print(f"stepscope steps {sorted(steps_ready)[len(steps_ready) // 2]:8.2f} s (steps endpoint)")
