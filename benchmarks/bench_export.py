@@ -26,10 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.support: the synthetic traces and test oracles
 sys.path.insert(0, str(ROOT / "src"))
 
+from stepscope.export import perfetto_trace  # noqa: E402
+from stepscope.export.chrome_trace import chrome_trace_chunks  # noqa: E402
 from stepscope.model import Profile, open_file, profile_from_bytes  # noqa: E402
 from stepscope.stats.trace_index.index import build_trace_index  # noqa: E402
-from stepscope.tools.trace_viewer import perfetto_trace  # noqa: E402
-from stepscope.tools.trace_viewer.chrome_trace import chrome_trace_chunks  # noqa: E402
 from tests.support.chrome_reference import reference_chunks  # noqa: E402
 from tests.support.synthetic import synthetic_xspace_bytes  # noqa: E402
 

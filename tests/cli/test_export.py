@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from stepscope.cli.main import main
+from stepscope.export.chrome_trace import chrome_trace_chunks
 from stepscope.model import Profile, open_file, profile_from_bytes, profile_from_xspace
 from stepscope.stats.trace_index.flows import build_flows
-from stepscope.tools.trace_viewer.chrome_trace import chrome_trace_chunks
 from stepscope.xspace.kineto import kineto_to_xspace
 from tests.support.fixtures import FIXTURES, tf_xplane
 from tests.support.synthetic import synthetic_xspace_bytes

@@ -29,7 +29,7 @@ def test_export_on_a_full_disk_leaves_nothing(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from stepscope.tools.trace_viewer import chrome_trace
+    from stepscope.export import chrome_trace
 
     real = chrome_trace.chrome_trace_chunks
 

@@ -12,10 +12,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from stepscope.model import Profile
-from stepscope.stats.trace_index.flows import FlowTable, build_flows
-from stepscope.stats.trace_index.tracks import is_stream_line
-from stepscope.tools.trace_viewer.chrome_trace import (
+from stepscope.export.chrome_trace import (
     _EVENT,
     _SHOWN_KINDS,
     CHUNK,
@@ -28,6 +25,9 @@ from stepscope.tools.trace_viewer.chrome_trace import (
     _us,
     selected_events,
 )
+from stepscope.model import Profile
+from stepscope.stats.trace_index.flows import FlowTable, build_flows
+from stepscope.stats.trace_index.tracks import is_stream_line
 
 
 def reference_chunks(

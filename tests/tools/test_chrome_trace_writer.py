@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
+from stepscope.export import chrome_text as ct
+from stepscope.export.chrome_trace import chrome_trace_chunks
 from stepscope.model import Profile, open_file
-from stepscope.tools.trace_viewer import chrome_text as ct
-from stepscope.tools.trace_viewer.chrome_trace import chrome_trace_chunks
 from tests.support.chrome_reference import reference_chunks
 from tests.support.fixtures import FIXTURES, tf_xplane
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-import stepscope.tools.trace_viewer.perfetto_trace as perfetto
+import stepscope.export.perfetto_trace as perfetto
 from stepscope.cli.main import main
 from stepscope.model import Profile, open_file, profile_from_xspace
 from stepscope.stats.trace_index.flows import build_flows

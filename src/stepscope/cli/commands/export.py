@@ -106,8 +106,8 @@ def _chunks(
 ) -> Iterator[str] | Iterator[bytes]:
     import numpy as np
 
-    from stepscope.tools.trace_viewer.chrome_trace import chrome_trace_chunks
-    from stepscope.tools.trace_viewer.perfetto_trace import perfetto_trace_chunks
+    from stepscope.export.chrome_trace import chrome_trace_chunks
+    from stepscope.export.perfetto_trace import perfetto_trace_chunks
 
     flows = index.flows if index is not None else None
     if fmt == "perfetto":

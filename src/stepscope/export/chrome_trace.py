@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.export import chrome_text as ct
 from stepscope.model import Profile
 from stepscope.stats.trace_index.flows import FlowTable, build_flows
 from stepscope.stats.trace_index.tracks import is_stream_line, sections
-from stepscope.tools.trace_viewer import chrome_text as ct
 from stepscope.xspace.wire import KIND_BYTES, KIND_DOUBLE, KIND_INT, KIND_STR, KIND_UINT
 
 CHUNK = 50_000
