@@ -6,6 +6,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.synthetic import synthetic_xspace_bytes
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
@@ -127,4 +128,50 @@ def memory_pod(root: Path, hosts: int, peak_of: Callable[[int, int], int], steps
             },
         )
         (run / f"host{h}.xplane.pb").write_bytes(b.build().SerializeToString())
+    return run
+
+
+US = 1_000
+
+
+def gloo_job(
+    ranks: int,
+    steps: int = 12,
+    input_ms: Callable[[int, int], float] = lambda rank, step: 1.0,
+    compute_ms: Callable[[int, int], float] = lambda rank, step: 4.0,
+    clock_ms: Callable[[int], float] = lambda rank: 0.0,
+) -> list[XSpaceBuilder]:
+    """A CPU DDP job as torch.profiler records it: per step, the step thread loads its batch,
+    computes, enqueues two buckets (`c10d::allreduce_`); gloo's two threads run them
+    (`gloo:all_reduce`) from the enqueue until every rank has enqueued, plus 0.5 ms. The
+    second bucket is enqueued 1 ms after the first, while the first still runs."""
+    out = [XSpaceBuilder(f"vm.rank{r}") for r in range(ranks)]
+    lines = []
+    for b in out:
+        plane = b.plane("/host:CPU")
+        lines.append((plane.line(1, "MainThread"), plane.line(2, "gloo"), plane.line(3, "gloo")))
+    t0 = 0
+    for s in range(steps):
+        loaded = [t0 + int(input_ms(r, s) * MS) for r in range(ranks)]
+        ready = [loaded[r] + int(compute_ms(r, s) * MS) for r in range(ranks)]
+        ends = [max(ready) + int(0.5 * MS), max(ready) + int(1.5 * MS)]
+        for r, (main_line, g1, g2) in enumerate(lines):
+            off = int(clock_ms(r) * MS)
+            main_line.event("train", off + t0, ends[1] + MS // 10 - t0, {"step_num": s, "_r": 1})
+            main_line.event(INPUT_NAME, off + t0, loaded[r] - t0)
+            main_line.event("aten::addmm", off + loaded[r], ready[r] - loaded[r])
+            for k, gloo in enumerate((g1, g2)):
+                at = ready[r] + k * MS
+                main_line.event("c10d::allreduce_", off + at, 20 * US)
+                gloo.event("gloo:all_reduce", off + at, ends[k] - at)
+        t0 = ends[1] + MS // 10
+    return out
+
+
+def write_run(root: Path, builders: list[XSpaceBuilder]) -> Path:
+    """The builders' XSpaces as the host files of one run under ``root``."""
+    run = root / "plugins" / "profile" / "job"
+    run.mkdir(parents=True)
+    for b in builders:
+        (run / f"{b.hostnames[0]}.xplane.pb").write_bytes(b.build().SerializeToString())
     return run

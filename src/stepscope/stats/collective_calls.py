@@ -78,9 +78,14 @@ def _call_events(profile: Profile, types: np.ndarray) -> tuple[str, np.ndarray]:
         return "device kernels", device
     host = np.flatnonzero(types == EventType.HOST_COLLECTIVE)
     host = host[profile.dur_ns[host] > 0]
+    names = profile.strings.strings
+    ids = distinct(profile.name[host])
+    # events named as collectives: work nested in one (TensorFlow's ring `Loop`) is typed as
+    # the collective's but is no call of its own
+    named = ids[[vocab.is_host_collective(names[i]) for i in ids.tolist()]]
+    host = host[np.isin(profile.name[host], named)]
     if not len(host):
         return "", host
-    names = profile.strings.strings
     ids = distinct(profile.name[host])
     dispatch_ids = ids[[vocab.is_dispatch(names[i]) for i in ids.tolist()]]
     dispatch = np.isin(profile.name[host], dispatch_ids)

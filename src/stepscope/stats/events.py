@@ -14,6 +14,7 @@ from enum import IntEnum
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.model import Profile
 from stepscope.stats.arrays import distinct_ids
 from stepscope.stats.host.own_work import profiler_work
@@ -325,22 +326,55 @@ def _classify(profile: Profile, has_device: bool | None) -> np.ndarray:
 
 
 def _mark_enclosing(profile: Profile, out: np.ndarray) -> None:
-    """Host compute events that hold a whole host collective (of any thread) within their
-    span become HOST_ENCLOSING, in place: frames that wait, not work (see `EventType`)."""
+    """Host compute that waits with a collective becomes HOST_ENCLOSING, in place: an event
+    holding a whole collective (of any thread) within its span, or spanning at least half of
+    one (a Python frame such as `backward`, TensorFlow's `KernelAndDeviceFunc::Run` while the
+    collective op runs on its own thread). An op that computes while a longer collective runs
+    elsewhere covers less of it and stays compute (see `EventType`)."""
     colls = np.flatnonzero(out == EventType.HOST_COLLECTIVE)
     colls = colls[profile.dur_ns[colls] > 0]  # an instant is held by every span around it
     if not len(colls):
         return
-    order = np.argsort(profile.start_ns[colls], kind="stable")
-    c_start = profile.start_ns[colls][order]
-    c_end = profile.end_at(colls)[order]
-    # the earliest end among the collectives starting at or after each position: an event
-    # holds a collective when the first collective starting inside it (or any later one)
-    # ends before the event does
-    suffix_min_end = np.minimum.accumulate(c_end[::-1])[::-1]
     compute = np.flatnonzero(out == EventType.HOST_COMPUTE)
-    first = np.searchsorted(c_start, profile.start_ns[compute], side="left")
-    inside = first < len(c_start)
-    ev, first = compute[inside], first[inside]
-    holds = suffix_min_end[first] <= profile.end_at(ev)
-    out[ev[holds]] = EventType.HOST_ENCLOSING
+    _mark_inner(profile, out, colls, compute)
+    compute = compute[out[compute] == EventType.HOST_COMPUTE]
+    order = np.argsort(profile.start_ns[colls], kind="stable")
+    c_lo, c_hi = profile.start_ns[colls][order], profile.end_at(colls)[order]
+    lo, hi = profile.start_ns[compute], profile.end_at(compute)
+    n = len(c_lo)
+    # (a) a whole collective inside: of the collectives starting at or after the event's
+    # start, the earliest end
+    suffix_min_end = np.minimum.accumulate(c_hi[::-1])[::-1]
+    after = np.searchsorted(c_lo, lo, side="left")
+    holds = (after < n) & (suffix_min_end[np.minimum(after, n - 1)] <= hi)
+    # (b) the collective under way when the event starts that lasts longest (running argmax
+    # of the ends), and (c) the last one starting before the event ends: half of it or more
+    reach = np.maximum.accumulate(c_hi)
+    longest = np.searchsorted(reach, reach, side="left")  # first index reaching each max
+    before = np.searchsorted(c_lo, lo, side="right") - 1
+    inside = np.searchsorted(c_lo, hi, side="left") - 1
+
+    def half(k: np.ndarray) -> np.ndarray:
+        j = np.maximum(k, 0)
+        part = np.minimum(hi, c_hi[j]) - np.maximum(lo, c_lo[j])
+        return (k >= 0) & (2 * part >= c_hi[j] - c_lo[j]) & (c_hi[j] > c_lo[j])
+
+    waits = holds | half(np.where(before >= 0, longest[np.maximum(before, 0)], -1)) | half(inside)
+    ev = compute
+    out[ev[waits]] = EventType.HOST_ENCLOSING
+
+
+def _mark_inner(profile: Profile, out: np.ndarray, colls: np.ndarray, compute: np.ndarray) -> None:
+    """Host compute nested in a collective on its own thread (TensorFlow's ring ``Loop`` inside
+    ``CollectiveReduceV2``) is the collective's work: HOST_COLLECTIVE, in place."""
+    lines = profile.line[colls]
+    on_line = np.isin(profile.line[compute], lines)
+    for line in distinct(lines).tolist():
+        mine = colls[lines == line]
+        order = np.argsort(profile.start_ns[mine], kind="stable")
+        c_start = profile.start_ns[mine][order]
+        c_reach = np.maximum.accumulate(profile.end_at(mine)[order])
+        ev = compute[on_line & (profile.line[compute] == line)]
+        k = np.searchsorted(c_start, profile.start_ns[ev], side="right") - 1
+        inside = (k >= 0) & (profile.end_at(ev) <= c_reach[np.maximum(k, 0)])
+        out[ev[inside]] = EventType.HOST_COLLECTIVE

@@ -122,7 +122,9 @@ def match_calls(ranks: Sequence[Rank], pairing: StepPairing) -> Matched | None:
     assert all(c is not None for c in calls)
     have = [c for c in calls if c is not None]
     lanes = {name: k for k, name in enumerate(dict.fromkeys(n for c in have for n in c.lanes))}
-    by_seq = all((c.seq >= 0).all() for c in have)
+    # by sequence number only where every call has one and no number repeats (a graph
+    # whose collective keeps one key every step)
+    by_seq = all((c.seq >= 0).all() and _distinct(c.lane, c.seq) for c in have)
     pods = [_pod_step_of_rows(pairing, i, ranks[i].steps.n_steps) for i in rows]
     keys = [_keys(c, lanes, pod, by_seq) for c, pod in zip(have, pods, strict=True)]
     common = np.unique(keys[0])
@@ -147,6 +149,11 @@ def match_calls(ranks: Sequence[Rank], pairing: StepPairing) -> Matched | None:
     spread = float(np.median(np.abs(exit_ - np.median(exit_, axis=0)[None, :])))
     keyed = "sequence number" if by_seq else "step, kind and position"
     return Matched(np.array(rows), pod_step, arrive, exit_, runup, offsets, spread, keyed)
+
+
+def _distinct(lane: np.ndarray, seq: np.ndarray) -> bool:
+    key = lane.astype(np.int64) * (1 << 40) + seq
+    return len(np.unique(key)) == len(key)
 
 
 def _offsets(exit_ns: np.ndarray) -> np.ndarray:
@@ -241,6 +248,12 @@ def _by_arrival(
     )
 
 
+def _what(category: str) -> str:
+    if category == "other":  # the category's label, "All others", says nothing here
+        return "untraced host work ('All Others': Python, I/O, waits no traced op covers)"
+    return CATEGORY_LABELS[category].lower()
+
+
 def _union_per_step(step: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_steps: int) -> np.ndarray:
     """Per step, the length of the union of the intervals [lo, hi) of that step."""
     out = np.zeros(n_steps, np.int64)
@@ -302,8 +315,8 @@ def _straggler(
         f"{hosts[row]} is late at steps {ranges(numbers)} ({n} of {n_compared} steps): it "
         f"arrived last at {int(mine.sum())} collective calls there, {late_ns / n / 1e6:.2f} ms "
         f"per step after the next rank; since its previous collective it spent "
-        f"{own[k] / n / 1e6:.2f} ms per step in {CATEGORY_LABELS[reason].lower()} where the "
-        f"other ranks spent {peers[k] / n / 1e6:.2f} ms"
+        f"{own[k] / n / 1e6:.2f} ms per step in {_what(reason)} where the other ranks "
+        f"spent {peers[k] / n / 1e6:.2f} ms"
     )
     if waiters:
         text += (

@@ -81,8 +81,8 @@ def by_own_time(ranks: Sequence[Rank], pairing: StepPairing, dur: np.ndarray) ->
     found.sort(key=lambda s: (-s.late_ns, s.host))
     waiting = np.zeros(n_h, bool)
     for s in found:
-        cols = np.isin(pairing.step_num, s.steps)
-        waiting |= wait[:, cols].sum(axis=1) > 0
+        in_steps = np.isin(pairing.step_num, s.steps)
+        waiting |= wait[:, in_steps].sum(axis=1) > 0
     waiting[[names.index(s.host) for s in found]] = False
     return PodLateness(
         names,

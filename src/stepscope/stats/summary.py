@@ -1,9 +1,12 @@
 """Steps of one host or of several (ALL_HOSTS), ready for the tools.
 
 Several hosts: steps are paired by `stepscope.stats.steps.pairing` (by step number when the
-hosts share most numbers, else by position as XProf); a pod step's duration and each category
-are the mean over the hosts, so its categories still add up to its duration, and its start is
-the earliest host's. ``pairing`` says how, and which host-steps were left out.
+hosts share most numbers, else by position as XProf); a pod step's duration is the job's step,
+its slowest host's (XProf's ALL_HOSTS step time is the same), each category the mean over the
+hosts stretched to that duration (so they add up to it), and its start the earliest host's.
+``pairing`` says how, and which host-steps were left out; ``rank_dur_ns`` keeps every host's
+step time (mean and spread), ``first_host_category_ns`` XProf's ALL_HOSTS breakdown (the first
+host's).
 """
 
 from __future__ import annotations
@@ -69,6 +72,14 @@ class StepSummary:
     limit_ns: dict[str, np.ndarray] = field(default_factory=dict)
     # the evidence behind dispatch and waits (the host with the most dispatch time)
     limits: LimitTable = field(default_factory=LimitTable.empty)
+    # several hosts: each rank's step time in each pod step, (ranks, steps), in `rank_hosts`
+    # order; `dur_ns` is their max (the job's step)
+    rank_dur_ns: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    rank_hosts: tuple[str, ...] = ()
+    # several hosts: XProf's ALL_HOSTS step time (its step intersection pairs steps by their
+    # times, then the slowest host) and breakdown (the first host's categories in those steps)
+    xprof_dur_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    first_host_category_ns: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def n_steps(self) -> int:
@@ -144,27 +155,42 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
     used = [(db, rows) for db, rows in zip(dbs.values(), pairing.rows, strict=True) if db.n_steps]
     picks = [rows for _, rows in used]
     found = [db for db, _ in used]
-    dur = (
-        np.mean([db.dur_ns[k] for db, k in zip(found, picks, strict=True)], axis=0)
-        .round()
-        .astype(np.int64)
-    )
+    # The job's step is as long as its slowest rank's (synchronous training: no rank starts
+    # the next step before the last one is done); its breakdown is the ranks' mean breakdown
+    # stretched to that length, so the categories still add up to it (docs/jobs.md).
+    per_rank = np.stack([db.dur_ns[k] for db, k in zip(found, picks, strict=True)])
+    dur = per_rank.max(axis=0).astype(np.int64)
+    mean = per_rank.mean(axis=0)
+    stretch = np.divide(dur, mean, out=np.ones(len(dur)), where=mean > 0)
     start = np.min([db.start_ns[k] for db, k in zip(found, picks, strict=True)], axis=0)
     categories = {
-        c: np.mean([db.category_ns()[c][k] for db, k in zip(found, picks, strict=True)], axis=0)
+        c: (
+            np.mean([db.category_ns()[c][k] for db, k in zip(found, picks, strict=True)], axis=0)
+            * stretch
+        )
         .round()
         .astype(np.int64)
         for c in CATEGORY_NAMES
     }
-    # rounding of the means must not break "categories add up to the step"
+    # rounding must not break "categories add up to the step"
     categories["other"] += dur - sum(categories.values())
     limits = {
-        c: np.mean([db.limit_ns()[c][k] for db, k in zip(found, picks, strict=True)], axis=0)
+        c: (
+            np.mean([db.limit_ns()[c][k] for db, k in zip(found, picks, strict=True)], axis=0)
+            * stretch
+        )
         .round()
         .astype(np.int64)
         for c in LIMIT_NAMES
     }
     limits["host"] += dur - sum(limits.values())
+    # XProf's ALL_HOSTS step: its own pairing (by time), the slowest host; its breakdown:
+    # the first host's over those steps
+    from stepscope.stats.steps.pairing import HostSteps, xprof_rows
+
+    x_rows = xprof_rows([HostSteps("", d.step_num, d.start_ns, d.dur_ns) for d in found])
+    xprof_dur = np.max([d.dur_ns[r] for d, r in zip(found, x_rows, strict=True)], axis=0)
+    first_categories = {c: found[0].category_ns()[c][x_rows[0]] for c in CATEGORY_NAMES}
     first = found[0]
     names = (
         tuple(first.names[i] for i in picks[0].tolist())
@@ -191,6 +217,10 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
         .astype(np.int64),
         limits,
         _most_dispatch(found),
+        per_rank,
+        tuple(h for h, db in dbs.items() if db.n_steps),
+        xprof_dur.astype(np.int64),
+        first_categories,
     )
 
 

@@ -24,6 +24,7 @@ from stepscope.stats.diagnostics.base import Finding
 from stepscope.stats.gpu.device import DeviceInfo
 from stepscope.stats.host.python_samples import MIN_SAMPLES, PYTHON_OP_TYPE
 from stepscope.stats.input.input_pipeline import advice_for, has_generator, has_prefetch
+from stepscope.stats.job_steps import JobSteps, job_steps
 from stepscope.stats.kernel_rules import PRECISIONS, REDUCED_PRECISIONS
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
@@ -150,6 +151,12 @@ class OverviewPage:
         f"`too_few` (under {MIN_SAMPLES} samples: the share means nothing; the text says "
         '"too few samples (n=3)" instead)',
         "ms, %",
+    )
+    job: JobSteps | None = out(
+        "several hosts (ALL_HOSTS): the job's step time (per pod step, the slowest rank's: "
+        "`step_time` above), the ranks' mean and spread, XProf's ALL_HOSTS figures beside "
+        "them, and one row per rank (docs/jobs.md); `null` for one host",
+        default=None,
     )
 
 
@@ -370,7 +377,18 @@ def build(ctx: ToolContext) -> OverviewPage:
         recommendation=recommendation,
         diagnostics=tuple(diagnostics),
         untraced=_untraced_json(summary),
+        job=_job(ctx, summary),
     )
+
+
+def _job(ctx: ToolContext, summary: StepSummary) -> JobSteps | None:
+    """The job's figures and rows, for several hosts with steps."""
+    if len(ctx.hosts) < 2 or not summary.rank_hosts:
+        return None
+    from stepscope.stats.stragglers import find_stragglers  # several hosts only
+
+    ranks = analysis.ranks(ctx)
+    return job_steps(summary, ranks, find_stragglers(ranks))
 
 
 TOOL = ToolSpec(

@@ -148,9 +148,11 @@ def is_device_collective(name: str) -> bool:
     return name[:8].lower().startswith(DEVICE_KERNEL_PREFIXES) or xla_collective(name) is not None
 
 
-# Arguments a collective's event may carry (Kineto's names): its sequence number in its
-# process group, and the group, which identify one call on every rank.
-SEQUENCE_STATS = ("Seq", "seq")  # not "Sequence number": autograd's, on every op
+# Arguments a collective's event may carry (Kineto's and TensorFlow's names): its sequence
+# number in its process group, and the group, which identify one call on every rank.
+# not "Sequence number": autograd's, on every op; TensorFlow's collective ops carry
+# "instance_key" (one per call, the same on every worker)
+SEQUENCE_STATS = ("Seq", "seq", "instance_key")
 GROUP_STATS = ("Process Group Name", "pg_name", "Process Group Description")
 
 # The collective's kind, for matching calls across ranks and for people: a name's words

@@ -20,6 +20,7 @@ from stepscope.cli.output import clip, human_ns, table, terminal_width, wrap
 from stepscope.stats.steps.sources import SOURCES
 
 if TYPE_CHECKING:  # imported when a report is made, not for `stepscope --help`
+    from stepscope.stats.job_steps import JobSteps
     from stepscope.tools.input_pipeline_analyzer import InputPipelineAnalysis
     from stepscope.tools.overview_page import OverviewPage
 
@@ -76,6 +77,42 @@ def _limits(overview: OverviewPage, width: int, bar_w: int) -> list[str]:
             rest="  ",
         )
     return out
+
+
+def _job(job: JobSteps, width: int) -> list[str]:
+    """The job's figures beside its step time, one row per rank, and the stragglers."""
+    mean = job.rank_mean_step_time
+    lines = wrap(
+        f"Ranks' mean step time: avg {mean.avg_ms:.2f} ms; spread (slowest - fastest rank) "
+        f"{job.spread_ms:.2f} ms per step. {job.xprof_note}.",
+        width,
+        first="  ",
+        rest="  ",
+    )
+    lines.append("")
+    lines.append(f"Ranks ({job.ranks}), average per step")
+    rows = [
+        [
+            r.host,
+            r.role or "-",
+            f"{r.step_ms:.2f}",
+            f"{r.input_ms:.2f}",
+            f"{r.compute_ms:.2f}",
+            f"{r.collectives_ms:.2f}",
+            f"{r.waiting_ms:.2f}",
+            str(r.late_arrivals),
+        ]
+        for r in job.rows
+    ]
+    heads = ["rank", "role", "step ms", "input", "compute", "collect.", "waiting", "last"]
+    lines += ["  " + clip(line, width - 2) for line in table(rows, heads).splitlines()]
+    for text in job.stragglers:
+        lines += wrap(text, width, first="  Straggler: ", rest="    ")
+    if job.ranks > 1 and not job.stragglers and job.straggler_rule:
+        lines += wrap(f"  No straggler ({job.straggler_rule}).", width, rest="    ")
+    if job.clock:
+        lines += wrap(f"({job.clock})", width, first="  ", rest="  ")
+    return lines
 
 
 def input_verdict(overview: OverviewPage) -> str:
@@ -146,11 +183,16 @@ def render(
         rest="  ",
     )
     if overview.steps:
+        job = overview.job
         out += wrap(
-            f"Step time: avg {stats.avg_ms:.2f} ms, stddev {stats.stddev_ms:.2f}, "
+            ("Job step time (the slowest rank per step)" if job else "Step time")
+            + f": avg {stats.avg_ms:.2f} ms, stddev {stats.stddev_ms:.2f}, "
             f"min {stats.min_ms:.2f}, max {stats.max_ms:.2f}",
             width,
+            rest="  ",
         )
+        if job is not None:
+            out += _job(job, width)
         out.append("")
         out.append("Step-time breakdown, XProf's categories (average per step)")
         for key, label in CATEGORY_LABELS.items():

@@ -173,6 +173,9 @@ def _attribute(
         by_length = np.argsort(markers.end_ns - markers.start_ns, kind="stable")
         step_of_group[label[marker_events[by_length]]] = by_length
         grouped = label >= 0
+        # Collectives count in the step whose time they take, grouped or not: TensorFlow
+        # links a collective op to an earlier step's group now and then (issue #26).
+        grouped &= types != EventType.HOST_COLLECTIVE
         # the grouped events' steps directly (no step per event over every event)
         ev_grouped = np.flatnonzero(counted & grouped)
         st_grouped = step_of_group[label[ev_grouped]]
@@ -190,7 +193,10 @@ def _attribute(
         linked[profile.line[grouped]] = True
         for stat in ("_p", "_c"):
             linked[profile.line[profile.stat_events(stat)]] = True
-        loose = on_device if strict else on_device | ~linked[profile.line]
+        # Collectives count by time window (above); a new array: `on_device` is the caller's.
+        loose = on_device | (types == EventType.HOST_COLLECTIVE)
+        if not strict:
+            loose |= ~linked[profile.line]
         free &= ~grouped & loose
         del grouped, loose
         mode = "group"
@@ -232,6 +238,17 @@ def _joined(parts: list[np.ndarray], dtype: type[np.signedinteger]) -> np.ndarra
     return np.concatenate(parts).astype(dtype, copy=False)
 
 
+def _as_xprof(types: np.ndarray) -> np.ndarray:
+    """The types with stepscope's own host types (`EventType.HOST_ENCLOSING`,
+    `EventType.HOST_COLLECTIVE`) as XProf's host compute."""
+    mine = (types == EventType.HOST_ENCLOSING) | (types == EventType.HOST_COLLECTIVE)
+    if not mine.any():
+        return types
+    out = types.copy()
+    out[mine] = EventType.HOST_COMPUTE
+    return out
+
+
 def _held(
     profile: Profile,
     ev: np.ndarray,
@@ -257,14 +274,16 @@ def _held(
     if not zero.any():
         none = np.zeros(0, np.int64)
         return none, none, none, none
+    # The sweep sees XProf's types: to XProf a collective (and a frame holding one) is host
+    # compute, so a 0 ns host event during a collective holds nothing there either.
     h_st, h_lo, h_hi, h_types = held_spans(  # the sweep's keys need int64 steps
         st[~zero].astype(np.int64),
         lo[~zero],
         hi[~zero],
-        pair_types[~zero],
+        _as_xprof(pair_types[~zero]),
         st[zero].astype(np.int64),
         profile.start_ns[ev[zero]],
-        pair_types[zero],
+        _as_xprof(pair_types[zero]),
     )
     return h_st, np.maximum(h_lo, span_lo[h_st]), np.minimum(h_hi, span_hi[h_st]), h_types
 

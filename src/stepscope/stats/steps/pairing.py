@@ -102,6 +102,66 @@ def _ranges(numbers: np.ndarray) -> str:
     return str(lo) if lo == hi else f"{lo}-{hi}"
 
 
+def _xprof_shift(sub: HostSteps, chief: HostSteps) -> tuple[int, int, int]:
+    """XProf's alignment of ``sub`` against ``chief``: (first sub row, first chief row,
+    count). Overlaps are summed per shift while walking both step sequences in time order
+    (XProf's CalculateSimilarities), and the best shift is the first maximum in the order
+    0, 1, ... then -1, -2, ... (FindBestOffset)."""
+    n, m = len(sub.step_num), len(chief.step_num)
+    s_lo, s_hi = sub.start_ns.tolist(), (sub.start_ns + sub.dur_ns).tolist()
+    c_lo, c_hi = chief.start_ns.tolist(), (chief.start_ns + chief.dur_ns).tolist()
+    similarity = [0] * (n + m - 1)
+    i = j = 0
+    while i < n and j < m:
+        if s_hi[i] == s_lo[i]:
+            i += 1
+            continue
+        if c_hi[j] == c_lo[j]:
+            j += 1
+            continue
+        similarity[j - i + n - 1] += max(0, min(s_hi[i], c_hi[j]) - max(s_lo[i], c_lo[j]))
+        if s_hi[i] < c_hi[j]:
+            i += 1
+        elif c_hi[j] < s_hi[i]:
+            j += 1
+        else:
+            i, j = i + 1, j + 1
+    best, best_k = -1, 0
+    for k in [*range(0, m), *range(-1, -n, -1)]:
+        if similarity[k + n - 1] > best:
+            best, best_k = similarity[k + n - 1], k
+    first_sub, first_chief = (0, best_k) if best_k >= 0 else (-best_k, 0)
+    return first_sub, first_chief, min(n - first_sub, m - first_chief)
+
+
+def xprof_rows(hosts: Sequence[HostSteps]) -> list[np.ndarray]:
+    """XProf 2.24.2's step intersection (its ALL_HOSTS pod steps) whatever the step numbers:
+    the host whose steps span the least time is the chief; every other host is shifted
+    against it to overlap the most, on the times as stored (each host's own clock: stepscope's
+    and TensorFlow's captures store them from their own start); the pod steps are the chief's
+    steps every host covers. Per host, its row in each pod step (an empty array for a host
+    without steps)."""
+    present = [h for h in hosts if len(h.step_num)]
+    if not present:
+        return [np.zeros(0, np.int64) for _ in hosts]
+    spans = [
+        int(
+            (h.start_ns + h.dur_ns)[h.dur_ns > 0].max(initial=0)
+            - h.start_ns[h.dur_ns > 0].min(initial=0)
+        )
+        for h in present
+    ]
+    chief = present[int(np.argmin(spans))]
+    aligned = [(0, 0, len(h.step_num)) if h is chief else _xprof_shift(h, chief) for h in present]
+    begin = max(a[1] for a in aligned)
+    end = min(a[1] + a[2] for a in aligned)
+    count = max(end - begin, 0)
+    rows = iter(
+        np.arange(count, dtype=np.int64) + (sub0 + begin - chief0) for sub0, chief0, _ in aligned
+    )
+    return [next(rows) if len(h.step_num) else np.zeros(0, np.int64) for h in hosts]
+
+
 def pair_host_steps(hosts: Sequence[HostSteps]) -> StepPairing:
     """Pair the steps of ``hosts`` (see the module docstring for the rules)."""
     n = len(hosts)

@@ -68,7 +68,7 @@ function summary(data) {
   return card('Performance summary',
     boundBy(data.bound_by),
     h('div', { class: 'metric-row' },
-      metric('Average step time', st.avg, 'step_time_ms.avg', fmtMs, true),
+      metric(data.job ? 'Average job step time (slowest rank)' : 'Average step time', st.avg, 'step_time_ms.avg', fmtMs, true),
       metric('Standard deviation', st.stddev, 'step_time_ms.stddev'),
       metric('Min', st.min, 'step_time_ms.min'),
       metric('Max', st.max, 'step_time_ms.max'),
@@ -160,9 +160,42 @@ function devicesCard(data) {
   }));
 }
 
+/** The job of several ranks: its step time (the slowest rank's), XProf's beside it, one row per rank. */
+function jobCard(data) {
+  const job = data.job;
+  if (!job) return null;
+  const mean = job.rank_mean_step_time_ms || {};
+  const xp = job.xprof_step_time_ms || {};
+  const st = job.step_time_ms || {};
+  const facts = h('p', {}, 'Job step time (per step, the slowest rank\'s): ',
+    num(st.avg, fmtMs(st.avg), 'job.step_time_ms.avg'), '; ranks\' mean ',
+    num(mean.avg, fmtMs(mean.avg), 'job.rank_mean_step_time_ms.avg'), ', spread (slowest - fastest) ',
+    num(job.spread_ms, fmtMs(job.spread_ms), 'job.spread_ms'), ' per step. XProf ALL_HOSTS step time: ',
+    num(xp.avg, fmtMs(xp.avg), 'job.xprof_step_time_ms.avg'), '.');
+  const rows = dataTable({
+    name: 'job_ranks', caption: 'Ranks',
+    columns: [
+      { key: 'host', label: 'Rank', pin: true },
+      { key: 'role', label: 'Role' },
+      { key: 'step_ms', label: 'Step time', numeric: true, format: fmtMs },
+      { key: 'input_ms', label: 'Input', numeric: true, format: fmtMs },
+      { key: 'compute_ms', label: 'Compute', numeric: true, format: fmtMs },
+      { key: 'collectives_ms', label: 'Collectives', numeric: true, format: fmtMs },
+      { key: 'waiting_ms', label: 'Waiting for the last', numeric: true, format: fmtMs },
+      { key: 'late_arrivals', label: 'Last arrivals', numeric: true },
+    ],
+    rows: job.rows || [],
+    units: unitsAt('overview_page', 'job.rows[]'),
+  });
+  const late = (job.stragglers || []).map((t) => note(t, 'warn'));
+  return card(`Job of ${job.ranks} ranks`, [facts, note(job.xprof_note), ...late, rows,
+    job.clock ? note(job.clock) : null].filter(Boolean));
+}
+
 export async function render(root, data, ctx) {
   root.append(
     h('div', { class: 'grid2' }, summary(data), recommendation(data, ctx)),
+    jobCard(data) || '', // (Element.append writes a null as the text "null")
     stepGraph(data, ctx),
     ctx.savedBy ? stepHistoryCard(ctx.run, ctx.host) : '',
     topOps(data),

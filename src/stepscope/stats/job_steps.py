@@ -1,0 +1,182 @@
+"""A job of several ranks as one: its step time, XProf's figure beside it, and one row per rank.
+
+For synchronous training the job's step is as long as its slowest rank's: the **job step
+time** of a pod step is the largest step time of any rank in it (`summarize_steps`). XProf
+2.24.2 computes its ALL_HOSTS step time by the same rule (per step, the slowest host: checked
+by running it on a two-worker TensorFlow capture), but its ALL_HOSTS breakdown is the first
+host's alone; stepscope's is the ranks' mean breakdown stretched to the job's step. The mean
+step time over the ranks and their spread (slowest - fastest, per pod step) are given too.
+
+The rows say per rank: its step time, input, compute, collectives, the time it waited for
+the rank that arrived last, how many collective calls it arrived last at, its role
+(straggler / waiting) and its clock offset (`stepscope.stats.stragglers`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from stepscope.fields import out
+from stepscope.records import record
+from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
+from stepscope.stats.stragglers_types import PodLateness, Rank
+from stepscope.stats.summary import StepStats, StepSummary
+
+XPROF_VERSION = "2.24.2"
+_COMPUTE = ("host_compute", "device_compute")
+_COLLECTIVES = ("collective_wait", "device_collectives")
+
+
+@record
+class RankRow:
+    """One rank of the job over the pod steps."""
+
+    host: str = out("the rank (host file)")
+    role: str = out("`straggler`, `waiting` (waited for a straggler) or empty")
+    steps: int = out("pod steps it has")
+    step_ms: float = out("its average step time", unit="ms", digits=6)
+    input_ms: float = out("its average input time per step", unit="ms", digits=6)
+    compute_ms: float = out("its average host and device compute per step", unit="ms", digits=6)
+    collectives_ms: float = out(
+        "its average collective wait and device collectives per step", unit="ms", digits=6
+    )
+    waiting_ms: float = out(
+        "its average time per step waiting in collectives for the last rank", unit="ms", digits=6
+    )
+    late_arrivals: int = out("collective calls it arrived last at (by 20 us or more)")
+    clock_offset_ms: float | None = out(
+        "its clock against the median rank's, estimated from the collectives' exits; `null` "
+        "when not estimated",
+        unit="ms",
+        digits=6,
+    )
+
+
+@record
+class JobSteps:
+    """The job's step time (several hosts), with XProf's figure, mean and spread."""
+
+    ranks: int = out("ranks (hosts) with steps")
+    rule: str = out("how the job's step time is made from the ranks'")
+    step_time: StepStats = out(
+        "the job's step time: per pod step, the slowest rank's (the overview's `step_time`)",
+        unit="ms",
+        key="step_time_ms",
+    )
+    rank_mean_step_time: StepStats = out(
+        "per pod step, the mean of the ranks' step times", unit="ms", key="rank_mean_step_time_ms"
+    )
+    spread_ms: float = out(
+        "per pod step, slowest minus fastest rank's step time, averaged", unit="ms", digits=6
+    )
+    xprof_step_time: StepStats = out(
+        f"XProf {XPROF_VERSION}'s ALL_HOSTS step time: its step intersection (steps paired "
+        "by position, shifted to overlap the most on each host's own clock), then per step the "
+        "slowest host",
+        unit="ms",
+        key="xprof_step_time_ms",
+    )
+    xprof_breakdown_ms: dict[str, float] = out(
+        f"XProf {XPROF_VERSION}'s ALL_HOSTS breakdown: the first host's categories over XProf's "
+        "pod steps, average per step, in XProf's categories (collective wait counted as host "
+        "compute; collectives counted by time window, where XProf's grouping can leave a "
+        "fraction of a ms out); stepscope's is every rank's mean, stretched to the job's step",
+        unit="ms",
+        digits=6,
+    )
+    xprof_note: str = out("where XProf's ALL_HOSTS figures and stepscope's differ, in words")
+    rows: tuple[RankRow, ...] = out("one per rank")
+    straggler_rule: str = out("`collective arrival` or `own time` (no collectives to match)")
+    stragglers: tuple[str, ...] = out("each straggler's explanation (cause and steps)")
+    clock: str = out("the collectives matched and the clock offsets estimated from them")
+
+
+def _ms(ns: float) -> float:
+    return float(ns) / 1e6
+
+
+def job_steps(summary: StepSummary, ranks: Sequence[Rank], pod: PodLateness | None) -> JobSteps:
+    """The job's figures for a summary of several hosts (``summary.rank_dur_ns`` set)."""
+    per_rank = summary.rank_dur_ns.astype(np.float64)
+    mean = per_rank.mean(axis=0) if per_rank.size else np.zeros(0)
+    spread = per_rank.max(axis=0) - per_rank.min(axis=0) if per_rank.size else np.zeros(0)
+    first = dict(summary.first_host_category_ns)
+    if "collective_wait" in first:  # not an XProf category: XProf counts it as host compute
+        first["host_compute"] = first["host_compute"] + first.pop("collective_wait")
+    xprof_breakdown = {c: _ms(float(np.mean(first[c]))) if len(first[c]) else 0.0 for c in first}
+    first_host = summary.rank_hosts[0] if summary.rank_hosts else ""
+    xprof = StepStats.of(summary.xprof_dur_ns)
+    same = len(summary.xprof_dur_ns) == len(summary.dur_ns) and np.array_equal(
+        np.sort(summary.xprof_dur_ns), np.sort(summary.dur_ns)
+    )
+    pairing = (
+        "pairs the same steps"
+        if same
+        else f"pairs {len(summary.xprof_dur_ns)} steps by their times on each host's own "
+        "clock (each capture's times start at its own start), not by step number"
+    )
+    note = (
+        f"XProf {XPROF_VERSION}'s ALL_HOSTS step time is the slowest host's per step too, but "
+        f"its step intersection {pairing}; its ALL_HOSTS breakdown is the first host's "
+        f"({first_host}) alone, stepscope's the mean of every rank's, stretched to the job's "
+        "step"
+    )
+    return JobSteps(
+        len(summary.rank_hosts),
+        "the job's step: per pod step, the slowest rank's step time (synchronous training "
+        "waits for it)",
+        StepStats.of(summary.dur_ns),
+        StepStats.of(mean),
+        _ms(float(spread.mean())) if len(spread) else 0.0,
+        xprof,
+        xprof_breakdown,
+        note,
+        _rows(ranks, pod),
+        pod.method if pod is not None else "",
+        tuple(s.explanation for s in pod.stragglers) if pod is not None else (),
+        pod.clock_note if pod is not None else "",
+    )
+
+
+def _rows(ranks: Sequence[Rank], pod: PodLateness | None) -> tuple[RankRow, ...]:
+    """Each rank over its steps in the pod steps (paired as everywhere else)."""
+    pairing = pair_host_steps(
+        [HostSteps(r.host, r.steps.step_num, r.steps.start_ns, r.steps.dur_ns) for r in ranks]
+    )
+    rows = []
+    for i, rank in enumerate(ranks):
+        db = rank.steps
+        picked = pairing.rows[i][pairing.rows[i] >= 0]
+        n = len(picked)
+        cats = {c: v[picked] for c, v in db.category_ns().items()}
+        wait = 0.0
+        role, late, offset = "", 0, None
+        if pod is not None and rank.host in pod.hosts:
+            j = pod.hosts.index(rank.host)
+            present = ~np.isnan(pod.dur_ns[j])
+            wait = float(np.nan_to_num(pod.wait_ns[j][present]).mean()) if present.any() else 0.0
+            role = pod.role(j)
+            late = int(pod.last_count[j]) if pod.last_count is not None else 0
+            if pod.offsets_ns is not None and not np.isnan(pod.offsets_ns[j]):
+                offset = _ms(pod.offsets_ns[j])
+
+        def avg(names: tuple[str, ...], n: int = n, cats: dict = cats) -> float:
+            return _ms(sum(float(cats[c].sum()) for c in names) / n) if n else 0.0
+
+        rows.append(
+            RankRow(
+                rank.host,
+                role,
+                n,
+                _ms(float(db.dur_ns[picked].mean())) if n else 0.0,
+                avg(("input",)),
+                avg(_COMPUTE),
+                avg(_COLLECTIVES),
+                _ms(wait),
+                late,
+                offset,
+            )
+        )
+    return tuple(rows)

@@ -1,0 +1,108 @@
+"""ALL_HOSTS as one job (issue #26): the job's step time is the slowest rank's per pod step
+(XProf's ALL_HOSTS rule too), beside the ranks' mean and spread and XProf's breakdown; the
+overview, `stepscope report --host ALL_HOSTS` and the pod viewer give one row per rank."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stepscope.cli.main import main
+from stepscope.stats import build_step_db, summarize_steps
+from stepscope.xspace.builder import XSpaceBuilder
+from tests.pod.builders import MS, gloo_job, write_run
+from tests.support.analysis import build
+
+
+def _two_hosts() -> dict:
+    """Host a's steps take 10 ms, host b's 14 ms (4 ms more input)."""
+    dbs = {}
+    for host, input_ms in (("a", 2), ("b", 6)):
+        b = XSpaceBuilder(host)
+        line = b.plane("/host:CPU").line(1, "MainThread")
+        for k in range(6):
+            t = k * 20 * MS
+            line.event("train", t, (8 + input_ms) * MS, {"step_num": k, "_r": 1})
+            line.event(
+                "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t, input_ms * MS
+            )
+            line.event("aten::mm", t + input_ms * MS, 8 * MS)
+        dbs[host] = build_step_db(build(b))
+    return dbs
+
+
+def test_all_hosts_step_is_the_slowest_ranks_and_categories_add_up() -> None:
+    """Before issue #26 the ALL_HOSTS step was the hosts' mean (12 ms here)."""
+    summary = summarize_steps(_two_hosts())
+    assert summary.n_steps == 4  # the first and last of 6 marker steps dropped
+    assert summary.dur_ns.tolist() == [14 * MS] * 4
+    total = sum(summary.category_ns.values())
+    assert np.array_equal(total, summary.dur_ns)
+    # the ranks' mean breakdown (input 4, compute 8 of a 12 ms mean) stretched to 14 ms
+    assert summary.category_ns["input"].tolist() == [round(4 * MS * 14 / 12)] * 4
+    assert summary.rank_dur_ns.tolist() == [[10 * MS] * 4, [14 * MS] * 4]
+    assert summary.first_host_category_ns["input"].tolist() == [2 * MS] * 4  # XProf's: host a's
+
+
+def _tool(run: Path, tool: str, capsys: pytest.CaptureFixture[str]) -> dict:
+    assert main(["tool", str(run), tool, "--workers", "0", "--no-cache"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture(scope="module")
+def slow_input_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_run(
+        tmp_path_factory.mktemp("job"),
+        gloo_job(4, input_ms=lambda rank, step: 20.0 if rank == 3 else 1.0),
+    )
+
+
+def test_overview_at_all_hosts_gives_the_job_and_its_ranks(
+    slow_input_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    overview = _tool(slow_input_run, "overview_page", capsys)
+    job = overview["job"]
+    assert job["ranks"] == 4 and job["step_time_ms"] == overview["step_time_ms"]
+    assert job["xprof_step_time_ms"] == job["step_time_ms"]  # XProf's rule is the same
+    assert "first host's (vm.rank0)" in job["xprof_note"]
+    rows = {r["host"]: r for r in job["rows"]}
+    assert rows["vm.rank3"]["role"] == "straggler" and rows["vm.rank3"]["input_ms"] == 20.0
+    assert rows["vm.rank3"]["late_arrivals"] == 20  # 2 buckets x 10 compared steps
+    for host in ("vm.rank0", "vm.rank1", "vm.rank2"):
+        assert rows[host]["role"] == "waiting"
+        # ready at 5 ms, rank 3's buckets arrive at 24 and 25 ms and leave at 24.5 and 25.5
+        assert rows[host]["waiting_ms"] == pytest.approx(20.0)
+        assert rows[host]["collectives_ms"] == pytest.approx(20.5)
+    assert job["straggler_rule"] == "collective arrival"
+    [text] = job["stragglers"]
+    assert text.startswith("vm.rank3 is late at steps 1-10") and "in input" in text
+
+
+def test_report_shows_the_job_step_time_and_one_row_per_rank(
+    slow_input_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", str(slow_input_run), "--host", "ALL_HOSTS", "--workers", "0"]) == 0
+    text = capsys.readouterr().out
+    assert "Job step time (the slowest rank per step)" in text
+    assert "XProf 2.24.2's ALL_HOSTS step time is the slowest host's per step too" in " ".join(
+        text.split()
+    )
+    rows = [line.split() for line in text.splitlines() if line.startswith("  vm.rank")]
+    lines = {row[0]: row for row in rows if len(row) == 8}
+    assert lines["vm.rank3"][1] == "straggler" and lines["vm.rank0"][1] == "waiting"
+    assert "Straggler: vm.rank3 is late at steps 1-10" in text
+
+
+def test_pod_viewer_workers_carry_role_waiting_and_offsets(
+    slow_input_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pod = _tool(slow_input_run, "pod_viewer", capsys)
+    assert pod["straggler_rule"] == "collective arrival" and "clock offsets" in pod["clock"]
+    workers = {w["host"]: w for w in pod["workers"]}
+    assert workers["vm.rank3"]["role"] == "straggler" and workers["vm.rank3"]["wait_ms"] == 0
+    assert workers["vm.rank1"]["role"] == "waiting"
+    assert workers["vm.rank1"]["clock_offset_ms"] == pytest.approx(0.0, abs=1e-6)
+    assert workers["vm.rank3"]["breakdown_ms"]["input"] == pytest.approx(20.0)

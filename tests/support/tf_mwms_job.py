@@ -1,0 +1,159 @@
+"""A TensorFlow MultiWorkerMirroredStrategy job on CPU, one process per worker, measuring its
+own truth.
+
+    python -m tests.support.tf_mwms_job LOGDIR --workers 2 [--slow-input K] [--port P]
+
+Starts ``--workers`` processes with their ``TF_CONFIG`` (localhost ports); each runs a custom
+training loop (``strategy.run`` of a ``tf.function`` whose gradients are all-reduced by TF's
+collective ops) between ``stepscope.start(LOGDIR)`` and ``stepscope.stop()`` with defaults,
+marks steps with ``stepscope.step``, and writes ``truth.worker<k>.json``: per step the time in
+``next()`` and in the step call, by ``time.perf_counter``, and ``compute_only_s``, the median
+time of the same step without its all-reduce (so the step call less it is the time in the
+collective). ``--slow-input K``: worker K's
+batches take ``--input-ms`` each to make (a Python generator sleeping).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def worker(args: argparse.Namespace) -> None:
+    import tensorflow as tf
+
+    import stepscope
+
+    index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    delay_s = args.input_ms / 1e3 if index == args.slow_input else 0.0
+
+    def batches() -> Any:
+        rng = 0
+        while True:
+            if delay_s:
+                time.sleep(delay_s)
+            rng += 1
+            yield (
+                tf.random.stateless_normal([args.batch, 32], seed=[index, rng]),
+                tf.random.stateless_normal([args.batch, 1], seed=[rng, index]),
+            )
+
+    with strategy.scope():
+        model = tf.keras.Sequential(
+            [tf.keras.Input((32,)), tf.keras.layers.Dense(128, "relu"), tf.keras.layers.Dense(1)]
+        )
+        opt = tf.keras.optimizers.SGD(0.01)
+
+    @tf.function
+    def train_step(x: Any, y: Any) -> Any:
+        def step(x: Any, y: Any) -> Any:
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean((model(x) - y) ** 2)
+            grads = tape.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+            return loss
+
+        return strategy.run(step, args=(x, y))
+
+    # The same step without the all-reduce, on a plain copy of the model: this worker's own
+    # compute, so that (step call - compute) is its time in the collective.
+    plain = tf.keras.models.clone_model(model)
+    plain_opt = tf.keras.optimizers.SGD(0.01)
+
+    @tf.function
+    def compute_step(x: Any, y: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((plain(x) - y) ** 2)
+        grads = tape.gradient(loss, plain.trainable_variables)
+        plain_opt.apply_gradients(zip(grads, plain.trainable_variables, strict=True))
+        return loss
+
+    data = batches()
+    for _ in range(3):  # warm up: tracing and the collectives' first rendezvous
+        train_step(*next(data))
+    x0, y0 = next(data)
+    compute_step(x0, y0)
+    times = []
+    for _ in range(7):
+        t = time.perf_counter()
+        compute_step(x0, y0)
+        times.append(time.perf_counter() - t)
+    truth: dict[str, Any] = {"step_s": [], "next_s": [], "train_s": []}
+    stepscope.start(args.logdir)
+    for s in range(args.steps):
+        with stepscope.step(s):
+            t0 = time.perf_counter()
+            x, y = next(data)
+            t1 = time.perf_counter()
+            train_step(x, y)
+            t2 = time.perf_counter()
+        truth["step_s"].append(t2 - t0)
+        truth["next_s"].append(t1 - t0)
+        truth["train_s"].append(t2 - t1)
+    truth["run_dir"] = str(stepscope.stop())
+    truth["compute_only_s"] = sorted(times)[len(times) // 2]  # the median
+    truth["worker"] = index
+    Path(args.truth_dir, f"truth.worker{index}.json").write_text(json.dumps(truth))
+    # A last all-reduce as a barrier (the first worker leads TF's coordination service: a
+    # worker still saving when it exits is killed), a pause so that no worker leaves while
+    # another still receives from it, and no teardown (the services' shutdown is racy).
+    train_step(*next(data))
+    time.sleep(1.0)
+    sys.stdout.flush()
+    os._exit(0)
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    p.add_argument("logdir")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--slow-input", type=int, default=-1)
+    p.add_argument("--input-ms", type=float, default=40.0)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--truth-dir", default=None)
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    args.truth_dir = args.truth_dir or args.logdir
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    if args.worker:
+        worker(args)
+        return 0
+    Path(args.truth_dir).mkdir(parents=True, exist_ok=True)
+    hosts = [f"localhost:{p}" for p in _free_ports(args.workers)]
+    procs = []
+    for k in range(args.workers):
+        config = {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": k}}
+        env = {**os.environ, "TF_CONFIG": json.dumps(config), "TF_CPP_MIN_LOG_LEVEL": "2"}
+        env["CUDA_VISIBLE_DEVICES"] = ""
+        cmd = [sys.executable, "-m", "tests.support.tf_mwms_job", *sys.argv[1:], "--worker"]
+        procs.append(subprocess.Popen(cmd, env=env))
+    codes = [p.wait() for p in procs]
+    saved = all(Path(args.truth_dir, f"truth.worker{k}.json").exists() for k in range(len(procs)))
+    return 0 if saved else next((c for c in codes if c), 1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
