@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from stepscope.xspace.kineto import fast_route, importer, scan
+from stepscope.xspace.kineto.classified import Classified
 from stepscope.xspace.kineto.memory import _innermost_ops
 from tests.support.fixtures import FIXTURES
 from tests.support.kineto import assert_same_profile as _assert_same
@@ -30,7 +31,7 @@ def _c_scanner(monkeypatch: pytest.MonkeyPatch) -> None:
     c_on(monkeypatch, "_kscan")  # the columns path is the C scanner's (in both CI tiers)
 
 
-def _classified(path: Path) -> fast_route.Classified | None:
+def _classified(path: Path) -> Classified | None:
     data = importer._read(path, [])
     found = scanned(data)
     return None if found is None else fast_route.classify(found)

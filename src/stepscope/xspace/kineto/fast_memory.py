@@ -22,7 +22,7 @@ from stepscope.xspace.kineto.memory import GPU_DEVICE_TYPES, OpInterval, ThreadK
 from stepscope.xspace.kineto.scan import A_BOOL, A_INT, A_NULL, ScannedTrace, first_seen, native
 
 if TYPE_CHECKING:
-    from stepscope.xspace.kineto.fast_route import Classified
+    from stepscope.xspace.kineto.classified import Classified
 from stepscope.xspace.wire import KIND_INT, KIND_STR
 
 _ARGS = ("Bytes", "Device Type", "Device Id", "Addr", "Total Allocated", "Total Reserved")

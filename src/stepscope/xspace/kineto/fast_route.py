@@ -8,13 +8,11 @@ decides whether the columns can be routed here at all (else the Python path runs
 
 from __future__ import annotations
 
-from dataclasses import field
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 
 from stepscope.distinct import distinct
-from stepscope.records import record
 from stepscope.xspace.builder import LineBuilder
 from stepscope.xspace.kineto import fast_memory
 from stepscope.xspace.kineto.categories import (
@@ -24,7 +22,8 @@ from stepscope.xspace.kineto.categories import (
     RENAMES,
     Kind,
 )
-from stepscope.xspace.kineto.columns import ColumnLine, ColumnSpace, StatCodec
+from stepscope.xspace.kineto.classified import Classified
+from stepscope.xspace.kineto.columns import ColumnLine, ColumnSpace
 from stepscope.xspace.kineto.decode import TraceEvent
 from stepscope.xspace.kineto.devices import STREAM_ID_LIMIT, normalize_tid, stream_of
 from stepscope.xspace.kineto.events import EventRouter
@@ -47,27 +46,6 @@ _ADDED_STATS = ("category", "step_num", "kernel_details", "memcpy_details", "mem
 # The phases `route` models, as a table over the byte (np.isin sorts or loops per call).
 _PHASE_TABLE = np.zeros(256, bool)
 _PHASE_TABLE[list(PHASES)] = True
-
-
-@record(frozen=False)
-class Classified:
-    """Per event: whether it is routed as a complete event, its category and kind."""
-
-    trace: ScannedTrace
-    routed: np.ndarray  # bool: X events and the instants routed like them
-    memory: np.ndarray  # bool: [memory] instants
-    kind: np.ndarray  # int8 Kind (-1 where not routed)
-    category: np.ndarray  # int32 index into `categories`
-    categories: list[str]
-    # Set by `route`: absolute start, duration, final name id (string id) of each event.
-    start_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    dur_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    names: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    codec: StatCodec = field(default_factory=StatCodec)
-    # Set by `fast_memory.prepare`: memory events in time order and their args.
-    memory_order: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    memory_args: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
-    memory_dicts: list[dict[str, Any]] = field(default_factory=list)
 
 
 def classify(trace: ScannedTrace) -> Classified | None:

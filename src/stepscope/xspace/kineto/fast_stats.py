@@ -47,7 +47,7 @@ from stepscope.xspace.kineto.scan import (
 from stepscope.xspace.wire import KIND_DOUBLE, KIND_INT, KIND_STR
 
 if TYPE_CHECKING:
-    from stepscope.xspace.kineto.fast_route import Classified
+    from stepscope.xspace.kineto.classified import Classified
 
 _KERNEL_ARGS = (
     "grid",

@@ -50,6 +50,7 @@ from stepscope.xspace.io import (
     read_raw_bytes,
 )
 from stepscope.xspace.kineto import fast_memory, fast_route, scan
+from stepscope.xspace.kineto.classified import Classified
 from stepscope.xspace.kineto.columns import ColumnLine, ColumnPlane, ColumnSpace
 from stepscope.xspace.kineto.decode import HEADER_STATS, HeaderOnly, decode_trace, header_dict
 from stepscope.xspace.kineto.devices import (
@@ -62,7 +63,6 @@ from stepscope.xspace.kineto.devices import (
     trace_vendor,
 )
 from stepscope.xspace.kineto.events import CUPTI_PLANE, HOST_PLANE, EventRouter
-from stepscope.xspace.kineto.fast_route import Classified
 from stepscope.xspace.kineto.memory import memory_events
 from stepscope.xspace.wire import RawColumns
 

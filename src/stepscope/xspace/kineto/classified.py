@@ -1,0 +1,36 @@
+"""The columnar route's per-event classification of a scanned trace (`Classified`), in a
+module of its own: `fast_route` makes it, `fast_stats` and `fast_memory` read it, and
+`fast_route` imports those two (a type imported back from it made a cycle).
+"""
+
+from __future__ import annotations
+
+from dataclasses import field
+from typing import Any
+
+import numpy as np
+
+from stepscope.records import record
+from stepscope.xspace.kineto.columns import StatCodec
+from stepscope.xspace.kineto.scan import ScannedTrace
+
+
+@record(frozen=False)
+class Classified:
+    """Per event: whether it is routed as a complete event, its category and kind."""
+
+    trace: ScannedTrace
+    routed: np.ndarray  # bool: X events and the instants routed like them
+    memory: np.ndarray  # bool: [memory] instants
+    kind: np.ndarray  # int8 Kind (-1 where not routed)
+    category: np.ndarray  # int32 index into `categories`
+    categories: list[str]
+    # Set by `route`: absolute start, duration, final name id (string id) of each event.
+    start_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    dur_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    names: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    codec: StatCodec = field(default_factory=StatCodec)
+    # Set by `fast_memory.prepare`: memory events in time order and their args.
+    memory_order: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    memory_args: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
+    memory_dicts: list[dict[str, Any]] = field(default_factory=list)
