@@ -78,6 +78,11 @@ EXAMPLES: dict[tuple[str, int], Example] = {
     ),
     ("docs/pod_scale.md", 2): Example(skip="needs a Slurm cluster (dask-jobqueue)"),
     ("docs/pod_scale.md", 3): Example(skip="needs a Kubernetes cluster (dask-kubernetes)"),
+    ("docs/query.md", 1): Example(
+        prelude="RUN = POD_RUN\n",
+        after="assert table.num_rows == 2 and frame.n.tolist() == table.column('n').to_pylist()\n"
+        "assert len(db.df('SELECT * FROM steps')) == 8",
+    ),
     ("docs/remote_capture.md", 1): Example(
         prelude=_LOOP, replace={"start(6009)": "start(0)"}, after="assert server.port"
     ),

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         wait,
     )
     from stepscope.capture.step import step, steps
+    from stepscope.sql import query
     from stepscope.tools.analysis import Analysis
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "data",
     "keras",
     "profile",
+    "query",
     "recorder",
     "server",
     "start",
@@ -72,6 +74,11 @@ def __getattr__(name: str) -> object:
 
         globals()["Analysis"] = Analysis
         return Analysis
+    if name == "query":  # SQL over a run (the `sql` extra: DuckDB, pyarrow)
+        from stepscope.sql import query
+
+        globals()["query"] = query
+        return query
     if name in _CAPTURE_API:
         from stepscope import capture
 
@@ -85,4 +92,4 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY_MODULES, *_CAPTURE_API, "Analysis"})
+    return sorted({*globals(), *_LAZY_MODULES, *_CAPTURE_API, "Analysis", "query"})

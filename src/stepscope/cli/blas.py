@@ -9,7 +9,20 @@ import sys
 # script in this process, nor `demo`, which trains a small model, nor `capture`); as the
 # malloc setting (decision 68), only when the process is the command's own.
 ANALYSIS_COMMANDS = frozenset(
-    {"cache", "diff", "export", "import", "info", "report", "runs", "serve", "summary", "tool"}
+    {
+        "cache",
+        "diff",
+        "export",
+        "import",
+        "info",
+        "mcp",
+        "query",
+        "report",
+        "runs",
+        "serve",
+        "summary",
+        "tool",
+    }
 )
 
 

@@ -29,6 +29,7 @@ COMMANDS = (
     "export",
     "import_",
     "info",
+    "query",
     "report",
     "runs",
     "serve",
@@ -40,7 +41,7 @@ _NAMES = frozenset(name.rstrip("_") for name in COMMANDS)
 # Commands that end once their answer is printed: they may tune the process's malloc
 # (`stepscope.cli.malloc`, decision 68). Never serve, server, capture or demo (long-lived or
 # running the user's code).
-ONE_SHOT = frozenset({"diff", "export", "import", "info", "report", "summary", "tool"})
+ONE_SHOT = frozenset({"diff", "export", "import", "info", "query", "report", "summary", "tool"})
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -139,7 +139,9 @@ def memory_events(profile: Profile) -> np.ndarray:
     return np.flatnonzero(np.isin(profile.name[span], ids)) + span.start
 
 
-def _allocator_ids(profile: Profile, events: np.ndarray) -> list[str]:
+def allocator_names(profile: Profile, events: np.ndarray) -> list[str]:
+    """Per allocator event, its allocator (memory id): ``allocator_name``, else the
+    allocator's index on the host or device ordinal, else ''."""
     names = profile.stat("allocator_name").string_ids()[events]
     index = profile.stat("index_on_host").as_int()[events]
     ordinal = profile.stat("device_ordinal").as_int()[events]
@@ -266,7 +268,8 @@ def _live_at_peak(profile: Profile, s: Snapshots, peak_step: int) -> tuple[LiveA
     return tuple(merged)
 
 
-def _shapes(profile: Profile, ev: np.ndarray, empty: int) -> np.ndarray:
+def shape_ids(profile: Profile, ev: np.ndarray, empty: int) -> np.ndarray:
+    """Per allocator event, the string id of its tensor's shape (``empty`` when none)."""
     ids = profile.stat("shape").string_ids()[ev]
     other = profile.stat("tensor_shapes").string_ids()[ev]
     ids = np.where(ids >= 0, ids, other)
@@ -316,7 +319,7 @@ def build_memory_profiles(
     origin = min(line.timestamp_ns for line in plane_lines if line.event_count)
     starts = np.zeros(0, np.int64) if step_starts_ns is None else np.asarray(step_starts_ns)
     ends = np.zeros(0, np.int64) if step_ends_ns is None else np.asarray(step_ends_ns)
-    allocators = _allocator_ids(profile, events)
+    allocators = allocator_names(profile, events)
     empty = profile.strings.id_of("")
     alloc_name = profile.strings.id_of(_ALLOC)
 
@@ -345,7 +348,7 @@ def build_memory_profiles(
             "op": str_stat("tf_op", ev),
             "region_type": str_stat("region_type", ev),
             "data_type": int_stat("data_type", ev),
-            "shape": _shapes(profile, ev, empty),
+            "shape": shape_ids(profile, ev, empty),
         }
         _inherit_deallocation_metadata(snap)
         index = step_of_times(profile.start_ns[ev], starts, ends)

@@ -189,6 +189,14 @@ class Analysis:
             host = self.hosts[0]
         return self.store.profile(self.run, self.run.host(host).host)
 
+    def host_context(self, host: str, **options: str) -> ToolContext:
+        """One host's `ToolContext`: what code beside the tools (the SQL tables of
+        `stepscope.sql`) builds the shared intermediates from (`ToolContext.intermediate`:
+        step database, op metrics, kernels...), so a query and the tools of one `Analysis`
+        compute each of them once between them. ``options``: tool options that key
+        intermediates (``step_source``, default "auto" as the tools)."""
+        return ToolContext(self.run, self.run.host(host).host, self.store, dict(options))
+
     def profiles(self) -> Iterator[tuple[str, Profile]]:
         """(host name, columnar events) of every host, one at a time: the store keeps a few
         profiles in memory, so a run of many hosts is read host by host. A host that cannot

@@ -1,0 +1,150 @@
+"""`stepscope query RUN "SELECT ..."`: SQL over every host's events, steps, ops, kernels...
+
+Without SQL: an interactive shell on a terminal, else the query read from standard input.
+The tables and examples: docs/query.md. Needs the `sql` extra (duckdb, pyarrow).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from stepscope.errors import StepscopeError
+from stepscope.logdir import ALL_HOSTS
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from stepscope.sql import Database, Limits
+
+DEFAULT_MAX_ROWS = 1000  # rows printed; a file (-o) gets every row unless --max-rows says
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "query",
+        help="SQL over a run: events, stats, steps, ops, kernels, collectives, memory, hosts",
+        description=__doc__.split("\n\n", 1)[0] if __doc__ else None,
+    )
+    parser.add_argument("run", metavar="RUN", help="run directory or a single profile file")
+    parser.add_argument(
+        "sql",
+        metavar="SQL",
+        nargs="?",
+        help="one SELECT (tables: events, stats, steps, ops, kernels, collectives, memory, "
+        "hosts, runs; docs/query.md); none: a shell on a terminal, else standard input",
+    )
+    parser.add_argument("--host", help=f"only this host (default: every host; {ALL_HOSTS} too)")
+    parser.add_argument(
+        "--format",
+        choices=("table", "csv", "json", "parquet"),
+        default="table",
+        help="output format (default: table; parquet needs -o or a pipe)",
+    )
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the result to FILE")
+    parser.add_argument(
+        "--max-rows",
+        type=int,
+        metavar="N",
+        help=f"most rows to print (default {DEFAULT_MAX_ROWS}; with -o: all); the output "
+        "says when rows were left out",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop a query after this long (default 30)",
+    )
+    parser.add_argument(
+        "--memory-limit",
+        default=None,
+        metavar="SIZE",
+        help="most memory a query may use, e.g. 4G (default 2G)",
+    )
+    parser.add_argument(
+        "--step-source", default="auto", help="where steps come from (as `stepscope tool`)"
+    )
+    parser.add_argument("--no-cache", action="store_true", help="convert again, ignoring the cache")
+    parser.set_defaults(func=run)
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    from stepscope import limits as size_limits
+    from stepscope.sql import Limits
+
+    base = Limits()
+    timeout = base.timeout_s if args.timeout is None else args.timeout
+    if not timeout > 0:
+        raise StepscopeError(f"--timeout {args.timeout}: give a number of seconds above 0")
+    memory = base.memory_bytes
+    if args.memory_limit is not None:
+        try:
+            memory = size_limits.parse_size(args.memory_limit)
+        except ValueError as exc:
+            raise StepscopeError(f"--memory-limit: {exc}") from None
+    return Limits(timeout_s=timeout, memory_bytes=memory)
+
+
+def run(args: argparse.Namespace) -> int:
+    from stepscope.cli.progress import stderr_progress
+    from stepscope.sql import Database
+
+    if args.max_rows is not None and args.max_rows < 0:
+        raise StepscopeError(f"--max-rows {args.max_rows}: give 0 or more")
+    host = None if args.host in (None, ALL_HOSTS) else args.host
+    with Database(
+        args.run,
+        host,
+        limits=_limits(args),
+        step_source=args.step_source,
+        use_cache=not args.no_cache,
+        progress=stderr_progress(),
+    ) as db:
+        if args.sql is not None:
+            return answer(db, args.sql, args)
+        if sys.stdin.isatty():
+            from stepscope.cli.query_shell import shell
+
+            return shell(db, args)
+        return answer(db, sys.stdin.read(), args)
+
+
+def answer(db: Database, sql: str, args: argparse.Namespace) -> int:
+    """Runs ``sql`` and writes its result as asked; the exit status (3 when hosts were left
+    out, as `stepscope tool`)."""
+    from stepscope.cli.hosts import report_failed
+
+    to_file = args.output is not None
+    if args.format == "parquet" and not to_file and sys.stdout.isatty():
+        raise StepscopeError("parquet is binary: write it to a file with -o FILE (or a pipe)")
+    max_rows = (
+        args.max_rows if args.max_rows is not None else (None if to_file else DEFAULT_MAX_ROWS)
+    )
+    result = db.query(sql, max_rows=max_rows)
+    write(result.table, args.format, args.output)
+    if result.truncated:
+        print(
+            f"stepscope: showing the first {max_rows} rows; more were left out "
+            "(--max-rows N shows more; -o FILE writes them all)",
+            file=sys.stderr,
+        )
+    return report_failed(result.failed)
+
+
+def write(table: pa.Table, fmt: str, output: str | None) -> None:
+    from stepscope import tmpfiles
+    from stepscope.sql.render import render
+
+    data = render(table, fmt)
+    if output is None:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    try:
+        with tmpfiles.output(output, user_output=True) as out:
+            out.write(data)
+    except OSError as exc:
+        raise StepscopeError(f"-o {output}: cannot write ({exc.strerror or exc})") from None
