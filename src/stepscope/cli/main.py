@@ -29,6 +29,7 @@ COMMANDS = (
     "export",
     "import_",
     "info",
+    "mcp",
     "query",
     "report",
     "runs",
