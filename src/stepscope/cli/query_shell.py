@@ -48,7 +48,7 @@ def _command(db: Database, line: str) -> bool:
 
 
 def shell(db: Database, args: argparse.Namespace) -> int:
-    from stepscope.cli.commands.query import answer
+    from stepscope.cli.query_output import answer
 
     with contextlib.suppress(ImportError):
         import readline  # noqa: F401  (line editing and history for input())

@@ -127,7 +127,7 @@ def tool_json(ws: Workspace, tool: str, run: str, host: str | None) -> Any:
 
 def report(ws: Workspace, run: str, host: str | None = None) -> str:
     """`stepscope report RUN`'s text."""
-    from stepscope.cli.commands.report import render
+    from stepscope.cli.report_render import render
     from stepscope.tools.input_pipeline_analyzer import InputPipelineAnalysis
     from stepscope.tools.overview_page import OverviewPage
 

@@ -8,32 +8,19 @@ input pipeline when it matters, and the recommendation.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
 from stepscope.cli.hosts import (
     add_executor_arguments,
     executor_for,
-    partial_lines,
     report_failed,
 )
-from stepscope.cli.output import clip, human_ns, table, terminal_width, wrap
+from stepscope.cli.output import terminal_width
+
+# The report's text is made in stepscope.cli.report_render (shared with the MCP server).
+from stepscope.cli.report_render import bar, input_verdict, render
 from stepscope.stats.steps.sources import SOURCES
 
-if TYPE_CHECKING:  # imported when a report is made, not for `stepscope --help`
-    from stepscope.stats.job_steps import JobSteps
-    from stepscope.tools.input_pipeline_analyzer import InputPipelineAnalysis
-    from stepscope.tools.overview_page import OverviewPage
-
-_CLASS = {
-    "high": "HIGHLY input-bound",
-    "moderate": "MODERATELY input-bound",
-    "potential": "POTENTIALLY input-bound",
-    "no": "NOT input-bound",
-    "unknown": "unknown (no steps)",
-}
-
-
-_PRECISION_LABELS = {"16bit": "16-bit", "32bit": "32-bit", "64bit": "64-bit"}
+__all__ = ["bar", "input_verdict", "register", "render", "run"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -50,199 +37,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-cache", action="store_true", help="convert again, ignoring the cache")
     add_executor_arguments(parser)
     parser.set_defaults(func=run)
-
-
-def bar(percent: float, width: int) -> str:
-    """A bar of ``width`` cells for 0-100%, in eighths of a cell."""
-    eighths = round(max(0.0, min(percent, 100.0)) / 100.0 * width * 8)
-    full, part = divmod(eighths, 8)
-    return "█" * full + ("▏▎▍▌▋▊▉"[part - 1] if part else "")
-
-
-def _limits(overview: OverviewPage, width: int, bar_w: int) -> list[str]:
-    """The "bound by" limits of the headline, largest first."""
-    limits = overview.bound_by.limits
-    if not limits:
-        return []
-    out = ["", "What bounds the steps (average per step)"]
-    for limit in limits:
-        line = f"  {limit.label:<19} {limit.ms_per_step:9.2f} ms {limit.percent:6.1f}%"
-        out.append(clip(f"{line}  {bar(limit.percent, bar_w)}", width))
-    staged = overview.input_staged_ms
-    if staged >= 0.005:
-        out += wrap(
-            f"  (input includes {staged:.2f} ms per step of batch preparation inside the "
-            "step, before its first model op: XProf counts it as host compute above)",
-            width,
-            rest="  ",
-        )
-    return out
-
-
-def _job(job: JobSteps, width: int) -> list[str]:
-    """The job's figures beside its step time, one row per rank, and the stragglers."""
-    mean = job.rank_mean_step_time
-    lines = wrap(
-        f"Ranks' mean step time: avg {mean.avg_ms:.2f} ms; spread (slowest - fastest rank) "
-        f"{job.spread_ms:.2f} ms per step. {job.xprof_note}.",
-        width,
-        first="  ",
-        rest="  ",
-    )
-    lines.append("")
-    lines.append(f"Ranks ({job.ranks}), average per step")
-    rows = [
-        [
-            r.host,
-            r.role or "-",
-            f"{r.step_ms:.2f}",
-            f"{r.input_ms:.2f}",
-            f"{r.compute_ms:.2f}",
-            f"{r.collectives_ms:.2f}",
-            f"{r.waiting_ms:.2f}",
-            str(r.late_arrivals),
-        ]
-        for r in job.rows
-    ]
-    heads = ["rank", "role", "step ms", "input", "compute", "collect.", "waiting", "last"]
-    lines += ["  " + clip(line, width - 2) for line in table(rows, heads).splitlines()]
-    for text in job.stragglers:
-        lines += wrap(text, width, first="  Straggler: ", rest="    ")
-    if job.ranks > 1 and not job.stragglers and job.straggler_rule:
-        lines += wrap(f"  No straggler ({job.straggler_rule}).", width, rest="    ")
-    if job.clock:
-        lines += wrap(f"({job.clock})", width, first="  ", rest="  ")
-    return lines
-
-
-def input_verdict(overview: OverviewPage) -> str:
-    """XProf's input-bound sentence, unchanged, as its own line (what bounds the steps is the
-    headline above it)."""
-    bound = overview.input_bound
-    if not overview.steps:
-        return f"XProf's input verdict: {_CLASS[bound.classification]}"
-    return f"XProf's input verdict: {bound.statement}"
-
-
-def _top_ops(overview: OverviewPage, top: int, width: int) -> list[str]:
-    ops = overview.top_ops[:top]
-    if not ops:
-        return []
-    rows = [
-        [
-            str(o.rank),
-            f"{o.self_time_percent:.1f}%",
-            f"{o.cumulative_percent:.1f}%",
-            human_ns(o.self_time_ns),
-            o.category,
-            o.name,
-        ]
-        for o in ops
-    ]
-    # The op name takes what the other columns leave; the type column at most 28.
-    fixed = sum(max(len(r[i]) for r in rows) for i in range(4)) + 4 * 2 + 2 + 2
-    type_w = min(28, max(len(r[4]) for r in rows), max(8, (width - fixed) // 3))
-    name_w = max(12, width - fixed - type_w - 2)
-    for r in rows:
-        r[4], r[5] = clip(r[4], type_w), clip(r[5], name_w)
-    lines = table(rows, ["#", "self", "cum.", "time", "type", "op"]).split("\n")
-    return ["", f"Top {len(ops)} {ops[0].side} ops by self time"] + ["  " + x for x in lines]
-
-
-def render(
-    overview: OverviewPage,
-    pipeline: InputPipelineAnalysis,
-    top: int,
-    width: int = 80,
-    partial: dict[str, tuple[str, ...]] | None = None,
-) -> str:
-    """The report, every line at most ``width`` columns; ``partial``: the hosts read only in
-    part (`ToolContext.partial_reads`), said right below the title."""
-    from stepscope.stats.events import CATEGORY_LABELS
-
-    bar_w = max(10, min(40, width - 45))
-    env = overview.run_environment
-    out = wrap(
-        f"stepscope report — host {overview.host} ({', '.join(env.hosts)}), "
-        f"{env.framework}, {env.device_type}"
-        + (f" x{env.device_count}" if env.device_count else ""),
-        width,
-    )
-    if partial:
-        out += wrap("PARTIAL DATA: this report covers only what could be read:", width)
-        for line in partial_lines(partial, many_hosts=len(env.hosts) > 1):
-            out += wrap(line, width, first="  - ", rest="    ")
-        out.append("")
-    stats = overview.step_time
-    out.append("")
-    out += wrap(overview.bound_by.headline, width, rest="  ")
-    out.append("")
-    out += wrap(
-        f"Steps: {len(overview.steps)} ({overview.step_source}: {overview.step_source_detail})",
-        width,
-        rest="  ",
-    )
-    if overview.steps:
-        job = overview.job
-        out += wrap(
-            ("Job step time (the slowest rank per step)" if job else "Step time")
-            + f": avg {stats.avg_ms:.2f} ms, stddev {stats.stddev_ms:.2f}, "
-            f"min {stats.min_ms:.2f}, max {stats.max_ms:.2f}",
-            width,
-            rest="  ",
-        )
-        if job is not None:
-            out += _job(job, width)
-        out.append("")
-        out.append("Step-time breakdown, XProf's categories (average per step)")
-        for key, label in CATEGORY_LABELS.items():
-            ms, pct = overview.breakdown_ms[key], overview.breakdown_percent[key]
-            if ms <= 0 and key not in ("input", "other"):
-                continue
-            out.append(clip(f"  {label:<19} {ms:9.2f} ms {pct:6.1f}%  {bar(pct, bar_w)}", width))
-        out += _limits(overview, width, bar_w)
-    out.append("")
-    out += wrap(input_verdict(overview), width, rest="  ")
-    if overview.gpu_utilization:
-        window = "the steps" if overview.steps else "the profile"
-        mean = overview.gpu_utilization.get("mean", 0.0)
-        out += wrap(f"GPU utilization: {mean:.1f}% (kernel busy time over {window})", width)
-    if overview.precision:
-        shares = [
-            f"{overview.precision[f'{k}_percent']:.1f}% {_PRECISION_LABELS.get(k, k)}"
-            for k in ("fp4", "fp8", "int8", "16bit", "32bit", "64bit")
-            if overview.precision.get(f"{k}_percent", 0.0) >= 0.05 or k in ("16bit", "32bit")
-        ]
-        out += wrap("Device compute precision: " + ", ".join(shares), width, rest="  ")
-    out += _top_ops(overview, top, width)
-    bound = overview.input_bound
-    input_limit = next((x.percent for x in overview.bound_by.limits if x.key == "input"), 0.0)
-    shows_input = bound.classification in ("high", "moderate", "potential") or input_limit >= 5
-    if shows_input and pipeline.input_ops:
-        out.append("")
-        out.append("Input pipeline (host, self time by category)")
-        for category, ms in pipeline.host_breakdown_ms.items():
-            if ms > 0:
-                out.append(clip(f"  {category.replace('_', ' '):<19} {ms:9.2f} ms", width))
-        worst = pipeline.pipelines[0] if pipeline.pipelines else None
-        if worst and worst.bottleneck:
-            out += wrap(
-                f"bottleneck: {worst.bottleneck} ({worst.bottleneck_self_ms:.2f} ms in its "
-                "slowest call)",
-                width,
-                first="  ",
-                rest="    ",
-            )
-    rec = overview.recommendation
-    out.append("")
-    out.append("Recommendation")
-    for detail in dict.fromkeys(d for d in rec.details if d != rec.statement):
-        out += wrap(detail, width, first="  - ", rest="    ")
-    if rec.tips:
-        out.append("  Next:")
-        for tip in dict.fromkeys(rec.tips):
-            out += wrap(tip, width, first="  - ", rest="    ")
-    return "\n".join(line.rstrip() for line in out)
 
 
 def run(args: argparse.Namespace) -> int:
