@@ -237,3 +237,15 @@ def test_question(ws: Workspace, question: Question) -> None:
 def test_refused(ws: Workspace, what: str, ask: Callable[[Workspace], Any], message: str) -> None:
     with pytest.raises(StepscopeError, match=message.replace("(", r"\(").replace(".", r"\.")):
         ask(ws)
+
+
+def test_the_missing_extra_is_named(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import sys
+
+    from stepscope.cli.main import main
+
+    monkeypatch.setitem(sys.modules, "mcp.server.mcpserver", None)
+    assert main(["mcp", str(tmp_path)]) == 2
+    assert "pip install 'stepscope[agent]'" in capsys.readouterr().err

@@ -88,3 +88,40 @@ def test_a_query_imports_no_pandas() -> None:
         "assert 'pandas' not in sys.modules, 'pandas imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_the_shell(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    from stepscope.cli.commands.query import register
+    from stepscope.cli.query_shell import shell
+    from stepscope.sql import Database
+
+    typed = iter(
+        [".tables", ".schema steps", "select count(*)", "as n from steps;", "selec;", ".q"]
+    )
+    monkeypatch.setattr(builtins, "input", lambda prompt="": next(typed))
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(["query", CTL])
+    with Database(CTL) as db:
+        assert shell(db, args) == 0
+    out, err = capsys.readouterr()
+    assert "collectives" in out and "staged_input_ns" in out  # .tables, .schema
+    assert out.rstrip().splitlines()[-1].strip() == "4"  # the two-line query
+    assert "error: SQL syntax error" in err  # reported, and the shell went on
+
+
+def test_one_host_of_a_run(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import shutil
+
+    run = tmp_path / "plugins" / "profile" / "r1"
+    run.mkdir(parents=True)
+    for host in ("a", "b"):
+        shutil.copy(CTL, run / f"{host}.xplane.pb")
+    assert main(["query", str(run), "select distinct host from events", "--host", "b"]) == 0
+    assert capsys.readouterr().out.split()[2:] == ["b"]
+    assert main(["query", str(run), "select 1", "--host", "c"]) == 2
+    assert "has no host 'c'" in capsys.readouterr().err
