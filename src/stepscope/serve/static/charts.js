@@ -206,7 +206,9 @@ export function pieChart({ slices, title = '', maxSlices = 10, format = (v) => S
   }
   const total = shown.reduce((s, x) => s + x.value, 0);
   const R = 90;
-  const root = svg('svg', { viewBox: '-100 -100 200 200', class: 'chart pie', role: 'img', 'aria-label': title });
+  const described = shown.map((x) => `${x.label} ${((100 * x.value) / (total || 1)).toFixed(1)}%`).join(', ');
+  const root = svg('svg', { viewBox: '-100 -100 200 200', class: 'chart pie', role: 'img',
+    'aria-label': `${title || 'Shares'}: ${described || empty}` });
   /** @type {LegendItem[]} */
   const items = [];
   let angle = -Math.PI / 2;

@@ -51,7 +51,7 @@ export function boxDetails(result, t0, t1) {
       name: 'selection', caption: 'Selected events by name', filterable: true, maxRows: 100,
       sort: { key: 'total_ns', desc: true },
       columns: [
-        { key: 'name', label: 'Name' },
+        { key: 'name', label: 'Name', pin: true, wide: true },
         { key: 'count', label: 'Count', numeric: true, format: fmtInt },
         { key: 'total_ns', label: 'Total', numeric: true, format: fmtNs },
         { key: 'avg_ns', label: 'Average', numeric: true, format: fmtNs },

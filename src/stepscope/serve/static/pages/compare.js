@@ -123,8 +123,8 @@ function rowsTable(name, rows) {
     maxRows: 25,
     sort: null,
     columns: [
-      { key: 'name', label: 'Name', mono: true },
-      { key: 'status', label: 'Status', format: (v) => h('span', { class: `cmp-status-${v}` }, v) },
+      { key: 'name', label: 'Name', mono: true, pin: true, wide: true },
+      { key: 'status', label: 'Status', pin: true, format: (v) => h('span', { class: `cmp-status-${v}` }, v) },
       { key: 'baseline_ns_per_step', label: 'Baseline ms/step', numeric: true, format: ms },
       { key: 'candidate_ns_per_step', label: 'Candidate ms/step', numeric: true, format: ms },
       { key: 'delta_ns_per_step', label: 'Δ ms/step', numeric: true, format: (v) => `${v >= 0 ? '+' : ''}${ms(v)}` },

@@ -30,7 +30,8 @@ function drawGraph(data, ctx) {
   });
   const W = 20 + layers.length * (BOX_W + GAP_X) - GAP_X;
   const H = 20 + rows * (BOX_H + GAP_Y);
-  const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, width: Math.min(W, 1400), role: 'img',
+  // a group, not an image: its nodes are buttons (an image has no interactive parts)
+  const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, width: Math.min(W, 1400), role: 'group',
     'aria-label': `HLO graph around ${data.node}` },
   svg('defs', {}, svg('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: 'auto' },
     svg('path', { d: 'M0,0 L10,5 L0,10 z', fill: '#5f6368' }))));

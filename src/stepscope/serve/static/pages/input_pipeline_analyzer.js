@@ -84,7 +84,7 @@ function inputOps(data) {
   const ops = data.input_ops || [];
   if (!ops.length) return card('Input ops', note('No input-pipeline ops were recorded on the host.'));
   const columns = [
-    { key: 'op', label: 'Input op', mono: true },
+    { key: 'op', label: 'Input op', mono: true, pin: true, wide: true },
     { key: 'count', label: 'Count', numeric: true, format: fmtInt },
     { key: 'total_ms', label: 'Total time', numeric: true, format: fmtMs },
     { key: 'total_percent', label: 'Total (%)', numeric: true, format: (v) => fmtPct(v) },
@@ -100,7 +100,7 @@ function pipelines(data) {
   const list = data.pipelines || [];
   if (!list.length) return null;
   const columns = [
-    { key: 'name', label: 'Pipeline' },
+    { key: 'name', label: 'Pipeline', pin: true, wide: true },
     { key: 'calls', label: 'Calls', numeric: true, format: fmtInt },
     { key: 'slow_calls', label: 'Slow calls', numeric: true, format: fmtInt },
     { key: 'avg_latency_ms', label: 'Avg. latency', numeric: true, format: fmtMs },

@@ -198,7 +198,7 @@ function timelineCard(mem, root, panel, series) {
 function liveTable(mem) {
   if (mem.terms === 'pytorch') {
     const columns = [
-      { key: 'op_name', label: 'Op name', mono: true },
+      { key: 'op_name', label: 'Op name', mono: true, pin: true, wide: true },
       { key: 'allocation_bytes', label: 'Size', numeric: true, format: fmtBytes },
       { key: 'occurrences', label: 'Occurrences', numeric: true, format: fmtInt },
     ];
@@ -207,13 +207,13 @@ function liveTable(mem) {
       sort: { key: 'allocation_bytes', desc: true } }));
   }
   const columns = [
-    { key: 'op_name', label: 'Op name', mono: true },
+    { key: 'op_name', label: 'Op name', mono: true, pin: true, wide: true },
     { key: 'allocation_bytes', label: 'Allocation size', numeric: true, format: fmtBytes },
     { key: 'requested_bytes', label: 'Requested size', numeric: true, format: fmtBytes },
     { key: 'occurrences', label: 'Occurrences', numeric: true, format: fmtInt },
     { key: 'region_type', label: 'Region type' },
     { key: 'data_type', label: 'Data type' },
-    { key: 'shape', label: 'Shape', mono: true },
+    { key: 'shape', label: 'Shape', mono: true, wide: true },
   ];
   return card('Memory breakdown at the peak', dataTable({ columns, rows: mem.live_at_peak, name: 'live_at_peak',
     caption: 'Allocations live at the peak', filterable: true, placeholder: 'Filter by op name… (/)',
@@ -226,8 +226,8 @@ function podPeaks(data) {
   const rows = data.host_peaks || [];
   if (new Set(rows.map((r) => r.host)).size < 2) return null;
   const peakColumns = [
-    { key: 'allocator_kind', label: 'Allocator kind', mono: true },
-    { key: 'host', label: 'Host' },
+    { key: 'allocator_kind', label: 'Allocator kind', mono: true, pin: true },
+    { key: 'host', label: 'Host', pin: true },
     { key: 'memory_id', label: 'Memory ID' },
     { key: 'peak_bytes', label: 'Peak', numeric: true, format: fmtBytes },
     { key: 'peak_step', label: 'Step', numeric: true },
@@ -236,7 +236,7 @@ function podPeaks(data) {
     { key: 'hosts', label: 'Hosts', numeric: true, format: fmtInt },
   ];
   const hostColumns = [
-    { key: 'host', label: 'Host' },
+    { key: 'host', label: 'Host', pin: true },
     { key: 'memory_id', label: 'Memory ID' },
     { key: 'peak_bytes', label: 'Peak', numeric: true, format: fmtBytes },
     { key: 'peak_step', label: 'Step', numeric: true },

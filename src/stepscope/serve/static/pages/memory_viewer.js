@@ -3,10 +3,11 @@
 // (a step curve), and the buffers live at the peak. Fields: docs/tools/memory_viewer.md.
 import { lineChart } from '../charts.js';
 import { dataTable } from '../table.js';
-import { card, fmtInt, fmtNum, h, num } from '../util.js';
+import { unitsAt } from '../units.js';
+import { card, fmtInt, fmtUnit, h, num } from '../util.js';
 import { ensureStyles, tile } from './_gpu_tools.js';
 
-const mib = (v) => `${fmtNum(v)} MiB`;
+const mib = (v) => fmtUnit(v, 'MiB');
 
 function heapChart(heap) {
   // Step-shaped: the heap holds its size until the next allocation or free.
@@ -26,12 +27,12 @@ export async function render(root, data, ctx) {
   (data.programs || []).map((p) => h('option', { value: String(p.program_id), selected: p.program_id === data.program_id },
     `${p.module}(${p.program_id}) · peak ${mib(p.peak_mib)}`)));
   const columns = [
-    { key: 'size_mib', label: 'Size (MiB)', numeric: true, format: fmtNum },
+    { key: 'size_mib', label: 'Size', numeric: true },
     { key: 'kind', label: 'Kind' },
-    { key: 'instruction', label: 'HLO instruction', mono: true },
+    { key: 'instruction', label: 'HLO instruction', mono: true, pin: true, wide: true },
     { key: 'opcode', label: 'Opcode' },
-    { key: 'shape', label: 'Shape', mono: true },
-    { key: 'tf_op_name', label: 'Framework op', mono: true },
+    { key: 'shape', label: 'Shape', mono: true, wide: true },
+    { key: 'tf_op_name', label: 'Framework op', mono: true, wide: true },
   ];
   const live = data.live_at_peak || [];
   root.append(
@@ -44,7 +45,7 @@ export async function render(root, data, ctx) {
       tile('Peak at heap event', num(data.peak_position, fmtInt(data.peak_position), 'peak_position')))),
     card('Heap', heapChart(data.heap || []),
       h('p', { class: 'muted' }, 'The heap of XLA\'s buffer assignment: parameters, outputs and constants from the start, temporaries from their allocation to their free.')),
-    card('Buffers live at the peak', dataTable({ columns, rows: live, name: 'memory_viewer', caption: 'Buffers', filterable: true,
+    card('Buffers live at the peak', dataTable({ columns, rows: live, name: 'memory_viewer', caption: 'Buffers', filterable: true, units: unitsAt('memory_viewer', 'live_at_peak[]'),
       placeholder: 'Filter by instruction, shape or op… (/)', sort: { key: 'size_mib', desc: true } })),
   );
 }

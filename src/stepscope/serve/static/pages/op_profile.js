@@ -2,7 +2,8 @@
 // Op profile: device time as a tree (by program or by category) with FLOP rate and memory
 // bandwidth against the device's peaks; idle time included unless excluded. Fields:
 // docs/tools/op_profile.md.
-import { card, code, fmtNum, fmtPct, fmtUs, h, num } from '../util.js';
+import { field } from '../units.js';
+import { card, code, fmtPct, fmtUnit, fmtUs, h, num } from '../util.js';
 import { ensureStyles, tile } from './_gpu_tools.js';
 
 const pct = (v) => (v === null || v === undefined ? '–' : fmtPct(v));
@@ -38,14 +39,14 @@ function tree(rootNode, name, field) {
           node.tf_op_name ? h('div', { class: 'muted' }, node.tf_op_name) : null),
         h('td', { class: 'numeric' }, bar(node.time_percent), num(node.time_us, fmtUs(node.time_us), `${path}.time_us`)),
         h('td', { class: 'numeric' }, num(node.time_percent, fmtPct(node.time_percent), `${path}.time_percent`)),
-        h('td', { class: 'numeric' }, fmtNum(node.flop_rate_gflops)),
+        h('td', { class: 'numeric' }, fmtUnit(node.flop_rate_gflops, 'GFLOP/s')),
         h('td', { class: 'numeric' }, pct(node.flop_utilization_percent)),
-        h('td', { class: 'numeric' }, fmtNum(node.memory_bw_gbps)),
+        h('td', { class: 'numeric' }, fmtUnit(node.memory_bw_gbps, 'GB/s')),
         h('td', { class: 'numeric' }, pct(node.memory_bw_utilization_percent))));
     }
   }
   draw();
-  const head = ['Name', 'Time', 'Time (%)', 'GFLOP/s', 'FLOP util.', 'GB/s', 'Bandwidth util.']
+  const head = ['Name', 'Time', 'Time (%)', 'FLOP rate', 'FLOP util.', 'Bandwidth', 'Bandwidth util.']
     .map((t, i) => h('th', { scope: 'col', class: i ? 'numeric' : null }, t));
   return h('table', { class: 'data', dataset: { table: name } }, h('thead', {}, h('tr', {}, head)), tbody);
 }
@@ -65,8 +66,8 @@ export async function render(root, data) {
   root.append(
     card('Device', h('div', { class: 'metric-row' },
       tile('Device', h('span', {}, d.device || '–')),
-      tile('Peak compute', num(d.peak_gflops_per_s, `${fmtNum(d.peak_gflops_per_s)} GFLOP/s`, 'device.peak_gflops_per_s')),
-      tile('Peak memory bandwidth', num(d.peak_memory_gb_per_s, `${fmtNum(d.peak_memory_gb_per_s)} GB/s`, 'device.peak_memory_gb_per_s')),
+      tile('Peak compute', field('op_profile', 'device.peak_gflops_per_s', d.peak_gflops_per_s)),
+      tile('Peak memory bandwidth', field('op_profile', 'device.peak_memory_gb_per_s', d.peak_memory_gb_per_s)),
       tile('FLOPs and bytes from', h('span', { class: 'cost-source' }, data.cost_source || '–')),
       tile('Idle', num(data.idle_us, fmtUs(data.idle_us), 'idle_us')),
       tile('Peaks from', h('span', {}, d.source || 'unknown')))),

@@ -128,7 +128,7 @@ export async function render(root, data, ctx) {
   }));
   const workers = dataTable({
     columns: [
-      { key: 'host', label: 'Worker' },
+      { key: 'host', label: 'Worker', pin: true },
       { key: 'role', label: 'Role' },
       { key: 'steps', label: 'Steps', numeric: true, format: fmtInt },
       { key: 'avg_step_ms', label: 'Avg step time', numeric: true, format: fmtMs },

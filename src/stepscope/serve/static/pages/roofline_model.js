@@ -4,7 +4,8 @@
 // docs/tools/roofline_model.md.
 import { PALETTE, chartSvg } from '../charts.js';
 import { dataTable } from '../table.js';
-import { card, fmtInt, fmtNum, fmtPct, fmtUnit, fmtUs, h, num, svg } from '../util.js';
+import { field, unitsAt } from '../units.js';
+import { card, fmtInt, fmtNum, fmtUnit, fmtUs, h, svg } from '../util.js';
 import { ensureStyles, tile } from './_gpu_tools.js';
 
 const W = 640;
@@ -59,18 +60,18 @@ export async function render(root, data) {
   let step = 'Total';
   const chart = h('div');
   const columns = [
-    ...((data.hosts || []).length > 1 ? [{ key: 'host', label: 'Host' }] : []),
-    { key: 'operation', label: 'Operation', mono: true },
+    ...((data.hosts || []).length > 1 ? [{ key: 'host', label: 'Host', pin: true }] : []),
+    { key: 'operation', label: 'Operation', mono: true, pin: true, wide: true },
     { key: 'category', label: 'Category' },
-    { key: 'time_us', label: 'Time', numeric: true, format: fmtUs },
-    { key: 'operational_intensity', label: 'FLOP/byte', numeric: true, format: fmtNum },
-    { key: 'flop_rate_gflops', label: 'GFLOP/s', numeric: true, format: fmtNum },
-    { key: 'attainable_gflops', label: 'Roof GFLOP/s', numeric: true, format: fmtNum },
-    { key: 'roofline_efficiency_percent', label: 'Of roof', numeric: true, format: (v) => (v === null ? '–' : fmtPct(v)) },
+    { key: 'time_us', label: 'Time', numeric: true },
+    { key: 'operational_intensity', label: 'FLOP/byte', numeric: true },
+    { key: 'flop_rate_gflops', label: 'FLOP rate', numeric: true },
+    { key: 'attainable_gflops', label: 'Roof', numeric: true, title: 'the FLOP rate the roof allows at its intensity' },
+    { key: 'roofline_efficiency_percent', label: 'Of roof', numeric: true },
     { key: 'bound_by', label: 'Bound by' },
   ];
   const rowsFor = () => (data.points || []).filter((p) => p.step === step);
-  const table = dataTable({ columns, rows: rowsFor(), name: 'roofline_model', caption: 'Ops', filterable: true,
+  const table = dataTable({ columns, rows: rowsFor(), name: 'roofline_model', caption: 'Ops', filterable: true, units: unitsAt('roofline_model', 'points[]'),
     placeholder: 'Filter by op or category… (/)', sort: { key: 'time_us', desc: true } });
   const draw = () => { chart.replaceChildren(plot(rowsFor(), d)); table.setRows(rowsFor()); };
   const select = h('select', { 'aria-label': 'Step', onchange: (e) => { step = e.target.value; draw(); } },
@@ -79,10 +80,10 @@ export async function render(root, data) {
   root.append(
     card('Device', h('div', { class: 'metric-row' },
       tile('Device', h('span', {}, d.device || '–')),
-      tile('Peak compute', num(d.peak_gflops_per_s, `${fmtNum(d.peak_gflops_per_s)} GFLOP/s`, 'device.peak_gflops_per_s')),
-      tile('Peak memory bandwidth', num(d.peak_memory_gb_per_s, `${fmtNum(d.peak_memory_gb_per_s)} GB/s`, 'device.peak_memory_gb_per_s')),
+      tile('Peak compute', field('roofline_model', 'device.peak_gflops_per_s', d.peak_gflops_per_s)),
+      tile('Peak memory bandwidth', field('roofline_model', 'device.peak_memory_gb_per_s', d.peak_memory_gb_per_s)),
       tile('FLOPs and bytes from', h('span', { class: 'cost-source' }, data.cost_source || '–')),
-      tile('Ridge point', num(d.ridge_point_flops_per_byte, `${fmtNum(d.ridge_point_flops_per_byte)} FLOP/byte`, 'device.ridge_point_flops_per_byte')),
+      tile('Ridge point', field('roofline_model', 'device.ridge_point_flops_per_byte', d.ridge_point_flops_per_byte)),
       tile('Peaks from', h('span', { class: 'peaks-source' }, d.source || '–')))),
     card(['Roofline ', select], chart,
       h('p', { class: 'muted' }, 'Ops left of the ridge point are limited by memory bandwidth, right of it by compute. Hover a point for its values.'),

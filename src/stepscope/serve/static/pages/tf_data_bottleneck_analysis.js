@@ -26,15 +26,15 @@ function tree(graph, a) {
     const next = new Set(path).add(n.id);
     return h('li', {}, box, kids.length ? h('ul', {}, kids.map((k) => item(k, next))) : null);
   };
-  return h('ul', { class: 'pipeline-tree', role: 'tree' }, (children.get('') || []).map((n) => item(n, new Set())));
+  return h('ul', { class: 'pipeline-tree', 'aria-label': 'Pipeline: each iterator under the one that calls it' }, (children.get('') || []).map((n) => item(n, new Set())));
 }
 
 function nodeTable(graph) {
   return dataTable({
     columns: [
-      { key: 'name', label: 'Iterator' },
+      { key: 'name', label: 'Iterator', pin: true },
       { key: 'long_name_explained', label: 'Position', filter: true },
-      { key: 'long_name', label: 'Long name', mono: true },
+      { key: 'long_name', label: 'Long name', mono: true, wide: true },
       { key: 'start_time_us', label: 'Start (in call)', numeric: true, format: fmtUs },
       { key: 'total_duration_us', label: 'Total duration', numeric: true, format: fmtUs },
       { key: 'self_time_us', label: 'Self time', numeric: true, format: fmtUs },
@@ -69,7 +69,7 @@ export async function render(root, data, ctx) {
   if (!analyses.length) return;
   const summary = dataTable({
     columns: [
-      { key: 'host', label: 'Host' },
+      { key: 'host', label: 'Host', pin: true },
       ...(data.summary.some((r) => r.host_input_percent !== null && r.host_input_percent !== undefined)
         ? [{ key: 'host_input_percent', label: 'Host input (%)', numeric: true, format: (v) => fmtPct(v) }] : []),
       { key: 'input_pipeline', label: 'Pipeline' },
