@@ -1,6 +1,6 @@
-"""Shared by the kernel_stats / memory_profile / pod_viewer / tf_data / diagnostics page tests:
-a server on a log directory holding a PyTorch GPU run, a two-rank run and a two-host
-TensorFlow run, built from the fixtures; the browser helpers come from test_serve_browser."""
+"""Shared by the page tests of every tool: one server for the session on a log directory holding
+every fixture (a PyTorch GPU run, a two-rank run, a two-host TensorFlow run, JAX GPU and CPU
+runs, and every other Kineto and TensorFlow fixture as a run of its own)."""
 
 from __future__ import annotations
 
@@ -51,6 +51,19 @@ def build_logdir(root: Path, fixtures: Path) -> Path:
         shutil.copy(
             fixtures / "kineto/a100_nccl_rank0.json.gz", ranks / f"rank{rank}.1.pt.trace.json.gz"
         )
+    # Every other fixture as a run of its own (the page tests of every page, tests/serve/
+    # test_pages_browser.py): run "k_<name>" per Kineto trace, "tf_<name>" per TF profile.
+    used = {"v100_training_with_memory", "h100_bert_small_inference", "a100_nccl_rank0"}
+    for trace in sorted((fixtures / "kineto").glob("*.json.gz")):
+        name = trace.name.removesuffix(".json.gz")
+        if name not in used:
+            (root / f"k_{name}").mkdir()
+            shutil.copy(trace, root / f"k_{name}" / f"{name}.1.pt.trace.json.gz")
+    for name in ("keras", "keras_marked", "remote", "big_ctl"):
+        profile = next((fixtures / "tf" / name).rglob("*.xplane.pb"))
+        session = root / f"tf_{name}" / "plugins" / "profile" / profile.parent.name
+        session.mkdir(parents=True)
+        shutil.copy(profile, session / profile.name)
     return root
 
 
