@@ -498,6 +498,7 @@ def test_a_recorder_runs_pages_name_its_trigger_and_open_at_its_step(
     goto(page, recorder_server.url, "trace_viewer", SAVED)
     page.wait_for_selector(f"{TRACE}[data-steps='ready'][data-loading='0']")
     assert page.evaluate("() => window.stepscopeTrace.stepIndex") == k
+    assert canvas_share(page) >= 0.55  # the banner above it included
 
 
 def test_a_recorder_runs_overview_marks_the_trigger_and_shows_the_step_history(

@@ -25,7 +25,7 @@ const TRIGGERS = /** @type {Record<string, string>} */ ({
  */
 export function recorderBanner(saved, href, tool) {
   const actions = [];
-  if (saved.step !== null && saved.step !== undefined) {
+  if (saved.step !== null && saved.step !== undefined && tool !== 'trace_viewer') { // (there: opened at it)
     actions.push(h('a', { href: href('trace_viewer', { step: saved.step }), dataset: { link: 'trigger-step' } },
       `Step ${saved.step} in the trace viewer`));
   }
