@@ -80,7 +80,7 @@ def work(rank: int, world: int, args: argparse.Namespace) -> None:
     loader = torch.utils.data.DataLoader(
         Slow(delay / args.batch), batch_size=args.batch, num_workers=args.workers
     )
-    extra_s = args.compute_ms / 1e3 if rank == args.slow_compute else 0.0
+    extra_s = (args.base_compute_ms + (args.compute_ms if rank == args.slow_compute else 0)) / 1e3
     batches = iter(loader)
 
     def one_step(truth: dict[str, list[float]] | None) -> None:
@@ -88,7 +88,7 @@ def work(rank: int, world: int, args: argparse.Namespace) -> None:
         x, y = next(batches)
         t1 = time.perf_counter()
         out = ddp(x)
-        if extra_s:  # more compute on this rank: real matmuls until extra_s passed
+        if extra_s:  # more compute: real matmuls until extra_s passed
             a = torch.randn(128, 128)
             while time.perf_counter() - t1 < extra_s:
                 a = a @ a
@@ -145,6 +145,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--slow-compute", type=int, default=-1, help="this rank computes more")
     p.add_argument("--input-ms", type=float, default=40.0, help="the slow loader's ms per batch")
     p.add_argument("--compute-ms", type=float, default=40.0, help="the slow rank's extra ms")
+    p.add_argument("--base-compute-ms", type=float, default=0.0, help="every rank's extra ms")
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--workers", type=int, default=0)

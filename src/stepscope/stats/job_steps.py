@@ -34,7 +34,10 @@ class RankRow:
     """One rank of the job over the pod steps."""
 
     host: str = out("the rank (host file)")
-    role: str = out("`straggler`, `waiting` (waited for a straggler) or empty")
+    role: str = out(
+        "`straggler`, `next straggler` (the last of the others, hidden behind a straggler), "
+        "`waiting` (waited for a straggler) or empty"
+    )
     steps: int = out("pod steps it has")
     step_ms: float = out("its average step time", unit="ms", digits=6)
     input_ms: float = out("its average input time per step", unit="ms", digits=6)

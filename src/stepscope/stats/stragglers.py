@@ -20,9 +20,11 @@ ranks and say nothing; **who arrived last** does. The rule (docs/jobs.md):
    arrived), its ``wait`` the waiting summed.
 4. **Late steps, stragglers.** A rank is late in a step when its margin there is at least
    `LATE_SHARE` of the median rank's own time in that step (step time - wait) and
-   `LATE_MIN_NS`; it is a **straggler** when it is late in at least `MIN_LATE_STEPS` steps
-   (all of them when there are fewer) and `MIN_LATE_FRACTION` of the steps: repeatedly
-   last, whatever share of the run that is.
+   `LATE_MIN_NS`; it is a **straggler** when it is repeatedly last (`repeatedly_last`): late
+   in at least `MIN_LATE_STEPS` steps (all of them when there are fewer) and
+   `MIN_LATE_FRACTION` of the steps, and either in `PERSISTENT_SHARE` of the steps or by
+   `STRONG_SHARE` of the own time (the median over its late steps), whatever share of the
+   run that is; timer and scheduling noise makes ranks last by turns, by little.
 5. **Why.** For the calls where the straggler was last in its late steps: what it did since
    its previous collective (its run-up: input, host compute, device compute, untraced
    "All Others"...), against the median of the other ranks over the same calls; the
@@ -37,6 +39,7 @@ rank's) against the median rank.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -57,7 +60,7 @@ from stepscope.stats.stragglers_types import (
     Straggler,
     nan_reduce,
     ranges,
-    required_late_steps,
+    repeatedly_last,
 )
 
 __all__ = [
@@ -211,16 +214,16 @@ def _by_arrival(
     threshold = np.maximum(LATE_SHARE * np.nan_to_num(nan_reduce(own, "median")), LATE_MIN_NS)
     late = (held >= threshold[None, :]) & stepped[None, :]
     n_compared = int(stepped.sum())
-    need = required_late_steps(n_compared)
     last_count = np.zeros(n_h, np.int64)
     np.add.at(last_count, m.rows[last[in_pod]], (margin[in_pod] >= LATE_MIN_NS).astype(np.int64))
     found = []
     for j, row in enumerate(m.rows.tolist()):
         steps = np.flatnonzero(late[row])
-        if len(steps) < need:
+        if not repeatedly_last(held[row, steps], threshold[steps], n_compared):
             continue
         found.append(_straggler(hosts, pairing, m, j, row, steps, last, held, wait_ns, n_compared))
     found.sort(key=lambda s: (-s.late_ns, s.host))
+    found += _next_in_line(hosts, pairing, m, found, threshold, stepped, wait_ns, n_compared)
     late_rows = {hosts.index(s.host) for s in found}
     waiting = np.zeros(n_h, bool)
     for s in found:
@@ -246,6 +249,63 @@ def _by_arrival(
         waiting,
         _clock_note(hosts, m),
     )
+
+
+def _next_in_line(
+    hosts: tuple[str, ...],
+    pairing: StepPairing,
+    m: Matched,
+    found: list[Straggler],
+    threshold: np.ndarray,
+    stepped: np.ndarray,
+    wait_ns: np.ndarray,
+    n_compared: int,
+) -> list[Straggler]:
+    """The stragglers hidden behind ``found``: the same rule over the other ranks alone (a
+    rank slow in compute arrives before the one slow in input, so it is never last of all,
+    but once that one is fixed it holds the job). Given with `Straggler.behind` set."""
+    if not found:
+        return []
+    gone = {hosts.index(s.host) for s in found}
+    keep = np.array([r not in gone for r in m.rows.tolist()])
+    if keep.sum() < 2:
+        return []
+    sub = Matched(
+        m.rows[keep],
+        m.pod_step,
+        m.arrive_ns[keep],
+        m.exit_ns[keep],
+        m.runup_ns[keep],
+        m.offsets_ns[keep],
+        m.exit_spread_ns,
+        m.keyed_by,
+    )
+    n_c = sub.arrive_ns.shape[1]
+    last = np.argmax(sub.arrive_ns, axis=0)
+    latest = sub.arrive_ns[last, np.arange(n_c)]
+    second = np.sort(sub.arrive_ns, axis=0)[-2]
+    in_pod = sub.pod_step >= 0
+    pod = sub.pod_step[in_pod]
+    behind = ", ".join(s.host for s in found)
+    out = []
+    for j, row in enumerate(sub.rows.tolist()):
+        mine = last[in_pod] == j
+        held = np.zeros((len(hosts), len(threshold)))
+        held[row] = _union_per_step(
+            pod[mine], second[in_pod][mine], latest[in_pod][mine], len(threshold)
+        )
+        steps = np.flatnonzero((held[row] >= threshold) & stepped)
+        if not repeatedly_last(held[row, steps], threshold[steps], n_compared):
+            continue
+        hidden = _straggler(hosts, pairing, sub, j, row, steps, last, held, wait_ns, n_compared)
+        said = hidden.explanation.split("; ")[0].rstrip(".")
+        text = (
+            f"Next in line, hidden behind {behind}: "
+            + said.replace(" is late at ", " is the last of the other ranks at ")
+            + f" (once {behind} is fixed, the others will wait for it)."
+        )
+        out.append(replace(hidden, explanation=text, behind=behind, waited_ns=0, waiters=0))
+    return sorted(out, key=lambda s: (-s.late_ns, s.host))
 
 
 def _what(category: str) -> str:

@@ -14,7 +14,9 @@ from stepscope.stats.steps.breakdown import StepDb
 LATE_SHARE = 0.10  # late by 10% of the median rank's own time in the step
 LATE_MIN_NS = 20_000  # and by at least 20 us (timer noise on short steps)
 MIN_LATE_STEPS = 3  # a straggler is late in at least this many steps (all, when fewer)...
-MIN_LATE_FRACTION = 0.05  # ...and in at least this share of the steps compared
+MIN_LATE_FRACTION = 0.05  # ...and in at least this share of the steps compared,
+PERSISTENT_SHARE = 0.75  # ...and either late in this share of the steps compared
+STRONG_SHARE = 0.20  # or late by this share of the own time (median over its late steps)
 BY_ARRIVAL = "collective arrival"
 BY_OWN_TIME = "own time"
 
@@ -42,6 +44,7 @@ class Straggler:
     last_arrivals: int = 0  # collective calls it arrived last at, in those steps
     reason_ns: int = 0  # its own time in the reason's category (run-ups or steps), summed
     reason_peers_ns: int = 0  # the other ranks' (median) time there, summed
+    behind: str = ""  # hidden behind these stragglers: last of the others, not of all
 
     @property
     def step_ranges(self) -> str:
@@ -67,9 +70,11 @@ class PodLateness:
     clock_note: str = ""  # the offsets and the exits' agreement, in words
 
     def role(self, i: int) -> str:
-        """``straggler``, ``waiting`` or ``""`` for host ``i``."""
-        if any(s.host == self.hosts[i] for s in self.stragglers):
-            return "straggler"
+        """``straggler``, ``next straggler`` (hidden behind one), ``waiting`` or ``""`` for
+        host ``i``."""
+        mine = [s for s in self.stragglers if s.host == self.hosts[i]]
+        if mine:
+            return "next straggler" if mine[0].behind else "straggler"
         if self.waiting is not None and bool(self.waiting[i]):
             return "waiting"
         return ""
@@ -103,3 +108,16 @@ def required_late_steps(n_steps: int) -> int:
     """Late steps that make a straggler among ``n_steps``: `MIN_LATE_STEPS` (all of them
     when fewer) and `MIN_LATE_FRACTION` of them."""
     return max(min(MIN_LATE_STEPS, n_steps), math.ceil(MIN_LATE_FRACTION * n_steps), 1)
+
+
+def repeatedly_last(held_ns: np.ndarray, threshold_ns: np.ndarray, n_steps: int) -> bool:
+    """Whether a rank late in the steps where it held the others ``held_ns`` (each at least
+    its step's ``threshold_ns``: `LATE_SHARE` of the median own time) is a straggler: late in
+    `required_late_steps`, and persistently (`PERSISTENT_SHARE` of the steps) or strongly
+    (its median lateness `STRONG_SHARE` of the own time: twice the late threshold)."""
+    if len(held_ns) < required_late_steps(n_steps):
+        return False
+    if len(held_ns) >= PERSISTENT_SHARE * n_steps:
+        return True
+    own = threshold_ns / LATE_SHARE
+    return bool(np.median(held_ns / np.maximum(own, 1)) >= STRONG_SHARE)

@@ -55,7 +55,10 @@ class Worker:
     late_arrivals: int = out(
         "collective calls it arrived last at (by 20 us or more; 0 without matched collectives)"
     )
-    role: str = out("`straggler`, `waiting` (waited for a straggler) or empty")
+    role: str = out(
+        "`straggler`, `next straggler` (the last of the others, hidden behind a straggler), "
+        "`waiting` (waited for a straggler) or empty"
+    )
     clock_offset_ms: float | None = out(
         "its clock's offset against the median worker's, estimated from the collectives' "
         "exits; `null` when not estimated",
@@ -129,6 +132,10 @@ class StragglerRow:
     )
     last_arrivals: int = out("collective calls it arrived last at in those steps")
     method: str = out("`collective arrival` or `own time` (no collectives to match)")
+    behind: str = out(
+        "empty for a straggler; for the next one in line, the stragglers it hides behind (it "
+        "is the last of the other ranks: once they are fixed, it holds the job)"
+    )
     waited_ms: float = out("the other workers' waiting for it in those steps", unit="ms", digits=6)
     waiters: int = out("workers that waited for it")
     explanation: str = out("one sentence")
@@ -238,6 +245,7 @@ def _lateness(pod: PodLateness | None) -> tuple[Heatmap | None, tuple[StragglerR
             _ms(s.reason_peers_ns / len(s.steps)),
             s.last_arrivals,
             s.method,
+            s.behind,
             _ms(s.waited_ns),
             s.waiters,
             s.explanation,

@@ -324,7 +324,7 @@ def skew_across_hosts(ranks: Sequence[Rank], options: dict[str, str]) -> Finding
     pod = find_stragglers(usable)
     if not pod.stragglers:
         return None
-    total = sum(s.late_ns for s in pod.stragglers)
+    total = sum(s.late_ns for s in pod.stragglers if not s.behind)
     step_time = float(np.nanmean(pod.dur_ns)) if pod.dur_ns.size else 0.0
     level = severity(total / max(1.0, step_time * len(pod.step_num)), *SKEW_SHARE) or "low"
     worst = pod.stragglers[0]
