@@ -22,6 +22,7 @@ from stepscope.tools import kept, output
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
 from tests.support.analysis import count_step_db_builds
+from tests.support.native import c_off, c_on
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
 TOOLS = ("overview_page", "input_pipeline_analyzer", "op_stats")
@@ -71,17 +72,21 @@ def test_kept_intermediates_follow_the_file_and_the_mode(
     run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = tmp_path / "store"
+    c_on(monkeypatch)  # whichever tier runs this: the C path first, then the pure one
     _answer(run_dir, "input_pipeline_analyzer", cache)
     built = count_step_db_builds(monkeypatch, analysis)
     host_file = next(run_dir.glob("*.xplane.pb"))
     os.utime(host_file, ns=(1, 1))  # the file changed (a new mtime): built again
     _answer(run_dir, "input_pipeline_analyzer", cache)
     assert len(built) == 1
-    monkeypatch.setenv("STEPSCOPE_PURE_PYTHON", "1")  # the pure path keeps its own
+    c_off(monkeypatch, "_fastwire")  # the pure path keeps its own, however it is asked for
     _answer(run_dir, "input_pipeline_analyzer", cache)
     assert len(built) == 2
-    _answer(run_dir, "input_pipeline_analyzer", cache, use_cache=False)  # --no-cache
+    c_off(monkeypatch)
+    _answer(run_dir, "input_pipeline_analyzer", cache)
     assert len(built) == 3
+    _answer(run_dir, "input_pipeline_analyzer", cache, use_cache=False)  # --no-cache
+    assert len(built) == 4
 
 
 def test_a_damaged_kept_entry_is_built_again(

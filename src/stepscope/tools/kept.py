@@ -9,19 +9,20 @@ instead of building it; a tool whose intermediates are all there does not open t
 
 Key: the host file's identity as the converted profile's (path, size, mtime or etag), its
 host name, the intermediate's name (its variant included: ``step_db:auto``), stepscope's code
-(`location.code_stamp`) and whether the C accelerators run (``STEPSCOPE_PURE_PYTHON``: the
-pure path is tested on its own answers). A kept value depends on nothing else: tools put
-every option a value depends on into its name (`Key.at`), as the in-process store already
-requires. Each entry carries the host's partial reads, which an answer must still state when
-it is read from the store instead of the profile.
+(`location.code_stamp`) and which C accelerators run (switched off by
+``STEPSCOPE_PURE_PYTHON`` in any of its forms, or not built: the pure path is tested on its own
+answers). A kept value depends on nothing else: tools put every option a value depends on into
+its name (`Key.at`), as the in-process store already requires. Each entry carries the host's
+partial reads, which an answer must still state when it is read from the store instead of the
+profile.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
+from stepscope import accelerators
 from stepscope.model.cache import cache_key
 from stepscope.store import background, location
 from stepscope.store import values as stored
@@ -40,7 +41,7 @@ def entry(source: str, host: str, name: str, cache_dir: Path | None) -> Path | N
         identity = cache_key(source)
     except (OSError, ValueError):
         return None
-    mode = "pure" if os.environ.get("STEPSCOPE_PURE_PYTHON") == "1" else "native"
+    mode = "c:" + ",".join(n for n in accelerators.EXTENSIONS if accelerators.state(n) == "on")
     key = location.key(KIND, SCHEMA, location.code_stamp(), identity, host, name, mode)
     return location.entry(KIND, key, cache_dir, suffix=".npz")
 
