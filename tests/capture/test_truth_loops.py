@@ -144,7 +144,7 @@ stepscope.start(sys.argv[1], stepscope.ProfilerOptions(python_sampler_hz=200))
 for s in range(12):
     with stepscope.step(s):
         t0 = time.perf_counter_ns()
-        rows = [featurize(r) for r in records[s * 64:(s + 1) * 64]]
+        rows = [featurize(r) for r in records[s * 256:(s + 1) * 256]]
         if variant == "tensor":
             x = torch.tensor(rows, dtype=torch.float32)
         else:
@@ -230,7 +230,9 @@ def test_torch_inline_featurization_is_input_whatever_the_constructor(
     # the sampler names featurize by function with its samples: its share near what the
     # script measured (it said 16.7% for 82.9%), which lies in its confidence interval
     python = db.untraced.python
-    k = python.function.index(next(f for f in python.function if f.startswith("featurize (")))
+    named = [f for f in python.function if f.startswith("featurize (")]
+    assert named, (python.function, python.samples, python.total_samples, python.coverage)
+    k = python.function.index(named[0])
     # the interval holds the truth, also when the sampler's thread was starved (then it
     # spans what the sampler did not see)
     low, high = 100 * python.ci_low[k], 100 * python.ci_high[k]
