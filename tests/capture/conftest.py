@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
 
-from stepscope.capture import session
+import stepscope.recorder as rec
+from stepscope.capture import annotations, session
 from tests.support.clock import ManualAlarms
+from tests.support.recorder import FakeClock
 
 # The variables a launcher sets (capture.job): a test run under torchrun, SLURM or MPI must
 # not see its captures named and grouped as ranks of that job.
@@ -49,6 +52,22 @@ def _no_leaked_session() -> Iterator[None]:
             session.stop(save=False)
         except Exception:
             session._session = None
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_recorder() -> Iterator[None]:
+    yield
+    if rec.is_running():
+        rec.stop()
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """The recorder's and the annotations' `perf_counter_ns`, advanced by the test."""
+    fake = FakeClock()
+    monkeypatch.setattr(annotations, "perf_counter_ns", fake)
+    monkeypatch.setattr(time, "perf_counter_ns", fake)
+    return fake
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,6 @@ import pytest
 
 import stepscope
 import stepscope.recorder as rec
-from stepscope.capture import annotations
 from stepscope.capture.recorder.ring import EVENT_BYTES
 from stepscope.errors import StepscopeError
 from stepscope.model import ALL_HOSTS, open_run
@@ -31,21 +29,6 @@ from tests.support.capture import load_run, named
 from tests.support.recorder import MS, FakeClock
 from tests.support.recorder import marker as _marker
 from tests.support.recorder import run_steps as _run_steps
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = FakeClock()
-    monkeypatch.setattr(annotations, "perf_counter_ns", fake)
-    monkeypatch.setattr(time, "perf_counter_ns", fake)
-    return fake
-
-
-@pytest.fixture(autouse=True)
-def _no_leaked_recorder() -> Iterator[None]:
-    yield
-    if rec.is_running():
-        rec.stop()
 
 
 def _start(logdir: Path, **kw: Any) -> rec.Recorder:

@@ -5,32 +5,14 @@ test_recorder.py: no assertion depends on this machine's speed."""
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import stepscope.recorder as rec
-from stepscope.capture import annotations
 from tests.support.recorder import MS, FakeClock
 from tests.support.recorder import marker as _marker
 from tests.support.recorder import run_steps as _run_steps
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = FakeClock()
-    monkeypatch.setattr(annotations, "perf_counter_ns", fake)
-    monkeypatch.setattr(time, "perf_counter_ns", fake)
-    return fake
-
-
-@pytest.fixture(autouse=True)
-def _stopped() -> Iterator[None]:
-    yield
-    if rec.is_running():
-        rec.stop()
 
 
 def _start(logdir: Path, **triggers: float) -> rec.Recorder:
