@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from stepscope.stats.compare.significance import (
     STATISTICS,
@@ -115,3 +116,22 @@ def test_no_relative_interval_from_a_zero_baseline() -> None:
     # a baseline that is mostly zero (a category absent from most steps): no ratio either
     mostly = bootstrap_change(np.array([0.0] * 39 + [5.0]), np.full(40, 1.0), "mean")
     assert np.isnan(mostly.rel_low) and np.isnan(mostly.rel_high)
+
+
+def test_the_answer_does_not_depend_on_how_the_resamples_are_chunked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Long runs are resampled in chunks (memory); a chunk size that does not divide the
+    resample count (7 resamples a chunk: the last chunk short) gives the same intervals as
+    one chunk, every one of them a number."""
+    from stepscope.stats.compare import significance
+
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(100, 5, 12), rng.normal(104, 5, 9)
+    whole = {name: bootstrap_change(a, b, name) for name in STATISTICS}
+    monkeypatch.setattr(significance, "_MAX_CELLS", 7 * len(a))
+    chunked = {name: bootstrap_change(a, b, name) for name in STATISTICS}
+    assert chunked == whole
+    for iv in chunked.values():
+        fields = (iv.ci_low, iv.ci_high, iv.rel_low, iv.rel_high, iv.p_value)
+        assert all(np.isfinite(fields)), iv

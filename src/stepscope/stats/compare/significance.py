@@ -89,7 +89,9 @@ def _indices(n: int, rng: np.random.Generator) -> np.ndarray:
 
 def _resampled_stats(values: np.ndarray, idx: np.ndarray, stats: list[str]) -> list[np.ndarray]:
     """Each statistic of ``values`` on every resample (rows of ``idx``), in chunks."""
-    out = [np.empty(RESAMPLES) for _ in stats]
+    # NaN, not np.empty's leftover memory: a resample the chunks missed would otherwise be an
+    # arbitrary number, quietly moving a percentile; NaN makes the whole interval NaN
+    out = [np.full(RESAMPLES, np.nan) for _ in stats]
     chunk = max(1, _MAX_CELLS // max(idx.shape[1], 1))
     for lo in range(0, RESAMPLES, chunk):
         rows = np.sort(values[idx[lo : lo + chunk]], axis=-1)
