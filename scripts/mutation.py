@@ -30,7 +30,7 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import tomllib
@@ -49,7 +49,21 @@ SURVIVED_CODES = {0, 5, 33, None}  # passing, or no test reached the change
 class Group:
     modules: tuple[str, ...]  # paths under src/
     tests: tuple[str, ...]  # pytest arguments: files or folders under tests/
+    # pytest plugins for every run of the group's tests (``-p``), e.g. tests.support.both_tiers
+    # to run each test with the C accelerators and again with their pure-Python twins
+    plugins: tuple[str, ...] = ()
 
+
+# The step database's tests (steps, attribution, breakdown rules, the "bound by" limits).
+_STEP_TESTS = (
+    "tests/stats/test_breakdown.py",
+    "tests/stats/test_breakdown_rules.py",
+    "tests/stats/test_gpu_breakdown.py",
+    "tests/stats/test_steps.py",
+    "tests/stats/test_staging.py",
+    "tests/stats/test_wait_attribution.py",
+    "tests/stats/test_step_pairing.py",
+)
 
 GROUPS: dict[str, Group] = {
     "diff": Group(
@@ -59,6 +73,7 @@ GROUPS: dict[str, Group] = {
     "kineto": Group(
         ("stepscope/xspace/kineto/categories.py",),
         ("tests/xspace/test_kineto.py", "tests/xspace/test_kineto_conservation.py"),
+        ("tests.support.both_tiers",),
     ),
     "memory": Group(
         ("stepscope/stats/memory.py",),
@@ -68,12 +83,17 @@ GROUPS: dict[str, Group] = {
         ),
     ),
     "kernels": Group(
-        ("stepscope/stats/kernel_rules.py",),
+        ("stepscope/stats/kernel_rules.py", "stepscope/stats/gpu/tensor_core.py"),
         ("tests/stats/test_kernel_rules.py", "tests/stats/test_kernel_stats_db.py"),
     ),
     "stragglers": Group(
         ("stepscope/stats/stragglers.py", "stepscope/stats/stragglers_own_time.py"),
-        ("tests/pod/test_stragglers.py",),
+        ("tests/pod/test_stragglers.py", "tests/pod/test_arrivals.py"),
+    ),
+    # collective names of every framework, and each rank's calls matched across ranks
+    "collectives": Group(
+        ("stepscope/vocab/collectives.py", "stepscope/stats/collective_calls.py"),
+        ("tests/stats/test_collectives.py", "tests/pod/test_arrivals.py"),
     ),
     "input_bound": Group(
         ("stepscope/stats/advice.py", "stepscope/stats/bound.py"),
@@ -84,12 +104,23 @@ GROUPS: dict[str, Group] = {
         ),
     ),
     "breakdown": Group(
-        ("stepscope/stats/steps/breakdown.py",),
         (
-            "tests/stats/test_breakdown.py",
-            "tests/stats/test_gpu_breakdown.py",
-            "tests/stats/test_steps.py",
+            "stepscope/stats/steps/breakdown.py",
+            "stepscope/stats/steps/type_sweep.py",
+            "stepscope/stats/steps/sweep.py",
+            "stepscope/stats/steps/feeds.py",
         ),
+        _STEP_TESTS,
+    ),
+    "event_types": Group(("stepscope/stats/events.py",), _STEP_TESTS),
+    "limits": Group(
+        (
+            "stepscope/stats/steps/limits.py",
+            "stepscope/stats/steps/limit_table.py",
+            "stepscope/stats/steps/dispatch.py",
+            "stepscope/stats/steps/waits.py",
+        ),
+        (*_STEP_TESTS, "tests/stats/test_dispatch_bound.py", "tests/stats/test_collectives.py"),
     ),
 }
 
@@ -126,6 +157,7 @@ def prepare(group: str, spec: Group, work: Path) -> Path:
 def write_config(root: Path, spec: Group) -> None:
     only = "\n    ".join(f"src/{m}" for m in spec.modules)
     tests = "\n    ".join(spec.tests)
+    plugins = "".join(f"    -p\n    {p}\n" for p in spec.plugins)
     (root / "setup.cfg").write_text(
         "[mutmut]\n"
         "source_paths = src\n"
@@ -136,6 +168,7 @@ def write_config(root: Path, spec: Group) -> None:
         "process_isolation = forkserver\n"
         "pytest_add_cli_args =\n"
         "    -p\n    no:cacheprovider\n    -q\n    -m\n    not integration and not browser\n"
+        f"{plugins}"
     )
 
 
@@ -365,10 +398,10 @@ def main(argv: list[str] | None = None) -> int:
         missing = [t for t in spec.tests if not (REPO / t).exists()]
         if missing:  # an older checkout (the "before" figures): its tests only
             print(f"{group}: not in this checkout, left out: {' '.join(missing)}")
-            spec = Group(spec.modules, tuple(t for t in spec.tests if t not in missing))
+            spec = replace(spec, tests=tuple(t for t in spec.tests if t not in missing))
         if args.rerun_survivors:
             if args.tests:
-                spec = Group(spec.modules, tuple(args.tests))
+                spec = replace(spec, tests=tuple(args.tests))
             rerun_survivors(group, spec, args.work)
         elif not (args.report_only or (args.resume and (root / "setup.cfg").exists())):
             prepare(group, spec, args.work)
