@@ -258,8 +258,20 @@ def test_a_frame_holding_a_whole_collective_waits_in_it() -> None:
     """A Python frame (``backward``) that holds a whole host collective is the thread
     waiting in that collective, not host compute: the collective's time is collective wait,
     the frame's other time host compute."""
+    frame = "$_tensor.py:570 Tensor.backward"
+    cats = _categories(_db([("main", frame, 1, 8, {}), ("worker", "gloo:all_reduce", 3, 4, {})]))
+    assert cats == {"host_compute": 4.0, "collective_wait": 4.0, "other": 2.0}
+
+
+def test_an_op_holding_another_threads_collective_computes() -> None:
+    """An op (no frame that waits for other threads) computes whatever another thread runs
+    meanwhile (decision 86); only a collective of its own thread inside it is waiting."""
     cats = _categories(
-        _db([("main", "backward", 1, 8, {}), ("worker", "gloo:all_reduce", 3, 4, {})])
+        _db([("main", "aten::mm", 1, 8, {}), ("worker", "gloo:all_reduce", 3, 4, {})])
+    )
+    assert cats == {"host_compute": 8.0, "other": 2.0}
+    cats = _categories(
+        _db([("main", "AccumulateGrad", 1, 8, {}), ("main", "c10d::allreduce_", 3, 4, {})])
     )
     assert cats == {"host_compute": 4.0, "collective_wait": 4.0, "other": 2.0}
 

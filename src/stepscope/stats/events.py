@@ -22,7 +22,11 @@ from stepscope.stats.kernel_rules import REDUCED_PRECISIONS, kernel_precision
 from stepscope.vocab import pytorch as torch_names
 from stepscope.vocab import tensorflow as tf_names
 from stepscope.vocab import xla as xla_names
-from stepscope.vocab.collectives import is_device_collective, is_host_collective
+from stepscope.vocab.collectives import (
+    is_device_collective,
+    is_host_collective,
+    is_waiting_frame,
+)
 
 NOT_COUNTED = -1  # events that are bookkeeping, not work (markers, Eager* wrappers, annotations)
 
@@ -327,10 +331,15 @@ def _classify(profile: Profile, has_device: bool | None) -> np.ndarray:
 
 def _mark_enclosing(profile: Profile, out: np.ndarray) -> None:
     """Host compute that waits with a collective becomes HOST_ENCLOSING, in place: an event
-    holding a whole collective (of any thread) within its span, or spanning at least half of
-    one (a Python frame such as `backward`, TensorFlow's `KernelAndDeviceFunc::Run` while the
-    collective op runs on its own thread). An op that computes while a longer collective runs
-    elsewhere covers less of it and stays compute (see `EventType`)."""
+    holding a whole collective of its own thread within its span (AccumulateGrad around the
+    `c10d::allreduce_` it waits in), or a frame that waits for other threads
+    (`vocab.collectives.is_waiting_frame`: a Python frame such as `backward`, TensorFlow's
+    `KernelAndDeviceFunc::Run` while the collective op runs on its own thread) holding a
+    whole collective of any thread or spanning at least half of one. Any other event
+    computes, whatever runs on another thread meanwhile: it stays compute and wins over the
+    collective (see `EventType`) -- an `aten::mm` descheduled for 9 ms beside the tail of
+    an all-reduce span on gloo's thread is not waiting in it.
+    """
     colls = np.flatnonzero(out == EventType.HOST_COLLECTIVE)
     colls = colls[profile.dur_ns[colls] > 0]  # an instant is held by every span around it
     if not len(colls):
@@ -338,30 +347,49 @@ def _mark_enclosing(profile: Profile, out: np.ndarray) -> None:
     compute = np.flatnonzero(out == EventType.HOST_COMPUTE)
     _mark_inner(profile, out, colls, compute)
     compute = compute[out[compute] == EventType.HOST_COMPUTE]
+    waits = np.zeros(len(compute), dtype=bool)
+    c_lines = profile.line[colls]
+    ev_lines = profile.line[compute]
+    for line in distinct(c_lines).tolist():  # (a) a whole collective of its own thread
+        mine = np.flatnonzero(ev_lines == line)
+        if len(mine):
+            waits[mine] = _holds(profile, colls[c_lines == line], compute[mine])
+    frame_ids = profile.strings.ids_matching(is_waiting_frame)
+    frames = np.flatnonzero(np.isin(profile.name[compute], frame_ids) & ~waits)
+    if len(frames):
+        waits[frames] = _holds(profile, colls, compute[frames], half=True)
+    out[compute[waits]] = EventType.HOST_ENCLOSING
+
+
+def _holds(
+    profile: Profile, colls: np.ndarray, events: np.ndarray, half: bool = False
+) -> np.ndarray:
+    """Per event of ``events``: whether a whole collective of ``colls`` lies within its span
+    or, with ``half``, it spans at least half of one."""
     order = np.argsort(profile.start_ns[colls], kind="stable")
     c_lo, c_hi = profile.start_ns[colls][order], profile.end_at(colls)[order]
-    lo, hi = profile.start_ns[compute], profile.end_at(compute)
+    lo, hi = profile.start_ns[events], profile.end_at(events)
     n = len(c_lo)
-    # (a) a whole collective inside: of the collectives starting at or after the event's
-    # start, the earliest end
+    # of the collectives starting at or after the event's start, the earliest end
     suffix_min_end = np.minimum.accumulate(c_hi[::-1])[::-1]
     after = np.searchsorted(c_lo, lo, side="left")
     holds = (after < n) & (suffix_min_end[np.minimum(after, n - 1)] <= hi)
-    # (b) the collective under way when the event starts that lasts longest (running argmax
-    # of the ends), and (c) the last one starting before the event ends: half of it or more
+    if not half:
+        return holds
+    # the collective under way when the event starts that lasts longest (running argmax of
+    # the ends), and the last one starting before the event ends: half of it or more
     reach = np.maximum.accumulate(c_hi)
     longest = np.searchsorted(reach, reach, side="left")  # first index reaching each max
     before = np.searchsorted(c_lo, lo, side="right") - 1
     inside = np.searchsorted(c_lo, hi, side="left") - 1
 
-    def half(k: np.ndarray) -> np.ndarray:
+    def spans_half(k: np.ndarray) -> np.ndarray:
         j = np.maximum(k, 0)
         part = np.minimum(hi, c_hi[j]) - np.maximum(lo, c_lo[j])
         return (k >= 0) & (2 * part >= c_hi[j] - c_lo[j]) & (c_hi[j] > c_lo[j])
 
-    waits = holds | half(np.where(before >= 0, longest[np.maximum(before, 0)], -1)) | half(inside)
-    ev = compute
-    out[ev[waits]] = EventType.HOST_ENCLOSING
+    under_way = np.where(before >= 0, longest[np.maximum(before, 0)], -1)
+    return holds | spans_half(under_way) | spans_half(inside)
 
 
 def _mark_inner(profile: Profile, out: np.ndarray, colls: np.ndarray, compute: np.ndarray) -> None:

@@ -116,6 +116,31 @@ DEVICE_KERNEL_PREFIXES = ("nccl", "rccl", "oneccl")
 NOT_COLLECTIVE_SUFFIXES = ("CollectiveAssignGroupV2", "CollectiveInitializeCommunicator")
 
 
+# Frames a thread sits in while ANOTHER thread runs the collective, with no collective span of
+# its own thread to show the wait: TensorFlow's eager and graph execute calls (the function
+# runs its collective ops on TensorFlow's collective_ops threads) and Python functions (a
+# `backward` while gloo's thread all-reduces), named as stepscope's and TensorFlow's Python
+# tracers (``$file.py:LINE name``), Kineto's (``file.py(LINE): name``) and the sampler
+# (``name (file.py:LINE)``) name them. Ops (``aten::mm``, a TensorFlow kernel) are never
+# here: an op computes, whatever another thread runs meanwhile.
+TENSORFLOW_WAITING_FRAMES = frozenset(
+    {
+        "TFE_Py_ExecuteCancelable",
+        "TFE_Py_Execute",
+        "KernelAndDeviceFunc::Run",
+        "SessionRun",
+        "DirectSession::Run",
+    }
+)
+_PYTHON_FRAME = re.compile(r"\.py[:(]\d+")
+
+
+def is_waiting_frame(name: str) -> bool:
+    """Whether a host event of this name is a frame that waits for work of other threads
+    (see `TENSORFLOW_WAITING_FRAMES`): it may hold another thread's collective."""
+    return name in TENSORFLOW_WAITING_FRAMES or _PYTHON_FRAME.search(name) is not None
+
+
 def xla_collective(name: str) -> str | None:
     """The HLO opcode (``all-reduce``...) of an XLA collective instruction's name, else None."""
     match = _XLA.match(name)
