@@ -16,7 +16,7 @@ import pytest
 
 from stepscope.serve.app import RunningServer
 from tests.support.a11y import grave_violations
-from tests.support.browser import SHOTS, Recorder, open_page, wait_rendered
+from tests.support.browser import SHOTS, Recorder, next_frames, open_page, wait_rendered
 
 pytestmark = pytest.mark.browser
 PAGES = SHOTS / "pages"
@@ -55,6 +55,17 @@ def sized(
     context.close()
 
 
+# A table's header wider than its column: its text runs under the next header and is cut
+# ("Memory bandwidtl"); headers wrap between words only, so the column holds the longest word.
+CUT_HEADERS = """() => [...document.querySelectorAll('table.data thead th')]
+    .filter((th) => {
+      const label = th.querySelector('button.sort') || th;
+      return label.scrollWidth > label.clientWidth + 1
+        || label.getBoundingClientRect().width > th.getBoundingClientRect().width + 1;
+    })
+    .map((th) => [th.closest('table').dataset.table, th.dataset.key, th.textContent])"""
+
+
 def run_named(server: RunningServer, prefix: str) -> str:
     runs = httpx.get(server.url + "api/runs", timeout=60).json()["runs"]
     return next(r["run"] for r in runs if r["run"].split("/")[0] == prefix)
@@ -73,12 +84,14 @@ def read_page(page: Any, rec: Recorder, hash_: str, tool: str, shot: str, a11y: 
     wait_rendered(page, tool)
     if tool == "trace_viewer":  # its first window, drawn
         page.wait_for_selector('.tool-page[data-loading="0"][data-draw-count]', timeout=240_000)
-    page.wait_for_timeout(150)  # charts and tables measure themselves on the next frame
+    next_frames(page)  # charts and tables measure themselves on the next frame
     page.screenshot(path=str(PAGES / size / f"{shot}.png"), full_page=True)
     problems = []
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     if overflow > 1:
         problems.append(f"{shot} at {size}: page {overflow}px wider than the window")
+    for table, key, text in page.evaluate(CUT_HEADERS):
+        problems.append(f"{shot} at {size}: header {text!r} ({table}.{key}) cut by its column")
     text = page.inner_text("#page")
     for match in BAD_TEXT.finditer(text):
         context = text[max(0, match.start() - 40) : match.end() + 40].replace("\n", " ")

@@ -91,6 +91,21 @@ def wait_rendered(page: Any, tool: str, count: int | None = None) -> None:
     page.wait_for_selector(selector, timeout=120_000)
 
 
+def next_frames(page: Any, frames: int = 3) -> None:
+    """Returns once the page has drawn ``frames`` more frames: what a page measures and lays
+    out on its next frame (tables fitting their columns, charts their text) is done by then,
+    however slow the machine (a fixed wait is not)."""
+    page.evaluate(
+        """(n) => new Promise((done) => {
+            const tick = (left) => {
+              if (left) requestAnimationFrame(() => tick(left - 1)); else done(true);
+            };
+            tick(n);
+        })""",
+        frames,
+    )
+
+
 def lookup(data: Any, path: str) -> Any:
     for part in path.split("."):
         data = (

@@ -28,6 +28,8 @@ export async function render(root, data, ctx) {
   // The estimate of the vendor's GEMM/convolution library calls: a column only where such
   // calls ran, named after the vendor's libraries.
   const library = rows.some((r) => r.library_gflops > 0) ? (data.device || {}).math_libraries || 'library' : '';
+  // (the header may wrap after each '/': "rocBLAS/hipBLASLt/MIOpen" is one long word)
+  const libraryLabel = library.replaceAll('/', '/\u200b');
   // One line per op: the HLO op's name is pinned and the numbers follow it; the instruction
   // itself (`expression`, often hundreds of characters) is cut like any text, whole on a click.
   const columns = [
@@ -41,7 +43,7 @@ export async function render(root, data, ctx) {
     { key: 'flop_rate_gflops', label: 'FLOP rate', numeric: true },
     { key: 'memory_bw_gbps', label: 'Memory bandwidth', numeric: true },
     { key: 'operational_intensity', label: 'FLOP/byte', numeric: true },
-    ...(library ? [{ key: 'library_gflops', label: `${library} FLOPs (est.)`, numeric: true,
+    ...(library ? [{ key: 'library_gflops', label: `${libraryLabel} FLOPs (est.)`, numeric: true,
       title: `stepscope's estimate of the FLOPs of ${library} custom calls, which XLA's cost model leaves at 0` }] : []),
     { key: 'category', label: 'Category' },
     { key: 'bound_by', label: 'Bound by' },
