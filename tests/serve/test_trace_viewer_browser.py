@@ -228,7 +228,7 @@ def test_kineto_gpu_flows_are_drawn(browser: Any, server: RunningServer) -> None
         "launch" in page.inner_text(".tv-details").lower()
         or "cuda" in page.inner_text(".tv-details h2").lower()
     )
-    page.wait_for_timeout(100)
+    settle(page)
     page.screenshot(path=str(SHOTS / "trace_viewer_kineto_flow_link.png"))
     assert not page.errors
 

@@ -94,8 +94,7 @@ def test_wheel_scrolls_tracks_ctrl_wheel_zooms_shift_wheel_pans(
     page.mouse.move(box["x"] + 700, box["y"] + 200)
     before = view(page)
     page.mouse.wheel(0, 300)  # plain wheel: the tracks scroll, the time range stays
-    page.wait_for_timeout(200)
-    assert page.evaluate("document.querySelector('.tv-scroll').scrollTop") > 0
+    page.wait_for_function("() => document.querySelector('.tv-scroll').scrollTop > 0")
     assert view(page) == before
     page.keyboard.down("Control")
     page.mouse.wheel(0, -300)  # Ctrl+wheel (and a trackpad pinch): zoom at the pointer

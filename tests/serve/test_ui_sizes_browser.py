@@ -16,7 +16,7 @@ import pytest
 
 from stepscope.serve.app import RunningServer, start_server
 from stepscope.serve.state import ServerState
-from tests.support.browser import Recorder, goto, open_page, wait_rendered
+from tests.support.browser import Recorder, goto, next_frames, open_page, wait_rendered
 from tests.support.gpu_pages import run_of
 
 pytestmark = pytest.mark.browser
@@ -94,7 +94,7 @@ def test_every_number_of_the_wide_tables_is_in_view(
     page.evaluate("document.body.removeAttribute('data-rendered')")  # wait for this page's
     goto(page, gpu_server.url, tool, run_of(gpu_server, prefix))
     page.wait_for_selector(f'table[data-table="{table}"] tbody tr')
-    page.wait_for_timeout(50)  # the table measures its columns on the next frame
+    next_frames(page)  # the table measures its columns on the next frame
     hidden = numbers_out_of_view(page, table)
     assert not hidden, f"{prefix} {tool} at {size}: numeric columns out of view: {hidden}"
     # One line per row: long names are cut (a click shows them whole), never wrapped.
@@ -180,7 +180,7 @@ def test_the_timeline_takes_the_screen_and_details_open_beside_it(
     width, height = SIZES[size]
     assert box["y"] + box["height"] <= height and box["x"] + box["width"] <= width
     assert page.locator(".tv-details h2").is_visible()
-    page.wait_for_timeout(50)
+    next_frames(page)
     assert canvas_share(page) >= 0.55 if width < 1600 else canvas_share(page) >= 0.4
     page.keyboard.press("Escape")
     assert page.locator(".tv-details").is_hidden()
@@ -357,13 +357,13 @@ def test_chart_text_is_one_size_at_any_width(
     page, _rec, size = sized
     page.evaluate("document.body.removeAttribute('data-rendered')")
     goto(page, gpu_server.url, "roofline_model", run_of(gpu_server, "jaxgpu"))
-    page.wait_for_timeout(50)  # the chart's text size is set once it is laid out
+    next_frames(page)  # the chart's text size is set once it is laid out
     heights = text_heights(page, "[data-chart='roofline'] svg")
     page.evaluate("document.body.removeAttribute('data-rendered')")
     base, cand = run_of(gpu_server, "tf2"), run_of(gpu_server, "gpu")
     page.goto(f"{gpu_server.url}#/compare?{httpx.QueryParams({'base': base, 'cand': cand})}")
     wait_rendered(page, "compare")
-    page.wait_for_timeout(50)
+    next_frames(page)
     heights += text_heights(page, "svg.chart")
     assert heights and all(11 <= x <= 18 for x in heights), (
         size,

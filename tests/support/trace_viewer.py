@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from stepscope.serve.app import RunningServer
-from tests.support.browser import SHOTS
+from tests.support.browser import SHOTS, next_frames
 
 PAGE = '.tool-page[data-tool="trace_viewer"]'
 READY = f'{PAGE}[data-loading="0"][data-draw-count]'
@@ -37,7 +37,7 @@ def open_trace(browser: Any, server: RunningServer, run: str, shot: str = "") ->
     page.goto(f"{server.url}#/trace_viewer?{query}")
     page.wait_for_selector(READY, timeout=240_000)
     page.wait_for_selector(STEPS_READY, timeout=240_000)
-    page.wait_for_timeout(100)
+    settle(page)
     if shot:
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / shot))
@@ -49,10 +49,17 @@ def view(page: Any) -> dict[str, float]:
 
 
 def settle(page: Any) -> None:
-    """Wait until no window fetch is pending and a frame was drawn after it."""
-    page.wait_for_timeout(150)
-    page.wait_for_selector(READY, timeout=60_000)
-    page.wait_for_timeout(50)
+    """Wait until no window fetch is queued or running and the last one is drawn. (A fetch is
+    queued, `data-loading="1"`, as soon as the view changes; the frames first let input that
+    changes the view on the next frame arrive.)"""
+    next_frames(page)
+    page.wait_for_function(
+        """() => {
+        const v = window.stepscopeTrace;
+        return v.root.dataset.loading === '0' && !v.frameScheduled && v.drawCount > 0;
+    }""",
+        timeout=60_000,
+    )
 
 
 def choose(page: Any, control: str, value: str) -> None:

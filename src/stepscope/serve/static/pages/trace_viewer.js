@@ -185,6 +185,7 @@ class TraceView {
       return;
     }
     clearTimeout(this.fetchTimer);
+    this.root.dataset.loading = '1'; // from now: a fetch is queued (tests wait on it too)
     this.fetchTimer = setTimeout(() => this.fetchWindow(a, b, bucket, want), this.data ? FETCH_DELAY_MS : 0);
   }
 
