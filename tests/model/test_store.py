@@ -16,8 +16,8 @@ import pytest
 from stepscope.model.profile import Plane
 from stepscope.model.strings import StringTable
 from stepscope.stats.events import EventType
-from stepscope.stats.opnames import Op
 from stepscope.store import location, values
+from stepscope.vocab.opnames import Op
 
 
 def _same(a: object, b: object) -> bool:

@@ -7,7 +7,7 @@ import pytest
 
 from stepscope.stats import build_op_metrics
 from stepscope.stats.nesting import depths, nesting_parents, self_time
-from stepscope.stats.opnames import JAX, TF, TF_DATA, UNKNOWN, parse_op
+from stepscope.vocab.opnames import JAX, TF, TF_DATA, UNKNOWN, parse_op
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
 

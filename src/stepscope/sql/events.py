@@ -151,8 +151,8 @@ def _framework_ops(profile: Profile) -> tuple[pa.Array, pa.Array]:
     """(tf_op_name, tf_op_type) of every event, as XProf parses them: TensorFlow's
     ``scope/op:Type`` names and ``tf_op`` stats, the framework op of XLA instructions
     (``jit(f)/jvp()/dot_general``: its type the last part of the path)."""
-    from stepscope.stats.opnames import JAX, TF, parse_op
     from stepscope.stats.xla.xla_ops import xla_events
+    from stepscope.vocab.opnames import JAX, TF, parse_op
 
     source = _stat_ids(profile, "tf_op")
     strings = profile.strings

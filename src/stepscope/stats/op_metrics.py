@@ -2,7 +2,7 @@
 
 Which events are ops:
 - host: in PyTorch profiles (Kineto categories), the ``cpu_op`` and ``user_annotation``
-  events but step markers; else framework ops (`stepscope.stats.opnames`: TensorFlow,
+  events but step markers; else framework ops (`stepscope.vocab.opnames`: TensorFlow,
   tf.data, JAX) plus `stepscope.trace` annotations (type "Annotation"); in profiles with
   neither, every host event but step markers and instants;
 - device: every event of a device's stream lines, named after the framework op of its HLO
@@ -44,8 +44,8 @@ from stepscope.stats.host.python_samples import (
 from stepscope.stats.intervals import merge_sorted, union_ns
 from stepscope.stats.nesting import events_self_time
 from stepscope.stats.op_sums import KeySums, flops_by_row, host_key_sums, sum_by_row
-from stepscope.stats.opnames import UNKNOWN, device_op, parse_op
 from stepscope.stats.xla.xla_ops import xla_events
+from stepscope.vocab.opnames import UNKNOWN, device_op, parse_op
 
 _HOST_OP_CATEGORIES = ("cpu_op", "user_annotation")
 # Written by stepscope's capture on the metadata of `stepscope.trace` names (capture/save.py;
