@@ -18,7 +18,7 @@ from stepscope.model.profile import Line, Plane, Profile, Stats
 from stepscope.model.strings import StringTable
 from stepscope.store import entries, location
 
-SCHEMA_VERSION = 2  # 2: entries carry a manifest
+SCHEMA_VERSION = 3  # 2: entries carry a manifest; 3: Kineto stat ids canonical (decision 156)
 _ARRAYS = (
     "line",
     "meta",

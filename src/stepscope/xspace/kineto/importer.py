@@ -50,6 +50,7 @@ from stepscope.xspace.io import (
     read_raw_bytes,
 )
 from stepscope.xspace.kineto import fast_memory, fast_route, scan
+from stepscope.xspace.kineto.canonical import canonical
 from stepscope.xspace.kineto.classified import Classified
 from stepscope.xspace.kineto.columns import ColumnLine, ColumnPlane, ColumnSpace
 from stepscope.xspace.kineto.decode import HEADER_STATS, HeaderOnly, decode_trace, header_dict
@@ -93,7 +94,7 @@ def kineto_to_columns(path: str | os.PathLike[str]) -> RawColumns:
     del scanned
     columns = _convert(box, str(path), warnings, ColumnSpace)
     assert isinstance(columns, RawColumns)
-    return columns
+    return canonical(columns)  # one numbering, whichever route (C or not) made it
 
 
 def kineto_bytes_to_xspace(data: bytes, source: str = "<bytes>") -> XSpace:
