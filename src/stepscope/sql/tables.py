@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -20,7 +20,26 @@ from stepscope.sql import analyses, arrow, events, stat_values, steps
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from stepscope.sql.database import Database
+    from stepscope.tools.analysis import Analysis
+    from stepscope.tools.context import ToolContext
+
+
+class Database(Protocol):
+    """What the tables read of `stepscope.sql.database.Database` (which imports this module:
+    a protocol here keeps the two from importing each other, even for type checking)."""
+
+    analysis: Analysis
+    hosts: list[str]
+
+    @property
+    def failed(self) -> dict[str, str]: ...
+
+    def readable_hosts(self) -> list[str]: ...
+
+    def context(self, host: str) -> ToolContext: ...
+
+    def table(self, name: str, columns: frozenset[str] | None = None) -> pa.Table: ...
+
 
 _RANK = re.compile(r"(?:^|[._-])rank(\d+)$")
 
