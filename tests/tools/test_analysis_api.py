@@ -56,6 +56,20 @@ def test_options_and_tools_are_checked(ctl: Path) -> None:
         analysis.csv("overview_page")
 
 
+def test_a_tools_extra_routes_answer_as_the_server_does(ctl: Path) -> None:
+    """`Analysis.endpoint`: the trace viewer's steps and window, as `stepscope serve` sends
+    them (the server asks the same method); an unknown route or a bad parameter is refused."""
+    analysis = stepscope.Analysis(ctl, use_cache=False)
+    body, kind = analysis.endpoint("trace_viewer", "steps")
+    assert kind.startswith("application/json") and json.loads(body)["number"] == [6, 7, 8, 9]
+    window, kind = analysis.endpoint("trace_viewer", "window", params={"res": "100"})
+    assert kind == "application/x-stepscope-trace" and window
+    with pytest.raises(StepscopeError, match=r"no endpoint 'nope'.*window"):
+        analysis.endpoint("trace_viewer", "nope")
+    with pytest.raises(ValueError, match="res"):
+        analysis.endpoint("trace_viewer", "window", params={"res": "many"})
+
+
 def test_several_hosts_fan_out_and_failed_hosts_are_listed(tmp_path: Path) -> None:
     run = tmp_path / "plugins" / "profile" / "r"
     run.mkdir(parents=True)

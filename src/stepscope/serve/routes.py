@@ -137,7 +137,7 @@ def _endpoint_handler(state: ServerState, spec: ToolSpec, endpoint: ToolEndpoint
         state.fingerprint(run, host)  # notices changed files (drops stale profiles)
         params = {k: v for k, v in query.items() if k not in ("run", "host")}
         try:
-            body, content_type = endpoint.handle(state.context(run, host), params)
+            body, content_type = state.analysis(run).endpoint(spec, endpoint.name, host, params)
         except ValueError as exc:
             raise BadRequestError(str(exc)) from None
         headers = {"Cache-Control": "no-cache"}

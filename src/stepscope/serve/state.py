@@ -18,7 +18,7 @@ from stepscope.model import ALL_HOSTS, Run, discover_runs, fs
 from stepscope.serve import security
 from stepscope.serve.tool_cache import ToolCache
 from stepscope.tools.analysis import Analysis
-from stepscope.tools.context import ProfileStore, ToolContext
+from stepscope.tools.context import ProfileStore
 from stepscope.tools.registry import ToolSpec, all_tools
 
 
@@ -105,8 +105,3 @@ class ServerState:
     def analysis(self, run: Run) -> Analysis:
         """The run as `stepscope.Analysis` sees it, sharing this server's store."""
         return Analysis(run, store=self.store)
-
-    def context(self, run: Run, host: str, options: dict[str, str] | None = None) -> ToolContext:
-        """A bare context for a tool's follow-up queries (endpoints), which schedule their own
-        per-host work."""
-        return ToolContext(run, host, self.store, dict(options or {}))

@@ -152,6 +152,25 @@ class Analysis:
         _fanout.prepare(ctx, spec, build=False)
         return bool(spec.available(ctx))
 
+    def endpoint(
+        self,
+        tool: str | ToolSpec,
+        name: str,
+        host: str | None = None,
+        params: Mapping[str, str] | None = None,
+    ) -> tuple[bytes, str]:
+        """The answer of one of ``tool``'s extra routes (`ToolEndpoint`: the trace viewer's
+        windows, steps, search...) for ``host``, as (body, content type); ``params`` are the
+        route's own. ValueError for a bad parameter."""
+        spec = _spec(tool)
+        found = [e for e in spec.endpoints if e.name == name]
+        if not found:
+            names = ", ".join(e.name for e in spec.endpoints) or "none"
+            raise StepscopeError(f"tool {spec.name} has no endpoint {name!r} (endpoints: {names})")
+        # A route schedules its own per-host work and reads its parameters, not tool options.
+        ctx = ToolContext(self.run, spec.resolve_host(self.run, host), self.store, {})
+        return found[0].handle(ctx, dict(params or {}))
+
     def _bare_context(
         self, spec: ToolSpec, host: str | None, options: Mapping[str, object] | None
     ) -> ToolContext:
