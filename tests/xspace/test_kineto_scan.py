@@ -1,0 +1,259 @@
+"""The Kineto C scanner (`scan`): exact time conversion, the memory limit checked first, its
+argument index, and the streamed scan equal to the whole one wherever its windows cut.
+(`test_kineto_fast` checks the routing built on it.)"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stepscope.xspace.kineto import importer, scan
+from tests.support.fixtures import FIXTURES
+from tests.support.kineto import assert_same_profile as _assert_same
+from tests.support.kineto import scanned
+from tests.support.native import c_on
+
+
+@pytest.fixture(autouse=True)
+def _c_scanner(monkeypatch: pytest.MonkeyPatch) -> None:
+    c_on(monkeypatch, "_kscan")  # the scanner is C (in both CI tiers)
+
+
+@pytest.mark.parametrize(
+    ("text", "ns"),
+    [
+        ("1.5", 1500),
+        ("0.0005", None),
+        ("2.0015", None),
+        ("1669783687464181", 1669783687464181000),
+        ("1.2345e3", None),
+        ("-3.25", -3250),
+        ("0.999", 999),
+        ("123456789.001", 123456789001),
+    ],
+)
+def test_times_convert_exactly(text: str, ns: int | None) -> None:
+    data = (
+        '{"traceEvents": [{"ph": "i", "s": "t", "name": "n", "pid": 1, "tid": 1, "ts": '
+        + text
+        + "}]}"
+    ).encode()
+    found = scanned(data)
+    assert found is not None
+    if ns is None:  # left to Python's float arithmetic
+        assert found.flags[0] & scan.F_BAD
+    else:
+        assert not found.flags[0] & scan.F_BAD
+        assert int(found.ts_ns[0]) == ns
+
+
+def test_columns_path_checks_the_memory_limit_before_scanning(tmp_path: Path) -> None:
+    from stepscope import limits
+
+    path = tmp_path / "empties.json"
+    path.write_bytes(b'{"traceEvents": [' + b"{}," * 2_000_000 + b"{}]}")  # 6 MB of objects
+    limits.configure(50_000_000)
+    try:
+        with pytest.raises(limits.ProfileTooLargeError, match="parsing this JSON"):
+            importer.kineto_to_columns(path)
+    finally:
+        limits.configure(None)
+
+
+def test_count_byte_matches_bytes_count_across_blocks() -> None:
+    block = 1 << 20
+    data = b"{" + b"x" * (block - 2) + b"{{" + b"y{" * 1000 + b"{"
+    for byte in (b"{", b"x", b"y", b"z"):
+        assert scan.count_byte(data, byte) == data.count(byte)
+    assert scan.count_byte(b"", b"{") == 0
+
+
+def test_argument_rows_know_their_event() -> None:
+    base = {"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1}
+    events = [{**base, "args": {"a": 1, "b": 2}}, base, {**base, "args": {"c": 3}}]
+    trace = scanned(json.dumps({"traceEvents": events}).encode())
+    assert trace is not None
+    assert trace.arg_event.tolist() == [0, 0, 2]
+    # args_of finds each event's rows, none for an event without args, through the last one
+    assert [trace.args_of(e) for e in range(3)] == [{"a": 1, "b": 2}, {}, {"c": 3}]
+    listed = [{**base, "args": {"grid": [1, 2, 3], "x": 0.5, "s": "t", "ok": True}}, base]
+    trace = scanned(json.dumps({"traceEvents": listed}).encode())
+    assert trace is not None
+    assert trace.args_of(0) == {"grid": [1, 2, 3], "x": 0.5, "s": "t", "ok": True}
+    assert trace.args_of(0, frozenset({"x", "grid", "absent"})) == {"grid": [1, 2, 3], "x": 0.5}
+    assert trace.args_of(1) == {}
+
+
+def test_arg_at_reads_what_arg_reads_for_the_events_asked() -> None:
+    base = {"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1}
+    events = [
+        {**base, "args": {"a": 1, "b": "x"}},
+        base,
+        {**base, "args": {"a": 2.5, "c": 3}},
+        {**base, "args": {"c": 4}},
+        {**base, "args": {"a": None}},
+    ]
+    trace = scanned(json.dumps({"traceEvents": events}).encode())
+    assert trace is not None
+    for key in ("a", "b", "c", "missing"):
+        full = trace.arg(key)
+        for asked in ([4, 0, 2], [1, 3], [], [0, 1, 2, 3, 4]):
+            picked = np.array(asked, np.int64)
+            for whole, part in zip(full, trace.arg_at(key, picked), strict=True):
+                assert part.tolist() == whole[picked].tolist(), (key, asked)
+        assert trace.has(key).tolist() == (full[0] & (full[1] != scan.A_NULL)).tolist()
+
+
+_AWKWARD = {
+    "schemaVersion": 1,
+    "deviceProperties": [{"id": 0, "name": "GPU \\u00e9", "totalGlobalMem": 1 << 34}],
+    "traceEvents": [
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "aten::mm \u00e9\u4e2d\U0001f600",
+            "pid": 1,
+            "tid": 2,
+            "ts": 10.5,
+            "dur": 3.25,
+            "args": {"Input Dims": [[2, 3], []], 'a"b': None, "f": 1.5e3, "t": True, "s": "x\\y"},
+        },
+        {"ph": "i", "s": "t", "name": "mark", "pid": 1, "tid": 2, "ts": 12},
+        {"ph": "s", "cat": "fwdbwd", "id": 7, "pid": 1, "tid": 2, "ts": 10.5, "name": "f"},
+    ],
+    "traceName": "after the events",
+    "distributedInfo": {"rank": 0, "nested": {"deep": [1, 2.5, "x", None]}},
+}
+
+
+def _same_scan(whole: scan.ScannedTrace | None, streamed: object) -> None:
+    assert isinstance(whole, scan.ScannedTrace) and isinstance(streamed, scan.ScannedTrace)
+    assert streamed.header == whole.header and streamed.texts == whole.texts
+    for column in (
+        "ph",
+        "flags",
+        "cat",
+        "name",
+        "pid",
+        "tid",
+        "ts_ns",
+        "dur_ns",
+        "flow_ids",
+        "nargs",
+        "arg_key",
+        "arg_kind",
+        "arg_value",
+        "is_key",
+    ):
+        assert getattr(streamed, column).tolist() == getattr(whole, column).tolist(), column
+
+
+@pytest.mark.parametrize("window", [16, 17, 31, 64, 1000])
+def test_streamed_scan_equals_the_whole_scan_wherever_the_windows_cut(window: int) -> None:
+    """Every unit (member, event) that a window cuts is undone and scanned again whole; units
+    longer than the window grow it."""
+    import io
+
+    data = (json.dumps(_AWKWARD, ensure_ascii=False, indent=1) + "\n").encode()
+    whole = scanned(data)
+    reader = io.BytesIO(data)
+    _same_scan(whole, scan.scan_stream(reader.readinto, importer.HeaderOnly, 1 << 40, window))
+    assert whole is not None and whole.header.distributedInfo["nested"]["deep"][1] == 2.5
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"",
+        b"  ",
+        b"{}",
+        b'{"traceEvents": []',
+        b'{"traceEvents": [{"ph": "X"},]}',
+        b'{"traceEvents": []} x',
+        b'{"traceEvents": [], "traceEvents": []}',
+        b'[{"ph": "X"}]',
+        b'{"traceEvents": [{"name": "abcdefghijklmnopqrstu\x01v"}]}',  # a raw control byte
+        b'{"traceEvents": [{"name": "abcdefghijklmnopqrstu\xffv"}]}',  # not UTF-8
+    ],
+)
+def test_streamed_scan_rejects_what_the_whole_scan_rejects(text: bytes) -> None:
+    import io
+
+    assert scanned(text) is None
+    for window in (16, 1 << 20):
+        reader = io.BytesIO(text)
+        assert scan.scan_stream(reader.readinto, importer.HeaderOnly, 1 << 40, window) is None
+
+
+def test_compressed_traces_stream_into_the_scanner(tmp_path: Path) -> None:
+    """A .json.gz is inflated a piece at a time into the scanner (as a .json is read): same
+    columns as the whole text's scan; a damaged stream takes the per-event path, which warns."""
+    import gzip
+
+    from stepscope.xspace.io import GunzipStream
+
+    source = FIXTURES / "kineto" / "a100_triton_tiny.json.gz"
+    raw = source.read_bytes()
+    whole = scanned(gzip.decompress(raw))
+    stream = GunzipStream(raw, source, chunk=97)
+    _same_scan(whole, scan.scan_stream(stream.readinto, importer.HeaderOnly, 1 << 40, 64))
+    plain = tmp_path / "trace.json"
+    plain.write_bytes(gzip.decompress(raw))
+    _assert_same(plain)
+    damaged = tmp_path / "damaged.json.gz"
+    damaged.write_bytes(raw + gzip.compress(b" " * 100_000)[:-12])  # a second member, cut
+    assert any("gzip" in w for w in importer.kineto_to_columns(damaged).space_header.warnings)
+    blank = tmp_path / "blank.json"
+    blank.write_bytes(b" \n")
+    from stepscope.errors import ProfileFormatError
+
+    with pytest.raises(ProfileFormatError, match="file is empty"):
+        importer.kineto_to_columns(blank)
+
+
+def test_columns_beyond_a_mebibyte_are_whole() -> None:
+    """Columns from 1 MiB on grow as their own mappings (mremap) and are shrunk to their size
+    when handed to numpy: every value survives the moves."""
+    import io
+
+    n = 150_000  # 1.2 MB of ts and dur, 0.6 MB of name ids
+    text = ",".join(f'{{"ph":"X","name":"n{i % 7}","ts":{i},"dur":{i % 5}}}' for i in range(n))
+    data = ('{"traceEvents":[' + text + "]}").encode()
+    whole = scanned(data)
+    assert whole is not None
+    assert whole.ts_ns.tolist() == [i * 1000 for i in range(n)]
+    assert whole.dur_ns.tolist() == [i % 5 * 1000 for i in range(n)]
+    reader = io.BytesIO(data)
+    _same_scan(whole, scan.scan_stream(reader.readinto, importer.HeaderOnly, 1 << 40, 1 << 16))
+
+
+def test_first_seen_numbers_groups_by_first_appearance() -> None:
+    """Against a dict, on narrow columns (the per-value table), wide ones (the sort), columns
+    near int64's limits and mixed widths."""
+
+    def reference(*columns: np.ndarray) -> tuple[list[int], list[int]]:
+        seen: dict[tuple[int, ...], int] = {}
+        group, first = [], []
+        for i, row in enumerate(zip(*(c.tolist() for c in columns), strict=True)):
+            if row not in seen:
+                seen[row] = len(seen)
+                first.append(i)
+            group.append(seen[row])
+        return group, first
+
+    rng = np.random.default_rng(7)
+    makers = (
+        lambda n: rng.integers(0, 5, n).astype(np.int32),
+        lambda n: rng.integers(-3, 3, n).astype(np.int8),
+        lambda n: rng.integers(-(2**62), 2**62, n, dtype=np.int64),
+        lambda n: (rng.integers(0, 3, n) * 10**6 + 123_456).astype(np.int32),
+        lambda n: np.full(n, -(2**62), np.int64) + rng.integers(0, 2, n),
+    )
+    for _ in range(200):
+        n = int(rng.integers(1, 300))
+        columns = [makers[int(rng.integers(0, 5))](n) for _ in range(int(rng.integers(1, 4)))]
+        group, first = scan.first_seen(*columns)
+        assert (group.tolist(), first.tolist()) == reference(*columns)
