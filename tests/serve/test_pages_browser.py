@@ -167,3 +167,34 @@ def test_wide_tables_keep_every_column_within_reach(
     assert "occurrences" not in headers
     page.screenshot(path=str(PAGES / f"op_stats_columns_{size}.png"))
     page.evaluate("localStorage.clear()")
+
+
+def test_every_tool_reads_well_in_the_dark_theme(browser: Any, gpu_server: RunningServer) -> None:
+    """The dark theme (the system's setting) over each page once (the JAX GPU run has every
+    device tool, the two-host TF run the pod and tf.data pages) and Compare: no serious
+    accessibility violation (white text on the light accent of the dark theme failed
+    contrast on every Export button); screenshots in artifacts/screenshots/pages/1366x768/dark/."""
+    context = browser.new_context(viewport={"width": 1366, "height": 768}, color_scheme="dark")
+    page = context.new_page()
+    rec = Recorder(gpu_server.url)
+    context.on("console", lambda m: rec.errors.append(m.text) if m.type == "error" else None)
+    (PAGES / "1366x768" / "dark").mkdir(parents=True, exist_ok=True)
+    problems: list[str] = []
+    seen: set[str] = set()
+    try:
+        for prefix in ("jaxgpu", "tf2"):
+            run = run_named(gpu_server, prefix)
+            for tool in tools_of(gpu_server, run):
+                if tool in seen:
+                    continue
+                seen.add(tool)
+                hash_ = f"#/{tool}?{httpx.QueryParams({'run': run})}"
+                problems += read_page(page, rec, hash_, tool, f"dark/{prefix}_{tool}", True)
+        runs = {"base": run_named(gpu_server, "tf2"), "cand": run_named(gpu_server, "gpu")}
+        problems += read_page(
+            page, rec, f"#/compare?{httpx.QueryParams(runs)}", "compare", "dark/compare", True
+        )
+    finally:
+        context.close()
+    assert len(seen) >= 12
+    assert not problems, "\n".join(problems)
