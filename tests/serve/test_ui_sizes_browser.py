@@ -186,6 +186,37 @@ def test_the_timeline_takes_the_screen_and_details_open_beside_it(
     assert page.locator(".tv-details").is_hidden()
 
 
+def test_the_timeline_opens_at_the_steps_when_they_are_a_sliver_of_the_trace(
+    sized: tuple[Any, Recorder, str], gpu_server: RunningServer
+) -> None:
+    """The JAX GPU trace is 9.73 s of start-up and compiling, then 4 steps in about 10 ms: it
+    opened as a nearly empty timeline, the steps a sliver at its right edge. It opens at the
+    steps now (Full view shows all); a trace whose steps fill it opens whole, as before."""
+    page, _rec, _size = sized
+    steps_and_view = """() => {
+        const v = window.stepscopeTrace;
+        const s = v.structure.steps;
+        const n = s.number.length;
+        return {t0: v.view.t0, t1: v.view.t1, duration: v.duration, first: s.start_ns[0],
+                end: s.start_ns[n - 1] + s.dur_ns[n - 1], summary: v.summary.textContent};
+    }"""
+    open_trace_at(page, gpu_server, "jaxgpu")
+    seen = page.evaluate(steps_and_view)
+    assert seen["end"] - seen["first"] < 0.01 * seen["duration"]
+    assert seen["t0"] <= seen["first"] and seen["end"] <= seen["t1"]
+    assert seen["t1"] - seen["t0"] < 1.2 * (seen["end"] - seen["first"])
+    assert "opened at the steps" in seen["summary"]
+    page.click("text=Full view")
+    page.wait_for_function(
+        "() => window.stepscopeTrace.view.t1 - window.stepscopeTrace.view.t0"
+        " >= window.stepscopeTrace.duration"
+    )
+    open_trace_at(page, gpu_server, "gpu")  # five steps over the whole trace
+    seen = page.evaluate(steps_and_view)
+    assert (seen["t0"], seen["t1"]) == (0, seen["duration"])
+    assert "opened at the steps" not in seen["summary"]
+
+
 def test_a_counter_reads_the_same_at_2us_as_at_200us(
     sized: tuple[Any, Recorder, str], gpu_server: RunningServer
 ) -> None:

@@ -127,9 +127,9 @@ export function showSteps(view) {
 }
 
 /** The line above the toolbar: events, duration, steps, flows, sections or hosts. */
-export function summaryOf(view) {
+export function summaryOf(view, atSteps = false) {
   const data = view.structure;
-  return `${fmtInt(data.events)} events over ${fmtNs(data.duration_ns)}`
+  return `${fmtInt(data.events)} events over ${fmtNs(data.duration_ns)}${atSteps ? ' (opened at the steps: Full view shows all)' : ''}`
     + ` · ${view.stepsWanted ? 'finding steps' : `${fmtInt(data.steps.number.length)} steps`} · ${fmtInt(data.flows)} flows · `
     + (data.hosts ? `${data.hosts.length} hosts on one timeline (${data.align === 'start' ? 'profile starts at 0' : 'wall clock'})` : `${data.sections.length} sections`);
 }
@@ -145,7 +145,29 @@ export function initialSteps(view, wanted) {
   showSteps(view);
   const at = wanted === null ? -1 : view.structure.steps.number.indexOf(wanted);
   if (at >= 0) view.initialStep = at;
+  else view.initialRange = stepsRange(view);
   view.root.dataset.steps = 'ready';
+}
+
+/** Below this share of the trace, the steps are where the trace viewer opens. */
+const STEPS_SHARE_TO_OPEN_AT = 0.5;
+
+/**
+ * The time from the first step's start to the last one's end when the steps take less than
+ * half the trace (a JAX trace of 4 steps in 10 ms after 9.7 s of start-up and compiling opened
+ * as a nearly empty timeline, the steps a sliver at its right edge); null otherwise, or when
+ * the reader has moved the view already. Full view shows the whole trace (decision 146).
+ * @param {any} view
+ * @returns {[number, number] | null}
+ */
+export function stepsRange(view) {
+  const s = view.structure.steps;
+  const n = s.number.length;
+  if (!n || view.view.t0 !== 0 || view.view.t1 !== view.duration) return null;
+  const a = s.start_ns[0];
+  let b = a;
+  for (let i = 0; i < n; i += 1) b = Math.max(b, s.start_ns[i] + s.dur_ns[i]);
+  return b - a < STEPS_SHARE_TO_OPEN_AT * view.duration ? [a, b] : null;
 }
 
 /** One host's steps, asked for once the first window is in (the server finds them after
@@ -161,7 +183,10 @@ export async function loadSteps(view) {
   showSteps(view);
   if (view.summary) view.summary.textContent = summaryOf(view);
   const at = view.wantedStep === null ? -1 : view.structure.steps.number.indexOf(view.wantedStep);
+  const range = at >= 0 ? null : stepsRange(view);
   if (at >= 0) view.fitStep(at);
+  else if (range) view.fitRange(range[0], range[1]);
+  if (range && view.summary) view.summary.textContent = summaryOf(view, true);
   view.root.dataset.steps = 'ready';
 }
 

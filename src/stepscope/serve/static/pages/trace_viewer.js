@@ -55,6 +55,7 @@ class TraceView {
     this.stepsWanted = !structure.steps;
     structure.steps ??= { number: [], start_ns: [], dur_ns: [], event: [] };
     /** @type {number | null} */ this.wantedStep = null;
+    /** @type {[number, number] | null} */ this.initialRange = null; // set by initialSteps
     /** @type {HTMLElement | undefined} */ this.summary = undefined; // the line above the toolbar
     /** @type {HTMLElement[]} */ this.modeButtons = [];
     /** @type {string[] | undefined} */ this.tickLabels = undefined;
@@ -258,6 +259,13 @@ class TraceView {
       const k = this.initialStep;
       this.initialStep = undefined;
       this.fitStep(k);
+      return;
+    }
+    if (this.initialRange) { // the steps, when they are a small part of the trace
+      const [a, b] = this.initialRange;
+      this.initialRange = null;
+      if (this.summary) this.summary.textContent = summaryOf(this, true);
+      this.fitRange(a, b);
       return;
     }
     this.requestData();
