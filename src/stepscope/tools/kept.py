@@ -19,6 +19,10 @@ profile.
 
 from __future__ import annotations
 
+import itertools
+import logging
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +32,7 @@ from stepscope.store import background, location
 from stepscope.store import values as stored
 
 KIND = "intermediates"  # the store's name for these entries
+logger = logging.getLogger(__name__)
 SCHEMA = 1  # bump when the entry's layout changes (values change with the code stamp)
 
 
@@ -55,12 +60,44 @@ def read(target: Path) -> tuple[Any, tuple[str, ...]] | None:
     return found["value"], tuple(found["partial_reads"])
 
 
+_queued: dict[Path, dict[str, Any]] = {}  # target -> the entry's value, not yet written
+_lock = threading.Lock()
+_writing = False  # a writer thread is draining `_queued`
+_batches = itertools.count()
+
+
 def keep(target: Path, value: Any, partial_reads: tuple[str, ...]) -> None:
     """Writes ``value`` at ``target`` on a background thread; a value the store cannot hold
-    (`stored.UnstorableValue`) or a store that cannot be written is skipped."""
-    entry_value = {"value": value, "partial_reads": tuple(partial_reads)}
+    (`stored.UnstorableValue`) or a store that cannot be written is skipped. One thread
+    writes every value kept meanwhile (a tool keeps about ten: a thread each cost more than
+    the writes on a busy machine)."""
+    global _writing
+    with _lock:
+        _queued[target] = {"value": value, "partial_reads": tuple(partial_reads)}
+        if _writing:
+            return
+        _writing = True
+    # a name of its own per batch: `write_later` drops a target that is being written
+    batch = target.parent.parent / f".kept-batch-{os.getpid()}-{next(_batches)}"
+    try:
+        background.write_later(batch, _drain, "analysis results")
+    except RuntimeError:  # no thread can start (the interpreter is exiting): not kept
+        with _lock:
+            _writing = False
+            _queued.clear()
 
-    def write() -> None:
-        stored.write_value(target, entry_value)
 
-    background.write_later(target, write, "an analysis result")
+def _drain() -> None:
+    global _writing
+    while True:
+        with _lock:
+            if not _queued:
+                _writing = False
+                return
+            items = list(_queued.items())
+            _queued.clear()
+        for target, entry_value in items:
+            try:
+                stored.write_value(target, entry_value)
+            except Exception:  # a value that cannot be written is computed again next time
+                logger.debug("analysis result not kept at %s", target, exc_info=True)

@@ -1,0 +1,225 @@
+"""What a capture costs a PyTorch CPU training loop: per step, and at stop (issue #30).
+
+    python benchmarks/bench_torch_capture.py [--part steps|stop] [--rounds 41] [--layers 6]
+
+The loop: an MLP of ``--layers`` hidden 64x64 layers trained on random batches, one BLAS
+thread (about 600 profiler events a step at 6 layers: 200 steps are the issue's 120k events).
+
+``steps``: per-step CPU time of the process (``time.process_time``: the training thread and
+every thread a profiler adds) in blocks of ``--block`` steps, three kinds per round, their
+order rotating from round to round: the plain loop; under ``stepscope.start(logdir)`` with
+its defaults (torch's own events through the PyTorch bridge, the Python stack sampler, each
+step marked by ``stepscope.step``); under ``torch.profiler.profile()`` with its defaults (CPU
+ops). Start and stop are outside the timed block. Each round gives the two overheads over the
+round's plain block, and their difference; the report is the median over rounds with a
+distribution-free 95% interval of the median (order statistics of the binomial), so the
+figure says how many points it resolves.
+
+``stop``: paired runs of 200 steps, then the capture's end as a user's script pays it, in
+process CPU time: ``stepscope.stop()`` (torch's stop, the trace's conversion and the XSpace
+written) against torch's ``prof.stop()`` + ``prof.export_chrome_trace(path)``; the median of
+per-pair ratios and the events saved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import math
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+Step = Callable[[], None]
+
+
+def workload(layers: int) -> Step:
+    import torch
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    parts: list[Any] = []
+    for _ in range(layers):
+        parts += [torch.nn.Linear(64, 64), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*parts, torch.nn.Linear(64, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
+
+    def step() -> None:
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    for _ in range(10):
+        step()
+    return step
+
+
+def _plain(step: Step, n: int, logdir: str) -> float:
+    started = time.process_time()
+    for _ in range(n):
+        step()
+    return (time.process_time() - started) / n
+
+
+def _stepscope(step: Step, n: int, logdir: str) -> float:
+    import stepscope
+
+    stepscope.start(logdir)
+    try:
+        started = time.process_time()
+        for i in range(n):
+            with stepscope.step(i):
+                step()
+        return (time.process_time() - started) / n
+    finally:
+        stepscope.stop(save=False)
+
+
+def _torch(step: Step, n: int, logdir: str) -> float:
+    from torch.profiler import profile
+
+    prof = profile()
+    prof.start()
+    try:
+        started = time.process_time()
+        for _ in range(n):
+            step()
+        return (time.process_time() - started) / n
+    finally:
+        prof.stop()
+
+
+def median_interval(values: list[float]) -> tuple[float, float, float]:
+    """The median and a distribution-free 95% interval for it (order statistics)."""
+    ordered = sorted(values)
+    n = len(ordered)
+    # the largest k with P(Binomial(n, 1/2) < k) <= 2.5%
+    total, k, cumulative = 2**n, 0, 0
+    while k < n // 2:
+        cumulative += math.comb(n, k)
+        if cumulative / total > 0.025:
+            break
+        k += 1
+    return statistics.median(ordered), ordered[max(k - 1, 0)], ordered[min(n - k, n - 1)]
+
+
+def steps_part(step: Step, rounds: int, block: int) -> None:
+    kinds: list[tuple[str, Callable[[Step, int, str], float]]] = [
+        ("plain", _plain),
+        ("stepscope", _stepscope),
+        ("torch.profiler", _torch),
+    ]
+    load = os.getloadavg()[0]
+    ours: list[float] = []
+    theirs: list[float] = []
+    plain_ms: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="bench_torch_capture_") as logdir:
+        for kind in kinds[1:]:  # warm-up: imports, the bridge's first start
+            kind[1](step, block, logdir)
+        for r in range(rounds):
+            order = kinds[r % 3 :] + kinds[: r % 3]
+            got: dict[str, float] = {}
+            for name, run in order:
+                gc.collect()
+                got[name] = run(step, block, logdir)
+            ours.append(100 * (got["stepscope"] / got["plain"] - 1))
+            theirs.append(100 * (got["torch.profiler"] / got["plain"] - 1))
+            plain_ms.append(got["plain"] * 1000)
+    diff = [a - b for a, b in zip(ours, theirs, strict=True)]
+    print(f"per step, {rounds} rounds of {block} steps (plain {statistics.median(plain_ms):.3f} ms")
+    for label, values in (
+        ("stepscope.start defaults", ours),
+        ("torch.profiler defaults", theirs),
+        ("stepscope - torch.profiler", diff),
+    ):
+        mid, lo, hi = median_interval(values)
+        print(
+            f"  {label:<28} {mid:+6.2f} points (95% interval of the median {lo:+.2f} .. {hi:+.2f})"
+        )
+    print(f"  load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
+
+
+def _events_saved(run_dir: Any) -> int:
+    from stepscope.model.runs import single_file_run
+    from stepscope.tools.context import ProfileStore
+
+    path = next(iter(sorted(os.scandir(run_dir), key=lambda e: e.name))).path
+    run = single_file_run(path)
+    return ProfileStore(use_cache=False).profile(run, run.host_names[0]).n_events
+
+
+def stop_part(step: Step, pairs: int, n: int) -> None:
+    from torch.profiler import profile
+
+    import stepscope
+
+    load = os.getloadavg()[0]
+    ratios: list[float] = []
+    ours_s: list[float] = []
+    theirs_s: list[float] = []
+    events = 0
+    with tempfile.TemporaryDirectory(prefix="bench_torch_stop_") as tmp:
+
+        def ours() -> float:
+            stepscope.start(tmp)
+            for i in range(n):
+                with stepscope.step(i):
+                    step()
+            started = time.process_time()
+            run_dir = stepscope.stop()
+            spent = time.process_time() - started
+            nonlocal events
+            events = _events_saved(run_dir)
+            return spent
+
+        def theirs() -> float:
+            prof = profile()
+            prof.start()
+            for _ in range(n):
+                step()
+            started = time.process_time()
+            prof.stop()
+            prof.export_chrome_trace(os.path.join(tmp, "trace.json"))
+            return time.process_time() - started
+
+        for k in range(pairs):
+            gc.collect()
+            if k % 2:
+                b, a = theirs(), ours()
+            else:
+                a, b = ours(), theirs()
+            ours_s.append(a)
+            theirs_s.append(b)
+            ratios.append(b / a)
+    print(
+        f"stop + save of {n} steps ({events:,} events saved), median of {pairs} pairs: "
+        f"stepscope.stop() {statistics.median(ours_s):.3f} s CPU, torch stop + "
+        f"export_chrome_trace {statistics.median(theirs_s):.3f} s CPU; torch / stepscope "
+        f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}); load "
+        f"{load:.1f} -> {os.getloadavg()[0]:.1f}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=("steps", "stop"), action="append")
+    parser.add_argument("--rounds", type=int, default=41)
+    parser.add_argument("--block", type=int, default=40)
+    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--layers", type=int, default=6)
+    args = parser.parse_args()
+    step = workload(args.layers)
+    for part in args.part or ("steps", "stop"):
+        if part == "steps":
+            steps_part(step, args.rounds, args.block)
+        else:
+            stop_part(step, args.pairs, args.steps)
+
+
+if __name__ == "__main__":
+    main()
