@@ -34,6 +34,8 @@ import tracemalloc
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from bench_torch_capture import median_interval
+
 import stepscope
 import stepscope.recorder as rec
 
@@ -162,12 +164,15 @@ def overhead(
         recorded_s.append(recorded)
         ratios.append(recorded / ((before + after) / 2) - 1)
         before = after
+    _mid, low, high = median_interval([r * 100 for r in ratios])
     return {
         "step_ms": statistics.median(plain_s) * 1e3,
         "recorded_ms": statistics.median(recorded_s) * 1e3,
         "overhead_pct": statistics.median(ratios) * 100,
         "min_pct": min(ratios) * 100,
         "max_pct": max(ratios) * 100,
+        "low_pct": low,  # a distribution-free 95% interval of the median
+        "high_pct": high,
     }
 
 
@@ -306,7 +311,8 @@ def main() -> None:
                 print(
                     f"{step_ms:>5.0f} ms (calibrated) steps: plain {r['step_ms']:.3f} ms, "
                     f"recorded {r['recorded_ms']:.3f} ms, overhead {r['overhead_pct']:+.2f}% "
-                    f"(range {r['min_pct']:+.2f}% .. {r['max_pct']:+.2f}%)"
+                    f"(95% interval of the median {r['low_pct']:+.2f}% .. {r['high_pct']:+.2f}%;"
+                    f" range {r['min_pct']:+.2f}% .. {r['max_pct']:+.2f}%)"
                 )
             print(f"== load average after: {os.getloadavg()[0]:.2f} (1 min)")
             print(f"== runs saved by the slow-step trigger during the blocks: {SAVES[0]}")

@@ -17,19 +17,20 @@ All times in parameters and answers are nanoseconds relative to the trace's ``or
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from stepscope import limits
-from stepscope.model import Profile
+from stepscope.model import Profile, cache
 from stepscope.stats.trace_index.counters import sample
 from stepscope.stats.trace_index.flows import KIND_NAMES, window_flows
 from stepscope.stats.trace_index.index import TraceIndex, open_trace_index
 from stepscope.stats.trace_index.window import events_in_box, query_window, rows_of_pairs
-from stepscope.store import background
-from stepscope.tools import output
+from stepscope.store import background, entries
+from stepscope.tools import kept, kept_apart, output
 from stepscope.tools.context import Key, ToolContext
 from stepscope.tools.trace_viewer import wire as trace_wire
 from stepscope.tools.trace_viewer.responses import (
@@ -83,10 +84,48 @@ def trace_of(ctx: ToolContext) -> tuple[Profile, TraceIndex]:
 
 def _step_db(ctx: ToolContext, host: str) -> StepDb:
     """The store's step database, shared with the other tools. Imported when the steps are
-    asked for: the analysis modules are a third of the imports a first window waits for."""
+    asked for: the analysis modules are a third of the imports a first window waits for.
+    A large profile's is built in a process of its own (`_build_apart`)."""
     from stepscope.tools._analysis import step_db
 
+    _build_apart(ctx, host)
     return step_db(ctx, host)
+
+
+_apart = threading.Lock()  # one such process at a time: the second caller reads its result
+
+
+def _build_apart(ctx: ToolContext, host: str) -> None:
+    """Builds the step database of a profile of `kept_apart.APART_MIN_EVENTS` or more in another
+    process, which keeps it in the store for `_step_db` to read (decision 174): on a thread
+    of this one it held the GIL for seconds, and the windows the page asks for meanwhile
+    (panning, zooming while the steps load) took several times longer. Skipped where it
+    would not pay: a small profile, no store, a database already built or kept, a profile
+    not yet converted into the store (the child would convert the file again)."""
+    store = ctx.store
+    name = f"step_db:{ctx.option('step_source', 'auto')}"
+    if not store.keep_intermediates or name not in kept_apart.KEPT_APART:
+        return
+    host_file = ctx.run.host(host)
+    n_events = store.profile(ctx.run, host).n_events
+    if n_events < kept_apart.APART_MIN_EVENTS:
+        return
+    with _apart:
+        if (host_file.path, name) in store.intermediates():
+            return
+        target = kept.entry(host_file.path, host_file.host, name, store.cache_dir)
+        if target is None or target.exists():
+            return
+        converted = cache.entry_dir(host_file.path, store.cache_dir)
+        background.wait(converted)  # its write was held back for the first window
+        if (converted / entries.MANIFEST).exists():
+            kept_apart.build_apart(
+                ctx.run.path,
+                host_file.host,
+                (name,),
+                store.cache_dir,
+                timeout_s=kept_apart.apart_timeout_s(n_events),
+            )
 
 
 # ---- parameters ---------------------------------------------------------------------------

@@ -1,0 +1,117 @@
+"""A kept intermediate built by a process of its own (decision 174).
+
+The trace viewer asks for a large profile's step database while the page asks for windows;
+built on a server thread it holds the GIL for seconds. `build_apart` starts a child that
+builds it and keeps it in the store (`stepscope.tools.kept`), and the caller reads it from
+there, or builds it itself when the child failed: nothing depends on the child but speed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from stepscope.store import background
+
+logger = logging.getLogger(__name__)
+
+# A process of its own builds a kept intermediate (`build_apart`) from this many events: the
+# step database of a 10M-event trace takes seconds of CPU, and on a thread of a server it
+# holds the GIL from the windows asked meanwhile (full views 3-6x slower at 1M-10M events).
+APART_MIN_EVENTS = 2_000_000
+# How long the child may take before it is killed and the caller builds in process: generous
+# (the in-process build of 10M events is 7-10 s of CPU here, several times that when the
+# machine is loaded), yet bounded, so a child that hangs never holds the steps for long.
+APART_BASE_S = 60.0
+APART_S_PER_EVENT = 10e-6
+_CHILD = (
+    "import sys; from stepscope.tools.kept_apart import child_main; "
+    "sys.exit(child_main(sys.argv[1:]))"
+)
+
+
+def apart_timeout_s(n_events: int) -> float:
+    """How long `build_apart` waits for a child building from ``n_events`` events."""
+    return APART_BASE_S + APART_S_PER_EVENT * n_events
+
+
+def build_apart(
+    run_path: str, host: str, names: tuple[str, ...], cache_dir: Path | None, timeout_s: float
+) -> bool:
+    """Builds the kept intermediates ``names`` of ``host`` (`KEPT_APART`) in a new process,
+    which keeps them in the store; whether it did. The caller then reads them from the store
+    or, when this failed, builds them itself: nothing depends on the child but speed. The
+    converted profile must be in the store already, or the child would convert the file
+    again. The child never outlives this call: past ``timeout_s``, or when the caller is
+    interrupted, it is killed; and it watches its stdin, a pipe from this process, and exits
+    when that closes, so it dies with this process too (a server killed meanwhile)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    argv = [sys.executable, "-c", _CHILD, run_path, host, str(cache_dir or ""), *names]
+    with tempfile.TemporaryFile() as errors:
+        try:
+            child = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            logger.info("could not build %s in a process of its own: %s", names, exc)
+            return False
+        try:
+            code = child.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            logger.info("building %s apart took over %.0f s: stopped", names, timeout_s)
+            return False
+        finally:
+            if child.poll() is None:  # timed out, or this thread was interrupted
+                child.kill()
+                child.wait()
+            if child.stdin is not None:
+                child.stdin.close()
+        if code:
+            errors.seek(0)
+            tail = errors.read().decode(errors="replace").strip().splitlines()[-1:]
+            logger.info("building %s apart failed (exit %s): %s", names, code, tail)
+    return code == 0
+
+
+def _exit_when_orphaned() -> None:
+    """In the child: exits at once when the parent's end of stdin closes (the parent died, or
+    gave up waiting), so a child never runs on for nobody."""
+    # the file descriptor, not sys.stdin: a daemon thread blocked in a buffered read holds
+    # its lock, and the interpreter's shutdown aborts on it
+    try:
+        while os.read(0, 65536):
+            pass
+    except OSError:
+        pass
+    os._exit(3)
+
+
+def child_main(argv: list[str]) -> int:
+    """The process `build_apart` starts: RUN HOST CACHE_DIR NAME... (names of `KEPT_APART`)."""
+    threading.Thread(target=_exit_when_orphaned, name="stepscope-orphan-watch", daemon=True).start()
+    from stepscope.model import open_run
+    from stepscope.tools.context import ProfileStore, ToolContext
+
+    run_path, host, cache_dir, *names = argv
+    run = open_run(run_path)
+    store = ProfileStore(max_profiles=1, cache_dir=Path(cache_dir) if cache_dir else None)
+    for name in names:
+        KEPT_APART[name](ToolContext(run, host, store))
+    background.wait()
+    return 0
+
+
+def _step_db(ctx: Any) -> None:
+    from stepscope.tools._analysis import step_db
+
+    step_db(ctx, ctx.host)
+
+
+# What `build_apart` can build: its name -> how (on a context with the default options).
+KEPT_APART = {"step_db:auto": _step_db}

@@ -1,0 +1,125 @@
+"""The trace viewer's step database of a large profile, built by a child process
+(`kept_apart.build_apart`, decision 174): the same steps as built in process; a child that fails or
+hangs costs only speed (the caller builds in process) and never outlives the call; a child
+whose parent is gone exits.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stepscope.model import open_run
+from stepscope.store import background
+from stepscope.tools import _analysis as analysis
+from stepscope.tools import kept, kept_apart
+from stepscope.tools.context import ProfileStore, ToolContext
+from tests.support.analysis import count_step_db_builds
+
+pytestmark = pytest.mark.integration  # each test starts a Python process
+
+FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+HANG = "import threading; threading.Event().wait()"
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    source = next((FIXTURES / "tf" / "ctl").rglob("*.xplane.pb"))
+    target = tmp_path / "logs" / "plugins" / "profile" / "r1" / source.name
+    target.parent.mkdir(parents=True)
+    shutil.copy(source, target)
+    return target.parent
+
+
+def _steps(run_dir: Path, cache: Path) -> bytes:
+    from stepscope.tools.trace_viewer import api
+
+    run = open_run(str(run_dir))
+    ctx = ToolContext(run, run.hosts[0].host, ProfileStore(cache_dir=cache))
+    api.trace_of(ctx)  # the first window's work: the converted profile's write is held
+    body, _ = api.steps(ctx, {})
+    background.wait()
+    return body
+
+
+@pytest.fixture
+def children(monkeypatch: pytest.MonkeyPatch) -> list[subprocess.Popen[Any]]:
+    """Every process `build_apart` starts, from a trace of any size."""
+    started: list[subprocess.Popen[Any]] = []
+    popen = subprocess.Popen
+
+    def recorded(*args: Any, **kwargs: Any) -> subprocess.Popen[Any]:
+        child = popen(*args, **kwargs)
+        started.append(child)
+        return child
+
+    monkeypatch.setattr(subprocess, "Popen", recorded)
+    monkeypatch.setattr(kept_apart, "APART_MIN_EVENTS", 0)
+    return started
+
+
+def test_a_large_trace_builds_its_steps_in_a_process_of_its_own(
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, children: list[Any]
+) -> None:
+    """Built by another process and read from the store (windows asked meanwhile keep this
+    process's GIL): the same steps as built here."""
+    monkeypatch.setattr(kept_apart, "APART_MIN_EVENTS", 10**12)
+    want = _steps(run_dir, tmp_path / "here")
+    assert children == []
+    monkeypatch.setattr(kept_apart, "APART_MIN_EVENTS", 0)
+    built = count_step_db_builds(monkeypatch, analysis)
+    assert _steps(run_dir, tmp_path / "apart") == want
+    assert built == []  # not in this process
+    assert len(children) == 1 and children[0].returncode == 0
+    assert list((tmp_path / "apart" / kept.KIND).rglob("*.npz"))
+
+
+def test_a_failing_child_leaves_the_steps_to_this_process(
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, children: list[Any]
+) -> None:
+    want = _steps(run_dir, tmp_path / "here")  # also apart: the reference is the same steps
+    monkeypatch.setattr(kept_apart, "_CHILD", "import sys; sys.exit('broken')")
+    built = count_step_db_builds(monkeypatch, analysis)
+    assert _steps(run_dir, tmp_path / "failed") == want
+    assert built == [1]
+    assert children[-1].returncode == 1
+
+
+def test_a_hanging_child_is_stopped_and_the_steps_built_here(
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, children: list[Any]
+) -> None:
+    monkeypatch.setattr(kept_apart, "APART_MIN_EVENTS", 10**12)
+    want = _steps(run_dir, tmp_path / "here")
+    monkeypatch.setattr(kept_apart, "APART_MIN_EVENTS", 0)
+    monkeypatch.setattr(kept_apart, "_CHILD", HANG)
+    monkeypatch.setattr(kept_apart, "APART_BASE_S", 0.5)
+    monkeypatch.setattr(kept_apart, "APART_S_PER_EVENT", 0.0)
+    assert _steps(run_dir, tmp_path / "hung") == want
+    assert len(children) == 1
+    assert children[0].poll() is not None  # killed, not left running
+
+
+def test_a_child_exits_when_its_parent_is_gone(run_dir: Path, tmp_path: Path) -> None:
+    """The child watches the pipe on its stdin: when this end closes (the server died or gave
+    up), it exits even in the middle of a build."""
+    hang_in_build = (
+        "import sys, threading; from stepscope.tools import kept_apart as k; "
+        "k.KEPT_APART['hang'] = lambda ctx: threading.Event().wait(); "
+        "sys.exit(k.child_main(sys.argv[1:]))"
+    )
+    run = open_run(str(run_dir))
+    argv = [sys.executable, "-c", hang_in_build, str(run_dir), run.hosts[0].host]
+    child = subprocess.Popen([*argv, str(tmp_path / "store"), "hang"], stdin=subprocess.PIPE)
+    try:
+        assert child.stdin is not None
+        child.stdin.close()
+        assert child.wait(timeout=120) == 3
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
