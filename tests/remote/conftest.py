@@ -19,6 +19,7 @@ import pytest
 
 import stepscope
 from tests.remote.helpers import Training
+from tests.support.clock import ManualAlarms
 from tests.support.ports import ready_port
 
 if importlib.util.find_spec("grpc") is None:  # the `remote` extra (CI installs it via `dev`)
@@ -90,6 +91,17 @@ def spawn_workers() -> Iterator[Callable[..., list[Worker]]]:
     yield spawn
     for worker in started:
         worker.stop()
+
+
+@pytest.fixture
+def alarms(monkeypatch: pytest.MonkeyPatch) -> ManualAlarms:
+    """New capture sessions (a server's too) read a clock whose ``delay_ms`` and
+    ``duration_ms`` alarms the test fires."""
+    from stepscope.capture import session
+
+    clock = ManualAlarms()
+    monkeypatch.setattr(session, "CLOCK", clock)
+    return clock
 
 
 @pytest.fixture

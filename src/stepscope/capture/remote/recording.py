@@ -63,30 +63,48 @@ def capture_xspace(
     stop = stop or threading.Event()
     delay_ns = max(0, start_at_ns - time.time_ns()) if start_at_ns else 0
     resolved = options.replace(duration_ms=duration_ms, delay_ms=delay_ns // 1_000_000)
-    session = _session.Session(repository_path, resolved, hostname)
+    # The session clock's alarms end the delay and the duration, as for `stepscope.start`
+    # (tests fire them instead of waiting). The duration's alarm is ``stop``: once recording
+    # ends, ending it early or on time are the same.
+    clock = _session.CLOCK
+    session = _session.Session(repository_path, resolved, hostname, clock)
     session.write = False
     _session.claim(session)  # ProfilerAlreadyRunningError when busy
+    began: list[int] = []
+    alarms: list[_session.Timer] = []
+
+    def begin(s: _session.Session) -> None:  # after the delay, on the alarm's thread
+        if not stop.is_set() and _session.begin(s):
+            began.append(time.perf_counter_ns())
+            alarms.append(clock.call_later(duration_ms / 1e3, lambda _s: stop.set(), s))
+
     try:
         session.install_python_tracer()
         if bridges:  # framework profilers (PyTorch, TensorFlow, JAX), as `stepscope.start` does
             session.install_bridges()
-        began = 0
-        if not stop.wait(delay_ns / 1e9) and _session.begin(session):
-            began = time.perf_counter_ns()
-            stop.wait(duration_ms / 1e3)
-        recorded_ns = time.perf_counter_ns() - began if began else 0
+        if delay_ns:
+            alarms.append(clock.call_later(delay_ns / 1e9, begin, session))
+        else:
+            begin(session)
+        stop.wait()
+        recorded_ns = time.perf_counter_ns() - began[0] if began else 0
     finally:
+        for alarm in alarms:
+            alarm.cancel()
         _session.release(session)
     space = session.space if session.space is not None else XSpace()
-    _drop_thread(space, threading.get_native_id())
+    # the alarms' threads (`threading.Timer`) ran only this function's callbacks
+    ours = {threading.get_native_id(), *(getattr(a, "native_id", None) for a in alarms)}
+    _drop_threads(space, {i for i in ours if i is not None})
     return RemoteCapture(space, is_empty(space), recorded_ns, _step_durations(session))
 
 
-def _drop_thread(space: XSpace, native_id: int) -> None:
-    """Remove the calling thread's line: it holds only the server's own work (with the Python
-    tracer on, this function waiting), which would read as if it were the program's; with
-    framework bridges, an empty line where their clock markers were."""
+def _drop_threads(space: XSpace, native_ids: set[int]) -> None:
+    """Remove the lines of the calling thread and of the alarms' threads: they hold only the
+    server's own work (with the Python tracer on, this function waiting, an alarm ending the
+    recording), which would read as if it were the program's; with framework bridges, an
+    empty line where their clock markers were."""
     for plane in space.planes:
         for i in reversed(range(len(plane.lines))):
-            if plane.lines[i].id == native_id:
+            if plane.lines[i].id in native_ids:
                 del plane.lines[i]
