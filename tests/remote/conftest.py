@@ -20,7 +20,7 @@ import pytest
 import stepscope
 from tests.remote.helpers import Training
 from tests.support.clock import ManualAlarms
-from tests.support.ports import ready_port
+from tests.support.ports import dead_address, ready_port
 
 if importlib.util.find_spec("grpc") is None:  # the `remote` extra (CI installs it via `dev`)
     collect_ignore_glob = ["test_*.py"]
@@ -91,6 +91,13 @@ def spawn_workers() -> Iterator[Callable[..., list[Worker]]]:
     yield spawn
     for worker in started:
         worker.stop()
+
+
+@pytest.fixture
+def dead() -> Iterator[str]:
+    """``127.0.0.1:PORT`` of a worker that is not there, for the whole test."""
+    with dead_address() as address:
+        yield address
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import pytest
 
 from stepscope.capture.remote.server import ProfilerServer
 from stepscope.serve.app import start_server
-from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60), pytest.mark.usefixtures("training")]
 JSON = {"Content-Type": "application/json"}
@@ -41,10 +40,11 @@ def wait_done(ui: httpx.Client, job_id: str) -> dict[str, Any]:
         time.sleep(0.05)
 
 
-def test_capture_from_the_ui_adds_a_run(ui: httpx.Client, server: ProfilerServer) -> None:
+def test_capture_from_the_ui_adds_a_run(
+    ui: httpx.Client, server: ProfilerServer, dead: str
+) -> None:
     config = ui.get("/api/capture").json()
     assert config["enabled"] and config["defaults"]["duration_ms"] == 2000
-    dead = f"127.0.0.1:{free_port()}"
     body = {
         "service_addr": f"grpc://{server.address}, grpc://{dead}",
         "duration_ms": 300,
@@ -66,8 +66,8 @@ def test_capture_from_the_ui_adds_a_run(ui: httpx.Client, server: ProfilerServer
     assert run["hosts"] == [server.address.replace(":", "_")]
 
 
-def test_all_workers_failing_is_reported(ui: httpx.Client) -> None:
-    body = {"service_addr": f"127.0.0.1:{free_port()}", "num_tracing_attempts": 1}
+def test_all_workers_failing_is_reported(ui: httpx.Client, dead: str) -> None:
+    body = {"service_addr": dead, "num_tracing_attempts": 1}
     job = wait_done(ui, ui.post("/api/capture", json=body).json()["id"])
     assert job["state"] == "failed" and job["run"] is None
     assert "No trace event was collected" in job["message"]

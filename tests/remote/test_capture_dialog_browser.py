@@ -15,7 +15,6 @@ import pytest
 
 from stepscope.capture.remote.server import ProfilerServer
 from stepscope.serve.app import RunningServer, start_server
-from tests.support.ports import free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
@@ -63,7 +62,9 @@ def page(browser: Any, ui_server: RunningServer, errors: list[str]) -> Iterator[
 
 
 @pytest.mark.usefixtures("training")
-def test_capture_dialog(page: Any, ui_server: RunningServer, server: ProfilerServer) -> None:
+def test_capture_dialog(
+    page: Any, ui_server: RunningServer, server: ProfilerServer, dead: str
+) -> None:
     page.goto(f"{ui_server.url}?token={ui_server.token}")  # as `stepscope serve` prints it
     page.wait_for_selector("body[data-rendered]", timeout=120_000)
     button = page.locator("#capture-button")
@@ -71,7 +72,6 @@ def test_capture_dialog(page: Any, ui_server: RunningServer, server: ProfilerSer
     button.click()
     dialog = page.locator("#capture-dialog")
     assert dialog.is_visible()
-    dead = f"127.0.0.1:{free_port()}"
     page.fill("#capture-service_addr", f"grpc://{server.address}, grpc://{dead}")
     page.fill("#capture-duration_ms", "1500")
     page.fill("#capture-num_tracing_attempts", "1")

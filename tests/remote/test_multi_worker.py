@@ -16,7 +16,6 @@ import stepscope.client
 from stepscope.capture.remote.client import CaptureJob, NoTraceCollectedError
 from stepscope.cli.main import main as cli_main
 from tests.remote.helpers import read_saved
-from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -63,10 +62,9 @@ def test_a_worker_killed_mid_capture(spawn_workers: Any, tmp_path: Path) -> None
 
 
 def test_a_dead_worker_is_reported_and_the_others_saved(
-    spawn_workers: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    spawn_workers: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], dead: str
 ) -> None:
     (alive,) = spawn_workers(1)
-    dead = f"127.0.0.1:{free_port()}"
     status = cli_main(
         [
             "capture",
@@ -88,10 +86,9 @@ def test_a_dead_worker_is_reported_and_the_others_saved(
 
 
 def test_only_dead_workers_exit_non_zero(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], dead: str
 ) -> None:
-    dead = f"grpc://127.0.0.1:{free_port()}"
-    status = cli_main(["capture", dead, "--logdir", str(tmp_path), "--tries", "1"])
+    status = cli_main(["capture", f"grpc://{dead}", "--logdir", str(tmp_path), "--tries", "1"])
     assert status == 1
     err = capsys.readouterr().err
     assert "No trace event was collected" in err and ": failed: unavailable" in err
