@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,19 @@ def _interrupting_build(monkeypatch: pytest.MonkeyPatch, presses: int) -> None:
     monkeypatch.setattr(save_module, "build_xspace", build)
 
 
+@pytest.fixture
+def sigint_handler() -> Iterator[Callable[[Any], None]]:
+    """``set(handler)``: SIGINT's handler for the test, put back after it. The Ctrl-C tests
+    set Python's own (a KeyboardInterrupt), as an interactive program has it: a test run
+    started where SIGINT is ignored (a background job of a shell without job control) gives
+    every test SIG_IGN instead."""
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
+    yield lambda handler: signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGINT, before)
+
+
 def _record(logdir: Path) -> None:
     import stepscope
 
@@ -101,11 +115,14 @@ def _record(logdir: Path) -> None:
 
 
 def test_ctrl_c_during_stop_keeps_the_recording(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sigint_handler: Callable[[Any], None]
 ) -> None:
+    import signal
+
     import stepscope
     from stepscope.capture import session
 
+    sigint_handler(signal.default_int_handler)
     _record(tmp_path)
     _interrupting_build(monkeypatch, 1)
     with pytest.raises(KeyboardInterrupt):  # delivered, once the profile is saved
@@ -116,13 +133,14 @@ def test_ctrl_c_during_stop_keeps_the_recording(
 
 
 def test_a_second_ctrl_c_abandons_the_save_cleanly(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sigint_handler: Callable[[Any], None]
 ) -> None:
     import signal
 
     import stepscope
     from stepscope.capture import session
 
+    sigint_handler(signal.default_int_handler)
     _record(tmp_path)
     _interrupting_build(monkeypatch, 2)
     with pytest.raises(KeyboardInterrupt):
@@ -130,6 +148,23 @@ def test_a_second_ctrl_c_abandons_the_save_cleanly(
     assert not list(tmp_path.rglob("*.xplane.pb"))
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
     assert not session.is_running()
+
+
+def test_a_program_ignoring_ctrl_c_saves_and_keeps_ignoring_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sigint_handler: Callable[[Any], None]
+) -> None:
+    """A program that ignores SIGINT (as a background job does) is not made to take it:
+    Ctrl-C during the save changes nothing and the profile is saved."""
+    import signal
+
+    import stepscope
+
+    sigint_handler(signal.SIG_IGN)
+    _record(tmp_path)
+    _interrupting_build(monkeypatch, 2)
+    run = stepscope.stop()
+    assert run is not None and (run / "h.xplane.pb").stat().st_size > 0
+    assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
