@@ -66,6 +66,28 @@ CUT_HEADERS = """() => [...document.querySelectorAll('table.data thead th')]
     .map((th) => [th.closest('table').dataset.table, th.dataset.key, th.textContent])"""
 
 
+# Two labels of one chart drawn over each other (a unit over the top tick's value).
+CHART_TEXT_OVERLAPS = """() => {
+    const found = [];
+    for (const chart of document.querySelectorAll('svg.chart')) {
+      const boxes = [...chart.querySelectorAll('text')]
+        .filter((t) => t.textContent.trim() && !t.closest('[hidden]'))
+        .map((t) => [t.textContent, t.getBoundingClientRect()])
+        .filter(([, r]) => r.width > 0);
+      for (let i = 0; i < boxes.length; i += 1) {
+        for (let j = i + 1; j < boxes.length; j += 1) {
+          const [a, r] = boxes[i];
+          const [b, q] = boxes[j];
+          const w = Math.min(r.right, q.right) - Math.max(r.left, q.left);
+          const h = Math.min(r.bottom, q.bottom) - Math.max(r.top, q.top);
+          if (w > 1 && h > 1) found.push([chart.getAttribute('aria-label') || '', a, b]);
+        }
+      }
+    }
+    return found.slice(0, 20);
+}"""
+
+
 def run_named(server: RunningServer, prefix: str) -> str:
     runs = httpx.get(server.url + "api/runs", timeout=60).json()["runs"]
     return next(r["run"] for r in runs if r["run"].split("/")[0] == prefix)
@@ -90,6 +112,8 @@ def read_page(page: Any, rec: Recorder, hash_: str, tool: str, shot: str, a11y: 
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     if overflow > 1:
         problems.append(f"{shot} at {size}: page {overflow}px wider than the window")
+    for chart, a, b in page.evaluate(CHART_TEXT_OVERLAPS):
+        problems.append(f"{shot} at {size}: chart {chart}: {a!r} overlaps {b!r}")
     for table, key, text in page.evaluate(CUT_HEADERS):
         problems.append(f"{shot} at {size}: header {text!r} ({table}.{key}) cut by its column")
     text = page.inner_text("#page")

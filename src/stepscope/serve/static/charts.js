@@ -141,10 +141,13 @@ function legend(items) {
  * Series that are zero in every bar are left out of the legend.
  * A bar with `mark` (a word, e.g. "trigger") is outlined and labelled above.
  * @param {{series: Array<{key: string, label: string, color: string}>, bars: Array<{label: string, values: Record<string, number>, tip?: string, mark?: string}>,
- *   unit?: string, height?: number, title?: string, ariaLabel?: string}} options
+ *   unit?: string, height?: number, width?: number, title?: string, ariaLabel?: string}} options
+ *   width: the viewBox's width, about the width the chart is shown at (960: a full-width
+ *   card; a half-width card's 960 units shrank the margins under the 12 px text, the unit
+ *   over the top tick's value)
  */
-export function stackedBarChart({ series, bars, unit = 'ms', height = 280, title = '', ariaLabel }) {
-  const W = 960;
+export function stackedBarChart({ series, bars, unit = 'ms', height = 280, width = 960, title = '', ariaLabel }) {
+  const W = width;
   const H = height;
   const m = { top: 24, right: 12, bottom: 36, left: 56 };
   const totals = bars.map((b) => series.reduce((s, c) => s + (b.values[c.key] || 0), 0));

@@ -109,7 +109,8 @@ function breakdownChart(metrics) {
       { label: 'Candidate', values: values('candidate'), tip: tip('candidate', 'Candidate') },
     ],
     unit: 'ms',
-    height: 260,
+    height: 220,
+    width: 480, // a half-width card
     title: 'Step-time breakdown (mean per step)',
   });
 }
