@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
 from stepscope.capture import annotations as _ann
+from stepscope.capture import loader_workers
 from stepscope.vocab.tensorflow import GET_NEXT_KERNELS
 
 T = TypeVar("T")
@@ -144,7 +145,12 @@ class InstrumentedIterable(Generic[T]):
         self._default: InstrumentedIterator[T] | None = None
 
     def __iter__(self) -> InstrumentedIterator[T]:
-        return InstrumentedIterator(iter(self._source), self.name, self.id)
+        source = self._source
+        if _ann._active and loader_workers.armed() and loader_workers.is_worker_loader(source):
+            # the worker processes this pass starts record their batches
+            with loader_workers.capturing(source, self.name, self.id):
+                return InstrumentedIterator(iter(source), self.name, self.id)
+        return InstrumentedIterator(iter(source), self.name, self.id)
 
     def __next__(self) -> T:
         """So a wrapped generator can also be driven with ``next()`` directly."""

@@ -24,7 +24,7 @@ import time
 import stepscope.capture.step as _step
 from stepscope import log
 from stepscope.capture import annotations as _annotations
-from stepscope.capture import exit_save, interrupts
+from stepscope.capture import exit_save, interrupts, loader_workers
 from stepscope.capture.host_tracer import EventBudget, HostTracer
 from stepscope.capture.options import ProfilerOptions, resolve_options
 from stepscope.errors import StepscopeError
@@ -133,6 +133,9 @@ class Session:
         self.start_wall_ns = self.clock.wall_ns()
         if self.options.host_tracer_level > 0:
             _annotations.activate(self.host)
+            # a capture that saves, not the flight recorder's endless one: each pass's
+            # workers write a spool only `stop` reads
+            loader_workers.arm(self.write)
         if self.python is not None:
             self.python.record()
         # The samples are host traces: host_tracer_level=0 records none, as it asks.
@@ -197,12 +200,14 @@ class Session:
         stop_perf = self.clock.perf_ns()
         stop_wall = self.clock.wall_ns()
         _annotations.deactivate()
+        loader_workers.arm(False)
         if self.python is not None:
             stop_perf = self.python.stop()
         if self.bridges is not None:
             self.bridges.stop(keep=save)
         self.budget.close()
         self.state = FINISHED
+        workers = loader_workers.collect(self.start_perf_ns, stop_perf)  # spools removed
         if not save:
             return None
         warnings = []
@@ -233,7 +238,7 @@ class Session:
             start_perf_ns=self.start_perf_ns,
             stop_wall_ns=self.start_wall_ns + (stop_perf - self.start_perf_ns),
             stop_perf_ns=stop_perf,
-            host_buffers=self.host.buffers(),
+            host_buffers=self.host.buffers() + workers,
             python_threads=list(self.python.threads) if self.python is not None else [],
             sampled_threads=list(self.sampler.threads.values()) if self.sampler else [],
             dropped_events=self.budget.dropped,
@@ -445,6 +450,7 @@ def _after_fork_in_child() -> None:
         return
     _step._on_step = None
     _annotations.deactivate()
+    loader_workers.arm(False)
     if session.python is not None:
         session.python.forget()
     for timer in session.timers:  # their threads are gone; the objects must not fire

@@ -36,6 +36,7 @@ from stepscope.vocab.tensorflow import is_iterator
 
 if TYPE_CHECKING:  # the XLA and PyTorch cost models load with the tools that show them
     from stepscope.stats.gpu.device_caps import DeviceCaps
+    from stepscope.stats.input.loader_workers import LoaderWorkers
     from stepscope.stats.input.tf_data import PipelineStats
     from stepscope.stats.xla.xla_metrics import HloMetrics
 
@@ -67,6 +68,7 @@ STEP_DB: Key[StepDb] = Key("step_db", kept=True)  # .at(step source)
 COLLECTIVE_CALLS: Key[CollectiveCalls] = Key("collective_calls", kept=True)  # .at(step source)
 OP_METRICS: Key[OpMetrics] = Key("op_metrics", kept=True)
 TF_DATA: Key[tuple[PipelineStats, ...]] = Key("tf_data_bottleneck", kept=True)
+LOADER_WORKERS: Key[tuple[LoaderWorkers, ...]] = Key("loader_workers", kept=True)  # .at(source)
 DEVICE_FACTS: Key[tuple[list[DeviceInfo], dict[str, int], str]] = Key("device_facts", kept=True)
 UTILIZATION: Key[dict[str, float]] = Key("utilization", kept=True)  # .at(window)
 KERNEL_DB: Key[KernelDb] = Key("kernel_stats.kernel_db", kept=True)
@@ -110,6 +112,20 @@ def op_metrics_beside(ctx: ToolContext) -> None:
     host = ctx.hosts[0]
     ctx.store.profile(ctx.run, host)  # opened here, once, before two threads ask for it
     ctx.store.in_background(lambda: op_metrics(ctx, host))
+
+
+def loader_workers(ctx: ToolContext, host: str) -> tuple[LoaderWorkers, ...]:
+    """The host's DataLoader worker processes, when captured (input_pipeline_analyzer)."""
+    source = ctx.option("step_source", "auto")
+    return ctx.intermediate(
+        host, LOADER_WORKERS.at(source), lambda p: _loader_workers(p, step_db(ctx, host))
+    )
+
+
+def _loader_workers(profile: Profile, db: StepDb) -> tuple[LoaderWorkers, ...]:
+    from stepscope.stats.input.loader_workers import loader_workers as build
+
+    return build(profile, db)
 
 
 def tf_data(ctx: ToolContext, host: str) -> tuple[PipelineStats, ...]:

@@ -14,6 +14,7 @@ from stepscope.stats.input.input_pipeline import (
     has_prefetch,
     input_ops,
 )
+from stepscope.stats.input.loader_workers import LoaderWorkers
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
 from stepscope.tools.output import out
@@ -100,6 +101,12 @@ class InputPipelineAnalysis:
         "input pipelines (`stepscope.stats.input.tf_data`: tf.data and `stepscope.data.instrument` "
         "pipelines), worst bottleneck first"
     )
+    loader_workers: tuple[LoaderWorkers, ...] = out(
+        "PyTorch DataLoader worker processes captured into the profile (instrumented loader "
+        "with `num_workers > 0`, `stepscope.capture.loader_workers`): per loader, a row per "
+        "worker, the slowest stage and the batches ready before the step asked; empty when "
+        "none were captured"
+    )
     recommendations: tuple[str, ...] = out(
         "the bottleneck fix first, then advice per input category that has time"
     )
@@ -159,6 +166,10 @@ def build(ctx: ToolContext) -> InputPipelineAnalysis:
     if pipelines and pipelines[0].bottleneck:
         advice.insert(0, f"Bottleneck: {pipelines[0].bottleneck}. {pipelines[0].advice}")
     input_ns = summary.category_ns["input"]
+    workers = tuple(w for h in ctx.hosts for w in analysis.loader_workers(ctx, h))
+    waited = [w for w in workers if w.waited_batches > 1]  # the first batch is always awaited
+    if waited:
+        advice.insert(0, waited[0].summary)
     return InputPipelineAnalysis(
         host=ctx.host,
         step_source=summary.source,
@@ -175,6 +186,7 @@ def build(ctx: ToolContext) -> InputPipelineAnalysis:
         host_breakdown_ms={c: per_category[c] / 1e6 for c in INPUT_CATEGORIES},
         input_ops=rows,
         pipelines=tuple(pipelines),
+        loader_workers=workers,
         recommendations=tuple(advice),
     )
 

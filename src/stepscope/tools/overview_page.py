@@ -323,6 +323,10 @@ def build(ctx: ToolContext) -> OverviewPage:
             )
             advice = f"Input pipeline bottleneck: {found[0]}. {fix}"
             break
+    # DataLoader worker processes captured (docs/jobs.md): say what they did, not "add workers"
+    waited = [w for h in ctx.hosts for w in analysis.loader_workers(ctx, h) if w.waited_batches > 1]
+    if advice and waited:
+        advice = f"Input pipeline bottleneck: {waited[0].loader}'s workers. {waited[0].summary}"
     top = _top_findings(ctx)
     recommendation = recommend(
         summary,

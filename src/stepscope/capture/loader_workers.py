@@ -1,0 +1,230 @@
+"""PyTorch DataLoader worker processes, captured into the rank's profile (issue #26).
+
+With ``num_workers > 0`` a DataLoader makes its batches in worker processes, which no tracer
+of the training process sees: the step only shows its wait in ``next()``. When an
+instrumented loader (`stepscope.data.instrument`, `stepscope.steps`) starts its workers while
+a session records, each worker records, per batch it makes, three spans in tf.data's
+conventions -- ``Iterator::<loader>::Worker`` (the batch), ``...::Worker::GetItem`` (the
+dataset's ``__getitem__`` calls) and ``...::Worker::Collate`` (``collate_fn``) -- with stats
+``worker``, ``batch`` (the loader's batch number in this pass: workers take batches in turn,
+so a worker's n-th is batch ``worker + n * num_workers``) and ``parent_id`` (the loader's
+stage id, which links them to the step's ``next()`` as tf.data links a producer thread).
+
+How: the loader's ``worker_init_fn`` is wrapped, only for the workers started by that
+``iter()`` (fork and spawn alike: the wrapper is a picklable object), and the wrapper patches
+the worker process's dataset fetcher. Each worker appends one line per batch to a file of a
+spool directory made for the session; `collect` reads them when the session stops, as one
+line ("thread") per worker in the host plane, its id the worker's pid. The clocks agree:
+``time.perf_counter_ns`` is the system's monotonic clock, one for every process.
+
+Workers started before the session records (``persistent_workers=True`` from an earlier
+pass) are not captured; a worker that outlives the session writes at most `MAX_BATCHES`
+lines into a file nobody reads any more.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from stepscope.capture.host_tracer import ThreadBuffer
+from stepscope.vocab.tensorflow import ITERATOR_PREFIX
+
+MAX_BATCHES = 1_000_000  # lines one worker writes at most (a few tens of bytes each)
+WORKER = "Worker"
+GET_ITEM = "GetItem"
+COLLATE = "Collate"
+
+
+@dataclass
+class Spool:
+    """The directory one instrumented pass's workers write to."""
+
+    path: str
+    loader: str  # the stage name (``Iterator::<loader>``)
+    loader_id: int  # its stage id: the workers' spans' parent_id
+    workers: int
+
+
+@dataclass
+class _Registry:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    spools: list[Spool] = field(default_factory=list)
+
+
+_registry = _Registry()
+_armed = False  # a session that saves is recording (`arm`)
+
+
+def arm(on: bool) -> None:
+    """Whether loaders starting workers now capture them: on while a capture that saves
+    records (not the flight recorder, whose session never stops to read the spools)."""
+    global _armed
+    _armed = on
+
+
+def armed() -> bool:
+    return _armed
+
+
+def is_worker_loader(source: object) -> bool:
+    """A PyTorch DataLoader with worker processes (no torch import for anything else)."""
+    kind = type(source)
+    if not any(k.__name__ == "DataLoader" for k in kind.__mro__):
+        return False
+    workers = getattr(source, "num_workers", 0)
+    return isinstance(workers, int) and workers > 0 and hasattr(source, "worker_init_fn")
+
+
+@contextlib.contextmanager
+def capturing(source: Any, loader: str, loader_id: int) -> Any:
+    """Around ``iter(source)`` of a DataLoader with workers while a session records: the
+    workers it starts record their batches. The loader's own ``worker_init_fn`` is back when
+    the block ends (the started workers keep the wrapper)."""
+    path = tempfile.mkdtemp(prefix="stepscope-loader-")
+    spool = Spool(path, loader, loader_id, int(source.num_workers))
+    user_fn = source.worker_init_fn
+    try:
+        source.worker_init_fn = WorkerHook(user_fn, path)
+    except (AttributeError, ValueError, TypeError):  # a loader that refuses: not captured
+        shutil.rmtree(path, ignore_errors=True)
+        yield
+        return
+    with _registry.lock:
+        _registry.spools.append(spool)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(AttributeError, ValueError, TypeError):
+            source.worker_init_fn = user_fn
+
+
+class WorkerHook:
+    """The ``worker_init_fn`` of a captured pass: the user's own, then the fetcher patched
+    so that each batch's spans go to this worker's spool file."""
+
+    def __init__(self, user_fn: Callable[[int], Any] | None, path: str) -> None:
+        self.user_fn = user_fn
+        self.path = path
+
+    def __call__(self, worker_id: int) -> None:
+        if self.user_fn is not None:
+            self.user_fn(worker_id)
+        try:
+            _patch_fetchers(_WorkerLog(self.path, worker_id))
+        except Exception:  # capture never breaks the user's loader
+            return
+
+
+class _WorkerLog:
+    """One worker's spool file, opened on its first batch; silent once it cannot write."""
+
+    def __init__(self, path: str, worker_id: int) -> None:
+        self.path = os.path.join(path, f"worker{worker_id}.{os.getpid()}.jsonl")
+        self.worker_id = worker_id
+        self.file: Any = None
+        self.lines = 0
+        self.broken = False
+
+    def write(self, start: int, collate: int, collated: int, end: int) -> None:
+        if self.broken or self.lines >= MAX_BATCHES:
+            return
+        try:
+            if self.file is None:
+                self.file = open(self.path, "a", buffering=1)  # noqa: SIM115 (kept open)
+            self.file.write(json.dumps([self.lines, start, collate, collated, end]) + "\n")
+            self.lines += 1
+        except (OSError, ValueError):
+            self.broken = True
+
+
+def _patch_fetchers(log: _WorkerLog) -> None:
+    """In the worker process only: time each ``fetch`` (one batch) and its ``collate_fn``."""
+    from torch.utils.data._utils import fetch as fetch_module
+
+    now = time.perf_counter_ns
+    for name in ("_MapDatasetFetcher", "_IterableDatasetFetcher"):
+        cls = getattr(fetch_module, name, None)
+        original = getattr(cls, "fetch", None)
+        if cls is None or original is None or getattr(original, "_stepscope", False):
+            continue
+
+        def fetch(self: Any, index: Any, _original: Any = original) -> Any:
+            marks: list[int] = []
+            collate_fn = self.collate_fn
+
+            def timed_collate(data: Any) -> Any:
+                marks.append(now())
+                try:
+                    return collate_fn(data)
+                finally:
+                    marks.append(now())
+
+            start = now()
+            self.collate_fn = timed_collate
+            try:
+                batch = _original(self, index)
+            finally:  # a batch that raised (the end of an IterableDataset) is not logged
+                self.collate_fn = collate_fn
+            end = now()
+            lo, hi = (marks[0], marks[1]) if len(marks) >= 2 else (end, end)
+            log.write(start, lo, hi, end)
+            return batch
+
+        fetch._stepscope = True  # type: ignore[attr-defined]
+        cls.fetch = fetch
+
+
+def collect(start_perf_ns: int, stop_perf_ns: int) -> list[ThreadBuffer]:
+    """The spans the workers of this process's captured passes wrote, one buffer per worker
+    process; the spool directories are removed. Batches outside the recording are left out."""
+    with _registry.lock:
+        spools, _registry.spools = _registry.spools, []
+    out = []
+    for spool in spools:
+        try:
+            names = sorted(os.listdir(spool.path))
+        except OSError:
+            names = []
+        for file_name in names:
+            buf = _read(spool, os.path.join(spool.path, file_name), start_perf_ns, stop_perf_ns)
+            if buf is not None:
+                out.append(buf)
+        shutil.rmtree(spool.path, ignore_errors=True)
+    return out
+
+
+def _read(spool: Spool, path: str, lo_ns: int, hi_ns: int) -> ThreadBuffer | None:
+    try:
+        head, pid_text, _ = os.path.basename(path).split(".")
+        worker, pid = int(head.removeprefix("worker")), int(pid_text)
+        with open(path) as f:
+            text = f.read()
+    except (OSError, ValueError):
+        return None
+    stage = f"{ITERATOR_PREFIX}{spool.loader}::{WORKER}"
+    buf = ThreadBuffer(pid, -pid, f"DataLoader worker {worker} (pid {pid})")
+    for line in text.splitlines():
+        try:
+            seq, start, collate, collated, end = (int(x) for x in json.loads(line))
+        except (ValueError, TypeError):
+            continue  # a line cut by the worker's exit
+        if end < lo_ns or start > hi_ns or not start <= collate <= collated <= end:
+            continue
+        stats = {
+            "parent_id": spool.loader_id,
+            "worker": worker,
+            "batch": worker + seq * spool.workers,
+        }
+        buf.events.append((stage, start, end, 0, stats))
+        buf.events.append((f"{stage}::{GET_ITEM}", start, collate, 1, stats))
+        buf.events.append((f"{stage}::{COLLATE}", collate, collated, 1, stats))
+    return buf if buf.events else None
