@@ -190,3 +190,21 @@ def test_a_straggler_hidden_behind_another_is_named_next_in_line() -> None:
     assert following.behind == "vm.rank1" and following.waiters == 0
     assert following.explanation.startswith("Next in line, hidden behind vm.rank1: vm.rank3")
     assert [pod.role(i) for i in range(4)] == ["waiting", "straggler", "waiting", "next straggler"]
+
+
+def test_the_job_headline_names_the_straggler_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At ALL_HOSTS the ranks' mean breakdown says "collectives" (3 of 4 ranks wait in them)
+    while one rank's input holds the job: the headline says so first, the mean after; a
+    single rank keeps its own headline."""
+    run = data_parallel_job(
+        tmp_path, ranks=4, steps=12, input_ms=lambda rank, step: 9.0 if rank == 2 else 1.0
+    )
+    assert main(["tool", str(run), "overview_page", "--workers", "0", "--no-cache"]) == 0
+    headline = json.loads(capsys.readouterr().out)["bound_by"]["headline"]
+    assert headline.startswith("Held by a straggler: rank2 is late at 10 of 10 steps, ")
+    assert "from input (" in headline and "Across the ranks: Bound by " in headline
+    host = ["--host", "rank0"]
+    assert main(["tool", str(run), "overview_page", *host, "--workers", "0", "--no-cache"]) == 0
+    assert json.loads(capsys.readouterr().out)["bound_by"]["headline"].startswith("Bound by ")

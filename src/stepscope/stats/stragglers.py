@@ -72,6 +72,7 @@ __all__ = [
     "Rank",
     "Straggler",
     "find_stragglers",
+    "held_by",
     "ranges",
 ]
 
@@ -306,6 +307,25 @@ def _next_in_line(
         )
         out.append(replace(hidden, explanation=text, behind=behind, waited_ns=0, waiters=0))
     return sorted(out, key=lambda s: (-s.late_ns, s.host))
+
+
+def held_by(pod: PodLateness) -> str:
+    """The job's headline when a straggler holds it (``""`` when none does): at ALL_HOSTS
+    the ranks' mean breakdown says "collectives" while the cause is one rank's own work."""
+    first = next((s for s in pod.stragglers if not s.behind), None)
+    if first is None:
+        return ""
+    n = len(first.steps)
+    text = (
+        f"Held by a straggler: {first.host} is late at {n} of {len(pod.step_num)} steps, "
+        f"{first.late_ns / n / 1e6:.2f} ms per step after the next rank, from "
+        f"{_what(first.reason)} ({first.reason_ns / n / 1e6:.2f} ms per step where the other "
+        f"ranks spent {first.reason_peers_ns / n / 1e6:.2f} ms); the other ranks wait for it"
+    )
+    hidden = [s.host for s in pod.stragglers if s.behind]
+    if hidden:
+        text += f". Next in line, hidden behind it: {', '.join(hidden)}"
+    return text + "."
 
 
 def _what(category: str) -> str:

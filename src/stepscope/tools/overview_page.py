@@ -286,7 +286,7 @@ def build(ctx: ToolContext) -> OverviewPage:
     all_devices = tuple(d for devs, _, _ in facts for d in devs)
     by_precision = {k: sum(p[k] for _, p, _ in facts) for k in PRECISIONS}
     bound = classify_steps(summary)
-    headline = bound_by(summary)
+    job, headline = _job(ctx, summary, bound_by(summary))
     utilization: dict[str, float] | None = None
     if all_devices:
         utilization = {}
@@ -381,18 +381,25 @@ def build(ctx: ToolContext) -> OverviewPage:
         recommendation=recommendation,
         diagnostics=tuple(diagnostics),
         untraced=_untraced_json(summary),
-        job=_job(ctx, summary),
+        job=job,
     )
 
 
-def _job(ctx: ToolContext, summary: StepSummary) -> JobSteps | None:
-    """The job's figures and rows, for several hosts with steps."""
+def _job(
+    ctx: ToolContext, summary: StepSummary, headline: BoundBy
+) -> tuple[JobSteps | None, BoundBy]:
+    """The job's figures and rows, for several hosts with steps, and the headline: when a
+    straggler holds the job, it comes first (the ranks' mean says "collectives")."""
     if len(ctx.hosts) < 2 or not summary.rank_hosts:
-        return None
-    from stepscope.stats.stragglers import find_stragglers  # several hosts only
+        return None, headline
+    from stepscope.stats.stragglers import find_stragglers, held_by  # several hosts only
 
     ranks = analysis.ranks(ctx)
-    return job_steps(summary, ranks, find_stragglers(ranks))
+    pod = find_stragglers(ranks)
+    held = held_by(pod)
+    if held:
+        headline = BoundBy(f"{held} Across the ranks: {headline.headline}", headline.limits)
+    return job_steps(summary, ranks, pod), headline
 
 
 TOOL = ToolSpec(
