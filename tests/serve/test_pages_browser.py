@@ -23,6 +23,9 @@ PAGES = SHOTS / "pages"
 SIZES = {"1366x768": (1366, 768), "1920x1080": (1920, 1080)}
 A11Y_SIZE = "1366x768"  # the check looks at the markup: once per page is enough
 BAD_TEXT = re.compile(r"\b(null|undefined|NaN)\b|\b1 rows\b")
+# Sizes are written in binary units on every page (KiB, MiB, GiB: the declared field units);
+# a decimal size ("5892.8 MB") among them reads as another quantity. Rates stay GB/s.
+DECIMAL_SIZE = re.compile(r"\b\d+(\.\d+)? (kB|KB|MB|GB|TB)\b(?!/s)")
 # The runs of the session's log directory (tests/support/gpu_pages.py), by name prefix.
 RUNS = [
     "gpu",
@@ -117,6 +120,9 @@ def read_page(page: Any, rec: Recorder, hash_: str, tool: str, shot: str, a11y: 
     for table, key, text in page.evaluate(CUT_HEADERS):
         problems.append(f"{shot} at {size}: header {text!r} ({table}.{key}) cut by its column")
     text = page.inner_text("#page")
+    for match in DECIMAL_SIZE.finditer(text):
+        context = text[max(0, match.start() - 40) : match.end() + 10].replace("\n", " ")
+        problems.append(f"{shot} at {size}: a decimal size {match.group(0)!r} in …{context}…")
     for match in BAD_TEXT.finditer(text):
         context = text[max(0, match.start() - 40) : match.end() + 40].replace("\n", " ")
         problems.append(f"{shot} at {size}: {match.group(0)!r} in …{context}…")

@@ -188,7 +188,7 @@ def test_collectives_against_link_bandwidth() -> None:
         )
     f = _one(t.profile(), "collectives", parameter_bytes="100000000", link_bandwidth_gbps="100")
     assert f.events[0].name == "AllReduce" and f.events[0].count == STEPS - 2
-    assert f.events[0].detail == "600.0 MB, 25.0 GB/s bus bandwidth"
+    assert f.events[0].detail == "572.2 MiB, 25.0 GB/s bus bandwidth"  # 600e6 bytes
     # 100 MB all-reduced over 2 ranks at 100 GB/s: 1 ms; measured 4 ms -> 4x slower.
     assert f.metrics["slower_than_link"] == pytest.approx(4.0, rel=0.01)
     assert f.metrics["expected_allreduce_ms_per_step"] == pytest.approx(1.0)

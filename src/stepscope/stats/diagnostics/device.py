@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from stepscope.distinct import distinct, distinct_inverse
+from stepscope.limits import human_bytes
 from stepscope.stats.diagnostics.base import (
     EventEvidence,
     Finding,
@@ -224,8 +225,8 @@ def excessive_copies(data: HostData, options: dict[str, str]) -> Finding | None:
                 EventType.HOST_TO_DEVICE: "host to device",
                 EventType.DEVICE_TO_HOST: "device to host",
             }.get(t, "device to device")
-            mb = nbytes[m].sum() / 1e6
-            detail = f"{mb:.1f} MB, {int((m & pageable).sum())} from/to pageable memory"
+            size = human_bytes(int(nbytes[m].sum()))  # binary units, as the pages write sizes
+            detail = f"{size}, {int((m & pageable).sum())} from/to pageable memory"
             events.append(EventEvidence(name, int(m.sum()), int(p.dur_ns[copies[m]].sum()), detail))
     events.sort(key=lambda e: -e.total_ns)
     ops = op_of_kernels(p, copies[in_steps])

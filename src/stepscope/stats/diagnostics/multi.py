@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 
 from stepscope.distinct import distinct, distinct_inverse
+from stepscope.limits import human_bytes
 from stepscope.stats.diagnostics.base import (
     EventEvidence,
     Finding,
@@ -180,7 +181,7 @@ def collectives(data: HostData, options: dict[str, str]) -> Finding | None:
         m = np.array([k == kind for k in kinds])
         dur = int(p.dur_ns[comm][m].sum())
         b = int(nbytes[m].sum())
-        detail = f"{b / 1e6:.1f} MB" if b else "message size not recorded"
+        detail = human_bytes(b) if b else "message size not recorded"
         if b and dur:
             detail += f", {float(bus_bytes[m].sum()) / dur:.1f} GB/s bus bandwidth"
         events.append(EventEvidence(kind, int(m.sum()), dur, detail))
@@ -191,14 +192,14 @@ def collectives(data: HostData, options: dict[str, str]) -> Finding | None:
     ]
     if expected_sized > 0:
         parts.append(
-            f" For the {int(nbytes.sum()) / 1e6:.1f} MB they move, a {gbps:.0f} GB/s link "
+            f" For the {human_bytes(int(nbytes.sum()))} they move, a {gbps:.0f} GB/s link "
             f"({source}) "
             f"needs {expected_sized / 1e6:.2f} ms: they run {slow_ratio:.1f}x slower."
         )
     if expected_allreduce_ns:
         measured_ar = sum(e.total_ns for e in events if e.name == "AllReduce") / steps
         parts.append(
-            f" All-reducing {param_bytes / 1e6:.0f} MB of parameters over {world} ranks should "
+            f" All-reducing {human_bytes(param_bytes)} of parameters over {world} ranks should "
             "take "
             f"{expected_allreduce_ns / 1e6:.2f} ms per step at {gbps:.0f} GB/s; measured "
             f"{measured_ar / 1e6:.2f} ms."
