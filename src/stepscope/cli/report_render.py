@@ -3,7 +3,7 @@ step-time breakdown with bars, top ops, the input pipeline when it matters, the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from stepscope.cli.hosts import partial_lines
 from stepscope.cli.output import clip, human_ns, table, wrap
@@ -63,7 +63,10 @@ def _job(job: JobSteps, width: int) -> list[str]:
         rest="  ",
     )
     lines.append("")
-    lines.append(f"Ranks ({job.ranks}), average per step")
+    shown = _rows_shown(job)
+    left = len(job.rows) - len(shown)
+    more = f"; {len(shown)} shown: the stragglers, then the slowest steps" if left else ""
+    lines.append(f"Ranks ({job.ranks}), average per step{more}")
     rows = [
         [
             r.host,
@@ -75,10 +78,12 @@ def _job(job: JobSteps, width: int) -> list[str]:
             f"{r.waiting_ms:.2f}",
             str(r.late_arrivals),
         ]
-        for r in job.rows
+        for r in shown
     ]
     heads = ["rank", "role", "step ms", "input", "compute", "collect.", "waiting", "last"]
     lines += ["  " + clip(line, width - 2) for line in table(rows, heads).splitlines()]
+    if left:
+        lines.append(f"  ... {left} more rank(s): `stepscope tool RUN pod_viewer` lists every one")
     for text in job.stragglers:
         lines += wrap(text, width, first="  Straggler: ", rest="    ")
     if job.ranks > 1 and not job.stragglers and job.straggler_rule:
@@ -86,6 +91,19 @@ def _job(job: JobSteps, width: int) -> list[str]:
     if job.clock:
         lines += wrap(f"({job.clock})", width, first="  ", rest="  ")
     return lines
+
+
+MAX_RANK_ROWS = 16  # a 256-rank job's report stays a page
+
+
+def _rows_shown(job: JobSteps) -> list[Any]:
+    """Every rank up to `MAX_RANK_ROWS`; beyond, the ranks with a role other than waiting
+    (the stragglers) first, then the slowest steps."""
+    if len(job.rows) <= MAX_RANK_ROWS:
+        return list(job.rows)
+    first = [r for r in job.rows if r.role not in ("", "waiting")]
+    rest = sorted((r for r in job.rows if r not in first), key=lambda r: -r.step_ms)
+    return (first + rest)[:MAX_RANK_ROWS]
 
 
 def input_verdict(overview: OverviewPage) -> str:
@@ -122,6 +140,13 @@ def _top_ops(overview: OverviewPage, top: int, width: int) -> list[str]:
     return ["", f"Top {len(ops)} {ops[0].side} ops by self time"] + ["  " + x for x in lines]
 
 
+def _hosts(hosts: tuple[str, ...] | list[str]) -> str:
+    """The hosts for the title: every one up to 8, else the count and the first and last."""
+    if len(hosts) <= 8:
+        return ", ".join(hosts)
+    return f"{len(hosts)} hosts: {hosts[0]} ... {hosts[-1]}"
+
+
 def render(
     overview: OverviewPage,
     pipeline: InputPipelineAnalysis,
@@ -136,7 +161,7 @@ def render(
     bar_w = max(10, min(40, width - 45))
     env = overview.run_environment
     out = wrap(
-        f"stepscope report — host {overview.host} ({', '.join(env.hosts)}), "
+        f"stepscope report — host {overview.host} ({_hosts(env.hosts)}), "
         f"{env.framework}, {env.device_type}"
         + (f" x{env.device_count}" if env.device_count else ""),
         width,
