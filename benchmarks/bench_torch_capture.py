@@ -1,6 +1,7 @@
 """What a capture costs a PyTorch CPU training loop: per step, and at stop (issue #30).
 
-    python benchmarks/bench_torch_capture.py [--part steps|stop] [--rounds 41] [--layers 6]
+    python benchmarks/bench_torch_capture.py [--part steps|stop] [--rounds 41] [--block 40]
+        [--layers 6] [--torch-profile-memory]
 
 The loop: an MLP of ``--layers`` hidden 64x64 layers trained on random batches, one BLAS
 thread (about 600 profiler events a step at 6 layers: 200 steps are the issue's 120k events).
@@ -10,10 +11,11 @@ every thread a profiler adds) in blocks of ``--block`` steps, three kinds per ro
 order rotating from round to round: the plain loop; under ``stepscope.start(logdir)`` with
 its defaults (torch's own events through the PyTorch bridge, the Python stack sampler, each
 step marked by ``stepscope.step``); under ``torch.profiler.profile()`` with its defaults (CPU
-ops). Start and stop are outside the timed block. Each round gives the two overheads over the
-round's plain block, and their difference; the report is the median over rounds with a
-distribution-free 95% interval of the median (order statistics of the binomial), so the
-figure says how many points it resolves.
+ops; ``--torch-profile-memory``: with ``profile_memory=True`` as the bridge runs it, so both
+sides record the same events, in both parts). Start and stop are outside the timed block.
+Each round gives the two overheads over the round's plain block, and their difference; the
+report is the median over rounds with a distribution-free 95% interval of the median (order
+statistics of the binomial), so the figure says how many points it resolves.
 
 ``stop``: paired runs of 200 steps, then the capture's end as a user's script pays it, in
 process CPU time: ``stepscope.stop()`` (torch's stop, the trace's conversion and the XSpace
@@ -79,10 +81,15 @@ def _stepscope(step: Step, n: int, logdir: str) -> float:
         stepscope.stop(save=False)
 
 
+# torch.profiler's own options (`--torch-profile-memory`: the allocations too, as the PyTorch
+# bridge records them by default, so both sides collect the same events)
+TORCH_OPTIONS: dict[str, Any] = {}
+
+
 def _torch(step: Step, n: int, logdir: str) -> float:
     from torch.profiler import profile
 
-    prof = profile()
+    prof = profile(**TORCH_OPTIONS)
     prof.start()
     try:
         started = time.process_time()
@@ -133,7 +140,7 @@ def steps_part(step: Step, rounds: int, block: int) -> None:
     print(f"per step, {rounds} rounds of {block} steps (plain {statistics.median(plain_ms):.3f} ms")
     for label, values in (
         ("stepscope.start defaults", ours),
-        ("torch.profiler defaults", theirs),
+        (f"torch.profiler {TORCH_OPTIONS or 'defaults'}", theirs),
         ("stepscope - torch.profiler", diff),
     ):
         mid, lo, hi = median_interval(values)
@@ -177,7 +184,7 @@ def stop_part(step: Step, pairs: int, n: int) -> None:
             return spent
 
         def theirs() -> float:
-            prof = profile()
+            prof = profile(**TORCH_OPTIONS)
             prof.start()
             for _ in range(n):
                 step()
@@ -212,7 +219,15 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--layers", type=int, default=6)
+    parser.add_argument(
+        "--torch-profile-memory",
+        action="store_true",
+        help="torch.profiler with profile_memory=True (the bridge's default) on its side",
+    )
     args = parser.parse_args()
+    if args.torch_profile_memory:
+        TORCH_OPTIONS["profile_memory"] = True
+    print(f"torch.profiler options: {TORCH_OPTIONS or 'defaults'}")
     step = workload(args.layers)
     for part in args.part or ("steps", "stop"):
         if part == "steps":
