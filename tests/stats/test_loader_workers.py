@@ -20,6 +20,12 @@ STAGE = "Iterator::DataLoader"
 
 
 def _job(made_ms: list[tuple[int, int, int, int]], asks_ms: list[tuple[int, int]]) -> Any:
+    return build(loader_space(made_ms, asks_ms))
+
+
+def loader_space(
+    made_ms: list[tuple[int, int, int, int]], asks_ms: list[tuple[int, int]]
+) -> XSpaceBuilder:
     """Batch k made by worker k % 2 over ``made_ms[k]`` (start, collate start, collate end,
     end); the step asks for batch k over ``asks_ms[k]``, one step per ask."""
     builder = XSpaceBuilder("synthetic")
@@ -37,7 +43,7 @@ def _job(made_ms: list[tuple[int, int, int, int]], asks_ms: list[tuple[int, int]
         line.event(f"{STAGE}::Worker", start * MS, (end - start) * MS, stats)
         line.event(f"{STAGE}::Worker::GetItem", start * MS, (c0 - start) * MS, stats)
         line.event(f"{STAGE}::Worker::Collate", c0 * MS, (c1 - c0) * MS, stats)
-    return build(builder)
+    return builder
 
 
 def test_ready_waited_and_transfer_per_worker() -> None:

@@ -112,8 +112,31 @@ function pipelines(data) {
   return card('tf.data pipelines', dataTable({ columns, rows: list, name: 'pipelines' }));
 }
 
+// PyTorch DataLoader worker processes captured into the profile: one table per loader.
+function loaderWorkers(data) {
+  const loaders = data.loader_workers || [];
+  if (!loaders.length) return null;
+  const columns = [
+    { key: 'worker', label: 'Worker process', pin: true, wide: true },
+    { key: 'batches', label: 'Batches', numeric: true, format: fmtInt },
+    { key: 'busy_ms', label: 'Busy', numeric: true, format: fmtMs },
+    { key: 'busy_percent', label: 'Busy (% of steps)', numeric: true, format: (v) => fmtPct(v) },
+    { key: 'get_item_ms', label: '__getitem__', numeric: true, format: fmtMs },
+    { key: 'collate_ms', label: 'collate_fn', numeric: true, format: fmtMs },
+    { key: 'ready_batches', label: 'Ready when asked', numeric: true, format: fmtInt },
+    { key: 'waited_batches', label: 'Waited for', numeric: true, format: fmtInt },
+    { key: 'wait_ms', label: 'Step waiting', numeric: true, format: fmtMs },
+    { key: 'transfer_ms', label: 'Transfer', numeric: true, format: fmtMs },
+  ];
+  return card('DataLoader worker processes', ...loaders.map((l) => h('div', {},
+    h('p', {}, l.summary),
+    dataTable({ columns, rows: l.rows, name: 'loader_workers', caption: `Workers of ${l.loader}` }))));
+}
+
 export async function render(root, data) {
   root.append(summary(data), deviceSide(data), hostSide(data), inputOps(data));
+  const w = loaderWorkers(data);
+  if (w) root.append(w);
   const p = pipelines(data);
   if (p) root.append(p);
 }

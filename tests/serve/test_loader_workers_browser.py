@@ -1,0 +1,49 @@
+"""The input pipeline page shows the DataLoader worker processes captured into the profile
+(issue #26): the loader's sentence and a row per worker, every figure the tool's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stepscope.serve.app import start_server
+from stepscope.serve.state import ServerState
+from tests.pod.builders import write_run
+from tests.stats.test_loader_workers import loader_space
+from tests.support.a11y import grave_violations
+from tests.support.browser import CHROMIUM, check_fields, goto, open_page, tool_json, wait_rendered
+
+if not CHROMIUM.exists():
+    pytest.skip("browser tests need /usr/bin/chromium", allow_module_level=True)
+pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+
+pytestmark = pytest.mark.browser
+
+
+def test_input_pipeline_page_shows_the_loader_workers(browser: Any, tmp_path: Path) -> None:
+    space = loader_space(
+        made_ms=[(0, 14, 15, 15), (0, 8, 9, 9), (15, 28, 30, 30), (10, 18, 20, 20)],
+        asks_ms=[(10, 16), (17, 18), (27, 31), (32, 33)],
+    )
+    run = write_run(tmp_path / "logs", [space])
+    state = ServerState(tmp_path / "logs", cache_dir=tmp_path / "cache")
+    server = start_server(state.logdir, state=state)
+    try:
+        context, page, rec = open_page(browser, server.url)
+        goto(page, server.url, "input_pipeline_analyzer", run.name)
+        wait_rendered(page, "input_pipeline_analyzer")
+        data = tool_json(server, "input_pipeline_analyzer", run.name, "")
+        [loader] = data["loader_workers"]
+        body = page.inner_text("body")
+        assert "DataLoader worker processes" in body and loader["summary"] in body
+        rows = page.locator('[data-table="loader_workers"] tbody tr')
+        assert rows.count() == 2
+        assert "DataLoader worker 0 (pid 100)" in rows.nth(0).inner_text()
+        assert check_fields(page, data) > 0  # every shown figure equals the tool's JSON
+        assert grave_violations(page) == []
+        context.close()
+        rec.check()
+    finally:
+        server.stop()
