@@ -109,6 +109,32 @@ def test_slow_input_rank_is_named_with_its_cause_three_times(
     assert answers == [(f"{MACHINE}.rank1", "input", answers[0][2])] * 3
 
 
+def test_slow_compute_rank_is_named_and_its_compute_is_no_wait(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rank 1 computes 40 ms more per step: it is named for its host compute, and its own
+    collective wait stays what its comm hook timed (its matmuls, descheduled beside an
+    all-reduce span on gloo's thread, once counted as collective wait: 1.46 -> 10.14 ms)."""
+    truths = _job(tmp_path, "--ranks", "2", "--slow-compute", "1", "--steps", "12")
+    pod = _tool(_run_of(tmp_path), "pod_viewer", capsys)
+    [late] = pod["stragglers"]
+    assert (late["host"], late["reason"]) == (f"{MACHINE}.rank1", "host_compute")
+    steps = pod["heatmap"]["steps"]
+    assert 2 * len(late["steps"]) >= len(steps)
+    compute_ms = 1e3 * float(np.mean([truths[1]["compute_s"][k] for k in late["steps"]]))
+    assert late["reason_ms_per_step"] == pytest.approx(compute_ms, rel=0.2)
+    _check_waiters(pod, truths, {late["host"]})
+    col = [w["host"] for w in pod["workers"]].index(late["host"])
+    ours = [
+        100
+        * s["workers"][col]["breakdown_ms"]["collective_wait"]
+        / s["workers"][col]["duration_ms"]
+        for s in pod["steps"]
+    ]
+    measured = [100 * truths[1]["allreduce_s"][k] / truths[1]["step_s"][k] for k in steps]
+    assert float(np.median(ours)) == pytest.approx(float(np.median(measured)), abs=5)
+
+
 def _slower_steps(truths: list[dict[str, Any]], steps: list[int]) -> list[list[int]]:
     """Per rank, the steps where the script measured its own time (step time less its
     all-reduces) 10% above every other rank's: the truth a straggler must match."""
