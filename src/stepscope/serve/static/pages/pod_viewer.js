@@ -79,7 +79,7 @@ function stragglerCard(data) {
   const clock = data.clock ? note(data.clock) : null;
   if (!list.length) {
     const none = byArrival
-      ? 'No straggler: no worker arrived last at its collectives, by 10% of the median worker\'s own time, in 3 or more steps.'
+      ? 'No straggler: no worker arrived last at its collectives repeatedly (by 10% of the median worker\'s own time in 3 or more steps, and in 75% of the steps or by 20%).'
       : 'No straggler: every worker\'s own work (step time minus waiting in collectives) is within 10% of the median worker\'s in every step.';
     return card('Stragglers', [note(none), clock]);
   }
