@@ -114,3 +114,14 @@ def test_workers_spool_is_read_back_and_removed(tmp_path: Path, monkeypatch: Any
     assert buf.events[0][1:4] == (100, 170, 0) and buf.events[2][1:3] == (150, 160)
     assert list(tmp_path.iterdir()) == []  # the spool is gone
     assert capture.collect(0, 1_000) == []
+
+
+def test_a_worker_outliving_the_session_stops_writing(tmp_path: Path) -> None:
+    """A persistent worker keeps making batches after `stop()` removed its spool: it stops
+    writing within `CHECK_EVERY` batches instead of filling a file nobody reads."""
+    log = capture._WorkerLog(str(tmp_path), 0)
+    log.write(1, 2, 3, 4)
+    os.unlink(log.path)
+    for k in range(capture.CHECK_EVERY):
+        log.write(k, k, k, k)
+    assert log.broken and log.file.closed and not os.path.exists(log.path)

@@ -18,8 +18,8 @@ line ("thread") per worker in the host plane, its id the worker's pid. The clock
 ``time.perf_counter_ns`` is the system's monotonic clock, one for every process.
 
 Workers started before the session records (``persistent_workers=True`` from an earlier
-pass) are not captured; a worker that outlives the session writes at most `MAX_BATCHES`
-lines into a file nobody reads any more.
+pass) are not captured; a worker that outlives the session stops writing within
+`CHECK_EVERY` batches of its spool's removal.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from stepscope.capture.host_tracer import ThreadBuffer
 from stepscope.vocab.tensorflow import ITERATOR_PREFIX
 
 MAX_BATCHES = 1_000_000  # lines one worker writes at most (a few tens of bytes each)
+CHECK_EVERY = 64  # batches between a worker's checks that its spool file is still read
 WORKER = "Worker"
 GET_ITEM = "GetItem"
 COLLATE = "Collate"
@@ -136,6 +137,12 @@ class _WorkerLog:
 
     def write(self, start: int, collate: int, collated: int, end: int) -> None:
         if self.broken or self.lines >= MAX_BATCHES:
+            return
+        if self.lines % CHECK_EVERY == CHECK_EVERY - 1 and not os.path.exists(self.path):
+            # the session stopped and removed the spool (a persistent worker lives on):
+            # nobody reads this file any more
+            self.broken = True
+            self.file.close()
             return
         try:
             if self.file is None:
