@@ -101,6 +101,29 @@ def test_every_number_of_the_wide_tables_is_in_view(
     assert tallest_row(page, table) < 40, f"{prefix} {tool} at {size}: rows taller than a line"
 
 
+def test_the_op_profile_tree_has_one_line_rows_in_the_themes_colours(
+    sized: tuple[Any, Recorder, str], gpu_server: RunningServer
+) -> None:
+    """Op profile's tree rows were 42 px for one line of text (the toggle button's padding)
+    and its time bars hard-coded light grey and blue, bright in the dark theme."""
+    page, _rec, _size = sized
+    page.evaluate("document.body.removeAttribute('data-rendered')")
+    goto(page, gpu_server.url, "op_profile", run_of(gpu_server, "jaxgpu"))
+    assert tallest_row(page, "op_profile") < 36
+    colours = page.evaluate(
+        """() => {
+        const probe = document.createElement('span');
+        probe.style.background = 'var(--line-soft)';
+        document.body.append(probe);
+        const want = getComputedStyle(probe).backgroundColor;
+        probe.remove();
+        const track = document.querySelector('table[data-table="op_profile"] .hbar-track');
+        return [getComputedStyle(track).backgroundColor, want];
+    }"""
+    )
+    assert colours[0] == colours[1]
+
+
 def test_a_click_shows_a_cut_name_whole(
     sized: tuple[Any, Recorder, str], gpu_server: RunningServer
 ) -> None:

@@ -10,8 +10,7 @@ const pct = (v) => (v === null || v === undefined ? '–' : fmtPct(v));
 
 function bar(value) {
   const width = Math.max(0, Math.min(100, value || 0));
-  return h('span', { class: 'hbar-track', style: { display: 'inline-block', width: '80px', background: '#eee', marginRight: '6px' } },
-    h('span', { class: 'hbar', style: { display: 'block', width: `${width}%`, height: '8px', background: '#1a73e8' } }));
+  return h('span', { class: 'hbar-track' }, h('span', { class: 'hbar', style: { width: `${width}%` } }));
 }
 
 function rowsOf(node, depth, path, out) {
@@ -48,7 +47,7 @@ function tree(rootNode, name, field) {
   draw();
   const head = ['Name', 'Time', 'Time (%)', 'FLOP rate', 'FLOP util.', 'Bandwidth', 'Bandwidth util.']
     .map((t, i) => h('th', { scope: 'col', class: i ? 'numeric' : null }, t));
-  return h('table', { class: 'data', dataset: { table: name } }, h('thead', {}, h('tr', {}, head)), tbody);
+  return h('table', { class: 'data op-tree', dataset: { table: name } }, h('thead', {}, h('tr', {}, head)), tbody);
 }
 
 export async function render(root, data) {
