@@ -371,6 +371,29 @@ def test_the_dark_theme_follows_the_system_setting(browser: Any, gpu_server: Run
         context.close()
 
 
+def test_the_roofline_is_drawn_in_the_themes_text_colour(
+    browser: Any, gpu_server: RunningServer
+) -> None:
+    """The roof and the whole program's point were #333 and black: invisible on the dark
+    theme's background. They are drawn in the theme's text colour now, in either theme."""
+    for scheme in ("dark", "light"):
+        context = browser.new_context(viewport={"width": 1366, "height": 768}, color_scheme=scheme)
+        page = context.new_page()
+        try:
+            goto(page, gpu_server.url, "roofline_model", run_of(gpu_server, "jaxgpu"))
+            seen = page.evaluate(
+                """() => {
+                const chart = document.querySelector('[data-chart="roofline"]');
+                return [getComputedStyle(document.body).color,
+                        getComputedStyle(chart.querySelector('.roof')).stroke,
+                        getComputedStyle(chart.querySelector('.point[data-operation="Program"]')).fill];
+            }"""
+            )
+            assert seen[1] == seen[2] == seen[0], (scheme, seen)
+        finally:
+            context.close()
+
+
 def test_pages_are_offered_only_for_runs_with_their_data(
     sized: tuple[Any, Recorder, str], gpu_server: RunningServer
 ) -> None:

@@ -38,12 +38,13 @@ function plot(points, device) {
   if (peakF && peakB) {
     const ridge = peakF / peakB;
     const start = Math.max(x0, y0 / peakB);
-    parts.push(svg('polyline', { class: 'roof', fill: 'none', stroke: '#333', 'stroke-width': 2,
+    parts.push(svg('polyline', { class: 'roof', fill: 'none', 'stroke-width': 2, // (colour: the theme's text)
       points: `${sx(start)},${sy(start * peakB)} ${sx(ridge)},${sy(peakF)} ${sx(x1)},${sy(peakF)}` }));
   }
   usable.forEach((p, i) => {
-    parts.push(svg('circle', { class: 'point', cx: sx(p.operational_intensity), cy: sy(p.flop_rate_gflops), r: p.operation === 'Program' ? 6 : 4,
-      fill: p.operation === 'Program' ? '#000' : PALETTE[i % PALETTE.length], dataset: { operation: p.operation } },
+    const program = p.operation === 'Program'; // the whole program: the theme's text colour
+    parts.push(svg('circle', { class: program ? 'point program' : 'point', cx: sx(p.operational_intensity), cy: sy(p.flop_rate_gflops), r: program ? 6 : 4,
+      fill: program ? null : PALETTE[i % PALETTE.length], dataset: { operation: p.operation } },
     svg('title', {}, `${p.operation}: ${fmtNum(p.operational_intensity)} FLOP/byte, ${fmtNum(p.flop_rate_gflops)} GFLOP/s, ${fmtUs(p.time_us)}`)));
   });
   parts.push(svg('text', { x: (W + M.left) / 2, y: H - 8, 'text-anchor': 'middle' }, 'Operational intensity (FLOP/byte)'));
