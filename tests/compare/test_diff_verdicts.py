@@ -9,11 +9,12 @@ the statistics on noisy runs; these check the words and the numbers in them.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
 
 from stepscope.stats.compare import NamedRows, RunSummary, diff_runs
-from stepscope.stats.compare.diff import match_rows, ms, signed_ms
+from stepscope.stats.compare.diff import match_rows, ms, pct, signed_ms
 from tests.compare.synthetic import MS, rows, summary
 
 US = 1_000
@@ -177,11 +178,12 @@ def test_one_step_each_is_compared_but_not_tested() -> None:
     mean = same.metric("step_time.mean")
     assert mean is not None and not mean.tested and mean.p_value is None
     assert mean.ci_low is None and mean.rel_ci_low is None
+    assert mean.ci_high is None and mean.rel_ci_high is None
 
 
-def test_no_steps_in_the_candidate() -> None:
+def _no_steps() -> RunSummary:
     empty = np.zeros(0, np.int64)
-    cand = dataclasses.replace(
+    return dataclasses.replace(
         _flat(),
         step_num=empty,
         step_names=(),
@@ -190,10 +192,22 @@ def test_no_steps_in_the_candidate() -> None:
         category_ns={c: empty for c in _flat().category_ns},
         profile_steps=0,
     )
-    d = diff_runs(_flat(), cand)
+
+
+def test_no_steps_in_the_candidate() -> None:
+    d = diff_runs(_flat(), _no_steps())
     assert d.verdict == "no steps in the candidate: step times cannot be compared"
     mean = d.metric("step_time.mean")
     assert mean is not None and mean.base == 10 * MS and mean.cand is None
+
+
+def test_no_steps_in_the_baseline_is_said_without_a_numpy_warning() -> None:
+    """Nothing is computed over the missing steps (a median of nothing would print numpy's
+    "Mean of empty slice" warning on the user's terminal)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d = diff_runs(_no_steps(), _flat())
+    assert d.verdict == "no steps in the baseline: step times cannot be compared"
 
 
 def test_tested_metrics_carry_their_interval_and_p_value() -> None:
@@ -244,3 +258,126 @@ def test_relative_interval_needs_both_ends() -> None:
     m = MetricChange("x", "X", "ns", 1.0, 2.0, rel_ci_low=None, rel_ci_high=0.1)
     assert m.relative_ci() is None
     assert MetricChange("x", "X", "ns", 0.0, 2.0).relative is None
+
+
+# --- What the verdict and the tables say in the cases the flat runs above do not reach --------
+
+
+def test_the_verdict_quotes_the_step_times_own_relative_interval() -> None:
+    """On noisy runs the interval has two ends: the verdict prints the mean's relative
+    interval, low end first."""
+    rng = np.random.default_rng(5)
+    base = summary(rng, steps=30, run="before")
+    d = diff_runs(base, summary(rng, steps=30, extra_compute_ms=1.5, run="after"))
+    mean = d.metric("step_time.mean")
+    assert mean is not None and mean.rel_ci_low is not None and mean.rel_ci_high is not None
+    assert mean.rel_ci_low < mean.rel_ci_high
+    assert f" [{pct(mean.rel_ci_low)}, {pct(mean.rel_ci_high)}] (" in d.verdict
+    assert (d.baseline.run, d.candidate.run) == ("before", "after")
+
+
+def test_equal_means_with_different_spreads_are_no_significant_change() -> None:
+    """The same mean step time but different per-step times: not "the same per-step times",
+    a change that is not significant."""
+    base = _flat()
+    cand = _flat()
+    spread = np.tile(np.array([-MS, MS], np.int64), 5)
+    cand = dataclasses.replace(
+        cand,
+        step_dur_ns=cand.step_dur_ns + spread,
+        category_ns={**cand.category_ns, "other": cand.category_ns["other"] + spread},
+    )
+    d = diff_runs(base, cand)
+    assert d.verdict.startswith("no significant change in step time (+0.0% [")
+    assert d.driver is None
+
+
+def test_within_the_noise_the_biggest_move_is_named_whatever_its_category() -> None:
+    """Device compute down 2 ms, input and "other" up 1 ms each (the step time stays): the
+    verdict names device compute, the biggest move, though input comes first in the table."""
+    rng = np.random.default_rng(3)
+    base = summary(rng, steps=40, noise=0.02)
+    cand = summary(rng, steps=40, noise=0.02, extra_input_ms=1.0, extra_compute_ms=-2.0)
+    other = cand.category_ns["other"] + MS
+    cand = dataclasses.replace(
+        cand,
+        category_ns={**cand.category_ns, "other": other},
+        step_dur_ns=cand.step_dur_ns + MS,
+    )
+    d = diff_runs(base, cand)
+    assert d.verdict.startswith("no significant change in step time (")
+    assert d.verdict.endswith("; device compute changed -2.02 ms/step")  # -2 ms, and noise
+
+
+def test_a_stage_gone_from_the_candidate_is_named_gone() -> None:
+    """Input 2 ms faster per step because the Map stage is gone: the detail says so."""
+    base, cand = _flat(), _flat(extra_input_ms=-2.0)
+    prefetch = rows(["Iterator::Root::Prefetch"], [int(0.1 * 10 * MS)])
+    cand = dataclasses.replace(cand, input_stages=prefetch)
+    d = diff_runs(base, cand)
+    assert d.driver == "input"
+    assert d.driver_detail == "Map stage -2.00 ms/step, gone"
+
+
+def test_a_category_change_no_row_explains_has_no_detail() -> None:
+    """Input 1 ms slower per step, but no input stage changed (time outside the stages):
+    the verdict names the category and no stage (not one that did not move)."""
+    base = _flat()
+    cand = dataclasses.replace(_flat(extra_input_ms=1.0), input_stages=base.input_stages)
+    d = diff_runs(base, cand)
+    assert d.driver == "input" and d.driver_detail is None
+    assert d.verdict.endswith("driven by input: +1.00 ms/step")
+
+
+def test_a_host_op_keeps_its_framework_name() -> None:
+    """Only input stages are shortened (``Iterator::Root::Batch::Map`` -> ``Map``); a
+    PyTorch op named ``aten::addmm`` keeps its whole name in the detail."""
+    base = dataclasses.replace(_flat(), host_ops=rows(["aten::addmm"], [10 * MS]))
+    cand = _flat()
+    cats = {**cand.category_ns, "host_compute": cand.category_ns["host_compute"] + 3 * MS}
+    cand = dataclasses.replace(
+        cand,
+        host_ops=rows(["aten::addmm"], [40 * MS]),
+        category_ns=cats,
+        step_dur_ns=cand.step_dur_ns + 3 * MS,
+    )
+    d = diff_runs(base, cand)
+    assert d.driver_detail == "aten::addmm op +3.00 ms/step"
+
+
+def test_a_new_rows_baseline_side_is_zero_and_a_gone_rows_type_is_kept() -> None:
+    base = dataclasses.replace(_flat(), host_ops=rows(["a/Sum"], [10 * MS], [5]))
+    cand = dataclasses.replace(_flat(), host_ops=rows(["b/Relu"], [20 * MS], [4]))
+    by_key = {r.key: r for r in match_rows(base, cand, "host_ops")}
+    new, gone = by_key["b/Relu"], by_key["a/Sum"]
+    assert (new.status, new.base_ns, new.base_count, new.base_avg_ns) == ("new", 0, 0, 0.0)
+    assert (new.cand_ns, new.cand_count, new.cand_avg_ns) == (2 * MS, 4, 5 * MS)
+    assert (gone.status, gone.type) == ("gone", base.host_ops.types[0])
+
+
+def test_rows_missing_below_a_cut_are_skipped_wherever_they_come() -> None:
+    """Keys below the baseline's cut are skipped, not the end of the matching: the rows
+    after them are still compared."""
+    cut = dataclasses.replace(rows(["a/Relu"], [10 * MS]), rest_ns=MS)
+    full = rows(["b/Sum", "c/Exp", "a/Relu"], [MS, MS, 12 * MS])
+    base = dataclasses.replace(_flat(), host_ops=cut)
+    cand = dataclasses.replace(_flat(), host_ops=full)
+    assert [r.key for r in match_rows(base, cand, "host_ops")] == ["a/Relu"]
+
+
+def test_a_kernel_is_compared_by_its_total_time_on_both_sides() -> None:
+    table = NamedRows.aggregate(
+        ("volta_sgemm",), ("kernel",), np.array([1]), np.array([9 * MS]), np.array([4 * MS])
+    )
+    base = dataclasses.replace(_flat(), kernels=table)
+    [kernel] = match_rows(base, base, "kernels")
+    assert (kernel.base_ns, kernel.cand_ns) == (0.9 * MS, 0.9 * MS)
+
+
+def test_times_are_printed_in_ms_from_100_us_and_in_us_below() -> None:
+    assert [ms(10_000 * MS), ms(100 * US), ms(99 * US), signed_ms(-2.5 * MS)] == [
+        "10000.00 ms",
+        "0.10 ms",
+        "99.0 µs",
+        "-2.50 ms",
+    ]
