@@ -99,6 +99,7 @@ GROUPS: dict[str, Group] = {
         ("stepscope/stats/advice.py", "stepscope/stats/bound.py"),
         (
             "tests/stats/test_advice.py",
+            "tests/stats/test_recommend.py",
             "tests/stats/test_bound_gpu.py",
             "tests/stats/test_dispatch_bound.py",
         ),

@@ -1,0 +1,181 @@
+"""The "bound by" headline and the advice after it, word for word, on step summaries whose
+limits are set by hand (stepscope.stats.bound, stepscope.stats.advice): what a user reads
+first on the overview page and in `stepscope report`.
+
+Four 10 ms steps; each limit's share is its time per step over 10 ms, so every percentage
+below can be checked by eye.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.stats.advice import recommend
+from stepscope.stats.bound import bound_by
+from stepscope.stats.events import CATEGORY_NAMES
+from stepscope.stats.summary import StepSummary
+
+MS = 1_000_000
+STEPS = 4
+
+
+def _summary(has_device: bool = True, **limits_ms: float) -> StepSummary:
+    dur = np.full(STEPS, 10 * MS, np.int64)
+    return StepSummary(
+        "marker",
+        "4 steps marked",
+        ("h",),
+        has_device,
+        np.arange(STEPS, dtype=np.int64),
+        tuple(f"train {k}" for k in range(STEPS)),
+        np.arange(STEPS, dtype=np.int64) * 10 * MS,
+        dur,
+        {c: np.zeros(STEPS, np.int64) for c in CATEGORY_NAMES},
+        STEPS,
+        0,
+        limit_ns={k: np.full(STEPS, round(v * MS), np.int64) for k, v in limits_ms.items()},
+    )
+
+
+# compute 50%, dispatch 20% (high), input 6% and host 5% (moderate), copies 4% (under its
+# 5%), collectives 3% (moderate), waits 2% (under its 3%)
+MIXED = {
+    "compute": 5.0,
+    "dispatch": 2.0,
+    "input": 0.6,
+    "host": 0.5,
+    "copies": 0.4,
+    "collectives": 0.3,
+    "waits": 0.2,
+}
+
+EVIDENCE = {
+    "compute": "the device computing (kernels)",
+    "dispatch": "the host launching work while the device waits (kernel launch time)",
+    "input": "6.0% in input",
+    "host": "host work while the device waits (Python, host ops); turn on the stack sampler "
+    "(python_sampler_hz) to name the functions",
+    "copies": "device-to-host and device-to-device copies",
+    "collectives": "collective communication (all-reduce, all-gather) with nothing else running",
+    "waits": "the step's thread blocked in a wait (synchronize, block_until_ready, .item()) "
+    "while nothing traced computes: another process, a lock, or a thread not scheduled",
+}
+
+INPUT_LINE = (
+    "6.0% of the step time is input: 6.0% in input. Prepare batches ahead of the step (a "
+    "DataLoader with workers, tf.data prefetch, a background thread)."
+)
+HOST_LINE = (
+    "5.0% of the step time is Python / host work: host work while the device waits (Python, "
+    "host ops); turn on the stack sampler (python_sampler_hz) to name the functions."
+)
+COLLECTIVES_LINE = (
+    "3.0% of the step time is spent in collective communication with nothing else running "
+    "(on the devices, or on the host: gloo, MPI, XLA or TensorFlow collectives, mostly "
+    "waiting for the rank that arrives last: see the pod viewer's stragglers for who and "
+    "why): overlap communication with compute, use larger buckets, or check the interconnect."
+)
+
+
+def test_the_headline_names_the_largest_limit_then_the_next() -> None:
+    bound = bound_by(_summary(**MIXED))
+    assert bound.headline == (
+        "Bound by compute: 50.0% of the step time (5.00 ms per step), then dispatch / launch "
+        "(20.0%). The device computing (kernels)."
+    )
+    assert [(lim.key, lim.percent, lim.ms_per_step) for lim in bound.limits] == [
+        ("compute", 50.0, 5.0),
+        ("dispatch", 20.0, 2.0),
+        ("input", 6.0, 0.6),
+        ("host", 5.0, 0.5),
+        ("copies", 4.0, 0.4),
+        ("collectives", 3.0, 0.3),
+        ("waits", 2.0, 0.2),
+    ]
+    assert {lim.key: lim.evidence for lim in bound.limits} == EVIDENCE
+
+
+def test_without_a_device_host_work_is_what_no_traced_op_covers() -> None:
+    bound = bound_by(_summary(has_device=False, compute=1.0, host=6.0))
+    assert bound.headline == (
+        "Bound by python / host: 60.0% of the step time (6.00 ms per step), then compute "
+        "(10.0%). Host work no traced op covers (Python, untraced I/O or synchronization); "
+        "turn on the stack sampler (python_sampler_hz) to name the functions."
+    )
+    assert bound.limits[1].evidence == "the model's computation on the host (framework ops)"
+
+
+def test_every_limit_past_its_threshold_gets_its_advice_high_ones_marked() -> None:
+    """Most important first: the tf.data finding, then the limits in their order (the
+    headline's own limit left out), HIGH: past the high threshold; then mixed precision and
+    eager execution. Copies (4% < 5%) and waits (2% < 3%) get no line."""
+    summary = _summary(**MIXED)
+    advice = recommend(
+        summary,
+        bound_by(summary),
+        precision_16_percent=5.0,
+        eager_percent=12.0,
+        uses_tf_data=True,
+        tf_data_advice="tf.data: the Map stage is the bottleneck.",
+    )
+    assert advice.bottleneck == "compute"
+    assert advice.statement.startswith("Bound by compute: 50.0%")
+    assert advice.details == (
+        "tf.data: the Map stage is the bottleneck.",
+        INPUT_LINE,
+        "HIGH: 20.0% of the step time is spent dispatching ops and launching kernels: the host "
+        "issues work faster than nothing else happens. the host launching work while the "
+        "device waits (kernel launch time) (set TF_GPU_THREAD_MODE=gpu_private so tf.data "
+        "threads do not compete with kernel launches).",
+        HOST_LINE,
+        COLLECTIVES_LINE,
+        "Only 5.0% of the device compute time runs in 16-bit precision: mixed precision "
+        "(bf16/fp16) could speed it up.",
+        "12.0% of the op time runs eagerly: wrap the step in tf.function (or jit / "
+        "torch.compile) to run it as a graph.",
+    )
+    assert advice.tips == (
+        "input_pipeline_analyzer: the breakdown of input time on the host",
+        "op_stats: the most time-consuming ops",
+        "trace_viewer: the timeline of each step",
+    )
+
+
+def test_topics_said_elsewhere_are_left_out() -> None:
+    """A diagnostics finding already says dispatch and precision: no second line on them;
+    without tf.data there is no thread-mode advice, and eager time at 10% is no finding."""
+    summary = _summary(**{**MIXED, "input": 0.4})
+    advice = recommend(
+        summary,
+        bound_by(summary),
+        precision_16_percent=5.0,
+        eager_percent=10.0,
+        covered=frozenset({"dispatch", "precision"}),
+    )
+    assert advice.details == (HOST_LINE, COLLECTIVES_LINE)
+    assert advice.tips == (
+        "op_stats: the most time-consuming ops",
+        "trace_viewer: the timeline of each step",
+    )
+    dispatch = recommend(summary, bound_by(summary)).details[0]
+    assert dispatch.startswith("HIGH: 20.0% of the step time is spent dispatching ops")
+    assert dispatch.endswith("(kernel launch time).")
+
+
+def test_without_steps_nothing_is_bounded() -> None:
+    empty = np.zeros(0, np.int64)
+    summary = StepSummary(
+        "none", "no step markers found", ("h",), True, empty, (), empty, empty,
+        {c: empty for c in CATEGORY_NAMES}, 0, 0,
+    )  # fmt: skip
+    bound = bound_by(summary)
+    assert (bound.headline, bound.limits) == (
+        "No steps measured, so what bounds a step cannot be told.",
+        (),
+    )
+    advice = recommend(summary, bound)
+    assert (advice.bottleneck, advice.details, advice.tips) == (
+        "unknown",
+        ("no step markers found",),
+        ("trace_viewer: look for the repeating work of a step",),
+    )
