@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stepscope.stats.advice import classify_input, level
+from stepscope.stats.advice import classify_input, level, limit_level
 
 
 @pytest.mark.parametrize(
@@ -53,3 +53,34 @@ def test_every_classification_says_why_and_what_to_do() -> None:
     assert no.statement.endswith("focus on reducing other time.")
     unknown = classify_input(0, 0, has_steps=False)
     assert unknown.percent == 0.0 and unknown.statement.startswith("No step time measured")
+
+
+def test_xprofs_four_sentences_word_for_word() -> None:
+    """XProf's sentences, unchanged (``op_stats_to_input_pipeline_analysis.cc``), so that
+    the line can be checked against XProf's own page."""
+    assert [
+        classify_input(pct, other).statement for pct, other in [(25, 0), (7.25, 0), (2, 4), (1, 1)]
+    ] == [
+        "Your program is HIGHLY input-bound because 25.0% of the total step time sampled is "
+        "waiting for input. Therefore, you should first focus on reducing the input time.",
+        "Your program is MODERATELY input-bound because 7.2% of the total step time sampled is "
+        "waiting for input. Therefore, you would need to reduce both the input time and other "
+        "time.",
+        "Your program is POTENTIALLY input-bound because 4.0% of the total step time sampled "
+        "is spent on 'All Others' time (which could be due to I/O or Python execution or "
+        "both).",
+        "Your program is NOT input-bound because only 1.0% of the total step time sampled is "
+        "waiting for input. Therefore, you should focus on reducing other time.",
+    ]
+    assert classify_input(0, 0, has_steps=False).statement == (
+        "No step time measured, so where the time goes in a step cannot be told."
+    )
+
+
+@pytest.mark.parametrize(
+    ("limit", "moderate", "high"),
+    [("input", 5, 20), ("dispatch", 3, 15), ("host", 3, 15), ("copies", 5, 20), ("waits", 3, 15)],
+)
+def test_limit_levels(limit: str, moderate: float, high: float) -> None:
+    grades = [limit_level(limit, p) for p in (moderate - 0.01, moderate, high - 0.01, high)]
+    assert grades == ["no", "moderate", "moderate", "high"]

@@ -96,13 +96,16 @@ def test_the_headline_names_the_largest_limit_then_the_next() -> None:
 
 
 def test_without_a_device_host_work_is_what_no_traced_op_covers() -> None:
-    bound = bound_by(_summary(has_device=False, compute=1.0, host=6.0))
+    bound = bound_by(_summary(has_device=False, compute=1.0, host=6.0, compilation=0.5))
     assert bound.headline == (
         "Bound by python / host: 60.0% of the step time (6.00 ms per step), then compute "
         "(10.0%). Host work no traced op covers (Python, untraced I/O or synchronization); "
         "turn on the stack sampler (python_sampler_hz) to name the functions."
     )
-    assert bound.limits[1].evidence == "the model's computation on the host (framework ops)"
+    assert [lim.evidence for lim in bound.limits[1:]] == [
+        "the model's computation on the host (framework ops)",
+        "XLA / TensorFlow / torch.compile compilation inside the steps",
+    ]
 
 
 def test_every_limit_past_its_threshold_gets_its_advice_high_ones_marked() -> None:
