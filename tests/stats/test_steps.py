@@ -155,3 +155,14 @@ def test_a_fetch_inside_another_step_or_on_another_thread_does_not_move() -> Non
     db = build_step_db(build(builder))
     assert db.start_ns.tolist() == [k * 10 * MS for k in range(4)]
     assert db.dur_ns.tolist() == [9 * MS] * 4
+
+
+def test_a_fetch_begun_inside_a_step_does_not_feed_the_next() -> None:
+    """A wait for input that starts inside step 0 and ends in the gap after it is no fetch
+    for step 1 (only a wait wholly in the gap is): step 1 still starts at its own fetch."""
+    builder = _fetch_then_step(fetch_inside=False)
+    line = builder.plane("/host:CPU").line(1, "python")
+    line.event("IteratorGetNextOp::DoCompute", 8 * MS, MS + MS // 2, {"id": 1, "iter_num": 9})
+    db = build_step_db(build(builder))
+    assert db.start_ns.tolist() == [k * 10 * MS for k in range(4)]
+    assert db.dur_ns.tolist() == [9 * MS] * 4
