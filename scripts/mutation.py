@@ -102,6 +102,10 @@ GROUPS: dict[str, Group] = {
             "tests/stats/test_recommend.py",
             "tests/stats/test_bound_gpu.py",
             "tests/stats/test_dispatch_bound.py",
+            # the headline's evidence: staged input, sampled Python, where untraced time sits
+            "tests/stats/test_staging.py",
+            "tests/stats/test_python_samples.py",
+            "tests/stats/test_wait_attribution.py",
         ),
     ),
     "breakdown": Group(
