@@ -11,9 +11,9 @@ import pytest
 from stepscope.serve.app import start_server
 from stepscope.serve.state import ServerState
 from tests.pod.builders import write_run
-from tests.stats.test_loader_workers import loader_space
 from tests.support.a11y import grave_violations
 from tests.support.browser import CHROMIUM, check_fields, goto, open_page, tool_json, wait_rendered
+from tests.support.loader import loader_space
 
 if not CHROMIUM.exists():
     pytest.skip("browser tests need /usr/bin/chromium", allow_module_level=True)
