@@ -494,8 +494,14 @@ def test_diagnostics_name_their_measures_in_words(
     goto(page, gpu_server.url, "diagnostics", run_of(gpu_server, "tf2"))
     text = page.inner_text("#page")
     # measures were written as their keys ("input pct: 83.215984"): now "Input: 83.2%"
-    assert not re.search(r"\b\w+[_ ](pct|ms|us|ns|bytes):", text), "a raw field name is shown"
+    assert not re.search(r"\b\w+[_ ](pct|ms|us|ns|bytes|mb|gbps):", text), "a raw field name"
     assert "Input: 83.2%" in text
+    # and on the PyTorch GPU run: "Copy mb: 5892.8", "Link gbps: 150", "Caller: –" were shown
+    page.evaluate("document.body.removeAttribute('data-rendered')")
+    goto(page, gpu_server.url, "diagnostics", run_of(gpu_server, "gpu"))
+    text = page.inner_text("#page")
+    assert not re.search(r"\b\w+[_ ](pct|ms|us|ns|bytes|mb|gbps):", text), "a raw field name"
+    assert "Copy: 5.5 GiB" in text and "Link: 150 GB/s" in text and "Caller:" not in text
 
 
 # ---- a run the flight recorder saved ----------------------------------------------------------

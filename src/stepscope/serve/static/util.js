@@ -216,7 +216,7 @@ export function num(value, text, field) {
  */
 export function label(key) {
   // The unit is shown with each value, so a key's unit suffix is left out of its label.
-  const text = String(key).replace(/_(ns|us|ms|bytes|pct|percent|mib)$/, '').replace(/_/g, ' ').trim();
+  const text = String(key).replace(/_(ns|us|ms|bytes|pct|percent|mib|mb|gbps)$/, '').replace(/_/g, ' ').trim();
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
@@ -246,6 +246,8 @@ export function unitOfKey(key) {
   if (k.endsWith('_ms')) return 'ms';
   if (k.endsWith('_bytes')) return 'bytes';
   if (k.endsWith('_mib')) return 'MiB';
+  if (k.endsWith('_mb')) return 'MB'; // 10^6 bytes, written in binary units as every size
+  if (k.endsWith('_gbps')) return 'GB/s';
   if (k.startsWith('flop_rate') || k.endsWith('_gflops_per_s')) return 'GFLOP/s';
   if (k.endsWith('_gflops')) return 'GFLOP';
   if (k.includes('percent') || k.endsWith('_pct')) return '%';
@@ -302,6 +304,7 @@ const BY_UNIT = {
   KiB: (v) => fmtBytes(v * 1024),
   MiB: (v) => fmtBytes(v * 1024 ** 2),
   GiB: (v) => fmtBytes(v * 1024 ** 3),
+  MB: (v) => fmtBytes(v * 1e6),
   'bytes/s': (v) => fmtSI(v, 'B/s'),
   'GB/s': (v) => fmtSI(v * 1e9, 'B/s'),
   GFLOP: (v) => fmtSI(v * 1e9, 'FLOP'),

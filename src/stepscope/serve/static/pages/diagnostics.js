@@ -18,7 +18,9 @@ function evidence(f, i) {
 
 function findingCard(f, i) {
   // A measure's key names its unit (_ms, _pct...): the label leaves it out, the value says it.
-  const metrics = Object.entries(f.metrics || {}).map(([k, v]) => `${label(k)}: ${fmtByKey(k, v)}`);
+  const metrics = Object.entries(f.metrics || {})
+    .filter(([, v]) => v !== '' && v !== null && v !== undefined) // (a caller not found: nothing to say)
+    .map(([k, v]) => `${label(k)}: ${fmtByKey(k, v)}`);
   return h('section', { class: 'card finding', dataset: { finding: f.id, severity: f.severity } },
     h('h2', {}, severityBadge(f.severity), f.title, f.host ? h('span', { class: 'muted' }, ` · ${f.host}`) : null),
     h('p', {}, f.summary),
