@@ -504,6 +504,22 @@ def test_diagnostics_name_their_measures_in_words(
     assert "Copy: 5.5 GiB" in text and "Link: 150 GB/s" in text and "Caller:" not in text
 
 
+def test_the_recommendations_name_tools_by_their_titles(
+    sized: tuple[Any, Recorder, str], gpu_server: RunningServer
+) -> None:
+    """The overview's "Where to look" read "op_stats: the most time-consuming ops" (the tool's
+    id, as the CLI's report writes it): on the page it is the link "Op stats"."""
+    page, _rec, _size = sized
+    page.evaluate("document.body.removeAttribute('data-rendered')")
+    goto(page, gpu_server.url, "overview_page", run_of(gpu_server, "gpu"))
+    links = page.eval_on_selector_all(
+        "#page a[data-tool]", "els => els.map((e) => [e.dataset.tool, e.textContent])"
+    )
+    assert ["op_stats", "Op stats"] in links and ["trace_viewer", "Trace viewer"] in links
+    text = page.inner_text("#page")
+    assert "op_stats" not in text and "trace_viewer" not in text
+
+
 # ---- a run the flight recorder saved ----------------------------------------------------------
 
 SAVED = "2026_01_01_03_12_09"

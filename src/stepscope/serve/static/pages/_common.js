@@ -48,7 +48,8 @@ export function linkTools(text, ctx) {
   const parts = String(text).split(new RegExp(`(${escaped.join('|')})`, 'g'));
   return parts.map((part) => {
     const found = names.find(([n]) => n === part);
-    return found ? h('a', { href: ctx.href(found[1].name) }, part) : part;
+    // a tool named by its id in the text ("op_stats: ...") reads as its page's title
+    return found ? h('a', { href: ctx.href(found[1].name), dataset: { tool: found[1].name } }, found[1].title) : part;
   });
 }
 
