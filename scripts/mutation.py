@@ -72,7 +72,11 @@ GROUPS: dict[str, Group] = {
     ),
     "kineto": Group(
         ("stepscope/xspace/kineto/categories.py",),
-        ("tests/xspace/test_kineto.py", "tests/xspace/test_kineto_conservation.py"),
+        (
+            "tests/xspace/test_kineto.py",
+            "tests/xspace/test_kineto_args.py",
+            "tests/xspace/test_kineto_conservation.py",
+        ),
         ("tests.support.both_tiers",),
     ),
     "memory": Group(

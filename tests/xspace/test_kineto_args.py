@@ -1,0 +1,64 @@
+"""Kineto event args as the XSpace stats the kernel and memcpy tools read
+(stepscope.xspace.kineto.categories): XProf's ``kernel_details`` text, memcpy names and
+details. These strings are what the kernel stats table and the trace viewer's details show,
+so they are checked whole, for Kineto's usual args and for the odd ones real traces carry
+(floats, short or missing launch dimensions, AMD's ``kind`` arg, sizes absent)."""
+
+from __future__ import annotations
+
+from stepscope.xspace.kineto.categories import (
+    kernel_details,
+    memcpy_details,
+    memcpy_name,
+    memset_details,
+)
+
+USUAL = {
+    "registers per thread": 32,
+    "shared memory": 4096,
+    "est. achieved occupancy %": 50,
+    "grid": [80, 2, 1],
+    "block": [128, 4, 1],
+}
+
+
+def test_kinetos_usual_launch_configuration() -> None:
+    assert kernel_details(USUAL) == (
+        "regs:32 static_shared:4096 dynamic_shared:0 grid:80,2,1 block:128,4,1 occ_pct:50"
+    )
+
+
+def test_odd_launch_configurations_keep_every_field() -> None:
+    """A float occupancy, a two-dimensional grid, a block given as text: the same fields,
+    integers printed without a fraction, missing dimensions 1."""
+    odd = {**USUAL, "est. achieved occupancy %": 37.5, "grid": [80, 2], "block": "128"}
+    assert kernel_details(odd) == (
+        "regs:32 static_shared:4096 dynamic_shared:0 grid:80,2,1 block:1,1,1 occ_pct:37.5"
+    )
+    floats = {**USUAL, "shared memory": 4096.0, "block": [128, 4, 2]}
+    assert kernel_details(floats) == (
+        "regs:32 static_shared:4096 dynamic_shared:0 grid:80,2,1 block:128,4,2 occ_pct:50"
+    )
+    only_grid = {"grid": [1, 1, 1]}
+    assert kernel_details(only_grid) == (
+        "regs:0 static_shared:0 dynamic_shared:0 grid:1,1,1 block:1,1,1 occ_pct:0"
+    )
+    assert kernel_details({"registers per thread": 32}) is None  # no launch configuration
+
+
+def test_memcpy_names_sources_and_sizes() -> None:
+    assert memcpy_name("Memcpy HtoD (Pageable -> Device)", {}) == (
+        "MEMCPYHToD",
+        "pageable",
+        "device",
+    )
+    assert memcpy_name("Memcpy AtoD (Array -> Device)", {}) == ("MEMCPYDToD", "array", "device")
+    # AMD: the direction in the `kind` arg; an unknown one stays visible as Other
+    assert memcpy_name("hipMemcpyAsync", {"kind": "DtoH"}) == ("MEMCPYDToH", "", "")
+    assert memcpy_name("Memcpy XtoY", {"kind": 3}) == ("MEMCPYOther", "", "")
+    assert memcpy_details({"bytes": 1024}, "pageable", "device") == (
+        "num_bytes:1024 kind_src:pageable kind_dst:device"
+    )
+    assert memcpy_details({"bytes": 0}, "", "") == "num_bytes:0"
+    assert memcpy_details({}, "", "device") == "kind_dst:device"  # no size given
+    assert memset_details("Memset (Device)", {"bytes": 64}) == "num_bytes:64 kind:device"
