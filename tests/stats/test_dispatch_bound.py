@@ -159,3 +159,17 @@ def test_a_cpu_op_that_is_usually_short_still_computes_when_long() -> None:
     db = build_step_db(build(builder))
     assert db.limit_ns()["compute"].min() >= 15 * MS
     assert bound_by(summarize_steps({"h": db})).first == "compute"
+
+
+def test_the_python_function_issuing_the_ops_is_named() -> None:
+    """With the Python tracer's frames, the headline names the function whose frame holds
+    the dispatch runs (here `update`, around each step's 190 ops)."""
+    builder = _jax_loop()
+    main = builder.plane("/host:CPU").line(1, "python")
+    for k in range(STEPS):
+        main.event("$train.py:12 update", k * 10 * MS + MS, 6 * MS)
+    db = build_step_db(build(builder))
+    assert db.limits.dispatch.caller == "update (train.py)"
+    assert "24.0 µs apart, issued by update (train.py); fix: put the per-op code under jax.jit" in (
+        bound_by(summarize_steps({"h": db})).headline
+    )
