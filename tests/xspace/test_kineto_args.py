@@ -6,7 +6,12 @@ so they are checked whole, for Kineto's usual args and for the odd ones real tra
 
 from __future__ import annotations
 
+import pytest
+
 from stepscope.xspace.kineto.categories import (
+    Kind,
+    classify,
+    convert_args,
     kernel_details,
     memcpy_details,
     memcpy_name,
@@ -62,3 +67,37 @@ def test_memcpy_names_sources_and_sizes() -> None:
     assert memcpy_details({"bytes": 0}, "", "") == "num_bytes:0"
     assert memcpy_details({}, "", "device") == "kind_dst:device"  # no size given
     assert memset_details("Memset (Device)", {"bytes": 64}) == "num_bytes:64 kind:device"
+
+
+def test_an_unknown_category_goes_by_its_args() -> None:
+    """A category no table knows (a newer Kineto, another vendor): on a device when its args
+    name both a stream and a device, else on the host; the category's name is kept."""
+    assert classify("gpu_new_thing", {"stream": 7, "device": 0}) == (Kind.DEVICE, "gpu_new_thing")
+    assert classify("gpu_new_thing", {"stream": 7}) == (Kind.HOST, "gpu_new_thing")
+    assert classify(None, {}) == (Kind.HOST, "unknown")
+    assert classify(3, None) == (Kind.HOST, "3")
+
+
+def test_args_become_stats_under_xprofs_names() -> None:
+    stats = convert_args(
+        {
+            "correlation": 12,
+            "device": 0,
+            "Ev Idx": 5,
+            "stream": 7,
+            "big": (1 << 64) - 1,  # an unsigned 64-bit value fits
+            "ok": True,
+            "none": None,
+            "dims": [[8, 3], []],
+        }
+    )
+    assert stats == {
+        "correlation_id": 12,
+        "device_id": 0,
+        "stream": 7,
+        "big": (1 << 64) - 1,
+        "ok": 1,
+        "dims": "[[8, 3], []]",
+    }
+    with pytest.raises(OverflowError, match="'huge' = 18446744073709551616 does not fit"):
+        convert_args({"huge": 1 << 64})
