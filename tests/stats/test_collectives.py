@@ -212,3 +212,31 @@ def test_compute_running_beside_a_collective_is_never_collective_wait() -> None:
 )
 def test_only_frames_wait_for_other_threads(name: str, waits: bool) -> None:
     assert collectives.is_waiting_frame(name) is waits
+
+
+def test_a_tensorflow_op_type_is_read_after_the_last_colon() -> None:
+    """TensorFlow events are ``name:type``; a name holding colons of its own still ends in
+    its type."""
+    assert collectives.is_host_collective("replica_1/grad:ring:CollectiveReduceV2")
+    assert not collectives.is_host_collective("replica_1/grad:ring:MatMul")
+
+
+def test_collective_kinds_by_name() -> None:
+    names = [
+        "ncclKernel_AllReduce_RING_LL_Sum_float",
+        "ncclDevKernel_AllGather_RING_LL",
+        "ReduceScatter",
+        "gloo:broadcast",
+        "barrier",
+        "Send",
+        "ncclKernel_Unknown",
+    ]
+    assert [collectives.collective_kind(n) for n in names] == [
+        "all_reduce",
+        "all_gather",
+        "reduce_scatter",
+        "broadcast",
+        "barrier",
+        "send_recv",
+        "other",
+    ]
