@@ -457,3 +457,21 @@ def test_the_input_pipelines_work_is_input_only_when_nothing_else_runs() -> None
         [("tf_data_iterator", "ParallelMapProduce", 1, 6, {}), ("main", "aten::add", 4, 4, {})]
     )
     assert _limits(db) == {"input": 3.0, "compute": 4.0, "host": 3.0}
+
+
+# --- No step at all ---------------------------------------------------------------------------
+
+
+def test_a_profile_without_steps_says_why_and_still_knows_its_device() -> None:
+    """No marker and nothing repeating: no step, every category empty, and the device seen
+    (the overview's "no steps" page still says the run had a GPU)."""
+    builder = XSpaceBuilder("nosteps")
+    builder.plane("/host:CPU").line(1, "main").event("model/op:Relu", 0, MS)
+    builder.plane("/device:GPU:0").line(7, "stream").event("volta_sgemm_128x64_nn", MS, MS)
+    db = build_step_db(build(builder))
+    assert (db.n_steps, db.has_device) == (0, True)
+    assert db.description.startswith("no step markers (_r/step_num, ProfilerStep#N")
+    assert {k: v.tolist() for k, v in db.category_ns().items()} == {c: [] for c in db.category_ns()}
+    host_only = XSpaceBuilder("nosteps")
+    host_only.plane("/host:CPU").line(1, "main").event("model/op:Relu", 0, MS)
+    assert not build_step_db(build(host_only)).has_device
