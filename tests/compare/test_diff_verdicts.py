@@ -359,7 +359,8 @@ def test_rows_missing_below_a_cut_are_skipped_wherever_they_come() -> None:
     """Keys below the baseline's cut are skipped, not the end of the matching: the rows
     after them are still compared."""
     cut = dataclasses.replace(rows(["a/Relu"], [10 * MS]), rest_ns=MS)
-    full = rows(["b/Sum", "c/Exp", "a/Relu"], [MS, MS, 12 * MS])
+    # the candidate's rows come first, largest first: the two unknown keys lead
+    full = rows(["b/Sum", "c/Exp", "a/Relu"], [20 * MS, 15 * MS, 12 * MS])
     base = dataclasses.replace(_flat(), host_ops=cut)
     cand = dataclasses.replace(_flat(), host_ops=full)
     assert [r.key for r in match_rows(base, cand, "host_ops")] == ["a/Relu"]
