@@ -25,19 +25,22 @@ def _file(logdir: Path, session: str, address: str) -> Path:
 
 
 def test_capture_from_three_workers(spawn_workers: Any, tmp_path: Path) -> None:
+    """One request per worker, in parallel: all three are capturing at once (a client
+    asking one after the other never has two), and each saves its recording."""
     workers = spawn_workers(3)
-    addresses = ",".join(f"grpc://{w.address}" for w in workers)
-    result = stepscope.client.trace(addresses, tmp_path, 500, verbose=False)
-    assert [w.state for w in result.workers] == ["ok"] * 3
-    run_dirs = {p.parent for p in result.paths}
-    assert run_dirs == {tmp_path / "plugins" / "profile" / result.session_id}
-    starts = []
+    job = CaptureJob([w.address for w in workers], tmp_path, 1500)
+    thread = threading.Thread(target=job.run)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not all(w.state == "capturing" for w in job.workers):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    thread.join(30)
+    assert not thread.is_alive()
+    assert [w.state for w in job.workers] == ["ok"] * 3, [w.line() for w in job.workers]
     for worker in workers:
-        saved = read_saved(_file(tmp_path, result.session_id, worker.address))
-        assert len(saved.named("train")) > 10
-        starts.append(saved.start_ns)
-    # One request per worker, in parallel: the three recordings overlap.
-    assert max(starts) - min(starts) < 0.4e9
+        saved = read_saved(_file(tmp_path, job.session_id, worker.address))
+        assert saved.named("train")
 
 
 def test_a_worker_killed_mid_capture(spawn_workers: Any, tmp_path: Path) -> None:

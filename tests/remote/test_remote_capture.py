@@ -40,24 +40,39 @@ def request(duration_ms: int = 300, **fields: Any) -> Any:
     return pb.ProfileRequest(duration_ms=duration_ms, opts=opts, **fields)
 
 
-def test_capture_from_one_worker(server: ProfilerServer, tmp_path: Path) -> None:
+def test_capture_from_one_worker(
+    server: ProfilerServer, tmp_path: Path, alarms: ManualAlarms, training: Training
+) -> None:
+    """A 400 ms capture records the training loop's steps for the duration asked: the
+    duration's alarm is 0.4 s, and the test rings it once a few steps were recorded (how
+    many steps a loaded machine runs in 400 ms is no property of the capture)."""
     before = time.time_ns()
-    result = stepscope.client.trace(f"grpc://{server.address}", tmp_path, 400, verbose=False)
-    (worker,) = result.workers
+    result: list[Any] = []
+    runner = threading.Thread(
+        target=lambda: result.append(
+            stepscope.client.trace(f"grpc://{server.address}", tmp_path, 400, verbose=False)
+        )
+    )
+    runner.start()
+    _wait_for(lambda: bool(alarms.pending()) and capture_session.is_recording())
+    assert alarms.pending() == [0.4]
+    recorded_from = training.steps
+    _wait_for(lambda: training.steps >= recorded_from + 3)  # two whole steps at least
+    alarms.fire()
+    runner.join(30)
+    (worker,) = result[0].workers
     assert worker.state == "ok" and worker.attempt == 1
     expected = (
         tmp_path
         / "plugins"
         / "profile"
-        / result.session_id
+        / result[0].session_id
         / (server.address.replace(":", "_") + ".xplane.pb")
     )
-    assert result.paths == [expected] and expected.is_file()
+    assert result[0].paths == [expected] and expected.is_file()
     saved = read_saved(expected)
-    steps = saved.named("train")
-    assert len(steps) > 20  # ~2 ms steps for 400 ms
+    assert len(saved.named("train")) >= 2
     assert saved.start_ns >= before
-    assert 0.35e9 < saved.stop_ns - saved.start_ns < 1.5e9
     assert all(saved.start_ns <= start <= saved.stop_ns for _n, start, _d in saved.events)
 
 
