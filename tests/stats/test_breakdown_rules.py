@@ -475,3 +475,6 @@ def test_a_profile_without_steps_says_why_and_still_knows_its_device() -> None:
     host_only = XSpaceBuilder("nosteps")
     host_only.plane("/host:CPU").line(1, "main").event("model/op:Relu", 0, MS)
     assert not build_step_db(build(host_only)).has_device
+    # and with steps
+    assert _db([KERNEL]).has_device is True
+    assert _db([("main", "model/op:Relu", 1, 1, {})]).has_device is False
