@@ -208,3 +208,25 @@ def test_the_job_headline_names_the_straggler_first(
     host = ["--host", "rank0"]
     assert main(["tool", str(run), "overview_page", *host, "--workers", "0", "--no-cache"]) == 0
     assert json.loads(capsys.readouterr().out)["bound_by"]["headline"].startswith("Bound by ")
+
+
+def test_own_time_stragglers_are_ordered_by_how_long_they_held_the_job() -> None:
+    """Without collectives: four workers, steps of 4, 6, 4 and 10 ms. The median worker's
+    own time is 5 ms; w3 is 5 ms late in each of the 10 steps compared (the first and the
+    last of 12 are dropped as possibly cut), w1 1 ms (both past 10% of 5 ms): w3 first,
+    though w1 comes first in the job; nobody waited (no collectives)."""
+    builders = []
+    for r, step_ms in enumerate((4, 6, 4, 10)):
+        b = XSpaceBuilder(f"w{r}")
+        main_line = b.plane("/host:CPU").line(1, "MainThread")
+        for k in range(12):
+            main_line.event("train", k * step_ms * MS, step_ms * MS, {"step_num": k, "_r": 1})
+            main_line.event("forward", k * step_ms * MS, 3 * MS)
+        builders.append(b)
+    pod = find_stragglers(_ranks(builders))
+    assert pod.method == "own time"
+    assert [(s.host, s.late_ns, s.waited_ns, s.waiters) for s in pod.stragglers] == [
+        ("w3", 10 * 5 * MS, 0, 0),
+        ("w1", 10 * 1 * MS, 0, 0),
+    ]
+    assert all(s.steps == tuple(range(1, 11)) and s.reason == "other" for s in pod.stragglers)
