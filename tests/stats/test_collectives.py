@@ -6,12 +6,15 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from stepscope.stats import EventType, build_step_db, classify_events
-from stepscope.stats.events import device_type_of_name, host_type_of_name
+from stepscope.stats.collective_calls import CollectiveCalls, collective_calls
+from stepscope.stats.events import CATEGORY_NAMES, device_type_of_name, host_type_of_name
 from stepscope.vocab import collectives
 from stepscope.xspace.builder import XSpaceBuilder
+from tests.pod.builders import gloo_job
 from tests.support.analysis import MS, build
 
 HOST_COLLECTIVES = [
@@ -240,3 +243,48 @@ def test_collective_kinds_by_name() -> None:
         "send_recv",
         "other",
     ]
+
+
+def _calls_of(names: list[str]) -> CollectiveCalls:
+    """A host whose four 10 ms steps each hold one 1 ms call of every name in ``names``."""
+    builder = XSpaceBuilder("calls")
+    main = builder.plane("/host:CPU").line(1, "MainThread")
+    for k in range(4):
+        main.event("train", k * 10 * MS, 10 * MS, {"step_num": k, "_r": 1})
+        for j, name in enumerate(names):
+            main.event(name, k * 10 * MS + (2 + 2 * j) * MS, MS)
+    profile = build(builder)
+    return collective_calls(profile, build_step_db(profile))
+
+
+def test_a_hosts_calls_come_from_the_layer_that_has_them() -> None:
+    """gloo's own spans are the calls; PyTorch's dispatch op (c10d::allreduce_) only when
+    nothing below it was traced; a host without collectives has none (and says so)."""
+    gloo = _calls_of(["gloo:all_reduce", "c10d::allreduce_"])
+    assert (gloo.layer, gloo.lanes, gloo.n_calls, gloo.runup_measured) == (
+        "host collectives",
+        ("all_reduce",),
+        4,
+        True,
+    )
+    assert gloo.lane.dtype == np.int32 and gloo.step.tolist() == [0, 1, 2, 3]
+    assert _calls_of(["gloo:all_reduce"]).layer == "host collectives"
+    assert _calls_of(["c10d::allreduce_"]).layer == "dispatch ops"
+    none = _calls_of(["aten::addmm"])
+    assert (none.layer, none.lanes, none.n_calls) == ("", (), 0)
+    assert none.lane.dtype == np.int32
+    assert none.runup_ns.shape == (0, len(CATEGORY_NAMES)) and none.runup_ns.dtype == np.int64
+
+
+def test_a_calls_run_up_is_the_work_since_the_previous_exit() -> None:
+    """In a gloo job, the time before each all-reduce since the previous one ended (or the
+    step began), by category: 1 ms of input, 4 ms of compute, 0.1 ms untraced."""
+    builders = gloo_job(2, input_ms=lambda rank, step: 1.0, compute_ms=lambda rank, step: 4.0)
+    profile = build(builders[0])
+    calls = collective_calls(profile, build_step_db(profile))
+    runup = dict(zip(CATEGORY_NAMES, calls.runup_ns[2].tolist(), strict=True))
+    assert {k: v for k, v in runup.items() if v} == {
+        "input": MS,
+        "host_compute": 4 * MS,
+        "other": MS // 10,
+    }
