@@ -16,11 +16,10 @@ import pytest
 
 from stepscope.serve.app import RunningServer
 from tests.support.a11y import grave_violations
-from tests.support.browser import SHOTS, Recorder, next_frames, open_page, wait_rendered
+from tests.support.browser import SHOTS, SIZES, Recorder, next_frames, open_sized, wait_rendered
 
 pytestmark = pytest.mark.browser
 PAGES = SHOTS / "pages"
-SIZES = {"1366x768": (1366, 768), "1920x1080": (1920, 1080)}
 A11Y_SIZE = "1366x768"  # the check looks at the markup: once per page is enough
 BAD_TEXT = re.compile(r"\b(null|undefined|NaN)\b|\b1 rows\b")
 # Sizes are written in binary units on every page (KiB, MiB, GiB: the declared field units);
@@ -51,9 +50,7 @@ RUNS = [
 def sized(
     request: pytest.FixtureRequest, browser: Any, gpu_server: RunningServer
 ) -> Iterator[tuple[Any, Recorder, str]]:
-    width, height = SIZES[request.param]
-    context, page, rec = open_page(browser, gpu_server.url)
-    page.set_viewport_size({"width": width, "height": height})
+    context, page, rec = open_sized(browser, gpu_server.url, request.param)
     yield page, rec, request.param
     context.close()
 

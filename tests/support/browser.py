@@ -15,6 +15,7 @@ from stepscope.serve.app import RunningServer
 from tests.support.fixtures import REPO
 
 CHROMIUM = Path("/usr/bin/chromium")
+SIZES = {"1366x768": (1366, 768), "1920x1080": (1920, 1080)}  # a laptop's and a desktop's
 SHOTS = REPO / "artifacts" / "screenshots"
 ARGS = [
     "--headless",
@@ -151,3 +152,11 @@ def table_column(page: Any, table: str, key: str) -> list[str]:
             "els => els.map(e => e.dataset.value)",
         )
     )
+
+
+def open_sized(browser: Any, base: str, size: str) -> tuple[Any, Any, Recorder]:
+    """`open_page` at the window size ``size`` (a key of `SIZES`)."""
+    width, height = SIZES[size]
+    context, page, rec = open_page(browser, base)
+    page.set_viewport_size({"width": width, "height": height})
+    return context, page, rec

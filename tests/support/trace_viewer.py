@@ -69,3 +69,17 @@ def choose(page: Any, control: str, value: str) -> None:
     if not page.is_visible(select):
         page.click(".tv-menu summary")
     page.select_option(select, value)
+
+
+def canvas_share(page: Any) -> float:
+    """The share of the window the timeline's canvas takes (what is on screen of it)."""
+    return float(
+        page.evaluate(
+            """() => {
+            const r = document.querySelector('canvas.tv-canvas').getBoundingClientRect();
+            const w = Math.min(r.right, innerWidth) - Math.max(r.left, 0);
+            const h = Math.min(r.bottom, innerHeight) - Math.max(r.top, 0);
+            return (w * h) / (innerWidth * innerHeight);
+        }"""
+        )
+    )
