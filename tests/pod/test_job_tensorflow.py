@@ -31,18 +31,28 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def tf_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
-    logdir = tmp_path_factory.mktemp("tf")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    job = ["tests.support.tf_mwms_job", str(logdir), "--slow-input", "1", "--input-ms", "80"]
-    proc = subprocess.run(
-        [sys.executable, "-m", *job],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    # TF's distributed runtime fails a job now and then on a loaded machine (seen once in
+    # four CI runs: a worker gone before it saved its truth, the other's all-reduce reset);
+    # a second job in a fresh log directory is started then, and the first one's failure,
+    # each worker's stderr tail, is printed (pytest shows it with the test's output).
+    failures = []
+    for attempt in range(2):
+        logdir = tmp_path_factory.mktemp("tf")
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        job = ["tests.support.tf_mwms_job", str(logdir), "--slow-input", "1", "--input-ms", "80"]
+        proc = subprocess.run(
+            [sys.executable, "-m", *job],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        if proc.returncode == 0:
+            break
+        failures.append(proc.stderr[-4000:])
+        print(f"TF job attempt {attempt + 1} failed:\n{failures[-1]}", file=sys.stderr)
+    assert proc.returncode == 0, "\n\n".join(failures)
     [run] = (logdir / "plugins" / "profile").iterdir()
     truth = [json.loads((logdir / f"truth.worker{k}.json").read_text()) for k in (0, 1)]
     return run, truth

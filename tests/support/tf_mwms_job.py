@@ -144,14 +144,20 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.truth_dir).mkdir(parents=True, exist_ok=True)
     hosts = [f"localhost:{p}" for p in _free_ports(args.workers)]
     procs = []
-    for k in range(args.workers):
+    logs = [Path(args.truth_dir, f"worker{k}.stderr") for k in range(args.workers)]
+    for k, log in enumerate(logs):
         config = {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": k}}
         env = {**os.environ, "TF_CONFIG": json.dumps(config), "TF_CPP_MIN_LOG_LEVEL": "2"}
         env["CUDA_VISIBLE_DEVICES"] = ""
         cmd = [sys.executable, "-m", "tests.support.tf_mwms_job", *sys.argv[1:], "--worker"]
-        procs.append(subprocess.Popen(cmd, env=env))
+        with log.open("wb") as err:  # each worker's own: which one failed first, and how
+            procs.append(subprocess.Popen(cmd, env=env, stderr=err))
     codes = [p.wait() for p in procs]
     saved = all(Path(args.truth_dir, f"truth.worker{k}.json").exists() for k in range(len(procs)))
+    if not saved:
+        for k, (code, log) in enumerate(zip(codes, logs, strict=True)):
+            tail = log.read_text(errors="replace")[-1500:]
+            print(f"worker {k} exited with {code}; its stderr ends:\n{tail}", file=sys.stderr)
     return 0 if saved else next((c for c in codes if c), 1)
 
 
