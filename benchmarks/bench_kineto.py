@@ -192,21 +192,9 @@ def measure(python: str, who: str, path: str, repeat: int) -> tuple[float, float
     cpu: list[float] = []
     peaks: list[float] = []
     for _ in range(repeat):
-        done = subprocess.run(
-            [python, __file__, "--child", who, path],
-            capture_output=True,
-            text=True,
-            # Bytecode caches as an installed package has them (this machine's environment
-            # sets PYTHONDONTWRITEBYTECODE, which would recompile every module every run).
-            env={
-                **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
-                "PYTHONWARNINGS": "ignore",
-            },
-        )
-        if done.returncode:
-            print(f"{who} failed on {path}:\n{done.stderr[-2000:]}", file=sys.stderr)
+        result = _once(python, who, path)
+        if result is None:
             return None
-        result = json.loads(done.stdout.strip().splitlines()[-1])
         seconds.append(result["seconds"])
         cpu.append(result["cpu"])
         peaks.append(result["peak_kb"] / 1024)
