@@ -108,3 +108,14 @@ def test_a_host_read_in_part_says_so_in_the_json(tmp_path: Path) -> None:
     assert [p["host"] for p in data_json["partial_reads"]] == ["cut"]
     assert data_json == _cli_json(str(cut), "overview_page")
     assert "partial_reads" not in output.to_json(analysis.tool("overview_page"))
+
+
+def test_steps_are_the_step_database_every_tool_reads(ctl: Path) -> None:
+    from stepscope.stats.steps.breakdown import build_step_db
+
+    analysis = stepscope.Analysis(ctl, use_cache=False)
+    steps = analysis.steps()
+    assert steps.step_num.tolist() == build_step_db(analysis.profile()).step_num.tolist()
+    overview = analysis.tool("overview_page")
+    assert [s.duration_ns for s in overview.steps] == steps.dur_ns.tolist()
+    assert analysis.steps(step_source="auto") is steps  # computed once, shared

@@ -8,7 +8,7 @@ import os
 
 from stepscope.cli.progress import stderr_progress
 from stepscope.errors import StepscopeError
-from stepscope.model import ALL_HOSTS, Run, open_run
+from stepscope.model import ALL_HOSTS, Run
 from stepscope.stats.compare import RunSummary, looks_like_summary
 from stepscope.tools.analysis import Analysis
 
@@ -51,6 +51,5 @@ def load_summary(
     saved = _summary_file(path)
     if saved is not None:
         return saved
-    run = open_run(path)
-    analysis = Analysis(run, use_cache=use_cache, progress=stderr_progress())
-    return analysis.summary(pick_host(run, host), step_source)
+    analysis = Analysis(path, use_cache=use_cache, progress=stderr_progress())
+    return analysis.summary(pick_host(analysis.run, host), step_source)

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from stepscope.executor import Executor, ProgressFn
     from stepscope.model import Profile
     from stepscope.stats.compare import RunSummary
+    from stepscope.stats.steps.breakdown import StepDb
 
 
 class Analysis:
@@ -49,7 +50,9 @@ class Analysis:
     this process for small runs, else a process pool; `stepscope.executor.make_executor`
     gives one on a Dask cluster), owned by the caller; ``store``: share converted profiles
     and intermediates with other analyses (a server's runs); ``progress`` /
-    ``host_progress``: where conversion and per-host progress is reported.
+    ``host_progress``: where conversion and per-host progress is reported;
+    ``max_profiles``: how many hosts' converted profiles stay in memory (1 for a pass that
+    reads each host once, as `stepscope info` does over a run of many hosts).
     """
 
     def __init__(
@@ -62,9 +65,11 @@ class Analysis:
         store: ProfileStore | None = None,
         progress: Callable[[str], None] | None = None,
         host_progress: ProgressFn | None = None,
+        max_profiles: int = 8,
     ) -> None:
         self.run = run if isinstance(run, Run) else open_run(os.fspath(run))
         self.store = store or ProfileStore(
+            max_profiles=max_profiles,
             use_cache=use_cache,
             cache_dir=Path(cache_dir) if cache_dir is not None else None,
             progress=progress,
@@ -199,6 +204,9 @@ class Analysis:
 
     def profile(self, host: str | None = None) -> Profile:
         """One host's columnar events (`stepscope.model.Profile`; ``None``: the only host)."""
+        return self.store.profile(self.run, self._one_host(host))
+
+    def _one_host(self, host: str | None) -> str:
         if host is None:
             if len(self.run.hosts) != 1:
                 raise StepscopeError(
@@ -206,7 +214,15 @@ class Analysis:
                     f"{', '.join(self.hosts)}"
                 )
             host = self.hosts[0]
-        return self.store.profile(self.run, self.run.host(host).host)
+        return self.run.host(host).host
+
+    def steps(self, host: str | None = None, step_source: str = "auto") -> StepDb:
+        """One host's step database (``None``: the only host): every step's number, start,
+        duration and time by category, the same one every tool of this host reads."""
+        from stepscope.tools import _analysis
+
+        name = self._one_host(host)
+        return _analysis.step_db(self.host_context(name, step_source=step_source), name)
 
     def host_context(self, host: str, **options: str) -> ToolContext:
         """One host's `ToolContext`: what code beside the tools (the SQL tables of

@@ -90,17 +90,17 @@ def open_result(run_dir: Path, port: int = 0) -> None:
 def summarize_run(run_dir: Path) -> dict[str, Any]:
     """Steps (with their input time) and threads of the run's profile(s), from the same step
     database as every tool, so this first page agrees with `report` and the web UI."""
-    from stepscope.model import load_profile
-    from stepscope.stats.steps.breakdown import build_step_db
+    from stepscope.tools.analysis import Analysis
 
     steps: list[dict[str, Any]] = []
     threads: list[tuple[str, int]] = []
     notes: list[str] = []
     files = sorted(Path(run_dir).glob("*.xplane.pb"))
-    for path in files:
-        profile = load_profile(path)
+    analysis = Analysis(run_dir)
+    for host in analysis.hosts:
+        profile = analysis.profile(host)
         threads += [(line.label, line.event_count) for line in profile.lines if line.event_count]
-        db = build_step_db(profile)
+        db = analysis.steps(host)
         notes.append(db.description)
         input_ns = db.category_ns()["input"]
         for k in range(db.n_steps):

@@ -169,9 +169,9 @@ def run(args: argparse.Namespace) -> int:
     paths: list[str] = []
     largest: tuple[str, int] | None = None
     if args.run:
-        from stepscope.model import open_run
+        from stepscope.tools.analysis import Analysis
 
-        found_run = open_run(args.run)
+        found_run = Analysis(args.run).run
         paths = [h.path for h in found_run.hosts]
         big = max(found_run.hosts, key=lambda h: h.size_bytes)
         largest = (big.path, big.size_bytes)

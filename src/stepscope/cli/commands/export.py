@@ -118,13 +118,15 @@ def _chunks(
 
 def run(args: argparse.Namespace) -> int:
     from stepscope.cli.progress import stderr_progress
-    from stepscope.model import open_host, open_run
+    from stepscope.tools.analysis import Analysis
 
-    target = open_run(args.path)
+    say = stderr_progress()
+    analysis = Analysis(args.path, use_cache=not args.no_cache, progress=say, max_profiles=1)
+    target = analysis.run
     if args.host:
-        host = target.host(args.host)
+        host = target.host(args.host).host
     elif len(target.hosts) == 1:
-        host = target.hosts[0]
+        host = target.hosts[0].host
     else:
         raise StepscopeError(
             f"run {target.name!r} has {len(target.hosts)} hosts; name one with --host "
@@ -135,8 +137,7 @@ def run(args: argparse.Namespace) -> int:
             raise StepscopeError(f"{flag} {value}: give a finite number of milliseconds")
     if args.start_ms is not None and args.end_ms is not None and args.end_ms <= args.start_ms:
         raise StepscopeError("--end-ms must be greater than --start-ms")
-    say = stderr_progress()
-    profile = open_host(host, use_cache=not args.no_cache, progress=say)
+    profile = analysis.profile(host)
     origin = int(profile.start_ns.min()) if profile.n_events else 0
     start = None if args.start_ms is None else _clamped(origin, args.start_ms)
     end = None if args.end_ms is None else _clamped(origin, args.end_ms)

@@ -77,17 +77,16 @@ def summarize(profile: Profile, top: int) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from stepscope.cli.progress import stderr_progress
-    from stepscope.model import open_host, open_run
+    from stepscope.tools.analysis import Analysis
 
-    target = open_run(args.path)
-    hosts = [target.host(args.host)] if args.host else list(target.hosts)
-    progress = stderr_progress()
-    summaries = [
-        summarize(open_host(h, use_cache=not args.no_cache, progress=progress), args.top)
-        for h in hosts
-    ]
+    # Each host is read once, one at a time: a run of many hosts never holds more than one.
+    analysis = Analysis(
+        args.path, use_cache=not args.no_cache, progress=stderr_progress(), max_profiles=1
+    )
+    hosts = [analysis.run.host(args.host).host] if args.host else analysis.hosts
+    summaries = [summarize(analysis.profile(h), args.top) for h in hosts]
     if args.json:
-        print_json({"run": target.name, "path": target.path, "hosts": summaries})
+        print_json({"run": analysis.run.name, "path": analysis.run.path, "hosts": summaries})
         return 0
     for summary in summaries:
         print(
