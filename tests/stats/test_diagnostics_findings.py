@@ -317,3 +317,39 @@ def test_v100_fp32_training_gets_mixed_precision_advice() -> None:
     }
     f = found["low_tensor_core_use"]
     assert "sgemm" in f.events[0].name and "GradScaler" in f.fix  # V100: fp16 with loss scaling
+
+
+def test_slow_steps_every_n_steps() -> None:
+    # 14 steps of 10 ms; every 4th also logs metrics on the host for 8 ms
+    t = GpuTrace()
+    for s in range(14):
+        base = s * 20 * MS
+        slow = s % 4 == 3
+        t.step(s, base, 18 * MS if slow else 10 * MS)
+        t.launch(base + 10 * US, "volta_h884gemm_nn", base + 100 * US, 9 * MS)
+        if slow:
+            t.op("log_metrics", base + 9 * MS + 500 * US, 8 * MS)
+    f = _one(t.profile(), "slow_steps")
+    assert f.steps == (3, 7, 11) and f.metrics["every_n_steps"] == 4
+    assert f.time_ns == 3 * 8 * MS and f.metrics["worst_ratio"] == pytest.approx(1.8)
+    assert f.summary.startswith("Every 4 steps, a step takes up to 1.8x the median step")
+    assert f.events[0].name == "step 3" and f.events[0].total_ns == 18 * MS
+
+
+def test_slow_steps_quiet_under_the_thresholds() -> None:
+    # 1.4x the median, and 1.6x but only 0.8 ms longer: steps that vary, not outliers
+    for slow_ns, period_ns in ((14 * MS, 10 * MS), (2 * MS + 200 * US, 1300 * US)):
+        t = GpuTrace()
+        for s in range(STEPS):
+            base = s * 20 * MS
+            t.step(s, base, slow_ns if s == 4 else period_ns)
+        assert "slow_steps" not in _findings(t.profile())
+
+
+def test_slow_first_step_of_a_tensorflow_fixture() -> None:
+    # A remote capture from step 77 on: its first step is 2.0x the median (111.08 ms)
+    from tests.support.gpu_fixtures import tf_profile
+
+    f = _one(tf_profile("remote"), "slow_steps")
+    assert f.steps == (77,) and f.summary.startswith("The profile's first step takes 2.0x")
+    assert "after warm-up" in f.fix and f.severity == "medium"

@@ -40,6 +40,11 @@ CHECKS: tuple[Check, ...] = (
         "step time no traced op covers and no computation explains, located and by Python function",
         on_host=host_steps.untraced_host_work,
     ),
+    Check(
+        "slow_steps",
+        "steps much slower than the median step, and where their extra time goes",
+        on_host=host_steps.slow_steps,
+    ),
     Check("step_gaps", "time between consecutive steps", on_host=host.step_gaps),
     Check(
         "kernel_launch_bound",

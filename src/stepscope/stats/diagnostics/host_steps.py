@@ -1,5 +1,5 @@
-"""Host-side findings from the step database's "bound by" limits: input-bound steps,
-dispatch-bound steps and untraced host work.
+"""Host-side findings from the step database: input-bound steps, dispatch-bound steps and
+untraced host work (from its "bound by" limits), and step-time outliers.
 
 They read the limits the overview's headline ranks (`stepscope.stats.steps.limits`), with the
 overview's thresholds, so the headline, `stepscope report` and the diagnostics page say the
@@ -13,7 +13,10 @@ same thing:
 - ``untraced_host_work`` (host-only profiles): step time no traced event covers and that is
   not a wait for a computation running elsewhere (`stepscope.stats.steps.waits`) >= 15%
   (high from 30%), located on the step thread and, with the Python stack sampler, named by
-  Python function.
+  Python function;
+- ``slow_steps``: steps at least 1.5x the median step (and 1 ms longer), when the time they
+  lose over the median is >= 2% of the step time (high from 10%), with the category the
+  extra time is in, and whether they recur every N steps or are the profile's first step.
 """
 
 from __future__ import annotations
@@ -21,8 +24,14 @@ from __future__ import annotations
 import numpy as np
 
 from stepscope.stats.advice import HIGH_INPUT, HIGH_OTHER, MODERATE_INPUT
-from stepscope.stats.diagnostics.base import EventEvidence, Finding, HostData, top_by_name
-from stepscope.stats.events import EventType
+from stepscope.stats.diagnostics.base import (
+    EventEvidence,
+    Finding,
+    HostData,
+    severity,
+    top_by_name,
+)
+from stepscope.stats.events import CATEGORY_LABELS, EventType
 from stepscope.stats.host.untraced import where_untraced
 from stepscope.stats.intervals import merge, overlap_with
 from stepscope.stats.steps.limits import LimitType
@@ -208,4 +217,113 @@ def untraced_host_work(data: HostData, options: dict[str, str]) -> Finding | Non
         time_ns=ns,
         events=events,
         metrics={"untraced_pct": pct, "untraced_ms": ns / 1e6, "thread": steps.untraced.thread},
+    )
+
+
+# Step-time outliers: a step at least SLOW_RATIO times the median step and SLOW_MIN_EXCESS_NS
+# longer; judged from SLOW_MIN_STEPS steps (fewer give no median to trust). The finding
+# counts when the time the slow steps lose (their excess over the median) is a share of the
+# step time: medium from 2%, high from 10%.
+SLOW_RATIO = 1.5
+SLOW_MIN_EXCESS_NS = 1_000_000
+SLOW_MIN_STEPS = 5
+SLOW_SHARE = (0.02, 0.10)
+# What to change, by the overview category the slow steps spend their extra time in.
+_SLOW_FIXES = {
+    "input": "the input pipeline stalls on those steps (a cold cache, a shard or file "
+    "boundary, a slow worker): prefetch deeper, add loader workers, keep workers persistent",
+    "compilation": "those steps compile again: a new input shape or a Python value traced as "
+    "a constant; pad or bucket shapes, mark dynamic dimensions, pass such values as tensors",
+    "collective_wait": "those steps wait for another rank: the pod viewer and the host_skew "
+    "finding name the late one",
+    "device_collectives": "the collectives of those steps are slower: another job on the "
+    "links, or a larger message on those steps",
+    "device_compute": "the device computes more on those steps: longer sequences or larger "
+    "batches; bucket inputs by length",
+    "host_compute": "host work runs on those steps only: periodic logging, metrics, "
+    "checkpointing, evaluation or garbage collection; run it less often, on another thread, "
+    "or call gc.freeze() after start-up",
+}
+_SLOW_FIX_DEFAULT = (
+    "something runs on those steps only (periodic logging, checkpointing, evaluation, "
+    "garbage collection); open the slowest step in the trace viewer"
+)
+
+
+def slow_steps(data: HostData, options: dict[str, str]) -> Finding | None:
+    """Steps much slower than the median step: which, how much they lose, in which category,
+    and whether they recur every N steps or are the profile's first step."""
+    steps = data.steps
+    if steps.n_steps < SLOW_MIN_STEPS:
+        return None
+    dur = steps.dur_ns
+    median = int(np.median(dur))
+    excess = dur - median
+    slow = np.flatnonzero((dur >= SLOW_RATIO * median) & (excess >= SLOW_MIN_EXCESS_NS))
+    total = data.total_step_ns
+    lost = int(excess[slow].sum())
+    level = severity(lost / total, *SLOW_SHARE) if total and len(slow) else None
+    if level is None:
+        return None
+    # the category the slow steps spend their extra time in, against the other steps' median
+    normal = np.setdiff1d(np.arange(steps.n_steps), slow)
+    grown = {
+        name: int(np.maximum(ns[slow] - np.median(ns[normal]), 0).sum())
+        for name, ns in steps.category_ns().items()
+    }
+    cause = max(grown, key=lambda name: grown[name])
+    numbers = data.step_numbers(slow)
+    every = np.diff(numbers)
+    period = int(every[0]) if len(slow) >= 3 and every[0] > 1 and (every == every[0]).all() else 0
+    first_only = len(slow) == 1 and slow[0] == 0
+    worst = slow[np.argsort(-dur[slow], kind="stable")]
+    if first_only:
+        when = "The profile's first step takes"
+    elif period:
+        when = f"Every {period} steps, a step takes up to"
+    else:
+        when = f"{len(slow)} of {steps.n_steps} steps take up to"
+    fix = (
+        "The first step of a profile is seldom the steady state: a program's first steps "
+        "compile, autotune and grow the allocator, and a profiler starting slows the step it "
+        "starts in. Profile after warm-up (torch.profiler's schedule(wait=1, warmup=1), or "
+        "stepscope.start() a few steps in) and judge the steps after it."
+        if first_only
+        else _SLOW_FIXES.get(cause, _SLOW_FIX_DEFAULT)[0].upper()
+        + _SLOW_FIXES.get(cause, _SLOW_FIX_DEFAULT)[1:]
+        + "."
+    )
+    return Finding(
+        id="slow_steps",
+        title="Some steps are much slower than the others",
+        severity=level,
+        host=data.host,
+        summary=(
+            f"{when} {dur[worst[0]] / median:.1f}x the median step "
+            f"({dur[worst[0]] / 1e6:.2f} ms against {median / 1e6:.2f} ms), losing "
+            f"{lost / 1e6:.2f} ms ({100 * lost / total:.1f}% of the step time)"
+            + (f", mostly in {CATEGORY_LABELS[cause].lower()}" if grown[cause] else "")
+            + "."
+        ),
+        fix=fix,
+        time_ns=lost,
+        steps=data.step_numbers(worst),
+        events=tuple(
+            EventEvidence(
+                f"step {int(steps.step_num[k])}",
+                1,
+                int(dur[k]),
+                f"{dur[k] / median:.1f}x the median, +{excess[k] / 1e6:.2f} ms",
+            )
+            for k in worst[:5].tolist()
+        ),
+        metrics={
+            "slow_steps": len(slow),
+            "median_step_ms": median / 1e6,
+            "worst_ratio": float(dur[worst[0]] / median),
+            "lost_ms": lost / 1e6,
+            "lost_pct": 100 * lost / total,
+            "cause": cause if grown[cause] else "",
+            "every_n_steps": period,
+        },
     )
