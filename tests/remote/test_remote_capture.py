@@ -300,6 +300,18 @@ def test_monitor(server: ProfilerServer, tmp_path: Path) -> None:
     assert "Steps in the last 300 ms" in stepscope.client.monitor(server.address, 300, level=2)
 
 
+def test_monitor_from_the_command_line_needs_no_logdir(
+    server: ProfilerServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # as docs/remote_capture.md writes it: `stepscope capture grpc://w1:6009 --monitor`
+    from stepscope.cli.main import main
+
+    assert main(["capture", f"grpc://{server.address}", "--monitor", "--duration-ms", "100"]) == 0
+    assert "CPU utilization" in capsys.readouterr().out
+    assert main(["capture", f"grpc://{server.address}"]) == 2  # capturing does need one
+    assert "give --logdir" in capsys.readouterr().err
+
+
 def test_server_binds_loopback_and_refuses_a_taken_port(server: ProfilerServer) -> None:
     assert server.host == "127.0.0.1"
     with pytest.raises(StepscopeError, match="cannot listen"):

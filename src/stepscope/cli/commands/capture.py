@@ -68,7 +68,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "service_addr", help="comma-separated worker addresses, e.g. grpc://h1:6009,grpc://h2:6009"
     )
-    parser.add_argument("--logdir", required=True, help="log directory to write the run into")
+    # not required by the parser: --monitor writes nothing (checked in run)
+    parser.add_argument("--logdir", help="log directory to write the run into (required)")
     parser.add_argument(
         "--duration-ms", type=_positive, default=2000, help="how long to record (default 2000)"
     )
@@ -136,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"== {address}")
             print(monitor(address, args.duration_ms, 2, token=args.token))
         return 0
+    if not args.logdir:
+        raise StepscopeError("capture: give --logdir, the log directory to write the run into")
     options = ProfilerOptions(
         host_tracer_level=args.host_tracer_level,
         python_tracer_level=args.python_tracer_level,
