@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from stepscope import limits
+from stepscope.distinct import distinct_inverse
 from stepscope.model import Profile, cache
 from stepscope.stats.trace_index.counters import sample
 from stepscope.stats.trace_index.flows import KIND_NAMES, window_flows
@@ -218,7 +219,7 @@ def window(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
     t0, t1 = _window(params, index)
     res = _int(params, "res", 2000, 1, MAX_RESOLUTION)
     events = query_window(profile, index, t0, t1, res, _lines(params, index))
-    name_ids, name_of = np.unique(events.name, return_inverse=True)
+    name_ids, name_of = distinct_inverse(events.name)
     origin = index.origin_ns
     ids = _id_dtype(index)
     arrays: dict[str, tuple[str, np.ndarray]] = {

@@ -39,14 +39,10 @@ def _pad8(n: int) -> int:
 def encode(header: dict[str, Any], arrays: dict[str, tuple[str, np.ndarray]]) -> bytes:
     """``arrays``: name -> (dtype code, values)."""
     listed: list[dict[str, Any]] = []
-    blobs = []
     offset = 0
     for name, (code, values) in arrays.items():
-        blob = np.ascontiguousarray(values, dtype=np.dtype(_DTYPES[code]).newbyteorder("<"))
-        listed.append({"name": name, "dtype": code, "offset": offset, "length": len(blob)})
-        raw = blob.tobytes()
-        blobs.append(raw + b"\0" * (_pad8(len(raw)) - len(raw)))
-        offset += _pad8(len(raw))
+        listed.append({"name": name, "dtype": code, "offset": offset, "length": len(values)})
+        offset += _pad8(len(values) * np.dtype(_DTYPES[code]).itemsize)
     # Offsets depend on the header's length and the header lists the offsets: fix the
     # header size with a generous width for the numbers, then shift.
     text = json.dumps({**header, "arrays": listed}, separators=(",", ":"), allow_nan=False)
@@ -57,7 +53,14 @@ def encode(header: dict[str, Any], arrays: dict[str, tuple[str, np.ndarray]]) ->
         {**header, "arrays": listed}, separators=(",", ":"), allow_nan=False
     ).encode()
     raw_header += b" " * (base - 8 - len(raw_header))
-    return MAGIC + struct.pack("<I", len(raw_header)) + raw_header + b"".join(blobs)
+    # Each array is converted straight into its place (a full view is 6 MB: no blob per
+    # array and no join of them).
+    out = bytearray(base + offset)
+    out[:base] = MAGIC + struct.pack("<I", len(raw_header)) + raw_header
+    for item, (code, values) in zip(listed, arrays.values(), strict=True):
+        dtype = np.dtype(_DTYPES[code]).newbyteorder("<")
+        np.frombuffer(out, dtype=dtype, count=item["length"], offset=item["offset"])[:] = values
+    return bytes(out)
 
 
 def decode(data: bytes) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
