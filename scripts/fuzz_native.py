@@ -14,7 +14,7 @@ First the tests of the C code (`TESTS`: the regression cases of tests/hardening/
 test_native_args.py, the decoders' and the tracer's tests) run in the sanitized process; then
 the cases of tests/hardening/native_cases.py: each extension's entry points called with
 crafted arguments and with mutations of the fixtures and crafted profiles, for a share of
-``--seconds``; then the Kineto scanner against the pure-Python reader on mutated traces. A
+``--seconds``; then the Kineto C scanner against the Python scanner (`pyscan`) on mutated traces. A
 failing run prints the extension and seed: ``--only NAME --seed N`` replays it.
 """
 
@@ -99,10 +99,10 @@ def child(seconds: float, seed: int, only: str) -> int:
         print(f"{name}: {calls} calls in {time.monotonic() - started:.0f} s", flush=True)
     if only:
         return 0
-    print(f"kineto scanner vs pure-Python reader: seed {seed}", flush=True)
+    print(f"kineto C scanner vs Python scanner: seed {seed}", flush=True)
     cases, differ = native_cases.kineto_disagreements(random.Random(seed), share)
     print(
-        f"kineto scanner vs pure-Python reader: {cases} traces taken by the scanner, "
+        f"kineto C scanner vs Python scanner: {cases} traces taken by the scanner, "
         f"{len(differ)} disagree",
         flush=True,
     )

@@ -300,12 +300,14 @@ FUZZERS: dict[str, Callable[[random.Random, float], int]] = {
 
 # ---- the Kineto scanner against the pure-Python reader --------------------------------------
 def kineto_disagreements(rng: random.Random, seconds: float) -> tuple[int, list[str]]:
-    """Mutated traces read by the C scanner's path and by the per-event path (each switched
-    with STEPSCOPE_PURE_PYTHON): (cases, the cases whose profiles differ)."""
+    """Mutated traces read by the C scanner and by the Python scanner (`pyscan`, what runs
+    with STEPSCOPE_PURE_PYTHON): their columns where the C scanner flags no event, and the
+    profiles of the whole import with and without C: (cases, the cases that differ)."""
     import os
 
     from stepscope.errors import StepscopeError
-    from tests.support.kineto import describe, scanned
+    from stepscope.xspace.kineto import pyscan, scan
+    from tests.support.kineto import describe, resolved_columns, scanned
 
     seeds = kineto_seeds()
     cases, differ = 0, []
@@ -324,6 +326,13 @@ def kineto_disagreements(rng: random.Random, seconds: float) -> tuple[int, list[
                 if cut is None:
                     continue  # left to the per-event path: nothing to compare
                 cases += 1
+                if not (cut.flags & scan.F_BAD).any():
+                    try:
+                        python = resolved_columns(pyscan.scan_bytes(data, "fuzz.json"))
+                    except StepscopeError as exc:
+                        python = str(exc)
+                    if python != resolved_columns(cut):
+                        differ.append("columns: " + data.decode("utf-8", "replace")[:2000])
                 path.write_bytes(data)
                 answers = []
                 for switch in ("0", "_kscan"):

@@ -86,3 +86,47 @@ def assert_same_profile(path: Path) -> None:
     ours, theirs = describe(direct), describe(via_xspace)
     for key in ours:
         assert ours[key] == theirs[key], key
+
+
+def resolved_columns(trace: scan.ScannedTrace | None) -> Any:
+    """A scanned trace with its string ids resolved (the scanners' numberings may differ
+    where a string is written with escapes); None stays None. The ids and argument values of
+    an event flagged F_BAD are left out: no route reads them."""
+    if trace is None:
+        return None
+    texts = trace.texts
+    flags = trace.flags.tolist()
+
+    def thread(column: Any, flag: int) -> list[object]:
+        return [
+            None if f & scan.F_BAD else (texts[v] if f & flag else v)
+            for v, f in zip(column.tolist(), flags, strict=True)
+        ]
+
+    bad = [bool(flags[e] & scan.F_BAD) for e in trace.arg_event.tolist()]
+    rows = [
+        (texts[key], kind, None if is_bad else trace.value(kind, value))
+        for key, kind, value, is_bad in zip(
+            trace.arg_key.tolist(),
+            trace.arg_kind.tolist(),
+            trace.arg_value.tolist(),
+            bad,
+            strict=True,
+        )
+    ]
+    pid, tid = thread(trace.pid, scan.F_PID_STR), thread(trace.tid, scan.F_TID_STR)
+    return {
+        "header": importer.header_dict(trace.header),
+        "ph": trace.ph.tolist(),
+        "flags": flags,
+        "cat": [texts[v] if v >= 0 else None for v in trace.cat.tolist()],
+        "name": [texts[v] if v >= 0 else None for v in trace.name.tolist()],
+        "pid": pid,
+        "tid": tid,
+        "ts_ns": trace.ts_ns.tolist(),
+        "dur_ns": trace.dur_ns.tolist(),
+        "flow_ids": trace.flow_ids.tolist(),
+        "nargs": trace.nargs.tolist(),
+        "args": rows,
+        "keys": sorted(texts[k] for k in trace.key_ids().tolist()),
+    }

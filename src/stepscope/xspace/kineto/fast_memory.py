@@ -157,8 +157,6 @@ def _innermost_ops(c: Classified, order: np.ndarray) -> np.ndarray:
     (``order``: the memory events in time order), -1 where none is."""
     trace, codec = c.trace, c.codec
     out = np.full(len(order), -1, np.int64)
-    fast = native()
-    assert fast is not None  # a ScannedTrace comes from the C scanner
     ops = _cpu_ops(c)
     both = np.concatenate((ops, order))
     codes = first_seen(trace.pid[both], trace.tid[both])[0]
@@ -171,10 +169,7 @@ def _innermost_ops(c: Classified, order: np.ndarray) -> np.ndarray:
         begin = c.start_ns[chosen]
         end = begin + c.dur_ns[chosen]
         sort = start_order(begin, end)  # memory._innermost_ops' (start, -end), stable
-        found = fast.innermost(
-            begin[sort].tobytes(), end[sort].tobytes(), c.start_ns[order[mine]].tobytes()
-        )
-        index = np.frombuffer(found, np.int64)
+        index = innermost(begin[sort], end[sort], c.start_ns[order[mine]])
         hit = index >= 0
         names = c.names[chosen[sort[index[hit]]]]
         names_seen, inverse = distinct_inverse(names)
@@ -182,6 +177,30 @@ def _innermost_ops(c: Classified, order: np.ndarray) -> np.ndarray:
             [codec.string_id(trace.texts[int(n)]) for n in names_seen.tolist()], np.int64
         )
         out[mine[hit]] = ids[inverse.reshape(-1)]
+    return out
+
+
+def innermost(begin: np.ndarray, end: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Per time (ascending), the index of the innermost op open then, -1 for none: a stack
+    walk over the ops sorted by (start, -end), in C (`_kscan.innermost`) when it is built."""
+    fast = native()
+    if fast is not None:
+        found = fast.innermost(begin.tobytes(), end.tobytes(), times.tobytes())
+        return np.frombuffer(found, np.int64)
+    starts, ends = begin.tolist(), end.tolist()
+    out = np.full(len(times), -1, np.int64)
+    stack: list[int] = []
+    following = 0
+    for i, when in enumerate(times.tolist()):
+        while following < len(starts) and starts[following] <= when:
+            while stack and ends[stack[-1]] < starts[following]:
+                stack.pop()
+            stack.append(following)
+            following += 1
+        while stack and ends[stack[-1]] < when:
+            stack.pop()
+        if stack:
+            out[i] = stack[-1]
     return out
 
 

@@ -39,6 +39,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from stepscope import limits
 from stepscope.errors import ProfileFormatError
 from stepscope.xspace.builder import LineBuilder, PlaneBuilder, StatValue, XSpaceBuilder
@@ -49,7 +51,7 @@ from stepscope.xspace.io import (
     is_url,
     read_raw_bytes,
 )
-from stepscope.xspace.kineto import fast_memory, fast_route, scan
+from stepscope.xspace.kineto import fast_memory, fast_route, pyscan, scan
 from stepscope.xspace.kineto.canonical import canonical
 from stepscope.xspace.kineto.classified import Classified
 from stepscope.xspace.kineto.columns import ColumnLine, ColumnPlane, ColumnSpace
@@ -232,13 +234,23 @@ def _convert_unpaused(
 ) -> XSpaceBuilder:
     item = box.pop()
     fast = None
+    rescan = True  # whether the Python scanner may model what the scan in hand does not
     if isinstance(item, scan.ScannedTrace):
         fast = _classify(item)
-        # The per-event path (a trace the columns do not model) reads the file whole.
+        # A trace the C scanner's columns do not model is read whole: by the Python scanner
+        # when the C one flagged events it does not read (F_BAD), else event by event.
+        rescan = bool(np.any(item.flags & scan.F_BAD))
         data = _read(source, warnings) if fast is None else b""
     else:
         data = item
     del item
+    if fast is None and rescan and issubclass(into, ColumnSpace):
+        scanned = pyscan.scan_bytes(data, source)
+        if scanned is not None:
+            fast = _classify(scanned)
+            del scanned
+            if fast is not None:
+                data = b""
     trace = None
     if fast is None:
         trace = decode_trace(data, source, warnings)
