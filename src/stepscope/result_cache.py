@@ -68,6 +68,11 @@ def _entry(key: str) -> str:
     return os.path.join(location.root_dir(), location.entry_name(KIND, key))
 
 
+def exists(key: str) -> bool:
+    """Whether an answer is kept under ``key``."""
+    return os.path.exists(_entry(key))
+
+
 def read(key: str) -> bytes | None:
     path = _entry(key)
     try:

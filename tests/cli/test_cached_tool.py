@@ -68,7 +68,38 @@ def test_a_changed_run_or_other_options_compute_again(
     _answer(capsys, str(run_dir), "overview_page", "--host", "host")  # now kept
     monkeypatch.setattr(location, "_code_stamp", "another stepscope")
     _answer(capsys, str(run_dir), "overview_page", "--host", "host")
-    assert computed == ["overview_page"] * 5
+    assert [n for n in computed if n == "overview_page"] == ["overview_page"] * 5
+
+
+def test_a_summary_tool_keeps_the_answers_of_the_others(
+    run_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # decision 200: after the overview, input pipeline and op stats are read, not computed
+    others = ("input_pipeline_analyzer", "op_stats")
+    computed = {n: _answer(capsys, str(run_dir), n, "--no-cache") for n in others}
+    _answer(capsys, str(run_dir), "overview_page")
+    _no_tools(monkeypatch)
+    assert {n: _answer(capsys, str(run_dir), n) for n in others} == computed
+    # with options, or after the file changed, a command computes its own answer
+    with pytest.raises(AssertionError, match="computed instead"):
+        main(["tool", str(run_dir), "op_stats", "-o", "include_idle=true"])
+    host = run_dir / "host.xplane.pb"
+    stat = host.stat()
+    os.utime(host, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    with pytest.raises(AssertionError, match="computed instead"):
+        main(["tool", str(run_dir), "op_stats"])
+
+
+def test_only_answers_from_work_already_done_are_kept(
+    run_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # op stats alone never builds the step database: the overview and the input pipeline,
+    # which read it, are left to their own commands
+    _answer(capsys, str(run_dir), "op_stats")
+    _no_tools(monkeypatch)
+    for name in ("overview_page", "input_pipeline_analyzer"):
+        with pytest.raises(AssertionError, match="computed instead"):
+            main(["tool", str(run_dir), name])
 
 
 def test_bad_command_lines_get_the_full_parser_errors(

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import field
 from pathlib import Path
-from threading import Event, Lock, Thread
+from threading import Event, Lock, Thread, local
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from stepscope import workers
@@ -63,6 +64,11 @@ class Key(Generic[T]):
 logger = logging.getLogger(__name__)
 
 
+class NotAtHand(Exception):
+    """Under `ProfileStore.at_hand_only`, a profile or intermediate this process has not
+    computed (or is computing) yet."""
+
+
 class ProfileStore:
     """Profiles and per-(run, host) intermediates, memoized in process (LRU) and on disk.
 
@@ -103,6 +109,19 @@ class ProfileStore:
         self.threads = workers.threads() if threads is None else threads
         self._running: dict[tuple[str, str], Event] = {}
         self._lock = Lock()
+        self._local = local()  # .at_hand: this thread may only read what is in memory
+
+    @contextmanager
+    def at_hand_only(self) -> Iterator[None]:
+        """In this block (this thread only), asking for a profile or an intermediate that is not
+        in memory raises `NotAtHand` instead of opening, reading or building it: what a
+        command does with the work it has already done (`stepscope.cli.sibling_answers`)."""
+        before = getattr(self._local, "at_hand", False)
+        self._local.at_hand = True
+        try:
+            yield
+        finally:
+            self._local.at_hand = before
 
     def profile(self, run: Run, host: str) -> Profile:
         host_file = run.host(host)
@@ -112,6 +131,8 @@ class ProfileStore:
             if found is not None:
                 self._profiles.move_to_end(key)
                 return found
+        if getattr(self._local, "at_hand", False):
+            raise NotAtHand(f"profile of {host}")
         profile = open_host(
             host_file,
             use_cache=self.use_cache,
@@ -189,6 +210,8 @@ class ProfileStore:
             with self._lock:
                 if key in self._intermediates:
                     return self._intermediates[key]
+                if getattr(self._local, "at_hand", False):
+                    raise NotAtHand(name)
                 running = self._running.get(key)
                 if running is None:
                     running = self._running[key] = Event()

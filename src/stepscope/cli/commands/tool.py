@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from stepscope.cli import cached_tool
+from stepscope.cli import cached_tool, sibling_answers
 from stepscope.cli.hosts import (
     add_executor_arguments,
     executor_for,
@@ -129,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
     # Keyed before the work, on the files as they are now: a file changed meanwhile makes
     # the next run compute again instead of reading an answer for other bytes.
     key = None if args.no_cache else cached_tool.key_of(args)
+    siblings = sibling_answers.keys_of(args) if key is not None else {}
     spec = get_tool(args.tool)
     if args.csv and "csv" not in spec.formats:
         raise StepscopeError(
@@ -152,4 +153,7 @@ def run(args: argparse.Namespace) -> int:
     # an answer with hosts left out or read in part is computed again next time (and says so)
     if key is not None and status == 0 and not partial:
         cached_tool.keep(key, text)
+        if siblings:
+            sys.stdout.flush()  # the answer asked for first; the siblings' assembly after it
+            sibling_answers.keep(ctx, siblings, args.csv)
     return status
