@@ -136,3 +136,23 @@ def test_only_the_loader_imports_an_extension() -> None:
             if pattern.search(text):
                 offenders.append(str(path.relative_to(ROOT)))
     assert offenders == []
+
+
+def test_the_fingerprint_follows_the_states_without_loading_any(
+    fresh: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # kept intermediates are keyed by it (decision 201): loading _kscan imports the Kineto
+    # reader, _pytracer the capture package, in a command that needs neither
+    import importlib
+
+    def refuse(name: str) -> object:
+        raise AssertionError(f"imported {name}")
+
+    monkeypatch.setattr(importlib, "import_module", refuse)
+    monkeypatch.delenv(accelerators.ENV_VAR, raising=False)
+    seen = {accelerators.fingerprint()}
+    assert accelerators.fingerprint() in seen  # the same in every process
+    for value in ("_kscan", "_fastwire,_pytracer", "1"):
+        monkeypatch.setenv(accelerators.ENV_VAR, value)
+        seen.add(accelerators.fingerprint())
+    assert len(seen) == 4

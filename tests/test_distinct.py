@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stepscope.distinct import distinct, distinct_inverse
+from stepscope.distinct import distinct, distinct_inverse, member
 
 DTYPES = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
 
@@ -53,3 +53,12 @@ def test_distinct_does_not_load_numpy_ma() -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
     assert out.stdout.strip() == "False", out.stderr
+
+
+@pytest.mark.parametrize("dtype", (np.int8, np.int32, np.int64, np.uint16))
+def test_member_is_np_isin(dtype: type) -> None:
+    rng = np.random.default_rng(7)
+    for size, pool_size, high in ((0, 5, 9), (40, 0, 9), (300, 20, 50), (300, 30, 120)):
+        values = rng.integers(0, high, size).astype(dtype)
+        pool = rng.integers(0, high, pool_size).astype(dtype)
+        assert np.array_equal(member(values, pool), np.isin(values, pool))

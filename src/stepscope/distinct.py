@@ -53,3 +53,14 @@ def distinct_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             return (present + low).astype(values.dtype, copy=False), code[shifted]
     found, inverse = np.unique(values, return_inverse=True)  # sorted: no hash table
     return found, inverse.reshape(-1)
+
+
+def member(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
+    """``np.isin(values, pool)`` for 1-D integer arrays, by binary search in the distinct pool
+    (NumPy's sort-based isin goes through the hash-table ``np.unique``, see above)."""
+    values = np.asarray(values)
+    keys = distinct(np.asarray(pool))
+    if not len(keys) or not len(values):
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(keys, values), len(keys) - 1)
+    return keys[at] == values

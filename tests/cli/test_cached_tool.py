@@ -126,3 +126,19 @@ def test_cached_answer_imports_neither_numpy_nor_tools(run_dir: Path) -> None:
     warm = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
     assert "numpy" in cold.stderr and warm.stderr == "[]"
     assert warm.stdout == cold.stdout
+
+
+@pytest.mark.integration
+def test_a_tensorflow_overview_imports_no_kineto_reader_capture_or_numpy_ma(
+    run_dir: Path,
+) -> None:
+    # decision 201: 0.025 s of CPU for the accelerators' packages, 8 ms for numpy.ma
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    unused = ("numpy.ma", "stepscope.xspace.kineto", "stepscope.capture", "msgspec")
+    code = (
+        "import sys; from stepscope.cli.main import main; code = main(sys.argv[1:]); "
+        f"sys.stderr.write(repr([m for m in {unused!r} if m in sys.modules])); sys.exit(code)"
+    )
+    argv = [sys.executable, "-c", code, "tool", str(run_dir), "overview_page"]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+    assert done.stderr.endswith("[]"), done.stderr[-300:]

@@ -11,7 +11,8 @@ Key: the host file's identity as the converted profile's (path, size, mtime or e
 host name, the intermediate's name (its variant included: ``step_db:auto``), stepscope's code
 (`location.code_stamp`) and which C accelerators run (switched off by
 ``STEPSCOPE_PURE_PYTHON`` in any of its forms, or not built: the pure path is tested on its own
-answers). A kept value depends on nothing else: tools put every option a value depends on into
+answers), read from their files without loading them (`accelerators.fingerprint`). A kept
+value depends on nothing else: tools put every option a value depends on into
 its name (`Key.at`), as the in-process store already requires. Each entry carries the host's
 partial reads, which an answer must still state when it is read from the store instead of the
 profile.
@@ -46,7 +47,7 @@ def entry(source: str, host: str, name: str, cache_dir: Path | None) -> Path | N
         identity = cache_key(source)
     except (OSError, ValueError):
         return None
-    mode = "c:" + ",".join(n for n in accelerators.EXTENSIONS if accelerators.state(n) == "on")
+    mode = accelerators.fingerprint()
     key = location.key(KIND, SCHEMA, location.code_stamp(), identity, host, name, mode)
     return location.entry(KIND, key, cache_dir, suffix=".npz")
 

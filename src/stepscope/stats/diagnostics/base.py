@@ -16,7 +16,7 @@ from functools import cached_property
 
 import numpy as np
 
-from stepscope.distinct import distinct_inverse
+from stepscope.distinct import distinct_inverse, member
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.events import NOT_COUNTED, EventType, classify_events, device_work_lines
@@ -107,7 +107,7 @@ class HostData:
 
     def device_of_type(self, *types: EventType) -> np.ndarray:
         ev = self.device_events
-        return ev[np.isin(self.types[ev], [int(t) for t in types])]
+        return ev[member(self.types[ev], np.array([int(t) for t in types], dtype=np.int64))]
 
     @cached_property
     def launch_time(self) -> np.ndarray:

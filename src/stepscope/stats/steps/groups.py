@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope.distinct import distinct
+from stepscope.distinct import distinct, member
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.arrays import run_starts
@@ -179,7 +179,7 @@ def _roots(profile: Profile, step_roots: np.ndarray) -> np.ndarray:
     roots = roots[profile.stat_at("_r", roots).as_int(0) > 0]
     tf_data_ids = profile.stat_at("id", _events_named(profile, _TF_DATA_FUNCTIONS)).as_int()
     ids = profile.stat_at("id", roots)
-    roots = roots[~(ids.present & np.isin(ids.as_int(), tf_data_ids))]
+    roots = roots[~(ids.present & member(ids.as_int(), tf_data_ids))]
     roots = distinct(np.concatenate((roots, step_roots)))
     level = np.maximum(profile.stat_at("_r", roots).as_int(0), 1)
     return roots[np.lexsort((roots, profile.start_ns[roots], -level))]
