@@ -40,6 +40,36 @@ def test_parents_match_the_op_stack(seed: int) -> None:
     assert np.array_equal(nesting_parents(line, start, end), _stack_parents(line, start, end))
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_deep_nesting_on_many_lines_matches_the_op_stack(seed: int) -> None:
+    # properly nested lines of depth up to 8, interleaved in the input, with zero-length
+    # events and shared boundaries: the by-depth path (parents found level by level)
+    rng = np.random.default_rng(100 + seed)
+    lines, starts, ends = [], [], []
+    for line in range(int(rng.integers(1, 6))):
+        stack = [(0, 10_000)]
+        t = 0
+        for _ in range(int(rng.integers(1, 120))):
+            lo, hi = stack[-1]
+            t = max(t, lo)
+            if t >= hi or (len(stack) > 1 and rng.random() < 0.3):
+                t = max(t, hi) if len(stack) > 1 else t
+                stack.pop() if len(stack) > 1 else None
+                continue
+            length = int(rng.integers(0, max(1, (hi - t) // 2) + 1))
+            lines.append(line)
+            starts.append(t)
+            ends.append(t + length)
+            if length and len(stack) < 8:
+                stack.append((t, t + length))
+            else:
+                t += length
+    line, start, end = (np.array(v, dtype=np.int64) for v in (lines, starts, ends))
+    shuffled = rng.permutation(len(start))
+    line, start, end = line[shuffled], start[shuffled], end[shuffled]
+    assert np.array_equal(nesting_parents(line, start, end), _stack_parents(line, start, end))
+
+
 def test_self_time_and_depth() -> None:
     line = np.zeros(5, np.int64)
     start = np.array([0, 10, 20, 60, 30])

@@ -112,17 +112,20 @@ def _parents_by_depth(
         return parent, np.zeros(n, dtype=bool)
     line_base = line_key * span
     end_keys = np.sort(line_base + (ends - base), kind="stable")  # nearly sorted already
-    closed = np.searchsorted(end_keys, line_base + (starts - base), "right")
-    closed -= np.searchsorted(end_keys, line_base, "left")
+    # ends at or before the start, less those of earlier lines (as many as their events)
+    closed = np.searchsorted(end_keys, line_base + (starts - base), "right") - line_lo
     depth = (idx - line_lo) - closed
-    levels = int(depth.max()) + 1
-    block = line_key * levels + depth
-    by_block = np.lexsort((idx, block))
+    # The parent is the last earlier event one level up: depth rises by at most one per
+    # event, so that event is on the same line (checked below all the same). Events ordered
+    # by depth alone (a radix sort of small integers, stable: positions stay in order).
+    small = depth.astype(np.int16) if int(depth.max()) < 1 << 15 else depth
+    by_depth = np.argsort(small, kind="stable")
     nested = np.flatnonzero(depth > 0)
-    query = (block[nested] - 1) * n + nested
-    found = np.searchsorted(block[by_block] * n + by_block, query, "right") - 1
-    cand = by_block[np.maximum(found, 0)]
-    ok = (found >= 0) & (block[cand] == block[nested] - 1) & (ends[cand] >= ends[nested])
+    query = (depth[nested] - 1) * n + nested
+    found = np.searchsorted(depth[by_depth] * n + by_depth, query, "right") - 1
+    cand = by_depth[np.maximum(found, 0)]
+    ok = (found >= 0) & (depth[cand] == depth[nested] - 1) & (ends[cand] >= ends[nested])
+    ok &= line_key[cand] == line_key[nested]
     parent[nested[ok]] = cand[ok]
     good = np.ones(n, dtype=bool)
     broken = distinct(line_key[nested[~ok]])

@@ -43,24 +43,55 @@ def _round(value: Any, digits: int | None) -> Any:
     return value
 
 
+# JSON values returned as they are (checked by exact type: a subclass, such as a NumPy
+# float64, may convert differently)
+_PLAIN = frozenset({int, float, str, bool, type(None)})
+# dataclass type -> per field: (attribute, JSON key, digits, omit when None, inline)
+_Plan = tuple[tuple[str, str, Any, bool, bool], ...]
+_plans: dict[type, _Plan] = {}
+
+
+def _plan(cls: type) -> _Plan:
+    """How ``cls``'s fields are written, read from their metadata once per type (results
+    hold thousands of rows of a few types)."""
+    found = _plans.get(cls)
+    if found is None:
+        rows = []
+        for f in dataclasses.fields(cls):
+            meta = _meta(f)
+            rows.append(
+                (
+                    f.name,
+                    meta.get("key") or f.name,
+                    meta.get("digits"),
+                    bool(meta.get("omit_none")),
+                    bool(meta.get("inline")),
+                )
+            )
+        found = _plans[cls] = tuple(rows)
+    return found
+
+
 def to_json(value: Any) -> Any:
     """JSON-ready data of a tool result (or any part of one)."""
+    if type(value) in _PLAIN:
+        return value
     legacy = getattr(value, "to_json", None)
     if legacy is not None and callable(legacy):
         return legacy()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         data: dict[str, Any] = {}
-        for f in dataclasses.fields(value):
-            meta = _meta(f)
-            if meta.get("omit_none") and getattr(value, f.name) is None:
+        for name, key, digits, omit_none, inline in _plan(type(value)):
+            field_value = getattr(value, name)
+            if omit_none and field_value is None:
                 continue
             # Rounded before conversion: a NumPy float rounds as NumPy does (half to even on
             # its binary value), as the tools' JSON always has.
-            converted = to_json(_round(getattr(value, f.name), meta.get("digits")))
-            if meta.get("inline"):
+            converted = to_json(_round(field_value, digits))
+            if inline:
                 data.update(converted)
             else:
-                data[meta.get("key") or f.name] = converted
+                data[key] = converted
         return data
     if isinstance(value, (tuple, list)):
         return [to_json(v) for v in value]
