@@ -328,7 +328,7 @@ def kineto_disagreements(rng: random.Random, seconds: float) -> tuple[int, list[
                 cases += 1
                 if not (cut.flags & scan.F_BAD).any():
                     try:
-                        python = resolved_columns(pyscan.scan_bytes(data, "fuzz.json"))
+                        python = resolved_columns(pyscan.scan_bytes(data, "fuzz.json", []))
                     except StepscopeError as exc:
                         python = str(exc)
                     if python != resolved_columns(cut):

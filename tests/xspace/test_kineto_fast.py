@@ -51,15 +51,36 @@ def _write(tmp_path: Path, events: list[Any], **header: Any) -> Path:
         "h100_bert_small_inference",
         "mi300x_resnet_training_rank0",
         "v100_training_with_memory",
+        "v100_resnet50_training_2021schema",
     ],
 )
 def test_real_traces_take_the_fast_path(name: str) -> None:
     assert _classified(FIXTURES / "kineto" / f"{name}.json.gz") is not None
 
 
-def test_2021_schema_takes_the_per_event_path() -> None:
-    # String thread ids ("25738", "stream 7") are normalised event by event in Python.
-    assert _classified(FIXTURES / "kineto" / "v100_resnet50_training_2021schema.json.gz") is None
+def _schema_2021(tmp_path: Path, both_ids_in_one_event: bool = False) -> Path:
+    """String thread ids ("25738", "stream 7"), flows between them, both spellings of the
+    external id (one per event, unless told)."""
+    op = {"ph": "X", "cat": "Operator", "name": "aten::mm", "pid": 1, "tid": "25738"}
+    launch = {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": "25738"}
+    kernel = {"ph": "X", "cat": "Kernel", "name": "k", "pid": 0, "tid": "stream 7"}
+    late = {"External id": 3, "external id": 3} if both_ids_in_one_event else {}
+    events = [
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": "25738", "args": {"name": "main"}},
+        {**op, "ts": 10, "dur": 9, "args": {"External id": 3}},
+        {**launch, "ts": 11, "dur": 2, "args": {"external id": 3, "correlation": 5}},
+        {**kernel, "ts": 14, "dur": 3, "args": {"device": 0, "stream": 7, **late}},
+        {"ph": "s", "cat": "async", "id": 5, "pid": 1, "tid": "25738", "ts": 11},
+        {"ph": "f", "cat": "async", "id": 5, "pid": 0, "tid": "stream 7", "ts": 14, "bp": "e"},
+    ]
+    return _write(tmp_path, events, schemaVersion=1)
+
+
+def test_2021_schema_takes_the_column_route(tmp_path: Path) -> None:
+    path = _schema_2021(tmp_path)
+    assert _classified(path) is not None
+    _assert_same(path)  # the per-event route's profile
+    assert _classified(_schema_2021(tmp_path, both_ids_in_one_event=True)) is None
 
 
 def _op(name: str, ts: Any, dur: Any, tid: int = 2, **args: Any) -> dict[str, Any]:
@@ -329,12 +350,25 @@ def test_synthetic_trace_takes_the_fast_path_and_matches(tmp_path: Path) -> None
         _op("aten::x", 1000, 1, correlation=1, correlation_id=2),  # merged by dict order
         {"ph": "X", "cat": "mystery", "name": "m", "pid": 1, "tid": 2, "ts": 1, "dur": 1},
         [1, 2],  # not an object
-        {"ph": "X", "cat": "cpu_op", "name": "t", "pid": 1, "tid": "25", "ts": 1, "dur": 1},
     ],
 )
 def test_what_the_columns_do_not_model_takes_the_per_event_path(tmp_path: Path, extra: Any) -> None:
     path = _write(tmp_path, [*_mixed_events(), extra])
     assert _classified(path) is None
+    _assert_same(path)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"ph": "X", "cat": "cpu_op", "name": "t", "pid": 1, "tid": "25", "ts": 1, "dur": 1},
+        {"ph": "X", "cat": "cpu_op", "name": "t", "pid": 1, "tid": " 2", "ts": 1, "dur": 1},
+        {"ph": "s", "cat": "ac2g", "name": "f", "id": 1, "pid": 1, "tid": "stream 2", "ts": 1},
+    ],
+)
+def test_string_thread_ids_take_the_column_route(tmp_path: Path, extra: Any) -> None:
+    path = _write(tmp_path, [*_mixed_events(), extra])
+    assert _classified(path) is not None
     _assert_same(path)
 
 

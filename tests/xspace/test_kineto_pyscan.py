@@ -15,7 +15,7 @@ import pytest
 from stepscope.xspace.kineto import fast_memory, fast_route, importer, pyscan, scan
 from stepscope.xspace.kineto.devices import us_to_ns
 from tests.support.fixtures import FIXTURES
-from tests.support.kineto import resolved_columns, scanned
+from tests.support.kineto import assert_same_profile, resolved_columns, scanned
 from tests.support.native import c_off, c_on
 
 _EVENTS: list[Any] = [
@@ -97,7 +97,9 @@ def test_python_scanner_gives_the_c_scanners_columns(
 ) -> None:
     c_on(monkeypatch, "_kscan")
     data = _document(_EVENTS[: at + 1])
-    assert resolved_columns(pyscan.scan_bytes(data, "t.json")) == resolved_columns(scanned(data))
+    assert resolved_columns(pyscan.scan_bytes(data, "t.json", [])) == resolved_columns(
+        scanned(data)
+    )
 
 
 def test_python_scanner_reads_what_the_c_scanner_flags(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -110,16 +112,20 @@ def test_python_scanner_reads_what_the_c_scanner_flags(monkeypatch: pytest.Monke
     )
     c_side = scanned(data)
     assert c_side is not None and c_side.flags[0] & scan.F_BAD
-    found = pyscan.scan_bytes(data, "t.json")
+    found = pyscan.scan_bytes(data, "t.json", [])
     assert found is not None and not found.flags[0] & scan.F_BAD
     assert found.ts_ns.tolist() == [us_to_ns(1.2345)]
     assert found.dur_ns.tolist() == [20_000]
     assert found.args_of(0) == {"k": 2}
 
 
-def test_python_scanner_leaves_damaged_json_to_the_repairing_reader() -> None:
-    assert pyscan.scan_bytes(b'{"traceEvents": [{"ph": "X",}]}', "t.json") is None
-    assert pyscan.scan_bytes(b'{"other": 1}', "t.json") is None
+def test_python_scanner_reads_repaired_json() -> None:
+    warnings: list[str] = []
+    good = b'{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 2, "args": {"l": [1]}}]}'
+    found = pyscan.scan_bytes(good.replace(b"}]}", b"},]}"), "t.json", warnings)
+    assert warnings and "trailing comma" in warnings[0]
+    assert resolved_columns(found) == resolved_columns(pyscan.scan_bytes(good, "t.json", []))
+    assert pyscan.scan_bytes(b'{"other": 1}', "t.json", []) is None
 
 
 def _trace_file(tmp_path: Path, ts: str) -> Path:
@@ -181,7 +187,29 @@ def test_python_scanner_equals_c_on_every_fixture(
     c_on(monkeypatch, "_kscan")
     data = gzip.decompress((FIXTURES / "kineto" / name).read_bytes())
     c_side = scanned(data)
-    python = pyscan.scan_bytes(data, name)
+    python = pyscan.scan_bytes(data, name, [])
     assert python is not None and c_side is not None
     assert python.texts == c_side.texts  # the same numbering, too
     assert resolved_columns(python) == resolved_columns(c_side)
+
+
+@pytest.mark.parametrize("c", [True, False])
+def test_damaged_traces_take_the_column_route(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, c: bool
+) -> None:
+    """Repaired JSON and a truncated gzip stream: the same columns, and the same warnings,
+    as the per-event route gives."""
+    (c_on if c else c_off)(monkeypatch, *(["_kscan"] if c else []))
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1}
+        for i in range(400)
+    ]
+    text = json.dumps({"schemaVersion": 1, "traceEvents": events})
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text(text.replace("}]}", "},]}"))  # a trailing comma
+    truncated = tmp_path / "truncated.json.gz"
+    whole = gzip.compress(text.encode())
+    truncated.write_bytes(whole[: len(whole) * 2 // 3])
+    for path in (damaged, truncated):
+        assert _route_taken(monkeypatch, path) == "columns"
+        assert_same_profile(path)

@@ -50,15 +50,16 @@ _PHASE_TABLE[list(PHASES)] = True
 
 def classify(trace: ScannedTrace) -> Classified | None:
     """Classification of every event, or None when one is outside what `route` models."""
-    flags, ph = trace.flags, trace.ph
-    if np.any(flags & F_BAD):
+    if np.any(trace.flags & F_BAD):
         return None
-    if not _PHASE_TABLE[ph].all():
+    if not _PHASE_TABLE[trace.ph].all():
         return None  # B/E pairs, unsupported phases: matched and counted in Python
     keys = [trace.texts[int(k)] for k in trace.key_ids()]
     renamed = [RENAMES.get(key, key) for key in keys]
-    if any(key in renamed for key in _ADDED_STATS) or len(set(renamed)) != len(renamed):
+    if any(key in renamed for key in _ADDED_STATS) or _renames_collide(trace, keys, renamed):
         return None  # the Python path's dict merges decide which value wins
+    _number_thread_ids(trace)
+    flags, ph = trace.flags, trace.ph
     instant = (ph == ord("i")) | (ph == ord("I"))
     memory_id = trace._ids.get("[memory]", -2)
     memory = instant & (trace.name == memory_id)
@@ -88,15 +89,52 @@ def classify(trace: ScannedTrace) -> Classified | None:
     threads = (ph == ord("M")) & (trace.name == trace._ids.get("thread_name", -2))
     if np.any(threads & ((flags & F_TID_STR) != 0) & ((flags & F_PID_STR) == 0)):
         return None
-    flows = (ph == ord("s")) | (ph == ord("f")) | (ph == ord("t"))
-    if np.any(flows & ((flags & F_TID_STR) != 0)):
-        return None
     category = np.where(routed, category_of[np.maximum(cat, 0)], -1).astype(np.int32)
     # (not np.isin: it imports numpy.ma, 7-8 ms of a cold overview)
     on_device = (kind == Kind.DEVICE) | (kind == Kind.GPU_ANNOTATION) | (kind == Kind.SYNC)
     if not _streams_in_range(trace, np.flatnonzero(on_device)):
         return None  # those events are skipped and counted in Python
     return Classified(trace, routed, memory, kind, category, categories)
+
+
+def _renames_collide(trace: ScannedTrace, keys: list[str], renamed: list[str]) -> bool:
+    """Whether an event has two args that one stat name stands for (``External id`` and
+    ``external id``; 2021 traces use both, never in one event)."""
+    names: dict[str, list[int]] = {}
+    for key, name in zip(keys, renamed, strict=True):
+        names.setdefault(name, []).append(trace._ids[key])
+    for ids in names.values():
+        if len(ids) < 2:
+            continue
+        owners = np.concatenate([trace._owners_of(k, trace._rows_of(k)) for k in ids])
+        if len(owners) != len(distinct(owners)):
+            return True
+    return False
+
+
+def _number_thread_ids(trace: ScannedTrace) -> None:
+    """String tids that are numbers ("25738" in 2021 traces) become those numbers, as
+    `devices.normalize_tid` reads them (where they fit the int32 column)."""
+    events = np.flatnonzero(trace.flags & F_TID_STR)
+    if not len(events):
+        return
+    numbers: dict[int, int] = {}
+    for text_id in distinct(trace.tid[events]).tolist():
+        value = normalize_tid(trace.texts[text_id])
+        if type(value) is int and -(1 << 31) <= value < 1 << 31:
+            numbers[text_id] = value
+    if not numbers:
+        return
+    known = np.array(list(numbers), np.int64)
+    is_number = np.zeros(len(trace.texts), bool)
+    is_number[known] = True
+    hit = events[is_number[trace.tid[events]]]
+    lookup = np.zeros(len(trace.texts), np.int32)
+    lookup[known] = list(numbers.values())
+    trace.tid = trace.tid.copy()
+    trace.flags = trace.flags.copy()
+    trace.tid[hit] = lookup[trace.tid[hit]]
+    trace.flags[hit] &= ~np.uint8(F_TID_STR)
 
 
 def _streams_in_range(trace: ScannedTrace, events: np.ndarray) -> bool:
@@ -323,7 +361,7 @@ def _flow(trace: ScannedTrace, event: int) -> TraceEvent:
         ph=chr(int(trace.ph[event])),
         cat=trace.texts[cat] if cat >= 0 else None,
         pid=_pid(trace, event),
-        tid=int(trace.tid[event]),
+        tid=_tid(trace, event),
         ts=int(trace.ts_ns[event]) if flags & F_TS else None,
         id=trace.flow_id(event),
     )

@@ -245,12 +245,14 @@ def _convert_unpaused(
         data = item
     del item
     if fast is None and rescan and issubclass(into, ColumnSpace):
-        scanned = pyscan.scan_bytes(data, source)
+        repairs: list[str] = []
+        scanned = pyscan.scan_bytes(data, source, repairs)
         if scanned is not None:
             fast = _classify(scanned)
             del scanned
             if fast is not None:
                 data = b""
+                warnings.extend(repairs)  # (else the per-event route repairs it again)
     trace = None
     if fast is None:
         trace = decode_trace(data, source, warnings)

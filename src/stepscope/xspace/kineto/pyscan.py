@@ -64,25 +64,38 @@ class _Args(msgspec.Struct, gc=False):
 
 _ANY = msgspec.json.Decoder()
 _RAW_ARGS = msgspec.json.Decoder(_Args)
+_ENCODE = msgspec.json.encode
 # The fields the columns hold (the others are skipped, as the C scanner skips them).
 _FIELDS = frozenset({"ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "args", "s"})
 
 
-def scan_bytes(data: bytes, source: str) -> ScannedTrace | None:
-    """The columns of the trace JSON ``data``, or None when it is not a JSON object with a
-    ``traceEvents`` list that msgspec reads (damaged JSON: the repairing reader's case).
-    `limits.ProfileTooLargeError` before parsing when the objects would not fit the limit."""
-    from stepscope.xspace.kineto.json_repair import parse_memory_estimate
+def scan_bytes(data: bytes, source: str, warnings: list[str]) -> ScannedTrace | None:
+    """The columns of the trace JSON ``data``; JSON that msgspec refuses (damage, a BOM, NaN,
+    invalid UTF-8, ...) is read by `json_repair.load_json`, which appends what it repaired to
+    ``warnings`` or raises `ProfileFormatError` when it cannot. None when the document is not
+    an object with a ``traceEvents`` list. `limits.ProfileTooLargeError` before parsing when
+    the objects would not fit the profile limit."""
+    from stepscope.xspace.kineto.json_repair import load_json, parse_memory_estimate
 
     limits.check(source, "parsing this JSON", parse_memory_estimate(data))
     try:
         doc = _HEADER.decode(data)
     except (msgspec.DecodeError, RecursionError):
-        return None
+        return _scan_repaired(load_json(data, source, warnings))
     events = doc.traceEvents  # type: ignore[attr-defined]
     if events is _UNSET:
         return None
     header = HeaderOnly(**{key: getattr(doc, key) for key in HEADER_KEYS})
+    del doc
+    return _Columns().scan(events, header)
+
+
+def _scan_repaired(doc: Any) -> ScannedTrace | None:
+    """The columns of a document the repairing reader made (dicts and lists)."""
+    if type(doc) is not dict or type(doc.get("traceEvents")) is not list:
+        return None
+    events = doc.pop("traceEvents")
+    header = HeaderOnly(**{key: doc.get(key, _UNSET) for key in HEADER_KEYS})
     del doc
     return _Columns().scan(events, header)
 
@@ -120,16 +133,19 @@ class _Columns:
             self.raw[found] = raw  # a JSON value's text (a string of that text reads the same)
         return found
 
-    def scan(self, events: list[msgspec.Raw], header: Any) -> ScannedTrace:
+    def scan(self, events: list[Any], header: Any) -> ScannedTrace:
+        """``events``: the texts of the events (`msgspec.Raw`), or the events themselves."""
         decode = _ANY.decode
         for at, item in enumerate(events):
-            events[at] = None  # type: ignore[call-overload]  # each event's text freed once read
-            try:
-                event = decode(item)
-            except (msgspec.DecodeError, RecursionError):
-                event = None
+            events[at] = None  # each event's text freed once read
+            event = item
+            if type(item) is msgspec.Raw:
+                try:
+                    event = decode(item)
+                except (msgspec.DecodeError, RecursionError):
+                    event = None
             if type(event) is dict:
-                self._event(event, item)
+                self._event(event, item if type(item) is msgspec.Raw else None)
             else:  # not an object, or unreadable
                 self._row(0, F_BAD, -1, -1, 0, 0, 0, 0, 0)
         return self._trace(header)
@@ -174,7 +190,7 @@ class _Columns:
             return self.intern(value), str_flag
         return 0, F_BAD  # missing, null, a float, ...
 
-    def _event(self, event: dict[str, Any], text: msgspec.Raw) -> None:
+    def _event(self, event: dict[str, Any], text: msgspec.Raw | None) -> None:
         """One event's row; its strings interned in the order its fields come (the C
         scanner's order, so both number the strings alike)."""
         flags = ph = pid = tid = ts = dur = count = 0
@@ -230,8 +246,9 @@ class _Columns:
             flags |= F_BAD  # the per-event rules make a thread of its own ("thread None")
         self._row(ph, flags, cat, name, pid, tid, ts, dur, count)
 
-    def _args(self, args: dict[str, Any], text: msgspec.Raw) -> tuple[int, int]:
-        """The args' rows (``text``: the event's, read again for list and object values)."""
+    def _args(self, args: dict[str, Any], text: msgspec.Raw | None) -> tuple[int, int]:
+        """The args' rows (``text``: the event's, read again for the text of list and object
+        values; None for a repaired document's event: their JSON text is written anew)."""
         flags = 0
         raw: dict[str, msgspec.Raw] | None = None
         keys, kinds, values = self.arg_key, self.arg_kind, self.arg_value
@@ -259,9 +276,12 @@ class _Columns:
                 out_kind = A_NULL
                 value = 0
             else:  # a list or an object: its JSON text
-                if raw is None:
-                    raw = _RAW_ARGS.decode(text).args
-                written = bytes(raw[key])
+                if text is None:
+                    written = _ENCODE(value)
+                else:
+                    if raw is None:
+                        raw = _RAW_ARGS.decode(text).args
+                    written = bytes(raw[key])
                 out_kind = A_JSON
                 value = self.intern(_decode_string(written), written)
             keys.append(key_id)
