@@ -97,7 +97,11 @@ GROUPS: dict[str, Group] = {
     # collective names of every framework, and each rank's calls matched across ranks
     "collectives": Group(
         ("stepscope/vocab/collectives.py", "stepscope/stats/collective_calls.py"),
-        ("tests/stats/test_collectives.py", "tests/pod/test_arrivals.py"),
+        (
+            "tests/stats/test_collectives.py",
+            "tests/stats/test_collective_calls.py",
+            "tests/pod/test_arrivals.py",
+        ),
     ),
     "input_bound": Group(
         ("stepscope/stats/advice.py", "stepscope/stats/bound.py"),

@@ -4,7 +4,7 @@ The per-host half of the straggler analysis (`stepscope.stats.stragglers` matche
 across ranks). A rank's **calls** are the events that run its collectives, one layer of them:
 
 - device collective kernels (NCCL / RCCL) when the host has any, on the device plane with the
-  most of them (one device per rank); their step is the step of their launch;
+  most of them (one device per rank); their step is the step whose marker holds their launch;
 - else the host spans that run a collective (gloo's worker thread ``gloo:all_reduce``, MPI,
   XLA collectives on CPU, TensorFlow's collective ops);
 - else the spans that only dispatch one (``c10d::allreduce_``, ``record_param_comms``...).
@@ -114,13 +114,13 @@ def _sequence(profile: Profile, events: np.ndarray) -> np.ndarray:
     return out
 
 
-def _steps_of(db: StepDb, when: np.ndarray) -> np.ndarray:
-    """Row of the step whose span holds each time, -1 for none (the latest-starting one
-    where spans overlap)."""
-    if not db.n_steps:
+def _steps_of(start_ns: np.ndarray, end_ns: np.ndarray, when: np.ndarray) -> np.ndarray:
+    """Row of the step whose span [start, end) holds each time, -1 for none (the
+    latest-starting one where spans overlap)."""
+    if not len(start_ns):
         return np.full(len(when), -1, np.int64)
-    order = np.argsort(db.start_ns, kind="stable")
-    starts, ends = db.start_ns[order], db.start_ns[order] + db.dur_ns[order]
+    order = np.argsort(start_ns, kind="stable")
+    starts, ends = start_ns[order], end_ns[order]
     k = np.searchsorted(starts, when, side="right") - 1
     inside = (k >= 0) & (when < ends[np.maximum(k, 0)])
     return np.where(inside, order[np.maximum(k, 0)], -1).astype(np.int64)
@@ -145,11 +145,18 @@ def collective_calls(profile: Profile, db: StepDb) -> CollectiveCalls:
     lanes = tuple(dict.fromkeys(labels))
     lane_of = {name: k for k, name in enumerate(lanes)}
     lane = np.array([lane_of[x] for x in labels], np.int32)
-    when = arrive
-    if layer == "device kernels":  # a kernel belongs to the step that launched it
+    step = _steps_of(db.start_ns, db.start_ns + db.dur_ns, arrive)
+    if layer == "device kernels" and len(db.event) == db.n_steps:
+        # A kernel belongs to the step whose marker holds its launch, as in the step
+        # breakdown: a step's span may be its device work, which runs behind the host (the
+        # host launches the next steps meanwhile), so a launch time can fall in an earlier
+        # step's span; a kernel without a launch goes by its own start.
         launch = launch_events(profile, events)
-        when = np.where(launch >= 0, profile.start_ns[np.maximum(launch, 0)], arrive)
-    step = _steps_of(db, when)
+        launched = launch >= 0
+        markers = db.event
+        step[launched] = _steps_of(
+            profile.start_ns[markers], profile.end_at(markers), profile.start_ns[launch[launched]]
+        )
     ordinal = _ordinals(step, lane)
     runup, measured = _runups(profile, types, db, step, arrive, exit_)
     return CollectiveCalls(
