@@ -92,7 +92,11 @@ GROUPS: dict[str, Group] = {
     ),
     "stragglers": Group(
         ("stepscope/stats/stragglers.py", "stepscope/stats/stragglers_own_time.py"),
-        ("tests/pod/test_stragglers.py", "tests/pod/test_arrivals.py"),
+        (
+            "tests/pod/test_stragglers.py",
+            "tests/pod/test_arrivals.py",
+            "tests/pod/test_own_time.py",
+        ),
     ),
     # collective names of every framework, and each rank's calls matched across ranks
     "collectives": Group(
