@@ -16,6 +16,7 @@ from stepscope.capture.bridges.base import INSUFFICIENT_PRIVILEGES, diagnose
 from stepscope.errors import StepscopeError
 from stepscope.xspace.builder import XSpaceBuilder
 from stepscope.xspace.merge import ClockMap
+from stepscope.xspace.wire import decode_columns
 from tests.support.capture import events, load_run, named
 
 SKEW_NS = 6_500  # the fake framework's clock runs 6.5 us ahead of perf_counter
@@ -27,6 +28,7 @@ class FakeFramework(Bridge):
     name = "fake"
     title = "Fake"
     instance: FakeFramework | None = None
+    columns = False  # give raw columns (as the PyTorch bridge does) instead of an XSpace
 
     def __init__(self, options: stepscope.ProfilerOptions) -> None:
         super().__init__(options)
@@ -57,16 +59,28 @@ class FakeFramework(Bridge):
             host.line(tid, "python").event("fake::op", start, dur, {"correlation_id": n})
             gpu.line(7, "Stream #7").event("kernel", start + 100_000, 50_000, {"correlation_id": n})
         builder.plane("Task Environment").stats["framework"] = "fake"
-        return BridgeOutput(builder.build(), ClockMap(-SKEW_NS), warnings=["converted"])
+        space = builder.build()
+        if self.columns:
+            return BridgeOutput(decode_columns(space.SerializeToString()), ClockMap(-SKEW_NS))
+        return BridgeOutput(space, ClockMap(-SKEW_NS), warnings=["converted"])
 
 
+class FakeColumnar(FakeFramework):
+    name = "fake_columns"
+    columns = True
+
+
+@pytest.mark.parametrize("kind", [FakeFramework, FakeColumnar])
 def test_bridge_events_merge_on_stepscope_clock(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    kind: type[FakeFramework],
 ) -> None:
     # Only the fake framework: earlier tests may have imported the real ones.
     for module in ("torch", "tensorflow", "jax"):
         monkeypatch.setitem(sys.modules, module, None)
-    bridges.register(FakeFramework)
+    bridges.register(kind)
     stepscope.start(tmp_path)
     fake = FakeFramework.instance
     assert fake is not None and fake.phases == ["prepare", "start"]
@@ -84,7 +98,31 @@ def test_bridge_events_merge_on_stepscope_clock(
     assert {p.name for p in profile.planes} >= {"/host:CPU", "/device:GPU:0", "Task Environment"}
     assert profile.planes[-1].name == "Task Environment"
     assert profile.planes[-1].stats["framework"] == "fake"
-    assert "stepscope: Fake bridge: converted" in capsys.readouterr().err
+    if not kind.columns:
+        assert "stepscope: Fake bridge: converted" in capsys.readouterr().err
+
+
+def test_a_failing_columnar_merge_keeps_stepscopes_own_events(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stepscope.xspace import merge_columns
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ValueError("bad columns")
+
+    for module in ("torch", "tensorflow", "jax"):
+        monkeypatch.setitem(sys.modules, module, None)
+    monkeypatch.setattr(merge_columns, "merge_columns", broken)
+    bridges.register(FakeColumnar)
+    stepscope.start(tmp_path)
+    fake = FakeFramework.instance
+    assert fake is not None
+    with stepscope.step(0):
+        fake.op()
+    run_dir = stepscope.stop()
+    profile = load_run(run_dir)
+    assert len(named(profile, "train")) == 1 and not named(profile, "fake::op")
+    assert "framework bridge failed while merging its trace" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("phase", ["prepare", "start", "stop", "collect"])

@@ -1,13 +1,53 @@
-"""`merge_xspace`: planes, lines, metadata and clocks of two XSpaces made one."""
+"""`merge_xspace` and `merge_columns`: planes, lines, metadata and clocks of two XSpaces made
+one. Every test runs both (the protobuf merge of the TensorFlow/JAX bridges, the columnar one
+of the PyTorch bridge) and checks that they give the same profile."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from stepscope.model.from_xspace import profile_from_xspace
 from stepscope.xspace.builder import Ref, XSpaceBuilder
-from stepscope.xspace.merge import ClockMap, env_stats, merge_xspace
+from stepscope.xspace.columns_pb import encode_space
+from stepscope.xspace.merge import ClockMap, MergeReport, env_stats, merge_xspace
+from stepscope.xspace.merge_columns import merge_columns
 from stepscope.xspace.proto.xplane_pb2 import XSpace
+from stepscope.xspace.wire import decode_columns
+from tests.support.xspace_content import describe
+
+Merge = Callable[..., MergeReport]
+
+
+def _columns_merge(
+    target: XSpace, source: XSpace, clock: ClockMap | None = None, **kw: Any
+) -> MergeReport:
+    """`merge_columns`, its result written back into ``target``; checked against the
+    protobuf merge of copies of the same inputs."""
+    expected_target, expected_source = XSpace(), XSpace()
+    expected_target.CopyFrom(target)
+    expected_source.CopyFrom(source)
+    expected_report = merge_xspace(expected_target, expected_source, clock, **kw)
+    report = MergeReport()
+    merged = merge_columns(
+        decode_columns(target.SerializeToString()),
+        decode_columns(source.SerializeToString()),
+        clock,
+        report=report,
+        **kw,
+    )
+    target.ParseFromString(encode_space(merged))
+    assert describe(target) == describe(expected_target)
+    assert report == expected_report
+    return report
+
+
+@pytest.fixture(params=["protobuf", "columns"])
+def merge(request: pytest.FixtureRequest) -> Merge:
+    return merge_xspace if request.param == "protobuf" else _columns_merge
+
 
 OFFSET = 1_000_000_000  # source clock = target clock + 1 s
 
@@ -58,7 +98,7 @@ def _target() -> XSpace:
     )
 
 
-def test_same_thread_lines_become_one_sorted_line_and_nest() -> None:
+def test_same_thread_lines_become_one_sorted_line_and_nest(merge: Merge) -> None:
     source = _space(
         {
             ("/host:CPU", 100, "python"): [
@@ -69,7 +109,7 @@ def test_same_thread_lines_become_one_sorted_line_and_nest() -> None:
         },
         plane_stats={"/host:CPU": {"owner": "torch", "rank": 3}},
     )
-    report = merge_xspace(target := _target(), source, ClockMap(-OFFSET))
+    report = merge(target := _target(), source, ClockMap(-OFFSET))
     assert report.lines_merged == 1 and report.events_moved == 3
     events = _events(target)
     main = [e for e in events if e["line"] == 100]
@@ -84,14 +124,14 @@ def test_same_thread_lines_become_one_sorted_line_and_nest() -> None:
     assert host.stats["owner"] == "stepscope" and host.stats["rank"] == 3
 
 
-def test_bigger_source_is_the_base_but_the_target_keeps_its_names() -> None:
+def test_bigger_source_is_the_base_but_the_target_keeps_its_names(merge: Merge) -> None:
     many = [(f"op{i % 3}", OFFSET + 100 * i, 50, {"i": i}) for i in range(50)]
     source = _space(
         {("/host:CPU", 100, "python"): many},
         plane_stats={"/host:CPU": {"owner": "torch"}},
     )
     target = _target()
-    merge_xspace(target, source, ClockMap(-OFFSET))
+    merge(target, source, ClockMap(-OFFSET))
     events = _events(target)
     assert len(events) == 51
     assert {e["line_name"] for e in events} == {"MainThread"}
@@ -102,7 +142,7 @@ def test_bigger_source_is_the_base_but_the_target_keeps_its_names() -> None:
     assert target.planes[0].name == "/host:CPU" and target.planes[0].id == 0
 
 
-def test_new_planes_are_added_and_task_environment_stays_last() -> None:
+def test_new_planes_are_added_and_task_environment_stays_last(merge: Merge) -> None:
     source = _space(
         {
             ("/device:GPU:0", 7, "Stream #7"): [
@@ -112,7 +152,7 @@ def test_new_planes_are_added_and_task_environment_stays_last() -> None:
         env={"profile_start_time": OFFSET, "framework": "pytorch", "cuda_runtime_version": 12040},
     )
     target = _target()
-    merge_xspace(target, source, ClockMap(-OFFSET))
+    merge(target, source, ClockMap(-OFFSET))
     assert [p.name for p in target.planes] == ["/host:CPU", "/device:GPU:0", "Task Environment"]
     assert len({p.id for p in target.planes}) == 3
     kernel = next(e for e in _events(target) if e["name"] == "volta_sgemm")
@@ -123,7 +163,7 @@ def test_new_planes_are_added_and_task_environment_stays_last() -> None:
     assert env["framework"] == "pytorch" and env["cuda_runtime_version"] == 12040
 
 
-def test_window_drops_what_lies_outside_the_recording() -> None:
+def test_window_drops_what_lies_outside_the_recording(merge: Merge) -> None:
     source = _space(
         {
             ("/host:CPU", 300, "t"): [
@@ -135,26 +175,26 @@ def test_window_drops_what_lies_outside_the_recording() -> None:
         }
     )
     target = _target()
-    report = merge_xspace(target, source, ClockMap(-OFFSET), window=(0, 50_000))
+    report = merge(target, source, ClockMap(-OFFSET), window=(0, 50_000))
     assert report.events_dropped == 2
     names = [e["name"] for e in _events(target) if e["line"] == 300]
     assert names == ["straddles", "inside"]
 
 
-def test_a_clock_rate_moves_each_event_by_its_own_amount() -> None:
+def test_a_clock_rate_moves_each_event_by_its_own_amount(merge: Merge) -> None:
     source = _space({("/host:CPU", 300, "t"): [("a", 0, 10, None), ("b", 1_000_000, 10, None)]})
     target = _target()
-    merge_xspace(target, source, ClockMap(offset_ns=100, rate=-0.001, anchor_ns=0))
+    merge(target, source, ClockMap(offset_ns=100, rate=-0.001, anchor_ns=0))
     starts = {e["name"]: e["start"] for e in _events(target) if e["line"] == 300}
     assert starts == {"a": 100, "b": 1_000_000 + 100 - 1_000}
 
 
-def test_line_ids_rename_source_threads_and_messages_are_kept() -> None:
+def test_line_ids_rename_source_threads_and_messages_are_kept(merge: Merge) -> None:
     source = _space({("/host:CPU", -987654321, "python"): [("PjitFunction(f)", 2_000, 10, None)]})
     source.warnings.append("jax: something")
     source.errors.append("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES")
     target = _target()
-    merge_xspace(target, source, line_ids={"/host:CPU": {-987654321: 100}})
+    merge(target, source, line_ids={"/host:CPU": {-987654321: 100}})
     main = [e["name"] for e in _events(target) if e["line"] == 100]
     assert main == ["train", "PjitFunction(f)"]
     assert list(target.warnings) == ["jax: something"]

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from stepscope.capture.bridges.sync import SYNC_PREFIX, ClockSync, Marker, find_markers
+from stepscope.capture.bridges.sync import (
+    SYNC_PREFIX,
+    ClockSync,
+    FoundMarkers,
+    Marker,
+    find_markers,
+    find_markers_in_columns,
+)
 from stepscope.xspace.builder import XSpaceBuilder
+from stepscope.xspace.wire import decode_columns
 
 DELTA = 6_500  # framework clock = perf_counter + 6.5 us, as measured for Kineto
 
@@ -64,6 +72,11 @@ def test_find_markers_reads_stamps_and_lines_and_nested_child() -> None:
     assert plain.lines == {f"{SYNC_PREFIX}0": -77, f"{SYNC_PREFIX}1": -77}
     nested = find_markers(plane, child="aten::empty")
     assert nested.stamps == {f"{SYNC_PREFIX}0": (1_300, 1_400)}  # marker 1 has no child
+    # the same on raw columns (the PyTorch bridge's trace)
+    raw = decode_columns(builder.build().SerializeToString())
+    assert find_markers_in_columns(raw, "/host:CPU") == plain
+    assert find_markers_in_columns(raw, "/host:CPU", child="aten::empty") == nested
+    assert find_markers_in_columns(raw, "/device:GPU:0") == FoundMarkers()
 
 
 def test_tsl_line_id_is_libstdcxx_thread_id_hash() -> None:

@@ -20,9 +20,11 @@ from stepscope.capture.options import ProfilerOptions
 from stepscope.model import load_profile
 from stepscope.model.from_xspace import profile_from_xspace
 from stepscope.xspace.builder import XSpaceBuilder
+from stepscope.xspace.columns_pb import encode_space
 from stepscope.xspace.io import load_xspace
 from stepscope.xspace.kineto import kineto_to_xspace
 from stepscope.xspace.merge import env_stats
+from stepscope.xspace.proto.xplane_pb2 import XSpace
 from tests.support.capture import events, named
 from tests.support.scripts import run_script
 
@@ -262,8 +264,11 @@ def _bridge_merge(trace: Path) -> Any:
     builder = XSpaceBuilder(hostname="worker")
     builder.plane("/host:CPU").line(1, "MainThread").event("train", 0, stop - start)
     builder.plane("Task Environment").stats["profile_start_time"] = start
-    space = builder.build()
-    BridgeSet([bridge]).merge_into(space, 0, stop - start)
+    merged = BridgeSet([bridge]).merge_into(builder.build(), 0, stop - start)
+    if isinstance(merged, XSpace):
+        return merged
+    space = XSpace()
+    space.ParseFromString(encode_space(merged))  # as the capture's save writes it
     return space
 
 

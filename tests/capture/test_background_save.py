@@ -16,17 +16,17 @@ from tests.support.capture import load_run, named
 
 
 def _blocked_save(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, list[str]]:
-    """Make the save wait for an event; records the thread that builds the XSpace."""
+    """Make the save wait for an event; records the thread that builds the profile."""
     release = threading.Event()
     threads: list[str] = []
-    real = save_module.build_xspace
+    real = save_module.build_profile
 
     def build(result: Any) -> Any:
         threads.append(threading.current_thread().name)
         assert release.wait(30)
         return real(result)
 
-    monkeypatch.setattr(save_module, "build_xspace", build)
+    monkeypatch.setattr(save_module, "build_profile", build)
     return release, threads
 
 

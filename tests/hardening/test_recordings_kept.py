@@ -82,14 +82,14 @@ def _interrupting_build(monkeypatch: pytest.MonkeyPatch, presses: int) -> None:
 
     from stepscope.capture import save as save_module
 
-    real = save_module.build_xspace
+    real = save_module.build_profile
 
     def build(result: Any) -> Any:
         for _ in range(presses):
             signal.raise_signal(signal.SIGINT)
         return real(result)
 
-    monkeypatch.setattr(save_module, "build_xspace", build)
+    monkeypatch.setattr(save_module, "build_profile", build)
 
 
 @pytest.fixture

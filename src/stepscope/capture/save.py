@@ -38,7 +38,9 @@ from stepscope.logdir import host_file_name, run_directory
 from stepscope.records import record
 from stepscope.vocab.tensorflow import GET_NEXT, ITERATOR_PREFIX
 from stepscope.xspace.builder import Ref, StatValue, XSpaceBuilder
+from stepscope.xspace.columns_pb import encode_space
 from stepscope.xspace.proto.xplane_pb2 import XSpace
+from stepscope.xspace.wire import RawColumns
 
 HOST_PLANE = "/host:CPU"
 TASK_ENV_PLANE = "Task Environment"
@@ -48,10 +50,16 @@ UINT64_MAX = (1 << 64) - 1
 class ProfileSaveError(StepscopeError):
     """The profile could not be written; ``space`` still holds it (see ``save_to``)."""
 
-    def __init__(self, message: str, space: XSpace, path: Path | None) -> None:
+    def __init__(self, message: str, space: XSpace | bytes, path: Path | None) -> None:
         super().__init__(message)
-        self.space = space
+        self.data = space if isinstance(space, bytes) else space.SerializeToString()
         self.path = path
+
+    @property
+    def space(self) -> XSpace:
+        parsed = XSpace()
+        parsed.ParseFromString(self.data)
+        return parsed
 
     def save_to(self, path: str | os.PathLike[str]) -> Path:
         """Try again somewhere else."""
@@ -129,6 +137,22 @@ def _convert_stats(stats: dict[str, Any] | None) -> dict[str, StatValue] | None:
 
 def build_xspace(result: CaptureResult) -> XSpace:
     """The XSpace of one capture (see the module docstring for its layout)."""
+    built = _build(result)
+    if isinstance(built, XSpace):
+        return built
+    space = XSpace()
+    space.ParseFromString(encode_space(built))
+    return space
+
+
+def build_profile(result: CaptureResult) -> bytes:
+    """The serialized XSpace of one capture: what `save` writes. A framework's events merged
+    as raw columns are written by the columnar writer, never as protobuf messages."""
+    built = _build(result)
+    return built.SerializeToString() if isinstance(built, XSpace) else encode_space(built)
+
+
+def _build(result: CaptureResult) -> XSpace | RawColumns:
     builder = XSpaceBuilder(hostname=result.hostname)
     plane = builder.plane(HOST_PLANE)
     base = result.start_perf_ns  # perf_counter time of profile_start_time
@@ -187,7 +211,7 @@ def build_xspace(result: CaptureResult) -> XSpace:
     space = builder.build()
     _add_task_environment(space, result)
     if result.bridges is not None:  # framework planes, on this profile's clock
-        result.bridges.merge_into(space, result.start_perf_ns, result.stop_perf_ns)
+        return result.bridges.merge_into(space, result.start_perf_ns, result.stop_perf_ns)
     return space
 
 
@@ -235,7 +259,7 @@ def _add_task_environment(space: XSpace, result: CaptureResult) -> None:
         setattr(stat, kind, value)
 
 
-def save(space: XSpace, result: CaptureResult, run_dir: Path | None = None) -> Path:
+def save(space: XSpace | bytes, result: CaptureResult, run_dir: Path | None = None) -> Path:
     """Write ``space`` (into ``run_dir`` if given, else a new run directory) as a new file:
     never over an existing profile. When the host file's name is taken (another process
     saving the same name at the same instant), the next free run name is used, with a
@@ -246,7 +270,7 @@ def save(space: XSpace, result: CaptureResult, run_dir: Path | None = None) -> P
         run_dir = run_directory(result.logdir, result.run_name, result.hostname)
     name = host_file_name(result.hostname)
     target = run_dir / name
-    data = space.SerializeToString()
+    data = space if isinstance(space, bytes) else space.SerializeToString()
     try:
         while True:
             try:
@@ -272,7 +296,7 @@ def save(space: XSpace, result: CaptureResult, run_dir: Path | None = None) -> P
         except OSError:
             where = "the profile is kept in this exception: call .save_to(path)"
         raise ProfileSaveError(
-            f"could not save the profile to {target}: {reason}; {where}", space, target
+            f"could not save the profile to {target}: {reason}; {where}", data, target
         ) from exc
 
 

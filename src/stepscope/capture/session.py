@@ -190,7 +190,7 @@ class Session:
         _step._on_step = None
         if self.sampler is not None:  # first: the imports below are no part of the recording
             self.sampler.stop()
-        from stepscope.capture.save import CaptureResult, build_xspace
+        from stepscope.capture.save import CaptureResult, build_profile, build_xspace
         from stepscope.capture.save import save as save_space
         from stepscope.logdir import run_name_for
 
@@ -257,21 +257,20 @@ class Session:
             )
             self.saver.start()
             return self.run_dir
-        space = build_xspace(result)
         if not self.write:
-            self.space = space
+            self.space = build_xspace(result)
             return None
-        self.run_dir = save_space(space, result, self.run_dir)
+        self.run_dir = save_space(build_profile(result), result, self.run_dir)
         return self.run_dir
 
     def _save_quietly(self, result: object) -> None:
         """The background save: errors are kept for `wait` and told on stderr at once."""
-        from stepscope.capture.save import CaptureResult, build_xspace
+        from stepscope.capture.save import CaptureResult, build_profile
         from stepscope.capture.save import save as save_space
 
         assert isinstance(result, CaptureResult)
         try:
-            save_space(build_xspace(result), result, self.run_dir)
+            save_space(build_profile(result), result, self.run_dir)
         except BaseException as exc:
             self.error = exc
             log.warn(f"stepscope: saving the profile failed: {exc}")

@@ -30,7 +30,11 @@ from collections.abc import Iterator
 import numpy as np
 
 from stepscope.export.chrome_trace import _SHOWN_KINDS, Progress, _pids, selected_events
-from stepscope.export.pb_columns import (
+from stepscope.model import Profile
+from stepscope.stats.trace_index.flows import FlowTable, build_flows
+from stepscope.stats.trace_index.lod import line_order, nesting_depth, nesting_parents
+from stepscope.stats.trace_index.tracks import sections
+from stepscope.xspace.pb_columns import (
     Encoded,
     blob,
     const,
@@ -42,10 +46,6 @@ from stepscope.export.pb_columns import (
     tag,
     varint,
 )
-from stepscope.model import Profile
-from stepscope.stats.trace_index.flows import FlowTable, build_flows
-from stepscope.stats.trace_index.lod import line_order, nesting_depth, nesting_parents
-from stepscope.stats.trace_index.tracks import sections
 from stepscope.xspace.wire import KIND_BYTES, KIND_DOUBLE, KIND_INT, KIND_STR, KIND_UINT
 
 CHUNK = 200_000

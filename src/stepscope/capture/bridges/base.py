@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from stepscope.capture.options import ProfilerOptions
     from stepscope.xspace.merge import ClockMap
     from stepscope.xspace.proto.xplane_pb2 import XSpace
+    from stepscope.xspace.wire import RawColumns
 
 
 class BridgeError(StepscopeError):
@@ -37,9 +38,10 @@ class BridgeError(StepscopeError):
 
 @record(frozen=False)
 class BridgeOutput:
-    """What a bridge recorded, ready to merge."""
+    """What a bridge recorded, ready to merge: an XSpace message, or raw columns (merged on
+    arrays and written by the columnar writer: no protobuf message per event)."""
 
-    space: XSpace
+    space: XSpace | RawColumns
     clock: ClockMap  # the space's stored ns -> time.perf_counter_ns()
     line_ids: dict[str, dict[int, int]] = field(default_factory=dict)  # see merge_xspace
     warnings: list[str] = field(default_factory=list)
@@ -144,20 +146,30 @@ class BridgeSet:
                 outputs.append(out)
         return outputs
 
-    def merge_into(self, space: XSpace, start_perf_ns: int, stop_perf_ns: int) -> None:
-        """Collect every bridge's planes and merge them into the saved ``space``.
+    def merge_into(
+        self, space: XSpace, start_perf_ns: int, stop_perf_ns: int
+    ) -> XSpace | RawColumns:
+        """Collect every bridge's planes and merge them into the saved ``space``; returns the
+        profile: ``space`` itself, or raw columns when a bridge gave columns.
 
         ``space`` stores times relative to the recording start (``start_perf_ns``); events a
-        framework saw outside [start, stop] are dropped.
+        framework saw outside [start, stop] are dropped. Bridges giving XSpace messages are
+        merged into ``space`` itself; raw columns (the PyTorch bridge's) are merged on arrays
+        with ``space``'s columns, and the result is written by `columns_pb.encode_space`.
         """
         from stepscope.xspace.merge import merge_xspace
+        from stepscope.xspace.wire import RawColumns
 
+        window = (0, stop_perf_ns - start_perf_ns)
+        columnar: list[BridgeOutput] = []
         try:
-            window = (0, stop_perf_ns - start_perf_ns)
             for out in self.collect():
+                if isinstance(out.space, RawColumns):
+                    columnar.append(out)
+                    continue
                 merge_xspace(
                     space,
-                    out.space,
+                    out.space,  # an XSpace message
                     out.clock.shifted(-start_perf_ns),
                     window=window,
                     line_ids=out.line_ids,
@@ -167,6 +179,35 @@ class BridgeSet:
         finally:
             self.close()
         space.warnings.extend(self.warnings)
+        if not columnar:
+            return space
+        return self._merge_columns(space, columnar, start_perf_ns, window)
+
+    def _merge_columns(
+        self,
+        space: XSpace,
+        outputs: list[BridgeOutput],
+        start_perf_ns: int,
+        window: tuple[int, int],
+    ) -> XSpace | RawColumns:
+        from stepscope.xspace.merge_columns import merge_columns
+        from stepscope.xspace.wire import RawColumns, decode_columns
+
+        try:
+            merged = decode_columns(space.SerializeToString())
+            for out in outputs:
+                assert isinstance(out.space, RawColumns)
+                merged = merge_columns(
+                    merged,
+                    out.space,
+                    out.clock.shifted(-start_perf_ns),
+                    window=window,
+                    line_ids=out.line_ids,
+                )
+            return merged
+        except Exception as exc:  # a merge bug must not lose stepscope's own events
+            space.warnings.append(report(failure_message("framework", "merging its trace", exc)))
+            return space
 
 
 def failure_message(title: str, phase: str, exc: BaseException) -> str:

@@ -24,9 +24,12 @@ import time
 from collections.abc import Callable
 from dataclasses import field
 
+import numpy as np
+
 from stepscope.records import record
 from stepscope.xspace.merge import ClockMap
 from stepscope.xspace.proto.xplane_pb2 import XPlane
+from stepscope.xspace.wire import RawColumns
 
 SYNC_PREFIX = "stepscope.clock_sync."
 DEFAULT_MARKERS = 8
@@ -170,4 +173,42 @@ def find_markers(plane: XPlane, child: str | None = None) -> FoundMarkers:
             base = line.timestamp_ns
             found.stamps[name] = (base + start // 1000, base + end // 1000)
             found.lines[name] = line.id
+    return found
+
+
+def find_markers_in_columns(
+    raw: RawColumns, plane_name: str, child: str | None = None
+) -> FoundMarkers:
+    """`find_markers` on the plane named ``plane_name`` of raw columns."""
+    found = FoundMarkers()
+    plane = next((k for k, h in enumerate(raw.plane_headers) if h.name == plane_name), None)
+    if plane is None:
+        return found
+    header = raw.plane_headers[plane]
+    ids = {i: m.name for i, m in header.event_metadata.items() if m.name.startswith(SYNC_PREFIX)}
+    if not ids:
+        return found
+    child_ids = np.array([i for i, m in header.event_metadata.items() if m.name == child])
+    on_plane = np.array([line.plane == plane for line in raw.lines], bool)
+    hits = np.flatnonzero(np.isin(raw.ev_meta, list(ids)) & on_plane[raw.ev_line])
+    for at in hits.tolist():
+        line = raw.lines[int(raw.ev_line[at])]
+        start = int(raw.ev_offset_ps[at])
+        end = start + int(raw.ev_duration_ps[at])
+        if child is not None:
+            stop = min(at + 8, line.first_event + line.event_count)
+            near = np.arange(at + 1, stop)
+            inside = near[
+                np.isin(raw.ev_meta[near], child_ids)
+                & (raw.ev_offset_ps[near] >= start)
+                & (raw.ev_offset_ps[near] <= end)
+            ]
+            if not len(inside):
+                continue
+            inner = int(inside[0])
+            start = int(raw.ev_offset_ps[inner])
+            end = start + int(raw.ev_duration_ps[inner])
+        base = line.timestamp_ns
+        found.stamps[ids[int(raw.ev_meta[at])]] = (base + start // 1000, base + end // 1000)
+        found.lines[ids[int(raw.ev_meta[at])]] = line.id
     return found

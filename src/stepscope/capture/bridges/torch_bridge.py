@@ -7,13 +7,14 @@ CUDA (``device_tracer_level >= 1`` and ``torch.cuda.is_available()``); ``profile
 ``with_stack`` off, ``record_shapes`` on when CUDA is traced (see `TorchSettings`).
 
 Conversion reuses the Kineto importer (docs/formats/kineto.md): the trace is exported as
-Chrome-trace JSON into a temporary directory and converted like any ``*.pt.trace.json``, so
-a live capture and an imported trace give the same planes: CPU ops with ``Input Dims``,
-``record_function`` annotations, ``ProfilerStep#N``, ``/device:GPU:N`` planes with one line
-per stream, ``kernel_details``, ``memcpy_details``, correlation ids, NCCL args, allocator
-events as ``MemoryAllocation`` / ``MemoryDeallocation``. Times are put on stepscope's clock
-with marker events (`sync`): each marker is a ``record_function`` around one ``torch.empty(0)``,
-whose dispatcher timestamps are bracketed by ``perf_counter_ns``.
+Chrome-trace JSON into a temporary directory and read into raw columns like any
+``*.pt.trace.json`` (`kineto_to_columns`; merged on arrays and written by the columnar writer,
+decision 195), so a live capture and an imported trace give the same planes: CPU ops with
+``Input Dims``, ``record_function`` annotations, ``ProfilerStep#N``, ``/device:GPU:N`` planes
+with one line per stream, ``kernel_details``, ``memcpy_details``, correlation ids, NCCL args,
+allocator events as ``MemoryAllocation`` / ``MemoryDeallocation``. Times are put on
+stepscope's clock with marker events (`sync`): each marker is a ``record_function`` around one
+``torch.empty(0)``, whose dispatcher timestamps are bracketed by ``perf_counter_ns``.
 
 Thread rules (PyTorch's, found the hard way): the profiler records only the thread that
 started it (plus autograd's threads) and must be stopped by that thread; stopping it from
@@ -36,13 +37,16 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stepscope.capture.bridges.base import Bridge, BridgeError, BridgeOutput, diagnose
 from stepscope.capture.bridges.logs import captured_output
-from stepscope.capture.bridges.sync import ClockSync, find_markers
+from stepscope.capture.bridges.sync import ClockSync, find_markers_in_columns
 from stepscope.capture.options import ProfilerOptions
 from stepscope.records import record
+
+if TYPE_CHECKING:
+    from stepscope.xspace.wire import RawColumns
 
 SYNC_OP = "aten::empty"
 # Profilers a `stepscope.stop` on the wrong thread could not stop: {thread ident: profiler}.
@@ -175,32 +179,34 @@ class PyTorchBridge(Bridge):
     def collect(self) -> BridgeOutput | None:
         if self.profiler is None or not self.stopped:
             return None
-        from stepscope.xspace.kineto import kineto_bytes_to_xspace
+        from stepscope.xspace.kineto import kineto_to_columns
 
         with tempfile.TemporaryDirectory(prefix="stepscope-torch-") as tmp:
             path = Path(tmp) / "trace.pt.trace.json"
             with captured_output(self.logs):
                 self.profiler.export_chrome_trace(str(path))
-            data = path.read_bytes()
-        self.profiler = None  # its events are in `data` now: free them
-        space = kineto_bytes_to_xspace(data, "torch.profiler")
-        del space.hostnames[:]
-        host = next((p for p in space.planes if p.name == "/host:CPU"), None)
-        found = find_markers(host, child=SYNC_OP) if host is not None else None
-        clock, how = self.sync.clock_map(found.stamps if found else {})
-        warnings = diagnose([*self.logs, *space.errors, *space.warnings])
-        if self.cuda and not warnings and _launches_without_kernels(space):
+            self.profiler = None  # its events are in the file now: free them
+            # The columns route (the C scanner streams the file): no protobuf message per
+            # event; the merge and the write stay on arrays (`BridgeSet.merge_into`).
+            columns = kineto_to_columns(path)
+        columns.space_header.hostnames.clear()
+        found = find_markers_in_columns(columns, "/host:CPU", child=SYNC_OP)
+        clock, how = self.sync.clock_map(found.stamps)
+        head = columns.space_header
+        warnings = diagnose([*self.logs, *head.errors, *head.warnings])
+        if self.cuda and not warnings and _launches_without_kernels(columns):
             warnings.append(
                 "GPU kernels were launched but CUPTI recorded none: check that CUPTI works "
                 "(python -c 'import torch; print(torch.cuda.is_available())' and the driver logs)"
             )
         if how.startswith("unix"):
             warnings.append(f"clock aligned by {how}; events may be off by a few microseconds")
-        return BridgeOutput(space, clock, {}, warnings)
+        return BridgeOutput(columns, clock, {}, warnings)
 
 
-def _launches_without_kernels(space: Any) -> bool:
-    if any(p.name.startswith("/device:") for p in space.planes):
+def _launches_without_kernels(columns: RawColumns) -> bool:
+    planes = columns.plane_headers
+    if any(p.name.startswith("/device:") for p in planes):
         return False
-    names = (m.name for p in space.planes for m in p.event_metadata.values())
+    names = (m.name for p in planes for m in p.event_metadata.values())
     return any(n.startswith(("cudaLaunchKernel", "cuLaunchKernel")) for n in names)

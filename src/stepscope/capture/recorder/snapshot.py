@@ -118,7 +118,7 @@ def thread_stacks() -> dict[str, str]:
 
 def write(snapshot: Snapshot, logdir: str) -> Path:
     """Build and write the run; returns its directory."""
-    from stepscope.capture.save import CaptureResult, build_xspace
+    from stepscope.capture.save import CaptureResult, build_profile
     from stepscope.capture.save import save as save_space
     from stepscope.logdir import run_name_for
 
@@ -152,8 +152,7 @@ def write(snapshot: Snapshot, logdir: str) -> Path:
         warnings=[warning, *snapshot.details.get("warnings", [])],
         bridges=bridges,
     )
-    space = build_xspace(result)
-    run_dir = save_space(space, result)
+    run_dir = save_space(build_profile(result), result)
     marker = {
         "trigger": snapshot.trigger,
         "reason": snapshot.reason,

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+# Shared with the columnar protobuf writer (xspace), which the capture layer uses too.
+from stepscope.xspace.pb_columns import ranges_to_indices as ranges_to_indices
+
 
 def segmented_search(
     values: np.ndarray,
@@ -38,23 +41,6 @@ def segmented_search(
         right[active] = np.where(go_right, b, mid)
         active = active[left[active] < right[active]]
     return left
-
-
-def ranges_to_indices(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(lo[k], hi[k])`` for all k (empty ranges allowed)."""
-    lo = np.asarray(lo, dtype=np.int64)
-    counts = np.maximum(np.asarray(hi, dtype=np.int64) - lo, 0)
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    keep = counts > 0
-    lo, counts = lo[keep], counts[keep]
-    # Each output position = its range's start + its rank within the range.
-    ends = np.cumsum(counts)
-    out = np.ones(total, dtype=np.int64)
-    out[0] = lo[0]
-    out[ends[:-1]] = lo[1:] - (lo[:-1] + counts[:-1] - 1)
-    return np.cumsum(out)
 
 
 def group_starts(*keys: np.ndarray) -> np.ndarray:

@@ -17,10 +17,26 @@ from __future__ import annotations
 import numpy as np
 
 from stepscope.records import record
-from stepscope.stats.trace_index.segments import ranges_to_indices
 
 VARINT, FIXED64, BLOB, RAW, NESTED, CONST = "varint", "fixed64", "blob", "raw", "nested", "const"
 _U7 = np.uint64(0x7F)
+
+
+def ranges_to_indices(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(lo[k], hi[k])`` for all k (empty ranges allowed)."""
+    lo = np.asarray(lo, dtype=np.int64)
+    counts = np.maximum(np.asarray(hi, dtype=np.int64) - lo, 0)
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    keep = counts > 0
+    lo, counts = lo[keep], counts[keep]
+    # Each output position = its range's start + its rank within the range.
+    ends = np.cumsum(counts)
+    out = np.ones(total, dtype=np.int64)
+    out[0] = lo[0]
+    out[ends[:-1]] = lo[1:] - (lo[:-1] + counts[:-1] - 1)
+    return np.cumsum(out)
 
 
 def tag(field: int, wire_type: int) -> bytes:
