@@ -73,7 +73,8 @@ def test_pod_viewer_single_host_matches_xprof() -> None:
                 labels[key], labels[key]
             )
             assert ms * 1000 == pytest.approx(xprof["stepBreakdownUs"][names[label]], abs=0.01)
-        assert w["bottleneck"] == "input" and w["is_slowest"]
+        assert w["bottleneck"] == "input" and not w["is_slowest"]  # one worker: none slowest
+    assert {s["slowest_worker"] for s in data["steps"]} == {""}
 
 
 def test_pod_viewer_two_hosts(two_host_run: Path) -> None:
@@ -98,6 +99,20 @@ def test_pod_viewer_two_hosts(two_host_run: Path) -> None:
     assert data["workers"][0]["slowest_in_steps"] == len(data["steps"])
     rows = list(csv.DictReader(io.StringIO(output.to_csv(spec.build(ctx)))))
     assert len(rows) == 2 * len(data["steps"]) and {r["host"] for r in rows} == {"vm", "w1"}
+
+
+def test_pod_viewer_even_workers_have_no_slowest(tmp_path: Path) -> None:
+    # the same profile as two hosts: every step's spread is 0, so no worker is the slowest
+    run = tmp_path / "plugins" / "profile" / "r1"
+    run.mkdir(parents=True)
+    for host in ("a", "b"):
+        shutil.copy(_tf_file("ctl"), run / f"{host}.xplane.pb")
+    data = output.to_json(get_tool("pod_viewer").build(_ctx(run, ALL_HOSTS)))
+    assert len(data["steps"]) == 4
+    for step in data["steps"]:
+        assert step["spread_ms"] == 0 and step["slowest_worker"] == ""
+        assert not any(w["is_slowest"] for w in step["workers"])
+    assert [w["slowest_in_steps"] for w in data["workers"]] == [0, 0]
 
 
 @pytest.mark.integration  # parses a 3 MB Kineto trace per rank

@@ -76,13 +76,18 @@ class WorkerStep:
         "time per category; they add up to `duration_ms`", unit="ms", digits=6
     )
     bottleneck: str = out("the category with the most time (ties: the first shown)")
-    is_slowest: bool = out("whether it is the slowest worker of this pod step")
+    is_slowest: bool = out(
+        "whether it is the slowest worker of this pod step (none is when the workers are even)"
+    )
 
 
 @record
 class PodStep:
     step_num: int = out("pod step number")
-    slowest_worker: str = out("host of the longest step")
+    slowest_worker: str = out(
+        "host of the longest step; `''` when the workers are even (all took the same time, or "
+        "one worker)"
+    )
     spread_ms: float = out("slowest minus fastest worker's step time", unit="ms", digits=6)
     workers: tuple[WorkerStep | None, ...] = out(
         "one per worker, in `workers` order; `null` where a worker lacks the step"
@@ -267,8 +272,13 @@ def _pod_steps(
     by_cat = np.zeros((len(hosts), len(CATEGORY_NAMES)))
     for number, row in zip(numbers, cells, strict=True):
         durations = [c[1] if c else -1 for c in row]
-        slowest = int(np.argmax(durations))
-        slow_counts[slowest] += 1
+        present = [d for d in durations if d >= 0]
+        # Workers that all took the same time (or one worker alone) have no slowest: flagging
+        # the first of equals would send the reader after a straggler that is not there.
+        even = len(present) < 2 or max(present) == min(present)
+        slowest = -1 if even else int(np.argmax(durations))
+        if not even:
+            slow_counts[slowest] += 1
         workers: list[WorkerStep | None] = []
         for i, cell in enumerate(row):
             if cell is None:
@@ -282,9 +292,13 @@ def _pod_steps(
             workers.append(
                 WorkerStep(hosts[i], name, _ms(dur), ms, _bottleneck(breakdown), i == slowest)
             )
-        present = [d for d in durations if d >= 0]
         steps.append(
-            PodStep(number, hosts[slowest], _ms(max(present) - min(present)), tuple(workers))
+            PodStep(
+                number,
+                "" if even else hosts[slowest],
+                _ms(max(present) - min(present)),
+                tuple(workers),
+            )
         )
     summaries = [
         Worker(

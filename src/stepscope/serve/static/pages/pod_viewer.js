@@ -1,6 +1,7 @@
 // @ts-check
 // Pod viewer: a step slider, one stacked column of step-time categories per worker, a details
-// card per worker, the slowest worker of the step flagged. Fields: docs/tools/pod_viewer.md.
+// card per worker, the slowest worker of the step flagged (none when the workers are even).
+// Fields: docs/tools/pod_viewer.md.
 import { stackedBarChart } from '../charts.js';
 import { dataTable } from '../table.js';
 import { card, fmtInt, fmtMs, h, note, num } from '../util.js';
@@ -111,10 +112,14 @@ export async function render(root, data, ctx) {
         tip: `${w.host}: ${fmtMs(w.duration_ms)}${w.is_slowest ? ' (slowest)' : ''}` })),
       title: `Step ${step.step_num}: step time per worker`, unit: 'ms',
     });
+    const spread = num(step.spread_ms, fmtMs(step.spread_ms), `steps.${i}.spread_ms`);
+    // No slowest worker when all took the same time (or one worker ran the step).
+    const who = step.slowest_worker
+      ? [': slowest worker ', h('strong', { id: 'pod-slowest' }, step.slowest_worker), ', spread ', spread]
+      : [': ', h('strong', { id: 'pod-even' }, present.length > 1 ? 'the workers are even' : 'one worker'),
+        ' (spread ', spread, ')'];
     view.replaceChildren(
-      card(['Step ', num(step.step_num, String(step.step_num), `steps.${i}.step_num`), ': slowest worker ',
-        h('strong', { id: 'pod-slowest' }, step.slowest_worker), ', spread ',
-        num(step.spread_ms, fmtMs(step.spread_ms), `steps.${i}.spread_ms`)], chart),
+      card(['Step ', num(step.step_num, String(step.step_num), `steps.${i}.step_num`), ...who], chart),
       h('div', { class: 'pod-cards' }, present.map(([w, j]) => workerCard(w, j, i, cats))));
     view.dataset.step = String(step.step_num);
   }
