@@ -21,7 +21,7 @@ pytest.importorskip("duckdb")
 from stepscope.cli.agent import capabilities as cap
 from stepscope.cli.agent.workspace import Workspace, bounded
 from stepscope.errors import StepscopeError
-from tests.support.agent_logdir import CTL, CTL_OPT, GPU, POD, make_logdir
+from tests.support.agent_logdir import CTL, CTL_OPT, GLOO, GPU, POD, make_logdir
 from tests.support.fixtures import FIXTURES, tf_xplane
 
 
@@ -165,7 +165,7 @@ QUESTIONS = [
     Question(
         "How many gloo all-reduces did the CPU rank run?",
         lambda ws: cap.query(
-            ws, GPU, "select count(*) from collectives", host="cpu_only_gloo_rank34"
+            ws, GLOO, "select count(*) from collectives", host="cpu_only_gloo_rank34"
         ),
         _gloo_calls,
     ),
@@ -191,7 +191,7 @@ QUESTIONS = [
     ),
     Question(
         "What was the memory peak of the gloo rank?",
-        lambda ws: cap.tool_page(ws, "memory_profile", GPU, "cpu_only_gloo_rank34"),
+        lambda ws: cap.tool_page(ws, "memory_profile", GLOO, "cpu_only_gloo_rank34"),
         _not_in_profile,
     ),
 ]

@@ -17,12 +17,13 @@ from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
 from tests.pod.builders import cpu_pod, gpu_pod
 from tests.support.pod import CPU_TOOLS, GPU_TOOLS, tool_json
+from tests.support.runs import whole_folder
 
 
 def reference_json(run_dir: Path, tool: str, cache: Path) -> dict:
     """The tool computed the old way: every profile opened in this process, no fan-out."""
     store = ProfileStore(use_cache=True, cache_dir=cache)
-    ctx = ToolContext(open_run(str(run_dir)), ALL_HOSTS, store)
+    ctx = ToolContext(whole_folder(run_dir), ALL_HOSTS, store)
     return json.loads(json.dumps(output.to_json(get_tool(tool).build(ctx)), default=str))
 
 

@@ -47,9 +47,17 @@ def two_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
 
 @pytest.fixture(scope="session")
 def kineto_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
-    """A Kineto run of two hosts: a GPU rank and a CPU gloo rank."""
-    run = tmp_path_factory.mktemp("kineto_run")
+    """A Kineto run of two hosts: a GPU rank and a CPU gloo rank. Recorded months apart, a
+    folder of the two is two runs (decision 186), so the run is put together by hand."""
+    from stepscope.model import HostFile, Run
+
+    folder = tmp_path_factory.mktemp("kineto_run")
+    hosts = []
     for name in ("a100_nccl_rank0.json.gz", "cpu_only_gloo_rank34.json.gz"):
-        shutil.copy(KINETO / name, run / name)
-    with Database(run) as db:
+        shutil.copy(KINETO / name, folder / name)
+        path = folder / name
+        hosts.append(
+            HostFile(name.removesuffix(".json.gz"), str(path), "kineto", path.stat().st_size)
+        )
+    with Database(Run("kineto_run", str(folder), tuple(hosts))) as db:
         yield db

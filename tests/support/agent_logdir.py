@@ -11,7 +11,8 @@ from tests.support.fixtures import FIXTURES, tf_xplane
 CTL = "tf/ctl/r1"  # TensorFlow CPU, 4 steps, input-bound
 CTL_OPT = "tf/ctl_opt/r1"  # the same loop with a faster input pipeline
 POD = "pod/r1"  # two hosts (copies of ctl): worker0, worker1
-GPU = "gpu"  # Kineto: an A100 NCCL rank and a CPU gloo rank
+GPU = "gpu"  # Kineto: an A100 NCCL rank
+GLOO = "gloo"  # Kineto: a CPU gloo rank (recorded months apart from the A100's: a run apart)
 
 
 def make_logdir(root: Path) -> Path:
@@ -25,7 +26,7 @@ def make_logdir(root: Path) -> Path:
         directory.mkdir(parents=True)
         for host in hosts:
             shutil.copy(source, directory / f"{host}.xplane.pb")
-    (root / GPU).mkdir()
-    for name in ("a100_nccl_rank0.json.gz", "cpu_only_gloo_rank34.json.gz"):
-        shutil.copy(FIXTURES / "kineto" / name, root / GPU / name)
+    for run, name in ((GPU, "a100_nccl_rank0.json.gz"), (GLOO, "cpu_only_gloo_rank34.json.gz")):
+        (root / run).mkdir()
+        shutil.copy(FIXTURES / "kineto" / name, root / run / name)
     return root

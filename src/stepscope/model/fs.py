@@ -85,6 +85,29 @@ def read_head(path: str, limit: int) -> bytes:
         return b""
 
 
+def read_tail(path: str, limit: int) -> bytes:
+    """Up to ``limit`` bytes from the end of a file, decompressed when it ends in ``.gz`` (the
+    whole stream is inflated: about 0.4 s per 150 MB of text); b"" when it cannot be read."""
+    try:
+        if is_url(path):
+            filesystem, inner = _fsspec(path)
+            handle = filesystem.open(inner, "rb")
+        else:
+            handle = open(path, "rb")  # noqa: SIM115 - closed below, with the gzip reader
+        with handle:
+            if path.endswith(".gz"):
+                kept = b""
+                with gzip.GzipFile(fileobj=handle) as unzipped:
+                    while chunk := unzipped.read(1 << 20):
+                        kept = (kept + chunk)[-limit:]
+                return kept
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - limit))
+            return bytes(handle.read(limit))
+    except (OSError, EOFError, zlib.error):
+        return b""
+
+
 def join(base: str, name: str) -> str:
     return f"{base.rstrip('/')}/{name}" if is_url(base) else os.path.join(base, name)
 

@@ -6,9 +6,11 @@ declared today:
 - TensorFlow: ``<logdir>/[<tbrun>/]plugins/profile/<session>/<host>.xplane.pb[.gz]``; each
   session directory is one run, each file one host.
 - PyTorch: ``*.pt.trace.json[.gz]`` anywhere; the files of one directory form one run, one host
-  per file (``{worker}.{time_ns}.pt.trace.json`` -> host ``worker``). Other ``.json[.gz]``
-  files are Kineto traces too when they hold a JSON object with ``traceEvents`` (found by
-  content, as ``stepscope report FILE`` reads them), outside TensorFlow session directories.
+  per file (``{worker}.{time_ns}.pt.trace.json`` -> host ``worker``), unless they were
+  recorded far apart in time: then each group of them is a run (``<folder>@<UTC start>``,
+  `_by_time`). Other ``.json[.gz]`` files are Kineto traces too when they hold a JSON object
+  with ``traceEvents`` (found by content, as ``stepscope report FILE`` reads them), outside
+  TensorFlow session directories.
 A single profile file (any ``.xplane.pb``, ``.json``, ``.json.gz``) is also a one-host run.
 """
 
@@ -162,8 +164,61 @@ def discover_runs(logdir: str) -> list[Run]:
             hosts = _host_files(dirpath, found, fmt)
             if hosts:
                 name = rel if rel != "." else posixpath.basename(root.rstrip("/")) or "."
-                runs.append(Run(name, dirpath, _unique_hosts(hosts)))
+                for suffix, group in _by_time(hosts, fmt):
+                    runs.append(Run(name + suffix, dirpath, _unique_hosts(group)))
     return sorted(runs, key=lambda r: r.name)
+
+
+# Traces of one folder whose recordings start more than this apart are separate runs (decision
+# 186): the ranks of one job start recording within seconds of each other (their profiler
+# schedules step together), while a folder that collects traces (a download, torch's
+# tensorboard_trace_handler across runs of a script) holds recordings minutes to years apart.
+RUN_GAP_NS = 5 * 60 * 10**9
+_recorded: dict[tuple[str, str], int | None] = {}  # (path, signature) -> recorded_at
+
+
+def _recorded_at(path: str, fmt: InputFormat) -> int | None:
+    assert fmt.recorded_at is not None
+    try:
+        key = (path, fs.signature(path))
+    except OSError:
+        return None
+    if key not in _recorded:
+        head = fs.read_head(path, fmt.time_bytes)
+        _recorded[key] = fmt.recorded_at(head, fs.read_tail(path, fmt.time_bytes))
+    return _recorded[key]
+
+
+def _by_time(hosts: list[HostFile], fmt: InputFormat) -> list[tuple[str, list[HostFile]]]:
+    """The folder's host files as runs: (name suffix, hosts). One run, named after the folder,
+    unless their recordings start more than RUN_GAP_NS apart: then each group is a run named
+    ``<folder>@<UTC start, YYYY_MM_DD_HH_MM_SS>`` and files that do not say when they were
+    recorded stay in the one named after the folder."""
+    if len(hosts) < 2 or fmt.recorded_at is None:
+        return [("", hosts)]
+    timed = sorted(
+        ((t, h) for h in hosts if (t := _recorded_at(h.path, fmt)) is not None),
+        key=lambda item: (item[0], item[1].path),
+    )
+    groups: list[list[tuple[int, HostFile]]] = []
+    for t, host in timed:
+        if groups and t - groups[-1][-1][0] <= RUN_GAP_NS:
+            groups[-1].append((t, host))
+        else:
+            groups.append([(t, host)])
+    if len(groups) < 2:
+        return [("", hosts)]
+    out = [(f"@{_stamp(group[0][0])}", [h for _, h in group]) for group in groups]
+    grouped = {h.path for _, h in timed}
+    untimed = [h for h in hosts if h.path not in grouped]
+    return out + ([("", untimed)] if untimed else [])
+
+
+def _stamp(ns: int) -> str:
+    import time
+
+    seconds = max(0, min(ns // 10**9, 253402300799))  # within years 1970..9999
+    return time.strftime("%Y_%m_%d_%H_%M_%S", time.gmtime(seconds))
 
 
 # Written by the flight recorder beside each host file it saves (stepscope.capture.recorder):
@@ -279,8 +334,15 @@ def open_run(path: str) -> Run:
     if not runs:
         raise NotFoundError(f"{path}: no profiles found (looked for {_looked_for()})")
     exact = [r for r in runs if fs.normalize(r.path) == root]
-    if exact:
+    if len(exact) == 1:
         return exact[0]
+    if exact:
+        names = ", ".join(r.name for r in exact[:10])
+        raise NotFoundError(
+            f"{path}: its traces were recorded at {len(exact)} times far apart, so they are "
+            f"{len(exact)} runs ({names}); give one trace file, or put each run's traces in a "
+            "folder of its own (`stepscope serve` shows them all)"
+        )
     if len(runs) == 1:
         return runs[0]
     names = ", ".join(r.name for r in runs[:10])

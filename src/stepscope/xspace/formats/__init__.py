@@ -63,6 +63,12 @@ class InputFormat:
     probe_name: Callable[[str], bool] = lambda name: False
     probe: Callable[[bytes], bool] = lambda head: False
     probe_bytes: int = 0
+    # recorded_at(head, tail): when a host file's recording starts, in ns on the clock its
+    # profile's times use, from the file's first and last `time_bytes` bytes (decompressed);
+    # None when they do not say. Files of one "anywhere" folder recorded far apart in time
+    # are separate runs (`stepscope.model.runs`).
+    recorded_at: Callable[[bytes, bytes], int | None] | None = None
+    time_bytes: int = 0
 
 
 # Every format, by module under stepscope.xspace.formats, in the order they are tried.

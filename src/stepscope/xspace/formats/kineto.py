@@ -22,6 +22,11 @@ _KINETO = re.compile(r"^(.*?)(?:\.(\d+))?\.pt\.trace\.json(?:\.gz)?$")
 _JSON = re.compile(r"\.json(?:\.gz)?$")
 _TRACE_EVENTS = re.compile(rb'"traceEvents"\s*:')
 SNIFF_BYTES = 1 << 16  # Kineto writes its metadata (device properties...) before the events
+# The first event's time is in the head (after metadata: a 300-rank process group's config
+# takes ~100 KB) and Kineto writes baseTimeNanoseconds after the events.
+TIME_BYTES = 1 << 20
+_BASE = re.compile(rb'"baseTimeNanoseconds"\s*:\s*(\d+)')
+_TS = re.compile(rb'"ts"\s*:\s*(-?\d+(?:\.\d*)?)')
 
 
 def host_name(base: str) -> str:
@@ -38,6 +43,22 @@ def is_trace_head(head: bytes) -> bool:
     """Whether a file's first bytes are a JSON object with ``traceEvents``."""
     head = head.lstrip()
     return head.startswith(b"{") and _TRACE_EVENTS.search(head) is not None
+
+
+def recorded_at(head: bytes, tail: bytes) -> int | None:
+    """The time of the trace's first event in ns, as its profile places it (``ts`` in µs
+    after ``baseTimeNanoseconds``, 0 when the trace has none, as the importer reads it)."""
+    events = _TRACE_EVENTS.search(head)
+    if events is None:
+        return None
+    ts = _TS.search(head, events.end())
+    if ts is None:
+        return None
+    base = _BASE.search(tail) or _BASE.search(head, 0, events.start())
+    try:
+        return (int(base.group(1)) if base else 0) + round(float(ts.group(1)) * 1000)
+    except (ValueError, OverflowError):
+        return None
 
 
 def _read(path: str, threads: int | None, stage: Stage) -> RawColumns:
@@ -67,4 +88,6 @@ FORMAT = InputFormat(
     probe_name=lambda base: _JSON.search(base) is not None,
     probe=is_trace_head,
     probe_bytes=SNIFF_BYTES,
+    recorded_at=recorded_at,
+    time_bytes=TIME_BYTES,
 )
