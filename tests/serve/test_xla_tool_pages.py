@@ -109,6 +109,39 @@ def test_graph_viewer_page(page_for: tuple[Any, Recorder], gpu_server: Any) -> N
     assert not rec.errors
 
 
+def _luminance(rgb: str) -> float:
+    """WCAG relative luminance of a computed colour, ``rgb(r, g, b)``."""
+    parts = [int(float(v)) / 255 for v in rgb[rgb.index("(") + 1 : rgb.index(")")].split(",")[:3]]
+    r, g, b = (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in parts)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _contrast(a: str, b: str) -> float:
+    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_graph_viewer_boxes_follow_the_dark_theme(
+    page_for: tuple[Any, Recorder], gpu_server: Any
+) -> None:
+    # The boxes' fills were fixed light colours: in the dark theme their text (the theme's
+    # light text) was light on light.
+    page, rec = page_for
+    page.emulate_media(color_scheme="dark")
+    goto(page, gpu_server.url, "graph_viewer", run_of(gpu_server, "jaxgpu"), "gpu0", depth="1")
+    boxes = page.eval_on_selector_all(
+        'figure[data-chart="hlo_graph"] g.node',
+        """els => els.map(g => [g.dataset.distance, getComputedStyle(g.querySelector('rect')).fill,
+            ...[...g.querySelectorAll('text')].map(t => getComputedStyle(t).fill)])""",
+    )
+    assert len(boxes) > 3
+    for distance, fill, *texts in boxes:
+        assert _luminance(fill) < 0.1, (distance, fill)  # a dark box
+        for text in texts:
+            assert _contrast(fill, text) >= 4.5, (distance, fill, text)
+    assert not rec.errors
+
+
 def test_op_profile_page_on_pytorch_says_costs_are_estimated(
     page_for: tuple[Any, Recorder], gpu_server: Any
 ) -> None:

@@ -9,12 +9,14 @@ const BOX_W = 190;
 const BOX_H = 40;
 const GAP_X = 70;
 const GAP_Y = 14;
-const COLORS = { fusion: '#e8f0fe', 'custom-call': '#fce8e6', parameter: '#e6f4ea', constant: '#f1f3f4' };
+// A box's colour is a class: _gpu_tools.css gives each kind a light and a dark-theme fill (fixed
+// fills stayed light in the dark theme, under light text).
+const KINDS = new Set(['custom-call', 'parameter', 'constant']);
 
-function fill(node) {
-  if (node.distance === 0) return '#fbbc04';
-  if (node.category.endsWith('fusion')) return COLORS.fusion;
-  return COLORS[node.opcode] || '#ffffff';
+function kind(node) {
+  if (node.distance === 0) return 'center';
+  if (node.category.endsWith('fusion')) return 'fusion';
+  return KINDS.has(node.opcode) ? node.opcode : 'other';
 }
 
 function drawGraph(data, ctx) {
@@ -34,13 +36,13 @@ function drawGraph(data, ctx) {
   const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, width: Math.min(W, 1400), role: 'group',
     'aria-label': `HLO graph around ${data.node}` },
   svg('defs', {}, svg('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: 'auto' },
-    svg('path', { d: 'M0,0 L10,5 L0,10 z', fill: '#5f6368' }))));
+    svg('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrow-head' }))));
   for (const e of data.edges || []) {
     const a = pos[e.from];
     const b = pos[e.to];
     if (!a || !b) continue;
     root.append(svg('line', { class: 'edge', x1: a.x + BOX_W, y1: a.y + BOX_H / 2, x2: b.x, y2: b.y + BOX_H / 2,
-      stroke: '#5f6368', 'marker-end': 'url(#arrow)', dataset: { from: e.from, to: e.to } }));
+      'marker-end': 'url(#arrow)', dataset: { from: e.from, to: e.to } }));
   }
   for (const n of nodes) {
     const p = pos[n.name];
@@ -48,7 +50,7 @@ function drawGraph(data, ctx) {
     const g = svg('g', { class: 'node', tabindex: '0', role: 'button', dataset: { name: n.name, distance: String(n.distance) },
       onclick: () => ctx.setOption('node', n.name),
       onkeydown: (ev) => { if (ev.key === 'Enter') ctx.setOption('node', n.name); } },
-    svg('rect', { x: p.x, y: p.y, width: BOX_W, height: BOX_H, rx: 4, fill: fill(n), stroke: '#5f6368' }),
+    svg('rect', { x: p.x, y: p.y, width: BOX_W, height: BOX_H, rx: 4, class: `box kind-${kind(n)}` }),
     svg('text', { x: p.x + 6, y: p.y + 16, class: 'node-name' }, label),
     svg('text', { x: p.x + 6, y: p.y + 32, class: 'muted' }, `${n.category}${n.time_us !== null ? ` · ${fmtUs(n.time_us)}` : ''}`),
     svg('title', {}, `${n.expression}\n${n.tf_op_name || ''}`));
