@@ -1,7 +1,7 @@
 """Trace viewer, spawn to first window, against xprof-rs: a profile nobody opened before.
 
-    python benchmarks/bench_trace_peer.py [--events 10000000 | --copies 40] [--repeat 3]
-        [--windows 30] [--xprof-rs PATH]
+    python benchmarks/bench_trace_peer.py [--events 10000000 | --copies 40 | --trace FILE]
+        [--repeat 3] [--windows 30] [--xprof-rs PATH] [--one-thread]
 
 Each measurement is a new process on a fresh copy of the file with no cache, timed from spawn
 to the last byte of the full-view window at 8000 px (the resolution XProf's UI asks for):
@@ -16,11 +16,14 @@ to the last byte of the full-view window at 8000 px (the resolution XProf's UI a
   ``2t``: with ``STEPSCOPE_THREADS=2`` (the steps started on a second thread at once);
 - xprof-rs 0.1.3: its server on a fresh log directory, then ``trace_viewer@`` over HTTP, with
   one thread (``taskset -c 0``, ``RAYON_NUM_THREADS=1``) and with its default threads.
+  stepscope's one-thread side runs on core 0 too (``taskset -c 0``) up to its first window,
+  then on every core for the steps and the windows after (the page's later requests).
 
 Input: `real_density_xspace_bytes` (1.5 stats per event, as the real TensorFlow fixtures),
 or with ``--copies K`` the real TensorFlow capture ``tf/big_ctl`` repeated K times along time
 with its producer/consumer flows (``../shared/tools/tf_rep.py``; 40 copies: 10.6M events).
-Medians of ``--repeat`` (wall s / CPU s, peak MB); sides alternate within each repeat, and
+Medians of ``--repeat`` (wall s / CPU s, peak MB); within each pair the side that runs first
+alternates from repeat to repeat, and
 the median of the per-pair ratios xprof-rs / stepscope (one thread each side, and two
 threads against its default) is printed with the load average.
 
@@ -59,7 +62,9 @@ ctx = ToolContext(run, run.hosts[0].host, ProfileStore(cache_dir=Path(sys.argv[2
 structure = tool.build(ctx)
 full = {"t0": "0", "t1": str(structure.duration_ns), "res": "8000"}
 body, _ = api.window(ctx, full)
-print(len(body), time.time(), flush=True)
+print(len(body), time.time(), time.process_time(), flush=True)
+import os
+os.sched_setaffinity(0, range(os.cpu_count() or 1))  # pinned to one core up to here (1t)
 import threading
 found = []
 def steps():
@@ -80,6 +85,7 @@ print(" ".join(f"{x:.5f}" for x in after))
 """
 
 
+cpu_first: list[float] = []  # stepscope's CPU time up to its first window (s)
 exits: list[float] = []  # stepscope's process exits (wall s), the store writes included
 steps_ready: list[float] = []  # the steps endpoint's answer (wall s from spawn)
 windows_during: list[float] = []  # full-view windows while the steps were built (s)
@@ -91,12 +97,17 @@ def stepscope(path: str, workdir: Path, threads: int = 1) -> Sample:
     target = _fresh_copy(path, workdir)
     cache = tempfile.mkdtemp(dir=workdir)
     env = {"PYTHONPATH": str(ROOT / "src"), "STEPSCOPE_THREADS": str(threads)}
+    # One thread: on core 0 up to the first window, as xprof-rs 1t is for its whole run.
+    pin = ["taskset", "-c", "0"] if threads == 1 else []
     spawned = time.time()
     (exit_s, cpu, peak), out = _spawn(
-        [sys.executable, "-c", _STEPSCOPE, str(target.parent), cache, str(WINDOWS[0])], env
+        [*pin, sys.executable, "-c", _STEPSCOPE, str(target.parent), cache, str(WINDOWS[0])],
+        env,
     )
     lines = out.strip().splitlines()[-4:]
-    (size, answered), (steps_size, stepped) = lines[0].split(), lines[1].split()
+    (size, answered, first_cpu), (steps_size, stepped) = lines[0].split(), lines[1].split()
+    if threads == 1:
+        cpu_first.append(float(first_cpu))
     if int(size) < 1000 or int(steps_size) < 50:
         raise RuntimeError("stepscope answered an empty window or no steps")
     shutil.rmtree(target.parents[3], ignore_errors=True)
@@ -127,6 +138,10 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=0, help="tf/big_ctl repeated, not synthetic")
     parser.add_argument("--windows", type=int, default=30)
     parser.add_argument("--xprof-rs", default="")
+    parser.add_argument("--trace", default="", help="an .xplane.pb to use as it is (no copies)")
+    parser.add_argument(
+        "--one-thread", action="store_true", help="only the one-thread pairs (half the time)"
+    )
     args = parser.parse_args()
     WINDOWS[0] = args.windows
     binary = (
@@ -135,7 +150,9 @@ def main() -> None:
     paired.compile_bytecode()
     load_before = paired.load()
     workdir = Path(tempfile.mkdtemp(prefix="bench_trace_peer_"))
-    if args.copies:
+    if args.trace:
+        made = Path(args.trace)
+    elif args.copies:
         made = paired.repeated_trace(args.copies, workdir)
     else:
         made = workdir / "synthetic.xplane.pb"
@@ -151,21 +168,37 @@ def main() -> None:
         "xprof-rs 1t": [],
         "xprof-rs": [],
     }
-    for _ in range(args.repeat):
-        samples["stepscope"].append(stepscope(str(made), workdir))
-        samples["stepscope 2t"].append(stepscope(str(made), workdir, threads=2))
-        samples["xprof-rs 1t"].append(xprof_rs(binary, str(made), workdir, True))
-        samples["xprof-rs"].append(xprof_rs(binary, str(made), workdir, False))
+    runs = {
+        "stepscope": lambda: stepscope(str(made), workdir),
+        "stepscope 2t": lambda: stepscope(str(made), workdir, threads=2),
+        "xprof-rs 1t": lambda: xprof_rs(binary, str(made), workdir, True),
+        "xprof-rs": lambda: xprof_rs(binary, str(made), workdir, False),
+    }
+    pairs = [("stepscope", "xprof-rs 1t")]
+    if args.one_thread:
+        del samples["stepscope 2t"], samples["xprof-rs"]
+    else:
+        pairs.append(("stepscope 2t", "xprof-rs"))
+    for k in range(args.repeat):
+        for ours, theirs in pairs:  # the side that runs first alternates from pair to pair
+            for name in (ours, theirs) if k % 2 == 0 else (theirs, ours):
+                samples[name].append(runs[name]())
     shutil.rmtree(workdir, ignore_errors=True)
     result = {name: _median(values) for name, values in samples.items()}
     print(json.dumps({"events": args.events, "copies": args.copies, **result}))
-    for ours, theirs in (("stepscope", "xprof-rs 1t"), ("stepscope 2t", "xprof-rs")):
+    for ours, theirs in pairs:
         wall = [t[0] / o[0] for o, t in zip(samples[ours], samples[theirs], strict=True)]
         cpu = [t[1] / o[1] for o, t in zip(samples[ours], samples[theirs], strict=True)]
         print(
             f"{theirs} / {ours}, median of {len(wall)} pairs: wall {statistics.median(wall):.2f}x "
             f"({min(wall):.2f}-{max(wall):.2f}), CPU to the exit {statistics.median(cpu):.2f}x"
         )
+    first = [t[1] / c for c, t in zip(cpu_first, samples["xprof-rs 1t"], strict=True)]
+    print(
+        f"xprof-rs 1t CPU to its exit / stepscope CPU to the first window: median "
+        f"{statistics.median(first):.2f}x ({min(first):.2f}-{max(first):.2f}); stepscope "
+        f"{statistics.median(cpu_first):.2f} s"
+    )
     print(
         f"full view 8000 px while the steps are built: p50 {_pct(windows_during, 0.5):.1f} / "
         f"p95 {_pct(windows_during, 0.95):.1f} ms ({len(windows_during)}); after: p50 "
@@ -177,10 +210,7 @@ def main() -> None:
     print(f"stepscope steps {sorted(steps_ready)[len(steps_ready) // 2]:8.2f} s (steps endpoint)")
     print(f"stepscope exit {sorted(exits)[len(exits) // 2]:8.2f} s (store entries written)")
     ours = result["stepscope"][0]
-    print(
-        f"xprof-rs 1t / stepscope: {result['xprof-rs 1t'][0] / ours:.2f}x; "
-        f"xprof-rs / stepscope: {result['xprof-rs'][0] / ours:.2f}x"
-    )
+    print(f"medians: xprof-rs 1t / stepscope: {result['xprof-rs 1t'][0] / ours:.2f}x")
 
 
 if __name__ == "__main__":

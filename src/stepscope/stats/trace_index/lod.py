@@ -27,7 +27,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from stepscope.stats.arrays import unique_many
-from stepscope.stats.trace_index.segments import bit_length, group_starts
+from stepscope.stats.trace_index.segments import bit_length, group_starts, stable_argsort
 
 MAX_LEVEL = 62
 
@@ -79,12 +79,43 @@ def _hops_to_root(parent: np.ndarray) -> np.ndarray:
     return depth
 
 
+def _laminar(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(parent, depth) of a line's events in `line_order`'s order when every two of them are
+    nested or disjoint (calls: the usual case), without pointer jumping; None otherwise.
+
+    Then the events running when i starts are its ancestors, and they are the earlier events
+    whose end is after that start: depth(i) = i - #{ends <= start_i} (a later event cannot
+    end by then). Its parent is the last earlier event one level up. The check that makes
+    this exact: in the first event a family is not laminar at, the event found as parent
+    (the innermost one running) ends before it does; so if every parent found ends no
+    earlier than its child, the family is laminar and these are `_parents`' answers.
+    """
+    k = len(start)
+    depth = np.arange(k, dtype=np.int64) - np.searchsorted(np.sort(end), start, side="right")
+    parent = np.full(k, -1, dtype=np.int64)
+    by_depth = stable_argsort(depth)  # each depth's events, ascending
+    bounds = np.append(group_starts(depth[by_depth]), k).tolist()
+    for d in range(1, len(bounds) - 1):
+        ups, kids = by_depth[bounds[d - 1] : bounds[d]], by_depth[bounds[d] : bounds[d + 1]]
+        if depth[kids[0]] != d or depth[ups[0]] != d - 1:
+            return None
+        at = np.searchsorted(ups, kids) - 1
+        if at[0] < 0:
+            return None
+        found = ups[at]
+        if not np.all(end[found] >= end[kids]):
+            return None
+        parent[kids] = found
+    return parent, depth.astype(np.int32)
+
+
 def _nested_lines(
     order: np.ndarray, line: np.ndarray, start_ns: np.ndarray, dur_ns: np.ndarray
-) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Per line of ``order`` (`line_order`'s), its events and their parent within the line
-    (local indices, -1 for none); lines whose events run back to back (nothing nested) are
-    skipped: all their events are at depth 0 with no parent."""
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+    """Per line of ``order`` (`line_order`'s), its events, their parent within the line
+    (local indices, -1 for none) and, when the line's events nest properly, their depths
+    (else None: found from the parents); lines whose events run back to back (nothing
+    nested) are skipped: all their events are at depth 0 with no parent."""
     if len(order) == 0:
         return
     bounds = np.append(group_starts(line[order]), len(order))
@@ -94,7 +125,11 @@ def _nested_lines(
         end = start + np.maximum(dur_ns[events], 1)
         if b - a < 2 or np.all(start[1:] >= end[:-1]):
             continue
-        yield events, _parents(start, end)
+        nested = _laminar(start, end)
+        if nested is None:
+            yield events, _parents(start, end), None
+        else:
+            yield events, *nested
 
 
 def nesting_depth(
@@ -102,8 +137,8 @@ def nesting_depth(
 ) -> np.ndarray:
     """Depth of each event (indexed like the profile), from `line_order`'s ``order``."""
     depth = np.zeros(len(order), dtype=np.int32)
-    for events, local in _nested_lines(order, line, start_ns, dur_ns):
-        depth[events] = _hops_to_root(local)
+    for events, local, found in _nested_lines(order, line, start_ns, dur_ns):
+        depth[events] = _hops_to_root(local) if found is None else found
     return depth
 
 
@@ -112,7 +147,7 @@ def nesting_parents(
 ) -> np.ndarray:
     """Parent of each event (profile index; -1 for none), as `nesting_depth` defines it."""
     parent = np.full(len(order), -1, dtype=np.int64)
-    for events, local in _nested_lines(order, line, start_ns, dur_ns):
+    for events, local, _ in _nested_lines(order, line, start_ns, dur_ns):
         parent[events[local >= 0]] = events[local[local >= 0]]
     return parent
 
@@ -165,13 +200,14 @@ def detail_levels_numpy(
     m >= bit_length(start_e XOR start_p). Hence level(e) = min over p, q of that, minus one.
     """
     n = len(row)
-    limit = np.full(n, MAX_LEVEL + 1, dtype=np.int64)
+    limit = np.full(n, MAX_LEVEL + 1, dtype=np.int8)
     for step in (-1, 1):
         other = _nearest_beating(row, dur_ns, step)
-        has = other >= 0
-        shared = bit_length(np.bitwise_xor(start_rel_ns[has], start_rel_ns[other[has]]))
-        limit[has] = np.minimum(limit[has], shared)
-    level = np.clip(limit - 1, 0, MAX_LEVEL)
+        # Over every event (one without a beating event reads its own start: XOR 0, then
+        # set aside), with no masked copies: they cost more than the arithmetic.
+        shared = bit_length(np.bitwise_xor(start_rel_ns, start_rel_ns[np.maximum(other, 0)]))
+        np.minimum(limit, np.where(other >= 0, shared, MAX_LEVEL + 1), out=limit, casting="unsafe")
+    level = np.clip(limit, 1, MAX_LEVEL + 1) - 1
     # An event w long is always shown when w >= the bin width (see docstring).
     by_duration = np.minimum(bit_length(dur_ns) - 1, MAX_LEVEL)
     return np.maximum(level, by_duration).astype(np.int8)

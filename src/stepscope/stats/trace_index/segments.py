@@ -71,10 +71,8 @@ def first_max_per_group(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
 def bit_length(values: np.ndarray) -> np.ndarray:
     """``int.bit_length`` of non-negative int64 values, vectorized (exact below 2**53)."""
     values = np.asarray(values, dtype=np.int64)
-    out = np.zeros(len(values), dtype=np.int64)
-    positive = values > 0
-    out[positive] = np.frexp(values[positive].astype(np.float64))[1]
-    return out
+    exponent = np.frexp(values.astype(np.float64))[1]  # of |x|; 0 for 0
+    return np.where(values > 0, exponent, 0).astype(np.int64)
 
 
 def stable_argsort(keys: np.ndarray) -> np.ndarray:
