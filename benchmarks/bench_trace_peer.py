@@ -193,6 +193,11 @@ def main() -> None:
             f"{theirs} / {ours}, median of {len(wall)} pairs: wall {statistics.median(wall):.2f}x "
             f"({min(wall):.2f}-{max(wall):.2f}), CPU to the exit {statistics.median(cpu):.2f}x"
         )
+    for k, (o, t) in enumerate(zip(samples["stepscope"], samples["xprof-rs 1t"], strict=True)):
+        print(
+            f"pair {k}: stepscope {o[0]:.2f} s wall, {cpu_first[k]:.2f} s CPU to the window; "
+            f"xprof-rs 1t {t[0]:.2f} s wall, {t[1]:.2f} s CPU"
+        )
     first = [t[1] / c for c, t in zip(cpu_first, samples["xprof-rs 1t"], strict=True)]
     print(
         f"xprof-rs 1t CPU to its exit / stepscope CPU to the first window: median "
