@@ -25,6 +25,8 @@ def nesting_parents(line: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) 
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     order = _sorted_order(line, start_ns, end_ns)
+    if order is None:  # already in order (the usual case): no copies
+        return _parents_numpy(line, start_ns, end_ns)
     lines, starts, ends = line[order], start_ns[order], end_ns[order]
     parent = _parents_numpy(lines, starts, ends)
     out = np.full(n, -1, dtype=np.int64)
@@ -60,14 +62,17 @@ def _parents_numpy(lines: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> n
     return parent
 
 
-def _sorted_order(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Order by (line, start, longest first, index); traces usually come in it already."""
+def _sorted_order(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray | None:
+    """Order by (line, start, longest first, index); None when the events are in it already
+    (traces usually come in it)."""
     n = len(start)
     if n > 1:
         same_line = line[1:] == line[:-1]
         later = (start[1:] > start[:-1]) | ((start[1:] == start[:-1]) & (end[1:] <= end[:-1]))
         if np.all((line[1:] > line[:-1]) | (same_line & later)):
-            return np.arange(n)
+            return None
+    elif n == 1:
+        return None
     return np.lexsort((np.arange(n), -end, start, line))
 
 
@@ -77,6 +82,10 @@ def _any_nesting(lines: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> boo
         return False
     first = np.ones(len(lines), dtype=bool)
     first[1:] = lines[1:] != lines[:-1]
+    # an event starting inside the one before it: the common answer, found without the
+    # running reach below
+    if bool((~first[1:] & (starts[1:] < ends[:-1])).any()):
+        return True
     rank = np.cumsum(first) - 1
     base = int(starts.min())
     span = int(ends.max()) - base + 1
