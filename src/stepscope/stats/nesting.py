@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope.distinct import distinct
+from stepscope.distinct import distinct, member
 from stepscope.records import record
 
 
@@ -45,14 +45,21 @@ def _parents_numpy(lines: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> n
     # Zero-length events never contain a longer one, so the others nest without them.
     positive = np.flatnonzero(ends > starts)
     if positive.size:
-        found, good = _parents_by_depth(lines[positive], starts[positive], ends[positive])
-        has = found >= 0
-        parent[positive[has]] = positive[found[has]]
-        done[positive[good]] = True
-        bad = positive[~good]
-        if bad.size:  # lines with partly overlapping events: all their events by jumping
-            bad_lines = distinct(lines[bad])
-            subset = np.flatnonzero(np.isin(lines, bad_lines))
+        # Lines where an event ends inside the next one cannot nest properly: straight to
+        # the jumping (a Kineto CPU thread with overlapping async ops is most of a trace).
+        crossed = _crossed_lines(lines[positive], starts[positive], ends[positive])
+        fits = positive
+        if crossed.size:
+            fits = positive[~member(lines[positive], crossed)]
+        bad_lines = crossed
+        if fits.size:
+            found, good = _parents_by_depth(lines[fits], starts[fits], ends[fits])
+            has = found >= 0
+            parent[fits[has]] = fits[found[has]]
+            done[fits[good]] = True
+            bad_lines = np.concatenate((crossed, distinct(lines[fits[~good]])))
+        if bad_lines.size:  # lines with partly overlapping events: all their events by jumping
+            subset = np.flatnonzero(member(lines, bad_lines))
             sub_parent = _parents_by_jumping(lines[subset], ends[subset])
             has = sub_parent >= 0
             parent[subset] = -1
@@ -60,6 +67,15 @@ def _parents_numpy(lines: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> n
             done[subset] = True
     _resolve_by_jumping(lines, ends, parent, done)
     return parent
+
+
+def _crossed_lines(lines: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The distinct lines where a sorted event starts inside the one before it and ends after
+    it (a partial overlap: such a line does not nest properly)."""
+    if len(starts) < 2:
+        return lines[:0].copy()
+    crossing = (lines[1:] == lines[:-1]) & (starts[1:] < ends[:-1]) & (ends[1:] > ends[:-1])
+    return distinct(lines[1:][crossing])
 
 
 def _sorted_order(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray | None:
@@ -222,8 +238,10 @@ class Forest:
         depth = depths(parent)
         if len(depth) == 0:
             return cls(parent, depth, ())
-        order = np.argsort(depth, kind="stable")
-        bounds = np.searchsorted(depth[order], np.arange(1, int(depth.max()) + 2))
+        deepest = int(depth.max())
+        # a stable radix sort for small depths (the usual case), a merge sort otherwise
+        order = np.argsort(depth.astype(np.int16) if deepest < 1 << 15 else depth, kind="stable")
+        bounds = np.searchsorted(depth[order], np.arange(1, deepest + 2))
         levels = tuple(order[bounds[d] : bounds[d + 1]] for d in range(len(bounds) - 1))
         return cls(parent, depth, levels)
 
