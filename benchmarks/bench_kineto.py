@@ -28,8 +28,10 @@ Median of ``--repeat``; ratio = HTA / stepscope.
 ``--source NAME ...`` takes other fixtures of ``../shared/fixtures/kineto`` (``all``: every
 one); ``--pairs N`` runs stepscope and HTA as N paired A/B runs instead (the order
 alternating) and prints the median of the per-pair ratios HTA / stepscope of CPU and wall
-time with the load average (issue #30: the GPU inference trace
-``h100_timesformer_inference.json.gz`` at ``--copies 4`` is 0.2M events).
+time with the load average, in process (as above) and of the whole processes timed from
+outside (interpreter start and this script's own imports included: ``wait4``'s user +
+system time) (issue #30: the GPU inference trace ``h100_timesformer_inference.json.gz`` at
+``--copies 4`` is 0.2M events).
 """
 
 from __future__ import annotations
@@ -143,9 +145,14 @@ def _peak(base_kb: int) -> float:
 
 
 def _once(python: str, who: str, path: str) -> dict[str, float] | None:
-    done = subprocess.run(
+    """One child: its own figures (from before the library import), and ``process_cpu`` /
+    ``process_seconds``, the whole process timed from outside (interpreter start included;
+    user + system CPU from ``wait4``)."""
+    started = time.perf_counter()
+    child = subprocess.Popen(
         [python, __file__, "--child", who, path],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
         # Bytecode caches as an installed package has them (this machine's environment sets
         # PYTHONDONTWRITEBYTECODE, which would recompile every module every run).
@@ -154,19 +161,26 @@ def _once(python: str, who: str, path: str) -> dict[str, float] | None:
             "PYTHONWARNINGS": "ignore",
         },
     )
-    if done.returncode:
-        print(f"{who} failed on {path}:\n{done.stderr[-2000:]}", file=sys.stderr)
+    out = child.stdout.read() if child.stdout else ""
+    err = child.stderr.read() if child.stderr else ""  # a few lines: no pipe fills meanwhile
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        print(f"{who} failed on {path}:\n{err[-2000:]}", file=sys.stderr)
         return None
-    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, float] = json.loads(out.strip().splitlines()[-1])
+    result["process_cpu"] = usage.ru_utime + usage.ru_stime
+    result["process_seconds"] = seconds
     return result
 
 
 def paired(hta: str, path: str, pairs: int) -> str:
-    """``pairs`` A/B runs (order alternating): the median of per-pair ratios HTA / stepscope."""
+    """``pairs`` A/B runs (order alternating): the median of per-pair ratios HTA / stepscope,
+    in process (from before the library import) and of the whole processes."""
     load = f"{os.getloadavg()[0]:.1f}"
-    cpu: list[float] = []
-    wall: list[float] = []
-    ours_cpu: list[float] = []
+    ratios: dict[str, list[float]] = {k: [] for k in ("cpu", "seconds", "pcpu", "pseconds")}
+    ours: dict[str, list[float]] = {"cpu": [], "pcpu": []}
     for k in range(pairs):
         order = ("stepscope", "hta") if k % 2 == 0 else ("hta", "stepscope")
         got = {
@@ -175,13 +189,24 @@ def paired(hta: str, path: str, pairs: int) -> str:
         a, b = got["stepscope"], got["hta"]
         if a is None or b is None:
             return "failed"
-        cpu.append(b["cpu"] / a["cpu"])
-        wall.append(b["seconds"] / a["seconds"])
-        ours_cpu.append(a["cpu"])
+        for key, field in (
+            ("cpu", "cpu"),
+            ("seconds", "seconds"),
+            ("pcpu", "process_cpu"),
+            ("pseconds", "process_seconds"),
+        ):
+            ratios[key].append(b[field] / a[field])
+        ours["cpu"].append(a["cpu"])
+        ours["pcpu"].append(a["process_cpu"])
+
+    def med(values: list[float]) -> str:
+        return f"{statistics.median(values):.1f}x ({min(values):.1f}-{max(values):.1f})"
+
     return (
-        f"HTA / stepscope, median of {pairs} pairs: CPU {statistics.median(cpu):.1f}x "
-        f"({min(cpu):.1f}-{max(cpu):.1f}), wall {statistics.median(wall):.1f}x "
-        f"({min(wall):.1f}-{max(wall):.1f}); stepscope CPU {statistics.median(ours_cpu):.2f} s; "
+        f"HTA / stepscope, median of {pairs} pairs: in process CPU {med(ratios['cpu'])}, wall "
+        f"{med(ratios['seconds'])}, stepscope CPU {statistics.median(ours['cpu']):.3f} s; "
+        f"whole processes CPU {med(ratios['pcpu'])}, wall {med(ratios['pseconds'])}, "
+        f"stepscope CPU {statistics.median(ours['pcpu']):.3f} s; "
         f"load {load} -> {os.getloadavg()[0]:.1f}"
     )
 
