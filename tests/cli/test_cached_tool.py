@@ -71,6 +71,7 @@ def test_a_changed_run_or_other_options_compute_again(
     assert [n for n in computed if n == "overview_page"] == ["overview_page"] * 5
 
 
+@pytest.mark.integration  # five commands: 0.3 s
 def test_a_summary_tool_keeps_the_answers_of_the_others(
     run_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
