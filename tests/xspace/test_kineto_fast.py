@@ -348,7 +348,6 @@ def test_synthetic_trace_takes_the_fast_path_and_matches(tmp_path: Path) -> None
         _op("aten::x", "1000", 1),  # a string time
         _op("aten::x", 1000, 1, big=1 << 64),  # beyond 64 bits: skipped and counted
         _op("aten::x", 1000, 1, correlation=1, correlation_id=2),  # merged by dict order
-        {"ph": "X", "cat": "mystery", "name": "m", "pid": 1, "tid": 2, "ts": 1, "dur": 1},
         [1, 2],  # not an object
     ],
 )
@@ -364,9 +363,37 @@ def test_what_the_columns_do_not_model_takes_the_per_event_path(tmp_path: Path, 
         {"ph": "X", "cat": "cpu_op", "name": "t", "pid": 1, "tid": "25", "ts": 1, "dur": 1},
         {"ph": "X", "cat": "cpu_op", "name": "t", "pid": 1, "tid": " 2", "ts": 1, "dur": 1},
         {"ph": "s", "cat": "ac2g", "name": "f", "id": 1, "pid": 1, "tid": "stream 2", "ts": 1},
+        {"ph": "X", "cat": "mystery", "name": "m", "pid": 1, "tid": 2, "ts": 1, "dur": 1},
+        {
+            "ph": "X",
+            "cat": "mystery",
+            "name": "d",
+            "pid": 3,
+            "tid": 2,
+            "ts": 1,
+            "dur": 1,
+            "args": {"stream": 4, "device": None},
+        },  # a device event by its args
+        {"ph": "X", "name": "no category", "pid": 1, "tid": 2, "ts": 1, "dur": 1},
+        {"ph": "X", "cat": "cpu_op", "name": "no time", "pid": 1, "tid": 2, "dur": 1},
+        {"ph": "i", "s": "t", "name": "no time", "pid": 1, "tid": 2},
+        {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 2, "ts": 1},  # no args
+        {"ph": "X", "cat": "cpu_op", "name": "long", "pid": 1, "tid": 2, "ts": 1, "dur": 1e13},
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "k",
+            "pid": 0,
+            "tid": 2,
+            "ts": 1,
+            "dur": 1,
+            "args": {"stream": 1 << 41},
+        },  # a stream id beyond the limit
     ],
 )
-def test_string_thread_ids_take_the_column_route(tmp_path: Path, extra: Any) -> None:
+def test_what_the_per_event_route_read_alone_takes_the_column_route(
+    tmp_path: Path, extra: Any
+) -> None:
     path = _write(tmp_path, [*_mixed_events(), extra])
     assert _classified(path) is not None
     _assert_same(path)
@@ -402,3 +429,13 @@ def test_innermost_walk_matches_the_python_one(monkeypatch: pytest.MonkeyPatch) 
         np.int64,
     )
     assert [None if i < 0 else ops[i][2] for i in found.tolist()] == expected
+
+
+def test_events_past_the_time_limit_are_skipped_on_the_column_route(tmp_path: Path) -> None:
+    ops = [_op("near", 0, 0.001), _op("far", 2, 0.001), _op("long", 0, 2)]
+    path = _write(tmp_path, ops, baseTimeNanoseconds=(1 << 62) - 1500)
+    found = scanned(importer._read(path, []))
+    assert found is not None and importer._classify(found) is not None  # with the base time
+    _assert_same(path)
+    warnings = importer.kineto_to_columns(path).space_header.warnings
+    assert any("skipped 2 events with times beyond" in w for w in warnings), warnings

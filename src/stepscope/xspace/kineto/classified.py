@@ -25,6 +25,8 @@ class Classified:
     kind: np.ndarray  # int8 Kind (-1 where not routed)
     category: np.ndarray  # int32 index into `categories`
     categories: list[str]
+    # Events left out, by what the warning calls them (the route adds them to the skipped).
+    skipped: dict[str, int] = field(default_factory=dict)
     # Set by `route`: absolute start, duration, final name id (string id) of each event.
     start_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     dur_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))

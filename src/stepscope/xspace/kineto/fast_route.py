@@ -13,6 +13,7 @@ from typing import cast
 import numpy as np
 
 from stepscope.distinct import distinct
+from stepscope.limits import DURATION_LIMIT_NS, TIME_LIMIT_NS, TIME_LIMIT_TEXT
 from stepscope.xspace.builder import LineBuilder
 from stepscope.xspace.kineto import fast_memory
 from stepscope.xspace.kineto.categories import (
@@ -48,8 +49,10 @@ _PHASE_TABLE = np.zeros(256, bool)
 _PHASE_TABLE[list(PHASES)] = True
 
 
-def classify(trace: ScannedTrace) -> Classified | None:
-    """Classification of every event, or None when one is outside what `route` models."""
+def classify(trace: ScannedTrace, base_ns: int = 0) -> Classified | None:
+    """Classification of every event, or None when one is outside what `route` models.
+    ``base_ns``: the trace's ``baseTimeNanoseconds`` (events beyond the time limits are
+    skipped and counted)."""
     if np.any(trace.flags & F_BAD):
         return None
     if not _PHASE_TABLE[trace.ph].all():
@@ -64,25 +67,38 @@ def classify(trace: ScannedTrace) -> Classified | None:
     memory_id = trace._ids.get("[memory]", -2)
     memory = instant & (trace.name == memory_id)
     routed = (ph == ord("X")) | (instant & ~memory & ((flags & (F_GLOBAL | F_PID_STR)) == 0))
+    skipped: dict[str, int] = {}
+    untimed = routed & ((flags & F_TS) == 0)
+    if np.any(untimed):
+        skipped["events without a valid timestamp"] = int(np.count_nonzero(untimed))
+        routed &= ~untimed
+    _drop_beyond_limits(trace, routed, base_ns, skipped)
     cat = trace.cat.copy()
     cat[instant & (cat < 0)] = trace.string_id("cpu_instant_event")
-    if np.any(routed & ((cat < 0) | ((flags & F_TS) == 0))):
-        return None
+    cat[routed & (cat < 0)] = trace.string_id("unknown")  # `categories.classify`'s name
     needed = F_TS | F_ARGS
-    if np.any(memory & (((flags & (F_PID_STR | F_TID_STR)) != 0) | ((flags & needed) != needed))):
-        return None  # [memory] events without a time or args, or with string thread ids
+    if np.any(memory & ((flags & (F_PID_STR | F_TID_STR)) != 0)):
+        return None  # [memory] events with string thread ids
+    unread = memory & ((flags & needed) != needed)
+    if np.any(unread):
+        skipped["[memory] events without a timestamp or args"] = int(np.count_nonzero(unread))
+        memory &= ~unread
     categories: list[str] = []
     kind_of = np.full(len(trace.texts), -1, np.int8)
     category_of = np.full(len(trace.texts), -1, np.int32)
+    by_args = np.zeros(len(trace.texts), bool)  # categories whose kind the args decide
     for cat_id in distinct(cat[routed]).tolist():
-        known = CATEGORIES.get(trace.texts[cat_id])
-        if known is None:
-            return None  # classified by its args in Python
-        kind_of[cat_id] = known[0]
-        if known[1] not in categories:
-            categories.append(known[1])
-        category_of[cat_id] = categories.index(known[1])
+        text = trace.texts[cat_id]
+        kind_of[cat_id], name = CATEGORIES.get(text, (Kind.HOST, text))
+        by_args[cat_id] = text not in CATEGORIES
+        if name not in categories:
+            categories.append(name)
+        category_of[cat_id] = categories.index(name)
     kind = np.where(routed, kind_of[np.maximum(cat, 0)], -1).astype(np.int8)
+    unknown = np.flatnonzero(routed & by_args[np.maximum(cat, 0)])
+    if len(unknown):  # on a device when the args name a stream and a device (null or not)
+        device = trace.arg_at("stream", unknown)[0] & trace.arg_at("device", unknown)[0]
+        kind[unknown[device]] = Kind.DEVICE
     host = kind == Kind.HOST
     if np.any(host & ((flags & (F_PID_STR | F_TID_STR)) != 0)):
         return None
@@ -91,10 +107,46 @@ def classify(trace: ScannedTrace) -> Classified | None:
         return None
     category = np.where(routed, category_of[np.maximum(cat, 0)], -1).astype(np.int32)
     # (not np.isin: it imports numpy.ma, 7-8 ms of a cold overview)
-    on_device = (kind == Kind.DEVICE) | (kind == Kind.GPU_ANNOTATION) | (kind == Kind.SYNC)
-    if not _streams_in_range(trace, np.flatnonzero(on_device)):
-        return None  # those events are skipped and counted in Python
-    return Classified(trace, routed, memory, kind, category, categories)
+    on_device = np.flatnonzero(
+        (kind == Kind.DEVICE) | (kind == Kind.GPU_ANNOTATION) | (kind == Kind.SYNC)
+    )
+    wide = on_device[~_streams_in_range(trace, on_device)]
+    if len(wide):
+        skipped[f"device events with a stream id beyond +-{STREAM_ID_LIMIT}"] = len(wide)
+        routed[wide] = False
+        kind[wide] = -1
+        category[wide] = -1
+    return Classified(trace, routed, memory, kind, category, categories, skipped=skipped)
+
+
+def _drop_beyond_limits(
+    trace: ScannedTrace, routed: np.ndarray, base_ns: int, skipped: dict[str, int]
+) -> None:
+    """Events whose times pass the limits (`limits.TIME_LIMIT_NS` from the clock's zero, a
+    duration of `limits.DURATION_LIMIT_NS`) taken out of ``routed``, counted in ``skipped``."""
+    events = np.flatnonzero(routed)
+    if not len(events):
+        return
+    start = trace.ts_ns[events]
+    dur = np.where(trace.ph[events] == ord("X"), np.maximum(trace.dur_ns[events], 0), 0)
+    longest = int(dur.max())
+    lowest, highest = base_ns + int(start.min()), base_ns + int(start.max()) + longest
+    if lowest > -TIME_LIMIT_NS and highest < TIME_LIMIT_NS and longest <= DURATION_LIMIT_NS:
+        return  # the usual case: no event near the limits
+    # Bounds on the trace's own times (|ts|, dur < 2**62: their sum fits int64).
+    low, high = (
+        min(max(b, -(1 << 63)), (1 << 63) - 1)
+        for b in (-TIME_LIMIT_NS - base_ns, TIME_LIMIT_NS - base_ns)
+    )
+    beyond = ~((start > low) & (start + dur < high))
+    too_long = ~beyond & (dur > DURATION_LIMIT_NS)
+    for mask, what in (
+        (beyond, f"events with times beyond {TIME_LIMIT_TEXT}"),
+        (too_long, "events lasting more than 106 days"),
+    ):
+        if np.any(mask):
+            skipped[what] = int(np.count_nonzero(mask))
+            routed[events[mask]] = False
 
 
 def _renames_collide(trace: ScannedTrace, keys: list[str], renamed: list[str]) -> bool:
@@ -137,17 +189,18 @@ def _number_thread_ids(trace: ScannedTrace) -> None:
     trace.flags[hit] &= ~np.uint8(F_TID_STR)
 
 
-def _streams_in_range(trace: ScannedTrace, events: np.ndarray) -> bool:
-    """Whether every device event's stream id (its ``stream`` arg, else its tid) is within
+def _streams_in_range(trace: ScannedTrace, events: np.ndarray) -> np.ndarray:
+    """Per device event, whether its stream id (its ``stream`` arg, else its tid) is within
     `STREAM_ID_LIMIT`, as `fast_stats` reads it."""
     _present, kind, value = trace.arg_at("stream", events)
     from_tid = kind != A_INT
     tid_str = (trace.flags[events] & F_TID_STR) != 0
     streams = np.where(from_tid, np.where(tid_str, 0, trace.tid[events]), value)
-    if np.any(np.abs(streams) >= STREAM_ID_LIMIT):
-        return False
-    texts = trace.tid[events[from_tid & tid_str]].tolist()
-    return all(abs(stream_of(trace.texts[int(t)]) or 0) < STREAM_ID_LIMIT for t in set(texts))
+    ok = (streams > -STREAM_ID_LIMIT) & (streams < STREAM_ID_LIMIT)
+    named = np.flatnonzero(from_tid & tid_str)
+    for at, text_id in zip(named.tolist(), trace.tid[events[named]].tolist(), strict=True):
+        ok[at] = abs(stream_of(trace.texts[text_id]) or 0) < STREAM_ID_LIMIT
+    return ok
 
 
 def route(router: EventRouter, c: Classified) -> None:
@@ -155,6 +208,7 @@ def route(router: EventRouter, c: Classified) -> None:
     trace = c.trace
     builder = router.builder
     assert isinstance(builder, ColumnSpace)
+    router.skipped.update(c.skipped)
     spans = c.kind == Kind.SKIP
     span_start = router.base_ns + trace.ts_ns[spans]
     for lo, length in zip(span_start.tolist(), trace.dur_ns[spans].tolist(), strict=True):

@@ -304,23 +304,18 @@ def _convert_unpaused(
 
 def _classify(scanned: scan.ScannedTrace) -> tuple[dict[str, Any], Classified] | None:
     """The header and the classified columns, or None when the columns do not model them."""
-    classified = fast_route.classify(scanned)
-    if classified is None:
-        return None
     doc = header_dict(scanned.header)
     base = doc.get("baseTimeNanoseconds")
     base = base if type(base) is int else 0
-    timed = classified.routed | classified.memory
-    times = scanned.ts_ns[timed]
-    if len(times):
-        longest = max(int(scanned.dur_ns[classified.routed].max(initial=0)), 0)
-        lowest, highest = base + int(times.min()), base + int(times.max()) + longest
-        if not (
-            lowest > -limits.TIME_LIMIT_NS
-            and highest < limits.TIME_LIMIT_NS
-            and longest <= limits.DURATION_LIMIT_NS
-        ):
-            return None  # times beyond the policy: the Python path skips those events, says so
+    classified = fast_route.classify(scanned, base)
+    if classified is None:
+        return None
+    times = scanned.ts_ns[classified.memory]
+    if len(times) and not (
+        base + int(times.min()) > -limits.TIME_LIMIT_NS
+        and base + int(times.max()) < limits.TIME_LIMIT_NS
+    ):
+        return None  # [memory] times beyond the policy: the Python path's case
     return doc, classified
 
 
