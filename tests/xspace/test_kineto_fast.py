@@ -389,6 +389,8 @@ def test_what_the_columns_do_not_model_takes_the_per_event_path(tmp_path: Path, 
             "dur": 1,
             "args": {"stream": 1 << 41},
         },  # a stream id beyond the limit
+        {"ph": "C", "name": "counter", "pid": 1, "tid": 2, "ts": 1, "args": {"v": 1}},
+        {"name": "no phase", "pid": 1, "tid": 2, "ts": 1},
     ],
 )
 def test_what_the_per_event_route_read_alone_takes_the_column_route(

@@ -55,8 +55,14 @@ def classify(trace: ScannedTrace, base_ns: int = 0) -> Classified | None:
     skipped and counted)."""
     if np.any(trace.flags & F_BAD):
         return None
-    if not _PHASE_TABLE[trace.ph].all():
-        return None  # B/E pairs, unsupported phases: matched and counted in Python
+    skipped: dict[str, int] = {}
+    modelled = _PHASE_TABLE[trace.ph]
+    if not modelled.all():
+        if np.any((trace.ph == ord("B")) | (trace.ph == ord("E"))):
+            return None  # B/E pairs: matched in Python
+        for value, count in zip(*np.unique(trace.ph[~modelled], return_counts=True), strict=True):
+            phase = chr(value) if value else "None"  # (a missing ph is None event by event)
+            skipped[f"events of unsupported phase {phase[:20]!r}"] = int(count)
     keys = [trace.texts[int(k)] for k in trace.key_ids()]
     renamed = [RENAMES.get(key, key) for key in keys]
     if any(key in renamed for key in _ADDED_STATS) or _renames_collide(trace, keys, renamed):
@@ -67,7 +73,6 @@ def classify(trace: ScannedTrace, base_ns: int = 0) -> Classified | None:
     memory_id = trace._ids.get("[memory]", -2)
     memory = instant & (trace.name == memory_id)
     routed = (ph == ord("X")) | (instant & ~memory & ((flags & (F_GLOBAL | F_PID_STR)) == 0))
-    skipped: dict[str, int] = {}
     untimed = routed & ((flags & F_TS) == 0)
     if np.any(untimed):
         skipped["events without a valid timestamp"] = int(np.count_nonzero(untimed))
