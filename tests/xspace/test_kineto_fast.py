@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from stepscope.xspace.kineto import fast_route, importer, scan
+from stepscope.xspace.kineto import fast_memory, fast_route, importer, scan
 from stepscope.xspace.kineto.classified import Classified
 from stepscope.xspace.kineto.memory import _innermost_ops
 from tests.support.fixtures import FIXTURES
@@ -441,3 +441,37 @@ def test_events_past_the_time_limit_are_skipped_on_the_column_route(tmp_path: Pa
     _assert_same(path)
     warnings = importer.kineto_to_columns(path).space_header.warnings
     assert any("skipped 2 events with times beyond" in w for w in warnings), warnings
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {
+            "Bytes": 512.75,
+            "Addr": "0x7f",
+            "Device Type": 1.0,
+            "Device Id": 0,
+            "Total Allocated": 1024.5,
+            "Total Reserved": 4096,
+        },
+        {"Bytes": -8, "Device Type": True, "Device Id": 0.0, "Total Allocated": None},
+        {"Bytes": 8, "Device Type": "xla", "Device Id": 2, "Total Allocated": [1]},
+        {"Bytes": 8, "Device Type": 2.0, "Device Id": 1, "Addr": 5},
+    ],
+)
+def test_memory_args_of_other_types_take_the_column_route(
+    tmp_path: Path, args: dict[str, Any]
+) -> None:
+    memory = {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 2, "ts": 1003}
+    path = _write(
+        tmp_path,
+        [*_mixed_events(), {**memory, "args": args}],
+        deviceProperties=[{"id": 0, "name": "GPU", "totalGlobalMem": 1 << 30}],
+    )
+    found = scanned(importer._read(path, []))
+    assert found is not None
+    classified = fast_route.classify(found)
+    assert classified is not None
+    fast_memory.prepare(classified)
+    assert classified.memory_args is not None  # read as columns, not event by event
+    _assert_same(path)

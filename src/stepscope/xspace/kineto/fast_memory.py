@@ -19,7 +19,16 @@ from stepscope.xspace.kineto.columns import ColumnLine, StatCodec
 from stepscope.xspace.kineto.devices import MEMORY_LINE_ID
 from stepscope.xspace.kineto.events import EventRouter
 from stepscope.xspace.kineto.memory import GPU_DEVICE_TYPES, OpInterval, ThreadKey, allocator_name
-from stepscope.xspace.kineto.scan import A_BOOL, A_INT, A_NULL, ScannedTrace, first_seen, native
+from stepscope.xspace.kineto.scan import (
+    A_BOOL,
+    A_FLOAT,
+    A_INT,
+    A_JSON,
+    A_NULL,
+    ScannedTrace,
+    first_seen,
+    native,
+)
 
 if TYPE_CHECKING:
     from stepscope.xspace.kineto.classified import Classified
@@ -33,14 +42,28 @@ _NAMES = ("MemoryAllocation", "MemoryDeallocation")
 def integer_args(
     trace: ScannedTrace, events: np.ndarray
 ) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
-    """Per memory arg: (has an integer value, the value) for ``events``; None when one is a
-    float or string (the per-event path converts those)."""
+    """Per memory arg: (has a usable value, the value) for ``events``, read as `memory._int`
+    reads them (ints and bools; floats truncated; strings, lists and null: absent), except
+    ``Device Type``: (its kind, its value), named by `allocator_name` from the value itself.
+    None when a value does not fit (a float past int64, NaN, a list as Device Type): the
+    per-event path's case."""
     out = {}
     for key in _ARGS:
         present, kind, value = trace.arg_at(key, events)
+        if key == "Device Type":
+            if np.any(kind == A_JSON):
+                return None
+            out[key] = (np.where(present & (kind != A_NULL), kind, -1), value)
+            continue
         usable = (kind == A_INT) | (kind == A_BOOL)
-        if np.any(present & ~usable & (kind != A_NULL)):  # null reads as absent
-            return None
+        floats = np.flatnonzero(kind == A_FLOAT)
+        if len(floats):
+            numbers = value[floats].view(np.float64)
+            if not np.all(np.abs(numbers) < 2.0**63):  # NaN fails this too
+                return None
+            value = value.copy()
+            value[floats] = numbers.astype(np.int64)  # toward zero, as int()
+            usable[floats] = True
         out[key] = (usable, value)
     return out
 
@@ -79,12 +102,12 @@ def add_memory(router: EventRouter, c: Classified, memory_sizes: dict[int, int])
     n = len(order)
     has_size, size = args["Bytes"]
     size = np.where(has_size, size, 0)
-    has_type, device_type = args["Device Type"]
+    type_kind, type_value = args["Device Type"]
     has_id, device_id = args["Device Id"]
     has_addr, addr = args["Addr"]
     has_alloc, allocated = args["Total Allocated"]
     has_reserved, reserved = args["Total Reserved"]
-    allocator = _allocators(codec, has_type, device_type, has_id, device_id)
+    allocator, is_gpu = _allocators(trace, codec, type_kind, type_value, has_id, device_id)
     peak = np.zeros(n, np.int64)
     for name in distinct(allocator[has_alloc]).tolist():
         chosen = np.flatnonzero(has_alloc & (allocator == name))
@@ -93,7 +116,6 @@ def add_memory(router: EventRouter, c: Classified, memory_sizes: dict[int, int])
     known = distinct(device_id).tolist()
     sizes = np.array([memory_sizes.get(d, 0) for d in known], np.int64)
     memory = sizes[np.searchsorted(np.array(known, np.int64), device_id)]
-    is_gpu = has_type & np.isin(device_type, GPU_DEVICE_TYPES)
     available = with_reserved & has_id & is_gpu & (memory != 0)
     names = (size < 0).astype(np.int64)  # 0: MemoryAllocation, 1: MemoryDeallocation
     meta, category_differs = _metadata(router, names)
@@ -205,25 +227,27 @@ def innermost(begin: np.ndarray, end: np.ndarray, times: np.ndarray) -> np.ndarr
 
 
 def _allocators(
+    trace: ScannedTrace,
     codec: StatCodec,
-    has_type: np.ndarray,
-    device_type: np.ndarray,
+    type_kind: np.ndarray,
+    type_value: np.ndarray,
     has_id: np.ndarray,
     device_id: np.ndarray,
-) -> np.ndarray:
-    """Codec string id of each event's allocator name (one name per distinct device)."""
-    types = np.where(has_type, device_type, 0)
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per event: the codec string id of its allocator name, and whether its device is a
+    GPU (one name per distinct device type and id; the type as written: `allocator_name`
+    reads 1.0 as CUDA and names a string type after it)."""
     ids = np.where(has_id, device_id, 0)
-    group, first = first_seen(has_type, types, has_id, ids)
-    names = [
-        codec.string_id(
-            allocator_name(
-                int(types[i]) if has_type[i] else None, int(ids[i]) if has_id[i] else None
-            )
+    group, first = first_seen(type_kind, type_value, has_id, ids)
+    names, gpus = [], []
+    for i in first.tolist():
+        kind = int(type_kind[i])
+        device_type = None if kind < 0 else trace.value(kind, int(type_value[i]))
+        names.append(
+            codec.string_id(allocator_name(device_type, int(ids[i]) if has_id[i] else None))
         )
-        for i in first.tolist()
-    ]
-    return np.array(names, np.int64)[group]
+        gpus.append(device_type in GPU_DEVICE_TYPES)
+    return np.array(names, np.int64)[group], np.array(gpus, bool)[group]
 
 
 def _metadata(router: EventRouter, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
