@@ -8,6 +8,7 @@ from typing import Any
 from stepscope.model import Profile, profile_from_xspace
 from stepscope.model.from_xspace import profile_from_columns
 from stepscope.xspace.kineto import importer, kineto_to_columns, kineto_to_xspace, scan
+from stepscope.xspace.proto.xplane_pb2 import XSpace
 from stepscope.xspace.wire import KIND_BYTES, KIND_STR
 
 
@@ -79,9 +80,28 @@ def describe(profile: Profile) -> dict[str, Any]:
     }
 
 
+def per_event_xspace(path: Path) -> XSpace:
+    """The trace read event by event (`events.EventRouter` into a plain `XSpaceBuilder`): the
+    route the columns are checked against while it exists."""
+    from stepscope.xspace.builder import XSpaceBuilder
+
+    warnings: list[str] = []
+    data = importer._read(path, warnings)
+    space = importer._convert([data], str(path), warnings, XSpaceBuilder)
+    assert isinstance(space, XSpace)
+    return space
+
+
 def assert_same_profile(path: Path) -> None:
+    """The column route's profile is the per-event route's, and `kineto_to_xspace` (the
+    columns written as XSpace) reads back as the same profile."""
     direct = profile_from_columns(kineto_to_columns(path), str(path), None)
-    via_xspace = profile_from_xspace(kineto_to_xspace(path), source=str(path))
+    via_xspace = profile_from_xspace(per_event_xspace(path), source=str(path))
+    _same(direct, via_xspace)
+    _same(direct, profile_from_xspace(kineto_to_xspace(path), source=str(path)))
+
+
+def _same(direct: Profile, via_xspace: Profile) -> None:
     assert direct.n_events == via_xspace.n_events
     ours, theirs = describe(direct), describe(via_xspace)
     for key in ours:

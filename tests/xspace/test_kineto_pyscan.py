@@ -213,3 +213,21 @@ def test_damaged_traces_take_the_column_route(
     for path in (damaged, truncated):
         assert _route_taken(monkeypatch, path) == "columns"
         assert_same_profile(path)
+
+
+def test_xspace_and_bytes_come_from_the_same_columns() -> None:
+    from stepscope.xspace.columns_pb import encode_space
+    from stepscope.xspace.kineto import (
+        kineto_bytes_to_columns,
+        kineto_bytes_to_xspace,
+        kineto_to_columns,
+        kineto_to_xspace,
+    )
+    from stepscope.xspace.proto.xplane_pb2 import XSpace
+
+    path = FIXTURES / "kineto" / "a100_triton_tiny.json.gz"
+    written = encode_space(kineto_to_columns(path))
+    expected = XSpace.FromString(written)
+    assert kineto_to_xspace(path) == expected
+    assert kineto_bytes_to_xspace(path.read_bytes(), str(path)) == expected
+    assert encode_space(kineto_bytes_to_columns(path.read_bytes(), str(path))) == written

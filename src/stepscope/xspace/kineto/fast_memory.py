@@ -2,8 +2,9 @@
 
 The same events and stats as `memory.memory_events` + `importer._add_memory` (see `memory`
 for what each stat means), computed per column instead of per event; the innermost-op walk
-of `memory._innermost_ops` runs in C (`_kscan.innermost`). Traces whose memory args are not
-all integers (or absent / null) are left to the per-event path.
+of `memory._innermost_ops` runs in C (`_kscan.innermost`) or in `innermost`'s Python loop.
+Args of other types are read as `memory._int` reads them; a value past int64 or a list as
+``Device Type`` leaves the memory events to the per-event code.
 """
 
 from __future__ import annotations

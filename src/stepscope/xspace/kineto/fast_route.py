@@ -3,7 +3,8 @@
 The result is the state `EventRouter.route_all` leaves after routing the same events one by
 one (lines, metadata, stats in the same order, flows, memory events, thread names, spans), so
 the importer's later steps (flow binding, memory, plane stats) run unchanged. `classify`
-decides whether the columns can be routed here at all (else the Python path runs).
+decides whether the columns can be routed here at all (else the per-event route runs: the
+forms docs/formats/kineto.md lists).
 """
 
 from __future__ import annotations

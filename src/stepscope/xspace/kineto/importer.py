@@ -4,9 +4,12 @@
 truncated gzip stream is decompressed as far as it goes, with a warning);
 `kineto_bytes_to_xspace(data, source)` does the same for bytes. Damaged JSON is repaired where
 possible (see `json_repair`); every repair or dropped event is reported in ``XSpace.warnings``.
-`kineto_to_columns(path)` (how `stepscope` opens a trace) takes the C scanner and numpy
-routing (`scan`, `fast_route`, `fast_stats`, `fast_memory`) when they model the whole trace,
-else the per-event routing of `events` (the reference: both give the same profile).
+One route (docs/formats/kineto.md, "How a trace is read"): `kineto_to_columns(path)` (how
+`stepscope` opens a trace) and `kineto_bytes_to_columns(data, source)` scan the trace into
+columns (`scan`: the C scanner, or `pyscan`, its Python twin) and route them with numpy
+(`fast_route`, `fast_stats`, `fast_memory`); `kineto_to_xspace` / `kineto_bytes_to_xspace`
+write those columns as XSpace. The few forms the columns do not model yet (B/E pairs, fields
+of unexpected types, ...) are routed event by event by `events` into the same `ColumnSpace`.
 
 The event mapping is described in `events`, `categories`, `memory` and `devices`, and in
 docs/formats/kineto.md. Decisions taken here:
@@ -81,32 +84,50 @@ INT64_MIN = -(1 << 63)
 
 
 def kineto_to_xspace(path: str | os.PathLike[str]) -> XSpace:
-    """Read a PyTorch profiler trace (``.json`` / ``.json.gz``) into an XSpace."""
-    warnings: list[str] = []
-    space = _convert([_read(path, warnings)], str(path), warnings, XSpaceBuilder)
-    assert not isinstance(space, RawColumns)
-    return space
+    """Read a PyTorch profiler trace (``.json`` / ``.json.gz``) into an XSpace: the columns of
+    `kineto_to_columns`, written as the XSpace message they describe."""
+    return _message(kineto_to_columns(path))
 
 
 def kineto_to_columns(path: str | os.PathLike[str]) -> RawColumns:
-    """Like `kineto_to_xspace`, but straight to the columnar model's input (no protobuf)."""
+    """The trace as the columnar model's input (no protobuf): how `stepscope` opens it."""
     warnings: list[str] = []
     scanned = _scan_file(path)
     box: list[bytes | scan.ScannedTrace] = [_read(path, warnings) if scanned is None else scanned]
     del scanned
-    columns = _convert(box, str(path), warnings, ColumnSpace)
-    assert isinstance(columns, RawColumns)
-    return canonical(columns)  # one numbering, whichever route (C or not) made it
+    return _columns(box, str(path), warnings, None)
+
+
+def kineto_bytes_to_columns(data: bytes, source: str = "<bytes>") -> RawColumns:
+    """`kineto_to_columns` for the (possibly gzip-compressed) bytes of a trace; ``source``
+    names it in messages (and gives the host name, as a file name does)."""
+    warnings: list[str] = []
+    text = _inflate(data, source, warnings)
+    del data
+    scanned = _scan_reader(io.BytesIO(text), source) if scan.available() else None
+    box: list[bytes | scan.ScannedTrace] = [text if scanned is None else scanned]
+    del scanned
+    return _columns(box, source, warnings, text)
 
 
 def kineto_bytes_to_xspace(data: bytes, source: str = "<bytes>") -> XSpace:
     """Like `kineto_to_xspace` for the (possibly gzip-compressed) bytes of a trace."""
-    warnings: list[str] = []
-    box: list[bytes | scan.ScannedTrace] = [_inflate(data, source, warnings)]
-    del data
-    space = _convert(box, source, warnings, XSpaceBuilder)
-    assert not isinstance(space, RawColumns)
-    return space
+    return _message(kineto_bytes_to_columns(data, source))
+
+
+def _columns(
+    box: list[bytes | scan.ScannedTrace], source: str, warnings: list[str], text: bytes | None
+) -> RawColumns:
+    columns = _convert(box, source, warnings, ColumnSpace, text)
+    assert isinstance(columns, RawColumns)
+    return canonical(columns)  # one numbering, whichever route (C or not) made it
+
+
+def _message(raw: RawColumns) -> XSpace:
+    from stepscope.xspace.columns_pb import encode_space
+    from stepscope.xspace.proto.xplane_pb2 import XSpace
+
+    return XSpace.FromString(encode_space(raw))
 
 
 def _read(path: str | os.PathLike[str], warnings: list[str]) -> bytes:
@@ -204,15 +225,17 @@ def _convert(
     source: str,
     warnings: list[str],
     into: type[XSpaceBuilder],
+    text: bytes | None = None,
 ) -> XSpace | RawColumns:
     """Import into a plain `XSpaceBuilder` (-> XSpace) or a `ColumnSpace` (-> RawColumns).
 
     ``box`` holds the trace's bytes (or its scanned columns), taken out so that they are freed
-    once decoded (the callers keep no reference: they are the largest thing alive).
+    once decoded (the callers keep no reference: they are the largest thing alive). ``text``:
+    the trace's text when the caller holds it (else it is read from ``source`` when needed).
     """
     with _gc_paused():
         try:
-            builder = _convert_unpaused(box, source, warnings, into)
+            builder = _convert_unpaused(box, source, warnings, into, text)
             if isinstance(builder, ColumnSpace):
                 return builder.to_raw_columns()
             return builder.build()
@@ -231,6 +254,7 @@ def _convert_unpaused(
     source: str,
     warnings: list[str],
     into: type[XSpaceBuilder],
+    text: bytes | None,
 ) -> XSpaceBuilder:
     item = box.pop()
     fast = None
@@ -240,10 +264,12 @@ def _convert_unpaused(
         # A trace the C scanner's columns do not model is read whole: by the Python scanner
         # when the C one flagged events it does not read (F_BAD), else event by event.
         rescan = bool(np.any(item.flags & scan.F_BAD))
-        data = _read(source, warnings) if fast is None else b""
+        data = text if text is not None else b""
+        if fast is None and text is None:
+            data = _read(source, warnings)
     else:
         data = item
-    del item
+    del item, text
     if fast is None and rescan and issubclass(into, ColumnSpace):
         repairs: list[str] = []
         scanned = pyscan.scan_bytes(data, source, repairs)

@@ -1,11 +1,11 @@
 """Trace JSON -> event and argument columns, by the C scanner `_kscan` (one pass, no object
 per event); `fast_route` routes the columns with numpy.
 
-`scan_stream` returns None whenever the trace holds anything the columns do not model exactly
-(a field of an unexpected type, an integer beyond int64, a time with more than 3 decimals, a
-repeated key, B/E pairs, unknown categories, invalid JSON, ...): the importer then decodes and
-routes it event by event in Python (`decode`, `events`), which handles every case. Both give
-the same profile (tests/xspace/test_kineto_columns.py compares them on every fixture).
+Where an event holds what these columns do not model exactly (a field of an unexpected type,
+an integer beyond int64, a time with more than 3 decimals, a repeated key) the scanner flags
+it ``F_BAD``; where the document is not valid JSON `scan_stream` returns None. The importer
+then reads the text with the Python scanner (`pyscan`: the same columns, and the forms msgspec
+and the repairing reader accept), so one route reads every trace (decision 180).
 """
 
 from __future__ import annotations
