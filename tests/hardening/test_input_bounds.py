@@ -14,7 +14,8 @@ from stepscope.model import load_profile, profile_from_bytes
 from stepscope.model.id_map import map_ids as _map_ids
 from stepscope.xspace.io import gunzip_bounded, read_profile_bytes
 from stepscope.xspace.kineto import kineto_bytes_to_xspace, kineto_to_xspace
-from stepscope.xspace.kineto.json_repair import parse_memory_estimate, repair_json
+from stepscope.xspace.kineto.json_repair import repair_json
+from stepscope.xspace.kineto.scan import parse_memory_estimate
 from tests.hardening import crafted
 
 

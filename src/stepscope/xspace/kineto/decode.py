@@ -117,7 +117,8 @@ def decode_trace(data: bytes, source: str, warnings: list[str]) -> Trace:
     """Decode ``data`` (see module docstring); damaged JSON is repaired or raises.
     `ProfileTooLargeError` before parsing when the objects would not fit the profile limit."""
     # The repairing reader is the per-event path's (the columns path scans with _kscan).
-    from stepscope.xspace.kineto.json_repair import load_json, parse_memory_estimate
+    from stepscope.xspace.kineto.json_repair import load_json
+    from stepscope.xspace.kineto.scan import parse_memory_estimate
 
     limits.check(source, "parsing this JSON", parse_memory_estimate(data))
     try:

@@ -24,7 +24,6 @@ from typing import Any
 
 from stepscope.errors import ProfileFormatError
 from stepscope.records import record
-from stepscope.xspace.kineto.scan import count_byte
 
 # Outside strings: a run of tokens that need no attention (numbers, literals, whitespace,
 # colons, commas and well-formed strings followed by what may follow a string).
@@ -92,24 +91,6 @@ def decode_text(data: bytes, warnings: list[str]) -> str:
         text = data.decode("utf-8", "replace")
         warnings.append("file is not valid UTF-8: undecodable bytes were replaced by U+FFFD")
     return text[1:] if text.startswith("\ufeff") else text
-
-
-def parse_memory_estimate(data: bytes) -> int:
-    """Bytes of Python objects parsing ``data`` may create, from a linear count (checked by
-    `decode.decode_trace` before either parser runs).
-
-    Per token, measured on CPython 3.11: a dict 72 bytes, a list 64, a value in a container
-    about 40 (counted by its comma), a string 50 (25 per quote), plus the text itself. Real
-    Kineto traces measure 3x their size and this gives 4-6x; crafted files of empty
-    containers (20x) are bounded too.
-    """
-    return (
-        2 * len(data)
-        + 72 * count_byte(data, b"{")
-        + 64 * count_byte(data, b"[")
-        + 40 * count_byte(data, b",")
-        + 25 * count_byte(data, b'"')
-    )
 
 
 def load_json(data: bytes, source: str, warnings: list[str]) -> Any:

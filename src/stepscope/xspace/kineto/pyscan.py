@@ -47,6 +47,7 @@ from stepscope.xspace.kineto.scan import (
     F_TS,
     ScannedTrace,
     _decode_string,
+    parse_memory_estimate,
 )
 
 _UNSET = msgspec.UNSET
@@ -75,12 +76,13 @@ def scan_bytes(data: bytes, source: str, warnings: list[str]) -> ScannedTrace | 
     ``warnings`` or raises `ProfileFormatError` when it cannot. None when the document is not
     an object with a ``traceEvents`` list. `limits.ProfileTooLargeError` before parsing when
     the objects would not fit the profile limit."""
-    from stepscope.xspace.kineto.json_repair import load_json, parse_memory_estimate
-
     limits.check(source, "parsing this JSON", parse_memory_estimate(data))
     try:
         doc = _HEADER.decode(data)
     except (msgspec.DecodeError, RecursionError):
+        # (imported here: valid JSON, the usual case, needs no repairing reader)
+        from stepscope.xspace.kineto.json_repair import load_json
+
         return _scan_repaired(load_json(data, source, warnings))
     events = doc.traceEvents  # type: ignore[attr-defined]
     if events is _UNSET:
