@@ -109,3 +109,31 @@ def test_recursive_repr_stops() -> None:
     assert repr(Node(Node())).endswith(
         ".Node(child=test_recursive_repr_stops.<locals>.Node(child=None))"
     )
+
+
+def test_frozen_guards_match_dataclass() -> None:
+    # the guards are closures, not exec'd code (decision 203): same rule, errors and messages
+    made, mine = _pair(True)
+    made_sub = type("Sub", (made,), {})
+    mine_sub = type("Sub", (mine,), {})
+
+    def outcome(action: Any, row: Any) -> str:
+        try:
+            action(row)
+        except dataclasses.FrozenInstanceError as exc:
+            return f"frozen: {exc}"
+        return "allowed"
+
+    for make in (lambda c: c(1), lambda c: c(1, "y")):
+        for left, right in ((make(made), make(mine)), (make(made_sub), make(mine_sub))):
+            for action in (
+                lambda r: setattr(r, "a", 2),
+                lambda r: setattr(r, "extra", 2),
+                lambda r: delattr(r, "b"),
+            ):
+                assert outcome(action, left) == outcome(action, right)
+    sub = mine_sub(1)
+    sub.extra = 5  # a subclass that is not a dataclass may add attributes, as with dataclass
+    assert sub.extra == 5
+    assert mine.__setattr__.__qualname__ == "Row.__setattr__"
+    assert dataclasses._frozen_get_del_attr.__module__ == "dataclasses"  # put back
