@@ -5,7 +5,9 @@ test_recorder.py: no assertion depends on this machine's speed."""
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,6 +32,8 @@ def test_a_clearly_worse_step_is_saved_despite_the_rate_limit(
     assert recorder.slow.armed
     _run_steps(clock, 30, 5, slow={31: 4})  # 3.5x the median: saved
     recorder.tick()
+    # the steps below must not run while it is being saved (they would not be judged)
+    assert recorder.requested[0].result(30) is not None
     _run_steps(clock, 35, 5, slow={36: 5})  # 4.6x: not twice as bad, rate-limited
     recorder.tick()
     _run_steps(clock, 40, 5, slow={41: 11})  # 10x: 2.8x worse than the saved one
@@ -92,3 +96,35 @@ def test_settings_are_checked() -> None:
         rec.Triggers(settle_spread=0.5)
     with pytest.raises(rec.InvalidRecorderConfigError, match="escalation_factor"):
         rec.Triggers(escalation_factor=1.0)
+
+
+def test_a_step_the_saver_slowed_triggers_no_save(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The saver's build and write take the GIL from the training thread (the first save's
+    imports alone held it 24-59 ms on a loaded machine), and each step it slowed escalated
+    past the rate limit into another save, which slowed the next steps in turn."""
+    from stepscope.capture.recorder import snapshot
+
+    real, entered, release = snapshot.write, threading.Event(), threading.Event()
+
+    def held_write(*args: Any) -> Path:
+        entered.set()
+        assert release.wait(30)
+        return real(*args)
+
+    monkeypatch.setattr(snapshot, "write", held_write)
+    recorder = _start(tmp_path)
+    _run_steps(clock, 0, 30)
+    _run_steps(clock, 30, 5, slow={31: 4})  # 3.5x: saved
+    recorder.tick()
+    assert entered.wait(30)  # the saver is at work from here on
+    _run_steps(clock, 35, 5, slow={36: 11})  # 10x while it works: no escalation
+    recorder.tick()
+    assert len(recorder.requested) == 1
+    release.set()
+    assert recorder.requested[0].result(30) is not None
+    _run_steps(clock, 40, 5, slow={41: 11})  # 10x after the save: escalated and saved
+    recorder.tick()
+    assert len(recorder.requested) == 2
+    assert "step 41 took" in _marker(recorder.requested[1].result(30))["reason"]

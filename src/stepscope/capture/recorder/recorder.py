@@ -90,6 +90,10 @@ class Recorder:
         self._wake = threading.Event()
         self._last_exception: BaseException | None = None
         self._unchecked: list[StepSummary] = []  # scanned by a save, not checked yet
+        # When the saver worked (perf_counter_ns spans; `_saving` = the start of the current
+        # one, 0 when idle): a step that overlaps one was slowed by the recorder itself.
+        self._saving = 0
+        self._saved_spans: collections.deque[tuple[int, int]] = collections.deque(maxlen=32)
         self._after: AfterCapture | None = None  # the capture of the steps after a trigger
         self._trigger_ids = itertools.count(1)
         self.saved: list[Path] = []
@@ -379,10 +383,23 @@ class Recorder:
         with self._lock:
             found, self._unchecked = self._unchecked + self.ring.scan(), []
         for summary in found:
+            if self._slowed_by_a_save(summary):
+                continue  # neither judged nor part of the baseline
             slow = self.slow.observe(summary.step_num, summary.dur_ns)
             if slow is not None:
                 self._slow(slow)
         self._tell_arming()
+
+    def _slowed_by_a_save(self, step: StepSummary) -> bool:
+        """Whether the saver worked while ``step`` ran. Its thread takes the GIL from the
+        training thread (imports at the first save, the profile's build and write), so such
+        a step is slow by the recorder's own doing: judged, it made the trigger save again,
+        each save slowing the next steps (a cascade of escalations on a loaded machine)."""
+        end = step.start_ns + step.dur_ns
+        saving = self._saving
+        if saving and end > saving:
+            return True
+        return any(step.start_ns < stop and end > start for start, stop in self._saved_spans)
 
     def _tell_arming(self) -> None:
         """Says once when the slow-step trigger arms, and once if it still has not after five
@@ -452,22 +469,30 @@ class Recorder:
             if item is None:
                 return
             snapshot, pending = item
+            self._saving = time.perf_counter_ns()
             try:
-                run_dir = snap.write(snapshot, self.config.logdir)
-                snap.enforce_disk_cap(
-                    self.config.logdir, self.hostname, self.config.max_disk_bytes, run_dir
-                )
-            except BaseException as exc:  # told now and kept for result(); never raised here
-                log.warning("stepscope recorder: could not save (%s): %s", snapshot.trigger, exc)
-                pending.finish(error=exc)
-                continue
-            self.saved.append(run_dir)
-            log.warning(
-                "stepscope recorder: saved %s (%s): %s", snapshot.trigger, snapshot.reason, run_dir
+                self._save_one(snapshot, pending)
+            finally:
+                self._saved_spans.append((self._saving, time.perf_counter_ns()))
+                self._saving = 0
+
+    def _save_one(self, snapshot: snap.Snapshot, pending: PendingSave) -> None:
+        try:
+            run_dir = snap.write(snapshot, self.config.logdir)
+            snap.enforce_disk_cap(
+                self.config.logdir, self.hostname, self.config.max_disk_bytes, run_dir
             )
-            pending.finish(run_dir)
-            if self.config.peers and snapshot.trigger not in (cfg.PEER, cfg.REMOTE):
-                self._ask_peers(snapshot, run_dir)
+        except BaseException as exc:  # told now and kept for result(); never raised here
+            log.warning("stepscope recorder: could not save (%s): %s", snapshot.trigger, exc)
+            pending.finish(error=exc)
+            return
+        self.saved.append(run_dir)
+        log.warning(
+            "stepscope recorder: saved %s (%s): %s", snapshot.trigger, snapshot.reason, run_dir
+        )
+        pending.finish(run_dir)
+        if self.config.peers and snapshot.trigger not in (cfg.PEER, cfg.REMOTE):
+            self._ask_peers(snapshot, run_dir)
 
     def _ask_peers(self, snapshot: snap.Snapshot, run_dir: Path) -> None:
         """The other ranks save the same span of time (from this save's first event until
