@@ -17,6 +17,15 @@ Each round gives the two overheads over the round's plain block, and their diffe
 report is the median over rounds with a distribution-free 95% interval of the median (order
 statistics of the binomial), so the figure says how many points it resolves.
 
+``pairs``: the same per-step CPU, measured as direct pairs: a block under
+``stepscope.start(logdir)`` defaults and a block under ``torch.profiler.profile`` with the
+bridge's own settings (``profile_memory=True``: both record the same events), in alternating
+order; each pair gives stepscope / torch - 1 (points), and the report is the median with its
+95% interval, then the same for stepscope's own work beside torch's profiler: a block of
+``stepscope.start`` with the bridges off and its step markers, inside a running
+``torch.profiler`` against that profiler alone (the stack sampler and the markers: what
+stepscope adds on a step).
+
 ``stop``: paired runs of 200 steps, then the capture's end as a user's script pays it, in
 process CPU time: ``stepscope.stop()`` (torch's stop, the trace's conversion and the XSpace
 written) against torch's ``prof.stop()`` + ``prof.export_chrome_trace(path)``; the median of
@@ -150,6 +159,100 @@ def steps_part(step: Step, rounds: int, block: int) -> None:
     print(f"  load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
 
 
+def _bridge_torch(step: Step, n: int, logdir: str) -> float:
+    """torch.profiler with the PyTorch bridge's settings (a CPU-only capture)."""
+    from torch.profiler import profile
+
+    from stepscope.capture.bridges.torch_bridge import TorchSettings, record_shapes_for
+
+    settings = TorchSettings()
+    prof = profile(
+        record_shapes=record_shapes_for(settings, False),
+        profile_memory=settings.profile_memory,
+        with_stack=settings.with_stack,
+    )
+    prof.start()
+    try:
+        started = time.process_time()
+        for _ in range(n):
+            step()
+        return (time.process_time() - started) / n
+    finally:
+        prof.stop()
+
+
+def _additions(step: Step, n: int, logdir: str, ours_first: bool) -> tuple[float, float]:
+    """Inside one running torch.profiler (the bridge's settings): a block alone and a block
+    with a stepscope session (bridges off) marking each step, in the order given:
+    (torch, torch + ours)."""
+    from torch.profiler import profile
+
+    import stepscope
+    from stepscope.capture import bridges
+
+    def alone() -> float:
+        started = time.process_time()
+        for _ in range(n):
+            step()
+        return (time.process_time() - started) / n
+
+    def ours() -> float:
+        bridges.configure("none")
+        stepscope.start(logdir)
+        try:
+            started = time.process_time()
+            for i in range(n):
+                with stepscope.step(i):
+                    step()
+            return (time.process_time() - started) / n
+        finally:
+            stepscope.stop(save=False)
+            bridges.configure("auto")
+
+    prof = profile(profile_memory=True)
+    prof.start()
+    try:
+        if ours_first:
+            with_ours = ours()
+            return alone(), with_ours
+        first = alone()
+        return first, ours()
+    finally:
+        prof.stop()
+
+
+def pairs_part(step: Step, pairs: int, block: int) -> None:
+    load = os.getloadavg()[0]
+    whole: list[float] = []
+    added: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="bench_torch_pairs_") as logdir:
+        _stepscope(step, block, logdir)  # warm-up
+        _bridge_torch(step, block, logdir)
+        for k in range(pairs):
+            # before every block: torch's stop leaves its events as cyclic garbage
+            # (FunctionEvent parents and children), which the next block would collect
+            kinds = [_stepscope, _bridge_torch][:: -1 if k % 2 else 1]
+            got = []
+            for kind in kinds:
+                gc.collect()
+                got.append(kind(step, block, logdir))
+            ours, theirs = got[:: -1 if k % 2 else 1]
+            whole.append(100 * (ours / theirs - 1))
+            if os.environ.get("BENCH_VERBOSE"):
+                print(f"    pair {k}: stepscope {ours * 1e3:.3f} ms, torch {theirs * 1e3:.3f} ms")
+            gc.collect()
+            alone, with_ours = _additions(step, block, logdir, ours_first=bool(k % 2))
+            added.append(100 * (with_ours / alone - 1))
+    print(f"per step, {pairs} pairs of {block}-step blocks (direct pairs)")
+    for label, values in (
+        ("stepscope.start defaults / torch.profiler(profile_memory=True)", whole),
+        ("stepscope's own work inside torch.profiler / torch.profiler alone", added),
+    ):
+        mid, lo, hi = median_interval(values)
+        print(f"  {label}: {mid:+.2f} points (95% interval of the median {lo:+.2f} .. {hi:+.2f})")
+    print(f"  load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
+
+
 def _events_saved(run_dir: Any) -> int:
     from stepscope.model.runs import single_file_run
     from stepscope.tools.context import ProfileStore
@@ -213,7 +316,7 @@ def stop_part(step: Step, pairs: int, n: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("steps", "stop"), action="append")
+    parser.add_argument("--part", choices=("steps", "pairs", "stop"), action="append")
     parser.add_argument("--rounds", type=int, default=41)
     parser.add_argument("--block", type=int, default=40)
     parser.add_argument("--pairs", type=int, default=5)
@@ -232,6 +335,8 @@ def main() -> None:
     for part in args.part or ("steps", "stop"):
         if part == "steps":
             steps_part(step, args.rounds, args.block)
+        elif part == "pairs":
+            pairs_part(step, args.rounds, args.block)
         else:
             stop_part(step, args.pairs, args.steps)
 
