@@ -11,8 +11,11 @@ import time
 from collections.abc import Iterator
 
 from stepscope.cli.progress import showing
-from stepscope.executor import Executor, ProgressFn, make_executor
-from stepscope.executor.dask import DEFAULT_TIMEOUT_S, SCHEDULER_ENV
+from stepscope.executor.dask_connect import DEFAULT_TIMEOUT_S, SCHEDULER_ENV
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from stepscope.executor import Executor, ProgressFn
 
 PARTIAL_EXIT = 3  # the result is printed but some hosts are missing from it
 LINE_PER_HOST_MAX = 64  # more hosts than this: progress lines every 5% instead
@@ -76,6 +79,8 @@ def executor_from(args: argparse.Namespace) -> Executor | None:
         and not os.environ.get(SCHEDULER_ENV, "").strip()
     ):
         return None
+    from stepscope.executor import make_executor  # its pools load only when asked for
+
     return make_executor(
         workers=args.workers,
         dask=args.dask,

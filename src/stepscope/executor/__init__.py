@@ -16,8 +16,11 @@ from stepscope.executor.base import (
     ProgressFn,
     TaskFn,
 )
-from stepscope.executor.choose import default_workers, make_executor
 from stepscope.executor.content import content_hash
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from stepscope.executor.choose import default_workers, make_executor
 
 __all__ = [
     "Executor",
@@ -30,3 +33,15 @@ __all__ = [
     "default_workers",
     "make_executor",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The pools (multiprocessing, concurrent.futures' processes, the Dask client) load when
+    # one is made: a command on one host never makes one (about 10 ms of every start).
+    if name in ("default_workers", "make_executor"):
+        from stepscope.executor import choose
+
+        value = getattr(choose, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,15 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from stepscope.errors import StepscopeError
-from stepscope.executor import (
-    Executor,
-    HostTask,
-    InlineExecutor,
-    TaskFn,
-    content_hash,
-    make_executor,
-)
-from stepscope.executor.choose import POOL_MIN_BYTES
+from stepscope.executor import Executor, HostTask, InlineExecutor, TaskFn, content_hash
 from stepscope.model import ALL_HOSTS, Profile, Run, cache
 from stepscope.model.runs import HostFile
 from stepscope.records import record
@@ -154,6 +146,8 @@ def host_summary(task: HostTask) -> HostSummary:
 
 
 def _auto_executor(hosts: list[HostFile]) -> Executor:
+    from stepscope.executor.choose import POOL_MIN_BYTES, make_executor  # the pools, here
+
     if sum(h.size_bytes for h in hosts) < POOL_MIN_BYTES:
         return InlineExecutor()
     return make_executor()
