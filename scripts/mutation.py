@@ -96,6 +96,7 @@ GROUPS: dict[str, Group] = {
             "tests/pod/test_stragglers.py",
             "tests/pod/test_arrivals.py",
             "tests/pod/test_own_time.py",
+            "tests/pod/test_straggler_text.py",
         ),
     ),
     # collective names of every framework, and each rank's calls matched across ranks

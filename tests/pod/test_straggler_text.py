@@ -1,0 +1,138 @@
+"""What a user reads of a straggler found by collective arrival (`stepscope.stats.stragglers`):
+the straggler's whole record, its explanation and the job's "held by" headline, word for word,
+on gloo jobs built in code whose figures are worked out by hand below."""
+
+from __future__ import annotations
+
+from stepscope.stats import build_step_db
+from stepscope.stats.collective_calls import collective_calls
+from stepscope.stats.stragglers import find_stragglers, held_by
+from stepscope.stats.stragglers_types import BY_ARRIVAL, PodLateness, Rank, Straggler
+from stepscope.xspace.builder import XSpaceBuilder
+from tests.pod.builders import INPUT_NAME, MS, gloo_job
+from tests.support.analysis import build
+
+STEPS = tuple(range(1, 11))  # of 12: the first and last are left out as possibly cut
+UNTRACED = "untraced host work ('All Others': Python, I/O, waits no traced op covers)"
+
+
+def _pod(builders: list[XSpaceBuilder]) -> PodLateness:
+    ranks = []
+    for b in builders:
+        profile = build(b)
+        db = build_step_db(profile)
+        ranks.append(Rank(b.hostnames[0], db, collective_calls(profile, db)))
+    pod = find_stragglers(ranks)
+    assert pod.method == BY_ARRIVAL
+    return pod
+
+
+def test_a_straggler_and_the_one_hidden_behind_it_word_for_word() -> None:
+    """Rank 1 loads its data in 21 ms, rank 3 computes 14 ms, the others 1 + 4 ms: the
+    buckets' all-reduces start at 5 and 6 ms (ranks 0, 2), 15 and 16 (rank 3), 25 and 26
+    (rank 1). Rank 1 holds the job from 15 to 26 ms (11 ms a step) while ranks 0 and 2 wait
+    21 ms and rank 3 11 ms; rank 3 holds the others from 5 to 16 ms."""
+    pod = _pod(
+        gloo_job(
+            4,
+            input_ms=lambda rank, step: 21.0 if rank == 1 else 1.0,
+            compute_ms=lambda rank, step: 14.0 if rank == 3 else 4.0,
+        )
+    )
+    assert pod.stragglers == (
+        Straggler(
+            "vm.rank1",
+            STEPS,
+            110 * MS,
+            "input",
+            200 * MS,
+            530 * MS,
+            3,
+            "vm.rank1 is late at steps 1-10 (10 of 10 steps): it arrived last at 20 collective "
+            "calls there, 11.00 ms per step after the next rank; since its previous collective "
+            "it spent 21.00 ms per step in input where the other ranks spent 1.00 ms; 3 other "
+            "rank(s) wait for it in their collectives (530.00 ms in all).",
+            BY_ARRIVAL,
+            20,
+            210 * MS,
+            10 * MS,
+        ),
+        Straggler(
+            "vm.rank3",
+            STEPS,
+            110 * MS,
+            "host_compute",
+            100 * MS,
+            0,
+            0,
+            "Next in line, hidden behind vm.rank1: vm.rank3 is the last of the other ranks at "
+            "steps 1-10 (10 of 10 steps): it arrived last at 20 collective calls there, 11.00 ms "
+            "per step after the next rank (once vm.rank1 is fixed, the others will wait for it).",
+            BY_ARRIVAL,
+            20,
+            140 * MS,
+            40 * MS,
+            "vm.rank1",
+        ),
+    )
+    assert held_by(pod) == (
+        "Held by a straggler: vm.rank1 is late at 10 of 10 steps, 11.00 ms per step after the "
+        "next rank, from input (21.00 ms per step where the other ranks spent 1.00 ms); the "
+        "other ranks wait for it. Next in line, hidden behind it: vm.rank3."
+    )
+    assert pod.calls_matched == 20
+    assert pod.last_count is not None and pod.last_count.tolist() == [0, 20, 0, 0]
+    assert pod.waiting is not None and pod.waiting.tolist() == [True, False, True, False]
+
+
+def _untraced_job(gap_ms: int = 6) -> list[XSpaceBuilder]:
+    """Three ranks of 20 ms steps: 1 ms input, 4 ms compute, then the all-reduce until 12 ms;
+    rank 1 does something no op covers for ``gap_ms`` first."""
+    out = []
+    for r in range(3):
+        b = XSpaceBuilder(f"r{r}")
+        cpu = b.plane("/host:CPU")
+        main, gloo = cpu.line(1, "MainThread"), cpu.line(2, "gloo")
+        for s in range(12):
+            t = s * 20 * MS
+            ready = t + (5 + (gap_ms if r == 1 else 0)) * MS
+            main.event("train", t, 20 * MS, {"step_num": s, "_r": 1})
+            main.event(INPUT_NAME, t, MS)
+            main.event("aten::addmm", t + MS, 4 * MS)
+            gloo.event("gloo:all_reduce", ready, t + 12 * MS - ready)
+        out.append(b)
+    return out
+
+
+def test_untraced_work_is_named_as_such() -> None:
+    """Since its previous all-reduce ended (8 ms before its step began) rank 1 spent 8 + 6 ms
+    that no op covers, the others 8 ms: 6 ms late a step, which ranks 0 and 2 wait."""
+    pod = _pod(_untraced_job())
+    [late] = pod.stragglers
+    assert late == Straggler(
+        "r1",
+        STEPS,
+        60 * MS,
+        "other",
+        60 * MS,
+        120 * MS,
+        2,
+        "r1 is late at steps 1-10 (10 of 10 steps): it arrived last at 10 collective calls "
+        f"there, 6.00 ms per step after the next rank; since its previous collective it spent "
+        f"14.00 ms per step in {UNTRACED} where the other ranks spent 8.00 ms; 2 other rank(s) "
+        "wait for it in their collectives (120.00 ms in all).",
+        BY_ARRIVAL,
+        10,
+        140 * MS,
+        80 * MS,
+    )
+    assert held_by(pod) == (
+        "Held by a straggler: r1 is late at 10 of 10 steps, 6.00 ms per step after the next "
+        f"rank, from {UNTRACED} (14.00 ms per step where the other ranks spent 8.00 ms); the "
+        "other ranks wait for it."
+    )
+
+
+def test_no_straggler_holds_a_balanced_job() -> None:
+    pod = _pod(gloo_job(3))
+    assert pod.stragglers == () and held_by(pod) == ""
