@@ -136,3 +136,28 @@ def test_untraced_work_is_named_as_such() -> None:
 def test_no_straggler_holds_a_balanced_job() -> None:
     pod = _pod(gloo_job(3))
     assert pod.stragglers == () and held_by(pod) == ""
+
+
+def test_each_process_group_numbers_its_own_calls() -> None:
+    """Two process groups whose all-reduces have the same sequence numbers (each group counts
+    its own): 2 calls of 8 steps matched on every rank, 12 of them in the 6 pod steps kept.
+    Rank 1 computes 9 ms where the others take 4: last at the first group's calls only."""
+    builders = []
+    for r in range(3):
+        b = XSpaceBuilder(f"r{r}")
+        cpu = b.plane("/host:CPU")
+        main, gloo = cpu.line(1, "MainThread"), cpu.line(2, "gloo")
+        for s in range(8):
+            t = s * 20 * MS
+            ready = t + (9 if r == 1 else 4) * MS
+            main.event("train", t, 20 * MS, {"step_num": s, "_r": 1})
+            main.event("aten::addmm", t, ready - t)
+            gloo.event("gloo:all_reduce", ready, t + 10 * MS - ready, {"Seq": s, "pg_name": "a"})
+            gloo.event("gloo:all_reduce", t + 11 * MS, MS, {"Seq": s, "pg_name": "b"})
+        builders.append(b)
+    pod = _pod(builders)
+    assert pod.calls_matched == 12
+    assert pod.clock_note.startswith("16 collective calls matched on every rank (by sequence ")
+    [late] = pod.stragglers
+    assert (late.host, late.steps, late.last_arrivals) == ("r1", (1, 2, 3, 4, 5, 6), 6)
+    assert (late.late_ns, late.reason, late.waited_ns) == (30 * MS, "host_compute", 60 * MS)
