@@ -161,3 +161,26 @@ def test_each_process_group_numbers_its_own_calls() -> None:
     [late] = pod.stragglers
     assert (late.host, late.steps, late.last_arrivals) == ("r1", (1, 2, 3, 4, 5, 6), 6)
     assert (late.late_ns, late.reason, late.waited_ns) == (30 * MS, "host_compute", 60 * MS)
+
+
+def test_one_late_exit_does_not_move_a_ranks_clock() -> None:
+    """Rank 2's clock is 1 s ahead; rank 0's first all-reduce kept (step 1's) ends 2 ms after
+    the others'. Offsets come from the exits' median, so that one exit moves nothing: no
+    other rank looks late, and the exits agree once corrected."""
+    builders = []
+    for r in range(3):
+        b = XSpaceBuilder(f"r{r}")
+        cpu = b.plane("/host:CPU")
+        main, gloo = cpu.line(1, "MainThread"), cpu.line(2, "gloo")
+        for s in range(8):
+            t = s * 20 * MS + (1000 * MS if r == 2 else 0)
+            ready = t + (9 if r == 1 else 4) * MS
+            main.event("train", t, 20 * MS, {"step_num": s, "_r": 1})
+            main.event("aten::addmm", t, ready - t)
+            end = t + (12 if (r, s) == (0, 1) else 10) * MS
+            gloo.event("gloo:all_reduce", ready, end - ready)
+        builders.append(b)
+    pod = _pod(builders)
+    assert pod.offsets_ns is not None and pod.offsets_ns.tolist() == [0, 0, 1000 * MS]
+    assert pod.exit_spread_ns == 0
+    assert [(s.host, s.late_ns) for s in pod.stragglers] == [("r1", 30 * MS)]
