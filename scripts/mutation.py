@@ -70,14 +70,18 @@ GROUPS: dict[str, Group] = {
         ("stepscope/stats/compare/significance.py", "stepscope/stats/compare/diff.py"),
         ("tests/compare",),
     ),
+    # Both tiers take the same column route since the Python scanner (pyscan) joined the C
+    # one, so the group's tests run once (no tests.support.both_tiers).
     "kineto": Group(
         ("stepscope/xspace/kineto/categories.py",),
         (
             "tests/xspace/test_kineto.py",
             "tests/xspace/test_kineto_args.py",
             "tests/xspace/test_kineto_conservation.py",
+            "tests/xspace/test_kineto_columns.py",
+            "tests/xspace/test_kineto_fast.py",
+            "tests/xspace/test_kineto_pyscan.py",
         ),
-        ("tests.support.both_tiers",),
     ),
     "memory": Group(
         ("stepscope/stats/memory.py",),
