@@ -49,7 +49,7 @@ def _gloo_host() -> XSpaceBuilder:
     main, g1, g2 = cpu.line(1, "MainThread"), cpu.line(2, "gloo"), cpu.line(3, "gloo")
     for k, (lo, hi) in enumerate([(2, 10), (12, 20), (20, 30)]):
         main.event("train", lo * MS, (hi - lo) * MS, {"step_num": k, "_r": 1})
-    g1.event(AR, MS // 2, MS // 4, {"Seq": 0})  # 0: before any step
+    g1.event(AR, MS // 2, MS // 4, {"Seq": 0, "seq": 4})  # 0: before any step
     main.event(INPUT, 2 * MS, MS)
     main.event("aten::addmm", 3 * MS, 2 * MS)
     pga = {"Process Group Name": "pgA"}
@@ -73,7 +73,7 @@ def test_a_hosts_calls_field_by_field() -> None:
     assert calls.layer == "host collectives" and calls.runup_measured
     assert calls.lanes == ("all_reduce", "all_reduce pgA", "broadcast pgB", "broadcast")
     assert calls.lane.tolist() == [0, 1, 2, 1, 1, 1, 2, 1, 3]
-    assert calls.seq.tolist() == [0, 3, 5, -1, -1, -1, -1, -1, -1]  # Seq before seq
+    assert calls.seq.tolist() == [0, 3, 5, -1, -1, -1, -1, -1, -1]  # Seq (even 0) before seq
     assert calls.step.tolist() == [-1, 0, 0, 0, -1, 1, 1, 1, -1]
     assert calls.ordinal.tolist() == [0, 0, 0, 1, 0, 0, 0, 1, 0]  # per (step, lane)
     arrive_us = [500, 5000, 6000, 8000, 10000, 12000, 12000, 15000, 25000]
@@ -139,6 +139,7 @@ def test_run_ups_too_large_to_measure_are_said_to_be(monkeypatch: pytest.MonkeyP
     calls, _ = _calls(builder)
     assert not calls.runup_measured and calls.n_calls == 1
     assert calls.runup_ns.shape == (1, len(CATEGORY_NAMES)) and not calls.runup_ns.any()
+    _int64(calls)
 
 
 def test_calls_at_the_same_time_keep_their_order_and_positions() -> None:
@@ -161,20 +162,20 @@ def test_calls_at_the_same_time_keep_their_order_and_positions() -> None:
 
 
 def test_positions_count_per_step_and_lane() -> None:
-    """Lanes 0 and 1 in steps 0 to 2 (keys that a step and a lane could be confused in)."""
+    """Lanes 0 and 1 in steps 0 to 2: step 0's lane 1 and step 2's lane 0 are told apart."""
     b = XSpaceBuilder("h")
     cpu = b.plane("/host:CPU")
     main, gloo = cpu.line(1, "MainThread"), cpu.line(2, "gloo")
     for k in range(4):
         main.event("train", k * 10 * MS, 10 * MS, {"step_num": k, "_r": 1})
         main.event("aten::addmm", k * 10 * MS, MS)
-    for at, name in [(2, BC), (3, BC), (12, AR), (13, BC), (22, AR), (23, AR), (24, BC)]:
+    for at, name in [(2, BC), (3, BC), (4, AR), (12, AR), (13, BC), (22, AR), (23, AR), (24, BC)]:
         gloo.event(name, at * MS, MS // 2)
     calls, step_num = _calls(b)
     assert calls.lanes == ("broadcast", "all_reduce")
-    assert step_num[calls.step].tolist() == [0, 0, 1, 1, 2, 2, 2]
-    assert calls.lane.tolist() == [0, 0, 1, 0, 1, 1, 0]
-    assert calls.ordinal.tolist() == [0, 1, 0, 0, 0, 1, 0]
+    assert step_num[calls.step].tolist() == [0, 0, 0, 1, 1, 2, 2, 2]
+    assert calls.lane.tolist() == [0, 0, 1, 1, 0, 1, 1, 0]
+    assert calls.ordinal.tolist() == [0, 1, 0, 0, 0, 0, 1, 0]
 
 
 def test_calls_of_a_host_without_steps() -> None:
@@ -194,6 +195,7 @@ def test_a_host_with_one_call_at_its_steps_start() -> None:
     calls, _ = _calls(_step_start_host((2,)))
     assert calls.step.tolist() == [0] and calls.runup_measured
     assert calls.runup_ns.shape == (1, len(CATEGORY_NAMES)) and not calls.runup_ns.any()
+    _int64(calls)
 
 
 def test_no_calls_is_an_empty_record_of_the_same_types() -> None:
@@ -279,3 +281,25 @@ def test_the_mi300x_ranks_calls_are_four_buckets_per_step() -> None:
     calls = collective_calls(profile, db)
     assert calls.layer == "device kernels"
     assert np.bincount(calls.step, minlength=db.n_steps).tolist() == [9, 4, 4]
+
+
+def test_device_calls_go_by_their_launch_not_their_start() -> None:
+    """Step 1's all-gather (launched at 15.5 ms, in step 1's marker) starts at 16 ms, while
+    step 0's gemm runs until 17 ms on another stream: by its start it lies in step 0's span,
+    but step 1 launched it (the step breakdown counts it in step 1 too). The parameters'
+    broadcast, launched at 1 ms before the first step, belongs to no step although it runs
+    during step 0's work."""
+    gpu = _Gpu()
+    gemm, nccl = gpu.stream(0, 7), gpu.stream(0, 14)
+    gpu.launch(MS, "ncclKernel_Broadcast_RING_LL", 5 * MS + MS // 2, MS // 2, nccl)
+    for k in range(4):
+        t = 5 * MS + k * 10 * MS
+        gpu.main.event("train", t, 10 * MS, {"step_num": k, "_r": 1})
+        gpu.launch(t + 10 * US, "sm80_xmma_gemm", t + 20 * US, (12 if k == 0 else 6) * MS, gemm)
+        if k == 1:
+            gpu.launch(t + MS // 2, NCCL_AG, t + MS, MS, nccl)
+        gpu.launch(t + MS, NCCL_AR, t + 7 * MS, MS, nccl)
+    calls, step_num = _calls(gpu.builder)
+    assert calls.lanes == ("broadcast", "all_reduce", "all_gather")
+    assert calls.lane.tolist() == [0, 1, 2, 1, 1, 1]
+    assert [step_num[s] if s >= 0 else -1 for s in calls.step.tolist()] == [-1, 0, 1, 1, 2, 3]
