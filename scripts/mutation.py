@@ -87,6 +87,7 @@ GROUPS: dict[str, Group] = {
         ("stepscope/stats/memory.py",),
         (
             "tests/stats/test_memory_profile_db.py",
+            "tests/stats/test_memory_allocators.py",
             "tests/tools/test_kernel_stats_memory_profile_tools.py",
         ),
     ),
