@@ -29,7 +29,10 @@ stepscope adds on a step).
 ``stop``: paired runs of 200 steps, then the capture's end as a user's script pays it, in
 process CPU time: ``stepscope.stop()`` (torch's stop, the trace's conversion and the XSpace
 written) against torch's ``prof.stop()`` + ``prof.export_chrome_trace(path)``; the median of
-per-pair ratios and the events saved.
+per-pair ratios and the events saved. Then stepscope's own part of its stop: the stop less the
+CPU of the bridge's own calls to torch's stop and export (timed by wrapping them), that is the
+conversion, merge and write, against torch's stop + export. Garbage is collected before each
+side's timed stop (torch's stop leaves its events as cyclic garbage).
 """
 
 from __future__ import annotations
@@ -262,6 +265,33 @@ def _events_saved(run_dir: Any) -> int:
     return ProfileStore(use_cache=False).profile(run, run.host_names[0]).n_events
 
 
+def _timing_torch_calls(spent: list[float]) -> Callable[[], None]:
+    """Add the CPU time of every ``torch.profiler.profile.stop`` and ``export_chrome_trace``
+    (the bridge's calls inside `stepscope.stop`) to ``spent[0]``; returns the undo."""
+    from torch.profiler import profile
+
+    originals = {name: getattr(profile, name) for name in ("stop", "export_chrome_trace")}
+
+    def timed(original: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            started = time.process_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[0] += time.process_time() - started
+
+        return call
+
+    for name, original in originals.items():
+        setattr(profile, name, timed(original))
+
+    def undo() -> None:
+        for name, original in originals.items():
+            setattr(profile, name, original)
+
+    return undo
+
+
 def stop_part(step: Step, pairs: int, n: int) -> None:
     from torch.profiler import profile
 
@@ -269,48 +299,67 @@ def stop_part(step: Step, pairs: int, n: int) -> None:
 
     load = os.getloadavg()[0]
     ratios: list[float] = []
+    own_ratios: list[float] = []
     ours_s: list[float] = []
+    own_s: list[float] = []
     theirs_s: list[float] = []
     events = 0
     with tempfile.TemporaryDirectory(prefix="bench_torch_stop_") as tmp:
 
-        def ours() -> float:
+        def ours() -> tuple[float, float]:
+            """stepscope.stop()'s CPU, and the part of it in torch's stop and export."""
             stepscope.start(tmp)
             for i in range(n):
                 with stepscope.step(i):
                     step()
+            in_torch = [0.0]
+            undo = _timing_torch_calls(in_torch)
+            gc.collect()  # the other side's garbage (torch's events are cyclic) is not ours
             started = time.process_time()
-            run_dir = stepscope.stop()
-            spent = time.process_time() - started
+            try:
+                run_dir = stepscope.stop()
+            finally:
+                spent = time.process_time() - started
+                undo()
             nonlocal events
             events = _events_saved(run_dir)
-            return spent
+            return spent, in_torch[0]
 
         def theirs() -> float:
             prof = profile(**TORCH_OPTIONS)
             prof.start()
             for _ in range(n):
                 step()
+            gc.collect()
             started = time.process_time()
             prof.stop()
             prof.export_chrome_trace(os.path.join(tmp, "trace.json"))
             return time.process_time() - started
 
         for k in range(pairs):
-            gc.collect()
             if k % 2:
-                b, a = theirs(), ours()
+                b = theirs()
+                a, in_torch = ours()
             else:
-                a, b = ours(), theirs()
+                a, in_torch = ours()
+                b = theirs()
             ours_s.append(a)
+            own_s.append(a - in_torch)
             theirs_s.append(b)
             ratios.append(b / a)
+            own_ratios.append(b / (a - in_torch))
     print(
         f"stop + save of {n} steps ({events:,} events saved), median of {pairs} pairs: "
         f"stepscope.stop() {statistics.median(ours_s):.3f} s CPU, torch stop + "
         f"export_chrome_trace {statistics.median(theirs_s):.3f} s CPU; torch / stepscope "
         f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}); load "
         f"{load:.1f} -> {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"  of which stepscope's own (the stop less the bridge's torch stop and export: the "
+        f"conversion, merge and write) {statistics.median(own_s):.3f} s CPU; torch stop + "
+        f"export / that {statistics.median(own_ratios):.2f}x "
+        f"({min(own_ratios):.2f}-{max(own_ratios):.2f})"
     )
 
 
