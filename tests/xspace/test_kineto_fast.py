@@ -343,7 +343,6 @@ def test_synthetic_trace_takes_the_fast_path_and_matches(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     "extra",
     [
-        {"ph": "B", "name": "range", "pid": 1, "tid": 2, "ts": 1200},
         _op("aten::x", 1000.1234, 1),  # more than 3 decimals: rounding stays Python's
         _op("aten::x", "1000", 1),  # a string time
         _op("aten::x", 1000, 1, big=1 << 64),  # beyond 64 bits: skipped and counted
@@ -474,4 +473,34 @@ def test_memory_args_of_other_types_take_the_column_route(
     assert classified is not None
     fast_memory.prepare(classified)
     assert classified.memory_args is not None  # read as columns, not event by event
+    _assert_same(path)
+
+
+def _range(ph: str, name: str, ts: Any, tid: Any = 2, **args: Any) -> dict[str, Any]:
+    event = {"ph": ph, "cat": "cpu_op", "name": name, "pid": 1, "tid": tid, "ts": ts}
+    return {**event, "args": args} if args else event
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [
+            _range("B", "outer", 1000.5, a=1, b=2),
+            _range("B", "inner", 1001),
+            _range("E", "", 1002.25, b=3, c=4),
+            _range("E", "", 1003),
+        ],
+        [_range("B", "on 7", 1000, tid="7"), _range("E", "", 1001, tid=7)],  # one thread
+        [_range("E", "lone", 1000)],
+        [_range("B", "never closed", 1000)],
+        [_range("B", "untimed", None), _range("E", "", 1001)],
+        [
+            {"ph": "B", "name": "no category", "pid": 1, "tid": 3, "ts": 5},
+            {"ph": "E", "pid": 1, "tid": 3, "ts": 4},
+        ],  # ends before it starts
+    ],
+)
+def test_begin_end_pairs_take_the_column_route(tmp_path: Path, extra: list[Any]) -> None:
+    path = _write(tmp_path, [*_mixed_events(), *extra])
+    assert _classified(path) is not None
     _assert_same(path)

@@ -30,6 +30,7 @@ from stepscope.xspace.kineto.decode import TraceEvent
 from stepscope.xspace.kineto.devices import STREAM_ID_LIMIT, normalize_tid, stream_of
 from stepscope.xspace.kineto.events import EventRouter
 from stepscope.xspace.kineto.fast_stats import StatRows
+from stepscope.xspace.kineto.ranges import count, pair_ranges
 from stepscope.xspace.kineto.scan import (
     A_INT,
     A_STR,
@@ -57,18 +58,17 @@ def classify(trace: ScannedTrace, base_ns: int = 0) -> Classified | None:
     if np.any(trace.flags & F_BAD):
         return None
     skipped: dict[str, int] = {}
-    modelled = _PHASE_TABLE[trace.ph]
+    modelled = _PHASE_TABLE[trace.ph] | (trace.ph == ord("B")) | (trace.ph == ord("E"))
     if not modelled.all():
-        if np.any((trace.ph == ord("B")) | (trace.ph == ord("E"))):
-            return None  # B/E pairs: matched in Python
-        for value, count in zip(*np.unique(trace.ph[~modelled], return_counts=True), strict=True):
+        for value, n in zip(*np.unique(trace.ph[~modelled], return_counts=True), strict=True):
             phase = chr(value) if value else "None"  # (a missing ph is None event by event)
-            skipped[f"events of unsupported phase {phase[:20]!r}"] = int(count)
+            skipped[f"events of unsupported phase {phase[:20]!r}"] = int(n)
+    _number_thread_ids(trace)
+    pair_ranges(trace, skipped)  # B/E pairs -> complete events (their args merged)
     keys = [trace.texts[int(k)] for k in trace.key_ids()]
     renamed = [RENAMES.get(key, key) for key in keys]
     if any(key in renamed for key in _ADDED_STATS) or _renames_collide(trace, keys, renamed):
         return None  # the Python path's dict merges decide which value wins
-    _number_thread_ids(trace)
     flags, ph = trace.flags, trace.ph
     instant = (ph == ord("i")) | (ph == ord("I"))
     memory_id = trace._ids.get("[memory]", -2)
@@ -76,7 +76,7 @@ def classify(trace: ScannedTrace, base_ns: int = 0) -> Classified | None:
     routed = (ph == ord("X")) | (instant & ~memory & ((flags & (F_GLOBAL | F_PID_STR)) == 0))
     untimed = routed & ((flags & F_TS) == 0)
     if np.any(untimed):
-        skipped["events without a valid timestamp"] = int(np.count_nonzero(untimed))
+        count(skipped, "events without a valid timestamp", int(np.count_nonzero(untimed)))
         routed &= ~untimed
     _drop_beyond_limits(trace, routed, base_ns, skipped)
     cat = trace.cat.copy()
