@@ -504,3 +504,40 @@ def test_begin_end_pairs_take_the_column_route(tmp_path: Path, extra: list[Any])
     path = _write(tmp_path, [*_mixed_events(), *extra])
     assert _classified(path) is not None
     _assert_same(path)
+
+
+def test_threads_named_by_strings_take_the_column_route(tmp_path: Path) -> None:
+    """Host events with a string pid or a non-numeric string tid: their own lines (synthetic
+    ids), named by their thread_name, flows bound to their ops; a cpu_op on such a thread
+    never holds a memory event of a numbered one."""
+    on = {"ph": "X", "cat": "cpu_op", "pid": 1, "tid": "worker", "dur": 10}
+    events = [
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": "worker", "args": {"name": "w"}},
+        {"ph": "M", "name": "thread_name", "pid": "host", "tid": 4, "args": {"name": "h"}},
+        {**on, "name": "fwd", "ts": 1000},
+        {**on, "name": "bwd", "ts": 1020},
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "s",
+            "pid": "host",
+            "tid": 4,
+            "ts": 1000,
+            "dur": 5,
+        },
+        {"ph": "s", "cat": "fwdbwd", "id": 9, "pid": 1, "tid": "worker", "ts": 1000},
+        {"ph": "f", "cat": "fwdbwd", "id": 9, "pid": 1, "tid": "worker", "ts": 1020, "bp": "e"},
+        # tid 2 of pid 1 allocates while "worker"'s op is open
+        {
+            "ph": "i",
+            "s": "t",
+            "name": "[memory]",
+            "pid": 1,
+            "tid": 2,
+            "ts": 1005,
+            "args": {"Bytes": 8, "Device Type": 0, "Device Id": -1, "Total Allocated": 8},
+        },
+    ]
+    path = _write(tmp_path, [*_mixed_events(), *events])
+    assert _classified(path) is not None
+    _assert_same(path)

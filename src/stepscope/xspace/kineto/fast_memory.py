@@ -26,6 +26,8 @@ from stepscope.xspace.kineto.scan import (
     A_INT,
     A_JSON,
     A_NULL,
+    F_PID_STR,
+    F_TID_STR,
     ScannedTrace,
     first_seen,
     native,
@@ -171,8 +173,11 @@ def _ops_by_thread(c: Classified, threads: set[ThreadKey]) -> dict[ThreadKey, li
 
 
 def _cpu_ops(c: Classified) -> np.ndarray:
+    """The cpu_ops of threads with numeric ids (those of the memory events: `classify`
+    leaves memory events with string thread ids to the per-event route)."""
     cpu_op = c.categories.index("cpu_op") if "cpu_op" in c.categories else -2
-    return np.flatnonzero(c.routed & (c.kind == Kind.HOST) & (c.category == cpu_op))
+    numeric = (c.trace.flags & (F_PID_STR | F_TID_STR)) == 0
+    return np.flatnonzero(c.routed & (c.kind == Kind.HOST) & (c.category == cpu_op) & numeric)
 
 
 def _innermost_ops(c: Classified, order: np.ndarray) -> np.ndarray:

@@ -63,7 +63,7 @@ def classify(trace: ScannedTrace, base_ns: int = 0) -> Classified | None:
         for value, n in zip(*np.unique(trace.ph[~modelled], return_counts=True), strict=True):
             phase = chr(value) if value else "None"  # (a missing ph is None event by event)
             skipped[f"events of unsupported phase {phase[:20]!r}"] = int(n)
-    _number_thread_ids(trace)
+    wide_tids = _number_thread_ids(trace)
     pair_ranges(trace, skipped)  # B/E pairs -> complete events (their args merged)
     keys = [trace.texts[int(k)] for k in trace.key_ids()]
     renamed = [RENAMES.get(key, key) for key in keys]
@@ -105,12 +105,12 @@ def classify(trace: ScannedTrace, base_ns: int = 0) -> Classified | None:
     if len(unknown):  # on a device when the args name a stream and a device (null or not)
         device = trace.arg_at("stream", unknown)[0] & trace.arg_at("device", unknown)[0]
         kind[unknown[device]] = Kind.DEVICE
-    host = kind == Kind.HOST
-    if np.any(host & ((flags & (F_PID_STR | F_TID_STR)) != 0)):
-        return None
-    threads = (ph == ord("M")) & (trace.name == trace._ids.get("thread_name", -2))
-    if np.any(threads & ((flags & F_TID_STR) != 0) & ((flags & F_PID_STR) == 0)):
-        return None
+    if wide_tids:
+        is_wide = np.zeros(len(trace.texts), bool)
+        is_wide[wide_tids] = True
+        named = (kind == Kind.HOST) & ((flags & F_TID_STR) != 0)
+        if np.any(is_wide[trace.tid[named]]):
+            return None  # a numeric tid past int32 on a host event
     category = np.where(routed, category_of[np.maximum(cat, 0)], -1).astype(np.int32)
     # (not np.isin: it imports numpy.ma, 7-8 ms of a cold overview)
     on_device = np.flatnonzero(
@@ -170,19 +170,25 @@ def _renames_collide(trace: ScannedTrace, keys: list[str], renamed: list[str]) -
     return False
 
 
-def _number_thread_ids(trace: ScannedTrace) -> None:
+def _number_thread_ids(trace: ScannedTrace) -> list[int]:
     """String tids that are numbers ("25738" in 2021 traces) become those numbers, as
-    `devices.normalize_tid` reads them (where they fit the int32 column)."""
+    `devices.normalize_tid` reads them, where they fit the int32 column; the string ids of
+    those that do not fit (their host events are the per-event route's: a line id beyond
+    int64 is skipped there as malformed)."""
     events = np.flatnonzero(trace.flags & F_TID_STR)
     if not len(events):
-        return
+        return []
     numbers: dict[int, int] = {}
+    wide: list[int] = []
     for text_id in distinct(trace.tid[events]).tolist():
         value = normalize_tid(trace.texts[text_id])
-        if type(value) is int and -(1 << 31) <= value < 1 << 31:
-            numbers[text_id] = value
+        if type(value) is int:
+            if -(1 << 31) <= value < 1 << 31:
+                numbers[text_id] = value
+            else:
+                wide.append(text_id)
     if not numbers:
-        return
+        return wide
     known = np.array(list(numbers), np.int64)
     is_number = np.zeros(len(trace.texts), bool)
     is_number[known] = True
@@ -193,6 +199,7 @@ def _number_thread_ids(trace: ScannedTrace) -> None:
     trace.flags = trace.flags.copy()
     trace.tid[hit] = lookup[trace.tid[hit]]
     trace.flags[hit] &= ~np.uint8(F_TID_STR)
+    return wide
 
 
 def _streams_in_range(trace: ScannedTrace, events: np.ndarray) -> np.ndarray:
@@ -285,11 +292,14 @@ def _assign_lines(
     router._fast_lines = made  # type: ignore[attr-defined]
     host = emitted & (c.kind == Kind.HOST)
     host_idx = np.flatnonzero(host)
-    group, first = first_seen(trace.pid[host_idx], trace.tid[host_idx])
+    # A thread is its (pid, tid), each a number or a string (its id, told apart by its flag).
+    bits = trace.flags[host_idx]
+    group, first = first_seen(
+        bits & F_PID_STR, trace.pid[host_idx], bits & F_TID_STR, trace.tid[host_idx]
+    )
     base = len(made)
     for event in host_idx[first].tolist():
-        key = (int(trace.pid[event]), int(trace.tid[event]))
-        made.append(router._host_line(key))
+        made.append(router._host_line((_pid(trace, event), _tid(trace, event))))
     lines[host_idx] = base + group
     overhead = np.flatnonzero(emitted & (c.kind == Kind.OVERHEAD))
     if len(overhead):
@@ -371,7 +381,7 @@ def _bookkeeping(
     name_present, name_kind, name_value = trace.arg_at("name", threads)
     named = name_present & (name_kind == A_STR)
     for event, value in zip(threads[named].tolist(), name_value[named].tolist(), strict=True):
-        router.thread_names[(_pid(trace, event), int(trace.tid[event]))] = texts[value]
+        router.thread_names[(_pid(trace, event), _tid(trace, event))] = texts[value]
     framework = np.array(
         [c.categories[i] in FRAMEWORK_OP_CATEGORIES for i in range(len(c.categories))] + [False]
     )
@@ -400,7 +410,7 @@ def _bookkeeping(
         router.flows.append(_flow(trace, event))
     fwd_ts = distinct(trace.ts_ns[wanted[trace.cat[wanted] == fwdbwd]])
     for event in np.flatnonzero(ops & np.isin(trace.ts_ns, fwd_ts)).tolist():
-        key = (int(trace.pid[event]), int(trace.tid[event]), int(trace.ts_ns[event]))
+        key = (_pid(trace, event), _tid(trace, event), int(trace.ts_ns[event]))
         router.ops_by_start.setdefault(key, (made[int(lines[event])], int(positions[event])))
 
 
