@@ -37,6 +37,7 @@ TESTS = (
     "tests/test_accelerators.py",
     "tests/xspace/test_kineto_fast.py",
     "tests/xspace/test_kineto_native.py",
+    "tests/xspace/test_kineto_pyscan.py",
     "tests/xspace/test_fastwire_workers.py",
     "tests/xspace/test_fastwire_headers.py",
     "tests/xspace/test_row_owners.py",
