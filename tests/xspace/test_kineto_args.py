@@ -101,3 +101,19 @@ def test_args_become_stats_under_xprofs_names() -> None:
     }
     with pytest.raises(OverflowError, match="'huge' = 18446744073709551616 does not fit"):
         convert_args({"huge": 1 << 64})
+
+
+def test_renamed_args_keep_their_new_name_whatever_their_type() -> None:
+    """Kineto's device / context / correlation become XProf's *_id stats as ints, and as
+    JSON text when a trace writes a list or an object there."""
+    assert convert_args({"device": [0, 1], "context": {"a": 1}, "correlation": 5}) == {
+        "device_id": "[0, 1]",
+        "context_id": '{"a": 1}',
+        "correlation_id": 5,
+    }
+
+
+def test_a_block_without_a_grid_is_still_a_launch_configuration() -> None:
+    assert kernel_details({"block": [128, 1, 1]}) == (
+        "regs:0 static_shared:0 dynamic_shared:0 grid:1,1,1 block:128,1,1 occ_pct:0"
+    )
