@@ -117,3 +117,11 @@ def test_a_block_without_a_grid_is_still_a_launch_configuration() -> None:
     assert kernel_details({"block": [128, 1, 1]}) == (
         "regs:0 static_shared:0 dynamic_shared:0 grid:1,1,1 block:128,1,1 occ_pct:0"
     )
+
+
+def test_a_launch_configuration_without_registers_shared_memory_or_occupancy() -> None:
+    assert kernel_details({"grid": [1, 2, 3], "block": [4, 5, 6]}) == (
+        "regs:0 static_shared:0 dynamic_shared:0 grid:1,2,3 block:4,5,6 occ_pct:0"
+    )
+    # a bool is not a count (JSON true), and the renames hold for ints and bools alike
+    assert convert_args({"device": True, "correlation": 7}) == {"device_id": 1, "correlation_id": 7}
