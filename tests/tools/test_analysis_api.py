@@ -49,7 +49,7 @@ def test_options_and_tools_are_checked(ctl: Path) -> None:
         analysis.tool("op_stats", nope=1)
     with pytest.raises(ToolUsageError, match="must be one of"):
         analysis.tool("op_stats", include_idle="maybe")
-    with pytest.raises(StepscopeError, match="kernel_stats has nothing to show"):
+    with pytest.raises(StepscopeError, match=r"kernel_stats has nothing to show.*on a GPU"):
         analysis.tool("kernel_stats")  # a CPU-only profile
     assert not analysis.available("kernel_stats") and analysis.available("overview_page")
     with pytest.raises(StepscopeError, match="has no CSV output"):
@@ -119,3 +119,11 @@ def test_steps_are_the_step_database_every_tool_reads(ctl: Path) -> None:
     overview = analysis.tool("overview_page")
     assert [s.duration_ns for s in overview.steps] == steps.dur_ns.tolist()
     assert analysis.steps(step_source="auto") is steps  # computed once, shared
+
+
+def test_a_missing_input_says_how_to_record_it() -> None:
+    """A PyTorch trace recorded without allocations: the memory profile says which setting
+    records them, not only that something is missing."""
+    analysis = stepscope.Analysis(FIXTURES / "kineto" / "a100_triton_tiny.json.gz", use_cache=False)
+    with pytest.raises(StepscopeError, match=r"memory_profile .*profile_memory=True"):
+        analysis.tool("memory_profile")

@@ -103,10 +103,12 @@ class Analysis:
         ctx = self._bare_context(spec, host, options)
         _fanout.prepare(ctx, spec, *map(_spec, also))
         if check_available and not spec.available(ctx):
+            needs = (
+                spec.needs or f"{spec.title}: {spec.description[0].lower()}{spec.description[1:]}"
+            )
             raise StepscopeError(
                 f"tool {spec.name} has nothing to show for {self.run.name}: the profile lacks "
-                f"what it needs ({spec.title}: {spec.description[0].lower()}"
-                f"{spec.description[1:]})"
+                f"what it needs ({needs})"
             )
         return ctx
 

@@ -185,5 +185,6 @@ TOOL = ToolSpec(
     build=build,
     formats=("json", "csv"),
     available=available,
+    needs="GPU kernels; profile a run on a GPU with device tracing on",
     order=60,
 )

@@ -423,5 +423,9 @@ TOOL = ToolSpec(
     build=build,
     formats=("json", "csv"),
     available=available,
+    needs=(
+        "allocator events; a PyTorch trace has them when torch.profiler records with "
+        "profile_memory=True, which stepscope's PyTorch capture turns on"
+    ),
     order=70,
 )

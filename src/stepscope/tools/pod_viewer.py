@@ -398,5 +398,6 @@ TOOL = ToolSpec(
     formats=("json", "csv"),
     options=(analysis.STEP_SOURCE,),
     available=available,
+    needs="several workers: several hosts in the run, or a host with several devices",
     order=85,
 )

@@ -305,5 +305,6 @@ TOOL = ToolSpec(
     build=build,
     formats=("json", "csv"),
     available=available,
+    needs="tf.data iterator events; a TensorFlow run whose input is a tf.data pipeline has them",
     order=80,
 )
