@@ -45,6 +45,7 @@ from stepscope.xspace.pb_columns import (
     strings_column,
     tag,
     varint,
+    varint_bytes,
 )
 from stepscope.xspace.wire import KIND_BYTES, KIND_DOUBLE, KIND_INT, KIND_STR, KIND_UINT
 
@@ -59,25 +60,12 @@ _LINE_UUID, _OVERFLOW_UUID, _PLANE_UUID = 1 << 40, 2 << 40, 3 << 40
 # ---- single messages (tracks, a few hundred at most) ---------------------------------------
 
 
-def _varint_bytes(value: int) -> bytes:
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
 def _int(field: int, value: int) -> bytes:
-    return tag(field, 0) + _varint_bytes(value)
+    return tag(field, 0) + varint_bytes(value)
 
 
 def _len(field: int, data: bytes) -> bytes:
-    return tag(field, 2) + _varint_bytes(len(data)) + data
+    return tag(field, 2) + varint_bytes(len(data)) + data
 
 
 def _text(field: int, text: str) -> bytes:

@@ -41,29 +41,16 @@ if TYPE_CHECKING:
 _WIRE_VARINT, _WIRE_FIXED64, _WIRE_LEN = 0, 1, 2
 
 
-def _varint(value: int) -> bytes:
-    value &= (1 << 64) - 1  # int64 as its two's complement, as protobuf writes it
-    out = bytearray()
-    while True:
-        low = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(low | 0x80)
-        else:
-            out.append(low)
-            return bytes(out)
-
-
 def _key(number: int, wire: int) -> bytes:
-    return _varint((number << 3) | wire)
+    return pb.varint_bytes((number << 3) | wire)
 
 
 def _len_field(number: int, payload: bytes) -> bytes:
-    return _key(number, _WIRE_LEN) + _varint(len(payload)) + payload
+    return _key(number, _WIRE_LEN) + pb.varint_bytes(len(payload)) + payload
 
 
 def _int_field(number: int, value: int) -> bytes:
-    return _key(number, _WIRE_VARINT) + _varint(value) if value else b""
+    return _key(number, _WIRE_VARINT) + pb.varint_bytes(value) if value else b""
 
 
 def _stat_messages(raw: RawColumns) -> pb.Encoded:

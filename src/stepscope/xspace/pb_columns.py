@@ -39,6 +39,21 @@ def ranges_to_indices(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.cumsum(out)
 
 
+def varint_bytes(value: int) -> bytes:
+    """One varint, for the few scalars written beside the columns (an int64 as its two's
+    complement, as protobuf writes it)."""
+    value &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        low = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(low | 0x80)
+        else:
+            out.append(low)
+            return bytes(out)
+
+
 def tag(field: int, wire_type: int) -> bytes:
     """The encoded key of a field: varint of (field << 3 | wire type)."""
     return bytes(encode_varints(np.array([(field << 3) | wire_type], dtype=np.uint64)))
