@@ -4,12 +4,18 @@ by hand below: who is late, by how much, why, who waited, and what the user read
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pytest
 
 from stepscope.stats import build_step_db
 from stepscope.stats.collective_calls import no_calls
+from stepscope.stats.events import CATEGORY_NAMES
+from stepscope.stats.steps.breakdown import StepDb
+from stepscope.stats.steps.pairing import BY_NUMBER, StepPairing
 from stepscope.stats.stragglers import find_stragglers
+from stepscope.stats.stragglers_own_time import _straggler, by_own_time
 from stepscope.stats.stragglers_types import BY_OWN_TIME, PodLateness, Rank, Straggler
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.pod.builders import MS, gloo_job
@@ -159,4 +165,60 @@ def test_the_reason_is_the_first_category_of_equal_excess() -> None:
     assert late.explanation == (
         "w1 is late at steps 1-10 (10 of 10 steps) by 2.00 ms per step: its input takes "
         "1.00 ms per step longer than the median rank's."
+    )
+
+
+class _Steps:
+    """A rank's steps as the own-time rule reads them: time per breakdown category, per step."""
+
+    def __init__(self, category_ns: dict[str, list[float]]) -> None:
+        n = len(next(iter(category_ns.values())))
+        self._ns = {c: np.asarray(category_ns.get(c, [0.0] * n), float) for c in CATEGORY_NAMES}
+
+    def category_ns(self) -> dict[str, np.ndarray]:
+        return self._ns
+
+
+def test_every_rank_that_waited_for_either_of_two_stragglers_is_waiting() -> None:
+    """Four workers of 5 ms steps (10 steps). w0 computes 10 ms at steps 0-2, w1 8 ms at
+    steps 5-7: two stragglers, w0 first (15 ms late in all against 9 ms). At step 1, w2 spends
+    1 ns in collectives (the others none): it waited 1 ns for w0 -- a wait however
+    short, and one the later straggler of other steps does not undo."""
+    n = 10
+    compute = np.full((4, n), 5.0 * MS)
+    compute[0, :3] = 10 * MS
+    compute[1, 5:8] = 8 * MS
+    coll = np.zeros((4, n))
+    coll[2, 1] = 1
+    compute[2, 1] -= 1
+    ranks = [
+        Rank(
+            f"w{i}",
+            cast(
+                StepDb, _Steps({"host_compute": list(compute[i]), "collective_wait": list(coll[i])})
+            ),
+        )
+        for i in range(4)
+    ]
+    rows = tuple(np.arange(n, dtype=np.int64) for _ in ranks)
+    pairing = StepPairing(BY_NUMBER, np.arange(n, dtype=np.int64), rows, (0,) * 4, "by number")
+    pod = by_own_time(ranks, pairing, compute + coll)
+    assert [(s.host, s.steps, s.late_ns) for s in pod.stragglers] == [
+        ("w0", (0, 1, 2), 15 * MS),
+        ("w1", (5, 6, 7), 9 * MS),
+    ]
+    assert [(s.waited_ns, s.waiters) for s in pod.stragglers] == [(1, 1), (0, 0)]
+    assert pod.waiting is not None and pod.waiting.tolist() == [False, False, True, False]
+    assert pod.method == BY_OWN_TIME
+
+
+def test_the_text_divides_nanoseconds_by_a_million() -> None:
+    """2.505001 ms is 2.51 ms to two places (a divisor 1 ppm too large would say 2.50)."""
+    late = _straggler(
+        "w0", (1, 2, 3), 3 * 2_505_001, "input", 3 * 2_505_001, 2_505_001, 1, 10, (0, 0)
+    )
+    assert late.explanation == (
+        "w0 is late at steps 1-3 (3 of 10 steps) by 2.51 ms per step: its input takes "
+        "2.51 ms per step longer than the median rank's; 1 other rank(s) wait for it in their "
+        "collectives (2.51 ms in all)."
     )
