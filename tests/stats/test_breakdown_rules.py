@@ -15,13 +15,16 @@ runs (test_dispatch_bound.py); staged input (test_staging.py); gloo's collective
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
 
 from stepscope.stats import EventType, build_step_db
-from stepscope.stats.steps.breakdown import StepDb
+from stepscope.stats.steps.breakdown import StepDb, _as_xprof, _joined
+from stepscope.stats.steps.limit_table import LimitTable
+from stepscope.stats.steps.limits import LIMIT_NAMES
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
 
@@ -478,3 +481,49 @@ def test_a_profile_without_steps_says_why_and_still_knows_its_device() -> None:
     # and with steps
     assert _db([KERNEL]).has_device is True
     assert _db([("main", "model/op:Relu", 1, 1, {})]).has_device is False
+
+
+def test_a_profile_without_steps_has_an_empty_database_of_int64_columns() -> None:
+    """A host plane without events, no steps: every column empty and int64 (concatenating an empty float
+    column with others would turn them to float), the per-category and per-limit tables too."""
+    empty = XSpaceBuilder("empty")
+    empty.plane("/host:CPU")
+    db = build_step_db(build(empty))
+    assert (db.attribution, db.has_device, db.names) == ("none", False, ())
+    assert (db.markers_found, db.dropped_ill_formed, db.dropped_incomplete) == (0, 0, 0)
+    for column in (db.step_num, db.start_ns, db.dur_ns, db.type_ns):
+        assert column.dtype == np.int64 and column.size == 0
+    tables = {**db.category_ns(), **db.limit_ns()}
+    assert tables and all(v.dtype == np.int64 and v.shape == (0,) for v in tables.values())
+
+
+def test_a_database_stored_without_limits_reads_zero_for_every_limit() -> None:
+    db = _db([("main", "aten::addmm", 1, 5, {})], steps=3)
+    bare = replace(db, limits=LimitTable.empty())
+    limits = bare.limit_ns()
+    assert list(limits) == list(LIMIT_NAMES)
+    for v in limits.values():
+        assert v.dtype == np.int64 and v.tolist() == [0] * db.n_steps
+
+
+def test_stepscopes_own_host_types_count_as_xprofs_host_compute() -> None:
+    types = np.array(
+        [
+            EventType.HOST_ENCLOSING,
+            EventType.HOST_COLLECTIVE,
+            EventType.HOST_COMPUTE,
+            EventType.HOST_PREPROCESS,
+        ],
+        np.int64,
+    )
+    assert _as_xprof(types).tolist() == [EventType.HOST_COMPUTE] * 3 + [EventType.HOST_PREPROCESS]
+    assert types[0] == EventType.HOST_ENCLOSING  # a copy: the caller's types are left alone
+    plain = types[2:]
+    assert _as_xprof(plain) is plain  # nothing to change: no copy
+
+
+def test_joined_columns_take_the_asked_type() -> None:
+    one = np.arange(3, dtype=np.int64)
+    assert _joined([np.zeros(0, np.int32), one], np.int64) is one
+    narrowed = _joined([np.zeros(0, np.int64), one], np.int32)
+    assert narrowed.dtype == np.int32 and narrowed.tolist() == [0, 1, 2]
