@@ -484,8 +484,8 @@ def test_a_profile_without_steps_says_why_and_still_knows_its_device() -> None:
 
 
 def test_a_profile_without_steps_has_an_empty_database_of_int64_columns() -> None:
-    """A host plane without events, no steps: every column empty and int64 (concatenating an empty float
-    column with others would turn them to float), the per-category and per-limit tables too."""
+    """A host plane without events, no steps: every column empty and int64 (an empty float
+    column joined to others would turn them to float), the category and limit tables too."""
     empty = XSpaceBuilder("empty")
     empty.plane("/host:CPU")
     db = build_step_db(build(empty))
@@ -527,3 +527,16 @@ def test_joined_columns_take_the_asked_type() -> None:
     assert _joined([np.zeros(0, np.int32), one], np.int64) is one
     narrowed = _joined([np.zeros(0, np.int64), one], np.int32)
     assert narrowed.dtype == np.int32 and narrowed.tolist() == [0, 1, 2]
+
+
+def test_a_kernel_starting_as_the_step_ends_is_in_no_step() -> None:
+    """Steps are half-open: a kernel (no launch recorded, so its own start counts) starting at
+    the instant a step ends, in the gap before the next one, is no step's device work."""
+    trace = _trace(
+        [("main", "aten::addmm", 0, 2, {}), ("stream", "volta_sgemm", STEP_MS, 1, {})],
+        steps=3,
+        gap_ms=5,
+    )
+    db = build_step_db(build(trace))
+    assert db.dur_ns.tolist() == [STEP_MS * MS] * 3
+    assert [_categories(db, k) for k in range(3)] == [{"host_compute": 2.0, "other": 8.0}] * 3
