@@ -540,3 +540,11 @@ def test_a_kernel_starting_as_the_step_ends_is_in_no_step() -> None:
     db = build_step_db(build(trace))
     assert db.dur_ns.tolist() == [STEP_MS * MS] * 3
     assert [_categories(db, k) for k in range(3)] == [{"host_compute": 2.0, "other": 8.0}] * 3
+
+
+def test_the_step_source_asked_for_is_the_one_read() -> None:
+    """``train`` markers are steps of the "marker" source; asked for PyTorch's ProfilerStep#N
+    annotations, which this trace has none of, the database has no step."""
+    profile = build(_trace([("main", "aten::addmm", 0, 2, {})], steps=3))
+    assert build_step_db(profile, source="marker").n_steps == 3
+    assert build_step_db(profile, source="profiler_step").n_steps == 0
