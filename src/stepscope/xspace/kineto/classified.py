@@ -6,7 +6,6 @@ module of its own: `fast_route` makes it, `fast_stats` and `fast_memory` read it
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Any
 
 import numpy as np
 
@@ -35,4 +34,3 @@ class Classified:
     # Set by `fast_memory.prepare`: memory events in time order and their args.
     memory_order: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     memory_args: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
-    memory_dicts: list[dict[str, Any]] = field(default_factory=list)

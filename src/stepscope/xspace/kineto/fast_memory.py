@@ -3,8 +3,9 @@
 The same events and stats as `memory.memory_events` + `importer._add_memory` (see `memory`
 for what each stat means), computed per column instead of per event; the innermost-op walk
 of `memory._innermost_ops` runs in C (`_kscan.innermost`) or in `innermost`'s Python loop.
-Args of other types are read as `memory._int` reads them; a value past int64 or a list as
-``Device Type`` leaves the memory events to the per-event code.
+Args of other types are read as `memory._int` reads them; an event with a value past int64
+(or NaN) or a list as ``Device Type`` is skipped and counted by `fast_route.classify` (`unfit`,
+decision 184).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from stepscope.xspace.kineto.categories import Kind
 from stepscope.xspace.kineto.columns import ColumnLine, StatCodec
 from stepscope.xspace.kineto.devices import MEMORY_LINE_ID
 from stepscope.xspace.kineto.events import EventRouter
-from stepscope.xspace.kineto.memory import GPU_DEVICE_TYPES, OpInterval, ThreadKey, allocator_name
+from stepscope.xspace.kineto.memory import GPU_DEVICE_TYPES, allocator_name
 from stepscope.xspace.kineto.scan import (
     A_BOOL,
     A_FLOAT,
@@ -42,28 +43,39 @@ _CATEGORY = "cpu_instant_event"
 _NAMES = ("MemoryAllocation", "MemoryDeallocation")
 
 
+def unfit(trace: ScannedTrace, events: np.ndarray) -> np.ndarray:
+    """Which of ``events`` (memory events) hold an arg no stat can carry: a list or object as
+    ``Device Type``, a float past int64 or NaN in another memory arg (decision 184)."""
+    bad = np.zeros(len(events), bool)
+    for key in _ARGS:
+        _, kind, value = trace.arg_at(key, events)
+        if key == "Device Type":
+            bad |= kind == A_JSON
+            continue
+        floats = kind == A_FLOAT
+        if np.any(floats):
+            numbers = np.where(floats, value, 0).view(np.float64)
+            bad |= floats & ~(np.abs(numbers) < 2.0**63)  # NaN fails this too
+    return bad
+
+
 def integer_args(
     trace: ScannedTrace, events: np.ndarray
-) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per memory arg: (has a usable value, the value) for ``events``, read as `memory._int`
     reads them (ints and bools; floats truncated; strings, lists and null: absent), except
     ``Device Type``: (its kind, its value), named by `allocator_name` from the value itself.
-    None when a value does not fit (a float past int64, NaN, a list as Device Type): the
-    per-event path's case."""
+    ``events`` hold no `unfit` value (`fast_route.classify` skipped those)."""
     out = {}
     for key in _ARGS:
         present, kind, value = trace.arg_at(key, events)
         if key == "Device Type":
-            if np.any(kind == A_JSON):
-                return None
             out[key] = (np.where(present & (kind != A_NULL), kind, -1), value)
             continue
         usable = (kind == A_INT) | (kind == A_BOOL)
         floats = np.flatnonzero(kind == A_FLOAT)
         if len(floats):
             numbers = value[floats].view(np.float64)
-            if not np.all(np.abs(numbers) < 2.0**63):  # NaN fails this too
-                return None
             value = value.copy()
             value[floats] = numbers.astype(np.int64)  # toward zero, as int()
             usable[floats] = True
@@ -78,27 +90,17 @@ def prepare(c: Classified) -> None:
     # Time order by the trace's own times (`c.start_ns` is made later; it adds a constant).
     c.memory_order = events[np.argsort(trace.ts_ns[events], kind="stable")]
     c.memory_args = integer_args(trace, c.memory_order)
-    if c.memory_args is None:
-        c.memory_dicts = [trace.args_of(event) for event in events.tolist()]
 
 
 def add_memory(router: EventRouter, c: Classified, memory_sizes: dict[int, int]) -> None:
-    """Emit the trace's memory events on the host plane's ``Memory`` line, or leave them in
-    ``router.memory`` for `importer._add_memory` when their args need the per-event path."""
+    """Emit the trace's memory events on the host plane's ``Memory`` line."""
     trace = c.trace
     order = c.memory_order
     if not len(order):
         return
     start_ns = c.start_ns
     args = c.memory_args
-    if args is None:
-        events = np.flatnonzero(c.memory)
-        threads = set(zip(trace.pid[events].tolist(), trace.tid[events].tolist(), strict=True))
-        router.ops_by_thread.update(_ops_by_thread(c, threads))
-        for event, event_args in zip(events.tolist(), c.memory_dicts, strict=True):
-            key = (int(trace.pid[event]), int(trace.tid[event]))
-            router.memory.append((int(start_ns[event]), key, event_args))
-        return
+    assert args is not None  # (set by `prepare`)
     start = start_ns[order]
     op_ids = _innermost_ops(c, order)
     codec = c.codec
@@ -152,29 +154,9 @@ def add_memory(router: EventRouter, c: Classified, memory_sizes: dict[int, int])
     )
 
 
-def _ops_by_thread(c: Classified, threads: set[ThreadKey]) -> dict[ThreadKey, list[OpInterval]]:
-    """The cpu_ops of the threads that allocate, as (start, end, name) in file order."""
-    trace = c.trace
-    events = _cpu_ops(c)
-    out: dict[ThreadKey, list[OpInterval]] = {}
-    texts = trace.texts
-    for pid, tid, begin, end, name in zip(
-        trace.pid[events].tolist(),
-        trace.tid[events].tolist(),
-        c.start_ns[events].tolist(),
-        (c.start_ns[events] + c.dur_ns[events]).tolist(),
-        c.names[events].tolist(),
-        strict=True,
-    ):
-        key = (pid, tid)
-        if key in threads:
-            out.setdefault(key, []).append((begin, end, texts[name]))
-    return out
-
-
 def _cpu_ops(c: Classified) -> np.ndarray:
     """The cpu_ops of threads with numeric ids (those of the memory events: `classify`
-    leaves memory events with string thread ids to the per-event route)."""
+    skips memory events with string thread ids, decision 184)."""
     cpu_op = c.categories.index("cpu_op") if "cpu_op" in c.categories else -2
     numeric = (c.trace.flags & (F_PID_STR | F_TID_STR)) == 0
     return np.flatnonzero(c.routed & (c.kind == Kind.HOST) & (c.category == cpu_op) & numeric)

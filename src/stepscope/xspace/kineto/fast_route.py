@@ -82,13 +82,7 @@ def classify(trace: ScannedTrace, base_ns: int = 0) -> Classified | None:
     cat = trace.cat.copy()
     cat[instant & (cat < 0)] = trace.string_id("cpu_instant_event")
     cat[routed & (cat < 0)] = trace.string_id("unknown")  # `categories.classify`'s name
-    needed = F_TS | F_ARGS
-    if np.any(memory & ((flags & (F_PID_STR | F_TID_STR)) != 0)):
-        return None  # [memory] events with string thread ids
-    unread = memory & ((flags & needed) != needed)
-    if np.any(unread):
-        skipped["[memory] events without a timestamp or args"] = int(np.count_nonzero(unread))
-        memory &= ~unread
+    _drop_unread_memory(trace, memory, base_ns, skipped)
     categories: list[str] = []
     kind_of = np.full(len(trace.texts), -1, np.int8)
     category_of = np.full(len(trace.texts), -1, np.int32)
@@ -125,6 +119,49 @@ def classify(trace: ScannedTrace, base_ns: int = 0) -> Classified | None:
     return Classified(trace, routed, memory, kind, category, categories, skipped=skipped)
 
 
+def _own_time_bounds(base_ns: int) -> tuple[int, int]:
+    """The time limits as bounds on the trace's own times (|ts|, dur < 2**62: their sum fits
+    int64), clamped to int64."""
+    low, high = (
+        min(max(b, -(1 << 63)), (1 << 63) - 1)
+        for b in (-TIME_LIMIT_NS - base_ns, TIME_LIMIT_NS - base_ns)
+    )
+    return low, high
+
+
+def _drop_unread_memory(
+    trace: ScannedTrace, memory: np.ndarray, base_ns: int, skipped: dict[str, int]
+) -> None:
+    """``[memory]`` events no Memory line event is made of, taken out of ``memory`` and
+    counted in ``skipped`` (decision 184): without a timestamp or args; on a thread named by a
+    string (no op of a numbered thread can hold it); at a time beyond the limits; with a value
+    no stat can carry (`fast_memory.unfit`)."""
+    flags = trace.flags
+    needed = F_TS | F_ARGS
+    for what, mask in (
+        ("[memory] events without a timestamp or args", (flags & needed) != needed),
+        ("[memory] events on a thread named by a string", (flags & (F_PID_STR | F_TID_STR)) != 0),
+    ):
+        dropped = memory & mask
+        if np.any(dropped):
+            count(skipped, what, int(np.count_nonzero(dropped)))
+            memory &= ~dropped
+    events = np.flatnonzero(memory)
+    if not len(events):
+        return
+    low, high = _own_time_bounds(base_ns)
+    start = trace.ts_ns[events]
+    beyond = ~((start > low) & (start < high))
+    unfit = fast_memory.unfit(trace, events)
+    for what, mask in (
+        (f"[memory] events with times beyond {TIME_LIMIT_TEXT}", beyond),
+        ("[memory] events with a value past int64 or a list as Device Type", unfit & ~beyond),
+    ):
+        if np.any(mask):
+            count(skipped, what, int(np.count_nonzero(mask)))
+            memory[events[mask]] = False
+
+
 def _drop_beyond_limits(
     trace: ScannedTrace, routed: np.ndarray, base_ns: int, skipped: dict[str, int]
 ) -> None:
@@ -139,11 +176,7 @@ def _drop_beyond_limits(
     lowest, highest = base_ns + int(start.min()), base_ns + int(start.max()) + longest
     if lowest > -TIME_LIMIT_NS and highest < TIME_LIMIT_NS and longest <= DURATION_LIMIT_NS:
         return  # the usual case: no event near the limits
-    # Bounds on the trace's own times (|ts|, dur < 2**62: their sum fits int64).
-    low, high = (
-        min(max(b, -(1 << 63)), (1 << 63) - 1)
-        for b in (-TIME_LIMIT_NS - base_ns, TIME_LIMIT_NS - base_ns)
-    )
+    low, high = _own_time_bounds(base_ns)
     beyond = ~((start > low) & (start + dur < high))
     too_long = ~beyond & (dur > DURATION_LIMIT_NS)
     for mask, what in (

@@ -336,12 +336,6 @@ def _classify(scanned: scan.ScannedTrace) -> tuple[dict[str, Any], Classified] |
     classified = fast_route.classify(scanned, base)
     if classified is None:
         return None
-    times = scanned.ts_ns[classified.memory]
-    if len(times) and not (
-        base + int(times.min()) > -limits.TIME_LIMIT_NS
-        and base + int(times.max()) < limits.TIME_LIMIT_NS
-    ):
-        return None  # [memory] times beyond the policy: the Python path's case
     return doc, classified
 
 
