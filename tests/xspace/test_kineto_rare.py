@@ -76,3 +76,20 @@ def test_odd_memory_events_are_skipped_and_counted(
     assert len(allocations) == 1  # the good one, in the op it happens in
     space = kineto_to_xspace(path)
     assert any(w.startswith(f"skipped 1 {what}") for w in space.warnings)
+
+
+@pytest.mark.parametrize("tid", ["4294967296", "99999999999999999999999"])
+def test_host_events_on_a_thread_id_past_int32_are_skipped_and_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tid: str
+) -> None:
+    odd = {"ph": "X", "cat": "cpu_op", "name": "far", "pid": 1, "tid": tid, "ts": 1000, "dur": 1}
+    path = _trace(tmp_path, odd)
+
+    def profile() -> Any:
+        return describe(profile_from_columns(kineto_to_columns(path), str(path), None))
+
+    fast, slow = c_and_python(monkeypatch, profile, "_kscan")
+    assert fast == slow
+    assert "skipped 1 host events with a thread id beyond int32" in fast["warnings"]
+    assert "far" not in [e[1] for e in fast["events"]]
+    assert "aten::mm" in [e[1] for e in fast["events"]]

@@ -102,9 +102,12 @@ def classify(trace: ScannedTrace, base_ns: int = 0) -> Classified | None:
     if wide_tids:
         is_wide = np.zeros(len(trace.texts), bool)
         is_wide[wide_tids] = True
-        named = (kind == Kind.HOST) & ((flags & F_TID_STR) != 0)
-        if np.any(is_wide[trace.tid[named]]):
-            return None  # a numeric tid past int32 on a host event
+        named = np.flatnonzero((kind == Kind.HOST) & ((flags & F_TID_STR) != 0))
+        wide = named[is_wide[trace.tid[named]]]  # a numeric tid past int32 (decision 184)
+        if len(wide):
+            count(skipped, "host events with a thread id beyond int32", len(wide))
+            routed[wide] = False
+            kind[wide] = -1
     category = np.where(routed, category_of[np.maximum(cat, 0)], -1).astype(np.int32)
     # (not np.isin: it imports numpy.ma, 7-8 ms of a cold overview)
     on_device = np.flatnonzero(
@@ -206,8 +209,7 @@ def _renames_collide(trace: ScannedTrace, keys: list[str], renamed: list[str]) -
 def _number_thread_ids(trace: ScannedTrace) -> list[int]:
     """String tids that are numbers ("25738" in 2021 traces) become those numbers, as
     `devices.normalize_tid` reads them, where they fit the int32 column; the string ids of
-    those that do not fit (their host events are the per-event route's: a line id beyond
-    int64 is skipped there as malformed)."""
+    those that do not fit (`classify` skips and counts their host events, decision 184)."""
     events = np.flatnonzero(trace.flags & F_TID_STR)
     if not len(events):
         return []
