@@ -12,6 +12,7 @@ input can tell apart, with the reason) are shown as equivalent and left out of t
     .venv/bin/python scripts/mutation.py --list          # the groups, modules and tests
     .venv/bin/python scripts/mutation.py diff kernels    # some groups (default: every one)
     .venv/bin/python scripts/mutation.py --sample 0 breakdown   # a tenth: an estimate
+    .venv/bin/python scripts/mutation.py --modules stepscope/stats/steps/breakdown.py -- breakdown
     .venv/bin/python scripts/mutation.py --rerun-survivors --tests NEW_TEST_FILE -- diff
 
 A mutant takes 1-40 s (the tests that reach it, run in a forked process); the whole set of
@@ -388,6 +389,13 @@ def main(argv: list[str] | None = None) -> int:
         help="only the mutants whose name matches (mutmut's names: module.x_function__mutmut_N)",
     )
     parser.add_argument(
+        "--modules",
+        nargs="+",
+        default=None,
+        metavar="PATH",
+        help="only these of the groups' modules (paths under src/), e.g. one of a slow group",
+    )
+    parser.add_argument(
         "--sample",
         default="",
         metavar="DIGITS",
@@ -417,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     for group in args.groups or list(GROUPS):
         spec = GROUPS[group]
+        if args.modules:
+            spec = replace(spec, modules=tuple(m for m in spec.modules if m in args.modules))
         root = args.work / group
         missing = [t for t in spec.tests if not (REPO / t).exists()]
         if missing:  # an older checkout (the "before" figures): its tests only
