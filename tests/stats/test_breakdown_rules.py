@@ -548,3 +548,16 @@ def test_the_step_source_asked_for_is_the_one_read() -> None:
     profile = build(_trace([("main", "aten::addmm", 0, 2, {})], steps=3))
     assert build_step_db(profile, source="marker").n_steps == 3
     assert build_step_db(profile, source="profiler_step").n_steps == 0
+
+
+def test_steps_of_a_device_steps_line_attribute_work_by_time_window() -> None:
+    """A TPU's "Steps" line has no host markers to follow links from: every event counts in
+    the step its time falls in, and the database says so."""
+    builder = XSpaceBuilder("tpu")
+    tpu = builder.plane("/device:TPU:0")
+    steps, ops = tpu.line(1, "Steps"), tpu.line(2, "XLA Ops")
+    for k in range(4):
+        steps.event(str(k), k * STEP_MS * MS, STEP_MS * MS, {"step_num": k})
+        ops.event("fusion.1", k * STEP_MS * MS + MS, 5 * MS)
+    db = build_step_db(build(builder))
+    assert (db.source, db.attribution, db.n_steps) == ("device", "window", 4)
