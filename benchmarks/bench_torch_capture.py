@@ -104,10 +104,7 @@ def _torch(step: Step, n: int, logdir: str) -> float:
     prof = profile(**TORCH_OPTIONS)
     prof.start()
     try:
-        started = time.process_time()
-        for _ in range(n):
-            step()
-        return (time.process_time() - started) / n
+        return _plain(step, n, logdir)
     finally:
         prof.stop()
 
@@ -176,10 +173,7 @@ def _bridge_torch(step: Step, n: int, logdir: str) -> float:
     )
     prof.start()
     try:
-        started = time.process_time()
-        for _ in range(n):
-            step()
-        return (time.process_time() - started) / n
+        return _plain(step, n, logdir)
     finally:
         prof.stop()
 
@@ -190,26 +184,16 @@ def _additions(step: Step, n: int, logdir: str, ours_first: bool) -> tuple[float
     (torch, torch + ours)."""
     from torch.profiler import profile
 
-    import stepscope
     from stepscope.capture import bridges
 
     def alone() -> float:
-        started = time.process_time()
-        for _ in range(n):
-            step()
-        return (time.process_time() - started) / n
+        return _plain(step, n, logdir)
 
     def ours() -> float:
         bridges.configure("none")
-        stepscope.start(logdir)
         try:
-            started = time.process_time()
-            for i in range(n):
-                with stepscope.step(i):
-                    step()
-            return (time.process_time() - started) / n
+            return _stepscope(step, n, logdir)
         finally:
-            stepscope.stop(save=False)
             bridges.configure("auto")
 
     prof = profile(profile_memory=True)
