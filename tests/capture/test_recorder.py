@@ -210,6 +210,24 @@ def test_ring_stays_within_its_step_and_byte_bounds(tmp_path: Path, clock: FakeC
     assert recorder.ring.estimated_bytes() <= 20 * 2 * EVENT_BYTES
 
 
+def test_the_ring_is_trimmed_under_the_recorders_lock(tmp_path: Path, clock: FakeClock) -> None:
+    """The watchdog's wake-up and a direct tick may run at once; two trims at once bisected a
+    buffer the other was cutting (an IndexError seen in CI) and moved the scan's cursor while a
+    scan read it. Checked here as the rule that prevents it: trim only with the lock held."""
+    recorder = _start(tmp_path, keep_steps=5)
+    trim = recorder.ring.trim
+    held: list[bool] = []
+
+    def checked_trim() -> None:
+        held.append(recorder._lock._is_owned())  # type: ignore[attr-defined]
+        trim()
+
+    recorder.ring.trim = checked_trim  # type: ignore[method-assign]
+    _run_steps(clock, 0, 12)
+    recorder.tick()
+    assert held and all(held)
+
+
 def test_disk_cap_removes_the_oldest_saves_and_never_a_user_run(
     tmp_path: Path, clock: FakeClock
 ) -> None:

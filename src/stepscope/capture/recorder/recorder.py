@@ -370,7 +370,11 @@ class Recorder:
         self._check_steps()
         self._check_hang()
         self._release_deferred()
-        self.ring.trim()
+        # Under the lock: the watchdog's wake-up and a direct call (a save, a test) may trim
+        # at once, and a trim bisects a buffer another trim is cutting (an IndexError), or
+        # moves a scan's cursor while the scan reads it (steps never seen).
+        with self._lock:
+            self.ring.trim()
 
     def _check_steps(self) -> None:
         """Hand each finished step to the slow-step trigger (`recorder.slow`: warm-up,
