@@ -1,12 +1,14 @@
 """The flight recorder: ring bounds, triggers, rate limits, background saves as runs.
 
 Times come from a fake clock (the annotations' and the recorder's `perf_counter_ns`), and
-the tests drive the watchdog with `tick()` themselves (its own wake-up is 10 s away), so no
-assertion depends on how fast this machine runs.
+the tests drive the watchdog with `tick()` themselves (its own poll is 10 s away), so no
+assertion depends on how fast this machine runs. The watchdog still wakes every WAKE_STEPS
+opened steps, so its tick may run beside a test's: the recorder must bear two at once.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import signal
@@ -226,6 +228,19 @@ def test_the_ring_is_trimmed_under_the_recorders_lock(tmp_path: Path, clock: Fak
     _run_steps(clock, 0, 12)
     recorder.tick()
     assert held and all(held)
+
+
+def test_a_request_popped_by_another_tick_is_not_an_error(tmp_path: Path) -> None:
+    """Two ticks at once (the watchdog's and a direct one): the queue can empty between a
+    check that it has requests and the pop."""
+
+    class EmptiedMeanwhile(collections.deque):  # type: ignore[type-arg]
+        def __bool__(self) -> bool:
+            return True  # as seen just before the other thread took the last request
+
+    recorder = _start(tmp_path)
+    recorder._requests = EmptiedMeanwhile()
+    recorder.tick()
 
 
 def test_disk_cap_removes_the_oldest_saves_and_never_a_user_run(

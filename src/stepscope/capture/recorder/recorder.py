@@ -363,8 +363,11 @@ class Recorder:
 
     def tick(self) -> None:
         """One wake-up of the watchdog (tests call it directly)."""
-        while self._requests:
-            trigger, reason, details, pending = self._requests.popleft()
+        while True:
+            try:  # not `while self._requests`: a tick on another thread may pop the last one
+                trigger, reason, details, pending = self._requests.popleft()
+            except IndexError:
+                break
             done = self.save(trigger, reason, details)
             _chain(done, pending)
         self._check_steps()
