@@ -153,6 +153,7 @@ def test_kineto_entry_points_refuse_bad_arrays(monkeypatch: pytest.MonkeyPatch) 
         fast.innermost(starts, starts, starts.tobytes()[:-3])
 
 
+@pytest.mark.integration  # seconds of work: the default tier stays under a minute
 def test_the_scanner_agrees_with_the_pure_python_reader(monkeypatch: pytest.MonkeyPatch) -> None:
     """A few seconds of the sanitizer job's comparison: mutated traces that the scanner takes
     give the per-event path's profile, and its windows change nothing."""

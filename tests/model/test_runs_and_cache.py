@@ -93,6 +93,7 @@ def test_cache_key_depends_on_version(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cache.cache_key(source) != before
 
 
+@pytest.mark.integration  # seconds of work: the default tier stays under a minute
 def test_large_conversions_report_progress(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

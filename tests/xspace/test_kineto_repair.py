@@ -215,6 +215,7 @@ def test_events_with_fields_of_unexpected_types_are_skipped_and_counted() -> Non
     assert "malformed events" in text and "without a valid timestamp" in text
 
 
+@pytest.mark.integration  # seconds of work: the default tier stays under a minute
 def test_corrupt_xspace_bytes_never_crash_the_decoder() -> None:
     """Random damage to real files gives a ProfileFormatError or a profile, nothing else."""
     import random
