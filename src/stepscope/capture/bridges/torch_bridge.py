@@ -72,6 +72,24 @@ def record_shapes_for(settings: TorchSettings, cuda: bool) -> bool:
     return cuda if settings.record_shapes is None else settings.record_shapes
 
 
+def trace_only_options(settings: TorchSettings) -> dict[str, Any]:
+    """``experimental_config=_ExperimentalConfig(trace_only=True)`` where torch has it, else
+    nothing (decision 225).
+
+    The bridge reads only the exported Chrome trace, never the profiler's Python events, so
+    torch's stop may skip building them (its ``TransferEvents``/``materializeOpEvents``; the
+    trace written is the same, checked on torch 2.13: the same events and args). Not with
+    ``with_stack``: torch needs the events for stacks and would warn and turn it off."""
+    if settings.with_stack:
+        return {}
+    try:
+        from torch._C._profiler import _ExperimentalConfig
+
+        return {"experimental_config": _ExperimentalConfig(trace_only=True)}
+    except (ImportError, TypeError):  # torch before the flag: the full stop
+        return {}
+
+
 def profiler_active(torch: Any) -> bool:
     """Whether a torch profiler (the user's) already records this thread."""
     autograd = getattr(getattr(torch, "_C", None), "_autograd", None)
@@ -146,6 +164,7 @@ class PyTorchBridge(Bridge):
                 with_stack=s.with_stack,
                 with_flops=s.with_flops,
                 with_modules=s.with_modules,
+                **trace_only_options(s),
             )
             profiler.start()
         self.profiler = profiler
