@@ -359,3 +359,29 @@ def test_times_far_from_zero_are_counted_to_the_nanosecond() -> None:
     assert db.dur_ns.tolist() == [10 * MS + 7]
     assert db.category_ns()["host_compute"].tolist() == [2 * MS + 4]
     assert np.array_equal(sum(db.category_ns().values()), db.dur_ns)
+
+
+def test_markers_of_two_threads_are_steps_in_time_order() -> None:
+    """The breakdown reads the markers as windows in time order: markers of two threads,
+    the later thread listed first, still make steps in the order they ran, each with its
+    own launches' kernels."""
+    builder = XSpaceBuilder("two loops")
+    host = builder.plane("/host:CPU")
+    late, early = host.line(2, "loop_b"), host.line(1, "loop_a")
+    stream = builder.plane("/device:GPU:0").line(7, "stream")
+    for k in range(3):
+        for line, offset_ms, base in ((late, 5, 10), (early, 0, 0)):
+            t0 = 1_000 * MS + (k * 10 + offset_ms) * MS
+            line.event("train", t0, 4 * MS, {"step_num": base + k, "_r": 1})
+            line.event("cudaLaunchKernel", t0 + MS, MS, {"correlation_id": 100 * base + k + 1})
+            stream.event(
+                "volta_sgemm",
+                t0 + 2 * MS,
+                (1 + base // 10) * MS,
+                {"correlation_id": 100 * base + k + 1},
+            )
+    db = build_step_db(build(builder))
+    # six steps: the first and the last dropped (XProf's rule)
+    assert db.step_num.tolist() == [10, 1, 11, 2]
+    assert ((db.start_ns - 1_000 * MS) / MS).tolist() == [5, 10, 15, 20]
+    assert (db.category_ns()["device_compute"] / MS).tolist() == [2, 1, 2, 1]

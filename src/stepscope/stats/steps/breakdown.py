@@ -109,14 +109,13 @@ class StepDb:
 def _window_pairs(
     profile: Profile,
     free: np.ndarray,
-    order: np.ndarray,
     win_start: np.ndarray,
     win_end: np.ndarray,
     head: tuple[np.ndarray, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray]:
     """(event, step) pairs, events int64 and steps int32: the pairs ``head`` first, then every
     event of the mask ``free`` with each window it overlaps (windows sorted by start, window k
-    the step ``order[k]``)."""
+    the step k)."""
     reach = np.maximum.accumulate(win_end)  # sorted even if windows overlap
     head_ev, head_st = head
     events = np.flatnonzero(free)
@@ -131,7 +130,7 @@ def _window_pairs(
         first = np.cumsum(counts) - counts
         windows = np.repeat(lo - first, counts) + np.arange(int(counts.sum()))
         events = np.repeat(events, counts)
-    steps = order[windows].astype(np.int32)
+    steps = windows.astype(np.int32)
     return _joined([head_ev, events], np.int64), _joined([head_st, steps], np.int32)
 
 
@@ -200,10 +199,10 @@ def _attribute(
         free &= ~grouped & loose
         del grouped, loose
         mode = "group"
-    order = np.argsort(markers.start_ns, kind="stable")
-    win_start, win_end = markers.start_ns[order], markers.end_ns[order]
+    # the markers come in start order (StepMarkers): step k is window k
+    win_start, win_end = markers.start_ns, markers.end_ns
     head = ev_grouped, st_grouped
-    events, steps = _window_pairs(profile, free & ~on_device, order, win_start, win_end, head)
+    events, steps = _window_pairs(profile, free & ~on_device, win_start, win_end, head)
     n_grouped = len(ev_grouped)
     del head, ev_grouped, st_grouped
     device_free = np.flatnonzero(free & on_device)
@@ -211,7 +210,7 @@ def _attribute(
     ev, st = _point_pairs(device_free, _launch_time(profile, device_free), win_start, win_end)
     if len(ev):
         events = np.concatenate([events, ev])
-        steps = np.concatenate([steps, order[st].astype(np.int32)])
+        steps = np.concatenate([steps, st.astype(np.int32)])
     del ev, st
     pair_types = types[events]  # a copy in the types' own small integers
     # When the thread running the steps shows its own input waits, input waits on other
@@ -330,7 +329,7 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     """Detect steps (`find_step_markers`) and break each one down."""
     markers = find_step_markers(profile, source)
     types = classify_events(profile)
-    on_device = device_work_lines(profile)[profile.line] if profile.n_events else np.zeros(0, bool)
+    on_device = device_work_lines(profile)[profile.line]
     has_device = bool((on_device & (types != NOT_COUNTED)).any())
     n = len(markers)
     empty = np.zeros(0, dtype=np.int64)
@@ -368,10 +367,10 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
         outside = has & ((d_lo < span_lo) | (d_hi > span_hi))
         span_lo[outside], span_hi[outside] = d_lo[outside], d_hi[outside]
         # A device running behind makes device spans overlap the next steps; steps stay
-        # sequential (no time counted twice): each starts no earlier than the last one ended.
-        order = np.argsort(markers.start_ns, kind="stable")
-        ends = np.maximum.accumulate(span_hi[order])
-        span_lo[order[1:]] = np.maximum(span_lo[order[1:]], ends[:-1])
+        # sequential (no time counted twice): each starts no earlier than the last one ended
+        # (the markers, so the spans, are in start order).
+        ends = np.maximum.accumulate(span_hi)
+        span_lo[1:] = np.maximum(span_lo[1:], ends[:-1])
         span_hi = np.maximum(span_hi, span_lo)
     lo = _clipped(np.maximum, profile.start_ns.take, ev, span_lo, st)
     hi = _clipped(np.minimum, profile.end_at, ev, span_hi, st)
@@ -402,8 +401,9 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
         # captured before stepscope wrote step anchors): XProf finds no step, but a marker
         # the user wrote is a step; its time is "All Others".
         has_compute[:] = True
+    # in start order: the spans start in the markers' order (a fetch moves a start no earlier
+    # than the previous step's end, and so does the sequential rule above)
     keep = np.flatnonzero(has_compute & (dur > 0))
-    keep = keep[np.argsort(span_lo[keep], kind="stable")]
     ill_formed = n - len(keep)
     dropped = 0
     if markers.drop_incomplete and len(keep) > DROP_THRESHOLD:

@@ -35,14 +35,13 @@ def fetches_feeding_steps(
     waits = np.flatnonzero((types == EventType.HOST_WAIT_INPUT) & step_line[profile.line] & free)
     if not waits.size:
         return none
-    order = np.argsort(markers.start_ns, kind="stable")
-    win_start, win_end = markers.start_ns[order], markers.end_ns[order]
+    win_start, win_end = markers.start_ns, markers.end_ns  # in start order (StepMarkers)
     reach = np.maximum.accumulate(win_end)
     start, end = profile.start_ns[waits], profile.end_at(waits)
     nxt = np.searchsorted(win_start, end, "left")  # first step starting at or after the wait
-    ok = nxt < len(order)
+    ok = nxt < len(markers)
     prev_reach = np.where(nxt > 0, reach[np.maximum(nxt - 1, 0)], np.iinfo(np.int64).min)
     ok &= start >= prev_reach  # not inside (or overlapping) an earlier step
-    step = order[np.minimum(nxt, len(order) - 1)]
+    step = np.minimum(nxt, len(markers) - 1)
     ok &= profile.line[markers.event[step]] == profile.line[waits]
     return waits[ok], step[ok].astype(np.int64)

@@ -14,7 +14,9 @@ __all__ = ["SOURCES", "StepMarkers"]
 
 @record
 class StepMarkers:
-    """The candidate steps of a profile, before their work is attributed."""
+    """The candidate steps of a profile, before their work is attributed. Rows are in start
+    order (ties: the marker listed first in the profile); the breakdown reads step k as the
+    k-th window in time."""
 
     source: str  # one of SOURCES, or "none"
     description: str  # how the steps were found, for people
