@@ -254,6 +254,23 @@ def test_device_work_at_the_markers_edges_keeps_the_markers_span() -> None:
     assert [_cats(db, k) for k in range(2)] == [{"device_compute": 1.0, "other": 9.0}] * 2
 
 
+def test_a_step_whose_device_work_is_an_instant_after_it_keeps_its_marker() -> None:
+    """A device span of no length (the step's only kernel recorded as 0 ns, after the marker
+    ended) says nothing of when the step ran: the step keeps its marker's span instead of
+    becoming an instant, which would drop it as ill-formed."""
+    builder = _trace([], steps=3, gap_ms=5)
+    launcher = builder.plane("/host:CPU").line(5, "launcher")
+    stream = builder.plane("/device:GPU:0").line(7, "stream")
+    for k, run_ms, dur_ns in [(0, 3, MS), (1, 11, 0), (2, 3, MS)]:
+        t0 = 1_000 * MS + k * 15 * MS
+        launcher.event("cudaLaunchKernel", t0 + MS, MS, {"correlation_id": k + 1})
+        stream.event("volta_sgemm", t0 + run_ms * MS, dur_ns, {"correlation_id": k + 1})
+    db = build_step_db(build(builder))
+    assert (db.step_num.tolist(), db.dropped_ill_formed) == ([0, 1, 2], 0)
+    assert db.dur_ns.tolist() == [STEP_MS * MS] * 3
+    assert db.category_ns()["device_compute"].tolist() == [MS, 0, MS]
+
+
 def test_a_launch_that_is_the_profiles_first_event_still_places_its_kernel() -> None:
     """A kernel belongs to the step that launched it, even when it runs in the next step's
     window, also when its launch is the first event of the profile."""

@@ -363,7 +363,8 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
         d_hi = np.full(n, np.iinfo(np.int64).min)
         np.minimum.at(d_lo, st[dev], profile.start_ns[ev[dev]])
         np.maximum.at(d_hi, st[dev], profile.end_at(ev[dev]))
-        has = d_hi >= d_lo
+        # only device work of some length is a span (0 ns events alone leave the marker's)
+        has = d_hi > d_lo
         outside = has & ((d_lo < span_lo) | (d_hi > span_hi))
         span_lo[outside], span_hi[outside] = d_lo[outside], d_hi[outside]
         # A device running behind makes device spans overlap the next steps; steps stay
