@@ -1,0 +1,212 @@
+"""Zero-length events held current (``stats/steps/sweep.py``), the per-type sweep
+(``type_sweep.py``) and input fetched before a step (``feeds.py``), at their edges: each test
+builds the smallest trace where the rule decides what the overview shows (issue #34,
+survivors of their mutation runs, docs/testing.md "Fifth pass")."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.stats import build_step_db
+from stepscope.stats.host.untraced import where_untraced
+from stepscope.stats.steps.breakdown import StepDb
+from stepscope.xspace.builder import XSpaceBuilder
+from tests.support.analysis import MS, build
+
+WAIT = "IteratorGetNext"
+
+
+def _steps(events: list[tuple[str, float, float]], steps: int = 1) -> StepDb:
+    """10 ms ``train`` steps on one thread, each with ``events`` (name, start ms, ms)."""
+    builder = XSpaceBuilder("held")
+    main = builder.plane("/host:CPU").line(1, "main")
+    for k in range(steps):
+        t0 = 1_000 * MS + k * 10 * MS
+        main.event("train", t0, 10 * MS, {"step_num": k, "_r": 1})
+        for name, start_ms, dur_ms in events:
+            main.event(name, t0 + int(start_ms * MS), int(dur_ms * MS))
+    return build_step_db(build(builder))
+
+
+def _ms(db: StepDb, category: str) -> list[float]:
+    return (db.category_ns()[category] / MS).tolist()
+
+
+def _where(db: StepDb) -> str:
+    return where_untraced(db.untraced, db.n_steps, int(db.dur_ns.sum()))
+
+
+# --- Zero-length events held current --------------------------------------------------------
+
+
+def test_an_instant_after_the_steps_last_event_holds_its_type_to_the_step_end() -> None:
+    db = _steps([("aten::add", 1, 2), ("aten::relu", 6, 0)], steps=2)
+    assert _ms(db, "host_compute") == [6.0, 6.0]  # 1-3 ms, then 6 ms to the end
+
+
+def test_an_instant_as_an_event_ends_holds_its_type_until_the_next_one() -> None:
+    db = _steps([("aten::add", 1, 2), ("aten::relu", 3, 0), ("aten::mul", 7, 1)])
+    assert _ms(db, "host_compute") == [7.0]  # 1-8 ms
+
+
+def test_an_instant_of_a_higher_type_takes_over_a_held_one() -> None:
+    """A 0 ns host op holds host compute from 1 ms; a 0 ns wait for input at 3 ms takes
+    over (input ranks higher) and holds to the step's end: no later wait starts."""
+    db = _steps([("aten::relu", 1, 0), (WAIT, 3, 0), ("aten::add", 5, 1)])
+    assert (_ms(db, "host_compute"), _ms(db, "input")) == ([2.0], [7.0])
+
+
+def test_an_instant_inside_an_event_of_its_type_holds_nothing() -> None:
+    """Covered by a running op, a 0 ns op changes nothing: not the breakdown, nor where the
+    untraced time sits."""
+    db = _steps([("aten::add", 1, 4), ("aten::relu", 2, 0), ("aten::mul", 8, 1)])
+    assert _ms(db, "host_compute") == [5.0]
+    assert _where(db) == (
+        "on thread main, mostly after 'aten::add' and before 'aten::mul' "
+        "(3.00 ms per step in 1 of 1 steps)"
+    )
+
+
+def test_two_steps_starting_together_keep_their_own_time() -> None:
+    """Two loops on two threads open a step at the same instant: the first (10 ms) has an op
+    and then a 0 ns op after every other event of the profile, the second (4 ms) an op from
+    its first instant. Each step's time stays its own (the sweeps key every step apart)."""
+    builder = XSpaceBuilder("together")
+    host = builder.plane("/host:CPU")
+    a, b = host.line(1, "loop_a"), host.line(2, "loop_b")
+    t0 = 1_000 * MS
+    a.event("train", t0, 10 * MS, {"step_num": 0, "_r": 1})
+    a.event("aten::add", t0 + MS, 2 * MS)
+    a.event("aten::relu", t0 + 6 * MS, 0)
+    b.event("train", t0, 4 * MS, {"step_num": 1, "_r": 1})
+    b.event("aten::mul", t0, 2 * MS)
+    db = build_step_db(build(builder))
+    assert db.step_num.tolist() == [0, 1]
+    assert db.dur_ns.tolist() == [10 * MS, 4 * MS]
+    assert _ms(db, "host_compute") == [6.0, 2.0]
+    assert _ms(db, "other") == [4.0, 2.0]
+
+
+# --- The per-type sweep ---------------------------------------------------------------------
+
+
+def test_the_step_table_is_int64_nanoseconds() -> None:
+    db = _steps([("aten::add", 1, 2), (WAIT, 4, 1)], steps=2)
+    assert db.type_ns.dtype == np.int64
+    assert all(v.dtype == np.int64 for v in db.category_ns().values())
+    assert _ms(db, "input") == [1.0, 1.0]
+
+
+def test_a_thread_with_a_broken_clock_does_not_spoil_the_other_steps() -> None:
+    """One thread's step written at time 1 ms (its clock broken) beside steps at the epoch
+    (1.7e18 ns) on another: the steps span more than int64 can key at once, so the sweep goes
+    step by step; every step still gets its own time, to the nanosecond."""
+    builder = XSpaceBuilder("broken clock")
+    host = builder.plane("/host:CPU")
+    early, main = host.line(2, "early"), host.line(1, "main")
+    epoch = 1_700_000_000_000_000_000
+    starts = [(early, MS)] + [(main, epoch + k * 10 * MS) for k in range(1, 7)]
+    for k, (line, t0) in enumerate(starts):
+        line.event("train", t0, 10 * MS, {"step_num": k, "_r": 1})
+        line.event("aten::add", t0 + MS, 2 * MS + k)
+        line.event(WAIT, t0 + 5 * MS, MS)
+    db = build_step_db(build(builder))
+    assert db.step_num.tolist() == [1, 2, 3, 4, 5]  # the first and the last dropped
+    assert db.category_ns()["host_compute"].tolist() == [2 * MS + k for k in range(1, 6)]
+    assert _ms(db, "input") == [1.0] * 5
+    assert np.array_equal(sum(db.category_ns().values()), db.dur_ns)
+
+
+# --- Input fetched before a step ------------------------------------------------------------
+
+
+def _loop(steps: int = 3) -> XSpaceBuilder:
+    """10 ms iterations on ``python``: the marker from 4 ms to 9 ms with 5 ms of compute; the
+    tests add waits for input in the gaps."""
+    builder = XSpaceBuilder("loop")
+    line = builder.plane("/host:CPU").line(1, "python")
+    for k in range(steps):
+        t = 1_000 * MS + k * 10 * MS
+        line.event("train", t + 4 * MS, 5 * MS, {"step_num": k, "_r": 1})
+        line.event("compute", t + 4 * MS, 5 * MS)
+    return builder
+
+
+def _starts(db: StepDb) -> list[float]:
+    return ((db.start_ns - 1_000 * MS) / MS).tolist()
+
+
+def test_the_fetch_of_a_step_after_the_profiles_first_marker_feeds_it() -> None:
+    """The first step (its marker the profile's first event) has no fetch; the second's
+    fetch, in the gap before it, makes it start there."""
+    builder = _loop()
+    builder.plane("/host:CPU").line(1).event(WAIT, 1_011 * MS, 3 * MS)
+    profile = build(builder)
+    assert profile.event_name(0) == "train"
+    db = build_step_db(profile)
+    assert _starts(db) == [4.0, 11.0, 24.0]
+    assert _ms(db, "input") == [0.0, 3.0, 0.0]
+
+
+def test_a_fetch_starting_as_the_previous_step_ends_feeds_the_next() -> None:
+    builder = _loop()
+    builder.plane("/host:CPU").line(1).event(WAIT, 1_009 * MS, 4 * MS)
+    db = build_step_db(build(builder))
+    assert _starts(db) == [4.0, 9.0, 24.0]
+    assert _ms(db, "input") == [0.0, 4.0, 0.0]
+
+
+def test_a_fetch_begun_inside_the_step_before_feeds_no_step() -> None:
+    """Begun inside step 1 (its thread waits on past the marker's end): no fetch for step 2,
+    though it starts after step 0 ended."""
+    builder = _loop()
+    builder.plane("/host:CPU").line(1).event(WAIT, 1_018 * MS, 4 * MS)
+    db = build_step_db(build(builder))
+    assert _starts(db) == [4.0, 14.0, 24.0]
+    assert _ms(db, "input") == [0.0, 0.0, 0.0]
+
+
+def test_a_wait_after_the_last_step_feeds_no_step() -> None:
+    builder = _loop()
+    builder.plane("/host:CPU").line(1).event(WAIT, 1_031 * MS, 3 * MS)
+    db = build_step_db(build(builder))
+    assert _starts(db) == [4.0, 14.0, 24.0]
+    assert db.dur_ns.tolist() == [5 * MS] * 3
+    assert _ms(db, "input") == [0.0, 0.0, 0.0]
+    assert db.limit_ns()["input"].tolist() == [0, 0, 0]
+
+
+def test_only_a_wait_for_input_in_the_gap_is_a_fetch() -> None:
+    """Other work in the gap before a step (logging, the optimizer of the last step) is no
+    step's: the step starts at its marker."""
+    builder = _loop()
+    builder.plane("/host:CPU").line(1).event("aten::zero_", 1_011 * MS, 2 * MS)
+    db = build_step_db(build(builder))
+    assert _starts(db) == [4.0, 14.0, 24.0]
+    assert _ms(db, "host_compute") == [5.0] * 3
+
+
+def test_a_wait_a_step_reaches_by_a_link_is_no_fetch_for_the_next() -> None:
+    """A wait in the gap before step 1 but linked to step 0 (its consumer of step 0's
+    producer) is step 0's: it feeds no other step."""
+    builder = _loop()
+    line = builder.plane("/host:CPU").line(1)
+    line.event("aten::linear", 1_005 * MS, MS, {"_pt": 1, "_p": 42})
+    line.event(WAIT, 1_011 * MS, 2 * MS, {"_ct": 1, "_c": 42})
+    db = build_step_db(build(builder))
+    assert _starts(db) == [4.0, 14.0, 24.0]
+    assert _ms(db, "input") == [0.0, 0.0, 0.0]
+
+
+def test_inferred_steps_take_no_fetch() -> None:
+    """Steps inferred from a repeating event have no markers and cover the time from one
+    repeat to the next: a wait before the first repeat is no step's."""
+    builder = XSpaceBuilder("inferred")
+    line = builder.plane("/host:CPU").line(1, "python")
+    line.event(WAIT, 1_000 * MS, 2 * MS)
+    for k in range(6):
+        line.event("train_step", 1_005 * MS + k * 10 * MS, 8 * MS)
+    db = build_step_db(build(builder))
+    assert db.source == "inferred"
+    assert _starts(db) == [5.0, 15.0, 25.0, 35.0, 45.0]
+    assert _ms(db, "input") == [0.0] * 5
