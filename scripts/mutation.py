@@ -119,6 +119,7 @@ GROUPS: dict[str, Group] = {
         (
             "tests/stats/test_advice.py",
             "tests/stats/test_recommend.py",
+            "tests/stats/test_bound_evidence.py",
             "tests/stats/test_bound_gpu.py",
             "tests/stats/test_dispatch_bound.py",
             # the headline's evidence: staged input, sampled Python, where untraced time sits
@@ -134,7 +135,14 @@ GROUPS: dict[str, Group] = {
             "stepscope/stats/steps/sweep.py",
             "stepscope/stats/steps/feeds.py",
         ),
-        _STEP_TESTS,
+        (
+            *_STEP_TESTS,
+            # the database at its edges, and what it hands the dispatch and Python lookups
+            "tests/stats/test_breakdown_edges.py",
+            "tests/stats/test_breakdown_sweeps.py",
+            "tests/stats/test_dispatch_bound.py",
+            "tests/stats/test_python_samples.py",
+        ),
     ),
     "event_types": Group(("stepscope/stats/events.py",), _STEP_TESTS),
     "limits": Group(

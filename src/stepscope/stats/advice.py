@@ -178,7 +178,8 @@ def recommend(
     tf_data_advice: str = "",
     covered: frozenset[str] = frozenset(),
 ) -> Recommendation:
-    """The advice; topics in ``covered`` (limits, "precision") are given elsewhere."""
+    """The advice; ``bound`` is ``bound_by(summary)``; topics in ``covered`` (limits,
+    "precision") are given elsewhere."""
     if not bound.limits:
         return Recommendation(
             "unknown",
@@ -201,8 +202,9 @@ def recommend(
             if uses_tf_data and limit == "dispatch"
             else ""
         )
+        # a limit graded here (from 3%) is in the bound's list (from 0.05%) of these steps
         text = _LIMIT_ADVICE[limit].format(
-            pct=pct, evidence=evidence.get(limit, ""), thread_mode=thread_mode
+            pct=pct, evidence=evidence[limit], thread_mode=thread_mode
         )
         if limit == "host":
             where = where_untraced(
