@@ -112,6 +112,44 @@ def test_window_binary_response(state: ServerState) -> None:
     assert trace_wire.decode(gzip.decompress(body))[0]["events"] == n
 
 
+def test_full_view_is_computed_once_per_resolution_and_tracks(
+    state: ServerState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole trace, the request every page opens with, is answered from the index's
+    memo once computed; any other window, or other parameters, is computed."""
+    structure = json.loads(get(state, "/api/tool/trace_viewer", run=RUN).body)
+    span = structure["duration_ns"]
+    computed: list[int] = []
+    query = api.query_window
+
+    def counting(*args: object, **kwargs: object) -> object:
+        computed.append(1)
+        return query(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(api, "query_window", counting)
+    path = "/api/tool/trace_viewer/window"
+
+    def ask(**params: object) -> bytes:
+        response = get(state, path, run=RUN, **params)
+        assert response.status == 200
+        return response.body
+
+    first = ask(t0=0, t1=span, res=1237)
+    assert ask(t0=0, t1=span, res=1237) == first and len(computed) == 1
+    assert ask(t0=-5, t1=span * 1.5, res=1237) != first  # zoomed out: a wider answer
+    others = [{"res": 1238}, {"res": 1237, "lines": "0"}, {"res": 1237, "counters": "0"}]
+    for params in others:
+        assert ask(t0=0, t1=span, **params) != first
+    assert len(computed) == 5
+    assert ask(t0=1, t1=span, res=1237) == ask(t0=1, t1=span, res=1237)  # not the whole
+    assert len(computed) == 7
+    # What the memo holds is what computing gives (after the others were asked).
+    monkeypatch.setattr(api, "query_window", query)
+    profile, index = api.trace_of(ToolContext(state.run(RUN), "localhost_6009", state.store))
+    t0, t1 = index.origin_ns, index.origin_ns + span
+    assert api._window_answer(profile, index, t0, t1, 1237, None, True)[0] == first
+
+
 @pytest.mark.parametrize(
     ("query", "message"),
     [

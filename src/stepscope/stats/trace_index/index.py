@@ -37,6 +37,7 @@ from stepscope.stats.trace_index.counters import Counter, build_counters
 from stepscope.stats.trace_index.flows import FlowTable, build_flows
 from stepscope.stats.trace_index.layout import positions
 from stepscope.stats.trace_index.lod import line_order, nesting_depth
+from stepscope.stats.trace_index.memo import MemoAnswers
 from stepscope.stats.trace_index.search import NameIndex, build_name_index
 from stepscope.stats.trace_index.tracks import Steps, find_steps
 from stepscope.store import background, entries, location
@@ -78,10 +79,16 @@ class TraceIndex:
     # one build of each when the background save and a request ask at once
     _names_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _steps_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    # the trace viewer's last full-view answers (`memo`): they live and die with the index
+    _full_views: MemoAnswers = field(default_factory=MemoAnswers, repr=False, compare=False)
 
     @property
     def n_events(self) -> int:
         return len(self.order)
+
+    @property
+    def full_views(self) -> MemoAnswers:
+        return self._full_views
 
     @property
     def names(self) -> NameIndex:

@@ -218,7 +218,28 @@ def window(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
     profile, index = trace_of(ctx)
     t0, t1 = _window(params, index)
     res = _int(params, "res", 2000, 1, MAX_RESOLUTION)
-    events = query_window(profile, index, t0, t1, res, _lines(params, index))
+    lines = _lines(params, index)
+    with_counters = params.get("counters", "1") != "0"
+    if t0 > index.origin_ns or t1 < index.end_ns:
+        return _window_answer(profile, index, t0, t1, res, lines, with_counters)
+    # The whole trace: the request every page opens with, the same answer each time (`memo`).
+    # The key holds every parameter the answer reads.
+    key = (t0, t1, res, None if lines is None else lines.tobytes(), with_counters)
+    return index.full_views.get(
+        key, lambda: _window_answer(profile, index, t0, t1, res, lines, with_counters)
+    )
+
+
+def _window_answer(
+    profile: Profile,
+    index: TraceIndex,
+    t0: int,
+    t1: int,
+    res: int,
+    lines: np.ndarray | None,
+    with_counters: bool,
+) -> tuple[bytes, str]:
+    events = query_window(profile, index, t0, t1, res, lines)
     name_ids, name_of = distinct_inverse(events.name)
     origin = index.origin_ns
     ids = _id_dtype(index)
@@ -241,7 +262,7 @@ def window(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
         arrays[f"{end}_start"] = ("f8", profile.start_ns[ev] - origin)
     arrays["flow_kind"] = ("u1", index.flows.kind[flows])
     counters = []
-    if params.get("counters", "1") != "0":
+    if with_counters:
         buckets = min(res, MAX_COUNTER_BUCKETS)
         for k, counter in enumerate(index.counters):
             times, values = sample(counter, t0, t1, buckets)
