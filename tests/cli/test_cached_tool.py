@@ -114,12 +114,60 @@ def test_bad_command_lines_get_the_full_parser_errors(
     assert main(["tool", str(run_dir / "missing"), "overview_page"]) == 2
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RUN overview_page",
+        "RUN op_stats --csv -o include_idle=false -o x=1",
+        "--host h1 RUN input_pipeline_analyzer --json",
+        "RUN op_stats --host=h2 --option=a=b -q --workers 2 --max-profile-bytes 2G",
+        "RUN op_stats --host h1 --host h2 --dask-timeout 5 --option= --quiet",
+        "RUN trace_viewer -o hosts=a,b --dask tcp://x:1 --dask-timeout 3",
+    ],
+)
+def test_the_quick_parse_keys_a_command_as_the_full_parser_does(line: str) -> None:
+    """The kept answer's lookup reads plain command lines without argparse (decision 231):
+    the key it makes is the full command's."""
+    from stepscope.cli import cached_tool
+    from stepscope.cli.main import build_parser
+
+    full = build_parser("tool").parse_args(["tool", *line.split()])
+    quick = cached_tool._parse(line.split())
+    assert quick is not None
+    assert cached_tool.command_of(quick) == cached_tool.command_of(full)
+    assert quick.run == full.run
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RUN",  # a tool missing
+        "RUN op_stats extra",
+        "RUN op_stats --no-cache",
+        "RUN op_stats --csv --json",
+        "RUN op_stats --dask tcp://x:1 --dask-scheduler-file f.json",
+        "RUN op_stats --ho h1",  # an abbreviation: the full parser's rules
+        "RUN op_stats -oa=b",
+        "RUN op_stats --host",
+        "RUN op_stats --host -x",
+        "RUN op_stats -- x",
+        "RUN op_stats --csv=1",
+        "RUN op_stats --help",
+    ],
+)
+def test_the_quick_parse_leaves_anything_else_to_the_full_parser(line: str) -> None:
+    from stepscope.cli import cached_tool
+
+    assert cached_tool._parse(line.split()) is None
+
+
 @pytest.mark.integration
 def test_cached_answer_imports_neither_numpy_nor_tools(run_dir: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     code = (
         "import sys; from stepscope.cli.main import main; code = main(sys.argv[1:]); "
-        "heavy = [m for m in ('numpy', 'stepscope.tools', 'stepscope.model') if m in sys.modules]; "
+        "heavy = [m for m in ('numpy', 'stepscope.tools', 'stepscope.model', 'argparse', "
+        "'re', 'json', 'typing', '_hashlib', 'contextlib') if m in sys.modules]; "
         "sys.stderr.write(repr(heavy)); sys.exit(code)"
     )
     argv = [sys.executable, "-c", code, "tool", str(run_dir), "overview_page"]

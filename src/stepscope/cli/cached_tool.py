@@ -8,54 +8,86 @@ URL) falls through to the full command, which gives the real errors and writes t
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Sequence
 
 from stepscope import result_cache
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs 15 ms
 if TYPE_CHECKING:
-    from typing import NoReturn
+    import argparse
+    from collections.abc import Sequence
 
 
-def command_of(args: argparse.Namespace) -> tuple[str, ...]:
+def command_of(args: argparse.Namespace | _Args) -> tuple[str, ...]:
     """What the answer depends on besides the files: the same for both ways of parsing."""
     fmt = "csv" if args.csv else "json"
     return ("tool", args.tool, args.host or "", fmt, *args.option)
 
 
-class _Quiet(argparse.ArgumentParser):
-    """Says nothing on a bad command line: the full parser will say it."""
+class _Args:
+    """The parts of a ``stepscope tool`` command line its answer depends on."""
 
-    def error(self, message: str) -> NoReturn:
-        raise argparse.ArgumentError(None, message)
+    def __init__(self, run: str, tool: str, host: str | None, csv: bool, option: list[str]):
+        self.run, self.tool, self.host, self.csv, self.option = run, tool, host, csv, option
 
 
-def _parse(argv: Sequence[str]) -> argparse.Namespace | None:
-    parser = _Quiet(add_help=False, exit_on_error=False)
-    parser.add_argument("run")
-    parser.add_argument("tool")
-    parser.add_argument("--host")
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--csv", action="store_true")
-    parser.add_argument("--option", "-o", action="append", default=[])
-    parser.add_argument("--no-cache", action="store_true")
-    # Where the work would run and the memory bound change how an answer is computed, not
-    # the answer.
-    parser.add_argument("--workers")
-    parser.add_argument("--dask")
-    parser.add_argument("--dask-scheduler-file")
-    parser.add_argument("--dask-timeout")
-    parser.add_argument("--max-profile-bytes")
-    parser.add_argument("--quiet", "-q", action="store_true")  # a kept answer has no progress
-    try:
-        args, unknown = parser.parse_known_args(list(argv))
-    except (argparse.ArgumentError, SystemExit):
+_FLAGS = frozenset({"--json", "--csv", "--quiet", "-q"})  # a kept answer has no progress
+# Where the work would run and the memory bound change how an answer is computed, not the
+# answer: their values are read and left.
+_VALUED = frozenset(
+    {
+        "--host",
+        "--option",
+        "-o",
+        "--workers",
+        "--dask",
+        "--dask-scheduler-file",
+        "--dask-timeout",
+        "--max-profile-bytes",
+    }
+)
+
+
+_EXCLUSIVE = ({"--json", "--csv"}, {"--dask", "--dask-scheduler-file"})
+
+
+def _parse(argv: Sequence[str]) -> _Args | None:
+    """The command line in its plain forms (``--name value``, ``--name=value``, flags spelled
+    out), without argparse, whose import (with its regular expressions) was a third of a
+    kept answer's start; anything else (an abbreviation, ``-oX``, ``--no-cache``, ``--``, a
+    bad line) is None, and the full parser then reads the line and says what is wrong."""
+    positional: list[str] = []
+    flags: set[str] = set()
+    host: str | None = None
+    options: list[str] = []
+    tokens = list(argv)
+    k = 0
+    while k < len(tokens):
+        token = tokens[k]
+        k += 1
+        if not token.startswith("-"):
+            positional.append(token)
+            continue
+        name, equals, value = token.partition("=")
+        if name in _FLAGS and not equals:
+            flags.add(name)
+            continue
+        if name not in _VALUED:
+            return None
+        if not equals:
+            if k == len(tokens) or tokens[k].startswith("-"):
+                return None
+            value, k = tokens[k], k + 1
+        if name == "--host":
+            host = value
+        elif name in ("--option", "-o"):
+            options.append(value)
+        else:
+            flags.add(name)
+    # one of each mutually exclusive pair, as the full parser has it
+    if len(positional) != 2 or any(pair <= flags for pair in _EXCLUSIVE):
         return None
-    if unknown or args.no_cache or (args.json and args.csv) or args.tool.startswith("-"):
-        return None
-    return args
+    return _Args(positional[0], positional[1], host, "--csv" in flags, options)
 
 
 def answer(argv: Sequence[str]) -> bool:
@@ -72,7 +104,7 @@ def answer(argv: Sequence[str]) -> bool:
     return True
 
 
-def key_of(args: argparse.Namespace) -> str | None:
+def key_of(args: argparse.Namespace | _Args) -> str | None:
     """The result-cache key of the full command's ``args`` (None: not kept)."""
     return result_cache.result_key(args.run, command_of(args))
 

@@ -13,7 +13,9 @@ from stepscope._version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
+    from typing import Any
 
 ENV_VAR = "STEPSCOPE_CACHE_DIR"
 
@@ -43,12 +45,19 @@ def key(kind: str, version: int | str, *identity: object) -> str:
     """The name of an entry of ``kind`` in format ``version`` derived from ``identity`` (content
     hashes, file signatures, tool names, options...). The stepscope release is part of it, so
     a new release never reads what an older one computed."""
-    # hashlib here: its import loads OpenSSL (3.6 MB, 3 ms), which an analysis without the
-    # store (--no-cache, the library) never needs.
-    import hashlib
-
     raw = repr((kind, version, __version__, identity))
-    return hashlib.blake2b(raw.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
+    return _blake2b()(raw.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
+
+
+def _blake2b() -> Callable[..., Any]:
+    """BLAKE2b, CPython's own (`hashlib.blake2b` is that same one): importing `hashlib` loads
+    OpenSSL too (3.6 MB, 2 ms of every command that keys an entry, a tenth of a kept
+    answer's start); a Python built without it gets it from `hashlib`."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover - CPython builds it unless told not to
+        from hashlib import blake2b
+    return blake2b
 
 
 def entry_name(kind: str, name: str, suffix: str = "") -> str:

@@ -44,7 +44,7 @@ _CONFIG_FLAGS = {
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from stepscope.cli.main import _size
+    from stepscope.cli.parser import _size
 
     parser = subparsers.add_parser(
         "server",
