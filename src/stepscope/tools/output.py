@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import math
 import types
 import typing
 from collections.abc import Iterator
 from typing import Any
+
+import numpy as np
 
 from stepscope.fields import meta, out
 
@@ -46,6 +49,26 @@ def _round(value: Any, digits: int | None) -> Any:
 # JSON values returned as they are (checked by exact type: a subclass, such as a NumPy
 # float64, may convert differently)
 _PLAIN = frozenset({int, float, str, bool, type(None)})
+_NUMPY_INTS = frozenset({np.int64, np.int32, np.int16, np.int8, np.uint32, np.uint16, np.uint8})
+
+
+def _numpy_rounded(value: np.float64, digits: int | None) -> float:
+    """``round(value, digits).item()`` for a NumPy float64, as NumPy rounds it (multiply by
+    10**digits, round half to even, divide: `np.around`), in plain float arithmetic: the
+    same bits, at a fifth of the cost (a table of 2,500 rows rounds 12,000 values)."""
+    x = float(value)
+    if digits is None:
+        return x
+    scale = 10.0 ** min(max(digits, 0), 22)  # exact to 1e22, as NumPy's (a table, then x10)
+    scaled = x * scale
+    if not 0 <= digits <= 22 or not math.isfinite(scaled):  # NumPy's way (and its warning)
+        return float(round(value, digits))
+    whole = float(round(scaled))  # half to even, exact: a float this large is whole
+    if whole == 0.0:
+        whole = math.copysign(0.0, scaled)  # rint keeps the sign of a zero
+    return whole / scale
+
+
 # dataclass type -> per field: (attribute, JSON key, digits, omit when None, inline)
 _Plan = tuple[tuple[str, str, Any, bool, bool], ...]
 _plans: dict[type, _Plan] = {}
@@ -85,6 +108,19 @@ def to_json(value: Any) -> Any:
             field_value = getattr(value, name)
             if omit_none and field_value is None:
                 continue
+            kind = type(field_value)
+            if not inline:  # most fields of a table's rows, as the general case below
+                if kind in _PLAIN:
+                    if kind is float and digits is not None:
+                        field_value = round(field_value, digits)
+                    data[key] = field_value
+                    continue
+                if kind is np.float64:
+                    data[key] = _numpy_rounded(field_value, digits)
+                    continue
+                if kind in _NUMPY_INTS:
+                    data[key] = int(field_value)
+                    continue
             # Rounded before conversion: a NumPy float rounds as NumPy does (half to even on
             # its binary value), as the tools' JSON always has.
             converted = to_json(_round(field_value, digits))

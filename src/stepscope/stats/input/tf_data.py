@@ -22,6 +22,7 @@ import re
 
 import numpy as np
 
+from stepscope.distinct import distinct_inverse
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.enclosing import innermost_enclosing
@@ -223,7 +224,10 @@ def build_tf_data_stats(profile: Profile) -> tuple[PipelineStats, ...]:
     overlap = np.where(
         has_parent, np.minimum(ev.end, ev.end[p]) - np.maximum(ev.start, ev.start[p]), 0
     ).clip(min=0)
-    is_root = np.array([len(profile.strings[i].split("::")) == 2 for i in names.tolist()])
+    # a root call's name is ``Iterator::<stage>``: judged once per distinct name
+    name_ids, name_of = distinct_inverse(names)
+    root_name = [len(profile.strings[i].split("::")) == 2 for i in name_ids.tolist()]
+    is_root = np.array(root_name, dtype=bool)[name_of]
     # Blocking: every link up to a root call overlaps (the consumer waited while it ran).
     blocking = _all_ancestors(ev.parent, (is_root & ~has_parent) | (has_parent & (overlap > 0)))
     call_root = _roots(ev.parent)
