@@ -16,7 +16,10 @@ import numpy as np
 import pytest
 
 from stepscope.model.from_xspace import profile_from_columns
+from stepscope.xspace.builder import XSpaceBuilder
 from stepscope.xspace.kineto import decode, kineto_to_columns
+from stepscope.xspace.kineto.columns import ColumnSpace
+from stepscope.xspace.wire import KIND_DOUBLE, KIND_INT, KIND_STR, KIND_UINT
 from tests.support.fixtures import FIXTURES, by_size
 from tests.support.kineto import assert_same_profile as _assert_same
 
@@ -129,3 +132,63 @@ def test_damaged_json_takes_the_repair_path_to_the_same_columns(tmp_path: Path) 
     profile = profile_from_columns(kineto_to_columns(path), str(path), None)
     assert profile.n_events == 2
     assert any("repaired" in w or "truncated" in w for w in profile.warnings)
+
+
+def _stats_of(line: Any) -> list[list[tuple[str, Any]]]:
+    """Each event's stats of a `ColumnLine` as (name, value) pairs, in row order."""
+    counts, keys, kinds, values = line._stat_rows()
+    codec, out, row = line.codec, [], 0
+    floats = np.frombuffer(codec.floats, np.float64)
+    for n in counts.tolist():
+        pairs = []
+        for k, kind, v in zip(
+            keys[row : row + n], kinds[row : row + n], values[row : row + n], strict=True
+        ):
+            if kind == KIND_STR:
+                value: Any = codec.string_list[v]
+            elif kind == KIND_DOUBLE:
+                value = float(floats[v])
+            elif kind == KIND_UINT:
+                value = int(v) + (1 << 64)
+            else:
+                value = int(v)
+            pairs.append((codec.key_names[k], value))
+        out.append(pairs)
+        row += n
+    return out
+
+
+def test_stats_added_later_merge_as_the_builder_merges_them() -> None:
+    """`ColumnLine.add_stats` / `add_stat_rows` (flow ends) against `LineBuilder.add_stats`:
+    calls on one event, keys shared between calls and with the event's own stats (existing
+    keys win, the newest call's keys first), strings, floats, uint64 values."""
+    rng = np.random.default_rng(7)
+    names = ["a", "b", "_p", "_pt", "_c", "correlation_id"]
+    choices: list[Any] = [1, -5, "x", "y", 2.5, (1 << 63) + 3, 7]
+
+    def some_stats() -> dict[str, Any]:
+        picked = rng.permutation(len(names))[: rng.integers(0, 4)]
+        return {names[i]: choices[rng.integers(len(choices))] for i in picked}
+
+    columns = ColumnSpace().plane("p").line(1, "l")
+    builder = XSpaceBuilder().plane("p").line(1, "l")
+    for i in range(60):
+        own = some_stats() or None
+        columns.add_event(0, i, 1, own)
+        builder.add_event(0, i, 1, own)
+    for _ in range(80):  # calls one by one, some events called several times
+        index, stats = int(rng.integers(60)), some_stats()
+        columns.add_stats(index, stats)
+        builder.add_stats(index, stats)
+    # a batch of calls: two rows each, events repeated within it
+    events = rng.integers(0, 60, 30)
+    codec = columns.codec
+    key_rows = np.array([[codec.key_id("_p"), codec.key_id("_pt")]] * 30, np.int32).ravel()
+    values = np.stack([np.arange(30) + 100, np.full(30, 2)], axis=1).ravel()
+    columns.add_stat_rows(
+        events, np.full(30, 2), key_rows, np.full(60, KIND_INT, np.int8), values.astype(np.int64)
+    )
+    for k, index in enumerate(events.tolist()):
+        builder.add_stats(index, {"_p": 100 + k, "_pt": 2})
+    expected = [list((stats or {}).items()) for _meta, _start, _dur, stats in builder.events]
+    assert _stats_of(columns) == expected

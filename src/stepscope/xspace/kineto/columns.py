@@ -191,8 +191,10 @@ class ColumnLine:
         self.stat_key = array("i")
         self.stat_kind = array("b")
         self.stat_value = array("q")
-        # Stats learnt after an event was added (flow ends): event index -> stats.
-        self.extra: dict[int, dict[str, StatValue]] = {}
+        # Stats learnt after an event was added (flow ends), as calls of `add_stats` in order:
+        # (event per call, rows per call, the rows' keys, kinds and values), merged by
+        # `_stat_rows` with arrays (8.8k fwdbwd flows in 200 steps of a CPU training loop).
+        self.extra: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
 
     def __len__(self) -> int:
         return len(self.meta)
@@ -231,8 +233,28 @@ class ColumnLine:
 
     def add_stats(self, index: int, stats: Mapping[str, StatValue]) -> None:
         """As `LineBuilder.add_stats`: merged into event ``index``, existing keys win."""
-        old = self.extra.get(index)
-        self.extra[index] = {**stats, **old} if old else dict(stats)
+        keys, kinds, values = array("i"), array("b"), array("q")
+        count = self.codec.encode(dict(stats), keys, kinds, values)
+        self.add_stat_rows(
+            np.array([index], np.int64),
+            np.array([count], np.int64),
+            np.frombuffer(keys, np.int32),
+            np.frombuffer(kinds, np.int8),
+            np.frombuffer(values, np.int64),
+        )
+
+    def add_stat_rows(
+        self,
+        events: np.ndarray,
+        counts: np.ndarray,
+        keys: np.ndarray,
+        kinds: np.ndarray,
+        values: np.ndarray,
+    ) -> None:
+        """`add_stats` for many calls at once, in order: call k adds ``counts[k]`` rows (in the
+        codec's terms, consecutive in ``keys``/``kinds``/``values``) to event ``events[k]``."""
+        if len(events):
+            self.extra.append((events, counts, keys, kinds, values))
 
     def time_range(self) -> tuple[int, int] | None:
         """(first start, last end) in ns; None for an empty line."""
@@ -243,7 +265,14 @@ class ColumnLine:
 
     # ---- outputs ---------------------------------------------------------------------------
     def _stat_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(count per event, keys, kinds, values) with the extra stats merged in."""
+        """(count per event, keys, kinds, values) with the extra stats merged in.
+
+        Each event's stats are what `LineBuilder` gives: every `add_stats` call merged as
+        ``{**new, **old}`` (existing keys win), then the event's own rows over them as
+        ``{**added, **own}``. Read as one sequence per event -- the calls newest first, then
+        its own rows -- a key stands where it first occurs and holds the value of its last
+        occurrence; that is computed here for all events at once.
+        """
         counts = np.frombuffer(self.stat_count, np.uint32).astype(np.int64)
         keys = np.frombuffer(self.stat_key, np.int32)
         kinds = np.frombuffer(self.stat_kind, np.int8)
@@ -252,30 +281,61 @@ class ColumnLine:
             return counts, keys, kinds, values
         offsets = np.zeros(len(counts) + 1, np.int64)
         np.cumsum(counts, out=offsets[1:])
-        pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        done = 0
-        for index in sorted(self.extra):
-            lo, hi = int(offsets[index]), int(offsets[index + 1])
-            pieces.append((keys[done:lo], kinds[done:lo], values[done:lo]))
-            old = self.codec.decode(self.stat_key, self.stat_kind, self.stat_value, lo, hi)
-            merged = {**self.extra[index], **old}
-            new_keys, new_kinds, new_values = array("i"), array("b"), array("q")
-            counts[index] = self.codec.encode(merged, new_keys, new_kinds, new_values)
-            pieces.append(
-                (
-                    np.frombuffer(new_keys, np.int32),
-                    np.frombuffer(new_kinds, np.int8),
-                    np.frombuffer(new_values, np.int64),
-                )
-            )
-            done = hi
-        pieces.append((keys[done:], kinds[done:], values[done:]))
-        return (
-            counts,
-            np.concatenate([p[0] for p in pieces]),
-            np.concatenate([p[1] for p in pieces]),
-            np.concatenate([p[2] for p in pieces]),
+        call_event = np.concatenate([batch[0] for batch in self.extra]).astype(np.int64)
+        call_rows = np.concatenate([batch[1] for batch in self.extra]).astype(np.int64)
+        n_calls = len(call_event)
+        # The candidate rows: every call's rows, then the own rows of the events called.
+        touched = np.flatnonzero(np.bincount(call_event, minlength=len(counts)))
+        own = _ranges(offsets[touched], offsets[touched + 1])
+        own_event = np.repeat(touched, counts[touched])
+        event = np.concatenate((np.repeat(call_event, call_rows), own_event))
+        # Rank in the sequence: newer calls first (call n-1 -> 0), own rows last (n).
+        rank = np.concatenate(
+            (np.repeat(n_calls - 1 - np.arange(n_calls), call_rows), np.full(len(own), n_calls))
         )
+        key = np.concatenate([*(batch[2] for batch in self.extra), keys[own]]).astype(np.int64)
+        kind = np.concatenate([*(batch[3] for batch in self.extra), kinds[own]])
+        value = np.concatenate([*(batch[4] for batch in self.extra), values[own]])
+        # Sequence order: by event, then rank; rows of one call or of the own rows keep
+        # their order (stable sorts).
+        sequence = np.lexsort((rank, event))
+        event, key = event[sequence], key[sequence]
+        # Group each event's occurrences of a key (stable: in sequence order).
+        by_key = np.lexsort((key, event))
+        ev_sorted, key_sorted = event[by_key], key[by_key]
+        starts = np.flatnonzero(
+            np.concatenate(
+                ([True], (ev_sorted[1:] != ev_sorted[:-1]) | (key_sorted[1:] != key_sorted[:-1]))
+            )
+        )
+        ends = np.concatenate((starts[1:], [len(by_key)]))
+        first, last = by_key[starts], by_key[ends - 1]
+        placed = np.sort(first)  # each kept key at its first occurrence, in sequence order
+        value_at = np.empty(len(event), np.int64)
+        value_at[first] = last  # ... holding its last occurrence's value
+        source = sequence[value_at[placed]]
+        merged_event = event[placed]
+        merged_counts = np.bincount(merged_event, minlength=len(counts))[touched]
+        # Splice: the events called get their merged rows, the others keep theirs.
+        new_counts = counts.copy()
+        new_counts[touched] = merged_counts
+        new_offsets = np.zeros(len(counts) + 1, np.int64)
+        np.cumsum(new_counts, out=new_offsets[1:])
+        total = int(new_offsets[-1])
+        out_key = np.empty(total, np.int32)
+        out_kind = np.empty(total, np.int8)
+        out_value = np.empty(total, np.int64)
+        kept = np.ones(len(keys), bool)
+        kept[own] = False
+        kept_rows = np.flatnonzero(kept)
+        row_event = np.repeat(np.arange(len(counts)), counts)[kept_rows]
+        at = new_offsets[row_event] + (kept_rows - offsets[row_event])
+        out_key[at], out_kind[at] = keys[kept_rows], kinds[kept_rows]
+        out_value[at] = values[kept_rows]
+        merged_at = _ranges(new_offsets[touched], new_offsets[touched + 1])
+        out_key[merged_at] = key[placed]
+        out_kind[merged_at], out_value[merged_at] = kind[source], value[source]
+        return new_counts, out_key, out_kind, out_value
 
     def sorted_columns(self) -> dict[str, np.ndarray]:
         """This line's columns in `LineBuilder.sort_events` order."""
@@ -308,8 +368,14 @@ class ColumnLine:
             setattr(self, name, array("q"))
         self.stat_count, self.stat_key = array("I"), array("i")
         self.stat_kind, self.stat_value = array("b"), array("q")
-        self.extra = {}
+        self.extra = []
         return columns
+
+
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The concatenation of ``arange(lo[k], hi[k])`` (empty ranges allowed)."""
+    lengths = hi - lo
+    return np.repeat(lo - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
 
 
 class ColumnPlane(PlaneBuilder):

@@ -17,6 +17,7 @@ from stepscope.distinct import distinct
 from stepscope.limits import DURATION_LIMIT_NS, TIME_LIMIT_NS, TIME_LIMIT_TEXT
 from stepscope.xspace.builder import LineBuilder
 from stepscope.xspace.kineto import fast_memory
+from stepscope.xspace.kineto import fwdbwd as fwdbwd_flows
 from stepscope.xspace.kineto.categories import (
     CATEGORIES,
     FRAMEWORK_OP_CATEGORIES,
@@ -441,9 +442,16 @@ def _bookkeeping(
         for event in np.flatnonzero(uncorrelated).tolist():
             key = (_pid(trace, event), _tid(trace, event), int(trace.ts_ns[event]))
             router.uncorrelated[key] = (made[int(lines[event])], int(positions[event]))
+    fwd = wanted[trace.cat[wanted] == fwdbwd]
+    bound = fwdbwd_flows.match(trace, fwd, ops, lines, positions)
+    if bound is not None:  # bound on arrays: `importer._bind_flows` adds their stats
+        router.fwdbwd = bound  # type: ignore[attr-defined]
+        wanted = wanted[trace.cat[wanted] != fwdbwd]
     for event in wanted.tolist():
         router.flows.append(_flow(trace, event))
-    fwd_ts = distinct(trace.ts_ns[wanted[trace.cat[wanted] == fwdbwd]])
+    if bound is not None:
+        return
+    fwd_ts = distinct(trace.ts_ns[fwd])
     for event in np.flatnonzero(ops & np.isin(trace.ts_ns, fwd_ts)).tolist():
         key = (_pid(trace, event), _tid(trace, event), int(trace.ts_ns[event]))
         router.ops_by_start.setdefault(key, (made[int(lines[event])], int(positions[event])))

@@ -40,7 +40,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -54,7 +54,7 @@ from stepscope.xspace.io import (
     is_url,
     read_raw_bytes,
 )
-from stepscope.xspace.kineto import fast_memory, fast_route, pyscan, scan
+from stepscope.xspace.kineto import fast_memory, fast_route, fwdbwd, pyscan, scan
 from stepscope.xspace.kineto.canonical import canonical
 from stepscope.xspace.kineto.classified import Classified
 from stepscope.xspace.kineto.columns import ColumnLine, ColumnPlane, ColumnSpace
@@ -76,7 +76,7 @@ if TYPE_CHECKING:  # XSpace messages only for kineto_to_xspace: columns need no 
     from stepscope.xspace.proto.xplane_pb2 import XSpace
 
 TASK_ENV_PLANE = "Task Environment"
-FWDBWD_CONTEXT_TYPE = 0  # XProf ContextType::kGeneric
+FWDBWD_CONTEXT_TYPE = fwdbwd.FWDBWD_CONTEXT_TYPE
 _LAUNCH_FLOW_CATEGORIES = ("ac2g", "async")
 _TIME_SUFFIX = re.compile(r"\.\d{9,}$")
 _NON_BLANK = re.compile(rb"\S")
@@ -353,6 +353,10 @@ def _hostname(doc: dict[str, Any], source: str) -> str:
 
 def _bind_flows(router: EventRouter, warnings: list[str]) -> None:
     unbound = 0
+    bound: fwdbwd.Bound | None = getattr(router, "fwdbwd", None)
+    if bound is not None:  # the column route's fwdbwd flows, bound on arrays
+        fwdbwd.add_stats(bound, cast("list[ColumnLine]", fast_route.router_lines(router)))
+        unbound = bound.unbound
     launches: dict[tuple[object, object, object], object] = {}
     for flow in router.flows:
         cat = flow.cat
