@@ -12,30 +12,13 @@ import os
 import sys
 
 from stepscope.cli.blas import ANALYSIS_COMMANDS, single_threaded_blas
+from stepscope.cli.command_names import COMMANDS
 
 TYPE_CHECKING = False  # not typing's: a cached answer never imports typing (2 ms)
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
 
-COMMANDS = (
-    "cache",
-    "capture",
-    "demo",
-    "diff",
-    "doctor",
-    "export",
-    "import_",
-    "info",
-    "mcp",
-    "query",
-    "report",
-    "runs",
-    "serve",
-    "server",
-    "summary",
-    "tool",
-)
 _NAMES = frozenset(name.rstrip("_") for name in COMMANDS)
 # Commands that end once their answer is printed: they may tune the process's malloc
 # (`stepscope.cli.malloc`, decision 68). Never serve, server, capture or demo (long-lived or

@@ -10,7 +10,7 @@ import sys
 
 from stepscope import limits
 from stepscope._version import __version__
-from stepscope.cli.main import COMMANDS
+from stepscope.cli.command_names import COMMANDS
 from stepscope.cli.output import Parser
 
 
