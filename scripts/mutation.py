@@ -103,6 +103,7 @@ GROUPS: dict[str, Group] = {
             "tests/pod/test_arrivals.py",
             "tests/pod/test_own_time.py",
             "tests/pod/test_straggler_text.py",
+            "tests/pod/test_arrival_rules.py",
         ),
     ),
     # collective names of every framework, and each rank's calls matched across ranks
