@@ -82,6 +82,7 @@ GROUPS: dict[str, Group] = {
             "tests/xspace/test_kineto_columns.py",
             "tests/xspace/test_kineto_fast.py",
             "tests/xspace/test_kineto_pyscan.py",
+            "tests/xspace/test_kineto_categories.py",
         ),
     ),
     "memory": Group(
