@@ -303,3 +303,13 @@ def test_device_calls_go_by_their_launch_not_their_start() -> None:
     assert calls.lanes == ("broadcast", "all_reduce", "all_gather")
     assert calls.lane.tolist() == [0, 1, 2, 1, 1, 1]
     assert [step_num[s] if s >= 0 else -1 for s in calls.step.tolist()] == [-1, 0, 1, 1, 2, 3]
+
+
+def test_of_steps_starting_together_a_time_belongs_to_the_one_listed_last() -> None:
+    """Ten steps listed twice (a marker per step on two threads, say: rows k and k + 10
+    start at the same nanosecond, row k + 10 ends later): a time inside both belongs to the
+    one listed last, whatever order a sort gives equal starts."""
+    starts = np.r_[np.arange(10), np.arange(10)] * 100
+    ends = starts + np.repeat([50, 80], 10)
+    steps = module._steps_of(starts, ends, np.arange(10) * 100 + 10)
+    assert steps.tolist() == list(range(10, 20))
