@@ -90,6 +90,7 @@ GROUPS: dict[str, Group] = {
         (
             "tests/stats/test_memory_profile_db.py",
             "tests/stats/test_memory_allocators.py",
+            "tests/stats/test_memory_edges.py",
             "tests/tools/test_kernel_stats_memory_profile_tools.py",
         ),
     ),

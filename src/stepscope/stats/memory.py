@@ -310,6 +310,8 @@ def build_memory_profiles(
     ``step_*_ns``: the run's step spans (sorted) on the profile clock; a snapshot's step is
     the id (``step_ids``, XProf's group ids; default the index) of the span holding it.
     """
+    if (step_starts_ns is None) != (step_ends_ns is None):
+        raise ValueError("build_memory_profiles: give the step starts and ends together")
     events = memory_events(profile)
     if len(events) == 0:
         return []
