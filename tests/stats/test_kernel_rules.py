@@ -227,3 +227,14 @@ def test_case_insensitive_patterns_keep_their_escapes() -> None:
     assert not NamePattern("GEMM").search("gemm")  # case-sensitive unless asked
     with pytest.raises(ValueError, match="character codes are not lowercased"):
         NamePattern(r"\x41", ignore_case=True).search("a")
+
+
+@pytest.mark.parametrize("code", [r"\x41", r"\u0041", r"\U00000041", r"\N{DIGIT ONE}", r"\101"])
+def test_every_character_code_is_refused_in_a_case_insensitive_pattern(code: str) -> None:
+    """A character code names a letter the lowercasing cannot see (\\x41 is "A"): each form
+    re knows -- \\x, \\u, \\U, \\N{...}, octal -- is refused, not silently left upper case."""
+    from stepscope.stats.kernel_rules import NamePattern
+
+    with pytest.raises(ValueError, match="character codes are not lowercased"):
+        NamePattern("gemm" + code, ignore_case=True).search("gemma")
+    assert NamePattern("gemm" + code).search("gemm") is False  # case-sensitive: no lowering
