@@ -135,3 +135,68 @@ def test_the_answer_does_not_depend_on_how_the_resamples_are_chunked(
     for iv in chunked.values():
         fields = (iv.ci_low, iv.ci_high, iv.rel_low, iv.rel_high, iv.p_value)
         assert all(np.isfinite(fields)), iv
+
+
+def test_the_interval_is_the_middle_95_percent_of_the_widened_changes() -> None:
+    """On resampled statistics given by hand: the candidate's are 1 + 0.000, 0.001, ...,
+    1.999, the baseline's all 1. The changes are 0, 0.001... 1.999; the interval is their
+    2.5th-97.5th percentile (numpy's linear one: 0.049975 and 1.949025), widened by k
+    around the observed change; the p-value is twice the share on the far side of 0 (one
+    change of 2000 is 0: it counts on both sides)."""
+    from stepscope.stats.compare.significance import _interval
+
+    ra = np.ones(2000)
+    rb = 1.0 + np.arange(2000) / 1000
+    iv = _interval(1.0, 2.0, ra, rb, 1.0)
+    assert (iv.delta, iv.ci_low, iv.ci_high) == pytest.approx((1.0, 0.049975, 1.949025))
+    assert (iv.rel_low, iv.rel_high) == pytest.approx((0.049975, 1.949025))
+    assert iv.p_value == pytest.approx(0.001) and iv.testable
+    wide = _interval(1.0, 2.0, ra, rb, 2.0)  # 1 + 2 * (change - 1)
+    assert (wide.ci_low, wide.ci_high) == pytest.approx((-0.90005, 2.89805))
+    assert (wide.rel_low, wide.rel_high) == pytest.approx((-0.90005, 2.89805))
+
+
+def test_the_relative_interval_leaves_out_resamples_with_a_zero_baseline() -> None:
+    """A baseline statistic of 0 in 49 resamples of 2000 (2.45%): the ratios come from the
+    other 1951 (0.049 + their 2.5th-97.5th percentile); in 50 (2.5%), no relative interval."""
+    from stepscope.stats.compare.significance import _interval
+
+    rb = 1.0 + np.arange(2000) / 1000
+    ra = np.ones(2000)
+    ra[:49] = 0.0
+    iv = _interval(1.0, 2.0, ra, rb, 1.0)
+    expected = np.percentile(np.arange(49, 2000) / 1000, [2.5, 97.5])
+    assert (iv.rel_low, iv.rel_high) == pytest.approx(tuple(expected))
+    ra[49] = 0.0
+    iv = _interval(1.0, 2.0, ra, rb, 1.0)
+    assert np.isnan(iv.rel_low) and np.isnan(iv.rel_high)
+
+
+def test_the_widening_is_the_series_value_at_every_size() -> None:
+    """expansion(n), to 12 digits, for 2, 4, 20 and 50 steps (the docstring's 1.81, 1.10,
+    1.04): every term of the t series and the variance correction show in it."""
+    from stepscope.stats.compare.significance import expansion
+
+    expected = {2: 5.1625039211903, 4: 1.8053320773443, 20: 1.0954294314621, 50: 1.0357105180448}
+    for n, value in expected.items():
+        assert expansion(n) == pytest.approx(value, rel=1e-12), n
+
+
+def test_no_relative_interval_from_a_zero_statistic_and_none_below_minus_100_percent() -> None:
+    """A baseline statistic of 0 has no relative change; widened ratios below -100% (here
+    1 + 3 * (0.049975 - 1)) read -100%."""
+    from stepscope.stats.compare.significance import _interval
+
+    ra, rb = np.ones(2000), 1.0 + np.arange(2000) / 1000
+    zero = _interval(0.0, 2.0, ra, rb, 1.0)
+    assert np.isnan(zero.rel_low) and np.isnan(zero.rel_high)
+    wide = _interval(1.0, 2.0, ra, rb, 3.0)
+    assert wide.rel_low == -1.0 and wide.rel_high == pytest.approx(1 + 3 * 0.949025)
+
+
+def test_a_run_without_steps_is_untestable_and_has_no_statistic() -> None:
+    single = bootstrap_change(np.array([1.0, 5.0]), np.array([]), "median")
+    assert single.testable is False and single.base == 3.0 and np.isnan(single.cand)
+    assert np.isnan(single.delta) and single.p_value == 1.0
+    one = bootstrap_change(np.array([1.0, 5.0]), np.array([2.0]), "mean")
+    assert one.testable is False
