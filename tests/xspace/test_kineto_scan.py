@@ -50,6 +50,58 @@ def test_times_convert_exactly(text: str, ns: int | None) -> None:
         assert int(found.ts_ns[0]) == ns
 
 
+def _decimal_texts() -> list[str]:
+    """Decimal numbers as JSON writes them, where a fast conversion could round differently
+    from a correctly rounded one: 2**53 around, 15-19 digits, long fractions, halfway cases,
+    tiny and huge values, negatives and zeros."""
+    rng = np.random.default_rng(11)
+    texts = [
+        "0.0",
+        "-0.0",
+        "0.1",
+        "0.2",
+        "0.3",
+        "1.7976931348623157",
+        "9007199254740993.0",
+        "9007199254740992.0",
+        "9007199254740991.5",
+        "4503599627370497.5",
+        "0.5",
+        "123456789012345678.9",
+        "1234567890123456789.0",
+        "0.30000000000000004",
+        "2.2250738585072014",
+        "5.0000000000000000000001",
+        "0.0000000000000000000001",
+        "1669783687464181.123",
+        "-1669783687464181.5",
+        "99999999999999999999.5",
+    ]
+    for _ in range(2000):
+        whole = str(int(rng.integers(0, 10 ** int(rng.integers(1, 19)))))
+        fraction = "".join(str(d) for d in rng.integers(0, 10, int(rng.integers(1, 24))))
+        sign = "-" if rng.random() < 0.3 else ""
+        texts.append(f"{sign}{whole}.{fraction}")
+    return texts
+
+
+def test_decimal_args_are_the_correctly_rounded_doubles() -> None:
+    texts = _decimal_texts()
+    events = ",".join(
+        '{"ph": "i", "s": "t", "name": "n", "pid": 1, "tid": 1, "ts": 5, "args": {"v": '
+        + text
+        + "}}"
+        for text in texts
+    )
+    found = scanned(('{"traceEvents": [' + events + "]}").encode())
+    assert found is not None
+    present, kind, value = found.arg_at("v", np.arange(len(texts)))
+    assert present.all() and (kind == scan.A_FLOAT).all()
+    got = value.view(np.float64)
+    expected = np.array([float(text) for text in texts])
+    assert got.view(np.int64).tolist() == expected.view(np.int64).tolist()  # the same bits
+
+
 def test_columns_path_checks_the_memory_limit_before_scanning(tmp_path: Path) -> None:
     from stepscope import limits
 
