@@ -69,7 +69,7 @@ def test_kernels_whose_launch_is_missing(
                 "ts": 30,
                 "args": {"Bytes": 10**30, "Addr": 5, "Total Allocated": 1, "Device Id": -1},
             },
-            "beyond 64 bits",
+            "[memory] events with a value past int64",
         ),
     ],
 )

@@ -85,11 +85,11 @@ def test_every_window_cut_gives_the_whole_scan(monkeypatch: pytest.MonkeyPatch) 
 
 
 @pytest.mark.parametrize("missing", ["pid", "tid"])
-def test_an_event_without_pid_or_tid_takes_the_per_event_path(
+def test_an_event_without_pid_or_tid_is_left_to_the_python_scanner(
     missing: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The columns read a missing tid as thread 0, the per-event path as a thread of its own:
-    the scanner leaves such a trace to the per-event path."""
+    """The C columns would read a missing tid as thread 0; the Kineto rules make a thread of
+    its own: the scanner flags the event, the Python scanner reads it (decision 210)."""
     c_on(monkeypatch, "_kscan")
     doc = json.loads(_doc())
     del doc["traceEvents"][0][missing]
@@ -110,7 +110,7 @@ def test_an_empty_first_string_is_interned(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_a_document_without_trace_events_is_not_scanned(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The per-event path says it is not a trace; the scanner gave an empty one."""
+    """The import says it is not a trace; the scanner gave an empty one."""
     c_on(monkeypatch, "_kscan")
     assert scanned(b'{"traceName": "x", "baseTimeNanoseconds": 5}') is None
     assert scanned(b'{"traceEvents": []}') is not None

@@ -80,7 +80,10 @@ def test_2021_schema_takes_the_column_route(tmp_path: Path) -> None:
     path = _schema_2021(tmp_path)
     assert _classified(path) is not None
     _assert_same(path)  # the per-event route's profile
-    assert _classified(_schema_2021(tmp_path, both_ids_in_one_event=True)) is None
+    both = _schema_2021(tmp_path, both_ids_in_one_event=True)
+    found = _classified(both)
+    assert found is not None and found.merge_stats  # merged as a dict merges (decision 211)
+    _assert_same(both)
 
 
 def _op(name: str, ts: Any, dur: Any, tid: int = 2, **args: Any) -> dict[str, Any]:
@@ -346,13 +349,22 @@ def test_synthetic_trace_takes_the_fast_path_and_matches(tmp_path: Path) -> None
         _op("aten::x", 1000.1234, 1),  # more than 3 decimals: rounding stays Python's
         _op("aten::x", "1000", 1),  # a string time
         _op("aten::x", 1000, 1, big=1 << 64),  # beyond 64 bits: skipped and counted
-        _op("aten::x", 1000, 1, correlation=1, correlation_id=2),  # merged by dict order
         [1, 2],  # not an object
     ],
 )
-def test_what_the_columns_do_not_model_takes_the_per_event_path(tmp_path: Path, extra: Any) -> None:
+def test_what_the_c_scanner_leaves_the_python_scanner_reads(tmp_path: Path, extra: Any) -> None:
+    """The C scanner flags the event (F_BAD); the import reads the trace with the Python
+    scanner, on the same column route (decision 210), to the oracle's profile."""
     path = _write(tmp_path, [*_mixed_events(), extra])
-    assert _classified(path) is None
+    found = scanned(importer._read(path, []))
+    assert found is not None and np.any(found.flags & scan.F_BAD)
+    _assert_same(path)
+
+
+def test_two_args_renamed_onto_one_stat_are_merged_on_the_columns(tmp_path: Path) -> None:
+    path = _write(tmp_path, [*_mixed_events(), _op("x", 1000, 1, correlation=1, correlation_id=2)])
+    found = _classified(path)
+    assert found is not None and found.merge_stats
     _assert_same(path)
 
 

@@ -26,6 +26,8 @@ class Classified:
     categories: list[str]
     # Events left out, by what the warning calls them (the route adds them to the skipped).
     skipped: dict[str, int] = field(default_factory=dict)
+    # Whether an event may hold two stats of one name (`fast_stats` then merges them).
+    merge_stats: bool = False
     # Set by `route`: absolute start, duration, final name id (string id) of each event.
     start_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     dur_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))

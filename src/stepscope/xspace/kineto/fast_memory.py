@@ -27,8 +27,10 @@ from stepscope.xspace.kineto.scan import (
     A_INT,
     A_JSON,
     A_NULL,
+    A_UINT,
     F_PID_STR,
     F_TID_STR,
+    NO_ID,
     ScannedTrace,
     first_seen,
     native,
@@ -45,8 +47,12 @@ _NAMES = ("MemoryAllocation", "MemoryDeallocation")
 
 def unfit(trace: ScannedTrace, events: np.ndarray) -> np.ndarray:
     """Which of ``events`` (memory events) hold an arg no stat can carry: a list or object as
-    ``Device Type``, a float past int64 or NaN in another memory arg (decision 184)."""
+    ``Device Type``, a float past int64 or NaN in another memory arg (decision 184), an
+    integer past int64 in any arg (uint64: the Python scanner's `A_UINT`)."""
     bad = np.zeros(len(events), bool)
+    uint = trace.arg_kind == A_UINT  # (any arg past int64, as the importer always skipped)
+    if uint.any():
+        bad |= np.isin(events, trace.arg_event[uint])
     for key in _ARGS:
         _, kind, value = trace.arg_at(key, events)
         if key == "Device Type":
@@ -155,11 +161,15 @@ def add_memory(router: EventRouter, c: Classified, memory_sizes: dict[int, int])
 
 
 def _cpu_ops(c: Classified) -> np.ndarray:
-    """The cpu_ops of threads with numeric ids (those of the memory events: `classify`
-    skips memory events with string thread ids, decision 184)."""
+    """The cpu_ops of threads not named by strings (those of the memory events: `classify`
+    skips memory events with string thread ids, decision 184; a null id is kept, 210)."""
+    trace = c.trace
     cpu_op = c.categories.index("cpu_op") if "cpu_op" in c.categories else -2
-    numeric = (c.trace.flags & (F_PID_STR | F_TID_STR)) == 0
-    return np.flatnonzero(c.routed & (c.kind == Kind.HOST) & (c.category == cpu_op) & numeric)
+    flags = trace.flags
+    named = (((flags & F_PID_STR) != 0) & (trace.pid != NO_ID)) | (
+        ((flags & F_TID_STR) != 0) & (trace.tid != NO_ID)
+    )
+    return np.flatnonzero(c.routed & (c.kind == Kind.HOST) & (c.category == cpu_op) & ~named)
 
 
 def _innermost_ops(c: Classified, order: np.ndarray) -> np.ndarray:
@@ -169,7 +179,10 @@ def _innermost_ops(c: Classified, order: np.ndarray) -> np.ndarray:
     out = np.full(len(order), -1, np.int64)
     ops = _cpu_ops(c)
     both = np.concatenate((ops, order))
-    codes = first_seen(trace.pid[both], trace.tid[both])[0]
+    # (the flags tell a null id, NO_ID, from the number -1)
+    codes = first_seen(
+        trace.flags[both] & (F_PID_STR | F_TID_STR), trace.pid[both], trace.tid[both]
+    )[0]
     op_thread, mem_thread = codes[: len(ops)], codes[len(ops) :]
     for thread in distinct(mem_thread).tolist():
         mine = np.flatnonzero(mem_thread == thread)

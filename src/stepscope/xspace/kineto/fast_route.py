@@ -35,12 +35,16 @@ from stepscope.xspace.kineto.ranges import count, pair_ranges
 from stepscope.xspace.kineto.scan import (
     A_INT,
     A_STR,
+    A_UINT,
     F_ARGS,
     F_BAD,
     F_GLOBAL,
     F_PID_STR,
     F_TID_STR,
     F_TS,
+    MALFORMED,
+    MEMORY_UNFIT,
+    NO_ID,
     PHASES,
     ScannedTrace,
     first_seen,
@@ -52,24 +56,19 @@ _PHASE_TABLE = np.zeros(256, bool)
 _PHASE_TABLE[list(PHASES)] = True
 
 
-def classify(trace: ScannedTrace, base_ns: int = 0) -> Classified | None:
-    """Classification of every event, or None when one is outside what `route` models.
-    ``base_ns``: the trace's ``baseTimeNanoseconds`` (events beyond the time limits are
-    skipped and counted)."""
-    if np.any(trace.flags & F_BAD):
-        return None
+def classify(trace: ScannedTrace, base_ns: int = 0) -> Classified:
+    """Classification of every event. ``base_ns``: the trace's ``baseTimeNanoseconds``
+    (events beyond the time limits are skipped and counted). The events flagged F_BAD (pass
+    the Python scanner's columns: there F_BAD is only what no route reads) are skipped and
+    counted (decision 210)."""
     skipped: dict[str, int] = {}
-    modelled = _PHASE_TABLE[trace.ph] | (trace.ph == ord("B")) | (trace.ph == ord("E"))
-    if not modelled.all():
-        for value, n in zip(*np.unique(trace.ph[~modelled], return_counts=True), strict=True):
-            phase = chr(value) if value else "None"  # (a missing ph is None event by event)
-            skipped[f"events of unsupported phase {phase[:20]!r}"] = int(n)
+    _skip_unread(trace, skipped)
     wide_tids = _number_thread_ids(trace)
     pair_ranges(trace, skipped)  # B/E pairs -> complete events (their args merged)
     keys = [trace.texts[int(k)] for k in trace.key_ids()]
     renamed = [RENAMES.get(key, key) for key in keys]
-    if any(key in renamed for key in _ADDED_STATS) or _renames_collide(trace, keys, renamed):
-        return None  # the Python path's dict merges decide which value wins
+    # Two stats of one name in an event: `fast_stats` merges them as a dict would.
+    merge = any(key in renamed for key in _ADDED_STATS) or _renames_collide(trace, keys, renamed)
     flags, ph = trace.flags, trace.ph
     instant = (ph == ord("i")) | (ph == ord("I"))
     memory_id = trace._ids.get("[memory]", -2)
@@ -103,7 +102,7 @@ def classify(trace: ScannedTrace, base_ns: int = 0) -> Classified | None:
     if wide_tids:
         is_wide = np.zeros(len(trace.texts), bool)
         is_wide[wide_tids] = True
-        named = np.flatnonzero((kind == Kind.HOST) & ((flags & F_TID_STR) != 0))
+        named = np.flatnonzero((kind == Kind.HOST) & _named(trace, F_TID_STR))
         wide = named[is_wide[trace.tid[named]]]  # a numeric tid past int32 (decision 184)
         if len(wide):
             count(skipped, "host events with a thread id beyond int32", len(wide))
@@ -120,7 +119,34 @@ def classify(trace: ScannedTrace, base_ns: int = 0) -> Classified | None:
         routed[wide] = False
         kind[wide] = -1
         category[wide] = -1
-    return Classified(trace, routed, memory, kind, category, categories, skipped=skipped)
+    return Classified(
+        trace, routed, memory, kind, category, categories, skipped=skipped, merge_stats=merge
+    )
+
+
+def _skip_unread(trace: ScannedTrace, skipped: dict[str, int]) -> None:
+    """Count the events of unsupported phases and those flagged F_BAD, and take the phase
+    of the latter (so that no step reads them). An event of an unsupported phase is counted
+    as such even with fields no route reads; the other F_BAD events are malformed, or what
+    `ScannedTrace.odd` calls them."""
+    ph = trace.ph
+    bad = (trace.flags & F_BAD) != 0
+    modelled = _PHASE_TABLE[ph] | (ph == ord("B")) | (ph == ord("E"))
+    unsupported = ~modelled
+    for event, what in trace.odd.items():
+        count(skipped, what, 1)
+        unsupported[event] = False
+    if not modelled.all():
+        for value, n in zip(*np.unique(ph[unsupported], return_counts=True), strict=True):
+            phase = chr(value) if value else "None"  # (a missing ph is None event by event)
+            count(skipped, f"events of unsupported phase {phase[:20]!r}", int(n))
+    if not bad.any():
+        return
+    malformed = bad & modelled
+    malformed[list(trace.odd)] = False
+    count(skipped, MALFORMED, int(np.count_nonzero(malformed)))
+    trace.ph = ph.copy()
+    trace.ph[bad] = 0  # no phase: no route, flow, range or thread name reads them
 
 
 def _own_time_bounds(base_ns: int) -> tuple[int, int]:
@@ -144,7 +170,10 @@ def _drop_unread_memory(
     needed = F_TS | F_ARGS
     for what, mask in (
         ("[memory] events without a timestamp or args", (flags & needed) != needed),
-        ("[memory] events on a thread named by a string", (flags & (F_PID_STR | F_TID_STR)) != 0),
+        (
+            "[memory] events on a thread named by a string",
+            _named(trace, F_PID_STR) | _named(trace, F_TID_STR),
+        ),
     ):
         dropped = memory & mask
         if np.any(dropped):
@@ -159,7 +188,7 @@ def _drop_unread_memory(
     unfit = fast_memory.unfit(trace, events)
     for what, mask in (
         (f"[memory] events with times beyond {TIME_LIMIT_TEXT}", beyond),
-        ("[memory] events with a value past int64 or a list as Device Type", unfit & ~beyond),
+        (MEMORY_UNFIT, unfit & ~beyond),
     ):
         if np.any(mask):
             count(skipped, what, int(np.count_nonzero(mask)))
@@ -211,7 +240,7 @@ def _number_thread_ids(trace: ScannedTrace) -> list[int]:
     """String tids that are numbers ("25738" in 2021 traces) become those numbers, as
     `devices.normalize_tid` reads them, where they fit the int32 column; the string ids of
     those that do not fit (`classify` skips and counts their host events, decision 184)."""
-    events = np.flatnonzero(trace.flags & F_TID_STR)
+    events = np.flatnonzero(_named(trace, F_TID_STR))
     if not len(events):
         return []
     numbers: dict[int, int] = {}
@@ -245,8 +274,8 @@ def _streams_in_range(trace: ScannedTrace, events: np.ndarray) -> np.ndarray:
     from_tid = kind != A_INT
     tid_str = (trace.flags[events] & F_TID_STR) != 0
     streams = np.where(from_tid, np.where(tid_str, 0, trace.tid[events]), value)
-    ok = (streams > -STREAM_ID_LIMIT) & (streams < STREAM_ID_LIMIT)
-    named = np.flatnonzero(from_tid & tid_str)
+    ok = (streams > -STREAM_ID_LIMIT) & (streams < STREAM_ID_LIMIT) & (kind != A_UINT)
+    named = np.flatnonzero(from_tid & tid_str & (trace.tid[events] != NO_ID))
     for at, text_id in zip(named.tolist(), trace.tid[events[named]].tolist(), strict=True):
         ok[at] = abs(stream_of(trace.texts[text_id]) or 0) < STREAM_ID_LIMIT
     return ok
@@ -457,14 +486,24 @@ def _bookkeeping(
         router.ops_by_start.setdefault(key, (made[int(lines[event])], int(positions[event])))
 
 
+def _named(trace: ScannedTrace, flag: int) -> np.ndarray:
+    """Per event: whether its pid (``flag`` F_PID_STR) or tid (F_TID_STR) is a string."""
+    column = trace.pid if flag == F_PID_STR else trace.tid
+    return ((trace.flags & flag) != 0) & (column != NO_ID)
+
+
 def _pid(trace: ScannedTrace, event: int) -> object:
     value = int(trace.pid[event])
-    return trace.texts[value] if trace.flags[event] & F_PID_STR else value
+    if not trace.flags[event] & F_PID_STR:
+        return value
+    return None if value == NO_ID else trace.texts[value]
 
 
 def _tid(trace: ScannedTrace, event: int) -> object:
     value = int(trace.tid[event])
-    return normalize_tid(trace.texts[value]) if trace.flags[event] & F_TID_STR else value
+    if not trace.flags[event] & F_TID_STR:
+        return value
+    return None if value == NO_ID else normalize_tid(trace.texts[value])
 
 
 def _flow(trace: ScannedTrace, event: int) -> TraceEvent:

@@ -38,13 +38,15 @@ from stepscope.xspace.kineto.scan import (
     A_JSON,
     A_NULL,
     A_STR,
+    A_UINT,
     F_PID_STR,
     F_TID_STR,
+    NO_ID,
     ScannedTrace,
     first_seen,
     native,
 )
-from stepscope.xspace.wire import KIND_DOUBLE, KIND_INT, KIND_STR
+from stepscope.xspace.wire import KIND_DOUBLE, KIND_INT, KIND_STR, KIND_UINT
 
 if TYPE_CHECKING:
     from stepscope.xspace.kineto.classified import Classified
@@ -108,6 +110,7 @@ class StatRows:
         self.codec = codec
         self._extra: list[tuple[np.ndarray, int, int, int, np.ndarray]] = []
         self._final: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.merge = c.merge_stats
         n = trace.n_events
         empty = trace.string_id("")
         # int32 string ids (4 bytes an event less each at the import's peak)
@@ -141,6 +144,7 @@ class StatRows:
         # Rows per event (the rows stay in event order; `_finish` needs no event per row).
         self.k_count, self.k_key, kind, value = kept_rows(trace, event_class, kept, key_lut)
         out_kind = np.full(len(value), KIND_INT, np.int8)
+        out_kind[kind == A_UINT] = KIND_UINT  # (int64 bits, as the columns keep a uint64)
         floats = np.flatnonzero(kind == A_FLOAT)
         if len(floats):
             out_kind[floats] = KIND_DOUBLE
@@ -158,6 +162,7 @@ class StatRows:
                 value[chosen] = lut[values]
                 out_kind[chosen] = KIND_STR
         assert not np.any((kind != A_INT) & (kind != A_BOOL) & (out_kind == KIND_INT))
+        assert not np.any((kind != A_UINT) & (out_kind == KIND_UINT))
         self.k_kind, self.k_value = out_kind, value
 
     def _text(self, string_id: int) -> int:
@@ -222,7 +227,7 @@ class StatRows:
         has_stream = (kind >= 0) & (kind != A_NULL)
         tid_str = (flags & F_TID_STR) != 0
         stream = np.where(tid_str, 0, tid).astype(np.int64)
-        for i in np.flatnonzero((kind != A_INT) & tid_str).tolist():
+        for i in np.flatnonzero((kind != A_INT) & tid_str & (tid != NO_ID)).tolist():
             stream[i] = stream_of(trace.texts[int(tid[i])]) or 0
         stream = np.where(kind == A_INT, value, stream)
         line_kind = c.kind[events]
@@ -351,6 +356,8 @@ class StatRows:
         value = np.empty(total, np.int64)
         value[at], value[kept] = ex_value, self.k_value
         self.k_value = np.zeros(0, np.int64)
+        if self.merge:
+            counts, starts, key, kind, value = _merge_same_keys(counts, key, kind, value)
         self._final = (counts, starts, key, kind, value)
         self._extra = []
         return self._final
@@ -379,6 +386,35 @@ class StatRows:
         np.cumsum(chosen[:-1], out=new_starts[1:])
         rows = np.repeat(starts[events] - new_starts, chosen)
         return rows + np.arange(len(rows), dtype=np.int64)
+
+
+def _merge_same_keys(
+    counts: np.ndarray, key: np.ndarray, kind: np.ndarray, value: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The rows with one stat per key in each event, merged as a dict's assignments merge
+    them: a key keeps the place of its first row and the value of its last (two args that
+    one stat name stands for, an arg named like a stat the importer appends; decision 211)."""
+    n = len(counts)
+    row_event = np.repeat(np.arange(n, dtype=np.int64), counts)
+    order = np.lexsort((key, row_event))  # by event, key, then place (lexsort is stable)
+    event_sorted, key_sorted = row_event[order], key[order]
+    first = np.ones(len(order), bool)
+    first[1:] = (event_sorted[1:] != event_sorted[:-1]) | (key_sorted[1:] != key_sorted[:-1])
+    if first.all():
+        starts = np.zeros(n + 1, np.int64)
+        np.cumsum(counts, out=starts[1:])
+        return counts, starts, key, kind, value
+    last = np.ones(len(order), bool)
+    last[:-1] = first[1:]
+    kind, value = kind.copy(), value.copy()
+    kind[order[first]] = kind[order[last]]
+    value[order[first]] = value[order[last]]
+    keep = np.zeros(len(order), bool)
+    keep[order[first]] = True
+    counts = np.bincount(row_event[keep], minlength=n).astype(np.int64)
+    starts = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=starts[1:])
+    return counts, starts, key[keep], kind[keep], value[keep]
 
 
 def _index(c: Classified, category: str) -> int:

@@ -258,27 +258,25 @@ def _convert_unpaused(
 ) -> XSpaceBuilder:
     item = box.pop()
     fast = None
-    rescan = True  # whether the Python scanner may model what the scan in hand does not
-    if isinstance(item, scan.ScannedTrace):
+    if isinstance(item, scan.ScannedTrace) and not np.any(item.flags & scan.F_BAD):
         fast = _classify(item)
-        # A trace the C scanner's columns do not model is read whole: by the Python scanner
-        # when the C one flagged events it does not read (F_BAD), else event by event.
-        rescan = bool(np.any(item.flags & scan.F_BAD))
-        data = text if text is not None else b""
-        if fast is None and text is None:
-            data = _read(source, warnings)
+        data = b""
+    elif isinstance(item, scan.ScannedTrace):
+        # Events the C scanner does not read (F_BAD): the Python scanner reads the trace.
+        data = text if text is not None else _read(source, warnings)
     else:
         data = item
     del item, text
-    if fast is None and rescan and issubclass(into, ColumnSpace):
-        repairs: list[str] = []
-        scanned = pyscan.scan_bytes(data, source, repairs)
-        if scanned is not None:
-            fast = _classify(scanned)
-            del scanned
-            if fast is not None:
-                data = b""
-                warnings.extend(repairs)  # (else the per-event route repairs it again)
+    if fast is None and issubclass(into, ColumnSpace):
+        scanned = pyscan.scan_bytes(data, source, warnings)
+        if scanned is None:
+            raise ProfileFormatError(
+                source,
+                "is JSON but not a PyTorch profiler (Kineto) trace: it has no traceEvents list",
+                "expected the .json / .json.gz written by torch.profiler",
+            )
+        fast = _classify(scanned)
+        del scanned
     trace = None
     if fast is None:
         trace = decode_trace(data, source, warnings)
@@ -328,15 +326,12 @@ def _convert_unpaused(
     return builder
 
 
-def _classify(scanned: scan.ScannedTrace) -> tuple[dict[str, Any], Classified] | None:
-    """The header and the classified columns, or None when the columns do not model them."""
+def _classify(scanned: scan.ScannedTrace) -> tuple[dict[str, Any], Classified]:
+    """The header and the classified columns."""
     doc = header_dict(scanned.header)
     base = doc.get("baseTimeNanoseconds")
     base = base if type(base) is int else 0
-    classified = fast_route.classify(scanned, base)
-    if classified is None:
-        return None
-    return doc, classified
+    return doc, fast_route.classify(scanned, base)
 
 
 def _hostname(doc: dict[str, Any], source: str) -> str:

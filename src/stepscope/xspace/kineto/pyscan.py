@@ -10,12 +10,15 @@ values for msgspec.
 Each event is one msgspec record (its fields only, its ``args`` a dict), written into the
 same columns with the same flags as `_kscan_json.c`: strings interned in the order the
 fields of Kineto's events come (``ph``, ``cat``, ``name``, ``pid``, ``tid``, ``s``, then
-the args), ``F_BAD`` where a field has a type the column route does not model (a string ts,
-a null pid, args that are not an object, an integer beyond int64, ...), so that `classify`
-decides on the same events. A list or object argument is kept as its JSON text (the C
-scanner keeps the text as written; both decode to the same value). Time conversion is
-`devices.us_to_ns`, the rule both routes share (tests/xspace/test_kineto_pyscan.py checks
-the two scanners on every fixture and on hand-made events).
+the args). Where the C scanner leaves a field of an unexpected type to this one, the field
+is read as the Kineto rules of decision 210 say (a ts that is not a number: untimed; a
+null or missing pid / tid: a thread without that id; a cat or name: its text; ...); the
+events no route reads are flagged ``F_BAD`` (not an object, a phase that is not one
+character, a pid / tid that is neither an integer, a string nor null, an argument integer
+beyond int64), and `classify` counts them. A list or object argument is kept as its JSON
+text (the C scanner keeps the text as written; both decode to the same value). Time
+conversion is `devices.us_to_ns` (tests/xspace/test_kineto_pyscan.py checks the two
+scanners on every fixture and on hand-made events).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from stepscope.xspace.kineto.scan import (
     A_JSON,
     A_NULL,
     A_STR,
+    A_UINT,
     F_ARGS,
     F_BAD,
     F_DUR,
@@ -45,15 +49,19 @@ from stepscope.xspace.kineto.scan import (
     F_PID_STR,
     F_TID_STR,
     F_TS,
+    MALFORMED,
+    MEMORY_UNFIT,
+    NO_ID,
+    NOT_AN_OBJECT,
     ScannedTrace,
     _decode_string,
     parse_memory_estimate,
 )
 
 _UNSET = msgspec.UNSET
-_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _DOUBLE, _BITS = struct.Struct("<d"), struct.Struct("<q")
+_LONGEST_NS = (1 << 62) - 1  # (with a start within +-2**62 the end still fits int64)
 
 
 class _Args(msgspec.Struct, gc=False):
@@ -68,6 +76,13 @@ _RAW_ARGS = msgspec.json.Decoder(_Args)
 _ENCODE = msgspec.json.encode
 # The fields the columns hold (the others are skipped, as the C scanner skips them).
 _FIELDS = frozenset({"ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "args", "s"})
+_INSTANT = (ord("i"), ord("I"))
+_KINETO_ORDER = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "s", "args")
+# An event whose other fields msgspec cannot hold (a number past float64 ...) is read by
+# these fields alone, as the C scanner skips the others.
+_FIELDS_ONLY = msgspec.json.Decoder(
+    msgspec.defstruct("_Fields", [(name, Any, _UNSET) for name in _KINETO_ORDER])
+)
 
 
 def scan_bytes(data: bytes, source: str, warnings: list[str]) -> ScannedTrace | None:
@@ -123,6 +138,7 @@ class _Columns:
         self.arg_key = array("i")
         self.arg_kind = array("b")
         self.arg_value = array("q")
+        self.odd: dict[int, str] = {}
 
     def intern(self, text: str, raw: bytes = b"") -> int:
         found = self.ids.get(text)
@@ -145,11 +161,13 @@ class _Columns:
                 try:
                     event = decode(item)
                 except (msgspec.DecodeError, RecursionError):
-                    event = None
+                    event = _fields_only(item)
             if type(event) is dict:
                 self._event(event, item if type(item) is msgspec.Raw else None)
-            else:  # not an object, or unreadable
-                self._row(0, F_BAD, -1, -1, 0, 0, 0, 0, 0)
+                continue
+            # Not an object, or unreadable (a number msgspec cannot hold): read by no route.
+            self.odd[len(self.ph)] = NOT_AN_OBJECT if event is not None else MALFORMED
+            self._row(0, F_BAD, -1, -1, 0, 0, 0, 0, 0)
         return self._trace(header)
 
     def _row(
@@ -168,34 +186,50 @@ class _Columns:
         self.flags.append(flags)
         self.cat.append(cat)
         self.name.append(name)
-        self.pid.append(pid)
-        self.tid.append(tid)
+        try:
+            self.pid.append(pid)
+            self.tid.append(tid)
+        except OverflowError:  # an id past int32: both columns widen to int64 (rare)
+            if self.pid.typecode == "i":
+                self.pid, self.tid = array("q", self.pid), array("q", self.tid)
+            if len(self.pid) > len(self.tid):
+                self.tid.append(tid)
+            else:
+                self.pid.append(pid)
+                self.tid.append(tid)
         self.ts.append(ts)
         self.dur.append(dur)
         self.nargs.append(n)
 
-    def _string(self, value: Any) -> tuple[int, int]:
-        """(string id or -1, F_BAD when the value is neither a string nor null)."""
+    def _string(self, value: Any) -> int:
+        """cat / name: string id, -1 for null; another value is read as its text (`str`), as
+        the importer always named such events and categories (decision 210)."""
         if type(value) is str:
-            return self.intern(value), 0
-        if value is None or value is _UNSET:
-            return -1, 0
-        return -1, F_BAD
+            return self.intern(value)
+        if value is None:
+            return -1
+        return self.intern(str(value))
 
     def _id(self, value: Any, str_flag: int) -> tuple[int, int]:
-        """pid / tid: (value or string id, flags)."""
+        """pid / tid: (value or string id, flags). A string's id has ``str_flag``; so has null
+        (id -1: a thread without that id, told apart from every other); an integer within
+        int64 is itself (past int32 the columns widen: stepscope's own Chrome export writes
+        such thread ids); another value is F_BAD (decision 210)."""
         if type(value) is int:
-            if _INT32_MIN <= value <= _INT32_MAX:
+            if _INT64_MIN <= value <= _INT64_MAX:
                 return value, 0
-            return 0, F_BAD  # int32 columns: wider ids are not modelled
+            return 0, F_BAD
         if type(value) is str:
             return self.intern(value), str_flag
-        return 0, F_BAD  # missing, null, a float, ...
+        if value is None:
+            return NO_ID, str_flag
+        return 0, F_BAD  # a float, a bool, a list, ...
 
     def _event(self, event: dict[str, Any], text: msgspec.Raw | None) -> None:
         """One event's row; its strings interned in the order its fields come (the C
         scanner's order, so both number the strings alike)."""
         flags = ph = pid = tid = ts = dur = count = 0
+        args_past_64_bits = False
         cat = name = -1
         for field, value in event.items():
             if field not in _FIELDS:
@@ -206,46 +240,52 @@ class _Columns:
                     if len(value) == 1 and ord(value) < 256:
                         ph = ord(value)
                         continue
-                flags |= F_BAD
+                if value is not None:  # (null: no phase, as a missing one)
+                    self.odd[len(self.ph)] = f"events of unsupported phase {str(value)[:20]!r}"
+                    flags |= F_BAD
             elif field == "cat":
-                cat, bad = self._string(value)
-                flags |= bad
+                cat = self._string(value)
             elif field == "name":
-                name, bad = self._string(value)
-                flags |= bad
+                name = self._string(value)
             elif field == "pid":
-                pid, bad = self._id(value, F_PID_STR)
-                flags |= bad
+                pid, bits = self._id(value, F_PID_STR)
+                flags |= bits
             elif field == "tid":
-                tid, bad = self._id(value, F_TID_STR)
-                flags |= bad
+                tid, bits = self._id(value, F_TID_STR)
+                flags |= bits
             elif field == "ts":
-                ts, bit = _time(value, F_TS)
-                flags |= bit
+                ns = _time(value)
+                if ns is not None:
+                    ts = ns
+                    flags |= F_TS
             elif field == "dur":
-                dur, bit = _time(value, F_DUR)
-                flags |= bit
+                ns = _duration(value)
+                if ns is not None:
+                    dur = ns
+                    flags |= F_DUR
             elif field == "s":
-                if type(value) is str:
+                if type(value) is str:  # (another value: not global, as any other string)
                     self.intern(value)
                     if value == "g":
                         flags |= F_GLOBAL
-                elif value is not None:
-                    flags |= F_BAD
-            elif field == "id":
+            elif field == "id":  # (another value than an int64: no flow id)
                 if type(value) is int and _INT64_MIN <= value <= _INT64_MAX:
                     flags |= F_ID
                     self.flow_ids.append(value)
-                elif value is not None:
-                    flags |= F_BAD
-            elif type(value) is dict:  # args
+            elif type(value) is dict:  # args (another value: none)
                 flags |= F_ARGS
                 count, bad = self._args(value, text)
                 flags |= bad
-            elif value is not None:
-                flags |= F_BAD
-        if "pid" not in event or "tid" not in event:
-            flags |= F_BAD  # the per-event rules make a thread of its own ("thread None")
+                args_past_64_bits = bad != 0
+        for field, bit in (("pid", F_PID_STR), ("tid", F_TID_STR)):
+            if field not in event:  # a thread without that id, as null
+                flags |= bit
+                if bit == F_PID_STR:
+                    pid = NO_ID
+                else:
+                    tid = NO_ID
+        if args_past_64_bits and ph in _INSTANT and event.get("name") == "[memory]":
+            self.odd.setdefault(len(self.ph), MEMORY_UNFIT)  # (decision 184's words)
         self._row(ph, flags, cat, name, pid, tid, ts, dur, count)
 
     def _args(self, args: dict[str, Any], text: msgspec.Raw | None) -> tuple[int, int]:
@@ -264,10 +304,13 @@ class _Columns:
                 values.append(self.intern(value))
                 continue
             if kind is int:
-                if not _INT64_MIN <= value <= _INT64_MAX:
-                    flags |= F_BAD
-                    value = 0
                 out_kind = A_INT
+                if not _INT64_MIN <= value <= _INT64_MAX:
+                    if _INT64_MAX < value < 1 << 64:  # uint64, XSpace's other integer
+                        out_kind, value = A_UINT, value - (1 << 64)
+                    else:  # no stat holds it: the event is malformed
+                        flags |= F_BAD
+                        value = 0
             elif kind is float:
                 out_kind = A_FLOAT
                 value = _BITS.unpack(_DOUBLE.pack(value))[0]  # float64 bits, as C keeps them
@@ -299,8 +342,8 @@ class _Columns:
             flags=np.frombuffer(self.flags, np.uint8),
             cat=np.frombuffer(self.cat, np.int32),
             name=np.frombuffer(self.name, np.int32),
-            pid=np.frombuffer(self.pid, np.int32),
-            tid=np.frombuffer(self.tid, np.int32),
+            pid=np.frombuffer(self.pid, np.int32 if self.pid.typecode == "i" else np.int64),
+            tid=np.frombuffer(self.tid, np.int32 if self.tid.typecode == "i" else np.int64),
             ts_ns=np.frombuffer(self.ts, np.int64),
             dur_ns=np.frombuffer(self.dur, np.int64),
             flow_ids=np.frombuffer(self.flow_ids, np.int64),
@@ -310,16 +353,31 @@ class _Columns:
             arg_value=np.frombuffer(self.arg_value, np.int64),
             raw=self.raw,
             is_key=np.frombuffer(self.is_key, np.bool_),
+            odd=self.odd,
         )
 
 
-def _time(value: Any, present: int) -> tuple[int, int]:
-    """(ns, ``present`` or F_BAD or 0) of a ``ts`` / ``dur`` field (null: absent)."""
-    if value is _UNSET or value is None:
-        return 0, 0
-    kind = type(value)
-    if kind is int or kind is float:
-        ns = us_to_ns(value)
-        if ns is not None:
-            return ns, present
-    return 0, F_BAD  # a string, a bool, out of range: the per-event rules decide
+def _fields_only(item: msgspec.Raw) -> dict[str, Any] | None:
+    """The event's fields of `_FIELDS` (None: not an object, or one of these unreadable)."""
+    try:
+        fields = _FIELDS_ONLY.decode(item)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    values = {name: getattr(fields, name) for name in _KINETO_ORDER}
+    return {name: value for name, value in values.items() if value is not _UNSET}
+
+
+def _time(value: Any) -> int | None:
+    """ns of a ``ts``; None (no valid timestamp) when it is not a number within +-2**62 ns
+    (`us_to_ns`: a numeric string is read as its number; decision 210)."""
+    return us_to_ns(value)
+
+
+def _duration(value: Any) -> int | None:
+    """ns of a ``dur``: as `_time` (None: read as 0); an integer past +-2**62 ns is read as
+    the nearest the int64 times hold (a negative one counts as 0 anyway), so that the event
+    is still skipped as lasting too long or ending beyond the limits (decision 210)."""
+    ns = us_to_ns(value)
+    if ns is None and type(value) is int:
+        return _LONGEST_NS if value > 0 else 0
+    return ns

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import mmap
 from collections.abc import Callable
+from dataclasses import field
 from types import ModuleType
 from typing import Any
 
@@ -25,6 +26,14 @@ from stepscope.xspace.wire import last_at_or_before
 # Event flags and argument kinds, as _kscan.c writes them.
 F_BAD, F_PID_STR, F_TID_STR, F_TS, F_DUR, F_ID, F_GLOBAL, F_ARGS = 1, 2, 4, 8, 16, 32, 64, 128
 A_INT, A_FLOAT, A_STR, A_BOOL, A_NULL, A_JSON = range(6)
+A_UINT = 6  # an integer in [2**63, 2**64), its int64 bits (the Python scanner's only)
+# The pid / tid column of a thread without that id (null or missing; the Python scanner's,
+# with F_PID_STR / F_TID_STR: no string has this id).
+NO_ID = -1
+# What the F_BAD events no route reads are counted as (`fast_route.classify`).
+NOT_AN_OBJECT = "entries that are not objects"
+MALFORMED = "malformed events (fields of unexpected types)"
+MEMORY_UNFIT = "[memory] events with a value past int64 or a list as Device Type"
 # Argument keys the router looks up (`ScannedTrace.arg`), indexed together.
 INDEXED_KEYS = (
     "device",
@@ -74,8 +83,10 @@ class ScannedTrace:
     flags: np.ndarray  # uint8
     cat: np.ndarray  # int32 string id, -1 absent
     name: np.ndarray  # int32 string id, -1 absent
-    pid: np.ndarray  # int32 (the string id for a string pid)
-    tid: np.ndarray  # int32
+    # int32 (the string id for a string pid; NO_ID for none); int64 from the Python scanner
+    # when an id passes int32
+    pid: np.ndarray
+    tid: np.ndarray
     ts_ns: np.ndarray  # int64, relative to baseTimeNanoseconds
     dur_ns: np.ndarray  # int64
     flow_ids: np.ndarray  # int64, the ``id`` of the events with F_ID, in order
@@ -85,6 +96,10 @@ class ScannedTrace:
     arg_value: np.ndarray  # int64
     raw: list[bytes]  # string id -> raw JSON text (for A_JSON values)
     is_key: np.ndarray  # bool per string id: used as an argument key
+    # Events flagged F_BAD that `fast_route.classify` counts as something other than
+    # malformed: event -> what the warning calls them (the Python scanner's only: an entry
+    # that is not an object, a phase that is not one character).
+    odd: dict[int, str] = field(default_factory=dict)
 
     @property
     def n_events(self) -> int:
@@ -251,6 +266,8 @@ class ScannedTrace:
             return bool(value)
         if kind == A_JSON:
             return _HEADER_ONLY.decode(self.raw[value])
+        if kind == A_UINT:
+            return int(value) + (1 << 64)
         return None
 
     def args_of(self, event: int, only: frozenset[str] | None = None) -> dict[str, Any]:
