@@ -83,6 +83,7 @@ GROUPS: dict[str, Group] = {
             "tests/xspace/test_kineto_fast.py",
             "tests/xspace/test_kineto_pyscan.py",
             "tests/xspace/test_kineto_categories.py",
+            "tests/xspace/test_kineto_rare.py",
         ),
     ),
     "memory": Group(

@@ -9,7 +9,7 @@ with sanitizers (``python scripts/fuzz_native.py``), an out-of-bounds access or 
 operation also ends the process with a report.
 
 `kineto_disagreements` fuzzes the Kineto scanner against the pure-Python reader: a mutated
-trace that the scanner takes must give the per-event path's profile.
+trace that the scanner takes must give the Python scanner's columns and profile.
 """
 
 from __future__ import annotations
@@ -324,7 +324,7 @@ def kineto_disagreements(rng: random.Random, seconds: float) -> tuple[int, list[
                 if _columns_of(cut) != _columns_of(scanned(data)):
                     differ.append(f"window {window}: " + data.decode("utf-8", "replace")[:2000])
                 if cut is None:
-                    continue  # left to the per-event path: nothing to compare
+                    continue  # not scanned (not a trace, invalid JSON): nothing to compare
                 cases += 1
                 if not (cut.flags & scan.F_BAD).any():
                     try:

@@ -75,7 +75,7 @@ def _doc(**header: Any) -> bytes:
 def test_every_window_cut_gives_the_whole_scan(monkeypatch: pytest.MonkeyPatch) -> None:
     """Windows of every size from 16 bytes up: a top-level number the window cut was read as
     a shorter number, and spaces after a comma that ended a window were read as an event (the
-    trace then fell to the per-event path, 4-6x slower)."""
+    trace then fell to a slower path, 4-6x)."""
     c_on(monkeypatch, "_kscan")
     data = _doc(deviceCount=12345678901234)
     whole = native_cases._columns_of(scanned(data))
@@ -156,7 +156,7 @@ def test_kineto_entry_points_refuse_bad_arrays(monkeypatch: pytest.MonkeyPatch) 
 @pytest.mark.integration  # seconds of work: the default tier stays under a minute
 def test_the_scanner_agrees_with_the_pure_python_reader(monkeypatch: pytest.MonkeyPatch) -> None:
     """A few seconds of the sanitizer job's comparison: mutated traces that the scanner takes
-    give the per-event path's profile, and its windows change nothing."""
+    give the Python scanner's columns and profile, and its windows change nothing."""
     c_on(monkeypatch, "_kscan")
     cases, differ = native_cases.kineto_disagreements(random.Random(7), 3.0)
     assert cases > 20

@@ -3,8 +3,8 @@ pure-Python twins (``-p tests.support.both_tiers``).
 
 CI runs the default tier once more under ``STEPSCOPE_PURE_PYTHON=1``, but one pytest process
 sees one tier. The mutation runs (scripts/mutation.py) need both in one run for modules that
-an accelerator bypasses (the Kineto import: the C scanner's route and the per-event route),
-or the mutants of the route the suite's process does not take survive. Modules that switch
+an accelerator bypasses (the C and the pure-Python twin of a step), or the mutants of the
+twin the suite's process does not take survive. Modules that switch
 the accelerators themselves (`tests.support.native`) run once, as written.
 """
 

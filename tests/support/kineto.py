@@ -1,4 +1,5 @@
-"""Compare the profiles the Kineto importer's two paths give (columns and XSpace)."""
+"""Compare the Kineto importer's profile (the column route) with the per-event oracle's
+(`tests.support.kineto_oracle`), and the C scanner's columns with the Python scanner's."""
 
 from __future__ import annotations
 
@@ -8,13 +9,13 @@ from typing import Any
 from stepscope.model import Profile, profile_from_xspace
 from stepscope.model.from_xspace import profile_from_columns
 from stepscope.xspace.kineto import importer, kineto_to_columns, kineto_to_xspace, scan
-from stepscope.xspace.proto.xplane_pb2 import XSpace
 from stepscope.xspace.wire import KIND_BYTES, KIND_STR
+from tests.support.kineto_oracle import per_event_xspace
 
 
 def scanned(data: bytes, window: int = 0) -> scan.ScannedTrace | None:
     """The C scanner's columns of a whole document (by default in one window, as large as
-    the text), or None where it leaves the trace to the per-event path."""
+    the text), or None where it leaves the trace to the Python scanner."""
     import io
 
     window = window or len(data) + 16
@@ -80,20 +81,8 @@ def describe(profile: Profile) -> dict[str, Any]:
     }
 
 
-def per_event_xspace(path: Path) -> XSpace:
-    """The trace read event by event (`events.EventRouter` into a plain `XSpaceBuilder`): the
-    route the columns are checked against while it exists."""
-    from stepscope.xspace.builder import XSpaceBuilder
-
-    warnings: list[str] = []
-    data = importer._read(path, warnings)
-    space = importer._convert([data], str(path), warnings, XSpaceBuilder)
-    assert isinstance(space, XSpace)
-    return space
-
-
 def assert_same_profile(path: Path) -> None:
-    """The column route's profile is the per-event route's, and `kineto_to_xspace` (the
+    """The column route's profile is the per-event oracle's, and `kineto_to_xspace` (the
     columns written as XSpace) reads back as the same profile."""
     direct = profile_from_columns(kineto_to_columns(path), str(path), None)
     via_xspace = profile_from_xspace(per_event_xspace(path), source=str(path))
@@ -119,7 +108,9 @@ def resolved_columns(trace: scan.ScannedTrace | None) -> Any:
 
     def thread(column: Any, flag: int) -> list[object]:
         return [
-            None if f & scan.F_BAD else (texts[v] if f & flag else v)
+            None
+            if f & scan.F_BAD or (f & flag and v == scan.NO_ID)
+            else (texts[v] if f & flag else v)
             for v, f in zip(column.tolist(), flags, strict=True)
         ]
 

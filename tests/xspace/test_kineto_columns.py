@@ -1,9 +1,10 @@
-"""The Kineto importer's direct path to columns gives the profile its XSpace output gives.
+"""The Kineto importer's columns give the profile the per-event oracle gives.
 
 `open_host` builds the profile of a PyTorch trace from `kineto_to_columns` (typed columns, no
-protobuf); `kineto_to_xspace` fills a plain `XSpaceBuilder` and writes the XSpace message
-(bridges, `stepscope import`). Here every event, stat, metadata row, line and plane of the two
-profiles is compared by value, on every real Kineto fixture and on synthetic corner cases.
+protobuf); `kineto_to_xspace` writes those columns as the XSpace message (bridges, `stepscope
+import`); the oracle (tests/support/kineto_oracle) reads the trace event by event. Every event,
+stat, metadata row, line and plane of the profiles is compared by value, on every real Kineto
+fixture and on synthetic corner cases.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ import pytest
 
 from stepscope.model.from_xspace import profile_from_columns
 from stepscope.xspace.builder import XSpaceBuilder
-from stepscope.xspace.kineto import decode, kineto_to_columns
+from stepscope.xspace.kineto import kineto_to_columns
 from stepscope.xspace.kineto.columns import ColumnSpace
 from stepscope.xspace.wire import KIND_DOUBLE, KIND_INT, KIND_STR, KIND_UINT
 from tests.support.fixtures import FIXTURES, by_size
 from tests.support.kineto import assert_same_profile as _assert_same
+from tests.support.kineto_oracle import decode
 
 KINETO = sorted((FIXTURES / "kineto").glob("*.json.gz"))
 
@@ -39,7 +41,7 @@ def _write(tmp_path: Path, events: list[Any], **header: Any) -> Path:
 
 def test_corner_cases_match(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Flow-bound stats, unsorted and tied events, floats, big ints, several chunks."""
-    # Small decode chunks: the chunk boundaries are crossed with a few hundred events.
+    # Small decode chunks (the oracle's): the boundaries are crossed with a few hundred events.
     chunk = 128
     monkeypatch.setattr(decode, "CHUNK_EVENTS", chunk)
     events: list[Any] = [

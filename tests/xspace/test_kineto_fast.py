@@ -1,10 +1,10 @@
 """The Kineto importer's C scanner + numpy routing (`scan`, `fast_route`, `fast_stats`,
-`fast_memory`): which traces take it, and that it gives the profile of the per-event path.
+`fast_memory`): that it gives the profile of the per-event oracle (tests/support).
 
-`test_kineto_columns` compares the columns path with the XSpace path (per-event routing) on
-every fixture; here the synthetic traces hold what the vectorized code must reproduce (stat
-order, renames, appended stats, metadata order, memory events, flows), and traces it must
-leave to the per-event path.
+`test_kineto_columns` compares the column route with the per-event oracle on every fixture;
+here the synthetic traces hold what the vectorized code must reproduce (stat order, renames,
+appended stats, metadata order, memory events, flows), and traces the C scanner leaves to
+the Python scanner.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import pytest
 
 from stepscope.xspace.kineto import fast_memory, fast_route, importer, scan
 from stepscope.xspace.kineto.classified import Classified
-from stepscope.xspace.kineto.memory import _innermost_ops
 from tests.support.fixtures import FIXTURES
 from tests.support.kineto import assert_same_profile as _assert_same
 from tests.support.kineto import describe as _describe
 from tests.support.kineto import scanned
+from tests.support.kineto_oracle.memory import _innermost_ops
 from tests.support.native import c_on, module
 
 
@@ -79,7 +79,7 @@ def _schema_2021(tmp_path: Path, both_ids_in_one_event: bool = False) -> Path:
 def test_2021_schema_takes_the_column_route(tmp_path: Path) -> None:
     path = _schema_2021(tmp_path)
     assert _classified(path) is not None
-    _assert_same(path)  # the per-event route's profile
+    _assert_same(path)  # the oracle's profile
     both = _schema_2021(tmp_path, both_ids_in_one_event=True)
     found = _classified(both)
     assert found is not None and found.merge_stats  # merged as a dict merges (decision 211)
@@ -404,7 +404,7 @@ def test_two_args_renamed_onto_one_stat_are_merged_on_the_columns(tmp_path: Path
         {"name": "no phase", "pid": 1, "tid": 2, "ts": 1},
     ],
 )
-def test_what_the_per_event_route_read_alone_takes_the_column_route(
+def test_what_the_per_event_route_once_read_alone_takes_the_column_route(
     tmp_path: Path, extra: Any
 ) -> None:
     path = _write(tmp_path, [*_mixed_events(), extra])

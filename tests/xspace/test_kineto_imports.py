@@ -53,7 +53,7 @@ def test_uncached_overview_imports_no_store_upkeep(tmp_path: Path) -> None:
     modules of saving and store upkeep (socket, shutil, tempfile: 1.6 MB, 6 ms), nor
     numpy.ma (7-8 ms, loaded by the first hash-table ``np.unique``: `stepscope.distinct`),
     nor modules a single PyTorch host's overview does not run: the store, the capture API,
-    the JSON repair of the per-event path, stragglers across hosts, PyTorch op costs, the
+    the JSON repair, stragglers across hosts, PyTorch op costs, the
     tf.data analysis (no ``Iterator::`` events), CSV, the HLO reader (no ``hlo_op`` stats)."""
     trace = tmp_path / "trace.json.gz"
     shutil.copy(FIXTURES / "kineto" / "a100_triton_tiny.json.gz", trace)

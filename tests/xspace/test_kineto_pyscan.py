@@ -238,7 +238,7 @@ def test_damaged_traces_take_the_column_route(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, c: bool
 ) -> None:
     """Repaired JSON and a truncated gzip stream: the same columns, and the same warnings,
-    as the per-event route gives."""
+    as the per-event oracle gives."""
     (c_on if c else c_off)(monkeypatch, *(["_kscan"] if c else []))
     events = [
         {"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1}

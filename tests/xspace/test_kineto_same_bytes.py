@@ -1,6 +1,6 @@
-"""A Kineto trace gives the same bytes whichever route imported it: the C scanner's columns
-route and the per-event route (`STEPSCOPE_PURE_PYTHON=1`) number its stat metadata and string
-values once (`kineto.canonical`), so the answers that carry ids -- the trace viewer's windows
+"""A Kineto trace gives the same bytes whichever scanner read it: the C scanner's columns and
+the Python scanner's (`STEPSCOPE_PURE_PYTHON=1`) end in one numbering of the stat metadata and
+string values (`kineto.canonical`), so the answers that carry ids -- the trace viewer's windows
 (names by id) and the Perfetto export (interned ids) -- are byte-identical (decision 110)."""
 
 from __future__ import annotations

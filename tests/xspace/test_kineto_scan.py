@@ -242,7 +242,8 @@ def test_streamed_scan_rejects_what_the_whole_scan_rejects(text: bytes) -> None:
 
 def test_compressed_traces_stream_into_the_scanner(tmp_path: Path) -> None:
     """A .json.gz is inflated a piece at a time into the scanner (as a .json is read): same
-    columns as the whole text's scan; a damaged stream takes the per-event path, which warns."""
+    columns as the whole text's scan; a damaged stream is left to the Python scanner (it
+    warns)."""
     import gzip
 
     from stepscope.xspace.io import GunzipStream

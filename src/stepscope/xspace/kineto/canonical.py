@@ -1,11 +1,13 @@
-"""One numbering of a Kineto trace's stat metadata and string values, whichever route made it.
+"""One numbering of a Kineto trace's stat metadata and string values, whichever scanner made
+the columns.
 
-The columns route (the C scanner, `fast_route`, `fast_stats`) and the per-event route give the
-same events and stats, but number them differently: the columns route registers some argument
-keys the per-event route drops and interns string values column by column. Tools read names,
-not ids, so their answers agree; the trace viewer's window (names by id) and the Perfetto
-export (interned by id) did not, and answers must be the same bytes with and without C
-(decisions 110, 156). So both routes end here: per plane, the stat metadata that something
+The C scanner and its Python twin (`pyscan`) give the same events and stats, but the ids can
+differ: the C scanner interns strings by their bytes as written (``"a\u0062"`` and ``"ab"``
+are two texts), the Python one by their value, so argument keys are registered in another
+order; and the route registers every argument key, used or not. Tools read names, not ids, so
+their answers agree; the trace viewer's window (names by id) and the Perfetto export
+(interned by id) would not, and answers must be the same bytes with and without C
+(decisions 110, 156). So the route ends here: per plane, the stat metadata that something
 references (a stat row, a plane stat, an event metadata's stat, a REF value) are numbered
 1..n in the order of their names, and the string values that a stat row uses are numbered in
 their byte order; the rest is dropped. A few passes over the stat columns (no sort of them):

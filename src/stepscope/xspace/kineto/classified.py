@@ -1,4 +1,4 @@
-"""The columnar route's per-event classification of a scanned trace (`Classified`), in a
+"""The column route's classification of each event of a scanned trace (`Classified`), in a
 module of its own: `fast_route` makes it, `fast_stats` and `fast_memory` read it, and
 `fast_route` imports those two (a type imported back from it made a cycle).
 """

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from stepscope.vocab.tensorflow import CPU_ALLOCATOR, gpu_allocator
+
 if TYPE_CHECKING:  # the builder needs protobuf; the Kineto path does not
     from stepscope.xspace.builder import StatValue
 
@@ -154,3 +156,38 @@ def normalize_tid(value: object) -> object:
     if isinstance(value, str) and value.strip().isdigit():
         return int(value)
     return value
+
+
+# c10::DeviceType values that are not CPU or a CUDA/HIP GPU.
+_DEVICE_TYPE_NAMES = {
+    2: "mkldnn",
+    3: "opengl",
+    4: "opencl",
+    5: "ideep",
+    7: "fpga",
+    8: "maia",
+    9: "xla",
+    10: "vulkan",
+    11: "metal",
+    12: "xpu",
+    13: "mps",
+    14: "meta",
+    15: "hpu",
+    16: "ve",
+    17: "lazy",
+    18: "ipu",
+    19: "mtia",
+    20: "privateuse1",
+}
+GPU_DEVICE_TYPES = (1, 6)  # CUDA, HIP (ROCm builds report HIP devices as CUDA)
+
+
+def allocator_name(device_type: object, device_id: object) -> str:
+    """The allocator of a ``[memory]`` event: ``GPU_<id>_bfc`` for CUDA/HIP devices, ``cpu``
+    for the CPU (or no type), ``<type>_<id>`` otherwise."""
+    if device_type in GPU_DEVICE_TYPES:
+        return gpu_allocator(device_id)
+    if device_type == 0 or device_type is None:
+        return CPU_ALLOCATOR
+    kind = _DEVICE_TYPE_NAMES.get(device_type, f"device_type_{device_type}")  # type: ignore[call-overload]
+    return f"{kind}_{device_id}"

@@ -1,10 +1,33 @@
-"""``[memory]`` events of a `ScannedTrace` -> the ``Memory`` line, with numpy.
+"""Kineto ``[memory]`` instant events of a `ScannedTrace` -> ``MemoryAllocation`` /
+``MemoryDeallocation`` events on the ``Memory`` line, with numpy.
 
-The same events and stats as `memory.memory_events` + `importer._add_memory` (see `memory`
-for what each stat means), computed per column instead of per event; the innermost-op walk
-of `memory._innermost_ops` runs in C (`_kscan.innermost`) or in `innermost`'s Python loop.
-Args of other types are read as `memory._int` reads them; an event with a value past int64
-(or NaN) or a list as ``Device Type`` is skipped and counted by `fast_route.classify` (`unfit`,
+PyTorch's caching allocator reports, per (de)allocation: ``Bytes`` (negative on free),
+``Addr``, ``Device Type`` / ``Device Id`` and the allocator totals after the event,
+``Total Allocated`` (bytes held by live tensors) and ``Total Reserved`` (bytes the allocator
+holds from the device, cached free blocks included). The 2021 schema has no totals or address.
+
+Decisions (the XSpace memory stats are TensorFlow BFC-allocator stats, read as XProf's
+``xprof/convert/xplane_to_memory_profile.cc`` reads them, where
+peak = stack reserved + heap allocated and capacity = that + free):
+
+- Events go to ``/host:CPU`` on a line named ``Memory``, sorted by time, zero duration.
+- ``allocator_name``: ``GPU_<id>_bfc`` for CUDA/HIP devices (Device Type 1 or 6), ``cpu`` for
+  the CPU, ``<type>_<id>`` otherwise (`devices.allocator_name`). ``device_id`` is ``Device Id``.
+- ``requested_bytes`` = ``allocation_bytes`` = abs(Bytes); ``addr`` = Addr.
+- ``bytes_allocated`` = Total Allocated (the heap in use).
+- ``bytes_reserved`` = Total Reserved - Total Allocated: memory the process holds in the
+  allocator's cache but no tensor uses. With it, stack + heap = Total Reserved, the process's
+  real footprint on the device, and XProf's peak is the peak reserved memory.
+- ``bytes_available`` = device memory (deviceProperties totalGlobalMem) - Total Reserved, only
+  for GPU allocators whose device memory is known; capacity then equals the device memory.
+- ``peak_bytes_in_use``: running maximum of Total Allocated per allocator within the trace.
+- ``tf_op``: the innermost ``cpu_op`` open on the allocating thread at that time (the op a
+  memory breakdown attributes the allocation to): a stack walk over the thread's ops sorted
+  by (start, -end), in C (`_kscan.innermost`) or in `innermost`'s Python loop.
+
+Args of other types are read as ints where they are numbers (bools as 0/1, floats truncated
+toward zero; strings, lists and null: absent); an event with a value past int64 (or NaN) or
+a list as ``Device Type`` is skipped and counted by `fast_route.classify` (`unfit`,
 decision 184).
 """
 
@@ -18,9 +41,7 @@ from stepscope.distinct import distinct, distinct_inverse
 from stepscope.event_order import start_order
 from stepscope.xspace.kineto.categories import Kind
 from stepscope.xspace.kineto.columns import ColumnLine, StatCodec
-from stepscope.xspace.kineto.devices import MEMORY_LINE_ID
-from stepscope.xspace.kineto.events import EventRouter
-from stepscope.xspace.kineto.memory import GPU_DEVICE_TYPES, allocator_name
+from stepscope.xspace.kineto.devices import GPU_DEVICE_TYPES, MEMORY_LINE_ID, allocator_name
 from stepscope.xspace.kineto.scan import (
     A_BOOL,
     A_FLOAT,
@@ -35,6 +56,7 @@ from stepscope.xspace.kineto.scan import (
     first_seen,
     native,
 )
+from stepscope.xspace.kineto.state import RouteState
 
 if TYPE_CHECKING:
     from stepscope.xspace.kineto.classified import Classified
@@ -68,8 +90,8 @@ def unfit(trace: ScannedTrace, events: np.ndarray) -> np.ndarray:
 def integer_args(
     trace: ScannedTrace, events: np.ndarray
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per memory arg: (has a usable value, the value) for ``events``, read as `memory._int`
-    reads them (ints and bools; floats truncated; strings, lists and null: absent), except
+    """Per memory arg: (has a usable value, the value) for ``events``, read as ints (ints
+    and bools; floats truncated; strings, lists and null: absent), except
     ``Device Type``: (its kind, its value), named by `allocator_name` from the value itself.
     ``events`` hold no `unfit` value (`fast_route.classify` skipped those)."""
     out = {}
@@ -98,7 +120,7 @@ def prepare(c: Classified) -> None:
     c.memory_args = integer_args(trace, c.memory_order)
 
 
-def add_memory(router: EventRouter, c: Classified, memory_sizes: dict[int, int]) -> None:
+def add_memory(state: RouteState, c: Classified, memory_sizes: dict[int, int]) -> None:
     """Emit the trace's memory events on the host plane's ``Memory`` line."""
     trace = c.trace
     order = c.memory_order
@@ -129,7 +151,7 @@ def add_memory(router: EventRouter, c: Classified, memory_sizes: dict[int, int])
     memory = sizes[np.searchsorted(np.array(known, np.int64), device_id)]
     available = with_reserved & has_id & is_gpu & (memory != 0)
     names = (size < 0).astype(np.int64)  # 0: MemoryAllocation, 1: MemoryDeallocation
-    meta, category_differs = _metadata(router, names)
+    meta, category_differs = _metadata(state, names)
     slots = [
         (np.ones(n, bool), "allocator_name", KIND_STR, allocator),
         (np.ones(n, bool), "requested_bytes", KIND_INT, np.abs(size)),
@@ -153,7 +175,7 @@ def add_memory(router: EventRouter, c: Classified, memory_sizes: dict[int, int])
     keys = np.stack([np.full(n, codec.key_id(slot[1]), np.int32) for slot in slots], axis=1)
     kinds = np.stack([np.full(n, slot[2], np.int8) for slot in slots], axis=1)
     values = np.stack([np.asarray(slot[3], np.int64) for slot in slots], axis=1)
-    line = router.host.line(MEMORY_LINE_ID, "Memory")
+    line = state.host.line(MEMORY_LINE_ID, "Memory")
     assert isinstance(line, ColumnLine)
     line.extend(
         meta, start, np.zeros(n, np.int64), mask.sum(axis=1), keys[mask], kinds[mask], values[mask]
@@ -191,7 +213,7 @@ def _innermost_ops(c: Classified, order: np.ndarray) -> np.ndarray:
             continue
         begin = c.start_ns[chosen]
         end = begin + c.dur_ns[chosen]
-        sort = start_order(begin, end)  # memory._innermost_ops' (start, -end), stable
+        sort = start_order(begin, end)  # by (start, -end), stable
         index = innermost(begin[sort], end[sort], c.start_ns[order[mine]])
         hit = index >= 0
         names = c.names[chosen[sort[index[hit]]]]
@@ -251,19 +273,19 @@ def _allocators(
     return np.array(names, np.int64)[group], np.array(gpus, bool)[group]
 
 
-def _metadata(router: EventRouter, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _metadata(state: RouteState, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(metadata id per event, whether its category differs from its metadata's), the
-    metadata created in order of first use as `EventRouter.emit` does."""
-    host = router.host
+    metadata created in order of first use, as the other metadata (`fast_route._metadata`)."""
+    host = state.host
     firsts = sorted((int(np.argmax(names == i)), i) for i in (0, 1) if np.any(names == i))
     ids = np.zeros(2, np.int64)
     differs = np.zeros(2, bool)
     for _first, which in firsts:
         name = _NAMES[which]
-        known = router.metadata.get((host.name, name, ""))
+        known = state.metadata.get((host.name, name, ""))
         if known is None:
             known = (host.event_metadata_id(name, "", {"category": _CATEGORY}), _CATEGORY)
-            router.metadata[(host.name, name, "")] = known
+            state.metadata[(host.name, name, "")] = known
         ids[which] = known[0]
         differs[which] = known[1] != _CATEGORY
     return ids[names], differs[names]

@@ -1,10 +1,11 @@
-"""Route a `ScannedTrace` (columns) into an `EventRouter`'s `ColumnSpace` with numpy.
+"""Route a `ScannedTrace` (columns) into a `RouteState`'s `ColumnSpace` with numpy.
 
-The result is the state `EventRouter.route_all` leaves after routing the same events one by
-one (lines, metadata, stats in the same order, flows, memory events, thread names, spans), so
-the importer's later steps (flow binding, memory, plane stats) run unchanged. `classify`
-decides whether the columns can be routed here at all (else the per-event route runs: the
-forms docs/formats/kineto.md lists).
+`classify` decides each event's fate (routed as a complete event, a memory event, skipped
+and counted: docs/formats/kineto.md); `route` fills the lines, metadata and stats in the
+order the Kineto rules give them (each event in file order on its line, metadata ids in
+order of first use per plane) and leaves the flows, thread names and spans for the
+importer's later steps (`importer.finish`). The tests check the result against the
+per-event reading of the same rules (tests/support/kineto_oracle).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import numpy as np
 
 from stepscope.distinct import distinct
 from stepscope.limits import DURATION_LIMIT_NS, TIME_LIMIT_NS, TIME_LIMIT_TEXT
-from stepscope.xspace.builder import LineBuilder
 from stepscope.xspace.kineto import fast_memory
 from stepscope.xspace.kineto import fwdbwd as fwdbwd_flows
 from stepscope.xspace.kineto.categories import (
@@ -27,9 +27,7 @@ from stepscope.xspace.kineto.categories import (
 )
 from stepscope.xspace.kineto.classified import Classified
 from stepscope.xspace.kineto.columns import ColumnLine, ColumnSpace
-from stepscope.xspace.kineto.decode import TraceEvent
 from stepscope.xspace.kineto.devices import STREAM_ID_LIMIT, normalize_tid, stream_of
-from stepscope.xspace.kineto.events import EventRouter
 from stepscope.xspace.kineto.fast_stats import StatRows
 from stepscope.xspace.kineto.ranges import count, pair_ranges
 from stepscope.xspace.kineto.scan import (
@@ -49,6 +47,7 @@ from stepscope.xspace.kineto.scan import (
     ScannedTrace,
     first_seen,
 )
+from stepscope.xspace.kineto.state import CUPTI_PLANE, Flow, RouteState
 
 _ADDED_STATS = ("category", "step_num", "kernel_details", "memcpy_details", "memset_details")
 # The phases `route` models, as a table over the byte (np.isin sorts or loops per call).
@@ -281,30 +280,30 @@ def _streams_in_range(trace: ScannedTrace, events: np.ndarray) -> np.ndarray:
     return ok
 
 
-def route(router: EventRouter, c: Classified) -> None:
-    """Fill ``router`` (whose builder is a `ColumnSpace`) as `route_all` would."""
+def route(state: RouteState, c: Classified) -> None:
+    """Fill ``state`` (whose builder is a `ColumnSpace`): see the module docstring."""
     trace = c.trace
-    builder = router.builder
+    builder = state.builder
     assert isinstance(builder, ColumnSpace)
-    router.skipped.update(c.skipped)
+    state.skipped.update(c.skipped)
     spans = c.kind == Kind.SKIP
-    span_start = router.base_ns + trace.ts_ns[spans]
+    span_start = state.base_ns + trace.ts_ns[spans]
     for lo, length in zip(span_start.tolist(), trace.dur_ns[spans].tolist(), strict=True):
-        router.spans.append((lo, lo + max(length, 0)))
+        state.spans.append((lo, lo + max(length, 0)))
     emitted = c.routed & ~spans
     rows = StatRows(trace, c, emitted, builder.codec)
-    lines, positions = _assign_lines(router, c, emitted, rows)
+    lines, positions = _assign_lines(state, c, emitted, rows)
     names, display = rows.names, rows.display
     c.names, c.codec = names, builder.codec
-    meta = _metadata(router, c, emitted, lines, names, display, rows)
+    meta = _metadata(state, c, emitted, lines, names, display, rows)
     del display
     rows.display = np.zeros(0, np.int32)  # read by the metadata only
-    _bookkeeping(router, c, emitted, lines, positions, rows)
+    _bookkeeping(state, c, emitted, lines, positions, rows)
     fast_memory.prepare(c)
     trace.drop_args()  # every argument is in ``rows`` or read: free the rows before the lines
     # Absolute times made here, after the steps above, their temporaries and the argument
     # rows are gone (16 bytes an event less at the routing's peak).
-    start = router.base_ns + trace.ts_ns
+    start = state.base_ns + trace.ts_ns
     dur = np.where(trace.ph == ord("X"), np.maximum(trace.dur_ns, 0), 0)
     c.start_ns, c.dur_ns = start, dur
     # The scanner's times, categories, names and flow ids are read by the steps above only:
@@ -324,7 +323,7 @@ def route(router: EventRouter, c: Classified) -> None:
     line_numbers = sorted_lines[starts].tolist() if len(by_line) else []
     del sorted_lines
     key, kind_rows, value = rows.key, rows.kind, rows.value
-    made = router_lines(router)
+    made = state.lines
     for first, end, number in zip(
         starts.tolist(), [*bounds.tolist(), len(by_line)], line_numbers, strict=False
     ):
@@ -342,19 +341,13 @@ def route(router: EventRouter, c: Classified) -> None:
         )
 
 
-def router_lines(router: EventRouter) -> list[LineBuilder]:
-    """The lines `route` made, by number (`ColumnLine`s, typed as the router keeps them)."""
-    return cast("list[LineBuilder]", router._fast_lines)  # type: ignore[attr-defined]
-
-
 def _assign_lines(
-    router: EventRouter, c: Classified, emitted: np.ndarray, rows: StatRows
+    state: RouteState, c: Classified, emitted: np.ndarray, rows: StatRows
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Line number (into `router_lines`) and position in that line of every emitted event."""
+    """Line number (into `state.lines`) and position in that line of every emitted event."""
     trace = c.trace
     lines = np.full(trace.n_events, -1, np.int32)  # int32: 4 bytes an event less at the peak
-    made: list[LineBuilder] = []
-    router._fast_lines = made  # type: ignore[attr-defined]
+    made = state.lines
     host = emitted & (c.kind == Kind.HOST)
     host_idx = np.flatnonzero(host)
     # A thread is its (pid, tid), each a number or a string (its id, told apart by its flag).
@@ -364,11 +357,11 @@ def _assign_lines(
     )
     base = len(made)
     for event in host_idx[first].tolist():
-        made.append(router._host_line((_pid(trace, event), _tid(trace, event))))
+        made.append(state.host_line((_pid(trace, event), _tid(trace, event))))
     lines[host_idx] = base + group
     overhead = np.flatnonzero(emitted & (c.kind == Kind.OVERHEAD))
     if len(overhead):
-        plane = router.builder.plane("/host:CUPTI")
+        plane = state.builder.plane(CUPTI_PLANE)
         made.append(plane.line(0, "Activity overhead"))
         lines[overhead] = len(made) - 1
     device_idx = rows.device_events  # emitted device, GPU annotation and sync events
@@ -377,9 +370,9 @@ def _assign_lines(
         base = len(made)
         for at in first.tolist():
             device, line_id = int(rows.device[at]), int(rows.line_id[at])
-            if device not in router.device_planes:
-                router.device_planes[device] = router.builder.plane(f"/device:GPU:{device}")
-            plane = router.device_planes[device]
+            if device not in state.device_planes:
+                state.device_planes[device] = state.builder.plane(f"/device:GPU:{device}")
+            plane = state.device_planes[device]
             made.append(plane.line(line_id, rows.line_name(at)))
         lines[device_idx] = base + group
     positions = np.zeros(trace.n_events, np.int32)
@@ -393,7 +386,7 @@ def _assign_lines(
 
 
 def _metadata(
-    router: EventRouter,
+    state: RouteState,
     c: Classified,
     emitted: np.ndarray,
     lines: np.ndarray,
@@ -402,9 +395,9 @@ def _metadata(
     rows: StatRows,
 ) -> np.ndarray:
     """Event metadata id of every emitted event (ids in order of first appearance per plane,
-    as `EventRouter.emit` assigns them); the event-level category stats go into ``rows``."""
+    as the Kineto rules assign them); the event-level category stats go into ``rows``."""
     trace = c.trace
-    made = router_lines(router)
+    made = state.lines
     plane_of_line = {id(line.plane): i for i, line in enumerate(made)}
     line_plane = np.array([plane_of_line[id(line.plane)] for line in made] or [0], np.int64)
     idx = np.flatnonzero(emitted)
@@ -418,7 +411,7 @@ def _metadata(
         shown = trace.texts[int(display[event])]
         category = c.categories[int(c.category[event])]
         meta_id = builder_plane.event_metadata_id(name, shown, {"category": category})
-        router.metadata[(builder_plane.name, name, shown)] = (meta_id, category)
+        state.metadata[(builder_plane.name, name, shown)] = (meta_id, category)
         meta_of_group[g] = meta_id
         category_of_group[g] = c.category[event]
     meta = np.zeros(trace.n_events, np.int32)
@@ -430,7 +423,7 @@ def _metadata(
 
 
 def _bookkeeping(
-    router: EventRouter,
+    state: RouteState,
     c: Classified,
     emitted: np.ndarray,
     lines: np.ndarray,
@@ -439,14 +432,14 @@ def _bookkeeping(
 ) -> None:
     """Thread names, flows, ops by start/thread, uncorrelated launches, memory events."""
     trace = c.trace
-    made = router_lines(router)
+    made = state.lines
     texts = trace.texts
     ph = trace.ph
     threads = np.flatnonzero((ph == ord("M")) & (trace.name == trace._ids.get("thread_name", -2)))
     name_present, name_kind, name_value = trace.arg_at("name", threads)
     named = name_present & (name_kind == A_STR)
     for event, value in zip(threads[named].tolist(), name_value[named].tolist(), strict=True):
-        router.thread_names[(_pid(trace, event), _tid(trace, event))] = texts[value]
+        state.thread_names[(_pid(trace, event), _tid(trace, event))] = texts[value]
     framework = np.array(
         [c.categories[i] in FRAMEWORK_OP_CATEGORIES for i in range(len(c.categories))] + [False]
     )
@@ -470,20 +463,20 @@ def _bookkeeping(
         wanted = flows  # launch flows fill in the missing correlation ids
         for event in np.flatnonzero(uncorrelated).tolist():
             key = (_pid(trace, event), _tid(trace, event), int(trace.ts_ns[event]))
-            router.uncorrelated[key] = (made[int(lines[event])], int(positions[event]))
+            state.uncorrelated[key] = (made[int(lines[event])], int(positions[event]))
     fwd = wanted[trace.cat[wanted] == fwdbwd]
     bound = fwdbwd_flows.match(trace, fwd, ops, lines, positions)
     if bound is not None:  # bound on arrays: `importer._bind_flows` adds their stats
-        router.fwdbwd = bound  # type: ignore[attr-defined]
+        state.fwdbwd = bound
         wanted = wanted[trace.cat[wanted] != fwdbwd]
     for event in wanted.tolist():
-        router.flows.append(_flow(trace, event))
+        state.flows.append(_flow(trace, event))
     if bound is not None:
         return
     fwd_ts = distinct(trace.ts_ns[fwd])
     for event in np.flatnonzero(ops & np.isin(trace.ts_ns, fwd_ts)).tolist():
         key = (_pid(trace, event), _tid(trace, event), int(trace.ts_ns[event]))
-        router.ops_by_start.setdefault(key, (made[int(lines[event])], int(positions[event])))
+        state.ops_by_start.setdefault(key, (made[int(lines[event])], int(positions[event])))
 
 
 def _named(trace: ScannedTrace, flag: int) -> np.ndarray:
@@ -506,10 +499,10 @@ def _tid(trace: ScannedTrace, event: int) -> object:
     return None if value == NO_ID else normalize_tid(trace.texts[value])
 
 
-def _flow(trace: ScannedTrace, event: int) -> TraceEvent:
+def _flow(trace: ScannedTrace, event: int) -> Flow:
     flags = int(trace.flags[event])
     cat = int(trace.cat[event])
-    return TraceEvent(
+    return Flow(
         ph=chr(int(trace.ph[event])),
         cat=trace.texts[cat] if cat >= 0 else None,
         pid=_pid(trace, event),

@@ -1,4 +1,4 @@
-"""Stat rows of the events `fast_route` emits, built with numpy in `EventRouter`'s order.
+"""Stat rows of the events `fast_route` emits, built with numpy, in the Kineto rules' order.
 
 Per event: its arguments as `categories.convert_args` keeps them (null values and bookkeeping
 args dropped, XSpace renames, bools as ints, lists and objects as their JSON text), then the

@@ -8,10 +8,10 @@ One route (docs/formats/kineto.md, "How a trace is read"): `kineto_to_columns(pa
 `stepscope` opens a trace) and `kineto_bytes_to_columns(data, source)` scan the trace into
 columns (`scan`: the C scanner, or `pyscan`, its Python twin) and route them with numpy
 (`fast_route`, `fast_stats`, `fast_memory`); `kineto_to_xspace` / `kineto_bytes_to_xspace`
-write those columns as XSpace. The few forms the columns do not model yet (B/E pairs, fields
-of unexpected types, ...) are routed event by event by `events` into the same `ColumnSpace`.
+write those columns as XSpace. There is no other route: the tests check it against the Kineto
+rules applied event by event (tests/support/kineto_oracle).
 
-The event mapping is described in `events`, `categories`, `memory` and `devices`, and in
+The event mapping is described in `categories`, `fast_memory` and `devices`, and in
 docs/formats/kineto.md. Decisions taken here:
 
 - Planes, in order: ``/host:CPU`` (always), ``/device:GPU:N`` by N, ``/host:CUPTI`` (when the
@@ -37,7 +37,7 @@ import gc
 import io
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -58,7 +58,7 @@ from stepscope.xspace.kineto import fast_memory, fast_route, fwdbwd, pyscan, sca
 from stepscope.xspace.kineto.canonical import canonical
 from stepscope.xspace.kineto.classified import Classified
 from stepscope.xspace.kineto.columns import ColumnLine, ColumnPlane, ColumnSpace
-from stepscope.xspace.kineto.decode import HEADER_STATS, HeaderOnly, decode_trace, header_dict
+from stepscope.xspace.kineto.decode import HEADER_STATS, HeaderOnly, header_dict
 from stepscope.xspace.kineto.devices import (
     MEMORY_LINE_ID,
     device_plane_stats,
@@ -68,8 +68,7 @@ from stepscope.xspace.kineto.devices import (
     thread_line_name,
     trace_vendor,
 )
-from stepscope.xspace.kineto.events import CUPTI_PLANE, HOST_PLANE, EventRouter
-from stepscope.xspace.kineto.memory import memory_events
+from stepscope.xspace.kineto.state import CUPTI_PLANE, HOST_PLANE, RouteState
 from stepscope.xspace.wire import RawColumns
 
 if TYPE_CHECKING:  # XSpace messages only for kineto_to_xspace: columns need no protobuf
@@ -118,9 +117,8 @@ def kineto_bytes_to_xspace(data: bytes, source: str = "<bytes>") -> XSpace:
 def _columns(
     box: list[bytes | scan.ScannedTrace], source: str, warnings: list[str], text: bytes | None
 ) -> RawColumns:
-    columns = _convert(box, source, warnings, ColumnSpace, text)
-    assert isinstance(columns, RawColumns)
-    return canonical(columns)  # one numbering, whichever route (C or not) made it
+    # One numbering, whichever scanner (C or Python) made the columns.
+    return canonical(_convert(box, source, warnings, text))
 
 
 def _message(raw: RawColumns) -> XSpace:
@@ -175,7 +173,7 @@ def _scan_reader(
     if isinstance(scanned, int):
         raise limits.ProfileTooLargeError(source, "parsing this JSON", scanned, limit)
     if isinstance(reader, GunzipStream) and reader.damaged:
-        return None  # the per-event path reads what precedes the damage, and says so
+        return None  # the Python scanner reads what precedes the damage, and says so
     return scanned
 
 
@@ -221,13 +219,9 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _convert(
-    box: list[bytes | scan.ScannedTrace],
-    source: str,
-    warnings: list[str],
-    into: type[XSpaceBuilder],
-    text: bytes | None = None,
-) -> XSpace | RawColumns:
-    """Import into a plain `XSpaceBuilder` (-> XSpace) or a `ColumnSpace` (-> RawColumns).
+    box: list[bytes | scan.ScannedTrace], source: str, warnings: list[str], text: bytes | None
+) -> RawColumns:
+    """The trace's columns as the columnar model's input.
 
     ``box`` holds the trace's bytes (or its scanned columns), taken out so that they are freed
     once decoded (the callers keep no reference: they are the largest thing alive). ``text``:
@@ -235,10 +229,19 @@ def _convert(
     """
     with _gc_paused():
         try:
-            builder = _convert_unpaused(box, source, warnings, into, text)
-            if isinstance(builder, ColumnSpace):
-                return builder.to_raw_columns()
-            return builder.build()
+            doc, classified = _classified(box, source, warnings, text)
+            base = doc.get("baseTimeNanoseconds")
+            builder = ColumnSpace(hostname=_hostname(doc, source))
+            state = RouteState(builder, base if type(base) is int else 0)
+            if not classified.trace.n_events:
+                warnings.append("the trace has no events")
+            fast_route.route(state, classified)
+
+            def add_memory(sizes: dict[int, int]) -> None:
+                fast_memory.add_memory(state, classified, sizes)
+
+            finish(state, doc, warnings, add_memory)
+            return builder.to_raw_columns()
         except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:
             # Events with bad fields are skipped one by one; this is damage beyond that (in
             # the header, or times too far apart for XSpace's picosecond offsets).
@@ -249,81 +252,59 @@ def _convert(
             ) from exc
 
 
-def _convert_unpaused(
-    box: list[bytes | scan.ScannedTrace],
-    source: str,
-    warnings: list[str],
-    into: type[XSpaceBuilder],
-    text: bytes | None,
-) -> XSpaceBuilder:
+def _classified(
+    box: list[bytes | scan.ScannedTrace], source: str, warnings: list[str], text: bytes | None
+) -> tuple[dict[str, Any], Classified]:
+    """The header and the classified columns: the C scanner's, or the Python scanner's where
+    the C one flagged events it does not read (F_BAD) or did not scan the trace."""
     item = box.pop()
-    fast = None
     if isinstance(item, scan.ScannedTrace) and not np.any(item.flags & scan.F_BAD):
-        fast = _classify(item)
-        data = b""
-    elif isinstance(item, scan.ScannedTrace):
-        # Events the C scanner does not read (F_BAD): the Python scanner reads the trace.
+        return _classify(item)
+    if isinstance(item, scan.ScannedTrace):
         data = text if text is not None else _read(source, warnings)
     else:
         data = item
     del item, text
-    if fast is None and issubclass(into, ColumnSpace):
-        scanned = pyscan.scan_bytes(data, source, warnings)
-        if scanned is None:
-            raise ProfileFormatError(
-                source,
-                "is JSON but not a PyTorch profiler (Kineto) trace: it has no traceEvents list",
-                "expected the .json / .json.gz written by torch.profiler",
-            )
-        fast = _classify(scanned)
-        del scanned
-    trace = None
-    if fast is None:
-        trace = decode_trace(data, source, warnings)
-        doc = trace.header
-    else:
-        doc = fast[0]
-    data = b""  # the text is no longer needed: free it before routing
-    if trace is not None and not trace.has_events_list:
+    scanned = pyscan.scan_bytes(data, source, warnings)
+    del data  # (freed before routing)
+    if scanned is None:
         raise ProfileFormatError(
             source,
             "is JSON but not a PyTorch profiler (Kineto) trace: it has no traceEvents list",
             "expected the .json / .json.gz written by torch.profiler",
         )
-    base = doc.get("baseTimeNanoseconds")
-    builder = into(hostname=_hostname(doc, source))
-    router = EventRouter(builder, base if type(base) is int else 0)
-    if trace is not None:
-        if not trace.event_count:
-            warnings.append("the trace has no events")
-        router.route_all(trace.chunks())
-    else:
-        assert fast is not None
-        if not fast[1].trace.n_events:
-            warnings.append("the trace has no events")
-        fast_route.route(router, fast[1])
-    _bind_flows(router, warnings)
-    _name_threads(router)
+    return _classify(scanned)
+
+
+def finish(
+    state: RouteState,
+    doc: dict[str, Any],
+    warnings: list[str],
+    add_memory: Callable[[dict[int, int]], None],
+) -> None:
+    """The steps after routing: flows bound, threads named, the Memory line (``add_memory``
+    given the device memory sizes), plane stats, the warnings (the tests' per-event oracle
+    runs them too)."""
+    builder = state.builder
+    _bind_flows(state, warnings)
+    _name_threads(state)
     props = device_properties(doc)
     sizes = {
         device: size
         for device, entry in props.items()
         if isinstance(size := entry.get("totalGlobalMem"), int)
     }
-    if fast is not None:
-        fast_memory.add_memory(router, fast[1], sizes)
-    _add_memory(router, sizes)
+    add_memory(sizes)
     vendor = trace_vendor(doc)
-    for device, plane in router.device_planes.items():
+    for device, plane in state.device_planes.items():
         plane.stats.update(device_plane_stats(props.get(device), vendor))
-    router.host.stats.update(distributed_stats(doc))
-    _finish_planes(builder, router, doc)
-    for what, count in sorted(router.skipped.items()):
+    state.host.stats.update(distributed_stats(doc))
+    _finish_planes(builder, state, doc)
+    for what, count in sorted(state.skipped.items()):
         warnings.append(f"skipped {count} {what}")
     builder.warnings.extend(warnings)
     builder.warnings.extend(_kineto_log(doc, "WARNING"))
     builder.errors.extend(_kineto_log(doc, "ERROR"))
-    return builder
 
 
 def _classify(scanned: scan.ScannedTrace) -> tuple[dict[str, Any], Classified]:
@@ -346,18 +327,18 @@ def _hostname(doc: dict[str, Any], source: str) -> str:
     return _TIME_SUFFIX.sub("", name) or "localhost"
 
 
-def _bind_flows(router: EventRouter, warnings: list[str]) -> None:
+def _bind_flows(state: RouteState, warnings: list[str]) -> None:
     unbound = 0
-    bound: fwdbwd.Bound | None = getattr(router, "fwdbwd", None)
+    bound = state.fwdbwd
     if bound is not None:  # the column route's fwdbwd flows, bound on arrays
-        fwdbwd.add_stats(bound, cast("list[ColumnLine]", fast_route.router_lines(router)))
+        fwdbwd.add_stats(bound, cast("list[ColumnLine]", state.lines))
         unbound = bound.unbound
     launches: dict[tuple[object, object, object], object] = {}
-    for flow in router.flows:
+    for flow in state.flows:
         cat = flow.cat
         key = (flow.pid, normalize_tid(flow.tid), flow.ts)
         if cat == "fwdbwd":
-            ref = router.ops_by_start.get(key)
+            ref = state.ops_by_start.get(key)
             flow_id = flow.id
             if ref is None or not isinstance(flow_id, int):
                 unbound += 1
@@ -367,30 +348,22 @@ def _bind_flows(router: EventRouter, warnings: list[str]) -> None:
                 line.add_stats(index, {"_p": flow_id, "_pt": FWDBWD_CONTEXT_TYPE})
             else:
                 line.add_stats(index, {"_c": flow_id, "_ct": FWDBWD_CONTEXT_TYPE})
-        elif cat in _LAUNCH_FLOW_CATEGORIES and router.uncorrelated:
+        elif cat in _LAUNCH_FLOW_CATEGORIES and state.uncorrelated:
             launches[key] = flow.id
-    for key, (line, index) in router.uncorrelated.items():
-        flow_id = launches.get(key)
-        if isinstance(flow_id, int):
-            line.add_stats(index, {"correlation_id": flow_id})
+    for start, (line, index) in state.uncorrelated.items():
+        launch_id = launches.get(start)
+        if isinstance(launch_id, int):
+            line.add_stats(index, {"correlation_id": launch_id})
     if unbound:
         warnings.append(f"{unbound} fwdbwd flow ends matched no op (left out)")
 
 
-def _name_threads(router: EventRouter) -> None:
-    for key, line in router.host_lines.items():
-        line.name = thread_line_name(router.thread_names.get(key), key[1])
+def _name_threads(state: RouteState) -> None:
+    for key, line in state.host_lines.items():
+        line.name = thread_line_name(state.thread_names.get(key), key[1])
 
 
-def _add_memory(router: EventRouter, sizes: dict[int, int]) -> None:
-    if not router.memory:
-        return
-    line = router.host.line(MEMORY_LINE_ID, "Memory")
-    for name, start, stats in memory_events(router.memory, router.ops_by_thread, sizes):
-        router.emit(router.host, line, name, "", start, 0, stats, "cpu_instant_event")
-
-
-def _finish_planes(builder: XSpaceBuilder, router: EventRouter, doc: dict[str, Any]) -> None:
+def _finish_planes(builder: XSpaceBuilder, state: RouteState, doc: dict[str, Any]) -> None:
     lo: int | None = None
     hi: int | None = None
     for plane in builder.planes:
@@ -401,7 +374,7 @@ def _finish_planes(builder: XSpaceBuilder, router: EventRouter, doc: dict[str, A
                 lo = span[0] if lo is None else min(lo, span[0])
                 hi = span[1] if hi is None else max(hi, span[1])
         lines.sort(key=lambda line: (line.id >= MEMORY_LINE_ID, line.id))
-    for start, end in router.spans:
+    for start, end in state.spans:
         lo = start if lo is None else min(lo, start)
         hi = end if hi is None else max(hi, end)
     env = builder.plane(TASK_ENV_PLANE)

@@ -63,8 +63,8 @@ _HEADER_ONLY = msgspec.json.Decoder()
 
 
 def native() -> ModuleType | None:
-    """The C scanner, or None (not built or switched off: every trace takes the per-event
-    path)."""
+    """The C scanner, or None (not built or switched off: every trace is read by the Python
+    scanner, `pyscan`)."""
     return accelerators.get("_kscan")
 
 
@@ -271,7 +271,7 @@ class ScannedTrace:
         return None
 
     def args_of(self, event: int, only: frozenset[str] | None = None) -> dict[str, Any]:
-        """An event's arguments as the per-event path decodes them; ``only``: just these keys
+        """An event's arguments as msgspec decodes them; ``only``: just these keys
         (the others' values, JSON lists among them, are not decoded)."""
         lo, hi = self._arg_rows(event)
         keys, kinds = self.arg_key[lo:hi].tolist(), self.arg_kind[lo:hi].tolist()
@@ -355,7 +355,7 @@ def count_byte(data: bytes | mmap.mmap, byte: bytes) -> int:
 
 def parse_memory_estimate(data: bytes) -> int:
     """Bytes of Python objects parsing ``data`` may create, from a linear count (checked before
-    any parser runs: `pyscan.scan_bytes`, `decode.decode_trace`).
+    any parser runs: `pyscan.scan_bytes`).
 
     Per token, measured on CPython 3.11: a dict 72 bytes, a list 64, a value in a container
     about 40 (counted by its comma), a string 50 (25 per quote), plus the text itself. Real

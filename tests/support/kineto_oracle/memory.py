@@ -1,73 +1,19 @@
-"""Kineto ``[memory]`` instant events -> ``MemoryAllocation`` / ``MemoryDeallocation`` events.
-
-PyTorch's caching allocator reports, per (de)allocation: ``Bytes`` (negative on free),
-``Addr``, ``Device Type`` / ``Device Id`` and the allocator totals after the event,
-``Total Allocated`` (bytes held by live tensors) and ``Total Reserved`` (bytes the allocator
-holds from the device, cached free blocks included). The 2021 schema has no totals or address.
-
-Decisions (the XSpace memory stats are TensorFlow BFC-allocator stats, read as XProf's
-``xprof/convert/xplane_to_memory_profile.cc`` reads them, where
-peak = stack reserved + heap allocated and capacity = that + free):
-
-- Events go to ``/host:CPU`` on a line named ``Memory``, sorted by time, zero duration.
-- ``allocator_name``: ``GPU_<id>_bfc`` for CUDA/HIP devices (Device Type 1 or 6), ``cpu`` for
-  the CPU, ``<type>_<id>`` otherwise. ``device_id`` is ``Device Id`` (-1 for the CPU).
-- ``requested_bytes`` = ``allocation_bytes`` = abs(Bytes); ``addr`` = Addr.
-- ``bytes_allocated`` = Total Allocated (the heap in use).
-- ``bytes_reserved`` = Total Reserved - Total Allocated: memory the process holds in the
-  allocator's cache but no tensor uses. With it, stack + heap = Total Reserved, the process's
-  real footprint on the device, and XProf's peak is the peak reserved memory.
-- ``bytes_available`` = device memory (deviceProperties totalGlobalMem) - Total Reserved, only
-  for GPU allocators whose device memory is known; capacity then equals the device memory.
-- ``peak_bytes_in_use``: running maximum of Total Allocated per allocator within the trace.
-- ``tf_op``: the innermost ``cpu_op`` open on the allocating thread at that time (the op a
-  memory breakdown attributes the allocation to).
+"""Kineto ``[memory]`` instant events -> ``MemoryAllocation`` / ``MemoryDeallocation`` events,
+one by one (the oracle of `fast_memory`, whose docstring says what each stat means).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from stepscope.vocab.tensorflow import CPU_ALLOCATOR, gpu_allocator
 from stepscope.xspace.builder import StatValue
+from stepscope.xspace.kineto.devices import GPU_DEVICE_TYPES, allocator_name
+from stepscope.xspace.kineto.state import ThreadKey
 
-# c10::DeviceType values that are not CPU or a CUDA/HIP GPU.
-_DEVICE_TYPE_NAMES = {
-    2: "mkldnn",
-    3: "opengl",
-    4: "opencl",
-    5: "ideep",
-    7: "fpga",
-    8: "maia",
-    9: "xla",
-    10: "vulkan",
-    11: "metal",
-    12: "xpu",
-    13: "mps",
-    14: "meta",
-    15: "hpu",
-    16: "ve",
-    17: "lazy",
-    18: "ipu",
-    19: "mtia",
-    20: "privateuse1",
-}
-GPU_DEVICE_TYPES = (1, 6)  # CUDA, HIP (ROCm builds report HIP devices as CUDA)
-
-ThreadKey = tuple[object, object]
 # (start_ns, thread, args) as read from the trace
 RawMemoryEvent = tuple[int, ThreadKey, dict[str, Any]]
 # (start_ns, end_ns, name) of a cpu_op
 OpInterval = tuple[int, int, str]
-
-
-def allocator_name(device_type: object, device_id: object) -> str:
-    if device_type in GPU_DEVICE_TYPES:
-        return gpu_allocator(device_id)
-    if device_type == 0 or device_type is None:
-        return CPU_ALLOCATOR
-    kind = _DEVICE_TYPE_NAMES.get(device_type, f"device_type_{device_type}")  # type: ignore[call-overload]
-    return f"{kind}_{device_id}"
 
 
 def _int(value: object) -> int | None:

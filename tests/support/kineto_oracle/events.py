@@ -1,4 +1,6 @@
-"""One pass over ``traceEvents``: each event to its plane and line, with its stats.
+"""The oracle's pass over ``traceEvents``: each event to its plane and line, with its stats,
+one by one (the rules the column route, `fast_route`, applies with numpy; where the two read a
+form otherwise on purpose, decision 210 says which and the tests assert the difference).
 
 Decisions:
 
@@ -50,49 +52,32 @@ from stepscope.xspace.kineto.categories import (
     memset_details,
     step_number,
 )
-from stepscope.xspace.kineto.decode import NOT_AN_OBJECT, Entry, TraceEvent
 from stepscope.xspace.kineto.devices import (
     ANNOTATION_LINE_BASE,
     STREAM_ID_LIMIT,
     SYNC_LINE_BASE,
-    SYNTHETIC_LINE_BASE,
     normalize_tid,
     stream_of,
     us_to_ns,
 )
-from stepscope.xspace.kineto.memory import OpInterval, RawMemoryEvent, ThreadKey
+from stepscope.xspace.kineto.state import CUPTI_PLANE, RouteState, ThreadKey
+from tests.support.kineto_oracle.decode import NOT_AN_OBJECT, Entry, TraceEvent
+from tests.support.kineto_oracle.memory import OpInterval, RawMemoryEvent
 
-HOST_PLANE = "/host:CPU"
 _MAX_US = ((1 << 62) - 1) // 1000  # the int ts that us_to_ns accepts
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
-CUPTI_PLANE = "/host:CUPTI"
-# Where an event was added: its line and index there (flows are bound after the pass).
-EventRef = tuple[LineBuilder, int]
 
 
-class EventRouter:
-    """Routes trace events into an `XSpaceBuilder` (see module docstring): a plain one for an
-    XSpace message, a `columns.ColumnSpace` (same interface) for the columnar model."""
+class EventRouter(RouteState):
+    """Routes trace events into an `XSpaceBuilder` one by one (see module docstring)."""
 
     def __init__(self, builder: XSpaceBuilder, base_ns: int) -> None:
-        self.builder = builder
-        self.base_ns = base_ns
-        self.host = builder.plane(HOST_PLANE)
-        self.host_lines: dict[ThreadKey, LineBuilder] = {}
-        self.device_planes: dict[int, PlaneBuilder] = {}
-        self.thread_names: dict[ThreadKey, str] = {}
-        # (plane, name, display name) -> (metadata id, category of its first event)
-        self.metadata: dict[tuple[str, str, str], tuple[int, str]] = {}
-        # Filled during the pass, used afterwards.
-        self.ops_by_start: dict[tuple[object, object, object], EventRef] = {}
+        super().__init__(builder, base_ns)
         self.ops_by_thread: dict[ThreadKey, list[OpInterval]] = {}
-        self.flows: list[TraceEvent] = []
-        self.uncorrelated: dict[tuple[object, object, object], EventRef] = {}
         self.memory: list[RawMemoryEvent] = []
-        self.spans: list[tuple[int, int]] = []  # profiler "Trace" spans
         self.open_ranges: dict[ThreadKey, list[TraceEvent]] = {}
         self.skipped: Counter[str] = Counter()
-        self._used_line_ids: set[int] = set()
+        self.flows: list[TraceEvent] = []  # type: ignore[assignment]
 
     # ---- the pass ----------------------------------------------------------------------
     def route_all(self, chunks: Iterable[list[Entry]]) -> None:
@@ -210,7 +195,7 @@ class EventRouter:
         key = (pid, tid)
         line = self.host_lines.get(key)
         if line is None:  # (not `or`: an empty LineBuilder is falsy)
-            line = self._host_line(key)
+            line = self.host_line(key)
         if category in FRAMEWORK_OP_CATEGORIES:
             self.ops_by_start.setdefault((pid, tid, ts), (line, len(line)))
             if category == "cpu_op":
@@ -222,17 +207,6 @@ class EventRouter:
         elif category in LAUNCH_CATEGORIES and "correlation_id" not in stats:
             self.uncorrelated[(pid, tid, ts)] = (line, len(line))
         self.emit(self.host, line, name, "", start, dur_ns, stats, category)
-
-    def _host_line(self, key: ThreadKey) -> LineBuilder:
-        tid = key[1]
-        if type(tid) is int and tid not in self._used_line_ids:
-            line_id = tid
-        else:
-            line_id = SYNTHETIC_LINE_BASE + len(self.host_lines)
-        self._used_line_ids.add(line_id)
-        line = self.host.line(line_id)
-        self.host_lines[key] = line
-        return line
 
     def _device(
         self,
