@@ -17,7 +17,11 @@ spawn to the third answer, CPU the server's (`bench_xspace_peer.xprof_rs`, defau
 Inputs: the real TensorFlow capture ``tf/big_ctl`` (266k events) and it repeated ``--copies``
 times along time (``../shared/tools/tf_rep.py``: flows, step numbers, context ids kept apart).
 Prints, per input, the median of per-pair ratios xprof-rs / stepscope (above 1: stepscope
-uses less) of CPU and wall, and the load average.
+uses less) of CPU and wall, the load average, and each command's median CPU.
+
+``--baseline-src OTHER/src`` pairs this tree's commands with another checkout's (``git
+worktree add /tmp/before COMMIT``) instead of xprof-rs: before/after a change, measured the
+same way.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -48,18 +53,27 @@ def _stepscope_cli() -> list[str]:
     ]
 
 
-def stepscope(path: Path, workdir: Path) -> Sample:
+# CPU of each of the three commands, per tree (``--baseline-src``: the other tree's too)
+PER_COMMAND: dict[str, list[tuple[float, ...]]] = {}
+
+
+def stepscope(path: Path, workdir: Path, src: str = "") -> Sample:
     target = bench_xspace_peer._fresh_copy(str(path), workdir)
     cache = Path(tempfile.mkdtemp(dir=workdir))
     env = {"STEPSCOPE_CACHE_DIR": str(cache)}
+    if src:  # another tree's stepscope (compiled as this one: `paired.compile_bytecode`)
+        env["PYTHONPATH"] = src
     wall = cpu = peak = 0.0
     started = time.perf_counter()
     sizes = []
+    each = []
     for tool in TOOLS:
         sample, out = paired.spawn([*_stepscope_cli(), "tool", str(target.parent), tool], env)
         cpu += sample.cpu_s
+        each.append(sample.cpu_s)
         peak = max(peak, sample.peak_mb)
         sizes.append(len(out))
+    PER_COMMAND.setdefault(src or "this tree", []).append(tuple(each))
     wall = time.perf_counter() - started
     if min(sizes) < 200:
         raise RuntimeError(f"stepscope answered {sizes} bytes")
@@ -78,6 +92,12 @@ def main() -> None:
     parser.add_argument("--copies", type=int, nargs="*", default=[1, 2, 4, 20])
     parser.add_argument("--pairs", type=int, default=7)
     parser.add_argument("--xprof-rs", default="")
+    parser.add_argument(
+        "--baseline-src",
+        default="",
+        help="pair this tree's commands with another tree's src/ instead of xprof-rs "
+        "(before/after a change; ratios baseline / this tree)",
+    )
     args = parser.parse_args()
     binary = (
         args.xprof_rs or shutil.which("xprof-rs") or str(Path(sys.executable).with_name("xprof-rs"))
@@ -87,13 +107,23 @@ def main() -> None:
     try:
         for copies in args.copies:
             path = paired.repeated_trace(copies, workdir)
+            base = args.baseline_src
+            if base:
+                paired.compile_bytecode(Path(base))
             result = paired.run_pairs(
                 f"big_ctl x{copies}",
                 lambda p=path: stepscope(p, workdir),
-                lambda p=path: xprof_rs(binary, p, workdir),
+                (lambda p=path, b=base: stepscope(p, workdir, b))
+                if base
+                else (lambda p=path: xprof_rs(binary, p, workdir)),
                 args.pairs,
             )
-            print(result.line("xprof-rs"), flush=True)
+            print(result.line(f"baseline {base}" if base else "xprof-rs"), flush=True)
+            for tree, runs in PER_COMMAND.items():
+                medians = [statistics.median(r[k] for r in runs) for k in range(len(TOOLS))]
+                shown = ", ".join(f"{t} {m:.3f}" for t, m in zip(TOOLS, medians, strict=True))
+                print(f"  {tree}: CPU s per command (median): {shown}", flush=True)
+            PER_COMMAND.clear()
             print(
                 json.dumps(
                     {

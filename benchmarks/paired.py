@@ -43,12 +43,13 @@ def load() -> str:
     return f"{one:.1f}/{five:.1f}"
 
 
-def compile_bytecode() -> None:
-    """stepscope's ``.pyc`` files, as a pip install leaves them (beside the sources)."""
+def compile_bytecode(src: Path | None = None) -> None:
+    """stepscope's ``.pyc`` files, as a pip install leaves them (beside the sources; ``src``:
+    another tree's)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.pop("PYTHONPYCACHEPREFIX", None)
     subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(ROOT / "src")],
+        [sys.executable, "-m", "compileall", "-q", str(src or ROOT / "src")],
         check=True,
         stdout=subprocess.DEVNULL,
         env=env,

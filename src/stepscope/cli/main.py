@@ -50,6 +50,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 0
         except BrokenPipeError:  # `stepscope tool ... | head`
             return 0
+    status = _run(argv, own_process)
+    if own_process and argv[:1] == ["tool"]:
+        from stepscope.cli.quick_exit import exit_now
+
+        exit_now(status)
+    return status
+
+
+def _run(argv: list[str], own_process: bool) -> int:
     from stepscope import limits
     from stepscope.errors import StepscopeError
 

@@ -1,0 +1,48 @@
+"""A `stepscope tool` process ends without the interpreter's teardown (decision 232).
+
+Once its answer is printed and kept, a tool command has nothing left to do but exit; the
+interpreter's finalization then destroys every module and object the analysis made and
+returns the arrays' memory to the system: about 25 ms of CPU of a 0.3 s command at 266k
+events (median of 16 alternating runs). `exit_now` does what an exit must still do -- flush
+the output streams, wait for the threads that are not daemons (the store's writes,
+`stepscope.store.background`), run the `atexit` functions (logging's shutdown, weakref
+finalizers, a coverage collector) -- and then ends the process with `os._exit`, skipping only
+the teardown. Used only when the process is the command's own (`cli.main.main` without
+``argv``), never by a caller of `main` from Python.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import sys
+import threading
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        # a closed pipe (`| head`) or stream: nothing more to write there
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+
+
+def exit_now(status: int) -> NoReturn:
+    """Ends this process with ``status`` once its output is out and its writes are done."""
+    _flush()
+    # What the interpreter's exit does first: thread pools told to stop (their callbacks of
+    # `threading._register_atexit`), then every thread that is not a daemon joined.
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None:
+        shutdown()
+    else:  # pragma: no cover - CPython has it
+        for thread in threading.enumerate():
+            if thread is not threading.current_thread() and not thread.daemon:
+                thread.join()
+    atexit._run_exitfuncs()
+    _flush()  # what the exit functions printed
+    os._exit(status)
