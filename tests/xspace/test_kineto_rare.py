@@ -1,7 +1,10 @@
-"""Rare Kineto forms the column route skips with a counted warning (decision 184).
+"""Rare Kineto forms on the one import route, each checked against the per-event oracle
+(tests/support/kineto_oracle), with the C scanner and without it.
 
-Each trace is otherwise ordinary; the odd event must not stop the import, must not reach
-the profile, and must be named in the warnings -- with the C scanner and without it.
+Each trace is otherwise ordinary. Fields of unexpected types and two stats of one name are
+read as the oracle reads them (decisions 210, 211); what the route skips with a counted
+warning where the oracle kept the event or refused the trace (decision 184), and the few
+forms read otherwise on purpose (210), are asserted as differences from the oracle.
 """
 
 from __future__ import annotations
@@ -46,25 +49,51 @@ def _trace(tmp_path: Path, odd: dict[str, Any], **header: Any) -> Path:
     return path
 
 
+_KEPT, _REFUSED = "kept", "refused"  # what the per-event oracle did with the odd event
+
+
+def _oracle(path: Path) -> Any:
+    """The oracle's profile of ``path``, or ``_REFUSED`` when it refused the whole trace."""
+    from stepscope.errors import ProfileFormatError
+
+    try:
+        return describe(profile_from_xspace(per_event_xspace(path), source=str(path)))
+    except ProfileFormatError:
+        return _REFUSED
+
+
 @pytest.mark.parametrize(
-    ("odd", "header", "what"),
+    ("odd", "header", "what", "oracle"),
     [
-        (_memory(tid="worker"), {}, "[memory] events on a thread named by a string"),
-        (_memory(pid="host"), {}, "[memory] events on a thread named by a string"),
+        (_memory(tid="worker"), {}, "[memory] events on a thread named by a string", _KEPT),
+        (_memory(pid="host"), {}, "[memory] events on a thread named by a string", _KEPT),
         (
             _memory(ts=3000),
             {"baseTimeNanoseconds": (1 << 62) - 2_000_000},
             "[memory] events with times beyond",
+            _REFUSED,  # "line 'Memory' has events ... beyond"
         ),
-        (_memory(Bytes=1e19), {}, "[memory] events with a value past int64"),
-        (_memory(**{"Total Allocated": -1e300}), {}, "[memory] events with a value past int64"),
-        (_memory(**{"Device Type": [1]}), {}, "[memory] events with a value past int64"),
+        (_memory(Bytes=1e19), {}, "[memory] events with a value past int64", _KEPT),
+        (
+            _memory(**{"Total Allocated": -1e300}),
+            {},
+            "[memory] events with a value past int64",
+            _REFUSED,  # "ValueError: Value out of range"
+        ),
+        (
+            _memory(**{"Device Type": [1]}),
+            {},
+            "[memory] events with a value past int64",
+            _REFUSED,  # "TypeError: unhashable type"
+        ),
     ],
     ids=["str tid", "str pid", "time", "float bytes", "float total", "list device type"],
 )
 def test_odd_memory_events_are_skipped_and_counted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, odd: Any, header: Any, what: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, odd: Any, header: Any, what: str, oracle: str
 ) -> None:
+    """Decision 184: the columns skip and count the event; the oracle (the per-event reading)
+    kept it, or refused the whole trace."""
     path = _trace(tmp_path, odd, **header)
 
     def profile() -> Any:
@@ -79,12 +108,20 @@ def test_odd_memory_events_are_skipped_and_counted(
     assert len(allocations) == 1  # the good one, in the op it happens in
     space = kineto_to_xspace(path)
     assert any(w.startswith(f"skipped 1 {what}") for w in space.warnings)
+    read = _oracle(path)
+    if oracle == _REFUSED:
+        assert read == _REFUSED
+    else:
+        assert sum(e[1] == "MemoryAllocation" for e in read["events"]) == 2
+        assert not any(what in w for w in read["warnings"])
 
 
-@pytest.mark.parametrize("tid", ["4294967296", "99999999999999999999999"])
+@pytest.mark.parametrize(("tid", "oracle"), [("4294967296", _KEPT), ("9" * 23, "malformed")])
 def test_host_events_on_a_thread_id_past_int32_are_skipped_and_counted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tid: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tid: str, oracle: str
 ) -> None:
+    """Decision 184: the columns skip and count the event; the oracle kept it on a line of
+    its own, or (past 64 bits) counted it as malformed."""
     odd = {"ph": "X", "cat": "cpu_op", "name": "far", "pid": 1, "tid": tid, "ts": 1000, "dur": 1}
     path = _trace(tmp_path, odd)
 
@@ -96,6 +133,11 @@ def test_host_events_on_a_thread_id_past_int32_are_skipped_and_counted(
     assert "skipped 1 host events with a thread id beyond int32" in fast["warnings"]
     assert "far" not in [e[1] for e in fast["events"]]
     assert "aten::mm" in [e[1] for e in fast["events"]]
+    read = _oracle(path)
+    if oracle == _KEPT:
+        assert "far" in [e[1] for e in read["events"]] and not read["warnings"]
+    else:
+        assert read["warnings"] == ["skipped 1 malformed events (fields of unexpected types)"]
 
 
 # ---- events the C scanner leaves to the Python one: read on the columns (decision 210) -------
