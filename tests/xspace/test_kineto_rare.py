@@ -210,6 +210,7 @@ def _columns_route(monkeypatch: pytest.MonkeyPatch, path: Path) -> Any:
         route(*args)
 
     with monkeypatch.context() as patch:
+        # (the per-event decoder the importer had until issue #29 moved it to the oracle)
         patch.setattr(importer, "decode_trace", _per_event, raising=False)
         patch.setattr(fast_route, "route", spy)
         fast, slow = c_and_python(patch, profile, "_kscan")
@@ -279,6 +280,7 @@ def test_a_document_without_trace_events_is_refused_by_the_column_route(
     from stepscope.errors import ProfileFormatError
     from stepscope.xspace.kineto import importer
 
+    # (the per-event decoder the importer had until issue #29 moved it to the oracle)
     monkeypatch.setattr(importer, "decode_trace", _per_event, raising=False)
     path = tmp_path / "other.json"
     for text in ('{"traceName": "x"}', '{"traceEvents": 5}', "[1, 2]", '"text"'):
