@@ -8,8 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from stepscope.stats import build_step_db
+from stepscope.stats.events import EventType
 from stepscope.stats.host.untraced import where_untraced
 from stepscope.stats.steps.breakdown import StepDb
+from stepscope.stats.steps.type_sweep import type_time
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
 
@@ -117,6 +119,24 @@ def test_a_thread_with_a_broken_clock_does_not_spoil_the_other_steps() -> None:
     assert np.array_equal(sum(db.category_ns().values()), db.dur_ns)
 
 
+def test_the_sweep_keeps_steps_apart_whatever_their_times() -> None:
+    """`type_time` keys each interval by step and time in one int64; steps whose times lie
+    further apart than that can key (step 11 about 1.5e18 ns after step 0: their keys would
+    wrap onto each other) are swept step by step, and so is one step far from zero (2^62 ns
+    and later). Each step keeps its own time."""
+    length = 5_000
+    far = -(-(2**64 - 11 * length - 11) // 12)  # step 11's start: its key wraps into step 0's
+    step = np.array([0, 11], np.int64)
+    lo = np.array([0, far], np.int64)
+    hi = lo + length
+    types = np.full(2, int(EventType.HOST_COMPUTE), np.int16)
+    table = type_time(step, lo, hi, types, 12)
+    column = int(EventType.HOST_COMPUTE) // 10
+    assert table[:, column].tolist() == [length] + [0] * 10 + [length]
+    late = type_time(np.zeros(1, np.int64), lo[:1] + 2**62, hi[:1] + 2**62, types[:1], 1)
+    assert late[0, column] == length
+
+
 # --- Input fetched before a step ------------------------------------------------------------
 
 
@@ -174,6 +194,24 @@ def test_a_wait_after_the_last_step_feeds_no_step() -> None:
     assert db.dur_ns.tolist() == [5 * MS] * 3
     assert _ms(db, "input") == [0.0, 0.0, 0.0]
     assert db.limit_ns()["input"].tolist() == [0, 0, 0]
+
+
+def test_a_wait_after_the_last_step_names_no_gap_of_it() -> None:
+    """The step's largest untraced gap ends where another thread's work starts; nothing of
+    the step's thread follows it in the step. A wait after the last step (no step's fetch)
+    does not name it: the gap runs to the step's end on its thread."""
+    builder = XSpaceBuilder("after")
+    host = builder.plane("/host:CPU")
+    main, worker = host.line(1, "main"), host.line(2, "worker")
+    main.event("train", 1_000 * MS, 10 * MS, {"step_num": 0, "_r": 1})
+    main.event("aten::add", 1_001 * MS, MS)
+    worker.event("aten::mul", 1_007 * MS, MS)
+    main.event(WAIT, 1_012 * MS, MS)
+    db = build_step_db(build(builder))
+    assert _where(db) == (
+        "on thread main, mostly after 'aten::add' and before '(step end)' "
+        "(5.00 ms per step in 1 of 1 steps)"
+    )
 
 
 def test_only_a_wait_for_input_in_the_gap_is_a_fetch() -> None:
