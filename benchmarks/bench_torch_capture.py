@@ -1,7 +1,7 @@
 """What a capture costs a PyTorch CPU training loop: per step, and at stop (issue #30).
 
-    python benchmarks/bench_torch_capture.py [--part steps|stop] [--rounds 41] [--block 40]
-        [--layers 6] [--torch-profile-memory]
+    python benchmarks/bench_torch_capture.py [--part steps|pairs|own|stop] [--rounds 41]
+        [--block 40] [--layers 6] [--torch-profile-memory]
 
 The loop: an MLP of ``--layers`` hidden 64x64 layers trained on random batches, one BLAS
 thread (about 600 profiler events a step at 6 layers: 200 steps are the issue's 120k events).
@@ -25,6 +25,14 @@ order; each pair gives stepscope / torch - 1 (points), and the report is the med
 ``stepscope.start`` with the bridges off and its step markers, inside a running
 ``torch.profiler`` against that profiler alone (the stack sampler and the markers: what
 stepscope adds on a step).
+
+``own``: stepscope's own work per step beside torch.profiler, each part measured directly
+(the paired blocks above are bounded by the machine's noise, 5-10 points per pair when other
+jobs run): the step marker's CPU (loops of 20,000 empty marked steps against bare loops, in
+one session) and the stack sampler thread's CPU (its own thread clock, over runs of ``--block``
+x 10 marked steps of the loop under `stepscope.start` defaults beside a running torch.profiler)
+as points of the step's CPU; the median of ``--rounds`` and its 95% interval each. torch's
+profiler is the same on both sides: the bridge runs it with the settings `_bridge_torch` uses.
 
 ``stop``: paired runs of 200 steps, then the capture's end as a user's script pays it, in
 process CPU time: ``stepscope.stop()`` (torch's stop, the trace's conversion and the XSpace
@@ -240,6 +248,102 @@ def pairs_part(step: Step, pairs: int, block: int) -> None:
     print(f"  load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
 
 
+def _marker_us(n: int) -> float:
+    """CPU µs one ``with stepscope.step(i)`` adds (a session on, no bridge, no sampler): a loop
+    of ``n`` empty marked steps less a loop of ``n`` bare iterations, in the same session."""
+    import stepscope
+    from stepscope.capture import bridges
+
+    bridges.configure("none")
+    with tempfile.TemporaryDirectory(prefix="bench_torch_marker_") as logdir:
+        stepscope.start(logdir, stepscope.ProfilerOptions(python_sampler_hz=0))
+        try:
+            started = time.thread_time()
+            for _ in range(n):
+                pass
+            bare = time.thread_time() - started
+            started = time.thread_time()
+            for i in range(n):
+                with stepscope.step(i):
+                    pass
+            marked = time.thread_time() - started
+        finally:
+            stepscope.stop(save=False)
+            bridges.configure("auto")
+    return (marked - bare) / n * 1e6
+
+
+def _sampler_share(step: Step, n: int) -> tuple[float, float]:
+    """(the stack sampler thread's CPU / the rest of the process's CPU, ms per step) over ``n``
+    marked steps under `stepscope.start` defaults beside torch.profiler (bridge off, so the
+    torch profiler is the only one and the sampler's thread is told apart by its name)."""
+    import threading
+
+    from torch.profiler import profile
+
+    import stepscope
+    from stepscope.capture import bridges
+
+    prof = profile(profile_memory=True)
+    prof.start()
+    bridges.configure("none")
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench_torch_sampler_") as logdir:
+            stepscope.start(logdir)
+            try:
+                sampler = next(t for t in threading.enumerate() if t.name == "stepscope-sampler")
+                assert sampler.ident is not None
+                clock = time.pthread_getcpuclockid(sampler.ident)
+                started, sampler_started = time.process_time(), time.clock_gettime(clock)
+                for i in range(n):
+                    with stepscope.step(i):
+                        step()
+                spent = time.process_time() - started
+                sampled = time.clock_gettime(clock) - sampler_started
+            finally:
+                stepscope.stop(save=False)
+    finally:
+        bridges.configure("auto")
+        prof.stop()
+    return sampled / (spent - sampled), (spent - sampled) / n * 1e3
+
+
+def own_part(step: Step, rounds: int, block: int) -> None:
+    """stepscope's own work per step beside torch.profiler, each part measured directly: the
+    step marker (CPU of ``rounds`` loops of 20,000 empty marked steps against bare loops) and
+    the stack sampler's thread (its own CPU clock over ``rounds`` runs of ``block`` x 10
+    steps), as points of the step's CPU under torch.profiler. torch.profiler itself is the same
+    on both sides (the bridge runs it with the settings `_bridge_torch` times)."""
+    load = os.getloadavg()[0]
+    markers = [_marker_us(20_000) for _ in range(rounds)]
+    shares: list[float] = []
+    step_ms: list[float] = []
+    for _ in range(rounds):
+        gc.collect()
+        share, ms = _sampler_share(step, block * 10)
+        shares.append(100 * share)
+        step_ms.append(ms)
+    ms = statistics.median(step_ms)
+    marker = median_interval(markers)
+    sampler = median_interval(shares)
+    points = [100 * m / 1e3 / ms for m in marker]
+    print(
+        f"stepscope's own work per step beside torch.profiler ({rounds} rounds; step {ms:.3f} ms)"
+    )
+    print(
+        f"  step marker: {marker[0]:.2f} µs (95% interval of the median {marker[1]:.2f} .. "
+        f"{marker[2]:.2f}) = {points[0]:+.3f} points ({points[1]:+.3f} .. {points[2]:+.3f})"
+    )
+    print(
+        f"  stack sampler thread: {sampler[0]:+.3f} points of the process's CPU "
+        f"({sampler[1]:+.3f} .. {sampler[2]:+.3f})"
+    )
+    print(
+        f"  together {points[0] + sampler[0]:+.3f} points (the intervals' tops added: "
+        f"{points[2] + sampler[2]:+.3f}); load average {load:.1f} -> {os.getloadavg()[0]:.1f}"
+    )
+
+
 def _events_saved(run_dir: Any) -> int:
     from stepscope.model.runs import single_file_run
     from stepscope.tools.context import ProfileStore
@@ -349,7 +453,7 @@ def stop_part(step: Step, pairs: int, n: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("steps", "pairs", "stop"), action="append")
+    parser.add_argument("--part", choices=("steps", "pairs", "own", "stop"), action="append")
     parser.add_argument("--rounds", type=int, default=41)
     parser.add_argument("--block", type=int, default=40)
     parser.add_argument("--pairs", type=int, default=5)
@@ -370,6 +474,8 @@ def main() -> None:
             steps_part(step, args.rounds, args.block)
         elif part == "pairs":
             pairs_part(step, args.rounds, args.block)
+        elif part == "own":
+            own_part(step, args.rounds, args.block)
         else:
             stop_part(step, args.pairs, args.steps)
 
