@@ -8,7 +8,7 @@ from typing import Any
 
 from stepscope.model import Profile, profile_from_xspace
 from stepscope.model.from_xspace import profile_from_columns
-from stepscope.xspace.kineto import importer, kineto_to_columns, kineto_to_xspace, scan
+from stepscope.xspace.kineto import kineto_to_columns, kineto_to_xspace, scan
 from stepscope.xspace.wire import KIND_BYTES, KIND_STR
 from tests.support.kineto_oracle import per_event_xspace
 
@@ -19,7 +19,7 @@ def scanned(data: bytes, window: int = 0) -> scan.ScannedTrace | None:
     import io
 
     window = window or len(data) + 16
-    found = scan.scan_stream(io.BytesIO(data).readinto, importer.HeaderOnly, 1 << 40, window)
+    found = scan.scan_stream(io.BytesIO(data).readinto, 1 << 40, window)
     assert not isinstance(found, int)
     return found
 
@@ -127,7 +127,7 @@ def resolved_columns(trace: scan.ScannedTrace | None) -> Any:
     ]
     pid, tid = thread(trace.pid, scan.F_PID_STR), thread(trace.tid, scan.F_TID_STR)
     return {
-        "header": importer.header_dict(trace.header),
+        "header": trace.header,
         "ph": trace.ph.tolist(),
         "flags": flags,
         "cat": [texts[v] if v >= 0 else None for v in trace.cat.tolist()],

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -212,8 +213,8 @@ def test_streamed_scan_equals_the_whole_scan_wherever_the_windows_cut(window: in
     data = (json.dumps(_AWKWARD, ensure_ascii=False, indent=1) + "\n").encode()
     whole = scanned(data)
     reader = io.BytesIO(data)
-    _same_scan(whole, scan.scan_stream(reader.readinto, importer.HeaderOnly, 1 << 40, window))
-    assert whole is not None and whole.header.distributedInfo["nested"]["deep"][1] == 2.5
+    _same_scan(whole, scan.scan_stream(reader.readinto, 1 << 40, window))
+    assert whole is not None and whole.header["distributedInfo"]["nested"]["deep"][1] == 2.5
 
 
 @pytest.mark.parametrize(
@@ -237,7 +238,7 @@ def test_streamed_scan_rejects_what_the_whole_scan_rejects(text: bytes) -> None:
     assert scanned(text) is None
     for window in (16, 1 << 20):
         reader = io.BytesIO(text)
-        assert scan.scan_stream(reader.readinto, importer.HeaderOnly, 1 << 40, window) is None
+        assert scan.scan_stream(reader.readinto, 1 << 40, window) is None
 
 
 def test_compressed_traces_stream_into_the_scanner(tmp_path: Path) -> None:
@@ -252,7 +253,7 @@ def test_compressed_traces_stream_into_the_scanner(tmp_path: Path) -> None:
     raw = source.read_bytes()
     whole = scanned(gzip.decompress(raw))
     stream = GunzipStream(raw, source, chunk=97)
-    _same_scan(whole, scan.scan_stream(stream.readinto, importer.HeaderOnly, 1 << 40, 64))
+    _same_scan(whole, scan.scan_stream(stream.readinto, 1 << 40, 64))
     plain = tmp_path / "trace.json"
     plain.write_bytes(gzip.decompress(raw))
     _assert_same(plain)
@@ -280,7 +281,7 @@ def test_columns_beyond_a_mebibyte_are_whole() -> None:
     assert whole.ts_ns.tolist() == [i * 1000 for i in range(n)]
     assert whole.dur_ns.tolist() == [i % 5 * 1000 for i in range(n)]
     reader = io.BytesIO(data)
-    _same_scan(whole, scan.scan_stream(reader.readinto, importer.HeaderOnly, 1 << 40, 1 << 16))
+    _same_scan(whole, scan.scan_stream(reader.readinto, 1 << 40, 1 << 16))
 
 
 def test_first_seen_numbers_groups_by_first_appearance() -> None:
@@ -310,3 +311,77 @@ def test_first_seen_numbers_groups_by_first_appearance() -> None:
         columns = [makers[int(rng.integers(0, 5))](n) for _ in range(int(rng.integers(1, 4)))]
         group, first = scan.first_seen(*columns)
         assert (group.tolist(), first.tolist()) == reference(*columns)
+
+
+_JSON_TEXTS = [
+    b'[[1, 2], [], ["float", ""], {"a": null, "b": true}]',
+    b'["caf\xc3\xa9", "\xf0\x9f\x99\x82", 1.5, -0.0, 123456789012345678901234567890]',
+    b'{"a": 1, "a": 2}',  # the last one wins
+    b"[1e400]",  # beyond a double: msgspec refuses, json would give inf
+    b"[-1e400]",
+    b"[1e-400, 4.9e-324, 2.2250738585072014e-308, 0.1, 1E+2]",
+    b"[NaN]",
+    b"[Infinity]",
+    b'["\\ud800"]',  # a lone surrogate: msgspec refuses, json would make one
+    b'["a\\"b\\\\c\\u00e9\\n"]',
+    b'["\xff"]',  # not UTF-8
+    b"\xef\xbb\xbf[1]",  # a byte order mark
+    b'["a\x01b"]',  # a control character
+    b'["a\x7fb"]',
+    b"[1,]",
+    b" [1] \n",
+    b'{\x00"a\x00"\x00:\x001\x00}\x00',  # UTF-16: json.loads(bytes) would read it
+]
+_HEADERS = [
+    b'{"schemaVersion": 1, "deviceProperties": [{"id": 0}], "other": [1e400], "WARNING": []}',
+    b'{"trace_id": "x", "trace_id": "y", "baseTimeNanoseconds": 1700000000000000000}',
+    b'{"schemaVersion": 1e400}',
+    b'{"schemaVersion": NaN}',
+    b'{"displayTimeUnit": "\\ud800"}',
+    b'{"displayTimeUnit": "\\u00b5s"}',
+    b"[1, 2]",
+    b'"a header"',
+    b'{"cupti_version": "\xff"}',
+    b"{}",
+]
+
+
+def _outcome(decode: Any, text: bytes) -> object:
+    try:
+        return ("value", repr(decode(text)))
+    except ValueError:
+        return "refused"
+
+
+@pytest.mark.parametrize("text", _JSON_TEXTS)
+def test_json_values_decode_as_msgspec_decodes_them(text: bytes) -> None:
+    import msgspec
+
+    from stepscope.xspace.kineto import decode
+
+    expected = _outcome(
+        lambda t: _msgspec_or_value_error(msgspec.json.Decoder().decode, msgspec, t), text
+    )
+    assert _outcome(decode.loads, text) == expected
+
+
+@pytest.mark.parametrize("text", _HEADERS)
+def test_headers_decode_as_msgspec_decodes_them(text: bytes) -> None:
+    import msgspec
+
+    from stepscope.xspace.kineto import decode
+
+    def by_msgspec(t: bytes) -> Any:
+        header = _msgspec_or_value_error(
+            lambda u: msgspec.json.decode(u, type=decode.HeaderOnly), msgspec, t
+        )
+        return decode.header_dict(header)
+
+    assert _outcome(decode.header_of, text) == _outcome(by_msgspec, text)
+
+
+def _msgspec_or_value_error(call: Any, msgspec: Any, text: bytes) -> Any:
+    try:
+        return call(text)
+    except msgspec.DecodeError as exc:
+        raise ValueError(str(exc)) from None

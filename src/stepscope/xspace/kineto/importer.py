@@ -54,11 +54,11 @@ from stepscope.xspace.io import (
     is_url,
     read_raw_bytes,
 )
-from stepscope.xspace.kineto import fast_memory, fast_route, fwdbwd, pyscan, scan
+from stepscope.xspace.kineto import fast_memory, fast_route, fwdbwd, scan
 from stepscope.xspace.kineto.canonical import canonical
 from stepscope.xspace.kineto.classified import Classified
 from stepscope.xspace.kineto.columns import ColumnLine, ColumnPlane, ColumnSpace
-from stepscope.xspace.kineto.decode import HEADER_STATS, HeaderOnly, header_dict
+from stepscope.xspace.kineto.decode import HEADER_STATS
 from stepscope.xspace.kineto.devices import (
     MEMORY_LINE_ID,
     device_plane_stats,
@@ -169,7 +169,7 @@ def _scan_reader(
     reader: GunzipStream | io.RawIOBase | io.BytesIO, source: str
 ) -> scan.ScannedTrace | None:
     limit = limits.max_profile_bytes()
-    scanned = scan.scan_stream(reader.readinto, HeaderOnly, limit)
+    scanned = scan.scan_stream(reader.readinto, limit)
     if isinstance(scanned, int):
         raise limits.ProfileTooLargeError(source, "parsing this JSON", scanned, limit)
     if isinstance(reader, GunzipStream) and reader.damaged:
@@ -265,6 +265,8 @@ def _classified(
     else:
         data = item
     del item, text
+    from stepscope.xspace.kineto import pyscan  # (msgspec: not imported on the C route)
+
     scanned = pyscan.scan_bytes(data, source, warnings)
     del data  # (freed before routing)
     if scanned is None:
@@ -309,7 +311,7 @@ def finish(
 
 def _classify(scanned: scan.ScannedTrace) -> tuple[dict[str, Any], Classified]:
     """The header and the classified columns."""
-    doc = header_dict(scanned.header)
+    doc = scanned.header
     base = doc.get("baseTimeNanoseconds")
     base = base if type(base) is int else 0
     return doc, fast_route.classify(scanned, base)

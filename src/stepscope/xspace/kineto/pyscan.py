@@ -31,7 +31,7 @@ import msgspec
 import numpy as np
 
 from stepscope import limits
-from stepscope.xspace.kineto.decode import _HEADER, HEADER_KEYS, HeaderOnly
+from stepscope.xspace.kineto.decode import _HEADER, HEADER_KEYS, header_dict
 from stepscope.xspace.kineto.devices import us_to_ns
 from stepscope.xspace.kineto.scan import (
     A_BOOL,
@@ -99,10 +99,10 @@ def scan_bytes(data: bytes, source: str, warnings: list[str]) -> ScannedTrace | 
         from stepscope.xspace.kineto.json_repair import load_json
 
         return _scan_repaired(load_json(data, source, warnings))
-    events = doc.traceEvents  # type: ignore[attr-defined]
+    events = doc.traceEvents
     if events is _UNSET:
         return None
-    header = HeaderOnly(**{key: getattr(doc, key) for key in HEADER_KEYS})
+    header = header_dict(doc)
     del doc
     return _Columns().scan(events, header)
 
@@ -112,7 +112,7 @@ def _scan_repaired(doc: Any) -> ScannedTrace | None:
     if type(doc) is not dict or type(doc.get("traceEvents")) is not list:
         return None
     events = doc.pop("traceEvents")
-    header = HeaderOnly(**{key: doc.get(key, _UNSET) for key in HEADER_KEYS})
+    header = {key: doc[key] for key in HEADER_KEYS if key in doc}
     del doc
     return _Columns().scan(events, header)
 

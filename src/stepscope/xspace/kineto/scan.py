@@ -16,11 +16,11 @@ from dataclasses import field
 from types import ModuleType
 from typing import Any
 
-import msgspec
 import numpy as np
 
 from stepscope import accelerators
 from stepscope.records import record
+from stepscope.xspace.kineto import decode
 from stepscope.xspace.wire import last_at_or_before
 
 # Event flags and argument kinds, as _kscan.c writes them.
@@ -59,7 +59,6 @@ INDEXED_KEYS = (
 PHASES = frozenset(b"XiIsftM")
 # Bytes read per window by `scan_stream` (a window holds one read and the event it cut).
 WINDOW = 4 << 20
-_HEADER_ONLY = msgspec.json.Decoder()
 
 
 def native() -> ModuleType | None:
@@ -265,7 +264,7 @@ class ScannedTrace:
         if kind == A_BOOL:
             return bool(value)
         if kind == A_JSON:
-            return _HEADER_ONLY.decode(self.raw[value])
+            return decode.loads(self.raw[value])
         if kind == A_UINT:
             return int(value) + (1 << 64)
         return None
@@ -285,7 +284,7 @@ class ScannedTrace:
 
 
 def scan_stream(
-    readinto: Callable[[memoryview], int], header_type: Any, limit: int, window: int = WINDOW
+    readinto: Callable[[memoryview], int], limit: int, window: int = WINDOW
 ) -> ScannedTrace | int | None:
     """Columns of the text that ``readinto`` (a file's, a `GunzipStream`'s) reads, in windows
     of ``window`` bytes (the text is never held whole), or None for the Python path (see the
@@ -299,7 +298,7 @@ def scan_stream(
     if scanned is None or isinstance(scanned, int):
         return scanned
     needed = _decoded_size(scanned)
-    return needed if needed > limit else _trace(scanned, header_type)
+    return needed if needed > limit else _trace(scanned)
 
 
 def _decoded_size(scanned: tuple[bytes, list[bytes], dict[str, bytes]]) -> int:
@@ -310,16 +309,14 @@ def _decoded_size(scanned: tuple[bytes, list[bytes], dict[str, bytes]]) -> int:
     return sum(memoryview(c).nbytes for c in columns.values()) + 2 * text + 64 * len(raw)
 
 
-def _trace(
-    scanned: tuple[bytes, list[bytes], dict[str, bytes]] | None, header_type: Any
-) -> ScannedTrace | None:
+def _trace(scanned: tuple[bytes, list[bytes], dict[str, bytes]] | None) -> ScannedTrace | None:
     if scanned is None:
         return None
     header_text, raw, columns = scanned
     try:
-        header = msgspec.json.decode(header_text, type=header_type)
+        header = decode.header_of(header_text)
         texts = [_decode_string(text) for text in raw]
-    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # (UnicodeDecodeError included)
         return None
     return ScannedTrace(
         header=header,
@@ -373,7 +370,7 @@ def parse_memory_estimate(data: bytes) -> int:
 
 def _decode_string(raw: bytes) -> str:
     if b"\\" in raw:
-        text = _HEADER_ONLY.decode(b'"' + raw + b'"')
+        text = decode.loads(b'"' + raw + b'"')
         assert isinstance(text, str)
         return text
     return raw.decode("utf-8")
