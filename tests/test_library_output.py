@@ -5,9 +5,9 @@ writes to the terminal."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "stepscope"
+from tests.support import source
+
 RENDERERS = {"cli", "log.py"}  # the CLI draws progress; log.py is the logger's handler
 
 
@@ -37,9 +37,9 @@ def _writes(tree: ast.AST) -> list[int]:
 
 def test_no_library_module_prints() -> None:
     offenders = [
-        f"{path.relative_to(SRC)}:{line}"
-        for path in sorted(SRC.rglob("*.py"))
-        if path.relative_to(SRC).parts[0] not in RENDERERS
-        for line in _writes(ast.parse(path.read_text(), str(path)))
+        f"{module.where}:{line}"
+        for module in source.modules()
+        if module.where.parts[0] not in RENDERERS
+        for line in _writes(module.tree)
     ]
     assert offenders == []

@@ -4,11 +4,9 @@ the tables instead of writing the names again (messages and docs may still quote
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 from stepscope.vocab import pytorch, tensorflow, xla
-
-SRC = Path(__file__).resolve().parents[1] / "src" / "stepscope"
+from tests.support import source
 
 # Names whose meaning is a framework's convention: a literal equal to one, or starting with
 # a prefix, outside the tables is a second copy of the rule.
@@ -40,10 +38,10 @@ def _docstrings(tree: ast.AST) -> set[int]:
 
 def test_framework_names_are_written_only_in_vocab() -> None:
     offenders = []
-    for path in sorted(SRC.rglob("*.py")):
-        if "vocab" in path.parts or "proto" in path.parts:
+    for module in source.modules():
+        if "vocab" in module.path.parts or "proto" in module.path.parts:
             continue
-        tree = ast.parse(path.read_text())
+        tree = module.tree
         docs = _docstrings(tree)
         for node in ast.walk(tree):
             if (
@@ -52,7 +50,7 @@ def test_framework_names_are_written_only_in_vocab() -> None:
                 and id(node) not in docs
                 and node.value in NAMES
             ):
-                offenders.append(f"{path.relative_to(SRC)}:{node.lineno}: {node.value!r}")
+                offenders.append(f"{module.where}:{node.lineno}: {node.value!r}")
     assert offenders == []
 
 

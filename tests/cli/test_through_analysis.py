@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import stepscope
+from tests.support import source
 from tests.support.synthetic import synthetic_xspace_bytes
 
-SRC = Path(stepscope.__file__).resolve().parent
 INTERFACES = ("cli", "serve", "sql")
 # What only `stepscope.Analysis` (stepscope.tools.analysis) and the tools' own machinery use:
 # the openers and step finding, imported; a store or a tool context, made (as types they
@@ -22,10 +21,10 @@ OPENERS = {"open_run", "open_host", "load_profile", "build_step_db"}
 MADE = {"ProfileStore", "ToolContext"}
 
 
-def _uses(path: Path) -> list[str]:
+def _uses(module: source.Module) -> list[str]:
     found = []
-    where = path.relative_to(SRC)
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    where = module.where
+    for node in ast.walk(module.tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("stepscope"):
             found += [
                 f"{where}:{node.lineno} imports {a.name}" for a in node.names if a.name in OPENERS
@@ -43,8 +42,9 @@ def test_interfaces_open_profiles_only_through_analysis() -> None:
     offenders = [
         use
         for package in INTERFACES
-        for path in sorted((SRC / package).rglob("*.py"))
-        for use in _uses(path)
+        for module in source.modules()
+        if module.where.parts[0] == package
+        for use in _uses(module)
         if f"{use.split(':')[0]}:{use.rsplit(' ', 1)[1]}" not in allowed
     ]
     assert offenders == []
