@@ -330,3 +330,21 @@ def test_what_the_oracle_reads_otherwise_is_decided(
     assert [e[1:] for e in columns["events"] if e[1] == "range"] == [
         ("range", "", 1_000_000, 2_000, [])
     ]
+
+
+def test_a_list_argument_with_escapes_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A list or object argument holding an escaped character (a quote, a \\u escape): its
+    JSON text was decoded as if it were a string's, and the whole trace failed to import."""
+    events = [
+        _op("quoted", **{"Concrete Inputs": ['say "hi"', "caf\u00e9"]}),
+        _op("nested", meta={"path": "C:\\temp"}),
+    ]
+    path = tmp_path / "escaped.json"
+    path.write_text(json.dumps({"traceEvents": [*_ordinary(), *events]}))  # (ASCII: escapes)
+    oracle = describe(profile_from_xspace(per_event_xspace(path), source=str(path)))
+    columns = _columns_route(monkeypatch, path)
+    assert columns == oracle
+    stats = {e[1]: e[5] for e in columns["events"]}
+    assert stats["quoted"] == [("Concrete Inputs", 4, '["say \\"hi\\"", "caf\\u00e9"]')]

@@ -369,8 +369,16 @@ def parse_memory_estimate(data: bytes) -> int:
 
 
 def _decode_string(raw: bytes) -> str:
+    """The text of an interned string: a JSON string's body, or the JSON text of a list or
+    object argument (interned with the strings: its escapes are not a string's)."""
     if b"\\" in raw:
-        text = decode.loads(b'"' + raw + b'"')
+        try:
+            text = decode.loads(b'"' + raw + b'"')
+        except ValueError:
+            if raw[:1] not in (b"[", b"{"):
+                raise
+            decode.loads(raw)  # a list or object: valid JSON, else the error stands
+            return raw.decode("utf-8")
         assert isinstance(text, str)
         return text
     return raw.decode("utf-8")
