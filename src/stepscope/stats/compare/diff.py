@@ -236,6 +236,15 @@ def _detail(category: str, sign: float, tables: dict[str, tuple[RowChange, ...]]
     return f"{name} {what} {signed_ms(row.delta_ns)}/step{gone}"
 
 
+def _relative(mean: MetricChange, ci: str = "", per: str = "") -> str:
+    """``+10.0%{ci} (10.00 ms → 11.00 ms{per})``; only ``0.0 µs → 5.00 ms{per}`` from a
+    baseline of 0 ns, which has no relative change (not "+0.0%")."""
+    moved = f"{ms(mean.base or 0.0)} → {ms(mean.cand or 0.0)}{per}"
+    if mean.relative is None:
+        return moved
+    return f"{pct(mean.relative)}{ci} ({moved})"
+
+
 def _verdict(
     metrics: list[MetricChange], tables: dict[str, tuple[RowChange, ...]]
 ) -> tuple[str, str | None, str | None]:
@@ -250,25 +259,26 @@ def _verdict(
         if mean.delta == 0:
             return f"no change in step time ({ms(mean.base)} in both runs)", None, None
         return (
-            f"step time {pct(mean.relative or 0.0)} ({ms(mean.base)} → {ms(mean.cand)}), "
+            f"step time {_relative(mean)}, "
             "too few steps to test whether it is real (need 2 in each run)",
             None,
             None,
         )
-    rel, rel_ci = mean.relative or 0.0, mean.relative_ci()
+    rel, rel_ci = mean.relative, mean.relative_ci()
     ci = f" [{pct(rel_ci[0])}, {pct(rel_ci[1])}]" if rel_ci else ""
     categories = [m for m in metrics if m.name.startswith("category.") and m.delta]
     if mean.delta == 0 and mean.ci_low == 0 and mean.ci_high == 0:
         return f"no change in step time (the same per-step times: {ms(mean.base)} mean)", None, None
     if not mean.significant:
-        text = f"no significant change in step time ({pct(rel)}{ci})"
+        change = f"{pct(rel)}{ci}" if rel is not None else f"{ms(mean.base)} → {ms(mean.cand)}"
+        text = f"no significant change in step time ({change})"
         moved = sorted((m for m in categories if m.significant), key=lambda m: -abs(m.delta or 0))
         if moved:
             m = moved[0]
             text += f"; {m.label.lower()} changed {signed_ms(m.delta or 0)}/step"
         return text, None, None
     sign = float(np.sign(mean.delta or 0.0))
-    text = f"step time {pct(rel)}{ci} ({ms(mean.base)} → {ms(mean.cand)} mean per step)"
+    text = f"step time {_relative(mean, ci, ' mean per step')}"
     same = [m for m in categories if (m.delta or 0) * sign > 0]
     same.sort(key=lambda m: (not m.significant, -abs(m.delta or 0)))
     if not same:
