@@ -124,3 +124,18 @@ def test_the_diff_keeps_every_table() -> None:
     assert [r.name for r in d.host_ops] == ["Iterator::Root::Batch::Map", "model/dense/MatMul"]
     assert [r.name for r in d.input_stages] == ["Iterator::Root::Batch::Map"]
     assert d.kernels == ()
+
+
+def test_a_tested_change_without_a_relative_interval_quotes_none() -> None:
+    """The relative interval is left out when too many resampled baselines are 0 (a
+    category absent from most steps); the change's own percentage stays."""
+    kw = {"ci_low": 0.5 * MS, "ci_high": 1.5 * MS, "p_value": 0.001, "tested": True}
+    up = _mean(10 * MS, 11 * MS, significant=True, **kw)
+    assert _verdict([up], NO_ROWS)[0] == "step time +10.0% (10.00 ms → 11.00 ms mean per step)"
+    flat = _mean(10 * MS, 11 * MS, **kw)
+    assert _verdict([flat], NO_ROWS)[0] == "no significant change in step time (+10.0%)"
+
+
+def test_no_significant_change_from_a_baseline_of_0_ns_gives_both_times() -> None:
+    mean = _mean(0.0, 1_000.0, ci_low=-500.0, ci_high=2_500.0, p_value=0.3, tested=True)
+    assert _verdict([mean], NO_ROWS)[0] == "no significant change in step time (0.0 µs → 1.0 µs)"
