@@ -236,3 +236,24 @@ def test_corrupt_xspace_bytes_never_crash_the_decoder() -> None:
             del data[rng.randrange(len(data)) :]
         with contextlib.suppress(ProfileFormatError):
             profile_from_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(
+    ("name", "kept"),
+    [
+        ("aten::\\ud800add", "aten::\ufffdadd"),  # a lone high surrogate
+        ("\\udc00aten::add", "\ufffdaten::add"),  # a lone low one
+        ("aten::\\\\ud800add", "aten::\\ud800add"),  # an escaped backslash: no escape at all
+        ("aten::\\ud83d\\ude00add", "aten::\U0001f600add"),  # a pair: one character
+    ],
+)
+def test_lone_surrogate_escapes_become_a_replacement_character(name: str, kept: str) -> None:
+    """JSON may escape half a UTF-16 pair; no UTF-8 text holds it: the import stopped at the
+    first print or write of that name with a UnicodeEncodeError (a traceback)."""
+    text = GOOD.replace('"aten::add"', f'"{name}"')
+    space = kineto_bytes_to_xspace(text.encode(), "odd.json")
+    names = _names(profile_from_xspace(space))
+    assert names == [kept, "aten::mul"]
+    lone = "\\\\" not in name and "\\ude00" not in name
+    expected = ["repaired invalid JSON: replaced 1 lone surrogate escape(s) by U+FFFD"]
+    assert list(space.warnings) == (expected if lone else [])

@@ -11,7 +11,9 @@ rewrite the text in one linear scan, fixing what can be fixed without guessing a
 - trailing commas before ``}`` / ``]`` are dropped;
 - a truncated file (a process killed while writing) is cut after the last complete element of
   the outermost array (for Kineto: the last complete trace event) and its brackets closed;
-- anything after the end of the top-level value is ignored.
+- anything after the end of the top-level value is ignored;
+- a lone surrogate escape (``\ud800`` without its pair: no character, and no UTF-8 text
+  can hold it) becomes U+FFFD.
 
 What cannot be fixed raises `ProfileFormatError` naming the first error's line and column.
 """
@@ -41,6 +43,13 @@ _AFTER_STRING = re.compile(r'\s*(?:[:}\]]|,\s*["{\[\-0-9tfn}\]]|\Z)')
 _TRAILING_COMMA = re.compile(r",(\s*)\Z")
 _CLOSERS = {"{": "}", "[": "]"}
 _NON_BLANK = re.compile(r"\S")
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+# Escapes left to right: a surrogate pair (kept), a lone surrogate (group 1: replaced), any
+# other escape (kept; consuming ``\\`` keeps an escaped backslash from starting one).
+_ESCAPE = re.compile(
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+    r"|(\\u[dD][89a-fA-F][0-9a-fA-F]{2})|\\[^u]"
+)
 
 
 @record(frozen=False)
@@ -93,9 +102,30 @@ def decode_text(data: bytes, warnings: list[str]) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
+def _without_lone_surrogates(text: str, warnings: list[str]) -> str:
+    """``text`` with its lone surrogate escapes replaced by ``\ufffd`` (with a warning)."""
+    if _SURROGATE.search(text) is None:
+        return text
+    count = 0
+
+    def replace(match: re.Match[str]) -> str:
+        nonlocal count
+        if match.group(1) is None:
+            return match.group()
+        count += 1
+        return "\\ufffd"
+
+    text = _ESCAPE.sub(replace, text)
+    if count:
+        warnings.append(
+            f"repaired invalid JSON: replaced {count} lone surrogate escape(s) by U+FFFD"
+        )
+    return text
+
+
 def load_json(data: bytes, source: str, warnings: list[str]) -> Any:
     """The JSON value in ``data``, repaired if needed (a warning says what was repaired)."""
-    text = decode_text(data, warnings)
+    text = _without_lone_surrogates(decode_text(data, warnings), warnings)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
