@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -190,7 +191,9 @@ def test_tracer_hooked_before_configure_keeps_nothing(tmp_path: Path) -> None:
         "p.unhook_current_thread()\n"
         "assert r.events() == [], r.events()\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    # The C tracer is what is tested: a pure-Python run of the suite must not turn it off.
+    env = {k: v for k, v in os.environ.items() if k != "STEPSCOPE_PURE_PYTHON"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
 
 
