@@ -500,3 +500,37 @@ def test_offsets_of_the_same_size_are_named_in_rank_order() -> None:
     clocks = [s * k * MS for s, k in zip(sign, size, strict=False)]
     pod = _arrival(job(23, 3, lambda r, s: 4 * MS, clock=lambda r: clocks[r]))
     assert "(largest: r12 +3.000 ms, r15 -3.000 ms, r16 +3.000 ms)" in pod.clock_note
+
+
+def test_offsets_and_spread_since_the_epoch_are_exact() -> None:
+    """Clocks counting ns since 1970 (float64 holds such a time only to 256 ns): the offsets
+    against the median rank and the exits' agreement come out to the nanosecond. Three ranks,
+    r1's clock 12,345,679 ns ahead, r2's 3 ns behind; r2 leaves every call 1,050 ns after
+    the others (1.05 us shown 1.1: the median distance to the call's median exit)."""
+    epoch = 1_764_000_000_123_456_789
+    pod = _arrival(
+        job(
+            3,
+            4,
+            lambda r, s: 4 * MS,
+            clock=lambda r: epoch + [0, 12_345_679, -3][r],
+            exit_=lambda r, s: 15 * MS + (1_050 if r == 2 else 0),
+        )
+    )
+    assert pod.offsets_ns is not None
+    assert pod.offsets_ns.tolist() == [-1_047, 12_344_632, 0]
+    assert pod.exit_spread_ns == 0
+    # two ranks, r1 leaving 2.1 us late and early by turns: 1.05 us from the calls' median
+    # (the corrected exits are small numbers: each rank's offset holds its first exit)
+    jitter = [0, 2_100, -2_100, 2_100, -2_100]
+    pod = _arrival(
+        job(
+            2,
+            5,
+            lambda r, s: 4 * MS,
+            clock=lambda r: epoch + 12_345_679 * r,
+            exit_=lambda r, s: 15 * MS + jitter[s] * r,
+        )
+    )
+    assert pod.offsets_ns is not None and pod.offsets_ns.tolist() == [-6_172_839.5, 6_172_839.5]
+    assert pod.exit_spread_ns == 1_050

@@ -232,7 +232,7 @@ def _by_arrival(
         waiting |= np.nan_to_num(wait_ns[:, cols_s]).sum(axis=1) > 0
     waiting[list(late_rows)] = False
     offsets = np.full(n_h, np.nan)
-    offsets[m.rows] = m.offsets_ns - np.median(m.offsets_ns)
+    offsets[m.rows] = _against_the_median(m.offsets_ns)
     return PodLateness(
         hosts,
         pairing.step_num,
@@ -351,8 +351,15 @@ def _union_per_step(step: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_steps: i
     return out
 
 
+def _against_the_median(offsets_ns: np.ndarray) -> np.ndarray:
+    """Each rank's clock offset against the median rank's, exact for clocks counting ns since
+    the epoch (beyond float64's 2^53: taken against the first rank's offset first)."""
+    rel = offsets_ns - offsets_ns[0]
+    return rel - np.median(rel)
+
+
 def _clock_note(hosts: tuple[str, ...], m: Matched) -> str:
-    rel = m.offsets_ns - np.median(m.offsets_ns)
+    rel = _against_the_median(m.offsets_ns)
     worst = np.argsort(-np.abs(rel), kind="stable")[:3]
     shown = ", ".join(f"{hosts[m.rows[k]]} {rel[k] / 1e6:+.3f} ms" for k in worst.tolist())
     return (
