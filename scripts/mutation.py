@@ -148,7 +148,39 @@ GROUPS: dict[str, Group] = {
             "tests/stats/test_python_samples.py",
         ),
     ),
-    "event_types": Group(("stepscope/stats/events.py",), _STEP_TESTS),
+    # where steps come from (markers, inferred steps), XProf's event groups, and the pairing
+    # of several hosts' steps into pod steps
+    "step_db": Group(
+        (
+            "stepscope/stats/steps/markers.py",
+            "stepscope/stats/steps/pairing.py",
+            "stepscope/stats/steps/groups.py",
+            "stepscope/stats/steps/infer.py",
+        ),
+        (
+            *_STEP_TESTS,
+            "tests/stats/test_breakdown_edges.py",
+            "tests/stats/test_group_joins.py",
+            "tests/stats/test_step_source_recipe.py",
+            "tests/stats/test_properties.py",
+            "tests/stats/test_golden_tf.py",
+            "tests/stats/test_golden_jax.py",
+        ),
+    ),
+    "event_types": Group(
+        ("stepscope/stats/events.py",),
+        (
+            *_STEP_TESTS,
+            "tests/stats/test_breakdown_edges.py",
+            "tests/stats/test_breakdown_sweeps.py",
+            "tests/stats/test_collectives.py",
+            "tests/stats/test_own_work.py",
+            "tests/stats/test_dispatch_bound.py",
+            "tests/stats/test_event_types.py",
+            "tests/xspace/test_kineto_categories.py",
+            "tests/serve/test_categories_api.py",
+        ),
+    ),
     "limits": Group(
         (
             "stepscope/stats/steps/limits.py",
@@ -156,7 +188,14 @@ GROUPS: dict[str, Group] = {
             "stepscope/stats/steps/dispatch.py",
             "stepscope/stats/steps/waits.py",
         ),
-        (*_STEP_TESTS, "tests/stats/test_dispatch_bound.py", "tests/stats/test_collectives.py"),
+        (
+            *_STEP_TESTS,
+            "tests/stats/test_breakdown_edges.py",
+            "tests/stats/test_breakdown_sweeps.py",
+            "tests/stats/test_dispatch_bound.py",
+            "tests/stats/test_python_samples.py",
+            "tests/stats/test_collectives.py",
+        ),
     ),
 }
 

@@ -148,7 +148,7 @@ def is_step_marker_name(name: str) -> bool:
 
 def memcpy_kind(name: str) -> str | None:
     """'HToD', 'DToH', 'DToD', 'HToH' for memcpy events (XSpace or raw Kineto names)."""
-    upper = name[:16].upper().replace(" ", "")
+    upper = name.upper().replace(" ", "")
     if not upper.startswith("MEMCPY"):
         return None
     for kind in ("HTOD", "DTOH", "DTOD", "HTOH", "PTOP", "P2P"):
@@ -195,16 +195,14 @@ def device_type_of_name(name: str) -> int:
     return EventType.DEVICE_COMPUTE_16 if reduced else EventType.DEVICE_COMPUTE_32
 
 
-def _per_name(
-    profile: Profile, classify: Callable[[str], int], ids: np.ndarray | None = None
-) -> np.ndarray:
+def _per_name(profile: Profile, classify: Callable[[str], int], ids: np.ndarray) -> np.ndarray:
     """``classify(text)`` as an int16 lookup table over string ids.
 
-    Only the ids in ``ids`` (default: the event names in use) are classified: stat values
+    Only the ids in ``ids`` (names of one side, or shape stats) are classified: stat values
     share the string table and can be far more numerous than names.
     """
     table = np.zeros(len(profile.strings), dtype=np.int16)
-    used = distinct_ids(profile.name if ids is None else ids, len(profile.strings))
+    used = distinct_ids(ids, len(profile.strings))
     strings = profile.strings.strings
     table[used] = [classify(strings[i]) for i in used.tolist()]
     return table
@@ -257,7 +255,7 @@ def not_work_category(profile: Profile) -> np.ndarray:
     category = profile.stat("category").string_ids()
     ids = [profile.strings.id_of(c) for c in _NOT_WORK_CATEGORIES]
     ids = [i for i in ids if i >= 0]
-    return np.isin(category, ids) if ids else np.zeros(profile.n_events, dtype=bool)
+    return np.isin(category, ids)  # all False without any of them
 
 
 def classify_events(profile: Profile, has_device: bool | None = None) -> np.ndarray:
