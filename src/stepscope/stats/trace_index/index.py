@@ -40,6 +40,7 @@ from stepscope.stats.trace_index.lod import line_order, nesting_depth
 from stepscope.stats.trace_index.memo import MemoAnswers
 from stepscope.stats.trace_index.search import NameIndex, build_name_index
 from stepscope.stats.trace_index.tracks import Steps, find_steps
+from stepscope.stats.trace_index.wide import WideLevels
 from stepscope.store import background, entries, location
 
 if TYPE_CHECKING:
@@ -81,6 +82,8 @@ class TraceIndex:
     _steps_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     # the trace viewer's last full-view answers (`memo`): they live and die with the index
     _full_views: MemoAnswers = field(default_factory=MemoAnswers, repr=False, compare=False)
+    # wide windows' levels of detail laid out in event order (`wide`), made on first use
+    _wide_levels: WideLevels = field(default_factory=WideLevels, repr=False, compare=False)
 
     @property
     def n_events(self) -> int:
@@ -89,6 +92,10 @@ class TraceIndex:
     @property
     def full_views(self) -> MemoAnswers:
         return self._full_views
+
+    @property
+    def wide_levels(self) -> WideLevels:
+        return self._wide_levels
 
     @property
     def names(self) -> NameIndex:

@@ -31,6 +31,15 @@ from stepscope.stats.trace_index.segments import (
     segmented_search,
     stable_argsort,
 )
+from stepscope.stats.trace_index.wide import (
+    MAX_SHARE,
+    WIDE,
+    Edges,
+    WideLevel,
+    lay_out,
+    level_size,
+    wide_answer,
+)
 
 
 @record(frozen=False)
@@ -99,19 +108,27 @@ def query_window(
     bucket = (t1 - t0) / max(resolution, 1)
     level = level_for(bucket)
     rows = rows_of_lines(index, lines)
-    pos, row = _positions(index, _segments(index, t0, t1, level, rows), t0, t1)
     # Bins are aligned to the trace origin, not to the window: a bin cut by a window edge may
     # have its representative outside. Those two pieces (each under one pixel) get every
     # event instead, from the finer levels.
     width = 1 << level
     left = min(t1, index.origin_ns + -(-(t0 - index.origin_ns) // width) * width)
     right = max(t0, index.origin_ns + ((t1 - index.origin_ns) // width) * width)
-    for a, b in ((t0, left), (right, t1)):
-        if b > a and level > 0:
-            finer = _segments(index, a, b, 0, rows)
-            finer = finer[index.seg_level[finer] < level]
-            more_pos, more_row = _positions(index, finer, a, b)
-            pos, row = np.concatenate([pos, more_pos]), np.concatenate([row, more_row])
+    pieces = [(a, b) for a, b in ((t0, left), (right, t1)) if b > a and level > 0]
+    # A window over a good part of the trace reads much of its level: from the level laid
+    # out (`wide`), when the edge pieces are apart (no event in both).
+    wide = WIDE * (t1 - t0) >= index.end_ns - index.origin_ns
+    if wide and level > 0 and right - left >= 2 * width:
+        laid = _wide_level(profile, index, level)
+        found = None
+        if laid is not None:
+            found = _wide_window(profile, index, laid, t0, t1, resolution, rows, pieces, bucket)
+        if found is not None:
+            return found
+    pos, row = _positions(index, _segments(index, t0, t1, level, rows), t0, t1)
+    for a, b in pieces:
+        more_pos, more_row = _edge_positions(index, a, b, level, rows)
+        pos, row = np.concatenate([pos, more_pos]), np.concatenate([row, more_row])
     event = index.order[pos].astype(np.int64)
     start = index.start_ns[pos]
     dur = profile.dur_ns[event]
@@ -135,6 +152,81 @@ def query_window(
         dur_ns=dur,
         name=profile.name[event].astype(np.int32),
         level=level,
+        bucket_ns=bucket,
+    )
+
+
+def _edge_positions(
+    index: TraceIndex, a: int, b: int, level: int, rows: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (and rows) of the events finer than ``level`` that may overlap [a, b)."""
+    finer = _segments(index, a, b, 0, rows)
+    return _positions(index, finer[index.seg_level[finer] < level], a, b)
+
+
+def _wide_level(profile: Profile, index: TraceIndex, level: int) -> WideLevel | None:
+    """``level`` laid out in event order (kept by the index), or None when it is too big."""
+    if level not in index.wide_levels:
+        size = level_size(index.seg_level, index.seg_lo, index.seg_hi, level)
+        if size * MAX_SHARE > index.n_events:
+            return None
+    return index.wide_levels.get(
+        level,
+        lambda: lay_out(
+            level,
+            index.seg_level,
+            index.seg_lo,
+            index.seg_hi,
+            index.seg_row,
+            index.order,
+            index.start_ns,
+            profile.dur_ns,
+            profile.name,
+        ),
+    )
+
+
+def _wide_window(
+    profile: Profile,
+    index: TraceIndex,
+    laid: WideLevel,
+    t0: int,
+    t1: int,
+    resolution: int,
+    rows: np.ndarray | None,
+    pieces: list[tuple[int, int]],
+    bucket: float,
+) -> WindowEvents | None:
+    """`query_window`'s answer from a laid-out level plus the edge ``pieces``' events."""
+    found = [_edge_positions(index, a, b, laid.level, rows) for a, b in pieces]
+    pos = np.concatenate([p for p, _ in found]) if found else np.zeros(0, np.int64)
+    row = np.concatenate([r for _, r in found]) if found else np.zeros(0, np.int32)
+    event = index.order[pos].astype(np.int64)
+    start, dur = index.start_ns[pos], profile.dur_ns[event]
+    near = np.flatnonzero(start + np.maximum(dur, 1) > t0)
+    edges = Edges(
+        row=row[near],
+        start_ns=start[near],
+        dur_ns=dur[near],
+        event=event[near],
+        name=profile.name[event[near]].astype(np.int32),
+    )
+    wanted = None
+    if rows is not None:
+        wanted = np.zeros(len(index.row_line), dtype=bool)
+        wanted[rows] = True
+    answer = wide_answer(laid, edges, t0, t1, resolution, bucket, wanted, index.n_events)
+    if answer is None:
+        return None
+    event, row, start, dur, name = answer
+    return WindowEvents(
+        event=event,
+        line=index.row_line[row],
+        depth=index.row_depth[row],
+        start_ns=start,
+        dur_ns=dur,
+        name=name,
+        level=laid.level,
         bucket_ns=bucket,
     )
 

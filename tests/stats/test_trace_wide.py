@@ -1,0 +1,98 @@
+"""Wide windows answered from a level laid out in event order (`trace_index.wide`): the same
+answer, field for field, as the index's searched way, which `test_trace_index` checks
+against the window rule's brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stepscope.model import Profile, profile_from_xspace
+from stepscope.stats.trace_index import wide, window
+from stepscope.stats.trace_index.index import TraceIndex, build_trace_index
+from stepscope.stats.trace_index.wide import KEPT, WideLevel, WideLevels, lay_out
+from stepscope.xspace.builder import XSpaceBuilder
+from tests.support.trace_profiles import BASE, random_profile
+
+FIELDS = ("event", "line", "depth", "start_ns", "dur_ns", "name")
+
+
+def regular_profile() -> Profile:
+    """Equal durations at a regular pitch, nested two deep: every pixel's narrow events tie,
+    and the one kept is the first in the index's (row, level, start) order, which is not
+    the earliest (a level-5 event after a level-6 one, in one pixel)."""
+    builder = XSpaceBuilder("host")
+    host = builder.plane("/host:CPU")
+    for k in range(2):
+        line = host.line(k + 1, f"thread{k}")
+        for j in range(600):
+            line.event(f"op{j % 7}", BASE + 16 * j + k, 10)
+            line.event(f"in{j % 3}", BASE + 16 * j + k + 1, 4)
+    for line in host.lines:
+        line.sort_events()
+    return profile_from_xspace(builder.build())
+
+
+@pytest.fixture(scope="module", params=["regular", 1, 2])
+def traced(request: pytest.FixtureRequest) -> tuple[Profile, TraceIndex]:
+    profile = regular_profile() if request.param == "regular" else random_profile(request.param)
+    return profile, build_trace_index(profile)
+
+
+def _windows(index: TraceIndex, rng: np.random.Generator) -> list[tuple[int, int, int]]:
+    span = index.end_ns - index.origin_ns
+    found = [(index.origin_ns, index.end_ns, 300), (index.origin_ns + 1, index.end_ns, 8000)]
+    # 40 ns pixels, 32 ns bins, starting inside a bin: in `regular_profile` the first pixel
+    # holds a finer event of the edge piece and a level event of equal duration (the
+    # level's is kept)
+    found += [
+        (index.origin_ns + 16 * 37 + d, index.origin_ns + 16 * 37 + d + 6000, 150)
+        for d in (3, 5, 9)
+    ]
+    for _ in range(25):
+        width = int(span * rng.uniform(0.5, 1.3))
+        t0 = index.origin_ns + int(rng.integers(-span // 5, span - width // 2 + 1))
+        found.append((t0, t0 + width, int(rng.choice([3, 7, 40, 100, 333, 1000]))))
+    return found
+
+
+@pytest.mark.parametrize("compared", [wide.RUNS_COMPARED, 0])
+def test_wide_windows_answer_as_the_searched_way(
+    traced: tuple[Profile, TraceIndex], compared: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    profile, index = traced
+    # small traces' levels hold more than the share laid out at scale: lay out any
+    monkeypatch.setattr(window, "MAX_SHARE", 1)
+    monkeypatch.setattr(wide, "RUNS_COMPARED", compared)  # 0: runs' maxima reduced
+    rng = np.random.default_rng(7)
+    lines = np.unique(profile.line)
+    for t0, t1, res in _windows(index, rng):
+        asked = None if rng.random() < 0.6 else lines[rng.random(len(lines)) < 0.5]
+        laid = window.query_window(profile, index, t0, t1, res, asked)
+        with monkeypatch.context() as searched_only:
+            searched_only.setattr(window, "_wide_level", lambda *args: None)
+            searched = window.query_window(profile, index, t0, t1, res, asked)
+        for name in FIELDS:
+            got, want = getattr(laid, name), getattr(searched, name)
+            assert got.dtype == want.dtype and np.array_equal(got, want), (name, t0, t1, res)
+        assert (laid.level, laid.bucket_ns) == (searched.level, searched.bucket_ns)
+    assert len(index.wide_levels) > 0  # the laid-out way answered some of them
+
+
+def test_only_the_last_levels_are_kept() -> None:
+    levels = WideLevels()
+    made: list[int] = []
+
+    def level(m: int) -> None:
+        def build() -> WideLevel:
+            made.append(m)
+            return lay_out(m, *[np.zeros(0, np.int64)] * 8)
+
+        assert levels.get(m, build).level == m
+
+    for m in range(KEPT + 1):
+        level(m)
+    assert len(levels) == KEPT and 0 not in levels and KEPT in levels
+    level(KEPT)
+    level(0)
+    assert made == [*range(KEPT + 1), 0]
