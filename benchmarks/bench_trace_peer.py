@@ -33,7 +33,8 @@ right after its first window; 0.1 s apart, spread over the build), and as many o
 done (p50 / p95 ms of wall and of the asking thread's CPU; the index in memory, as a server
 holds it). The full view is the index's memo after its first answer (decision 230), so each
 is paired with a window of the whole trace but its first k nanoseconds, which is computed
-every time: what any other wide window costs.
+every time: what any other wide window costs (from the index's laid-out level, decision
+240). The stepscope process sets its heap as `stepscope serve` does (decision 241).
 """
 
 from __future__ import annotations
@@ -58,8 +59,10 @@ import sys
 import time
 from pathlib import Path
 from stepscope.model import open_run
+from stepscope.serve.heap import keep_freed_memory
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.trace_viewer import api, tool
+keep_freed_memory()  # as `stepscope serve` does at its start (decision 241)
 run = open_run(sys.argv[1])
 ctx = ToolContext(run, run.hosts[0].host, ProfileStore(cache_dir=Path(sys.argv[2])))
 structure = tool.build(ctx)
