@@ -195,6 +195,9 @@ GROUPS: dict[str, Group] = {
             "tests/stats/test_dispatch_bound.py",
             "tests/stats/test_python_samples.py",
             "tests/stats/test_collectives.py",
+            "tests/stats/test_dispatch_edges.py",
+            "tests/stats/test_waits_edges.py",
+            "tests/stats/test_limits_edges.py",
         ),
     ),
 }
