@@ -161,7 +161,6 @@ GROUPS: dict[str, Group] = {
             *_STEP_TESTS,
             "tests/stats/test_breakdown_edges.py",
             "tests/stats/test_group_joins.py",
-            "tests/stats/test_step_source_recipe.py",
             "tests/stats/test_properties.py",
             "tests/stats/test_golden_tf.py",
             "tests/stats/test_golden_jax.py",
