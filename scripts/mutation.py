@@ -86,6 +86,25 @@ GROUPS: dict[str, Group] = {
             "tests/xspace/test_kineto_rare.py",
         ),
     ),
+    # the Kineto import's routing of events to device, stream and host lines (fast_route, the
+    # only route since decision 210) and the device/resource tables it reads (devices)
+    "kineto_route": Group(
+        ("stepscope/xspace/kineto/fast_route.py", "stepscope/xspace/kineto/devices.py"),
+        (
+            "tests/xspace/test_kineto.py",
+            "tests/xspace/test_kineto_args.py",
+            "tests/xspace/test_kineto_conservation.py",
+            "tests/xspace/test_kineto_columns.py",
+            "tests/xspace/test_kineto_fast.py",
+            "tests/xspace/test_kineto_pyscan.py",
+            "tests/xspace/test_kineto_categories.py",
+            "tests/xspace/test_kineto_rare.py",
+            "tests/xspace/test_kineto_native.py",
+            "tests/xspace/test_kineto_repair.py",
+            "tests/xspace/test_kineto_same_bytes.py",
+            "tests/xspace/test_kineto_scan.py",
+        ),
+    ),
     "memory": Group(
         ("stepscope/stats/memory.py",),
         (
@@ -97,7 +116,11 @@ GROUPS: dict[str, Group] = {
     ),
     "kernels": Group(
         ("stepscope/stats/kernel_rules.py", "stepscope/stats/gpu/tensor_core.py"),
-        ("tests/stats/test_kernel_rules.py", "tests/stats/test_kernel_stats_db.py"),
+        (
+            "tests/stats/test_kernel_rules.py",
+            "tests/stats/test_kernel_stats_db.py",
+            "tests/stats/test_tensor_core_rules.py",
+        ),
     ),
     "stragglers": Group(
         ("stepscope/stats/stragglers.py", "stepscope/stats/stragglers_own_time.py"),
