@@ -187,6 +187,8 @@ GROUPS: dict[str, Group] = {
             "tests/stats/test_properties.py",
             "tests/stats/test_golden_tf.py",
             "tests/stats/test_golden_jax.py",
+            "tests/stats/test_infer_steps.py",
+            "tests/stats/test_step_markers.py",
         ),
     ),
     "event_types": Group(

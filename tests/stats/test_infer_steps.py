@@ -1,0 +1,205 @@
+"""Steps inferred from the repeating structure of a trace without step markers
+(`stepscope.stats.steps.infer`): which event repeats as the step, on which thread, and the
+markers it makes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.model import Profile
+from stepscope.stats.steps.infer import infer_steps
+from stepscope.xspace.builder import LineBuilder, XSpaceBuilder
+from tests.support.analysis import MS, build
+
+LOADER_NEXT = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
+
+def _repeat(line: LineBuilder, name: str, times_ms: list[float], dur_ms: float) -> None:
+    for t in times_ms:
+        line.event(name, int(t * MS), int(dur_ms * MS))
+
+
+def _host(*threads: str) -> tuple[XSpaceBuilder, list[LineBuilder]]:
+    builder = XSpaceBuilder("host")
+    plane = builder.plane("/host:CPU")
+    return builder, [plane.line(k, name) for k, name in enumerate(threads, start=1)]
+
+
+def _inferred(profile: Profile) -> tuple[str, list[float]]:
+    found = infer_steps(profile)
+    assert found is not None
+    return found.description, [s / MS for s in found.start_ns.tolist()]
+
+
+def test_five_repeats_are_four_steps_from_one_to_the_next() -> None:
+    builder, (main,) = _host("main")
+    _repeat(main, "train_step", [0, 10, 20, 30, 40], 8)
+    main.event("aten::mm", 1 * MS, MS)  # inside a step: not top-level
+    profile = build(builder)
+    found = infer_steps(profile)
+    assert found is not None
+    assert found.source == "inferred"
+    assert found.description == (
+        "5 repeats of top-level event 'train_step' every 10.0 ms (no step markers in the profile)"
+    )
+    assert found.event.dtype == np.int64 and found.event.tolist() == [-1] * 4
+    assert found.step_num.dtype == np.int64 and found.step_num.tolist() == [0, 1, 2, 3]
+    assert found.names == ("step 0", "step 1", "step 2", "step 3")
+    assert found.start_ns.tolist() == [0, 10 * MS, 20 * MS, 30 * MS]
+    assert found.end_ns.tolist() == [10 * MS, 20 * MS, 30 * MS, 40 * MS]
+    assert found.use_groups is False and found.drop_incomplete is False
+    assert found.lines == (0,)
+
+
+def test_three_repeats_are_enough_and_two_are_not() -> None:
+    builder, (main,) = _host("main")
+    _repeat(main, "train_step", [0, 10, 20], 8)
+    assert _inferred(build(builder))[1] == [0, 10]
+    builder, (main,) = _host("main")
+    _repeat(main, "train_step", [0, 10], 8)
+    main.event("other", 30 * MS, MS)
+    assert infer_steps(build(builder)) is None
+
+
+def test_an_op_repeating_in_bursts_is_no_step() -> None:
+    # four calls 1 ms apart, then a long wait: its periods are mostly irregular
+    builder, (main,) = _host("main")
+    _repeat(main, "aten::add", [0, 1, 2, 3, 100, 101, 102, 103], 0.5)
+    assert infer_steps(build(builder)) is None
+
+
+def test_periods_from_half_to_twice_the_median_are_regular() -> None:
+    # periods 5, 10, 10, 20 ms: all within [0.5, 2] x the 10 ms median
+    builder, (main,) = _host("main")
+    _repeat(main, "train_step", [0, 5, 15, 25, 45], 4)
+    assert _inferred(build(builder))[1] == [0, 5, 15, 25]
+    # one period past twice the median, with half of the time: still regular (exactly half)
+    builder, (main,) = _host("main")
+    _repeat(main, "train_step", [0, 10, 20, 30, 40, 50, 100], 4)
+    assert _inferred(build(builder))[1] == [0, 10, 20, 30, 40, 50]
+
+
+def test_the_coarsest_period_wins_then_waiting_for_input() -> None:
+    builder, (main,) = _host("main")
+    for k in range(5):
+        t = k * 10
+        _repeat(main, LOADER_NEXT, [t], 1)  # fetching the batch: 1 ms of 10
+        _repeat(main, "forward", [t + 1], 7)
+        _repeat(main, "cudaLaunchKernel", [t + 8.1, t + 8.4, t + 8.7], 0.1)  # finer
+    description, starts = _inferred(build(builder))
+    assert f"'{LOADER_NEXT}'" in description
+    assert starts == [0, 10, 20, 30]
+
+
+def test_the_event_filling_more_of_its_period_wins_then_the_first_named() -> None:
+    builder, (main,) = _host("main")
+    for k in range(5):
+        _repeat(main, "log", [k * 10], 0.5)
+        _repeat(main, "step", [k * 10 + 1], 8)
+    assert "'step'" in _inferred(build(builder))[0]
+    builder, (main,) = _host("main")
+    for k in range(5):  # a tie: the first name of the table wins
+        _repeat(main, "first", [k * 10], 4)
+        _repeat(main, "second", [k * 10 + 5], 4)
+    assert "'first'" in _inferred(build(builder))[0]
+
+
+def test_the_thread_with_roots_is_tried_first_else_the_busiest() -> None:
+    builder, (main, loader) = _host("main", "loader")
+    _repeat(main, "train_step", [0, 10, 20, 30], 8)
+    # more events, less time, a coarser period: the busiest thread is tried first
+    _repeat(loader, "read", [k * 20 for k in range(24)], 0.1)
+    assert "'train_step'" in _inferred(build(builder))[0]
+    builder, (main, loader) = _host("main", "loader")
+    _repeat(main, "train_step", [0, 10, 20, 30], 8)
+    for k in range(20):
+        loader.event("read", k * 2 * MS, MS // 10, {"_r": 0})
+    assert "'read'" in _inferred(build(builder))[0]
+
+
+def test_another_thread_is_tried_when_the_busiest_has_no_repeats() -> None:
+    builder, (main, loader) = _host("main", "loader")
+    main.event("setup", 0, 50 * MS)
+    _repeat(loader, "read", [0, 10, 20, 30], 1)
+    description, starts = _inferred(build(builder))
+    assert "'read'" in description and starts == [0, 10, 20]
+
+
+def test_device_work_is_no_candidate() -> None:
+    builder, (main,) = _host("main")
+    _repeat(main, "train_step", [0, 10, 20, 30], 2)
+    stream = builder.plane("/device:GPU:0").line(7, "stream")
+    _repeat(stream, "gemm", [k * 5 for k in range(8)], 4.5)  # busier, and finer
+    assert "'train_step'" in _inferred(build(builder))[0]
+
+
+def test_an_empty_profile_has_no_inferred_steps() -> None:
+    builder, (main,) = _host("main")
+    main.event("tick", 0, 0)
+    assert infer_steps(build(builder)) is None
+
+
+def test_names_that_do_not_qualify_are_passed_over() -> None:
+    # two names before the step's in the string table: one too rare, one in bursts
+    builder, (main,) = _host("main")
+    main.event("rare", 0, MS // 10)
+    main.event("bursty", MS // 5, MS // 10)
+    _repeat(main, "train_step", [1, 11, 21, 31], 8)
+    main.event("rare", 50 * MS, MS // 10)
+    _repeat(main, "bursty", [50.5, 50.7, 50.9, 200], 0.1)
+    description, starts = _inferred(build(builder))
+    assert "'train_step'" in description and starts == [1, 11, 21]
+
+
+def test_periods_at_the_bounds_of_regular() -> None:
+    # 20, 20, 40, 40, 10 ms: median 20; 40 (twice it) and 10 (half) are regular
+    builder, (main,) = _host("main")
+    _repeat(main, "train_step", [0, 20, 40, 80, 120, 130], 4)
+    assert _inferred(build(builder))[1] == [0, 20, 40, 80, 120]
+    # 5, 10, 10, 25: the 5 ms period (half the median) makes the regular half exactly
+    builder, (main,) = _host("main")
+    _repeat(main, "train_step", [0, 5, 15, 25, 50], 2)
+    assert _inferred(build(builder))[1] == [0, 5, 15, 25]
+    # 10, 10, 10, 25, 25: the two periods past twice the median are most of the time
+    builder, (main,) = _host("main")
+    _repeat(main, "train_step", [0, 10, 20, 30, 55, 80], 2)
+    assert infer_steps(build(builder)) is None
+    # 4, 4, 10, 10, 10, 30: under half the median is no regular period either
+    builder, (main,) = _host("main")
+    _repeat(main, "train_step", [0, 4, 8, 18, 28, 38, 68], 2)
+    assert infer_steps(build(builder)) is None
+
+
+def test_periods_within_20_percent_tie_and_the_busier_share_then_wins() -> None:
+    # 'short' every 11.5 ms is a coarser bucket than 'wide' every 10 ms: it wins
+    builder, (main,) = _host("main")
+    _repeat(main, "wide", [0, 10, 20, 30, 40], 2)
+    _repeat(main, "short", [3, 14.5, 26, 37.5, 49], 1)
+    assert "'short'" in _inferred(build(builder))[0]
+    # same period: 'dense' fills 0.86 of its span (3 repeats), 'long' 0.53 (10), though
+    # 'long' is busier in all
+    builder, (main,) = _host("main")
+    _repeat(main, "dense", [0, 10, 20], 8)
+    _repeat(main, "long", [30 + 10 * k for k in range(10)], 5)
+    assert "'dense'" in _inferred(build(builder))[0]
+
+
+def test_instants_are_no_candidates() -> None:
+    builder, (main,) = _host("main")
+    _repeat(main, "train_step", [0, 10, 20, 30, 40], 8)
+    _repeat(main, "tick", [9, 29, 49, 69], 0)  # coarser, but instants
+    assert "'train_step'" in _inferred(build(builder))[0]
+
+
+def test_a_step_of_a_minute_is_described_in_ms() -> None:
+    builder, (main,) = _host("main")
+    _repeat(main, "epoch_step", [0, 60_000, 120_000, 180_000], 50_000)
+    assert "every 60000.0 ms" in _inferred(build(builder))[0]
+
+
+def test_of_two_other_threads_the_better_candidate_wins() -> None:
+    builder, (main, reader, poller) = _host("main", "reader", "poller")
+    main.event("setup", 0, 500 * MS)  # the busiest: no repeats
+    _repeat(reader, "read", [0, 20, 40, 60], 1)
+    _repeat(poller, "poll", [k * 5 for k in range(12)], 1)
+    assert "'read'" in _inferred(build(builder))[0]
