@@ -103,6 +103,7 @@ GROUPS: dict[str, Group] = {
             "tests/xspace/test_kineto_repair.py",
             "tests/xspace/test_kineto_same_bytes.py",
             "tests/xspace/test_kineto_scan.py",
+            "tests/xspace/test_kineto_devices.py",
         ),
     ),
     "memory": Group(
