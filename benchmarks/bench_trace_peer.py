@@ -34,7 +34,8 @@ done (p50 / p95 ms of wall and of the asking thread's CPU; the index in memory, 
 holds it). The full view is the index's memo after its first answer (decision 230), so each
 is paired with a window of the whole trace but its first k nanoseconds, which is computed
 every time: what any other wide window costs (from the index's laid-out level, decision
-240). The stepscope process sets its heap as `stepscope serve` does (decision 241).
+240). The stepscope process keeps its freed heap, so that windows timed on its main thread
+cost what the server's worker threads pay (decision 241).
 """
 
 from __future__ import annotations
@@ -59,16 +60,24 @@ import sys
 import time
 from pathlib import Path
 from stepscope.model import open_run
-from stepscope.serve.heap import keep_freed_memory
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.trace_viewer import api, tool
-keep_freed_memory()  # as `stepscope serve` does at its start (decision 241)
 run = open_run(sys.argv[1])
 ctx = ToolContext(run, run.hosts[0].host, ProfileStore(cache_dir=Path(sys.argv[2])))
 structure = tool.build(ctx)
 full = {"t0": "0", "t1": str(structure.duration_ns), "res": "8000"}
 body, _ = api.window(ctx, full)
 print(len(body), time.time(), time.process_time(), flush=True)
+# The windows below are timed on this main thread, whose glibc heap gives its freed top
+# back and faults it in again (2,000-5,000 faults a window); `stepscope serve` answers on
+# worker threads, which measured no faults: from here on keep the heap as they do
+# (decision 241; after the first window, so the spawn-to-window time is as before).
+import ctypes
+try:
+    ctypes.CDLL(None).mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
+    ctypes.CDLL(None).mallopt(-1, 128 << 20)  # M_TRIM_THRESHOLD
+except (OSError, AttributeError):
+    pass
 import os
 os.sched_setaffinity(0, range(os.cpu_count() or 1))  # pinned to one core up to here (1t)
 import threading

@@ -34,7 +34,6 @@ from stepscope.executor import Executor
 from stepscope.records import record
 from stepscope.serve.access import AccessGuard, new_token
 from stepscope.serve.capture_routes import CaptureManager, capture_routes
-from stepscope.serve.heap import keep_freed_memory
 from stepscope.serve.http import ApiRequest, Handler, error_response
 from stepscope.serve.protocol import BoundedH11Protocol
 from stepscope.serve.routes import build_routes
@@ -257,7 +256,6 @@ def serve(
     by default; the CLI prints it) the URL to open, with the token.
     With ``run`` (a run name as `stepscope runs` lists it), the URL opens that run's overview.
     """
-    keep_freed_memory()  # this process is the server's own: its windows reuse the heap
     state = ServerState(logdir, use_cache=use_cache, executor=executor)
     server, sock, _state, url, token = _prepare(
         logdir, host, port, use_cache, log.warn, state, allow_hosts=allow_hosts, token=token
