@@ -104,6 +104,7 @@ GROUPS: dict[str, Group] = {
             "tests/xspace/test_kineto_same_bytes.py",
             "tests/xspace/test_kineto_scan.py",
             "tests/xspace/test_kineto_devices.py",
+            "tests/xspace/test_kineto_route_edges.py",
         ),
     ),
     "memory": Group(

@@ -1,0 +1,136 @@
+"""The Kineto route's classification at its edges (xspace/kineto/fast_route.py), with the C
+scanner and without it.
+
+Each trace is small and built here; each case is what a user sees: an event on its line, or
+skipped with a counted warning. Issue #34's mutation run of fast_route.py showed which edges
+no fixture and no other test reached: the old-style capital "I" instant, a numeric thread id
+at the int32 limit, a stream id past the limit written in a thread name or on an annotation
+or sync event, an event of 0 ns right under the time limit, a flow end without a category.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stepscope.limits import TIME_LIMIT_NS
+from stepscope.model.from_xspace import profile_from_columns
+from stepscope.xspace.kineto import kineto_to_columns
+from stepscope.xspace.kineto.devices import STREAM_ID_LIMIT
+from tests.support.kineto import describe
+from tests.support.native import c_and_python
+
+_STREAM_BEYOND = f"skipped 1 device events with a stream id beyond +-{STREAM_ID_LIMIT}"
+
+
+def _op(name: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "ph": "X",
+        "cat": "cpu_op",
+        "name": name,
+        "pid": 1,
+        "tid": 2,
+        "ts": 1000,
+        "dur": 10,
+    } | fields
+
+
+def _read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, events: list[Any], **header: Any
+) -> dict[str, Any]:
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"traceEvents": events, **header}))
+
+    def profile() -> Any:
+        return describe(profile_from_columns(kineto_to_columns(path), str(path), None))
+
+    fast, slow = c_and_python(monkeypatch, profile, "_kscan")
+    assert fast == slow
+    return fast
+
+
+def _names(read: dict[str, Any]) -> list[str]:
+    return [e[1] for e in read["events"]]
+
+
+def test_a_capital_i_instant_is_an_instant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    instant = {"ph": "I", "s": "t", "name": "mark", "pid": 1, "tid": 2, "ts": 1002}
+    read = _read(tmp_path, monkeypatch, [_op("aten::mm"), instant])
+    assert sorted(_names(read)) == ["aten::mm", "mark"]
+    assert not read["warnings"]
+
+
+def test_a_numeric_thread_id_up_to_the_int32_limit_is_a_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read = _read(
+        tmp_path,
+        monkeypatch,
+        [_op("aten::mm"), _op("last", tid=str((1 << 31) - 1)), _op("past", tid=str(1 << 31))],
+    )
+    assert sorted(_names(read)) == ["aten::mm", "last"]
+    assert read["warnings"] == ["skipped 1 host events with a thread id beyond int32"]
+
+
+def test_a_stream_past_the_limit_in_the_thread_name_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def kernel(name: str, tid: str) -> dict[str, Any]:
+        return _op(name, cat="kernel", pid=0, tid=tid, ts=1003, dur=1, args={"device": 0})
+
+    far = f"stream {STREAM_ID_LIMIT}"
+    read = _read(
+        tmp_path, monkeypatch, [_op("aten::mm"), kernel("k", "stream 7"), kernel("far", far)]
+    )
+    assert sorted(_names(read)) == ["aten::mm", "k"]
+    assert read["warnings"] == [_STREAM_BEYOND]
+
+
+@pytest.mark.parametrize("cat", ["gpu_user_annotation", "cuda_sync"])
+def test_a_stream_past_the_limit_on_an_annotation_or_sync_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cat: str
+) -> None:
+    def on_stream(name: str, stream: int) -> dict[str, Any]:
+        args = {"device": 0, "stream": stream}
+        return _op(name, cat=cat, pid=0, tid=stream, ts=1003, dur=1, args=args)
+
+    events = [_op("aten::mm"), on_stream("near", 7), on_stream("far", STREAM_ID_LIMIT)]
+    read = _read(tmp_path, monkeypatch, events)
+    assert sorted(_names(read)) == ["aten::mm", "near"]
+    assert read["warnings"] == [_STREAM_BEYOND]
+
+
+def test_an_event_of_0_ns_just_under_the_time_limit_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The limit is on start + duration; an event of 0 ns (or a negative duration, read as
+    0) ends where it starts."""
+    base = TIME_LIMIT_NS - 5001  # the trace's own times end before 5001 ns
+    events = [
+        _op("at 5 us", ts=5, dur=0),
+        _op("negative", ts=5, dur=-3),
+        _op("1 ns past", ts=5, dur=0.001),
+    ]
+    read = _read(tmp_path, monkeypatch, events, baseTimeNanoseconds=base)
+    assert sorted(_names(read)) == ["at 5 us", "negative"]
+    assert len(read["warnings"]) == 1
+    assert read["warnings"][0].startswith("skipped 1 events with times beyond")
+
+
+def test_a_flow_without_a_category_binds_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A launch flow names its category (ac2g); a flow end without one is not read as a
+    launch, so the kernel it touches gets no correlation id from it."""
+    kernel = _op("k", cat="kernel", pid=0, tid=7, ts=1003, dur=1, args={"device": 0, "stream": 7})
+    flow_end = {"ph": "f", "id": 41, "pid": 0, "tid": 7, "ts": 1003, "bp": "e"}
+    launch = {"ph": "s", "cat": "ac2g", "id": 99, "pid": 1, "tid": 2, "ts": 1000}
+    # the texts the route adds when a trace lacks them, here first: "ac2g" is the last text
+    texts = {"empty": "", "unknown": "unknown", "instant": "cpu_instant_event"}
+    events = [_op("aten::mm", args=texts), kernel, flow_end, launch]
+    read = _read(tmp_path, monkeypatch, events)
+    (stats,) = [e[5] for e in read["events"] if e[1] == "k"]
+    assert "correlation_id" not in [name for name, *_ in stats], stats
