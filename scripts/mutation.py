@@ -191,6 +191,7 @@ GROUPS: dict[str, Group] = {
             "tests/stats/test_golden_jax.py",
             "tests/stats/test_infer_steps.py",
             "tests/stats/test_step_markers.py",
+            "tests/stats/test_xprof_pairing.py",
         ),
     ),
     "event_types": Group(
