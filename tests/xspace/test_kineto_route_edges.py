@@ -5,7 +5,9 @@ Each trace is small and built here; each case is what a user sees: an event on i
 skipped with a counted warning. Issue #34's mutation run of fast_route.py showed which edges
 no fixture and no other test reached: the old-style capital "I" instant, a numeric thread id
 at the int32 limit, a stream id past the limit written in a thread name or on an annotation
-or sync event, an event of 0 ns right under the time limit, a flow end without a category.
+or sync event or as a thread number, an event of 0 ns right under the time limit or 1 us
+before a negative base time, a flow end without a category, a category as string 0, a
+thread named by text beside the thread of that text's id.
 """
 
 from __future__ import annotations
@@ -134,3 +136,62 @@ def test_a_flow_without_a_category_binds_nothing(
     read = _read(tmp_path, monkeypatch, events)
     (stats,) = [e[5] for e in read["events"] if e[1] == "k"]
     assert "correlation_id" not in [name for name, *_ in stats], stats
+
+
+def test_the_order_of_an_events_fields_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With "cat" first, a category is the trace's first string (id 0)."""
+    events = [_op("aten::mm"), _op("step", cat="user_annotation", ts=1001, dur=2)]
+    cat_first = [{"cat": e["cat"], **e} for e in events]
+    read = _read(tmp_path, monkeypatch, events)
+    assert _read(tmp_path, monkeypatch, cat_first) == read
+
+
+def test_a_thread_named_by_text_is_not_the_thread_of_that_texts_number(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A string tid is kept by its text's id and a flag: the number equal to that id is
+    another thread."""
+    from stepscope.xspace.kineto import pyscan
+
+    named = _op("on worker", tid="worker")
+    probe = pyscan.scan_bytes(json.dumps({"traceEvents": [named]}).encode(), "probe", [])
+    assert probe is not None
+    number = probe.texts.index("worker")
+    read = _read(tmp_path, monkeypatch, [named, _op("on a number", tid=number)])
+    lines = {e[1]: e[0] for e in read["events"]}
+    assert lines["on worker"] != lines["on a number"]
+
+
+def test_a_negative_base_time_past_the_limit_drops_the_early_event(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = -TIME_LIMIT_NS + 500  # an event 1 us before the trace's zero is past the limit
+    events = [_op("at 0", ts=0, dur=0), _op("1 us early", ts=-1, dur=0)]
+    read = _read(tmp_path, monkeypatch, events, baseTimeNanoseconds=base)
+    assert _names(read) == ["at 0"]
+    assert len(read["warnings"]) == 1
+    assert read["warnings"][0].startswith("skipped 1 events with times beyond")
+
+
+def test_a_kernel_on_a_numbered_thread_past_the_stream_limit_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a stream arg, the thread id is the stream."""
+    kernel = {"cat": "kernel", "pid": 0, "ts": 1003, "dur": 1, "args": {"device": 0}}
+    events = [_op("aten::mm"), _op("k", **kernel, tid=7), _op("far", **kernel, tid=STREAM_ID_LIMIT)]
+    read = _read(tmp_path, monkeypatch, events)
+    assert sorted(_names(read)) == ["aten::mm", "k"]
+    assert read["warnings"] == [_STREAM_BEYOND]
+
+
+def test_a_host_thread_id_past_the_stream_limit_is_counted_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host event skipped for its thread id is not a device event as well."""
+    read = _read(
+        tmp_path, monkeypatch, [_op("aten::mm"), _op("far", tid=str(STREAM_ID_LIMIT * 99))]
+    )
+    assert _names(read) == ["aten::mm"]
+    assert read["warnings"] == ["skipped 1 host events with a thread id beyond int32"]
