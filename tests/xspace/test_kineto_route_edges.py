@@ -195,3 +195,22 @@ def test_a_host_thread_id_past_the_stream_limit_is_counted_once(
     )
     assert _names(read) == ["aten::mm"]
     assert read["warnings"] == ["skipped 1 host events with a thread id beyond int32"]
+
+
+def test_a_thread_without_a_pid_is_not_the_thread_of_the_last_string(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A null pid is a thread of its own, named as such, even beside a pid written as the
+    trace's last string (here "unknown": the texts the route adds when a trace lacks them
+    come first)."""
+    texts = {"empty": "", "instant": "cpu_instant_event"}
+    events = [
+        _op("aten::mm", args=texts),
+        _op("no pid", pid=None, ts=1001, dur=1),
+        _op("on unknown", pid="unknown", ts=1002, dur=1),
+    ]
+    read = _read(tmp_path, monkeypatch, events)
+    lines = {e[1]: e[0] for e in read["events"]}
+    assert lines["no pid"] != lines["on unknown"]
+    named = {line.index: line.name for line in read["lines"]}
+    assert named[lines["no pid"]] == named[lines["on unknown"]] == "thread 2"
