@@ -214,3 +214,62 @@ def test_a_thread_without_a_pid_is_not_the_thread_of_the_last_string(
     assert lines["no pid"] != lines["on unknown"]
     named = {line.index: line.name for line in read["lines"]}
     assert named[lines["no pid"]] == named[lines["on unknown"]] == "thread 2"
+
+
+def test_an_event_exactly_at_the_low_time_limit_is_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = -TIME_LIMIT_NS + 1000  # 1 us before the trace's zero is exactly -2**62 ns
+    events = [_op("at 0", ts=0, dur=0), _op("at the limit", ts=-1, dur=0)]
+    read = _read(tmp_path, monkeypatch, events, baseTimeNanoseconds=base)
+    assert _names(read) == ["at 0"]
+    assert read["warnings"][0].startswith("skipped 1 events with times beyond")
+
+
+def test_an_instant_just_under_the_time_limit_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An instant lasts 0 ns, whatever its fields say."""
+    instant = {"ph": "i", "s": "t", "name": "mark", "pid": 1, "tid": 2, "ts": 5}
+    read = _read(tmp_path, monkeypatch, [instant], baseTimeNanoseconds=TIME_LIMIT_NS - 5001)
+    assert _names(read) == ["mark"]
+    assert not read["warnings"]
+
+
+def test_a_stream_at_minus_the_limit_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def kernel(name: str, stream: int) -> dict[str, Any]:
+        args = {"device": 0, "stream": stream}
+        return _op(name, cat="kernel", pid=0, tid=7, ts=1003, dur=1, args=args)
+
+    events = [_op("aten::mm"), kernel("near", 1 - STREAM_ID_LIMIT), kernel("far", -STREAM_ID_LIMIT)]
+    read = _read(tmp_path, monkeypatch, events)
+    assert sorted(_names(read)) == ["aten::mm", "near"]
+    assert read["warnings"] == [_STREAM_BEYOND]
+
+
+def _correlation(read: dict[str, Any], name: str) -> list[Any]:
+    (stats,) = [e[5] for e in read["events"] if e[1] == name]
+    return [value for key, _kind, value in stats if key == "correlation_id"]
+
+
+def test_a_launch_flow_gives_a_kernel_its_correlation_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The flow comes first, with "cat" first: its category is the trace's string 0."""
+    flow_end = {"cat": "ac2g", "ph": "f", "id": 41, "pid": 0, "tid": 7, "ts": 1003, "bp": "e"}
+    kernel = _op("k", cat="kernel", pid=0, tid=7, ts=1003, dur=1, args={"device": 0, "stream": 7})
+    read = _read(tmp_path, monkeypatch, [flow_end, _op("aten::mm"), kernel])
+    assert _correlation(read, "k") == [41]
+
+
+def test_a_launch_flow_at_a_host_op_that_is_no_launch_binds_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only kernels and launches (cuda_runtime...) without a correlation id take one from a
+    flow; a cpu_op at the flow's start does not."""
+    kernel = _op("k", cat="kernel", pid=0, tid=7, ts=1003, dur=1, args={"device": 0, "stream": 7})
+    flow = {"ph": "s", "cat": "ac2g", "id": 41, "pid": 1, "tid": 2, "ts": 1000}
+    read = _read(tmp_path, monkeypatch, [_op("aten::mm"), kernel, flow])
+    assert _correlation(read, "aten::mm") == []
