@@ -1,8 +1,9 @@
 /*
  * One pass over a Kineto trace's ``traceEvents`` array, straight from the JSON bytes, into
  * columns: no Python object per event. Used by stepscope.xspace.kineto.scan; when this module
- * is not built, or the trace has anything this scanner does not model exactly, the importer's
- * per-event Python path runs instead (same profile, tested).
+ * is not built, when it returns None, or when it flags events it does not model exactly
+ * (F_BAD), the importer scans the trace with its Python twin (pyscan.py: the same columns,
+ * tested), which reads those events by the Kineto rules.
  *
  * scan_stream(readinto, limit, window) (below) -> None (not an object with one traceEvents
  *               array of valid, well-formed JSON that this scanner models) or (header: bytes,

@@ -444,8 +444,8 @@ static int scan_event(Scanner *s, Out *o) {
             return -1;
         }
     }
-    /* Without a pid or tid the per-event path makes a thread of its own ("thread None"),
-     * which the columns do not model: that trace takes the per-event path. */
+    /* Without a pid or tid the event gets a thread of its own ("thread None"), which these
+     * columns do not model: flagged, the trace is read by the Python scanner. */
     if ((seen & 24) != 24) flags |= F_BAD;
     int32_t pid32 = (int32_t)pid, tid32 = (int32_t)tid;
     if (buf_put(&o->ph, &ph, 1) || buf_put(&o->flags, &flags, 1) || buf_put(&o->cat, &cat, 4)
@@ -566,7 +566,7 @@ int kscan_feed(Stream *st, const uint8_t *buf, Py_ssize_t len, int final) {
     }
     ws(s);
     if (s->p < s->end) return -1;  /* text after the document */
-    /* A document without traceEvents is not a trace: the per-event path says so. */
+    /* A document without traceEvents is not a trace: None, and the Python scanner says so. */
     if (!st->seen_events) return -1;
     return final ? 0 : 1;
 }
