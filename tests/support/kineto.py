@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -141,3 +142,10 @@ def resolved_columns(trace: scan.ScannedTrace | None) -> Any:
         "args": rows,
         "keys": sorted(texts[k] for k in trace.key_ids().tolist()),
     }
+
+
+def write_trace(folder: Path, events: list[Any], **header: Any) -> Path:
+    """A Kineto trace of ``events`` (and header keys) as ``folder/trace.json``."""
+    path = folder / "trace.json"
+    path.write_text(json.dumps({"traceEvents": events, **header}))
+    return path

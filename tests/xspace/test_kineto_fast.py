@@ -9,7 +9,6 @@ the Python scanner.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from stepscope.xspace.kineto.classified import Classified
 from tests.support.fixtures import FIXTURES
 from tests.support.kineto import assert_same_profile as _assert_same
 from tests.support.kineto import describe as _describe
-from tests.support.kineto import scanned
+from tests.support.kineto import scanned, write_trace
 from tests.support.kineto_oracle.memory import _innermost_ops
 from tests.support.native import c_on, module
 
@@ -39,12 +38,6 @@ def _classified(path: Path) -> Classified | None:
     if found is None or np.any(found.flags & scan.F_BAD):
         return None
     return fast_route.classify(found)
-
-
-def _write(tmp_path: Path, events: list[Any], **header: Any) -> Path:
-    path = tmp_path / "trace.json"
-    path.write_text(json.dumps({"traceEvents": events, **header}))
-    return path
 
 
 @pytest.mark.parametrize(
@@ -77,7 +70,7 @@ def _schema_2021(tmp_path: Path, both_ids_in_one_event: bool = False) -> Path:
         {"ph": "s", "cat": "async", "id": 5, "pid": 1, "tid": "25738", "ts": 11},
         {"ph": "f", "cat": "async", "id": 5, "pid": 0, "tid": "stream 7", "ts": 14, "bp": "e"},
     ]
-    return _write(tmp_path, events, schemaVersion=1)
+    return write_trace(tmp_path, events, schemaVersion=1)
 
 
 def test_2021_schema_takes_the_column_route(tmp_path: Path) -> None:
@@ -337,7 +330,7 @@ def _mixed_events() -> list[Any]:
 
 
 def test_synthetic_trace_takes_the_fast_path_and_matches(tmp_path: Path) -> None:
-    path = _write(
+    path = write_trace(
         tmp_path,
         _mixed_events(),
         baseTimeNanoseconds=10**15,
@@ -359,14 +352,16 @@ def test_synthetic_trace_takes_the_fast_path_and_matches(tmp_path: Path) -> None
 def test_what_the_c_scanner_leaves_the_python_scanner_reads(tmp_path: Path, extra: Any) -> None:
     """The C scanner flags the event (F_BAD); the import reads the trace with the Python
     scanner, on the same column route (decision 210), to the oracle's profile."""
-    path = _write(tmp_path, [*_mixed_events(), extra])
+    path = write_trace(tmp_path, [*_mixed_events(), extra])
     found = scanned(importer._read(path, []))
     assert found is not None and np.any(found.flags & scan.F_BAD)
     _assert_same(path)
 
 
 def test_two_args_renamed_onto_one_stat_are_merged_on_the_columns(tmp_path: Path) -> None:
-    path = _write(tmp_path, [*_mixed_events(), _op("x", 1000, 1, correlation=1, correlation_id=2)])
+    path = write_trace(
+        tmp_path, [*_mixed_events(), _op("x", 1000, 1, correlation=1, correlation_id=2)]
+    )
     found = _classified(path)
     assert found is not None and found.merge_stats
     _assert_same(path)
@@ -411,7 +406,7 @@ def test_two_args_renamed_onto_one_stat_are_merged_on_the_columns(tmp_path: Path
 def test_what_the_per_event_route_once_read_alone_takes_the_column_route(
     tmp_path: Path, extra: Any
 ) -> None:
-    path = _write(tmp_path, [*_mixed_events(), extra])
+    path = write_trace(tmp_path, [*_mixed_events(), extra])
     assert _classified(path) is not None
     _assert_same(path)
 
@@ -450,7 +445,7 @@ def test_innermost_walk_matches_the_python_one(monkeypatch: pytest.MonkeyPatch) 
 
 def test_events_past_the_time_limit_are_skipped_on_the_column_route(tmp_path: Path) -> None:
     ops = [_op("near", 0, 0.001), _op("far", 2, 0.001), _op("long", 0, 2)]
-    path = _write(tmp_path, ops, baseTimeNanoseconds=(1 << 62) - 1500)
+    path = write_trace(tmp_path, ops, baseTimeNanoseconds=(1 << 62) - 1500)
     found = scanned(importer._read(path, []))
     assert found is not None and not np.any(found.flags & scan.F_BAD)
     _assert_same(path)
@@ -478,7 +473,7 @@ def test_memory_args_of_other_types_take_the_column_route(
     tmp_path: Path, args: dict[str, Any]
 ) -> None:
     memory = {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 2, "ts": 1003}
-    path = _write(
+    path = write_trace(
         tmp_path,
         [*_mixed_events(), {**memory, "args": args}],
         deviceProperties=[{"id": 0, "name": "GPU", "totalGlobalMem": 1 << 30}],
@@ -517,7 +512,7 @@ def _range(ph: str, name: str, ts: Any, tid: Any = 2, **args: Any) -> dict[str, 
     ],
 )
 def test_begin_end_pairs_take_the_column_route(tmp_path: Path, extra: list[Any]) -> None:
-    path = _write(tmp_path, [*_mixed_events(), *extra])
+    path = write_trace(tmp_path, [*_mixed_events(), *extra])
     assert _classified(path) is not None
     _assert_same(path)
 
@@ -554,66 +549,6 @@ def test_threads_named_by_strings_take_the_column_route(tmp_path: Path) -> None:
             "args": {"Bytes": 8, "Device Type": 0, "Device Id": -1, "Total Allocated": 8},
         },
     ]
-    path = _write(tmp_path, [*_mixed_events(), *events])
+    path = write_trace(tmp_path, [*_mixed_events(), *events])
     assert _classified(path) is not None
     _assert_same(path)
-
-
-def _flow_stats(path: Path) -> list[tuple[str, int, list[tuple[str, object]]]]:
-    """(name, start, the flow stats) of every event, as the column route gives them."""
-    from stepscope.model.from_xspace import profile_from_columns
-
-    profile = profile_from_columns(importer.kineto_to_columns(path), str(path), None)
-    out = []
-    for row in range(profile.n_events):
-        lo, hi = int(profile.stat_start[row]), int(profile.stat_start[row + 1])
-        stats = [
-            (profile.strings[int(profile.stats.key[r])], int(profile.stats.value[r]))
-            for r in range(lo, hi)
-            if profile.strings[int(profile.stats.key[r])] in ("_p", "_pt", "_c", "_ct")
-        ]
-        out.append((profile.strings[int(profile.name[row])], int(profile.start_ns[row]), stats))
-    return out
-
-
-def test_fwdbwd_flows_bind_on_arrays_as_the_loop_binds_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The first op of the flow's thread at its time takes the stat; an op with both ends and
-    one with two starts (the first flow's id stays); ends without an op or a time bind
-    nothing."""
-    from stepscope.xspace.kineto import fwdbwd
-
-    def flow(ph: str, flow_id: Any, ts: Any, tid: int = 2) -> dict[str, Any]:
-        event = {"ph": ph, "cat": "fwdbwd", "id": flow_id, "pid": 1, "tid": tid, "ts": ts}
-        return {**event, "bp": "e"} if ph == "f" else event
-
-    events = [
-        _op("fwd", 1000, 10),
-        _op("fwd_twin", 1000, 5),  # same thread and start: the first op binds
-        _op("mid", 1020, 10),
-        _op("bwd", 1040, 10),
-        _op("other_thread", 1020, 10, tid=3),
-        flow("s", 1, 1000),
-        flow("s", 2, 1000),  # a second start on "fwd": its first id stays
-        flow("f", 1, 1020),
-        flow("s", 3, 1020),  # "mid" ends flow 1 and starts flow 3
-        flow("t", 3, 1040),
-        flow("f", 4, 1500),  # no op at that time
-        {"ph": "f", "cat": "fwdbwd", "id": 5, "pid": 1, "tid": 2, "bp": "e"},  # no time
-    ]
-    path = _write(tmp_path, events)
-    matched = []
-    real_match = fwdbwd.match
-    monkeypatch.setattr(fwdbwd, "match", lambda *a: matched.append(real_match(*a)) or matched[-1])
-    on_arrays = _flow_stats(path)
-    assert matched and matched[0] is not None and matched[0].unbound == 2
-    by_name = {name: stats for name, _start, stats in on_arrays}
-    assert by_name["fwd"] == [("_p", 1), ("_pt", 0)]
-    assert by_name["fwd_twin"] == by_name["other_thread"] == []
-    assert by_name["mid"] == [("_p", 3), ("_pt", 0), ("_c", 1), ("_ct", 0)]
-    assert by_name["bwd"] == [("_c", 3), ("_ct", 0)]
-    monkeypatch.setattr(fwdbwd, "match", lambda *a: None)  # the per-flow loop
-    assert _flow_stats(path) == on_arrays
-    warnings = importer.kineto_to_columns(path).space_header.warnings
-    assert "2 fwdbwd flow ends matched no op (left out)" in warnings
