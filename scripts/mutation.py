@@ -66,6 +66,19 @@ _STEP_TESTS = (
     "tests/stats/test_step_pairing.py",
 )
 
+# The Kineto import's tests that read what categories.py and the route decide.
+_KINETO_TESTS = (
+    "tests/xspace/test_kineto.py",
+    "tests/xspace/test_kineto_args.py",
+    "tests/xspace/test_kineto_conservation.py",
+    "tests/xspace/test_kineto_columns.py",
+    "tests/xspace/test_kineto_fast.py",
+    "tests/xspace/test_kineto_fwdbwd.py",
+    "tests/xspace/test_kineto_pyscan.py",
+    "tests/xspace/test_kineto_categories.py",
+    "tests/xspace/test_kineto_rare.py",
+)
+
 GROUPS: dict[str, Group] = {
     "diff": Group(
         ("stepscope/stats/compare/significance.py", "stepscope/stats/compare/diff.py"),
@@ -73,34 +86,13 @@ GROUPS: dict[str, Group] = {
     ),
     # Both tiers take the same column route since the Python scanner (pyscan) joined the C
     # one, so the group's tests run once (no tests.support.both_tiers).
-    "kineto": Group(
-        ("stepscope/xspace/kineto/categories.py",),
-        (
-            "tests/xspace/test_kineto.py",
-            "tests/xspace/test_kineto_args.py",
-            "tests/xspace/test_kineto_conservation.py",
-            "tests/xspace/test_kineto_columns.py",
-            "tests/xspace/test_kineto_fast.py",
-            "tests/xspace/test_kineto_fwdbwd.py",
-            "tests/xspace/test_kineto_pyscan.py",
-            "tests/xspace/test_kineto_categories.py",
-            "tests/xspace/test_kineto_rare.py",
-        ),
-    ),
+    "kineto": Group(("stepscope/xspace/kineto/categories.py",), _KINETO_TESTS),
     # the Kineto import's routing of events to device, stream and host lines (fast_route, the
     # only route since decision 210) and the device/resource tables it reads (devices)
     "kineto_route": Group(
         ("stepscope/xspace/kineto/fast_route.py", "stepscope/xspace/kineto/devices.py"),
         (
-            "tests/xspace/test_kineto.py",
-            "tests/xspace/test_kineto_args.py",
-            "tests/xspace/test_kineto_conservation.py",
-            "tests/xspace/test_kineto_columns.py",
-            "tests/xspace/test_kineto_fast.py",
-            "tests/xspace/test_kineto_fwdbwd.py",
-            "tests/xspace/test_kineto_pyscan.py",
-            "tests/xspace/test_kineto_categories.py",
-            "tests/xspace/test_kineto_rare.py",
+            *_KINETO_TESTS,
             "tests/xspace/test_kineto_native.py",
             "tests/xspace/test_kineto_repair.py",
             "tests/xspace/test_kineto_same_bytes.py",
