@@ -213,6 +213,9 @@ def cluster(run: Path, image_venv: Path, tmp_path: Path) -> Iterator[tuple[str, 
                 "--name",
                 "image",
             ],
+            # The image's worker sees only its own install, as in a real image: a
+            # PYTHONPATH of the test run (a source tree) would shadow the wheel.
+            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         ),
