@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import fnmatch
 import json
 import os
 import shutil
@@ -287,34 +288,66 @@ def _code(path: Path) -> str:
     return ast.dump(tree)
 
 
-def rerun_survivors(group: str, spec: Group, work: Path) -> None:
-    """Put the current tests into the last run's scratch folder and mark its survivors
-    untested, so mutmut runs only them (with every test: its test map is made again)."""
+def rerun_survivors(
+    group: str, spec: Group, work: Path, sample: str = "", only: list[str] | None = None
+) -> list[str]:
+    """Put the current tests into the last run's scratch folder; the names of the last run's
+    survivors (of the sample and ``--only``), for mutmut to test again (with the given tests:
+    its test map is made again). Every other mutant keeps its verdict."""
     root = work / group
     for module in spec.modules:
         if _code(REPO / "src" / module) != _code(root / "src" / module):
             raise SystemExit(f"{module} changed since the last run: run {group} in full")
-        meta = root / "mutants" / "src" / f"{module}.meta"
-        data = json.loads(meta.read_text())
-        codes = data["exit_code_by_key"]
-        for name, code in codes.items():
-            if code not in KILLED_CODES:
-                codes[name] = None
-        meta.write_text(json.dumps(data, indent=4))
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for tests in (root / "tests", root / "mutants" / "tests"):
         shutil.rmtree(tests, ignore_errors=True)
         shutil.copytree(REPO / "tests", tests, ignore=ignore)
     (root / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
     write_config(root, spec)
+    return survivors(root, spec, sample, only)
 
 
-def run_mutmut(root: Path, jobs: int, sample: str = "", only: list[str] | None = None) -> None:
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs)]
+def survivors(
+    root: Path, spec: Group, sample: str = "", only: list[str] | None = None
+) -> list[str]:
+    """The mutants the last run tested and no test killed, by name, of the sample and
+    ``--only``. Named one by one because mutmut tests again EVERY mutant a pattern matches,
+    killed or not (a ``*__mutmut_*[1]`` pattern once re-ran the killed against the new tests
+    alone and listed them as survivors); a mutant never tested (``None``: outside the last
+    run's sample) is no survivor."""
+    patterns = _patterns(sample, only)
+    names = []
+    for module in spec.modules:
+        meta = root / "mutants" / "src" / f"{module}.meta"
+        for name, code in json.loads(meta.read_text())["exit_code_by_key"].items():
+            if code is None or code in KILLED_CODES:
+                continue
+            if patterns != ["*"] and not any(fnmatch.fnmatchcase(name, p) for p in patterns):
+                continue
+            names.append(name)
+    return sorted(names, key=_natural)
+
+
+def _patterns(sample: str = "", only: list[str] | None = None) -> list[str]:
+    """mutmut's name patterns for ``--only`` and ``--sample`` (``["*"]``: every mutant)."""
     patterns = only or ["*"]
     if sample:  # mutants whose number ends in one of these digits
         patterns = [f"{p}__mutmut_*[{sample}]" if "mutmut" not in p else p for p in patterns]
+    return patterns
+
+
+def run_mutmut(
+    root: Path,
+    jobs: int,
+    sample: str = "",
+    only: list[str] | None = None,
+    names: list[str] | None = None,
+) -> None:
+    """mutmut in ``root``: the mutants of the sample and ``--only`` not tested yet, or (with
+    ``names``) exactly those mutants, tested again whatever their last verdict."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs)]
+    patterns = names or _patterns(sample, only)
     if patterns != ["*"]:
         cmd += patterns
     with open(root / "mutmut.log", "w") as log:
@@ -483,8 +516,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rerun-survivors",
         action="store_true",
-        help="test only the last run's survivors again, with the current tests (the killed "
-        "stay killed: tests were only added); the modules must not have changed",
+        help="test only the last run's survivors again (of --sample and --only, each named "
+        "to mutmut), with the current tests; the killed keep their verdicts (tests were only "
+        "added) and mutants the last run did not test stay untested; the modules must not "
+        "have changed",
     )
     parser.add_argument(
         "--report-only", action="store_true", help="print the last run's results again"
@@ -510,11 +545,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.rerun_survivors:
             if args.tests:
                 spec = replace(spec, tests=tuple(args.tests))
-            rerun_survivors(group, spec, args.work)
-        elif not (args.report_only or (args.resume and (root / "setup.cfg").exists())):
-            prepare(group, spec, args.work)
-        if not args.report_only:
-            run_mutmut(root, args.jobs, args.sample, args.only)
+            names = rerun_survivors(group, spec, args.work, args.sample, args.only)
+            if names and not args.report_only:
+                run_mutmut(root, args.jobs, names=names)
+            elif not names:
+                print(f"{group}: the last run left no survivors to test again")
+        else:
+            if not (args.report_only or (args.resume and (root / "setup.cfg").exists())):
+                prepare(group, spec, args.work)
+            if not args.report_only:
+                run_mutmut(root, args.jobs, args.sample, args.only)
         if args.sample:
             print(f"{group}: a sample, the mutants numbered *{args.sample}")
         ok &= report(group, collect(root, spec, args.sample), args.target)
