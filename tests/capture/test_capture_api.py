@@ -19,6 +19,7 @@ from stepscope.xspace import load_xspace
 from stepscope.xspace.proto.profiler_service_pb2 import ProfileOptions
 from tests.support.capture import events, load_run, named
 from tests.support.clock import ManualAlarms
+from tests.support.recorder import FakeClock
 
 
 def test_start_stop_writes_tensorflow_layout(tmp_path: Path) -> None:
@@ -54,14 +55,16 @@ def test_task_environment_plane_matches_tensorflow(tmp_path: Path) -> None:
     assert options.repository_path == str(tmp_path)
 
 
-def test_line_timestamps_are_relative_to_profile_start(tmp_path: Path) -> None:
+def test_line_timestamps_are_relative_to_profile_start(tmp_path: Path, clock: FakeClock) -> None:
+    """Times on the fake monotonic clock the events are stamped with: the event begins 2 ms
+    of that clock after the start, nothing slept."""
     stepscope.start(tmp_path)
-    time.sleep(0.002)
+    clock.advance(2_000_000)
     with stepscope.trace("late"):
-        pass
+        clock.advance(5_000)
     profile = load_run(stepscope.stop())
     (late,) = named(profile, "late")
-    assert 2_000_000 <= late["start_ns"] < 2_000_000_000  # ns since profile_start_time
+    assert (late["start_ns"], late["end_ns"]) == (2_000_000, 2_005_000)  # since profile start
 
 
 def test_start_twice_and_stop_without_start_raise_specific_errors(tmp_path: Path) -> None:

@@ -116,15 +116,40 @@ def test_no_iterator_events() -> None:
     assert build_tf_data_stats(build(b)) == ()
 
 
-def test_instrumented_python_pipeline_names_the_slow_stage(tmp_path: Path) -> None:
+class _TickingClock:
+    """The monotonic clock events are stamped with, advanced by the test (each reading 1 ns
+    later than the one before, so that nested events stay strictly nested)."""
+
+    def __init__(self) -> None:
+        self.now = time.perf_counter_ns()
+
+    def __call__(self) -> int:
+        self.now += 1
+        return self.now
+
+    def advance(self, ns: int) -> None:
+        self.now += ns
+
+
+def test_instrumented_python_pipeline_names_the_slow_stage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stage times on a clock the test advances (no sleeps: a loaded machine stretches those
+    unevenly): Augment takes 4 ms an element, Decode 0.2 ms."""
+    from stepscope.capture import annotations
+
+    clock = _TickingClock()
+    monkeypatch.setattr(annotations, "perf_counter_ns", clock)
+    monkeypatch.setattr(time, "perf_counter_ns", clock)
+
     @stepscope.data.stage("Augment")
     def augment(x: int) -> int:
-        time.sleep(0.004)  # the deliberately slow stage
+        clock.advance(4_000_000)  # the deliberately slow stage
         return x
 
     @stepscope.data.stage("Decode")
     def decode(x: int) -> int:
-        time.sleep(0.0002)
+        clock.advance(200_000)
         return x + 1
 
     def batches(source: Iterator[int], size: int) -> Iterator[list[int]]:
@@ -137,7 +162,7 @@ def test_instrumented_python_pipeline_names_the_slow_stage(tmp_path: Path) -> No
     for s in range(3):
         with stepscope.step(s):
             next(loader)
-            time.sleep(0.002)  # the "training step"
+            clock.advance(2_000_000)  # the "training step"
     run_dir = stepscope.stop()
     assert run_dir is not None
     profile = load_profile(next(Path(run_dir).glob("*.xplane.pb")))
@@ -150,6 +175,9 @@ def test_instrumented_python_pipeline_names_the_slow_stage(tmp_path: Path) -> No
     assert set(stats) == {"Batch", "Reader", "Decode", "Augment"}
     assert bottleneck.calls == 4 and bottleneck.self_ns > stats["Decode"].self_ns
     assert stats["Batch"].self_ns < bottleneck.self_ns
+    # the slowest call's batch of 4 elements: 4 x 4 ms and 4 x 0.2 ms (and a few 1 ns ticks)
+    assert 16_000_000 <= bottleneck.self_ns < 16_000_100
+    assert 800_000 <= stats["Decode"].self_ns < 800_100
 
 
 def test_no_iterator_has_more_time_in_a_call_than_the_call() -> None:

@@ -113,12 +113,25 @@ def worker(args: argparse.Namespace) -> None:
     truth["worker"] = index
     Path(args.truth_dir, f"truth.worker{index}.json").write_text(json.dumps(truth))
     # A last all-reduce as a barrier (the first worker leads TF's coordination service: a
-    # worker still saving when it exits is killed), a pause so that no worker leaves while
-    # another still receives from it, and no teardown (the services' shutdown is racy).
+    # worker still saving when it exits is killed), then no worker leaves before every one
+    # has come out of it (each says so with a file: none still receives from another), and
+    # no teardown (the services' shutdown is racy).
     train_step(*next(data))
-    time.sleep(1.0)
+    _all_out(Path(args.truth_dir), index, args.workers)
     sys.stdout.flush()
     os._exit(0)
+
+
+def _all_out(folder: Path, index: int, workers: int, timeout_s: float = 120.0) -> None:
+    """Marks this worker out of its last all-reduce and waits until every worker is (a
+    condition, not a pause: however slow the machine); after the deadline it leaves anyway,
+    as a worker that died would leave the others."""
+    (folder / f"out.worker{index}").touch()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if all((folder / f"out.worker{k}").exists() for k in range(workers)):
+            return
+        time.sleep(0.01)
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

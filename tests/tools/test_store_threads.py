@@ -4,34 +4,42 @@ thread (STEPSCOPE_THREADS=2) changes no result."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from stepscope.model import Profile
 from stepscope.model.runs import single_file_run
-from stepscope.tools import output
+from stepscope.tools import context, output
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
 from tests.support.fixtures import tf_xplane
 
 
-def test_concurrent_askers_share_one_build() -> None:
+def test_concurrent_askers_share_one_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second asker comes while the first one builds (the build goes on only once that
+    asker waits for it: an event, not a sleep), and gets the first one's result."""
     run = single_file_run(str(tf_xplane("ctl_opt")))
     store = ProfileStore(use_cache=False)
     builds: list[int] = []
-    started = threading.Event()
+    started, waiting = threading.Event(), threading.Event()
+
+    class Watched(threading.Event):  # the store's "being built" event, telling who waits
+        def wait(self, timeout: float | None = None) -> bool:
+            waiting.set()
+            return super().wait(timeout)
+
+    monkeypatch.setattr(context, "Event", Watched)
 
     def build(profile: Profile) -> int:
         builds.append(1)
         started.set()
-        time.sleep(0.05)  # the second asker arrives while this runs (not asserted on)
+        assert waiting.wait(60), "the second asker never waited for this build"
         return profile.n_events
 
     host = run.host_names[0]
     other = threading.Thread(target=lambda: store.intermediate(run, host, "slow", build))
     other.start()
-    started.wait()
+    assert started.wait(60)
     assert store.intermediate(run, host, "slow", build) > 0
     other.join()
     assert builds == [1]
