@@ -7,7 +7,11 @@ no fixture and no other test reached: the old-style capital "I" instant, a numer
 at the int32 limit, a stream id past the limit written in a thread name or on an annotation
 or sync event or as a thread number, an event of 0 ns right under the time limit or 1 us
 before a negative base time, a flow end without a category, a category as string 0, a
-thread named by text beside the thread of that text's id.
+thread named by text beside the thread of that text's id. The sixth pass (the whole module)
+added: a launch flow whose category is string 2, events of one start on two lines, many
+kernels without ids on two streams, a profiler span of no time, a process named by text, a
+null tid beside a numeric text tid, a [memory] event at the high limit, two memcpys of one
+kind with their own display names.
 """
 
 from __future__ import annotations
@@ -273,3 +277,146 @@ def test_a_launch_flow_at_a_host_op_that_is_no_launch_binds_nothing(
     flow = {"ph": "s", "cat": "ac2g", "id": 41, "pid": 1, "tid": 2, "ts": 1000}
     read = _read(tmp_path, monkeypatch, [_op("aten::mm"), kernel, flow])
     assert _correlation(read, "aten::mm") == []
+
+
+# --- issue #34, sixth pass (mutG): the whole of fast_route.py's mutants
+
+
+def test_a_launch_flow_whose_category_is_string_2_still_binds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a trace without fwdbwd flows no flow is one: here the launch flow's category is the
+    trace's string 2 (after its name and its phase), and it gives the kernel its id."""
+    from stepscope.xspace.kineto import pyscan
+
+    flow_end = {"name": "launch", "ph": "f", "cat": "ac2g", "id": 41, "pid": 0, "tid": 7}
+    flow_end |= {"ts": 1003, "bp": "e"}
+    kernel = _op("k", cat="kernel", pid=0, tid=7, ts=1003, dur=1, args={"device": 0, "stream": 7})
+    events = [flow_end, _op("aten::mm"), kernel]
+    probe = pyscan.scan_bytes(json.dumps({"traceEvents": events}).encode(), "probe", [])
+    assert probe is not None and probe.texts.index("ac2g") == 2
+    read = _read(tmp_path, monkeypatch, events)
+    assert _correlation(read, "k") == [41]
+
+
+def test_events_of_one_start_keep_their_file_order_on_their_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many events on two threads, all at one time and of one duration (a line orders its
+    events by start, the longer first): each line lists its own in file order (the route
+    groups events by line with a stable sort)."""
+    events = [_op(f"op{k}", tid=2 + k % 2, ts=1000, dur=1) for k in range(96)]
+    read = _read(tmp_path, monkeypatch, events)
+    by_line: dict[int, list[str]] = {}
+    for line, name, *_ in read["events"]:
+        by_line.setdefault(line, []).append(name)
+    assert sorted(by_line.values()) == [
+        [f"op{k}" for k in range(0, 96, 2)],
+        [f"op{k}" for k in range(1, 96, 2)],
+    ]
+
+
+@pytest.mark.parametrize("dur", [0, -5])
+def test_a_profiler_span_of_no_time_ends_where_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dur: int
+) -> None:
+    """A "Trace" span (the profiler's own, kept for the profile's time span only) of 0 ns, or
+    of a negative duration, after every event: the profile stops at its start."""
+    span = {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler", "pid": 1, "tid": 0}
+    path = tmp_path / "trace.json"
+    events = [_op("aten::mm"), span | {"ts": 2000, "dur": dur}]
+    path.write_text(json.dumps({"traceEvents": events}))
+
+    def stop_ns() -> Any:
+        profile = profile_from_columns(kineto_to_columns(path), str(path), None)
+        (env,) = [p for p in profile.planes if p.name == "Task Environment"]
+        return env.stats["profile_start_time"], env.stats["profile_stop_time"]
+
+    fast, slow = c_and_python(monkeypatch, stop_ns, "_kscan")
+    assert fast == slow == (1_000_000, 2_000_000)
+
+
+def test_many_kernels_without_ids_each_take_their_own_flows_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kernels of two streams, interleaved in the file, none with a correlation id: each
+    takes the id of the launch flow that ends at it (the route keeps each event's place on
+    its line in file order)."""
+    events: list[Any] = [_op("aten::mm")]
+    for k in range(48):
+        stream = 7 + k % 2
+        args = {"device": 0, "stream": stream}
+        events.append(_op(f"k{k}", cat="kernel", pid=0, tid=stream, ts=1003 + k, dur=1, args=args))
+        flow = {"ph": "f", "cat": "ac2g", "id": 100 + k, "pid": 0, "tid": stream}
+        events.append(flow | {"ts": 1003 + k, "bp": "e"})
+    read = _read(tmp_path, monkeypatch, events)
+    assert [_correlation(read, f"k{k}") for k in range(48)] == [[100 + k] for k in range(48)]
+
+
+def test_a_process_named_by_text_is_not_the_process_of_that_texts_number(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As for threads: a string pid is kept by its text's id and a flag, so the pid equal to
+    that id is another process, and its thread another line."""
+    from stepscope.xspace.kineto import pyscan
+
+    named = _op("on worker", pid="worker")
+    probe = pyscan.scan_bytes(json.dumps({"traceEvents": [named]}).encode(), "probe", [])
+    assert probe is not None
+    number = probe.texts.index("worker")
+    read = _read(tmp_path, monkeypatch, [named, _op("on a number", pid=number)])
+    lines = {e[1]: e[0] for e in read["events"]}
+    assert lines["on worker"] != lines["on a number"]
+
+
+def test_a_thread_without_a_tid_is_not_the_thread_of_the_last_string(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A null tid is a thread of its own, even when the trace's last string is a thread id
+    written as text ("12")."""
+    texts = {"empty": "", "unknown": "unknown", "instant": "cpu_instant_event"}
+    events = [
+        _op("aten::mm", args=texts),
+        _op("no tid", tid=None, ts=1001, dur=1),
+        _op("on 12", tid="12", ts=1002, dur=1),
+    ]
+    read = _read(tmp_path, monkeypatch, events)
+    lines = {e[1]: e[0] for e in read["events"]}
+    assert len({lines["aten::mm"], lines["no tid"], lines["on 12"]}) == 3
+    assert not read["warnings"]
+
+
+def test_a_memory_event_exactly_at_the_high_time_limit_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The limit is exclusive: a [memory] event at 2**62 ns is skipped and counted, the one
+    1 us before it is read."""
+    args = {"Bytes": 8, "Device Type": 1, "Device Id": 0, "Total Allocated": 8}
+    memory = {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 2, "args": args}
+    events = [
+        _op("aten::mm", ts=1000, dur=999.5),
+        memory | {"ts": 1999},
+        memory | {"ts": 2000},  # the trace's own 2000 us is the base's 2**62 ns
+    ]
+    read = _read(tmp_path, monkeypatch, events, baseTimeNanoseconds=TIME_LIMIT_NS - 2_000_000)
+    assert [e[1] for e in read["events"]].count("MemoryAllocation") == 1
+    assert len(read["warnings"]) == 1
+    assert read["warnings"][0].startswith("skipped 1 [memory] events with times beyond")
+
+
+def test_two_copies_of_one_kind_keep_their_own_display_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memcpys are named by their kind (MEMCPYHToD) and shown by the name Kineto gave them:
+    two of one kind and device, named differently, are two event metadata."""
+
+    def memcpy(name: str, ts: int) -> dict[str, Any]:
+        args = {"device": 0, "stream": 7, "bytes": 8}
+        return _op(name, cat="gpu_memcpy", pid=0, tid=7, ts=ts, dur=1, args=args)
+
+    pageable, pinned = "Memcpy HtoD (Pageable -> Device)", "Memcpy HtoD (Pinned -> Device)"
+    read = _read(
+        tmp_path, monkeypatch, [_op("aten::mm"), memcpy(pageable, 1003), memcpy(pinned, 1005)]
+    )
+    copies = [(e[1], e[2]) for e in read["events"] if e[1] != "aten::mm"]
+    assert copies == [("MEMCPYHToD", pageable), ("MEMCPYHToD", pinned)]
