@@ -98,7 +98,7 @@ EXTENSIONS: dict[str, Extension] = {
             ),
             ("xspace/kineto/_kscan.h",),
             "Kineto JSON scanning",
-            "msgspec, event by event",
+            "the Python scanner",
         ),
         Extension(
             "_pytracer",
