@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from stepscope.stats import build_step_db
-from tests.support.analysis import build, instant_before_step
+from tests.support.analysis import build, instant_before_step, tf_data_prefetch
 from tests.support.xprof_live import step_rows, xprof_tool
 
 pytestmark = pytest.mark.integration
@@ -24,5 +24,22 @@ def test_instant_before_the_step_matches_xprof(tmp_path: Path) -> None:
     for k, step in enumerate(db.names):
         ref = reference[step]
         assert db.dur_ns[k] / 1e6 == pytest.approx(ref["stepTimeMs"], abs=1e-6)
+        assert cats["host_compute"][k] / 1e6 == pytest.approx(ref["hostComputeTimeMs"], abs=1e-6)
+        assert cats["other"][k] / 1e6 == pytest.approx(ref["otherTimeMs"], abs=1e-6)
+
+
+def test_tf_data_prefetch_matches_xprof(tmp_path: Path) -> None:
+    """The prefetch thread's work is in no step (XProf's step grouping never links tf.data
+    produce/consume events): the figures test_step_groups asserts are XProf's."""
+    pytest.importorskip("xprof")
+    builder = tf_data_prefetch()
+    reference = step_rows(xprof_tool(builder, "overview_page", tmp_path))
+    db = build_step_db(build(builder))
+    cats = db.category_ns()
+    assert list(db.names) == list(reference)
+    for k, step in enumerate(db.names):
+        ref = reference[step]
+        assert db.dur_ns[k] / 1e6 == pytest.approx(ref["stepTimeMs"], abs=1e-6)
+        assert cats["input"][k] / 1e6 == pytest.approx(ref["infeedTimeMs"], abs=1e-6)
         assert cats["host_compute"][k] / 1e6 == pytest.approx(ref["hostComputeTimeMs"], abs=1e-6)
         assert cats["other"][k] / 1e6 == pytest.approx(ref["otherTimeMs"], abs=1e-6)

@@ -159,3 +159,30 @@ def count_step_db_builds(monkeypatch: pytest.MonkeyPatch, *also: ModuleType) -> 
     for module in (breakdown, *also):
         monkeypatch.setattr(module, "build_step_db", counted)
     return built
+
+
+def tf_data_prefetch(steps: int = 4) -> XSpaceBuilder:
+    """A TensorFlow CPU loop fed by a tf.data prefetch: each 10 ms step waits 1 ms in
+    ``IteratorGetNext`` for the prefetch iterator (``id`` 7) to hand over element ``k``
+    (``PrefetchConsume``), which a background thread made 2-7 ms into the step
+    (``PrefetchProduce``, holding its input iterator, ``parent_id`` 7); then a 1 ms MatMul.
+    XProf 2.24.2 gives each step 1 ms input, 1 ms host compute, 8 ms "All others": its step
+    grouping does not link produce to consume, so the background thread's work is no step's
+    (tests/stats/test_xprof_live.py runs it)."""
+    builder = XSpaceBuilder("synthetic")
+    host = builder.plane("/host:CPU")
+    main = host.line(1, "python")
+    prefetch = host.line(3, "tf_data_private_threadpool")
+    for k in range(steps):
+        t0 = 1_000 * MS + k * 10 * MS
+        main.event("train", t0, 10 * MS, {"step_num": k, "_r": 1})
+        main.event("IteratorGetNextOp::DoCompute", t0, MS)
+        main.event("Iterator::Root::Prefetch", t0 + MS // 10, MS // 2, {"id": 7})
+        main.event("PrefetchConsume", t0 + MS // 5, MS // 5, {"element_id": k})
+        main.event("FunctionRun", t0 + 8 * MS, 2 * MS)
+        main.event("model/dense/MatMul:MatMul", t0 + 8 * MS, MS)
+        prefetch.event("PrefetchProduce", t0 + 2 * MS, 6 * MS, {"element_id": k})
+        prefetch.event(
+            "Iterator::Root::Prefetch::Map", t0 + 2 * MS, 5 * MS, {"id": 8, "parent_id": 7}
+        )
+    return builder

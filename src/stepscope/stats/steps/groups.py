@@ -2,13 +2,15 @@
 
 Reachability follows (a) nesting on a thread, (b) producer/consumer context stats
 (``_pt``/``_p`` -> ``_ct``/``_c``), (c) an ``ExecutorState::Process`` to the
-``IteratorGetNextOp::DoCompute`` sharing its ``id``/``iter_num``, (d) tf.data prefetch
-produce/consume pairs (``element_id``), (e) a host launch to the device events sharing its
-``correlation_id``. A ``ThreadpoolListener::StartRegion`` is a consumer like any other but,
-as in XProf (checked against its step breakdowns of the TensorFlow fixtures), it does not
-adopt the events that follow it up to ``StopRegion``. Roots are ``_r`` events (highest level
-first, then earliest) and the step markers the caller adds; a root reached from an earlier
-root does not start a group.
+``IteratorGetNextOp::DoCompute`` sharing its ``id``/``iter_num``, (d) a host launch to the
+device events sharing its ``correlation_id``. A ``ThreadpoolListener::StartRegion`` is a
+consumer like any other but, as in XProf (checked against its step breakdowns of the
+TensorFlow fixtures), it does not adopt the events that follow it up to ``StopRegion``.
+tf.data's prefetch produce/consume pairs (``element_id``) link no group: XProf's step
+grouping (``GroupTfEvents``) never connects them (only its tf.data tool does), so the work
+of a pipeline's background threads is no step's (decision 265). Roots are ``_r`` events
+(highest level first, then earliest) and the step markers the caller adds; a root reached
+from an earlier root does not start a group.
 
 Vectorized as a min-label propagation: root k starts with label k and labels flow down the
 nesting forest (level by level) and along the other edges until nothing changes. An event's
@@ -23,7 +25,6 @@ import numpy as np
 from stepscope.distinct import distinct, member
 from stepscope.model import Profile
 from stepscope.records import record
-from stepscope.stats.arrays import run_starts
 from stepscope.stats.events import on_device_plane
 from stepscope.stats.nesting import Forest
 from stepscope.vocab import tensorflow as tf_names
@@ -34,7 +35,6 @@ _TF_DATA_FUNCTIONS = (
     "InstantiatedCapturedFunction::RunInstantiated",
     "InstantiatedCapturedFunction::RunWithBorrowedArgs",
 )
-_PRODUCERS = ("Prefetch", "ParallelInterleave", "ParallelMap", "ParallelBatch", "MapAndBatch")
 _BIG_CONTEXT = 64  # XProf skips context ids with this many producers and consumers
 Edges = tuple[np.ndarray, np.ndarray]
 
@@ -180,40 +180,6 @@ def _correlation_edges(profile: Profile) -> Edges:
     return _join(values[~on_device], events[~on_device], values[on_device], events[on_device])
 
 
-def _tf_data_edges(profile: Profile, parent: np.ndarray) -> Edges:
-    """Consuming iterator (parent of a *Consume event) -> the producing iterator (first
-    iterator child of the *Produce event with the same iterator id and element_id)."""
-    empty = np.zeros(0, np.int64), np.zeros(0, np.int64)
-    produce = _events_named(profile, tuple(p + "Produce" for p in _PRODUCERS))
-    consume = _events_named(profile, tuple(p + "Consume" for p in _PRODUCERS))
-    produce = produce[profile.stat_at("element_id", produce).present]
-    consume = consume[profile.stat_at("element_id", consume).present]
-    if not produce.size or not consume.size:
-        return empty
-    iterators = profile.strings.ids_matching(tf_names.is_iterator)
-    is_iterator = np.isin(profile.name, iterators)
-    # produce side: iterator children of produce events, earliest per produce event
-    kids = np.flatnonzero(is_iterator & np.isin(parent, produce))
-    kids = kids[np.lexsort((profile.start_ns[kids], parent[kids]))]
-    if kids.size:
-        kids = kids[run_starts(parent[kids])]
-    parent_id = profile.stat_at("parent_id", kids)
-    kids, kid_ids = kids[parent_id.present], parent_id.as_int()[parent_id.present]
-    # consume side: the consume event's parent iterator
-    owners = parent[consume]
-    ok = owners >= 0
-    consume, owners = consume[ok], owners[ok]
-    consume, owners = consume[is_iterator[owners]], owners[is_iterator[owners]]
-    step_id = profile.stat_at("id", owners)
-    consume, owners = consume[step_id.present], owners[step_id.present]
-    return _join_pairs(
-        (step_id.as_int()[step_id.present], profile.stat_at("element_id", consume).as_int()),
-        owners,
-        (kid_ids, profile.stat_at("element_id", parent[kids]).as_int()),
-        kids,
-    )
-
-
 def _roots(profile: Profile, step_roots: np.ndarray) -> np.ndarray:
     """All roots, in XProf's order: root level descending, then start time."""
     roots = profile.stat_events("_r")  # few: no dense column over every event
@@ -234,20 +200,13 @@ def build_groups(profile: Profile, step_roots: np.ndarray) -> Groups:
         return Groups(np.full(n, -1, np.int64), np.zeros(0, np.int64))
     edges = [_context_edges(profile), _executor_edges(profile), _correlation_edges(profile)]
     # Nesting is needed only on lines that can receive a label.
-    tf_data = _events_named(
-        profile, tuple(p + s for p in _PRODUCERS for s in ("Produce", "Consume"))
-    )
-    touched = np.concatenate([roots, tf_data, *(dst for _, dst in edges)])
+    touched = np.concatenate([roots, *(dst for _, dst in edges)])
     lines = distinct(profile.line[touched])
     candidate = np.isin(profile.line, lines)
     candidate[profile.stat_events("_a")] = False
     nested = np.flatnonzero(candidate)
     del candidate
     forest = Forest.build(profile.line[nested], profile.start_ns[nested], profile.end_at(nested))
-    parent = np.full(n, -1, dtype=np.int64)
-    has = forest.parent >= 0
-    parent[nested[has]] = nested[forest.parent[has]]
-    edges.append(_tf_data_edges(profile, parent))
     src = np.concatenate([s for s, _ in edges])
     dst = np.concatenate([d for _, d in edges])
 
