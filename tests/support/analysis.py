@@ -186,3 +186,32 @@ def tf_data_prefetch(steps: int = 4) -> XSpaceBuilder:
             "Iterator::Root::Prefetch::Map", t0 + 2 * MS, 5 * MS, {"id": 8, "parent_id": 7}
         )
     return builder
+
+
+def executor_pair(reached: str, steps: int = 4) -> XSpaceBuilder:
+    """A TensorFlow loop whose step runs two ``ExecutorState::Process`` with the same ``id``
+    and ``iter_num`` (on two threads), only the ``first`` or the ``last`` (in event order)
+    consuming the step's context, and an ``IteratorGetNextOp::DoCompute`` (3 ms) with that
+    ``id``/``iter_num`` on a third thread. XProf 2.24.2 links the iterator to the last
+    Process of its key only: with the last reached, each 10 ms step has 3 ms input, 2 ms host
+    compute, 5 ms "All others"; with the first, 2 ms host compute and 8 ms "All others"."""
+    builder = XSpaceBuilder("synthetic")
+    host = builder.plane("/host:CPU")
+    main = host.line(1, "python")
+    first, last = host.line(2, "tf_Compute_a"), host.line(3, "tf_Compute_b")
+    get_next = host.line(4, "tf_inter_op")
+    for k in range(steps):
+        t0 = 1_000 * MS + k * 10 * MS
+        key = {"id": 50 + k, "iter_num": 0}
+        context = {"_ct": 2, "_c": 100 + k}
+        main.event("train", t0, 10 * MS, {"step_num": k, "_r": 1})
+        main.event("FunctionRun", t0, MS, {"_pt": 2, "_p": 100 + k})
+        first.event(
+            "ExecutorState::Process", t0 + MS, MS, key | (context if reached == "first" else {})
+        )
+        last.event(
+            "ExecutorState::Process", t0 + 2 * MS, MS, key | (context if reached == "last" else {})
+        )
+        get_next.event("IteratorGetNextOp::DoCompute", t0 + 4 * MS, 3 * MS, key)
+        main.event("model/dense/MatMul:MatMul", t0 + 8 * MS, MS)
+    return builder

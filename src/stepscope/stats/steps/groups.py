@@ -166,8 +166,12 @@ def _executor_edges(profile: Profile) -> Edges:
     p_code, c_code = _pair_codes(
         (p_id.as_int()[p_ok], p_iter.as_int()[p_ok]), (c_id.as_int()[c_ok], c_iter.as_int()[c_ok])
     )
-    _, first = np.unique(p_code, return_index=True)  # one parent per key is enough to reach
-    return _join(p_code[first], parents[first], c_code, children)
+    # One parent per key, the last in event order, as XProf's connect map keeps the last
+    # Process it meets for (id, iter_num): when only some of a step's Process events are
+    # reached, that one decides whether the iterator's wait is the step's (decision 266).
+    _, from_end = np.unique(p_code[::-1], return_index=True)
+    last = len(p_code) - 1 - from_end
+    return _join(p_code[last], parents[last], c_code, children)
 
 
 def _correlation_edges(profile: Profile) -> Edges:
