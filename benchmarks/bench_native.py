@@ -100,9 +100,12 @@ def cases(inputs: Path) -> dict[str, tuple[list[str], tuple[str, ...]]]:
     return {
         "xspace_overview": (
             [*tool, str(x), "overview_page", "--no-cache", "-q"],
-            ("_sweeps", "_enclosing"),
+            ("_sweeps", "_enclosing", "_nesting"),
         ),
-        "xspace_op_stats": ([*tool, str(x), "op_stats", "--no-cache", "-q"], ("_sweeps",)),
+        "xspace_op_stats": (
+            [*tool, str(x), "op_stats", "--no-cache", "-q"],
+            ("_sweeps", "_nesting"),
+        ),
         "xspace_trace": (
             [sys.executable, "-c", TRACE_DRIVER, str(x)],
             ("_segsearch", "_sweeps"),

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The tests that drive the C code, run under the sanitizers before the fuzzing.
 TESTS = (
     "tests/hardening/test_native_args.py",
+    "tests/stats/test_nesting_native.py",
     "tests/test_accelerators.py",
     "tests/xspace/test_kineto_fast.py",
     "tests/xspace/test_kineto_native.py",

@@ -101,6 +101,13 @@ EXTENSIONS: dict[str, Extension] = {
             "the Python scanner",
         ),
         Extension(
+            "_nesting",
+            ("stats/_nesting.c",),
+            (),
+            "event nesting (parents, depths)",
+            "NumPy sorts and pointer jumping",
+        ),
+        Extension(
             "_pytracer",
             ("capture/_pytracer.c",),
             (),

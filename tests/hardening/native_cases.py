@@ -291,9 +291,36 @@ def fuzz_pytracer(rng: random.Random, seconds: float) -> int:
         pt.set_mode(2)
 
 
+def fuzz_nesting(rng: random.Random, seconds: float) -> int:
+    nest = accelerators.get("_nesting")
+    assert nest is not None
+
+    def step() -> None:
+        n = rng.randrange(0, 200)
+        line = np.sort(_ints(rng, n, 0, 4, np.int32))
+        start = _ints(rng, n, 0, 1000)
+        if rng.random() < 0.7:  # mostly in order, as the callers give them
+            start = np.sort(start)
+        end = start + _ints(rng, n, 0, 100, edges=False)
+        parent, depth = np.empty(n, np.int64), np.empty(n, np.int64)
+        if rng.random() < 0.1:  # an output the pass must not write (read-only)
+            parent.setflags(write=False)
+        args = [_spoil(rng, a) for a in (line, start, end, parent, depth)]
+        if _call(nest.parents, *args):
+            # a pass that says done wrote a parent earlier on the line, or none, for each
+            assert ((parent < np.arange(n)) & (parent >= -1)).all()
+        index = _ints(rng, n, -2, 2 * n + 2)
+        values = _ints(rng, 2 * n + rng.randrange(-2, 3), 0, 100) if n > 2 else np.zeros(0)
+        up = _ints(rng, n, -2, n + 1)
+        _call(nest.push_down_min, *(_spoil(rng, a) for a in (index, up, values)))
+
+    return _timed(seconds, step)
+
+
 FUZZERS: dict[str, Callable[[random.Random, float], int]] = {
     "_fastwire": fuzz_fastwire,
     "_kscan": fuzz_kscan,
+    "_nesting": fuzz_nesting,
     "_pytracer": fuzz_pytracer,
 }
 

@@ -59,6 +59,77 @@ def test_misaligned_or_ragged_arrays_are_refused(monkeypatch: pytest.MonkeyPatch
         fast.last_at_or_before(owners.tobytes()[:-1], events)
 
 
+# ---- _nesting --------------------------------------------------------------------------------
+def _nesting_args(n: int = 4) -> list[np.ndarray]:
+    line = np.zeros(n, np.int32)
+    start = np.arange(n, dtype=np.int64)
+    return [line, start, 20 - start, np.empty(n, np.int64), np.empty(n, np.int64)]  # nested
+
+
+@pytest.mark.parametrize(
+    ("position", "bad"),
+    [
+        (0, np.zeros(4, np.int64)),  # lines of another width
+        (1, np.zeros(4, np.int32)),
+        (1, np.zeros(3, np.int64)),  # a shorter column
+        (3, np.zeros(5, np.int64)),  # a longer output
+        (4, np.zeros(8, np.int64)[::2]),  # not contiguous
+        (2, [0, 1, 2, 3]),  # not a buffer
+    ],
+)
+def test_nesting_refuses_columns_it_cannot_read_whole(
+    position: int, bad: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nest = module(monkeypatch, "_nesting")
+    args: list[Any] = _nesting_args()
+    args[position] = bad
+    with pytest.raises((ValueError, TypeError, BufferError)):
+        nest.parents(*args)
+
+
+def test_nesting_writes_no_read_only_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    nest = module(monkeypatch, "_nesting")
+    args = _nesting_args()
+    args[3].setflags(write=False)
+    with pytest.raises((ValueError, BufferError)):
+        nest.parents(*args)
+
+
+def test_nesting_says_when_the_events_are_out_of_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    nest = module(monkeypatch, "_nesting")
+    line, start, end, parent, depth = _nesting_args()
+    assert nest.parents(line, start, end, parent, depth) is True
+    assert parent.tolist() == [-1, 0, 1, 2] and depth.tolist() == [0, 1, 2, 3]
+    assert nest.parents(line, start[::-1].copy(), end, parent, depth) is False
+    line[0] = 1  # lines descending
+    assert nest.parents(line, start, end, parent, depth) is False
+
+
+@pytest.mark.parametrize(
+    ("index", "parent"),
+    [([0, 5], [-1, 0]), ([0, -1], [-1, 0]), ([0, 1], [-1, -2]), ([0, 1, 2], [-1, 0])],
+)
+def test_push_down_min_refuses_an_index_or_parent_out_of_range(
+    index: list[int], parent: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nest = module(monkeypatch, "_nesting")
+    values = np.zeros(3, np.int64)
+    with pytest.raises(ValueError):
+        nest.push_down_min(np.array(index, np.int64), np.array(parent, np.int64), values)
+
+
+def test_push_down_min_writes_nothing_unless_parents_come_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    nest = module(monkeypatch, "_nesting")
+    values = np.array([5, 1, 9], np.int64)
+    index = np.arange(3, dtype=np.int64)
+    assert nest.push_down_min(index, np.array([1, -1, 0], np.int64), values) is False
+    assert values.tolist() == [5, 1, 9]
+    assert nest.push_down_min(index, np.array([-1, 0, 1], np.int64), values) is True
+    assert values.tolist() == [5, 1, 1]
+
+
 # ---- _kscan ----------------------------------------------------------------------------------
 def _doc(**header: Any) -> bytes:
     """A trace with whitespace after every comma and numbers at the top level, before and
@@ -198,7 +269,13 @@ def test_tracer_hooked_before_configure_keeps_nothing(tmp_path: Path) -> None:
 
 
 # ---- the fuzzers themselves (short: the sanitizer job runs them for minutes) ---------------
-@pytest.mark.parametrize("name", sorted(native_cases.FUZZERS))
+@pytest.mark.parametrize(
+    "name",
+    [  # fuzzers added since the default tier's budget (decision 245) run with integration
+        pytest.param(name, marks=pytest.mark.integration) if name == "_nesting" else name
+        for name in sorted(native_cases.FUZZERS)
+    ],
+)
 def test_each_entry_point_survives_a_second_of_fuzzing(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

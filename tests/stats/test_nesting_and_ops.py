@@ -10,22 +10,7 @@ from stepscope.stats.nesting import depths, nesting_parents, self_time
 from stepscope.vocab.opnames import JAX, TF, TF_DATA, UNKNOWN, parse_op
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
-
-
-def _stack_parents(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Reference: XProf's op stack, one event at a time."""
-    out = np.full(len(start), -1)
-    order = sorted(range(len(start)), key=lambda i: (line[i], start[i], -end[i], i))
-    stack: list[int] = []
-    current = None
-    for i in order:
-        if line[i] != current:
-            stack, current = [], line[i]
-        while stack and end[stack[-1]] < end[i]:
-            stack.pop()
-        out[i] = stack[-1] if stack else -1
-        stack.append(i)
-    return out
+from tests.support.op_stack import stack_parents
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -37,7 +22,7 @@ def test_parents_match_the_op_stack(seed: int) -> None:
     end = start + rng.integers(0, 60, n) * (rng.random(n) > 0.2)  # some zero-length events
     if seed % 2:  # properly nested lines take the fast path; make half of them nested
         end = np.minimum(end, start + 1 + (200 - start) // 4)
-    assert np.array_equal(nesting_parents(line, start, end), _stack_parents(line, start, end))
+    assert np.array_equal(nesting_parents(line, start, end), stack_parents(line, start, end))
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -67,7 +52,7 @@ def test_deep_nesting_on_many_lines_matches_the_op_stack(seed: int) -> None:
     line, start, end = (np.array(v, dtype=np.int64) for v in (lines, starts, ends))
     shuffled = rng.permutation(len(start))
     line, start, end = line[shuffled], start[shuffled], end[shuffled]
-    assert np.array_equal(nesting_parents(line, start, end), _stack_parents(line, start, end))
+    assert np.array_equal(nesting_parents(line, start, end), stack_parents(line, start, end))
 
 
 def test_self_time_and_depth() -> None:

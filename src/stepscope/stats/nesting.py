@@ -13,8 +13,11 @@ earlier event one level up.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
+from stepscope import accelerators
 from stepscope.distinct import distinct, member
 from stepscope.records import record
 
@@ -24,6 +27,9 @@ def nesting_parents(line: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) 
     n = len(start_ns)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    native = _native_nesting(line, start_ns, end_ns)
+    if native is not None:
+        return native[0]
     order = _sorted_order(line, start_ns, end_ns)
     if order is None:  # already in order (the usual case): no copies
         return _parents_numpy(line, start_ns, end_ns)
@@ -33,6 +39,34 @@ def nesting_parents(line: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) 
     has = parent >= 0
     out[order[has]] = order[parent[has]]
     return out
+
+
+def _native_nesting(
+    line: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Parents and depths from the C pass (`stats/_nesting.c`: one stack walk, the same
+    parents as the NumPy path below), or None where it is not built, switched off, or the
+    columns are not of its types (int32 lines, int64 times)."""
+    native = accelerators.get("_nesting")
+    if native is None or line.dtype != np.int32:
+        return None
+    if start_ns.dtype != np.int64 or end_ns.dtype != np.int64:
+        return None
+    line, start_ns, end_ns = (np.ascontiguousarray(a) for a in (line, start_ns, end_ns))
+    n = len(start_ns)
+    parent = np.empty(n, dtype=np.int64)
+    depth = np.empty(n, dtype=np.int64)
+    if native.parents(line, start_ns, end_ns, parent, depth):
+        return parent, depth
+    # not in (line, start, longest first) order: the C pass over a sorted copy
+    order = np.lexsort((np.arange(n), -end_ns, start_ns, line))
+    native.parents(line[order], start_ns[order], end_ns[order], parent, depth)
+    out_parent = np.full(n, -1, dtype=np.int64)
+    has = parent >= 0
+    out_parent[order[has]] = order[parent[has]]
+    out_depth = np.empty(n, dtype=np.int64)
+    out_depth[order] = depth
+    return out_parent, out_depth
 
 
 def _parents_numpy(lines: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -226,24 +260,30 @@ def self_time(dur_ns: np.ndarray, parent: np.ndarray) -> np.ndarray:
 
 @record
 class Forest:
-    """Nesting of a set of events; ``levels`` lists event positions depth by depth."""
+    """Nesting of a set of events: each one's parent and depth."""
 
     parent: np.ndarray  # int64, -1 for top-level events
     depth: np.ndarray  # int64
-    levels: tuple[np.ndarray, ...]  # levels[d] = positions of depth d (d >= 1)
 
     @classmethod
     def build(cls, line: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) -> Forest:
+        native = _native_nesting(line, start_ns, end_ns) if len(start_ns) else None
+        if native is not None:
+            return cls(*native)
         parent = nesting_parents(line, start_ns, end_ns)
-        depth = depths(parent)
+        return cls(parent, depths(parent))
+
+    @cached_property
+    def levels(self) -> tuple[np.ndarray, ...]:
+        """levels[d] = positions of depth d (d >= 1), each ascending."""
+        depth = self.depth
         if len(depth) == 0:
-            return cls(parent, depth, ())
+            return ()
         deepest = int(depth.max())
         # a stable radix sort for small depths (the usual case), a merge sort otherwise
         order = np.argsort(depth.astype(np.int16) if deepest < 1 << 15 else depth, kind="stable")
         bounds = np.searchsorted(depth[order], np.arange(1, deepest + 2))
-        levels = tuple(order[bounds[d] : bounds[d + 1]] for d in range(len(bounds) - 1))
-        return cls(parent, depth, levels)
+        return tuple(order[bounds[d] : bounds[d + 1]] for d in range(len(bounds) - 1))
 
     def push_down_min(self, values: np.ndarray) -> None:
         """In place: each value becomes the minimum over itself and its ancestors."""
@@ -251,3 +291,21 @@ class Forest:
         for level in self.levels:
             if level.size:
                 values[level] = np.minimum(values[level], values[parent[level]])
+
+    def push_down_min_at(self, index: np.ndarray, values: np.ndarray) -> None:
+        """`push_down_min` of ``values[index]`` (int64, ``index`` distinct), in place in
+        ``values``: one C pass when every parent comes before its children (events given in
+        their nesting order, as a profile's lines hold them), else level by level."""
+        native = accelerators.get("_nesting")
+        if (
+            native is not None
+            and values.dtype == np.int64
+            and values.flags.c_contiguous
+            and native.push_down_min(
+                np.ascontiguousarray(index, dtype=np.int64), self.parent, values
+            )
+        ):
+            return
+        sub = values[index]
+        self.push_down_min(sub)
+        values[index] = sub

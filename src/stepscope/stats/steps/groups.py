@@ -217,11 +217,8 @@ def build_groups(profile: Profile, step_roots: np.ndarray) -> Groups:
     unreached = len(roots)
     label = np.full(n, unreached, dtype=np.int64)
     np.minimum.at(label, roots, np.arange(len(roots)))
-    sub = label[nested]
     while True:
-        sub = label[nested]
-        forest.push_down_min(sub)
-        label[nested] = sub
+        forest.push_down_min_at(nested, label)
         if not src.size:
             break
         before = label[dst].copy()
