@@ -119,6 +119,16 @@ def main() -> None:
                 args.pairs,
             )
             print(result.line(f"baseline {base}" if base else "xprof-rs"), flush=True)
+            # every pair, so that a low one can be told apart: which side moved, and how
+            ours_each = PER_COMMAND.get("this tree", [])
+            for k, (o, t) in enumerate(zip(result.ours, result.theirs, strict=True)):
+                each = " + ".join(f"{c:.3f}" for c in ours_each[k]) if k < len(ours_each) else ""
+                print(
+                    f"  pair {k + 1}: CPU {t.cpu_s / max(o.cpu_s, 1e-9):.2f}x, stepscope "
+                    f"{o.cpu_s:.3f} s ({each}), peak {o.peak_mb:.0f} MB; peer {t.cpu_s:.3f} s, "
+                    f"peak {t.peak_mb:.0f} MB",
+                    flush=True,
+                )
             for tree, runs in PER_COMMAND.items():
                 medians = [statistics.median(r[k] for r in runs) for k in range(len(TOOLS))]
                 shown = ", ".join(f"{t} {m:.3f}" for t, m in zip(TOOLS, medians, strict=True))
