@@ -92,6 +92,18 @@ def _join(
     return src[order[offsets]], np.repeat(dst, counts)
 
 
+def _pair_order(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """An order of (first, second) pairs by first, then second; equal pairs in any order.
+    Context ids (second) are 64-bit values, so a stable sort of them (a merge sort: 0.25 s
+    at 2.5M pairs, `np.lexsort` more) costs four times NumPy's quicksort; the pair types
+    (first) are few and small, sorted after by a stable radix sort."""
+    order = np.argsort(second)
+    lo = int(first.min())
+    if int(first.max()) - lo < 1 << 15:
+        return order[np.argsort((first[order] - lo).astype(np.int16), kind="stable")]
+    return order[np.argsort(first[order], kind="stable")]
+
+
 def _join_pairs(
     src_pair: tuple[np.ndarray, np.ndarray],
     src: np.ndarray,
@@ -100,15 +112,16 @@ def _join_pairs(
     limit: int = 0,
 ) -> Edges:
     """`_join` on (a, b) pair keys, from one sort of both sides' pairs: the sort that
-    numbers the pairs also groups the sources by pair (stable: in their given order within
-    one), so the join needs no second sort or search, and the pairs' counts per key are
-    counted, not found again (`_pair_codes` then `_join` sorted and searched three times)."""
+    numbers the pairs also groups the sources by pair, so the join needs no second sort or
+    search, and the pairs' counts per key are counted, not found again (`_pair_codes` then
+    `_join` sorted and searched three times). The edges come in no particular order: the
+    labels they carry are minima, the same in any order."""
     n_src = len(src_pair[0])
     if not n_src or not len(dst_pair[0]):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     first = np.concatenate((src_pair[0], dst_pair[0])).astype(np.int64)
     second = np.concatenate((src_pair[1], dst_pair[1])).astype(np.int64)
-    order = np.lexsort((second, first))
+    order = _pair_order(first, second)
     a, b = first[order], second[order]
     new = np.ones(len(a), dtype=bool)
     new[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
