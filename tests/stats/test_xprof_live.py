@@ -5,11 +5,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from stepscope.stats import build_step_db
-from tests.support.analysis import build, executor_pair, instant_before_step, tf_data_prefetch
-from tests.support.xprof_live import step_rows, xprof_tool
+from stepscope.stats.steps.pairing import HostSteps, xprof_rows
+from stepscope.xspace.builder import XSpaceBuilder
+from tests.support.analysis import (
+    MS,
+    build,
+    executor_pair,
+    instant_before_step,
+    tf_data_prefetch,
+)
+from tests.support.xprof_live import step_rows, xprof_hosts_tool, xprof_tool
 
 pytestmark = pytest.mark.integration
 
@@ -60,3 +69,42 @@ def test_the_executor_of_an_iterator_matches_xprof(tmp_path: Path, reached: str)
         assert cats["input"][k] / 1e6 == pytest.approx(ref["infeedTimeMs"], abs=1e-6)
         assert cats["host_compute"][k] / 1e6 == pytest.approx(ref["hostComputeTimeMs"], abs=1e-6)
         assert cats["other"][k] / 1e6 == pytest.approx(ref["otherTimeMs"], abs=1e-6)
+
+
+def _tf_host(starts_ms: list[int], durs_ms: list[int]) -> XSpaceBuilder:
+    """A TF-like host whose steps (markers with their function run and its ops) start and
+    last as given."""
+    builder = XSpaceBuilder("synthetic")
+    host = builder.plane("/host:CPU")
+    main, worker = host.line(1, "python"), host.line(2, "tf_Compute")
+    for k, (t, d) in enumerate(zip(starts_ms, durs_ms, strict=True)):
+        t0, dur = t * MS, d * MS
+        main.event("train", t0, dur, {"step_num": k, "_r": 1})
+        main.event("FunctionRun", t0 + dur // 10, dur // 2, {"_r": 1, "_pt": 2, "_p": 100 + k})
+        worker.event("ExecutorState::Process", t0 + dur // 10, dur // 2, {"_ct": 2, "_c": 100 + k})
+        worker.event("model/dense/MatMul:MatMul", t0 + dur // 5, dur // 4)
+    return builder
+
+
+def test_xprof_pairs_hosts_against_the_one_spanning_the_least_time(tmp_path: Path) -> None:
+    """Three hosts: 'late' spans the least (390 ms) but ends last; 'c' is 'a' one step
+    later. XProf makes 'late' the chief and pairs every host from its first step (3 pod
+    steps); 'a' as the chief would pair 'c' one step off and leave 2."""
+    pytest.importorskip("xprof")
+    hosts = {
+        "a": _tf_host([1000, 1100, 1200, 1300], [100] * 4),
+        "late": _tf_host([2000, 2120, 2250], [120, 130, 140]),
+        "c": _tf_host([1100, 1200, 1300, 1400], [100, 100, 100, 101]),
+    }
+    overview = xprof_hosts_tool(hosts, "overview_page", tmp_path)
+    dbs = [build_step_db(build(b)) for b in hosts.values()]
+    rows = xprof_rows(
+        [HostSteps(h, d.step_num, d.start_ns, d.dur_ns) for h, d in zip(hosts, dbs, strict=True)]
+    )
+    assert [len(r) for r in rows] == [len(step_rows(overview))] * 3 == [3] * 3
+    # XProf's step time is the slowest host's per pod step: 120, 130, 140 ms
+    slowest = np.max([d.dur_ns[r] for d, r in zip(dbs, rows, strict=True)], axis=0) / MS
+    figures = overview[1]["p"]
+    assert slowest.mean() == pytest.approx(float(figures["steptime_ms_average"]))
+    assert slowest.min() == pytest.approx(float(figures["steptime_ms_minimum"]))
+    assert slowest.max() == pytest.approx(float(figures["steptime_ms_maximum"]))

@@ -114,3 +114,19 @@ def test_by_number_names_what_each_host_leaves_out() -> None:
         "paired by step number: 3 steps every host has; left out, not on every host: "
         "a: 1 (steps 10), b: 1 (steps 14); no steps on idle"
     )
+
+
+def test_the_chief_spans_the_least_time_from_its_first_step_not_from_zero() -> None:
+    """XProf's chief is the host whose steps span the least time from its first step's start
+    to its last step's end (XProf 2.24.2 on the same hosts in ms: 3 pod steps,
+    test_xprof_live). ``late`` spans 390 ns but ends last: measured from 0 it would lose to
+    ``a`` (ends at 1400), and ``a`` as the chief pairs ``c``, ``a`` one step later, one step
+    off, which leaves 2 pod steps."""
+    a = _host("a", [(1000, 1100), (1100, 1200), (1200, 1300), (1300, 1400)])
+    late = _host("late", [(2000, 2120), (2120, 2250), (2250, 2390)])
+    c = _host("c", [(1100, 1200), (1200, 1300), (1300, 1400), (1400, 1501)])
+    assert _rows([a, late, c]) == [[0, 1, 2], [0, 1, 2], [0, 1, 2]]
+    # a host whose steps are all instants spans nothing: it is the chief, and nothing
+    # overlaps it, so every host pairs from its first step
+    blips = _host("blips", [(5000, 5000), (5100, 5100)])
+    assert _rows([a, blips, c]) == [[0, 1], [0, 1], [0, 1]]

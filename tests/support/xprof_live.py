@@ -24,6 +24,20 @@ def xprof_tool(builder: XSpaceBuilder, tool: str, folder: Path) -> Any:
     return json.loads(data.decode() if isinstance(data, bytes) else data)
 
 
+def xprof_hosts_tool(builders: dict[str, XSpaceBuilder], tool: str, folder: Path) -> Any:
+    """XProf's answer for ``tool`` on several hosts at once (its ALL_HOSTS: one
+    ``<host>.xplane.pb`` per builder, in the order given), parsed from its JSON."""
+    from xprof.convert import raw_to_tool_data
+
+    run = folder / "plugins" / "profile" / RUN
+    paths = []
+    for host, builder in builders.items():
+        paths.append(run / f"{host}.xplane.pb")
+        write_xspace(builder.build(), paths[-1])
+    data, _ = raw_to_tool_data.xspace_to_tool_data([str(p) for p in paths], tool, {})
+    return json.loads(data.decode() if isinstance(data, bytes) else data)
+
+
 def step_rows(overview: Any) -> dict[str, dict[str, Any]]:
     """XProf's overview step-time graph: step name -> its row (``hostComputeTimeMs``...)."""
     table = overview[1]

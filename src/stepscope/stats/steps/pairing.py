@@ -134,6 +134,15 @@ def _xprof_shift(sub: HostSteps, chief: HostSteps) -> tuple[int, int, int]:
     return first_sub, first_chief, min(n - first_sub, m - first_chief)
 
 
+def _xprof_span(host: HostSteps) -> int:
+    """The time ``host``'s steps span, as XProf measures it to choose the chief: from the
+    first start to the last end of its steps with a duration (0 when it has none)."""
+    timed = host.dur_ns > 0
+    if not timed.any():
+        return 0
+    return int((host.start_ns + host.dur_ns)[timed].max() - host.start_ns[timed].min())
+
+
 def xprof_rows(hosts: Sequence[HostSteps]) -> list[np.ndarray]:
     """XProf 2.24.2's step intersection (its ALL_HOSTS pod steps) whatever the step numbers:
     the host whose steps span the least time is the chief; every other host is shifted
@@ -144,14 +153,7 @@ def xprof_rows(hosts: Sequence[HostSteps]) -> list[np.ndarray]:
     present = [h for h in hosts if len(h.step_num)]
     if not present:
         return [np.zeros(0, np.int64) for _ in hosts]
-    spans = [
-        int(
-            (h.start_ns + h.dur_ns)[h.dur_ns > 0].max(initial=0)
-            - h.start_ns[h.dur_ns > 0].min(initial=0)
-        )
-        for h in present
-    ]
-    chief = present[int(np.argmin(spans))]
+    chief = present[int(np.argmin([_xprof_span(h) for h in present]))]
     aligned = [(0, 0, len(h.step_num)) if h is chief else _xprof_shift(h, chief) for h in present]
     begin = max(a[1] for a in aligned)
     end = min(a[1] + a[2] for a in aligned)
