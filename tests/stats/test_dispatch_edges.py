@@ -4,9 +4,12 @@ public one), or the traced frame around the runs; nothing when neither says."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from stepscope.model import Profile
+from stepscope.model.strings import StringTable
 from stepscope.stats import build_step_db
 from stepscope.stats.steps.dispatch import DispatchEvidence, DispatchRuns, evidence, find_runs
 from stepscope.xspace.builder import LineBuilder, XSpaceBuilder
@@ -379,3 +382,19 @@ def test_the_caller_sums_its_runs_over_the_steps() -> None:
     for k, name in ((1, "$b.py:1 first"), (2, "$a.py:1 most"), (3, "$a.py:1 most")):
         main.event(name, k * 10 * MS + (RUN_AT_US - 10) * US, MS)
     assert _caller(builder) == "most (a.py)"
+
+
+def test_a_sample_without_a_stack_counts_but_names_no_function() -> None:
+    """Half of the samples in the runs carry no stack stat: they count among the samples
+    (apply_updates is on exactly half) but hold no function, whatever string the profile's
+    table happens to end with (here a deeper stack no event uses)."""
+    builder, _ = _loop()
+    samples = _samples(builder)
+    for k in range(STEPS):
+        t0 = k * 10 * MS + RUN_AT_US * US
+        _sample(samples, t0 + 100 * US, "main (loop.py:3);apply_updates (opt.py:3)")
+        samples.event("apply_updates", t0 + 200 * US, US, {"samples": 1})  # no stack
+    profile = build(builder)
+    unused = "main (loop.py:3);apply_updates (opt.py:3);clip (opt.py:9)"
+    profile = dataclasses.replace(profile, strings=StringTable([*profile.strings.strings, unused]))
+    assert build_step_db(profile).limits.dispatch.caller == "apply_updates (opt.py)"

@@ -56,3 +56,20 @@ def test_host_collective_time_is_not_host_time_and_untraced_time_stays_untraced(
     assert ns[:, column[LimitType.HOST]].tolist() == [0] * 3
     assert ns[:, column[LimitType.HOST_COLLECTIVE]].tolist() == [2 * MS] * 3
     assert ns[:, column[LimitType.COMPUTE_HOST]].tolist() == [4 * MS] * 3
+
+
+def test_a_single_ns_of_host_compute_keeps_its_own_column() -> None:
+    """The low limits (host, host collective, input work, host compute) share what the
+    higher ones leave in proportion to their own time: a step whose only low time is 1 ns of
+    host compute gives that nanosecond to host compute, not to host."""
+    builder = XSpaceBuilder("host")
+    main = builder.plane("/host:CPU").line(1, "MainThread")
+    for k in range(3):
+        t0 = k * 20 * MS
+        main.event("train", t0, 10 * MS, {"step_num": k, "_r": 1})
+        main.event("aten::mm", t0 + MS, 1)
+    ns = build_step_db(build(builder)).limits.ns
+    column = {t: int(t) // 10 for t in LimitType}
+    assert ns[:, column[LimitType.COMPUTE_HOST]].tolist() == [1] * 3
+    assert ns[:, column[LimitType.HOST]].tolist() == [0] * 3
+    assert ns.sum(axis=1).tolist() == [10 * MS] * 3

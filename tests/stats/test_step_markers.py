@@ -3,12 +3,18 @@ the numbers each source gives its steps."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from stepscope.errors import StepscopeError
+from stepscope.model import Profile
+from stepscope.model.profile import Stats
+from stepscope.model.strings import StringTable
 from stepscope.stats.steps.markers import find_step_markers
 from stepscope.xspace.builder import XSpaceBuilder
+from stepscope.xspace.wire import KIND_BYTES, KIND_STR
 from tests.support.analysis import MS, build
 
 
@@ -91,3 +97,42 @@ def test_what_no_steps_and_an_unknown_source_say() -> None:
         "unknown step source 'epochs'; use auto or one of marker, profiler_step, keras_batch, "
         "device, inferred"
     )
+
+
+def _with_first_string(profile: Profile, text: str) -> Profile:
+    """``profile`` with ``text`` as string id 0 (ids 0 and ``text``'s swapped in every
+    column): a string table need not start with the empty string."""
+    swap = np.arange(len(profile.strings))
+    k = profile.strings.id_of(text)
+    swap[[0, k]] = swap[[k, 0]]
+    strings = [profile.strings[int(i)] for i in swap]
+
+    def stats(table: Stats) -> Stats:
+        value = table.value.copy()
+        text_valued = np.isin(table.kind, (KIND_STR, KIND_BYTES))
+        value[text_valued] = swap[value[text_valued]]
+        return Stats(swap[table.key].astype(table.key.dtype), table.kind, value)
+
+    return dataclasses.replace(
+        profile,
+        strings=StringTable(strings),
+        name=swap[profile.name].astype(profile.name.dtype),
+        meta_name=swap[profile.meta_name].astype(profile.meta_name.dtype),
+        meta_display_name=swap[profile.meta_display_name].astype(profile.meta_display_name.dtype),
+        stats=stats(profile.stats),
+        meta_stats=stats(profile.meta_stats),
+    )
+
+
+def test_an_implicit_root_named_by_the_first_string_is_still_no_marker() -> None:
+    builder = XSpaceBuilder("host")
+    main = builder.plane("/host:CPU").line(1, "python")
+    for k in range(3):
+        main.event("FunctionRun", k * 10 * MS, MS, {"_r": 1})
+        main.event("train", k * 10 * MS, 8 * MS, {"_r": 1, "step_num": k})
+    profile = _with_first_string(build(builder), "FunctionRun")
+    assert profile.strings.id_of("FunctionRun") == 0
+    markers = find_step_markers(profile)
+    assert markers.source == "marker"
+    assert markers.description == "3 step markers ('train' with _r and step_num)"
+    assert markers.names == ("train 0", "train 1", "train 2")
