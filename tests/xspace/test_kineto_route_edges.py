@@ -420,3 +420,25 @@ def test_two_copies_of_one_kind_keep_their_own_display_names(
     )
     copies = [(e[1], e[2]) for e in read["events"] if e[1] != "aten::mm"]
     assert copies == [("MEMCPYHToD", pageable), ("MEMCPYHToD", pinned)]
+
+
+def test_a_trace_of_metadata_only_has_no_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing to route (a thread name and a flow): an empty profile, not an error."""
+    name = {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "main"}}
+    flow = {"ph": "s", "cat": "ac2g", "id": 41, "pid": 1, "tid": 2, "ts": 1000}
+    read = _read(tmp_path, monkeypatch, [name, flow])
+    assert read["events"] == [] and read["lines"] == []
+
+
+def test_a_launch_flow_without_a_time_binds_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flow end without a valid ts ends nowhere: the kernel at the trace's time 0 on its
+    thread takes no correlation id from it."""
+    args = {"device": 0, "stream": 7}
+    kernel = _op("k", cat="kernel", pid=0, tid=7, ts=0, dur=1, args=args)
+    flow_end = {"ph": "f", "cat": "ac2g", "id": 41, "pid": 0, "tid": 7, "bp": "e"}
+    read = _read(tmp_path, monkeypatch, [_op("aten::mm", ts=0), kernel, flow_end])
+    assert _correlation(read, "k") == []
