@@ -442,3 +442,48 @@ def test_a_launch_flow_without_a_time_binds_nothing(
     flow_end = {"ph": "f", "cat": "ac2g", "id": 41, "pid": 0, "tid": 7, "bp": "e"}
     read = _read(tmp_path, monkeypatch, [_op("aten::mm", ts=0), kernel, flow_end])
     assert _correlation(read, "k") == []
+
+
+def test_kernels_of_one_stream_number_on_two_gpus_are_two_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A line is a device's stream: stream 7 of GPU 0 and stream 7 of GPU 1 are apart."""
+
+    def kernel(name: str, device: int) -> dict[str, Any]:
+        args = {"device": device, "stream": 7}
+        return _op(name, cat="kernel", pid=device, tid=7, ts=1003, dur=1, args=args)
+
+    read = _read(tmp_path, monkeypatch, [_op("aten::mm"), kernel("on 0", 0), kernel("on 1", 1)])
+    lines = {e[1]: e[0] for e in read["events"]}
+    assert lines["on 0"] != lines["on 1"]
+    planes = {line.index: line.plane for line in read["lines"]}
+    assert planes[lines["on 0"]] != planes[lines["on 1"]]
+
+
+def test_only_thread_name_metadata_with_a_text_names_a_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process_name event on the thread (here the trace's string 2, the trace having no
+    "thread_name"), an op called "thread_name", a thread_name whose name is a number: none
+    names the thread."""
+    process = {"ph": "M", "pid": 1, "cat": "__metadata", "name": "process_name", "tid": 2}
+    read = _read(tmp_path, monkeypatch, [process | {"args": {"name": "python"}}, _op("aten::mm")])
+    assert [line.name for line in read["lines"]] == ["thread 2"]
+    op = _op("thread_name", ts=1001, dur=1, args={"name": "an op"})
+    read = _read(tmp_path, monkeypatch, [_op("aten::mm"), op])
+    assert [line.name for line in read["lines"]] == ["thread 2"]
+    number = {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": 0}}
+    read = _read(tmp_path, monkeypatch, [_op("aten::mm"), number])
+    assert [line.name for line in read["lines"]] == ["thread 2"]
+
+
+def test_a_memory_event_beside_an_op_of_its_name_keeps_its_category(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An op called MemoryAllocation (cpu_op) makes the event metadata the allocation shares:
+    the allocation says its own category on the event."""
+    args = {"Bytes": 8, "Device Type": 1, "Device Id": 0, "Total Allocated": 8}
+    memory = {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 2, "ts": 1005}
+    read = _read(tmp_path, monkeypatch, [_op("MemoryAllocation"), memory | {"args": args}])
+    (allocation,) = [e[5] for e in read["events"] if e[4] == 0]
+    assert ("category", 4, "cpu_instant_event") in allocation
