@@ -487,3 +487,82 @@ def test_a_memory_event_beside_an_op_of_its_name_keeps_its_category(
     read = _read(tmp_path, monkeypatch, [_op("MemoryAllocation"), memory | {"args": args}])
     (allocation,) = [e[5] for e in read["events"] if e[4] == 0]
     assert ("category", 4, "cpu_instant_event") in allocation
+
+
+def test_a_category_as_string_0_decides_the_kind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With "cat" first in the first event, the category is the trace's string 0: a kernel
+    so written goes to its GPU, and so does an event of a category the table does not know
+    whose args name a stream and a device."""
+    gpu_args = {"device": 0, "stream": 7}
+    for first in ("kernel", "my_gpu_work"):
+        gpu_event = _op("on the gpu", cat=first, pid=0, tid=7, ts=1003, dur=1, args=gpu_args)
+        event = {"cat": first, **gpu_event}  # "cat" the first key
+        read = _read(tmp_path, monkeypatch, [event, _op("aten::mm")])
+        planes = {line.index: line.plane for line in read["lines"]}
+        lines = {e[1]: e[0] for e in read["events"]}
+        assert planes[lines["on the gpu"]] != planes[lines["aten::mm"]], first
+
+
+def test_an_unknown_category_with_a_stream_but_no_device_stays_on_its_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    event = _op("on its thread", cat="my_cat", ts=1002, dur=1, args={"stream": 7})
+    read = _read(tmp_path, monkeypatch, [_op("aten::mm"), event])
+    assert len({e[0] for e in read["events"]}) == 1
+    assert [line.name for line in read["lines"]] == ["thread 2"]
+
+
+def test_an_instant_whose_category_is_string_0_keeps_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only an instant without a category is a cpu_instant_event."""
+    mark = {"cat": "my_marks", "ph": "i", "s": "t", "name": "mark", "pid": 1, "tid": 2}
+    read = _read(tmp_path, monkeypatch, [mark | {"ts": 1002}, _op("aten::mm")])
+    categories = {name: stats for _plane, _id, name, stats in read["metadata"]}
+    assert categories["mark"] == [("category", 4, "my_marks")]
+
+
+def test_threads_named_by_text_are_threads_of_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two text tids of one process, two text pids and a null pid: five threads, and a
+    thread name given to one text thread names that one only."""
+    name = {"ph": "M", "name": "thread_name", "pid": 1, "tid": "a", "args": {"name": "loader"}}
+    events = [
+        _op("on a", tid="a"),
+        _op("on b", tid="b", ts=1001, dur=1),
+        _op("on worker", pid="worker", ts=1002, dur=1),
+        _op("on server", pid="server", ts=1002, dur=1),
+        _op("no pid", pid=None, ts=1003, dur=1),
+        name,
+    ]
+    read = _read(tmp_path, monkeypatch, events)
+    lines = {e[1]: e[0] for e in read["events"]}
+    assert len(set(lines.values())) == 5
+    named = {line.index: line.name for line in read["lines"]}
+    assert named[lines["on a"]] == "loader" and named[lines["on b"]] != "loader"
+
+
+def test_an_arg_named_like_an_added_stat_is_one_stat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A memcpy whose args say "memcpy_details" (the stat the import adds) has one such
+    stat, as a dict's assignments would leave it (decision 211), even in a trace where no
+    event has two args of other names."""
+    args = {"device": 0, "memcpy_details": "from the trace"}
+    memcpy = _op("Memcpy HtoD", cat="gpu_memcpy", pid=0, tid=7, ts=1003, dur=1, args=args)
+    read = _read(tmp_path, monkeypatch, [_op("aten::mm"), memcpy])
+    (stats,) = [e[5] for e in read["events"] if e[1] == "MEMCPYHToD"]
+    assert [key for key, *_ in stats].count("memcpy_details") == 1
+
+
+def test_metadata_on_a_thread_past_the_stream_limit_is_no_device_event(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events that are not routed (a thread name) have no kind: none is counted as a device
+    event with a stream past the limit."""
+    far = {"ph": "M", "name": "thread_name", "pid": 1, "tid": STREAM_ID_LIMIT}
+    read = _read(tmp_path, monkeypatch, [_op("aten::mm"), far | {"args": {"name": "far"}}])
+    assert not read["warnings"]
