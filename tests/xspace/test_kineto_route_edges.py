@@ -566,3 +566,37 @@ def test_metadata_on_a_thread_past_the_stream_limit_is_no_device_event(
     far = {"ph": "M", "name": "thread_name", "pid": 1, "tid": STREAM_ID_LIMIT}
     read = _read(tmp_path, monkeypatch, [_op("aten::mm"), far | {"args": {"name": "far"}}])
     assert not read["warnings"]
+
+
+def test_an_event_of_exactly_the_longest_duration_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`limits.DURATION_LIMIT_NS` (9223372036854775 ns, 106 days) is the longest an event may
+    last; longer is skipped and counted (here 2 ns longer: the nearest float64 microseconds
+    of 1 ns longer is the limit itself)."""
+    events = [
+        _op("aten::mm"),
+        _op("the longest", ts=1000, dur=9223372036854.775),
+        _op("2 ns longer", ts=1000, dur=9223372036854.777),
+    ]
+    read = _read(tmp_path, monkeypatch, events)
+    assert sorted(_names(read)) == ["aten::mm", "the longest"]
+    assert read["warnings"] == ["skipped 1 events lasting more than 106 days"]
+
+
+def test_a_memory_event_exactly_at_the_low_time_limit_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The low limit is exclusive too: a [memory] event at -2**62 ns is skipped and counted,
+    the one 1 us after it is read."""
+    args = {"Bytes": 8, "Device Type": 1, "Device Id": 0, "Total Allocated": 8}
+    memory = {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 2, "args": args}
+    events = [
+        _op("aten::mm", ts=-1999.5, dur=999),
+        memory | {"ts": -1999},
+        memory | {"ts": -2000},  # the trace's own -2000 us is the base's -2**62 ns
+    ]
+    read = _read(tmp_path, monkeypatch, events, baseTimeNanoseconds=2_000_000 - TIME_LIMIT_NS)
+    assert [e[1] for e in read["events"]].count("MemoryAllocation") == 1
+    assert len(read["warnings"]) == 1
+    assert read["warnings"][0].startswith("skipped 1 [memory] events with times beyond")
