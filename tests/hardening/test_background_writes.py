@@ -3,12 +3,15 @@ while the entries are still being written, and a later open finds them complete.
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from stepscope import workers
 from stepscope.model import cache, open_host, open_run
 from stepscope.stats.trace_index import index as trace_index
 from stepscope.store import background, entries
@@ -98,3 +101,22 @@ def test_writes_wait_for_the_answer_being_computed(tmp_path: Path) -> None:
     reader.start()
     reader.join(30)
     assert not reader.is_alive() and seen == [False, True]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own priority")
+def test_a_write_queued_while_answering_runs_below_the_answers(tmp_path: Path) -> None:
+    """Windows the page asks for while the entries are written come first on busy cores
+    (decision 255): a write queued in a `foreground` section runs on a thread whose nice
+    value is the caller's plus `workers.BACKGROUND_NICE` (at most 19); one queued outside
+    any section (a command's writes before its exit) keeps the caller's."""
+    seen: dict[str, int] = {}
+
+    def write(name: str) -> None:
+        seen[name] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    with background.foreground():
+        background.write_later(tmp_path / "a", lambda: write("answering"), "test entry")
+    background.write_later(tmp_path / "b", lambda: write("plain"), "test entry")
+    background.wait()
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert seen == {"answering": min(mine + workers.BACKGROUND_NICE, 19), "plain": mine}

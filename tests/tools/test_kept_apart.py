@@ -6,6 +6,8 @@ whose parent is gone exits.
 
 from __future__ import annotations
 
+import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -14,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from stepscope import workers
 from stepscope.model import open_run
 from stepscope.store import background
 from stepscope.tools import _analysis as analysis
@@ -123,3 +126,26 @@ def test_a_child_exits_when_its_parent_is_gone(run_dir: Path, tmp_path: Path) ->
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+@pytest.mark.skipif(not hasattr(os, "setpriority"), reason="no process priorities here")
+def test_the_child_runs_below_the_callers_priority(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Windows asked while the steps are built come first on busy cores (decision 255): the
+    child's nice value is the caller's plus `workers.BACKGROUND_NICE` (at most 19). The child
+    reports its value once it differs from its parent's (or after a bound, not a measurement:
+    the parent sets it just after the start) as its failure, which the parent logs."""
+    report = (
+        "import os, sys, time; parent = os.getpriority(os.PRIO_PROCESS, os.getppid()); "
+        "deadline = time.monotonic() + 10\n"
+        "while os.getpriority(os.PRIO_PROCESS, 0) == parent and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+        "sys.exit(f'nice {os.getpriority(os.PRIO_PROCESS, 0)}')"
+    )
+    monkeypatch.setattr(kept_apart, "_CHILD", report)
+    caplog.set_level(logging.INFO, logger=kept_apart.__name__)
+    run = open_run(str(run_dir))
+    assert not kept_apart.build_apart(str(run_dir), run.hosts[0].host, ("x",), None, 60.0)
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    assert f"nice {min(mine + workers.BACKGROUND_NICE, 19)}" in caplog.text

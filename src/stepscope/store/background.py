@@ -11,7 +11,9 @@ A caller computing an answer can hold the writes back (`foreground`): a write qu
 starts when no such section is running, so on two busy cores it does not take CPU from the
 answer (the trace viewer's first window at 10M events waited about a second for the
 converted profile's write and the index's steps). A write someone waits for (`wait`) starts
-at once.
+at once. Such a write also runs below the threads that answer
+(`stepscope.workers.lower_thread_priority`): the page asks for more windows while it goes
+on (seconds of disk writes at 10M events), and they come first (decision 255).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from stepscope import log
+from stepscope import log, workers
 
 _lock = threading.Lock()
 _pending: dict[Path, threading.Thread] = {}
@@ -46,10 +48,17 @@ def foreground() -> Iterator[None]:
 
 def write_later(target: Path, write: Callable[[], None], what: str) -> None:
     """Run ``write()`` (which writes the entry ``target``) on a thread; an OSError is a
-    warning naming ``what`` and the target, as a synchronous write's would be."""
+    warning naming ``what`` and the target, as a synchronous write's would be. Queued in a
+    `foreground` section, it starts once no section runs and runs below the answering
+    threads' priority."""
+
+    with _gate:
+        behind_answers = _answering > 0
 
     def run() -> None:
         try:
+            if behind_answers:  # this thread is the write's own: it ends with it
+                workers.lower_thread_priority()
             with _gate:
                 _gate.wait_for(lambda: _answering == 0 or target in _urgent)
             write()

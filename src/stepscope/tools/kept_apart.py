@@ -4,6 +4,8 @@ The trace viewer asks for a large profile's step database while the page asks fo
 built on a server thread it holds the GIL for seconds. `build_apart` starts a child that
 builds it and keeps it in the store (`stepscope.tools.kept`), and the caller reads it from
 there, or builds it itself when the child failed: nothing depends on the child but speed.
+The child runs below the caller's priority (`workers.lower_process_priority`), so that on
+busy cores it takes the CPU from no window either (decision 255).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from stepscope import workers
 from stepscope.store import background
 
 logger = logging.getLogger(__name__)
@@ -61,6 +64,9 @@ def build_apart(
         except (OSError, subprocess.SubprocessError) as exc:
             logger.info("could not build %s in a process of its own: %s", names, exc)
             return False
+        # below the threads that answer: the windows the page asks for meanwhile come first
+        # on busy cores (decision 255); the child still gets every idle moment
+        workers.lower_process_priority(child.pid)
         try:
             code = child.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
