@@ -27,11 +27,12 @@ alternates from repeat to repeat, and
 the median of the per-pair ratios xprof-rs / stepscope (one thread each side, and two
 threads against its default) is printed with the load average.
 
-Then the same process times full-view windows at 8000 px: ``--windows`` of them while the
-steps endpoint builds the step database on another thread (as the page asks for the steps
-right after its first window; 0.1 s apart, spread over the build), and as many once it is
-done (p50 / p95 ms of wall and of the asking thread's CPU; the index in memory, as a server
-holds it). The full view is the index's memo after its first answer (decision 230), so each
+Then the same process times full-view windows at 8000 px: one every 0.1 s for as long as
+the steps endpoint builds the step database on another thread (as the page asks for the
+steps right after its first window; the whole build: the store's writes of the converted
+profile and the index, then the steps' child process, 10-40 s here), and ``--windows`` once
+it is done (p50 / p95 ms of wall and of the asking thread's CPU; the index in memory, as a
+server holds it). The full view is the index's memo after its first answer (decision 230), so each
 is paired with a window of the whole trace but its first k nanoseconds, which is computed
 every time: what any other wide window costs (from the index's laid-out level, decision
 240). The stepscope process keeps its freed heap, so that windows timed on its main thread
@@ -94,7 +95,7 @@ def near(k):  # the whole trace but its first k ns: computed each time, never th
 worker = threading.Thread(target=steps)
 worker.start()
 during, during_near = [], []
-while worker.is_alive() and len(during) < int(sys.argv[3]):
+while worker.is_alive():  # the whole build: the store's writes, then the steps' child
     during.append(timed(full)); during_near.append(timed(near(len(during))))
     time.sleep(0.1)  # as a page asks: spread over the build
 worker.join()
