@@ -31,7 +31,10 @@ alternating) and prints the median of the per-pair ratios HTA / stepscope of CPU
 time with the load average, in process (as above) and of the whole processes timed from
 outside (interpreter start, this script's few module-level imports -- json, os, sys, time,
 pathlib, typing -- and the interpreter's exit included: ``wait4``'s user + system time; the
-parent's own modules are imported where it runs them, not in the measured children)
+parent's own modules are imported where it runs them, not in the measured children), and of
+the command a user runs for it, ``stepscope tool FILE overview_page --no-cache -q`` (the
+console script's code; the same conversion and overview, printed; it ends as a one-shot
+command does: decisions 68 and 232) timed the same way, in the same pairs
 (issue #30: the GPU inference trace ``h100_timesformer_inference.json.gz`` at ``--copies 4``
 is 0.2M events).
 """
@@ -178,31 +181,71 @@ def _once(python: str, who: str, path: str) -> dict[str, float] | None:
     return result
 
 
+# The console script's code (`stepscope = stepscope.cli.main:main`): the command as users run it.
+CLI = "import sys; from stepscope.cli.main import main; sys.exit(main())"
+
+
+def _once_cli(path: str) -> dict[str, float] | None:
+    """``stepscope tool PATH overview_page --no-cache -q`` in a fresh process, as a user runs
+    it (the same conversion and overview, printed as JSON; no store: nothing written): the
+    whole process timed from outside, as `_once` times the others."""
+    import subprocess
+
+    started = time.perf_counter()
+    child = subprocess.Popen(
+        [sys.executable, "-c", CLI, "tool", path, "overview_page", "--no-cache", "-q"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={
+            **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+            "PYTHONWARNINGS": "ignore",
+        },
+    )
+    out = child.stdout.read() if child.stdout else ""
+    err = child.stderr.read() if child.stderr else ""
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) or "steps" not in json.loads(out):
+        print(f"stepscope tool failed on {path}:\n{err[-2000:]}", file=sys.stderr)
+        return None
+    return {"process_cpu": usage.ru_utime + usage.ru_stime, "process_seconds": seconds}
+
+
 def paired(hta: str, path: str, pairs: int) -> str:
     """``pairs`` A/B runs (order alternating): the median of per-pair ratios HTA / stepscope,
     in process (from before the library import) and of the whole processes."""
     import statistics
 
     load = f"{os.getloadavg()[0]:.1f}"
-    ratios: dict[str, list[float]] = {k: [] for k in ("cpu", "seconds", "pcpu", "pseconds")}
-    ours: dict[str, list[float]] = {"cpu": [], "pcpu": []}
+    keys = ("cpu", "seconds", "pcpu", "pseconds", "ccpu", "cseconds")
+    ratios: dict[str, list[float]] = {k: [] for k in keys}
+    ours: dict[str, list[float]] = {"cpu": [], "pcpu": [], "ccpu": []}
     for k in range(pairs):
-        order = ("stepscope", "hta") if k % 2 == 0 else ("hta", "stepscope")
+        order = ("stepscope", "cli", "hta") if k % 2 == 0 else ("hta", "cli", "stepscope")
         got = {
-            who: _once(sys.executable if who == "stepscope" else hta, who, path) for who in order
+            who: (
+                _once_cli(path)
+                if who == "cli"
+                else _once(sys.executable if who == "stepscope" else hta, who, path)
+            )
+            for who in order
         }
-        a, b = got["stepscope"], got["hta"]
-        if a is None or b is None:
+        a, c, b = got["stepscope"], got["cli"], got["hta"]
+        if a is None or b is None or c is None:
             return "failed"
-        for key, field in (
-            ("cpu", "cpu"),
-            ("seconds", "seconds"),
-            ("pcpu", "process_cpu"),
-            ("pseconds", "process_seconds"),
+        for key, ours_, field in (
+            ("cpu", a, "cpu"),
+            ("seconds", a, "seconds"),
+            ("pcpu", a, "process_cpu"),
+            ("pseconds", a, "process_seconds"),
+            ("ccpu", c, "process_cpu"),
+            ("cseconds", c, "process_seconds"),
         ):
-            ratios[key].append(b[field] / a[field])
+            ratios[key].append(b[field] / ours_[field])
         ours["cpu"].append(a["cpu"])
         ours["pcpu"].append(a["process_cpu"])
+        ours["ccpu"].append(c["process_cpu"])
 
     def med(values: list[float]) -> str:
         return f"{statistics.median(values):.1f}x ({min(values):.1f}-{max(values):.1f})"
@@ -212,6 +255,8 @@ def paired(hta: str, path: str, pairs: int) -> str:
         f"{med(ratios['seconds'])}, stepscope CPU {statistics.median(ours['cpu']):.3f} s; "
         f"whole processes CPU {med(ratios['pcpu'])}, wall {med(ratios['pseconds'])}, "
         f"stepscope CPU {statistics.median(ours['pcpu']):.3f} s; "
+        f"`stepscope tool` as a whole process CPU {med(ratios['ccpu'])}, wall "
+        f"{med(ratios['cseconds'])}, stepscope CPU {statistics.median(ours['ccpu']):.3f} s; "
         f"load {load} -> {os.getloadavg()[0]:.1f}"
     )
 
