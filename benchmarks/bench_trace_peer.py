@@ -30,13 +30,14 @@ threads against its default) is printed with the load average.
 Then the same process times full-view windows at 8000 px: one every 0.1 s for as long as
 the steps endpoint builds the step database on another thread (as the page asks for the
 steps right after its first window; the whole build: the store's writes of the converted
-profile and the index, then the steps' child process, 10-40 s here), and ``--windows`` once
-it is done (p50 / p95 ms of wall and of the asking thread's CPU; the index in memory, as a
-server holds it). The full view is the index's memo after its first answer (decision 230), so each
-is paired with a window of the whole trace but its first k nanoseconds, which is computed
-every time: what any other wide window costs (from the index's laid-out level, decision
-240). The stepscope process keeps its freed heap, so that windows timed on its main thread
-cost what the server's worker threads pay (decision 241).
+profile and the index, then the steps' child process, 10-60 s here), and ``--windows`` once
+it is done (p50 / p95 ms of wall, of the asking thread's CPU and of its wait for a core,
+from Linux's schedstat: what is left of the wall is the GIL and the rest; the index in
+memory, as a server holds it). The full view is the index's memo after its first answer
+(decision 230), so each is paired with a window of the whole trace but its first k
+nanoseconds, which is computed every time: what any other wide window costs (from the
+index's laid-out level, decision 240). The stepscope process keeps its freed heap, so that
+windows timed on its main thread cost what the server's worker threads pay (decision 241).
 """
 
 from __future__ import annotations
@@ -86,10 +87,16 @@ found = []
 def steps():
     found.append(api.steps(ctx, {})[0])
     found.append(time.time())
+def queued():  # this thread's time waiting for a core, s (Linux's schedstat; 0 elsewhere)
+    try:
+        with open("/proc/thread-self/schedstat") as stat:
+            return int(stat.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
 def timed(params):
-    t, c = time.perf_counter(), time.thread_time()
+    t, c, q = time.perf_counter(), time.thread_time(), queued()
     api.window(ctx, params)
-    return f"{time.perf_counter() - t:.5f}:{time.thread_time() - c:.5f}"
+    return f"{time.perf_counter() - t:.5f}:{time.thread_time() - c:.5f}:{queued() - q:.5f}"
 def near(k):  # the whole trace but its first k ns: computed each time, never the memo
     return {**full, "t0": str(k)}
 worker = threading.Thread(target=steps)
@@ -110,10 +117,11 @@ for values in (during, after, during_near, after_near):
 cpu_first: list[float] = []  # stepscope's CPU time up to its first window (s)
 exits: list[float] = []  # stepscope's process exits (wall s), the store writes included
 steps_ready: list[float] = []  # the steps endpoint's answer (wall s from spawn)
-# (wall s, CPU s of the asking thread) per window: the full view while the steps were built
+# (wall s, CPU s of the asking thread, its wait for a core s) per window: the full view while
+# the steps were built
 # and once they were (the memo's answer after the first), and a window of the whole trace but
 # its first nanoseconds (computed every time) during and after
-WINDOW_TIMES: dict[str, list[tuple[float, float]]] = {
+WINDOW_TIMES: dict[str, list[tuple[float, ...]]] = {
     "full view while the steps are built": [],
     "full view after": [],
     "computed near-full view while the steps are built": [],
@@ -234,10 +242,11 @@ def main() -> None:
         f"{statistics.median(cpu_first):.2f} s"
     )
     for what, times in WINDOW_TIMES.items():
-        wall, cpu = [t[0] for t in times], [t[1] for t in times]
+        wall, cpu, queue = ([t[k] for t in times] for k in range(3))
         print(
             f"{what}, 8000 px: wall p50 {_pct(wall, 0.5):.1f} / p95 {_pct(wall, 0.95):.1f} ms, "
-            f"CPU p50 {_pct(cpu, 0.5):.1f} / p95 {_pct(cpu, 0.95):.1f} ms ({len(times)})"
+            f"CPU p50 {_pct(cpu, 0.5):.1f} / p95 {_pct(cpu, 0.95):.1f} ms, waiting for a core "
+            f"p50 {_pct(queue, 0.5):.1f} / p95 {_pct(queue, 0.95):.1f} ms ({len(times)})"
         )
     print(f"load {load_before} -> {paired.load()}")
     for name, (wall, cpu, peak) in result.items():
