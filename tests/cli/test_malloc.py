@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from stepscope.cli import main as cli_main
-from stepscope.cli import malloc
+from stepscope.cli import malloc, quick_exit
 from tests.support.fixtures import FIXTURES, REPO
 
 
@@ -53,16 +53,19 @@ def test_only_one_shot_commands_of_their_own_process(
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     assert set(commands.choices) >= cli_main.ONE_SHOT
     assert not {"serve", "server", "capture", "demo"} & cli_main.ONE_SHOT
+    assert cli_main.QUICK_EXIT <= cli_main.ONE_SHOT
     calls: list[bool] = []
     monkeypatch.setattr(malloc, "keep_freed_memory", lambda: calls.append(True) or True)
+    ended: list[int] = []  # decision 256: these commands' own processes skip the teardown
+    monkeypatch.setattr(quick_exit, "exit_now", ended.append)
     ctl = str(FIXTURES / "tf" / "ctl")
     assert cli_main.main(["info", ctl]) == 0  # a caller's process (a test, a script): untouched
-    assert calls == []
+    assert calls == [] and ended == []
     monkeypatch.setattr(sys, "argv", ["stepscope", "info", ctl])
     assert cli_main.main() == 0  # the console script's own process
     monkeypatch.setattr(sys, "argv", ["stepscope", "runs", str(FIXTURES / "tf")])
     assert cli_main.main() == 0
-    assert calls == [True]
+    assert calls == [True] and ended == [0]
     capsys.readouterr()
 
 

@@ -24,6 +24,10 @@ _NAMES = frozenset(name.rstrip("_") for name in COMMANDS)
 # (`stepscope.cli.malloc`, decision 68). Never serve, server, capture or demo (long-lived or
 # running the user's code).
 ONE_SHOT = frozenset({"diff", "export", "import", "info", "query", "report", "summary", "tool"})
+# One-shot commands whose own process ends without the interpreter's teardown once the answer
+# is out (`stepscope.cli.quick_exit`, decisions 232 and 256): they print (or write with
+# `tmpfiles`, synchronously) and keep nothing that a finalizer would have to flush.
+QUICK_EXIT = frozenset({"diff", "info", "report", "summary", "tool"})
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -51,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BrokenPipeError:  # `stepscope tool ... | head`
             return 0
     status = _run(argv, own_process)
-    if own_process and argv[:1] == ["tool"]:
+    if own_process and argv[:1] and argv[0] in QUICK_EXIT:
         from stepscope.cli.quick_exit import exit_now
 
         exit_now(status)
