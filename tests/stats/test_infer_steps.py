@@ -203,3 +203,49 @@ def test_of_two_other_threads_the_better_candidate_wins() -> None:
     _repeat(reader, "read", [0, 20, 40, 60], 1)
     _repeat(poller, "poll", [k * 5 for k in range(12)], 1)
     assert "'read'" in _inferred(build(builder))[0]
+
+
+def test_the_share_of_the_period_is_rounded_to_a_tenth_then_the_busier_wins() -> None:
+    """'early' fills 19 of its 27 ms (first start to last end: 0.70), 'late' 21 of 32 ms
+    (0.66): both 0.7 to a tenth, so the busier 'late' wins. The share is measured from the
+    first start to the last start plus the last event's own duration."""
+    builder, (main,) = _host("main")
+    for t, d in zip([0, 10, 20], [8, 4, 7], strict=True):
+        _repeat(main, "early", [t], d)
+    for t, d in zip([50, 60, 70, 80], [9, 6, 4, 2], strict=True):
+        _repeat(main, "late", [t], d)
+    description, starts = _inferred(build(builder))
+    assert "'late'" in description and starts == [50, 60, 70]
+
+
+def test_events_of_1_ns_every_ns_are_steps_of_1_ns() -> None:
+    builder, (main,) = _host("main")
+    for t in range(5):
+        main.event("tick", t, 1)
+    found = infer_steps(build(builder))
+    assert found is not None
+    assert found.start_ns.tolist() == [0, 1, 2, 3] and found.end_ns.tolist() == [1, 2, 3, 4]
+
+
+def test_events_inside_the_first_event_are_not_top_level() -> None:
+    # 'load' repeats every 30 ms (coarser than 'train_step') but inside 'warmup', the
+    # thread's first event: only top-level events are candidates
+    builder, (main,) = _host("main")
+    main.event("warmup", 0, 100 * MS)
+    _repeat(main, "load", [0, 30, 60, 90], 5)
+    _repeat(main, "train_step", [110, 120, 130, 140], 8)
+    description, starts = _inferred(build(builder))
+    assert "'train_step'" in description and starts == [110, 120, 130]
+
+
+def test_each_other_thread_offers_its_own_events_only() -> None:
+    """The busiest thread has no repeats; two others repeat 'read' alike (a tie: the first
+    thread's wins). Each thread's candidates are its own events, not the other threads'."""
+    builder, (main, first, second) = _host("main", "first", "second")
+    main.event("setup", 0, 500 * MS)
+    _repeat(first, "read", [0, 20, 40, 60], 1)
+    _repeat(second, "read", [10, 30, 50, 70], 1)
+    found = infer_steps(build(builder))
+    assert found is not None
+    assert found.lines == (1,)
+    assert found.start_ns.tolist() == [0, 20 * MS, 40 * MS]
