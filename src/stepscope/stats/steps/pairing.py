@@ -96,8 +96,7 @@ def _by_number(hosts: Sequence[HostSteps], common: np.ndarray) -> list[np.ndarra
 
 
 def _ranges(numbers: np.ndarray) -> str:
-    if not len(numbers):
-        return "none"
+    """``numbers`` (never empty: the steps a host leaves out) as one number or lo-hi."""
     lo, hi = int(numbers.min()), int(numbers.max())
     return str(lo) if lo == hi else f"{lo}-{hi}"
 
