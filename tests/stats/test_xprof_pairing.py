@@ -130,3 +130,72 @@ def test_the_chief_spans_the_least_time_from_its_first_step_not_from_zero() -> N
     # overlaps it, so every host pairs from its first step
     blips = _host("blips", [(5000, 5000), (5100, 5100)])
     assert _rows([a, blips, c]) == [[0, 1], [0, 1], [0, 1]]
+
+
+def _pair(*spans: list[tuple[int, int]]) -> list[list[int]]:
+    return _rows([_host(f"h{k}", s) for k, s in enumerate(spans)])
+
+
+def test_the_walk_starts_at_both_first_steps_and_moves_on_the_one_ending_first() -> None:
+    # the chief's first step ends before the other's starts: the chief alone moves on, and
+    # its second step overlaps the other's first (shift 1)
+    assert _pair([(40, 70)], [(30, 31), (41, 51)]) == [[0], [1]]
+    # a shift overlapping 1 ns beats shifts overlapping nothing
+    assert _pair([(40, 60)], [(20, 30), (40, 41)]) == [[0], [1]]
+    # the other host's step ends first: it moves on, then ends with the chief's
+    assert _pair([(0, 30)], [(0, 10), (10, 30)]) == [[0], [1]]
+    # nothing overlaps: every host from its first step; one step each
+    assert _pair([(0, 20)], [(60, 65)]) == [[0], [0]]
+
+
+def test_instant_steps_of_either_side_are_passed_over() -> None:
+    # h0 and h1 both span 20 ns (instants aside): h0, listed first, is the chief; h1's
+    # instant first step is passed over and its second overlaps h0's step
+    assert _pair([(20, 40)], [(20, 20), (30, 50)]) == [[0], [1]]
+    # an instant among the chief's steps: the walk goes on after it
+    four = [(0, 100), (100, 200), (200, 300), (300, 400)]
+    assert _pair(four, [(100, 200), (200, 200), (200, 300)]) == [[0, 1, 2], [0, 1, 2]]
+    # an instant first step of the other host
+    assert _pair([(20, 20), (20, 30)], [(50, 80)]) == [[0], [0]]
+
+
+def test_overlaps_add_up_per_shift_and_equal_ends_move_both_sides_on() -> None:
+    # shift 0 overlaps 20 + 5 ns, shift 1 only 10: shift 0
+    assert _pair([(40, 70), (75, 85)], [(30, 60), (60, 80)]) == [[0, 1], [0, 1]]
+    # steps ending together: both move on (the chief's second step pairs h0's third)
+    assert _pair([(20, 40), (40, 50), (50, 51)], [(30, 50), (50, 51)]) == [[1, 2], [0, 1]]
+    # steps of one host overlapping each other: after equal ends the next step of either
+    # side is not paired with the step just left (XProf's walk)
+    assert _pair([(50, 70), (55, 75)], [(50, 55), (60, 70)]) == [[0], [1]]
+    assert _pair([(20, 25), (20, 40), (20, 40)], [(20, 30), (30, 40)]) == [[0, 1], [0, 1]]
+
+
+def test_the_pod_steps_are_those_every_host_covers() -> None:
+    # h0 a step early: its second step pairs the chief's first, and it has one left
+    assert _pair([(10, 20), (25, 55)], [(40, 50), (50, 60)]) == [[1], [0]]
+    # h0 covers only the chief's second step, h1 only its first: no pod step
+    assert _pair([(60, 65)], [(40, 40), (45, 46)], [(40, 60)]) == [[], [], []]
+
+
+def test_by_position_the_reference_spans_the_least_time_from_its_first_start() -> None:
+    def rows(*spans: list[tuple[int, int]]) -> list[list[int]]:
+        hosts = [_host(f"h{k}", s, 100 * k) for k, s in enumerate(spans)]
+        pairing = pair_host_steps(hosts)
+        assert pairing.mode == BY_POSITION
+        return [r.tolist() for r in pairing.rows]
+
+    # h1 spans 1 ns: the reference; h2's second step would pair h0's step
+    assert rows([(50, 60)], [(10, 11)], [(40, 40), (50, 80)]) == [[0], [0], [0]]
+    # spans from the first start to the last end, instants included: h0 0 ns (the
+    # reference), h2 15 ns, h1 30 ns
+    assert rows([(50, 50)], [(40, 70)], [(30, 40), (40, 45)]) == [[0], [0], [0]]
+    # a shift overlapping 1 ns beats one overlapping nothing
+    assert rows([(40, 60)], [(20, 30), (40, 41)]) == [[0], [1]]
+
+
+def test_by_number_with_nothing_left_out_says_only_how() -> None:
+    a = _host("a", [(0, 100), (100, 200)], 5)
+    b = _host("b", [(0, 90), (100, 190)], 5)
+    pairing = pair_host_steps([a, b])
+    assert pairing.left_out == (0, 0)
+    assert pairing.description == "paired by step number: 2 steps every host has"
