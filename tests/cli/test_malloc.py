@@ -46,6 +46,27 @@ def test_thresholds_set_unless_the_user_tuned_malloc(monkeypatch: pytest.MonkeyP
     assert not malloc.keep_freed_memory() and libc.calls == []
 
 
+def test_numpy_is_asked_for_plain_pages_unless_the_user_chose(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Decision 261: before NumPy loads, a one-shot command turns off its transparent huge
+    pages (a fault waiting on memory compaction); a user's own setting stays, and a NumPy
+    already loaded (a caller's process) is left alone."""
+    monkeypatch.setattr(malloc.ctypes, "CDLL", lambda name: _FakeLibc(1))
+    numpy = sys.modules["numpy"]
+    monkeypatch.delitem(sys.modules, "numpy")
+    monkeypatch.delenv(malloc.NUMPY_HUGEPAGE, raising=False)
+    malloc.keep_freed_memory()
+    assert os.environ[malloc.NUMPY_HUGEPAGE] == "0"
+    monkeypatch.setenv(malloc.NUMPY_HUGEPAGE, "1")
+    malloc.keep_freed_memory()
+    assert os.environ[malloc.NUMPY_HUGEPAGE] == "1"
+    monkeypatch.setitem(sys.modules, "numpy", numpy)
+    monkeypatch.delenv(malloc.NUMPY_HUGEPAGE)
+    malloc.keep_freed_memory()
+    assert malloc.NUMPY_HUGEPAGE not in os.environ
+
+
 def test_only_one_shot_commands_of_their_own_process(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
