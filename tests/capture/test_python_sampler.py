@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -99,3 +100,60 @@ def test_no_samples_when_host_tracing_is_off(tmp_path: Path) -> None:
             update_metrics(50_000)
     profile = load_run(stepscope.stop())
     assert profile.n_events == 0
+
+
+def test_threads_opening_steps_are_sampled_and_no_other(tmp_path: Path) -> None:
+    """The sampler samples the starting thread and each thread that opens a step (either
+    form), not a thread that only annotates; stopping it twice is harmless."""
+    from stepscope.capture import session
+
+    stepscope.start(tmp_path, stepscope.ProfilerOptions(device_tracer_level=0))
+    try:
+        sampler = session._session.sampler if session._session is not None else None
+        assert sampler is not None
+        idents: dict[str, int] = {}
+
+        # each thread says who it is once its work is done
+        def marked() -> None:
+            with stepscope.step(0):
+                pass
+            idents["marked"] = threading.get_ident()
+
+        def looped() -> None:
+            for _ in stepscope.steps([1, 2]):
+                pass
+            idents["looped"] = threading.get_ident()
+
+        def annotated() -> None:
+            with stepscope.trace("not a step"):
+                pass
+            idents["annotated"] = threading.get_ident()
+
+        # all alive at once, till checked: an ended thread's ident is given to the next
+        checked = threading.Event()
+
+        def kept(target: Callable[[], None]) -> threading.Thread:
+            def run() -> None:
+                target()
+                checked.wait()
+
+            thread = threading.Thread(target=run)
+            thread.start()
+            return thread
+
+        threads = [kept(target) for target in (marked, looped, annotated)]
+        try:
+            while len(idents) < 3 and all(t.is_alive() for t in threads):
+                checked.wait(0.001)
+            assert threading.get_ident() in sampler.threads
+            assert idents["marked"] in sampler.threads and idents["looped"] in sampler.threads
+            assert idents["annotated"] not in sampler.threads
+        finally:
+            checked.set()
+            for thread in threads:
+                thread.join()
+    finally:
+        stepscope.stop(save=False)
+    worker = sampler._worker
+    assert worker is not None and not worker.is_alive()
+    sampler.stop()  # again: nothing left to stop

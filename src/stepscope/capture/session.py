@@ -149,7 +149,7 @@ class Session:
         sampler = PythonSampler(self.options.python_sampler_hz, self.budget)
         for ident, native_id, name in self.sample_from_start:
             sampler.threads[ident] = SampledThread(ident, native_id, name)
-        _step._on_step = sampler.add_current_thread
+        _step._sampled, _step._sample_this_thread = sampler.threads, sampler.add_current_thread
         sampler.start()
         self.sampler = sampler
 
@@ -188,6 +188,7 @@ class Session:
 
     def _finish(self, save: bool, partial_reason: str, background: bool) -> Path | None:
         _step._on_step = None
+        _step._sampled = None
         if self.sampler is not None:  # first: the imports below are no part of the recording
             self.sampler.stop()
         from stepscope.capture.save import CaptureResult, build_profile, build_xspace
@@ -448,6 +449,7 @@ def _after_fork_in_child() -> None:
     if session is None or session.state == FINISHED:
         return
     _step._on_step = None
+    _step._sampled = None
     _annotations.deactivate()
     loader_workers.arm(False)
     if session.python is not None:
