@@ -1,7 +1,7 @@
 """What a capture costs a PyTorch CPU training loop: per step, and at stop (issue #30).
 
-    python benchmarks/bench_torch_capture.py [--part steps|pairs|own|stop] [--rounds 41]
-        [--block 40] [--layers 6] [--torch-profile-memory]
+    python benchmarks/bench_torch_capture.py [--part steps|pairs|quads|own|stop] [--rounds 41]
+        [--block 40] [--layers 6] [--torch-profile-memory] [--quads 200 --min-quads 30 --width 1]
 
 The loop: an MLP of ``--layers`` hidden 64x64 layers trained on random batches, one BLAS
 thread (about 600 profiler events a step at 6 layers: 200 steps are the issue's 120k events).
@@ -25,6 +25,16 @@ order; each pair gives stepscope / torch - 1 (points), and the report is the med
 ``stepscope.start`` with the bridges off and its step markers, inside a running
 ``torch.profiler`` against that profiler alone (the stack sampler and the markers: what
 stepscope adds on a step).
+
+``quads`` (the issue's per-step row, decision 250): session against session, resolved to a
+point on a loaded machine: `stepscope.start` defaults (each step in ``stepscope.step``)
+against torch.profiler made exactly as the bridge makes it, in quads of ``--block``-step
+blocks ABBA / BAAB in one process; each block's figure is its typical step (the training
+thread's lower-quartile step CPU by ``time.thread_time``, plus the CPU the other threads
+spent per step), each quad gives stepscope / torch - 1 in points, and quads are added until
+the 95% interval of their median is narrower than ``--width``. Printed beside it: the
+process-CPU figure and the difference of the steps above the quartile (a cost only some
+steps pay).
 
 ``own``: stepscope's own work per step beside torch.profiler, each part measured directly
 (the paired blocks above are bounded by the machine's noise, 5-10 points per pair when other
@@ -248,6 +258,170 @@ def pairs_part(step: Step, pairs: int, block: int) -> None:
     print(f"  load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
 
 
+def _bridge_profile() -> Any:
+    """A torch.profiler made exactly as the PyTorch bridge makes it for a CPU-only capture
+    (activities, shapes, allocations, stacks, flops, modules, ``trace_only``)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from stepscope.capture.bridges.torch_bridge import (
+        TorchSettings,
+        record_shapes_for,
+        trace_only_options,
+    )
+
+    s = TorchSettings()
+    return profile(
+        activities=[ProfilerActivity.CPU],
+        record_shapes=record_shapes_for(s, False),
+        profile_memory=s.profile_memory,
+        with_stack=s.with_stack,
+        with_flops=s.with_flops,
+        with_modules=s.with_modules,
+        **trace_only_options(s),
+    )
+
+
+class Block:
+    """One block's CPU per step: the training thread's per-step CPU (``time.thread_time``
+    around each step) and the CPU the process's other threads spent meanwhile (a profiler's
+    own threads: stepscope's stack sampler), per step."""
+
+    __slots__ = ("others_s", "per_step_s", "process_s")
+
+    def __init__(self, per_step_s: list[float], others_s: float, process_s: float) -> None:
+        self.per_step_s = sorted(per_step_s)
+        self.others_s = others_s
+        self.process_s = process_s
+
+    def typical(self) -> float:
+        """The lower quartile of the training thread's steps plus the other threads' mean:
+        what a step costs where nothing outside the process disturbed it (preemption, another
+        job's cache traffic only ever add time to a step), the profiler's threads included."""
+        q = self.per_step_s
+        return q[len(q) // 4] + self.others_s
+
+    def mean(self) -> float:
+        """The process's CPU per step, every disturbance included."""
+        return self.process_s
+
+
+def _timed_steps(step: Step, n: int, marked: bool) -> Block:
+    import stepscope
+
+    per = [0.0] * n
+    clock = time.thread_time
+    started_process, started = time.process_time(), clock()
+    if marked:
+        for i in range(n):
+            t = clock()
+            with stepscope.step(i):
+                step()
+            per[i] = clock() - t
+    else:
+        for i in range(n):
+            t = clock()
+            step()
+            per[i] = clock() - t
+    thread = clock() - started
+    process = time.process_time() - started_process
+    return Block(per, (process - thread) / n, process / n)
+
+
+def _stepscope_block(step: Step, n: int, logdir: str) -> Block:
+    import stepscope
+
+    stepscope.start(logdir)
+    try:
+        return _timed_steps(step, n, marked=True)
+    finally:
+        stepscope.stop(save=False)
+
+
+def _torch_block(step: Step, n: int, logdir: str) -> Block:
+    prof = _bridge_profile()
+    prof.start()
+    try:
+        return _timed_steps(step, n, marked=False)
+    finally:
+        prof.stop()
+
+
+def quads_part(step: Step, block: int, most: int, least: int, width: float) -> None:
+    """stepscope.start defaults against torch.profiler with the bridge's settings, session
+    against session, in quads of blocks ABBA / BAAB (alternating) in one process: a drift of
+    the machine's speed within a quad cancels. Each quad gives stepscope / torch - 1 (points)
+    of the blocks' typical step (`Block.typical`); quads are added until the 95% interval of
+    their median is narrower than ``width`` points (at least ``least``, at most ``most``)."""
+    load = os.getloadavg()[0]
+    typical: list[float] = []
+    means: list[float] = []
+    tails: list[float] = []
+    ms: list[float] = []
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench_torch_quads_") as logdir:
+        for kind in (_stepscope_block, _torch_block):  # warm-up: imports, first starts
+            kind(step, block, logdir)
+        # Every block starts after a full collection (torch's stop leaves its events as
+        # cyclic garbage the next block would pay); frozen first, what it walks is the
+        # blocks' own garbage only (0.4 s -> a few ms a block: more quads in the time).
+        gc.collect()
+        gc.freeze()
+        try:
+            for q in range(most):
+                order = "stts" if q % 2 == 0 else "tsst"
+                got: dict[str, list[Block]] = {"s": [], "t": []}
+                for kind in order:
+                    gc.collect()
+                    timed = _stepscope_block if kind == "s" else _torch_block
+                    got[kind].append(timed(step, block, logdir))
+                ours, theirs = got["s"], got["t"]
+
+                def both(f: Callable[[Block], float], blocks: list[Block]) -> float:
+                    return sum(f(b) for b in blocks) / len(blocks)
+
+                typical.append(100 * (both(Block.typical, ours) / both(Block.typical, theirs) - 1))
+                means.append(100 * (both(Block.mean, ours) / both(Block.mean, theirs) - 1))
+                tails.append(
+                    100
+                    * (
+                        both(lambda b: b.mean() - b.typical(), ours)
+                        - both(lambda b: b.mean() - b.typical(), theirs)
+                    )
+                    / both(Block.typical, theirs)
+                )
+                ms.append(both(Block.typical, theirs) * 1e3)
+                if os.environ.get("BENCH_VERBOSE"):
+                    print(f"    quad {q}: {typical[-1]:+.2f} points (mean {means[-1]:+.2f})")
+                if len(typical) >= least:
+                    _, lo, hi = median_interval(typical)
+                    if hi - lo < width:
+                        break
+        finally:
+            gc.unfreeze()
+    mid, lo, hi = median_interval(typical)
+    print(
+        f"per step, stepscope.start defaults against torch.profiler with the bridge's settings, "
+        f"{len(typical)} quads of {block}-step blocks (ABBA), {time.perf_counter() - started:.0f} s"
+    )
+    print(
+        f"  typical step (training thread's lower quartile + other threads' mean; torch "
+        f"{statistics.median(ms):.3f} ms): stepscope - torch {mid:+.2f} points (95% interval "
+        f"of the median {lo:+.2f} .. {hi:+.2f}, width {hi - lo:.2f})"
+    )
+    mid, lo, hi = median_interval(means)
+    print(
+        f"  process CPU per step (every disturbance included): {mid:+.2f} points ({lo:+.2f} .. "
+        f"{hi:+.2f})"
+    )
+    mid, lo, hi = median_interval(tails)
+    print(
+        f"  the steps above the quartile (mean - typical), stepscope's less torch's: {mid:+.2f} "
+        f"points ({lo:+.2f} .. {hi:+.2f}): a cost of stepscope's that only some steps pay would "
+        f"show here"
+    )
+    print(f"  load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
+
+
 def _marker_us(n: int) -> float:
     """CPU µs one ``with stepscope.step(i)`` adds (a session on, no bridge, no sampler): a loop
     of ``n`` empty marked steps less a loop of ``n`` bare iterations, in the same session."""
@@ -453,12 +627,19 @@ def stop_part(step: Step, pairs: int, n: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("steps", "pairs", "own", "stop"), action="append")
+    parser.add_argument(
+        "--part", choices=("steps", "pairs", "quads", "own", "stop"), action="append"
+    )
     parser.add_argument("--rounds", type=int, default=41)
     parser.add_argument("--block", type=int, default=40)
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--layers", type=int, default=6)
+    parser.add_argument("--quads", type=int, default=200, help="quads: at most this many")
+    parser.add_argument("--min-quads", type=int, default=30)
+    parser.add_argument(
+        "--width", type=float, default=1.0, help="quads: stop once the interval is this narrow"
+    )
     parser.add_argument(
         "--torch-profile-memory",
         action="store_true",
@@ -474,6 +655,8 @@ def main() -> None:
             steps_part(step, args.rounds, args.block)
         elif part == "pairs":
             pairs_part(step, args.rounds, args.block)
+        elif part == "quads":
+            quads_part(step, args.block, args.quads, args.min_quads, args.width)
         elif part == "own":
             own_part(step, args.rounds, args.block)
         else:
