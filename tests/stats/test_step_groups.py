@@ -5,12 +5,15 @@ survivors of the mutation run of ``groups.py`` (docs/testing.md, "Sixth pass (mu
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
 from stepscope.model import Profile
 from stepscope.stats import build_step_db
 from stepscope.stats.steps.groups import build_groups
+from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build, executor_pair, tf_data_prefetch
 
 
@@ -50,3 +53,61 @@ def test_the_iterator_follows_the_last_executor_of_its_key(
     assert waits == ([0, 1, 2, 3] if reached == "last" else [-1] * 4)
     db = build_step_db(profile)
     assert {k: (v / MS).tolist() for k, v in db.category_ns().items() if v.any()} == want
+
+
+# --- Profiles given event by event ----------------------------------------------------------
+
+# (line, name, start ms, duration ms, stats); lines 1-3 are host threads, 7 a GPU stream
+Event = tuple[int, str, float, float, dict[str, Any]]
+
+
+def _profile(events: list[Event]) -> Profile:
+    builder = XSpaceBuilder("groups")
+    host = builder.plane("/host:CPU")
+    lines = {k: host.line(k, f"thread {k}") for k in (1, 2, 3)}
+    if any(line == 7 for line, *_ in events):
+        lines[7] = builder.plane("/device:GPU:0").line(7, "stream 7")
+    for line, name, start_ms, dur_ms, stats in events:
+        lines[line].event(name, int(start_ms * MS), int(dur_ms * MS), stats)
+    return build(builder)
+
+
+def _labels(profile: Profile, step_roots: Any = ()) -> dict[str, int]:
+    """Each event's group by its name (names are unique in these profiles)."""
+    groups = build_groups(profile, step_roots)
+    return {
+        profile.strings[int(name)]: int(label)
+        for name, label in zip(profile.name, groups.label, strict=True)
+    }
+
+
+def test_every_r_is_a_root_and_level_zero_ranks_last() -> None:
+    """XProf's ``IsRoot`` is "has an ``_r`` stat": ``_r=0`` is a root of level 0, and so is
+    an ``_r`` that is no integer (its integer value is 0); level 0 ranks after level 1
+    (these were no roots: their events reached nothing)."""
+    profile = _profile(
+        [
+            (1, "zero", 0, 10, {"_r": 0}),
+            (1, "inside zero", 1, 2, {}),
+            (2, "text", 5, 10, {"_r": "1"}),
+            (2, "inside text", 6, 2, {}),
+            (3, "root", 20, 10, {"_r": 1}),
+        ]
+    )
+    assert _labels(profile) == {
+        "zero": 1,
+        "inside zero": 1,
+        "text": 2,
+        "inside text": 2,
+        "root": 0,
+    }
+    assert build_groups(profile, np.zeros(0)).root.tolist() == [4, 0, 2]
+
+
+def test_a_step_root_without_r_is_level_one() -> None:
+    """A caller's step root with no ``_r`` ranks with the level-1 roots, by start, and
+    before level 0."""
+    profile = _profile(
+        [(1, "marker", 10, 5, {}), (2, "root", 0, 5, {"_r": 1}), (3, "zero", 5, 5, {"_r": 0})]
+    )
+    assert build_groups(profile, np.array([0])).root.tolist() == [1, 0, 2]

@@ -8,9 +8,9 @@ consumer like any other but, as in XProf (checked against its step breakdowns of
 TensorFlow fixtures), it does not adopt the events that follow it up to ``StopRegion``.
 tf.data's prefetch produce/consume pairs (``element_id``) link no group: XProf's step
 grouping (``GroupTfEvents``) never connects them (only its tf.data tool does), so the work
-of a pipeline's background threads is no step's (decision 265). Roots are ``_r`` events
-(highest level first, then earliest) and the step markers the caller adds; a root reached
-from an earlier root does not start a group.
+of a pipeline's background threads is no step's (decision 265). Roots are the events with
+an ``_r`` stat (highest level first, then earliest) and the step markers the caller adds; a
+root reached from an earlier root does not start a group.
 
 Vectorized as a min-label propagation: root k starts with label k and labels flow down the
 nesting forest (level by level) and along the other edges until nothing changes. An event's
@@ -198,15 +198,19 @@ def _correlation_edges(profile: Profile) -> Edges:
 
 
 def _roots(profile: Profile, step_roots: np.ndarray) -> np.ndarray:
-    """All roots, in XProf's order: root level descending, then start time."""
+    """All roots, in XProf's order: root level descending, then start time.
+
+    As in XProf, every event with an ``_r`` stat is a root, whatever its value, and its
+    level is the value (0 when it is no integer); a step root the caller adds without
+    ``_r`` ranks as level 1 (decision 267)."""
     roots = profile.stat_events("_r")  # few: no dense column over every event
-    roots = roots[profile.stat_at("_r", roots).as_int(0) > 0]
     tf_data_ids = profile.stat_at("id", _events_named(profile, _TF_DATA_FUNCTIONS)).as_int()
     ids = profile.stat_at("id", roots)
     roots = roots[~(ids.present & member(ids.as_int(), tf_data_ids))]
     roots = distinct(np.concatenate((roots, step_roots)))
-    level = np.maximum(profile.stat_at("_r", roots).as_int(0), 1)
-    return roots[np.lexsort((roots, profile.start_ns[roots], -level))]
+    level = profile.stat_at("_r", roots)
+    rank = np.where(level.present, level.as_int(0), 1)
+    return roots[np.lexsort((roots, profile.start_ns[roots], -rank))]
 
 
 def build_groups(profile: Profile, step_roots: np.ndarray) -> Groups:
