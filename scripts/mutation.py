@@ -187,6 +187,7 @@ GROUPS: dict[str, Group] = {
             "tests/stats/test_infer_steps.py",
             "tests/stats/test_step_markers.py",
             "tests/stats/test_xprof_pairing.py",
+            "tests/stats/test_step_groups.py",
         ),
     ),
     "event_types": Group(

@@ -200,6 +200,11 @@ def executor_pair(reached: str, steps: int = 4) -> XSpaceBuilder:
     main = host.line(1, "python")
     first, last = host.line(2, "tf_Compute_a"), host.line(3, "tf_Compute_b")
     get_next = host.line(4, "tf_inter_op")
+    # last in event order, a Process of a key of its own that no step reaches (so that the
+    # last Process of each step's key is not simply the one at the mirror position)
+    host.line(5, "tf_Compute_c").event(
+        "ExecutorState::Process", 1_000 * MS, MS, {"id": 9, "iter_num": 0}
+    )
     for k in range(steps):
         t0 = 1_000 * MS + k * 10 * MS
         key = {"id": 50 + k, "iter_num": 0}
