@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from stepscope.errors import NotFoundError
-from stepscope.model import cache, discover_runs, open_host, open_run
+from stepscope.model import cache, discover_runs, open_file, open_host, open_run
 from stepscope.store import background, location
 from tests.support.fixtures import FIXTURES
 
@@ -111,3 +111,19 @@ def test_large_conversions_report_progress(
     err = capsys.readouterr().err.splitlines()
     assert [line.split("]", 1)[1].split()[0] for line in err] == ["0%", "20%", "60%", "100%"]
     assert f"converted {profile.n_events:,} events" in err[-1]
+
+
+def test_open_file_takes_a_path_and_caches_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A pathlib.Path reached the cache's JSON metadata as is: the writer thread died and
+    # nothing was cached.
+    monkeypatch.setenv("STEPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    copy = tmp_path / "h.xplane.pb"
+    shutil.copy(next((FIXTURES / "tf" / "ctl").rglob("*.xplane.pb")), copy)
+    first = open_file(copy)
+    background.wait()
+    assert cache.load(cache.entry_dir(str(copy))) is not None
+    second = open_file(copy)
+    assert isinstance(second.start_ns.base, np.memmap)
+    assert first.n_events == second.n_events == 10246

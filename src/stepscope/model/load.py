@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -64,11 +65,14 @@ def open_host(
     return profile
 
 
-def open_file(path: str, use_cache: bool = True, progress: Progress | None = None) -> Profile:
+def open_file(
+    path: str | os.PathLike[str], use_cache: bool = True, progress: Progress | None = None
+) -> Profile:
     """Any single profile file (format from its name; a name no format claims is read as the
     first format, TensorFlow's XSpace)."""
     from stepscope.model import fs
 
+    path = os.fspath(path)  # the cache's metadata and the readers take the text
     fmt = formats.claiming(path) or formats.all_formats()[0]
     host = HostFile(fmt.host_name(formats.base_name(path)), path, fmt.name, fs.size(path))
     return open_host(host, use_cache=use_cache, progress=progress)
