@@ -74,6 +74,27 @@ def test_failed_write_is_a_warning(
     assert "could not write cache" in caplog.text and "Permission denied" in caplog.text
 
 
+def test_a_write_that_fails_on_a_bug_is_a_warning_not_a_dead_thread(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Only an OSError was caught: any other error killed the writer thread with a traceback
+    # in the middle of the user's output.
+    died: list[BaseException | None] = []
+    before = threading.excepthook
+    threading.excepthook = lambda args: died.append(args.exc_value)
+    try:
+
+        def buggy() -> None:
+            raise TypeError("Object of type PosixPath is not JSON serializable")
+
+        background.write_later(tmp_path / "entry", buggy, "cache")
+        background.wait()
+    finally:
+        threading.excepthook = before
+    assert died == []
+    assert "could not write cache" in caplog.text and "PosixPath" in caplog.text
+
+
 def test_writes_wait_for_the_answer_being_computed(tmp_path: Path) -> None:
     """A write queued in a `foreground` section starts when the section ends (it took CPU
     from the trace viewer's first window); one that is waited for starts at once."""

@@ -64,6 +64,11 @@ def write_later(target: Path, write: Callable[[], None], what: str) -> None:
             write()
         except OSError as exc:  # a read-only or full cache must not stop analysis
             log.warn(f"stepscope: could not write {what} {target}: {exc.strerror or exc}")
+        except Exception as exc:  # a bug in a writer: the answer stands, the cache is skipped
+            log.warn(
+                f"stepscope: could not write {what} {target}: {type(exc).__name__}: {exc} "
+                "(a stepscope bug: the results shown are not affected; please report it)"
+            )
         finally:
             with _lock:
                 _pending.pop(target, None)
