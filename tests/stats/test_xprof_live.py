@@ -108,3 +108,20 @@ def test_xprof_pairs_hosts_against_the_one_spanning_the_least_time(tmp_path: Pat
     assert slowest.mean() == pytest.approx(float(figures["steptime_ms_average"]))
     assert slowest.min() == pytest.approx(float(figures["steptime_ms_minimum"]))
     assert slowest.max() == pytest.approx(float(figures["steptime_ms_maximum"]))
+
+
+@pytest.mark.parametrize("level", [1, 0, "1"])
+def test_step_markers_of_any_root_level_match_xprof(tmp_path: Path, level: object) -> None:
+    """XProf makes steps of `train` events whatever their `_r` (0 and a text too)."""
+    pytest.importorskip("xprof")
+    builder = XSpaceBuilder("synthetic")
+    main = builder.plane("/host:CPU").line(1, "python")
+    for k in range(4):
+        t0 = 1_000 * MS + k * 20 * MS
+        main.event("train", t0, 10 * MS, {"step_num": k, "_r": level})
+        main.event("model/dense/MatMul", t0 + 2 * MS, 6 * MS)
+    reference = step_rows(xprof_tool(builder, "overview_page", tmp_path))
+    db = build_step_db(build(builder))
+    assert list(db.names) == list(reference) == [f"train {k}" for k in range(4)]
+    for k, step in enumerate(db.names):
+        assert db.dur_ns[k] / 1e6 == pytest.approx(reference[step]["stepTimeMs"], abs=1e-6)

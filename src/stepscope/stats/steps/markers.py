@@ -2,7 +2,8 @@
 
 Sources, tried in this order unless one is asked for:
 
-- ``marker``: host events with ``_r`` (root level) > 0 other than XProf's implicit roots
+- ``marker``: host events with an ``_r`` (root level) stat, whatever its value (XProf 2.24.2
+  makes steps of ``_r=0`` and of a text ``_r`` too), other than XProf's implicit roots
   (FunctionRun, SessionRun, ...), i.e. ``Trace('train', step_num=s, _r=1)`` in TensorFlow and
   ``stepscope.step``. Their work is found by reachability (`groups`), and, as in
   XProf, when there are more than 5 steps the first and the last are dropped as possibly
@@ -91,8 +92,7 @@ def _marker_steps(profile: Profile) -> StepMarkers | None:
     events = profile.stat_events("_r")  # few: no dense column over every event
     implicit = np.array([profile.strings.id_of(n) for n in IMPLICIT_ROOTS])
     host = host_lines(profile)[profile.line[events]]
-    level = profile.stat_at("_r", events).as_int(0)
-    events = events[host & (level > 0) & ~np.isin(profile.name[events], implicit[implicit >= 0])]
+    events = events[host & ~np.isin(profile.name[events], implicit[implicit >= 0])]
     if not events.size:
         return None
     label = profile.event_name(int(events[0]))
