@@ -126,6 +126,9 @@ def test_the_chief_spans_the_least_time_from_its_first_step_not_from_zero() -> N
     late = _host("late", [(2000, 2120), (2120, 2250), (2250, 2390)])
     c = _host("c", [(1100, 1200), (1200, 1300), (1300, 1400), (1400, 1501)])
     assert _rows([a, late, c]) == [[0, 1, 2], [0, 1, 2], [0, 1, 2]]
+    # an instant step long after late's last one does not widen its span
+    blip = _host("late", [(2000, 2120), (2120, 2250), (2250, 2390), (9000, 9000)])
+    assert _rows([a, blip, c]) == [[0, 1, 2, 3]] * 3
     # a host whose steps are all instants spans nothing: it is the chief, and nothing
     # overlaps it, so every host pairs from its first step
     blips = _host("blips", [(5000, 5000), (5100, 5100)])
@@ -199,3 +202,10 @@ def test_by_number_with_nothing_left_out_says_only_how() -> None:
     pairing = pair_host_steps([a, b])
     assert pairing.left_out == (0, 0)
     assert pairing.description == "paired by step number: 2 steps every host has"
+
+
+def test_the_chief_span_counts_1_ns_steps_and_instants_span_nothing() -> None:
+    # h0's 1 ns first step counts: it spans 21 ns, more than h2 (20) and h1 (10, the chief)
+    assert _pair([(0, 1), (11, 21)], [(10, 20)], [(50, 70)]) == [[1], [0], [0]]
+    # h2, all instants, spans 0 ns: less than h1's 1 ns step, so h2 is the chief
+    assert _pair([(40, 41), (51, 61)], [(40, 40), (40, 41)], [(0, 0)]) == [[0], [0], [0]]
