@@ -91,20 +91,23 @@ def _event_messages(raw: RawColumns) -> pb.Encoded:
     return pb.encode([pb.nested(4, fields)], n)
 
 
-def _line_bytes(line: RawLine, events: bytes) -> bytes:
-    return b"".join(
-        (
-            _int_field(1, line.id),
-            _len_field(2, line.name.encode("utf-8", "surrogateescape")) if line.name else b"",
-            _int_field(3, line.timestamp_ns),
-            events,
-            _int_field(9, line.duration_ps),
-            _int_field(10, line.display_id),
-            _len_field(11, line.display_name.encode("utf-8", "surrogateescape"))
-            if line.display_name
-            else b"",
-        )
-    )
+def _line_parts(line: RawLine, events: memoryview) -> list[bytes | memoryview]:
+    """The XLine message's bytes in order, its events (fields 4) a view of the events' buffer."""
+    return [
+        _int_field(1, line.id),
+        _len_field(2, line.name.encode("utf-8", "surrogateescape")) if line.name else b"",
+        _int_field(3, line.timestamp_ns),
+        events,
+        _int_field(9, line.duration_ps),
+        _int_field(10, line.display_id),
+        _len_field(11, line.display_name.encode("utf-8", "surrogateescape"))
+        if line.display_name
+        else b"",
+    ]
+
+
+def _len_prefix(number: int, size: int) -> bytes:
+    return _key(number, _WIRE_LEN) + pb.varint_bytes(size)
 
 
 def _set_stat(stat: XStat, header: HeaderStat) -> None:
@@ -138,16 +141,24 @@ def encode_space(raw: RawColumns) -> bytes:
     if raw.aggregated_events:
         raise ValueError("aggregated events (num_occurrences) cannot be encoded from columns")
     events = _event_messages(raw)
-    buf = events.buf
-    ends = np.append(events.start, len(buf))
-    lines_of: list[list[bytes]] = [[] for _ in raw.plane_headers]
+    view = events.buf.data  # a memoryview of the array
+    ends = np.append(events.start, len(events.buf)).tolist()
+    # The parts of each plane in order, the events as views of their buffer: one copy of
+    # them, by the final join (copies per line and per plane faulted in fresh memory for
+    # each: ~14k page faults of a 200-step stop's ~30k, decision 252).
+    lines_of: list[list[bytes | memoryview]] = [[] for _ in raw.plane_headers]
+    sizes_of = [0] * len(raw.plane_headers)
     for line in raw.lines:
-        chunk = buf[ends[line.first_event] : ends[line.first_event + line.event_count]]
-        lines_of[line.plane].append(_len_field(3, _line_bytes(line, chunk.tobytes())))
-    out = []
-    for header, lines in zip(raw.plane_headers, lines_of, strict=True):
-        plane = plane_message(header).SerializeToString() + b"".join(lines)
-        out.append(_len_field(1, plane))
+        chunk = view[ends[line.first_event] : ends[line.first_event + line.event_count]]
+        parts = _line_parts(line, chunk)
+        size = sum(len(part) for part in parts)
+        prefix = _len_prefix(3, size)
+        lines_of[line.plane] += [prefix, *parts]
+        sizes_of[line.plane] += len(prefix) + size
+    out: list[bytes | memoryview] = []
+    for header, lines, size in zip(raw.plane_headers, lines_of, sizes_of, strict=True):
+        plane = plane_message(header).SerializeToString()
+        out += [_len_prefix(1, len(plane) + size), plane, *lines]
     head = raw.space_header
     tail = XSpace(hostnames=head.hostnames, errors=head.errors, warnings=head.warnings)
     out.append(tail.SerializeToString())
