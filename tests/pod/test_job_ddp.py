@@ -104,7 +104,8 @@ def test_slow_input_rank_is_named_with_its_cause_three_times(
         # nearly every compared step (a loaded scheduler can make the other rank as late
         # once), and only steps where its script waited for its batch
         assert 4 * len(late["steps"]) >= 3 * len(steps) and set(late["steps"]) <= set(steps)
-        assert all(truths[1]["next_s"][k] > 0.02 for k in late["steps"])
+        # the script's own clocks: rank 1 waited longer for its batch than rank 0 did
+        assert all(truths[1]["next_s"][k] > truths[0]["next_s"][k] for k in late["steps"])
         next_ms = 1e3 * float(np.mean([truths[1]["next_s"][k] for k in late["steps"]]))
         assert late["reason_ms_per_step"] == pytest.approx(next_ms, rel=0.2)  # both means
         _check_waiters(pod, truths, {late["host"]})
