@@ -34,7 +34,9 @@ thread's lower-quartile step CPU by ``time.thread_time``, plus the CPU the other
 spent per step), each quad gives stepscope / torch - 1 in points, and quads are added until
 the 95% interval of their median is narrower than ``--width``. Printed beside it: the
 process-CPU figure and the difference of the steps above the quartile (a cost only some
-steps pay).
+steps pay). With ``--torch-steps`` torch's side marks its steps too, calling ``prof.step()``
+after each (torch's documented loop): marked steps against marked steps, the issue's figure
+(decision 281).
 
 ``own``: stepscope's own work per step beside torch.profiler, each part measured directly
 (the paired blocks above are bounded by the machine's noise, 5-10 points per pair when other
@@ -114,6 +116,8 @@ def _stepscope(step: Step, n: int, logdir: str) -> float:
 # torch.profiler's own options (`--torch-profile-memory`: the allocations too, as the PyTorch
 # bridge records them by default, so both sides collect the same events)
 TORCH_OPTIONS: dict[str, Any] = {}
+# quads: whether torch's side calls prof.step() after each step (--torch-steps)
+TORCH_STEPS = {"on": False}
 
 
 def _torch(step: Step, n: int, logdir: str) -> float:
@@ -305,7 +309,9 @@ class Block:
         return self.process_s
 
 
-def _timed_steps(step: Step, n: int, marked: bool) -> Block:
+def _timed_steps(step: Step, n: int, marked: bool, then: Callable[[], Any] | None = None) -> Block:
+    """``marked``: each step in ``stepscope.step``; ``then``: called after each step, inside
+    its time (torch.profiler's ``prof.step()``, as torch's documented loop does)."""
     import stepscope
 
     per = [0.0] * n
@@ -316,6 +322,12 @@ def _timed_steps(step: Step, n: int, marked: bool) -> Block:
             t = clock()
             with stepscope.step(i):
                 step()
+            per[i] = clock() - t
+    elif then is not None:
+        for i in range(n):
+            t = clock()
+            step()
+            then()
             per[i] = clock() - t
     else:
         for i in range(n):
@@ -341,7 +353,7 @@ def _torch_block(step: Step, n: int, logdir: str) -> Block:
     prof = _bridge_profile()
     prof.start()
     try:
-        return _timed_steps(step, n, marked=False)
+        return _timed_steps(step, n, marked=False, then=prof.step if TORCH_STEPS["on"] else None)
     finally:
         prof.stop()
 
@@ -400,7 +412,8 @@ def quads_part(step: Step, block: int, most: int, least: int, width: float) -> N
             gc.unfreeze()
     mid, lo, hi = median_interval(typical)
     print(
-        f"per step, stepscope.start defaults against torch.profiler with the bridge's settings, "
+        f"per step, stepscope.start defaults against torch.profiler with the bridge's settings"
+        f"{' and prof.step() each step' if TORCH_STEPS['on'] else ''}, "
         f"{len(typical)} quads of {block}-step blocks (ABBA), {time.perf_counter() - started:.0f} s"
     )
     print(
@@ -645,7 +658,14 @@ def main() -> None:
         action="store_true",
         help="torch.profiler with profile_memory=True (the bridge's default) on its side",
     )
+    parser.add_argument(
+        "--torch-steps",
+        action="store_true",
+        help="quads: torch's side marks its steps too, with prof.step() after each step (as "
+        "torch's documented loop does; stepscope's side marks each with stepscope.step)",
+    )
     args = parser.parse_args()
+    TORCH_STEPS["on"] = args.torch_steps
     if args.torch_profile_memory:
         TORCH_OPTIONS["profile_memory"] = True
     print(f"torch.profiler options: {TORCH_OPTIONS or 'defaults'}")
