@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -53,3 +57,21 @@ def test_unknown_path_is_one_line_error(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["info", "/no/such/place"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "/no/such/place" in err[0]
+
+
+@pytest.mark.integration  # a process of its own
+def test_python_dash_m_stepscope_is_the_console_script(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES / "tf" / "ctl", run)
+    monkeypatch.setenv("STEPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    done = subprocess.run(
+        [sys.executable, "-m", "stepscope", "summary", str(run)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert main(["summary", str(run)]) == 0
+    assert done.stdout == capsys.readouterr().out != ""
