@@ -108,10 +108,3 @@ def staged_windows(
         return k.astype(np.int64), w_lo, w_hi
     return has.astype(np.int64), w_lo.astype(np.int64), w_hi.astype(np.int64)
 
-
-def staged_input_ns(
-    profile: Profile, lines: tuple[int, ...], span_lo: np.ndarray, span_hi: np.ndarray
-) -> np.ndarray:
-    """Per step: the length of its input-preparation windows (`staged_windows`)."""
-    step, lo, hi = staged_windows(profile, lines, span_lo, span_hi)
-    return np.bincount(step, weights=hi - lo, minlength=len(span_lo)).astype(np.int64)
