@@ -15,15 +15,20 @@ from stepscope.model import Profile
 from stepscope.stats.steps.markers import find_step_markers
 
 
+def _outermost(starts_ns: np.ndarray, ends_ns: np.ndarray) -> np.ndarray:
+    """Indices of the spans in start order, each span inside an earlier one dropped."""
+    if not len(starts_ns):
+        return np.zeros(0, np.int64)
+    order = np.argsort(starts_ns, kind="stable")
+    starts, ends = starts_ns[order], ends_ns[order]
+    return order[np.r_[True, starts[1:] >= np.maximum.accumulate(ends)[:-1]]]
+
+
 def step_spans(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
     """(starts, ends) in ns of the step markers, sorted, markers inside another dropped."""
     markers = find_step_markers(profile)
-    if len(markers) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    order = np.argsort(markers.start_ns, kind="stable")
-    starts, ends = markers.start_ns[order], markers.end_ns[order]
-    keep = np.r_[True, starts[1:] >= np.maximum.accumulate(ends)[:-1]]
-    return starts[keep], ends[keep]
+    k = _outermost(markers.start_ns, markers.end_ns)
+    return markers.start_ns[k], markers.end_ns[k]
 
 
 def step_spans_with_ids(profile: Profile) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -32,15 +37,10 @@ def step_spans_with_ids(profile: Profile) -> tuple[np.ndarray, np.ndarray, np.nd
     from stepscope.stats.steps.groups import build_groups
 
     markers = find_step_markers(profile)
-    if len(markers) == 0:
-        empty = np.zeros(0, np.int64)
-        return empty, empty, empty
-    order = np.argsort(markers.start_ns, kind="stable")
-    starts, ends = markers.start_ns[order], markers.end_ns[order]
-    keep = np.r_[True, starts[1:] >= np.maximum.accumulate(ends)[:-1]]
-    ids = np.arange(int(keep.sum()), dtype=np.int64)
-    if markers.use_groups:
-        label = build_groups(profile, markers.event).label[markers.event[order][keep]]
+    k = _outermost(markers.start_ns, markers.end_ns)
+    ids = np.arange(len(k), dtype=np.int64)
+    if markers.use_groups and len(k):
+        label = build_groups(profile, markers.event).label[markers.event[k]]
         if (label >= 0).all() and len(distinct(label)) == len(label):
             ids = label.astype(np.int64)
-    return starts[keep], ends[keep], ids
+    return markers.start_ns[k], markers.end_ns[k], ids
