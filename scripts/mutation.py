@@ -103,9 +103,11 @@ GROUPS: dict[str, Group] = {
         ),
     ),
     "memory": Group(
-        ("stepscope/stats/memory.py",),
+        # the memory profile and the step spans it numbers its steps with
+        ("stepscope/stats/memory.py", "stepscope/stats/steps/spans.py"),
         (
             "tests/stats/test_memory_profile_db.py",
+            "tests/stats/test_step_spans.py",
             "tests/stats/test_memory_allocators.py",
             "tests/stats/test_memory_edges.py",
             "tests/tools/test_kernel_stats_memory_profile_tools.py",
@@ -139,7 +141,12 @@ GROUPS: dict[str, Group] = {
         ),
     ),
     "input_bound": Group(
-        ("stepscope/stats/advice.py", "stepscope/stats/bound.py"),
+        # the headline, and the input staged inside a step it rests on
+        (
+            "stepscope/stats/advice.py",
+            "stepscope/stats/bound.py",
+            "stepscope/stats/steps/staging.py",
+        ),
         (
             "tests/stats/test_advice.py",
             "tests/stats/test_recommend.py",
@@ -148,6 +155,7 @@ GROUPS: dict[str, Group] = {
             "tests/stats/test_dispatch_bound.py",
             # the headline's evidence: staged input, sampled Python, where untraced time sits
             "tests/stats/test_staging.py",
+            "tests/stats/test_staging_windows.py",
             "tests/stats/test_python_samples.py",
             "tests/stats/test_wait_attribution.py",
         ),
