@@ -23,35 +23,40 @@ from tests.support.xprof_live import step_rows, xprof_hosts_tool, xprof_tool
 pytestmark = pytest.mark.integration
 
 
-def test_instant_before_the_step_matches_xprof(tmp_path: Path) -> None:
-    pytest.importorskip("xprof")
-    builder = instant_before_step()
-    reference = step_rows(xprof_tool(builder, "overview_page", tmp_path))
+# XProf's overview fields of the step breakdown's categories
+XPROF_FIELDS = {
+    "input": "infeedTimeMs",
+    "host_compute": "hostComputeTimeMs",
+    "other": "otherTimeMs",
+}
+
+
+def _matches_xprof(builder: XSpaceBuilder, folder: Path, *categories: str) -> list[str]:
+    """Asserts stepscope's steps of ``builder`` are XProf's (names, times, ``categories``);
+    returns the step names."""
+    reference = step_rows(xprof_tool(builder, "overview_page", folder))
     db = build_step_db(build(builder))
     cats = db.category_ns()
     assert list(db.names) == list(reference)
     for k, step in enumerate(db.names):
         ref = reference[step]
         assert db.dur_ns[k] / 1e6 == pytest.approx(ref["stepTimeMs"], abs=1e-6)
-        assert cats["host_compute"][k] / 1e6 == pytest.approx(ref["hostComputeTimeMs"], abs=1e-6)
-        assert cats["other"][k] / 1e6 == pytest.approx(ref["otherTimeMs"], abs=1e-6)
+        for category in categories:
+            got = cats[category][k] / 1e6
+            assert got == pytest.approx(ref[XPROF_FIELDS[category]], abs=1e-6), (step, category)
+    return list(db.names)
+
+
+def test_instant_before_the_step_matches_xprof(tmp_path: Path) -> None:
+    pytest.importorskip("xprof")
+    _matches_xprof(instant_before_step(), tmp_path, "host_compute", "other")
 
 
 def test_tf_data_prefetch_matches_xprof(tmp_path: Path) -> None:
     """The prefetch thread's work is in no step (XProf's step grouping never links tf.data
     produce/consume events): the figures test_step_groups asserts are XProf's."""
     pytest.importorskip("xprof")
-    builder = tf_data_prefetch()
-    reference = step_rows(xprof_tool(builder, "overview_page", tmp_path))
-    db = build_step_db(build(builder))
-    cats = db.category_ns()
-    assert list(db.names) == list(reference)
-    for k, step in enumerate(db.names):
-        ref = reference[step]
-        assert db.dur_ns[k] / 1e6 == pytest.approx(ref["stepTimeMs"], abs=1e-6)
-        assert cats["input"][k] / 1e6 == pytest.approx(ref["infeedTimeMs"], abs=1e-6)
-        assert cats["host_compute"][k] / 1e6 == pytest.approx(ref["hostComputeTimeMs"], abs=1e-6)
-        assert cats["other"][k] / 1e6 == pytest.approx(ref["otherTimeMs"], abs=1e-6)
+    _matches_xprof(tf_data_prefetch(), tmp_path, "input", "host_compute", "other")
 
 
 @pytest.mark.parametrize("reached", ["first", "last"])
@@ -59,16 +64,7 @@ def test_the_executor_of_an_iterator_matches_xprof(tmp_path: Path, reached: str)
     """Two Process events share the iterator's (id, iter_num), one reached from the step:
     XProf links the iterator to the last of them (test_step_groups asserts its figures)."""
     pytest.importorskip("xprof")
-    builder = executor_pair(reached)
-    reference = step_rows(xprof_tool(builder, "overview_page", tmp_path))
-    db = build_step_db(build(builder))
-    cats = db.category_ns()
-    assert list(db.names) == list(reference)
-    for k, step in enumerate(db.names):
-        ref = reference[step]
-        assert cats["input"][k] / 1e6 == pytest.approx(ref["infeedTimeMs"], abs=1e-6)
-        assert cats["host_compute"][k] / 1e6 == pytest.approx(ref["hostComputeTimeMs"], abs=1e-6)
-        assert cats["other"][k] / 1e6 == pytest.approx(ref["otherTimeMs"], abs=1e-6)
+    _matches_xprof(executor_pair(reached), tmp_path, "input", "host_compute", "other")
 
 
 def _tf_host(starts_ms: list[int], durs_ms: list[int]) -> XSpaceBuilder:
@@ -120,8 +116,4 @@ def test_step_markers_of_any_root_level_match_xprof(tmp_path: Path, level: objec
         t0 = 1_000 * MS + k * 20 * MS
         main.event("train", t0, 10 * MS, {"step_num": k, "_r": level})
         main.event("model/dense/MatMul", t0 + 2 * MS, 6 * MS)
-    reference = step_rows(xprof_tool(builder, "overview_page", tmp_path))
-    db = build_step_db(build(builder))
-    assert list(db.names) == list(reference) == [f"train {k}" for k in range(4)]
-    for k, step in enumerate(db.names):
-        assert db.dur_ns[k] / 1e6 == pytest.approx(reference[step]["stepTimeMs"], abs=1e-6)
+    assert _matches_xprof(builder, tmp_path) == [f"train {k}" for k in range(4)]
