@@ -148,15 +148,14 @@ def _peak(base_kb: int) -> float:
     return _rss_kb("VmHWM:") - base_kb
 
 
-def _once(python: str, who: str, path: str) -> dict[str, float] | None:
-    """One child: its own figures (from before the library import), and ``process_cpu`` /
-    ``process_seconds``, the whole process timed from outside (interpreter start included;
-    user + system CPU from ``wait4``)."""
+def _child(argv: list[str]) -> tuple[str, str, int, float, float]:
+    """Runs ``argv``, timed from outside: (stdout, stderr, exit code, user + system CPU from
+    ``wait4``, wall seconds), interpreter start included."""
     import subprocess
 
     started = time.perf_counter()
     child = subprocess.Popen(
-        [python, __file__, "--child", who, path],
+        argv,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -171,12 +170,19 @@ def _once(python: str, who: str, path: str) -> dict[str, float] | None:
     err = child.stderr.read() if child.stderr else ""  # a few lines: no pipe fills meanwhile
     _, status, usage = os.wait4(child.pid, 0)
     seconds = time.perf_counter() - started
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode:
+    code = os.waitstatus_to_exitcode(status)
+    return out, err, code, usage.ru_utime + usage.ru_stime, seconds
+
+
+def _once(python: str, who: str, path: str) -> dict[str, float] | None:
+    """One child: its own figures (from before the library import), and ``process_cpu`` /
+    ``process_seconds``, the whole process timed from outside."""
+    out, err, code, cpu, seconds = _child([python, __file__, "--child", who, path])
+    if code:
         print(f"{who} failed on {path}:\n{err[-2000:]}", file=sys.stderr)
         return None
     result: dict[str, float] = json.loads(out.strip().splitlines()[-1])
-    result["process_cpu"] = usage.ru_utime + usage.ru_stime
+    result["process_cpu"] = cpu
     result["process_seconds"] = seconds
     return result
 
@@ -189,27 +195,12 @@ def _once_cli(path: str) -> dict[str, float] | None:
     """``stepscope tool PATH overview_page --no-cache -q`` in a fresh process, as a user runs
     it (the same conversion and overview, printed as JSON; no store: nothing written): the
     whole process timed from outside, as `_once` times the others."""
-    import subprocess
-
-    started = time.perf_counter()
-    child = subprocess.Popen(
-        [sys.executable, "-c", CLI, "tool", path, "overview_page", "--no-cache", "-q"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={
-            **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
-            "PYTHONWARNINGS": "ignore",
-        },
-    )
-    out = child.stdout.read() if child.stdout else ""
-    err = child.stderr.read() if child.stderr else ""
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) or "steps" not in json.loads(out):
+    argv = [sys.executable, "-c", CLI, "tool", path, "overview_page", "--no-cache", "-q"]
+    out, err, code, cpu, seconds = _child(argv)
+    if code or "steps" not in json.loads(out):
         print(f"stepscope tool failed on {path}:\n{err[-2000:]}", file=sys.stderr)
         return None
-    return {"process_cpu": usage.ru_utime + usage.ru_stime, "process_seconds": seconds}
+    return {"process_cpu": cpu, "process_seconds": seconds}
 
 
 def paired(hta: str, path: str, pairs: int) -> str:
