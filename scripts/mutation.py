@@ -100,6 +100,7 @@ GROUPS: dict[str, Group] = {
             "tests/xspace/test_kineto_scan.py",
             "tests/xspace/test_kineto_devices.py",
             "tests/xspace/test_kineto_route_edges.py",
+            "tests/xspace/test_kineto_route_flows.py",
         ),
     ),
     "memory": Group(
