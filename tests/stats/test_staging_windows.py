@@ -66,3 +66,10 @@ def test_windows_cut_by_the_optimizer_keep_their_steps() -> None:
         ("aten::linear", 3 * MS, MS),
     )
     assert got == [(0, 0, 3 * MS), (1, 20 * MS, 22 * MS), (1, 23 * MS, 25 * MS)]
+
+
+def test_the_loss_and_the_backward_are_the_models() -> None:
+    # a step inferred from a repeated loss op starts at the loss: no batch is built there
+    for name in ("aten::cross_entropy_loss", "autograd::engine::evaluate_function: MmBackward0"):
+        assert _windows((name, 0, 2 * MS), ("aten::linear", 5 * MS, MS)) == [], name
+    assert _windows(("aten::add", 0, 2 * MS), ("aten::linear", 5 * MS, MS)) == [(0, 0, 5 * MS)]

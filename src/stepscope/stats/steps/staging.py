@@ -42,6 +42,17 @@ _COMPUTE_PREFIXES += (
     "aten::lstm",
     "aten::gru",
     "aten::scaled_dot_product_attention",
+    # the loss and the backward pass are the model's too: a step inferred from a repeated
+    # loss op starts at the loss, and what follows it up to the backward's first matmul is
+    # no batch being built
+    "aten::cross_entropy_loss",
+    "aten::nll_loss",
+    "aten::mse_loss",
+    "aten::l1_loss",
+    "aten::binary_cross_entropy",
+    "aten::log_softmax",
+    "aten::_log_softmax",
+    "autograd::engine::evaluate_function",
 )
 _COMPUTE_FUNCTIONS = frozenset({"forward"})
 # Model-side work that may run before the first model op and is not input.
@@ -107,4 +118,3 @@ def staged_windows(
         k = np.searchsorted(span_lo, w_lo, "right") - 1
         return k.astype(np.int64), w_lo, w_hi
     return has.astype(np.int64), w_lo.astype(np.int64), w_hi.astype(np.int64)
-
