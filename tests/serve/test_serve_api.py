@@ -133,10 +133,12 @@ def test_new_runs_appear_without_restart(client: httpx.Client, logdir: Path) -> 
 
 
 def test_gzip_and_static_assets(client: httpx.Client) -> None:
+    # This machine's clients get answers as they are (decision 290; other machines' get
+    # gzip: tests/tools/test_trace_viewer_tool.py::test_windows_go_uncompressed_to_this_machine).
     r = client.get(
         "/api/tool/fake_stats", params={"run": RUN_A}, headers={"Accept-Encoding": "gzip"}
     )
-    assert r.headers["content-encoding"] == "gzip"
+    assert r.status_code == 200 and "content-encoding" not in r.headers
     index = client.get("/")
     assert index.status_code == 200 and "text/html" in index.headers["content-type"]
     assert "default-src 'self'" in index.headers["content-security-policy"]

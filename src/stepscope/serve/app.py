@@ -10,7 +10,6 @@ From code (e.g. `stepscope demo`)::
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 import threading
 import time
@@ -32,8 +31,9 @@ from stepscope import log
 from stepscope.errors import StepscopeError
 from stepscope.executor import Executor
 from stepscope.records import record
-from stepscope.serve.access import AccessGuard, new_token
+from stepscope.serve.access import AccessGuard, is_loopback, new_token
 from stepscope.serve.capture_routes import CaptureManager, capture_routes
+from stepscope.serve.compress import PlainToThisMachine
 from stepscope.serve.http import ApiRequest, Handler, error_response
 from stepscope.serve.protocol import BoundedH11Protocol
 from stepscope.serve.routes import build_routes
@@ -88,11 +88,14 @@ def create_app(
     token: str | None = None,
     token_for_reads: bool = False,
     port: int = 0,
+    compress_local: bool = False,
 ) -> Starlette:
     """The UI and API for ``logdir``. ``allowed_hosts`` limits the Host header (a guard against
     DNS rebinding) and ``token`` guards state-changing requests (every request with
     ``token_for_reads``); see `access`. With neither (embedding in another ASGI server), the
-    embedding server is responsible for both; `serve` and `start_server` always set them."""
+    embedding server is responsible for both; `serve` and `start_server` always set them.
+    Answers to clients on this machine go uncompressed unless ``compress_local`` (a page
+    behind an SSH tunnel: see `compress`)."""
     state = state or ServerState(logdir, use_cache=use_cache, cache_dir=cache_dir)
     routes = [
         Route(r.path, _endpoint(r.handler, r.blocking), methods=["GET", "HEAD"], name=r.name)
@@ -101,6 +104,8 @@ def create_app(
     # The Capture Profile dialog's routes go first: /api/{path} there catches every other name.
     routes = capture_routes(CaptureManager(state)) + routes
     middleware = [Middleware(GZipMiddleware, minimum_size=500)]
+    if not compress_local:
+        middleware.insert(0, Middleware(PlainToThisMachine))
     if allowed_hosts is not None or token is not None:
         guard = Middleware(
             AccessGuard,
@@ -124,15 +129,6 @@ def server_names(host: str, extra: Sequence[str] = ()) -> list[str]:
     if host in ("0.0.0.0", "::", ""):
         names += [socket.gethostname(), socket.getfqdn()]
     return [n.lower() for n in names if n]
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -188,6 +184,7 @@ def _prepare(
     state: ServerState | None = None,
     allow_hosts: Sequence[str] = (),
     token: str | None = None,
+    compress_local: bool = False,
 ) -> tuple[Any, socket.socket, ServerState, str, str]:
     import uvicorn
 
@@ -208,6 +205,7 @@ def _prepare(
         token=token,
         token_for_reads=not loopback,
         port=bound_port,
+        compress_local=compress_local,
     )
     config = uvicorn.Config(
         app,
@@ -251,14 +249,24 @@ def serve(
     executor: Executor | None = None,
     allow_hosts: Sequence[str] = (),
     token: str | None = None,
+    compress_local: bool = False,
 ) -> None:
     """Serve the UI for ``logdir`` until interrupted; tells ``say`` (the ``stepscope`` logger
     by default; the CLI prints it) the URL to open, with the token.
     With ``run`` (a run name as `stepscope runs` lists it), the URL opens that run's overview.
+    ``compress_local``: gzip answers to this machine's clients too (see `compress`).
     """
     state = ServerState(logdir, use_cache=use_cache, executor=executor)
     server, sock, _state, url, token = _prepare(
-        logdir, host, port, use_cache, log.warn, state, allow_hosts=allow_hosts, token=token
+        logdir,
+        host,
+        port,
+        use_cache,
+        log.warn,
+        state,
+        allow_hosts=allow_hosts,
+        token=token,
+        compress_local=compress_local,
     )
     url = page_url(url, run, token=token)
     say(f"stepscope: serving {_state.logdir} at {url}  (Ctrl-C to stop)")
@@ -282,11 +290,12 @@ def start_server(
     state: ServerState | None = None,
     allow_hosts: Sequence[str] = (),
     token: str | None = None,
+    compress_local: bool = False,
 ) -> RunningServer:
     """Start serving ``logdir`` on a background thread; returns once it accepts connections.
     ``state`` replaces the default one (tests pass one with their own tool registry)."""
     server, sock, state, url, token = _prepare(
-        logdir, host, port, use_cache, log.warn, state, allow_hosts, token
+        logdir, host, port, use_cache, log.warn, state, allow_hosts, token, compress_local
     )
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="stepscope-serve", daemon=True

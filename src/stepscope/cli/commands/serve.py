@@ -43,6 +43,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--open", action="store_true", help="open the UI in a web browser")
     parser.add_argument(
+        "--compress-local",
+        action="store_true",
+        help="gzip large answers to this machine's clients too (by default a page on this "
+        "machine gets them uncompressed, which is faster there); for a browser that reaches "
+        "the server through an SSH tunnel or a forwarded port, whose bytes cross a network",
+    )
+    parser.add_argument(
         "--no-cache",
         action="store_true",
         help="convert profiles again instead of reading the on-disk cache",
@@ -64,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         executor=executor_from(args),
         allow_hosts=args.allow_host,
         token=args.token,
+        compress_local=args.compress_local,
         say=lambda line: print(line, flush=True),  # the address goes to stdout, as always
     )
     return 0
