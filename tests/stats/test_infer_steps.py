@@ -249,3 +249,41 @@ def test_each_other_thread_offers_its_own_events_only() -> None:
     assert found is not None
     assert found.lines == (1,)
     assert found.start_ns.tolist() == [0, 20 * MS, 40 * MS]
+
+
+def _loop(main: LineBuilder, periods_ms: list[float]) -> None:
+    """A PyTorch loop's top-level events, one fetch and the same ops every step."""
+    t = 0.0
+    for period in periods_ms:
+        _repeat(main, LOADER_NEXT, [t], 0.2 * period)
+        _repeat(main, "aten::linear", [t + 0.3 * period], 0.1 * period)
+        _repeat(main, "Optimizer.step#SGD.step", [t + 0.5 * period], 0.1 * period)
+        t += period
+
+
+def test_steps_of_uneven_length_with_the_same_work_each_are_steps() -> None:
+    """A loop on a busy machine: its steps took 19 to 250 ms (seen on a 2-core machine
+    shared with other jobs), so no event repeats at a steady period, but every period
+    holds the same work: the fetch and the same ops. Those are steps (it said 'no steps')."""
+    periods = [65, 151, 224, 58, 175, 52, 100, 25, 51, 255, 29, 159, 164, 68, 21, 155]
+    periods += [19] * 16
+    builder, (main,) = _host("main")
+    _loop(main, periods)
+    description, starts = _inferred(build(builder))
+    assert description == (
+        f"{len(periods)} repeats of top-level event '{LOADER_NEXT}' every 65.7 ms on average "
+        "(19.0 to 255.0 ms apart, the same work each time) (no step markers in the profile)"
+    )
+    assert np.diff(starts).round(3).tolist() == periods[:-2]  # 32 fetches: 31 steps
+
+
+def test_uneven_periods_of_changing_work_are_no_steps() -> None:
+    """The same uneven periods, but what runs between two occurrences changes from one to
+    the next (an op in bursts between other work): neither regular in time nor in content."""
+    builder, (main,) = _host("main")
+    t = 0.0
+    for k, period in enumerate([65, 151, 224, 58, 175, 52, 100, 25, 51, 255, 29, 159]):
+        _repeat(main, "aten::add", [t], 1)
+        _repeat(main, "other", [t + 2 + 0.1 * j for j in range(k % 4)], 0.05)
+        t += period
+    assert infer_steps(build(builder)) is None

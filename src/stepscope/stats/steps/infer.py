@@ -6,7 +6,11 @@ step) comes back once per step at a steady period. Each (thread, name) pair of t
 events with at least three occurrences is a candidate; it qualifies when its periods are
 regular: periods within [0.5, 2] x the median cover at least half of the time between its
 first and last occurrence (one slow step is fine; an op that runs many times inside a step
-and then waits is not).
+and then waits is not), or the same work fills them: periods holding the same top-level
+events of the thread (the same names, as often, beside the candidate's own) cover at least
+half of that time. A loop on a busy machine has steps of 20 to 250 ms, no steady period, and
+the same fetch and ops in every one; an op in bursts has between two of its calls nothing
+else, or another thing each time.
 
 Among qualifying candidates the coarsest period wins (a per-step event over per-layer ones),
 then events that wait for input (a step starts by fetching its batch), then events that fill
@@ -28,6 +32,7 @@ from stepscope.stats.steps.types import StepMarkers
 
 MIN_OCCURRENCES = 3
 REGULAR_SHARE = 0.5
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # odd: a name's id times it is a well-spread hash
 
 
 def _main_line(profile: Profile, top: np.ndarray) -> int | None:
@@ -50,8 +55,12 @@ def _candidates(
     out: list[tuple[tuple[float, int, float, int], int, np.ndarray, int]] = []
     if top.size < MIN_OCCURRENCES:
         return out
+    by_start = np.argsort(profile.start_ns[top], kind="stable")
+    work = _work_before(profile.name[top[by_start]])
+    position = np.empty(len(top), np.int64)
+    position[by_start] = np.arange(len(top))
     order = np.lexsort((profile.start_ns[top], profile.name[top]))
-    top = top[order]
+    top, position = top[order], position[order]
     names = profile.name[top]
     bounds = np.flatnonzero(np.r_[True, names[1:] != names[:-1], True])
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
@@ -63,21 +72,58 @@ def _candidates(
         median = float(np.median(periods))
         if median <= 0:
             continue
-        regular = (periods >= 0.5 * median) & (periods <= 2 * median)
-        if periods[regular].sum() < REGULAR_SHARE * periods.sum():
-            continue
+        granularity = median
+        if not _steady(periods, median):
+            if not _same_work(work, position[lo:hi], periods):
+                continue
+            # Uneven periods: their median is one of them, another per-step event's median
+            # another one; the mean period is the same for every event once a step.
+            granularity = float(periods.mean())
         busy = int(profile.dur_ns[events].sum())
         duty = busy / float(starts[-1] - starts[0] + profile.dur_ns[events[-1]])
         name = profile.strings[int(names[lo])]
         # Periods within 20% count as the same granularity (log buckets of 1.2x).
         score = (
-            float(np.floor(np.log(median) / np.log(1.2))),
+            float(np.floor(np.log(granularity) / np.log(1.2))),
             int(is_input_wait_name(name)),
             round(duty, 1),
             busy,
         )
         out.append((score, int(names[lo]), starts, int(profile.line[events[0]])))
     return out
+
+
+def _steady(periods: np.ndarray, median: float) -> bool:
+    """Whether periods within [0.5, 2] x their median cover `REGULAR_SHARE` of the time."""
+    regular = (periods >= 0.5 * median) & (periods <= 2 * median)
+    return bool(periods[regular].sum() >= REGULAR_SHARE * periods.sum())
+
+
+def _work_before(names: np.ndarray) -> np.ndarray:
+    """Per position of a thread's top-level events in time order (and one past the last):
+    a hash of the names before it, summed, so that the events between two positions have
+    the difference of their hashes (order aside) and their count the difference of
+    positions."""
+    with np.errstate(over="ignore"):
+        hashed = names.astype(np.uint64) * _GOLDEN
+        hashed ^= hashed >> np.uint64(29)
+        return np.r_[np.uint64(0), np.cumsum(hashed, dtype=np.uint64)]
+
+
+def _same_work(work: np.ndarray, position: np.ndarray, periods: np.ndarray) -> bool:
+    """Whether the periods between consecutive occurrences (at ``position`` in time order)
+    that hold the most common work, and some work beside the occurrence itself, cover at
+    least `REGULAR_SHARE` of their time."""
+    count = np.diff(position)
+    with np.errstate(over="ignore"):
+        content = work[position[1:]] - work[position[:-1]]
+    kinds, inverse, seen = np.unique(
+        np.stack([content.view(np.int64), count]), axis=1, return_inverse=True, return_counts=True
+    )
+    common = int(np.argmax(seen))
+    if int(kinds[1, common]) < 2:
+        return False
+    return bool(periods[inverse.reshape(-1) == common].sum() >= REGULAR_SHARE * periods.sum())
 
 
 def infer_steps(profile: Profile) -> StepMarkers | None:
@@ -103,10 +149,17 @@ def infer_steps(profile: Profile) -> StepMarkers | None:
     count = len(starts) - 1
     periods = np.diff(starts)
     name = profile.strings[name_id]
+    median = float(np.median(periods))
+    every = f"every {median / 1e6:.1f} ms"
+    if not _steady(periods, median):
+        every = (
+            f"every {float(periods.mean()) / 1e6:.1f} ms on average ({periods.min() / 1e6:.1f}"
+            f" to {periods.max() / 1e6:.1f} ms apart, the same work each time)"
+        )
     return StepMarkers(
         "inferred",
-        f"{len(starts)} repeats of top-level event '{name}' every "
-        f"{float(np.median(periods)) / 1e6:.1f} ms (no step markers in the profile)",
+        f"{len(starts)} repeats of top-level event '{name}' {every} (no step markers in the "
+        "profile)",
         np.full(count, -1, dtype=np.int64),
         np.arange(count, dtype=np.int64),
         tuple(f"step {k}" for k in range(count)),
