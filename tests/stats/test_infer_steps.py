@@ -287,3 +287,26 @@ def test_uneven_periods_of_changing_work_are_no_steps() -> None:
         _repeat(main, "other", [t + 2 + 0.1 * j for j in range(k % 4)], 0.05)
         t += period
     assert infer_steps(build(builder)) is None
+
+
+def test_a_rank_waiting_in_gloo_takes_its_steps_from_the_loop_not_the_all_reduces() -> None:
+    """A DDP rank that waits for a slower one spends most of its step in gloo's all-reduce,
+    on gloo's thread: that thread is busier than the loop's, but its all-reduces start in
+    the middle of a step (after the backward pass), and the other rank, busy in its own
+    loop, takes its steps from its forward: the two ranks' steps were a step apart."""
+    builder, (main, gloo) = _host("python", "pt_gloo_runloop")
+    for k in range(6):
+        t = k * 40
+        _repeat(main, "DistributedDataParallel.forward", [t], 2)
+        _repeat(main, "autograd::engine::evaluate_function: AddmmBackward0", [t + 3], 2)
+        _repeat(main, "Optimizer.step#SGD.step", [t + 37], 1)
+        _repeat(gloo, "gloo:all_reduce", [t + 5], 31)
+    description, starts = _inferred(build(builder))
+    assert "'DistributedDataParallel.forward'" in description
+    assert starts == [0, 40, 80, 120, 160]
+
+
+def test_a_thread_of_collectives_alone_still_gives_steps() -> None:
+    builder, (gloo,) = _host("pt_gloo_runloop")
+    _repeat(gloo, "gloo:all_reduce", [0, 40, 80, 120], 31)
+    assert "'gloo:all_reduce'" in _inferred(build(builder))[0]

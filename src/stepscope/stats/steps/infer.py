@@ -15,9 +15,10 @@ else, or another thing each time.
 Among qualifying candidates the coarsest period wins (a per-step event over per-layer ones),
 then events that wait for input (a step starts by fetching its batch), then events that fill
 more of their period (a step function rather than a launch call), then more total time. The
-thread with the most ``_r`` roots (else the busiest one) is tried first; other host threads
-only when it has no candidate. Step k is the window from the k-th occurrence to the next
-one, so N occurrences give N - 1 steps, each bounded by observed events at both ends.
+thread with the most ``_r`` roots (else the busiest one, collectives aside) is tried first;
+other host threads only when it has no candidate. Step k is the window from the k-th
+occurrence to the next one, so N occurrences give N - 1 steps, each bounded by observed
+events at both ends.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from stepscope.model import Profile
 from stepscope.stats.events import host_lines, is_input_wait_name
 from stepscope.stats.nesting import nesting_parents
 from stepscope.stats.steps.types import StepMarkers
+from stepscope.vocab.collectives import is_host_collective
 
 MIN_OCCURRENCES = 3
 REGULAR_SHARE = 0.5
@@ -37,7 +39,9 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # odd: a name's id times it is a well-s
 
 def _main_line(profile: Profile, top: np.ndarray) -> int | None:
     """The thread with the most ``_r`` roots, else the one whose top-level events take the
-    most time (the loop's driver: an optimizer thread or a launch thread is busy in bursts)."""
+    most time (the loop's driver: an optimizer thread or a launch thread is busy in bursts),
+    collectives left out: a communication thread (gloo's) of a rank that waits for another
+    is busier than the loop's, in all-reduces that start in the middle of its steps."""
     roots = profile.stat("_r").present
     if roots.any():
         host = host_lines(profile)[profile.line] & roots
@@ -45,7 +49,13 @@ def _main_line(profile: Profile, top: np.ndarray) -> int | None:
             return int(np.bincount(profile.line[host]).argmax())
     if not top.size:
         return None
-    return int(np.bincount(profile.line[top], weights=profile.dur_ns[top]).argmax())
+    names = profile.name[top]
+    kinds = distinct(names)
+    talk = np.array([is_host_collective(profile.strings[int(k)]) for k in kinds.tolist()])
+    work = np.where(talk[np.searchsorted(kinds, names)], 0, profile.dur_ns[top])
+    if not work.any():
+        work = profile.dur_ns[top]
+    return int(np.bincount(profile.line[top], weights=work).argmax())
 
 
 def _candidates(
