@@ -116,3 +116,27 @@ def test_freed_arrays_are_reused_without_page_faults() -> None:
     }
     assert faults["default"] > 10_000  # 64 MB of fresh 4 KiB pages
     assert faults["keep"] < 1_000
+
+
+def test_quick_exit_commands_run_without_cyclic_gc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Decision 297: a one-shot command ending with its answer runs with the cyclic garbage
+    collector off in its own process; a caller's process keeps it, and so does this one once
+    `main` returns (here, where `exit_now` returns instead of ending the process)."""
+    import gc
+
+    seen: list[bool] = []
+
+    def command(argv: list[str], own_process: bool) -> int:
+        seen.append(gc.isenabled())
+        return 0
+
+    monkeypatch.setattr(cli_main, "_run", command)
+    monkeypatch.setattr(quick_exit, "exit_now", lambda status: None)
+    assert gc.isenabled()
+    assert cli_main.main(["summary", "x"]) == 0  # a caller's process
+    monkeypatch.setattr(sys, "argv", ["stepscope", "summary", "x"])
+    assert cli_main.main() == 0  # the console script's own process
+    monkeypatch.setattr(sys, "argv", ["stepscope", "runs", "x"])  # not a quick-exit command
+    assert cli_main.main() == 0
+    assert seen == [True, False, True]
+    assert gc.isenabled()
