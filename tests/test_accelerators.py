@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def fresh(monkeypatch: pytest.MonkeyPatch) -> None:
     """The loader as a new process finds it: nothing imported or warned yet."""
     monkeypatch.setattr(accelerators, "_loaded", {})
+    monkeypatch.setattr(accelerators, "_digests", {}, raising=False)
     monkeypatch.setattr(accelerators, "_warned", False)
     monkeypatch.setenv(accelerators.ENV_VAR, "0")
 
@@ -156,3 +157,25 @@ def test_the_fingerprint_follows_the_states_without_loading_any(
         monkeypatch.setenv(accelerators.ENV_VAR, value)
         seen.add(accelerators.fingerprint())
     assert len(seen) == 4
+
+
+def test_the_sources_are_read_once_per_process(
+    fresh: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decision 299: every kept intermediate's key asks for the fingerprint; the sources
+    behind it are read and digested once, as an extension is loaded once."""
+    import builtins
+
+    reads: list[str] = []
+
+    def counting_open(path: str, *args: object, **kwargs: object) -> object:
+        reads.append(str(path))
+        return builtins.open(path, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(accelerators, "open", counting_open, raising=False)
+    monkeypatch.delenv(accelerators.ENV_VAR, raising=False)
+    first = accelerators.fingerprint()
+    once = sorted(reads)  # each extension's sources and headers (shared headers too)
+    assert once
+    assert accelerators.fingerprint() == first
+    assert sorted(reads) == once  # no source read again

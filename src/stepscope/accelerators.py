@@ -121,11 +121,23 @@ _loaded: dict[str, tuple[str, ModuleType | None]] = {}
 _warned = False
 
 
+_digests: dict[tuple[str, str], str | None] = {}
+
+
 def source_hash(name: str, root: str = HERE) -> str | None:
     """A 64-bit digest (16 hex digits: CRC-32 and Adler-32) of the extension's sources and
     headers under ``root``; None when any is missing there. A stamp against stale builds, not
     a security check: zlib, not hashlib (whose OpenSSL module costs 3.6 MB in every process
-    that opens a profile)."""
+    that opens a profile). Read once per process, as an extension is loaded once (`get`):
+    every kept intermediate's key asks for it (`fingerprint`), 34 reads of the sources in a
+    first overview (decision 299)."""
+    key = (name, root)
+    if key not in _digests:
+        _digests[key] = _read_digest(name, root)
+    return _digests[key]
+
+
+def _read_digest(name: str, root: str) -> str | None:
     import zlib
 
     crc, adler = 0, 1
