@@ -169,12 +169,14 @@ def untraced_python_time(
     order = np.argsort(span_start, kind="stable")
     s_lo, s_hi = span_start[order], span_end[order]
     in_step = _inside(s_lo, s_hi, at)
-    # A run's samples are spread evenly over it, but a run that began outside a step (or in
-    # another step) was seen there: a Python-level sampler gets the GIL when the thread
-    # blocks, so a loader's sleep before the step can be the only stack it saw around a
-    # short burst of Python inside the step. Such samples say nothing about the step.
-    same = _step_of(s_lo, s_hi, at) == _step_of(s_lo, s_hi, first)
-    free = in_step & same & ~_inside(covered_start, covered_end, at)
+    # A run's samples are spread evenly over it, but a run that began outside the steps was
+    # seen there: a Python-level sampler gets the GIL when the thread blocks, so a loader's
+    # sleep between steps can be the only stack it saw around a short burst of Python
+    # inside a step. Such samples say nothing about the steps. A run that began in a step
+    # and goes on over the next ones is what steps shorter than the sampling interval give
+    # (24 ms steps, a sample every 40 ms): each of its samples saw its stack there.
+    began_in_a_step = _step_of(s_lo, s_hi, first) >= 0
+    free = in_step & began_in_a_step & ~_inside(covered_start, covered_end, at)
     if not free.any():
         return PythonTime.empty()
     sample_ev, weight = sample_ev[free], weight[free]
@@ -281,8 +283,8 @@ def functions_in_steps(
         return PythonTime.empty()
     sample_ev, at, _, first = sample_points(profile, lines)
     step = _step_of(span_start, span_end, at)
-    # a run that began outside this step says nothing about it (see untraced_python_time)
-    mine = (step >= 0) & (step == _step_of(span_start, span_end, first))
+    # a run that began outside the steps says nothing about them (see untraced_python_time)
+    mine = (step >= 0) & (_step_of(span_start, span_end, first) >= 0)
     total = int(mine.sum())
     if not total:
         return PythonTime.empty()
