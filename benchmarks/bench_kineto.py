@@ -26,15 +26,17 @@ before the import. HTA runs in ``--hta-python`` (default /tmp/peervenv/bin/pytho
 Median of ``--repeat``; ratio = HTA / stepscope.
 
 ``--source NAME ...`` takes other fixtures of ``../shared/fixtures/kineto`` (``all``: every
-one); ``--pairs N`` runs stepscope and HTA as N paired A/B runs instead (the order
-alternating) and prints the median of the per-pair ratios HTA / stepscope of CPU and wall
-time with the load average, in process (as above) and of the whole processes timed from
-outside (interpreter start, this script's few module-level imports -- json, os, sys, time,
-pathlib, typing -- and the interpreter's exit included: ``wait4``'s user + system time; the
-parent's own modules are imported where it runs them, not in the measured children), and of
-the command a user runs for it, ``stepscope tool FILE overview_page --no-cache -q`` (the
-console script's code; the same conversion and overview, printed; it ends as a one-shot
-command does: decisions 68 and 232) timed the same way, in the same pairs
+one); ``--events N`` replaces ``--copies``: each source gets the fewest copies that make N
+events or more (issue #30's row is "at 0.2M events": ``--events 200000``);
+``--pairs N`` runs stepscope and HTA as N paired A/B runs instead (the order alternating)
+and prints the median of the per-pair ratios HTA / stepscope of CPU and wall time with the
+load average, in process (as above) and of the whole processes timed from outside
+(interpreter start, this script's few module-level imports -- json, os, sys, time, pathlib,
+typing -- and the interpreter's exit included: ``wait4``'s user + system time; the parent's
+own modules are imported where it runs them, not in the measured children), and of the
+command a user runs for it, ``stepscope tool FILE overview_page --no-cache -q`` (the console
+script's code; the same conversion and overview, printed; it ends as a one-shot command
+does: decisions 68 and 232) timed the same way, in the same pairs
 (issue #30: the GPU inference trace ``h100_timesformer_inference.json.gz`` at ``--copies 4``
 is 0.2M events).
 """
@@ -58,11 +60,25 @@ ID_ARGS = ("External id", "correlation", "Record function id", "Sequence number"
 HTA_PYTHON = "/tmp/peervenv/bin/python"
 
 
-def make_trace(copies: int, target: Path, source: Path = SOURCE) -> int:
-    """Write ``copies`` back-to-back copies of ``source``; returns the event count."""
+def _load(source: Path) -> dict[str, Any]:
     import gzip
 
-    doc = json.loads(gzip.decompress(source.read_bytes()))
+    doc: dict[str, Any] = json.loads(gzip.decompress(source.read_bytes()))
+    return doc
+
+
+def copies_for(events: int, source: Path) -> int:
+    """The fewest copies of ``source`` that `make_trace` makes ``events`` events or more of
+    (the thread-name events are written once)."""
+    trace = _load(source)["traceEvents"]
+    once = sum(1 for e in trace if e.get("ph") == "M")
+    each = len(trace) - once
+    return max(1, -(-(events - once) // each)) if each else 1
+
+
+def make_trace(copies: int, target: Path, source: Path = SOURCE) -> int:
+    """Write ``copies`` back-to-back copies of ``source``; returns the event count."""
+    doc = _load(source)
     events: list[dict[str, Any]] = doc.pop("traceEvents")
     stamps = [e["ts"] for e in events if isinstance(e.get("ts"), (int, float))]
     span = int(max(stamps) - min(stamps)) + 1000
@@ -281,6 +297,12 @@ def main() -> None:
     parser.add_argument("--as-tool", action="store_true", help="stepscope as `stepscope tool`")
     parser.add_argument("--source", nargs="+", default=[SOURCE.name], help="fixtures, or all")
     parser.add_argument("--pairs", type=int, default=0, help="paired A/B runs instead")
+    parser.add_argument(
+        "--events",
+        type=int,
+        default=0,
+        help="instead of --copies: as many copies of each source as make this many events",
+    )
     parser.add_argument("--child", nargs=2, metavar=("WHO", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.as_tool:
@@ -291,6 +313,7 @@ def main() -> None:
     hta = args.hta_python if Path(args.hta_python).exists() else None
     if hta is None:
         print(f"no HTA at {args.hta_python}: timing stepscope only")
+    compile_bytecode(hta)
     header = (
         f"{'events':>10} {'JSON MB':>8} {'stepscope s':>12} {'cpu s':>7} {'MB':>6} "
         f"{'HTA s':>8} {'cpu s':>7} {'MB':>6} {'ratio':>6} {'cpu ratio':>9} {'MB/JSON MB':>10}"
@@ -298,7 +321,12 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     sources = sorted(KINETO.glob("*.json.gz")) if args.source == ["all"] else args.source
-    for source, copies in ((KINETO / str(s), c) for s in sources for c in args.copies):
+    runs = [
+        (KINETO / str(s), c)
+        for s in sources
+        for c in ([copies_for(args.events, KINETO / str(s))] if args.events else args.copies)
+    ]
+    for source, copies in runs:
         workdir = Path(tempfile.mkdtemp(prefix="bench_kineto_"))
         trace = workdir / "rank0.json"
         count = make_trace(copies, trace, source)
@@ -320,6 +348,22 @@ def main() -> None:
             flush=True,
         )
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def compile_bytecode(hta: str | None) -> None:
+    """``.pyc`` files for both sides, as pip installs leave them (the children run with
+    PYTHONDONTWRITEBYTECODE unset, so without this the first run of each side compiles)."""
+    import subprocess
+
+    from paired import compile_bytecode as ours
+
+    ours()
+    if hta:
+        code = "import compileall, sysconfig; compileall.compile_dir(sysconfig.get_paths()"
+        code += "['purelib'], quiet=1)"
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env.pop("PYTHONPYCACHEPREFIX", None)
+        subprocess.run([hta, "-c", code], check=True, stdout=subprocess.DEVNULL, env=env)
 
 
 def child(who: str, path: str) -> None:
