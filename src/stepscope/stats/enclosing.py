@@ -1,9 +1,9 @@
 """Which event of a thread encloses another: the op around a kernel launch or an allocation.
 
-Events of one line nest like a call stack. Finding, for a few query events, the innermost
-enclosing "candidate" event (an op) is one pass over the line with a stack; the pass runs on
-plain Python lists of the line's candidates and queries only, so lines with millions of
-other events cost nothing but a boolean mask.
+Events of one line nest like a call stack. For a few query events, the innermost enclosing
+"candidate" event (an op) is found with arrays over the line's candidates and queries only
+(lines with millions of other events cost nothing but a boolean mask): each query's search
+in the candidates' starts, then a climb up the candidates' nesting (`stats.nesting`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,11 @@ import numpy as np
 from stepscope.distinct import distinct
 from stepscope.event_order import start_order
 from stepscope.model import Profile
+from stepscope.stats.nesting import nesting_parents
+
+# Levels climbed one at a time before the jumps by powers of two take over (ops nest a few
+# levels deep; a crafted trace may nest thousands).
+_CLIMBS = 8
 
 
 def innermost_enclosing(
@@ -48,40 +53,60 @@ def _scan_line(
     positions: np.ndarray,
     out: np.ndarray,
 ) -> None:
-    # Candidates sorted by (start, longest first) so parents come before their children;
-    # queries sorted by start. Merge the two streams keeping a stack of open candidates.
-    cand_order = start_order(starts[cand], ends[cand])
-    cand = cand[cand_order]
-    q_order = np.argsort(starts[query_events], kind="stable")
-    queries = query_events[q_order]
-    c_start = starts[cand].tolist()
-    c_end = ends[cand].tolist()
-    c_id = cand.tolist()
-    q_start = starts[queries].tolist()
-    q_end = ends[queries].tolist()
-    q_id = queries.tolist()
-    q_pos = positions[q_order].tolist()
-    stack_end: list[int] = []
-    stack_id: list[int] = []
-    next_cand = 0
-    n_cand = len(c_id)
-    for qs, qe, qid, qpos in zip(q_start, q_end, q_id, q_pos, strict=True):
-        while next_cand < n_cand and c_start[next_cand] <= qs:
-            cs = c_start[next_cand]
-            while stack_end and stack_end[-1] <= cs and stack_end[-1] < c_end[next_cand]:
-                stack_end.pop()
-                stack_id.pop()
-            stack_end.append(c_end[next_cand])
-            stack_id.append(c_id[next_cand])
-            next_cand += 1
-        # Candidates that ended before this query starts cannot hold any later query either.
-        while stack_end and stack_end[-1] < qs:
-            stack_end.pop()
-            stack_id.pop()
-        # Innermost open candidate that also covers the query's end (queries may overlap one
-        # another, so those that do not are kept for later queries); never the query itself.
-        depth = len(stack_id) - 1
-        while depth >= 0 and (stack_end[depth] < qe or stack_id[depth] == qid):
-            depth -= 1
-        if depth >= 0:
-            out[qpos] = stack_id[depth]
+    # Candidates in (start, longest first) order. A candidate contains a query when it starts
+    # at or before the query and ends at or after it; the answer is the last such candidate
+    # in that order (never the query itself). The candidates starting at or before a query
+    # are a prefix of the order; the last of them reaching the query's end is the prefix's
+    # last candidate or one of its nesting ancestors (`nesting_parents`: each candidate's
+    # parent is the last earlier one ending at or after it), whose ends only grow upwards.
+    cand = cand[start_order(starts[cand], ends[cand])]
+    c_start, c_end = starts[cand], ends[cand]
+    parent = nesting_parents(np.zeros(len(cand), dtype=np.int32), c_start, c_end)
+    q_end = ends[query_events]
+    at = np.searchsorted(c_start, starts[query_events], "right") - 1
+    at = _first_reaching(parent, c_end, at, q_end)
+    # The query itself (when it is a candidate) ends exactly at its end: its parent is the
+    # next candidate that reaches it.
+    found = np.flatnonzero(at >= 0)
+    mine = found[cand[at[found]] == query_events[found]]
+    at[mine] = parent[at[mine]]
+    has = at >= 0
+    out[positions[has]] = cand[at[has]]
+
+
+def _first_reaching(
+    parent: np.ndarray, c_end: np.ndarray, at: np.ndarray, q_end: np.ndarray
+) -> np.ndarray:
+    """For positions ``at`` (-1: none), the first of each and its ancestors whose end is at or
+    after ``q_end``; -1 where none is."""
+    at = at.copy()
+    todo = np.flatnonzero(at >= 0)
+    todo = todo[c_end[at[todo]] < q_end[todo]]
+    # A launch's op is a few levels up at most: climb a level at a time for a while ...
+    for _ in range(_CLIMBS):
+        if not todo.size:
+            return at
+        up = parent[at[todo]]
+        at[todo] = up
+        todo = todo[up >= 0]
+        todo = todo[c_end[at[todo]] < q_end[todo]]
+    if not todo.size:
+        return at
+    # ... then, for deep stacks, by powers of two: every ancestor 2**k levels up, then from
+    # the highest jump down, jump while the ancestor still ends before the query's end (the
+    # ends grow upwards); the answer is the parent of the last ancestor that does.
+    jumps = [parent]
+    while True:
+        last = jumps[-1]
+        higher = np.where(last >= 0, last[np.maximum(last, 0)], -1)
+        if not (higher >= 0).any():
+            break
+        jumps.append(higher)
+    node, need = at[todo], q_end[todo]
+    for jump in reversed(jumps):
+        up = jump[node]
+        move = up >= 0
+        move[move] = c_end[up[move]] < need[move]
+        node[move] = up[move]
+    at[todo] = parent[node]
+    return at
