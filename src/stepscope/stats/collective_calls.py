@@ -136,15 +136,7 @@ def collective_calls(profile: Profile, db: StepDb) -> CollectiveCalls:
     events = events[order]
     arrive = profile.start_ns[events].astype(np.int64)
     exit_ = profile.end_at(events).astype(np.int64)
-    names = profile.strings.strings
-    groups = _first_stat(profile, vocab.GROUP_STATS, events)
-    labels = [
-        vocab.collective_kind(names[n]) + (f" {names[g]}" if g >= 0 else "")
-        for n, g in zip(profile.name[events].tolist(), groups.tolist(), strict=True)
-    ]
-    lanes = tuple(dict.fromkeys(labels))
-    lane_of = {name: k for k, name in enumerate(lanes)}
-    lane = np.array([lane_of[x] for x in labels], np.int32)
+    lanes, lane = _lanes(profile, events)
     step = _steps_of(db.start_ns, db.start_ns + db.dur_ns, arrive)
     if layer == "device kernels" and len(db.event) == db.n_steps:
         # A kernel belongs to the step whose marker holds its launch, as in the step
@@ -171,6 +163,24 @@ def collective_calls(profile: Profile, db: StepDb) -> CollectiveCalls:
         runup,
         measured,
     )
+
+
+def _lanes(profile: Profile, events: np.ndarray) -> tuple[tuple[str, ...], np.ndarray]:
+    """(the lanes in the order the calls first reach them, each call's lane): a lane is a
+    collective kind and the call's process group. Labelled per distinct (name, group), not
+    per call (thousands of calls, tens of pairs)."""
+    names = profile.strings.strings
+    groups = _first_stat(profile, vocab.GROUP_STATS, events).astype(np.int64)
+    pair = profile.name[events].astype(np.int64) * (len(names) + 1) + (groups + 1)
+    pairs, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
+    seen = np.argsort(first, kind="stable")  # the pairs in the order the calls reach them
+    lane_of: dict[str, int] = {}
+    lane_of_pair = np.empty(len(pairs), np.int32)
+    for k, key in zip(seen.tolist(), pairs[seen].tolist(), strict=True):
+        name, group = divmod(key, len(names) + 1)
+        label = vocab.collective_kind(names[name]) + (f" {names[group - 1]}" if group else "")
+        lane_of_pair[k] = lane_of.setdefault(label, len(lane_of))
+    return tuple(lane_of), lane_of_pair[inverse.reshape(-1)]
 
 
 def _ordinals(step: np.ndarray, lane: np.ndarray) -> np.ndarray:

@@ -279,12 +279,13 @@ def build_kernel_db(profile: Profile, max_rows: int = MAX_ROWS) -> KernelDb:
     names = profile.name[kernels].astype(np.int64)
     dur = profile.dur_ns[kernels]
     details_ids = profile.stat("kernel_details").string_ids()[kernels]
-    occupancy_by_detail = {}
     parsed: dict[int, KernelDetails] = {}
-    for sid in distinct(details_ids).tolist():
+    detail_ids, detail_of = distinct_inverse(details_ids)
+    for sid in detail_ids.tolist():
         parsed[sid] = parse_kernel_details(profile.strings[sid]) if sid >= 0 else KernelDetails()
-        occupancy_by_detail[sid] = parsed[sid].occupancy_pct
-    occ = np.array([occupancy_by_detail[i] or np.nan for i in details_ids.tolist()], dtype=float)
+    # per distinct details string, then per kernel (NaN: not measured, or 0)
+    occupancy = [parsed[sid].occupancy_pct or np.nan for sid in detail_ids.tolist()]
+    occ = np.array(occupancy, dtype=float)[detail_of]
 
     key = names * (len(profile.strings) + 1) + ops
     pairs, group = distinct_inverse(key)

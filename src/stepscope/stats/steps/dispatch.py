@@ -29,6 +29,7 @@ from dataclasses import field
 import numpy as np
 
 from stepscope.distinct import distinct, distinct_inverse
+from stepscope.event_order import start_order
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.arrays import distinct_ids
@@ -112,7 +113,7 @@ def find_runs(profile: Profile, host_line: np.ndarray, has_device: bool) -> Disp
     line_of = profile.line[candidate]
     for line in distinct(line_of).tolist():
         ev = candidate[line_of == line]
-        ev = ev[np.lexsort((-profile.dur_ns[ev], profile.start_ns[ev]))]
+        ev = ev[start_order(profile.start_ns[ev], profile.dur_ns[ev])]  # nearly in order
         start = profile.start_ns[ev]
         end = profile.end_at(ev)
         # outermost only: an event inside the previous outer one is part of it
@@ -176,10 +177,13 @@ def evidence(
     end = profile.end_at(ev)
     same_run = run_of[1:] == run_of[:-1]
     gaps = (start[1:] - end[:-1])[same_run]
-    names = Counter(profile.strings[int(i)] for i in profile.name[ev].tolist())
-    threads = tuple(
-        dict.fromkeys(profile.lines[int(line)].label for line in profile.line[ev].tolist())
-    )
+    # Counted per distinct name and line (tens of them, not an event at a time), in the
+    # order each first appears, as a Counter over the events would hold them (its ties).
+    names: Counter[str] = Counter()
+    for name, count in zip(*_first_seen(profile.name[ev]), strict=True):
+        names[profile.strings[name]] += count
+    lines, _ = _first_seen(profile.line[ev])
+    threads = tuple(dict.fromkeys(profile.lines[line].label for line in lines))
     return DispatchEvidence(
         ops,
         int(np.median(end - start)),
@@ -188,6 +192,13 @@ def evidence(
         _caller(profile, runs, run_of) or _sampled_caller(profile, runs, run_of),
         threads[:3],
     )
+
+
+def _first_seen(values: np.ndarray) -> tuple[list[int], list[int]]:
+    """The distinct values in the order they first appear, and how often each appears."""
+    uniq, first, counts = np.unique(values, return_index=True, return_counts=True)
+    order = np.argsort(first, kind="stable")
+    return uniq[order].tolist(), counts[order].tolist()
 
 
 def _caller(profile: Profile, runs: DispatchRuns, run_ids: np.ndarray) -> str:
