@@ -30,7 +30,7 @@ from stepscope.stats.gpu.device import DeviceInfo, devices, framework_of, precis
 from stepscope.stats.gpu.kernels import KernelDb, build_kernel_db
 from stepscope.stats.stragglers_types import Rank
 from stepscope.stats.xla.xla_ops import xla_events
-from stepscope.tools.context import Key, ToolContext
+from stepscope.tools.context import ALL_HOSTS_SHARE, Key, ToolContext
 from stepscope.tools.registry import ToolOption
 from stepscope.vocab.tensorflow import is_iterator
 
@@ -208,7 +208,10 @@ def findings(ctx: ToolContext) -> list[Finding]:
         return combine_hosts(found, ranks(ctx), options)
 
     if len(hosts) == 1:
-        collective_calls(ctx, hosts[0])  # a worker's share of the run's straggler analysis
+        # One host of several: its share of the run's straggler analysis (the calls), made
+        # while its profile is open. A run of one host has no stragglers to find.
+        if len(ctx.run.hosts) > 1 or ctx.option(ALL_HOSTS_SHARE):
+            collective_calls(ctx, hosts[0])
         return per_host(hosts[0])
     # Cached per (run, hosts, options) without opening a profile: the overview and the
     # diagnostics tool share the reduction.

@@ -30,7 +30,7 @@ from stepscope.records import record
 from stepscope.store import location
 from stepscope.store import values as stored
 from stepscope.tools import output
-from stepscope.tools.context import ProfileStore, ToolContext
+from stepscope.tools.context import ALL_HOSTS_SHARE, ProfileStore, ToolContext
 from stepscope.tools.output import out
 from stepscope.tools.registry import ToolResult, ToolSpec, get_tool
 
@@ -123,7 +123,8 @@ def host_summary(task: HostTask) -> HostSummary:
     store = ProfileStore(
         max_profiles=1, use_cache=converted, cache_dir=cache_dir, keep_intermediates=False
     )
-    ctx = ToolContext(Run(host.host, host.path, (host,)), host.host, store, dict(args.options))
+    options = {**dict(args.options), ALL_HOSTS_SHARE: "1"}
+    ctx = ToolContext(Run(host.host, host.path, (host,)), host.host, store, options)
     for name in args.tools:
         spec = get_tool(name)
         # Availability checks are intermediates too; the build runs even when this host

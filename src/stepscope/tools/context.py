@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+# The option a worker sets on the context of its host (`_fanout.host_summary`): the host is
+# one share of an ALL_HOSTS tool, so the intermediates the parent's reduction reads are
+# computed there, where the profile is open. Not a user option.
+ALL_HOSTS_SHARE = "_all_hosts_share"
+
 
 class Key(Generic[T]):
     """The name of a per-host intermediate, typed by the value it holds.
