@@ -61,6 +61,12 @@ def _unions_by_threshold(
     out = np.zeros((len(thresholds), n_steps), dtype=np.int64)
     for j, t in enumerate(thresholds.tolist()):
         m = types >= t
-        heads, u_lo, u_hi = merge_sorted(key_lo[m], key_hi[m])  # sorted by key_lo already
-        out[j] = np.bincount(step[m][heads], weights=u_hi - u_lo, minlength=n_steps).round()
+        if np.count_nonzero(m) == len(m):  # every interval (the lowest thresholds): no copies
+            heads, u_lo, u_hi = merge_sorted(key_lo, key_hi)
+            first = heads
+        else:  # sorted by key_lo already; the steps of the runs' first intervals only
+            index = np.flatnonzero(m)
+            heads, u_lo, u_hi = merge_sorted(key_lo[index], key_hi[index])
+            first = index[heads]
+        out[j] = np.bincount(step[first], weights=u_hi - u_lo, minlength=n_steps).round()
     return out
