@@ -77,6 +77,37 @@ def _names_around(
     return after, before
 
 
+def _largest_gaps(
+    span_lo: np.ndarray, span_hi: np.ndarray, covered_lo: np.ndarray, covered_hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per step, the widest of the pieces its span leaves between the covered intervals
+    (sorted, disjoint), the first of equals: [start, end] in int64. All steps at once: the
+    pieces of step i are its start, then the ends of the covered intervals it meets, each up
+    to the next such interval's start or its own end, clipped to the span (a loop per step
+    was 2.5 ms at 138 steps, decision 300)."""
+    lo, hi = np.asarray(span_lo, np.int64), np.asarray(span_hi, np.int64)
+    if not len(covered_lo):
+        return lo.copy(), hi.copy()
+    first = np.searchsorted(covered_hi, lo, "right")  # the intervals each step meets
+    met = np.maximum(np.searchsorted(covered_lo, hi, "left") - first, 0)
+    count = met + 1
+    begin = np.cumsum(count) - count  # each step's first piece
+    step = np.repeat(np.arange(len(lo)), count)
+    k = np.arange(len(step)) - begin[step]  # the piece's number in its step
+    at = first[step] + k
+    last = len(covered_lo) - 1
+    starts = np.where(k == 0, lo[step], covered_hi[np.minimum(np.maximum(at - 1, 0), last)])
+    ends = np.where(k == met[step], hi[step], covered_lo[np.minimum(at, last)])
+    starts = np.minimum(np.maximum(starts, lo[step]), hi[step])
+    ends = np.minimum(np.maximum(ends, lo[step]), hi[step])
+    widths = ends - starts
+    widest = np.flatnonzero(widths == np.maximum.reduceat(widths, begin)[step])
+    first_of_step = np.ones(len(widest), dtype=bool)
+    first_of_step[1:] = step[widest[1:]] != step[widest[:-1]]
+    chosen = widest[first_of_step]
+    return starts[chosen], ends[chosen]
+
+
 def locate_untraced(
     profile: Profile,
     step_lines: tuple[int, ...],
@@ -94,17 +125,7 @@ def locate_untraced(
     line = step_lines[0]
     thread = profile.lines[line].label
     on_line = traced[np.isin(profile.line[traced], list(step_lines))]
-    gaps_lo, gaps_hi = [], []
-    for lo, hi in zip(span_lo.tolist(), span_hi.tolist(), strict=True):
-        a = np.searchsorted(covered_hi, lo, "right")
-        b = np.searchsorted(covered_lo, hi, "left")
-        starts = np.clip(np.concatenate([[lo], covered_hi[a:b]]), lo, hi)
-        ends = np.clip(np.concatenate([covered_lo[a:b], [hi]]), lo, hi)
-        widths = ends - starts
-        k = int(np.argmax(widths))
-        gaps_lo.append(int(starts[k]))
-        gaps_hi.append(int(ends[k]))
-    g_lo, g_hi = np.array(gaps_lo, np.int64), np.array(gaps_hi, np.int64)
+    g_lo, g_hi = _largest_gaps(span_lo, span_hi, covered_lo, covered_hi)
     after, before = _names_around(profile, on_line, g_lo, g_hi, span_lo, span_hi)
     time: Counter[tuple[str, str]] = Counter()
     steps: Counter[tuple[str, str]] = Counter()
