@@ -137,3 +137,70 @@ def test_frozen_guards_match_dataclass() -> None:
     assert sub.extra == 5
     assert mine.__setattr__.__qualname__ == "Row.__setattr__"
     assert dataclasses._frozen_get_del_attr.__module__ == "dataclasses"  # put back
+
+
+def _twins(body: dict[str, Any], frozen: bool = True) -> tuple[Any, Any]:
+    made = dataclass(frozen=frozen)(type("Twin", (), dict(body)))
+    mine = record(frozen=frozen)(type("Twin", (), dict(body)))
+    return made, mine
+
+
+@pytest.mark.parametrize("frozen", [True, False])
+def test_init_is_the_one_dataclass_writes(frozen: bool) -> None:
+    """Decision 301: records write their own __init__ (on first use): the same signature,
+    annotations, defaults, factories, keyword-only fields, docstring and __post_init__ call."""
+    import inspect
+
+    calls: list[str] = []
+    body = {
+        "__annotations__": {"self": "int", "b": "list[int]", "c": "str", "d": "int", "e": "int"},
+        "b": field(default_factory=list),
+        "c": "x",
+        "d": field(default=3, kw_only=True),
+        "e": field(default_factory=lambda: 7, init=False),
+        "__post_init__": lambda row: calls.append(type(row).__name__),
+    }
+    made, mine = _twins(body, frozen)
+    assert mine.__doc__ == made.__doc__  # written from the signature: none in the body
+    left, right = made(1), mine(1)  # the first call writes mine's
+    assert str(inspect.signature(mine)) == str(inspect.signature(made))
+    assert mine.__init__.__annotations__ == made.__init__.__annotations__
+    assert mine.__init__.__qualname__ == "Twin.__init__"
+    assert mine.__init__.__globals__ is made.__init__.__globals__
+    assert dataclasses.astuple(left) == dataclasses.astuple(right) == (1, [], "x", 3, 7)
+    assert right.b is not mine(2).b  # a new list each time
+    assert dataclasses.astuple(mine(1, [2], "y", d=4)) == (1, [2], "y", 4, 7)
+    assert calls == ["Twin"] * 4
+    for args, kwargs in (((), {}), ((1, [], "x", 4), {}), ((1,), {"f": 2})):
+        with pytest.raises(TypeError) as theirs:
+            made(*args, **kwargs)
+        with pytest.raises(TypeError) as ours:
+            mine(*args, **kwargs)
+        assert str(ours.value) == str(theirs.value)
+    documented = {"__doc__": "Said.", "__annotations__": {"a": "int"}}
+    assert _twins(documented)[1].__doc__ == "Said."
+
+
+def test_init_errors_and_laziness_follow_dataclass(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    bad = {"__annotations__": {"a": "int", "b": "int"}, "a": 1}
+    with pytest.raises(TypeError) as theirs:
+        dataclass(type("Bad", (), dict(bad)))
+    with pytest.raises(TypeError) as ours:
+        record(type("Bad", (), dict(bad)))
+    assert str(ours.value) == str(theirs.value)
+    own = {"__doc__": "Own.", "__annotations__": {"a": "int"}, "__init__": lambda row: None}
+    assert record(type("Own", (), own))().__dict__ == {}  # the body's __init__ stays
+    compiled: list[object] = []
+    real_exec = builtins.exec
+
+    def counting_exec(*args: Any) -> None:
+        compiled.append(args[0])
+        real_exec(*args)
+
+    monkeypatch.setattr(builtins, "exec", counting_exec)
+    lazy = record(type("Lazy", (), {"__doc__": "Documented.", "__annotations__": {"a": "int"}}))
+    assert compiled == []  # a documented class is not compiled until it is first made
+    assert lazy(1).a == 1 and lazy(2).a == 2
+    assert len(compiled) == 1

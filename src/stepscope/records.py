@@ -3,14 +3,17 @@ per class.
 
 `dataclasses.dataclass` compiles six functions per frozen class (__init__, __repr__, __eq__,
 __hash__, __setattr__, __delattr__), each through its own `exec`: about 0.5 ms a class, 25-30
-ms for the fifty classes a cold Kineto overview creates (issue #19). A record lets the dataclass
-machinery write __init__, and gives __eq__, __hash__ and __repr__ as functions written once
-here, reading the field names the class keeps: the same results as the generated ones (same
-field order, `compare`/`hash`/`repr` field options, NotImplemented for another class, "..."
-for a recursive repr). The frozen guards (__setattr__, __delattr__) are closures made here
-instead of two more `exec` calls (Python 3.10-3.12, whose `dataclasses` takes them from one
-helper; 3.13 compiles all of a class's methods in one `exec` anyway): the same test, the same
-error and message, `super()` of the same class (issue #30: 8-10 ms of every command's start).
+ms for the fifty classes a cold Kineto overview creates (issue #19). A record gives __eq__,
+__hash__ and __repr__ as functions written once here, reading the field names the class keeps:
+the same results as the generated ones (same field order, `compare`/`hash`/`repr` field
+options, NotImplemented for another class, "..." for a recursive repr). Its __init__ is the
+one dataclasses would write (parameters, defaults, annotations, __post_init__), from a shorter
+text, compiled when the class is first instantiated (decision 301): the compile was 10 ms of
+the 17 that a first overview's 86 classes took to make, and 24 of them are never made. The
+frozen guards (__setattr__, __delattr__) are closures made here instead of two more `exec`
+calls (Python 3.10-3.12, whose `dataclasses` takes them from one helper; 3.13 compiles all of a
+class's methods in one `exec` anyway): the same test, the same error and message, `super()` of
+the same class (issue #30: 8-10 ms of every command's start).
 """
 
 from __future__ import annotations
@@ -55,15 +58,106 @@ def _frozen_guards(cls: type[Any], fields: list[Any], _globals: Any) -> tuple[An
 
 
 def _dataclass(cls: type, frozen: bool) -> Any:
+    # init=False: `_lazy_init` gives the class its __init__
     if not (frozen and _FROZEN_GUARDS is not None):
-        return dataclasses.dataclass(cls, frozen=frozen, eq=False, repr=False)
+        return dataclasses.dataclass(cls, frozen=frozen, eq=False, repr=False, init=False)
     # Another thread making a frozen dataclass meanwhile gets the same guards as closures.
     with _guards_lock:
         dataclasses._frozen_get_del_attr = _frozen_guards  # type: ignore[attr-defined]
         try:
-            return dataclasses.dataclass(cls, frozen=True, eq=False, repr=False)
+            return dataclasses.dataclass(cls, frozen=True, eq=False, repr=False, init=False)
         finally:
             dataclasses._frozen_get_del_attr = _FROZEN_GUARDS  # type: ignore[attr-defined]
+
+
+# what dataclasses' __init__ takes as the default of a field with a default_factory (its
+# repr, ``<factory>``, shows in the signature)
+_FACTORY = dataclasses._HAS_DEFAULT_FACTORY  # type: ignore[attr-defined]
+_MISSING = dataclasses.MISSING
+
+
+def _no_default(f: dataclasses.Field[Any]) -> bool:
+    return f.default is _MISSING and f.default_factory is _MISSING
+
+
+def _init_fields(cls: type, fields: tuple[Any, ...]) -> tuple[list[Any], list[Any]]:
+    """The __init__'s positional and keyword-only fields, in dataclasses' order; the
+    TypeError dataclasses raises for a field without a default after one with a default.
+    A record has no InitVar: its pseudo-field has no place in `dataclasses.fields`."""
+    every = cls.__dataclass_fields__  # type: ignore[attr-defined]
+    if any(f._field_type is dataclasses._FIELD_INITVAR for f in every.values()):  # type: ignore[attr-defined]
+        raise TypeError(f"{cls.__qualname__}: a record cannot have InitVar fields")
+    plain = [f for f in fields if f.init and not f.kw_only]
+    seen_default = False
+    for f in plain:
+        if not _no_default(f):
+            seen_default = True
+        elif seen_default:
+            raise TypeError(f"non-default argument {f.name!r} follows default argument")
+    return plain, [f for f in fields if f.init and f.kw_only]
+
+
+def _make_init(
+    cls: type, fields: tuple[Any, ...], frozen: bool, post_init: bool
+) -> Callable[..., None]:
+    """The __init__ dataclasses would write for ``cls``: the same parameters, defaults,
+    annotations, assignments (`object.__setattr__` when frozen) and __post_init__ call,
+    from a shorter text than dataclasses' (its compile is the cost: 10 ms of the 17 that 86
+    classes took to make, decision 301)."""
+    plain, keywords = _init_fields(cls, fields)
+    names = {f.name for f in fields}
+    me = "__dataclass_self__" if "self" in names else "self"
+    scope: dict[str, Any] = {"__r_set__": object.__setattr__, "__r_factory__": _FACTORY}
+
+    def param(f: dataclasses.Field[Any]) -> str:
+        if f.default is not _MISSING:
+            scope[f"__r_d_{f.name}"] = f.default
+            return f"{f.name}=__r_d_{f.name}"
+        return f.name if f.default_factory is _MISSING else f"{f.name}=__r_factory__"
+
+    params = [me, *map(param, plain)]
+    if keywords:
+        params += ["*", *map(param, keywords)]
+    body = []
+    for f in fields:
+        name = f.name
+        if f.default_factory is not _MISSING:
+            scope[f"__r_f_{name}"] = f.default_factory
+            value = f"__r_f_{name}() if {name} is __r_factory__ else {name}"
+            value = value if f.init else f"__r_f_{name}()"
+        elif f.init:
+            value = name
+        else:
+            continue
+        body.append(f"__r_set__({me},{name!r},{value})" if frozen else f"{me}.{name}={value}")
+    if post_init:
+        body.append(f"{me}.__post_init__()")
+    lines = "\n".join(f"  {line}" for line in body or ["pass"])
+    text = (
+        f"def __r_create__({', '.join(scope)}):\n"
+        f" def __init__({', '.join(params)}):\n{lines}\n"
+        " return __init__"
+    )
+    module = sys.modules.get(cls.__module__)
+    namespace: dict[str, Any] = {}
+    exec(text, module.__dict__ if module is not None else {}, namespace)
+    init: Callable[..., None] = namespace["__r_create__"](**scope)
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__annotations__ = {f.name: f.type for f in (*plain, *keywords)} | {"return": None}
+    return init
+
+
+def _lazy_init(cls: type, fields: tuple[Any, ...], frozen: bool, post_init: bool) -> None:
+    """Gives ``cls`` its __init__, written on its first call: of the 86 record classes a
+    first overview makes, 24 are never instantiated (decision 301)."""
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        init = _make_init(cls, fields, frozen, post_init)
+        cls.__init__ = init  # type: ignore[misc]
+        init(self, *args, **kwargs)
+
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    cls.__init__ = __init__  # type: ignore[misc]
 
 
 def _key_getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
@@ -106,8 +200,26 @@ def _finish(cls: type[T], frozen: bool) -> type[T]:
     has_explicit_hash = not (
         explicit_hash is dataclasses.MISSING or (explicit_hash is None and "__eq__" in own)
     )
+    undocumented = not cls.__doc__
+    if undocumented:  # written below: dataclass would read the signature before __init__ is set
+        cls.__doc__ = "-"
     made: Any = _dataclass(cls, frozen)
     fields = dataclasses.fields(made)
+    if "__init__" not in own:  # an __init__ of the class body stays, as dataclass leaves it
+        post_init = hasattr(made, "__post_init__")
+        _init_fields(made, fields)  # dataclasses' errors when the class is made, not used
+        if undocumented:
+            made.__init__ = _make_init(made, fields, frozen, post_init)
+        else:
+            _lazy_init(made, fields, frozen, post_init)
+    if undocumented:  # dataclasses' docstring: the name and the __init__'s signature
+        import inspect
+
+        try:
+            text = str(inspect.signature(made)).replace(" -> None", "")
+        except (TypeError, ValueError):
+            text = ""
+        made.__doc__ = made.__name__ + text
     made.__record_compare__ = _key_getter(tuple(f.name for f in fields if f.compare))
     made.__record_repr__ = tuple(f.name for f in fields if f.repr)
     hashed = tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))
