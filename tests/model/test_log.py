@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -26,3 +27,57 @@ def test_sub_loggers_stay_quiet_below_warning(capsys: pytest.CaptureFixture[str]
     log.logger()
     logging.getLogger("stepscope.remote").info("detail nobody asked for")
     assert capsys.readouterr().err == ""
+
+
+def test_module_loggers_import_logging_only_when_a_record_could_show(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Decision 302: below WARNING, a module's logger does nothing while no code of the
+    process has imported `logging` (no handler could get the record); otherwise it is the
+    real logger, and its records name the caller's line."""
+    import sys
+
+    from stepscope.cli import progress
+
+    quiet_logger = log.module_logger("stepscope.some.module")
+    with monkeypatch.context() as patch:
+        patch.delitem(sys.modules, "logging")
+        quiet_logger.debug("detail %s", 1)
+        quiet_logger.info("detail %s", 2)
+        assert progress.showing()  # nothing configured: the stepscope logger stands at INFO
+        with progress.quiet(False):
+            pass
+        assert "logging" not in sys.modules
+    assert sys.modules["logging"] is logging
+    caplog.set_level(logging.DEBUG, logger="stepscope.some.module")
+    quiet_logger.debug("shown %s", 3)
+    quiet_logger.warning("warned")
+    records = [r for r in caplog.records if r.name == "stepscope.some.module"]
+    assert [r.getMessage() for r in records] == ["shown 3", "warned"]
+    assert {r.pathname for r in records} == {__file__}
+    assert quiet_logger.real() is logging.getLogger("stepscope.some.module")
+
+
+@pytest.mark.integration
+def test_a_first_overview_imports_no_logging(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.support.fixtures import FIXTURES, REPO
+
+    code = (
+        "import sys\n"
+        "from stepscope.cli.main import main\n"
+        "assert main(['tool', sys.argv[1], 'overview_page', '--no-cache']) == 0\n"
+        "print('logging' in sys.modules, file=sys.stderr)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "STEPSCOPE_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(FIXTURES / "tf" / "ctl")],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stderr.strip().splitlines()[-1] == "False"

@@ -22,11 +22,12 @@ the user's own ``MALLOC_*``, ``GLIBC_TUNABLES`` or ``NUMPY_MADVISE_HUGEPAGE`` se
 from __future__ import annotations
 
 import ctypes
-import logging
 import os
 import sys
 
-log = logging.getLogger(__name__)
+from stepscope.log import module_logger
+
+log = module_logger(__name__)
 
 # mallopt parameters (glibc's malloc.h)
 _M_TRIM_THRESHOLD = -1

@@ -9,7 +9,6 @@ also turns the progress displays off: what is left on stderr are warnings and er
 from __future__ import annotations
 
 import contextlib
-import logging
 import sys
 import time
 import warnings
@@ -24,7 +23,12 @@ if TYPE_CHECKING:  # the model (NumPy) is imported by the commands that convert,
 
 def showing() -> bool:
     """Whether progress and information lines are wanted (not `--quiet`, not silenced by the
-    user's logging configuration)."""
+    user's logging configuration). Where nothing has imported `logging`, nothing has
+    configured it: the ``stepscope`` logger would stand at INFO (decision 302)."""
+    if "logging" not in sys.modules:
+        return True
+    import logging
+
     return log.logger().isEnabledFor(logging.INFO)
 
 
@@ -33,6 +37,13 @@ def quiet(enabled: bool) -> Iterator[None]:
     """With ``enabled``, only warnings and errors of the ``stepscope`` logger for the block,
     and nothing of Dask's own below an error: its warnings (a package version that differs
     between this process and the workers) are `stepscope doctor --dask`'s to report."""
+    if not enabled and "logging" not in sys.modules:
+        # no level to set or put back: a logger made in the block starts at INFO, as here
+        with warnings.catch_warnings():
+            yield
+        return
+    import logging
+
     logger = log.logger()
     saved = {logger: logger.level}
     with warnings.catch_warnings():

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import logging
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from stepscope.errors import StepscopeError
+from stepscope.log import module_logger
 from stepscope.records import record
 
 if TYPE_CHECKING:  # annotations only: the CLI's --help imports this package
     from stepscope.model.runs import HostFile
 
-log = logging.getLogger(__name__)
+log = module_logger(__name__)
 
 DEFAULT_RETRIES = 2  # extra attempts after an unexpected failure (a worker lost, an I/O hiccup)
 

@@ -16,11 +16,11 @@ A single profile file (any ``.xplane.pb``, ``.json``, ``.json.gz``) is also a on
 
 from __future__ import annotations
 
-import logging
 import posixpath
 from typing import Any
 
 from stepscope.errors import NotFoundError
+from stepscope.log import module_logger
 from stepscope.logdir import is_run_dir
 from stepscope.model import fs
 from stepscope.records import record
@@ -67,7 +67,7 @@ class Run:
         return sum(h.size_bytes for h in self.hosts)
 
 
-logger = logging.getLogger(__name__)
+logger = module_logger(__name__)
 
 
 def format_of(path: str) -> str | None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import logging
 import time
 import zlib
 from collections.abc import Mapping
@@ -28,9 +27,10 @@ from typing import Any
 import numpy as np
 
 from stepscope import tmpfiles
+from stepscope.log import module_logger
 from stepscope.store import budget
 
-logger = logging.getLogger(__name__)
+logger = module_logger(__name__)
 
 MANIFEST = "manifest.json"
 HEADER = "header.json"

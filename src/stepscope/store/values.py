@@ -20,7 +20,6 @@ import functools
 import importlib
 import io
 import json
-import logging
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -28,9 +27,10 @@ from typing import Any
 import numpy as np
 
 from stepscope import tmpfiles
+from stepscope.log import module_logger
 from stepscope.store import budget
 
-logger = logging.getLogger(__name__)
+logger = module_logger(__name__)
 
 _PACKAGE = "stepscope"
 

@@ -15,7 +15,6 @@ analyzed.
 from __future__ import annotations
 
 import io
-import logging
 import pickle
 from collections.abc import Iterator
 from dataclasses import field
@@ -24,6 +23,7 @@ from typing import Any
 
 from stepscope.errors import StepscopeError
 from stepscope.executor import Executor, HostTask, InlineExecutor, TaskFn, content_hash
+from stepscope.log import module_logger
 from stepscope.model import ALL_HOSTS, Profile, Run, cache
 from stepscope.model.runs import HostFile
 from stepscope.records import record
@@ -34,7 +34,7 @@ from stepscope.tools.context import ALL_HOSTS_SHARE, ProfileStore, ToolContext
 from stepscope.tools.output import out
 from stepscope.tools.registry import ToolResult, ToolSpec, get_tool
 
-log = logging.getLogger(__name__)
+log = module_logger(__name__)
 
 # bump when what a summary holds changes (3: stored without pickle; 4: partial reads)
 SUMMARY_SCHEMA = 4

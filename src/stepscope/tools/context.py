@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -12,6 +11,7 @@ from threading import Event, Lock, Thread, local
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from stepscope import workers
+from stepscope.log import module_logger
 from stepscope.model import ALL_HOSTS, Profile, Run, open_host, partial
 from stepscope.records import record
 
@@ -66,7 +66,7 @@ class Key(Generic[T]):
         return f"Key({self.name!r})"
 
 
-logger = logging.getLogger(__name__)
+logger = module_logger(__name__)
 
 
 class NotAtHand(Exception):

@@ -21,19 +21,19 @@ profile.
 from __future__ import annotations
 
 import itertools
-import logging
 import os
 import threading
 from pathlib import Path
 from typing import Any
 
 from stepscope import accelerators
+from stepscope.log import module_logger
 from stepscope.model.cache import cache_key
 from stepscope.store import background, location
 from stepscope.store import values as stored
 
 KIND = "intermediates"  # the store's name for these entries
-logger = logging.getLogger(__name__)
+logger = module_logger(__name__)
 SCHEMA = 1  # bump when the entry's layout changes (values change with the code stamp)
 
 
