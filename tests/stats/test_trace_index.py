@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from stepscope.model import Profile, profile_from_bytes, profile_from_xspace
-from stepscope.stats.trace_index.counters import sample
+from stepscope.stats.trace_index.counters import KIND_STEP, Counter, sample
 from stepscope.stats.trace_index.index import TraceIndex, build_trace_index, load_index, save_index
 from stepscope.stats.trace_index.lod import nesting_depth
 from stepscope.stats.trace_index.search import build_name_index
@@ -229,6 +229,51 @@ def test_name_index_and_steps_are_built_on_first_use(
     assert loaded is not None and loaded._names is not None and loaded._steps is not None
     np.testing.assert_array_equal(loaded.names.events, expected.events)
     np.testing.assert_array_equal(loaded.steps.start_ns, steps.start_ns)
+
+
+def _peaks_point_by_point(counter: Counter, t0: int, t1: int, buckets: int) -> np.ndarray:
+    """`sample`'s step values with each point's bucket searched in the edges, point by point
+    (the way `sample` did it before it searched the edges in the points)."""
+    times, _ = sample(counter, t0, t1, buckets)
+    n = len(times)
+    edges = np.round(t0 + (np.arange(n + 1, dtype=np.float64) * ((t1 - t0) / n)))
+    edges = edges.astype(np.int64)
+    held_at = np.searchsorted(counter.a, edges[:-1], side="right") - 1
+    values = np.where(held_at >= 0, counter.b[np.maximum(held_at, 0)], np.nan)
+    inside = np.flatnonzero((counter.a >= t0) & (counter.a < t1))
+    if len(inside):
+        bucket = [
+            min(max(int(np.searchsorted(edges, counter.a[i], "right")) - 1, 0), n - 1)
+            for i in inside
+        ]
+        peak = np.full(n, np.nan)
+        for b in sorted(set(bucket)):  # the max of each bucket's run, NaN propagating
+            peak[b] = np.maximum.reduce(counter.b[inside[np.array(bucket) == b]])
+        values = np.fmax(values, peak)
+    return values
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_step_counters_keep_each_buckets_peak(seed: int) -> None:
+    """Each bucket holds the value held at its start and every point inside it, at the
+    largest; points in runs, repeated times, NaN gaps, buckets of 1 ns and epoch times whose
+    float64 edges round off t0 and t1 (the points there go to the first and last bucket)."""
+    rng = np.random.default_rng(seed)
+    base = [0, 1_700_000_000_123_456_789][seed % 2]
+    t = np.sort(base + rng.integers(0, 5_000, 60)).astype(np.int64)
+    v = rng.integers(0, 100, 60).astype(np.float64)
+    v[rng.random(60) < 0.1] = np.nan
+    counter = Counter("m", "bytes", KIND_STEP, t, v, np.zeros(0))
+    for t0, t1, buckets in [
+        (base, base + 5_000, 7),
+        (base + 333, base + 4_321, 64),
+        (base + 100, base + 140, 4096),  # one bucket per nanosecond
+        (base - 3_000, base + 9_000, 1),
+        (base + 17, base + 4_999, 333),
+    ]:
+        _, got = sample(counter, t0, t1, buckets)
+        want = _peaks_point_by_point(counter, t0, t1, buckets)
+        assert np.array_equal(got, want, equal_nan=True), (t0, t1, buckets)
 
 
 def test_counters_read_the_same_at_every_zoom() -> None:

@@ -125,12 +125,16 @@ def sample(counter: Counter, t0: int, t1: int, buckets: int) -> tuple[np.ndarray
     values = np.where(held_at >= 0, v[np.maximum(held_at, 0)], np.nan)
     lo, hi = np.searchsorted(t, t0, side="left"), np.searchsorted(t, t1, side="left")
     if hi > lo:
-        inside = np.arange(lo, hi)
-        bucket = np.searchsorted(edges, t[inside], side="right") - 1
-        bucket = np.clip(bucket, 0, buckets - 1)
-        # Points are time-sorted, so each bucket's points are one run: reduce runs.
-        starts = np.flatnonzero(np.append(True, bucket[1:] != bucket[:-1]))
+        # A point's bucket is the last whose start edge is at or before it, kept within
+        # [0, buckets) (float64 edges of epoch times can round below t0 or above t1). Points
+        # are time-sorted, so bucket b's points are t[bounds[b]:bounds[b + 1]]: the inner
+        # edges searched in t, not each point in the edges (a near-full window of the
+        # 10.6M-event trace: 112,000 points, 1.5 ms per window).
+        bounds = np.empty(buckets + 1, dtype=np.int64)
+        bounds[0], bounds[-1] = lo, hi
+        np.clip(np.searchsorted(t, edges[1:-1], side="left"), lo, hi, out=bounds[1:-1])
+        held = np.flatnonzero(bounds[1:] > bounds[:-1])
         peak = np.full(buckets, np.nan)
-        peak[bucket[starts]] = np.maximum.reduceat(v[inside], starts)
+        peak[held] = np.maximum.reduceat(v[lo:hi], bounds[held] - lo)
         values = np.fmax(values, peak)
     return times, values
