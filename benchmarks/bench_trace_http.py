@@ -277,7 +277,7 @@ def main() -> None:
                 print("  " + w.line("near-full windows after", w.after))
                 pooled[tree].during += w.during
                 pooled[tree].after += w.after
-        for tree, w in pooled.items():
+        for tree, w in pooled.items() if args.servers else ():
             print(f"{tree}, all {args.servers} servers:")
             print("  " + w.line("near-full windows while the steps are built", w.during))
             print("  " + w.line("near-full windows after", w.after))
