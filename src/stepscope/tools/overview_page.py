@@ -137,8 +137,9 @@ class OverviewPage:
     untraced: dict[str, Any] = out(
         '`host`: with several hosts, the host with the most "All Others", whose steps the '
         'figures below are per and of ("" for one host); `thread`: the thread running the '
-        'steps, where "All Others" is located; `places[]`: `after`, `before` (the traced '
-        "events around each step's largest untraced gap; "
+        'steps, where the untraced host time (the "host" limit of `bound_by`) is located; '
+        "`places[]`: `after`, `before` (the traced events around each step's largest gap "
+        "that no traced event, staged input, wait for a computation or dispatch run covers; "
         "`(step start)` / `(step end)` at its bounds), `ms_per_step` (time in such gaps, "
         "averaged over all steps), `steps` (steps whose largest gap is there), most time "
         "first; `python[]`: with the Python stack sampler (docs/formats/python_samples.md), "

@@ -1,9 +1,10 @@
-"""Where "All Others" sits: untraced time of the steps' threads, located and explained.
+"""Where the untraced host time sits: time of the steps' threads, located and explained.
 
-"All Others" is step time no traced event covers. On the thread running the steps, each
-step's untraced time falls into gaps between traced events; the largest gap of each step is
-named by the traced events around it ("after A, before B"), and the places are ranked by the
-time they hold over all steps. With the Python stack sampler's lines, the same time is also
+The "host" limit is step time that no traced event covers and that the limits explain no
+other way (staged input, a wait for a computation, a dispatch run: `limit_table.Covered`).
+On the thread running the steps it falls into gaps; the largest gap of each step is named by
+the traced events around it ("after A, before B"), and the places are ranked by the time
+they hold over all steps. With the Python stack sampler's lines, the same time is also
 split by Python function (`stepscope.stats.host.python_samples`).
 """
 

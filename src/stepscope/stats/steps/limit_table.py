@@ -52,6 +52,15 @@ def _in_steps(
     return keep[k].astype(np.int64), c_lo, c_hi
 
 
+@record
+class Covered:
+    """Sorted, disjoint intervals the steps' limits give to something other than "host" (the
+    traced events and the added intervals): the rest of the steps is the "host" limit."""
+
+    lo: np.ndarray  # int64
+    hi: np.ndarray  # int64
+
+
 def limit_table(
     profile: Profile,
     lines: tuple[int, ...],
@@ -65,9 +74,9 @@ def limit_table(
     span_hi: np.ndarray,
     keep: np.ndarray,
     has_device: bool,
-) -> LimitTable:
+) -> tuple[LimitTable, Covered]:
     """The limits of the kept steps ``keep`` (sorted by start) of a step database whose
-    pairs are (``st``, ``lo``, ``hi``) with limit types ``ltypes``."""
+    pairs are (``st``, ``lo``, ``hi``) with limit types ``ltypes``, and what they cover."""
     n = len(span_lo)
     s_lo, s_hi = span_lo[keep], span_hi[keep]
     added: list[tuple[np.ndarray, np.ndarray, np.ndarray, LimitType]] = []
@@ -120,6 +129,8 @@ def limit_table(
     split[:, 0] = low - split[:, 1:].sum(axis=1)  # rounding: the sum stays exact
     out[:, low_cols] = split
     out[:, 0] = (span_hi - span_lo) - out[:, 1:].sum(axis=1)
-    return LimitTable(
+    c_lo, c_hi = union_of(np.r_[p_lo, a_lo], np.r_[p_hi, a_hi])
+    table = LimitTable(
         out[keep], evidence(profile, runs, s_lo, s_hi), waits.computation, framework_of(profile)
     )
+    return table, Covered(c_lo, c_hi)
