@@ -78,7 +78,7 @@ def _input(summary: StepSummary, pct: float) -> str:
     if staged > 0:
         python = summary.untraced.python
         _, step_ns = summary.untraced.per(summary.n_steps, summary.total_ns())
-        named = [python.describe(k, step_ns) for k in range(min(2, len(python)))]
+        named = [python.describe(k, step_ns) for k in python.leading(2)]
         if named:
             text += "; Python sampled in the steps: " + ", ".join(named)
     return text
@@ -119,7 +119,7 @@ def _dispatch(summary: StepSummary) -> str:
 def _host(summary: StepSummary) -> str:
     python = summary.untraced.python
     _, step_ns = summary.untraced.per(summary.n_steps, summary.total_ns())
-    named = [python.describe(k, step_ns) for k in range(min(3, len(python)))]
+    named = [python.describe(k, step_ns) for k in python.leading(3)]
     where = (
         "host work no traced op covers (Python, untraced I/O or synchronization)"
         if not summary.has_device

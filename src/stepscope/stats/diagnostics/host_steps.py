@@ -188,7 +188,7 @@ def untraced_host_work(data: HostData, options: dict[str, str]) -> Finding | Non
             if python.too_few(k)
             else "Python",
         )
-        for k in range(min(5, len(python)))
+        for k in python.leading(5)
     ) + tuple(
         EventEvidence(f"after '{g.after}', before '{g.before}'", g.steps, g.ns, "gap")
         for g in steps.untraced.places[:3]
