@@ -94,10 +94,15 @@ def _computes(names: np.ndarray, dur: np.ndarray, inline: np.ndarray) -> np.ndar
     if not long.any():
         return long
     uniq, group = distinct_inverse(names)
-    order = np.lexsort((dur, group))
     counts = np.bincount(group, minlength=len(uniq))
     first = np.r_[0, np.cumsum(counts)[:-1]]
-    median = dur[order][first + (counts - 1) // 2]  # lower median per name
+    at = first + (counts - 1) // 2
+    span = int(dur.max()) + 1
+    if int(dur.min()) >= 0 and len(uniq) * span < 1 << 62:  # one sort of (name, duration) keys
+        keys = np.sort(group.astype(np.int64) * span + dur)
+        median = keys[at] - np.arange(len(uniq), dtype=np.int64) * span  # lower median per name
+    else:
+        median = dur[np.lexsort((dur, group))][at]
     return long & (inline | (median[group] >= TINY_OP_NS))
 
 
@@ -105,7 +110,11 @@ def find_runs(profile: Profile, host_line: np.ndarray, has_device: bool) -> Disp
     """Dispatch runs on the lines where ``host_line`` is True."""
     none = np.zeros(0, np.int64)
     ids, inline_ids = _dispatch_ids(profile, has_device)
-    candidate = np.flatnonzero(np.isin(profile.name, ids) & host_line[profile.line])
+    is_dispatch = np.zeros(len(profile.strings), bool)  # by name id: a gather, not np.isin
+    is_dispatch[ids] = True
+    is_inline = np.zeros(len(profile.strings), bool)
+    is_inline[inline_ids] = True
+    candidate = np.flatnonzero(is_dispatch[profile.name] & host_line[profile.line])
     if not len(candidate):
         return DispatchRuns(none, none, none, none, none, none)
     lo_all, hi_all, ev_all, run_all, holes_lo, holes_hi = [], [], [], [], [], []
@@ -121,7 +130,7 @@ def find_runs(profile: Profile, host_line: np.ndarray, has_device: bool) -> Disp
         outer = np.ones(len(ev), dtype=bool)
         outer[1:] = start[1:] >= reach[:-1]
         ev, start, end = ev[outer], start[outer], end[outer]
-        long = _computes(profile.name[ev], end - start, np.isin(profile.name[ev], inline_ids))
+        long = _computes(profile.name[ev], end - start, is_inline[profile.name[ev]])
         # the small ops; a long op between two of them is a hole in the run, not a break:
         # the gap between them is measured without it
         held = np.r_[0, np.cumsum(np.where(long, end - start, 0))]
