@@ -13,6 +13,9 @@ from stepscope.records import record
 from stepscope.xspace.kineto.columns import StatCodec
 from stepscope.xspace.kineto.scan import ScannedTrace
 
+# (memory events ascending, per memory arg their `ScannedTrace.arg_at`: present, kind, value)
+MemoryReads = tuple[np.ndarray, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]]
+
 
 @record(frozen=False)
 class Classified:
@@ -28,6 +31,9 @@ class Classified:
     skipped: dict[str, int] = field(default_factory=dict)
     # Whether an event may hold two stats of one name (`fast_stats` then merges them).
     merge_stats: bool = False
+    # The memory events' args as `fast_route.classify` read them (`fast_memory.Reads`), for
+    # `fast_memory.prepare`, which frees them.
+    memory_reads: MemoryReads | None = None
     # Set by `route`: absolute start, duration, final name id (string id) of each event.
     start_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     dur_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))

@@ -81,7 +81,7 @@ def classify(trace: ScannedTrace, base_ns: int = 0) -> Classified:
     cat = trace.cat.copy()
     cat[instant & (cat < 0)] = trace.string_id("cpu_instant_event")
     cat[routed & (cat < 0)] = trace.string_id("unknown")  # `categories.classify`'s name
-    _drop_unread_memory(trace, memory, base_ns, skipped)
+    memory_reads = _drop_unread_memory(trace, memory, base_ns, skipped)
     categories: list[str] = []
     kind_of = np.full(len(trace.texts), -1, np.int8)
     category_of = np.full(len(trace.texts), -1, np.int32)
@@ -119,7 +119,15 @@ def classify(trace: ScannedTrace, base_ns: int = 0) -> Classified:
         kind[wide] = -1
         category[wide] = -1
     return Classified(
-        trace, routed, memory, kind, category, categories, skipped=skipped, merge_stats=merge
+        trace,
+        routed,
+        memory,
+        kind,
+        category,
+        categories,
+        skipped=skipped,
+        merge_stats=merge,
+        memory_reads=memory_reads,
     )
 
 
@@ -160,11 +168,12 @@ def _own_time_bounds(base_ns: int) -> tuple[int, int]:
 
 def _drop_unread_memory(
     trace: ScannedTrace, memory: np.ndarray, base_ns: int, skipped: dict[str, int]
-) -> None:
+) -> fast_memory.Reads | None:
     """``[memory]`` events no Memory line event is made of, taken out of ``memory`` and
     counted in ``skipped`` (decision 184): without a timestamp or args; on a thread named by a
     string (no op of a numbered thread can hold it); at a time beyond the limits; with a value
-    no stat can carry (`fast_memory.unfit`)."""
+    no stat can carry (`fast_memory.unfit`). Returns the memory args it read (for
+    `fast_memory.prepare`), None when no memory event is left by then."""
     flags = trace.flags
     needed = F_TS | F_ARGS
     for what, mask in (
@@ -180,11 +189,12 @@ def _drop_unread_memory(
             memory &= ~dropped
     events = np.flatnonzero(memory)
     if not len(events):
-        return
+        return None
     low, high = _own_time_bounds(base_ns)
     start = trace.ts_ns[events]
     beyond = ~((start > low) & (start < high))
-    unfit = fast_memory.unfit(trace, events)
+    reads = fast_memory.read_args(trace, events)
+    unfit = fast_memory.unfit(trace, events, reads)
     for what, mask in (
         (f"[memory] events with times beyond {TIME_LIMIT_TEXT}", beyond),
         (MEMORY_UNFIT, unfit & ~beyond),
@@ -192,6 +202,7 @@ def _drop_unread_memory(
         if np.any(mask):
             count(skipped, what, int(np.count_nonzero(mask)))
             memory[events[mask]] = False
+    return reads
 
 
 def _drop_beyond_limits(
