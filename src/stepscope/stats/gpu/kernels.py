@@ -180,13 +180,19 @@ def _launch_index(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
 
 def op_candidates(profile: Profile) -> np.ndarray:
     """Per event: True for host events that can be "the op" around a launch or an allocation
-    (not launches themselves, Python frames or instants)."""
+    (not launches themselves, Python frames or instants). Made once per profile (the kernel
+    table and three diagnostics ask), read-only."""
+    return profile.derived("kernels.op_candidates", lambda: _op_candidates(profile))
+
+
+def _op_candidates(profile: Profile) -> np.ndarray:
     category = profile.stat("category").string_ids()
     candidates = host_event_mask(profile) & ~profile.stat_present("correlation_id")
     for name in _NOT_OPS:
         sid = profile.strings.id_of(name)
         if sid >= 0:
             candidates &= category != sid
+    candidates.flags.writeable = False
     return candidates
 
 
