@@ -33,6 +33,7 @@ decision 184).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -78,17 +79,22 @@ def read_args(trace: ScannedTrace, events: np.ndarray) -> Reads:
     return events, {key: trace.arg_at(key, events) for key in _ARGS}
 
 
-def _arg(
-    trace: ScannedTrace, key: str, events: np.ndarray, reads: Reads | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`ScannedTrace.arg_at` of ``events``, from ``reads`` where it holds them all."""
+def _reader(
+    trace: ScannedTrace, events: np.ndarray, reads: Reads | None
+) -> Callable[[str], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """key -> `ScannedTrace.arg_at(key, events)`, gathered from ``reads`` where it holds
+    every one of ``events`` (found once for all the keys)."""
     if reads is not None and len(reads[0]):
         read, by_key = reads
         at = np.minimum(np.searchsorted(read, events), len(read) - 1)
         if np.array_equal(read[at], events):
-            present, kind, value = by_key[key]
-            return present[at], kind[at], value[at]
-    return trace.arg_at(key, events)
+
+            def gathered(key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                present, kind, value = by_key[key]
+                return present[at], kind[at], value[at]
+
+            return gathered
+    return lambda key: trace.arg_at(key, events)
 
 
 def unfit(trace: ScannedTrace, events: np.ndarray, reads: Reads | None = None) -> np.ndarray:
@@ -99,8 +105,9 @@ def unfit(trace: ScannedTrace, events: np.ndarray, reads: Reads | None = None) -
     uint = trace.arg_kind == A_UINT  # (any arg past int64, as the importer always skipped)
     if uint.any():
         bad |= np.isin(events, trace.arg_event[uint])
+    arg = _reader(trace, events, reads)
     for key in _ARGS:
-        _, kind, value = _arg(trace, key, events, reads)
+        _, kind, value = arg(key)
         if key == "Device Type":
             bad |= kind == A_JSON
             continue
@@ -119,8 +126,9 @@ def integer_args(
     ``Device Type``: (its kind, its value), named by `allocator_name` from the value itself.
     ``events`` hold no `unfit` value (`fast_route.classify` skipped those)."""
     out = {}
+    arg = _reader(trace, events, reads)
     for key in _ARGS:
-        present, kind, value = _arg(trace, key, events, reads)
+        present, kind, value = arg(key)
         if key == "Device Type":
             out[key] = (np.where(present & (kind != A_NULL), kind, -1), value)
             continue
