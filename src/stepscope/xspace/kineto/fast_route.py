@@ -325,7 +325,7 @@ def route(state: RouteState, c: Classified) -> None:
     rows.has_correlation = np.zeros(0, bool)
     order = np.flatnonzero(emitted)
     # int32 event numbers (the events fit): 4 bytes an event less while the lines fill
-    by_line = order[np.argsort(lines[order], kind="stable")].astype(np.int32)
+    by_line = order[_by_line(lines[order], len(state.lines))].astype(np.int32)
     del order
     sorted_lines = lines[by_line]
     del lines
@@ -388,12 +388,21 @@ def _assign_lines(
         lines[device_idx] = base + group
     positions = np.zeros(trace.n_events, np.int32)
     order = np.flatnonzero(emitted)
-    by_line = order[np.argsort(lines[order], kind="stable")]
+    by_line = order[_by_line(lines[order], len(made))]
     sorted_lines = lines[by_line]
     starts = np.flatnonzero(np.concatenate(([True], sorted_lines[1:] != sorted_lines[:-1])))
     first_of = np.repeat(starts, np.diff(np.concatenate((starts, [len(by_line)]))))
     positions[by_line] = np.arange(len(by_line)) - first_of
     return lines, positions
+
+
+def _by_line(lines: np.ndarray, n_lines: int) -> np.ndarray:
+    """The stable order of events by their line numbers (below ``n_lines``): as 16-bit
+    numbers where they fit, which NumPy sorts by radix (0.3 ms for 0.2M events, against
+    1-6 ms for int32's merge sort)."""
+    if n_lines <= 1 << 15:
+        lines = lines.astype(np.int16)
+    return np.argsort(lines, kind="stable")
 
 
 def _metadata(
