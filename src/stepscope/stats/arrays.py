@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from stepscope.distinct import distinct
+
+if TYPE_CHECKING:
+    from stepscope.model import Profile
 
 
 def run_starts(values: np.ndarray) -> np.ndarray:
@@ -30,3 +35,16 @@ def distinct_ids(ids: np.ndarray, size: int) -> np.ndarray:
     seen = np.zeros(size, dtype=bool)
     seen[ids] = True
     return np.flatnonzero(seen)
+
+
+def used_names(profile: Profile) -> np.ndarray:
+    """The string ids of the names the profile's events have, ascending: `distinct_ids` of
+    the name column, made once per profile (the dispatch, wait and profiler-work rules each
+    ask), read-only."""
+
+    def made() -> np.ndarray:
+        ids = distinct_ids(profile.name, len(profile.strings))
+        ids.flags.writeable = False
+        return ids
+
+    return profile.derived("names.used", made)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from stepscope.model import Profile
-from stepscope.stats.arrays import distinct_ids
+from stepscope.stats.arrays import used_names
 from stepscope.vocab.profiler import is_profiler_event
 
 
@@ -26,7 +26,7 @@ def _profiler_work(profile: Profile) -> np.ndarray:
     if not profile.n_events:
         return out
     strings = profile.strings
-    used = distinct_ids(profile.name, len(strings))
+    used = used_names(profile)
     own = [i for i in used.tolist() if is_profiler_event(strings[i])]
     if not own:
         return out

@@ -32,7 +32,7 @@ from stepscope.distinct import distinct, distinct_inverse
 from stepscope.event_order import start_order
 from stepscope.model import Profile
 from stepscope.records import record
-from stepscope.stats.arrays import distinct_ids
+from stepscope.stats.arrays import used_names
 from stepscope.stats.host.python_samples import function_key, sample_points, sampled_thread_line
 from stepscope.stats.intervals import merge, subtract_sets
 from stepscope.vocab.dispatch import computes_inline, is_dispatch_name
@@ -78,7 +78,7 @@ class DispatchRuns:
 def _dispatch_ids(profile: Profile, has_device: bool) -> tuple[np.ndarray, np.ndarray]:
     """The string ids of dispatch events, and of those that compute on the calling thread."""
     strings = profile.strings
-    used = distinct_ids(profile.name, len(strings))
+    used = used_names(profile)
     ids = [i for i in used.tolist() if is_dispatch_name(strings[i])]
     inline = [i for i in ids if computes_inline(strings[i], has_device)]
     return np.array(ids, np.int64), np.array(inline, np.int64)

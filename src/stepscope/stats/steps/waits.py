@@ -25,7 +25,7 @@ import numpy as np
 
 from stepscope.model import Profile
 from stepscope.records import record
-from stepscope.stats.arrays import distinct_ids
+from stepscope.stats.arrays import used_names
 from stepscope.stats.intervals import intersect_sets, merge, subtract_sets
 from stepscope.vocab.waits import COMPUTE_EVENT_PREFIXES, is_compute_thread, is_wait_name
 
@@ -81,7 +81,7 @@ def find_waits(
     gaps_lo, gaps_hi = subtract_sets(span_lo, span_hi, traced_lo, traced_hi)
     # wait events of the step lines
     strings = profile.strings
-    used = distinct_ids(profile.name, len(strings))
+    used = used_names(profile)
     wait_ids = [i for i in used.tolist() if is_wait_name(strings[i])]
     w = np.flatnonzero(np.isin(profile.name, wait_ids) & on_step[profile.line])
     if len(w):
