@@ -184,3 +184,33 @@ def test_one_late_exit_does_not_move_a_ranks_clock() -> None:
     assert pod.offsets_ns is not None and pod.offsets_ns.tolist() == [0, 0, 1000 * MS]
     assert pod.exit_spread_ns == 0
     assert [(s.host, s.late_ns) for s in pod.stragglers] == [("r1", 30 * MS)]
+
+
+def test_untraced_work_of_a_straggler_names_its_sampled_python() -> None:
+    """A DDP rank sleeping in its batch generator (a user's gloo job: the script measured
+    30.3 ms of 47 ms a step in `next()`) was late "from untraced host work", where its own
+    overview named the generator: the explanation and the headline name it too."""
+    builders = _untraced_job()
+    cpu = builders[1].plane("/host:CPU")
+    samples = cpu.line((1 << 48) + 1, "Python samples", "Python samples: MainThread")
+    samples.display_id = 1
+    loop = "<module> (train.py:40);worker (train.py:20);step_fn (train.py:30)"
+    fetch = "<module> (train.py:40);worker (train.py:20);batches (train.py:14)"
+    for s in range(12):  # a sample every 5 ms; the one at 5 ms sees the generator
+        t = s * 20 * MS
+        samples.event("step_fn (train.py:30)", t, 5 * MS, {"stack": loop, "samples": 1})
+        samples.event("batches (train.py:14)", t + 5 * MS, 5 * MS, {"stack": fetch, "samples": 1})
+        samples.event("step_fn (train.py:30)", t + 10 * MS, 10 * MS, {"stack": loop, "samples": 2})
+    pod = _pod(builders)
+    [late] = pod.stragglers
+    named = (
+        "step_fn (train.py) 75.0% of the step time (30 of 40 samples, 95% CI 60-86%), "
+        "batches (train.py) 25.0% of the step time (10 of 40 samples, 95% CI 14-40%)"
+    )
+    assert late.python == named
+    assert late.explanation.endswith(f"(120.00 ms in all). Python sampled on r1: {named}.")
+    assert held_by(pod) == (
+        "Held by a straggler: r1 is late at 10 of 10 steps, 6.00 ms per step after the next "
+        f"rank, from {UNTRACED} (14.00 ms per step where the other ranks spent 8.00 ms; "
+        f"Python sampled on it: {named}); the other ranks wait for it."
+    )

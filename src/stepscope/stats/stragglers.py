@@ -180,8 +180,30 @@ def find_stragglers(ranks: Sequence[Rank]) -> PodLateness:
         dur[i, have] = r.steps.dur_ns[rows[have]]
     matched = match_calls(ranks, pairing) if len(ranks) > 1 else None
     if matched is None or not (matched.pod_step >= 0).any():
-        return by_own_time(ranks, pairing, dur)
-    return _by_arrival(hosts, pairing, dur, matched)
+        return _named(by_own_time(ranks, pairing, dur), ranks)
+    return _named(_by_arrival(hosts, pairing, dur, matched), ranks)
+
+
+def _named(pod: PodLateness, ranks: Sequence[Rank]) -> PodLateness:
+    """Stragglers late from untraced host work, with the Python functions the sampler saw on
+    them: a rank sleeping in its batch generator said only "untraced host work ('All
+    Others')", where its own overview named `batches`."""
+    by_host = {r.host: r for r in ranks}
+    out = []
+    for s in pod.stragglers:
+        rank = by_host.get(s.host)
+        if s.reason != "other" or rank is None:
+            out.append(s)
+            continue
+        python = rank.steps.untraced.python
+        step_ns = int(rank.steps.dur_ns.sum())
+        named = ", ".join(python.describe(k, step_ns) for k in python.leading(2))
+        if not named:
+            out.append(s)
+            continue
+        text = s.explanation.removesuffix(".") + f". Python sampled on {s.host}: {named}."
+        out.append(replace(s, python=named, explanation=text))
+    return replace(pod, stragglers=tuple(out))
 
 
 def _by_arrival(
@@ -320,7 +342,9 @@ def held_by(pod: PodLateness) -> str:
         f"Held by a straggler: {first.host} is late at {n} of {len(pod.step_num)} steps, "
         f"{first.late_ns / n / 1e6:.2f} ms per step after the next rank, from "
         f"{_what(first.reason)} ({first.reason_ns / n / 1e6:.2f} ms per step where the other "
-        f"ranks spent {first.reason_peers_ns / n / 1e6:.2f} ms); the other ranks wait for it"
+        f"ranks spent {first.reason_peers_ns / n / 1e6:.2f} ms"
+        + (f"; Python sampled on it: {first.python}" if first.python else "")
+        + "); the other ranks wait for it"
     )
     hidden = [s.host for s in pod.stragglers if s.behind]
     if hidden:

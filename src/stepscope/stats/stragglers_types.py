@@ -45,6 +45,9 @@ class Straggler:
     reason_ns: int = 0  # its own time in the reason's category (run-ups or steps), summed
     reason_peers_ns: int = 0  # the other ranks' (median) time there, summed
     behind: str = ""  # hidden behind these stragglers: last of the others, not of all
+    # with untraced host work as the reason: the Python functions the stack sampler saw on
+    # this rank in its steps ("" without samples), as the overview names them
+    python: str = ""
 
     @property
     def step_ranges(self) -> str:
