@@ -214,3 +214,25 @@ def test_untraced_work_of_a_straggler_names_its_sampled_python() -> None:
         f"rank, from {UNTRACED} (14.00 ms per step where the other ranks spent 8.00 ms; "
         f"Python sampled on it: {named}); the other ranks wait for it."
     )
+
+
+def test_sampled_python_that_explains_too_little_is_not_named() -> None:
+    """A rank sleeping in its loop's own function (on every sample: never named) is late by
+    70% of its step; the only function left, at 25%, explains nothing of it (a torchrun job
+    said "Python sampled on it: _engine_run_backward (graph.py) 17.5%"): nothing is named."""
+    builders = _untraced_job()
+    cpu = builders[1].plane("/host:CPU")
+    samples = cpu.line((1 << 48) + 1, "Python samples", "Python samples: MainThread")
+    samples.display_id = 1
+    loop = "<module> (train.py:40);worker (train.py:20)"
+    step_fn = f"{loop};step_fn (train.py:30)"
+    for s in range(12):
+        t = s * 20 * MS
+        samples.event("worker (train.py:20)", t, 15 * MS, {"stack": loop, "samples": 3})
+        samples.event(
+            "step_fn (train.py:30)", t + 15 * MS, 5 * MS, {"stack": step_fn, "samples": 1}
+        )
+    pod = _pod(builders)
+    [late] = pod.stragglers
+    assert late.python == ""
+    assert "Python sampled" not in late.explanation and "Python sampled" not in held_by(pod)
