@@ -149,7 +149,8 @@ def _make_init(
 
 def _lazy_init(cls: type, fields: tuple[Any, ...], frozen: bool, post_init: bool) -> None:
     """Gives ``cls`` its __init__, written on its first call: of the 86 record classes a
-    first overview makes, 24 are never instantiated (decision 301)."""
+    first overview makes, 24 are never instantiated (decision 301). Until then,
+    `inspect.signature` of the class reads the stand-in's ``(*args, **kwargs)``."""
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         init = _make_init(cls, fields, frozen, post_init)
