@@ -25,6 +25,13 @@ and after, with the bytes on the wire and the load average.
 ``--tree`` (repeatable) names source trees to compare (``src`` folders, e.g. main's and a
 branch's): their servers alternate, round after round, the order flipping each round.
 
+``--browser``: the client is the trace viewer page itself in headless Chromium (Playwright,
+``/usr/bin/chromium`` or ``$CHROMIUM``): it asks the structure, its first window and the steps
+as it does for a user; the near-full windows are fetched by its own network stack (``fetch``
+then ``arrayBuffer``, as ``_trace_data.js`` does) and timed in the page (``performance.now``),
+so the browser's receiving and inflating is in the wall. (The context bypasses the page's
+CSP: Playwright's ``evaluate`` needs ``eval``; the requests are the same.)
+
 ``--xprof-rs``: the peer on the same file, after the stepscope rounds: its server, its first
 full view (``trace_viewer@``, resolution 8000), then ``--windows`` near-full windows
 (``start_time_ms``/``end_time_ms``), each timed by the same client (wall, and the server
@@ -46,6 +53,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 import paired
@@ -53,6 +61,7 @@ from paired import ROOT
 
 ACCEPT_ENCODING = "gzip, deflate, br, zstd"  # what Chromium sends with every fetch
 RESOLUTION = 8000
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 
 
 def _free_port() -> int:
@@ -134,7 +143,49 @@ def _wait_until_up(port: int, proc: subprocess.Popen[bytes]) -> None:
             time.sleep(0.02)
 
 
-def stepscope_round(tree: Path, logdir: Path, workdir: Path, windows: int) -> dict[str, object]:
+_ONE_WINDOW = """async (url) => {
+  const t = performance.now();
+  const body = await (await fetch(url)).arrayBuffer();
+  const ms = performance.now() - t;
+  const entry = performance.getEntriesByName(new URL(url, location.href).href).pop();
+  return [ms, body.byteLength, entry ? entry.encodedBodySize : 0];
+}"""
+_ANSWERED = """(part) => {
+  const done = performance.getEntriesByType('resource')
+    .filter((e) => e.name.includes(part) && e.responseEnd > 0);
+  return done.length ? done[0].responseEnd : -1;
+}"""
+
+
+class BrowserPage:
+    """The trace viewer page of ``where`` in headless Chromium, on the server at ``port``."""
+
+    def __init__(self, chromium: Any, port: int, where: dict[str, str]) -> None:
+        self.context = chromium.new_context(
+            viewport={"width": 1400, "height": 1000}, bypass_csp=True
+        )
+        self.page = self.context.new_page()
+        self.page.goto(f"http://127.0.0.1:{port}/#/trace_viewer?{urlencode(where)}")
+        self.page.evaluate("performance.setResourceTimingBufferSize(1000000)")
+        while self.answered("/window?") < 0:  # the page's own first window
+            time.sleep(0.05)
+
+    def answered(self, part: str) -> float:
+        """When the page's first request whose URL holds ``part`` ended (ms), or -1."""
+        return float(self.page.evaluate(_ANSWERED, part))
+
+    def window(self, path: str) -> tuple[float, int, int]:
+        """(wall s, decoded bytes, bytes of the body as sent) of one fetch by the page."""
+        ms, size, sent = self.page.evaluate(_ONE_WINDOW, path.lstrip("/"))
+        return ms / 1000, int(size), int(sent)
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def stepscope_round(
+    tree: Path, logdir: Path, workdir: Path, windows: int, chromium: Any = None
+) -> dict[str, object]:
     cache = Path(tempfile.mkdtemp(dir=workdir))
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(tree), "STEPSCOPE_CACHE_DIR": str(cache)}
@@ -147,25 +198,36 @@ def stepscope_round(tree: Path, logdir: Path, workdir: Path, windows: int) -> di
         page, steps_conn = Client(port), Client(port)
         runs = json.loads(page.get("/api/runs")[0])["runs"]
         where = {"run": runs[0]["run"], "host": runs[0]["hosts"][0]}
+        browser = BrowserPage(chromium, port, where) if chromium is not None else None
         structure = json.loads(page.get(f"/api/tool/trace_viewer?{urlencode(where)}")[0])
         span = int(structure["duration_ns"])
 
         def window(t0: int) -> tuple[float, float]:
-            params = urlencode({**where, "t0": t0, "t1": span, "res": RESOLUTION})
+            path = "/api/tool/trace_viewer/window?"
+            path += urlencode({**where, "t0": t0, "t1": span, "res": RESOLUTION})
             before, started = _thread_cpu(proc.pid, nice), time.perf_counter()
-            body, wire, encoding = page.get(f"/api/tool/trace_viewer/window?{params}")
-            wall = time.perf_counter() - started
-            if body[:4] != b"STV1" or len(body) < 1000:
-                raise RuntimeError(f"not a window: {len(body)} bytes")
+            if browser is not None:
+                wall, size, wire = browser.window(path)
+                encoding = "identity" if wire == size else "compressed"
+            else:
+                body, wire, encoding = page.get(path)
+                wall, size = time.perf_counter() - started, len(body)
+                if body[:4] != b"STV1":
+                    size = 0
+            if size < 1000:
+                raise RuntimeError(f"not a window: {size} bytes")
             result.wire.append((wire, encoding))
             return wall, _cpu_delta(before, _thread_cpu(proc.pid, nice))
 
         result = Windows()
-        first = window(0)[0]
+        # The page asked its first window (ms after it opened) and asks the steps itself.
+        first = browser.answered("/window?") / 1000 if browser is not None else window(0)[0]
         first_s = time.perf_counter() - spawned
         answered: list[float] = []
 
         def steps() -> None:
+            if browser is not None:
+                return
             body = steps_conn.get(f"/api/tool/trace_viewer/steps?{urlencode(where)}")[0]
             answered.append(time.perf_counter() - spawned)
             answered.append(len(json.loads(body)["number"]))
@@ -173,20 +235,29 @@ def stepscope_round(tree: Path, logdir: Path, workdir: Path, windows: int) -> di
         asker = threading.Thread(target=steps)
         asker.start()
         k = 0
-        while asker.is_alive():
+        while asker.is_alive() or (browser is not None and browser.answered("/steps?") < 0):
             k += 1
             result.during.append(window(k))
             time.sleep(0.1)
         asker.join()
+        if browser is not None:
+            answered += [time.perf_counter() - spawned, -1]
+            browser_steps = json.loads(
+                page.get(f"/api/tool/trace_viewer/steps?{urlencode(where)}")[0]
+            )
+            answered[1] = len(browser_steps["number"])
         if len(answered) != 2:
             raise RuntimeError("the steps endpoint did not answer")
         for _ in range(windows):
             k += 1
             result.after.append(window(k))
+        if browser is not None:
+            browser.close()
         return {
             "windows": result,
             "first_s": first_s,
             "first_wall_ms": first * 1000,
+            "first_what": "after the page opened" if browser is not None else "its request",
             "steps_s": answered[0],
             "steps": answered[1],
         }
@@ -242,7 +313,15 @@ def main() -> None:
     parser.add_argument("--windows", type=int, default=30, help="windows after the steps")
     parser.add_argument("--tree", action="append", default=[], help="a src folder to compare")
     parser.add_argument("--xprof-rs", default="", help="the peer's binary")
+    parser.add_argument("--browser", action="store_true", help="the page in headless Chromium")
     args = parser.parse_args()
+    chromium, playwright = None, None
+    if args.browser:
+        from playwright.sync_api import sync_playwright
+
+        playwright = sync_playwright().start()
+        executable = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+        chromium = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
     trees = [Path(t).resolve() for t in args.tree] or [ROOT / "src"]
     for tree in trees:
         paired.compile_bytecode(tree)
@@ -262,14 +341,15 @@ def main() -> None:
             order = trees if k % 2 == 0 else trees[::-1]
             for tree in order:
                 load = paired.load()
-                got = stepscope_round(tree, logdir, workdir, args.windows)
+                got = stepscope_round(tree, logdir, workdir, args.windows, chromium)
                 w = got["windows"]
                 assert isinstance(w, Windows)
                 sizes = sorted(size for size, _ in w.wire)
                 encodings = sorted({e or "identity" for _, e in w.wire})
                 print(
                     f"{tree} round {k}: load {load} -> {paired.load()}; first window "
-                    f"{got['first_s']:.1f} s from spawn ({got['first_wall_ms']:.0f} ms); steps "
+                    f"{got['first_s']:.1f} s from spawn ({got['first_wall_ms']:.0f} ms "
+                    f"{got['first_what']}); steps "
                     f"({got['steps']}) {got['steps_s']:.1f} s from spawn; window "
                     f"{sizes[len(sizes) // 2]:,} bytes on the wire ({', '.join(encodings)})"
                 )
@@ -294,6 +374,9 @@ def main() -> None:
             print("  " + w.line("near-full windows (start_time_ms/end_time_ms)", w.after))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+        if chromium is not None and playwright is not None:
+            chromium.close()
+            playwright.stop()
 
 
 if __name__ == "__main__":
