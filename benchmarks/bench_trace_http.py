@@ -101,8 +101,14 @@ class Client:
 
     def get(self, path: str) -> tuple[bytes, int, str]:
         """The decoded body, the bytes on the wire and their Content-Encoding."""
-        self.conn.request("GET", path, headers={"Accept-Encoding": ACCEPT_ENCODING})
-        response = self.conn.getresponse()
+        try:
+            self.conn.request("GET", path, headers={"Accept-Encoding": ACCEPT_ENCODING})
+            response = self.conn.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            # The server closed the idle keep-alive connection: a new one, as a browser does.
+            self.conn.close()
+            self.conn.request("GET", path, headers={"Accept-Encoding": ACCEPT_ENCODING})
+            response = self.conn.getresponse()
         wire = response.read()
         if response.status != 200:
             raise RuntimeError(f"{path}: HTTP {response.status}: {wire[:300]!r}")
