@@ -212,6 +212,10 @@ def test_a_tool_process_skips_only_the_interpreters_teardown(run_dir: Path) -> N
     first = subprocess.run(argv, env=env, capture_output=True, text=True)
     assert first.returncode == 0 and first.stdout.startswith("{")
     assert "exit functions ran" in first.stderr and "torn down" not in first.stderr
+    # decision 303: the same command again prints its kept answer and ends the same way
+    again = subprocess.run(argv, env=env, capture_output=True, text=True)
+    assert again.returncode == 0 and again.stdout == first.stdout
+    assert "exit functions ran" in again.stderr and "torn down" not in again.stderr
     # the answers it kept were written before it ended: the next command reads them
     reader = "import sys; from stepscope.cli.main import main; main(sys.argv[1:]); " + (
         "print('numpy' in sys.modules, file=sys.stderr)"

@@ -140,3 +140,35 @@ def test_quick_exit_commands_run_without_cyclic_gc(monkeypatch: pytest.MonkeyPat
     assert cli_main.main() == 0
     assert seen == [True, False, True]
     assert gc.isenabled()
+
+
+def test_exit_now_imports_no_threading_where_none_was_started(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Decision 303: a kept answer's process never imported `threading` (no Python thread
+    was started): `exit_now` flushes, runs the exit functions and ends without importing it;
+    where it is loaded, its threads are joined as the interpreter's exit would."""
+    import atexit
+    import types
+
+    class Ended(Exception):
+        pass
+
+    def end(status: int) -> None:
+        raise Ended(status)
+
+    ran: list[str] = []
+    monkeypatch.setattr(os, "_exit", end)
+    monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: ran.append("exit functions"))
+    with monkeypatch.context() as patch:
+        patch.delitem(sys.modules, "threading")
+        with pytest.raises(Ended) as ended:
+            quick_exit.exit_now(3)
+        assert "threading" not in sys.modules
+        loaded = types.ModuleType("threading")
+        loaded._shutdown = lambda: ran.append("threads joined")  # type: ignore[attr-defined]
+        patch.setitem(sys.modules, "threading", loaded)
+        with pytest.raises(Ended):
+            quick_exit.exit_now(0)
+    assert ended.value.args == (3,)
+    assert ran == ["exit functions", "threads joined", "exit functions"]
