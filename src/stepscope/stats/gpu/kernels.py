@@ -145,16 +145,38 @@ def launch_events(
     profile: Profile, device_events: np.ndarray, *, cached: bool = True
 ) -> np.ndarray:
     """Per device event: the host event with the same ``correlation_id`` (its launch), or -1.
-    ``cached``: the launches' index is kept with the profile (the kernel and diagnostic tools
-    ask about 8 times); the step database asks once, under its memory peak, and does not."""
+    ``cached``: the launch of every event with a correlation id is found once and kept with
+    the profile (the kernel and diagnostic tools ask about 8 times, mostly of the same
+    kernels); the step database asks once, under its memory peak, and does not."""
+    out = np.full(len(device_events), -1, dtype=np.int64)
+    if cached:  # every event with a correlation id and its launch, found once
+        having, launch = profile.derived("kernels.launch_of", lambda: _launch_of(profile))
+        if len(having) and len(device_events):
+            at = np.minimum(np.searchsorted(having, device_events), len(having) - 1)
+            hit = having[at] == device_events
+            out[hit] = launch[at[hit]]
+        return out
+    return _launches_of(profile, device_events, _launch_index(profile))
+
+
+def _launch_of(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
+    """(the events with a correlation id, ascending; `launch_events` of each), read-only."""
+    having = profile.stat_events("correlation_id")
+    launches = profile.derived("kernels.launch_index", lambda: _launch_index(profile))
+    launch = _launches_of(profile, having, launches)
+    having.flags.writeable = launch.flags.writeable = False
+    return having, launch
+
+
+def _launches_of(
+    profile: Profile, device_events: np.ndarray, index: tuple[np.ndarray, np.ndarray]
+) -> np.ndarray:
+    """`launch_events` of ``device_events`` from the launches' index (`_launch_index`)."""
     out = np.full(len(device_events), -1, dtype=np.int64)
     corr = profile.stat_at("correlation_id", device_events)
     if not corr.present.any():
         return out
-    if cached:
-        launches, keys = profile.derived("kernels.launch_index", lambda: _launch_index(profile))
-    else:
-        launches, keys = _launch_index(profile)
+    launches, keys = index
     if len(launches) == 0:
         return out
     wanted = corr.as_int()
