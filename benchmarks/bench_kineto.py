@@ -263,7 +263,8 @@ def paired(hta: str, path: str, pairs: int) -> str:
         f"whole processes CPU {med(ratios['pcpu'])}, wall {med(ratios['pseconds'])}, "
         f"stepscope CPU {statistics.median(ours['pcpu']):.3f} s; "
         f"`stepscope tool` as a whole process CPU {med(ratios['ccpu'])}, wall "
-        f"{med(ratios['cseconds'])}, stepscope CPU {statistics.median(ours['ccpu']):.3f} s; "
+        f"{med(ratios['cseconds'])}, stepscope CPU {statistics.median(ours['ccpu']):.3f} s "
+        f"(its CPU ratio per pair: {' '.join(f'{r:.1f}' for r in sorted(ratios['ccpu']))}); "
         f"load {load} -> {os.getloadavg()[0]:.1f}"
     )
 
