@@ -6,10 +6,19 @@ missing ``libcupti``) through their C++ loggers, straight to file descriptor 2, 
 duration of the call, hands the text to the bridge (which turns known failures into a fix,
 see `base.diagnose`), and writes it through to the real stderr so the user still sees it.
 Python ``warnings`` raised meanwhile are collected too.
+
+A framework that aborts the process inside the call (a failed ``CHECK``: SIGABRT) would take
+its last words with it: they went to the redirected fd 2. So for the call Python's
+``faulthandler`` writes to the real stderr (the Python stack of every thread at the fatal
+signal; one the program enabled itself keeps its own file), and the redirected text goes to
+a named file that only a completed call removes:
+after a crash it is left in the temp directory (``stepscope-stderr-<pid>-*.txt``). A
+TensorFlow worker of a two-worker job died this way (exit -6, nothing on stderr at all).
 """
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import sys
 import tempfile
@@ -33,20 +42,34 @@ def captured_output(into: list[str]) -> Iterator[None]:
             finally:
                 into.extend(str(w.message) for w in caught)
             return
-        with tempfile.TemporaryFile() as sink:
-            sys.stderr.flush()
-            os.dup2(sink.fileno(), 2)
-            try:
-                yield
-            finally:
+        sink = tempfile.NamedTemporaryFile(  # noqa: SIM115 - removed below, kept on a crash
+            prefix=f"stepscope-stderr-{os.getpid()}-", suffix=".txt", delete=False
+        )
+        try:
+            with sink:
                 sys.stderr.flush()
-                os.dup2(saved, 2)
-                os.close(saved)
-                sink.seek(0)
-                data = sink.read()
-                if data:
-                    os.write(2, data)  # the user still sees what the framework said
-                    into.append(data.decode("utf-8", "replace"))
-                into.extend(str(w.message) for w in caught)
+                # A fatal signal prints the Python stacks on the real stderr. One enabled
+                # already (PYTHONFAULTHANDLER, pytest) is left to its own file, which cannot be
+                # read back to restore it; on fd 2 its text is in the kept sink.
+                ours = not faulthandler.is_enabled()
+                os.dup2(sink.fileno(), 2)
+                if ours:
+                    faulthandler.enable(saved, all_threads=True)
+                try:
+                    yield
+                finally:
+                    sys.stderr.flush()
+                    os.dup2(saved, 2)
+                    if ours:
+                        faulthandler.disable()  # before `saved` closes
+                    os.close(saved)
+                    sink.seek(0)
+                    data = sink.read()
+                    if data:
+                        os.write(2, data)  # the user still sees what the framework said
+                        into.append(data.decode("utf-8", "replace"))
+                    into.extend(str(w.message) for w in caught)
+        finally:
+            os.unlink(sink.name)
     for w in caught:  # give the warnings back too, once collected
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
