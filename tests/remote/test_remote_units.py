@@ -16,8 +16,9 @@ from stepscope.capture.remote.paths import (
     writable_target,
 )
 from stepscope.capture.remote.progress import ProgressPrinter, WorkerState, progress_text
-from stepscope.capture.remote.server import _is_loopback, options_from_request
+from stepscope.capture.remote.server import options_from_request
 from stepscope.errors import StepscopeError
+from stepscope.netaddr import is_loopback
 from stepscope.xspace.proto import profiler_service_pb2 as pb
 
 
@@ -109,6 +110,6 @@ def test_result_lines() -> None:
 
 def test_loopback_detection() -> None:
     for host in ("127.0.0.1", "localhost", "::1", "[::1]", "127.1.2.3"):
-        assert _is_loopback(host)
+        assert is_loopback(host)
     for host in ("0.0.0.0", "::", "10.0.0.2", "example.com"):
-        assert not _is_loopback(host)
+        assert not is_loopback(host)

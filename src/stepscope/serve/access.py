@@ -42,16 +42,6 @@ class BodyTooLarge(Exception):
     """The request body exceeded the limit (HTTP 413)."""
 
 
-def is_loopback(host: str) -> bool:
-    """``host`` (a name or an address, IPv6 with or without brackets) is this machine."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def new_token() -> str:
     return secrets.token_urlsafe(24)
 

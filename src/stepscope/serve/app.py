@@ -30,8 +30,9 @@ from starlette.routing import Route
 from stepscope import log
 from stepscope.errors import StepscopeError
 from stepscope.executor import Executor
+from stepscope.netaddr import is_loopback
 from stepscope.records import record
-from stepscope.serve.access import AccessGuard, is_loopback, new_token
+from stepscope.serve.access import AccessGuard, new_token
 from stepscope.serve.capture_routes import CaptureManager, capture_routes
 from stepscope.serve.compress import PlainToThisMachine
 from stepscope.serve.http import ApiRequest, Handler, error_response

@@ -21,7 +21,8 @@ import gzip
 import importlib
 from types import ModuleType
 
-from stepscope.serve.access import ASGIApp, Receive, Scope, Send, is_loopback
+from stepscope.netaddr import is_loopback
+from stepscope.serve.access import ASGIApp, Receive, Scope, Send
 
 
 def _optional_isal() -> ModuleType | None:

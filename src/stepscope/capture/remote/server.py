@@ -58,6 +58,7 @@ from stepscope.capture.remote.recording import RemoteCapture, capture_xspace, is
 from stepscope.capture.session import ProfilerAlreadyRunningError
 from stepscope.errors import StepscopeError
 from stepscope.logdir import default_hostname
+from stepscope.netaddr import is_loopback
 
 grpc = require_grpc()
 
@@ -70,17 +71,6 @@ MAX_MONITOR_MS = 10 * 1000  # a Monitor call holds a server thread this long at 
 MAX_SAVE_WAIT_S = 120.0  # a recorder save requested remotely is written within this
 CONTROL_THREADS = 2  # server threads Monitor calls never take: Profile and Terminate get them
 TF_DEFAULT_LEVELS = {"host": 2, "device": 1, "python": 0}
-
-
-def _is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _abort(context: Any, code: Any, message: str) -> NoReturn:
@@ -378,7 +368,7 @@ def start(
     """Serve ``tensorflow.ProfilerService`` on ``host:port`` (port 0: any free port)."""
     if not isinstance(port, int) or not 0 <= port < 65536:
         raise StepscopeError(f"stepscope.server.start: port must be 0-65535, got {port!r}")
-    if not _is_loopback(host):
+    if not is_loopback(host):
         user_log.warn(
             f"stepscope: warning: the profiler server listens on {host}: anyone who can reach "
             "this machine on that port can capture profiles of this process"
