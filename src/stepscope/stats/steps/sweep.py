@@ -102,8 +102,10 @@ def _hold(z_step: np.ndarray, z_ns: np.ndarray, z_type: np.ndarray, z_next: np.n
     order = np.lexsort((-z_type, z_ns, z_step))
     out: list[tuple[int, int, int, int]] = []
     cur: tuple[int, int, int, int] | None = None  # step, type, start, clearing time
-    for k in order.tolist():
-        s, t, ty, nxt = int(z_step[k]), int(z_ns[k]), int(z_type[k]), int(z_next[k])
+    # the columns as Python ints in walk order, not four NumPy scalars a step (held_spans
+    # 3.5 -> 2.5 ms on the V100 Kineto trace's 2,000 walked events, decision 313)
+    walk = (column[order].tolist() for column in (z_step, z_ns, z_type, z_next))
+    for s, t, ty, nxt in zip(*walk, strict=True):
         if cur is not None and cur[0] == s and t < cur[3]:
             if ty <= cur[1]:
                 continue  # a held type at least as high stays current

@@ -94,7 +94,9 @@ def _renumber(header: PlaneHeader, raw: RawColumns, lo: int, hi: int) -> PlaneHe
     referenced[refs] = True
     keys = raw.st_meta[lo:hi]
     inside = (keys >= 0) & (keys < size)
-    referenced[keys[inside]] = True
+    # every key has metadata in Kineto's planes: no compress and scatter of every row then
+    every = bool(inside.all())
+    referenced[keys if every else keys[inside]] = True
     kinds = raw.st_kind[lo:hi]
     ref_rows = np.flatnonzero(kinds == KIND_REF) + lo
     ref_values = raw.st_value[ref_rows]
@@ -105,7 +107,10 @@ def _renumber(header: PlaneHeader, raw: RawColumns, lo: int, hi: int) -> PlaneHe
     new_of = {m: by_name[header.stat_metadata[m].name] for m in known}
     lookup = np.arange(size, dtype=np.int64)  # unknown ids map to themselves
     lookup[list(new_of)] = list(new_of.values())
-    keys[inside] = lookup[keys[inside]]  # a view: the rows in place
+    if every:
+        keys[...] = lookup[keys]  # a view: the rows in place
+    else:
+        keys[inside] = lookup[keys[inside]]
     ok = (ref_values >= 0) & (ref_values < size)
     ref_values[ok] = lookup[ref_values[ok]]
     raw.st_value[ref_rows] = ref_values
