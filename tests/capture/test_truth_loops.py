@@ -200,7 +200,11 @@ def test_jax_unjitted_update_is_dispatch_bound(tmp_path: Path) -> None:
     # it was "MODERATELY input-bound ... reduce the input time" with no word of dispatch
     headline = bound_by(summarize_steps({"h": db}))
     assert headline.first == "dispatch", headline.headline
-    assert _percent(db, "dispatch") == pytest.approx(update, abs=8.0)
+    # Never more dispatch than the update took; under CPU contention the preempted thread's
+    # gaps between the update's ops become untraced host time, so dispatch may fall short:
+    # by 1.6-6.3 points with three busy loops on two cores, by 10 once in a loaded CI run
+    dispatch = _percent(db, "dispatch")
+    assert update - 15.0 <= dispatch <= update + 8.0, (dispatch, update)
     assert round(db.limits.dispatch.ops_per_step()) >= 400
     assert db.limits.dispatch.caller.startswith("adam (")
     overview, findings = _tools(next(tmp_path.rglob("*.xplane.pb")).parent)
