@@ -11,6 +11,10 @@ from stepscope.stats.compare import match_key
     ("a", "b"),
     [
         ("ProfilerStep#3", "ProfilerStep#117"),
+        (
+            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+            "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__",
+        ),
         ("fusion.12", "fusion.13"),
         ("%fusion.12", "fusion.7"),
         ("loop_fusion.2/add.3:Add", "loop_fusion.9/add.14:Add"),
@@ -39,6 +43,7 @@ def test_renames_match(a: str, b: str) -> None:
         ("fusion.12", "copy.12"),
         ("Iterator::Root::Map", "Iterator::Root::ParallelMapV2"),
         ("ProfilerStep#3", "aten::mm"),
+        ("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "aten::mm"),
     ],
 )
 def test_different_work_does_not_match(a: str, b: str) -> None:

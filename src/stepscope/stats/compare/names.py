@@ -2,6 +2,10 @@
 control, so the same work is matched between two runs (rules in docs/tools/diff.md).
 
 - PyTorch step annotations: ``ProfilerStep#17`` -> ``ProfilerStep#*``.
+- PyTorch's DataLoader wait: ``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__``
+  and ``..._MultiProcessingDataLoaderIter.__next__`` -> ``enumerate(DataLoader)#*.__next__``:
+  both are the loop waiting for its next batch, and ``num_workers`` picks the class (a diff of
+  0 against 2 workers shows that wait change, not one op gone and one new; decision 325).
 - XLA instruction numbering: ``fusion.12`` / ``%fusion.13`` -> ``fusion`` (a numeric ``.N``
   suffix after a letter, at the end of a name or of a ``/``/``:`` path part).
 - C++ kernel names: the leading return type ``void`` and the parameter list ``(...)`` are
@@ -19,10 +23,11 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from stepscope.vocab.pytorch import PROFILER_STEP, PROFILER_STEP_ANY
+from stepscope.vocab.pytorch import DATALOADER_NEXT, PROFILER_STEP, PROFILER_STEP_ANY
 
 _XLA_SUFFIX = re.compile(r"(?<=[A-Za-z_])\.\d+(?=$|[/:\s,)])")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+_DATALOADER_ITER = re.compile(re.escape(DATALOADER_NEXT) + r"#_\w+DataLoaderIter\.__next__$")
 _SPACES = re.compile(r"\s+")
 # a number (with a C++ suffix or cast) or a boolean, as a whole template argument
 _TEMPLATE_NUMBER = re.compile(
@@ -74,6 +79,7 @@ def _strip_parameters(name: str) -> str:
 def match_key(name: str) -> str:
     """The key under which ``name`` is matched between two runs."""
     key = PROFILER_STEP_ANY.sub(PROFILER_STEP + "*", name.strip())
+    key = _DATALOADER_ITER.sub(DATALOADER_NEXT + "#*.__next__", key)
     key = _ADDRESS.sub("0x*", key)
     if key.startswith("void "):
         key = key[5:]
