@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from stepscope import log
+from tests.support.fixtures import FIXTURES
+from tests.support.scripts import imported_by_first_overview
 
 
 def test_messages_reach_stderr_and_can_be_silenced(capsys: pytest.CaptureFixture[str]) -> None:
@@ -60,24 +62,4 @@ def test_module_loggers_import_logging_only_when_a_record_could_show(
 
 @pytest.mark.integration
 def test_a_first_overview_imports_no_logging(tmp_path: Path) -> None:
-    import os
-    import subprocess
-    import sys
-
-    from tests.support.fixtures import FIXTURES, REPO
-
-    code = (
-        "import sys\n"
-        "from stepscope.cli.main import main\n"
-        "assert main(['tool', sys.argv[1], 'overview_page', '--no-cache']) == 0\n"
-        "print('logging' in sys.modules, file=sys.stderr)\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "STEPSCOPE_CACHE_DIR": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(FIXTURES / "tf" / "ctl")],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert done.stderr.strip().splitlines()[-1] == "False"
+    assert not imported_by_first_overview(FIXTURES / "tf" / "ctl", "logging", tmp_path)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from stepscope.capture import bridges
@@ -47,3 +48,24 @@ def fresh_python(code: str, *args: str, env: Mapping[str, str] | None = None) ->
     )
     assert proc.returncode == 0, f"script failed ({proc.returncode}):\n{proc.stderr}"
     return proc.stdout.strip()
+
+
+def imported_by_first_overview(trace: Path, module: str, cache_dir: Path, *flags: str) -> bool:
+    """Whether ``stepscope tool TRACE overview_page --no-cache FLAGS``, run in a fresh
+    interpreter with an empty cache, imports ``module`` (start-up cost tests)."""
+    argv = ["tool", "{trace}", "overview_page", "--no-cache", *flags]
+    code = (
+        "import sys\n"
+        "from stepscope.cli.main import main\n"
+        f"assert main([a.format(trace=sys.argv[1]) for a in {argv!r}]) == 0\n"
+        f"print({module!r} in sys.modules, file=sys.stderr)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "STEPSCOPE_CACHE_DIR": str(cache_dir)}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(trace)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stderr.strip().splitlines()[-1] == "True"
