@@ -13,6 +13,7 @@ for the hang trigger) and two threads of its own:
 from __future__ import annotations
 
 import collections
+import dataclasses
 import itertools
 import logging
 import os
@@ -30,7 +31,7 @@ from stepscope.capture.recorder import snapshot as snap
 from stepscope.capture.recorder.after import RECORDING, AfterCapture
 from stepscope.capture.recorder.pending import PendingSave
 from stepscope.capture.recorder.ring import Ring, StepSummary
-from stepscope.capture.recorder.slow import SlowStep, SlowStepTrigger
+from stepscope.capture.recorder.slow import MissedSlowSteps, SlowStep, SlowStepTrigger
 from stepscope.capture.step import hooks as step_hooks
 from stepscope.capture.step import set_hooks as set_step_hooks
 
@@ -43,6 +44,8 @@ EXIT_WAIT_S = 60.0  # how long an exiting program waits for its last save
 # The watchdog also wakes after this many steps (steps shorter than poll_s / WAKE_STEPS):
 # the ring then exceeds its bounds by at most what so many steps record.
 WAKE_STEPS = 1000
+RATE_LIMITED = "rate-limited"  # a `Recorder.missed` reason besides `slow.NOT_READY`/`NOISY`
+TELL_AGAIN = 2.0  # a missed slow step this many times worse than the last told is told too
 
 
 class Recorder:
@@ -69,6 +72,10 @@ class Recorder:
             config.history_steps,
         )
         self.slow = SlowStepTrigger(self.triggers)
+        # slow steps seen and not saved, by reason (decision 320): told once at WARNING each
+        self.missed: dict[str, MissedSlowSteps] = {}
+        self._told: dict[str, float] = {}  # reason -> ratio of the last missed step told
+        self._last_look = False  # stop() judges the steps that ended since the last tick
         self._armed_told = ""  # what the log said of the arming: "", "armed", "not armed"
         self.open_ns: dict[int, int] = {}  # thread ident -> when its current step opened
         self._hang_reported: set[int] = set()
@@ -137,6 +144,8 @@ class Recorder:
         self._wake.set()
         if self._watchdog.is_alive() and threading.current_thread() is not self._watchdog:
             self._watchdog.join(timeout)
+        if self._saver.is_alive() and not self._watchdog.is_alive():
+            self._judge_last_steps()
         with self._lock:
             for _due, trigger, _reason, _details, pending in self._deferred:
                 pending.skip(f"the recorder stopped before the steps after the {trigger}")
@@ -155,6 +164,32 @@ class Recorder:
             set_step_hooks(None, None)
         self.session.finish(save=False)
         _session.release(self.session)
+
+    def _judge_last_steps(self) -> None:
+        """The watchdog ends without judging the steps finished since its last wake-up (up
+        to ``poll_s`` of them): a stall just before `stop` or the program's end was neither
+        saved nor told (decision 320). Judged here, their saves still go to the saver."""
+        self._last_look = True
+        try:
+            self._check_steps()
+        except Exception:  # the recorder must never take the training down
+            log.exception("stepscope recorder: error judging the last steps")
+        finally:
+            self._last_look = False
+
+    def status(self) -> dict[str, Any]:
+        """What the recorder did and did not save: the slow-step trigger's arming, the runs
+        saved, the saves skipped and the slow steps seen but not saved, by reason."""
+        with self._lock:
+            missed = {why: dataclasses.asdict(m) for why, m in self.missed.items()}
+            return {
+                "armed": self.slow.armed,
+                "armed_note": self.slow.armed_note,
+                "steps_judged": self.slow.seen,
+                "saved": [str(p) for p in self.saved],
+                "skipped": [(p.trigger, p.reason, p.skipped) for p in self.requested if p.skipped],
+                "missed_slow_steps": missed,
+            }
 
     def forget_in_child(self, parent_pid: int) -> None:
         """In a child forked while recording: the recorder's threads are gone and the ring is
@@ -195,7 +230,7 @@ class Recorder:
         self.requested.append(pending)
         details = dict(details or {})
         with self._lock:
-            if self._stop.is_set():
+            if self._stop.is_set() and not self._last_look:
                 pending.skip(self._stopped_why)
                 return pending
             now = time.monotonic()
@@ -393,7 +428,9 @@ class Recorder:
             if self._slowed_by_a_save(summary):
                 continue  # neither judged nor part of the baseline
             slow = self.slow.observe(summary.step_num, summary.dur_ns)
-            if slow is not None:
+            if slow is not None and slow.unarmed:
+                self._missed(slow, slow.unarmed, f"the slow-step trigger is {self.slow.armed_note}")
+            elif slow is not None:
                 self._slow(slow)
         self._tell_arming()
 
@@ -442,6 +479,36 @@ class Recorder:
         pending = self.save(cfg.SLOW_STEP, reason, details, force=worse is not None)
         if not pending.skipped:
             self.slow.saved(found.ratio, now)
+        elif pending.skipped.startswith("rate limit"):
+            factor = self.triggers.escalation_factor
+            why = pending.skipped
+            if factor:
+                why += f" and not {factor:g}x worse than the slow step saved before it"
+            self._missed(found, RATE_LIMITED, why)
+
+    def _missed(self, found: SlowStep, kind: str, why: str) -> None:
+        """A slow step seen and not saved: a WARNING the first time for each reason, and
+        again for a step `TELL_AGAIN` times worse than the last one told (a 25x stall after
+        a 3.5x blip), else INFO: a user who left the recorder on to catch it must hear of it
+        at the default log level, and a noisy machine must not flood the log."""
+        with self._lock:
+            missed = self.missed.get(kind)
+            if missed is None:
+                missed = self.missed[kind] = MissedSlowSteps(why)
+            missed.add(found)
+            told = self._told.get(kind)
+            tell = told is None or found.ratio >= TELL_AGAIN * told
+            if tell:
+                self._told[kind] = found.ratio
+        text = (
+            f"stepscope recorder: step {found.step_num} took {found.dur_ns / 1e6:.1f} ms, "
+            f"{found.ratio:.1f}x the median {found.median_ns / 1e6:.1f} ms, NOT saved ({kind}): "
+            f"{why}"
+        )
+        if tell:
+            log.warning("%s; all such steps are counted in Recorder.status()", text)
+        else:
+            log.info("%s", text)
 
     def _check_hang(self) -> None:
         limit = self.triggers.hang_s

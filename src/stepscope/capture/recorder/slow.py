@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 import statistics
 
 from stepscope.capture.recorder.config import Triggers
@@ -24,6 +25,12 @@ from stepscope.records import record
 
 MEDIAN_EVERY = 10  # steps between two computations of the running median
 SETTLE_QUANTILE = 0.9
+# Steps after the warm-up before a step can be called slow at all (to tell the user of a
+# slow step the unarmed trigger let pass; an armed trigger has ``settle_steps`` >= 3).
+MIN_BASELINE = 3
+# Why an unarmed trigger let a slow step pass (`SlowStep.unarmed`).
+NOT_READY = "baseline not ready"
+NOISY = "machine too noisy"
 
 
 @record
@@ -32,10 +39,32 @@ class SlowStep:
     dur_ns: int
     median_ns: float
     window: int  # steps the median was taken over
+    # "" when the armed trigger judged it; else why it was not saved (`NOT_READY`, `NOISY`)
+    unarmed: str = ""
 
     @property
     def ratio(self) -> float:
         return self.dur_ns / self.median_ns
+
+
+@dataclasses.dataclass
+class MissedSlowSteps:
+    """Slow steps seen and not saved for one reason (`Recorder.status`): how many, the
+    first and the worst (step number and ratio to the median), and why."""
+
+    why: str
+    count: int = 0
+    first_step: int = -1
+    first_ratio: float = 0.0
+    worst_step: int = -1
+    worst_ratio: float = 0.0
+
+    def add(self, found: SlowStep) -> None:
+        if not self.count:
+            self.first_step, self.first_ratio = found.step_num, round(found.ratio, 2)
+        if found.ratio > self.worst_ratio:
+            self.worst_step, self.worst_ratio = found.step_num, round(found.ratio, 2)
+        self.count += 1
 
 
 class SlowStepTrigger:
@@ -52,21 +81,28 @@ class SlowStepTrigger:
         self._saved: tuple[float, float] | None = None  # (monotonic s, ratio) of the last save
 
     def observe(self, step_num: int, dur_ns: int) -> SlowStep | None:
-        """The step, when it is slow for an armed trigger; None otherwise."""
+        """The step, when it is slow (``unarmed`` says why an unarmed trigger lets it pass,
+        so the recorder can tell the user); None otherwise."""
         self.seen += 1
         if self.seen <= self.triggers.warmup_steps:
             return None
         found = None
-        if self.armed:
+        if len(self.recent) >= MIN_BASELINE:
             if self._median is None or self._median_age >= MEDIAN_EVERY:
                 self._median, self._median_age = statistics.median(self.recent), 0
             median = self._median
             if median > 0 and dur_ns > self.triggers.slow_step_factor * median:
-                found = SlowStep(step_num, dur_ns, median, len(self.recent))
+                unarmed = ""
+                if not self.armed:
+                    enough = len(self.recent) >= self.triggers.settle_steps
+                    unarmed = NOISY if enough else NOT_READY
+                found = SlowStep(step_num, dur_ns, median, len(self.recent), unarmed)
         self.recent.append(dur_ns)
         self._median_age += 1
         if not self.armed:
             self._try_arm()
+            if self.armed:
+                self._median = None  # judged from the steps up to now, not an older median
         return found
 
     def _try_arm(self) -> None:
