@@ -40,6 +40,22 @@ def test_a_slow_step_just_before_stop_is_saved(tmp_path: Path, clock: FakeClock)
     assert recorder.status()["saved"] == [str(run_dir)]
 
 
+def test_a_slow_step_waiting_for_its_steps_after_is_saved_at_stop(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """With ``after_steps``, a slow step 2 steps before `stop` was dropped ("stopped before
+    the steps after"): the steps before it, the ones that matter, are saved instead."""
+    recorder = _start(tmp_path, after_steps=5)
+    _run_steps(clock, 0, 30)
+    _run_steps(clock, 30, 3, slow={31: 25})
+    recorder.tick()
+    (pending,) = recorder.requested
+    assert not pending.done()
+    rec.stop()
+    run_dir = pending.result(0)
+    assert run_dir is not None and "step 31 took" in _marker(run_dir)["reason"]
+
+
 def test_a_slow_step_on_a_noisy_machine_is_told_and_counted(
     tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:

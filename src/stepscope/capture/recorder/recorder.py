@@ -13,7 +13,6 @@ for the hang trigger) and two threads of its own:
 from __future__ import annotations
 
 import collections
-import dataclasses
 import itertools
 import logging
 import os
@@ -31,7 +30,7 @@ from stepscope.capture.recorder import snapshot as snap
 from stepscope.capture.recorder.after import RECORDING, AfterCapture
 from stepscope.capture.recorder.pending import PendingSave
 from stepscope.capture.recorder.ring import Ring, StepSummary
-from stepscope.capture.recorder.slow import MissedSlowSteps, SlowStep, SlowStepTrigger
+from stepscope.capture.recorder.slow import RATE_LIMITED, MissedSteps, SlowStep, SlowStepTrigger
 from stepscope.capture.step import hooks as step_hooks
 from stepscope.capture.step import set_hooks as set_step_hooks
 
@@ -44,8 +43,6 @@ EXIT_WAIT_S = 60.0  # how long an exiting program waits for its last save
 # The watchdog also wakes after this many steps (steps shorter than poll_s / WAKE_STEPS):
 # the ring then exceeds its bounds by at most what so many steps record.
 WAKE_STEPS = 1000
-RATE_LIMITED = "rate-limited"  # a `Recorder.missed` reason besides `slow.NOT_READY`/`NOISY`
-TELL_AGAIN = 2.0  # a missed slow step this many times worse than the last told is told too
 
 
 class Recorder:
@@ -72,9 +69,7 @@ class Recorder:
             config.history_steps,
         )
         self.slow = SlowStepTrigger(self.triggers)
-        # slow steps seen and not saved, by reason (decision 320): told once at WARNING each
-        self.missed: dict[str, MissedSlowSteps] = {}
-        self._told: dict[str, float] = {}  # reason -> ratio of the last missed step told
+        self.missed = MissedSteps()  # slow steps seen and not saved (decision 320)
         self._last_look = False  # stop() judges the steps that ended since the last tick
         self._armed_told = ""  # what the log said of the arming: "", "armed", "not armed"
         self.open_ns: dict[int, int] = {}  # thread ident -> when its current step opened
@@ -146,9 +141,14 @@ class Recorder:
             self._watchdog.join(timeout)
         if self._saver.is_alive() and not self._watchdog.is_alive():
             self._judge_last_steps()
+        saver = self._saver.is_alive()
         with self._lock:
-            for _due, trigger, _reason, _details, pending in self._deferred:
-                pending.skip(f"the recorder stopped before the steps after the {trigger}")
+            for _due, trigger, reason, details, pending in self._deferred:
+                if saver:  # the steps after will not come: keep the ones before (dec. 320)
+                    more = self.triggers.after_steps
+                    self._enqueue(trigger, reason, details, pending, None, more, None, False)
+                else:
+                    pending.skip(f"the recorder stopped before the steps after the {trigger}")
             self._deferred.clear()
             after, self._after = self._after, None
         if after is not None:
@@ -180,8 +180,8 @@ class Recorder:
     def status(self) -> dict[str, Any]:
         """What the recorder did and did not save: the slow-step trigger's arming, the runs
         saved, the saves skipped and the slow steps seen but not saved, by reason."""
+        missed = self.missed.as_dict()
         with self._lock:
-            missed = {why: dataclasses.asdict(m) for why, m in self.missed.items()}
             return {
                 "armed": self.slow.armed,
                 "armed_note": self.slow.armed_note,
@@ -487,25 +487,13 @@ class Recorder:
             self._missed(found, RATE_LIMITED, why)
 
     def _missed(self, found: SlowStep, kind: str, why: str) -> None:
-        """A slow step seen and not saved: a WARNING the first time for each reason, and
-        again for a step `TELL_AGAIN` times worse than the last one told (a 25x stall after
-        a 3.5x blip), else INFO: a user who left the recorder on to catch it must hear of it
-        at the default log level, and a noisy machine must not flood the log."""
-        with self._lock:
-            missed = self.missed.get(kind)
-            if missed is None:
-                missed = self.missed[kind] = MissedSlowSteps(why)
-            missed.add(found)
-            told = self._told.get(kind)
-            tell = told is None or found.ratio >= TELL_AGAIN * told
-            if tell:
-                self._told[kind] = found.ratio
+        """A slow step seen and not saved: at WARNING when `MissedSteps.add` says so."""
         text = (
             f"stepscope recorder: step {found.step_num} took {found.dur_ns / 1e6:.1f} ms, "
             f"{found.ratio:.1f}x the median {found.median_ns / 1e6:.1f} ms, NOT saved ({kind}): "
             f"{why}"
         )
-        if tell:
+        if self.missed.add(found, kind, why):
             log.warning("%s; all such steps are counted in Recorder.status()", text)
         else:
             log.info("%s", text)

@@ -19,6 +19,8 @@ from __future__ import annotations
 import collections
 import dataclasses
 import statistics
+import threading
+from typing import Any
 
 from stepscope.capture.recorder.config import Triggers
 from stepscope.records import record
@@ -31,6 +33,8 @@ MIN_BASELINE = 3
 # Why an unarmed trigger let a slow step pass (`SlowStep.unarmed`).
 NOT_READY = "baseline not ready"
 NOISY = "machine too noisy"
+RATE_LIMITED = "rate-limited"  # the armed trigger's save was skipped by the rate limit
+TELL_AGAIN = 2.0  # a missed slow step this many times worse than the last told is told too
 
 
 @record
@@ -65,6 +69,35 @@ class MissedSlowSteps:
         if found.ratio > self.worst_ratio:
             self.worst_step, self.worst_ratio = found.step_num, round(found.ratio, 2)
         self.count += 1
+
+
+class MissedSteps:
+    """The slow steps seen and not saved, by reason (decision 320): a user who left the
+    recorder on to catch one must hear of it, and a noisy machine must not flood the log,
+    so `add` says to tell the first of each reason and one `TELL_AGAIN` times worse than
+    the last told (a 25x stall after a 3.5x blip)."""
+
+    def __init__(self) -> None:
+        self.by_reason: dict[str, MissedSlowSteps] = {}
+        self._told: dict[str, float] = {}  # reason -> ratio of the last step told
+        self._lock = threading.Lock()  # the watchdog adds, `Recorder.status` reads
+
+    def add(self, found: SlowStep, kind: str, why: str) -> bool:
+        """Counts ``found``; whether to tell it at WARNING."""
+        with self._lock:
+            missed = self.by_reason.get(kind)
+            if missed is None:
+                missed = self.by_reason[kind] = MissedSlowSteps(why)
+            missed.add(found)
+            told = self._told.get(kind)
+            tell = told is None or found.ratio >= TELL_AGAIN * told
+            if tell:
+                self._told[kind] = found.ratio
+            return tell
+
+    def as_dict(self) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            return {kind: dataclasses.asdict(m) for kind, m in self.by_reason.items()}
 
 
 class SlowStepTrigger:
