@@ -25,6 +25,7 @@ from stepscope.stats import EventType, build_step_db
 from stepscope.stats.steps.breakdown import StepDb, _as_xprof, _joined
 from stepscope.stats.steps.limit_table import LimitTable
 from stepscope.stats.steps.limits import LIMIT_NAMES
+from stepscope.vocab.profiler import LAST_STEP_WHOLE_STAT
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
 
@@ -398,6 +399,16 @@ def test_the_drop_rule_trims_only_beyond_five_marked_steps() -> None:
     six = _db([("main", "model/op:Relu", 1, 1, {})], steps=6)
     assert six.step_num.tolist() == [1, 2, 3, 4] and six.dropped_incomplete == 2
     assert "the first and the last dropped" in six.description
+
+
+def test_a_capture_whose_last_step_is_whole_keeps_it() -> None:
+    """A flight recorder save ends with the slow step it was saved for: its host plane says
+    the last step is whole, so only the first (which the ring may have cut) is dropped."""
+    builder = _trace([("main", "model/op:Relu", 1, 1, {})], steps=6)
+    builder.plane("/host:CPU").stats[LAST_STEP_WHOLE_STAT] = 1
+    db = build_step_db(build(builder))
+    assert db.step_num.tolist() == [1, 2, 3, 4, 5] and db.dropped_incomplete == 1
+    assert "the first dropped" in db.description and "the last is whole" in db.description
 
 
 # --- "Bound by" limits ----------------------------------------------------------------------

@@ -36,6 +36,7 @@ from stepscope.errors import StepscopeError
 from stepscope.logdir import HOST_FILE_SUFFIX as HOST_SUFFIX
 from stepscope.logdir import host_file_name, run_directory
 from stepscope.records import record
+from stepscope.vocab.profiler import LAST_STEP_WHOLE_STAT
 from stepscope.vocab.tensorflow import GET_NEXT, ITERATOR_PREFIX
 from stepscope.xspace.builder import Ref, StatValue, XSpaceBuilder
 from stepscope.xspace.columns_pb import encode_space
@@ -86,6 +87,7 @@ class CaptureResult:
     dropped_events: int = 0
     warnings: list[str] = field(default_factory=list)
     bridges: BridgeSet | None = None  # framework profilers to merge (capture.bridges)
+    last_step_whole: bool = False  # no capture window cut the last step (a recorder save)
 
 
 def split_encoded_name(name: str) -> tuple[str, dict[str, Any]]:
@@ -207,6 +209,8 @@ def _build(result: CaptureResult) -> XSpace | RawColumns:
             f"stepscope: {result.dropped_events} events were dropped because max_events="
             f"{result.options.max_events} was reached; raise ProfilerOptions.max_events"
         )
+    if result.last_step_whole:
+        plane.stats[LAST_STEP_WHOLE_STAT] = 1
     builder.warnings.extend(warnings)
     space = builder.build()
     _add_task_environment(space, result)

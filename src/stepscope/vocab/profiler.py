@@ -43,3 +43,9 @@ def is_profiler_event(name: str) -> bool:
         return False
     head, _, function = name[1:].rpartition(" ")
     return (head.rsplit(":", 1)[0], function) in PYTHON_CALLS
+
+
+# A host-plane stat of stepscope's own: the profile's last step is whole. A flight recorder
+# save ends with the steps that ended before it (often the slow step it was saved for), so
+# XProf's rule drops only the first step, which the ring may have cut, not the last.
+LAST_STEP_WHOLE_STAT = "stepscope_last_step_whole"

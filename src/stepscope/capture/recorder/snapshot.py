@@ -151,6 +151,9 @@ def write(snapshot: Snapshot, logdir: str) -> Path:
         sampled_threads=snapshot.sampled,
         warnings=[warning, *snapshot.details.get("warnings", [])],
         bridges=bridges,
+        # the ring holds ended events only, so its last step is whole: often the slow step
+        # the save is for, which XProf's edge rule would drop
+        last_step_whole=True,
     )
     run_dir = save_space(build_profile(result), result)
     marker = {

@@ -407,7 +407,7 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     ill_formed = n - len(keep)
     dropped = 0
     if markers.drop_incomplete and len(keep) > DROP_THRESHOLD:
-        keep, dropped = keep[1:-1], 2
+        keep, dropped = (keep[1:], 1) if markers.last_whole else (keep[1:-1], 2)
     limits, covered = limit_table(
         profile,
         markers.lines,
@@ -446,9 +446,11 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     description = markers.description
     if dropped:
         # Say it: a user who marked 12 steps and sees 10 must learn why (XProf drops them silently).
+        which = "the first" if dropped == 1 else "the first and the last"
+        kept = "; the last is whole, the capture says" if dropped == 1 else ""
         description += (
-            f"; the first and the last dropped as possibly cut off by the capture window "
-            f"(XProf's rule for more than {DROP_THRESHOLD} steps)"
+            f"; {which} dropped as possibly cut off by the capture window "
+            f"(XProf's rule for more than {DROP_THRESHOLD} steps{kept})"
         )
     return StepDb(
         markers.source,

@@ -32,6 +32,7 @@ from stepscope.model import Profile
 from stepscope.stats.events import host_lines
 from stepscope.stats.steps.infer import infer_steps
 from stepscope.stats.steps.types import SOURCES, StepMarkers
+from stepscope.vocab.profiler import LAST_STEP_WHOLE_STAT
 from stepscope.vocab.pytorch import is_profiler_step
 from stepscope.vocab.tensorflow import IMPLICIT_ROOTS, KERAS_BATCH
 from stepscope.vocab.xla import STEPS_LINE
@@ -47,6 +48,7 @@ def _from_events(
     step_num: np.ndarray,
     use_groups: bool,
     drop_incomplete: bool,
+    last_whole: bool = False,
 ) -> StepMarkers:
     order = np.lexsort((events, profile.start_ns[events]))
     events, step_num = events[order], step_num[order]
@@ -65,6 +67,7 @@ def _from_events(
         use_groups,
         drop_incomplete,
         tuple(distinct(profile.line[events]).tolist()),
+        last_whole,
     )
 
 
@@ -104,6 +107,7 @@ def _marker_steps(profile: Profile) -> StepMarkers | None:
         _numbers(profile, events, "step_num", "iter_num"),
         use_groups=True,
         drop_incomplete=True,
+        last_whole=any(LAST_STEP_WHOLE_STAT in p.stats for p in profile.planes),
     )
 
 

@@ -28,6 +28,7 @@ class StepMarkers:
     use_groups: bool  # attribute work by reachability from the markers (else by time window)
     drop_incomplete: bool  # XProf's rule: > 5 steps -> drop the first and the last
     lines: tuple[int, ...] = ()  # the threads running the steps (where input is waited for)
+    last_whole: bool = False  # the capture says its last step is whole: the rule keeps it
 
     def __len__(self) -> int:
         return len(self.start_ns)
