@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope.distinct import distinct
+from stepscope.distinct import distinct, distinct_inverse
 from stepscope.model import Profile
 from stepscope.stats.events import host_lines, is_input_wait_name
 from stepscope.stats.nesting import nesting_parents
@@ -50,9 +50,9 @@ def _main_line(profile: Profile, top: np.ndarray) -> int | None:
     if not top.size:
         return None
     names = profile.name[top]
-    kinds = distinct(names)
+    kinds, kind_of = distinct_inverse(names)
     talk = np.array([is_host_collective(profile.strings[int(k)]) for k in kinds.tolist()])
-    work = np.where(talk[np.searchsorted(kinds, names)], 0, profile.dur_ns[top])
+    work = np.where(talk[kind_of], 0, profile.dur_ns[top])
     if not work.any():
         work = profile.dur_ns[top]
     return int(np.bincount(profile.line[top], weights=work).argmax())
