@@ -80,17 +80,17 @@ def _first_reaching(
     """For positions ``at`` (-1: none), the first of each and its ancestors whose end is at or
     after ``q_end``; -1 where none is."""
     at = at.copy()
-    todo = np.flatnonzero(at >= 0)
-    todo = todo[c_end[at[todo]] < q_end[todo]]
+    pending = np.flatnonzero(at >= 0)
+    pending = pending[c_end[at[pending]] < q_end[pending]]
     # A launch's op is a few levels up at most: climb a level at a time for a while ...
     for _ in range(_CLIMBS):
-        if not todo.size:
+        if not pending.size:
             return at
-        up = parent[at[todo]]
-        at[todo] = up
-        todo = todo[up >= 0]
-        todo = todo[c_end[at[todo]] < q_end[todo]]
-    if not todo.size:
+        up = parent[at[pending]]
+        at[pending] = up
+        pending = pending[up >= 0]
+        pending = pending[c_end[at[pending]] < q_end[pending]]
+    if not pending.size:
         return at
     # ... then, for deep stacks, by powers of two: every ancestor 2**k levels up, then from
     # the highest jump down, jump while the ancestor still ends before the query's end (the
@@ -102,11 +102,11 @@ def _first_reaching(
         if not (higher >= 0).any():
             break
         jumps.append(higher)
-    node, need = at[todo], q_end[todo]
+    node, need = at[pending], q_end[pending]
     for jump in reversed(jumps):
         up = jump[node]
         move = up >= 0
         move[move] = c_end[up[move]] < need[move]
         node[move] = up[move]
-    at[todo] = parent[node]
+    at[pending] = parent[node]
     return at
