@@ -109,6 +109,10 @@ def test_slow_input_rank_is_named_with_its_cause_three_times(
         next_ms = 1e3 * float(np.mean([truths[1]["next_s"][k] for k in late["steps"]]))
         assert late["reason_ms_per_step"] == pytest.approx(next_ms, rel=0.2)  # both means
         _check_waiters(pod, truths, {late["host"]})
+        # the rank the others waited for is the slowest worker of those steps, not a rank
+        # whose step ended a little later because it waited (was: the waiter in 17 of 29)
+        slowest = {s["step_num"]: s["slowest_worker"] for s in pod["steps"]}
+        assert all(slowest[k] == late["host"] for k in late["steps"]), (late["steps"], slowest)
         answers.append((late["host"], late["reason"]))
     assert answers == [(f"{MACHINE}.rank1", "input")] * 3
 

@@ -9,10 +9,12 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from stepscope.model import ALL_HOSTS, open_run
-from stepscope.tools import output
+from stepscope.stats import CATEGORY_NAMES
+from stepscope.tools import output, pod_viewer
 from stepscope.tools._analysis import findings
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
@@ -113,6 +115,19 @@ def test_pod_viewer_even_workers_have_no_slowest(tmp_path: Path) -> None:
         assert step["spread_ms"] == 0 and step["slowest_worker"] == ""
         assert not any(w["is_slowest"] for w in step["workers"])
     assert [w["slowest_in_steps"] for w in data["workers"]] == [0, 0]
+
+
+def test_the_slowest_worker_is_the_one_waited_for_not_the_longest_step() -> None:
+    """Synchronous workers' steps last alike; one that waited 33 ms for the other in its
+    collectives can still end its step later. The slowest is the one it waited for."""
+    zero = dict.fromkeys(CATEGORY_NAMES, 0)
+    cells = [[("s", 47_000_000, zero), ("s", 46_000_000, zero)]]
+    wait = np.array([[33_000_000.0], [0.0]])
+    steps, workers = pod_viewer._pod_steps(["r0", "r1"], [0], cells, wait)
+    assert steps[0].slowest_worker == "r1" and [w.slowest_in_steps for w in workers] == [0, 1]
+    assert steps[0].spread_ms == 1.0  # the steps' own spread, as before
+    steps, _ = pod_viewer._pod_steps(["r0", "r1"], [0], cells)  # no collectives: step time
+    assert steps[0].slowest_worker == "r0"
 
 
 @pytest.mark.integration  # parses a 3 MB Kineto trace per rank

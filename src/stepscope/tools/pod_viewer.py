@@ -85,7 +85,9 @@ class WorkerStep:
 class PodStep:
     step_num: int = out("pod step number")
     slowest_worker: str = out(
-        "host of the longest step; `''` when the workers are even (all took the same time, or "
+        "host of the longest own step time (its step time less its waiting in collectives for "
+        "late workers: the worker the others waited for); `''` when the workers are even (all "
+        "took the same time, or "
         "one worker)"
     )
     spread_ms: float = out("slowest minus fastest worker's step time", unit="ms", digits=6)
@@ -261,22 +263,36 @@ def _lateness(pod: PodLateness | None) -> tuple[Heatmap | None, tuple[StragglerR
 
 
 def _pod_steps(
-    hosts: list[str], numbers: list[int], cells: list[list[tuple[str, int, dict[str, int]] | None]]
+    hosts: list[str],
+    numbers: list[int],
+    cells: list[list[tuple[str, int, dict[str, int]] | None]],
+    wait_ns: np.ndarray | None = None,
 ) -> tuple[list[PodStep], list[Worker]]:
     """Pod steps from ``cells[j][i]`` (worker i's step of pod step j: name, duration,
-    breakdown, all ns), and each worker's summary over them (its lateness left empty)."""
+    breakdown, all ns), and each worker's summary over them (its lateness left empty).
+    ``wait_ns[i, j]``: worker i's waiting in collectives for late workers in pod step j."""
     steps = []
     slow_counts = [0] * len(hosts)
     totals = np.zeros(len(hosts))
     counts = np.zeros(len(hosts))
     by_cat = np.zeros((len(hosts), len(CATEGORY_NAMES)))
-    for number, row in zip(numbers, cells, strict=True):
+    for j, (number, row) in enumerate(zip(numbers, cells, strict=True)):
         durations = [c[1] if c else -1 for c in row]
         present = [d for d in durations if d >= 0]
+        # The slowest worker is the one the others waited for. In a synchronous job every
+        # worker's step lasts about as long as the slowest one's, and a waiting worker's
+        # step may end a little after the late one's, so the longest step alone names the
+        # waiting workers about as often as the late one; their own time (the step less
+        # their waiting for late workers) does not.
+        own = [
+            d - (0 if wait_ns is None else int(wait_ns[i, j])) if d >= 0 else -1
+            for i, d in enumerate(durations)
+        ]
+        own_present = [o for o, d in zip(own, durations, strict=True) if d >= 0]
         # Workers that all took the same time (or one worker alone) have no slowest: flagging
         # the first of equals would send the reader after a straggler that is not there.
-        even = len(present) < 2 or max(present) == min(present)
-        slowest = -1 if even else int(np.argmax(durations))
+        even = len(present) < 2 or max(own_present) == min(own_present)
+        slowest = -1 if even else int(np.argmax(own))
         if not even:
             slow_counts[slowest] += 1
         workers: list[WorkerStep | None] = []
@@ -359,10 +375,15 @@ def build(ctx: ToolContext) -> PodViewer:
             breakdown = {c: int(cats[c][k]) for c in CATEGORY_NAMES}
             row.append((db.names[k], int(db.dur_ns[k]), breakdown))
         cells.append(row)
-    steps, workers = _pod_steps(hosts, [int(n) for n in numbers], cells)
     sources = sorted({db.source for db in dbs})
     ranks = analysis.ranks(ctx)  # one host (a worker's share of ALL_HOSTS): its calls only
     lateness = find_stragglers(ranks) if len(hosts) > 1 else None
+    wait_ns = None
+    # The straggler analysis pairs the same step databases the same way; its waits are read
+    # only when its pod steps are these (a defence, not an expected case).
+    if lateness is not None and lateness.step_num.tolist() == list(numbers):
+        wait_ns = np.nan_to_num(lateness.wait_ns, nan=0.0)
+    steps, workers = _pod_steps(hosts, [int(n) for n in numbers], cells, wait_ns)
     heatmap, stragglers = _lateness(lateness)
     return PodViewer(
         "+".join(sources),
