@@ -1,9 +1,12 @@
-"""PyTorch DataLoader worker processes, captured into the rank's profile (issue #26).
+"""PyTorch DataLoader worker processes, captured into the rank's profile (issue #26,
+decisions 87 and 351).
 
 With ``num_workers > 0`` a DataLoader makes its batches in worker processes, which no tracer
-of the training process sees: the step only shows its wait in ``next()``. When an
-instrumented loader (`stepscope.data.instrument`, `stepscope.steps`) starts its workers while
-a session records, each worker records, per batch it makes, three spans in tf.data's
+of the training process sees: the step only shows its wait in ``next()``. When a DataLoader
+starts its workers while a session that saves records -- an instrumented loader
+(`stepscope.data.instrument`, `stepscope.steps`) or a plain one iterated in the user's loop
+(``DataLoader.__iter__`` is wrapped while such a session records, `install`) -- each worker
+records, per batch it makes, three spans in tf.data's
 conventions -- ``Iterator::<loader>::Worker`` (the batch), ``...::Worker::GetItem`` (the
 dataset's ``__getitem__`` calls) and ``...::Worker::Collate`` (``collate_fn``) -- with stats
 ``worker``, ``batch`` (the loader's batch number in this pass: workers take batches in turn,
@@ -12,14 +15,18 @@ stage id, which links them to the step's ``next()`` as tf.data links a producer 
 
 How: the loader's ``worker_init_fn`` is wrapped, only for the workers started by that
 ``iter()`` (fork and spawn alike: the wrapper is a picklable object), and the wrapper patches
-the worker process's dataset fetcher. Each worker appends one line per batch to a file of a
-spool directory made for the session; `collect` reads them when the session stops, as one
-line ("thread") per worker in the host plane, its id the worker's pid. The clocks agree:
-``time.perf_counter_ns`` is the system's monotonic clock, one for every process.
+the worker process's dataset fetcher (guarded: a torch whose fetcher differs is not timed)
+and, when the session samples Python stacks, starts the worker's own stack sampler
+(`stepscope.capture.worker_sampler`). Each worker appends one line per batch to a file of a
+spool directory made for the pass, its samples to another; `collect_all` reads them when
+the session stops, as one line ("thread") per worker in the host plane, its id the worker's
+pid, with a ``Python samples`` line under it. The clocks agree: ``time.perf_counter_ns`` is
+the system's monotonic clock, one for every process. A persistent worker's batch numbers
+start again with each pass (its fetcher is made anew for each).
 
 Workers started before the session records (``persistent_workers=True`` from an earlier
 pass) are not captured; a worker that outlives the session stops writing within
-`CHECK_EVERY` batches of its spool's removal.
+`CHECK_EVERY` batches (its sampler within a second) of its spool's removal.
 """
 
 from __future__ import annotations
@@ -85,6 +92,14 @@ def is_worker_loader(source: object) -> bool:
     return isinstance(workers, int) and workers > 0 and hasattr(source, "worker_init_fn")
 
 
+_sampler_hz = 0  # the recording session's python_sampler_hz: the workers' sampling rate
+
+
+def set_sampler_hz(hz: int) -> None:
+    global _sampler_hz
+    _sampler_hz = max(int(hz), 0)
+
+
 @contextlib.contextmanager
 def capturing(source: Any, loader: str, loader_id: int) -> Any:
     """Around ``iter(source)`` of a DataLoader with workers while a session records: the
@@ -94,7 +109,7 @@ def capturing(source: Any, loader: str, loader_id: int) -> Any:
     spool = Spool(path, loader, loader_id, int(source.num_workers))
     user_fn = source.worker_init_fn
     try:
-        source.worker_init_fn = WorkerHook(user_fn, path)
+        source.worker_init_fn = WorkerHook(user_fn, path, _sampler_hz)
     except (AttributeError, ValueError, TypeError):  # a loader that refuses: not captured
         shutil.rmtree(path, ignore_errors=True)
         yield
@@ -112,9 +127,10 @@ class WorkerHook:
     """The ``worker_init_fn`` of a captured pass: the user's own, then the fetcher patched
     so that each batch's spans go to this worker's spool file."""
 
-    def __init__(self, user_fn: Callable[[int], Any] | None, path: str) -> None:
+    def __init__(self, user_fn: Callable[[int], Any] | None, path: str, hz: int = 0) -> None:
         self.user_fn = user_fn
         self.path = path
+        self.hz = hz
 
     def __call__(self, worker_id: int) -> None:
         if self.user_fn is not None:
@@ -123,6 +139,18 @@ class WorkerHook:
             _patch_fetchers(_WorkerLog(self.path, worker_id))
         except Exception:  # capture never breaks the user's loader
             return
+        if self.hz > 0 and os.path.isdir(self.path):
+            try:
+                import sys
+
+                from stepscope.capture.worker_sampler import WorkerSampler, worker_loop_code
+
+                name = f"samples{worker_id}.{os.getpid()}.jsonl"
+                root = worker_loop_code(sys._getframe(1))
+                path = os.path.join(self.path, name)
+                WorkerSampler(path, self.hz, threading.get_ident(), root).start()
+            except Exception:  # nor does its sampler: the batches are still timed
+                return
 
 
 class _WorkerLog:
@@ -133,10 +161,25 @@ class _WorkerLog:
         self.worker_id = worker_id
         self.file: Any = None
         self.lines = 0
+        self.seq = 0  # batches made in this pass
+        self.fetcher: Any = None  # this pass's fetcher (a persistent worker makes one a pass)
         self.broken = False
 
+    def new_pass(self, fetcher: Any) -> None:
+        """A persistent worker's next pass (`iter()` again): its batch numbers start over."""
+        if fetcher is not self.fetcher:
+            if self.fetcher is not None:
+                self.seq = 0
+            self.fetcher = fetcher
+
     def write(self, start: int, collate: int, collated: int, end: int) -> None:
-        if self.broken or self.lines >= MAX_BATCHES:
+        if self.broken:
+            return
+        if self.lines >= MAX_BATCHES:
+            if self.lines == MAX_BATCHES:  # said once: `collect_all` reports the drop
+                with contextlib.suppress(OSError, ValueError, AttributeError):
+                    self.file.write(json.dumps(["full", end]) + "\n")
+                self.lines += 1
             return
         if self.lines % CHECK_EVERY == CHECK_EVERY - 1 and not os.path.exists(self.path):
             # the session stopped and removed the spool (a persistent worker lives on):
@@ -147,8 +190,9 @@ class _WorkerLog:
         try:
             if self.file is None:
                 self.file = open(self.path, "a", buffering=1)  # noqa: SIM115 (kept open)
-            self.file.write(json.dumps([self.lines, start, collate, collated, end]) + "\n")
+            self.file.write(json.dumps([self.seq, start, collate, collated, end]) + "\n")
             self.lines += 1
+            self.seq += 1
         except (OSError, ValueError):
             self.broken = True
 
@@ -163,6 +207,8 @@ def _patch_fetchers(log: _WorkerLog) -> None:
         original = getattr(cls, "fetch", None)
         if cls is None or original is None or getattr(original, "_stepscope", False):
             continue
+        if not _fetcher_shape_known(cls, original):  # another torch: leave it untimed
+            continue
 
         def fetch(self: Any, index: Any, _original: Any = original) -> Any:
             marks: list[int] = []
@@ -175,6 +221,7 @@ def _patch_fetchers(log: _WorkerLog) -> None:
                 finally:
                     marks.append(now())
 
+            log.new_pass(self)
             start = now()
             self.collate_fn = timed_collate
             try:
@@ -190,26 +237,63 @@ def _patch_fetchers(log: _WorkerLog) -> None:
         cls.fetch = fetch
 
 
+def _fetcher_shape_known(cls: type, fetch: Any) -> bool:
+    """The fetcher as torch 1.x-2.x makes it: ``fetch(self, possibly_batched_index)`` calling
+    ``self.collate_fn`` (an attribute set in ``__init__``). Anything else is not patched."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(fetch).parameters)
+        init = list(inspect.signature(cls).parameters)
+    except (TypeError, ValueError):
+        return False
+    return len(params) == 2 and "collate_fn" in init
+
+
+@dataclass
+class Collected:
+    """What the workers of a session's captured passes wrote."""
+
+    buffers: list[ThreadBuffer] = field(default_factory=list)  # one per worker process
+    sampled: list[Any] = field(default_factory=list)  # worker_sampler.SampledWorker
+    warnings: list[str] = field(default_factory=list)  # what was dropped, and why
+
+
 def collect(start_perf_ns: int, stop_perf_ns: int) -> list[ThreadBuffer]:
-    """The spans the workers of this process's captured passes wrote, one buffer per worker
-    process; the spool directories are removed. Batches outside the recording are left out."""
+    """The spans of `collect_all` (the spools are removed)."""
+    return collect_all(start_perf_ns, stop_perf_ns).buffers
+
+
+def collect_all(start_perf_ns: int, stop_perf_ns: int) -> Collected:
+    """The spans and stack samples the workers of this process's captured passes wrote, one
+    buffer per worker process; the spool directories are removed. Batches and samples outside
+    the recording are left out. Never raises on what a worker left (cut lines, a file it
+    could not finish): those are skipped, and bounds reached are said in ``warnings``."""
+    from stepscope.capture.worker_sampler import read_samples
+
     with _registry.lock:
         spools, _registry.spools = _registry.spools, []
-    out = []
+    out = Collected()
     for spool in spools:
         try:
             names = sorted(os.listdir(spool.path))
         except OSError:
             names = []
         for file_name in names:
-            buf = _read(spool, os.path.join(spool.path, file_name), start_perf_ns, stop_perf_ns)
+            path = os.path.join(spool.path, file_name)
+            if file_name.startswith("samples"):
+                read_samples(path, start_perf_ns, stop_perf_ns, out)
+                continue
+            buf = _read(spool, path, start_perf_ns, stop_perf_ns, out.warnings)
             if buf is not None:
-                out.append(buf)
+                out.buffers.append(buf)
         shutil.rmtree(spool.path, ignore_errors=True)
     return out
 
 
-def _read(spool: Spool, path: str, lo_ns: int, hi_ns: int) -> ThreadBuffer | None:
+def _read(
+    spool: Spool, path: str, lo_ns: int, hi_ns: int, warnings: list[str]
+) -> ThreadBuffer | None:
     try:
         head, pid_text, _ = os.path.basename(path).split(".")
         worker, pid = int(head.removeprefix("worker")), int(pid_text)
@@ -221,8 +305,15 @@ def _read(spool: Spool, path: str, lo_ns: int, hi_ns: int) -> ThreadBuffer | Non
     buf = ThreadBuffer(pid, -pid, f"DataLoader worker {worker} (pid {pid})")
     for line in text.splitlines():
         try:
-            seq, start, collate, collated, end = (int(x) for x in json.loads(line))
-        except (ValueError, TypeError):
+            row = json.loads(line)
+            if row[0] == "full":
+                warnings.append(
+                    f"stepscope: {buf.name}: {MAX_BATCHES} batches written; its later "
+                    "batches were not recorded"
+                )
+                continue
+            seq, start, collate, collated, end = (int(x) for x in row)
+        except (ValueError, TypeError, IndexError, KeyError):
             continue  # a line cut by the worker's exit
         if end < lo_ns or start > hi_ns or not start <= collate <= collated <= end:
             continue

@@ -88,6 +88,8 @@ class CaptureResult:
     warnings: list[str] = field(default_factory=list)
     bridges: BridgeSet | None = None  # framework profilers to merge (capture.bridges)
     last_step_whole: bool = False  # no capture window cut the last step (a recorder save)
+    # host-plane stats of the machine while recording (`capture.loader_hook.CpuUse`)
+    host_stats: dict[str, int | float] = field(default_factory=dict)
 
 
 def split_encoded_name(name: str) -> tuple[str, dict[str, Any]]:
@@ -211,6 +213,8 @@ def _build(result: CaptureResult) -> XSpace | RawColumns:
         )
     if result.last_step_whole:
         plane.stats[LAST_STEP_WHOLE_STAT] = 1
+    for key, value in result.host_stats.items():
+        plane.stats[key] = value
     builder.warnings.extend(warnings)
     space = builder.build()
     _add_task_environment(space, result)
@@ -240,7 +244,10 @@ def _add_python_samples(plane: Any, result: CaptureResult, thread_names: dict[in
         line.display_id = thread.native_id
         for start, end, stack, count in runs:
             first = max(start, base)
-            innermost, text = stack_text(stack, names)
+            if isinstance(stack, str):  # a DataLoader worker's, written as text there
+                innermost, text = stack.rpartition(";")[2] or "<no Python frame>", stack
+            else:
+                innermost, text = stack_text(stack, names)
             line.event(innermost, first - base, end - first, {"stack": text, "samples": count})
 
 

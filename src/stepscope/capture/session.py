@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from typing import Protocol
 
     from stepscope.capture.bridges.base import BridgeSet
+    from stepscope.capture.loader_hook import CpuUse
     from stepscope.capture.python_sampler import PythonSampler
     from stepscope.capture.python_tracer.tracer import PythonTracer
     from stepscope.xspace.proto.xplane_pb2 import XSpace
@@ -124,6 +125,7 @@ class Session:
         # The process recording. A child forked after `start` inherits the session but not
         # its recording: it saves nothing (the parent does), see `_after_fork_in_child`.
         self.pid = os.getpid()
+        self.cpu: CpuUse | None = None  # the machine's cores while recording (workers' advice)
 
     def begin_recording(self) -> None:
         """PENDING -> RECORDING: note the clock pair, then switch the tracers on."""
@@ -136,6 +138,12 @@ class Session:
             # a capture that saves, not the flight recorder's endless one: each pass's
             # workers write a spool only `stop` reads
             loader_workers.arm(self.write)
+            if self.write:  # a plain DataLoader's workers too (decision 351)
+                from stepscope.capture import loader_hook
+
+                loader_workers.set_sampler_hz(self.options.python_sampler_hz)
+                loader_hook.install()
+                self.cpu = loader_hook.CpuUse()
         if self.python is not None:
             self.python.record()
         # The samples are host traces: host_tracer_level=0 records none, as it asks.
@@ -202,16 +210,22 @@ class Session:
         stop_wall = self.clock.wall_ns()
         _annotations.deactivate()
         loader_workers.arm(False)
+        if self.cpu is not None:
+            from stepscope.capture import loader_hook
+
+            loader_hook.uninstall()
         if self.python is not None:
             stop_perf = self.python.stop()
         if self.bridges is not None:
             self.bridges.stop(keep=save)
         self.budget.close()
         self.state = FINISHED
-        workers = loader_workers.collect(self.start_perf_ns, stop_perf)  # spools removed
+        workers = loader_workers.collect_all(self.start_perf_ns, stop_perf)  # spools removed
         if not save:
             return None
-        warnings = []
+        for warning in workers.warnings:  # drops said at once, and kept in the profile
+            log.warn(warning)
+        warnings = list(workers.warnings)
         if partial_reason:
             warnings.append(
                 f"stepscope: partial profile: {partial_reason} before stepscope.stop() was "
@@ -239,12 +253,14 @@ class Session:
             start_perf_ns=self.start_perf_ns,
             stop_wall_ns=self.start_wall_ns + (stop_perf - self.start_perf_ns),
             stop_perf_ns=stop_perf,
-            host_buffers=self.host.buffers() + workers,
+            host_buffers=self.host.buffers() + workers.buffers,
             python_threads=list(self.python.threads) if self.python is not None else [],
-            sampled_threads=list(self.sampler.threads.values()) if self.sampler else [],
+            sampled_threads=(list(self.sampler.threads.values()) if self.sampler else [])
+            + workers.sampled,
             dropped_events=self.budget.dropped,
             warnings=warnings,
             bridges=self.bridges,
+            host_stats=self.cpu.stats() if self.cpu is not None and workers.buffers else {},
         )
         if result.dropped_events:
             log.warn(

@@ -49,3 +49,8 @@ def is_profiler_event(name: str) -> bool:
 # save ends with the steps that ended before it (often the slow step it was saved for), so
 # XProf's rule drops only the first step, which the ring may have cut, not the last.
 LAST_STEP_WHOLE_STAT = "stepscope_last_step_whole"
+
+# Host-plane stats of a capture that met DataLoader worker processes (decision 351): the cores
+# the process could run on, and the machine's idle cores on average over the recording.
+CPU_COUNT_STAT = "cpu_count"
+CPU_IDLE_STAT = "cpu_idle_cores"

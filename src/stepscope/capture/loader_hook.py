@@ -1,0 +1,111 @@
+"""How a plain PyTorch DataLoader's worker processes are reached, and how busy the machine's
+cores were meanwhile (decision 351).
+
+A loop over ``DataLoader(..., num_workers=2)`` with no stepscope call in it starts its workers
+in ``iter(loader)``. While a session that saves records, `install` wraps the public
+``torch.utils.data.DataLoader.__iter__``: an ``iter()`` that will start workers runs inside
+`stepscope.capture.loader_workers.capturing` (the loader's ``worker_init_fn`` wrapped for the
+workers that call starts, fork, spawn and forkserver alike); every other call goes straight
+to torch's. `uninstall` puts torch's back at `stop()` (unless something wrapped it since: then
+ours stays, doing nothing while no session records). torch is never imported here: a program
+that has not imported ``torch.utils.data`` when the session starts is not hooked.
+
+`CpuUse`: the machine's idle cores over the recording, from ``/proc/stat`` (Linux), so that
+the advice "add workers" can say whether there are cores to run them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from stepscope.capture import loader_workers
+from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
+
+TYPE_CHECKING = False  # not typing's: see stepscope.capture.options
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def _dataloader_class() -> Any:
+    module = sys.modules.get("torch.utils.data.dataloader")
+    return getattr(module, "DataLoader", None) if module is not None else None
+
+
+def install() -> None:
+    """Wrap ``DataLoader.__iter__`` (idempotent; nothing without torch's data module)."""
+    cls = _dataloader_class()
+    current = cls.__dict__.get("__iter__") if isinstance(cls, type) else None
+    if current is None or getattr(current, "_stepscope", False):
+        return
+
+    def __iter__(self: Any, _original: Any = current) -> Any:
+        if not (loader_workers.armed() and _starts_workers(self)):
+            return _original(self)
+        from stepscope.capture.data import _new_id
+
+        name = f"DataLoader({type(getattr(self, 'dataset', None)).__name__})"
+        with loader_workers.capturing(self, name, _new_id()):
+            return _original(self)
+
+    __iter__.__wrapped__ = current  # type: ignore[attr-defined]
+    __iter__.__doc__ = current.__doc__
+    __iter__._stepscope = True  # type: ignore[attr-defined]
+    cls.__iter__ = __iter__
+
+
+def uninstall() -> None:
+    """torch's ``__iter__`` back, if ours is still the one there."""
+    cls = _dataloader_class()
+    current = cls.__dict__.get("__iter__") if isinstance(cls, type) else None
+    if current is not None and getattr(current, "_stepscope", False):
+        cls.__iter__ = current.__wrapped__
+
+
+def _starts_workers(loader: Any) -> bool:
+    """Whether this ``iter()`` starts worker processes stepscope does not capture already:
+    workers asked for, not an instrumented loader's pass (its hook is set), and not a
+    persistent loader whose workers run from an earlier pass (they are reused, not started)."""
+    if not loader_workers.is_worker_loader(loader):
+        return False
+    if isinstance(getattr(loader, "worker_init_fn", None), loader_workers.WorkerHook):
+        return False
+    return not (
+        getattr(loader, "persistent_workers", False)
+        and getattr(loader, "_iterator", None) is not None
+    )
+
+
+def _proc_stat() -> tuple[int, int] | None:
+    """(idle jiffies, all jiffies) of every CPU together, None off Linux."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        values = [int(x) for x in fields[1:9]]
+    except (OSError, ValueError):
+        return None
+    if fields[:1] != ["cpu"] or len(values) < 5:
+        return None
+    return values[3] + values[4], sum(values)  # idle + iowait, all
+
+
+class CpuUse:
+    """The machine's CPU time from `start` to `stats` (called at the recording's end)."""
+
+    def __init__(self) -> None:
+        self.first = _proc_stat()
+
+    def stats(self) -> dict[str, int | float]:
+        """``cpu_count`` (cores this process may run on) and ``cpu_idle_cores`` (the
+        machine's idle cores on average over the recording, at most ``cpu_count``)."""
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cores = os.cpu_count() or 1
+        out: dict[str, int | float] = {CPU_COUNT_STAT: cores}
+        last = _proc_stat()
+        if self.first is not None and last is not None and last[1] > self.first[1]:
+            idle_share = (last[0] - self.first[0]) / (last[1] - self.first[1])
+            online = os.cpu_count() or cores
+            out[CPU_IDLE_STAT] = round(min(max(idle_share, 0.0) * online, cores), 2)
+        return out
