@@ -9,6 +9,7 @@ from stepscope.cli.hosts import partial_lines
 from stepscope.cli.output import clip, human_ns, table, wrap
 
 if TYPE_CHECKING:  # imported when a report is made, not for `stepscope --help`
+    from stepscope.stats.input.loader_workers import LoaderWorkers
     from stepscope.stats.job_steps import JobSteps
     from stepscope.tools.input_pipeline_analyzer import InputPipelineAnalysis
     from stepscope.tools.overview_page import OverviewPage
@@ -140,6 +141,41 @@ def _top_ops(overview: OverviewPage, top: int, width: int) -> list[str]:
     return ["", f"Top {len(ops)} {ops[0].side} ops by self time"] + ["  " + x for x in lines]
 
 
+def _loader_workers(workers: LoaderWorkers, width: int, recommended: str) -> list[str]:
+    """A DataLoader's worker processes: one line each, their top functions, the verdict."""
+    out = ["", clip(f"DataLoader workers of {workers.loader}", width)]
+    out += wrap(
+        f"{workers.workers} seen, busy {workers.busy_percent:.0f}% of the steps' span on "
+        f"average, {workers.ms_per_batch:.2f} ms per batch"
+        + (
+            f"; their first batches began {workers.startup_ms:.0f} ms into the steps"
+            if workers.startup_ms > workers.ms_per_batch
+            else ""
+        ),
+        width,
+        first="  ",
+        rest="    ",
+    )
+    for row in workers.rows:
+        label = row.worker.removeprefix("DataLoader ")
+        out.append(
+            clip(
+                f"  {label:<22} busy {row.busy_percent:5.1f}%  {row.batches:5d} batches  "
+                f"{row.ms_per_batch:8.2f} ms/batch",
+                width,
+            )
+        )
+    if workers.functions:
+        out.append(clip(f"  in the workers' batches ({workers.samples} stack samples):", width))
+        for f in workers.functions:
+            out.append(
+                clip(f"    {f.percent:5.1f}%  {f.ms_per_batch:8.2f} ms/batch  {f.function}", width)
+            )
+    if workers.advice and workers.advice not in recommended:
+        out += wrap(workers.advice, width, first="  ", rest="    ")
+    return out
+
+
 def _hosts(hosts: tuple[str, ...] | list[str]) -> str:
     """The hosts for the title: every one up to 8, else the count and the first and last."""
     if len(hosts) <= 8:
@@ -232,6 +268,8 @@ def render(
                 rest="    ",
             )
     rec = overview.recommendation
+    for workers in pipeline.loader_workers:  # the verdict once: here or in the advice below
+        out += _loader_workers(workers, width, " ".join(rec.details))
     out.append("")
     out.append("Recommendation")
     for detail in dict.fromkeys(d for d in rec.details if d != rec.statement):

@@ -102,9 +102,11 @@ class InputPipelineAnalysis:
         "pipelines), worst bottleneck first"
     )
     loader_workers: tuple[LoaderWorkers, ...] = out(
-        "PyTorch DataLoader worker processes captured into the profile (instrumented loader "
-        "with `num_workers > 0`, `stepscope.capture.loader_workers`): per loader, a row per "
-        "worker, the slowest stage and the batches ready before the step asked; empty when "
+        "PyTorch DataLoader worker processes captured into the profile (a loader with "
+        "`num_workers > 0` iterated while `stepscope.start` records, "
+        "`stepscope.capture.loader_workers`): per loader, a row per worker, the slowest "
+        "stage, the batches ready before the step asked (instrumented loaders), the "
+        "functions the workers' samples saw and the verdict with its advice; empty when "
         "none were captured"
     )
     recommendations: tuple[str, ...] = out(
@@ -167,9 +169,14 @@ def build(ctx: ToolContext) -> InputPipelineAnalysis:
         advice.insert(0, f"Bottleneck: {pipelines[0].bottleneck}. {pipelines[0].advice}")
     input_ns = summary.category_ns["input"]
     workers = tuple(w for h in ctx.hosts for w in analysis.loader_workers(ctx, h))
+    # the DataLoader workers' verdict first (decision 353), then the instrumented loader's
+    # ready/waited account when the steps waited for batches being made
+    judged = [w for w in workers if w.verdict and w.verdict != "keeping_up"]
     waited = [w for w in workers if w.waited_batches > 1]  # the first batch is always awaited
     if waited:
         advice.insert(0, waited[0].summary)
+    if judged:
+        advice.insert(0, judged[0].advice)
     return InputPipelineAnalysis(
         host=ctx.host,
         step_source=summary.source,

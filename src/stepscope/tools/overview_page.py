@@ -325,9 +325,14 @@ def build(ctx: ToolContext) -> OverviewPage:
             advice = f"Input pipeline bottleneck: {found[0]}. {fix}"
             break
     # DataLoader worker processes captured (docs/jobs.md): say what they did, not "add workers"
-    waited = [w for h in ctx.hosts for w in analysis.loader_workers(ctx, h) if w.waited_batches > 1]
+    workers = [w for h in ctx.hosts for w in analysis.loader_workers(ctx, h)]
+    waited = [w for w in workers if w.waited_batches > 1]
     if advice and waited:
         advice = f"Input pipeline bottleneck: {waited[0].loader}'s workers. {waited[0].summary}"
+    # the workers' verdict (decision 353) says what to change, with or without a pipeline
+    judged = [w for w in workers if w.verdict in ("workers_busy", "workers_idle", "partly_busy")]
+    if judged:
+        advice = judged[0].advice
     top = _top_findings(ctx)
     recommendation = recommend(
         summary,

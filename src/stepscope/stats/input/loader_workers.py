@@ -12,16 +12,27 @@ the batch was made, is its **transfer** back (the result queue, unpickling, pin 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.fields import out
 from stepscope.model import Profile
 from stepscope.records import record
+from stepscope.stats.input.worker_functions import WorkerFunction, worker_functions
 from stepscope.stats.steps.breakdown import StepDb
+from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
 from stepscope.vocab.tensorflow import GET_NEXT_KERNELS, is_iterator
 
 WORKER_SUFFIX = "::Worker"
 STAGES = ("GetItem", "Collate", "Transfer")  # the workers' two, then the step's
+# Verdict thresholds (decision 353): below INPUT_WAIT_PERCENT of the step time bound by input,
+# the workers keep up; above it, workers busy BUSY_PERCENT or more of the steps' span cannot
+# keep up, and workers busy IDLE_BUSY_PERCENT or less are not what the steps wait for.
+INPUT_WAIT_PERCENT = 10.0
+BUSY_PERCENT = 80.0
+IDLE_BUSY_PERCENT = 40.0
 
 
 @record
@@ -32,7 +43,10 @@ class LoaderWorkerRow:
     batches: int = out("batches it made in the profile")
     busy_ms: float = out("time making them", unit="ms", digits=6)
     busy_percent: float = out(
-        "that time's share of the profiled steps' span (100: never idle)", unit="%", digits=3
+        "that time's share of the profiled steps' span from its first batch on (before it "
+        "the worker was starting; 100: never idle)",
+        unit="%",
+        digits=3,
     )
     get_item_ms: float = out("of it, in the dataset's `__getitem__`", unit="ms", digits=6)
     collate_ms: float = out("of it, in `collate_fn`", unit="ms", digits=6)
@@ -49,6 +63,7 @@ class LoaderWorkerRow:
         unit="ms",
         digits=6,
     )
+    ms_per_batch: float = out("time making one batch, on average", unit="ms", digits=6)
 
 
 @record
@@ -64,6 +79,39 @@ class LoaderWorkers:
     ready_batches: int = out("batches finished before the step asked for them")
     waited_batches: int = out("batches the step waited for")
     summary: str = out("one sentence")
+    workers: int = out("worker processes seen")
+    busy_percent: float = out(
+        "the workers' mean busy share of the profiled steps' span", unit="%", digits=3
+    )
+    ms_per_batch: float = out("a worker's time per batch, on average", unit="ms", digits=6)
+    functions: tuple[WorkerFunction, ...] = out(
+        "the Python functions the workers' stack samples saw inside their batches, most "
+        "samples first (`stepscope.stats.input.worker_functions`); empty without samples"
+    )
+    samples: int = out("the workers' stack samples taken inside their batches")
+    input_percent: float = out(
+        "the steps' time bound by input (the overview's `bound_by` input share); -1 without steps",
+        unit="%",
+        digits=3,
+    )
+    cores: int = out("cores the training process could run on; 0 when not recorded")
+    idle_cores: float = out(
+        "the machine's idle cores on average over the recording; -1 when not recorded",
+        digits=2,
+    )
+    verdict: str = out(
+        "`keeping_up` (the steps wait little for input), `workers_busy` (the workers "
+        "cannot keep up), `workers_idle` (the steps wait, the workers mostly do not work: "
+        "the main process is the bottleneck), `partly_busy` (in between); thresholds in "
+        "decision 353"
+    )
+    advice: str = out("what follows from the verdict, with the figures behind it")
+    startup_ms: float = out(
+        "from the first profiled step's start to the last worker's first batch (the "
+        "workers starting: `spawn` imports the program in each); 0 when they were up before",
+        unit="ms",
+        digits=6,
+    )
 
 
 def loader_workers(profile: Profile, db: StepDb | None = None) -> tuple[LoaderWorkers, ...]:
@@ -76,12 +124,52 @@ def loader_workers(profile: Profile, db: StepDb | None = None) -> tuple[LoaderWo
     if not batch_ids:
         return ()
     span = _step_span(profile, db)
+    cpu = _cpu(profile)
     out_rows = []
     for name_id in batch_ids:
         stage = names[name_id][: -len(WORKER_SUFFIX)]
         ev = np.flatnonzero(profile.name == name_id)
-        out_rows.append(_one_loader(profile, stage, ev, span))
+        up_ns = _workers_up_ns(profile, ev)
+        context = _Context(_input_percent(db, up_ns), cpu[0], cpu[1], up_ns)
+        out_rows.append(_one_loader(profile, stage, ev, span, context))
     return tuple(r for r in out_rows if r is not None)
+
+
+class _Context(NamedTuple):
+    input_percent: float  # -1 without steps
+    cores: int  # 0: not recorded
+    idle_cores: float  # -1: not recorded
+    up_ns: int  # the workers' first batches all began
+
+
+def _workers_up_ns(profile: Profile, ev: np.ndarray) -> int:
+    """When the last of the loader's workers began its first batch: they were all up."""
+    lines = profile.line[ev]
+    return max(int(profile.start_ns[ev[lines == line]].min()) for line in distinct(lines).tolist())
+
+
+def _input_percent(db: StepDb | None, up_ns: int) -> float:
+    """The input share of the steps that began once the workers were up (all steps when
+    none did): a first step waiting for workers to start (seconds with ``spawn``) says
+    nothing about how they keep up."""
+    if db is None or not db.n_steps:
+        return -1.0
+    after = db.start_ns >= up_ns
+    keep = after if after.any() else np.ones(db.n_steps, bool)
+    total = int(db.dur_ns[keep].sum())
+    if not total:
+        return -1.0
+    return round(100.0 * float(db.limit_ns()["input"][keep].sum()) / total, 3)
+
+
+def _cpu(profile: Profile) -> tuple[int, float]:
+    for plane in profile.planes:
+        if CPU_COUNT_STAT in plane.stats:
+            cores = plane.stats[CPU_COUNT_STAT]
+            idle = plane.stats.get(CPU_IDLE_STAT, -1.0)
+            if isinstance(cores, int) and isinstance(idle, (int, float)):
+                return cores, float(idle)
+    return 0, -1.0
 
 
 def _step_span(profile: Profile, db: StepDb | None) -> tuple[int, int] | None:
@@ -91,7 +179,7 @@ def _step_span(profile: Profile, db: StepDb | None) -> tuple[int, int] | None:
 
 
 def _one_loader(
-    profile: Profile, stage: str, ev: np.ndarray, span: tuple[int, int] | None
+    profile: Profile, stage: str, ev: np.ndarray, span: tuple[int, int] | None, context: _Context
 ) -> LoaderWorkers | None:
     batch = profile.stat_at("batch", ev)
     parent = profile.stat_at("parent_id", ev)
@@ -113,19 +201,22 @@ def _one_loader(
     rows = []
     for line in sorted(set(profile.line[ev].tolist())):
         mine = profile.line[ev] == line
-        busy = int(np.maximum(np.minimum(end[mine], hi) - np.maximum(start[mine], lo), 0).sum())
+        # from its first batch on: before it the worker was starting (seconds with spawn)
+        first = min(max(lo, int(start[mine].min())), hi)
+        busy = int(np.maximum(np.minimum(end[mine], hi) - np.maximum(start[mine], first), 0).sum())
         rows.append(
             LoaderWorkerRow(
                 profile.lines[line].name,
                 int(mine.sum()),
                 float((end[mine] - start[mine]).sum() / 1e6),
-                round(100 * busy / max(hi - lo, 1), 3),
+                round(100 * busy / max(hi - first, 1), 3),
                 float(stage_ns["GetItem"][mine].sum() / 1e6),
                 float(stage_ns["Collate"][mine].sum() / 1e6),
                 int(ready[mine].sum()),
                 int(waited[mine].sum()),
                 float(wait_ns[mine].sum() / 1e6),
                 float(transfer_ns[mine].sum() / 1e6),
+                round(float((end[mine] - start[mine]).sum() / 1e6) / int(mine.sum()), 6),
             )
         )
     totals = {s: int(v.sum()) for s, v in stage_ns.items()}
@@ -139,9 +230,93 @@ def _one_loader(
         f"({wait_ns.sum() / 1e6:.2f} ms), and {transfer_ns.sum() / 1e6:.2f} ms getting them "
         "once made."
     )
-    if n_waited and busy_pct >= 80:
-        summary += " The workers are nearly always busy: add workers or make the dataset faster."
-    return LoaderWorkers(stage, tuple(rows), slowest, n_ready, n_waited, summary)
+    per_batch = round(float((end - start).sum() / 1e6) / len(ev), 6)
+    startup_ms = round(max(context.up_ns - lo, 0) / 1e6, 6) if span is not None else 0.0
+    functions, samples = worker_functions(profile, ev, per_batch)
+    verdict, advice = _advice(len(rows), round(busy_pct, 3), per_batch, functions, context)
+    if n_ready + n_waited == 0:  # a plain loader: the step's asks are not events
+        summary = (
+            f"{len(rows)} worker(s) of {stage} made {len(ev)} batches, busy {busy_pct:.0f}% "
+            f"of the steps' span on average, {per_batch:.2f} ms per batch, most of it in "
+            f"{slowest}."
+        )
+        if startup_ms > per_batch:
+            summary += f" They began their first batches {startup_ms:.0f} ms into the steps."
+    return LoaderWorkers(
+        stage,
+        tuple(rows),
+        slowest,
+        n_ready,
+        n_waited,
+        summary,
+        len(rows),
+        round(busy_pct, 3),
+        per_batch,
+        functions,
+        samples,
+        context.input_percent,
+        context.cores,
+        context.idle_cores,
+        verdict,
+        advice,
+        startup_ms,
+    )
+
+
+def _advice(
+    workers: int,
+    busy: float,
+    per_batch_ms: float,
+    functions: tuple[WorkerFunction, ...],
+    context: _Context,
+) -> tuple[str, str]:
+    """(verdict, advice) from the workers' busy share and the steps' input share (decision
+    353); "" and "" when the profile has no steps to judge against."""
+    wait = context.input_percent
+    if wait < 0:
+        return "", ""
+    top = (
+        f"; {functions[0].percent:.0f}% of their stack samples in {functions[0].function}"
+        if functions
+        else ""
+    )
+    if wait < INPUT_WAIT_PERCENT:
+        return "keeping_up", (
+            f"The steps wait for input {wait:.1f}% of their time: the {workers} DataLoader "
+            f"workers keep up (busy {busy:.0f}%)."
+        )
+    if busy >= BUSY_PERCENT:
+        head = (
+            f"DataLoader workers busy {busy:.0f}% while the steps wait for input {wait:.1f}% "
+            f"of their time: the {workers} workers cannot make batches as fast as the steps "
+            f"use them ({per_batch_ms:.2f} ms per batch in a worker{top})."
+        )
+        if context.idle_cores < 0:
+            return "workers_busy", head + (
+                " Add workers (num_workers) if the machine has idle cores, or make that "
+                "work faster."
+            )
+        if context.idle_cores >= 1:
+            return "workers_busy", head + (
+                f" Add workers: {context.idle_cores:.1f} of {context.cores} cores were idle "
+                f"while recording (num_workers={workers} now)."
+            )
+        return "workers_busy", head + (
+            f" {context.idle_cores:.1f} of {context.cores} cores were idle while recording: "
+            "more workers would share the cores already busy; make that work faster "
+            "(or give the job more cores)."
+        )
+    if busy <= IDLE_BUSY_PERCENT:
+        return "workers_idle", (
+            f"DataLoader workers idle {100 - busy:.0f}% of the steps' span while the steps "
+            f"wait for input {wait:.1f}% of their time: the main process is the bottleneck, "
+            "getting the batches once made (result queue, unpickling, pin_memory) or asking "
+            "for them late; more workers will not help."
+        )
+    return "partly_busy", (
+        f"DataLoader workers busy {busy:.0f}% while the steps wait for input {wait:.1f}% of "
+        f"their time ({per_batch_ms:.2f} ms per batch in a worker{top})."
+    )
 
 
 def _inner_ns(profile: Profile, name: str, batches: np.ndarray) -> np.ndarray:

@@ -1,0 +1,105 @@
+"""What DataLoader worker processes spend their batches in, from their Python stack samples
+(decision 352).
+
+A captured worker (`stepscope.capture.loader_workers`) has a thread line holding its batch
+spans (``Iterator::<loader>::Worker``) and, when the session sampled, a ``Python samples``
+line (`stepscope.capture.worker_sampler`; layout: docs/formats/python_samples.md). Only the
+samples taken inside the worker's own batch spans count (the rest is the worker waiting for
+its next index). A function's share is the share of those samples whose stack holds it
+(inclusive, once per sample); the frames on every sample (torch's worker loop, its fetch) say
+nothing (when one chain is on every sample, its deepest function is named), and of functions
+seen in exactly the same samples (a caller and its only callee) the callee is kept.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.distinct import distinct_inverse
+from stepscope.fields import out
+from stepscope.model import Profile
+from stepscope.records import record
+from stepscope.stats.host.python_samples import function_key, sample_points, sampled_thread_line
+
+TOP = 5  # functions listed per loader
+
+
+@record
+class WorkerFunction:
+    """A Python function the workers' stack samples saw while they made batches."""
+
+    function: str = out("`func (file)`: every line of the function together")
+    percent: float = out(
+        "share of the workers' samples taken inside their batches whose stack holds it (inclusive)",
+        unit="%",
+        digits=3,
+    )
+    ms_per_batch: float = out("that share of the workers' time per batch", unit="ms", digits=6)
+    samples: int = out("samples whose stack holds it")
+    stack: str = out("its most common call path, outermost first, `;`-joined")
+
+
+def worker_functions(
+    profile: Profile, batch_ev: np.ndarray, ms_per_batch: float
+) -> tuple[tuple[WorkerFunction, ...], int]:
+    """(the top `TOP` functions, samples taken inside the batches ``batch_ev``)."""
+    thread_of = sampled_thread_line(profile)
+    stacks: list[np.ndarray] = []
+    for thread in sorted(set(profile.line[batch_ev].tolist())):
+        lines = np.flatnonzero(thread_of == thread).tolist()
+        if not lines:
+            continue
+        mine = batch_ev[profile.line[batch_ev] == thread]
+        order = np.argsort(profile.start_ns[mine], kind="stable")
+        starts, ends = profile.start_ns[mine][order], profile.end_at(mine)[order]
+        sample_ev, at, _, _ = sample_points(profile, lines)
+        k = np.searchsorted(starts, at, "right") - 1
+        inside = k >= 0
+        inside[inside] = at[inside] < ends[k[inside]]
+        stacks.append(profile.stat_at("stack", sample_ev[inside]).string_ids())
+    if not stacks:
+        return (), 0
+    ids, inverse = distinct_inverse(np.concatenate(stacks))
+    counts = np.bincount(inverse, minlength=len(ids))
+    total = int(counts.sum())
+    if not total:
+        return (), 0
+    count: dict[str, int] = {}
+    depth: dict[str, int] = {}
+    seen_in: dict[str, list[int]] = {}
+    paths: dict[str, dict[str, int]] = {}
+    strings = profile.strings
+    for sid, c in zip(ids.tolist(), counts.tolist(), strict=True):
+        frames = strings[sid].split(";") if sid >= 0 else []
+        done: set[str] = set()
+        for d, frame in enumerate(frames):
+            key = function_key(frame)
+            if key in done:  # recursion: once per sample
+                continue
+            done.add(key)
+            count[key] = count.get(key, 0) + c
+            depth[key] = max(depth.get(key, 0), d)
+            seen_in.setdefault(key, []).append(sid)
+            by_path = paths.setdefault(key, {})
+            path = ";".join([*frames[:d], key])
+            by_path[path] = by_path.get(path, 0) + c
+    groups: dict[tuple[int, ...], str] = {}
+    for key in count:
+        sig = tuple(sorted(seen_in[key]))
+        if sig not in groups or depth[key] > depth[groups[sig]]:
+            groups[sig] = key
+    kept = [k for k in groups.values() if count[k] < total]
+    if not kept:  # one chain on every sample: its deepest function is where they all are
+        kept = [max(groups.values(), key=lambda k: depth[k])]
+    kept.sort(key=lambda k: (-count[k], k))
+    rows = tuple(
+        WorkerFunction(
+            k,
+            round(100.0 * count[k] / total, 3),
+            round(ms_per_batch * count[k] / total, 6),
+            count[k],
+            max(paths[k].items(), key=lambda kv: kv[1])[0],
+        )
+        for k in kept[:TOP]
+    )
+    return rows, total

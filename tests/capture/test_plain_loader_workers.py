@@ -1,0 +1,93 @@
+"""A plain PyTorch loop over a DataLoader with workers under `stepscope.start`/`stop` (no
+stepscope call in the loop; decisions 351-353): the workers' batches and stack samples come
+back into the profile for fork, spawn and persistent workers; workers started before the
+session are left alone; 0 workers has none. Structure and counts only (no timings): the
+job measures its own truth (tests/support/plain_loader_job.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stepscope.cli.main import main
+from tests.support.fixtures import REPO
+
+# torch runs in the loop's process only (see test_loader_workers_torch.py)
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="pip install torch"),
+]
+
+STEPS, BATCH, ITEM_MS = 12, 4, 5.0
+
+
+def _run(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[Any, Any]:
+    spool = tmp_path / "tmp"
+    spool.mkdir()
+    path = os.pathsep.join([str(REPO / "src"), str(REPO)])  # this checkout's stepscope
+    env = {**os.environ, "PYTHONPATH": path, "TMPDIR": str(spool), "OMP_NUM_THREADS": "1"}
+    logdir = tmp_path / "logs"
+    cmd = [sys.executable, "-m", "tests.support.plain_loader_job", str(logdir), *args]
+    cmd += ["--steps", str(STEPS), "--batch", str(BATCH), "--item-ms", str(ITEM_MS)]
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert list(spool.glob("stepscope-loader-*")) == []  # every spool removed
+    truth = json.loads((logdir / "truth.json").read_text())
+    assert main(["tool", truth["run"], "input_pipeline_analyzer", "--no-cache"]) == 0
+    return truth, json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_plain_loop_workers_are_in_the_profile(
+    context: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    truth, out = _run(tmp_path, capsys, "--context", context)
+    [found] = out["loader_workers"]
+    assert found["loader"] == "Iterator::DataLoader(Items)"
+    assert found["workers"] == 2
+    pids = [int(r["worker"].rpartition("pid ")[2].rstrip(")")) for r in found["rows"]]
+    assert [r["worker"].split(" (")[0] for r in found["rows"]] == [
+        "DataLoader worker 0",
+        "DataLoader worker 1",
+    ]
+    # the workers' own processes, the ones whose dataset measured its items
+    assert truth["main_pid"] not in pids and {str(p) for p in pids} <= set(truth["workers"])
+    assert sum(r["batches"] for r in found["rows"]) >= STEPS  # each batch the loop took
+    for row in found["rows"]:  # each item sleeps ITEM_MS in __getitem__
+        assert row["ms_per_batch"] >= BATCH * ITEM_MS
+        assert row["get_item_ms"] >= row["batches"] * BATCH * ITEM_MS
+    # the workers' stack samples: the dataset's __getitem__ is where their batches are
+    assert found["samples"] > 0
+    assert "__getitem__ (plain_loader_job.py)" in [f["function"] for f in found["functions"]]
+    assert found["verdict"] in ("workers_busy", "workers_idle", "partly_busy", "keeping_up")
+    assert found["advice"] and found["cores"] >= 1
+
+
+def test_persistent_workers_started_in_the_session_are_captured_across_epochs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out = _run(tmp_path, capsys, "--persistent", "--epochs", "2")
+    [found] = out["loader_workers"]
+    assert found["workers"] == 2  # the same two processes for both epochs
+    assert sum(r["batches"] for r in found["rows"]) >= 2 * STEPS
+
+
+def test_workers_started_before_the_session_are_left_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    truth, out = _run(tmp_path, capsys, "--persistent", "--warm-epochs", "1")
+    assert out["loader_workers"] == []
+    assert len(truth["next_s"]) == STEPS  # the loop ran through, untouched
+
+
+def test_no_workers_no_worker_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    truth, out = _run(tmp_path, capsys, "--workers", "0")
+    assert out["loader_workers"] == []
+    assert len(truth["next_s"]) == STEPS

@@ -1,0 +1,129 @@
+"""A plain DataLoader's worker processes (decisions 351-353): the workers' stack samples come
+back as ``Python samples`` lines, and the analysis names what the workers spend their batches
+in and what to change (add workers, or the main process is the bottleneck)."""
+
+from __future__ import annotations
+
+from stepscope.cli.report_render import _loader_workers
+from stepscope.stats import build_step_db
+from stepscope.stats.input.loader_workers import (
+    BUSY_PERCENT,
+    IDLE_BUSY_PERCENT,
+    INPUT_WAIT_PERCENT,
+    LoaderWorkers,
+    loader_workers,
+)
+from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
+from stepscope.xspace.builder import XSpaceBuilder
+from tests.support.analysis import MS, build
+
+STAGE = "Iterator::DataLoader(Slow)"
+SAMPLES_OFFSET = 1 << 48
+LOOP = "_worker_loop (worker.py:374);fetch (fetch.py:54)"
+
+
+def _space(
+    step_ms: int,
+    wait_ms: int,
+    busy_ms: int,
+    steps: int = 6,
+    cpu: tuple[int, float] | None = None,
+) -> XSpaceBuilder:
+    """A plain loop: each step waits ``wait_ms`` in the DataLoader's ``__next__`` (a root
+    input stage, as the PyTorch bridge names it) then computes; 2 workers each make one
+    batch per step, busy ``busy_ms`` of it, their samples every 10 ms (collate at 30 and 70
+    ms of a step, decode at the others in their batches; the wait for the next index
+    outside them)."""
+    builder = XSpaceBuilder("synthetic")
+    host = builder.plane("/host:CPU")
+    if cpu is not None:
+        host.stats[CPU_COUNT_STAT], host.stats[CPU_IDLE_STAT] = cpu
+    main = host.line(1, "MainThread")
+    workers = [host.line(100 + w, f"DataLoader worker {w} (pid {100 + w})") for w in (0, 1)]
+    sampled = []
+    for w in (0, 1):
+        line = host.line(SAMPLES_OFFSET + 100 + w, "Python samples", f"Python samples: w{w}")
+        line.display_id = 100 + w
+        sampled.append(line)
+    for k in range(steps):
+        t = k * step_ms
+        main.event("train", t * MS, step_ms * MS, {"step_num": k, "_r": 1})
+        main.event("Iterator::DataLoader", t * MS, wait_ms * MS)
+        main.event("aten::addmm", (t + wait_ms) * MS, (step_ms - wait_ms) * MS)
+        for w, line in enumerate(workers):
+            stats = {"parent_id": 9, "worker": w, "batch": 2 * k + w}
+            line.event(f"{STAGE}::Worker", t * MS, busy_ms * MS, stats)
+            line.event(f"{STAGE}::Worker::GetItem", t * MS, (busy_ms - 1) * MS, stats)
+            line.event(f"{STAGE}::Worker::Collate", (t + busy_ms - 1) * MS, MS, stats)
+            for s in range(0, step_ms, 10):
+                if s < busy_ms:
+                    leaf = "collate (collate.py:9)" if s % 40 == 30 else "decode (ds.py:12)"
+                    stack = f"{LOOP};__getitem__ (ds.py:20);{leaf}"
+                else:
+                    stack = "_worker_loop (worker.py:334);get (queues.py:113)"
+                sampled[w].event(
+                    stack.rpartition(";")[2],
+                    (t + s) * MS,
+                    10 * MS,
+                    {"stack": stack, "samples": 1},
+                )
+    return builder
+
+
+def _judge(space: XSpaceBuilder) -> LoaderWorkers:
+    profile = build(space)
+    [found] = loader_workers(profile, build_step_db(profile))
+    return found
+
+
+def test_busy_workers_with_idle_cores_are_told_to_add_workers() -> None:
+    found = _judge(_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(8, 5.5)))
+    assert found.verdict == "workers_busy"
+    assert found.workers == 2 and found.busy_percent >= BUSY_PERCENT
+    assert found.input_percent >= INPUT_WAIT_PERCENT
+    assert (found.cores, found.idle_cores) == (8, 5.5)
+    assert found.ms_per_batch == 98.0 and [r.ms_per_batch for r in found.rows] == [98.0, 98.0]
+    assert "Add workers: 5.5 of 8 cores were idle" in found.advice
+    # the samples inside the batches only (the wait for an index is outside them): decode 8
+    # of 10, collate 2 of 10; the worker loop and fetch, on every sample, say nothing
+    # (and __getitem__, their caller on every sample)
+    assert [f.function for f in found.functions] == ["decode (ds.py)", "collate (collate.py)"]
+    decode = found.functions[0]
+    assert decode.percent == 80.0 and decode.ms_per_batch == 0.8 * 98.0
+    assert decode.stack == f"{LOOP};__getitem__ (ds.py:20);decode (ds.py)"
+    assert found.samples == 2 * 6 * 10
+    assert "80% of their stack samples in decode (ds.py)" in found.advice
+
+
+def test_busy_workers_without_idle_cores_are_told_to_make_the_work_faster() -> None:
+    found = _judge(_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(2, 0.1)))
+    assert found.verdict == "workers_busy"
+    assert "0.1 of 2 cores were idle" in found.advice and "make that work faster" in found.advice
+    assert "Add workers:" not in found.advice
+
+
+def test_idle_workers_while_the_steps_wait_point_at_the_main_process() -> None:
+    found = _judge(_space(step_ms=100, wait_ms=60, busy_ms=20))
+    assert found.busy_percent <= IDLE_BUSY_PERCENT
+    assert found.verdict == "workers_idle"
+    assert "the main process is the bottleneck" in found.advice
+    assert (found.cores, found.idle_cores) == (0, -1.0)  # not recorded: not claimed
+
+
+def test_workers_that_keep_up_get_no_change_advised() -> None:
+    found = _judge(_space(step_ms=100, wait_ms=2, busy_ms=98))
+    assert found.input_percent < INPUT_WAIT_PERCENT
+    assert found.verdict == "keeping_up"
+    assert "keep up" in found.advice
+
+
+def test_report_shows_each_worker_and_their_functions() -> None:
+    found = _judge(_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(8, 5.5)))
+    text = "\n".join(_loader_workers(found, 80, recommended=""))
+    assert f"DataLoader workers of {STAGE}" in text
+    assert "worker 0 (pid 100)" in text and "worker 1 (pid 101)" in text
+    assert "98.00 ms/batch" in text and "decode (ds.py)" in text
+    assert "cores were idle" in text  # not in the recommendation given: said here
+    shown = "\n".join(_loader_workers(found, 80, recommended=found.advice))
+    assert "cores were idle" not in shown
+    assert max(len(line) for line in text.splitlines()) <= 80
