@@ -14,6 +14,7 @@ from stepscope.stats.input.loader_workers import (
     loader_workers,
 )
 from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
+from stepscope.vocab.pytorch import DATALOADER_NEXT
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
 
@@ -127,3 +128,25 @@ def test_report_shows_each_worker_and_their_functions() -> None:
     shown = "\n".join(_loader_workers(found, 80, recommended=found.advice))
     assert "cores were idle" not in shown
     assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_worker_lines_hold_no_steps_and_no_step_time() -> None:
+    """A plain loop has no step markers: the steps are inferred from the loop's repeats. The
+    workers' batches repeat too (and take more time than the loop's own events), in other
+    processes: they are neither the steps nor the steps' time."""
+    builder = XSpaceBuilder("synthetic")
+    host = builder.plane("/host:CPU")
+    main = host.line(1, "MainThread")
+    worker = host.line(100, "DataLoader worker 0 (pid 100)")
+    for k in range(8):
+        t = k * 100
+        main.event(f"{DATALOADER_NEXT}#_MultiProcessingDataLoaderIter.__next__", t * MS, 60 * MS)
+        main.event("aten::addmm", (t + 60) * MS, 10 * MS)  # then 30 ms untraced
+        stats = {"parent_id": 9, "worker": 0, "batch": k}
+        worker.event(f"{STAGE}::Worker", t * MS, 98 * MS, stats)
+        worker.event(f"{STAGE}::Worker::GetItem", t * MS, 97 * MS, stats)
+    profile = build(builder)
+    db = build_step_db(profile)
+    assert db.n_steps >= 6 and DATALOADER_NEXT in db.description
+    # each step: its 60 ms wait is input, not the worker's 98 ms of batch
+    assert db.limit_ns()["input"].tolist() == [60 * MS] * db.n_steps

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stepscope.capture.host_tracer import ThreadBuffer
+from stepscope.vocab.pytorch import DATALOADER_WORKER_LINE
 from stepscope.vocab.tensorflow import ITERATOR_PREFIX
 
 MAX_BATCHES = 1_000_000  # lines one worker writes at most (a few tens of bytes each)
@@ -302,7 +303,7 @@ def _read(
     except (OSError, ValueError):
         return None
     stage = f"{ITERATOR_PREFIX}{spool.loader}::{WORKER}"
-    buf = ThreadBuffer(pid, -pid, f"DataLoader worker {worker} (pid {pid})")
+    buf = ThreadBuffer(pid, -pid, f"{DATALOADER_WORKER_LINE}{worker} (pid {pid})")
     for line in text.splitlines():
         try:
             row = json.loads(line)

@@ -176,7 +176,9 @@ def read_samples(path: str, lo_ns: int, hi_ns: int, into: Any) -> None:
             text = f.read(MAX_BYTES + 4096)
     except (OSError, ValueError):
         return
-    thread = SampledWorker(pid, f"DataLoader worker {worker} (pid {pid})")
+    from stepscope.vocab.pytorch import DATALOADER_WORKER_LINE
+
+    thread = SampledWorker(pid, f"{DATALOADER_WORKER_LINE}{worker} (pid {pid})")
     names: dict[int, str] = {}
     interval = 0
     for line in text.splitlines():

@@ -250,6 +250,20 @@ def host_lines(profile: Profile) -> np.ndarray:
     )
 
 
+def loader_worker_lines(profile: Profile) -> np.ndarray:
+    """Per line: True for the lines of DataLoader worker processes captured into the host
+    plane (`stepscope.capture.loader_workers`): another process's work, never a step's
+    thread."""
+    return np.array(
+        [
+            profile.planes[ln.plane].name == "/host:CPU"
+            and ln.name.startswith(torch_names.DATALOADER_WORKER_LINE)
+            for ln in profile.lines
+        ],
+        bool,
+    )
+
+
 def not_work_category(profile: Profile) -> np.ndarray:
     """Per event: True for Kineto categories that are not work (annotations, sync, instants)."""
     category = profile.stat("category").string_ids()
@@ -284,7 +298,9 @@ def _classify(profile: Profile, has_device: bool | None) -> np.ndarray:
     out = np.full(n, NOT_COUNTED, dtype=np.int16)
     if n == 0:
         return out
-    on_host = host_lines(profile)[profile.line]
+    # a DataLoader worker's batches are another process's work: not counted in the steps'
+    # time (the step's own wait for them is), read by the input pipeline analyzer instead
+    on_host = (host_lines(profile) & ~loader_worker_lines(profile))[profile.line]
     on_device = device_work_lines(profile)[profile.line]
     if has_device is None:
         has_device = bool(on_device.any())

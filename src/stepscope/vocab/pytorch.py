@@ -12,6 +12,9 @@ PROFILER_STEP_ANY = re.compile(re.escape(PROFILER_STEP) + r"\d+")
 # The DataLoader's ``__next__`` as the profiler records it:
 # ``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`` (or _MultiProcessing...).
 DATALOADER_NEXT = "enumerate(DataLoader)"
+# The line of a DataLoader worker process captured into the training process's host plane
+# (stepscope.capture.loader_workers): ``DataLoader worker <k> (pid <pid>)``.
+DATALOADER_WORKER_LINE = "DataLoader worker "
 
 
 def is_profiler_step(name: str) -> bool:

@@ -27,7 +27,7 @@ import numpy as np
 
 from stepscope.distinct import distinct, distinct_inverse
 from stepscope.model import Profile
-from stepscope.stats.events import host_lines, is_input_wait_name
+from stepscope.stats.events import host_lines, is_input_wait_name, loader_worker_lines
 from stepscope.stats.nesting import nesting_parents
 from stepscope.stats.steps.types import StepMarkers
 from stepscope.vocab.collectives import is_host_collective
@@ -140,7 +140,9 @@ def infer_steps(profile: Profile) -> StepMarkers | None:
     """Steps from the repeating structure of the host threads, or None when nothing repeats."""
     if profile.n_events == 0:
         return None
-    host = host_lines(profile)[profile.line] & (profile.dur_ns > 0)
+    # a DataLoader worker's batches repeat too, in another process: not the loop's steps
+    threads = host_lines(profile) & ~loader_worker_lines(profile)
+    host = threads[profile.line] & (profile.dur_ns > 0)
     events = np.flatnonzero(host)
     if events.size < MIN_OCCURRENCES:
         return None
