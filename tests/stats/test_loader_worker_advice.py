@@ -29,6 +29,7 @@ def _space(
     busy_ms: int,
     steps: int = 6,
     cpu: tuple[int, float] | None = None,
+    collate_in_fetch: bool = False,
 ) -> XSpaceBuilder:
     """A plain loop: each step waits ``wait_ms`` in the DataLoader's ``__next__`` (a root
     input stage, as the PyTorch bridge names it) then computes; 2 workers each make one
@@ -60,6 +61,8 @@ def _space(
                 if s < busy_ms:
                     leaf = "collate (collate.py:9)" if s % 40 == 30 else "decode (ds.py:12)"
                     stack = f"{LOOP};__getitem__ (ds.py:20);{leaf}"
+                    if collate_in_fetch and leaf.startswith("collate"):
+                        stack = f"{LOOP};{leaf}"
                 else:
                     stack = "_worker_loop (worker.py:334);get (queues.py:113)"
                 sampled[w].event(
@@ -87,13 +90,27 @@ def test_busy_workers_with_idle_cores_are_told_to_add_workers() -> None:
     assert "Add workers: 5.5 of 8 cores were idle" in found.advice
     # the samples inside the batches only (the wait for an index is outside them): decode 8
     # of 10, collate 2 of 10; the worker loop and fetch, on every sample, say nothing
-    # (and __getitem__, their caller on every sample)
-    assert [f.function for f in found.functions] == ["decode (ds.py)", "collate (collate.py)"]
-    decode = found.functions[0]
+    # (named by __getitem__, the deepest function on every sample: its own lines show there)
+    assert [f.function for f in found.functions] == [
+        "__getitem__ (ds.py)",
+        "decode (ds.py)",
+        "collate (collate.py)",
+    ]
+    assert found.functions[0].percent == 100.0
+    decode = found.functions[1]
     assert decode.percent == 80.0 and decode.ms_per_batch == 0.8 * 98.0
     assert decode.stack == f"{LOOP};__getitem__ (ds.py:20);decode (ds.py)"
     assert found.samples == 2 * 6 * 10
-    assert "80% of their stack samples in decode (ds.py)" in found.advice
+    assert "their stack samples: __getitem__ (ds.py) 100%, decode (ds.py) 80%" in found.advice
+
+
+def test_torch_worker_machinery_is_not_named() -> None:
+    """Samples split between the dataset and torch's collate: what is on every sample is
+    torch's worker loop and fetcher, which says nothing."""
+    found = _judge(_space(step_ms=100, wait_ms=60, busy_ms=98, collate_in_fetch=True))
+    names = [f.function for f in found.functions]
+    assert names == ["decode (ds.py)", "collate (collate.py)"]  # decode: __getitem__'s callee
+    assert [f.percent for f in found.functions] == [80.0, 20.0]
 
 
 def test_busy_workers_without_idle_cores_are_told_to_make_the_work_faster() -> None:

@@ -15,6 +15,9 @@ DATALOADER_NEXT = "enumerate(DataLoader)"
 # The line of a DataLoader worker process captured into the training process's host plane
 # (stepscope.capture.loader_workers): ``DataLoader worker <k> (pid <pid>)``.
 DATALOADER_WORKER_LINE = "DataLoader worker "
+# torch's worker loop and dataset fetcher (torch/utils/data/_utils/): on every stack sample of
+# a worker, they say nothing about where its batches' time goes.
+DATALOADER_WORKER_FILES = frozenset({"worker.py", "fetch.py"})
 
 
 def is_profiler_step(name: str) -> bool:

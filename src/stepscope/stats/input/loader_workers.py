@@ -276,7 +276,8 @@ def _advice(
     if wait < 0:
         return "", ""
     top = (
-        f"; {functions[0].percent:.0f}% of their stack samples in {functions[0].function}"
+        "; their stack samples: "
+        + ", ".join(f"{f.function} {f.percent:.0f}%" for f in functions[:2])
         if functions
         else ""
     )

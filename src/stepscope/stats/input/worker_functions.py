@@ -6,9 +6,10 @@ spans (``Iterator::<loader>::Worker``) and, when the session sampled, a ``Python
 line (`stepscope.capture.worker_sampler`; layout: docs/formats/python_samples.md). Only the
 samples taken inside the worker's own batch spans count (the rest is the worker waiting for
 its next index). A function's share is the share of those samples whose stack holds it
-(inclusive, once per sample); the frames on every sample (torch's worker loop, its fetch) say
-nothing (when one chain is on every sample, its deepest function is named), and of functions
-seen in exactly the same samples (a caller and its only callee) the callee is kept.
+(inclusive, once per sample); of functions seen in exactly the same samples (a caller and its
+only callee) the callee is kept, so the frames on every sample are named by the deepest of
+them -- the dataset's ``__getitem__`` (100%) when every sample is in it, else torch's worker
+loop or fetcher, which says nothing and is left out.
 """
 
 from __future__ import annotations
@@ -20,8 +21,14 @@ from stepscope.fields import out
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.host.python_samples import function_key, sample_points, sampled_thread_line
+from stepscope.vocab.pytorch import DATALOADER_WORKER_FILES
 
 TOP = 5  # functions listed per loader
+
+
+def _machinery(key: str) -> bool:
+    """Whether ``func (file)`` is torch's worker loop or dataset fetcher."""
+    return key.rpartition(" (")[2].rstrip(")") in DATALOADER_WORKER_FILES
 
 
 @record
@@ -88,8 +95,11 @@ def worker_functions(
         sig = tuple(sorted(seen_in[key]))
         if sig not in groups or depth[key] > depth[groups[sig]]:
             groups[sig] = key
-    kept = [k for k in groups.values() if count[k] < total]
-    if not kept:  # one chain on every sample: its deepest function is where they all are
+    # the functions on every sample are one group, named by its deepest: the dataset's
+    # __getitem__ when every sample is in it (kept: its own lines' time shows there), torch's
+    # worker loop or fetch when the samples split between __getitem__ and collate (dropped)
+    kept = [k for k in groups.values() if count[k] < total or not _machinery(k)]
+    if not kept:
         kept = [max(groups.values(), key=lambda k: depth[k])]
     kept.sort(key=lambda k: (-count[k], k))
     rows = tuple(
