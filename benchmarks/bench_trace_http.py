@@ -22,14 +22,18 @@ threads; the store's background writes run at nice +10 and are left out, decisio
 read from ``/proc/PID/task/*/stat`` around the request. p50 / p95 of both, during the build
 and after, with the bytes on the wire and the load average.
 
+``--form`` (default ``compact``): the window form the urllib client asks for (decision 327;
+a tree without it ignores the parameter and answers the plain form).
+
 ``--tree`` (repeatable) names source trees to compare (``src`` folders, e.g. main's and a
 branch's): their servers alternate, round after round, the order flipping each round.
 
 ``--browser``: the client is the trace viewer page itself in headless Chromium (Playwright,
 ``/usr/bin/chromium`` or ``$CHROMIUM``): it asks the structure, its first window and the steps
-as it does for a user; the near-full windows are fetched by its own network stack (``fetch``
-then ``arrayBuffer``, as ``_trace_data.js`` does) and timed in the page (``performance.now``),
-so the browser's receiving and inflating is in the wall. (The context bypasses the page's
+as it does for a user; the near-full windows are fetched by its own network stack in the form
+its ``_trace_data.js`` asks (``fetch``, ``arrayBuffer``, then that module's ``decode``) and
+timed in the page (``performance.now``), so the browser's receiving, inflating and decoding
+are in the wall. (The context bypasses the page's
 CSP: Playwright's ``evaluate`` needs ``eval``; the requests are the same.)
 
 ``--xprof-rs``: the peer on the same file, after the stepscope rounds: its server, its first
@@ -129,6 +133,7 @@ class Windows:
         self.during: list[tuple[float, float]] = []
         self.after: list[tuple[float, float]] = []
         self.wire: list[tuple[int, str]] = []
+        self.decode: list[float] = []  # the page's decode (--browser)
 
     def line(self, what: str, times: list[tuple[float, float]]) -> str:
         wall, cpu = [t[0] for t in times], [t[1] for t in times]
@@ -149,12 +154,20 @@ def _wait_until_up(port: int, proc: subprocess.Popen[bytes]) -> None:
             time.sleep(0.02)
 
 
+# As `_trace_data.js` gets a window: its own form (none before the compact form, decision
+# 327), fetch, the body, then its `decode` into the arrays it draws from (views in place for
+# the plain form, widened for the compact one).
 _ONE_WINDOW = """async (url) => {
+  const data = await import(new URL('static/pages/_trace_data.js', location.href).href);
+  const asked = data.WINDOW_FORM ? `${url}&form=${data.WINDOW_FORM}` : url;
   const t = performance.now();
-  const body = await (await fetch(url)).arrayBuffer();
+  const body = await (await fetch(asked)).arrayBuffer();
+  const received = performance.now();
+  const decoded = data.decode(body);
   const ms = performance.now() - t;
-  const entry = performance.getEntriesByName(new URL(url, location.href).href).pop();
-  return [ms, body.byteLength, entry ? entry.encodedBodySize : 0];
+  if (!decoded.header.events) throw new Error('no events');
+  const entry = performance.getEntriesByName(new URL(asked, location.href).href).pop();
+  return [ms, body.byteLength, entry ? entry.encodedBodySize : 0, performance.now() - received];
 }"""
 _ANSWERED = """(part) => {
   const done = performance.getEntriesByType('resource')
@@ -180,17 +193,23 @@ class BrowserPage:
         """When the page's first request whose URL holds ``part`` ended (ms), or -1."""
         return float(self.page.evaluate(_ANSWERED, part))
 
-    def window(self, path: str) -> tuple[float, int, int]:
-        """(wall s, decoded bytes, bytes of the body as sent) of one fetch by the page."""
-        ms, size, sent = self.page.evaluate(_ONE_WINDOW, path.lstrip("/"))
-        return ms / 1000, int(size), int(sent)
+    def window(self, path: str) -> tuple[float, int, int, float]:
+        """(wall s, body bytes, bytes of the body as sent, decode s) of one window the page
+        fetched and decoded."""
+        ms, size, sent, decode_ms = self.page.evaluate(_ONE_WINDOW, path.lstrip("/"))
+        return ms / 1000, int(size), int(sent), decode_ms / 1000
 
     def close(self) -> None:
         self.context.close()
 
 
 def stepscope_round(
-    tree: Path, logdir: Path, workdir: Path, windows: int, chromium: Any = None
+    tree: Path,
+    logdir: Path,
+    workdir: Path,
+    windows: int,
+    chromium: Any = None,
+    form: str = "compact",
 ) -> dict[str, object]:
     cache = Path(tempfile.mkdtemp(dir=workdir))
     port = _free_port()
@@ -206,6 +225,8 @@ def stepscope_round(
         where = {"run": runs[0]["run"], "host": runs[0]["hosts"][0]}
         browser = BrowserPage(chromium, port, where) if chromium is not None else None
         structure = json.loads(page.get(f"/api/tool/trace_viewer?{urlencode(where)}")[0])
+        # what the urllib client asks (a tree before the compact form ignores the parameter)
+        also = f"&form={form}" if form != "plain" else ""
         span = int(structure["duration_ns"])
 
         def window(t0: int) -> tuple[float, float]:
@@ -213,10 +234,11 @@ def stepscope_round(
             path += urlencode({**where, "t0": t0, "t1": span, "res": RESOLUTION})
             before, started = _thread_cpu(proc.pid, nice), time.perf_counter()
             if browser is not None:
-                wall, size, wire = browser.window(path)
+                wall, size, wire, decode = browser.window(path)
                 encoding = "identity" if wire == size else "compressed"
+                result.decode.append(decode)
             else:
-                body, wire, encoding = page.get(path)
+                body, wire, encoding = page.get(path + also)
                 wall, size = time.perf_counter() - started, len(body)
                 if body[:4] != b"STV1":
                     size = 0
@@ -320,6 +342,12 @@ def main() -> None:
     parser.add_argument("--tree", action="append", default=[], help="a src folder to compare")
     parser.add_argument("--xprof-rs", default="", help="the peer's binary")
     parser.add_argument("--browser", action="store_true", help="the page in headless Chromium")
+    parser.add_argument(
+        "--form",
+        choices=("compact", "plain"),
+        default="compact",
+        help="the window form the urllib client asks (the page asks its own)",
+    )
     args = parser.parse_args()
     chromium, playwright = None, None
     if args.browser:
@@ -347,7 +375,7 @@ def main() -> None:
             order = trees if k % 2 == 0 else trees[::-1]
             for tree in order:
                 load = paired.load()
-                got = stepscope_round(tree, logdir, workdir, args.windows, chromium)
+                got = stepscope_round(tree, logdir, workdir, args.windows, chromium, args.form)
                 w = got["windows"]
                 assert isinstance(w, Windows)
                 sizes = sorted(size for size, _ in w.wire)
@@ -361,6 +389,11 @@ def main() -> None:
                 )
                 print("  " + w.line("near-full windows while the steps are built", w.during))
                 print("  " + w.line("near-full windows after", w.after))
+                if w.decode:
+                    print(
+                        f"  the page's decode p50 {_pct(w.decode, 0.5):.1f} / p95 "
+                        f"{_pct(w.decode, 0.95):.1f} ms (in the wall)"
+                    )
                 pooled[tree].during += w.during
                 pooled[tree].after += w.after
         for tree, w in pooled.items() if args.servers else ():

@@ -2,9 +2,10 @@
 
 All times in parameters and answers are nanoseconds relative to the trace's ``origin_ns``.
 
-- ``window?t0=&t1=&res=&lines=&counters=`` -> binary `wire` response: the events to
+- ``window?t0=&t1=&res=&lines=&counters=&form=`` -> binary `wire` response: the events to
   draw (level-of-detail rule in `stepscope.stats.trace_index.window`), the flows touching them and
-  the counters sampled at ``res`` buckets.
+  the counters sampled at ``res`` buckets; ``form=compact`` (what the page asks): the same
+  arrays stored narrower (`compact`).
 - ``steps`` -> JSON: the training steps (the overview's), as columns; kept out of the
   structure so that the first window does not wait for the step database.
 - ``search?q=&limit=&offset=[&t0=&t1=&res=]`` -> JSON: total matches in the whole trace, the
@@ -33,6 +34,7 @@ from stepscope.stats.trace_index.window import events_in_box, query_window, rows
 from stepscope.store import background, entries
 from stepscope.tools import kept, kept_apart, output
 from stepscope.tools.context import Key, ToolContext
+from stepscope.tools.trace_viewer import compact
 from stepscope.tools.trace_viewer import wire as trace_wire
 from stepscope.tools.trace_viewer.responses import (
     EventAnswer,
@@ -220,13 +222,14 @@ def window(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
     res = _int(params, "res", 2000, 1, MAX_RESOLUTION)
     lines = _lines(params, index)
     with_counters = params.get("counters", "1") != "0"
+    form = compact.form_of(params)
     if t0 > index.origin_ns or t1 < index.end_ns:
-        return _window_answer(profile, index, t0, t1, res, lines, with_counters)
+        return _window_answer(profile, index, t0, t1, res, lines, with_counters, form)
     # The whole trace: the request every page opens with, the same answer each time (`memo`).
     # The key holds every parameter the answer reads.
-    key = (t0, t1, res, None if lines is None else lines.tobytes(), with_counters)
+    key = (t0, t1, res, None if lines is None else lines.tobytes(), with_counters, form)
     return index.full_views.get(
-        key, lambda: _window_answer(profile, index, t0, t1, res, lines, with_counters)
+        key, lambda: _window_answer(profile, index, t0, t1, res, lines, with_counters, form)
     )
 
 
@@ -238,6 +241,7 @@ def _window_answer(
     res: int,
     lines: np.ndarray | None,
     with_counters: bool,
+    form: str = "plain",
 ) -> tuple[bytes, str]:
     events = query_window(profile, index, t0, t1, res, lines)
     name_ids, name_of = distinct_inverse(events.name)
@@ -283,7 +287,7 @@ def _window_answer(
         "flow_kinds": list(KIND_NAMES),
         "counters": counters,
     }
-    return trace_wire.encode(header, arrays), trace_wire.CONTENT_TYPE
+    return trace_wire.encode(header, arrays, form), trace_wire.CONTENT_TYPE
 
 
 def steps(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:

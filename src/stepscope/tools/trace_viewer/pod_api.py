@@ -24,6 +24,7 @@ from stepscope.stats.trace_index.counters import sample
 from stepscope.stats.trace_index.flows import KIND_NAMES, window_flows
 from stepscope.stats.trace_index.window import events_in_box, query_window
 from stepscope.tools import output
+from stepscope.tools.trace_viewer import compact
 from stepscope.tools.trace_viewer import wire as trace_wire
 from stepscope.tools.trace_viewer.api import (
     MAX_COUNTER_BUCKETS,
@@ -117,6 +118,7 @@ def _counter_ids(params: Mapping[str, str], pod: PodTrace, hosts: list[int]) -> 
 def window(pod: PodTrace, params: Mapping[str, str]) -> tuple[bytes, str]:
     t0, t1 = _span(params, pod)
     res = _int(params, "res", 2000, 1, MAX_RESOLUTION)
+    form = compact.form_of(params)
     max_rows = MAX_WINDOW_ROWS if params.get("lines") else MAX_ROWS_WITHOUT_LINES
     chosen, left_out = _within_budget(pod, _lines_by_host(params, pod), max_rows)
     rows = sum(int(pod.hosts[k].index.line_depths[lines].sum()) for k, lines in chosen.items())
@@ -192,7 +194,7 @@ def window(pod: PodTrace, params: Mapping[str, str]) -> tuple[bytes, str]:
         "hosts": [pod.hosts[k].host for k in chosen],
         "rows_left_out": left_out,
     }
-    return trace_wire.encode(header, arrays), trace_wire.CONTENT_TYPE
+    return trace_wire.encode(header, arrays, form), trace_wire.CONTENT_TYPE
 
 
 def _cat(cols: dict[str, list[np.ndarray]], name: str) -> np.ndarray:

@@ -10,6 +10,10 @@ the start of the buffer, length in elements); dtypes are NumPy codes ``i1 u1 i4 
 i.e. the browser's Int8Array, Uint8Array, Int32Array, Uint32Array, Float32Array and
 Float64Array. The aligned layout lets the page view the arrays in place, without copying or
 parsing, which is what keeps a 30,000-event window cheap on both ends.
+
+The compact form (`compact`, asked with ``form=compact``) is the same container with arrays
+stored narrower (also ``i2 u2`` and ``u3``) and an entry's ``as``/``enc`` fields saying how
+to widen them back; `decode` widens them, so both forms decode to the same arrays.
 """
 
 from __future__ import annotations
@@ -20,11 +24,15 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.tools.trace_viewer import compact
+
 MAGIC = b"STV1"
 CONTENT_TYPE = "application/x-stepscope-trace"
 _DTYPES = {
     "i1": np.int8,
     "u1": np.uint8,
+    "i2": np.int16,
+    "u2": np.uint16,
     "i4": np.int32,
     "u4": np.uint32,
     "f4": np.float32,
@@ -36,13 +44,24 @@ def _pad8(n: int) -> int:
     return (n + 7) & ~7
 
 
-def encode(header: dict[str, Any], arrays: dict[str, tuple[str, np.ndarray]]) -> bytes:
-    """``arrays``: name -> (dtype code, values)."""
+def _size(code: str) -> int:
+    return 3 if code == "u3" else np.dtype(_DTYPES[code]).itemsize
+
+
+def encode(
+    header: dict[str, Any], arrays: dict[str, tuple[str, np.ndarray]], form: str = "plain"
+) -> bytes:
+    """``arrays``: name -> (dtype code, values); ``form``: `compact.FORMS`."""
+    if form == "compact":
+        stored = {name: compact.choose(code, values) for name, (code, values) in arrays.items()}
+    else:
+        stored = {name: (code, values, {}) for name, (code, values) in arrays.items()}
     listed: list[dict[str, Any]] = []
     offset = 0
-    for name, (code, values) in arrays.items():
-        listed.append({"name": name, "dtype": code, "offset": offset, "length": len(values)})
-        offset += _pad8(len(values) * np.dtype(_DTYPES[code]).itemsize)
+    for name, (code, values, extra) in stored.items():
+        length = len(arrays[name][1])
+        listed.append({"name": name, "dtype": code, "offset": offset, "length": length, **extra})
+        offset += _pad8(len(values) * _size(code))
     # Offsets depend on the header's length and the header lists the offsets: fix the
     # header size with a generous width for the numbers, then shift.
     text = json.dumps({**header, "arrays": listed}, separators=(",", ":"), allow_nan=False)
@@ -57,9 +76,14 @@ def encode(header: dict[str, Any], arrays: dict[str, tuple[str, np.ndarray]]) ->
     # array and no join of them).
     out = bytearray(base + offset)
     out[:base] = MAGIC + struct.pack("<I", len(raw_header)) + raw_header
-    for item, (code, values) in zip(listed, arrays.values(), strict=True):
+    for item, (code, values, _) in zip(listed, stored.values(), strict=True):
+        if code == "u3":  # the low three bytes of each value, little-endian
+            low = np.asarray(values, dtype="<u4").view(np.uint8).reshape(-1, 4)[:, :3]
+            place = np.frombuffer(out, np.uint8, count=3 * len(values), offset=item["offset"])
+            place.reshape(-1, 3)[:] = low
+            continue
         dtype = np.dtype(_DTYPES[code]).newbyteorder("<")
-        np.frombuffer(out, dtype=dtype, count=item["length"], offset=item["offset"])[:] = values
+        np.frombuffer(out, dtype=dtype, count=len(values), offset=item["offset"])[:] = values
     return bytes(out)
 
 
@@ -69,13 +93,23 @@ def decode(data: bytes) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         raise ValueError("not a stepscope trace response")
     (size,) = struct.unpack("<I", data[4:8])
     header = json.loads(data[8 : 8 + size])
-    arrays = {
-        item["name"]: np.frombuffer(
-            data,
-            dtype=np.dtype(_DTYPES[item["dtype"]]).newbyteorder("<"),
-            count=item["length"],
-            offset=item["offset"],
-        )
-        for item in header["arrays"]
-    }
-    return header, arrays
+    return header, {item["name"]: _array(data, item) for item in header["arrays"]}
+
+
+def _array(data: bytes, item: dict[str, Any]) -> np.ndarray:
+    """One array of a response, widened to its plain dtype when stored compact."""
+    code, n = item["dtype"], item["length"]
+    if "enc" not in item:
+        dtype = np.dtype(_DTYPES[code]).newbyteorder("<")
+        return np.frombuffer(data, dtype=dtype, count=n, offset=item["offset"])
+    count = 0 if item["enc"] == "runs" else n
+    if code == "u3":
+        raw = np.frombuffer(data, np.uint8, count=3 * count, offset=item["offset"])
+        stored = np.zeros((count, 4), dtype=np.uint8)
+        stored[:, :3] = raw.reshape(-1, 3)
+        values = stored.view("<u4").reshape(-1)
+    else:
+        dtype = np.dtype(_DTYPES[code]).newbyteorder("<")
+        values = np.frombuffer(data, dtype=dtype, count=count, offset=item["offset"])
+    plain = np.dtype(_DTYPES[item["as"]]).newbyteorder("<")
+    return compact.widen(item, values, plain)
