@@ -39,6 +39,16 @@ _UNSIGNED = (
 )
 _SIGNED = (("i1", 1, -0x80, 0x7F), ("i2", 2, -0x8000, 0x7FFF), ("i4", 4, -(1 << 31), (1 << 31) - 1))
 _BY_SIZE = sorted(_UNSIGNED + _SIGNED, key=lambda kind: kind[1])  # unsigned first at a size
+_STORED = {
+    "i1": np.int8,
+    "u1": np.uint8,
+    "i2": np.int16,
+    "u2": np.uint16,
+    "i4": np.int32,
+    "u4": np.uint32,
+    "f4": np.float32,
+    "f8": np.float64,
+}
 _PLAIN_SIZE = {"i1": 1, "u1": 1, "i2": 2, "u2": 2, "i4": 4, "u4": 4, "f4": 4, "f8": 8}
 
 
@@ -70,10 +80,37 @@ def _fitting(kinds: tuple[tuple[str, int, int, int], ...], lo: int, hi: int) -> 
     return "", 0
 
 
+def _steps(ints: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """``ints[i] - ints[i - 1]`` (0 first), in the values' own signed type where no step can
+    overflow it (one pass, no conversion)."""
+    dtype = ints.dtype
+    if dtype.kind == "u" or hi - lo >= 1 << (8 * dtype.itemsize - 1):
+        dtype = np.dtype(np.int64)
+    steps = np.empty(len(ints), dtype=dtype)
+    steps[0] = 0
+    np.subtract(ints[1:], ints[:-1], out=steps[1:], dtype=dtype, casting="unsafe")
+    return steps
+
+
+def _outside(steps: np.ndarray, low: int, high: int, step_lo: int, step_hi: int) -> np.ndarray:
+    """Positions of the steps outside [low, high] (only the sides that have any)."""
+    if step_lo < low and step_hi > high:
+        return np.flatnonzero((steps < low) | (steps > high))
+    return np.flatnonzero(steps < low) if step_lo < low else np.flatnonzero(steps > high)
+
+
+def _sampled_steps(ints: np.ndarray) -> np.ndarray:
+    """About 2,048 of the steps ``ints[i] - ints[i - 1]``, evenly spaced (int64): what rules
+    a coding out before a full pass over the array would."""
+    every = max(1, len(ints) // 2048)
+    return ints[every::every].astype(np.int64) - ints[every - 1 : -1 : every]
+
+
 def choose(code: str, values: np.ndarray) -> tuple[str, np.ndarray, dict[str, Any]]:
-    """(stored dtype, stored values, the entry's extra fields) of one array. A few passes
-    over it, each a reduction where it can be (the server codes a computed window's
-    190k events in about a millisecond)."""
+    """(stored dtype, the values `write` stores, the entry's extra fields) of one array.
+    A sample of the steps rules out the codings that cannot pay, then full passes check the
+    rest: coding the 190k events of a near-full window costs the server about what the
+    plain form's conversion to float64 does."""
     values = np.asarray(values)
     n = len(values)
     plain: tuple[str, np.ndarray, dict[str, Any]] = (code, values, {})
@@ -84,27 +121,31 @@ def choose(code: str, values: np.ndarray) -> tuple[str, np.ndarray, dict[str, An
     if code in ("f4", "f8") and not -_SAFE < lo <= hi < _SAFE:
         return plain
     entry: dict[str, Any] = {"as": code}
-    changed = ints[1:] != ints[:-1]
-    n_runs = np.count_nonzero(changed) + 1
-    if n_runs <= MAX_LISTED and n_runs * _RUN_BYTES < n:
-        ends = [*(np.flatnonzero(changed) + 1).tolist(), n]
-        entry.update(enc="runs", runs=[[e, int(ints[e - 1])] for e in ends])
-        return code, ints[:0], entry
-    best_size = n * _PLAIN_SIZE[code]
-    chosen = plain
+    best_size, chosen = n * _PLAIN_SIZE[code], plain
     stored, size = _fitting(_UNSIGNED, 0, hi - lo)
     if stored and n * size < best_size:
         best_size = n * size
-        chosen = (stored, ints - lo if lo else ints, {**entry, "enc": "base", "base": lo})
-    if best_size <= n:
+        chosen = (stored, ints, {**entry, "enc": "base", "base": lo})
+    sample = _sampled_steps(ints)
+    if np.count_nonzero(sample) < MAX_LISTED:  # perhaps few runs: count them
+        changed = np.flatnonzero(ints[1:] != ints[:-1]) + 1
+        if len(changed) < MAX_LISTED and (len(changed) + 1) * _RUN_BYTES < min(n, best_size):
+            ends = [*changed.tolist(), n]
+            entry.update(enc="runs", runs=[[e, int(ints[e - 1])] for e in ends])
+            return code, ints[:0], entry
+    every = max(1, n // 2048)
+    plausible = [
+        kind
+        for kind in _BY_SIZE
+        if n * kind[1] < best_size
+        and every * np.count_nonzero((sample < kind[2]) | (sample > kind[3])) <= MAX_LISTED
+    ]
+    if not plausible:
         return chosen
-    wide = np.int64 if hi - lo >= 1 << 31 else np.int32
-    steps: np.ndarray[Any, np.dtype[np.signedinteger[Any]]] = np.empty(n, dtype=wide)
-    steps[0] = 0
-    np.subtract(ints[1:], ints[:-1], out=steps[1:], dtype=wide, casting="unsafe")
+    steps = _steps(ints, lo, hi)
     step_lo, step_hi = int(steps.min()), int(steps.max())
     best_delta: tuple[str, np.ndarray] | None = None
-    for name, size, low, high in _BY_SIZE:
+    for name, size, low, high in plausible:
         if n * size >= best_size:
             break
         if low <= step_lo and step_hi <= high:
@@ -112,7 +153,7 @@ def choose(code: str, values: np.ndarray) -> tuple[str, np.ndarray, dict[str, An
         elif step_hi < low or step_lo > high:
             continue
         else:
-            outside = np.flatnonzero((steps < low) | (steps > high))
+            outside = _outside(steps, low, high, step_lo, step_hi)
         cost = n * size + len(outside) * _RUN_BYTES
         if len(outside) <= MAX_LISTED and cost < best_size:
             best_size, best_delta = cost, (name, outside)
@@ -122,6 +163,25 @@ def choose(code: str, values: np.ndarray) -> tuple[str, np.ndarray, dict[str, An
     steps[outside] = 0
     patches = [[i, int(ints[i])] for i in outside.tolist()]
     return name, steps, {**entry, "enc": "delta", "base": int(ints[0]), "patches": patches}
+
+
+def write(out: bytearray, offset: int, code: str, values: np.ndarray, base: int = 0) -> None:
+    """``values - base`` into ``out`` at ``offset`` as ``code`` (little-endian; ``u3``: the
+    low 16 bits of each as u2, then the high 8 bits of each as u1). Each part is cast as it
+    is written: no converted copy of the array first."""
+    n = len(values)
+    if code == "u3":
+        low = np.frombuffer(out, "<u2", count=n, offset=offset)
+        high = np.frombuffer(out, np.uint8, count=n, offset=offset + 2 * n)
+        shifted = np.subtract(values, base) if base else values
+        np.copyto(low, shifted, casting="unsafe")  # modulo 2**16
+        np.right_shift(shifted, 16, out=high, casting="unsafe")
+        return
+    place = np.frombuffer(out, np.dtype(_STORED[code]).newbyteorder("<"), count=n, offset=offset)
+    if base:
+        np.subtract(values, base, out=place, casting="unsafe")
+    else:
+        np.copyto(place, values, casting="unsafe")
 
 
 def widen(entry: dict[str, Any], stored: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:

@@ -12,8 +12,9 @@ Float64Array. The aligned layout lets the page view the arrays in place, without
 parsing, which is what keeps a 30,000-event window cheap on both ends.
 
 The compact form (`compact`, asked with ``form=compact``) is the same container with arrays
-stored narrower (also ``i2 u2`` and ``u3``) and an entry's ``as``/``enc`` fields saying how
-to widen them back; `decode` widens them, so both forms decode to the same arrays.
+stored narrower (also ``i2 u2``, and ``u3``: the low 16 bits of each value, then the high 8)
+and an entry's ``as``/``enc`` fields saying how to widen them back; `decode` widens them, so
+both forms decode to the same arrays.
 """
 
 from __future__ import annotations
@@ -76,11 +77,10 @@ def encode(
     # array and no join of them).
     out = bytearray(base + offset)
     out[:base] = MAGIC + struct.pack("<I", len(raw_header)) + raw_header
-    for item, (code, values, _) in zip(listed, stored.values(), strict=True):
-        if code == "u3":  # the low three bytes of each value, little-endian
-            low = np.asarray(values, dtype="<u4").view(np.uint8).reshape(-1, 4)[:, :3]
-            place = np.frombuffer(out, np.uint8, count=3 * len(values), offset=item["offset"])
-            place.reshape(-1, 3)[:] = low
+    for item, (code, values, extra) in zip(listed, stored.values(), strict=True):
+        if extra:  # the compact form: cast (less its base) into place
+            base = extra["base"] if extra.get("enc") == "base" else 0
+            compact.write(out, item["offset"], code, values, base)
             continue
         dtype = np.dtype(_DTYPES[code]).newbyteorder("<")
         np.frombuffer(out, dtype=dtype, count=len(values), offset=item["offset"])[:] = values
@@ -103,11 +103,10 @@ def _array(data: bytes, item: dict[str, Any]) -> np.ndarray:
         dtype = np.dtype(_DTYPES[code]).newbyteorder("<")
         return np.frombuffer(data, dtype=dtype, count=n, offset=item["offset"])
     count = 0 if item["enc"] == "runs" else n
-    if code == "u3":
-        raw = np.frombuffer(data, np.uint8, count=3 * count, offset=item["offset"])
-        stored = np.zeros((count, 4), dtype=np.uint8)
-        stored[:, :3] = raw.reshape(-1, 3)
-        values = stored.view("<u4").reshape(-1)
+    if code == "u3":  # n low halves (u2), then n high bytes
+        low = np.frombuffer(data, "<u2", count=count, offset=item["offset"])
+        high = np.frombuffer(data, np.uint8, count=count, offset=item["offset"] + 2 * count)
+        values = low.astype(np.int64) | (high.astype(np.int64) << 16)
     else:
         dtype = np.dtype(_DTYPES[code]).newbyteorder("<")
         values = np.frombuffer(data, dtype=dtype, count=count, offset=item["offset"])

@@ -27,16 +27,8 @@ export function colorIndex(name) {
   return (hash >>> 0) % PALETTE.length;
 }
 
-/** The stored values of a compact entry: a typed-array view, or for `u3` (3 bytes each) a copy. */
-function storedValues(buffer, a) {
-  if (a.dtype !== 'u3') return new STORED[a.dtype](buffer, a.offset, a.length);
-  const bytes = new Uint8Array(buffer, a.offset, 3 * a.length);
-  const out = new Uint32Array(a.length);
-  for (let i = 0, j = 0; i < a.length; i += 1, j += 3) out[i] = bytes[j] | (bytes[j + 1] << 8) | (bytes[j + 2] << 16);
-  return out;
-}
-
-/** The plain array (type `a.as`) of an entry stored compact (`a.enc`: runs, base or delta). */
+/** The plain array (type `a.as`) of an entry stored compact (`a.enc`: runs, base or delta;
+ * `a.dtype` u3: n low halves as u2, then n high bytes). One pass, no intermediate array. */
 function widen(buffer, a) {
   const n = a.length;
   const out = new DTYPES[a.as](n);
@@ -45,24 +37,24 @@ function widen(buffer, a) {
     for (const [end, value] of a.runs) { out.fill(value, from, end); from = end; }
     return out;
   }
-  const s = storedValues(buffer, a);
+  const u3 = a.dtype === 'u3';
+  const s = new (u3 ? Uint16Array : STORED[a.dtype])(buffer, a.offset, n);
+  const hi = u3 ? new Uint8Array(buffer, a.offset + 2 * n, n) : null;
   if (a.enc === 'base') {
-    for (let i = 0; i < n; i += 1) out[i] = a.base + s[i];
+    const base = a.base;
+    if (hi) for (let i = 0; i < n; i += 1) out[i] = base + s[i] + hi[i] * 65536;
+    else for (let i = 0; i < n; i += 1) out[i] = base + s[i];
     return out;
   }
   if (a.enc !== 'delta') throw new Error(`the server sent an array coded as ${a.enc}`);
-  // value[i] = value[i - 1] + s[i] (value[-1] = base), but the patches' values where listed.
-  const patches = a.patches;
+  // value[i] = value[i - 1] + step[i] (value[-1] = base), but the patches' values where listed
   let value = a.base;
-  let k = 0;
-  let next = patches.length ? patches[0][0] : n;
-  for (let i = 0; i < n; i += 1) {
-    if (i === next) {
-      value = patches[k][1];
-      k += 1;
-      next = k < patches.length ? patches[k][0] : n;
-    } else value += s[i];
-    out[i] = value;
+  let from = 0;
+  for (const [at, patched] of [...a.patches, [n, 0]]) {
+    if (hi) for (let i = from; i < at; i += 1) { value += s[i] + hi[i] * 65536; out[i] = value; }
+    else for (let i = from; i < at; i += 1) { value += s[i]; out[i] = value; }
+    if (at < n) { value = patched; out[at] = patched; }
+    from = at + 1;
   }
   return out;
 }
