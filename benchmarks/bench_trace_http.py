@@ -134,6 +134,7 @@ class Windows:
         self.after: list[tuple[float, float]] = []
         self.wire: list[tuple[int, str]] = []
         self.decode: list[float] = []  # the page's decode (--browser)
+        self.parts: list[list[float]] = []  # the page's resource timing parts (--browser)
 
     def line(self, what: str, times: list[tuple[float, float]]) -> str:
         wall, cpu = [t[0] for t in times], [t[1] for t in times]
@@ -167,7 +168,10 @@ _ONE_WINDOW = """async (url) => {
   const ms = performance.now() - t;
   if (!decoded.header.events) throw new Error('no events');
   const entry = performance.getEntriesByName(new URL(asked, location.href).href).pop();
-  return [ms, body.byteLength, entry ? entry.encodedBodySize : 0, performance.now() - received];
+  const parts = entry ? [entry.responseStart - t, entry.responseEnd - entry.responseStart,
+    received - entry.responseEnd] : [0, 0, 0];
+  return [ms, body.byteLength, entry ? entry.encodedBodySize : 0, performance.now() - received,
+    parts];
 }"""
 _ANSWERED = """(part) => {
   const done = performance.getEntriesByType('resource')
@@ -184,6 +188,8 @@ class BrowserPage:
             viewport={"width": 1400, "height": 1000}, bypass_csp=True
         )
         self.page = self.context.new_page()
+        # per window: to the first byte, the body's download, from its end to the page (s)
+        self.parts: list[list[float]] = []
         self.page.goto(f"http://127.0.0.1:{port}/#/trace_viewer?{urlencode(where)}")
         self.page.evaluate("performance.setResourceTimingBufferSize(1000000)")
         while self.answered("/window?") < 0:  # the page's own first window
@@ -196,7 +202,8 @@ class BrowserPage:
     def window(self, path: str) -> tuple[float, int, int, float]:
         """(wall s, body bytes, bytes of the body as sent, decode s) of one window the page
         fetched and decoded."""
-        ms, size, sent, decode_ms = self.page.evaluate(_ONE_WINDOW, path.lstrip("/"))
+        ms, size, sent, decode_ms, parts = self.page.evaluate(_ONE_WINDOW, path.lstrip("/"))
+        self.parts.append([p / 1000 for p in parts])
         return ms / 1000, int(size), int(sent), decode_ms / 1000
 
     def close(self) -> None:
@@ -280,6 +287,7 @@ def stepscope_round(
             k += 1
             result.after.append(window(k))
         if browser is not None:
+            result.parts = browser.parts
             browser.close()
         return {
             "windows": result,
@@ -389,6 +397,15 @@ def main() -> None:
                 )
                 print("  " + w.line("near-full windows while the steps are built", w.during))
                 print("  " + w.line("near-full windows after", w.after))
+                if w.parts:
+                    first, download, to_page = zip(*w.parts, strict=True)
+                    print(
+                        "  in the page, p50 / p95 ms: to the first byte "
+                        f"{_pct(list(first), 0.5):.1f} / {_pct(list(first), 0.95):.1f}, "
+                        f"download {_pct(list(download), 0.5):.1f} / "
+                        f"{_pct(list(download), 0.95):.1f}, from its end to the page "
+                        f"{_pct(list(to_page), 0.5):.1f} / {_pct(list(to_page), 0.95):.1f}"
+                    )
                 if w.decode:
                     print(
                         f"  the page's decode p50 {_pct(w.decode, 0.5):.1f} / p95 "
