@@ -19,6 +19,7 @@ import stepscope
 from stepscope.capture import loader_hook, loader_workers, worker_sampler
 from stepscope.capture.save import CaptureResult, build_xspace
 from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
+from stepscope.vocab.pytorch import DATALOADER_BATCH_CPU_STAT
 
 MS = 1_000_000
 
@@ -185,3 +186,21 @@ def test_worker_lines_and_cpu_stats_land_in_the_host_plane() -> None:
     assert host.event_metadata[event.metadata_id].name == "decode (ds.py:7)"
     # from the recording's start (1 ms), to the run's end
     assert (line.timestamp_ns + event.offset_ps // 1000, event.duration_ps) == (MS, 4 * MS * 1000)
+
+
+def test_a_batch_line_carries_the_worker_cpu_time(tmp_path: Path) -> None:
+    spool = loader_workers.Spool(str(tmp_path), "DataLoader(X)", 9, 2)
+    path = tmp_path / "worker1.4242.jsonl"
+    log = loader_workers._WorkerLog(str(tmp_path), 1)
+    log.path = str(path)
+    log.write(100, 150, 160, 170, cpu_ns=42)
+    log.write(200, 250, 260, 270)  # not measured
+    log.file.close()
+    with open(path, "a") as f:
+        f.write("[2, 300, 350, 360, 370]\n")  # a line of an older worker hook
+    warnings: list[str] = []
+    buf = loader_workers._read(spool, str(path), 0, 1_000, warnings)
+    assert buf is not None and warnings == []
+    batches = [e for e in buf.events if e[0].endswith("::Worker")]
+    assert [e[4].get(DATALOADER_BATCH_CPU_STAT) for e in batches] == [42, None, None]
+    assert [e[4]["batch"] for e in batches] == [1, 3, 5]

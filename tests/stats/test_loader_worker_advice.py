@@ -14,7 +14,7 @@ from stepscope.stats.input.loader_workers import (
     loader_workers,
 )
 from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
-from stepscope.vocab.pytorch import DATALOADER_NEXT
+from stepscope.vocab.pytorch import DATALOADER_BATCH_CPU_STAT, DATALOADER_NEXT
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
 
@@ -30,6 +30,7 @@ def _space(
     steps: int = 6,
     cpu: tuple[int, float] | None = None,
     collate_in_fetch: bool = False,
+    cpu_ms: int | None = None,
 ) -> XSpaceBuilder:
     """A plain loop: each step waits ``wait_ms`` in the DataLoader's ``__next__`` (a root
     input stage, as the PyTorch bridge names it) then computes; 2 workers each make one
@@ -54,7 +55,8 @@ def _space(
         main.event("aten::addmm", (t + wait_ms) * MS, (step_ms - wait_ms) * MS)
         for w, line in enumerate(workers):
             stats = {"parent_id": 9, "worker": w, "batch": 2 * k + w}
-            line.event(f"{STAGE}::Worker", t * MS, busy_ms * MS, stats)
+            cpu = {DATALOADER_BATCH_CPU_STAT: cpu_ms * MS} if cpu_ms is not None else {}
+            line.event(f"{STAGE}::Worker", t * MS, busy_ms * MS, {**stats, **cpu})
             line.event(f"{STAGE}::Worker::GetItem", t * MS, (busy_ms - 1) * MS, stats)
             line.event(f"{STAGE}::Worker::Collate", (t + busy_ms - 1) * MS, MS, stats)
             for s in range(0, step_ms, 10):
@@ -120,12 +122,27 @@ def test_busy_workers_without_idle_cores_are_told_to_make_the_work_faster() -> N
     assert "Add workers:" not in found.advice
 
 
+def test_busy_workers_that_mostly_wait_are_told_to_add_workers_without_idle_cores() -> None:
+    """A dataset sleeping or reading files: its workers are busy, their CPU is not: more
+    workers overlap the waits even on a machine without an idle core."""
+    found = _judge(_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(2, 0.1), cpu_ms=10))
+    assert found.verdict == "workers_busy"
+    assert found.cpu_percent == round(100 * 10 / 98, 3)
+    assert [r.cpu_ms for r in found.rows] == [60.0, 60.0]  # 6 batches of 10 ms each
+    assert "Their batches mostly wait (CPU 10% of their time" in found.advice
+    assert "add workers (num_workers=2 now)" in found.advice
+    assert "make that work faster" not in found.advice
+    busy_cpu = _judge(_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(2, 0.1), cpu_ms=90))
+    assert "make that work faster" in busy_cpu.advice  # computing: the cores matter
+
+
 def test_idle_workers_while_the_steps_wait_point_at_the_main_process() -> None:
     found = _judge(_space(step_ms=100, wait_ms=60, busy_ms=20))
     assert found.busy_percent <= IDLE_BUSY_PERCENT
     assert found.verdict == "workers_idle"
     assert "the main process is the bottleneck" in found.advice
     assert (found.cores, found.idle_cores) == (0, -1.0)  # not recorded: not claimed
+    assert found.cpu_percent == -1.0 and found.rows[0].cpu_ms == -1.0
 
 
 def test_workers_that_keep_up_get_no_change_advised() -> None:

@@ -11,7 +11,8 @@ conventions -- ``Iterator::<loader>::Worker`` (the batch), ``...::Worker::GetIte
 dataset's ``__getitem__`` calls) and ``...::Worker::Collate`` (``collate_fn``) -- with stats
 ``worker``, ``batch`` (the loader's batch number in this pass: workers take batches in turn,
 so a worker's n-th is batch ``worker + n * num_workers``) and ``parent_id`` (the loader's
-stage id, which links them to the step's ``next()`` as tf.data links a producer thread).
+stage id, which links them to the step's ``next()`` as tf.data links a producer thread);
+the batch span also has ``cpu_ns``, the worker thread's CPU time making it.
 
 How: the loader's ``worker_init_fn`` is wrapped, only for the workers started by that
 ``iter()`` (fork and spawn alike: the wrapper is a picklable object), and the wrapper patches
@@ -43,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stepscope.capture.host_tracer import ThreadBuffer
-from stepscope.vocab.pytorch import DATALOADER_WORKER_LINE
+from stepscope.vocab.pytorch import DATALOADER_BATCH_CPU_STAT, DATALOADER_WORKER_LINE
 from stepscope.vocab.tensorflow import ITERATOR_PREFIX
 
 MAX_BATCHES = 1_000_000  # lines one worker writes at most (a few tens of bytes each)
@@ -173,7 +174,7 @@ class _WorkerLog:
                 self.seq = 0
             self.fetcher = fetcher
 
-    def write(self, start: int, collate: int, collated: int, end: int) -> None:
+    def write(self, start: int, collate: int, collated: int, end: int, cpu_ns: int = -1) -> None:
         if self.broken:
             return
         if self.lines >= MAX_BATCHES:
@@ -191,7 +192,8 @@ class _WorkerLog:
         try:
             if self.file is None:
                 self.file = open(self.path, "a", buffering=1)  # noqa: SIM115 (kept open)
-            self.file.write(json.dumps([self.seq, start, collate, collated, end]) + "\n")
+            row = [self.seq, start, collate, collated, end, cpu_ns]
+            self.file.write(json.dumps(row) + "\n")
             self.lines += 1
             self.seq += 1
         except (OSError, ValueError):
@@ -203,6 +205,7 @@ def _patch_fetchers(log: _WorkerLog) -> None:
     from torch.utils.data._utils import fetch as fetch_module
 
     now = time.perf_counter_ns
+    cpu_now = time.thread_time_ns  # the worker thread's CPU time: waiting or computing
     for name in ("_MapDatasetFetcher", "_IterableDatasetFetcher"):
         cls = getattr(fetch_module, name, None)
         original = getattr(cls, "fetch", None)
@@ -223,6 +226,7 @@ def _patch_fetchers(log: _WorkerLog) -> None:
                     marks.append(now())
 
             log.new_pass(self)
+            cpu = cpu_now()
             start = now()
             self.collate_fn = timed_collate
             try:
@@ -230,8 +234,9 @@ def _patch_fetchers(log: _WorkerLog) -> None:
             finally:  # a batch that raised (the end of an IterableDataset) is not logged
                 self.collate_fn = collate_fn
             end = now()
+            cpu = cpu_now() - cpu
             lo, hi = (marks[0], marks[1]) if len(marks) >= 2 else (end, end)
-            log.write(start, lo, hi, end)
+            log.write(start, lo, hi, end, cpu)
             return batch
 
         fetch._stepscope = True  # type: ignore[attr-defined]
@@ -313,7 +318,8 @@ def _read(
                     "batches were not recorded"
                 )
                 continue
-            seq, start, collate, collated, end = (int(x) for x in row)
+            seq, start, collate, collated, end = (int(x) for x in row[:5])
+            cpu_ns = int(row[5]) if len(row) > 5 else -1
         except (ValueError, TypeError, IndexError, KeyError):
             continue  # a line cut by the worker's exit
         if end < lo_ns or start > hi_ns or not start <= collate <= collated <= end:
@@ -323,7 +329,9 @@ def _read(
             "worker": worker,
             "batch": worker + seq * spool.workers,
         }
-        buf.events.append((stage, start, end, 0, stats))
+        # the batch's CPU time in the worker: what more workers would need cores for
+        outer = {**stats, DATALOADER_BATCH_CPU_STAT: cpu_ns} if cpu_ns >= 0 else stats
+        buf.events.append((stage, start, end, 0, outer))
         buf.events.append((f"{stage}::{GET_ITEM}", start, collate, 1, stats))
         buf.events.append((f"{stage}::{COLLATE}", collate, collated, 1, stats))
     return buf if buf.events else None

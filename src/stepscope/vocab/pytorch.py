@@ -18,6 +18,8 @@ DATALOADER_WORKER_LINE = "DataLoader worker "
 # torch's worker loop and dataset fetcher (torch/utils/data/_utils/): on every stack sample of
 # a worker, they say nothing about where its batches' time goes.
 DATALOADER_WORKER_FILES = frozenset({"worker.py", "fetch.py"})
+# A captured worker batch's stat: its worker thread's CPU time (ns), beside its wall span.
+DATALOADER_BATCH_CPU_STAT = "cpu_ns"
 
 
 def is_profiler_step(name: str) -> bool:

@@ -23,6 +23,7 @@ from stepscope.records import record
 from stepscope.stats.input.worker_functions import WorkerFunction, worker_functions
 from stepscope.stats.steps.breakdown import StepDb
 from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
+from stepscope.vocab.pytorch import DATALOADER_BATCH_CPU_STAT
 from stepscope.vocab.tensorflow import GET_NEXT_KERNELS, is_iterator
 
 WORKER_SUFFIX = "::Worker"
@@ -33,6 +34,9 @@ STAGES = ("GetItem", "Collate", "Transfer")  # the workers' two, then the step's
 INPUT_WAIT_PERCENT = 10.0
 BUSY_PERCENT = 80.0
 IDLE_BUSY_PERCENT = 40.0
+# Workers whose batches take CPU less than this share of their time mostly wait (sleep, I/O,
+# locks): more of them overlap the waits whether or not the machine has idle cores.
+WAITING_CPU_PERCENT = 50.0
 
 
 @record
@@ -64,6 +68,12 @@ class LoaderWorkerRow:
         digits=6,
     )
     ms_per_batch: float = out("time making one batch, on average", unit="ms", digits=6)
+    cpu_ms: float = out(
+        "its thread's CPU time making them (the rest is waiting: sleep, I/O, locks); -1 "
+        "when not recorded",
+        unit="ms",
+        digits=6,
+    )
 
 
 @record
@@ -106,6 +116,13 @@ class LoaderWorkers:
         "decision 353"
     )
     advice: str = out("what follows from the verdict, with the figures behind it")
+    cpu_percent: float = out(
+        "the workers' CPU time as a share of their batches' time (low: the batches mostly "
+        "wait, on sleep, I/O or locks, and more workers need little CPU); -1 when not "
+        "recorded",
+        unit="%",
+        digits=3,
+    )
     startup_ms: float = out(
         "from the first profiled step's start to the last worker's first batch (the "
         "workers starting: `spawn` imports the program in each); 0 when they were up before",
@@ -198,6 +215,14 @@ def _one_loader(
     stage_ns = {s: _inner_ns(profile, f"{stage}{WORKER_SUFFIX}::{s}", ev) for s in STAGES[:2]}
     stage_ns["Transfer"] = transfer_ns
     lo, hi = span if span is not None else (int(start.min()), int(end.max()))
+    cpu = profile.stat_at(DATALOADER_BATCH_CPU_STAT, ev)
+    cpu_known = bool(cpu.present.all())
+    cpu_ns = cpu.as_int() if cpu_known else np.zeros(len(ev), np.int64)
+    cpu_percent = (
+        round(100.0 * float(cpu_ns.sum()) / max(float((end - start).sum()), 1.0), 3)
+        if cpu_known
+        else -1.0
+    )
     rows = []
     for line in sorted(set(profile.line[ev].tolist())):
         mine = profile.line[ev] == line
@@ -217,6 +242,7 @@ def _one_loader(
                 float(wait_ns[mine].sum() / 1e6),
                 float(transfer_ns[mine].sum() / 1e6),
                 round(float((end[mine] - start[mine]).sum() / 1e6) / int(mine.sum()), 6),
+                round(float(cpu_ns[mine].sum()) / 1e6, 6) if cpu_known else -1.0,
             )
         )
     totals = {s: int(v.sum()) for s, v in stage_ns.items()}
@@ -233,7 +259,9 @@ def _one_loader(
     per_batch = round(float((end - start).sum() / 1e6) / len(ev), 6)
     startup_ms = round(max(context.up_ns - lo, 0) / 1e6, 6) if span is not None else 0.0
     functions, samples = worker_functions(profile, ev, per_batch)
-    verdict, advice = _advice(len(rows), round(busy_pct, 3), per_batch, functions, context)
+    verdict, advice = _advice(
+        len(rows), round(busy_pct, 3), per_batch, cpu_percent, functions, context
+    )
     if n_ready + n_waited == 0:  # a plain loader: the step's asks are not events
         summary = (
             f"{len(rows)} worker(s) of {stage} made {len(ev)} batches, busy {busy_pct:.0f}% "
@@ -259,6 +287,7 @@ def _one_loader(
         context.idle_cores,
         verdict,
         advice,
+        cpu_percent,
         startup_ms,
     )
 
@@ -267,6 +296,7 @@ def _advice(
     workers: int,
     busy: float,
     per_batch_ms: float,
+    cpu_percent: float,
     functions: tuple[WorkerFunction, ...],
     context: _Context,
 ) -> tuple[str, str]:
@@ -292,6 +322,11 @@ def _advice(
             f"of their time: the {workers} workers cannot make batches as fast as the steps "
             f"use them ({per_batch_ms:.2f} ms per batch in a worker{top})."
         )
+        if 0 <= cpu_percent < WAITING_CPU_PERCENT:
+            return "workers_busy", head + (
+                f" Their batches mostly wait (CPU {cpu_percent:.0f}% of their time: sleep, "
+                f"I/O, locks): add workers (num_workers={workers} now), they need little CPU."
+            )
         if context.idle_cores < 0:
             return "workers_busy", head + (
                 " Add workers (num_workers) if the machine has idle cores, or make that "
