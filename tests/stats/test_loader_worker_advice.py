@@ -104,6 +104,11 @@ def test_busy_workers_with_idle_cores_are_told_to_add_workers() -> None:
     assert decode.stack == f"{LOOP};__getitem__ (ds.py:20);decode (ds.py)"
     assert found.samples == 2 * 6 * 10
     assert "their stack samples: __getitem__ (ds.py) 100%, decode (ds.py) 80%" in found.advice
+    # the summary (above the web page's table) names them too
+    assert found.summary.endswith(
+        "Their stack samples in the batches: __getitem__ (ds.py) 100%, decode (ds.py) 80%, "
+        "collate (collate.py) 20%."
+    )
 
 
 def test_torch_worker_machinery_is_not_named() -> None:

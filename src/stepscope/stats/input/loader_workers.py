@@ -268,8 +268,16 @@ def _one_loader(
             f"of the steps' span on average, {per_batch:.2f} ms per batch, most of it in "
             f"{slowest}."
         )
+        if cpu_percent >= 0:
+            summary = summary[:-1] + f" (CPU {cpu_percent:.0f}% of their batches' time)."
         if startup_ms > per_batch:
             summary += f" They began their first batches {startup_ms:.0f} ms into the steps."
+    if functions:  # what the pages show of the samples: the summary above the table
+        summary += (
+            " Their stack samples in the batches: "
+            + ", ".join(f"{f.function} {f.percent:.0f}%" for f in functions[:3])
+            + "."
+        )
     return LoaderWorkers(
         stage,
         tuple(rows),
