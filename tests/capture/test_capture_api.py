@@ -15,6 +15,7 @@ import stepscope
 from stepscope.capture import session
 from stepscope.capture.options import InvalidOptionsError
 from stepscope.errors import StepscopeError
+from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
 from stepscope.xspace import load_xspace
 from stepscope.xspace.proto.profiler_service_pb2 import ProfileOptions
 from tests.support.capture import events, load_run, named
@@ -258,3 +259,21 @@ def test_import_stepscope_does_not_import_capture() -> None:
     code = "import sys, stepscope; print('stepscope.capture' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_the_profile_names_the_thread_whose_start_began_recording(
+    tmp_path: Path, alarms: ManualAlarms
+) -> None:
+    """A loop on the thread calling `start()` was not cut by the capture: inferred steps
+    start where its iterations begin (decision 360). A delayed start begins anywhere."""
+    stepscope.start(tmp_path)
+    with stepscope.trace("work"):
+        pass
+    profile = load_run(stepscope.stop())
+    assert profile.planes[0].stats[STARTED_ON_THREAD_STAT] == threading.get_native_id()
+    stepscope.start(tmp_path, stepscope.ProfilerOptions(delay_ms=50))
+    alarms.fire()
+    with stepscope.trace("work"):
+        pass
+    profile = load_run(stepscope.stop())
+    assert STARTED_ON_THREAD_STAT not in profile.planes[0].stats

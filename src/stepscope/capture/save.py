@@ -36,7 +36,7 @@ from stepscope.errors import StepscopeError
 from stepscope.logdir import HOST_FILE_SUFFIX as HOST_SUFFIX
 from stepscope.logdir import host_file_name, run_directory
 from stepscope.records import record
-from stepscope.vocab.profiler import LAST_STEP_WHOLE_STAT
+from stepscope.vocab.profiler import LAST_STEP_WHOLE_STAT, STARTED_ON_THREAD_STAT
 from stepscope.vocab.tensorflow import GET_NEXT, ITERATOR_PREFIX
 from stepscope.xspace.builder import Ref, StatValue, XSpaceBuilder
 from stepscope.xspace.columns_pb import encode_space
@@ -90,6 +90,8 @@ class CaptureResult:
     last_step_whole: bool = False  # no capture window cut the last step (a recorder save)
     # host-plane stats of the machine while recording (`capture.loader_hook.CpuUse`)
     host_stats: dict[str, int | float] = field(default_factory=dict)
+    # the native id of the thread whose `start()` began recording at once (0: none such)
+    started_on_thread: int = 0
 
 
 def split_encoded_name(name: str) -> tuple[str, dict[str, Any]]:
@@ -215,6 +217,8 @@ def _build(result: CaptureResult) -> XSpace | RawColumns:
         plane.stats[LAST_STEP_WHOLE_STAT] = 1
     for key, value in result.host_stats.items():
         plane.stats[key] = value
+    if result.started_on_thread:
+        plane.stats[STARTED_ON_THREAD_STAT] = result.started_on_thread
     builder.warnings.extend(warnings)
     space = builder.build()
     _add_task_environment(space, result)

@@ -115,6 +115,9 @@ class Session:
         self.bridges: BridgeSet | None = None  # framework profilers (install_bridges)
         self.start_wall_ns = 0
         self.start_perf_ns = 0
+        # the native id of the thread whose `start` began recording at once (0: none, e.g. a
+        # delayed start or a remote capture): its loop was not cut by the capture's start
+        self.started_on_thread = 0
         self.run_dir: Path | None = None
         self.error: BaseException | None = None
         self.timers: list[Timer] = []
@@ -261,6 +264,7 @@ class Session:
             warnings=warnings,
             bridges=self.bridges,
             host_stats=self.cpu.stats() if self.cpu is not None and workers.buffers else {},
+            started_on_thread=self.started_on_thread,
         )
         if result.dropped_events:
             log.warn(
@@ -363,6 +367,7 @@ def start(
             _schedule(session, resolved.delay_ns / 1e9, _delayed_begin)
         else:
             session.begin_recording()
+            session.started_on_thread = threading.get_native_id()
             _schedule_duration(session)
 
 

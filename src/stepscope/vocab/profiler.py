@@ -54,3 +54,9 @@ LAST_STEP_WHOLE_STAT = "stepscope_last_step_whole"
 # the process could run on, and the machine's idle cores on average over the recording.
 CPU_COUNT_STAT = "cpu_count"
 CPU_IDLE_STAT = "cpu_idle_cores"
+
+# A host-plane stat of stepscope's own: the id of the thread that called ``stepscope.start()``
+# when recording began in that call (no delay; not the flight recorder's ring nor a remote
+# capture). A loop on that thread was not cut by the capture's start: its first iteration is
+# whole, which tells inferred steps where an iteration begins (stats/steps/cycle.py).
+STARTED_ON_THREAD_STAT = "stepscope_started_on_thread"

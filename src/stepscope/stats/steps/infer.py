@@ -10,7 +10,8 @@ and then waits is not), or the same work fills them: periods holding the same to
 events of the thread (the same names, as often, beside the candidate's own) cover at least
 half of that time. A loop on a busy machine has steps of 20 to 250 ms, no steady period, and
 the same fetch and ops in every one; an op in bursts has between two of its calls nothing
-else, or another thing each time.
+else, or another thing each time. A leading run of periods each over 10x the median (a first
+iteration that compiles: 9.8 s against 2 ms) is left out of that judgement (decision 361).
 
 Among qualifying candidates the coarsest period wins (a per-step event over per-layer ones),
 then events that wait for input (a step starts by fetching its batch), then events that fill
@@ -18,7 +19,8 @@ more of their period (a step function rather than a launch call), then more tota
 thread with the most ``_r`` roots (else the busiest one, collectives aside) is tried first;
 other host threads only when it has no candidate. Step k is the window from the k-th
 occurrence to the next one, so N occurrences give N - 1 steps, each bounded by observed
-events at both ends.
+events at both ends; when the capture began on the loop's thread the steps are its
+iterations instead (`stepscope.stats.steps.cycle`).
 """
 
 from __future__ import annotations
@@ -29,12 +31,13 @@ from stepscope.distinct import distinct, distinct_inverse
 from stepscope.model import Profile
 from stepscope.stats.events import host_lines, is_input_wait_name, loader_worker_lines
 from stepscope.stats.nesting import nesting_parents
+from stepscope.stats.steps.cycle import began_on_line, common_work, iterations, work_before
 from stepscope.stats.steps.types import StepMarkers
 from stepscope.vocab.collectives import is_host_collective
 
 MIN_OCCURRENCES = 3
 REGULAR_SHARE = 0.5
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # odd: a name's id times it is a well-spread hash
+OUTLIER_PERIOD = 10.0  # x the median period: a warm-up, not the loop's rhythm
 
 
 def _main_line(profile: Profile, top: np.ndarray) -> int | None:
@@ -66,7 +69,7 @@ def _candidates(
     if top.size < MIN_OCCURRENCES:
         return out
     by_start = np.argsort(profile.start_ns[top], kind="stable")
-    work = _work_before(profile.name[top[by_start]])
+    work = work_before(profile.name[top[by_start]])
     position = np.empty(len(top), np.int64)
     position[by_start] = np.arange(len(top))
     order = np.lexsort((profile.start_ns[top], profile.name[top]))
@@ -84,10 +87,15 @@ def _candidates(
             continue
         granularity = median
         if not _steady(periods, median):
-            if not _same_work(work, position[lo:hi], periods):
+            judged = _judged(periods)
+            if not (
+                _steady(periods[judged], float(np.median(periods[judged])))
+                or _same_work(work, position[lo:hi], periods, judged)
+            ):
                 continue
             # Uneven periods: their median is one of them, another per-step event's median
-            # another one; the mean period is the same for every event once a step.
+            # another one; the mean period is the same for every event once a step (the
+            # warm-up included: every candidate's mean holds it).
             granularity = float(periods.mean())
         busy = int(profile.dur_ns[events].sum())
         duty = busy / float(starts[-1] - starts[0] + profile.dur_ns[events[-1]])
@@ -109,31 +117,32 @@ def _steady(periods: np.ndarray, median: float) -> bool:
     return bool(periods[regular].sum() >= REGULAR_SHARE * periods.sum())
 
 
-def _work_before(names: np.ndarray) -> np.ndarray:
-    """Per position of a thread's top-level events in time order (and one past the last):
-    a hash of the names before it, summed, so that the events between two positions have
-    the difference of their hashes (order aside) and their count the difference of
-    positions."""
-    with np.errstate(over="ignore"):
-        hashed = names.astype(np.uint64) * _GOLDEN
-        hashed ^= hashed >> np.uint64(29)
-        return np.r_[np.uint64(0), np.cumsum(hashed, dtype=np.uint64)]
-
-
-def _same_work(work: np.ndarray, position: np.ndarray, periods: np.ndarray) -> bool:
+def _same_work(
+    work: np.ndarray, position: np.ndarray, periods: np.ndarray, judged: np.ndarray
+) -> bool:
     """Whether the periods between consecutive occurrences (at ``position`` in time order)
     that hold the most common work, and some work beside the occurrence itself, cover at
-    least `REGULAR_SHARE` of their time."""
-    count = np.diff(position)
-    with np.errstate(over="ignore"):
-        content = work[position[1:]] - work[position[:-1]]
-    kinds, inverse, seen = np.unique(
-        np.stack([content.view(np.int64), count]), axis=1, return_inverse=True, return_counts=True
-    )
-    common = int(np.argmax(seen))
-    if int(kinds[1, common]) < 2:
+    least `REGULAR_SHARE` of the time of the ``judged`` periods (a mask: `_judged`)."""
+    held, _, count = common_work(work, position)
+    if count < 2:
         return False
-    return bool(periods[inverse.reshape(-1) == common].sum() >= REGULAR_SHARE * periods.sum())
+    return bool(periods[held & judged].sum() >= REGULAR_SHARE * periods[judged].sum())
+
+
+def _judged(periods: np.ndarray) -> np.ndarray:
+    """Which periods a candidate's regularity is judged on (a mask): all but a leading run of
+    periods each over `OUTLIER_PERIOD` x the median period (at most a quarter of them). A
+    loop's first iterations compile or warm up (``torch.compile``, ``jax.jit``'s first call,
+    ``tf.function`` tracing): one may last longer than all the others together and hold
+    other work, which would disqualify the loop's own step event. Only leading periods: an
+    op in bursts has long periods between its bursts, not before them."""
+    mask = np.ones(len(periods), dtype=bool)
+    limit = OUTLIER_PERIOD * float(np.median(periods))
+    for k in range(len(periods) // 4):
+        if periods[k] <= limit:
+            break
+        mask[k] = False
+    return mask
 
 
 def infer_steps(profile: Profile) -> StepMarkers | None:
@@ -158,25 +167,40 @@ def infer_steps(profile: Profile) -> StepMarkers | None:
     if not found:
         return None
     _, name_id, starts, line = max(found, key=lambda c: c[0])
-    count = len(starts) - 1
-    periods = np.diff(starts)
-    name = profile.strings[name_id]
-    median = float(np.median(periods))
-    every = f"every {median / 1e6:.1f} ms"
-    if not _steady(periods, median):
+    repeats = profile.strings[name_id]
+    on_line = top[profile.line[top] == line]
+    placed = iterations(profile, on_line, name_id, began_on_line(profile, line))
+    count = len(placed.start_ns)
+    periods = np.diff(placed.bounds_ns)
+    warm = ""
+    if len(periods) > 1:
+        judged = _judged(periods)
+        if not judged.all():
+            first = ", ".join(f"{ns / 1e6:.1f}" for ns in periods[~judged].tolist())
+            warm = f" after a first {first} ms"
+            periods = periods[judged]
+    median = float(np.median(periods)) if len(periods) else 0.0
+    every = f"every {median / 1e6:.1f} ms{warm}"
+    if len(periods) and not _steady(periods, median):
         every = (
             f"every {float(periods.mean()) / 1e6:.1f} ms on average ({periods.min() / 1e6:.1f}"
-            f" to {periods.max() / 1e6:.1f} ms apart, the same work each time)"
+            f" to {periods.max() / 1e6:.1f} ms apart, the same work each time){warm}"
         )
+    name = profile.strings[placed.lead]
+    text = f"{len(starts)} repeats of top-level event '{repeats}'"
+    if placed.lead != name_id:
+        text = f"each starting at top-level event '{name}' (once per repeat of '{repeats}')"
+        text = f"{count} iterations {text}"
+    if placed.note:
+        every += f"; {placed.note}"
     return StepMarkers(
         "inferred",
-        f"{len(starts)} repeats of top-level event '{name}' {every} (no step markers in the "
-        "profile)",
+        f"{text} {every} (no step markers in the profile)",
         np.full(count, -1, dtype=np.int64),
         np.arange(count, dtype=np.int64),
         tuple(f"step {k}" for k in range(count)),
-        starts[:-1].copy(),
-        starts[1:].copy(),
+        placed.start_ns,
+        placed.end_ns,
         use_groups=False,
         drop_incomplete=False,
         lines=(line,),

@@ -30,6 +30,8 @@ from stepscope.stats.intervals import merge, subtract_sets
 # of a layer.
 _COMPUTE_PARTS = ("Executable::Execute",)
 _COMPUTE_PREFIXES: tuple[str, ...] = ("PjitFunction", "nn.Module:", "## forward ##")
+# torch.compile's compiled forward
+_COMPUTE_PREFIXES += ("Torch-Compiled Region",)
 _COMPUTE_PREFIXES += (
     "aten::linear",
     "aten::conv",
@@ -56,7 +58,9 @@ _COMPUTE_PREFIXES += (
 )
 _COMPUTE_FUNCTIONS = frozenset({"forward"})
 # Model-side work that may run before the first model op and is not input.
-_NOT_INPUT_PREFIXES = ("Optimizer.", "$optimizer.py")
+# torch.compile's own work before its compiled forward runs (the first step's compile, each
+# step's guard check) is the model's too.
+_NOT_INPUT_PREFIXES = ("Optimizer.", "$optimizer.py", "dynamo", "TorchDynamo")
 
 
 def _function(name: str) -> str:

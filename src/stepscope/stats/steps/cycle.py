@@ -1,0 +1,176 @@
+"""Where an inferred step begins and ends: at the user's iteration, not at the repeat chosen.
+
+`stepscope.stats.steps.infer` finds the event that repeats once per step (often the largest
+one, a backward pass or a compiled call); a loop's iteration begins elsewhere in that cycle
+(the batch, the forward), and the time before the first repeat is in no step. A
+``torch.compile`` loop's first forward compiles for seconds before its first backward: a
+step per backward put that compile in no step and made each step "backward of k, forward
+of k+1". Three rules fix the boundaries (decision 360):
+
+1. Phase. When the capture began on the loop's thread (`began_on_line`: stepscope's
+   ``start()`` was called there and recorded at once, the host-plane stat
+   `vocab.profiler.STARTED_ON_THREAD_STAT`), its first iteration is whole, so the events of
+   the cycle found just before the first repeat, in the cycle's order, are that
+   iteration's start: the steps start at the earliest of them. The cycle's members are
+   the top-level names found exactly once between every two repeats and nowhere else on
+   the thread (a name also called before the loop cannot say where iteration 0 began).
+   A capture that began mid-loop (the flight recorder's ring, a remote capture, a delayed
+   start, another profiler's file) says nothing about where an iteration starts: its
+   steps keep the repeat's own phase, as before.
+2. Step 0 holds the work before its first member: with the capture begun on the loop's
+   thread, step 0 starts at the thread's first traced top-level event (the profilers' own
+   start/stop calls aside), so a compile that runs before the first member is in it; so is
+   any setup code run between ``start()`` and the loop.
+3. With the capture begun there (so stopped by the same thread's ``stop()``, between
+   iterations or after the loop), the last iteration is a step when the events from the
+   last boundary are the same work as the most common step (the same top-level names, as
+   many): it ends where that work ends, if that makes it at least half the median step (a
+   jitted call dispatched asynchronously returns at once: the thread's own events end long
+   before the step's work on other threads, which the step could not be sure to hold). A
+   capture stopped inside an iteration (``duration_ms``) leaves it out. Other captures
+   keep N repeats as N - 1 steps, each bounded by observed events at both ends.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.distinct import distinct_inverse
+from stepscope.model import Profile
+from stepscope.records import record
+from stepscope.stats.host.own_work import profiler_work
+from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # odd: a name's id times it is a well-spread hash
+
+
+def work_before(names: np.ndarray) -> np.ndarray:
+    """Per position of a thread's top-level events in time order (and one past the last):
+    a hash of the names before it, summed, so that the events between two positions have
+    the difference of their hashes (order aside) and their count the difference of
+    positions."""
+    with np.errstate(over="ignore"):
+        hashed = names.astype(np.uint64) * _GOLDEN
+        hashed ^= hashed >> np.uint64(29)
+        return np.r_[np.uint64(0), np.cumsum(hashed, dtype=np.uint64)]
+
+
+def common_work(work: np.ndarray, position: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """For the periods between consecutive positions: which hold the most common work (a
+    mask), that work's hash (as int64) and its event count."""
+    count = np.diff(position)
+    with np.errstate(over="ignore"):
+        content = (work[position[1:]] - work[position[:-1]]).view(np.int64)
+    kinds, inverse, seen = np.unique(
+        np.stack([content, count]), axis=1, return_inverse=True, return_counts=True
+    )
+    common = int(np.argmax(seen))
+    return inverse.reshape(-1) == common, int(kinds[0, common]), int(kinds[1, common])
+
+
+def began_on_line(profile: Profile, line: int) -> bool:
+    """Whether the capture began on this line's thread, recording at once: stepscope's
+    ``start()`` called there (its first iteration, if it runs a loop, is whole)."""
+    info = profile.lines[line]
+    value = profile.planes[info.plane].stats.get(STARTED_ON_THREAD_STAT)
+    return isinstance(value, int) and not isinstance(value, bool) and value == info.id
+
+
+def _members(names: np.ndarray, pos: np.ndarray) -> list[int]:
+    """The names (ids) found exactly once between every two consecutive repeats at ``pos``,
+    in their order in the last period (the repeat's own name first)."""
+    lo, hi = int(pos[0]), int(pos[-1])
+    periods = len(pos) - 1
+    kinds, kind_of = distinct_inverse(names[lo:hi])
+    period = np.searchsorted(pos, np.arange(lo, hi), "right") - 1
+    per = np.zeros((len(kinds), periods), np.int64)
+    np.add.at(per, (kind_of, period), 1)
+    # once between every two repeats, and nowhere else on the thread: a name also called
+    # before the loop (setup, a garbage collection) cannot tell where iteration 0 began
+    every, every_of = distinct_inverse(names)
+    total = np.bincount(every_of)[np.searchsorted(every, kinds)]
+    once = (per == 1).all(axis=1) & (total == len(pos))
+    last = names[int(pos[-2]) : hi]
+    order = []
+    for name in last.tolist():
+        k = int(np.searchsorted(kinds, name))
+        if once[k] and name not in order:
+            order.append(name)
+    return order
+
+
+def _first_member(names: np.ndarray, pos: np.ndarray, order: list[int]) -> int:
+    """The position of the iteration's first member before the first repeat: walking back
+    from it, the members met must be the cycle's last ones in reverse order (anything else
+    is not this loop: setup code, another loop); the earliest one matched."""
+    expect = len(order) - 1
+    first = int(pos[0])
+    member = set(order)
+    for at in range(int(pos[0]) - 1, -1, -1):
+        if expect <= 0:  # back at the repeat itself: a whole cycle matched
+            break
+        name = int(names[at])
+        if name not in member:
+            continue
+        # a member the first iteration skipped (torch.compile's cache lookup runs from the
+        # second one) is passed over; one met again, or the repeat itself, ends the walk
+        found = order.index(name)
+        if found == 0 or found > expect:
+            break
+        first, expect = at, found - 1
+    return first
+
+
+@record
+class Iterations:
+    """The inferred steps of one thread, and how they were placed."""
+
+    start_ns: np.ndarray  # int64, per step
+    end_ns: np.ndarray  # int64, per step
+    lead: int  # the name (id) of the event starting each step
+    bounds_ns: np.ndarray  # int64: the starts of every occurrence of ``lead`` used
+    note: str  # for the description: what rules 2 and 3 did
+
+
+def iterations(
+    profile: Profile, line_top: np.ndarray, name_id: int, began_here: bool
+) -> Iterations:
+    """The steps on one thread's top-level events ``line_top``, from the repeats of
+    ``name_id`` (at least three)."""
+    t = line_top[np.argsort(profile.start_ns[line_top], kind="stable")]
+    names = profile.name[t]
+    start, end = profile.start_ns[t], profile.end_at(t)
+    pos = np.flatnonzero(names == name_id)
+    lead = name_id
+    notes = []
+    if began_here:
+        order = _members(names, pos)
+        first = _first_member(names, pos, order)
+        if first < int(pos[0]):
+            lead = int(names[first])
+            # the lead's occurrence in each period (exactly one: it is a member)
+            inside = np.flatnonzero(names[int(pos[0]) : int(pos[-1])] == lead) + int(pos[0])
+            pos = np.r_[first, inside]
+    work = work_before(names)
+    _, common, count = common_work(work, pos)
+    starts, ends = start[pos[:-1]].copy(), start[pos[1:]].copy()
+    q = int(pos[-1])
+    with np.errstate(over="ignore"):
+        tail = int((work[min(q + count, len(t))] - work[q]).view(np.int64)) if count else 0
+    last_end = int(end[q : q + count].max()) if count and q + count <= len(t) else 0
+    # as long as half the median step at least: a step whose work runs on other threads
+    # (a jitted call dispatched asynchronously) ends, as traced here, long before it does
+    long_enough = last_end - int(start[q]) >= 0.5 * float(np.median(ends - starts))
+    if began_here and tail == common and long_enough:
+        starts = np.r_[starts, start[q]]
+        ends = np.r_[ends, last_end]
+        notes.append("the last one ends with its work")
+    if began_here:
+        own = profiler_work(profile)[t]
+        traced = np.flatnonzero(~own)
+        if traced.size and start[traced[0]] < starts[0]:
+            starts[0] = start[traced[0]]
+            notes.append("step 0 from the thread's first event (the capture began there)")
+    return Iterations(
+        starts.astype(np.int64), ends.astype(np.int64), lead, start[pos].copy(), "; ".join(notes)
+    )

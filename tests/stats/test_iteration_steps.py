@@ -1,0 +1,114 @@
+"""Inferred steps placed at the user's iterations (`stepscope.stats.steps.cycle`, decision
+360): a capture begun on the loop's thread puts each step's start where an iteration begins,
+step 0's compile in step 0 and the last iteration in a step; a capture begun mid-loop keeps
+the repeat's phase."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.stats.steps.infer import infer_steps
+from stepscope.xspace.builder import XSpaceBuilder
+from tests.support.analysis import MS, build
+from tests.support.compiled_loop import BACKWARD, compiled_loop
+
+
+def _steps(profile: object) -> tuple[np.ndarray, np.ndarray, str]:
+    found = infer_steps(profile)  # type: ignore[arg-type]
+    assert found is not None
+    return found.start_ns / MS, found.end_ns / MS, found.description
+
+
+def test_a_loop_captured_from_its_start_has_one_step_per_iteration() -> None:
+    """The coordinator's torch.compile loop: the forward's compile ran before the first
+    backward and was in no step; steps ran from backward to backward."""
+    profile, began = compiled_loop(10)
+    starts, ends, description = _steps(profile)
+    assert len(starts) == 10  # every iteration, the last one too
+    assert starts.round(3).tolist() == np.round(began, 3).tolist()
+    assert ends[:-1].tolist() == starts[1:].tolist()
+    # step 0 holds both compiles: it lasts as long as the first iteration
+    assert ends[0] - starts[0] > 1300
+    # the last step ends with the optimizer step of the last iteration
+    last = began[-1] + 0.1 + 0.05 + 0.5 + 0.1 + 0.7 + 0.2 + 5 * 0.05
+    assert abs(ends[-1] - last) < 1e-6
+    assert "the last one ends with its work" in description
+
+
+def test_the_iteration_starts_at_its_first_member_not_at_the_repeat_chosen() -> None:
+    """Whatever repeat is chosen (here the backward, the busiest), steps start with the batch."""
+    profile, began = compiled_loop(6, compile_ms=1.0, backward_compile_ms=0.0)
+    starts, _, _ = _steps(profile)
+    assert starts.round(3).tolist() == np.round(began, 3).tolist()
+
+
+def test_a_capture_begun_mid_loop_keeps_the_repeats_phase() -> None:
+    """The flight recorder's ring or a remote capture: nothing says where an iteration
+    begins, and the work before the first repeat may be a cut iteration: no step holds it,
+    and N repeats stay N - 1 steps."""
+    profile, began = compiled_loop(10, started_here=False, cut_ms=1000.0)
+    starts, _, description = _steps(profile)
+    assert len(starts) == 9
+    assert starts[0] > began[0] + 1000  # the cut iteration's work is in no step
+    assert "ends with its work" not in description and "capture began" not in description
+
+
+def test_a_name_also_called_before_the_loop_does_not_start_the_steps() -> None:
+    """``aten::randn`` in the model's set-up, after ``start()``: it cannot say where
+    iteration 0 began, so the steps start at the next member of the cycle."""
+    profile, began = compiled_loop(
+        8, compile_ms=1.0, backward_compile_ms=0.0, setup=("aten::randn",)
+    )
+    starts, _, description = _steps(profile)
+    assert "'aten::randn'" not in description.split("(")[0]
+    # step 0 still starts at the thread's first event: the capture began there
+    assert starts[0] == 0.5
+    # later steps start with the batch's second op; the last iteration, from it, lacks the
+    # work of the most common step (the next batch's first op): it is no step
+    assert len(starts) == 7
+    assert all(b < s < b + 0.2 for s, b in zip(starts[1:], began[1:], strict=False))
+
+
+def test_a_first_iteration_longer_than_all_others_does_not_disqualify_the_loop() -> None:
+    """tf.function: the step function's first call traces and compiles (967 ms, then 2 ms
+    a call) and holds nothing else; a handle deletion follows every later call. The step
+    function was disqualified (one period held over half of the time, with other work) and
+    the deletion, which starts mid-loop, made the steps."""
+    builder = XSpaceBuilder("host")
+    line = builder.plane("/host:CPU").line(1, "python")
+    t = 0.0
+    for k in range(12):
+        line.event("train_step", int(t * MS), int((967.0 if k == 0 else 1.5) * MS))
+        t += 967.5 if k == 0 else 1.6
+        if k:
+            line.event("TFE_DeleteTensorHandle", int(t * MS), int(0.01 * MS))
+        t += 0.4
+    _, _, description = _steps(build(builder))
+    assert description.startswith("12 repeats of top-level event 'train_step'")
+    assert "after a first 967.9 ms" in description
+
+
+def test_a_last_iteration_dispatched_asynchronously_is_no_step() -> None:
+    """jax.jit: the call returns at once and its work runs on other threads; the last
+    iteration as the loop's thread shows it is far shorter than a step."""
+    builder = XSpaceBuilder("host")
+    plane = builder.plane("/host:CPU")
+    plane.stats["stepscope_started_on_thread"] = 1
+    line = plane.line(1, "python")
+    for k in range(8):
+        t = 2.0 * k
+        dur = 0.02 if k == 7 else 1.8
+        line.event("PjitFunction(update)", int(t * MS), int(dur * MS))
+        line.event("PythonRefManager::CollectGarbage", int((t + dur + 0.01) * MS), 1000)
+    starts, _, _ = _steps(build(builder))
+    assert len(starts) == 7
+
+
+def test_no_stat_of_another_thread_moves_the_steps() -> None:
+    """``start()`` called on another thread than the loop's: the loop may have been running."""
+    profile, _ = compiled_loop(6, compile_ms=1.0, backward_compile_ms=0.0)
+    plane = profile.planes[0]
+    plane.stats["stepscope_started_on_thread"] = 99
+    starts, _, description = _steps(profile)
+    assert len(starts) == 5 and "capture began" not in description
+    assert BACKWARD in description or "repeats" in description
