@@ -11,6 +11,7 @@ from stepscope.cli.output import clip, human_ns, table, wrap
 if TYPE_CHECKING:  # imported when a report is made, not for `stepscope --help`
     from stepscope.stats.input.loader_workers import LoaderWorkers
     from stepscope.stats.job_steps import JobSteps
+    from stepscope.stats.warmup import SteadyState
     from stepscope.tools.input_pipeline_analyzer import InputPipelineAnalysis
     from stepscope.tools.overview_page import OverviewPage
 
@@ -50,6 +51,27 @@ def _limits(overview: OverviewPage, width: int, bar_w: int) -> list[str]:
             width,
             rest="  ",
         )
+    return out
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+def _steady(steady: SteadyState, width: int, bar_w: int) -> list[str]:
+    """The steps after the warm-up: their time and what bounds them."""
+    stats = steady.step_time
+    out = [""]
+    out += wrap(
+        f"Once warm ({steady.steps} steps after the warm-up): median {steady.median_ms:.2f} "
+        f"ms, avg {stats.avg_ms:.2f}, stddev {stats.stddev_ms:.2f}, min {stats.min_ms:.2f}, "
+        f"max {stats.max_ms:.2f}; what bounds them (average per step)",
+        width,
+        rest="  ",
+    )
+    for limit in steady.bound_by.limits:
+        line = f"  {limit.label:<19} {limit.ms_per_step:9.2f} ms {limit.percent:6.1f}%"
+        out.append(clip(f"{line}  {bar(limit.percent, bar_w)}", width))
     return out
 
 
@@ -211,6 +233,11 @@ def render(
     stats = overview.step_time
     out.append("")
     out += wrap(overview.bound_by.headline, width, rest="  ")
+    steady = overview.steady_state
+    if steady is not None:
+        out.append("")
+        out += wrap(steady.statement, width, rest="  ")
+        out += wrap(f"Once warm: {_lower_first(steady.bound_by.headline)}", width, rest="  ")
     out.append("")
     out += wrap(
         f"Steps: {len(overview.steps)} ({overview.step_source}: {overview.step_source_detail})",
@@ -236,6 +263,8 @@ def render(
                 continue
             out.append(clip(f"  {label:<19} {ms:9.2f} ms {pct:6.1f}%  {bar(pct, bar_w)}", width))
         out += _limits(overview, width, bar_w)
+        if steady is not None:
+            out += _steady(steady, width, bar_w)
     out.append("")
     out += wrap(input_verdict(overview), width, rest="  ")
     if overview.gpu_utilization:

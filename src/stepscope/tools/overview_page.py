@@ -26,6 +26,7 @@ from stepscope.stats.host.python_samples import MIN_SAMPLES, PYTHON_OP_TYPE
 from stepscope.stats.input.input_pipeline import advice_for, has_generator, has_prefetch
 from stepscope.stats.job_steps import JobSteps, job_steps
 from stepscope.stats.kernel_rules import PRECISIONS, REDUCED_PRECISIONS
+from stepscope.stats.warmup import SteadyState, steady_state
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
 from stepscope.tools.output import out
@@ -157,6 +158,13 @@ class OverviewPage:
         "several hosts (ALL_HOSTS): the job's step time (per pod step, the slowest rank's: "
         "`step_time` above), the ranks' mean and spread, XProf's ALL_HOSTS figures beside "
         "them, and one row per rank (docs/jobs.md); `null` for one host",
+        default=None,
+    )
+    steady_state: SteadyState | None = out(
+        "when the first steps are warm-up (each at least 3x the median of the steps after "
+        "it: a compile, autotuning), the steps after them: their step time, breakdown and "
+        "what bounds them, with the warm-up steps and their time; the fields above stay "
+        "over all steps (XProf's); `null` when the first step is no outlier",
         default=None,
     )
 
@@ -388,6 +396,7 @@ def build(ctx: ToolContext) -> OverviewPage:
         diagnostics=tuple(diagnostics),
         untraced=_untraced_json(summary),
         job=job,
+        steady_state=steady_state(summary),
     )
 
 

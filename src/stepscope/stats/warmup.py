@@ -1,0 +1,160 @@
+"""Warm-up apart from the steady state: the first steps that compile or warm up.
+
+A loop's first step under ``torch.compile``, ``jax.jit`` or ``tf.function`` compiles (a
+torch.compile MLP's first step took 9.8 s, the next ones 1.7 ms); the first steps on a GPU
+autotune convolutions and grow the allocator. Averaged over 40 steps, such a step makes the
+step time 247 ms and the headline "bound by compilation: 99%": true of the profile, not of
+the loop the user will run for hours. XProf's figures (step time, breakdown, input verdict)
+stay over all steps; stepscope adds the steady state beside them (decision 362):
+
+- Warm-up steps are the leading steps, each at least `WARMUP_RATIO` times the median of the
+  steps after it and `WARMUP_MIN_EXCESS_NS` longer, at most a quarter of the steps, leaving
+  at least `MIN_STEADY_STEPS` steps; a first step within 3x of the others is no warm-up.
+- Their cause is the category (XProf's) in which they spend the most time over the steady
+  steps' median: compilation for a compile, else what grew.
+- The steady state is the steps after them: step time, XProf's categories and what bounds
+  the steps (`stepscope.stats.bound`), computed as for all steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+import numpy as np
+
+from stepscope.fields import out
+from stepscope.records import record
+from stepscope.stats.bound import BoundBy, bound_by
+from stepscope.stats.events import CATEGORY_LABELS, CATEGORY_NAMES
+from stepscope.stats.summary import StepStats, StepSummary
+
+WARMUP_RATIO = 3.0
+WARMUP_MIN_EXCESS_NS = 1_000_000
+MIN_STEADY_STEPS = 3
+
+
+def warmup_count(dur_ns: np.ndarray) -> int:
+    """How many leading steps are warm-up (0 when the first step is no outlier)."""
+    n = len(dur_ns)
+    most = n // 4
+    count = 0
+    while count < most and n - count - 1 >= MIN_STEADY_STEPS:
+        median = float(np.median(dur_ns[count + 1 :]))
+        step = float(dur_ns[count])
+        if step < WARMUP_RATIO * median or step - median < WARMUP_MIN_EXCESS_NS:
+            break
+        count += 1
+    return count
+
+
+def steps_from(summary: StepSummary, first: int) -> StepSummary:
+    """The summary of the steps from ``first`` on: every per-step column cut (per-step
+    arrays and dicts of them); the rest (the untraced places and the Python sampled, the
+    dispatch evidence) stays the whole profile's, as shares of all steps."""
+    n = summary.n_steps
+    changes: dict[str, object] = {}
+    for f in fields(summary):
+        value = getattr(summary, f.name)
+        if f.name == "rank_dur_ns":  # (ranks, steps)
+            changes[f.name] = value[:, first:] if value.shape[1] == n else value
+        elif (isinstance(value, np.ndarray) and value.ndim == 1 and len(value) == n) or (
+            f.name == "names"
+        ):
+            changes[f.name] = value[first:]
+        elif (
+            isinstance(value, dict)
+            and value
+            and all(isinstance(v, np.ndarray) and len(v) == n for v in value.values())
+        ):
+            changes[f.name] = {k: v[first:] for k, v in value.items()}
+    limits = summary.limits
+    if len(limits.ns) == n:
+        changes["limits"] = replace(limits, ns=limits.ns[first:])
+    untraced = summary.untraced
+    if not untraced.host:  # its times are all steps': divide them by all steps
+        host = summary.hosts[0] if summary.hosts else "?"
+        changes["untraced"] = replace(untraced, host=host, n_steps=n, step_ns=summary.total_ns())
+    return replace(summary, **changes)  # type: ignore[arg-type]
+
+
+@record
+class SteadyState:
+    """The steps once warm, and the warm-up steps before them."""
+
+    warmup_steps: tuple[int, ...] = out(
+        "step numbers of the warm-up steps: the leading steps each at least 3x the median of "
+        "the steps after it (and 1 ms longer), at most a quarter of the steps"
+    )
+    warmup_ms: float = out("the warm-up steps' total time", "ms", 6)
+    warmup_step_ms: tuple[float, ...] = out("each warm-up step's time", "ms", 6)
+    warmup_percent: float = out("the warm-up steps' share of the total step time", "%", 3)
+    warmup_cause: str = out(
+        "the category (XProf's) where the warm-up steps spend the most time over the steady "
+        "steps' median: `compilation` for a compile; '' when none grew"
+    )
+    steps: int = out("steady steps: the steps after the warm-up")
+    median_ms: float = out("median steady step time", "ms", 6)
+    step_time: StepStats = out(
+        "the steady step time: average, spread and extremes", "ms", key="step_time_ms"
+    )
+    breakdown_ms: dict[str, float] = out("average per steady step of each category", "ms", 6)
+    breakdown_percent: dict[str, float] = out(
+        "each category's share of the steady steps' total time", "%", 3
+    )
+    bound_by: BoundBy = out("what bounds the steady steps, as the overview's `bound_by`")
+    statement: str = out("the warm-up and the steady state in one sentence")
+
+
+def _cause(summary: StepSummary, count: int) -> str:
+    """The category the warm-up steps spend the most time in over the steady median."""
+    grown = {
+        name: int(np.maximum(ns[:count] - np.median(ns[count:]), 0).sum())
+        for name, ns in summary.category_ns.items()
+    }
+    cause = max(grown, key=lambda name: grown[name])
+    return cause if grown[cause] > 0 else ""
+
+
+def _steps_text(nums: tuple[int, ...]) -> str:
+    if len(nums) == 1:
+        return f"step {nums[0]}"
+    return f"steps {nums[0]}-{nums[-1]}"
+
+
+def steady_state(summary: StepSummary) -> SteadyState | None:
+    """The steady state after the warm-up steps, or None when the first step is no outlier."""
+    count = warmup_count(summary.dur_ns)
+    if not count:
+        return None
+    steady = steps_from(summary, count)
+    nums = tuple(int(k) for k in summary.step_num[:count].tolist())
+    warm_ns = summary.dur_ns[:count]
+    total = summary.total_ns()
+    cause = _cause(summary, count)
+    median = float(np.median(steady.dur_ns)) / 1e6
+    bound = bound_by(steady)
+    each = ", ".join(f"{ns / 1e6:.2f} ms" for ns in warm_ns.tolist())
+    statement = (
+        f"Warm-up: {_steps_text(nums)} took {each}"
+        + (f", mostly {CATEGORY_LABELS[cause].lower()}" if cause else "")
+        + f" ({100.0 * float(warm_ns.sum()) / total:.1f}% of the step time); "
+        f"once warm, the {steady.n_steps} steps after take {median:.2f} ms (median)."
+    )
+    steady_total = steady.total_ns()
+    return SteadyState(
+        warmup_steps=nums,
+        warmup_ms=float(warm_ns.sum()) / 1e6,
+        warmup_step_ms=tuple(ns / 1e6 for ns in warm_ns.tolist()),
+        warmup_percent=100.0 * float(warm_ns.sum()) / total if total else 0.0,
+        warmup_cause=cause,
+        steps=steady.n_steps,
+        median_ms=median,
+        step_time=steady.step_stats(),
+        breakdown_ms={c: steady.avg_ms(c) for c in CATEGORY_NAMES},
+        breakdown_percent={
+            c: 100.0 * float(steady.category_ns[c].sum()) / steady_total if steady_total else 0.0
+            for c in CATEGORY_NAMES
+        },
+        bound_by=bound,
+        statement=statement,
+    )
