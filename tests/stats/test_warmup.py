@@ -91,3 +91,29 @@ def test_report_says_the_warm_up_and_the_steady_state(tmp_path: Path) -> None:
     assert "Bound by compilation" in report
     assert "Step time: avg 110." in report
 
+
+def _slow_steps(**kwargs: object):  # type: ignore[no-untyped-def]
+    from stepscope.stats.diagnostics.base import HostData
+    from stepscope.stats.diagnostics.host_steps import slow_steps
+    from stepscope.stats.gpu.kernels import build_kernel_db
+
+    profile, _ = compiled_loop(**kwargs)  # type: ignore[arg-type]
+    return slow_steps(HostData("vm", profile, build_step_db(profile), build_kernel_db(profile)), {})
+
+
+def test_slow_steps_after_a_warm_up_are_judged_against_the_steady_steps() -> None:
+    """A torch.compile loop whose steps 1 and 2 also ran 1.5 ms of host work: the finding
+    said '3 of 12 steps take up to 651x the median ..., mostly in compilation. Fix: those
+    steps compile again: a new input shape', of a loop that compiled once."""
+    found = _slow_steps(iterations=12, extra={1: 1.5, 2: 1.5})
+    assert found is not None
+    assert found.summary.startswith("After the warm-up, 2 of 11 steps take up to 1.8x")
+    assert "mostly in host compute" in found.summary
+    assert "compile again" not in found.fix
+
+
+def test_a_warm_up_alone_is_told_as_the_first_step() -> None:
+    found = _slow_steps(iterations=12)
+    assert found is not None
+    assert found.summary.startswith("The profile's first step takes 651.0x the median step")
+    assert "compile again" not in found.fix and "Once warm" in found.fix

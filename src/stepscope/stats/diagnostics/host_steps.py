@@ -35,6 +35,7 @@ from stepscope.stats.events import CATEGORY_LABELS, EventType
 from stepscope.stats.host.untraced import where_untraced
 from stepscope.stats.intervals import merge, overlap_with
 from stepscope.stats.steps.limits import LimitType
+from stepscope.stats.warmup import warmup_count
 from stepscope.vocab import tensorflow as tf_names
 from stepscope.vocab.dispatch import FIXES
 
@@ -257,12 +258,26 @@ def slow_steps(data: HostData, options: dict[str, str]) -> Finding | None:
     if steps.n_steps < SLOW_MIN_STEPS:
         return None
     dur = steps.dur_ns
-    median = int(np.median(dur))
+    # Warm-up steps (a first call's compile: `stepscope.stats.warmup`) are judged apart: the
+    # steps after them against their own median, and the warm-up only when none of those is
+    # slow enough to tell (decision 363).
+    warm = warmup_count(dur)
+    median = int(np.median(dur[warm:]))
     excess = dur - median
     slow = np.flatnonzero((dur >= SLOW_RATIO * median) & (excess >= SLOW_MIN_EXCESS_NS))
     total = data.total_step_ns
-    lost = int(excess[slow].sum())
-    level = severity(lost / total, *SLOW_SHARE) if total and len(slow) else None
+    level = None
+    if warm:
+        later = slow[slow >= warm]
+        lost = int(excess[later].sum())
+        steady_ns = int(dur[warm:].sum())
+        level = severity(lost / steady_ns, *SLOW_SHARE) if steady_ns and len(later) else None
+        slow = later if level is not None else slow[slow < warm]
+    if level is None:
+        lost = int(excess[slow].sum())
+        level = severity(lost / total, *SLOW_SHARE) if total and len(slow) else None
+    else:
+        total = int(dur[warm:].sum())
     if level is None:
         return None
     # the category the slow steps spend their extra time in, against the other steps' median
@@ -276,11 +291,16 @@ def slow_steps(data: HostData, options: dict[str, str]) -> Finding | None:
     every = np.diff(numbers)
     period = int(every[0]) if len(slow) >= 3 and every[0] > 1 and (every == every[0]).all() else 0
     first_only = len(slow) == 1 and slow[0] == 0
+    warm_up = bool(warm) and int(slow[-1]) < warm
     worst = slow[np.argsort(-dur[slow], kind="stable")]
     if first_only:
         when = "The profile's first step takes"
+    elif warm_up:
+        when = f"The profile's first {len(slow)} steps (warm-up) take up to"
     elif period:
         when = f"Every {period} steps, a step takes up to"
+    elif warm:
+        when = f"After the warm-up, {len(slow)} of {steps.n_steps - warm} steps take up to"
     else:
         when = f"{len(slow)} of {steps.n_steps} steps take up to"
     fix = (
@@ -288,7 +308,13 @@ def slow_steps(data: HostData, options: dict[str, str]) -> Finding | None:
         "compile, autotune and grow the allocator, and a profiler starting slows the step it "
         "starts in. Profile after warm-up (torch.profiler's schedule(wait=1, warmup=1), or "
         "stepscope.start() a few steps in) and judge the steps after it."
-        if first_only
+        + (
+            " The overview's steady_state and stepscope report's 'Once warm' give the steps "
+            "after the warm-up."
+            if warm
+            else ""
+        )
+        if first_only or warm_up
         else _SLOW_FIXES.get(cause, _SLOW_FIX_DEFAULT)[0].upper()
         + _SLOW_FIXES.get(cause, _SLOW_FIX_DEFAULT)[1:]
         + "."
