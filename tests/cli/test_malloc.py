@@ -90,6 +90,29 @@ def test_only_one_shot_commands_of_their_own_process(
     capsys.readouterr()
 
 
+def test_the_serve_program_keeps_freed_memory_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Decision 335: `stepscope serve` as its own process keeps up to 128 MiB of freed memory
+    and takes blocks up to 32 MiB from the heap (its worker threads' heaps were trimmed and
+    faulted back in at every computed trace viewer window); called with an argument list (a
+    test, a script) it leaves the caller's malloc alone, and NumPy's pages stay as they are."""
+    import stepscope.serve.app as serve_app
+
+    calls: list[tuple[object, ...]] = []
+
+    def keep(*args: object) -> bool:
+        calls.append(args)
+        return True
+
+    monkeypatch.setattr(malloc, "keep_freed_memory", keep)
+    monkeypatch.setattr(serve_app, "serve", lambda *a, **k: None)
+    logdir = str(FIXTURES / "tf" / "ctl")
+    cli_main.main(["serve", logdir, "-q"])
+    assert calls == []
+    monkeypatch.setattr(sys, "argv", ["stepscope", "serve", logdir, "-q"])
+    cli_main.main()
+    assert calls == [(32 << 20, 128 << 20, False)]
+
+
 @pytest.mark.integration
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
 def test_freed_arrays_are_reused_without_page_faults() -> None:

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 _NAMES = frozenset(name.rstrip("_") for name in COMMANDS)
 # Commands that end once their answer is printed: they may tune the process's malloc
-# (`stepscope.cli.malloc`, decision 68). Never serve, server, capture or demo (long-lived or
-# running the user's code).
+# (`stepscope.cli.malloc`, decision 68); `serve` does, bounded (decision 335). Never server,
+# capture or demo (long-lived or running the user's code).
 ONE_SHOT = frozenset({"diff", "export", "import", "info", "query", "report", "summary", "tool"})
 # One-shot commands whose own process ends without the interpreter's teardown once the answer
 # is out (`stepscope.cli.quick_exit`, decisions 232 and 256): they print (or write with
@@ -96,6 +96,11 @@ def _run(argv: list[str], own_process: bool) -> int:
         from stepscope.cli.malloc import keep_freed_memory
 
         keep_freed_memory()
+    elif own_process and args.command == "serve":
+        # bounded: a server lives long (decision 335)
+        from stepscope.cli import malloc
+
+        malloc.keep_freed_memory(malloc.SERVE_MMAP_BYTES, malloc.SERVE_TRIM_BYTES, False)
     if getattr(args, "max_profile_bytes", None) is not None:
         limits.configure(args.max_profile_bytes)
     else:

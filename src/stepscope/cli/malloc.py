@@ -14,9 +14,12 @@ with what the rest of the machine does: 0.4-1.2 s of system time for the same 5.
 command, against 0.40-0.47 s with 4 KiB pages (decision 261). The same commands ask NumPy
 for plain pages (``NUMPY_MADVISE_HUGEPAGE=0``, read when NumPy is imported).
 
-A process-wide setting: only for commands that end when their one answer is printed (never
-``serve``, ``server`` or ``capture``, never the library in a user's process), and never over
-the user's own ``MALLOC_*``, ``GLIBC_TUNABLES`` or ``NUMPY_MADVISE_HUGEPAGE`` settings.
+A process-wide setting: only for commands that end when their one answer is printed, and,
+bounded, for the ``stepscope serve`` program (decision 335: left to glibc's dynamic
+thresholds, a server's worker-thread heap is trimmed after each computed trace viewer window
+and faulted back in by the next, doubling its CPU); never ``server`` or ``capture``, never
+the library in a user's process (``start_server`` included), and never over the user's own
+``MALLOC_*``, ``GLIBC_TUNABLES`` or ``NUMPY_MADVISE_HUGEPAGE`` settings.
 """
 
 from __future__ import annotations
@@ -37,11 +40,20 @@ _USER_SETTINGS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUN
 NUMPY_HUGEPAGE = "NUMPY_MADVISE_HUGEPAGE"
 
 
-def keep_freed_memory() -> bool:
-    """Tell glibc's malloc to keep and reuse freed memory, and NumPy (when it is not loaded
-    yet) to leave its arrays in plain pages; False where malloc cannot or should not be told
-    (not glibc, or the user tuned malloc already)."""
-    if "numpy" not in sys.modules:
+# `stepscope serve`, a long-lived process: blocks up to glibc's own dynamic ceiling (32 MiB)
+# from the heap, and up to 128 MiB of freed memory kept (decision 335)
+SERVE_MMAP_BYTES = 32 << 20
+SERVE_TRIM_BYTES = 128 << 20
+
+
+def keep_freed_memory(
+    mmap_bytes: int = _KEEP, trim_bytes: int = _KEEP, plain_pages: bool = True
+) -> bool:
+    """Tell glibc's malloc to keep and reuse freed memory (blocks up to ``mmap_bytes`` from
+    the heap, up to ``trim_bytes`` of freed memory kept), and NumPy (when it is not loaded
+    yet, ``plain_pages``) to leave its arrays in plain pages; False where malloc cannot or
+    should not be told (not glibc, or the user tuned malloc already)."""
+    if plain_pages and "numpy" not in sys.modules:
         os.environ.setdefault(NUMPY_HUGEPAGE, "0")  # the user's own value stays
     if not sys.platform.startswith("linux") or any(v in os.environ for v in _USER_SETTINGS):
         return False
@@ -51,6 +63,8 @@ def keep_freed_memory() -> bool:
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     # musl and other C libraries without these parameters answer 0: nothing changed
-    done = bool(mallopt(_M_MMAP_THRESHOLD, _KEEP)) and bool(mallopt(_M_TRIM_THRESHOLD, _KEEP))
+    done = bool(mallopt(_M_MMAP_THRESHOLD, mmap_bytes)) and bool(
+        mallopt(_M_TRIM_THRESHOLD, trim_bytes)
+    )
     log.debug("malloc keeps freed memory: %s", done)
     return done
