@@ -86,7 +86,7 @@ def test_only_the_last_levels_are_kept() -> None:
     def level(m: int) -> None:
         def build() -> WideLevel:
             made.append(m)
-            return lay_out(m, *[np.zeros(0, np.int64)] * 8)
+            return lay_out(m, *[np.zeros(0, np.int64)] * 10)
 
         assert levels.get(m, build).level == m
 

@@ -5,19 +5,22 @@ at a wide range) reads much of its level: at 10M events and 8000 px, 250,000 can
 spread over every segment of that level. `window.query_window` finds them by binary
 searches, gathers each one's duration from the profile, keeps the longest narrow event per
 (row, pixel) with a scatter and sorts the answer back into event order: about 60 ns per
-candidate. Here a level's events (``level >= m``) are laid out once, on first use, sorted by
-(row, start), with what a window needs of each (start, duration, name, event, position in
-the index) and the permutation into event order. A window is then elementwise passes: the
-(row, pixel) keys are non-decreasing, so each pixel's narrow events are a short run of
-neighbours (at most three bins of the level and one event crossing the window's start), and
-the answer is read through the permutation, with no sort. The answer is the same set in the
-same order (`window` states the rule): narrow events tie-break by the index's position
-order, as `window.longest_per_key` does over `window._positions`' candidates, with the edge
-pieces' events after the level's (`tests/stats/test_trace_wide.py` compares both ways).
+candidate. Here a level's events (``level >= m``) are laid out once, on first use: sorted by
+(row, start), what a window thins (start, duration, position in the index, and the rank of
+(duration, -position) that picks a pixel's narrow event), and in event order, what it
+answers (event, line, depth, start, duration, name), with the permutation between the two.
+A window is then elementwise passes: the (row, pixel) keys are non-decreasing, so each
+pixel's narrow events are a short run of neighbours (at most three bins of the level and
+one event crossing the window's start), and the answer is read in event order, with no
+sort and no gather at random (decision 337). The answer is the same set in the same order
+(`window` states the rule): narrow events tie-break by the index's position order, as
+`window.longest_per_key` does over `window._positions`' candidates, with the edge pieces'
+events after the level's (`tests/stats/test_trace_wide.py` compares both ways).
 
 Bounded: a level is laid out only when it holds at most 1 / `MAX_SHARE` of the events, and
-only the last `KEPT` levels asked for are kept (36 bytes per laid-out event: 9 MB for the
-8000 px full view's level of a 10.6M-event trace, whose index holds 446 MB of arrays).
+only the last `KEPT` levels asked for are kept (64 bytes per laid-out event with 32-bit
+positions: 16 MB for the 8000 px full view's level of a 10.6M-event trace, whose index
+holds 446 MB of arrays).
 """
 
 from __future__ import annotations
@@ -40,17 +43,24 @@ RUNS_COMPARED = 8  # runs up to this long are compared elementwise (`_longest_of
 
 @record(frozen=False)
 class WideLevel:
-    """The events with level >= ``level``, sorted by (row, start) (starts are distinct within a
-    row: its events do not overlap), and ``by_event``, the permutation into event order."""
+    """The events with level >= ``level``: what a window thins, sorted by (row, start)
+    (starts are distinct within a row: its events do not overlap), and what it answers, in
+    event order; ``by_event``: the (row, start) position of each event in event order."""
 
     level: int
     row: np.ndarray  # int32
     start_ns: np.ndarray  # int64 absolute
     dur_ns: np.ndarray  # the profile's durations
     tie: np.ndarray  # int32/int64: position in the index (the order of ties)
-    event: np.ndarray  # int32/int64
+    strength: np.ndarray  # int32/int64: rank by (duration, -tie): a pixel keeps its largest
+    by_event: np.ndarray  # int32/int64
+    # in event order
+    event: np.ndarray  # int32/int64, ascending
+    line: np.ndarray  # int32
+    depth: np.ndarray  # int32
+    event_start_ns: np.ndarray  # int64
+    event_dur_ns: np.ndarray  # int64
     name: np.ndarray  # int32 string id
-    by_event: np.ndarray  # int32/int64: event order of the above
     last_start_ns: int
     min_dur_ns: int
 
@@ -74,29 +84,42 @@ def lay_out(
     start_ns: np.ndarray,
     dur_ns: np.ndarray,
     name: np.ndarray,
+    row_line: np.ndarray,
+    row_depth: np.ndarray,
 ) -> WideLevel:
     """The events of ``level`` or coarser; ``order``/``start_ns`` are the index's (by
-    position), ``dur_ns``/``name`` the profile's (by event)."""
+    position), ``dur_ns``/``name`` the profile's (by event), ``row_line``/``row_depth`` the
+    index's rows."""
     segs = np.flatnonzero(seg_level >= level)
     lo, hi = seg_lo[segs], seg_hi[segs]
     pos = ranges_to_indices(lo, hi)
     row = np.repeat(seg_row[segs], hi - lo)
     start = start_ns[pos]
     by_time = _by_row_and_time(row, start)
-    pos, row = pos[by_time], row[by_time]
+    pos, row, start = pos[by_time], row[by_time].astype(np.int32), start[by_time]
     event = order[pos]
     small = index_dtype(len(order))
+    by_event = stable_argsort(event.astype(np.int64)).astype(small)
+    dur = dur_ns[event]
+    in_order = event[by_event]
+    strength = np.empty(len(pos), dtype=small)
+    strength[np.lexsort((-pos, dur))] = np.arange(len(pos), dtype=small)
     return WideLevel(
         level=level,
-        row=row.astype(np.int32),
-        start_ns=start[by_time],
-        dur_ns=dur_ns[event],
+        row=row,
+        start_ns=start,
+        dur_ns=dur,
         tie=pos.astype(small),
-        event=event,
-        name=name[event].astype(np.int32),
-        by_event=stable_argsort(event.astype(np.int64)).astype(small),
+        strength=strength,
+        by_event=by_event,
+        event=in_order,
+        line=row_line[row[by_event]].astype(np.int32),
+        depth=row_depth[row[by_event]].astype(np.int32),
+        event_start_ns=start[by_event],
+        event_dur_ns=dur[by_event],
+        name=name[in_order].astype(np.int32),
         last_start_ns=int(start.max(initial=0)),
-        min_dur_ns=int(dur_ns[event].min(initial=0)),
+        min_dur_ns=int(dur.min(initial=0)),
     )
 
 
@@ -133,10 +156,13 @@ def wide_answer(
     bucket: float,
     wanted: np.ndarray | None,
     n_events: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """(event, row, start, dur, name) of `window.query_window`'s answer, in event order, from
-    the laid-out level and the edge pieces; ``wanted``: a mask of the rows asked for. None
-    when a narrow duration and its tie do not fit one int64 (then search the index)."""
+    row_line: np.ndarray,
+    row_depth: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """(event, line, depth, start, dur, name) of `window.query_window`'s answer, in event
+    order, from the laid-out level and the edge pieces; ``wanted``: a mask of the rows asked
+    for; rows are read through ``row_line``/``row_depth``. None when a narrow duration and
+    its tie do not fit one int64 (then search the index)."""
     top = n_events + len(edges.event)
     if (
         int(bucket).bit_length() + top.bit_length() > 62
@@ -144,6 +170,41 @@ def wide_answer(
         or int(edges.dur_ns.min(initial=0)) < 0
     ):
         return None
+    bits = top.bit_length()
+    # The edge pieces' narrow events, each (row, pixel)'s best: (duration, -tie) packed in
+    # one int64, the edges' ties after the level's (as `window.query_window` concatenates).
+    small = np.flatnonzero(edges.dur_ns < bucket)
+    e_key = _keys(edges.row[small], edges.start_ns[small], t0, resolution, bucket)
+    e_packed = (edges.dur_ns[small] << bits) | (top - n_events - np.arange(len(small)))
+    order = np.lexsort((-e_packed, e_key))
+    first = np.ones(len(small), dtype=bool)
+    first[1:] = e_key[order][1:] != e_key[order][:-1]
+    best = order[first]
+    keep, rival = _thin(laid, t0, t1, resolution, bucket, wanted, e_key[best])
+    # an edge event beats the level's pick of its key when longer (ties go to the level)
+    found = rival >= 0
+    rivals = np.maximum(rival, 0)
+    level_packed = (laid.dur_ns[rivals] << bits) | (top - laid.tie[rivals].astype(np.int64))
+    beaten = found & (e_packed[best] > level_packed)
+    keep[rival[beaten]] = False
+    extra = edges.dur_ns >= bucket
+    extra[small[best[~found | beaten]]] = True
+    more = np.flatnonzero(extra)
+    more = more[stable_argsort(edges.event[more])]
+    return _in_event_order(laid, keep, edges, more, row_line, row_depth)
+
+
+def _thin(
+    laid: WideLevel,
+    t0: int,
+    t1: int,
+    resolution: int,
+    bucket: float,
+    wanted: np.ndarray | None,
+    edge_keys: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The mask of the level's events the window keeps, and the level's pick (a position, -1
+    for none) of each of the ascending ``edge_keys``."""
     start, dur = laid.start_ns, laid.dur_ns
     keep = start + np.maximum(dur, 1) > t0
     if laid.last_start_ns >= t1:
@@ -151,58 +212,71 @@ def wide_answer(
     if wanted is not None:
         keep &= wanted[laid.row]
     narrow = np.flatnonzero(keep & (dur < bucket))
-    small = np.flatnonzero(edges.dur_ns < bucket)
     # One narrow event per (row, pixel): the longest, the first in the index's position
-    # order on ties (the edges after the level's, as `window.query_window` concatenates).
-    # (duration, -tie) packed in one int64 (durations under the bucket: checked above)
-    bits = top.bit_length()
-    packed = dur[narrow]
-    packed <<= bits
-    packed |= top - laid.tie[narrow].astype(np.int64)
+    # order on ties: the largest strength (the level's rank by duration, then -tie)
     key = _keys(laid.row[narrow], start[narrow], t0, resolution, bucket)
-    won, longest = _longest_of_runs(key, packed)
-    keep[narrow[~won]] = False
-    extra = edges.dur_ns >= bucket
-    if len(small):
-        e_key = _keys(edges.row[small], edges.start_ns[small], t0, resolution, bucket)
-        e_packed = (edges.dur_ns[small] << bits) | (top - n_events - np.arange(len(small)))
-        # each edge key's best, then against the level's winner of that key, if any
-        order = np.lexsort((-e_packed, e_key))
-        first = np.ones(len(small), dtype=bool)
-        first[1:] = e_key[order][1:] != e_key[order][:-1]
-        best = order[first]
-        lo = np.searchsorted(key, e_key[best], "left")
-        hi = np.searchsorted(key, e_key[best], "right")
-        rival = np.full(len(best), -1, dtype=np.int64)
-        for d in range(longest):  # the run's winner: runs are at most `longest` long
-            at = np.minimum(lo + d, max(len(key) - 1, 0))
-            found = (lo + d < hi) & won[at] if len(key) else np.zeros(len(best), dtype=bool)
-            rival[found] = at[found]
-        beaten = (rival >= 0) & (e_packed[best] > packed[np.maximum(rival, 0)])
-        keep[narrow[rival[beaten]]] = False
-        extra[small[best[(rival < 0) | beaten]]] = True
-    taken = laid.by_event[np.flatnonzero(keep[laid.by_event])]
-    event = laid.event[taken]
-    more = np.flatnonzero(extra)
+    won, longest = _longest_of_runs(key, laid.strength[narrow])
+    keep[narrow] = won  # every narrow one was kept: now its run's winner only
+    lo = np.searchsorted(key, edge_keys, "left")
+    hi = np.searchsorted(key, edge_keys, "right")
+    rival = np.full(len(edge_keys), -1, dtype=np.int64)
+    for d in range(longest):  # the run's winner: runs are at most `longest` long
+        at = np.minimum(lo + d, max(len(key) - 1, 0))
+        found = (lo + d < hi) & won[at] if len(key) else np.zeros(len(edge_keys), dtype=bool)
+        rival[found] = narrow[at[found]]
+    return keep, rival
+
+
+def _in_event_order(
+    laid: WideLevel,
+    keep: np.ndarray,
+    edges: Edges,
+    more: np.ndarray,
+    row_line: np.ndarray,
+    row_depth: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(event, line, depth, start, dur, name) of the level's kept events and the edges'
+    ``more`` (ascending events), merged by event: the level's columns are in event order,
+    so its kept events are read in order, where a gather through the permutation read them
+    at random."""
+    taken = np.flatnonzero(keep[laid.by_event])
+    columns = (
+        laid.event,
+        laid.line,
+        laid.depth,
+        laid.event_start_ns,
+        laid.event_dur_ns,
+        laid.name,
+    )
+    edge_rows = edges.row[more]
+    edge_columns = (
+        edges.event[more],
+        row_line[edge_rows],
+        row_depth[edge_rows],
+        edges.start_ns[more],
+        edges.dur_ns[more],
+        edges.name[more],
+    )
     if len(more) == 0:
-        return event.astype(np.int64), laid.row[taken], start[taken], dur[taken], laid.name[taken]
-    # The edges' chosen events go between the level's, by event (no event is in both).
-    more = more[stable_argsort(edges.event[more])]
-    at = np.searchsorted(event, edges.event[more])
-    slots = at + np.arange(len(more))
-    merged = np.insert(taken, at, 0)
-
-    def both(main: np.ndarray, edge: np.ndarray) -> np.ndarray:
-        out = main[merged]
-        out[slots] = edge[more]
-        return out
-
+        found = [column[taken] for column in columns]
+    else:
+        # The edges' chosen events go between the level's, by event (no event is in both).
+        at = np.searchsorted(laid.event[taken], edges.event[more])
+        slots = at + np.arange(len(more))
+        merged = np.insert(taken, at, 0)
+        found = []
+        for column, edge in zip(columns, edge_columns, strict=True):
+            out = column[merged]
+            out[slots] = edge
+            found.append(out)
+    event, line, depth, start, dur, name = found
     return (
-        both(laid.event, edges.event).astype(np.int64),
-        both(laid.row, edges.row.astype(np.int32)),
-        both(start, edges.start_ns),
-        both(dur, edges.dur_ns),
-        both(laid.name, edges.name),
+        event.astype(np.int64),
+        line.astype(np.int32, copy=False),
+        depth.astype(np.int32, copy=False),
+        start,
+        dur,
+        name,
     )
 
 
@@ -224,8 +298,8 @@ def _keys(
     return key
 
 
-def _longest_of_runs(key: np.ndarray, packed: np.ndarray) -> tuple[np.ndarray, int]:
-    """Mask of the largest ``packed`` (distinct) of each run of equal ``key``s, and the
+def _longest_of_runs(key: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, int]:
+    """Mask of the largest ``value`` (distinct) of each run of equal ``key``s, and the
     longest run's length.
 
     Runs are short (a row's pixel holds at most three bins of its level, and one event
@@ -237,13 +311,13 @@ def _longest_of_runs(key: np.ndarray, packed: np.ndarray) -> tuple[np.ndarray, i
     sizes = np.diff(first, append=n)
     longest = int(sizes.max(initial=0))
     if longest > RUNS_COMPARED:
-        return packed == np.repeat(np.maximum.reduceat(packed, first), sizes), longest
+        return value == np.repeat(np.maximum.reduceat(value, first), sizes), longest
     won = np.ones(n, dtype=bool)
     for d in range(1, longest):
         # i loses to i - d or i + d when that one has its key and a larger value
         same = key[d:] == key[:-d]
-        won[d:] &= ~(same & (packed[:-d] > packed[d:]))
-        won[:-d] &= ~(same & (packed[d:] > packed[:-d]))
+        won[d:] &= ~(same & (value[:-d] > value[d:]))
+        won[:-d] &= ~(same & (value[d:] > value[:-d]))
     return won, longest
 
 

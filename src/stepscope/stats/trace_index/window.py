@@ -182,6 +182,8 @@ def _wide_level(profile: Profile, index: TraceIndex, level: int) -> WideLevel | 
             index.start_ns,
             profile.dur_ns,
             profile.name,
+            index.row_line,
+            index.row_depth,
         ),
     )
 
@@ -215,14 +217,25 @@ def _wide_window(
     if rows is not None:
         wanted = np.zeros(len(index.row_line), dtype=bool)
         wanted[rows] = True
-    answer = wide_answer(laid, edges, t0, t1, resolution, bucket, wanted, index.n_events)
+    answer = wide_answer(
+        laid,
+        edges,
+        t0,
+        t1,
+        resolution,
+        bucket,
+        wanted,
+        index.n_events,
+        index.row_line,
+        index.row_depth,
+    )
     if answer is None:
         return None
-    event, row, start, dur, name = answer
+    event, line, depth, start, dur, name = answer
     return WindowEvents(
         event=event,
-        line=index.row_line[row],
-        depth=index.row_depth[row],
+        line=line,
+        depth=depth,
         start_ns=start,
         dur_ns=dur,
         name=name,
