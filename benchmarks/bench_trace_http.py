@@ -126,6 +126,17 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000 if ordered else 0.0
 
 
+def _page_parts(when: str, parts: list[list[float]], decode: list[float]) -> str:
+    """p50 / p95 of each part of the page's windows (Resource Timing, then its decode)."""
+    first, download, to_page = (list(p) for p in zip(*parts, strict=True))
+    return (
+        f"in the page {when}, p50 / p95 ms: to the first byte {_pct(first, 0.5):.1f} / "
+        f"{_pct(first, 0.95):.1f}, download {_pct(download, 0.5):.1f} / "
+        f"{_pct(download, 0.95):.1f}, from its end to the page {_pct(to_page, 0.5):.1f} / "
+        f"{_pct(to_page, 0.95):.1f}, decode {_pct(decode, 0.5):.1f} / {_pct(decode, 0.95):.1f}"
+    )
+
+
 class Windows:
     """Each window's (wall s, server CPU s), and what came over the wire."""
 
@@ -397,20 +408,13 @@ def main() -> None:
                 )
                 print("  " + w.line("near-full windows while the steps are built", w.during))
                 print("  " + w.line("near-full windows after", w.after))
-                if w.parts:
-                    first, download, to_page = zip(*w.parts, strict=True)
-                    print(
-                        "  in the page, p50 / p95 ms: to the first byte "
-                        f"{_pct(list(first), 0.5):.1f} / {_pct(list(first), 0.95):.1f}, "
-                        f"download {_pct(list(download), 0.5):.1f} / "
-                        f"{_pct(list(download), 0.95):.1f}, from its end to the page "
-                        f"{_pct(list(to_page), 0.5):.1f} / {_pct(list(to_page), 0.95):.1f}"
-                    )
-                if w.decode:
-                    print(
-                        f"  the page's decode p50 {_pct(w.decode, 0.5):.1f} / p95 "
-                        f"{_pct(w.decode, 0.95):.1f} ms (in the wall)"
-                    )
+                split = len(w.during)  # the page's windows in order: during, then after
+                for when, parts, decode in (
+                    ("while built", w.parts[:split], w.decode[:split]),
+                    ("after", w.parts[split:], w.decode[split:]),
+                ):
+                    if parts:
+                        print("  " + _page_parts(when, parts, decode))
                 pooled[tree].during += w.during
                 pooled[tree].after += w.after
         for tree, w in pooled.items() if args.servers else ():

@@ -3,14 +3,19 @@ decoded, the same header and the same arrays (dtype and value) as the plain answ
 
 from __future__ import annotations
 
+import gzip
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from stepscope.model import open_run
+from stepscope.serve.routes import build_routes
+from stepscope.serve.state import ServerState
+from stepscope.serve.wsgi import WsgiApp
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.trace_viewer import api, compact
 from stepscope.tools.trace_viewer import wire as trace_wire
@@ -147,3 +152,27 @@ def test_real_windows_decode_to_the_plain_answer(
     full = {"t0": "0", "t1": str(span), "res": "8000"}
     assert api.window(ctx, full)[0][:4] == b"STV1"
     assert api.window(ctx, {**full, "form": "compact"})[0] != api.window(ctx, full)[0]
+
+
+@pytest.mark.integration  # a second conversion and index of the fixture (0.3 s)
+def test_the_tensorboard_plugins_wsgi_path_answers_the_compact_form(
+    contexts: dict[str, ToolContext], tmp_path: Path
+) -> None:
+    # The plugin serves the same page (which asks form=compact) through `WsgiApp`, gzipped.
+    run_dir = tmp_path / "plugins" / "profile" / "r"
+    run_dir.mkdir(parents=True)
+    shutil.copy(tf_xplane("ctl"), run_dir / "h.xplane.pb")
+    app = WsgiApp(build_routes(ServerState(tmp_path, cache_dir=tmp_path / "cache")))
+
+    def body(query: str) -> bytes:
+        environ = {
+            "REQUEST_METHOD": "GET",
+            "PATH_INFO": "/api/tool/trace_viewer/window",
+            "QUERY_STRING": f"run=r&t0=0&t1=5e8&res=2000{query}",
+            "HTTP_ACCEPT_ENCODING": "gzip",
+        }
+        return gzip.decompress(b"".join(app(environ, lambda status, headers: None)))
+
+    plain, packed = body(""), body("&form=compact")
+    assert len(packed) < len(plain)
+    _same(plain, packed)
