@@ -1,6 +1,7 @@
 """The page's decoder against the server's encoder for the compact window form (decision 327):
 in headless Chromium, `_trace_data.js`'s `decode` of each compact answer gives the arrays of
-the plain one (same typed-array types, same values), and the page asks for that form."""
+the plain one (the same values in typed arrays of the same kind: float or integer), and the
+page asks for that form."""
 
 from __future__ import annotations
 
@@ -56,7 +57,10 @@ async function same(plain, packed) {
   for (const name of Object.keys(a)) {
     const x = a[name];
     const y = b[name];
-    if (!y || x.constructor.name !== y.constructor.name || x.length !== y.length) {
+    // Whole numbers from 0 may come as a narrower integer view: the same values, read alike;
+    // floats stay Float64Array (or Float32Array), integers integers.
+    const floats = (t) => t instanceof Float64Array || t instanceof Float32Array;
+    if (!y || floats(x) !== floats(y) || x.length !== y.length) {
       const other = y ? `${y.constructor.name}[${y.length}]` : 'missing';
       bad.push(`${name}: ${x.constructor.name}[${x.length}] vs ${other}`);
       continue;

@@ -6,6 +6,7 @@ import { covers, ranges } from './_trace_pod.js';
 
 const DTYPES = { i1: Int8Array, u1: Uint8Array, i4: Int32Array, u4: Uint32Array, f4: Float32Array, f8: Float64Array };
 const STORED = { ...DTYPES, i2: Int16Array, u2: Uint16Array }; // the compact form's types (and u3)
+const FLOATS = new Set(['f4', 'f8']);
 const API = 'api/tool/trace_viewer';
 // The window form the page asks for: the same arrays stored narrower (compact.py; decision 327),
 // a third of the bytes, widened back by `decode` into the arrays the plain form has.
@@ -27,18 +28,23 @@ export function colorIndex(name) {
   return (hash >>> 0) % PALETTE.length;
 }
 
-/** The plain array (type `a.as`) of an entry stored compact (`a.enc`: runs, base or delta;
- * `a.dtype` u3: n low halves as u2, then n high bytes). One pass, no intermediate array. */
+/** The plain array (type `a.as`; a narrower view of the same values where no copy is needed)
+ * of an entry stored compact (`a.enc`: runs, base or delta; `a.dtype` u3: n low halves as u2,
+ * then n high bytes). One pass, no intermediate array. */
 function widen(buffer, a) {
   const n = a.length;
-  const out = new DTYPES[a.as](n);
   if (a.enc === 'runs') {
+    const out = new DTYPES[a.as](n);
     let from = 0;
     for (const [end, value] of a.runs) { out.fill(value, from, end); from = end; }
     return out;
   }
   const u3 = a.dtype === 'u3';
   const s = new (u3 ? Uint16Array : STORED[a.dtype])(buffer, a.offset, n);
+  // Whole numbers from 0 (depths, name indices): the stored view itself, the same values
+  // without a copy (the plain form's Int32Array and this Uint8Array read alike).
+  if (a.enc === 'base' && a.base === 0 && !u3 && !FLOATS.has(a.as)) return s;
+  const out = new DTYPES[a.as](n);
   const hi = u3 ? new Uint8Array(buffer, a.offset + 2 * n, n) : null;
   if (a.enc === 'base') {
     const base = a.base;
