@@ -19,7 +19,7 @@ import stepscope
 from stepscope.capture import loader_hook, loader_workers, worker_sampler
 from stepscope.capture.save import CaptureResult, build_xspace
 from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
-from stepscope.vocab.pytorch import DATALOADER_BATCH_CPU_STAT
+from stepscope.vocab.pytorch import DATALOADER_BATCH_CPU_STAT, DATALOADER_BATCH_CPU_WAIT_STAT
 
 MS = 1_000_000
 
@@ -193,7 +193,7 @@ def test_a_batch_line_carries_the_worker_cpu_time(tmp_path: Path) -> None:
     path = tmp_path / "worker1.4242.jsonl"
     log = loader_workers._WorkerLog(str(tmp_path), 1)
     log.path = str(path)
-    log.write(100, 150, 160, 170, cpu_ns=42)
+    log.write(100, 150, 160, 170, cpu_ns=42, wait_ns=7)
     log.write(200, 250, 260, 270)  # not measured
     log.file.close()
     with open(path, "a") as f:
@@ -203,4 +203,6 @@ def test_a_batch_line_carries_the_worker_cpu_time(tmp_path: Path) -> None:
     assert buf is not None and warnings == []
     batches = [e for e in buf.events if e[0].endswith("::Worker")]
     assert [e[4].get(DATALOADER_BATCH_CPU_STAT) for e in batches] == [42, None, None]
+    assert [e[4].get(DATALOADER_BATCH_CPU_WAIT_STAT) for e in batches] == [7, None, None]
+    assert loader_workers._WorkerLog(str(tmp_path), 0).cpu_wait_ns() >= 0  # Linux: read
     assert [e[4]["batch"] for e in batches] == [1, 3, 5]

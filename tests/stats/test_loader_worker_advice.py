@@ -14,7 +14,11 @@ from stepscope.stats.input.loader_workers import (
     loader_workers,
 )
 from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
-from stepscope.vocab.pytorch import DATALOADER_BATCH_CPU_STAT, DATALOADER_NEXT
+from stepscope.vocab.pytorch import (
+    DATALOADER_BATCH_CPU_STAT,
+    DATALOADER_BATCH_CPU_WAIT_STAT,
+    DATALOADER_NEXT,
+)
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
 
@@ -31,6 +35,7 @@ def _space(
     cpu: tuple[int, float] | None = None,
     collate_in_fetch: bool = False,
     cpu_ms: int | None = None,
+    cpu_wait_ms: int | None = None,
 ) -> XSpaceBuilder:
     """A plain loop: each step waits ``wait_ms`` in the DataLoader's ``__next__`` (a root
     input stage, as the PyTorch bridge names it) then computes; 2 workers each make one
@@ -56,6 +61,8 @@ def _space(
         for w, line in enumerate(workers):
             stats = {"parent_id": 9, "worker": w, "batch": 2 * k + w}
             cpu = {DATALOADER_BATCH_CPU_STAT: cpu_ms * MS} if cpu_ms is not None else {}
+            if cpu_wait_ms is not None:
+                cpu[DATALOADER_BATCH_CPU_WAIT_STAT] = cpu_wait_ms * MS
             line.event(f"{STAGE}::Worker", t * MS, busy_ms * MS, {**stats, **cpu})
             line.event(f"{STAGE}::Worker::GetItem", t * MS, (busy_ms - 1) * MS, stats)
             line.event(f"{STAGE}::Worker::Collate", (t + busy_ms - 1) * MS, MS, stats)
@@ -134,11 +141,23 @@ def test_busy_workers_that_mostly_wait_are_told_to_add_workers_without_idle_core
     assert found.verdict == "workers_busy"
     assert found.cpu_percent == round(100 * 10 / 98, 3)
     assert [r.cpu_ms for r in found.rows] == [60.0, 60.0]  # 6 batches of 10 ms each
-    assert "Their batches mostly wait (CPU 10% of their time" in found.advice
+    assert "Their batches mostly wait off the CPU (90% of their time" in found.advice
     assert "add workers (num_workers=2 now)" in found.advice
     assert "make that work faster" not in found.advice
     busy_cpu = _judge(_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(2, 0.1), cpu_ms=90))
     assert "make that work faster" in busy_cpu.advice  # computing: the cores matter
+
+
+def test_busy_workers_waiting_for_a_cpu_are_not_told_to_add_workers() -> None:
+    """Little CPU time, but because the cores were busy (runnable, not running): more
+    workers would wait for the same cores."""
+    found = _judge(
+        _space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(2, 0.1), cpu_ms=30, cpu_wait_ms=60)
+    )
+    assert found.cpu_wait_percent == round(100 * 60 / 98, 3)
+    assert [r.cpu_wait_ms for r in found.rows] == [360.0, 360.0]
+    assert "They waited for a CPU 61% of their time (computing 31%)" in found.advice
+    assert "add workers" not in found.advice and "make that work faster" in found.advice
 
 
 def test_idle_workers_while_the_steps_wait_point_at_the_main_process() -> None:
@@ -148,6 +167,7 @@ def test_idle_workers_while_the_steps_wait_point_at_the_main_process() -> None:
     assert "the main process is the bottleneck" in found.advice
     assert (found.cores, found.idle_cores) == (0, -1.0)  # not recorded: not claimed
     assert found.cpu_percent == -1.0 and found.rows[0].cpu_ms == -1.0
+    assert found.cpu_wait_percent == -1.0 and found.rows[0].cpu_wait_ms == -1.0
 
 
 def test_workers_that_keep_up_get_no_change_advised() -> None:

@@ -12,7 +12,8 @@ dataset's ``__getitem__`` calls) and ``...::Worker::Collate`` (``collate_fn``) -
 ``worker``, ``batch`` (the loader's batch number in this pass: workers take batches in turn,
 so a worker's n-th is batch ``worker + n * num_workers``) and ``parent_id`` (the loader's
 stage id, which links them to the step's ``next()`` as tf.data links a producer thread);
-the batch span also has ``cpu_ns``, the worker thread's CPU time making it.
+the batch span also has ``cpu_ns``, the worker thread's CPU time making it, and (Linux)
+``cpu_wait_ns``, its time runnable but waiting for a CPU (``/proc/thread-self/schedstat``).
 
 How: the loader's ``worker_init_fn`` is wrapped, only for the workers started by that
 ``iter()`` (fork and spawn alike: the wrapper is a picklable object), and the wrapper patches
@@ -44,7 +45,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stepscope.capture.host_tracer import ThreadBuffer
-from stepscope.vocab.pytorch import DATALOADER_BATCH_CPU_STAT, DATALOADER_WORKER_LINE
+from stepscope.vocab.pytorch import (
+    DATALOADER_BATCH_CPU_STAT,
+    DATALOADER_BATCH_CPU_WAIT_STAT,
+    DATALOADER_WORKER_LINE,
+)
 from stepscope.vocab.tensorflow import ITERATOR_PREFIX
 
 MAX_BATCHES = 1_000_000  # lines one worker writes at most (a few tens of bytes each)
@@ -166,6 +171,23 @@ class _WorkerLog:
         self.seq = 0  # batches made in this pass
         self.fetcher: Any = None  # this pass's fetcher (a persistent worker makes one a pass)
         self.broken = False
+        self.sched: int | None = None  # /proc/thread-self/schedstat of the fetching thread
+
+    def cpu_wait_ns(self) -> int:
+        """The calling thread's time runnable but not running (Linux schedstat's second
+        field), -1 where it cannot be read. Read with one pread of a file kept open: the
+        fetching thread's own, opened by it on its first batch."""
+        if self.sched is None:
+            try:
+                self.sched = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+            except OSError:
+                self.sched = -1
+        if self.sched < 0:
+            return -1
+        try:
+            return int(os.pread(self.sched, 128, 0).split()[1])
+        except (OSError, ValueError, IndexError):
+            return -1
 
     def new_pass(self, fetcher: Any) -> None:
         """A persistent worker's next pass (`iter()` again): its batch numbers start over."""
@@ -174,7 +196,9 @@ class _WorkerLog:
                 self.seq = 0
             self.fetcher = fetcher
 
-    def write(self, start: int, collate: int, collated: int, end: int, cpu_ns: int = -1) -> None:
+    def write(
+        self, start: int, collate: int, collated: int, end: int, cpu_ns: int = -1, wait_ns: int = -1
+    ) -> None:
         if self.broken:
             return
         if self.lines >= MAX_BATCHES:
@@ -192,7 +216,7 @@ class _WorkerLog:
         try:
             if self.file is None:
                 self.file = open(self.path, "a", buffering=1)  # noqa: SIM115 (kept open)
-            row = [self.seq, start, collate, collated, end, cpu_ns]
+            row = [self.seq, start, collate, collated, end, cpu_ns, wait_ns]
             self.file.write(json.dumps(row) + "\n")
             self.lines += 1
             self.seq += 1
@@ -227,6 +251,7 @@ def _patch_fetchers(log: _WorkerLog) -> None:
 
             log.new_pass(self)
             cpu = cpu_now()
+            waited = log.cpu_wait_ns()
             start = now()
             self.collate_fn = timed_collate
             try:
@@ -235,8 +260,9 @@ def _patch_fetchers(log: _WorkerLog) -> None:
                 self.collate_fn = collate_fn
             end = now()
             cpu = cpu_now() - cpu
+            waited = log.cpu_wait_ns() - waited if waited >= 0 else -1
             lo, hi = (marks[0], marks[1]) if len(marks) >= 2 else (end, end)
-            log.write(start, lo, hi, end, cpu)
+            log.write(start, lo, hi, end, cpu, waited)
             return batch
 
         fetch._stepscope = True  # type: ignore[attr-defined]
@@ -320,6 +346,7 @@ def _read(
                 continue
             seq, start, collate, collated, end = (int(x) for x in row[:5])
             cpu_ns = int(row[5]) if len(row) > 5 else -1
+            wait_ns = int(row[6]) if len(row) > 6 else -1
         except (ValueError, TypeError, IndexError, KeyError):
             continue  # a line cut by the worker's exit
         if end < lo_ns or start > hi_ns or not start <= collate <= collated <= end:
@@ -330,7 +357,11 @@ def _read(
             "batch": worker + seq * spool.workers,
         }
         # the batch's CPU time in the worker: what more workers would need cores for
-        outer = {**stats, DATALOADER_BATCH_CPU_STAT: cpu_ns} if cpu_ns >= 0 else stats
+        outer = dict(stats)
+        if cpu_ns >= 0:
+            outer[DATALOADER_BATCH_CPU_STAT] = cpu_ns
+        if wait_ns >= 0:
+            outer[DATALOADER_BATCH_CPU_WAIT_STAT] = wait_ns
         buf.events.append((stage, start, end, 0, outer))
         buf.events.append((f"{stage}::{GET_ITEM}", start, collate, 1, stats))
         buf.events.append((f"{stage}::{COLLATE}", collate, collated, 1, stats))

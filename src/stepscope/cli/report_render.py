@@ -169,7 +169,13 @@ def _loader_workers(workers: LoaderWorkers, width: int, recommended: str) -> lis
     out += wrap(
         f"{workers.workers} seen, busy {workers.busy_percent:.0f}% of the steps' span on "
         f"average, {workers.ms_per_batch:.2f} ms per batch"
-        + (f" (CPU {workers.cpu_percent:.0f}% of it)" if workers.cpu_percent >= 0 else "")
+        + (f" (CPU {workers.cpu_percent:.0f}% of it" if workers.cpu_percent >= 0 else "")
+        + (
+            f", waiting for a CPU {workers.cpu_wait_percent:.0f}%"
+            if workers.cpu_percent >= 0 and workers.cpu_wait_percent >= 0
+            else ""
+        )
+        + (")" if workers.cpu_percent >= 0 else "")
         + (
             f"; their first batches began {workers.startup_ms:.0f} ms into the steps"
             if workers.startup_ms > workers.ms_per_batch

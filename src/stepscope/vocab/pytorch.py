@@ -20,6 +20,8 @@ DATALOADER_WORKER_LINE = "DataLoader worker "
 DATALOADER_WORKER_FILES = frozenset({"worker.py", "fetch.py"})
 # A captured worker batch's stat: its worker thread's CPU time (ns), beside its wall span.
 DATALOADER_BATCH_CPU_STAT = "cpu_ns"
+# ... and its time runnable but waiting for a CPU (ns; Linux schedstat).
+DATALOADER_BATCH_CPU_WAIT_STAT = "cpu_wait_ns"
 
 
 def is_profiler_step(name: str) -> bool:

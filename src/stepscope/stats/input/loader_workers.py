@@ -23,7 +23,7 @@ from stepscope.records import record
 from stepscope.stats.input.worker_functions import WorkerFunction, worker_functions
 from stepscope.stats.steps.breakdown import StepDb
 from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
-from stepscope.vocab.pytorch import DATALOADER_BATCH_CPU_STAT
+from stepscope.vocab.pytorch import DATALOADER_BATCH_CPU_STAT, DATALOADER_BATCH_CPU_WAIT_STAT
 from stepscope.vocab.tensorflow import GET_NEXT_KERNELS, is_iterator
 
 WORKER_SUFFIX = "::Worker"
@@ -34,9 +34,12 @@ STAGES = ("GetItem", "Collate", "Transfer")  # the workers' two, then the step's
 INPUT_WAIT_PERCENT = 10.0
 BUSY_PERCENT = 80.0
 IDLE_BUSY_PERCENT = 40.0
-# Workers whose batches take CPU less than this share of their time mostly wait (sleep, I/O,
-# locks): more of them overlap the waits whether or not the machine has idle cores.
-WAITING_CPU_PERCENT = 50.0
+# Workers whose batches spend this share of their time off the CPU and not waiting for one
+# mostly wait (sleep, I/O, locks): more of them overlap the waits whether or not the machine
+# has idle cores (decision 355). Workers that waited for a CPU this share of their time run
+# on busy cores: more of them would share the same cores (decision 356).
+OFF_CPU_PERCENT = 50.0
+CPU_WAIT_PERCENT = 25.0
 
 
 @record
@@ -69,8 +72,14 @@ class LoaderWorkerRow:
     )
     ms_per_batch: float = out("time making one batch, on average", unit="ms", digits=6)
     cpu_ms: float = out(
-        "its thread's CPU time making them (the rest is waiting: sleep, I/O, locks); -1 "
-        "when not recorded",
+        "its thread's CPU time making them (the rest is waiting: for a CPU, sleep, I/O, "
+        "locks); -1 when not recorded",
+        unit="ms",
+        digits=6,
+    )
+    cpu_wait_ms: float = out(
+        "its thread's time runnable but waiting for a CPU while making them (Linux "
+        "schedstat); -1 when not recorded",
         unit="ms",
         digits=6,
     )
@@ -120,6 +129,12 @@ class LoaderWorkers:
         "the workers' CPU time as a share of their batches' time (low: the batches mostly "
         "wait, on sleep, I/O or locks, and more workers need little CPU); -1 when not "
         "recorded",
+        unit="%",
+        digits=3,
+    )
+    cpu_wait_percent: float = out(
+        "the workers' time waiting for a CPU as a share of their batches' time (high: the "
+        "machine's cores are busy); -1 when not recorded",
         unit="%",
         digits=3,
     )
@@ -223,6 +238,14 @@ def _one_loader(
         if cpu_known
         else -1.0
     )
+    waits = profile.stat_at(DATALOADER_BATCH_CPU_WAIT_STAT, ev)
+    wait_known = bool(waits.present.all())
+    cpu_wait_ns = waits.as_int() if wait_known else np.zeros(len(ev), np.int64)
+    cpu_wait_percent = (
+        round(100.0 * float(cpu_wait_ns.sum()) / max(float((end - start).sum()), 1.0), 3)
+        if wait_known
+        else -1.0
+    )
     rows = []
     for line in sorted(set(profile.line[ev].tolist())):
         mine = profile.line[ev] == line
@@ -243,6 +266,7 @@ def _one_loader(
                 float(transfer_ns[mine].sum() / 1e6),
                 round(float((end[mine] - start[mine]).sum() / 1e6) / int(mine.sum()), 6),
                 round(float(cpu_ns[mine].sum()) / 1e6, 6) if cpu_known else -1.0,
+                round(float(cpu_wait_ns[mine].sum()) / 1e6, 6) if wait_known else -1.0,
             )
         )
     totals = {s: int(v.sum()) for s, v in stage_ns.items()}
@@ -260,7 +284,7 @@ def _one_loader(
     startup_ms = round(max(context.up_ns - lo, 0) / 1e6, 6) if span is not None else 0.0
     functions, samples = worker_functions(profile, ev, per_batch)
     verdict, advice = _advice(
-        len(rows), round(busy_pct, 3), per_batch, cpu_percent, functions, context
+        len(rows), round(busy_pct, 3), per_batch, cpu_percent, cpu_wait_percent, functions, context
     )
     if n_ready + n_waited == 0:  # a plain loader: the step's asks are not events
         summary = (
@@ -296,6 +320,7 @@ def _one_loader(
         verdict,
         advice,
         cpu_percent,
+        cpu_wait_percent,
         startup_ms,
     )
 
@@ -305,6 +330,7 @@ def _advice(
     busy: float,
     per_batch_ms: float,
     cpu_percent: float,
+    cpu_wait_percent: float,
     functions: tuple[WorkerFunction, ...],
     context: _Context,
 ) -> tuple[str, str]:
@@ -330,10 +356,25 @@ def _advice(
             f"of their time: the {workers} workers cannot make batches as fast as the steps "
             f"use them ({per_batch_ms:.2f} ms per batch in a worker{top})."
         )
-        if 0 <= cpu_percent < WAITING_CPU_PERCENT:
+        off_cpu = 100.0 - cpu_percent - max(cpu_wait_percent, 0.0)
+        starved = cpu_wait_percent >= CPU_WAIT_PERCENT
+        if cpu_percent >= 0 and off_cpu >= OFF_CPU_PERCENT:
             return "workers_busy", head + (
-                f" Their batches mostly wait (CPU {cpu_percent:.0f}% of their time: sleep, "
-                f"I/O, locks): add workers (num_workers={workers} now), they need little CPU."
+                f" Their batches mostly wait off the CPU ({off_cpu:.0f}% of their time: "
+                f"sleep, I/O, locks; computing {cpu_percent:.0f}%): add workers "
+                f"(num_workers={workers} now), they need little CPU."
+                + (
+                    f" They also waited for a CPU {cpu_wait_percent:.0f}% of their time: the "
+                    "cores are busy."
+                    if starved
+                    else ""
+                )
+            )
+        if starved:
+            return "workers_busy", head + (
+                f" They waited for a CPU {cpu_wait_percent:.0f}% of their time (computing "
+                f"{cpu_percent:.0f}%): the machine's cores are busy, and more workers would "
+                "share them; make that work faster (or give the job more cores)."
             )
         if context.idle_cores < 0:
             return "workers_busy", head + (
