@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from types import CodeType, FrameType
     from typing import Any
 
+    from stepscope.capture.fetch_sites import FetchSites
     from stepscope.capture.host_tracer import EventBudget
 
     Stack = tuple[tuple[CodeType, int], ...]  # innermost frame first
@@ -55,8 +56,10 @@ def current_frames() -> dict[int, FrameType]:
 
 
 class SampledThread:
-    """Runs of one thread: [start_ns, end_ns, stack, samples] (perf_counter_ns times; while
-    sampling, end_ns is the time of the run's last sample)."""
+    """Runs of one thread: [start_ns, end_ns, stack, samples, lastis] (perf_counter_ns times;
+    while sampling, end_ns is the time of the run's last sample; ``lastis``: each frame's
+    current instruction (``f_lasti``) at the run's first sample, innermost first, read when
+    saving to tell the frames entered for an iterator's next item, `fetch_sites`)."""
 
     __slots__ = ("ident", "name", "native_id", "runs")
 
@@ -140,8 +143,10 @@ class PythonSampler:
                 if frame is None:  # the thread ended
                     continue
                 stack = []
+                lastis = []
                 while frame is not None:
                     stack.append((frame.f_code, frame.f_lineno))
+                    lastis.append(frame.f_lasti)
                     frame = frame.f_back
                 key = tuple(stack)
                 # merged only with the sample just before (a thread not sampled for longer
@@ -150,7 +155,7 @@ class PythonSampler:
                     last[1] = now
                     last[3] += 1
                 elif take() < limit:
-                    runs.append([now, now, key, 1])
+                    runs.append([now, now, key, 1, lastis])
             del frames
             self.busy_ns += clock() - now
 
@@ -160,15 +165,31 @@ def frame_text(code: CodeType, line: int) -> str:
     return f"{code.co_name} ({os.path.basename(code.co_filename)}:{line})"
 
 
-def stack_text(stack: Stack, names: dict[tuple[CodeType, int], str]) -> tuple[str, str]:
-    """(innermost frame, the stack outermost first joined by ';'), the sampler's own frames
-    left out."""
-    parts = []
-    for code, line in reversed(stack):
+def stack_text(
+    stack: Stack,
+    names: dict[tuple[CodeType, int], str],
+    lastis: list[int] | None = None,
+    sites: FetchSites | None = None,
+) -> tuple[str, str, str]:
+    """(innermost frame, the stack outermost first joined by ';', the ``next_frames`` stat:
+    the indices in that stack, outermost 0, of the frames whose caller stands where it asks
+    an iterator for its next item, comma-joined, '' for none), the sampler's own frames left
+    out. ``lastis``: the frames' current instructions, innermost first as ``stack``."""
+    parts: list[str] = []
+    fetched: list[str] = []
+    caller_fetches = False  # the frame outside this one stands at a fetch site
+    for k in range(len(stack) - 1, -1, -1):
+        code, line = stack[k]
         if os.path.basename(code.co_filename) == _INTERNAL_FILE:
             continue
         text = names.get((code, line))
         if text is None:
             text = names[(code, line)] = frame_text(code, line)
+        if caller_fetches:
+            fetched.append(str(len(parts)))
         parts.append(text)
-    return (parts[-1] if parts else "<no Python frame>"), ";".join(parts)
+        caller_fetches = (
+            lastis is not None and sites is not None and k > 0 and sites.at(code, lastis[k])
+        )
+    innermost = parts[-1] if parts else "<no Python frame>"
+    return innermost, ";".join(parts), ",".join(fetched)

@@ -235,8 +235,11 @@ SAMPLES_LINE = "Python samples"
 
 def _add_python_samples(plane: Any, result: CaptureResult, thread_names: dict[int, str]) -> None:
     """One "Python samples" line per sampled thread: runs of identical stacks."""
+    from stepscope.capture.fetch_sites import FetchSites
+
     base = result.start_perf_ns
     names: dict[Any, str] = {}
+    sites = FetchSites()
     for thread in result.sampled_threads:
         runs = [r for r in thread.runs if r[1] > base]
         if not runs:
@@ -246,13 +249,19 @@ def _add_python_samples(plane: Any, result: CaptureResult, thread_names: dict[in
             SAMPLES_LINE_OFFSET + thread.native_id, SAMPLES_LINE, f"{SAMPLES_LINE}: {label}"
         )
         line.display_id = thread.native_id
-        for start, end, stack, count in runs:
+        for run in runs:
+            start, end, stack, count = run[:4]
             first = max(start, base)
+            fetched = ""
             if isinstance(stack, str):  # a DataLoader worker's, written as text there
                 innermost, text = stack.rpartition(";")[2] or "<no Python frame>", stack
             else:
-                innermost, text = stack_text(stack, names)
-            line.event(innermost, first - base, end - first, {"stack": text, "samples": count})
+                lastis = run[4] if len(run) > 4 else None
+                innermost, text, fetched = stack_text(stack, names, lastis, sites)
+            stats: dict[str, Any] = {"stack": text, "samples": count}
+            if fetched:
+                stats["next_frames"] = fetched
+            line.event(innermost, first - base, end - first, stats)
 
 
 def _add_task_environment(space: XSpace, result: CaptureResult) -> None:
