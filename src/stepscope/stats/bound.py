@@ -51,16 +51,40 @@ class BoundBy:
         return self.limits[0].key if self.limits else ""
 
 
+def _iterators(summary: StepSummary) -> str:
+    """``batches (train.py), 14 samples``: the loop's Python iterators the sampler saw it
+    getting batches from (`stepscope.stats.steps.fetch`), when enough samples saw them."""
+    fetched = summary.fetched
+    if not fetched.counted:
+        return ""
+    return ", ".join(
+        f"{fetched.function[k]} ({int(fetched.samples[k])} samples)"
+        for k in range(min(len(fetched), 2))
+    )
+
+
 def _input(summary: StepSummary, pct: float) -> str:
     staged = summary.staged_percent()
     waiting = summary.percent("input")
+    fetching = summary.fetched_percent()
+    iterators = _iterators(summary)
     parts = []
     if waiting > 0:
         parts.append(f"{waiting:.1f}% waiting for the next batch")
+    if fetching > 0:
+        parts.append(
+            f"{fetching:.1f}% getting the next batch from the loop's Python iterator "
+            f"{iterators}: the stack sampler saw the loop there, the trace times it"
+        )
     if staged > 0:
         parts.append(
             f"{staged:.1f}% building the batch inside the step, before its first model op "
             "(Python, numpy, torch.tensor / from_numpy, device_put)"
+            + (
+                f", fetched from the loop's Python iterator {iterators}"
+                if iterators and fetching <= 0
+                else ""
+            )
         )
     pipeline = (
         100.0
@@ -75,7 +99,7 @@ def _input(summary: StepSummary, pct: float) -> str:
             "generator) while nothing of the model ran"
         )
     text = "; ".join(parts) or f"{pct:.1f}% in input"
-    if staged > 0:
+    if staged > 0 and not iterators:
         python = summary.untraced.python
         _, step_ns = summary.untraced.per(summary.n_steps, summary.total_ns())
         named = [python.describe(k, step_ns) for k in python.leading(2)]

@@ -20,6 +20,7 @@ from stepscope.records import record
 from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.host.untraced import Untraced
 from stepscope.stats.steps.breakdown import StepDb
+from stepscope.stats.steps.fetch import Fetched
 from stepscope.stats.steps.limit_table import LimitTable
 from stepscope.stats.steps.limits import LIMIT_NAMES
 
@@ -80,6 +81,9 @@ class StepSummary:
     # times, then the slowest host) and breakdown (the first host's categories in those steps)
     xprof_dur_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     first_host_category_ns: dict[str, np.ndarray] = field(default_factory=dict)
+    # the loop getting its batch from a Python iterator (`StepDb.fetched`; several hosts: the
+    # host with the most such time, its `ns` the mean over the hosts per pod step)
+    fetched: Fetched = field(default_factory=Fetched)
 
     @property
     def n_steps(self) -> int:
@@ -98,6 +102,13 @@ class StepSummary:
         """Share of the total step time spent in ``category`` (0 without steps)."""
         total = self.total_ns()
         return 100.0 * float(self.category_ns[category].sum()) / total if total else 0.0
+
+    def fetched_percent(self) -> float:
+        """Share of the total step time counted as getting the batch from the loop's Python
+        iterator (in the input limit)."""
+        total = self.total_ns()
+        ns = self.fetched.ns
+        return 100.0 * float(ns.sum()) / total if total and len(ns) == self.n_steps else 0.0
 
     def staged_percent(self) -> float:
         """Share of the total step time spent staging input inside the steps."""
@@ -150,6 +161,7 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
             db.staged_ns,
             db.limit_ns(),
             db.limits,
+            fetched=db.fetched,
         )
     assert pairing is not None  # several hosts have steps
     used = [(db, rows) for db, rows in zip(dbs.values(), pairing.rows, strict=True) if db.n_steps]
@@ -221,6 +233,7 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
         tuple(h for h, db in dbs.items() if db.n_steps),
         xprof_dur.astype(np.int64),
         first_categories,
+        _most_fetched(found, picks),
     )
 
 
@@ -240,6 +253,18 @@ def _most_dispatch(dbs: list[StepDb]) -> LimitTable:
     best = max(dbs, key=lambda db: int(db.limit_ns()["dispatch"].sum()))
     waited = tuple(dict.fromkeys(t for db in dbs for t in db.limits.waited_for))
     return replace(best.limits, waited_for=waited[:3])
+
+
+def _most_fetched(dbs: list[StepDb], picks: list[np.ndarray]) -> Fetched:
+    """The iterator picture of the host with the most fetch time, with each pod step's time
+    the mean over the hosts (as staged input)."""
+    per_host = [
+        db.fetched.ns[k] if len(db.fetched.ns) == db.n_steps else np.zeros(len(k), np.int64)
+        for db, k in zip(dbs, picks, strict=True)
+    ]
+    best = max(range(len(dbs)), key=lambda i: int(per_host[i].sum()))
+    mean = np.mean(per_host, axis=0).round().astype(np.int64)
+    return replace(dbs[best].fetched, ns=mean)
 
 
 def _staged(db: StepDb) -> np.ndarray:

@@ -15,6 +15,7 @@ from stepscope.stats.input.input_pipeline import (
     input_ops,
 )
 from stepscope.stats.input.loader_workers import LoaderWorkers
+from stepscope.stats.summary import StepSummary
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
 from stepscope.tools.output import out
@@ -70,6 +71,20 @@ class PipelineRow:
 
 
 @record
+class PythonIteratorRow:
+    function: str = out("the iterator the loop got its batches from, `func (file)`")
+    stack: str = out("its most common stack in the samples, outermost first, `;`-joined")
+    samples: int = out("stack samples in the steps that saw the loop getting a batch there")
+    ms_per_step: float = out(
+        "untraced time counted as getting batches from it, average per step (0 when the "
+        "fetch lies where the input limit already counts it: before the step's first model op)",
+        "ms",
+        6,
+    )
+    percent: float = out("the same time's share of the step time", "%", 3)
+
+
+@record
 class InputPipelineAnalysis:
     host: str = out("the host shown, or `ALL_HOSTS`")
     step_source: str = out("how steps were found (see overview_page)")
@@ -108,6 +123,11 @@ class InputPipelineAnalysis:
         "stage, the batches ready before the step asked (instrumented loaders), the "
         "functions the workers' samples saw and the verdict with its advice; empty when "
         "none were captured"
+    )
+    python_iterators: tuple[PythonIteratorRow, ...] = out(
+        "the Python iterators (generators, `__next__`, `map`...) the training loop got its "
+        "batches from, as the stack sampler saw it (`stepscope.stats.steps.fetch`); empty "
+        "when fewer than 5 samples saw it; most samples first"
     )
     recommendations: tuple[str, ...] = out(
         "the bottleneck fix first, then advice per input category that has time"
@@ -175,6 +195,16 @@ def build(ctx: ToolContext) -> InputPipelineAnalysis:
     waited = [w for w in workers if w.waited_batches > 1]  # the first batch is always awaited
     if waited:
         advice.insert(0, waited[0].summary)
+    iterators = _python_iterators(summary)
+    if iterators and iterators[0].percent > 0:
+        first = iterators[0]
+        advice.insert(
+            0,
+            f"The loop waits on its Python iterator {first.function} ({first.percent:.1f}% of "
+            "the step time): produce batches ahead of the step (a DataLoader with num_workers, "
+            "tf.data with prefetch, a background thread or process), or make that function "
+            "faster.",
+        )
     if judged:
         advice.insert(0, judged[0].advice)
     return InputPipelineAnalysis(
@@ -194,7 +224,25 @@ def build(ctx: ToolContext) -> InputPipelineAnalysis:
         input_ops=rows,
         pipelines=tuple(pipelines),
         loader_workers=workers,
+        python_iterators=iterators,
         recommendations=tuple(advice),
+    )
+
+
+def _python_iterators(summary: StepSummary) -> tuple[PythonIteratorRow, ...]:
+    fetched = summary.fetched
+    if not fetched.counted or not summary.n_steps:
+        return ()
+    total = summary.total_ns()
+    return tuple(
+        PythonIteratorRow(
+            fetched.function[k],
+            fetched.stack[k],
+            int(fetched.samples[k]),
+            float(fetched.fetch_ns[k]) / summary.n_steps / 1e6,
+            100.0 * float(fetched.fetch_ns[k]) / total if total else 0.0,
+        )
+        for k in range(len(fetched))
     )
 
 

@@ -44,6 +44,7 @@ from stepscope.stats.gpu.kernels import launch_events
 from stepscope.stats.host.python_samples import functions_in_steps
 from stepscope.stats.host.untraced import Untraced, locate_untraced
 from stepscope.stats.steps.feeds import fetches_feeding_steps
+from stepscope.stats.steps.fetch import Fetched, iterator_fetches
 from stepscope.stats.steps.groups import build_groups
 from stepscope.stats.steps.limit_table import LimitTable, limit_table
 from stepscope.stats.steps.limits import LIMIT_NAMES, LimitType, limit_types, limits_ns
@@ -83,6 +84,9 @@ class StepDb:
     # what bounds each step: its time per "bound by" limit column, with the evidence behind
     # dispatch and waits (`stepscope.stats.steps.limits`); beside XProf's categories
     limits: LimitTable = field(default_factory=LimitTable.empty)
+    # the loop getting its batch from a Python iterator (the stack sampler's evidence,
+    # `stepscope.stats.steps.fetch`): per kept step the time counted as input in the limits
+    fetched: Fetched = field(default_factory=Fetched)
 
     @property
     def n_steps(self) -> int:
@@ -439,10 +443,28 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
         covered.hi,
         python,
     )
-    # input staged in the steps beyond XProf's input category
+    # the loop getting its batch from a Python iterator, seen by the sampler in untraced time:
+    # that share of each step's untraced time is input, not host (decision 343)
+    fetched = iterator_fetches(
+        profile,
+        markers.lines,
+        step_line_events,
+        span_lo[keep],
+        span_hi[keep],
+        covered.lo,
+        covered.hi,
+        types != NOT_COUNTED,
+    )
+    moved = fetched.ns
+    if moved.any():
+        untraced_col = int(LimitType.UNTRACED) // 10
+        moved = np.minimum(moved, limits.ns[:, untraced_col])
+        limits.ns[:, untraced_col] -= moved
+        limits.ns[:, int(LimitType.INPUT) // 10] += moved
+    # input staged in the steps beyond XProf's input category and the iterator's fetch
     input_cols = [int(t) // 10 for t in CATEGORIES["input"]]
     staged = limits.ns[:, int(LimitType.INPUT) // 10] - table[keep][:, input_cols].sum(axis=1)
-    staged = np.maximum(staged, 0)
+    staged = np.maximum(staged - moved, 0)
     description = markers.description
     if dropped:
         # Say it: a user who marked 12 steps and sees 10 must learn why (XProf drops them silently).
@@ -469,4 +491,5 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
         markers.event[keep],
         staged,
         limits,
+        fetched,
     )

@@ -85,6 +85,12 @@ def _kinds(profile: Profile, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return compute, not_input
 
 
+def model_op_names(profile: Profile, ids: np.ndarray) -> np.ndarray:
+    """Per string id: whether it names a model op (a compiled executable, a jitted call, a
+    module's forward, a layer's op, the loss, the backward pass), for the names in ``ids``."""
+    return _kinds(profile, ids)[0]
+
+
 def staged_windows(
     profile: Profile, lines: tuple[int, ...], span_lo: np.ndarray, span_hi: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

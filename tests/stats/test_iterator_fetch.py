@@ -1,0 +1,212 @@
+"""The loop getting its batch from a Python iterator counts as input (decision 343): the
+sampler's ``next_frames`` mark the frame right under the loop's frame that the loop entered
+for its next item; the trace times the gap it sits in. Synthetic profiles built in code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from stepscope.model import Profile, open_run
+from stepscope.stats import build_step_db
+from stepscope.stats.bound import bound_by
+from stepscope.stats.summary import summarize_steps
+from stepscope.tools import output
+from stepscope.tools.context import ProfileStore, ToolContext
+from stepscope.tools.registry import get_tool
+from stepscope.xspace.builder import XSpaceBuilder
+from stepscope.xspace.io import write_xspace
+from tests.support.analysis import MS, build
+
+STEPS = 10
+LOOP = "<module> (train.py:50);main (train.py:40)"
+TRAIN = f"{LOOP};train_step (train.py:20);forward (model.py:8)"
+FETCH = f"{LOOP};batches (data.py:12);decode (data.py:30)"
+METRICS = f"{LOOP};update_metrics (train.py:31)"
+
+
+@dataclass
+class Piece:
+    """Per step, after 4 ms of a traced model op: ``ms`` untraced ms the sampler saw as
+    ``stack`` (``samples`` samples), ``fetch``: the ``next_frames`` stat ('' for none)."""
+
+    stack: str
+    ms: int
+    samples: int
+    fetch: str = ""
+
+
+def _loop(*pieces: Piece, model_stack: str = TRAIN) -> Profile:
+    return build(_loop_builder(*pieces, model_stack=model_stack))
+
+
+def _loop_builder(
+    *pieces: Piece, model_stack: str = TRAIN, fetch_steps: int = STEPS
+) -> XSpaceBuilder:
+    """Marked 10 ms steps: the model op (4 ms, the sampler in ``model_stack``), then the
+    pieces' untraced time one after the other: the fetch of the next batch ends the step, as
+    in a loop whose steps are inferred from the model's work. Pieces with ``fetch`` are
+    seen in the first ``fetch_steps`` steps only (the others' samples see update_metrics)."""
+    builder = XSpaceBuilder("py")
+    host = builder.plane("/host:CPU")
+    main = host.line(7, "MainThread")
+    samples = host.line((1 << 48) + 7, "Python samples", "Python samples: MainThread")
+    samples.display_id = 7
+    for k in range(STEPS):
+        t = k * 10 * MS
+        main.event("train", t, 10 * MS, {"step_num": k, "_r": 1})
+        main.event("aten::mm", t, 4 * MS)
+        if model_stack:  # else the sampler never saw the model's op
+            stats = {"stack": model_stack, "samples": 4}
+            samples.event(model_stack.rsplit(";", 1)[-1], t, 4 * MS, stats)
+        at = t + 4 * MS
+        for p in pieces:
+            if p.fetch and k >= fetch_steps:
+                p = Piece(METRICS, p.ms, p.samples)
+            stats: dict[str, object] = {"stack": p.stack, "samples": p.samples}
+            if p.fetch:
+                stats["next_frames"] = p.fetch
+            samples.event(p.stack.rsplit(";", 1)[-1], at, p.ms * MS, stats)
+            at += p.ms * MS
+    return builder
+
+
+def _limits(profile: Profile) -> tuple[dict[str, float], str]:
+    summary = summarize_steps({"h": build_step_db(profile)})
+    found = bound_by(summary)
+    return {x.key: x.percent for x in found.limits}, found.headline
+
+
+def test_a_generator_the_loop_pulls_from_is_input() -> None:
+    profile = _loop(Piece(FETCH, 6, 6, "2"))
+    db = build_step_db(profile)
+    fetched = db.fetched
+    assert fetched.function == ("batches (data.py)",)
+    assert fetched.loop == "main (train.py)"
+    assert fetched.samples.tolist() == [6 * (STEPS - 2)]
+    assert fetched.ns.tolist() == [6 * MS] * (STEPS - 2)
+    limits, headline = _limits(profile)
+    assert limits["input"] == 60.0 and "host" not in limits
+    assert headline.startswith("Bound by input: 60.0% of the step time")
+    assert "loop's Python iterator batches (data.py) (48 samples)" in headline
+    # XProf's categories are XProf's: the time stays "All Others" there
+    assert db.category_ns()["other"].tolist() == [6 * MS] * (STEPS - 2)
+    assert not db.staged_ns.any()
+
+
+def test_the_chain_of_iterators_is_named_by_the_innermost() -> None:
+    """``for x in tqdm(batches())``: the wrapper's generator drives the user's."""
+    stack = f"{LOOP};__iter__ (std.py:1180);batches (data.py:12);decode (data.py:30)"
+    assert build_step_db(_loop(Piece(stack, 6, 6, "2,3"))).fetched.function == (
+        "batches (data.py)",
+    )
+
+
+def test_a_function_the_loop_calls_is_host_not_input() -> None:
+    """The same frames without ``next_frames``: the loop called it, it is no fetch."""
+    profile = _loop(Piece(METRICS, 6, 6))
+    assert build_step_db(profile).fetched.ns.sum() == 0
+    limits, headline = _limits(profile)
+    assert limits["host"] == 60.0 and "input" not in limits
+    assert headline.startswith("Bound by python / host")
+
+
+def test_an_iterator_below_the_loops_callee_is_not_the_loops_fetch() -> None:
+    """``model.parameters()`` driven by a ``for`` inside a function the loop called: the
+    frame right under the loop's frame is that function, which the loop called."""
+    stack = f"{LOOP};clip_grads (train.py:60);parameters (module.py:2200)"
+    profile = _loop(Piece(stack, 6, 6, "3"))
+    assert build_step_db(profile).fetched.ns.sum() == 0
+    assert "input" not in _limits(profile)[0]
+
+
+def test_a_generator_that_is_the_training_loop_is_not_input() -> None:
+    """``for loss in train_gen(): print(loss)``: the generator holds the model's work, so
+    although the ``for`` enters it for its next item, it is the loop, not a fetch."""
+    gen = "<module> (train.py:50);train_gen (train.py:10)"
+    model_stack = f"{gen};forward (model.py:8)"
+    profile = _loop(
+        Piece(f"{gen};numpy_work (train.py:14)", 5, 5, "1"),
+        Piece("<module> (train.py:51)", 1, 1),  # the outer body's print: the loop's frame
+        model_stack=model_stack,
+    )
+    db = build_step_db(profile)
+    assert db.fetched.loop == "<module> (train.py)"
+    assert db.fetched.function == () and db.fetched.ns.sum() == 0
+    assert "input" not in _limits(profile)[0]
+
+
+def test_only_the_fetchs_share_of_a_shared_gap_is_input() -> None:
+    """Metrics then the fetch in one untraced gap: the gap counts in the share of its samples
+    that saw the fetch."""
+    profile = _loop(Piece(METRICS, 3, 3), Piece(FETCH, 3, 3, "2"))
+    db = build_step_db(profile)
+    assert db.fetched.ns.tolist() == [3 * MS] * (STEPS - 2)
+    limits, _ = _limits(profile)
+    assert limits["input"] == 30.0 and limits["host"] == 30.0
+
+
+def test_a_fetch_beside_other_samples_counts_its_share() -> None:
+    """The same gap holds the fetch in some steps and other Python in others (kept steps 1-5
+    and 6-8): the fetch's share of the samples there (30 of 48) of its 6 ms, in every step
+    (one share per place, not a guess per step from one or two samples)."""
+    profile = build(_loop_builder(Piece(FETCH, 6, 6, "2"), fetch_steps=STEPS // 2 + 1))
+    db = build_step_db(profile)
+    assert db.fetched.ns.tolist() == [3_750_000] * (STEPS - 2)
+
+
+def test_too_few_samples_move_nothing() -> None:
+    """4 samples saw the fetch (fewer than MIN_SAMPLES): no time moved, none named."""
+    db = build_step_db(build(_loop_builder(Piece(FETCH, 6, 1, "2"), fetch_steps=5)))
+    assert db.fetched.samples.tolist() == [4]  # steps 1-4 (step 0 is dropped)
+    assert not db.fetched.counted and db.fetched.ns.sum() == 0
+    assert not db.limit_ns()["input"].any()
+    assert "iterator" not in bound_by(summarize_steps({"h": db})).headline
+
+
+def test_input_pipeline_analyzer_names_the_iterator(tmp_path: Path) -> None:
+    run_dir = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
+    write_xspace(_loop_builder(Piece(FETCH, 6, 6, "2")).build(), run_dir / "py.xplane.pb")
+    run = open_run(str(run_dir))
+    ctx = ToolContext(run, run.host_names[0], ProfileStore(use_cache=False), {})
+    found = output.to_json(get_tool("input_pipeline_analyzer").build(ctx))
+    [row] = found["python_iterators"]
+    assert row["function"] == "batches (data.py)" and row["samples"] == 48
+    assert row["ms_per_step"] == 6.0 and row["percent"] == 60.0
+    assert (
+        row["stack"]
+        == "<module> (train.py:50);main (train.py:40);batches (data.py:12);decode (data.py:30)"
+    )
+    assert found["recommendations"][0].startswith(
+        "The loop waits on its Python iterator batches (data.py) (60.0% of the step time)"
+    )
+
+
+def test_a_fetch_every_sample_is_in_leaves_the_loop_above_it() -> None:
+    """The model's 4 ms unsampled: every sample is inside the fetch, whose frames every
+    stack shares; the loop's frame is still the one that asked for the next item."""
+    db = build_step_db(_loop(Piece(FETCH, 6, 6, "2"), model_stack=""))
+    assert db.fetched.loop == "main (train.py)"
+    assert db.fetched.function == ("batches (data.py)",)
+    assert db.fetched.ns.tolist() == [6 * MS] * (STEPS - 2)
+
+
+def test_steps_found_on_another_thread_use_the_sampled_loop_thread() -> None:
+    """A jitted JAX loop whose steps come from XLA's client thread (not sampled): the fetch
+    is read on the one thread the sampler sampled, outside its own traced work."""
+    builder = XSpaceBuilder("py")
+    host = builder.plane("/host:CPU")
+    main = host.line(7, "MainThread")
+    xla = host.line(9, "XLAPjRtCpuClient")
+    samples = host.line((1 << 48) + 7, "Python samples", "Python samples: MainThread")
+    samples.display_id = 7
+    for k in range(STEPS):
+        t = k * 10 * MS
+        xla.event("train", t, 10 * MS, {"step_num": k, "_r": 1})
+        xla.event("fusion", t + MS, 2 * MS)
+        main.event("PjitFunction(update)", t, 4 * MS)
+        samples.event("x", t, 4 * MS, {"stack": TRAIN, "samples": 4})
+        samples.event("y", t + 4 * MS, 6 * MS, {"stack": FETCH, "samples": 6, "next_frames": "2"})
+    db = build_step_db(build(builder))
+    assert db.fetched.function == ("batches (data.py)",)
+    assert db.fetched.ns.tolist() == [6 * MS] * (STEPS - 2)
