@@ -24,9 +24,11 @@ import os
 import sys
 import threading
 import time
+from array import array
 
 TYPE_CHECKING = False  # not typing's: see stepscope.capture.options
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from types import CodeType, FrameType
     from typing import Any
 
@@ -155,7 +157,8 @@ class PythonSampler:
                     last[1] = now
                     last[3] += 1
                 elif take() < limit:
-                    runs.append([now, now, key, 1, lastis])
+                    # 4 bytes a frame (a list of ints would hold an int object each)
+                    runs.append([now, now, key, 1, array("i", lastis)])
             del frames
             self.busy_ns += clock() - now
 
@@ -168,7 +171,7 @@ def frame_text(code: CodeType, line: int) -> str:
 def stack_text(
     stack: Stack,
     names: dict[tuple[CodeType, int], str],
-    lastis: list[int] | None = None,
+    lastis: Sequence[int] | None = None,
     sites: FetchSites | None = None,
 ) -> tuple[str, str, str]:
     """(innermost frame, the stack outermost first joined by ';', the ``next_frames`` stat:
