@@ -206,3 +206,21 @@ def test_a_batch_line_carries_the_worker_cpu_time(tmp_path: Path) -> None:
     assert [e[4].get(DATALOADER_BATCH_CPU_WAIT_STAT) for e in batches] == [7, None, None]
     assert loader_workers._WorkerLog(str(tmp_path), 0).cpu_wait_ns() >= 0  # Linux: read
     assert [e[4]["batch"] for e in batches] == [1, 3, 5]
+
+
+def test_a_full_batch_file_keeps_its_batches_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(loader_workers, "MAX_BATCHES", 2)
+    spool = loader_workers.Spool(str(tmp_path), "DataLoader(X)", 9, 2)
+    log = loader_workers._WorkerLog(str(tmp_path), 0)
+    for k in range(4):
+        log.write(100 * k, 100 * k + 50, 100 * k + 60, 100 * k + 70)
+    log.file.close()
+    warnings: list[str] = []
+    buf = loader_workers._read(spool, log.path, 0, 10_000, warnings)
+    assert buf is not None and len([e for e in buf.events if e[0].endswith("::Worker")]) == 2
+    assert warnings == [
+        f"stepscope: DataLoader worker 0 (pid {os.getpid()}): 2 batches written; its later "
+        "batches were not recorded"
+    ]

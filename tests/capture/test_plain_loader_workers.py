@@ -91,3 +91,14 @@ def test_no_workers_no_worker_lines(tmp_path: Path, capsys: pytest.CaptureFixtur
     truth, out = _run(tmp_path, capsys, "--workers", "0")
     assert out["loader_workers"] == []
     assert len(truth["next_s"]) == STEPS
+
+
+def test_a_killed_worker_leaves_a_saved_profile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGKILL of a worker mid-pass: torch raises in the loop's next() (the loop catches it),
+    stop() saves what was recorded, both workers' lines included, and removes the spool."""
+    truth, out = _run(tmp_path, capsys, "--kill-worker-after", "6")
+    assert truth["next_s"][-1] == -1.0  # torch told the loop
+    [found] = out["loader_workers"]
+    assert found["workers"] == 2 and sum(r["batches"] for r in found["rows"]) >= 6

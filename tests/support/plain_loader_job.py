@@ -3,7 +3,7 @@ truth (decision 351).
 
     python -m tests.support.plain_loader_job LOGDIR [--context fork|spawn] [--workers 2]
         [--persistent] [--warm-epochs 0] [--epochs 1] [--steps 12] [--item-ms 5]
-        [--work sleep|numpy] [--hz 100]
+        [--work sleep|numpy] [--hz 100] [--kill-worker-after STEP]
 
 ``stepscope.start(LOGDIR)`` ... ``stepscope.stop()`` around ``for x, y in loader`` (a small
 model step each). ``--warm-epochs`` run before ``start`` (with ``--persistent``, the workers
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -70,6 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--item-ms", type=float, default=5.0)
     p.add_argument("--work", default="sleep")
     p.add_argument("--hz", type=int, default=100)
+    p.add_argument("--kill-worker-after", type=int, default=-1)
     args = p.parse_args(argv)
     import stepscope
 
@@ -86,9 +88,18 @@ def main(argv: list[str] | None = None) -> None:
     model = torch.nn.Linear(64, 10)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
 
-    def epoch(next_s: list[float]) -> None:
+    def epoch(next_s: list[float], kill_after: int = -1) -> None:
         it = iter(loader)
-        for _ in range(args.steps):
+        for k in range(args.steps):
+            if k == kill_after:  # a worker killed mid-pass: torch raises in next()
+                os.kill(it._workers[-1].pid, signal.SIGKILL)  # type: ignore[attr-defined]
+                try:
+                    while True:
+                        next(it)
+                except RuntimeError as exc:
+                    next_s.append(-1.0)
+                    print("killed:", exc)
+                    return
             t0 = time.perf_counter()
             x, y = next(it)
             next_s.append(time.perf_counter() - t0)
@@ -106,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     stepscope.start(args.logdir, stepscope.ProfilerOptions(python_sampler_hz=args.hz))
     next_s: list[float] = []
     for _ in range(args.epochs):
-        epoch(next_s)
+        epoch(next_s, args.kill_worker_after)
     run = stepscope.stop()
     stop_ns = time.perf_counter_ns()
     epoch([])  # the loader goes on after the session (persistent workers outlive it)

@@ -52,7 +52,9 @@ from stepscope.vocab.pytorch import (
 )
 from stepscope.vocab.tensorflow import ITERATOR_PREFIX
 
-MAX_BATCHES = 1_000_000  # lines one worker writes at most (a few tens of bytes each)
+# lines one worker writes at most (up to ~90 bytes each: ~9 MB, read whole at `stop()`); a
+# profile holds a few hundred steps, so the bound is met only by a session left running
+MAX_BATCHES = 100_000
 CHECK_EVERY = 64  # batches between a worker's checks that its spool file is still read
 WORKER = "Worker"
 GET_ITEM = "GetItem"
