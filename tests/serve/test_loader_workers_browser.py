@@ -13,7 +13,7 @@ from stepscope.serve.state import ServerState
 from tests.pod.builders import write_run
 from tests.support.a11y import grave_violations
 from tests.support.browser import CHROMIUM, check_fields, goto, open_page, tool_json, wait_rendered
-from tests.support.loader import loader_space
+from tests.support.loader import loader_space, plain_loader_space
 
 if not CHROMIUM.exists():
     pytest.skip("browser tests need /usr/bin/chromium", allow_module_level=True)
@@ -42,6 +42,44 @@ def test_input_pipeline_page_shows_the_loader_workers(browser: Any, tmp_path: Pa
         assert rows.count() == 2
         assert "DataLoader worker 0 (pid 100)" in rows.nth(0).inner_text()
         assert check_fields(page, data) > 0  # every shown figure equals the tool's JSON
+        assert grave_violations(page) == []
+        context.close()
+        rec.check()
+    finally:
+        server.stop()
+
+
+def test_a_plain_loaders_workers_show_the_verdict_functions_and_no_step_side(
+    browser: Any, tmp_path: Path
+) -> None:
+    """A plain loop's loader (decisions 351-356): the verdict and its advice lead, the
+    functions the workers' samples saw are listed, and the step-side columns (ready when
+    asked, transfer), which only an instrumented loader times, are not shown as zeros."""
+    space = plain_loader_space(
+        step_ms=100, wait_ms=60, busy_ms=98, cpu=(8, 5.5), cpu_ms=30, cpu_wait_ms=5
+    )
+    run = write_run(tmp_path / "logs", [space])
+    state = ServerState(tmp_path / "logs", cache_dir=tmp_path / "cache")
+    server = start_server(state.logdir, state=state)
+    try:
+        context, page, rec = open_page(browser, server.url)
+        goto(page, server.url, "input_pipeline_analyzer", run.name)
+        wait_rendered(page, "input_pipeline_analyzer")
+        data = tool_json(server, "input_pipeline_analyzer", run.name, "")
+        [loader] = data["loader_workers"]
+        assert loader["verdict"] == "workers_busy"
+        block = page.locator(".loader-workers")
+        assert block.locator("[data-verdict=workers_busy]").inner_text() == (
+            "The workers cannot keep up"
+        )
+        assert loader["advice"] in block.inner_text()
+        headers = block.locator('[data-table="loader_workers"] thead').inner_text()
+        assert "On CPU" in headers and "Per batch" in headers
+        assert "Ready when asked" not in headers and "Transfer" not in headers
+        functions = block.locator('[data-table="loader_worker_functions"] tbody tr')
+        assert functions.count() == len(loader["functions"]) > 0
+        assert loader["functions"][0]["function"] in functions.nth(0).inner_text()
+        assert check_fields(page, data) > 0
         assert grave_violations(page) == []
         context.close()
         rec.check()

@@ -13,74 +13,10 @@ from stepscope.stats.input.loader_workers import (
     LoaderWorkers,
     loader_workers,
 )
-from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
-from stepscope.vocab.pytorch import (
-    DATALOADER_BATCH_CPU_STAT,
-    DATALOADER_BATCH_CPU_WAIT_STAT,
-    DATALOADER_NEXT,
-)
+from stepscope.vocab.pytorch import DATALOADER_NEXT
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
-
-STAGE = "Iterator::DataLoader(Slow)"
-SAMPLES_OFFSET = 1 << 48
-LOOP = "_worker_loop (worker.py:374);fetch (fetch.py:54)"
-
-
-def _space(
-    step_ms: int,
-    wait_ms: int,
-    busy_ms: int,
-    steps: int = 6,
-    cpu: tuple[int, float] | None = None,
-    collate_in_fetch: bool = False,
-    cpu_ms: int | None = None,
-    cpu_wait_ms: int | None = None,
-) -> XSpaceBuilder:
-    """A plain loop: each step waits ``wait_ms`` in the DataLoader's ``__next__`` (a root
-    input stage, as the PyTorch bridge names it) then computes; 2 workers each make one
-    batch per step, busy ``busy_ms`` of it, their samples every 10 ms (collate at 30 and 70
-    ms of a step, decode at the others in their batches; the wait for the next index
-    outside them)."""
-    builder = XSpaceBuilder("synthetic")
-    host = builder.plane("/host:CPU")
-    if cpu is not None:
-        host.stats[CPU_COUNT_STAT], host.stats[CPU_IDLE_STAT] = cpu
-    main = host.line(1, "MainThread")
-    workers = [host.line(100 + w, f"DataLoader worker {w} (pid {100 + w})") for w in (0, 1)]
-    sampled = []
-    for w in (0, 1):
-        line = host.line(SAMPLES_OFFSET + 100 + w, "Python samples", f"Python samples: w{w}")
-        line.display_id = 100 + w
-        sampled.append(line)
-    for k in range(steps):
-        t = k * step_ms
-        main.event("train", t * MS, step_ms * MS, {"step_num": k, "_r": 1})
-        main.event("Iterator::DataLoader", t * MS, wait_ms * MS)
-        main.event("aten::addmm", (t + wait_ms) * MS, (step_ms - wait_ms) * MS)
-        for w, line in enumerate(workers):
-            stats = {"parent_id": 9, "worker": w, "batch": 2 * k + w}
-            cpu = {DATALOADER_BATCH_CPU_STAT: cpu_ms * MS} if cpu_ms is not None else {}
-            if cpu_wait_ms is not None:
-                cpu[DATALOADER_BATCH_CPU_WAIT_STAT] = cpu_wait_ms * MS
-            line.event(f"{STAGE}::Worker", t * MS, busy_ms * MS, {**stats, **cpu})
-            line.event(f"{STAGE}::Worker::GetItem", t * MS, (busy_ms - 1) * MS, stats)
-            line.event(f"{STAGE}::Worker::Collate", (t + busy_ms - 1) * MS, MS, stats)
-            for s in range(0, step_ms, 10):
-                if s < busy_ms:
-                    leaf = "collate (collate.py:9)" if s % 40 == 30 else "decode (ds.py:12)"
-                    stack = f"{LOOP};__getitem__ (ds.py:20);{leaf}"
-                    if collate_in_fetch and leaf.startswith("collate"):
-                        stack = f"{LOOP};{leaf}"
-                else:
-                    stack = "_worker_loop (worker.py:334);get (queues.py:113)"
-                sampled[w].event(
-                    stack.rpartition(";")[2],
-                    (t + s) * MS,
-                    10 * MS,
-                    {"stack": stack, "samples": 1},
-                )
-    return builder
+from tests.support.loader import PLAIN_STAGE, WORKER_LOOP, plain_loader_space
 
 
 def _judge(space: XSpaceBuilder) -> LoaderWorkers:
@@ -90,7 +26,7 @@ def _judge(space: XSpaceBuilder) -> LoaderWorkers:
 
 
 def test_busy_workers_with_idle_cores_are_told_to_add_workers() -> None:
-    found = _judge(_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(8, 5.5)))
+    found = _judge(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(8, 5.5)))
     assert found.verdict == "workers_busy"
     assert found.workers == 2 and found.busy_percent >= BUSY_PERCENT
     assert found.input_percent >= INPUT_WAIT_PERCENT
@@ -108,7 +44,7 @@ def test_busy_workers_with_idle_cores_are_told_to_add_workers() -> None:
     assert found.functions[0].percent == 100.0
     decode = found.functions[1]
     assert decode.percent == 80.0 and decode.ms_per_batch == 0.8 * 98.0
-    assert decode.stack == f"{LOOP};__getitem__ (ds.py:20);decode (ds.py)"
+    assert decode.stack == f"{WORKER_LOOP};__getitem__ (ds.py:20);decode (ds.py)"
     assert found.samples == 2 * 6 * 10
     assert "their stack samples: __getitem__ (ds.py) 100%, decode (ds.py) 80%" in found.advice
     # the summary (above the web page's table) names them too
@@ -121,14 +57,14 @@ def test_busy_workers_with_idle_cores_are_told_to_add_workers() -> None:
 def test_torch_worker_machinery_is_not_named() -> None:
     """Samples split between the dataset and torch's collate: what is on every sample is
     torch's worker loop and fetcher, which says nothing."""
-    found = _judge(_space(step_ms=100, wait_ms=60, busy_ms=98, collate_in_fetch=True))
+    found = _judge(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=98, collate_in_fetch=True))
     names = [f.function for f in found.functions]
     assert names == ["decode (ds.py)", "collate (collate.py)"]  # decode: __getitem__'s callee
     assert [f.percent for f in found.functions] == [80.0, 20.0]
 
 
 def test_busy_workers_without_idle_cores_are_told_to_make_the_work_faster() -> None:
-    found = _judge(_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(2, 0.1)))
+    found = _judge(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(2, 0.1)))
     assert found.verdict == "workers_busy"
     assert "0.1 of 2 cores were idle" in found.advice and "make that work faster" in found.advice
     assert "Add workers:" not in found.advice
@@ -137,14 +73,16 @@ def test_busy_workers_without_idle_cores_are_told_to_make_the_work_faster() -> N
 def test_busy_workers_that_mostly_wait_are_told_to_add_workers_without_idle_cores() -> None:
     """A dataset sleeping or reading files: its workers are busy, their CPU is not: more
     workers overlap the waits even on a machine without an idle core."""
-    found = _judge(_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(2, 0.1), cpu_ms=10))
+    found = _judge(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(2, 0.1), cpu_ms=10))
     assert found.verdict == "workers_busy"
     assert found.cpu_percent == round(100 * 10 / 98, 3)
     assert [r.cpu_ms for r in found.rows] == [60.0, 60.0]  # 6 batches of 10 ms each
     assert "Their batches mostly wait off the CPU (90% of their time" in found.advice
     assert "add workers (num_workers=2 now)" in found.advice
     assert "make that work faster" not in found.advice
-    busy_cpu = _judge(_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(2, 0.1), cpu_ms=90))
+    busy_cpu = _judge(
+        plain_loader_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(2, 0.1), cpu_ms=90)
+    )
     assert "make that work faster" in busy_cpu.advice  # computing: the cores matter
 
 
@@ -152,7 +90,9 @@ def test_busy_workers_waiting_for_a_cpu_are_not_told_to_add_workers() -> None:
     """Little CPU time, but because the cores were busy (runnable, not running): more
     workers would wait for the same cores."""
     found = _judge(
-        _space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(2, 0.1), cpu_ms=30, cpu_wait_ms=60)
+        plain_loader_space(
+            step_ms=100, wait_ms=60, busy_ms=98, cpu=(2, 0.1), cpu_ms=30, cpu_wait_ms=60
+        )
     )
     assert found.cpu_wait_percent == round(100 * 60 / 98, 3)
     assert [r.cpu_wait_ms for r in found.rows] == [360.0, 360.0]
@@ -161,7 +101,7 @@ def test_busy_workers_waiting_for_a_cpu_are_not_told_to_add_workers() -> None:
 
 
 def test_idle_workers_while_the_steps_wait_point_at_the_main_process() -> None:
-    found = _judge(_space(step_ms=100, wait_ms=60, busy_ms=20))
+    found = _judge(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=20))
     assert found.busy_percent <= IDLE_BUSY_PERCENT
     assert found.verdict == "workers_idle"
     assert "the main process is the bottleneck" in found.advice
@@ -171,16 +111,16 @@ def test_idle_workers_while_the_steps_wait_point_at_the_main_process() -> None:
 
 
 def test_workers_that_keep_up_get_no_change_advised() -> None:
-    found = _judge(_space(step_ms=100, wait_ms=2, busy_ms=98))
+    found = _judge(plain_loader_space(step_ms=100, wait_ms=2, busy_ms=98))
     assert found.input_percent < INPUT_WAIT_PERCENT
     assert found.verdict == "keeping_up"
     assert "keep up" in found.advice
 
 
 def test_report_shows_each_worker_and_their_functions() -> None:
-    found = _judge(_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(8, 5.5)))
+    found = _judge(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(8, 5.5)))
     text = "\n".join(_loader_workers(found, 80, recommended=""))
-    assert f"DataLoader workers of {STAGE}" in text
+    assert f"DataLoader workers of {PLAIN_STAGE}" in text
     assert "worker 0 (pid 100)" in text and "worker 1 (pid 101)" in text
     assert "98.00 ms/batch" in text and "decode (ds.py)" in text
     assert "cores were idle" in text  # not in the recommendation given: said here
@@ -202,8 +142,8 @@ def test_worker_lines_hold_no_steps_and_no_step_time() -> None:
         main.event(f"{DATALOADER_NEXT}#_MultiProcessingDataLoaderIter.__next__", t * MS, 60 * MS)
         main.event("aten::addmm", (t + 60) * MS, 10 * MS)  # then 30 ms untraced
         stats = {"parent_id": 9, "worker": 0, "batch": k}
-        worker.event(f"{STAGE}::Worker", t * MS, 98 * MS, stats)
-        worker.event(f"{STAGE}::Worker::GetItem", t * MS, 97 * MS, stats)
+        worker.event(f"{PLAIN_STAGE}::Worker", t * MS, 98 * MS, stats)
+        worker.event(f"{PLAIN_STAGE}::Worker::GetItem", t * MS, 97 * MS, stats)
     profile = build(builder)
     db = build_step_db(profile)
     assert db.n_steps >= 6 and DATALOADER_NEXT in db.description

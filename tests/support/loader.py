@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
+from stepscope.vocab.pytorch import DATALOADER_BATCH_CPU_STAT, DATALOADER_BATCH_CPU_WAIT_STAT
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS
 
@@ -30,4 +32,65 @@ def loader_space(
         line.event(f"{STAGE}::Worker", start * MS, (end - start) * MS, stats)
         line.event(f"{STAGE}::Worker::GetItem", start * MS, (c0 - start) * MS, stats)
         line.event(f"{STAGE}::Worker::Collate", c0 * MS, (c1 - c0) * MS, stats)
+    return builder
+
+
+PLAIN_STAGE = "Iterator::DataLoader(Slow)"
+SAMPLES_OFFSET = 1 << 48
+WORKER_LOOP = "_worker_loop (worker.py:374);fetch (fetch.py:54)"
+
+
+def plain_loader_space(
+    step_ms: int,
+    wait_ms: int,
+    busy_ms: int,
+    steps: int = 6,
+    cpu: tuple[int, float] | None = None,
+    collate_in_fetch: bool = False,
+    cpu_ms: int | None = None,
+    cpu_wait_ms: int | None = None,
+) -> XSpaceBuilder:
+    """A plain loop: each step waits ``wait_ms`` in the DataLoader's ``__next__`` (a root
+    input stage, as the PyTorch bridge names it) then computes; 2 workers each make one
+    batch per step, busy ``busy_ms`` of it, their samples every 10 ms (collate at 30 and 70
+    ms of a step, decode at the others in their batches; the wait for the next index
+    outside them)."""
+    builder = XSpaceBuilder("synthetic")
+    host = builder.plane("/host:CPU")
+    if cpu is not None:
+        host.stats[CPU_COUNT_STAT], host.stats[CPU_IDLE_STAT] = cpu
+    main = host.line(1, "MainThread")
+    workers = [host.line(100 + w, f"DataLoader worker {w} (pid {100 + w})") for w in (0, 1)]
+    sampled = []
+    for w in (0, 1):
+        line = host.line(SAMPLES_OFFSET + 100 + w, "Python samples", f"Python samples: w{w}")
+        line.display_id = 100 + w
+        sampled.append(line)
+    for k in range(steps):
+        t = k * step_ms
+        main.event("train", t * MS, step_ms * MS, {"step_num": k, "_r": 1})
+        main.event("Iterator::DataLoader", t * MS, wait_ms * MS)
+        main.event("aten::addmm", (t + wait_ms) * MS, (step_ms - wait_ms) * MS)
+        for w, line in enumerate(workers):
+            stats = {"parent_id": 9, "worker": w, "batch": 2 * k + w}
+            cpu = {DATALOADER_BATCH_CPU_STAT: cpu_ms * MS} if cpu_ms is not None else {}
+            if cpu_wait_ms is not None:
+                cpu[DATALOADER_BATCH_CPU_WAIT_STAT] = cpu_wait_ms * MS
+            line.event(f"{PLAIN_STAGE}::Worker", t * MS, busy_ms * MS, {**stats, **cpu})
+            line.event(f"{PLAIN_STAGE}::Worker::GetItem", t * MS, (busy_ms - 1) * MS, stats)
+            line.event(f"{PLAIN_STAGE}::Worker::Collate", (t + busy_ms - 1) * MS, MS, stats)
+            for s in range(0, step_ms, 10):
+                if s < busy_ms:
+                    leaf = "collate (collate.py:9)" if s % 40 == 30 else "decode (ds.py:12)"
+                    stack = f"{WORKER_LOOP};__getitem__ (ds.py:20);{leaf}"
+                    if collate_in_fetch and leaf.startswith("collate"):
+                        stack = f"{WORKER_LOOP};{leaf}"
+                else:
+                    stack = "_worker_loop (worker.py:334);get (queues.py:113)"
+                sampled[w].event(
+                    stack.rpartition(";")[2],
+                    (t + s) * MS,
+                    10 * MS,
+                    {"stack": stack, "samples": 1},
+                )
     return builder

@@ -112,25 +112,70 @@ function pipelines(data) {
   return card('tf.data pipelines', dataTable({ columns, rows: list, name: 'pipelines' }));
 }
 
-// PyTorch DataLoader worker processes captured into the profile: one table per loader.
-function loaderWorkers(data) {
-  const loaders = data.loader_workers || [];
-  if (!loaders.length) return null;
+// PyTorch DataLoader worker processes captured into the profile: one block per loader, its
+// verdict and advice first (what to change), then a row per worker and the functions their
+// stack samples saw inside their batches.
+const VERDICTS = {
+  keeping_up: ['The workers keep up', 'good'],
+  workers_busy: ['The workers cannot keep up', 'bad'],
+  workers_idle: ['The main process is the bottleneck', 'warn'],
+  partly_busy: ['Workers partly busy', 'warn'],
+};
+
+// A figure the capture did not record is -1 (an older capture, a platform without it).
+const fmtKnownMs = (v) => (v < 0 ? '—' : fmtMs(v));
+
+function loaderBlock(l, i) {
+  const path = `loader_workers.${i}`;
+  // The step side (ready before asked, waited for, transfer) is timed only by an
+  // instrumented loader (stepscope.steps); a plain loop's rows have none of its batches.
+  const stepSide = l.rows.some((r) => r.ready_batches + r.waited_batches > 0);
   const columns = [
     { key: 'worker', label: 'Worker process', pin: true, wide: true },
     { key: 'batches', label: 'Batches', numeric: true, format: fmtInt },
     { key: 'busy_ms', label: 'Busy', numeric: true, format: fmtMs },
     { key: 'busy_percent', label: 'Busy (% of steps)', numeric: true, format: (v) => fmtPct(v) },
+    { key: 'ms_per_batch', label: 'Per batch', numeric: true, format: fmtMs },
     { key: 'get_item_ms', label: '__getitem__', numeric: true, format: fmtMs },
     { key: 'collate_ms', label: 'collate_fn', numeric: true, format: fmtMs },
-    { key: 'ready_batches', label: 'Ready when asked', numeric: true, format: fmtInt },
-    { key: 'waited_batches', label: 'Waited for', numeric: true, format: fmtInt },
-    { key: 'wait_ms', label: 'Step waiting', numeric: true, format: fmtMs },
-    { key: 'transfer_ms', label: 'Transfer', numeric: true, format: fmtMs },
+    { key: 'cpu_ms', label: 'On CPU', numeric: true, format: fmtKnownMs },
+    { key: 'cpu_wait_ms', label: 'Waiting for a CPU', numeric: true, format: fmtKnownMs },
+    ...(stepSide ? [
+      { key: 'ready_batches', label: 'Ready when asked', numeric: true, format: fmtInt },
+      { key: 'waited_batches', label: 'Waited for', numeric: true, format: fmtInt },
+      { key: 'wait_ms', label: 'Step waiting', numeric: true, format: fmtMs },
+      { key: 'transfer_ms', label: 'Transfer', numeric: true, format: fmtMs },
+    ] : []),
   ];
-  return card('DataLoader worker processes', ...loaders.map((l) => h('div', {},
+  const [title, kind] = VERDICTS[l.verdict] || [l.verdict, 'warn'];
+  const functions = l.functions || [];
+  return h('div', { class: 'loader-workers', dataset: { loader: l.loader } },
+    l.verdict ? h('p', {},
+      h('span', { class: `badge badge-${kind}`, dataset: { verdict: l.verdict } }, title),
+      ' ', h('span', { dataset: { field: `${path}.advice` } }, l.advice)) : null,
     h('p', {}, l.summary),
-    dataTable({ columns, rows: l.rows, name: 'loader_workers', caption: `Workers of ${l.loader}` }))));
+    l.startup_ms > 0
+      ? note(`The workers took ${fmtMs(l.startup_ms)} to start before their first batch; their busy shares count from it.`)
+      : null,
+    dataTable({ columns, rows: l.rows, name: 'loader_workers', caption: `Workers of ${l.loader}` }),
+    functions.length ? dataTable({
+      columns: [
+        { key: 'function', label: 'Function (stack samples inside the batches)', pin: true, wide: true, mono: true },
+        { key: 'percent', label: 'Share of samples', numeric: true, format: (v) => fmtPct(v) },
+        { key: 'ms_per_batch', label: 'Per batch', numeric: true, format: fmtMs },
+        { key: 'samples', label: 'Samples', numeric: true, format: fmtInt },
+        { key: 'stack', label: 'Stack', mono: true },
+      ],
+      rows: functions,
+      name: 'loader_worker_functions',
+      caption: `Where the workers of ${l.loader} spend their batches`,
+    }) : null);
+}
+
+function loaderWorkers(data) {
+  const loaders = data.loader_workers || [];
+  if (!loaders.length) return null;
+  return card('DataLoader worker processes', ...loaders.map(loaderBlock));
 }
 
 export async function render(root, data) {
