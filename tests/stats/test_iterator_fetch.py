@@ -210,3 +210,34 @@ def test_steps_found_on_another_thread_use_the_sampled_loop_thread() -> None:
     db = build_step_db(build(builder))
     assert db.fetched.function == ("batches (data.py)",)
     assert db.fetched.ns.tolist() == [6 * MS] * (STEPS - 2)
+
+
+def test_several_hosts_take_the_iterator_of_the_host_that_fetched_most() -> None:
+    fetching = build_step_db(_loop(Piece(FETCH, 6, 6, "2")))
+    plain = build_step_db(_loop(Piece(METRICS, 6, 6)))
+    summary = summarize_steps({"a": plain, "b": fetching})
+    assert summary.fetched.function == ("batches (data.py)",)
+    assert summary.fetched.ns.tolist() == [3 * MS] * (STEPS - 2)  # the mean over the hosts
+    assert summary.fetched_percent() == 30.0
+
+
+def test_a_fetch_staged_before_the_first_model_op_is_named_not_counted_twice() -> None:
+    """Marked steps that start with the fetch: the input limit counts it already (staged
+    before the first model op); the iterator is named there, its time not added again."""
+    builder = XSpaceBuilder("py")
+    host = builder.plane("/host:CPU")
+    main = host.line(7, "MainThread")
+    samples = host.line((1 << 48) + 7, "Python samples", "Python samples: MainThread")
+    samples.display_id = 7
+    for k in range(STEPS):
+        t = k * 10 * MS
+        main.event("train", t, 10 * MS, {"step_num": k, "_r": 1})
+        samples.event("x", t, 6 * MS, {"stack": FETCH, "samples": 6, "next_frames": "2"})
+        main.event("aten::mm", t + 6 * MS, 4 * MS)
+        samples.event("y", t + 6 * MS, 4 * MS, {"stack": TRAIN, "samples": 4})
+    db = build_step_db(build(builder))
+    assert db.fetched.function == ("batches (data.py)",) and not db.fetched.ns.any()
+    assert db.staged_ns.tolist() == [6 * MS] * (STEPS - 2)
+    headline = bound_by(summarize_steps({"h": db})).headline
+    assert headline.startswith("Bound by input: 60.0% of the step time")
+    assert "fetched from the loop's Python iterator batches (data.py) (48 samples)" in headline
