@@ -20,6 +20,7 @@ from stepscope.tools._fanout import build_tool
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import ToolUsageError, get_tool
 from stepscope.tools.trace_viewer import pod_api
+from stepscope.tools.trace_viewer import wire as trace_wire
 from tests.pod.builders import MS, cpu_pod, data_parallel_job
 
 SPEC = get_tool("trace_viewer")
@@ -102,6 +103,23 @@ def test_pod_window_is_the_hosts_own_windows_merged(
         assert list(names[part["name"]]) == [one["names"][i] for i in arrays["name"]]
         offset += n
     assert offset == header["events"]
+
+
+def test_pod_window_in_the_compact_form_decodes_to_the_plain_one(
+    run_dir: Path, store: ProfileStore
+) -> None:
+    # What the page asks at ALL_HOSTS too (decision 327): the same header and arrays.
+    params = {"t0": "0", "res": "800", "lines": "0-23"}
+    plain = ENDPOINTS["window"](_ctx(run_dir, store), params)[0]
+    packed = ENDPOINTS["window"](_ctx(run_dir, store), {**params, "form": "compact"})[0]
+    assert len(packed) < len(plain) / 2
+    header, arrays = trace_wire.decode(plain)
+    header2, arrays2 = trace_wire.decode(packed)
+    assert {**header2, "arrays": []} == {**header, "arrays": []} and header["events"] > 1000
+    assert list(arrays2) == list(arrays)
+    for name, values in arrays.items():
+        assert arrays2[name].dtype == values.dtype, name
+        assert np.array_equal(arrays2[name], values, equal_nan=True), name
 
 
 def test_window_stays_within_the_row_budget(
