@@ -96,3 +96,22 @@ def test_only_the_last_levels_are_kept() -> None:
     level(KEPT)
     level(0)
     assert made == [*range(KEPT + 1), 0]
+
+
+@pytest.mark.parametrize("longest", [1, 2, 3, wide.RUNS_COMPARED, wide.RUNS_COMPARED + 3])
+def test_each_run_keeps_its_largest_value(longest: int) -> None:
+    """`_longest_of_runs` against a per-run maximum: runs up to ``longest`` long (the
+    neighbour comparisons, or each run's maximum past `RUNS_COMPARED`), and the length."""
+    rng = np.random.default_rng(longest)
+    sizes = rng.integers(1, longest + 1, 300)
+    sizes[7] = longest
+    key = np.repeat(np.cumsum(rng.integers(1, 4, len(sizes))), sizes)
+    value = rng.permutation(len(key)).astype(np.int32)
+    won, found = wide._longest_of_runs(key, value)
+    assert found == longest
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    expected = np.zeros(len(key), dtype=bool)
+    for a, n in zip(starts, sizes, strict=True):
+        expected[a + int(np.argmax(value[a : a + n]))] = True
+    assert np.array_equal(won, expected)
+    assert wide._longest_of_runs(key[:0], value[:0])[1] == 0

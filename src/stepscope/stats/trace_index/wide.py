@@ -18,13 +18,14 @@ sort and no gather at random (decision 337). The answer is the same set in the s
 events after the level's (`tests/stats/test_trace_wide.py` compares both ways).
 
 Bounded: a level is laid out only when it holds at most 1 / `MAX_SHARE` of the events, and
-only the last `KEPT` levels asked for are kept (64 bytes per laid-out event with 32-bit
-positions: 16 MB for the 8000 px full view's level of a 10.6M-event trace, whose index
+only the last `KEPT` levels asked for are kept (72 bytes per laid-out event with 32-bit
+positions: 18 MB for the 8000 px full view's level of a 10.6M-event trace, whose index
 holds 446 MB of arrays).
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -51,6 +52,7 @@ class WideLevel:
     row: np.ndarray  # int32
     start_ns: np.ndarray  # int64 absolute
     dur_ns: np.ndarray  # the profile's durations
+    end_ns: np.ndarray  # start + max(dur, 1): the window overlaps an event ending after t0
     tie: np.ndarray  # int32/int64: position in the index (the order of ties)
     strength: np.ndarray  # int32/int64: rank by (duration, -tie): a pixel keeps its largest
     by_event: np.ndarray  # int32/int64
@@ -109,6 +111,7 @@ def lay_out(
         row=row,
         start_ns=start,
         dur_ns=dur,
+        end_ns=start + np.maximum(dur, 1),
         tie=pos.astype(small),
         strength=strength,
         by_event=by_event,
@@ -206,12 +209,15 @@ def _thin(
     """The mask of the level's events the window keeps, and the level's pick (a position, -1
     for none) of each of the ascending ``edge_keys``."""
     start, dur = laid.start_ns, laid.dur_ns
-    keep = start + np.maximum(dur, 1) > t0
+    keep = laid.end_ns > t0
     if laid.last_start_ns >= t1:
         keep &= start < t1
     if wanted is not None:
         keep &= wanted[laid.row]
-    narrow = np.flatnonzero(keep & (dur < bucket))
+    # dur < bucket: below 2**53 the integer comparison with ceil(bucket) is the same and
+    # makes no float copy of the durations
+    short = dur < math.ceil(bucket) if bucket < 2**53 else dur < bucket
+    narrow = np.flatnonzero(keep & short)
     # One narrow event per (row, pixel): the longest, the first in the index's position
     # order on ties: the largest strength (the level's rank by duration, then -tie)
     key = _keys(laid.row[narrow], start[narrow], t0, resolution, bucket)
@@ -299,26 +305,29 @@ def _keys(
 
 
 def _longest_of_runs(key: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, int]:
-    """Mask of the largest ``value`` (distinct) of each run of equal ``key``s, and the
-    longest run's length.
+    """Mask of the largest ``value`` (distinct) of each run of equal ``key``s (non-decreasing),
+    and the longest run's length.
 
     Runs are short (a row's pixel holds at most three bins of its level, and one event
-    crossing the window's start), so each candidate is compared with its neighbours up to
-    the longest run's length away: elementwise passes, where a segmented reduction or a
-    scatter costs several times more per element."""
+    crossing the window's start), so each candidate is compared with its neighbours at
+    distance 1, 2, ... until no two keys that far apart are equal (the keys do not decrease,
+    so that distance is the longest run's length): elementwise passes, where a segmented
+    reduction or a scatter costs several times more per element."""
     n = len(key)
-    first = group_firsts(key)
-    sizes = np.diff(first, append=n)
-    longest = int(sizes.max(initial=0))
-    if longest > RUNS_COMPARED:
-        return value == np.repeat(np.maximum.reduceat(value, first), sizes), longest
     won = np.ones(n, dtype=bool)
-    for d in range(1, longest):
-        # i loses to i - d or i + d when that one has its key and a larger value
+    for d in range(1, n):
         same = key[d:] == key[:-d]
+        if not same.any():
+            return won, d
+        if d >= RUNS_COMPARED:  # runs longer than RUNS_COMPARED: each run's maximum
+            first = group_firsts(key)
+            sizes = np.diff(first, append=n)
+            best = np.repeat(np.maximum.reduceat(value, first), sizes)
+            return value == best, int(sizes.max())
+        # i loses to i - d or i + d when that one has its key and a larger value
         won[d:] &= ~(same & (value[:-d] > value[d:]))
         won[:-d] &= ~(same & (value[d:] > value[:-d]))
-    return won, longest
+    return won, n
 
 
 def group_firsts(key: np.ndarray) -> np.ndarray:
