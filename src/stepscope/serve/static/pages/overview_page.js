@@ -37,16 +37,33 @@ function shownPrecision(p) {
   return Object.fromEntries(Object.entries(p).filter(([k, v]) => k !== 'reduced_percent' && (v > 0 || k === '16bit_percent' || k === '32bit_percent')));
 }
 
-// What bounds the steps: the headline first, then each limit with its share and evidence.
-function boundBy(bound) {
+// What bounds the steps: the headline first, then each limit with its share and evidence
+// (`path`: where the block is in the answer, `bound_by` or `steady_state.bound_by`).
+function boundBy(bound, path = 'bound_by') {
   if (!bound) return null;
   const limits = bound.limits || [];
   return h('div', { class: 'bound-by' },
-    h('p', { class: 'lead', dataset: { field: 'bound_by.headline' } }, bound.headline || ''),
-    limits.length ? h('table', { class: 'breakdown', dataset: { table: 'bound_by' } }, h('tbody', {}, limits.map((l, i) => h('tr', { dataset: { limit: l.key }, title: l.evidence },
+    h('p', { class: 'lead', dataset: { field: `${path}.headline` } }, bound.headline || ''),
+    limits.length ? h('table', { class: 'breakdown', dataset: { table: path } }, h('tbody', {}, limits.map((l, i) => h('tr', { dataset: { limit: l.key }, title: l.evidence },
       h('td', {}, l.label),
-      h('td', { class: 'numeric' }, num(l.ms_per_step, fmtMs(l.ms_per_step), `bound_by.limits.${i}.ms_per_step`)),
-      h('td', { class: 'numeric' }, num(l.percent, fmtPct(l.percent), `bound_by.limits.${i}.percent`)))))) : null);
+      h('td', { class: 'numeric' }, num(l.ms_per_step, fmtMs(l.ms_per_step), `${path}.limits.${i}.ms_per_step`)),
+      h('td', { class: 'numeric' }, num(l.percent, fmtPct(l.percent), `${path}.limits.${i}.percent`)))))) : null);
+}
+
+// The first steps compiled or warmed up (decision 362): the steps after them, beside the
+// all-steps figures above (XProf's).
+function steadyState(s) {
+  if (!s) return null;
+  const st = s.step_time_ms || {};
+  return h('div', { class: 'steady-state' },
+    h('h3', {}, 'Once warm'),
+    h('p', { dataset: { field: 'steady_state.statement' } }, s.statement || ''),
+    h('div', { class: 'metric-row' },
+      metric('Median step time once warm', s.median_ms, 'steady_state.median_ms', fmtMs, true),
+      metric('Average', st.avg, 'steady_state.step_time_ms.avg'),
+      metric('Warm-up time', s.warmup_ms, 'steady_state.warmup_ms'),
+      metric('Steps after the warm-up', s.steps, 'steady_state.steps', String)),
+    boundBy(s.bound_by, 'steady_state.bound_by'));
 }
 
 function summary(data) {
@@ -73,6 +90,7 @@ function summary(data) {
       metric('Min', st.min, 'step_time_ms.min'),
       metric('Max', st.max, 'step_time_ms.max'),
       metric('Steps', (data.steps || []).length, 'steps.length', String)),
+    steadyState(data.steady_state),
     h('p', {}, 'XProf\'s input verdict: ',
       h('span', { class: `badge ${boundClass}`, title: ib.statement || '' }, boundText), ' ',
       h('span', { dataset: { field: 'input_bound.statement' } }, ib.statement || '')),
