@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 from contextlib import redirect_stdout
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -63,7 +64,10 @@ def test_a_loop_whose_first_step_is_no_outlier_has_no_steady_state_apart() -> No
 
 def test_the_steady_steps_are_cut_from_every_per_step_column() -> None:
     summary = _summary(iterations=8)
+    # a record with per-step rows (the loop's Python iterator's fetch time per step)
+    summary = replace(summary, fetched=replace(summary.fetched, ns=np.arange(8)))
     steady = steps_from(summary, 2)
+    assert steady.fetched.ns.tolist() == [2, 3, 4, 5, 6, 7]
     assert steady.n_steps == 6
     assert steady.step_num.tolist() == summary.step_num[2:].tolist()
     assert steady.names == summary.names[2:]

@@ -18,7 +18,7 @@ stay over all steps; stepscope adds the steady state beside them (decision 362):
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import fields, is_dataclass, replace
 
 import numpy as np
 
@@ -67,9 +67,11 @@ def steps_from(summary: StepSummary, first: int) -> StepSummary:
             and all(isinstance(v, np.ndarray) and len(v) == n for v in value.values())
         ):
             changes[f.name] = {k: v[first:] for k, v in value.items()}
-    limits = summary.limits
-    if len(limits.ns) == n:
-        changes["limits"] = replace(limits, ns=limits.ns[first:])
+        else:
+            rows = getattr(value, "ns", None)
+            # per-step rows of a record: the limits' (steps, limits) table, the fetch times
+            if is_dataclass(value) and isinstance(rows, np.ndarray) and len(rows) == n:
+                changes[f.name] = replace(value, ns=rows[first:])  # type: ignore[type-var]
     untraced = summary.untraced
     if not untraced.host:  # its times are all steps': divide them by all steps
         host = summary.hosts[0] if summary.hosts else "?"
