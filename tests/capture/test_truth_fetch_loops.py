@@ -72,6 +72,8 @@ sizes = [128, 128, 1]
 params = [(jax.random.normal(jax.random.fold_in(key, i), (a, b)) * 0.1, jnp.zeros(b))
           for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:]))]
 g = jax.grad(loss)  # un-jitted: the steps' work is many small dispatched ops
+if sys.argv[2] == "jit":  # one compiled call (its steps may be found on XLA's thread)
+    g = jax.jit(g)
 
 def update(params, x, y):
     grads = g(params, x, y)
@@ -203,9 +205,10 @@ def _input_is_the_generator(db: Any, truth: float, run_dir: Path) -> None:
     assert pipeline["python_iterators"][0]["function"] == "batches (<string>)"
 
 
-def test_jax_loop_over_a_generator_is_input(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_jax_loop_over_a_generator_is_input(mode: str, tmp_path: Path) -> None:
     pytest.importorskip("jax")
-    _input_is_the_generator(*_run(JAX_LOOP, tmp_path))
+    _input_is_the_generator(*_run(JAX_LOOP, tmp_path, mode))
 
 
 def test_torch_loop_calling_next_on_a_generator_is_input(tmp_path: Path) -> None:
