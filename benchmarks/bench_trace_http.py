@@ -19,11 +19,17 @@ and decodes what it gets (gunzip when the answer is gzipped, as the browser does
 Per window: the client's wall from the request to the decoded body, and the server's CPU
 for it: the CPU of the server's threads at its own priority (the event loop and the request
 threads; the store's background writes run at nice +10 and are left out, decision 255),
-read from ``/proc/PID/task/*/stat`` around the request. p50 / p95 of both, during the build
-and after, with the bytes on the wire and the load average.
+read from ``/proc/PID/task/*/stat`` around the request, and the server's minor page faults
+(``/proc/PID/stat``: a heap given back and faulted in again, decision 335). p50 / p95 of
+each, during the build and after, with the bytes on the wire and the load average.
 
 ``--form`` (default ``compact``): the window form the urllib client asks for (decision 327;
 a tree without it ignores the parameter and answers the plain form).
+
+``--warm``: each tree's servers share a cache directory that an unmeasured first server
+filled (a profile opened before: the server reads its converted profile, index and steps
+from the store). Before decision 335 such servers gave their worker threads' heaps back
+after every window and faulted them in again.
 
 ``--tree`` (repeatable) names source trees to compare (``src`` folders, e.g. main's and a
 branch's): their servers alternate, round after round, the order flipping each round.
@@ -92,6 +98,15 @@ def _thread_cpu(pid: int, nice: int | None) -> dict[int, float]:
     return out
 
 
+def _minor_faults(pid: int) -> int:
+    """The process' minor page faults so far (all threads: /proc/PID/stat's minflt)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return int(stat.read().rsplit(")", 1)[1].split()[7])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def _cpu_delta(before: dict[int, float], after: dict[int, float]) -> float:
     # A thread that ended between the two reads takes its CPU with it: never below zero.
     return max(0.0, sum(after.values()) - sum(before.get(t, 0.0) for t in after))
@@ -146,13 +161,19 @@ class Windows:
         self.wire: list[tuple[int, str]] = []
         self.decode: list[float] = []  # the page's decode (--browser)
         self.parts: list[list[float]] = []  # the page's resource timing parts (--browser)
+        # the server's minor page faults per window, by the window's (wall, CPU) record
+        self.faults: dict[int, int] = {}
 
     def line(self, what: str, times: list[tuple[float, float]]) -> str:
         wall, cpu = [t[0] for t in times], [t[1] for t in times]
-        return (
+        text = (
             f"{what}: wall p50 {_pct(wall, 0.5):.1f} / p95 {_pct(wall, 0.95):.1f} ms, "
             f"server CPU p50 {_pct(cpu, 0.5):.1f} / p95 {_pct(cpu, 0.95):.1f} ms ({len(times)})"
         )
+        faults = [self.faults[id(t)] / 1000 for t in times if id(t) in self.faults]
+        if faults:  # decision 335: a heap trimmed after each window is faulted in again
+            text += f", page faults p50 {_pct(faults, 0.5):.0f} / p95 {_pct(faults, 0.95):.0f}"
+        return text
 
 
 def _wait_until_up(port: int, proc: subprocess.Popen[bytes]) -> None:
@@ -228,8 +249,9 @@ def stepscope_round(
     windows: int,
     chromium: Any = None,
     form: str = "compact",
+    kept_cache: Path | None = None,
 ) -> dict[str, object]:
-    cache = Path(tempfile.mkdtemp(dir=workdir))
+    cache = kept_cache or Path(tempfile.mkdtemp(dir=workdir))
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(tree), "STEPSCOPE_CACHE_DIR": str(cache)}
     argv = [sys.executable, "-m", "stepscope", "serve", str(logdir), "--port", str(port), "-q"]
@@ -250,6 +272,7 @@ def stepscope_round(
         def window(t0: int) -> tuple[float, float]:
             path = "/api/tool/trace_viewer/window?"
             path += urlencode({**where, "t0": t0, "t1": span, "res": RESOLUTION})
+            faults = _minor_faults(proc.pid)
             before, started = _thread_cpu(proc.pid, nice), time.perf_counter()
             if browser is not None:
                 wall, size, wire, decode = browser.window(path)
@@ -263,7 +286,9 @@ def stepscope_round(
             if size < 1000:
                 raise RuntimeError(f"not a window: {size} bytes")
             result.wire.append((wire, encoding))
-            return wall, _cpu_delta(before, _thread_cpu(proc.pid, nice))
+            timed = (wall, _cpu_delta(before, _thread_cpu(proc.pid, nice)))
+            result.faults[id(timed)] = _minor_faults(proc.pid) - faults
+            return timed
 
         result = Windows()
         # The page asked its first window (ms after it opened) and asks the steps itself.
@@ -300,6 +325,8 @@ def stepscope_round(
         if browser is not None:
             result.parts = browser.parts
             browser.close()
+        if kept_cache is not None:
+            _settled(cache)
         return {
             "windows": result,
             "first_s": first_s,
@@ -311,7 +338,23 @@ def stepscope_round(
     finally:
         proc.terminate()
         proc.wait(30)
-        shutil.rmtree(cache, ignore_errors=True)
+        if kept_cache is None:
+            shutil.rmtree(cache, ignore_errors=True)
+
+
+def _settled(cache: Path, limit_s: float = 300.0) -> None:
+    """Wait until the store's background writes to ``cache`` are done (its size unchanged for
+    2 s): a server ended before them leaves the next one a profile to index again."""
+
+    def size() -> int:
+        return sum(f.stat().st_size for f in cache.rglob("*") if f.is_file())
+
+    seen, still, ends = -1, 0, time.perf_counter() + limit_s
+    while still < 4 and time.perf_counter() < ends:
+        time.sleep(0.5)
+        now = size()
+        still = still + 1 if now == seen else 0
+        seen = now
 
 
 def xprof_rs_round(binary: str, logdir: Path, windows: int) -> dict[str, object]:
@@ -367,6 +410,12 @@ def main() -> None:
         default="compact",
         help="the window form the urllib client asks (the page asks its own)",
     )
+    parser.add_argument(
+        "--warm",
+        action="store_true",
+        help="each tree's servers share a cache filled by an unmeasured first server (a "
+        "profile opened before: no conversion, the steps from the store)",
+    )
     args = parser.parse_args()
     chromium, playwright = None, None
     if args.browser:
@@ -390,11 +439,17 @@ def main() -> None:
         logdir = target.parents[3]
         print(f"load {paired.load()} at the start; {target.stat().st_size:,} bytes of profile")
         pooled = {tree: Windows() for tree in trees}
+        kept: dict[Path, Path | None] = {tree: None for tree in trees}
+        for tree in trees if args.warm else ():
+            kept[tree] = Path(tempfile.mkdtemp(dir=workdir))
+            stepscope_round(tree, logdir, workdir, 1, None, args.form, kept[tree])
         for k in range(args.servers):
             order = trees if k % 2 == 0 else trees[::-1]
             for tree in order:
                 load = paired.load()
-                got = stepscope_round(tree, logdir, workdir, args.windows, chromium, args.form)
+                got = stepscope_round(
+                    tree, logdir, workdir, args.windows, chromium, args.form, kept[tree]
+                )
                 w = got["windows"]
                 assert isinstance(w, Windows)
                 sizes = sorted(size for size, _ in w.wire)
@@ -417,6 +472,7 @@ def main() -> None:
                         print("  " + _page_parts(when, parts, decode))
                 pooled[tree].during += w.during
                 pooled[tree].after += w.after
+                pooled[tree].faults.update(w.faults)
         for tree, w in pooled.items() if args.servers else ():
             print(f"{tree}, all {args.servers} servers:")
             print("  " + w.line("near-full windows while the steps are built", w.during))
