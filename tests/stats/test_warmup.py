@@ -92,7 +92,7 @@ def test_report_says_the_warm_up_and_the_steady_state(tmp_path: Path) -> None:
     assert "Once warm: bound by compute" in report
     assert "Once warm (11 steps after the warm-up): median 2.00 ms" in report
     # XProf's all-steps figures stay
-    assert "Bound by compilation" in report
+    assert "All 12 steps: bound by compilation" in report
     assert "Step time: avg 110." in report
 
 

@@ -238,8 +238,11 @@ def render(
         out.append("")
     stats = overview.step_time
     out.append("")
-    out += wrap(overview.bound_by.headline, width, rest="  ")
     steady = overview.steady_state
+    headline = overview.bound_by.headline
+    if steady is not None:  # the headline is all steps', the warm-up's included: say so
+        headline = f"All {len(overview.steps)} steps: {_lower_first(headline)}"
+    out += wrap(headline, width, rest="  ")
     if steady is not None:
         out.append("")
         out += wrap(steady.statement, width, rest="  ")
