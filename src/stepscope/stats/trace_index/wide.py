@@ -266,8 +266,10 @@ def _in_event_order(
     if len(more) == 0:
         found = [column[taken] for column in columns]
     else:
-        # The edges' chosen events go between the level's, by event (no event is in both).
-        at = np.searchsorted(laid.event[taken], edges.event[more])
+        # The edges' chosen events go between the level's, by event (no event is in both):
+        # the kept level events before each are those before it in the level (ascending
+        # events), found without gathering the kept events' ids
+        at = np.searchsorted(taken, np.searchsorted(laid.event, edges.event[more]))
         slots = at + np.arange(len(more))
         merged = np.insert(taken, at, 0)
         found = []
