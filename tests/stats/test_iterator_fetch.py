@@ -241,3 +241,15 @@ def test_a_fetch_staged_before_the_first_model_op_is_named_not_counted_twice() -
     headline = bound_by(summarize_steps({"h": db})).headline
     assert headline.startswith("Bound by input: 60.0% of the step time")
     assert "fetched from the loop's Python iterator batches (data.py) (48 samples)" in headline
+
+
+def test_one_fetch_sample_inside_a_model_op_is_no_verdict() -> None:
+    """The framework's clock and the sampler's differ by a fraction of a millisecond: a
+    fetch sample that lands inside the model's op once does not make the fetch the model."""
+    builder = _loop_builder(Piece(FETCH, 6, 6, "2"), model_stack="")
+    samples = builder.plane("/host:CPU").line((1 << 48) + 7, "Python samples")
+    stats = {"stack": FETCH, "samples": 1, "next_frames": "2"}
+    samples.event("decode (data.py:30)", 30 * MS + MS, MS // 2, stats)  # in step 3's op
+    db = build_step_db(build(builder))
+    assert db.fetched.function == ("batches (data.py)",)
+    assert db.fetched.ns.tolist() == [6 * MS] * (STEPS - 2)
