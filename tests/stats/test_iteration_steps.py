@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from stepscope.stats.steps.infer import infer_steps
+from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
 from tests.support.compiled_loop import BACKWARD, compiled_loop
@@ -112,3 +113,46 @@ def test_no_stat_of_another_thread_moves_the_steps() -> None:
     starts, _, description = _steps(profile)
     assert len(starts) == 5 and "capture began" not in description
     assert BACKWARD in description or "repeats" in description
+
+
+def _jitted_loop_with_busier_client(started_here: bool) -> object:
+    """A jitted update fed by a Python generator (the coordinator's ``jax_jit.py``): on the
+    loop's thread one call of the jitted function per iteration and six small eager calls of
+    the parameter update, between them the fetch (untraced: 5 ms of the 7 ms); on an XLA
+    client thread the executions, busier than the loop's traced events, repeating fewer
+    times and irregularly (a period of 2 to 5 iterations)."""
+    builder = XSpaceBuilder("host")
+    plane = builder.plane("/host:CPU")
+    if started_here:
+        plane.stats[STARTED_ON_THREAD_STAT] = 1
+    loop = plane.line(1, "python")
+    client = plane.line(2, "tf_XLAPjRtCpuClient/1")
+    every = [2, 3, 5, 2, 4, 3, 5, 2, 3, 4, 2, 5]
+    due = 0
+    for k in range(40):
+        t = 7.0 * k + 5.0  # after the fetch
+        loop.event("PjitFunction(loss)", int(t * MS), int(0.3 * MS))
+        for j in range(6):
+            name = "PjitFunction(multiply)" if j % 2 == 0 else "PjitFunction(subtract)"
+            loop.event(name, int((t + 0.4 + 0.2 * j) * MS), int(0.1 * MS))
+        client.event("ThunkExecutor::Execute (wait for completion)", int((t + 0.3) * MS), MS)
+        if k == due:
+            client.event("ThunkExecutor::Execute", int((t + 1.4) * MS), int(0.4 * MS))
+            due += every[k % len(every)]
+    return build(builder)
+
+
+def test_the_loop_the_capture_began_on_is_tried_before_a_busier_client_thread() -> None:
+    """The loop's thread holds the user's iterations; the busier client thread's repeat
+    made 28 steps of 28.6 ms for the script's 100 of 8.4 ms (decision 368)."""
+    starts, ends, description = _steps(_jitted_loop_with_busier_client(started_here=True))
+    assert "'PjitFunction(loss)'" in description
+    assert len(starts) in (39, 40)
+    assert np.median(ends - starts) == 7.0
+
+
+def test_without_the_start_stat_the_busiest_thread_is_still_tried_first() -> None:
+    """Another profiler's file (or a capture begun elsewhere) says nothing about the loop's
+    thread: the rule before is kept."""
+    _, _, description = _steps(_jitted_loop_with_busier_client(started_here=False))
+    assert "'ThunkExecutor::Execute'" in description

@@ -16,8 +16,9 @@ iteration that compiles: 9.8 s against 2 ms) is left out of that judgement (deci
 Among qualifying candidates the coarsest period wins (a per-step event over per-layer ones),
 then events that wait for input (a step starts by fetching its batch), then events that fill
 more of their period (a step function rather than a launch call), then more total time. The
-thread with the most ``_r`` roots (else the busiest one, collectives aside) is tried first;
-other host threads only when it has no candidate. Step k is the window from the k-th
+thread with the most ``_r`` roots is tried first; else the thread the capture began on (the
+user's loop: decision 368), then the busiest one, collectives aside; other host threads only
+when none of these has a candidate. Step k is the window from the k-th
 occurrence to the next one, so N occurrences give N - 1 steps, each bounded by observed
 events at both ends; when the capture began on the loop's thread the steps are its
 iterations instead (`stepscope.stats.steps.cycle`).
@@ -59,6 +60,19 @@ def _main_line(profile: Profile, top: np.ndarray) -> int | None:
     if not work.any():
         work = profile.dur_ns[top]
     return int(np.bincount(profile.line[top], weights=work).argmax())
+
+
+def _first_lines(profile: Profile, top: np.ndarray) -> list[int]:
+    """The threads tried first, in order: the one with the most ``_r`` roots; else the one
+    the capture began on, then the busiest. A loop that dispatches its work to other
+    threads (a jitted call runs on XLA's client threads) traces less time on its own thread
+    than they do, and their repeats (one execution per several iterations, at irregular
+    periods of the same work) are no iterations (decision 368)."""
+    main = _main_line(profile, top)
+    if main is None or profile.stat("_r").present.any():
+        return [] if main is None else [main]
+    began = [k for k in distinct(profile.line[top]).tolist() if began_on_line(profile, k)]
+    return [*began, *([main] if main not in began else [])]
 
 
 def _candidates(
@@ -157,10 +171,11 @@ def infer_steps(profile: Profile) -> StepMarkers | None:
         return None
     parent = nesting_parents(profile.line[events], profile.start_ns[events], profile.end_at(events))
     top = events[parent < 0]
-    main = _main_line(profile, top)
     found = []
-    if main is not None:
+    for main in _first_lines(profile, top):
         found = _candidates(profile, top[profile.line[top] == main])
+        if found:
+            break
     if not found:
         for line in distinct(profile.line[top]).tolist():
             found += _candidates(profile, top[profile.line[top] == line])
