@@ -31,13 +31,20 @@ class _FakeLibc:
 
 
 def test_thresholds_set_unless_the_user_tuned_malloc(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"):
+    for name in malloc._USER_SETTINGS:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(sys, "platform", "linux")
     libc = _FakeLibc(1)
     monkeypatch.setattr(malloc.ctypes, "CDLL", lambda name: libc)
     assert malloc.keep_freed_memory()
     assert libc.calls == [(-3, 2**31 - 1), (-1, 2**31 - 1)]  # mmap, then trim threshold
+    libc.calls.clear()
+    assert malloc.keep_freed_memory(32 << 20, 128 << 20, False, 1)  # the serve program's
+    assert libc.calls == [(-3, 32 << 20), (-1, 128 << 20), (-8, 1)]  # ... and one arena
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")  # the user's choice of arenas wins too
+    libc.calls.clear()
+    assert not malloc.keep_freed_memory(32 << 20, 128 << 20, False, 1) and libc.calls == []
+    monkeypatch.delenv("MALLOC_ARENA_MAX")
     monkeypatch.setattr(malloc.ctypes, "CDLL", lambda name: _FakeLibc(0))  # musl: no-op
     assert not malloc.keep_freed_memory()
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "1000000")  # the user's setting wins
@@ -110,7 +117,7 @@ def test_the_serve_program_keeps_freed_memory_bounded(monkeypatch: pytest.Monkey
     assert calls == []
     monkeypatch.setattr(sys, "argv", ["stepscope", "serve", logdir, "-q"])
     cli_main.main()
-    assert calls == [(32 << 20, 128 << 20, False)]
+    assert calls == [(32 << 20, 128 << 20, False, 1)]  # and one arena (decision 328)
 
 
 @pytest.mark.integration

@@ -35,8 +35,14 @@ log = module_logger(__name__)
 # mallopt parameters (glibc's malloc.h)
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
+_M_ARENA_MAX = -8
 _KEEP = 2**31 - 1  # mallopt takes an int: blocks up to 2 GiB come from the reused heap
-_USER_SETTINGS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")
+_USER_SETTINGS = (
+    "MALLOC_MMAP_THRESHOLD_",
+    "MALLOC_TRIM_THRESHOLD_",
+    "MALLOC_ARENA_MAX",
+    "GLIBC_TUNABLES",
+)
 NUMPY_HUGEPAGE = "NUMPY_MADVISE_HUGEPAGE"
 
 
@@ -44,15 +50,19 @@ NUMPY_HUGEPAGE = "NUMPY_MADVISE_HUGEPAGE"
 # from the heap, and up to 128 MiB of freed memory kept (decision 335)
 SERVE_MMAP_BYTES = 32 << 20
 SERVE_TRIM_BYTES = 128 << 20
+# and every thread on malloc's main arena: a request thread's own arena gave its heaps back
+# and faulted them in again while the steps were built (decision 328)
+SERVE_ARENAS = 1
 
 
 def keep_freed_memory(
-    mmap_bytes: int = _KEEP, trim_bytes: int = _KEEP, plain_pages: bool = True
+    mmap_bytes: int = _KEEP, trim_bytes: int = _KEEP, plain_pages: bool = True, arenas: int = 0
 ) -> bool:
     """Tell glibc's malloc to keep and reuse freed memory (blocks up to ``mmap_bytes`` from
-    the heap, up to ``trim_bytes`` of freed memory kept), and NumPy (when it is not loaded
-    yet, ``plain_pages``) to leave its arrays in plain pages; False where malloc cannot or
-    should not be told (not glibc, or the user tuned malloc already)."""
+    the heap, up to ``trim_bytes`` of freed memory kept; with ``arenas``, at most that many
+    arenas), and NumPy (when it is not loaded yet, ``plain_pages``) to leave its arrays in
+    plain pages; False where malloc cannot or should not be told (not glibc, or the user
+    tuned malloc already)."""
     if plain_pages and "numpy" not in sys.modules:
         os.environ.setdefault(NUMPY_HUGEPAGE, "0")  # the user's own value stays
     if not sys.platform.startswith("linux") or any(v in os.environ for v in _USER_SETTINGS):
@@ -66,5 +76,7 @@ def keep_freed_memory(
     done = bool(mallopt(_M_MMAP_THRESHOLD, mmap_bytes)) and bool(
         mallopt(_M_TRIM_THRESHOLD, trim_bytes)
     )
+    if done and arenas:
+        done = bool(mallopt(_M_ARENA_MAX, arenas))
     log.debug("malloc keeps freed memory: %s", done)
     return done
