@@ -133,14 +133,16 @@ class Iterations:
 
 
 def iterations(
-    profile: Profile, line_top: np.ndarray, name_id: int, began_here: bool
+    profile: Profile, line_top: np.ndarray, name_id: int, began_here: bool, stride: int = 1
 ) -> Iterations:
     """The steps on one thread's top-level events ``line_top``, from the repeats of
-    ``name_id`` (at least three)."""
+    ``name_id`` (at least three), every ``stride``-th one from the first (a name called
+    ``stride`` times an iteration: with the capture begun on this thread, its first call is
+    iteration 0's first)."""
     t = line_top[np.argsort(profile.start_ns[line_top], kind="stable")]
     names = profile.name[t]
     start, end = profile.start_ns[t], profile.end_at(t)
-    pos = np.flatnonzero(names == name_id)
+    pos = np.flatnonzero(names == name_id)[::stride]
     lead = name_id
     notes = []
     if began_here:

@@ -12,6 +12,9 @@ half of that time. A loop on a busy machine has steps of 20 to 250 ms, no steady
 the same fetch and ops in every one; an op in bursts has between two of its calls nothing
 else, or another thing each time. A leading run of periods each over 10x the median (a first
 iteration that compiles: 9.8 s against 2 ms) is left out of that judgement (decision 361).
+A name called k times an iteration, with other work between its calls (TF eager's
+``TFE_Py_ExecuteCancelable``: forward, then gradient), is judged on every k-th call when the
+periods from those hold the same work far more often (`_stride`, decision 369).
 
 Among qualifying candidates the coarsest period wins (a per-step event over per-layer ones),
 then events that wait for input (a step starts by fetching its batch), then events that fill
@@ -39,6 +42,9 @@ from stepscope.vocab.collectives import is_host_collective
 MIN_OCCURRENCES = 3
 REGULAR_SHARE = 0.5
 OUTLIER_PERIOD = 10.0  # x the median period: a warm-up, not the loop's rhythm
+MAX_STRIDE = 8  # calls of one name per iteration looked for (decision 369)
+STRIDE_SHARE = 0.75  # of the periods at a stride: the most common work's, at least
+STRIDE_GAIN = 0.25  # ... and that much more than at every call
 
 
 def _main_line(profile: Profile, top: np.ndarray) -> int | None:
@@ -75,11 +81,13 @@ def _first_lines(profile: Profile, top: np.ndarray) -> list[int]:
     return [*began, *([main] if main not in began else [])]
 
 
-def _candidates(
-    profile: Profile, top: np.ndarray
-) -> list[tuple[tuple[float, int, float, int], int, np.ndarray, int]]:
-    """Qualifying (score, name id, sorted starts, line) among the top-level events ``top``."""
-    out: list[tuple[tuple[float, int, float, int], int, np.ndarray, int]] = []
+Candidate = tuple[tuple[float, int, float, int], int, np.ndarray, int, int]
+
+
+def _candidates(profile: Profile, top: np.ndarray) -> list[Candidate]:
+    """Qualifying (score, name id, sorted starts, line, stride) among the top-level events
+    ``top``; the starts are every ``stride``-th call's (`_stride`)."""
+    out: list[Candidate] = []
     if top.size < MIN_OCCURRENCES:
         return out
     by_start = np.argsort(profile.start_ns[top], kind="stable")
@@ -93,7 +101,9 @@ def _candidates(
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         if hi - lo < MIN_OCCURRENCES:
             continue
-        events = top[lo:hi]
+        where = position[lo:hi]
+        stride = _stride(work, where)
+        events, where = top[lo:hi][::stride], where[::stride]
         starts = profile.start_ns[events]
         periods = np.diff(starts)
         median = float(np.median(periods))
@@ -104,7 +114,7 @@ def _candidates(
             judged = _judged(periods)
             if not (
                 _steady(periods[judged], float(np.median(periods[judged])))
-                or _same_work(work, position[lo:hi], periods, judged)
+                or _same_work(work, where, periods, judged)
             ):
                 continue
             # Uneven periods: their median is one of them, another per-step event's median
@@ -121,8 +131,31 @@ def _candidates(
             round(duty, 1),
             busy,
         )
-        out.append((score, int(names[lo]), starts, int(profile.line[events[0]])))
+        out.append((score, int(names[lo]), starts, int(profile.line[events[0]]), stride))
     return out
+
+
+def _stride(work: np.ndarray, position: np.ndarray) -> int:
+    """How many calls of one name make a cycle of the loop: 1, or the smallest k up to
+    `MAX_STRIDE` at which the periods from every k-th call (the first one's phase; at least
+    `MIN_OCCURRENCES` of them: the cycle seen whole as often as a repeat must be) hold the
+    most common work `STRIDE_SHARE` of the time and `STRIDE_GAIN` more often than from
+    every call. Only a name with other work between every two of its calls: an op in bursts
+    (calls back to back) is not a loop's cycle at any stride. A name called
+    twice an iteration (TF eager's ``TFE_Py_ExecuteCancelable``: forward, then gradient)
+    alternates two kinds of period, each half of them; every second call has the same
+    iteration between. An event once a step, even with uneven work, loses at a stride: two
+    periods together are the same work less often than one (decision 369)."""
+    if (np.diff(position) < 2).any():
+        return 1
+    base = float(common_work(work, position)[0].mean())
+    for k in range(2, MAX_STRIDE + 1):
+        if len(position) < k * MIN_OCCURRENCES + 1:
+            break
+        share = float(common_work(work, position[::k])[0].mean())
+        if share >= max(STRIDE_SHARE, base + STRIDE_GAIN):
+            return k
+    return 1
 
 
 def _steady(periods: np.ndarray, median: float) -> bool:
@@ -181,10 +214,10 @@ def infer_steps(profile: Profile) -> StepMarkers | None:
             found += _candidates(profile, top[profile.line[top] == line])
     if not found:
         return None
-    _, name_id, starts, line = max(found, key=lambda c: c[0])
+    _, name_id, starts, line, stride = max(found, key=lambda c: c[0])
     repeats = profile.strings[name_id]
     on_line = top[profile.line[top] == line]
-    placed = iterations(profile, on_line, name_id, began_on_line(profile, line))
+    placed = iterations(profile, on_line, name_id, began_on_line(profile, line), stride)
     count = len(placed.start_ns)
     periods = np.diff(placed.bounds_ns)
     warm = ""
@@ -203,6 +236,8 @@ def infer_steps(profile: Profile) -> StepMarkers | None:
         )
     name = profile.strings[placed.lead]
     text = f"{len(starts)} repeats of top-level event '{repeats}'"
+    if stride > 1:
+        text += f" (every {_nth(stride)} call: it comes {stride} times a cycle)"
     if placed.lead != name_id:
         text = f"each starting at top-level event '{name}' (once per repeat of '{repeats}')"
         text = f"{count} iterations {text}"
@@ -220,3 +255,7 @@ def infer_steps(profile: Profile) -> StepMarkers | None:
         drop_incomplete=False,
         lines=(line,),
     )
+
+
+def _nth(k: int) -> str:
+    return f"{k}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(k if k < 20 else k % 10, 'th') }"
