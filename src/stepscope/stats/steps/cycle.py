@@ -147,6 +147,8 @@ def iterations(
     notes = []
     if began_here:
         order = _members(names, pos)
+        if stride > 1:  # the repeat comes `stride` times a period: its phase's call leads
+            order = [name_id, *order]
         first = _first_member(names, pos, order)
         if first < int(pos[0]):
             lead = int(names[first])

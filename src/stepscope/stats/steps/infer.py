@@ -239,8 +239,10 @@ def infer_steps(profile: Profile) -> StepMarkers | None:
     if stride > 1:
         text += f" (every {_nth(stride)} call: it comes {stride} times a cycle)"
     if placed.lead != name_id:
-        text = f"each starting at top-level event '{name}' (once per repeat of '{repeats}')"
-        text = f"{count} iterations {text}"
+        per = f"repeat of '{repeats}'"
+        if stride > 1:
+            per = f"{stride} calls of '{repeats}', every {_nth(stride)} call"
+        text = f"{count} iterations each starting at top-level event '{name}' (once per {per})"
     if placed.note:
         every += f"; {placed.note}"
     return StepMarkers(
