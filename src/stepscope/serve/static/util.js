@@ -435,3 +435,28 @@ export function partialBanner(reads, manyHosts = false) {
   el.classList.add('partial-banner');
   return el;
 }
+
+const pageStyles = new Map();
+
+/**
+ * A page's own stylesheet, added once. The promise resolves when it applies (or failed to
+ * load: the page still renders unstyled), so a page awaiting it is marked rendered only once
+ * its colours and sizes are its own: read before, a chart's computed colours were the
+ * browser's defaults on a loaded machine.
+ * @param {string} key the link's data-page-style
+ * @param {string} file the sheet under static/pages/
+ * @returns {Promise<void>}
+ */
+export function pageStyle(key, file) {
+  let loaded = pageStyles.get(key);
+  if (!loaded) {
+    const link = h('link', { rel: 'stylesheet', href: `static/pages/${file}`, dataset: { pageStyle: key } });
+    loaded = new Promise((resolve) => {
+      link.addEventListener('load', () => resolve(undefined));
+      link.addEventListener('error', () => resolve(undefined));
+    });
+    document.head.append(link);
+    pageStyles.set(key, loaded);
+  }
+  return loaded;
+}

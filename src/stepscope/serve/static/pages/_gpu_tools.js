@@ -1,10 +1,10 @@
 // @ts-check
 // Helpers of the kernel stats, memory profile, pod viewer, tf.data and diagnostics pages.
-import { h } from '../util.js';
+import { h, pageStyle } from '../util.js';
 
+/** @returns {Promise<void>} once the GPU tools' sheet applies */
 export function ensureStyles() {
-  if (document.querySelector('link[data-page-style="gpu_tools"]')) return;
-  document.head.append(h('link', { rel: 'stylesheet', href: 'static/pages/_gpu_tools.css', dataset: { pageStyle: 'gpu_tools' } }));
+  return pageStyle('gpu_tools', '_gpu_tools.css');
 }
 
 export function severityBadge(severity) {

@@ -6,7 +6,7 @@
 // `stepscope diff --json`.
 import { stackedBarChart } from '../charts.js';
 import { dataTable } from '../table.js';
-import { card, fmtBytes, fmtNs, getJSON, h, note, query } from '../util.js';
+import { card, fmtBytes, fmtNs, getJSON, h, note, pageStyle, query } from '../util.js';
 import { categoriesFor } from './_common.js';
 
 const ALL_HOSTS = 'ALL_HOSTS';
@@ -17,10 +17,7 @@ const TABLES = [
   ['kernels', 'Kernels (time per step)'],
 ];
 
-function ensureStyles() {
-  if (document.querySelector('link[data-page-style="compare"]')) return;
-  document.head.append(h('link', { rel: 'stylesheet', href: 'static/pages/compare.css', dataset: { pageStyle: 'compare' } }));
-}
+const ensureStyles = () => pageStyle('compare', 'compare.css');
 
 const hostsOf = (run) => (run.hosts.length > 1 ? [...run.hosts, ALL_HOSTS] : run.hosts);
 const hostLabel = (host) => (host === ALL_HOSTS ? 'All hosts' : host);
@@ -172,7 +169,7 @@ function traceLinks(data, hrefFor) {
 }
 
 export async function render(root, ctx) {
-  ensureStyles();
+  await ensureStyles();
   const sides = chooseSides(ctx.runs, ctx.params);
   ctx.showSides?.(sides);
   const set = (changes) => ctx.go({ ...sides, ...changes });

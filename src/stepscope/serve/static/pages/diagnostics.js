@@ -32,7 +32,7 @@ function findingCard(f, i) {
 }
 
 export async function render(root, data, ctx) {
-  ensureStyles();
+  await ensureStyles();
   const findings = data.findings || [];
   const counts = ['high', 'medium', 'low'].map((s) => [s, findings.filter((f) => f.severity === s).length]);
   root.append(h('div', { class: 'toolbar' }, exportCsv(ctx),

@@ -107,7 +107,7 @@ function steering(data, ctx) {
 }
 
 export async function render(root, data, ctx) {
-  ensureStyles();
+  await ensureStyles();
   const center = (data.nodes || []).find((n) => n.distance === 0) || {};
   // module and node are options of the tool (free text): the controls above set them
   ctx.go = (options) => {

@@ -22,7 +22,7 @@ export function deviceTiles(d, tool = 'hlo_stats') {
 }
 
 export async function render(root, data, ctx) {
-  ensureStyles();
+  await ensureStyles();
   const s = data.summary || {};
   const rows = data.rows || [];
   // The estimate of the vendor's GEMM/convolution library calls: a column only where such

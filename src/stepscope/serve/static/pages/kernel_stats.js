@@ -48,7 +48,7 @@ function table(rows) {
 }
 
 export async function render(root, data, ctx) {
-  ensureStyles();
+  await ensureStyles();
   const rows = data.rows || [];
   const slices = (data.top_kernels || []).filter((k) => k.kernel_name !== 'Other')
     .map((k) => ({ label: k.kernel_name, value: k.total_duration_us }));

@@ -250,7 +250,7 @@ function podPeaks(data) {
 }
 
 export async function render(root, data, ctx) {
-  ensureStyles();
+  await ensureStyles();
   const memories = data.memories || [];
   if (!memories.length) {
     root.append(note('No allocator events (MemoryAllocation / MemoryDeallocation) in this profile.'));

@@ -21,7 +21,7 @@ function heapChart(heap) {
 }
 
 export async function render(root, data, ctx) {
-  ensureStyles();
+  await ensureStyles();
   const picker = h('select', { 'aria-label': 'Program', id: 'program-picker',
     onchange: (e) => ctx.setOption('module', e.target.value) },
   (data.programs || []).map((p) => h('option', { value: String(p.program_id), selected: p.program_id === data.program_id },

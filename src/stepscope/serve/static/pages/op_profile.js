@@ -51,7 +51,7 @@ function tree(rootNode, name, field) {
 }
 
 export async function render(root, data) {
-  ensureStyles();
+  await ensureStyles();
   const d = data.device || {};
   const views = { by_program: 'By program', by_category: 'By category' };
   let view = 'by_program';

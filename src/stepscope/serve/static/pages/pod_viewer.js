@@ -91,7 +91,7 @@ function stragglerCard(data) {
 }
 
 export async function render(root, data, ctx) {
-  ensureStyles();
+  await ensureStyles();
   const steps = data.steps || [];
   if (!steps.length) {
     root.append(note('No steps in this run: the pod viewer compares workers step by step.'));

@@ -55,7 +55,7 @@ function plot(points, device) {
 }
 
 export async function render(root, data) {
-  ensureStyles();
+  await ensureStyles();
   const d = data.device || {};
   const steps = data.steps || ['Total'];
   let step = 'Total';

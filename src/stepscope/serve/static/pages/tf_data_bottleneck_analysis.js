@@ -63,7 +63,7 @@ function analysisView(an, a) {
 }
 
 export async function render(root, data, ctx) {
-  ensureStyles();
+  await ensureStyles();
   const analyses = data.analyses || [];
   root.append(h('div', { class: 'toolbar' }, exportCsv(ctx)), note(data.conclusion, analyses.length ? 'warn' : 'info'));
   if (!analyses.length) return;

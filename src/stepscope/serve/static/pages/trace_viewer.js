@@ -2,7 +2,7 @@
 // Trace viewer: a canvas timeline of every event, fed by level-of-detail windows from the
 // server (api/tool/trace_viewer/window). The view is redrawn from the last window while the
 // next one (3x the visible span, debounced) is on its way, so panning never waits.
-import { fmtInt, h, note } from '../util.js';
+import { fmtInt, h, note, pageStyle } from '../util.js';
 import { TraceClient } from './_trace_data.js';
 import { drawFrame, readTheme, scaleOf } from './_trace_draw.js';
 import { AXIS_H, GUTTER, ROW_H, buildLayout, trackKey } from './_trace_layout.js';
@@ -18,10 +18,7 @@ const WHEEL_KEY = 'stepscope.trace_viewer.wheel';
 const FETCH_DELAY_MS = 60;
 const MATCH_MIN_PX = 24; // a search match is zoomed to at least this width
 
-function ensureStyles() {
-  if (document.querySelector('link[data-page-style="trace_viewer"]')) return;
-  document.head.append(h('link', { rel: 'stylesheet', href: 'static/pages/trace_viewer.css', dataset: { pageStyle: 'trace_viewer' } }));
-}
+const ensureStyles = () => pageStyle('trace_viewer', 'trace_viewer.css');
 
 /**
  * @typedef {object} TraceElements the page's elements the view draws into
@@ -450,7 +447,7 @@ function fitHeight(scroller, drawer) {
 }
 
 export async function render(root, data, ctx) {
-  ensureStyles();
+  await ensureStyles();
   if (!data.events) {
     root.append(note('This trace has no events.', 'warn'));
     return;
