@@ -39,7 +39,7 @@ _UNSIGNED = (
 )
 _SIGNED = (("i1", 1, -0x80, 0x7F), ("i2", 2, -0x8000, 0x7FFF), ("i4", 4, -(1 << 31), (1 << 31) - 1))
 _BY_SIZE = sorted(_UNSIGNED + _SIGNED, key=lambda kind: kind[1])  # unsigned first at a size
-_STORED = {
+DTYPES = {  # the stored arrays' codes, NumPy types (wire.py reads them too)
     "i1": np.int8,
     "u1": np.uint8,
     "i2": np.int16,
@@ -49,7 +49,7 @@ _STORED = {
     "f4": np.float32,
     "f8": np.float64,
 }
-_PLAIN_SIZE = {"i1": 1, "u1": 1, "i2": 2, "u2": 2, "i4": 4, "u4": 4, "f4": 4, "f8": 8}
+_PLAIN_SIZE = {code: np.dtype(kind).itemsize for code, kind in DTYPES.items()}
 
 
 def form_of(params: Any) -> str:
@@ -177,7 +177,7 @@ def write(out: bytearray, offset: int, code: str, values: np.ndarray, base: int 
         np.copyto(low, shifted, casting="unsafe")  # modulo 2**16
         np.right_shift(shifted, 16, out=high, casting="unsafe")
         return
-    place = np.frombuffer(out, np.dtype(_STORED[code]).newbyteorder("<"), count=n, offset=offset)
+    place = np.frombuffer(out, np.dtype(DTYPES[code]).newbyteorder("<"), count=n, offset=offset)
     if base:
         np.subtract(values, base, out=place, casting="unsafe")
     else:

@@ -29,16 +29,7 @@ from stepscope.tools.trace_viewer import compact
 
 MAGIC = b"STV1"
 CONTENT_TYPE = "application/x-stepscope-trace"
-_DTYPES = {
-    "i1": np.int8,
-    "u1": np.uint8,
-    "i2": np.int16,
-    "u2": np.uint16,
-    "i4": np.int32,
-    "u4": np.uint32,
-    "f4": np.float32,
-    "f8": np.float64,
-}
+_DTYPES = compact.DTYPES
 
 
 def _pad8(n: int) -> int:
