@@ -1,5 +1,6 @@
 """The input pipeline page shows the DataLoader worker processes captured into the profile
-(issue #26): the loader's sentence and a row per worker, every figure the tool's."""
+(issue #26): the loader's sentence and a row per worker, every figure the tool's; and the
+Python iterators a loop without a DataLoader waits on (decision 343)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from stepscope.serve.state import ServerState
 from tests.pod.builders import write_run
 from tests.support.a11y import grave_violations
 from tests.support.browser import CHROMIUM, check_fields, goto, open_page, tool_json, wait_rendered
+from tests.support.fetch_loop import FETCH, Piece, fetch_loop_builder
 from tests.support.loader import loader_space, plain_loader_space
 
 if not CHROMIUM.exists():
@@ -80,6 +82,30 @@ def test_a_plain_loaders_workers_show_the_verdict_functions_and_no_step_side(
         assert functions.count() == len(loader["functions"]) > 0
         assert loader["functions"][0]["function"] in functions.nth(0).inner_text()
         assert check_fields(page, data) > 0
+        assert grave_violations(page) == []
+        context.close()
+        rec.check()
+    finally:
+        server.stop()
+
+
+def test_the_python_iterator_the_loop_waits_on_is_listed(browser: Any, tmp_path: Path) -> None:
+    """A loop fed by a plain generator: the page lists the iterator, its time per step and
+    share, as the tool does (the tool named it, the page showed only its advice)."""
+    run = write_run(tmp_path / "logs", [fetch_loop_builder(Piece(FETCH, 6, 6, "2"))])
+    state = ServerState(tmp_path / "logs", cache_dir=tmp_path / "cache")
+    server = start_server(state.logdir, state=state)
+    try:
+        context, page, rec = open_page(browser, server.url)
+        goto(page, server.url, "input_pipeline_analyzer", run.name)
+        wait_rendered(page, "input_pipeline_analyzer")
+        data = tool_json(server, "input_pipeline_analyzer", run.name, "")
+        [row] = data["python_iterators"]
+        shown = page.locator('[data-table="python_iterators"] tbody tr')
+        assert shown.count() == 1
+        text = shown.nth(0).inner_text()
+        assert row["function"] == "batches (data.py)" and row["function"] in text
+        assert f"{row['percent']:.1f}%" in text
         assert grave_violations(page) == []
         context.close()
         rec.check()

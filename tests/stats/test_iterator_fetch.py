@@ -4,7 +4,6 @@ for its next item; the trace times the gap it sits in. Synthetic profiles built 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from stepscope.model import Profile, open_run
@@ -17,58 +16,11 @@ from stepscope.tools.registry import get_tool
 from stepscope.xspace.builder import XSpaceBuilder
 from stepscope.xspace.io import write_xspace
 from tests.support.analysis import MS, build
-
-STEPS = 10
-LOOP = "<module> (train.py:50);main (train.py:40)"
-TRAIN = f"{LOOP};train_step (train.py:20);forward (model.py:8)"
-FETCH = f"{LOOP};batches (data.py:12);decode (data.py:30)"
-METRICS = f"{LOOP};update_metrics (train.py:31)"
-
-
-@dataclass
-class Piece:
-    """Per step, after 4 ms of a traced model op: ``ms`` untraced ms the sampler saw as
-    ``stack`` (``samples`` samples), ``fetch``: the ``next_frames`` stat ('' for none)."""
-
-    stack: str
-    ms: int
-    samples: int
-    fetch: str = ""
+from tests.support.fetch_loop import FETCH, LOOP, METRICS, STEPS, TRAIN, Piece, fetch_loop_builder
 
 
 def _loop(*pieces: Piece, model_stack: str = TRAIN) -> Profile:
-    return build(_loop_builder(*pieces, model_stack=model_stack))
-
-
-def _loop_builder(
-    *pieces: Piece, model_stack: str = TRAIN, fetch_steps: int = STEPS
-) -> XSpaceBuilder:
-    """Marked 10 ms steps: the model op (4 ms, the sampler in ``model_stack``), then the
-    pieces' untraced time one after the other: the fetch of the next batch ends the step, as
-    in a loop whose steps are inferred from the model's work. Pieces with ``fetch`` are
-    seen in the first ``fetch_steps`` steps only (the others' samples see update_metrics)."""
-    builder = XSpaceBuilder("py")
-    host = builder.plane("/host:CPU")
-    main = host.line(7, "MainThread")
-    samples = host.line((1 << 48) + 7, "Python samples", "Python samples: MainThread")
-    samples.display_id = 7
-    for k in range(STEPS):
-        t = k * 10 * MS
-        main.event("train", t, 10 * MS, {"step_num": k, "_r": 1})
-        main.event("aten::mm", t, 4 * MS)
-        if model_stack:  # else the sampler never saw the model's op
-            stats = {"stack": model_stack, "samples": 4}
-            samples.event(model_stack.rsplit(";", 1)[-1], t, 4 * MS, stats)
-        at = t + 4 * MS
-        for p in pieces:
-            if p.fetch and k >= fetch_steps:
-                p = Piece(METRICS, p.ms, p.samples)
-            stats: dict[str, object] = {"stack": p.stack, "samples": p.samples}
-            if p.fetch:
-                stats["next_frames"] = p.fetch
-            samples.event(p.stack.rsplit(";", 1)[-1], at, p.ms * MS, stats)
-            at += p.ms * MS
-    return builder
+    return build(fetch_loop_builder(*pieces, model_stack=model_stack))
 
 
 def _limits(profile: Profile) -> tuple[dict[str, float], str]:
@@ -150,14 +102,14 @@ def test_a_fetch_beside_other_samples_counts_its_share() -> None:
     """The same gap holds the fetch in some steps and other Python in others (kept steps 1-5
     and 6-8): the fetch's share of the samples there (30 of 48) of its 6 ms, in every step
     (one share per place, not a guess per step from one or two samples)."""
-    profile = build(_loop_builder(Piece(FETCH, 6, 6, "2"), fetch_steps=STEPS // 2 + 1))
+    profile = build(fetch_loop_builder(Piece(FETCH, 6, 6, "2"), fetch_steps=STEPS // 2 + 1))
     db = build_step_db(profile)
     assert db.fetched.ns.tolist() == [3_750_000] * (STEPS - 2)
 
 
 def test_too_few_samples_move_nothing() -> None:
     """4 samples saw the fetch (fewer than MIN_SAMPLES): no time moved, none named."""
-    db = build_step_db(build(_loop_builder(Piece(FETCH, 6, 1, "2"), fetch_steps=5)))
+    db = build_step_db(build(fetch_loop_builder(Piece(FETCH, 6, 1, "2"), fetch_steps=5)))
     assert db.fetched.samples.tolist() == [4]  # steps 1-4 (step 0 is dropped)
     assert not db.fetched.counted and db.fetched.ns.sum() == 0
     assert not db.limit_ns()["input"].any()
@@ -166,7 +118,7 @@ def test_too_few_samples_move_nothing() -> None:
 
 def test_input_pipeline_analyzer_names_the_iterator(tmp_path: Path) -> None:
     run_dir = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
-    write_xspace(_loop_builder(Piece(FETCH, 6, 6, "2")).build(), run_dir / "py.xplane.pb")
+    write_xspace(fetch_loop_builder(Piece(FETCH, 6, 6, "2")).build(), run_dir / "py.xplane.pb")
     run = open_run(str(run_dir))
     ctx = ToolContext(run, run.host_names[0], ProfileStore(use_cache=False), {})
     found = output.to_json(get_tool("input_pipeline_analyzer").build(ctx))
@@ -246,7 +198,7 @@ def test_a_fetch_staged_before_the_first_model_op_is_named_not_counted_twice() -
 def test_one_fetch_sample_inside_a_model_op_is_no_verdict() -> None:
     """The framework's clock and the sampler's differ by a fraction of a millisecond: a
     fetch sample that lands inside the model's op once does not make the fetch the model."""
-    builder = _loop_builder(Piece(FETCH, 6, 6, "2"), model_stack="")
+    builder = fetch_loop_builder(Piece(FETCH, 6, 6, "2"), model_stack="")
     samples = builder.plane("/host:CPU").line((1 << 48) + 7, "Python samples")
     stats = {"stack": FETCH, "samples": 1, "next_frames": "2"}
     samples.event("decode (data.py:30)", 30 * MS + MS, MS // 2, stats)  # in step 3's op

@@ -178,10 +178,29 @@ function loaderWorkers(data) {
   return card('DataLoader worker processes', ...loaders.map(loaderBlock));
 }
 
+// The Python iterators (generators, `__next__`, `map`...) the loop got its batches from, as
+// the stack sampler saw it: the input time of a loop with no DataLoader or tf.data to name.
+function pythonIterators(data) {
+  const rows = data.python_iterators || [];
+  if (!rows.length) return null;
+  const columns = [
+    { key: 'function', label: 'Iterator', pin: true, wide: true, mono: true },
+    { key: 'ms_per_step', label: 'Per step', numeric: true, format: fmtMs },
+    { key: 'percent', label: 'Of the step time', numeric: true, format: (v) => fmtPct(v) },
+    { key: 'samples', label: 'Samples', numeric: true, format: fmtInt },
+    { key: 'stack', label: 'Stack (outermost first)', mono: true },
+  ];
+  return card('Python iterators the loop gets its batches from',
+    h('p', {}, 'The stack sampler saw the training loop waiting here for its next batch; the trace times those waits.'),
+    dataTable({ columns, rows, name: 'python_iterators', caption: 'Python iterators the loop waits on' }));
+}
+
 export async function render(root, data) {
   root.append(summary(data), deviceSide(data), hostSide(data), inputOps(data));
   const w = loaderWorkers(data);
   if (w) root.append(w);
+  const it = pythonIterators(data);
+  if (it) root.append(it);
   const p = pipelines(data);
   if (p) root.append(p);
 }

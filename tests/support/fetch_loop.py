@@ -1,0 +1,57 @@
+"""A synthetic training loop whose Python stack samples see it getting its batch from a
+Python generator (decision 343's ``next_frames``), for the stats and page tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stepscope.xspace.builder import XSpaceBuilder
+from tests.support.analysis import MS
+
+STEPS = 10
+LOOP = "<module> (train.py:50);main (train.py:40)"
+TRAIN = f"{LOOP};train_step (train.py:20);forward (model.py:8)"
+FETCH = f"{LOOP};batches (data.py:12);decode (data.py:30)"
+METRICS = f"{LOOP};update_metrics (train.py:31)"
+
+
+@dataclass
+class Piece:
+    """Per step, after 4 ms of a traced model op: ``ms`` untraced ms the sampler saw as
+    ``stack`` (``samples`` samples), ``fetch``: the ``next_frames`` stat ('' for none)."""
+
+    stack: str
+    ms: int
+    samples: int
+    fetch: str = ""
+
+
+def fetch_loop_builder(
+    *pieces: Piece, model_stack: str = TRAIN, fetch_steps: int = STEPS
+) -> XSpaceBuilder:
+    """Marked 10 ms steps: the model op (4 ms, the sampler in ``model_stack``), then the
+    pieces' untraced time one after the other: the fetch of the next batch ends the step, as
+    in a loop whose steps are inferred from the model's work. Pieces with ``fetch`` are
+    seen in the first ``fetch_steps`` steps only (the others' samples see update_metrics)."""
+    builder = XSpaceBuilder("py")
+    host = builder.plane("/host:CPU")
+    main = host.line(7, "MainThread")
+    samples = host.line((1 << 48) + 7, "Python samples", "Python samples: MainThread")
+    samples.display_id = 7
+    for k in range(STEPS):
+        t = k * 10 * MS
+        main.event("train", t, 10 * MS, {"step_num": k, "_r": 1})
+        main.event("aten::mm", t, 4 * MS)
+        if model_stack:  # else the sampler never saw the model's op
+            stats = {"stack": model_stack, "samples": 4}
+            samples.event(model_stack.rsplit(";", 1)[-1], t, 4 * MS, stats)
+        at = t + 4 * MS
+        for p in pieces:
+            if p.fetch and k >= fetch_steps:
+                p = Piece(METRICS, p.ms, p.samples)
+            stats: dict[str, object] = {"stack": p.stack, "samples": p.samples}
+            if p.fetch:
+                stats["next_frames"] = p.fetch
+            samples.event(p.stack.rsplit(";", 1)[-1], at, p.ms * MS, stats)
+            at += p.ms * MS
+    return builder
