@@ -236,3 +236,30 @@ def test_sampled_python_that_explains_too_little_is_not_named() -> None:
     [late] = pod.stragglers
     assert late.python == ""
     assert "Python sampled" not in late.explanation and "Python sampled" not in held_by(pod)
+
+
+def test_a_straggler_waiting_on_its_python_iterator_is_said_to_wait_on_input() -> None:
+    """Rank 1's loop gets each batch from a slow Python generator (a user's gloo job: 30 ms a
+    batch in `batches`): the sampler marks the loop entering it for its next item, so the
+    explanation says the rank waits on its input, not only which function it sampled."""
+    builders = _untraced_job()
+    cpu = builders[1].plane("/host:CPU")
+    samples = cpu.line((1 << 48) + 1, "Python samples", "Python samples: MainThread")
+    samples.display_id = 1
+    step_fn = "<module> (train.py:40);worker (train.py:20);step_fn (train.py:30)"
+    fetch = "<module> (train.py:40);worker (train.py:20);batches (train.py:14)"
+    for s in range(12):
+        t = s * 20 * MS
+        samples.event("step_fn (train.py:30)", t + MS, 4 * MS, {"stack": step_fn, "samples": 1})
+        samples.event(
+            "batches (train.py:14)",
+            t + 5 * MS,
+            6 * MS,
+            {"stack": fetch, "samples": 3, "next_frames": "2"},
+        )
+    [late] = _pod(builders).stragglers
+    assert "batches (train.py) " in late.python
+    assert late.explanation.endswith(
+        "batches (train.py) is the iterator its loop gets each batch from: this rank waits on "
+        "its input."
+    )

@@ -209,6 +209,15 @@ def _named(pod: PodLateness, ranks: Sequence[Rank]) -> PodLateness:
             out.append(s)
             continue
         text = s.explanation.removesuffix(".") + f". Python sampled on {s.host}: {named}."
+        fetched = rank.steps.fetched
+        if fetched.counted and fetched.function[0] in {python.function[k] for k in lead}:
+            # A function named is the Python iterator the loop gets its batches from
+            # (decision 343): the rank's lateness is its input, though XProf's categories
+            # keep that untraced time in "All Others".
+            text += (
+                f" {fetched.function[0]} is the iterator its loop gets each batch from: "
+                "this rank waits on its input."
+            )
         out.append(replace(s, python=named, explanation=text))
     return replace(pod, stragglers=tuple(out))
 
