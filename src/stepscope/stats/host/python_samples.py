@@ -13,7 +13,7 @@ from dataclasses import field
 import numpy as np
 
 from stepscope.distinct import distinct, distinct_inverse
-from stepscope.model import Profile
+from stepscope.model import Profile, StringTable
 from stepscope.records import record
 from stepscope.stats.intervals import intersect_sets, merge, overlap_with
 
@@ -235,6 +235,65 @@ def function_key(frame: str) -> str:
     return frame
 
 
+class FunctionTally:
+    """Each function's samples over distinct stacks: a function counts once per sample, even
+    when recursive; ``depth`` is its deepest place, ``seen_in`` the stacks holding it,
+    ``paths`` its call paths (outermost first, up to it) with their samples."""
+
+    def __init__(self) -> None:
+        self.count: dict[str, int] = {}
+        self.weighted: dict[str, float] = {}
+        self.depth: dict[str, int] = {}
+        self.seen_in: dict[str, list[int]] = {}
+        self.paths: dict[str, dict[str, int]] = {}
+
+    def add(self, sid: int, stack: str, count: int, weight: float = 0.0) -> None:
+        frames = stack.split(";") if sid >= 0 else []
+        done: set[str] = set()
+        for d, frame in enumerate(frames):
+            key = function_key(frame)
+            if key in done:  # recursion: once per sample
+                continue
+            done.add(key)
+            self.count[key] = self.count.get(key, 0) + count
+            self.weighted[key] = self.weighted.get(key, 0.0) + weight
+            self.depth[key] = max(self.depth.get(key, 0), d)
+            self.seen_in.setdefault(key, []).append(sid)
+            by_path = self.paths.setdefault(key, {})
+            path = ";".join([*frames[:d], key])
+            by_path[path] = by_path.get(path, 0) + count
+
+    def distinct(self) -> list[str]:
+        """Of functions seen in exactly the same samples (a caller and its only callee), the
+        callee: one function per set of samples, in first-seen order."""
+        groups: dict[tuple[int, ...], str] = {}
+        for key in self.count:
+            sig = tuple(sorted(self.seen_in[key]))
+            if sig not in groups or self.depth[key] > self.depth[groups[sig]]:
+                groups[sig] = key
+        return list(groups.values())
+
+    def deepest(self, keys: list[str]) -> str:
+        return max(keys, key=lambda k: self.depth[k])
+
+    def common_path(self, key: str) -> str:
+        """The function's most sampled call path."""
+        return max(self.paths[key].items(), key=lambda kv: kv[1])[0]
+
+
+def tally_stacks(
+    strings: StringTable,
+    ids: list[int],
+    counts: list[int],
+    weights: list[float] | None = None,
+) -> FunctionTally:
+    """The functions of distinct stacks (string ids, -1 for none) seen ``counts`` times."""
+    tally = FunctionTally()
+    for i, (sid, c) in enumerate(zip(ids, counts, strict=True)):
+        tally.add(sid, strings[sid] if sid >= 0 else "", c, weights[i] if weights else 0.0)
+    return tally
+
+
 def wilson(n: np.ndarray, total: float) -> tuple[np.ndarray, np.ndarray]:
     """95% Wilson score interval of the proportions ``n / total``."""
     if total <= 0:
@@ -307,41 +366,18 @@ def functions_in_steps(
     counts = np.bincount(inverse, minlength=len(stacks))
     stack_weight = np.bincount(inverse, weights=weight, minlength=len(stacks))
     total_weight = float(stack_weight.sum()) or 1.0
-    strings = profile.strings
-    weighted: dict[str, float] = {}
-    count: dict[str, int] = {}
-    depth: dict[str, int] = {}
-    seen_in: dict[str, list[int]] = {}
-    paths: dict[str, dict[str, int]] = {}
-    for sid, c, w in zip(stacks.tolist(), counts.tolist(), stack_weight.tolist(), strict=True):
-        frames = strings[sid].split(";") if sid >= 0 else []
-        done = set()
-        for d, frame in enumerate(frames):
-            key = function_key(frame)
-            if key in done:  # recursion: once per sample
-                continue
-            done.add(key)
-            count[key] = count.get(key, 0) + c
-            weighted[key] = weighted.get(key, 0.0) + w
-            depth[key] = max(depth.get(key, 0), d)
-            seen_in.setdefault(key, []).append(sid)
-            path = ";".join([*frames[:d], key])
-            by_path = paths.setdefault(key, {})
-            by_path[path] = by_path.get(path, 0) + c
+    tally = tally_stacks(profile.strings, stacks.tolist(), counts.tolist(), stack_weight.tolist())
+    count, seen_in = tally.count, tally.seen_in
     # the loop's own frames (on every sample) say nothing; of functions seen in exactly the
     # same samples (a caller and its only callee), the callee
-    groups: dict[tuple[int, ...], str] = {}
-    for key in count:
-        sig = tuple(sorted(seen_in[key]))
-        if sig not in groups or depth[key] > depth[groups[sig]]:
-            groups[sig] = key
-    kept = [k for k in groups.values() if count[k] < total]
+    distinct_keys = tally.distinct()
+    kept = [k for k in distinct_keys if count[k] < total]
     if not kept:  # every sample in one call chain: its deepest function
-        kept = [max(groups.values(), key=lambda k: depth[k])]
+        kept = [tally.deepest(distinct_keys)]
     groups = {tuple(sorted(seen_in[k])): k for k in kept}
     keys = list(groups.values())
     n = np.array([count[k] for k in keys], dtype=np.int64)
-    share = np.array([weighted[k] / total_weight for k in keys], dtype=np.float64)
+    share = np.array([tally.weighted[k] / total_weight for k in keys], dtype=np.float64)
     ns = np.round(share * float((span_end - span_start).sum())).astype(np.int64)
     traced = np.zeros(len(keys), dtype=bool)
     for i, measured in enumerate(_traced_ns(profile, step_lines, keys, span_start, span_end)):
@@ -358,7 +394,7 @@ def functions_in_steps(
     order = np.argsort(-ns, kind="stable")
     return PythonTime(
         tuple(keys[i] for i in order.tolist()),
-        tuple(max(paths[keys[i]].items(), key=lambda kv: kv[1])[0] for i in order.tolist()),
+        tuple(tally.common_path(keys[i]) for i in order.tolist()),
         ns[order],
         n[order],
         total,

@@ -20,7 +20,7 @@ from stepscope.distinct import distinct_inverse
 from stepscope.fields import out
 from stepscope.model import Profile
 from stepscope.records import record
-from stepscope.stats.host.python_samples import function_key, sample_points, sampled_thread_line
+from stepscope.stats.host.python_samples import sample_points, sampled_thread_line, tally_stacks
 from stepscope.vocab.pytorch import DATALOADER_WORKER_FILES
 
 TOP = 5  # functions listed per loader
@@ -71,36 +71,15 @@ def worker_functions(
     total = int(counts.sum())
     if not total:
         return (), 0
-    count: dict[str, int] = {}
-    depth: dict[str, int] = {}
-    seen_in: dict[str, list[int]] = {}
-    paths: dict[str, dict[str, int]] = {}
-    strings = profile.strings
-    for sid, c in zip(ids.tolist(), counts.tolist(), strict=True):
-        frames = strings[sid].split(";") if sid >= 0 else []
-        done: set[str] = set()
-        for d, frame in enumerate(frames):
-            key = function_key(frame)
-            if key in done:  # recursion: once per sample
-                continue
-            done.add(key)
-            count[key] = count.get(key, 0) + c
-            depth[key] = max(depth.get(key, 0), d)
-            seen_in.setdefault(key, []).append(sid)
-            by_path = paths.setdefault(key, {})
-            path = ";".join([*frames[:d], key])
-            by_path[path] = by_path.get(path, 0) + c
-    groups: dict[tuple[int, ...], str] = {}
-    for key in count:
-        sig = tuple(sorted(seen_in[key]))
-        if sig not in groups or depth[key] > depth[groups[sig]]:
-            groups[sig] = key
+    tally = tally_stacks(profile.strings, ids.tolist(), counts.tolist())
+    count = tally.count
+    groups = tally.distinct()
     # the functions on every sample are one group, named by its deepest: the dataset's
     # __getitem__ when every sample is in it (kept: its own lines' time shows there), torch's
     # worker loop or fetch when the samples split between __getitem__ and collate (dropped)
-    kept = [k for k in groups.values() if count[k] < total or not _machinery(k)]
+    kept = [k for k in groups if count[k] < total or not _machinery(k)]
     if not kept:
-        kept = [max(groups.values(), key=lambda k: depth[k])]
+        kept = [tally.deepest(groups)]
     kept.sort(key=lambda k: (-count[k], k))
     rows = tuple(
         WorkerFunction(
@@ -108,7 +87,7 @@ def worker_functions(
             round(100.0 * count[k] / total, 3),
             round(ms_per_batch * count[k] / total, 6),
             count[k],
-            max(paths[k].items(), key=lambda kv: kv[1])[0],
+            tally.common_path(k),
         )
         for k in kept[:TOP]
     )
