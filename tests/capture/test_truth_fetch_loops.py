@@ -114,12 +114,18 @@ def tensors(gen):
     for x, y in gen:
         yield torch.from_numpy(x), torch.from_numpy(y)
 
+WIDE = torch.ones((2048, 128))
+
 def train_gen(data):  # a generator that IS the training loop: never input
     k = 0
     while True:
         x, y = data[k % len(data)]
         k += 1
         train(x, y)
+        # enough model work that samples land in it every run: the guard needs 2 of them
+        # (a quiet CI machine saw 0-1 inside the small model's ops and named train_gen)
+        with torch.no_grad():
+            model(WIDE)
         np.linalg.svd(np.ones((160, 160)) + k)  # host work inside the step
         yield 0.0
 
