@@ -4,6 +4,8 @@ Python iterators a loop without a DataLoader waits on (decision 343)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ import pytest
 
 from stepscope.serve.app import start_server
 from stepscope.serve.state import ServerState
+from stepscope.xspace.builder import XSpaceBuilder
 from tests.pod.builders import write_run
 from tests.support.a11y import grave_violations
 from tests.support.browser import CHROMIUM, check_fields, goto, open_page, tool_json, wait_rendered
@@ -24,11 +27,10 @@ pytest.importorskip("playwright.sync_api", reason="pip install playwright")
 pytestmark = pytest.mark.browser
 
 
-def test_input_pipeline_page_shows_the_loader_workers(browser: Any, tmp_path: Path) -> None:
-    space = loader_space(
-        made_ms=[(0, 14, 15, 15), (0, 8, 9, 9), (15, 28, 30, 30), (10, 18, 20, 20)],
-        asks_ms=[(10, 16), (17, 18), (27, 31), (32, 33)],
-    )
+@contextmanager
+def _input_page(browser: Any, tmp_path: Path, space: XSpaceBuilder) -> Iterator[tuple[Any, Any]]:
+    """The input pipeline page of a run of ``space``, and the tool's JSON for it; the page's
+    accessibility and its requests are checked on the way out."""
     run = write_run(tmp_path / "logs", [space])
     state = ServerState(tmp_path / "logs", cache_dir=tmp_path / "cache")
     server = start_server(state.logdir, state=state)
@@ -36,7 +38,20 @@ def test_input_pipeline_page_shows_the_loader_workers(browser: Any, tmp_path: Pa
         context, page, rec = open_page(browser, server.url)
         goto(page, server.url, "input_pipeline_analyzer", run.name)
         wait_rendered(page, "input_pipeline_analyzer")
-        data = tool_json(server, "input_pipeline_analyzer", run.name, "")
+        yield page, tool_json(server, "input_pipeline_analyzer", run.name, "")
+        assert grave_violations(page) == []
+        context.close()
+        rec.check()
+    finally:
+        server.stop()
+
+
+def test_input_pipeline_page_shows_the_loader_workers(browser: Any, tmp_path: Path) -> None:
+    space = loader_space(
+        made_ms=[(0, 14, 15, 15), (0, 8, 9, 9), (15, 28, 30, 30), (10, 18, 20, 20)],
+        asks_ms=[(10, 16), (17, 18), (27, 31), (32, 33)],
+    )
+    with _input_page(browser, tmp_path, space) as (page, data):
         [loader] = data["loader_workers"]
         body = page.inner_text("body")
         assert "DataLoader worker processes" in body and loader["summary"] in body
@@ -44,11 +59,6 @@ def test_input_pipeline_page_shows_the_loader_workers(browser: Any, tmp_path: Pa
         assert rows.count() == 2
         assert "DataLoader worker 0 (pid 100)" in rows.nth(0).inner_text()
         assert check_fields(page, data) > 0  # every shown figure equals the tool's JSON
-        assert grave_violations(page) == []
-        context.close()
-        rec.check()
-    finally:
-        server.stop()
 
 
 def test_a_plain_loaders_workers_show_the_verdict_functions_and_no_step_side(
@@ -60,14 +70,7 @@ def test_a_plain_loaders_workers_show_the_verdict_functions_and_no_step_side(
     space = plain_loader_space(
         step_ms=100, wait_ms=60, busy_ms=98, cpu=(8, 5.5), cpu_ms=30, cpu_wait_ms=5
     )
-    run = write_run(tmp_path / "logs", [space])
-    state = ServerState(tmp_path / "logs", cache_dir=tmp_path / "cache")
-    server = start_server(state.logdir, state=state)
-    try:
-        context, page, rec = open_page(browser, server.url)
-        goto(page, server.url, "input_pipeline_analyzer", run.name)
-        wait_rendered(page, "input_pipeline_analyzer")
-        data = tool_json(server, "input_pipeline_analyzer", run.name, "")
+    with _input_page(browser, tmp_path, space) as (page, data):
         [loader] = data["loader_workers"]
         assert loader["verdict"] == "workers_busy"
         block = page.locator(".loader-workers")
@@ -82,32 +85,18 @@ def test_a_plain_loaders_workers_show_the_verdict_functions_and_no_step_side(
         assert functions.count() == len(loader["functions"]) > 0
         assert loader["functions"][0]["function"] in functions.nth(0).inner_text()
         assert check_fields(page, data) > 0
-        assert grave_violations(page) == []
-        context.close()
-        rec.check()
-    finally:
-        server.stop()
 
 
 def test_the_python_iterator_the_loop_waits_on_is_listed(browser: Any, tmp_path: Path) -> None:
     """A loop fed by a plain generator: the page lists the iterator, its time per step and
     share, as the tool does (the tool named it, the page showed only its advice)."""
-    run = write_run(tmp_path / "logs", [fetch_loop_builder(Piece(FETCH, 6, 6, "2"))])
-    state = ServerState(tmp_path / "logs", cache_dir=tmp_path / "cache")
-    server = start_server(state.logdir, state=state)
-    try:
-        context, page, rec = open_page(browser, server.url)
-        goto(page, server.url, "input_pipeline_analyzer", run.name)
-        wait_rendered(page, "input_pipeline_analyzer")
-        data = tool_json(server, "input_pipeline_analyzer", run.name, "")
+    with _input_page(browser, tmp_path, fetch_loop_builder(Piece(FETCH, 6, 6, "2"))) as (
+        page,
+        data,
+    ):
         [row] = data["python_iterators"]
         shown = page.locator('[data-table="python_iterators"] tbody tr')
         assert shown.count() == 1
         text = shown.nth(0).inner_text()
         assert row["function"] == "batches (data.py)" and row["function"] in text
         assert f"{row['percent']:.1f}%" in text
-        assert grave_violations(page) == []
-        context.close()
-        rec.check()
-    finally:
-        server.stop()

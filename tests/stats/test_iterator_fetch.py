@@ -16,7 +16,16 @@ from stepscope.tools.registry import get_tool
 from stepscope.xspace.builder import XSpaceBuilder
 from stepscope.xspace.io import write_xspace
 from tests.support.analysis import MS, build
-from tests.support.fetch_loop import FETCH, LOOP, METRICS, STEPS, TRAIN, Piece, fetch_loop_builder
+from tests.support.fetch_loop import (
+    FETCH,
+    LOOP,
+    METRICS,
+    STEPS,
+    TRAIN,
+    Piece,
+    fetch_loop_builder,
+    sampled_main,
+)
 
 
 def _loop(*pieces: Piece, model_stack: str = TRAIN) -> Profile:
@@ -176,11 +185,7 @@ def test_several_hosts_take_the_iterator_of_the_host_that_fetched_most() -> None
 def test_a_fetch_staged_before_the_first_model_op_is_named_not_counted_twice() -> None:
     """Marked steps that start with the fetch: the input limit counts it already (staged
     before the first model op); the iterator is named there, its time not added again."""
-    builder = XSpaceBuilder("py")
-    host = builder.plane("/host:CPU")
-    main = host.line(7, "MainThread")
-    samples = host.line((1 << 48) + 7, "Python samples", "Python samples: MainThread")
-    samples.display_id = 7
+    builder, main, samples = sampled_main()
     for k in range(STEPS):
         t = k * 10 * MS
         main.event("train", t, 10 * MS, {"step_num": k, "_r": 1})

@@ -4,6 +4,7 @@ Python generator (decision 343's ``next_frames``), for the stats and page tests.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS
@@ -26,6 +27,16 @@ class Piece:
     fetch: str = ""
 
 
+def sampled_main() -> tuple[XSpaceBuilder, Any, Any]:
+    """A host with the loop's thread and the stack sampler's line for it."""
+    builder = XSpaceBuilder("py")
+    host = builder.plane("/host:CPU")
+    main = host.line(7, "MainThread")
+    samples = host.line((1 << 48) + 7, "Python samples", "Python samples: MainThread")
+    samples.display_id = 7
+    return builder, main, samples
+
+
 def fetch_loop_builder(
     *pieces: Piece, model_stack: str = TRAIN, fetch_steps: int = STEPS
 ) -> XSpaceBuilder:
@@ -33,11 +44,7 @@ def fetch_loop_builder(
     pieces' untraced time one after the other: the fetch of the next batch ends the step, as
     in a loop whose steps are inferred from the model's work. Pieces with ``fetch`` are
     seen in the first ``fetch_steps`` steps only (the others' samples see update_metrics)."""
-    builder = XSpaceBuilder("py")
-    host = builder.plane("/host:CPU")
-    main = host.line(7, "MainThread")
-    samples = host.line((1 << 48) + 7, "Python samples", "Python samples: MainThread")
-    samples.display_id = 7
+    builder, main, samples = sampled_main()
     for k in range(STEPS):
         t = k * 10 * MS
         main.event("train", t, 10 * MS, {"step_num": k, "_r": 1})
