@@ -216,10 +216,11 @@ def test_untraced_work_of_a_straggler_names_its_sampled_python() -> None:
     )
 
 
-def test_sampled_python_that_explains_too_little_is_not_named() -> None:
-    """A rank sleeping in its loop's own function (on every sample: never named) is late by
-    70% of its step; the only function left, at 25%, explains nothing of it (a torchrun job
-    said "Python sampled on it: _engine_run_backward (graph.py) 17.5%"): nothing is named."""
+def test_a_straggler_sleeping_in_its_loops_own_code_is_named_by_the_line() -> None:
+    """A rank sleeping in its loop's own function (a builtin called from the loop body: on
+    every sample, so no callee to name) is late by 70% of its step. A torchrun job said
+    "Python sampled on it: _engine_run_backward (graph.py) 17.5%", then nothing (decision
+    396): the loop's line itself is named."""
     builders = _untraced_job()
     cpu = builders[1].plane("/host:CPU")
     samples = cpu.line((1 << 48) + 1, "Python samples", "Python samples: MainThread")
@@ -232,6 +233,27 @@ def test_sampled_python_that_explains_too_little_is_not_named() -> None:
         samples.event(
             "step_fn (train.py:30)", t + 15 * MS, 5 * MS, {"stack": step_fn, "samples": 1}
         )
+    pod = _pod(builders)
+    [late] = pod.stragglers
+    assert late.python.startswith(
+        "worker (train.py:20) (the loop's own line) 75.0% of the step time (30 of 40 samples"
+    )
+    assert f"Python sampled on r1: {late.python}." in late.explanation
+
+
+def test_sampled_python_that_explains_too_little_is_not_named() -> None:
+    """A rank late by 70% of its step whose samples spread over four functions, 25% each:
+    the first explains too little of the lateness to be named as its cause."""
+    builders = _untraced_job()
+    cpu = builders[1].plane("/host:CPU")
+    samples = cpu.line((1 << 48) + 1, "Python samples", "Python samples: MainThread")
+    samples.display_id = 1
+    loop = "<module> (train.py:40);worker (train.py:20)"
+    for s in range(12):
+        for k, name in enumerate(("load", "log", "step_fn", "save")):
+            frame = f"{name} (train.py:{50 + k})"
+            stats = {"stack": f"{loop};{frame}", "samples": 1}
+            samples.event(frame, s * 20 * MS + k * 5 * MS, 5 * MS, stats)
     pod = _pod(builders)
     [late] = pod.stragglers
     assert late.python == ""

@@ -199,8 +199,8 @@ def _named(pod: PodLateness, ranks: Sequence[Rank]) -> PodLateness:
         step_ns = int(rank.steps.dur_ns.sum())
         lead = python.leading(2)
         # Named only when the first function holds at least half the share of the step the
-        # reason does: a 30 ms sleep in the loop's own function (on every sample, so never
-        # named) left `_engine_run_backward` at 17.5%, which explains nothing of it.
+        # reason does: samples spread thin over many functions explain nothing of it. (A
+        # 30 ms sleep in the loop's own function is named by its line, decision 396.)
         late_share = s.reason_ns / max(len(s.steps), 1) / max(float(rank.steps.dur_ns.mean()), 1.0)
         if lead and float(python.ns[lead[0]]) / max(step_ns, 1) < 0.5 * late_share:
             lead = []

@@ -94,6 +94,8 @@ class PythonTime:
         """``featurize (prep.py) 64.0% of the step time (38 samples, 95% CI 52-75%)``, or
         ``... too few samples (n=3)`` below `MIN_SAMPLES`, or the traced time."""
         name = self.function[k]
+        if is_own_line(name):
+            name = f"{name} (the loop's own line)"
         if self.traced[k]:
             pct = 100.0 * float(self.ns[k]) / step_ns if step_ns else 0.0
             return f"{name} {pct:.1f}% of the step time (traced)"
@@ -263,6 +265,19 @@ class FunctionTally:
             path = ";".join([*frames[:d], key])
             by_path[path] = by_path.get(path, 0) + count
 
+    def add_key(
+        self, key: str, sid: int, count: int, weight: float, frames: list[str], depth: int
+    ) -> None:
+        """Counts ``count`` samples of stack ``sid`` for ``key`` as it stands (no
+        `function_key`): a line of a function, its place ``depth`` on ``frames``."""
+        self.count[key] = self.count.get(key, 0) + count
+        self.weighted[key] = self.weighted.get(key, 0.0) + weight
+        self.depth[key] = max(self.depth.get(key, 0), depth)
+        self.seen_in.setdefault(key, []).append(sid)
+        by_path = self.paths.setdefault(key, {})
+        path = ";".join([*frames[:depth], key])
+        by_path[path] = by_path.get(path, 0) + count
+
     def distinct(self) -> list[str]:
         """Of functions seen in exactly the same samples (a caller and its only callee), the
         callee: one function per set of samples, in first-seen order."""
@@ -367,6 +382,8 @@ def functions_in_steps(
     stack_weight = np.bincount(inverse, weights=weight, minlength=len(stacks))
     total_weight = float(stack_weight.sum()) or 1.0
     tally = tally_stacks(profile.strings, stacks.tolist(), counts.tolist(), stack_weight.tolist())
+    ids = stacks.tolist()
+    _name_own_lines(tally, ids, strings_of(profile, ids), counts, stack_weight, total)
     count, seen_in = tally.count, tally.seen_in
     # the loop's own frames (on every sample) say nothing; of functions seen in exactly the
     # same samples (a caller and its only callee), the callee
@@ -405,6 +422,40 @@ def functions_in_steps(
     )
 
 
+def strings_of(profile: Profile, ids: list[int]) -> list[str]:
+    return [profile.strings[i] if i >= 0 else "" for i in ids]
+
+
+def _name_own_lines(
+    tally: FunctionTally,
+    ids: list[int],
+    stacks: list[str],
+    counts: np.ndarray,
+    weights: np.ndarray,
+    total: int,
+) -> None:
+    """Adds the loop's own lines to ``tally``: samples whose deepest frame is the function on
+    every sample (the loop) stopped in its own code -- a builtin it calls (``time.sleep``, a
+    NumPy call), or its bytecode -- where no callee can be named. Left out with the loop's
+    frame, a 30 ms ``time.sleep`` in a DDP rank's loop body went unnamed and the rank's
+    backward, half its samples, read as the cause. Each such line is a key
+    ``func (file.py:37)``."""
+    always = [k for k, n in tally.count.items() if n == total]
+    if not always:
+        return
+    loop = max(always, key=lambda k: tally.depth[k])
+    for i, text in enumerate(stacks):
+        frames = text.split(";") if text else []
+        if frames and function_key(frames[-1]) == loop and frames[-1] != loop:
+            depth = len(frames) - 1
+            tally.add_key(frames[-1], ids[i], int(counts[i]), float(weights[i]), frames, depth)
+
+
+def is_own_line(key: str) -> bool:
+    """Whether a function key is a loop's own line (`_name_own_lines`), ``func (file.py:37)``."""
+    return function_key(key) != key
+
+
 def _traced_ns(
     profile: Profile,
     step_lines: tuple[int, ...],
@@ -416,7 +467,8 @@ def _traced_ns(
     threads (its Python tracer frames ``$file.py:12 func``, or a `stepscope.trace` span of
     its name), None when the trace has none."""
     wanted = {k: i for i, k in enumerate(keys)}
-    names = {k.rpartition(" (")[0]: i for i, k in enumerate(keys)}
+    # a loop's own line is never a traced span of its own
+    names = {k.rpartition(" (")[0]: i for i, k in enumerate(keys) if not is_own_line(k)}
     strings = profile.strings
     ids: dict[int, int] = {}
     for sid in distinct(profile.name[np.isin(profile.line, list(step_lines))]).tolist():
