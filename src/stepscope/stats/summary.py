@@ -20,6 +20,7 @@ from stepscope.records import record
 from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.host.untraced import Untraced
 from stepscope.stats.steps.breakdown import StepDb
+from stepscope.stats.steps.describe_hosts import describe_hosts
 from stepscope.stats.steps.fetch import Fetched
 from stepscope.stats.steps.limit_table import LimitTable
 from stepscope.stats.steps.limits import LIMIT_NAMES
@@ -129,7 +130,7 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
     found = [db for db in dbs.values() if db.n_steps]
     sources = sorted({db.source for db in dbs.values()})
     source = sources[0] if len(sources) == 1 else "+".join(sources)
-    description = "; ".join(dict.fromkeys(db.description for db in dbs.values()))
+    description = describe_hosts([db.description for db in dbs.values()])
     has_device = any(db.has_device for db in dbs.values())
     markers = sum(db.markers_found for db in dbs.values())
     dropped = sum(db.dropped_ill_formed + db.dropped_incomplete for db in dbs.values())
