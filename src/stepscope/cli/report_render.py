@@ -256,7 +256,11 @@ def render(
     if overview.steps:
         job = overview.job
         out += wrap(
-            ("Job step time (the slowest rank per step)" if job else "Step time")
+            (
+                f"Job step time ({job.pacing_host}'s, the slowest rank on average)"
+                if job
+                else "Step time"
+            )
             + f": avg {stats.avg_ms:.2f} ms, stddev {stats.stddev_ms:.2f}, "
             f"min {stats.min_ms:.2f}, max {stats.max_ms:.2f}",
             width,

@@ -155,7 +155,7 @@ class OverviewPage:
         "ms, %",
     )
     job: JobSteps | None = out(
-        "several hosts (ALL_HOSTS): the job's step time (per pod step, the slowest rank's: "
+        "several hosts (ALL_HOSTS): the job's step time (the pacing rank's, slowest on average: "
         "`step_time` above), the ranks' mean and spread, XProf's ALL_HOSTS figures beside "
         "them, and one row per rank (docs/jobs.md); `null` for one host",
         default=None,

@@ -85,7 +85,7 @@ function summary(data) {
   return card('Performance summary',
     boundBy(data.bound_by),
     h('div', { class: 'metric-row' },
-      metric(data.job ? 'Average job step time (slowest rank)' : 'Average step time', st.avg, 'step_time_ms.avg', fmtMs, true),
+      metric(data.job ? 'Average job step time (slowest rank on average)' : 'Average step time', st.avg, 'step_time_ms.avg', fmtMs, true),
       metric('Standard deviation', st.stddev, 'step_time_ms.stddev'),
       metric('Min', st.min, 'step_time_ms.min'),
       metric('Max', st.max, 'step_time_ms.max'),
@@ -178,14 +178,14 @@ function devicesCard(data) {
   }));
 }
 
-/** The job of several ranks: its step time (the slowest rank's), XProf's beside it, one row per rank. */
+/** The job of several ranks: its step time (the rank slowest on average), XProf's beside it, one row per rank. */
 function jobCard(data) {
   const job = data.job;
   if (!job) return null;
   const mean = job.rank_mean_step_time_ms || {};
   const xp = job.xprof_step_time_ms || {};
   const st = job.step_time_ms || {};
-  const facts = h('p', {}, 'Job step time (per step, the slowest rank\'s): ',
+  const facts = h('p', {}, `Job step time (${job.pacing_host}'s, the slowest rank on average): `,
     num(st.avg, fmtMs(st.avg), 'job.step_time_ms.avg'), '; ranks\' mean ',
     num(mean.avg, fmtMs(mean.avg), 'job.rank_mean_step_time_ms.avg'), ', spread (slowest - fastest) ',
     num(job.spread_ms, fmtMs(job.spread_ms), 'job.spread_ms'), ' per step. XProf ALL_HOSTS step time: ',
