@@ -74,3 +74,21 @@ def summary(
         hosts=("host0",),
         profile_steps=steps,
     )
+
+
+def with_warmup(s: RunSummary, *first_ms: float) -> RunSummary:
+    """``s`` whose first steps are warm-up steps of ``first_ms`` (their time compiling), as
+    `build_run_summary` marks them."""
+    from dataclasses import replace
+
+    from stepscope.stats.warmup import warmup_count
+
+    k = len(first_ms)
+    cats = {c: v.copy() for c, v in s.category_ns.items()}
+    for c in cats:
+        cats[c][:k] = 0
+    cats["compilation"][:k] = np.round(np.array(first_ms) * MS).astype(np.int64)
+    dur = sum(cats.values())
+    warmup = warmup_count(dur)
+    assert warmup == k, f"{first_ms} ms are no warm-up beside these steps"
+    return replace(s, step_dur_ns=dur, category_ns=cats, warmup_steps=warmup)

@@ -64,6 +64,8 @@ def test_api_compares_two_runs(wsgi_app: WsgiApp) -> None:
     # what bounds each side: ctl waits for its slow map, ctl_opt computes
     assert data["baseline"]["bound_by"].startswith("Bound by input: ")
     assert data["candidate"]["bound_by"].startswith("Bound by compute: ")
+    # neither run has a warm-up: every step is compared, as with steps=all
+    assert data["compared"] == "all" and data["baseline"]["warmup_steps"] == []
 
 
 def test_api_compares_two_hosts_of_one_run(wsgi_app: WsgiApp) -> None:
@@ -78,6 +80,7 @@ def test_api_compares_two_hosts_of_one_run(wsgi_app: WsgiApp) -> None:
         (f"base={BASE}", 400, "compare needs two runs: give cand"),
         (f"base={BASE}&cand=nope/x", 404, "nope/x"),
         (f"base={BASE}&cand={CAND}&cand_host=zz", 404, "has no host 'zz'"),
+        (f"base={BASE}&cand={CAND}&steps=warm", 400, "steps='warm': give 'all' or 'once_warm'"),
     ],
 )
 def test_api_errors_are_one_line(wsgi_app: WsgiApp, query: str, status: int, message: str) -> None:

@@ -56,9 +56,34 @@ def _mark(m: MetricChange) -> str:
     return "*" if m.significant else ""
 
 
+def warmup_text(s: RunSummary) -> str:
+    """``step 0 (8973.40 ms)``: the run's warm-up steps and their times."""
+    k = s.warmup_steps
+    nums = s.step_num[:k].tolist()
+    which = f"step {nums[0]}" if k == 1 else f"steps {nums[0]}-{nums[-1]}"
+    times = ", ".join(f"{ns / 1e6:.2f} ms" for ns in s.step_dur_ns[:k].tolist())
+    return f"{which} ({times})"
+
+
 def _side(s: RunSummary) -> str:
     hosts = s.host if s.host != "ALL_HOSTS" else f"all hosts: {', '.join(s.hosts)}"
-    return f"{s.run} ({hosts}; {s.n_steps} steps, {s.step_source})"
+    warm = f"; warm-up {warmup_text(s)}" if s.warmup_steps else ""
+    return f"{s.run} ({hosts}; {s.n_steps} steps, {s.step_source}{warm})"
+
+
+def compared(diff: RunDiff) -> str:
+    """Which steps the step figures compare, in words; "" when neither run has a warm-up."""
+    base, cand = diff.baseline, diff.candidate
+    if diff.once_warm:
+        return (
+            "Compared once warm: each run's steps after its warm-up (baseline "
+            f"{base.n_steps - base.warmup_steps} of {base.n_steps}, candidate "
+            f"{cand.n_steps - cand.warmup_steps} of {cand.n_steps}); the warm-up is its own "
+            "row, never tested. --all-steps compares every step."
+        )
+    if base.warmup_steps or cand.warmup_steps:
+        return "Compared over all steps, the warm-up included (--all-steps)."
+    return ""
 
 
 def _shown_metrics(diff: RunDiff) -> list[MetricChange]:
@@ -92,6 +117,7 @@ def render_text(diff: RunDiff, results: list[RuleResult], width: int = 100) -> s
         *wrap(_side(diff.candidate), width, first="candidate: ", rest=" " * 11),
         "",
         *wrap(diff.verdict, width, first="Verdict: ", rest="  "),
+        *(wrap(compared(diff), width, rest="  ") if compared(diff) else []),
         "",
     ]
     rows = [
@@ -159,6 +185,7 @@ def render_markdown(diff: RunDiff, results: list[RuleResult]) -> str:
         "",
         f"- baseline: {_md_code(_side(diff.baseline))}",
         f"- candidate: {_md_code(_side(diff.candidate))}",
+        *([f"- {_md_escape(compared(diff))}"] if compared(diff) else []),
         "",
         "| metric | baseline | candidate | change | 95% interval | significant |",
         "|---|---:|---:|---:|---:|:---:|",

@@ -1,5 +1,6 @@
-"""``GET /api/compare?base=&base_host=&cand=&cand_host=``: the diff of two runs (or two hosts
-of one run) for the Compare page, as `stepscope diff --json` gives it (without rules).
+"""``GET /api/compare?base=&base_host=&cand=&cand_host=[&steps=all]``: the diff of two runs
+(or two hosts of one run) for the Compare page, as `stepscope diff --json` gives it (without
+rules): after a warm-up, the steps once warm; ``steps=all`` compares every step.
 
 Hosts default to each run's default host (ALL_HOSTS when it has several). The summaries come
 from the shared per-(run, host) intermediates, so comparing runs already shown is quick.
@@ -30,7 +31,10 @@ def compare_handler(state: ServerState) -> Handler:
             host = check_host(run, query.get(f"{key}_host") or state.default_host(run))
             state.fingerprint(run, host)  # notices changed files (drops stale profiles)
             sides.append(state.analysis(run).summary(host))
-        diff = diff_runs(sides[0], sides[1])
+        steps = query.get("steps", "")
+        if steps not in ("", "all", "once_warm"):
+            raise BadRequestError(f"steps={steps!r}: give 'all' or 'once_warm' (the default)")
+        diff = diff_runs(sides[0], sides[1], once_warm=steps != "all")
         data = output.to_json(diff_output(diff))
         return json_response(data, headers={"Cache-Control": "no-cache"})
 

@@ -225,9 +225,11 @@ def _aggregate(
     )
 
 
-def _host_table(profile: Profile) -> OpTable:
+def _host_table(profile: Profile, from_ns: int | None = None) -> OpTable:
     # the profilers' own start/stop work is not the program's (`stats.own_work`)
     on_host = host_lines(profile)[profile.line] & ~profiler_work(profile)
+    if from_ns is not None:
+        on_host &= profile.start_ns >= from_ns
     events, framework = _host_op_events(profile, on_host)
     del on_host
     if not events.size:
@@ -288,12 +290,14 @@ def _table_of_keys(
     )
 
 
-def _device_table(profile: Profile) -> OpTable:
+def _device_table(profile: Profile, from_ns: int | None = None) -> OpTable:
     work_lines = device_work_lines(profile)
     if not work_lines.any():  # a host-only profile: no event types to wait for or compute
         return OpTable.empty("device")
     types = classify_events(profile)
     on_device = work_lines[profile.line] & (types != NOT_COUNTED)
+    if from_ns is not None:
+        on_device &= profile.start_ns >= from_ns
     events = np.flatnonzero(on_device)
     if not events.size:
         return OpTable.empty("device")
@@ -332,7 +336,7 @@ def _device_table(profile: Profile) -> OpTable:
     return _aggregate(profile, events, key, text, own, idle, known_flops)
 
 
-def _python_table(profile: Profile) -> OpTable:
+def _python_table(profile: Profile, from_ns: int | None = None) -> OpTable:
     """Rows of type "Python": time of the sampled threads that no host event covers, by the
     innermost Python function the stack sampler saw (`stepscope.stats.host.python_samples`)."""
     thread_of = sampled_thread_line(profile)
@@ -344,6 +348,10 @@ def _python_table(profile: Profile) -> OpTable:
         return OpTable.empty("host")
     span_lo = np.array([profile.start_ns[samples].min()], np.int64)
     span_hi = np.array([profile.end_ns[samples].max()], np.int64)
+    if from_ns is not None:
+        span_lo = np.maximum(span_lo, from_ns)
+        if span_lo[0] >= span_hi[0]:
+            return OpTable.empty("host")
     counted = np.flatnonzero(
         np.isin(profile.line, threads) & (classify_events(profile) != NOT_COUNTED)
     )
@@ -366,11 +374,12 @@ def _python_table(profile: Profile) -> OpTable:
     )
 
 
-def build_op_metrics(profile: Profile) -> OpMetrics:
+def build_op_metrics(profile: Profile, from_ns: int | None = None) -> OpMetrics:
     """Host and device op tables of one profile; the host's has the stack sampler's Python
-    functions (type "Python") after its ops, for the time no op covers."""
-    host = _host_table(profile)
-    python = _python_table(profile)
+    functions (type "Python") after its ops, for the time no op covers. With ``from_ns``, only
+    the events that start then or later (a diff's steps after a warm-up, decision 386)."""
+    host = _host_table(profile, from_ns)
+    python = _python_table(profile, from_ns)
     if len(python):
         host = OpTable.merge("host", [host, replace(python, idle_ns=0)])
-    return OpMetrics(host, _device_table(profile))
+    return OpMetrics(host, _device_table(profile, from_ns))

@@ -2,8 +2,10 @@
 and (with ``--fail-on``) a CI gate.
 
 BASELINE and CANDIDATE are run directories, profile files (XSpace or Kineto, any mix) or
-summaries saved by `stepscope summary`. Exit status: 0 when no rule fails, 1 when a
-``--fail-on`` rule fails (one line on stderr says which and by how much), 2 for bad input.
+summaries saved by `stepscope summary`. When a run's first steps are warm-up (a compile), the
+step figures and the gate are the steps after them; ``--all-steps`` compares every step.
+Exit status: 0 when no rule fails, 1 when a ``--fail-on`` rule fails (one line on stderr says
+which and by how much), 2 for bad input.
 """
 
 from __future__ import annotations
@@ -66,6 +68,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="write a Markdown summary, e.g. for a pull request comment (- : stdout)",
     )
     parser.add_argument(
+        "--all-steps",
+        action="store_true",
+        help="compare every step, the warm-up included (default: when a run's first steps "
+        "are warm-up, such as a compile, the steps after them; the warm-up is its own row)",
+    )
+    parser.add_argument(
         "--step-source", choices=("auto", *SOURCES), default="auto", help="where steps come from"
     )
     parser.add_argument("--no-cache", action="store_true", help="convert again, ignoring the cache")
@@ -98,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     cand = load_summary(
         args.candidate, args.candidate_host or args.host, args.step_source, use_cache
     )
-    diff = diff_runs(base, cand)
+    diff = diff_runs(base, cand, once_warm=not args.all_steps)
     results: list[RuleResult] = [evaluate(rule, diff) for rule in rules]
     failed = [r for r in results if r.failed]
     if args.json:

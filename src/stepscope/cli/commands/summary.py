@@ -49,8 +49,16 @@ def run(args: argparse.Namespace) -> int:
         tmpfiles.write_bytes(args.output, text.encode("utf-8"), user_output=True)
     except OSError as exc:
         raise StepscopeError(f"-o {args.output}: cannot write ({exc.strerror})") from None
+    warm = ","
+    if summary.warmup_steps:  # what `stepscope diff` will compare
+        from stepscope.cli.diff_render import warmup_text
+
+        warm = (
+            f"; warm-up: {warmup_text(summary)}, diff compares the "
+            f"{summary.n_steps - summary.warmup_steps} steps after it;"
+        )
     print(
-        f"wrote {args.output}: {summary.n_steps} steps of {summary.run} ({summary.host}), "
+        f"wrote {args.output}: {summary.n_steps} steps of {summary.run} ({summary.host}){warm} "
         f"{len(text) // 1024 + 1} KB",
         file=sys.stderr,
     )

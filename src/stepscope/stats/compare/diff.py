@@ -3,7 +3,10 @@ ops, kernels and input stages with their per-step deltas, memory peak, TensorCor
 a plain-language verdict naming what drove the change.
 
 Per-step figures divide a run's totals by its step count, so runs that profiled different
-numbers of steps compare fairly. Only metrics with per-step samples (step time, categories)
+numbers of steps compare fairly. When a run's first steps are warm-up (a compile:
+`stepscope.stats.warmup`), its step figures are those of the steps after them ("once warm",
+decision 386) and the warm-up's time is a metric of its own; ``once_warm=False`` compares every
+step. Only metrics with per-step samples (step time, categories)
 are tested for significance (`significance`); memory peak and TensorCore share are single
 figures of a run, compared as they are.
 """
@@ -95,6 +98,9 @@ class RunDiff:
     verdict: str
     driver: str | None  # the category that drove the step-time change
     driver_detail: str | None  # its stage / op, e.g. "Map stage -68.1 ms/step"
+    # the step figures are each run's steps after its warm-up (a warm-up was split in one run
+    # at least, and all steps were not asked for)
+    once_warm: bool = False
 
     def metric(self, name: str) -> MetricChange | None:
         return next((m for m in self.metrics if m.name == name), None)
@@ -144,11 +150,25 @@ def _tested_metrics(base: RunSummary, cand: RunSummary) -> list[MetricChange]:
     return out
 
 
+def _warmup_metric(base: RunSummary, cand: RunSummary) -> MetricChange:
+    """The warm-up steps' total time: one figure per run, never tested (one compile is one
+    sample). A run without a warm-up has 0 beside one with; neither: not shown."""
+    either = bool(base.warmup_steps or cand.warmup_steps)
+    return MetricChange(
+        "warmup.time",
+        "Warm-up (first steps, total)",
+        "ns",
+        float(base.warmup_ns) if either else None,
+        float(cand.warmup_ns) if either else None,
+    )
+
+
 def _single_metrics(base: RunSummary, cand: RunSummary) -> list[MetricChange]:
     def value(x: float | None) -> float | None:
         return None if x is None else float(x)
 
     return [
+        _warmup_metric(base, cand),
         MetricChange(
             "memory.peak",
             "Memory peak",
@@ -292,12 +312,16 @@ def _verdict(
     return text, category, detail
 
 
-def diff_runs(base: RunSummary, cand: RunSummary) -> RunDiff:
-    metrics = _tested_metrics(base, cand) + _single_metrics(base, cand)
-    tables = {
-        t: match_rows(base, cand, t) for t in ("host_ops", "device_ops", "kernels", "input_stages")
-    }
+def diff_runs(base: RunSummary, cand: RunSummary, once_warm: bool = True) -> RunDiff:
+    """The diff of two runs; with ``once_warm`` (the default) the step figures are each
+    run's steps after its warm-up, when one of them has a warm-up."""
+    warm = once_warm and bool(base.warmup_steps or cand.warmup_steps)
+    a, b = (base.once_warm(), cand.once_warm()) if warm else (base, cand)
+    metrics = _tested_metrics(a, b) + _single_metrics(base, cand)
+    tables = {t: match_rows(a, b, t) for t in ("host_ops", "device_ops", "kernels", "input_stages")}
     verdict, driver, detail = _verdict(metrics, tables)
+    if warm:
+        verdict = f"once warm, {verdict}"
     return RunDiff(
         base,
         cand,
@@ -309,4 +333,5 @@ def diff_runs(base: RunSummary, cand: RunSummary) -> RunDiff:
         verdict,
         driver,
         detail,
+        warm,
     )

@@ -39,6 +39,14 @@ class DiffSide:
     bound_by: str = out(
         'what bounds its steps: the overview\'s "Bound by" headline ("" from an older summary)'
     )
+    warmup_steps: list[int] = out(
+        "step numbers of its warm-up steps (the overview's `steady_state.warmup_steps`), left "
+        "out of the step figures when `compared` is `once_warm`; [] without a warm-up"
+    )
+    bound_by_once_warm: str = out(
+        "what bounds its steps after the warm-up (the overview's `steady_state.bound_by` "
+        'headline); "" without a warm-up'
+    )
 
 
 @record
@@ -85,6 +93,11 @@ class RuleOutcome:
 class DiffOutput:
     baseline: DiffSide = out("the baseline run")
     candidate: DiffSide = out("the candidate run")
+    compared: str = out(
+        "the steps the step-time and category metrics compare: `once_warm` (each run's steps "
+        "after its warm-up, when either run has one) or `all` (every step: no warm-up, or "
+        "`--all-steps`)"
+    )
     verdict: str = out("the change in words (see above)")
     driver: str | None = out("the category that drove the step-time change")
     driver_detail: str | None = out(
@@ -121,6 +134,8 @@ def _side(s: RunSummary) -> DiffSide:
         s.step_description,
         tuple(DiffStep(*step) for step in steps),
         s.bound_by,
+        s.step_num[: s.warmup_steps].tolist(),
+        s.bound_by_once_warm,
     )
 
 
@@ -172,6 +187,7 @@ def diff_output(
     return DiffOutput(
         _side(diff.baseline),
         _side(diff.candidate),
+        "once_warm" if diff.once_warm else "all",
         diff.verdict,
         diff.driver,
         diff.driver_detail,

@@ -2,7 +2,8 @@
 
     RULE   := METRIC OP CHANGE
     METRIC := step_time.median | step_time.mean | step_time.p90 | step_time.stddev
-              | category.<name> | memory.peak | tensor_core.share   (aliases: step_time, memory)
+              | category.<name> | warmup.time | memory.peak | tensor_core.share
+              (aliases: step_time, memory)
     OP     := > | >= | < | <=
     CHANGE := [+|-]NUMBER UNIT, UNIT one of
               %                 relative to the baseline
@@ -12,7 +13,8 @@
 
 A rule fails when the change satisfies it and, for metrics with per-step samples (step time,
 categories), the change is statistically significant (see `significance`): noise never fails
-a build. Memory peak and TensorCore share are one figure per run and compare as they are.
+a build. After a warm-up those metrics are the steps once warm (`diff_runs`). The warm-up's
+time, memory peak and TensorCore share are one figure per run and compare as they are.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ def parse_rule(text: str, metric_names: tuple[str, ...]) -> Rule:
 
 
 def _kind_of(metric: str) -> str:
-    if metric.startswith(("step_time.", "category.")):
+    if metric.startswith(("step_time.", "category.", "warmup.")):
         return "ns"
     return "bytes" if metric == "memory.peak" else "percent"
 
@@ -99,6 +101,7 @@ def metric_names() -> tuple[str, ...]:
     return (
         *(f"step_time.{s}" for s in STEP_STATISTICS),
         *(f"category.{c}" for c in CATEGORY_NAMES),
+        "warmup.time",
         "memory.peak",
         "tensor_core.share",
     )
@@ -130,9 +133,13 @@ def evaluate(rule: Rule, diff: RunDiff) -> RuleResult:
     m = diff.metric(rule.metric)
     if m is None or m.base is None or m.cand is None:
         side = "baseline" if m is None or m.base is None else "candidate"
-        why = "no steps" if _kind_of(rule.metric) == "ns" else "not measured in that run"
+        where = f"in the {side} "
+        if rule.metric.startswith("warmup."):
+            where, why = "", "neither run's first steps are warm-up"
+        else:
+            why = "no steps" if _kind_of(rule.metric) == "ns" else "not measured in that run"
         raise StepscopeError(
-            f"--fail-on {rule.text!r}: {rule.metric} is not available in the {side} ({why})"
+            f"--fail-on {rule.text!r}: {rule.metric} is not available {where}({why})"
         )
     if rule.relative and not m.base:
         raise StepscopeError(
@@ -142,6 +149,8 @@ def evaluate(rule: Rule, diff: RunDiff) -> RuleResult:
     value = (m.relative or 0.0) if rule.relative else (m.delta or 0.0)
     crossed = _holds(value, rule.op, rule.value)
     shown = _show(m, rule)
+    if diff.once_warm and m.tested:  # the steps after each run's warm-up
+        shown = f"once warm {shown}"
     if not crossed:
         return RuleResult(rule, False, f"ok   {rule.text}: {rule.metric} {shown}")
     if m.tested and not m.significant:

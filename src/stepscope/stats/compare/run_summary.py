@@ -10,7 +10,7 @@ input ops); it computes nothing those do not already say, it only keys rows by
 from __future__ import annotations
 
 import re
-from dataclasses import field
+from dataclasses import field, replace
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ from stepscope.stats.input.input_pipeline import input_ops, iterator_kind
 from stepscope.stats.memory import build_memory_profiles
 from stepscope.stats.op_metrics import OpTable
 from stepscope.stats.summary import StepSummary
+from stepscope.stats.warmup import steps_from, warmup_count
 
 FORMAT = "stepscope-summary"
 VERSION = 1
@@ -107,6 +108,17 @@ class NamedRows:
 
 
 @record
+class RowTables:
+    """A run's four row tables, here those of its steps after the warm-up: the events that
+    start with its first steady step or later."""
+
+    host_ops: NamedRows
+    device_ops: NamedRows
+    kernels: NamedRows
+    input_stages: NamedRows
+
+
+@record
 class RunSummary:
     """What `stepscope diff` compares, for one run (one host, or several matched)."""
 
@@ -133,10 +145,55 @@ class RunSummary:
     # what bounds the steps: the overview's headline (`stepscope.stats.bound`); "" in summary
     # files written before it
     bound_by: str = ""
+    # leading steps that are warm-up (`stepscope.stats.warmup`, as the overview's
+    # `steady_state`): a diff compares the steps after them (decision 386)
+    warmup_steps: int = 0
+    # what bounds the steps after the warm-up ("" without a warm-up)
+    bound_by_once_warm: str = ""
+    # the row tables of the steps after the warm-up (None: no warm-up, or an older summary
+    # file, whose rows stay the whole profile's)
+    rows_once_warm: RowTables | None = None
 
     @property
     def n_steps(self) -> int:
         return len(self.step_dur_ns)
+
+    @property
+    def warmup_ns(self) -> int:
+        """The warm-up steps' total time (0 without a warm-up)."""
+        return int(self.step_dur_ns[: self.warmup_steps].sum())
+
+    def once_warm(self) -> RunSummary:
+        """The steps after the warm-up: per-step samples cut, the steady headline; this
+        summary itself when no warm-up was split. The rows are those counted from the first
+        step after the warm-up, spread over the steps from it; without them (an older summary
+        file) the profile's, spread over all its steps."""
+        k = self.warmup_steps
+        if not k:
+            return self
+        rows: dict[str, object] = {}
+        if self.rows_once_warm is not None:
+            r = self.rows_once_warm
+            rows = {
+                "host_ops": r.host_ops,
+                "device_ops": r.device_ops,
+                "kernels": r.kernels,
+                "input_stages": r.input_stages,
+                "profile_steps": max(self.profile_steps, self.n_steps) - k,
+            }
+        return replace(
+            self,
+            **rows,  # type: ignore[arg-type]
+            step_num=self.step_num[k:],
+            step_names=self.step_names[k:],
+            step_start_ns=self.step_start_ns[k:],
+            step_dur_ns=self.step_dur_ns[k:],
+            category_ns={c: v[k:] for c, v in self.category_ns.items()},
+            bound_by=self.bound_by_once_warm,
+            warmup_steps=0,
+            bound_by_once_warm="",
+            rows_once_warm=None,
+        )
 
     def per_step_ns(self, total_ns: int) -> float:
         """A whole-profile total spread over its steps (the total when it has no steps)."""
@@ -161,6 +218,11 @@ class RunSummary:
             categories = {
                 c: np.array(steps["category_ns"].get(c, [0] * n), np.int64) for c in CATEGORY_NAMES
             }
+            dur_ns = np.array(steps["dur_ns"], np.int64)
+            # a summary written before decision 386: the same rule on its step times
+            warmup = int(steps.get("warmup_steps", warmup_count(dur_ns)))
+            if not 0 <= warmup < max(n, 1):
+                raise ValueError(f"warmup_steps {warmup} of {n} steps")
             return cls(
                 str(data["run"]),
                 str(data["host"]),
@@ -170,7 +232,7 @@ class RunSummary:
                 np.array(steps["step_num"], np.int64),
                 tuple(str(s) for s in steps["name"]),
                 np.array(steps["start_ns"], np.int64),
-                np.array(steps["dur_ns"], np.int64),
+                dur_ns,
                 categories,
                 NamedRows.from_json(data["host_ops"]),
                 NamedRows.from_json(data["device_ops"]),
@@ -181,12 +243,26 @@ class RunSummary:
                 tuple(str(h) for h in data.get("hosts", ())),
                 int(steps.get("profile_steps", n)),
                 str(data.get("bound_by", "")),
+                warmup,
+                str(data.get("bound_by_once_warm", "")),
+                _row_tables(data.get("once_warm")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise StepscopeError(
                 f"{source}: damaged stepscope summary ({type(exc).__name__}: {exc}); write it "
                 "again with `stepscope summary RUN -o FILE.json`"
             ) from None
+
+
+def _row_tables(data: Any) -> RowTables | None:
+    if data is None:
+        return None
+    return RowTables(
+        *(
+            NamedRows.from_json(data[t])
+            for t in ("host_ops", "device_ops", "kernels", "input_stages")
+        )
+    )
 
 
 def _optional_int(value: Any) -> int | None:
@@ -249,7 +325,17 @@ def build_run_summary(
     kernels: KernelDb | None,
     memory_peak_bytes: int | None,
     framework: str = "",
+    once_warm: tuple[OpTable, OpTable, KernelDb | None] | None = None,
 ) -> RunSummary:
+    """``once_warm``: the host ops, device ops and kernels counted from the first step after
+    the warm-up (`warmup_from`), when it has one."""
+    warmup = warmup_count(np.asarray(steps.dur_ns))
+    rows = None
+    if warmup and once_warm is not None:
+        hosts, devices, kerns = once_warm
+        rows = RowTables(
+            op_rows(hosts), op_rows(devices), kernel_rows(kerns), input_stage_rows(hosts)
+        )
     return RunSummary(
         run,
         host,
@@ -270,7 +356,16 @@ def build_run_summary(
         steps.hosts,
         steps.n_steps + steps.dropped,
         bound_by(steps).headline,
+        warmup,
+        bound_by(steps_from(steps, warmup)).headline if warmup else "",
+        rows,
     )
+
+
+def warmup_from(steps: StepSummary) -> int | None:
+    """The step number of the first step after the warm-up (None: no warm-up)."""
+    warmup = warmup_count(np.asarray(steps.dur_ns))
+    return int(steps.step_num[warmup]) if warmup else None
 
 
 def memory_peak_bytes(profile: Profile) -> int | None:

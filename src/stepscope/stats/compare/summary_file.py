@@ -26,6 +26,11 @@ class SummarySteps:
         "over them)"
     )
     category_ns: dict[str, list[int]] = out("per overview category: its time in each step", "ns")
+    warmup_steps: int = out(
+        "how many of the first steps are warm-up (the overview's `steady_state`); `stepscope "
+        "diff` compares the steps after them. Absent in older files: the same rule is applied "
+        "to `dur_ns`"
+    )
 
 
 @record
@@ -33,6 +38,14 @@ class RowTable:
     columns: list[str] = out("`key, name, type, count, total_ns, self_ns` (times in ns)")
     rows: list[list[Any]] = out("one list per row, the top rows by total time")
     rest_ns: int = out("total time of the rows beyond the cut (0: complete)", unit="ns")
+
+
+@record
+class OnceWarmRows:
+    host_ops: RowTable = out("host ops by match key")
+    device_ops: RowTable = out("device ops by match key")
+    kernels: RowTable = out("kernels by match key")
+    input_stages: RowTable = out("input pipeline stages by match key")
 
 
 @record
@@ -55,6 +68,15 @@ class SummaryFile:
         "share of kernel time on TensorCores; `null` without kernels", unit="%"
     )
     bound_by: str = out('what bounds the steps: the overview\'s "Bound by" headline')
+    bound_by_once_warm: str = out(
+        "what bounds the steps after the warm-up: the overview's `steady_state.bound_by` "
+        'headline ("" without a warm-up)'
+    )
+    once_warm: OnceWarmRows | None = out(
+        "the four row tables of the events from the first step after the warm-up on (absent "
+        "without a warm-up)",
+        omit_none=True,
+    )
 
 
 def _table(rows: NamedRows) -> RowTable:
@@ -80,6 +102,7 @@ def summary_file(s: RunSummary) -> SummaryFile:
         s.step_dur_ns.tolist(),
         s.profile_steps,
         {c: v.tolist() for c, v in s.category_ns.items()},
+        s.warmup_steps,
     )
     return SummaryFile(
         FORMAT,
@@ -96,4 +119,13 @@ def summary_file(s: RunSummary) -> SummaryFile:
         s.memory_peak_bytes,
         s.tensor_core_percent,
         s.bound_by,
+        s.bound_by_once_warm,
+        None
+        if s.rows_once_warm is None
+        else OnceWarmRows(
+            _table(s.rows_once_warm.host_ops),
+            _table(s.rows_once_warm.device_ops),
+            _table(s.rows_once_warm.kernels),
+            _table(s.rows_once_warm.input_stages),
+        ),
     )

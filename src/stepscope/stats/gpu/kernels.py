@@ -298,8 +298,13 @@ def _hlo_ops_of_groups(
     return {g: tuple(sorted(names)) for g, names in out.items() if g < n}
 
 
-def build_kernel_db(profile: Profile, max_rows: int = MAX_ROWS) -> KernelDb:
+def build_kernel_db(
+    profile: Profile, max_rows: int = MAX_ROWS, from_ns: int | None = None
+) -> KernelDb:
+    """The kernel table; with ``from_ns``, of the kernels that start then or later."""
     kernels = kernel_events(profile)
+    if from_ns is not None:
+        kernels = kernels[profile.start_ns[kernels] >= from_ns]
     devices = tuple(p.name for p in profile.planes if p.is_device and p.line_count)
     if len(kernels) == 0:
         return KernelDb((), 0, len(devices), 0, devices=devices)
