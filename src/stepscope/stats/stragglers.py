@@ -28,7 +28,9 @@ ranks and say nothing; **who arrived last** does. The rule (docs/jobs.md):
 5. **Why.** For the calls where the straggler was last in its late steps: what it did since
    its previous collective (its run-up: input, host compute, device compute, untraced
    "All Others"...), against the median of the other ranks over the same calls; the
-   category with the largest excess is the reason, given with both figures.
+   category with the largest excess is the reason, given with both figures. A loop's fetch
+   from a plain Python iterator (`StepDb.fetched`, decision 343) is input there, out of the
+   untraced time XProf's categories put it in (decision 387).
 
 The ranks that waited are labelled waiting, never late. A run without collectives to
 match (CPU workers without collectives, profiles from before collectives were traced) falls
@@ -55,9 +57,12 @@ from stepscope.stats.stragglers_types import (
     LATE_SHARE,
     MIN_LATE_FRACTION,
     MIN_LATE_STEPS,
+    FetchTimes,
     PodLateness,
     Rank,
     Straggler,
+    fetch_times,
+    fetch_words,
     nan_reduce,
     ranges,
     repeatedly_last,
@@ -79,6 +84,7 @@ __all__ = [
 # Collective time is the waiting being explained, never the reason for being late.
 _NOT_REASONS = ("collective_wait", "device_collectives")
 _REASONS = tuple(c for c in CATEGORY_NAMES if c not in _NOT_REASONS)
+_INPUT, _OTHER = CATEGORY_NAMES.index("input"), CATEGORY_NAMES.index("other")
 
 
 @record
@@ -179,9 +185,10 @@ def find_stragglers(ranks: Sequence[Rank]) -> PodLateness:
         have = rows >= 0
         dur[i, have] = r.steps.dur_ns[rows[have]]
     matched = match_calls(ranks, pairing) if len(ranks) > 1 else None
+    fetch = fetch_times(ranks, pairing)
     if matched is None or not (matched.pod_step >= 0).any():
-        return _named(by_own_time(ranks, pairing, dur), ranks)
-    return _named(_by_arrival(hosts, pairing, dur, matched), ranks)
+        return _named(by_own_time(ranks, pairing, dur, fetch), ranks)
+    return _named(_by_arrival(hosts, pairing, dur, matched, fetch), ranks)
 
 
 def _named(pod: PodLateness, ranks: Sequence[Rank]) -> PodLateness:
@@ -192,7 +199,9 @@ def _named(pod: PodLateness, ranks: Sequence[Rank]) -> PodLateness:
     out = []
     for s in pod.stragglers:
         rank = by_host.get(s.host)
-        if s.reason != "other" or rank is None:
+        # input from its Python iterator (decision 387) is untraced too: the samples show it
+        from_iterator = s.reason == "input" and rank is not None and rank.steps.fetched.counted
+        if (s.reason != "other" and not from_iterator) or rank is None:
             out.append(s)
             continue
         python = rank.steps.untraced.python
@@ -210,10 +219,11 @@ def _named(pod: PodLateness, ranks: Sequence[Rank]) -> PodLateness:
             continue
         text = s.explanation.removesuffix(".") + f". Python sampled on {s.host}: {named}."
         fetched = rank.steps.fetched
-        if fetched.counted and fetched.function[0] in {python.function[k] for k in lead}:
+        leading = {python.function[k] for k in lead}
+        if not from_iterator and fetched.counted and fetched.function[0] in leading:
             # A function named is the Python iterator the loop gets its batches from
-            # (decision 343): the rank's lateness is its input, though XProf's categories
-            # keep that untraced time in "All Others".
+            # (decision 343), though too little of its fetch fell in the run-ups for input
+            # to be the reason (decision 387 moves it there when it does).
             text += (
                 f" {fetched.function[0]} is the iterator its loop gets each batch from: "
                 "this rank waits on its input."
@@ -223,7 +233,11 @@ def _named(pod: PodLateness, ranks: Sequence[Rank]) -> PodLateness:
 
 
 def _by_arrival(
-    hosts: tuple[str, ...], pairing: StepPairing, dur: np.ndarray, m: Matched
+    hosts: tuple[str, ...],
+    pairing: StepPairing,
+    dur: np.ndarray,
+    m: Matched,
+    fetch: FetchTimes | None = None,
 ) -> PodLateness:
     n_h, n_s = dur.shape
     arrive, exit_ = m.arrive_ns, m.exit_ns
@@ -260,9 +274,11 @@ def _by_arrival(
         steps = np.flatnonzero(late[row])
         if not repeatedly_last(held[row, steps], threshold[steps], n_compared):
             continue
-        found.append(_straggler(hosts, pairing, m, j, row, steps, last, held, wait_ns, n_compared))
+        found.append(
+            _straggler(hosts, pairing, m, j, row, steps, last, held, wait_ns, n_compared, fetch)
+        )
     found.sort(key=lambda s: (-s.late_ns, s.host))
-    found += _next_in_line(hosts, pairing, m, found, threshold, stepped, wait_ns, n_compared)
+    found += _next_in_line(hosts, pairing, m, found, threshold, stepped, wait_ns, n_compared, fetch)
     late_rows = {hosts.index(s.host) for s in found}
     waiting = np.zeros(n_h, bool)
     for s in found:
@@ -299,6 +315,7 @@ def _next_in_line(
     stepped: np.ndarray,
     wait_ns: np.ndarray,
     n_compared: int,
+    fetch: FetchTimes | None = None,
 ) -> list[Straggler]:
     """The stragglers hidden behind ``found``: the same rule over the other ranks alone (a
     rank slow in compute arrives before the one slow in input, so it is never last of all,
@@ -336,7 +353,9 @@ def _next_in_line(
         steps = np.flatnonzero((held[row] >= threshold) & stepped)
         if not repeatedly_last(held[row, steps], threshold[steps], n_compared):
             continue
-        hidden = _straggler(hosts, pairing, sub, j, row, steps, last, held, wait_ns, n_compared)
+        hidden = _straggler(
+            hosts, pairing, sub, j, row, steps, last, held, wait_ns, n_compared, fetch
+        )
         said = hidden.explanation.split("; ")[0].rstrip(".")
         text = (
             f"Next in line, hidden behind {behind}: "
@@ -420,6 +439,7 @@ def _straggler(
     held: np.ndarray,
     wait_ns: np.ndarray,
     n_compared: int,
+    fetch: FetchTimes | None = None,
 ) -> Straggler:
     mine = (last == j) & np.isin(m.pod_step, steps)
     others = np.ones(len(m.rows), bool)
@@ -427,6 +447,22 @@ def _straggler(
     runup = m.runup_ns[:, mine, :].astype(np.float64)  # (R, calls, categories)
     own = runup[j].sum(axis=0)
     peers = np.median(runup[others], axis=0).sum(axis=0) if others.any() else np.zeros_like(own)
+    iterator = ""
+    if fetch is not None:
+        # its fetch in those steps (at most its run-ups' untraced time: the calls it was last
+        # at come after the fetch, the step's first all-reduce among them) is input
+        moved = fetch.moved(row, steps, own[_OTHER])
+        peer_rows = m.rows[others].tolist()
+        peer_moved = (
+            min(float(np.median([fetch.ns[r, steps].sum() for r in peer_rows])), peers[_OTHER])
+            if peer_rows
+            else 0.0
+        )
+        own[_INPUT] += moved
+        own[_OTHER] -= moved
+        peers[_INPUT] += max(peer_moved, 0.0)
+        peers[_OTHER] -= max(peer_moved, 0.0)
+        iterator = fetch.of_iterator(row) if moved > 0 else ""
     excess = {c: own[k] - peers[k] for k, c in enumerate(CATEGORY_NAMES) if c in _REASONS}
     reason = max(_REASONS, key=lambda c: (excess[c], -_REASONS.index(c)))
     if excess[reason] <= 0:
@@ -442,8 +478,9 @@ def _straggler(
         f"{hosts[row]} is late at steps {ranges(numbers)} ({n} of {n_compared} steps): it "
         f"arrived last at {int(mine.sum())} collective calls there, {late_ns / n / 1e6:.2f} ms "
         f"per step after the next rank; since its previous collective it spent "
-        f"{own[k] / n / 1e6:.2f} ms per step in {_what(reason)} where the other ranks "
-        f"spent {peers[k] / n / 1e6:.2f} ms"
+        f"{own[k] / n / 1e6:.2f} ms per step in {_what(reason)}"
+        + (f" ({fetch_words(iterator)})" if iterator and reason == "input" else "")
+        + f" where the other ranks spent {peers[k] / n / 1e6:.2f} ms"
     )
     if waiters:
         text += (

@@ -6,7 +6,8 @@ less its collective time beyond the shortest collective time of any rank in that
 (waiting for a late rank: the late rank arrives last and waits least). It is late in a step
 when its own time exceeds the median rank's by `LATE_SHARE` of the median (and
 `LATE_MIN_NS`); the **reason** is the breakdown category (never collectives) in which it
-exceeds the median rank the most over its late steps. Clocks of different hosts are never
+exceeds the median rank the most over its late steps; a loop's fetch from a plain Python
+iterator is input there, not "All Others" (decision 387). Clocks of different hosts are never
 compared.
 """
 
@@ -22,9 +23,11 @@ from stepscope.stats.stragglers_types import (
     BY_OWN_TIME,
     LATE_MIN_NS,
     LATE_SHARE,
+    FetchTimes,
     PodLateness,
     Rank,
     Straggler,
+    fetch_words,
     nan_reduce,
     ranges,
     required_late_steps,
@@ -33,7 +36,12 @@ from stepscope.stats.stragglers_types import (
 WAIT_CATEGORIES = ("collective_wait", "device_collectives")
 
 
-def by_own_time(ranks: Sequence[Rank], pairing: StepPairing, dur: np.ndarray) -> PodLateness:
+def by_own_time(
+    ranks: Sequence[Rank],
+    pairing: StepPairing,
+    dur: np.ndarray,
+    fetch: FetchTimes | None = None,
+) -> PodLateness:
     names = tuple(r.host for r in ranks)
     n_h, n_s = dur.shape
     cats = {c: np.full((n_h, n_s), np.nan) for c in CATEGORY_NAMES}
@@ -41,6 +49,10 @@ def by_own_time(ranks: Sequence[Rank], pairing: StepPairing, dur: np.ndarray) ->
         have = rows >= 0
         for c, values in r.steps.category_ns().items():
             cats[c][i, have] = values[rows[have]]
+    if fetch is not None:  # the fetch is input, out of its untraced "All Others"
+        fetched = np.minimum(fetch.ns, np.maximum(np.nan_to_num(cats["other"]), 0.0))
+        cats["input"] = cats["input"] + fetched
+        cats["other"] = cats["other"] - fetched
     coll = sum(np.nan_to_num(cats[c]) for c in WAIT_CATEGORIES) + np.where(
         np.isnan(dur), np.nan, 0.0
     )
@@ -65,6 +77,9 @@ def by_own_time(ranks: Sequence[Rank], pairing: StepPairing, dur: np.ndarray) ->
         others[i] = False
         waited = wait[others][:, cols]
         own_reason = float(np.nansum(cats[reason][i, cols]))
+        iterator = ""
+        if fetch is not None and reason == "input" and fetch.ns[i, cols].any():
+            iterator = fetch.of_iterator(i)
         found.append(
             _straggler(
                 host,
@@ -76,6 +91,7 @@ def by_own_time(ranks: Sequence[Rank], pairing: StepPairing, dur: np.ndarray) ->
                 int((waited > 0).any(axis=1).sum()),
                 n_s,
                 (int(own_reason), int(own_reason - excess[reason])),
+                iterator,
             )
         )
     found.sort(key=lambda s: (-s.late_ns, s.host))
@@ -108,6 +124,7 @@ def _straggler(
     waiters: int,
     n_steps: int,
     own_and_peers: tuple[int, int],
+    iterator: str = "",
 ) -> Straggler:
     per_step = late_ns / len(steps) / 1e6
     text = (
@@ -115,6 +132,8 @@ def _straggler(
         f"{per_step:.2f} ms per step: its {CATEGORY_LABELS[reason].lower()} takes "
         f"{reason_ns / len(steps) / 1e6:.2f} ms per step longer than the median rank's"
     )
+    if iterator:
+        text += f" ({fetch_words(iterator)})"
     if waiters:
         text += (
             f"; {waiters} other rank(s) wait for it in their collectives "

@@ -10,6 +10,7 @@ import numpy as np
 from stepscope.records import record
 from stepscope.stats.collective_calls import CollectiveCalls
 from stepscope.stats.steps.breakdown import StepDb
+from stepscope.stats.steps.pairing import StepPairing
 
 LATE_SHARE = 0.10  # late by 10% of the median rank's own time in the step
 LATE_MIN_NS = 20_000  # and by at least 20 us (timer noise on short steps)
@@ -124,3 +125,44 @@ def repeatedly_last(held_ns: np.ndarray, threshold_ns: np.ndarray, n_steps: int)
         return True
     own = threshold_ns / LATE_SHARE
     return bool(np.median(held_ns / np.maximum(own, 1)) >= STRONG_SHARE)
+
+
+@record
+class FetchTimes:
+    """Per rank and pod step, the time its loop spent getting batches from a plain Python
+    iterator (decision 343's fetch, `StepDb.fetched`): input, which XProf's categories count
+    in "All Others" (untraced). Decision 387: a straggler's reason counts it as input."""
+
+    ns: np.ndarray  # (H, S) float: 0 where not counted (too few samples, no such step)
+    functions: tuple[str, ...]  # per rank: its iterator, "" without
+
+    def moved(self, row: int, cols: np.ndarray, other_ns: float) -> float:
+        """Rank ``row``'s fetch time over the pod steps ``cols``, at most ``other_ns`` (its
+        untraced time there: the fetch is part of it)."""
+        return min(float(self.ns[row, cols].sum()), max(other_ns, 0.0))
+
+    def of_iterator(self, row: int) -> str:
+        """``batches (train.py)``: rank ``row``'s iterator, for the explanation."""
+        return self.functions[row]
+
+
+def fetch_times(ranks: Sequence[Rank], pairing: StepPairing) -> FetchTimes | None:
+    """The ranks' fetch times on the pod steps, or None when no rank has one counted."""
+    ns = np.zeros((len(ranks), pairing.n_steps))
+    names = []
+    for i, (r, rows) in enumerate(zip(ranks, pairing.rows, strict=True)):
+        fetched = r.steps.fetched
+        counted = fetched.counted and len(fetched.ns) == r.steps.n_steps
+        names.append(fetched.function[0] if counted else "")
+        if counted:
+            have = rows >= 0
+            ns[i, have] = fetched.ns[rows[have]]
+    return FetchTimes(ns, tuple(names)) if ns.any() else None
+
+
+def fetch_words(iterator: str) -> str:
+    """What a straggler's input is when its loop waits on a Python iterator."""
+    return (
+        f"its loop getting each batch from the Python iterator {iterator}: untraced, "
+        "XProf's categories count it in 'All Others'"
+    )

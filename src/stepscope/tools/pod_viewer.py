@@ -125,7 +125,8 @@ class StragglerRow:
     late_ms_per_step: float = out("`late_ms` per late step", unit="ms", digits=6)
     reason: str = out(
         "category key in which it exceeds the other workers the most: by collective arrival, "
-        "in what it did since its previous collective before the calls it was last at"
+        "in what it did since its previous collective before the calls it was last at; a "
+        "loop's fetch from a plain Python iterator is `input` here, not `other`"
     )
     reason_label: str = out("that category's name")
     reason_excess_ms: float = out(
