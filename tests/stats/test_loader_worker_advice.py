@@ -16,7 +16,7 @@ from stepscope.stats.input.loader_workers import (
 from stepscope.vocab.pytorch import DATALOADER_NEXT
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
-from tests.support.loader import PLAIN_STAGE, WORKER_LOOP, plain_loader_space
+from tests.support.loader import PLAIN_STAGE, SAMPLES_OFFSET, WORKER_LOOP, plain_loader_space
 
 
 def _judge(space: XSpaceBuilder) -> LoaderWorkers:
@@ -61,6 +61,18 @@ def test_torch_worker_machinery_is_not_named() -> None:
     names = [f.function for f in found.functions]
     assert names == ["decode (ds.py)", "collate (collate.py)"]  # decode: __getitem__'s callee
     assert [f.percent for f in found.functions] == [80.0, 20.0]
+
+
+def test_torch_worker_machinery_is_not_named_even_when_not_on_every_sample() -> None:
+    """A sample inside a batch but outside torch's ``fetch`` (its worker loop between two
+    calls) made ``fetch (fetch.py) 99%`` the workers' top function in a user run whose
+    collate_fn did the work."""
+    space = plain_loader_space(step_ms=100, wait_ms=60, busy_ms=98, collate_in_fetch=True)
+    samples = space.plane("/host:CPU").line(SAMPLES_OFFSET + 100)
+    stack = "_worker_loop (worker.py:374)"
+    samples.event("_worker_loop", 5 * MS, 1 * MS, {"stack": stack, "samples": 1})
+    names = [f.function for f in _judge(space).functions]
+    assert names == ["decode (ds.py)", "collate (collate.py)"]
 
 
 def test_busy_workers_without_idle_cores_are_told_to_make_the_work_faster() -> None:

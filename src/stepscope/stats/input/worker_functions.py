@@ -76,8 +76,9 @@ def worker_functions(
     groups = tally.distinct()
     # the functions on every sample are one group, named by its deepest: the dataset's
     # __getitem__ when every sample is in it (kept: its own lines' time shows there), torch's
-    # worker loop or fetch when the samples split between __getitem__ and collate (dropped)
-    kept = [k for k in groups if count[k] < total or not _machinery(k)]
+    # worker loop or fetch when the samples split between __getitem__ and collate (dropped,
+    # as on fewer samples: a sample between two calls of fetch made it the top function)
+    kept = [k for k in groups if not _machinery(k)]
     if not kept:
         kept = [tally.deepest(groups)]
     kept.sort(key=lambda k: (-count[k], k))
