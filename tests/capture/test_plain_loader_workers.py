@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,14 +29,16 @@ pytestmark = [
 STEPS, BATCH, ITEM_MS = 12, 4, 5.0
 
 
-def _run(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[Any, Any]:
+def _run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str, item_ms: float = ITEM_MS
+) -> tuple[Any, Any]:
     spool = tmp_path / "tmp"
     spool.mkdir()
     path = os.pathsep.join([str(REPO / "src"), str(REPO)])  # this checkout's stepscope
     env = {**os.environ, "PYTHONPATH": path, "TMPDIR": str(spool), "OMP_NUM_THREADS": "1"}
     logdir = tmp_path / "logs"
     cmd = [sys.executable, "-m", "tests.support.plain_loader_job", str(logdir), *args]
-    cmd += ["--steps", str(STEPS), "--batch", str(BATCH), "--item-ms", str(ITEM_MS)]
+    cmd += ["--steps", str(STEPS), "--batch", str(BATCH), "--item-ms", str(item_ms)]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert list(spool.glob("stepscope-loader-*")) == []  # every spool removed
@@ -66,8 +69,35 @@ def test_plain_loop_workers_are_in_the_profile(
     # the workers' stack samples: the dataset's __getitem__ is where their batches are
     assert found["samples"] > 0
     assert "__getitem__ (plain_loader_job.py)" in [f["function"] for f in found["functions"]]
-    assert found["verdict"] in ("workers_busy", "workers_idle", "partly_busy", "keeping_up")
+    assert found["verdict"] in ("workers_busy", "workers_idle", "uneven_batches", "keeping_up")
     assert found["advice"] and found["cores"] >= 1
+
+
+def test_a_worker_the_loop_waits_on_is_told_how_many_more(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One worker sleeping 20 ms a batch, a step of a tiny model: the loop waits on it, the
+    worker busy all the while (decision 391): add workers, with a count."""
+    _, out = _run(tmp_path, capsys, "--workers", "1")
+    [found] = out["loader_workers"]
+    assert found["verdict"] == "workers_busy" and found["busy_waiting_percent"] >= 80
+    assert re.search(
+        r"add workers, they need little CPU: num_workers=\d+ \(now 1\)", found["advice"]
+    )
+
+
+def test_a_loop_its_model_holds_up_is_not_told_to_add_workers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Batches made at once, 40 ms of the step's own work: the workers keep up, and neither
+    their verdict nor the analyzer's recommendations say "more workers" (the analyzer's
+    generic DataLoader advice did)."""
+    _, out = _run(tmp_path, capsys, "--step-sleep-ms", "40", item_ms=0.0)
+    [found] = out["loader_workers"]
+    assert found["verdict"] == "keeping_up"
+    assert "Nothing to change in the DataLoader" in found["advice"]
+    texts = [found["advice"], *out["recommendations"]]
+    assert not [t for t in texts if "more workers" in t or "use more" in t]
 
 
 def test_persistent_workers_started_in_the_session_are_captured_across_epochs(

@@ -87,6 +87,22 @@ def test_a_plain_loaders_workers_show_the_verdict_functions_and_no_step_side(
         assert check_fields(page, data) > 0
 
 
+def test_a_loader_of_uneven_batches_shows_its_verdict_and_what_to_change(
+    browser: Any, tmp_path: Path
+) -> None:
+    """Decision 391: a worker idle while the loop waits for another's late batch: the page
+    names the verdict and shows the advice (in_order=False, prefetch_factor)."""
+    space = plain_loader_space(step_ms=100, wait_ms=60, busy_ms=(98, 20))
+    with _input_page(browser, tmp_path, space) as (page, data):
+        [loader] = data["loader_workers"]
+        assert loader["verdict"] == "uneven_batches"
+        block = page.locator(".loader-workers")
+        badge = block.locator("[data-verdict=uneven_batches]")
+        assert badge.inner_text() == "Batches of uneven cost"
+        assert "in_order=False" in loader["advice"] and loader["advice"] in block.inner_text()
+        assert check_fields(page, data) > 0
+
+
 def test_the_python_iterator_the_loop_waits_on_is_listed(browser: Any, tmp_path: Path) -> None:
     """A loop fed by a plain generator: the page lists the iterator, its time per step and
     share, as the tool does (the tool named it, the page showed only its advice)."""

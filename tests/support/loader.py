@@ -4,7 +4,11 @@
 from __future__ import annotations
 
 from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
-from stepscope.vocab.pytorch import DATALOADER_BATCH_CPU_STAT, DATALOADER_BATCH_CPU_WAIT_STAT
+from stepscope.vocab.pytorch import (
+    DATALOADER_BATCH_CPU_STAT,
+    DATALOADER_BATCH_CPU_WAIT_STAT,
+    DATALOADER_NEXT,
+)
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS
 
@@ -36,6 +40,8 @@ def loader_space(
 
 
 PLAIN_STAGE = "Iterator::DataLoader(Slow)"
+# the loop's wait for a batch as the PyTorch profiler records it
+LOOP_NEXT = f"{DATALOADER_NEXT}#_MultiProcessingDataLoaderIter.__next__"
 SAMPLES_OFFSET = 1 << 48
 WORKER_LOOP = "_worker_loop (worker.py:374);fetch (fetch.py:54)"
 
@@ -43,16 +49,17 @@ WORKER_LOOP = "_worker_loop (worker.py:374);fetch (fetch.py:54)"
 def plain_loader_space(
     step_ms: int,
     wait_ms: int,
-    busy_ms: int,
+    busy_ms: int | tuple[int, int],
     steps: int = 6,
     cpu: tuple[int, float] | None = None,
     collate_in_fetch: bool = False,
     cpu_ms: int | None = None,
     cpu_wait_ms: int | None = None,
 ) -> XSpaceBuilder:
-    """A plain loop: each step waits ``wait_ms`` in the DataLoader's ``__next__`` (a root
-    input stage, as the PyTorch bridge names it) then computes; 2 workers each make one
-    batch per step, busy ``busy_ms`` of it, their samples every 10 ms (collate at 30 and 70
+    """A plain loop: each step waits ``wait_ms`` in the DataLoader's ``__next__`` (as the
+    PyTorch profiler names it) then computes; 2 workers each make one
+    batch per step from the step's start, busy ``busy_ms`` of it (one figure per worker when
+    a pair), their samples every 10 ms (collate at 30 and 70
     ms of a step, decode at the others in their batches; the wait for the next index
     outside them)."""
     builder = XSpaceBuilder("synthetic")
@@ -69,18 +76,19 @@ def plain_loader_space(
     for k in range(steps):
         t = k * step_ms
         main.event("train", t * MS, step_ms * MS, {"step_num": k, "_r": 1})
-        main.event("Iterator::DataLoader", t * MS, wait_ms * MS)
+        main.event(LOOP_NEXT, t * MS, wait_ms * MS)
         main.event("aten::addmm", (t + wait_ms) * MS, (step_ms - wait_ms) * MS)
         for w, line in enumerate(workers):
+            busy = busy_ms[w] if isinstance(busy_ms, tuple) else busy_ms
             stats = {"parent_id": 9, "worker": w, "batch": 2 * k + w}
             cpu = {DATALOADER_BATCH_CPU_STAT: cpu_ms * MS} if cpu_ms is not None else {}
             if cpu_wait_ms is not None:
                 cpu[DATALOADER_BATCH_CPU_WAIT_STAT] = cpu_wait_ms * MS
-            line.event(f"{PLAIN_STAGE}::Worker", t * MS, busy_ms * MS, {**stats, **cpu})
-            line.event(f"{PLAIN_STAGE}::Worker::GetItem", t * MS, (busy_ms - 1) * MS, stats)
-            line.event(f"{PLAIN_STAGE}::Worker::Collate", (t + busy_ms - 1) * MS, MS, stats)
+            line.event(f"{PLAIN_STAGE}::Worker", t * MS, busy * MS, {**stats, **cpu})
+            line.event(f"{PLAIN_STAGE}::Worker::GetItem", t * MS, (busy - 1) * MS, stats)
+            line.event(f"{PLAIN_STAGE}::Worker::Collate", (t + busy - 1) * MS, MS, stats)
             for s in range(0, step_ms, 10):
-                if s < busy_ms:
+                if s < busy:
                     leaf = "collate (collate.py:9)" if s % 40 == 30 else "decode (ds.py:12)"
                     stack = f"{WORKER_LOOP};__getitem__ (ds.py:20);{leaf}"
                     if collate_in_fetch and leaf.startswith("collate"):

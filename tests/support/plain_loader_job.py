@@ -3,11 +3,12 @@ truth (decision 351).
 
     python -m tests.support.plain_loader_job LOGDIR [--context fork|spawn] [--workers 2]
         [--persistent] [--warm-epochs 0] [--epochs 1] [--steps 12] [--item-ms 5]
-        [--work sleep|numpy] [--hz 100] [--kill-worker-after STEP]
+        [--work sleep|numpy] [--hz 100] [--kill-worker-after STEP] [--step-sleep-ms 0]
 
 ``stepscope.start(LOGDIR)`` ... ``stepscope.stop()`` around ``for x, y in loader`` (a small
-model step each). ``--warm-epochs`` run before ``start`` (with ``--persistent``, the workers
-are then started outside the session). Writes ``truth.json`` beside the run: per step the
+model step each, then ``--step-sleep-ms`` of the step's own host work). ``--warm-epochs``
+run before ``start`` (with ``--persistent``, the workers are then started outside the
+session). Writes ``truth.json`` beside the run: per step the
 time in ``next()``, and per worker process (pid) the dataset's own ``__getitem__`` time
 (time.perf_counter_ns in the worker, inside the recording) and items.
 """
@@ -72,6 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--work", default="sleep")
     p.add_argument("--hz", type=int, default=100)
     p.add_argument("--kill-worker-after", type=int, default=-1)
+    p.add_argument("--step-sleep-ms", type=float, default=0.0)
     args = p.parse_args(argv)
     import stepscope
 
@@ -107,6 +109,8 @@ def main(argv: list[str] | None = None) -> None:
             opt.zero_grad()
             loss.backward()
             opt.step()
+            if args.step_sleep_ms:
+                time.sleep(args.step_sleep_ms / 1e3)
         del it
 
     for _ in range(args.warm_epochs):

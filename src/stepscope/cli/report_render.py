@@ -168,7 +168,13 @@ def _loader_workers(workers: LoaderWorkers, width: int, recommended: str) -> lis
     out = ["", clip(f"DataLoader workers of {workers.loader}", width)]
     out += wrap(
         f"{workers.workers} seen, busy {workers.busy_percent:.0f}% of the steps' span on "
-        f"average, {workers.ms_per_batch:.2f} ms per batch"
+        "average"
+        + (
+            f" and {workers.busy_waiting_percent:.0f}% while the loop waited for a batch"
+            if workers.busy_waiting_percent >= 0
+            else ""
+        )
+        + f", {workers.ms_per_batch:.2f} ms per batch"
         + (f" (CPU {workers.cpu_percent:.0f}% of it" if workers.cpu_percent >= 0 else "")
         + (
             f", waiting for a CPU {workers.cpu_wait_percent:.0f}%"

@@ -69,6 +69,7 @@ COLLECTIVE_CALLS: Key[CollectiveCalls] = Key("collective_calls", kept=True)  # .
 OP_METRICS: Key[OpMetrics] = Key("op_metrics", kept=True)
 TF_DATA: Key[tuple[PipelineStats, ...]] = Key("tf_data_bottleneck", kept=True)
 LOADER_WORKERS: Key[tuple[LoaderWorkers, ...]] = Key("loader_workers", kept=True)  # .at(source)
+IN_PROCESS_LOADER: Key[str] = Key("in_process_loader", kept=True)  # .at(source)
 DEVICE_FACTS: Key[tuple[list[DeviceInfo], dict[str, int], str]] = Key("device_facts", kept=True)
 UTILIZATION: Key[dict[str, float]] = Key("utilization", kept=True)  # .at(window)
 KERNEL_DB: Key[KernelDb] = Key("kernel_stats.kernel_db", kept=True)
@@ -119,6 +120,16 @@ def loader_workers(ctx: ToolContext, host: str) -> tuple[LoaderWorkers, ...]:
     source = ctx.option("step_source", "auto")
     return ctx.intermediate(
         host, LOADER_WORKERS.at(source), lambda p: _loader_workers(p, step_db(ctx, host))
+    )
+
+
+def in_process_loader(ctx: ToolContext, host: str) -> str:
+    """Advice for a DataLoader with ``num_workers=0`` the steps wait on; "" if none."""
+    from stepscope.stats.input.loader_verdict import in_process_loader as build
+
+    source = ctx.option("step_source", "auto")
+    return ctx.intermediate(
+        host, IN_PROCESS_LOADER.at(source), lambda p: build(p, step_db(ctx, host))
     )
 
 

@@ -192,6 +192,11 @@ def build(ctx: ToolContext) -> InputPipelineAnalysis:
     # the DataLoader workers' verdict first (decision 353), then the instrumented loader's
     # ready/waited account when the steps waited for batches being made
     judged = [w for w in workers if w.verdict and w.verdict != "keeping_up"]
+    in_process = [a for a in (analysis.in_process_loader(ctx, h) for h in ctx.hosts) if a]
+    if any(w.verdict for w in workers) or in_process:
+        # the loader's own verdict says what to change: not the generic DataLoader advice
+        # ("use more workers" to workers that keep up, decision 391)
+        advice = [a for a in advice if a != _CATEGORY_ADVICE["other"]]
     waited = [w for w in workers if w.waited_batches > 1]  # the first batch is always awaited
     if waited:
         advice.insert(0, waited[0].summary)
@@ -205,6 +210,8 @@ def build(ctx: ToolContext) -> InputPipelineAnalysis:
             "tf.data with prefetch, a background thread or process), or make that function "
             "faster.",
         )
+    if in_process:
+        advice.insert(0, in_process[0])
     if judged:
         advice.insert(0, judged[0].advice)
     return InputPipelineAnalysis(

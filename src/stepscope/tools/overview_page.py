@@ -338,9 +338,12 @@ def build(ctx: ToolContext) -> OverviewPage:
     if advice and waited:
         advice = f"Input pipeline bottleneck: {waited[0].loader}'s workers. {waited[0].summary}"
     # the workers' verdict (decision 353) says what to change, with or without a pipeline
-    judged = [w for w in workers if w.verdict in ("workers_busy", "workers_idle", "partly_busy")]
+    judged = [w for w in workers if w.verdict in ("workers_busy", "workers_idle", "uneven_batches")]
     if judged:
         advice = judged[0].advice
+    in_process = [a for a in (analysis.in_process_loader(ctx, h) for h in ctx.hosts) if a]
+    if in_process and not judged:
+        advice = in_process[0]
     top = _top_findings(ctx)
     recommendation = recommend(
         summary,

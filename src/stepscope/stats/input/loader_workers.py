@@ -12,14 +12,19 @@ the batch was made, is its **transfer** back (the result queue, unpickling, pin 
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from stepscope.distinct import distinct
 from stepscope.fields import out
 from stepscope.model import Profile
 from stepscope.records import record
+from stepscope.stats.input.loader_verdict import (
+    Context,
+    Workers,
+    busy_while_waiting,
+    loop_waits,
+    verdict,
+)
 from stepscope.stats.input.worker_functions import WorkerFunction, worker_functions
 from stepscope.stats.steps.breakdown import StepDb
 from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
@@ -28,18 +33,6 @@ from stepscope.vocab.tensorflow import GET_NEXT_KERNELS, is_iterator
 
 WORKER_SUFFIX = "::Worker"
 STAGES = ("GetItem", "Collate", "Transfer")  # the workers' two, then the step's
-# Verdict thresholds (decision 353): below INPUT_WAIT_PERCENT of the step time bound by input,
-# the workers keep up; above it, workers busy BUSY_PERCENT or more of the steps' span cannot
-# keep up, and workers busy IDLE_BUSY_PERCENT or less are not what the steps wait for.
-INPUT_WAIT_PERCENT = 10.0
-BUSY_PERCENT = 80.0
-IDLE_BUSY_PERCENT = 40.0
-# Workers whose batches spend this share of their time off the CPU and not waiting for one
-# mostly wait (sleep, I/O, locks): more of them overlap the waits whether or not the machine
-# has idle cores (decision 355). Workers that waited for a CPU this share of their time run
-# on busy cores: more of them would share the same cores (decision 356).
-OFF_CPU_PERCENT = 50.0
-CPU_WAIT_PERCENT = 25.0
 
 
 @record
@@ -120,9 +113,10 @@ class LoaderWorkers:
     )
     verdict: str = out(
         "`keeping_up` (the steps wait little for input), `workers_busy` (the workers "
-        "cannot keep up), `workers_idle` (the steps wait, the workers mostly do not work: "
-        "the main process is the bottleneck), `partly_busy` (in between); thresholds in "
-        "decision 353"
+        "cannot keep up: all busy while the loop waits), `workers_idle` (the loop waits, "
+        "the workers mostly do not work: the main process is the bottleneck), "
+        "`uneven_batches` (in between: the loop waits in order for a late batch while "
+        "other workers wait for indices); thresholds in decisions 353 and 391"
     )
     advice: str = out("what follows from the verdict, with the figures behind it")
     cpu_percent: float = out(
@@ -144,6 +138,13 @@ class LoaderWorkers:
         unit="ms",
         digits=6,
     )
+    busy_waiting_percent: float = out(
+        "the workers' mean busy share of the time the loop waited for a batch (its "
+        "`next()` calls once the workers were up): what the verdict reads (decision 391); "
+        "-1 when no wait was recorded",
+        unit="%",
+        digits=3,
+    )
 
 
 def loader_workers(profile: Profile, db: StepDb | None = None) -> tuple[LoaderWorkers, ...]:
@@ -162,16 +163,10 @@ def loader_workers(profile: Profile, db: StepDb | None = None) -> tuple[LoaderWo
         stage = names[name_id][: -len(WORKER_SUFFIX)]
         ev = np.flatnonzero(profile.name == name_id)
         up_ns = _workers_up_ns(profile, ev)
-        context = _Context(_input_percent(db, up_ns), cpu[0], cpu[1], up_ns)
+        wait, other_ms = _input_share(db, up_ns)
+        context = Context(wait, cpu[0], cpu[1], up_ns, other_ms)
         out_rows.append(_one_loader(profile, stage, ev, span, context))
     return tuple(r for r in out_rows if r is not None)
-
-
-class _Context(NamedTuple):
-    input_percent: float  # -1 without steps
-    cores: int  # 0: not recorded
-    idle_cores: float  # -1: not recorded
-    up_ns: int  # the workers' first batches all began
 
 
 def _workers_up_ns(profile: Profile, ev: np.ndarray) -> int:
@@ -180,18 +175,21 @@ def _workers_up_ns(profile: Profile, ev: np.ndarray) -> int:
     return max(int(profile.start_ns[ev[lines == line]].min()) for line in distinct(lines).tolist())
 
 
-def _input_percent(db: StepDb | None, up_ns: int) -> float:
+def _input_share(db: StepDb | None, up_ns: int) -> tuple[float, float]:
     """The input share of the steps that began once the workers were up (all steps when
-    none did): a first step waiting for workers to start (seconds with ``spawn``) says
-    nothing about how they keep up."""
+    none did), and their time per step not bound by input (ms); (-1, -1) without steps: a
+    first step waiting for workers to start (seconds with ``spawn``) says nothing about how
+    they keep up."""
     if db is None or not db.n_steps:
-        return -1.0
+        return -1.0, -1.0
     after = db.start_ns >= up_ns
     keep = after if after.any() else np.ones(db.n_steps, bool)
     total = int(db.dur_ns[keep].sum())
     if not total:
-        return -1.0
-    return round(100.0 * float(db.limit_ns()["input"][keep].sum()) / total, 3)
+        return -1.0, -1.0
+    input_ns = float(db.limit_ns()["input"][keep].sum())
+    other_ms = round((total - input_ns) / int(keep.sum()) / 1e6, 6)
+    return round(100.0 * input_ns / total, 3), other_ms
 
 
 def _cpu(profile: Profile) -> tuple[int, float]:
@@ -211,14 +209,15 @@ def _step_span(profile: Profile, db: StepDb | None) -> tuple[int, int] | None:
 
 
 def _one_loader(
-    profile: Profile, stage: str, ev: np.ndarray, span: tuple[int, int] | None, context: _Context
+    profile: Profile, stage: str, ev: np.ndarray, span: tuple[int, int] | None, context: Context
 ) -> LoaderWorkers | None:
     batch = profile.stat_at("batch", ev)
     parent = profile.stat_at("parent_id", ev)
     if not batch.present.any():
         return None
     start, end = profile.start_ns[ev], profile.end_at(ev)
-    asks = _asks(profile, int(np.max(parent.as_int())) if parent.present.any() else None)
+    loader_id = int(np.max(parent.as_int())) if parent.present.any() else None
+    asks = _asks(profile, loader_id)
     number = batch.as_int()
     ask_at = np.array([asks.get(int(k), (-1, -1))[0] for k in number], np.int64)
     ask_end = np.array([asks.get(int(k), (-1, -1))[1] for k in number], np.int64)
@@ -283,9 +282,21 @@ def _one_loader(
     per_batch = round(float((end - start).sum() / 1e6) / len(ev), 6)
     startup_ms = round(max(context.up_ns - lo, 0) / 1e6, 6) if span is not None else 0.0
     functions, samples = worker_functions(profile, ev, per_batch)
-    verdict, advice = _advice(
-        len(rows), round(busy_pct, 3), per_batch, cpu_percent, cpu_wait_percent, functions, context
+    spans = loop_waits(profile, ev, loader_id, context.up_ns)
+    busy_waiting = busy_while_waiting(start, end, profile.line[ev], spans)
+    made = end - start
+    judged = Workers(
+        len(rows),
+        round(busy_pct, 3),
+        busy_waiting,
+        per_batch,
+        round(float(np.percentile(made, 90)) / 1e6, 6),
+        cpu_percent,
+        cpu_wait_percent,
+        round(100.0 * totals["Collate"] / max(float(made.sum()), 1.0), 3),
+        functions,
     )
+    found, advice = verdict(judged, context)
     if n_ready + n_waited == 0:  # a plain loader: the step's asks are not events
         summary = (
             f"{len(rows)} worker(s) of {stage} made {len(ev)} batches, busy {busy_pct:.0f}% "
@@ -296,6 +307,11 @@ def _one_loader(
             summary = summary[:-1] + f" (CPU {cpu_percent:.0f}% of their batches' time)."
         if startup_ms > per_batch:
             summary += f" They began their first batches {startup_ms:.0f} ms into the steps."
+        if busy_waiting >= 0:
+            summary += (
+                f" While the loop waited for a batch they were busy {busy_waiting:.0f}% of "
+                "the time."
+            )
     if functions:  # what the pages show of the samples: the summary above the table
         summary += (
             " Their stack samples in the batches: "
@@ -317,90 +333,12 @@ def _one_loader(
         context.input_percent,
         context.cores,
         context.idle_cores,
-        verdict,
+        found,
         advice,
         cpu_percent,
         cpu_wait_percent,
         startup_ms,
-    )
-
-
-def _advice(
-    workers: int,
-    busy: float,
-    per_batch_ms: float,
-    cpu_percent: float,
-    cpu_wait_percent: float,
-    functions: tuple[WorkerFunction, ...],
-    context: _Context,
-) -> tuple[str, str]:
-    """(verdict, advice) from the workers' busy share and the steps' input share (decision
-    353); "" and "" when the profile has no steps to judge against."""
-    wait = context.input_percent
-    if wait < 0:
-        return "", ""
-    top = (
-        "; their stack samples: "
-        + ", ".join(f"{f.function} {f.percent:.0f}%" for f in functions[:2])
-        if functions
-        else ""
-    )
-    if wait < INPUT_WAIT_PERCENT:
-        return "keeping_up", (
-            f"The steps wait for input {wait:.1f}% of their time: the {workers} DataLoader "
-            f"workers keep up (busy {busy:.0f}%)."
-        )
-    if busy >= BUSY_PERCENT:
-        head = (
-            f"DataLoader workers busy {busy:.0f}% while the steps wait for input {wait:.1f}% "
-            f"of their time: the {workers} workers cannot make batches as fast as the steps "
-            f"use them ({per_batch_ms:.2f} ms per batch in a worker{top})."
-        )
-        off_cpu = 100.0 - cpu_percent - max(cpu_wait_percent, 0.0)
-        starved = cpu_wait_percent >= CPU_WAIT_PERCENT
-        if cpu_percent >= 0 and off_cpu >= OFF_CPU_PERCENT:
-            return "workers_busy", head + (
-                f" Their batches mostly wait off the CPU ({off_cpu:.0f}% of their time: "
-                f"sleep, I/O, locks; computing {cpu_percent:.0f}%): add workers "
-                f"(num_workers={workers} now), they need little CPU."
-                + (
-                    f" They also waited for a CPU {cpu_wait_percent:.0f}% of their time: the "
-                    "cores are busy."
-                    if starved
-                    else ""
-                )
-            )
-        if starved:
-            return "workers_busy", head + (
-                f" They waited for a CPU {cpu_wait_percent:.0f}% of their time (computing "
-                f"{cpu_percent:.0f}%): the machine's cores are busy, and more workers would "
-                "share them; make that work faster (or give the job more cores)."
-            )
-        if context.idle_cores < 0:
-            return "workers_busy", head + (
-                " Add workers (num_workers) if the machine has idle cores, or make that "
-                "work faster."
-            )
-        if context.idle_cores >= 1:
-            return "workers_busy", head + (
-                f" Add workers: {context.idle_cores:.1f} of {context.cores} cores were idle "
-                f"while recording (num_workers={workers} now)."
-            )
-        return "workers_busy", head + (
-            f" {context.idle_cores:.1f} of {context.cores} cores were idle while recording: "
-            "more workers would share the cores already busy; make that work faster "
-            "(or give the job more cores)."
-        )
-    if busy <= IDLE_BUSY_PERCENT:
-        return "workers_idle", (
-            f"DataLoader workers idle {100 - busy:.0f}% of the steps' span while the steps "
-            f"wait for input {wait:.1f}% of their time: the main process is the bottleneck, "
-            "getting the batches once made (result queue, unpickling, pin_memory) or asking "
-            "for them late; more workers will not help."
-        )
-    return "partly_busy", (
-        f"DataLoader workers busy {busy:.0f}% while the steps wait for input {wait:.1f}% of "
-        f"their time ({per_batch_ms:.2f} ms per batch in a worker{top})."
+        busy_waiting,
     )
 
 

@@ -119,7 +119,8 @@ const VERDICTS = {
   keeping_up: ['The workers keep up', 'good'],
   workers_busy: ['The workers cannot keep up', 'bad'],
   workers_idle: ['The main process is the bottleneck', 'warn'],
-  partly_busy: ['Workers partly busy', 'warn'],
+  uneven_batches: ['Batches of uneven cost', 'warn'],
+  partly_busy: ['Workers partly busy', 'warn'], // answers cached before decision 391
 };
 
 // A figure the capture did not record is -1 (an older capture, a platform without it).

@@ -1,0 +1,288 @@
+"""What to change in a DataLoader whose workers were captured: the verdict and its advice
+(decisions 353, 355, 356 and 391).
+
+The workers are judged by what they did **while the loop waited for a batch** (its
+``next()`` calls), not over the whole span: a worker that has made its ``prefetch_factor``
+batches ahead waits for an index while the step computes, so a loop whose steps are slow at
+times shows idle workers that are no sign of spare capacity (a user run: workers busy 78% of
+the span, and 99% while the loop waited). While the loop waits, a worker is either making a
+batch, or done with every batch it was given (it waits in ``select()`` for the next index,
+which the loader sends only as it consumes batches in order), so:
+
+- all of them busy then: they make batches slower than the steps use them (`workers_busy`);
+- some idle: the loop waits, in order, for one late batch while the others have theirs
+  made (`uneven_batches`: batches of uneven cost; more batches ahead or out of order);
+- all idle: the batch was made and the loop spends its wait getting it (`workers_idle`:
+  the main process).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from stepscope.model import Profile
+from stepscope.stats.input.worker_functions import WorkerFunction
+from stepscope.stats.steps.breakdown import StepDb
+from stepscope.vocab.pytorch import DATALOADER_WORKER_LINE, is_dataloader_next
+from stepscope.vocab.tensorflow import GET_NEXT_KERNELS
+
+# Verdict thresholds (decisions 353 and 391): below INPUT_WAIT_PERCENT of the step time bound
+# by input, the workers keep up; above it, workers busy BUSY_PERCENT or more of the loop's
+# waits cannot keep up, and workers busy IDLE_BUSY_PERCENT or less then are not what the
+# steps wait for.
+INPUT_WAIT_PERCENT = 10.0
+BUSY_PERCENT = 80.0
+IDLE_BUSY_PERCENT = 40.0
+# Workers whose batches spend this share of their time off the CPU and not waiting for one
+# mostly wait (sleep, I/O, locks): more of them overlap the waits whether or not the machine
+# has idle cores (decision 355). Workers that waited for a CPU this share of their time run
+# on busy cores: more of them would share the same cores (decision 356).
+OFF_CPU_PERCENT = 50.0
+CPU_WAIT_PERCENT = 25.0
+
+
+class Context(NamedTuple):
+    input_percent: float  # -1 without steps
+    cores: int  # 0: not recorded
+    idle_cores: float  # -1: not recorded
+    up_ns: int  # the workers' first batches all began
+    other_ms: float  # the steps' time per step not bound by input (-1 without steps)
+
+
+class Workers(NamedTuple):
+    """What the advice reads of one loader's workers."""
+
+    n: int  # workers seen
+    busy_percent: float  # over the steps' span
+    busy_waiting_percent: float  # while the loop waited for a batch; -1: no waits seen
+    ms_per_batch: float
+    p90_ms_per_batch: float
+    cpu_percent: float
+    cpu_wait_percent: float
+    collate_percent: float  # of the batches' time, in collate_fn
+    functions: tuple[WorkerFunction, ...]
+
+
+def loop_waits(
+    profile: Profile, batches: np.ndarray, loader_id: int | None, after_ns: int
+) -> np.ndarray:
+    """(k, 2) start/end of the loop's waits for this loader's batches once the workers were
+    up: its get-next calls of the loader's stage (an instrumented loader) or, for a plain
+    one, the DataLoader's ``__next__`` the PyTorch profiler records on the loop's thread."""
+    names = profile.strings
+    calls = np.empty(0, np.int64)
+    if loader_id is not None:
+        ids = names.ids_matching(lambda s: s in GET_NEXT_KERNELS)
+        calls = np.flatnonzero(np.isin(profile.name, ids))
+        node = profile.stat_at("id", calls)
+        calls = calls[node.present & (node.as_int() == loader_id)]
+    if not len(calls):
+        ids = names.ids_matching(is_dataloader_next)
+        calls = np.flatnonzero(np.isin(profile.name, ids))
+        lines = profile.lines
+        worker_lines = [
+            k for k, line in enumerate(lines) if line.name.startswith(DATALOADER_WORKER_LINE)
+        ]
+        calls = calls[~np.isin(profile.line[calls], worker_lines)]
+    if not len(calls):
+        return np.empty((0, 2), np.int64)
+    # waits begun once every worker was up (earlier ones wait for them to start) and before
+    # the loader's last batch ended (another loader's, or a later pass's)
+    lo = max(after_ns, int(profile.start_ns[batches].min()))
+    hi = int(profile.end_at(batches).max())
+    start, end = profile.start_ns[calls], profile.end_at(calls)
+    keep = (start >= lo) & (start < hi)
+    order = np.argsort(start[keep], kind="stable")
+    return _merged(np.stack([start[keep][order], end[keep][order]], axis=1))
+
+
+def _merged(spans: np.ndarray) -> np.ndarray:
+    """Sorted spans with overlaps joined (nested calls of one wait count once)."""
+    if len(spans) < 2:
+        return spans
+    out = [list(spans[0])]
+    for s, e in spans[1:].tolist():
+        if s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return np.array(out, np.int64)
+
+
+def busy_while_waiting(
+    starts: np.ndarray, ends: np.ndarray, lines: np.ndarray, waits: np.ndarray
+) -> float:
+    """The workers' mean share of the loop's waits spent making batches (%); -1 without
+    waits."""
+    total = int((waits[:, 1] - waits[:, 0]).sum()) if len(waits) else 0
+    if not total:
+        return -1.0
+    shares = []
+    for line in np.unique(lines).tolist():
+        mine = lines == line
+        shares.append(_overlap_ns(starts[mine], ends[mine], waits) / total)
+    return round(100.0 * float(np.mean(shares)), 3)
+
+
+def _overlap_ns(starts: np.ndarray, ends: np.ndarray, waits: np.ndarray) -> int:
+    """Time inside ``waits`` (sorted, disjoint) covered by the spans ``starts``/``ends``."""
+    order = np.argsort(starts, kind="stable")
+    spans = _merged(np.stack([starts[order], ends[order]], axis=1).astype(np.int64))
+    covered = np.concatenate([[0], np.cumsum(spans[:, 1] - spans[:, 0])])
+
+    def before(t: np.ndarray) -> np.ndarray:  # span time before each t
+        k = np.searchsorted(spans[:, 1], t, side="right")  # spans ended by t
+        part = np.where(
+            k < len(spans), np.maximum(t - spans[np.minimum(k, len(spans) - 1), 0], 0), 0
+        )
+        return covered[k] + part
+
+    return int((before(waits[:, 1]) - before(waits[:, 0])).sum())
+
+
+def verdict(w: Workers, context: Context) -> tuple[str, str]:
+    """(verdict, advice) (decisions 353 and 391); "" and "" when the profile has no steps to
+    judge against."""
+    wait = context.input_percent
+    if wait < 0:
+        return "", ""
+    top = (
+        "; their stack samples: "
+        + ", ".join(f"{f.function} {f.percent:.0f}%" for f in w.functions[:2])
+        if w.functions
+        else ""
+    )
+    if wait < INPUT_WAIT_PERCENT:
+        return "keeping_up", (
+            f"The steps wait for input {wait:.1f}% of their time: the {_workers(w.n)} "
+            f"{'keeps' if w.n == 1 else 'keep'} up (busy {w.busy_percent:.0f}%, the rest "
+            "waiting for the steps to take their batches). Nothing to change in the "
+            "DataLoader: the time is in the steps' own work."
+        )
+    busy = w.busy_waiting_percent if w.busy_waiting_percent >= 0 else w.busy_percent
+    during = (
+        "while the loop waited for a batch" if w.busy_waiting_percent >= 0 else "of the steps' span"
+    )
+    # one worker idle while the loop waits has its batch made: no other worker's to wait for
+    if busy >= BUSY_PERCENT or (w.n == 1 and busy > IDLE_BUSY_PERCENT):
+        return "workers_busy", _busy(w, context, busy, during, top)
+    if busy <= IDLE_BUSY_PERCENT:
+        return "workers_idle", (
+            f"DataLoader workers idle {100 - busy:.0f}% {during} (the steps wait for input "
+            f"{wait:.1f}% of their time): the batches were "
+            "made and the main process is the bottleneck, getting them (result queue, "
+            "unpickling, pin_memory) or asking for them late; more workers will not help. "
+            "Have collate_fn return torch tensors (the default one does: tensors cross in "
+            "shared memory, NumPy arrays and other Python objects are pickled through a "
+            "pipe), keep batches small, and leave the main process's cores to it."
+        )
+    return "uneven_batches", (
+        f"While the loop waited for a batch, the {w.n} DataLoader workers were busy only "
+        f"{busy:.0f}% of the time (the steps wait for input {wait:.1f}% of their time): the "
+        "loop takes batches in order, and waited for a late one while the other workers had "
+        "made theirs and waited for new indices (a worker makes at most prefetch_factor "
+        f"batches ahead). Their batches take {w.ms_per_batch:.2f} ms on average, "
+        f"{w.p90_ms_per_batch:.2f} ms at the 90th percentile{top}. Let the free workers go on: "
+        "DataLoader(in_order=False) hands out batches as they are made; or raise "
+        "prefetch_factor (2 by default); or even out the batches' cost."
+    )
+
+
+def _workers(n: int) -> str:
+    return f"{n} DataLoader worker" + ("s" if n != 1 else "")
+
+
+def _busy(w: Workers, context: Context, busy: float, during: str, top: str) -> str:
+    wait = context.input_percent
+    where = f"; collate_fn takes {w.collate_percent:.0f}% of it" if w.collate_percent >= 50 else ""
+    head = (
+        f"DataLoader workers busy {busy:.0f}% {during} (the steps wait for input "
+        f"{wait:.1f}% of their time): the {_workers(w.n)} cannot make "
+        f"batches as fast as the steps use them ({w.ms_per_batch:.2f} ms per batch in a "
+        f"worker{where}{top})."
+    )
+    needed = _workers_needed(w, context)
+    off_cpu = 100.0 - w.cpu_percent - max(w.cpu_wait_percent, 0.0)
+    starved = w.cpu_wait_percent >= CPU_WAIT_PERCENT
+    if w.cpu_percent >= 0 and off_cpu >= OFF_CPU_PERCENT:
+        return head + (
+            f" Their batches mostly wait off the CPU ({off_cpu:.0f}% of their time: sleep, "
+            f"I/O, locks; computing {w.cpu_percent:.0f}%): add workers, they need little CPU: "
+            f"num_workers={needed} (now {w.n}) would make a batch every "
+            f"{w.ms_per_batch / needed:.2f} ms for the steps' {context.other_ms:.2f} ms of "
+            "other work."
+            + (
+                f" They also waited for a CPU {w.cpu_wait_percent:.0f}% of their time: the "
+                "cores are busy."
+                if starved
+                else ""
+            )
+        )
+    if starved:
+        return head + (
+            f" They waited for a CPU {w.cpu_wait_percent:.0f}% of their time (computing "
+            f"{w.cpu_percent:.0f}%): the machine's cores are busy, and more workers would "
+            "share them; make that work faster (or give the job more cores)."
+        )
+    if context.idle_cores < 0:
+        return head + (
+            f" Add workers (num_workers={needed} would keep up, now {w.n}) if the machine "
+            "has idle cores, or make that work faster."
+        )
+    if context.idle_cores >= 1:
+        more = min(needed, w.n + math.floor(context.idle_cores))
+        return head + (
+            f" Add workers: {context.idle_cores:.1f} of {context.cores} cores were idle while "
+            f"recording: num_workers={more} (now {w.n})"
+            + (
+                "."
+                if more >= needed
+                else f"; {needed} would keep up, so also make that work faster."
+            )
+        )
+    return head + (
+        f" {context.idle_cores:.1f} of {context.cores} cores were idle while recording: more "
+        "workers would share the cores already busy; make that work faster (or give the job "
+        "more cores)."
+    )
+
+
+def _workers_needed(w: Workers, context: Context) -> int:
+    """Workers that would make a batch in the steps' other work per step (at least one more
+    than now): each makes one in ``ms_per_batch``."""
+    if context.other_ms <= 0:
+        return w.n + 1
+    return max(w.n + 1, math.ceil(w.ms_per_batch / context.other_ms))
+
+
+# The DataLoader iterator of ``num_workers=0``, as the PyTorch profiler names its ``next()``.
+IN_PROCESS_ITER = "_SingleProcessDataLoaderIter.__next__"
+
+
+def in_process_loader(profile: Profile, db: StepDb | None) -> str:
+    """Advice for a DataLoader making its batches in the training process (``num_workers=0``)
+    while the steps wait for input (decision 391); "" otherwise."""
+    if db is None or not db.n_steps:
+        return ""
+    ids = profile.strings.ids_matching(
+        lambda s: is_dataloader_next(s) and s.endswith(IN_PROCESS_ITER)
+    )
+    calls = np.flatnonzero(np.isin(profile.name, ids))
+    total = int(db.dur_ns.sum())
+    input_ns = float(db.limit_ns()["input"].sum())
+    if not len(calls) or not total or 100.0 * input_ns / total < INPUT_WAIT_PERCENT:
+        return ""
+    per_batch_ms = float(profile.dur_ns[calls].mean()) / 1e6
+    other_ms = (total - input_ns) / db.n_steps / 1e6
+    needed = max(1, math.ceil(per_batch_ms / other_ms)) if other_ms > 0 else 1
+    return (
+        f"The DataLoader makes its batches in the training process (num_workers=0): "
+        f"{per_batch_ms:.2f} ms a batch, while the steps wait for input "
+        f"{100.0 * input_ns / total:.1f}% of their time. Set num_workers so that worker "
+        f"processes make the next batches while the step computes: num_workers={needed} would "
+        f"make one every {per_batch_ms / needed:.2f} ms for the steps' {other_ms:.2f} ms of "
+        "other work (if the batches need CPU, at most the idle cores)."
+    )

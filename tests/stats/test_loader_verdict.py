@@ -1,0 +1,108 @@
+"""The DataLoader workers' verdict reads what the workers did while the loop waited for a
+batch, and every verdict says what to change (decision 391)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from stepscope.cli.report_render import _loader_workers
+from stepscope.model import open_run
+from stepscope.stats import build_step_db
+from stepscope.stats.input.loader_verdict import busy_while_waiting
+from stepscope.stats.input.loader_workers import LoaderWorkers, loader_workers
+from stepscope.tools import output
+from stepscope.tools.context import ProfileStore, ToolContext
+from stepscope.tools.registry import get_tool
+from stepscope.vocab.pytorch import DATALOADER_NEXT
+from stepscope.xspace.builder import XSpaceBuilder
+from tests.pod.builders import write_run
+from tests.support.analysis import MS, build
+from tests.support.loader import plain_loader_space
+
+
+def _judge(space: XSpaceBuilder) -> LoaderWorkers:
+    profile = build(space)
+    [found] = loader_workers(profile, build_step_db(profile))
+    return found
+
+
+def _tool(tmp_path: Path, space: XSpaceBuilder, name: str) -> dict:
+    run = open_run(write_run(tmp_path / "logs", [space]))
+    [host] = [h.host for h in run.hosts]
+    return output.to_json(get_tool(name).build(ToolContext(run, host, ProfileStore())))
+
+
+def test_workers_busy_while_the_loop_waits_are_busy_though_idle_while_it_computes() -> None:
+    """A user run (loop2.py, 2 workers): busy 78% of the steps' span -- idle while slower
+    steps computed, their prefetched batches made -- and 99% while the loop waited: they
+    were what it waited for ("partly busy", with no change said, before)."""
+    found = _judge(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=60, cpu=(8, 5.5)))
+    assert found.busy_percent == 60.0
+    assert found.busy_waiting_percent == 100.0
+    assert found.verdict == "workers_busy"
+    assert "busy 100% while the loop waited for a batch" in found.advice
+    # a worker makes a batch in 60 ms, the steps do 40 ms of other work: 2 would do, and
+    # "add" means at least one more
+    assert "5.5 of 8 cores were idle while recording: num_workers=3 (now 2)." in found.advice
+    report = " ".join(" ".join(_loader_workers(found, 80, recommended=found.advice)).split())
+    assert "busy 60% of the steps' span on average and 100% while the loop waited" in report
+
+
+def test_a_worker_idle_while_the_loop_waits_for_anothers_batch_means_uneven_batches() -> None:
+    """Worker 0's batches take 98 ms, worker 1's 20: the loop waits, in order, for worker 0
+    while worker 1 has made its batch and waits for an index."""
+    found = _judge(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=(98, 20)))
+    assert found.busy_waiting_percent == round(100 * (60 + 20) / 120, 3)
+    assert found.verdict == "uneven_batches"
+    assert "in_order=False" in found.advice and "prefetch_factor" in found.advice
+    assert "98.00 ms at the 90th percentile" in found.advice
+
+
+def test_workers_idle_while_the_loop_waits_point_at_the_main_process() -> None:
+    found = _judge(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=(10, 10)))
+    assert found.busy_waiting_percent == round(100 * 10 / 60, 3)
+    assert found.verdict == "workers_idle"
+    assert "Have collate_fn return torch tensors" in found.advice
+
+
+def test_workers_that_keep_up_are_not_told_to_add_workers_anywhere(tmp_path: Path) -> None:
+    """The model is the bottleneck: no page may say "use more workers"."""
+    space = plain_loader_space(step_ms=100, wait_ms=2, busy_ms=30)
+    found = _judge(space)
+    assert found.verdict == "keeping_up"
+    assert "Nothing to change in the DataLoader" in found.advice
+    ipa = _tool(tmp_path, space, "input_pipeline_analyzer")
+    texts = [*ipa["recommendations"], *(w["advice"] for w in ipa["loader_workers"])]
+    assert texts and not [t for t in texts if "workers" in t and "more" in t.lower()]
+
+
+def test_an_in_process_loader_is_told_how_many_workers(tmp_path: Path) -> None:
+    """num_workers=0: the loop's ``next()`` makes the batch; the advice gives a worker count
+    from the batch's time and the step's other work."""
+    builder = XSpaceBuilder("synthetic")
+    main = builder.plane("/host:CPU").line(1, "MainThread")
+    name = f"{DATALOADER_NEXT}#_SingleProcessDataLoaderIter.__next__"
+    for k in range(6):
+        t = k * 100
+        main.event("train", t * MS, 100 * MS, {"step_num": k, "_r": 1})
+        main.event(name, t * MS, 70 * MS)
+        main.event("aten::addmm", (t + 70) * MS, 30 * MS)
+    ipa = _tool(tmp_path, builder, "input_pipeline_analyzer")
+    first = ipa["recommendations"][0]
+    assert first.startswith("The DataLoader makes its batches in the training process")
+    assert "num_workers=3 would make one every 23.33 ms for the steps' 30.00 ms" in first
+    overview = _tool(tmp_path / "o", builder, "overview_page")
+    assert first in " ".join([overview["recommendation"]["statement"],
+                              *overview["recommendation"]["details"]])  # fmt: skip
+
+
+def test_busy_while_waiting_counts_each_workers_overlap() -> None:
+    waits = np.array([[0, 10], [20, 30]], np.int64)
+    starts = np.array([0, 5, 25, 0], np.int64)
+    ends = np.array([5, 12, 40, 30], np.int64)
+    lines = np.array([0, 0, 0, 1])
+    # worker 0: 0-10 and 25-30 of the 20 ms of waits; worker 1: all of them
+    assert busy_while_waiting(starts, ends, lines, waits) == round(100 * (15 / 20 + 1) / 2, 3)
+    assert busy_while_waiting(starts, ends, lines, np.empty((0, 2), np.int64)) == -1.0
