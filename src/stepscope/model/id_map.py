@@ -34,7 +34,7 @@ def lookup(
         if table is not None:
             # Unsigned view: negative ids land past the table, on its sentinel (last slot).
             index = np.minimum(part.view(np.uint64), np.uint64(len(table) - 1))
-            out[lo : lo + chunk] = table[index.view(np.int64)]
+            out[lo : lo + chunk] = table.take(index.view(np.int64))
             continue
         pos = np.minimum(np.searchsorted(sorted_ids, part), len(sorted_ids) - 1)
         out[lo : lo + chunk] = np.where(sorted_ids[pos] == part, targets[pos], missing)

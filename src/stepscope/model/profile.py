@@ -208,7 +208,7 @@ class Profile:
     @cached_property
     def plane(self) -> np.ndarray:
         """Plane index of each event."""
-        return self.line_plane[self.line] if len(self.lines) else np.zeros(0, np.int32)
+        return self.line_plane.take(self.line) if len(self.lines) else np.zeros(0, np.int32)
 
     @cached_property
     def _stat_rows(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
@@ -256,14 +256,14 @@ class Profile:
             return StatColumn(present, kind, value)
         meta = self._meta_stat(key)
         if meta is not None:
-            kind = meta[0][self.meta]
-            value = meta[1][self.meta]
+            kind = meta[0].take(self.meta)
+            value = meta[1].take(self.meta)
             present = kind != KIND_NONE
         rows, owners = self._rows_of(key)
         if len(rows):
             present[owners] = True
-            kind[owners] = self.stats.kind[rows]
-            value[owners] = self.stats.value[rows]
+            kind[owners] = self.stats.kind.take(rows)
+            value[owners] = self.stats.value.take(rows)
         return StatColumn(present, kind, value)
 
     def stat_at(self, name: str, events: np.ndarray) -> StatColumn:
@@ -277,18 +277,19 @@ class Profile:
         if meta is None:
             kind, value = np.zeros(m, np.int8), np.zeros(m, np.int64)
         else:
-            kind, value = meta[0][self.meta[events]], meta[1][self.meta[events]]
+            at = self.meta.take(events)
+            kind, value = meta[0].take(at), meta[1].take(at)
         present = kind != KIND_NONE
         rows, owners = self._rows_of(key)
         if len(rows):
             # An event's last row of the key, as `stat`'s assignment keeps the last.
             at = last_at_or_before(owners, events)
             hit = at >= 0
-            hit[hit] = owners[at[hit]] == events[hit]
-            found = rows[at[hit]]
+            hit[hit] = owners.take(at[hit]) == events[hit]
+            found = rows.take(at[hit])
             present[hit] = True
-            kind[hit] = self.stats.kind[found]
-            value[hit] = self.stats.value[found]
+            kind[hit] = self.stats.kind.take(found)
+            value[hit] = self.stats.value.take(found)
         return StatColumn(present, kind, value)
 
     def in_metadata(self, name: str) -> bool:

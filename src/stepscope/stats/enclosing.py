@@ -59,8 +59,8 @@ def _scan_line(
     # are a prefix of the order; the last of them reaching the query's end is the prefix's
     # last candidate or one of its nesting ancestors (`nesting_parents`: each candidate's
     # parent is the last earlier one ending at or after it), whose ends only grow upwards.
-    cand = cand[start_order(starts[cand], ends[cand])]
-    c_start, c_end = starts[cand], ends[cand]
+    cand = cand.take(start_order(starts.take(cand), ends.take(cand)))
+    c_start, c_end = starts.take(cand), ends.take(cand)
     parent = nesting_parents(np.zeros(len(cand), dtype=np.int32), c_start, c_end)
     q_end = ends[query_events]
     at = np.searchsorted(c_start, starts[query_events], "right") - 1

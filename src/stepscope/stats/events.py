@@ -212,7 +212,7 @@ def on_device_plane(profile: Profile, events: np.ndarray) -> np.ndarray:
     """Per event of ``events``: True on a device plane, read through the events' lines (no
     column over every event)."""
     device_plane = np.array([p.is_device for p in profile.planes], dtype=bool)
-    return device_plane[profile.line_plane[profile.line[events]]]
+    return device_plane.take(profile.line_plane.take(profile.line.take(events)))
 
 
 def device_work_lines(profile: Profile) -> np.ndarray:
@@ -300,7 +300,7 @@ def _classify(profile: Profile, has_device: bool | None) -> np.ndarray:
         return out
     # a DataLoader worker's batches are another process's work: not counted in the steps'
     # time (the step's own wait for them is), read by the input pipeline analyzer instead
-    on_host = (host_lines(profile) & ~loader_worker_lines(profile))[profile.line]
+    on_host = (host_lines(profile) & ~loader_worker_lines(profile)).take(profile.line)
     on_device = device_work_lines(profile)[profile.line]
     if has_device is None:
         has_device = bool(on_device.any())

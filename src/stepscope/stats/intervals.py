@@ -26,7 +26,7 @@ def merge_sorted(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.n
     tails = np.empty_like(heads)
     np.subtract(heads[1:], 1, out=tails[:-1])
     tails[-1] = len(starts) - 1
-    lo, hi = starts[heads], reach[tails]
+    lo, hi = starts.take(heads), reach.take(tails)
     return heads, lo.astype(np.int64, copy=False), hi.astype(np.int64, copy=False)
 
 
@@ -49,7 +49,7 @@ def union_of(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The union of intervals as sorted, disjoint (lo, hi) arrays."""
     order = np.argsort(starts, kind="stable")
-    _, lo, hi = merge_sorted(starts[order], ends[order])
+    _, lo, hi = merge_sorted(starts.take(order), ends.take(order))
     return lo, hi
 
 

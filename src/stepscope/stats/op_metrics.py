@@ -295,7 +295,7 @@ def _device_table(profile: Profile, from_ns: int | None = None) -> OpTable:
     if not work_lines.any():  # a host-only profile: no event types to wait for or compute
         return OpTable.empty("device")
     types = classify_events(profile)
-    on_device = work_lines[profile.line] & (types != NOT_COUNTED)
+    on_device = work_lines.take(profile.line) & (types != NOT_COUNTED)
     if from_ns is not None:
         on_device &= profile.start_ns >= from_ns
     events = np.flatnonzero(on_device)

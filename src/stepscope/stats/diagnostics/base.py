@@ -115,7 +115,9 @@ class HostData:
         ev = self.device_events
         launch = launch_events(self.profile, ev)
         return np.where(
-            launch >= 0, self.profile.start_ns[np.maximum(launch, 0)], self.profile.start_ns[ev]
+            launch >= 0,
+            self.profile.start_ns.take(np.maximum(launch, 0)),
+            self.profile.start_ns.take(ev),
         )
 
     @cached_property

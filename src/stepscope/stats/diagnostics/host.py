@@ -34,7 +34,7 @@ _TF_OP = re.compile(r"^[^:]+:[A-Za-z_][A-Za-z0-9_]*$")
 
 def _host_mask(data: HostData) -> np.ndarray:
     p = data.profile
-    return host_lines(p)[p.line] if p.n_events else np.zeros(0, bool)
+    return host_lines(p).take(p.line) if p.n_events else np.zeros(0, bool)
 
 
 def step_gaps(data: HostData, options: dict[str, str]) -> Finding | None:

@@ -223,7 +223,7 @@ def _attribute(
     step_lines = np.zeros(len(profile.lines), dtype=bool)
     step_lines[list(markers.lines)] = True
     waiting = pair_types == EventType.HOST_WAIT_INPUT
-    on_step_line = step_lines[profile.line[events]]
+    on_step_line = step_lines.take(profile.line.take(events))
     if (waiting & on_step_line).any():
         by_window = np.zeros(len(events), dtype=bool)
         by_window[n_grouped:] = True
@@ -310,7 +310,7 @@ def _clipped(
     without two gathered 8 B/pair temporaries beside the result."""
     out = np.empty(len(ev), dtype=np.int64)
     for k in range(0, len(ev), chunk):
-        clip(times_of(ev[k : k + chunk]), bound[st[k : k + chunk]], out=out[k : k + chunk])
+        clip(times_of(ev[k : k + chunk]), bound.take(st[k : k + chunk]), out=out[k : k + chunk])
     return out
 
 
@@ -324,7 +324,7 @@ def _events_on_lines(
     seen = np.zeros(profile.n_events, dtype=bool)
     for k in range(0, len(ev), chunk):
         part = ev[k : k + chunk]
-        seen[part[on_line[profile.line[part]]]] = True
+        seen[part[on_line.take(profile.line.take(part))]] = True
     return np.flatnonzero(seen)
 
 

@@ -114,7 +114,7 @@ def find_runs(profile: Profile, host_line: np.ndarray, has_device: bool) -> Disp
     is_dispatch[ids] = True
     is_inline = np.zeros(len(profile.strings), bool)
     is_inline[inline_ids] = True
-    candidate = np.flatnonzero(is_dispatch[profile.name] & host_line[profile.line])
+    candidate = np.flatnonzero(is_dispatch.take(profile.name) & host_line.take(profile.line))
     if not len(candidate):
         return DispatchRuns(none, none, none, none, none, none)
     lo_all, hi_all, ev_all, run_all, holes_lo, holes_hi = [], [], [], [], [], []
@@ -122,8 +122,10 @@ def find_runs(profile: Profile, host_line: np.ndarray, has_device: bool) -> Disp
     line_of = profile.line[candidate]
     for line in distinct(line_of).tolist():
         ev = candidate[line_of == line]
-        ev = ev[start_order(profile.start_ns[ev], profile.dur_ns[ev])]  # nearly in order
-        start = profile.start_ns[ev]
+        ev = ev.take(
+            start_order(profile.start_ns.take(ev), profile.dur_ns.take(ev))
+        )  # nearly in order
+        start = profile.start_ns.take(ev)
         end = profile.end_at(ev)
         # outermost only: an event inside the previous outer one is part of it
         reach = np.maximum.accumulate(end)
@@ -176,7 +178,7 @@ def evidence(
     if not len(runs.events) or not len(span_lo):
         return DispatchEvidence(np.zeros(len(span_lo), np.int64))
     ev = runs.events
-    start = profile.start_ns[ev]
+    start = profile.start_ns.take(ev)
     k = np.searchsorted(span_lo, start, "right") - 1
     inside = (k >= 0) & (start < span_hi[np.maximum(k, 0)])
     ops = np.bincount(k[inside], minlength=len(span_lo)).astype(np.int64)

@@ -32,7 +32,9 @@ def fetches_feeding_steps(
     step_line[list(markers.lines)] = True
     free = np.ones(profile.n_events, dtype=bool)
     free[claimed] = False
-    waits = np.flatnonzero((types == EventType.HOST_WAIT_INPUT) & step_line[profile.line] & free)
+    waits = np.flatnonzero(
+        (types == EventType.HOST_WAIT_INPUT) & step_line.take(profile.line) & free
+    )
     if not waits.size:
         return none
     win_start, win_end = markers.start_ns, markers.end_ns  # in start order (StepMarkers)

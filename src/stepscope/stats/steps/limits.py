@@ -117,9 +117,9 @@ def limit_types(
     used = distinct_ids(profile.name[events], len(strings))
     stage[used] = [is_iterator(strings[i]) for i in used.tolist()]
     pipeline_line = np.array([ln.name.startswith("tf_data") for ln in profile.lines], dtype=bool)
-    pipeline = (stage[profile.name[events]] | pipeline_line[profile.line[events]]) & (
-        out == int(host_work)
-    )
+    pipeline = (
+        stage.take(profile.name.take(events)) | pipeline_line.take(profile.line.take(events))
+    ) & (out == int(host_work))
     out[pipeline] = int(LimitType.INPUT_WORK)
     del pipeline
     if not has_device:

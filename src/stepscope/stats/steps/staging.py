@@ -111,7 +111,7 @@ def staged_windows(
     inside = (step >= 0) & (start < span_hi[np.maximum(step, 0)])
     big = np.iinfo(np.int64).max
     first_compute = np.full(len(span_lo), big, dtype=np.int64)
-    c = inside & compute_id[names]
+    c = inside & compute_id.take(names)
     np.minimum.at(first_compute, step[c], start[c])
     has = np.flatnonzero(first_compute < big)
     if not has.size:

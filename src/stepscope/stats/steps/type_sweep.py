@@ -25,7 +25,13 @@ def type_time(
     """
     out = np.zeros((n_steps, N_TYPES), dtype=np.int64)
     keep = hi > lo
-    step, lo, hi, types = step[keep].astype(np.int64), lo[keep], hi[keep], types[keep]
+    kept = np.flatnonzero(keep)  # one pass over the mask for the four gathers
+    step, lo, hi, types = (
+        step.take(kept).astype(np.int64),
+        lo.take(kept),
+        hi.take(kept),
+        types.take(kept),
+    )
     if not step.size:
         return out
     base = int(lo.min())
@@ -38,7 +44,8 @@ def type_time(
     key_lo = step * width + (lo - base)
     key_hi = step * width + (hi - base)
     order = np.argsort(key_lo, kind="stable")
-    key_lo, key_hi, step, types = key_lo[order], key_hi[order], step[order], types[order]
+    key_lo, key_hi = key_lo.take(order), key_hi.take(order)
+    step, types = step.take(order), types.take(order)
     thresholds = np.array(sorted(distinct(types).tolist(), reverse=True), dtype=np.int64)
     unions = _unions_by_threshold(key_lo, key_hi, step, types, thresholds, n_steps)
     covered = np.zeros(n_steps, dtype=np.int64)
@@ -66,7 +73,7 @@ def _unions_by_threshold(
             first = heads
         else:  # sorted by key_lo already; the steps of the runs' first intervals only
             index = np.flatnonzero(m)
-            heads, u_lo, u_hi = merge_sorted(key_lo[index], key_hi[index])
-            first = index[heads]
-        out[j] = np.bincount(step[first], weights=u_hi - u_lo, minlength=n_steps).round()
+            heads, u_lo, u_hi = merge_sorted(key_lo.take(index), key_hi.take(index))
+            first = index.take(heads)
+        out[j] = np.bincount(step.take(first), weights=u_hi - u_lo, minlength=n_steps).round()
     return out

@@ -50,7 +50,7 @@ def _compute_events(profile: Profile, counted: np.ndarray, step_lines: np.ndarra
         [is_compute_thread(ln.name) or is_compute_thread(ln.display_name) for ln in profile.lines],
         dtype=bool,
     )
-    mask = counted & thread[profile.line]
+    mask = counted & thread.take(profile.line)
     programs = profile.strings.ids_matching(lambda s: s.startswith(COMPUTE_EVENT_PREFIXES))
     if len(programs):
         mask |= counted & np.isin(profile.name, programs)

@@ -344,7 +344,7 @@ class ColumnLine:
         counts, keys, kinds, values = self._stat_rows()
         # Stable: ties keep insertion order, as the two stable sorts of the builder.
         order = start_order(start, dur)
-        sorted_counts = counts[order]
+        sorted_counts = counts.take(order)
         old_offsets = np.zeros(len(counts) + 1, np.int64)
         np.cumsum(counts, out=old_offsets[1:])
         new_offsets = np.zeros(len(counts) + 1, np.int64)
@@ -352,13 +352,13 @@ class ColumnLine:
         rows = np.repeat(old_offsets[:-1][order] - new_offsets[:-1], sorted_counts)
         rows += np.arange(len(rows), dtype=np.int64)
         return {
-            "meta": np.frombuffer(self.meta, np.int64)[order],
-            "start": start[order],
-            "dur": dur[order],
+            "meta": np.frombuffer(self.meta, np.int64).take(order),
+            "start": start.take(order),
+            "dur": dur.take(order),
             "stat_count": sorted_counts,
-            "key": keys[rows],
-            "kind": kinds[rows],
-            "value": values[rows],
+            "key": keys.take(rows),
+            "kind": kinds.take(rows),
+            "value": values.take(rows),
         }
 
     def take_sorted_columns(self) -> dict[str, np.ndarray]:

@@ -91,7 +91,7 @@ def _reader(
 
             def gathered(key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                 present, kind, value = by_key[key]
-                return present[at], kind[at], value[at]
+                return present.take(at), kind.take(at), value.take(at)
 
             return gathered
     return lambda key: trace.arg_at(key, events)
@@ -177,7 +177,7 @@ def add_memory(state: RouteState, c: Classified, memory_sizes: dict[int, int]) -
     peak = np.zeros(n, np.int64)
     for name in distinct(allocator[has_alloc]).tolist():
         chosen = np.flatnonzero(has_alloc & (allocator == name))
-        peak[chosen] = np.maximum(np.maximum.accumulate(allocated[chosen]), 0)
+        peak[chosen] = np.maximum(np.maximum.accumulate(allocated.take(chosen)), 0)
     with_reserved = has_alloc & has_reserved
     known = distinct(device_id).tolist()
     sizes = np.array([memory_sizes.get(d, 0) for d in known], np.int64)
@@ -236,7 +236,7 @@ def _innermost_ops(c: Classified, order: np.ndarray) -> np.ndarray:
     both = np.concatenate((ops, order))
     # (the flags tell a null id, NO_ID, from the number -1)
     codes = first_seen(
-        trace.flags[both] & (F_PID_STR | F_TID_STR), trace.pid[both], trace.tid[both]
+        trace.flags.take(both) & (F_PID_STR | F_TID_STR), trace.pid.take(both), trace.tid.take(both)
     )[0]
     op_thread, mem_thread = codes[: len(ops)], codes[len(ops) :]
     for thread in distinct(mem_thread).tolist():

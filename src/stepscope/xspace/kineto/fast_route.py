@@ -107,7 +107,7 @@ def classify(trace: ScannedTrace, base_ns: int = 0) -> Classified:
             count(skipped, "host events with a thread id beyond int32", len(wide))
             routed[wide] = False
             kind[wide] = -1
-    category = np.where(routed, category_of[np.maximum(cat, 0)], -1).astype(np.int32)
+    category = np.where(routed, category_of.take(np.maximum(cat, 0)), -1).astype(np.int32)
     # (not np.isin: it imports numpy.ma, 7-8 ms of a cold overview)
     on_device = np.flatnonzero(
         (kind == Kind.DEVICE) | (kind == Kind.GPU_ANNOTATION) | (kind == Kind.SYNC)
@@ -138,7 +138,7 @@ def _skip_unread(trace: ScannedTrace, skipped: dict[str, int]) -> None:
     `ScannedTrace.odd` calls them."""
     ph = trace.ph
     bad = (trace.flags & F_BAD) != 0
-    modelled = _PHASE_TABLE[ph] | (ph == ord("B")) | (ph == ord("E"))
+    modelled = _PHASE_TABLE.take(ph) | (ph == ord("B")) | (ph == ord("E"))
     unsupported = ~modelled
     for event, what in trace.odd.items():
         count(skipped, what, 1)
@@ -325,7 +325,7 @@ def route(state: RouteState, c: Classified) -> None:
     rows.has_correlation = np.zeros(0, bool)
     order = np.flatnonzero(emitted)
     # int32 event numbers (the events fit): 4 bytes an event less while the lines fill
-    by_line = order[_by_line(lines[order], len(state.lines))].astype(np.int32)
+    by_line = order.take(_by_line(lines.take(order), len(state.lines))).astype(np.int32)
     del order
     sorted_lines = lines[by_line]
     del lines
@@ -342,13 +342,13 @@ def route(state: RouteState, c: Classified) -> None:
         chosen = by_line[first:end]
         picked = rows.gather(chosen)  # one line at a time: small temporaries
         line.extend(
-            meta[chosen],
-            start[chosen],
-            dur[chosen],
-            rows.counts[chosen],
-            key[picked],
-            kind_rows[picked],
-            value[picked],
+            meta.take(chosen),
+            start.take(chosen),
+            dur.take(chosen),
+            rows.counts.take(chosen),
+            key.take(picked),
+            kind_rows.take(picked),
+            value.take(picked),
         )
 
 
@@ -364,7 +364,7 @@ def _assign_lines(
     # A thread is its (pid, tid), each a number or a string (its id, told apart by its flag).
     bits = trace.flags[host_idx]
     group, first = first_seen(
-        bits & F_PID_STR, trace.pid[host_idx], bits & F_TID_STR, trace.tid[host_idx]
+        bits & F_PID_STR, trace.pid.take(host_idx), bits & F_TID_STR, trace.tid.take(host_idx)
     )
     base = len(made)
     for event in host_idx[first].tolist():
@@ -421,8 +421,8 @@ def _metadata(
     plane_of_line = {id(line.plane): i for i, line in enumerate(made)}
     line_plane = np.array([plane_of_line[id(line.plane)] for line in made] or [0], np.int64)
     idx = np.flatnonzero(emitted)
-    plane = line_plane[lines[idx]]
-    group, first = first_seen(plane, names[idx], display[idx])
+    plane = line_plane.take(lines.take(idx))
+    group, first = first_seen(plane, names.take(idx), display.take(idx))
     meta_of_group = np.zeros(len(first), np.int64)
     category_of_group = np.zeros(len(first), np.int32)
     for g, event in enumerate(idx[first].tolist()):
@@ -435,8 +435,8 @@ def _metadata(
         meta_of_group[g] = meta_id
         category_of_group[g] = c.category[event]
     meta = np.zeros(trace.n_events, np.int32)
-    meta[idx] = meta_of_group[group]
-    differs = idx[c.category[idx] != category_of_group[group]]
+    meta[idx] = meta_of_group.take(group)
+    differs = idx[c.category.take(idx) != category_of_group.take(group)]
     if len(differs):
         rows.add_category(differs, [c.categories[int(i)] for i in c.category[differs]])
     return meta
@@ -464,7 +464,7 @@ def _bookkeeping(
         [c.categories[i] in FRAMEWORK_OP_CATEGORIES for i in range(len(c.categories))] + [False]
     )
     host = emitted & (c.kind == Kind.HOST)
-    ops = host & framework[c.category]
+    ops = host & framework.take(c.category)
     flows = np.flatnonzero((ph == ord("s")) | (ph == ord("f")) | (ph == ord("t")))
     fwdbwd = trace._ids.get("fwdbwd", -2)
     wanted = flows[trace.cat[flows] == fwdbwd]

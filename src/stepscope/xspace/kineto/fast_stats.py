@@ -381,10 +381,10 @@ class StatRows:
     def gather(self, events: np.ndarray) -> np.ndarray:
         """Row indices of ``events``' stats, event after event."""
         counts, starts = self._finish()[:2]
-        chosen = counts[events]
+        chosen = counts.take(events)
         new_starts = np.zeros(len(events), np.int64)
         np.cumsum(chosen[:-1], out=new_starts[1:])
-        rows = np.repeat(starts[events] - new_starts, chosen)
+        rows = np.repeat(starts.take(events) - new_starts, chosen)
         return rows + np.arange(len(rows), dtype=np.int64)
 
 

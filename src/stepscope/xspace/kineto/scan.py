@@ -188,11 +188,11 @@ class ScannedTrace:
         # The last row of an event, as `arg`'s assignment keeps the last of a repeated key.
         at = last_at_or_before(owners, events)
         hit = at >= 0
-        hit[hit] = owners[at[hit]] == events[hit]
-        found = rows[at[hit]]
+        hit[hit] = owners.take(at[hit]) == events[hit]
+        found = rows.take(at[hit])
         present[hit] = True
-        kind[hit] = self.arg_kind[found]
-        value[hit] = self.arg_value[found]
+        kind[hit] = self.arg_kind.take(found)
+        value[hit] = self.arg_value.take(found)
         return present, kind, value
 
     def _rows_of(self, key_id: int) -> np.ndarray:
@@ -430,4 +430,4 @@ def _first_seen_dense(key: np.ndarray, span: int) -> tuple[np.ndarray, np.ndarra
     del first_at
     group_of = np.zeros(span, np.int64)
     group_of[key[first]] = np.arange(len(first))
-    return group_of[key], first
+    return group_of.take(key), first
