@@ -1,5 +1,5 @@
 """The DataLoader workers' verdict reads what the workers did while the loop waited for a
-batch, and every verdict says what to change (decision 391)."""
+batch, and every verdict says what to change (decisions 392-394)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from stepscope.vocab.pytorch import DATALOADER_NEXT
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.pod.builders import write_run
 from tests.support.analysis import MS, build
-from tests.support.loader import plain_loader_space
+from tests.support.loader import ordered_loader_space, plain_loader_space
 
 
 def _judge(space: XSpaceBuilder) -> LoaderWorkers:
@@ -106,3 +106,34 @@ def test_busy_while_waiting_counts_each_workers_overlap() -> None:
     # worker 0: 0-10 and 25-30 of the 20 ms of waits; worker 1: all of them
     assert busy_while_waiting(starts, ends, lines, waits) == round(100 * (15 / 20 + 1) / 2, 3)
     assert busy_while_waiting(starts, ends, lines, np.empty((0, 2), np.int64)) == -1.0
+
+
+def test_a_loop_getting_batches_already_made_points_at_the_main_process() -> None:
+    """Each batch was made long before the loop asked; its 8 ms in next() are the main
+    process getting it (decision 394): whatever the workers do meanwhile."""
+    made = [(20 * k, 20 * k + 15) for k in range(10)]
+    asks = [(30 * k + 20, 30 * k + 28) for k in range(10)]
+    found = _judge(ordered_loader_space(made, asks))
+    assert found.waiting_on_workers_percent == 0.0
+    assert found.ready_batches == 10 and found.waited_batches == 0
+    assert found.rows[0].transfer_ms == 5 * 8.0
+    assert found.verdict == "workers_idle"
+    assert "waited for a batch still being made only 0% of the time" in found.advice
+
+
+def test_the_loop_waiting_in_order_on_a_slow_worker_means_uneven_batches() -> None:
+    """Worker 0 takes 50 ms a batch, worker 1 10 ms: the loop waits on worker 0's batches
+    while worker 1, two batches ahead, waits for indices."""
+    made = []
+    for k in range(6):
+        made.append((50 * k, 50 * k + 50))  # batch 2k, worker 0
+        made.append((10 * k, 10 * k + 10) if k < 2 else (50 * k - 45, 50 * k - 35))  # 2k + 1
+    made = [made[k] for k in range(12)]
+    asks = []
+    for k in range(6):
+        asks.append((50 * k + 2, 50 * k + 50))  # waits on worker 0
+        asks.append((50 * k + 51, 50 * k + 52))  # worker 1's, made
+    found = _judge(ordered_loader_space(made, asks))
+    assert found.waiting_on_workers_percent > 80
+    assert found.verdict == "uneven_batches"
+    assert 40 < found.busy_waiting_percent < 80

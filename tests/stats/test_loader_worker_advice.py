@@ -116,7 +116,7 @@ def test_idle_workers_while_the_steps_wait_point_at_the_main_process() -> None:
     found = _judge(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=20))
     assert found.busy_percent <= IDLE_BUSY_PERCENT
     assert found.verdict == "workers_idle"
-    assert "the main process is the bottleneck" in found.advice
+    assert "the loop waits for them to come across from the workers" in found.advice
     assert (found.cores, found.idle_cores) == (0, -1.0)  # not recorded: not claimed
     assert found.cpu_percent == -1.0 and found.rows[0].cpu_ms == -1.0
     assert found.cpu_wait_percent == -1.0 and found.rows[0].cpu_wait_ms == -1.0

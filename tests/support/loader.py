@@ -80,7 +80,9 @@ def plain_loader_space(
         main.event("aten::addmm", (t + wait_ms) * MS, (step_ms - wait_ms) * MS)
         for w, line in enumerate(workers):
             busy = busy_ms[w] if isinstance(busy_ms, tuple) else busy_ms
-            stats = {"parent_id": 9, "worker": w, "batch": 2 * k + w}
+            # numbered as if each step were a pass of its own: two batches a step for one
+            # next() is no in-order loop, so no call is matched to a batch (decision 394)
+            stats = {"parent_id": 9, "worker": w, "batch": w}
             cpu = {DATALOADER_BATCH_CPU_STAT: cpu_ms * MS} if cpu_ms is not None else {}
             if cpu_wait_ms is not None:
                 cpu[DATALOADER_BATCH_CPU_WAIT_STAT] = cpu_wait_ms * MS
@@ -101,4 +103,25 @@ def plain_loader_space(
                     10 * MS,
                     {"stack": stack, "samples": 1},
                 )
+    return builder
+
+
+def ordered_loader_space(
+    made_ms: list[tuple[int, int]], asks_ms: list[tuple[int, int]]
+) -> XSpaceBuilder:
+    """A plain loop taking its batches in order: batch k made by worker k % 2 over
+    ``made_ms[k]``, the loop's k-th ``next()`` over ``asks_ms[k]`` (then the step's own work
+    to the next one; steps from the ``train`` events, one per ask)."""
+    builder = XSpaceBuilder("synthetic")
+    host = builder.plane("/host:CPU")
+    main = host.line(1, "MainThread")
+    workers = [host.line(100 + w, f"DataLoader worker {w} (pid {100 + w})") for w in (0, 1)]
+    for k, (lo, hi) in enumerate(asks_ms):
+        end = asks_ms[k + 1][0] if k + 1 < len(asks_ms) else hi + 10
+        main.event("train", lo * MS, (end - lo) * MS, {"step_num": k, "_r": 1})
+        main.event(LOOP_NEXT, lo * MS, (hi - lo) * MS)
+        main.event("aten::addmm", hi * MS, (end - hi) * MS)
+    for k, (start, end) in enumerate(made_ms):
+        stats = {"parent_id": 9, "worker": k % 2, "batch": k}
+        workers[k % 2].event(f"{PLAIN_STAGE}::Worker", start * MS, (end - start) * MS, stats)
     return builder

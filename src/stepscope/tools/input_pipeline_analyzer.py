@@ -195,7 +195,7 @@ def build(ctx: ToolContext) -> InputPipelineAnalysis:
     in_process = [a for a in (analysis.in_process_loader(ctx, h) for h in ctx.hosts) if a]
     if any(w.verdict for w in workers) or in_process:
         # the loader's own verdict says what to change: not the generic DataLoader advice
-        # ("use more workers" to workers that keep up, decision 391)
+        # ("use more workers" to workers that keep up, decision 392)
         advice = [a for a in advice if a != _CATEGORY_ADVICE["other"]]
     waited = [w for w in workers if w.waited_batches > 1]  # the first batch is always awaited
     if waited:

@@ -1,5 +1,5 @@
 """What to change in a DataLoader whose workers were captured: the verdict and its advice
-(decisions 353, 355, 356 and 391).
+(decisions 353, 355, 356, 392 and 394).
 
 The workers are judged by what they did **while the loop waited for a batch** (its
 ``next()`` calls), not over the whole span: a worker that has made its ``prefetch_factor``
@@ -12,8 +12,9 @@ which the loader sends only as it consumes batches in order), so:
 - all of them busy then: they make batches slower than the steps use them (`workers_busy`);
 - some idle: the loop waits, in order, for one late batch while the others have theirs
   made (`uneven_batches`: batches of uneven cost; more batches ahead or out of order);
-- all idle: the batch was made and the loop spends its wait getting it (`workers_idle`:
-  the main process).
+- all idle: the batch was made and the loop spends its wait getting it across
+  (`workers_idle`); with the loop's calls matched to its batches (`plain_asks`), a loop
+  that mostly waits for batches already made is that, whatever the workers do meanwhile.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from stepscope.stats.steps.breakdown import StepDb
 from stepscope.vocab.pytorch import DATALOADER_WORKER_LINE, is_dataloader_next
 from stepscope.vocab.tensorflow import GET_NEXT_KERNELS
 
-# Verdict thresholds (decisions 353 and 391): below INPUT_WAIT_PERCENT of the step time bound
+# Verdict thresholds (decisions 353 and 392): below INPUT_WAIT_PERCENT of the step time bound
 # by input, the workers keep up; above it, workers busy BUSY_PERCENT or more of the loop's
 # waits cannot keep up, and workers busy IDLE_BUSY_PERCENT or less then are not what the
 # steps wait for.
@@ -42,6 +43,15 @@ IDLE_BUSY_PERCENT = 40.0
 # on busy cores: more of them would share the same cores (decision 356).
 OFF_CPU_PERCENT = 50.0
 CPU_WAIT_PERCENT = 25.0
+# Below this share of the loop's time in next() spent on batches still being made, the loop
+# mostly gets batches already made: the main process, whatever the workers did (decision 394).
+ON_WORKERS_PERCENT = 50.0
+# What to change when the main process is what the loop waits on.
+_MAIN = (
+    "Have collate_fn return torch tensors (the default one does: tensors cross in shared "
+    "memory, NumPy arrays and other Python objects are pickled through a pipe), keep "
+    "batches small, and leave cores to the main process."
+)
 
 
 class Context(NamedTuple):
@@ -58,6 +68,7 @@ class Workers(NamedTuple):
     n: int  # workers seen
     busy_percent: float  # over the steps' span
     busy_waiting_percent: float  # while the loop waited for a batch; -1: no waits seen
+    on_workers_percent: float  # of the loop's next() time, on batches being made; -1: unknown
     ms_per_batch: float
     p90_ms_per_batch: float
     cpu_percent: float
@@ -66,12 +77,10 @@ class Workers(NamedTuple):
     functions: tuple[WorkerFunction, ...]
 
 
-def loop_waits(
-    profile: Profile, batches: np.ndarray, loader_id: int | None, after_ns: int
-) -> np.ndarray:
-    """(k, 2) start/end of the loop's waits for this loader's batches once the workers were
-    up: its get-next calls of the loader's stage (an instrumented loader) or, for a plain
-    one, the DataLoader's ``__next__`` the PyTorch profiler records on the loop's thread."""
+def _loop_calls(profile: Profile, loader_id: int | None) -> np.ndarray:
+    """The loop's calls for a batch of this loader, in time order: its get-next calls of the
+    loader's stage (an instrumented loader) or, for a plain one, the DataLoader's
+    ``__next__`` the PyTorch profiler records on the loop's thread."""
     names = profile.strings
     calls = np.empty(0, np.int64)
     if loader_id is not None:
@@ -87,6 +96,38 @@ def loop_waits(
             k for k, line in enumerate(lines) if line.name.startswith(DATALOADER_WORKER_LINE)
         ]
         calls = calls[~np.isin(profile.line[calls], worker_lines)]
+    return calls[np.argsort(profile.start_ns[calls], kind="stable")]
+
+
+def plain_asks(
+    profile: Profile, batches: np.ndarray, number: np.ndarray
+) -> dict[int, tuple[int, int]]:
+    """batch number -> (start, end) of the plain loop's ``next()`` that took it: the loop
+    takes a pass's batches in order, so the k-th call ending after batch 0 was made takes
+    batch k. {} when that cannot hold: several passes (batch numbers repeat), or a call
+    that returned before its batch was made (another loader's calls)."""
+    calls = _loop_calls(profile, None)
+    if not len(calls) or len(np.unique(number)) != len(number) or 0 not in number:
+        return {}
+    made = profile.end_at(batches)
+    ends = profile.end_at(calls)
+    calls = calls[ends >= made[number == 0][0]]
+    starts, ends = profile.start_ns[calls], profile.end_at(calls)
+    asks = {
+        k: (int(starts[k]), int(ends[k])) for k in range(min(len(calls), int(number.max()) + 1))
+    }
+    for k, done in zip(number.tolist(), made.tolist(), strict=True):
+        if k in asks and asks[k][1] < done:
+            return {}
+    return asks
+
+
+def loop_waits(
+    profile: Profile, batches: np.ndarray, loader_id: int | None, after_ns: int
+) -> np.ndarray:
+    """(k, 2) start/end of the loop's waits for this loader's batches once the workers were
+    up (`_loop_calls`)."""
+    calls = _loop_calls(profile, loader_id)
     if not len(calls):
         return np.empty((0, 2), np.int64)
     # waits begun once every worker was up (earlier ones wait for them to start) and before
@@ -144,8 +185,8 @@ def _overlap_ns(starts: np.ndarray, ends: np.ndarray, waits: np.ndarray) -> int:
 
 
 def verdict(w: Workers, context: Context) -> tuple[str, str]:
-    """(verdict, advice) (decisions 353 and 391); "" and "" when the profile has no steps to
-    judge against."""
+    """(verdict, advice) (decisions 353, 392 and 394); "" and "" when the profile has no
+    steps to judge against."""
     wait = context.input_percent
     if wait < 0:
         return "", ""
@@ -162,6 +203,14 @@ def verdict(w: Workers, context: Context) -> tuple[str, str]:
             "waiting for the steps to take their batches). Nothing to change in the "
             "DataLoader: the time is in the steps' own work."
         )
+    if 0 <= w.on_workers_percent < ON_WORKERS_PERCENT:
+        return "workers_idle", (
+            f"The steps wait for input {wait:.1f}% of their time, but in next() the loop "
+            f"waited for a batch still being made only {w.on_workers_percent:.0f}% of the "
+            f"time: the rest it spent getting batches already made across from the workers "
+            f"(pickled there, the result queue, unpickled here, pin_memory); more workers "
+            f"will not help. {_MAIN}"
+        )
     busy = w.busy_waiting_percent if w.busy_waiting_percent >= 0 else w.busy_percent
     during = (
         "while the loop waited for a batch" if w.busy_waiting_percent >= 0 else "of the steps' span"
@@ -172,12 +221,10 @@ def verdict(w: Workers, context: Context) -> tuple[str, str]:
     if busy <= IDLE_BUSY_PERCENT:
         return "workers_idle", (
             f"DataLoader workers idle {100 - busy:.0f}% {during} (the steps wait for input "
-            f"{wait:.1f}% of their time): the batches were "
-            "made and the main process is the bottleneck, getting them (result queue, "
-            "unpickling, pin_memory) or asking for them late; more workers will not help. "
-            "Have collate_fn return torch tensors (the default one does: tensors cross in "
-            "shared memory, NumPy arrays and other Python objects are pickled through a "
-            "pipe), keep batches small, and leave the main process's cores to it."
+            f"{wait:.1f}% of their time): the batches were made, and the loop waits for "
+            "them to come across from the workers (pickled there, the result queue, "
+            f"unpickled here, pin_memory) or asks for them late; more workers will not help. "
+            f"{_MAIN}"
         )
     return "uneven_batches", (
         f"While the loop waited for a batch, the {w.n} DataLoader workers were busy only "
@@ -264,7 +311,7 @@ IN_PROCESS_ITER = "_SingleProcessDataLoaderIter.__next__"
 
 def in_process_loader(profile: Profile, db: StepDb | None) -> str:
     """Advice for a DataLoader making its batches in the training process (``num_workers=0``)
-    while the steps wait for input (decision 391); "" otherwise."""
+    while the steps wait for input (decision 393); "" otherwise."""
     if db is None or not db.n_steps:
         return ""
     ids = profile.strings.ids_matching(

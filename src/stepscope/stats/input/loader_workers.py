@@ -23,6 +23,7 @@ from stepscope.stats.input.loader_verdict import (
     Workers,
     busy_while_waiting,
     loop_waits,
+    plain_asks,
     verdict,
 )
 from stepscope.stats.input.worker_functions import WorkerFunction, worker_functions
@@ -113,10 +114,10 @@ class LoaderWorkers:
     )
     verdict: str = out(
         "`keeping_up` (the steps wait little for input), `workers_busy` (the workers "
-        "cannot keep up: all busy while the loop waits), `workers_idle` (the loop waits, "
-        "the workers mostly do not work: the main process is the bottleneck), "
-        "`uneven_batches` (in between: the loop waits in order for a late batch while "
-        "other workers wait for indices); thresholds in decisions 353 and 391"
+        "cannot keep up: all busy while the loop waits), `workers_idle` (the loop waits "
+        "for batches already made to come across, or the workers mostly idle while it "
+        "waits), `uneven_batches` (in between: the loop waits in order for a late batch "
+        "while other workers wait for indices); thresholds in decisions 353, 392 and 394"
     )
     advice: str = out("what follows from the verdict, with the figures behind it")
     cpu_percent: float = out(
@@ -140,8 +141,16 @@ class LoaderWorkers:
     )
     busy_waiting_percent: float = out(
         "the workers' mean busy share of the time the loop waited for a batch (its "
-        "`next()` calls once the workers were up): what the verdict reads (decision 391); "
-        "-1 when no wait was recorded",
+        "`next()` calls once the workers were up; the parts spent on a batch being made, "
+        "when the calls are matched to batches): what the verdict reads (decisions 392, "
+        "394); -1 when no wait was recorded",
+        unit="%",
+        digits=3,
+    )
+    waiting_on_workers_percent: float = out(
+        "of the loop's time in `next()` once the workers were up, the share it waited for "
+        "a batch still being made (the rest: getting batches already made); -1 when its "
+        "calls could not be matched to batches",
         unit="%",
         digits=3,
     )
@@ -217,8 +226,9 @@ def _one_loader(
         return None
     start, end = profile.start_ns[ev], profile.end_at(ev)
     loader_id = int(np.max(parent.as_int())) if parent.present.any() else None
-    asks = _asks(profile, loader_id)
     number = batch.as_int()
+    # a plain loop's next() calls take the batches in order (decision 394)
+    asks = _asks(profile, loader_id) or plain_asks(profile, ev, number)
     ask_at = np.array([asks.get(int(k), (-1, -1))[0] for k in number], np.int64)
     ask_end = np.array([asks.get(int(k), (-1, -1))[1] for k in number], np.int64)
     asked = ask_at >= 0
@@ -282,13 +292,24 @@ def _one_loader(
     per_batch = round(float((end - start).sum() / 1e6) / len(ev), 6)
     startup_ms = round(max(context.up_ns - lo, 0) / 1e6, 6) if span is not None else 0.0
     functions, samples = worker_functions(profile, ev, per_batch)
-    spans = loop_waits(profile, ev, loader_id, context.up_ns)
+    # the loop's time in next() once the workers were up: waiting on a batch being made
+    # (then, were the workers busy?) or getting one made (decisions 392, 394)
+    after = asked & (ask_at >= context.up_ns)
+    next_ns = int((ask_end - ask_at)[after].sum())
+    on_workers = round(100.0 * int(wait_ns[after].sum()) / next_ns, 3) if next_ns else -1.0
+    if next_ns:
+        on = after & waited
+        spans = np.stack([ask_at[on], np.minimum(end, ask_end)[on]], axis=1)
+        spans = spans[np.argsort(spans[:, 0], kind="stable")]
+    else:
+        spans = loop_waits(profile, ev, loader_id, context.up_ns)
     busy_waiting = busy_while_waiting(start, end, profile.line[ev], spans)
     made = end - start
     judged = Workers(
         len(rows),
         round(busy_pct, 3),
         busy_waiting,
+        on_workers,
         per_batch,
         round(float(np.percentile(made, 90)) / 1e6, 6),
         cpu_percent,
@@ -339,6 +360,7 @@ def _one_loader(
         cpu_wait_percent,
         startup_ms,
         busy_waiting,
+        on_workers,
     )
 
 

@@ -118,9 +118,9 @@ function pipelines(data) {
 const VERDICTS = {
   keeping_up: ['The workers keep up', 'good'],
   workers_busy: ['The workers cannot keep up', 'bad'],
-  workers_idle: ['The main process is the bottleneck', 'warn'],
+  workers_idle: ['Batches made, slow to come across', 'warn'],
   uneven_batches: ['Batches of uneven cost', 'warn'],
-  partly_busy: ['Workers partly busy', 'warn'], // answers cached before decision 391
+  partly_busy: ['Workers partly busy', 'warn'], // answers cached before decision 392
 };
 
 // A figure the capture did not record is -1 (an older capture, a platform without it).
