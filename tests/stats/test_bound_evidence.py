@@ -103,7 +103,7 @@ def test_input_evidence_names_the_wait_the_staging_the_pipeline_and_the_python()
     assert _evidence(summary, "input") == (
         "0.5% waiting for the next batch; 0.5% building the batch inside the step, before its "
         "first model op (Python, numpy, torch.tensor / from_numpy, device_put); 0.1% in the "
-        "input pipeline's own work (tf.data stages, a Python generator) while nothing of the "
+        "input pipeline's own work (tf.data stages on the step's thread) while nothing of the "
         "model ran; Python sampled in the steps: collate (data.py) 10.0% of the step time "
         "(traced), augment (data.py) 7.5% of the step time (traced)"
     )
@@ -112,7 +112,7 @@ def test_input_evidence_names_the_wait_the_staging_the_pipeline_and_the_python()
 def test_input_pipeline_work_is_a_share_of_the_step_time() -> None:
     summary = _summary({"input": 1.0, "compute": 9.0}, table=_table(input_work_ns=MS))
     assert _evidence(summary, "input") == (
-        "10.0% in the input pipeline's own work (tf.data stages, a Python generator) while "
+        "10.0% in the input pipeline's own work (tf.data stages on the step's thread) while "
         "nothing of the model ran"
     )
     # one step of 1 ns, all of it pipeline work

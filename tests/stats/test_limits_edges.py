@@ -21,7 +21,9 @@ def test_a_pipeline_stage_on_the_step_thread_is_input_work_and_the_table_is_int1
     main.event("$train.py:3 step", 400, 100)
     profile = build(builder)
     events = np.arange(profile.n_events)
-    types = limit_types(profile, events, classify_events(profile)[events], has_device=False)
+    types = limit_types(
+        profile, events, classify_events(profile)[events], has_device=False, step_lines=(0,)
+    )
     assert types.dtype == np.int16
     by_name = {
         profile.event_name(int(e)): LimitType(int(t)) for e, t in zip(events, types, strict=True)

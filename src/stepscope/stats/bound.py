@@ -95,8 +95,8 @@ def _input(summary: StepSummary, pct: float) -> str:
     )
     if pipeline >= 0.05:
         parts.append(
-            f"{pipeline:.1f}% in the input pipeline's own work (tf.data stages, a Python "
-            "generator) while nothing of the model ran"
+            f"{pipeline:.1f}% in the input pipeline's own work (tf.data stages on the step's "
+            "thread) while nothing of the model ran"
         )
     text = "; ".join(parts) or f"{pct:.1f}% in input"
     if staged > 0 and not iterators:

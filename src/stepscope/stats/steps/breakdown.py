@@ -385,7 +385,8 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     # only the step threads' events name untraced gaps (below): found now, so that the pairs'
     # events are freed before the breakdown's sort (an 8 B/pair array less at its peak)
     step_line_events = _events_on_lines(profile, ev, markers.lines)
-    ltypes = limit_types(profile, ev, pair_types, has_device)  # the limits' (2 B/pair)
+    # the limits' (2 B/pair)
+    ltypes = limit_types(profile, ev, pair_types, has_device, markers.lines)
     del ev, dev
     if len(h_st):
         table = type_time(

@@ -79,6 +79,10 @@ def limit_table(
     pairs are (``st``, ``lo``, ``hi``) with limit types ``ltypes``, and what they cover."""
     n = len(span_lo)
     s_lo, s_hi = span_lo[keep], span_hi[keep]
+    beside = ltypes == int(LimitType.UNTRACED)  # work beside the steps: in no limit
+    if beside.any():  # (copies of the pairs' columns only then)
+        st, lo, hi, ltypes = st[~beside], lo[~beside], hi[~beside], ltypes[~beside]
+    del beside
     added: list[tuple[np.ndarray, np.ndarray, np.ndarray, LimitType]] = []
     # input staged inside the steps
     k, w_lo, w_hi = staged_windows(profile, lines, s_lo, s_hi)

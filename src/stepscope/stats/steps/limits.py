@@ -17,10 +17,13 @@ step?". The limits split each step's time with the same priority sweep as the br
 
 Priorities, highest first: device compute, device collectives, copies, input, compilation,
 waits for a computation, idle waits, dispatch, host compute ops, the input pipeline's own
-work (tf.data stages: input only when nothing of the model runs), host collectives (a host
-thread in gloo / MPI / an XLA collective, unless it computes meanwhile), host. The result
-sits beside XProf's categories (which stay XProf's, for the golden comparisons), as
-`StepDb.limits`.
+work on the steps' threads (tf.data stages: input only when nothing of the model runs), host
+collectives (a host thread in gloo / MPI / an XLA collective, unless it computes meanwhile),
+host. The pipeline's work on its own threads (tf.data's, a `from_generator` generator) is
+prefetching beside the step: the step waits for it only in its consumer's wait
+(``IteratorGetNext``, a root stage: input above), so it is in no limit and covers nothing
+(decision 381). The result sits beside XProf's categories (which stay XProf's, for the
+golden comparisons), as `StepDb.limits`.
 """
 
 from __future__ import annotations
@@ -41,13 +44,15 @@ _ANNOTATION_STAT = "stepscope_annotation"
 class LimitType(IntEnum):
     """Sweep priorities of the limits (a higher value wins); column ``value // 10``."""
 
+    # time nothing covers; as a pair's type: work beside the steps that covers nothing (the
+    # input pipeline prefetching on its own threads), left out of the limits
     UNTRACED = 0
     HOST = 10
     # a host thread in a collective (gloo, MPI, XLA/TF on the CPU); host work running
     # meanwhile wins, as in the breakdown (`EventType.HOST_COLLECTIVE`)
     HOST_COLLECTIVE = 20
-    # the input pipeline's own work (tf.data stages, a Python generator on tf.data threads):
-    # input when nothing of the model runs meanwhile, overlapped (no limit) otherwise
+    # the input pipeline's own work on the steps' threads (tf.data stages): input when
+    # nothing of the model runs meanwhile, overlapped (no limit) otherwise
     INPUT_WORK = 30
     COMPUTE_HOST = 40
     DISPATCH = 50
@@ -103,9 +108,15 @@ _FROM_EVENT_TYPE = {
 
 
 def limit_types(
-    profile: Profile, events: np.ndarray, pair_types: np.ndarray, has_device: bool
+    profile: Profile,
+    events: np.ndarray,
+    pair_types: np.ndarray,
+    has_device: bool,
+    step_lines: tuple[int, ...],
 ) -> np.ndarray:
-    """The limit type (int16) of each pair, from its event type and its event's name."""
+    """The limit type (int16) of each pair, from its event type and its event's name; the
+    input pipeline's work off the steps' threads ``step_lines`` is `LimitType.UNTRACED`
+    (prefetching beside the step: no limit, decision 381)."""
     host_work = LimitType.HOST if has_device else LimitType.COMPUTE_HOST
     table = np.full(int(max(EventType)) + 1, int(host_work), dtype=np.int16)
     for event_type, limit in _FROM_EVENT_TYPE.items():
@@ -117,11 +128,22 @@ def limit_types(
     used = distinct_ids(profile.name[events], len(strings))
     stage[used] = [is_iterator(strings[i]) for i in used.tolist()]
     pipeline_line = np.array([ln.name.startswith("tf_data") for ln in profile.lines], dtype=bool)
-    pipeline = (
-        stage.take(profile.name.take(events)) | pipeline_line.take(profile.line.take(events))
-    ) & (out == int(host_work))
+    line_of = profile.line.take(events)
+    pipeline = (stage.take(profile.name.take(events)) | pipeline_line.take(line_of)) & (
+        out == int(host_work)
+    )
+    # tf.data prefetching on its own threads while the step's thread runs its own (untraced)
+    # code is not the step waiting: that wait is its consumer's (IteratorGetNext, input).
+    # A `from_generator` loop (its generator on tf.data's threads) read 28.2% input where
+    # the script measured 12.2% in next(), the generator's time counted over the step
+    # thread's untraced Python between its eager ops.
+    on_step = np.zeros(len(profile.lines), dtype=bool)
+    on_step[list(step_lines)] = True
+    beside = pipeline & ~on_step.take(line_of)
+    del line_of
     out[pipeline] = int(LimitType.INPUT_WORK)
-    del pipeline
+    out[beside] = int(LimitType.UNTRACED)
+    del pipeline, beside
     if not has_device:
         # Python frames and the user's annotations are host work, not the model's compute
         python = np.zeros(len(strings), dtype=bool)
