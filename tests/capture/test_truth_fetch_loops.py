@@ -114,18 +114,12 @@ def tensors(gen):
     for x, y in gen:
         yield torch.from_numpy(x), torch.from_numpy(y)
 
-WIDE = torch.ones((2048, 128))
-
 def train_gen(data):  # a generator that IS the training loop: never input
     k = 0
     while True:
         x, y = data[k % len(data)]
         k += 1
-        train(x, y)
-        # enough model work that samples land in it every run: the guard needs 2 of them
-        # (a quiet CI machine saw 0-1 inside the small model's ops and named train_gen)
-        with torch.no_grad():
-            model(WIDE)
+        train(x, y)  # the small model's ops: hardly ever sampled (decision 382)
         np.linalg.svd(np.ones((160, 160)) + k)  # host work inside the step
         yield 0.0
 
@@ -253,7 +247,10 @@ def test_torch_loop_calling_next_on_a_generator_is_input(tmp_path: Path) -> None
 
 def test_torch_generator_that_is_the_training_loop_is_not_input(tmp_path: Path) -> None:
     """``for loss in train_gen(data)``: the script's next() is the whole training step; no
-    part of it is the loop fetching a batch (the batches come from a list)."""
+    part of it is the loop fetching a batch (the batches come from a list). Its model is
+    small beside its host work, so the sampler sees 0-1 samples in its ops on a quiet
+    machine: the capture's timed fetches hold them (decision 382; 6 of 6 runs failed on a
+    quiet machine before, with the samples alone)."""
     pytest.importorskip("torch")
     db, truth, _ = _run(TORCH_LOOP, tmp_path, "train_gen")
     assert truth > 90.0  # the step is inside next()

@@ -25,6 +25,7 @@ from tests.support.fetch_loop import (
     Piece,
     fetch_loop_builder,
     sampled_main,
+    timed_fetches,
 )
 
 
@@ -95,6 +96,41 @@ def test_a_generator_that_is_the_training_loop_is_not_input() -> None:
     assert db.fetched.loop == "<module> (train.py)"
     assert db.fetched.function == () and db.fetched.ns.sum() == 0
     assert "input" not in _limits(profile)[0]
+
+
+def test_a_timed_generator_holding_the_model_ops_is_not_input_without_samples_in_them() -> None:
+    """Decision 382: the sampler saw none of the model's short ops (``model_stack=""``),
+    only the generator's numpy work after them; the capture timed the generator's
+    resumptions, and the model's op lies inside each: the generator is the training loop."""
+    gen = "<module> (train.py:50);train_gen (train.py:10)"
+    builder = fetch_loop_builder(
+        Piece(f"{gen};numpy_work (train.py:14)", 5, 5, "1"), model_stack=""
+    )
+    # each resumption from just before the step's op to the end of its numpy work
+    spans = [(k * 10 * MS - MS // 10, 9 * MS) for k in range(1, STEPS)]
+    timed_fetches(builder, "train_gen (train.py)", "<module> (train.py)", spans)
+    db = build_step_db(build(builder))
+    assert db.fetched.loop == "<module> (train.py)"
+    assert db.fetched.function == () and db.fetched.ns.sum() == 0
+
+
+def test_timed_fetches_holding_no_model_op_are_input_whatever_the_samples_say() -> None:
+    """The timed fetches hold no model op: a fetch, though 3 of the samples inside the
+    model's op saw the generator (clocks apart); the samples alone said "the model"."""
+    builder = fetch_loop_builder(Piece(FETCH, 6, 6, "2"), model_stack="")
+    samples = builder.plane("/host:CPU").line((1 << 48) + 7, "Python samples")
+    stats = {"stack": FETCH, "samples": 1, "next_frames": "2"}
+    for k in (3, 5, 7):
+        samples.event("decode (data.py:30)", k * 10 * MS + MS, MS // 2, stats)  # in the op
+    spans = [(k * 10 * MS + 4 * MS, 6 * MS) for k in range(STEPS)]
+    timed_fetches(builder, "batches (data.py)", "main (train.py)", spans)
+    db = build_step_db(build(builder))
+    assert db.fetched.function == ("batches (data.py)",)
+    without = fetch_loop_builder(Piece(FETCH, 6, 6, "2"), model_stack="")
+    samples = without.plane("/host:CPU").line((1 << 48) + 7, "Python samples")
+    for k in (3, 5, 7):
+        samples.event("decode (data.py:30)", k * 10 * MS + MS, MS // 2, stats)
+    assert build_step_db(build(without)).fetched.function == ()
 
 
 def test_only_the_fetchs_share_of_a_shared_gap_is_input() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from stepscope.vocab.profiler import FETCHES_LINE, FETCHES_LINE_OFFSET
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS
 
@@ -62,3 +63,15 @@ def fetch_loop_builder(
             samples.event(p.stack.rsplit(";", 1)[-1], at, p.ms * MS, stats)
             at += p.ms * MS
     return builder
+
+
+def timed_fetches(
+    builder: XSpaceBuilder, name: str, loop: str, spans: list[tuple[int, int]]
+) -> None:
+    """The capture's "Python fetches" line of the loop's thread (decision 382): the frame
+    ``name`` ("func (file)") entered for the next item of ``loop``, over (start, dur) ns."""
+    host = builder.plane("/host:CPU")
+    line = host.line(FETCHES_LINE_OFFSET + 7, FETCHES_LINE, f"{FETCHES_LINE}: MainThread")
+    line.display_id = 7
+    for start, dur in spans:
+        line.event(name, start, dur, {"loop": loop})

@@ -36,7 +36,12 @@ from stepscope.errors import StepscopeError
 from stepscope.logdir import HOST_FILE_SUFFIX as HOST_SUFFIX
 from stepscope.logdir import host_file_name, run_directory
 from stepscope.records import record
-from stepscope.vocab.profiler import LAST_STEP_WHOLE_STAT, STARTED_ON_THREAD_STAT
+from stepscope.vocab.profiler import (
+    FETCHES_LINE,
+    FETCHES_LINE_OFFSET,
+    LAST_STEP_WHOLE_STAT,
+    STARTED_ON_THREAD_STAT,
+)
 from stepscope.vocab.tensorflow import GET_NEXT, ITERATOR_PREFIX
 from stepscope.xspace.builder import Ref, StatValue, XSpaceBuilder
 from stepscope.xspace.columns_pb import encode_space
@@ -92,6 +97,8 @@ class CaptureResult:
     host_stats: dict[str, int | float] = field(default_factory=dict)
     # the native id of the thread whose `start()` began recording at once (0: none such)
     started_on_thread: int = 0
+    # (native thread id, fetches) of `capture.fetch_probe`: (callee, loop, start, end)
+    fetch_probe: tuple[int, list[tuple[str, str, int, int]]] = (0, [])
 
 
 def split_encoded_name(name: str) -> tuple[str, dict[str, Any]]:
@@ -205,6 +212,7 @@ def _build(result: CaptureResult) -> XSpace | RawColumns:
         for start_ns, dur_ns, _depth, text, stats in rows:
             line.event(text, start_ns, max(dur_ns, 0), stats)
     _add_python_samples(plane, result, thread_names)
+    _add_fetch_probe(plane, result, thread_names)
     warnings = list(result.warnings)
     if result.dropped_events:
         plane.stats["dropped_events"] = result.dropped_events
@@ -262,6 +270,24 @@ def _add_python_samples(plane: Any, result: CaptureResult, thread_names: dict[in
             if fetched:
                 stats["next_frames"] = fetched
             line.event(innermost, first - base, end - first, stats)
+
+
+def _add_fetch_probe(plane: Any, result: CaptureResult, thread_names: dict[int, str]) -> None:
+    """The "Python fetches" line of the thread `capture.fetch_probe` watched: one event per
+    fetch timed, named after the frame entered for the next item, stat ``loop`` the frame
+    that asked for it."""
+    native_id, fetches = result.fetch_probe
+    base = result.start_perf_ns
+    fetches = [f for f in fetches if f[3] > base]
+    if not native_id or not fetches:
+        return
+    sampled = {t.native_id: t.name for t in result.sampled_threads}
+    label = thread_names.get(native_id) or sampled.get(native_id) or str(native_id)
+    line = plane.line(FETCHES_LINE_OFFSET + native_id, FETCHES_LINE, f"{FETCHES_LINE}: {label}")
+    line.display_id = native_id
+    for callee, loop, start, end in sorted(fetches, key=lambda f: f[2]):
+        first = max(start, base)
+        line.event(callee, first - base, end - first, {"loop": loop})
 
 
 def _add_task_environment(space: XSpace, result: CaptureResult) -> None:

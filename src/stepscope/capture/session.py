@@ -18,6 +18,7 @@ elapsed saves a profile with no events and a warning saying so.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from typing import Protocol
 
     from stepscope.capture.bridges.base import BridgeSet
+    from stepscope.capture.fetch_probe import FetchProbe
     from stepscope.capture.loader_hook import CpuUse
     from stepscope.capture.python_sampler import PythonSampler
     from stepscope.capture.python_tracer.tracer import PythonTracer
@@ -109,6 +111,7 @@ class Session:
         self.host = HostTracer(self.budget)
         self.python: PythonTracer | None = None
         self.sampler: PythonSampler | None = None
+        self.probe: FetchProbe | None = None  # the first fetches of start's caller, timed
         # threads sampled from the start (the one calling `stepscope.start`); others join
         # when they open a step
         self.sample_from_start: list[tuple[int, int, str]] = []
@@ -164,6 +167,22 @@ class Session:
         sampler.start()
         self.sampler = sampler
 
+    def install_fetch_probe(self) -> None:
+        """On the thread calling `start`, recording: time the first fetches of the frame
+        that called it (`fetch_probe`, decision 382), when the sampler runs (the probe
+        completes its reading of the samples) and no Python tracer owns the profile hook."""
+        if self.sampler is None or self.python is not None:
+            return
+        from stepscope.capture.fetch_probe import FetchProbe, caller_frame
+        from stepscope.capture.fetch_sites import FetchSites
+
+        loop = caller_frame(sys._getframe(1))
+        if loop is None:
+            return
+        probe = FetchProbe(loop, FetchSites())
+        if probe.install():
+            self.probe = probe
+
     def install_python_tracer(self) -> None:
         """On the thread calling `start` (the one sys.setprofile reaches), even with a delay."""
         if self.options.python_tracer_level > 0:
@@ -200,7 +219,9 @@ class Session:
     def _finish(self, save: bool, partial_reason: str, background: bool) -> Path | None:
         _step._on_step = None
         _step._sampled = None
-        if self.sampler is not None:  # first: the imports below are no part of the recording
+        if self.probe is not None:  # first: the imports below are no part of the recording
+            self.probe.stop()
+        if self.sampler is not None:
             self.sampler.stop()
         from stepscope.capture.save import CaptureResult, build_profile, build_xspace
         from stepscope.capture.save import save as save_space
@@ -265,6 +286,9 @@ class Session:
             bridges=self.bridges,
             host_stats=self.cpu.stats() if self.cpu is not None and workers.buffers else {},
             started_on_thread=self.started_on_thread,
+            fetch_probe=(
+                (self.probe.native_id, list(self.probe.fetches)) if self.probe else (0, [])
+            ),
         )
         if result.dropped_events:
             log.warn(
@@ -368,6 +392,7 @@ def start(
         else:
             session.begin_recording()
             session.started_on_thread = threading.get_native_id()
+            session.install_fetch_probe()
             _schedule_duration(session)
 
 

@@ -19,6 +19,7 @@ from stepscope.model import Profile
 from stepscope.stats.arrays import distinct_ids
 from stepscope.stats.host.own_work import profiler_work
 from stepscope.stats.kernel_rules import REDUCED_PRECISIONS, kernel_precision
+from stepscope.vocab import profiler as profiler_names
 from stepscope.vocab import pytorch as torch_names
 from stepscope.vocab import tensorflow as tf_names
 from stepscope.vocab import xla as xla_names
@@ -240,14 +241,18 @@ def device_work_lines(profile: Profile) -> np.ndarray:
 
 def host_lines(profile: Profile) -> np.ndarray:
     """Per line: True for lines of the ``/host:CPU`` plane (threads), less the Python stack
-    sampler's lines (`stepscope.stats.host.python_samples`: observations, not work)."""
+    sampler's lines (`stepscope.stats.host.python_samples`) and the fetches the capture timed
+    (`stepscope.capture.fetch_probe`): observations, not work."""
     return np.array(
         [
-            profile.planes[ln.plane].name == "/host:CPU" and ln.name != "Python samples"
+            profile.planes[ln.plane].name == "/host:CPU" and ln.name not in _OBSERVATION_LINES
             for ln in profile.lines
         ],
         bool,
     )
+
+
+_OBSERVATION_LINES = frozenset({"Python samples", profiler_names.FETCHES_LINE})
 
 
 def loader_worker_lines(profile: Profile) -> np.ndarray:

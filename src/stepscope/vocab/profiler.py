@@ -60,3 +60,9 @@ CPU_IDLE_STAT = "cpu_idle_cores"
 # capture). A loop on that thread was not cut by the capture's start: its first iteration is
 # whole, which tells inferred steps where an iteration begins (stats/steps/cycle.py).
 STARTED_ON_THREAD_STAT = "stepscope_started_on_thread"
+
+# The line, in the host plane, of the fetches timed by `stepscope.capture.fetch_probe`: the
+# first times the frame that called `stepscope.start` asked an iterator for its next item
+# (docs/formats/python_samples.md). Line id: this offset plus the thread's line id.
+FETCHES_LINE = "Python fetches"
+FETCHES_LINE_OFFSET = 1 << 49

@@ -11,8 +11,11 @@ frame holds the step's model work (a generator that IS the training loop).
   (same function at the same depth), or the one above the first shared frame that every
   sample saw entered for a next item (all samples inside the fetch).
 - A fetch sample: its frame right under the loop's frame is in ``next_frames``, and that
-  function is not the model's: of the samples taken inside the model's traced work on the
-  steps' thread (`staging.model_op_names`), under half have it at that depth.
+  function is not the model's. When the capture timed the loop's first fetches (the "Python
+  fetches" line of `capture.fetch_probe`, decision 382): it is the model's when at least half
+  of its timed fetches (and 2) hold a model op of the steps' thread (`staging.model_op_names`)
+  wholly inside them. Else from the samples: of those taken inside the model's traced work,
+  at least half (and 2) have it at that depth.
 - Named after the innermost frame of the chain of such frames from there (a ``tqdm`` or
   ``enumerate`` wrapper's generator gives way to the generator it drives).
 - The time is the trace's, not the samples' count: the steps' untraced gaps (on the steps'
@@ -48,6 +51,7 @@ from stepscope.stats.host.python_samples import (
 )
 from stepscope.stats.intervals import merge, subtract_sets, union_of
 from stepscope.stats.steps.staging import model_op_names
+from stepscope.vocab.profiler import FETCHES_LINE
 
 MODEL_SHARE = 0.5  # a candidate on this share of the model-work samples holds the model
 MODEL_MIN = 2  # ... and on at least this many of them
@@ -126,6 +130,38 @@ def _fetch_names(frames: list[list[str]], fetching: list[frozenset[int]], depth:
     return named
 
 
+def timed_fetches(
+    profile: Profile, thread_lines: list[int], loop: str
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per frame entered for the next item of the loop ``loop`` ("func (file)") on the
+    threads ``thread_lines``: the fetches `capture.fetch_probe` timed, (start, end) sorted."""
+    wanted = {(profile.lines[t].plane, profile.lines[t].id) for t in thread_lines if t >= 0}
+    probe = [
+        ln.index
+        for ln in profile.lines
+        if ln.name == FETCHES_LINE and (ln.plane, ln.display_id) in wanted and ln.event_count
+    ]
+    if not probe:
+        return {}
+    ev = np.flatnonzero(np.isin(profile.line, probe))
+    loops = profile.stat_at("loop", ev).string_ids()
+    ev = ev[loops == profile.strings.id_of(loop)]
+    ev = ev[np.argsort(profile.start_ns[ev], kind="stable")]
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for name_id in np.unique(profile.name[ev]).tolist():
+        mine = ev[profile.name[ev] == name_id]
+        out[profile.strings[name_id]] = (profile.start_ns[mine], profile.end_at(mine))
+    return out
+
+
+def _holding(lo: np.ndarray, hi: np.ndarray, start: np.ndarray, end: np.ndarray) -> int:
+    """How many of the intervals (sorted, disjoint) hold one of the events wholly inside."""
+    k = np.searchsorted(lo, start, "right") - 1
+    ok = k >= 0
+    ok[ok] = end[ok] <= hi[k[ok]]
+    return len(np.unique(k[ok]))
+
+
 def _not_the_model(
     profile: Profile,
     work: np.ndarray,
@@ -134,18 +170,30 @@ def _not_the_model(
     inverse: np.ndarray,
     under: list[str],
     named: list[str],
+    timed: dict[str, tuple[np.ndarray, np.ndarray]],
 ) -> list[str]:
     """``named`` without the frames under the loop that hold the step's model work (the
-    events ``work``): of the samples inside it (of those at their own time, ``exact``: a run
-    spread over several steps puts its others anywhere in them), at least `MODEL_SHARE` and
-    `MODEL_MIN` have that frame right under the loop's (a generator that IS the training
-    loop)."""
-    lo, hi = merge(profile.start_ns[work], profile.end_at(work))
+    events ``work``; a generator that IS the training loop). A frame whose fetches were
+    timed (``timed``) holds it when at least `MODEL_SHARE` and `MODEL_MIN` of them hold a
+    model op wholly inside; else from the samples inside the model work (of those at their
+    own time, ``exact``: a run spread over several steps puts its others anywhere in them):
+    at least `MODEL_SHARE` and `MODEL_MIN` of them have that frame right under the loop's."""
+    tops = {u for u, n in zip(under, named, strict=True) if n}
+    # decision 382: the trace's own ops inside the timed fetches, not samples that land in
+    # them (a small model's ops were seen by 0-1 samples in 60 steps on a quiet machine)
+    start, end = profile.start_ns[work], profile.end_at(work)
+    for top in tops & set(timed):
+        lo, hi = timed[top]
+        holding = _holding(lo, hi, start, end)
+        if holding >= MODEL_MIN and holding >= MODEL_SHARE * len(lo):
+            named = [n if u != top else "" for u, n in zip(under, named, strict=True)]
+    tops -= set(timed)
+    lo, hi = merge(start, end)
     inside = _inside(lo, hi, at) & exact
-    if not inside.any():
+    if not inside.any() or not tops:
         return named
     held = np.array(under, dtype=object)[inverse[inside]]
-    for top in {u for u, n in zip(under, named, strict=True) if n}:
+    for top in tops:
         # one sample is no verdict: the framework's clock and the sampler's agree to a
         # fraction of a millisecond, and a fetch sample next to a model op falls in it now
         # and then (at most 1 in 5 PyTorch runs under load; a generator that was the
@@ -258,7 +306,10 @@ def iterator_fetches(
         work = traced[model_op_names(profile, ids)[ids]]
         end = profile.end_at(sample_ev) - 1
         one_step = _step_of(span_lo, span_hi, end) == _step_of(span_lo, span_hi, first)
-        named = _not_the_model(profile, work, at, (at == first) | one_step, inverse, under, named)
+        thread_of = sampled_thread_line(profile)
+        timed = timed_fetches(profile, [int(t) for t in thread_of[lines]], loop)
+        exact = (at == first) | one_step
+        named = _not_the_model(profile, work, at, exact, inverse, under, named, timed)
     if not any(named):
         return replace(none, loop=loop)
     # the gaps the fetch may sit in (a fetch the limits already count, as input staged before

@@ -1,0 +1,125 @@
+"""The capture times the first fetches of the frame that called `start` (decision 382,
+`stepscope.capture.fetch_probe`): bounded, never replacing another profile function, never
+raising into the program, saved as the "Python fetches" line."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import stepscope
+from stepscope.capture.fetch_probe import MAX_FETCHES, FetchProbe, caller_frame
+from stepscope.capture.fetch_sites import FetchSites
+from stepscope.stats.events import host_lines
+from tests.support.capture import load_run
+
+
+def _work() -> int:
+    return sum(range(200))
+
+
+def _gen() -> Iterator[int]:
+    while True:
+        _work()  # a call the generator makes: not the loop's fetch
+        yield 1
+
+
+def test_the_probe_times_the_callers_fetches_then_removes_itself() -> None:
+    probe = FetchProbe(sys._getframe(), FetchSites())
+    assert probe.install()
+    try:
+        for i, _ in enumerate(_gen()):  # a `for` over enumerate: the generator resumed
+            _work()  # the body's call: no fetch
+            if i == MAX_FETCHES + 3:
+                break
+        assert sys.getprofile() is None  # removed itself after MAX_FETCHES
+    finally:
+        probe.stop()
+    assert len(probe.fetches) == MAX_FETCHES
+    here = "test_the_probe_times_the_callers_fetches_then_removes_itself (test_fetch_probe.py)"
+    assert {(f[0], f[1]) for f in probe.fetches} == {("_gen (test_fetch_probe.py)", here)}
+    assert all(start < end for *_, start, end in probe.fetches)
+    assert all(a[3] <= b[2] for a, b in zip(probe.fetches, probe.fetches[1:], strict=False))
+
+
+def test_next_called_by_the_frame_is_a_fetch_and_other_calls_are_not() -> None:
+    probe = FetchProbe(sys._getframe(), FetchSites())
+    it = _gen()
+    assert probe.install()
+    try:
+        next(it)
+        _work()
+        next(it)
+    finally:
+        probe.stop()
+    assert [f[0] for f in probe.fetches] == ["_gen (test_fetch_probe.py)"] * 2
+    assert sys.getprofile() is None
+
+
+def test_a_profile_function_already_set_is_kept() -> None:
+    def theirs(frame: Any, event: str, arg: Any) -> None:
+        return None
+
+    sys.setprofile(theirs)
+    try:
+        probe = FetchProbe(sys._getframe(), FetchSites())
+        assert not probe.install()
+        assert sys.getprofile() is theirs
+        probe.stop()
+        assert sys.getprofile() is theirs
+    finally:
+        sys.setprofile(None)
+
+
+class _Broken(FetchSites):
+    def at(self, code: Any, lasti: int) -> bool:
+        raise RuntimeError("a bug of the probe's")
+
+
+def test_an_error_of_its_own_ends_the_probe_not_the_program() -> None:
+    probe = FetchProbe(sys._getframe(), _Broken())
+    assert probe.install()
+    total = sum(x for _, x in zip(range(5), _gen(), strict=False))
+    assert total == 5
+    assert sys.getprofile() is None and probe.done
+    probe.stop()
+
+
+def test_stopped_from_another_thread_it_leaves_at_its_next_event() -> None:
+    probe = FetchProbe(sys._getframe(), FetchSites())
+    assert probe.install()
+    stopper = threading.Thread(target=probe.stop)
+    stopper.start()
+    stopper.join()
+    _work()  # the next event on this thread removes it
+    assert sys.getprofile() is None
+
+
+def test_the_caller_is_the_first_frame_outside_stepscope() -> None:
+    assert caller_frame(sys._getframe()) is sys._getframe()
+
+
+def test_a_capture_saves_the_fetches_line_as_no_work(tmp_path: Path) -> None:
+    stepscope.start(tmp_path, stepscope.ProfilerOptions(device_tracer_level=0))
+    for i, _ in enumerate(_gen()):
+        with stepscope.trace("model"):
+            _work()
+        if i == 3:
+            break
+    run = stepscope.stop()
+    assert sys.getprofile() is None
+    profile = load_run(run)
+    [line] = [ln for ln in profile.lines if ln.name == "Python fetches"]
+    thread = [ln for ln in profile.lines if ln.id == line.display_id and ln is not line]
+    assert len(thread) == 1  # under the thread it watched (display_id = its line id)
+    names = {
+        profile.event_name(i) for i in range(profile.n_events) if profile.line[i] == line.index
+    }
+    assert names == {"_gen (test_fetch_probe.py)"}
+    first = next(i for i in range(profile.n_events) if profile.line[i] == line.index)
+    loop = profile.event_stats(first)["loop"]
+    assert loop == "test_a_capture_saves_the_fetches_line_as_no_work (test_fetch_probe.py)"
+    assert not host_lines(profile)[line.index]  # an observation, not work
