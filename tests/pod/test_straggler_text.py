@@ -282,7 +282,7 @@ def _fetch_samples(builder: XSpaceBuilder, step_ms: int, at_ms: int, gap_ms: int
 
 FETCH_WORDS = (
     "input (its loop getting each batch from the Python iterator batches (train.py): untraced, "
-    "XProf's categories count it in 'All Others')"
+    "so not input in XProf's categories)"
 )
 
 
@@ -334,3 +334,4 @@ def test_without_collectives_a_rank_late_from_its_python_iterator_is_late_from_i
     assert "its input takes 6.00 ms per step longer than the median rank's (its loop getting" in (
         late.explanation
     )
+

@@ -163,6 +163,6 @@ def fetch_times(ranks: Sequence[Rank], pairing: StepPairing) -> FetchTimes | Non
 def fetch_words(iterator: str) -> str:
     """What a straggler's input is when its loop waits on a Python iterator."""
     return (
-        f"its loop getting each batch from the Python iterator {iterator}: untraced, "
-        "XProf's categories count it in 'All Others'"
+        f"its loop getting each batch from the Python iterator {iterator}: untraced, so "
+        "not input in XProf's categories"
     )
