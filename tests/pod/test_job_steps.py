@@ -123,7 +123,7 @@ def test_report_shows_the_job_step_time_and_one_row_per_rank(
     assert "Job step time (vm.rank0's, the slowest rank on average)" in flat
     assert "XProf 2.24.2's ALL_HOSTS step time is per step the slowest host's" in flat
     rows = [line.split() for line in text.splitlines() if line.startswith("  vm.rank")]
-    lines = {row[0]: row for row in rows if len(row) == 8}
+    lines = {row[0]: row for row in rows if len(row) == 9}
     assert lines["vm.rank3"][1] == "straggler" and lines["vm.rank0"][1] == "waiting"
     assert "Straggler: vm.rank3 is late at steps 1-10" in text
 

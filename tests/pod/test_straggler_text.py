@@ -4,8 +4,9 @@ on gloo jobs built in code whose figures are worked out by hand below."""
 
 from __future__ import annotations
 
-from stepscope.stats import build_step_db
+from stepscope.stats import build_step_db, summarize_steps
 from stepscope.stats.collective_calls import collective_calls
+from stepscope.stats.job_steps import job_steps
 from stepscope.stats.stragglers import find_stragglers, held_by
 from stepscope.stats.stragglers_types import BY_ARRIVAL, PodLateness, Rank, Straggler
 from stepscope.xspace.builder import XSpaceBuilder
@@ -335,3 +336,19 @@ def test_without_collectives_a_rank_late_from_its_python_iterator_is_late_from_i
         late.explanation
     )
 
+
+def test_the_ranks_table_counts_the_wait_on_the_iterator_as_input() -> None:
+    """The job's rank rows give each rank's own "bound by" figures (decision 388): rank 1's
+    input is its 1 ms of traced input and its 6 ms in `batches`, as its own report says;
+    XProf's input category held the 1 ms alone."""
+    builders = _untraced_job()
+    _fetch_samples(builders[1], step_ms=20, at_ms=5, gap_ms=6)
+    ranks = []
+    for b in builders:
+        profile = build(b)
+        db = build_step_db(profile)
+        ranks.append(Rank(b.hostnames[0], db, collective_calls(profile, db)))
+    summary = summarize_steps({r.host: r.steps for r in ranks})
+    rows = {r.host: r for r in job_steps(summary, ranks, find_stragglers(ranks)).rows}
+    assert (rows["r1"].role, rows["r1"].input_ms) == ("straggler", 7.0)
+    assert rows["r0"].input_ms == rows["r2"].input_ms == 1.0

@@ -89,7 +89,8 @@ def _job(job: JobSteps, width: int) -> list[str]:
     shown = _rows_shown(job)
     left = len(job.rows) - len(shown)
     more = f"; {len(shown)} shown: the stragglers, then the slowest steps" if left else ""
-    lines.append(f"Ranks ({job.ranks}), average per step{more}")
+    # input, compute and collectives are each rank's "What bounds the steps" (decision 388)
+    lines.append(f"Ranks ({job.ranks}), average per step, by what bounds them{more}")
     rows = [
         [
             r.host,
@@ -97,13 +98,14 @@ def _job(job: JobSteps, width: int) -> list[str]:
             f"{r.step_ms:.2f}",
             f"{r.input_ms:.2f}",
             f"{r.compute_ms:.2f}",
+            f"{r.host_ms:.2f}",
             f"{r.collectives_ms:.2f}",
             f"{r.waiting_ms:.2f}",
             str(r.late_arrivals),
         ]
         for r in shown
     ]
-    heads = ["rank", "role", "step ms", "input", "compute", "collect.", "waiting", "last"]
+    heads = ["rank", "role", "step ms", "input", "compute", "host", "collect.", "waiting", "last"]
     lines += ["  " + clip(line, width - 2) for line in table(rows, heads).splitlines()]
     if left:
         lines.append(f"  ... {left} more rank(s): `stepscope tool RUN pod_viewer` lists every one")

@@ -28,8 +28,6 @@ from stepscope.stats.stragglers_types import PodLateness, Rank
 from stepscope.stats.summary import StepStats, StepSummary
 
 XPROF_VERSION = "2.24.2"
-_COMPUTE = ("host_compute", "device_compute")
-_COLLECTIVES = ("collective_wait", "device_collectives")
 
 
 @record
@@ -43,10 +41,25 @@ class RankRow:
     )
     steps: int = out("pod steps it has")
     step_ms: float = out("its average step time", unit="ms", digits=6)
-    input_ms: float = out("its average input time per step", unit="ms", digits=6)
-    compute_ms: float = out("its average host and device compute per step", unit="ms", digits=6)
+    input_ms: float = out(
+        "its average input time per step: its `input` limit (`bound_by`), a loop's wait on a "
+        "Python batch iterator included",
+        unit="ms",
+        digits=6,
+    )
+    compute_ms: float = out(
+        "its average compute per step: its `compute` limit (`bound_by`)", unit="ms", digits=6
+    )
+    host_ms: float = out(
+        "its average Python / host work and dispatch per step: its `host` and `dispatch` "
+        "limits (`bound_by`)",
+        unit="ms",
+        digits=6,
+    )
     collectives_ms: float = out(
-        "its average collective wait and device collectives per step", unit="ms", digits=6
+        "its average collective time per step: its `collectives` limit (`bound_by`)",
+        unit="ms",
+        digits=6,
     )
     waiting_ms: float = out(
         "its average time per step waiting in collectives for the last rank", unit="ms", digits=6
@@ -169,7 +182,10 @@ def _rows(ranks: Sequence[Rank], pod: PodLateness | None) -> tuple[RankRow, ...]
         db = rank.steps
         picked = pairing.rows[i][pairing.rows[i] >= 0]
         n = len(picked)
-        cats = {c: v[picked] for c, v in db.category_ns().items()}
+        # each rank's own "bound by" limits (its report's "What bounds the steps"): a rank
+        # waiting on its Python batch iterator has its fetch as input there, where XProf's
+        # categories put that untraced time in "All Others" (decision 388)
+        cats = {c: v[picked] for c, v in db.limit_ns().items()}
         wait = 0.0
         role, late, offset = "", 0, None
         if pod is not None and rank.host in pod.hosts:
@@ -191,8 +207,9 @@ def _rows(ranks: Sequence[Rank], pod: PodLateness | None) -> tuple[RankRow, ...]
                 n,
                 _ms(float(db.dur_ns[picked].mean())) if n else 0.0,
                 avg(("input",)),
-                avg(_COMPUTE),
-                avg(_COLLECTIVES),
+                avg(("compute",)),
+                avg(("host", "dispatch")),
+                avg(("collectives",)),
                 _ms(wait),
                 late,
                 offset,

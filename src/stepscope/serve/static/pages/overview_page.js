@@ -191,13 +191,14 @@ function jobCard(data) {
     num(job.spread_ms, fmtMs(job.spread_ms), 'job.spread_ms'), ' per step. XProf ALL_HOSTS step time: ',
     num(xp.avg, fmtMs(xp.avg), 'job.xprof_step_time_ms.avg'), '.');
   const rows = dataTable({
-    name: 'job_ranks', caption: 'Ranks',
+    name: 'job_ranks', caption: 'Ranks, by what bounds their steps',
     columns: [
       { key: 'host', label: 'Rank', pin: true },
       { key: 'role', label: 'Role' },
       { key: 'step_ms', label: 'Step time', numeric: true, format: fmtMs },
       { key: 'input_ms', label: 'Input', numeric: true, format: fmtMs },
       { key: 'compute_ms', label: 'Compute', numeric: true, format: fmtMs },
+      { key: 'host_ms', label: 'Python / host', numeric: true, format: fmtMs },
       { key: 'collectives_ms', label: 'Collectives', numeric: true, format: fmtMs },
       { key: 'waiting_ms', label: 'Waiting for the last', numeric: true, format: fmtMs },
       { key: 'late_arrivals', label: 'Last arrivals', numeric: true },
