@@ -51,6 +51,18 @@ def test_open_run_forms(tmp_path: Path) -> None:
         open_run(str(tmp_path))
 
 
+def test_a_trace_beside_a_run_folder_is_not_taken_for_the_logdirs_run(tmp_path: Path) -> None:
+    """A torch trace written into a stepscope logdir, beside its plugins/profile/ run: the
+    logdir holds two runs, and naming it says so (it had read the torch trace alone)."""
+    shutil.copytree(FIXTURES / "tf" / "ctl", tmp_path, dirs_exist_ok=True)
+    kineto = next((FIXTURES / "kineto").glob("*.json.gz"))
+    shutil.copy(kineto, tmp_path / "torch_trace.json.gz")
+    with pytest.raises(NotFoundError, match="holds 2 runs") as found:
+        open_run(str(tmp_path))
+    assert "plugins/profile/2026_11_22_00_46_33, torch_trace.json.gz" in str(found.value)
+    assert open_run(str(tmp_path / "torch_trace.json.gz")).hosts[0].format == "kineto"
+
+
 def test_fsspec_memory_logdir() -> None:
     fsspec = pytest.importorskip("fsspec")
     source = next((FIXTURES / "tf" / "ctl").rglob("*.xplane.pb"))

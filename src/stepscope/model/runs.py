@@ -334,9 +334,11 @@ def open_run(path: str) -> Run:
     if not runs:
         raise NotFoundError(f"{path}: no profiles found (looked for {_looked_for()})")
     exact = [r for r in runs if fs.normalize(r.path) == root]
-    if len(exact) == 1:
+    # Traces loose in the folder given are its run only when no other run lies under it: a
+    # torch trace written beside a stepscope run's plugins/profile/ was read in its place.
+    if len(exact) == 1 and len(runs) == 1:
         return exact[0]
-    if exact:
+    if len(exact) > 1:
         names = ", ".join(r.name for r in exact[:10])
         raise NotFoundError(
             f"{path}: its traces were recorded at {len(exact)} times far apart, so they are "
@@ -345,5 +347,15 @@ def open_run(path: str) -> Run:
         )
     if len(runs) == 1:
         return runs[0]
-    names = ", ".join(r.name for r in runs[:10])
-    raise NotFoundError(f"{path}: holds {len(runs)} runs ({names}); name one run directory")
+    names = ", ".join(_where(r, root) for r in runs[:10])
+    raise NotFoundError(
+        f"{path}: holds {len(runs)} runs ({names}); name one run directory or trace file"
+    )
+
+
+def _where(run: Run, root: str) -> str:
+    """A run as the user can name it under ``root``: its folder, or for traces loose in
+    ``root`` itself, its file."""
+    if fs.normalize(run.path) == root:
+        return ", ".join(posixpath.basename(h.path) for h in run.hosts[:3])
+    return fs.relpath(run.path, root)
