@@ -23,6 +23,15 @@ read from ``/proc/PID/task/*/stat`` around the request, and the server's minor p
 (``/proc/PID/stat``: a heap given back and faulted in again, decision 335). p50 / p95 of
 each, during the build and after, with the bytes on the wire and the load average.
 
+The windows asked while the steps are built are also shown in parts (decision 371): each
+server's first (with ``--browser`` it lays out its level of detail, 37-51 ms of server CPU
+at 8000 px: the page's own first window was at its width; decision 372), those
+asked before the steps' child started (the store's writes on the server's threads), and
+those asked while the child ran (``/proc/PID/task/*/children``); and how long after the first
+window the steps answered. ``--dump FILE`` writes every window (tree, round, phase, seconds
+from the spawn, wall ms, server CPU ms, page faults, child running, the page's decode ms) as
+JSON, for paired comparisons round by round.
+
 ``--form`` (default ``compact``): the window form the urllib client asks for (decision 327;
 a tree without it ignores the parameter and answers the plain form).
 
@@ -107,6 +116,23 @@ def _minor_faults(pid: int) -> int:
         return 0
 
 
+def _has_child(pid: int) -> bool:
+    """Whether ``pid`` has a child process now (the steps' child of decision 174: any of its
+    threads may have started it, and each thread lists its own children)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as children:
+                if children.read().strip():
+                    return True
+        except OSError:
+            continue
+    return False
+
+
 def _cpu_delta(before: dict[int, float], after: dict[int, float]) -> float:
     # A thread that ended between the two reads takes its CPU with it: never below zero.
     return max(0.0, sum(after.values()) - sum(before.get(t, 0.0) for t in after))
@@ -163,6 +189,12 @@ class Windows:
         self.parts: list[list[float]] = []  # the page's resource timing parts (--browser)
         # the server's minor page faults per window, by the window's (wall, CPU) record
         self.faults: dict[int, int] = {}
+        # the windows asked while the steps' child ran, by the same record (decision 371)
+        self.in_child: set[int] = set()
+        self.first: list[tuple[float, float]] = []  # each server's first window while built
+        # per window, in order: s from the server's spawn, wall ms, server CPU ms, faults,
+        # the child running, the page's decode ms (--dump)
+        self.rows: list[list[float]] = []
 
     def line(self, what: str, times: list[tuple[float, float]]) -> str:
         wall, cpu = [t[0] for t in times], [t[1] for t in times]
@@ -174,6 +206,22 @@ class Windows:
         if faults:  # decision 335: a heap trimmed after each window is faulted in again
             text += f", page faults p50 {_pct(faults, 0.5):.0f} / p95 {_pct(faults, 0.95):.0f}"
         return text
+
+
+def _build_phases(w: Windows) -> list[str]:
+    """The windows asked while the steps were built, in two parts (decision 371): before the
+    steps' child started (the store's writes of the converted profile and the index, on
+    threads of the server) and while the child ran; a server's first such window (which lays
+    out its level) is left out of both."""
+    first = {id(t) for t in (w.first or w.during[:1])}
+    before = [t for t in w.during if id(t) not in w.in_child and id(t) not in first]
+    child = [t for t in w.during if id(t) in w.in_child and id(t) not in first]
+    lines = []
+    if before:
+        lines.append(w.line("before the steps' child (the store's writes)", before))
+    if child:
+        lines.append(w.line("while the steps' child ran", child))
+    return lines
 
 
 def _wait_until_up(port: int, proc: subprocess.Popen[bytes]) -> None:
@@ -273,6 +321,7 @@ def stepscope_round(
             path = "/api/tool/trace_viewer/window?"
             path += urlencode({**where, "t0": t0, "t1": span, "res": RESOLUTION})
             faults = _minor_faults(proc.pid)
+            child = _has_child(proc.pid)
             before, started = _thread_cpu(proc.pid, nice), time.perf_counter()
             if browser is not None:
                 wall, size, wire, decode = browser.window(path)
@@ -288,11 +337,24 @@ def stepscope_round(
             result.wire.append((wire, encoding))
             timed = (wall, _cpu_delta(before, _thread_cpu(proc.pid, nice)))
             result.faults[id(timed)] = _minor_faults(proc.pid) - faults
+            if child or _has_child(proc.pid):
+                result.in_child.add(id(timed))
+            result.rows.append(
+                [
+                    round(started - spawned, 3),
+                    round(timed[0] * 1000, 2),
+                    round(timed[1] * 1000, 2),
+                    result.faults[id(timed)],
+                    int(id(timed) in result.in_child),
+                    round(result.decode[-1] * 1000, 2) if browser is not None else -1,
+                ]
+            )
             return timed
 
         result = Windows()
         # The page asked its first window (ms after it opened) and asks the steps itself.
         first = browser.answered("/window?") / 1000 if browser is not None else window(0)[0]
+        result.rows.clear()  # the first window is the full view, not a near-full one
         first_s = time.perf_counter() - spawned
         answered: list[float] = []
 
@@ -416,6 +478,12 @@ def main() -> None:
         help="each tree's servers share a cache filled by an unmeasured first server (a "
         "profile opened before: no conversion, the steps from the store)",
     )
+    parser.add_argument(
+        "--dump",
+        default="",
+        help="write each window (tree, round, phase, s from spawn, wall ms, server CPU ms, "
+        "faults, child running, decode ms) to this JSON file",
+    )
     args = parser.parse_args()
     chromium, playwright = None, None
     if args.browser:
@@ -439,6 +507,7 @@ def main() -> None:
         logdir = target.parents[3]
         print(f"load {paired.load()} at the start; {target.stat().st_size:,} bytes of profile")
         pooled = {tree: Windows() for tree in trees}
+        dumped: list[list[object]] = []
         kept: dict[Path, Path | None] = {tree: None for tree in trees}
         for tree in trees if args.warm else ():
             kept[tree] = Path(tempfile.mkdtemp(dir=workdir))
@@ -462,10 +531,21 @@ def main() -> None:
                     f"{sizes[len(sizes) // 2]:,} bytes on the wire ({', '.join(encodings)})"
                 )
                 print("  " + w.line("near-full windows while the steps are built", w.during))
+                for line in _build_phases(w):
+                    print("    " + line)
+                if w.during:
+                    first_wall, first_cpu = w.during[0]
+                    print(
+                        f"    the first of them {first_wall * 1000:.1f} ms, server CPU "
+                        f"{first_cpu * 1000:.1f} ms"
+                    )
                 print("  " + w.line("near-full windows after", w.after))
+                print(f"  the steps {got['steps_s'] - got['first_s']:.1f} s after the first window")
                 split = len(w.during)  # the page's windows in order: during, then after
+                kid = [i for i, t in enumerate(w.during) if id(t) in w.in_child and w.parts]
                 for when, parts, decode in (
                     ("while built", w.parts[:split], w.decode[:split]),
+                    ("while the child ran", [w.parts[i] for i in kid], [w.decode[i] for i in kid]),
                     ("after", w.parts[split:], w.decode[split:]),
                 ):
                     if parts:
@@ -473,9 +553,19 @@ def main() -> None:
                 pooled[tree].during += w.during
                 pooled[tree].after += w.after
                 pooled[tree].faults.update(w.faults)
+                pooled[tree].in_child.update(w.in_child)
+                pooled[tree].first += w.during[:1]
+                dumped += [
+                    [str(tree), k, "during" if i < len(w.during) else "after", *row]
+                    for i, row in enumerate(w.rows)
+                ]
+        if args.dump:
+            Path(args.dump).write_text(json.dumps(dumped))
         for tree, w in pooled.items() if args.servers else ():
             print(f"{tree}, all {args.servers} servers:")
             print("  " + w.line("near-full windows while the steps are built", w.during))
+            for line in _build_phases(w):
+                print("    " + line)
             print("  " + w.line("near-full windows after", w.after))
         if args.xprof_rs:
             load = paired.load()
