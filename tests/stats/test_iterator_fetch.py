@@ -133,6 +133,21 @@ def test_timed_fetches_holding_no_model_op_are_input_whatever_the_samples_say() 
     assert build_step_db(build(without)).fetched.function == ()
 
 
+def test_one_timed_fetch_is_no_verdict_and_the_samples_decide() -> None:
+    """The probe's budget ended in the first iteration (a compile inside it): one timed
+    fetch, no model op in it; the samples inside the model's op see the generator."""
+    gen = "<module> (train.py:50);train_gen (train.py:10)"
+    builder = fetch_loop_builder(
+        Piece(f"{gen};numpy_work (train.py:14)", 5, 5, "1"),
+        Piece("<module> (train.py:51)", 1, 1),  # the outer body: the loop's frame
+        model_stack=f"{gen};forward (model.py:8)",
+    )
+    timed_fetches(builder, "train_gen (train.py)", "<module> (train.py)", [(4 * MS, MS)])
+    db = build_step_db(build(builder))
+    assert db.fetched.loop == "<module> (train.py)"
+    assert db.fetched.function == ()
+
+
 def test_only_the_fetchs_share_of_a_shared_gap_is_input() -> None:
     """Metrics then the fetch in one untraced gap: the gap counts in the share of its samples
     that saw the fetch."""

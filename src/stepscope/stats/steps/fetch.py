@@ -180,7 +180,10 @@ def _not_the_model(
     at least `MODEL_SHARE` and `MODEL_MIN` of them have that frame right under the loop's."""
     tops = {u for u, n in zip(under, named, strict=True) if n}
     # decision 382: the trace's own ops inside the timed fetches, not samples that land in
-    # them (a small model's ops were seen by 0-1 samples in 60 steps on a quiet machine)
+    # them (a small model's ops were seen by 0-1 samples in 60 steps on a quiet machine);
+    # one timed fetch is no verdict (the probe's budget can end in the first iteration, a
+    # torch.compile of the model inside it)
+    timed = {k: v for k, v in timed.items() if len(v[0]) >= MODEL_MIN}
     start, end = profile.start_ns[work], profile.end_at(work)
     for top in tops & set(timed):
         lo, hi = timed[top]
