@@ -192,12 +192,17 @@ export async function render(root, ctx) {
   }
   const mean = data.metrics.find((m) => m.name === 'step_time.mean');
   const direction = mean && mean.significant ? (mean.delta > 0 ? 'slower' : 'faster') : 'same';
-  const side = (s) => `${s.run} · ${hostLabel(s.host)} · ${s.steps.length} steps (${s.step_source})`;
+  const warm = (s) => ((s.warmup_steps || []).length ? `, warm-up: step ${s.warmup_steps.join(', ')}` : '');
+  const side = (s) => `${s.run} · ${hostLabel(s.host)} · ${s.steps.length} steps (${s.step_source}${warm(s)})`;
+  // once warm (a warm-up split in either run), each side's headline is its steps' after it
+  const onceWarm = data.compared === 'once_warm';
+  const bound = (s) => (onceWarm && s.bound_by_once_warm ? `Once warm: ${s.bound_by_once_warm}` : s.bound_by);
   root.append(
     card('Verdict', h('p', { class: 'cmp-verdict', dataset: { direction, driver: data.driver || '' } }, data.verdict),
       h('p', { class: 'cmp-sides' }, `Baseline: ${side(data.baseline)} — Candidate: ${side(data.candidate)}`),
-      ['baseline', 'candidate'].map((name) => (data[name].bound_by
-        ? h('p', { class: 'cmp-bound', dataset: { side: name } }, h('strong', {}, name === 'baseline' ? 'Baseline: ' : 'Candidate: '), data[name].bound_by)
+      onceWarm ? h('p', { class: 'cmp-compared' }, 'Compared once warm: each run\'s steps after its warm-up; the warm-up is its own row. The API\'s steps=all compares every step.') : null,
+      ['baseline', 'candidate'].map((name) => (bound(data[name])
+        ? h('p', { class: 'cmp-bound', dataset: { side: name } }, h('strong', {}, name === 'baseline' ? 'Baseline: ' : 'Candidate: '), bound(data[name]))
         : null))),
     card('Metrics', metricsTable(data.metrics), h('p', { class: 'cmp-sides' }, data.statistic)),
     h('div', { class: 'grid2' },
