@@ -15,11 +15,17 @@ from stepscope.stats.input.loader_workers import LoaderWorkers, loader_workers
 from stepscope.tools import output
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
+from stepscope.vocab.pytorch import DATALOADER_BATCH_CPU_STAT as CPU
 from stepscope.vocab.pytorch import DATALOADER_NEXT
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.pod.builders import write_run
 from tests.support.analysis import MS, build
-from tests.support.loader import ordered_loader_space, plain_loader_space
+from tests.support.loader import (
+    LOOP_NEXT,
+    PLAIN_STAGE,
+    ordered_loader_space,
+    plain_loader_space,
+)
 
 
 def _judge(space: XSpaceBuilder) -> LoaderWorkers:
@@ -137,3 +143,28 @@ def test_the_loop_waiting_in_order_on_a_slow_worker_means_uneven_batches() -> No
     assert found.waiting_on_workers_percent > 80
     assert found.verdict == "uneven_batches"
     assert 40 < found.busy_waiting_percent < 80
+
+
+def test_two_passes_workers_are_judged_in_their_own_pass() -> None:
+    """Two epochs, each starting its own 2 workers: the first pass's workers, gone in the
+    second, are not idle workers of it (a user run read "4 workers busy 48%": uneven),
+    and the loader has 2 workers, not 4."""
+    builder = XSpaceBuilder("synthetic")
+    host = builder.plane("/host:CPU")
+    main = host.line(1, "MainThread")
+    for k in range(8):
+        t = k * 100
+        main.event("train", t * MS, 100 * MS, {"step_num": k, "_r": 1})
+        main.event(LOOP_NEXT, t * MS, 60 * MS)
+        main.event("aten::addmm", (t + 60) * MS, 40 * MS)
+        epoch = k // 4
+        for w in (0, 1):
+            pid = 100 * (epoch + 1) + w
+            line = host.line(pid, f"DataLoader worker {w} (pid {pid})")
+            stats = {"parent_id": 9 + epoch, "worker": w, "batch": 2 * (k % 4) + w}
+            line.event(f"{PLAIN_STAGE}::Worker", t * MS, 70 * MS, {**stats, CPU: 1 * MS})
+    found = _judge(builder)
+    assert len(found.rows) == 4 and found.busy_waiting_percent == 100.0
+    assert found.startup_ms == 0.0  # the second pass's workers starting is no start-up
+    assert found.verdict == "workers_busy"
+    assert "(now 2)" in found.advice

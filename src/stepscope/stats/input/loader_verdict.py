@@ -154,18 +154,34 @@ def _merged(spans: np.ndarray) -> np.ndarray:
 
 
 def busy_while_waiting(
-    starts: np.ndarray, ends: np.ndarray, lines: np.ndarray, waits: np.ndarray
+    starts: np.ndarray,
+    ends: np.ndarray,
+    lines: np.ndarray,
+    waits: np.ndarray,
+    worker_ids: np.ndarray | None = None,
 ) -> float:
-    """The workers' mean share of the loop's waits spent making batches (%); -1 without
-    waits."""
-    total = int((waits[:, 1] - waits[:, 0]).sum()) if len(waits) else 0
-    if not total:
+    """The share of the loop's waits the workers spent making batches (%); -1 without waits.
+    Each worker counts over the waits in its life: from its first batch until the next
+    process with its worker id began (a later pass's: one pass's workers are gone in the
+    next)."""
+    if not len(waits):
         return -1.0
-    shares = []
-    for line in np.unique(lines).tolist():
+    ids = worker_ids if worker_ids is not None else lines
+    line_list = np.unique(lines).tolist()
+    first = {line: int(starts[lines == line].min()) for line in line_list}
+    busy = total = 0
+    for line in line_list:
         mine = lines == line
-        shares.append(_overlap_ns(starts[mine], ends[mine], waits) / total)
-    return round(100.0 * float(np.mean(shares)), 3)
+        wid = ids[mine][0]
+        later = [
+            first[o] for o in line_list if ids[lines == o][0] == wid and first[o] > first[line]
+        ]
+        life = (first[line], min(later, default=np.iinfo(np.int64).max))
+        inside = np.clip(waits, *life)
+        inside = inside[inside[:, 1] > inside[:, 0]]
+        total += int((inside[:, 1] - inside[:, 0]).sum())
+        busy += _overlap_ns(starts[mine], ends[mine], inside) if len(inside) else 0
+    return round(100.0 * busy / total, 3) if total else -1.0
 
 
 def _overlap_ns(starts: np.ndarray, ends: np.ndarray, waits: np.ndarray) -> int:

@@ -179,9 +179,11 @@ def loader_workers(profile: Profile, db: StepDb | None = None) -> tuple[LoaderWo
 
 
 def _workers_up_ns(profile: Profile, ev: np.ndarray) -> int:
-    """When the last of the loader's workers began its first batch: they were all up."""
-    lines = profile.line[ev]
-    return max(int(profile.start_ns[ev[lines == line]].min()) for line in distinct(lines).tolist())
+    """When the last of the loader's workers began its first batch: they were all up (by
+    worker id: a later pass's processes start again)."""
+    ids = profile.stat_at("worker", ev)
+    group = ids.as_int() if ids.present.all() else profile.line[ev]
+    return max(int(profile.start_ns[ev[group == g]].min()) for g in distinct(group).tolist())
 
 
 def _input_share(db: StepDb | None, up_ns: int) -> tuple[float, float]:
@@ -303,10 +305,14 @@ def _one_loader(
         spans = spans[np.argsort(spans[:, 0], kind="stable")]
     else:
         spans = loop_waits(profile, ev, loader_id, context.up_ns)
-    busy_waiting = busy_while_waiting(start, end, profile.line[ev], spans)
+    # workers per pass: the loader's worker ids (several passes have their own processes)
+    worker_ids = profile.stat_at("worker", ev)
+    ids = worker_ids.as_int() if worker_ids.present.all() else None
+    per_pass = len(np.unique(ids)) if ids is not None else len(rows)
+    busy_waiting = busy_while_waiting(start, end, profile.line[ev], spans, ids)
     made = end - start
     judged = Workers(
-        len(rows),
+        per_pass,
         round(busy_pct, 3),
         busy_waiting,
         on_workers,
