@@ -4,6 +4,7 @@ raising into the program, saved as the "Python fetches" line."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -123,3 +124,19 @@ def test_a_capture_saves_the_fetches_line_as_no_work(tmp_path: Path) -> None:
     loop = profile.event_stats(first)["loop"]
     assert loop == "test_a_capture_saves_the_fetches_line_as_no_work (test_fetch_probe.py)"
     assert not host_lines(profile)[line.index]  # an observation, not work
+
+
+def test_a_child_forked_while_probing_runs_without_it(tmp_path: Path) -> None:
+    """A DataLoader worker forked by the loop's thread inherits its profile function: the
+    child drops the probe at once (its recording is the parent's)."""
+    stepscope.start(tmp_path, stepscope.ProfilerOptions(device_tracer_level=0))
+    try:
+        assert sys.getprofile() is not None  # the probe, waiting for the loop's fetches
+        pid = os.fork()
+        if pid == 0:  # the child: report through the exit status only
+            os._exit(0 if sys.getprofile() is None else 3)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        stepscope.stop(save=False)
+    assert sys.getprofile() is None

@@ -500,6 +500,8 @@ def _after_fork_in_child() -> None:
     loader_workers.arm(False)
     if session.python is not None:
         session.python.forget()
+    if session.probe is not None:  # the forking thread's copy leaves at its next event
+        session.probe.stop()
     for timer in session.timers:  # their threads are gone; the objects must not fire
         timer.cancel()
 
