@@ -110,6 +110,8 @@ def test_busy_workers_waiting_for_a_cpu_are_not_told_to_add_workers() -> None:
     assert [r.cpu_wait_ms for r in found.rows] == [360.0, 360.0]
     assert "They waited for a CPU 61% of their time (computing 31%)" in found.advice
     assert "add workers" not in found.advice and "make that work faster" in found.advice
+    # measured on this shared machine: more workers took a larger share of it (decision 392)
+    assert "more workers take a larger share of it from them" in found.advice
 
 
 def test_idle_workers_while_the_steps_wait_point_at_the_main_process() -> None:

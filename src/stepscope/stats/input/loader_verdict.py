@@ -288,7 +288,8 @@ def _busy(w: Workers, context: Context, busy: float, during: str, top: str) -> s
         return head + (
             f" They waited for a CPU {w.cpu_wait_percent:.0f}% of their time (computing "
             f"{w.cpu_percent:.0f}%): the machine's cores are busy, and more workers would "
-            "share them; make that work faster (or give the job more cores)."
+            "share them; make that work faster (or give the job more cores). On a machine "
+            "shared with other programs, more workers take a larger share of it from them."
         )
     if context.idle_cores < 0:
         return head + (
