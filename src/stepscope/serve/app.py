@@ -38,6 +38,7 @@ from stepscope.serve.compress import PlainToThisMachine
 from stepscope.serve.http import ApiRequest, Handler, error_response
 from stepscope.serve.protocol import BoundedH11Protocol
 from stepscope.serve.routes import build_routes
+from stepscope.serve.shutdown import AnswerCancelled, quiet_cancel_log
 from stepscope.serve.state import ServerState
 
 MAX_RESPONSE_BYTES = 512 << 20  # no tool answer is this large; a bug or abuse if one is
@@ -116,6 +117,7 @@ def create_app(
             port=port,
         )
         middleware.insert(0, guard)
+    middleware.insert(0, Middleware(AnswerCancelled))  # outermost: sees every cancellation
     app = Starlette(
         routes=routes, middleware=middleware, exception_handlers={404: _not_found, 405: _not_found}
     )
@@ -218,6 +220,7 @@ def _prepare(
         limit_concurrency=LIMIT_CONCURRENCY,
         http=BoundedH11Protocol,  # each request's headers within a deadline (slowloris)
     )
+    quiet_cancel_log()  # after the Config: it sets uvicorn's loggers up
     return uvicorn.Server(config), sock, state, _url(host, bound_port), token
 
 

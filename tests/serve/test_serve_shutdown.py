@@ -1,0 +1,125 @@
+"""Ctrl-C on `stepscope serve` while an answer is being computed: a clean stop (decision 400)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from stepscope.serve.access import ASGIApp, Message, Receive, Scope, Send
+from stepscope.serve.shutdown import AnswerCancelled
+
+# `stepscope serve` whose run list blocks until the test lets it go: an answer that is still
+# being computed when the user presses Ctrl-C, whatever the machine's speed.
+CHILD = """
+import sys, time
+from pathlib import Path
+from stepscope.cli.main import main
+from stepscope.serve.state import ServerState
+
+started, release = Path(sys.argv[2]), Path(sys.argv[3])
+listed = ServerState.runs
+
+def slow_runs(self):
+    started.touch()
+    while not release.exists():
+        time.sleep(0.02)
+    return listed(self)
+
+ServerState.runs = slow_runs
+sys.exit(main(["serve", sys.argv[1], "--port", "0"]))
+"""
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 120
+    while not path.exists():
+        assert proc.poll() is None, "the server ended before the request reached it"
+        assert time.monotonic() < deadline, "the request never reached the handler"
+        time.sleep(0.02)
+
+
+@pytest.mark.integration
+def test_ctrl_c_during_an_answer_stops_cleanly(logdir: Path, tmp_path: Path) -> None:
+    started, release = tmp_path / "started", tmp_path / "release"
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(logdir), str(started), str(release)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    answer: dict[str, object] = {}
+
+    def ask(url: str) -> None:
+        try:
+            reply = httpx.get(url + "api/runs", timeout=120)
+            answer.update(status=reply.status_code, body=reply.text)
+        except httpx.HTTPError as exc:
+            answer["error"] = repr(exc)
+
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        match = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
+        assert match, line
+        asking = threading.Thread(target=ask, args=(match.group(1),))
+        asking.start()
+        _wait_for(started, proc)
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in the terminal sends
+        asking.join(120)
+        release.touch()  # the computation ends on its own; its answer is dropped
+        _out, err = proc.communicate(timeout=120)
+    finally:
+        release.touch()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert answer.get("status") == 503, answer
+    assert "stopped before this answer was ready" in str(answer["body"])
+    assert "Traceback" not in err and "Exception in ASGI" not in err, err
+    assert proc.returncode == 130, (proc.returncode, err)
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert lines == [
+        "stepscope: stopped; 1 answer(s) still being computed were dropped",
+        "stepscope: interrupted",
+    ], err
+
+
+def _cancelled_app(send_first: bool) -> ASGIApp:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if send_first:
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+        raise asyncio.CancelledError
+
+    return app
+
+
+@pytest.mark.parametrize("send_first", [False, True])
+def test_a_cancelled_answer_is_a_503_not_an_error(send_first: bool) -> None:
+    sent: list[Message] = []
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    async def receive() -> Message:
+        return {"type": "http.request"}
+
+    app = AnswerCancelled(_cancelled_app(send_first))
+    asyncio.run(app({"type": "http"}, receive, send))  # no CancelledError escapes
+    if send_first:  # the answer had begun: nothing more can be said on that connection
+        assert [m["status"] for m in sent if "status" in m] == [200]
+    else:
+        assert sent[0]["status"] == 503
+        assert b"stopped before this answer was ready" in sent[1]["body"]
