@@ -141,3 +141,22 @@ def test_a_write_queued_while_answering_runs_below_the_answers(tmp_path: Path) -
     background.wait()
     mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     assert seen == {"answering": min(mine + workers.BACKGROUND_NICE, 19), "plain": mine}
+
+
+def test_a_write_queued_from_a_daemon_thread_is_finished_before_exit(tmp_path: Path) -> None:
+    """A server started in a script (`start_server`) answers on daemon threads; its writes
+    must not inherit that, or the interpreter's exit kills them half-way and the next run
+    converts and indexes the profile again (decision 401)."""
+    release = threading.Event()
+    made: list[threading.Thread] = []
+
+    def queue() -> None:
+        background.write_later(tmp_path / "from-daemon", lambda: release.wait(30), "test entry")
+        made.extend(t for t in threading.enumerate() if t.name == "stepscope-write-from-daemon")
+
+    caller = threading.Thread(target=queue, daemon=True)
+    caller.start()
+    caller.join(30)
+    release.set()
+    background.wait()
+    assert [t.daemon for t in made] == [False]

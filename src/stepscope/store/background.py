@@ -78,7 +78,10 @@ def write_later(target: Path, write: Callable[[], None], what: str) -> None:
     with _lock:
         if target in _pending:
             return
-        thread = threading.Thread(target=run, name=f"stepscope-write-{target.name}")
+        # daemon=False said, not inherited: a thread made by a daemon thread is a daemon too
+        # (a `start_server` in a script answers on daemon threads), and the interpreter's exit
+        # killed such a write half-way, so each run converted and indexed again (decision 401)
+        thread = threading.Thread(target=run, name=f"stepscope-write-{target.name}", daemon=False)
         _pending[target] = thread
         thread.start()
 
