@@ -1,4 +1,5 @@
-"""Ctrl-C on `stepscope serve` while an answer is being computed: a clean stop (decision 400)."""
+"""Stopping `stepscope serve`: Ctrl-C during an answer is a clean stop (decision 400), SIGTERM
+lets the store's writes finish (decision 402)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ import pytest
 
 from stepscope.serve.access import ASGIApp, Message, Receive, Scope, Send
 from stepscope.serve.shutdown import AnswerCancelled
+from stepscope.store import entries
+from tests.support.serve import RUN_A
 
 # `stepscope serve` whose run list blocks until the test lets it go: an answer that is still
 # being computed when the user presses Ctrl-C, whatever the machine's speed.
@@ -95,6 +98,62 @@ def test_ctrl_c_during_an_answer_stops_cleanly(logdir: Path, tmp_path: Path) -> 
         "stepscope: stopped; 1 answer(s) still being computed were dropped",
         "stepscope: interrupted",
     ], err
+
+
+# `stepscope serve` whose converted profile is written only once the main thread has ended:
+# the write is still pending when SIGTERM comes, and finishes only if the process exits as
+# a program does (its writes joined) instead of dying of the signal.
+TERM_CHILD = """
+import sys, threading, time
+from stepscope.cli.main import main
+from stepscope.model import cache
+
+saved = cache.save
+
+def late_save(*args):
+    while threading.main_thread().is_alive():
+        time.sleep(0.02)
+    saved(*args)
+
+cache.save = late_save
+sys.exit(main(["serve", sys.argv[1], "--port", "0"]))
+"""
+
+
+@pytest.mark.integration
+def test_sigterm_lets_the_stores_writes_finish(logdir: Path, tmp_path: Path) -> None:
+    """A service manager's stop (SIGTERM) after an answer: the converted profile's pending
+    write is finished, so the next start reads it instead of converting again (decision 402)."""
+    script, cache_dir = tmp_path / "child.py", tmp_path / "cache"
+    script.write_text(TERM_CHILD)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(logdir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "STEPSCOPE_CACHE_DIR": str(cache_dir)},
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        match = re.search(r"(http://127\.0\.0\.1:\d+/)", proc.stdout.readline())
+        assert match
+        reply = httpx.get(
+            match.group(1) + "api/tool/trace_viewer/window",
+            params={"run": RUN_A, "host": "vm"},
+            timeout=120,
+        )
+        assert reply.status_code == 200, reply.text
+        os.killpg(proc.pid, signal.SIGTERM)
+        _out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 128 + signal.SIGTERM, (proc.returncode, err)
+    assert "Traceback" not in err, err
+    written = [p.parent for p in (cache_dir / "profiles").glob("*/*/manifest.json")]
+    assert written and all(entries.verify(p) for p in written)
 
 
 def _cancelled_app(send_first: bool) -> ASGIApp:

@@ -38,7 +38,7 @@ from stepscope.serve.compress import PlainToThisMachine
 from stepscope.serve.http import ApiRequest, Handler, error_response
 from stepscope.serve.protocol import BoundedH11Protocol
 from stepscope.serve.routes import build_routes
-from stepscope.serve.shutdown import AnswerCancelled, quiet_cancel_log
+from stepscope.serve.shutdown import AnswerCancelled, exit_on_sigterm, quiet_cancel_log
 from stepscope.serve.state import ServerState
 
 MAX_RESPONSE_BYTES = 512 << 20  # no tool answer is this large; a bug or abuse if one is
@@ -276,9 +276,11 @@ def serve(
     say(f"stepscope: serving {_state.logdir} at {url}  (Ctrl-C to stop)")
     if open_browser:
         threading.Timer(0.5, webbrowser.open, [url]).start()
+    restore = exit_on_sigterm()  # uvicorn raises it again once stopped: exit, writes done
     try:
         server.run(sockets=[sock])
     finally:
+        restore()
         sock.close()
         if executor is not None:
             executor.close()

@@ -10,12 +10,22 @@ ready": the client may ask again once a server runs) and ends the task quietly, 
 
 The computation itself cannot be cancelled (it runs on a worker thread): it ends on its own,
 and its result is dropped.
+
+SIGTERM (`kill`, a service manager, a container's stop) ends `serve` as an exit, not as the
+signal's default action (`exit_on_sigterm`, decision 402): uvicorn stops gracefully and then
+raises the signal again with the handler it found, and the default one killed the process
+before the store's writes finished (the converted profile and trace index of the answers
+just given), so the next start converted and indexed the profile again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import signal
+import threading
+from collections.abc import Callable
+from types import FrameType
 
 from stepscope import log
 from stepscope.serve.access import ASGIApp, Message, Receive, Scope, Send
@@ -77,3 +87,25 @@ def quiet_cancel_log() -> None:
     logger = logging.getLogger("uvicorn.error")
     if not any(isinstance(f, _CancelLine) for f in logger.filters):
         logger.addFilter(_CancelLine())
+
+
+def _exit(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)  # the shell's status for a process ended by the signal
+
+
+def exit_on_sigterm() -> Callable[[], None]:
+    """Make SIGTERM end this process as `sys.exit` does (the store's writes finish first),
+    where it would be the signal's default action; returns what puts the old action back.
+    Leaves a handler of the caller's, and does nothing off the main thread (where neither
+    Python nor uvicorn handles signals)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is not signal.SIG_DFL:
+        return lambda: None
+    signal.signal(signal.SIGTERM, _exit)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return restore
