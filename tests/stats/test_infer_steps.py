@@ -310,16 +310,3 @@ def test_a_thread_of_collectives_alone_still_gives_steps() -> None:
     builder, (gloo,) = _host("pt_gloo_runloop")
     _repeat(gloo, "gloo:all_reduce", [0, 40, 80, 120], 31)
     assert "'gloo:all_reduce'" in _inferred(build(builder))[0]
-
-
-def test_a_rare_event_after_a_long_start_does_not_outrank_the_loops_fetch() -> None:
-    """DataLoader workers starting for 1.5 s before the loop: an op called 8 times ~10 ms
-    apart after a first call at the start averaged 196 ms apart and outranked the loop's 40
-    fetches every 30 ms (a persistent-workers loop read as 8 steps for its 60). Its leading
-    period is a warm-up, left out of its mean (decision 404)."""
-    builder, (main,) = _host("main")
-    _repeat(main, LOADER_NEXT, [1500 + 30 * k for k in range(40)], 5)
-    _repeat(main, "aten::empty", [0, *(1505.5 + 10 * k for k in range(8))], 0.1)
-    description, starts = _inferred(build(builder))
-    assert LOADER_NEXT in description
-    assert starts[:2] == [1500.0, 1530.0] and len(starts) == 39  # 40 repeats: 39 periods

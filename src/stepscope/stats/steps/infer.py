@@ -118,11 +118,9 @@ def _candidates(profile: Profile, top: np.ndarray) -> list[Candidate]:
             ):
                 continue
             # Uneven periods: their median is one of them, another per-step event's median
-            # another one; the mean period is the same for every event once a step. Leading
-            # periods judged apart (a warm-up) are left out of it: 9 calls of 'aten::empty'
-            # after a 1,433 ms start of DataLoader workers averaged 187 ms apart and outranked
-            # the loop's 60 fetches every 29 ms (decision 404).
-            granularity = float(periods[judged].mean())
+            # another one; the mean period is the same for every event once a step (the
+            # warm-up included: every candidate's mean holds it).
+            granularity = float(periods.mean())
         busy = int(profile.dur_ns[events].sum())
         duty = busy / float(starts[-1] - starts[0] + profile.dur_ns[events[-1]])
         name = profile.strings[int(names[lo])]
