@@ -156,3 +156,18 @@ def test_a_large_jobs_report_stays_a_page(
     rows = [line.split() for line in text.splitlines() if line.startswith("  rank")][1:]
     assert len(rows) == 16 and rows[0][:2] == ["rank33", "straggler"]
     assert "... 24 more rank(s): `stepscope tool RUN pod_viewer` lists every one" in text
+
+
+def test_a_ranks_table_too_wide_for_the_report_is_split_not_clipped() -> None:
+    """Long host names made the Ranks table wider than 80 columns and the last columns were
+    cut ("wa…"): it is split in two tables that keep every figure."""
+    from stepscope.cli.report_render import _fitted
+
+    heads = ["rank", "role", "step ms", "input", "compute", "host", "collect.", "waiting", "last"]
+    row = ["a100_triton_tiny_rank", "straggler", "13336.32", "0.00", "0.00", "13336.31"]
+    lines = _fitted([[*row, "10.78", "10.69", "12"]], heads, 78)
+    assert max(map(len, lines)) <= 80 and not any("…" in line for line in lines)
+    assert "10.69" in " ".join(lines) and "13336.31" in " ".join(lines)
+    assert _fitted([["r0", "-", "1.00", "0", "0", "0", "0", "0", "0"]], heads, 78)[0].startswith(
+        "  rank  role"
+    )

@@ -106,7 +106,7 @@ def _job(job: JobSteps, width: int) -> list[str]:
         for r in shown
     ]
     heads = ["rank", "role", "step ms", "input", "compute", "host", "collect.", "waiting", "last"]
-    lines += ["  " + clip(line, width - 2) for line in table(rows, heads).splitlines()]
+    lines += _fitted(rows, heads, width - 2)
     if left:
         lines.append(f"  ... {left} more rank(s): `stepscope tool RUN pod_viewer` lists every one")
     for text in job.stragglers:
@@ -116,6 +116,17 @@ def _job(job: JobSteps, width: int) -> list[str]:
     if job.clock:
         lines += wrap(f"({job.clock})", width, first="  ", rest="  ")
     return lines
+
+
+def _fitted(rows: list[list[str]], heads: list[str], width: int) -> list[str]:
+    """The table indented by two, or, when a line is wider than ``width`` (long host names),
+    its first six columns, then the rank with the rest: nothing clipped."""
+    text = table(rows, heads).splitlines()
+    if max(map(len, text), default=0) <= width:
+        return ["  " + line for line in text]
+    first = table([r[:6] for r in rows], heads[:6]).splitlines()
+    rest = table([[r[0], *r[6:]] for r in rows], [heads[0], *heads[6:]]).splitlines()
+    return ["  " + clip(line, width) for line in [*first, "", *rest]]
 
 
 MAX_RANK_ROWS = 16  # a 256-rank job's report stays a page
