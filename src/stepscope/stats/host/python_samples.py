@@ -257,13 +257,7 @@ class FunctionTally:
             if key in done:  # recursion: once per sample
                 continue
             done.add(key)
-            self.count[key] = self.count.get(key, 0) + count
-            self.weighted[key] = self.weighted.get(key, 0.0) + weight
-            self.depth[key] = max(self.depth.get(key, 0), d)
-            self.seen_in.setdefault(key, []).append(sid)
-            by_path = self.paths.setdefault(key, {})
-            path = ";".join([*frames[:d], key])
-            by_path[path] = by_path.get(path, 0) + count
+            self.add_key(key, sid, count, weight, frames, d)
 
     def add_key(
         self, key: str, sid: int, count: int, weight: float, frames: list[str], depth: int
