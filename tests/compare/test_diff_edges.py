@@ -139,3 +139,23 @@ def test_a_tested_change_without_a_relative_interval_quotes_none() -> None:
 def test_no_significant_change_from_a_baseline_of_0_ns_gives_both_times() -> None:
     mean = _mean(0.0, 1_000.0, ci_low=-500.0, ci_high=2_500.0, p_value=0.3, tested=True)
     assert _verdict([mean], NO_ROWS)[0] == "no significant change in step time (0.0 µs → 1.0 µs)"
+
+
+def test_an_interval_leaving_out_zero_says_why_it_is_not_significant() -> None:
+    """A user read "no significant change in step time (+37.5% [+3.6%, +77.7%])" as a
+    contradiction: the verdict says whether the correction for the figures tested together
+    or the noise floor held it back."""
+    kw = {"ci_low": 0.5 * MS, "ci_high": 1.5 * MS, "rel_ci_low": 0.05, "rel_ci_high": 0.15}
+    median = MetricChange("step_time.median", "Median step time", "ns", 10 * MS, 11 * MS)
+    p = MetricChange("step_time.p90", "p90", "ns", MS, MS, p_value=0.4, tested=True)
+    held = _mean(10 * MS, 11 * MS, p_value=0.024, tested=True, **kw)
+    assert _verdict([held, median, p], NO_ROWS)[0] == (
+        "no significant change in step time (+10.0% [+5.0%, +15.0%]; p=0.024 before Holm's "
+        "correction for the 2 figures tested together, not significant after it)"
+    )
+    tiny = _mean(10 * MS, 10.05 * MS, p_value=0.001, tested=True, **kw)
+    assert _verdict([tiny, median], NO_ROWS)[0].endswith(
+        "; under the noise floor, 0.10 ms: 1% of the baseline's median step)"
+    )
+    crosses = _mean(10 * MS, 11 * MS, ci_low=-MS, ci_high=2 * MS, p_value=0.3, tested=True)
+    assert _verdict([crosses, median], NO_ROWS)[0] == "no significant change in step time (+10.0%)"

@@ -291,7 +291,7 @@ def _verdict(
         return f"no change in step time (the same per-step times: {ms(mean.base)} mean)", None, None
     if not mean.significant:
         change = f"{pct(rel)}{ci}" if rel is not None else f"{ms(mean.base)} → {ms(mean.cand)}"
-        text = f"no significant change in step time ({change})"
+        text = f"no significant change in step time ({change}{_why_not(mean, metrics)})"
         moved = sorted((m for m in categories if m.significant), key=lambda m: -abs(m.delta or 0))
         if moved:
             m = moved[0]
@@ -310,6 +310,25 @@ def _verdict(
     if detail:
         text += f" ({detail})"
     return text, category, detail
+
+
+def _why_not(mean: MetricChange, metrics: list[MetricChange]) -> str:
+    """Why a change whose interval leaves out zero is still not significant: "+37.5%
+    [+3.6%, +77.7%]" beside "no significant change" read as a contradiction."""
+    excludes_zero = (mean.ci_low or 0.0) > 0 or (mean.ci_high or 0.0) < 0
+    if not excludes_zero or mean.p_value is None:
+        return ""
+    median = next((m.base for m in metrics if m.name == "step_time.median"), None)
+    if median is None:  # no floor known: the reason cannot be told
+        return ""
+    floor = NOISE_FLOOR * float(median)
+    if abs(mean.delta or 0.0) < floor:
+        return f"; under the noise floor, {ms(floor)}: 1% of the baseline's median step"
+    family = sum(1 for m in metrics if m.tested and m.p_value is not None)
+    return (
+        f"; p={mean.p_value:.3f} before Holm's correction for the {family} figures tested "
+        "together, not significant after it"
+    )
 
 
 def diff_runs(base: RunSummary, cand: RunSummary, once_warm: bool = True) -> RunDiff:
