@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -165,6 +166,24 @@ def _cancelled_app(send_first: bool) -> ASGIApp:
     return app
 
 
+def _run_on_a_thread(coro: Any) -> None:
+    """``asyncio.run`` on a thread of its own: in the whole suite an earlier test leaves an
+    event loop running on the main thread, where ``asyncio.run`` refuses to start."""
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            asyncio.run(coro)
+        except BaseException as exc:  # handed to the test's thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+
+
 @pytest.mark.parametrize("send_first", [False, True])
 def test_a_cancelled_answer_is_a_503_not_an_error(send_first: bool) -> None:
     sent: list[Message] = []
@@ -176,7 +195,7 @@ def test_a_cancelled_answer_is_a_503_not_an_error(send_first: bool) -> None:
         return {"type": "http.request"}
 
     app = AnswerCancelled(_cancelled_app(send_first))
-    asyncio.run(app({"type": "http"}, receive, send))  # no CancelledError escapes
+    _run_on_a_thread(app({"type": "http"}, receive, send))  # no CancelledError escapes
     if send_first:  # the answer had begun: nothing more can be said on that connection
         assert [m["status"] for m in sent if "status" in m] == [200]
     else:
