@@ -9,9 +9,7 @@ import numpy as np
 
 from stepscope.cli.report_render import _loader_workers
 from stepscope.model import open_run
-from stepscope.stats import build_step_db
 from stepscope.stats.input.loader_verdict import busy_while_waiting
-from stepscope.stats.input.loader_workers import LoaderWorkers, loader_workers
 from stepscope.tools import output
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
@@ -19,19 +17,14 @@ from stepscope.vocab.pytorch import DATALOADER_BATCH_CPU_STAT as CPU
 from stepscope.vocab.pytorch import DATALOADER_NEXT
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.pod.builders import write_run
-from tests.support.analysis import MS, build
+from tests.support.analysis import MS
 from tests.support.loader import (
     LOOP_NEXT,
     PLAIN_STAGE,
+    judge_loader,
     ordered_loader_space,
     plain_loader_space,
 )
-
-
-def _judge(space: XSpaceBuilder) -> LoaderWorkers:
-    profile = build(space)
-    [found] = loader_workers(profile, build_step_db(profile))
-    return found
 
 
 def _tool(tmp_path: Path, space: XSpaceBuilder, name: str) -> dict:
@@ -44,7 +37,7 @@ def test_workers_busy_while_the_loop_waits_are_busy_though_idle_while_it_compute
     """A user run (loop2.py, 2 workers): busy 78% of the steps' span -- idle while slower
     steps computed, their prefetched batches made -- and 99% while the loop waited: they
     were what it waited for ("partly busy", with no change said, before)."""
-    found = _judge(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=60, cpu=(8, 5.5)))
+    found = judge_loader(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=60, cpu=(8, 5.5)))
     assert found.busy_percent == 60.0
     assert found.busy_waiting_percent == 100.0
     assert found.verdict == "workers_busy"
@@ -59,7 +52,7 @@ def test_workers_busy_while_the_loop_waits_are_busy_though_idle_while_it_compute
 def test_a_worker_idle_while_the_loop_waits_for_anothers_batch_means_uneven_batches() -> None:
     """Worker 0's batches take 98 ms, worker 1's 20: the loop waits, in order, for worker 0
     while worker 1 has made its batch and waits for an index."""
-    found = _judge(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=(98, 20)))
+    found = judge_loader(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=(98, 20)))
     assert found.busy_waiting_percent == round(100 * (60 + 20) / 120, 3)
     assert found.verdict == "uneven_batches"
     assert "in_order=False" in found.advice and "prefetch_factor" in found.advice
@@ -67,7 +60,7 @@ def test_a_worker_idle_while_the_loop_waits_for_anothers_batch_means_uneven_batc
 
 
 def test_workers_idle_while_the_loop_waits_point_at_the_main_process() -> None:
-    found = _judge(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=(10, 10)))
+    found = judge_loader(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=(10, 10)))
     assert found.busy_waiting_percent == round(100 * 10 / 60, 3)
     assert found.verdict == "workers_idle"
     assert "Have collate_fn return torch tensors" in found.advice
@@ -76,7 +69,7 @@ def test_workers_idle_while_the_loop_waits_point_at_the_main_process() -> None:
 def test_workers_that_keep_up_are_not_told_to_add_workers_anywhere(tmp_path: Path) -> None:
     """The model is the bottleneck: no page may say "use more workers"."""
     space = plain_loader_space(step_ms=100, wait_ms=2, busy_ms=30)
-    found = _judge(space)
+    found = judge_loader(space)
     assert found.verdict == "keeping_up"
     assert "Nothing to change in the DataLoader" in found.advice
     ipa = _tool(tmp_path, space, "input_pipeline_analyzer")
@@ -119,7 +112,7 @@ def test_a_loop_getting_batches_already_made_points_at_the_main_process() -> Non
     process getting it (decision 394): whatever the workers do meanwhile."""
     made = [(20 * k, 20 * k + 15) for k in range(10)]
     asks = [(30 * k + 20, 30 * k + 28) for k in range(10)]
-    found = _judge(ordered_loader_space(made, asks))
+    found = judge_loader(ordered_loader_space(made, asks))
     assert found.waiting_on_workers_percent == 0.0
     assert found.ready_batches == 10 and found.waited_batches == 0
     assert found.rows[0].transfer_ms == 5 * 8.0
@@ -139,7 +132,7 @@ def test_the_loop_waiting_in_order_on_a_slow_worker_means_uneven_batches() -> No
     for k in range(6):
         asks.append((50 * k + 2, 50 * k + 50))  # waits on worker 0
         asks.append((50 * k + 51, 50 * k + 52))  # worker 1's, made
-    found = _judge(ordered_loader_space(made, asks))
+    found = judge_loader(ordered_loader_space(made, asks))
     assert found.waiting_on_workers_percent > 80
     assert found.verdict == "uneven_batches"
     assert 40 < found.busy_waiting_percent < 80
@@ -163,7 +156,7 @@ def test_two_passes_workers_are_judged_in_their_own_pass() -> None:
             line = host.line(pid, f"DataLoader worker {w} (pid {pid})")
             stats = {"parent_id": 9 + epoch, "worker": w, "batch": 2 * (k % 4) + w}
             line.event(f"{PLAIN_STAGE}::Worker", t * MS, 70 * MS, {**stats, CPU: 1 * MS})
-    found = _judge(builder)
+    found = judge_loader(builder)
     assert len(found.rows) == 4 and found.busy_waiting_percent == 100.0
     assert found.startup_ms == 0.0  # the second pass's workers starting is no start-up
     assert found.verdict == "workers_busy"

@@ -11,21 +11,20 @@ from stepscope.stats.input.loader_verdict import (
     IDLE_BUSY_PERCENT,
     INPUT_WAIT_PERCENT,
 )
-from stepscope.stats.input.loader_workers import LoaderWorkers, loader_workers
 from stepscope.vocab.pytorch import DATALOADER_NEXT
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
-from tests.support.loader import PLAIN_STAGE, SAMPLES_OFFSET, WORKER_LOOP, plain_loader_space
-
-
-def _judge(space: XSpaceBuilder) -> LoaderWorkers:
-    profile = build(space)
-    [found] = loader_workers(profile, build_step_db(profile))
-    return found
+from tests.support.loader import (
+    PLAIN_STAGE,
+    SAMPLES_OFFSET,
+    WORKER_LOOP,
+    judge_loader,
+    plain_loader_space,
+)
 
 
 def test_busy_workers_with_idle_cores_are_told_to_add_workers() -> None:
-    found = _judge(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(8, 5.5)))
+    found = judge_loader(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(8, 5.5)))
     assert found.verdict == "workers_busy"
     assert found.workers == 2 and found.busy_percent >= BUSY_PERCENT
     assert found.input_percent >= INPUT_WAIT_PERCENT
@@ -56,7 +55,9 @@ def test_busy_workers_with_idle_cores_are_told_to_add_workers() -> None:
 def test_torch_worker_machinery_is_not_named() -> None:
     """Samples split between the dataset and torch's collate: what is on every sample is
     torch's worker loop and fetcher, which says nothing."""
-    found = _judge(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=98, collate_in_fetch=True))
+    found = judge_loader(
+        plain_loader_space(step_ms=100, wait_ms=60, busy_ms=98, collate_in_fetch=True)
+    )
     names = [f.function for f in found.functions]
     assert names == ["decode (ds.py)", "collate (collate.py)"]  # decode: __getitem__'s callee
     assert [f.percent for f in found.functions] == [80.0, 20.0]
@@ -70,12 +71,12 @@ def test_torch_worker_machinery_is_not_named_even_when_not_on_every_sample() -> 
     samples = space.plane("/host:CPU").line(SAMPLES_OFFSET + 100)
     stack = "_worker_loop (worker.py:374)"
     samples.event("_worker_loop", 5 * MS, 1 * MS, {"stack": stack, "samples": 1})
-    names = [f.function for f in _judge(space).functions]
+    names = [f.function for f in judge_loader(space).functions]
     assert names == ["decode (ds.py)", "collate (collate.py)"]
 
 
 def test_busy_workers_without_idle_cores_are_told_to_make_the_work_faster() -> None:
-    found = _judge(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(2, 0.1)))
+    found = judge_loader(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(2, 0.1)))
     assert found.verdict == "workers_busy"
     assert "0.1 of 2 cores were idle" in found.advice and "make that work faster" in found.advice
     assert "Add workers:" not in found.advice
@@ -84,7 +85,9 @@ def test_busy_workers_without_idle_cores_are_told_to_make_the_work_faster() -> N
 def test_busy_workers_that_mostly_wait_are_told_to_add_workers_without_idle_cores() -> None:
     """A dataset sleeping or reading files: its workers are busy, their CPU is not: more
     workers overlap the waits even on a machine without an idle core."""
-    found = _judge(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(2, 0.1), cpu_ms=10))
+    found = judge_loader(
+        plain_loader_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(2, 0.1), cpu_ms=10)
+    )
     assert found.verdict == "workers_busy"
     assert found.cpu_percent == round(100 * 10 / 98, 3)
     assert [r.cpu_ms for r in found.rows] == [60.0, 60.0]  # 6 batches of 10 ms each
@@ -92,7 +95,7 @@ def test_busy_workers_that_mostly_wait_are_told_to_add_workers_without_idle_core
     # a worker makes a batch in 98 ms, the steps do 40 ms of other work: 3 keep up
     assert "add workers, they need little CPU: num_workers=3 (now 2)" in found.advice
     assert "make that work faster" not in found.advice
-    busy_cpu = _judge(
+    busy_cpu = judge_loader(
         plain_loader_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(2, 0.1), cpu_ms=90)
     )
     assert "make that work faster" in busy_cpu.advice  # computing: the cores matter
@@ -101,7 +104,7 @@ def test_busy_workers_that_mostly_wait_are_told_to_add_workers_without_idle_core
 def test_busy_workers_waiting_for_a_cpu_are_not_told_to_add_workers() -> None:
     """Little CPU time, but because the cores were busy (runnable, not running): more
     workers would wait for the same cores."""
-    found = _judge(
+    found = judge_loader(
         plain_loader_space(
             step_ms=100, wait_ms=60, busy_ms=98, cpu=(2, 0.1), cpu_ms=30, cpu_wait_ms=60
         )
@@ -115,7 +118,7 @@ def test_busy_workers_waiting_for_a_cpu_are_not_told_to_add_workers() -> None:
 
 
 def test_idle_workers_while_the_steps_wait_point_at_the_main_process() -> None:
-    found = _judge(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=20))
+    found = judge_loader(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=20))
     assert found.busy_percent <= IDLE_BUSY_PERCENT
     assert found.verdict == "workers_idle"
     assert "the loop waits for them to come across from the workers" in found.advice
@@ -125,14 +128,14 @@ def test_idle_workers_while_the_steps_wait_point_at_the_main_process() -> None:
 
 
 def test_workers_that_keep_up_get_no_change_advised() -> None:
-    found = _judge(plain_loader_space(step_ms=100, wait_ms=2, busy_ms=98))
+    found = judge_loader(plain_loader_space(step_ms=100, wait_ms=2, busy_ms=98))
     assert found.input_percent < INPUT_WAIT_PERCENT
     assert found.verdict == "keeping_up"
     assert "keep up" in found.advice
 
 
 def test_report_shows_each_worker_and_their_functions() -> None:
-    found = _judge(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(8, 5.5)))
+    found = judge_loader(plain_loader_space(step_ms=100, wait_ms=60, busy_ms=98, cpu=(8, 5.5)))
     text = "\n".join(_loader_workers(found, 80, recommended=""))
     assert f"DataLoader workers of {PLAIN_STAGE}" in text
     assert "worker 0 (pid 100)" in text and "worker 1 (pid 101)" in text

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from stepscope.stats import build_step_db
+from stepscope.stats.input.loader_workers import LoaderWorkers, loader_workers
 from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
 from stepscope.vocab.pytorch import (
     DATALOADER_BATCH_CPU_STAT,
@@ -10,7 +12,7 @@ from stepscope.vocab.pytorch import (
     DATALOADER_NEXT,
 )
 from stepscope.xspace.builder import XSpaceBuilder
-from tests.support.analysis import MS
+from tests.support.analysis import MS, build
 
 LOADER_ID = 77
 STAGE = "Iterator::DataLoader"
@@ -125,3 +127,10 @@ def ordered_loader_space(
         stats = {"parent_id": 9, "worker": k % 2, "batch": k}
         workers[k % 2].event(f"{PLAIN_STAGE}::Worker", start * MS, (end - start) * MS, stats)
     return builder
+
+
+def judge_loader(space: XSpaceBuilder) -> LoaderWorkers:
+    """The one DataLoader's workers, as the input pipeline analyzer judges them in ``space``."""
+    profile = build(space)
+    [found] = loader_workers(profile, build_step_db(profile))
+    return found
