@@ -128,8 +128,7 @@ def job_steps(summary: StepSummary, ranks: Sequence[Rank], pod: PodLateness | No
     xprof_breakdown = {c: _ms(float(np.mean(first[c]))) if len(first[c]) else 0.0 for c in first}
     first_host = summary.rank_hosts[0] if summary.rank_hosts else ""
     xprof = StepStats.of(summary.xprof_dur_ns)
-    pace = int(np.argmax(per_rank.mean(axis=1))) if per_rank.size else 0
-    pacing = summary.rank_hosts[pace] if summary.rank_hosts else ""
+    pacing = summary.rank_hosts[summary.pacing_rank] if summary.rank_hosts else ""
     # XProf's rule on stepscope's pod steps: the same figures when it pairs the same steps
     slowest = per_rank.max(axis=0) if per_rank.size else np.zeros(0)
     same = len(summary.xprof_dur_ns) == len(slowest) and np.array_equal(

@@ -75,7 +75,7 @@ class StepSummary:
     # the evidence behind dispatch and waits (the host with the most dispatch time)
     limits: LimitTable = field(default_factory=LimitTable.empty)
     # several hosts: each rank's step time in each pod step, (ranks, steps), in `rank_hosts`
-    # order; `dur_ns` is their max (the job's step)
+    # order; `dur_ns` is the pacing rank's row (`pacing_rank`: the job's step)
     rank_dur_ns: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
     rank_hosts: tuple[str, ...] = ()
     # several hosts: XProf's ALL_HOSTS step time (its step intersection pairs steps by their
@@ -89,6 +89,11 @@ class StepSummary:
     @property
     def n_steps(self) -> int:
         return len(self.dur_ns)
+
+    @property
+    def pacing_rank(self) -> int:
+        """Several hosts: the row of `rank_dur_ns` whose steps are the job's."""
+        return pacing_rank(self.rank_dur_ns)
 
     def limit_percent(self, limit: str) -> float:
         """Share of the total step time bound by ``limit`` (0 without steps)."""
@@ -122,6 +127,14 @@ class StepSummary:
 
     def step_stats(self) -> StepStats:
         return StepStats.of(self.dur_ns)
+
+
+def pacing_rank(rank_dur_ns: np.ndarray) -> int:
+    """The pacing rank's row of a (ranks, steps) table: the rank slowest on average (decision
+    398); 0 when there is none."""
+    if not rank_dur_ns.size:
+        return 0
+    return int(np.argmax(rank_dur_ns.mean(axis=1)))
 
 
 def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
@@ -175,7 +188,7 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
     # when its slowest rank is. Its breakdown is the ranks' mean breakdown stretched to that
     # length, so the categories still add up to it (docs/jobs.md).
     per_rank = np.stack([db.dur_ns[k] for db, k in zip(found, picks, strict=True)])
-    dur = per_rank[int(np.argmax(per_rank.mean(axis=1)))].astype(np.int64)
+    dur = per_rank[pacing_rank(per_rank)].astype(np.int64)
     mean = per_rank.mean(axis=0)
     stretch = np.divide(dur, mean, out=np.ones(len(dur)), where=mean > 0)
     start = np.min([db.start_ns[k] for db, k in zip(found, picks, strict=True)], axis=0)
