@@ -149,13 +149,16 @@ def test_an_interval_leaving_out_zero_says_why_it_is_not_significant() -> None:
     median = MetricChange("step_time.median", "Median step time", "ns", 10 * MS, 11 * MS)
     p = MetricChange("step_time.p90", "p90", "ns", MS, MS, p_value=0.4, tested=True)
     held = _mean(10 * MS, 11 * MS, p_value=0.024, tested=True, **kw)
-    assert _verdict([held, median, p], NO_ROWS)[0] == (
+    floor = 0.1 * MS  # 1% of the baseline's 10 ms median
+    assert _verdict([held, median, p], NO_ROWS, floor)[0] == (
         "no significant change in step time (+10.0% [+5.0%, +15.0%]; p=0.024 before Holm's "
         "correction for the 2 figures tested together, not significant after it)"
     )
     tiny = _mean(10 * MS, 10.05 * MS, p_value=0.001, tested=True, **kw)
-    assert _verdict([tiny, median], NO_ROWS)[0].endswith(
+    assert _verdict([tiny, median], NO_ROWS, floor)[0].endswith(
         "; under the noise floor, 0.10 ms: 1% of the baseline's median step)"
     )
     crosses = _mean(10 * MS, 11 * MS, ci_low=-MS, ci_high=2 * MS, p_value=0.3, tested=True)
-    assert _verdict([crosses, median], NO_ROWS)[0] == "no significant change in step time (+10.0%)"
+    assert _verdict([crosses, median], NO_ROWS, floor)[0] == (
+        "no significant change in step time (+10.0%)"
+    )

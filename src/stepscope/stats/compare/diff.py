@@ -110,6 +110,11 @@ class RunDiff:
         return tuple(m for m in self.metrics if m.significant)
 
 
+def _noise_floor_ns(base: RunSummary) -> float:
+    """A change of step time smaller than this is never flagged, whatever its p-value."""
+    return NOISE_FLOOR * float(np.median(base.step_dur_ns)) if base.n_steps else 0.0
+
+
 def _tested_metrics(base: RunSummary, cand: RunSummary) -> list[MetricChange]:
     names = [f"step_time.{s}" for s in STEP_STATISTICS]
     labels = [_STEP_LABELS[s] for s in STEP_STATISTICS]
@@ -125,7 +130,7 @@ def _tested_metrics(base: RunSummary, cand: RunSummary) -> list[MetricChange]:
             stats.append(["mean"])
     intervals = [iv for group in bootstrap_changes(columns_a, columns_b, stats) for iv in group]
     holm = iter(holm_significant([iv.p_value for iv in intervals if iv.testable]))
-    floor = NOISE_FLOOR * float(np.median(base.step_dur_ns)) if base.n_steps else 0.0
+    floor = _noise_floor_ns(base)
     out = []
     for name, label, iv in zip(names, labels, intervals, strict=True):
         t = iv.testable
@@ -266,7 +271,9 @@ def _relative(mean: MetricChange, ci: str = "", per: str = "") -> str:
 
 
 def _verdict(
-    metrics: list[MetricChange], tables: dict[str, tuple[RowChange, ...]]
+    metrics: list[MetricChange],
+    tables: dict[str, tuple[RowChange, ...]],
+    floor_ns: float | None = None,
 ) -> tuple[str, str | None, str | None]:
     """The mean step time leads: the categories' per-step means add up to it, so the driving
     category's share of the change is exact (the median is in the table and the rules)."""
@@ -291,7 +298,7 @@ def _verdict(
         return f"no change in step time (the same per-step times: {ms(mean.base)} mean)", None, None
     if not mean.significant:
         change = f"{pct(rel)}{ci}" if rel is not None else f"{ms(mean.base)} → {ms(mean.cand)}"
-        text = f"no significant change in step time ({change}{_why_not(mean, metrics)})"
+        text = f"no significant change in step time ({change}{_why_not(mean, metrics, floor_ns)})"
         moved = sorted((m for m in categories if m.significant), key=lambda m: -abs(m.delta or 0))
         if moved:
             m = moved[0]
@@ -312,18 +319,16 @@ def _verdict(
     return text, category, detail
 
 
-def _why_not(mean: MetricChange, metrics: list[MetricChange]) -> str:
+def _why_not(mean: MetricChange, metrics: list[MetricChange], floor_ns: float | None) -> str:
     """Why a change whose interval leaves out zero is still not significant: "+37.5%
     [+3.6%, +77.7%]" beside "no significant change" read as a contradiction."""
     excludes_zero = (mean.ci_low or 0.0) > 0 or (mean.ci_high or 0.0) < 0
     if not excludes_zero or mean.p_value is None:
         return ""
-    median = next((m.base for m in metrics if m.name == "step_time.median"), None)
-    if median is None:  # no floor known: the reason cannot be told
+    if floor_ns is None:  # the floor the change was held against is not known
         return ""
-    floor = NOISE_FLOOR * float(median)
-    if abs(mean.delta or 0.0) < floor:
-        return f"; under the noise floor, {ms(floor)}: 1% of the baseline's median step"
+    if abs(mean.delta or 0.0) < floor_ns:
+        return f"; under the noise floor, {ms(floor_ns)}: 1% of the baseline's median step"
     family = sum(1 for m in metrics if m.tested and m.p_value is not None)
     return (
         f"; p={mean.p_value:.3f} before Holm's correction for the {family} figures tested "
@@ -338,7 +343,7 @@ def diff_runs(base: RunSummary, cand: RunSummary, once_warm: bool = True) -> Run
     a, b = (base.once_warm(), cand.once_warm()) if warm else (base, cand)
     metrics = _tested_metrics(a, b) + _single_metrics(base, cand)
     tables = {t: match_rows(a, b, t) for t in ("host_ops", "device_ops", "kernels", "input_stages")}
-    verdict, driver, detail = _verdict(metrics, tables)
+    verdict, driver, detail = _verdict(metrics, tables, _noise_floor_ns(a))
     if warm:
         verdict = f"once warm, {verdict}"
     return RunDiff(
