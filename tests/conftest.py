@@ -12,8 +12,8 @@ from hypothesis import settings
 from stepscope.store import background, location
 from stepscope.store.budget import ENV_VAR as CAP_VAR
 
-# One headless Chromium for the whole session (a fixture: defined here only, since a fixture
-# imported into several modules would be one browser per module).
+# Headless Chromium for the page tests, one per module (tests/support/browser.py says why); the
+# fixture is defined here only, so every module gets it from one place.
 from tests.support.browser import browser  # noqa: F401
 
 # REPO and tf_xplane are re-exported for older imports: new code imports tests.support.fixtures.

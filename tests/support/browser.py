@@ -43,7 +43,11 @@ class Recorder:
         assert not self.errors, f"console errors: {self.errors[:5]}"
 
 
-@pytest.fixture(scope="session")
+# One Chromium per test module, not per session: Playwright's sync API keeps its asyncio loop
+# marked running on the main thread until it stops, so with one browser for the session every
+# later test saw a running loop (`asyncio.run` then fails: the all-tiers run put the serve
+# shutdown and slow-body tests after browser tests). A launch costs about a second.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not CHROMIUM.exists():
         pytest.skip("browser tests need /usr/bin/chromium (apt-get install chromium)")
