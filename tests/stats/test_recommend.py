@@ -126,10 +126,10 @@ def test_every_limit_past_its_threshold_gets_its_advice_high_ones_marked() -> No
     assert advice.details == (
         "tf.data: the Map stage is the bottleneck.",
         INPUT_LINE,
-        "HIGH: 20.0% of the step time is spent dispatching ops and launching kernels: the host "
-        "issues work faster than nothing else happens. the host launching work while the "
-        "device waits (kernel launch time) (set TF_GPU_THREAD_MODE=gpu_private so tf.data "
-        "threads do not compete with kernel launches).",
+        "HIGH: 20.0% of the step time is spent dispatching ops and launching kernels while "
+        "nothing else runs: the host launching work while the device waits (kernel launch "
+        "time) (set TF_GPU_THREAD_MODE=gpu_private so tf.data threads do not compete with "
+        "kernel launches).",
         HOST_LINE,
         COLLECTIVES_LINE,
         "Only 5.0% of the device compute time runs in 16-bit precision: mixed precision "

@@ -127,8 +127,8 @@ _LIMIT_ADVICE = {
     "copies": "{pct:.1f}% of the step time is spent copying between host and device or between "
     "devices with nothing else running: fetch fewer or smaller results per step, or fetch them "
     "less often.",
-    "dispatch": "{pct:.1f}% of the step time is spent dispatching ops and launching kernels: the "
-    "host issues work faster than nothing else happens. {evidence}{thread_mode}.",
+    "dispatch": "{pct:.1f}% of the step time is spent dispatching ops and launching kernels "
+    "while nothing else runs: {evidence}{thread_mode}.",
     "host": "{pct:.1f}% of the step time is Python / host work: {evidence}.",
     "collectives": "{pct:.1f}% of the step time is spent in collective communication with "
     "nothing else running (on the devices, or on the host: gloo, MPI, XLA or TensorFlow "
