@@ -115,3 +115,24 @@ def test_each_run_keeps_its_largest_value(longest: int) -> None:
         expected[a + int(np.argmax(value[a : a + n]))] = True
     assert np.array_equal(won, expected)
     assert wide._longest_of_runs(key[:0], value[:0])[1] == 0
+
+
+def test_strength_orders_the_comparable_events_as_their_rank() -> None:
+    """`_strength` packs (duration, -position): among the events a window may compare
+    (durations from 0 up to the cap), the same order as a rank by `np.lexsort`; longer ones
+    are clipped to the cap, negative ones to 0 (`wide_answer` then searches the index)."""
+    rng = np.random.default_rng(5)
+    n_events = 3000
+    cap = (1 << (62 - n_events.bit_length())) - 1
+    pos = rng.permutation(n_events)[:900]
+    dur = rng.integers(0, 40, len(pos)) * (cap // 37)  # ties, 0 and the cap itself
+    dur[:5] = [cap, cap - 1, 0, 1, cap]
+    got = wide._strength(dur, pos, n_events)
+    rank = np.empty(len(pos), dtype=np.int64)
+    rank[np.lexsort((-pos, dur))] = np.arange(len(pos))
+    comparable = dur <= cap
+    assert comparable.sum() > 800
+    assert np.array_equal(np.argsort(got[comparable]), np.argsort(rank[comparable]))
+    assert got.dtype == np.int64 and int(got.min()) >= 0
+    far = wide._strength(np.array([cap + 1, 1 << 60, -5, 0]), np.array([7, 8, 9, 10]), n_events)
+    assert far[0] > far[1] and far[2] > far[3]  # clipped: the cap, then position order
