@@ -237,7 +237,8 @@ def _wait_until_up(port: int, proc: subprocess.Popen[bytes]) -> None:
 
 # As `_trace_data.js` gets a window: its own form (none before the compact form, decision
 # 327), fetch, the body, then its `decode` into the arrays it draws from (views in place for
-# the plain form, widened for the compact one).
+# the plain form, widened for the compact one); like its `TraceClient`, the page keeps the
+# last 8 windows and gives the arrays of the one it lets go back for reuse.
 _ONE_WINDOW = """async (url) => {
   const data = await import(new URL('static/pages/_trace_data.js', location.href).href);
   const asked = data.WINDOW_FORM ? `${url}&form=${data.WINDOW_FORM}` : url;
@@ -245,6 +246,12 @@ _ONE_WINDOW = """async (url) => {
   const body = await (await fetch(asked)).arrayBuffer();
   const received = performance.now();
   const decoded = data.decode(body);
+  // As `TraceClient` does: the last 8 windows kept, the one it lets go given back for reuse
+  // (`release`, decision 422; a tree without it drops the window).
+  const kept = (globalThis.benchKept ||= []);
+  kept.unshift(decoded);
+  if (kept.length > 8 && data.release) data.release(kept.pop().arrays);
+  kept.length = Math.min(kept.length, 8);
   const ms = performance.now() - t;
   if (!decoded.header.events) throw new Error('no events');
   const entry = performance.getEntriesByName(new URL(asked, location.href).href).pop();

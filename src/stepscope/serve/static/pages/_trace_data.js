@@ -28,15 +28,51 @@ export function colorIndex(name) {
   return (hash >>> 0) % PALETTE.length;
 }
 
+// Backing stores of widened arrays that no window uses any more (`release`), reused by the
+// next `decode`: a near-full window widens about 3.8 MB of arrays, and fresh ones for every
+// window made V8 collect garbage (half the decode's p95, decision 372). Bounded: the largest
+// few are kept; a store is taken only by an array that needs at least a quarter of it.
+const SPARE = [];
+const MAX_SPARE = 8;
+const OWNED = new WeakSet(); // the ArrayBuffers `widen` allocated (never a response's body)
+
+/** An array of type `type` and length `n`: a view of a spare store when one fits, else new
+ * (a little larger, so that the next window, a few events longer, fits it too). */
+function fresh(type, n) {
+  const bytes = n * type.BYTES_PER_ELEMENT;
+  let best = -1;
+  for (let k = 0; k < SPARE.length; k += 1) {
+    const size = SPARE[k].byteLength;
+    if (size >= bytes && size <= 4 * bytes + 4096 && (best < 0 || size < SPARE[best].byteLength)) best = k;
+  }
+  if (best >= 0) return new type(SPARE.splice(best, 1)[0], 0, n);
+  const store = new ArrayBuffer(Math.ceil((bytes + (bytes >> 3)) / 8) * 8);
+  OWNED.add(store);
+  return new type(store, 0, n);
+}
+
+/** Gives the arrays of a decoded window (`decode`'s `arrays`) back for reuse: the caller
+ * reads none of them again. */
+export function release(arrays) {
+  for (const array of Object.values(arrays)) {
+    const store = array.buffer;
+    if (OWNED.has(store) && !SPARE.includes(store)) SPARE.push(store);
+  }
+  SPARE.sort((x, y) => y.byteLength - x.byteLength);
+  SPARE.length = Math.min(SPARE.length, MAX_SPARE);
+}
+
 /** The plain array (type `a.as`; a narrower view of the same values where no copy is needed)
  * of an entry stored compact (`a.enc`: runs, base or delta; `a.dtype` u3: n low halves as u2,
- * then n high bytes). One pass, no intermediate array. */
+ * then n high bytes). One pass, no intermediate array; every element is written (a reused
+ * store holds an earlier window's values). */
 function widen(buffer, a) {
   const n = a.length;
   if (a.enc === 'runs') {
-    const out = new DTYPES[a.as](n);
+    const out = fresh(DTYPES[a.as], n);
     let from = 0;
     for (const [end, value] of a.runs) { out.fill(value, from, end); from = end; }
+    out.fill(0, from);
     return out;
   }
   const u3 = a.dtype === 'u3';
@@ -44,7 +80,7 @@ function widen(buffer, a) {
   // Whole numbers from 0 (depths, name indices): the stored view itself, the same values
   // without a copy (the plain form's Int32Array and this Uint8Array read alike).
   if (a.enc === 'base' && a.base === 0 && !u3 && !FLOATS.has(a.as)) return s;
-  const out = new DTYPES[a.as](n);
+  const out = fresh(DTYPES[a.as], n);
   const hi = u3 ? new Uint8Array(buffer, a.offset + 2 * n, n) : null;
   if (a.enc === 'base') {
     const base = a.base;
@@ -103,6 +139,7 @@ function prepare({ header, arrays }) {
     return { ...c, t, v, max };
   });
   return {
+    arrays, // as decoded: given back for reuse (`release`) when the cache lets the window go
     t0: header.t0, t1: header.t1, bucket: header.bucket_ns, level: header.level, n, names,
     event: arrays.event, line: arrays.line, depth: arrays.depth, start: arrays.start,
     dur: arrays.dur, name: arrays.name, color, byColor, colorOffsets: offsets,
@@ -124,6 +161,7 @@ export class TraceClient {
     this.extra = extra;
     this.windows = []; // most recent first
     this.maxWindows = 8;
+    this.shown = null; // the window the view draws: its arrays are not reused while it does
     this.fetches = 0;
   }
 
@@ -156,7 +194,10 @@ export class TraceClient {
     this.fetches += 1;
     const data = prepare(decode(await response.arrayBuffer()));
     if (need) data.tracks = { lineSet: new Set(need.lines), counterSet: new Set(need.counters) };
-    this.windows = [data, ...this.windows].slice(0, this.maxWindows);
+    const kept = [data, ...this.windows];
+    this.windows = kept.slice(0, this.maxWindows);
+    // the windows let go: their arrays serve the next decodes (nothing else reads them)
+    for (const old of kept.slice(this.maxWindows)) if (old !== this.shown) release(old.arrays);
     return data;
   }
 

@@ -179,7 +179,7 @@ class TraceView {
     const hit = this.client.cached(a, Math.max(b, a + 1), bucket, need);
     const want = need && tracksNear(this.layout, this.scrollY, this.H, this.H / 4);
     if (hit) {
-      if (hit !== this.data) { this.data = hit; this.invalidate(); }
+      if (hit !== this.data) { this.data = hit; this.client.shown = hit; this.invalidate(); }
       return;
     }
     clearTimeout(this.fetchTimer);
@@ -203,6 +203,7 @@ class TraceView {
       const data = await this.client.window(f0, Math.max(f1, f0 + 1), res, controller.signal, need);
       if (controller.signal.aborted) return;
       this.data = data;
+      this.client.shown = data;
       this.status.textContent = `${fmtInt(data.n)} events in this window · ${fmtInt(data.flows.n)} flows`;
       this.invalidate();
       if (this.stepsWanted) loadSteps(this);
