@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 
+import pytest
+
 from stepscope.vocab import pytorch, tensorflow, xla
 from tests.support import source
 
@@ -62,3 +64,21 @@ def test_profiler_step_numbers() -> None:
     assert tensorflow.is_root_iterator("Iterator::Root")
     assert not tensorflow.is_root_iterator("Iterator::Root::Map")
     assert tensorflow.is_get_next("iteratorgetnextsync")
+
+
+@pytest.mark.parametrize(
+    ("name", "model"),
+    [
+        ("EagerLocalExecute: __inference_train_step_1392", True),  # a tf.function call
+        ("EagerLocalExecute: MatMul", True),
+        ("EagerLocalExecute: _MklNativeFusedMatMul", True),
+        ("sequential_1/dense_1/Relu:_MklNativeFusedMatMul", True),  # a graph op, scope:type
+        ("EagerLocalExecute: ReadVariableOp", False),
+        ("EagerLocalExecute: IteratorGetNext", False),
+        ("sgd/Cast/ReadVariableOp:ReadVariableOp", False),
+        ("KernelAndDeviceFunc::Run", False),
+        ("MatMul", False),  # no scope: not a graph op's name
+    ],
+)
+def test_tensorflow_model_ops(name: str, model: bool) -> None:
+    assert tensorflow.is_model_op(name) is model

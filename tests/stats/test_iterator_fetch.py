@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from stepscope.model import Profile, open_run
 from stepscope.stats import build_step_db
 from stepscope.stats.bound import bound_by
@@ -261,3 +263,52 @@ def test_one_fetch_sample_inside_a_model_op_is_no_verdict() -> None:
     db = build_step_db(build(builder))
     assert db.fetched.function == ("batches (data.py)",)
     assert db.fetched.ns.tolist() == [6 * MS] * (STEPS - 2)
+
+
+def _tf_loop(call: str, stats: dict[str, object], eager_op: str) -> XSpaceBuilder:
+    """TensorFlow's eager runtime on the loop's thread in 10 ms marked steps: a 4 ms span
+    ``call`` (with ``stats``) holding the runtime's span ``EagerLocalExecute: <eager_op>`` and
+    its kernel run, then 5 ms of numpy work in the generator ``train_gen``, which the loop's
+    timed fetches hold whole; the sampler never saw the model's part."""
+    builder, main, samples = sampled_main()
+    gen = "<module> (train.py:50);train_gen (train.py:10)"
+    stack = f"{gen};numpy_work (train.py:14)"
+    for k in range(STEPS):
+        t = k * 10 * MS
+        main.event("step", t, 10 * MS, {"step_num": k, "_r": 1})
+        main.event(call, t, 4 * MS, stats)
+        main.event(f"EagerLocalExecute: {eager_op}", t + MS // 2, 3 * MS)
+        main.event("KernelAndDeviceFunc::Run", t + MS, 2 * MS)
+        fetch = {"stack": stack, "samples": 5, "next_frames": "1"}
+        samples.event("numpy_work (train.py:14)", t + 4 * MS, 5 * MS, fetch)
+    spans = [(k * 10 * MS - MS // 10, 9 * MS) for k in range(1, STEPS)]
+    timed_fetches(builder, "train_gen (train.py)", "<module> (train.py)", spans)
+    return builder
+
+
+@pytest.mark.parametrize(
+    ("call", "stats", "eager_op"),
+    [
+        # a tf.function call: its Python span (stat tf_function_call) and the runtime's span
+        ("train_fn", {"tf_function_call": "notTraced-nonXla"}, "ReadVariableOp"),
+        ("TFE_Py_ExecuteCancelable", {}, "__inference_train_fn_9"),
+        ("TFE_Py_FastPathExecute_C", {}, "MatMul"),  # an eager layer op
+        ("TFE_Py_FastPathExecute_C", {}, "_MklNativeFusedMatMul"),
+    ],
+)
+def test_a_timed_tensorflow_generator_holding_the_model_is_not_input(
+    call: str, stats: dict[str, object], eager_op: str
+) -> None:
+    """A TensorFlow generator that is the training loop (`for loss in train_gen(data)`) read
+    as input: 92.7% of its step where the script waited 0% for a batch (decision 415):
+    TensorFlow's op names were no model ops to the fetch rule (decision 382's limit)."""
+    db = build_step_db(build(_tf_loop(call, stats, eager_op)))
+    assert db.fetched.loop == "<module> (train.py)"
+    assert db.fetched.function == () and db.fetched.ns.sum() == 0
+
+
+def test_a_timed_tensorflow_generator_holding_no_model_op_is_input() -> None:
+    """The same loop whose generator's resumptions hold only a variable read: it feeds the
+    loop (a variable read is no layer)."""
+    db = build_step_db(build(_tf_loop("TFE_Py_FastPathExecute_C", {}, "ReadVariableOp")))
+    assert db.fetched.function == ("train_gen (train.py)",)

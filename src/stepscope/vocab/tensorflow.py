@@ -22,6 +22,53 @@ EXECUTOR_PROCESS = "ExecutorState::Process"
 # Runtime wrappers that hold ops but do no compute of their own.
 EAGER_WRAPPERS = ("EagerExecute", "EagerLocalExecute", "EagerKernelExecute", "FunctionRun")
 
+# The runtime's span of one eager op or tf.function call on the calling (Python) thread,
+# named after the op's type or the function: ``EagerLocalExecute: MatMul``,
+# ``EagerLocalExecute: __inference_train_422``.
+EAGER_OP_PREFIX = "EagerLocalExecute: "
+# A tf.function's concrete function (its graph runs on the executor's threads; the calling
+# thread waits in `KernelAndDeviceFunc::Run`).
+FUNCTION_PREFIX = "__inference_"
+# The stat of the span of a tf.function call from Python, named after the Python function
+# (``train``, with ``tf_function_call`` "notTraced-nonXla"): it holds the call's own Python
+# (argument binding, the trace cache) before its ``EagerLocalExecute: __inference_...``.
+FUNCTION_CALL_STAT = "tf_function_call"
+# Op types that are a model's layers or loss (eager, or a graph op ``scope/name:Type``):
+# what `stats.steps.staging` takes as the step's model starting. Variable reads, casts,
+# shapes and constants are not: a step reads its variables before its first layer.
+MODEL_OP_TYPES = frozenset(
+    {
+        "MatMul",
+        "BatchMatMul",
+        "BatchMatMulV2",
+        "BatchMatMulV3",
+        "Einsum",
+        "Conv1D",
+        "Conv2D",
+        "Conv3D",
+        "DepthwiseConv2dNative",
+        "Conv2DBackpropInput",
+        "Conv2DBackpropFilter",
+        "_FusedMatMul",
+        "_FusedConv2D",
+        "_MklMatMul",
+        "_MklFusedMatMul",
+        "_MklNativeFusedMatMul",
+        "_MklNativeMatMul",
+        "_MklConv2D",
+        "_MklNativeConv2D",
+        "_MklNativeFusedConv2D",
+        "_MklFusedConv2D",
+        "CudnnRNN",
+        "CudnnRNNV2",
+        "CudnnRNNV3",
+        "SoftmaxCrossEntropyWithLogits",
+        "SparseSoftmaxCrossEntropyWithLogits",
+        "XlaLaunch",
+        "_XlaRun",
+    }
+)
+
 
 def is_explicit_step_marker(name: str) -> bool:
     """XProf's explicit host step markers: train*/test*/TraceContext* without a '/'."""
@@ -62,3 +109,14 @@ CPU_ALLOCATOR = "cpu"
 
 def gpu_allocator(device_id: object) -> str:
     return f"GPU_{device_id}_bfc"
+
+
+def is_model_op(name: str) -> bool:
+    """Whether a host event is a TensorFlow model op: an eager layer op or a tf.function
+    call on the calling thread (``EagerLocalExecute: MatMul``, ``EagerLocalExecute:
+    __inference_train_422``), or a graph op of such a type (``dense/MatMul:MatMul``)."""
+    if name.startswith(EAGER_OP_PREFIX):
+        op = name[len(EAGER_OP_PREFIX) :]
+        return op.startswith(FUNCTION_PREFIX) or op in MODEL_OP_TYPES
+    scope, sep, op = name.rpartition(":")
+    return bool(sep and scope) and " " not in name and op in MODEL_OP_TYPES

@@ -13,7 +13,7 @@ frame holds the step's model work (a generator that IS the training loop).
 - A fetch sample: its frame right under the loop's frame is in ``next_frames``, and that
   function is not the model's. When the capture timed the loop's first fetches (the "Python
   fetches" line of `capture.fetch_probe`, decision 382): it is the model's when at least half
-  of its timed fetches (and 2) hold a model op of the steps' thread (`staging.model_op_names`)
+  of its timed fetches (and 2) hold a model op of the steps' thread (`staging.model_ops`)
   wholly inside them. Else from the samples: of those taken inside the model's traced work,
   at least half (and 2) have it at that depth.
 - Named after the innermost frame of the chain of such frames from there (a ``tqdm`` or
@@ -50,7 +50,7 @@ from stepscope.stats.host.python_samples import (
     sampled_thread_line,
 )
 from stepscope.stats.intervals import merge, subtract_sets, union_of
-from stepscope.stats.steps.staging import model_op_names
+from stepscope.stats.steps.staging import model_ops
 from stepscope.vocab.profiler import FETCHES_LINE
 
 MODEL_SHARE = 0.5  # a candidate on this share of the model-work samples holds the model
@@ -207,6 +207,18 @@ def _not_the_model(
     return named
 
 
+def _model_work(profile: Profile, thread_lines: list[int]) -> np.ndarray:
+    """The model ops of the loop's thread(s), counted in the breakdown or not: TensorFlow's
+    are runtime spans the breakdown leaves to the op inside (``EagerLocalExecute: MatMul``,
+    a tf.function call's span), and a generator that is the training loop holds them."""
+    parts = [np.zeros(0, np.int64)]
+    for t in sorted({t for t in thread_lines if t >= 0}):
+        sl = profile.events_of_line(profile.lines[t])
+        parts.append(np.arange(sl.start, sl.stop, dtype=np.int64))
+    ev = np.concatenate(parts)
+    return ev[model_ops(profile, ev)]
+
+
 def _gap_places(
     profile: Profile,
     traced: np.ndarray,
@@ -305,11 +317,13 @@ def iterator_fetches(
     named = _fetch_names(frames, fetching, depth)
     if any(named):
         under = [f[depth] if len(f) > depth else "" for f in frames]
-        ids = profile.name[traced]
-        work = traced[model_op_names(profile, ids)[ids]]
+        thread_of = sampled_thread_line(profile)
+        work = np.union1d(
+            traced[model_ops(profile, traced)],
+            _model_work(profile, [int(t) for t in thread_of[lines]]),
+        )
         end = profile.end_at(sample_ev) - 1
         one_step = _step_of(span_lo, span_hi, end) == _step_of(span_lo, span_hi, first)
-        thread_of = sampled_thread_line(profile)
         timed = timed_fetches(profile, [int(t) for t in thread_of[lines]], loop)
         exact = (at == first) | one_step
         named = _not_the_model(profile, work, at, exact, inverse, under, named, timed)
