@@ -175,3 +175,42 @@ def write_run(root: Path, builders: list[XSpaceBuilder]) -> Path:
     for b in builders:
         (run / f"{b.hostnames[0]}.xplane.pb").write_bytes(b.build().SerializeToString())
     return run
+
+
+def untraced_job(gap_ms: int = 6) -> list[XSpaceBuilder]:
+    """Three ranks of 20 ms steps: 1 ms input, 4 ms compute, then the all-reduce until 12 ms;
+    rank 1 does something no op covers for ``gap_ms`` first."""
+    out = []
+    for r in range(3):
+        b = XSpaceBuilder(f"r{r}")
+        cpu = b.plane("/host:CPU")
+        main, gloo = cpu.line(1, "MainThread"), cpu.line(2, "gloo")
+        for s in range(12):
+            t = s * 20 * MS
+            ready = t + (5 + (gap_ms if r == 1 else 0)) * MS
+            main.event("train", t, 20 * MS, {"step_num": s, "_r": 1})
+            main.event(INPUT_NAME, t, MS)
+            main.event("aten::addmm", t + MS, 4 * MS)
+            gloo.event("gloo:all_reduce", ready, t + 12 * MS - ready)
+        out.append(b)
+    return out
+
+
+def fetch_samples(builder: XSpaceBuilder, step_ms: int, at_ms: int, gap_ms: int) -> None:
+    """The stack sampler on ``builder``'s main thread: the loop's step function, then the
+    loop entering its batch generator for the next item (``next_frames``) for ``gap_ms``
+    from ``at_ms`` into each step."""
+    cpu = builder.plane("/host:CPU")
+    samples = cpu.line((1 << 48) + 1, "Python samples", "Python samples: MainThread")
+    samples.display_id = 1
+    step_fn = "<module> (train.py:40);worker (train.py:20);step_fn (train.py:30)"
+    fetch = "<module> (train.py:40);worker (train.py:20);batches (train.py:14)"
+    for s in range(12):
+        t = s * step_ms * MS
+        samples.event("step_fn (train.py:30)", t + MS, 4 * MS, {"stack": step_fn, "samples": 1})
+        samples.event(
+            "batches (train.py:14)",
+            t + at_ms * MS,
+            gap_ms * MS,
+            {"stack": fetch, "samples": 3, "next_frames": "2"},
+        )

@@ -14,7 +14,7 @@ import pytest
 from stepscope.cli.main import main
 from stepscope.stats import build_step_db, summarize_steps
 from stepscope.xspace.builder import XSpaceBuilder
-from tests.pod.builders import MS, gloo_job, write_run
+from tests.pod.builders import MS, fetch_samples, gloo_job, untraced_job, write_run
 from tests.support.analysis import build
 
 
@@ -171,3 +171,31 @@ def test_a_ranks_table_too_wide_for_the_report_is_split_not_clipped() -> None:
     assert _fitted([["r0", "-", "1.00", "0", "0", "0", "0", "0", "0"]], heads, 78)[0].startswith(
         "  rank  role"
     )
+
+
+def test_the_pod_viewer_gives_each_worker_the_ranks_tables_figures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rank 1 waits 6 ms a step on its Python batch generator, untraced: the Ranks table says
+    input 7 ms (decision 388), and the pod viewer said input 0 for it beside "All others"
+    (XProf's categories): a user read two answers. `bound_ms` is the table's, per worker and
+    per step; `breakdown_ms` stays XProf's."""
+    builders = untraced_job()
+    fetch_samples(builders[1], step_ms=20, at_ms=5, gap_ms=6)
+    run = write_run(tmp_path, builders)
+    rows = {r["host"]: r for r in _tool(run, "overview_page", capsys)["job"]["rows"]}
+    pod = _tool(run, "pod_viewer", capsys)
+    for w in pod["workers"]:
+        row = rows[w["host"]]
+        keys = ("input", "compute", "host", "collectives")
+        assert w["bound_ms"] == {k: row[f"{k}_ms"] for k in keys}, w["host"]
+    worker = {w["host"]: w for w in pod["workers"]}["r1"]
+    assert (worker["bound_ms"]["input"], worker["breakdown_ms"]["input"]) == (7.0, 1.0)
+    for step in pod["steps"]:
+        r1 = {w["host"]: w for w in step["workers"]}["r1"]
+        assert r1["bound_ms"]["input"] == 7.0 and r1["breakdown_ms"]["input"] == 1.0
+    assert main(["tool", str(run), "pod_viewer", "--csv", "--no-cache"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[0].split(",")
+    r1_rows = [dict(zip(header, x.split(","), strict=True)) for x in lines[1:] if ",r1," in x]
+    assert r1_rows and {r["bound_input_ms"] for r in r1_rows} == {"7.0"}

@@ -10,7 +10,7 @@ from stepscope.stats.job_steps import job_steps
 from stepscope.stats.stragglers import find_stragglers, held_by
 from stepscope.stats.stragglers_types import BY_ARRIVAL, PodLateness, Rank, Straggler
 from stepscope.xspace.builder import XSpaceBuilder
-from tests.pod.builders import INPUT_NAME, MS, gloo_job
+from tests.pod.builders import INPUT_NAME, MS, fetch_samples, gloo_job, untraced_job
 from tests.support.analysis import build
 
 STEPS = tuple(range(1, 11))  # of 12: the first and last are left out as possibly cut
@@ -86,29 +86,10 @@ def test_a_straggler_and_the_one_hidden_behind_it_word_for_word() -> None:
     assert pod.waiting is not None and pod.waiting.tolist() == [True, False, True, False]
 
 
-def _untraced_job(gap_ms: int = 6) -> list[XSpaceBuilder]:
-    """Three ranks of 20 ms steps: 1 ms input, 4 ms compute, then the all-reduce until 12 ms;
-    rank 1 does something no op covers for ``gap_ms`` first."""
-    out = []
-    for r in range(3):
-        b = XSpaceBuilder(f"r{r}")
-        cpu = b.plane("/host:CPU")
-        main, gloo = cpu.line(1, "MainThread"), cpu.line(2, "gloo")
-        for s in range(12):
-            t = s * 20 * MS
-            ready = t + (5 + (gap_ms if r == 1 else 0)) * MS
-            main.event("train", t, 20 * MS, {"step_num": s, "_r": 1})
-            main.event(INPUT_NAME, t, MS)
-            main.event("aten::addmm", t + MS, 4 * MS)
-            gloo.event("gloo:all_reduce", ready, t + 12 * MS - ready)
-        out.append(b)
-    return out
-
-
 def test_untraced_work_is_named_as_such() -> None:
     """Since its previous all-reduce ended (8 ms before its step began) rank 1 spent 8 + 6 ms
     that no op covers, the others 8 ms: 6 ms late a step, which ranks 0 and 2 wait."""
-    pod = _pod(_untraced_job())
+    pod = _pod(untraced_job())
     [late] = pod.stragglers
     assert late == Straggler(
         "r1",
@@ -191,7 +172,7 @@ def test_untraced_work_of_a_straggler_names_its_sampled_python() -> None:
     """A DDP rank sleeping in its batch generator (a user's gloo job: the script measured
     30.3 ms of 47 ms a step in `next()`) was late "from untraced host work", where its own
     overview named the generator: the explanation and the headline name it too."""
-    builders = _untraced_job()
+    builders = untraced_job()
     cpu = builders[1].plane("/host:CPU")
     samples = cpu.line((1 << 48) + 1, "Python samples", "Python samples: MainThread")
     samples.display_id = 1
@@ -222,7 +203,7 @@ def test_a_straggler_sleeping_in_its_loops_own_code_is_named_by_the_line() -> No
     every sample, so no callee to name) is late by 70% of its step. A torchrun job said
     "Python sampled on it: _engine_run_backward (graph.py) 17.5%", then nothing (decision
     396): the loop's line itself is named."""
-    builders = _untraced_job()
+    builders = untraced_job()
     cpu = builders[1].plane("/host:CPU")
     samples = cpu.line((1 << 48) + 1, "Python samples", "Python samples: MainThread")
     samples.display_id = 1
@@ -245,7 +226,7 @@ def test_a_straggler_sleeping_in_its_loops_own_code_is_named_by_the_line() -> No
 def test_sampled_python_that_explains_too_little_is_not_named() -> None:
     """A rank late by 70% of its step whose samples spread over four functions, 25% each:
     the first explains too little of the lateness to be named as its cause."""
-    builders = _untraced_job()
+    builders = untraced_job()
     cpu = builders[1].plane("/host:CPU")
     samples = cpu.line((1 << 48) + 1, "Python samples", "Python samples: MainThread")
     samples.display_id = 1
@@ -261,26 +242,6 @@ def test_sampled_python_that_explains_too_little_is_not_named() -> None:
     assert "Python sampled" not in late.explanation and "Python sampled" not in held_by(pod)
 
 
-def _fetch_samples(builder: XSpaceBuilder, step_ms: int, at_ms: int, gap_ms: int) -> None:
-    """The stack sampler on ``builder``'s main thread: the loop's step function, then the
-    loop entering its batch generator for the next item (``next_frames``) for ``gap_ms``
-    from ``at_ms`` into each step."""
-    cpu = builder.plane("/host:CPU")
-    samples = cpu.line((1 << 48) + 1, "Python samples", "Python samples: MainThread")
-    samples.display_id = 1
-    step_fn = "<module> (train.py:40);worker (train.py:20);step_fn (train.py:30)"
-    fetch = "<module> (train.py:40);worker (train.py:20);batches (train.py:14)"
-    for s in range(12):
-        t = s * step_ms * MS
-        samples.event("step_fn (train.py:30)", t + MS, 4 * MS, {"stack": step_fn, "samples": 1})
-        samples.event(
-            "batches (train.py:14)",
-            t + at_ms * MS,
-            gap_ms * MS,
-            {"stack": fetch, "samples": 3, "next_frames": "2"},
-        )
-
-
 FETCH_WORDS = (
     "input (its loop getting each batch from the Python iterator batches (train.py): untraced, "
     "so not input in XProf's categories)"
@@ -292,8 +253,8 @@ def test_a_straggler_late_from_its_python_iterator_is_late_from_input() -> None:
     batch in `batches`): its 6 ms of fetch before the all-reduce are input (decision 387),
     with the 1 ms of traced input: 7 ms a step where the others spent 1 ms, not "All Others"
     (decision 370 kept the category and only said so in words)."""
-    builders = _untraced_job()
-    _fetch_samples(builders[1], step_ms=20, at_ms=5, gap_ms=6)
+    builders = untraced_job()
+    fetch_samples(builders[1], step_ms=20, at_ms=5, gap_ms=6)
     pod = _pod(builders)
     [late] = pod.stragglers
     assert (late.reason, late.reason_ns, late.reason_peers_ns, late.reason_excess_ns) == (
@@ -325,7 +286,7 @@ def test_without_collectives_a_rank_late_from_its_python_iterator_is_late_from_i
             main.event("aten::addmm", t + MS, 4 * MS)
             main.event("aten::add", t + (step_ms - 15) * MS, 15 * MS)
         builders.append(b)
-    _fetch_samples(builders[1], step_ms=26, at_ms=5, gap_ms=6)
+    fetch_samples(builders[1], step_ms=26, at_ms=5, gap_ms=6)
     ranks = []
     for b in builders:
         db = build_step_db(build(b))
@@ -341,8 +302,8 @@ def test_the_ranks_table_counts_the_wait_on_the_iterator_as_input() -> None:
     """The job's rank rows give each rank's own "bound by" figures (decision 388): rank 1's
     input is its 1 ms of traced input and its 6 ms in `batches`, as its own report says;
     XProf's input category held the 1 ms alone."""
-    builders = _untraced_job()
-    _fetch_samples(builders[1], step_ms=20, at_ms=5, gap_ms=6)
+    builders = untraced_job()
+    fetch_samples(builders[1], step_ms=20, at_ms=5, gap_ms=6)
     ranks = []
     for b in builders:
         profile = build(b)

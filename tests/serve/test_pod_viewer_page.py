@@ -43,6 +43,12 @@ def test_pod_viewer_page(page_for: tuple[Any, Recorder], gpu_server: Any, prefix
             assert slowest == [] and step["spread_ms"] == 0
             assert page.inner_text("#pod-even") == "the workers are even"
         assert len(page.query_selector_all("svg.chart g.bar")) == len(cards)
+        # what bounds each worker's step, beside XProf's categories (decision 416): its
+        # figures are checked against the answer by `check_fields`
+        bound = page.eval_on_selector_all(
+            ".pod-cards .card .pod-bound", "els => els.map(e => e.textContent)"
+        )
+        assert len(bound) == len(cards) and all("input" in t for t in bound)
     if prefix == "ranks":  # one file twice: no slowest worker at any step
         assert all(s["slowest_worker"] == "" for s in steps)
     if prefix == "tf2":  # the unoptimized input pipeline is the slowest worker

@@ -14,6 +14,7 @@ import pytest
 
 from stepscope.model import ALL_HOSTS, open_run
 from stepscope.stats import CATEGORY_NAMES
+from stepscope.stats.job_steps import BOUND_LIMITS
 from stepscope.tools import output, pod_viewer
 from stepscope.tools._analysis import findings
 from stepscope.tools.context import ProfileStore, ToolContext
@@ -120,8 +121,8 @@ def test_pod_viewer_even_workers_have_no_slowest(tmp_path: Path) -> None:
 def test_the_slowest_worker_is_the_one_waited_for_not_the_longest_step() -> None:
     """Synchronous workers' steps last alike; one that waited 33 ms for the other in its
     collectives can still end its step later. The slowest is the one it waited for."""
-    zero = dict.fromkeys(CATEGORY_NAMES, 0)
-    cells = [[("s", 47_000_000, zero), ("s", 46_000_000, zero)]]
+    zero, bound = dict.fromkeys(CATEGORY_NAMES, 0), dict.fromkeys(BOUND_LIMITS, 0)
+    cells = [[("s", 47_000_000, zero, bound), ("s", 46_000_000, zero, bound)]]
     wait = np.array([[33_000_000.0], [0.0]])
     steps, workers = pod_viewer._pod_steps(["r0", "r1"], [0], cells, wait)
     assert steps[0].slowest_worker == "r1" and [w.slowest_in_steps for w in workers] == [0, 1]
@@ -214,4 +215,7 @@ def test_pod_viewer_csv_has_one_column_per_category() -> None:
     from stepscope.stats import CATEGORY_NAMES
     from stepscope.tools.pod_viewer import CsvRow
 
-    assert [f.name for f in fields(CsvRow)][6:] == [f"{c}_ms" for c in CATEGORY_NAMES]
+    names = [f.name for f in fields(CsvRow)][6:]
+    assert names[: len(CATEGORY_NAMES)] == [f"{c}_ms" for c in CATEGORY_NAMES]
+    # then what bounds the step, as the Ranks table (decision 416)
+    assert names[len(CATEGORY_NAMES) :] == [f"bound_{k}_ms" for k in BOUND_LIMITS]

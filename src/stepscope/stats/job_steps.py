@@ -23,6 +23,7 @@ import numpy as np
 
 from stepscope.fields import out
 from stepscope.records import record
+from stepscope.stats.steps.breakdown import StepDb
 from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
 from stepscope.stats.stragglers_types import PodLateness, Rank
 from stepscope.stats.summary import StepStats, StepSummary
@@ -117,6 +118,28 @@ def _ms(ns: float) -> float:
     return float(ns) / 1e6
 
 
+# The rank rows' "by what bounds them" figures: each key the sum of these `bound_by` limits.
+# A loop's wait on its Python batch iterator is input here (decision 388), where XProf's
+# categories put that untraced time in "All Others".
+BOUND_LIMITS: dict[str, tuple[str, ...]] = {
+    "input": ("input",),
+    "compute": ("compute",),
+    "host": ("host", "dispatch"),
+    "collectives": ("collectives",),
+}
+
+
+def bound_ms(db: StepDb, rows: np.ndarray) -> dict[str, float]:
+    """The average per step over the steps ``rows`` of ``db``, per `BOUND_LIMITS` key, in
+    ms: what the overview's Ranks table and the pod viewer give for a rank."""
+    n = len(rows)
+    limits = db.limit_ns()
+    return {
+        key: _ms(sum(float(limits[c][rows].sum()) for c in names) / n) if n else 0.0
+        for key, names in BOUND_LIMITS.items()
+    }
+
+
 def job_steps(summary: StepSummary, ranks: Sequence[Rank], pod: PodLateness | None) -> JobSteps:
     """The job's figures for a summary of several hosts (``summary.rank_dur_ns`` set)."""
     per_rank = summary.rank_dur_ns.astype(np.float64)
@@ -184,7 +207,7 @@ def _rows(ranks: Sequence[Rank], pod: PodLateness | None) -> tuple[RankRow, ...]
         # each rank's own "bound by" limits (its report's "What bounds the steps"): a rank
         # waiting on its Python batch iterator has its fetch as input there, where XProf's
         # categories put that untraced time in "All Others" (decision 388)
-        cats = {c: v[picked] for c, v in db.limit_ns().items()}
+        bound = bound_ms(db, picked)
         wait = 0.0
         role, late, offset = "", 0, None
         if pod is not None and rank.host in pod.hosts:
@@ -195,20 +218,16 @@ def _rows(ranks: Sequence[Rank], pod: PodLateness | None) -> tuple[RankRow, ...]
             late = int(pod.last_count[j]) if pod.last_count is not None else 0
             if pod.offsets_ns is not None and not np.isnan(pod.offsets_ns[j]):
                 offset = _ms(pod.offsets_ns[j])
-
-        def avg(names: tuple[str, ...], n: int = n, cats: dict = cats) -> float:
-            return _ms(sum(float(cats[c].sum()) for c in names) / n) if n else 0.0
-
         rows.append(
             RankRow(
                 rank.host,
                 role,
                 n,
                 _ms(float(db.dur_ns[picked].mean())) if n else 0.0,
-                avg(("input",)),
-                avg(("compute",)),
-                avg(("host", "dispatch")),
-                avg(("collectives",)),
+                bound["input"],
+                bound["compute"],
+                bound["host"],
+                bound["collectives"],
                 _ms(wait),
                 late,
                 offset,

@@ -3,10 +3,13 @@
 A worker is a host of the run (one trace file: a TensorFlow host or a PyTorch rank). Steps
 are paired across workers by `stepscope.stats.steps.pairing` (by step number when the workers
 share most numbers, else by position as XProf), as in the ALL_HOSTS overview; ``pairing``
-says how and which worker steps were left out. Times are milliseconds; categories are the
-overview's. ``heatmap`` (host x step: step time, time late, time waiting for late ranks) and
-``stragglers`` (which rank is late at which steps, and why) come from
-`stepscope.stats.stragglers`, which never blames ranks for waiting in their collectives.
+says how and which worker steps were left out. Times are milliseconds; ``breakdown_ms`` are
+XProf's categories (as XProf's pod viewer), ``bound_ms`` what bounds the steps, as the
+overview's Ranks table gives each rank (`job_steps.BOUND_LIMITS`): a loop waiting on its
+Python batch iterator is input there, `other` in XProf's categories. ``heatmap`` (host x
+step: step time, time late, time waiting for late ranks) and ``stragglers`` (which rank is
+late at which steps, and why) come from `stepscope.stats.stragglers`, which never blames
+ranks for waiting in their collectives.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats import CATEGORY_NAMES
 from stepscope.stats.events import CATEGORY_LABELS
+from stepscope.stats.job_steps import BOUND_LIMITS
 from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
 from stepscope.stats.stragglers import PodLateness, find_stragglers
 from stepscope.tools import _analysis as analysis
@@ -34,6 +38,10 @@ def _ms(ns: float) -> float:
     return float(ns) / 1e6  # rounded to 6 decimals by the fields' metadata
 
 
+# one worker's step: its name, duration, XProf's categories and `BOUND_LIMITS`' times, in ns
+Cell = tuple[str, int, dict[str, int], dict[str, int]]
+
+
 @record
 class Category:
     key: str = out("category key, as in the overview's breakdown")
@@ -47,7 +55,17 @@ class Worker:
     avg_step_ms: float = out("its average step time over those steps", unit="ms", digits=6)
     slowest_in_steps: int = out("pod steps in which it was the slowest worker")
     breakdown_ms: dict[str, float] = out(
-        "its average time per category over those steps", unit="ms", digits=6
+        "its average time per category over those steps (XProf's categories: a wait no op "
+        "covers, such as the loop's on a Python batch iterator, is `other`)",
+        unit="ms",
+        digits=6,
+    )
+    bound_ms: dict[str, float] = out(
+        "its average time per step by what bounds it, as the overview's Ranks table: `input` "
+        "(a loop's wait on its Python batch iterator included), `compute`, `host` (Python / "
+        "host work and dispatch), `collectives`",
+        unit="ms",
+        digits=6,
     )
     wait_ms: float = out(
         "its average time per step waiting in collectives for the last rank", unit="ms", digits=6
@@ -73,7 +91,10 @@ class WorkerStep:
     step_name: str = out("its own step's name, e.g. `train 6`")
     duration_ms: float = out("its own step time", unit="ms", digits=6)
     breakdown_ms: dict[str, float] = out(
-        "time per category; they add up to `duration_ms`", unit="ms", digits=6
+        "time per category (XProf's); they add up to `duration_ms`", unit="ms", digits=6
+    )
+    bound_ms: dict[str, float] = out(
+        "time by what bounds it, as `workers[].bound_ms` for this step", unit="ms", digits=6
     )
     bottleneck: str = out("the category with the most time (ties: the first shown)")
     is_slowest: bool = out(
@@ -171,6 +192,16 @@ class CsvRow:
     device_compute_ms: float = out("device compute time", unit="ms", digits=6)
     compilation_ms: float = out("compilation time", unit="ms", digits=6)
     other_ms: float = out("other time", unit="ms", digits=6)
+    bound_input_ms: float = out(
+        "input by what bounds the step (`bound_ms`: a wait on a Python batch iterator included)",
+        unit="ms",
+        digits=6,
+    )
+    bound_compute_ms: float = out("compute by what bounds the step", unit="ms", digits=6)
+    bound_host_ms: float = out(
+        "Python / host work and dispatch by what bounds the step", unit="ms", digits=6
+    )
+    bound_collectives_ms: float = out("collectives by what bounds the step", unit="ms", digits=6)
 
 
 @record
@@ -211,6 +242,7 @@ class PodViewer:
                 w.is_slowest,
                 w.bottleneck,
                 *(w.breakdown_ms[c] for c in CATEGORY_NAMES),
+                *(w.bound_ms[k] for k in BOUND_LIMITS),
             )
             for step in self.steps
             for w in step.workers
@@ -266,17 +298,18 @@ def _lateness(pod: PodLateness | None) -> tuple[Heatmap | None, tuple[StragglerR
 def _pod_steps(
     hosts: list[str],
     numbers: list[int],
-    cells: list[list[tuple[str, int, dict[str, int]] | None]],
+    cells: list[list[Cell | None]],
     wait_ns: np.ndarray | None = None,
 ) -> tuple[list[PodStep], list[Worker]]:
-    """Pod steps from ``cells[j][i]`` (worker i's step of pod step j: name, duration,
-    breakdown, all ns), and each worker's summary over them (its lateness left empty).
-    ``wait_ns[i, j]``: worker i's waiting in collectives for late workers in pod step j."""
+    """Pod steps from ``cells[j][i]`` (worker i's step of pod step j), and each worker's
+    summary over them (its lateness left empty). ``wait_ns[i, j]``: worker i's waiting in
+    collectives for late workers in pod step j."""
     steps = []
     slow_counts = [0] * len(hosts)
     totals = np.zeros(len(hosts))
     counts = np.zeros(len(hosts))
     by_cat = np.zeros((len(hosts), len(CATEGORY_NAMES)))
+    by_bound = np.zeros((len(hosts), len(BOUND_LIMITS)))
     for j, (number, row) in enumerate(zip(numbers, cells, strict=True)):
         durations = [c[1] if c else -1 for c in row]
         present = [d for d in durations if d >= 0]
@@ -301,13 +334,22 @@ def _pod_steps(
             if cell is None:
                 workers.append(None)
                 continue
-            name, dur, breakdown = cell
+            name, dur, breakdown, bound = cell
             totals[i] += dur
             counts[i] += 1
             by_cat[i] += [breakdown[c] for c in CATEGORY_NAMES]
+            by_bound[i] += [bound[k] for k in BOUND_LIMITS]
             ms = {c: _ms(breakdown[c]) for c in CATEGORY_NAMES}
             workers.append(
-                WorkerStep(hosts[i], name, _ms(dur), ms, _bottleneck(breakdown), i == slowest)
+                WorkerStep(
+                    hosts[i],
+                    name,
+                    _ms(dur),
+                    ms,
+                    {k: _ms(bound[k]) for k in BOUND_LIMITS},
+                    _bottleneck(breakdown),
+                    i == slowest,
+                )
             )
         steps.append(
             PodStep(
@@ -324,6 +366,7 @@ def _pod_steps(
             _ms(totals[i] / counts[i]) if counts[i] else 0.0,
             n,
             {c: _ms(by_cat[i, k] / max(counts[i], 1)) for k, c in enumerate(CATEGORY_NAMES)},
+            {c: _ms(by_bound[i, k] / max(counts[i], 1)) for k, c in enumerate(BOUND_LIMITS)},
             0.0,
             0,
             "",
@@ -365,16 +408,18 @@ def build(ctx: ToolContext) -> PodViewer:
     )
     numbers, rows = pairing.step_num.tolist(), [r.tolist() for r in pairing.rows]
     categories = [db.category_ns() for db in dbs]
+    limits = [db.limit_ns() for db in dbs]
     cells = []
     for j in range(len(numbers)):
-        row: list[tuple[str, int, dict[str, int]] | None] = []
-        for db, cats, worker_rows in zip(dbs, categories, rows, strict=True):
+        row: list[Cell | None] = []
+        for db, cats, lim, worker_rows in zip(dbs, categories, limits, rows, strict=True):
             k = worker_rows[j]
             if k < 0:
                 row.append(None)
                 continue
             breakdown = {c: int(cats[c][k]) for c in CATEGORY_NAMES}
-            row.append((db.names[k], int(db.dur_ns[k]), breakdown))
+            bound = {key: sum(int(lim[c][k]) for c in names) for key, names in BOUND_LIMITS.items()}
+            row.append((db.names[k], int(db.dur_ns[k]), breakdown, bound))
         cells.append(row)
     sources = sorted({db.source for db in dbs})
     ranks = analysis.ranks(ctx)  # one host (a worker's share of ALL_HOSTS): its calls only

@@ -8,16 +8,25 @@ import { card, fmtInt, fmtMs, h, note, num } from '../util.js';
 import { categoriesFor } from './_common.js';
 import { ensureStyles, exportCsv } from './_gpu_tools.js';
 
+// What bounds a step (the overview's Ranks table's columns): `bound_ms` keys and their labels.
+const BOUND = [['input', 'Input'], ['compute', 'Compute'], ['host', 'Python / host'], ['collectives', 'Collectives']];
+
 function workerCard(w, j, stepIndex, cats) {
   const rows = cats.map((c) => h('tr', {},
     h('td', {}, h('span', { class: 'swatch', style: { background: c.color } }), c.label),
     h('td', { class: 'numeric' }, num(w.breakdown_ms[c.key], fmtMs(w.breakdown_ms[c.key]), `steps.${stepIndex}.workers.${j}.breakdown_ms.${c.key}`))));
+  // A wait no op covers (the loop's on a Python batch iterator) is "All others" in XProf's
+  // categories and input by what bounds the step: both shown, each named.
+  const bound = w.bound_ms ? h('p', { class: 'pod-bound', dataset: { bound: 'step' } }, 'What bounds it: ',
+    ...BOUND.flatMap(([key, label], k) => [k ? ' · ' : '', `${label.toLowerCase()} `,
+      num(w.bound_ms[key], fmtMs(w.bound_ms[key]), `steps.${stepIndex}.workers.${j}.bound_ms.${key}`)])) : null;
   return h('section', { class: `card${w.is_slowest ? ' slowest' : ''}`, dataset: { worker: w.host } },
     h('h2', {}, w.host, w.is_slowest ? h('span', { class: 'badge badge-bad', style: { marginLeft: '8px' } }, 'slowest') : null),
     h('p', {}, 'Step time ', num(w.duration_ms, fmtMs(w.duration_ms), `steps.${stepIndex}.workers.${j}.duration_ms`),
       ' · bottleneck: ', h('strong', {}, (cats.find((c) => c.key === w.bottleneck) || {}).label || w.bottleneck)),
     h('p', { class: 'muted' }, w.step_name),
-    h('table', { class: 'breakdown' }, h('tbody', {}, rows)));
+    bound,
+    h('table', { class: 'breakdown', 'aria-label': "XProf's categories" }, h('tbody', {}, rows)));
 }
 
 // Host x step heat map on a canvas (a pod has up to thousands of hosts): the colour is the time
@@ -110,7 +119,7 @@ export async function render(root, data, ctx) {
       series: cats,
       bars: present.map(([w]) => ({ label: w.host, values: w.breakdown_ms,
         tip: `${w.host}: ${fmtMs(w.duration_ms)}${w.is_slowest ? ' (slowest)' : ''}` })),
-      title: `Step ${step.step_num}: step time per worker`, unit: 'ms',
+      title: `Step ${step.step_num}: step time per worker (XProf's categories)`, unit: 'ms',
     });
     const spread = num(step.spread_ms, fmtMs(step.spread_ms), `steps.${i}.spread_ms`);
     // No slowest worker when all took the same time (or one worker ran the step).
@@ -123,13 +132,14 @@ export async function render(root, data, ctx) {
       h('div', { class: 'pod-cards' }, present.map(([w, j]) => workerCard(w, j, i, cats))));
     view.dataset.step = String(step.step_num);
   }
-  /** @param {Record<string, number>} b @param {string[]} keys */
-  const sum = (b, keys) => keys.reduce((t, k) => t + (b[k] || 0), 0);
+  // The worker's figures by what bounds its steps, as the overview's Ranks table gives them
+  // (`bound_ms`): a loop waiting on its Python batch iterator has that wait as input there.
   const rows = (data.workers || []).map((/** @type {any} */ w) => ({
     ...w,
-    input_ms: sum(w.breakdown_ms || {}, ['input']),
-    compute_ms: sum(w.breakdown_ms || {}, ['host_compute', 'device_compute']),
-    collectives_ms: sum(w.breakdown_ms || {}, ['collective_wait', 'device_collectives']),
+    input_ms: (w.bound_ms || {}).input || 0,
+    compute_ms: (w.bound_ms || {}).compute || 0,
+    host_ms: (w.bound_ms || {}).host || 0,
+    collectives_ms: (w.bound_ms || {}).collectives || 0,
   }));
   const workers = dataTable({
     columns: [
@@ -137,15 +147,16 @@ export async function render(root, data, ctx) {
       { key: 'role', label: 'Role' },
       { key: 'steps', label: 'Steps', numeric: true, format: fmtInt },
       { key: 'avg_step_ms', label: 'Avg step time', numeric: true, format: fmtMs },
-      { key: 'input_ms', label: 'Input', numeric: true, format: fmtMs, title: 'average per step' },
-      { key: 'compute_ms', label: 'Compute', numeric: true, format: fmtMs, title: 'host and device compute, average per step' },
-      { key: 'collectives_ms', label: 'Collectives', numeric: true, format: fmtMs, title: 'collective wait and device collectives, average per step' },
+      { key: 'input_ms', label: 'Input', numeric: true, format: fmtMs, title: 'by what bounds the steps, average per step: a wait on a Python batch iterator included' },
+      { key: 'compute_ms', label: 'Compute', numeric: true, format: fmtMs, title: 'by what bounds the steps, average per step' },
+      { key: 'host_ms', label: 'Python / host', numeric: true, format: fmtMs, title: 'Python / host work and dispatch, by what bounds the steps, average per step' },
+      { key: 'collectives_ms', label: 'Collectives', numeric: true, format: fmtMs, title: 'by what bounds the steps, average per step' },
       { key: 'wait_ms', label: 'Waiting for the last', numeric: true, format: fmtMs, title: 'average per step' },
       { key: 'late_arrivals', label: 'Last arrivals', numeric: true, format: fmtInt, title: 'collective calls it arrived last at' },
       { key: 'slowest_in_steps', label: 'Slowest in steps', numeric: true, format: fmtInt },
       { key: 'clock_offset_ms', label: 'Clock offset', numeric: true, format: (v) => (v === null || v === undefined ? '—' : fmtMs(v)), title: 'estimated from the collectives\' exits, against the median worker' },
     ],
-    rows, name: 'pod_workers', caption: 'Workers', sort: { key: 'avg_step_ms', desc: true },
+    rows, name: 'pod_workers', caption: 'Workers, by what bounds their steps', sort: { key: 'avg_step_ms', desc: true },
   });
   const pick = (k) => { slider.value = String(k); draw(k); };
   root.append(...[
