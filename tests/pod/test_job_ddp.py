@@ -143,6 +143,22 @@ def test_slow_compute_rank_is_named_and_its_compute_is_no_wait(
     assert float(np.median(ours)) == pytest.approx(float(np.median(measured)), abs=5)
 
 
+def test_a_rank_sleeping_in_its_step_is_explained_by_its_sleep_not_the_shared_wait(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rank 1 sleeps 30 ms in each step before its forward: late from untraced host work,
+    and the Python named is where it slept, not `_engine_run_backward` (every rank's wait for
+    the all-reduce inside backward, which the steps' samples named first, decision 417)."""
+    _job(tmp_path, "--ranks", "2", "--sleep-rank", "1", "--steps", "20")
+    pod = _tool(_run_of(tmp_path), "pod_viewer", capsys)
+    [late] = pod["stragglers"]
+    assert (late["host"], late["reason"]) == (f"{MACHINE}.rank1", "other")
+    # the sleep's line of the step function the loop calls (on every sample of the steps)
+    said = late["explanation"].split(f"Python sampled on {MACHINE}.rank1 in that time: ")[1]
+    assert said.startswith("one_step (ddp_job.py:"), late["explanation"]
+    assert "_engine_run_backward" not in late["explanation"]
+
+
 def _slower_steps(truths: list[dict[str, Any]], steps: list[int]) -> list[list[int]]:
     """Per rank, the steps where the script measured its own time (step time less its
     all-reduces) 10% above every other rank's: the truth a straggler must match."""

@@ -171,7 +171,10 @@ def test_one_late_exit_does_not_move_a_ranks_clock() -> None:
 def test_untraced_work_of_a_straggler_names_its_sampled_python() -> None:
     """A DDP rank sleeping in its batch generator (a user's gloo job: the script measured
     30.3 ms of 47 ms a step in `next()`) was late "from untraced host work", where its own
-    overview named the generator: the explanation and the headline name it too."""
+    overview named the generator: the explanation and the headline name it too. Its
+    samples in its run-ups' 14 ms of untraced time a step (the 8 after its all-reduce and the
+    6 before the next): `batches` at 5 ms, `step_fn` at 10 and 15 ms (the one at 0 ms is in
+    its traced input): 14 x 2/3 and 14 x 1/3 ms a step; the others have no samples."""
     builders = untraced_job()
     cpu = builders[1].plane("/host:CPU")
     samples = cpu.line((1 << 48) + 1, "Python samples", "Python samples: MainThread")
@@ -186,11 +189,13 @@ def test_untraced_work_of_a_straggler_names_its_sampled_python() -> None:
     pod = _pod(builders)
     [late] = pod.stragglers
     named = (
-        "step_fn (train.py) 75.0% of the step time (30 of 40 samples, 95% CI 60-86%), "
-        "batches (train.py) 25.0% of the step time (10 of 40 samples, 95% CI 14-40%)"
+        "step_fn (train.py) 9.33 ms per step (20 of 30 samples), "
+        "batches (train.py) 4.67 ms per step (10 of 30 samples)"
     )
     assert late.python == named
-    assert late.explanation.endswith(f"(120.00 ms in all). Python sampled on r1: {named}.")
+    assert late.explanation.endswith(
+        f"(120.00 ms in all). Python sampled on r1 in that time: {named}."
+    )
     assert held_by(pod) == (
         "Held by a straggler: r1 is late at 10 of 10 steps, 6.00 ms per step after the next "
         f"rank, from {UNTRACED} (14.00 ms per step where the other ranks spent 8.00 ms; "
@@ -218,9 +223,66 @@ def test_a_straggler_sleeping_in_its_loops_own_code_is_named_by_the_line() -> No
     pod = _pod(builders)
     [late] = pod.stragglers
     assert late.python.startswith(
-        "worker (train.py:20) (the loop's own line) 75.0% of the step time (30 of 40 samples"
+        "worker (train.py:20) (the loop's own line) 9.33 ms per step (20 of 30 samples"
     )
-    assert f"Python sampled on r1: {late.python}." in late.explanation
+    assert f"Python sampled on r1 in that time: {late.python}." in late.explanation
+
+
+def test_a_stragglers_python_is_what_it_ran_before_it_arrived_beyond_the_others() -> None:
+    """A 4-rank gloo job whose rank 2 slept 30 ms in its loop body (each script measured 60.2-
+    60.6 ms a step) was explained by `_engine_run_backward (graph.py) 49.1%` first: the wait
+    for the all-reduce inside backward, which every rank has, over its whole steps (decision
+    417). Here every rank waits in backward while gloo all-reduces (until 19 ms of a 30 ms
+    step) and logs its metrics after (19-30 ms), sampled each ms; rank 1 also sleeps in its
+    loop's own line from 5 to 11 ms. Over its steps, the logging (11 samples) and the wait (8)
+    outnumber the sleep (6); in its run-ups (from its previous all-reduce's end to its
+    arrival) its untraced time is the logging, 11 ms as the others', and the sleep, 6 ms: the
+    sleep alone is named."""
+    loop = "<module> (train.py:40);worker (train.py:20)"
+    builders = []
+    for r in range(3):
+        b = XSpaceBuilder(f"r{r}")
+        cpu = b.plane("/host:CPU")
+        main, gloo = cpu.line(1, "MainThread"), cpu.line(2, "gloo")
+        samples = cpu.line((1 << 48) + 1, "Python samples", "Python samples: MainThread")
+        samples.display_id = 1
+        for s in range(12):
+            t = s * 30 * MS
+            ready = t + (11 if r == 1 else 5) * MS
+            main.event("train", t, 30 * MS, {"step_num": s, "_r": 1})
+            main.event(INPUT_NAME, t, MS)
+            main.event("aten::addmm", t + MS, 4 * MS)
+            gloo.event("gloo:all_reduce", ready, t + 19 * MS - ready)
+            runs = [
+                (f"{loop};forward (model.py:8)", t, 5),
+                (f"{loop};_engine_run_backward (graph.py:10)", ready, (t + 19 * MS - ready) // MS),
+                (f"{loop};log_metrics (train.py:50)", t + 19 * MS, 11),
+            ]
+            if r == 1:
+                runs.append((f"{loop.rsplit(';', 1)[0]};worker (train.py:33)", t + 5 * MS, 6))
+            for stack, at, n in sorted(runs, key=lambda x: x[1]):
+                frame = stack.rsplit(";", 1)[-1]
+                samples.event(frame, at, n * MS, {"stack": stack, "samples": n})
+        builders.append(b)
+    pod = _pod(builders)
+    [late] = pod.stragglers
+    assert (late.host, late.reason, late.reason_ns, late.reason_peers_ns) == (
+        "r1",
+        "other",
+        170 * MS,
+        110 * MS,
+    )
+    # the steps' samples (the overview's) put the logging and the wait first
+    db = build_step_db(build(builders[1]))
+    assert db.untraced.python.function[:2] == (
+        "log_metrics (train.py)",
+        "_engine_run_backward (graph.py)",
+    )
+    assert late.python == (
+        "worker (train.py:33) (the loop's own line) 6.00 ms per step (60 of 170 samples; the "
+        "other ranks 0.00 ms)"
+    )
+    assert "_engine_run_backward" not in late.explanation
 
 
 def test_sampled_python_that_explains_too_little_is_not_named() -> None:

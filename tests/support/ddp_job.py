@@ -1,6 +1,7 @@
 """A CPU DistributedDataParallel job (gloo) as a user writes it, measuring its own truth.
 
     python -m tests.support.ddp_job LOGDIR --ranks 2 [--slow-input R] [--slow-compute R]
+        [--sleep-rank R]
     torchrun --nproc-per-node 2 -m tests.support.ddp_job LOGDIR --launcher torchrun
 
 Each rank calls ``stepscope.start(LOGDIR)`` / ``stepscope.stop()`` with defaults (no
@@ -81,12 +82,15 @@ def work(rank: int, world: int, args: argparse.Namespace) -> None:
         Slow(delay / args.batch), batch_size=args.batch, num_workers=args.workers
     )
     extra_s = (args.base_compute_ms + (args.compute_ms if rank == args.slow_compute else 0)) / 1e3
+    sleep_s = args.sleep_ms / 1e3 if rank == args.sleep_rank else 0.0
     batches = iter(loader)
 
     def one_step(truth: dict[str, list[float]] | None) -> None:
         t0 = time.perf_counter()
         x, y = next(batches)
         t1 = time.perf_counter()
+        if sleep_s:  # untraced time in the loop's body (Python, I/O, a lock...)
+            time.sleep(sleep_s)
         out = ddp(x)
         if extra_s:  # more compute: real matmuls until extra_s passed
             a = torch.randn(128, 128)
@@ -146,6 +150,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--input-ms", type=float, default=40.0, help="the slow loader's ms per batch")
     p.add_argument("--compute-ms", type=float, default=40.0, help="the slow rank's extra ms")
     p.add_argument("--base-compute-ms", type=float, default=0.0, help="every rank's extra ms")
+    p.add_argument("--sleep-rank", type=int, default=-1, help="this rank sleeps in its step")
+    p.add_argument("--sleep-ms", type=float, default=30.0, help="the sleeping rank's ms a step")
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--workers", type=int, default=0)

@@ -23,6 +23,8 @@ and their position in the step among the lane's calls.
 
 from __future__ import annotations
 
+from dataclasses import field
+
 import numpy as np
 
 from stepscope.distinct import distinct
@@ -36,6 +38,7 @@ from stepscope.stats.events import (
     classify_events,
 )
 from stepscope.stats.gpu.kernels import launch_events
+from stepscope.stats.runup_python import RunupPython, runup_python
 from stepscope.stats.steps.breakdown import StepDb, type_time
 from stepscope.vocab import collectives as vocab
 
@@ -56,6 +59,7 @@ class CollectiveCalls:
     exit_ns: np.ndarray  # int64
     runup_ns: np.ndarray  # (calls, len(CATEGORY_NAMES)) int64: time per category before it
     runup_measured: bool = True  # False when the run-ups were too large to measure
+    python: RunupPython = field(default_factory=RunupPython)
 
     @property
     def n_calls(self) -> int:
@@ -150,7 +154,7 @@ def collective_calls(profile: Profile, db: StepDb) -> CollectiveCalls:
             profile.start_ns[markers], profile.end_at(markers), profile.start_ns[launch[launched]]
         )
     ordinal = _ordinals(step, lane)
-    runup, measured = _runups(profile, types, db, step, arrive, exit_)
+    runup, measured, since = _runups(profile, types, db, step, arrive, exit_)
     return CollectiveCalls(
         layer,
         lanes,
@@ -162,6 +166,7 @@ def collective_calls(profile: Profile, db: StepDb) -> CollectiveCalls:
         exit_,
         runup,
         measured,
+        runup_python(profile, types, db, since, arrive),
     )
 
 
@@ -203,9 +208,9 @@ def _runups(
     step: np.ndarray,
     arrive: np.ndarray,
     exit_: np.ndarray,
-) -> tuple[np.ndarray, bool]:
-    """(calls, categories) time from each call's previous exit to its arrival, and whether
-    it was measured (see the module docstring)."""
+) -> tuple[np.ndarray, bool, np.ndarray]:
+    """(calls, categories) time from each call's previous exit to its arrival, whether it
+    was measured (see the module docstring), and each run-up's start."""
     n_cat = len(CATEGORY_NAMES)
     sorted_exits = np.sort(exit_)
     k = np.searchsorted(sorted_exits, arrive, side="right") - 1
@@ -219,7 +224,7 @@ def _runups(
     bounds = distinct(np.concatenate([since, arrive]))
     out = np.zeros((len(arrive), n_cat), np.int64)
     if len(bounds) < 2:
-        return out, True
+        return out, True, since
     counted = np.flatnonzero(types != NOT_COUNTED)
     lo, hi = profile.start_ns[counted], profile.end_at(counted)
     near = (hi > bounds[0]) & (lo < bounds[-1]) & (hi > lo)
@@ -229,7 +234,7 @@ def _runups(
     spans = np.maximum(last - first + 1, 0)
     total = int(spans.sum())
     if total > MAX_RUNUP_PAIRS:
-        return out, False
+        return out, False, since
     ev = np.repeat(np.arange(len(counted)), spans)
     seg = np.repeat(first, spans) + (np.arange(total) - np.repeat(np.cumsum(spans) - spans, spans))
     seg_lo = np.maximum(lo[ev], bounds[seg])
@@ -246,4 +251,4 @@ def _runups(
     np.cumsum(per_cat, axis=0, out=cum[1:])
     a = np.searchsorted(bounds, since)
     b = np.searchsorted(bounds, arrive)
-    return cum[b] - cum[a], True
+    return cum[b] - cum[a], True, since

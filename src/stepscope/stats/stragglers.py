@@ -30,7 +30,8 @@ ranks and say nothing; **who arrived last** does. The rule (docs/jobs.md):
    "All Others"...), against the median of the other ranks over the same calls; the
    category with the largest excess is the reason, given with both figures. A loop's fetch
    from a plain Python iterator (`StepDb.fetched`, decision 343) is input there, out of the
-   untraced time XProf's categories put it in (decision 387).
+   untraced time XProf's categories put it in (decision 387). An untraced reason names the
+   Python the sampler saw in those run-ups beyond the other ranks (`stragglers_python`).
 
 The ranks that waited are labelled waiting, never late. A run without collectives to
 match (CPU workers without collectives, profiles from before collectives were traced) falls
@@ -49,8 +50,10 @@ from stepscope.records import record
 from stepscope.stats.collective_calls import CollectiveCalls
 from stepscope.stats.events import CATEGORY_LABELS, CATEGORY_NAMES
 from stepscope.stats.intervals import merge_sorted
+from stepscope.stats.runup_python import RunupPython
 from stepscope.stats.steps.pairing import HostSteps, StepPairing, pair_host_steps
 from stepscope.stats.stragglers_own_time import by_own_time
+from stepscope.stats.stragglers_python import runup_functions
 from stepscope.stats.stragglers_types import (
     BY_ARRIVAL,
     LATE_MIN_NS,
@@ -99,6 +102,8 @@ class Matched:
     offsets_ns: np.ndarray  # (R,) int64: each rank's clock minus the median rank's
     exit_spread_ns: float  # median |corrected exit - the call's median exit|
     keyed_by: str  # "sequence number" or "step, kind and position"
+    call_index: np.ndarray | None = None  # (R, C) int64: each call's index in its rank's calls
+    python: tuple[RunupPython, ...] = ()  # (R,) the samples in each rank's run-ups
 
 
 def _pod_step_of_rows(pairing: StepPairing, i: int, n_rows: int) -> np.ndarray:
@@ -158,7 +163,18 @@ def match_calls(ranks: Sequence[Rank], pairing: StepPairing) -> Matched | None:
     arrive, exit_ = arrive - offsets[:, None], exit_ - offsets[:, None]
     spread = float(np.median(np.abs(exit_ - np.median(exit_, axis=0)[None, :])))
     keyed = "sequence number" if by_seq else "step, kind and position"
-    return Matched(np.array(rows), pod_step, arrive, exit_, runup, offsets, spread, keyed)
+    return Matched(
+        np.array(rows),
+        pod_step,
+        arrive,
+        exit_,
+        runup,
+        offsets,
+        spread,
+        keyed,
+        np.stack(at).astype(np.int64),
+        tuple(c.python for c in have),
+    )
 
 
 def _distinct(lane: np.ndarray, seq: np.ndarray) -> bool:
@@ -198,6 +214,9 @@ def _named(pod: PodLateness, ranks: Sequence[Rank]) -> PodLateness:
     by_host = {r.host: r for r in ranks}
     out = []
     for s in pod.stragglers:
+        if s.method == BY_ARRIVAL:  # named from its run-ups (`runup_functions`)
+            out.append(s)
+            continue
         rank = by_host.get(s.host)
         # input from its Python iterator (decision 387) is untraced too: the samples show it
         from_iterator = s.reason == "input" and rank is not None and rank.steps.fetched.counted
@@ -335,6 +354,8 @@ def _next_in_line(
         m.offsets_ns[keep],
         m.exit_spread_ns,
         m.keyed_by,
+        m.call_index[keep] if m.call_index is not None else None,
+        tuple(p for p, k in zip(m.python, keep.tolist(), strict=True) if k) if m.python else (),
     )
     n_c = sub.arrive_ns.shape[1]
     last = np.argmax(sub.arrive_ns, axis=0)
@@ -487,6 +508,25 @@ def _straggler(
             f"; {waiters} other rank(s) wait for it in their collectives "
             f"({waited.sum() / 1e6:.2f} ms in all)"
         )
+    python = ""
+    if reason == "other" or (reason == "input" and iterator):
+        # what its thread ran untraced in those run-ups, beyond the other ranks
+        untraced = runup[:, :, _OTHER].sum(axis=1)
+        python = runup_functions(
+            m.python, m.call_index, j, mine, untraced, n, float(excess.get(reason, 0.0))
+        )
+    text += "."
+    if python:
+        text += f" Python sampled on {hosts[row]} in that time: {python}."
+        fetched = fetch.functions[row] if fetch is not None else ""
+        if reason == "other" and fetched and python.startswith(fetched + " "):
+            # the function named is the Python iterator its loop gets its batches from
+            # (decision 343), though too little of its fetch fell in the run-ups for input
+            # to be the reason (decision 387 moves it there when it does)
+            text += (
+                f" {fetched} is the iterator its loop gets each batch from: this rank waits "
+                "on its input."
+            )
     return Straggler(
         hosts[row],
         numbers,
@@ -495,9 +535,10 @@ def _straggler(
         int(excess.get(reason, own[k] - peers[k])),
         int(waited.sum()),
         waiters,
-        text + ".",
+        text,
         BY_ARRIVAL,
         int(mine.sum()),
         int(own[k]),
         int(peers[k]),
+        python=python,
     )
