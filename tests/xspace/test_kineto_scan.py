@@ -14,7 +14,7 @@ import pytest
 from stepscope.xspace.kineto import importer, scan
 from tests.support.fixtures import FIXTURES
 from tests.support.kineto import assert_same_profile as _assert_same
-from tests.support.kineto import scanned
+from tests.support.kineto import resolved_columns, scanned
 from tests.support.native import c_on
 
 
@@ -385,3 +385,107 @@ def _msgspec_or_value_error(call: Any, msgspec: Any, text: bytes) -> Any:
         return call(text)
     except msgspec.DecodeError as exc:
         raise ValueError(str(exc)) from None
+
+
+def _guess_events() -> list[dict[str, Any]]:
+    """Events whose names, categories and argument keys repeat in an order the scanner learns
+    (it guesses each from the one before) and then break it: a longer string with the guess as
+    its prefix, the guess followed by an escaped quote, escapes and non-ASCII text."""
+    names = ["aten::mm", "aten::add", 'q"uo\\te', "é ü", "aten::mm"]
+    args = [{"External id": 1, "Ev Idx": 2}, {"External id": 3, "Ev Idx": 4, "x": "y"}]
+    events = [
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": name,
+            "pid": 1,
+            "tid": 2,
+            "ts": t,
+            "dur": 1,
+            "args": args[t % 2],
+        }
+        for t, name in enumerate(names * 3)
+    ]
+    breaks = [
+        ("aten::mmx", {"External idx": 5, "Ev Idx": 6}),  # the guesses' texts, longer
+        ('aten::mm"', {"External id": 7, "Ev": 8}),  # (JSON: aten::mm\" -- an escaped quote)
+        ("aten::m", {"External i": 9, "Ev Idx": 10}),  # shorter
+        ("aten::add", {}),
+        ("aten::mm", {"Ev Idx": 11, "External id": 12}),  # the keys in another order
+    ]
+    for t, (name, arg) in enumerate(breaks, start=len(events)):
+        events.append(
+            {"ph": "i", "cat": "cpu_o", "name": name, "pid": 1, "tid": 2, "ts": t, "args": arg}
+        )
+        events.append(
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": name,
+                "pid": 1,
+                "tid": 2,
+                "ts": t,
+                "dur": 1,
+                "args": args[0],
+            }
+        )
+    return events
+
+
+@pytest.mark.parametrize("window", [16, 23, 64, 0])
+def test_guessed_strings_are_the_strings_written(window: int) -> None:
+    """The scanner checks each guess byte for byte, up to the closing quote: the columns are
+    those of the Python scanner (which guesses nothing), wherever the windows cut."""
+    import io
+
+    from stepscope.xspace.kineto import pyscan
+
+    data = json.dumps({"traceEvents": _guess_events()}, ensure_ascii=False).encode()
+    found = scan.scan_stream(io.BytesIO(data).readinto, 1 << 40, window or len(data) + 16)
+    assert isinstance(found, scan.ScannedTrace) and not np.any(found.flags & scan.F_BAD)
+    assert resolved_columns(found) == resolved_columns(pyscan.scan_bytes(data, "t.json", []))
+    assert [found.texts[i] for i in found.name.tolist()][-10:] == [
+        name
+        for name in ("aten::mmx", 'aten::mm"', "aten::m", "aten::add", "aten::mm")
+        for _ in range(2)
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "12345678",  # eight digits: read as one word
+        "1234567",  # seven, and the comma after them (0x2C: 0x32 once 6 is added)
+        "1234567.5",
+        "123456789",
+        "1669783687464181",  # a time in microseconds: two words
+        "9223372036854775807",  # int64's largest
+        "-9223372036854775808",
+        "9223372036854775808",  # past int64: F_BAD
+        "18446744073709551616",  # past 64 bits
+        "12345678901234567890123",
+        "0",
+        "-1234567890",
+        "1234567:",  # (invalid JSON: never scanned as a number)
+        "12345678.25",
+        "1234567a",
+    ],
+)
+def test_integers_read_eight_digits_at_a_time_are_the_integers(text: str) -> None:
+    """Whole words of eight digits and the digits after them: the integer written, F_BAD past
+    int64, and a word with a byte that is not a digit read digit by digit."""
+    head = '{"traceEvents": [{"ph": "i", "pid": 1, "tid": 2, "args": {"v": '
+    found = scanned((head + text + ',"w": 1}}]}').encode())  # (the comma right after it)
+    if not text.lstrip("-").replace(".", "", 1).isdigit():
+        assert found is None
+        return
+    assert found is not None
+    bad = bool(found.flags[0] & scan.F_BAD)
+    kind, value = int(found.arg_kind[0]), int(found.arg_value[0])
+    if "." in text:
+        assert kind == scan.A_FLOAT and np.int64(value).view(np.float64) == float(text)
+    elif -(2**63) <= int(text) < 2**63:
+        assert (kind, value, bad) == (scan.A_INT, int(text), False)
+        assert found.arg_value.tolist()[1] == 1
+    else:
+        assert bad

@@ -25,8 +25,16 @@ enum { A_INT = 0, A_FLOAT = 1, A_STR = 2, A_BOOL = 3, A_NULL = 4, A_JSON = 5 };
 typedef struct { char *data; Py_ssize_t len, cap; int mapped; } Buf;
 
 /* Interned strings, copied into an arena (the input is read in windows that move on):
- * open addressing over (offset, length) spans of the arena. */
-typedef struct { Py_ssize_t off, len; uint64_t hash; int is_key; } Entry;
+ * open addressing over (offset, length) spans of the arena. next / first_key (id + 1, 0 for
+ * none) are guesses only, checked byte for byte before use (`guessed` in _kscan_json.c): the
+ * string that followed this one last time in the same role (the next event's ph, cat or
+ * name; the next argument key), and the first argument key of the last event of this name. */
+typedef struct {
+    Py_ssize_t off, len;
+    uint64_t hash;
+    int is_key;
+    int32_t next, first_key;
+} Entry;
 typedef struct {
     Buf arena;
     Entry *entries;   /* by id */
@@ -39,6 +47,8 @@ typedef struct {
     int error;  /* not JSON this scanner accepts: the caller takes the Python path */
     int oom;
     Table table;
+    /* the last event's ph, cat and name (id + 1, 0 for none): where the guesses start */
+    int32_t last_ph, last_cat, last_name;
 } Scanner;
 
 typedef struct {

@@ -132,7 +132,7 @@ int32_t kscan_intern(Table *t, const uint8_t *p, Py_ssize_t len) {
     if (t->count >= INT32_MAX - 1) return -1;
     Py_ssize_t off = t->arena.len;
     if (kscan_buf_put(&t->arena, p, len)) return -1;
-    t->entries[t->count] = (Entry){off, len, h, 0};
+    t->entries[t->count] = (Entry){off, len, h, 0, 0, 0};
     t->slots[s] = (int32_t)(t->count + 1);
     return (int32_t)t->count++;
 }

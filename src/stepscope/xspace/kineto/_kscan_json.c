@@ -102,6 +102,29 @@ static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                  1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
+/* Whether the 8 bytes at p are all digits; then *value is their number (SWAR: bytes as
+ * digits, pairs, quads, then the whole, each step one multiply). */
+static inline int eight_digits(const uint8_t *p, uint64_t *value) {
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+    (void)p;
+    (void)value;
+    return 0;  /* the digit by digit loop */
+#else
+    uint64_t w;
+    memcpy(&w, p, 8);
+    /* every byte 0x30-0x39: high nibble 3, and adding 6 does not carry out of the low one */
+    if ((w & 0xF0F0F0F0F0F0F0F0u) != 0x3030303030303030u
+        || ((w + 0x0606060606060606u) & 0xF0F0F0F0F0F0F0F0u) != 0x3030303030303030u)
+        return 0;
+    w -= 0x3030303030303030u;  /* little endian: the first digit in the lowest byte */
+    w = (w * 10) + (w >> 8);  /* each even byte: two digits */
+    w = (((w & 0x000000FF000000FFu) * (100 + (1000000ull << 32)))
+         + (((w >> 16) & 0x000000FF000000FFu) * (1 + (10000ull << 32)))) >> 32;
+    *value = w;
+    return 1;
+#endif
+}
+
 /* A JSON number. *is_int: no fraction or exponent; then *ival (or *overflow) is set. */
 typedef struct { int is_int, overflow, decimals; int64_t ival; double fval; } Number;
 
@@ -120,6 +143,13 @@ static int scan_number(Scanner *s, Number *n) {
     } else {
         /* 19 digits always fit in 64 bits; 20 or more (no leading zero) exceed int64 */
         const uint8_t *digits = p;
+        /* Eight digits at a time while there are (a time in microseconds has 16): the same
+         * value modulo 2**64 as digit by digit, without its chain of 16 dependent steps. */
+        uint64_t eight;
+        while (end - p >= 8 && eight_digits(p, &eight)) {
+            magnitude = magnitude * 100000000u + eight;
+            p += 8;
+        }
         while (p < end && IS_DIGIT(*p)) {
             magnitude = magnitude * 10 + (unsigned)(*p - '0');
             p++;
@@ -249,13 +279,74 @@ static int time_field(Scanner *s, int64_t *ns, uint8_t *flags, uint8_t present) 
     return skip_value(s, 1);
 }
 
-/* A string-or-null field (cat, name, ph, s): string id, -1 for null; F_BAD otherwise. */
-static int string_field(Scanner *s, int32_t *id, uint8_t *flags) {
+/* Whether n bytes at a and b are the same: whole-word loads (the strings are short, a call
+ * to memcmp cost more than the compare). */
+static inline int same_bytes(const uint8_t *a, const uint8_t *b, Py_ssize_t n) {
+    uint64_t x, y;
+    uint32_t u, v;
+    if (n >= 8) {
+        for (Py_ssize_t i = 0; i + 8 < n; i += 8) {
+            memcpy(&x, a + i, 8);
+            memcpy(&y, b + i, 8);
+            if (x != y) return 0;
+        }
+        memcpy(&x, a + n - 8, 8);
+        memcpy(&y, b + n - 8, 8);
+        return x == y;
+    }
+    if (n >= 4) {
+        memcpy(&u, a, 4);
+        memcpy(&v, b, 4);
+        if (u != v) return 0;
+        memcpy(&u, a + n - 4, 4);
+        memcpy(&v, b + n - 4, 4);
+        return u == v;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (a[i] != b[i]) return 0;
+    return 1;
+}
+
+/* The id of the string at s->p (its opening quote) when it is the interned string guess - 1
+ * (s->p then past its closing quote), else -1 (nothing read). An interned string's bytes were
+ * checked as a whole string's content when first scanned, so the same bytes followed by a
+ * quote are that string again (its last byte cannot be an escaping backslash): this skips
+ * scan_string and intern's hash and probe for a name, category or key that the trace's
+ * repeating order predicts (most of them: a training loop repeats its events step by step). */
+static inline int32_t guessed(Scanner *s, int32_t guess) {
+    if (guess <= 0) return -1;
+    const Entry *e = &s->table.entries[guess - 1];
+    const uint8_t *q = s->p + 1;
+    if (s->end - q <= e->len || q[e->len] != '"'
+        || !same_bytes(q, (const uint8_t *)s->table.arena.data + e->off, e->len))
+        return -1;
+    s->p = q + e->len + 1;
+    return guess - 1;
+}
+
+/* The string at s->p (its opening quote), interned: guessed first; -1 invalid (or oom). */
+static int32_t string_id(Scanner *s, int32_t guess) {
+    int32_t id = guessed(s, guess);
+    if (id >= 0) return id;
+    Py_ssize_t off, len;
+    if (scan_string(s, &off, &len)) return -1;
+    id = intern(&s->table, s->start + off, len);
+    if (id < 0) s->oom = 1;
+    return id;
+}
+
+/* A string-or-null field (cat, name, ph, s): string id, -1 for null; F_BAD otherwise.
+ * last: the field's value in the last event that had one (id + 1; NULL: no guess), whose
+ * `next` guesses this one and is then set to it. */
+static int string_field(Scanner *s, int32_t *id, uint8_t *flags, int32_t *last) {
     if (s->p < s->end && *s->p == '"') {
-        Py_ssize_t off, len;
-        if (scan_string(s, &off, &len)) return -1;
-        *id = intern(&s->table, s->start + off, len);
-        if (*id < 0) { s->oom = 1; return -1; }
+        Entry *before = last && *last ? &s->table.entries[*last - 1] : NULL;
+        *id = string_id(s, before ? before->next : 0);
+        if (*id < 0) return -1;
+        if (last) {
+            if (*last) s->table.entries[*last - 1].next = *id + 1;  /* (entries may have moved) */
+            *last = *id + 1;
+        }
         return 0;
     }
     if (s->p < s->end && *s->p == 'n') return literal(s, "null");
@@ -267,7 +358,7 @@ static int string_field(Scanner *s, int32_t *id, uint8_t *flags) {
 static int id_field(Scanner *s, int64_t *value, uint8_t *flags, uint8_t str_flag) {
     if (s->p < s->end && *s->p == '"') {
         int32_t sid;
-        if (string_field(s, &sid, flags)) return -1;
+        if (string_field(s, &sid, flags, NULL)) return -1;
         *value = sid;
         *flags |= str_flag;
         return 0;
@@ -288,17 +379,26 @@ static int put_row(Out *o, int32_t key, int8_t kind, int64_t value) {
     return buf_put(&o->key, &key, 4) || buf_put(&o->kind, &kind, 1) || buf_put(&o->value, &value, 8);
 }
 
-/* The args object: one row per entry. */
-static int scan_args(Scanner *s, Out *o, uint32_t *count, uint8_t *flags) {
+/* The args object: one row per entry. name: the event's name (-1 none, or not yet read),
+ * whose `first_key` guesses the first key (then each key's `next` the one after it). */
+static int scan_args(Scanner *s, Out *o, uint32_t *count, uint8_t *flags, int32_t name) {
     int32_t keys[64];
+    int32_t last = -1;  /* the previous key */
     s->p++;
     ws(s);
     if (s->p < s->end && *s->p == '}') { s->p++; return 0; }
     for (;;) {
         Py_ssize_t off, len;
-        if (s->p >= s->end || *s->p != '"' || scan_string(s, &off, &len)) return -1;
-        int32_t key = intern(&s->table, s->start + off, len);
-        if (key < 0) { s->oom = 1; return -1; }
+        if (s->p >= s->end || *s->p != '"') return -1;
+        int32_t guess = last >= 0 ? s->table.entries[last].next
+                        : name >= 0 ? s->table.entries[name].first_key : 0;
+        int32_t key = string_id(s, guess);
+        if (key < 0) return -1;
+        if (key + 1 != guess) {
+            if (last >= 0) s->table.entries[last].next = key + 1;
+            else if (name >= 0) s->table.entries[name].first_key = key + 1;
+        }
+        last = key;
         s->table.entries[key].is_key = 1;
         if (*count < 64) {
             for (uint32_t i = 0; i < *count; i++)
@@ -358,6 +458,21 @@ static int field_is(const uint8_t *p, Py_ssize_t len, const char *name) {
     return (size_t)len == strlen(name) && memcmp(p, name, (size_t)len) == 0;
 }
 
+/* An event's field name of 1-4 lowercase letters at s->p (its opening quote: every field
+ * this scanner reads, ph to args), read without scan_string (a call and a 16-byte compare for
+ * 2-3 letters, nine times an event): its first byte, s->p moved past its closing quote, *len
+ * set; NULL (nothing read) for any other string. Letters need no check as string content. */
+static inline const uint8_t *short_key(Scanner *s, Py_ssize_t *len) {
+    const uint8_t *q = s->p + 1;
+    if (s->end - q < 5) return NULL;
+    Py_ssize_t n = 0;
+    while (n < 4 && q[n] >= 'a' && q[n] <= 'z') n++;
+    if (!n || q[n] != '"') return NULL;
+    *len = n;
+    s->p = q + n + 1;
+    return q;
+}
+
 /* One entry of traceEvents. */
 static int scan_event(Scanner *s, Out *o) {
     uint8_t ph = 0, flags = 0;
@@ -374,8 +489,12 @@ static int scan_event(Scanner *s, Out *o) {
         if (s->p < s->end && *s->p == '}') s->p++;
         else for (;;) {
             Py_ssize_t off, len;
-            if (s->p >= s->end || *s->p != '"' || scan_string(s, &off, &len)) return -1;
-            const uint8_t *k = s->start + off;
+            if (s->p >= s->end || *s->p != '"') return -1;
+            const uint8_t *k = short_key(s, &len);
+            if (!k) {
+                if (scan_string(s, &off, &len)) return -1;
+                k = s->start + off;
+            }
             ws(s);
             if (s->p >= s->end || *s->p != ':') return -1;
             s->p++;
@@ -385,14 +504,14 @@ static int scan_event(Scanner *s, Out *o) {
             if (len == 2 && k[0] == 'p' && k[1] == 'h') {
                 bit = 1;
                 int32_t sid = -1;
-                rc = string_field(s, &sid, &flags);
+                rc = string_field(s, &sid, &flags, &s->last_ph);
                 Entry *e = sid >= 0 ? &s->table.entries[sid] : NULL;
                 if (e && e->len == 1) ph = (uint8_t)s->table.arena.data[e->off];
                 else flags |= F_BAD;
             } else if (field_is(k, len, "cat")) {
-                bit = 2; rc = string_field(s, &cat, &flags);
+                bit = 2; rc = string_field(s, &cat, &flags, &s->last_cat);
             } else if (field_is(k, len, "name")) {
-                bit = 4; rc = string_field(s, &name, &flags);
+                bit = 4; rc = string_field(s, &name, &flags, &s->last_name);
             } else if (field_is(k, len, "pid")) {
                 bit = 8; rc = id_field(s, &pid, &flags, F_PID_STR);
             } else if (field_is(k, len, "tid")) {
@@ -418,7 +537,7 @@ static int scan_event(Scanner *s, Out *o) {
                 bit = 256;
                 if (s->p < s->end && *s->p == '{') {
                     flags |= F_ARGS;
-                    rc = scan_args(s, o, &nargs, &flags);
+                    rc = scan_args(s, o, &nargs, &flags, name);
                 } else if (s->p < s->end && *s->p == 'n') {
                     rc = literal(s, "null");
                 } else {
@@ -428,7 +547,7 @@ static int scan_event(Scanner *s, Out *o) {
             } else if (len == 1 && k[0] == 's') {
                 bit = 512;
                 int32_t sid = -1;
-                rc = string_field(s, &sid, &flags);
+                rc = string_field(s, &sid, &flags, NULL);
                 Entry *e = sid >= 0 ? &s->table.entries[sid] : NULL;
                 if (e && e->len == 1 && s->table.arena.data[e->off] == 'g') flags |= F_GLOBAL;
             } else {
