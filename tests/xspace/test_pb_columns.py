@@ -66,3 +66,41 @@ def test_messages_with_fields_in_some_rows_parse_as_protobuf_writes_them() -> No
             expected.stats.append(XStat(metadata_id=i, int64_value=int(SIGNED[i])))
         # (not byte-compared: protobuf leaves out zeros that this writer keeps)
         assert XEvent.FromString(message) == expected, i
+
+
+def _byte_by_byte(source: bytes, lo: list[int], hi: list[int], dst: list[int], size: int) -> bytes:
+    out = bytearray(size)
+    for a, b, at in zip(lo, hi, dst, strict=True):
+        out[at : at + b - a] = source[a:b]
+    return bytes(out)
+
+
+def test_raw_and_blob_fields_copy_their_ranges_whichever_way_they_lie() -> None:
+    """The bytes a raw or blob field copies are its source's ranges as they lie: end to end
+    (one slice), apart in order (a mask), or anywhere and repeated (indices); written at the
+    rows' positions, with empty ranges among them."""
+    source = np.frombuffer(bytes(range(256)) * 4, np.uint8)
+    layouts = {
+        "end to end": [(0, 3), (3, 4), (4, 9), (9, 9), (9, 30)],
+        "apart": [(1, 3), (5, 6), (6, 6), (7, 20), (100, 101)],
+        "anywhere": [(50, 60), (0, 5), (50, 60), (3, 8), (1000, 1024)],
+    }
+    for name, ranges in layouts.items():
+        lo = np.array([a for a, _ in ranges], np.int64)
+        lengths = np.array([b - a for a, b in ranges], np.int64)
+        fields = [pb.varint(1, np.arange(len(ranges))), pb.raw(source, lo, lengths)]
+        encoded = pb.encode(fields, len(ranges))
+        expected = b"".join(
+            bytes([0x08, i]) + bytes(source[a:b]) for i, (a, b) in enumerate(ranges)
+        )
+        assert encoded.tobytes() == expected, name
+        for gap in (0, 3):  # written end to end, and apart (the first from byte 0 or 3)
+            dst = [int(lengths[:k].sum()) + gap * (k + 1) for k in range(len(ranges))]
+            size = dst[-1] + int(lengths[-1]) + gap
+            some = lengths > 0
+            mask = pb._range_mask(size, np.array(dst)[some], lengths[some])
+            out = np.zeros(size, np.uint8)
+            out[mask] = pb._gather_ranges(source, lo[some], lengths[some])
+            his = [b for _, b in ranges]
+            wanted = _byte_by_byte(bytes(source), lo.tolist(), his, dst, size)
+            assert out.tobytes() == wanted, (name, gap)
