@@ -15,10 +15,15 @@ iteration that compiles: 9.8 s against 2 ms) is left out of that judgement (deci
 A name called k times an iteration, with other work between its calls (TF eager's
 ``TFE_Py_ExecuteCancelable``: forward, then gradient), is judged on every k-th call when the
 periods from those hold the same work far more often (`_stride`, decision 369).
+A candidate judged without its warm-up must keep its rhythm through the rest of the
+thread's work (`_lasts`, decision 411: a burst after a long start is not a loop), and one
+whose periods each take several of the loop's batches is a multiple of its iteration, not
+a step (`_takes_batches`, decision 410: a sampler's op once a pass over the data).
 
 Among qualifying candidates the coarsest period wins (a per-step event over per-layer ones),
-then events that wait for input (a step starts by fetching its batch), then events that fill
-more of their period (a step function rather than a launch call), then more total time. The
+periods within 1.2x of the coarsest being the same granularity; among those, events that
+wait for input (a step starts by fetching its batch), then events that fill more of their
+period (a step function rather than a launch call), then more total time (`_best`). The
 thread with the most ``_r`` roots is tried first; else the thread the capture began on (the
 user's loop: decision 368), then the busiest one, collectives aside; other host threads only
 when none of these has a candidate. Step k is the window from the k-th
@@ -42,6 +47,7 @@ from stepscope.vocab.collectives import is_host_collective
 MIN_OCCURRENCES = 3
 REGULAR_SHARE = 0.5
 OUTLIER_PERIOD = 10.0  # x the median period: a warm-up, not the loop's rhythm
+SAME_PERIOD = 1.2  # periods within this ratio are the same granularity
 MAX_STRIDE = 8  # calls of one name per iteration looked for (decision 369)
 STRIDE_SHARE = 0.75  # of the periods at a stride: the most common work's, at least
 STRIDE_GAIN = 0.25  # ... and that much more than at every call
@@ -98,6 +104,8 @@ def _candidates(profile: Profile, top: np.ndarray) -> list[Candidate]:
     top, position = top[order], position[order]
     names = profile.name[top]
     bounds = np.flatnonzero(np.r_[True, names[1:] != names[:-1], True])
+    fetches = _fetches(profile, top, names, bounds)
+    thread = (profile.start_ns[top], profile.dur_ns[top])
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         if hi - lo < MIN_OCCURRENCES:
             continue
@@ -107,7 +115,7 @@ def _candidates(profile: Profile, top: np.ndarray) -> list[Candidate]:
         starts = profile.start_ns[events]
         periods = np.diff(starts)
         median = float(np.median(periods))
-        if median <= 0:
+        if median <= 0 or _takes_batches(fetches, starts, int(names[lo])):
             continue
         granularity = median
         if not _steady(periods, median):
@@ -117,6 +125,8 @@ def _candidates(profile: Profile, top: np.ndarray) -> list[Candidate]:
                 or _same_work(work, where, periods, judged)
             ):
                 continue
+            if not _lasts(starts, judged, int(profile.end_at(events[-1:])[0]), thread):
+                continue
             # Uneven periods: their median is one of them, another per-step event's median
             # another one; the mean period is the same for every event once a step (the
             # warm-up included: every candidate's mean holds it).
@@ -124,15 +134,21 @@ def _candidates(profile: Profile, top: np.ndarray) -> list[Candidate]:
         busy = int(profile.dur_ns[events].sum())
         duty = busy / float(starts[-1] - starts[0] + profile.dur_ns[events[-1]])
         name = profile.strings[int(names[lo])]
-        # Periods within 20% count as the same granularity (log buckets of 1.2x).
-        score = (
-            float(np.floor(np.log(granularity) / np.log(1.2))),
-            int(is_input_wait_name(name)),
-            round(duty, 1),
-            busy,
-        )
+        score = (granularity, int(is_input_wait_name(name)), round(duty, 1), busy)
         out.append((score, int(names[lo]), starts, int(profile.line[events[0]]), stride))
     return out
+
+
+def _best(found: list[Candidate]) -> Candidate:
+    """The coarsest candidate: of those whose period is within `SAME_PERIOD` of the
+    coarsest one's (the same granularity), the one that waits for input, then the one
+    filling more of its period (to a tenth), then the busier; the first of equals. Within a
+    ratio of the coarsest, not within a fixed log bucket: a loop's fetch every 19.1 ms
+    (median) and its optimizer step every 19.4 ms fell on the two sides of a bucket's edge
+    (1.2^92 ns), and the steps began mid-iteration, at the forward (decision 412)."""
+    coarsest = max(c[0][0] for c in found)
+    same = [c for c in found if c[0][0] * SAME_PERIOD >= coarsest]
+    return max(same, key=lambda c: c[0][1:])
 
 
 def _stride(work: np.ndarray, position: np.ndarray) -> int:
@@ -156,6 +172,57 @@ def _stride(work: np.ndarray, position: np.ndarray) -> int:
         if share >= max(STRIDE_SHARE, base + STRIDE_GAIN):
             return k
     return 1
+
+
+def _fetches(
+    profile: Profile, top: np.ndarray, names: np.ndarray, bounds: np.ndarray
+) -> dict[int, np.ndarray]:
+    """The loop's batch fetches among one thread's top-level events ``top`` (sorted by name,
+    then start; ``bounds`` the runs of one name): each input-wait name's (a DataLoader's
+    ``__next__``, TF's ``GetNext``) sorted starts, by name id."""
+    out = {}
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        if is_input_wait_name(profile.strings[int(names[lo])]):
+            out[int(names[lo])] = profile.start_ns[top[lo:hi]]
+    return out
+
+
+def _takes_batches(fetches: dict[int, np.ndarray], starts: np.ndarray, name_id: int) -> bool:
+    """Whether a candidate's periods (from its sorted ``starts``) are each several of the
+    loop's iterations: periods that hold two or more fetches of one input-wait name cover
+    `REGULAR_SHARE` of its time. The loop's iteration takes one batch; a name called once a
+    pass over the data (the sampler's ``aten::randperm``), once every N steps (logging) or
+    once per optimizer step of an accumulated gradient is coarser than it, and the coarsest
+    rhythm would otherwise win (decision 410)."""
+    periods = np.diff(starts).astype(np.float64)
+    for name, fetch in fetches.items():
+        if name == name_id:
+            continue
+        held = np.diff(np.searchsorted(fetch, starts))
+        if periods[held >= 2].sum() >= REGULAR_SHARE * periods.sum():
+            return True
+    return False
+
+
+def _lasts(
+    starts: np.ndarray, judged: np.ndarray, last_end: int, thread: tuple[np.ndarray, np.ndarray]
+) -> bool:
+    """Whether a candidate judged without a leading warm-up (`_judged`) keeps its rhythm
+    through the rest of the thread's work: of the traced time of the thread's top-level
+    events (``thread``: their starts and durations) from its first call after the warm-up
+    on, at least `REGULAR_SHARE` starts before its last call ends. A loop's first iteration
+    may compile for seconds, then the same event comes every step until the loop ends; a
+    name called once at the start, then in one burst after DataLoader workers took 1.4 s to
+    start, is over long before the loop's work is. Traced time, not wall time: a jitted
+    loop's steady steps last 0.2 ms each, and the 14 ms after it (the script printing,
+    ``stop()``) are no work of the loop (decision 411)."""
+    if judged.all():
+        return True
+    first = int(starts[int(np.argmax(judged))])
+    begin, dur = thread
+    after = begin >= first
+    within = after & (begin < last_end)
+    return bool(dur[within].sum() >= REGULAR_SHARE * dur[after].sum())
 
 
 def _steady(periods: np.ndarray, median: float) -> bool:
@@ -214,7 +281,7 @@ def infer_steps(profile: Profile) -> StepMarkers | None:
             found += _candidates(profile, top[profile.line[top] == line])
     if not found:
         return None
-    _, name_id, starts, line, stride = max(found, key=lambda c: c[0])
+    _, name_id, starts, line, stride = _best(found)
     repeats = profile.strings[name_id]
     on_line = top[profile.line[top] == line]
     placed = iterations(profile, on_line, name_id, began_on_line(profile, line), stride)
