@@ -66,7 +66,9 @@ def test_a_loop_over_two_passes_has_the_steps_of_both(workers: str, tmp_path: Pa
     db, measured = _steps(tmp_path, workers, 2)
     assert len(measured["step_ns"]) == 24
     assert "DataLoader" in db.description, db.description
-    assert abs(len(db.dur_ns) - 24) <= 1, (len(db.dur_ns), db.description)
+    # the end of the first pass (the fetch raising StopIteration, the next iterator) is no
+    # step: it was a 25th (decision 413)
+    assert len(db.dur_ns) == 24, (len(db.dur_ns), db.description)
     # the same run measured twice: the median step agrees within a share of itself (step 0
     # also holds the iterator's making, the workers' start, before the script's clock)
     median_ns = float(np.median(measured["step_ns"]))

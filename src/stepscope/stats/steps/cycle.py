@@ -5,7 +5,7 @@ one, a backward pass or a compiled call); a loop's iteration begins elsewhere in
 (the batch, the forward), and the time before the first repeat is in no step. A
 ``torch.compile`` loop's first forward compiles for seconds before its first backward: a
 step per backward put that compile in no step and made each step "backward of k, forward
-of k+1". Three rules fix the boundaries (decision 360):
+of k+1". Four rules fix the boundaries (decision 360):
 
 1. Phase. When the capture began on the loop's thread (`began_on_line`: stepscope's
    ``start()`` was called there and recorded at once, the host-plane stat
@@ -29,13 +29,16 @@ of k+1". Three rules fix the boundaries (decision 360):
    before the step's work on other threads, which the step could not be sure to hold). A
    capture stopped inside an iteration (``duration_ms``) leaves it out. Other captures
    keep N repeats as N - 1 steps, each bounded by observed events at both ends.
+4. A period (other than step 0's) holding none of the most common step's work but its
+   repeat's and lead's own is no step: the end of a pass over a DataLoader (the fetch that
+   raises StopIteration, then the next iterator) trains on nothing (decision 413).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from stepscope.distinct import distinct_inverse
+from stepscope.distinct import distinct, distinct_inverse
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.host.own_work import profiler_work
@@ -121,6 +124,28 @@ def _first_member(names: np.ndarray, pos: np.ndarray, order: list[int]) -> int:
     return first
 
 
+def _without_work(
+    names: np.ndarray, pos: np.ndarray, held: np.ndarray, own: set[int]
+) -> np.ndarray:
+    """Which periods between consecutive ``pos`` (a mask) hold none of the step's work: no
+    name of the most common period's (``held``, `common_work`) but the repeat's and the
+    lead's own. A loop over a DataLoader for several passes calls its ``__next__`` once more
+    at each pass's end (it raises StopIteration); from that call to the next pass's first
+    fetch the loop makes its next iterator (and starts its workers) and runs no step: the
+    script counts 60 iterations for 2 passes, the fetches make 61 periods. Never the first
+    period: step 0 holds what ran before the loop (rule 2) (decision 413)."""
+    idle = np.zeros(len(pos) - 1, dtype=bool)
+    if not held.any():
+        return idle
+    k = int(np.argmax(held))
+    work = [n for n in distinct(names[int(pos[k]) : int(pos[k + 1])]).tolist() if n not in own]
+    if not work:
+        return idle
+    seen = np.r_[0, np.cumsum(np.isin(names, work))]
+    idle[1:] = (seen[pos[2:]] - seen[pos[1:-1]]) == 0
+    return idle
+
+
 @record
 class Iterations:
     """The inferred steps of one thread, and how they were placed."""
@@ -156,8 +181,13 @@ def iterations(
             inside = np.flatnonzero(names[int(pos[0]) : int(pos[-1])] == lead) + int(pos[0])
             pos = np.r_[first, inside]
     work = work_before(names)
-    _, common, count = common_work(work, pos)
+    held, common, count = common_work(work, pos)
     starts, ends = start[pos[:-1]].copy(), start[pos[1:]].copy()
+    idle = _without_work(names, pos, held, {lead, name_id})
+    if idle.any():
+        starts, ends = starts[~idle], ends[~idle]
+        gaps = int(idle.sum())
+        notes.append(f"{gaps} period{'s' if gaps > 1 else ''} without the steps' work left out")
     q = int(pos[-1])
     with np.errstate(over="ignore"):
         tail = int((work[min(q + count, len(t))] - work[q]).view(np.int64)) if count else 0
