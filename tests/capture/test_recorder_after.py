@@ -188,3 +188,40 @@ def test_only_the_steps_of_the_thread_that_started_it_count(tmp_path: Path) -> N
     _loop(3, 3)
     assert after.result(30) is not None
     assert [phase for phase, _ in Recording.calls] == ["prepare", "start", "stop"]
+
+
+OFF_MAIN_IMPORTS_SCRIPT = """
+import json, sys, threading
+
+import stepscope, stepscope.recorder as rec
+
+late = []  # modules first imported by a recorder thread, once the recorder started
+
+
+def hook(event, args):
+    if event == "import" and threading.current_thread() is not threading.main_thread():
+        name = args[0]
+        if name.split(".")[0] in ("stepscope", "google") and name not in sys.modules:
+            late.append(name)
+
+
+recorder = rec.start(sys.argv[1], triggers=rec.Triggers(slow_step_factor=0, capture_next_steps=2))
+sys.addaudithook(hook)
+for step, _ in stepscope.steps(range(6)):
+    if step == 2:
+        rec.save("a user's save")
+after = recorder.requested[-1]
+saved = [str(recorder.requested[0].result(60)), str(after.result(60))]
+rec.stop()
+print(json.dumps({"late": sorted(set(late)), "saved": saved}))
+"""
+
+
+@pytest.mark.integration
+def test_recorder_threads_import_nothing_the_training_thread_may_import(tmp_path: Path) -> None:
+    """The saver's first save imported ~80 modules (protobuf's among them) while the training
+    thread imported the framework bridges for the steps after a trigger; Python 3.11's import
+    locks then raised _DeadlockError in one of them. `rec.start` imports them first."""
+    out = run_script(OFF_MAIN_IMPORTS_SCRIPT, str(tmp_path))
+    assert all(s != "None" for s in out["saved"]), out
+    assert out["late"] == [], out["late"]
