@@ -224,3 +224,52 @@ def test_a_full_batch_file_keeps_its_batches_and_says_so(
         f"stepscope: DataLoader worker 0 (pid {os.getpid()}): 2 batches written; its later "
         "batches were not recorded"
     ]
+
+
+class _Sampler:
+    batch_size = 16
+
+
+class SetLoader(DataLoader):
+    """A loader with torch's settings as attributes: a batch sampler's batch size, and a
+    property that raises (a subclass's) for one of them."""
+
+    prefetch_factor = 4
+    pin_memory = True
+    in_order = False
+    batch_size = None
+    batch_sampler = _Sampler()
+
+    @property
+    def persistent_workers(self) -> bool:  # type: ignore[override]
+        raise RuntimeError("not now")
+
+    @persistent_workers.setter
+    def persistent_workers(self, value: bool) -> None:
+        pass
+
+
+def test_the_loaders_own_settings_go_with_each_batch(fake_torch: Any, tmp_path: Path) -> None:
+    """Decision 425: the advice quotes the loader's own settings, so the capture keeps them."""
+    loader_hook.install()
+    loader_workers.arm(True)
+    loader = type("DataLoader", (SetLoader,), {"__iter__": DataLoader.__iter__})(num_workers=3)
+    with loader_workers.capturing(loader, "DataLoader(X)", 9):
+        pass
+    spool = loader_workers._registry.spools[-1]
+    assert spool.settings == {
+        "dataloader_num_workers": 3,
+        "dataloader_prefetch_factor": 4,
+        "dataloader_pin_memory": 1,
+        "dataloader_in_order": 0,
+        "dataloader_batch_size": 16,
+    }
+    log = loader_workers._WorkerLog(spool.path, 1)
+    log.write(100, 150, 160, 170)
+    log.file.close()
+    buf = loader_workers._read(spool, log.path, 0, 1_000, [])
+    assert buf is not None
+    [batch] = [e[4] for e in buf.events if e[0].endswith("::Worker")]
+    assert batch["dataloader_prefetch_factor"] == 4 and batch["dataloader_in_order"] == 0
+    inner = [e[4] for e in buf.events if not e[0].endswith("::Worker")]
+    assert all("dataloader_batch_size" not in stats for stats in inner)  # once a batch

@@ -57,6 +57,29 @@ def test_a_worker_idle_while_the_loop_waits_for_anothers_batch_means_uneven_batc
     assert found.verdict == "uneven_batches"
     assert "in_order=False" in found.advice and "prefetch_factor" in found.advice
     assert "98.00 ms at the 90th percentile" in found.advice
+    assert "raise prefetch_factor (2 by default)" in found.advice  # not recorded: torch's
+
+
+def test_the_advice_quotes_the_loaders_own_settings() -> None:
+    """Decision 425: the loader's prefetch_factor as recorded, not torch's default, and no
+    in_order=False to a loader that has it already."""
+    settings = {"num_workers": 2, "prefetch_factor": 4, "in_order": 1, "batch_size": 32}
+    found = judge_loader(
+        plain_loader_space(step_ms=100, wait_ms=60, busy_ms=(98, 20), settings=settings)
+    )
+    assert found.verdict == "uneven_batches"
+    assert found.settings == "num_workers=2, prefetch_factor=4, in_order=True, batch_size=32"
+    assert "raise prefetch_factor (now 4)" in found.advice
+    assert "2 by default" not in found.advice
+    assert "DataLoader(in_order=False) hands out batches" in found.advice
+    unordered = {**settings, "in_order": 0}
+    found = judge_loader(
+        plain_loader_space(step_ms=100, wait_ms=60, busy_ms=(98, 20), settings=unordered)
+    )
+    assert "already hands out batches as they are made (in_order=False)" in found.advice
+    assert "DataLoader(in_order=False) hands out" not in found.advice
+    report = " ".join(" ".join(_loader_workers(found, 80, recommended=found.advice)).split())
+    assert "settings at iter(): num_workers=2, prefetch_factor=4, in_order=False" in report
 
 
 def test_workers_idle_while_the_loop_waits_point_at_the_main_process() -> None:

@@ -10,6 +10,7 @@ from stepscope.vocab.pytorch import (
     DATALOADER_BATCH_CPU_STAT,
     DATALOADER_BATCH_CPU_WAIT_STAT,
     DATALOADER_NEXT,
+    DATALOADER_SETTING_PREFIX,
 )
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
@@ -57,13 +58,14 @@ def plain_loader_space(
     collate_in_fetch: bool = False,
     cpu_ms: int | None = None,
     cpu_wait_ms: int | None = None,
+    settings: dict[str, int] | None = None,
 ) -> XSpaceBuilder:
     """A plain loop: each step waits ``wait_ms`` in the DataLoader's ``__next__`` (as the
     PyTorch profiler names it) then computes; 2 workers each make one
     batch per step from the step's start, busy ``busy_ms`` of it (one figure per worker when
     a pair), their samples every 10 ms (collate at 30 and 70
     ms of a step, decode at the others in their batches; the wait for the next index
-    outside them)."""
+    outside them); ``settings``: the loader's (stats ``dataloader_<name>``) on each batch."""
     builder = XSpaceBuilder("synthetic")
     host = builder.plane("/host:CPU")
     if cpu is not None:
@@ -88,6 +90,8 @@ def plain_loader_space(
             cpu = {DATALOADER_BATCH_CPU_STAT: cpu_ms * MS} if cpu_ms is not None else {}
             if cpu_wait_ms is not None:
                 cpu[DATALOADER_BATCH_CPU_WAIT_STAT] = cpu_wait_ms * MS
+            for name, value in (settings or {}).items():
+                cpu[DATALOADER_SETTING_PREFIX + name] = value
             line.event(f"{PLAIN_STAGE}::Worker", t * MS, busy * MS, {**stats, **cpu})
             line.event(f"{PLAIN_STAGE}::Worker::GetItem", t * MS, (busy - 1) * MS, stats)
             line.event(f"{PLAIN_STAGE}::Worker::Collate", (t + busy - 1) * MS, MS, stats)

@@ -48,6 +48,8 @@ from stepscope.capture.host_tracer import ThreadBuffer
 from stepscope.vocab.pytorch import (
     DATALOADER_BATCH_CPU_STAT,
     DATALOADER_BATCH_CPU_WAIT_STAT,
+    DATALOADER_SETTING_PREFIX,
+    DATALOADER_SETTINGS,
     DATALOADER_WORKER_LINE,
 )
 from stepscope.vocab.tensorflow import ITERATOR_PREFIX
@@ -69,6 +71,8 @@ class Spool:
     loader: str  # the stage name (``Iterator::<loader>``)
     loader_id: int  # its stage id: the workers' spans' parent_id
     workers: int
+    # the loader's settings at this iter() (`settings_of`): stats of each batch span
+    settings: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -115,7 +119,7 @@ def capturing(source: Any, loader: str, loader_id: int) -> Any:
     workers it starts record their batches. The loader's own ``worker_init_fn`` is back when
     the block ends (the started workers keep the wrapper)."""
     path = tempfile.mkdtemp(prefix="stepscope-loader-")
-    spool = Spool(path, loader, loader_id, int(source.num_workers))
+    spool = Spool(path, loader, loader_id, int(source.num_workers), settings_of(source))
     user_fn = source.worker_init_fn
     try:
         source.worker_init_fn = WorkerHook(user_fn, path, _sampler_hz)
@@ -130,6 +134,25 @@ def capturing(source: Any, loader: str, loader_id: int) -> Any:
     finally:
         with contextlib.suppress(AttributeError, ValueError, TypeError):
             source.worker_init_fn = user_fn
+
+
+def settings_of(loader: Any) -> dict[str, int]:
+    """The DataLoader's own settings that the advice quotes (``num_workers``,
+    ``prefetch_factor``...), as stats ``dataloader_<name>``: ints, booleans as 0/1; a setting
+    the loader lacks or holds as None is left out, and so is anything else (a loader
+    subclass's property that is not a number). ``batch_size`` None with a batch sampler: the
+    sampler's own, when it has one. Reading them never fails the user's ``iter()``."""
+    out: dict[str, int] = {}
+    for name in DATALOADER_SETTINGS:
+        try:
+            value = getattr(loader, name, None)
+            if value is None and name == "batch_size":
+                value = getattr(getattr(loader, "batch_sampler", None), "batch_size", None)
+        except Exception:  # a property that raises: that setting is not known
+            continue
+        if isinstance(value, bool) or (isinstance(value, int) and value >= 0):
+            out[DATALOADER_SETTING_PREFIX + name] = int(value)
+    return out
 
 
 class WorkerHook:
@@ -359,7 +382,7 @@ def _read(
             "batch": worker + seq * spool.workers,
         }
         # the batch's CPU time in the worker: what more workers would need cores for
-        outer = dict(stats)
+        outer = {**stats, **spool.settings}
         if cpu_ns >= 0:
             outer[DATALOADER_BATCH_CPU_STAT] = cpu_ns
         if wait_ns >= 0:

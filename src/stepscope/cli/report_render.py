@@ -204,6 +204,8 @@ def _loader_workers(workers: LoaderWorkers, width: int, recommended: str) -> lis
         first="  ",
         rest="    ",
     )
+    if workers.settings:
+        out += wrap(f"settings at iter(): {workers.settings}", width, first="  ", rest="    ")
     for row in workers.rows:
         label = row.worker.removeprefix("DataLoader ")
         out.append(

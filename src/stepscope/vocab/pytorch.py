@@ -22,6 +22,19 @@ DATALOADER_WORKER_FILES = frozenset({"worker.py", "fetch.py"})
 DATALOADER_BATCH_CPU_STAT = "cpu_ns"
 # ... and its time runnable but waiting for a CPU (ns; Linux schedstat).
 DATALOADER_BATCH_CPU_WAIT_STAT = "cpu_wait_ns"
+# The loader's own settings at its ``iter()``, on each captured worker batch: stat
+# ``dataloader_<attribute>`` (stepscope's own names, none of XProf's), an int (booleans 0/1),
+# absent where the loader has no such attribute (an older torch: ``in_order`` came in 2.6) or
+# it is None (``batch_size`` with a batch_sampler).
+DATALOADER_SETTING_PREFIX = "dataloader_"
+DATALOADER_SETTINGS = (
+    "num_workers",
+    "prefetch_factor",
+    "persistent_workers",
+    "pin_memory",
+    "in_order",
+    "batch_size",
+)
 
 
 def is_profiler_step(name: str) -> bool:

@@ -75,6 +75,8 @@ class Workers(NamedTuple):
     cpu_wait_percent: float
     collate_percent: float  # of the batches' time, in collate_fn
     functions: tuple[WorkerFunction, ...]
+    # the loader's own settings recorded at its iter() (decision 425): name -> int
+    settings: dict[str, int] = {}  # noqa: RUF012 (never mutated)
 
 
 def _loop_calls(profile: Profile, loader_id: int | None) -> np.ndarray:
@@ -248,9 +250,31 @@ def verdict(w: Workers, context: Context) -> tuple[str, str]:
         "loop takes batches in order, and waited for a late one while the other workers had "
         "made theirs and waited for new indices (a worker makes at most prefetch_factor "
         f"batches ahead). Their batches take {w.ms_per_batch:.2f} ms on average, "
-        f"{w.p90_ms_per_batch:.2f} ms at the 90th percentile{top}. Let the free workers go on: "
-        "DataLoader(in_order=False) hands out batches as they are made; or raise "
-        "prefetch_factor (2 by default); or even out the batches' cost."
+        f"{w.p90_ms_per_batch:.2f} ms at the 90th percentile{top}. {_uneven_fix(w.settings)}"
+    )
+
+
+def _setting(settings: dict[str, int], name: str, default: str) -> str:
+    """``now 4`` from the loader's recorded setting, else what torch defaults to."""
+    value = settings.get(name)
+    if value is None:
+        return default
+    shown = str(bool(value)) if name in ("in_order", "pin_memory", "persistent_workers") else value
+    return f"now {shown}"
+
+
+def _uneven_fix(settings: dict[str, int]) -> str:
+    """What lets the free workers go on, from the loader's own settings (decision 425):
+    ``in_order=False`` only where it is not already so."""
+    prefetch = _setting(settings, "prefetch_factor", "2 by default")
+    if settings.get("in_order") == 0:
+        return (
+            f"The loader already hands out batches as they are made (in_order=False): raise "
+            f"prefetch_factor ({prefetch}), or even out the batches' cost."
+        )
+    return (
+        "Let the free workers go on: DataLoader(in_order=False) hands out batches as they "
+        f"are made; or raise prefetch_factor ({prefetch}); or even out the batches' cost."
     )
 
 
@@ -268,13 +292,14 @@ def _busy(w: Workers, context: Context, busy: float, during: str, top: str) -> s
         f"worker{where}{top})."
     )
     needed = _workers_needed(w, context)
+    now = w.settings.get("num_workers", w.n)  # the loader's own, where recorded
     off_cpu = 100.0 - w.cpu_percent - max(w.cpu_wait_percent, 0.0)
     starved = w.cpu_wait_percent >= CPU_WAIT_PERCENT
     if w.cpu_percent >= 0 and off_cpu >= OFF_CPU_PERCENT:
         return head + (
             f" Their batches mostly wait off the CPU ({off_cpu:.0f}% of their time: sleep, "
             f"I/O, locks; computing {w.cpu_percent:.0f}%): add workers, they need little CPU: "
-            f"num_workers={needed} (now {w.n}) would make a batch every "
+            f"num_workers={needed} (now {now}) would make a batch every "
             f"{w.ms_per_batch / needed:.2f} ms for the steps' {context.other_ms:.2f} ms of "
             "other work."
             + (
@@ -293,14 +318,14 @@ def _busy(w: Workers, context: Context, busy: float, during: str, top: str) -> s
         )
     if context.idle_cores < 0:
         return head + (
-            f" Add workers (num_workers={needed} would keep up, now {w.n}) if the machine "
+            f" Add workers (num_workers={needed} would keep up, now {now}) if the machine "
             "has idle cores, or make that work faster."
         )
     if context.idle_cores >= 1:
         more = min(needed, w.n + math.floor(context.idle_cores))
         return head + (
             f" Add workers: {context.idle_cores:.1f} of {context.cores} cores were idle while "
-            f"recording: num_workers={more} (now {w.n})"
+            f"recording: num_workers={more} (now {now})"
             + (
                 "."
                 if more >= needed

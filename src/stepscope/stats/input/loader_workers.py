@@ -29,7 +29,12 @@ from stepscope.stats.input.loader_verdict import (
 from stepscope.stats.input.worker_functions import WorkerFunction, worker_functions
 from stepscope.stats.steps.breakdown import StepDb
 from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
-from stepscope.vocab.pytorch import DATALOADER_BATCH_CPU_STAT, DATALOADER_BATCH_CPU_WAIT_STAT
+from stepscope.vocab.pytorch import (
+    DATALOADER_BATCH_CPU_STAT,
+    DATALOADER_BATCH_CPU_WAIT_STAT,
+    DATALOADER_SETTING_PREFIX,
+    DATALOADER_SETTINGS,
+)
 from stepscope.vocab.tensorflow import GET_NEXT_KERNELS, is_iterator
 
 WORKER_SUFFIX = "::Worker"
@@ -146,6 +151,12 @@ class LoaderWorkers:
         "394); -1 when no wait was recorded",
         unit="%",
         digits=3,
+    )
+    settings: str = out(
+        "the loader's own settings recorded at its `iter()` (`num_workers=4, "
+        "prefetch_factor=2, persistent_workers=False, pin_memory=False, in_order=True, "
+        "batch_size=32`; those the capture could read), what the advice quotes; empty in a "
+        "profile that did not record them"
     )
     waiting_on_workers_percent: float = out(
         "of the loop's time in `next()` once the workers were up, the share it waited for "
@@ -311,6 +322,7 @@ def _one_loader(
     per_pass = len(np.unique(ids)) if ids is not None else len(rows)
     busy_waiting = busy_while_waiting(start, end, profile.line[ev], spans, ids)
     made = end - start
+    settings = loader_settings(profile, ev)
     judged = Workers(
         per_pass,
         round(busy_pct, 3),
@@ -322,6 +334,7 @@ def _one_loader(
         cpu_wait_percent,
         round(100.0 * totals["Collate"] / max(float(made.sum()), 1.0), 3),
         functions,
+        settings=settings,
     )
     found, advice = verdict(judged, context)
     if n_ready + n_waited == 0:  # a plain loader: the step's asks are not events
@@ -366,7 +379,33 @@ def _one_loader(
         cpu_wait_percent,
         startup_ms,
         busy_waiting,
+        settings_text(settings),
         on_workers,
+    )
+
+
+_BOOLEAN_SETTINGS = frozenset({"persistent_workers", "pin_memory", "in_order"})
+
+
+def loader_settings(profile: Profile, batches: np.ndarray) -> dict[str, int]:
+    """The loader's settings its worker batches carry (stats ``dataloader_<name>``, decision
+    425), by name without the prefix; the last pass's where several differ (the advice is
+    for the loader as it is now). {} in a profile captured before they were recorded."""
+    out: dict[str, int] = {}
+    if not len(batches):
+        return out
+    last = batches[np.argsort(profile.start_ns[batches], kind="stable")]
+    for name in DATALOADER_SETTINGS:
+        stat = profile.stat_at(DATALOADER_SETTING_PREFIX + name, last)
+        if stat.present.any():
+            out[name] = int(stat.as_int()[stat.present][-1])
+    return out
+
+
+def settings_text(settings: dict[str, int]) -> str:
+    """``num_workers=4, prefetch_factor=2, pin_memory=False``: as the user writes them."""
+    return ", ".join(
+        f"{k}={bool(v)}" if k in _BOOLEAN_SETTINGS else f"{k}={v}" for k, v in settings.items()
     )
 
 

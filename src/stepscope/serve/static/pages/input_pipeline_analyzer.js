@@ -155,6 +155,7 @@ function loaderBlock(l, i) {
       h('span', { class: `badge badge-${kind}`, dataset: { verdict: l.verdict } }, title),
       ' ', h('span', { dataset: { field: `${path}.advice` } }, l.advice)) : null,
     h('p', {}, l.summary),
+    l.settings ? h('p', {}, 'Settings at iter(): ', h('code', { dataset: { field: `${path}.settings` } }, l.settings)) : null,
     l.startup_ms > 0
       ? note(`The workers took ${fmtMs(l.startup_ms)} to start before their first batch; their busy shares count from it.`)
       : null,
