@@ -184,3 +184,59 @@ def test_two_passes_workers_are_judged_in_their_own_pass() -> None:
     assert found.startup_ms == 0.0  # the second pass's workers starting is no start-up
     assert found.verdict == "workers_busy"
     assert "(now 2)" in found.advice
+
+
+def _made_ahead(
+    busy_gap_ms: int, ask_ms: int = 8
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Two workers making 40 ms batches, ``busy_gap_ms`` apart; the loop asks for each batch
+    2 ms after it was made and spends ``ask_ms`` in next() getting it (made before asked)."""
+    made, asks, last = [], [], 0
+    for k in range(12):
+        start = (40 + busy_gap_ms) * (k // 2) + 5 * (k % 2)
+        made.append((start, start + 40))
+        lo = max(start + 42, last + 1)
+        asks.append((lo, lo + ask_ms))
+        last = lo + ask_ms
+    return made, asks
+
+
+def test_batches_made_ahead_by_workers_starved_of_cpu_are_the_cores_limit() -> None:
+    """Decision 426: the loop took batches already made, but while it did the workers were
+    making the next ones on cores too busy to run them (a user loop, 4 workers on 2 busy
+    cores: "more workers will not help" -- and 8 workers were faster in 7 of 8 pairs)."""
+    made, asks = _made_ahead(busy_gap_ms=0)
+    found = judge_loader(ordered_loader_space(made, asks, cpu_wait_share=0.7, cpu=(2, 0.0)))
+    assert found.waiting_on_workers_percent == 0.0
+    assert found.busy_in_next_percent > 80  # all but the last asks, after their last batch
+    assert found.verdict == "workers_busy"
+    assert "more workers will not help" not in found.advice
+    busy = f"{found.busy_in_next_percent:.0f}%"
+    assert f"were busy {busy} of its time in next() making the next ones" in found.advice
+    assert "waited for a CPU 70% of their batches' time (0.0 of 2 cores" in found.advice
+    assert "make __getitem__ cheaper" in found.advice
+    assert "more workers take a larger share of it from them" in found.advice
+
+
+def test_batches_made_ahead_with_workers_idle_or_running_point_at_the_main_process() -> None:
+    """The same loop with the workers idle while it takes its batches, or busy on cores that
+    run them: the main process's own getting of the batches (decision 394, unchanged)."""
+    made, asks = _made_ahead(busy_gap_ms=140, ask_ms=30)  # each worker idle 140 ms a batch
+    idle = judge_loader(ordered_loader_space(made, asks, cpu_wait_share=0.7, cpu=(2, 0.0)))
+    assert idle.busy_in_next_percent <= 25
+    assert idle.verdict == "workers_idle" and "more workers will not help" in idle.advice
+    assert "fewer workers do not help either" in idle.advice  # 4 -> 2: slower in 6 of 6
+    made, asks = _made_ahead(busy_gap_ms=0)
+    running = judge_loader(ordered_loader_space(made, asks, cpu_wait_share=0.05))
+    assert running.verdict == "workers_idle"
+
+
+def test_a_heavy_collate_fn_is_told_to_make_collate_cheaper() -> None:
+    """Decision 427: the same starved workers, their time in collate_fn: that is what to
+    make cheaper, not __getitem__."""
+    made, asks = _made_ahead(busy_gap_ms=0)
+    space = ordered_loader_space(made, asks, cpu_wait_share=0.7, collate_share=0.9)
+    found = judge_loader(space)
+    assert found.verdict == "workers_busy"
+    assert "collate_fn takes 90% of it" in found.advice
+    assert "make collate_fn cheaper" in found.advice and "__getitem__ cheaper" not in found.advice

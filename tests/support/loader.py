@@ -113,13 +113,21 @@ def plain_loader_space(
 
 
 def ordered_loader_space(
-    made_ms: list[tuple[int, int]], asks_ms: list[tuple[int, int]]
+    made_ms: list[tuple[int, int]],
+    asks_ms: list[tuple[int, int]],
+    cpu_wait_share: float | None = None,
+    collate_share: float = 0.0,
+    cpu: tuple[int, float] | None = None,
 ) -> XSpaceBuilder:
     """A plain loop taking its batches in order: batch k made by worker k % 2 over
     ``made_ms[k]``, the loop's k-th ``next()`` over ``asks_ms[k]`` (then the step's own work
-    to the next one; steps from the ``train`` events, one per ask)."""
+    to the next one; steps from the ``train`` events, one per ask). ``cpu_wait_share``: of
+    each batch, the time its worker waited for a CPU; ``collate_share``: of each batch, the
+    part in collate_fn (its end; the rest in __getitem__); ``cpu``: the host's cores, idle."""
     builder = XSpaceBuilder("synthetic")
     host = builder.plane("/host:CPU")
+    if cpu is not None:
+        host.stats[CPU_COUNT_STAT], host.stats[CPU_IDLE_STAT] = cpu
     main = host.line(1, "MainThread")
     workers = [host.line(100 + w, f"DataLoader worker {w} (pid {100 + w})") for w in (0, 1)]
     for k, (lo, hi) in enumerate(asks_ms):
@@ -128,8 +136,17 @@ def ordered_loader_space(
         main.event(LOOP_NEXT, lo * MS, (hi - lo) * MS)
         main.event("aten::addmm", hi * MS, (end - hi) * MS)
     for k, (start, end) in enumerate(made_ms):
-        stats = {"parent_id": 9, "worker": k % 2, "batch": k}
-        workers[k % 2].event(f"{PLAIN_STAGE}::Worker", start * MS, (end - start) * MS, stats)
+        stats: dict[str, int] = {"parent_id": 9, "worker": k % 2, "batch": k}
+        outer = dict(stats)
+        if cpu_wait_share is not None:
+            outer[DATALOADER_BATCH_CPU_STAT] = round((end - start) * (1 - cpu_wait_share) * MS)
+            outer[DATALOADER_BATCH_CPU_WAIT_STAT] = round((end - start) * cpu_wait_share * MS)
+        line = workers[k % 2]
+        line.event(f"{PLAIN_STAGE}::Worker", start * MS, (end - start) * MS, outer)
+        if collate_share:
+            at = start * MS + round((end - start) * (1 - collate_share) * MS)
+            line.event(f"{PLAIN_STAGE}::Worker::GetItem", start * MS, at - start * MS, stats)
+            line.event(f"{PLAIN_STAGE}::Worker::Collate", at, end * MS - at, stats)
     return builder
 
 

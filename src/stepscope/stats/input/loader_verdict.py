@@ -46,11 +46,16 @@ CPU_WAIT_PERCENT = 25.0
 # Below this share of the loop's time in next() spent on batches still being made, the loop
 # mostly gets batches already made: the main process, whatever the workers did (decision 394).
 ON_WORKERS_PERCENT = 50.0
+# Workers busy over this share of the loop's time in next() while it took batches already
+# made, waiting for a CPU CPU_WAIT_PERCENT of their batches: the cores are the limit, not the
+# main process's getting of the batches (decision 426: busy 39-96% then, more workers were
+# faster in most pairs of every such test; busy 16%, not: one loop).
+HANDOVER_BUSY_PERCENT = 25.0
 # What to change when the main process is what the loop waits on.
 _MAIN = (
     "Have collate_fn return torch tensors (the default one does: tensors cross in shared "
-    "memory, NumPy arrays and other Python objects are pickled through a pipe), keep "
-    "batches small, and leave cores to the main process."
+    "memory, NumPy arrays and other Python objects are pickled through a pipe) and keep "
+    "batches small; fewer workers do not help either."
 )
 
 
@@ -75,6 +80,8 @@ class Workers(NamedTuple):
     cpu_wait_percent: float
     collate_percent: float  # of the batches' time, in collate_fn
     functions: tuple[WorkerFunction, ...]
+    # busy over all of the loop's next() time once up (batches made or not); -1: unknown
+    busy_in_next_percent: float = -1.0
     # the loader's own settings recorded at its iter() (decision 425): name -> int
     settings: dict[str, int] = {}  # noqa: RUF012 (never mutated)
 
@@ -222,6 +229,11 @@ def verdict(w: Workers, context: Context) -> tuple[str, str]:
             "DataLoader: the time is in the steps' own work."
         )
     if 0 <= w.on_workers_percent < ON_WORKERS_PERCENT:
+        if (
+            w.busy_in_next_percent > HANDOVER_BUSY_PERCENT
+            and w.cpu_wait_percent >= CPU_WAIT_PERCENT
+        ):
+            return "workers_busy", _busy_handing_over(w, context, top)
         return "workers_idle", (
             f"The steps wait for input {wait:.1f}% of their time, but in next() the loop "
             f"waited for a batch still being made only {w.on_workers_percent:.0f}% of the "
@@ -278,6 +290,48 @@ def _uneven_fix(settings: dict[str, int]) -> str:
     )
 
 
+def _busy_handing_over(w: Workers, context: Context, top: str) -> str:
+    """The loop took batches already made while the workers, on cores too busy to run them
+    all, made the next ones (decision 426): taking a made batch needs a CPU in the worker
+    that made it (it sends the batch's shared memory) and in the loop's process."""
+    idle = (
+        f"{context.idle_cores:.1f} of {context.cores} cores were idle while recording"
+        if context.idle_cores >= 0 and context.cores
+        else "the cores are busy"
+    )
+    return (
+        f"The steps wait for input {context.input_percent:.1f}% of their time. In next() the "
+        f"loop mostly took batches already made (a batch still being made "
+        f"{w.on_workers_percent:.0f}% of the time), but the {_workers(w.n)} were busy "
+        f"{w.busy_in_next_percent:.0f}% of its time in next() making the next ones "
+        f"({w.ms_per_batch:.2f} ms a batch{_where(w)}{top}), and waited for a CPU "
+        f"{w.cpu_wait_percent:.0f}% of their batches' time ({idle}): a made batch crosses "
+        "through the worker process that made it, and the loop's own turn on a CPU waits with "
+        f"them. The cores are the limit: {_cheaper(w)}, or give the job more cores. On a "
+        "machine shared with other programs, more workers take a larger share of it from "
+        "them; they add no cores."
+    )
+
+
+def _where(w: Workers) -> str:
+    """Where a batch's time goes in a worker: the larger of collate_fn and the rest."""
+    if w.collate_percent >= 50:
+        return f"; collate_fn takes {w.collate_percent:.0f}% of it"
+    if 0 <= w.collate_percent < 50:
+        return f"; the dataset's __getitem__ calls take {100 - w.collate_percent:.0f}% of it"
+    return ""
+
+
+def _cheaper(w: Workers) -> str:
+    """What to make cheaper, from where the batches' time goes (decision 427)."""
+    if w.collate_percent >= 50:
+        return (
+            "make collate_fn cheaper (work per sample done once on the whole batch: one "
+            "torch.stack or NumPy operation, not Python over the samples)"
+        )
+    return "make __getitem__ cheaper (precompute or cache what each sample repeats)"
+
+
 def _workers(n: int) -> str:
     return f"{n} DataLoader worker" + ("s" if n != 1 else "")
 
@@ -313,8 +367,8 @@ def _busy(w: Workers, context: Context, busy: float, during: str, top: str) -> s
         return head + (
             f" They waited for a CPU {w.cpu_wait_percent:.0f}% of their time (computing "
             f"{w.cpu_percent:.0f}%): the machine's cores are busy, and more workers would "
-            "share them; make that work faster (or give the job more cores). On a machine "
-            "shared with other programs, more workers take a larger share of it from them."
+            f"share them; {_cheaper(w)} (or give the job more cores). On a machine shared "
+            "with other programs, more workers take a larger share of it from them."
         )
     if context.idle_cores < 0:
         return head + (
@@ -334,8 +388,8 @@ def _busy(w: Workers, context: Context, busy: float, during: str, top: str) -> s
         )
     return head + (
         f" {context.idle_cores:.1f} of {context.cores} cores were idle while recording: more "
-        "workers would share the cores already busy; make that work faster (or give the job "
-        "more cores)."
+        f"workers would share the cores already busy; {_cheaper(w)} (or give the job more "
+        "cores)."
     )
 
 

@@ -152,6 +152,13 @@ class LoaderWorkers:
         unit="%",
         digits=3,
     )
+    busy_in_next_percent: float = out(
+        "the workers' mean busy share of all of the loop's time in `next()` once they were "
+        "up, batches made or not (decision 426); -1 when its calls could not be matched to "
+        "batches",
+        unit="%",
+        digits=3,
+    )
     settings: str = out(
         "the loader's own settings recorded at its `iter()` (`num_workers=4, "
         "prefetch_factor=2, persistent_workers=False, pin_memory=False, in_order=True, "
@@ -321,6 +328,12 @@ def _one_loader(
     ids = worker_ids.as_int() if worker_ids.present.all() else None
     per_pass = len(np.unique(ids)) if ids is not None else len(rows)
     busy_waiting = busy_while_waiting(start, end, profile.line[ev], spans, ids)
+    # ... and over all of its time in next(), batches made or not (decision 426)
+    busy_in_next = -1.0
+    if next_ns:
+        every = np.stack([ask_at[after], ask_end[after]], axis=1)
+        every = every[np.argsort(every[:, 0], kind="stable")]
+        busy_in_next = busy_while_waiting(start, end, profile.line[ev], every, ids)
     made = end - start
     settings = loader_settings(profile, ev)
     judged = Workers(
@@ -334,6 +347,7 @@ def _one_loader(
         cpu_wait_percent,
         round(100.0 * totals["Collate"] / max(float(made.sum()), 1.0), 3),
         functions,
+        busy_in_next_percent=busy_in_next,
         settings=settings,
     )
     found, advice = verdict(judged, context)
@@ -379,6 +393,7 @@ def _one_loader(
         cpu_wait_percent,
         startup_ms,
         busy_waiting,
+        busy_in_next,
         settings_text(settings),
         on_workers,
     )
