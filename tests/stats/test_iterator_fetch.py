@@ -15,6 +15,7 @@ from stepscope.stats.summary import summarize_steps
 from stepscope.tools import output
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
+from stepscope.vocab.pytorch import DATALOADER_NEXT
 from stepscope.xspace.builder import XSpaceBuilder
 from stepscope.xspace.io import write_xspace
 from tests.support.analysis import MS, build
@@ -312,3 +313,67 @@ def test_a_timed_tensorflow_generator_holding_no_model_op_is_input() -> None:
     loop (a variable read is no layer)."""
     db = build_step_db(build(_tf_loop("TFE_Py_FastPathExecute_C", {}, "ReadVariableOp")))
     assert db.fetched.function == ("train_gen (train.py)",)
+
+
+LOADER_NEXT = f"{LOOP};__next__ (dataloader.py:733);_next_data (dataloader.py:1480);get (q.py:9)"
+
+
+def _dataloader_loop(traced: bool) -> XSpaceBuilder:
+    """A plain loop over a DataLoader: per 10 ms step its ``next()`` (5 ms, traced as the
+    PyTorch profiler records it when ``traced``), the model op (4 ms), then 1 ms untraced
+    where the sampler, a sample late, still sees the DataLoader's ``__next__``."""
+    builder, main, samples = sampled_main()
+    for k in range(STEPS):
+        t = k * 10 * MS
+        main.event("train", t, 10 * MS, {"step_num": k, "_r": 1})
+        if traced:
+            main.event(f"{DATALOADER_NEXT}#_MultiProcessingDataLoaderIter.__next__", t, 5 * MS)
+        fetch = {"stack": LOADER_NEXT, "samples": 5, "next_frames": "2"}
+        samples.event("get (q.py:9)", t, 5 * MS, fetch)
+        main.event("aten::mm", t + 5 * MS, 4 * MS)
+        samples.event("forward (model.py:8)", t + 5 * MS, 4 * MS, {"stack": TRAIN, "samples": 4})
+        samples.event("get (q.py:9)", t + 9 * MS, MS, {**fetch, "samples": 1})
+    return builder
+
+
+def test_the_dataloaders_own_next_is_its_traced_fetch_not_a_python_iterator(
+    tmp_path: Path,
+) -> None:
+    """Decision 428: the DataLoader's ``__next__ (dataloader.py)`` beside its traced call is
+    that call (a plain loop's report read "77.5% waiting for the next batch; ... fetched
+    from the loop's Python iterator __next__ (dataloader.py) (25 samples)"): named once,
+    counted once."""
+    db = build_step_db(build(_dataloader_loop(traced=True)))
+    assert db.fetched.function == () and not db.fetched.ns.any()
+    limits, headline = _limits(build(_dataloader_loop(traced=True)))
+    assert "Python iterator" not in headline and "dataloader.py" not in headline
+    assert limits["input"] == 50.0  # the traced wait: nothing added to it
+    run_dir = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
+    write_xspace(_dataloader_loop(traced=True).build(), run_dir / "py.xplane.pb")
+    run = open_run(str(run_dir))
+    ctx = ToolContext(run, run.host_names[0], ProfileStore(use_cache=False), {})
+    found = output.to_json(get_tool("input_pipeline_analyzer").build(ctx))
+    assert found["python_iterators"] == []
+    assert not any("Python iterator" in r for r in found["recommendations"])
+    # without the framework's trace the sampled fetch is the only one: it counts
+    untraced = build_step_db(build(_dataloader_loop(traced=False)))
+    assert untraced.fetched.function == ("__next__ (dataloader.py)",)
+    assert untraced.fetched.ns.any()
+
+
+def test_python_under_the_loaders_traced_fetch_is_not_named_again() -> None:
+    """The staged batch's "Python sampled in the steps" named the DataLoader's queue ``get``
+    at the share the traced wait already has (a user loop: "77.5% waiting for the next batch
+    ... get (queues.py) 77.5% of the step time"): functions under the loader's own
+    ``__next__`` are its traced fetch (decision 428)."""
+    builder, main, samples = sampled_main()
+    for k in range(STEPS):
+        t = k * 10 * MS
+        main.event("train", t, 10 * MS, {"step_num": k, "_r": 1})
+        main.event(f"{DATALOADER_NEXT}#_MultiProcessingDataLoaderIter.__next__", t, 6 * MS)
+        samples.event("get (q.py:9)", t, 6 * MS, {"stack": LOADER_NEXT, "samples": 6})
+        main.event("aten::mm", t + 7 * MS, 3 * MS)
+        samples.event("forward (model.py:8)", t + 7 * MS, 3 * MS, {"stack": TRAIN, "samples": 3})
+    _, headline = _limits(build(builder))
+    assert "waiting for the next batch" in headline
+    assert "get (q.py)" not in headline and "dataloader.py" not in headline

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from stepscope.fields import out
 from stepscope.records import record
+from stepscope.stats.host.python_samples import PythonTime, function_key
 from stepscope.stats.host.untraced import where_untraced
+from stepscope.stats.steps.fetch import LOADER_NEXT_FRAMES
 from stepscope.stats.steps.limits import LIMIT_LABELS, LIMIT_NAMES, LimitType
 from stepscope.stats.summary import StepSummary
 from stepscope.vocab.dispatch import FIXES
@@ -63,6 +65,13 @@ def _iterators(summary: StepSummary) -> str:
     )
 
 
+def _in_loader_next(python: PythonTime, k: int) -> bool:
+    """Whether function ``k`` is a loader's own ``__next__`` or runs under it (its most
+    common call path): the loader's fetch, which the framework's profiler traces."""
+    frames = [function_key(f) for f in python.stack[k].split(";") if f]
+    return python.function[k] in LOADER_NEXT_FRAMES or any(f in LOADER_NEXT_FRAMES for f in frames)
+
+
 def _input(summary: StepSummary, pct: float) -> str:
     staged = summary.staged_percent()
     waiting = summary.percent("input")
@@ -102,7 +111,11 @@ def _input(summary: StepSummary, pct: float) -> str:
     if staged > 0 and not iterators:
         python = summary.untraced.python
         _, step_ns = summary.untraced.per(summary.n_steps, summary.total_ns())
-        named = [python.describe(k, step_ns) for k in python.leading(2)]
+        # the loaders' own fetch, traced (the wait above), is not named again (decision 428)
+        others = [
+            k for k in python.leading(len(python)) if waiting <= 0 or not _in_loader_next(python, k)
+        ]
+        named = [python.describe(k, step_ns) for k in others[:2]]
         if named:
             text += "; Python sampled in the steps: " + ", ".join(named)
     return text

@@ -52,6 +52,14 @@ from stepscope.stats.host.python_samples import (
 from stepscope.stats.intervals import merge, subtract_sets, union_of
 from stepscope.stats.steps.staging import model_ops
 from stepscope.vocab.profiler import FETCHES_LINE
+from stepscope.vocab.pytorch import is_dataloader_next
+from stepscope.vocab.tensorflow import GET_NEXT, is_iterator
+
+# The loaders' own ``__next__``, as the sampler's frames name them: PyTorch's DataLoader
+# iterator and tf.data's. The framework's profiler traces the fetch inside them
+# (``enumerate(DataLoader)#...__next__``, ``IteratorGetNext``): they are the loader's fetch,
+# not an iterator of the loop's own (decision 428).
+LOADER_NEXT_FRAMES = frozenset({"__next__ (dataloader.py)", "__next__ (iterator_ops.py)"})
 
 MODEL_SHARE = 0.5  # a candidate on this share of the model-work samples holds the model
 MODEL_MIN = 2  # ... and on at least this many of them
@@ -219,6 +227,26 @@ def _model_work(profile: Profile, thread_lines: list[int]) -> np.ndarray:
     return ev[model_ops(profile, ev)]
 
 
+def _traced_loader_fetch(name: str) -> bool:
+    """A framework's traced fetch of a loader's batch: the DataLoader's ``__next__`` as the
+    PyTorch profiler records it, tf.data's get-next op or iterator stage."""
+    return is_dataloader_next(name) or is_iterator(name) or GET_NEXT.lower() in name.lower()
+
+
+def _not_a_traced_loader(profile: Profile, traced: np.ndarray, named: list[str]) -> list[str]:
+    """``named`` without the loaders' own ``__next__`` (`LOADER_NEXT_FRAMES`) when the
+    loop's thread has the framework's trace of its fetch: the samples in it are that traced
+    fetch, input already, and those near it (the sampler's clock is a sample late at times)
+    would count it twice as a Python iterator of the loop's (decision 428). Without such a
+    trace (a capture without the framework's profiler) the sampled fetch is the only one."""
+    if not any(n in LOADER_NEXT_FRAMES for n in named) or not len(traced):
+        return named
+    ids = distinct_inverse(profile.name[traced].astype(np.int64))[0]
+    if not any(_traced_loader_fetch(profile.strings[int(i)]) for i in ids.tolist()):
+        return named
+    return [n if n not in LOADER_NEXT_FRAMES else "" for n in named]
+
+
 def _gap_places(
     profile: Profile,
     traced: np.ndarray,
@@ -327,6 +355,7 @@ def iterator_fetches(
         timed = timed_fetches(profile, [int(t) for t in thread_of[lines]], loop)
         exact = (at == first) | one_step
         named = _not_the_model(profile, work, at, exact, inverse, under, named, timed)
+        named = _not_a_traced_loader(profile, traced, named)
     if not any(named):
         return replace(none, loop=loop)
     # the gaps the fetch may sit in (a fetch the limits already count, as input staged before
