@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from stepscope.serve.app import RunningServer, start_server
-from stepscope.serve.state import ServerState
+from stepscope.serve.app import RunningServer
 from stepscope.xspace.io import write_xspace
 from tests.support.compiled_loop import compiled_loop_space
+from tests.support.serve import serving
 
 BASE = "a_warm/2026_01_01_00_00_00"
 CAND = "b_slow/2026_01_01_00_00_00"
@@ -32,10 +32,8 @@ def warm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningSer
         target.mkdir(parents=True)
         space, _ = compiled_loop_space(12, **kwargs)  # type: ignore[arg-type]
         write_xspace(space, Path(target) / "vm.xplane.pb")
-    state = ServerState(root, cache_dir=tmp_path_factory.mktemp("compare_warm_cache"))
-    running = start_server(state.logdir, state=state)
-    yield running
-    running.stop()
+    with serving(root, tmp_path_factory.mktemp("compare_warm_cache")) as running:
+        yield running
 
 
 @pytest.mark.browser

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from stepscope.model import ALL_HOSTS
-from stepscope.serve.app import RunningServer, start_server
-from stepscope.serve.state import ServerState
+from stepscope.serve.app import RunningServer
 from tests.pod.builders import cpu_pod, data_parallel_job, memory_pod
 from tests.support.browser import goto, open_page
+from tests.support.serve import serving
 
 pytestmark = pytest.mark.browser
 
@@ -26,10 +26,8 @@ def pod_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServ
     )
     cpu_pod(root / "broken", 4, corrupt=(2,))
     memory_pod(root / "memory", 3, lambda host, step: (1 + host * step) << 20)
-    state = ServerState(root, cache_dir=tmp_path_factory.mktemp("pod_cache"))
-    running = start_server(state.logdir, state=state)
-    yield running
-    running.stop()
+    with serving(root, tmp_path_factory.mktemp("pod_cache")) as running:
+        yield running
 
 
 def _run(server: RunningServer, prefix: str) -> str:

@@ -11,11 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from stepscope.serve.app import RunningServer, start_server
-from stepscope.serve.state import ServerState
+from stepscope.serve.app import RunningServer
 from tests.support.browser import SHOTS
 from tests.support.fixtures import FIXTURES
-from tests.support.serve import make_logdir
+from tests.support.serve import make_logdir, serving
 from tests.support.trace_viewer import OPEN_PAGES, close_pages
 
 __all__ = ["close_pages"]  # fixtures
@@ -31,10 +30,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     shutil.copy(
         FIXTURES / "kineto" / "h100_bert_small_inference.json.gz", root / "bert" / "rank0.json.gz"
     )
-    state = ServerState(root, cache_dir=tmp_path_factory.mktemp("cache"))
-    running = start_server(state.logdir, state=state)
-    yield running
-    running.stop()
+    with serving(root, tmp_path_factory.mktemp("cache")) as running:
+        yield running
 
 
 def open_address(browser: Any, server: RunningServer, tool: str, **params: str) -> Any:

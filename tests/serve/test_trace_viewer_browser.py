@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from stepscope.serve.app import RunningServer, start_server
-from stepscope.serve.state import ServerState
+from stepscope.serve.app import RunningServer
 from tests.support.fixtures import FIXTURES, tf_xplane
+from tests.support.serve import add_tf_run, serving
 from tests.support.trace_viewer import PAGE, close_pages, open_trace, settle, view
 
 # the session's browser, and the autouse fixture closing each test's pages
@@ -39,18 +39,14 @@ BIG_EVENTS = 10_000_000
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     root = tmp_path_factory.mktemp("logs")
-    tf_run = root / "tf" / "plugins" / "profile" / "remote"
-    tf_run.mkdir(parents=True)
-    shutil.copy(tf_xplane("remote"), tf_run / "localhost_6009.xplane.pb")
+    add_tf_run(root, tf_xplane("remote"), "tf", "remote", "localhost_6009.xplane.pb")
     (root / "bert").mkdir()
     shutil.copy(
         FIXTURES / "kineto" / "h100_bert_small_inference.json.gz",
         root / "bert" / "worker0.1.pt.trace.json.gz",
     )
-    state = ServerState(root, cache_dir=tmp_path_factory.mktemp("cache"))
-    running = start_server(state.logdir, state=state)
-    yield running
-    running.stop()
+    with serving(root, tmp_path_factory.mktemp("cache")) as running:
+        yield running
 
 
 def painted_fraction(page: Any) -> float:
@@ -241,10 +237,8 @@ def big_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServ
     run = root / "plugins" / "profile" / "synthetic_10m"
     run.mkdir(parents=True)
     (run / "synthetic.xplane.pb").write_bytes(synthetic_xspace_bytes(BIG_EVENTS))
-    state = ServerState(root, cache_dir=tmp_path_factory.mktemp("cache"))
-    running = start_server(state.logdir, state=state)
-    yield running
-    running.stop()
+    with serving(root, tmp_path_factory.mktemp("cache")) as running:
+        yield running
 
 
 @pytest.mark.slow

@@ -6,16 +6,15 @@ pane, bounded flows. Screenshots go to artifacts/screenshots/.
 from __future__ import annotations
 
 import itertools
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from stepscope.serve.app import RunningServer, start_server
-from stepscope.serve.state import ServerState
+from stepscope.serve.app import RunningServer
 from tests.support.browser import SHOTS
 from tests.support.fixtures import tf_xplane
+from tests.support.serve import add_tf_run, serving
 from tests.support.trace_viewer import (
     OPEN_PAGES,
     PAGE,
@@ -34,13 +33,9 @@ pytestmark = pytest.mark.browser
 @pytest.fixture(scope="module")
 def big_ctl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     root = tmp_path_factory.mktemp("logs")
-    run = root / "big_ctl" / "plugins" / "profile" / "run"
-    run.mkdir(parents=True)
-    shutil.copy(tf_xplane("big_ctl"), run / "vm.xplane.pb")
-    state = ServerState(root, cache_dir=tmp_path_factory.mktemp("cache"))
-    running = start_server(state.logdir, state=state)
-    yield running
-    running.stop()
+    add_tf_run(root, tf_xplane("big_ctl"), "big_ctl", "run", "vm.xplane.pb")
+    with serving(root, tmp_path_factory.mktemp("cache")) as running:
+        yield running
 
 
 def hash_tool(page: Any) -> str:

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from stepscope.serve.app import RunningServer, start_server
-from stepscope.serve.state import ServerState
+from stepscope.serve.app import RunningServer
 from stepscope.tools.trace_viewer import wire as trace_wire
 from tests.support.fixtures import FIXTURES, tf_xplane
+from tests.support.serve import add_tf_run, serving
 from tests.support.trace_viewer import close_pages, open_trace
 
 __all__ = ["close_pages"]
@@ -32,18 +32,14 @@ pytestmark = pytest.mark.browser
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     root = tmp_path_factory.mktemp("logs")
-    tf_run = root / "tf" / "plugins" / "profile" / "remote"
-    tf_run.mkdir(parents=True)
-    shutil.copy(tf_xplane("remote"), tf_run / "localhost_6009.xplane.pb")
+    add_tf_run(root, tf_xplane("remote"), "tf", "remote", "localhost_6009.xplane.pb")
     (root / "bert").mkdir()
     shutil.copy(
         FIXTURES / "kineto" / "h100_bert_small_inference.json.gz",
         root / "bert" / "worker0.1.pt.trace.json.gz",
     )
-    state = ServerState(root, cache_dir=tmp_path_factory.mktemp("cache"))
-    running = start_server(state.logdir, state=state)
-    yield running
-    running.stop()
+    with serving(root, tmp_path_factory.mktemp("cache")) as running:
+        yield running
 
 
 # Decodes two buffers with the page's own module and lists the arrays that differ (type,

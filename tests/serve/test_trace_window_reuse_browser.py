@@ -5,7 +5,6 @@ the window the view draws is never given back, even once the cache let it go."""
 from __future__ import annotations
 
 import base64
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,10 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from stepscope.serve.app import RunningServer, start_server
-from stepscope.serve.state import ServerState
+from stepscope.serve.app import RunningServer
 from stepscope.tools.trace_viewer import wire as trace_wire
 from tests.support.fixtures import tf_xplane
+from tests.support.serve import add_tf_run, serving
 from tests.support.trace_viewer import close_pages, open_trace
 
 __all__ = ["close_pages"]
@@ -33,13 +32,9 @@ RUN = "tf/remote"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     root = tmp_path_factory.mktemp("logs")
-    tf_run = root / "tf" / "plugins" / "profile" / "remote"
-    tf_run.mkdir(parents=True)
-    shutil.copy(tf_xplane("remote"), tf_run / "localhost_6009.xplane.pb")
-    state = ServerState(root, cache_dir=tmp_path_factory.mktemp("cache"))
-    running = start_server(state.logdir, state=state)
-    yield running
-    running.stop()
+    add_tf_run(root, tf_xplane("remote"), "tf", "remote", "localhost_6009.xplane.pb")
+    with serving(root, tmp_path_factory.mktemp("cache")) as running:
+        yield running
 
 
 def _window(n: int, seed: int) -> dict[str, tuple[str, np.ndarray]]:

@@ -3,11 +3,15 @@ test that runs the server in process)."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stepscope.serve.app import RunningServer, start_server
+from stepscope.serve.state import ServerState
 from stepscope.serve.wsgi import WsgiApp
 from stepscope.tools.context import ToolContext
 from stepscope.tools.registry import ToolOption, ToolSpec
@@ -101,3 +105,24 @@ def wsgi_get(
 
     body = b"".join(app(environ, start_response))
     return captured["status"], captured["headers"], body
+
+
+@contextlib.contextmanager
+def serving(logdir: Path, cache_dir: Path) -> Iterator[RunningServer]:
+    """`stepscope serve` of ``logdir`` on a thread of this process (a free port on 127.0.0.1),
+    its store in ``cache_dir``; stopped when the block ends."""
+    state = ServerState(logdir, cache_dir=cache_dir)
+    running = start_server(state.logdir, state=state)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def add_tf_run(logdir: Path, xplane: Path, project: str, run: str, host_file: str) -> Path:
+    """A copy of the TensorFlow profile ``xplane`` as run ``project/plugins/profile/run`` of
+    ``logdir`` (fixtures are never written to); its run directory."""
+    run_dir = logdir / project / "plugins" / "profile" / run
+    run_dir.mkdir(parents=True)
+    shutil.copy(xplane, run_dir / host_file)
+    return run_dir
