@@ -13,7 +13,6 @@ for the hang trigger) and two threads of its own:
 from __future__ import annotations
 
 import collections
-import importlib
 import itertools
 import logging
 import os
@@ -30,6 +29,7 @@ from stepscope.capture.recorder import config as cfg
 from stepscope.capture.recorder import snapshot as snap
 from stepscope.capture.recorder.after import RECORDING, AfterCapture
 from stepscope.capture.recorder.pending import PendingSave
+from stepscope.capture.recorder.preload import import_save_path
 from stepscope.capture.recorder.ring import Ring, StepSummary
 from stepscope.capture.recorder.slow import RATE_LIMITED, MissedSteps, SlowStep, SlowStepTrigger
 from stepscope.capture.step import hooks as step_hooks
@@ -44,26 +44,6 @@ EXIT_WAIT_S = 60.0  # how long an exiting program waits for its last save
 # The watchdog also wakes after this many steps (steps shorter than poll_s / WAKE_STEPS):
 # the ring then exceeds its bounds by at most what so many steps record.
 WAKE_STEPS = 1000
-# What the saver thread and the capture of the steps after a trigger import, imported by
-# `Recorder.start` on the thread that starts the recorder, before its threads exist. Imported
-# lazily, the saver's first save imported them (about 80 modules, protobuf's among them) while
-# the training thread imported the framework bridges for the steps after: Python 3.11's
-# per-module import locks can then raise _DeadlockError in one of the two threads (CPython
-# gh-91351, a race in their deadlock detection), and the steps after were saved without their
-# framework profilers (seen once in tests/capture/test_recorder_after.py at load 9). Costs
-# about 0.16 s once, at start.
-SAVE_PATH_MODULES = (
-    "stepscope.capture.save",
-    "stepscope.capture.bridges",
-    "stepscope.capture.fetch_sites",
-    "stepscope.capture.job",
-    "stepscope.logdir",
-    "stepscope.tmpfiles",
-    "stepscope.xspace.io",
-    "stepscope.xspace.merge_columns",
-    "stepscope.xspace.kineto.importer",
-    "stepscope.xspace.proto.profiler_service_pb2",
-)
 
 
 class Recorder:
@@ -138,11 +118,7 @@ class Recorder:
         return self.config.hostname or job.detect().host_name(self.machine)
 
     def start(self) -> None:
-        for name in SAVE_PATH_MODULES:  # before any event is recorded
-            try:
-                importlib.import_module(name)
-            except Exception:  # the saver says why at its first save, as before
-                continue
+        import_save_path()  # before any event is recorded
         current = threading.current_thread()
         self.session.sample_from_start.append(
             (threading.get_ident(), threading.get_native_id(), current.name)
