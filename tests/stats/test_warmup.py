@@ -58,6 +58,24 @@ def test_a_compiled_loop_has_its_compile_step_apart_from_the_steady_state() -> N
     assert "mostly compilation" in steady.statement
 
 
+@pytest.mark.parametrize(
+    ("host_ms", "cause"),
+    # a jax.jit first call: 300 ms of backend compile after its tracing and lowering (host
+    # work); the compile is the cause while it is a third of the growth (decision 431)
+    [(400.0, "compilation"), (590.0, "compilation"), (620.0, "host_compute")],
+)
+def test_a_compile_is_the_warm_up_cause_from_a_third_of_its_growth(
+    host_ms: float, cause: str
+) -> None:
+    summary = _summary(iterations=12, compile_ms=300.0, backward_compile_ms=0.0, extra={0: host_ms})
+    grown = summary.category_ns["host_compute"][0] - np.median(
+        summary.category_ns["host_compute"][1:]
+    )
+    assert grown > summary.category_ns["compilation"][0]  # host work grew the most
+    steady = steady_state(summary)
+    assert steady is not None and steady.warmup_cause == cause
+
+
 def test_a_loop_whose_first_step_is_no_outlier_has_no_steady_state_apart() -> None:
     assert steady_state(_summary(iterations=12, compile_ms=1.0, backward_compile_ms=0.0)) is None
 

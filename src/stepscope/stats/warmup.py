@@ -10,8 +10,11 @@ stay over all steps; stepscope adds the steady state beside them (decision 362):
 - Warm-up steps are the leading steps, each at least `WARMUP_RATIO` times the median of the
   steps after it and `WARMUP_MIN_EXCESS_NS` longer, at most a quarter of the steps, leaving
   at least `MIN_STEADY_STEPS` steps; a first step within 3x of the others is no warm-up.
-- Their cause is the category (XProf's) in which they spend the most time over the steady
-  steps' median: compilation for a compile, else what grew.
+- Their cause is compilation when the compile is at least `COMPILE_SHARE` of what they grew
+  over the steady steps' median (decision 431: a ``jax.jit`` function's first call traces
+  and lowers in Python, host compute, then compiles: the backend compile was 44-49% of
+  step 0's growth in a small JAX loop, and "mostly host compute" misled); else the category
+  (XProf's) that grew the most.
 - The steady state is the steps after them: step time, XProf's categories and what bounds
   the steps (`stepscope.stats.bound`), computed as for all steps.
 """
@@ -91,8 +94,9 @@ class SteadyState:
     warmup_step_ms: tuple[float, ...] = out("each warm-up step's time", "ms", 6)
     warmup_percent: float = out("the warm-up steps' share of the total step time", "%", 3)
     warmup_cause: str = out(
-        "the category (XProf's) where the warm-up steps spend the most time over the steady "
-        "steps' median: `compilation` for a compile; '' when none grew"
+        "what the warm-up steps grew by over the steady steps' median: `compilation` when "
+        "their compile is a third of it or more (a jit's tracing and lowering are host "
+        "compute), else the category (XProf's) that grew the most; '' when none grew"
     )
     steps: int = out("steady steps: the steps after the warm-up")
     median_ms: float = out("median steady step time", "ms", 6)
@@ -107,12 +111,21 @@ class SteadyState:
     statement: str = out("the warm-up and the steady state in one sentence")
 
 
+# The least share of the warm-up's growth its compile must hold to be named the cause: the
+# compiler's own part of a jit's first call (its tracing and lowering are host compute).
+COMPILE_SHARE = 1 / 3
+
+
 def _cause(summary: StepSummary, count: int) -> str:
-    """The category the warm-up steps spend the most time in over the steady median."""
+    """Compilation when the warm-up steps' compile is `COMPILE_SHARE` of what they grew over
+    the steady median, else the category that grew the most."""
     grown = {
         name: int(np.maximum(ns[:count] - np.median(ns[count:]), 0).sum())
         for name, ns in summary.category_ns.items()
     }
+    total = sum(grown.values())
+    if total > 0 and grown.get("compilation", 0) >= COMPILE_SHARE * total:
+        return "compilation"
     cause = max(grown, key=lambda name: grown[name])
     return cause if grown[cause] > 0 else ""
 
