@@ -153,9 +153,11 @@ def test_a_rank_sleeping_in_its_step_is_explained_by_its_sleep_not_the_shared_wa
     pod = _tool(_run_of(tmp_path), "pod_viewer", capsys)
     [late] = pod["stragglers"]
     assert (late["host"], late["reason"]) == (f"{MACHINE}.rank1", "other")
-    # the sleep's line of the step function the loop calls (on every sample of the steps)
+    # the step function the loop calls, where it slept: its line when that function is on
+    # every sample of the steps (the loop's own line), else the function itself (when a
+    # sample of the steps fell outside it, in the loop between two of its calls)
     said = late["explanation"].split(f"Python sampled on {MACHINE}.rank1 in that time: ")[1]
-    assert said.startswith("one_step (ddp_job.py:"), late["explanation"]
+    assert said.startswith(("one_step (ddp_job.py:", "one_step (ddp_job.py) ")), said
     assert "_engine_run_backward" not in late["explanation"]
 
 
