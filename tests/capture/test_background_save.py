@@ -13,6 +13,7 @@ from stepscope.capture import save as save_module
 from stepscope.capture import session
 from stepscope.errors import StepscopeError
 from tests.support.capture import load_run, named
+from tests.support.scripts import run_script
 
 
 def _blocked_save(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, list[str]]:
@@ -72,3 +73,51 @@ def test_a_failed_background_save_is_raised_by_wait(tmp_path: Path) -> None:
     saved = info.value.save_to(tmp_path / "elsewhere.xplane.pb")  # type: ignore[attr-defined]
     assert saved.exists()
     assert stepscope.wait() is not None  # the error is raised once
+
+
+# A fresh interpreter: which modules a save thread imports first, after the capture started
+OFF_MAIN_IMPORTS_SCRIPT = """
+import glob, json, sys, threading, time
+
+import stepscope
+from stepscope.capture.session import is_running
+
+late = []
+
+
+def hook(event, args):
+    if event == "import" and threading.current_thread() is not threading.main_thread():
+        if args[0] not in sys.modules:
+            late.append(args[0])
+
+
+def loop():
+    for _ in stepscope.steps(range(4)):
+        sum(range(10000))
+
+
+stepscope.start(sys.argv[1], hostname="bg")
+sys.addaudithook(hook)
+loop()
+stepscope.stop(wait=False)
+saved = [str(stepscope.wait())]
+stepscope.start(sys.argv[1], stepscope.ProfilerOptions(duration_ms=50), hostname="timed")
+loop()
+while is_running() or not glob.glob(sys.argv[1] + "/plugins/profile/*/timed.xplane.pb"):
+    time.sleep(0.01)  # the timer's thread saves
+saved.append(str(stepscope.stop()))
+print(json.dumps({"late": sorted(set(late)), "saved": saved}))
+"""
+
+
+@pytest.mark.integration
+def test_saves_off_the_calling_thread_import_nothing_the_training_thread_may_import(
+    tmp_path: Path,
+) -> None:
+    """`stop(wait=False)` and the end of ``duration_ms`` save on threads of their own while
+    the training thread goes on: the modules they import were imported on that thread while
+    it went on importing its own (Python 3.11's import locks can raise _DeadlockError,
+    decision 432). `stepscope.start` imports them first."""
+    out = run_script(OFF_MAIN_IMPORTS_SCRIPT, str(tmp_path))
+    assert all(s != "None" for s in out["saved"]), out
+    assert out["late"] == [], out["late"]

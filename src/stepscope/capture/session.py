@@ -28,6 +28,7 @@ from stepscope.capture import annotations as _annotations
 from stepscope.capture import exit_save, interrupts, loader_workers
 from stepscope.capture.host_tracer import EventBudget, HostTracer
 from stepscope.capture.options import ProfilerOptions, resolve_options
+from stepscope.capture.save_preload import import_save_path
 from stepscope.errors import StepscopeError
 
 TYPE_CHECKING = False  # not typing's: see stepscope.capture.options
@@ -367,6 +368,10 @@ def start(
     previous = _last
     if previous is not None and previous.saver is not None:
         previous.saver.join()  # one capture at a time, its save included (errors: see wait)
+    # stop(wait=False) and the end of duration_ms save on threads of their own, while the
+    # training thread goes on importing: their modules are imported here, before any event
+    # is recorded (decision 432)
+    import_save_path()
     with _lock:
         if _session is not None and _session.state != FINISHED:
             raise ProfilerAlreadyRunningError(

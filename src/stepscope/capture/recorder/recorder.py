@@ -29,9 +29,9 @@ from stepscope.capture.recorder import config as cfg
 from stepscope.capture.recorder import snapshot as snap
 from stepscope.capture.recorder.after import RECORDING, AfterCapture
 from stepscope.capture.recorder.pending import PendingSave
-from stepscope.capture.recorder.preload import import_save_path
 from stepscope.capture.recorder.ring import Ring, StepSummary
 from stepscope.capture.recorder.slow import RATE_LIMITED, MissedSteps, SlowStep, SlowStepTrigger
+from stepscope.capture.save_preload import import_save_path
 from stepscope.capture.step import hooks as step_hooks
 from stepscope.capture.step import set_hooks as set_step_hooks
 
