@@ -112,6 +112,17 @@ def test_window_binary_response(state: ServerState) -> None:
     assert trace_wire.decode(gzip.decompress(body))[0]["events"] == n
 
 
+def test_endpoint_answers_are_never_stored_by_the_browser(state: ServerState) -> None:
+    """A window (megabytes, per pan) and the other endpoints' answers have no validator: a
+    browser that stored them (``no-cache``) wrote each to its HTTP cache for nothing, a
+    quarter of a near-full window's time in Chromium (decision 445)."""
+    window = get(state, "/api/tool/trace_viewer/window", run=RUN, t0=0, t1=2e9, res=1500)
+    steps = get(state, "/api/tool/trace_viewer/steps", run=RUN)
+    for response in (window, steps):
+        assert response.status == 200
+        assert response.headers["Cache-Control"] == "no-store"
+
+
 @pytest.mark.parametrize(
     ("address", "compress_local", "gzipped"),
     [
