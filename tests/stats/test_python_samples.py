@@ -120,6 +120,26 @@ def test_too_few_samples_give_no_percentage() -> None:
     assert "metrics (metrics.py) 1" not in host.evidence  # no percentage of it anywhere
 
 
+def test_functions_all_on_too_few_samples_are_said_once() -> None:
+    """Three names each followed by "too few samples" read as three findings: when none of
+    the functions named has enough samples, one phrase says so and how to get more."""
+    builder = XSpaceBuilder("py")
+    main, samples = _threads(builder)
+    for k in range(3):
+        t = k * 10 * MS
+        main.event("train", t, 10 * MS, {"step_num": k, "_r": 1})
+        main.event("forward", t, 9 * MS)
+        stack = "<module> (loop.py:21);metrics (metrics.py:9)"
+        samples.event("metrics (metrics.py:9)", t + 9 * MS, MS, {"stack": stack, "samples": 1})
+    python = build_step_db(build(builder)).untraced.python
+    ks = python.leading(3)
+    assert ks and all(python.too_few(k) for k in ks)
+    said = python.describe_all(ks, 30 * MS)
+    assert said.startswith("too few samples to name a function (")
+    assert "metrics (metrics.py) n=3" in said and "python_sampler_hz" in said
+    assert said.count("too few") == 1
+
+
 def test_op_stats_lists_python_functions_for_untraced_time() -> None:
     host = build_op_metrics(_python_overhead_loop()).host
     rows = {(n, t): k for k, (n, t) in enumerate(zip(host.names, host.types, strict=True))}

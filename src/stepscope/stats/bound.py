@@ -115,9 +115,8 @@ def _input(summary: StepSummary, pct: float) -> str:
         others = [
             k for k in python.leading(len(python)) if waiting <= 0 or not _in_loader_next(python, k)
         ]
-        named = [python.describe(k, step_ns) for k in others[:2]]
-        if named:
-            text += "; Python sampled in the steps: " + ", ".join(named)
+        if others:
+            text += "; Python sampled in the steps: " + python.describe_all(others[:2], step_ns)
     return text
 
 
@@ -156,7 +155,7 @@ def _dispatch(summary: StepSummary) -> str:
 def _host(summary: StepSummary) -> str:
     python = summary.untraced.python
     _, step_ns = summary.untraced.per(summary.n_steps, summary.total_ns())
-    named = [python.describe(k, step_ns) for k in python.leading(3)]
+    named = python.describe_all(python.leading(3), step_ns)
     where = (
         "host work no traced op covers (Python, untraced I/O or synchronization)"
         if not summary.has_device
@@ -165,7 +164,7 @@ def _host(summary: StepSummary) -> str:
     place = where_untraced(summary.untraced, summary.n_steps, summary.total_ns(), with_python=False)
     where += f", {place}" if place else ""
     if named:
-        return where + "; Python sampled in the steps: " + ", ".join(named)
+        return where + "; Python sampled in the steps: " + named
     return where + "; turn on the stack sampler (python_sampler_hz) to name the functions"
 
 

@@ -90,6 +90,17 @@ class PythonTime:
         """Whether function ``k`` has too few samples for its share to mean anything."""
         return not bool(self.traced[k]) and int(self.samples[k]) < MIN_SAMPLES
 
+    def describe_all(self, ks: list[int], step_ns: int) -> str:
+        """The functions ``ks`` described (`describe`), comma-joined; when none of them has
+        `MIN_SAMPLES`, one phrase saying so rather than "too few samples" after each name."""
+        if ks and all(self.too_few(k) for k in ks):
+            seen = ", ".join(f"{self.function[k]} n={int(self.samples[k])}" for k in ks)
+            return (
+                f"too few samples to name a function ({seen}; a longer capture or a higher "
+                "python_sampler_hz takes more)"
+            )
+        return ", ".join(self.describe(k, step_ns) for k in ks)
+
     def describe(self, k: int, step_ns: int) -> str:
         """``featurize (prep.py) 64.0% of the step time (38 samples, 95% CI 52-75%)``, or
         ``... too few samples (n=3)`` below `MIN_SAMPLES`, or the traced time."""

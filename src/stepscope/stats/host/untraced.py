@@ -152,6 +152,6 @@ def where_untraced(untraced: Untraced, n_steps: int, step_ns: int, with_python: 
         )
     python = untraced.python
     if with_python and len(python) and step_ns:
-        named = ", ".join(python.describe(k, step_ns) for k in python.leading(3))
+        named = python.describe_all(python.leading(3), step_ns)
         parts.append(f"Python sampled in the steps: {named}")
     return "; ".join(parts)
