@@ -29,8 +29,9 @@ at 8000 px: the page's own first window was at its width; decision 372), those
 asked before the steps' child started (the store's writes on the server's threads), and
 those asked while the child ran (``/proc/PID/task/*/children``); and how long after the first
 window the steps answered. ``--dump FILE`` writes every window (tree, round, phase, seconds
-from the spawn, wall ms, server CPU ms, page faults, child running, the page's decode ms) as
-JSON, for paired comparisons round by round.
+from the spawn, wall ms, server CPU ms, page faults, child running, the page's decode ms,
+then with ``--browser`` its parts: to the first byte, the download, from its end to the page,
+ms; -1 without) as JSON, for paired comparisons round by round.
 
 ``--form`` (default ``compact``): the window form the urllib client asks for (decision 327;
 a tree without it ignores the parameter and answers the plain form).
@@ -354,6 +355,8 @@ def stepscope_round(
                     result.faults[id(timed)],
                     int(id(timed) in result.in_child),
                     round(result.decode[-1] * 1000, 2) if browser is not None else -1,
+                    # the page's parts: to the first byte, the download, from its end to the page
+                    *([round(p * 1000, 2) for p in browser.parts[-1]] if browser else [-1] * 3),
                 ]
             )
             return timed
@@ -489,7 +492,8 @@ def main() -> None:
         "--dump",
         default="",
         help="write each window (tree, round, phase, s from spawn, wall ms, server CPU ms, "
-        "faults, child running, decode ms) to this JSON file",
+        "faults, child running, decode ms, then the page's to the first byte, download and "
+        "from its end to the page, ms) to this JSON file",
     )
     args = parser.parse_args()
     chromium, playwright = None, None
