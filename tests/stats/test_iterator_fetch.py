@@ -179,6 +179,37 @@ def test_too_few_samples_move_nothing() -> None:
     assert "iterator" not in bound_by(summarize_steps({"h": db})).headline
 
 
+def test_fetches_the_capture_timed_place_a_fetch_too_few_samples_saw() -> None:
+    """Decision 433: 4 samples saw the fetch (the sampler hardly gets the GIL while a
+    generator runs pure Python); the probe timed its first 4 fetches, the whole 6 ms gap of
+    their steps: that place counts as fetching in every step."""
+    builder = fetch_loop_builder(Piece(FETCH, 6, 1, "2"), fetch_steps=5)
+    spans = [(k * 10 * MS + 4 * MS, 6 * MS) for k in range(4)]
+    timed_fetches(builder, "batches (data.py)", "main (train.py)", spans)
+    profile = build(builder)
+    db = build_step_db(profile)
+    fetched = db.fetched
+    assert fetched.counted and fetched.function == ("batches (data.py)",)
+    assert fetched.timed.tolist() == [4] and fetched.samples.tolist() == [4]
+    assert fetched.ns.tolist() == [6 * MS] * (STEPS - 2)
+    limits, headline = _limits(profile)
+    assert limits["input"] == 60.0 and "host" not in limits
+    assert "batches (data.py) (its first 4 fetches timed): the capture timed" in headline
+
+
+def test_timed_fetches_count_their_share_of_the_gap_with_no_sample_in_them() -> None:
+    """No sample saw the fetch at all: the timed fetches cover half of the loop's 6 ms
+    untraced gap in the steps they were timed in, so half of that place is input."""
+    builder = fetch_loop_builder(Piece(METRICS, 6, 6))
+    spans = [(k * 10 * MS + 7 * MS, 3 * MS) for k in range(1, 4)]
+    timed_fetches(builder, "batches (data.py)", "main (train.py)", spans)
+    db = build_step_db(build(builder))
+    assert db.fetched.function == ("batches (data.py)",) and db.fetched.samples.tolist() == [0]
+    assert db.fetched.ns.tolist() == [3 * MS] * (STEPS - 2)
+    # without them, nothing is input
+    assert build_step_db(build(fetch_loop_builder(Piece(METRICS, 6, 6)))).fetched.ns.sum() == 0
+
+
 def test_input_pipeline_analyzer_names_the_iterator(tmp_path: Path) -> None:
     run_dir = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
     write_xspace(fetch_loop_builder(Piece(FETCH, 6, 6, "2")).build(), run_dir / "py.xplane.pb")

@@ -36,7 +36,11 @@ if TYPE_CHECKING:
     from stepscope.capture.fetch_sites import FetchSites
 
 MAX_FETCHES = 4  # intervals timed, then the probe removes itself (the rule needs 2)
-MAX_EVENTS = 100_000  # profile events seen at most (each a Python call: about 0.3 us)
+# Profile events seen at most (each a Python call: 0.1-0.3 us more), so 50-150 ms of the
+# program's time at worst. 100,000 ended the probe inside an un-jitted JAX loop's first step
+# (its compile: 187,000 events) after one fetch, and one timed fetch is no verdict (decision
+# 433); a loop that fetches each step leaves after `MAX_FETCHES` anyway.
+MAX_EVENTS = 500_000
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

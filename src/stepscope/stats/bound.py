@@ -60,8 +60,7 @@ def _iterators(summary: StepSummary) -> str:
     if not fetched.counted:
         return ""
     return ", ".join(
-        f"{fetched.function[k]} ({int(fetched.samples[k])} samples)"
-        for k in range(min(len(fetched), 2))
+        f"{fetched.function[k]} ({fetched.evidence(k)})" for k in range(min(len(fetched), 2))
     )
 
 
@@ -81,9 +80,14 @@ def _input(summary: StepSummary, pct: float) -> str:
     if waiting > 0:
         parts.append(f"{waiting:.1f}% waiting for the next batch")
     if fetching > 0:
+        seen = (
+            "the capture timed its first fetches there"
+            if summary.fetched.timed.any()
+            else "the stack sampler saw the loop there"
+        )
         parts.append(
             f"{fetching:.1f}% getting the next batch from the loop's Python iterator "
-            f"{iterators}: the stack sampler saw the loop there, the trace times it"
+            f"{iterators}: {seen}, the trace times it"
         )
     if staged > 0:
         parts.append(

@@ -82,6 +82,10 @@ class PythonIteratorRow:
         6,
     )
     percent: float = out("the same time's share of the step time", "%", 3)
+    timed_fetches: int = out(
+        "the loop's first fetches the capture timed (its fetch probe), when they placed the "
+        "fetch because too few samples saw it; 0 when the samples placed it"
+    )
 
 
 @record
@@ -248,6 +252,7 @@ def _python_iterators(summary: StepSummary) -> tuple[PythonIteratorRow, ...]:
             int(fetched.samples[k]),
             float(fetched.fetch_ns[k]) / summary.n_steps / 1e6,
             100.0 * float(fetched.fetch_ns[k]) / total if total else 0.0,
+            int(fetched.timed[k]) if len(fetched.timed) > k else 0,
         )
         for k in range(len(fetched))
     )

@@ -49,7 +49,7 @@ from stepscope.stats.host.python_samples import (
     sample_points,
     sampled_thread_line,
 )
-from stepscope.stats.intervals import merge, subtract_sets, union_of
+from stepscope.stats.intervals import merge, overlap_with, subtract_sets, union_of
 from stepscope.stats.steps.staging import model_ops
 from stepscope.vocab.profiler import FETCHES_LINE
 from stepscope.vocab.pytorch import is_dataloader_next
@@ -78,26 +78,37 @@ class Fetched:
     loop: str = ""  # the loop's frame, "func (file)"
     # per kept step: the time counted as input in the limits (zeros below MIN_SAMPLES)
     ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # per function: the loop's first fetches `capture.fetch_probe` timed, when they (not the
+    # samples, which missed the fetch) placed it (decision 433); zeros otherwise
+    timed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def __len__(self) -> int:
         return len(self.function)
 
     @property
     def counted(self) -> bool:
-        """Whether enough samples saw the fetch for its time to count as input."""
-        return int(self.samples.sum()) >= MIN_SAMPLES
+        """Whether enough samples saw the fetch, or enough fetches were timed, for its time to
+        count as input."""
+        return int(self.samples.sum()) >= MIN_SAMPLES or int(self.timed.sum()) >= MODEL_MIN
+
+    def evidence(self, k: int) -> str:
+        """``12 samples``, or ``its first 4 fetches timed`` when the probe placed the fetch."""
+        if len(self.timed) > k and self.timed[k]:
+            return f"its first {int(self.timed[k])} fetches timed"
+        return f"{int(self.samples[k])} samples"
 
     def describe(self, k: int, step_ns: int) -> str:
-        """``batches (train.py) 41.2% of the step time (12 samples)``; the samples alone when
+        """``batches (train.py) 41.2% of the step time (12 samples)``; the evidence alone when
         none of its time was untraced (counted as staged input); too few samples below
         `MIN_SAMPLES`."""
         n = int(self.samples[k])
-        if n < MIN_SAMPLES:
+        timed = len(self.timed) > k and bool(self.timed[k])
+        if n < MIN_SAMPLES and not timed:
             return f"{self.function[k]}: too few samples (n={n})"
         if not self.fetch_ns[k] or not step_ns:
-            return f"{self.function[k]} ({n} samples)"
+            return f"{self.function[k]} ({self.evidence(k)})"
         pct = 100.0 * float(self.fetch_ns[k]) / step_ns
-        return f"{self.function[k]} {pct:.1f}% of the step time ({n} samples)"
+        return f"{self.function[k]} {pct:.1f}% of the step time ({self.evidence(k)})"
 
 
 def _frames(text: str) -> list[str]:
@@ -299,6 +310,73 @@ def _loop_thread(
     return sampled, np.flatnonzero(counted & (profile.line == thread))
 
 
+def _timed_fetch_time(
+    profile: Profile,
+    traced: np.ndarray,
+    loop_lines: list[int],
+    loop: str,
+    gaps: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    n_steps: int,
+    sampled: Fetched | None = None,
+) -> Fetched | None:
+    """The fetch placed by the loop's first fetches `capture.fetch_probe` timed, when fewer
+    than `MIN_SAMPLES` samples saw it (decision 433). The sampler, a Python thread, hardly
+    gets the GIL while the loop runs pure Python (a generator decoding a batch): at load 6,
+    none of 66 samples fell in a generator the script measured at 22% of its step. A callee
+    with `MODEL_MIN` timed fetches that hold no model op is the loop's iterator; in the
+    steps it was timed in, the share of each place's untraced gaps ("after A, before B")
+    its fetches cover is that place's fetching share, counted in every step as the
+    samples' share is. ``sampled``: the samples' own finding, for its counts and stacks.
+    None when no fetch qualifies."""
+    timed = {
+        name: merge(lo, hi)
+        for name, (lo, hi) in timed_fetches(profile, loop_lines, loop).items()
+        if len(lo) >= MODEL_MIN and name not in LOADER_NEXT_FRAMES
+    }
+    if not timed:
+        return None
+    work = np.union1d(traced[model_ops(profile, traced)], _model_work(profile, loop_lines))
+    start, end = profile.start_ns[work], profile.end_at(work)
+    for name in list(timed):
+        lo, hi = timed[name]
+        holding = _holding(lo, hi, start, end)
+        if holding >= MODEL_MIN and holding >= MODEL_SHARE * len(lo):
+            del timed[name]  # a generator that is the training loop
+    g_lo, g_hi, g_step, place = gaps
+    if not timed or not len(g_lo):
+        return None
+    n_places = int(place.max()) + 1
+    length = g_hi - g_lo
+    rows, counts, fetch_ns = [], [], []
+    total = np.zeros(len(g_lo))
+    for name in sorted(timed):
+        lo, hi = timed[name]
+        over = overlap_with(g_lo, g_hi, lo, hi)
+        probed = np.isin(g_step, np.unique(g_step[over > 0]))  # the steps it was timed in
+        seen = np.bincount(place[probed], weights=length[probed], minlength=n_places)
+        got = np.bincount(place, weights=over, minlength=n_places)
+        share = np.divide(got, seen, out=np.zeros(n_places), where=seen > 0)
+        mine = length * np.minimum(share, 1.0)[place]
+        total += mine
+        rows.append(name)
+        counts.append(len(lo))
+        fetch_ns.append(round(float(mine.sum())))
+    gap_ns = np.minimum(total, length)
+    per_step = np.bincount(g_step, weights=gap_ns, minlength=n_steps).round().astype(np.int64)
+    order = sorted(range(len(rows)), key=lambda i: (-fetch_ns[i], rows[i]))
+    seen_by = sampled if sampled is not None else Fetched()
+    at = {n: k for k, n in enumerate(seen_by.function)}
+    return Fetched(
+        tuple(rows[i] for i in order),
+        tuple(seen_by.stack[at[rows[i]]] if rows[i] in at else "" for i in order),
+        np.array([seen_by.samples[at[rows[i]]] if rows[i] in at else 0 for i in order], np.int64),
+        np.array([fetch_ns[i] for i in order], np.int64),
+        loop,
+        per_step,
+        np.array([counts[i] for i in order], np.int64),
+    )
+
+
 def iterator_fetches(
     profile: Profile,
     step_lines: tuple[int, ...],
@@ -343,26 +421,24 @@ def iterator_fetches(
     depth = _loop_depth(frames, fetching)
     loop = frames[0][depth - 1] if depth else ""
     named = _fetch_names(frames, fetching, depth)
+    thread_of = sampled_thread_line(profile)
+    loop_lines = [int(t) for t in thread_of[lines]]
     if any(named):
         under = [f[depth] if len(f) > depth else "" for f in frames]
-        thread_of = sampled_thread_line(profile)
-        work = np.union1d(
-            traced[model_ops(profile, traced)],
-            _model_work(profile, [int(t) for t in thread_of[lines]]),
-        )
+        work = np.union1d(traced[model_ops(profile, traced)], _model_work(profile, loop_lines))
         end = profile.end_at(sample_ev) - 1
         one_step = _step_of(span_lo, span_hi, end) == _step_of(span_lo, span_hi, first)
-        timed = timed_fetches(profile, [int(t) for t in thread_of[lines]], loop)
+        timed = timed_fetches(profile, loop_lines, loop)
         exact = (at == first) | one_step
         named = _not_the_model(profile, work, at, exact, inverse, under, named, timed)
         named = _not_a_traced_loader(profile, traced, named)
-    if not any(named):
-        return replace(none, loop=loop)
     # the gaps the fetch may sit in (a fetch the limits already count, as input staged before
     # the step's first model op, lies in no gap)
-    g_lo, g_hi, g_step, place = _gap_places(
-        profile, traced, span_lo, span_hi, covered_lo, covered_hi
-    )
+    gaps = _gap_places(profile, traced, span_lo, span_hi, covered_lo, covered_hi)
+    if not any(named):
+        timed_only = _timed_fetch_time(profile, traced, loop_lines, loop, gaps, len(span_lo))
+        return timed_only or replace(none, loop=loop)
+    g_lo, g_hi, g_step, place = gaps
     gap = _step_of(g_lo, g_hi, at)
     seen = gap >= 0
     name_of = np.array(named, dtype=object)[inverse]
@@ -398,4 +474,8 @@ def iterator_fetches(
         loop,
         per_step,
     )
-    return found if found.counted else replace(found, ns=np.zeros(len(span_lo), np.int64))
+    if found.counted:
+        return found
+    # too few samples saw it: the timed fetches, when they place it
+    timed_only = _timed_fetch_time(profile, traced, loop_lines, loop, gaps, len(span_lo), found)
+    return timed_only or replace(found, ns=np.zeros(len(span_lo), np.int64))
