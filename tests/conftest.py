@@ -12,12 +12,12 @@ from hypothesis import settings
 from stepscope.store import background, location
 from stepscope.store.budget import ENV_VAR as CAP_VAR
 
-# Headless Chromium for the page tests, one per module (tests/support/browser.py says why); the
-# fixture is defined here only, so every module gets it from one place.
-from tests.support.browser import browser  # noqa: F401
-
 # REPO and tf_xplane are re-exported for older imports: new code imports tests.support.fixtures.
 from tests.support.fixtures import FIXTURES, REPO, tf_xplane  # noqa: F401
+
+# Headless Chromium for the page tests, one for the session, and the hooks that keep its
+# asyncio loop out of the other tests (tests/support/browser.py says why): registered here only.
+pytest_plugins = ("tests.support.browser",)
 
 # Property tests (Hypothesis): examples from a fixed seed, so every run and machine tries the
 # same ones; no deadline (no test depends on how fast the machine is); no example database

@@ -1,9 +1,12 @@
 """Headless Chromium for the web UI tests: the browser fixture, opening pages, reading what
-they render (tests/serve and tests/remote page tests)."""
+they render (tests/serve and tests/remote page tests). A pytest plugin of the root conftest:
+the fixture and the hooks that keep Playwright's asyncio loop out of the other tests."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,19 +46,88 @@ class Recorder:
         assert not self.errors, f"console errors: {self.errors[:5]}"
 
 
-# One Chromium per test module, not per session: Playwright's sync API keeps its asyncio loop
-# marked running on the main thread until it stops, so with one browser for the session every
-# later test saw a running loop (`asyncio.run` then fails: the all-tiers run put the serve
-# shutdown and slow-body tests after browser tests). A launch costs about a second.
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+# One Chromium for the session, launched by the first test that asks for it (each module still
+# gets a clean one: `browser` closes the contexts a module left open). Playwright's sync
+# API marks its asyncio loop as running on the main thread between its calls (so that no other
+# loop starts while its own is suspended), and a later `asyncio.run` in another test fails on
+# that mark (the serve shutdown and slow-body tests). The mark is therefore set only around the
+# test phases that may call Playwright (`pytest_runtest_setup` / `_call` / `_teardown` below)
+# and cleared outside them; launching one browser per module instead cost 1.5-2.4 s a module
+# (driver, launch, close) over 25 modules.
+_LIVE: dict[str, asyncio.AbstractEventLoop] = {}  # "loop": Playwright's, while it runs
+
+
+@pytest.fixture(scope="session")
+def _chromium() -> Iterator[Any]:
     if not CHROMIUM.exists():
         pytest.skip("browser tests need /usr/bin/chromium (apt-get install chromium)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
     with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield chromium
-        chromium.close()
+        loop = asyncio.get_running_loop()  # Playwright's, marked running by its start
+        _LIVE["loop"] = loop
+        try:
+            chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+            yield chromium
+            chromium.close()
+        finally:
+            del _LIVE["loop"]
+
+
+@pytest.fixture(scope="module")
+def browser(_chromium: Any) -> Iterator[Any]:
+    """The session's Chromium; what a module left open in it (contexts, their pages) is closed
+    when the module ends, as the browser of its own was."""
+    yield _chromium
+    for context in _chromium.contexts:
+        context.close()
+
+
+def _may_call_playwright(item: pytest.Item, nextitem: pytest.Item | None, teardown: bool) -> bool:
+    """Whether this phase of ``item`` may call Playwright: the item uses the browser, or its
+    teardown also ends module- or session-scoped fixtures that may (the module's last item)."""
+    if "browser" in getattr(item, "fixturenames", ()):
+        return True
+    module = getattr(item, "module", None)
+    return teardown and (nextitem is None or getattr(nextitem, "module", None) is not module)
+
+
+@contextmanager
+def _playwright_loop_marked(on: bool) -> Iterator[None]:
+    """Playwright's loop marked running (``on``, while it runs) for the block; unmarked after
+    it, also when the block started or stopped Playwright."""
+    before = _LIVE.get("loop")
+    if on and before is not None:
+        asyncio._set_running_loop(before)
+    try:
+        yield
+    finally:
+        if asyncio._get_running_loop() in {before, _LIVE.get("loop")} - {None}:
+            asyncio._set_running_loop(None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    with _playwright_loop_marked(_may_call_playwright(item, item, teardown=False)):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    with _playwright_loop_marked(_may_call_playwright(item, item, teardown=False)):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    with _playwright_loop_marked(_may_call_playwright(item, nextitem, teardown=True)):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_sessionfinish() -> Iterator[None]:
+    """A run stopped early (-x, Ctrl-C) ends the browser here, outside any test's teardown."""
+    with _playwright_loop_marked(True):
+        return (yield)
 
 
 def open_page(browser: Any, base: str, block: bool = True) -> tuple[Any, Any, Recorder]:
