@@ -15,9 +15,11 @@ from stepscope.store.budget import ENV_VAR as CAP_VAR
 # REPO and tf_xplane are re-exported for older imports: new code imports tests.support.fixtures.
 from tests.support.fixtures import FIXTURES, REPO, tf_xplane  # noqa: F401
 
-# Headless Chromium for the page tests, one for the session, and the hooks that keep its
-# asyncio loop out of the other tests (tests/support/browser.py says why): registered here only.
-pytest_plugins = ("tests.support.browser",)
+# Fixtures shared by the modules of several directories, each registered here only: headless
+# Chromium for the page tests, one for the session, and the hooks that keep its asyncio loop
+# out of the other tests (tests/support/browser.py says why); the session's DDP jobs
+# (tests/support/ddp_runs.py).
+pytest_plugins = ("tests.support.browser", "tests.support.ddp_runs")
 
 # Property tests (Hypothesis): examples from a fixed seed, so every run and machine tries the
 # same ones; no deadline (no test depends on how fast the machine is); no example database

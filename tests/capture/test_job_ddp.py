@@ -1,28 +1,18 @@
 """Real DDP jobs (gloo, CPU): every rank's default `stepscope.start`/`stop` lands in one run
-with one host file per rank, with `mp.spawn` and with torchrun (issue #26)."""
+with one host file per rank, with `mp.spawn` and with torchrun (issue #26). The jobs are the
+session's (tests/support/ddp_runs.py): tests/pod/test_job_ddp.py reads what the pod tools say
+about the same runs."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from stepscope.capture.job import _machine
-from tests.support.fixtures import REPO
+from tests.support.ddp_runs import SlowInputRuns, Truths
 
 pytestmark = pytest.mark.integration
-
-
-def _run(args: list[str], port: int) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    env.update(PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", MASTER_PORT=str(port))
-    proc = subprocess.run(
-        [sys.executable, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
 
 
 def _hosts(logdir: Path) -> dict[str, list[str]]:
@@ -30,33 +20,18 @@ def _hosts(logdir: Path) -> dict[str, list[str]]:
     return {run.name: sorted(p.name for p in run.iterdir()) for run in runs}
 
 
-def test_mp_spawn_ranks_write_one_run(tmp_path: Path) -> None:
+def test_mp_spawn_ranks_write_one_run(ddp_slow_input_runs: SlowInputRuns) -> None:
     """Before: two runs (the second suffixed `_2`), each with a `vm.xplane.pb`."""
-    _run(["-m", "tests.support.ddp_job", str(tmp_path), "--ranks", "2", "--steps", "3"], 29611)
+    logdir, truths = ddp_slow_input_runs.get(0)
     machine = _machine()
-    [files] = _hosts(tmp_path).values()
+    [files] = _hosts(logdir).values()
     assert files == [f"{machine}.rank0.xplane.pb", f"{machine}.rank1.xplane.pb"]
+    assert [t["rank"] for t in truths] == [0, 1]
 
 
-def test_torchrun_ranks_write_one_run(tmp_path: Path) -> None:
-    _run(
-        [
-            "-m",
-            "torch.distributed.run",
-            "--nproc-per-node",
-            "2",
-            "--master-port",
-            "29612",
-            "-m",
-            "tests.support.ddp_job",
-            str(tmp_path),
-            "--launcher",
-            "torchrun",
-            "--steps",
-            "3",
-        ],
-        29612,
-    )
+def test_torchrun_ranks_write_one_run(ddp_torchrun_four_ranks: tuple[Path, Truths]) -> None:
+    logdir, truths = ddp_torchrun_four_ranks
     machine = _machine()
-    [files] = _hosts(tmp_path).values()
-    assert files == [f"{machine}.rank0.xplane.pb", f"{machine}.rank1.xplane.pb"]
+    [files] = _hosts(logdir).values()
+    assert files == [f"{machine}.rank{k}.xplane.pb" for k in range(4)]
+    assert [t["rank"] for t in truths] == [0, 1, 2, 3]

@@ -7,10 +7,7 @@ profiled by torch.profiler and imported with `stepscope import` giving the same 
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,32 +15,12 @@ import numpy as np
 import pytest
 
 from stepscope.cli.main import main
-from tests.support.fixtures import REPO
+from tests.support.ddp_runs import SlowInputRuns, Truths
+from tests.support.ddp_runs import job as _job
 
 pytestmark = pytest.mark.integration
 
 MACHINE = socket.gethostname()
-_PORTS = iter(range(29641, 29700))
-
-
-def _job(logdir: Path, *args: str, torchrun: int = 0) -> list[dict[str, Any]]:
-    """Runs tests.support.ddp_job; each rank's truth, in rank order."""
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    env.update(PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
-    port = str(next(_PORTS))
-    job = ["-m", "tests.support.ddp_job", str(logdir), "--port", port, *args]
-    if torchrun:
-        launcher = ["-m", "torch.distributed.run", "--nproc-per-node", str(torchrun)]
-        cmd = [*launcher, "--master-port", port, *job, "--launcher", "torchrun"]
-    else:
-        cmd = job
-    proc = subprocess.run(
-        [sys.executable, *cmd], cwd=REPO, env=env, capture_output=True, text=True, timeout=900
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    where = Path(args[args.index("--truth-dir") + 1]) if "--truth-dir" in args else logdir
-    truths = sorted(where.glob("truth.rank*.json"))
-    return [json.loads(p.read_text()) for p in truths]
 
 
 def _tool(run: Path, tool: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -79,14 +56,11 @@ def _check_waiters(pod: dict[str, Any], truths: list[dict[str, Any]], late: set[
 
 
 @pytest.fixture(scope="module")
-def slow_input_runs(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[Path, list]]:
-    """Three runs of one 2-rank loop whose rank 1 waits 40 ms per batch for its data."""
-    out = []
-    for _ in range(3):
-        logdir = tmp_path_factory.mktemp("ddp_input")
-        truths = _job(logdir, "--ranks", "2", "--slow-input", "1")
-        out.append((_run_of(logdir), truths))
-    return out
+def slow_input_runs(ddp_slow_input_runs: SlowInputRuns) -> list[tuple[Path, list]]:
+    """Three runs of one 2-rank loop whose rank 1 waits 40 ms per batch for its data (the
+    session's: tests/capture/test_job_ddp.py reads the first)."""
+    runs = [ddp_slow_input_runs.get(k) for k in range(3)]
+    return [(_run_of(logdir), truths) for logdir, truths in runs]
 
 
 def test_slow_input_rank_is_named_with_its_cause_three_times(
@@ -198,23 +172,13 @@ def test_balanced_job_names_only_what_the_script_measured(
 
 
 def test_four_ranks_two_stragglers_under_torchrun(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ddp_torchrun_four_ranks: tuple[Path, Truths], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Rank 1's loader is slow (60 ms a batch) and rank 3 computes 30 ms more: both are
-    named, each with its own cause (before: no straggler, wait 0 on every rank)."""
-    truths = _job(
-        tmp_path,
-        "--slow-input",
-        "1",
-        "--input-ms",
-        "60",
-        "--slow-compute",
-        "3",
-        "--compute-ms",
-        "30",
-        torchrun=4,
-    )
-    run = _run_of(tmp_path)
+    named, each with its own cause (before: no straggler, wait 0 on every rank). The job is
+    the session's (tests/capture/test_job_ddp.py checks its files)."""
+    logdir, truths = ddp_torchrun_four_ranks
+    run = _run_of(logdir)
     assert len(list(run.iterdir())) == 4
     pod = _tool(run, "pod_viewer", capsys)
     causes = {s["host"]: (s["reason"], s["behind"]) for s in pod["stragglers"]}
