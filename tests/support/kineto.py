@@ -25,51 +25,59 @@ def scanned(data: bytes, window: int = 0) -> scan.ScannedTrace | None:
     return found
 
 
-def _stat_rows(profile: Profile, stats: Any, lo: int, hi: int) -> list[tuple[str, int, object]]:
-    out: list[tuple[str, int, object]] = []
-    for row in range(lo, hi):
-        kind = int(stats.kind[row])
-        value: object = int(stats.value[row])
-        if kind in (KIND_STR, KIND_BYTES):
-            value = profile.strings[int(stats.value[row])]
-        out.append((profile.strings[int(stats.key[row])], kind, value))
-    return out
+def _stat_rows(profile: Profile, stats: Any) -> list[tuple[str, int, object]]:
+    """Every row of a stats table as (key, kind, value), string ids resolved. The columns are
+    made Python lists once: read element by element as NumPy scalars, describing the largest
+    fixture took most of the test's time."""
+    strings = profile.strings
+    text = (KIND_STR, KIND_BYTES)
+    return [
+        (strings[key], kind, strings[value] if kind in text else value)
+        for key, kind, value in zip(
+            stats.key.tolist(), stats.kind.tolist(), stats.value.tolist(), strict=True
+        )
+    ]
 
 
 def describe(profile: Profile) -> dict[str, Any]:
     """Everything in a profile, with string ids resolved (the two paths intern differently)."""
-    events = []
-    for row in range(profile.n_events):
-        line = profile.lines[int(profile.line[row])]
-        meta = int(profile.meta[row])
-        events.append(
-            (
-                line.index,
-                profile.strings[int(profile.name[row])],
-                profile.strings[int(profile.meta_display_name[meta])],
-                int(profile.start_ns[row]),
-                int(profile.dur_ns[row]),
-                _stat_rows(
-                    profile,
-                    profile.stats,
-                    int(profile.stat_start[row]),
-                    int(profile.stat_start[row + 1]),
-                ),
+    strings = profile.strings
+    rows = _stat_rows(profile, profile.stats)
+    bounds = profile.stat_start.tolist()
+    line_index = [line.index for line in profile.lines]
+    display = profile.meta_display_name.tolist()
+    events = [
+        (
+            line_index[line],
+            strings[name],
+            strings[display[meta]],
+            start,
+            dur,
+            rows[bounds[row] : bounds[row + 1]],
+        )
+        for row, (line, name, meta, start, dur) in enumerate(
+            zip(
+                profile.line.tolist(),
+                profile.name.tolist(),
+                profile.meta.tolist(),
+                profile.start_ns.tolist(),
+                profile.dur_ns.tolist(),
+                strict=True,
             )
         )
+    ]
+    meta_rows = _stat_rows(profile, profile.meta_stats)
+    meta_bounds = profile.meta_stat_start.tolist()
     metadata = sorted(
-        (
-            int(profile.meta_plane[m]),
-            int(profile.meta_id[m]),
-            profile.strings[int(profile.meta_name[m])],
-            _stat_rows(
-                profile,
-                profile.meta_stats,
-                int(profile.meta_stat_start[m]),
-                int(profile.meta_stat_start[m + 1]),
-            ),
+        (plane, meta_id, strings[name], meta_rows[meta_bounds[m] : meta_bounds[m + 1]])
+        for m, (plane, meta_id, name) in enumerate(
+            zip(
+                profile.meta_plane.tolist(),
+                profile.meta_id.tolist(),
+                profile.meta_name.tolist(),
+                strict=True,
+            )
         )
-        for m in range(len(profile.meta_id))
     )
     return {
         "hostname": profile.hostname,
@@ -86,14 +94,14 @@ def assert_same_profile(path: Path) -> None:
     """The column route's profile is the per-event oracle's, and `kineto_to_xspace` (the
     columns written as XSpace) reads back as the same profile."""
     direct = profile_from_columns(kineto_to_columns(path), str(path), None)
-    via_xspace = profile_from_xspace(per_event_xspace(path), source=str(path))
-    _same(direct, via_xspace)
-    _same(direct, profile_from_xspace(kineto_to_xspace(path), source=str(path)))
+    ours = describe(direct)  # once for both comparisons
+    _same(direct, ours, profile_from_xspace(per_event_xspace(path), source=str(path)))
+    _same(direct, ours, profile_from_xspace(kineto_to_xspace(path), source=str(path)))
 
 
-def _same(direct: Profile, via_xspace: Profile) -> None:
+def _same(direct: Profile, ours: dict[str, Any], via_xspace: Profile) -> None:
     assert direct.n_events == via_xspace.n_events
-    ours, theirs = describe(direct), describe(via_xspace)
+    theirs = describe(via_xspace)
     for key in ours:
         assert ours[key] == theirs[key], key
 
