@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from stepscope.records import record
+from stepscope.records import COMPILE_AFTER, record
 
 
 def _pair(frozen: bool) -> tuple[Any, Any]:
@@ -201,6 +201,62 @@ def test_init_errors_and_laziness_follow_dataclass(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(builtins, "exec", counting_exec)
     lazy = record(type("Lazy", (), {"__doc__": "Documented.", "__annotations__": {"a": "int"}}))
-    assert compiled == []  # a documented class is not compiled until it is first made
-    assert lazy(1).a == 1 and lazy(2).a == 2
+    assert compiled == []  # a documented class is not compiled when it is made
+    # nor the first COMPILE_AFTER times it is called (decision 440) ...
+    assert [lazy(k).a for k in range(COMPILE_AFTER)] == list(range(COMPILE_AFTER))
+    assert compiled == []
+    assert lazy(-1).a == -1 and lazy(-2).a == -2  # ... but once, after them
     assert len(compiled) == 1
+    assert lazy.__init__.__qualname__ == "Lazy.__init__"
+    assert len(compiled) == 1
+
+
+@pytest.mark.parametrize("frozen", [True, False])
+def test_uncompiled_init_binds_as_dataclass(frozen: bool) -> None:
+    """Decision 440: before a documented record's own __init__ is compiled, the shared one
+    gives the same fields, factories, keyword-only fields and __post_init__ call, and every
+    call it cannot bind plainly gets dataclasses' own error."""
+    import inspect
+
+    calls: list[str] = []
+    body = {
+        "__doc__": "Documented.",
+        "__annotations__": {"self": "int", "b": "list[int]", "c": "str", "d": "int", "e": "int"},
+        "b": field(default_factory=list),
+        "c": "x",
+        "d": field(default=3, kw_only=True),
+        "e": field(default_factory=lambda: 7, init=False),
+        "__post_init__": lambda row: calls.append(type(row).__name__),
+    }
+    made, mine = _twins(body, frozen)
+    cases: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+        ((1,), {}),
+        ((1, [2], "y"), {"d": 4}),
+        ((), {"self": 5, "c": "z"}),
+        ((1,), {"b": [3], "d": 0}),
+    ]
+    for args, kwargs in cases:
+        left, right = made(*args, **kwargs), mine(*args, **kwargs)
+        assert dataclasses.astuple(left) == dataclasses.astuple(right)
+        assert vars(left) == vars(right)
+    assert mine(1).b is not mine(1).b  # a new list each time
+    assert calls == ["Twin"] * (2 * len(cases) + 2)
+    assert str(inspect.signature(mine)).startswith("(*args")  # not compiled yet
+    errors = [
+        ((), {}),
+        ((1, [], "x", 4), {}),
+        ((1,), {"f": 2}),
+        ((1,), {"self": 2}),
+        ((), {"b": []}),
+        ((1,), {"e": 2}),
+    ]
+    for args, kwargs in errors:
+        made, mine = _twins(body, frozen)  # each error met by the uncompiled __init__
+        with pytest.raises(TypeError) as theirs:
+            made(*args, **kwargs)
+        with pytest.raises(TypeError) as ours:
+            mine(*args, **kwargs)
+        assert str(ours.value) == str(theirs.value)
+    # compiled at its first error: dataclasses' signature and annotations
+    assert str(inspect.signature(mine)) == str(inspect.signature(made))
+    assert mine.__init__.__annotations__ == made.__init__.__annotations__

@@ -38,6 +38,8 @@ ProgressFn = Callable[[str, str, int, int], None]
 
 @record
 class HostOutcome:
+    """What one host's task gave: its value, or the one-line error that replaced it."""
+
     host: str
     value: Any = None
     error: str = ""  # one line for the user; "" when the task succeeded

@@ -19,6 +19,8 @@ DEFAULT_TIMEOUT_S = 60.0  # to reach the scheduler, and again for a first worker
 
 @record
 class Scheduler:
+    """A Dask scheduler's address and how the user named it."""
+
     address: str
     source: str  # how the user gave it, for messages: "--dask tcp://..."
 

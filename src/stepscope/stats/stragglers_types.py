@@ -33,6 +33,8 @@ class Rank:
 
 @record
 class Straggler:
+    """A rank that held the others back, in which steps, by how much and why."""
+
     host: str
     steps: tuple[int, ...]  # pod step numbers where it is late
     late_ns: int  # how long it alone held the others in those steps, summed
@@ -57,6 +59,8 @@ class Straggler:
 
 @record
 class PodLateness:
+    """Per host and pod step: durations, waits and lateness, and the stragglers found."""
+
     hosts: tuple[str, ...]
     step_num: np.ndarray  # (S,) pod step labels
     dur_ns: np.ndarray  # (H, S) float, NaN where a host lacks the step

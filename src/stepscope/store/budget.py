@@ -41,6 +41,8 @@ _written_since_scan = 0
 
 @record
 class Entry:
+    """One file of the store, as the size budget weighs it."""
+
     kind: str
     path: Path
     size_bytes: int
@@ -49,6 +51,8 @@ class Entry:
 
 @record
 class Removed:
+    """What one enforcement of the size budget removed."""
+
     count: int
     size_bytes: int
 

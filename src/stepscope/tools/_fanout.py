@@ -43,6 +43,8 @@ SUMMARY_KIND = "summaries"
 
 @record
 class SummaryArgs:
+    """What a host's summary task computes, and where it may cache it."""
+
     tools: tuple[str, ...]  # computed together: each host's profile is opened once
     options: tuple[tuple[str, str], ...]
     cache_dir: str  # "": the worker's own ($STEPSCOPE_CACHE_DIR, else its user cache)
@@ -52,6 +54,8 @@ class SummaryArgs:
 
 @record
 class HostSummary:
+    """A host's intermediates, computed or read from the cache."""
+
     values: dict[str, Any] = field(default_factory=dict)  # intermediate name -> value
     cached: bool = False
 
@@ -243,12 +247,16 @@ def partial_reads_json(ctx: ToolContext) -> list[dict[str, Any]]:
 
 @record
 class HostError:
+    """A host left out of a tool's result, and why."""
+
     host: str = out("a host left out of the result")
     error: str = out("why, in one line")
 
 
 @record
 class PartialRead:
+    """A host whose profile was read only in part, and what is missing."""
+
     host: str = out("a host whose profile is not all that was recorded")
     warnings: tuple[str, ...] = out(
         "what is missing or was changed to read it: a truncated file, repaired JSON, events "
