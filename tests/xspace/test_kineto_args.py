@@ -125,3 +125,38 @@ def test_a_launch_configuration_without_registers_shared_memory_or_occupancy() -
     )
     # a bool is not a count (JSON true), and the renames hold for ints and bools alike
     assert convert_args({"device": True, "correlation": 7}) == {"device_id": 1, "correlation_id": 7}
+
+
+# (raw JSON list text, whether it is already json.dumps's text of its value)
+_LIST_TEXTS = [
+    (b"[]", True),
+    (b"[[1, 3, 224, 224], [64, 3, 7, 7], []]", True),
+    (b'["float", "", "c10::BFloat16"]', True),
+    (b'["", "15", "False", "[1, 2]"]', True),
+    (b"[-12, 0, 123456789012345678]", True),
+    (b"[1234567890123456789]", False),  # 19 digits: decoded, whatever the decoder makes
+    (b"[-0]", False),  # decodes to 0
+    (b"[1,2]", False),
+    (b"[ 1]", False),
+    (b"[1.5, 1e5]", False),
+    (b'["a\\"b", "a\\\\b"]', False),
+    (b'["\xc3\xa9"]', False),  # json.dumps writes \u00e9
+    (b'["\x7f"]', False),
+    (b"[true, null]", False),
+    (b'[{"a": 1}]', False),
+]
+
+
+@pytest.mark.parametrize(("raw", "as_written"), _LIST_TEXTS)
+def test_list_args_in_dumps_form_are_taken_as_written(raw: bytes, as_written: bool) -> None:
+    """Decision 441: a list arg whose text is what json.dumps writes for its value is used as
+    it is, not decoded and written again; any other text goes through json.dumps."""
+    import json
+
+    from stepscope.xspace.kineto.categories import json_text_of_raw
+    from stepscope.xspace.kineto.decode import loads
+
+    text = json_text_of_raw(raw)
+    assert (text is not None) is as_written
+    if text is not None:
+        assert text == json.dumps(loads(raw))

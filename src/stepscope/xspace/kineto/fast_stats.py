@@ -23,6 +23,7 @@ from stepscope.xspace.kineto.categories import (
     RENAMES,
     Kind,
     _json_text,
+    json_text_of_raw,
     kernel_details,
     memcpy_details,
     memcpy_name,
@@ -169,7 +170,11 @@ class StatRows:
         return self.codec.string_id(self.trace.texts[string_id])
 
     def _json(self, string_id: int) -> int:
-        return self.codec.string_id(_json_text(self.trace.value(A_JSON, string_id)))
+        # Kineto's list args are written as json.dumps writes them: their text, not decoded
+        text = json_text_of_raw(self.trace.raw[string_id])
+        if text is None:
+            text = _json_text(self.trace.value(A_JSON, string_id))
+        return self.codec.string_id(text)
 
     # ---- appended stats ----------------------------------------------------------------------
     def add(self, events: np.ndarray, slot: int, key: str, kind: int, values: np.ndarray) -> None:
