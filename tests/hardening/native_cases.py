@@ -313,6 +313,18 @@ def fuzz_nesting(rng: random.Random, seconds: float) -> int:
         values = _ints(rng, 2 * n + rng.randrange(-2, 3), 0, 100) if n > 2 else np.zeros(0)
         up = _ints(rng, n, -2, n + 1)
         _call(nest.push_down_min, *(_spoil(rng, a) for a in (index, up, values)))
+        # the per-type sweep: keys mostly ascending, times and steps at their edges at times
+        n_steps = rng.randrange(0, 4)
+        lo = _ints(rng, n, 0, 1000)
+        if rng.random() < 0.8:
+            lo = np.sort(lo)
+        hi = lo + _ints(rng, n, 0, 100)  # edges: ends that wrap around int64
+        steps = _ints(rng, n, -1, n_steps + 1, edges=False)
+        types = _ints(rng, n, 0, 200)
+        thresholds = np.array(sorted({rng.randrange(0, 200) for _ in range(3)}, reverse=True))
+        sums = np.zeros(max(len(thresholds) * n_steps + rng.randrange(-1, 2), 0), np.float64)
+        args = [_spoil(rng, a) for a in (lo, hi, steps, types, thresholds, sums)]
+        _call(nest.type_unions, *args)
 
     return _timed(seconds, step)
 

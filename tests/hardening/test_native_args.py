@@ -130,6 +130,61 @@ def test_push_down_min_writes_nothing_unless_parents_come_first(
     assert values.tolist() == [5, 1, 1]
 
 
+def _unions_args() -> list[Any]:
+    lo = np.arange(4, dtype=np.int64)
+    return [
+        lo,
+        lo + 2,
+        np.zeros(4, np.int64),
+        np.full(4, 20, np.int64),
+        np.array([20]),
+        np.zeros(1),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("position", "bad"),
+    [
+        (0, np.zeros(4, np.int32)),  # keys of another width
+        (1, np.zeros(3, np.int64)),  # a shorter column
+        (2, np.array([0, 0, 1, 0], np.int64)),  # a step beyond out's one row
+        (2, np.array([0, 0, -1, 0], np.int64)),
+        (4, np.zeros(0, np.int64)),  # no threshold
+        (5, np.zeros(3)),  # out not thresholds x steps (2 thresholds below)
+        (3, np.zeros(8, np.int64)[::2]),  # not contiguous
+        (4, [20]),  # not a buffer
+    ],
+)
+def test_type_unions_refuses_arguments_it_cannot_read_whole(
+    position: int, bad: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nest = module(monkeypatch, "_nesting")
+    args = _unions_args()
+    if position == 5:
+        args[4] = np.array([40, 20], np.int64)
+    args[position] = bad
+    with pytest.raises((ValueError, TypeError, BufferError)):
+        nest.type_unions(*args)
+
+
+def test_type_unions_writes_no_read_only_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    nest = module(monkeypatch, "_nesting")
+    args = _unions_args()
+    args[5].setflags(write=False)
+    with pytest.raises((ValueError, BufferError)):
+        nest.type_unions(*args)
+
+
+def test_type_unions_says_a_run_longer_than_int64(monkeypatch: pytest.MonkeyPatch) -> None:
+    nest = module(monkeypatch, "_nesting")
+    lo = np.array([-(2**63), 0], np.int64)
+    hi = np.array([2**63 - 1, 1], np.int64)
+    with pytest.raises(ValueError, match="longer than int64"):
+        nest.type_unions(
+            lo, hi, np.zeros(2, np.int64), np.full(2, 20, np.int64), np.array([20]), np.zeros(1)
+        )
+
+
 # ---- _kscan ----------------------------------------------------------------------------------
 def _doc(**header: Any) -> bytes:
     """A trace with whitespace after every comma and numbers at the top level, before and

@@ -6,6 +6,7 @@ survivors of their mutation runs, docs/testing.md "Fifth pass")."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from stepscope.stats import build_step_db
 from stepscope.stats.events import EventType
@@ -14,6 +15,7 @@ from stepscope.stats.steps.breakdown import StepDb
 from stepscope.stats.steps.type_sweep import type_time
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
+from tests.support.native import c_and_python, module
 
 WAIT = "IteratorGetNext"
 
@@ -248,3 +250,42 @@ def test_inferred_steps_take_no_fetch() -> None:
     assert db.source == "inferred"
     assert _starts(db) == [5.0, 15.0, 25.0, 35.0, 45.0]
     assert _ms(db, "input") == [0.0] * 5
+
+
+# --- The per-type sweep in C (stats/_nesting.c type_unions, decision 443) --------------------
+
+
+def _intervals(seed: int) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    n_steps = int(rng.integers(1, 6))
+    step = rng.integers(0, n_steps, n).astype(np.int64)
+    lo = rng.integers(0, 500, n).astype(np.int64)
+    hi = lo + rng.integers(0, 60, n)  # some empty: dropped by type_time
+    # every fourth: two types only (a threshold that takes every interval)
+    kinds = [20, 40] if seed % 4 == 0 else [int(t) for t in EventType]
+    types = rng.choice(kinds, n)
+    return step, lo, hi, types.astype(np.int16), np.int64(n_steps)
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_the_c_sweep_gives_the_numpy_per_type_time(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    step, lo, hi, types, n_steps = _intervals(seed)
+    fast, slow = c_and_python(
+        monkeypatch, lambda: type_time(step, lo, hi, types, int(n_steps)).tolist(), "_nesting"
+    )
+    assert fast == slow
+
+
+def test_the_c_sweep_leaves_unsorted_intervals_to_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    nest = module(monkeypatch, "_nesting")
+    ones = np.ones(3, np.int64)
+    sums = np.zeros(2, np.float64)
+    lo, hi = np.array([0, 5, 2], np.int64), np.array([4, 9, 3], np.int64)
+    assert nest.type_unions(lo, hi, ones * 0, ones * 20, np.array([40, 20]), sums) is False
+    assert sums.tolist() == [0.0, 0.0]
+    lo, hi = np.sort(lo), np.array([3, 4, 9], np.int64)
+    assert nest.type_unions(lo, hi, ones * 0, ones * 20, np.array([40, 20]), sums) is True
+    assert sums.tolist() == [0.0, 8.0]  # [0, 4) and [5, 9) for the lower threshold only

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from stepscope import accelerators
 from stepscope.distinct import distinct
 from stepscope.stats.events import EventType
 from stepscope.stats.intervals import merge_sorted
@@ -65,6 +66,13 @@ def _unions_by_threshold(
 ) -> np.ndarray:
     """(len(thresholds), n_steps): per threshold, the union length per step of the intervals
     (sorted by ``key_lo``) of that type or higher."""
+    native = accelerators.get("_nesting")
+    if native is not None and len(thresholds):
+        # one pass for every threshold (decision 443), the sums as the bincounts below make them
+        sums = np.zeros((len(thresholds), n_steps), dtype=np.float64)
+        columns = [np.ascontiguousarray(a, np.int64) for a in (key_lo, key_hi, step, types)]
+        if native.type_unions(*columns, np.ascontiguousarray(thresholds, np.int64), sums):
+            return sums.round().astype(np.int64)
     out = np.zeros((len(thresholds), n_steps), dtype=np.int64)
     for j, t in enumerate(thresholds.tolist()):
         m = types >= t
