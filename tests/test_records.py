@@ -139,6 +139,19 @@ def test_frozen_guards_match_dataclass() -> None:
     assert dataclasses._frozen_get_del_attr.__module__ == "dataclasses"  # put back
 
 
+def _every_kind_of_field(calls: list[str]) -> dict[str, Any]:
+    """A class body with a plain field, a factory, a default, a keyword-only field, a field
+    out of __init__ and a __post_init__ that notes each call in ``calls``."""
+    return {
+        "__annotations__": {"self": "int", "b": "list[int]", "c": "str", "d": "int", "e": "int"},
+        "b": field(default_factory=list),
+        "c": "x",
+        "d": field(default=3, kw_only=True),
+        "e": field(default_factory=lambda: 7, init=False),
+        "__post_init__": lambda row: calls.append(type(row).__name__),
+    }
+
+
 def _twins(body: dict[str, Any], frozen: bool = True) -> tuple[Any, Any]:
     made = dataclass(frozen=frozen)(type("Twin", (), dict(body)))
     mine = record(frozen=frozen)(type("Twin", (), dict(body)))
@@ -152,15 +165,7 @@ def test_init_is_the_one_dataclass_writes(frozen: bool) -> None:
     import inspect
 
     calls: list[str] = []
-    body = {
-        "__annotations__": {"self": "int", "b": "list[int]", "c": "str", "d": "int", "e": "int"},
-        "b": field(default_factory=list),
-        "c": "x",
-        "d": field(default=3, kw_only=True),
-        "e": field(default_factory=lambda: 7, init=False),
-        "__post_init__": lambda row: calls.append(type(row).__name__),
-    }
-    made, mine = _twins(body, frozen)
+    made, mine = _twins(_every_kind_of_field(calls), frozen)
     assert mine.__doc__ == made.__doc__  # written from the signature: none in the body
     left, right = made(1), mine(1)  # the first call writes mine's
     assert str(inspect.signature(mine)) == str(inspect.signature(made))
@@ -219,15 +224,7 @@ def test_uncompiled_init_binds_as_dataclass(frozen: bool) -> None:
     import inspect
 
     calls: list[str] = []
-    body = {
-        "__doc__": "Documented.",
-        "__annotations__": {"self": "int", "b": "list[int]", "c": "str", "d": "int", "e": "int"},
-        "b": field(default_factory=list),
-        "c": "x",
-        "d": field(default=3, kw_only=True),
-        "e": field(default_factory=lambda: 7, init=False),
-        "__post_init__": lambda row: calls.append(type(row).__name__),
-    }
+    body = {"__doc__": "Documented.", **_every_kind_of_field(calls)}
     made, mine = _twins(body, frozen)
     cases: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
         ((1,), {}),

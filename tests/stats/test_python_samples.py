@@ -98,8 +98,9 @@ def test_headline_is_untraced_host_work_not_input() -> None:
     assert "Python sampled" not in plain.headline and "python_sampler_hz" in plain.headline
 
 
-def test_too_few_samples_give_no_percentage() -> None:
-    """3 samples say nothing about a share: the text says so instead of a number."""
+def _metrics_loop(loop_samples: bool) -> Profile:
+    """3 steps of 10 ms: a traced forward (9 ms), then untraced ``metrics`` seen by one sample
+    a step; ``loop_samples``: the loop's own line seen by 9 samples a step in the forward."""
     builder = XSpaceBuilder("py")
     main, samples = _threads(builder)
     for k in range(3):
@@ -108,9 +109,15 @@ def test_too_few_samples_give_no_percentage() -> None:
         main.event("forward", t, 9 * MS)
         stack = "<module> (loop.py:21);metrics (metrics.py:9)"
         samples.event("metrics (metrics.py:9)", t + 9 * MS, MS, {"stack": stack, "samples": 1})
-        stack = "<module> (loop.py:20)"
-        samples.event("<module> (loop.py:20)", t, 9 * MS, {"stack": stack, "samples": 9})
-    db = build_step_db(build(builder))
+        if loop_samples:
+            stack = "<module> (loop.py:20)"
+            samples.event("<module> (loop.py:20)", t, 9 * MS, {"stack": stack, "samples": 9})
+    return build(builder)
+
+
+def test_too_few_samples_give_no_percentage() -> None:
+    """3 samples say nothing about a share: the text says so instead of a number."""
+    db = build_step_db(_metrics_loop(loop_samples=True))
     python = db.untraced.python
     k = python.function.index("metrics (metrics.py)")
     assert python.too_few(k)
@@ -123,15 +130,7 @@ def test_too_few_samples_give_no_percentage() -> None:
 def test_functions_all_on_too_few_samples_are_said_once() -> None:
     """Three names each followed by "too few samples" read as three findings: when none of
     the functions named has enough samples, one phrase says so and how to get more."""
-    builder = XSpaceBuilder("py")
-    main, samples = _threads(builder)
-    for k in range(3):
-        t = k * 10 * MS
-        main.event("train", t, 10 * MS, {"step_num": k, "_r": 1})
-        main.event("forward", t, 9 * MS)
-        stack = "<module> (loop.py:21);metrics (metrics.py:9)"
-        samples.event("metrics (metrics.py:9)", t + 9 * MS, MS, {"stack": stack, "samples": 1})
-    python = build_step_db(build(builder)).untraced.python
+    python = build_step_db(_metrics_loop(loop_samples=False)).untraced.python
     ks = python.leading(3)
     assert ks and all(python.too_few(k) for k in ks)
     said = python.describe_all(ks, 30 * MS)

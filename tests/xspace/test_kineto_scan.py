@@ -15,6 +15,7 @@ from stepscope.xspace.kineto import importer, scan
 from tests.support.fixtures import FIXTURES
 from tests.support.kineto import assert_same_profile as _assert_same
 from tests.support.kineto import resolved_columns, scanned
+from tests.support.kineto_route import kineto_op
 from tests.support.native import c_on
 
 
@@ -393,19 +394,7 @@ def _guess_events() -> list[dict[str, Any]]:
     its prefix, the guess followed by an escaped quote, escapes and non-ASCII text."""
     names = ["aten::mm", "aten::add", 'q"uo\\te', "é ü", "aten::mm"]
     args = [{"External id": 1, "Ev Idx": 2}, {"External id": 3, "Ev Idx": 4, "x": "y"}]
-    events = [
-        {
-            "ph": "X",
-            "cat": "cpu_op",
-            "name": name,
-            "pid": 1,
-            "tid": 2,
-            "ts": t,
-            "dur": 1,
-            "args": args[t % 2],
-        }
-        for t, name in enumerate(names * 3)
-    ]
+    events = [kineto_op(name, ts=t, dur=1, args=args[t % 2]) for t, name in enumerate(names * 3)]
     breaks = [
         ("aten::mmx", {"External idx": 5, "Ev Idx": 6}),  # the guesses' texts, longer
         ('aten::mm"', {"External id": 7, "Ev": 8}),  # (JSON: aten::mm\" -- an escaped quote)
@@ -417,18 +406,7 @@ def _guess_events() -> list[dict[str, Any]]:
         events.append(
             {"ph": "i", "cat": "cpu_o", "name": name, "pid": 1, "tid": 2, "ts": t, "args": arg}
         )
-        events.append(
-            {
-                "ph": "X",
-                "cat": "cpu_op",
-                "name": name,
-                "pid": 1,
-                "tid": 2,
-                "ts": t,
-                "dur": 1,
-                "args": args[0],
-            }
-        )
+        events.append(kineto_op(name, ts=t, dur=1, args=args[0]))
     return events
 
 
