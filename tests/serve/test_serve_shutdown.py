@@ -52,6 +52,10 @@ def _wait_for(path: Path, proc: subprocess.Popen[str]) -> None:
         time.sleep(0.02)
 
 
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.integration
 def test_ctrl_c_during_an_answer_stops_cleanly(logdir: Path, tmp_path: Path) -> None:
     started, release = tmp_path / "started", tmp_path / "release"
@@ -63,6 +67,9 @@ def test_ctrl_c_during_an_answer_stops_cleanly(logdir: Path, tmp_path: Path) -> 
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, as a terminal's foreground job
+        # a terminal's job takes Ctrl-C even when this run was started where SIGINT is
+        # ignored (a background job of a shell without job control), which it inherits
+        preexec_fn=_sigint_default,
     )
     answer: dict[str, object] = {}
 
