@@ -252,7 +252,7 @@ def _python_iterators(summary: StepSummary) -> tuple[PythonIteratorRow, ...]:
             int(fetched.samples[k]),
             float(fetched.fetch_ns[k]) / summary.n_steps / 1e6,
             100.0 * float(fetched.fetch_ns[k]) / total if total else 0.0,
-            int(fetched.timed[k]) if len(fetched.timed) > k else 0,
+            int(fetched.timed[k]) if fetched.was_timed(k) else 0,
         )
         for k in range(len(fetched))
     )

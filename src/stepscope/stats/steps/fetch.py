@@ -91,9 +91,13 @@ class Fetched:
         count as input."""
         return int(self.samples.sum()) >= MIN_SAMPLES or int(self.timed.sum()) >= MODEL_MIN
 
+    def was_timed(self, k: int) -> bool:
+        """Whether the probe's timed fetches, not the samples, placed function ``k``."""
+        return len(self.timed) > k and bool(self.timed[k])
+
     def evidence(self, k: int) -> str:
         """``12 samples``, or ``its first 4 fetches timed`` when the probe placed the fetch."""
-        if len(self.timed) > k and self.timed[k]:
+        if self.was_timed(k):
             return f"its first {int(self.timed[k])} fetches timed"
         return f"{int(self.samples[k])} samples"
 
@@ -102,8 +106,7 @@ class Fetched:
         none of its time was untraced (counted as staged input); too few samples below
         `MIN_SAMPLES`."""
         n = int(self.samples[k])
-        timed = len(self.timed) > k and bool(self.timed[k])
-        if n < MIN_SAMPLES and not timed:
+        if n < MIN_SAMPLES and not self.was_timed(k):
             return f"{self.function[k]}: too few samples (n={n})"
         if not self.fetch_ns[k] or not step_ns:
             return f"{self.function[k]} ({self.evidence(k)})"
@@ -181,6 +184,14 @@ def _holding(lo: np.ndarray, hi: np.ndarray, start: np.ndarray, end: np.ndarray)
     return len(np.unique(k[ok]))
 
 
+def _hold_the_model(lo: np.ndarray, hi: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
+    """Whether timed fetches (sorted, disjoint) hold the model's work (the events ``start``,
+    ``end``): at least `MODEL_MIN` and `MODEL_SHARE` of them hold a model op wholly inside
+    (a generator that is the training loop)."""
+    holding = _holding(lo, hi, start, end)
+    return holding >= MODEL_MIN and holding >= MODEL_SHARE * len(lo)
+
+
 def _not_the_model(
     profile: Profile,
     work: np.ndarray,
@@ -205,9 +216,7 @@ def _not_the_model(
     timed = {k: v for k, v in timed.items() if len(v[0]) >= MODEL_MIN}
     start, end = profile.start_ns[work], profile.end_at(work)
     for top in tops & set(timed):
-        lo, hi = timed[top]
-        holding = _holding(lo, hi, start, end)
-        if holding >= MODEL_MIN and holding >= MODEL_SHARE * len(lo):
+        if _hold_the_model(*timed[top], start, end):
             named = [n if u != top else "" for u, n in zip(under, named, strict=True)]
     tops -= set(timed)
     lo, hi = merge(start, end)
@@ -338,9 +347,7 @@ def _timed_fetch_time(
     work = np.union1d(traced[model_ops(profile, traced)], _model_work(profile, loop_lines))
     start, end = profile.start_ns[work], profile.end_at(work)
     for name in list(timed):
-        lo, hi = timed[name]
-        holding = _holding(lo, hi, start, end)
-        if holding >= MODEL_MIN and holding >= MODEL_SHARE * len(lo):
+        if _hold_the_model(*timed[name], start, end):
             del timed[name]  # a generator that is the training loop
     g_lo, g_hi, g_step, place = gaps
     if not timed or not len(g_lo):
