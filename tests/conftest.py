@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,3 +60,27 @@ def _store_writes_finished() -> Iterator[None]:
     environment (a monkeypatched cache directory or cap)."""
     yield
     background.wait()
+
+
+# The frameworks whose bridges `stepscope.start` runs when they are imported ("auto" mode).
+FRAMEWORK_MODULES = ("torch", "tensorflow", "jax")
+
+
+@pytest.fixture(autouse=True)
+def _frameworks_as_if_never_imported(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A default-tier test sees the process a framework-free program has, whatever ran before it.
+
+    An integration test that imports torch, JAX or TensorFlow leaves it in `sys.modules`, and
+    every later `stepscope.start` would run its bridge and record its threads' events (JAX's
+    Python garbage-collection spans, TensorFlow's own metadata plane), so a default-tier test's
+    answer would depend on the order the tests ran in. Such a test is hidden the modules (the
+    bridges' "auto" choice skips a module whose entry is None); integration and browser tests,
+    which use the frameworks, are not.
+    """
+    if request.node.get_closest_marker("integration") or request.node.get_closest_marker("browser"):
+        return
+    for module in FRAMEWORK_MODULES:
+        if sys.modules.get(module) is not None:
+            monkeypatch.setitem(sys.modules, module, None)
