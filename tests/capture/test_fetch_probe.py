@@ -12,7 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import stepscope
-from stepscope.capture.fetch_probe import MAX_FETCHES, FetchProbe, caller_frame
+from stepscope.capture.fetch_probe import (
+    MAX_DEPTH,
+    MAX_FETCHES,
+    FetchProbe,
+    caller_frame,
+    is_program_code,
+)
 from stepscope.capture.fetch_sites import FetchSites
 from stepscope.stats.events import host_lines
 from tests.support.capture import load_run
@@ -58,6 +64,93 @@ def test_next_called_by_the_frame_is_a_fetch_and_other_calls_are_not() -> None:
         probe.stop()
     assert [f[0] for f in probe.fetches] == ["_gen (test_fetch_probe.py)"] * 2
     assert sys.getprofile() is None
+
+
+def _epoch(batches: Iterator[int], steps: int) -> None:
+    for i, _ in enumerate(batches):  # the loop, one call below the frame that started
+        _inner_loop()
+        if i == steps:
+            break
+
+
+def _inner_loop() -> None:
+    for _ in zip(range(3), _gen(), strict=False):  # a helper's loop, deeper: not the loop
+        pass
+
+
+def test_a_loop_in_a_function_the_caller_calls_is_timed_and_ends_the_probe() -> None:
+    """``start(); epoch(loader)``: the loop one call below (decision 447). The helper's
+    deeper loop fetches 3 times a step, 12 before the loop's own fourth, yet the probe leaves
+    only once the shallowest loop has `MAX_FETCHES`."""
+    probe = FetchProbe(sys._getframe(), FetchSites())
+    assert probe.install()
+    try:
+        _epoch(_gen(), MAX_FETCHES + 3)
+        assert sys.getprofile() is None
+    finally:
+        probe.stop()
+    loop = [f for f in probe.fetches if f[1] == "_epoch (test_fetch_probe.py)"]
+    assert len(loop) == MAX_FETCHES
+    assert {f[0] for f in loop} == {"_gen (test_fetch_probe.py)"}
+    inner = [f for f in probe.fetches if f[1] == "_inner_loop (test_fetch_probe.py)"]
+    assert len(inner) == MAX_FETCHES  # each loop keeps at most MAX_FETCHES
+
+
+def _nested(depth: int, batches: Iterator[int]) -> None:
+    if depth:
+        _nested(depth - 1, batches)
+    else:
+        for _, _ in zip(range(3), batches, strict=False):
+            pass
+
+
+def test_loops_deeper_than_max_depth_are_not_watched() -> None:
+    probe = FetchProbe(sys._getframe(), FetchSites())
+    assert probe.install()
+    try:
+        _nested(MAX_DEPTH, _gen())  # its loop: MAX_DEPTH + 1 calls below
+        assert probe.fetches == []
+        _nested(MAX_DEPTH - 1, _gen())  # MAX_DEPTH calls below: watched
+    finally:
+        probe.stop()
+    assert [f[1] for f in probe.fetches] == ["_nested (test_fetch_probe.py)"] * 3
+
+
+def test_a_librarys_loop_is_neither_timed_nor_watched() -> None:
+    """A loop in installed code (here compiled under a site-packages path) is the library's:
+    its fetches are not the training loop's, and the program code it calls is not watched."""
+    library: dict[str, Any] = {}
+    source = "def drive(it, body):\n    for x in it:\n        body(x)\n"
+    exec(compile(source, "/venv/lib/site-packages/lib/loop.py", "exec"), library)
+    seen: list[int] = []
+
+    def body(x: int) -> None:  # program code called by the library: not watched
+        for _, _ in zip(range(2), _gen(), strict=False):
+            seen.append(x)
+
+    probe = FetchProbe(sys._getframe(), FetchSites())
+    assert probe.install()
+    try:
+        library["drive"](iter(range(3)), body)
+        library["drive"](_gen_n(3), body)
+        assert sys.getprofile() == probe._probe  # still there: nothing of ours fetched
+    finally:
+        probe.stop()
+    assert probe.fetches == [] and len(seen) == 12
+
+
+def _gen_n(n: int) -> Iterator[int]:
+    yield from range(n)
+
+
+def test_program_code_is_neither_the_standard_library_nor_installed_packages() -> None:
+    assert is_program_code(__file__)
+    assert is_program_code("<string>")
+    assert not is_program_code(os.__file__)
+    assert not is_program_code("<frozen runpy>")
+    assert not is_program_code(stepscope.__file__)
+    assert not is_program_code("/usr/lib/python3/dist-packages/numpy/core.py")
+    assert not is_program_code("/venv/lib/python3.11/site-packages/torch/nn/module.py")
 
 
 def test_a_profile_function_already_set_is_kept() -> None:

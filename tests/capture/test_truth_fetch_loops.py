@@ -126,9 +126,26 @@ def train_gen(data):  # a generator that IS the training loop: never input
 gen = tensors(batches(np.random.default_rng(0)))
 for _ in range(3):
     train(*next(gen))
+if sys.argv[2] == "in_function":  # a user's defaults, a short capture: 2-4 samples of 25 Hz
+    OPTIONS, STEPS = stepscope.ProfilerOptions(), 12  # in the fetches, too few to place them
 stepscope.start(sys.argv[1], OPTIONS)
 clock = Clock()
-if sys.argv[2] == "fetch":
+if sys.argv[2] == "in_function":
+    def decoded():  # pure Python decoding: the sampler hardly gets the GIL in it
+        while True:
+            began = time.perf_counter()
+            while time.perf_counter() - began < 0.008:
+                pass
+            yield torch.zeros(64, 128), torch.zeros(64, 1)
+
+    def epoch(batches):  # the loop is not in the frame that called start (decision 447)
+        for i, (x, y) in enumerate(batches):
+            clock.got(); train(x, y); clock.done()
+            if i == STEPS:
+                break
+
+    epoch(decoded())
+elif sys.argv[2] == "fetch":
     it = enumerate(gen)
     while True:
         i, (x, y) = next(it)
@@ -259,6 +276,19 @@ def test_jax_loop_over_a_generator_is_input(mode: str, tmp_path: Path) -> None:
 def test_torch_loop_calling_next_on_a_generator_is_input(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     _input_is_the_generator(*_run(TORCH_LOOP, tmp_path, "fetch"))
+
+
+def test_torch_loop_in_a_function_over_a_pure_python_generator_is_input(tmp_path: Path) -> None:
+    """``stepscope.start(); epoch(batches); stepscope.stop()``: the loop is one call below
+    the frame that called `start`, and its generator decodes in pure Python, where the
+    sampler hardly gets the GIL. The capture's timed fetches of that loop place the input
+    (decision 447); before, only the caller's own loops were timed and the step read as
+    Python / host with no input."""
+    pytest.importorskip("torch")
+    db, truth, _ = _run(TORCH_LOOP, tmp_path, "in_function")
+    assert db.fetched.function[:1] == ("decoded (<string>)",), db.fetched
+    assert db.fetched.loop == "epoch (<string>)"
+    assert _percent(db, "input") == pytest.approx(truth, abs=max(8.0, 0.2 * truth))
 
 
 def test_torch_generator_that_is_the_training_loop_is_not_input(tmp_path: Path) -> None:

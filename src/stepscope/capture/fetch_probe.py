@@ -8,17 +8,23 @@ that release it (a sleep, numpy's LAPACK), hardly in a framework op of tens of m
 A small model's ops were seen by 0-1 samples in 60 steps on a quiet machine (decision 382).
 
 So the thread that calls `stepscope.start` gets a profile function (``sys.setprofile``) for
-a few iterations: each time a frame is entered or resumed because the frame that called
-`start` stands where it asks an iterator for its next item (a ``for`` statement's iteration,
-``next(it)``), and each time that frame returns or yields, the clock is read. The intervals
-are saved on a ``Python fetches`` line (docs/formats/python_samples.md); framework ops inside
-them are model work done inside the iterator, whatever the sampler saw.
+a few iterations: each time a frame is entered or resumed because a watched frame stands
+where it asks an iterator for its next item (a ``for`` statement's iteration, ``next(it)``),
+and each time that frame returns or yields, the clock is read. The watched frames are the
+one that called `start` and the frames of the program's own code it calls, to `MAX_DEPTH`
+calls deep: a loop in ``train()`` called after `start` is timed too (decision 447); the
+frames of libraries (the standard library, site-packages, stepscope) are not watched, so
+their inner loops neither count nor end the probe. The intervals are saved on a ``Python
+fetches`` line (docs/formats/python_samples.md), each with its loop; the analysis keeps those
+of the loop the samples found. Framework ops inside them are model work done inside the
+iterator, whatever the sampler saw.
 
-Bounded: the function removes itself after `MAX_FETCHES` such intervals or `MAX_EVENTS`
-profile events (a few milliseconds of the program's time in all), at `stop`, or on any error
-of its own; it is not installed when a profile function is already set (a profiler, a
-debugger: theirs is never replaced), nor when the Python tracer runs. A loop in another
-function than the one that called `start` is not timed (the sampler's rule stays alone).
+Bounded: the function removes itself once the shallowest loop that fetched has `MAX_FETCHES`
+timed intervals (a loop deeper than it, such as a helper's inner loop, is not the training
+loop; each loop keeps at most `MAX_FETCHES`), after `MAX_EVENTS` profile events (a few
+milliseconds of the program's time in all), at `stop`, or on any error of its own; it is not
+installed when a profile function is already set (a profiler, a debugger: theirs is never
+replaced), nor when the Python tracer runs.
 Only the standard library is imported (capture runs inside training scripts).
 """
 
@@ -30,18 +36,38 @@ import time
 
 TYPE_CHECKING = False  # not typing's: see stepscope.capture.options
 if TYPE_CHECKING:
-    from types import FrameType
+    from types import CodeType, FrameType
     from typing import Any
 
     from stepscope.capture.fetch_sites import FetchSites
 
-MAX_FETCHES = 4  # intervals timed, then the probe removes itself (the rule needs 2)
+MAX_FETCHES = 4  # intervals timed per loop; the probe leaves at these in its shallowest loop
+# Calls below the frame that called `start` whose frames are watched for a loop: start's
+# caller itself (0), ``train()`` it calls (1), ``train_epoch()`` that calls (2), one more.
+MAX_DEPTH = 3
 # Profile events seen at most (each a Python call: 0.1-0.3 us more), so 50-150 ms of the
 # program's time at worst. 100,000 ended the probe inside an un-jitted JAX loop's first step
 # (its compile: 187,000 events) after one fetch, and one timed fetch is no verdict (decision
 # 433); a loop that fetches each step leaves after `MAX_FETCHES` anyway.
 MAX_EVENTS = 500_000
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__))
+_INSTALLED = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+
+
+def is_program_code(filename: str) -> bool:
+    """Whether code from ``filename`` is the program's own: not the standard library (nor a
+    frozen module), an installed package or stepscope. A script run from a string
+    (``<string>``, a notebook cell) is the program's."""
+    if filename.startswith("<frozen"):
+        return False
+    if filename.startswith("<"):
+        return True
+    path = os.path.abspath(filename)
+    return not (
+        path.startswith((_STDLIB_DIR + os.sep, _PACKAGE_DIR + os.sep))
+        or any(part in path for part in _INSTALLED)
+    )
 
 
 def function_name(code: Any) -> str:
@@ -60,14 +86,17 @@ def caller_frame(frame: FrameType | None) -> FrameType | None:
 
 
 class FetchProbe:
-    """Times the next-item fetches of one frame (the one that called `start`) on its
-    thread: ``fetches`` holds (callee "func (file)", loop "func (file)", start, end) in
-    ``time.perf_counter_ns``."""
+    """Times the next-item fetches of one frame (the one that called `start`) and of the
+    program's frames it calls (`MAX_DEPTH`), on its thread: ``fetches`` holds (callee
+    "func (file)", loop "func (file)", start, end) in ``time.perf_counter_ns``."""
 
     def __init__(self, loop: FrameType, sites: FetchSites) -> None:
-        self._loop: FrameType | None = loop
+        self._watched: dict[FrameType, int] = {loop: 0}  # frame -> calls below start's caller
         self._sites = sites
-        self._open: dict[FrameType, int] = {}
+        self._program: dict[CodeType, bool] = {}  # `is_program_code` per code object
+        self._open: dict[FrameType, tuple[int, FrameType]] = {}  # fetch -> (began, its loop)
+        self._per_loop: dict[CodeType, int] = {}  # fetches timed per loop
+        self._shallowest = MAX_DEPTH + 1  # the depth of the shallowest loop that fetched
         self._events = 0
         self.fetches: list[tuple[str, str, int, int]] = []
         self.native_id = 0
@@ -91,7 +120,7 @@ class FetchProbe:
         self._release()
 
     def _release(self) -> None:
-        self._loop = None
+        self._watched.clear()
         self._open.clear()
 
     def _leave(self) -> None:
@@ -99,6 +128,12 @@ class FetchProbe:
         if sys.getprofile() == self._probe:
             sys.setprofile(None)
         self._release()
+
+    def _is_program(self, code: CodeType) -> bool:
+        known = self._program.get(code)
+        if known is None:
+            known = self._program[code] = is_program_code(code.co_filename)
+        return known
 
     def _probe(self, frame: FrameType, event: str, arg: Any) -> None:
         # Never raises: an exception here would reach the user's code and switch off
@@ -108,22 +143,30 @@ class FetchProbe:
             if self.done or self._events > MAX_EVENTS:
                 self._leave()
             elif event == "call":
-                loop = frame.f_back
-                if (
-                    loop is self._loop
-                    and loop is not None
-                    and self._sites.at(loop.f_code, loop.f_lasti)
-                ):
-                    self._open[frame] = time.perf_counter_ns()
-            elif event == "return" and self._open:
-                began = self._open.pop(frame, None)
-                if began is not None:
-                    loop = self._loop
-                    name = function_name(loop.f_code) if loop is not None else ""
-                    self.fetches.append(
-                        (function_name(frame.f_code), name, began, time.perf_counter_ns())
-                    )
-                    if len(self.fetches) >= MAX_FETCHES:
-                        self._leave()
+                caller = frame.f_back
+                depth = self._watched.get(caller) if caller is not None else None
+                if depth is None or caller is None:
+                    return
+                if self._sites.at(caller.f_code, caller.f_lasti):
+                    if self._per_loop.get(caller.f_code, 0) < MAX_FETCHES:
+                        self._open[frame] = (time.perf_counter_ns(), caller)
+                elif depth < MAX_DEPTH and self._is_program(frame.f_code):
+                    self._watched[frame] = depth + 1
+            elif event == "return":
+                if self._open:
+                    opened = self._open.pop(frame, None)
+                    if opened is not None:
+                        self._timed(frame, *opened)
+                if self._watched.get(frame):  # start's caller (0) stays watched
+                    del self._watched[frame]
         except Exception:
+            self._leave()
+
+    def _timed(self, frame: FrameType, began: int, loop: FrameType) -> None:
+        now = time.perf_counter_ns()
+        self.fetches.append((function_name(frame.f_code), function_name(loop.f_code), began, now))
+        count = self._per_loop[loop.f_code] = self._per_loop.get(loop.f_code, 0) + 1
+        depth = self._watched.get(loop, MAX_DEPTH)
+        self._shallowest = min(self._shallowest, depth)
+        if count >= MAX_FETCHES and depth <= self._shallowest:
             self._leave()
