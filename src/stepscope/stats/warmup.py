@@ -149,11 +149,12 @@ def steady_state(summary: StepSummary) -> SteadyState | None:
     median = float(np.median(steady.dur_ns)) / 1e6
     bound = bound_by(steady)
     each = ", ".join(f"{ns / 1e6:.2f} ms" for ns in warm_ns.tolist())
+    # the share right after the times it is of: after the cause it read as the cause's share
     statement = (
         f"Warm-up: {_steps_text(nums)} took {each}"
+        f" ({100.0 * float(warm_ns.sum()) / total:.1f}% of all the steps' time)"
         + (f", mostly {CATEGORY_LABELS[cause].lower()}" if cause else "")
-        + f" ({100.0 * float(warm_ns.sum()) / total:.1f}% of the step time); "
-        f"once warm, the {steady.n_steps} steps after take {median:.2f} ms (median)."
+        + f"; once warm, the {steady.n_steps} steps after take {median:.2f} ms (median)."
     )
     steady_total = steady.total_ns()
     return SteadyState(
