@@ -24,6 +24,7 @@ def _reimport(path: Path) -> Profile:
     return profile_from_xspace(kineto_to_xspace(path))
 
 
+@pytest.mark.integration  # over a second: out of the one-minute tier (decision 448)
 def test_export_tf_run_loads_back_with_same_events(tmp_path: Path) -> None:
     out = tmp_path / "remote.json.gz"
     assert main(["export", str(FIXTURES / "tf" / "remote"), "-o", str(out), "--no-cache"]) == 0
@@ -86,6 +87,7 @@ def test_export_window(tmp_path: Path) -> None:
     assert 0 < len(exported) == int(expected.sum()) < profile.n_events
 
 
+@pytest.mark.integration  # over a second: out of the one-minute tier (decision 448)
 def test_export_streams_in_chunks() -> None:
     profile = profile_from_bytes(synthetic_xspace_bytes(120_000, n_lines=2))
     chunks = chrome_trace_chunks(profile)

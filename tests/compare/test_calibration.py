@@ -14,6 +14,7 @@ from stepscope.stats.compare.significance import bootstrap_change
 from tests.compare.synthetic import MS, summary
 
 
+@pytest.mark.integration  # over a second: out of the one-minute tier (decision 448)
 @pytest.mark.parametrize("steps", [4, 8])
 def test_false_positive_rate_at_few_steps(steps: int) -> None:
     # Two runs of one program, 400 seeded pairs: anything flagged is a false positive.
@@ -27,6 +28,7 @@ def test_false_positive_rate_at_few_steps(steps: int) -> None:
     assert flagged / pairs <= 0.06
 
 
+@pytest.mark.integration  # over a second: out of the one-minute tier (decision 448)
 @pytest.mark.parametrize("steps", [4, 8])
 def test_interval_covers_a_known_shift(steps: int) -> None:
     # Every candidate step is 0.5 ms slower (5% noise on 10 ms steps): the 95% interval of

@@ -105,6 +105,7 @@ def test_a_rank_repeatedly_last_keeps_its_finding_whatever_its_share(
     assert skew["steps"] == [s for s in range(1, 39) if s % 4 == 1]
 
 
+@pytest.mark.integration  # over a second: out of the one-minute tier (decision 448)
 @pytest.mark.parametrize(("ranks", "slow"), [(16, 11), (256, 200)])
 def test_nccl_jobs_of_16_and_256_ranks_name_the_right_rank(ranks: int, slow: int) -> None:
     traces = []

@@ -100,6 +100,7 @@ def test_matches_xprof_memory_profile(name: str) -> None:
     assert mem.peak_step == int(ref["specialAllocations"][0]["stepId"])
 
 
+@pytest.mark.integration  # over a second: out of the one-minute tier (decision 448)
 def test_pytorch_memory_events() -> None:
     profile = fixture_profile("kineto/v100_training_with_memory.json.gz")
     mems = {m.allocator: m for m in build_memory_profiles(profile, *step_spans(profile))}

@@ -114,6 +114,7 @@ def events_of(profile: Profile) -> Counter[tuple[str, int, int]]:
     )
 
 
+@pytest.mark.integration  # over a second: out of the one-minute tier (decision 448)
 def test_tf_export_round_trips_events_tracks_and_stats(pb: ModuleType, tmp_path: Path) -> None:
     out = tmp_path / "remote.pftrace"  # the suffix picks the format
     assert main(["export", str(FIXTURES / "tf" / "remote"), "-o", str(out), "--no-cache"]) == 0
@@ -175,6 +176,7 @@ def test_events_that_outlive_their_parent_keep_their_times(pb: ModuleType) -> No
     assert inner == {"k": "v"}
 
 
+@pytest.mark.integration  # over a second: out of the one-minute tier (decision 448)
 def test_large_trace_streams_in_chunks(pb: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     from stepscope.model import profile_from_bytes
 
