@@ -29,10 +29,24 @@ another thread crashes the process at export. Hence:
 
 A ``torch.profiler`` the user already runs on this thread wins: the bridge stays off and says
 how to merge it instead (`trace_handler`).
+
+Start without ``torch._inductor`` (issue #30, decision 455): ``torch.profiler.profile.start``
+runs ``prepare_trace``, which looks ``torch._inductor`` up to read its CUDA-graphs setting, and
+that lookup imports the lazy module (with ``torch._dynamo``): 1.4-1.9 s of a process's first
+start on torch 2.13, where nothing else imported it (an inference or evaluation loop; making a
+``torch.optim`` optimizer imports it anyway). `start_profiler` does ``prepare_trace``'s work
+itself: torch's own lower-level profiler (``torch.autograd.profiler.profile``, made from the
+same activities, device and settings, its ``_prepare_trace``), then torch's ``start_trace``,
+``stop`` and export as before; so the trace is the same, CPU or CUDA. Where the module is
+imported already, where ``TORCHINDUCTOR_CUDAGRAPHS`` is set (the setting the lookup reads), or
+where this torch lacks those calls, torch's own ``start`` runs (the last said once in the log).
 """
 
 from __future__ import annotations
 
+import inspect
+import os
+import sys
 import tempfile
 import threading
 import time
@@ -43,6 +57,7 @@ from stepscope.capture.bridges.base import Bridge, BridgeError, BridgeOutput, di
 from stepscope.capture.bridges.logs import captured_output
 from stepscope.capture.bridges.sync import ClockSync, find_markers_in_columns
 from stepscope.capture.options import ProfilerOptions
+from stepscope.log import module_logger
 from stepscope.records import record
 
 if TYPE_CHECKING:
@@ -51,6 +66,9 @@ if TYPE_CHECKING:
 SYNC_OP = "aten::empty"
 # Profilers a `stepscope.stop` on the wrong thread could not stop: {thread ident: profiler}.
 _orphans: dict[int, Any] = {}
+logger = module_logger(__name__)
+# Why torch's own start ran (it imports torch._inductor), once said: {reason}.
+_said: set[str] = set()
 
 
 @record
@@ -88,6 +106,71 @@ def trace_only_options(settings: TorchSettings) -> dict[str, Any]:
         return {"experimental_config": _ExperimentalConfig(trace_only=True)}
     except (ImportError, TypeError):  # torch before the flag: the full stop
         return {}
+
+
+def _lower_profiler(torch: Any, profiler: Any) -> tuple[Any, dict[str, Any]]:
+    """The class and arguments ``profiler.prepare_trace`` would make its lower-level profiler
+    (``torch.autograd.profiler.profile``) with; `TypeError` naming what this torch lacks."""
+    lower = getattr(getattr(getattr(torch, "autograd", None), "profiler", None), "profile", None)
+    if lower is None or not callable(getattr(lower, "_prepare_trace", None)):
+        raise TypeError("torch.autograd.profiler.profile._prepare_trace is missing")
+    if not callable(getattr(profiler, "start_trace", None)):
+        raise TypeError("torch.profiler.profile.start_trace is missing")
+    try:
+        # Options the bridge never sets, which prepare_trace would pass on: left at their
+        # defaults the lower-level profiler's own defaults are the same.
+        if (
+            profiler.profiler is not None
+            or getattr(profiler, "_use_cupti_monitor", False)
+            or getattr(profiler, "acc_events", False)
+            or getattr(profiler, "custom_trace_id_callback", None) is not None
+            or getattr(profiler, "post_processing_timeout_s", None) is not None
+            or getattr(profiler, "activity_filters", None)
+        ):
+            raise TypeError("the profiler is not a new one with default options")
+        options = {
+            "use_cpu": torch.profiler.ProfilerActivity.CPU in profiler.activities,
+            "use_device": profiler.use_device,
+            "record_shapes": profiler.record_shapes,
+            "with_flops": profiler.with_flops,
+            "profile_memory": profiler.profile_memory,
+            "with_stack": profiler.with_stack,
+            "with_modules": profiler.with_modules,
+            "use_kineto": True,
+            "experimental_config": profiler.experimental_config,
+        }
+    except AttributeError as exc:
+        raise TypeError(f"torch.profiler.profile has no {exc.name or exc}") from None
+    try:
+        inspect.signature(lower).bind(**options)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"torch.autograd.profiler.profile takes other arguments ({exc})") from None
+    return lower, options
+
+
+def start_profiler(torch: Any, profiler: Any) -> None:
+    """Start a new ``torch.profiler.profile`` as its ``start()`` does, without importing
+    ``torch._inductor`` where it is not imported yet (module docstring; decision 455)."""
+    if "torch._inductor" in sys.modules or "TORCHINDUCTOR_CUDAGRAPHS" in os.environ:
+        profiler.start()  # nothing to save, or a setting only torch's lookup reads
+        return
+    try:
+        lower, options = _lower_profiler(torch, profiler)
+    except TypeError as exc:
+        why = str(exc)
+        if why not in _said:
+            _said.add(why)
+            logger.info(
+                "stepscope: PyTorch bridge: torch.profiler's own start, which imports "
+                "torch._inductor (1-2 s, once a process): %s",
+                why,
+            )
+        profiler.start()
+        return
+    lower_profiler = lower(**options)
+    lower_profiler._prepare_trace()
+    profiler.profiler = lower_profiler
+    profiler.start_trace()
 
 
 def profiler_active(torch: Any) -> bool:
@@ -166,7 +249,7 @@ class PyTorchBridge(Bridge):
                 with_modules=s.with_modules,
                 **trace_only_options(s),
             )
-            profiler.start()
+            start_profiler(torch, profiler)
         self.profiler = profiler
         self.owner = threading.get_ident()
         self.sync.emit(self._probe, batch=0)
