@@ -8,11 +8,14 @@ below can be checked by eye.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from stepscope.stats.advice import recommend
 from stepscope.stats.bound import bound_by
 from stepscope.stats.events import CATEGORY_NAMES
+from stepscope.stats.steps.fetch import Fetched
 from stepscope.stats.summary import StepSummary
 
 MS = 1_000_000
@@ -182,3 +185,55 @@ def test_without_steps_nothing_is_bounded() -> None:
         ("no step markers found",),
         ("trace_viewer: look for the repeating work of a step",),
     )
+
+
+def test_the_headlines_own_limit_gets_its_fix_first() -> None:
+    """The headline says input bounds the steps and what the trace shows, not what to change:
+    the advice's first line gives the fix (decision 456). Before, a loop over a plain
+    generator read "bound by input 93%" and no advice on input at all."""
+    summary = _summary(has_device=False, input=6.0, compute=3.0, host=0.5)
+    advice = recommend(summary, bound_by(summary))
+    assert advice.details == (
+        "HIGH: What bounds the steps, input (60.0% of the step time): prepare batches ahead of "
+        "the step (a DataLoader with workers, tf.data prefetch, a background thread).",
+        "5.0% of the step time is Python / host work: host work no traced op covers (Python, "
+        "untraced I/O or synchronization); turn on the stack sampler (python_sampler_hz) to "
+        "name the functions.",
+    )
+
+
+def test_a_python_iterator_that_bounds_the_steps_is_named_in_the_fix() -> None:
+    summary = replace(
+        _summary(has_device=False, input=8.0, compute=2.0),
+        fetched=Fetched(
+            function=("batches (train.py)",),
+            samples=np.array([7], np.int64),
+            ns=np.full(STEPS, 8 * MS, np.int64),
+        ),
+    )
+    (line,) = recommend(summary, bound_by(summary)).details
+    assert line.startswith(
+        "HIGH: What bounds the steps, input (80.0% of the step time): the loop's Python "
+        "iterator batches (train.py) makes each batch on the step's own thread"
+    )
+    assert "in worker processes" in line
+
+
+def test_the_headlines_fix_is_left_to_the_loaders_advice_or_a_finding() -> None:
+    """The DataLoader's or tf.data's advice says what to change for input; a finding that
+    covers the limit says it with evidence: no second line."""
+    summary = _summary(has_device=False, input=6.0, compute=4.0)
+    loader = "The DataLoader makes its batches in the training process (num_workers=0)."
+    assert recommend(summary, bound_by(summary), tf_data_advice=loader).details == (loader,)
+    host = _summary(has_device=False, host=6.0, compute=4.0)
+    assert recommend(host, bound_by(host), covered=frozenset({"host"})).details == ()
+    (line,) = recommend(host, bound_by(host)).details
+    assert line.startswith("HIGH: What bounds the steps, python / host (60.0% of the step time)")
+
+
+def test_a_dispatch_headline_with_its_fix_is_not_repeated() -> None:
+    """Dispatch's evidence carries the fix when it found the ops; without them (GPU launches
+    only) the fix is the advice's first line."""
+    summary = _summary(dispatch=6.0, compute=4.0)
+    (line,) = recommend(summary, bound_by(summary)).details
+    assert line.startswith("HIGH: What bounds the steps, dispatch / launch (60.0% of the step")

@@ -17,6 +17,7 @@ from stepscope.records import record
 from stepscope.stats.bound import BoundBy
 from stepscope.stats.host.untraced import where_untraced
 from stepscope.stats.summary import StepSummary
+from stepscope.vocab.dispatch import FIXES
 
 HIGH_INPUT = 20.0
 MODERATE_INPUT = 5.0
@@ -140,6 +141,49 @@ _LIMIT_ADVICE = {
     "what it waits on (another process, a lock, a descheduled thread).",
 }
 
+# What to change for the headline's own limit (decision 456): the headline says its share and
+# what the trace shows, not the fix, so the advice's first line gives it. Dispatch's evidence
+# carries its fix when it found the ops (`stepscope.stats.bound`); compute and compilation
+# have no generic fix here (the op tables and the warm-up say where they go).
+_HEADLINE_FIX = {
+    "input": "prepare batches ahead of the step (a DataLoader with workers, tf.data prefetch, "
+    "a background thread)",
+    "host": "move the untraced Python work (metrics, logging, bookkeeping) out of the step or "
+    "run it every N steps, and put the rest inside tf.function / jit / torch.compile; the "
+    "trace viewer shows where in the step it sits, stepscope.trace times what must stay",
+    "copies": "fetch fewer or smaller results per step, or fetch them less often",
+    "collectives": "see the pod viewer's stragglers for the rank the others wait for; overlap "
+    "communication with compute, use larger buckets, or check the interconnect",
+    "waits": "look in the trace viewer for what the step's thread waits on (another process, "
+    "a lock, a descheduled thread)",
+}
+_PYTHON_ITERATOR_FIX = (
+    "the loop's Python iterator {name} makes each batch on the step's own thread, so the step "
+    "waits for all of it: make the next batches while the step computes, in worker processes "
+    "(a torch DataLoader with num_workers over the same code, tf.data with prefetch, a "
+    "multiprocessing pool filling a queue); a background thread helps only as far as the "
+    "batch's work releases the GIL (NumPy, file reads)"
+)
+
+
+def _headline_fix(summary: StepSummary, bound: BoundBy) -> str:
+    """The fix for the headline's limit, or "" when the headline already gives one."""
+    first = bound.limits[0]
+    if first.key == "dispatch":
+        if "fix:" in first.evidence:
+            return ""
+        fix = FIXES.get(summary.limits.framework, FIXES["unknown"])
+    elif first.key == "input" and summary.fetched.counted and summary.fetched_percent() > 0:
+        fix = _PYTHON_ITERATOR_FIX.format(name=summary.fetched.function[0])
+    elif first.key in _HEADLINE_FIX:
+        fix = _HEADLINE_FIX[first.key]
+    else:
+        return ""
+    return (
+        f"What bounds the steps, {first.label.lower()} ({first.percent:.1f}% of the step "
+        f"time): {fix}."
+    )
+
 
 @record
 class Recommendation:
@@ -151,8 +195,11 @@ class Recommendation:
     )
     statement: str = out('the "bound by" headline')
     details: tuple[str, ...] = out(
-        "further findings, most important first: the tf.data bottleneck and its fix, then "
-        "the limits past their thresholds: dispatch / launch 3/15% (with "
+        "further findings, most important first: what to change for the headline's own "
+        "limit (input, Python / host, copies, collectives, waits, or dispatch when its "
+        "evidence has no fix; not when the loader's or tf.data's advice or a finding says "
+        "it), the tf.data bottleneck and its fix, then the other limits past their "
+        "thresholds: dispatch / launch 3/15% (with "
         "`TF_GPU_THREAD_MODE=gpu_private` advice when tf.data is used), Python / host 3/15%, "
         "copies 5/20%, collectives 3/15%, idle waits 3/15% (`HIGH:` past the high threshold), "
         "reduced-precision (below 32-bit) share below 10% (mixed precision), eager time above "
@@ -215,6 +262,19 @@ def recommend(
     input_pct = summary.limit_percent("input")
     if input_pct >= MODERATE_INPUT and tf_data_advice:
         details.insert(0, tf_data_advice)
+    first = bound.first
+    # the headline's limit is not repeated above, but its fix comes first, unless a finding
+    # (`covered`) or, for input, the input pipeline's or loader's advice gives it
+    if (
+        first in LIMIT_THRESHOLDS
+        and first not in covered
+        and not (first == "input" and input_pct >= MODERATE_INPUT and tf_data_advice)
+        and limit_level(first, summary.limit_percent(first)) != "no"
+    ):
+        fix = _headline_fix(summary, bound)
+        if fix:
+            high = limit_level(first, summary.limit_percent(first)) == "high"
+            details.insert(0, ("HIGH: " if high else "") + fix)
     if (
         "precision" not in covered
         and precision_16_percent is not None
