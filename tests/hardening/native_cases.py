@@ -244,6 +244,7 @@ def fuzz_kscan(rng: random.Random, seconds: float) -> int:
         _call(
             ks.kept_args,
             *(_spoil(rng, a) for a in (nargs, classes, keys, kinds, values, kept, lut)),
+            *([rng.random() < 0.5] if rng.random() < 0.5 else []),  # in place, or not
         )
         slots = _ints(rng, n_ids, -3, 5, np.int8)
         n_slots = rng.choice([0, 1, 4, 5, -1, 200, 1 << 40])

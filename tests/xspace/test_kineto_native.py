@@ -51,6 +51,41 @@ def test_kept_argument_rows_in_c_equal_numpy(monkeypatch: pytest.MonkeyPatch) ->
         )
 
 
+def test_kept_rows_written_over_the_scanned_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fast_stats.kept_rows(..., spend=True)`: the C pass writes the kept rows over the
+    trace's own argument rows (no new pages, decision 451) and gives what the copying pass
+    and the NumPy path give; the trace's rows are dropped after it on every path."""
+    from stepscope.xspace.kineto import fast_stats
+
+    data = importer._read(FIXTURES / "kineto" / "h100_bert_small_inference.json.gz", [])
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        reference = scanned(data)
+        assert reference is not None and len(reference.arg_key) > 100
+        event_class = rng.integers(0, 3, reference.n_events).astype(np.int8)
+        kept = rng.random((3, len(reference.texts))) < 0.6
+        key_lut = rng.integers(0, 50, len(reference.texts)).astype(np.int32)
+        want = fast_stats.kept_rows(reference, event_class, kept, key_lut)
+        trace = scanned(data)
+        assert trace is not None
+        scanned_key = trace.arg_key
+        got = fast_stats.kept_rows(trace, event_class, kept, key_lut, spend=True)
+        # written in place: the kept keys are the scanned column's first rows
+        assert np.shares_memory(got[1], scanned_key)
+        assert not len(trace.arg_key) and not trace.nargs.any()
+        for got_column, want_column in zip(got, want, strict=True):
+            assert got_column.dtype == want_column.dtype
+            assert got_column.tolist() == want_column.tolist()
+        got[3][:1] = 7  # the values are written in place by the caller
+        slow_trace = scanned(data)
+        assert slow_trace is not None
+        with monkeypatch.context() as patch:
+            c_off(patch, "_kscan")
+            slow = fast_stats.kept_rows(slow_trace, event_class, kept, key_lut, spend=True)
+        assert not len(slow_trace.arg_key)
+        assert [c.tolist() for c in slow[:3]] == [c.tolist() for c in want[:3]]
+
+
 def test_key_index_in_c_equals_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
     """`ScannedTrace`'s index of the looked-up keys: C's counting pass (rows and their events)
     gives the NumPy path's rows, and the lookups read the same values through either."""

@@ -28,7 +28,8 @@
 #include "_kscan.h"
 
 /* A column handed to Python without a copy: owns the scanner's buffer, exposes it through the
- * buffer protocol (numpy.frombuffer reads it in place) and frees it when released. */
+ * buffer protocol (numpy.frombuffer reads it in place; writable, so that kept_args can write
+ * the kept rows over the scanned ones) and frees it when released. */
 typedef struct {
     PyObject_HEAD
     Buf buf;
@@ -36,7 +37,7 @@ typedef struct {
 
 static int block_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     Block *block = (Block *)self;
-    return PyBuffer_FillInfo(view, self, block->buf.data, block->buf.len, 1, flags);
+    return PyBuffer_FillInfo(view, self, block->buf.data, block->buf.len, 0, flags);
 }
 
 static void block_dealloc(PyObject *self) {
@@ -251,16 +252,21 @@ done:
  * kept[class][key] and its kind is not A_NULL. count: int64 kept rows per event; key
  * (key_lut of the row's key, int32), kind (int8) and value (int64) per kept row, in row order.
  * All outputs are bytearrays (numpy reads them in place, writable).
+ * kept_args(..., key_lut, True) -> (count, m): the kept rows written over the first m rows of
+ * arg_key, arg_kind and arg_value themselves (writable buffers asked), which the caller no
+ * longer reads as scanned: a kept row goes to a row at or before its own, already read, so no
+ * new memory is touched for them (decision 451: the import's peak, its page faults).
  */
 static PyObject *kept_args(PyObject *self, PyObject *args) {
     static const Py_ssize_t sizes[7] = {4, 1, 4, 1, 8, 1, 4};
     PyObject *objs[7];
     Py_buffer v[7];
-    if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
-                          &objs[5], &objs[6]))
+    int in_place = 0;
+    if (!PyArg_ParseTuple(args, "OOOOOOO|p", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                          &objs[5], &objs[6], &in_place))
         return NULL;
     for (int k = 0; k < 7; k++) {
-        if (native_array(objs[k], &v[k], sizes[k], 0, "kept_args")) {
+        if (native_array(objs[k], &v[k], sizes[k], in_place && k >= 2 && k <= 4, "kept_args")) {
             while (k--) PyBuffer_Release(&v[k]);
             return NULL;
         }
@@ -275,19 +281,23 @@ static PyObject *kept_args(PyObject *self, PyObject *args) {
         goto done;
     }
     count = PyByteArray_FromStringAndSize(NULL, n * 8);
-    out_key = PyByteArray_FromStringAndSize(NULL, rows * 4);
-    out_kind = PyByteArray_FromStringAndSize(NULL, rows);
-    out_value = PyByteArray_FromStringAndSize(NULL, rows * 8);
-    if (!count || !out_key || !out_kind || !out_value) goto done;
+    if (!in_place) {
+        out_key = PyByteArray_FromStringAndSize(NULL, rows * 4);
+        out_kind = PyByteArray_FromStringAndSize(NULL, rows);
+        out_value = PyByteArray_FromStringAndSize(NULL, rows * 8);
+    }
+    if (!count || (!in_place && (!out_key || !out_kind || !out_value))) goto done;
     const uint32_t *per_event = nargs.buf;
     const int8_t *cls = classes.buf, *kind = kinds.buf;
     const int32_t *key = keys.buf, *key_out = lut.buf;
     const int64_t *value = values.buf;
     const uint8_t *keep = kept.buf;
     int64_t *counts = (int64_t *)PyByteArray_AS_STRING(count);
-    int32_t *ok = (int32_t *)PyByteArray_AS_STRING(out_key);
-    int8_t *okind = (int8_t *)PyByteArray_AS_STRING(out_kind);
-    int64_t *ovalue = (int64_t *)PyByteArray_AS_STRING(out_value);
+    /* In place: kept row m is written over row m or an earlier one, already read. */
+    int32_t *ok = in_place ? (int32_t *)keys.buf : (int32_t *)PyByteArray_AS_STRING(out_key);
+    int8_t *okind = in_place ? (int8_t *)kinds.buf : (int8_t *)PyByteArray_AS_STRING(out_kind);
+    int64_t *ovalue =
+        in_place ? (int64_t *)values.buf : (int64_t *)PyByteArray_AS_STRING(out_value);
     for (Py_ssize_t i = 0; i < n; i++) {
         int64_t c = 0;
         Py_ssize_t end = row + (Py_ssize_t)per_event[i];
@@ -310,6 +320,10 @@ static PyObject *kept_args(PyObject *self, PyObject *args) {
             c++;
         }
         counts[i] = c;
+    }
+    if (in_place) {
+        result = Py_BuildValue("(On)", count, m);
+        goto done;
     }
     if (PyByteArray_Resize(out_key, m * 4) < 0 || PyByteArray_Resize(out_kind, m) < 0 ||
         PyByteArray_Resize(out_value, m * 8) < 0)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -174,8 +174,51 @@ class StatCodec:
         return stats
 
 
+class _Part:
+    """The events one `ColumnLine.extend` call (or the buffered `add_event` calls) added, in
+    insertion order: their columns as given, and their stat rows (event after event, ``counts``
+    rows each)."""
+
+    __slots__ = ("counts", "dur", "key", "kind", "meta", "start", "value")
+
+    def __init__(
+        self,
+        meta: np.ndarray,
+        times: tuple[np.ndarray, np.ndarray],
+        counts: np.ndarray,
+        rows: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ) -> None:
+        self.meta = meta
+        self.start, self.dur = times  # int64
+        self.counts = counts  # int64
+        self.key, self.kind, self.value = rows
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def reordered_rows(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(count per event, row indices) of the events in ``order``, event after event."""
+        row_starts = np.zeros(len(self.counts), np.int64)
+        np.cumsum(self.counts[:-1], out=row_starts[1:])
+        counts = self.counts.take(order)
+        return counts, _rows_after(row_starts.take(order), counts)
+
+
+def _rows_after(first: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``arange(first[k], first[k] + counts[k])`` concatenated, for k in order."""
+    placed = np.zeros(len(counts), np.int64)  # where each event's rows start in the output
+    np.cumsum(counts[:-1], out=placed[1:])
+    rows = np.repeat(first - placed, counts)
+    rows += np.arange(len(rows), dtype=np.int64)
+    return rows
+
+
 class ColumnLine:
-    """One line's events in arrays; see the module docstring."""
+    """One line's events in arrays; see the module docstring.
+
+    Events added one at a time (`add_event`) go into growing buffers; events added in bulk
+    (`extend`) are kept as the arrays given, and `ColumnSpace.to_raw_columns` reads them once,
+    in the output's final order, straight into the output (no copy in between)."""
 
     def __init__(self, plane: ColumnPlane, line_id: int, name: str, display_name: str) -> None:
         self.plane = plane
@@ -184,6 +227,14 @@ class ColumnLine:
         self.name = name
         self.display_name = display_name
         self.display_id = 0
+        self._parts: list[_Part] = []  # the bulk additions, then the buffers below
+        self._new_buffers()
+        # Stats learnt after an event was added (flow ends), as calls of `add_stats` in order:
+        # (event per call, rows per call, the rows' keys, kinds and values), merged by
+        # `_stat_rows` with arrays (8.8k fwdbwd flows in 200 steps of a CPU training loop).
+        self.extra: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def _new_buffers(self) -> None:
         self.meta = array("q")
         self.start = array("q")
         self.dur = array("q")
@@ -191,13 +242,28 @@ class ColumnLine:
         self.stat_key = array("i")
         self.stat_kind = array("b")
         self.stat_value = array("q")
-        # Stats learnt after an event was added (flow ends), as calls of `add_stats` in order:
-        # (event per call, rows per call, the rows' keys, kinds and values), merged by
-        # `_stat_rows` with arrays (8.8k fwdbwd flows in 200 steps of a CPU training loop).
-        self.extra: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def _flush(self) -> None:
+        """The buffered events become a part (views of the buffers), so that the parts keep the
+        events' insertion order when a bulk addition follows."""
+        if not self.meta:
+            return
+        self._parts.append(
+            _Part(
+                np.frombuffer(self.meta, np.int64),
+                (np.frombuffer(self.start, np.int64), np.frombuffer(self.dur, np.int64)),
+                np.frombuffer(self.stat_count, np.uint32).astype(np.int64),
+                (
+                    np.frombuffer(self.stat_key, np.int32),
+                    np.frombuffer(self.stat_kind, np.int8),
+                    np.frombuffer(self.stat_value, np.int64),
+                ),
+            )
+        )
+        self._new_buffers()
 
     def __len__(self) -> int:
-        return len(self.meta)
+        return sum(len(part) for part in self._parts) + len(self.meta)
 
     def add_event(self, meta_id: int, start_ns: int, dur_ns: int, stats: Stats | None) -> None:
         count = 0
@@ -218,18 +284,21 @@ class ColumnLine:
         kinds: np.ndarray,
         values: np.ndarray,
     ) -> None:
-        """`add_event` for many events at once; their stats are rows in the codec's terms."""
-        for buffer, column, dtype in (
-            (self.meta, meta, np.int64),
-            (self.start, start_ns, np.int64),
-            (self.dur, dur_ns, np.int64),
-            (self.stat_count, stat_count, np.uint32),
-            (self.stat_key, keys, np.int32),
-            (self.stat_kind, kinds, np.int8),
-            (self.stat_value, values, np.int64),
-        ):
-            contiguous: Any = np.ascontiguousarray(column, dtype)
-            buffer.frombytes(memoryview(contiguous).cast("B"))  # one copy, no bytes in between
+        """`add_event` for many events at once; their stats are rows in the codec's terms. The
+        arrays are kept, not copied: the caller hands them over."""
+        self._flush()
+        self._parts.append(
+            _Part(
+                np.asarray(meta),
+                (np.ascontiguousarray(start_ns, np.int64), np.ascontiguousarray(dur_ns, np.int64)),
+                np.ascontiguousarray(stat_count, np.int64),
+                (
+                    np.ascontiguousarray(keys, np.int32),
+                    np.ascontiguousarray(kinds, np.int8),
+                    np.ascontiguousarray(values, np.int64),
+                ),
+            )
+        )
 
     def add_stats(self, index: int, stats: Mapping[str, StatValue]) -> None:
         """As `LineBuilder.add_stats`: merged into event ``index``, existing keys win."""
@@ -258,12 +327,55 @@ class ColumnLine:
 
     def time_range(self) -> tuple[int, int] | None:
         """(first start, last end) in ns; None for an empty line."""
-        if not self.meta:
-            return None
-        start = np.frombuffer(self.start, np.int64)
-        return int(start.min()), int((start + np.frombuffer(self.dur, np.int64)).max())
+        self._flush()
+        lo: int | None = None
+        hi: int | None = None
+        for part in self._parts:
+            if len(part):
+                start, dur = part.start, part.dur
+                first, last = int(start.min()), int((start + dur).max())
+                lo, hi = (
+                    (first, last) if lo is None or hi is None else (min(lo, first), max(hi, last))
+                )
+        return None if lo is None or hi is None else (lo, hi)
 
     # ---- outputs ---------------------------------------------------------------------------
+    def _event_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(meta, start, dur) of every event, in insertion order."""
+        self._flush()
+        parts = self._parts
+        if len(parts) == 1:
+            return parts[0].meta, parts[0].start, parts[0].dur
+        if not parts:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return (
+            np.concatenate([part.meta for part in parts]),
+            np.concatenate([part.start for part in parts]),
+            np.concatenate([part.dur for part in parts]),
+        )
+
+    def _own_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(count per event, keys, kinds, values) of the events' own stats, in insertion
+        order."""
+        self._flush()
+        each = [(part.counts, part.key, part.kind, part.value) for part in self._parts]
+        if len(each) == 1:
+            return each[0]
+        if not each:
+            return (
+                np.zeros(0, np.int64),
+                np.zeros(0, np.int32),
+                np.zeros(0, np.int8),
+                np.zeros(0, np.int64),
+            )
+        counts, keys, kinds, values = zip(*each, strict=True)
+        return (
+            np.concatenate(counts),
+            np.concatenate(keys),
+            np.concatenate(kinds),
+            np.concatenate(values),
+        )
+
     def _stat_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(count per event, keys, kinds, values) with the extra stats merged in.
 
@@ -273,10 +385,7 @@ class ColumnLine:
         its own rows -- a key stands where it first occurs and holds the value of its last
         occurrence; that is computed here for all events at once.
         """
-        counts = np.frombuffer(self.stat_count, np.uint32).astype(np.int64)
-        keys = np.frombuffer(self.stat_key, np.int32)
-        kinds = np.frombuffer(self.stat_kind, np.int8)
-        values = np.frombuffer(self.stat_value, np.int64)
+        counts, keys, kinds, values = self._own_rows()
         if not self.extra:
             return counts, keys, kinds, values
         offsets = np.zeros(len(counts) + 1, np.int64)
@@ -337,39 +446,19 @@ class ColumnLine:
         out_kind[merged_at], out_value[merged_at] = kind[source], value[source]
         return new_counts, out_key, out_kind, out_value
 
-    def sorted_columns(self) -> dict[str, np.ndarray]:
-        """This line's columns in `LineBuilder.sort_events` order."""
-        start = np.frombuffer(self.start, np.int64)
-        dur = np.frombuffer(self.dur, np.int64)
-        counts, keys, kinds, values = self._stat_rows()
-        # Stable: ties keep insertion order, as the two stable sorts of the builder.
-        order = start_order(start, dur)
-        sorted_counts = counts.take(order)
-        old_offsets = np.zeros(len(counts) + 1, np.int64)
-        np.cumsum(counts, out=old_offsets[1:])
-        new_offsets = np.zeros(len(counts) + 1, np.int64)
-        np.cumsum(sorted_counts, out=new_offsets[1:])
-        rows = np.repeat(old_offsets[:-1][order] - new_offsets[:-1], sorted_counts)
-        rows += np.arange(len(rows), dtype=np.int64)
-        return {
-            "meta": np.frombuffer(self.meta, np.int64).take(order),
-            "start": start.take(order),
-            "dur": dur.take(order),
-            "stat_count": sorted_counts,
-            "key": keys.take(rows),
-            "kind": kinds.take(rows),
-            "value": values.take(rows),
-        }
-
-    def take_sorted_columns(self) -> dict[str, np.ndarray]:
-        """`sorted_columns`, releasing this line's buffers (the line is empty afterwards)."""
-        columns = self.sorted_columns()
-        for name in ("meta", "start", "dur"):
-            setattr(self, name, array("q"))
-        self.stat_count, self.stat_key = array("I"), array("i")
-        self.stat_kind, self.stat_value = array("b"), array("q")
-        self.extra = []
-        return columns
+    def take_part(self) -> _Part:
+        """The line's events as one part, as the output reads them; the line is empty
+        afterwards (the part alone holds them)."""
+        self._flush()
+        if len(self._parts) == 1 and not self.extra:
+            part = self._parts[0]
+        else:  # several parts, or stats learnt late: one part, in insertion order, merged
+            meta, start, dur = self._event_columns()
+            counts, keys, kinds, values = self._stat_rows()
+            part = _Part(meta, (start, dur), counts, (keys, kinds, values))
+        self._parts, self.extra = [], []
+        self._new_buffers()
+        return part
 
 
 def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -441,15 +530,18 @@ class ColumnSpace(XSpaceBuilder):
         codec = self.codec
         space_header = SpaceHeader(list(self.hostnames), list(self.errors), list(self.warnings))
         planes = self.column_planes()
-        # Sorting merges the stats learnt late, which may name new stats: before the headers.
-        # Each line's buffers are released once sorted, and its sorted columns once copied into
-        # the output (peak memory: about one copy, not three).
-        sorted_lines = [
-            [line.take_sorted_columns() for line in plane.column_lines] for plane in planes
+        # Merging the stats learnt late comes before the headers (as it always has). Each
+        # line's columns, as the route gathered them, are read once, in their final order,
+        # straight into the output (decision 451): no copy into buffers and no sorted copy in
+        # between.
+        parts: list[list[_Part | None]] = [
+            [line.take_part() for line in plane.column_lines] for plane in planes
         ]
         plane_headers = [plane.header() for plane in planes]
-        n_events = sum(len(c["meta"]) for in_plane in sorted_lines for c in in_plane)
-        n_rows = sum(len(c["key"]) for in_plane in sorted_lines for c in in_plane)
+        n_events = sum(len(part) for in_plane in parts for part in in_plane if part is not None)
+        n_rows = sum(
+            int(part.counts.sum()) for in_plane in parts for part in in_plane if part is not None
+        )
         ev_meta, ev_offset, ev_dur = (np.empty(n_events, np.int64) for _ in range(3))
         ev_line = np.empty(n_events, np.int32)
         stat_start = np.zeros(n_events + 1, np.int64)  # the counts, summed in place below
@@ -458,11 +550,24 @@ class ColumnSpace(XSpaceBuilder):
         lines: list[RawLine] = []
         first = row = 0
         for plane_index, plane in enumerate(planes):
-            for line, columns in zip(plane.column_lines, sorted_lines[plane_index], strict=True):
-                n, m = len(columns["meta"]), len(columns["key"])
-                start, dur = columns["start"], columns["dur"]
-                base = int(start.min()) if n else 0
-                end = int((start + dur).max()) if n else base
+            in_plane = parts[plane_index]
+            for k, line in enumerate(plane.column_lines):
+                part, in_plane[k] = in_plane[k], None  # freed once written
+                assert part is not None
+                start, dur = part.start, part.dur
+                order = start_order(start, dur)
+                counts, picked = part.reordered_rows(order)
+                n, m = len(order), len(picked)
+                events, rows = slice(first, first + n), slice(row, row + m)
+                offset, length = ev_offset[events], ev_dur[events]
+                # ("clip": with "raise" a `take` into `out` goes through a buffered copy;
+                # ``order`` and ``picked`` are permutations, always in range)
+                np.take(start, order, out=offset, mode="clip")
+                np.take(dur, order, out=length, mode="clip")
+                ev_meta[events] = part.meta.take(order)
+                del start, dur, order
+                base = int(offset.min()) if n else 0
+                end = int((offset + length).max()) if n else base
                 span = (max(end, base) - base) * 1000
                 lines.append(
                     RawLine(
@@ -477,17 +582,16 @@ class ColumnSpace(XSpaceBuilder):
                         n,
                     )
                 )
-                events, rows = slice(first, first + n), slice(row, row + m)
-                ev_meta[events] = columns["meta"]
-                np.subtract(start, base, out=ev_offset[events])
-                ev_offset[events] *= 1000
-                np.multiply(dur, 1000, out=ev_dur[events])
-                stat_start[first + 1 : first + 1 + n] = columns["stat_count"]
+                offset -= base
+                offset *= 1000
+                length *= 1000
+                stat_start[first + 1 : first + 1 + n] = counts
                 ev_line[events] = len(lines) - 1
-                st_meta[rows] = columns["key"]
+                st_meta[rows] = part.key.take(picked)
                 st_meta[rows] += 1  # stat metadata id = codec key id + 1
-                kinds[rows], st_value[rows] = columns["kind"], columns["value"]
-                columns.clear()
+                kinds[rows] = part.kind.take(picked)
+                np.take(part.value, picked, out=st_value[rows], mode="clip")
+                del part, counts, picked
                 first, row = first + n, row + m
         np.cumsum(stat_start, out=stat_start)
         doubles = np.flatnonzero(kinds == KIND_DOUBLE)

@@ -302,7 +302,9 @@ def route(state: RouteState, c: Classified) -> None:
     for lo, length in zip(span_start.tolist(), trace.dur_ns[spans].tolist(), strict=True):
         state.spans.append((lo, lo + max(length, 0)))
     emitted = c.routed & ~spans
-    rows = StatRows(trace, c, emitted, builder.codec)
+    _thread_names(state, trace)
+    fast_memory.prepare(c)
+    rows = StatRows(trace, c, emitted, builder.codec)  # (may spend the argument rows)
     lines, positions = _assign_lines(state, c, emitted, rows)
     names, display = rows.names, rows.display
     c.names, c.codec = names, builder.codec
@@ -310,7 +312,6 @@ def route(state: RouteState, c: Classified) -> None:
     del display
     rows.display = np.zeros(0, np.int32)  # read by the metadata only
     _bookkeeping(state, c, emitted, lines, positions, rows)
-    fast_memory.prepare(c)
     trace.drop_args()  # every argument is in ``rows`` or read: free the rows before the lines
     # Absolute times made here, after the steps above, their temporaries and the argument
     # rows are gone (16 bytes an event less at the routing's peak).
@@ -341,6 +342,7 @@ def route(state: RouteState, c: Classified) -> None:
         line = cast(ColumnLine, made[number])
         chosen = by_line[first:end]
         picked = rows.gather(chosen)  # one line at a time: small temporaries
+        # (kept as they are by the line, read once by the output: decision 451)
         line.extend(
             meta.take(chosen),
             start.take(chosen),
@@ -453,13 +455,7 @@ def _bookkeeping(
     """Thread names, flows, ops by start/thread, uncorrelated launches, memory events."""
     trace = c.trace
     made = state.lines
-    texts = trace.texts
     ph = trace.ph
-    threads = np.flatnonzero((ph == ord("M")) & (trace.name == trace._ids.get("thread_name", -2)))
-    name_present, name_kind, name_value = trace.arg_at("name", threads)
-    named = name_present & (name_kind == A_STR)
-    for event, value in zip(threads[named].tolist(), name_value[named].tolist(), strict=True):
-        state.thread_names[(_pid(trace, event), _tid(trace, event))] = texts[value]
     framework = np.array(
         [c.categories[i] in FRAMEWORK_OP_CATEGORIES for i in range(len(c.categories))] + [False]
     )
@@ -497,6 +493,16 @@ def _bookkeeping(
     for event in np.flatnonzero(ops & np.isin(trace.ts_ns, fwd_ts)).tolist():
         key = (_pid(trace, event), _tid(trace, event), int(trace.ts_ns[event]))
         state.ops_by_start.setdefault(key, (made[int(lines[event])], int(positions[event])))
+
+
+def _thread_names(state: RouteState, trace: ScannedTrace) -> None:
+    """The threads' names (``thread_name`` metadata events' ``name`` args)."""
+    ph = trace.ph
+    threads = np.flatnonzero((ph == ord("M")) & (trace.name == trace._ids.get("thread_name", -2)))
+    name_present, name_kind, name_value = trace.arg_at("name", threads)
+    named = name_present & (name_kind == A_STR)
+    for event, value in zip(threads[named].tolist(), name_value[named].tolist(), strict=True):
+        state.thread_names[(_pid(trace, event), _tid(trace, event))] = trace.texts[value]
 
 
 def _named(trace: ScannedTrace, flag: int) -> np.ndarray:

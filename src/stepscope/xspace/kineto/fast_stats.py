@@ -70,11 +70,54 @@ _LINE_NAMES = {
 
 
 def kept_rows(
-    trace: ScannedTrace, event_class: np.ndarray, kept: np.ndarray, key_lut: np.ndarray
+    trace: ScannedTrace,
+    event_class: np.ndarray,
+    kept: np.ndarray,
+    key_lut: np.ndarray,
+    spend: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The argument rows events keep: a row of an event of class ``event_class`` (int8, 0..2)
     is kept when ``kept[class, key]`` and it is not null. (rows kept per event (int64), then
-    ``key_lut`` of the key (int32), the kind and the value (writable) of each kept row.)"""
+    ``key_lut`` of the key (int32), the kind and the value (writable) of each kept row.)
+    ``spend``: the trace's argument rows are not read again (they are dropped after, on every
+    path), so the C pass may write the kept rows over the scanned ones: no new pages for them
+    at the import's peak (decision 451)."""
+    fast = native()
+    if fast is not None and spend and _rows_writable(trace):
+        count, m = fast.kept_args(
+            np.ascontiguousarray(trace.nargs),
+            np.ascontiguousarray(event_class),
+            trace.arg_key,
+            trace.arg_kind,
+            trace.arg_value,
+            np.ascontiguousarray(kept, dtype=bool),
+            np.ascontiguousarray(key_lut, dtype=np.int32),
+            True,
+        )
+        written = (trace.arg_key[:m], trace.arg_kind[:m], trace.arg_value[:m])
+        trace.drop_args()
+        return (np.frombuffer(count, np.int64), *written)
+    out = _kept_rows(trace, event_class, kept, key_lut)
+    if spend:
+        trace.drop_args()
+    return out
+
+
+def _rows_writable(trace: ScannedTrace) -> bool:
+    """Whether the C pass can write the trace's argument rows in place."""
+    return all(
+        column.flags.writeable and column.flags.c_contiguous and column.dtype == dtype
+        for column, dtype in (
+            (trace.arg_key, np.int32),
+            (trace.arg_kind, np.int8),
+            (trace.arg_value, np.int64),
+        )
+    )
+
+
+def _kept_rows(
+    trace: ScannedTrace, event_class: np.ndarray, kept: np.ndarray, key_lut: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     fast = native()
     if fast is not None:  # one pass in C
         columns = (trace.nargs, event_class, trace.arg_key, trace.arg_kind, trace.arg_value)
@@ -118,7 +161,6 @@ class StatRows:
         self.names = np.where(trace.name >= 0, trace.name, np.int32(empty)).astype(np.int32)
         self.display = np.full(n, empty, np.int32)
         kernel = emitted & (c.kind == Kind.DEVICE) & (c.category == _index(c, "kernel"))
-        self._args(emitted, kernel)
         self.has_correlation = self.trace.has("correlation") | self.trace.has("correlation_id")
         self._steps(c, emitted)
         # Device events (ascending) and, for each, its device, line id, stream and kind: arrays
@@ -128,6 +170,7 @@ class StatRows:
         self.device = self.line_id = self.stream = np.zeros(0, np.int64)
         self._kind = np.zeros(0, np.int8)
         self._devices(c, emitted, kernel)
+        self._args(emitted, kernel)  # last: it spends the trace's argument rows
 
     # ---- arguments ---------------------------------------------------------------------------
     def _args(self, emitted: np.ndarray, kernel: np.ndarray) -> None:
@@ -143,7 +186,9 @@ class StatRows:
             key_lut[key_id] = codec.key_id(RENAMES.get(text, text))
         event_class = emitted.astype(np.int8) + kernel
         # Rows per event (the rows stay in event order; `_finish` needs no event per row).
-        self.k_count, self.k_key, kind, value = kept_rows(trace, event_class, kept, key_lut)
+        self.k_count, self.k_key, kind, value = kept_rows(
+            trace, event_class, kept, key_lut, spend=True
+        )
         out_kind = np.full(len(value), KIND_INT, np.int8)
         out_kind[kind == A_UINT] = KIND_UINT  # (int64 bits, as the columns keep a uint64)
         floats = np.flatnonzero(kind == A_FLOAT)

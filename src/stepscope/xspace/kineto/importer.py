@@ -39,6 +39,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -237,10 +238,10 @@ def _convert(
                 warnings.append("the trace has no events")
             fast_route.route(state, classified)
 
-            def add_memory(sizes: dict[int, int]) -> None:
-                fast_memory.add_memory(state, classified, sizes)
-
-            finish(state, doc, warnings, add_memory)
+            finish(state, doc, warnings, partial(fast_memory.add_memory, state, classified))
+            # The trace's columns and their classification are read: freed before the output's
+            # columns are made (decision 451)
+            del classified, state
             return builder.to_raw_columns()
         except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:
             # Events with bad fields are skipped one by one; this is damage beyond that (in
