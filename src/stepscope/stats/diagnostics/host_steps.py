@@ -15,8 +15,9 @@ same thing:
   (high from 30%), located on the step thread and, with the Python stack sampler, named by
   Python function;
 - ``slow_steps``: steps at least 1.5x the median step (and 1 ms longer), when the time they
-  lose over the median is >= 2% of the step time (high from 10%), with the category the
-  extra time is in, and whether they recur every N steps or are the profile's first step.
+  lose over the median is >= 2% of the step time (high from 10%), with the limit the extra
+  time is in (the headline's, decision 457), and whether they recur every N steps or are
+  the profile's first step.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ from stepscope.stats.diagnostics.base import (
     severity,
     top_by_name,
 )
-from stepscope.stats.events import CATEGORY_LABELS, EventType
+from stepscope.stats.events import EventType
 from stepscope.stats.host.untraced import where_untraced
+from stepscope.stats.input.loader_workers import captured_settings
 from stepscope.stats.intervals import merge, overlap_with
-from stepscope.stats.steps.limits import LimitType
+from stepscope.stats.steps.limits import LIMIT_LABELS, LimitType
 from stepscope.stats.warmup import warmup_count
 from stepscope.vocab import tensorflow as tf_names
 from stepscope.vocab.dispatch import FIXES
@@ -230,25 +232,67 @@ SLOW_MIN_EXCESS_NS = 1_000_000
 SLOW_MIN_STEPS = 5
 SLOW_SHARE = (0.02, 0.10)
 # What to change, by the overview category the slow steps spend their extra time in.
+# The fix for slow steps by the limit their extra time is in (`stepscope.stats.steps.limits`,
+# the headline's; decision 457): XProf's categories put a loop's fetch from a Python iterator
+# in "all others", where the limits count it as input. Input's fix is `_slow_input_fix`.
 _SLOW_FIXES = {
-    "input": "the input pipeline stalls on those steps (a cold cache, a shard or file "
-    "boundary, a slow worker): prefetch deeper, add loader workers, keep workers persistent",
     "compilation": "those steps compile again: a new input shape or a Python value traced as "
     "a constant; pad or bucket shapes, mark dynamic dimensions, pass such values as tensors",
-    "collective_wait": "those steps wait for another rank: the pod viewer and the host_skew "
-    "finding name the late one",
-    "device_collectives": "the collectives of those steps are slower: another job on the "
-    "links, or a larger message on those steps",
-    "device_compute": "the device computes more on those steps: longer sequences or larger "
-    "batches; bucket inputs by length",
-    "host_compute": "host work runs on those steps only: periodic logging, metrics, "
-    "checkpointing, evaluation or garbage collection; run it less often, on another thread, "
-    "or call gc.freeze() after start-up",
+    "collectives": "those steps wait longer in collectives: for another rank (the pod viewer "
+    "and the host_skew finding name the late one), or a larger message or busier links on "
+    "those steps",
+    "host": "host work runs on those steps only: periodic logging, metrics, checkpointing, "
+    "evaluation or garbage collection; run it less often, on another thread, or call "
+    "gc.freeze() after start-up",
+}
+_SLOW_COMPUTE = {
+    True: "the device computes more on those steps: longer sequences or larger batches; "
+    "bucket inputs by length",
+    # on the host, "compute" is every traced op: the model's and the program's own spans
+    False: "the traced host work of those steps takes longer: work that runs on those steps "
+    "only (periodic logging, metrics, checkpointing, evaluation: run it less often or on "
+    "another thread), larger inputs on those steps, or the cores taken meanwhile (the "
+    "loader's workers, other processes: the load average)",
 }
 _SLOW_FIX_DEFAULT = (
     "something runs on those steps only (periodic logging, checkpointing, evaluation, "
     "garbage collection); open the slowest step in the trace viewer"
 )
+
+
+def _slow_input_fix(data: HostData) -> str:
+    """What to change when slow steps wait longer for their batch: for the loop's own Python
+    iterator, or for the loaders captured, without asking for a setting they already have."""
+    fetched = data.steps.fetched
+    if fetched.counted and fetched.ns.any():
+        return (
+            f"the loop's Python iterator {fetched.function[0]} takes longer to make those "
+            "steps' batches (a cold cache, a file boundary, a CPU taken meanwhile), and the "
+            "step waits for all of it: make batches ahead of the step, in worker processes"
+        )
+    settings = captured_settings(data.profile)
+    changes = [
+        f"prefetch deeper (prefetch_factor, now {settings[0]['prefetch_factor']})"
+        if settings and "prefetch_factor" in settings[0]
+        else "prefetch deeper",
+        "add loader workers",
+    ]
+    if not settings or not all(s.get("persistent_workers") for s in settings):
+        changes.append("keep workers persistent")
+    return (
+        "the input pipeline stalls on those steps (a cold cache, a shard or file boundary, a "
+        "slow worker, an epoch's first batches): " + ", ".join(changes)
+    )
+
+
+def _slow_fix(data: HostData, cause: str) -> str:
+    if cause == "input":
+        fix = _slow_input_fix(data)
+    elif cause == "compute":
+        fix = _SLOW_COMPUTE[data.steps.has_device]
+    else:
+        fix = _SLOW_FIXES.get(cause, _SLOW_FIX_DEFAULT)
+    return fix[0].upper() + fix[1:] + "."
 
 
 def slow_steps(data: HostData, options: dict[str, str]) -> Finding | None:
@@ -284,7 +328,7 @@ def slow_steps(data: HostData, options: dict[str, str]) -> Finding | None:
     normal = np.setdiff1d(np.arange(steps.n_steps), slow)
     grown = {
         name: int(np.maximum(ns[slow] - np.median(ns[normal]), 0).sum())
-        for name, ns in steps.category_ns().items()
+        for name, ns in steps.limit_ns().items()
     }
     cause = max(grown, key=lambda name: grown[name])
     numbers = data.step_numbers(slow)
@@ -315,9 +359,7 @@ def slow_steps(data: HostData, options: dict[str, str]) -> Finding | None:
             else ""
         )
         if first_only or warm_up
-        else _SLOW_FIXES.get(cause, _SLOW_FIX_DEFAULT)[0].upper()
-        + _SLOW_FIXES.get(cause, _SLOW_FIX_DEFAULT)[1:]
-        + "."
+        else _slow_fix(data, cause)
     )
     return Finding(
         id="slow_steps",
@@ -328,7 +370,7 @@ def slow_steps(data: HostData, options: dict[str, str]) -> Finding | None:
             f"{when} {dur[worst[0]] / median:.1f}x the median step "
             f"({dur[worst[0]] / 1e6:.2f} ms against {median / 1e6:.2f} ms), losing "
             f"{lost / 1e6:.2f} ms ({100 * lost / total:.1f}% of the step time)"
-            + (f", mostly in {CATEGORY_LABELS[cause].lower()}" if grown[cause] else "")
+            + (f", mostly in {LIMIT_LABELS[cause].lower()}" if grown[cause] else "")
             + "."
         ),
         fix=fix,

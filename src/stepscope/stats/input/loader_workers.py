@@ -196,6 +196,18 @@ def loader_workers(profile: Profile, db: StepDb | None = None) -> tuple[LoaderWo
     return tuple(r for r in out_rows if r is not None)
 
 
+def captured_settings(profile: Profile) -> tuple[dict[str, int], ...]:
+    """Each captured loader's own settings (`loader_settings`), for advice that must not ask
+    for what the loader already has; () when no loader's workers were captured."""
+    names = profile.strings.strings
+    ids = [
+        i
+        for i in profile.strings.ids_matching(is_iterator).tolist()
+        if names[i].endswith(WORKER_SUFFIX)
+    ]
+    return tuple(loader_settings(profile, np.flatnonzero(profile.name == i)) for i in ids)
+
+
 def _workers_up_ns(profile: Profile, ev: np.ndarray) -> int:
     """When the last of the loader's workers began its first batch: they were all up (by
     worker id: a later pass's processes start again)."""

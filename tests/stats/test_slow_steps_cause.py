@@ -1,0 +1,85 @@
+"""What the slow-steps finding says slows those steps, and its fix (decision 457): read from
+the limits the headline ranks, not XProf's categories, so a loop's fetch from a Python
+generator is input there too; and a DataLoader's fix does not ask for a setting the loader
+already has. Synthetic profiles built in code."""
+
+from __future__ import annotations
+
+from stepscope.model import Profile
+from stepscope.stats.diagnostics.base import Finding, HostData
+from stepscope.stats.diagnostics.runner import diagnose_host
+from stepscope.stats.gpu.kernels import build_kernel_db
+from stepscope.stats.steps.breakdown import build_step_db
+from stepscope.vocab.pytorch import DATALOADER_SETTING_PREFIX
+from stepscope.xspace.builder import XSpaceBuilder
+from tests.support.analysis import MS, build
+from tests.support.fetch_loop import FETCH, TRAIN, sampled_main
+from tests.support.loader import LOOP_NEXT, PLAIN_STAGE
+
+STEPS = 12
+SLOW = (4, 8)  # the steps whose batch takes 30 ms, not 6
+
+
+def _slow_steps(profile: Profile) -> Finding:
+    data = HostData("h", profile, build_step_db(profile), build_kernel_db(profile))
+    found = {f.id: f for f in diagnose_host(data)}
+    assert "slow_steps" in found, sorted(found)
+    return found["slow_steps"]
+
+
+def _generator_loop() -> Profile:
+    """Marked steps: the model's op (4 ms), then the loop gets its next batch from the
+    generator ``batches`` (untraced; the sampler sees it there): 6 ms, 30 ms at `SLOW`."""
+    builder, main, samples = sampled_main()
+    t = 0
+    for k in range(STEPS):
+        fetch = 30 if k in SLOW else 6
+        main.event("train", t, (4 + fetch) * MS, {"step_num": k, "_r": 1})
+        main.event("aten::mm", t, 4 * MS)
+        samples.event("forward", t, 4 * MS, {"stack": TRAIN, "samples": 4})
+        stats = {"stack": FETCH, "samples": fetch, "next_frames": "2"}
+        samples.event("decode", t + 4 * MS, fetch * MS, stats)
+        t += (4 + fetch) * MS
+    return build(builder)
+
+
+def test_slow_fetches_from_a_python_generator_are_input() -> None:
+    """XProf's categories put the untraced fetch in "all others", and the fix was the
+    default one ("periodic logging, checkpointing..."), where the headline said input."""
+    f = _slow_steps(_generator_loop())
+    assert f.metrics["cause"] == "input"
+    assert "mostly in input." in f.summary
+    assert f.fix.startswith("The loop's Python iterator batches (data.py) takes longer")
+    assert "worker processes" in f.fix
+
+
+def _loader_loop(settings: dict[str, int]) -> Profile:
+    """A loop over a DataLoader with 2 workers whose batches carry the loader's
+    ``settings``: each step waits 1 ms in ``__next__`` (25 ms at `SLOW`), then computes
+    20 ms."""
+    builder = XSpaceBuilder("synthetic")
+    host = builder.plane("/host:CPU")
+    main = host.line(1, "MainThread")
+    workers = [host.line(100 + w, f"DataLoader worker {w} (pid {100 + w})") for w in (0, 1)]
+    t = 0
+    for k in range(STEPS):
+        wait = 25 if k in SLOW else 1
+        main.event("train", t * MS, (wait + 20) * MS, {"step_num": k, "_r": 1})
+        main.event(LOOP_NEXT, t * MS, wait * MS)
+        main.event("aten::addmm", (t + wait) * MS, 20 * MS)
+        stats = {"parent_id": 9, "worker": k % 2, "batch": k}
+        stats.update({DATALOADER_SETTING_PREFIX + n: v for n, v in settings.items()})
+        workers[k % 2].event(f"{PLAIN_STAGE}::Worker", t * MS, (wait + 10) * MS, stats)
+        t += wait + 20
+    return build(builder)
+
+
+def test_a_loader_is_not_told_to_set_what_it_has() -> None:
+    """persistent_workers=True already: no "keep workers persistent"; its prefetch_factor
+    is quoted. Without it, the advice keeps asking for persistent workers."""
+    has = _slow_steps(_loader_loop({"persistent_workers": 1, "prefetch_factor": 4}))
+    assert has.metrics["cause"] == "input"
+    assert "prefetch deeper (prefetch_factor, now 4), add loader workers." in has.fix
+    assert "persistent" not in has.fix
+    lacks = _slow_steps(_loader_loop({"persistent_workers": 0, "prefetch_factor": 2}))
+    assert lacks.fix.endswith("add loader workers, keep workers persistent.")
