@@ -9,6 +9,8 @@ Four 10 ms steps (40 ms in all) unless said: 0.4 ms over the four steps is 1%.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from stepscope.stats.advice import classify_steps, recommend
@@ -232,10 +234,38 @@ def test_the_host_line_says_where_the_untraced_part_sits_and_only_it() -> None:
         "(Python, host ops), on thread main, mostly after 'aten::add' and before "
         "'optimizer.step' (2.00 ms per step in 4 of 4 steps); Python sampled in the steps: "
         "collate (data.py) 10.0% of the step time (traced), augment (data.py) 7.5% of the step "
-        "time (traced), log (train.py) 5.0% of the step time (traced). The untraced part sits "
-        "on thread main, mostly after 'aten::add' and before 'optimizer.step' (2.00 ms per "
-        "step in 4 of 4 steps)."
+        "time (traced), log (train.py) 5.0% of the step time (traced)."
     )
+    # the evidence names the place: it is not said a second time (decision 449)
+    assert details[1].count("mostly after 'aten::add'") == 1
+
+
+def test_the_host_evidence_does_not_name_a_loaders_own_fetch_the_trace_waits_on() -> None:
+    """The samples are the whole steps': with the loader's fetch traced as the input wait,
+    the queue's ``get`` under ``__next__ (dataloader.py)`` is that wait, not the host work
+    (decision 449, decision 428's rule)."""
+    loader = "__next__ (dataloader.py:733);_next_data (dataloader.py:1450)"
+    functions = ("get (queues.py)", "log (train.py)")
+    stacks = (f"train (train.py:9);{loader};get (queues.py:113)", "train (train.py:12)")
+
+    def sampled(n: int) -> PythonTime:  # the first n functions, their time traced
+        ns = np.array([20, 1][:n], np.int64) * MS
+        return PythonTime(functions[:n], stacks[:n], ns, ns // MS, traced=np.ones(n, bool))
+
+    python = sampled(2)
+    waiting = _summary(
+        {"input": 5.0, "host": 1.0, "compute": 4.0},
+        categories_ms={"input": 5.0},
+        untraced=Untraced("main", PLACE.places, python),
+    )
+    host = _evidence(waiting, "host")
+    assert "get (queues.py)" not in host and "log (train.py)" in host
+    quiet = _evidence(replace(waiting, untraced=Untraced("main", PLACE.places, sampled(1))), "host")
+    assert quiet.endswith("(2.00 ms per step in 4 of 4 steps)")  # sampled: no advice to
+    assert "python_sampler_hz" not in quiet  # turn the sampler on
+    # no input waited for: the same function is the host work's
+    idle = _summary({"host": 1.0, "compute": 4.0}, untraced=Untraced("main", PLACE.places, python))
+    assert "get (queues.py)" in _evidence(idle, "host")
 
 
 def test_the_tf_data_advice_comes_from_moderate_input_on() -> None:

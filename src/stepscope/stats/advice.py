@@ -257,7 +257,8 @@ def recommend(
             where = where_untraced(
                 summary.untraced, summary.n_steps, summary.total_ns(), with_python=False
             )
-            text += f" The untraced part sits {where}." if where else ""
+            # the evidence names the place already when it has one (`bound._host`)
+            text += f" The untraced part sits {where}." if where and where not in text else ""
         details.append(("HIGH: " if grade == "high" else "") + text)
     input_pct = summary.limit_percent("input")
     if input_pct >= MODERATE_INPUT and tf_data_advice:

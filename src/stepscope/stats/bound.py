@@ -159,7 +159,11 @@ def _dispatch(summary: StepSummary) -> str:
 def _host(summary: StepSummary) -> str:
     python = summary.untraced.python
     _, step_ns = summary.untraced.per(summary.n_steps, summary.total_ns())
-    named = python.describe_all(python.leading(3), step_ns)
+    # the samples are the whole steps': a loader's own fetch is the traced input wait, not
+    # this host work (decision 428's rule, as the input evidence has it; decision 449)
+    waiting = summary.percent("input") > 0
+    keys = [k for k in python.leading(len(python)) if not waiting or not _in_loader_next(python, k)]
+    named = python.describe_all(keys[:3], step_ns)
     where = (
         "host work no traced op covers (Python, untraced I/O or synchronization)"
         if not summary.has_device
@@ -169,6 +173,8 @@ def _host(summary: StepSummary) -> str:
     where += f", {place}" if place else ""
     if named:
         return where + "; Python sampled in the steps: " + named
+    if len(python):  # sampled, but only in the loader's fetch
+        return where
     return where + "; turn on the stack sampler (python_sampler_hz) to name the functions"
 
 
