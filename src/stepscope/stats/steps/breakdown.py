@@ -43,6 +43,7 @@ from stepscope.stats.gpu.device import framework_of
 from stepscope.stats.gpu.kernels import launch_events
 from stepscope.stats.host.python_samples import functions_in_steps
 from stepscope.stats.host.untraced import Untraced, locate_untraced
+from stepscope.stats.steps.accumulation import accumulation_note
 from stepscope.stats.steps.feeds import fetches_feeding_steps
 from stepscope.stats.steps.fetch import Fetched, iterator_fetches
 from stepscope.stats.steps.groups import build_groups
@@ -475,6 +476,9 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
             f"; {which} dropped as possibly cut off by the capture window "
             f"(XProf's rule for more than {DROP_THRESHOLD} steps{kept})"
         )
+    accumulated = accumulation_note(profile, span_lo[keep], dur[keep])
+    if accumulated:  # of the steps kept
+        description += f"; {accumulated}"
     return StepDb(
         markers.source,
         description,
