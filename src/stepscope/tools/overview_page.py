@@ -24,6 +24,7 @@ from stepscope.stats.diagnostics.base import Finding
 from stepscope.stats.gpu.device import DeviceInfo
 from stepscope.stats.host.python_samples import MIN_SAMPLES, PYTHON_OP_TYPE
 from stepscope.stats.input.input_pipeline import advice_for, has_generator, has_prefetch
+from stepscope.stats.input.loader_workers import JUDGED_VERDICTS
 from stepscope.stats.job_steps import JobSteps, job_steps
 from stepscope.stats.kernel_rules import PRECISIONS, REDUCED_PRECISIONS
 from stepscope.stats.warmup import SteadyState, steady_state
@@ -338,7 +339,7 @@ def build(ctx: ToolContext) -> OverviewPage:
     if advice and waited:
         advice = f"Input pipeline bottleneck: {waited[0].loader}'s workers. {waited[0].summary}"
     # the workers' verdict (decision 353) says what to change, with or without a pipeline
-    judged = [w for w in workers if w.verdict in ("workers_busy", "workers_idle", "uneven_batches")]
+    judged = [w for w in workers if w.verdict in JUDGED_VERDICTS]
     if judged:
         advice = judged[0].advice
     in_process = [a for a in (analysis.in_process_loader(ctx, h) for h in ctx.hosts) if a]

@@ -18,6 +18,7 @@ from stepscope.stats.diagnostics.base import (
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.events import host_lines, is_step_marker_name
 from stepscope.stats.gpu.kernels import launch_events
+from stepscope.stats.input.loader_workers import captured_settings, dataloader_fix
 from stepscope.stats.intervals import merge, overlap_with
 
 GAP_MIN_NS = 100_000  # a gap shorter than 100 µs is noise
@@ -77,11 +78,17 @@ def step_gaps(data: HostData, options: dict[str, str]) -> Finding | None:
         "covers the whole iteration so this time is attributed."
     )
     if any(re.search(r"DataLoader|Iterator|GetNext|__next__", e.name) for e in events[:3]):
+        settings = [s for s in captured_settings(p) if s]
         fix = (
-            "The next batch is loaded between steps while the GPU waits: load it in the "
-            "background (DataLoader(num_workers=N, pin_memory=True, persistent_workers=True), "
-            "tf.data prefetch(tf.data.AUTOTUNE)) so loading overlaps the step. " + fix
-        )
+            "The next batch is loaded between steps: "
+            + dataloader_fix(tuple(settings), data.steps.has_device)
+            + ". "
+            if settings  # the loader's own settings: no advice to set what it has
+            else "The next batch is loaded between steps while the GPU waits: load it in "
+            "the background (DataLoader(num_workers=N, pin_memory=True, "
+            "persistent_workers=True), tf.data prefetch(tf.data.AUTOTUNE)) so loading "
+            "overlaps the step. "
+        ) + fix
     return Finding(
         id="step_gaps",
         title="Gaps between steps",

@@ -34,7 +34,12 @@ from stepscope.stats.diagnostics.base import (
 )
 from stepscope.stats.events import EventType
 from stepscope.stats.host.untraced import where_untraced
-from stepscope.stats.input.loader_workers import captured_settings
+from stepscope.stats.input.loader_workers import (
+    JUDGED_VERDICTS,
+    captured_settings,
+    dataloader_fix,
+    loader_workers,
+)
 from stepscope.stats.intervals import merge, overlap_with
 from stepscope.stats.steps.limits import LIMIT_LABELS, LimitType
 from stepscope.stats.warmup import warmup_count
@@ -91,15 +96,36 @@ def input_bound(data: HostData, options: dict[str, str]) -> Finding | None:
             )
             + (f", led by '{events[0].name}'." if events else ".")
         ),
-        fix=(
-            "Prepare batches ahead of the step: tf.data .prefetch(tf.data.AUTOTUNE) and "
-            ".map(..., num_parallel_calls=tf.data.AUTOTUNE); PyTorch DataLoader(num_workers=N, "
-            "pin_memory=True, persistent_workers=True); a background thread or process for a "
-            "Python loader. input_pipeline_analyzer shows which stage is slow."
-        ),
+        fix=_input_fix(data),
         time_ns=ns,
         events=events,
         metrics={"input_pct": pct, "input_ms": ns / 1e6},
+    )
+
+
+def _input_fix(data: HostData) -> str:
+    """The generic fix, or, where a DataLoader's workers were captured: the workers'
+    verdict's advice (what the overview says), else the changes that loader can make from
+    its settings (not the settings it has)."""
+    judged = [
+        w.advice
+        for w in loader_workers(data.profile, data.steps)
+        if w.verdict in JUDGED_VERDICTS and w.advice
+    ]
+    if judged:
+        return judged[0]
+    settings = [s for s in captured_settings(data.profile) if s]
+    if settings:
+        return (
+            "Prepare batches ahead of the step: "
+            + dataloader_fix(tuple(settings), data.steps.has_device)
+            + ". input_pipeline_analyzer shows which stage is slow and what the workers do."
+        )
+    return (
+        "Prepare batches ahead of the step: tf.data .prefetch(tf.data.AUTOTUNE) and "
+        ".map(..., num_parallel_calls=tf.data.AUTOTUNE); PyTorch DataLoader(num_workers=N, "
+        "pin_memory=True, persistent_workers=True); a background thread or process for a "
+        "Python loader. input_pipeline_analyzer shows which stage is slow."
     )
 
 

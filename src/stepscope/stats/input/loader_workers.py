@@ -38,6 +38,8 @@ from stepscope.vocab.pytorch import (
 from stepscope.vocab.tensorflow import GET_NEXT_KERNELS, is_iterator
 
 WORKER_SUFFIX = "::Worker"
+# the verdicts that say what to change (decision 353): the overview's advice is theirs
+JUDGED_VERDICTS = ("workers_busy", "workers_idle", "uneven_batches")
 STAGES = ("GetItem", "Collate", "Transfer")  # the workers' two, then the step's
 
 
@@ -206,6 +208,24 @@ def captured_settings(profile: Profile) -> tuple[dict[str, int], ...]:
         if names[i].endswith(WORKER_SUFFIX)
     ]
     return tuple(loader_settings(profile, np.flatnonzero(profile.name == i)) for i in ids)
+
+
+def dataloader_fix(settings: tuple[dict[str, int], ...], has_device: bool) -> str:
+    """What a captured DataLoader can change to make batches ahead, from its own settings
+    (`captured_settings`, not empty): ``the DataLoader has num_workers=2, ...: raise
+    num_workers or prefetch_factor; set persistent_workers=True``. A setting every loader has
+    is not asked for, and pin_memory only with a device to copy to (decision 459)."""
+    first = settings[0]
+    raise_ = [n for n in ("num_workers", "prefetch_factor") if n in first]
+    unset = []
+    if has_device and not all(s.get("pin_memory") for s in settings):
+        unset.append("pin_memory=True")
+    if not all(s.get("persistent_workers") for s in settings):
+        unset.append("persistent_workers=True")
+    changes = [f"raise {' or '.join(raise_)}"] if raise_ else ["raise num_workers"]
+    if unset:
+        changes.append("set " + ", ".join(unset))
+    return f"the DataLoader has {settings_text(first)}: " + "; ".join(changes)
 
 
 def _workers_up_ns(profile: Profile, ev: np.ndarray) -> int:
