@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs into .venv, then run every check CI runs:
 # generated-code freshness, ruff (lint + format), the web UI's ESLint and tsc checks, mypy,
-# the layers contract, pytest, pytest's default tier again without the C accelerators, and the
-# C accelerators built with sanitizers and fuzzed.
+# the layers contract and pytest's default tier without the C accelerators, while the C
+# accelerators built with sanitizers are tested and fuzzed beside them; then pytest, every tier.
 # Usage: bash scripts/test.sh [--pure-python-only] [extra pytest args]
 #   --pure-python-only: no C compiler here; run every tier without the C accelerators (and
 #   say so) instead of failing because they are not built.
@@ -53,6 +53,30 @@ bad = [n for n in a.EXTENSIONS if a.state(n) != 'on']
 sys.exit(f'C accelerators not usable: {bad} (no compiler? bash scripts/test.sh --pure-python-only)' if bad else 0)"
 fi
 
+# The sanitized build, its tests and the fuzzing (a fixed 90 s of fuzzing: about 2 minutes,
+# one process, nothing timed against the clock but the fuzzing's own shares) run in the
+# background beside the static checks and the pure-Python tier (about 2.5 minutes, one process,
+# no test timed either), on a second core where there is one; the all-tiers pytest, whose
+# integration tests start real jobs, runs alone after both (decision 462).
+LANE_LOG=""
+LANE_PID=""
+if [ $PURE_ONLY = 0 ]; then
+  LANE_LOG=$(mktemp)
+  set -m  # the job gets its own process group, so that a failed check stops it and its children
+  (
+    set +e
+    started=$SECONDS
+    printf '\n== %s (%ss)\n' "C accelerators under AddressSanitizer + UndefinedBehaviorSanitizer, fuzzed (beside the checks)" "$started"
+    $PY scripts/fuzz_native.py --seconds 90
+    fuzzed=$?
+    printf '== sanitizer and fuzzing job ended (%ss)\n' "$SECONDS"
+    exit $fuzzed
+  ) > "$LANE_LOG" 2>&1 < /dev/null &
+  LANE_PID=$!
+  set +m
+  trap '[ -n "$LANE_PID" ] && kill -- -"$LANE_PID" 2>/dev/null; rm -f "$LANE_LOG"' EXIT
+fi
+
 step "generated code and docs are fresh"
 $PY scripts/gen_proto.py --check
 $PY scripts/gen_readme.py --check
@@ -70,6 +94,19 @@ step "mypy"
 $PY -m mypy
 step "layers contract (import-linter)"
 .venv/bin/lint-imports --no-cache
+if [ $PURE_ONLY = 0 ]; then
+  step "pytest default tier without the C accelerators (STEPSCOPE_PURE_PYTHON=1)"
+  set +e
+  STEPSCOPE_PURE_PYTHON=1 $PY -m pytest -q -p no:cacheprovider --timeout=600 \
+    -m "not integration and not browser" "$@"
+  pure=$?
+  step "waiting for the sanitizer and fuzzing job"
+  wait "$LANE_PID"
+  fuzzed=$?
+  LANE_PID=""
+  cat "$LANE_LOG"
+  set -e
+fi
 step "pytest"
 set +e
 $PY -m pytest -q -p no:cacheprovider --timeout=600 "$@"
@@ -77,18 +114,7 @@ status=$?
 set -e
 [ $status -eq 5 ] && { echo "pytest collected no tests"; exit 1; }
 if [ $PURE_ONLY = 0 ]; then
-  step "pytest default tier without the C accelerators (STEPSCOPE_PURE_PYTHON=1)"
-  set +e
-  STEPSCOPE_PURE_PYTHON=1 $PY -m pytest -q -p no:cacheprovider --timeout=600 \
-    -m "not integration and not browser" "$@"
-  pure=$?
-  set -e
   [ $status -eq 0 ] && status=$pure
-  step "C accelerators under AddressSanitizer + UndefinedBehaviorSanitizer, fuzzed"
-  set +e
-  $PY scripts/fuzz_native.py --seconds 90
-  fuzzed=$?
-  set -e
   [ $status -eq 0 ] && status=$fuzzed
 fi
 step "done"
