@@ -81,7 +81,7 @@ def _inner_loop() -> None:
 def test_a_loop_in_a_function_the_caller_calls_is_timed_and_ends_the_probe() -> None:
     """``start(); epoch(loader)``: the loop one call below (decision 447). The helper's
     deeper loop fetches 3 times a step, 12 before the loop's own fourth, yet the probe leaves
-    only once the shallowest loop has `MAX_FETCHES`."""
+    only once the shallowest loop has `MAX_FETCHES` and went on as long again (8 fetches)."""
     probe = FetchProbe(sys._getframe(), FetchSites())
     assert probe.install()
     try:
@@ -94,6 +94,38 @@ def test_a_loop_in_a_function_the_caller_calls_is_timed_and_ends_the_probe() -> 
     assert {f[0] for f in loop} == {"_gen (test_fetch_probe.py)"}
     inner = [f for f in probe.fetches if f[1] == "_inner_loop (test_fetch_probe.py)"]
     assert len(inner) == MAX_FETCHES  # each loop keeps at most MAX_FETCHES
+
+
+def _gather(batches: Iterator[int], n: int) -> list[int]:
+    got = []
+    for _ in range(n):  # a setup loop below the caller: a few batches, then it returns
+        got.append(next(batches))
+    return got
+
+
+def test_setup_loops_before_the_callers_loop_do_not_end_the_probe() -> None:
+    """Batches gathered first, by a comprehension and by a helper, then the caller's own
+    loop: that loop is timed (before, the comprehension's 4 fetches ended the probe and the
+    training loop was never timed)."""
+    probe = FetchProbe(sys._getframe(), FetchSites())
+    batches = _gen()
+    assert probe.install()
+    try:
+        data = [next(batches) for _ in range(MAX_FETCHES)]
+        data += _gather(batches, MAX_FETCHES + 1)
+        assert sys.getprofile() == probe._probe
+        for i, _ in enumerate(_gen()):
+            if i == MAX_FETCHES + 1:
+                break
+        assert sys.getprofile() is None
+    finally:
+        probe.stop()
+    here = "test_setup_loops_before_the_callers_loop_do_not_end_the_probe (test_fetch_probe.py)"
+    loops = [f[1] for f in probe.fetches]
+    assert loops.count(here) == MAX_FETCHES
+    assert "<listcomp> (test_fetch_probe.py)" not in loops  # a comprehension is not watched
+    assert loops.count("_gather (test_fetch_probe.py)") == MAX_FETCHES
+    assert len(data) == 2 * MAX_FETCHES + 1
 
 
 def _nested(depth: int, batches: Iterator[int]) -> None:

@@ -19,12 +19,13 @@ fetches`` line (docs/formats/python_samples.md), each with its loop; the analysi
 of the loop the samples found. Framework ops inside them are model work done inside the
 iterator, whatever the sampler saw.
 
-Bounded: the function removes itself once the shallowest loop that fetched has `MAX_FETCHES`
-timed intervals (a loop deeper than it, such as a helper's inner loop, is not the training
-loop; each loop keeps at most `MAX_FETCHES`), after `MAX_EVENTS` profile events (a few
-milliseconds of the program's time in all), at `stop`, or on any error of its own; it is not
-installed when a profile function is already set (a profiler, a debugger: theirs is never
-replaced), nor when the Python tracer runs.
+Bounded: each loop keeps at most `MAX_FETCHES` timed intervals. The function removes itself
+once the loop of start's caller has them, or once a loop below it has them and fetched as
+many again in the same call with no shallower loop fetching (a helper gathering a few batches
+first, or a helper's inner loop inside the step, is not the training loop); after
+`MAX_EVENTS` profile events (a few milliseconds of the program's time in all), at `stop`, or
+on any error of its own. It is not installed when a profile function is already set (a
+profiler, a debugger: theirs is never replaced), nor when the Python tracer runs.
 Only the standard library is imported (capture runs inside training scripts).
 """
 
@@ -51,6 +52,7 @@ MAX_DEPTH = 3
 # 433); a loop that fetches each step leaves after `MAX_FETCHES` anyway.
 MAX_EVENTS = 500_000
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_GATHERING = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__))
 _INSTALLED = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 
@@ -97,6 +99,7 @@ class FetchProbe:
         self._open: dict[FrameType, tuple[int, FrameType]] = {}  # fetch -> (began, its loop)
         self._per_loop: dict[CodeType, int] = {}  # fetches timed per loop
         self._shallowest = MAX_DEPTH + 1  # the depth of the shallowest loop that fetched
+        self._beyond: dict[FrameType, int] = {}  # a loop's fetches after its timed ones
         self._events = 0
         self.fetches: list[tuple[str, str, int, int]] = []
         self.native_id = 0
@@ -122,6 +125,7 @@ class FetchProbe:
     def _release(self) -> None:
         self._watched.clear()
         self._open.clear()
+        self._beyond.clear()
 
     def _leave(self) -> None:
         self.done = True
@@ -130,9 +134,13 @@ class FetchProbe:
         self._release()
 
     def _is_program(self, code: CodeType) -> bool:
+        """The program's own function; not a comprehension or generator expression, which
+        gathers items (``[next(it) for _ in range(4)]``) and is no training loop."""
         known = self._program.get(code)
         if known is None:
-            known = self._program[code] = is_program_code(code.co_filename)
+            known = self._program[code] = code.co_name not in _GATHERING and is_program_code(
+                code.co_filename
+            )
         return known
 
     def _probe(self, frame: FrameType, event: str, arg: Any) -> None:
@@ -150,6 +158,8 @@ class FetchProbe:
                 if self._sites.at(caller.f_code, caller.f_lasti):
                     if self._per_loop.get(caller.f_code, 0) < MAX_FETCHES:
                         self._open[frame] = (time.perf_counter_ns(), caller)
+                    elif depth:
+                        self._went_on(caller, depth)
                 elif depth < MAX_DEPTH and self._is_program(frame.f_code):
                     self._watched[frame] = depth + 1
             elif event == "return":
@@ -159,6 +169,7 @@ class FetchProbe:
                         self._timed(frame, *opened)
                 if self._watched.get(frame):  # start's caller (0) stays watched
                     del self._watched[frame]
+                    self._beyond.pop(frame, None)
         except Exception:
             self._leave()
 
@@ -168,5 +179,14 @@ class FetchProbe:
         count = self._per_loop[loop.f_code] = self._per_loop.get(loop.f_code, 0) + 1
         depth = self._watched.get(loop, MAX_DEPTH)
         self._shallowest = min(self._shallowest, depth)
-        if count >= MAX_FETCHES and depth <= self._shallowest:
+        if count >= MAX_FETCHES and depth == 0:
+            self._leave()
+
+    def _went_on(self, loop: FrameType, depth: int) -> None:
+        """A loop below start's caller fetched again after its `MAX_FETCHES` timed ones: once
+        it has gone on as long again in the same call, and no shallower loop fetched, it is
+        taken for the training loop and the probe leaves. A setup loop that ends sooner (a
+        helper gathering a few batches before the loop, decision 447) does not end it."""
+        seen = self._beyond[loop] = self._beyond.get(loop, 0) + 1
+        if seen >= MAX_FETCHES and depth <= self._shallowest:
             self._leave()
