@@ -87,7 +87,9 @@ from torch_quads import median_interval, quads_part
 Step = Callable[[], None]
 
 
-def workload(layers: int) -> Step:
+def _model(layers: int) -> Any:
+    """A seeded MLP of ``layers`` hidden layers on one thread (the workload's and the first
+    capture's model)."""
     import torch
 
     torch.set_num_threads(1)
@@ -95,7 +97,13 @@ def workload(layers: int) -> Step:
     parts: list[Any] = []
     for _ in range(layers):
         parts += [torch.nn.Linear(64, 64), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*parts, torch.nn.Linear(64, 10))
+    return torch.nn.Sequential(*parts, torch.nn.Linear(64, 10))
+
+
+def workload(layers: int) -> Step:
+    import torch
+
+    model = _model(layers)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
 
@@ -470,12 +478,7 @@ def first_child(kind: str, layers: int, steps: int, optimizer: bool) -> None:
     """One fresh process's first capture (``--part first``): prints one JSON line."""
     import torch
 
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    parts: list[Any] = []
-    for _ in range(layers):
-        parts += [torch.nn.Linear(64, 64), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*parts, torch.nn.Linear(64, 10))
+    model = _model(layers)
     if optimizer:
         torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(32, 64)
