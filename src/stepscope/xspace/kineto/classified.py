@@ -10,8 +10,8 @@ from dataclasses import field
 import numpy as np
 
 from stepscope.records import record
-from stepscope.xspace.kineto.columns import StatCodec
 from stepscope.xspace.kineto.scan import ScannedTrace
+from stepscope.xspace.kineto.stat_codec import StatCodec
 
 # (memory events ascending, per memory arg their `ScannedTrace.arg_at`: present, kind, value)
 MemoryReads = tuple[np.ndarray, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]]

@@ -42,7 +42,7 @@ from stepscope.distinct import distinct, distinct_inverse
 from stepscope.event_order import start_order
 from stepscope.xspace.kineto.categories import Kind
 from stepscope.xspace.kineto.classified import MemoryReads
-from stepscope.xspace.kineto.columns import ColumnLine, StatCodec
+from stepscope.xspace.kineto.columns import ColumnLine
 from stepscope.xspace.kineto.devices import GPU_DEVICE_TYPES, MEMORY_LINE_ID, allocator_name
 from stepscope.xspace.kineto.scan import (
     A_BOOL,
@@ -58,6 +58,7 @@ from stepscope.xspace.kineto.scan import (
     first_seen,
     native,
 )
+from stepscope.xspace.kineto.stat_codec import StatCodec
 from stepscope.xspace.kineto.state import RouteState
 
 if TYPE_CHECKING:

@@ -30,7 +30,6 @@ from stepscope.xspace.kineto.categories import (
     memset_details,
     step_number,
 )
-from stepscope.xspace.kineto.columns import StatCodec
 from stepscope.xspace.kineto.devices import ANNOTATION_LINE_BASE, SYNC_LINE_BASE, stream_of
 from stepscope.xspace.kineto.scan import (
     A_BOOL,
@@ -47,6 +46,7 @@ from stepscope.xspace.kineto.scan import (
     first_seen,
     native,
 )
+from stepscope.xspace.kineto.stat_codec import StatCodec
 from stepscope.xspace.wire import KIND_DOUBLE, KIND_INT, KIND_STR, KIND_UINT
 
 if TYPE_CHECKING:
