@@ -1,8 +1,8 @@
 """What a capture costs a PyTorch CPU training loop: per step, and at stop (issue #30).
 
-    python benchmarks/bench_torch_capture.py [--part steps|pairs|quads|own|stop|first]
+    python benchmarks/bench_torch_capture.py [--part steps|pairs|quads|own|stop]
         [--rounds 41] [--block 40] [--layers 6] [--torch-profile-memory]
-        [--quads 200 --min-quads 30 --width 1] [--src BASE/src --src src --optimizer]
+        [--quads 200 --min-quads 30 --width 1]
 
 The loop: an MLP of ``--layers`` hidden 64x64 layers trained on random batches, one BLAS
 thread (about 600 profiler events a step at 6 layers: 200 steps are the issue's 120k events).
@@ -55,28 +55,15 @@ CPU of the bridge's own calls to torch's stop and export (timed by wrapping them
 conversion, merge and write, against torch's stop + export. Garbage is collected before each
 side's timed stop (torch's stop leaves its events as cyclic garbage).
 
-``first`` (decision 455): a process's first capture, each in a fresh interpreter: the wall and
-process CPU time of ``stepscope.start()`` + ``stepscope.stop()`` (the run saved) around
-``--steps`` steps of an inference loop (the model of ``--layers`` layers under
-``torch.no_grad``, no ``torch.optim``: making an optimizer imports ``torch._inductor``, which
-the first start otherwise pays), once for each ``--src`` (stepscope's sources to compare, the
-first is the base; default this checkout's), and torch.profiler's defaults
-(``prof.start()`` + ``prof.stop()`` + ``export_chrome_trace``); ``--optimizer``: a
-``torch.optim.SGD`` is made first, as a training loop does. Each round runs every kind once,
-in rotating order; each ratio is of one round's runs (that kind / the base, and torch's / each
-stepscope's), with the median and range over ``--pairs`` rounds, and whether
-``torch._inductor`` was imported after the capture.
+A process's first capture (decision 455) is timed by ``bench_torch_first.py``.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -87,7 +74,7 @@ from torch_quads import median_interval, quads_part
 Step = Callable[[], None]
 
 
-def _model(layers: int) -> Any:
+def mlp(layers: int) -> Any:
     """A seeded MLP of ``layers`` hidden layers on one thread (the workload's and the first
     capture's model)."""
     import torch
@@ -103,7 +90,7 @@ def _model(layers: int) -> Any:
 def workload(layers: int) -> Step:
     import torch
 
-    model = _model(layers)
+    model = mlp(layers)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
 
@@ -474,115 +461,10 @@ def stop_part(step: Step, pairs: int, n: int) -> None:
     )
 
 
-def first_child(kind: str, layers: int, steps: int, optimizer: bool) -> None:
-    """One fresh process's first capture (``--part first``): prints one JSON line."""
-    import torch
-
-    model = _model(layers)
-    if optimizer:
-        torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(32, 64)
-    with torch.no_grad():
-        model(x)  # torch's own first-call work, outside the timing
-    with tempfile.TemporaryDirectory(prefix="bench_torch_first_") as tmp:
-        if kind == "stepscope":
-            import stepscope
-
-            begin, stop = (lambda: stepscope.start(tmp)), (lambda: stepscope.stop())
-        else:
-            from torch.profiler import profile
-
-            prof = profile()
-
-            def begin() -> None:
-                prof.start()
-
-            def stop() -> None:
-                prof.stop()
-                prof.export_chrome_trace(os.path.join(tmp, "trace.json"))
-
-        gc.collect()
-        wall, cpu = time.perf_counter(), time.process_time()
-        begin()
-        start_wall, start_cpu = time.perf_counter() - wall, time.process_time() - cpu
-        with torch.no_grad():
-            for _ in range(steps):
-                model(x)
-        wall, cpu = time.perf_counter(), time.process_time()
-        stop()
-        stop_wall, stop_cpu = time.perf_counter() - wall, time.process_time() - cpu
-    print(
-        json.dumps(
-            {
-                "wall": start_wall + stop_wall,
-                "cpu": start_cpu + stop_cpu,
-                "start_wall": start_wall,
-                "stop_wall": stop_wall,
-                "inductor": "torch._inductor" in sys.modules,
-            }
-        )
-    )
-
-
-def first_part(args: argparse.Namespace) -> None:
-    here = os.path.dirname(os.path.abspath(__file__))
-    sources = args.src or [os.path.join(os.path.dirname(here), "src")]
-    kinds = [(f"stepscope {src}", "stepscope", src) for src in sources]
-    kinds.append(("torch.profiler defaults + export", "torch", sources[0]))
-    load = os.getloadavg()[0]
-    got: dict[str, list[dict[str, Any]]] = {label: [] for label, _, _ in kinds}
-    for r in range(args.pairs):
-        for label, kind, src in kinds[r % len(kinds) :] + kinds[: r % len(kinds)]:
-            command = [sys.executable, __file__, "--first-child", kind]
-            command += ["--layers", str(args.layers), "--steps", str(args.steps)]
-            env = {**os.environ, "PYTHONPATH": src}
-            out = subprocess.run(
-                command + ["--optimizer"] * args.optimizer,
-                env=env,
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
-            got[label].append(json.loads(out.strip().splitlines()[-1]))
-    base = kinds[0][0]
-    loop = "inference loop" + (" after torch.optim.SGD(...)" if args.optimizer else "")
-    print(
-        f"first start + stop in a fresh process ({loop}, {args.steps} steps), "
-        f"{args.pairs} rounds; ratios to {base}, median (range)"
-    )
-    for label, _, _ in kinds:
-        runs = got[label]
-        line = (
-            f"  {label}: wall {statistics.median(r['wall'] for r in runs):.3f} s "
-            f"(start {statistics.median(r['start_wall'] for r in runs):.3f}, stop "
-            f"{statistics.median(r['stop_wall'] for r in runs):.3f}), CPU "
-            f"{statistics.median(r['cpu'] for r in runs):.3f} s; torch._inductor imported "
-            f"in {sum(r['inductor'] for r in runs)} of {len(runs)}"
-        )
-        if label != base:
-            for what in ("wall", "cpu"):
-                ratios = [a[what] / b[what] for a, b in zip(runs, got[base], strict=True)]
-                line += (
-                    f"; {what} x{statistics.median(ratios):.2f} "
-                    f"({min(ratios):.2f}-{max(ratios):.2f})"
-                )
-        print(line)
-    torch_runs = got[kinds[-1][0]]
-    for label, _, _ in kinds[:-1]:
-        line = f"  torch.profiler / {label}:"
-        for what in ("wall", "cpu"):
-            ratios = [b[what] / a[what] for a, b in zip(got[label], torch_runs, strict=True)]
-            line += (
-                f" {what} {statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
-            )
-        print(line)
-    print(f"  load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--part", choices=("steps", "pairs", "quads", "own", "stop", "first"), action="append"
+        "--part", choices=("steps", "pairs", "quads", "own", "stop"), action="append"
     )
     parser.add_argument("--rounds", type=int, default=41)
     parser.add_argument("--block", type=int, default=40)
@@ -605,18 +487,7 @@ def main() -> None:
         help="quads: torch's side marks its steps too, with prof.step() after each step (as "
         "torch's documented loop does; stepscope's side marks each with stepscope.step)",
     )
-    parser.add_argument(
-        "--src", action="append", help="first: stepscope's sources to compare (the first: base)"
-    )
-    parser.add_argument("--optimizer", action="store_true", help="first: make an optimizer")
-    parser.add_argument("--first-child", choices=("stepscope", "torch"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.first_child:
-        first_child(args.first_child, args.layers, args.steps, args.optimizer)
-        return
-    if args.part == ["first"]:
-        first_part(args)  # fresh processes only: no workload in this one
-        return
     if args.torch_profile_memory:
         TORCH_OPTIONS["profile_memory"] = True
     print(f"torch.profiler options: {TORCH_OPTIONS or 'defaults'}")
@@ -630,8 +501,6 @@ def main() -> None:
             quads_part(step, args.block, args.quads, args.min_quads, args.width, args.torch_steps)
         elif part == "own":
             own_part(step, args.rounds, args.block)
-        elif part == "first":
-            first_part(args)
         else:
             stop_part(step, args.pairs, args.steps)
 
