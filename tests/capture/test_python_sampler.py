@@ -73,11 +73,19 @@ def test_samples_line_layout(sampled: Path) -> None:
 
 
 def test_python_overhead_loop_is_bound_by_python(sampled: Path) -> None:
+    """The loop's untraced Python is named. update_metrics is 99.9% of the step: when every
+    sample falls inside it (few samples, as on a loaded machine), it is on every sample, so
+    decision 417 names it by its lines, as a loop's own function. A CI run (the pure-Python
+    tier beside the sanitizer job) failed so: a first row with 95% CI 15-100%, then
+    "update_metrics (test_python_sampler.py:26) (the loop's own line): too few samples
+    (n=2)". Either form names where the steps go; with so few samples, which row comes
+    first is not a finding."""
     summary = summarize_steps({"h": build_step_db(load_run(sampled))})
     headline = bound_by(summary)
     assert headline.first == "host", headline.headline
-    assert "update_metrics (test_python_sampler.py) " in headline.headline
-    assert summary.untraced.python.function[0] == "update_metrics (test_python_sampler.py)"
+    assert "update_metrics (test_python_sampler.py" in headline.headline
+    named = summary.untraced.python.function[:2]
+    assert any(f.startswith("update_metrics (test_python_sampler.py") for f in named), named
 
 
 def test_sampler_off(tmp_path: Path) -> None:
