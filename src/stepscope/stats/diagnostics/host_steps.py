@@ -257,7 +257,6 @@ SLOW_RATIO = 1.5
 SLOW_MIN_EXCESS_NS = 1_000_000
 SLOW_MIN_STEPS = 5
 SLOW_SHARE = (0.02, 0.10)
-# What to change, by the overview category the slow steps spend their extra time in.
 # The fix for slow steps by the limit their extra time is in (`stepscope.stats.steps.limits`,
 # the headline's; decision 457): XProf's categories put a loop's fetch from a Python iterator
 # in "all others", where the limits count it as input. Input's fix is `_slow_input_fix`.
