@@ -210,6 +210,21 @@ def test_timed_fetches_count_their_share_of_the_gap_with_no_sample_in_them() -> 
     assert build_step_db(build(fetch_loop_builder(Piece(METRICS, 6, 6)))).fetched.ns.sum() == 0
 
 
+def test_samples_all_in_the_step_leave_the_loop_to_the_timed_fetches() -> None:
+    """Decision 465: a pure-Python fetch hardly gets the GIL to the sampler, so a short
+    capture's few samples can all be in ``train_step``, deeper than the loop in ``main``;
+    the probe timed the fetches of ``main``'s loop, the whole 6 ms gap: that is the loop,
+    and its gap is input (before, the loop was ``train_step`` and nothing was input)."""
+    inside = f"{LOOP};train_step (train.py:20);log (train.py:25)"
+    builder = fetch_loop_builder(Piece(inside, 6, 1))
+    spans = [(k * 10 * MS + 4 * MS, 6 * MS) for k in range(4)]
+    timed_fetches(builder, "batches (data.py)", "main (train.py)", spans)
+    fetched = build_step_db(build(builder)).fetched
+    assert fetched.loop == "main (train.py)"
+    assert fetched.function == ("batches (data.py)",)
+    assert fetched.ns.tolist() == [6 * MS] * (STEPS - 2)
+
+
 def test_input_pipeline_analyzer_names_the_iterator(tmp_path: Path) -> None:
     run_dir = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
     write_xspace(fetch_loop_builder(Piece(FETCH, 6, 6, "2")).build(), run_dir / "py.xplane.pb")

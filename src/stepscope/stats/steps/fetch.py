@@ -152,20 +152,36 @@ def _fetch_names(frames: list[list[str]], fetching: list[frozenset[int]], depth:
     return named
 
 
-def timed_fetches(
-    profile: Profile, thread_lines: list[int], loop: str
-) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per frame entered for the next item of the loop ``loop`` ("func (file)") on the
-    threads ``thread_lines``: the fetches `capture.fetch_probe` timed, (start, end) sorted."""
+def _probe_events(profile: Profile, thread_lines: list[int]) -> np.ndarray:
+    """The fetches `capture.fetch_probe` timed on the threads ``thread_lines``."""
     wanted = {(profile.lines[t].plane, profile.lines[t].id) for t in thread_lines if t >= 0}
     probe = [
         ln.index
         for ln in profile.lines
         if ln.name == FETCHES_LINE and (ln.plane, ln.display_id) in wanted and ln.event_count
     ]
-    if not probe:
+    return np.flatnonzero(np.isin(profile.line, probe)) if probe else np.zeros(0, np.int64)
+
+
+def _probed_loop_depth(profile: Profile, thread_lines: list[int], shared: list[str]) -> int:
+    """How many of the frames ``shared`` (outermost first) reach the deepest one whose loop
+    `capture.fetch_probe` timed; 0 when it timed none of them."""
+    ev = _probe_events(profile, thread_lines)
+    if not len(ev):
+        return 0
+    ids = np.unique(profile.stat_at("loop", ev).string_ids()).tolist()
+    probed = {profile.strings[i] for i in ids if i >= 0}
+    return max((d + 1 for d, frame in enumerate(shared) if frame in probed), default=0)
+
+
+def timed_fetches(
+    profile: Profile, thread_lines: list[int], loop: str
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per frame entered for the next item of the loop ``loop`` ("func (file)") on the
+    threads ``thread_lines``: the fetches `capture.fetch_probe` timed, (start, end) sorted."""
+    ev = _probe_events(profile, thread_lines)
+    if not len(ev):
         return {}
-    ev = np.flatnonzero(np.isin(profile.line, probe))
     loops = profile.stat_at("loop", ev).string_ids()
     ev = ev[loops == profile.strings.id_of(loop)]
     ev = ev[np.argsort(profile.start_ns[ev], kind="stable")]
@@ -426,10 +442,16 @@ def iterator_fetches(
     low = [k & 0xFFFFFFFF for k in keys.tolist()]
     fetching = [_fetch_depths(strings[v - 1]) if v else frozenset() for v in low]
     depth = _loop_depth(frames, fetching)
-    loop = frames[0][depth - 1] if depth else ""
-    named = _fetch_names(frames, fetching, depth)
     thread_of = sampled_thread_line(profile)
     loop_lines = [int(t) for t in thread_of[lines]]
+    named = _fetch_names(frames, fetching, depth)
+    if not any(named):
+        # Few samples, all in the model's work (a pure-Python fetch hardly gets the GIL to
+        # the sampler), share the frames down to ``train()``: the loop is then the deepest
+        # shared frame whose fetches the probe timed, when it timed one (decision 465).
+        depth = _probed_loop_depth(profile, loop_lines, frames[0][:depth]) or depth
+        named = _fetch_names(frames, fetching, depth)
+    loop = frames[0][depth - 1] if depth else ""
     if any(named):
         under = [f[depth] if len(f) > depth else "" for f in frames]
         work = np.union1d(traced[model_ops(profile, traced)], _model_work(profile, loop_lines))
