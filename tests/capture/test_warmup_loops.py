@@ -148,8 +148,8 @@ def test_torch_compile_loop_has_its_compile_in_step_0(tmp_path: Path) -> None:
 def test_jax_jit_loop_has_its_compile_in_step_0(tmp_path: Path) -> None:
     pytest.importorskip("jax")
     script, summary = _run(JAX_LOOP, tmp_path, str(STEPS))
-    # the last iteration's call returns at once (its work runs on XLA's threads): no step
-    assert summary.source == "inferred" and summary.n_steps in (STEPS - 1, STEPS)
+    # the last iteration, whole, is a step (decision 475; the loop blocks on each result)
+    assert summary.source == "inferred" and summary.n_steps == STEPS
     _check_warm_up(script, summary, ("compilation",))
 
 
@@ -158,9 +158,8 @@ def test_tf_function_loop_has_its_tracing_in_step_0(tmp_path: Path) -> None:
     steps came from a handle deletion, without step 0."""
     pytest.importorskip("tensorflow")
     script, summary = _run(TF_LOOP, tmp_path, str(STEPS))
-    # the last iteration is a step when its events are the usual ones (TF's garbage
-    # collection events come now and then)
-    assert summary.source == "inferred" and summary.n_steps in (STEPS - 1, STEPS)
+    # the last iteration is a step, however long load made the others (decision 475)
+    assert summary.source == "inferred" and summary.n_steps == STEPS
     _check_warm_up(script, summary, ("host_compute", "compilation"))
 
 

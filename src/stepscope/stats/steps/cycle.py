@@ -22,13 +22,12 @@ of k+1". Four rules fix the boundaries (decision 360):
    start/stop calls aside), so a compile that runs before the first member is in it; so is
    any setup code run between ``start()`` and the loop.
 3. With the capture begun there (so stopped by the same thread's ``stop()``, between
-   iterations or after the loop), the last iteration is a step when the events from the
-   last boundary are the same work as the most common step (the same top-level names, as
-   many): it ends where that work ends, if that makes it at least half the median step (a
-   jitted call dispatched asynchronously returns at once: the thread's own events end long
-   before the step's work on other threads, which the step could not be sure to hold). A
-   capture stopped inside an iteration (``duration_ms``) leaves it out. Other captures
-   keep N repeats as N - 1 steps, each bounded by observed events at both ends.
+   iterations or after the loop), the events from the last boundary are the last iteration:
+   a step when it is whole (`stepscope.stats.steps.last_step`, decision 475: the common
+   work but the next iteration's head, or the cycle's members in order, lasting half the
+   same work's shortest elsewhere). A capture stopped inside an iteration (``duration_ms``)
+   leaves it out. Other captures keep N repeats as N - 1 steps, each bounded by observed
+   events at both ends.
 4. A period (other than step 0's) holding none of the most common step's work but its
    repeat's and lead's own is no step: the end of a pass over a DataLoader (the fetch that
    raises StopIteration, then the next iterator) trains on nothing (decision 413).
@@ -42,6 +41,7 @@ from stepscope.distinct import distinct, distinct_inverse
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.host.own_work import profiler_work
+from stepscope.stats.steps.last_step import last_iteration_end
 from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # odd: a name's id times it is a well-spread hash
@@ -188,18 +188,12 @@ def iterations(
         starts, ends = starts[~idle], ends[~idle]
         gaps = int(idle.sum())
         notes.append(f"{gaps} period{'s' if gaps > 1 else ''} without the steps' work left out")
-    q = int(pos[-1])
-    with np.errstate(over="ignore"):
-        tail = int((work[min(q + count, len(t))] - work[q]).view(np.int64)) if count else 0
-    last_end = int(end[q : q + count].max()) if count and q + count <= len(t) else 0
-    # as long as half the median step at least: a step whose work runs on other threads
-    # (a jitted call dispatched asynchronously) ends, as traced here, long before it does
-    long_enough = last_end - int(start[q]) >= 0.5 * float(np.median(ends - starts))
-    if began_here and tail == common and long_enough:
-        starts = np.r_[starts, start[q]]
-        ends = np.r_[ends, last_end]
-        notes.append("the last one ends with its work")
     if began_here:
+        last_end = last_iteration_end(names, start, end, pos, work, held, common, count)
+        if last_end is not None:
+            starts = np.r_[starts, start[int(pos[-1])]]
+            ends = np.r_[ends, last_end]
+            notes.append("the last one ends with its work")
         own = profiler_work(profile)[t]
         traced = np.flatnonzero(~own)
         if traced.size and start[traced[0]] < starts[0]:

@@ -1,0 +1,149 @@
+"""Whether the last iteration of a loop captured from its start is a step, and where it ends.
+
+Inferred steps run from one occurrence of the step's lead event to the next
+(`stepscope.stats.steps.cycle`), so N leads make N - 1 steps and the events after the last
+lead are in none. When the capture began on the loop's thread (so ``stop()`` ran there too,
+between iterations or after the loop) those events are the loop's last iteration, whole,
+unless the capture was stopped inside it; a serious profiler shows it: the script counted
+it. Each period between two leads holds one iteration's work, shifted by the lead's phase:
+the work from the lead to the iteration's end, then the next iteration's work before its
+lead (its "head": the batch's fetch, untraced, and any op it calls before the lead). The last
+iteration has no next one, so it lacks that head in events and in time. It is a step when
+(decision 475):
+
+1. **The same work** (`_same_work`): its first events, joined by the head (the events just
+   before the first lead, the same as each common period ends with), are the most common
+   period's work (the same names, as many). ``h`` = 0 is decision 360's rule; ``h`` > 0 a
+   loop whose first op comes twice an iteration (``x @ w1``, then ``h @ w2``) and so is no
+   member of the cycle: the lead is the one after it.
+2. Else **the cycle's members in order** (`_members_in_order`): each name found exactly once
+   in every period is found in the last one, in the cycle's order, and every name in it up to
+   the last member is found in the periods. The iterations of a loop whose work varies (an
+   inner loop run until a deadline, a metric logged every N steps) are not all the same work,
+   and the last one is often not the most common.
+
+Either way its traced work must last at least half as long as the same part of the other
+periods does in the shortest of them (decision 360's jitted call that returned at once, 0.03
+ms against 1.8 ms, its work left running on other threads, is no step). Not half the median
+period: the head, which the last iteration lacks, may be most of it (a generator's 6 ms of
+batch making in an 8.8 ms step); and not half the median of the same work: a loaded machine
+stretches some of 1 ms calls to 6 ms (a `tf.function` loop's, median 1.6 ms) and the last
+one, 0.8 ms, was then no step. Load stretches work, never shortens it: the shortest is the
+one it stretched least.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.distinct import distinct_inverse
+
+HALF = 0.5  # the last iteration's traced work, at least, against the same work's shortest
+
+
+def last_iteration_end(
+    names: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    pos: np.ndarray,
+    work: np.ndarray,
+    held: np.ndarray,
+    common: int,
+    count: int,
+) -> int | None:
+    """The end (ns) of the last iteration, from the last lead at ``pos[-1]`` on, or None
+    when it is no whole step. ``names``, ``start``, ``end``: one thread's top-level events in
+    time order; ``pos``: the leads' positions; ``work``: `cycle.work_before`; ``held``,
+    ``common``, ``count``: `cycle.common_work` of the periods."""
+    found = _same_work(pos, work, held, common, count, len(names))
+    if found is not None:
+        q, n = int(pos[-1]), found
+        spans = _spans(start, end, pos[:-1][held], np.full(int(held.sum()), n))
+        return _if_long_enough(start, end, q, q + n, spans)
+    upto = _members_in_order(names, pos, _members(names, pos))
+    if upto is None:
+        return None
+    last, each_last = upto
+    spans = _spans(start, end, pos[:-1], each_last - pos[:-1] + 1)
+    return _if_long_enough(start, end, int(pos[-1]), last + 1, spans)
+
+
+def _same_work(
+    pos: np.ndarray, work: np.ndarray, held: np.ndarray, common: int, count: int, total: int
+) -> int | None:
+    """How many events from the last lead on are its iteration by rule 1: ``count - h`` for
+    the smallest head ``h`` that makes the common work, or None."""
+    if not count:
+        return None
+    q, first = int(pos[-1]), int(pos[0])
+    ends = pos[1:][held]  # each common period's end, where its head ends
+    with np.errstate(over="ignore"):
+        for h in range(min(count - 1, first) + 1):
+            n = count - h
+            if q + n > total:
+                continue
+            head = work[first] - work[first - h]
+            if ((work[q + n] - work[q]) + head).view(np.int64) != common:
+                continue
+            # every common period ends with that head (a name before the lead each time)
+            if h and ((work[ends] - work[ends - h]) != head).any():
+                continue
+            return n
+    return None
+
+
+def _members(names: np.ndarray, pos: np.ndarray) -> list[int]:
+    """The names found exactly once in every period between consecutive leads at ``pos``,
+    in their order in the last period (the lead first if it is one). Not `cycle`'s members:
+    a name the last iteration lacks (the capture stopped before its optimizer step) is one."""
+    lo, hi = int(pos[0]), int(pos[-1])
+    kinds, kind_of = distinct_inverse(names[lo:hi])
+    period = np.searchsorted(pos, np.arange(lo, hi), "right") - 1
+    per = np.zeros((len(kinds), len(pos) - 1), np.int64)
+    np.add.at(per, (kind_of, period), 1)
+    once = set(kinds[(per == 1).all(axis=1)].tolist())
+    order: list[int] = []
+    for name in names[int(pos[-2]) : hi].tolist():
+        if name in once and name not in order:
+            order.append(name)
+    return order
+
+
+def _members_in_order(
+    names: np.ndarray, pos: np.ndarray, members: list[int]
+) -> tuple[int, np.ndarray] | None:
+    """By rule 2: the position of the last member in the last iteration and, per period,
+    that of its last member; None when a member is missing or out of order there, when a name
+    before it is in no period, or when the cycle has no member but the lead."""
+    q = int(pos[-1])
+    rest = [m for m in members if m != int(names[q])]  # the lead's own is at q
+    if not rest:
+        return None
+    at = q
+    for name in rest:
+        hits = np.flatnonzero(names[at + 1 :] == name)
+        if not hits.size:
+            return None
+        at += 1 + int(hits[0])
+    if not np.isin(names[q : at + 1], names[int(pos[0]) : q]).all():
+        return None
+    # each period's own call of the last member (once a period: a member)
+    return at, np.flatnonzero(names[int(pos[0]) : q] == names[at]) + int(pos[0])
+
+
+def _spans(start: np.ndarray, end: np.ndarray, first: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Per period starting at event ``first[k]``: from its start to the end of its first
+    ``n[k]`` events (ns)."""
+    pairs = zip(first.tolist(), n.tolist(), strict=True)
+    return np.array([int(end[a : a + b].max()) - int(start[a]) for a, b in pairs], np.int64)
+
+
+def _if_long_enough(
+    start: np.ndarray, end: np.ndarray, q: int, stop: int, spans: np.ndarray
+) -> int | None:
+    """The end of the events ``q`` to ``stop`` (exclusive), if they last `HALF` the
+    shortest of ``spans`` at least."""
+    finish = int(end[q:stop].max())
+    if not spans.size or finish - int(start[q]) < HALF * int(spans.min()):
+        return None
+    return finish
