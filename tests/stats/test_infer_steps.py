@@ -212,6 +212,29 @@ def test_once_a_step_events_with_bimodal_periods_are_the_same_granularity() -> N
     assert f"'{LOADER_NEXT}'" in _inferred(build(builder))[0]
 
 
+def test_tf_data_threads_are_no_steps_though_their_map_functions_are_roots() -> None:
+    """A MultiWorkerMirroredStrategy worker's custom loop, only `start`/`stop` around it:
+    tf.data's thread runs the map function (a ``FunctionRun`` root) once an element, more
+    roots than the loop's own thread has, and every other step's all-reduce runs on one of
+    two collective threads. The steps were those roots' thread's (or, none regular there,
+    the collective thread's: 16 steps of 153 ms for 40 of 75 ms); they are the loop's
+    ``train_step`` (decision 466)."""
+    builder, (python, pipeline, collective) = _host(
+        "python", "tf_data_multi_device_iterator_resource/1", "collective_ops/2"
+    )
+    for k in range(10):
+        python.event("train_step", k * 20 * MS, 18 * MS)
+        python.event("FunctionRun", k * 20 * MS + MS, 16 * MS, {"_r": 1})
+        if k % 2 == 0:
+            collective.event("CollectiveReduceV2", k * 20 * MS + 10 * MS, 5 * MS)
+    for k in range(50):
+        pipeline.event("MapAndBatchProduce", k * 4 * MS, MS)
+        pipeline.event("FunctionRun", k * 4 * MS, MS // 2, {"_r": 1})
+    description, starts = _inferred(build(builder))
+    assert "'train_step'" in description, description
+    assert len(starts) == 9
+
+
 def test_instants_are_no_candidates() -> None:
     builder, (main,) = _host("main")
     _repeat(main, "train_step", [0, 10, 20, 30, 40], 8)

@@ -269,6 +269,14 @@ def loader_worker_lines(profile: Profile) -> np.ndarray:
     )
 
 
+def tf_data_lines(profile: Profile) -> np.ndarray:
+    """Per line: True for tf.data's own threads (`tf_names.TF_DATA_LINE_PREFIX`), whose map
+    functions are ``_r`` roots and repeat once an element: the input pipeline's work, never
+    a step's thread."""
+    prefix = tf_names.TF_DATA_LINE_PREFIX
+    return np.array([ln.name.startswith(prefix) for ln in profile.lines], bool)
+
+
 def not_work_category(profile: Profile) -> np.ndarray:
     """Per event: True for Kineto categories that are not work (annotations, sync, instants)."""
     category = profile.stat("category").string_ids()

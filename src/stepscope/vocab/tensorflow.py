@@ -84,6 +84,9 @@ ITERATOR_OP = "Iterator"
 GET_NEXT = "IteratorGetNext"
 # The kernels of those ops that the executor runs (one per step, under ExecutorState::Process).
 GET_NEXT_KERNELS = ("IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp::DoCompute")
+# tf.data's own threads (its iterators' and multi-device iterators' threads, its private
+# thread pool: ``tf_data_iterator_get_next/<id>``...): the pipeline's work, never a step's.
+TF_DATA_LINE_PREFIX = "tf_data"
 # Ops that send a step's input to the device.
 INFEED_OPS = ("InfeedEnqueue", "InfeedEnqueueTuple")
 

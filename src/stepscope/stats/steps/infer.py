@@ -38,7 +38,12 @@ import numpy as np
 
 from stepscope.distinct import distinct, distinct_inverse
 from stepscope.model import Profile
-from stepscope.stats.events import host_lines, is_input_wait_name, loader_worker_lines
+from stepscope.stats.events import (
+    host_lines,
+    is_input_wait_name,
+    loader_worker_lines,
+    tf_data_lines,
+)
 from stepscope.stats.nesting import nesting_parents
 from stepscope.stats.steps.cycle import began_on_line, common_work, iterations, work_before
 from stepscope.stats.steps.types import StepMarkers
@@ -60,7 +65,10 @@ def _main_line(profile: Profile, top: np.ndarray) -> int | None:
     is busier than the loop's, in all-reduces that start in the middle of its steps."""
     roots = profile.stat("_r").present
     if roots.any():
-        host = host_lines(profile)[profile.line] & roots
+        # on the threads ``top`` is of: tf.data's map functions are roots too (decision 466)
+        mine = np.zeros(len(profile.lines), bool)
+        mine[profile.line[top]] = True
+        host = mine[profile.line] & roots
         if host.any():
             return int(np.bincount(profile.line[host]).argmax())
     if not top.size:
@@ -263,8 +271,9 @@ def infer_steps(profile: Profile) -> StepMarkers | None:
     """Steps from the repeating structure of the host threads, or None when nothing repeats."""
     if profile.n_events == 0:
         return None
-    # a DataLoader worker's batches repeat too, in another process: not the loop's steps
-    threads = host_lines(profile) & ~loader_worker_lines(profile)
+    # a DataLoader worker's batches repeat too, in another process, and tf.data's threads
+    # run a map function per element: not the loop's steps (decision 466)
+    threads = host_lines(profile) & ~loader_worker_lines(profile) & ~tf_data_lines(profile)
     host = threads[profile.line] & (profile.dur_ns > 0)
     events = np.flatnonzero(host)
     if events.size < MIN_OCCURRENCES:

@@ -34,7 +34,7 @@ import numpy as np
 
 from stepscope.model import Profile
 from stepscope.stats.arrays import distinct_ids
-from stepscope.stats.events import EventType
+from stepscope.stats.events import EventType, tf_data_lines
 from stepscope.vocab.tensorflow import is_iterator
 
 # Written by stepscope's capture on `stepscope.trace` names (as in op_metrics).
@@ -127,7 +127,7 @@ def limit_types(
     stage = np.zeros(len(strings), dtype=bool)
     used = distinct_ids(profile.name[events], len(strings))
     stage[used] = [is_iterator(strings[i]) for i in used.tolist()]
-    pipeline_line = np.array([ln.name.startswith("tf_data") for ln in profile.lines], dtype=bool)
+    pipeline_line = tf_data_lines(profile)
     line_of = profile.line.take(events)
     pipeline = (stage.take(profile.name.take(events)) | pipeline_line.take(line_of)) & (
         out == int(host_work)
