@@ -16,7 +16,7 @@ from stepscope.stats import build_step_db
 from stepscope.stats.collective_calls import collective_calls
 from stepscope.stats.stragglers import BY_ARRIVAL, Rank, find_stragglers
 from stepscope.xspace.builder import XSpaceBuilder
-from tests.pod.builders import MS, data_parallel_job, gloo_job
+from tests.pod.builders import MS, data_parallel_job, gloo_job, write_run
 from tests.support.analysis import build
 from tests.support.gpu_fixtures import GpuTrace
 
@@ -231,3 +231,42 @@ def test_own_time_stragglers_are_ordered_by_how_long_they_held_the_job() -> None
         ("w1", 10 * 1 * MS, 0, 0),
     ]
     assert all(s.steps == tuple(range(1, 11)) and s.reason == "other" for s in pod.stragglers)
+
+
+def _job_advice(run: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    assert main(["tool", str(run), "overview_page", "--workers", "0", "--no-cache"]) == 0
+    return list(json.loads(capsys.readouterr().out)["recommendation"]["details"])
+
+
+def test_a_held_jobs_first_advice_is_the_stragglers_own_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Decision 485. Rank 1 loads its batch in 21 ms (6 ms in the second job), rank 0 in 1 ms:
+    rank 0 waits for it in its all-reduces, so the ranks' mean says "collectives" (42.3% and
+    43.6% of the step). The first advice is the straggler's finding with its input fix, not
+    "overlap communication with compute". Collectives beyond the waiting: 42.3% less rank 0's
+    21 of the ranks' 53.2 ms (39.5%) is 2.8%, under the 3% threshold: no collectives line;
+    43.6% less 6 of 17.2 ms (34.9%) is 8.7%: graded moderate, after the straggler."""
+    slow = write_run(
+        tmp_path / "slow", gloo_job(2, input_ms=lambda rank, step: 21.0 if rank == 1 else 1.0)
+    )
+    details = _job_advice(slow, capsys)
+    assert details[0].startswith("Straggler across hosts (high): vm.rank1 is late at steps 1-10")
+    assert "The late rank waits for its data" in details[0]
+    assert not [d for d in details if "use larger buckets" in d]
+    short = write_run(
+        tmp_path / "short",
+        gloo_job(
+            2,
+            input_ms=lambda rank, step: 6.0 if rank == 1 else 1.0,
+            compute_ms=lambda rank, step: 1.0,
+        ),
+    )
+    details = _job_advice(short, capsys)
+    assert details[0].startswith("Straggler across hosts (high): vm.rank1 is late at steps 1-10")
+    assert details[1] == (
+        "8.7% of the step time is collective communication with nothing else running, beyond "
+        "the ranks' waiting for the last one: overlap communication with compute, use larger "
+        "buckets, or check the interconnect."
+    )
+    assert not [d for d in details if d.startswith("HIGH: What bounds the steps, collectives")]

@@ -17,6 +17,7 @@ from stepscope.stats.advice import (
     InputBound,
     Recommendation,
     classify_steps,
+    limit_level,
     recommend,
 )
 from stepscope.stats.bound import BoundBy, bound_by
@@ -244,6 +245,44 @@ def _with_findings(recommendation: Recommendation, top: list[Finding]) -> Recomm
     )
 
 
+def _holding_straggler(ctx: ToolContext) -> Finding | None:
+    """The straggler finding, of any severity, for a job a straggler holds (the headline names
+    it): the job's first advice is then that rank's own fix (decision 485)."""
+    return next((f for f in analysis.findings(ctx) if f.id == "host_skew"), None)
+
+
+def _straggler_first(
+    recommendation: Recommendation,
+    skew: Finding,
+    job: JobSteps,
+    summary: StepSummary,
+    collectives_covered: bool,
+) -> Recommendation:
+    """The advice of a job held by a straggler (decision 485): the straggler's finding (who,
+    from what, its fix) first; then, unless a collectives finding says it, the collectives'
+    generic advice for their share beyond the ranks' waiting for the last rank, graded by
+    that share: the waiting is the straggler's doing, and overlapping communication or larger
+    buckets do not shorten it."""
+    note = f"{skew.title} ({skew.severity}): {skew.summary} Fix: {skew.fix}"
+    rest = tuple(d for d in recommendation.details if d != note)
+    first: tuple[str, ...] = (note,)
+    step_ms = sum(r.step_ms for r in job.rows)
+    waiting_pct = 100.0 * sum(r.waiting_ms for r in job.rows) / step_ms if step_ms > 0 else 0.0
+    beyond = summary.limit_percent("collectives") - waiting_pct
+    grade = limit_level("collectives", beyond)
+    if not collectives_covered and grade != "no":
+        first += (
+            ("HIGH: " if grade == "high" else "")
+            + f"{beyond:.1f}% of the step time is collective communication with nothing else "
+            "running, beyond the ranks' waiting for the last one: overlap communication with "
+            "compute, use larger buckets, or check the interconnect.",
+        )
+    tips = recommendation.tips
+    if "diagnostics: every finding with its evidence" not in tips:
+        tips = (*tips, "diagnostics: every finding with its evidence")
+    return replace(recommendation, details=first + rest, tips=tips)
+
+
 def precision_percent(by_precision: dict[str, int]) -> dict[str, float] | None:
     """``<precision>_percent`` of device compute time for each of `PRECISIONS` (fp4, fp8, int8,
     16bit, 32bit, 64bit), plus ``reduced_percent``: everything narrower than fp32 (what
@@ -296,7 +335,7 @@ def build(ctx: ToolContext) -> OverviewPage:
     all_devices = tuple(d for devs, _, _ in facts for d in devs)
     by_precision = {k: sum(p[k] for _, p, _ in facts) for k in PRECISIONS}
     bound = classify_steps(summary)
-    job, headline = _job(ctx, summary, bound_by(summary))
+    job, headline, held = _job(ctx, summary, bound_by(summary))
     utilization: dict[str, float] | None = None
     if all_devices:
         utilization = {}
@@ -346,6 +385,8 @@ def build(ctx: ToolContext) -> OverviewPage:
     if in_process and not judged:
         advice = in_process[0]
     top = _top_findings(ctx)
+    covered = frozenset(FINDING_TOPICS[f.id] for f in top if f.id in FINDING_TOPICS)
+    skew = _holding_straggler(ctx) if held and job else None
     recommendation = recommend(
         summary,
         headline,
@@ -355,9 +396,15 @@ def build(ctx: ToolContext) -> OverviewPage:
         eager_percent=max(eager.values()),
         uses_tf_data=bool(pipelines),
         tf_data_advice=advice,
-        covered=frozenset(FINDING_TOPICS[f.id] for f in top if f.id in FINDING_TOPICS),
+        # with a straggler holding the job, the collectives' advice is given apart, for the
+        # time beyond the waiting for it (`_straggler_first`)
+        covered=covered | {"collectives"} if skew else covered,
     )
     recommendation = _with_findings(recommendation, top)
+    if skew and job:
+        recommendation = _straggler_first(
+            recommendation, skew, job, summary, "collectives" in covered
+        )
     kinds = sorted({d.kind for d in all_devices})
     environment = RunEnvironment(
         tuple(ctx.hosts),
@@ -406,11 +453,12 @@ def build(ctx: ToolContext) -> OverviewPage:
 
 def _job(
     ctx: ToolContext, summary: StepSummary, headline: BoundBy
-) -> tuple[JobSteps | None, BoundBy]:
-    """The job's figures and rows, for several hosts with steps, and the headline: when a
-    straggler holds the job, it comes first (the ranks' mean says "collectives")."""
+) -> tuple[JobSteps | None, BoundBy, bool]:
+    """The job's figures and rows, for several hosts with steps, the headline (when a
+    straggler holds the job, it comes first: the ranks' mean says "collectives"), and whether
+    one holds it."""
     if len(ctx.hosts) < 2 or not summary.rank_hosts:
-        return None, headline
+        return None, headline, False
     from stepscope.stats.stragglers import find_stragglers, held_by  # several hosts only
 
     ranks = analysis.ranks(ctx)
@@ -418,7 +466,7 @@ def _job(
     held = held_by(pod)
     if held:
         headline = BoundBy(f"{held} Across the ranks: {headline.headline}", headline.limits)
-    return job_steps(summary, ranks, pod), headline
+    return job_steps(summary, ranks, pod), headline, bool(held)
 
 
 TOOL = ToolSpec(
