@@ -270,3 +270,30 @@ def test_a_held_jobs_first_advice_is_the_stragglers_own_fix(
         "buckets, or check the interconnect."
     )
     assert not [d for d in details if d.startswith("HIGH: What bounds the steps, collectives")]
+
+
+def test_a_jobs_loader_advice_is_the_rank_waiting_for_its_batches(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Decision 486. Both ranks load with `num_workers=0`, rank 0 in 1 ms a batch (its steps
+    wait for input 11.6% of their time, past the advice's threshold), rank 1 in 6 ms (69.8%):
+    the job's loader advice is rank 1's, named; it was the first host's, rank 0's "1.00 ms a
+    batch". One rank alone keeps its own advice, unnamed."""
+    run = write_run(
+        tmp_path,
+        gloo_job(
+            2,
+            input_ms=lambda rank, step: 6.0 if rank == 1 else 1.0,
+            compute_ms=lambda rank, step: 1.0,
+        ),
+    )
+    loader = "The DataLoader makes its batches in the training process (num_workers=0): "
+    job = [d for d in _job_advice(run, capsys) if loader in d]
+    assert len(job) == 1 and job[0].startswith(f"On vm.rank1: {loader}6.00 ms a batch, ")
+    args = ["tool", str(run), "input_pipeline_analyzer", "--workers", "0", "--no-cache"]
+    assert main(args) == 0
+    advice = json.loads(capsys.readouterr().out)["recommendations"]
+    assert [a for a in advice if loader in a] == job
+    assert main([*args, "--host", "vm.rank0"]) == 0
+    advice = json.loads(capsys.readouterr().out)["recommendations"]
+    assert next(a for a in advice if loader in a).startswith(f"{loader}1.00 ms a batch, ")

@@ -133,6 +133,26 @@ def in_process_loader(ctx: ToolContext, host: str) -> str:
     )
 
 
+def in_process_loaders(ctx: ToolContext) -> str:
+    """The in-process DataLoader advice of the selected hosts (`in_process_loader`): of the
+    host whose steps wait for input the longest share of their time, named when several hosts
+    are selected (decision 486: each rank has its own loader, and the first host's advice
+    can be another rank's than the one the job waits for); "" if none."""
+    found: list[tuple[float, str, str]] = []
+    for h in ctx.hosts:
+        advice = in_process_loader(ctx, h)
+        if not advice:
+            continue
+        db = step_db(ctx, h)
+        total = int(db.dur_ns.sum())
+        share = float(db.limit_ns()["input"].sum()) / total if total else 0.0
+        found.append((share, h, advice))
+    if not found:
+        return ""
+    _, host, advice = max(found, key=lambda f: f[0])  # the first of equal shares
+    return f"On {host}: {advice}" if len(ctx.hosts) > 1 else advice
+
+
 def _loader_workers(profile: Profile, db: StepDb) -> tuple[LoaderWorkers, ...]:
     from stepscope.stats.input.loader_workers import loader_workers as build
 

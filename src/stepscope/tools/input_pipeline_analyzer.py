@@ -196,7 +196,7 @@ def build(ctx: ToolContext) -> InputPipelineAnalysis:
     # the DataLoader workers' verdict first (decision 353), then the instrumented loader's
     # ready/waited account when the steps waited for batches being made
     judged = [w for w in workers if w.verdict and w.verdict != "keeping_up"]
-    in_process = [a for a in (analysis.in_process_loader(ctx, h) for h in ctx.hosts) if a]
+    in_process = analysis.in_process_loaders(ctx)
     if any(w.verdict for w in workers) or in_process:
         # the loader's own verdict says what to change: not the generic DataLoader advice
         # ("use more workers" to workers that keep up, decision 392)
@@ -215,7 +215,7 @@ def build(ctx: ToolContext) -> InputPipelineAnalysis:
             "faster.",
         )
     if in_process:
-        advice.insert(0, in_process[0])
+        advice.insert(0, in_process)
     if judged:
         advice.insert(0, judged[0].advice)
     return InputPipelineAnalysis(

@@ -381,9 +381,9 @@ def build(ctx: ToolContext) -> OverviewPage:
     judged = [w for w in workers if w.verdict in JUDGED_VERDICTS]
     if judged:
         advice = judged[0].advice
-    in_process = [a for a in (analysis.in_process_loader(ctx, h) for h in ctx.hosts) if a]
+    in_process = analysis.in_process_loaders(ctx)
     if in_process and not judged:
-        advice = in_process[0]
+        advice = in_process
     top = _top_findings(ctx)
     covered = frozenset(FINDING_TOPICS[f.id] for f in top if f.id in FINDING_TOPICS)
     skew = _holding_straggler(ctx) if held and job else None
