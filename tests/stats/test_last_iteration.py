@@ -9,7 +9,7 @@ import numpy as np
 
 from stepscope.model import Profile
 from stepscope.stats.steps.infer import infer_steps
-from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
+from stepscope.vocab.profiler import FETCHES_LINE, FETCHES_LINE_OFFSET, STARTED_ON_THREAD_STAT
 from stepscope.xspace.builder import LineBuilder, XSpaceBuilder
 from tests.support.analysis import MS, build
 from tests.support.compiled_loop import compiled_loop
@@ -71,6 +71,24 @@ def test_a_generator_loop_keeps_its_last_iteration() -> None:
     assert "the last one ends with its work" in description
     assert abs(ends[-1] - last) < 1e-6
     assert np.allclose(np.diff(starts), starts[1] - starts[0])
+
+
+def test_step_0_begins_with_the_fetch_the_probe_timed() -> None:
+    """The first batch's making (6 ms of untraced Python) comes before the thread's first
+    traced event; the capture's fetch probe timed it. Step 0 starts with it, so the steps'
+    total is the script's: 30 steps averaged 8.61 ms for the script's 8.84 (decision 476)."""
+    builder, line = _loop_line()
+    probe = builder.plane("/host:CPU").line(FETCHES_LINE_OFFSET + 1, FETCHES_LINE)
+    probe.display_id = 1
+    t = 0.0
+    for k in range(30):
+        if k < 4:  # the probe times the first fetches only
+            probe.event("batches (loop.py)", int(t * 1e6), int(6.01 * 1e6), {"loop": "<module>"})
+        t = _run(line, t + 6.0, TRAIN)
+    starts, ends, description = _steps(build(builder))
+    assert len(starts) == 30 and starts[0] == 0.0
+    assert abs((ends - starts).sum() - (t - 0.02)) < 1e-6  # every ms from the first fetch on
+    assert "step 0 from its batch's fetch" in description
 
 
 def test_a_capture_begun_elsewhere_still_leaves_the_events_after_the_last_repeat() -> None:

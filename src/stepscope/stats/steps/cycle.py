@@ -20,7 +20,9 @@ of k+1". Four rules fix the boundaries (decision 360):
 2. Step 0 holds the work before its first member: with the capture begun on the loop's
    thread, step 0 starts at the thread's first traced top-level event (the profilers' own
    start/stop calls aside), so a compile that runs before the first member is in it; so is
-   any setup code run between ``start()`` and the loop.
+   any setup code run between ``start()`` and the loop; or at the first fetch the capture's
+   fetch probe timed there when that is earlier: a generator's first batch, made in
+   untraced Python before the first traced op (decision 476).
 3. With the capture begun there (so stopped by the same thread's ``stop()``, between
    iterations or after the loop), the events from the last boundary are the last iteration:
    a step when it is whole (`stepscope.stats.steps.last_step`, decision 475: the common
@@ -42,7 +44,7 @@ from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.host.own_work import profiler_work
 from stepscope.stats.steps.last_step import last_iteration_end
-from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
+from stepscope.vocab.profiler import FETCHES_LINE, STARTED_ON_THREAD_STAT
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # odd: a name's id times it is a well-spread hash
 
@@ -146,6 +148,25 @@ def _without_work(
     return idle
 
 
+def first_fetch(profile: Profile, line: int) -> int | None:
+    """The start (ns) of the first fetch `capture.fetch_probe` timed on this line's thread
+    (the first times the frame that called ``start()`` asked an iterator for an item), or
+    None. A generator's batch making is untraced Python: with the capture begun there, the
+    loop's first iteration begins with that fetch, before the thread's first traced event
+    (decision 476)."""
+    info = profile.lines[line]
+    probe = [
+        ln.index
+        for ln in profile.lines
+        if ln.name == FETCHES_LINE
+        and ln.plane == info.plane
+        and ln.display_id == info.id
+        and ln.event_count
+    ]
+    first = [int(profile.start_ns[profile.events_of_line(profile.lines[k])].min()) for k in probe]
+    return min(first) if first else None
+
+
 @record
 class Iterations:
     """The inferred steps of one thread, and how they were placed."""
@@ -196,7 +217,15 @@ def iterations(
             notes.append("the last one ends with its work")
         own = profiler_work(profile)[t]
         traced = np.flatnonzero(~own)
-        if traced.size and start[traced[0]] < starts[0]:
+        fetch = first_fetch(profile, int(profile.line[t[0]]))
+        if (
+            fetch is not None
+            and fetch < starts[0]
+            and (not traced.size or fetch < start[traced[0]])
+        ):
+            starts[0] = fetch
+            notes.append("step 0 from its batch's fetch (the capture began there)")
+        elif traced.size and start[traced[0]] < starts[0]:
             starts[0] = start[traced[0]]
             notes.append("step 0 from the thread's first event (the capture began there)")
     return Iterations(
