@@ -5,18 +5,23 @@ already has. Synthetic profiles built in code."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from stepscope.model import Profile
 from stepscope.stats.diagnostics.base import Finding, HostData
 from stepscope.stats.diagnostics.runner import diagnose_host
 from stepscope.stats.gpu.kernels import build_kernel_db
+from stepscope.stats.input.loader_workers import captured_settings, loader_settings
 from stepscope.stats.steps.breakdown import build_step_db
 from stepscope.vocab.pytorch import DATALOADER_SETTING_PREFIX
+from stepscope.vocab.tensorflow import is_iterator
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
 from tests.support.fetch_loop import FETCH, TRAIN, sampled_main
 from tests.support.loader import LOOP_NEXT, PLAIN_STAGE
 
 STEPS = 12
+OLD_STAGE = "Iterator::DataLoader(Old)"
 SLOW = (4, 8)  # the steps whose batch takes 30 ms, not 6
 
 
@@ -53,10 +58,11 @@ def test_slow_fetches_from_a_python_generator_are_input() -> None:
     assert "worker processes" in f.fix
 
 
-def _loader_loop(settings: dict[str, int]) -> Profile:
+def _loader_loop(settings: dict[str, int], unrecorded_first: bool = False) -> Profile:
     """A loop over a DataLoader with 2 workers whose batches carry the loader's
     ``settings``: each step waits 1 ms in ``__next__`` (25 ms at `SLOW`), then computes
-    20 ms."""
+    20 ms. ``unrecorded_first``: another loader's workers made the first batch, without
+    settings stats (as captured before decision 425)."""
     builder = XSpaceBuilder("synthetic")
     host = builder.plane("/host:CPU")
     main = host.line(1, "MainThread")
@@ -68,8 +74,12 @@ def _loader_loop(settings: dict[str, int]) -> Profile:
         main.event(LOOP_NEXT, t * MS, wait * MS)
         main.event("aten::addmm", (t + wait) * MS, 20 * MS)
         stats = {"parent_id": 9, "worker": k % 2, "batch": k}
-        stats.update({DATALOADER_SETTING_PREFIX + n: v for n, v in settings.items()})
-        workers[k % 2].event(f"{PLAIN_STAGE}::Worker", t * MS, (wait + 10) * MS, stats)
+        stage = PLAIN_STAGE
+        if unrecorded_first and k == 0:
+            stage = OLD_STAGE
+        else:
+            stats.update({DATALOADER_SETTING_PREFIX + n: v for n, v in settings.items()})
+        workers[k % 2].event(f"{stage}::Worker", t * MS, (wait + 10) * MS, stats)
         t += wait + 20
     return build(builder)
 
@@ -83,3 +93,18 @@ def test_a_loader_is_not_told_to_set_what_it_has() -> None:
     assert "persistent" not in has.fix
     lacks = _slow_steps(_loader_loop({"persistent_workers": 0, "prefetch_factor": 2}))
     assert lacks.fix.endswith("add loader workers, keep workers persistent.")
+
+
+def test_a_loader_without_recorded_settings_is_not_the_one_quoted() -> None:
+    """Two loaders, the first without settings stats: the advice quotes the one that has
+    them (decision 480); it quoted nothing ("prefetch deeper") and asked for persistent
+    workers the other loader has."""
+    profile = _loader_loop({"persistent_workers": 1, "prefetch_factor": 4}, True)
+    names = profile.strings.strings
+    loaders = profile.strings.ids_matching(is_iterator).tolist()
+    raw = [loader_settings(profile, np.flatnonzero(profile.name == i)) for i in loaders]
+    assert names[loaders[0]].startswith(OLD_STAGE) and raw[0] == {}
+    assert captured_settings(profile) == (raw[1],)
+    f = _slow_steps(profile)
+    assert "prefetch deeper (prefetch_factor, now 4), add loader workers." in f.fix
+    assert "persistent" not in f.fix

@@ -78,10 +78,10 @@ def step_gaps(data: HostData, options: dict[str, str]) -> Finding | None:
         "covers the whole iteration so this time is attributed."
     )
     if any(re.search(r"DataLoader|Iterator|GetNext|__next__", e.name) for e in events[:3]):
-        settings = [s for s in captured_settings(p) if s]
+        settings = captured_settings(p)
         fix = (
             "The next batch is loaded between steps: "
-            + dataloader_fix(tuple(settings), data.steps.has_device)
+            + dataloader_fix(settings, data.steps.has_device)
             + ". "
             if settings  # the loader's own settings: no advice to set what it has
             else "The next batch is loaded between steps while the GPU waits: load it in "

@@ -114,11 +114,11 @@ def _input_fix(data: HostData) -> str:
     ]
     if judged:
         return judged[0]
-    settings = [s for s in captured_settings(data.profile) if s]
+    settings = captured_settings(data.profile)
     if settings:
         return (
             "Prepare batches ahead of the step: "
-            + dataloader_fix(tuple(settings), data.steps.has_device)
+            + dataloader_fix(settings, data.steps.has_device)
             + ". input_pipeline_analyzer shows which stage is slow and what the workers do."
         )
     return (

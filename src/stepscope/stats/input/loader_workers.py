@@ -199,15 +199,19 @@ def loader_workers(profile: Profile, db: StepDb | None = None) -> tuple[LoaderWo
 
 
 def captured_settings(profile: Profile) -> tuple[dict[str, int], ...]:
-    """Each captured loader's own settings (`loader_settings`), for advice that must not ask
-    for what the loader already has; () when no loader's workers were captured."""
+    """The own settings (`loader_settings`) of each captured loader that recorded them, for
+    advice that must not ask for what the loader already has; () when none did. One rule for
+    every piece of advice (decision 480): a loader whose workers were captured without its
+    settings (a profile from before decision 425) says nothing about them, so its {} is left
+    out here, not by each caller: the values quoted are the first loader's that has them."""
     names = profile.strings.strings
     ids = [
         i
         for i in profile.strings.ids_matching(is_iterator).tolist()
         if names[i].endswith(WORKER_SUFFIX)
     ]
-    return tuple(loader_settings(profile, np.flatnonzero(profile.name == i)) for i in ids)
+    found = (loader_settings(profile, np.flatnonzero(profile.name == i)) for i in ids)
+    return tuple(s for s in found if s)
 
 
 def dataloader_fix(settings: tuple[dict[str, int], ...], has_device: bool) -> str:
