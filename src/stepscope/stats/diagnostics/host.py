@@ -18,7 +18,11 @@ from stepscope.stats.diagnostics.base import (
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.events import host_lines, is_step_marker_name
 from stepscope.stats.gpu.kernels import launch_events
-from stepscope.stats.input.loader_workers import captured_settings, dataloader_fix
+from stepscope.stats.input.loader_workers import (
+    captured_settings,
+    dataloader_fix,
+    generic_dataloader_call,
+)
 from stepscope.stats.intervals import merge, overlap_with
 
 GAP_MIN_NS = 100_000  # a gap shorter than 100 µs is noise
@@ -84,10 +88,11 @@ def step_gaps(data: HostData, options: dict[str, str]) -> Finding | None:
             + dataloader_fix(settings, data.steps.has_device)
             + ". "
             if settings  # the loader's own settings: no advice to set what it has
-            else "The next batch is loaded between steps while the GPU waits: load it in "
-            "the background (DataLoader(num_workers=N, pin_memory=True, "
-            "persistent_workers=True), tf.data prefetch(tf.data.AUTOTUNE)) so loading "
-            "overlaps the step. "
+            else "The next batch is loaded between steps"
+            + (" while the GPU waits" if data.steps.has_device else "")
+            + ": load it in the background ("
+            + generic_dataloader_call(data.steps.has_device)
+            + ", tf.data prefetch(tf.data.AUTOTUNE)) so loading overlaps the step. "
         ) + fix
     return Finding(
         id="step_gaps",

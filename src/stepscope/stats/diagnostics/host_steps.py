@@ -38,6 +38,7 @@ from stepscope.stats.input.loader_workers import (
     JUDGED_VERDICTS,
     captured_settings,
     dataloader_fix,
+    generic_dataloader_call,
     loader_workers,
 )
 from stepscope.stats.intervals import merge, overlap_with
@@ -123,9 +124,10 @@ def _input_fix(data: HostData) -> str:
         )
     return (
         "Prepare batches ahead of the step: tf.data .prefetch(tf.data.AUTOTUNE) and "
-        ".map(..., num_parallel_calls=tf.data.AUTOTUNE); PyTorch DataLoader(num_workers=N, "
-        "pin_memory=True, persistent_workers=True); a background thread or process for a "
-        "Python loader. input_pipeline_analyzer shows which stage is slow."
+        ".map(..., num_parallel_calls=tf.data.AUTOTUNE); PyTorch "
+        + generic_dataloader_call(data.steps.has_device)
+        + "; a background thread or process for a Python loader. input_pipeline_analyzer "
+        "shows which stage is slow."
     )
 
 

@@ -232,6 +232,15 @@ def dataloader_fix(settings: tuple[dict[str, int], ...], has_device: bool) -> st
     return f"the DataLoader has {settings_text(first)}: " + "; ".join(changes)
 
 
+def generic_dataloader_call(has_device: bool) -> str:
+    """The DataLoader call the generic input advice suggests where no loader's settings were
+    recorded (`captured_settings` empty: ``num_workers=0``, a loop over another framework's
+    data): pinned memory only speeds up a copy to a device, so a run with none is not asked
+    for it (decision 481)."""
+    pin = "pin_memory=True, " if has_device else ""
+    return f"DataLoader(num_workers=N, {pin}persistent_workers=True)"
+
+
 def _workers_up_ns(profile: Profile, ev: np.ndarray) -> int:
     """When the last of the loader's workers began its first batch: they were all up (by
     worker id: a later pass's processes start again)."""

@@ -1,0 +1,62 @@
+"""The input findings' generic fix, where no loader's settings were recorded (a DataLoader
+with ``num_workers=0``, a JAX or TensorFlow loop): pinned memory only with a device to copy
+to (decision 481). Synthetic profiles built in code."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from stepscope.model import Profile
+from stepscope.stats.diagnostics.base import Finding, HostData
+from stepscope.stats.diagnostics.runner import diagnose_host
+from stepscope.stats.gpu.kernels import build_kernel_db
+from stepscope.stats.steps.breakdown import build_step_db
+from stepscope.vocab.pytorch import DATALOADER_NEXT
+from stepscope.xspace.builder import XSpaceBuilder
+from tests.support.analysis import MS, build
+
+IN_PROCESS_NEXT = f"{DATALOADER_NEXT}#_SingleProcessDataLoaderIter.__next__"
+# a loader of the user's own, traced (`stepscope.trace`): its time between the steps is a gap
+# (the DataLoader's own `__next__` before a step is that step's fetch, inside its span)
+OWN_LOADER_NEXT = "ShardLoader.__next__"
+
+
+def _loop(between: bool) -> Profile:
+    """A CPU loop over a DataLoader without workers: 8 ms in ``__next__``, 12 ms of model
+    op; ``between``: over a loader of the user's own, the step marker covering the model
+    op only."""
+    builder = XSpaceBuilder("synthetic")
+    main = builder.plane("/host:CPU").line(1, "MainThread")
+    for k in range(8):
+        t = k * 20
+        marked = (t + 8, 12) if between else (t, 20)
+        main.event("train", marked[0] * MS, marked[1] * MS, {"step_num": k, "_r": 1})
+        main.event(OWN_LOADER_NEXT if between else IN_PROCESS_NEXT, t * MS, 8 * MS)
+        main.event("aten::addmm", (t + 8) * MS, 12 * MS)
+    return build(builder)
+
+
+def _findings(profile: Profile, has_device: bool | None = None) -> dict[str, Finding]:
+    db = build_step_db(profile)
+    if has_device is not None:
+        db = replace(db, has_device=has_device)
+    data = HostData("h", profile, db, build_kernel_db(profile))
+    return {f.id: f for f in diagnose_host(data)}
+
+
+def test_a_cpu_run_is_not_asked_to_pin_memory() -> None:
+    """It was: "PyTorch DataLoader(num_workers=N, pin_memory=True, ...)" on a CPU loop."""
+    fix = _findings(_loop(between=False))["input_bound"].fix
+    assert "DataLoader(num_workers=N, persistent_workers=True)" in fix
+    assert "pin_memory" not in fix
+    gaps = _findings(_loop(between=True))["step_gaps"].fix
+    assert gaps.startswith("The next batch is loaded between steps: load it in the background")
+    assert "pin_memory" not in gaps and "GPU" not in gaps
+
+
+def test_a_run_with_a_device_still_is() -> None:
+    fix = _findings(_loop(between=False), has_device=True)["input_bound"].fix
+    assert "DataLoader(num_workers=N, pin_memory=True, persistent_workers=True)" in fix
+    gaps = _findings(_loop(between=True), has_device=True)["step_gaps"].fix
+    assert gaps.startswith("The next batch is loaded between steps while the GPU waits")
+    assert "pin_memory=True" in gaps
