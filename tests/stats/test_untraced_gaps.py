@@ -9,18 +9,32 @@ from stepscope.stats.host.untraced import _largest_gaps
 
 
 def _per_step(
-    span_lo: np.ndarray, span_hi: np.ndarray, covered_lo: np.ndarray, covered_hi: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    gaps_lo, gaps_hi = [], []
+    span_lo: np.ndarray,
+    span_hi: np.ndarray,
+    covered_lo: np.ndarray,
+    covered_hi: np.ndarray,
+    fetch: tuple[tuple[int, int, int], ...] = (),
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    gaps_lo, gaps_hi, host = [], [], []
     for lo, hi in zip(span_lo.tolist(), span_hi.tolist(), strict=True):
         a = np.searchsorted(covered_hi, lo, "right")
         b = np.searchsorted(covered_lo, hi, "left")
         starts = np.clip(np.concatenate([[lo], covered_hi[a:b]]), lo, hi)
         ends = np.clip(np.concatenate([covered_lo[a:b], [hi]]), lo, hi)
-        k = int(np.argmax(ends - starts))  # the first of equal widths
+        # a piece's host time: its width less the fetch counted in the gaps inside it
+        widths = [
+            e - s - sum(ns for f_lo, f_hi, ns in fetch if s <= f_lo and f_hi <= e)
+            for s, e in zip(starts.tolist(), ends.tolist(), strict=True)
+        ]
+        k = int(np.argmax(widths))  # the first of equal widths
         gaps_lo.append(int(starts[k]))
         gaps_hi.append(int(ends[k]))
-    return np.array(gaps_lo, np.int64), np.array(gaps_hi, np.int64)
+        host.append(widths[k])
+    return (
+        np.array(gaps_lo, np.int64),
+        np.array(gaps_hi, np.int64),
+        np.array(host, np.int64),
+    )
 
 
 def test_the_widest_gap_of_every_step_as_the_loop_found_it() -> None:
@@ -35,6 +49,36 @@ def test_the_widest_gap_of_every_step_as_the_loop_found_it() -> None:
         expected = _per_step(span_lo, span_hi, covered_lo, covered_hi)
         for got, want in zip(found, expected, strict=True):
             assert got.dtype == np.int64
+            np.testing.assert_array_equal(got, want)
+
+
+def test_the_widest_by_host_time_when_a_fetch_is_counted_in_some_gaps() -> None:
+    """Decision 482: each piece less the time counted as the loop's fetch in the gaps
+    inside it (sorted, disjoint; a piece, or part of one), the widest by what is left."""
+    rng = np.random.default_rng(482)
+    for _ in range(400):
+        points = np.sort(rng.integers(0, 200, 2 * int(rng.integers(0, 9))))
+        covered_lo, covered_hi = points[0::2], points[1::2]
+        bounds = np.unique(rng.integers(0, 200, 2 * int(rng.integers(1, 6))))
+        span_lo, span_hi = bounds[:-1:2], bounds[1::2]  # disjoint steps
+        if not len(span_hi):
+            continue
+        span_lo = span_lo[: len(span_hi)]
+        fetch: list[tuple[int, int, int]] = []
+        for lo, hi in zip(span_lo.tolist(), span_hi.tolist(), strict=True):
+            a = np.searchsorted(covered_hi, lo, "right")
+            b = np.searchsorted(covered_lo, hi, "left")
+            starts = np.clip(np.concatenate([[lo], covered_hi[a:b]]), lo, hi)
+            ends = np.clip(np.concatenate([covered_lo[a:b], [hi]]), lo, hi)
+            for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+                if e > s and rng.random() < 0.6:
+                    f_lo = int(rng.integers(s, e))
+                    f_hi = int(rng.integers(f_lo + 1, e + 1))
+                    fetch.append((f_lo, f_hi, int(rng.integers(0, f_hi - f_lo + 1))))
+        arrays = tuple(np.array([f[i] for f in fetch], np.int64) for i in range(3))
+        found = _largest_gaps(span_lo, span_hi, covered_lo, covered_hi, arrays)
+        expected = _per_step(span_lo, span_hi, covered_lo, covered_hi, tuple(fetch))
+        for got, want in zip(found, expected, strict=True):
             np.testing.assert_array_equal(got, want)
 
 

@@ -143,8 +143,10 @@ class OverviewPage:
         'steps, where the untraced host time (the "host" limit of `bound_by`) is located; '
         "`places[]`: `after`, `before` (the traced events around each step's largest gap "
         "that no traced event, staged input, wait for a computation or dispatch run covers; "
-        "`(step start)` / `(step end)` at its bounds), `ms_per_step` (time in such gaps, "
-        "averaged over all steps), `steps` (steps whose largest gap is there), most time "
+        "`(step start)` / `(step end)` at its bounds), `ms_per_step` (host time in such "
+        "gaps, averaged over all steps: a gap's time less what input counts there as the "
+        "loop's fetch from its Python iterator, by which the largest is chosen too), `steps` "
+        "(steps whose largest gap is there), most time "
         "first; `python[]`: with the Python stack sampler (docs/formats/python_samples.md), "
         "the Python functions of the steps' threads during the steps, by function and "
         "inclusive: `function` (`func (file)`), `stack` (its most common call path), "

@@ -78,17 +78,41 @@ def _names_around(
     return after, before
 
 
+def _input_in(
+    starts: np.ndarray, ends: np.ndarray, fetch: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> np.ndarray:
+    """Per piece [start, end]: the time counted as the loop's fetch in the gaps ``fetch``
+    (lo, hi, ns) that lie in it. A fetch gap is a piece, or part of one (the loop's own
+    thread can add traced events when the steps are another thread's), never across two."""
+    f_lo, f_hi, f_ns = fetch
+    order = np.argsort(f_lo, kind="stable")
+    f_lo, f_hi = f_lo[order], f_hi[order]
+    total = np.r_[0, np.cumsum(f_ns[order])]
+    first = np.searchsorted(f_lo, starts, "left")
+    last = np.searchsorted(f_hi, ends, "right")
+    return np.where(last > first, total[np.maximum(last, first)] - total[first], 0)
+
+
 def _largest_gaps(
-    span_lo: np.ndarray, span_hi: np.ndarray, covered_lo: np.ndarray, covered_hi: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+    span_lo: np.ndarray,
+    span_hi: np.ndarray,
+    covered_lo: np.ndarray,
+    covered_hi: np.ndarray,
+    fetch: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per step, the widest of the pieces its span leaves between the covered intervals
-    (sorted, disjoint), the first of equals: [start, end] in int64. All steps at once: the
-    pieces of step i are its start, then the ends of the covered intervals it meets, each up
-    to the next such interval's start or its own end, clipped to the span (a loop per step
-    was 2.5 ms at 138 steps, decision 300)."""
+    (sorted, disjoint), the first of equals: [start, end] in int64, with the host time in it
+    (its width, less the time counted as the loop's fetch there: ``fetch``, see `_input_in`;
+    the widest is by that time). All steps at once: the pieces of step i are its start, then
+    the ends of the covered intervals it meets, each up to the next such interval's start or
+    its own end, clipped to the span (a loop per step was 2.5 ms at 138 steps, decision
+    300)."""
     lo, hi = np.asarray(span_lo, np.int64), np.asarray(span_hi, np.int64)
     if not len(covered_lo):
-        return lo.copy(), hi.copy()
+        host = hi - lo
+        if fetch is not None and len(fetch[0]):
+            host = np.maximum(host - _input_in(lo, hi, fetch), 0)
+        return lo.copy(), hi.copy(), host
     first = np.searchsorted(covered_hi, lo, "right")  # the intervals each step meets
     met = np.maximum(np.searchsorted(covered_lo, hi, "left") - first, 0)
     count = met + 1
@@ -102,11 +126,13 @@ def _largest_gaps(
     starts = np.minimum(np.maximum(starts, lo[step]), hi[step])
     ends = np.minimum(np.maximum(ends, lo[step]), hi[step])
     widths = ends - starts
+    if fetch is not None and len(fetch[0]):
+        widths = np.maximum(widths - _input_in(starts, ends, fetch), 0)
     widest = np.flatnonzero(widths == np.maximum.reduceat(widths, begin)[step])
     first_of_step = np.ones(len(widest), dtype=bool)
     first_of_step[1:] = step[widest[1:]] != step[widest[:-1]]
     chosen = widest[first_of_step]
-    return starts[chosen], ends[chosen]
+    return starts[chosen], ends[chosen], widths[chosen]
 
 
 def locate_untraced(
@@ -118,19 +144,22 @@ def locate_untraced(
     covered_lo: np.ndarray,
     covered_hi: np.ndarray,
     python: PythonTime,
+    fetch: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> Untraced:
     """The largest untraced gap of each step (``covered_*``: the union of the steps' traced
-    intervals, sorted and disjoint; ``traced``: counted events, for naming the gaps)."""
+    intervals, sorted and disjoint; ``traced``: counted events, for naming the gaps), by its
+    host time: less what the limits count as the loop's fetch from its Python iterator
+    (``fetch``: `Fetched`'s gaps and their fetch time), which is input."""
     if not step_lines or not len(span_lo):
         return Untraced("", (), python)
     line = step_lines[0]
     thread = profile.lines[line].label
     on_line = traced[np.isin(profile.line[traced], list(step_lines))]
-    g_lo, g_hi = _largest_gaps(span_lo, span_hi, covered_lo, covered_hi)
+    g_lo, g_hi, host = _largest_gaps(span_lo, span_hi, covered_lo, covered_hi, fetch)
     after, before = _names_around(profile, on_line, g_lo, g_hi, span_lo, span_hi)
     time: Counter[tuple[str, str]] = Counter()
     steps: Counter[tuple[str, str]] = Counter()
-    for key, width in zip(zip(after, before, strict=True), (g_hi - g_lo).tolist(), strict=True):
+    for key, width in zip(zip(after, before, strict=True), host.tolist(), strict=True):
         if width > 0:
             time[key] += width
             steps[key] += 1

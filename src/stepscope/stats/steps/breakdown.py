@@ -428,23 +428,6 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
         keep,
         has_device,
     )
-    # The "host" limit located: the time no traced event covers and no added interval
-    # (staged input, a wait for a computation, a dispatch run) explains. Not XProf's "All
-    # Others": there a zero-length event on a pool thread keeps its type current until the
-    # step's next event (`_held`), and a 4 ms Python generator between two jitted calls
-    # counted as host compute in 22 of 39 steps, so the headline's place for its 5.5 ms
-    # per step of host time said "1.58 ms per step in 14 of 39 steps".
-    python = functions_in_steps(profile, markers.lines, span_lo[keep], span_hi[keep])
-    untraced = locate_untraced(
-        profile,
-        markers.lines,
-        step_line_events,
-        span_lo[keep],
-        span_hi[keep],
-        covered.lo,
-        covered.hi,
-        python,
-    )
     # the loop getting its batch from a Python iterator, seen by the sampler in untraced time:
     # that share of each step's untraced time is input, not host (decision 343)
     fetched = iterator_fetches(
@@ -456,6 +439,25 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
         covered.lo,
         covered.hi,
         types != NOT_COUNTED,
+    )
+    # The "host" limit located: the time no traced event covers and no added interval
+    # (staged input, a wait for a computation, a dispatch run) explains. Not XProf's "All
+    # Others": there a zero-length event on a pool thread keeps its type current until the
+    # step's next event (`_held`), and a 4 ms Python generator between two jitted calls
+    # counted as host compute in 22 of 39 steps, so the headline's place for its 5.5 ms
+    # per step of host time said "1.58 ms per step in 14 of 39 steps". Nor the fetch just
+    # counted as input: its place said 9.24 ms per step of 1.70 (decision 482).
+    python = functions_in_steps(profile, markers.lines, span_lo[keep], span_hi[keep])
+    untraced = locate_untraced(
+        profile,
+        markers.lines,
+        step_line_events,
+        span_lo[keep],
+        span_hi[keep],
+        covered.lo,
+        covered.hi,
+        python,
+        (fetched.gap_lo, fetched.gap_hi, fetched.gap_ns),
     )
     moved = fetched.ns
     if moved.any():

@@ -81,6 +81,12 @@ class Fetched:
     # per function: the loop's first fetches `capture.fetch_probe` timed, when they (not the
     # samples, which missed the fetch) placed it (decision 433); zeros otherwise
     timed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # the steps' untraced gaps the fetch was counted in (sorted, disjoint) and the time of
+    # each counted as the fetch; empty when none counts. The untraced place the host advice
+    # names leaves that time out: it is input, not host (decision 482)
+    gap_lo: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    gap_hi: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    gap_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def __len__(self) -> int:
         return len(self.function)
@@ -397,6 +403,9 @@ def _timed_fetch_time(
         loop,
         per_step,
         np.array([counts[i] for i in order], np.int64),
+        g_lo,
+        g_hi,
+        gap_ns.round().astype(np.int64),
     )
 
 
@@ -502,9 +511,18 @@ def iterator_fetches(
         np.array([fetch_ns[i] for i in order], np.int64),
         loop,
         per_step,
+        gap_lo=g_lo,
+        gap_hi=g_hi,
+        gap_ns=np.asarray(gap_ns).round().astype(np.int64),
     )
     if found.counted:
         return found
     # too few samples saw it: the timed fetches, when they place it
     timed_only = _timed_fetch_time(profile, traced, loop_lines, loop, gaps, len(span_lo), found)
-    return timed_only or replace(found, ns=np.zeros(len(span_lo), np.int64))
+    return timed_only or replace(
+        found,
+        ns=np.zeros(len(span_lo), np.int64),
+        gap_lo=none.gap_lo,
+        gap_hi=none.gap_hi,
+        gap_ns=none.gap_ns,
+    )
