@@ -70,6 +70,7 @@ OP_METRICS: Key[OpMetrics] = Key("op_metrics", kept=True)
 TF_DATA: Key[tuple[PipelineStats, ...]] = Key("tf_data_bottleneck", kept=True)
 LOADER_WORKERS: Key[tuple[LoaderWorkers, ...]] = Key("loader_workers", kept=True)  # .at(source)
 IN_PROCESS_LOADER: Key[str] = Key("in_process_loader", kept=True)  # .at(source)
+WARMUP_PYTHON: Key[str] = Key("warmup_python", kept=True)  # .at(source)
 DEVICE_FACTS: Key[tuple[list[DeviceInfo], dict[str, int], str]] = Key("device_facts", kept=True)
 UTILIZATION: Key[dict[str, float]] = Key("utilization", kept=True)  # .at(window)
 KERNEL_DB: Key[KernelDb] = Key("kernel_stats.kernel_db", kept=True)
@@ -151,6 +152,18 @@ def in_process_loaders(ctx: ToolContext) -> str:
         return ""
     _, host, advice = max(found, key=lambda f: f[0])  # the first of equal shares
     return f"On {host}: {advice}" if len(ctx.hosts) > 1 else advice
+
+
+def warmup_python(ctx: ToolContext) -> str:
+    """What the stack sampler saw in the warm-up steps, for one host ('' for several: the
+    pod's warm-up is the pacing rank's steps, not one host's samples)."""
+    if len(ctx.hosts) != 1:
+        return ""
+    from stepscope.stats.warmup import warmup_python as build
+
+    host = ctx.hosts[0]
+    source = ctx.option("step_source", "auto")
+    return ctx.intermediate(host, WARMUP_PYTHON.at(source), lambda p: build(p, step_db(ctx, host)))
 
 
 def _loader_workers(profile: Profile, db: StepDb) -> tuple[LoaderWorkers, ...]:

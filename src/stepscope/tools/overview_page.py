@@ -449,7 +449,7 @@ def build(ctx: ToolContext) -> OverviewPage:
         diagnostics=tuple(diagnostics),
         untraced=_untraced_json(summary),
         job=job,
-        steady_state=steady_state(summary),
+        steady_state=steady_state(summary, analysis.warmup_python(ctx)),
     )
 
 

@@ -35,6 +35,12 @@ DATALOADER_SETTINGS = (
     "in_order",
     "batch_size",
 )
+# Frames of the DataLoader's Python code on a sampled stack (``func (file)``, any line), and
+# what the loop does there, for sentences that name what the stack sampler saw (the
+# warm-up's): its ``iter()`` makes the iterator, which starts the worker processes when
+# num_workers > 0; its ``__next__`` waits for the next batch.
+DATALOADER_ITER_FRAME = "_get_iterator (dataloader.py)"
+DATALOADER_NEXT_FRAME = "__next__ (dataloader.py)"
 
 
 def is_profiler_step(name: str) -> bool:

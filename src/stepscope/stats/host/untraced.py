@@ -44,6 +44,7 @@ class Untraced:
     host: str = ""
     n_steps: int = 0  # the host's steps
     step_ns: int = 0  # their total time
+    lines: tuple[int, ...] = ()  # the steps' thread lines (of one host's profile)
 
     def per(self, n_steps: int, step_ns: int) -> tuple[int, int]:
         """The steps and step time to divide this picture's times by: its own host's when
@@ -164,7 +165,7 @@ def locate_untraced(
             time[key] += width
             steps[key] += 1
     places = tuple(GapPlace(a, b, ns, steps[(a, b)]) for (a, b), ns in time.most_common())
-    return Untraced(thread, places, python)
+    return Untraced(thread, places, python, lines=tuple(step_lines))
 
 
 def where_untraced(untraced: Untraced, n_steps: int, step_ns: int, with_python: bool = True) -> str:
