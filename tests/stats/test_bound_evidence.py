@@ -93,21 +93,51 @@ def _evidence(summary: StepSummary, key: str) -> str:
 
 
 def test_input_evidence_names_the_wait_the_staging_the_pipeline_and_the_python() -> None:
-    """0.5% waiting, 0.5% staged, exactly 0.05% of pipeline work (the least that is said),
-    and the two most sampled Python functions (after staging)."""
+    """0.5% waiting, 8% staged, exactly 0.05% of pipeline work (the least that is said),
+    and the two most sampled Python functions (after staging) that fit in the staging:
+    collate's 10% does not (decision 484)."""
     summary = _summary(
-        {"input": 0.6, "compute": 9.0},
+        {"input": 0.9, "compute": 9.0},
         categories_ms={"input": 0.05},
-        staged_ms=0.05,
+        staged_ms=0.8,
         table=_table(input_work_ns=5 * US),
         untraced=Untraced("main", (), PYTHON),
     )
     assert _evidence(summary, "input") == (
-        "0.5% waiting for the next batch; 0.5% building the batch inside the step, before its "
+        "0.5% waiting for the next batch; 8.0% building the batch inside the step, before its "
         "first model op (Python, numpy, torch.tensor / from_numpy, device_put); 0.1% in the "
         "input pipeline's own work (tf.data stages on the step's thread) while nothing of the "
-        "model ran; Python sampled in the steps: collate (data.py) 10.0% of the step time "
-        "(traced), augment (data.py) 7.5% of the step time (traced)"
+        "model ran; Python sampled in the steps: augment (data.py) 7.5% of the step time "
+        "(traced), log (train.py) 5.0% of the step time (traced)"
+    )
+
+
+def test_the_staging_names_no_sampled_function_larger_than_itself() -> None:
+    """A CPU loop building its batch in 0.6% of the step: the whole steps' samples named
+    the model's backward (31.7%, 95% CI 18-50%) as the batch's Python. A function whose
+    interval reaches down to the staging's share is still named; one on too few samples
+    is not."""
+    sampled = PythonTime(
+        ("_engine_run_backward (graph.py)", "to_tensor (data.py)", "forward (linear.py)"),
+        ("",) * 3,
+        (np.array([12.7, 0.4, 0.2]) * MS).astype(np.int64),
+        np.array([12, 6, 4], np.int64),
+        total_samples=38,
+        ci_low=np.array([0.18, 0.004, 0.0]),
+        ci_high=np.array([0.50, 0.1, 0.2]),
+        traced=np.zeros(3, bool),
+    )
+    summary = _summary(
+        {"input": 2.6, "compute": 7.0},
+        categories_ms={"input": 2.54},
+        staged_ms=0.06,
+        untraced=Untraced("main", (), sampled),
+    )
+    evidence = _evidence(summary, "input")
+    assert "_engine_run_backward" not in evidence and "forward (linear.py)" not in evidence
+    assert evidence.endswith(
+        "; Python sampled in the steps: to_tensor (data.py) 1.0% of the step time "
+        "(6 of 38 samples, 95% CI 0-10%)"
     )
 
 
