@@ -148,8 +148,10 @@ def test_torch_compile_loop_has_its_compile_in_step_0(tmp_path: Path) -> None:
 def test_jax_jit_loop_has_its_compile_in_step_0(tmp_path: Path) -> None:
     pytest.importorskip("jax")
     script, summary = _run(JAX_LOOP, tmp_path, str(STEPS))
-    # the last iteration, whole, is a step (decision 475; the loop blocks on each result)
-    assert summary.source == "inferred" and summary.n_steps == STEPS
+    # the last iteration, whole, is a step (decision 475; the loop blocks on each result);
+    # under load it can still be left out: a jitted call's own span is no lower bound of its
+    # work (it returns before the result is ready), decision 467
+    assert summary.source == "inferred" and summary.n_steps in (STEPS - 1, STEPS)
     _check_warm_up(script, summary, ("compilation",))
 
 
