@@ -253,6 +253,7 @@ def test_a_held_jobs_first_advice_is_the_stragglers_own_fix(
     details = _job_advice(slow, capsys)
     assert details[0].startswith("Straggler across hosts (high): vm.rank1 is late at steps 1-10")
     assert "The late rank waits for its data" in details[0]
+    assert "pin_memory" not in details[0]  # a CPU job: no device to pin for (decision 468)
     assert not [d for d in details if "use larger buckets" in d]
     short = write_run(
         tmp_path / "short",

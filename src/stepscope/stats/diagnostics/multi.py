@@ -357,7 +357,7 @@ def skew_across_hosts(ranks: Sequence[Rank], options: dict[str, str]) -> Finding
         severity=level,
         host="",
         summary=summary,
-        fix=_STRAGGLER_FIX.get(worst.reason, _STRAGGLER_FIX["device_compute"]),
+        fix=_straggler_fix(worst.reason, any(r.steps.has_device for r in usable)),
         time_ns=total,
         steps=worst.steps,
         events=events,
@@ -375,13 +375,21 @@ def skew_across_hosts(ranks: Sequence[Rank], options: dict[str, str]) -> Finding
     )
 
 
+def _straggler_fix(reason: str, has_device: bool) -> str:
+    """What to change on the late rank; pinned memory only where a device takes the batch
+    (decision 468: "pin_memory=True" was advised to a CPU job of TensorFlow workers)."""
+    if reason == "input":
+        pinned = "pin_memory=True, " if has_device else ""
+        return (
+            "The late rank waits for its data: give its data loader more workers "
+            f"(DataLoader(num_workers=..., {pinned}prefetch_factor=...)), check its storage "
+            "and CPU load (another job on that host?), and shard the data evenly; in tf.data "
+            "use prefetch, parallel map and interleave."
+        )
+    return _STRAGGLER_FIX.get(reason, _STRAGGLER_FIX["device_compute"])
+
+
 _STRAGGLER_FIX = {
-    "input": (
-        "The late rank waits for its data: give its data loader more workers "
-        "(DataLoader(num_workers=..., pin_memory=True, prefetch_factor=...)), check its "
-        "storage and CPU load (another job on that host?), and shard the data evenly; in "
-        "tf.data use prefetch, parallel map and interleave."
-    ),
     "host_compute": (
         "The late rank does extra work on its CPU inside steps: move logging, metrics, "
         "evaluation and checkpointing out of the step or to every rank equally (not rank 0 "
