@@ -108,3 +108,28 @@ def test_a_loader_without_recorded_settings_is_not_the_one_quoted() -> None:
     f = _slow_steps(profile)
     assert "prefetch deeper (prefetch_factor, now 4), add loader workers." in f.fix
     assert "persistent" not in f.fix
+
+
+def test_a_tf_data_pipeline_is_told_its_own_settings() -> None:
+    """A TensorFlow loop whose steps wait in ``IteratorGetNext`` for a tf.data pipeline (no
+    DataLoader settings captured): the fix names tf.data's prefetch and parallel map; it
+    asked to "add loader workers, keep workers persistent" (decision 469)."""
+    builder = XSpaceBuilder("synthetic")
+    host = builder.plane("/host:CPU")
+    main = host.line(1, "python")
+    pipeline = host.line(2, "tf_data_iterator_resource/1")
+    t = 0
+    for k in range(STEPS):
+        wait = 25 if k in SLOW else 1
+        main.event("train", t * MS, (wait + 20) * MS, {"step_num": k, "_r": 1})
+        main.event("IteratorGetNext", t * MS, wait * MS)
+        main.event("FunctionRun", (t + wait) * MS, 20 * MS)
+        main.event("MatMul", (t + wait) * MS, 19 * MS)
+        pipeline.event("Iterator::Root", t * MS, wait * MS)
+        pipeline.event("Iterator::Root::Prefetch", t * MS, wait * MS)
+        t += wait + 20
+    f = _slow_steps(build(builder))
+    assert f.metrics["cause"] == "input", f.metrics
+    assert "The tf.data pipeline stalls on those steps" in f.fix
+    assert "num_parallel_calls=tf.data.AUTOTUNE" in f.fix
+    assert "loader workers" not in f.fix and "persistent" not in f.fix

@@ -298,6 +298,19 @@ def _slow_input_fix(data: HostData) -> str:
             "step waits for all of it: make batches ahead of the step, in worker processes"
         )
     settings = captured_settings(data.profile)
+    if (
+        not settings
+        and data.framework == "tensorflow"
+        and len(data.profile.strings.ids_matching(tf_names.is_root_iterator))
+    ):
+        # a tf.data pipeline's stages (a captured DataLoader's are named as stages too, with
+        # its settings): the pipeline's own settings, not a loader's (decision 469)
+        return (
+            "the tf.data pipeline stalls on those steps (a cold cache, a shard or file "
+            "boundary, a slow map or read): prefetch deeper (prefetch(tf.data.AUTOTUNE) last), "
+            "run its map and interleave in parallel (num_parallel_calls=tf.data.AUTOTUNE), "
+            "cache() what does not change"
+        )
     changes = [
         f"prefetch deeper (prefetch_factor, now {settings[0]['prefetch_factor']})"
         if settings and "prefetch_factor" in settings[0]
