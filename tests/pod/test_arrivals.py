@@ -298,3 +298,32 @@ def test_a_jobs_loader_advice_is_the_rank_waiting_for_its_batches(
     assert main([*args, "--host", "vm.rank0"]) == 0
     advice = json.loads(capsys.readouterr().out)["recommendations"]
     assert next(a for a in advice if loader in a).startswith(f"{loader}1.00 ms a batch, ")
+
+
+def _by_turns(step: int, rank: int) -> float:
+    """Each rank's batch takes 3 ms longer in every 4th step, in turn: a busy machine
+    descheduling the ranks by turns."""
+    return 4.0 if step % 4 == rank else 1.0
+
+
+def test_ranks_late_by_turns_are_no_stragglers() -> None:
+    """Decision 487. Four ranks of 22 steps, each 3 ms late in a quarter of the 20 compared
+    (5 steps), by 60% of the 5 ms own time: past the strong share (20%) for every rank, so
+    each was a straggler ("held by a straggler" in a balanced job). Each is late by what the
+    others are late by when they are (3 ms): none stands out."""
+    pod = find_stragglers(_ranks(gloo_job(4, steps=22, input_ms=lambda r, s: _by_turns(s, r))))
+    assert pod.stragglers == ()
+
+
+def test_a_rank_late_in_a_few_steps_by_much_more_stands_out() -> None:
+    """Decision 487. The same job by turns, but rank 2 loads for 24 ms in steps 9-12 (a
+    check, an evaluation): late there by 20 ms, and by 3 ms in its turns (steps 2, 6, 14,
+    18): 8 of 20 steps, by 11.5 ms (median), 3.8 times the others' 3 ms: a straggler."""
+
+    def input_ms(rank: int, step: int) -> float:
+        return 24.0 if rank == 2 and 9 <= step <= 12 else _by_turns(step, rank)
+
+    pod = find_stragglers(_ranks(gloo_job(4, steps=22, input_ms=input_ms)))
+    assert [(s.host, s.steps, s.reason) for s in pod.stragglers] == [
+        ("vm.rank2", (2, 6, 9, 10, 11, 12, 14, 18), "input")
+    ]

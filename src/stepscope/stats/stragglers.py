@@ -23,8 +23,9 @@ ranks and say nothing; **who arrived last** does. The rule (docs/jobs.md):
    `LATE_MIN_NS`; it is a **straggler** when it is repeatedly last (`repeatedly_last`): late
    in at least `MIN_LATE_STEPS` steps (all of them when there are fewer) and
    `MIN_LATE_FRACTION` of the steps, and either in `PERSISTENT_SHARE` of the steps or by
-   `STRONG_SHARE` of the own time (the median over its late steps), whatever share of the
-   run that is; timer and scheduling noise makes ranks last by turns, by little.
+   `STRONG_SHARE` of the own time (the median over its late steps) and, when most ranks
+   are late by turns (`by_turns`), `STANDOUT` times the other ranks' median lateness,
+   whatever share of the run that is; timer and scheduling noise makes ranks last by turns.
 5. **Why.** For the calls where the straggler was last in its late steps: what it did since
    its previous collective (its run-up: input, host compute, device compute, untraced
    "All Others"...), against the median of the other ranks over the same calls; the
@@ -64,6 +65,7 @@ from stepscope.stats.stragglers_types import (
     PodLateness,
     Rank,
     Straggler,
+    by_turns,
     fetch_times,
     fetch_words,
     nan_reduce,
@@ -289,9 +291,16 @@ def _by_arrival(
     last_count = np.zeros(n_h, np.int64)
     np.add.at(last_count, m.rows[last[in_pod]], (margin[in_pod] >= LATE_MIN_NS).astype(np.int64))
     found = []
+    turns = by_turns(late[m.rows], n_compared)
     for j, row in enumerate(m.rows.tolist()):
         steps = np.flatnonzero(late[row])
-        if not repeatedly_last(held[row, steps], threshold[steps], n_compared):
+        others = np.delete(m.rows, j)
+        if not repeatedly_last(
+            held[row, steps],
+            threshold[steps],
+            n_compared,
+            held[others][late[others]] if turns else None,
+        ):
             continue
         found.append(
             _straggler(hosts, pairing, m, j, row, steps, last, held, wait_ns, n_compared, fetch)
@@ -365,14 +374,23 @@ def _next_in_line(
     pod = sub.pod_step[in_pod]
     behind = ", ".join(s.host for s in found)
     out = []
+    held = np.zeros((len(hosts), len(threshold)))
     for j, row in enumerate(sub.rows.tolist()):
         mine = last[in_pod] == j
-        held = np.zeros((len(hosts), len(threshold)))
         held[row] = _union_per_step(
             pod[mine], second[in_pod][mine], latest[in_pod][mine], len(threshold)
         )
-        steps = np.flatnonzero((held[row] >= threshold) & stepped)
-        if not repeatedly_last(held[row, steps], threshold[steps], n_compared):
+    late = (held >= threshold[None, :]) & stepped[None, :]
+    turns = by_turns(late[sub.rows], n_compared)
+    for j, row in enumerate(sub.rows.tolist()):
+        steps = np.flatnonzero(late[row])
+        others = np.delete(sub.rows, j)
+        if not repeatedly_last(
+            held[row, steps],
+            threshold[steps],
+            n_compared,
+            held[others][late[others]] if turns else None,
+        ):
             continue
         hidden = _straggler(
             hosts, pairing, sub, j, row, steps, last, held, wait_ns, n_compared, fetch

@@ -18,6 +18,7 @@ MIN_LATE_STEPS = 3  # a straggler is late in at least this many steps (all, when
 MIN_LATE_FRACTION = 0.05  # ...and in at least this share of the steps compared,
 PERSISTENT_SHARE = 0.75  # ...and either late in this share of the steps compared
 STRONG_SHARE = 0.20  # or late by this share of the own time (median over its late steps)
+STANDOUT = 2.0  # ...and then by this many times the other ranks' lateness when they are late
 BY_ARRIVAL = "collective arrival"
 BY_OWN_TIME = "own time"
 
@@ -118,17 +119,40 @@ def required_late_steps(n_steps: int) -> int:
     return max(min(MIN_LATE_STEPS, n_steps), math.ceil(MIN_LATE_FRACTION * n_steps), 1)
 
 
-def repeatedly_last(held_ns: np.ndarray, threshold_ns: np.ndarray, n_steps: int) -> bool:
+def by_turns(late: np.ndarray, n_steps: int) -> bool:
+    """Whether the ranks take turns at being late (``late``: ranks x pod steps, a mask): more
+    than half of them each late in `required_late_steps`. Then a rank not late persistently
+    must stand out from the others' lateness (`repeatedly_last`, decision 487); two ranks
+    of six each slow in their own few steps are two stragglers."""
+    late_ranks = int((late.sum(axis=1) >= required_late_steps(n_steps)).sum())
+    return late_ranks > late.shape[0] / 2
+
+
+def repeatedly_last(
+    held_ns: np.ndarray,
+    threshold_ns: np.ndarray,
+    n_steps: int,
+    others_ns: np.ndarray | None = None,
+) -> bool:
     """Whether a rank late in the steps where it held the others ``held_ns`` (each at least
     its step's ``threshold_ns``: `LATE_SHARE` of the median own time) is a straggler: late in
     `required_late_steps`, and persistently (`PERSISTENT_SHARE` of the steps) or strongly
-    (its median lateness `STRONG_SHARE` of the own time: twice the late threshold)."""
+    (its median lateness `STRONG_SHARE` of the own time: twice the late threshold) and, when
+    the ranks are late by turns (`by_turns`; ``others_ns``: the other ranks' lateness in
+    their late steps), by `STANDOUT` times their median (decision 487): ranks
+    descheduled by turns on a busy machine are each late in a few steps by a few ms, which
+    is 20% of a short step; one rank late in a few steps by much more than the others ever
+    are (a check, an evaluation, a slow batch) is a straggler there."""
     if len(held_ns) < required_late_steps(n_steps):
         return False
     if len(held_ns) >= PERSISTENT_SHARE * n_steps:
         return True
     own = threshold_ns / LATE_SHARE
-    return bool(np.median(held_ns / np.maximum(own, 1)) >= STRONG_SHARE)
+    if np.median(held_ns / np.maximum(own, 1)) < STRONG_SHARE:
+        return False
+    if others_ns is None or not len(others_ns):
+        return True
+    return bool(np.median(held_ns) >= STANDOUT * np.median(others_ns))
 
 
 @record
