@@ -65,12 +65,11 @@ from stepscope.stats.stragglers_types import (
     PodLateness,
     Rank,
     Straggler,
-    by_turns,
     fetch_times,
     fetch_words,
     nan_reduce,
     ranges,
-    repeatedly_last,
+    repeatedly_late_rows,
 )
 
 __all__ = [
@@ -291,17 +290,7 @@ def _by_arrival(
     last_count = np.zeros(n_h, np.int64)
     np.add.at(last_count, m.rows[last[in_pod]], (margin[in_pod] >= LATE_MIN_NS).astype(np.int64))
     found = []
-    turns = by_turns(late[m.rows], n_compared)
-    for j, row in enumerate(m.rows.tolist()):
-        steps = np.flatnonzero(late[row])
-        others = np.delete(m.rows, j)
-        if not repeatedly_last(
-            held[row, steps],
-            threshold[steps],
-            n_compared,
-            held[others][late[others]] if turns else None,
-        ):
-            continue
+    for j, row, steps in repeatedly_late_rows(late, held, threshold, m.rows, n_compared):
         found.append(
             _straggler(hosts, pairing, m, j, row, steps, last, held, wait_ns, n_compared, fetch)
         )
@@ -381,17 +370,7 @@ def _next_in_line(
             pod[mine], second[in_pod][mine], latest[in_pod][mine], len(threshold)
         )
     late = (held >= threshold[None, :]) & stepped[None, :]
-    turns = by_turns(late[sub.rows], n_compared)
-    for j, row in enumerate(sub.rows.tolist()):
-        steps = np.flatnonzero(late[row])
-        others = np.delete(sub.rows, j)
-        if not repeatedly_last(
-            held[row, steps],
-            threshold[steps],
-            n_compared,
-            held[others][late[others]] if turns else None,
-        ):
-            continue
+    for j, row, steps in repeatedly_late_rows(late, held, threshold, sub.rows, n_compared):
         hidden = _straggler(
             hosts, pairing, sub, j, row, steps, last, held, wait_ns, n_compared, fetch
         )

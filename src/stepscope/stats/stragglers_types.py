@@ -155,6 +155,23 @@ def repeatedly_last(
     return bool(np.median(held_ns) >= STANDOUT * np.median(others_ns))
 
 
+def repeatedly_late_rows(
+    late: np.ndarray, held: np.ndarray, threshold: np.ndarray, rows: np.ndarray, n_steps: int
+) -> list[tuple[int, int, np.ndarray]]:
+    """(position in ``rows``, row, its late steps) of each of the ranks ``rows`` that is
+    `repeatedly_last`, whether they take turns judged among ``rows`` (`by_turns`); ``late``
+    and ``held``: ranks x pod steps."""
+    turns = by_turns(late[rows], n_steps)
+    out = []
+    for j, row in enumerate(rows.tolist()):
+        steps = np.flatnonzero(late[row])
+        others = np.delete(rows, j)
+        lateness = held[others][late[others]] if turns else None
+        if repeatedly_last(held[row, steps], threshold[steps], n_steps, lateness):
+            out.append((j, row, steps))
+    return out
+
+
 @record
 class FetchTimes:
     """Per rank and pod step, the time its loop spent getting batches from a plain Python
