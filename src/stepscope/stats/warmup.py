@@ -39,11 +39,10 @@ from stepscope.stats.host.python_samples import (
     functions_in_steps,
     sampled_thread_line,
 )
-from stepscope.stats.input.loader_workers import WORKER_SUFFIX
+from stepscope.stats.input.loader_workers import worker_stage_ids
 from stepscope.stats.steps.breakdown import StepDb
 from stepscope.stats.summary import StepStats, StepSummary
 from stepscope.vocab.pytorch import DATALOADER_ITER_FRAME, DATALOADER_NEXT_FRAME
-from stepscope.vocab.tensorflow import is_iterator
 
 WARMUP_RATIO = 3.0
 WARMUP_MIN_EXCESS_NS = 1_000_000
@@ -229,10 +228,7 @@ def warmup_python(profile: Profile, db: StepDb) -> str:
             chosen.append(k)
     if not chosen:
         return ""
-    names = profile.strings.strings
-    workers = any(
-        names[i].endswith(WORKER_SUFFIX) for i in profile.strings.ids_matching(is_iterator).tolist()
-    )
+    workers = bool(worker_stage_ids(profile))
     total = warm.total_samples
     return "; the stack sampler saw there, more than once warm, " + ", ".join(
         _doing(warm, k, workers, f"{int(warm.samples[k])} of its {total} samples there")

@@ -235,15 +235,23 @@ def _top_findings(ctx: ToolContext) -> list[Finding]:
     ][:5]
 
 
+DIAGNOSTICS_TIP = "diagnostics: every finding with its evidence"
+
+
+def _note(f: Finding) -> str:
+    """A finding as one line of the advice, its fix included."""
+    return f"{f.title} ({f.severity}): {f.summary} Fix: {f.fix}"
+
+
 def _with_findings(recommendation: Recommendation, top: list[Finding]) -> Recommendation:
     """Adds the findings (with their fixes) to the advice, each once."""
-    notes = tuple(dict.fromkeys(f"{f.title} ({f.severity}): {f.summary} Fix: {f.fix}" for f in top))
+    notes = tuple(dict.fromkeys(_note(f) for f in top))
     if not notes:
         return recommendation
     return replace(
         recommendation,
         details=recommendation.details + notes,
-        tips=(*recommendation.tips, "diagnostics: every finding with its evidence"),
+        tips=(*recommendation.tips, DIAGNOSTICS_TIP),
     )
 
 
@@ -265,7 +273,7 @@ def _straggler_first(
     generic advice for their share beyond the ranks' waiting for the last rank, graded by
     that share: the waiting is the straggler's doing, and overlapping communication or larger
     buckets do not shorten it."""
-    note = f"{skew.title} ({skew.severity}): {skew.summary} Fix: {skew.fix}"
+    note = _note(skew)
     rest = tuple(d for d in recommendation.details if d != note)
     first: tuple[str, ...] = (note,)
     step_ms = sum(r.step_ms for r in job.rows)
@@ -280,8 +288,8 @@ def _straggler_first(
             "compute, use larger buckets, or check the interconnect.",
         )
     tips = recommendation.tips
-    if "diagnostics: every finding with its evidence" not in tips:
-        tips = (*tips, "diagnostics: every finding with its evidence")
+    if DIAGNOSTICS_TIP not in tips:
+        tips = (*tips, DIAGNOSTICS_TIP)
     return replace(recommendation, details=first + rest, tips=tips)
 
 

@@ -176,13 +176,21 @@ class LoaderWorkers:
     )
 
 
+def worker_stage_ids(profile: Profile) -> list[int]:
+    """The name ids of the captured loaders' worker stages (``<stage>::Worker``: one per
+    loader whose workers were captured)."""
+    names = profile.strings.strings
+    return [
+        i
+        for i in profile.strings.ids_matching(is_iterator).tolist()
+        if names[i].endswith(WORKER_SUFFIX)
+    ]
+
+
 def loader_workers(profile: Profile, db: StepDb | None = None) -> tuple[LoaderWorkers, ...]:
     """One entry per loader whose workers were captured; () when none were."""
-    ids = profile.strings.ids_matching(is_iterator)
-    if not len(ids):
-        return ()
     names = profile.strings.strings
-    batch_ids = [i for i in ids.tolist() if names[i].endswith(WORKER_SUFFIX)]
+    batch_ids = worker_stage_ids(profile)
     if not batch_ids:
         return ()
     span = _step_span(profile, db)
@@ -204,12 +212,7 @@ def captured_settings(profile: Profile) -> tuple[dict[str, int], ...]:
     every piece of advice (decision 480): a loader whose workers were captured without its
     settings (a profile from before decision 425) says nothing about them, so its {} is left
     out here, not by each caller: the values quoted are the first loader's that has them."""
-    names = profile.strings.strings
-    ids = [
-        i
-        for i in profile.strings.ids_matching(is_iterator).tolist()
-        if names[i].endswith(WORKER_SUFFIX)
-    ]
+    ids = worker_stage_ids(profile)
     found = (loader_settings(profile, np.flatnonzero(profile.name == i)) for i in ids)
     return tuple(s for s in found if s)
 
