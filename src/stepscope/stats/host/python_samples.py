@@ -16,6 +16,7 @@ from stepscope.distinct import distinct, distinct_inverse
 from stepscope.model import Profile, StringTable
 from stepscope.records import record
 from stepscope.stats.intervals import intersect_sets, merge, overlap_with
+from stepscope.vocab.profiler import FETCHES_LINE
 
 SAMPLES_LINE = "Python samples"
 PYTHON_OP_TYPE = "Python"
@@ -44,6 +45,18 @@ def sampled_thread_line(profile: Profile) -> np.ndarray:
         if is_samples:
             out[ln.index] = by_id.get((ln.plane, ln.display_id), -1)
     return out
+
+
+def probe_events(profile: Profile, thread_lines: list[int]) -> np.ndarray:
+    """The fetches `capture.fetch_probe` timed on the threads ``thread_lines`` (its "Python
+    fetches" lines: same plane, display id = the thread line's id), unsorted."""
+    wanted = {(profile.lines[t].plane, profile.lines[t].id) for t in thread_lines if t >= 0}
+    probe = [
+        ln.index
+        for ln in profile.lines
+        if ln.name == FETCHES_LINE and (ln.plane, ln.display_id) in wanted and ln.event_count
+    ]
+    return np.flatnonzero(np.isin(profile.line, probe)) if probe else np.zeros(0, np.int64)
 
 
 @record

@@ -43,8 +43,9 @@ from stepscope.distinct import distinct, distinct_inverse
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.host.own_work import profiler_work
+from stepscope.stats.host.python_samples import probe_events
 from stepscope.stats.steps.last_step import last_iteration_end
-from stepscope.vocab.profiler import FETCHES_LINE, STARTED_ON_THREAD_STAT
+from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # odd: a name's id times it is a well-spread hash
 
@@ -154,17 +155,8 @@ def first_fetch(profile: Profile, line: int) -> int | None:
     None. A generator's batch making is untraced Python: with the capture begun there, the
     loop's first iteration begins with that fetch, before the thread's first traced event
     (decision 476)."""
-    info = profile.lines[line]
-    probe = [
-        ln.index
-        for ln in profile.lines
-        if ln.name == FETCHES_LINE
-        and ln.plane == info.plane
-        and ln.display_id == info.id
-        and ln.event_count
-    ]
-    first = [int(profile.start_ns[profile.events_of_line(profile.lines[k])].min()) for k in probe]
-    return min(first) if first else None
+    ev = probe_events(profile, [line])
+    return int(profile.start_ns[ev].min()) if len(ev) else None
 
 
 @record

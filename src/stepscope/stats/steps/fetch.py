@@ -46,12 +46,12 @@ from stepscope.stats.host.python_samples import (
     _since_previous,
     _step_of,
     function_key,
+    probe_events,
     sample_points,
     sampled_thread_line,
 )
 from stepscope.stats.intervals import merge, overlap_with, subtract_sets, union_of
 from stepscope.stats.steps.staging import model_ops
-from stepscope.vocab.profiler import FETCHES_LINE
 from stepscope.vocab.pytorch import is_dataloader_next
 from stepscope.vocab.tensorflow import GET_NEXT, is_iterator
 
@@ -158,21 +158,10 @@ def _fetch_names(frames: list[list[str]], fetching: list[frozenset[int]], depth:
     return named
 
 
-def _probe_events(profile: Profile, thread_lines: list[int]) -> np.ndarray:
-    """The fetches `capture.fetch_probe` timed on the threads ``thread_lines``."""
-    wanted = {(profile.lines[t].plane, profile.lines[t].id) for t in thread_lines if t >= 0}
-    probe = [
-        ln.index
-        for ln in profile.lines
-        if ln.name == FETCHES_LINE and (ln.plane, ln.display_id) in wanted and ln.event_count
-    ]
-    return np.flatnonzero(np.isin(profile.line, probe)) if probe else np.zeros(0, np.int64)
-
-
 def _probed_loop_depth(profile: Profile, thread_lines: list[int], shared: list[str]) -> int:
     """How many of the frames ``shared`` (outermost first) reach the deepest one whose loop
     `capture.fetch_probe` timed; 0 when it timed none of them."""
-    ev = _probe_events(profile, thread_lines)
+    ev = probe_events(profile, thread_lines)
     if not len(ev):
         return 0
     ids = np.unique(profile.stat_at("loop", ev).string_ids()).tolist()
@@ -185,7 +174,7 @@ def timed_fetches(
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per frame entered for the next item of the loop ``loop`` ("func (file)") on the
     threads ``thread_lines``: the fetches `capture.fetch_probe` timed, (start, end) sorted."""
-    ev = _probe_events(profile, thread_lines)
+    ev = probe_events(profile, thread_lines)
     if not len(ev):
         return {}
     loops = profile.stat_at("loop", ev).string_ids()
