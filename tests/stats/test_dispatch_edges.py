@@ -398,3 +398,30 @@ def test_a_sample_without_a_stack_counts_but_names_no_function() -> None:
     unused = "main (loop.py:3);apply_updates (opt.py:3);clip (opt.py:9)"
     profile = dataclasses.replace(profile, strings=StringTable([*profile.strings.strings, unused]))
     assert build_step_db(profile).limits.dispatch.caller == "apply_updates (opt.py)"
+
+
+def test_ops_a_loader_issues_while_it_makes_a_batch_are_no_dispatch_evidence() -> None:
+    """A ``TensorDataset`` behind a DataLoader indexes one sample at a time: 40 small
+    ``aten::select`` ops inside the loader's ``__next__`` (input), then the model's 12 small
+    ops. The input time is the input's; the dispatch advice (fuse the model's small ops)
+    cites the model's ops only."""
+    builder = XSpaceBuilder("torch")
+    main = builder.plane("/host:CPU").line(1, "python")
+    for k in range(STEPS):
+        t0 = k * 10 * MS
+        fetch = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+        main.event(fetch, t0, 2 * MS)
+        t = t0 + 50 * US
+        for _ in range(40):
+            main.event("aten::select", t, 4 * US)
+            t += 40 * US
+        main.event("aten::linear", t0 + 2500 * US, 400 * US)  # the model starts
+        t = t0 + 3 * MS
+        for i in range(12):
+            main.event(("aten::t", "aten::detach")[i % 2], t, 6 * US)
+            t += 30 * US
+        main.event("aten::mm", t, 5 * MS)
+    db = build_step_db(build(builder))
+    d = db.limits.dispatch
+    assert len(d.ops) and set(d.ops.tolist()) == {12}
+    assert {name for name, _ in d.top_ops} == {"aten::t", "aten::detach"}

@@ -172,15 +172,27 @@ def find_runs(profile: Profile, host_line: np.ndarray, has_device: bool) -> Disp
 
 
 def evidence(
-    profile: Profile, runs: DispatchRuns, span_lo: np.ndarray, span_hi: np.ndarray
+    profile: Profile,
+    runs: DispatchRuns,
+    span_lo: np.ndarray,
+    span_hi: np.ndarray,
+    input_lo: np.ndarray | None = None,
+    input_hi: np.ndarray | None = None,
 ) -> DispatchEvidence:
-    """The evidence of the runs' events inside the steps [span_lo, span_hi) (sorted)."""
+    """The evidence of the runs' events inside the steps [span_lo, span_hi) (sorted), less
+    those issued in input time [input_lo, input_hi) (sorted, disjoint): the ops a loader
+    issues while it makes a batch (a ``TensorDataset``'s ``aten::select`` per sample) are
+    the input's work, which the limits count as input, and the dispatch advice (fuse the
+    model's small ops) must not cite them."""
     if not len(runs.events) or not len(span_lo):
         return DispatchEvidence(np.zeros(len(span_lo), np.int64))
     ev = runs.events
     start = profile.start_ns.take(ev)
     k = np.searchsorted(span_lo, start, "right") - 1
     inside = (k >= 0) & (start < span_hi[np.maximum(k, 0)])
+    if input_lo is not None and input_hi is not None and len(input_lo):
+        j = np.searchsorted(input_lo, start, "right") - 1
+        inside &= ~((j >= 0) & (start < input_hi[np.maximum(j, 0)]))
     ops = np.bincount(k[inside], minlength=len(span_lo)).astype(np.int64)
     ev, start, run_of = ev[inside], start[inside], runs.run_of[inside]
     if not len(ev):

@@ -134,7 +134,12 @@ def limit_table(
     out[:, low_cols] = split
     out[:, 0] = (span_hi - span_lo) - out[:, 1:].sum(axis=1)
     c_lo, c_hi = union_of(np.r_[p_lo, a_lo], np.r_[p_hi, a_hi])
+    is_input = ltypes == int(LimitType.INPUT)
+    i_lo, i_hi = merge(np.r_[lo[is_input], w_lo], np.r_[hi[is_input], w_hi])
     table = LimitTable(
-        out[keep], evidence(profile, runs, s_lo, s_hi), waits.computation, framework_of(profile)
+        out[keep],
+        evidence(profile, runs, s_lo, s_hi, i_lo, i_hi),
+        waits.computation,
+        framework_of(profile),
     )
     return table, Covered(c_lo, c_hi)
