@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,30 @@ def test_no_recommendation_is_given_twice(
     assert "Low TensorCore use" in rec and "mixed precision (bf16/fp16) could" not in rec
     assert "Collective communication time" in rec
     assert "spent in collective communication: overlap" not in rec
+
+
+@pytest.mark.parametrize("part", ["before", "after"])
+def test_a_run_the_flight_recorder_saved_says_so_and_what_its_ring_lacks(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    part: str,
+) -> None:
+    """A recorder save's report names its trigger and, for the ring it saved (bridges off),
+    that the framework's ops are not in it: the model's work reads as python / host time,
+    and the advice below must not be read as if that were the user's own Python."""
+    run = tmp_path / "logs" / "plugins" / "profile" / "2026_11_30_06_54_46"
+    run.mkdir(parents=True)
+    _potentially_input_bound(tmp_path).rename(run / "vm.xplane.pb")
+    marker = {"trigger": "slow_step", "reason": "step 3 took 30.1 ms, 3.0x the median", "step": 3}
+    if part == "after":
+        marker |= {"part": "after", "reason": "the 5 steps after: step 3 took 30.1 ms"}
+    (run / "vm.recorder.json").write_text(json.dumps(marker))
+    out = report(str(tmp_path / "logs"), None, monkeypatch, capsys)
+    text = " ".join(line.strip() for line in out.split("\n\n")[0].splitlines())
+    assert f"Saved by the flight recorder (slow_step at step 3): {marker['reason']}" in text
+    lacks = "not the framework's ops (PyTorch, JAX, TensorFlow) nor the device's"
+    assert (lacks in text) == (part == "before")
+    # a run it did not save says nothing of it
+    (run / "vm.recorder.json").unlink()
+    assert "flight recorder" not in report(str(tmp_path / "logs"), None, monkeypatch, capsys)

@@ -51,6 +51,7 @@ def test_runs_the_flight_recorder_saved_carry_its_trigger_and_reason(
         "reason": "step 30 took 10.1 ms",
         "host": "vm",
         "step": 30,
+        "part": "before",
     }
     assert runs[1]["saved_by"] is None  # an unreadable marker is ignored (and logged)
 

@@ -233,15 +233,37 @@ def _hosts(hosts: tuple[str, ...] | list[str]) -> str:
     return f"{len(hosts)} hosts: {hosts[0]} ... {hosts[-1]}"
 
 
+def recorder_lines(saved: dict[str, Any], width: int) -> list[str]:
+    """What a run the flight recorder saved is (`stepscope.model.runs.saved_by`): its trigger
+    and reason and, for the ring it saved, what the ring does not hold. The ring has no
+    framework ops (the bridges are off until a trigger), so a model's own work reads as
+    "python / host" time: the reader must know that before reading the advice below."""
+    trigger = saved["trigger"] or "a trigger"
+    at = f" at step {saved['step']}" if saved.get("step") is not None else ""
+    out = wrap(f"Saved by the flight recorder ({trigger}{at}): {saved['reason']}", width, rest="  ")
+    if saved.get("part") != "after":
+        out += wrap(
+            "The recorder keeps step markers, host annotations, data-pipeline events and Python "
+            "stack samples, not the framework's ops (PyTorch, JAX, TensorFlow) nor the "
+            "device's: the model's own work shows as python / host time below. "
+            "capture_next_steps=K captures the K steps after a trigger in full.",
+            width,
+            rest="  ",
+        )
+    return out
+
+
 def render(
     overview: OverviewPage,
     pipeline: InputPipelineAnalysis,
     top: int,
     width: int = 80,
     partial: dict[str, tuple[str, ...]] | None = None,
+    saved: dict[str, Any] | None = None,
 ) -> str:
     """The report, every line at most ``width`` columns; ``partial``: the hosts read only in
-    part (`ToolContext.partial_reads`), said right below the title."""
+    part (`ToolContext.partial_reads`), said right below the title; ``saved``: the flight
+    recorder's marker of the run (`stepscope.model.runs.saved_by`), said below that."""
     from stepscope.stats.events import CATEGORY_LABELS
 
     bar_w = max(10, min(40, width - 45))
@@ -257,6 +279,8 @@ def render(
         for line in partial_lines(partial, many_hosts=len(env.hosts) > 1):
             out += wrap(line, width, first="  - ", rest="    ")
         out.append("")
+    if saved is not None:
+        out += recorder_lines(saved, width)
     stats = overview.step_time
     out.append("")
     steady = overview.steady_state

@@ -264,9 +264,10 @@ def trigger_step(marker: dict[str, Any]) -> int | None:
 
 
 def saved_by(run: Run) -> dict[str, Any] | None:
-    """``{"trigger", "reason", "host", "step"}`` of a run the flight recorder saved (its first
-    readable host marker; ``step``: `trigger_step`, None if unknown), or None. Listing runs
-    reads only these small markers."""
+    """``{"trigger", "reason", "host", "step", "part"}`` of a run the flight recorder saved
+    (its first readable host marker; ``step``: `trigger_step`, None if unknown; ``part``:
+    "after" for the steps captured in full after a trigger, else "before"), or None. Listing
+    runs reads only these small markers."""
     for path in run.recorder_markers:
         data = _read_json(path, _MARKER_LIMIT)
         if isinstance(data, dict):
@@ -275,6 +276,7 @@ def saved_by(run: Run) -> dict[str, Any] | None:
                 "reason": str(data.get("reason", "")),
                 "host": _marker_host(run, path),
                 "step": trigger_step(data),
+                "part": "after" if data.get("part") == "after" else "before",
             }
     return None
 

@@ -128,6 +128,7 @@ def tool_json(ws: Workspace, tool: str, run: str, host: str | None) -> Any:
 def report(ws: Workspace, run: str, host: str | None = None) -> str:
     """`stepscope report RUN`'s text."""
     from stepscope.cli.report_render import render
+    from stepscope.model.runs import saved_by
     from stepscope.tools.input_pipeline_analyzer import InputPipelineAnalysis
     from stepscope.tools.overview_page import OverviewPage
 
@@ -136,7 +137,7 @@ def report(ws: Workspace, run: str, host: str | None = None) -> str:
     overview = analysis.tool("overview_page", host)
     pipeline = analysis.tool("input_pipeline_analyzer", host)
     assert isinstance(overview, OverviewPage) and isinstance(pipeline, InputPipelineAnalysis)
-    return render(overview, pipeline, 10, 100, ctx.partial_reads)
+    return render(overview, pipeline, 10, 100, ctx.partial_reads, saved_by(ctx.run))
 
 
 def diff(ws: Workspace, baseline: str, candidate: str, host: str | None = None) -> str:

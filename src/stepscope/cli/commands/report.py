@@ -41,6 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from stepscope.cli.commands.tool import context_for
+    from stepscope.model.runs import saved_by
     from stepscope.tools.input_pipeline_analyzer import InputPipelineAnalysis
     from stepscope.tools.overview_page import OverviewPage
     from stepscope.tools.registry import get_tool
@@ -59,5 +60,6 @@ def run(args: argparse.Namespace) -> int:
         overview = get_tool("overview_page").build(ctx)
         pipeline = get_tool("input_pipeline_analyzer").build(ctx)
     assert isinstance(overview, OverviewPage) and isinstance(pipeline, InputPipelineAnalysis)
-    print(render(overview, pipeline, args.top, terminal_width(), ctx.partial_reads))
+    saved = saved_by(ctx.run)
+    print(render(overview, pipeline, args.top, terminal_width(), ctx.partial_reads, saved))
     return report_failed(ctx.failed, ctx.moved)
