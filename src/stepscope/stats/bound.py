@@ -71,6 +71,15 @@ def _in_loader_next(python: PythonTime, k: int) -> bool:
     return python.function[k] in LOADER_NEXT_FRAMES or any(f in LOADER_NEXT_FRAMES for f in frames)
 
 
+def _in_fetch(python: PythonTime, k: int, fetching: set[str]) -> bool:
+    """Whether function ``k`` is one of the loop's Python iterators ``fetching`` or runs
+    under one (its most common call path)."""
+    if not fetching:
+        return False
+    frames = {function_key(f) for f in python.stack[k].split(";") if f}
+    return python.function[k] in fetching or bool(frames & fetching)
+
+
 def _fits_in(python: PythonTime, k: int, step_ns: int, percent: float) -> bool:
     """Whether function ``k``'s time can lie within ``percent`` of the step time: its traced
     share, or the low end of its sampled share's 95% interval (on `MIN_SAMPLES` samples at
@@ -181,7 +190,15 @@ def _host(summary: StepSummary) -> str:
     # the samples are the whole steps': a loader's own fetch is the traced input wait, not
     # this host work (decision 428's rule, as the input evidence has it; decision 449)
     waiting = summary.percent("input") > 0
-    keys = [k for k in python.leading(len(python)) if not waiting or not _in_loader_next(python, k)]
+    # nor the loop's Python iterator whose fetch the limits count as input: the loop's own
+    # Python beside it (metrics, logging) is this host work, the fetch is not (decision 505)
+    fetched = summary.fetched
+    fetching = set(fetched.function) if fetched.counted and fetched.ns.any() else set()
+    keys = [
+        k
+        for k in python.leading(len(python))
+        if (not waiting or not _in_loader_next(python, k)) and not _in_fetch(python, k, fetching)
+    ]
     named = python.describe_all(keys[:3], step_ns)
     where = (
         "host work no traced op covers (Python, untraced I/O or synchronization)"
@@ -192,6 +209,13 @@ def _host(summary: StepSummary) -> str:
     where += f", {place}" if place else ""
     if named:
         return where + "; Python sampled in the steps: " + named
+    if fetching and fetched.loop:
+        # what is left of the untraced time once the fetch is input: the loop's own Python
+        # outside the model and the fetch, which the sampler hardly sees (it waits for the GIL)
+        return (
+            where + f"; outside the model and the fetch: the loop {fetched.loop}'s own Python "
+            "or what it calls (the samples named none of it)"
+        )
     if len(python):  # sampled, but only in the loader's fetch
         return where
     return where + "; turn on the stack sampler (python_sampler_hz) to name the functions"

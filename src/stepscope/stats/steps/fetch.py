@@ -25,10 +25,13 @@ frame holds the step's model work (a generator that IS the training loop).
   `functions_in_steps`) that saw the fetch. So the fetch's place in the loop, found by a few
   samples, is measured in every step. Moved from "host" to "input" in the limits when at
   least `MIN_SAMPLES` samples saw the fetch; XProf's categories are unchanged.
-- Its bias: untraced pure Python in the same gap (the loop's own lines, a framework's Python
-  before its first traced op) counts with the fetch, as the sampler hardly sees pure Python
-  (it waits for the GIL until the thread releases it: in a sleep, I/O, a traced op). On an
-  un-jitted JAX loop that is about 4 points of the step over what the script measured in next().
+- Where the capture timed the loop's first fetches (`capture.fetch_probe`), their share of
+  each place's gaps, not the samples', is the fetch's share there (decision 505): the sampler
+  waits for the GIL while the loop runs pure Python and samples when the thread lets go of
+  it, so the loop's own lines after the step (metrics, logging) are seen late, in the fetch
+  that follows, and counted with it. Without timed fetches (a profile function already set)
+  that bias stays: on an un-jitted JAX loop about 4 points of the step over what the script
+  measured in next(); 3 ms of bookkeeping beside a 6 ms generator read as input whole.
 """
 
 from __future__ import annotations
@@ -78,8 +81,8 @@ class Fetched:
     loop: str = ""  # the loop's frame, "func (file)"
     # per kept step: the time counted as input in the limits (zeros below MIN_SAMPLES)
     ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    # per function: the loop's first fetches `capture.fetch_probe` timed, when they (not the
-    # samples, which missed the fetch) placed it (decision 433); zeros otherwise
+    # per function: the loop's first fetches `capture.fetch_probe` timed, when they placed it
+    # (decisions 433, 505: the samples missed the fetch, or saw it late); empty otherwise
     timed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     # the steps' untraced gaps the fetch was counted in (sorted, disjoint) and the time of
     # each counted as the fetch; empty when none counts. The untraced place the host advice
@@ -330,24 +333,29 @@ def _loop_thread(
     return sampled, np.flatnonzero(counted & (profile.line == thread))
 
 
-def _timed_fetch_time(
+@record
+class TimedGaps:
+    """The steps' untraced gaps as the loop's timed fetches (`capture.fetch_probe`) place the
+    fetch in them: per iterator, the time of each gap counted as its fetch."""
+
+    name: tuple[str, ...]  # "func (file)", the frame the loop entered for its next item
+    count: np.ndarray  # int64 per iterator: its fetches timed
+    ns: np.ndarray  # float (iterators x gaps): each gap's time counted as that one's fetch
+    placed: np.ndarray  # bool per place: the fetch's share there is the timed fetches'
+
+
+def _timed_gaps(
     profile: Profile,
     traced: np.ndarray,
     loop_lines: list[int],
     loop: str,
     gaps: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-    n_steps: int,
-    sampled: Fetched | None = None,
-) -> Fetched | None:
-    """The fetch placed by the loop's first fetches `capture.fetch_probe` timed, when fewer
-    than `MIN_SAMPLES` samples saw it (decision 433). The sampler, a Python thread, hardly
-    gets the GIL while the loop runs pure Python (a generator decoding a batch): at load 6,
-    none of 66 samples fell in a generator the script measured at 22% of its step. A callee
-    with `MODEL_MIN` timed fetches that hold no model op is the loop's iterator; in the
-    steps it was timed in, the share of each place's untraced gaps ("after A, before B")
-    its fetches cover is that place's fetching share, counted in every step as the
-    samples' share is. ``sampled``: the samples' own finding, for its counts and stacks.
-    None when no fetch qualifies."""
+) -> TimedGaps | None:
+    """The fetch placed by the loop's first fetches `capture.fetch_probe` timed. A callee
+    with `MODEL_MIN` timed fetches that hold no model op is the loop's iterator; in the steps
+    it was timed in, the share of each place's untraced gaps ("after A, before B") its
+    fetches cover is that place's fetching share, counted in every step. None when no fetch
+    qualifies."""
     timed = {
         name: merge(lo, hi)
         for name, (lo, hi) in timed_fetches(profile, loop_lines, loop).items()
@@ -365,37 +373,67 @@ def _timed_fetch_time(
         return None
     n_places = int(place.max()) + 1
     length = g_hi - g_lo
-    rows, counts, fetch_ns = [], [], []
-    total = np.zeros(len(g_lo))
-    for name in sorted(timed):
+    names = sorted(timed)
+    ns = np.zeros((len(names), len(g_lo)))
+    placed = np.zeros(n_places, dtype=bool)
+    for k, name in enumerate(names):
         lo, hi = timed[name]
         over = overlap_with(g_lo, g_hi, lo, hi)
         probed = np.isin(g_step, np.unique(g_step[over > 0]))  # the steps it was timed in
         seen = np.bincount(place[probed], weights=length[probed], minlength=n_places)
         got = np.bincount(place, weights=over, minlength=n_places)
         share = np.divide(got, seen, out=np.zeros(n_places), where=seen > 0)
-        mine = length * np.minimum(share, 1.0)[place]
-        total += mine
-        rows.append(name)
-        counts.append(len(lo))
-        fetch_ns.append(round(float(mine.sum())))
-    gap_ns = np.minimum(total, length)
+        ns[k] = length * np.minimum(share, 1.0)[place]
+        placed |= seen > 0
+    counts = np.array([len(timed[n][0]) for n in names], np.int64)
+    return TimedGaps(tuple(names), counts, ns, placed)
+
+
+def _timed_fetch_time(
+    profile: Profile,
+    traced: np.ndarray,
+    loop_lines: list[int],
+    loop: str,
+    gaps: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    n_steps: int,
+) -> Fetched | None:
+    """The fetch placed by the timed fetches alone (`_timed_gaps`), when no sample saw it
+    (decision 433). The sampler, a Python thread, hardly gets the GIL while the loop runs
+    pure Python (a generator decoding a batch): at load 6, none of 66 samples fell in a
+    generator the script measured at 22% of its step. None when no fetch qualifies."""
+    found = _timed_gaps(profile, traced, loop_lines, loop, gaps)
+    if found is None:
+        return None
+    g_lo, g_hi, g_step, _ = gaps
+    gap_ns = np.minimum(found.ns.sum(axis=0), g_hi - g_lo)
     per_step = np.bincount(g_step, weights=gap_ns, minlength=n_steps).round().astype(np.int64)
-    order = sorted(range(len(rows)), key=lambda i: (-fetch_ns[i], rows[i]))
-    seen_by = sampled if sampled is not None else Fetched()
-    at = {n: k for k, n in enumerate(seen_by.function)}
+    fetch_ns = [round(float(x)) for x in found.ns.sum(axis=1)]
+    order = sorted(range(len(found.name)), key=lambda i: (-fetch_ns[i], found.name[i]))
     return Fetched(
-        tuple(rows[i] for i in order),
-        tuple(seen_by.stack[at[rows[i]]] if rows[i] in at else "" for i in order),
-        np.array([seen_by.samples[at[rows[i]]] if rows[i] in at else 0 for i in order], np.int64),
+        tuple(found.name[i] for i in order),
+        ("",) * len(order),
+        np.zeros(len(order), np.int64),
         np.array([fetch_ns[i] for i in order], np.int64),
         loop,
         per_step,
-        np.array([counts[i] for i in order], np.int64),
+        found.count[order],
         g_lo,
         g_hi,
         gap_ns.round().astype(np.int64),
     )
+
+
+def _sampled_names(
+    under: list[str], named: list[str], inverse: np.ndarray, weight: np.ndarray
+) -> dict[str, str]:
+    """Per frame right under the loop's frame: the iterator the samples named for it (the
+    innermost of its chain, `_fetch_names`), the most sampled one."""
+    w = np.bincount(inverse, weights=weight, minlength=len(named))
+    best: dict[str, tuple[float, str]] = {}
+    for u, n, x in zip(under, named, w.tolist(), strict=True):
+        if n and (u not in best or x > best[u][0]):
+            best[u] = (x, n)
+    return {u: n for u, (_, n) in best.items()}
 
 
 def iterator_fetches(
@@ -471,28 +509,56 @@ def iterator_fetches(
     name_of = np.array(named, dtype=object)[inverse]
     fetch = seen & (name_of != "")
     n_places = int(place.max()) + 1 if len(place) else 0
+    length = g_hi - g_lo
     # each place's share of fetching, from the samples in its gaps
     w_all = np.bincount(place[gap[seen]], weights=weight[seen], minlength=n_places)
     w_fetch = np.bincount(place[gap[fetch]], weights=weight[fetch], minlength=n_places)
     share = np.divide(w_fetch, w_all, out=np.zeros(n_places), where=w_all > 0)
-    gap_ns = (g_hi - g_lo) * share[place] if n_places else np.zeros(0)
-    per_step = np.bincount(g_step, weights=gap_ns, minlength=len(span_lo)).round().astype(np.int64)
+    gap_ns = length * share[place] if n_places else np.zeros(0)
     # by function: every sample that saw it, and the gaps' time in proportion to its samples'
     # weight there, place by place
     rows = sorted({n for n in named if n})
-    place_ns = np.bincount(place, weights=gap_ns, minlength=n_places)
-    samples, fetch_ns, stacks = [], [], []
-    for r in rows:
+    row_ns = np.zeros((len(rows), len(g_lo)))
+    samples, stacks = [], []
+    for k, r in enumerate(rows):
         seen_r = name_of == r
         samples.append(int(seen_r.sum()))
         in_gap = fetch & seen_r
         w_r = np.bincount(place[gap[in_gap]], weights=weight[in_gap], minlength=n_places)
         part = np.divide(w_r, w_fetch, out=np.zeros(n_places), where=w_fetch > 0)
-        fetch_ns.append(round(float((part * place_ns).sum())))
+        if n_places:
+            row_ns[k] = part[place] * gap_ns
         ids = stack_ids[seen_r]
         ids = ids[ids >= 0]
         stacks.append(strings[int(np.bincount(ids).argmax())] if len(ids) else "")
-    order = sorted(range(len(rows)), key=lambda i: (-samples[i], rows[i]))
+    timed_count = np.zeros(len(rows), np.int64)
+    probed = _timed_gaps(profile, traced, loop_lines, loop, gaps)
+    if probed is not None:
+        # Where the capture timed the loop's fetches, they place it, not the samples: the
+        # sampler waits for the GIL while the loop runs pure Python, and takes its sample
+        # when the thread lets go of it, so the loop's own Python after the step (metrics,
+        # logging) is seen late, in the fetch that follows: 3 ms of bookkeeping before a
+        # 6 ms generator read as input with it (decision 505).
+        use = probed.placed[place]
+        total = np.minimum(probed.ns.sum(axis=0), length)
+        scale = np.divide(total, probed.ns.sum(axis=0), out=np.zeros(len(g_lo)), where=total > 0)
+        gap_ns = np.where(use, total, gap_ns)
+        row_ns[:, use] = 0.0
+        alias = _sampled_names(under, named, inverse, weight)
+        for k, name in enumerate(probed.name):
+            r = alias.get(name, name)  # ``tqdm``'s ``__iter__`` drives the user's generator
+            if r not in rows:
+                rows.append(r)
+                samples.append(0)
+                stacks.append("")
+                row_ns = np.vstack([row_ns, np.zeros(len(g_lo))])
+                timed_count = np.r_[timed_count, 0]
+            j = rows.index(r)
+            row_ns[j, use] += (probed.ns[k] * scale)[use]
+            timed_count[j] += int(probed.count[k])
+    per_step = np.bincount(g_step, weights=gap_ns, minlength=len(span_lo)).round().astype(np.int64)
+    fetch_ns = [round(float(x)) for x in row_ns.sum(axis=1)]
+    order = sorted(range(len(rows)), key=lambda i: (-samples[i], -fetch_ns[i], rows[i]))
     found = Fetched(
         tuple(rows[i] for i in order),
         tuple(stacks[i] for i in order),
@@ -500,15 +566,14 @@ def iterator_fetches(
         np.array([fetch_ns[i] for i in order], np.int64),
         loop,
         per_step,
-        gap_lo=g_lo,
-        gap_hi=g_hi,
-        gap_ns=np.asarray(gap_ns).round().astype(np.int64),
+        timed_count[order] if probed is not None else np.zeros(0, np.int64),
+        g_lo,
+        g_hi,
+        np.asarray(gap_ns).round().astype(np.int64),
     )
     if found.counted:
         return found
-    # too few samples saw it: the timed fetches, when they place it
-    timed_only = _timed_fetch_time(profile, traced, loop_lines, loop, gaps, len(span_lo), found)
-    return timed_only or replace(
+    return replace(
         found,
         ns=np.zeros(len(span_lo), np.int64),
         gap_lo=none.gap_lo,
