@@ -97,3 +97,44 @@ def test_all_hosts_average_the_staged_input_of_paired_steps() -> None:
     assert np.array_equal(
         summary.limit_ns["input"], (jax_host.limit_ns()["input"] + plain.limit_ns()["input"]) // 2
     )
+
+
+def test_the_traced_python_that_built_the_batch_is_named() -> None:
+    """A trace with PyTorch's Python frames (``with_stack=True``): an HF-style pipeline whose
+    ``__call__`` spans the whole step, a ``preprocess`` that decodes (1 ms) then resizes each
+    of 4 frames (0.9 ms each) before the model's first op. The input evidence names the
+    outermost call inside the staged time and the deepest holding half of it; not the
+    ``__call__`` around the whole step."""
+    builder = XSpaceBuilder("torch")
+    main = builder.plane("/host:CPU").line(1, "python")
+    for k in range(6):
+        t0 = 1_000 * MS + k * 10 * MS
+        main.event(f"ProfilerStep#{k}", t0, 10 * MS)
+        main.event("transformers/pipelines/base.py(1306): __call__", t0 + MS // 10, 9 * MS)
+        main.event("video_classification.py(129): preprocess", t0 + MS // 5, 5 * MS)
+        main.event("pipelines/video.py(174): read_video", t0 + MS // 4, MS)
+        for f in range(4):
+            main.event("models/img.py(235): resize", t0 + (5 + 4 * f) * MS // 4, 9 * MS // 10)
+        main.event("aten::linear", t0 + 6 * MS, 3 * MS)
+    summary = summarize_steps({"host": build_step_db(build(builder))})
+    evidence = {limit.key: limit for limit in bound_by(summary).limits}["input"].evidence
+    assert (
+        "before its first model op in preprocess (video_classification.py:129) (5.00 ms a "
+        "step), mostly in resize (img.py:235) (3.60 ms a step)"
+    ) in evidence, evidence
+    assert "__call__" not in evidence and "(Python, numpy" not in evidence
+
+
+def test_a_frame_holding_little_of_the_staged_time_is_not_named() -> None:
+    """Before the model, 0.5 ms of untraced batch making then a traced
+    ``torch.cuda.synchronize`` of 0.2 ms: the frame is not where the batch was made."""
+    builder = XSpaceBuilder("torch")
+    main = builder.plane("/host:CPU").line(1, "python")
+    for k in range(6):
+        t0 = 1_000 * MS + k * 10 * MS
+        main.event(f"ProfilerStep#{k}", t0, 10 * MS)
+        main.event("torch/cuda/__init__.py(975): synchronize", t0 + MS // 2, MS // 5)
+        main.event("aten::linear", t0 + 7 * MS // 10, 9 * MS)
+    summary = summarize_steps({"host": build_step_db(build(builder))})
+    evidence = {limit.key: limit for limit in bound_by(summary).limits}["input"].evidence
+    assert "(Python, numpy, torch.tensor" in evidence and "synchronize" not in evidence

@@ -95,6 +95,13 @@ def _fits_in(python: PythonTime, k: int, step_ns: int, percent: float) -> bool:
     return 100.0 * low <= percent
 
 
+def _traced_frames(frames: tuple[tuple[str, int], ...], n_steps: int) -> str:
+    """``in preprocess (a.py:12) (217.47 ms a step), mostly in f (b.py:3) (178.20 ms)``: the
+    traced Python calls that built the batch (`stepscope.stats.steps.staged_frames`)."""
+    per = [f"{name} ({ns / max(n_steps, 1) / 1e6:.2f} ms a step)" for name, ns in frames]
+    return "in " + per[0] + (f", mostly in {per[1]}" if len(per) > 1 else "")
+
+
 def _input(summary: StepSummary, pct: float) -> str:
     staged = summary.staged_percent()
     waiting = summary.percent("input")
@@ -113,10 +120,15 @@ def _input(summary: StepSummary, pct: float) -> str:
             f"{fetching:.1f}% getting the next batch from the loop's Python iterator "
             f"{iterators}: {seen}, the trace times it"
         )
+    frames = summary.limits.staged_frames if staged > 0 else ()
     if staged > 0:
         parts.append(
             f"{staged:.1f}% building the batch inside the step, before its first model op "
-            "(Python, numpy, torch.tensor / from_numpy, device_put)"
+            + (
+                _traced_frames(frames, summary.n_steps)
+                if frames
+                else "(Python, numpy, torch.tensor / from_numpy, device_put)"
+            )
             + (
                 f", fetched from the loop's Python iterator {iterators}"
                 if iterators and fetching <= 0
@@ -136,7 +148,7 @@ def _input(summary: StepSummary, pct: float) -> str:
             "thread) while nothing of the model ran"
         )
     text = "; ".join(parts) or f"{pct:.1f}% in input"
-    if staged > 0 and not iterators:
+    if staged > 0 and not iterators and not frames:
         python = summary.untraced.python
         _, step_ns = summary.untraced.per(summary.n_steps, summary.total_ns())
         # the loaders' own fetch, traced (the wait above), is not named again (decision 428);

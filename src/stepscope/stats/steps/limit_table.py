@@ -21,6 +21,7 @@ from stepscope.stats.gpu.device import framework_of
 from stepscope.stats.intervals import intersect_sets, merge, subtract_sets, union_of
 from stepscope.stats.steps.dispatch import DispatchEvidence, evidence, find_runs
 from stepscope.stats.steps.limits import N_LIMIT_COLUMNS, LimitType
+from stepscope.stats.steps.staged_frames import staged_frames
 from stepscope.stats.steps.staging import staged_windows
 from stepscope.stats.steps.type_sweep import type_time
 from stepscope.stats.steps.waits import find_waits
@@ -37,6 +38,9 @@ class LimitTable:
     dispatch: DispatchEvidence
     waited_for: tuple[str, ...]  # threads of the computation the steps waited for
     framework: str = ""  # the profile's (`stats.device.framework_of`), for the advice
+    # the traced Python functions building the batch in the steps (`staged_frames`): (name,
+    # total ns over the kept steps), the outermost first
+    staged_frames: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def empty(cls) -> LimitTable:
@@ -141,5 +145,6 @@ def limit_table(
         evidence(profile, runs, s_lo, s_hi, i_lo, i_hi),
         waits.computation,
         framework_of(profile),
+        staged_frames(profile, lines, *merge(w_lo, w_hi)),
     )
     return table, Covered(c_lo, c_hi)
