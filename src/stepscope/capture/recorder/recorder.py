@@ -76,7 +76,9 @@ class Recorder:
         self.open_ns: dict[int, int] = {}  # thread ident -> when its current step opened
         self._hang_reported: set[int] = set()
         self._last_save: dict[str, float] = {}
-        self._deferred: list[tuple[int, str, str, dict[str, Any], PendingSave]] = []
+        # (due: steps seen when it saves, trigger, reason, details, pending, the history row
+        # of the step the save is for or None: the last steps at the trigger)
+        self._deferred: list[tuple[int, str, str, dict[str, Any], PendingSave, int | None]] = []
         self._requests: collections.deque[tuple[str, str, dict[str, Any], PendingSave]] = (
             collections.deque()
         )
@@ -145,10 +147,10 @@ class Recorder:
             self._judge_last_steps()
         saver = self._saver.is_alive()
         with self._lock:
-            for _due, trigger, reason, details, pending in self._deferred:
+            for _due, trigger, reason, details, pending, row in self._deferred:
                 if saver:  # the steps after will not come: keep the ones before (dec. 320)
                     more = self.triggers.after_steps
-                    self._enqueue(trigger, reason, details, pending, None, more, None, False)
+                    self._enqueue(trigger, reason, details, pending, None, more, None, False, row)
                 else:
                     pending.skip(f"the recorder stopped before the steps after the {trigger}")
             self._deferred.clear()
@@ -221,13 +223,17 @@ class Recorder:
         window_ns: int | None = None,
         capture_after: bool = True,
         force: bool = False,
+        step_row: int | None = None,
     ) -> PendingSave:
         """Snapshot now (or after ``after_steps`` more steps) and save in the background;
         automatic triggers honour ``min_interval_s`` (unless ``force``: an escalation).
         ``run_name`` names the run (a save several ranks share); ``window_ns`` keeps only
         what ended that recently;
         ``capture_after``: with ``capture_next_steps``, capture the next steps in full (not
-        for a hang or an exception ending the program: no step is coming)."""
+        for a hang or an exception ending the program: no step is coming);
+        ``step_row``: the history row (`StepHistory.row`) of the step the save is for (a slow
+        step, judged up to ``poll_s`` after it ended): the run then holds ``keep_steps``
+        steps up to it and ``after_steps`` after it, not the last steps (decision 515)."""
         pending = PendingSave(trigger, reason)
         self.requested.append(pending)
         details = dict(details or {})
@@ -247,10 +253,13 @@ class Recorder:
             self._last_save[trigger] = now
             after = self.triggers.after_steps
             if after and not at_once and trigger in (cfg.SLOW_STEP, cfg.SIGNAL, cfg.REMOTE):
-                due = self.ring.steps_seen + after
-                self._deferred.append((due, trigger, reason, details, pending))
+                # counted from the step the save is for: it may have ended many steps ago
+                seen = self.ring.steps_seen if step_row is None else step_row + 1
+                self._deferred.append((seen + after, trigger, reason, details, pending, step_row))
                 return pending
-            self._enqueue(trigger, reason, details, pending, run_name, 0, window_ns, capture_after)
+            self._enqueue(
+                trigger, reason, details, pending, run_name, 0, window_ns, capture_after, step_row
+            )
         return pending
 
     def request(
@@ -271,15 +280,15 @@ class Recorder:
         steps_after: int,
         window_ns: int | None = None,
         capture_after: bool = True,
+        step_row: int | None = None,
     ) -> None:
         # the steps that ended since the watchdog's last wake-up too, so the save keeps
         # exactly ``keep_steps`` (the watchdog checks them later; the lock is held)
         self._unchecked.extend(self.ring.scan())
-        history = self.ring.history.copy()
         if capture_after:
             self._arm_after(trigger, reason, details, pending)
-        keep = self.config.keep_steps + steps_after
-        cutoff = history[-keep].start_ns if len(history) >= keep else None
+        cutoff, end_ns, through = self._window(step_row, steps_after)
+        history = self.ring.history.copy(through)
         if window_ns is not None:
             recent = time.perf_counter_ns() - window_ns
             cutoff = recent if cutoff is None else max(cutoff, recent)
@@ -292,9 +301,32 @@ class Recorder:
             history,
             details,
             cutoff,
+            end_ns,
         )
         snapshot.run_name = run_name
         self._saves.put((snapshot, pending))
+
+    def _window(
+        self, step_row: int | None, steps_after: int
+    ) -> tuple[int | None, int | None, int | None]:
+        """What a save keeps: (the start of its first step: events that ended by then are
+        left out; the end of its last step: events that started after it are left out; the
+        last history row it keeps), None where unbounded. Without ``step_row``, the last
+        ``keep_steps + steps_after`` steps. With it, ``keep_steps`` up to that step and up
+        to ``steps_after`` after it: a slow step is judged when the watchdog wakes, up to
+        ``poll_s`` (or `WAKE_STEPS` steps) after it ended, and a save cut at the detection
+        missed it (decision 515)."""
+        history = self.ring.history
+        keep = self.config.keep_steps
+        last = history.total - 1
+        step = None if step_row is None else history.row(step_row)
+        if step_row is None or step is None:  # not a step's save (or its row is gone)
+            first = history.row(last - keep - steps_after + 1)
+            return (None if first is None else first.start_ns), None, None
+        last = min(step_row + steps_after, last)
+        first = history.row(step_row - keep + 1)
+        end = history.row(last) or step
+        return (None if first is None else first.start_ns), end.start_ns + end.dur_ns, last
 
     def _arm_after(
         self, trigger: str, reason: str, details: dict[str, Any], before: PendingSave
@@ -426,14 +458,16 @@ class Recorder:
             return
         with self._lock:
             found, self._unchecked = self._unchecked + self.ring.scan(), []
-        for summary in found:
+            # the rows the scans appended since the last check, in order: found[k]'s row
+            first_row = self.ring.history.total - len(found)
+        for k, summary in enumerate(found):
             if self._slowed_by_a_save(summary):
                 continue  # neither judged nor part of the baseline
             slow = self.slow.observe(summary.step_num, summary.dur_ns)
             if slow is not None and slow.unarmed:
                 self._missed(slow, slow.unarmed, f"the slow-step trigger is {self.slow.armed_note}")
             elif slow is not None:
-                self._slow(slow)
+                self._slow(slow, first_row + k)
         self._tell_arming()
 
     def _slowed_by_a_save(self, step: StepSummary) -> bool:
@@ -462,7 +496,7 @@ class Recorder:
             self._armed_told = "not armed"
         log.info("stepscope recorder: slow-step trigger %s", slow.armed_note)
 
-    def _slow(self, found: SlowStep) -> None:
+    def _slow(self, found: SlowStep, row: int) -> None:
         now = time.monotonic()
         worse = self.slow.escalation(found.ratio, now)
         reason = (
@@ -478,7 +512,7 @@ class Recorder:
             reason += f" ({worse:.1f}x worse than the slow step saved before it"
             reason += ": saved despite the rate limit)"
             details["escalation"] = round(worse, 2)
-        pending = self.save(cfg.SLOW_STEP, reason, details, force=worse is not None)
+        pending = self.save(cfg.SLOW_STEP, reason, details, force=worse is not None, step_row=row)
         if not pending.skipped:
             self.slow.saved(found.ratio, now)
         elif pending.skipped.startswith("rate limit"):
@@ -522,8 +556,9 @@ class Recorder:
             ready = [d for d in self._deferred if d[0] <= self.ring.steps_seen]
             for item in ready:
                 self._deferred.remove(item)
-                _due, trigger, reason, details, pending = item
-                self._enqueue(trigger, reason, details, pending, None, self.triggers.after_steps)
+                _due, trigger, reason, details, pending, row = item
+                more = self.triggers.after_steps
+                self._enqueue(trigger, reason, details, pending, None, more, step_row=row)
 
     # -- the saver --------------------------------------------------------------------------
 

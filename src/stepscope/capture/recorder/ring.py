@@ -54,6 +54,19 @@ class StepHistory:
     def __len__(self) -> int:
         return min(self._total, self.capacity)
 
+    @property
+    def total(self) -> int:
+        """Rows ever appended: row ``k`` (counted from the first) stays row ``k`` as the ring
+        turns, while the ring still holds it (`row`)."""
+        return self._total
+
+    def row(self, number: int) -> StepSummary | None:
+        """Row ``number`` counted from the first ever appended; None once overwritten."""
+        if not self._total - len(self) <= number < self._total:
+            return None
+        slot = number % self.capacity
+        return StepSummary(*(col[slot] for col in self._cols))
+
     def append(self, row: StepSummary) -> None:
         total = self._total
         if total < self.capacity:
@@ -95,11 +108,15 @@ class StepHistory:
         columns = [self.column(name) for name in StepSummary._fields]
         return (StepSummary(*row) for row in zip(*columns, strict=True))
 
-    def copy(self) -> StepHistory:
-        """The rows in order, as a history of their own (a few array copies)."""
+    def copy(self, through: int | None = None) -> StepHistory:
+        """The rows in order (up to row ``through``, counted as in `row`, when given), as a
+        history of their own (a few array copies)."""
+        count = len(self)
+        if through is not None:
+            count = max(0, min(count, through + 1 - (self._total - count)))
         twin = StepHistory(self.capacity)
-        twin._cols = tuple(array("q", self.column(name)) for name in StepSummary._fields)
-        twin._total = len(self)
+        twin._cols = tuple(array("q", self.column(name)[:count]) for name in StepSummary._fields)
+        twin._total = count
         return twin
 
 

@@ -50,6 +50,9 @@ class Snapshot:
     run_name: str | None = None  # set for a save that other ranks share
     start_perf_ns: int = 0  # the saved profile's start, once written
     after: AfterCapture | None = None  # set for the capture of the steps after a trigger
+    # A slow step's save ends with its last step (decision 515): what started after this
+    # (perf_counter_ns) is left out when the run is written; None: everything taken.
+    end_ns: int | None = None
 
 
 def take(
@@ -61,9 +64,12 @@ def take(
     history: StepHistory,
     details: dict[str, Any] | None = None,
     cutoff_ns: int | None = None,
+    end_ns: int | None = None,
 ) -> Snapshot:
     """Copy the ring now, less what ended before ``cutoff_ns`` (the ring is trimmed only
-    now and then); called on any thread: the copies are single C calls under the GIL."""
+    now and then); called on any thread: the copies are single C calls under the GIL.
+    What started after ``end_ns`` is left out later, by `write` on the saver thread (it
+    takes a look at each event after that end)."""
     perf_ns, wall_ns = time.perf_counter_ns(), time.time_ns()
     cutoff = -1 if cutoff_ns is None else cutoff_ns
     buffers = []
@@ -93,6 +99,7 @@ def take(
         interval_ns,
         history,
         dict(details or {}),
+        end_ns=end_ns,
     )
 
 
@@ -128,12 +135,13 @@ def write(snapshot: Snapshot, logdir: str) -> Path:
     if after is not None:  # the steps after a trigger: the framework profilers' planes too
         snapshot.details = {**snapshot.details, **after.details()}
         options, bridges = FULL_OPTIONS, after.bridges
+    stop_perf = _cut_at_end(snapshot)
     start_perf = _first_start(snapshot)
     if after is not None:
         start_perf = min(start_perf, after.start_perf_ns)
     snapshot.start_perf_ns = start_perf
     start_wall = snapshot.wall_ns - (snapshot.perf_ns - start_perf)
-    _close_runs(snapshot)
+    _close_runs(snapshot, stop_perf)
     kept = _kept_steps(snapshot)
     warning = f"stepscope flight recorder: saved by trigger '{snapshot.trigger}': {snapshot.reason}"
     if kept:
@@ -145,8 +153,8 @@ def write(snapshot: Snapshot, logdir: str) -> Path:
         run_name=snapshot.run_name or run_name_for(start_wall),
         start_wall_ns=start_wall,
         start_perf_ns=start_perf,
-        stop_wall_ns=snapshot.wall_ns,
-        stop_perf_ns=snapshot.perf_ns,
+        stop_wall_ns=snapshot.wall_ns - (snapshot.perf_ns - stop_perf),
+        stop_perf_ns=stop_perf,
         host_buffers=snapshot.buffers,
         sampled_threads=snapshot.sampled,
         warnings=[warning, *snapshot.details.get("warnings", [])],
@@ -192,6 +200,34 @@ def _kept_steps(snapshot: Snapshot) -> list[int]:
     return [number for _start, number in sorted(found)]
 
 
+def _cut_at_end(snapshot: Snapshot) -> int:
+    """Leave out what started after ``snapshot.end_ns`` (an event that straddles it stays,
+    whole: an annotation around many steps, the loader's fetch in flight); returns when the
+    saved profile stops: the end of the last event kept, never before ``end_ns``. Events
+    are in the order they ended, so those that ended by then are a prefix; only the rest is
+    looked at one by one (the steps between the slow step and its detection)."""
+    end_ns = snapshot.end_ns
+    if end_ns is None:
+        return snapshot.perf_ns
+    stop = end_ns
+    for buf in snapshot.buffers:
+        events = buf.events
+        done = bisect.bisect_right(events, end_ns, key=_end)
+        buf.events = events[:done] + [e for e in events[done:] if e[1] < end_ns]
+        if buf.events:
+            stop = max(stop, int(buf.events[-1][2]))
+    for thread in snapshot.sampled:
+        # runs are in time order: those that started by the end are a prefix
+        thread.runs = thread.runs[: bisect.bisect_left(thread.runs, end_ns, key=_start_of_run)]
+        if thread.runs:
+            stop = max(stop, int(thread.runs[-1][1]) + snapshot.sample_interval_ns)
+    return min(stop, snapshot.perf_ns)
+
+
+def _start_of_run(run: Any) -> int:
+    return int(run[0])
+
+
 def _first_start(snapshot: Snapshot) -> int:
     # events are in the order they ended: a parent follows its children, so take the min
     starts = [min(e[1] for e in buf.events) for buf in snapshot.buffers if buf.events]
@@ -199,13 +235,13 @@ def _first_start(snapshot: Snapshot) -> int:
     return min(starts) if starts else snapshot.perf_ns
 
 
-def _close_runs(snapshot: Snapshot) -> None:
+def _close_runs(snapshot: Snapshot, stop_perf_ns: int) -> None:
     """A sampled run lasts one interval after its last sample (cut at the next run), as at
     the end of a capture."""
     for thread in snapshot.sampled:
         runs = thread.runs
         for k, run in enumerate(runs):
-            limit = runs[k + 1][0] if k + 1 < len(runs) else snapshot.perf_ns
+            limit = runs[k + 1][0] if k + 1 < len(runs) else stop_perf_ns
             run[1] = min(run[1] + snapshot.sample_interval_ns, limit)
 
 
