@@ -56,8 +56,8 @@ EVIDENCE = {
     "compute": "the device computing (kernels)",
     "dispatch": "the host launching work while the device waits (kernel launch time)",
     "input": "6.0% in input",
-    "host": "host work while the device waits (Python, host ops); turn on the stack sampler "
-    "(python_sampler_hz) to name the functions",
+    "host": "host work while the device waits (Python, host ops); record with stepscope's "
+    "stack sampler (python_sampler_hz) to name the functions",
     "copies": "device-to-host and device-to-device copies",
     "collectives": "collective communication (all-reduce, all-gather) with nothing else running",
     "waits": "the step's thread blocked in a wait (synchronize, block_until_ready, .item()) "
@@ -70,7 +70,8 @@ INPUT_LINE = (
 )
 HOST_LINE = (
     "5.0% of the step time is Python / host work: host work while the device waits (Python, "
-    "host ops); turn on the stack sampler (python_sampler_hz) to name the functions."
+    "host ops); record with stepscope's stack sampler (python_sampler_hz) to name the "
+    "functions."
 )
 COLLECTIVES_LINE = (
     "3.0% of the step time is spent in collective communication with nothing else running "
@@ -103,7 +104,7 @@ def test_without_a_device_host_work_is_what_no_traced_op_covers() -> None:
     assert bound.headline == (
         "Bound by python / host: 60.0% of the step time (6.00 ms per step), then compute "
         "(10.0%). Host work no traced op covers (Python, untraced I/O or synchronization); "
-        "turn on the stack sampler (python_sampler_hz) to name the functions."
+        "record with stepscope's stack sampler (python_sampler_hz) to name the functions."
     )
     assert [lim.evidence for lim in bound.limits[1:]] == [
         "the model's computation on the host (framework ops)",
@@ -197,8 +198,8 @@ def test_the_headlines_own_limit_gets_its_fix_first() -> None:
         "HIGH: What bounds the steps, input (60.0% of the step time): prepare batches ahead of "
         "the step (a DataLoader with workers, tf.data prefetch, a background thread).",
         "5.0% of the step time is Python / host work: host work no traced op covers (Python, "
-        "untraced I/O or synchronization); turn on the stack sampler (python_sampler_hz) to "
-        "name the functions.",
+        "untraced I/O or synchronization); record with stepscope's stack sampler "
+        "(python_sampler_hz) to name the functions.",
     )
 
 
@@ -237,3 +238,16 @@ def test_a_dispatch_headline_with_its_fix_is_not_repeated() -> None:
     summary = _summary(dispatch=6.0, compute=4.0)
     (line,) = recommend(summary, bound_by(summary)).details
     assert line.startswith("HIGH: What bounds the steps, dispatch / launch (60.0% of the step")
+
+
+def test_a_pytorch_trace_without_stacks_is_told_torch_profilers_switch_too() -> None:
+    """A Kineto trace from torch.profiler without ``with_stack`` (the CPU gloo fixture: 14.9%
+    untraced host time) was told to turn on stepscope's sampler only, which its user never
+    ran; it is told torch.profiler's own switch as well."""
+    summary = _summary(has_device=False, collectives=8.0, host=2.0)
+    summary = replace(summary, limits=replace(summary.limits, framework="pytorch"))
+    host = {lim.key: lim.evidence for lim in bound_by(summary).limits}["host"]
+    assert host.endswith(
+        "record with stepscope's stack sampler (python_sampler_hz) or "
+        "torch.profiler(with_stack=True) to name the functions"
+    )

@@ -230,7 +230,17 @@ def _host(summary: StepSummary) -> str:
         )
     if len(python):  # sampled, but only in the loader's fetch
         return where
-    return where + "; turn on the stack sampler (python_sampler_hz) to name the functions"
+    # the profile may come from the framework's own profiler: its switch too
+    how = "stepscope's stack sampler (python_sampler_hz)" + _FRAMES_SWITCH.get(
+        summary.limits.framework, ""
+    )
+    return where + f"; record with {how} to name the functions"
+
+
+_FRAMES_SWITCH = {
+    "pytorch": " or torch.profiler(with_stack=True)",
+    "tensorflow": " or the TensorFlow profiler's python_tracer_level=1",
+}
 
 
 def _evidence(key: str, summary: StepSummary, pct: float) -> str:
