@@ -123,8 +123,11 @@ def test_too_few_samples_give_no_percentage() -> None:
     assert python.too_few(k)
     assert python.describe(k, int(db.dur_ns.sum())) == "metrics (metrics.py): too few samples (n=3)"
     [host] = [x for x in bound_by(summarize_steps({"h": db})).limits if x.key == "host"]
-    assert "metrics (metrics.py): too few samples (n=3)" in host.evidence
+    assert "too few samples to name a function (metrics (metrics.py) n=3" in host.evidence
     assert "metrics (metrics.py) 1" not in host.evidence  # no percentage of it anywhere
+    # the loop's own line, sampled in 90% of the steps (the forward), cannot be the 10% of
+    # untraced host work: not named (decision 520)
+    assert "loop.py" not in host.evidence
 
 
 def test_functions_all_on_too_few_samples_are_said_once() -> None:

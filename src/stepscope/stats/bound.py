@@ -102,6 +102,15 @@ def _traced_frames(frames: tuple[tuple[str, int], ...], n_steps: int) -> str:
     return "in " + per[0] + (f", mostly in {per[1]}" if len(per) > 1 else "")
 
 
+def _too_large(python: PythonTime, k: int, step_ns: int, percent: float) -> bool:
+    """Whether function ``k`` surely takes more than ``percent`` of the step time: its
+    traced share, or the low end of its sampled share's 95% interval, is larger. A function
+    on too few samples is not (its text says so, with no number)."""
+    if python.too_few(k) and not (python.traced[k] if len(python.traced) > k else False):
+        return False
+    return not _fits_in(python, k, step_ns, percent)
+
+
 def _input(summary: StepSummary, pct: float) -> str:
     staged = summary.staged_percent()
     waiting = summary.percent("input")
@@ -196,7 +205,7 @@ def _dispatch(summary: StepSummary) -> str:
     return text + f"; fix: {fix}"
 
 
-def _host(summary: StepSummary) -> str:
+def _host(summary: StepSummary, pct: float) -> str:
     python = summary.untraced.python
     _, step_ns = summary.untraced.per(summary.n_steps, summary.total_ns())
     # the samples are the whole steps': a loader's own fetch is the traced input wait, not
@@ -206,10 +215,15 @@ def _host(summary: StepSummary) -> str:
     # Python beside it (metrics, logging) is this host work, the fetch is not (decision 505)
     fetched = summary.fetched
     fetching = set(fetched.function) if fetched.counted and fetched.ns.any() else set()
+    # nor a function too large to lie in this host work (decision 484's rule for the staged
+    # input: the samples are the whole steps', and a CPU loop with 4% of host work was told
+    # "backward (_tensor.py) 50.8% of the step time")
     keys = [
         k
         for k in python.leading(len(python))
-        if (not waiting or not _in_loader_next(python, k)) and not _in_fetch(python, k, fetching)
+        if (not waiting or not _in_loader_next(python, k))
+        and not _in_fetch(python, k, fetching)
+        and not _too_large(python, k, step_ns, pct)
     ]
     named = python.describe_all(keys[:3], step_ns)
     where = (
@@ -251,7 +265,7 @@ def _evidence(key: str, summary: StepSummary, pct: float) -> str:
     if key == "dispatch":
         return _dispatch(summary)
     if key == "host":
-        return _host(summary)
+        return _host(summary, pct)
     return {
         "collectives": "collective communication (all-reduce, all-gather) with nothing else "
         "running",
