@@ -438,3 +438,56 @@ def test_the_end_of_a_pass_is_no_step() -> None:
     assert len(starts) == 60 and "1 period without the steps' work left out" in found.description
     assert ends[29] == 901 and starts[30] == 1001  # the pass's last step ends at its last fetch
     assert (ends[:29] == starts[1:30]).all() and (ends[30:-1] == starts[31:]).all()
+
+
+def _transient(slow: range, steps: int = 35) -> XSpaceBuilder:
+    """A DDP rank's loop of ``steps`` steps of 4 ms (the forward, the loss, the optimizer's
+    step) but the steps in ``slow``, which also run 60 matmuls and a mean over them: 80 ms."""
+    builder, (main,) = _host("main")
+    t = 0.0
+    for k in range(steps):
+        _repeat(main, "DistributedDataParallel.forward", [t], 1)
+        t += 1.2
+        if k in slow:
+            _repeat(main, "aten::matmul", [t + 1.2 * j for j in range(60)], 1)
+            _repeat(main, "aten::mean", [t + 72.5], 0.1)
+            t += 80 - 4
+        _repeat(main, "aten::mse_loss", [t], 0.3)
+        _repeat(main, "Optimizer.step#SGD.step", [t + 1], 1.5)
+        t += 4 - 1.2
+    return builder
+
+
+def test_a_few_steps_doing_20x_the_work_keep_the_loops_period() -> None:
+    """Decision 500: a transient straggler's 5 slow steps of 35 (80 ms against 4) hold 78%
+    of the time, so the forward's periods were neither steady nor the same work for half of
+    it, and the mean called only in those steps, steady there, made 5 steps (j3.py's rank
+    0 read as 5 steps of 'aten::mean'). The slow periods hold the loop's work and more; the
+    mean's periods each hold a forward, but its span fewer than half of the forward's: a
+    phase of the loop."""
+    description, starts = _inferred(build(_transient(range(10, 15))))
+    assert description == (
+        "35 repeats of top-level event 'Optimizer.step#SGD.step' every 15.2 ms on average "
+        "(4.0 to 80.0 ms apart, the same work each time, and more in 5 of them) (no step "
+        "markers in the profile)"
+    )
+    periods = np.diff(starts).round(3).tolist()  # from the optimizer's step 9 on: slow
+    assert len(starts) == 34 and periods[9:14] == [80.0] * 5 and periods.count(4.0) == 28
+
+
+def test_periods_each_holding_a_little_more_work_are_no_slow_steps() -> None:
+    """The other side: periods holding the common work and more are a few slow steps only
+    while most periods (by count) hold exactly the common work. An op whose periods, at
+    uneven lengths, hold another op and, in 8 of 13, a third one each time different, has
+    no step that most periods are: neither regular in time nor in content."""
+    builder, (main,) = _host("main")
+    t = 0.0
+    periods = [5, 300, 250, 8, 400, 200, 3, 90, 150, 12, 30, 40, 20]
+    for k, period in enumerate(periods):
+        _repeat(main, "aten::add", [t], 1)
+        _repeat(main, "aten::mul", [t + 2], 0.05)
+        if k % 3:
+            _repeat(main, f"aten::op{k}", [t + 2.1], 0.05)
+        t += period
+    _repeat(main, "aten::add", [t], 1)
+    assert infer_steps(build(builder)) is None

@@ -46,6 +46,7 @@ from stepscope.stats.events import (
 )
 from stepscope.stats.nesting import nesting_parents
 from stepscope.stats.steps.cycle import began_on_line, common_work, iterations, work_before
+from stepscope.stats.steps.slow_periods import holds_the_common_work, phases_of
 from stepscope.stats.steps.types import StepMarkers
 from stepscope.vocab.collectives import is_host_collective
 
@@ -105,7 +106,8 @@ def _candidates(profile: Profile, top: np.ndarray) -> list[Candidate]:
     if top.size < MIN_OCCURRENCES:
         return out
     by_start = np.argsort(profile.start_ns[top], kind="stable")
-    work = work_before(profile.name[top[by_start]])
+    in_time = profile.name[top[by_start]]
+    work = work_before(in_time)
     position = np.empty(len(top), np.int64)
     position[by_start] = np.arange(len(top))
     order = np.lexsort((profile.start_ns[top], profile.name[top]))
@@ -129,7 +131,7 @@ def _candidates(profile: Profile, top: np.ndarray) -> list[Candidate]:
             judged = _judged(periods)
             if not (
                 _steady(periods[judged], float(np.median(periods[judged])))
-                or _same_work(work, where, periods, judged)
+                or _same_work(work, in_time, where, periods, judged)
             ):
                 continue
             if not _lasts(starts, judged, int(profile.end_at(events[-1:])[0]), thread):
@@ -144,7 +146,9 @@ def _candidates(profile: Profile, top: np.ndarray) -> list[Candidate]:
         name = profile.strings[int(names[lo])]
         score = (granularity, int(is_input_wait_name(name)), round(duty, 1), busy)
         out.append((score, int(names[lo]), starts, int(profile.line[events[0]]), stride))
-    return out
+    # the slow steps' own ops are steady in them alone: a phase of the loop, no loop
+    phase = phases_of([c[2] for c in out])
+    return [c for c, inner in zip(out, phase.tolist(), strict=True) if not inner]
 
 
 def _best(found: list[Candidate]) -> Candidate:
@@ -240,15 +244,33 @@ def _steady(periods: np.ndarray, median: float) -> bool:
 
 
 def _same_work(
-    work: np.ndarray, position: np.ndarray, periods: np.ndarray, judged: np.ndarray
+    work: np.ndarray,
+    names: np.ndarray,
+    position: np.ndarray,
+    periods: np.ndarray,
+    judged: np.ndarray,
 ) -> bool:
-    """Whether the periods between consecutive occurrences (at ``position`` in time order)
-    that hold the most common work, and some work beside the occurrence itself, cover at
-    least `REGULAR_SHARE` of the time of the ``judged`` periods (a mask: `_judged`)."""
+    """Whether the periods between consecutive occurrences (at ``position`` in time order;
+    ``names``: the thread's top-level names in that order) that hold the most common work,
+    and some work beside the occurrence itself, or that work and more (a few steps doing
+    extra work, `slow_periods`), cover at least `REGULAR_SHARE` of the time of the
+    ``judged`` periods (a mask: `_judged`)."""
     held, _, count = common_work(work, position)
     if count < 2:
         return False
-    return bool(periods[held & judged].sum() >= REGULAR_SHARE * periods[judged].sum())
+    need = REGULAR_SHARE * periods[judged].sum()
+    if periods[held & judged].sum() >= need:
+        return True
+    # A few slow steps doing more: most periods (by count) are the common one, and only
+    # periods with more events can hold that work and more (most ops' hold fewer, and
+    # need no counting).
+    if 2 * int((held & judged).sum()) <= int(judged.sum()):
+        return False
+    room = held | (np.diff(position) > count)
+    if periods[room & judged].sum() < need:
+        return False
+    more = holds_the_common_work(names, position, held)
+    return bool(periods[more & judged].sum() >= need)
 
 
 def _judged(periods: np.ndarray) -> np.ndarray:
@@ -306,9 +328,12 @@ def infer_steps(profile: Profile) -> StepMarkers | None:
     median = float(np.median(periods)) if len(periods) else 0.0
     every = f"every {median / 1e6:.1f} ms{warm}"
     if len(periods) and not _steady(periods, median):
+        more = _with_more_work(profile, on_line, name_id, stride)
         every = (
             f"every {float(periods.mean()) / 1e6:.1f} ms on average ({periods.min() / 1e6:.1f}"
-            f" to {periods.max() / 1e6:.1f} ms apart, the same work each time){warm}"
+            f" to {periods.max() / 1e6:.1f} ms apart, the same work each time"
+            + (f", and more in {more} of them" if more else "")
+            + f"){warm}"
         )
     name = profile.strings[placed.lead]
     text = f"{len(starts)} repeats of top-level event '{repeats}'"
@@ -333,6 +358,16 @@ def infer_steps(profile: Profile) -> StepMarkers | None:
         drop_incomplete=False,
         lines=(line,),
     )
+
+
+def _with_more_work(profile: Profile, on_line: np.ndarray, name_id: int, stride: int) -> int:
+    """How many periods of the repeats of ``name_id`` (every ``stride``-th) among one
+    thread's top-level events ``on_line`` hold the most common period's work and more: the
+    slow steps a description must not call the same work (`slow_periods`)."""
+    names = profile.name[on_line[np.argsort(profile.start_ns[on_line], kind="stable")]]
+    position = np.flatnonzero(names == name_id)[::stride]
+    held = common_work(work_before(names), position)[0]
+    return int((holds_the_common_work(names, position, held) & ~held).sum())
 
 
 def _nth(k: int) -> str:
