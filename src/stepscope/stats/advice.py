@@ -123,20 +123,20 @@ def level(category: str, percent: float) -> str:
 
 
 _LIMIT_ADVICE = {
-    "input": "{pct:.1f}% of the step time is input: {evidence}. Prepare batches ahead of the "
+    "input": "{pct:.1f}% {of} is input: {evidence}. Prepare batches ahead of the "
     "step (a DataLoader with workers, tf.data prefetch, a background thread).",
-    "copies": "{pct:.1f}% of the step time is spent copying between host and device or between "
+    "copies": "{pct:.1f}% {of} is spent copying between host and device or between "
     "devices with nothing else running: fetch fewer or smaller results per step, or fetch them "
     "less often.",
-    "dispatch": "{pct:.1f}% of the step time is spent dispatching ops and launching kernels "
+    "dispatch": "{pct:.1f}% {of} is spent dispatching ops and launching kernels "
     "while nothing else runs: {evidence}{thread_mode}.",
-    "host": "{pct:.1f}% of the step time is Python / host work: {evidence}.",
-    "collectives": "{pct:.1f}% of the step time is spent in collective communication with "
+    "host": "{pct:.1f}% {of} is Python / host work: {evidence}.",
+    "collectives": "{pct:.1f}% {of} is spent in collective communication with "
     "nothing else running (on the devices, or on the host: gloo, MPI, XLA or TensorFlow "
     "collectives, mostly waiting for the rank that arrives last: see the pod viewer's "
     "stragglers for who and why): overlap communication with compute, use larger buckets, or "
     "check the interconnect.",
-    "waits": "{pct:.1f}% of the step time the step's thread waits (synchronize, "
+    "waits": "{pct:.1f}% {of} the step's thread waits (synchronize, "
     "block_until_ready, .item()) while nothing traced computes: look in the trace viewer for "
     "what it waits on (another process, a lock, a descheduled thread).",
 }
@@ -166,7 +166,7 @@ _PYTHON_ITERATOR_FIX = (
 )
 
 
-def _headline_fix(summary: StepSummary, bound: BoundBy) -> str:
+def _headline_fix(summary: StepSummary, bound: BoundBy, of: str) -> str:
     """The fix for the headline's limit, or "" when the headline already gives one."""
     first = bound.limits[0]
     if first.key == "dispatch":
@@ -180,9 +180,13 @@ def _headline_fix(summary: StepSummary, bound: BoundBy) -> str:
     else:
         return ""
     return (
-        f"What bounds the steps, {first.label.lower()} ({first.percent:.1f}% of the step "
-        f"time): {fix}."
+        f"What bounds the steps{of[len(OF_STEPS) :]}, {first.label.lower()} "
+        f"({first.percent:.1f}% {of}): {fix}."
     )
+
+
+OF_STEPS = "of the step time"
+OF_WARM = "of the step time once warm"  # the advice of the steps after a warm-up
 
 
 @record
@@ -191,15 +195,18 @@ class Recommendation:
 
     bottleneck: str = out(
         'the largest "bound by" limit (`input`, `compute`, `dispatch`, `host`, '
-        "`collectives`, `copies`, `compilation`, `waits`; `unknown` without steps)"
+        "`collectives`, `copies`, `compilation`, `waits`; `unknown` without steps) of the "
+        "steps the advice is about: once warm when the first steps are warm-up (the "
+        "overview's `steady_state`), else all"
     )
-    statement: str = out('the "bound by" headline')
+    statement: str = out('the "bound by" headline of those steps')
     details: tuple[str, ...] = out(
-        "further findings, most important first: what to change for the headline's own "
-        "limit (input, Python / host, copies, collectives, waits, or dispatch when its "
-        "evidence has no fix; not when the loader's or tf.data's advice or a finding says "
-        "it), the tf.data bottleneck and its fix, then the other limits past their "
-        "thresholds: dispatch / launch 3/15% (with "
+        "further findings, most important first, their shares of the steps once warm when "
+        "the first steps are warm-up (`of the step time once warm`): what to change for the "
+        "headline's own limit (input, Python / host, copies, collectives, waits, or dispatch "
+        "when its evidence has no fix; not when the loader's or tf.data's advice or a "
+        "finding says it), the tf.data bottleneck and its fix, then the other limits past "
+        "their thresholds: dispatch / launch 3/15% (with "
         "`TF_GPU_THREAD_MODE=gpu_private` advice when tf.data is used), Python / host 3/15%, "
         "copies 5/20%, collectives 3/15%, idle waits 3/15% (`HIGH:` past the high threshold), "
         "reduced-precision (below 32-bit) share below 10% (mixed precision), eager time above "
@@ -224,9 +231,11 @@ def recommend(
     uses_tf_data: bool = False,
     tf_data_advice: str = "",
     covered: frozenset[str] = frozenset(),
+    once_warm: bool = False,
 ) -> Recommendation:
     """The advice; ``bound`` is ``bound_by(summary)``; topics in ``covered`` (limits,
-    "precision") are given elsewhere."""
+    "precision") are given elsewhere; ``once_warm``: ``summary`` is the steps after a
+    warm-up (`stepscope.stats.warmup`), and the shares say so."""
     if not bound.limits:
         return Recommendation(
             "unknown",
@@ -235,6 +244,7 @@ def recommend(
             ("trace_viewer: look for the repeating work of a step",),
         )
     details: list[str] = []
+    of = OF_WARM if once_warm else OF_STEPS
     evidence = {limit.key: limit.evidence for limit in bound.limits}
     for limit in LIMIT_THRESHOLDS:
         if limit in covered or limit == bound.first:  # the headline already says it
@@ -251,7 +261,7 @@ def recommend(
         )
         # a limit graded here (from 3%) is in the bound's list (from 0.05%) of these steps
         text = _LIMIT_ADVICE[limit].format(
-            pct=pct, evidence=evidence[limit], thread_mode=thread_mode
+            pct=pct, of=of, evidence=evidence[limit], thread_mode=thread_mode
         )
         if limit == "host":
             where = where_untraced(
@@ -272,7 +282,7 @@ def recommend(
         and not (first == "input" and input_pct >= MODERATE_INPUT and tf_data_advice)
         and limit_level(first, summary.limit_percent(first)) != "no"
     ):
-        fix = _headline_fix(summary, bound)
+        fix = _headline_fix(summary, bound, of)
         if fix:
             high = limit_level(first, summary.limit_percent(first)) == "high"
             details.insert(0, ("HIGH: " if high else "") + fix)

@@ -41,6 +41,7 @@ from stepscope.stats.host.python_samples import (
 )
 from stepscope.stats.input.loader_workers import worker_stage_ids
 from stepscope.stats.steps.breakdown import StepDb
+from stepscope.stats.steps.limit_table import LimitTable
 from stepscope.stats.summary import StepStats, StepSummary
 from stepscope.vocab.pytorch import DATALOADER_ITER_FRAME, DATALOADER_NEXT_FRAME
 
@@ -65,8 +66,9 @@ def warmup_count(dur_ns: np.ndarray) -> int:
 
 def steps_from(summary: StepSummary, first: int) -> StepSummary:
     """The summary of the steps from ``first`` on: every per-step column cut (per-step
-    arrays and dicts of them); the rest (the untraced places and the Python sampled, the
-    dispatch evidence) stays the whole profile's, as shares of all steps."""
+    arrays and dicts of them, the dispatched ops per step); the rest (the untraced places and
+    the Python sampled, the dispatch evidence's medians, names and caller) stays the whole
+    profile's, as shares of all steps."""
     n = summary.n_steps
     changes: dict[str, object] = {}
     for f in fields(summary):
@@ -86,13 +88,24 @@ def steps_from(summary: StepSummary, first: int) -> StepSummary:
         else:
             rows = getattr(value, "ns", None)
             # per-step rows of a record: the limits' (steps, limits) table, the fetch times
-            if is_dataclass(value) and isinstance(rows, np.ndarray) and len(rows) == n:
+            if isinstance(value, LimitTable) and len(value.ns) == n:
+                changes[f.name] = _limits_from(value, first)
+            elif is_dataclass(value) and isinstance(rows, np.ndarray) and len(rows) == n:
                 changes[f.name] = replace(value, ns=rows[first:])  # type: ignore[type-var]
     untraced = summary.untraced
     if not untraced.host:  # its times are all steps': divide them by all steps
         host = summary.hosts[0] if summary.hosts else "?"
         changes["untraced"] = replace(untraced, host=host, n_steps=n, step_ns=summary.total_ns())
     return replace(summary, **changes)  # type: ignore[arg-type]
+
+
+def _limits_from(table: LimitTable, first: int) -> LimitTable:
+    """The limit table of the steps from ``first`` on, with its per-step evidence (the
+    dispatched ops); the rest of the evidence is all steps'."""
+    dispatch = table.dispatch
+    if len(dispatch.ops) == len(table.ns):
+        dispatch = replace(dispatch, ops=dispatch.ops[first:])
+    return replace(table, ns=table.ns[first:], dispatch=dispatch)
 
 
 @record

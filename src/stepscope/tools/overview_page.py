@@ -28,7 +28,7 @@ from stepscope.stats.input.input_pipeline import advice_for, has_generator, has_
 from stepscope.stats.input.loader_workers import JUDGED_VERDICTS
 from stepscope.stats.job_steps import JobSteps, job_steps
 from stepscope.stats.kernel_rules import PRECISIONS, REDUCED_PRECISIONS
-from stepscope.stats.warmup import SteadyState, steady_state
+from stepscope.stats.warmup import SteadyState, steady_state, steps_from, warmup_count
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
 from stepscope.tools.output import out
@@ -397,9 +397,14 @@ def build(ctx: ToolContext) -> OverviewPage:
     top = _top_findings(ctx)
     covered = frozenset(FINDING_TOPICS[f.id] for f in top if f.id in FINDING_TOPICS)
     skew = _holding_straggler(ctx) if held and job else None
+    # the advice is the steps' once warm when the first steps are warm-up (decision 490): a
+    # compile of 78% of the capture's time diluted every share it quotes; a job a straggler
+    # holds keeps its all-steps advice (its headline and the straggler's fix are all steps')
+    warm = warmup_count(summary.dur_ns) if not held else 0
+    advised = steps_from(summary, warm) if warm else summary
     recommendation = recommend(
-        summary,
-        headline,
+        advised,
+        bound_by(advised) if warm else headline,
         precision_16_percent=precision["reduced_percent"]
         if precision and summary.has_device
         else None,
@@ -409,6 +414,7 @@ def build(ctx: ToolContext) -> OverviewPage:
         # with a straggler holding the job, the collectives' advice is given apart, for the
         # time beyond the waiting for it (`_straggler_first`)
         covered=covered | {"collectives"} if skew else covered,
+        once_warm=bool(warm),
     )
     recommendation = _with_findings(recommendation, top)
     if skew and job:
