@@ -194,6 +194,11 @@ def test_collectives_against_link_bandwidth() -> None:
     assert f.metrics["expected_allreduce_ms_per_step"] == pytest.approx(1.0)
     assert f.metrics["exposed_ms"] == pytest.approx(4 * (STEPS - 2))
     assert "bucket_cap_mb" in f.fix
+    assert "waiting for the others" not in f.summary  # 4x: a bandwidth question
+    # the same kernels at a tenth of the link rate: waiting for the other ranks, said so
+    f = _one(t.profile(), "collectives", parameter_bytes="100000000", link_bandwidth_gbps="1000")
+    assert f.metrics["slower_than_link"] == pytest.approx(40.0, rel=0.01)
+    assert "mostly waiting for the others (a straggler" in f.summary
 
 
 def test_stream_contention() -> None:

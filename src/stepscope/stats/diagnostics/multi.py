@@ -23,6 +23,9 @@ from stepscope.stats.stragglers_types import Rank
 
 COLLECTIVE_SHARE = (0.03, 0.15)  # XProf's: collectives over 3% / 15% of step time
 SLOW_VS_LINK = 3.0  # collectives taking 3x what the link bandwidth allows
+# 10x what the link allows is no bandwidth problem: a ring all-reduce at even a tenth of the
+# link's rate is a broken link, while ranks waiting for the last one to join are common
+WAITING_VS_LINK = 10.0
 SKEW_SHARE = (0.10, 0.25)  # late start / imbalance over 10% / 25% of the step
 IMBALANCE_MIN = 0.10  # a host computing 10% longer than the median is a straggler
 # Per-GPU link bandwidth (one direction, GB/s) when the user gives none: NVLink generation
@@ -196,6 +199,14 @@ def collectives(data: HostData, options: dict[str, str]) -> Finding | None:
             f"({source}) "
             f"needs {expected_sized / 1e6:.2f} ms: they run {slow_ratio:.1f}x slower."
         )
+        if slow_ratio >= WAITING_VS_LINK:
+            parts.append(
+                " A collective kernel runs from its start on this rank until every rank has "
+                "joined, so a gap this large is mostly waiting for the others (a straggler: "
+                "uneven work, input or a slower host), not the link: the pod viewer's "
+                "stragglers name the rank that arrives last, with every rank's trace in one "
+                "run (stepscope import)."
+            )
     if expected_allreduce_ns:
         measured_ar = sum(e.total_ns for e in events if e.name == "AllReduce") / steps
         parts.append(
