@@ -14,6 +14,7 @@ from stepscope.stats.bound import bound_by
 from stepscope.tools import output
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
+from stepscope.vocab.dispatch import JITTED_FIX
 from stepscope.xspace.builder import XSpaceBuilder
 from stepscope.xspace.io import write_xspace
 from tests.support.analysis import MS, build
@@ -173,3 +174,17 @@ def test_the_python_function_issuing_the_ops_is_named() -> None:
     assert "24.0 µs apart, issued by update (train.py); fix: put the per-op code under jax.jit" in (
         bound_by(summarize_steps({"h": db})).headline
     )
+
+
+def test_tiny_jitted_steps_are_told_to_do_more_per_call() -> None:
+    # a small model's jitted step: one 40 µs call every 100 µs, each step marked; its calls
+    # are a dispatch run, one call a step: jitted already (decision 491)
+    builder = XSpaceBuilder("jax")
+    main = builder.plane("/host:CPU").line(1, "python")
+    for k in range(40):
+        t = k * 100 * US
+        main.event("train", t, 100 * US, {"step_num": k, "_r": 1})
+        main.event("PjitFunction(update)", t, 40 * US)
+    headline = bound_by(summarize_steps({"vm": build_step_db(build(builder))}))
+    assert headline.first == "dispatch"
+    assert JITTED_FIX in headline.headline and "per-op code" not in headline.headline

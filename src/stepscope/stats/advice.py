@@ -17,7 +17,7 @@ from stepscope.records import record
 from stepscope.stats.bound import BoundBy
 from stepscope.stats.host.untraced import where_untraced
 from stepscope.stats.summary import StepSummary
-from stepscope.vocab.dispatch import FIXES
+from stepscope.vocab.dispatch import fix_for
 
 HIGH_INPUT = 20.0
 MODERATE_INPUT = 5.0
@@ -172,7 +172,7 @@ def _headline_fix(summary: StepSummary, bound: BoundBy, of: str) -> str:
     if first.key == "dispatch":
         if "fix:" in first.evidence:
             return ""
-        fix = FIXES.get(summary.limits.framework, FIXES["unknown"])
+        fix = fix_for(summary.limits.framework, summary.limits.dispatch.ops_per_step())
     elif first.key == "input" and summary.fetched.counted and summary.fetched_percent() > 0:
         fix = _PYTHON_ITERATOR_FIX.format(name=summary.fetched.function[0])
     elif first.key in _HEADLINE_FIX:

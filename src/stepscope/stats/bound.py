@@ -18,7 +18,7 @@ from stepscope.stats.host.untraced import where_untraced
 from stepscope.stats.steps.fetch import LOADER_NEXT_FRAMES
 from stepscope.stats.steps.limits import LIMIT_LABELS, LIMIT_NAMES, LimitType
 from stepscope.stats.summary import StepSummary
-from stepscope.vocab.dispatch import FIXES
+from stepscope.vocab.dispatch import fix_for
 
 SHOWN_FROM = 10.0  # % of step time: a limit this large is named after the first
 MAX_NAMED = 3  # limits named in the headline
@@ -201,8 +201,7 @@ def _dispatch(summary: StepSummary) -> str:
     )
     if d.caller:
         text += f", issued by {d.caller}"
-    fix = FIXES.get(summary.limits.framework, FIXES["unknown"])
-    return text + f"; fix: {fix}"
+    return text + f"; fix: {fix_for(summary.limits.framework, d.ops_per_step())}"
 
 
 def _host(summary: StepSummary, pct: float) -> str:

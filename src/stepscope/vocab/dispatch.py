@@ -59,3 +59,21 @@ FIXES = {
     "unknown": "compile the step (jax.jit / torch.compile / tf.function) or batch the small "
     "ops into fewer, larger ones",
 }
+
+
+# A JAX step of one call is jitted already: dispatch-bound, it has too little work per call
+# (a small model's step, 20-80 µs calls 0.1-0.5 ms apart, read "put the per-op code under
+# jax.jit" before; decision 491).
+JITTED_FIX = (
+    "each step is one jitted call already: give each call more work (a larger batch, or "
+    "several steps in one call with jax.lax.scan or jax.lax.fori_loop) so that dispatching "
+    "it is a smaller share of the step"
+)
+
+
+def fix_for(framework: str, ops_per_step: float) -> str:
+    """The fix of dispatch-bound steps of ``framework`` issuing ``ops_per_step`` ops a step
+    in their dispatch runs."""
+    if framework == "jax" and 0 < ops_per_step < 2:
+        return JITTED_FIX
+    return FIXES.get(framework, FIXES["unknown"])

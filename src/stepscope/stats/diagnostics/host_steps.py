@@ -45,10 +45,14 @@ from stepscope.stats.intervals import merge, overlap_with
 from stepscope.stats.steps.limits import LIMIT_LABELS, LimitType
 from stepscope.stats.warmup import warmup_count
 from stepscope.vocab import tensorflow as tf_names
-from stepscope.vocab.dispatch import FIXES
+from stepscope.vocab.dispatch import fix_for
 
 VERY_HIGH_OTHER = 30.0  # % of step time: untraced host work this large is "high"
 DISPATCH_SHARE = (15.0, 30.0)  # % of step time in dispatch runs: medium / high
+
+
+def _capitalized(text: str) -> str:
+    return text[0].upper() + text[1:]
 
 
 def _limit(data: HostData, limit: str) -> tuple[float, int]:
@@ -175,9 +179,7 @@ def dispatch_bound(data: HostData, options: dict[str, str]) -> Finding | None:
             f"{d.median_gap_ns / 1e3:.1f} µs of Python between them, while the work they "
             "queue is tiny."
         ),
-        fix=FIXES.get(data.steps.limits.framework, FIXES["unknown"])[0].upper()
-        + FIXES.get(data.steps.limits.framework, FIXES["unknown"])[1:]
-        + ".",
+        fix=_capitalized(fix_for(data.steps.limits.framework, d.ops_per_step())) + ".",
         time_ns=ns,
         steps=data.step_numbers(worst),
         events=tuple(EventEvidence(name, count, 0, "dispatched op") for name, count in d.top_ops),
