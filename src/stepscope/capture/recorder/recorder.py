@@ -3,9 +3,10 @@
 Threads record exactly as in a capture (annotations, step markers, `stepscope.data`, the
 Python sampler); the recorder adds one Python call per step opened (noting when it opened,
 for the hang trigger) and two threads of its own:
-- the watchdog wakes every ``poll_s`` (or after `WAKE_STEPS` steps): it reads the steps
-  finished since (slow-step trigger), checks for a step open too long (hang trigger),
-  serves SIGUSR1 and remote requests, and trims the ring;
+- the watchdog wakes every ``poll_s`` (or after `WAKE_STEPS` steps, or as a step opens
+  after one that looks slow): it reads the steps finished since (slow-step trigger),
+  checks for a step open too long (hang trigger), serves SIGUSR1 and remote requests, and
+  trims the ring;
 - the saver builds and writes each run from its snapshot, so a trigger never costs the
   training step more than copying a few lists.
 """
@@ -44,6 +45,8 @@ EXIT_WAIT_S = 60.0  # how long an exiting program waits for its last save
 # The watchdog also wakes after this many steps (steps shorter than poll_s / WAKE_STEPS):
 # the ring then exceeds its bounds by at most what so many steps record.
 WAKE_STEPS = 1000
+# No early wake-up armed (`Recorder._slow_ns`): longer than any step.
+_NEVER = 1 << 62
 
 
 class Recorder:
@@ -93,6 +96,13 @@ class Recorder:
         self._opened = 0
         self._wake_at = WAKE_STEPS
         self._wake = threading.Event()
+        # A step that opens this long (ns) after the previous one on its thread wakes the
+        # watchdog at once: the last step looks slow to the armed trigger, and it is judged
+        # (and saved, with the steps just before it) a few steps after it ended rather than
+        # up to ``poll_s`` later. Armed by the watchdog after a regular wake-up, disarmed by
+        # the early wake-up it makes (decision 516).
+        self._slow_ns = _NEVER
+        self._woke_early = False
         self._last_exception: BaseException | None = None
         self._unchecked: list[StepSummary] = []  # scanned by a save, not checked yet
         # When the saver worked (perf_counter_ns spans; `_saving` = the start of the current
@@ -384,17 +394,29 @@ class Recorder:
         """Called by `stepscope.step` as a step opens (the only per-step cost added)."""
         ident = _get_ident()
         open_ns = self.open_ns
-        if ident not in open_ns:  # a new step thread: the sampler samples it from now on
+        try:  # when this thread's last step opened (a new thread is the rare case)
+            last = open_ns[ident]
+        except KeyError:  # a new step thread: the sampler samples it from now on
             sampler = self.session.sampler
             if sampler is not None:
                 sampler.add_current_thread()
+            last = _NEVER
         after = self._after
         if after is not None:
             self._after_step(after, ident)
         opened = self._opened = self._opened + 1
-        if opened >= self._wake_at:
-            self._wake.set()
-        open_ns[ident] = time.perf_counter_ns()  # looked up: tests put a fake clock there
+        now = time.perf_counter_ns()  # looked up: tests put a fake clock there
+        if opened >= self._wake_at or now - last > self._slow_ns:
+            self._wake_now(opened)
+        open_ns[ident] = now
+
+    def _wake_now(self, opened: int) -> None:
+        """Wake the watchdog from the step hook: many steps opened, or the last one looked
+        slow (then no other early wake-up until the watchdog's next regular one)."""
+        if opened < self._wake_at:
+            self._slow_ns = _NEVER
+            self._woke_early = True
+        self._wake.set()
 
     def _on_step_error(self, error: BaseException, step_num: int) -> None:
         self.on_exception(error, f"step {step_num}")
@@ -425,10 +447,21 @@ class Recorder:
             if self._stop.is_set():
                 return
             self._wake_at = self._opened + WAKE_STEPS
+            early, self._woke_early = self._woke_early, False
             try:
                 self.tick()
             except Exception:  # the recorder must never take the training down
                 log.exception("stepscope recorder: watchdog error (recording goes on)")
+            # One early wake-up per regular one: a run of slow steps (or of long gaps between
+            # steps) must not make the watchdog wake, and take the GIL, every step.
+            self._slow_ns = _NEVER if early else self._slow_threshold_ns()
+
+    def _slow_threshold_ns(self) -> int:
+        """The time between two step openings above which the step hook wakes the watchdog:
+        what the armed slow-step trigger calls slow now (the interval holds the step, so a
+        slow step always exceeds it; a long gap between steps only wakes it early)."""
+        threshold = self.slow.threshold_ns()
+        return _NEVER if threshold is None else int(threshold)
 
     def tick(self) -> None:
         """One wake-up of the watchdog (tests call it directly)."""

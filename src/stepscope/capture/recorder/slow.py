@@ -138,6 +138,14 @@ class SlowStepTrigger:
                 self._median = None  # judged from the steps up to now, not an older median
         return found
 
+    def threshold_ns(self) -> float | None:
+        """The step time above which the armed trigger calls a step slow now (None until it
+        is armed and has a median)."""
+        median = self._median
+        if not self.armed or median is None or median <= 0:
+            return None
+        return self.triggers.slow_step_factor * median
+
     def _try_arm(self) -> None:
         settle = self.triggers.settle_steps
         if len(self.recent) < settle:
