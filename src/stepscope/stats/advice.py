@@ -263,6 +263,9 @@ def recommend(
         text = _LIMIT_ADVICE[limit].format(
             pct=pct, of=of, evidence=evidence[limit], thread_mode=thread_mode
         )
+        if limit == "input" and 2 * summary.held_percent() > pct:
+            # held up by the pipeline's Python: its own fix (`tf_data_advice`), not a prefetch
+            text = text[: text.index(". Prepare batches") + 1]
         if limit == "host":
             where = where_untraced(
                 summary.untraced, summary.n_steps, summary.total_ns(), with_python=False

@@ -151,6 +151,13 @@ def _input(summary: StepSummary, pct: float) -> str:
         if len(summary.limits.ns) == summary.n_steps
         else 0.0
     )
+    held = summary.held_percent()
+    if held > 0:
+        parts.append(
+            f"{held:.1f}% with the step's thread held in TensorFlow's calls while the tf.data "
+            "pipeline's Python (tf.py_function / numpy_function) ran and no model op did: it "
+            "holds the GIL"
+        )
     if pipeline >= 0.05:
         parts.append(
             f"{pipeline:.1f}% in the input pipeline's own work (tf.data stages on the step's "

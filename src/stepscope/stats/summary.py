@@ -116,6 +116,13 @@ class StepSummary:
         ns = self.fetched.ns
         return 100.0 * float(ns.sum()) / total if total and len(ns) == self.n_steps else 0.0
 
+    def held_percent(self) -> float:
+        """Share of the total step time counted as input because the step's thread was held
+        up by the input pipeline's Python (`LimitTable.held_ns`)."""
+        total = self.total_ns()
+        ns = self.limits.held_ns
+        return 100.0 * float(ns.sum()) / total if total and len(ns) == self.n_steps else 0.0
+
     def staged_percent(self) -> float:
         """Share of the total step time spent staging input inside the steps."""
         total = self.total_ns()

@@ -14,6 +14,7 @@ from stepscope.records import record
 from stepscope.stats import CATEGORY_NAMES, OpTable, StepStats, StepSummary
 from stepscope.stats.advice import (
     FINDING_TOPICS,
+    MODERATE_INPUT,
     InputBound,
     Recommendation,
     classify_steps,
@@ -24,7 +25,12 @@ from stepscope.stats.bound import BoundBy, bound_by
 from stepscope.stats.diagnostics.base import Finding
 from stepscope.stats.gpu.device import DeviceInfo
 from stepscope.stats.host.python_samples import MIN_SAMPLES, PYTHON_OP_TYPE
-from stepscope.stats.input.input_pipeline import advice_for, has_generator, has_prefetch
+from stepscope.stats.input.input_pipeline import (
+    advice_for,
+    has_generator,
+    has_prefetch,
+    held_by_python_fix,
+)
 from stepscope.stats.input.loader_workers import JUDGED_VERDICTS
 from stepscope.stats.job_steps import JobSteps, job_steps
 from stepscope.stats.kernel_rules import PRECISIONS, REDUCED_PRECISIONS
@@ -382,6 +388,12 @@ def build(ctx: ToolContext) -> OverviewPage:
             )
             advice = f"Input pipeline bottleneck: {found[0]}. {fix}"
             break
+    # the steps held up by the pipeline's Python (decision 495): no latency of the pipeline
+    # shows it (its prefetch has each element ready), the steps' time does
+    # (no parallel map or prefetch overlaps Python that holds the GIL: its fix comes first)
+    python_held = summary.held_percent()
+    if python_held >= MODERATE_INPUT:
+        advice = held_by_python_fix(python_held, float(summary.limits.held_ns.mean()) / 1e6)
     # DataLoader worker processes captured (docs/jobs.md): say what they did, not "add workers"
     workers = [w for h in ctx.hosts for w in analysis.loader_workers(ctx, h)]
     waited = [w for w in workers if w.waited_batches > 1]

@@ -89,6 +89,23 @@ GET_NEXT_KERNELS = ("IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp
 TF_DATA_LINE_PREFIX = "tf_data"
 # Ops that send a step's input to the device.
 INFEED_OPS = ("InfeedEnqueue", "InfeedEnqueueTuple")
+# Ops that run Python (holding the GIL): tf.py_function's, tf.numpy_function's and
+# `from_generator`'s generator; as a graph op ``scope/name:EagerPyFunc`` or bare.
+PY_FUNCTION_OPS = frozenset({"EagerPyFunc", "PyFunc", "PyFuncStateless"})
+# The runtime's calls in which the calling (Python) thread waits once their work is handed
+# off: a tf.function's graph running on the executor's threads (``FunctionRun`` and the
+# ``KernelAndDeviceFunc::Run`` around it), and taking the GIL back before returning to
+# Python (the ends of ``TFE_Py_*``). An op run inline (``KernelAndDeviceOp::Run``) and the
+# eager runtime's own steps (``EagerExecute``...) are work, not waits.
+BLOCKING_CALLS = frozenset(
+    {
+        "TFE_Py_ExecuteCancelable",
+        "TFE_Py_FastPathExecute_C",
+        "TFE_Py_Execute",
+        "KernelAndDeviceFunc::Run",
+        "FunctionRun",
+    }
+)
 
 
 def is_iterator(name: str) -> bool:
@@ -98,6 +115,16 @@ def is_iterator(name: str) -> bool:
 def is_root_iterator(name: str) -> bool:
     """The root stage of a pipeline: ``Iterator::<name>``, one "::"."""
     return name.startswith(ITERATOR_PREFIX) and name.count("::") == 1
+
+
+def is_py_function(name: str) -> bool:
+    """An op that runs Python (`PY_FUNCTION_OPS`), bare or as ``scope/name:Type``."""
+    return name.rpartition(":")[2] in PY_FUNCTION_OPS
+
+
+def is_blocking_call(name: str) -> bool:
+    """One of the runtime's calls in which the calling thread waits (`BLOCKING_CALLS`)."""
+    return name in BLOCKING_CALLS
 
 
 def is_get_next(name: str) -> bool:

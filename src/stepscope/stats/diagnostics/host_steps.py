@@ -34,6 +34,7 @@ from stepscope.stats.diagnostics.base import (
 )
 from stepscope.stats.events import EventType
 from stepscope.stats.host.untraced import where_untraced
+from stepscope.stats.input.input_pipeline import TF_DATA_FIX, held_by_python_fix
 from stepscope.stats.input.loader_workers import (
     JUDGED_VERDICTS,
     captured_settings,
@@ -99,7 +100,14 @@ def input_bound(data: HostData, options: dict[str, str]) -> Finding | None:
                 if staged
                 else ""
             )
-            + (f", led by '{events[0].name}'." if events else ".")
+            + (
+                ", mostly with the step's thread held in TensorFlow's calls while the tf.data "
+                "map's Python ran."
+                if _mostly_held(data, ns)
+                else f", led by '{events[0].name}'."
+                if events
+                else "."
+            )
         ),
         fix=_input_fix(data),
         time_ns=ns,
@@ -108,10 +116,22 @@ def input_bound(data: HostData, options: dict[str, str]) -> Finding | None:
     )
 
 
+def _mostly_held(data: HostData, input_ns: int) -> bool:
+    """Whether most of the input time is the steps held up by the tf.data pipeline's Python
+    (`LimitTable.held_ns`, decision 495)."""
+    held = data.steps.limits.held_ns
+    return len(held) == data.steps.n_steps and 2 * int(held.sum()) > input_ns
+
+
 def _input_fix(data: HostData) -> str:
     """The generic fix, or, where a DataLoader's workers were captured: the workers'
     verdict's advice (what the overview says), else the changes that loader can make from
-    its settings (not the settings it has)."""
+    its settings (not the settings it has); for steps held up mostly by the tf.data
+    pipeline's Python, its own fix."""
+    held = data.steps.limits.held_ns
+    if _mostly_held(data, _input(data)[1]):
+        pct = 100.0 * float(held.sum()) / max(data.total_step_ns, 1)
+        return held_by_python_fix(pct, float(held.mean()) / 1e6)
     judged = [
         w.advice
         for w in loader_workers(data.profile, data.steps)
@@ -309,9 +329,7 @@ def _slow_input_fix(data: HostData) -> str:
         # its settings): the pipeline's own settings, not a loader's (decision 469)
         return (
             "the tf.data pipeline stalls on those steps (a cold cache, a shard or file "
-            "boundary, a slow map or read): prefetch deeper (prefetch(tf.data.AUTOTUNE) last), "
-            "run its map and interleave in parallel (num_parallel_calls=tf.data.AUTOTUNE), "
-            "cache() what does not change"
+            "boundary, a slow map or read): " + TF_DATA_FIX
         )
     changes = [
         f"prefetch deeper (prefetch_factor, now {settings[0]['prefetch_factor']})"

@@ -122,6 +122,24 @@ GENERATOR_ADVICE = (
 )
 
 
+# tf.data's own settings for a pipeline the steps wait on (decision 469).
+TF_DATA_FIX = (
+    "prefetch deeper (prefetch(tf.data.AUTOTUNE) last), run its map and interleave in "
+    "parallel (num_parallel_calls=tf.data.AUTOTUNE), cache() what does not change"
+)
+
+
+def held_by_python_fix(percent: float, ms_per_step: float) -> str:
+    """The fix when the steps are held up by the tf.data pipeline's Python (decision 495):
+    no prefetch or parallel call overlaps Python that holds the GIL, so the Python goes."""
+    return (
+        f"{percent:.1f}% of the step time ({ms_per_step:.2f} ms per step) the step waits for "
+        "the tf.data map's Python (tf.py_function / numpy_function), which holds the GIL "
+        "while it runs: no prefetch or num_parallel_calls overlaps it with the step. Express "
+        "the map with tf ops (or do its Python offline), then " + TF_DATA_FIX + "."
+    )
+
+
 def advice_for(
     kind: str, python_stages: bool = False, prefetches: bool = False, generator: bool = False
 ) -> str:

@@ -468,7 +468,8 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     # input staged in the steps beyond XProf's input category and the iterator's fetch
     input_cols = [int(t) // 10 for t in CATEGORIES["input"]]
     staged = limits.ns[:, int(LimitType.INPUT) // 10] - table[keep][:, input_cols].sum(axis=1)
-    staged = np.maximum(staged - moved, 0)
+    # nor the step's thread held up by the pipeline's Python (`LimitTable.held_ns`)
+    staged = np.maximum(staged - moved - limits.held_ns, 0)
     description = markers.description
     if dropped:
         # Say it: a user who marked 12 steps and sees 10 must learn why (XProf drops them silently).

@@ -2,7 +2,8 @@
 
 The pairs (event, step) of the breakdown give every traced event its limit; the intervals the
 analysis adds, all on the steps' threads and few, give input staged in the step
-(`staging`), waits for a computation and idle waits (`waits`) and dispatch runs
+(`staging`), the step's thread held up while the input pipeline's Python runs
+(`pipeline_python`), waits for a computation and idle waits (`waits`) and dispatch runs
 (`dispatch`). Every instant goes to the highest limit active then. So that the pairs' columns
 are not copied (the breakdown's peak), the added intervals are swept together with the
 pairs of the limits they compete with (those at or above dispatch: device work, input,
@@ -11,6 +12,8 @@ is left, in the proportions the pairs alone give them.
 """
 
 from __future__ import annotations
+
+from dataclasses import field
 
 import numpy as np
 
@@ -21,6 +24,7 @@ from stepscope.stats.gpu.device import framework_of
 from stepscope.stats.intervals import intersect_sets, merge, subtract_sets, union_of
 from stepscope.stats.steps.dispatch import DispatchEvidence, evidence, find_runs
 from stepscope.stats.steps.limits import N_LIMIT_COLUMNS, LimitType
+from stepscope.stats.steps.pipeline_python import held_by_pipeline_python
 from stepscope.stats.steps.staged_frames import staged_frames
 from stepscope.stats.steps.staging import staged_windows
 from stepscope.stats.steps.type_sweep import type_time
@@ -41,6 +45,9 @@ class LimitTable:
     # the traced Python functions building the batch in the steps (`staged_frames`): (name,
     # total ns over the kept steps), the outermost first
     staged_frames: tuple[tuple[str, int], ...] = ()
+    # per step, the input limit's time held up by the pipeline's Python and by no other
+    # input (`pipeline_python`)
+    held_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @classmethod
     def empty(cls) -> LimitTable:
@@ -91,6 +98,9 @@ def limit_table(
     # input staged inside the steps
     k, w_lo, w_hi = staged_windows(profile, lines, s_lo, s_hi)
     added.append((keep[k].astype(np.int64), w_lo, w_hi, LimitType.INPUT))
+    # the step's thread held up while the pipeline's Python runs
+    h_lo, h_hi = held_by_pipeline_python(profile, counted, lines, s_lo, s_hi)
+    added.append((*_in_steps(h_lo, h_hi, s_lo, s_hi, keep), LimitType.INPUT))
     # dispatch runs on every host thread, cut to the steps
     runs = find_runs(profile, host_lines(profile), has_device)
     d_lo, d_hi = runs.intervals()
@@ -139,12 +149,23 @@ def limit_table(
     out[:, 0] = (span_hi - span_lo) - out[:, 1:].sum(axis=1)
     c_lo, c_hi = union_of(np.r_[p_lo, a_lo], np.r_[p_hi, a_hi])
     is_input = ltypes == int(LimitType.INPUT)
-    i_lo, i_hi = merge(np.r_[lo[is_input], w_lo], np.r_[hi[is_input], w_hi])
+    i_lo, i_hi = merge(np.r_[lo[is_input], w_lo, h_lo], np.r_[hi[is_input], w_hi, h_hi])
+    # of the held time, what no other input and no higher limit takes (the sweep's order)
+    if len(h_lo):
+        over = ltypes >= int(LimitType.INPUT)
+        h_lo, h_hi = subtract_sets(
+            h_lo, h_hi, *union_of(np.r_[lo[over], w_lo], np.r_[hi[over], w_hi])
+        )
+        h_step = np.searchsorted(s_lo, h_lo, "right") - 1
+        held = np.bincount(keep[h_step], weights=h_hi - h_lo, minlength=n).astype(np.int64)
+    else:
+        held = np.zeros(n, np.int64)
     table = LimitTable(
         out[keep],
         evidence(profile, runs, s_lo, s_hi, i_lo, i_hi),
         waits.computation,
         framework_of(profile),
         staged_frames(profile, lines, *merge(w_lo, w_hi)),
+        held[keep],
     )
     return table, Covered(c_lo, c_hi)

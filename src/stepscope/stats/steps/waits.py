@@ -44,7 +44,7 @@ class Waits:
     computation: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _compute_events(profile: Profile, counted: np.ndarray, step_lines: np.ndarray) -> np.ndarray:
+def compute_events(profile: Profile, counted: np.ndarray, step_lines: np.ndarray) -> np.ndarray:
     """Counted events of compute threads, or compiled programs running, off the step lines."""
     thread = np.array(
         [is_compute_thread(ln.name) or is_compute_thread(ln.display_name) for ln in profile.lines],
@@ -98,7 +98,7 @@ def find_waits(
         w_lo = w_hi = b_lo = b_hi = none
     waiting_lo, waiting_hi = merge(np.r_[gaps_lo, w_lo], np.r_[gaps_hi, w_hi])
     waiting_lo, waiting_hi = subtract_sets(waiting_lo, waiting_hi, dispatch_lo, dispatch_hi)
-    work = _compute_events(profile, counted, on_step)
+    work = compute_events(profile, counted, on_step)
     if len(work):
         busy_lo, busy_hi = merge(profile.start_ns[work], profile.end_at(work))
         c_lo, c_hi = intersect_sets(waiting_lo, waiting_hi, busy_lo, busy_hi)

@@ -1,0 +1,67 @@
+"""Keras ``fit`` over a tf.data map running Python (``tf.py_function``, busy 6 ms a batch,
+no prefetch written: tf.data injects one), profiled by stepscope's Keras callback: the step
+waits for the map's Python in its TensorFlow calls, not in ``IteratorGetNext``; it must read
+as input with tf.data's fix, not as compute with no input advice (decision 495). Asserts the
+category and the advice only: no timing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stepscope.model import open_run
+from stepscope.stats import build_step_db
+from stepscope.stats.input.input_pipeline import TF_DATA_FIX
+from stepscope.tools import output
+from stepscope.tools.context import ProfileStore, ToolContext
+from stepscope.tools.registry import get_tool
+from tests.support.capture import load_run
+from tests.support.scripts import run_script
+
+pytestmark = pytest.mark.integration
+
+KERAS_FIT = """
+import json, sys, time
+import numpy as np
+import tensorflow as tf
+import stepscope.keras
+
+def slow(x, y):
+    t = time.perf_counter()
+    while time.perf_counter() - t < 0.006:
+        pass
+    return x, y
+
+def py_map(x, y):
+    x, y = tf.py_function(slow, [x, y], [tf.float32, tf.float32])
+    x.set_shape([64, 32]); y.set_shape([64, 1])
+    return x, y
+
+xs = np.random.rand(64 * 24, 32).astype(np.float32)
+ys = np.random.rand(64 * 24, 1).astype(np.float32)
+ds = tf.data.Dataset.from_tensor_slices((xs, ys)).batch(64, drop_remainder=True).map(py_map)
+model = tf.keras.Sequential([tf.keras.Input((32,)), tf.keras.layers.Dense(256, activation="relu"),
+                             tf.keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse")
+callback = stepscope.keras.ProfileCallback(sys.argv[1], profile_batch="4,20")
+model.fit(ds, epochs=1, callbacks=[callback], verbose=0)
+print(json.dumps({"run": str(callback.run_dir)}))
+"""
+
+
+def test_keras_fit_over_a_python_map_is_told_the_maps_fix(tmp_path: Path) -> None:
+    pytest.importorskip("tensorflow")
+    run_dir = Path(run_script(KERAS_FIT, str(tmp_path))["run"])
+    db = build_step_db(load_run(run_dir))
+    assert db.n_steps >= 10
+    held = float(db.limits.held_ns.sum()) / float(db.dur_ns.sum())
+    # the map's 6 ms against the model's ~1 ms: most of the step, however loaded the machine
+    assert held > 0.2, db.limit_ns()
+    run = open_run(str(run_dir))
+    ctx = ToolContext(run, run.host_names[0], ProfileStore(use_cache=False), {})
+    page = output.to_json(get_tool("overview_page").build(ctx))
+    assert page["bound_by"]["limits"][0]["key"] == "input", page["bound_by"]["headline"]
+    first = page["recommendation"]["details"][0]
+    assert "tf.py_function" in first and "Express the map with tf ops" in first, first
+    assert TF_DATA_FIX in first
