@@ -46,6 +46,7 @@ from stepscope.stats.host.untraced import Untraced, locate_untraced
 from stepscope.stats.steps.accumulation import accumulation_note
 from stepscope.stats.steps.feeds import fetches_feeding_steps
 from stepscope.stats.steps.fetch import Fetched, iterator_fetches
+from stepscope.stats.steps.fetch_bounds import fetch_first, staged_fetches
 from stepscope.stats.steps.groups import build_groups
 from stepscope.stats.steps.limit_table import LimitTable, limit_table
 from stepscope.stats.steps.limits import LIMIT_NAMES, LimitType, limit_types, limits_ns
@@ -352,6 +353,27 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
             0,
             0,
         )
+    db, keep, span_lo, span_hi = _breakdown(profile, markers, types, on_device, has_device)
+    # a loop over a Python generator: its steps begin at their batch's fetch (decision 506)
+    moved = fetch_first(profile, markers, keep, span_lo, span_hi, db.fetched)
+    if moved is None:
+        return db
+    shifted, fetch_ns = moved
+    return _breakdown(profile, shifted, types, on_device, has_device, (db.fetched, fetch_ns))[0]
+
+
+def _breakdown(
+    profile: Profile,
+    markers: StepMarkers,
+    types: np.ndarray,
+    on_device: np.ndarray,
+    has_device: bool,
+    staged_fetch: tuple[Fetched, np.ndarray] | None = None,
+) -> tuple[StepDb, np.ndarray, np.ndarray, np.ndarray]:
+    """The steps ``markers`` broken down, with the rows kept and their spans.
+    ``staged_fetch``: the loop's fetch found on the steps before their bounds moved to it,
+    and per marker its time now before the step's lead, counted as staged input (`fetch_bounds`)."""
+    n = len(markers)
     ev, st, pair_types, mode = _attribute(profile, markers, types, on_device)
     fed_ev, fed_st = fetches_feeding_steps(profile, markers, types, ev)
     if fed_ev.size:
@@ -430,16 +452,25 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     )
     # the loop getting its batch from a Python iterator, seen by the sampler in untraced time:
     # that share of each step's untraced time is input, not host (decision 343)
-    fetched = iterator_fetches(
-        profile,
-        markers.lines,
-        step_line_events,
-        span_lo[keep],
-        span_hi[keep],
-        covered.lo,
-        covered.hi,
-        types != NOT_COUNTED,
-    )
+    untraced_fetch = None
+    if staged_fetch is None:
+        fetched = iterator_fetches(
+            profile,
+            markers.lines,
+            step_line_events,
+            span_lo[keep],
+            span_hi[keep],
+            covered.lo,
+            covered.hi,
+            types != NOT_COUNTED,
+        )
+    else:
+        # the fetch now begins each step: before its first model op, staged input in the
+        # limits already (PyTorch, JAX), named as the iterator's; else (TensorFlow's steps
+        # stage nothing) untraced, moved from "host" below
+        fetched, untraced_fetch = staged_fetches(
+            *staged_fetch, keep, span_lo[keep], covered.lo, covered.hi
+        )
     # The "host" limit located: the time no traced event covers and no added interval
     # (staged input, a wait for a computation, a dispatch run) explains. Not XProf's "All
     # Others": there a zero-length event on a pool thread keeps its type current until the
@@ -460,11 +491,14 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
         (fetched.gap_lo, fetched.gap_hi, fetched.gap_ns),
     )
     moved = fetched.ns
-    if moved.any():
+    to_input = moved if untraced_fetch is None else untraced_fetch
+    if to_input.any():
         untraced_col = int(LimitType.UNTRACED) // 10
-        moved = np.minimum(moved, limits.ns[:, untraced_col])
-        limits.ns[:, untraced_col] -= moved
-        limits.ns[:, int(LimitType.INPUT) // 10] += moved
+        to_input = np.minimum(to_input, limits.ns[:, untraced_col])
+        limits.ns[:, untraced_col] -= to_input
+        limits.ns[:, int(LimitType.INPUT) // 10] += to_input
+    if untraced_fetch is None:
+        moved = to_input
     # input staged in the steps beyond XProf's input category and the iterator's fetch
     input_cols = [int(t) // 10 for t in CATEGORIES["input"]]
     staged = limits.ns[:, int(LimitType.INPUT) // 10] - table[keep][:, input_cols].sum(axis=1)
@@ -482,7 +516,7 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     accumulated = accumulation_note(profile, span_lo[keep], dur[keep])
     if accumulated:  # of the steps kept
         description += f"; {accumulated}"
-    return StepDb(
+    db = StepDb(
         markers.source,
         description,
         mode,
@@ -501,3 +535,4 @@ def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
         limits,
         fetched,
     )
+    return db, keep, span_lo[keep], span_hi[keep]

@@ -33,6 +33,10 @@ of k+1". Four rules fix the boundaries (decision 360):
 4. A period (other than step 0's) holding none of the most common step's work but its
    repeat's and lead's own is no step: the end of a pass over a DataLoader (the fetch that
    raises StopIteration, then the next iterator) trains on nothing (decision 413).
+
+Where the loop fetches its batch from a Python iterator, the breakdown then moves each
+step's start back from its lead to that fetch (`stepscope.stats.steps.fetch_bounds`,
+decision 506): the lead is the batch's conversion at the fetch's end.
 """
 
 from __future__ import annotations
