@@ -220,15 +220,25 @@ def test_stream_contention() -> None:
     assert "side stream" in f.fix
 
 
-def test_host_device_sync() -> None:
+def _syncing_steps(
+    around: str = "model/loss/item", sync: str = "cudaStreamSynchronize", queued: bool = False
+) -> Profile:
+    """Steps of 10 ms: a 3 ms kernel, the host blocked 2.9 ms on it in ``sync`` under
+    ``around``; ``queued``: a second kernel launched before the sync runs after the first."""
     t = GpuTrace()
     for s in range(STEPS):
         base = s * 10 * MS
         t.step(s, base, 10 * MS)
         t.launch(base + 10 * US, "volta_h884gemm_nn", base + 50 * US, 3 * MS)
-        t.op("model/loss/item", base + 100 * US, 3 * MS)
-        t.op("cudaStreamSynchronize", base + 110 * US, 2900 * US)
-    f = _one(t.profile(), "host_device_sync")
+        if queued:
+            t.launch(base + 20 * US, "volta_h884gemm_nt", base + 3050 * US, 6950 * US)
+        t.op(around, base + 100 * US, 3 * MS)
+        t.op(sync, base + 110 * US, 2900 * US)
+    return t.profile()
+
+
+def test_host_device_sync() -> None:
+    f = _one(_syncing_steps(), "host_device_sync")
     names = [e.name for e in f.events]
     assert "cudaStreamSynchronize" in names and "inside model/loss/item" in names
     assert ".item()" in f.fix
@@ -240,15 +250,7 @@ def test_a_sync_while_the_device_has_queued_work_is_low() -> None:
     """The host blocks 3 ms a step reading the loss, but it had queued the next kernels
     before: the device never idles after the sync returns, so removing the sync would give
     back nothing. Graded by the blocked time alone this was "high" (30% of the step)."""
-    t = GpuTrace()
-    for s in range(STEPS):
-        base = s * 10 * MS
-        t.step(s, base, 10 * MS)
-        t.launch(base + 10 * US, "volta_h884gemm_nn", base + 50 * US, 3 * MS)
-        t.launch(base + 20 * US, "volta_h884gemm_nt", base + 3050 * US, 6950 * US)
-        t.op("model/loss/item", base + 100 * US, 3 * MS)
-        t.op("cudaStreamSynchronize", base + 110 * US, 2900 * US)
-    f = _one(t.profile(), "host_device_sync")
+    f = _one(_syncing_steps(queued=True), "host_device_sync")
     assert f.severity == "low" and f.metrics["idle_after_ms"] == 0
     assert "the device stays busy after they return" in f.summary
 
@@ -256,14 +258,8 @@ def test_a_sync_while_the_device_has_queued_work_is_low() -> None:
 def test_the_pytorch_profilers_own_synchronize_is_not_the_users() -> None:
     """torch.profiler's ``stop_trace`` synchronizes the device inside the last step (a real
     MI300X trace: 37.9 ms, "high" at 43.7% of the step time); it is no finding."""
-    t = GpuTrace()
-    for s in range(STEPS):
-        base = s * 10 * MS
-        t.step(s, base, 10 * MS)
-        t.launch(base + 10 * US, "volta_h884gemm_nn", base + 50 * US, 3 * MS)
-        t.op("torch/profiler/profiler.py(235): stop_trace", base + 100 * US, 3 * MS)
-        t.op("hipDeviceSynchronize", base + 110 * US, 2900 * US)
-    assert "host_device_sync" not in _findings(t.profile())
+    stop = "torch/profiler/profiler.py(235): stop_trace"
+    assert "host_device_sync" not in _findings(_syncing_steps(stop, "hipDeviceSynchronize"))
 
 
 def test_launch_thread_contention() -> None:
