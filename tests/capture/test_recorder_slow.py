@@ -128,3 +128,43 @@ def test_a_step_the_saver_slowed_triggers_no_save(
     recorder.tick()
     assert len(recorder.requested) == 2
     assert "step 41 took" in _marker(recorder.requested[1].result(30))["reason"]
+
+
+def test_a_stall_a_short_save_overlapped_is_judged_without_the_saves_time(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 300 ms stall that began while a save ran for 5 more ms was never judged: a user's
+    301 ms step was neither saved nor told (decision 517)."""
+    import stepscope
+    from stepscope.capture.recorder import snapshot
+
+    real, entered, release = snapshot.write, threading.Event(), threading.Event()
+
+    def held_write(*args: Any) -> Path:
+        entered.set()
+        assert release.wait(30)
+        return real(*args)
+
+    monkeypatch.setattr(snapshot, "write", held_write)
+    recorder = _start(tmp_path)
+    _run_steps(clock, 0, 30)
+    _run_steps(clock, 30, 5, slow={31: 4})  # 3.5x: saved
+    recorder.tick()
+    assert entered.wait(30)
+    with stepscope.step(35):
+        clock.advance(5 * MS)  # the save's last 5 ms
+        release.set()
+        assert recorder.requested[0].result(30) is not None
+        for _ in range(3000):  # the saver thread records when it ended after `result`
+            if not recorder._saving:
+                break
+            threading.Event().wait(0.01)
+        clock.advance(300 * MS)
+    _run_steps(clock, 36, 2)
+    recorder.tick()
+    assert len(recorder.requested) == 2
+    marker = _marker(recorder.requested[1].result(30) or Path())
+    assert marker["step"] == 35 and marker["saver_ns"] == 5 * MS
+    assert "step 35 took 305.0 ms" in marker["reason"]
+    assert "the recorder's own save ran 5.0 ms of it" in marker["reason"]
+    assert max(recorder.slow.recent) < 100 * MS  # not part of the baseline

@@ -494,25 +494,40 @@ class Recorder:
             # the rows the scans appended since the last check, in order: found[k]'s row
             first_row = self.ring.history.total - len(found)
         for k, summary in enumerate(found):
-            if self._slowed_by_a_save(summary):
-                continue  # neither judged nor part of the baseline
-            slow = self.slow.observe(summary.step_num, summary.dur_ns)
+            saver_ns = self._saver_time_in(summary)
+            if saver_ns:  # never part of the baseline; judged without the save's time
+                slow = self.slow.judge(summary.step_num, summary.dur_ns - saver_ns)
+                if slow is not None:
+                    slow = SlowStep(
+                        slow.step_num,
+                        summary.dur_ns,
+                        slow.median_ns,
+                        slow.window,
+                        slow.unarmed,
+                        saver_ns,
+                    )
+            else:
+                slow = self.slow.observe(summary.step_num, summary.dur_ns)
             if slow is not None and slow.unarmed:
                 self._missed(slow, slow.unarmed, f"the slow-step trigger is {self.slow.armed_note}")
             elif slow is not None:
                 self._slow(slow, first_row + k)
         self._tell_arming()
 
-    def _slowed_by_a_save(self, step: StepSummary) -> bool:
-        """Whether the saver worked while ``step`` ran. Its thread takes the GIL from the
-        training thread (imports at the first save, the profile's build and write), so such
-        a step is slow by the recorder's own doing: judged, it made the trigger save again,
-        each save slowing the next steps (a cascade of escalations on a loaded machine)."""
-        end = step.start_ns + step.dur_ns
+    def _saver_time_in(self, step: StepSummary) -> int:
+        """How long the saver worked while ``step`` ran (ns). Its thread takes the GIL from
+        the training thread (imports at the first save, the profile's build and write), so
+        such a step may be slow by the recorder's own doing: judged whole, it made the
+        trigger save again, each save slowing the next steps (a cascade of escalations on a
+        loaded machine, decision 196). The save cannot have taken the step more than this
+        time, so the step is judged without it (decision 517): a 301 ms stall that a 21 ms
+        save overlapped is still a stall."""
+        start, end = step.start_ns, step.start_ns + step.dur_ns
+        spans = list(self._saved_spans)
         saving = self._saving
-        if saving and end > saving:
-            return True
-        return any(step.start_ns < stop and end > start for start, stop in self._saved_spans)
+        if saving:  # at work still: until the step's end at least
+            spans.append((saving, end))
+        return sum(max(0, min(end, stop) - max(start, begin)) for begin, stop in spans)
 
     def _tell_arming(self) -> None:
         """Says once when the slow-step trigger arms, and once if it still has not after five
@@ -541,6 +556,9 @@ class Recorder:
             "dur_ns": found.dur_ns,
             "median_ns": int(found.median_ns),
         }
+        if found.saver_ns:
+            reason += f" (the recorder's own save ran {found.saver_ns / 1e6:.1f} ms of it)"
+            details["saver_ns"] = found.saver_ns
         if worse is not None:
             reason += f" ({worse:.1f}x worse than the slow step saved before it"
             reason += ": saved despite the rate limit)"

@@ -45,6 +45,8 @@ class SlowStep:
     window: int  # steps the median was taken over
     # "" when the armed trigger judged it; else why it was not saved (`NOT_READY`, `NOISY`)
     unarmed: str = ""
+    # how long the recorder's own save ran during the step: judged without it
+    saver_ns: int = 0
 
     @property
     def ratio(self) -> float:
@@ -119,17 +121,7 @@ class SlowStepTrigger:
         self.seen += 1
         if self.seen <= self.triggers.warmup_steps:
             return None
-        found = None
-        if len(self.recent) >= MIN_BASELINE:
-            if self._median is None or self._median_age >= MEDIAN_EVERY:
-                self._median, self._median_age = statistics.median(self.recent), 0
-            median = self._median
-            if median > 0 and dur_ns > self.triggers.slow_step_factor * median:
-                unarmed = ""
-                if not self.armed:
-                    enough = len(self.recent) >= self.triggers.settle_steps
-                    unarmed = NOISY if enough else NOT_READY
-                found = SlowStep(step_num, dur_ns, median, len(self.recent), unarmed)
+        found = self.judge(step_num, dur_ns)
         self.recent.append(dur_ns)
         self._median_age += 1
         if not self.armed:
@@ -137,6 +129,22 @@ class SlowStepTrigger:
             if self.armed:
                 self._median = None  # judged from the steps up to now, not an older median
         return found
+
+    def judge(self, step_num: int, dur_ns: int) -> SlowStep | None:
+        """The step, when a step of ``dur_ns`` is slow against the steps before it; the
+        baseline is left as it is (`observe` adds the step to it)."""
+        if len(self.recent) < MIN_BASELINE:
+            return None
+        if self._median is None or self._median_age >= MEDIAN_EVERY:
+            self._median, self._median_age = statistics.median(self.recent), 0
+        median = self._median
+        if median <= 0 or dur_ns <= self.triggers.slow_step_factor * median:
+            return None
+        unarmed = ""
+        if not self.armed:
+            enough = len(self.recent) >= self.triggers.settle_steps
+            unarmed = NOISY if enough else NOT_READY
+        return SlowStep(step_num, dur_ns, median, len(self.recent), unarmed)
 
     def threshold_ns(self) -> float | None:
         """The step time above which the armed trigger calls a step slow now (None until it
