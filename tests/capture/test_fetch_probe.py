@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -265,3 +266,32 @@ def test_a_child_forked_while_probing_runs_without_it(tmp_path: Path) -> None:
     finally:
         stepscope.stop(save=False)
     assert sys.getprofile() is None
+
+
+class _Asked(FetchSites):
+    """Notes when the probe asks whether a frame stands at a fetch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[int] = []
+
+    def at(self, code: Any, lasti: int) -> bool:
+        self.asked.append(time.perf_counter_ns())
+        return super().at(code, lasti)
+
+
+def test_a_fetch_is_timed_from_before_the_probe_reads_the_loops_sites() -> None:
+    """Reading a code's fetch sites the first time takes about 1 ms (``dis`` of the whole
+    module): a fetch timed from after it began that late, and step 0, from the first fetch,
+    was 1 ms short of the script's (decision 507). The question about the fetch's own
+    frame is asked inside the timed fetch."""
+    sites = _Asked()
+    probe = FetchProbe(sys._getframe(), sites)
+    assert probe.install()
+    try:
+        for _ in zip(range(2), _gen(), strict=False):
+            pass
+    finally:
+        probe.stop()
+    _, _, start, end = probe.fetches[0]
+    assert any(start <= t <= end for t in sites.asked)
