@@ -140,11 +140,13 @@ def gloo_job(
     input_ms: Callable[[int, int], float] = lambda rank, step: 1.0,
     compute_ms: Callable[[int, int], float] = lambda rank, step: 4.0,
     clock_ms: Callable[[int], float] = lambda rank: 0.0,
+    idle_ms: Callable[[int, int], float] = lambda rank, step: 0.0,
 ) -> list[XSpaceBuilder]:
     """A CPU DDP job as torch.profiler records it: per step, the step thread loads its batch,
     computes, enqueues two buckets (`c10d::allreduce_`); gloo's two threads run them
     (`gloo:all_reduce`) from the enqueue until every rank has enqueued, plus 0.5 ms. The
-    second bucket is enqueued 1 ms after the first, while the first still runs."""
+    second bucket is enqueued 1 ms after the first, while the first still runs. A rank's
+    ``idle_ms`` come before its batch, untraced (a sleep, a thread not scheduled)."""
     out = [XSpaceBuilder(f"vm.rank{r}") for r in range(ranks)]
     lines = []
     for b in out:
@@ -152,13 +154,14 @@ def gloo_job(
         lines.append((plane.line(1, "MainThread"), plane.line(2, "gloo"), plane.line(3, "gloo")))
     t0 = 0
     for s in range(steps):
-        loaded = [t0 + int(input_ms(r, s) * MS) for r in range(ranks)]
+        begun = [t0 + int(idle_ms(r, s) * MS) for r in range(ranks)]
+        loaded = [begun[r] + int(input_ms(r, s) * MS) for r in range(ranks)]
         ready = [loaded[r] + int(compute_ms(r, s) * MS) for r in range(ranks)]
         ends = [max(ready) + int(0.5 * MS), max(ready) + int(1.5 * MS)]
         for r, (main_line, g1, g2) in enumerate(lines):
             off = int(clock_ms(r) * MS)
             main_line.event("train", off + t0, ends[1] + MS // 10 - t0, {"step_num": s, "_r": 1})
-            main_line.event(INPUT_NAME, off + t0, loaded[r] - t0)
+            main_line.event(INPUT_NAME, off + begun[r], loaded[r] - begun[r])
             main_line.event("aten::addmm", off + loaded[r], ready[r] - loaded[r])
             for k, gloo in enumerate((g1, g2)):
                 at = ready[r] + k * MS

@@ -209,7 +209,8 @@ def test_the_figures_a_user_reads_of_a_straggler() -> None:
     )
     assert (late.waiters, late.waited_ns) == (2, 3 * 2_505_001 + 1)
     assert held_by(pod) == (
-        "Held by a straggler: s is late at 3 of 12 steps, 2.51 ms per step after the next rank, "
+        "Held by a straggler: s is late at steps 9-11 (3 of 12 steps), 2.51 ms per step after "
+        "the next rank, "
         "from input (3.51 ms per step where the other ranks spent 1.01 ms); the other ranks "
         "wait for it."
     )

@@ -14,7 +14,7 @@ import pytest
 from stepscope.cli.main import main
 from stepscope.stats import build_step_db
 from stepscope.stats.collective_calls import collective_calls
-from stepscope.stats.stragglers import BY_ARRIVAL, Rank, find_stragglers
+from stepscope.stats.stragglers import BY_ARRIVAL, Rank, find_stragglers, held_by
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.pod.builders import MS, data_parallel_job, gloo_job, write_run
 from tests.support.analysis import build
@@ -318,12 +318,103 @@ def test_ranks_late_by_turns_are_no_stragglers() -> None:
 def test_a_rank_late_in_a_few_steps_by_much_more_stands_out() -> None:
     """Decision 487. The same job by turns, but rank 2 loads for 24 ms in steps 9-12 (a
     check, an evaluation): late there by 20 ms, and by 3 ms in its turns (steps 2, 6, 14,
-    18): 8 of 20 steps, by 11.5 ms (median), 3.8 times the others' 3 ms: a straggler."""
+    18): 8 of 20 steps, by 11.5 ms (median), 3.8 times the others' 3 ms: a straggler, at the
+    4 steps where it stands out (decision 501)."""
 
     def input_ms(rank: int, step: int) -> float:
         return 24.0 if rank == 2 and 9 <= step <= 12 else _by_turns(step, rank)
 
     pod = find_stragglers(_ranks(gloo_job(4, steps=22, input_ms=input_ms)))
+    # decision 501: its straggling is where it stands out, not its turns (2, 6, 14, 18)
     assert [(s.host, s.steps, s.reason) for s in pod.stragglers] == [
-        ("vm.rank2", (2, 6, 9, 10, 11, 12, 14, 18), "input")
+        ("vm.rank2", (9, 10, 11, 12), "input")
     ]
+
+
+def _two_by_turns(rank: int, step: int) -> float:
+    """Ranks 0 and 1 of four take turns at loading 2 and 1.5 ms longer, in interleaved
+    steps: decision 488's balanced job, two of four ranks late by turns on a busy machine."""
+    return 1.0 + (2.0, 1.5, 0.0, 0.0)[rank] * (rank == step % 3)
+
+
+def test_two_ranks_of_four_late_by_turns_are_no_stragglers() -> None:
+    """Decision 501. Two of four ranks each late in a third of the 20 compared steps, by 40%
+    and 30% of the 5 ms own time: not "more than half of the ranks" (`by_turns`), so both
+    were stragglers, as in decision 488's run ("held by a straggler: vm.rank1 is late at
+    14 of 35 steps"). The other is late while each is (`late_around`), and neither is
+    late by twice the other's lateness."""
+    pod = find_stragglers(_ranks(gloo_job(4, steps=22, input_ms=_two_by_turns)))
+    assert pod.stragglers == ()
+
+
+def test_a_transient_straggler_amid_turns_is_named_at_its_steps() -> None:
+    """Decision 501. Ranks 0-2 of four late by turns (by 2, 1.5 and 1 ms), and rank 0
+    computes 30 ms more in steps 10-14 (j3.py's transient straggler): late in 11 steps, 5
+    of them by 30 ms. It was named at every step it was late; now at the steps where its
+    own run-ups explain more than the others' lateness."""
+
+    def input_ms(rank: int, step: int) -> float:
+        return 1.0 + (2.0, 1.5, 1.0, 0.0)[rank] * (rank == step % 3)
+
+    def compute_ms(rank: int, step: int) -> float:
+        return 34.0 if rank == 0 and 10 <= step <= 14 else 4.0
+
+    pod = find_stragglers(_ranks(gloo_job(4, steps=22, input_ms=input_ms, compute_ms=compute_ms)))
+    assert [(s.host, s.steps, s.reason) for s in pod.stragglers] == [
+        ("vm.rank0", (10, 11, 12, 13, 14), "host_compute")
+    ]
+    assert held_by(pod).startswith(
+        "Held by a straggler: vm.rank0 is late at steps 10-14 (5 of 20 steps), 30.40 ms per step"
+    )
+
+
+def _uneven_turns(rank: int, step: int) -> float:
+    """Two ranks late by turns by 1, 2 or 4 ms more input: a busy machine's uneven lateness."""
+    return 1.0 + ((1.0, 2.0, 4.0)[(step // 2) % 3] if rank == step % 2 else 0.0)
+
+
+@pytest.mark.parametrize(
+    ("idle_ms", "named"),
+    [
+        (6.0, ()),  # under twice the longest lateness of the other rank (4 ms): scheduling
+        (100.0, (("vm.rank0", (10, 11, 12, 13, 14), "other"),)),  # a checkpoint's pause
+    ],
+)
+def test_untraced_lateness_amid_turns_must_pass_the_longest_other(
+    idle_ms: float, named: tuple[tuple[str, tuple[int, ...], str], ...]
+) -> None:
+    """Decision 501. Two ranks late by turns by 1 to 4 ms of input, and rank 0 idle (no
+    event covers it) for ``idle_ms`` before its batch in steps 10-14. Untraced time in a
+    run-up is what a thread not scheduled leaves: 6 ms, 3x the others' median lateness, made
+    rank 0 a straggler; a 100 ms pause (a checkpoint written by rank 0) is one, and was
+    not named: its lateness in its turns diluted the median."""
+    pod = find_stragglers(
+        _ranks(
+            gloo_job(
+                2,
+                steps=22,
+                input_ms=_uneven_turns,
+                idle_ms=lambda r, s: idle_ms if r == 0 and 10 <= s <= 14 else 0.0,
+            )
+        )
+    )
+    assert tuple((s.host, s.steps, s.reason) for s in pod.stragglers) == named
+
+
+def test_a_rank_doing_a_little_more_every_step_amid_turns_is_named() -> None:
+    """Decision 501. Ranks 0, 1 and 3 late by turns by 4 ms (each a quarter of the steps),
+    and rank 2 computing 0.6 ms more every step (12% of the 5 ms own time): last only in
+    the quarter where none is late, by a fraction of what the others are late by in theirs,
+    so it was no straggler; its run-ups show it doing more host compute than the others in
+    most steps."""
+    pod = find_stragglers(
+        _ranks(
+            gloo_job(
+                4,
+                steps=22,
+                input_ms=lambda r, s: 5.0 if s % 4 == r != 2 else 1.0,
+                compute_ms=lambda r, s: 4.6 if r == 2 else 4.0,
+            )
+        )
+    )
+    assert [(s.host, s.reason) for s in pod.stragglers] == [("vm.rank2", "host_compute")]

@@ -23,9 +23,11 @@ ranks and say nothing; **who arrived last** does. The rule (docs/jobs.md):
    `LATE_MIN_NS`; it is a **straggler** when it is repeatedly last (`repeatedly_last`): late
    in at least `MIN_LATE_STEPS` steps (all of them when there are fewer) and
    `MIN_LATE_FRACTION` of the steps, and either in `PERSISTENT_SHARE` of the steps or by
-   `STRONG_SHARE` of the own time (the median over its late steps) and, when most ranks
-   are late by turns (`by_turns`), `STANDOUT` times the other ranks' median lateness,
-   whatever share of the run that is; timer and scheduling noise makes ranks last by turns.
+   `STRONG_SHARE` of the own time (the median over its late steps), whatever share of the
+   run that is. Scheduling noise makes ranks last by turns (`by_turns`, `late_around`):
+   then a rank is a straggler when its run-ups show it doing more than the others in most
+   steps, or at the steps where its own work explains lateness standing out from the
+   others' (`repeatedly_late_rows`, `OwnWork`, decision 501).
 5. **Why.** For the calls where the straggler was last in its late steps: what it did since
    its previous collective (its run-up: input, host compute, device compute, untraced
    "All Others"...), against the median of the other ranks over the same calls; the
@@ -61,7 +63,9 @@ from stepscope.stats.stragglers_types import (
     LATE_SHARE,
     MIN_LATE_FRACTION,
     MIN_LATE_STEPS,
+    PERSISTENT_SHARE,
     FetchTimes,
+    OwnWork,
     PodLateness,
     Rank,
     Straggler,
@@ -89,6 +93,9 @@ __all__ = [
 _NOT_REASONS = ("collective_wait", "device_collectives")
 _REASONS = tuple(c for c in CATEGORY_NAMES if c not in _NOT_REASONS)
 _INPUT, _OTHER = CATEGORY_NAMES.index("input"), CATEGORY_NAMES.index("other")
+# What a rank's run-ups show of its own work when the ranks take turns at being late:
+# untraced time is what being descheduled looks like (decision 501).
+_TRACED = tuple(c for c in _REASONS if c != "other")
 
 
 @record
@@ -290,7 +297,8 @@ def _by_arrival(
     last_count = np.zeros(n_h, np.int64)
     np.add.at(last_count, m.rows[last[in_pod]], (margin[in_pod] >= LATE_MIN_NS).astype(np.int64))
     found = []
-    for j, row, steps in repeatedly_late_rows(late, held, threshold, m.rows, n_compared):
+    own_work = _own_work(m, last, held, threshold, stepped)
+    for j, row, steps in repeatedly_late_rows(late, held, threshold, m.rows, n_compared, own_work):
         found.append(
             _straggler(hosts, pairing, m, j, row, steps, last, held, wait_ns, n_compared, fetch)
         )
@@ -370,7 +378,10 @@ def _next_in_line(
             pod[mine], second[in_pod][mine], latest[in_pod][mine], len(threshold)
         )
     late = (held >= threshold[None, :]) & stepped[None, :]
-    for j, row, steps in repeatedly_late_rows(late, held, threshold, sub.rows, n_compared):
+    own_work = _own_work(sub, last, held, threshold, stepped)
+    for j, row, steps in repeatedly_late_rows(
+        late, held, threshold, sub.rows, n_compared, own_work
+    ):
         hidden = _straggler(
             hosts, pairing, sub, j, row, steps, last, held, wait_ns, n_compared, fetch
         )
@@ -384,6 +395,75 @@ def _next_in_line(
     return sorted(out, key=lambda s: (-s.late_ns, s.host))
 
 
+def _explained(m: Matched, last: np.ndarray, held: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per rank (rows of ``held``: the run's hosts) and pod step, how much of its lateness
+    ``held`` its own run-ups explain: at the calls it arrived last at (``last``: the
+    position in ``m.rows`` of each call's last rank), its time since its previous
+    collective beyond the other ranks' median for the same call, summed over the categories
+    that can make a rank late (`_REASONS`, each only where it exceeds): in the traced ones
+    (`_TRACED`), and in all of them (untraced time too). A rank woken late from its previous
+    collective on a busy machine arrives late with the others' run-up: none of that
+    lateness is its own (decision 501)."""
+    traced = np.zeros_like(held, dtype=np.float64)
+    every = np.zeros_like(held, dtype=np.float64)
+    n_r = len(m.rows)
+    if n_r < 2:
+        return traced, every
+    reasons = [CATEGORY_NAMES.index(c) for c in _REASONS]
+    seen = np.array([c in _TRACED for c in _REASONS])
+    runup = m.runup_ns[:, :, reasons].astype(np.float64)  # (R, calls, reasons)
+    in_pod = m.pod_step >= 0
+    for j, row in enumerate(m.rows.tolist()):
+        mine = (last == j) & in_pod
+        if not mine.any():
+            continue
+        others = np.delete(np.arange(n_r), j)
+        excess = runup[j, mine] - np.median(runup[others][:, mine], axis=0)
+        per_step = np.zeros((held.shape[1], len(reasons)))
+        np.add.at(per_step, m.pod_step[mine], excess)
+        per_step = np.clip(per_step, 0.0, None)
+        traced[row] = np.minimum(held[row], per_step[:, seen].sum(axis=1))
+        every[row] = np.minimum(held[row], per_step.sum(axis=1))
+    return traced, every
+
+
+def _own_work(
+    m: Matched, last: np.ndarray, held: np.ndarray, threshold: np.ndarray, stepped: np.ndarray
+) -> OwnWork:
+    """What the run-ups of the ranks ``m`` show of their own work (`OwnWork`): how much of
+    their lateness ``held`` they explain (`_explained`), and which do more than the others
+    by the late threshold (its median over the ``stepped`` pod steps) in most steps."""
+    traced, every = _explained(m, last, held)
+    bar = float(np.median(threshold[stepped])) if stepped.any() else float(LATE_MIN_NS)
+    steady = _steady_excess(m, held.shape[1], held.shape[0]) >= bar
+    return OwnWork(traced, every, steady)
+
+
+def _steady_excess(m: Matched, n_steps: int, rows: int) -> np.ndarray:
+    """Per rank (``rows``: the run's hosts; 0 for a rank without calls), how much longer
+    than the other ranks it works in most steps: the largest, over the traced categories
+    that can make a rank late, of the median over the pod steps with calls of its run-ups'
+    time there beyond the other ranks' median for the same calls, summed per step. A rank
+    doing 15% more host compute every step is last at few steps on a busy machine, where
+    being descheduled makes the ranks late by turns by more; its run-ups show the work
+    (decision 501)."""
+    out = np.zeros(rows)
+    n_r = len(m.rows)
+    in_pod = m.pod_step >= 0
+    if n_r < 2 or not in_pod.any():
+        return out
+    reasons = [CATEGORY_NAMES.index(c) for c in _TRACED]
+    runup = m.runup_ns[:, in_pod][:, :, reasons].astype(np.float64)  # (R, calls, reasons)
+    pod = m.pod_step[in_pod]
+    stepped = np.unique(pod)
+    for j, row in enumerate(m.rows.tolist()):
+        excess = runup[j] - np.median(np.delete(runup, j, axis=0), axis=0)
+        per_step = np.zeros((n_steps, len(reasons)))
+        np.add.at(per_step, pod, excess)
+        out[row] = float(np.median(per_step[stepped], axis=0).max())
+    return out
+
+
 def held_by(pod: PodLateness) -> str:
     """The job's headline when a straggler holds it (``""`` when none does): at ALL_HOSTS
     the ranks' mean breakdown says "collectives" while the cause is one rank's own work."""
@@ -391,8 +471,12 @@ def held_by(pod: PodLateness) -> str:
     if first is None:
         return ""
     n = len(first.steps)
+    # a transient straggler's steps are what the user looks at (decision 501)
+    which = f"steps {first.step_ranges} ({n} of {len(pod.step_num)} steps)"
+    if n >= PERSISTENT_SHARE * len(pod.step_num):
+        which = f"{n} of {len(pod.step_num)} steps"
     text = (
-        f"Held by a straggler: {first.host} is late at {n} of {len(pod.step_num)} steps, "
+        f"Held by a straggler: {first.host} is late at {which}, "
         f"{first.late_ns / n / 1e6:.2f} ms per step after the next rank, from "
         f"{_what(first.reason)} ({first.reason_ns / n / 1e6:.2f} ms per step where the other "
         f"ranks spent {first.reason_peers_ns / n / 1e6:.2f} ms"

@@ -122,54 +122,117 @@ def required_late_steps(n_steps: int) -> int:
 def by_turns(late: np.ndarray, n_steps: int) -> bool:
     """Whether the ranks take turns at being late (``late``: ranks x pod steps, a mask): more
     than half of them each late in `required_late_steps`. Then a rank not late persistently
-    must stand out from the others' lateness (`repeatedly_last`, decision 487); two ranks
-    of six each slow in their own few steps are two stragglers."""
+    must stand out from the others' lateness (`repeatedly_late_rows`, decisions 487, 501);
+    two ranks of six each slow in their own few steps are two stragglers."""
     late_ranks = int((late.sum(axis=1) >= required_late_steps(n_steps)).sum())
     return late_ranks > late.shape[0] / 2
 
 
-def repeatedly_last(
-    held_ns: np.ndarray,
-    threshold_ns: np.ndarray,
-    n_steps: int,
-    others_ns: np.ndarray | None = None,
-) -> bool:
+def late_around(late: np.ndarray, row: int, others: np.ndarray, n_steps: int) -> bool:
+    """Whether the ranks ``others`` are late, all told, in `required_late_steps` of the steps
+    from rank ``row``'s first late step to its last (``late``: ranks x pod steps): lateness
+    that changes hands while it is late, as two ranks of four descheduled by turns on a
+    busy machine are (decision 501). Two stragglers each slow in its own block of steps,
+    the others never late, are not: each is late alone."""
+    steps = np.flatnonzero(late[row])
+    if not len(steps) or not len(others):
+        return False
+    around = late[others][:, int(steps[0]) : int(steps[-1]) + 1].any(axis=0)
+    return int(around.sum()) >= required_late_steps(n_steps)
+
+
+def noise_bar(others_ns: np.ndarray, n_steps: int) -> float:
+    """The lateness a rank must exceed, in a step, to stand out from the other ranks taking
+    turns (``others_ns``: their lateness in their late steps): `STANDOUT` times its median,
+    and at least what they reach in as many steps as make a straggler (the
+    `required_late_steps`-th largest): a busy machine's scheduling makes each rank late now
+    and then by a few ms, and now and then by a whole time slice."""
+    if not len(others_ns):
+        return 0.0
+    need = required_late_steps(n_steps)
+    reached = float(np.sort(others_ns)[-need]) if len(others_ns) >= need else 0.0
+    return max(STANDOUT * float(np.median(others_ns)), reached)
+
+
+def repeatedly_last(held_ns: np.ndarray, threshold_ns: np.ndarray, n_steps: int) -> bool:
     """Whether a rank late in the steps where it held the others ``held_ns`` (each at least
     its step's ``threshold_ns``: `LATE_SHARE` of the median own time) is a straggler: late in
     `required_late_steps`, and persistently (`PERSISTENT_SHARE` of the steps) or strongly
-    (its median lateness `STRONG_SHARE` of the own time: twice the late threshold) and, when
-    the ranks are late by turns (`by_turns`; ``others_ns``: the other ranks' lateness in
-    their late steps), by `STANDOUT` times their median (decision 487): ranks
-    descheduled by turns on a busy machine are each late in a few steps by a few ms, which
-    is 20% of a short step; one rank late in a few steps by much more than the others ever
-    are (a check, an evaluation, a slow batch) is a straggler there."""
+    (its median lateness `STRONG_SHARE` of the own time: twice the late threshold)."""
     if len(held_ns) < required_late_steps(n_steps):
         return False
     if len(held_ns) >= PERSISTENT_SHARE * n_steps:
         return True
     own = threshold_ns / LATE_SHARE
-    if np.median(held_ns / np.maximum(own, 1)) < STRONG_SHARE:
-        return False
-    if others_ns is None or not len(others_ns):
-        return True
-    return bool(np.median(held_ns) >= STANDOUT * np.median(others_ns))
+    return bool(np.median(held_ns / np.maximum(own, 1)) >= STRONG_SHARE)
 
 
 def repeatedly_late_rows(
-    late: np.ndarray, held: np.ndarray, threshold: np.ndarray, rows: np.ndarray, n_steps: int
+    late: np.ndarray,
+    held: np.ndarray,
+    threshold: np.ndarray,
+    rows: np.ndarray,
+    n_steps: int,
+    own_work: OwnWork | None = None,
 ) -> list[tuple[int, int, np.ndarray]]:
-    """(position in ``rows``, row, its late steps) of each of the ranks ``rows`` that is
-    `repeatedly_last`, whether they take turns judged among ``rows`` (`by_turns`); ``late``
-    and ``held``: ranks x pod steps."""
+    """(position in ``rows``, row, the steps it is a straggler at) of each of the ranks
+    ``rows`` that is a straggler (``late`` and ``held``: ranks x pod steps). One late in
+    `PERSISTENT_SHARE` of the steps, or while no other rank is late (`by_turns` among
+    ``rows`` and `late_around` it both false), is judged by `repeatedly_last` at every step
+    it is late. Otherwise the ranks take turns at being late (a busy machine descheduling
+    them), and with ``own_work`` (`OwnWork`, from the run-ups) a rank is a straggler
+    (decision 501):
+
+    - at every step it is late, when its run-ups show it doing more than the others in
+      most steps (``own_work.steady``): 15% more host compute every step is last only now
+      and then when the others are descheduled by more;
+    - else at its steps where its own work explains lateness that stands out: traced
+      work beyond the `noise_bar` of the others' lateness, untraced time beyond twice the
+      longest lateness of any other rank (untraced time is what a thread not scheduled
+      leaves), in `required_late_steps` such steps, by `STRONG_SHARE` of the own time
+      (median). A rank woken late from its previous collective arrives late with the
+      others' run-up: nothing of its own. A rank doing 60 more matmuls in 5 steps is late
+      there by 10x the others, whatever its lateness in its other steps.
+
+    Without ``own_work``, its lateness itself is compared with the `noise_bar`."""
     turns = by_turns(late[rows], n_steps)
+    need = required_late_steps(n_steps)
+    own = threshold / LATE_SHARE
     out = []
     for j, row in enumerate(rows.tolist()):
         steps = np.flatnonzero(late[row])
+        if len(steps) < need:
+            continue
         others = np.delete(rows, j)
-        lateness = held[others][late[others]] if turns else None
-        if repeatedly_last(held[row, steps], threshold[steps], n_steps, lateness):
+        alone = not (turns or late_around(late, row, others, n_steps))
+        if alone or len(steps) >= PERSISTENT_SHARE * n_steps:
+            if repeatedly_last(held[row, steps], threshold[steps], n_steps):
+                out.append((j, row, steps))
+            continue
+        if own_work is not None and bool(own_work.steady[row]):
             out.append((j, row, steps))
+            continue
+        noise = held[others][late[others]]
+        bar = max(noise_bar(noise, n_steps), 1.0)
+        traced, every = (own_work.traced, own_work.every) if own_work else (held, held)
+        far = max(bar, STANDOUT * float(noise.max())) if len(noise) else bar
+        stands = (traced[row] >= bar) | (every[row] >= far)
+        mine = np.where(traced[row] >= bar, traced[row], every[row])
+        standout = steps[stands[steps]]
+        if len(standout) >= need and (
+            np.median(mine[standout] / np.maximum(own[standout], 1)) >= STRONG_SHARE
+        ):
+            out.append((j, row, standout))
     return out
+
+
+@record
+class OwnWork:
+    """What the ranks' own run-ups show (decision 501), per rank (the run's hosts)."""
+
+    traced: np.ndarray  # (H, S) float: lateness its traced run-up time beyond the others' explains
+    every: np.ndarray  # (H, S) float: the same with its untraced time too
+    steady: np.ndarray  # (H,) bool: more work than the others by the late threshold, most steps
 
 
 @record
