@@ -190,6 +190,47 @@ OF_WARM = "of the step time once warm"  # the advice of the steps after a warm-u
 
 
 @record
+class EagerShares:
+    """JAX run op by op (`stepscope.stats.steps.eager`), as shares of the step time."""
+
+    span: float  # the stretches of eager calls, their compute included
+    overhead: float  # their dispatch and host time: what jax.jit removes
+    dispatch: float  # its part in dispatch runs
+
+
+def eager_shares(summary: StepSummary) -> EagerShares:
+    """The shares of JAX run op by op of the steps' time (all 0 without)."""
+    table = summary.limits
+    eager = table.eager
+    total = int(table.ns.sum())
+    if not total or len(eager.ns) != len(table.ns):
+        return EagerShares(0.0, 0.0, 0.0)
+    return EagerShares(
+        *(100.0 * float(ns.sum()) / total for ns in (eager.span_ns, eager.ns, eager.dispatch_ns))
+    )
+
+
+def _eager_fix(summary: StepSummary, shares: EagerShares, of: str) -> str:
+    """The advice for JAX run op by op: what the profile saw, and jax.jit."""
+    eager = summary.limits.eager
+    name = eager.caller.split(" (")[0] if eager.caller else ""
+    calls = ", ".join(f"{op} x{count}" for op, count in eager.top_ops)
+    return (
+        f"{shares.overhead:.1f}% {of} is the overhead of JAX running "
+        f"{eager.caller or 'the update'} op by op, not under jax.jit: "
+        f"{shares.dispatch:.1f}% dispatching its {eager.ops_per_step():.0f} JAX calls a step "
+        f"one at a time ({calls} over {len(eager.ops)} steps) and "
+        f"{shares.overhead - shares.dispatch:.1f}% in JAX's Python between them (eager "
+        f"autodiff and dispatch, again on every call); from its first call to its last it "
+        f"spans {shares.span:.1f}% {of}, its ops' compute included. Put "
+        f"{name or 'the update (the function making these calls)'} under jax.jit (@jax.jit "
+        f"on it, or {name or 'update'} = jax.jit({name or 'update'}) once) so JAX traces it "
+        "once and runs it as one compiled XLA program; its first call then compiles (a "
+        "warm-up step)."
+    )
+
+
+@record
 class Recommendation:
     """What bounds the steps and what to do about it."""
 
@@ -205,8 +246,10 @@ class Recommendation:
         "the first steps are warm-up (`of the step time once warm`): what to change for the "
         "headline's own limit (input, Python / host, copies, collectives, waits, or dispatch "
         "when its evidence has no fix; not when the loader's or tf.data's advice or a "
-        "finding says it), the tf.data bottleneck and its fix, then the other limits past "
-        "their thresholds: dispatch / launch 3/15% (with "
+        "finding says it), the tf.data bottleneck and its fix, JAX run op by op (an update "
+        "not under jax.jit: its dispatch and Python overhead, 3/15%, first when no other "
+        "limit's share is larger; dispatch and Python / host are then graded on the rest), "
+        "then the other limits past their thresholds: dispatch / launch 3/15% (with "
         "`TF_GPU_THREAD_MODE=gpu_private` advice when tf.data is used), Python / host 3/15%, "
         "copies 5/20%, collectives 3/15%, idle waits 3/15% (`HIGH:` past the high threshold), "
         "reduced-precision (below 32-bit) share below 10% (mixed precision), eager time above "
@@ -246,10 +289,28 @@ def recommend(
     details: list[str] = []
     of = OF_WARM if once_warm else OF_STEPS
     evidence = {limit.key: limit.evidence for limit in bound.limits}
+    # JAX run op by op: its dispatch and host time is jax.jit's to remove, told once (its own
+    # line); the dispatch and host limits are graded on what is left of them
+    jax_eager = eager_shares(summary)
+    eager_pct = jax_eager.overhead
+    eager = limit_level("dispatch", eager_pct) != "no"
+    rest = {
+        "dispatch": jax_eager.dispatch if eager else 0.0,
+        "host": eager_pct - jax_eager.dispatch if eager else 0.0,
+    }
+
+    lever: dict[str, float] = {}  # each limit's line: the share it is about
+
+    def share(limit: str) -> float:
+        return max(summary.limit_percent(limit) - rest.get(limit, 0.0), 0.0)
+
+    # the headline's limit is told by its fix below, unless the eager line takes it over
+    # (the rest of dispatch or host is then a limit like the others)
+    headline_fix = not (eager and bound.first in rest)
     for limit in LIMIT_THRESHOLDS:
-        if limit in covered or limit == bound.first:  # the headline already says it
+        if limit in covered or (limit == bound.first and headline_fix):
             continue
-        pct = summary.limit_percent(limit)
+        pct = share(limit)
         grade = limit_level(limit, pct)
         if grade == "no":
             continue
@@ -273,14 +334,17 @@ def recommend(
             # the evidence names the place already when it has one (`bound._host`)
             text += f" The untraced part sits {where}." if where and where not in text else ""
         details.append(("HIGH: " if grade == "high" else "") + text)
+        lever[details[-1]] = pct
     input_pct = summary.limit_percent("input")
     if input_pct >= MODERATE_INPUT and tf_data_advice:
         details.insert(0, tf_data_advice)
+        lever[tf_data_advice] = input_pct
     first = bound.first
     # the headline's limit is not repeated above, but its fix comes first, unless a finding
     # (`covered`) or, for input, the input pipeline's or loader's advice gives it
     if (
-        first in LIMIT_THRESHOLDS
+        headline_fix
+        and first in LIMIT_THRESHOLDS
         and first not in covered
         and not (first == "input" and input_pct >= MODERATE_INPUT and tf_data_advice)
         and limit_level(first, summary.limit_percent(first)) != "no"
@@ -289,6 +353,17 @@ def recommend(
         if fix:
             high = limit_level(first, summary.limit_percent(first)) == "high"
             details.insert(0, ("HIGH: " if high else "") + fix)
+            lever[details[0]] = summary.limit_percent(first)
+    if eager:
+        # first when it is the largest lever: no other limit with a fix here holds more
+        levers = [share(k) for k in LIMIT_THRESHOLDS if k not in covered]
+        at = 0
+        if eager_pct < max(levers, default=0.0):  # after the lines of larger levers
+            while at < len(details) and lever.get(details[at], 0.0) > eager_pct:
+                at += 1
+        high = limit_level("dispatch", eager_pct) == "high"
+        text = _eager_fix(summary, jax_eager, of)
+        details.insert(at, ("HIGH: " if high else "") + text)
     if (
         "precision" not in covered
         and precision_16_percent is not None

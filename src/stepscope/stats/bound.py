@@ -206,8 +206,11 @@ def _dispatch(summary: StepSummary) -> str:
         f"{steps} steps), {d.median_op_ns / 1e3:.1f} µs each (median) and "
         f"{d.median_gap_ns / 1e3:.1f} µs apart"
     )
-    if d.caller:
-        text += f", issued by {d.caller}"
+    # the function that called JAX's API, when JAX ran it op by op (`stats.steps.eager`),
+    # rather than the deepest frame on the samples (JAX's own ``apply_primitive``)
+    caller = summary.limits.eager.caller or d.caller
+    if caller:
+        text += f", issued by {caller}"
     return text + f"; fix: {fix_for(summary.limits.framework, d.ops_per_step())}"
 
 

@@ -66,9 +66,9 @@ def warmup_count(dur_ns: np.ndarray) -> int:
 
 def steps_from(summary: StepSummary, first: int) -> StepSummary:
     """The summary of the steps from ``first`` on: every per-step column cut (per-step
-    arrays and dicts of them, the dispatched ops per step); the rest (the untraced places and
-    the Python sampled, the dispatch evidence's medians, names and caller) stays the whole
-    profile's, as shares of all steps."""
+    arrays and dicts of them, the limit table's per-step evidence: `_limits_from`); the
+    rest (the untraced places and the Python sampled, the dispatch evidence's medians, names
+    and caller) stays the whole profile's, as shares of all steps."""
     n = summary.n_steps
     changes: dict[str, object] = {}
     for f in fields(summary):
@@ -101,11 +101,24 @@ def steps_from(summary: StepSummary, first: int) -> StepSummary:
 
 def _limits_from(table: LimitTable, first: int) -> LimitTable:
     """The limit table of the steps from ``first`` on, with its per-step evidence (the
-    dispatched ops); the rest of the evidence is all steps'."""
+    dispatched ops, the eager JAX overhead, the input held up by a pipeline's Python); the
+    rest of the evidence is all steps'."""
+    eager = table.eager
+    if len(eager.ns) == len(table.ns):
+        eager = replace(
+            eager,
+            span_ns=eager.span_ns[first:],
+            ns=eager.ns[first:],
+            dispatch_ns=eager.dispatch_ns[first:],
+            ops=eager.ops[first:],
+        )
     dispatch = table.dispatch
     if len(dispatch.ops) == len(table.ns):
         dispatch = replace(dispatch, ops=dispatch.ops[first:])
-    return replace(table, ns=table.ns[first:], dispatch=dispatch)
+    held = table.held_ns
+    if len(held) == len(table.ns):  # the input held up by a pipeline's Python, per step
+        held = held[first:]
+    return replace(table, ns=table.ns[first:], dispatch=dispatch, eager=eager, held_ns=held)
 
 
 @record

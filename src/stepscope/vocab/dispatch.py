@@ -10,6 +10,14 @@ from __future__ import annotations
 # JAX: every call of a jitted function, and every un-jitted ``jnp`` op (dispatched as a
 # jitted primitive), is a ``PjitFunction(<name>)`` event on the calling thread.
 JAX_PREFIXES = ("PjitFunction(",)
+# JAX wraps each public transformation's function (what ``jax.grad``, ``jax.vjp``,
+# ``jax.jit`` return) in this frame (``jax/_src/traceback_util.py``): in a stack sample, the
+# frame before it is the user's code calling JAX, e.g. an un-jitted ``update`` calling
+# ``jax.grad(loss)``.
+JAX_API_FRAME = "reraise_with_filtered_traceback ("
+# PjRt running a compiled program on the calling thread, inside a ``PjitFunction`` call
+# (jaxlib's CPU client: ``CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice``).
+JAX_EXECUTE_PREFIXES = ("CommonPjRtLoadedExecutable::Execute",)
 # PyTorch eager ops (Kineto ``cpu_op`` events and the PyTorch bridge's): ``aten::add_``.
 TORCH_PREFIXES = ("aten::",)
 # TensorFlow eager op execution on the calling thread.

@@ -23,6 +23,7 @@ from stepscope.stats.events import host_lines
 from stepscope.stats.gpu.device import framework_of
 from stepscope.stats.intervals import intersect_sets, merge, subtract_sets, union_of
 from stepscope.stats.steps.dispatch import DispatchEvidence, evidence, find_runs
+from stepscope.stats.steps.eager import EagerJax, calls_overhead, eager_jax, find_stretches
 from stepscope.stats.steps.limits import N_LIMIT_COLUMNS, LimitType
 from stepscope.stats.steps.pipeline_python import held_by_pipeline_python
 from stepscope.stats.steps.staged_frames import staged_frames
@@ -30,6 +31,10 @@ from stepscope.stats.steps.staging import staged_windows
 from stepscope.stats.steps.type_sweep import type_time
 from stepscope.stats.steps.waits import find_waits
 
+# the limits an eager stretch's overhead is counted in: dispatch and host (`eager`)
+_EAGER_CAP = (LimitType.UNTRACED, LimitType.HOST, LimitType.DISPATCH)
+_COMPUTE_HOST = int(LimitType.COMPUTE_HOST) // 10
+_DISPATCH = int(LimitType.DISPATCH) // 10
 # the limits below every added interval
 _LOW = tuple(t for t in LimitType if LimitType.UNTRACED < t < LimitType.DISPATCH)
 
@@ -48,6 +53,8 @@ class LimitTable:
     # per step, the input limit's time held up by the pipeline's Python and by no other
     # input (`pipeline_python`)
     held_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # JAX run op by op (an update not under jax.jit): its dispatch and host time per step
+    eager: EagerJax = field(default_factory=EagerJax)
 
     @classmethod
     def empty(cls) -> LimitTable:
@@ -160,12 +167,36 @@ def limit_table(
         held = np.bincount(keep[h_step], weights=h_hi - h_lo, minlength=n).astype(np.int64)
     else:
         held = np.zeros(n, np.int64)
+    kept = out[keep]
+    # JAX run op by op: its calls' own time beside their programs is dispatch, not compute
+    found = find_stretches(profile, host_lines(profile), s_lo, s_hi)
+    m_lo = m_hi = np.zeros(0, np.int64)
+    if len(found.lo):  # (the pairs above dispatch: only then)
+        above = ltypes > int(LimitType.DISPATCH)
+        x_above = x_ty > int(LimitType.DISPATCH)
+        m_lo, m_hi = calls_overhead(
+            profile,
+            found,
+            union_of(np.r_[lo[above], x_lo[x_above]], np.r_[hi[above], x_hi[x_above]]),
+        )
+        del above
+        m_lo, m_hi = subtract_sets(m_lo, m_hi, d_lo, d_hi)
+    if len(m_lo):
+        k, m_lo, m_hi = _in_steps(m_lo, m_hi, s_lo, s_hi, np.arange(len(s_lo)))
+        moved = np.bincount(k, weights=m_hi - m_lo, minlength=len(s_lo)).astype(np.int64)
+        moved = np.minimum(moved, kept[:, _COMPUTE_HOST])
+        kept[:, _COMPUTE_HOST] -= moved
+        kept[:, _DISPATCH] += moved
+        d_lo, d_hi = union_of(np.r_[d_lo, m_lo], np.r_[d_hi, m_hi])
+    # the eager overhead is dispatch and host time: at most the step's
+    cap = kept[:, [int(t) // 10 for t in _EAGER_CAP]].sum(axis=1)
     table = LimitTable(
-        out[keep],
+        kept,
         evidence(profile, runs, s_lo, s_hi, i_lo, i_hi),
         waits.computation,
         framework_of(profile),
         staged_frames(profile, lines, *merge(w_lo, w_hi)),
         held[keep],
+        eager_jax(profile, found, s_lo, s_hi, (c_lo, c_hi), (d_lo, d_hi), cap),
     )
     return table, Covered(c_lo, c_hi)
