@@ -453,17 +453,19 @@ def _breakdown(
     # the loop getting its batch from a Python iterator, seen by the sampler in untraced time:
     # that share of each step's untraced time is input, not host (decision 343)
     untraced_fetch = None
+    # the kept steps' threads, events, spans and what the limits cover, which the fetch and
+    # the host time are both found against
+    in_kept = (
+        profile,
+        markers.lines,
+        step_line_events,
+        span_lo[keep],
+        span_hi[keep],
+        covered.lo,
+        covered.hi,
+    )
     if staged_fetch is None:
-        fetched = iterator_fetches(
-            profile,
-            markers.lines,
-            step_line_events,
-            span_lo[keep],
-            span_hi[keep],
-            covered.lo,
-            covered.hi,
-            types != NOT_COUNTED,
-        )
+        fetched = iterator_fetches(*in_kept, types != NOT_COUNTED)
     else:
         # the fetch now begins each step: before its first model op, staged input in the
         # limits already (PyTorch, JAX), named as the iterator's; else (TensorFlow's steps
@@ -479,17 +481,7 @@ def _breakdown(
     # per step of host time said "1.58 ms per step in 14 of 39 steps". Nor the fetch just
     # counted as input: its place said 9.24 ms per step of 1.70 (decision 482).
     python = functions_in_steps(profile, markers.lines, span_lo[keep], span_hi[keep])
-    untraced = locate_untraced(
-        profile,
-        markers.lines,
-        step_line_events,
-        span_lo[keep],
-        span_hi[keep],
-        covered.lo,
-        covered.hi,
-        python,
-        (fetched.gap_lo, fetched.gap_hi, fetched.gap_ns),
-    )
+    untraced = locate_untraced(*in_kept, python, (fetched.gap_lo, fetched.gap_hi, fetched.gap_ns))
     moved = fetched.ns
     to_input = moved if untraced_fetch is None else untraced_fetch
     if to_input.any():
