@@ -12,10 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.model import open_run
-from stepscope.tools.context import ProfileStore, ToolContext
-from stepscope.tools.overview_page import OverviewPage
-from stepscope.tools.registry import get_tool
+from tests.support.overview import overview_of_run
 from tests.support.scripts import run_script
 
 pytestmark = pytest.mark.integration
@@ -49,23 +46,15 @@ print(json.dumps({"runs": runs}))
 """
 
 
-def _overview(run_dir: str) -> OverviewPage:
-    run = open_run(run_dir)
-    ctx = ToolContext(run, run.host_names[0], ProfileStore(use_cache=False), {})
-    page = get_tool("overview_page").build(ctx)
-    assert isinstance(page, OverviewPage)
-    return page
-
-
 def test_an_unjitted_update_is_told_to_go_under_jit_and_a_jitted_one_is_not(
     tmp_path: Path,
 ) -> None:
     pytest.importorskip("jax")
     eager, jitted = run_script(LOOPS, str(tmp_path))["runs"]
-    details = _overview(eager).recommendation.details
+    details = overview_of_run(eager).recommendation.details
     told = [d for d in details if "not under jax.jit" in d]
     assert len(told) == 1, details
     assert "under jax.jit (@jax.jit on it" in told[0]
     # no input, nothing else to change: it is the first advice
     assert details[0] == told[0]
-    assert not any("jax.jit" in d for d in _overview(jitted).recommendation.details)
+    assert not any("jax.jit" in d for d in overview_of_run(jitted).recommendation.details)

@@ -5,15 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stepscope.model import open_run
 from stepscope.stats import build_step_db, summarize_steps
 from stepscope.stats.warmup import steps_from
-from stepscope.tools.context import ProfileStore, ToolContext
-from stepscope.tools.overview_page import OverviewPage
-from stepscope.tools.registry import get_tool
 from stepscope.xspace.builder import XSpaceBuilder
-from stepscope.xspace.io import write_xspace
 from tests.support.analysis import MS, build
+from tests.support.overview import overview_of
 
 STEPS = 12
 
@@ -37,18 +33,8 @@ def _loop(compile_ms: int) -> XSpaceBuilder:
     return builder
 
 
-def _overview(builder: XSpaceBuilder, tmp_path: Path) -> OverviewPage:
-    run_dir = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
-    write_xspace(builder.build(), run_dir / "vm.xplane.pb")
-    run = open_run(str(run_dir))
-    ctx = ToolContext(run, run.host_names[0], ProfileStore(use_cache=False), {})
-    page = get_tool("overview_page").build(ctx)
-    assert isinstance(page, OverviewPage)
-    return page
-
-
 def test_the_advice_quotes_the_steps_once_warm(tmp_path: Path) -> None:
-    page = _overview(_loop(compile_ms=300), tmp_path)
+    page = overview_of(_loop(compile_ms=300), tmp_path)
     assert page.steady_state is not None and page.steady_state.warmup_steps == (1,)
     # all steps: the compile is 71.4% of the time, input 17.1%; once warm input is 60%
     assert page.bound_by.first == "compilation"
@@ -60,7 +46,7 @@ def test_the_advice_quotes_the_steps_once_warm(tmp_path: Path) -> None:
 
 
 def test_without_a_warm_up_the_advice_is_all_steps(tmp_path: Path) -> None:
-    page = _overview(_loop(compile_ms=0), tmp_path)
+    page = overview_of(_loop(compile_ms=0), tmp_path)
     assert page.steady_state is None
     assert page.recommendation.details[0].startswith(
         "HIGH: What bounds the steps, input (60.0% of the step time): prepare batches"

@@ -8,17 +8,13 @@ from pathlib import Path
 
 import numpy as np
 
-from stepscope.model import open_run
 from stepscope.stats import build_step_db, summarize_steps
 from stepscope.stats.events import host_lines
 from stepscope.stats.steps.eager import find_stretches
 from stepscope.stats.warmup import steps_from, warmup_count
-from stepscope.tools.context import ProfileStore, ToolContext
-from stepscope.tools.overview_page import OverviewPage
-from stepscope.tools.registry import get_tool
 from stepscope.xspace.builder import XSpaceBuilder
-from stepscope.xspace.io import write_xspace
 from tests.support.analysis import MS, build
+from tests.support.overview import overview_of
 
 US = 1_000
 STEPS = 12
@@ -84,16 +80,6 @@ def _loop(
     return builder
 
 
-def _overview(builder: XSpaceBuilder, tmp_path: Path) -> OverviewPage:
-    run_dir = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
-    write_xspace(builder.build(), run_dir / "vm.xplane.pb")
-    run = open_run(str(run_dir))
-    ctx = ToolContext(run, run.host_names[0], ProfileStore(use_cache=False), {})
-    page = get_tool("overview_page").build(ctx)
-    assert isinstance(page, OverviewPage)
-    return page
-
-
 def test_the_calls_python_is_dispatch_and_the_gaps_python_is_eager_overhead() -> None:
     db = build_step_db(build(_loop()))
     limits = db.limit_ns()
@@ -132,7 +118,7 @@ def test_a_delay_inside_the_update_stays_in_it_and_the_loops_own_place_ends_it()
 
 
 def test_the_advice_once_warm_puts_the_update_under_jit_first(tmp_path: Path) -> None:
-    page = _overview(_loop(), tmp_path)
+    page = overview_of(_loop(), tmp_path)
     assert page.steady_state is not None and page.steady_state.warmup_steps == (1,)
     first = page.recommendation.details[0]
     # the steps once warm: 12.47 ms of overhead in each 19 ms step (the 200 ms compile of
@@ -152,7 +138,7 @@ def test_the_advice_once_warm_puts_the_update_under_jit_first(tmp_path: Path) ->
 
 def test_a_larger_lever_comes_before_it(tmp_path: Path) -> None:
     # 30 ms of input a step: 68.2% of the step, the overhead 28.3%
-    details = _overview(_loop(fetch_ms=30), tmp_path).recommendation.details
+    details = overview_of(_loop(fetch_ms=30), tmp_path).recommendation.details
     assert details[0].startswith("HIGH: What bounds the steps once warm, input (68.2%")
     assert details[1].startswith("HIGH: 28.3% of the step time once warm is the overhead")
 
@@ -160,14 +146,14 @@ def test_a_larger_lever_comes_before_it(tmp_path: Path) -> None:
 def test_a_jitted_update_is_told_no_jit(tmp_path: Path) -> None:
     # its one call a step, 1.05 ms apart without a fetch: many calls in a row, one a step
     for fetch_ms in (5, 0):
-        page = _overview(_loop(jitted=True, fetch_ms=fetch_ms), tmp_path / str(fetch_ms))
+        page = overview_of(_loop(jitted=True, fetch_ms=fetch_ms), tmp_path / str(fetch_ms))
         assert not any("jax.jit" in d for d in page.recommendation.details)
         profile = build(_loop(jitted=True, fetch_ms=fetch_ms))
         assert not build_step_db(profile).limits.eager.ns.any()
 
 
 def test_without_a_warm_up_the_advice_is_all_steps(tmp_path: Path) -> None:
-    page = _overview(_loop(compile_ms=0), tmp_path)
+    page = overview_of(_loop(compile_ms=0), tmp_path)
     assert page.steady_state is None
     assert page.recommendation.details[0].startswith(
         "HIGH: 65.6% of the step time is the overhead of JAX running update"
