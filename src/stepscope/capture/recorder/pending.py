@@ -35,3 +35,19 @@ class PendingSave:
         if self.error is not None:
             raise self.error
         return self.run_dir
+
+
+def chain(source: PendingSave, target: PendingSave) -> None:
+    """Complete ``target`` when ``source`` completes (a request served by the watchdog)."""
+
+    def wait() -> None:
+        source._done.wait()
+        if source.skipped:
+            target.skip(source.skipped)
+        else:
+            target.finish(source.run_dir, source.error)
+
+    if source.done():
+        wait()
+    else:
+        threading.Thread(target=wait, name="stepscope-save-wait", daemon=True).start()

@@ -17,7 +17,6 @@ import collections
 import itertools
 import logging
 import os
-import queue
 import threading
 import time
 import traceback
@@ -29,8 +28,9 @@ from stepscope.capture.options import ProfilerOptions
 from stepscope.capture.recorder import config as cfg
 from stepscope.capture.recorder import snapshot as snap
 from stepscope.capture.recorder.after import RECORDING, AfterCapture
-from stepscope.capture.recorder.pending import PendingSave
-from stepscope.capture.recorder.ring import Ring, StepSummary
+from stepscope.capture.recorder.pending import PendingSave, chain
+from stepscope.capture.recorder.ring import Ring, StepSummary, save_window
+from stepscope.capture.recorder.saver import Saver
 from stepscope.capture.recorder.slow import RATE_LIMITED, MissedSteps, SlowStep, SlowStepTrigger
 from stepscope.capture.save_preload import import_save_path
 from stepscope.capture.step import hooks as step_hooks
@@ -85,9 +85,6 @@ class Recorder:
         self._requests: collections.deque[tuple[str, str, dict[str, Any], PendingSave]] = (
             collections.deque()
         )
-        self._saves: queue.SimpleQueue[tuple[snap.Snapshot, PendingSave] | None] = (
-            queue.SimpleQueue()
-        )
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._stopped_why = "the recorder is stopped"
@@ -105,18 +102,24 @@ class Recorder:
         self._woke_early = False
         self._last_exception: BaseException | None = None
         self._unchecked: list[StepSummary] = []  # scanned by a save, not checked yet
-        # When the saver worked (perf_counter_ns spans; `_saving` = the start of the current
-        # one, 0 when idle): a step that overlaps one was slowed by the recorder itself.
-        self._saving = 0
-        self._saved_spans: collections.deque[tuple[int, int]] = collections.deque(maxlen=32)
         self._after: AfterCapture | None = None  # the capture of the steps after a trigger
         self._trigger_ids = itertools.count(1)
-        self.saved: list[Path] = []
         self.requested: collections.deque[PendingSave] = collections.deque(maxlen=100)
         self._watchdog = threading.Thread(
             target=self._watch, name="stepscope-recorder", daemon=True
         )
-        self._saver = threading.Thread(target=self._save_loop, name="stepscope-saver", daemon=True)
+        # builds and writes the runs; a step it overlapped was slowed by the recorder itself
+        self._saver = Saver(config, lambda: self.hostname)
+
+    @property
+    def saved(self) -> list[Path]:
+        """The runs saved so far."""
+        return self._saver.saved
+
+    @property
+    def _saving(self) -> int:
+        """When the save at work began (perf_counter_ns), 0 when the saver is idle."""
+        return self._saver.busy_since
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -145,7 +148,7 @@ class Recorder:
         on_error = self._on_step_error if self.triggers.on_exception else None
         set_step_hooks(self._on_step_open, on_error)
         self._watchdog.start()
-        self._saver.start()
+        self._saver.thread.start()
 
     def stop(self, timeout: float = EXIT_WAIT_S) -> None:
         """Stop recording; saves already requested are finished first (up to ``timeout``)."""
@@ -153,9 +156,9 @@ class Recorder:
         self._wake.set()
         if self._watchdog.is_alive() and threading.current_thread() is not self._watchdog:
             self._watchdog.join(timeout)
-        if self._saver.is_alive() and not self._watchdog.is_alive():
+        if self._saver.thread.is_alive() and not self._watchdog.is_alive():
             self._judge_last_steps()
-        saver = self._saver.is_alive()
+        saver = self._saver.thread.is_alive()
         with self._lock:
             for _due, trigger, reason, details, pending, row in self._deferred:
                 if saver:  # the steps after will not come: keep the ones before (dec. 320)
@@ -171,9 +174,7 @@ class Recorder:
                 self._enqueue_after(after)
             else:
                 after.pending.skip("the recorder stopped before the steps after the trigger")
-        self._saves.put(None)
-        if self._saver.is_alive():
-            self._saver.join(timeout)
+        self._saver.finish(timeout)
         if step_hooks()[0] == self._on_step_open:
             set_step_hooks(None, None)
         self.session.finish(save=False)
@@ -297,7 +298,9 @@ class Recorder:
         self._unchecked.extend(self.ring.scan())
         if capture_after:
             self._arm_after(trigger, reason, details, pending)
-        cutoff, end_ns, through = self._window(step_row, steps_after)
+        cutoff, end_ns, through = save_window(
+            self.ring.history, self.config.keep_steps, step_row, steps_after
+        )
         history = self.ring.history.copy(through)
         if window_ns is not None:
             recent = time.perf_counter_ns() - window_ns
@@ -314,29 +317,7 @@ class Recorder:
             end_ns,
         )
         snapshot.run_name = run_name
-        self._saves.put((snapshot, pending))
-
-    def _window(
-        self, step_row: int | None, steps_after: int
-    ) -> tuple[int | None, int | None, int | None]:
-        """What a save keeps: (the start of its first step: events that ended by then are
-        left out; the end of its last step: events that started after it are left out; the
-        last history row it keeps), None where unbounded. Without ``step_row``, the last
-        ``keep_steps + steps_after`` steps. With it, ``keep_steps`` up to that step and up
-        to ``steps_after`` after it: a slow step is judged when the watchdog wakes, up to
-        ``poll_s`` (or `WAKE_STEPS` steps) after it ended, and a save cut at the detection
-        missed it (decision 515)."""
-        history = self.ring.history
-        keep = self.config.keep_steps
-        last = history.total - 1
-        step = None if step_row is None else history.row(step_row)
-        if step_row is None or step is None:  # not a step's save (or its row is gone)
-            first = history.row(last - keep - steps_after + 1)
-            return (None if first is None else first.start_ns), None, None
-        last = min(step_row + steps_after, last)
-        first = history.row(step_row - keep + 1)
-        end = history.row(last) or step
-        return (None if first is None else first.start_ns), end.start_ns + end.dur_ns, last
+        self._saver.put(snapshot, pending)
 
     def _arm_after(
         self, trigger: str, reason: str, details: dict[str, Any], before: PendingSave
@@ -388,7 +369,7 @@ class Recorder:
             after.start_perf_ns,
         )
         snapshot.after = after
-        self._saves.put((snapshot, after.pending))
+        self._saver.put(snapshot, after.pending)
 
     def _on_step_open(self) -> None:
         """Called by `stepscope.step` as a step opens (the only per-step cost added)."""
@@ -471,7 +452,7 @@ class Recorder:
             except IndexError:
                 break
             done = self.save(trigger, reason, details)
-            _chain(done, pending)
+            chain(done, pending)
         self._check_steps()
         self._check_hang()
         self._release_deferred()
@@ -522,12 +503,7 @@ class Recorder:
         loaded machine, decision 196). The save cannot have taken the step more than this
         time, so the step is judged without it (decision 517): a 301 ms stall that a 21 ms
         save overlapped is still a stall."""
-        start, end = step.start_ns, step.start_ns + step.dur_ns
-        spans = list(self._saved_spans)
-        saving = self._saving
-        if saving:  # at work still: until the step's end at least
-            spans.append((saving, end))
-        return sum(max(0, min(end, stop) - max(start, begin)) for begin, stop in spans)
+        return self._saver.time_in(step.start_ns, step.start_ns + step.dur_ns)
 
     def _tell_arming(self) -> None:
         """Says once when the slow-step trigger arms, and once if it still has not after five
@@ -610,67 +586,3 @@ class Recorder:
                 _due, trigger, reason, details, pending, row = item
                 more = self.triggers.after_steps
                 self._enqueue(trigger, reason, details, pending, None, more, step_row=row)
-
-    # -- the saver --------------------------------------------------------------------------
-
-    def _save_loop(self) -> None:
-        while True:
-            item = self._saves.get()
-            if item is None:
-                return
-            snapshot, pending = item
-            self._saving = time.perf_counter_ns()
-            try:
-                self._save_one(snapshot, pending)
-            finally:
-                self._saved_spans.append((self._saving, time.perf_counter_ns()))
-                self._saving = 0
-
-    def _save_one(self, snapshot: snap.Snapshot, pending: PendingSave) -> None:
-        try:
-            run_dir = snap.write(snapshot, self.config.logdir)
-            snap.enforce_disk_cap(
-                self.config.logdir, self.hostname, self.config.max_disk_bytes, run_dir
-            )
-        except BaseException as exc:  # told now and kept for result(); never raised here
-            log.warning("stepscope recorder: could not save (%s): %s", snapshot.trigger, exc)
-            pending.finish(error=exc)
-            return
-        self.saved.append(run_dir)
-        log.warning(
-            "stepscope recorder: saved %s (%s): %s", snapshot.trigger, snapshot.reason, run_dir
-        )
-        pending.finish(run_dir)
-        if self.config.peers and snapshot.trigger not in (cfg.PEER, cfg.REMOTE):
-            self._ask_peers(snapshot, run_dir)
-
-    def _ask_peers(self, snapshot: snap.Snapshot, run_dir: Path) -> None:
-        """The other ranks save the same span of time (from this save's first event until
-        now) under this run's name."""
-        from stepscope.capture.recorder.peers import ask_peers
-
-        window_ms = (time.perf_counter_ns() - snapshot.start_perf_ns) // 1_000_000 + 1
-        ask_peers(
-            self.config.peers,
-            run_dir.name,
-            int(window_ms),
-            self.hostname,
-            snapshot.trigger,
-            self.config.peer_token,
-        )
-
-
-def _chain(source: PendingSave, target: PendingSave) -> None:
-    """Complete ``target`` when ``source`` completes (a request served by the watchdog)."""
-
-    def wait() -> None:
-        source._done.wait()
-        if source.skipped:
-            target.skip(source.skipped)
-        else:
-            target.finish(source.run_dir, source.error)
-
-    if source.done():
-        wait()
-    else:
-        threading.Thread(target=wait, name="stepscope-save-wait", daemon=True).start()

@@ -237,3 +237,24 @@ class Ring:
 
     def _n_sampled(self) -> int:
         return 0 if self.sampler is None else len(self.sampler.threads)
+
+
+def save_window(
+    history: StepHistory, keep_steps: int, step_row: int | None, steps_after: int
+) -> tuple[int | None, int | None, int | None]:
+    """What a save keeps: (the start of its first step: events that ended by then are left
+    out; the end of its last step: events that started after it are left out; the last
+    history row it keeps), None where unbounded. Without ``step_row``, the last
+    ``keep_steps + steps_after`` steps. With it, ``keep_steps`` up to that step and up to
+    ``steps_after`` after it: a slow step is judged when the watchdog wakes, up to
+    ``poll_s`` (or `WAKE_STEPS` steps) after it ended, and a save cut at the detection
+    missed it (decision 515)."""
+    last = history.total - 1
+    step = None if step_row is None else history.row(step_row)
+    if step_row is None or step is None:  # not a step's save (or its row is gone)
+        first = history.row(last - keep_steps - steps_after + 1)
+        return (None if first is None else first.start_ns), None, None
+    last = min(step_row + steps_after, last)
+    first = history.row(step_row - keep_steps + 1)
+    end = history.row(last) or step
+    return (None if first is None else first.start_ns), end.start_ns + end.dur_ns, last
