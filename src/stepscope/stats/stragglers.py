@@ -49,14 +49,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from stepscope.records import record
 from stepscope.stats.collective_calls import CollectiveCalls
 from stepscope.stats.events import CATEGORY_LABELS, CATEGORY_NAMES
 from stepscope.stats.intervals import merge_sorted
-from stepscope.stats.runup_python import RunupPython
 from stepscope.stats.steps.pairing import HostSteps, StepPairing, pair_host_steps
 from stepscope.stats.stragglers_own_time import by_own_time
 from stepscope.stats.stragglers_python import runup_functions
+from stepscope.stats.stragglers_runups import REASONS, own_work
 from stepscope.stats.stragglers_types import (
     BY_ARRIVAL,
     LATE_MIN_NS,
@@ -65,7 +64,7 @@ from stepscope.stats.stragglers_types import (
     MIN_LATE_STEPS,
     PERSISTENT_SHARE,
     FetchTimes,
-    OwnWork,
+    Matched,
     PodLateness,
     Rank,
     Straggler,
@@ -89,29 +88,7 @@ __all__ = [
     "ranges",
 ]
 
-# Collective time is the waiting being explained, never the reason for being late.
-_NOT_REASONS = ("collective_wait", "device_collectives")
-_REASONS = tuple(c for c in CATEGORY_NAMES if c not in _NOT_REASONS)
 _INPUT, _OTHER = CATEGORY_NAMES.index("input"), CATEGORY_NAMES.index("other")
-# What a rank's run-ups show of its own work when the ranks take turns at being late:
-# untraced time is what being descheduled looks like (decision 501).
-_TRACED = tuple(c for c in _REASONS if c != "other")
-
-
-@record
-class Matched:
-    """The calls every rank with calls made: (ranks, calls) matrices on one clock."""
-
-    rows: np.ndarray  # (R,) index into the run's hosts of each rank here
-    pod_step: np.ndarray  # (C,) pod step index of each call, -1 outside the pod steps
-    arrive_ns: np.ndarray  # (R, C) int64, shifted by the offsets
-    exit_ns: np.ndarray  # (R, C) int64, shifted by the offsets
-    runup_ns: np.ndarray  # (R, C, categories) int64
-    offsets_ns: np.ndarray  # (R,) int64: each rank's clock minus the median rank's
-    exit_spread_ns: float  # median |corrected exit - the call's median exit|
-    keyed_by: str  # "sequence number" or "step, kind and position"
-    call_index: np.ndarray | None = None  # (R, C) int64: each call's index in its rank's calls
-    python: tuple[RunupPython, ...] = ()  # (R,) the samples in each rank's run-ups
 
 
 def _pod_step_of_rows(pairing: StepPairing, i: int, n_rows: int) -> np.ndarray:
@@ -297,8 +274,8 @@ def _by_arrival(
     last_count = np.zeros(n_h, np.int64)
     np.add.at(last_count, m.rows[last[in_pod]], (margin[in_pod] >= LATE_MIN_NS).astype(np.int64))
     found = []
-    own_work = _own_work(m, last, held, threshold, stepped)
-    for j, row, steps in repeatedly_late_rows(late, held, threshold, m.rows, n_compared, own_work):
+    own = own_work(m, last, held, threshold, stepped)
+    for j, row, steps in repeatedly_late_rows(late, held, threshold, m.rows, n_compared, own):
         found.append(
             _straggler(hosts, pairing, m, j, row, steps, last, held, wait_ns, n_compared, fetch)
         )
@@ -378,10 +355,8 @@ def _next_in_line(
             pod[mine], second[in_pod][mine], latest[in_pod][mine], len(threshold)
         )
     late = (held >= threshold[None, :]) & stepped[None, :]
-    own_work = _own_work(sub, last, held, threshold, stepped)
-    for j, row, steps in repeatedly_late_rows(
-        late, held, threshold, sub.rows, n_compared, own_work
-    ):
+    own = own_work(sub, last, held, threshold, stepped)
+    for j, row, steps in repeatedly_late_rows(late, held, threshold, sub.rows, n_compared, own):
         hidden = _straggler(
             hosts, pairing, sub, j, row, steps, last, held, wait_ns, n_compared, fetch
         )
@@ -393,75 +368,6 @@ def _next_in_line(
         )
         out.append(replace(hidden, explanation=text, behind=behind, waited_ns=0, waiters=0))
     return sorted(out, key=lambda s: (-s.late_ns, s.host))
-
-
-def _explained(m: Matched, last: np.ndarray, held: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per rank (rows of ``held``: the run's hosts) and pod step, how much of its lateness
-    ``held`` its own run-ups explain: at the calls it arrived last at (``last``: the
-    position in ``m.rows`` of each call's last rank), its time since its previous
-    collective beyond the other ranks' median for the same call, summed over the categories
-    that can make a rank late (`_REASONS`, each only where it exceeds): in the traced ones
-    (`_TRACED`), and in all of them (untraced time too). A rank woken late from its previous
-    collective on a busy machine arrives late with the others' run-up: none of that
-    lateness is its own (decision 501)."""
-    traced = np.zeros_like(held, dtype=np.float64)
-    every = np.zeros_like(held, dtype=np.float64)
-    n_r = len(m.rows)
-    if n_r < 2:
-        return traced, every
-    reasons = [CATEGORY_NAMES.index(c) for c in _REASONS]
-    seen = np.array([c in _TRACED for c in _REASONS])
-    runup = m.runup_ns[:, :, reasons].astype(np.float64)  # (R, calls, reasons)
-    in_pod = m.pod_step >= 0
-    for j, row in enumerate(m.rows.tolist()):
-        mine = (last == j) & in_pod
-        if not mine.any():
-            continue
-        others = np.delete(np.arange(n_r), j)
-        excess = runup[j, mine] - np.median(runup[others][:, mine], axis=0)
-        per_step = np.zeros((held.shape[1], len(reasons)))
-        np.add.at(per_step, m.pod_step[mine], excess)
-        per_step = np.clip(per_step, 0.0, None)
-        traced[row] = np.minimum(held[row], per_step[:, seen].sum(axis=1))
-        every[row] = np.minimum(held[row], per_step.sum(axis=1))
-    return traced, every
-
-
-def _own_work(
-    m: Matched, last: np.ndarray, held: np.ndarray, threshold: np.ndarray, stepped: np.ndarray
-) -> OwnWork:
-    """What the run-ups of the ranks ``m`` show of their own work (`OwnWork`): how much of
-    their lateness ``held`` they explain (`_explained`), and which do more than the others
-    by the late threshold (its median over the ``stepped`` pod steps) in most steps."""
-    traced, every = _explained(m, last, held)
-    bar = float(np.median(threshold[stepped])) if stepped.any() else float(LATE_MIN_NS)
-    steady = _steady_excess(m, held.shape[1], held.shape[0]) >= bar
-    return OwnWork(traced, every, steady)
-
-
-def _steady_excess(m: Matched, n_steps: int, rows: int) -> np.ndarray:
-    """Per rank (``rows``: the run's hosts; 0 for a rank without calls), how much longer
-    than the other ranks it works in most steps: the largest, over the traced categories
-    that can make a rank late, of the median over the pod steps with calls of its run-ups'
-    time there beyond the other ranks' median for the same calls, summed per step. A rank
-    doing 15% more host compute every step is last at few steps on a busy machine, where
-    being descheduled makes the ranks late by turns by more; its run-ups show the work
-    (decision 501)."""
-    out = np.zeros(rows)
-    n_r = len(m.rows)
-    in_pod = m.pod_step >= 0
-    if n_r < 2 or not in_pod.any():
-        return out
-    reasons = [CATEGORY_NAMES.index(c) for c in _TRACED]
-    runup = m.runup_ns[:, in_pod][:, :, reasons].astype(np.float64)  # (R, calls, reasons)
-    pod = m.pod_step[in_pod]
-    stepped = np.unique(pod)
-    for j, row in enumerate(m.rows.tolist()):
-        excess = runup[j] - np.median(np.delete(runup, j, axis=0), axis=0)
-        per_step = np.zeros((n_steps, len(reasons)))
-        np.add.at(per_step, pod, excess)
-        out[row] = float(np.median(per_step[stepped], axis=0).max())
-    return out
 
 
 def held_by(pod: PodLateness) -> str:
@@ -565,8 +471,8 @@ def _straggler(
         peers[_INPUT] += max(peer_moved, 0.0)
         peers[_OTHER] -= max(peer_moved, 0.0)
         iterator = fetch.of_iterator(row) if moved > 0 else ""
-    excess = {c: own[k] - peers[k] for k, c in enumerate(CATEGORY_NAMES) if c in _REASONS}
-    reason = max(_REASONS, key=lambda c: (excess[c], -_REASONS.index(c)))
+    excess = {c: own[k] - peers[k] for k, c in enumerate(CATEGORY_NAMES) if c in REASONS}
+    reason = max(REASONS, key=lambda c: (excess[c], -REASONS.index(c)))
     if excess[reason] <= 0:
         reason = "other"
     k = CATEGORY_NAMES.index(reason)

@@ -9,6 +9,7 @@ import numpy as np
 
 from stepscope.records import record
 from stepscope.stats.collective_calls import CollectiveCalls
+from stepscope.stats.runup_python import RunupPython
 from stepscope.stats.steps.breakdown import StepDb
 from stepscope.stats.steps.pairing import StepPairing
 
@@ -274,3 +275,19 @@ def fetch_words(iterator: str) -> str:
         f"its loop getting each batch from the Python iterator {iterator}: untraced, so "
         "not input in XProf's categories"
     )
+
+
+@record
+class Matched:
+    """The calls every rank with calls made: (ranks, calls) matrices on one clock."""
+
+    rows: np.ndarray  # (R,) index into the run's hosts of each rank here
+    pod_step: np.ndarray  # (C,) pod step index of each call, -1 outside the pod steps
+    arrive_ns: np.ndarray  # (R, C) int64, shifted by the offsets
+    exit_ns: np.ndarray  # (R, C) int64, shifted by the offsets
+    runup_ns: np.ndarray  # (R, C, categories) int64
+    offsets_ns: np.ndarray  # (R,) int64: each rank's clock minus the median rank's
+    exit_spread_ns: float  # median |corrected exit - the call's median exit|
+    keyed_by: str  # "sequence number" or "step, kind and position"
+    call_index: np.ndarray | None = None  # (R, C) int64: each call's index in its rank's calls
+    python: tuple[RunupPython, ...] = ()  # (R,) the samples in each rank's run-ups

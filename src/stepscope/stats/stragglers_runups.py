@@ -1,0 +1,88 @@
+"""What the ranks' run-ups show of their own work, when scheduling noise makes them late by
+turns (decision 501): a rank woken late from its previous collective on a busy machine
+arrives late with the others' run-up, while a slow one has done more since its previous
+collective. Per rank and pod step, how much of its lateness its own run-ups explain, and
+which ranks do more than the others in most steps (`OwnWork`, read by
+`stragglers_types.repeatedly_late_rows`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.stats.events import CATEGORY_NAMES
+from stepscope.stats.stragglers_types import LATE_MIN_NS, Matched, OwnWork
+
+# The categories that can make a rank late (its waits are not its own work)
+REASONS = tuple(c for c in CATEGORY_NAMES if c not in ("collective_wait", "device_collectives"))
+# What a rank's run-ups show of its own work when the ranks take turns at being late:
+# untraced time is what being descheduled looks like.
+TRACED = tuple(c for c in REASONS if c != "other")
+
+
+def _explained(m: Matched, last: np.ndarray, held: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per rank (rows of ``held``: the run's hosts) and pod step, how much of its lateness
+    ``held`` its own run-ups explain: at the calls it arrived last at (``last``: the
+    position in ``m.rows`` of each call's last rank), its time since its previous
+    collective beyond the other ranks' median for the same call, summed over the categories
+    that can make a rank late (`REASONS`, each only where it exceeds): in the traced ones
+    (`TRACED`), and in all of them (untraced time too). A rank woken late from its previous
+    collective on a busy machine arrives late with the others' run-up: none of that
+    lateness is its own (decision 501)."""
+    traced = np.zeros_like(held, dtype=np.float64)
+    every = np.zeros_like(held, dtype=np.float64)
+    n_r = len(m.rows)
+    if n_r < 2:
+        return traced, every
+    reasons = [CATEGORY_NAMES.index(c) for c in REASONS]
+    seen = np.array([c in TRACED for c in REASONS])
+    runup = m.runup_ns[:, :, reasons].astype(np.float64)  # (R, calls, reasons)
+    in_pod = m.pod_step >= 0
+    for j, row in enumerate(m.rows.tolist()):
+        mine = (last == j) & in_pod
+        if not mine.any():
+            continue
+        others = np.delete(np.arange(n_r), j)
+        excess = runup[j, mine] - np.median(runup[others][:, mine], axis=0)
+        per_step = np.zeros((held.shape[1], len(reasons)))
+        np.add.at(per_step, m.pod_step[mine], excess)
+        per_step = np.clip(per_step, 0.0, None)
+        traced[row] = np.minimum(held[row], per_step[:, seen].sum(axis=1))
+        every[row] = np.minimum(held[row], per_step.sum(axis=1))
+    return traced, every
+
+
+def own_work(
+    m: Matched, last: np.ndarray, held: np.ndarray, threshold: np.ndarray, stepped: np.ndarray
+) -> OwnWork:
+    """What the run-ups of the ranks ``m`` show of their own work (`OwnWork`): how much of
+    their lateness ``held`` they explain (`_explained`), and which do more than the others
+    by the late threshold (its median over the ``stepped`` pod steps) in most steps."""
+    traced, every = _explained(m, last, held)
+    bar = float(np.median(threshold[stepped])) if stepped.any() else float(LATE_MIN_NS)
+    steady = _steady_excess(m, held.shape[1], held.shape[0]) >= bar
+    return OwnWork(traced, every, steady)
+
+
+def _steady_excess(m: Matched, n_steps: int, rows: int) -> np.ndarray:
+    """Per rank (``rows``: the run's hosts; 0 for a rank without calls), how much longer
+    than the other ranks it works in most steps: the largest, over the traced categories
+    that can make a rank late, of the median over the pod steps with calls of its run-ups'
+    time there beyond the other ranks' median for the same calls, summed per step. A rank
+    doing 15% more host compute every step is last at few steps on a busy machine, where
+    being descheduled makes the ranks late by turns by more; its run-ups show the work
+    (decision 501)."""
+    out = np.zeros(rows)
+    n_r = len(m.rows)
+    in_pod = m.pod_step >= 0
+    if n_r < 2 or not in_pod.any():
+        return out
+    reasons = [CATEGORY_NAMES.index(c) for c in TRACED]
+    runup = m.runup_ns[:, in_pod][:, :, reasons].astype(np.float64)  # (R, calls, reasons)
+    pod = m.pod_step[in_pod]
+    stepped = np.unique(pod)
+    for j, row in enumerate(m.rows.tolist()):
+        excess = runup[j] - np.median(np.delete(runup, j, axis=0), axis=0)
+        per_step = np.zeros((n_steps, len(reasons)))
+        np.add.at(per_step, pod, excess)
+        out[row] = float(np.median(per_step[stepped], axis=0).max())
+    return out
