@@ -17,6 +17,21 @@ from tests.support.recorder import marker as _marker
 from tests.support.recorder import run_steps as _run_steps
 
 
+def _hold_saves(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """Hold each save's write until ``release`` is set; ``entered``: a write has begun."""
+    from stepscope.capture.recorder import snapshot
+
+    real, entered, release = snapshot.write, threading.Event(), threading.Event()
+
+    def held_write(*args: Any) -> Path:
+        entered.set()
+        assert release.wait(30)
+        return real(*args)
+
+    monkeypatch.setattr(snapshot, "write", held_write)
+    return entered, release
+
+
 def _start(logdir: Path, **triggers: float) -> rec.Recorder:
     settings = {"warmup_steps": 5, "settle_steps": 10, "slow_step_factor": 3.0, **triggers}
     return rec.start(str(logdir), triggers=rec.Triggers(**settings), sampler_hz=0, poll_s=10)
@@ -104,16 +119,7 @@ def test_a_step_the_saver_slowed_triggers_no_save(
     """The saver's build and write take the GIL from the training thread (the first save's
     imports alone held it 24-59 ms on a loaded machine), and each step it slowed escalated
     past the rate limit into another save, which slowed the next steps in turn."""
-    from stepscope.capture.recorder import snapshot
-
-    real, entered, release = snapshot.write, threading.Event(), threading.Event()
-
-    def held_write(*args: Any) -> Path:
-        entered.set()
-        assert release.wait(30)
-        return real(*args)
-
-    monkeypatch.setattr(snapshot, "write", held_write)
+    entered, release = _hold_saves(monkeypatch)
     recorder = _start(tmp_path)
     _run_steps(clock, 0, 30)
     _run_steps(clock, 30, 5, slow={31: 4})  # 3.5x: saved
@@ -136,16 +142,8 @@ def test_a_stall_a_short_save_overlapped_is_judged_without_the_saves_time(
     """A 300 ms stall that began while a save ran for 5 more ms was never judged: a user's
     301 ms step was neither saved nor told (decision 517)."""
     import stepscope
-    from stepscope.capture.recorder import snapshot
 
-    real, entered, release = snapshot.write, threading.Event(), threading.Event()
-
-    def held_write(*args: Any) -> Path:
-        entered.set()
-        assert release.wait(30)
-        return real(*args)
-
-    monkeypatch.setattr(snapshot, "write", held_write)
+    entered, release = _hold_saves(monkeypatch)
     recorder = _start(tmp_path)
     _run_steps(clock, 0, 30)
     _run_steps(clock, 30, 5, slow={31: 4})  # 3.5x: saved
