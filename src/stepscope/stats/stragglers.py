@@ -68,6 +68,7 @@ from stepscope.stats.stragglers_types import (
     PodLateness,
     Rank,
     Straggler,
+    costly,
     fetch_times,
     fetch_words,
     nan_reduce,
@@ -279,8 +280,9 @@ def _by_arrival(
         found.append(
             _straggler(hosts, pairing, m, j, row, steps, last, held, wait_ns, n_compared, fetch)
         )
-    found.sort(key=lambda s: (-s.late_ns, s.host))
-    found += _next_in_line(hosts, pairing, m, found, threshold, stepped, wait_ns, n_compared, fetch)
+    found = costly(sorted(found, key=lambda s: (-s.late_ns, s.host)), dur, stepped)
+    hidden = _next_in_line(hosts, pairing, m, found, threshold, stepped, wait_ns, n_compared, fetch)
+    found += costly(hidden, dur, stepped)
     late_rows = {hosts.index(s.host) for s in found}
     waiting = np.zeros(n_h, bool)
     for s in found:
@@ -370,6 +372,9 @@ def _next_in_line(
     return sorted(out, key=lambda s: (-s.late_ns, s.host))
 
 
+HEADLINE_RANGES = 4  # step ranges the headline names before "..."
+
+
 def held_by(pod: PodLateness) -> str:
     """The job's headline when a straggler holds it (``""`` when none does): at ALL_HOSTS
     the ranks' mean breakdown says "collectives" while the cause is one rank's own work."""
@@ -377,10 +382,15 @@ def held_by(pod: PodLateness) -> str:
     if first is None:
         return ""
     n = len(first.steps)
-    # a transient straggler's steps are what the user looks at (decision 501)
+    # a transient straggler's steps are what the user looks at (decision 501); a long list
+    # of them is the ranks' section's to give whole (decision 545)
+    parts = first.step_ranges.split(", ")
     which = f"steps {first.step_ranges} ({n} of {len(pod.step_num)} steps)"
     if n >= PERSISTENT_SHARE * len(pod.step_num):
         which = f"{n} of {len(pod.step_num)} steps"
+    elif len(parts) > HEADLINE_RANGES:
+        shown = ", ".join(parts[:HEADLINE_RANGES])
+        which = f"{n} of {len(pod.step_num)} steps (steps {shown}, ...)"
     text = (
         f"Held by a straggler: {first.host} is late at {which}, "
         f"{first.late_ns / n / 1e6:.2f} ms per step after the next rank, from "

@@ -27,6 +27,7 @@ from stepscope.stats.stragglers_types import (
     PodLateness,
     Rank,
     Straggler,
+    costly,
     fetch_words,
     nan_reduce,
     ranges,
@@ -94,7 +95,9 @@ def by_own_time(
                 iterator,
             )
         )
-    found.sort(key=lambda s: (-s.late_ns, s.host))
+    found = costly(
+        sorted(found, key=lambda s: (-s.late_ns, s.host)), dur, ~np.isnan(dur).all(axis=0)
+    )
     waiting = np.zeros(n_h, bool)
     for s in found:
         in_steps = np.isin(pairing.step_num, s.steps)
