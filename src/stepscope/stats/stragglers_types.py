@@ -20,7 +20,7 @@ MIN_LATE_FRACTION = 0.05  # ...and in at least this share of the steps compared,
 PERSISTENT_SHARE = 0.75  # ...and either late in this share of the steps compared
 STRONG_SHARE = 0.20  # or late by this share of the own time (median over its late steps)
 STANDOUT = 2.0  # ...and then by this many times the other ranks' lateness when they are late
-MIN_COST_SHARE = 0.01  # ...and it held the others 1% of the job's step time, all told
+MIN_COST_SHARE = 0.005  # ...and it held the others 0.5% of the job's step time, all told
 BY_ARRIVAL = "collective arrival"
 BY_OWN_TIME = "own time"
 
@@ -119,8 +119,8 @@ def costly(found: list[Straggler], dur: np.ndarray, stepped: np.ndarray) -> list
     """The stragglers of ``found`` that held the others at least `MIN_COST_SHARE` of the
     job's step time (the median rank's step, summed over the ``stepped`` pod steps; ``dur``:
     ranks x pod steps). A rank last by 1.8 ms at 3 steps of 40 (5 ms of a 2.8 s run, beside
-    a worker late by 2.5 s from its input) is not one to send the user after (decision
-    545)."""
+    a worker late by 2.5 s from its input) is not one to send the user after; the least a
+    rank the rules name can cost is about 1% of its own time (decision 545)."""
     if not found:
         return found
     job_ns = float(np.nansum(nan_reduce(dur, "median")[stepped]))
