@@ -167,3 +167,18 @@ def test_a_loaded_machine_does_not_make_the_last_iteration_too_short() -> None:
     starts, ends, description = _steps(build(builder))
     assert len(starts) == 12 and "the last one ends with its work" in description
     assert abs(ends[-1] - (t - 0.02)) < 1e-6
+
+
+def test_the_last_iteration_keeps_work_it_runs_every_nth_iteration() -> None:
+    """A loop that computes a second loss now and then, the last iteration among them (as a
+    loop accumulating gradients steps its optimizer in its last): its most common work
+    (without it) ended the last step before it; the longest work the loop ran at least twice
+    is the last iteration's (decision 535)."""
+    builder, line = _loop_line()
+    t = 0.0
+    for k in range(12):
+        logged = [("aten::mse_loss", 0.3)] if k in (2, 7, 11) else []
+        t = _run(line, t + 6.0, TRAIN + logged)
+    starts, ends, _ = _steps(build(builder))
+    assert len(starts) == 12
+    assert abs(ends[-1] - (t - 0.02)) < 1e-6  # after its second aten::mse_loss

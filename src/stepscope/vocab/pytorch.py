@@ -9,6 +9,8 @@ import re
 PROFILER_STEP = "ProfilerStep#"
 # Any step's annotation: renumbered runs compare step to step by this pattern.
 PROFILER_STEP_ANY = re.compile(re.escape(PROFILER_STEP) + r"\d+")
+# torch.optim's annotation of each ``opt.step()``: ``Optimizer.step#AdamW.step``.
+OPTIMIZER_STEP_PREFIX = "Optimizer.step#"
 # The DataLoader's ``__next__`` as the profiler records it:
 # ``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`` (or _MultiProcessing...).
 DATALOADER_NEXT = "enumerate(DataLoader)"

@@ -64,7 +64,8 @@ class Context(NamedTuple):
     cores: int  # 0: not recorded
     idle_cores: float  # -1: not recorded
     up_ns: int  # the workers' first batches all began
-    other_ms: float  # the steps' time per step not bound by input (-1 without steps)
+    other_ms: float  # the steps' time not bound by input, per batch (-1 without steps)
+    batches_per_step: float = 1.0  # `batches_per_step`
 
 
 class Workers(NamedTuple):
@@ -354,8 +355,8 @@ def _busy(w: Workers, context: Context, busy: float, during: str, top: str) -> s
             f" Their batches mostly wait off the CPU ({off_cpu:.0f}% of their time: sleep, "
             f"I/O, locks; computing {w.cpu_percent:.0f}%): add workers, they need little CPU: "
             f"num_workers={needed} (now {now}) would make a batch every "
-            f"{w.ms_per_batch / needed:.2f} ms for the steps' {context.other_ms:.2f} ms of "
-            "other work."
+            f"{w.ms_per_batch / needed:.2f} ms for "
+            f"{_per_batch(context.other_ms, context.batches_per_step)}."
             + (
                 f" They also waited for a CPU {w.cpu_wait_percent:.0f}% of their time: the "
                 "cores are busy."
@@ -405,6 +406,27 @@ def _workers_needed(w: Workers, context: Context) -> int:
 IN_PROCESS_ITER = "_SingleProcessDataLoaderIter.__next__"
 
 
+def batches_per_step(profile: Profile, db: StepDb, keep: np.ndarray) -> float:
+    """How many batches the loop took from a DataLoader per step, over the steps ``keep`` (a
+    mask): its ``next()`` calls that began in them, at least one a step. A loop that
+    accumulates gradients takes N batches per optimizer step (decision 535): a worker must
+    make one in a Nth of the step's other work, not in all of it."""
+    ids = profile.strings.ids_matching(is_dataloader_next)
+    if not len(ids) or not keep.any():
+        return 1.0
+    at = np.sort(profile.start_ns[np.isin(profile.name, ids)])
+    lo, hi = db.start_ns[keep], db.start_ns[keep] + db.dur_ns[keep]
+    inside = int((np.searchsorted(at, hi, "left") - np.searchsorted(at, lo, "left")).sum())
+    return max(1.0, inside / int(keep.sum()))
+
+
+def _per_batch(other_ms: float, batches: float) -> str:
+    """The other work each batch must be made in, said for people."""
+    if round(batches) <= 1:
+        return f"the steps' {other_ms:.2f} ms of other work"
+    return f"the {other_ms:.2f} ms of other work per batch, {batches:.0f} batches a step"
+
+
 def in_process_loader(profile: Profile, db: StepDb | None) -> str:
     """Advice for a DataLoader making its batches in the training process (``num_workers=0``)
     while the steps wait for input (decision 393); "" otherwise."""
@@ -419,13 +441,14 @@ def in_process_loader(profile: Profile, db: StepDb | None) -> str:
     if not len(calls) or not total or 100.0 * input_ns / total < INPUT_WAIT_PERCENT:
         return ""
     per_batch_ms = float(profile.dur_ns[calls].mean()) / 1e6
-    other_ms = (total - input_ns) / db.n_steps / 1e6
+    batches = batches_per_step(profile, db, np.ones(db.n_steps, bool))
+    other_ms = (total - input_ns) / db.n_steps / 1e6 / batches
     needed = max(1, math.ceil(per_batch_ms / other_ms)) if other_ms > 0 else 1
     return (
         f"The DataLoader makes its batches in the training process (num_workers=0): "
         f"{per_batch_ms:.2f} ms a batch, while the steps wait for input "
         f"{100.0 * input_ns / total:.1f}% of their time. Set num_workers so that worker "
         f"processes make the next batches while the step computes: num_workers={needed} would "
-        f"make one every {per_batch_ms / needed:.2f} ms for the steps' {other_ms:.2f} ms of "
-        "other work (if the batches need CPU, at most the idle cores)."
+        f"make one every {per_batch_ms / needed:.2f} ms for {_per_batch(other_ms, batches)} "
+        "(if the batches need CPU, at most the idle cores)."
     )

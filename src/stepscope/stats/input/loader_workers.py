@@ -21,6 +21,7 @@ from stepscope.records import record
 from stepscope.stats.input.loader_verdict import (
     Context,
     Workers,
+    batches_per_step,
     busy_while_waiting,
     loop_waits,
     plain_asks,
@@ -200,8 +201,8 @@ def loader_workers(profile: Profile, db: StepDb | None = None) -> tuple[LoaderWo
         stage = names[name_id][: -len(WORKER_SUFFIX)]
         ev = np.flatnonzero(profile.name == name_id)
         up_ns = _workers_up_ns(profile, ev)
-        wait, other_ms = _input_share(db, up_ns)
-        context = Context(wait, cpu[0], cpu[1], up_ns, other_ms)
+        wait, other_ms, batches = _input_share(profile, db, up_ns)
+        context = Context(wait, cpu[0], cpu[1], up_ns, other_ms, batches)
         out_rows.append(_one_loader(profile, stage, ev, span, context))
     return tuple(r for r in out_rows if r is not None)
 
@@ -252,21 +253,22 @@ def _workers_up_ns(profile: Profile, ev: np.ndarray) -> int:
     return max(int(profile.start_ns[ev[group == g]].min()) for g in distinct(group).tolist())
 
 
-def _input_share(db: StepDb | None, up_ns: int) -> tuple[float, float]:
+def _input_share(profile: Profile, db: StepDb | None, up_ns: int) -> tuple[float, float, float]:
     """The input share of the steps that began once the workers were up (all steps when
-    none did), and their time per step not bound by input (ms); (-1, -1) without steps: a
-    first step waiting for workers to start (seconds with ``spawn``) says nothing about how
-    they keep up."""
+    none did), their time not bound by input per batch (ms) and the batches a step took;
+    (-1, -1, 1) without steps: a first step waiting for workers to start (seconds with
+    ``spawn``) says nothing about how they keep up."""
     if db is None or not db.n_steps:
-        return -1.0, -1.0
+        return -1.0, -1.0, 1.0
     after = db.start_ns >= up_ns
     keep = after if after.any() else np.ones(db.n_steps, bool)
     total = int(db.dur_ns[keep].sum())
     if not total:
-        return -1.0, -1.0
+        return -1.0, -1.0, 1.0
     input_ns = float(db.limit_ns()["input"][keep].sum())
-    other_ms = round((total - input_ns) / int(keep.sum()) / 1e6, 6)
-    return round(100.0 * input_ns / total, 3), other_ms
+    batches = batches_per_step(profile, db, keep)
+    other_ms = round((total - input_ns) / int(keep.sum()) / 1e6 / batches, 6)
+    return round(100.0 * input_ns / total, 3), other_ms, batches
 
 
 def _cpu(profile: Profile) -> tuple[int, float]:

@@ -45,6 +45,7 @@ from stepscope.stats.events import (
     tf_data_lines,
 )
 from stepscope.stats.nesting import nesting_parents
+from stepscope.stats.steps.accumulation import optimizer_steps
 from stepscope.stats.steps.cycle import began_on_line, common_work, iterations, work_before
 from stepscope.stats.steps.slow_periods import holds_the_common_work, phases_of
 from stepscope.stats.steps.types import StepMarkers
@@ -346,14 +347,29 @@ def infer_steps(profile: Profile) -> StepMarkers | None:
         text = f"{count} iterations each starting at top-level event '{name}' (once per {per})"
     if placed.note:
         every += f"; {placed.note}"
+    description = f"{text} {every} (no step markers in the profile)"
+    starts_ns, ends_ns = placed.start_ns, placed.end_ns
+    grouped = optimizer_steps(profile, line, starts_ns, ends_ns)
+    if grouped is not None:
+        # the user's step is the optimizer's: its micro-batches' iterations are one step
+        starts_ns, ends_ns = starts_ns[grouped.first], ends_ns[grouped.last]
+        count = len(starts_ns)
+        out = grouped.left_out
+        rest = f"; {out} iteration{'s' if out > 1 else ''} in no whole group left out"
+        rest = rest if out else ""
+        description = (
+            f"{count} optimizer steps of {grouped.period} iterations each: gradient "
+            f"accumulation, '{grouped.name}' ran in every {_nth(grouped.period)} iteration{rest} "
+            f"(the iterations: {description})"
+        )
     return StepMarkers(
         "inferred",
-        f"{text} {every} (no step markers in the profile)",
+        description,
         np.full(count, -1, dtype=np.int64),
         np.arange(count, dtype=np.int64),
         tuple(f"step {k}" for k in range(count)),
-        placed.start_ns,
-        placed.end_ns,
+        starts_ns,
+        ends_ns,
         use_groups=False,
         drop_incomplete=False,
         lines=(line,),

@@ -12,10 +12,14 @@ iteration has no next one, so it lacks that head in events and in time. It is a 
 (decision 475):
 
 1. **The same work** (`_same_work`): its first events, joined by the head (the events just
-   before the first lead, the same as each common period ends with), are the most common
-   period's work (the same names, as many). ``h`` = 0 is decision 360's rule; ``h`` > 0 a
-   loop whose first op comes twice an iteration (``x @ w1``, then ``h @ w2``) and so is no
-   member of the cycle: the lead is the one after it.
+   before the first lead, the same as each such period ends with), are the work of a kind of
+   period the loop ran at least twice (the same names, as many), the longest such kind first,
+   then the most common. ``h`` = 0 is decision 360's rule; ``h`` > 0 a loop whose first op
+   comes twice an iteration (``x @ w1``, then ``h @ w2``) and so is no member of the cycle:
+   the lead is the one after it. The longest first: a loop that accumulates gradients runs
+   its optimizer every N-th iteration, the last one among them, and the most common work
+   (the iterations without it) ended the last step before its ``Optimizer.step`` (decision
+   535).
 2. Else **the cycle's members in order** (`_members_in_order`): each name found exactly once
    in every period is found in the last one, in the cycle's order, and every name in it up to
    the last member is found in the periods. The iterations of a loop whose work varies (an
@@ -55,11 +59,12 @@ def last_iteration_end(
     when it is no whole step. ``names``, ``start``, ``end``: one thread's top-level events in
     time order; ``pos``: the leads' positions; ``work``: `cycle.work_before`; ``held``,
     ``common``, ``count``: `cycle.common_work` of the periods."""
-    found = _same_work(pos, work, held, common, count, len(names))
-    if found is not None:
-        q, n = int(pos[-1]), found
-        spans = _spans(start, end, pos[:-1][held], np.full(int(held.sum()), n))
-        return _if_long_enough(start, end, q, q + n, spans)
+    for kind, hashed, n_kind in _kinds(pos, work, held, common, count):
+        found = _same_work(pos, work, kind, hashed, n_kind, len(names))
+        if found is not None:
+            q, n = int(pos[-1]), found
+            spans = _spans(start, end, pos[:-1][kind], np.full(int(kind.sum()), n))
+            return _if_long_enough(start, end, q, q + n, spans)
     upto = _members_in_order(names, pos, _members(names, pos))
     if upto is None:
         return None
@@ -68,15 +73,37 @@ def last_iteration_end(
     return _if_long_enough(start, end, int(pos[-1]), last + 1, spans)
 
 
+def _kinds(
+    pos: np.ndarray, work: np.ndarray, held: np.ndarray, common: int, count: int
+) -> list[tuple[np.ndarray, int, int]]:
+    """The kinds of period rule 1 tries, in its order: per kind, which periods hold it (a
+    mask), its work's hash and its event count. The kinds run at least twice, the most
+    events first (ties: the most common first); the most common kind last when it ran once."""
+    with np.errstate(over="ignore"):
+        content = (work[pos[1:]] - work[pos[:-1]]).view(np.int64)
+    kinds, inverse, seen = np.unique(
+        np.stack([content, np.diff(pos)]), axis=1, return_inverse=True, return_counts=True
+    )
+    inverse = inverse.reshape(-1)
+    order = np.lexsort((-seen, -kinds[1]))
+    tried = [
+        (inverse == k, int(kinds[0, k]), int(kinds[1, k])) for k in order.tolist() if seen[k] >= 2
+    ]
+    if held.sum() < 2:
+        tried.append((held, common, count))
+    return tried
+
+
 def _same_work(
     pos: np.ndarray, work: np.ndarray, held: np.ndarray, common: int, count: int, total: int
 ) -> int | None:
-    """How many events from the last lead on are its iteration by rule 1: ``count - h`` for
-    the smallest head ``h`` that makes the common work, or None."""
+    """How many events from the last lead on are its iteration by rule 1, for the kind of
+    period ``held`` (its work's hash ``common``, of ``count`` events): ``count - h`` for the
+    smallest head ``h`` that makes that work, or None."""
     if not count:
         return None
     q, first = int(pos[-1]), int(pos[0])
-    ends = pos[1:][held]  # each common period's end, where its head ends
+    ends = pos[1:][held]  # each such period's end, where its head ends
     with np.errstate(over="ignore"):
         for h in range(min(count - 1, first) + 1):
             n = count - h
@@ -85,7 +112,7 @@ def _same_work(
             head = work[first] - work[first - h]
             if ((work[q + n] - work[q]) + head).view(np.int64) != common:
                 continue
-            # every common period ends with that head (a name before the lead each time)
+            # every such period ends with that head (a name before the lead each time)
             if h and ((work[ends] - work[ends - h]) != head).any():
                 continue
             return n
