@@ -1,6 +1,7 @@
 """A straggler is named only where it cost the job something (decision 545): a rank last by a
 little at a few steps, beside a worker late at most steps from its input, is not sent to the
-user; and the job's headline shortens a long list of late steps."""
+user; the job's headline shortens a long list of late steps; and a straggler late mostly in a
+few of its steps is told in two parts (decision 546)."""
 
 from __future__ import annotations
 
@@ -60,3 +61,31 @@ def test_the_headline_names_four_ranges_of_a_long_list_of_late_steps() -> None:
         "per step after the next rank"
     )
     assert "is late at steps 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20," in b.explanation
+
+
+def test_a_straggler_late_mostly_in_a_few_steps_is_told_in_two_parts() -> None:
+    """Rank "a" is ready 2 ms after "b" at every step (over the 1.9 ms threshold: late at 40
+    of 40) and 12 ms after it at steps 10-19, with as much more host compute: two thirds of
+    its late time there. The average over all 40 steps (4.50 ms) describes neither part;
+    the headline gives each its own figures (decision 546)."""
+    hot = range(10, 20)
+
+    def ready(r: int, s: int) -> int:
+        return 4 * MS if r == 1 else (16 if s in hot else 6) * MS
+
+    ranks = job(2, 40, ready, end=18 * MS, hosts=["a", "b"])
+    pod = find_stragglers(ranks)
+    (a,) = pod.stragglers
+    assert held_by(pod) == (
+        "Held by a straggler: a is late at 40 of 40 steps, most of it (67%) at steps 10-19: "
+        "12.00 ms per step after the next rank, from host compute (16.00 ms per step where "
+        "the other ranks spent 4.00 ms); at its 30 other late steps by a median 2.00 ms, "
+        "from host compute; the other ranks wait for it."
+    )
+    assert a.explanation.endswith(f"; {a.focus}.") and a.late_ns == 180 * MS
+
+
+def test_a_straggler_late_by_as_much_at_every_step_is_told_in_one_part() -> None:
+    pod = find_stragglers(job(2, 40, lambda r, s: 4 * MS if r == 1 else 6 * MS, hosts=["a", "b"]))
+    (a,) = pod.stragglers
+    assert a.focus == "" and "most of it" not in held_by(pod)

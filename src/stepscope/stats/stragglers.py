@@ -68,6 +68,7 @@ from stepscope.stats.stragglers_types import (
     PodLateness,
     Rank,
     Straggler,
+    burst,
     costly,
     fetch_times,
     fetch_words,
@@ -399,6 +400,11 @@ def held_by(pod: PodLateness) -> str:
         + (f"; Python sampled on it: {first.python}" if first.python else "")
         + "); the other ranks wait for it"
     )
+    if first.focus:
+        text = (
+            f"Held by a straggler: {first.host} is late at {n} of {len(pod.step_num)} steps, "
+            f"{first.focus}; the other ranks wait for it"
+        )
     hidden = [s.host for s in pod.stragglers if s.behind]
     if hidden:
         text += f". Next in line, hidden behind it: {', '.join(hidden)}"
@@ -458,6 +464,7 @@ def _straggler(
     wait_ns: np.ndarray,
     n_compared: int,
     fetch: FetchTimes | None = None,
+    focus: bool = True,
 ) -> Straggler:
     mine = (last == j) & np.isin(m.pod_step, steps)
     others = np.ones(len(m.rows), bool)
@@ -524,7 +531,7 @@ def _straggler(
                 f" {fetched} is the iterator its loop gets each batch from: this rank waits "
                 "on its input."
             )
-    return Straggler(
+    found = Straggler(
         hosts[row],
         numbers,
         late_ns,
@@ -539,3 +546,23 @@ def _straggler(
         int(peers[k]),
         python=python,
     )
+    big = burst(held[row, steps]) if focus else None
+    if big is None:
+        return found
+    # Most of its late time in a few steps (a rank doing extra work at steps 10-14, last
+    # by a few ms in 23 others on a busy machine): the average over all of them describes
+    # neither (decision 546). Each part is described by its own run-ups.
+    args = (hosts, pairing, m, j, row)
+    rest = (held, wait_ns, n_compared, fetch, False)
+    peak = _straggler(*args, steps[big], last, *rest)
+    other = _straggler(*args, steps[~big], last, *rest)
+    n_peak, n_other = len(peak.steps), len(other.steps)
+    words = (
+        f"most of it ({peak.late_ns / max(late_ns, 1):.0%}) at steps {peak.step_ranges}: "
+        f"{peak.late_ns / n_peak / 1e6:.2f} ms per step after the next rank, from "
+        f"{_what(peak.reason)} ({peak.reason_ns / n_peak / 1e6:.2f} ms per step where the "
+        f"other ranks spent {peak.reason_peers_ns / n_peak / 1e6:.2f} ms); at its {n_other} "
+        f"other late steps by a median {float(np.median(held[row, steps[~big]])) / 1e6:.2f} "
+        f"ms, from {_what(other.reason)}"
+    )
+    return replace(found, focus=words, explanation=f"{text[:-1]}; {words}." + text[len(text) :])

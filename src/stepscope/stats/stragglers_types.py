@@ -20,6 +20,7 @@ MIN_LATE_FRACTION = 0.05  # ...and in at least this share of the steps compared,
 PERSISTENT_SHARE = 0.75  # ...and either late in this share of the steps compared
 STRONG_SHARE = 0.20  # or late by this share of the own time (median over its late steps)
 STANDOUT = 2.0  # ...and then by this many times the other ranks' lateness when they are late
+BURST = 5.0  # a straggler's steps late by 5x its median lateness are told apart...
 MIN_COST_SHARE = 0.005  # ...and it held the others 0.5% of the job's step time, all told
 BY_ARRIVAL = "collective arrival"
 BY_OWN_TIME = "own time"
@@ -54,6 +55,9 @@ class Straggler:
     # with untraced host work as the reason: the Python functions the stack sampler saw on
     # this rank in its steps ("" without samples), as the overview names them
     python: str = ""
+    # most of its late time in a few of its late steps (`burst`): those steps and the others,
+    # each with its own figures and reason, in words ("" when spread evenly)
+    focus: str = ""
 
     @property
     def step_ranges(self) -> str:
@@ -125,6 +129,18 @@ def costly(found: list[Straggler], dur: np.ndarray, stepped: np.ndarray) -> list
         return found
     job_ns = float(np.nansum(nan_reduce(dur, "median")[stepped]))
     return [s for s in found if s.late_ns >= MIN_COST_SHARE * job_ns]
+
+
+def burst(held_ns: np.ndarray) -> np.ndarray | None:
+    """Which of a straggler's late steps (``held_ns``: how long it held the others in each)
+    hold most of its late time: those late by `BURST` times the median of them, when they
+    are not all of them and hold at least half of the time; else None (decision 546)."""
+    if len(held_ns) < 2:
+        return None
+    big = held_ns >= BURST * float(np.median(held_ns))
+    if big.all() or not big.any() or held_ns[big].sum() < 0.5 * held_ns.sum():
+        return None
+    return big
 
 
 def required_late_steps(n_steps: int) -> int:
