@@ -193,7 +193,7 @@ def test_dispatch_evidence_names_the_ops_their_pace_and_a_fix() -> None:
     summary = _summary({"dispatch": 6.0}, table=_table(dispatch=dispatch, framework="mxnet"))
     assert _evidence(summary, "dispatch") == (
         "190 small ops dispatched one at a time per step (aten::add x120, aten::mul x70 over "
-        "1 steps), 60.0 µs each (median) and 240.0 µs apart; fix: compile the step (jax.jit / "
+        "1 step), 60.0 µs each (median) and 240.0 µs apart; fix: compile the step (jax.jit / "
         "torch.compile / tf.function) or batch the small ops into fewer, larger ones"
     )
 

@@ -92,11 +92,11 @@ def test_kernel_launch_bound_without_steps_does_not_count_steps() -> None:
 
 
 def test_b200_steps_agree_with_the_overview() -> None:
-    # The real B200 trace: the overview finds no step, so the finding speaks of the profile.
+    # The real B200 trace: one vLLM engine step (decision 540), so the finding speaks of it.
     profile = fixture_profile("kineto/b200_vllm_fp8_rank0.json.gz")
-    assert build_step_db(profile).n_steps == 0
+    assert build_step_db(profile).n_steps == 1
     f = _one(profile, "kernel_launch_bound")
-    assert f.summary.startswith("The profile (no steps found)") and "of 1 steps" not in f.summary
+    assert f.summary.startswith("The profile's one step launches") and "of 1 steps" not in f.summary
 
 
 def test_ops_on_host() -> None:

@@ -91,15 +91,16 @@ def test_what_no_steps_and_an_unknown_source_say() -> None:
     builder.plane("/host:CPU").line(1, "main").event("setup", 0, MS)
     profile = build(builder)
     assert find_step_markers(profile).description == (
-        "no step markers (_r/step_num, ProfilerStep#N, Profiled batch, device Steps line) and "
-        "no repeating top-level event from which to infer steps"
+        "no step markers (_r/step_num, ProfilerStep#N, Profiled batch, device Steps line), "
+        "no inference framework's per-batch call (vLLM execute_model, Hugging Face generate) "
+        "and no repeating top-level event from which to infer steps"
     )
     assert find_step_markers(profile, "device").description == "no steps from source 'device'"
     with pytest.raises(StepscopeError) as error:
         find_step_markers(profile, "epochs")
     assert str(error.value) == (
         "unknown step source 'epochs'; use auto or one of marker, profiler_step, keras_batch, "
-        "device, inferred"
+        "device, serving, inferred"
     )
 
 

@@ -203,7 +203,8 @@ def _dispatch(summary: StepSummary) -> str:
     steps = max(len(d.ops), 1)
     text = (
         f"{d.ops_per_step():.0f} small ops dispatched one at a time per step ({ops} over "
-        f"{steps} steps), {d.median_op_ns / 1e3:.1f} µs each (median) and "
+        f"{steps} step{'s' if steps != 1 else ''}), {d.median_op_ns / 1e3:.1f} µs each "
+        "(median) and "
         f"{d.median_gap_ns / 1e3:.1f} µs apart"
     )
     # the function that called JAX's API, when JAX ran it op by op (`stats.steps.eager`),

@@ -140,6 +140,9 @@ def kernel_launch_bound(data: HostData, options: dict[str, str]) -> Finding | No
         summary=(
             (
                 f"{int(bound.sum())} of {len(lo)} steps launch"
+                if data.steps.n_steps > 1
+                # a one-step trace (vLLM's one engine step): the step, not "1 of 1 steps"
+                else "The profile's one step launches"
                 if data.steps.n_steps
                 # no step found: the whole device activity is the one window (as the
                 # overview's "Steps 0" says, it is not a step)
@@ -147,7 +150,7 @@ def kernel_launch_bound(data: HostData, options: dict[str, str]) -> Finding | No
             )
             + f" mostly kernels shorter than a launch "
             f"call ({latency / 1e3:.1f} µs): the GPU is idle {idle / 1e6:.2f} ms in "
-            f"{'them' if data.steps.n_steps else 'it'} "
+            f"{'them' if data.steps.n_steps > 1 else 'it'} "
             f"(busy {100 * float(busy_frac[bound].mean()):.0f}% on average). "
             f"'{events[0].name}' launches the most short kernels ({events[0].count})."
         ),

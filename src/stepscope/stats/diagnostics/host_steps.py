@@ -85,7 +85,7 @@ def input_bound(data: HostData, options: dict[str, str]) -> Finding | None:
         # `stepscope.data` wraps each fetch in TensorFlow's `IteratorGetNextOp::DoCompute`
         # (so XProf sees the wait): name it by the user's stage (`Iterator::Loader`) instead
         waits = _named_stages(data, waits)
-    events = top_by_name(p, waits, inside)
+    events = top_by_name(p, waits, inside) or _staged_evidence(data, staged)
     return Finding(
         id="input_bound",
         title="Steps wait for input",
@@ -114,6 +114,18 @@ def input_bound(data: HostData, options: dict[str, str]) -> Finding | None:
         events=events,
         metrics={"input_pct": pct, "input_ms": ns / 1e6},
     )
+
+
+def _staged_evidence(data: HostData, staged: int) -> tuple[EventEvidence, ...]:
+    """Evidence of input made inside the steps when nothing waited for a batch (a serving
+    step preparing its inputs, an HF pipeline's preprocess): the traced Python function the
+    staged time went to, else the staged windows themselves, with the steps that have one."""
+    if not staged:
+        return ()
+    steps = int((data.steps.staged_ns > 0).sum())
+    frames = data.steps.limits.staged_frames
+    name = frames[0][0] if frames else "(host work before the step's first model op)"
+    return (EventEvidence(name, steps, staged, "building the batch before the first model op"),)
 
 
 def _mostly_held(data: HostData, input_ns: int) -> bool:

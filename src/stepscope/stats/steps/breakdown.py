@@ -89,6 +89,9 @@ class StepDb:
     # the loop getting its batch from a Python iterator (the stack sampler's evidence,
     # `stepscope.stats.steps.fetch`): per kept step the time counted as input in the limits
     fetched: Fetched = field(default_factory=Fetched)
+    # the profile's span, first event's start to last one's end (a one-step profile's
+    # description says how much of it the step is, `summary.one_step_note`)
+    profile_ns: int = 0
 
     @property
     def n_steps(self) -> int:
@@ -508,6 +511,8 @@ def _breakdown(
     accumulated = accumulation_note(profile, span_lo[keep], dur[keep])
     if accumulated:  # of the steps kept
         description += f"; {accumulated}"
+    # the profile's span without its cached end column (`Profile.time_span_ns` makes one)
+    span_ns = int((profile.start_ns + profile.dur_ns).max() - profile.start_ns.min())
     db = StepDb(
         markers.source,
         description,
@@ -526,5 +531,6 @@ def _breakdown(
         staged,
         limits,
         fetched,
+        span_ns,
     )
     return db, keep, span_lo[keep], span_hi[keep]

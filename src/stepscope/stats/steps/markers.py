@@ -12,12 +12,15 @@ Sources, tried in this order unless one is asked for:
 - ``keras_batch``: Keras 3's ``Profiled batch`` traces (``step_num`` but no ``_r``, so XProf
   finds no step in them).
 - ``device``: a device plane's ``Steps`` line (XProf's derived step line, TPU profiles).
+- ``serving``: an inference framework's own per-batch calls (vLLM's ``execute_model``, Hugging
+  Face's ``generate``; `stepscope.stats.steps.serving`).
 - ``inferred``: no markers at all; steps are found in the repeating structure of the trace
   (`stepscope.stats.steps.infer`).
 
-Keras batches and ProfilerStep spans are complete by construction (the profiler starts and
-stops on step boundaries), and inferred steps are bounded by observed events at both ends, so
-only ``marker`` and ``device`` steps follow XProf's drop rule.
+Keras batches, ProfilerStep spans and serving calls are complete by construction (the
+profiler starts and stops on step boundaries; a call is whole when traced), and inferred steps
+are bounded by observed events at both ends, so only ``marker`` and ``device`` steps follow
+XProf's drop rule.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from stepscope.errors import StepscopeError
 from stepscope.model import Profile
 from stepscope.stats.events import host_lines
 from stepscope.stats.steps.infer import infer_steps
+from stepscope.stats.steps.serving import serving_calls
 from stepscope.stats.steps.types import SOURCES, StepMarkers
 from stepscope.vocab.profiler import LAST_STEP_WHOLE_STAT
 from stepscope.vocab.pytorch import is_profiler_step
@@ -152,6 +156,22 @@ def _device_steps(profile: Profile) -> StepMarkers | None:
     )
 
 
+def _serving_steps(profile: Profile) -> StepMarkers | None:
+    found = serving_calls(profile)
+    if found is None:
+        return None
+    events, description = found
+    return _from_events(
+        profile,
+        events,
+        "serving",
+        description,
+        np.arange(len(events), dtype=np.int64),
+        use_groups=True,
+        drop_incomplete=False,
+    )
+
+
 def find_step_markers(profile: Profile, source: str = "auto") -> StepMarkers:
     """The steps of ``profile`` from ``source`` ("auto": the first source that has any)."""
     if source not in ("auto", *SOURCES):
@@ -175,6 +195,7 @@ def find_step_markers(profile: Profile, source: str = "auto") -> StepMarkers:
             need_step_num=True,
         ),
         "device": lambda: _device_steps(profile),
+        "serving": lambda: _serving_steps(profile),
         "inferred": lambda: infer_steps(profile),
     }
     for name in SOURCES if source == "auto" else (source,):
@@ -183,7 +204,8 @@ def find_step_markers(profile: Profile, source: str = "auto") -> StepMarkers:
             return found
     if source == "auto":
         return StepMarkers.none(
-            "no step markers (_r/step_num, ProfilerStep#N, Profiled batch, device Steps line) and "
-            "no repeating top-level event from which to infer steps"
+            "no step markers (_r/step_num, ProfilerStep#N, Profiled batch, device Steps line), "
+            "no inference framework's per-batch call (vLLM execute_model, Hugging Face "
+            "generate) and no repeating top-level event from which to infer steps"
         )
     return StepMarkers.none(f"no steps from source {source!r}")

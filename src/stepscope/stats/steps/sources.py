@@ -3,4 +3,4 @@
 Apart from the step types so that the CLI can offer them as choices without importing NumPy.
 """
 
-SOURCES = ("marker", "profiler_step", "keras_batch", "device", "inferred")
+SOURCES = ("marker", "profiler_step", "keras_batch", "device", "serving", "inferred")

@@ -1,0 +1,87 @@
+"""The calls inference frameworks make once per batch they serve: their own steps.
+
+A serving or generation loop has no ``ProfilerStep#N`` and no ``_r`` marker, and a trace of a
+few engine steps (one, often: vLLM's profiler traces one ``execute_model``) holds nothing that
+repeats at the top level. The framework's own entry point is the step:
+
+- vLLM: the worker's / model runner's ``execute_model``, once per engine step (the batch the
+  scheduler formed, prefills and decodes together: its forward pass and sampling); vLLM's
+  profiler annotation of that call, ``execute_context_<n>(<tokens>)_generation_<n>(<tokens>)``.
+- Hugging Face transformers: ``GenerationMixin.generate``, once per request batch (its
+  prefill and one forward pass per generated token).
+
+They are Python calls: Kineto records them as ``python_function`` events named
+``<path>(<line>): <function>`` (``with_stack=True``), stepscope's Python tracer as
+``$<file>:<line> <qualname>``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_KINETO_CALL = re.compile(r"^(?P<path>.+)\(\d+\): (?P<function>[\w.<>]+)$")
+_TRACER_CALL = re.compile(r"^\$(?P<path>.+):\d+ (?P<function>[\w.<>]+)$")
+
+
+@dataclass(frozen=True)
+class ServingCall:
+    """One framework's per-batch call: how to know it and what one of it is."""
+
+    framework: str  # for people: "vLLM"
+    function: str  # the function's name (the last part of a qualname)
+    paths: tuple[str, ...]  # a Kineto path holds one of these (the package's directory)
+    qualnames: tuple[str, ...]  # or stepscope's tracer names one of these qualnames
+    annotation: str  # or a profiler annotation starts with this ("" for none)
+    unit: str  # what one call is, for people ("engine step"; "s" makes it plural)
+    holds: str  # what one call holds
+
+
+SERVING_CALLS = (
+    ServingCall(
+        "vLLM",
+        "execute_model",
+        ("vllm/",),
+        ("GPUModelRunner.execute_model", "Worker.execute_model", "ModelRunner.execute_model"),
+        "execute_context_",
+        "engine step",
+        "execute_model: the batch the scheduler formed, prefills and decodes together, its "
+        "forward pass and sampling",
+    ),
+    ServingCall(
+        "Hugging Face",
+        "generate",
+        ("transformers/generation/",),
+        ("GenerationMixin.generate",),
+        "",
+        "generate() call",
+        "one request batch: its prefill and one forward pass per generated token",
+    ),
+)
+
+
+def python_call(name: str) -> tuple[str, str] | None:
+    """(path, function) of a Python call event's name, Kineto's or stepscope's tracer's (the
+    tracer's function is a qualname); None for other names."""
+    found = _KINETO_CALL.match(name) or _TRACER_CALL.match(name)
+    return (found["path"], found["function"]) if found else None
+
+
+def serving_call(name: str) -> ServingCall | None:
+    """The serving call an event of this name is, or None."""
+    if not name.endswith(tuple(c.function for c in SERVING_CALLS)) and not name.startswith(
+        tuple(c.annotation for c in SERVING_CALLS if c.annotation)
+    ):
+        return None
+    call = python_call(name)
+    for kind in SERVING_CALLS:
+        if kind.annotation and name.startswith(kind.annotation):
+            return kind
+        if call is None:
+            continue
+        path, function = call
+        if function in kind.qualnames or (
+            function == kind.function and any(p in path for p in kind.paths)
+        ):
+            return kind
+    return None
