@@ -18,6 +18,7 @@ from stepscope.stats.bound import BoundBy
 from stepscope.stats.host.untraced import where_untraced
 from stepscope.stats.summary import StepSummary
 from stepscope.vocab.dispatch import fix_for
+from stepscope.vocab.serving import INFERENCE_INPUT_FIX
 
 HIGH_INPUT = 20.0
 MODERATE_INPUT = 5.0
@@ -166,15 +167,25 @@ _PYTHON_ITERATOR_FIX = (
 )
 
 
+def _serves(summary: StepSummary) -> bool:
+    """Whether the steps are PyTorch inference fed by no DataLoader: ops traced, never a
+    backward or an optimizer (`LimitTable.serves`), so batch advice is about
+    requests, not a loader."""
+    return summary.limits.framework == "pytorch" and summary.limits.serves
+
+
 def _headline_fix(summary: StepSummary, bound: BoundBy, of: str) -> str:
     """The fix for the headline's limit, or "" when the headline already gives one."""
     first = bound.limits[0]
     if first.key == "dispatch":
         if "fix:" in first.evidence:
             return ""
-        fix = fix_for(summary.limits.framework, summary.limits.dispatch.ops_per_step())
+        limits = summary.limits
+        fix = fix_for(limits.framework, limits.dispatch.ops_per_step(), limits.trains)
     elif first.key == "input" and summary.fetched.counted and summary.fetched_percent() > 0:
         fix = _PYTHON_ITERATOR_FIX.format(name=summary.fetched.function[0])
+    elif first.key == "input" and _serves(summary):
+        fix = INFERENCE_INPUT_FIX
     elif first.key in _HEADLINE_FIX:
         fix = _HEADLINE_FIX[first.key]
     else:
@@ -327,6 +338,9 @@ def recommend(
         if limit == "input" and 2 * summary.held_percent() > pct:
             # held up by the pipeline's Python: its own fix (`tf_data_advice`), not a prefetch
             text = text[: text.index(". Prepare batches") + 1]
+        elif limit == "input" and _serves(summary):
+            cut = text.index(". Prepare batches") + 2
+            text = text[:cut] + INFERENCE_INPUT_FIX[0].upper() + INFERENCE_INPUT_FIX[1:] + "."
         if limit == "host":
             where = where_untraced(
                 summary.untraced, summary.n_steps, summary.total_ns(), with_python=False

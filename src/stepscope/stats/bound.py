@@ -212,7 +212,8 @@ def _dispatch(summary: StepSummary) -> str:
     caller = summary.limits.eager.caller or d.caller
     if caller:
         text += f", issued by {caller}"
-    return text + f"; fix: {fix_for(summary.limits.framework, d.ops_per_step())}"
+    fix = fix_for(summary.limits.framework, d.ops_per_step(), summary.limits.trains)
+    return text + f"; fix: {fix}"
 
 
 def _host(summary: StepSummary, pct: float) -> str:

@@ -79,9 +79,20 @@ JITTED_FIX = (
 )
 
 
-def fix_for(framework: str, ops_per_step: float) -> str:
+# PyTorch inference (a run that never trains: no backward, no optimizer): no optimizer to fuse;
+# a served model's lever is the batch (more requests per forward pass).
+INFERENCE_FIX = (
+    "fuse the small ops: torch.compile the model (mode='reduce-overhead' adds CUDA graphs on "
+    "GPUs), serve more requests per forward pass (a larger batch), and replace Python loops "
+    "over tensors with batched ops"
+)
+
+
+def fix_for(framework: str, ops_per_step: float, trains: bool = True) -> str:
     """The fix of dispatch-bound steps of ``framework`` issuing ``ops_per_step`` ops a step
-    in their dispatch runs."""
+    in their dispatch runs; ``trains``: False for a PyTorch run that never trains."""
     if framework == "jax" and 0 < ops_per_step < 2:
         return JITTED_FIX
+    if framework == "pytorch" and not trains:
+        return INFERENCE_FIX
     return FIXES.get(framework, FIXES["unknown"])

@@ -61,3 +61,22 @@ def profiler_step_number(name: str) -> int | None:
 
 def is_dataloader_next(name: str) -> bool:
     return name.startswith(DATALOADER_NEXT)
+
+
+# A PyTorch run that trains shows it in the ops its profiler records: the autograd engine
+# running each backward node (``autograd::engine::evaluate_function: AddmmBackward0``), the
+# nodes themselves, the ``*_backward`` ops and torch.optim's annotations. A run traced without
+# any of them beside its aten ops (a forward under ``torch.inference_mode()`` / ``no_grad``,
+# vLLM, ``generate()``) never trains, and advice about optimizers or gradients is no advice
+# for it.
+TRAINING_PREFIXES = (
+    "autograd::engine::evaluate_function",
+    "Optimizer.step#",
+    "Optimizer.zero_grad#",
+)
+_TRAINING_NAME = re.compile(r"^aten::\w+_backward\w*$|^\w+Backward\d+$")
+
+
+def is_training_name(name: str) -> bool:
+    """Whether an event of this name is PyTorch's backward pass or optimizer step."""
+    return name.startswith(TRAINING_PREFIXES) or _TRAINING_NAME.match(name) is not None

@@ -85,3 +85,14 @@ def serving_call(name: str) -> ServingCall | None:
         ):
             return kind
     return None
+
+
+# What to do about input in a run that never trains (`stats.device.never_trains`): its batches
+# are requests, and the host work before the model (tokenizing, decoding, resizing,
+# normalizing) overlaps the model's work when it runs ahead of it. Not a DataLoader over a
+# training set, nor tf.data in a PyTorch run.
+INFERENCE_INPUT_FIX = (
+    "prepare the next requests' inputs while the model serves the current ones: the "
+    "pre-processing (tokenizing, decoding, resizing, normalizing) in worker processes or a "
+    "background thread that fills a queue, or on the device"
+)

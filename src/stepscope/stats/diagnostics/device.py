@@ -13,6 +13,7 @@ from stepscope.stats.diagnostics.base import (
     severity,
 )
 from stepscope.stats.events import EventType
+from stepscope.stats.gpu.device import never_trains
 from stepscope.stats.gpu.kernels import launch_events, op_of_kernels
 from stepscope.stats.intervals import merge
 
@@ -88,6 +89,13 @@ LAUNCH_FIXES = {
     ),
     "unknown": "Fuse small kernels (XLA, torch.compile, CUDA graphs) and raise the batch size.",
 }
+# PyTorch that never trains (`stats.device.never_trains`): no optimizer to fuse, and the batch
+# is the requests served per forward pass.
+INFERENCE_LAUNCH_FIX = (
+    "Capture the forward pass in a CUDA graph (torch.compile(model, mode='reduce-overhead') or "
+    "torch.cuda.graphs), fuse elementwise ops with torch.compile, and serve more requests per "
+    "forward pass (a larger batch) so each kernel does more work."
+)
 
 
 def kernel_launch_bound(data: HostData, options: dict[str, str]) -> Finding | None:
@@ -132,6 +140,8 @@ def kernel_launch_bound(data: HostData, options: dict[str, str]) -> Finding | No
     )
     worst = np.flatnonzero(bound)[np.argsort(busy_frac[bound], kind="stable")][:5]
     fix = LAUNCH_FIXES.get(data.framework, LAUNCH_FIXES["unknown"])
+    if data.framework == "pytorch" and never_trains(p):
+        fix = INFERENCE_LAUNCH_FIX
     return Finding(
         id="kernel_launch_bound",
         title="Kernel-launch-bound steps" if data.steps.n_steps else "Kernel-launch-bound GPU work",

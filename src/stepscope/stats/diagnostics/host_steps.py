@@ -47,6 +47,7 @@ from stepscope.stats.steps.limits import LIMIT_LABELS, LimitType
 from stepscope.stats.warmup import warmup_count
 from stepscope.vocab import tensorflow as tf_names
 from stepscope.vocab.dispatch import fix_for
+from stepscope.vocab.serving import INFERENCE_INPUT_FIX
 
 VERY_HIGH_OTHER = 30.0  # % of step time: untraced host work this large is "high"
 DISPATCH_SHARE = (15.0, 30.0)  # % of step time in dispatch runs: medium / high
@@ -151,6 +152,13 @@ def _input_fix(data: HostData) -> str:
     ]
     if judged:
         return judged[0]
+    limits = data.steps.limits
+    if limits.framework == "pytorch" and limits.serves:
+        return (
+            INFERENCE_INPUT_FIX[0].upper()
+            + INFERENCE_INPUT_FIX[1:]
+            + ". input_pipeline_analyzer shows where the time before the model goes."
+        )
     settings = captured_settings(data.profile)
     if settings:
         return (
@@ -192,7 +200,8 @@ def _named_stages(data: HostData, waits: np.ndarray) -> np.ndarray:
 def dispatch_bound(data: HostData, options: dict[str, str]) -> Finding | None:
     """Steps spent dispatching many small ops one at a time (`stepscope.stats.steps.dispatch`)."""
     pct, ns = _limit(data, "dispatch")
-    d = data.steps.limits.dispatch
+    limits = data.steps.limits
+    d = limits.dispatch
     if pct < DISPATCH_SHARE[0] or not len(d.ops):
         return None
     n = max(data.steps.n_steps, 1)
@@ -211,7 +220,7 @@ def dispatch_bound(data: HostData, options: dict[str, str]) -> Finding | None:
             f"{d.median_gap_ns / 1e3:.1f} µs of Python between them, while the work they "
             "queue is tiny."
         ),
-        fix=_capitalized(fix_for(data.steps.limits.framework, d.ops_per_step())) + ".",
+        fix=_capitalized(fix_for(limits.framework, d.ops_per_step(), limits.trains)) + ".",
         time_ns=ns,
         steps=data.step_numbers(worst),
         events=tuple(EventEvidence(name, count, 0, "dispatched op") for name, count in d.top_ops),

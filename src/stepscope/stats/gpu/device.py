@@ -17,6 +17,7 @@ from stepscope.records import record
 from stepscope.stats.events import EventType, classify_events, device_work_lines
 from stepscope.stats.intervals import union_ns
 from stepscope.stats.kernel_rules import PRECISIONS, kernel_precision
+from stepscope.vocab.pytorch import DATALOADER_WORKER_LINE, is_dataloader_next, is_training_name
 
 _KERNELS = (EventType.DEVICE_COMPUTE_16, EventType.DEVICE_COMPUTE_32, EventType.DEVICE_COLLECTIVES)
 # The plane stats a device lists, with their units (declared with the field below).
@@ -95,6 +96,27 @@ def framework_of(profile: Profile) -> str:
     if any(s.startswith("aten::") for s in strings.strings[:100000]):
         return "pytorch"
     return "unknown"
+
+
+def never_trains(profile: Profile) -> bool:
+    """Whether the profile is of PyTorch ops that never train: aten ops traced and no
+    backward pass or optimizer step among them (`pytorch.is_training_name`). Unknown for the
+    other frameworks (False): a jitted JAX or TensorFlow step runs its backward inside one
+    compiled program, under names that need not say so."""
+    strings = profile.strings.strings[:100000]
+    if not any(s.startswith("aten::") for s in strings):
+        return False
+    return not any(is_training_name(s) for s in profile.strings.strings)
+
+
+def fed_by_dataloader(profile: Profile) -> bool:
+    """Whether a PyTorch DataLoader feeds the profile's loop: an ``enumerate(DataLoader)``
+    fetch or a DataLoader worker traced. A run that never trains (`never_trains`) and has
+    none serves requests (a serving loop, vLLM, an HF pipeline): its input advice is about
+    preparing them; evaluation over a DataLoader keeps the loader's advice."""
+    if profile.strings.ids_matching(is_dataloader_next).size:
+        return True
+    return any(ln.name.startswith(DATALOADER_WORKER_LINE) for ln in profile.lines)
 
 
 def precision_ns(profile: Profile) -> dict[str, int]:

@@ -20,7 +20,7 @@ import numpy as np
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.events import host_lines
-from stepscope.stats.gpu.device import framework_of
+from stepscope.stats.gpu.device import fed_by_dataloader, framework_of, never_trains
 from stepscope.stats.intervals import intersect_sets, merge, subtract_sets, union_of
 from stepscope.stats.steps.dispatch import DispatchEvidence, evidence, find_runs
 from stepscope.stats.steps.eager import EagerJax, calls_overhead, eager_jax, find_stretches
@@ -55,6 +55,12 @@ class LimitTable:
     held_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     # JAX run op by op (an update not under jax.jit): its dispatch and host time per step
     eager: EagerJax = field(default_factory=EagerJax)
+    # the run is known to train (False: PyTorch ops, none of a backward pass or an optimizer,
+    # `stats.device.never_trains`): its advice names no optimizer
+    trains: bool = True
+    # and fed by no DataLoader (`stats.device.fed_by_dataloader`): its input advice is about
+    # preparing requests
+    serves: bool = False
 
     @classmethod
     def empty(cls) -> LimitTable:
@@ -190,6 +196,7 @@ def limit_table(
         d_lo, d_hi = union_of(np.r_[d_lo, m_lo], np.r_[d_hi, m_hi])
     # the eager overhead is dispatch and host time: at most the step's
     cap = kept[:, [int(t) // 10 for t in _EAGER_CAP]].sum(axis=1)
+    trains = not never_trains(profile)
     table = LimitTable(
         kept,
         evidence(profile, runs, s_lo, s_hi, i_lo, i_hi),
@@ -198,5 +205,7 @@ def limit_table(
         staged_frames(profile, lines, *merge(w_lo, w_hi)),
         held[keep],
         eager_jax(profile, found, s_lo, s_hi, (c_lo, c_hi), (d_lo, d_hi), cap),
+        trains,
+        not trains and not fed_by_dataloader(profile),
     )
     return table, Covered(c_lo, c_hi)
