@@ -89,6 +89,6 @@ def with_warmup(s: RunSummary, *first_ms: float) -> RunSummary:
         cats[c][:k] = 0
     cats["compilation"][:k] = np.round(np.array(first_ms) * MS).astype(np.int64)
     dur = sum(cats.values())
-    warmup = warmup_count(dur)
+    warmup = warmup_count(dur, mid_run=False)
     assert warmup == k, f"{first_ms} ms are no warm-up beside these steps"
     return replace(s, step_dur_ns=dur, category_ns=cats, warmup_steps=warmup)

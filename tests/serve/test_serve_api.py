@@ -52,6 +52,8 @@ def test_runs_the_flight_recorder_saved_carry_its_trigger_and_reason(
         "host": "vm",
         "step": 30,
         "part": "before",
+        "steps": None,  # a marker written before decision 530: unknown, not mid-run
+        "steps_before": None,
     }
     assert runs[1]["saved_by"] is None  # an unreadable marker is ignored (and logged)
 

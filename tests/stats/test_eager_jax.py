@@ -162,7 +162,7 @@ def test_without_a_warm_up_the_advice_is_all_steps(tmp_path: Path) -> None:
 
 def test_the_steady_summary_keeps_the_per_step_evidence_of_its_steps() -> None:
     summary = summarize_steps({"vm": build_step_db(build(_loop()))})
-    count = warmup_count(summary.dur_ns)
+    count = warmup_count(summary.dur_ns, mid_run=summary.mid_run)
     steady = steps_from(summary, count)
     assert count == 1
     limits = steady.limits

@@ -39,8 +39,10 @@ from stepscope.records import record
 from stepscope.vocab.profiler import (
     FETCHES_LINE,
     FETCHES_LINE_OFFSET,
+    FIRST_STEP_WHOLE_STAT,
     LAST_STEP_WHOLE_STAT,
     STARTED_ON_THREAD_STAT,
+    STEPS_BEFORE_STAT,
 )
 from stepscope.vocab.tensorflow import GET_NEXT, ITERATOR_PREFIX
 from stepscope.xspace.builder import Ref, StatValue, XSpaceBuilder
@@ -93,6 +95,9 @@ class CaptureResult:
     warnings: list[str] = field(default_factory=list)
     bridges: BridgeSet | None = None  # framework profilers to merge (capture.bridges)
     last_step_whole: bool = False  # no capture window cut the last step (a recorder save)
+    first_step_whole: bool = False  # ... nor the first (a recorder save cut at its start)
+    # a recorder save: the steps the recorder saw before the first one saved (None: a capture)
+    steps_before: int | None = None
     # host-plane stats of the machine while recording (`capture.loader_hook.CpuUse`)
     host_stats: dict[str, int | float] = field(default_factory=dict)
     # the native id of the thread whose `start()` began recording at once (0: none such)
@@ -223,6 +228,10 @@ def _build(result: CaptureResult) -> XSpace | RawColumns:
         )
     if result.last_step_whole:
         plane.stats[LAST_STEP_WHOLE_STAT] = 1
+    if result.first_step_whole:
+        plane.stats[FIRST_STEP_WHOLE_STAT] = 1
+    if result.steps_before is not None:
+        plane.stats[STEPS_BEFORE_STAT] = result.steps_before
     for key, value in result.host_stats.items():
         plane.stats[key] = value
     if result.started_on_thread:

@@ -241,6 +241,14 @@ def recorder_lines(saved: dict[str, Any], width: int) -> list[str]:
     trigger = saved["trigger"] or "a trigger"
     at = f" at step {saved['step']}" if saved.get("step") is not None else ""
     out = wrap(f"Saved by the flight recorder ({trigger}{at}): {saved['reason']}", width, rest="  ")
+    kept, before = saved.get("steps"), saved.get("steps_before")
+    if kept and before:  # the ring begins mid-run: no warm-up is looked for (decision 530)
+        out += wrap(
+            f"It holds the loop's steps {kept[0]} to {kept[1]}, recorded mid-run (the recorder "
+            f"saw {before:,} steps before them): its first steps are no warm-up.",
+            width,
+            rest="  ",
+        )
     if saved.get("part") != "after":
         out += wrap(
             "The recorder keeps step markers, host annotations, data-pipeline events and Python "

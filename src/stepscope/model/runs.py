@@ -264,21 +264,37 @@ def trigger_step(marker: dict[str, Any]) -> int | None:
 
 
 def saved_by(run: Run) -> dict[str, Any] | None:
-    """``{"trigger", "reason", "host", "step", "part"}`` of a run the flight recorder saved
-    (its first readable host marker; ``step``: `trigger_step`, None if unknown; ``part``:
-    "after" for the steps captured in full after a trigger, else "before"), or None. Listing
-    runs reads only these small markers."""
+    """``{"trigger", "reason", "host", "step", "part", "steps", "steps_before"}`` of a run the
+    flight recorder saved (its first readable host marker; ``step``: `trigger_step`, None if
+    unknown; ``part``: "after" for the steps captured in full after a trigger, else "before";
+    ``steps``: the first and last step kept, ``steps_before``: the steps the recorder saw
+    before the first, None when the marker does not say), or None. Listing runs reads only
+    these small markers."""
     for path in run.recorder_markers:
         data = _read_json(path, _MARKER_LIMIT)
         if isinstance(data, dict):
+            kept = data.get("steps")
+            before = data.get("steps_before")
             return {
                 "trigger": str(data.get("trigger", "")),
                 "reason": str(data.get("reason", "")),
                 "host": _marker_host(run, path),
                 "step": trigger_step(data),
                 "part": "after" if data.get("part") == "after" else "before",
+                "steps": [int(k) for k in kept]
+                if isinstance(kept, list) and _two_ints(kept)
+                else None,
+                "steps_before": before if _is_int(before) else None,
             }
     return None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _two_ints(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 2 and all(_is_int(v) for v in value)
 
 
 def recorder_record(run: Run, host: str | None = None) -> dict[str, Any] | None:

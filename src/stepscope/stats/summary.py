@@ -85,6 +85,9 @@ class StepSummary:
     # the loop getting its batch from a Python iterator (`StepDb.fetched`; several hosts: the
     # host with the most such time, its `ns` the mean over the hosts per pod step)
     fetched: Fetched = field(default_factory=Fetched)
+    # a host's recording began mid-run (`StepDb.mid_run`): the first steps are no warm-up
+    # (with several hosts, any: their steps are paired, so the first pod step is that late)
+    mid_run: bool = False
 
     @property
     def n_steps(self) -> int:
@@ -167,6 +170,7 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
     has_device = any(db.has_device for db in dbs.values())
     markers = sum(db.markers_found for db in dbs.values())
     dropped = sum(db.dropped_ill_formed + db.dropped_incomplete for db in dbs.values())
+    mid_run = any(db.mid_run for db in dbs.values())
     pairing = None
     if len(dbs) > 1:  # several hosts: pairs their steps (imported only then)
         from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
@@ -196,6 +200,7 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
             db.limit_ns(),
             db.limits,
             fetched=db.fetched,
+            mid_run=mid_run,
         )
     assert pairing is not None  # several hosts have steps
     used = [(db, rows) for db, rows in zip(dbs.values(), pairing.rows, strict=True) if db.n_steps]
@@ -271,6 +276,7 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
         xprof_dur.astype(np.int64),
         first_categories,
         _most_fetched(found, picks),
+        mid_run,
     )
 
 

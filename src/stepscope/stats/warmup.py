@@ -10,6 +10,8 @@ stay over all steps; stepscope adds the steady state beside them (decision 362):
 - Warm-up steps are the leading steps, each at least `WARMUP_RATIO` times the median of the
   steps after it and `WARMUP_MIN_EXCESS_NS` longer, at most a quarter of the steps, leaving
   at least `MIN_STEADY_STEPS` steps; a first step within 3x of the others is no warm-up.
+  A recording that began mid-run (a flight recorder's ring of a running loop, the capture
+  says: `StepSummary.mid_run`) has none: its first kept step is a step like the others.
 - Their cause is compilation when the compile is at least `COMPILE_SHARE` of what they grew
   over the steady steps' median (decision 431: a ``jax.jit`` function's first call traces
   and lowers in Python, host compute, then compiles: the backend compile was 44-49% of
@@ -50,8 +52,14 @@ WARMUP_MIN_EXCESS_NS = 1_000_000
 MIN_STEADY_STEPS = 3
 
 
-def warmup_count(dur_ns: np.ndarray) -> int:
-    """How many leading steps are warm-up (0 when the first step is no outlier)."""
+def warmup_count(dur_ns: np.ndarray, *, mid_run: bool) -> int:
+    """How many leading steps are warm-up (0 when the first step is no outlier, or when the
+    recording began mid-run: ``mid_run``, `StepSummary.mid_run`). Every caller says which:
+    a flight recorder save of step 652 on read "Warm-up: step 652 took 10.69 ms" where the
+    script's loop had been warm for 650 steps, and left the step out of every average
+    (decision 530)."""
+    if mid_run:
+        return 0
     n = len(dur_ns)
     most = n // 4
     count = 0
@@ -222,7 +230,7 @@ def warmup_python(profile: Profile, db: StepDb) -> str:
     (`functions_in_steps`), each on `WARMUP_MIN_SAMPLES` samples at least, at
     `WARMUP_GROWTH` times that share at least, and off the call path of one named before;
     '' when the sampler saw none (or was off)."""
-    count = warmup_count(db.dur_ns)
+    count = warmup_count(db.dur_ns, mid_run=db.mid_run)
     lines = _loop_lines(profile, db) if count else ()
     if not lines:
         return ""
@@ -266,7 +274,7 @@ def steady_state(summary: StepSummary, seen: str = "") -> SteadyState | None:
     """The steady state after the warm-up steps, or None when the first step is no outlier;
     ``seen``: what the stack sampler saw in the warm-up (`warmup_python`), said after a
     cause other than compilation (a compile is its own explanation)."""
-    count = warmup_count(summary.dur_ns)
+    count = warmup_count(summary.dur_ns, mid_run=summary.mid_run)
     if not count:
         return None
     steady = steps_from(summary, count)

@@ -412,7 +412,7 @@ def build(ctx: ToolContext) -> OverviewPage:
     # the advice is the steps' once warm when the first steps are warm-up (decision 490): a
     # compile of 78% of the capture's time diluted every share it quotes; a job a straggler
     # holds keeps its all-steps advice (its headline and the straggler's fix are all steps')
-    warm = warmup_count(summary.dur_ns) if not held else 0
+    warm = warmup_count(summary.dur_ns, mid_run=summary.mid_run) if not held else 0
     advised = steps_from(summary, warm) if warm else summary
     recommendation = recommend(
         advised,

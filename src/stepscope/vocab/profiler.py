@@ -49,6 +49,15 @@ def is_profiler_event(name: str) -> bool:
 # save ends with the steps that ended before it (often the slow step it was saved for), so
 # XProf's rule drops only the first step, which the ring may have cut, not the last.
 LAST_STEP_WHOLE_STAT = "stepscope_last_step_whole"
+# ... and its first step is whole: the save cut the ring at that step's start (every trigger
+# but a window of time asked by another rank), so XProf's rule keeps it too. A ring holding
+# the program's first steps kept its warm-up only so (decision 531).
+FIRST_STEP_WHOLE_STAT = "stepscope_first_step_whole"
+# A host-plane stat of stepscope's own, on every flight recorder save: how many steps the
+# recorder saw (since it started) before the profile's first step. More than 0: the
+# recording began mid-run, so its first steps are no program's warm-up: a slow first kept
+# step is a slow step, not a compile (decision 530). Absent: a capture, or an older save.
+STEPS_BEFORE_STAT = "stepscope_steps_before"
 
 # Host-plane stats of a capture that met DataLoader worker processes (decision 351): the cores
 # the process could run on, and the machine's idle cores on average over the recording.

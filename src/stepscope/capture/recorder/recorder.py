@@ -315,6 +315,7 @@ class Recorder:
             details,
             cutoff,
             end_ns,
+            self.ring.dropped_end_ns,
         )
         snapshot.run_name = run_name
         self._saver.put(snapshot, pending)

@@ -50,6 +50,9 @@ class StepHistory:
         self.capacity = capacity
         self._cols = tuple(array("q") for _ in StepSummary._fields)
         self._total = 0  # rows ever appended
+        # a copy's rows the original held before its first (a save's history starts where
+        # the recorder's did: `rows_before`)
+        self.older = 0
 
     def __len__(self) -> int:
         return min(self._total, self.capacity)
@@ -117,7 +120,14 @@ class StepHistory:
         twin = StepHistory(self.capacity)
         twin._cols = tuple(array("q", self.column(name)[:count]) for name in StepSummary._fields)
         twin._total = count
+        twin.older = self.older + self._total - len(self)
         return twin
+
+    def rows_before(self, start_ns: int) -> int:
+        """Steps the recorder saw that started before ``start_ns``: the rows held that did,
+        and every row older than those held (a save's `older`, the ring turned)."""
+        starts = self._cols[StepSummary._fields.index("start_ns")]
+        return self.older + self._total - len(self) + sum(1 for s in starts if s < start_ns)
 
 
 class Ring:
@@ -139,6 +149,9 @@ class Ring:
         self.last_step_start: dict[int, int] = {}  # thread ident -> start of its last step
         self.steps_seen = 0
         self.trimmed_events = 0
+        # The latest end of anything dropped: a save's first step is whole when it started
+        # at or after it (cuts are at step starts; the byte bound may cut inside a step)
+        self.dropped_end_ns = -1
 
     def scan(self) -> list[StepSummary]:
         """Steps finished since the last scan, in the order they started."""
@@ -190,6 +203,7 @@ class Ring:
         for runs in self._sampled_runs():
             excess = len(runs) - share
             if excess > 0:
+                self.dropped_end_ns = max(self.dropped_end_ns, _run_end(runs[excess - 1]))
                 del runs[:excess]
                 self.trimmed_events += excess
 
@@ -219,12 +233,15 @@ class Ring:
         for runs in self._sampled_runs():
             k = bisect.bisect_right(runs, cutoff_ns, key=_run_end)
             if k > 0:
+                self.dropped_end_ns = max(self.dropped_end_ns, _run_end(runs[k - 1]))
                 del runs[:k]
                 self.trimmed_events += k
 
     def _drop(self, buf: ThreadBuffer, k: int) -> None:
         if k <= 0:
             return
+        # events are in the order they ended: the last one dropped ended last
+        self.dropped_end_ns = max(self.dropped_end_ns, _end(buf.events[k - 1]))
         del buf.events[:k]
         self.trimmed_events += k
         cursor = self._cursor.get(id(buf), 0)

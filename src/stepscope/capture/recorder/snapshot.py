@@ -53,6 +53,9 @@ class Snapshot:
     # A slow step's save ends with its last step (decision 515): what started after this
     # (perf_counter_ns) is left out when the run is written; None: everything taken.
     end_ns: int | None = None
+    # The latest end of what the ring or the snapshot dropped (perf_counter_ns, -1: none):
+    # its first step is whole when it started at or after it (`write`).
+    dropped_end_ns: int = -1
 
 
 def take(
@@ -65,18 +68,24 @@ def take(
     details: dict[str, Any] | None = None,
     cutoff_ns: int | None = None,
     end_ns: int | None = None,
+    dropped_end_ns: int = -1,
 ) -> Snapshot:
     """Copy the ring now, less what ended before ``cutoff_ns`` (the ring is trimmed only
     now and then); called on any thread: the copies are single C calls under the GIL.
     What started after ``end_ns`` is left out later, by `write` on the saver thread (it
-    takes a look at each event after that end)."""
+    takes a look at each event after that end). ``dropped_end_ns``: the latest end of what
+    the ring dropped before (`Ring.dropped_end_ns`)."""
     perf_ns, wall_ns = time.perf_counter_ns(), time.time_ns()
     cutoff = -1 if cutoff_ns is None else cutoff_ns
+    dropped = dropped_end_ns
     buffers = []
     for buf in host.buffers():
         copy = ThreadBuffer(buf.native_id, buf.ident, buf.name)
         events = buf.events
-        copy.events = events[bisect.bisect_right(events, cutoff, key=_end) :]
+        first = bisect.bisect_right(events, cutoff, key=_end)
+        if first:  # in the order they ended: the last one left out ended last
+            dropped = max(dropped, _end(events[first - 1]))
+        copy.events = events[first:]
         buffers.append(copy)
     sampled = []
     interval_ns = 0
@@ -86,6 +95,8 @@ def take(
             copy_t = SampledThread(thread.ident, thread.native_id, thread.name)
             runs = thread.runs
             first = bisect.bisect_right(runs, cutoff, key=_end_of_run)
+            if first:
+                dropped = max(dropped, _end_of_run(runs[first - 1]))
             copy_t.runs = [list(run) for run in runs[first:]]
             sampled.append(copy_t)
     return Snapshot(
@@ -100,6 +111,7 @@ def take(
         history,
         dict(details or {}),
         end_ns=end_ns,
+        dropped_end_ns=dropped,
     )
 
 
@@ -142,7 +154,12 @@ def write(snapshot: Snapshot, logdir: str) -> Path:
     snapshot.start_perf_ns = start_perf
     start_wall = snapshot.wall_ns - (snapshot.perf_ns - start_perf)
     _close_runs(snapshot, stop_perf)
-    kept = _kept_steps(snapshot)
+    starts, kept = _kept_steps(snapshot)
+    # Where the ring begins in the program (decision 530): the steps the recorder saw before
+    # the first one saved. A save at step 652 of a running loop holds no warm-up, and its
+    # analysis must not take a slow first step for one.
+    history = snapshot.history
+    before = history.rows_before(starts[0] if kept else snapshot.perf_ns)
     warning = f"stepscope flight recorder: saved by trigger '{snapshot.trigger}': {snapshot.reason}"
     if kept:
         warning += f" (steps {kept[0]} to {kept[-1]} kept)"
@@ -162,6 +179,11 @@ def write(snapshot: Snapshot, logdir: str) -> Path:
         # the ring holds ended events only, so its last step is whole: often the slow step
         # the save is for, which XProf's edge rule would drop
         last_step_whole=True,
+        # ... and its first step too, when nothing that ended after it began was left out:
+        # the save cut the ring at that step's start (not the after run: the framework
+        # profilers begin with it, and their first step may be partial)
+        first_step_whole=bool(kept) and after is None and starts[0] >= snapshot.dropped_end_ns,
+        steps_before=before,
     )
     run_dir = save_space(build_profile(result), result)
     marker = {
@@ -170,34 +192,34 @@ def write(snapshot: Snapshot, logdir: str) -> Path:
         "host": snapshot.hostname,
         "saved_wall_ns": snapshot.wall_ns,
         "steps": [kept[0], kept[-1]] if kept else None,
+        "steps_before": before,
         **{k: v for k, v in snapshot.details.items() if k != "warnings"},
     }
     # every step summary the recorder still holds (start relative to the profile's start),
     # in a file of its own so that listing runs reads only the small marker
-    history = {
+    summaries = {
         "fields": ["step_num", "start_ns", "dur_ns", "thread_id"],
-        "steps": [
-            [s.step_num, s.start_ns - start_perf, s.dur_ns, s.thread_id] for s in snapshot.history
-        ],
+        "steps": [[s.step_num, s.start_ns - start_perf, s.dur_ns, s.thread_id] for s in history],
     }
     from stepscope.logdir import host_file_name
 
     stem = host_file_name(snapshot.hostname)[: -len(".xplane.pb")]
-    _write_json(run_dir / f"{stem}{HISTORY_SUFFIX}", history)
+    _write_json(run_dir / f"{stem}{HISTORY_SUFFIX}", summaries)
     _write_json(run_dir / f"{stem}{MARKER_SUFFIX}", marker)
     return run_dir
 
 
-def _kept_steps(snapshot: Snapshot) -> list[int]:
-    """Numbers of the steps whose markers the snapshot holds, in the order they started (from
-    the events themselves: the watchdog may not have read the latest steps yet)."""
-    found = [
-        (event[1], int(event[4]["step_num"]))
+def _kept_steps(snapshot: Snapshot) -> tuple[list[int], list[int]]:
+    """Starts and numbers of the steps whose markers the snapshot holds, in the order they
+    started (from the events themselves: the watchdog may not have read the latest steps
+    yet)."""
+    found = sorted(
+        (int(event[1]), int(event[4]["step_num"]))
         for buf in snapshot.buffers
         for event in buf.events
         if event[4] and "_r" in event[4] and isinstance(event[4].get("step_num"), int)
-    ]
-    return [number for _start, number in sorted(found)]
+    )
+    return [start for start, _number in found], [number for _start, number in found]
 
 
 def _cut_at_end(snapshot: Snapshot) -> int:

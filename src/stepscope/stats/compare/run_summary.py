@@ -220,7 +220,8 @@ class RunSummary:
             }
             dur_ns = np.array(steps["dur_ns"], np.int64)
             # a summary written before decision 386: the same rule on its step times
-            warmup = int(steps.get("warmup_steps", warmup_count(dur_ns)))
+            # (older than the recorder's mid-run fact too: such a summary says nothing of it)
+            warmup = int(steps.get("warmup_steps", warmup_count(dur_ns, mid_run=False)))
             if not 0 <= warmup < max(n, 1):
                 raise ValueError(f"warmup_steps {warmup} of {n} steps")
             return cls(
@@ -329,7 +330,7 @@ def build_run_summary(
 ) -> RunSummary:
     """``once_warm``: the host ops, device ops and kernels counted from the first step after
     the warm-up (`warmup_from`), when it has one."""
-    warmup = warmup_count(np.asarray(steps.dur_ns))
+    warmup = warmup_count(np.asarray(steps.dur_ns), mid_run=steps.mid_run)
     rows = None
     if warmup and once_warm is not None:
         hosts, devices, kerns = once_warm
@@ -364,7 +365,7 @@ def build_run_summary(
 
 def warmup_from(steps: StepSummary) -> int | None:
     """The step number of the first step after the warm-up (None: no warm-up)."""
-    warmup = warmup_count(np.asarray(steps.dur_ns))
+    warmup = warmup_count(np.asarray(steps.dur_ns), mid_run=steps.mid_run)
     return int(steps.step_num[warmup]) if warmup else None
 
 

@@ -17,7 +17,8 @@ same thing:
 - ``slow_steps``: steps at least 1.5x the median step (and 1 ms longer), when the time they
   lose over the median is >= 2% of the step time (high from 10%), with the limit the extra
   time is in (the headline's, decision 457), and whether they recur every N steps or are
-  the profile's first step.
+  the profile's first step (not said of a recording that began mid-run: a flight recorder
+  save, `StepDb.mid_run`).
 """
 
 from __future__ import annotations
@@ -386,7 +387,7 @@ def slow_steps(data: HostData, options: dict[str, str]) -> Finding | None:
     # Warm-up steps (a first call's compile: `stepscope.stats.warmup`) are judged apart: the
     # steps after them against their own median, and the warm-up only when none of those is
     # slow enough to tell (decision 363).
-    warm = warmup_count(dur)
+    warm = warmup_count(dur, mid_run=steps.mid_run)
     median = int(np.median(dur[warm:]))
     excess = dur - median
     slow = np.flatnonzero((dur >= SLOW_RATIO * median) & (excess >= SLOW_MIN_EXCESS_NS))
@@ -415,7 +416,9 @@ def slow_steps(data: HostData, options: dict[str, str]) -> Finding | None:
     numbers = data.step_numbers(slow)
     every = np.diff(numbers)
     period = int(every[0]) if len(slow) >= 3 and every[0] > 1 and (every == every[0]).all() else 0
-    first_only = len(slow) == 1 and slow[0] == 0
+    # the profile's first step is the program's only when the recording began with it: a
+    # flight recorder's ring of a running loop begins at any step (decision 530)
+    first_only = len(slow) == 1 and slow[0] == 0 and not steps.mid_run
     warm_up = bool(warm) and int(slow[-1]) < warm
     worst = slow[np.argsort(-dur[slow], kind="stable")]
     if first_only:

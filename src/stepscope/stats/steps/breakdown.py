@@ -26,7 +26,7 @@ events: ``xprof/convert/xplane_to_step_events.cc``, ``xprof/utils/event_span.h``
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import field
+from dataclasses import field, replace
 
 import numpy as np
 
@@ -50,7 +50,7 @@ from stepscope.stats.steps.fetch_bounds import fetch_first, staged_fetches
 from stepscope.stats.steps.groups import build_groups
 from stepscope.stats.steps.limit_table import LimitTable, limit_table
 from stepscope.stats.steps.limits import LIMIT_NAMES, LimitType, limit_types, limits_ns
-from stepscope.stats.steps.markers import find_step_markers
+from stepscope.stats.steps.markers import began_mid_run, find_step_markers
 from stepscope.stats.steps.sweep import held_spans
 from stepscope.stats.steps.type_sweep import N_TYPES, type_time
 from stepscope.stats.steps.types import StepMarkers
@@ -92,6 +92,9 @@ class StepDb:
     # the profile's span, first event's start to last one's end (a one-step profile's
     # description says how much of it the step is, `summary.one_step_note`)
     profile_ns: int = 0
+    # the recording began mid-run (a flight recorder save of a running loop: `began_mid_run`):
+    # its first steps are no program's warm-up (`stepscope.stats.warmup.warmup_count`)
+    mid_run: bool = False
 
     @property
     def n_steps(self) -> int:
@@ -333,8 +336,28 @@ def _events_on_lines(
     return np.flatnonzero(seen)
 
 
+def _drop_note(first_whole: bool, last_whole: bool) -> str:
+    """What XProf's rule dropped, said: a user who marked 12 steps and sees 10 must learn why
+    (XProf drops them silently); and the ends kept because the capture says they are whole
+    (a flight recorder save, cut at step boundaries)."""
+    rule = f"XProf's rule for more than {DROP_THRESHOLD} steps"
+    if first_whole and last_whole:
+        return f"; the first and the last kept: whole, the capture says ({rule} drops them)"
+    if first_whole or last_whole:
+        which, other = ("last", "first") if first_whole else ("first", "last")
+        return (
+            f"; the {which} dropped as possibly cut off by the capture window ({rule}; "
+            f"the {other} is whole, the capture says)"
+        )
+    return f"; the first and the last dropped as possibly cut off by the capture window ({rule})"
+
+
 def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     """Detect steps (`find_step_markers`) and break each one down."""
+    return replace(_step_db(profile, source), mid_run=began_mid_run(profile))
+
+
+def _step_db(profile: Profile, source: str) -> StepDb:
     markers = find_step_markers(profile, source)
     types = classify_events(profile)
     on_device = device_work_lines(profile)[profile.line]
@@ -437,8 +460,10 @@ def _breakdown(
     keep = np.flatnonzero(has_compute & (dur > 0))
     ill_formed = n - len(keep)
     dropped = 0
-    if markers.drop_incomplete and len(keep) > DROP_THRESHOLD:
-        keep, dropped = (keep[1:], 1) if markers.last_whole else (keep[1:-1], 2)
+    rule = markers.drop_incomplete and len(keep) > DROP_THRESHOLD
+    if rule:  # XProf's rule, less the ends the capture says are whole
+        head, tail = int(not markers.first_whole), int(not markers.last_whole)
+        keep, dropped = keep[head : len(keep) - tail], head + tail
     limits, covered = limit_table(
         profile,
         markers.lines,
@@ -500,14 +525,8 @@ def _breakdown(
     # nor the step's thread held up by the pipeline's Python (`LimitTable.held_ns`)
     staged = np.maximum(staged - moved - limits.held_ns, 0)
     description = markers.description
-    if dropped:
-        # Say it: a user who marked 12 steps and sees 10 must learn why (XProf drops them silently).
-        which = "the first" if dropped == 1 else "the first and the last"
-        kept = "; the last is whole, the capture says" if dropped == 1 else ""
-        description += (
-            f"; {which} dropped as possibly cut off by the capture window "
-            f"(XProf's rule for more than {DROP_THRESHOLD} steps{kept})"
-        )
+    if rule:
+        description += _drop_note(markers.first_whole, markers.last_whole)
     accumulated = accumulation_note(profile, span_lo[keep], dur[keep])
     if accumulated:  # of the steps kept
         description += f"; {accumulated}"

@@ -36,7 +36,11 @@ from stepscope.stats.events import host_lines
 from stepscope.stats.steps.infer import infer_steps
 from stepscope.stats.steps.serving import serving_calls
 from stepscope.stats.steps.types import SOURCES, StepMarkers
-from stepscope.vocab.profiler import LAST_STEP_WHOLE_STAT
+from stepscope.vocab.profiler import (
+    FIRST_STEP_WHOLE_STAT,
+    LAST_STEP_WHOLE_STAT,
+    STEPS_BEFORE_STAT,
+)
 from stepscope.vocab.pytorch import is_profiler_step
 from stepscope.vocab.tensorflow import IMPLICIT_ROOTS, KERAS_BATCH
 from stepscope.vocab.xla import STEPS_LINE
@@ -53,6 +57,7 @@ def _from_events(
     use_groups: bool,
     drop_incomplete: bool,
     last_whole: bool = False,
+    first_whole: bool = False,
 ) -> StepMarkers:
     order = np.lexsort((events, profile.start_ns[events]))
     events, step_num = events[order], step_num[order]
@@ -72,6 +77,7 @@ def _from_events(
         drop_incomplete,
         tuple(distinct(profile.line[events]).tolist()),
         last_whole,
+        first_whole,
     )
 
 
@@ -89,6 +95,16 @@ def _numbers(profile: Profile, events: np.ndarray, *stats: str) -> np.ndarray:
         match = _DIGITS.search(profile.event_name(int(events[k])))
         out[k] = int(match.group(1)) if match else k
     return out
+
+
+def began_mid_run(profile: Profile) -> bool:
+    """Whether the recording began mid-run, the capture says: a flight recorder save whose
+    first step came after others it saw (`vocab.profiler.STEPS_BEFORE_STAT`)."""
+    for plane in profile.planes:
+        value = plane.stats.get(STEPS_BEFORE_STAT)
+        if isinstance(value, (int, float)) and value > 0:
+            return True
+    return False
 
 
 def _host_events(profile: Profile) -> np.ndarray:
@@ -112,6 +128,7 @@ def _marker_steps(profile: Profile) -> StepMarkers | None:
         use_groups=True,
         drop_incomplete=True,
         last_whole=any(LAST_STEP_WHOLE_STAT in p.stats for p in profile.planes),
+        first_whole=any(FIRST_STEP_WHOLE_STAT in p.stats for p in profile.planes),
     )
 
 

@@ -29,6 +29,7 @@ class StepMarkers:
     drop_incomplete: bool  # XProf's rule: > 5 steps -> drop the first and the last
     lines: tuple[int, ...] = ()  # the threads running the steps (where input is waited for)
     last_whole: bool = False  # the capture says its last step is whole: the rule keeps it
+    first_whole: bool = False  # ... its first step (a flight recorder save cut at its start)
 
     def __len__(self) -> int:
         return len(self.start_ns)
