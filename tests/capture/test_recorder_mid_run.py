@@ -141,6 +141,19 @@ def test_a_ring_cut_inside_a_step_drops_that_step_as_xprof_does(
     assert [s["step"] for s in _overview(run_dir)["steps"]] == list(range(13, 20))
 
 
+def test_a_hang_is_said_to_be_after_the_last_kept_step(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """The hung step is open when the ring is saved: the run's last step is the one before."""
+    recorder = _start(tmp_path, keep_steps=10)
+    _run_steps(clock, 0, 40)
+    run_dir = _save(recorder)
+    (path,) = run_dir.glob("*.recorder.json")
+    path.write_text(path.read_text().replace('"trigger": "user"', '"trigger": "hang"'))
+    text = _report(run_dir, monkeypatch, capsys)
+    assert "Saved by the flight recorder (hang after step 39)" in text
+
+
 def test_a_step_the_byte_bound_cut_is_not_whole_and_steps_past_the_history_count(
     tmp_path: Path, clock: FakeClock
 ) -> None:

@@ -21,6 +21,7 @@ from tests.support.trace_viewer import canvas_share
 pytestmark = pytest.mark.browser
 
 SAVED = "2026_01_01_03_12_09"
+HUNG = "2026_01_01_03_20_00"
 REASON = "step 23 took 20.6 ms, 1.5x the median 14.0 ms of the 20 steps before"
 
 
@@ -38,6 +39,7 @@ def recorder_server(
         "reason": REASON,
         "host": "w1",
         "steps": [21, 24],
+        "steps_before": 21,
         "step": 23,
         "dur_ns": 20_582_539,
         "median_ns": 14_000_000,
@@ -49,6 +51,11 @@ def recorder_server(
     ]
     history = {"fields": ["step_num", "start_ns", "dur_ns", "thread_id"], "steps": rows}
     (run / "w1.recorder_steps.json").write_text(json.dumps(history))
+    # the same ring saved by a hang in the step after 24 (that step is open: not kept)
+    hung = run.parent / HUNG
+    shutil.copytree(run, hung)
+    hang = {"trigger": "hang", "reason": "a step has been open for 300.2 s", "host": "w1"}
+    (hung / "w1.recorder.json").write_text(json.dumps(hang | {"steps": [21, 24]}))
     state = ServerState(run.parents[2], cache_dir=tmp_path_factory.mktemp("recorder_cache"))
     running = start_server(state.logdir, state=state)
     yield running
@@ -74,6 +81,9 @@ def test_a_recorder_runs_pages_name_its_trigger_and_open_at_its_step(
         goto(page, recorder_server.url, tool, SAVED)
         text = page.inner_text("[data-banner='recorder']")
         assert "Saved by the flight recorder on a slow step" in text and REASON in text, tool
+        # the run begins mid-run: the overview must not read as if the program started there
+        mid_run = "It holds the loop’s steps 21 to 24, recorded mid-run (the recorder saw 21"
+        assert (mid_run in text) == (tool == "overview_page"), tool
     # The banner's link opens the trace viewer fitted to the trigger step...
     page.evaluate("document.body.removeAttribute('data-rendered')")
     goto(page, recorder_server.url, "overview_page", SAVED)
@@ -111,3 +121,20 @@ def test_a_recorder_runs_overview_marks_the_trigger_and_shows_the_step_history(
     label = page.text_content("[data-chart='step_history'] .trigger-label") or ""
     assert label.startswith("trigger: step 23")
     assert page.locator("[data-chart='step_history'] rect.kept").count() == 1
+
+
+def test_a_hang_is_after_the_last_kept_step_on_the_page(
+    recorder_page: Any, recorder_server: RunningServer
+) -> None:
+    """The hung step is still open when the ring is saved: its last kept step is the one
+    before it, and the page says so rather than calling it the trigger step."""
+    page = recorder_page
+    page.evaluate("document.body.removeAttribute('data-rendered')")
+    goto(page, recorder_server.url, "overview_page", HUNG)
+    link = page.text_content("[data-banner='recorder'] a[data-link='trigger-step']") or ""
+    assert link == "Step 24 in the trace viewer (the last before the hang)"
+    page.wait_for_selector("[data-card='step_history'][data-steps='40']")
+    label = page.text_content("[data-chart='step_history'] .trigger-label") or ""
+    assert label.startswith("before the hang: step 24")
+    text = page.inner_text("[data-card='step_history']")
+    assert "red: the last step before the hang, 24" in text

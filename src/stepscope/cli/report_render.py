@@ -239,7 +239,9 @@ def recorder_lines(saved: dict[str, Any], width: int) -> list[str]:
     framework ops (the bridges are off until a trigger), so a model's own work reads as
     "python / host" time: the reader must know that before reading the advice below."""
     trigger = saved["trigger"] or "a trigger"
-    at = f" at step {saved['step']}" if saved.get("step") is not None else ""
+    at = ""
+    if saved.get("step") is not None:  # a hung step is open: the last kept is the one before
+        at = f" {'after' if trigger == 'hang' else 'at'} step {saved['step']}"
     out = wrap(f"Saved by the flight recorder ({trigger}{at}): {saved['reason']}", width, rest="  ")
     kept, before = saved.get("steps"), saved.get("steps_before")
     if kept and before:  # the ring begins mid-run: no warm-up is looked for (decision 530)

@@ -12,9 +12,33 @@ const TRIGGERS = /** @type {Record<string, string>} */ ({
 });
 
 /**
- * What /api/runs says of a run the recorder saved.
- * @typedef {{trigger: string, reason: string, host: string, step: number | null}} SavedBy
+ * What /api/runs says of a run the recorder saved (`steps`: the first and last kept,
+ * `steps_before`: the steps the recorder saw before them; null when the marker does not say).
+ * @typedef {{trigger: string, reason: string, host: string, step: number | null,
+ *   steps?: number[] | null, steps_before?: number | null}} SavedBy
  */
+
+/**
+ * Where the run begins in the program, when the recorder saved it mid-run (decision 530): its
+ * first steps are no warm-up, and the page must not read as if the program started there.
+ * @param {SavedBy} saved
+ */
+function midRun(saved) {
+  const kept = saved.steps;
+  const before = saved.steps_before;
+  if (!kept || !before) return '';
+  return ` It holds the loop\u2019s steps ${kept[0]} to ${kept[1]}, recorded mid-run (the recorder saw ${fmtInt(before)} steps before them): its first steps are no warm-up.`;
+}
+
+/**
+ * The trigger step as the page names it: a hang's step is still open when the ring is saved,
+ * so the run's last step is the one before it.
+ * @param {string} trigger
+ * @param {number} step
+ */
+function triggerStepText(trigger, step) {
+  return trigger === 'hang' ? `the last step before the hang, ${step}` : `the trigger step ${step}`;
+}
 
 /**
  * The banner of a run the flight recorder saved: its trigger and reason, a link to the trigger
@@ -27,14 +51,16 @@ export function recorderBanner(saved, href, tool) {
   const actions = [];
   if (saved.step !== null && saved.step !== undefined && tool !== 'trace_viewer') { // (there: opened at it)
     actions.push(h('a', { href: href('trace_viewer', { step: saved.step }), dataset: { link: 'trigger-step' } },
-      `Step ${saved.step} in the trace viewer`));
+      `Step ${saved.step} in the trace viewer${saved.trigger === 'hang' ? ' (the last before the hang)' : ''}`));
   }
   if (tool !== 'overview_page') {
     actions.push(h('a', { href: href('overview_page'), dataset: { link: 'step-history' } }, 'Step history'));
   }
   return banner({ kind: 'recorder', severity: saved.trigger === 'user' ? 'info' : 'warn',
     title: `Saved by the flight recorder on ${TRIGGERS[saved.trigger] || saved.trigger}:`,
-    body: [h('span', { dataset: { field: 'saved_by.reason' } }, saved.reason)], actions });
+    body: [h('span', { dataset: { field: 'saved_by.reason' } }, saved.reason),
+      // said where the steps are summed up (a taller banner would shrink the trace viewer)
+      h('span', { dataset: { part: 'mid-run' } }, tool === 'overview_page' ? midRun(saved) : '')], actions });
 }
 
 const W = 960;
@@ -103,7 +129,7 @@ export function stepHistoryChart(history, marker, trigger) {
     const k = steps.indexOf(trigger);
     root.append(svg('line', { class: 'trigger', x1: sx(trigger), x2: sx(trigger), y1: M.top, y2: H - M.bottom }),
       svg('text', { class: 'trigger-label', x: Math.min(sx(trigger) + 4, W - M.right - 120), y: M.top + 10 },
-        `trigger: step ${trigger}${k >= 0 ? ` (${fmtNs(history.dur_ns[k])})` : ''}`));
+        `${marker && marker.trigger === 'hang' ? 'before the hang' : 'trigger'}: step ${trigger}${k >= 0 ? ` (${fmtNs(history.dur_ns[k])})` : ''}`));
   }
   return root;
 }
@@ -127,7 +153,7 @@ export function stepHistoryCard(run, host) {
     const n = history.step_num.length;
     body.replaceChildren(stepHistoryChart(history, rec.marker, rec.trigger_step),
       h('p', { class: 'muted' }, `${fmtInt(n)} steps the recorder held on ${rec.host}, by step number; shaded: the steps this run kept with their events`
-        + `${rec.trigger_step !== null ? `; red: the trigger step ${rec.trigger_step}` : ''}. Each column is the shortest to the longest step it covers.`));
+        + `${rec.trigger_step !== null ? `; red: ${triggerStepText(rec.marker.trigger, rec.trigger_step)}` : ''}. Each column is the shortest to the longest step it covers.`));
     el.dataset.steps = String(n);
   }).catch((err) => body.replaceChildren(note(err.message, 'error')));
   return el;
