@@ -154,6 +154,26 @@ def test_a_hang_is_said_to_be_after_the_last_kept_step(
     assert "Saved by the flight recorder (hang after step 39)" in text
 
 
+def test_a_hang_in_the_first_step_says_no_step_had_ended(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """A program stuck in its first step: the ring has no finished step, and the report
+    read only "Steps: 0 (none: no step markers ...)", as if the loop marked none."""
+    triggers = rec.Triggers(slow_step_factor=0, hang_s=1, on_sigusr1=False)
+    recorder = rec.start(str(tmp_path), triggers=triggers, sampler_hz=0, poll_s=10)
+    with stepscope.step(0):
+        clock.advance(1_500 * MS)
+        recorder.tick()
+    (pending,) = recorder.requested
+    run_dir = pending.result(30)
+    assert run_dir is not None and pending.trigger == "hang"
+    assert _marker(run_dir)["steps"] is None and _marker(run_dir)["steps_before"] == 0
+    text = _report(run_dir, monkeypatch, capsys)
+    assert "No step had ended since the recorder started: the step that hangs is its first" in (
+        text
+    )
+
+
 def test_a_step_the_byte_bound_cut_is_not_whole_and_steps_past_the_history_count(
     tmp_path: Path, clock: FakeClock
 ) -> None:

@@ -240,7 +240,10 @@ def recorder_lines(saved: dict[str, Any], width: int) -> list[str]:
     "python / host" time: the reader must know that before reading the advice below."""
     trigger = saved["trigger"] or "a trigger"
     at = ""
-    if saved.get("step") is not None:  # a hung step is open: the last kept is the one before
+    # A hung step is open: the last kept is the one before (decision 532). The steps after a
+    # trigger: the trigger's step is in the ring's run, not this one (its last step read as
+    # the trigger's, "slow_step at step 671" for a slow step 650; the reason names it).
+    if saved.get("step") is not None and saved.get("part") != "after":
         at = f" {'after' if trigger == 'hang' else 'at'} step {saved['step']}"
     out = wrap(f"Saved by the flight recorder ({trigger}{at}): {saved['reason']}", width, rest="  ")
     kept, before = saved.get("steps"), saved.get("steps_before")
@@ -248,6 +251,14 @@ def recorder_lines(saved: dict[str, Any], width: int) -> list[str]:
         out += wrap(
             f"It holds the loop's steps {kept[0]} to {kept[1]}, recorded mid-run (the recorder "
             f"saw {before:,} steps before them): its first steps are no warm-up.",
+            width,
+            rest="  ",
+        )
+    elif trigger == "hang" and not kept and before == 0:  # hung in the first step
+        out += wrap(
+            "No step had ended since the recorder started: the step that hangs is its first, "
+            "so no step is analyzed below; the trace viewer shows what ran in it, the marker "
+            "file every thread's stack.",
             width,
             rest="  ",
         )
