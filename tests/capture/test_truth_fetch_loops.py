@@ -329,8 +329,10 @@ def test_tf_loop_over_from_generator_is_input_only_where_it_waits(tmp_path: Path
     # (decision 343), as for the other loops; before, 34-38% for 14-17% measured at load 6.
     # Beside it, the step's thread held in TensorFlow's calls while only the generator's
     # Python ran is input too (decision 495), which the script's next() does not time: the
-    # rest of its step took 50.8 ms, against 21.2 ms with the generator in the loop's thread
-    held = 100.0 * float(db.limits.held_ns.sum()) / float(db.dur_ns.sum())
+    # rest of its step took 50.8 ms, against 21.2 ms with the generator in the loop's thread;
+    # so are the model's ops slowed beside that Python, where counted (decision 525)
+    held = int(db.limits.held_ns.sum()) + int(db.limits.slowed_ns.sum())
+    held = 100.0 * held / float(db.dur_ns.sum())
     assert _percent(db, "input") - held == pytest.approx(truth, abs=max(8.0, 0.2 * truth))
 
 

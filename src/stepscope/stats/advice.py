@@ -335,7 +335,7 @@ def recommend(
         text = _LIMIT_ADVICE[limit].format(
             pct=pct, of=of, evidence=evidence[limit], thread_mode=thread_mode
         )
-        if limit == "input" and 2 * summary.held_percent() > pct:
+        if limit == "input" and 2 * summary.map_python_percent() > pct:
             # held up by the pipeline's Python: its own fix (`tf_data_advice`), not a prefetch
             text = text[: text.index(". Prepare batches") + 1]
         elif limit == "input" and _serves(summary):

@@ -20,6 +20,10 @@ from stepscope.stats.steps.limits import LIMIT_LABELS, LIMIT_NAMES, LimitType
 from stepscope.stats.summary import StepSummary
 from stepscope.vocab.dispatch import fix_for
 
+# the model's ops' time beside the map's Python said when this share of the step time (%, the
+# advice's MODERATE_INPUT: `advice` imports this module)
+_BESIDE_SAID = 5.0
+
 SHOWN_FROM = 10.0  # % of step time: a limit this large is named after the first
 MAX_NAMED = 3  # limits named in the headline
 LISTED_FROM = 0.05  # % of step time: smaller limits are left out of the list
@@ -111,6 +115,28 @@ def _too_large(python: PythonTime, k: int, step_ns: int, percent: float) -> bool
     return not _fits_in(python, k, step_ns, percent)
 
 
+def _beside_not_counted(summary: StepSummary) -> list[str]:
+    """The model's ops' time beside the tf.data map's Python whose slowdown the trace does
+    not show (`slowed_ops`), when at least `_BESIDE_SAID` of the step time: said, not
+    counted (decision 525)."""
+    beside = summary.limits.python
+    n = max(summary.n_steps, 1)
+    ns = beside.beside_ns + beside.unmeasured_ns
+    if 100.0 * ns / max(summary.total_ns(), 1) < _BESIDE_SAID:
+        return []
+    how = (
+        f"those ops took {beside.ratio:.2f}x as long as the same ops without it, within their "
+        "own spread"
+        if beside.beside_ns >= beside.unmeasured_ns and beside.ratio > 0
+        else "no run of the same ops without it to compare"
+    )
+    return [
+        f"not counted: the model's ops ran {ns / n / 1e6:.2f} ms a step beside the map's "
+        f"Python ({how}); where it keeps a core busy on a host with few free cores, it slows "
+        "them too"
+    ]
+
+
 def _input(summary: StepSummary, pct: float) -> str:
     staged = summary.staged_percent()
     waiting = summary.percent("input")
@@ -152,12 +178,23 @@ def _input(summary: StepSummary, pct: float) -> str:
         else 0.0
     )
     held = summary.held_percent()
+    beside = summary.limits.python
     if held > 0:
         parts.append(
             f"{held:.1f}% with the step's thread held in TensorFlow's calls while the tf.data "
-            "pipeline's Python (tf.py_function / numpy_function) ran and no model op did: it "
-            "holds the GIL"
+            "pipeline's Python (tf.py_function / numpy_function) ran and no model op did"
+            + (": it holds the GIL" if beside.holds_gil else "")
         )
+    slowed = summary.slowed_percent()
+    if slowed > 0:
+        per_step = float(summary.limits.slowed_ns.mean()) / 1e6
+        parts.append(
+            f"{slowed:.1f}% ({per_step:.2f} ms a step) of the model's ops ran slowed beside "
+            "the tf.data map's Python, on the cores it kept busy (those ops took "
+            f"{beside.ratio:.1f}x as long as the same ops without it)"
+        )
+    elif held > 0:
+        parts.extend(_beside_not_counted(summary))
     if pipeline >= 0.05:
         parts.append(
             f"{pipeline:.1f}% in the input pipeline's own work (tf.data stages on the step's "

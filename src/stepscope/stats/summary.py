@@ -126,6 +126,26 @@ class StepSummary:
         ns = self.limits.held_ns
         return 100.0 * float(ns.sum()) / total if total and len(ns) == self.n_steps else 0.0
 
+    def slowed_percent(self) -> float:
+        """Share of the total step time counted as input because the model's ops ran slowed
+        beside the input pipeline's Python (`LimitTable.slowed_ns`)."""
+        total = self.total_ns()
+        ns = self.limits.slowed_ns
+        return 100.0 * float(ns.sum()) / total if total and len(ns) == self.n_steps else 0.0
+
+    def map_python_percent(self) -> float:
+        """Share of the total step time the input pipeline's Python cost the steps: held up
+        by it, or the model's ops slowed beside it."""
+        return self.held_percent() + self.slowed_percent()
+
+    def map_python_ms(self) -> float:
+        """The same per step, in ms."""
+        limits = self.limits
+        if len(limits.held_ns) != self.n_steps or not self.n_steps:
+            return 0.0
+        slowed = float(limits.slowed_ns.sum()) if len(limits.slowed_ns) == self.n_steps else 0.0
+        return (float(limits.held_ns.sum()) + slowed) / self.n_steps / 1e6
+
     def staged_percent(self) -> float:
         """Share of the total step time spent staging input inside the steps."""
         total = self.total_ns()

@@ -126,7 +126,17 @@ def _limits_from(table: LimitTable, first: int) -> LimitTable:
     held = table.held_ns
     if len(held) == len(table.ns):  # the input held up by a pipeline's Python, per step
         held = held[first:]
-    return replace(table, ns=table.ns[first:], dispatch=dispatch, eager=eager, held_ns=held)
+    slowed = table.slowed_ns
+    if len(slowed) == len(table.ns):  # the model's ops slowed beside it, per step
+        slowed = slowed[first:]
+    return replace(
+        table,
+        ns=table.ns[first:],
+        dispatch=dispatch,
+        eager=eager,
+        held_ns=held,
+        slowed_ns=slowed,
+    )
 
 
 @record

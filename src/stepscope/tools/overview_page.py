@@ -391,9 +391,15 @@ def build(ctx: ToolContext) -> OverviewPage:
     # the steps held up by the pipeline's Python (decision 495): no latency of the pipeline
     # shows it (its prefetch has each element ready), the steps' time does
     # (no parallel map or prefetch overlaps Python that holds the GIL: its fix comes first)
-    python_held = summary.held_percent()
+    # (or the model's ops slowed beside it, on the cores it takes: decision 525)
+    python_held = summary.map_python_percent()
     if python_held >= MODERATE_INPUT:
-        advice = held_by_python_fix(python_held, float(summary.limits.held_ns.mean()) / 1e6)
+        advice = held_by_python_fix(
+            python_held,
+            summary.map_python_ms(),
+            summary.slowed_percent(),
+            summary.limits.python.holds_gil,
+        )
     # DataLoader worker processes captured (docs/jobs.md): say what they did, not "add workers"
     workers = [w for h in ctx.hosts for w in analysis.loader_workers(ctx, h)]
     waited = [w for w in workers if w.waited_batches > 1]

@@ -107,6 +107,10 @@ BLOCKING_CALLS = frozenset(
     }
 )
 
+# The calls a Python thread makes into TensorFlow's runtime: entered from Python, so each
+# starts only with the GIL held.
+PYTHON_ENTRY_PREFIX = "TFE_Py_"
+
 
 def is_iterator(name: str) -> bool:
     return name.startswith(ITERATOR_PREFIX)
@@ -125,6 +129,11 @@ def is_py_function(name: str) -> bool:
 def is_blocking_call(name: str) -> bool:
     """One of the runtime's calls in which the calling thread waits (`BLOCKING_CALLS`)."""
     return name in BLOCKING_CALLS
+
+
+def is_python_entry(name: str) -> bool:
+    """A call into TensorFlow's runtime entered from Python (`PYTHON_ENTRY_PREFIX`)."""
+    return name.startswith(PYTHON_ENTRY_PREFIX)
 
 
 def is_get_next(name: str) -> bool:

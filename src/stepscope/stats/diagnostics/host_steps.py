@@ -104,7 +104,8 @@ def input_bound(data: HostData, options: dict[str, str]) -> Finding | None:
             )
             + (
                 ", mostly with the step's thread held in TensorFlow's calls while the tf.data "
-                "map's Python ran."
+                "map's Python ran"
+                + (" or the model's ops slowed beside it." if _map_python_ns(data)[1] else ".")
                 if _mostly_held(data, ns)
                 else f", led by '{events[0].name}'."
                 if events
@@ -130,11 +131,19 @@ def _staged_evidence(data: HostData, staged: int) -> tuple[EventEvidence, ...]:
     return (EventEvidence(name, steps, staged, "building the batch before the first model op"),)
 
 
+def _map_python_ns(data: HostData) -> tuple[int, int]:
+    """The input time the tf.data pipeline's Python cost the steps, all steps: held up by it
+    (`LimitTable.held_ns`, decision 495) or the model's ops slowed beside it
+    (`LimitTable.slowed_ns`, decision 525); and the slowed part."""
+    limits, n = data.steps.limits, data.steps.n_steps
+    held = int(limits.held_ns.sum()) if len(limits.held_ns) == n else 0
+    slowed = int(limits.slowed_ns.sum()) if len(limits.slowed_ns) == n else 0
+    return held + slowed, slowed
+
+
 def _mostly_held(data: HostData, input_ns: int) -> bool:
-    """Whether most of the input time is the steps held up by the tf.data pipeline's Python
-    (`LimitTable.held_ns`, decision 495)."""
-    held = data.steps.limits.held_ns
-    return len(held) == data.steps.n_steps and 2 * int(held.sum()) > input_ns
+    """Whether most of the input time is the tf.data pipeline's Python's (`_map_python_ns`)."""
+    return 2 * _map_python_ns(data)[0] > input_ns
 
 
 def _input_fix(data: HostData) -> str:
@@ -142,10 +151,12 @@ def _input_fix(data: HostData) -> str:
     verdict's advice (what the overview says), else the changes that loader can make from
     its settings (not the settings it has); for steps held up mostly by the tf.data
     pipeline's Python, its own fix."""
-    held = data.steps.limits.held_ns
     if _mostly_held(data, _input(data)[1]):
-        pct = 100.0 * float(held.sum()) / max(data.total_step_ns, 1)
-        return held_by_python_fix(pct, float(held.mean()) / 1e6)
+        cost, slowed = _map_python_ns(data)
+        total = max(data.total_step_ns, 1)
+        per_step = cost / max(data.steps.n_steps, 1) / 1e6
+        gil = data.steps.limits.python.holds_gil
+        return held_by_python_fix(100.0 * cost / total, per_step, 100.0 * slowed / total, gil)
     judged = [
         w.advice
         for w in loader_workers(data.profile, data.steps)

@@ -129,13 +129,38 @@ TF_DATA_FIX = (
 )
 
 
-def held_by_python_fix(percent: float, ms_per_step: float) -> str:
-    """The fix when the steps are held up by the tf.data pipeline's Python (decision 495):
-    no prefetch or parallel call overlaps Python that holds the GIL, so the Python goes."""
+def held_by_python_fix(
+    percent: float, ms_per_step: float, slowed_percent: float = 0.0, holds_gil: bool = True
+) -> str:
+    """The fix when the steps are held up by the tf.data pipeline's Python (decision 495),
+    ``slowed_percent`` of the step time of it the model's ops slowed beside that Python
+    (decision 525): no prefetch or parallel call overlaps Python that holds the GIL and a
+    core, so the Python goes. Where the trace does not show it keeping the GIL (decision 526)
+    (``holds_gil``: a map that sleeps, or one beside the whole step), both cases are said:
+    a map that waits (I/O) is helped by running in parallel."""
+    if not holds_gil:
+        return (
+            f"{percent:.1f}% of the step time ({ms_per_step:.2f} ms per step) the step waits "
+            "while the tf.data map's Python (tf.py_function / numpy_function) runs and no "
+            "model op does. If it computes, it holds the GIL and no prefetch or parallel call "
+            "overlaps it: express the map with tf ops (or do its Python offline); if it waits "
+            "(I/O), " + TF_DATA_FIX + "."
+        )
+    if slowed_percent > 0:
+        cost = (
+            f"{percent:.1f}% of the step time ({ms_per_step:.2f} ms per step) goes to the "
+            "tf.data map's Python (tf.py_function / numpy_function): the step waits for it, "
+            f"which holds the GIL while it runs, and for {slowed_percent:.1f}% the model's ops "
+            "ran slowed beside it, on the cores it kept busy"
+        )
+    else:
+        cost = (
+            f"{percent:.1f}% of the step time ({ms_per_step:.2f} ms per step) the step waits "
+            "for the tf.data map's Python (tf.py_function / numpy_function), which holds the "
+            "GIL while it runs"
+        )
     return (
-        f"{percent:.1f}% of the step time ({ms_per_step:.2f} ms per step) the step waits for "
-        "the tf.data map's Python (tf.py_function / numpy_function), which holds the GIL "
-        "while it runs: no prefetch or num_parallel_calls overlaps it with the step. Express "
+        cost + ": no prefetch or num_parallel_calls overlaps it with the step. Express "
         "the map with tf ops (or do its Python offline), then " + TF_DATA_FIX + "."
     )
 

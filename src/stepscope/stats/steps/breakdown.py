@@ -522,8 +522,9 @@ def _breakdown(
     # input staged in the steps beyond XProf's input category and the iterator's fetch
     input_cols = [int(t) // 10 for t in CATEGORIES["input"]]
     staged = limits.ns[:, int(LimitType.INPUT) // 10] - table[keep][:, input_cols].sum(axis=1)
-    # nor the step's thread held up by the pipeline's Python (`LimitTable.held_ns`)
-    staged = np.maximum(staged - moved - limits.held_ns, 0)
+    # nor the step's thread held up by the pipeline's Python (`LimitTable.held_ns`), nor
+    # the model's ops slowed beside it (`LimitTable.slowed_ns`)
+    staged = np.maximum(staged - moved - limits.held_ns - limits.slowed_ns, 0)
     description = markers.description
     if rule:
         description += _drop_note(markers.first_whole, markers.last_whole)

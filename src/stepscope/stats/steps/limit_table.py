@@ -3,17 +3,18 @@
 The pairs (event, step) of the breakdown give every traced event its limit; the intervals the
 analysis adds, all on the steps' threads and few, give input staged in the step
 (`staging`), the step's thread held up while the input pipeline's Python runs
-(`pipeline_python`), waits for a computation and idle waits (`waits`) and dispatch runs
-(`dispatch`). Every instant goes to the highest limit active then. So that the pairs' columns
-are not copied (the breakdown's peak), the added intervals are swept together with the
-pairs of the limits they compete with (those at or above dispatch: device work, input,
-compilation, launches, usually few on the host), and the host limits below them keep what
-is left, in the proportions the pairs alone give them.
+(`pipeline_python`), the model's ops slowed beside that Python (`slowed_ops`), waits for a
+computation and idle waits (`waits`) and dispatch runs (`dispatch`). Every instant goes to
+the highest limit active then. So that the pairs' columns are not copied (the breakdown's
+peak), the added intervals are swept together with the pairs of the limits they compete with
+(those at or above dispatch: device work, input, compilation, launches, usually few on the
+host), and the host limits below them keep what is left, in the proportions the pairs alone
+give them.
 """
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import field, replace
 
 import numpy as np
 
@@ -26,6 +27,11 @@ from stepscope.stats.steps.dispatch import DispatchEvidence, evidence, find_runs
 from stepscope.stats.steps.eager import EagerJax, calls_overhead, eager_jax, find_stretches
 from stepscope.stats.steps.limits import N_LIMIT_COLUMNS, LimitType
 from stepscope.stats.steps.pipeline_python import held_by_pipeline_python
+from stepscope.stats.steps.slowed_ops import (
+    PythonBeside,
+    holds_gil,
+    slowed_beside_pipeline_python,
+)
 from stepscope.stats.steps.staged_frames import staged_frames
 from stepscope.stats.steps.staging import staged_windows
 from stepscope.stats.steps.type_sweep import type_time
@@ -61,6 +67,10 @@ class LimitTable:
     # and fed by no DataLoader (`stats.device.fed_by_dataloader`): its input advice is about
     # preparing requests
     serves: bool = False
+    # per step, the input limit's time of the model's ops slowed beside the pipeline's Python
+    # and in no other input (`slowed_ops`); what the trace showed of that Python
+    slowed_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    python: PythonBeside = field(default_factory=PythonBeside)
 
     @classmethod
     def empty(cls) -> LimitTable:
@@ -74,6 +84,24 @@ def _in_steps(
     c_lo, c_hi = intersect_sets(lo, hi, s_lo, s_hi)
     k = np.searchsorted(s_lo, c_lo, "right") - 1
     return keep[k].astype(np.int64), c_lo, c_hi
+
+
+def _own(
+    lo: np.ndarray,
+    hi: np.ndarray,
+    others: tuple[np.ndarray, np.ndarray],
+    s_lo: np.ndarray,
+    s_hi: np.ndarray,
+    keep: np.ndarray,
+    n: int,
+) -> np.ndarray:
+    """Per step of the table (``n``), the time of the sorted, disjoint intervals inside the
+    kept steps (sorted) that ``others`` (sorted, disjoint) leave."""
+    if not len(lo):
+        return np.zeros(n, np.int64)
+    lo, hi = subtract_sets(lo, hi, *others)
+    k = np.searchsorted(s_lo, lo, "right") - 1
+    return np.bincount(keep[k], weights=hi - lo, minlength=n).astype(np.int64)
 
 
 @record
@@ -114,6 +142,9 @@ def limit_table(
     # the step's thread held up while the pipeline's Python runs
     h_lo, h_hi = held_by_pipeline_python(profile, counted, lines, s_lo, s_hi)
     added.append((*_in_steps(h_lo, h_hi, s_lo, s_hi, keep), LimitType.INPUT))
+    # the model's ops slowed beside it: their slowed ends
+    slowed = slowed_beside_pipeline_python(profile, counted, lines, s_lo, s_hi)
+    added.append((*_in_steps(slowed.lo, slowed.hi, s_lo, s_hi, keep), LimitType.INPUT))
     # dispatch runs on every host thread, cut to the steps
     runs = find_runs(profile, host_lines(profile), has_device)
     d_lo, d_hi = runs.intervals()
@@ -163,16 +194,14 @@ def limit_table(
     c_lo, c_hi = union_of(np.r_[p_lo, a_lo], np.r_[p_hi, a_hi])
     is_input = ltypes == int(LimitType.INPUT)
     i_lo, i_hi = merge(np.r_[lo[is_input], w_lo, h_lo], np.r_[hi[is_input], w_hi, h_hi])
-    # of the held time, what no other input and no higher limit takes (the sweep's order)
-    if len(h_lo):
-        over = ltypes >= int(LimitType.INPUT)
-        h_lo, h_hi = subtract_sets(
-            h_lo, h_hi, *union_of(np.r_[lo[over], w_lo], np.r_[hi[over], w_hi])
-        )
-        h_step = np.searchsorted(s_lo, h_lo, "right") - 1
-        held = np.bincount(keep[h_step], weights=h_hi - h_lo, minlength=n).astype(np.int64)
-    else:
-        held = np.zeros(n, np.int64)
+    # of the held time, what no other input and no higher limit takes (the sweep's order);
+    # of the slowed ops' time, what none of these nor the held time takes
+    over = ltypes >= int(LimitType.INPUT)
+    others = union_of(np.r_[lo[over], w_lo], np.r_[hi[over], w_hi])
+    held = _own(h_lo, h_hi, others, s_lo, s_hi, keep, n)
+    others = union_of(np.r_[others[0], h_lo], np.r_[others[1], h_hi])
+    slowed_ns = _own(*intersect_sets(slowed.lo, slowed.hi, s_lo, s_hi), others, s_lo, s_hi, keep, n)
+    del over, others
     kept = out[keep]
     # JAX run op by op: its calls' own time beside their programs is dispatch, not compute
     found = find_stretches(profile, host_lines(profile), s_lo, s_hi)
@@ -207,5 +236,10 @@ def limit_table(
         eager_jax(profile, found, s_lo, s_hi, (c_lo, c_hi), (d_lo, d_hi), cap),
         trains,
         not trains and not fed_by_dataloader(profile),
+        slowed_ns[keep],
+        replace(
+            slowed.beside,
+            holds_gil=slowed.beside.counted or holds_gil(profile, lines),
+        ),
     )
     return table, Covered(c_lo, c_hi)

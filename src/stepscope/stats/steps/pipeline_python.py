@@ -61,6 +61,16 @@ def _self_time(
     return merge(lo[keep], hi[keep])
 
 
+def pipeline_python(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
+    """When an op that runs Python (`tf_names.is_py_function`) runs on tf.data's threads:
+    sorted, disjoint intervals."""
+    python = _names(profile, tf_names.is_py_function)
+    py = np.flatnonzero(
+        python[profile.name] & tf_data_lines(profile)[profile.line] & (profile.dur_ns > 0)
+    )
+    return merge(profile.start_ns[py], profile.end_at(py))
+
+
 def held_by_pipeline_python(
     profile: Profile,
     counted: np.ndarray,
@@ -74,11 +84,8 @@ def held_by_pipeline_python(
     none = np.zeros(0, np.int64)
     if not lines or not len(span_lo):
         return none, none.copy()
-    python = _names(profile, tf_names.is_py_function)
-    py = np.flatnonzero(
-        python[profile.name] & tf_data_lines(profile)[profile.line] & (profile.dur_ns > 0)
-    )
-    if not len(py):
+    py_lo, py_hi = pipeline_python(profile)
+    if not len(py_lo):
         return none, none.copy()
     on_step = np.zeros(len(profile.lines), dtype=bool)
     on_step[list(lines)] = True
@@ -90,7 +97,7 @@ def held_by_pipeline_python(
     parent = nesting_parents(profile.line[ev], start, end)
     held = _self_time(start, end, parent, blocking)
     held = intersect_sets(*held, span_lo, span_hi)
-    held = intersect_sets(*held, *merge(profile.start_ns[py], profile.end_at(py)))
+    held = intersect_sets(*held, py_lo, py_hi)
     work = compute_events(profile, counted, on_step)
     if len(work):
         held = subtract_sets(*held, *merge(profile.start_ns[work], profile.end_at(work)))
