@@ -132,3 +132,14 @@ def test_input_made_inside_the_steps_is_the_input_findings_evidence() -> None:
     [evidence] = found.events
     assert evidence.name == "preprocess (video_classification.py:129)"
     assert (evidence.count, evidence.total_ns) == (4, 24 * MS)
+
+
+def test_a_serving_calls_work_before_the_model_is_not_input() -> None:
+    """A generate() call is handed its batch: its set-up before the first forward (2 ms a
+    call here) is the framework's host work. The same work in a ProfilerStep the loop wraps
+    around its own preparation is staged input."""
+    call = "$utils.py:2150 GenerationMixin.generate"
+    served = build_step_db(build(_generate([call] * 3)))
+    assert served.limit_ns()["input"].tolist() == [0, 0, 0]
+    marked = build_step_db(build(_generate([f"ProfilerStep#{k}" for k in range(3)])))
+    assert marked.limit_ns()["input"].tolist() == [2 * MS] * 3

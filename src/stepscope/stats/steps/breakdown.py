@@ -477,6 +477,9 @@ def _breakdown(
         span_hi,
         keep,
         has_device,
+        # a serving call's step is handed its batch: what the framework does before the model
+        # (vLLM's _prepare_inputs, generate()'s set-up) is its own host work, not input
+        staged=markers.staged,
     )
     # the loop getting its batch from a Python iterator, seen by the sampler in untraced time:
     # that share of each step's untraced time is input, not host (decision 343)

@@ -126,9 +126,12 @@ def limit_table(
     span_hi: np.ndarray,
     keep: np.ndarray,
     has_device: bool,
+    staged: bool = True,
 ) -> tuple[LimitTable, Covered]:
     """The limits of the kept steps ``keep`` (sorted by start) of a step database whose
-    pairs are (``st``, ``lo``, ``hi``) with limit types ``ltypes``, and what they cover."""
+    pairs are (``st``, ``lo``, ``hi``) with limit types ``ltypes``, and what they cover;
+    ``staged``: the time before a step's first model op may be its batch being built
+    (`staging`; not in a serving call's step, decision 542)."""
     n = len(span_lo)
     s_lo, s_hi = span_lo[keep], span_hi[keep]
     beside = ltypes == int(LimitType.UNTRACED)  # work beside the steps: in no limit
@@ -137,7 +140,8 @@ def limit_table(
     del beside
     added: list[tuple[np.ndarray, np.ndarray, np.ndarray, LimitType]] = []
     # input staged inside the steps
-    k, w_lo, w_hi = staged_windows(profile, lines, s_lo, s_hi)
+    none = np.zeros(0, np.int64)
+    k, w_lo, w_hi = staged_windows(profile, lines, s_lo, s_hi) if staged else (none,) * 3
     added.append((keep[k].astype(np.int64), w_lo, w_hi, LimitType.INPUT))
     # the step's thread held up while the pipeline's Python runs
     h_lo, h_hi = held_by_pipeline_python(profile, counted, lines, s_lo, s_hi)

@@ -25,6 +25,7 @@ XProf's drop rule.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -178,7 +179,7 @@ def _serving_steps(profile: Profile) -> StepMarkers | None:
     if found is None:
         return None
     events, description = found
-    return _from_events(
+    steps = _from_events(
         profile,
         events,
         "serving",
@@ -187,6 +188,8 @@ def _serving_steps(profile: Profile) -> StepMarkers | None:
         use_groups=True,
         drop_incomplete=False,
     )
+    # a call is handed its batch: its work before the model is the framework's (decision 542)
+    return dataclasses.replace(steps, staged=False)
 
 
 def find_step_markers(profile: Profile, source: str = "auto") -> StepMarkers:

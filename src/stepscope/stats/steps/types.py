@@ -30,6 +30,9 @@ class StepMarkers:
     lines: tuple[int, ...] = ()  # the threads running the steps (where input is waited for)
     last_whole: bool = False  # the capture says its last step is whole: the rule keeps it
     first_whole: bool = False  # ... its first step (a flight recorder save cut at its start)
+    # the time before a step's first model op may be its batch being built (`staging`); not
+    # in steps that are handed their batch (a serving call, decision 542)
+    staged: bool = True
 
     def __len__(self) -> int:
         return len(self.start_ns)
