@@ -143,3 +143,26 @@ def test_a_serving_calls_work_before_the_model_is_not_input() -> None:
     assert served.limit_ns()["input"].tolist() == [0, 0, 0]
     marked = build_step_db(build(_generate([f"ProfilerStep#{k}" for k in range(3)])))
     assert marked.limit_ns()["input"].tolist() == [2 * MS] * 3
+
+
+def test_a_serving_step_spans_the_decorators_around_the_call() -> None:
+    """``model.generate(...)`` enters transformers' deprecation wrapper and torch's no_grad
+    decorator first, and the decorator's exit comes after ``generate`` returns: the user's
+    call is the wrapper's span. The request handler around it also tokenizes (2 ms, more
+    than 1% of the call): it is the caller, not a wrapper."""
+    builder = XSpaceBuilder("hf")
+    main = builder.plane("/host:CPU").line(1, "python")
+    for k in range(3):
+        t = k * 40 * MS
+        main.event("$serve.py:5 handle", t, 35 * MS)
+        main.event("$serve.py:9 tokenize", t, 2 * MS)
+        main.event("$deprecation.py:121 wrapped_func", t + 3 * MS, 31 * MS)
+        main.event("$_contextlib.py:120 decorate_context", t + 3 * MS + 10 * US, 30 * MS)
+        main.event("$grad_mode.py:81 no_grad.__enter__", t + 3 * MS + 20 * US, 10 * US)
+        main.event("$utils.py:2150 GenerationMixin.generate", t + 3 * MS + 50 * US, 26 * MS)
+        main.event("aten::embedding", t + 4 * MS, MS)
+        main.event("$grad_mode.py:85 no_grad.__exit__", t + 33 * MS, 20 * US)
+    markers = find_step_markers(build(builder))
+    assert markers.source == "serving"
+    assert markers.start_ns.tolist() == [3 * MS, 43 * MS, 83 * MS]
+    assert (markers.end_ns - markers.start_ns).tolist() == [31 * MS] * 3

@@ -6,18 +6,50 @@ profiler records one ``execute_model`` (b200_vllm_fp8_rank0: one call of 87.22 m
 overview had none. The framework's call is what its users call a step (an engine step, a
 ``generate()`` request), so each outermost one on a host thread is a step: a call nested in
 another (vLLM's worker ``execute_model`` calling its model runner's, the annotation around
-them) is part of it. Tried after the markers a user or the profiler writes
-(``ProfilerStep#N`` around a ``generate()`` call wins) and before inference from repeats.
+them) is part of it, and so are the Python frames that only wrap it (decorators:
+transformers' deprecation wrapper, torch's ``no_grad``; `_with_wrappers`). Tried after the
+markers a user or the profiler writes (``ProfilerStep#N`` around a ``generate()`` call wins)
+and before inference from repeats.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.model import Profile
 from stepscope.stats.events import host_lines
 from stepscope.stats.nesting import nesting_parents
-from stepscope.vocab.serving import ServingCall, serving_call
+from stepscope.vocab.serving import ServingCall, python_call, serving_call
+
+WRAPPER_SHARE = 0.01  # a decorator's own calls around the call: each under 1% of it
+
+
+def _with_wrappers(profile: Profile, calls: np.ndarray) -> np.ndarray:
+    """Each call of ``calls`` widened to the Python frames that only wrap it: a user's
+    ``model.generate(...)`` enters transformers' deprecation wrappers and torch's ``no_grad``
+    decorator before ``generate`` itself, and after it returns the decorator's exit (a Kineto
+    trace of 4 calls: one `generate` of 30.42 ms inside wrappers of 34.54 ms; the script timed
+    34.6). A frame wraps the call when each of its other traced children takes at most
+    `WRAPPER_SHARE` of the call (the decorator's own bookkeeping); a frame with other work
+    (the loop's module, a request handler that tokenizes) is the caller, not a wrapper."""
+    out = calls.copy()
+    for line in distinct(profile.line[calls]).tolist():
+        sl = profile.events_of_line(profile.lines[line])
+        ev = np.arange(sl.start, sl.stop, dtype=np.int64)
+        parent = nesting_parents(profile.line[ev], profile.start_ns[ev], profile.end_at(ev))
+        dur = profile.dur_ns[ev]
+        for i in np.flatnonzero(profile.line[calls] == line).tolist():
+            k = int(calls[i]) - sl.start
+            limit = WRAPPER_SHARE * float(dur[k])
+            while (p := int(parent[k])) >= 0 and python_call(profile.event_name(int(ev[p]))):
+                others = np.flatnonzero(parent == p)
+                others = others[others != k]
+                if others.size and float(dur[others].max()) > limit:
+                    break
+                k = p
+            out[i] = ev[k]
+    return out
 
 
 def serving_calls(profile: Profile) -> tuple[np.ndarray, str] | None:
@@ -41,6 +73,7 @@ def serving_calls(profile: Profile) -> tuple[np.ndarray, str] | None:
     events = events[np.lexsort((events, profile.start_ns[events]))]
     n = len(events)
     seen = dict.fromkeys(kinds[int(i)] for i in profile.name[events].tolist())
+    events = _with_wrappers(profile, events)
     label = " and ".join(
         f"{call.framework} {call.unit}{'' if n == 1 else 's'} ({call.holds})" for call in seen
     )
