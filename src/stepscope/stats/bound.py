@@ -190,8 +190,9 @@ def _input(summary: StepSummary, pct: float) -> str:
         per_step = float(summary.limits.slowed_ns.mean()) / 1e6
         parts.append(
             f"{slowed:.1f}% ({per_step:.2f} ms a step) of the model's ops ran slowed beside "
-            "the tf.data map's Python, on the cores it kept busy (those ops took "
-            f"{beside.ratio:.1f}x as long as the same ops without it)"
+            "the tf.data map's Python"
+            + (", on the cores it kept busy" if beside.holds_gil else "")
+            + f" (those ops took {beside.ratio:.1f}x as long as the same ops without it)"
         )
     elif held > 0:
         parts.extend(_beside_not_counted(summary))

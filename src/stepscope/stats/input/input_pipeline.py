@@ -139,10 +139,18 @@ def held_by_python_fix(
     (``holds_gil``: a map that sleeps, or one beside the whole step), both cases are said:
     a map that waits (I/O) is helped by running in parallel."""
     if not holds_gil:
+        cost = (
+            f"{percent:.1f}% of the step time ({ms_per_step:.2f} ms per step) goes to the "
+            "tf.data map's Python (tf.py_function / numpy_function): the step waits while it "
+            "runs and no model op does, and for "
+            f"{slowed_percent:.1f}% the model's ops ran slowed beside it"
+            if slowed_percent > 0
+            else f"{percent:.1f}% of the step time ({ms_per_step:.2f} ms per step) the step "
+            "waits while the tf.data map's Python (tf.py_function / numpy_function) runs and "
+            "no model op does"
+        )
         return (
-            f"{percent:.1f}% of the step time ({ms_per_step:.2f} ms per step) the step waits "
-            "while the tf.data map's Python (tf.py_function / numpy_function) runs and no "
-            "model op does. If it computes, it holds the GIL and no prefetch or parallel call "
+            cost + ". If it computes, it holds the GIL and no prefetch or parallel call "
             "overlaps it: express the map with tf ops (or do its Python offline); if it waits "
             "(I/O), " + TF_DATA_FIX + "."
         )

@@ -241,9 +241,6 @@ def limit_table(
         trains,
         not trains and not fed_by_dataloader(profile),
         slowed_ns[keep],
-        replace(
-            slowed.beside,
-            holds_gil=slowed.beside.counted or holds_gil(profile, lines),
-        ),
+        replace(slowed.beside, holds_gil=holds_gil(profile, lines)),
     )
     return table, Covered(c_lo, c_hi)

@@ -59,8 +59,8 @@ class PythonBeside:
     # the model's op time beside the Python, of the names compared / with none alone (ns)
     beside_ns: int = 0
     unmeasured_ns: int = 0
-    # the step threads' calls from Python start less often beside the Python than elsewhere
-    # (`pipeline_python.holds_gil`): it keeps the GIL
+    # the step threads' calls from Python take longer to return beside the Python than
+    # without it (`holds_gil`): it keeps the GIL
     holds_gil: bool = False
 
 
