@@ -72,11 +72,13 @@ def warmup_count(dur_ns: np.ndarray, *, mid_run: bool) -> int:
     return count
 
 
-def steps_from(summary: StepSummary, first: int) -> StepSummary:
+def steps_from(summary: StepSummary, first: int, python: PythonTime | None = None) -> StepSummary:
     """The summary of the steps from ``first`` on: every per-step column cut (per-step
     arrays and dicts of them, the limit table's per-step evidence: `_limits_from`); the
-    rest (the untraced places and the Python sampled, the dispatch evidence's medians, names
-    and caller) stays the whole profile's, as shares of all steps."""
+    untraced places of those steps with ``python``, the sampler's functions over them
+    (`steady_python`), where the summary is one host's with its per-step places (decision
+    547); else the untraced places and the Python sampled stay the whole profile's, as
+    shares of all steps, as do the dispatch evidence's medians, names and caller."""
     n = summary.n_steps
     changes: dict[str, object] = {}
     for f in fields(summary):
@@ -101,7 +103,14 @@ def steps_from(summary: StepSummary, first: int) -> StepSummary:
             elif is_dataclass(value) and isinstance(rows, np.ndarray) and len(rows) == n:
                 changes[f.name] = replace(value, ns=rows[first:])  # type: ignore[type-var]
     untraced = summary.untraced
-    if not untraced.host:  # its times are all steps': divide them by all steps
+    steady = (
+        untraced.from_step(first, python)
+        if python is not None and len(untraced.place_of_step) == n
+        else None
+    )
+    if steady is not None:
+        changes["untraced"] = steady
+    elif not untraced.host:  # its times are all steps': divide them by all steps
         host = summary.hosts[0] if summary.hosts else "?"
         changes["untraced"] = replace(untraced, host=host, n_steps=n, step_ns=summary.total_ns())
     return replace(summary, **changes)  # type: ignore[arg-type]
@@ -280,14 +289,28 @@ def warmup_python(profile: Profile, db: StepDb) -> str:
     )
 
 
-def steady_state(summary: StepSummary, seen: str = "") -> SteadyState | None:
+def steady_python(profile: Profile, db: StepDb) -> PythonTime:
+    """The Python the stack sampler saw in the steps after the warm-up (`warmup_count`), as
+    the step database's own (`StepDb.untraced`) is over all of them; empty without a
+    warm-up or samples."""
+    count = warmup_count(db.dur_ns, mid_run=db.mid_run)
+    if not count or not db.untraced.lines:
+        return PythonTime.empty()
+    end = db.start_ns + db.dur_ns
+    return functions_in_steps(profile, db.untraced.lines, db.start_ns[count:], end[count:])
+
+
+def steady_state(
+    summary: StepSummary, seen: str = "", python: PythonTime | None = None
+) -> SteadyState | None:
     """The steady state after the warm-up steps, or None when the first step is no outlier;
     ``seen``: what the stack sampler saw in the warm-up (`warmup_python`), said after a
-    cause other than compilation (a compile is its own explanation)."""
+    cause other than compilation (a compile is its own explanation); ``python``: the
+    sampler's functions once warm (`steady_python`; see `steps_from`)."""
     count = warmup_count(summary.dur_ns, mid_run=summary.mid_run)
     if not count:
         return None
-    steady = steps_from(summary, count)
+    steady = steps_from(summary, count, python)
     nums = tuple(int(k) for k in summary.step_num[:count].tolist())
     warm_ns = summary.dur_ns[:count]
     total = summary.total_ns()

@@ -28,6 +28,7 @@ from stepscope.stats.diagnostics.base import Finding, HostData
 from stepscope.stats.diagnostics.runner import combine_hosts, diagnose_host
 from stepscope.stats.gpu.device import DeviceInfo, devices, framework_of, precision_ns, utilization
 from stepscope.stats.gpu.kernels import KernelDb, build_kernel_db
+from stepscope.stats.host.python_samples import PythonTime
 from stepscope.stats.stragglers_types import Rank
 from stepscope.stats.xla.xla_ops import xla_events
 from stepscope.tools.context import ALL_HOSTS_SHARE, Key, ToolContext
@@ -71,6 +72,7 @@ TF_DATA: Key[tuple[PipelineStats, ...]] = Key("tf_data_bottleneck", kept=True)
 LOADER_WORKERS: Key[tuple[LoaderWorkers, ...]] = Key("loader_workers", kept=True)  # .at(source)
 IN_PROCESS_LOADER: Key[str] = Key("in_process_loader", kept=True)  # .at(source)
 WARMUP_PYTHON: Key[str] = Key("warmup_python", kept=True)  # .at(source)
+STEADY_PYTHON: Key[PythonTime] = Key("steady_python", kept=True)  # .at(source)
 DEVICE_FACTS: Key[tuple[list[DeviceInfo], dict[str, int], str]] = Key("device_facts", kept=True)
 UTILIZATION: Key[dict[str, float]] = Key("utilization", kept=True)  # .at(window)
 KERNEL_DB: Key[KernelDb] = Key("kernel_stats.kernel_db", kept=True)
@@ -164,6 +166,18 @@ def warmup_python(ctx: ToolContext) -> str:
     host = ctx.hosts[0]
     source = ctx.option("step_source", "auto")
     return ctx.intermediate(host, WARMUP_PYTHON.at(source), lambda p: build(p, step_db(ctx, host)))
+
+
+def steady_python(ctx: ToolContext) -> PythonTime | None:
+    """What the stack sampler saw in the steps after the warm-up, for one host (None for
+    several: their untraced picture is one host's over all its steps, decision 547)."""
+    if len(ctx.hosts) != 1:
+        return None
+    from stepscope.stats.warmup import steady_python as build
+
+    host = ctx.hosts[0]
+    source = ctx.option("step_source", "auto")
+    return ctx.intermediate(host, STEADY_PYTHON.at(source), lambda p: build(p, step_db(ctx, host)))
 
 
 def _loader_workers(profile: Profile, db: StepDb) -> tuple[LoaderWorkers, ...]:

@@ -419,7 +419,8 @@ def build(ctx: ToolContext) -> OverviewPage:
     # compile of 78% of the capture's time diluted every share it quotes; a job a straggler
     # holds keeps its all-steps advice (its headline and the straggler's fix are all steps')
     warm = warmup_count(summary.dur_ns, mid_run=summary.mid_run) if not held else 0
-    advised = steps_from(summary, warm) if warm else summary
+    once_warm = analysis.steady_python(ctx) if warm else None
+    advised = steps_from(summary, warm, once_warm) if warm else summary
     recommendation = recommend(
         advised,
         bound_by(advised) if warm else headline,
@@ -481,7 +482,7 @@ def build(ctx: ToolContext) -> OverviewPage:
         diagnostics=tuple(diagnostics),
         untraced=_untraced_json(summary),
         job=job,
-        steady_state=steady_state(summary, analysis.warmup_python(ctx)),
+        steady_state=steady_state(summary, analysis.warmup_python(ctx), once_warm),
     )
 
 
