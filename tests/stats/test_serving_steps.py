@@ -166,3 +166,29 @@ def test_a_serving_step_spans_the_decorators_around_the_call() -> None:
     assert markers.source == "serving"
     assert markers.start_ns.tolist() == [3 * MS, 43 * MS, 83 * MS]
     assert (markers.end_ns - markers.start_ns).tolist() == [31 * MS] * 3
+
+
+def test_host_time_of_a_trace_with_python_frames_is_not_told_to_record_them() -> None:
+    """vLLM's trace has its Python calls (with_stack=True): its host line was told to
+    "record with ... torch.profiler(with_stack=True) to name the functions"."""
+    from stepscope.stats.bound import bound_by
+
+    def host_time(frames: bool) -> str:
+        builder = XSpaceBuilder("torch")
+        main = builder.plane("/host:CPU").line(1, "python")
+        for k in range(4):
+            t0 = k * 10 * MS
+            main.event(f"ProfilerStep#{k}", t0, 10 * MS)
+            main.event("aten::linear", t0, 6 * MS)
+            if frames:  # a Python call beside the op, 3 ms of the step untraced after it
+                main.event("vllm/v1/worker/gpu_model_runner.py(1297): _prepare_inputs", t0, MS)
+        summary = summarize_steps({"h": build_step_db(build(builder))})
+        [host] = [limit for limit in bound_by(summary).limits if limit.key == "host"]
+        return host.evidence
+
+    assert "torch.profiler(with_stack=True)" in host_time(frames=False)
+    with_frames = host_time(frames=True)
+    assert "record with" not in with_frames
+    assert with_frames.endswith(
+        "the trace records its Python calls: the trace viewer shows which ran then"
+    )

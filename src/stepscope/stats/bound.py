@@ -293,6 +293,10 @@ def _host(summary: StepSummary, pct: float) -> str:
         )
     if len(python):  # sampled, but only in the loader's fetch
         return where
+    if summary.limits.python_frames:
+        # recorded with Python frames already (vLLM's trace, with_stack=True): asking for
+        # them again misleads; they are where this time is named
+        return where + "; the trace records its Python calls: the trace viewer shows which ran then"
     # the profile may come from the framework's own profiler: its switch too
     how = "stepscope's stack sampler (python_sampler_hz)" + _FRAMES_SWITCH.get(
         summary.limits.framework, ""

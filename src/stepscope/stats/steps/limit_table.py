@@ -32,7 +32,7 @@ from stepscope.stats.steps.slowed_ops import (
     holds_gil,
     slowed_beside_pipeline_python,
 )
-from stepscope.stats.steps.staged_frames import staged_frames
+from stepscope.stats.steps.staged_frames import frame_label, staged_frames
 from stepscope.stats.steps.staging import staged_windows
 from stepscope.stats.steps.type_sweep import type_time
 from stepscope.stats.steps.waits import find_waits
@@ -67,6 +67,9 @@ class LimitTable:
     # and fed by no DataLoader (`stats.device.fed_by_dataloader`): its input advice is about
     # preparing requests
     serves: bool = False
+    # the trace records Python calls as events (PyTorch's with_stack=True, stepscope's Python
+    # tracer): the host advice points at them rather than asking to record them (decision 544)
+    python_frames: bool = False
     # per step, the input limit's time of the model's ops slowed beside the pipeline's Python
     # and in no other input (`slowed_ops`); what the trace showed of that Python
     slowed_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -111,6 +114,13 @@ class Covered:
 
     lo: np.ndarray  # int64
     hi: np.ndarray  # int64
+
+
+def _has_python_frames(profile: Profile) -> bool:
+    """Whether events of the profile are Python calls (names, not a stack stat's text: the
+    2021 Kineto schema's call stacks end in a frame too)."""
+    ids = profile.strings.ids_matching(lambda s: frame_label(s) is not None)
+    return bool(ids.size) and bool(np.isin(profile.name, ids).any())
 
 
 def limit_table(
@@ -240,6 +250,7 @@ def limit_table(
         eager_jax(profile, found, s_lo, s_hi, (c_lo, c_hi), (d_lo, d_hi), cap),
         trains,
         not trains and not fed_by_dataloader(profile),
+        _has_python_frames(profile),
         slowed_ns[keep],
         replace(slowed.beside, holds_gil=holds_gil(profile, lines)),
     )
