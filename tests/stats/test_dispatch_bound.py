@@ -188,3 +188,77 @@ def test_tiny_jitted_steps_are_told_to_do_more_per_call() -> None:
     headline = bound_by(summarize_steps({"vm": build_step_db(build(builder))}))
     assert headline.first == "dispatch"
     assert JITTED_FIX in headline.headline and "per-op code" not in headline.headline
+
+
+def _compiled_model_loop(
+    compiled: bool, in_optimizer: bool, in_graph: bool = False
+) -> XSpaceBuilder:
+    """A PyTorch step on the CPU whose model runs torch.compile'd graphs (1 ms, when ``compiled``;
+    else the same time in one eager op), then an AdamW step of 200 small ops, 5 µs each and 5
+    µs apart (outside the optimizer's annotation unless ``in_optimizer``; inside a compiled
+    graph's ``CompiledFunctionBackward`` when ``in_graph``), as /tmp/qa12/loops/compiled.py
+    was traced (decision 536)."""
+    builder = XSpaceBuilder("torch")
+    main = builder.plane("/host:CPU").line(1, "MainThread")
+    for k in range(STEPS):
+        t0 = k * 5 * MS
+        main.event("train", t0, 5 * MS, {"step_num": k, "_r": 1})
+        if compiled:
+            main.event("Torch-Compiled Region: 0/0", t0, MS)
+            main.event("CompiledFunction", t0 + 10 * US, 980 * US)
+            main.event("aten::addmm", t0 + 20 * US, 950 * US)
+        else:
+            main.event("aten::addmm", t0, MS)
+        t = t0 + 1100 * US
+        if in_optimizer:
+            main.event("Optimizer.step#AdamW.step", t - 5 * US, 2010 * US)
+        if in_graph:
+            main.event("CompiledFunctionBackward", t - 5 * US, 2010 * US)
+        for i in range(200):
+            main.event(("aten::mul_", "aten::add_", "aten::lerp_")[i % 3], t, 5 * US)
+            t += 10 * US
+    return builder
+
+
+def test_a_compiled_models_optimizer_ops_are_told_to_fuse_the_optimizer() -> None:
+    """A torch.compile'd model whose AdamW step dispatches the small ops: "torch.compile the
+    step" was the fix; the model is compiled, the optimizer is not."""
+    db = build_step_db(build(_compiled_model_loop(compiled=True, in_optimizer=True)))
+    headline = bound_by(summarize_steps({"h": db}))
+    assert headline.first == "dispatch"
+    text = " ".join(headline.headline.split())
+    assert "the steps run torch.compile'd graphs already; these ops run outside them" in text
+    assert "(100% of them in 'Optimizer.step#AdamW.step')" in text
+    assert "fused=True" in text
+    assert "torch.compile the step" not in text
+
+
+def test_a_compiled_models_other_ops_are_told_to_compile_their_code() -> None:
+    db = build_step_db(build(_compiled_model_loop(compiled=True, in_optimizer=False)))
+    fix = db.limits.dispatch.fix("pytorch")
+    assert fix.startswith("the steps run torch.compile'd graphs already; these ops run outside")
+    assert "compile the code they come from too" in fix
+
+
+def test_an_eager_models_ops_keep_the_compile_fix() -> None:
+    db = build_step_db(build(_compiled_model_loop(compiled=False, in_optimizer=True)))
+    assert db.limits.dispatch.fix("pytorch").startswith("fuse the small ops: torch.compile")
+
+
+def test_ops_run_one_at_a_time_inside_compiled_graphs_are_told_the_graphs_are_not_fused() -> None:
+    """A fixture's (v100_training_with_memory) CompiledFunction graphs hold 78% of its small
+    ops, ``aten::t`` and ``aten::mul`` one at a time: "outside them" would be false."""
+    db = build_step_db(build(_compiled_model_loop(True, in_optimizer=False, in_graph=True)))
+    fix = db.limits.dispatch.fix("pytorch")
+    assert fix.startswith(
+        "100% of these ops run inside the steps' torch.compile'd graphs, one at a time"
+    )
+
+
+def test_a_compiled_model_that_never_trains_is_told_to_serve_more_per_pass() -> None:
+    """No backward, no optimizer (decision 541: inference): the batch is its lever."""
+    db = build_step_db(build(_compiled_model_loop(compiled=True, in_optimizer=False)))
+    assert not db.limits.trains
+    fix = db.limits.dispatch.fix("pytorch", db.limits.trains)
+    assert fix.startswith("the steps run torch.compile'd graphs already; these ops run outside")
+    assert "serve more requests per forward pass (a larger batch)" in fix

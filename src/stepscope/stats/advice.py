@@ -17,7 +17,6 @@ from stepscope.records import record
 from stepscope.stats.bound import BoundBy
 from stepscope.stats.host.untraced import where_untraced
 from stepscope.stats.summary import StepSummary
-from stepscope.vocab.dispatch import fix_for
 from stepscope.vocab.serving import INFERENCE_INPUT_FIX
 
 HIGH_INPUT = 20.0
@@ -181,7 +180,7 @@ def _headline_fix(summary: StepSummary, bound: BoundBy, of: str) -> str:
         if "fix:" in first.evidence:
             return ""
         limits = summary.limits
-        fix = fix_for(limits.framework, limits.dispatch.ops_per_step(), limits.trains)
+        fix = limits.dispatch.fix(limits.framework, limits.trains)
     elif first.key == "input" and summary.fetched.counted and summary.fetched_percent() > 0:
         fix = _PYTHON_ITERATOR_FIX.format(name=summary.fetched.function[0])
     elif first.key == "input" and _serves(summary):

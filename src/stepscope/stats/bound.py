@@ -18,7 +18,6 @@ from stepscope.stats.host.untraced import where_untraced
 from stepscope.stats.steps.fetch import LOADER_NEXT_FRAMES
 from stepscope.stats.steps.limits import LIMIT_LABELS, LIMIT_NAMES, LimitType
 from stepscope.stats.summary import StepSummary
-from stepscope.vocab.dispatch import fix_for
 
 # the model's ops' time beside the map's Python said when this share of the step time (%, the
 # advice's MODERATE_INPUT: `advice` imports this module)
@@ -250,7 +249,7 @@ def _dispatch(summary: StepSummary) -> str:
     caller = summary.limits.eager.caller or d.caller
     if caller:
         text += f", issued by {caller}"
-    fix = fix_for(summary.limits.framework, d.ops_per_step(), summary.limits.trains)
+    fix = d.fix(summary.limits.framework, summary.limits.trains)
     return text + f"; fix: {fix}"
 
 

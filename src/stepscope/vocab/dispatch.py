@@ -88,11 +88,58 @@ INFERENCE_FIX = (
 )
 
 
-def fix_for(framework: str, ops_per_step: float, trains: bool = True) -> str:
+# A PyTorch step that runs torch.compile'd graphs already (decision 536: a compiled model's
+# AdamW step, 61 ops a step, read "torch.compile the step"): its small ops come either from
+# the code outside the graphs, most often the optimizer, or from graphs that run their ops
+# one at a time (the 'eager' and 'aot_eager' backends: `CompiledFunction` holding
+# ``aten::t``, ``aten::mul``... in a fixture).
+COMPILED_OUTSIDE_FIX = (
+    "the steps run torch.compile'd graphs already; these ops run outside them{inside}: {what}"
+)
+COMPILED_OPTIMIZER_FIX = (
+    "use a fused or foreach optimizer (torch.optim.AdamW(..., fused=True) or foreach=True), "
+    "or compile the optimizer step too (torch.compile a function that calls opt.step())"
+)
+COMPILED_REST_FIX = (
+    "compile the code they come from too (the whole step, not the model alone), "
+    "and replace Python loops over tensors with batched ops"
+)
+COMPILED_SERVING_FIX = (  # a run that never trains: its lever is the batch (INFERENCE_FIX)
+    "compile the code they come from too (the whole step, not the model alone), serve more "
+    "requests per forward pass (a larger batch), and replace Python loops over tensors with "
+    "batched ops"
+)
+COMPILED_UNFUSED_FIX = (
+    "{share:.0f}% of these ops run inside the steps' torch.compile'd graphs, one at a time: "
+    "the graphs are not fused (the 'eager' and 'aot_eager' backends run them op by op; "
+    "torch.compile's default, inductor, fuses them), so compile with inductor, and compile "
+    "the code around the graphs too"
+)
+MOST = 50.0  # % of the ops: the place holding this many is the fix's subject
+
+
+def fix_for(
+    framework: str,
+    ops_per_step: float,
+    trains: bool = True,
+    compiled_pct: float = -1.0,
+    optimizer: tuple[str, float] = ("", 0.0),
+) -> str:
     """The fix of dispatch-bound steps of ``framework`` issuing ``ops_per_step`` ops a step
-    in their dispatch runs; ``trains``: False for a PyTorch run that never trains."""
+    in their dispatch runs; ``trains``: False for a PyTorch run that never trains;
+    ``compiled_pct``: the share (%) of the ops run inside torch.compile'd graphs, -1 when
+    the steps ran none; ``optimizer``: the optimizer's step annotation holding most of the
+    ops and their share (%), ("", 0) when none."""
     if framework == "jax" and 0 < ops_per_step < 2:
         return JITTED_FIX
+    if framework == "pytorch" and compiled_pct >= MOST:
+        return COMPILED_UNFUSED_FIX.format(share=compiled_pct)
+    if framework == "pytorch" and compiled_pct >= 0:
+        name, share = optimizer
+        inside = f" ({share:.0f}% of them in '{name}')" if name else ""
+        rest = COMPILED_REST_FIX if trains else COMPILED_SERVING_FIX
+        what = COMPILED_OPTIMIZER_FIX if name and share >= MOST else rest
+        return COMPILED_OUTSIDE_FIX.format(inside=inside, what=what)
     if framework == "pytorch" and not trains:
         return INFERENCE_FIX
     return FIXES.get(framework, FIXES["unknown"])

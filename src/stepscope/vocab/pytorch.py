@@ -11,6 +11,10 @@ PROFILER_STEP = "ProfilerStep#"
 PROFILER_STEP_ANY = re.compile(re.escape(PROFILER_STEP) + r"\d+")
 # torch.optim's annotation of each ``opt.step()``: ``Optimizer.step#AdamW.step``.
 OPTIMIZER_STEP_PREFIX = "Optimizer.step#"
+# What a torch.compile'd module leaves in the profile each time it runs its compiled graphs
+# (seen with torch 2.13 on the CPU: the region, then AOTAutograd's function and Inductor's
+# call inside it; the backward as ``CompiledFunctionBackward``).
+COMPILED_REGION_PREFIXES = ("Torch-Compiled Region", "CompiledFunction", "## Call CompiledFxGraph")
 # The DataLoader's ``__next__`` as the profiler records it:
 # ``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`` (or _MultiProcessing...).
 DATALOADER_NEXT = "enumerate(DataLoader)"

@@ -47,7 +47,6 @@ from stepscope.stats.intervals import merge, overlap_with
 from stepscope.stats.steps.limits import LIMIT_LABELS, LimitType
 from stepscope.stats.warmup import warmup_count
 from stepscope.vocab import tensorflow as tf_names
-from stepscope.vocab.dispatch import fix_for
 from stepscope.vocab.serving import INFERENCE_INPUT_FIX
 
 VERY_HIGH_OTHER = 30.0  # % of step time: untraced host work this large is "high"
@@ -232,7 +231,7 @@ def dispatch_bound(data: HostData, options: dict[str, str]) -> Finding | None:
             f"{d.median_gap_ns / 1e3:.1f} µs of Python between them, while the work they "
             "queue is tiny."
         ),
-        fix=_capitalized(fix_for(limits.framework, d.ops_per_step(), limits.trains)) + ".",
+        fix=_capitalized(d.fix(limits.framework, limits.trains)) + ".",
         time_ns=ns,
         steps=data.step_numbers(worst),
         events=tuple(EventEvidence(name, count, 0, "dispatched op") for name, count in d.top_ops),

@@ -35,7 +35,8 @@ from stepscope.records import record
 from stepscope.stats.arrays import used_names
 from stepscope.stats.host.python_samples import function_key, sample_points, sampled_thread_line
 from stepscope.stats.intervals import merge, subtract_sets
-from stepscope.vocab.dispatch import computes_inline, is_dispatch_name
+from stepscope.vocab.dispatch import computes_inline, fix_for, is_dispatch_name
+from stepscope.vocab.pytorch import COMPILED_REGION_PREFIXES, OPTIMIZER_STEP_PREFIX
 
 TINY_OP_NS = 100_000  # an op dispatched in under 100 µs is mostly dispatch overhead
 RUN_GAP_NS = 200_000  # ops issued less than 200 µs apart belong to one run
@@ -52,9 +53,18 @@ class DispatchEvidence:
     top_ops: tuple[tuple[str, int], ...] = ()  # (op name, count over the steps)
     caller: str = ""  # the Python function that issued most of them, when traced
     threads: tuple[str, ...] = ()
+    # the share of the ops (%) run inside torch.compile'd graphs; -1: the steps ran none
+    compiled_pct: float = -1.0
+    # the optimizer's step annotation enclosing most of the ops, and their share (%)
+    optimizer: tuple[str, float] = ("", 0.0)
 
     def ops_per_step(self) -> float:
         return float(self.ops.mean()) if len(self.ops) else 0.0
+
+    def fix(self, framework: str, trains: bool = True) -> str:
+        """What to do about these ops in ``framework`` (`stepscope.vocab.dispatch.fix_for`;
+        ``trains``: False for a PyTorch run that never trains)."""
+        return fix_for(framework, self.ops_per_step(), trains, self.compiled_pct, self.optimizer)
 
 
 @record
@@ -214,7 +224,68 @@ def evidence(
         tuple(names.most_common(3)),
         _caller(profile, runs, run_of) or _sampled_caller(profile, runs, run_of),
         threads[:3],
+        _compiled_pct(profile, ev, start, span_lo, span_hi),
+        _most_inside(profile, ev, start, OPTIMIZER_STEP_PREFIX),
     )
+
+
+def _compiled_pct(
+    profile: Profile, ev: np.ndarray, start: np.ndarray, span_lo: np.ndarray, span_hi: np.ndarray
+) -> float:
+    """The share (%) of the ops ``ev`` (starting at ``start``) run inside torch.compile'd
+    graphs, or -1 when no compiled graph ran in the steps [span_lo, span_hi) (sorted)."""
+    ids = profile.strings.ids_matching(lambda s: s.startswith(COMPILED_REGION_PREFIXES))
+    if not len(ids):
+        return -1.0
+    at = profile.start_ns[np.isin(profile.name, ids)]
+    k = np.searchsorted(span_lo, at, "right") - 1
+    if not ((k >= 0) & (at < span_hi[np.maximum(k, 0)])).any():
+        return -1.0
+    _, inside = _inside(profile, ev, start, COMPILED_REGION_PREFIXES)
+    return 100.0 * inside / len(ev)
+
+
+def _most_inside(
+    profile: Profile, ev: np.ndarray, start: np.ndarray, prefix: str
+) -> tuple[str, float]:
+    """The annotation named ``prefix...`` enclosing the most of the ops ``ev`` (starting at
+    ``start``) on their own threads, and the share of the ops it holds (%); ("", 0)."""
+    held, _ = _inside(profile, ev, start, (prefix,))
+    if not held:
+        return "", 0.0
+    name, count = held.most_common(1)[0]
+    return profile.strings[name], 100.0 * count / len(ev)
+
+
+def _inside(
+    profile: Profile, ev: np.ndarray, start: np.ndarray, prefixes: tuple[str, ...]
+) -> tuple[Counter[int], int]:
+    """Of the ops ``ev`` (starting at ``start``): how many each outermost event named with
+    one of ``prefixes`` on the op's thread encloses (by name id), and how many they enclose
+    in all."""
+    held: Counter[int] = Counter()
+    ids = profile.strings.ids_matching(lambda s: s.startswith(prefixes))
+    if not len(ids) or not len(ev):
+        return held, 0
+    around = np.flatnonzero(np.isin(profile.name, ids))
+    total = 0
+    for line in distinct(profile.line[ev]).tolist():
+        mine = around[profile.line[around] == line]
+        if not len(mine):
+            continue
+        mine = mine[np.argsort(profile.start_ns[mine], kind="stable")]
+        end = profile.end_at(mine)
+        outer = np.ones(len(mine), bool)  # a region inside the previous one is part of it
+        outer[1:] = profile.start_ns[mine][1:] >= np.maximum.accumulate(end)[:-1]
+        mine, end = mine[outer], end[outer]
+        at = start[profile.line[ev] == line]
+        k = np.searchsorted(profile.start_ns[mine], at, "right") - 1
+        hit = (k >= 0) & (at < end[np.maximum(k, 0)])
+        names, counts = np.unique(profile.name[mine[k[hit]]], return_counts=True)
+        for name, count in zip(names.tolist(), counts.tolist(), strict=True):
+            held[name] += count
+        total += int(hit.sum())
+    return held, total
 
 
 def _first_seen(values: np.ndarray) -> tuple[list[int], list[int]]:
