@@ -59,9 +59,11 @@ def plain_loader_space(
     cpu_ms: int | None = None,
     cpu_wait_ms: int | None = None,
     settings: dict[str, int] | None = None,
+    longer: tuple[int, int] = (0, 0),
 ) -> XSpaceBuilder:
     """A plain loop: each step waits ``wait_ms`` in the DataLoader's ``__next__`` (as the
-    PyTorch profiler names it) then computes; 2 workers each make one
+    PyTorch profiler names it) then computes (``longer``: step k computes ms longer, a model
+    compiling); 2 workers each make one
     batch per step from the step's start, busy ``busy_ms`` of it (one figure per worker when
     a pair), their samples every 10 ms (collate at 30 and 70
     ms of a step, decode at the others in their batches; the wait for the next index
@@ -78,10 +80,11 @@ def plain_loader_space(
         line.display_id = 100 + w
         sampled.append(line)
     for k in range(steps):
-        t = k * step_ms
-        main.event("train", t * MS, step_ms * MS, {"step_num": k, "_r": 1})
+        t = k * step_ms + (longer[1] if k > longer[0] else 0)
+        extra = longer[1] if k == longer[0] else 0
+        main.event("train", t * MS, (step_ms + extra) * MS, {"step_num": k, "_r": 1})
         main.event(LOOP_NEXT, t * MS, wait_ms * MS)
-        main.event("aten::addmm", (t + wait_ms) * MS, (step_ms - wait_ms) * MS)
+        main.event("aten::addmm", (t + wait_ms) * MS, (step_ms - wait_ms + extra) * MS)
         for w, line in enumerate(workers):
             busy = busy_ms[w] if isinstance(busy_ms, tuple) else busy_ms
             # numbered as if each step were a pass of its own: two batches a step for one

@@ -30,6 +30,7 @@ from stepscope.stats.gpu.device import DeviceInfo, devices, framework_of, precis
 from stepscope.stats.gpu.kernels import KernelDb, build_kernel_db
 from stepscope.stats.host.python_samples import PythonTime
 from stepscope.stats.stragglers_types import Rank
+from stepscope.stats.warmup import warmup_count
 from stepscope.stats.xla.xla_ops import xla_events
 from stepscope.tools.context import ALL_HOSTS_SHARE, Key, ToolContext
 from stepscope.tools.registry import ToolOption
@@ -121,9 +122,12 @@ def op_metrics_beside(ctx: ToolContext) -> None:
 def loader_workers(ctx: ToolContext, host: str) -> tuple[LoaderWorkers, ...]:
     """The host's DataLoader worker processes, when captured (input_pipeline_analyzer)."""
     source = ctx.option("step_source", "auto")
-    return ctx.intermediate(
-        host, LOADER_WORKERS.at(source), lambda p: _loader_workers(p, step_db(ctx, host))
-    )
+
+    def once_warm(p: Profile) -> tuple[LoaderWorkers, ...]:
+        db = step_db(ctx, host)
+        return _loader_workers(p, db, warmup_count(db.dur_ns, mid_run=db.mid_run))
+
+    return ctx.intermediate(host, LOADER_WORKERS.at(source), once_warm)
 
 
 def in_process_loader(ctx: ToolContext, host: str) -> str:
@@ -131,9 +135,12 @@ def in_process_loader(ctx: ToolContext, host: str) -> str:
     from stepscope.stats.input.loader_verdict import in_process_loader as build
 
     source = ctx.option("step_source", "auto")
-    return ctx.intermediate(
-        host, IN_PROCESS_LOADER.at(source), lambda p: build(p, step_db(ctx, host))
-    )
+
+    def once_warm(p: Profile) -> str:
+        db = step_db(ctx, host)
+        return build(p, db, warmup_count(db.dur_ns, mid_run=db.mid_run))
+
+    return ctx.intermediate(host, IN_PROCESS_LOADER.at(source), once_warm)
 
 
 def in_process_loaders(ctx: ToolContext) -> str:
@@ -180,10 +187,10 @@ def steady_python(ctx: ToolContext) -> PythonTime | None:
     return ctx.intermediate(host, STEADY_PYTHON.at(source), lambda p: build(p, step_db(ctx, host)))
 
 
-def _loader_workers(profile: Profile, db: StepDb) -> tuple[LoaderWorkers, ...]:
+def _loader_workers(profile: Profile, db: StepDb, first: int) -> tuple[LoaderWorkers, ...]:
     from stepscope.stats.input.loader_workers import loader_workers as build
 
-    return build(profile, db)
+    return build(profile, db, first)
 
 
 def tf_data(ctx: ToolContext, host: str) -> tuple[PipelineStats, ...]:

@@ -158,7 +158,9 @@ def _input_fix(data: HostData) -> str:
         return held_by_python_fix(100.0 * cost / total, per_step, 100.0 * slowed / total, gil)
     judged = [
         w.advice
-        for w in loader_workers(data.profile, data.steps)
+        for w in loader_workers(
+            data.profile, data.steps, warmup_count(data.steps.dur_ns, mid_run=data.steps.mid_run)
+        )
         if w.verdict in JUDGED_VERDICTS and w.advice
     ]
     if judged:

@@ -188,8 +188,11 @@ def worker_stage_ids(profile: Profile) -> list[int]:
     ]
 
 
-def loader_workers(profile: Profile, db: StepDb | None = None) -> tuple[LoaderWorkers, ...]:
-    """One entry per loader whose workers were captured; () when none were."""
+def loader_workers(
+    profile: Profile, db: StepDb | None = None, first: int = 0
+) -> tuple[LoaderWorkers, ...]:
+    """One entry per loader whose workers were captured; () when none were. The steps' input
+    share is judged from step ``first`` on (the warm-up's end; decision 537)."""
     names = profile.strings.strings
     batch_ids = worker_stage_ids(profile)
     if not batch_ids:
@@ -201,7 +204,7 @@ def loader_workers(profile: Profile, db: StepDb | None = None) -> tuple[LoaderWo
         stage = names[name_id][: -len(WORKER_SUFFIX)]
         ev = np.flatnonzero(profile.name == name_id)
         up_ns = _workers_up_ns(profile, ev)
-        wait, other_ms, batches = _input_share(profile, db, up_ns)
+        wait, other_ms, batches = _input_share(profile, db, up_ns, first)
         context = Context(wait, cpu[0], cpu[1], up_ns, other_ms, batches)
         out_rows.append(_one_loader(profile, stage, ev, span, context))
     return tuple(r for r in out_rows if r is not None)
@@ -253,15 +256,19 @@ def _workers_up_ns(profile: Profile, ev: np.ndarray) -> int:
     return max(int(profile.start_ns[ev[group == g]].min()) for g in distinct(group).tolist())
 
 
-def _input_share(profile: Profile, db: StepDb | None, up_ns: int) -> tuple[float, float, float]:
+def _input_share(
+    profile: Profile, db: StepDb | None, up_ns: int, first: int = 0
+) -> tuple[float, float, float]:
     """The input share of the steps that began once the workers were up (all steps when
-    none did), their time not bound by input per batch (ms) and the batches a step took;
-    (-1, -1, 1) without steps: a first step waiting for workers to start (seconds with
-    ``spawn``) says nothing about how they keep up."""
+    none did), from step ``first`` on (when any is left), their time not bound by input per
+    batch (ms) and the batches a step took; (-1, -1, 1) without steps: a first step waiting
+    for workers to start (seconds with ``spawn``) says nothing about how they keep up."""
     if db is None or not db.n_steps:
         return -1.0, -1.0, 1.0
     after = db.start_ns >= up_ns
     keep = after if after.any() else np.ones(db.n_steps, bool)
+    warm = keep & (np.arange(db.n_steps) >= first)
+    keep = warm if warm.any() else keep
     total = int(db.dur_ns[keep].sum())
     if not total:
         return -1.0, -1.0, 1.0
