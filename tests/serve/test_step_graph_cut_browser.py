@@ -1,0 +1,55 @@
+"""A warm-up step hundreds of times longer than the others is cut at the top of the step-time
+charts, whose axis then fits the other steps (decision 550): drawn to the tallest, a JAX
+loop's 3.7 s first step left its 8 ms steps a flat line on the overview and the input
+pipeline page. A loop whose first step compiles for 1.3 s, then 2 ms a step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stepscope.serve.app import start_server
+from stepscope.serve.state import ServerState
+from stepscope.xspace.io import write_xspace
+from tests.support.browser import CHROMIUM, goto, open_page
+from tests.support.compiled_loop import compiled_loop_space
+
+if not CHROMIUM.exists():
+    pytest.skip("browser tests need /usr/bin/chromium", allow_module_level=True)
+pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+
+pytestmark = pytest.mark.browser
+RUN = "2026_01_01_00_00_00"
+
+# per bar of the page's step chart: its height on screen (px), whether it is cut
+BARS = """() => [...document.querySelectorAll('svg.chart g.bar')].map((g) => [
+    g.getBoundingClientRect().height, g.dataset.cut !== undefined])"""
+
+
+def test_the_warm_up_step_is_cut_and_the_others_fill_the_chart(
+    browser: Any, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "logs" / "plugins" / "profile" / RUN
+    run_dir.mkdir(parents=True)
+    write_xspace(compiled_loop_space(12)[0], run_dir / "vm.xplane.pb")
+    state = ServerState(tmp_path / "logs", cache_dir=tmp_path / "cache")
+    server = start_server(state.logdir, state=state)
+    try:
+        context, page, rec = open_page(browser, server.url)
+        for tool in ("overview_page", "input_pipeline_analyzer"):
+            page.evaluate("document.body.removeAttribute('data-rendered')")
+            goto(page, server.url, tool, RUN)
+            bars = page.evaluate(BARS)
+            assert len(bars) >= 10, tool
+            (first, first_cut), rest = bars[0], bars[1:]
+            assert first_cut and not any(cut for _h, cut in rest), tool
+            # the steps after it at least a third of the tallest's height, not a flat line
+            assert min(h for h, _cut in rest) > first / 3, (tool, bars)
+            label = page.text_content("svg.chart text.cut-label") or ""
+            assert label.startswith("↑ 13"), label  # its height, 1.3 s, written above it
+        context.close()
+        rec.check()
+    finally:
+        server.stop()
