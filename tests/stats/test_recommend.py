@@ -11,9 +11,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
-from stepscope.stats.advice import recommend
+from stepscope.stats.advice import INPUT_AHEAD_ANY, recommend
 from stepscope.stats.bound import bound_by
+from stepscope.stats.diagnostics.multi import _straggler_fix
 from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.steps.fetch import Fetched
 from stepscope.stats.summary import StepSummary
@@ -251,3 +253,38 @@ def test_a_pytorch_trace_without_stacks_is_told_torch_profilers_switch_too() -> 
         "record with stepscope's stack sampler (python_sampler_hz) or "
         "torch.profiler(with_stack=True) to name the functions"
     )
+
+
+# The input advice names the profile's own framework's loader (decision 551): a Keras fit
+# (TensorFlow, input 39.1% of its steps once warm) was told to "prepare batches ahead of the
+# step (a DataLoader with workers, ...)", and a straggling TensorFlow worker waiting for its
+# tf.data pipeline to "give its data loader more workers (DataLoader(num_workers=...))".
+# framework -> (a phrase its advice has, one it must not have)
+INPUT_CASES = {
+    "tensorflow": ("tf.data's .prefetch(tf.data.AUTOTUNE)", "DataLoader"),
+    "pytorch": ("a DataLoader with num_workers", "tf.data"),
+    "jax": (INPUT_AHEAD_ANY, None),
+    "": (INPUT_AHEAD_ANY, None),
+}
+
+
+@pytest.mark.parametrize("framework", sorted(INPUT_CASES))
+def test_the_input_lines_name_the_frameworks_loader(framework: str) -> None:
+    has, hasnt = INPUT_CASES[framework]
+    # input as the headline's limit (its fix first), then as one limit among others
+    for limits in ({"input": 6.0, "compute": 3.0, "host": 0.5}, MIXED):
+        summary = _summary(has_device=False, **limits)
+        summary = replace(summary, limits=replace(summary.limits, framework=framework))
+        (line,) = [d for d in recommend(summary, bound_by(summary)).details if "input" in d]
+        assert f"ahead of the step ({has}" in line
+        assert hasnt is None or hasnt not in line
+
+
+def test_a_late_rank_waiting_for_input_is_told_its_frameworks_loader() -> None:
+    tf = _straggler_fix("input", False, "tensorflow")
+    assert "num_parallel_calls=tf.data.AUTOTUNE" in tf and "DataLoader" not in tf
+    torch = _straggler_fix("input", True, "pytorch")
+    assert "DataLoader(num_workers=..., pin_memory=True, prefetch_factor=...)" in torch
+    assert "tf.data" not in torch
+    assert "DataLoader(" in _straggler_fix("input", False, "jax")
+    assert "tf.data" in _straggler_fix("input", False, "jax")

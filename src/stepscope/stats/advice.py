@@ -122,9 +122,24 @@ def level(category: str, percent: float) -> str:
     return "high" if percent >= high else "moderate" if percent >= moderate else "no"
 
 
+# How to make batches ahead of the step, in the profile's framework (decision 551): a Keras
+# fit and a TensorFlow worker were told "a DataLoader with workers", PyTorch's; a JAX loop
+# may feed from any of them, so it and an unknown profile get all three.
+INPUT_AHEAD = {
+    "tensorflow": "tf.data's .prefetch(tf.data.AUTOTUNE) and .map(..., "
+    "num_parallel_calls=tf.data.AUTOTUNE)",
+    "pytorch": "a DataLoader with num_workers, or a background thread",
+}
+INPUT_AHEAD_ANY = "a DataLoader with workers, tf.data prefetch, a background thread"
+
+
+def input_ahead(framework: str) -> str:
+    """Where to make batches ahead of the step, for a profile of ``framework``."""
+    return INPUT_AHEAD.get(framework, INPUT_AHEAD_ANY)
+
+
 _LIMIT_ADVICE = {
-    "input": "{pct:.1f}% {of} is input: {evidence}. Prepare batches ahead of the "
-    "step (a DataLoader with workers, tf.data prefetch, a background thread).",
+    "input": "{pct:.1f}% {of} is input: {evidence}. Prepare batches ahead of the step ({ahead}).",
     "copies": "{pct:.1f}% {of} is spent copying between host and device or between "
     "devices with nothing else running: fetch fewer or smaller results per step, or fetch them "
     "less often.",
@@ -146,8 +161,7 @@ _LIMIT_ADVICE = {
 # carries its fix when it found the ops (`stepscope.stats.bound`); compute and compilation
 # have no generic fix here (the op tables and the warm-up say where they go).
 _HEADLINE_FIX = {
-    "input": "prepare batches ahead of the step (a DataLoader with workers, tf.data prefetch, "
-    "a background thread)",
+    "input": "prepare batches ahead of the step ({ahead})",
     "host": "move the untraced Python work (metrics, logging, bookkeeping) out of the step or "
     "run it every N steps, and put the rest inside tf.function / jit / torch.compile; the "
     "trace viewer shows where in the step it sits, stepscope.trace times what must stay",
@@ -186,7 +200,7 @@ def _headline_fix(summary: StepSummary, bound: BoundBy, of: str) -> str:
     elif first.key == "input" and _serves(summary):
         fix = INFERENCE_INPUT_FIX
     elif first.key in _HEADLINE_FIX:
-        fix = _HEADLINE_FIX[first.key]
+        fix = _HEADLINE_FIX[first.key].format(ahead=input_ahead(summary.limits.framework))
     else:
         return ""
     return (
@@ -332,7 +346,11 @@ def recommend(
         )
         # a limit graded here (from 3%) is in the bound's list (from 0.05%) of these steps
         text = _LIMIT_ADVICE[limit].format(
-            pct=pct, of=of, evidence=evidence[limit], thread_mode=thread_mode
+            pct=pct,
+            of=of,
+            evidence=evidence[limit],
+            thread_mode=thread_mode,
+            ahead=input_ahead(summary.limits.framework),
         )
         if limit == "input" and 2 * summary.map_python_percent() > pct:
             # held up by the pipeline's Python: its own fix (`tf_data_advice`), not a prefetch

@@ -368,7 +368,11 @@ def skew_across_hosts(ranks: Sequence[Rank], options: dict[str, str]) -> Finding
         severity=level,
         host="",
         summary=summary,
-        fix=_straggler_fix(worst.reason, any(r.steps.has_device for r in usable)),
+        fix=_straggler_fix(
+            worst.reason,
+            any(r.steps.has_device for r in usable),
+            next(r.steps.limits.framework for r in usable if r.host == worst.host),
+        ),
         time_ns=total,
         steps=worst.steps,
         events=events,
@@ -386,18 +390,29 @@ def skew_across_hosts(ranks: Sequence[Rank], options: dict[str, str]) -> Finding
     )
 
 
-def _straggler_fix(reason: str, has_device: bool) -> str:
+def _straggler_fix(reason: str, has_device: bool, framework: str) -> str:
     """What to change on the late rank; pinned memory only where a device takes the batch
-    (decision 468: "pin_memory=True" was advised to a CPU job of TensorFlow workers)."""
-    if reason == "input":
-        pinned = "pin_memory=True, " if has_device else ""
-        return (
-            "The late rank waits for its data: give its data loader more workers "
-            f"(DataLoader(num_workers=..., {pinned}prefetch_factor=...)), check its storage "
-            "and CPU load (another job on that host?), and shard the data evenly; in tf.data "
-            "use prefetch, parallel map and interleave."
-        )
-    return _STRAGGLER_FIX.get(reason, _STRAGGLER_FIX["device_compute"])
+    (decision 468: "pin_memory=True" was advised to a CPU job of TensorFlow workers), the
+    loader of the late rank's framework only (decision 551: the same job's workers were told
+    DataLoader's settings first)."""
+    if reason != "input":
+        return _STRAGGLER_FIX.get(reason, _STRAGGLER_FIX["device_compute"])
+    pinned = "pin_memory=True, " if has_device else ""
+    loader = {
+        "tensorflow": "make its tf.data pipeline faster (.map(..., num_parallel_calls="
+        "tf.data.AUTOTUNE), interleave, .prefetch(tf.data.AUTOTUNE))",
+        "pytorch": "give its DataLoader more workers "
+        f"(DataLoader(num_workers=..., {pinned}prefetch_factor=...))",
+    }.get(
+        framework,
+        "give its data loader more workers "
+        f"(DataLoader(num_workers=..., {pinned}prefetch_factor=...); in tf.data prefetch, "
+        "parallel map and interleave)",
+    )
+    return (
+        f"The late rank waits for its data: {loader}, check its storage and CPU load (another "
+        "job on that host?), and shard the data evenly."
+    )
 
 
 _STRAGGLER_FIX = {
