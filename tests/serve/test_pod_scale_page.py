@@ -44,6 +44,9 @@ def test_straggler_named_with_heat_map(browser: Any, pod_server: RunningServer) 
     assert items == ["rank5"]
     text = page.inner_text(".pod-stragglers")
     assert "steps 10-20" in text and "input" in text
+    # the worker and its late steps said once (it read "rank5 — steps 10-20, input:
+    # rank5 is late at steps 10-20 ...")
+    assert text.count("10-20") == 1 and text.count("rank5") == 1, text
     assert page.eval_on_selector("canvas.pod-heat", "c => [c.width > 0, c.height > 0]") == [
         True,
         True,

@@ -93,8 +93,14 @@ function stragglerCard(data) {
       : 'No straggler: every worker\'s own work (step time minus waiting in collectives) is within 10% of the median worker\'s in every step.';
     return card('Stragglers', [note(none), clock]);
   }
+  // The explanation names the worker, its late steps and why ("w1 is late at steps 0-1, 3,
+  // ... from input"): the worker in bold, each said once (a prefix of the steps and the
+  // reason said the 28 steps' ranges twice in a row).
+  const item = (s) => (s.explanation.startsWith(`${s.host} `)
+    ? [h('strong', {}, s.host), s.explanation.slice(s.host.length)]
+    : [h('strong', {}, s.host), ` — ${s.reason_label.toLowerCase()}: `, s.explanation]);
   return card('Stragglers', [h('ul', { class: 'pod-stragglers' }, list.map((s) => h('li', { dataset: { host: s.host } },
-    h('strong', {}, s.host), ` — steps ${s.step_ranges}, ${s.reason_label.toLowerCase()}: `, s.explanation))),
+    ...item(s)))),
   note(byArrival ? 'Found by collective arrival: the same collective matched on every worker, the last to arrive named.'
     : 'Found by own time: no collectives to match across workers.'), clock]);
 }
