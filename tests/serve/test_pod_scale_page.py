@@ -12,7 +12,7 @@ import pytest
 from stepscope.model import ALL_HOSTS
 from stepscope.serve.app import RunningServer
 from tests.pod.builders import cpu_pod, data_parallel_job, memory_pod
-from tests.support.browser import goto, open_page
+from tests.support.browser import goto, open_page, tool_json
 from tests.support.serve import serving
 
 pytestmark = pytest.mark.browser
@@ -51,6 +51,30 @@ def test_straggler_named_with_heat_map(browser: Any, pod_server: RunningServer) 
         True,
         True,
     ]
+    context.close()
+    rec.check()
+
+
+def test_a_held_jobs_overview_reads_in_parts(browser: Any, pod_server: RunningServer) -> None:
+    """Decision 552: the straggler headline and the statement across the ranks on two lines,
+    each advice's lead in bold and its fix on a line of its own, the texts unchanged."""
+    context, page, rec = open_page(browser, pod_server.url)
+    run = _run(pod_server, "job")
+    goto(page, pod_server.url, "overview_page", run, ALL_HOSTS)
+    data = tool_json(pod_server, "overview_page", run, ALL_HOSTS)
+    headline = page.query_selector('[data-field="bound_by.headline"]')
+    assert headline is not None and headline.text_content() == data["bound_by"]["headline"]
+    assert headline.eval_on_selector(".across", "e => e.textContent").startswith(
+        "Across the ranks: Bound by "
+    )
+    shown = page.eval_on_selector_all(
+        "p.advice",
+        """els => els.map((p) => [p.textContent, p.querySelector('.advice-lead')?.textContent,
+            p.querySelector('.advice-fix')?.textContent])""",
+    )
+    assert [text for text, _lead, _fix in shown] == data["recommendation"]["details"]
+    lead, fix = next((lead, fix) for text, lead, fix in shown if text.startswith("Straggler"))
+    assert lead == "Straggler across hosts (medium):" and fix.startswith("Fix: The late rank ")
     context.close()
     rec.check()
 

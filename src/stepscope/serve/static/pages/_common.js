@@ -53,6 +53,33 @@ export function linkTools(text, ctx) {
   });
 }
 
+// An advice line as the server writes it: a finding's "<title> (<severity>): <evidence> Fix:
+// <change>", "HIGH: ...", or "<what>: ..." (overview_page.py, stats/advice.py). Ten lines of
+// one paragraph at a laptop's width read as a wall: its lead goes in bold and its fix on a
+// line of its own, the text itself unchanged (decision 552).
+const ADVICE_LEAD = /^((?:[A-Z][^:.()]{0,60} \((?:high|medium|low)\))|HIGH|[A-Z][^:.()0-9]{0,40}):\s/;
+const FIX = ' Fix: ';
+
+/**
+ * `text` as children: its lead in bold, its fix (after its last " Fix: ") in a span shown as
+ * a line of its own, tool names linked; the children's text is `text`, character for character.
+ * @param {string} text
+ * @param {ToolLinksContext} ctx
+ * @returns {Array<string | null | undefined | HTMLElement>}
+ */
+export function adviceParts(text, ctx) {
+  const lead = ADVICE_LEAD.exec(text);
+  const body = lead ? text.slice(lead[0].length) : text;
+  const at = body.lastIndexOf(FIX);
+  const said = at >= 0 ? body.slice(0, at + 1) : body; // with the space before "Fix:"
+  return [
+    lead ? h('strong', { class: 'advice-lead' }, `${lead[1]}:`) : null,
+    lead ? lead[0].slice(lead[1].length + 1) : null, // the space after the lead's colon
+    ...linkTools(said, ctx),
+    at >= 0 ? h('span', { class: 'advice-fix' }, h('strong', {}, 'Fix:'), ' ', ...linkTools(body.slice(at + FIX.length), ctx)) : null,
+  ];
+}
+
 /**
  * Links to the other tools that can explain a bottleneck, most relevant first.
  * @param {ToolLinksContext} ctx

@@ -6,7 +6,7 @@ import { dataTable } from '../table.js';
 import { field, unitsAt } from '../units.js';
 import { card, fmtMs, fmtNs, fmtPct, h, kvList, label, note, num } from '../util.js';
 import { stepHistoryCard } from '../recorder.js';
-import { categoriesFor, linkTools, toolLinks } from './_common.js';
+import { adviceParts, categoriesFor, linkTools, toolLinks } from './_common.js';
 
 const DEVICE_LABELS = { compute_cap_major: 'Compute capability (major)', compute_cap_minor: 'Compute capability (minor)',
   core_count: 'Cores (SMs / CUs)', memory_size: 'Memory', clock_rate: 'Clock', memory_bandwidth: 'Memory bandwidth' };
@@ -37,13 +37,22 @@ function shownPrecision(p) {
   return Object.fromEntries(Object.entries(p).filter(([k, v]) => k !== 'reduced_percent' && (v > 0 || k === '16bit_percent' || k === '32bit_percent')));
 }
 
+// A job held by a straggler says so, then what bounds the ranks' mean ("...; the other ranks
+// wait for it. Across the ranks: Bound by input: ..."): two statements, each on its own line
+// (decision 552), the text unchanged.
+const ACROSS = ' Across the ranks: ';
+function headline(text) {
+  const at = text.indexOf(ACROSS);
+  return at < 0 ? text : [text.slice(0, at + 1), h('span', { class: 'across' }, text.slice(at + 1))];
+}
+
 // What bounds the steps: the headline first, then each limit with its share and evidence
 // (`path`: where the block is in the answer, `bound_by` or `steady_state.bound_by`).
 function boundBy(bound, path = 'bound_by') {
   if (!bound) return null;
   const limits = bound.limits || [];
   return h('div', { class: 'bound-by' },
-    h('p', { class: 'lead', dataset: { field: `${path}.headline` } }, bound.headline || ''),
+    h('p', { class: 'lead', dataset: { field: `${path}.headline` } }, headline(bound.headline || '')),
     limits.length ? h('table', { class: 'breakdown', dataset: { table: path } }, h('tbody', {}, limits.map((l, i) => h('tr', { dataset: { limit: l.key }, title: l.evidence },
       h('td', {}, l.label),
       h('td', { class: 'numeric' }, num(l.ms_per_step, fmtMs(l.ms_per_step), `${path}.limits.${i}.ms_per_step`)),
@@ -152,7 +161,7 @@ function recommendation(data, ctx) {
     ? ['input_pipeline_analyzer', 'tf_data_bottleneck_analysis', 'trace_viewer', 'op_stats']
     : ['op_stats', 'trace_viewer', 'kernel_stats', 'input_pipeline_analyzer'];
   return card('Recommendation for next steps',
-    (rec.details || []).map((d) => h('p', {}, linkTools(d, ctx))),
+    (rec.details || []).map((d) => h('p', { class: 'advice' }, adviceParts(d, ctx))),
     rec.tips && rec.tips.length ? [h('h3', {}, 'Where to look'),
       h('ul', { class: 'links' }, rec.tips.map((t) => h('li', {}, linkTools(t, ctx))))] : null,
     ctx.tools.length > 1 ? [h('h3', {}, 'Other tools'), toolLinks(ctx, preferred)] : null);
