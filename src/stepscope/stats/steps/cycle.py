@@ -50,6 +50,7 @@ from stepscope.stats.host.own_work import profiler_work
 from stepscope.stats.host.python_samples import probe_events
 from stepscope.stats.steps.last_step import last_iteration_end
 from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
+from stepscope.vocab.pytorch import OPTIMIZER_STEP_PREFIX
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # odd: a name's id times it is a well-spread hash
 
@@ -131,6 +132,24 @@ def _first_member(names: np.ndarray, pos: np.ndarray, order: list[int]) -> int:
     return first
 
 
+def _trains(profile: Profile, names: np.ndarray, pos: np.ndarray) -> np.ndarray | None:
+    """Per iteration from each of ``pos`` (the last one's to the thread's end): whether it
+    ran PyTorch's optimizer step, when most of them did (and not all): a Lightning fit over
+    a DataLoader fetches its validation batches with the same ``__next__`` as its training
+    batches, and its 6 validation batches an epoch were steps beside the 20 the script
+    counted (decision 538); None otherwise (a loop without an optimizer's annotation, one
+    that steps it every iteration, or every N-th: gradient accumulation, decision 535)."""
+    ids = profile.strings.ids_matching(lambda s: s.startswith(OPTIMIZER_STEP_PREFIX))
+    if not len(ids):
+        return None
+    at = np.flatnonzero(np.isin(names, ids))
+    held = np.bincount(np.searchsorted(pos, at, "right") - 1, minlength=len(pos))[-len(pos) :]
+    ran = held > 0
+    if ran.all() or 2 * int(ran[:-1].sum()) <= len(pos) - 1:
+        return None
+    return ran
+
+
 def _without_work(
     names: np.ndarray, pos: np.ndarray, held: np.ndarray, own: set[int]
 ) -> np.ndarray:
@@ -205,8 +224,26 @@ def iterations(
         starts, ends = starts[~idle], ends[~idle]
         gaps = int(idle.sum())
         notes.append(f"{gaps} period{'s' if gaps > 1 else ''} without the steps' work left out")
+    trains = _trains(profile, names, pos)
+    untrained = ~trains[:-1][~idle] if trains is not None else None
+    if trains is not None and untrained is not None and untrained.any():
+        # a training iteration followed by one that trains nothing ends with its own work,
+        # as the last iteration does: the validation loop's set-up after it is no step's
+        for k in np.flatnonzero(~trains[:-1] & np.r_[False, trains[:-2]]).tolist():
+            own = last_iteration_end(names, start, end, pos[:k], work, held[: k - 1], common, count)
+            at = int(np.searchsorted(starts, start[int(pos[k - 1])]))
+            if own is not None and at < len(ends) and starts[at] == start[int(pos[k - 1])]:
+                ends[at] = min(int(ends[at]), own)
+        starts, ends = starts[~untrained], ends[~untrained]
+        gaps = int(untrained.sum())
+        notes.append(
+            f"{gaps} iteration{'s' if gaps > 1 else ''} without an optimizer step (validation "
+            "or evaluation batches) left out"
+        )
     if began_here:
         last_end = last_iteration_end(names, start, end, pos, work, held, common, count)
+        if last_end is not None and trains is not None and not trains[-1]:
+            last_end = None  # the last iteration trained nothing either
         if last_end is not None:
             starts = np.r_[starts, start[int(pos[-1])]]
             ends = np.r_[ends, last_end]
