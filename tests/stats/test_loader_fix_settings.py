@@ -11,6 +11,7 @@ from stepscope.stats.gpu.kernels import build_kernel_db
 from stepscope.stats.input.loader_workers import dataloader_fix, loader_workers
 from stepscope.stats.steps.breakdown import build_step_db
 from tests.support.analysis import build
+from tests.support.gpu_fixtures import tf_profile
 from tests.support.loader import plain_loader_space
 
 PERSISTENT = {"num_workers": 2, "prefetch_factor": 2, "persistent_workers": 1, "pin_memory": 0}
@@ -44,3 +45,11 @@ def test_a_loaders_fix_leaves_out_what_it_has() -> None:
     assert dataloader_fix((PERSISTENT, fresh), has_device=False).endswith(
         "; set persistent_workers=True"
     )
+
+
+def test_a_tensorflow_run_is_told_tf_data_not_a_dataloader() -> None:
+    """The tf/ctl fixture (input-bound on `IteratorGetNext`): the finding's fix named tf.data
+    and then PyTorch's `DataLoader(...)` to a TensorFlow user (decision 548)."""
+    fix = _input_bound(tf_profile("ctl")).fix
+    assert fix.startswith("Prepare batches ahead of the step: tf.data .prefetch(")
+    assert "DataLoader" not in fix and "PyTorch" not in fix

@@ -179,12 +179,22 @@ def _input_fix(data: HostData) -> str:
             + dataloader_fix(settings, data.steps.has_device)
             + ". input_pipeline_analyzer shows which stage is slow and what the workers do."
         )
+    # the profile's own framework's loader (decision 548, as the advice's: 551); JAX, fed
+    # by tf.data, Grain or a DataLoader alike, and an unknown framework get them all
+    tf_data = (
+        "tf.data .prefetch(tf.data.AUTOTUNE) and .map(..., num_parallel_calls=tf.data.AUTOTUNE)"
+    )
+    loader = generic_dataloader_call(data.steps.has_device)
+    ahead = {
+        "tensorflow": tf_data,
+        "pytorch": f"{loader}, or a background thread or process for a Python loader",
+    }.get(
+        limits.framework,
+        f"{tf_data}; PyTorch {loader}; a background thread or process for a Python loader",
+    )
     return (
-        "Prepare batches ahead of the step: tf.data .prefetch(tf.data.AUTOTUNE) and "
-        ".map(..., num_parallel_calls=tf.data.AUTOTUNE); PyTorch "
-        + generic_dataloader_call(data.steps.has_device)
-        + "; a background thread or process for a Python loader. input_pipeline_analyzer "
-        "shows which stage is slow."
+        f"Prepare batches ahead of the step: {ahead}. input_pipeline_analyzer shows which "
+        "stage is slow."
     )
 
 
