@@ -288,3 +288,21 @@ def test_a_late_rank_waiting_for_input_is_told_its_frameworks_loader() -> None:
     assert "tf.data" not in torch
     assert "DataLoader(" in _straggler_fix("input", False, "jax")
     assert "tf.data" in _straggler_fix("input", False, "jax")
+
+
+def test_compilation_is_named_for_the_profiles_framework() -> None:
+    """Decision 553: an un-jitted JAX loop compiling in its first steps (65.5% of all its
+    steps' time) read "XLA / TensorFlow / torch.compile compilation inside the steps"."""
+    named = {
+        "jax": "JAX compiles each jitted function, and each op run outside jax.jit,",
+        "tensorflow": "a tf.function with jit_compile=True compiles",
+        "pytorch": "Compilation by torch.compile inside the steps (at its first call",
+        "": "XLA / TensorFlow / torch.compile compilation inside the steps",
+    }
+    for framework, text in named.items():
+        summary = _summary(has_device=False, compilation=6.0, compute=3.0)
+        summary = replace(summary, limits=replace(summary.limits, framework=framework))
+        bound = bound_by(summary)
+        assert bound.first == "compilation" and text in bound.headline, bound.headline
+        others = [t for f, t in named.items() if f not in (framework, "")]
+        assert not [t for t in others if t in bound.headline]

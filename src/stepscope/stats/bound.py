@@ -303,6 +303,18 @@ def _host(summary: StepSummary, pct: float) -> str:
     return where + f"; record with {how} to name the functions"
 
 
+# What compiles inside the steps, in the profile's framework (decision 553): an un-jitted
+# JAX loop compiling in its first steps read "XLA / TensorFlow / torch.compile compilation".
+_COMPILATION = {
+    "jax": "XLA compilation inside the steps (JAX compiles each jitted function, and each op "
+    "run outside jax.jit, at its first call and again for each new input shape or dtype)",
+    "tensorflow": "XLA compilation inside the steps (a tf.function with jit_compile=True "
+    "compiles at its first call and again for each new input signature)",
+    "pytorch": "compilation by torch.compile inside the steps (at its first call and again "
+    "whenever a guard fails, e.g. a new input shape)",
+}
+_COMPILATION_ANY = "XLA / TensorFlow / torch.compile compilation inside the steps"
+
 _FRAMES_SWITCH = {
     "pytorch": " or torch.profiler(with_stack=True)",
     "tensorflow": " or the TensorFlow profiler's python_tracer_level=1",
@@ -318,11 +330,12 @@ def _evidence(key: str, summary: StepSummary, pct: float) -> str:
         return _dispatch(summary)
     if key == "host":
         return _host(summary, pct)
+    if key == "compilation":
+        return _COMPILATION.get(summary.limits.framework, _COMPILATION_ANY)
     return {
         "collectives": "collective communication (all-reduce, all-gather) with nothing else "
         "running",
         "copies": "device-to-host and device-to-device copies",
-        "compilation": "XLA / TensorFlow / torch.compile compilation inside the steps",
         "waits": "the step's thread blocked in a wait (synchronize, block_until_ready, .item()) "
         "while nothing traced computes: another process, a lock, or a thread not scheduled",
     }[key]
