@@ -7,7 +7,6 @@ traces in the shape of the real capture (/tmp/keras11/run1, 06:50 UTC)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -23,6 +22,7 @@ from stepscope.tools.registry import get_tool
 from stepscope.xspace.builder import XSpaceBuilder
 from stepscope.xspace.io import write_xspace
 from tests.support.analysis import MS, build
+from tests.support.keras_steps import Event, keras_steps
 
 STEPS = 8
 STEP_MS = 10.0
@@ -31,7 +31,7 @@ FUNCTION = "__inference_multi_step_on_iterator_276"
 # The model's ops run 1.2-2.5 ms on the executor's thread; the step's thread waits in
 # FunctionRun until 5.55 (its work done at 2.5), then 2.4 ms more in TFE_Py_ExecuteCancelable
 # taking the GIL back; the map's Python runs 1.5-7.9 ms on tf.data's thread.
-KERAS_STEP: list[tuple[str, str, float, float]] = [
+KERAS_STEP: list[Event] = [
     ("main", "multi_step_on_iterator", 0.1, 9.6),
     ("main", "TFE_Py_ExecuteCancelable", 1.0, 7.0),
     ("main", "EagerExecute", 1.02, 4.58),
@@ -58,17 +58,8 @@ THREADS = {
 HELD_MS = 3.05 + 0.05 + 2.3
 
 
-def _trace(events: list[tuple[str, str, float, float]] = KERAS_STEP) -> XSpaceBuilder:
-    builder = XSpaceBuilder("keras")
-    host = builder.plane("/host:CPU")
-    lines = {key: host.line(i, name) for key, (i, name) in THREADS.items()}
-    for k in range(STEPS):
-        t0 = int(k * STEP_MS * MS)
-        stats: dict[str, Any] = {"step_num": k, "_r": 1}
-        lines["main"].event("train", t0, int(STEP_MS * MS), stats)
-        for thread, name, start, dur in events:
-            lines[thread].event(name, t0 + int(start * MS), int(dur * MS))
-    return builder
+def _trace(events: list[Event] = KERAS_STEP) -> XSpaceBuilder:
+    return keras_steps([events] * STEPS, THREADS, STEP_MS)
 
 
 def _db(builder: XSpaceBuilder) -> StepDb:

@@ -19,6 +19,7 @@ from stepscope.tools.registry import get_tool
 from stepscope.xspace.builder import XSpaceBuilder
 from stepscope.xspace.io import write_xspace
 from tests.support.analysis import MS, build
+from tests.support.keras_steps import Event, keras_steps
 
 STEPS = 12
 STEP_MS = 5.0
@@ -40,9 +41,7 @@ def _python(k: int) -> tuple[float, float]:
     return (0.15, 4.45) if k % 2 == 0 else (2.2, 2.4)
 
 
-def _step(
-    matmul_ms: float, k: int, python: tuple[float, float] | None = None
-) -> list[tuple[str, str, float, float]]:
+def _step(matmul_ms: float, k: int, python: tuple[float, float] | None = None) -> list[Event]:
     """Step ``k`` of Keras training: the step's thread calls the tf.function at 0.1 and
     waits in ``FunctionRun`` until 4.65; the model's ops run from 0.2; the map's Python at
     ``python`` (`_python` by default)."""
@@ -57,17 +56,8 @@ def _step(
     ]
 
 
-def _trace(steps: list[list[tuple[str, str, float, float]]]) -> XSpaceBuilder:
-    builder = XSpaceBuilder("keras")
-    host = builder.plane("/host:CPU")
-    lines = {key: host.line(i, name) for key, (i, name) in THREADS.items()}
-    for k, events in enumerate(steps):
-        t0 = int(k * STEP_MS * MS)
-        stats: dict[str, Any] = {"step_num": k, "_r": 1}
-        lines["main"].event("train", t0, int(STEP_MS * MS), stats)
-        for thread, name, start, dur in events:
-            lines[thread].event(name, t0 + int(start * MS), int(dur * MS))
-    return builder
+def _trace(steps: list[list[Event]]) -> XSpaceBuilder:
+    return keras_steps(steps, THREADS, STEP_MS)
 
 
 def _busy(slowed_ms: float = SLOWED_MS) -> list[list[tuple[str, str, float, float]]]:
