@@ -13,7 +13,7 @@ import pytest
 from stepscope.serve.app import start_server
 from stepscope.serve.state import ServerState
 from stepscope.xspace.io import write_xspace
-from tests.support.browser import CHROMIUM, goto, open_page
+from tests.support.browser import CHROMIUM, goto, open_page, tool_json
 from tests.support.compiled_loop import compiled_loop_space
 
 if not CHROMIUM.exists():
@@ -26,6 +26,9 @@ RUN = "2026_01_01_00_00_00"
 # per bar of the page's step chart: its height on screen (px), whether it is cut
 BARS = """() => [...document.querySelectorAll('svg.chart g.bar')].map((g) => [
     g.getBoundingClientRect().height, g.dataset.cut !== undefined])"""
+# the cut bar's parts: series and height on screen (px)
+CUT_PARTS = """() => [...document.querySelectorAll('svg.chart g.bar[data-cut] rect')].map(
+    (r) => [r.dataset.series, r.getBoundingClientRect().height])"""
 
 
 def test_the_warm_up_step_is_cut_and_the_others_fill_the_chart(
@@ -49,6 +52,17 @@ def test_the_warm_up_step_is_cut_and_the_others_fill_the_chart(
             assert min(h for h, _cut in rest) > first / 3, (tool, bars)
             label = page.text_content("svg.chart text.cut-label") or ""
             assert label.startswith("↑ 13"), label  # its height, 1.3 s, written above it
+        # the overview's cut bar keeps every part in its share: the compile that is most of
+        # it was above the cut and not drawn (its host work alone filled the axis)
+        page.evaluate("document.body.removeAttribute('data-rendered')")
+        goto(page, server.url, "overview_page", RUN)
+        data = tool_json(server, "overview_page", RUN, "")
+        step = data["steps"][0]["breakdown_ns"]
+        parts = dict(page.evaluate(CUT_PARTS))
+        assert set(parts) == {k for k, v in step.items() if v > 0}, (parts, step)
+        drawn = sum(parts.values())
+        for key, px in parts.items():  # each part's share of the bar as drawn, within 2 px
+            assert abs(px - drawn * step[key] / sum(step.values())) < 2, (key, parts, step)
         context.close()
         rec.check()
     finally:
