@@ -285,7 +285,9 @@ class Session:
             dropped_events=self.budget.dropped,
             warnings=warnings,
             bridges=self.bridges,
-            host_stats=self.cpu.stats() if self.cpu is not None and workers.buffers else {},
+            # the cores and their idle share, for the loader advice with workers or without
+            # (decision 549: 83 workers were advised on a 2-core host)
+            host_stats=self.cpu.stats() if self.cpu is not None else {},
             started_on_thread=self.started_on_thread,
             fetch_probe=(
                 (self.probe.native_id, list(self.probe.fetches)) if self.probe else (0, [])

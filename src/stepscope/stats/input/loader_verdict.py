@@ -27,6 +27,7 @@ import numpy as np
 from stepscope.model import Profile
 from stepscope.stats.input.worker_functions import WorkerFunction
 from stepscope.stats.steps.breakdown import StepDb
+from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
 from stepscope.vocab.pytorch import DATALOADER_WORKER_LINE, is_dataloader_next
 from stepscope.vocab.tensorflow import GET_NEXT_KERNELS
 
@@ -427,6 +428,17 @@ def _per_batch(other_ms: float, batches: float) -> str:
     return f"the {other_ms:.2f} ms of other work per batch, {batches:.0f} batches a step"
 
 
+def recorded_cpu(profile: Profile) -> tuple[int, float]:
+    """(cores, idle cores) the capture recorded for the host; (0, -1) when it did not."""
+    for plane in profile.planes:
+        if CPU_COUNT_STAT in plane.stats:
+            cores = plane.stats[CPU_COUNT_STAT]
+            idle = plane.stats.get(CPU_IDLE_STAT, -1.0)
+            if isinstance(cores, int) and isinstance(idle, (int, float)):
+                return cores, float(idle)
+    return 0, -1.0
+
+
 def in_process_loader(profile: Profile, db: StepDb | None, first: int = 0) -> str:
     """Advice for a DataLoader making its batches in the training process (``num_workers=0``)
     while the steps from ``first`` on (the warm-up's end) wait for input (decision 393); ""
@@ -454,11 +466,19 @@ def in_process_loader(profile: Profile, db: StepDb | None, first: int = 0) -> st
     other_ms = (total - input_ns) / int(keep.sum()) / 1e6 / batches
     needed = max(1, math.ceil(per_batch_ms / other_ms)) if other_ms > 0 else 1
     steps = "the steps once warm" if not keep[0] else "the steps"
-    return (
+    said = (
         f"The DataLoader makes its batches in the training process (num_workers=0): "
         f"{per_batch_ms:.2f} ms a batch, while {steps} wait for input "
         f"{100.0 * input_ns / total:.1f}% of their time. Set num_workers so that worker "
         f"processes make the next batches while the step computes: num_workers={needed} would "
         f"make one every {per_batch_ms / needed:.2f} ms for {_per_batch(other_ms, batches)} "
-        "(if the batches need CPU, at most the idle cores)."
     )
+    cores = recorded_cpu(profile)[0]
+    if cores and needed > cores:
+        # 83 workers for a 96 ms batch beside 1.2 ms of model work, on 2 cores (decision 549)
+        return said + (
+            f"(more workers than the host's {cores} cores): make each batch cheaper first "
+            f"(the Dataset's __getitem__ and collate_fn take the {per_batch_ms:.2f} ms), or "
+            "give each step more work per batch, then add workers."
+        )
+    return said + "(if the batches need CPU, at most the idle cores)."

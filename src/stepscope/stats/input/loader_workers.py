@@ -25,11 +25,11 @@ from stepscope.stats.input.loader_verdict import (
     busy_while_waiting,
     loop_waits,
     plain_asks,
+    recorded_cpu,
     verdict,
 )
 from stepscope.stats.input.worker_functions import WorkerFunction, worker_functions
 from stepscope.stats.steps.breakdown import StepDb
-from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
 from stepscope.vocab.pytorch import (
     DATALOADER_BATCH_CPU_STAT,
     DATALOADER_BATCH_CPU_WAIT_STAT,
@@ -198,7 +198,7 @@ def loader_workers(
     if not batch_ids:
         return ()
     span = _step_span(profile, db)
-    cpu = _cpu(profile)
+    cpu = recorded_cpu(profile)
     out_rows = []
     for name_id in batch_ids:
         stage = names[name_id][: -len(WORKER_SUFFIX)]
@@ -276,16 +276,6 @@ def _input_share(
     batches = batches_per_step(profile, db, keep)
     other_ms = round((total - input_ns) / int(keep.sum()) / 1e6 / batches, 6)
     return round(100.0 * input_ns / total, 3), other_ms, batches
-
-
-def _cpu(profile: Profile) -> tuple[int, float]:
-    for plane in profile.planes:
-        if CPU_COUNT_STAT in plane.stats:
-            cores = plane.stats[CPU_COUNT_STAT]
-            idle = plane.stats.get(CPU_IDLE_STAT, -1.0)
-            if isinstance(cores, int) and isinstance(idle, (int, float)):
-                return cores, float(idle)
-    return 0, -1.0
 
 
 def _step_span(profile: Profile, db: StepDb | None) -> tuple[int, int] | None:
