@@ -9,11 +9,10 @@ from typing import Any
 
 import pytest
 
-from stepscope.serve.app import start_server
-from stepscope.serve.state import ServerState
 from stepscope.xspace.io import write_xspace
 from tests.support.browser import CHROMIUM, check_fields, goto, open_page, tool_json, wait_rendered
 from tests.support.compiled_loop import compiled_loop_space
+from tests.support.serve import serving
 
 if not CHROMIUM.exists():
     pytest.skip("browser tests need /usr/bin/chromium", allow_module_level=True)
@@ -27,9 +26,7 @@ def test_overview_shows_the_warm_up_and_the_steady_state(browser: Any, tmp_path:
     run_dir = tmp_path / "logs" / "plugins" / "profile" / RUN
     run_dir.mkdir(parents=True)
     write_xspace(compiled_loop_space(12)[0], run_dir / "vm.xplane.pb")
-    state = ServerState(tmp_path / "logs", cache_dir=tmp_path / "cache")
-    server = start_server(state.logdir, state=state)
-    try:
+    with serving(tmp_path / "logs", tmp_path / "cache") as server:
         context, page, rec = open_page(browser, server.url)
         goto(page, server.url, "overview_page", RUN)
         wait_rendered(page, "overview_page")
@@ -44,5 +41,3 @@ def test_overview_shows_the_warm_up_and_the_steady_state(browser: Any, tmp_path:
         assert check_fields(page, data) > 0  # every shown figure equals the tool's JSON
         context.close()
         rec.check()
-    finally:
-        server.stop()

@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
-from stepscope.serve.app import start_server
-from stepscope.serve.state import ServerState
 from stepscope.xspace.io import write_xspace
 from tests.support.browser import CHROMIUM, goto, open_page, tool_json
 from tests.support.compiled_loop import compiled_loop_space
+from tests.support.serve import serving
 
 if not CHROMIUM.exists():
     pytest.skip("browser tests need /usr/bin/chromium", allow_module_level=True)
@@ -37,9 +36,7 @@ def test_the_warm_up_step_is_cut_and_the_others_fill_the_chart(
     run_dir = tmp_path / "logs" / "plugins" / "profile" / RUN
     run_dir.mkdir(parents=True)
     write_xspace(compiled_loop_space(12)[0], run_dir / "vm.xplane.pb")
-    state = ServerState(tmp_path / "logs", cache_dir=tmp_path / "cache")
-    server = start_server(state.logdir, state=state)
-    try:
+    with serving(tmp_path / "logs", tmp_path / "cache") as server:
         context, page, rec = open_page(browser, server.url)
         for tool in ("overview_page", "input_pipeline_analyzer"):
             page.evaluate("document.body.removeAttribute('data-rendered')")
@@ -65,5 +62,3 @@ def test_the_warm_up_step_is_cut_and_the_others_fill_the_chart(
             assert abs(px - drawn * step[key] / sum(step.values())) < 2, (key, parts, step)
         context.close()
         rec.check()
-    finally:
-        server.stop()
