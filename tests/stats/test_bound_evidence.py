@@ -112,6 +112,20 @@ def test_input_evidence_names_the_wait_the_staging_the_pipeline_and_the_python()
     )
 
 
+def test_input_parts_that_print_as_0_0_pct_are_left_out() -> None:
+    """0.04% staged (0.016 ms over 40 ms) beside 5% waiting: "0.0% building the batch inside
+    the step" read under a jitted JAX loop's input (decision 554); 0.05% is said."""
+    summary = _summary(
+        {"input": 0.9, "compute": 9.0},
+        categories_ms={"input": 0.5},
+        staged_ms=0.004,
+        untraced=Untraced("main", (), PYTHON),
+    )
+    assert _evidence(summary, "input") == "5.0% waiting for the next batch"
+    said = _summary({"input": 0.9, "compute": 9.0}, categories_ms={"input": 0.5}, staged_ms=0.005)
+    assert "; 0.1% building the batch inside the step" in _evidence(said, "input")
+
+
 def test_the_staging_names_no_sampled_function_larger_than_itself() -> None:
     """A CPU loop building its batch in 0.6% of the step: the whole steps' samples named
     the model's backward (31.7%, 95% CI 18-50%) as the batch's Python. A function whose

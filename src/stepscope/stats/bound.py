@@ -136,15 +136,20 @@ def _beside_not_counted(summary: StepSummary) -> list[str]:
     ]
 
 
+# A part of the input evidence under this share prints as "0.0%" and is left out: a jitted
+# JAX loop's once-warm line read "...; 0.0% building the batch inside the step" (decision 554)
+_SHOWN = 0.05
+
+
 def _input(summary: StepSummary, pct: float) -> str:
     staged = summary.staged_percent()
     waiting = summary.percent("input")
     fetching = summary.fetched_percent()
     iterators = _iterators(summary)
     parts = []
-    if waiting > 0:
+    if waiting >= _SHOWN:
         parts.append(f"{waiting:.1f}% waiting for the next batch")
-    if fetching > 0:
+    if fetching >= _SHOWN:
         seen = (
             "the capture timed its first fetches there"
             if summary.fetched.timed.any()
@@ -154,8 +159,8 @@ def _input(summary: StepSummary, pct: float) -> str:
             f"{fetching:.1f}% getting the next batch from the loop's Python iterator "
             f"{iterators}: {seen}, the trace times it"
         )
-    frames = summary.limits.staged_frames if staged > 0 else ()
-    if staged > 0:
+    frames = summary.limits.staged_frames if staged >= _SHOWN else ()
+    if staged >= _SHOWN:
         parts.append(
             f"{staged:.1f}% building the batch inside the step, before its first model op "
             + (
@@ -178,14 +183,14 @@ def _input(summary: StepSummary, pct: float) -> str:
     )
     held = summary.held_percent()
     beside = summary.limits.python
-    if held > 0:
+    if held >= _SHOWN:
         parts.append(
             f"{held:.1f}% with the step's thread held in TensorFlow's calls while the tf.data "
             "pipeline's Python (tf.py_function / numpy_function) ran and no model op did"
             + (": it holds the GIL" if beside.holds_gil else "")
         )
     slowed = summary.slowed_percent()
-    if slowed > 0:
+    if slowed >= _SHOWN:
         per_step = float(summary.limits.slowed_ns.mean()) / 1e6
         parts.append(
             f"{slowed:.1f}% ({per_step:.2f} ms a step) of the model's ops ran slowed beside "
@@ -193,7 +198,7 @@ def _input(summary: StepSummary, pct: float) -> str:
             + (", on the cores it kept busy" if beside.holds_gil else "")
             + f" (those ops took {beside.ratio:.1f}x as long as the same ops without it)"
         )
-    elif held > 0:
+    elif held >= _SHOWN:
         parts.extend(_beside_not_counted(summary))
     if pipeline >= 0.05:
         parts.append(
@@ -201,7 +206,7 @@ def _input(summary: StepSummary, pct: float) -> str:
             "thread) while nothing of the model ran"
         )
     text = "; ".join(parts) or f"{pct:.1f}% in input"
-    if staged > 0 and not iterators and not frames:
+    if staged >= _SHOWN and not iterators and not frames:
         python = summary.untraced.python
         _, step_ns = summary.untraced.per(summary.n_steps, summary.total_ns())
         # the loaders' own fetch, traced (the wait above), is not named again (decision 428);
