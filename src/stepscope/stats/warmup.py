@@ -35,17 +35,11 @@ from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.bound import BoundBy, bound_by
 from stepscope.stats.events import CATEGORY_LABELS, CATEGORY_NAMES
-from stepscope.stats.host.python_samples import (
-    PythonTime,
-    function_key,
-    functions_in_steps,
-    sampled_thread_line,
-)
-from stepscope.stats.input.loader_workers import worker_stage_ids
+from stepscope.stats.grown_functions import grown_functions
+from stepscope.stats.host.python_samples import PythonTime, functions_in_steps
 from stepscope.stats.steps.breakdown import StepDb
 from stepscope.stats.steps.limit_table import LimitTable
 from stepscope.stats.summary import StepStats, StepSummary
-from stepscope.vocab.pytorch import DATALOADER_ITER_FRAME, DATALOADER_NEXT_FRAME
 
 WARMUP_RATIO = 3.0
 WARMUP_MIN_EXCESS_NS = 1_000_000
@@ -202,91 +196,17 @@ def _steps_text(nums: tuple[int, ...]) -> str:
     return f"steps {nums[0]}-{nums[-1]}"
 
 
-# What the sampler saw in the warm-up is named when it grew there: at least this many of the
-# warm-up's samples (one sample, 40 ms apart at the default rate, is a guess)
-WARMUP_MIN_SAMPLES = 2
-WARMUP_NAMED = 3  # functions named at most
-# ... and when its share of the warm-up's samples is at least twice its share of the later
-# steps' samples: shares of one sampler's samples do not depend on its rate, where the
-# samples' time estimates do (with the sampler starved of the GIL in the warm-up, a forward
-# seen in 2 of its 3 samples there read as 47 ms of a 70 ms step whose model took 10)
-WARMUP_GROWTH = 2.0
-
-
-def _loop_lines(profile: Profile, db: StepDb) -> tuple[int, ...]:
-    """The thread lines the warm-up's samples are read on: the steps' own, when the sampler
-    sampled them; else the one thread it sampled (a jitted JAX loop's steps are found on
-    XLA's client thread, the loop runs on the thread that called `stepscope.start`)."""
-    thread_of = sampled_thread_line(profile)
-    sampled = {int(t) for t in thread_of.tolist() if t >= 0}
-    steps = set(db.untraced.lines)
-    if steps & sampled:
-        return tuple(sorted(steps & sampled))
-    return tuple(sampled) if len(sampled) == 1 else ()
-
-
-def _doing(python: PythonTime, k: int, workers: bool, samples: str) -> str:
-    """Function ``k`` as a user reads it, with ``samples``: what the DataLoader does there
-    when its stack passes the DataLoader's frames, the function in parentheses."""
-    function = python.function[k]
-    path = {function_key(f) for f in python.stack[k].split(";")} | {function}
-    if DATALOADER_ITER_FRAME in path:
-        what = (
-            "the DataLoader starting its worker processes"
-            if workers
-            else "the DataLoader making its iterator (iter())"
-        )
-        return f"{what} ({function}, {samples})"
-    if DATALOADER_NEXT_FRAME in path:
-        return f"the DataLoader's next() waiting for a batch ({function}, {samples})"
-    return f"{function} ({samples})"
-
-
 def warmup_python(profile: Profile, db: StepDb) -> str:
     """What the stack sampler saw in the warm-up steps (`warmup_count`) more than in the
-    steps after, for the warm-up's sentence: up to `WARMUP_NAMED` functions by how much
-    their share of the samples there exceeds their share in the steps after
-    (`functions_in_steps`), each on `WARMUP_MIN_SAMPLES` samples at least, at
-    `WARMUP_GROWTH` times that share at least, and off the call path of one named before;
-    '' when the sampler saw none (or was off)."""
+    steps after, for the warm-up's sentence (`grown_functions`); '' when the sampler saw none
+    (or was off)."""
     count = warmup_count(db.dur_ns, mid_run=db.mid_run)
-    lines = _loop_lines(profile, db) if count else ()
-    if not lines:
+    if not count:
         return ""
-    end = db.start_ns + db.dur_ns
-    warm = functions_in_steps(profile, lines, db.start_ns[:count], end[:count])
-    if not len(warm):
-        return ""
-    steady = functions_in_steps(profile, lines, db.start_ns[count:], end[count:])
-    steady_share = {
-        f: n / max(steady.total_samples, 1)
-        for f, n in zip(steady.function, steady.samples.tolist(), strict=True)
-    }
-    share = warm.samples / max(warm.total_samples, 1)
-    grown = [
-        float(share[k]) - steady_share.get(f, 0.0)
-        if share[k] >= WARMUP_GROWTH * steady_share.get(f, 0.0)
-        else 0.0
-        for k, f in enumerate(warm.function)
-    ]
-    order = sorted(range(len(warm)), key=lambda k: -grown[k])
-    chosen: list[int] = []
-    for k in order:
-        if len(chosen) == WARMUP_NAMED or grown[k] <= 0:
-            break
-        path = {function_key(f) for f in warm.stack[k].split(";")[:-1]}
-        if int(warm.samples[k]) >= WARMUP_MIN_SAMPLES and not any(
-            warm.function[j] in path for j in chosen
-        ):
-            chosen.append(k)
-    if not chosen:
-        return ""
-    workers = bool(worker_stage_ids(profile))
-    total = warm.total_samples
-    return "; the stack sampler saw there, more than once warm, " + ", ".join(
-        _doing(warm, k, workers, f"{int(warm.samples[k])} of its {total} samples there")
-        for k in chosen
-    )
+    inside = np.zeros(len(db.dur_ns), bool)
+    inside[:count] = True
+    grown = grown_functions(profile, db, inside)
+    return "; the stack sampler saw there, more than once warm, " + grown if grown else ""
 
 
 def steady_python(profile: Profile, db: StepDb) -> PythonTime:
