@@ -352,8 +352,9 @@ def test_v100_fp32_training_gets_mixed_precision_advice() -> None:
     assert "sgemm" in f.events[0].name and "GradScaler" in f.fix  # V100: fp16 with loss scaling
 
 
-def test_slow_steps_every_n_steps() -> None:
-    # 14 steps of 10 ms; every 4th also logs metrics on the host for 8 ms
+def test_metrics_every_n_steps_are_the_periodic_finding() -> None:
+    # 14 steps of 10 ms; every 4th also logs metrics on the host for 8 ms: those steps are
+    # the periodic_steps finding's (decision 580), so no other step is slow
     t = GpuTrace()
     for s in range(14):
         base = s * 20 * MS
@@ -362,11 +363,13 @@ def test_slow_steps_every_n_steps() -> None:
         t.launch(base + 10 * US, "volta_h884gemm_nn", base + 100 * US, 9 * MS)
         if slow:
             t.op("log_metrics", base + 9 * MS + 500 * US, 8 * MS)
-    f = _one(t.profile(), "slow_steps")
+    found = _findings(t.profile())
+    f = found["periodic_steps"]
     assert f.steps == (3, 7, 11) and f.metrics["every_n_steps"] == 4
-    assert f.time_ns == 3 * 8 * MS and f.metrics["worst_ratio"] == pytest.approx(1.8)
-    assert f.summary.startswith("Every 4 steps, a step takes up to 1.8x the median step")
+    assert f.time_ns == 3 * 8 * MS and f.metrics["limit"] == "host"
+    assert f.summary.startswith("Every 4 steps (steps 3, 7 and 11), a step spends 8.00 ms more")
     assert f.events[0].name == "step 3" and f.events[0].total_ns == 18 * MS
+    assert "slow_steps" not in found
 
 
 def test_slow_steps_quiet_under_the_thresholds() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from stepscope.records import record
-from stepscope.stats.diagnostics import device, host, host_steps, multi, streams
+from stepscope.stats.diagnostics import device, host, host_steps, multi, periodic_steps, streams
 from stepscope.stats.diagnostics.base import Finding, HostData
 from stepscope.stats.stragglers_types import Rank
 
@@ -44,6 +44,11 @@ CHECKS: tuple[Check, ...] = (
         "slow_steps",
         "steps much slower than the median step, and where their extra time goes",
         on_host=host_steps.slow_steps,
+    ),
+    Check(
+        "periodic_steps",
+        "steps doing extra work every N steps (a checkpoint, an evaluation), and in what",
+        on_host=periodic_steps.periodic_steps,
     ),
     Check("step_gaps", "time between consecutive steps", on_host=host.step_gaps),
     Check(

@@ -44,7 +44,8 @@ from stepscope.stats.input.loader_workers import (
     loader_workers,
 )
 from stepscope.stats.intervals import merge, overlap_with
-from stepscope.stats.steps.limits import LIMIT_LABELS, LimitType
+from stepscope.stats.steps.limits import LimitType, limit_words
+from stepscope.stats.steps.periodic import periodic_extra
 from stepscope.stats.warmup import warmup_count
 from stepscope.vocab import tensorflow as tf_names
 from stepscope.vocab.serving import INFERENCE_INPUT_FIX
@@ -389,7 +390,8 @@ def _slow_input_fix(data: HostData) -> str:
     )
 
 
-def _slow_fix(data: HostData, cause: str) -> str:
+def slow_fix(data: HostData, cause: str) -> str:
+    """What to change for steps that spend more time in ``cause`` (a limit), as a sentence."""
     if cause == "input":
         fix = _slow_input_fix(data)
     elif cause == "compute":
@@ -413,6 +415,10 @@ def slow_steps(data: HostData, options: dict[str, str]) -> Finding | None:
     median = int(np.median(dur[warm:]))
     excess = dur - median
     slow = np.flatnonzero((dur >= SLOW_RATIO * median) & (excess >= SLOW_MIN_EXCESS_NS))
+    # steps doing extra work every N steps are the periodic_steps finding's (decision 580)
+    periodic = periodic_extra(steps.step_num, dur, steps.limit_ns(), warm)
+    apart = periodic.steps if periodic is not None else np.zeros(0, np.int64)
+    slow = np.setdiff1d(slow, apart)
     total = data.total_step_ns
     level = None
     if warm:
@@ -429,7 +435,7 @@ def slow_steps(data: HostData, options: dict[str, str]) -> Finding | None:
     if level is None:
         return None
     # the category the slow steps spend their extra time in, against the other steps' median
-    normal = np.setdiff1d(np.arange(steps.n_steps), slow)
+    normal = np.setdiff1d(np.arange(steps.n_steps), np.union1d(slow, apart))
     grown = {
         name: int(np.maximum(ns[slow] - np.median(ns[normal]), 0).sum())
         for name, ns in steps.limit_ns().items()
@@ -465,7 +471,7 @@ def slow_steps(data: HostData, options: dict[str, str]) -> Finding | None:
             else ""
         )
         if first_only or warm_up
-        else _slow_fix(data, cause)
+        else slow_fix(data, cause)
     )
     return Finding(
         id="slow_steps",
@@ -476,7 +482,7 @@ def slow_steps(data: HostData, options: dict[str, str]) -> Finding | None:
             f"{when} {dur[worst[0]] / median:.1f}x the median step "
             f"({dur[worst[0]] / 1e6:.2f} ms against {median / 1e6:.2f} ms), losing "
             f"{lost / 1e6:.2f} ms ({100 * lost / total:.1f}% of the step time)"
-            + (f", mostly in {LIMIT_LABELS[cause].lower()}" if grown[cause] else "")
+            + (f", mostly in {limit_words(cause)}" if grown[cause] else "")
             + "."
         ),
         fix=fix,

@@ -90,6 +90,13 @@ LIMIT_LABELS = {
     "waits": "Idle / waits",
 }
 
+
+def limit_words(name: str) -> str:
+    """A limit's label inside a sentence: lower case, but Python's name."""
+    label = LIMIT_LABELS[name]
+    return label if label.startswith("Python") else label.lower()
+
+
 _FROM_EVENT_TYPE = {
     EventType.HOST_ENCLOSING: LimitType.HOST,
     EventType.HOST_COLLECTIVE: LimitType.HOST_COLLECTIVE,

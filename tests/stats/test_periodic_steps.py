@@ -1,0 +1,52 @@
+"""Steps doing extra work every N steps (decision 580): a checkpoint every 5 steps is told
+apart from the loop's input stalls, with what the sampler saw there; stalls of one limit that
+fall on a period by chance, or a period some of whose steps lack the work, are no period."""
+
+from __future__ import annotations
+
+from stepscope.model import Profile
+from stepscope.stats.diagnostics.base import Finding, HostData
+from stepscope.stats.diagnostics.runner import diagnose_host
+from stepscope.stats.gpu.kernels import build_kernel_db
+from stepscope.stats.steps.breakdown import build_step_db
+from tests.support.analysis import MS
+from tests.support.periodic_loop import checkpoint_loop
+
+
+def _found(profile: Profile) -> dict[str, Finding]:
+    data = HostData("h", profile, build_step_db(profile), build_kernel_db(profile))
+    return {f.id: f for f in diagnose_host(data)}
+
+
+def test_a_checkpoint_every_5_steps_is_told_apart_from_input_stalls() -> None:
+    # 32 marked steps: steps 1-30 are whole (the first and the last marker are cut)
+    found = _found(checkpoint_loop(32, saves=(4, 9, 14, 19, 24, 29), stalls=(2, 17)))
+    periodic = found["periodic_steps"]
+    assert periodic.steps == (4, 9, 14, 19, 24, 29)
+    assert periodic.metrics["every_n_steps"] == 5 and periodic.metrics["limit"] == "host"
+    assert periodic.time_ns == 6 * 12 * MS
+    assert periodic.summary.startswith("Every 5 steps (steps 4, 9, 14, 19, 24 and 29), ")
+    assert "12.00 ms more (median) in Python / host" in periodic.summary
+    assert periodic.summary.endswith("_save (serialization.py) (72 of its 120 samples there).")
+    assert "checkpointing" in periodic.fix
+    # the loop's own stalls stay the slow steps', now told as input
+    slow = found["slow_steps"]
+    assert slow.steps == (2, 17) and slow.metrics["cause"] == "input"
+
+
+def test_the_last_step_may_lack_the_work_its_end_being_inferred() -> None:
+    # steps 1-29: the last one, 29, lacks the save
+    found = _found(checkpoint_loop(31, saves=(4, 9, 14, 19, 24)))
+    assert found["periodic_steps"].steps == (4, 9, 14, 19, 24)
+    # any other step lacking it: no period
+    assert "periodic_steps" not in _found(checkpoint_loop(31, saves=(4, 9, 19, 24, 29)))
+
+
+def test_stalls_that_fall_on_a_period_by_chance_are_no_period() -> None:
+    # input stalls at steps 3, 13 and 23 (each step 10 steps apart, 3 of them) amid two more
+    # at other steps: 2 of the other 27 steps stall too, so three on one place of the ~430
+    # places tried come by chance (a 0.17 chance); without the two, they are a period
+    assert "periodic_steps" not in _found(checkpoint_loop(32, (), stalls=(3, 13, 23, 7, 18)))
+    found = _found(checkpoint_loop(32, (), stalls=(3, 13, 23)))
+    assert found["periodic_steps"].steps == (3, 13, 23)
+    assert found["periodic_steps"].metrics["limit"] == "input"

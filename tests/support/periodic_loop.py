@@ -1,0 +1,40 @@
+"""A synthetic PyTorch-like loop whose every N-th step saves a checkpoint (untraced Python
+the stack sampler sees) and whose other steps now and then wait for their batch longer, for
+the periodic_steps and slow_steps findings' tests (decision 580)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from stepscope.model import Profile
+from tests.support.analysis import MS, build
+from tests.support.fetch_loop import LOOP, TRAIN, sampled_main
+from tests.support.loader import LOOP_NEXT
+
+SAVE = f"{LOOP};save_checkpoint (train.py:61);_save (serialization.py:880)"
+
+
+def checkpoint_loop(
+    steps: int,
+    saves: Collection[int],
+    stalls: Collection[int] = (),
+    *,
+    save_ms: int = 12,
+) -> Profile:
+    """Marked steps: the batch's fetch (1 ms, 9 ms at ``stalls``), the model's op (8 ms),
+    then at ``saves`` ``save_ms`` of untraced checkpointing the sampler sees (1 ms apart)."""
+    builder, main, samples = sampled_main()
+    t = 0
+    for k in range(steps):
+        fetch = (9 if k in stalls else 1) * MS
+        save = save_ms * MS if k in saves else 0
+        dur = fetch + 8 * MS + save
+        main.event("train", t, dur, {"step_num": k, "_r": 1})
+        main.event(LOOP_NEXT, t, fetch)
+        main.event("aten::mm", t + fetch, 8 * MS)
+        samples.event("forward (model.py:8)", t + fetch, 8 * MS, {"stack": TRAIN, "samples": 8})
+        if save:
+            stats = {"stack": SAVE, "samples": save_ms}
+            samples.event("_save (serialization.py:880)", t + fetch + 8 * MS, save, stats)
+        t += dur
+    return build(builder)
