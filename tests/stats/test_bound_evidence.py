@@ -225,6 +225,53 @@ def test_host_evidence_names_the_place_and_three_python_functions() -> None:
     )
 
 
+def _host_only(traced_ms: float, untraced_ms: float) -> StepSummary:
+    """A host-only profile whose host limit is ``traced_ms`` a step inside annotations
+    (`LimitType.HOST`) and ``untraced_ms`` that nothing covers, beside 3 ms of input."""
+    table = _table()
+    table.ns[:, int(LimitType.HOST) // 10] = round(traced_ms * MS)
+    table.ns[:, int(LimitType.UNTRACED) // 10] = round(untraced_ms * MS)
+    return _summary(
+        {"host": traced_ms + untraced_ms, "input": 3.0},
+        has_device=False,
+        table=table,
+        untraced=PLACE,
+    )
+
+
+def test_host_time_inside_annotations_is_not_called_untraced() -> None:
+    """A loop whose ``stepscope.trace("forward")`` held 20 ms of Python a step read "host
+    work no traced op covers ... mostly after 'IteratorGetNextOp::DoCompute' and before
+    'forward' (0.04 ms per step)" (decision 575): the time inside the annotation is said as
+    such, and the untraced rest is placed with its own share."""
+    summary = _host_only(6.0, 1.0)
+    assert _evidence(summary, "host") == (
+        "Python and host work inside traced regions that run no framework op "
+        "(stepscope.trace annotations, Python calls: 60.0% of the step time; op_stats lists "
+        "them by name); the untraced rest (10.0%) on thread main, mostly after 'aten::add' "
+        "and before 'optimizer.step' (2.00 ms per step in 4 of 4 steps); record with "
+        "stepscope's stack sampler (python_sampler_hz) to name the functions"
+    )
+    # no untraced rest worth a figure: no place, in the evidence nor in the advice's line
+    alone = _host_only(6.0, 0.0001)
+    assert _evidence(alone, "host").startswith(
+        "Python and host work inside traced regions that run no framework op "
+        "(stepscope.trace annotations, Python calls: 60.0% of the step time; op_stats lists "
+        "them by name); record with"
+    )
+    details = recommend(alone, bound_by(alone)).details
+    assert not any("mostly after" in line for line in details)
+    # untraced time holding most of the limit keeps the old wording, as a device does
+    assert _evidence(_host_only(1.0, 6.0), "host").startswith(
+        "host work no traced op covers (Python, untraced I/O or synchronization), on thread "
+        "main, mostly after 'aten::add'"
+    )
+    with_device = replace(summary, has_device=True)
+    assert _evidence(with_device, "host").startswith(
+        "host work while the device waits (Python, host ops), on thread main"
+    )
+
+
 # --- The headline ---------------------------------------------------------------------------
 
 

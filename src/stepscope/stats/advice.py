@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from stepscope.fields import out
 from stepscope.records import record
-from stepscope.stats.bound import BoundBy
-from stepscope.stats.host.untraced import where_untraced
+from stepscope.stats.bound import BoundBy, host_place
 from stepscope.stats.summary import StepSummary
 from stepscope.vocab.serving import INFERENCE_INPUT_FIX
 
@@ -359,9 +358,7 @@ def recommend(
             cut = text.index(". Prepare batches") + 2
             text = text[:cut] + INFERENCE_INPUT_FIX[0].upper() + INFERENCE_INPUT_FIX[1:] + "."
         if limit == "host":
-            where = where_untraced(
-                summary.untraced, summary.n_steps, summary.total_ns(), with_python=False
-            )
+            where = host_place(summary, pct)
             # the evidence names the place already when it has one (`bound._host`)
             text += f" The untraced part sits {where}." if where and where not in text else ""
         details.append(("HIGH: " if grade == "high" else "") + text)
