@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 import stepscope
@@ -18,6 +19,8 @@ import stepscope.recorder as rec
 from stepscope.capture.remote.client import NoTraceCollectedError, trace
 from stepscope.capture.remote.server import ProfilerServer
 from stepscope.cli.main import main
+from stepscope.xspace.proto import profiler_service_pb2 as pb
+from stepscope.xspace.proto import profiler_service_pb2_grpc as pb_grpc
 from tests.support.capture import load_run, named
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -88,6 +91,34 @@ def test_capture_recent_returns_the_recorders_last_steps(
     marker = _marker(theirs, "w0")
     assert marker["trigger"] == "remote"
     assert marker["reason"].startswith("stepscope capture --recent 5s from ")
+
+
+def test_a_capture_from_a_recording_process_is_served_from_the_recorder(
+    server: ProfilerServer, recording: rec.Recorder, tmp_path: Path
+) -> None:
+    """`stepscope server --recorder` holds the process's one recording: a plain capture (ours,
+    TensorFlow's client, XProf's button) was refused with ALREADY_EXISTS on every try and
+    ended "No trace event was collected" (decision 576). It is now the recorder's steps of
+    the capture's duration, marked as such on the worker's side."""
+    result = trace(server.address, tmp_path / "me", 500, verbose=False, num_tracing_attempts=1)
+    (mine,) = result.paths
+    assert len(named(load_run(Path(mine).parent), "train")) >= 3
+    (theirs,) = recording.saved
+    marker = _marker(theirs, "w0")
+    assert marker["trigger"] == "remote"
+    assert marker["reason"].startswith("a 500 ms capture from ")
+    assert marker["reason"].endswith(", taken from the flight recorder")
+    # TensorFlow's client asks for no XSpace in the answer: it gets the file's bytes as tool
+    # data (the server may write nowhere), as from a capture without the recorder
+    opts = pb.ProfileOptions(version=1, host_tracer_level=2, duration_ms=300)
+    asked = pb.ProfileRequest(
+        duration_ms=300, opts=opts, repository_root=str(tmp_path / "tf"), session_id="s"
+    )
+    with grpc.insecure_channel(server.address) as channel:
+        answer = pb_grpc.ProfilerServiceStub(channel).Profile(asked, timeout=30)
+    assert not answer.empty_trace
+    assert [t.name for t in answer.tool_data] == ["xplane.pb"]
+    assert answer.tool_data[0].data
 
 
 def test_capture_recent_without_a_recorder_says_so(server: ProfilerServer, tmp_path: Path) -> None:

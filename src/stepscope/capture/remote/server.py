@@ -17,7 +17,8 @@ is in the future. Then:
   that same path on its side.
 ``empty_trace`` is set when no event was recorded. A capture already running (a local
 `stepscope.start` or another request) fails the RPC with ALREADY_EXISTS; TensorFlow's client
-and ours retry on it.
+and ours retry on it. While the flight recorder runs in the process, a capture is served from
+its recording (the capture's duration waited for, then saved from its ring: decision 576).
 
 Terminate(session_id) ends the running capture with that id early; its Profile answers with
 what was recorded so far. A client that cancels or times out ends the capture too.
@@ -155,6 +156,12 @@ class ProfilerServicer(pb_grpc.ProfilerServiceServicer):
             )
         if PEER_TOOL in request.tools or RECENT_TOOL in request.tools:
             return self._recorder_save(request, context, duration_ms)
+        from stepscope.capture import recorder as flight
+
+        if flight.current() is not None:
+            # the recorder holds the process's one recording (`stepscope server --recorder`):
+            # a capture is served from it rather than refused (decision 576)
+            return self._recorder_save(request, context, duration_ms, start_ns=start_ns)
         session_id = request.session_id
         stop = threading.Event()
         with self._lock:
@@ -185,9 +192,17 @@ class ProfilerServicer(pb_grpc.ProfilerServiceServicer):
         self.last_steps = StepSummary.of(capture.steps_ns, time.time_ns()) or self.last_steps
         return self._response(request, capture)
 
-    def _recorder_save(self, request: Any, context: Any, duration_ms: int) -> Any:
+    def _recorder_save(
+        self, request: Any, context: Any, duration_ms: int, start_ns: int | None = None
+    ) -> Any:
         """The flight recorder's last ``duration_ms``: saved here as a run (marked with who
-        asked) and, for `stepscope capture --recent`, sent back too."""
+        asked) and, for `stepscope capture --recent`, sent back too. With ``start_ns`` (a
+        plain capture while the recorder runs: 0 is now) the ``duration_ms`` from then are
+        waited for first, then saved and sent back as the capture: the recorder holds the
+        process's one recording, and refusing with ALREADY_EXISTS had TensorFlow's client,
+        XProf's button and ``stepscope capture`` retry in vain ("No trace event was
+        collected", decision 576). The run has what the recorder records (no bridges, 10 Hz
+        samples) and what its ring keeps (``keep_steps``)."""
         from stepscope.capture import recorder as flight
         from stepscope.capture.recorder.config import PEER, REMOTE
         from stepscope.logdir import host_file_name
@@ -213,18 +228,26 @@ class ProfilerServicer(pb_grpc.ProfilerServiceServicer):
                 "?",
             )
             trigger, reason = PEER, f"{who} saved its last steps ({fired[:40]}); these are ours"
+        elif start_ns is not None:
+            trigger, reason = (
+                REMOTE,
+                f"a {duration_ms} ms capture from {who}, taken from the flight recorder",
+            )
         else:
             trigger, reason = (
                 REMOTE,
                 f"stepscope capture --recent {duration_ms / 1e3:g}s from {who}",
             )
+        window_ns = duration_ms * 1_000_000
+        if start_ns is not None:
+            window_ns = self._wait_window(request.session_id, context, duration_ms, start_ns)
         pending = recorder.save(
             trigger,
             reason,
             {"requested_by": who},
             at_once=True,
             run_name=run_name,
-            window_ns=duration_ms * 1_000_000,
+            window_ns=window_ns,
         )
         try:
             run_dir = pending.result(MAX_SAVE_WAIT_S)
@@ -237,6 +260,32 @@ class ProfilerServicer(pb_grpc.ProfilerServiceServicer):
         space = load_xspace(run_dir / host_file_name(recorder.hostname))
         capture = RemoteCapture(space, empty=is_empty(space), recorded_ns=duration_ms * 1_000_000)
         return self._response(request, capture)
+
+    def _wait_window(self, session_id: str, context: Any, duration_ms: int, start_ns: int) -> int:
+        """Waits for a capture's start (``start_ns``, 0: now) and its ``duration_ms``, ended
+        early by Terminate(session_id) or the client going away; the time recorded since its
+        start, ns."""
+        stop = threading.Event()
+        with self._lock:
+            if session_id in self._running:
+                _abort(
+                    context,
+                    grpc.StatusCode.ALREADY_EXISTS,
+                    f"session {session_id!r} is already being captured on this host",
+                )
+            self._running[session_id] = stop
+        if not context.add_callback(stop.set):
+            stop.set()
+        try:
+            ahead_s = max(start_ns - time.time_ns(), 0) / 1e9 if start_ns else 0.0
+            if ahead_s and stop.wait(ahead_s):
+                return 0
+            began = time.perf_counter_ns()
+            stop.wait(duration_ms / 1e3)
+            return max(time.perf_counter_ns() - began, 1)
+        finally:
+            with self._lock:
+                self._running.pop(session_id, None)
 
     def _response(self, request: Any, capture: RemoteCapture) -> Any:
         response = pb.ProfileResponse(empty_trace=capture.empty)
