@@ -133,6 +133,7 @@ class Session:
         # its recording: it saves nothing (the parent does), see `_after_fork_in_child`.
         self.pid = os.getpid()
         self.cpu: CpuUse | None = None  # the machine's cores while recording (workers' advice)
+        self.generate_hooked = False  # generate() methods wrapped (`generate_hook`)
 
     def begin_recording(self) -> None:
         """PENDING -> RECORDING: note the clock pair, then switch the tracers on."""
@@ -142,6 +143,10 @@ class Session:
         self.start_wall_ns = self.clock.wall_ns()
         if self.options.host_tracer_level > 0:
             _annotations.activate(self.host)
+            # each Hugging Face generate() call marked: a serving loop's step (decision 560)
+            from stepscope.capture import generate_hook
+
+            self.generate_hooked = generate_hook.install() > 0
             # a capture that saves, not the flight recorder's endless one: each pass's
             # workers write a spool only `stop` reads
             loader_workers.arm(self.write)
@@ -234,6 +239,10 @@ class Session:
         stop_perf = self.clock.perf_ns()
         stop_wall = self.clock.wall_ns()
         _annotations.deactivate()
+        if self.generate_hooked:
+            from stepscope.capture import generate_hook
+
+            generate_hook.uninstall()
         loader_workers.arm(False)
         if self.cpu is not None:
             from stepscope.capture import loader_hook

@@ -12,13 +12,19 @@ repeats at the top level. The framework's own entry point is the step:
 
 They are Python calls: Kineto records them as ``python_function`` events named
 ``<path>(<line>): <function>`` (``with_stack=True``), stepscope's Python tracer as
-``$<file>:<line> <qualname>``.
+``$<file>:<line> <qualname>``; stepscope's own capture marks each ``generate()`` call with an
+annotation (`HF_GENERATE_EVENT`), whatever else it records.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+# stepscope's capture marks each ``generate()`` call with this annotation
+# (`capture.generate_hook`, decision 560): the module that defines the method, and the name.
+HF_GENERATE_MODULE = "transformers.generation.utils"
+HF_GENERATE_EVENT = "GenerationMixin.generate"
 
 _KINETO_CALL = re.compile(r"^(?P<path>.+)\(\d+\): (?P<function>[\w.<>]+)$")
 _TRACER_CALL = re.compile(r"^\$(?P<path>.+):\d+ (?P<function>[\w.<>]+)$")
@@ -53,7 +59,7 @@ SERVING_CALLS = (
         "generate",
         ("transformers/generation/",),
         ("GenerationMixin.generate",),
-        "",
+        HF_GENERATE_EVENT,
         "generate() call",
         "one request batch: its prefill and one forward pass per generated token",
     ),

@@ -1,0 +1,96 @@
+"""Each Hugging Face ``generate()`` call marked while a session records (decision 560): the
+steps of a ``generate()`` loop under `stepscope.start` / `stop` are its calls. No transformers
+here (a fake ``transformers.generation.utils``): the real loop is /tmp/infer13's, measured in
+the decision."""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import stepscope
+from stepscope.capture import generate_hook
+from stepscope.stats.steps.markers import find_step_markers
+from tests.support.capture import load_run, named
+
+# device_tracer_level=0: no framework bridge (a torch imported by another test stays off)
+OPTIONS = stepscope.ProfilerOptions(device_tracer_level=0, python_sampler_hz=0)
+
+
+@pytest.fixture
+def mixin(monkeypatch: pytest.MonkeyPatch) -> Iterator[type]:
+    """A fake ``GenerationMixin`` whose ``generate`` runs a traced 'forward' per token."""
+
+    class GenerationMixin:
+        def generate(self, tokens: int = 2) -> int:
+            """The fake's docstring."""
+            for _ in range(tokens):
+                with stepscope.trace("forward"):
+                    pass
+            return tokens
+
+    module = types.ModuleType("transformers.generation.utils")
+    module.GenerationMixin = GenerationMixin  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "transformers.generation.utils", module)
+    try:
+        yield GenerationMixin
+    finally:
+        generate_hook.uninstall()
+
+
+def test_each_generate_call_is_a_step_of_its_own(mixin: Any, tmp_path: Path) -> None:
+    class Gpt(mixin):  # type: ignore[misc,valid-type]
+        pass
+
+    class Whisper(mixin):  # type: ignore[misc,valid-type]
+        def generate(self, tokens: int = 2) -> int:  # an override calling the base
+            with stepscope.trace("encode"):
+                pass
+            return int(super().generate(tokens))
+
+    original, override = mixin.__dict__["generate"], Whisper.__dict__["generate"]
+    stepscope.start(tmp_path, OPTIONS)
+    assert mixin.generate.__doc__ == "The fake's docstring."
+    results = [Gpt().generate(3), Gpt().generate(1), Whisper().generate(2)]
+    run = stepscope.stop()
+    assert results == [3, 1, 2]
+    # the methods are the program's own again
+    assert mixin.__dict__["generate"] is original and Whisper.__dict__["generate"] is override
+    profile = load_run(run)
+    calls = named(profile, "GenerationMixin.generate")
+    # the override's call and the base's inside it: two events, one step
+    assert [c["stats"]["model"] for c in calls] == ["Gpt", "Gpt", "Whisper", "Whisper"]
+    steps = find_step_markers(profile)
+    assert steps.source == "serving" and len(steps) == 3
+    forwards = named(profile, "forward")
+    encode = named(profile, "encode")[0]
+    assert steps.start_ns[2] <= encode["start_ns"] and encode["end_ns"] <= steps.end_ns[2]
+    spans = zip(steps.start_ns.tolist(), steps.end_ns.tolist(), strict=True)
+    assert [sum(b <= f["start_ns"] < e for f in forwards) for b, e in spans] == [3, 1, 2]
+    assert not steps.staged  # a call is handed its batch: nothing before its forward is input
+
+
+def test_nothing_is_wrapped_without_the_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(sys.modules, "transformers.generation.utils", raising=False)
+    assert generate_hook.install() == 0  # transformers never imported here: no error
+
+
+def test_a_capture_without_annotations_wraps_nothing(mixin: Any, tmp_path: Path) -> None:
+    original = mixin.__dict__["generate"]
+    stepscope.start(tmp_path, OPTIONS.replace(host_tracer_level=0))
+    assert mixin.__dict__["generate"] is original  # host_tracer_level=0 records no annotation
+    stepscope.stop()
+
+
+def test_a_call_made_while_nothing_records_is_not_recorded(mixin: Any, tmp_path: Path) -> None:
+    generate_hook.install()
+    assert generate_hook.install() == 0  # idempotent: one wrapper
+    assert mixin.__dict__["generate"].__wrapped__.__qualname__.endswith("generate")
+    assert mixin().generate(1) == 1  # wrapped, no session: the original's answer, no event
+    generate_hook.uninstall()
+    assert not getattr(mixin.__dict__["generate"], "_stepscope", False)
