@@ -16,7 +16,7 @@ from stepscope.fields import out
 from stepscope.records import record
 from stepscope.stats.bound import BoundBy, host_place
 from stepscope.stats.summary import StepSummary
-from stepscope.vocab.serving import INFERENCE_INPUT_FIX
+from stepscope.vocab.serving import INFERENCE_INPUT_FIX, SERVING_FRAMEWORKS
 
 HIGH_INPUT = 20.0
 MODERATE_INPUT = 5.0
@@ -180,10 +180,10 @@ _PYTHON_ITERATOR_FIX = (
 
 
 def _serves(summary: StepSummary) -> bool:
-    """Whether the steps are PyTorch inference fed by no DataLoader: ops traced, never a
-    backward or an optimizer (`LimitTable.serves`), so batch advice is about
+    """Whether the steps are PyTorch or JAX inference fed by no DataLoader or tf.data: ops
+    traced, never a backward or an optimizer (`LimitTable.serves`), so batch advice is about
     requests, not a loader."""
-    return summary.limits.framework == "pytorch" and summary.limits.serves
+    return summary.limits.framework in SERVING_FRAMEWORKS and summary.limits.serves
 
 
 def _headline_fix(summary: StepSummary, bound: BoundBy, of: str) -> str:

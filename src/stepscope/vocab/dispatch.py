@@ -79,6 +79,13 @@ JITTED_FIX = (
 )
 
 
+# JAX inference (a run that never differentiates, decision 561): no optimizer update to jit.
+JAX_INFERENCE_FIX = (
+    "put the per-op code under jax.jit (jit the whole function that runs the model on a "
+    "batch, pre- and post-processing included), so XLA runs it as one fused program"
+)
+
+
 # PyTorch inference (a run that never trains: no backward, no optimizer): no optimizer to fuse;
 # a served model's lever is the batch (more requests per forward pass).
 INFERENCE_FIX = (
@@ -126,12 +133,14 @@ def fix_for(
     optimizer: tuple[str, float] = ("", 0.0),
 ) -> str:
     """The fix of dispatch-bound steps of ``framework`` issuing ``ops_per_step`` ops a step
-    in their dispatch runs; ``trains``: False for a PyTorch run that never trains;
+    in their dispatch runs; ``trains``: False for a PyTorch or JAX run that never trains;
     ``compiled_pct``: the share (%) of the ops run inside torch.compile'd graphs, -1 when
     the steps ran none; ``optimizer``: the optimizer's step annotation holding most of the
     ops and their share (%), ("", 0) when none."""
     if framework == "jax" and 0 < ops_per_step < 2:
         return JITTED_FIX
+    if framework == "jax" and not trains:
+        return JAX_INFERENCE_FIX
     if framework == "pytorch" and compiled_pct >= MOST:
         return COMPILED_UNFUSED_FIX.format(share=compiled_pct)
     if framework == "pytorch" and compiled_pct >= 0:

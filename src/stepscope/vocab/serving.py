@@ -102,3 +102,6 @@ INFERENCE_INPUT_FIX = (
     "pre-processing (tokenizing, decoding, resizing, normalizing) in worker processes or a "
     "background thread that fills a queue, or on the device"
 )
+# The frameworks whose runs can be told they never train (`stats.device.never_trains`):
+# PyTorch by its ops, JAX by its programs and samples (decision 561).
+SERVING_FRAMEWORKS = ("pytorch", "jax")

@@ -23,3 +23,20 @@ DERIVED_LINES = (
 ASYNC_LINES = ("Async XLA Ops", "SparseCore Steps")
 # Name prefixes of lines that hold annotations or sync waits, not device work.
 ANNOTATION_LINE_PREFIXES = ("GPU annotations", "CUDA sync")
+
+# JAX's autodiff names the ops it makes: an HLO instruction's ``metadata.op_name`` holds
+# ``jvp(`` for a forward-mode pass (the forward pass of ``jax.grad`` too) and ``transpose(``
+# for the backward pass: "jit(update)/transpose(jvp())/dot_general" in a jitted SGD step.
+AUTODIFF_OP_SCOPES = ("transpose(", "jvp(")
+# Frames of JAX's autodiff in a stack sample's ``func (file:line)`` frames: the interpreter
+# that linearizes and transposes (``jax/_src/interpreters/ad.py``) and the public
+# transformations that enter it (``jax/_src/api.py``): an un-jitted ``jax.grad`` leaves no
+# mark in its ops' programs (each primitive compiled on its own, "jit(mul)/mul").
+AUTODIFF_FRAMES = (
+    " (ad.py:",
+    "grad_f (api.py:",
+    "vjp (api.py:",
+    "linearize (api.py:",
+    "jacrev",
+    "jacfwd",
+)

@@ -48,7 +48,7 @@ from stepscope.stats.steps.limits import LimitType, limit_words
 from stepscope.stats.steps.periodic import periodic_extra
 from stepscope.stats.warmup import warmup_count
 from stepscope.vocab import tensorflow as tf_names
-from stepscope.vocab.serving import INFERENCE_INPUT_FIX
+from stepscope.vocab.serving import INFERENCE_INPUT_FIX, SERVING_FRAMEWORKS
 
 VERY_HIGH_OTHER = 30.0  # % of step time: untraced host work this large is "high"
 DISPATCH_SHARE = (15.0, 30.0)  # % of step time in dispatch runs: medium / high
@@ -167,7 +167,7 @@ def _input_fix(data: HostData) -> str:
     if judged:
         return judged[0]
     limits = data.steps.limits
-    if limits.framework == "pytorch" and limits.serves:
+    if limits.framework in SERVING_FRAMEWORKS and limits.serves:
         return (
             INFERENCE_INPUT_FIX[0].upper()
             + INFERENCE_INPUT_FIX[1:]

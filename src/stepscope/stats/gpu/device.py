@@ -13,11 +13,21 @@ import numpy as np
 from stepscope.distinct import distinct_inverse
 from stepscope.fields import out
 from stepscope.model import Profile
+from stepscope.model.hlo import hlo_modules
 from stepscope.records import record
 from stepscope.stats.events import EventType, classify_events, device_work_lines
+from stepscope.stats.host.python_samples import sample_lines
 from stepscope.stats.intervals import union_ns
 from stepscope.stats.kernel_rules import PRECISIONS, kernel_precision
+from stepscope.vocab.dispatch import JAX_API_FRAME
 from stepscope.vocab.pytorch import DATALOADER_WORKER_LINE, is_dataloader_next, is_training_name
+from stepscope.vocab.tensorflow import is_iterator
+from stepscope.vocab.xla import AUTODIFF_FRAMES, AUTODIFF_OP_SCOPES
+
+# Samples of JAX's Python (its API frame) the sampler must have taken, none in its autodiff,
+# for a JAX run to be told it never trains: an un-jitted jax.grad loop's 30 steps had 23 of
+# 26 there (/tmp/infer13, decision 561); fewer say nothing either way.
+MIN_JAX_SAMPLES = 5
 
 _KERNELS = (EventType.DEVICE_COMPUTE_16, EventType.DEVICE_COMPUTE_32, EventType.DEVICE_COLLECTIVES)
 # The plane stats a device lists, with their units (declared with the field below).
@@ -100,13 +110,48 @@ def framework_of(profile: Profile) -> str:
 
 def never_trains(profile: Profile) -> bool:
     """Whether the profile is of PyTorch ops that never train: aten ops traced and no
-    backward pass or optimizer step among them (`pytorch.is_training_name`). Unknown for the
-    other frameworks (False): a jitted JAX or TensorFlow step runs its backward inside one
-    compiled program, under names that need not say so."""
+    backward pass or optimizer step among them (`pytorch.is_training_name`); or of JAX
+    programs that never differentiate (`jax_never_trains`). Unknown for TensorFlow (False):
+    a tf.function step runs its backward inside one graph, under names that need not say
+    so."""
     strings = profile.strings.strings[:100000]
     if not any(s.startswith("aten::") for s in strings):
-        return False
+        return framework_of(profile) == "jax" and jax_never_trains(profile)
     return not any(is_training_name(s) for s in profile.strings.strings)
+
+
+def jax_never_trains(profile: Profile) -> bool:
+    """Whether a JAX profile shows that it never computes a gradient (decision 561): its
+    compiled programs (the HLO modules of its ``/host:metadata`` plane) hold no op of JAX's
+    autodiff (`xla.AUTODIFF_OP_SCOPES`: a jitted step's backward is a ``transpose(...)``
+    scope), and the stack sampler saw JAX's Python at least `MIN_JAX_SAMPLES` times and
+    never in its autodiff (`xla.AUTODIFF_FRAMES`: an un-jitted ``jax.grad`` compiles each
+    primitive on its own, so only its Python shows it). Without programs or with too few
+    samples (or programs whose ops name no operation) it is unknown (False): the training
+    advice stays."""
+    named = 0  # instructions that say which JAX operation made them
+    for module in hlo_modules(profile).values():
+        for computation in module.proto.hlo_module.computations:
+            for inst in computation.instructions:
+                if any(scope in inst.metadata.op_name for scope in AUTODIFF_OP_SCOPES):
+                    return False
+                named += bool(inst.metadata.op_name)
+    if not named:
+        return False
+    lines = np.flatnonzero(sample_lines(profile))
+    events = np.flatnonzero(np.isin(profile.line, lines)) if lines.size else lines
+    if not events.size:
+        return False
+    stacks, inverse = distinct_inverse(profile.stat_at("stack", events).string_ids())
+    counts = np.bincount(inverse, weights=profile.stat_at("samples", events).as_int(1))
+    seen = 0.0
+    for stack_id, count in zip(stacks.tolist(), counts.tolist(), strict=True):
+        stack = profile.strings[stack_id] if stack_id >= 0 else ""
+        if any(frame in stack for frame in AUTODIFF_FRAMES):
+            return False
+        if JAX_API_FRAME in stack:
+            seen += count
+    return seen >= MIN_JAX_SAMPLES
 
 
 def fed_by_dataloader(profile: Profile) -> bool:
@@ -115,6 +160,8 @@ def fed_by_dataloader(profile: Profile) -> bool:
     none serves requests (a serving loop, vLLM, an HF pipeline): its input advice is about
     preparing them; evaluation over a DataLoader keeps the loader's advice."""
     if profile.strings.ids_matching(is_dataloader_next).size:
+        return True
+    if profile.strings.ids_matching(is_iterator).size:  # a tf.data pipeline (a JAX loop's)
         return True
     return any(ln.name.startswith(DATALOADER_WORKER_LINE) for ln in profile.lines)
 
