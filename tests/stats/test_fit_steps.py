@@ -17,14 +17,15 @@ NEXT = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
 
 
 def _fit(
-    epochs: int = 2, train: int = 20, val: int = 6, set_up: bool = True
+    epochs: int = 2, train: int = 20, val: int = 6, set_up: bool = True, tail_first: bool = False
 ) -> tuple[Profile, list[tuple[float, float]]]:
     """``epochs`` of ``train`` training iterations (a 2 ms fetch, the batch's copy, a 60 ms
     optimizer step holding the forward and backward, a zero_grad) and ``val`` validation
     batches (a fetch, the copy and a 20 ms forward), 100 ms of untraced Python before each
     validation; set-up ops first (three ``aten::eq``: 1061 and 1.6 ms apart, as
-    Lightning's). Returns the profile and each training iteration's (start, end of its own
-    work) in ms."""
+    Lightning's); with ``tail_first``, the end of an iteration the capture began inside (its
+    optimizer step and zero_grad) before the first fetch. Returns the profile and each
+    training iteration's (start, end of its own work) in ms."""
     builder = XSpaceBuilder("host")
     plane = builder.plane("/host:CPU")
     plane.stats[STARTED_ON_THREAD_STAT] = 1
@@ -41,6 +42,9 @@ def _fit(
             t = at
             ev("aten::eq", 0.04)
         t = 1100.0
+    if tail_first:
+        ev("Optimizer.step#AdamW.step", 30.0)
+        ev("Optimizer.zero_grad#AdamW.zero_grad", 0.5)
     for _ in range(epochs):
         for _ in range(train):
             begin = t
@@ -82,3 +86,16 @@ def test_validation_batches_are_no_training_steps() -> None:
     # fetch 100 ms later
     for k in (19, 39):
         assert abs(found.end_ns[k] / MS - spans[k][1]) < 1e-3
+
+
+def test_a_capture_begun_before_an_optimizer_step_still_finds_the_steps() -> None:
+    """``stepscope.start()`` called between a fetch and its ``opt.step()``: the thread's
+    first event is that optimizer step, before any iteration. It made the step inference
+    fail (a negative iteration index) and the run had no analysis at all."""
+    profile, _ = _fit(val=6, set_up=False, tail_first=True)
+    found = infer_steps(profile)
+    assert found is not None
+    assert len(found) == 40
+    assert "iterations without an optimizer step (validation or evaluation batches) left out" in (
+        found.description
+    )

@@ -143,7 +143,10 @@ def _trains(profile: Profile, names: np.ndarray, pos: np.ndarray) -> np.ndarray 
     if not len(ids):
         return None
     at = np.flatnonzero(np.isin(names, ids))
-    held = np.bincount(np.searchsorted(pos, at, "right") - 1, minlength=len(pos))[-len(pos) :]
+    # an optimizer step before the first iteration's start (a capture begun between a fetch
+    # and its opt.step()) is in no iteration: -1 would fail bincount
+    k = np.searchsorted(pos, at, "right") - 1
+    held = np.bincount(k[k >= 0], minlength=len(pos))
     ran = held > 0
     if ran.all() or 2 * int(ran[:-1].sum()) <= len(pos) - 1:
         return None
