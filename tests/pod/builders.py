@@ -180,21 +180,23 @@ def write_run(root: Path, builders: list[XSpaceBuilder]) -> Path:
     return run
 
 
-def untraced_job(gap_ms: int = 6) -> list[XSpaceBuilder]:
-    """Three ranks of 20 ms steps: 1 ms input, 4 ms compute, then the all-reduce until 12 ms;
-    rank 1 does something no op covers for ``gap_ms`` first."""
+def untraced_job(gap_ms: int | Callable[[int], int] = 6, step_ms: int = 20) -> list[XSpaceBuilder]:
+    """Three ranks of ``step_ms`` steps: 1 ms input, 4 ms compute, then the all-reduce until
+    12 ms (or 1 ms after rank 1 arrives); rank 1 does something no op covers for ``gap_ms``
+    first (or ``gap_ms(s)`` in step ``s``)."""
     out = []
     for r in range(3):
         b = XSpaceBuilder(f"r{r}")
         cpu = b.plane("/host:CPU")
         main, gloo = cpu.line(1, "MainThread"), cpu.line(2, "gloo")
         for s in range(12):
-            t = s * 20 * MS
-            ready = t + (5 + (gap_ms if r == 1 else 0)) * MS
-            main.event("train", t, 20 * MS, {"step_num": s, "_r": 1})
+            t = s * step_ms * MS
+            gap = gap_ms(s) if callable(gap_ms) else gap_ms
+            ready = t + (5 + (gap if r == 1 else 0)) * MS
+            main.event("train", t, step_ms * MS, {"step_num": s, "_r": 1})
             main.event(INPUT_NAME, t, MS)
             main.event("aten::addmm", t + MS, 4 * MS)
-            gloo.event("gloo:all_reduce", ready, t + 12 * MS - ready)
+            gloo.event("gloo:all_reduce", ready, t + max(12, 6 + gap) * MS - ready)
         out.append(b)
     return out
 

@@ -375,3 +375,25 @@ def test_the_ranks_table_counts_the_wait_on_the_iterator_as_input() -> None:
     rows = {r.host: r for r in job_steps(summary, ranks, find_stragglers(ranks)).rows}
     assert (rows["r1"].role, rows["r1"].input_ms) == ("straggler", 7.0)
     assert rows["r0"].input_ms == rows["r2"].input_ms == 1.0
+
+
+def test_a_stragglers_two_parts_follow_its_first_sentence_not_its_python() -> None:
+    """Rank 1 does 5 ms of untraced work a step before its all-reduce, 30 ms at steps 4-6
+    (72% of its late time: told in two parts, decision 546), and the sampler saw it there.
+    The parts were glued to the end of the explanation, after the samples' sentence: "...
+    (125 of 125 samples); most of it (72%) at steps 4-6", most of the samples."""
+    hot = (4, 5, 6)
+    builders = untraced_job(lambda s: 30 if s in hot else 5, step_ms=50)
+    samples = builders[1].plane("/host:CPU").line((1 << 48) + 1, "Python samples")
+    samples.display_id = 1
+    stack = "<module> (train.py:40);worker (train.py:20);step_fn (train.py:30)"
+    for s in range(12):
+        gap_ms = 30 if s in hot else 5
+        at = s * 50 * MS + 5 * MS
+        samples.event("step_fn (train.py:30)", at, gap_ms * MS, {"stack": stack, "samples": gap_ms})
+    [late] = _pod(builders).stragglers
+    assert late.focus.startswith("most of it (72%) at steps 4-6: 30.00 ms per step")
+    assert late.python.startswith("step_fn (train.py)")
+    assert late.explanation.endswith(
+        f"; {late.focus}. Python sampled on r1 in that time: {late.python}."
+    )
