@@ -18,6 +18,7 @@ from stepscope.vocab.dispatch import JITTED_FIX
 from stepscope.xspace.builder import XSpaceBuilder
 from stepscope.xspace.io import write_xspace
 from tests.support.analysis import MS, build
+from tests.support.torch_steps import in_a_row, torch_steps
 
 US = 1_000
 STEPS = 6
@@ -78,17 +79,11 @@ def test_few_ops_or_long_gaps_are_not_dispatch() -> None:
 def _torch_cpu_loop(big_op_us: int) -> XSpaceBuilder:
     """Eager PyTorch on the CPU: 30 small ops, one of them (a large elementwise op) taking
     ``big_op_us``."""
-    builder = XSpaceBuilder("torch")
-    main = builder.plane("/host:CPU").line(1, "MainThread")
-    for k in range(STEPS):
-        t0 = k * 10 * MS
-        main.event("train", t0, 10 * MS, {"step_num": k, "_r": 1})
-        t = t0
-        for i in range(30):
-            name, dur = ("aten::mul", big_op_us) if i == 15 else ("aten::add_", 5)
-            main.event(name, t, dur * US)
-            t += (dur + 5) * US
-    return builder
+    ops = in_a_row(
+        [("aten::mul", big_op_us * US) if i == 15 else ("aten::add_", 5 * US) for i in range(30)],
+        5 * US,
+    )
+    return torch_steps(STEPS, 10 * MS, lambda k: ops, marker="train")
 
 
 def test_a_long_op_in_a_run_is_compute_not_dispatch() -> None:

@@ -13,29 +13,22 @@ from stepscope.stats.diagnostics.host_steps import dispatch_bound, input_bound
 from stepscope.stats.gpu.device import never_trains
 from stepscope.stats.gpu.kernels import build_kernel_db
 from stepscope.xspace.builder import XSpaceBuilder
-from tests.support.analysis import MS, build
+from tests.support.analysis import build
 from tests.support.gpu_fixtures import GpuTrace
+from tests.support.torch_steps import BACKWARD, MS, US, in_a_row, torch_steps
 
-US = 1_000
 STEPS = 6
-BACKWARD = "autograd::engine::evaluate_function: AddmmBackward0"
 
 
 def _small_ops(backward: bool) -> XSpaceBuilder:
     """Eager PyTorch on the CPU, dispatch-bound: 300 ops of 5 µs, 5 µs apart, per 3.2 ms
     step; with ``backward``, the first is a backward node (a model op: nothing before it
     is staged input)."""
-    builder = XSpaceBuilder("torch")
-    main = builder.plane("/host:CPU").line(1, "MainThread")
-    for k in range(STEPS):
-        t0 = k * 4 * MS
-        main.event("serve", t0, 3200 * US, {"step_num": k, "_r": 1})
-        t = t0
-        for i in range(300):
-            name = BACKWARD if backward and i == 0 else ("aten::add", "aten::mul")[i % 2]
-            main.event(name, t, 5 * US)
-            t += 10 * US
-    return builder
+    names = [
+        BACKWARD if backward and i == 0 else ("aten::add", "aten::mul")[i % 2] for i in range(300)
+    ]
+    ops = in_a_row([(name, 5 * US) for name in names], 5 * US)
+    return torch_steps(STEPS, 4 * MS, lambda k: ops, step_ns=3200 * US, marker="serve")
 
 
 def test_a_run_without_backward_or_optimizer_never_trains() -> None:
@@ -63,15 +56,8 @@ def test_dispatch_advice_of_inference_names_no_optimizer() -> None:
 def _staged_input(backward: bool) -> XSpaceBuilder:
     """PyTorch steps of 10 ms whose first 6 ms are untraced pre-processing before the first
     model op (an HF pipeline's preprocess), then the forward (and, training, a backward)."""
-    builder = XSpaceBuilder("torch")
-    main = builder.plane("/host:CPU").line(1, "MainThread")
-    for k in range(STEPS):
-        t0 = k * 10 * MS
-        main.event(f"ProfilerStep#{k}", t0, 10 * MS)
-        main.event("aten::linear", t0 + 6 * MS, 3 * MS)
-        if backward:
-            main.event(BACKWARD, t0 + 9 * MS, 500 * US)
-    return builder
+    ops = [("aten::linear", 6 * MS, 3 * MS)] + ([(BACKWARD, 9 * MS, 500 * US)] if backward else [])
+    return torch_steps(STEPS, 10 * MS, lambda k: ops)
 
 
 def test_input_advice_of_inference_is_about_requests_not_a_loader() -> None:
@@ -115,14 +101,9 @@ def test_the_launch_finding_of_inference_names_no_optimizer() -> None:
 def test_evaluation_over_a_dataloader_keeps_the_loaders_advice() -> None:
     """A forward-only loop fed by a DataLoader (evaluation, batch inference over a dataset):
     the loader is its lever, as in training."""
-    builder = XSpaceBuilder("torch")
-    main = builder.plane("/host:CPU").line(1, "MainThread")
-    for k in range(STEPS):
-        t0 = k * 10 * MS
-        main.event(f"ProfilerStep#{k}", t0, 10 * MS)
-        main.event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t0, 6 * MS)
-        main.event("aten::linear", t0 + 6 * MS, 3 * MS)
-    profile = build(builder)
+    fetch = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+    ops = [(fetch, 0, 6 * MS), ("aten::linear", 6 * MS, 3 * MS)]
+    profile = build(torch_steps(STEPS, 10 * MS, lambda k: ops))
     assert never_trains(profile)
     db = build_step_db(profile)
     assert db.limits.serves is False

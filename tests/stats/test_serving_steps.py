@@ -13,6 +13,7 @@ from stepscope.vocab.serving import serving_call
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
 from tests.support.gpu_fixtures import GpuTrace
+from tests.support.torch_steps import torch_steps
 
 US = 1_000
 WORKER = "vllm/v1/worker/gpu_worker.py(412): execute_model"
@@ -118,14 +119,9 @@ def test_the_launch_finding_speaks_of_a_one_step_profile_as_its_step() -> None:
 def test_input_made_inside_the_steps_is_the_input_findings_evidence() -> None:
     from stepscope.stats.diagnostics.host_steps import input_bound
 
-    builder = XSpaceBuilder("torch")
-    main = builder.plane("/host:CPU").line(1, "MainThread")
-    for k in range(4):
-        t0 = k * 10 * MS
-        main.event(f"ProfilerStep#{k}", t0, 10 * MS)
-        main.event("pipelines/video_classification.py(129): preprocess", t0, 6 * MS)
-        main.event("aten::linear", t0 + 6 * MS, 3 * MS)
-    profile = build(builder)
+    preprocess = "pipelines/video_classification.py(129): preprocess"
+    ops = [(preprocess, 0, 6 * MS), ("aten::linear", 6 * MS, 3 * MS)]
+    profile = build(torch_steps(4, 10 * MS, lambda k: ops))
     db = build_step_db(profile)
     found = input_bound(HostData("h", profile, db, build_kernel_db(profile)), {})
     assert found is not None
@@ -174,14 +170,10 @@ def test_host_time_of_a_trace_with_python_frames_is_not_told_to_record_them() ->
     from stepscope.stats.bound import bound_by
 
     def host_time(frames: bool) -> str:
-        builder = XSpaceBuilder("torch")
-        main = builder.plane("/host:CPU").line(1, "python")
-        for k in range(4):
-            t0 = k * 10 * MS
-            main.event(f"ProfilerStep#{k}", t0, 10 * MS)
-            main.event("aten::linear", t0, 6 * MS)
-            if frames:  # a Python call beside the op, 3 ms of the step untraced after it
-                main.event("vllm/v1/worker/gpu_model_runner.py(1297): _prepare_inputs", t0, MS)
+        ops = [("aten::linear", 0, 6 * MS)]
+        if frames:  # a Python call beside the op, 3 ms of the step untraced after it
+            ops.append(("vllm/v1/worker/gpu_model_runner.py(1297): _prepare_inputs", 0, MS))
+        builder = torch_steps(4, 10 * MS, lambda k: ops, thread="python")
         summary = summarize_steps({"h": build_step_db(build(builder))})
         [host] = [limit for limit in bound_by(summary).limits if limit.key == "host"]
         return host.evidence
