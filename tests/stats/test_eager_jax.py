@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from stepscope.stats import build_step_db, summarize_steps
+from stepscope.stats.advice import recommend
+from stepscope.stats.bound import bound_by
 from stepscope.stats.events import host_lines
 from stepscope.stats.steps.eager import find_stretches
 from stepscope.stats.warmup import steps_from, warmup_count
@@ -33,20 +35,22 @@ def _loop(
     deschedule: tuple[int, ...] = (),
     compile_ms: int = 200,
     executions: bool = True,
+    marked: int = STEPS + 2,
 ) -> XSpaceBuilder:
     """Marked steps: a traced input wait of ``fetch_ms``, then the update, then 1.05 ms of
     the loop's own Python. Un-jitted, the update is `CALLS` calls of `CALL_US` (each an outer
     ``PjitFunction``, JAX's Python path, holding the op's own call and its program's
     `EXEC_US`), `PYTHON_US` apart; in the steps ``deschedule`` the 11th gap lasts 3 ms (the
     thread descheduled). Jitted, it is one call running its program. Step 1 (the first kept)
-    first compiles for ``compile_ms``. The sampler sees `STACK` in the update."""
+    first compiles for ``compile_ms``. The sampler sees `STACK` in the update. ``marked``
+    steps (of more than 5, the first and the last are left out: `STEPS` kept)."""
     builder = XSpaceBuilder("jax")
     host = builder.plane("/host:CPU")
     main = host.line(1, "python")
     samples = host.line((1 << 48) + 1, "Python samples")
     samples.display_id = 1
     t = 0
-    for k in range(STEPS + 2):  # the first and the last marked steps are left out
+    for k in range(marked):
         start = t
         if k == 1 and compile_ms:
             main.event("backend_compile_and_load", t, compile_ms * MS)
@@ -170,3 +174,10 @@ def test_the_steady_summary_keeps_the_per_step_evidence_of_its_steps() -> None:
     assert len(limits.eager.ops) == len(limits.dispatch.ops) == STEPS - 1
     assert np.array_equal(limits.eager.ns, summary.limits.eager.ns[1:])
     assert len(limits.held_ns) == STEPS - 1  # the input held up by a pipeline, per step
+
+
+def test_the_advice_of_a_one_step_profile_says_its_step() -> None:
+    summary = summarize_steps({"vm": build_step_db(build(_loop(marked=1, compile_ms=0)))})
+    assert summary.n_steps == 1
+    [told] = [d for d in recommend(summary, bound_by(summary)).details if "jax.jit" in d]
+    assert "PjitFunction(mul) x8 over 1 step)" in told, told

@@ -238,11 +238,12 @@ def _eager_fix(summary: StepSummary, shares: EagerShares, of: str) -> str:
     eager = summary.limits.eager
     name = eager.caller.split(" (")[0] if eager.caller else ""
     calls = ", ".join(f"{op} x{count}" for op, count in eager.top_ops)
+    steps = f"{len(eager.ops)} step{'' if len(eager.ops) == 1 else 's'}"  # "over 1 steps"
     return (
         f"{shares.overhead:.1f}% {of} is the overhead of JAX running "
         f"{eager.caller or 'the update'} op by op, not under jax.jit: "
         f"{shares.dispatch:.1f}% dispatching its {eager.ops_per_step():.0f} JAX calls a step "
-        f"one at a time ({calls} over {len(eager.ops)} steps) and "
+        f"one at a time ({calls} over {steps}) and "
         f"{shares.overhead - shares.dispatch:.1f}% in JAX's Python between them (eager "
         f"autodiff and dispatch, again on every call); from its first call to its last it "
         f"spans {shares.span:.1f}% {of}, its ops' compute included. Put "
