@@ -154,7 +154,7 @@ def test_a_stall_a_short_save_overlapped_is_judged_without_the_saves_time(
         release.set()
         assert recorder.requested[0].result(30) is not None
         for _ in range(3000):  # the saver thread records when it ended after `result`
-            if not recorder._saving:
+            if not recorder._saver.busy_since:
                 break
             threading.Event().wait(0.01)
         clock.advance(300 * MS)

@@ -116,11 +116,6 @@ class Recorder:
         """The runs saved so far."""
         return self._saver.saved
 
-    @property
-    def _saving(self) -> int:
-        """When the save at work began (perf_counter_ns), 0 when the saver is idle."""
-        return self._saver.busy_since
-
     # -- life cycle -------------------------------------------------------------------------
 
     @property
