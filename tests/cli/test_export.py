@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import shutil
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -108,3 +110,23 @@ def test_export_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     argv = ["export", str(run), "--host", "a", "-o", str(out), "--no-cache"]
     assert main([*argv, "--start-ms", "5", "--end-ms", "1"]) == 2
     assert main(argv) == 0 and out.exists()
+
+
+class _ClosedPipe(io.StringIO):
+    """Standard output whose reader left (`stepscope export RUN -o - | head`)."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_export_to_a_pipe_closed_early_ends_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`stepscope export RUN -o - | head` printed "stepscope: error: cannot write stdout:
+    Broken pipe" and exited 2, as no other command does (`cli.main`'s quiet exit)."""
+    run = tmp_path / "plugins" / "profile" / "r"
+    run.mkdir(parents=True)
+    shutil.copy(tf_xplane("ctl"), run / "a.xplane.pb")
+    monkeypatch.setattr(sys, "stdout", _ClosedPipe())
+    assert main(["export", str(run), "-o", "-", "--no-cache"]) == 0
+    assert "error" not in capsys.readouterr().err

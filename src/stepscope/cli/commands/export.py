@@ -157,6 +157,11 @@ def run(args: argparse.Namespace) -> int:
         with _sink(args.output, binary=fmt == "perfetto") as out:
             for chunk in _chunks(fmt, profile, start, end, index, progress):
                 out.write(chunk)
+    except BrokenPipeError:
+        # `stepscope export RUN -o - | head`: the reader has what it wanted; the command's
+        # exit (`cli.main`) is quiet, as for every command (it read "error: cannot write
+        # stdout: Broken pipe", status 2)
+        raise
     except OSError as exc:
         where = "stdout" if args.output == "-" else exc.filename or args.output
         left = "" if streamed else "; nothing was written"
