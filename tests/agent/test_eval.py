@@ -249,3 +249,16 @@ def test_the_missing_extra_is_named(
     monkeypatch.setitem(sys.modules, "mcp.server.mcpserver", None)
     assert main(["mcp", str(tmp_path)]) == 2
     assert "pip install 'stepscope[agent]'" in capsys.readouterr().err
+
+
+def test_not_in_this_profile_says_what_the_profile_lacks(ws: Workspace) -> None:
+    """The agent's "why" read the tool's description as the reason ("GPU kernel stats has
+    nothing to show for run ...: Every GPU kernel per op: launch configuration, TensorCore
+    use, time."); it says what the profile lacks and how to record it, as the CLI does."""
+    from stepscope.tools.registry import get_tool
+
+    why = cap.kernel_stats(ws, CTL)["why"]
+    assert why.endswith(f"the profile lacks what it needs ({get_tool('kernel_stats').needs})")
+    assert get_tool("kernel_stats").description not in why
+    pod = cap.tool_page(ws, "pod_viewer", CTL)["why"]
+    assert "several workers" in pod

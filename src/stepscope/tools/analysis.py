@@ -41,6 +41,13 @@ if TYPE_CHECKING:
     from stepscope.stats.steps.breakdown import StepDb
 
 
+def lacking(spec: ToolSpec) -> str:
+    """Why a run without what ``spec`` shows has nothing for it: what the profile lacks and
+    how to record it (`ToolSpec.needs`), said alike by every interface."""
+    needs = spec.needs or f"{spec.title}: {spec.description[0].lower()}{spec.description[1:]}"
+    return f"the profile lacks what it needs ({needs})"
+
+
 class Analysis:
     """One run (a run directory, a log directory holding one run, a profile file, or a `Run`)
     and everything computed from it so far.
@@ -103,12 +110,8 @@ class Analysis:
         ctx = self._bare_context(spec, host, options)
         _fanout.prepare(ctx, spec, *map(_spec, also))
         if check_available and not spec.available(ctx):
-            needs = (
-                spec.needs or f"{spec.title}: {spec.description[0].lower()}{spec.description[1:]}"
-            )
             raise StepscopeError(
-                f"tool {spec.name} has nothing to show for {self.run.name}: the profile lacks "
-                f"what it needs ({needs})"
+                f"tool {spec.name} has nothing to show for {self.run.name}: {lacking(spec)}"
             )
         return ctx
 

@@ -115,13 +115,16 @@ def kernel_stats(ws: Workspace, run: str, host: str | None = None, top: int = TO
 
 def tool_json(ws: Workspace, tool: str, run: str, host: str | None) -> Any:
     """A tool's JSON, or `not_in_profile` when the run lacks what the tool shows."""
+    from stepscope.tools.analysis import lacking
     from stepscope.tools.registry import get_tool
 
     analysis = ws.analysis(run)
     check_host(ws, run, host)
     spec = get_tool(tool)
     if not analysis.available(spec, host):
-        return not_in_profile(f"{spec.title} has nothing to show for run {run}: {spec.description}")
+        # what the profile lacks, as the CLI says it: the description ("Every GPU kernel
+        # per op: ...") read as the reason in the agent's "why"
+        return not_in_profile(f"{spec.title} has nothing to show for run {run}: {lacking(spec)}")
     return analysis.json(spec, host)
 
 
