@@ -34,6 +34,13 @@ def test_demo_profiles_and_summarizes(tmp_path: Path, capsys: pytest.CaptureFixt
     summary = demo.summarize_run(run_dir)
     assert [s["step"] for s in summary["steps"]] == db.step_num.tolist()
     assert len(summary["steps"]) == 4 and "the first and the last dropped" in out
+    # and says what bounds the steps in the first page's own words, nothing of its own
+    # (decision 577: "-> the input pipeline is the bottleneck" above "Bound by compute")
+    from stepscope.tools.analysis import Analysis
+
+    headline = Analysis(run_dir).tool("overview_page").bound_by.headline
+    assert headline.startswith("Bound by ") and f"\n{headline}\n" in out
+    assert "the input pipeline is the bottleneck" not in out
 
 
 def test_demo_rejects_zero_steps(tmp_path: Path) -> None:
