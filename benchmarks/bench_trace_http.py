@@ -26,12 +26,16 @@ each, during the build and after, with the bytes on the wire and the load averag
 The windows asked while the steps are built are also shown in parts (decision 371): each
 server's first (with ``--browser`` it lays out its level of detail, 37-51 ms of server CPU
 at 8000 px: the page's own first window was at its width; decision 372), those
-asked before the steps' child started (the store's writes on the server's threads), and
-those asked while the child ran (``/proc/PID/task/*/children``); and how long after the first
-window the steps answered. ``--dump FILE`` writes every window (tree, round, phase, seconds
-from the spawn, wall ms, server CPU ms, page faults, child running, the page's decode ms,
-then with ``--browser`` its parts: to the first byte, the download, from its end to the page,
-ms; -1 without) as JSON, for paired comparisons round by round.
+asked before the steps' child started (the store's writes on the server's threads), those
+asked while the child ran (``/proc/PID/task/*/children``), and those asked after it ended
+while the server read its result and answered the steps (decision 570: counted before
+the child until then); and how long after the first window the steps answered. Each phase
+also says how much CPU the server's lowered threads (the store's writes, nice +10) took
+while its windows were asked. ``--dump FILE`` writes every window (tree, round, phase,
+seconds from the spawn, wall ms, server CPU ms, page faults, child running, the page's
+decode ms, then with ``--browser`` its parts: to the first byte, the download, from its end
+to the page, ms, -1 without; then the lowered threads' CPU ms, and 1 when asked after the
+child ended) as JSON, for paired comparisons round by round.
 
 ``--form`` (default ``compact``): the window form the urllib client asks for (decision 327;
 a tree without it ignores the parameter and answers the plain form).
@@ -81,6 +85,9 @@ from paired import ROOT
 
 ACCEPT_ENCODING = "gzip, deflate, br, zstd"  # what Chromium sends with every fetch
 RESOLUTION = 8000
+# how far below the answering threads the server runs its store's writes
+# (`stepscope.workers.BACKGROUND_NICE`, decision 255)
+LOWERED_NICE = 10
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 
 
@@ -190,8 +197,12 @@ class Windows:
         self.parts: list[list[float]] = []  # the page's resource timing parts (--browser)
         # the server's minor page faults per window, by the window's (wall, CPU) record
         self.faults: dict[int, int] = {}
-        # the windows asked while the steps' child ran, by the same record (decision 371)
+        # the windows asked while the steps' child ran, by the same record (decision 371),
+        # and those asked once it had ended, before the steps answered (decision 570)
         self.in_child: set[int] = set()
+        self.after_child: set[int] = set()
+        # the CPU of the server's lowered threads (the store's writes) while each was asked
+        self.lowered: dict[int, float] = {}
         self.first: list[tuple[float, float]] = []  # each server's first window while built
         # per window, in order: s from the server's spawn, wall ms, server CPU ms, faults,
         # the child running, the page's decode ms (--dump)
@@ -206,22 +217,33 @@ class Windows:
         faults = [self.faults[id(t)] / 1000 for t in times if id(t) in self.faults]
         if faults:  # decision 335: a heap trimmed after each window is faulted in again
             text += f", page faults p50 {_pct(faults, 0.5):.0f} / p95 {_pct(faults, 0.95):.0f}"
+        lowered = [self.lowered[id(t)] for t in times if id(t) in self.lowered]
+        if any(lowered):  # CPU the window's threads may have waited behind (decision 570)
+            text += (
+                f", the store's writes' CPU meanwhile p50 {_pct(lowered, 0.5):.1f} / "
+                f"p95 {_pct(lowered, 0.95):.1f} ms"
+            )
         return text
 
 
 def _build_phases(w: Windows) -> list[str]:
-    """The windows asked while the steps were built, in two parts (decision 371): before the
+    """The windows asked while the steps were built, in parts (decision 371): before the
     steps' child started (the store's writes of the converted profile and the index, on
-    threads of the server) and while the child ran; a server's first such window (which lays
-    out its level) is left out of both."""
+    threads of the server), while the child ran, and after it ended until the steps answered
+    (the server reads its result; decision 570); a server's first such window (which lays
+    out its level) is left out of them."""
     first = {id(t) for t in (w.first or w.during[:1])}
-    before = [t for t in w.during if id(t) not in w.in_child and id(t) not in first]
-    child = [t for t in w.during if id(t) in w.in_child and id(t) not in first]
+    rest = [t for t in w.during if id(t) not in first]
+    before = [t for t in rest if id(t) not in w.in_child and id(t) not in w.after_child]
+    child = [t for t in rest if id(t) in w.in_child]
+    ended = [t for t in rest if id(t) in w.after_child]
     lines = []
     if before:
         lines.append(w.line("before the steps' child (the store's writes)", before))
     if child:
         lines.append(w.line("while the steps' child ran", child))
+    if ended:
+        lines.append(w.line("after the child, before the steps answered", ended))
     return lines
 
 
@@ -330,6 +352,7 @@ def stepscope_round(
             path += urlencode({**where, "t0": t0, "t1": span, "res": RESOLUTION})
             faults = _minor_faults(proc.pid)
             child = _has_child(proc.pid)
+            lowered = _thread_cpu(proc.pid, nice + LOWERED_NICE)
             before, started = _thread_cpu(proc.pid, nice), time.perf_counter()
             if browser is not None:
                 wall, size, wire, decode = browser.window(path)
@@ -345,8 +368,12 @@ def stepscope_round(
             result.wire.append((wire, encoding))
             timed = (wall, _cpu_delta(before, _thread_cpu(proc.pid, nice)))
             result.faults[id(timed)] = _minor_faults(proc.pid) - faults
+            lowered_ms = 1000 * _cpu_delta(lowered, _thread_cpu(proc.pid, nice + LOWERED_NICE))
+            result.lowered[id(timed)] = lowered_ms / 1000
             if child or _has_child(proc.pid):
                 result.in_child.add(id(timed))
+            elif result.in_child:  # the child has come and gone: the server reads its result
+                result.after_child.add(id(timed))
             result.rows.append(
                 [
                     round(started - spawned, 3),
@@ -357,6 +384,8 @@ def stepscope_round(
                     round(result.decode[-1] * 1000, 2) if browser is not None else -1,
                     # the page's parts: to the first byte, the download, from its end to the page
                     *([round(p * 1000, 2) for p in browser.parts[-1]] if browser else [-1] * 3),
+                    round(lowered_ms, 2),
+                    int(id(timed) in result.after_child),
                 ]
             )
             return timed
@@ -565,6 +594,8 @@ def main() -> None:
                 pooled[tree].after += w.after
                 pooled[tree].faults.update(w.faults)
                 pooled[tree].in_child.update(w.in_child)
+                pooled[tree].after_child.update(w.after_child)
+                pooled[tree].lowered.update(w.lowered)
                 pooled[tree].first += w.during[:1]
                 dumped += [
                     [str(tree), k, "during" if i < len(w.during) else "after", *row]
