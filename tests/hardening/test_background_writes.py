@@ -61,6 +61,34 @@ def test_trace_index_answers_before_it_is_written(
     np.testing.assert_array_equal(built.order, loaded.order)
 
 
+def test_the_index_save_builds_its_name_index_after_the_profiles_write(
+    host_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Decision 571: the index's save builds its name index (seconds of CPU at 10M events)
+    # only once the converted profile is written, the write the steps' child waits for.
+    entry = cache.entry_dir(str(host_file))
+    names_begun = threading.Event()
+    while_written: list[bool] = []
+    save, build = cache.save, trace_index.build_name_index
+
+    def slow_save(*args: object) -> None:
+        names_begun.wait(2)  # a save that builds the names beside this write starts now
+        save(*args)
+
+    def build_names(profile: object) -> object:
+        while_written.append(background.pending(entry))
+        names_begun.set()
+        return build(profile)
+
+    monkeypatch.setattr(cache, "save", slow_save)
+    monkeypatch.setattr(trace_index, "build_name_index", build_names)
+    profile = open_host(open_run(str(host_file.parent)).hosts[0])  # queues the profile's write
+    trace_index.open_trace_index(profile)  # then the index's save
+    background.wait()
+    assert while_written == [False]
+    assert entries.verify(entry) and entries.verify(trace_index.index_dir(profile) or entry)
+
+
 def test_failed_write_is_a_warning(
     host_file: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -92,6 +92,15 @@ def pending(target: Path) -> bool:
         return target in _pending
 
 
+def after(target: Path) -> None:
+    """Return once the write of ``target`` now running or queued (if any) has finished,
+    without hurrying it as `wait` does: for a write that should not run beside it."""
+    with _lock:
+        thread = _pending.get(target)
+    if thread is not None and thread is not threading.current_thread():
+        thread.join()
+
+
 def wait(target: Path | None = None) -> None:
     """Return once the write of ``target`` (None: every write started so far) has finished;
     a write held back by `foreground` starts now."""
