@@ -138,13 +138,15 @@ function legend(items) {
 
 // A few bars this many times taller than all the others (a warm-up step of 3.7 s beside steps
 // of 8 ms) are cut at the axis' top, which then fits the others: drawn to the tallest, they
-// were one bar and a flat line (decision 550). At most a tenth of the bars, of 5 or more.
+// were one bar and a flat line (decision 550). In charts of 5 bars or more: at most a tenth of
+// them, and one where a tenth is less than one (5 to 19 bars: one of 5 is a fifth).
 const CUT_RATIO = 4;
 const CUT_MIN_BARS = 5;
 
 /**
  * The y axis' highest value for bars of these totals: the tallest, or, where the tallest few
- * (at most a tenth) are CUT_RATIO times the next one or more, that next one.
+ * (at most a tenth, and one of 5 to 19 bars) are CUT_RATIO times the next one or more, that
+ * next one.
  * @param {number[]} totals
  * @returns {number}
  */
