@@ -184,3 +184,17 @@ def test_host_time_of_a_trace_with_python_frames_is_not_told_to_record_them() ->
     assert with_frames.endswith(
         "the trace records its Python calls: the trace viewer shows which ran then"
     )
+
+
+def test_each_frames_two_longest_children_are_found_at_once() -> None:
+    """The wrapper rule asks, per frame, for its longest child other than the call it
+    climbs from: the two longest children of every event, found in one pass (decision 566)."""
+    import numpy as np
+
+    from stepscope.stats.steps.serving import _two_longest_children
+
+    parent = np.array([-1, 0, 0, 0, 1, -1, 5, 5], np.int64)
+    dur = np.array([100, 10, 30, 20, 5, 7, 3, 3], np.int64)
+    first, second = _two_longest_children(parent, dur)
+    assert first.tolist() == [2, 4, -1, -1, -1, 6, -1, -1]
+    assert second.tolist() == [3, -1, -1, -1, -1, 7, -1, -1]

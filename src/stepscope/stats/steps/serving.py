@@ -39,17 +39,38 @@ def _with_wrappers(profile: Profile, calls: np.ndarray) -> np.ndarray:
         ev = np.arange(sl.start, sl.stop, dtype=np.int64)
         parent = nesting_parents(profile.line[ev], profile.start_ns[ev], profile.end_at(ev))
         dur = profile.dur_ns[ev]
+        first, second = _two_longest_children(parent, dur)
         for i in np.flatnonzero(profile.line[calls] == line).tolist():
             k = int(calls[i]) - sl.start
             limit = WRAPPER_SHARE * float(dur[k])
             while (p := int(parent[k])) >= 0 and python_call(profile.event_name(int(ev[p]))):
-                others = np.flatnonzero(parent == p)
-                others = others[others != k]
-                if others.size and float(dur[others].max()) > limit:
+                other = int(second[p] if first[p] == k else first[p])  # its longest other child
+                if other >= 0 and float(dur[other]) > limit:
                     break
                 k = p
             out[i] = ev[k]
     return out
+
+
+def _two_longest_children(parent: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per event (``parent``: each one's, -1 for none), its longest child and its second
+    longest (-1: none), found once for the line: looking for a frame's other children among
+    all the line's events at each step up took 6.3 s for 8,000 generate() calls in 440,000
+    events (decision 566)."""
+    first = np.full(len(parent), -1, np.int64)
+    second = first.copy()
+    kids = np.flatnonzero(parent >= 0)
+    if not len(kids):
+        return first, second
+    kids = kids[np.lexsort((-dur[kids], parent[kids]))]  # by parent, the longest first
+    par = parent[kids]
+    head = np.flatnonzero(np.r_[True, par[1:] != par[:-1]])
+    first[par[head]] = kids[head]
+    nxt = head + 1
+    nxt = nxt[nxt < len(kids)]
+    nxt = nxt[par[nxt] == par[nxt - 1]]  # a second child of the same parent
+    second[par[nxt]] = kids[nxt]
+    return first, second
 
 
 def serving_calls(profile: Profile) -> tuple[np.ndarray, str] | None:
