@@ -19,7 +19,12 @@ import stepscope
 from stepscope.capture import loader_hook, loader_workers, worker_sampler
 from stepscope.capture.save import CaptureResult, build_xspace
 from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
-from stepscope.vocab.pytorch import DATALOADER_BATCH_CPU_STAT, DATALOADER_BATCH_CPU_WAIT_STAT
+from stepscope.vocab.pytorch import (
+    DATALOADER_BATCH_CPU_STAT,
+    DATALOADER_BATCH_CPU_WAIT_STAT,
+    DATALOADER_ITER,
+)
+from tests.support.capture import load_run, named
 
 MS = 1_000_000
 
@@ -273,3 +278,16 @@ def test_the_loaders_own_settings_go_with_each_batch(fake_torch: Any, tmp_path: 
     assert batch["dataloader_prefetch_factor"] == 4 and batch["dataloader_in_order"] == 0
     inner = [e[4] for e in buf.events if not e[0].endswith("::Worker")]
     assert all("dataloader_batch_size" not in stats for stats in inner)  # once a batch
+
+
+def test_an_iter_that_starts_workers_is_marked_on_the_loops_thread(
+    fake_torch: Any, tmp_path: Path
+) -> None:
+    """The epoch's wait for its workers, before its first fetch (decision 562): one mark per
+    ``iter()`` that starts workers, none for a loader without workers."""
+    stepscope.start(tmp_path, stepscope.ProfilerOptions(device_tracer_level=0, python_sampler_hz=0))
+    assert list(fake_torch()) == [1, 2]
+    assert list(fake_torch(num_workers=0)) == [1, 2]
+    run = stepscope.stop()
+    marks = named(load_run(run), DATALOADER_ITER)
+    assert [m["stats"] for m in marks] == [{"loader": "DataLoader(list)"}]

@@ -20,7 +20,9 @@ import os
 import sys
 
 from stepscope.capture import loader_workers
+from stepscope.capture.annotations import trace
 from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
+from stepscope.vocab.pytorch import DATALOADER_ITER
 
 TYPE_CHECKING = False  # not typing's: see stepscope.capture.options
 if TYPE_CHECKING:
@@ -45,7 +47,8 @@ def install() -> None:
         from stepscope.capture.data import _new_id
 
         name = f"DataLoader({type(getattr(self, 'dataset', None)).__name__})"
-        with loader_workers.capturing(self, name, _new_id()):
+        # the workers' start, on the loop's thread: the epoch's wait before its first fetch
+        with loader_workers.capturing(self, name, _new_id()), trace(DATALOADER_ITER, loader=name):
             return _original(self)
 
     __iter__.__wrapped__ = current  # type: ignore[attr-defined]

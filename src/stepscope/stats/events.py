@@ -159,7 +159,11 @@ def memcpy_kind(name: str) -> str | None:
 
 
 def is_input_wait_name(name: str) -> bool:
-    return tf_names.is_get_next(name) or torch_names.is_dataloader_next(name)
+    return (
+        tf_names.is_get_next(name)
+        or torch_names.is_dataloader_next(name)
+        or torch_names.is_dataloader_iter(name)
+    )
 
 
 def host_type_of_name(name: str) -> int:

@@ -18,6 +18,10 @@ COMPILED_REGION_PREFIXES = ("Torch-Compiled Region", "CompiledFunction", "## Cal
 # The DataLoader's ``__next__`` as the profiler records it:
 # ``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`` (or _MultiProcessing...).
 DATALOADER_NEXT = "enumerate(DataLoader)"
+# stepscope's capture around a DataLoader's ``iter()`` that starts its worker processes (the
+# loader hook, decision 562): the time an epoch waits before its first batch can be fetched,
+# with stat ``loader`` (``DataLoader(<dataset class>)``). An input wait, as the fetch is.
+DATALOADER_ITER = "iter(DataLoader)"
 # The line of a DataLoader worker process captured into the training process's host plane
 # (stepscope.capture.loader_workers): ``DataLoader worker <k> (pid <pid>)``.
 DATALOADER_WORKER_LINE = "DataLoader worker "
@@ -47,6 +51,10 @@ DATALOADER_SETTINGS = (
 # num_workers > 0; its ``__next__`` waits for the next batch.
 DATALOADER_ITER_FRAME = "_get_iterator (dataloader.py)"
 DATALOADER_NEXT_FRAME = "__next__ (dataloader.py)"
+
+
+def is_dataloader_iter(name: str) -> bool:
+    return name == DATALOADER_ITER
 
 
 def is_profiler_step(name: str) -> bool:

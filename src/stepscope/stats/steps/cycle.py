@@ -48,6 +48,7 @@ from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.host.own_work import profiler_work
 from stepscope.stats.host.python_samples import probe_events
+from stepscope.stats.steps.epoch_start import from_iterators
 from stepscope.stats.steps.last_step import last_iteration_end
 from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
 from stepscope.vocab.pytorch import OPTIMIZER_STEP_PREFIX
@@ -264,6 +265,12 @@ def iterations(
         elif traced.size and start[traced[0]] < starts[0]:
             starts[0] = start[traced[0]]
             notes.append("step 0 from the thread's first event (the capture began there)")
+    starts, moved = from_iterators(profile, t, starts, ends)
+    if moved:
+        notes.append(
+            f"the first step of {moved} later epoch{'s' if moved > 1 else ''} from its "
+            "DataLoader's iter() (the workers' start)"
+        )
     return Iterations(
         starts.astype(np.int64), ends.astype(np.int64), lead, start[pos].copy(), "; ".join(notes)
     )
