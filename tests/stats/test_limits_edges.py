@@ -75,3 +75,23 @@ def test_a_single_ns_of_host_compute_keeps_its_own_column() -> None:
     assert ns[:, column[LimitType.COMPUTE_HOST]].tolist() == [1] * 3
     assert ns[:, column[LimitType.HOST]].tolist() == [0] * 3
     assert ns.sum(axis=1).tolist() == [10 * MS] * 3
+
+
+def test_another_threads_python_call_is_beside_the_step() -> None:
+    """Per 10 ms step: 6 ms in the step thread's own Python call, 4 ms untraced; another
+    thread's Python call (`$threading.py Thread.run`, stepscope's sampler traced by a remote
+    capture's Python tracer) spans every step. It covered the untraced 4 ms as the step's
+    host work, and the headline then said the time was inside traced regions (decision
+    578): it is beside the step now, as the pipeline's threads are."""
+    builder = XSpaceBuilder("host")
+    plane = builder.plane("/host:CPU")
+    main = plane.line(1, "MainThread")
+    other = plane.line(2, "stepscope-sampler")
+    other.event("$threading.py:971 Thread.run", 0, 70 * MS)
+    for k in range(3):
+        t0 = k * 20 * MS
+        main.event("train", t0, 10 * MS, {"step_num": k, "_r": 1})
+        main.event("$train.py:9 step", t0, 6 * MS)
+    ns = build_step_db(build(builder)).limits.ns
+    assert ns[:, int(LimitType.HOST) // 10].tolist() == [6 * MS] * 3
+    assert ns[:, int(LimitType.UNTRACED) // 10].tolist() == [4 * MS] * 3

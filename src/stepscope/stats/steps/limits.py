@@ -8,7 +8,7 @@ step?". The limits split each step's time with the same priority sweep as the br
   copies (device work wins over anything the host does meanwhile), input, compilation,
   launches (dispatch), host work: on a profile with devices every other host event is
   "host", on a host-only profile framework ops are the model's compute and Python frames and
-  annotations are "host";
+  annotations are "host" (another thread's Python frames are beside the step: no limit);
 - input staged inside the step (`staging`) is input;
 - the time a step thread waits for a computation running elsewhere (`waits`) is compute; a
   wait with nothing traced running is "waits";
@@ -157,10 +157,14 @@ def limit_types(
         python[used] = [strings[i].startswith("$") for i in used.tolist()]
         annotated = np.zeros(profile.n_events, dtype=bool)
         annotated[profile.stat_events(_ANNOTATION_STAT)] = True
-        host = (python[profile.name[events]] | annotated[events]) & (
-            out == int(LimitType.COMPUTE_HOST)
-        )
+        framed = python[profile.name[events]]
+        host = (framed | annotated[events]) & (out == int(LimitType.COMPUTE_HOST))
         out[host] = int(LimitType.HOST)
+        # another thread's traced Python call is beside the step, as the pipeline's threads
+        # are: a remote capture with the Python tracer on traced stepscope's sampler thread
+        # (`$threading.py Thread.run` over the whole capture), and that frame covered every
+        # step of a loop whose own thread ran untraced Python (decision 578)
+        out[host & framed & ~on_step.take(profile.line.take(events))] = int(LimitType.UNTRACED)
     return out
 
 
