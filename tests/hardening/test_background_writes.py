@@ -89,6 +89,38 @@ def test_the_index_save_builds_its_name_index_after_the_profiles_write(
     assert entries.verify(entry) and entries.verify(trace_index.index_dir(profile) or entry)
 
 
+def test_windows_from_the_index_in_memory_and_in_the_store_are_the_same_bytes(
+    host_file: Path,
+) -> None:
+    # A server answers from the profile and index it built; a later one (or the same after a
+    # restart) from the store's copies, memory-mapped: the page must get the same windows.
+    from stepscope.tools.trace_viewer import api
+
+    host = open_run(str(host_file.parent)).hosts[0]
+    profile = open_host(host)  # converted here; written in the background
+    built = trace_index.open_trace_index(profile)
+    background.wait()
+    target = trace_index.index_dir(profile)
+    assert target is not None
+    stored_profile = cache.load(cache.entry_dir(str(host_file)))  # the store's copies, read
+    stored = trace_index.load_index(target)  # back as a later server reads them
+    assert stored_profile is not None and stored is not None
+    origin, end = int(built.origin_ns), int(built.end_ns)
+    third = (end - origin) // 3
+    for t0, t1, res in (
+        (origin, end, 8000),
+        (origin + 1, end, 1400),
+        (origin + third, end - third, 333),
+    ):
+        for form in ("plain", "compact"):
+            answers = [
+                api._window_answer(p, index, t0, t1, res, None, True, form)
+                for p, index in ((profile, built), (stored_profile, stored))
+            ]
+            assert answers[0] == answers[1], (t0, t1, res, form)
+    assert api.step_columns(built, origin) == api.step_columns(stored, origin)
+
+
 def test_failed_write_is_a_warning(
     host_file: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
