@@ -89,3 +89,15 @@ def test_a_straggler_late_by_as_much_at_every_step_is_told_in_one_part() -> None
     pod = find_stragglers(job(2, 40, lambda r, s: 4 * MS if r == 1 else 6 * MS, hosts=["a", "b"]))
     (a,) = pod.stragglers
     assert a.focus == "" and "most of it" not in held_by(pod)
+
+
+def test_a_one_step_pods_straggler_is_late_at_step_0_at_one_call() -> None:
+    """A pod of one step (a two-rank fixture run read "late at steps 0 (1 of 1 steps): it
+    arrived last at 1 collective calls there")."""
+    pod = find_stragglers(
+        job(2, 1, lambda r, s: 12 * MS if r == 0 else 4 * MS, end=14 * MS, hosts=["a", "b"])
+    )
+    (a,) = pod.stragglers
+    assert a.explanation.startswith(
+        "a is late at step 0 (1 of 1 steps): it arrived last at 1 collective call there, "
+    )

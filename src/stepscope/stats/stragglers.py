@@ -75,6 +75,7 @@ from stepscope.stats.stragglers_types import (
     nan_reduce,
     ranges,
     repeatedly_late_rows,
+    steps_said,
 )
 
 __all__ = [
@@ -386,7 +387,7 @@ def held_by(pod: PodLateness) -> str:
     # a transient straggler's steps are what the user looks at (decision 501); a long list
     # of them is the ranks' section's to give whole (decision 545)
     parts = first.step_ranges.split(", ")
-    which = f"steps {first.step_ranges} ({n} of {len(pod.step_num)} steps)"
+    which = f"{steps_said(first.steps)} ({n} of {len(pod.step_num)} steps)"
     if n >= PERSISTENT_SHARE * len(pod.step_num):
         which = f"{n} of {len(pod.step_num)} steps"
     elif len(parts) > HEADLINE_RANGES:
@@ -499,10 +500,12 @@ def _straggler(
     waiters = int((waited.sum(axis=1) > 0).sum())
     numbers = tuple(int(n) for n in pairing.step_num[steps])
     n = len(numbers)
+    calls = int(mine.sum())
     text = (
-        f"{hosts[row]} is late at steps {ranges(numbers)} ({n} of {n_compared} steps): it "
-        f"arrived last at {int(mine.sum())} collective calls there, {late_ns / n / 1e6:.2f} ms "
-        f"per step after the next rank; since its previous collective it spent "
+        f"{hosts[row]} is late at {steps_said(numbers)} ({n} of {n_compared} steps): it "
+        f"arrived last at {calls} collective call{'' if calls == 1 else 's'} there, "
+        f"{late_ns / n / 1e6:.2f} ms per step after the next rank; since its previous "
+        "collective it spent "
         f"{own[k] / n / 1e6:.2f} ms per step in {_what(reason)}"
         + (f" ({fetch_words(iterator)})" if iterator and reason == "input" else "")
         + f" where the other ranks spent {peers[k] / n / 1e6:.2f} ms"
@@ -559,7 +562,7 @@ def _straggler(
     other = _straggler(*args, steps[~big], last, *rest)
     n_peak, n_other = len(peak.steps), len(other.steps)
     words = (
-        f"most of it ({peak.late_ns / max(late_ns, 1):.0%}) at steps {peak.step_ranges}: "
+        f"most of it ({peak.late_ns / max(late_ns, 1):.0%}) at {steps_said(peak.steps)}: "
         f"{peak.late_ns / n_peak / 1e6:.2f} ms per step after the next rank, from "
         f"{_what(peak.reason)} ({peak.reason_ns / n_peak / 1e6:.2f} ms per step where the "
         f"other ranks spent {peak.reason_peers_ns / n_peak / 1e6:.2f} ms); at its {n_other} "

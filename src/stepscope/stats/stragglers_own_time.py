@@ -30,8 +30,8 @@ from stepscope.stats.stragglers_types import (
     costly,
     fetch_words,
     nan_reduce,
-    ranges,
     required_late_steps,
+    steps_said,
 )
 
 WAIT_CATEGORIES = ("collective_wait", "device_collectives")
@@ -131,7 +131,7 @@ def _straggler(
 ) -> Straggler:
     per_step = late_ns / len(steps) / 1e6
     text = (
-        f"{host} is late at steps {ranges(steps)} ({len(steps)} of {n_steps} steps) by "
+        f"{host} is late at {steps_said(steps)} ({len(steps)} of {n_steps} steps) by "
         f"{per_step:.2f} ms per step: its {CATEGORY_LABELS[reason].lower()} takes "
         f"{reason_ns / len(steps) / 1e6:.2f} ms per step longer than the median rank's"
     )

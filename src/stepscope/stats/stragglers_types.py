@@ -109,6 +109,11 @@ def ranges(numbers: Sequence[int]) -> str:
     return ", ".join(out)
 
 
+def steps_said(numbers: Sequence[int]) -> str:
+    """ "step 3" or "steps 3, 10-20" (`ranges`): a one-step pod read "late at steps 0"."""
+    return f"{'step' if len(set(numbers)) == 1 else 'steps'} {ranges(numbers)}"
+
+
 def nan_reduce(values: np.ndarray, how: str) -> np.ndarray:
     """Column-wise nanmin / nanmedian without warnings for all-NaN columns (they give NaN)."""
     out = np.full(values.shape[1], np.nan)

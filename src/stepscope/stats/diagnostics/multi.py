@@ -19,7 +19,7 @@ from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.events import EventType
 from stepscope.stats.gpu.kernels import launch_events, op_candidates
 from stepscope.stats.intervals import merge, overlap_with
-from stepscope.stats.stragglers_types import Rank
+from stepscope.stats.stragglers_types import Rank, steps_said
 
 COLLECTIVE_SHARE = (0.03, 0.15)  # XProf's: collectives over 3% / 15% of step time
 SLOW_VS_LINK = 3.0  # collectives taking 3x what the link bandwidth allows
@@ -345,7 +345,7 @@ def skew_across_hosts(ranks: Sequence[Rank], options: dict[str, str]) -> Finding
             s.host,
             len(s.steps),
             s.late_ns,
-            f"late at steps {s.step_ranges} because of {s.reason.replace('_', ' ')} "
+            f"late at {steps_said(s.steps)} because of {s.reason.replace('_', ' ')} "
             f"({s.reason_ns / len(s.steps) / 1e6:.2f} ms per step, the other ranks "
             f"{s.reason_peers_ns / len(s.steps) / 1e6:.2f} ms)",
         )
