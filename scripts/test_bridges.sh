@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# Optional job: the framework-bridge tests with every optional library installed.
-# CI (scripts/test.sh) already runs tests/bridges with PyTorch, TensorFlow and JAX (the `test`
-# extra); this adds the trainer libraries the callbacks support, which CI skips:
-# PyTorch Lightning and Hugging Face transformers (+ accelerate), about 20 s of installs.
+# Optional job: the framework-bridge tests alone, with every optional library installed.
+# CI (scripts/test.sh) already runs tests/bridges with PyTorch, TensorFlow, JAX, Lightning and
+# transformers (+ accelerate), all pinned by the `test` extra; this runs them on their own.
 # Usage: bash scripts/test_bridges.sh [extra pytest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
