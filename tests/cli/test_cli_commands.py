@@ -34,3 +34,28 @@ def test_import_stepscope_stays_cheap() -> None:
         "print(sorted(m for m in ('numpy', 'typing', 'logging', 'pathlib') if m in sys.modules))"
     )
     assert fresh_python(code) == "[]"
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["serve", ".", "--port", "-5"], "'-5' is not a port"),
+        (["serve", ".", "--port", "70000"], "'70000' is not a port"),
+        (["demo", "--serve", "--port", "65536"], "'65536' is not a port"),
+        (["report", ".", "--top", "-3"], "'-3' is not a count"),
+        (["info", ".", "--top", "0"], "'0' is not a count"),
+    ],
+)
+def test_a_port_or_a_count_out_of_range_is_one_usage_line(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`stepscope serve LOGDIR --port -5` ended in a traceback ("OverflowError: bind(): port
+    must be 0-65535"), `demo --serve` too; `report --top -3` and `info --top -2` left out
+    the last rows, as a Python slice does. Each is now argparse's usage error (status 2)."""
+    from stepscope.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err

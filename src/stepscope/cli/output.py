@@ -98,3 +98,27 @@ def wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
     return textwrap.wrap(
         text, width, initial_indent=first, subsequent_indent=rest or " " * len(first)
     ) or [first.rstrip()]
+
+
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 0 (any free one) to 65535. `stepscope serve --port -5`
+    printed a Python traceback ("OverflowError: bind(): port must be 0-65535")."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port: give 0 (any free port) to 65535")
+    return value
+
+
+def count(text: str) -> int:
+    """An argparse type: a number of rows to show, 1 or more (`--top -3` left out the last
+    three rows, as a Python slice does)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count: give 1 or more")
+    return value

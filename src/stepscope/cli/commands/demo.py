@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from stepscope.cli.output import human_ns, table
+from stepscope.cli.output import human_ns, port_number, table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--no-serve", dest="serve", action="store_false", help="only print the summary"
     )
     parser.add_argument(
-        "--port", type=int, default=0, help="port for the web UI (default: any free port)"
+        "--port", type=port_number, default=0, help="port for the web UI (default: any free port)"
     )
     parser.set_defaults(func=run)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from stepscope.cli.output import human_ns, print_json, table
+from stepscope.cli.output import count, human_ns, print_json, table
 
 if TYPE_CHECKING:
     from stepscope.model import Profile
@@ -16,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("path", help="run directory (.../plugins/profile/<run>) or profile file")
     parser.add_argument("--host", help="only this host")
     parser.add_argument(
-        "--top", type=int, default=10, help="number of top event names (default 10)"
+        "--top", type=count, default=10, help="number of top event names (default 10)"
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--no-cache", action="store_true", help="convert again, ignoring the cache")

@@ -14,7 +14,7 @@ from stepscope.cli.hosts import (
     executor_for,
     report_failed,
 )
-from stepscope.cli.output import terminal_width
+from stepscope.cli.output import count, terminal_width
 
 # The report's text is made in stepscope.cli.report_render (shared with the MCP server).
 from stepscope.cli.report_render import bar, input_verdict, render
@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="auto",
         help="where steps come from (default: auto)",
     )
-    parser.add_argument("--top", type=int, default=10, help="number of top ops (default 10)")
+    parser.add_argument("--top", type=count, default=10, help="number of top ops (default 10)")
     parser.add_argument("--no-cache", action="store_true", help="convert again, ignoring the cache")
     add_executor_arguments(parser)
     parser.set_defaults(func=run)

@@ -6,6 +6,7 @@ import argparse
 import os
 
 from stepscope.cli.hosts import add_executor_arguments, executor_from
+from stepscope.cli.output import port_number
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("logdir", help="log directory (local path or fsspec URL)")
     parser.add_argument(
-        "--port", type=int, default=6006, help="port (default 6006; 0 = any free port)"
+        "--port", type=port_number, default=6006, help="port (default 6006; 0 = any free port)"
     )
     parser.add_argument(
         "--host",
