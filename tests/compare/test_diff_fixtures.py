@@ -24,6 +24,8 @@ def test_ctl_vs_ctl_opt_step_time_fell_79_percent_driven_by_input() -> None:
     stages = {r.key: r.status for r in d.input_stages}
     assert stages["Iterator::Root::ForeverRepeat[0]::BatchV2::Map"] == "gone"
     assert stages["Iterator::Root::Prefetch"] == "new"
+    changed = [r for r in d.host_ops if r.status == "changed"]
+    assert changed and all(r.delta_ns != 0 or r.base_count != r.cand_count for r in changed)
 
 
 def test_kineto_fixture_against_itself_is_no_change() -> None:
@@ -32,7 +34,8 @@ def test_kineto_fixture_against_itself_is_no_change() -> None:
     d = diff_runs(s, s)
     assert not d.flagged
     assert d.verdict.startswith("no change in step time (the same per-step times: ")
-    assert all(r.delta_ns == 0 and r.status == "changed" for r in d.kernels + d.host_ops)
+    # every row the same time and count: "same", not "changed" (decision 581)
+    assert all(r.delta_ns == 0 and r.status == "same" for r in d.kernels + d.host_ops)
     assert all(m.delta == 0 for m in d.metrics if m.delta is not None)
 
 

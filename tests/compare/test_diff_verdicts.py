@@ -83,7 +83,7 @@ def test_a_host_side_change_is_read_from_the_host_ops_and_says_new() -> None:
     assert d.driver_detail == "model/new_loss/Mean op +3.00 ms/step, new"
     statuses = {r.name: r.status for r in d.host_ops}
     assert statuses["model/new_loss/Mean"] == "new"
-    assert statuses["model/dense/MatMul"] == "changed"
+    assert statuses["model/dense/MatMul"] == "same"
 
 
 def test_an_op_only_in_the_baseline_is_gone() -> None:
@@ -97,7 +97,7 @@ def test_an_op_only_in_the_baseline_is_gone() -> None:
         0.0,
     )
     assert (sum_row.base_count, sum_row.cand_count, sum_row.cand_avg_ns) == (1, 0, 0.0)
-    assert (relu_row.status, relu_row.delta_ns) == ("changed", 0.0)
+    assert (relu_row.status, relu_row.delta_ns) == ("same", 0.0)
 
 
 def test_rows_are_matched_per_step_and_per_occurrence() -> None:
@@ -129,10 +129,10 @@ def test_a_row_below_a_cut_tables_last_row_is_not_called_new_or_gone() -> None:
     base = dataclasses.replace(_flat(), host_ops=cut)
     cand = dataclasses.replace(_flat(), host_ops=full)
     assert [r.key for r in match_rows(base, cand, "host_ops")] == ["a/Relu"]
-    assert [r.status for r in match_rows(cand, base, "host_ops")] == ["changed"]
+    assert [r.status for r in match_rows(cand, base, "host_ops")] == ["same"]
     base = dataclasses.replace(_flat(), host_ops=rows(["a/Relu"], [10 * MS]))
     assert {r.key: r.status for r in match_rows(base, cand, "host_ops")} == {
-        "a/Relu": "changed",
+        "a/Relu": "same",
         "b/Sum": "new",
     }
 

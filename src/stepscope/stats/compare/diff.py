@@ -73,7 +73,9 @@ class RowChange:
     key: str
     name: str  # the candidate's name, else the baseline's
     type: str
-    status: str  # "changed" | "new" (only in the candidate) | "gone" (only in the baseline)
+    # "changed" | "same" (in both, the same time per step and count) | "new" (only in the
+    # candidate) | "gone" (only in the baseline)
+    status: str
     base_ns: float  # per step
     cand_ns: float
     base_count: int
@@ -209,7 +211,16 @@ def match_rows(base: RunSummary, cand: RunSummary, table: str) -> tuple[RowChang
         b_ns = int((b.self_ns if use_self else b.total_ns)[j]) if j is not None else 0
         a_n = int(a.count[i]) if i is not None else 0
         b_n = int(b.count[j]) if j is not None else 0
-        status = "new" if i is None else "gone" if j is None else "changed"
+        status = (
+            "new"
+            if i is None
+            else "gone"
+            if j is None
+            # a run diffed against itself (or a row untouched) is no change (decision 581)
+            else "same"
+            if a_n == b_n and base.per_step_ns(a_ns) == cand.per_step_ns(b_ns)
+            else "changed"
+        )
         rows.append(
             RowChange(
                 key,

@@ -71,7 +71,10 @@ class RowDelta:
     key: str = out("match key (numbers, addresses and template arguments normalized)")
     name: str = out("the candidate's name, else the baseline's")
     type: str = out("op type, kernel, or the input stage's category")
-    status: str = out("`changed`, `new` (only in the candidate) or `gone` (only in the baseline)")
+    status: str = out(
+        "`changed` (in both), `same` (in both, the same time per step and count), `new` (only "
+        "in the candidate) or `gone` (only in the baseline)"
+    )
     baseline_ns_per_step: float = out("self time per step (total for kernels)", unit="ns", digits=1)
     candidate_ns_per_step: float = out("the same in the candidate", unit="ns", digits=1)
     delta_ns_per_step: float = out("candidate - baseline", unit="ns", digits=1)
