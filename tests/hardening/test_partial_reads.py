@@ -11,7 +11,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from stepscope.cli.main import main
-from stepscope.model.partial import partial_reads
+from stepscope.xspace.partial import partial_reads
 from tests.support.fixtures import FIXTURES
 
 BERT = FIXTURES / "kineto" / "h100_bert_small_inference.json.gz"

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from stepscope import workers
 from stepscope.log import module_logger
-from stepscope.model import ALL_HOSTS, Profile, Run, open_host, partial
+from stepscope.model import ALL_HOSTS, Profile, Run, open_host
 from stepscope.records import record
+from stepscope.xspace import partial
 
 if TYPE_CHECKING:
     from stepscope.executor import Executor, ProgressFn
@@ -188,7 +189,7 @@ class ProfileStore:
             self._summarized.add((path, tool, options))
 
     def partial_reads(self, path: str) -> tuple[str, ...]:
-        """The partial-read warnings of the host file at ``path`` (`model.partial`); empty
+        """The partial-read warnings of the host file at ``path`` (`xspace.partial`); empty
         when its profile was read whole or was never opened by this store or its workers."""
         with self._lock:
             return tuple(self._intermediates.get((path, partial.INTERMEDIATE), ()))
