@@ -139,6 +139,19 @@ def test_bad_files_are_reported_and_skipped(
         import_traces([good], tmp_path, run_name="../x")
 
 
+def test_a_file_read_in_part_is_imported_and_said(
+    fixtures_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a trace cut in the middle (a copy that stopped, a full disk): the events before the cut
+    # are imported, and the import says the file was read in part (decision 582)
+    whole = gzip.decompress((fixtures_dir / "kineto" / "a100_triton_tiny.json.gz").read_bytes())
+    cut = tmp_path / "cut.pt.trace.json"
+    cut.write_bytes(whole[: len(whole) // 2])
+    code, out, err = _import_cli(capsys, str(cut), "--logdir", str(tmp_path / "l"))
+    assert code == 0 and Path(out.strip()).is_dir()
+    assert f"{cut}: read in part, repaired invalid JSON: file is truncated" in err
+
+
 def _build(spec: ToolSpec, run_dir: Path) -> list[Any]:
     run = open_run(str(run_dir))
     store = ProfileStore(use_cache=False)

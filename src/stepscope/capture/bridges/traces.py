@@ -34,6 +34,7 @@ from stepscope.logdir import (
 from stepscope.records import record
 from stepscope.xspace import formats
 from stepscope.xspace.io import is_url, write_url, write_xspace
+from stepscope.xspace.partial import partial_reads
 from stepscope.xspace.proto.xplane_pb2 import XSpace
 
 
@@ -105,6 +106,7 @@ class Converted:
     events: int
     rank: int | None
     world_size: int | None
+    partial: tuple[str, ...] = ()  # what says the file was read in part (`partial_reads`)
 
 
 def convert_to(path: str, staged: str) -> Converted:
@@ -117,7 +119,13 @@ def convert_to(path: str, staged: str) -> Converted:
     del space.hostnames[:]
     space.hostnames.append(host)
     write_xspace(space, staged)
-    return Converted(staged, host, events, rank, world)
+    return Converted(staged, host, events, rank, world, partial_reads(space.warnings))
+
+
+def _partly(path: Path, partial: Sequence[str]) -> list[str]:
+    """The warnings of a file read in part (a cut or repaired trace): the import goes on with
+    what was read, and says so (decision 582)."""
+    return [f"{path}: read in part, {what}" for what in partial]
 
 
 # convert_all(files, staged paths) -> per file a Converted or its one-line error.
@@ -210,6 +218,7 @@ def _import_files(
                 f"{path} and {claimed[base]} are both host {base!r}: {path.name} is host {host!r}"
             )
         claimed[host] = str(path)
+        result.warnings.extend(_partly(path, partial_reads(space.warnings)))
         del space.hostnames[:]
         space.hostnames.append(host)
         if isinstance(result.run_dir, Path):
@@ -243,6 +252,7 @@ def _import_staged(files: list[Path], result: ImportResult, convert_all: Convert
                     f"{path.name} is host {host!r}"
                 )
             claimed[host] = str(path)
+            result.warnings.extend(_partly(path, done.partial))
             target = result.run_dir / host_file_name(host)
             if host != done.host:  # the file names its host inside: rewrite it
                 space = XSpace()
