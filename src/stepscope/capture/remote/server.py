@@ -37,8 +37,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent import futures
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -162,33 +163,19 @@ class ProfilerServicer(pb_grpc.ProfilerServiceServicer):
             # the recorder holds the process's one recording (`stepscope server --recorder`):
             # a capture is served from it rather than refused (decision 576)
             return self._recorder_save(request, context, duration_ms, start_ns=start_ns)
-        session_id = request.session_id
-        stop = threading.Event()
-        with self._lock:
-            if session_id in self._running:
-                _abort(
-                    context,
-                    grpc.StatusCode.ALREADY_EXISTS,
-                    f"session {session_id!r} is already being captured on this host",
+        with self._session(request.session_id, context) as stop:
+            try:
+                capture = capture_xspace(
+                    options,
+                    duration_ms,
+                    start_at_ns=start_ns,
+                    stop=stop,
+                    repository_path=request.repository_root,
                 )
-            self._running[session_id] = stop
-        if not context.add_callback(stop.set):  # the client went away: stop recording
-            stop.set()
-        try:
-            capture = capture_xspace(
-                options,
-                duration_ms,
-                start_at_ns=start_ns,
-                stop=stop,
-                repository_path=request.repository_root,
-            )
-        except ProfilerAlreadyRunningError as exc:
-            _abort(context, grpc.StatusCode.ALREADY_EXISTS, str(exc))
-        except StepscopeError as exc:  # e.g. the Python tracer cannot be installed
-            _abort(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
-        finally:
-            with self._lock:
-                self._running.pop(session_id, None)
+            except ProfilerAlreadyRunningError as exc:
+                _abort(context, grpc.StatusCode.ALREADY_EXISTS, str(exc))
+            except StepscopeError as exc:  # e.g. the Python tracer cannot be installed
+                _abort(context, grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         self.last_steps = StepSummary.of(capture.steps_ns, time.time_ns()) or self.last_steps
         return self._response(request, capture)
 
@@ -265,6 +252,18 @@ class ProfilerServicer(pb_grpc.ProfilerServiceServicer):
         """Waits for a capture's start (``start_ns``, 0: now) and its ``duration_ms``, ended
         early by Terminate(session_id) or the client going away; the time recorded since its
         start, ns."""
+        with self._session(session_id, context) as stop:
+            ahead_s = max(start_ns - time.time_ns(), 0) / 1e9 if start_ns else 0.0
+            if ahead_s and stop.wait(ahead_s):
+                return 0
+            began = time.perf_counter_ns()
+            stop.wait(duration_ms / 1e3)
+            return max(time.perf_counter_ns() - began, 1)
+
+    @contextmanager
+    def _session(self, session_id: str, context: Any) -> Iterator[threading.Event]:
+        """A capture's session while it runs: one at a time per id (ALREADY_EXISTS for a
+        second), and its event set by Terminate(session_id) or by the client going away."""
         stop = threading.Event()
         with self._lock:
             if session_id in self._running:
@@ -274,15 +273,10 @@ class ProfilerServicer(pb_grpc.ProfilerServiceServicer):
                     f"session {session_id!r} is already being captured on this host",
                 )
             self._running[session_id] = stop
-        if not context.add_callback(stop.set):
+        if not context.add_callback(stop.set):  # the client went away: stop recording
             stop.set()
         try:
-            ahead_s = max(start_ns - time.time_ns(), 0) / 1e9 if start_ns else 0.0
-            if ahead_s and stop.wait(ahead_s):
-                return 0
-            began = time.perf_counter_ns()
-            stop.wait(duration_ms / 1e3)
-            return max(time.perf_counter_ns() - began, 1)
+            yield stop
         finally:
             with self._lock:
                 self._running.pop(session_id, None)
