@@ -50,7 +50,7 @@ from dataclasses import replace
 import numpy as np
 
 from stepscope.stats.collective_calls import CollectiveCalls
-from stepscope.stats.events import CATEGORY_LABELS, CATEGORY_NAMES
+from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.intervals import merge_sorted
 from stepscope.stats.steps.pairing import HostSteps, StepPairing, pair_host_steps
 from stepscope.stats.stragglers_own_time import by_own_time
@@ -62,7 +62,6 @@ from stepscope.stats.stragglers_types import (
     LATE_SHARE,
     MIN_LATE_FRACTION,
     MIN_LATE_STEPS,
-    PERSISTENT_SHARE,
     FetchTimes,
     Matched,
     PodLateness,
@@ -77,6 +76,7 @@ from stepscope.stats.stragglers_types import (
     repeatedly_late_rows,
     steps_said,
 )
+from stepscope.stats.stragglers_words import held_by, what
 
 __all__ = [
     "LATE_MIN_NS",
@@ -374,50 +374,6 @@ def _next_in_line(
     return sorted(out, key=lambda s: (-s.late_ns, s.host))
 
 
-HEADLINE_RANGES = 4  # step ranges the headline names before "..."
-
-
-def held_by(pod: PodLateness) -> str:
-    """The job's headline when a straggler holds it (``""`` when none does): at ALL_HOSTS
-    the ranks' mean breakdown says "collectives" while the cause is one rank's own work."""
-    first = next((s for s in pod.stragglers if not s.behind), None)
-    if first is None:
-        return ""
-    n = len(first.steps)
-    # a transient straggler's steps are what the user looks at (decision 501); a long list
-    # of them is the ranks' section's to give whole (decision 545)
-    parts = first.step_ranges.split(", ")
-    which = f"{steps_said(first.steps)} ({n} of {len(pod.step_num)} steps)"
-    if n >= PERSISTENT_SHARE * len(pod.step_num):
-        which = f"{n} of {len(pod.step_num)} steps"
-    elif len(parts) > HEADLINE_RANGES:
-        shown = ", ".join(parts[:HEADLINE_RANGES])
-        which = f"{n} of {len(pod.step_num)} steps (steps {shown}, ...)"
-    text = (
-        f"Held by a straggler: {first.host} is late at {which}, "
-        f"{first.late_ns / n / 1e6:.2f} ms per step after the next rank, from "
-        f"{_what(first.reason)} ({first.reason_ns / n / 1e6:.2f} ms per step where the other "
-        f"ranks spent {first.reason_peers_ns / n / 1e6:.2f} ms"
-        + (f"; Python sampled on it: {first.python}" if first.python else "")
-        + "); the other ranks wait for it"
-    )
-    if first.focus:
-        text = (
-            f"Held by a straggler: {first.host} is late at {n} of {len(pod.step_num)} steps, "
-            f"{first.focus}; the other ranks wait for it"
-        )
-    hidden = [s.host for s in pod.stragglers if s.behind]
-    if hidden:
-        text += f". Next in line, hidden behind it: {', '.join(hidden)}"
-    return text + "."
-
-
-def _what(category: str) -> str:
-    if category == "other":  # the category's label, "All others", says nothing here
-        return "untraced host work ('All Others': Python, I/O, waits no traced op covers)"
-    return CATEGORY_LABELS[category].lower()
-
-
 def _union_per_step(step: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_steps: int) -> np.ndarray:
     """Per step, the length of the union of the intervals [lo, hi) of that step."""
     out = np.zeros(n_steps, np.int64)
@@ -506,7 +462,7 @@ def _straggler(
         f"arrived last at {calls} collective call{'' if calls == 1 else 's'} there, "
         f"{late_ns / n / 1e6:.2f} ms per step after the next rank; since its previous "
         "collective it spent "
-        f"{own[k] / n / 1e6:.2f} ms per step in {_what(reason)}"
+        f"{own[k] / n / 1e6:.2f} ms per step in {what(reason)}"
         + (f" ({fetch_words(iterator)})" if iterator and reason == "input" else "")
         + f" where the other ranks spent {peers[k] / n / 1e6:.2f} ms"
     )
@@ -564,10 +520,10 @@ def _straggler(
     words = (
         f"most of it ({peak.late_ns / max(late_ns, 1):.0%}) at {steps_said(peak.steps)}: "
         f"{peak.late_ns / n_peak / 1e6:.2f} ms per step after the next rank, from "
-        f"{_what(peak.reason)} ({peak.reason_ns / n_peak / 1e6:.2f} ms per step where the "
+        f"{what(peak.reason)} ({peak.reason_ns / n_peak / 1e6:.2f} ms per step where the "
         f"other ranks spent {peak.reason_peers_ns / n_peak / 1e6:.2f} ms); at its {n_other} "
         f"other late steps by a median {float(np.median(held[row, steps[~big]])) / 1e6:.2f} "
-        f"ms, from {_what(other.reason)}"
+        f"ms, from {what(other.reason)}"
     )
     # after the first sentence, not the samples' ("... (36 of 36 samples); most of it (72%)
     # at steps 4-6" read as most of the samples)

@@ -332,6 +332,7 @@ def skew_across_hosts(ranks: Sequence[Rank], options: dict[str, str]) -> Finding
     if len(usable) < 2:
         return None
     from stepscope.stats.stragglers import find_stragglers  # several hosts only
+    from stepscope.stats.stragglers_words import finding_summary
 
     pod = find_stragglers(usable)
     if not pod.stragglers:
@@ -354,14 +355,9 @@ def skew_across_hosts(ranks: Sequence[Rank], options: dict[str, str]) -> Finding
     median_own = np.nanmedian(pod.dur_ns - np.nan_to_num(pod.wait_ns), axis=0)
     share = np.where(median_own > 0, pod.late_ns / np.maximum(median_own, 1), 0)
     waiting = [pod.hosts[i] for i in range(len(pod.hosts)) if pod.role(i) == "waiting"]
-    summary = " ".join(s.explanation for s in pod.stragglers[:3])
-    if waiting:
-        shown = ", ".join(waiting[:8]) + (
-            f" and {len(waiting) - 8} more" if len(waiting) > 8 else ""
-        )
-        summary += f" Waiting (not late): {shown}."
-    if pod.clock_note:
-        summary += f" ({pod.clock_note}.)"
+    # in a sentence or two (decision 556): every late step, each waiter and the clock
+    # offsets are the pod viewer's and the report's ranks' section's
+    summary = finding_summary(pod)
     return Finding(
         id="host_skew",
         title="Straggler across hosts",

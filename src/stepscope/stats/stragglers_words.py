@@ -1,0 +1,117 @@
+"""The straggler analysis in a user's words, where it is read first: the job's headline
+(`held_by`) and the diagnostics finding's summary (`finding_summary`).
+
+Each straggler's own explanation (`Straggler.explanation`) gives every late step, the calls
+it arrived last at and every figure: the ranks' section of the report and the pod viewer
+show it whole. Read first, the same facts must fit a sentence: who holds the job, when, by
+how much, why (with the other ranks' figure beside its own) and what the others lose. The
+finding listed all fifteen ranges of a worker's late steps, the other stragglers' whole
+explanations, every waiting rank and the clock offsets (decision 556); a long list of steps
+is now its count and first ranges (decision 545), the offsets are the pod viewer's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from stepscope.stats.events import CATEGORY_LABELS
+from stepscope.stats.stragglers_types import (
+    BY_ARRIVAL,
+    PERSISTENT_SHARE,
+    PodLateness,
+    Straggler,
+    nan_reduce,
+    ranges,
+    steps_said,
+)
+
+HEADLINE_RANGES = 4  # step ranges the headline and the finding name before "..."
+FINDING_STRAGGLERS = 3  # stragglers the finding names (the pod viewer lists them all)
+
+
+def what(category: str) -> str:
+    """A category's words as the reason a rank is late."""
+    if category == "other":  # the category's label, "All others", says nothing here
+        return "untraced host work ('All Others': Python, I/O, waits no traced op covers)"
+    return CATEGORY_LABELS[category].lower()
+
+
+def which_steps(steps: Sequence[int], n_compared: int) -> str:
+    """ "steps 10-14 (5 of 35 steps)" ("step 3 (1 of 35 steps)", decision 567); a rank late
+    at most steps, "32 of 35 steps"; a long list, its first `HEADLINE_RANGES` ranges: "28
+    of 40 steps (steps 0-1, 3, 5, 7, ...)"."""
+    n = len(steps)
+    parts = ranges(steps).split(", ")
+    if n >= PERSISTENT_SHARE * n_compared:
+        return f"{n} of {n_compared} steps"
+    if len(parts) > HEADLINE_RANGES:
+        return f"{n} of {n_compared} steps (steps {', '.join(parts[:HEADLINE_RANGES])}, ...)"
+    return f"{steps_said(steps)} ({n} of {n_compared} steps)"
+
+
+def late_words(s: Straggler, n_compared: int) -> str:
+    """One straggler in a clause: "b is late at steps 10-14 (5 of 35 steps), 36.84 ms per step
+    after the next rank, from host compute (36.77 ms per step where the other ranks spent 1.51
+    ms)"; late mostly in a few steps, its two parts (decision 546)."""
+    n = len(s.steps)
+    if s.focus:
+        return f"{s.host} is late at {n} of {n_compared} steps, {s.focus}"
+    return (
+        f"{s.host} is late at {which_steps(s.steps, n_compared)}, "
+        f"{s.late_ns / n / 1e6:.2f} ms per step after the next rank, from "
+        f"{what(s.reason)} ({s.reason_ns / n / 1e6:.2f} ms per step where the other "
+        f"ranks spent {s.reason_peers_ns / n / 1e6:.2f} ms"
+        + (f"; Python sampled on it: {s.python}" if s.python else "")
+        + ")"
+    )
+
+
+def held_by(pod: PodLateness) -> str:
+    """The job's headline when a straggler holds it (``""`` when none does): at ALL_HOSTS
+    the ranks' mean breakdown says "collectives" while the cause is one rank's own work."""
+    first = next((s for s in pod.stragglers if not s.behind), None)
+    if first is None:
+        return ""
+    text = (
+        f"Held by a straggler: {late_words(first, len(pod.step_num))}; the other ranks wait for it"
+    )
+    hidden = [s.host for s in pod.stragglers if s.behind]
+    if hidden:
+        text += f". Next in line, hidden behind it: {', '.join(hidden)}"
+    return text + "."
+
+
+def finding_summary(pod: PodLateness) -> str:
+    """The diagnostics finding's summary: each straggler (the first `FINDING_STRAGGLERS`) in
+    a sentence, what the others lose waiting for it, and who holds the job once it is fixed."""
+    n_compared = len(pod.step_num)
+    # a waiter's time: the median rank's steps, summed (the job's step time, decision 545)
+    job_ns = float(np.nansum(nan_reduce(pod.dur_ns, "median"))) if pod.dur_ns.size else 0.0
+    out = []
+    for s in pod.stragglers[:FINDING_STRAGGLERS]:
+        if s.behind:
+            n = len(s.steps)
+            out.append(
+                f"Next in line, hidden behind {s.behind}: {s.host}, the last of the other "
+                f"ranks at {which_steps(s.steps, n_compared)}, {s.late_ns / n / 1e6:.2f} ms per "
+                f"step, from {what(s.reason)}."
+            )
+            continue
+        if s.method != BY_ARRIVAL:  # the own-time rule's words: its figures are its own
+            n = len(s.steps)
+            long = f"{steps_said(s.steps)} ({n} of {n_compared} steps)"
+            out.append(s.explanation.replace(long, which_steps(s.steps, n_compared), 1))
+            continue
+        text = late_words(s, n_compared)
+        if s.waiters:
+            share = s.waited_ns / (s.waiters * job_ns) if job_ns > 0 else 0.0
+            text += (
+                f"; {s.waiters} other rank(s) wait for it in their collectives, "
+                f"{s.waited_ns / 1e6:.2f} ms in all ({share:.0%} of their time)"
+            )
+        out.append(text + ".")
+    if len(pod.stragglers) > FINDING_STRAGGLERS:
+        out.append(f"And {len(pod.stragglers) - FINDING_STRAGGLERS} more (the pod viewer).")
+    return " ".join(out)
