@@ -76,7 +76,7 @@ from stepscope.stats.stragglers_types import (
     repeatedly_late_rows,
     steps_said,
 )
-from stepscope.stats.stragglers_words import held_by, what
+from stepscope.stats.stragglers_words import held_by, period, what
 
 __all__ = [
     "LATE_MIN_NS",
@@ -278,7 +278,9 @@ def _by_arrival(
     np.add.at(last_count, m.rows[last[in_pod]], (margin[in_pod] >= LATE_MIN_NS).astype(np.int64))
     found = []
     own = own_work(m, last, held, threshold, stepped)
-    for j, row, steps in repeatedly_late_rows(late, held, threshold, m.rows, n_compared, own):
+    for j, row, steps in repeatedly_late_rows(
+        late, held, threshold, m.rows, n_compared, own, stepped
+    ):
         found.append(
             _straggler(hosts, pairing, m, j, row, steps, last, held, wait_ns, n_compared, fetch)
         )
@@ -360,7 +362,9 @@ def _next_in_line(
         )
     late = (held >= threshold[None, :]) & stepped[None, :]
     own = own_work(sub, last, held, threshold, stepped)
-    for j, row, steps in repeatedly_late_rows(late, held, threshold, sub.rows, n_compared, own):
+    for j, row, steps in repeatedly_late_rows(
+        late, held, threshold, sub.rows, n_compared, own, stepped
+    ):
         hidden = _straggler(
             hosts, pairing, sub, j, row, steps, last, held, wait_ns, n_compared, fetch
         )
@@ -457,9 +461,10 @@ def _straggler(
     numbers = tuple(int(n) for n in pairing.step_num[steps])
     n = len(numbers)
     calls = int(mine.sum())
+    every = f"every {p} steps: " if (p := period(numbers)) else ""
     text = (
-        f"{hosts[row]} is late at {steps_said(numbers)} ({n} of {n_compared} steps): it "
-        f"arrived last at {calls} collective call{'' if calls == 1 else 's'} there, "
+        f"{hosts[row]} is late at {steps_said(numbers)} ({every}{n} of {n_compared} steps): "
+        f"it arrived last at {calls} collective call{'' if calls == 1 else 's'} there, "
         f"{late_ns / n / 1e6:.2f} ms per step after the next rank; since its previous "
         "collective it spent "
         f"{own[k] / n / 1e6:.2f} ms per step in {what(reason)}"

@@ -22,6 +22,7 @@ STRONG_SHARE = 0.20  # or late by this share of the own time (median over its la
 STANDOUT = 2.0  # ...and then by this many times the other ranks' lateness when they are late
 BURST = 5.0  # a straggler's steps late by 5x its median lateness are told apart...
 MIN_COST_SHARE = 0.005  # ...and it held the others 0.5% of the job's step time, all told
+MIN_REPEATS = 3  # a pause every k steps is a straggler's when seen at least this many times
 BY_ARRIVAL = "collective arrival"
 BY_OWN_TIME = "own time"
 
@@ -209,6 +210,7 @@ def repeatedly_late_rows(
     rows: np.ndarray,
     n_steps: int,
     own_work: OwnWork | None = None,
+    stepped: np.ndarray | None = None,
 ) -> list[tuple[int, int, np.ndarray]]:
     """(position in ``rows``, row, the steps it is a straggler at) of each of the ranks
     ``rows`` that is a straggler (``late`` and ``held``: ranks x pod steps). One late in
@@ -227,7 +229,9 @@ def repeatedly_late_rows(
       leaves), in `required_late_steps` such steps, by `STRONG_SHARE` of the own time
       (median). A rank woken late from its previous collective arrives late with the
       others' run-up: nothing of its own. A rank doing 60 more matmuls in 5 steps is late
-      there by 10x the others, whatever its lateness in its other steps.
+      there by 10x the others, whatever its lateness in its other steps;
+    - else at the steps of a pause it takes every k steps (`periodic`, over the compared
+      pod steps ``stepped``, default all): noise does not come back at a fixed period.
 
     Without ``own_work``, its lateness itself is compared with the `noise_bar`."""
     turns = by_turns(late[rows], n_steps)
@@ -258,7 +262,52 @@ def repeatedly_late_rows(
             np.median(mine[standout] / np.maximum(own[standout], 1)) >= STRONG_SHARE
         ):
             out.append((j, row, standout))
+            continue
+        if own_work is not None:
+            every_k = periodic(late[row], own_work.every[row], own, bar, need, stepped)
+            if len(every_k):
+                out.append((j, row, every_k))
     return out
+
+
+def periodic(
+    late: np.ndarray,
+    every: np.ndarray,
+    own: np.ndarray,
+    bar: float,
+    need: int,
+    stepped: np.ndarray | None = None,
+) -> np.ndarray:
+    """The steps of a pause a rank takes every k steps (a checkpoint, an evaluation, a
+    garbage collection...), amid ranks late by turns: empty when none. Its lateness there
+    is its own work (``every``: what its run-ups explain, untraced time included), so it
+    must beat the others' noise (``bar``: `noise_bar`), not twice the longest descheduling
+    of any of them as a rank late at scattered steps must: one 32 ms descheduling of
+    another rank hid a checkpoint of 34-40 ms written every 10 steps (decision 557). What
+    noise does not do is come back at a fixed period: the rank is late (``late``: per pod
+    step) at every k-th compared step (``stepped``; k >= 2, at least `MIN_REPEATS` and
+    ``need`` of them), its own work beats the bar in ``need`` of them and in most of them
+    (the median), and that median is `STRONG_SHARE` of the own time (``own``). The shortest
+    such period is the one."""
+    cols = np.flatnonzero(stepped) if stepped is not None else np.arange(len(late))
+    strong = late[cols] & (every[cols] >= bar)
+    if int(strong.sum()) < need:  # the most common case: nothing of its own stands out
+        return cols[:0]
+    lateness = late[cols]
+    least = max(MIN_REPEATS, need)
+    for k in range(2, len(cols) // least + 1):
+        for r in range(k):
+            at = np.arange(r, len(cols), k)
+            if not lateness[at].all() or int(strong[at].sum()) < need:
+                continue
+            steps = cols[at]
+            # most of them beat the bar: two ranks late by turns at odd and even steps (by
+            # 1, 2 or 4 ms where the bar is 4) come back at a period too, by less
+            if float(np.median(every[steps])) >= bar and (
+                np.median(every[steps] / np.maximum(own[steps], 1)) >= STRONG_SHARE
+            ):
+                return steps
+    return cols[:0]
 
 
 @record

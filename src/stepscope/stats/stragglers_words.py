@@ -19,6 +19,7 @@ import numpy as np
 from stepscope.stats.events import CATEGORY_LABELS
 from stepscope.stats.stragglers_types import (
     BY_ARRIVAL,
+    MIN_REPEATS,
     PERSISTENT_SHARE,
     PodLateness,
     Straggler,
@@ -38,14 +39,27 @@ def what(category: str) -> str:
     return CATEGORY_LABELS[category].lower()
 
 
+def period(steps: Sequence[int]) -> int:
+    """k when the steps are every k-th step (k >= 2, at least `MIN_REPEATS` of them: a
+    checkpoint written every 10 steps), else 0."""
+    if len(steps) < MIN_REPEATS:
+        return 0
+    gaps = np.diff(np.asarray(steps, np.int64))
+    return int(gaps[0]) if gaps[0] >= 2 and (gaps == gaps[0]).all() else 0
+
+
 def which_steps(steps: Sequence[int], n_compared: int) -> str:
     """ "steps 10-14 (5 of 35 steps)" ("step 3 (1 of 35 steps)", decision 567); a rank late
     at most steps, "32 of 35 steps"; a long list, its first `HEADLINE_RANGES` ranges: "28
-    of 40 steps (steps 0-1, 3, 5, 7, ...)"."""
+    of 40 steps (steps 0-1, 3, 5, 7, ...)"; every k-th step: "steps 6, 16, 26, 36 (every 10
+    steps: 4 of 40 steps)"."""
     n = len(steps)
     parts = ranges(steps).split(", ")
     if n >= PERSISTENT_SHARE * n_compared:
         return f"{n} of {n_compared} steps"
+    if k := period(steps):
+        shown = ", ".join(parts[:HEADLINE_RANGES]) + (", ..." if n > HEADLINE_RANGES else "")
+        return f"steps {shown} (every {k} steps: {n} of {n_compared} steps)"
     if len(parts) > HEADLINE_RANGES:
         return f"{n} of {n_compared} steps (steps {', '.join(parts[:HEADLINE_RANGES])}, ...)"
     return f"{steps_said(steps)} ({n} of {n_compared} steps)"

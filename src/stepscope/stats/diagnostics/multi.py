@@ -364,7 +364,8 @@ def skew_across_hosts(ranks: Sequence[Rank], options: dict[str, str]) -> Finding
         severity=level,
         host="",
         summary=summary,
-        fix=_straggler_fix(
+        fix=_every_k_fix(worst.steps)
+        + _straggler_fix(
             worst.reason,
             any(r.steps.has_device for r in usable),
             next(r.steps.limits.framework for r in usable if r.host == worst.host),
@@ -383,6 +384,19 @@ def skew_across_hosts(ranks: Sequence[Rank], options: dict[str, str]) -> Finding
             "steps_compared": len(pod.step_num),
             "waiting": len(waiting),
         },
+    )
+
+
+def _every_k_fix(steps: tuple[int, ...]) -> str:
+    """A straggler late every k steps does something there the others do not (decision 557)."""
+    from stepscope.stats.stragglers_words import period
+
+    if not (k := period(steps)):
+        return ""
+    return (
+        f"Every {k} steps this rank alone does something the others do not (a checkpoint, an "
+        "evaluation, logging, a garbage collection): run it on every rank at the same step, "
+        "in the background (an asynchronous checkpoint, a thread), or less often. "
     )
 
 
