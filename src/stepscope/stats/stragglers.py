@@ -363,7 +363,7 @@ def _next_in_line(
     late = (held >= threshold[None, :]) & stepped[None, :]
     own = own_work(sub, last, held, threshold, stepped)
     for j, row, steps in repeatedly_late_rows(
-        late, held, threshold, sub.rows, n_compared, own, stepped
+        late, held, threshold, sub.rows, n_compared, own, stepped, transient=False
     ):
         hidden = _straggler(
             hosts, pairing, sub, j, row, steps, last, held, wait_ns, n_compared, fetch

@@ -211,6 +211,7 @@ def repeatedly_late_rows(
     n_steps: int,
     own_work: OwnWork | None = None,
     stepped: np.ndarray | None = None,
+    transient: bool = True,
 ) -> list[tuple[int, int, np.ndarray]]:
     """(position in ``rows``, row, the steps it is a straggler at) of each of the ranks
     ``rows`` that is a straggler (``late`` and ``held``: ranks x pod steps). One late in
@@ -232,6 +233,12 @@ def repeatedly_late_rows(
       there by 10x the others, whatever its lateness in its other steps;
     - else at the steps of a pause it takes every k steps (`periodic`, over the compared
       pod steps ``stepped``, default all): noise does not come back at a fixed period.
+
+    Not ``transient``: the steps standing out are not enough. A rank hidden behind a
+    straggler (`stragglers._next_in_line`) is measured against the noise of the few ranks
+    left, and on a busy machine the one descheduled in the first 14 steps stood out from
+    the one other rank (decision 558); it is named once it does more every step, or every
+    k steps, or at most steps.
 
     Without ``own_work``, its lateness itself is compared with the `noise_bar`."""
     turns = by_turns(late[rows], n_steps)
@@ -258,8 +265,10 @@ def repeatedly_late_rows(
         stands = (traced[row] >= bar) | (every[row] >= far)
         mine = np.where(traced[row] >= bar, traced[row], every[row])
         standout = steps[stands[steps]]
-        if len(standout) >= need and (
-            np.median(mine[standout] / np.maximum(own[standout], 1)) >= STRONG_SHARE
+        if (
+            transient
+            and len(standout) >= need
+            and (np.median(mine[standout] / np.maximum(own[standout], 1)) >= STRONG_SHARE)
         ):
             out.append((j, row, standout))
             continue
