@@ -75,3 +75,12 @@ STARTED_ON_THREAD_STAT = "stepscope_started_on_thread"
 # (docs/formats/python_samples.md). Line id: this offset plus the thread's line id.
 FETCHES_LINE = "Python fetches"
 FETCHES_LINE_OFFSET = 1 << 49
+
+# stepscope's own frames between a loop and the iterable `stepscope.steps` (or
+# `stepscope.data.instrument`) wraps, as the stack sampler names them ("func (file)"): the
+# loop resumes ``_steps``, which asks the wrapper's ``__next__``, which calls the user's
+# iterator through ``_run_stage`` (capture/step.py, capture/data.py). A stack through them
+# is the user's iterator fetching, never stepscope's (decision 587).
+STEPS_FRAME = "_steps (step.py)"
+STAGE_FRAME = "_run_stage (data.py)"
+WRAPPER_FRAMES = frozenset({STEPS_FRAME, "__next__ (data.py)", STAGE_FRAME})

@@ -55,6 +55,7 @@ from stepscope.stats.host.python_samples import (
 )
 from stepscope.stats.intervals import merge, overlap_with, subtract_sets, union_of
 from stepscope.stats.steps.staging import model_ops
+from stepscope.vocab.profiler import STAGE_FRAME, STEPS_FRAME, WRAPPER_FRAMES
 from stepscope.vocab.pytorch import is_dataloader_next
 from stepscope.vocab.tensorflow import GET_NEXT, is_iterator
 
@@ -155,10 +156,35 @@ def _fetch_names(frames: list[list[str]], fetching: list[frozenset[int]], depth:
         if k >= len(f) or k not in fetch:
             named.append("")
             continue
-        while k + 1 < len(f) and k + 1 in fetch:
-            k += 1
-        named.append(f[k])
+        while True:
+            while k + 1 < len(f) and k + 1 in fetch:
+                k += 1
+            # stepscope's wrapper calls the user's iterator through a variable (``func(*args)``
+            # in ``_run_stage``), no fetch site: step over its frames to the one it drives
+            below = _past_wrapper(f, k)
+            if below == k:
+                break
+            k = below
+        # a sample inside the wrapper's own code (its markers, its bookkeeping) saw stepscope
+        # at work, not the user's iterator: no iterator of the loop's is named for it
+        named.append(f[k] if k < len(f) else "")
     return named
+
+
+def _is_wrapper_run(run: list[str]) -> bool:
+    """Whether the frames ``run`` (each one of `WRAPPER_FRAMES`) are stepscope's wrapper:
+    they reach its stage call, or begin at the ``_steps`` generator. A user's own
+    ``__next__`` in a ``data.py`` is neither."""
+    return bool(run) and (STAGE_FRAME in run or run[0] == STEPS_FRAME)
+
+
+def _past_wrapper(f: list[str], k: int) -> int:
+    """The depth of the first frame below stepscope's wrapper frames from ``f[k]`` on
+    (``len(f)`` when the stack ends inside them); ``k`` when ``f[k]`` is not the wrapper's."""
+    j = k
+    while j < len(f) and f[j] in WRAPPER_FRAMES:
+        j += 1
+    return j if _is_wrapper_run(f[k:j]) else k
 
 
 def _probed_loop_depth(profile: Profile, thread_lines: list[int], shared: list[str]) -> int:
@@ -350,16 +376,21 @@ def _timed_gaps(
     loop_lines: list[int],
     loop: str,
     gaps: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    named: frozenset[str] = frozenset(),
 ) -> TimedGaps | None:
     """The fetch placed by the loop's first fetches `capture.fetch_probe` timed. A callee
     with `MODEL_MIN` timed fetches that hold no model op is the loop's iterator; in the steps
     it was timed in, the share of each place's untraced gaps ("after A, before B") its
     fetches cover is that place's fetching share, counted in every step. None when no fetch
-    qualifies."""
+    qualifies. ``stepscope.steps``'s own generator counts only when it is in ``named`` (the
+    samples named the user's iterator it drives): its fetch is traced input, and stepscope's
+    frame is no iterator of the user's (decision 587)."""
     timed = {
         name: merge(lo, hi)
         for name, (lo, hi) in timed_fetches(profile, loop_lines, loop).items()
-        if len(lo) >= MODEL_MIN and name not in LOADER_NEXT_FRAMES
+        if len(lo) >= MODEL_MIN
+        and name not in LOADER_NEXT_FRAMES
+        and (name != STEPS_FRAME or name in named)
     }
     if not timed:
         return None
@@ -532,7 +563,8 @@ def iterator_fetches(
         ids = ids[ids >= 0]
         stacks.append(strings[int(np.bincount(ids).argmax())] if len(ids) else "")
     timed_count = np.zeros(len(rows), np.int64)
-    probed = _timed_gaps(profile, traced, loop_lines, loop, gaps)
+    alias = _sampled_names(under, named, inverse, weight)
+    probed = _timed_gaps(profile, traced, loop_lines, loop, gaps, frozenset(alias))
     if probed is not None:
         # Where the capture timed the loop's fetches, they place it, not the samples: the
         # sampler waits for the GIL while the loop runs pure Python, and takes its sample
@@ -544,7 +576,6 @@ def iterator_fetches(
         scale = np.divide(total, probed.ns.sum(axis=0), out=np.zeros(len(g_lo)), where=total > 0)
         gap_ns = np.where(use, total, gap_ns)
         row_ns[:, use] = 0.0
-        alias = _sampled_names(under, named, inverse, weight)
         for k, name in enumerate(probed.name):
             r = alias.get(name, name)  # ``tqdm``'s ``__iter__`` drives the user's generator
             if r not in rows:
