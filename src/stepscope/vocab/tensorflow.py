@@ -33,6 +33,10 @@ FUNCTION_PREFIX = "__inference_"
 # (``train``, with ``tf_function_call`` "notTraced-nonXla"): it holds the call's own Python
 # (argument binding, the trace cache) before its ``EagerLocalExecute: __inference_...``.
 FUNCTION_CALL_STAT = "tf_function_call"
+# TF's span of tracing a Python function into a graph (a ``tf.function``'s first call with
+# new argument types, or Keras building its dataset and step functions): compilation, done
+# once per signature, never a loop's step (decision 583).
+GRAPH_BUILDING = "tf.function-graph_building"
 # Op types that are a model's layers or loss (eager, or a graph op ``scope/name:Type``):
 # what `stats.steps.staging` takes as the step's model starting. Variable reads, casts,
 # shapes and constants are not: a step reads its variables before its first layer.
@@ -134,6 +138,10 @@ def is_blocking_call(name: str) -> bool:
 def is_python_entry(name: str) -> bool:
     """A call into TensorFlow's runtime entered from Python (`PYTHON_ENTRY_PREFIX`)."""
     return name.startswith(PYTHON_ENTRY_PREFIX)
+
+
+def is_graph_building(name: str) -> bool:
+    return name == GRAPH_BUILDING
 
 
 def is_get_next(name: str) -> bool:

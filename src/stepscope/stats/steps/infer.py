@@ -49,6 +49,7 @@ from stepscope.stats.steps.accumulation import optimizer_steps
 from stepscope.stats.steps.cycle import began_on_line, common_work, iterations, work_before
 from stepscope.stats.steps.slow_periods import holds_the_common_work, phases_of
 from stepscope.stats.steps.types import StepMarkers
+from stepscope.vocab import tensorflow as tf_names
 from stepscope.vocab.collectives import is_host_collective
 
 MIN_OCCURRENCES = 3
@@ -121,6 +122,7 @@ def _candidates(profile: Profile, top: np.ndarray) -> list[Candidate]:
     bounds = np.flatnonzero(np.r_[True, names[1:] != names[:-1], True])
     fetches = _fetches(profile, top, names, bounds)
     thread = (profile.start_ns[top], profile.dur_ns[top])
+    builds = _graph_buildings(profile, top)
     covers = []
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         if hi - lo < MIN_OCCURRENCES:
@@ -133,6 +135,8 @@ def _candidates(profile: Profile, top: np.ndarray) -> list[Candidate]:
         median = float(np.median(periods))
         if median <= 0 or _takes_batches(fetches, starts, int(names[lo])):
             continue
+        if builds.size and (np.diff(np.searchsorted(builds, starts)) > 0).all():
+            continue  # the rhythm of TF's tracing: set-up, no loop (`_graph_buildings`)
         if not _steady(periods, median):
             judged = _judged(periods)
             if not (
@@ -161,6 +165,20 @@ def _candidates(profile: Profile, top: np.ndarray) -> list[Candidate]:
         for c, inner, cover in zip(out, phase.tolist(), covers, strict=True)
         if not inner and cover >= COVER_SHARE * most
     ]
+
+
+def _graph_buildings(profile: Profile, top: np.ndarray) -> np.ndarray:
+    """The sorted starts of TF's top-level graph buildings among one thread's top-level
+    events ``top``. A candidate each of whose periods holds one repeats with the tracing,
+    not with a loop: Keras's ``model.predict`` traces its dataset and step functions three
+    times, 20 and 30 ms apart, before its 40 batches; those three spans (and the conversions
+    after each) were the coarsest candidate, covering 22% of the traced time the batches'
+    ``one_step_on_data_distributed`` did (over decision 538's 10%), and made 2 steps of the
+    script's 40 (decision 583). A function traced on its call (a loop's first step, or one
+    that retraces every step) traces inside the call's span, nested: no top-level event."""
+    kinds = distinct(profile.name[top]).tolist()
+    tracing = [k for k in kinds if tf_names.is_graph_building(profile.strings[k])]
+    return np.sort(profile.start_ns[top[np.isin(profile.name[top], tracing)]])
 
 
 def _covered(starts: np.ndarray, last_end: int, thread: tuple[np.ndarray, np.ndarray]) -> int:
