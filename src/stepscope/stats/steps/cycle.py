@@ -50,6 +50,7 @@ from stepscope.stats.host.own_work import profiler_work
 from stepscope.stats.host.python_samples import probe_events
 from stepscope.stats.steps.epoch_start import from_iterators
 from stepscope.stats.steps.last_step import last_iteration_end
+from stepscope.stats.steps.other_pass import own_ends
 from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
 from stepscope.vocab.pytorch import OPTIMIZER_STEP_PREFIX
 
@@ -222,7 +223,14 @@ def iterations(
             pos = np.r_[first, inside]
     work = work_before(names)
     held, common, count = common_work(work, pos)
-    starts, ends = start[pos[:-1]].copy(), start[pos[1:]].copy()
+    starts = start[pos[:-1]].copy()
+    ends = own_ends(profile, names, start, end, pos, work, held, common, count)
+    cut = int((ends < start[pos[1:]]).sum())
+    if cut:
+        notes.append(
+            f"{cut} step{'s' if cut > 1 else ''} before another DataLoader's pass (validation "
+            f"or evaluation) end{'' if cut > 1 else 's'} with {'their' if cut > 1 else 'its'} work"
+        )
     idle = _without_work(names, pos, held, {lead, name_id})
     if idle.any():
         starts, ends = starts[~idle], ends[~idle]
