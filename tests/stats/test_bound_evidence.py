@@ -279,7 +279,7 @@ def test_the_headline_names_up_to_three_limits() -> None:
     bound = bound_by(_summary({"compute": 5.0, "dispatch": 3.0, "host": 2.0}))
     assert bound.headline == (
         "Bound by compute: 50.0% of the step time (5.00 ms per step), then dispatch / launch "
-        "(30.0%), then python / host (20.0%). The device computing (kernels)."
+        "(30.0%), then Python / host (20.0%). The device computing (kernels)."
     )
 
 

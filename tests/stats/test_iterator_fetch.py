@@ -73,7 +73,7 @@ def test_a_function_the_loop_calls_is_host_not_input() -> None:
     assert build_step_db(profile).fetched.ns.sum() == 0
     limits, headline = _limits(profile)
     assert limits["host"] == 60.0 and "input" not in limits
-    assert headline.startswith("Bound by python / host")
+    assert headline.startswith("Bound by Python / host")
 
 
 def test_an_iterator_below_the_loops_callee_is_not_the_loops_fetch() -> None:

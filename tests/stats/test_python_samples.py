@@ -89,7 +89,7 @@ def test_headline_is_untraced_host_work_not_input() -> None:
     summary = summarize_steps({"h": build_step_db(_python_overhead_loop())})
     assert classify_steps(summary).classification == "potential"  # XProf's, unchanged
     headline = bound_by(summary).headline
-    assert headline.startswith("Bound by python / host: 60.0% of the step time")
+    assert headline.startswith("Bound by Python / host: 60.0% of the step time")
     assert "update_metrics (metrics.py) 60.0% of the step time (36 of 60 samples" in headline
     assert "after 'forward' and before '(step end)'" in headline
     # without the sampler the place is still said
@@ -176,7 +176,7 @@ def test_overview_report_and_diagnostics_agree(tmp_path: Path) -> None:
     assert "update_metrics (metrics.py) 60.0%" in finding["summary"]
     assert finding["events"][0]["name"] == "update_metrics (metrics.py)"
     text = render(overview, pipeline, top=5)
-    assert text.splitlines()[2].startswith("Bound by python / host: 60.0%")
+    assert text.splitlines()[2].startswith("Bound by Python / host: 60.0%")
     assert "update_metrics (metrics.py) 60.0% of the step time (36 of 60 samples" in text
     python = output.to_json(overview)["untraced"]["python"][0]
     assert python["function"] == "update_metrics (metrics.py)"

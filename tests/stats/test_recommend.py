@@ -104,7 +104,7 @@ def test_the_headline_names_the_largest_limit_then_the_next() -> None:
 def test_without_a_device_host_work_is_what_no_traced_op_covers() -> None:
     bound = bound_by(_summary(has_device=False, compute=1.0, host=6.0, compilation=0.5))
     assert bound.headline == (
-        "Bound by python / host: 60.0% of the step time (6.00 ms per step), then compute "
+        "Bound by Python / host: 60.0% of the step time (6.00 ms per step), then compute "
         "(10.0%). Host work no traced op covers (Python, untraced I/O or synchronization); "
         "record with stepscope's stack sampler (python_sampler_hz) to name the functions."
     )
@@ -231,7 +231,7 @@ def test_the_headlines_fix_is_left_to_the_loaders_advice_or_a_finding() -> None:
     host = _summary(has_device=False, host=6.0, compute=4.0)
     assert recommend(host, bound_by(host), covered=frozenset({"host"})).details == ()
     (line,) = recommend(host, bound_by(host)).details
-    assert line.startswith("HIGH: What bounds the steps, python / host (60.0% of the step time)")
+    assert line.startswith("HIGH: What bounds the steps, Python / host (60.0% of the step time)")
 
 
 def test_a_dispatch_headline_with_its_fix_is_not_repeated() -> None:

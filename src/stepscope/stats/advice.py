@@ -15,6 +15,7 @@ from __future__ import annotations
 from stepscope.fields import out
 from stepscope.records import record
 from stepscope.stats.bound import BoundBy, host_place
+from stepscope.stats.steps.limits import label_words
 from stepscope.stats.summary import StepSummary
 from stepscope.vocab.serving import INFERENCE_INPUT_FIX, SERVING_FRAMEWORKS
 
@@ -203,7 +204,7 @@ def _headline_fix(summary: StepSummary, bound: BoundBy, of: str) -> str:
     else:
         return ""
     return (
-        f"What bounds the steps{of[len(OF_STEPS) :]}, {first.label.lower()} "
+        f"What bounds the steps{of[len(OF_STEPS) :]}, {label_words(first.label)} "
         f"({first.percent:.1f}% {of}): {fix}."
     )
 

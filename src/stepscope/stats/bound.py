@@ -16,7 +16,7 @@ from stepscope.records import record
 from stepscope.stats.host.python_samples import PythonTime, function_key
 from stepscope.stats.host.untraced import where_untraced
 from stepscope.stats.steps.fetch import LOADER_NEXT_FRAMES
-from stepscope.stats.steps.limits import LIMIT_LABELS, LIMIT_NAMES, LimitType
+from stepscope.stats.steps.limits import LIMIT_LABELS, LIMIT_NAMES, LimitType, label_words
 from stepscope.stats.summary import StepSummary
 
 # the model's ops' time beside the map's Python said when this share of the step time (%, the
@@ -403,9 +403,9 @@ def bound_by(summary: StepSummary) -> BoundBy:
     if not found:
         return BoundBy("No step time measured.", ())
     first, rest = found[0], [f for f in found[1:MAX_NAMED] if f.percent >= SHOWN_FROM]
-    also = "".join(f", then {f.label.lower()} ({f.percent:.1f}%)" for f in rest)
+    also = "".join(f", then {label_words(f.label)} ({f.percent:.1f}%)" for f in rest)
     headline = (
-        f"Bound by {first.label.lower()}: {first.percent:.1f}% of the step time "
+        f"Bound by {label_words(first.label)}: {first.percent:.1f}% of the step time "
         f"({first.ms_per_step:.2f} ms per step){also}. {first.evidence[0].upper()}"
         f"{first.evidence[1:]}."
     )

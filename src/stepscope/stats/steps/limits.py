@@ -92,8 +92,12 @@ LIMIT_LABELS = {
 
 
 def limit_words(name: str) -> str:
+    """A limit's label inside a sentence (`label_words`)."""
+    return label_words(LIMIT_LABELS[name])
+
+
+def label_words(label: str) -> str:
     """A limit's label inside a sentence: lower case, but Python's name."""
-    label = LIMIT_LABELS[name]
     return label if label.startswith("Python") else label.lower()
 
 
