@@ -48,14 +48,14 @@ from stepscope.stats.host.python_samples import (
     _inside,
     _since_previous,
     _step_of,
-    function_key,
     probe_events,
     sample_points,
     sampled_thread_line,
 )
 from stepscope.stats.intervals import merge, overlap_with, subtract_sets, union_of
+from stepscope.stats.steps.fetch_frames import fetch_depths, fetch_names, loop_depth, stack_frames
 from stepscope.stats.steps.staging import model_ops
-from stepscope.vocab.profiler import STAGE_FRAME, STEPS_FRAME, WRAPPER_FRAMES
+from stepscope.vocab.profiler import STEPS_FRAME
 from stepscope.vocab.pytorch import is_dataloader_next
 from stepscope.vocab.tensorflow import GET_NEXT, is_iterator
 
@@ -122,69 +122,6 @@ class Fetched:
             return f"{self.function[k]} ({self.evidence(k)})"
         pct = 100.0 * float(self.fetch_ns[k]) / step_ns
         return f"{self.function[k]} {pct:.1f}% of the step time ({self.evidence(k)})"
-
-
-def _frames(text: str) -> list[str]:
-    return [function_key(f) for f in text.split(";")] if text else []
-
-
-def _fetch_depths(text: str) -> frozenset[int]:
-    return frozenset(int(x) for x in text.split(",") if x.isdigit()) if text else frozenset()
-
-
-def _loop_depth(frames: list[list[str]], fetching: list[frozenset[int]]) -> int:
-    """How many outer frames are the loop's: those every stack shares (same function at the
-    same depth), up to the first of them that every sample saw entered for a next item (when
-    every sample is inside the fetch, or inside a generator that is the training loop)."""
-    depth = min((len(f) for f in frames), default=0)
-    for d in range(depth):
-        if len({f[d] for f in frames}) > 1:
-            depth = d
-            break
-    for d in range(1, depth):
-        if all(d in fetch for fetch in fetching):
-            return d
-    return depth
-
-
-def _fetch_names(frames: list[list[str]], fetching: list[frozenset[int]], depth: int) -> list[str]:
-    """Per stack: the iterator the loop's frame was asking for a next item (the innermost of
-    the chain of such frames from right under it), '' when it was not."""
-    named = []
-    for f, fetch in zip(frames, fetching, strict=True):
-        k = depth
-        if k >= len(f) or k not in fetch:
-            named.append("")
-            continue
-        while True:
-            while k + 1 < len(f) and k + 1 in fetch:
-                k += 1
-            # stepscope's wrapper calls the user's iterator through a variable (``func(*args)``
-            # in ``_run_stage``), no fetch site: step over its frames to the one it drives
-            below = _past_wrapper(f, k)
-            if below == k:
-                break
-            k = below
-        # a sample inside the wrapper's own code (its markers, its bookkeeping) saw stepscope
-        # at work, not the user's iterator: no iterator of the loop's is named for it
-        named.append(f[k] if k < len(f) else "")
-    return named
-
-
-def _is_wrapper_run(run: list[str]) -> bool:
-    """Whether the frames ``run`` (each one of `WRAPPER_FRAMES`) are stepscope's wrapper:
-    they reach its stage call, or begin at the ``_steps`` generator. A user's own
-    ``__next__`` in a ``data.py`` is neither."""
-    return bool(run) and (STAGE_FRAME in run or run[0] == STEPS_FRAME)
-
-
-def _past_wrapper(f: list[str], k: int) -> int:
-    """The depth of the first frame below stepscope's wrapper frames from ``f[k]`` on
-    (``len(f)`` when the stack ends inside them); ``k`` when ``f[k]`` is not the wrapper's."""
-    j = k
-    while j < len(f) and f[j] in WRAPPER_FRAMES:
-        j += 1
-    return j if _is_wrapper_run(f[k:j]) else k
 
 
 def _probed_loop_depth(profile: Profile, thread_lines: list[int], shared: list[str]) -> int:
@@ -458,7 +395,7 @@ def _sampled_names(
     under: list[str], named: list[str], inverse: np.ndarray, weight: np.ndarray
 ) -> dict[str, str]:
     """Per frame right under the loop's frame: the iterator the samples named for it (the
-    innermost of its chain, `_fetch_names`), the most sampled one."""
+    innermost of its chain, `fetch_frames.fetch_names`), the most sampled one."""
     w = np.bincount(inverse, weights=weight, minlength=len(named))
     best: dict[str, tuple[float, str]] = {}
     for u, n, x in zip(under, named, w.tolist(), strict=True):
@@ -505,19 +442,19 @@ def iterator_fetches(
     next_ids = profile.stat_at("next_frames", sample_ev).string_ids().astype(np.int64)
     keys, inverse = distinct_inverse(stack_ids * (1 << 32) + (next_ids + 1))
     strings = profile.strings
-    frames = [_frames(strings[k >> 32]) if k >> 32 >= 0 else [] for k in keys.tolist()]
+    frames = [stack_frames(strings[k >> 32]) if k >> 32 >= 0 else [] for k in keys.tolist()]
     low = [k & 0xFFFFFFFF for k in keys.tolist()]
-    fetching = [_fetch_depths(strings[v - 1]) if v else frozenset() for v in low]
-    depth = _loop_depth(frames, fetching)
+    fetching = [fetch_depths(strings[v - 1]) if v else frozenset() for v in low]
+    depth = loop_depth(frames, fetching)
     thread_of = sampled_thread_line(profile)
     loop_lines = [int(t) for t in thread_of[lines]]
-    named = _fetch_names(frames, fetching, depth)
+    named = fetch_names(frames, fetching, depth)
     if not any(named):
         # Few samples, all in the model's work (a pure-Python fetch hardly gets the GIL to
         # the sampler), share the frames down to ``train()``: the loop is then the deepest
         # shared frame whose fetches the probe timed, when it timed one (decision 465).
         depth = _probed_loop_depth(profile, loop_lines, frames[0][:depth]) or depth
-        named = _fetch_names(frames, fetching, depth)
+        named = fetch_names(frames, fetching, depth)
     loop = frames[0][depth - 1] if depth else ""
     if any(named):
         under = [f[depth] if len(f) > depth else "" for f in frames]
