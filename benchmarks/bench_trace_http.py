@@ -82,6 +82,7 @@ from urllib.parse import urlencode
 
 import paired
 from paired import ROOT
+from proc_stats import cpu_delta, has_child, minor_faults, thread_cpu
 
 ACCEPT_ENCODING = "gzip, deflate, br, zstd"  # what Chromium sends with every fetch
 RESOLUTION = 8000
@@ -95,55 +96,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def _thread_cpu(pid: int, nice: int | None) -> dict[int, float]:
-    """CPU seconds of each of ``pid``'s threads (those at priority ``nice`` only), to the
-    nanosecond (schedstat's time on a core; stat's ticks are 10 ms, a window's whole CPU)."""
-    out: dict[int, float] = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as sched:
-                on_cpu_ns = int(sched.read().split()[0])
-        except (OSError, IndexError, ValueError):  # the thread ended meanwhile
-            continue
-        # After the ')' of comm: state is field 0, nice 16.
-        if nice is None or int(fields[16]) == nice:
-            out[int(tid)] = on_cpu_ns / 1e9
-    return out
-
-
-def _minor_faults(pid: int) -> int:
-    """The process' minor page faults so far (all threads: /proc/PID/stat's minflt)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return int(stat.read().rsplit(")", 1)[1].split()[7])
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
-def _has_child(pid: int) -> bool:
-    """Whether ``pid`` has a child process now (the steps' child of decision 174: any of its
-    threads may have started it, and each thread lists its own children)."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return False
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children") as children:
-                if children.read().strip():
-                    return True
-        except OSError:
-            continue
-    return False
-
-
-def _cpu_delta(before: dict[int, float], after: dict[int, float]) -> float:
-    # A thread that ended between the two reads takes its CPU with it: never below zero.
-    return max(0.0, sum(after.values()) - sum(before.get(t, 0.0) for t in after))
 
 
 class Client:
@@ -350,10 +302,10 @@ def stepscope_round(
         def window(t0: int) -> tuple[float, float]:
             path = "/api/tool/trace_viewer/window?"
             path += urlencode({**where, "t0": t0, "t1": span, "res": RESOLUTION})
-            faults = _minor_faults(proc.pid)
-            child = _has_child(proc.pid)
-            lowered = _thread_cpu(proc.pid, nice + LOWERED_NICE)
-            before, started = _thread_cpu(proc.pid, nice), time.perf_counter()
+            faults = minor_faults(proc.pid)
+            child = has_child(proc.pid)
+            lowered = thread_cpu(proc.pid, nice + LOWERED_NICE)
+            before, started = thread_cpu(proc.pid, nice), time.perf_counter()
             if browser is not None:
                 wall, size, wire, decode = browser.window(path)
                 encoding = "identity" if wire == size else "compressed"
@@ -366,11 +318,11 @@ def stepscope_round(
             if size < 1000:
                 raise RuntimeError(f"not a window: {size} bytes")
             result.wire.append((wire, encoding))
-            timed = (wall, _cpu_delta(before, _thread_cpu(proc.pid, nice)))
-            result.faults[id(timed)] = _minor_faults(proc.pid) - faults
-            lowered_ms = 1000 * _cpu_delta(lowered, _thread_cpu(proc.pid, nice + LOWERED_NICE))
+            timed = (wall, cpu_delta(before, thread_cpu(proc.pid, nice)))
+            result.faults[id(timed)] = minor_faults(proc.pid) - faults
+            lowered_ms = 1000 * cpu_delta(lowered, thread_cpu(proc.pid, nice + LOWERED_NICE))
             result.lowered[id(timed)] = lowered_ms / 1000
-            if child or _has_child(proc.pid):
+            if child or has_child(proc.pid):
                 result.in_child.add(id(timed))
             elif result.in_child:  # the child has come and gone: the server reads its result
                 result.after_child.add(id(timed))
@@ -485,10 +437,10 @@ def xprof_rs_round(binary: str, logdir: Path, windows: int) -> dict[str, object]
         for k in range(1, windows + 1):
             t0, t1 = start_ms + k * 1e-6, start_ms + span_ms
             query = f"{base}&resolution={RESOLUTION}&start_time_ms={t0}&end_time_ms={t1}"
-            before, started = _thread_cpu(proc.pid, None), time.perf_counter()
+            before, started = thread_cpu(proc.pid, None), time.perf_counter()
             _, wire, encoding = client.get(query)
             wall = time.perf_counter() - started
-            result.after.append((wall, _cpu_delta(before, _thread_cpu(proc.pid, None))))
+            result.after.append((wall, cpu_delta(before, thread_cpu(proc.pid, None))))
             result.wire.append((wire, encoding))
         return {"windows": result}
     finally:
