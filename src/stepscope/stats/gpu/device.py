@@ -13,7 +13,6 @@ import numpy as np
 from stepscope.distinct import distinct_inverse
 from stepscope.fields import out
 from stepscope.model import Profile
-from stepscope.model.hlo import hlo_modules
 from stepscope.records import record
 from stepscope.stats.events import EventType, classify_events, device_work_lines
 from stepscope.stats.host.python_samples import sample_lines
@@ -129,6 +128,10 @@ def jax_never_trains(profile: Profile) -> bool:
     primitive on its own, so only its Python shows it). Without programs or with too few
     samples (or programs whose ops name no operation) it is unknown (False): the training
     advice stays."""
+    # imported here: a PyTorch or TensorFlow overview never reads HLO, and the reader (with
+    # the logging its protobuf modules bring) is 10-20 ms of a first overview's imports
+    from stepscope.model.hlo import hlo_modules
+
     named = 0  # instructions that say which JAX operation made them
     for module in hlo_modules(profile).values():
         for computation in module.proto.hlo_module.computations:
