@@ -9,9 +9,8 @@ import numpy as np
 
 from stepscope.model import Profile
 from stepscope.stats.steps.infer import infer_steps
-from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
-from stepscope.xspace.builder import XSpaceBuilder
-from tests.support.analysis import MS, build
+from tests.support.analysis import MS
+from tests.support.fit_loop import Timeline
 
 NEXT = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
 
@@ -26,40 +25,32 @@ def _fit(
     Lightning's); with ``tail_first``, the end of an iteration the capture began inside (its
     optimizer step and zero_grad) before the first fetch. Returns the profile and each
     training iteration's (start, end of its own work) in ms."""
-    builder = XSpaceBuilder("host")
-    plane = builder.plane("/host:CPU")
-    plane.stats[STARTED_ON_THREAD_STAT] = 1
-    line = plane.line(1, "python")
-    t, spans = 0.0, []
-
-    def ev(name: str, dur: float) -> None:
-        nonlocal t
-        line.event(name, int(t * MS), int(dur * MS))
-        t += dur + 0.05
+    tl = Timeline()
+    ev, spans = tl.ev, []
 
     if set_up:
         for at in (0.0, 1061.0, 1062.6):
-            t = at
+            tl.t = at
             ev("aten::eq", 0.04)
-        t = 1100.0
+        tl.t = 1100.0
     if tail_first:
         ev("Optimizer.step#AdamW.step", 30.0)
         ev("Optimizer.zero_grad#AdamW.zero_grad", 0.5)
     for _ in range(epochs):
         for _ in range(train):
-            begin = t
+            begin = tl.t
             ev(NEXT, 2.0)
             ev("aten::to", 0.1)  # the batch moved to the device, in both loops
             ev("Optimizer.step#AdamW.step", 60.0)
             ev("Optimizer.zero_grad#AdamW.zero_grad", 0.5)
-            spans.append((begin, t - 0.05))
-        t += 100.0
+            spans.append((begin, tl.t - 0.05))
+        tl.t += 100.0
         for _ in range(val):
             ev(NEXT, 2.0)
             ev("aten::to", 0.1)
             ev("aten::linear", 20.0)
-        t += 30.0
-    return build(builder), spans
+        tl.t += 30.0
+    return tl.profile(), spans
 
 
 def test_set_up_ops_before_the_loop_make_no_steps() -> None:

@@ -6,9 +6,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from stepscope.model import Profile
 from stepscope.stats.steps.infer import infer_steps
 from tests.support.analysis import MS
 from tests.support.fit_loop import STEP, fit_loop
+
+
+def _kept_in_step(profile: Profile) -> np.ndarray:
+    """The steps' durations (ms) of a 3-epoch fit whose work after each epoch's last batch
+    stays in that step: 60 steps, none cut before another loader's pass."""
+    found = infer_steps(profile)
+    assert found is not None
+    assert len(found) == 60
+    assert "another DataLoader's pass" not in found.description
+    return (np.asarray(found.end_ns) - np.asarray(found.start_ns)) / MS
 
 
 def test_an_epochs_last_step_ends_before_the_validation_pass() -> None:
@@ -32,23 +43,13 @@ def test_an_epochs_last_step_ends_before_the_validation_pass() -> None:
 def test_work_in_a_step_that_fetches_nothing_stays_in_it() -> None:
     """An evaluation on tensors at hand (no loader's fetch) after a step: the script that
     times its iteration counts it, and so does the step."""
-    profile, _ = fit_loop(epochs=3, val=1, val_fetches=False)
-    found = infer_steps(profile)
-    assert found is not None
-    assert len(found) == 60
-    dur = (np.asarray(found.end_ns) - np.asarray(found.start_ns)) / MS
+    dur = _kept_in_step(fit_loop(epochs=3, val=1, val_fetches=False)[0])
     assert dur[19] > 10.0 and dur[39] > 10.0
-    assert "another DataLoader's pass" not in found.description
 
 
 def test_an_evaluation_over_a_loader_inside_the_pass_stays_in_its_step() -> None:
     """A plain loop that evaluates over a validation loader every 20 steps, inside its
     iteration, then fetches its next batch from the same pass: the script timing that
     iteration counts the evaluation (/tmp/lit13/evalloop.py: 15.66 ms against 1.5)."""
-    profile, _ = fit_loop(epochs=3, new_pass=False)
-    found = infer_steps(profile)
-    assert found is not None
-    assert len(found) == 60
-    dur = (np.asarray(found.end_ns) - np.asarray(found.start_ns)) / MS
+    dur = _kept_in_step(fit_loop(epochs=3, new_pass=False)[0])
     assert dur[19] > 60.0 and dur[39] > 60.0
-    assert "another DataLoader's pass" not in found.description

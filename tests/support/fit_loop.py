@@ -17,6 +17,25 @@ SEED = ("aten::empty", "aten::random_", "aten::item")  # each iter()'s base seed
 FORWARD = ("aten::linear", "aten::relu", "aten::linear")
 
 
+class Timeline:
+    """One host's loop thread (the capture began on it), its top-level events laid out one
+    after the other 0.05 ms apart; ``t`` (ms) is where the next one starts."""
+
+    def __init__(self) -> None:
+        self.builder = XSpaceBuilder("host")
+        plane = self.builder.plane("/host:CPU")
+        plane.stats[STARTED_ON_THREAD_STAT] = 1
+        self.line = plane.line(1, "python")
+        self.t = 0.0
+
+    def ev(self, name: str, dur: float) -> None:
+        self.line.event(name, int(self.t * MS), int(dur * MS))
+        self.t += dur + 0.05
+
+    def profile(self) -> Profile:
+        return build(self.builder)
+
+
 def fit_loop(
     epochs: int = 2,
     train: int = 20,
@@ -31,17 +50,8 @@ def fit_loop(
     goes on with the same pass (an evaluation every ``train`` steps inside it). Returns the
     profile and each training batch's (start of its optimizer step, its end) in ms: the
     script's clock, on_train_batch_start to _end, around it."""
-    builder = XSpaceBuilder("host")
-    plane = builder.plane("/host:CPU")
-    plane.stats[STARTED_ON_THREAD_STAT] = 1
-    line = plane.line(1, "python")
-    t, spans = 0.0, []
-
-    def ev(name: str, dur: float) -> None:
-        nonlocal t
-        line.event(name, int(t * MS), int(dur * MS))
-        t += dur + 0.05
-
+    tl = Timeline()
+    ev, spans = tl.ev, []
     for epoch in range(epochs):
         if new_pass or not epoch:
             for name in SEED:
@@ -50,12 +60,12 @@ def fit_loop(
             ev(NEXT, 0.5)
             ev("aten::to", 0.01)
             ev("aten::to", 0.01)
-            begin = t
+            begin = tl.t
             ev(STEP, 2.0)
-            spans.append((begin, t - 0.05))
+            spans.append((begin, tl.t - 0.05))
         if epoch == epochs - 1:
             break
-        t += 0.5
+        tl.t += 0.5
         if val_fetches:
             for name in SEED:
                 ev(name, 0.01)
@@ -67,5 +77,5 @@ def fit_loop(
             ev(FORWARD[0], 10.0)
             for name in FORWARD[1:]:
                 ev(name, 0.1)
-        t += 0.5
-    return build(builder), spans
+        tl.t += 0.5
+    return tl.profile(), spans
