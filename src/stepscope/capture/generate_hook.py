@@ -36,14 +36,14 @@ def _classes() -> list[type]:
     if not isinstance(base, type):
         return []
     seen: dict[type, None] = {}
-    todo = [base]
-    while todo:
-        cls = todo.pop()
+    pending = [base]
+    while pending:
+        cls = pending.pop()
         if cls in seen:
             continue
         seen[cls] = None
         try:
-            todo.extend(cls.__subclasses__())
+            pending.extend(cls.__subclasses__())
         except TypeError:  # a metaclass whose __subclasses__ needs an instance
             continue
     return list(seen)
