@@ -23,6 +23,8 @@ from stepscope.stats.events import NOT_COUNTED, EventType, classify_events, devi
 from stepscope.stats.gpu.device import framework_of
 from stepscope.stats.gpu.kernels import KernelDb, launch_events
 from stepscope.stats.steps.breakdown import StepDb
+from stepscope.stats.steps.periodic import Periodic, periodic_extra
+from stepscope.stats.warmup import warmup_count
 
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
 ALL_STEPS = -1  # a finding about the whole profile rather than listed steps
@@ -87,6 +89,14 @@ class HostData:
     profile: Profile
     steps: StepDb
     kernels: KernelDb
+
+    @cached_property
+    def periodic(self) -> Periodic | None:
+        """The steps doing extra work every N steps after the warm-up (decision 580), read by
+        the slow_steps and periodic_steps checks alike."""
+        steps = self.steps
+        warm = warmup_count(steps.dur_ns, mid_run=steps.mid_run)
+        return periodic_extra(steps.step_num, steps.dur_ns, steps.limit_ns(), warm)
 
     @cached_property
     def types(self) -> np.ndarray:

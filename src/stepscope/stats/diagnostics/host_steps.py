@@ -45,7 +45,6 @@ from stepscope.stats.input.loader_workers import (
 )
 from stepscope.stats.intervals import merge, overlap_with
 from stepscope.stats.steps.limits import LimitType, limit_words
-from stepscope.stats.steps.periodic import periodic_extra
 from stepscope.stats.warmup import warmup_count
 from stepscope.vocab import tensorflow as tf_names
 from stepscope.vocab.serving import INFERENCE_INPUT_FIX, SERVING_FRAMEWORKS
@@ -416,7 +415,7 @@ def slow_steps(data: HostData, options: dict[str, str]) -> Finding | None:
     excess = dur - median
     slow = np.flatnonzero((dur >= SLOW_RATIO * median) & (excess >= SLOW_MIN_EXCESS_NS))
     # steps doing extra work every N steps are the periodic_steps finding's (decision 580)
-    periodic = periodic_extra(steps.step_num, dur, steps.limit_ns(), warm)
+    periodic = data.periodic
     apart = periodic.steps if periodic is not None else np.zeros(0, np.int64)
     slow = np.setdiff1d(slow, apart)
     total = data.total_step_ns

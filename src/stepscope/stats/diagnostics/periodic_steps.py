@@ -15,7 +15,6 @@ from stepscope.stats.diagnostics.base import EventEvidence, Finding, HostData, s
 from stepscope.stats.diagnostics.host_steps import SLOW_SHARE, slow_fix
 from stepscope.stats.grown_functions import grown_functions
 from stepscope.stats.steps.limits import limit_words
-from stepscope.stats.steps.periodic import periodic_extra
 from stepscope.stats.warmup import warmup_count
 
 LISTED = 6  # step numbers listed in the summary; more are given as the first ones and a count
@@ -33,7 +32,7 @@ def periodic_steps(data: HostData, options: dict[str, str]) -> Finding | None:
     steps = data.steps
     dur = steps.dur_ns
     warm = warmup_count(dur, mid_run=steps.mid_run)
-    found = periodic_extra(steps.step_num, dur, steps.limit_ns(), warm)
+    found = data.periodic
     if found is None:
         return None
     total = int(dur[warm:].sum())
