@@ -332,20 +332,35 @@ def _inside_traced(summary: StepSummary, pct: float) -> tuple[str, float]:
     Python a step read "no traced op covers ... mostly after 'IteratorGetNextOp::DoCompute'
     and before 'forward' (0.04 ms per step)" (decision 575). "" when untraced time holds most
     of it, or with a device (there the host limit is every host event, already said); with
-    it, the untraced rest's share of the step time."""
+    it, the untraced rest's share of the step time.
+
+    With a device the host limit is every host event that launches nothing while the device
+    waits; when those hold most of it, placing the limit at the largest untraced gap misleads
+    the same way: a DDP step's 100.5 ms of host ops (optimizer, loss, bookkeeping on the
+    CPU) read "mostly after '## backward ##' and before '## optimizer ##' (0.05 ms per
+    step)" (decision 620)."""
     ns = summary.limits.ns
-    if summary.has_device or not len(ns):
+    if not len(ns):
         return "", 0.0
     traced = float(ns[:, int(LimitType.HOST) // 10].sum())
     untraced = float(ns[:, int(LimitType.UNTRACED) // 10].sum())
     if traced <= untraced:
         return "", 0.0
     share = pct * traced / (traced + untraced)
-    text = (
-        "Python and host work inside traced regions that run no framework op "
-        f"(stepscope.trace annotations, Python calls: {share:.1f}% of the step time; op_stats "
-        "lists them by name)"
-    )
+    # the share only beside an untraced rest worth a figure: alone it is the limit's own
+    # percentage, said just before ("5.2% of the step time is Python / host work: ... 5.2%")
+    figure = f": {share:.1f}% of the step time" if pct - share >= _SHOWN else ""
+    if summary.has_device:
+        text = (
+            "host work while the device waits, in traced host events that launch nothing "
+            f"(framework ops on the CPU, annotations{figure}; op_stats' host rows list them "
+            "by self time)"
+        )
+    else:
+        text = (
+            "Python and host work inside traced regions that run no framework op "
+            f"(stepscope.trace annotations, Python calls{figure}; op_stats lists them by name)"
+        )
     return text, pct - share
 
 
