@@ -62,10 +62,80 @@ export function release(arrays) {
   SPARE.length = Math.min(SPARE.length, MAX_SPARE);
 }
 
+// The loops that widen, one function per kind of array they write (Int32Array or Float64Array)
+// and per coding, u3's high bytes apart: V8 compiles a loop for the typed-array kinds it has
+// seen and throws the code away when another comes, and one loop over every kind was compiled
+// and deoptimized again and again in a page's first ten windows (decision 590). The stored
+// values are first copied into `out` by `set` (a native conversion from any stored type), so
+// each loop reads and writes `out` only, and a Uint8Array of high bytes where u3 has them.
+// Whole numbers under 2^53 throughout: every sum is exact, in any order; an Int32Array keeps
+// each value modulo 2^32 (what storing the exact sum keeps), so `| 0` there changes nothing.
+
+function baseI32(out, base) {
+  for (let i = 0; i < out.length; i += 1) out[i] += base;
+}
+
+function baseF64(out, base) {
+  for (let i = 0; i < out.length; i += 1) out[i] += base;
+}
+
+function baseHighI32(out, hi, base) {
+  for (let i = 0; i < out.length; i += 1) out[i] += hi[i] * 65536 + base;
+}
+
+function baseHighF64(out, hi, base) {
+  for (let i = 0; i < out.length; i += 1) out[i] += hi[i] * 65536 + base;
+}
+
+// value[i] = value[i - 1] + step[i] over [from, to), value[from - 1] = `value`; the last value
+function deltaI32(out, value, from, to) {
+  let v = value | 0;
+  for (let i = from; i < to; i += 1) { v = (v + out[i]) | 0; out[i] = v; }
+  return v;
+}
+
+function deltaF64(out, value, from, to) {
+  let v = value;
+  for (let i = from; i < to; i += 1) { v += out[i]; out[i] = v; }
+  return v;
+}
+
+function deltaHighI32(out, hi, value, from, to) {
+  let v = value | 0;
+  for (let i = from; i < to; i += 1) { v = (v + out[i] + hi[i] * 65536) | 0; out[i] = v; }
+  return v;
+}
+
+function deltaHighF64(out, hi, value, from, to) {
+  let v = value;
+  for (let i = from; i < to; i += 1) { v += out[i] + hi[i] * 65536; out[i] = v; }
+  return v;
+}
+
+/** `out` (holding the stored values) widened in place by coding `a`: `hi`, u3's high bytes. */
+function widenInto(out, hi, a) {
+  const wide = out instanceof Float64Array;
+  if (a.enc === 'base') {
+    if (hi) (wide ? baseHighF64 : baseHighI32)(out, hi, a.base);
+    else if (a.base !== 0) (wide ? baseF64 : baseI32)(out, a.base);
+    return;
+  }
+  if (a.enc !== 'delta') throw new Error(`the server sent an array coded as ${a.enc}`);
+  // the steps' running sum from `base`, but the patches' values where listed
+  let value = a.base;
+  let from = 0;
+  for (const [at, patched] of [...a.patches, [out.length, 0]]) {
+    if (hi) value = (wide ? deltaHighF64 : deltaHighI32)(out, hi, value, from, at);
+    else value = (wide ? deltaF64 : deltaI32)(out, value, from, at);
+    if (at < out.length) { value = patched; out[at] = patched; }
+    from = at + 1;
+  }
+}
+
 /** The plain array (type `a.as`; a narrower view of the same values where no copy is needed)
  * of an entry stored compact (`a.enc`: runs, base or delta; `a.dtype` u3: n low halves as u2,
- * then n high bytes). One pass, no intermediate array; every element is written (a reused
- * store holds an earlier window's values). */
+ * then n high bytes). Every element is written (a reused store holds an earlier window's
+ * values). */
 function widen(buffer, a) {
   const n = a.length;
   if (a.enc === 'runs') {
@@ -80,24 +150,19 @@ function widen(buffer, a) {
   // Whole numbers from 0 (depths, name indices): the stored view itself, the same values
   // without a copy (the plain form's Int32Array and this Uint8Array read alike).
   if (a.enc === 'base' && a.base === 0 && !u3 && !FLOATS.has(a.as)) return s;
-  const out = fresh(DTYPES[a.as], n);
   const hi = u3 ? new Uint8Array(buffer, a.offset + 2 * n, n) : null;
-  if (a.enc === 'base') {
-    const base = a.base;
-    if (hi) for (let i = 0; i < n; i += 1) out[i] = base + s[i] + hi[i] * 65536;
-    else for (let i = 0; i < n; i += 1) out[i] = base + s[i];
+  const out = fresh(DTYPES[a.as], n);
+  if (out instanceof Int32Array || out instanceof Float64Array) {
+    out.set(s);
+    widenInto(out, hi, a);
     return out;
   }
-  if (a.enc !== 'delta') throw new Error(`the server sent an array coded as ${a.enc}`);
-  // value[i] = value[i - 1] + step[i] (value[-1] = base), but the patches' values where listed
-  let value = a.base;
-  let from = 0;
-  for (const [at, patched] of [...a.patches, [n, 0]]) {
-    if (hi) for (let i = from; i < at; i += 1) { value += s[i] + hi[i] * 65536; out[i] = value; }
-    else for (let i = from; i < at; i += 1) { value += s[i]; out[i] = value; }
-    if (at < n) { value = patched; out[at] = patched; }
-    from = at + 1;
-  }
+  // Another plain type (the server sends none coded today): exact in a Float64Array, then
+  // converted as storing each value would.
+  const exact = new Float64Array(n);
+  exact.set(s);
+  widenInto(exact, hi, a);
+  out.set(exact);
   return out;
 }
 
