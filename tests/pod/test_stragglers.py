@@ -83,7 +83,7 @@ def test_diagnostics_name_the_input_straggler_and_its_steps(
     found = _tool(slow_input, "diagnostics", capsys)["findings"]
     [skew] = [f for f in found if f["id"] == "host_skew"]
     assert skew["steps"] == list(range(10, 21)) and skew["metrics"]["reason"] == "input"
-    assert "data loader" in skew["fix"]
+    assert "The late rank waits for its data: give its DataLoader more workers" in skew["fix"]
     # Only the straggler's own input finding may rank high (its input share is the overview's
     # "highly input-bound"); the ranks that waited for it are never blamed.
     high = [f for f in found if f["host"] != "" and f["severity"] == "high"]

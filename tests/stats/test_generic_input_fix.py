@@ -7,9 +7,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from stepscope.model import Profile
+from stepscope.stats import summarize_steps
+from stepscope.stats.advice import recommend
+from stepscope.stats.bound import bound_by
 from stepscope.stats.diagnostics.base import Finding, HostData
 from stepscope.stats.diagnostics.runner import diagnose_host
 from stepscope.stats.gpu.kernels import build_kernel_db
+from stepscope.stats.input.ahead import TF_DATA_AHEAD, input_ahead
 from stepscope.stats.steps.breakdown import build_step_db
 from stepscope.vocab.pytorch import DATALOADER_NEXT
 from stepscope.xspace.builder import XSpaceBuilder
@@ -60,3 +64,34 @@ def test_a_run_with_a_device_still_is() -> None:
     gaps = _findings(_loop(between=True), has_device=True)["step_gaps"].fix
     assert gaps.startswith("The next batch is loaded between steps while the GPU waits")
     assert "pin_memory=True" in gaps
+
+
+# Decision 610: one spelling of "make the batches ahead" per framework, wherever it is said.
+def _advice_input_line(profile: Profile) -> str:
+    summary = summarize_steps({"h": build_step_db(profile)})
+    (line,) = [d for d in recommend(summary, bound_by(summary)).details if "ahead" in d]
+    return line
+
+
+def test_a_pytorch_loop_is_told_one_way_to_load_ahead_everywhere() -> None:
+    """A PyTorch loop's step gaps were told "tf.data prefetch(tf.data.AUTOTUNE)", its first
+    page "a DataLoader with num_workers, or a background thread", its input finding
+    "DataLoader(num_workers=N, persistent_workers=True), or a background thread or process
+    for a Python loader": three spellings of one change on one run."""
+    ahead = input_ahead("pytorch", False)
+    assert ahead.startswith("DataLoader(num_workers=N, persistent_workers=True)")
+    gaps = _findings(_loop(between=True))["step_gaps"].fix
+    assert f"load it in the background ({ahead})" in gaps
+    assert "tf.data" not in gaps
+    assert (
+        f"Prepare batches ahead of the step: {ahead}." in _findings(_loop(False))["input_bound"].fix
+    )
+    assert f"Prepare batches ahead of the step ({ahead})." in _advice_input_line(_loop(False))
+
+
+def test_the_frameworks_get_one_spelling_of_tf_data() -> None:
+    """TensorFlow's page said "tf.data's .prefetch(...)", its findings "tf.data .prefetch(...)";
+    a JAX run's page "a DataLoader with workers, tf.data prefetch, a background thread"."""
+    assert input_ahead("tensorflow", True) == TF_DATA_AHEAD
+    for framework in ("jax", ""):
+        assert input_ahead(framework, False).startswith(f"{TF_DATA_AHEAD}; PyTorch DataLoader(")

@@ -13,10 +13,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from stepscope.stats.advice import INPUT_AHEAD_ANY, recommend
+from stepscope.stats.advice import recommend
 from stepscope.stats.bound import bound_by
 from stepscope.stats.diagnostics.multi import _straggler_fix
 from stepscope.stats.events import CATEGORY_NAMES
+from stepscope.stats.input.ahead import TF_DATA_AHEAD, input_ahead
+from stepscope.stats.input.input_pipeline import TF_DATA_FIX
 from stepscope.stats.steps.fetch import Fetched
 from stepscope.stats.summary import StepSummary
 
@@ -67,8 +69,8 @@ EVIDENCE = {
 }
 
 INPUT_LINE = (
-    "6.0% of the step time is input: 6.0% in input. Prepare batches ahead of the step (a "
-    "DataLoader with workers, tf.data prefetch, a background thread)."
+    "6.0% of the step time is input: 6.0% in input. Prepare batches ahead of the step "
+    f"({input_ahead('', True)})."
 )
 HOST_LINE = (
     "5.0% of the step time is Python / host work: host work while the device waits (Python, "
@@ -198,7 +200,7 @@ def test_the_headlines_own_limit_gets_its_fix_first() -> None:
     advice = recommend(summary, bound_by(summary))
     assert advice.details == (
         "HIGH: What bounds the steps, input (60.0% of the step time): prepare batches ahead of "
-        "the step (a DataLoader with workers, tf.data prefetch, a background thread).",
+        f"the step ({input_ahead('', False)}).",
         "5.0% of the step time is Python / host work: host work no traced op covers (Python, "
         "untraced I/O or synchronization); record with stepscope's stack sampler "
         "(python_sampler_hz) to name the functions.",
@@ -261,10 +263,10 @@ def test_a_pytorch_trace_without_stacks_is_told_torch_profilers_switch_too() -> 
 # tf.data pipeline to "give its data loader more workers (DataLoader(num_workers=...))".
 # framework -> (a phrase its advice has, one it must not have)
 INPUT_CASES = {
-    "tensorflow": ("tf.data's .prefetch(tf.data.AUTOTUNE)", "DataLoader"),
-    "pytorch": ("a DataLoader with num_workers", "tf.data"),
-    "jax": (INPUT_AHEAD_ANY, None),
-    "": (INPUT_AHEAD_ANY, None),
+    "tensorflow": (TF_DATA_AHEAD, "DataLoader"),
+    "pytorch": ("DataLoader(num_workers=N, persistent_workers=True), or a", "tf.data"),
+    "jax": (f"{TF_DATA_AHEAD}; PyTorch DataLoader(", None),
+    "": (f"{TF_DATA_AHEAD}; PyTorch DataLoader(", None),
 }
 
 
@@ -282,7 +284,7 @@ def test_the_input_lines_name_the_frameworks_loader(framework: str) -> None:
 
 def test_a_late_rank_waiting_for_input_is_told_its_frameworks_loader() -> None:
     tf = _straggler_fix("input", False, "tensorflow")
-    assert "num_parallel_calls=tf.data.AUTOTUNE" in tf and "DataLoader" not in tf
+    assert f"make its tf.data pipeline faster: {TF_DATA_FIX};" in tf and "DataLoader" not in tf
     torch = _straggler_fix("input", True, "pytorch")
     assert "DataLoader(num_workers=..., pin_memory=True, prefetch_factor=...)" in torch
     assert "tf.data" not in torch

@@ -15,6 +15,7 @@ from __future__ import annotations
 from stepscope.fields import out
 from stepscope.records import record
 from stepscope.stats.bound import BoundBy, host_place
+from stepscope.stats.input.ahead import PYTHON_ITERATOR_AHEAD, input_ahead
 from stepscope.stats.steps.limits import label_words
 from stepscope.stats.summary import StepSummary
 from stepscope.vocab.serving import INFERENCE_INPUT_FIX, SERVING_FRAMEWORKS
@@ -122,22 +123,6 @@ def level(category: str, percent: float) -> str:
     return "high" if percent >= high else "moderate" if percent >= moderate else "no"
 
 
-# How to make batches ahead of the step, in the profile's framework (decision 551): a Keras
-# fit and a TensorFlow worker were told "a DataLoader with workers", PyTorch's; a JAX loop
-# may feed from any of them, so it and an unknown profile get all three.
-INPUT_AHEAD = {
-    "tensorflow": "tf.data's .prefetch(tf.data.AUTOTUNE) and .map(..., "
-    "num_parallel_calls=tf.data.AUTOTUNE)",
-    "pytorch": "a DataLoader with num_workers, or a background thread",
-}
-INPUT_AHEAD_ANY = "a DataLoader with workers, tf.data prefetch, a background thread"
-
-
-def input_ahead(framework: str) -> str:
-    """Where to make batches ahead of the step, for a profile of ``framework``."""
-    return INPUT_AHEAD.get(framework, INPUT_AHEAD_ANY)
-
-
 _LIMIT_ADVICE = {
     "input": "{pct:.1f}% {of} is input: {evidence}. Prepare batches ahead of the step ({ahead}).",
     "copies": "{pct:.1f}% {of} is spent copying between host and device or between "
@@ -171,13 +156,6 @@ _HEADLINE_FIX = {
     "waits": "look in the trace viewer for what the step's thread waits on (another process, "
     "a lock, a descheduled thread)",
 }
-_PYTHON_ITERATOR_FIX = (
-    "the loop's Python iterator {name} makes each batch on the step's own thread, so the step "
-    "waits for all of it: make the next batches while the step computes, in worker processes "
-    "(a torch DataLoader with num_workers over the same code, tf.data with prefetch, a "
-    "multiprocessing pool filling a queue); a background thread helps only as far as the "
-    "batch's work releases the GIL (NumPy, file reads)"
-)
 
 
 def _serves(summary: StepSummary) -> bool:
@@ -196,11 +174,16 @@ def _headline_fix(summary: StepSummary, bound: BoundBy, of: str) -> str:
         limits = summary.limits
         fix = limits.dispatch.fix(limits.framework, limits.trains)
     elif first.key == "input" and summary.fetched.counted and summary.fetched_percent() > 0:
-        fix = _PYTHON_ITERATOR_FIX.format(name=summary.fetched.function[0])
+        fix = (
+            f"the loop's Python iterator {summary.fetched.function[0]} makes each batch on the "
+            f"step's own thread, so the step waits for all of it: {PYTHON_ITERATOR_AHEAD}"
+        )
     elif first.key == "input" and _serves(summary):
         fix = INFERENCE_INPUT_FIX
     elif first.key in _HEADLINE_FIX:
-        fix = _HEADLINE_FIX[first.key].format(ahead=input_ahead(summary.limits.framework))
+        fix = _HEADLINE_FIX[first.key].format(
+            ahead=input_ahead(summary.limits.framework, summary.has_device)
+        )
     else:
         return ""
     return (
@@ -351,7 +334,7 @@ def recommend(
             of=of,
             evidence=evidence[limit],
             thread_mode=thread_mode,
-            ahead=input_ahead(summary.limits.framework),
+            ahead=input_ahead(summary.limits.framework, summary.has_device),
         )
         if limit == "input" and 2 * summary.map_python_percent() > pct:
             # held up by the pipeline's Python: its own fix (`tf_data_advice`), not a prefetch

@@ -8,6 +8,7 @@ from __future__ import annotations
 from stepscope.records import record
 from stepscope.stats import StepStats
 from stepscope.stats.advice import InputBound, classify_steps
+from stepscope.stats.input.ahead import PYTHON_ITERATOR_AHEAD
 from stepscope.stats.input.input_pipeline import (
     INPUT_CATEGORIES,
     advice_for,
@@ -210,9 +211,7 @@ def build(ctx: ToolContext) -> InputPipelineAnalysis:
         advice.insert(
             0,
             f"The loop waits on its Python iterator {first.function} ({first.percent:.1f}% of "
-            "the step time): produce batches ahead of the step (a DataLoader with num_workers, "
-            "tf.data with prefetch, a background thread or process), or make that function "
-            "faster.",
+            f"the step time): {PYTHON_ITERATOR_AHEAD}; or make that function faster.",
         )
     if in_process:
         advice.insert(0, in_process)

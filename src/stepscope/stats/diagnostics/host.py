@@ -18,11 +18,8 @@ from stepscope.stats.diagnostics.base import (
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.events import host_lines, is_step_marker_name
 from stepscope.stats.gpu.kernels import launch_events
-from stepscope.stats.input.loader_workers import (
-    captured_settings,
-    dataloader_fix,
-    generic_dataloader_call,
-)
+from stepscope.stats.input.ahead import input_ahead
+from stepscope.stats.input.loader_workers import captured_settings, dataloader_fix
 from stepscope.stats.intervals import merge, overlap_with
 
 GAP_MIN_NS = 100_000  # a gap shorter than 100 µs is noise
@@ -91,8 +88,8 @@ def step_gaps(data: HostData, options: dict[str, str]) -> Finding | None:
             else "The next batch is loaded between steps"
             + (" while the GPU waits" if data.steps.has_device else "")
             + ": load it in the background ("
-            + generic_dataloader_call(data.steps.has_device)
-            + ", tf.data prefetch(tf.data.AUTOTUNE)) so loading overlaps the step. "
+            + input_ahead(data.steps.limits.framework, data.steps.has_device)
+            + ") so loading overlaps the step. "
         ) + fix
     return Finding(
         id="step_gaps",

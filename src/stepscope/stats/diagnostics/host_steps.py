@@ -35,12 +35,12 @@ from stepscope.stats.diagnostics.base import (
 )
 from stepscope.stats.events import EventType
 from stepscope.stats.host.untraced import where_untraced
+from stepscope.stats.input.ahead import input_ahead
 from stepscope.stats.input.input_pipeline import TF_DATA_FIX, held_by_python_fix
 from stepscope.stats.input.loader_workers import (
     JUDGED_VERDICTS,
     captured_settings,
     dataloader_fix,
-    generic_dataloader_call,
     loader_workers,
 )
 from stepscope.stats.intervals import merge, overlap_with
@@ -179,19 +179,8 @@ def _input_fix(data: HostData) -> str:
             + dataloader_fix(settings, data.steps.has_device)
             + ". input_pipeline_analyzer shows which stage is slow and what the workers do."
         )
-    # the profile's own framework's loader (decision 548, as the advice's: 551); JAX, fed
-    # by tf.data, Grain or a DataLoader alike, and an unknown framework get them all
-    tf_data = (
-        "tf.data .prefetch(tf.data.AUTOTUNE) and .map(..., num_parallel_calls=tf.data.AUTOTUNE)"
-    )
-    loader = generic_dataloader_call(data.steps.has_device)
-    ahead = {
-        "tensorflow": tf_data,
-        "pytorch": f"{loader}, or a background thread or process for a Python loader",
-    }.get(
-        limits.framework,
-        f"{tf_data}; PyTorch {loader}; a background thread or process for a Python loader",
-    )
+    # the profile's own framework's loader (decisions 548, 551), as the advice says it
+    ahead = input_ahead(limits.framework, data.steps.has_device)
     return (
         f"Prepare batches ahead of the step: {ahead}. input_pipeline_analyzer shows which "
         "stage is slow."

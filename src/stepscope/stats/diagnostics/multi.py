@@ -18,6 +18,7 @@ from stepscope.stats.diagnostics.base import (
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.events import EventType
 from stepscope.stats.gpu.kernels import launch_events, op_candidates
+from stepscope.stats.input.input_pipeline import TF_DATA_FIX
 from stepscope.stats.intervals import merge, overlap_with
 from stepscope.stats.stragglers_types import Rank, steps_said
 
@@ -408,19 +409,14 @@ def _straggler_fix(reason: str, has_device: bool, framework: str) -> str:
     if reason != "input":
         return _STRAGGLER_FIX.get(reason, _STRAGGLER_FIX["device_compute"])
     pinned = "pin_memory=True, " if has_device else ""
-    loader = {
-        "tensorflow": "make its tf.data pipeline faster (.map(..., num_parallel_calls="
-        "tf.data.AUTOTUNE), interleave, .prefetch(tf.data.AUTOTUNE))",
-        "pytorch": "give its DataLoader more workers "
-        f"(DataLoader(num_workers=..., {pinned}prefetch_factor=...))",
-    }.get(
-        framework,
-        "give its data loader more workers "
-        f"(DataLoader(num_workers=..., {pinned}prefetch_factor=...); in tf.data prefetch, "
-        "parallel map and interleave)",
+    loader = "give its DataLoader more workers " + (
+        f"(DataLoader(num_workers=..., {pinned}prefetch_factor=...))"
     )
+    # a slow pipeline's fix, as the input pipeline's verdict spells it (decision 610)
+    tf_data = f"make its tf.data pipeline faster: {TF_DATA_FIX}"
+    fix = {"tensorflow": tf_data, "pytorch": loader}.get(framework, f"{loader}; or {tf_data}")
     return (
-        f"The late rank waits for its data: {loader}, check its storage and CPU load (another "
+        f"The late rank waits for its data: {fix}; check its storage and CPU load (another "
         "job on that host?), and shard the data evenly."
     )
 
