@@ -291,3 +291,17 @@ def test_an_iter_that_starts_workers_is_marked_on_the_loops_thread(
     run = stepscope.stop()
     marks = named(load_run(run), DATALOADER_ITER)
     assert [m["stats"] for m in marks] == [{"loader": "DataLoader(list)"}]
+
+
+def test_a_persistent_loaders_later_iter_is_marked_too(fake_torch: Any, tmp_path: Path) -> None:
+    """A persistent loader's next pass starts no workers, but its epoch begins at its
+    ``iter()`` all the same (decision 605): each pass is marked, its workers captured once."""
+    stepscope.start(tmp_path, stepscope.ProfilerOptions(device_tracer_level=0, python_sampler_hz=0))
+    loader = fake_torch(persistent=True)
+    for _ in range(3):
+        assert list(loader) == [1, 2]
+    run = stepscope.stop()
+    marks = named(load_run(run), DATALOADER_ITER)
+    assert [m["stats"] for m in marks] == [{"loader": "DataLoader(list)"}] * 3
+    first, *later = loader.seen
+    assert isinstance(first, loader_workers.WorkerHook) and later == [None, None]

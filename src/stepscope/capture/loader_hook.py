@@ -5,7 +5,9 @@ A loop over ``DataLoader(..., num_workers=2)`` with no stepscope call in it star
 in ``iter(loader)``. While a session that saves records, `install` wraps the public
 ``torch.utils.data.DataLoader.__iter__``: an ``iter()`` that will start workers runs inside
 `stepscope.capture.loader_workers.capturing` (the loader's ``worker_init_fn`` wrapped for the
-workers that call starts, fork, spawn and forkserver alike); every other call goes straight
+workers that call starts, fork, spawn and forkserver alike); it, and a persistent loader's
+later ``iter()`` (its workers resumed, not started), are marked ``iter(DataLoader)`` on the
+loop's thread, where an epoch begins (decisions 562, 605); every other call goes straight
 to torch's. `uninstall` puts torch's back at `stop()` (unless something wrapped it since: then
 ours stays, doing nothing while no session records). torch is never imported here: a program
 that has not imported ``torch.utils.data`` when the session starts is not hooked.
@@ -42,14 +44,24 @@ def install() -> None:
         return
 
     def __iter__(self: Any, _original: Any = current) -> Any:
-        if not (loader_workers.armed() and _starts_workers(self)):
+        if not loader_workers.armed():
             return _original(self)
-        from stepscope.capture.data import _new_id
-
         name = f"DataLoader({type(getattr(self, 'dataset', None)).__name__})"
-        # the workers' start, on the loop's thread: the epoch's wait before its first fetch
-        with loader_workers.capturing(self, name, _new_id()), trace(DATALOADER_ITER, loader=name):
-            return _original(self)
+        if _starts_workers(self):
+            from stepscope.capture.data import _new_id
+
+            # the workers' start, on the loop's thread: the epoch's wait before its first fetch
+            with (
+                loader_workers.capturing(self, name, _new_id()),
+                trace(DATALOADER_ITER, loader=name),
+            ):
+                return _original(self)
+        if _resumes_workers(self):
+            # a persistent loader's next pass: its workers run already, but the iter() still
+            # waits for each to resume and refills their queues (decision 605)
+            with trace(DATALOADER_ITER, loader=name):
+                return _original(self)
+        return _original(self)
 
     __iter__.__wrapped__ = current  # type: ignore[attr-defined]
     __iter__.__doc__ = current.__doc__
@@ -75,6 +87,18 @@ def _starts_workers(loader: Any) -> bool:
         return False
     return not (
         getattr(loader, "persistent_workers", False)
+        and getattr(loader, "_iterator", None) is not None
+    )
+
+
+def _resumes_workers(loader: Any) -> bool:
+    """Whether this ``iter()`` is a later pass of a persistent loader whose workers stepscope
+    captures already: it starts none, but the epoch begins there as it does where they start
+    (its ``_reset`` waits for every worker to resume, then sends their first indices)."""
+    return (
+        loader_workers.is_worker_loader(loader)
+        and not isinstance(getattr(loader, "worker_init_fn", None), loader_workers.WorkerHook)
+        and bool(getattr(loader, "persistent_workers", False))
         and getattr(loader, "_iterator", None) is not None
     )
 
