@@ -99,5 +99,5 @@ def test_a_one_step_pods_straggler_is_late_at_step_0_at_one_call() -> None:
     )
     (a,) = pod.stragglers
     assert a.explanation.startswith(
-        "a is late at step 0 (1 of 1 steps): it arrived last at 1 collective call there, "
+        "a is late at step 0 (the one step compared): it arrived last at 1 collective call there, "
     )

@@ -259,8 +259,7 @@ def test_the_untraced_gap_is_named_by_the_steps_first_event() -> None:
     )
     text = where_untraced(db.untraced, db.n_steps, int(db.dur_ns.sum()))
     assert text == (
-        "on thread main, mostly after 'aten::add' and before 'aten::mul' "
-        "(5.00 ms per step in 1 of 1 steps)"
+        "on thread main, mostly after 'aten::add' and before 'aten::mul' (5.00 ms in the one step)"
     )
 
 

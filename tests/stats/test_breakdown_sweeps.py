@@ -66,8 +66,7 @@ def test_an_instant_inside_an_event_of_its_type_holds_nothing() -> None:
     db = _steps([("aten::add", 1, 4), ("aten::relu", 2, 0), ("aten::mul", 8, 1)])
     assert _ms(db, "host_compute") == [5.0]
     assert _where(db) == (
-        "on thread main, mostly after 'aten::add' and before 'aten::mul' "
-        "(3.00 ms per step in 1 of 1 steps)"
+        "on thread main, mostly after 'aten::add' and before 'aten::mul' (3.00 ms in the one step)"
     )
 
 
@@ -211,8 +210,7 @@ def test_a_wait_after_the_last_step_names_no_gap_of_it() -> None:
     main.event(WAIT, 1_012 * MS, MS)
     db = build_step_db(build(builder))
     assert _where(db) == (
-        "on thread main, mostly after 'aten::add' and before '(step end)' "
-        "(5.00 ms per step in 1 of 1 steps)"
+        "on thread main, mostly after 'aten::add' and before '(step end)' (5.00 ms in the one step)"
     )
 
 

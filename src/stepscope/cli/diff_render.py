@@ -5,6 +5,7 @@ from __future__ import annotations
 from stepscope.cli.output import human_bytes, table, wrap
 from stepscope.stats.compare import MetricChange, RowChange, RuleResult, RunDiff
 from stepscope.stats.compare.run_summary import RunSummary, stage_name
+from stepscope.words import counted
 
 TOP_ROWS = 8
 _TABLES = (
@@ -68,7 +69,7 @@ def warmup_text(s: RunSummary) -> str:
 def _side(s: RunSummary) -> str:
     hosts = s.host if s.host != "ALL_HOSTS" else f"all hosts: {', '.join(s.hosts)}"
     warm = f"; warm-up {warmup_text(s)}" if s.warmup_steps else ""
-    return f"{s.run} ({hosts}; {s.n_steps} steps, {s.step_source}{warm})"
+    return f"{s.run} ({hosts}; {counted(s.n_steps)}, {s.step_source}{warm})"
 
 
 def compared(diff: RunDiff) -> str:

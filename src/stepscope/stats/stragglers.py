@@ -62,6 +62,7 @@ from stepscope.stats.stragglers_types import (
     LATE_SHARE,
     MIN_LATE_FRACTION,
     MIN_LATE_STEPS,
+    ONE_COMPARED,
     FetchTimes,
     Matched,
     PodLateness,
@@ -77,6 +78,7 @@ from stepscope.stats.stragglers_types import (
     steps_said,
 )
 from stepscope.stats.stragglers_words import held_by, period, what
+from stepscope.words import counted, of_steps
 
 __all__ = [
     "LATE_MIN_NS",
@@ -463,8 +465,9 @@ def _straggler(
     calls = int(mine.sum())
     every = f"every {p} steps: " if (p := period(numbers)) else ""
     text = (
-        f"{hosts[row]} is late at {steps_said(numbers)} ({every}{n} of {n_compared} steps): "
-        f"it arrived last at {calls} collective call{'' if calls == 1 else 's'} there, "
+        f"{hosts[row]} is late at {steps_said(numbers)} "
+        f"({every}{of_steps(n, n_compared, ONE_COMPARED)}): it arrived last at "
+        f"{counted(calls, 'collective call')} there, "
         f"{late_ns / n / 1e6:.2f} ms per step after the next rank; since its previous "
         "collective it spent "
         f"{own[k] / n / 1e6:.2f} ms per step in {what(reason)}"

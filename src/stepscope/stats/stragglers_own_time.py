@@ -23,6 +23,7 @@ from stepscope.stats.stragglers_types import (
     BY_OWN_TIME,
     LATE_MIN_NS,
     LATE_SHARE,
+    ONE_COMPARED,
     FetchTimes,
     PodLateness,
     Rank,
@@ -33,6 +34,7 @@ from stepscope.stats.stragglers_types import (
     required_late_steps,
     steps_said,
 )
+from stepscope.words import of_steps
 
 WAIT_CATEGORIES = ("collective_wait", "device_collectives")
 
@@ -131,7 +133,7 @@ def _straggler(
 ) -> Straggler:
     per_step = late_ns / len(steps) / 1e6
     text = (
-        f"{host} is late at {steps_said(steps)} ({len(steps)} of {n_steps} steps) by "
+        f"{host} is late at {steps_said(steps)} ({of_steps(len(steps), n_steps, ONE_COMPARED)}) by "
         f"{per_step:.2f} ms per step: its {CATEGORY_LABELS[reason].lower()} takes "
         f"{reason_ns / len(steps) / 1e6:.2f} ms per step longer than the median rank's"
     )

@@ -110,6 +110,11 @@ def ranges(numbers: Sequence[int]) -> str:
     return ", ".join(out)
 
 
+# a pod of one compared step (two one-step traces): "step 0 (the one step compared)", not
+# "(1 of 1 steps)" (decision 611)
+ONE_COMPARED = "the one step compared"
+
+
 def steps_said(numbers: Sequence[int]) -> str:
     """ "step 3" or "steps 3, 10-20" (`ranges`): a one-step pod read "late at steps 0"."""
     return f"{'step' if len(set(numbers)) == 1 else 'steps'} {ranges(numbers)}"

@@ -20,6 +20,7 @@ from stepscope.stats.events import CATEGORY_LABELS
 from stepscope.stats.stragglers_types import (
     BY_ARRIVAL,
     MIN_REPEATS,
+    ONE_COMPARED,
     PERSISTENT_SHARE,
     PodLateness,
     Straggler,
@@ -27,6 +28,7 @@ from stepscope.stats.stragglers_types import (
     ranges,
     steps_said,
 )
+from stepscope.words import of_steps
 
 HEADLINE_RANGES = 4  # step ranges the headline and the finding name before "..."
 FINDING_STRAGGLERS = 3  # stragglers the finding names (the pod viewer lists them all)
@@ -55,6 +57,8 @@ def which_steps(steps: Sequence[int], n_compared: int) -> str:
     steps: 4 of 40 steps)"."""
     n = len(steps)
     parts = ranges(steps).split(", ")
+    if n_compared == 1:
+        return f"{steps_said(steps)} ({ONE_COMPARED})"
     if n >= PERSISTENT_SHARE * n_compared:
         return f"{n} of {n_compared} steps"
     if k := period(steps):
@@ -115,7 +119,7 @@ def finding_summary(pod: PodLateness) -> str:
             continue
         if s.method != BY_ARRIVAL:  # the own-time rule's words: its figures are its own
             n = len(s.steps)
-            long = f"{steps_said(s.steps)} ({n} of {n_compared} steps)"
+            long = f"{steps_said(s.steps)} ({of_steps(n, n_compared, ONE_COMPARED)})"
             out.append(s.explanation.replace(long, which_steps(s.steps, n_compared), 1))
             continue
         text = late_words(s, n_compared)

@@ -11,6 +11,7 @@ import sys
 from stepscope import tmpfiles
 from stepscope.errors import StepscopeError
 from stepscope.stats.steps.sources import SOURCES
+from stepscope.words import counted
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
             f"{summary.n_steps - summary.warmup_steps} steps after it;"
         )
     print(
-        f"wrote {args.output}: {summary.n_steps} steps of {summary.run} ({summary.host}){warm} "
+        f"wrote {args.output}: {counted(summary.n_steps)} of {summary.run} ({summary.host}){warm} "
         f"{len(text) // 1024 + 1} KB",
         file=sys.stderr,
     )

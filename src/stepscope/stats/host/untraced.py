@@ -18,6 +18,7 @@ import numpy as np
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.host.python_samples import PythonTime
+from stepscope.words import of_steps
 
 START, END = "(step start)", "(step end)"
 
@@ -225,8 +226,8 @@ def where_untraced(untraced: Untraced, n_steps: int, step_ns: int, with_python: 
         on_host = f"on host {untraced.host}, " if untraced.host else ""
         parts.append(
             f"{on_host}on thread {untraced.thread or '?'}, mostly after '{place.after}' and before "
-            f"'{place.before}' ({place.ns / 1e6 / max(n_steps, 1):.2f} ms per step in "
-            f"{place.steps} of {n_steps} steps)"
+            f"'{place.before}' ({place.ns / 1e6 / max(n_steps, 1):.2f} ms"
+            f"{' per step' if n_steps > 1 else ''} in {of_steps(place.steps, n_steps)})"
         )
     python = untraced.python
     if with_python and len(python) and step_ns:
