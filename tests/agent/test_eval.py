@@ -262,3 +262,12 @@ def test_not_in_this_profile_says_what_the_profile_lacks(ws: Workspace) -> None:
     assert get_tool("kernel_stats").description not in why
     pod = cap.tool_page(ws, "pod_viewer", CTL)["why"]
     assert "several workers" in pod
+
+
+def test_the_logdir_given_is_said_missing_or_not_a_directory(tmp_path: Path) -> None:
+    """A mistyped log directory read "not a directory" (decision 612)."""
+    with pytest.raises(StepscopeError, match="nope: no such directory; give the log directory"):
+        Workspace(tmp_path / "nope")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(StepscopeError, match="file: not a directory; give the log directory"):
+        Workspace(tmp_path / "file")

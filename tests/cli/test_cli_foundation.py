@@ -59,6 +59,22 @@ def test_unknown_path_is_one_line_error(capsys: pytest.CaptureFixture[str]) -> N
     assert len(err) == 1 and "/no/such/place" in err[0]
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["info"], ["report"], ["tool", "{}", "overview_page"], ["summary"], ["runs"], ["query"]],
+)
+def test_a_mistyped_profile_file_is_not_called_a_directory(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Decision 612: `stepscope report run1.xplane.pb` with a typo read "no such directory"."""
+    missing = str(tmp_path / "run1.xplane.pb")
+    args = [missing if a == "{}" else a for a in command]
+    assert main(args if "{}" in command else [*command, missing]) == 2
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert err.startswith(f"stepscope: error: {missing}: no such file or directory (give a log ")
+    assert "a profile file: *.xplane.pb[.gz]" in err
+
+
 @pytest.mark.integration  # a process of its own
 def test_python_dash_m_stepscope_is_the_console_script(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch

@@ -11,6 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from stepscope.xspace.formats import expected_names
+
 pytestmark = pytest.mark.integration
 
 
@@ -42,7 +44,9 @@ def test_serve_errors_are_one_line(tmp_path: Path, logdir: Path) -> None:
     missing = subprocess.run(serve_command(str(tmp_path / "nope")), capture_output=True, text=True)
     assert missing.returncode == 2
     assert missing.stderr.strip().splitlines() == [
-        f"stepscope: error: {tmp_path / 'nope'}: no such directory"
+        f"stepscope: error: {tmp_path / 'nope'}: no such file or directory (give a log "
+        f"directory, a run directory .../plugins/profile/<run>, or a profile file: "
+        f"{expected_names()})"
     ]
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

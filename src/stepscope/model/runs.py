@@ -127,13 +127,23 @@ def _host_files(dirpath: str, names: list[str], fmt: InputFormat) -> list[HostFi
     return hosts
 
 
+def missing_path(path: str) -> NotFoundError:
+    """The error for a path that is not there, with what to give instead: a profile file
+    mistyped read "no such directory", which named neither the file nor the kinds of path
+    every command takes (decision 612)."""
+    return NotFoundError(
+        f"{path}: no such file or directory (give a log directory, a run directory "
+        f".../plugins/profile/<run>, or a profile file: {formats.expected_names()})"
+    )
+
+
 def discover_runs(logdir: str) -> list[Run]:
     """All runs under ``logdir``, sorted by name. Raises NotFoundError if it does not exist."""
     root = fs.normalize(logdir)
     if not fs.isdir(root):
         if fs.isfile(root):
             return [single_file_run(root)]
-        raise NotFoundError(f"{logdir}: no such directory")
+        raise missing_path(logdir)
     runs: list[Run] = []
     every = formats.all_formats()
     for dirpath, filenames in fs.walk(root):

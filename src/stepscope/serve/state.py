@@ -15,6 +15,7 @@ from pathlib import Path
 from stepscope.errors import NotFoundError
 from stepscope.executor import Executor
 from stepscope.model import ALL_HOSTS, Run, discover_runs, fs
+from stepscope.model.runs import missing_path
 from stepscope.serve import security
 from stepscope.serve.tool_cache import ToolCache
 from stepscope.tools.analysis import Analysis
@@ -36,7 +37,7 @@ class ServerState:
     ) -> None:
         self.logdir = fs.normalize(str(logdir))
         if not fs.isdir(self.logdir) and not fs.isfile(self.logdir):
-            raise NotFoundError(f"{logdir}: no such directory")
+            raise missing_path(str(logdir))
         self.use_cache = use_cache
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.max_profiles = max_profiles

@@ -33,7 +33,10 @@ class Workspace:
     def __init__(self, logdir: str | os.PathLike[str], *, use_cache: bool = True) -> None:
         self.logdir = os.path.realpath(os.fspath(logdir))
         if not os.path.isdir(self.logdir):
-            raise StepscopeError(f"{logdir}: not a directory; give the log directory to serve")
+            # a mistyped path is not there at all: "not a directory" sent the user looking
+            # at a file
+            what = "not a directory" if os.path.exists(self.logdir) else "no such directory"
+            raise StepscopeError(f"{logdir}: {what}; give the log directory to serve")
         self.use_cache = use_cache
         self._runs: dict[str, Run] = {}
         self._open: OrderedDict[str, Analysis] = OrderedDict()
