@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from stepscope.model import Profile
 from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
+from stepscope.vocab.pytorch import DATALOADER_ITER
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
 
@@ -15,6 +16,7 @@ NEXT = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 STEP = "Optimizer.step#AdamW.step"
 SEED = ("aten::empty", "aten::random_", "aten::item")  # each iter()'s base seed
 FORWARD = ("aten::linear", "aten::relu", "aten::linear")
+ITER_MS = 3.0  # a pass's iter() starting its workers (short, as this loop's steps are)
 
 
 class Timeline:
@@ -42,18 +44,27 @@ def fit_loop(
     val: int = 6,
     val_fetches: bool = True,
     new_pass: bool = True,
+    setup_ms: float = 0.0,
+    workers: bool = False,
 ) -> tuple[Profile, list[tuple[float, float]]]:
     """``epochs`` of ``train`` batches (a 0.5 ms fetch, two copies, a 2 ms optimizer step),
     ``val`` validation batches after each epoch but the last (a 10 ms forward each; fetched
     from their loader when ``val_fetches``, else on tensors at hand, no fetch); each epoch
     begins a new pass over the training loader (its seed ops) when ``new_pass``, else the loop
-    goes on with the same pass (an evaluation every ``train`` steps inside it). Returns the
+    goes on with the same pass (an evaluation every ``train`` steps inside it); ``setup_ms`` of
+    set-up ops before the first pass; with ``workers`` each training pass begins with its
+    ``iter()`` mark (`ITER_MS`, the workers' start) in place of the seed ops. Returns the
     profile and each training batch's (start of its optimizer step, its end) in ms: the
     script's clock, on_train_batch_start to _end, around it."""
     tl = Timeline()
     ev, spans = tl.ev, []
+    if setup_ms:
+        ev("aten::eq", setup_ms)
     for epoch in range(epochs):
-        if new_pass or not epoch:
+        if (new_pass or not epoch) and workers:
+            tl.line.event(DATALOADER_ITER, int(tl.t * MS), int(ITER_MS * MS), {"loader": "T"})
+            tl.t += ITER_MS + 0.05
+        elif new_pass or not epoch:
             for name in SEED:
                 ev(name, 0.01)
         for _ in range(train):

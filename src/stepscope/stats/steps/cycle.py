@@ -22,7 +22,13 @@ of k+1". Four rules fix the boundaries (decision 360):
    start/stop calls aside), so a compile that runs before the first member is in it; so is
    any setup code run between ``start()`` and the loop; or at the first fetch the capture's
    fetch probe timed there when that is earlier: a generator's first batch, made in
-   untraced Python before the first traced op (decision 476).
+   untraced Python before the first traced op (decision 476). A loop over a DataLoader
+   whose first iteration fetches before its lead begins step 0 at that batch's fetch
+   instead, or at its pass's ``iter()`` just before it: what ran before (Lightning's
+   sanity check and hooks, set-up code) is time before the first step, in no step, as the
+   script that times its iterations leaves it (`stepscope.stats.steps.batch_fetch`,
+   decision 606); and each later step begins at its own batch's fetch, not at the lead
+   after it (decision 607).
 3. With the capture begun there (so stopped by the same thread's ``stop()``, between
    iterations or after the loop), the events from the last boundary are the last iteration:
    a step when it is whole (`stepscope.stats.steps.last_step`, decision 475: the common
@@ -48,6 +54,7 @@ from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.host.own_work import profiler_work
 from stepscope.stats.host.python_samples import probe_events
+from stepscope.stats.steps.batch_fetch import batch_fetches, from_fetches, pass_start
 from stepscope.stats.steps.epoch_start import from_iterators
 from stepscope.stats.steps.last_step import last_iteration_end
 from stepscope.stats.steps.other_pass import own_ends
@@ -224,6 +231,7 @@ def iterations(
     work = work_before(names)
     held, common, count = common_work(work, pos)
     starts = start[pos[:-1]].copy()
+    lead_pos = pos[:-1].copy()  # per step, its lead's position
     ends = own_ends(profile, names, start, end, pos, work, held, common, count)
     cut = int((ends < start[pos[1:]]).sum())
     if cut:
@@ -233,7 +241,7 @@ def iterations(
         )
     idle = _without_work(names, pos, held, {lead, name_id})
     if idle.any():
-        starts, ends = starts[~idle], ends[~idle]
+        starts, ends, lead_pos = starts[~idle], ends[~idle], lead_pos[~idle]
         gaps = int(idle.sum())
         notes.append(f"{gaps} period{'s' if gaps > 1 else ''} without the steps' work left out")
     trains = _trains(profile, names, pos)
@@ -246,7 +254,7 @@ def iterations(
             at = int(np.searchsorted(starts, start[int(pos[k - 1])]))
             if own is not None and at < len(ends) and starts[at] == start[int(pos[k - 1])]:
                 ends[at] = min(int(ends[at]), own)
-        starts, ends = starts[~untrained], ends[~untrained]
+        starts, ends, lead_pos = starts[~untrained], ends[~untrained], lead_pos[~untrained]
         gaps = int(untrained.sum())
         notes.append(
             f"{gaps} iteration{'s' if gaps > 1 else ''} without an optimizer step (validation "
@@ -256,12 +264,21 @@ def iterations(
         last_end = last_iteration_end(names, start, end, pos, work, held, common, count)
         if last_end is not None and trains is not None and not trains[-1]:
             last_end = None  # the last iteration trained nothing either
+        own = profiler_work(profile)[t]
+        traced = np.flatnonzero(~own)
         if last_end is not None:
             starts = np.r_[starts, start[int(pos[-1])]]
             ends = np.r_[ends, last_end]
+            lead_pos = np.r_[lead_pos, pos[-1]]
             notes.append("the last one ends with its work")
-        own = profiler_work(profile)[t]
-        traced = np.flatnonzero(~own)
+        batches = batch_fetches(profile, names, lead_pos, pos, held)
+        if batches is not None:
+            starts, ends, moved = from_fetches(start, starts, ends, batches)
+            if moved:
+                notes.append(
+                    f"{moved} step{'s' if moved > 1 else ''} from {'their' if moved > 1 else 'its'}"
+                    " batch's DataLoader fetch, before the lead"
+                )
         fetch = first_fetch(profile, int(profile.line[t[0]]))
         if (
             fetch is not None
@@ -270,6 +287,16 @@ def iterations(
         ):
             starts[0] = fetch
             notes.append("step 0 from its batch's fetch (the capture began there)")
+        elif batches is not None:
+            # the loop's first batch: the set-up before it is no step's (decision 606)
+            first = pass_start(profile, names, own, int(batches[0]))
+            starts[0] = start[first]
+            setup = int(start[first] - start[traced[0]]) if traced.size else 0
+            if setup > 0:
+                notes.append(
+                    f"step 0 from its batch's fetch, after {setup / 1e6:.2f} ms of set-up "
+                    "(in no step)"
+                )
         elif traced.size and start[traced[0]] < starts[0]:
             starts[0] = start[traced[0]]
             notes.append("step 0 from the thread's first event (the capture began there)")
