@@ -96,7 +96,7 @@ def test_the_figures_a_user_reads_of_a_straggler() -> None:
     assert late.explanation == (
         "s is late at steps 9-11 (3 of 12 steps): it arrived last at 3 collective calls there, "
         "2.51 ms per step after the next rank; since its previous collective it spent 3.51 ms "
-        "per step in input where the other ranks spent 1.01 ms; 2 other rank(s) wait for it in "
+        "per step in input where the other ranks spent 1.01 ms; 2 other ranks wait for it in "
         "their collectives (7.52 ms in all)."
     )
     assert (late.waiters, late.waited_ns) == (2, 3 * 2_505_001 + 1)

@@ -155,7 +155,7 @@ def test_a_large_jobs_report_stays_a_page(
     assert text.splitlines()[0].startswith("stepscope report — host ALL_HOSTS (40 hosts: rank0 ")
     rows = [line.split() for line in text.splitlines() if line.startswith("  rank")][1:]
     assert len(rows) == 16 and rows[0][:2] == ["rank33", "straggler"]
-    assert "... 24 more rank(s): `stepscope tool RUN pod_viewer` lists every one" in text
+    assert "... 24 more ranks: `stepscope tool RUN pod_viewer` lists every one" in text
 
 
 def test_a_ranks_table_too_wide_for_the_report_is_split_not_clipped() -> None:

@@ -75,7 +75,7 @@ def test_collectives_it_cannot_match_are_waits_beyond_the_least() -> None:
             265 * MS,  # 10.5 + 10.5 + 5.5 ms waited, 10 steps
             3,
             "vm.rank3 is late at steps 1-10 (10 of 10 steps) by 8.00 ms per step: its host "
-            "compute takes 7.50 ms per step longer than the median rank's; 3 other rank(s) "
+            "compute takes 7.50 ms per step longer than the median rank's; 3 other ranks "
             "wait for it in their collectives (265.00 ms in all).",
             BY_OWN_TIME,
             0,
@@ -91,7 +91,7 @@ def test_collectives_it_cannot_match_are_waits_beyond_the_least() -> None:
             210 * MS,  # ranks 0 and 1 waited (rank 3 and the idle host did not)
             2,
             "vm.rank2 is late at steps 1-10 (10 of 10 steps) by 2.50 ms per step: its host "
-            "compute takes 2.50 ms per step longer than the median rank's; 2 other rank(s) "
+            "compute takes 2.50 ms per step longer than the median rank's; 2 other ranks "
             "wait for it in their collectives (210.00 ms in all).",
             BY_OWN_TIME,
             0,
@@ -219,6 +219,6 @@ def test_the_text_divides_nanoseconds_by_a_million() -> None:
     )
     assert late.explanation == (
         "w0 is late at steps 1-3 (3 of 10 steps) by 2.51 ms per step: its input takes "
-        "2.51 ms per step longer than the median rank's; 1 other rank(s) wait for it in their "
+        "2.51 ms per step longer than the median rank's; 1 other rank waits for it in its "
         "collectives (2.51 ms in all)."
     )

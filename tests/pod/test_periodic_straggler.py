@@ -75,7 +75,7 @@ def test_the_finding_names_the_period_and_its_fix() -> None:
         "p is late at steps 6, 16, 26, 36 (every 10 steps: 4 of 40 steps), 35.00 ms per "
         "step after the next rank, from untraced host work ('All Others': Python, I/O, "
         "waits no traced op covers) (35.00 ms per step where the other ranks spent 0.00 ms); "
-        "2 other rank(s) wait for it in their collectives, 280.00 ms in all (6% of their "
+        "2 other ranks wait for it in their collectives, 280.00 ms in all (6% of their "
         "time)."
     )
     assert finding.fix.startswith(

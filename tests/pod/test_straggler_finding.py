@@ -33,7 +33,7 @@ def test_the_finding_says_who_when_how_much_why_and_the_others_loss() -> None:
     assert finding.summary == (
         "s is late at 21 of 40 steps (steps 0-2, 4, 6, 8, ...), 6.00 ms per step after the "
         "next rank, from input (10.00 ms per step where the other ranks spent 0.00 ms); 2 "
-        "other rank(s) wait for it in their collectives, 252.00 ms in all (16% of their "
+        "other ranks wait for it in their collectives, 252.00 ms in all (16% of their "
         "time)."
     )
     assert sorted(finding.steps) == sorted(LATE)  # the evidence keeps every step

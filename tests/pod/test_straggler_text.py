@@ -52,7 +52,7 @@ def test_a_straggler_and_the_one_hidden_behind_it_word_for_word() -> None:
             "vm.rank1 is late at steps 1-10 (10 of 10 steps): it arrived last at 20 collective "
             "calls there, 11.00 ms per step after the next rank; since its previous collective "
             "it spent 21.00 ms per step in input where the other ranks spent 1.00 ms; 3 other "
-            "rank(s) wait for it in their collectives (530.00 ms in all).",
+            "ranks wait for it in their collectives (530.00 ms in all).",
             BY_ARRIVAL,
             20,
             210 * MS,
@@ -101,7 +101,7 @@ def test_untraced_work_is_named_as_such() -> None:
         2,
         "r1 is late at steps 1-10 (10 of 10 steps): it arrived last at 10 collective calls "
         f"there, 6.00 ms per step after the next rank; since its previous collective it spent "
-        f"14.00 ms per step in {UNTRACED} where the other ranks spent 8.00 ms; 2 other rank(s) "
+        f"14.00 ms per step in {UNTRACED} where the other ranks spent 8.00 ms; 2 other ranks "
         "wait for it in their collectives (120.00 ms in all).",
         BY_ARRIVAL,
         10,

@@ -60,3 +60,13 @@ def test_the_diff_of_one_step_runs_says_1_step(capsys: pytest.CaptureFixture[str
     trace = str(FIXTURE / "a100_triton_tiny.json.gz")
     assert main(["diff", trace, trace]) == 0
     assert "; 1 step, profiler_step)" in capsys.readouterr().out
+
+
+def test_one_waiting_rank_is_one_rank() -> None:
+    """Two ranks: the finding read "1 other rank(s) wait for it in their collectives"."""
+    pod = find_stragglers(job(2, 4, lambda r, s: 12 * MS if r == 0 else 2 * MS, end=14 * MS))
+    (late,) = pod.stragglers
+    assert "; 1 other rank waits for it in its collectives (" in late.explanation
+    summary = finding_summary(pod)
+    assert "; 1 other rank waits for it in its collectives, " in summary
+    assert "% of its time)." in summary

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from stepscope.cli.hosts import partial_lines
 from stepscope.cli.output import clip, human_ns, table, wrap
+from stepscope.words import counted
 
 if TYPE_CHECKING:  # imported when a report is made, not for `stepscope --help`
     from stepscope.stats.input.loader_workers import LoaderWorkers
@@ -108,7 +109,9 @@ def _job(job: JobSteps, width: int) -> list[str]:
     heads = ["rank", "role", "step ms", "input", "compute", "host", "collect.", "waiting", "last"]
     lines += _fitted(rows, heads, width - 2)
     if left:
-        lines.append(f"  ... {left} more rank(s): `stepscope tool RUN pod_viewer` lists every one")
+        lines.append(
+            f"  ... {counted(left, 'more rank')}: `stepscope tool RUN pod_viewer` lists every one"
+        )
     for text in job.stragglers:
         lines += wrap(text, width, first="  Straggler: ", rest="    ")
     if job.ranks > 1 and not job.stragglers and job.straggler_rule:

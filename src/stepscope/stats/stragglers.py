@@ -76,6 +76,7 @@ from stepscope.stats.stragglers_types import (
     ranges,
     repeatedly_late_rows,
     steps_said,
+    waiting_for_it,
 )
 from stepscope.stats.stragglers_words import held_by, period, what
 from stepscope.words import counted, of_steps
@@ -475,10 +476,7 @@ def _straggler(
         + f" where the other ranks spent {peers[k] / n / 1e6:.2f} ms"
     )
     if waiters:
-        text += (
-            f"; {waiters} other rank(s) wait for it in their collectives "
-            f"({waited.sum() / 1e6:.2f} ms in all)"
-        )
+        text += f"; {waiting_for_it(waiters)} ({waited.sum() / 1e6:.2f} ms in all)"
     python = ""
     if reason == "other" or (reason == "input" and iterator):
         # what its thread ran untraced in those run-ups, beyond the other ranks

@@ -33,6 +33,7 @@ from stepscope.stats.stragglers_types import (
     nan_reduce,
     required_late_steps,
     steps_said,
+    waiting_for_it,
 )
 from stepscope.words import of_steps
 
@@ -140,10 +141,7 @@ def _straggler(
     if iterator:
         text += f" ({fetch_words(iterator)})"
     if waiters:
-        text += (
-            f"; {waiters} other rank(s) wait for it in their collectives "
-            f"({waited_ns / 1e6:.2f} ms in all)"
-        )
+        text += f"; {waiting_for_it(waiters)} ({waited_ns / 1e6:.2f} ms in all)"
     return Straggler(
         host,
         steps,

@@ -115,6 +115,14 @@ def ranges(numbers: Sequence[int]) -> str:
 ONE_COMPARED = "the one step compared"
 
 
+def waiting_for_it(waiters: int) -> str:
+    """ "1 other rank waits for it in its collectives", "3 other ranks wait ... their ..."
+    (each straggler rule's explanation and the finding said "1 other rank(s) wait")."""
+    if waiters == 1:
+        return "1 other rank waits for it in its collectives"
+    return f"{waiters} other ranks wait for it in their collectives"
+
+
 def steps_said(numbers: Sequence[int]) -> str:
     """ "step 3" or "steps 3, 10-20" (`ranges`): a one-step pod read "late at steps 0"."""
     return f"{'step' if len(set(numbers)) == 1 else 'steps'} {ranges(numbers)}"

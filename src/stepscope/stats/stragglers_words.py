@@ -27,6 +27,7 @@ from stepscope.stats.stragglers_types import (
     nan_reduce,
     ranges,
     steps_said,
+    waiting_for_it,
 )
 from stepscope.words import of_steps
 
@@ -126,8 +127,8 @@ def finding_summary(pod: PodLateness) -> str:
         if s.waiters:
             share = s.waited_ns / (s.waiters * job_ns) if job_ns > 0 else 0.0
             text += (
-                f"; {s.waiters} other rank(s) wait for it in their collectives, "
-                f"{s.waited_ns / 1e6:.2f} ms in all ({share:.0%} of their time)"
+                f"; {waiting_for_it(s.waiters)}, {s.waited_ns / 1e6:.2f} ms in all "
+                f"({share:.0%} of {'its' if s.waiters == 1 else 'their'} time)"
             )
         out.append(text + ".")
     if len(pod.stragglers) > FINDING_STRAGGLERS:

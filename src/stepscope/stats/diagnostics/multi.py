@@ -463,7 +463,12 @@ def discount_waiting(found: Sequence[Finding], ranks: Sequence[Rank]) -> list[Fi
 
     pod = find_stragglers(usable)
     waits = dict(zip(pod.hosts, np.nan_to_num(pod.wait_ns).sum(axis=1).tolist(), strict=True))
-    late = ", ".join(s.host for s in pod.stragglers) or "other ranks"
+    late = (
+        f"{'rank' if len(pod.stragglers) == 1 else 'ranks'} "
+        + ", ".join(s.host for s in pod.stragglers)
+        if pod.stragglers
+        else "ranks"
+    )
     out = []
     for f in found:
         wait = int(waits.get(f.host, 0))
@@ -482,7 +487,7 @@ def discount_waiting(found: Sequence[Finding], ranks: Sequence[Rank]) -> list[Fi
                 severity=level,
                 time_ns=max(f.time_ns - wait, 0),
                 summary=f"{f.summary} {wait / 1e6:.2f} ms of it is waiting for the late "
-                f"rank(s) {late} (see the straggler finding), not communication.",
+                f"{late} (see the straggler finding), not communication.",
                 metrics={**f.metrics, "waiting_for_late_ranks_ms": wait / 1e6},
             )
         )
