@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 
+from stepscope.cli.hosts import report_partial
 from stepscope.cli.progress import stderr_progress
 from stepscope.errors import StepscopeError
 from stepscope.model import ALL_HOSTS, Run
@@ -52,4 +53,9 @@ def load_summary(
     if saved is not None:
         return saved
     analysis = Analysis(path, use_cache=use_cache, progress=stderr_progress())
-    return analysis.summary(pick_host(analysis.run, host), step_source)
+    picked = pick_host(analysis.run, host)
+    summary = analysis.summary(picked, step_source)
+    # a baseline or a diff side made from part of a recording says so, as `report` and
+    # `tool` do: a cut trace's summary was written and diffed without a word (decision 613)
+    report_partial(analysis.partial_reads(picked))
+    return summary

@@ -207,6 +207,12 @@ class Analysis:
         )
         return run_summary(ctx, label)
 
+    def partial_reads(self, host: str | None = None) -> dict[str, tuple[str, ...]]:
+        """Host name -> the warnings saying its profile is not all that was recorded, for the
+        hosts of ``host`` (as `summary` picks them) opened so far (`ToolContext.partial_reads`):
+        what an answer built from them must say."""
+        return ToolContext(self.run, _pick_host(self.run, host), self.store, {}).partial_reads
+
     def profile(self, host: str | None = None) -> Profile:
         """One host's columnar events (`stepscope.model.Profile`; ``None``: the only host)."""
         return self.store.profile(self.run, self._one_host(host))

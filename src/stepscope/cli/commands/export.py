@@ -117,6 +117,7 @@ def _chunks(
 
 
 def run(args: argparse.Namespace) -> int:
+    from stepscope.cli.hosts import report_partial
     from stepscope.cli.progress import stderr_progress
     from stepscope.tools.analysis import Analysis
 
@@ -138,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
     if args.start_ms is not None and args.end_ms is not None and args.end_ms <= args.start_ms:
         raise StepscopeError("--end-ms must be greater than --start-ms")
     profile = analysis.profile(host)
+    report_partial(analysis.partial_reads(host))  # the trace written is what could be read
     origin = int(profile.start_ns.min()) if profile.n_events else 0
     start = None if args.start_ms is None else _clamped(origin, args.start_ms)
     end = None if args.end_ms is None else _clamped(origin, args.end_ms)
