@@ -17,6 +17,7 @@ import stepscope
 from stepscope.capture import generate_hook
 from stepscope.stats.steps.markers import find_step_markers
 from tests.support.capture import load_run, named
+from tests.support.fake_transformers import fake_transformers
 
 # device_tracer_level=0: no framework bridge (a torch imported by another test stays off)
 OPTIONS = stepscope.ProfilerOptions(device_tracer_level=0, python_sampler_hz=0)
@@ -94,3 +95,53 @@ def test_a_call_made_while_nothing_records_is_not_recorded(mixin: Any, tmp_path:
     assert mixin().generate(1) == 1  # wrapped, no session: the original's answer, no event
     generate_hook.uninstall()
     assert not getattr(mixin.__dict__["generate"], "_stepscope", False)
+
+
+def test_transformers_imported_after_start_is_hooked_as_it_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A script calling `stepscope.start` at its top imports transformers after it, and a
+    model's module loads on first use (decision 615): each is hooked as it loads."""
+    import importlib
+
+    from stepscope.capture import import_watch
+
+    with fake_transformers(tmp_path / "pkgs", monkeypatch):
+        stepscope.start(tmp_path / "logdir", OPTIONS)
+        try:
+            speech = importlib.import_module("transformers.models.speech")
+            results = [speech.Gpt().generate(3), speech.Whisper().generate(2)]
+            import json  # another import meanwhile: untouched  # noqa: F401
+
+            # nothing of the hook stays on the module
+            assert type(speech.__loader__).__name__ == "SourceFileLoader"
+            assert speech.__spec__.loader is speech.__loader__
+        finally:
+            run = stepscope.stop()
+        base = sys.modules["transformers.generation.utils"].GenerationMixin
+        assert not getattr(base.__dict__["generate"], "_stepscope", False)  # put back
+        assert not getattr(speech.Whisper.__dict__["generate"], "_stepscope", False)
+    assert not any(isinstance(f, import_watch.Watcher) for f in sys.meta_path)
+    assert results == [3, 2]
+    profile = load_run(run)
+    calls = named(profile, "GenerationMixin.generate")
+    assert [c["stats"]["model"] for c in calls] == ["Gpt", "Whisper", "Whisper"]
+    steps = find_step_markers(profile)
+    assert steps.source == "serving" and len(steps) == 2
+    encode = named(profile, "encode")[0]  # the override's own work is in its step
+    assert steps.start_ns[1] <= encode["start_ns"] and encode["end_ns"] <= steps.end_ns[1]
+
+
+def test_a_broken_module_of_the_package_still_raises_its_own_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    with fake_transformers(tmp_path / "pkgs", monkeypatch) as root:
+        (root / "transformers/models/broken.py").write_text("raise ValueError('from the module')\n")
+        stepscope.start(tmp_path / "logdir", OPTIONS)
+        try:
+            with pytest.raises(ValueError, match="from the module"):
+                importlib.import_module("transformers.models.broken")
+        finally:
+            stepscope.stop()

@@ -13,8 +13,10 @@ overrides it, calling ``super().generate`` or not): each call is an annotation
 decorators transformers puts on the method (so it spans what the user's call spans); a call
 nested in another (an override calling the base) is part of the outer one. `uninstall` puts
 the methods back at `stop` (unless something wrapped them since: then ours stays, recording
-nothing while no session records). transformers is never imported here: a program that has
-not imported ``transformers.generation.utils`` when recording starts is not hooked.
+nothing while no session records). transformers is never imported here: a program that
+imports it after recording starts (``stepscope.start()`` at the script's top), or whose
+model's module loads later (``AutoModel``, ``pipeline(...)`` load it on first use), has each
+of transformers' modules hooked as it loads (`import_watch`, decision 615).
 """
 
 from __future__ import annotations
@@ -22,11 +24,16 @@ from __future__ import annotations
 import sys
 
 from stepscope.capture import annotations as _annotations
-from stepscope.vocab.serving import HF_GENERATE_EVENT, HF_GENERATE_MODULE
+from stepscope.capture import import_watch
+from stepscope.vocab.serving import HF_GENERATE_EVENT, HF_GENERATE_MODULE, HF_PACKAGE
 
 TYPE_CHECKING = False  # not typing's: see stepscope.capture.options
 if TYPE_CHECKING:
+    from types import ModuleType
     from typing import Any
+
+# transformers' modules imported while recording are hooked as they load (one at a time)
+_watcher: import_watch.Watcher | None = None
 
 
 def _classes() -> list[type]:
@@ -63,7 +70,26 @@ def _wrap(original: Any) -> Any:
 
 
 def install() -> int:
-    """Wrap each loaded generation class's own ``generate`` (idempotent); how many."""
+    """Wrap each loaded generation class's own ``generate`` (idempotent), and those of the
+    modules of transformers imported from now until `uninstall`; how many are wrapped now."""
+    global _watcher
+    if _watcher is None:
+        _watcher = import_watch.watch(HF_PACKAGE, _on_import)
+    return _wrap_loaded()
+
+
+def _on_import(module: ModuleType) -> None:
+    """A module of transformers has just run: the classes it defined are hooked too. Most of
+    its modules (tokenizers, configurations, utilities) define no generation class and cost a
+    look at their names; a model's module is walked (decision 615)."""
+    names = vars(module)
+    if module.__name__ == HF_GENERATE_MODULE or any(
+        isinstance(v, type) and "generate" in v.__dict__ for v in names.values()
+    ):
+        _wrap_loaded()
+
+
+def _wrap_loaded() -> int:
     wrapped = 0
     for cls in _classes():
         current = cls.__dict__.get("generate")
@@ -78,7 +104,11 @@ def install() -> int:
 
 
 def uninstall() -> None:
-    """The original methods back, where ours is still the one there."""
+    """The original methods back, where ours is still the one there; no more import hook."""
+    global _watcher
+    if _watcher is not None:
+        import_watch.unwatch(_watcher)
+        _watcher = None
     for cls in _classes():
         current = cls.__dict__.get("generate")
         if current is not None and getattr(current, "_stepscope", False):

@@ -133,7 +133,7 @@ class Session:
         # its recording: it saves nothing (the parent does), see `_after_fork_in_child`.
         self.pid = os.getpid()
         self.cpu: CpuUse | None = None  # the machine's cores while recording (workers' advice)
-        self.generate_hooked = False  # generate() methods wrapped (`generate_hook`)
+        self.generate_hooked = False  # generate() hooked, now and as transformers loads
 
     def begin_recording(self) -> None:
         """PENDING -> RECORDING: note the clock pair, then switch the tracers on."""
@@ -146,7 +146,8 @@ class Session:
             # each Hugging Face generate() call marked: a serving loop's step (decision 560)
             from stepscope.capture import generate_hook
 
-            self.generate_hooked = generate_hook.install() > 0
+            generate_hook.install()  # and as transformers' modules load (decision 615)
+            self.generate_hooked = True
             # a capture that saves, not the flight recorder's endless one: each pass's
             # workers write a spool only `stop` reads
             loader_workers.arm(self.write)

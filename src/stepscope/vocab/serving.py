@@ -25,6 +25,8 @@ from dataclasses import dataclass
 # (`capture.generate_hook`, decision 560): the module that defines the method, and the name.
 HF_GENERATE_MODULE = "transformers.generation.utils"
 HF_GENERATE_EVENT = "GenerationMixin.generate"
+# the package whose modules, imported while a session records, are hooked as they load
+HF_PACKAGE = "transformers"
 
 _KINETO_CALL = re.compile(r"^(?P<path>.+)\(\d+\): (?P<function>[\w.<>]+)$")
 _TRACER_CALL = re.compile(r"^\$(?P<path>.+):\d+ (?P<function>[\w.<>]+)$")
