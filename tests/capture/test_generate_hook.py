@@ -145,3 +145,39 @@ def test_a_broken_module_of_the_package_still_raises_its_own_error(
                 importlib.import_module("transformers.models.broken")
         finally:
             stepscope.stop()
+
+
+def test_a_pipeline_call_is_the_step_with_its_tokenizing_and_decoding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``pipeline(...)`` object's call is the request its user times (decision 616): its
+    tokenizing and decoding around ``generate()`` are in the step, the generate() in it is
+    part of it; given an iterator of inputs it returns one whose work runs as it is iterated,
+    and then its generate() calls are the steps."""
+    import importlib
+
+    with fake_transformers(tmp_path / "pkgs", monkeypatch):
+        base = importlib.import_module("transformers.pipelines.base")
+        pipe = base.TextGenerationPipeline()
+        stepscope.start(tmp_path / "logdir", OPTIONS)
+        try:
+            results = [pipe("a", 3), pipe("b", 1)]
+            lazy = pipe(iter(["c", "d"]), 2)
+            results += list(lazy)
+        finally:
+            run = stepscope.stop()
+        assert not getattr(base.Pipeline.__dict__["__call__"], "_stepscope", False)
+    assert results == [3, 1, 2, 2]
+    profile = load_run(run)
+    calls = named(profile, "Pipeline.__call__")
+    # the subclass's call and the base's inside it, per eager call; none for the lazy one
+    assert [c["stats"]["pipeline"] for c in calls] == ["TextGenerationPipeline"] * 4
+    steps = find_step_markers(profile)
+    assert steps.source == "serving" and len(steps) == 4
+    assert "2 Hugging Face pipeline() calls" in steps.description
+    spans = list(zip(steps.start_ns.tolist(), steps.end_ns.tolist(), strict=True))
+    for name in ("tokenize", "decode"):
+        inside = [sum(b <= e["start_ns"] < end for e in named(profile, name)) for b, end in spans]
+        assert inside == [1, 1, 0, 0], name  # in the eager calls' steps; the lazy ones' between
+    forwards = named(profile, "forward")
+    assert [sum(b <= f["start_ns"] < e for f in forwards) for b, e in spans] == [3, 1, 2, 2]

@@ -43,6 +43,36 @@ class Whisper(GenerationMixin):
             pass
         return super().generate(tokens)
 """,
+    "transformers/pipelines/__init__.py": "",
+    # a pipeline: its call tokenizes, generates and decodes; given an iterator of inputs, it
+    # returns an iterator whose work runs as the caller iterates (as transformers' does)
+    "transformers/pipelines/base.py": """
+import stepscope
+from transformers.models.speech import Gpt
+
+
+class Pipeline:
+    def __init__(self):
+        self.model = Gpt()
+
+    def __call__(self, inputs, tokens=2):
+        if not isinstance(inputs, str):
+            return (self.run_single(one, tokens) for one in inputs)
+        return self.run_single(inputs, tokens)
+
+    def run_single(self, inputs, tokens):
+        with stepscope.trace("tokenize"):
+            pass
+        out = self.model.generate(tokens)
+        with stepscope.trace("decode"):
+            pass
+        return out
+
+
+class TextGenerationPipeline(Pipeline):
+    def __call__(self, inputs, tokens=2):
+        return super().__call__(inputs, tokens)
+""",
 }
 
 

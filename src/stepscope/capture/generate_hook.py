@@ -1,4 +1,5 @@
-"""Each Hugging Face ``generate()`` call, timed while a session records (decision 560).
+"""Each Hugging Face ``generate()`` and ``pipeline(...)`` call, timed while a session records
+(decisions 560, 616).
 
 A loop of ``model.generate(...)`` under `stepscope.start` / `stop` is a serving loop whose
 step is the call (decision 540), but nothing in its profile said where a call began or
@@ -11,7 +12,12 @@ batch being built, "input". So while a session records, `install` wraps
 overrides it, calling ``super().generate`` or not): each call is an annotation
 `vocab.serving.HF_GENERATE_EVENT` with the model's class as stat ``model``, outside the
 decorators transformers puts on the method (so it spans what the user's call spans); a call
-nested in another (an override calling the base) is part of the outer one. `uninstall` puts
+nested in another (an override calling the base) is part of the outer one. A
+``pipeline(...)`` object's call is the request its user times: its tokenizing, its model's
+``generate()`` (or forward pass) and its decoding; ``Pipeline.__call__`` and each loaded
+subclass's own are wrapped alike (`HF_PIPELINE_EVENT`, stat ``pipeline``), and a call that
+returns an iterator (a generator or dataset of inputs: the work runs as it is iterated) is not
+recorded, its ``generate()`` calls are the steps then. `uninstall` puts
 the methods back at `stop` (unless something wrapped them since: then ours stays, recording
 nothing while no session records). transformers is never imported here: a program that
 imports it after recording starts (``stepscope.start()`` at the script's top), or whose
@@ -22,24 +28,50 @@ of transformers' modules hooked as it loads (`import_watch`, decision 615).
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 from stepscope.capture import annotations as _annotations
 from stepscope.capture import import_watch
-from stepscope.vocab.serving import HF_GENERATE_EVENT, HF_GENERATE_MODULE, HF_PACKAGE
+from stepscope.vocab.serving import (
+    HF_GENERATE_EVENT,
+    HF_GENERATE_MODULE,
+    HF_PACKAGE,
+    HF_PIPELINE_EVENT,
+    HF_PIPELINE_MODULE,
+)
 
 TYPE_CHECKING = False  # not typing's: see stepscope.capture.options
 if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
 
+
+@dataclass(frozen=True)
+class _Target:
+    """A base class of transformers whose method, on it and each subclass, is a request."""
+
+    module: str  # the module that defines the base
+    base: str  # the base class's name
+    method: str  # the method wrapped
+    event: str  # the annotation each call is
+    stat: str  # the stat naming the instance's class
+
+
+_TARGETS = (
+    _Target(HF_GENERATE_MODULE, "GenerationMixin", "generate", HF_GENERATE_EVENT, "model"),
+    _Target(HF_PIPELINE_MODULE, "Pipeline", "__call__", HF_PIPELINE_EVENT, "pipeline"),
+)
+_METHODS = frozenset(t.method for t in _TARGETS)
+
 # transformers' modules imported while recording are hooked as they load (one at a time)
 _watcher: import_watch.Watcher | None = None
 
 
-def _classes() -> list[type]:
-    """``GenerationMixin`` and every subclass loaded now, each once."""
-    module = sys.modules.get(HF_GENERATE_MODULE)
-    base = getattr(module, "GenerationMixin", None) if module is not None else None
+def _classes(target: _Target) -> list[type]:
+    """The target's base and every subclass loaded now, each once."""
+    module = sys.modules.get(target.module)
+    base = getattr(module, target.base, None) if module is not None else None
     if not isinstance(base, type):
         return []
     seen: dict[type, None] = {}
@@ -56,21 +88,33 @@ def _classes() -> list[type]:
     return list(seen)
 
 
-def _wrap(original: Any) -> Any:
-    def generate(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with _annotations.trace(HF_GENERATE_EVENT, model=type(self).__name__):
-            return original(self, *args, **kwargs)
+def _wrap(original: Any, target: _Target) -> Any:
+    event, stat = target.event, target.stat
 
-    generate.__wrapped__ = original  # type: ignore[attr-defined]
-    generate.__doc__ = getattr(original, "__doc__", None)
-    generate.__name__ = "generate"
-    generate.__qualname__ = getattr(original, "__qualname__", "generate")
-    generate._stepscope = True  # type: ignore[attr-defined]
-    return generate
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        span = _annotations.trace(event, **{stat: type(self).__name__})
+        span.__enter__()
+        try:
+            result = original(self, *args, **kwargs)
+        except BaseException:
+            span.__exit__(None, None, None)
+            raise
+        if isinstance(result, Iterator) and hasattr(span, "cancel"):
+            span.cancel()  # lazy: its work runs as the caller iterates, outside this call
+        else:
+            span.__exit__(None, None, None)
+        return result
+
+    call.__wrapped__ = original  # type: ignore[attr-defined]
+    call.__doc__ = getattr(original, "__doc__", None)
+    call.__name__ = target.method
+    call.__qualname__ = getattr(original, "__qualname__", target.method)
+    call._stepscope = True  # type: ignore[attr-defined]
+    return call
 
 
 def install() -> int:
-    """Wrap each loaded generation class's own ``generate`` (idempotent), and those of the
+    """Wrap each loaded class's own method of each target (idempotent), and those of the
     modules of transformers imported from now until `uninstall`; how many are wrapped now."""
     global _watcher
     if _watcher is None:
@@ -80,26 +124,26 @@ def install() -> int:
 
 def _on_import(module: ModuleType) -> None:
     """A module of transformers has just run: the classes it defined are hooked too. Most of
-    its modules (tokenizers, configurations, utilities) define no generation class and cost a
-    look at their names; a model's module is walked (decision 615)."""
-    names = vars(module)
-    if module.__name__ == HF_GENERATE_MODULE or any(
-        isinstance(v, type) and "generate" in v.__dict__ for v in names.values()
+    its modules (tokenizers, configurations, utilities) define no such class and cost a look
+    at their names; a model's or a pipeline's module is walked (decision 615)."""
+    if module.__name__ in (t.module for t in _TARGETS) or any(
+        isinstance(v, type) and not _METHODS.isdisjoint(v.__dict__) for v in vars(module).values()
     ):
         _wrap_loaded()
 
 
 def _wrap_loaded() -> int:
     wrapped = 0
-    for cls in _classes():
-        current = cls.__dict__.get("generate")
-        if not callable(current) or getattr(current, "_stepscope", False):
-            continue
-        try:
-            cls.generate = _wrap(current)  # type: ignore[attr-defined]
-        except (AttributeError, TypeError):  # a class that refuses new attributes
-            continue
-        wrapped += 1
+    for target in _TARGETS:
+        for cls in _classes(target):
+            current = cls.__dict__.get(target.method)
+            if not callable(current) or getattr(current, "_stepscope", False):
+                continue
+            try:
+                setattr(cls, target.method, _wrap(current, target))
+            except (AttributeError, TypeError):  # a class that refuses new attributes
+                continue
+            wrapped += 1
     return wrapped
 
 
@@ -109,10 +153,11 @@ def uninstall() -> None:
     if _watcher is not None:
         import_watch.unwatch(_watcher)
         _watcher = None
-    for cls in _classes():
-        current = cls.__dict__.get("generate")
-        if current is not None and getattr(current, "_stepscope", False):
-            try:
-                cls.generate = current.__wrapped__  # type: ignore[attr-defined]
-            except (AttributeError, TypeError):
-                continue
+    for target in _TARGETS:
+        for cls in _classes(target):
+            current = cls.__dict__.get(target.method)
+            if current is not None and getattr(current, "_stepscope", False):
+                try:
+                    setattr(cls, target.method, current.__wrapped__)
+                except (AttributeError, TypeError):
+                    continue

@@ -28,7 +28,7 @@ from stepscope.vocab.collectives import (
     is_host_collective,
     is_waiting_frame,
 )
-from stepscope.vocab.serving import HF_GENERATE_EVENT
+from stepscope.vocab.serving import HF_GENERATE_EVENT, HF_PIPELINE_EVENT
 
 NOT_COUNTED = -1  # events that are bookkeeping, not work (markers, Eager* wrappers, annotations)
 
@@ -126,9 +126,10 @@ def category_table() -> list[dict[str, str]]:
 
 TYPE_VALUES = np.array([int(t) for t in EventType], dtype=np.int16)
 
-# stepscope's mark of a generate() call (decision 560) is a step's marker too, no work of its
-# own: inside it, host time no op covers is untraced Python, as without the mark (563)
-_STEP_MARKER_NAMES = (tf_names.KERAS_BATCH, HF_GENERATE_EVENT)
+# stepscope's mark of a generate() or pipeline() call (decisions 560, 616) is a step's marker
+# too, no work of its own: inside it, host time no op covers is untraced Python, as without
+# the mark (563)
+_STEP_MARKER_NAMES = (tf_names.KERAS_BATCH, HF_GENERATE_EVENT, HF_PIPELINE_EVENT)
 # Compilation events of XLA / TF / JAX / torch.compile; op names such as
 # "compile_loss/..." (Keras) are ordinary ops, and "CompiledFunction" runs compiled code.
 _COMPILE = re.compile(

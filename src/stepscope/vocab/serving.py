@@ -8,12 +8,15 @@ repeats at the top level. The framework's own entry point is the step:
   scheduler formed, prefills and decodes together: its forward pass and sampling); vLLM's
   profiler annotation of that call, ``execute_context_<n>(<tokens>)_generation_<n>(<tokens>)``.
 - Hugging Face transformers: ``GenerationMixin.generate``, once per request batch (its
-  prefill and one forward pass per generated token).
+  prefill and one forward pass per generated token); a ``pipeline(...)`` object's call, once
+  per request batch too, around its tokenizing, its model's call (``generate()`` or a
+  forward pass) and its decoding: a ``generate()`` inside it is part of it.
 
 They are Python calls: Kineto records them as ``python_function`` events named
 ``<path>(<line>): <function>`` (``with_stack=True``), stepscope's Python tracer as
-``$<file>:<line> <qualname>``; stepscope's own capture marks each ``generate()`` call with an
-annotation (`HF_GENERATE_EVENT`), whatever else it records.
+``$<file>:<line> <qualname>``; stepscope's own capture marks each ``generate()`` and
+``pipeline(...)`` call with an annotation (`HF_GENERATE_EVENT`, `HF_PIPELINE_EVENT`), whatever
+else it records.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ from dataclasses import dataclass
 # (`capture.generate_hook`, decision 560): the module that defines the method, and the name.
 HF_GENERATE_MODULE = "transformers.generation.utils"
 HF_GENERATE_EVENT = "GenerationMixin.generate"
+# and each call of a ``pipeline(...)`` object, around its tokenizing, its model's call and
+# its decoding (decision 616): the request is the whole call, generate() a part of it
+HF_PIPELINE_MODULE = "transformers.pipelines.base"
+HF_PIPELINE_EVENT = "Pipeline.__call__"
 # the package whose modules, imported while a session records, are hooked as they load
 HF_PACKAGE = "transformers"
 
@@ -65,6 +72,16 @@ SERVING_CALLS = (
         "generate() call",
         "one request batch: its prefill and one forward pass per generated token",
     ),
+    ServingCall(
+        "Hugging Face",
+        "__call__",
+        ("transformers/pipelines/",),
+        (HF_PIPELINE_EVENT,),
+        HF_PIPELINE_EVENT,
+        "pipeline() call",
+        "one request batch: its pre-processing (tokenizing), the model's forward passes or "
+        "generate(), and its post-processing (decoding)",
+    ),
 )
 
 
@@ -88,8 +105,10 @@ def serving_call(name: str) -> ServingCall | None:
         if call is None:
             continue
         path, function = call
+        # the tracer's qualname of a subclass's own method ends in the function's name
+        # (``TextGenerationPipeline.__call__``), Kineto's is the name alone
         if function in kind.qualnames or (
-            function == kind.function and any(p in path for p in kind.paths)
+            function.rsplit(".", 1)[-1] == kind.function and any(p in path for p in kind.paths)
         ):
             return kind
     return None

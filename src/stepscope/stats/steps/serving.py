@@ -92,10 +92,13 @@ def serving_calls(profile: Profile) -> tuple[np.ndarray, str] | None:
     parent = nesting_parents(profile.line[events], profile.start_ns[events], profile.end_at(events))
     events = events[parent < 0]
     events = events[np.lexsort((events, profile.start_ns[events]))]
-    n = len(events)
-    seen = dict.fromkeys(kinds[int(i)] for i in profile.name[events].tolist())
+    # each kind counted: a pipeline's calls and generate() calls made outside one (decision 616)
+    seen: dict[ServingCall, int] = {}
+    for i in profile.name[events].tolist():
+        seen[kinds[int(i)]] = seen.get(kinds[int(i)], 0) + 1
     events = _with_wrappers(profile, events)
     label = " and ".join(
-        f"{call.framework} {call.unit}{'' if n == 1 else 's'} ({call.holds})" for call in seen
+        f"{n} {call.framework} {call.unit}{'' if n == 1 else 's'} ({call.holds})"
+        for call, n in seen.items()
     )
-    return events, f"{n} {label}"
+    return events, label
