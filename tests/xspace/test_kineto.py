@@ -237,7 +237,14 @@ def test_profiler_steps_and_python_functions(kineto: dict[str, Imported]) -> Non
     step_rows = np.flatnonzero(steps.present)
     assert {profile.event_name(int(r)) for r in step_rows} == {"ProfilerStep#6"}
     assert set(steps.value[step_rows].tolist()) == {6}
-    assert "_r" not in profile.event_stats(int(step_rows[0]))
+    # the host's ProfilerStep#N is a step root for XProf (decision 617), its GPU copy is not
+    on_host = [
+        not profile.planes[profile.lines[int(profile.line[r])].plane].is_device for r in step_rows
+    ]
+    assert [profile.event_stats(int(r)).get("_r") for r in step_rows] == [
+        1 if host else None for host in on_host
+    ]
+    assert any(on_host) and not all(on_host)
     assert len(item.rows("python_function")) == item.count_category("python_function")
     assert {profile.lines[int(profile.line[r])].plane for r in item.rows("python_function")} == {0}
 
@@ -258,3 +265,22 @@ def test_xprof_reads_imported_traces(kineto: dict[str, Imported], tmp_path: Path
     assert memory["memoryCapacity"] == "85018279936"  # the H100's memory
     peak = memory["peakStats"]
     assert int(peak["stackReservedBytes"]) + int(peak["heapAllocatedBytes"]) == 121634816
+
+
+@pytest.mark.integration
+def test_xprof_finds_the_profiler_steps_of_an_imported_trace(
+    kineto: dict[str, Imported], tmp_path: Path
+) -> None:
+    """XProf 2.24 (where installed) makes steps of the ProfilerStep#N of a converted trace:
+    they carry `_r` (decision 617); without it its overview had no step."""
+    tool_data = pytest.importorskip("xprof.convert.raw_to_tool_data")
+    item = kineto["v100_training_with_memory.json.gz"]
+    path = write_xspace(item.space, tmp_path / "plugins" / "profile" / "run" / "h.xplane.pb")
+    overview = json.loads(tool_data.xspace_to_tool_data([str(path)], "overview_page", {})[0])
+    tables = [t for t in overview if isinstance(t, dict) and "cols" in t]
+    graph = next(t for t in tables if t["cols"] and t["cols"][0].get("id") == "stepnum")
+    assert len(graph["rows"]) == 5  # the trace's ProfilerStep#2..#6
+    analysis = next(
+        t for t in overview if isinstance(t, dict) and "steptime_ms_average" in t.get("p", {})
+    )
+    assert float(analysis["p"]["steptime_ms_average"]) > 300  # its steps: 336-365 ms

@@ -269,7 +269,8 @@ def test_two_stats_of_one_name_in_an_event_merge_on_the_columns_as_a_dict(
     columns = _columns_route(monkeypatch, path)
     assert columns == oracle
     stats = {e[1]: e[5] for e in columns["events"]}
-    assert stats["ProfilerStep#3"] == [("step_num", 1, 3), ("other", 1, 1)]
+    # and the step root XProf reads (decision 617), after the args
+    assert stats["ProfilerStep#3"] == [("step_num", 1, 3), ("other", 1, 1), ("_r", 1, 1)]
     assert stats["both"] == [("correlation_id", 1, 2)]
     assert stats["annotated"] == [("category", 4, "user_annotation"), ("z", 1, 1)]
 

@@ -85,6 +85,15 @@ SERVING_CALLS = (
 )
 
 
+# the serving calls' own annotations: a Kineto import makes the host's copy a step root for
+# XProf (`_r`, decision 617), as it does a ProfilerStep#N
+SERVING_ANNOTATIONS = tuple(c.annotation for c in SERVING_CALLS if c.annotation)
+
+
+def is_serving_annotation(name: str) -> bool:
+    return name.startswith(SERVING_ANNOTATIONS)
+
+
 def python_call(name: str) -> tuple[str, str] | None:
     """(path, function) of a Python call event's name, Kineto's or stepscope's tracer's (the
     tracer's function is a qualname); None for other names."""

@@ -13,8 +13,10 @@ Decisions:
   events); ``s``/``f``/``t`` flows; ``M`` thread names. Other phases are counted in a warning.
 - Host events: ``/host:CPU``, one line per (pid, tid): line id = tid (2021 files write tids as
   strings), or a synthetic id when another pid already uses that tid or the tid is not a number.
-- ``user_annotation`` ``ProfilerStep#N`` keeps its name and gets ``step_num = N`` (no ``_r``:
-  step detection reads the name); so does its ``gpu_user_annotation`` copy.
+- ``user_annotation`` ``ProfilerStep#N`` keeps its name and gets ``step_num = N`` and
+  ``_r = 1`` (a step root for XProf; stepscope reads the name); its ``gpu_user_annotation``
+  copy gets ``step_num`` only. A host framework op named as a serving call's annotation
+  (vLLM's ``execute_context_...``) gets ``_r = 1`` too.
 - Device events: ``/device:GPU:N`` (N = ``device`` arg, else pid); kernels, memcpys and memsets
   on line ``Stream #S`` (id S = ``stream`` arg, else the tid, ``"stream 7"`` included), with
   ``device_id`` and ``stream`` always set; ``gpu_user_annotation`` on ``GPU annotations (Stream
@@ -36,6 +38,7 @@ import msgspec
 
 from stepscope.limits import DURATION_LIMIT_NS, TIME_LIMIT_NS, TIME_LIMIT_TEXT
 from stepscope.vocab.pytorch import is_profiler_step
+from stepscope.vocab.serving import is_serving_annotation
 from stepscope.xspace.builder import LineBuilder, PlaneBuilder, StatValue, XSpaceBuilder
 from stepscope.xspace.kineto.categories import (
     CATEGORIES,
@@ -204,6 +207,9 @@ class EventRouter(RouteState):
                 step = step_number(name)
                 if step is not None:
                     stats["step_num"] = step
+                    stats["_r"] = 1
+            elif is_serving_annotation(name):  # vLLM's execute_context_...: a root too
+                stats["_r"] = 1
         elif category in LAUNCH_CATEGORIES and "correlation_id" not in stats:
             self.uncorrelated[(pid, tid, ts)] = (line, len(line))
         self.emit(self.host, line, name, "", start, dur_ns, stats, category)

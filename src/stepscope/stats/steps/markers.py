@@ -8,7 +8,8 @@ Sources, tried in this order unless one is asked for:
   ``stepscope.step``. Their work is found by reachability (`groups`), and, as in
   XProf, when there are more than 5 steps the first and the last are dropped as possibly
   incomplete.
-- ``profiler_step``: PyTorch's ``ProfilerStep#N`` annotations.
+- ``profiler_step``: PyTorch's ``ProfilerStep#N`` annotations (with or without the ``_r`` a
+  Kineto import writes for XProf).
 - ``keras_batch``: Keras 3's ``Profiled batch`` traces (``step_num`` but no ``_r``, so XProf
   finds no step in them).
 - ``device``: a device plane's ``Steps`` line (XProf's derived step line, TPU profiles).
@@ -43,6 +44,7 @@ from stepscope.vocab.profiler import (
     STEPS_BEFORE_STAT,
 )
 from stepscope.vocab.pytorch import is_profiler_step
+from stepscope.vocab.serving import is_serving_annotation
 from stepscope.vocab.tensorflow import IMPLICIT_ROOTS, KERAS_BATCH
 from stepscope.vocab.xla import STEPS_LINE
 
@@ -115,8 +117,13 @@ def _host_events(profile: Profile) -> np.ndarray:
 def _marker_steps(profile: Profile) -> StepMarkers | None:
     events = profile.stat_events("_r")  # few: no dense column over every event
     implicit = np.array([profile.strings.id_of(n) for n in IMPLICIT_ROOTS])
+    # a Kineto import's ProfilerStep#N and serving annotation carry `_r` for XProf (decision
+    # 617): they stay ``profiler_step`` / ``serving`` steps, whole by construction (no step
+    # dropped as incomplete)
+    steps = profile.strings.ids_matching(lambda s: is_profiler_step(s) or is_serving_annotation(s))
     host = host_lines(profile)[profile.line[events]]
-    events = events[host & ~np.isin(profile.name[events], implicit[implicit >= 0])]
+    names = profile.name[events]
+    events = events[host & ~np.isin(names, implicit[implicit >= 0]) & ~np.isin(names, steps)]
     if not events.size:
         return None
     label = profile.event_name(int(events[0]))

@@ -49,7 +49,7 @@ from stepscope.xspace.kineto.scan import (
 )
 from stepscope.xspace.kineto.state import CUPTI_PLANE, Flow, RouteState
 
-_ADDED_STATS = ("category", "step_num", "kernel_details", "memcpy_details", "memset_details")
+_ADDED_STATS = ("category", "step_num", "_r", "kernel_details", "memcpy_details", "memset_details")
 # The phases `route` models, as a table over the byte (np.isin sorts or loops per call).
 _PHASE_TABLE = np.zeros(256, bool)
 _PHASE_TABLE[list(PHASES)] = True

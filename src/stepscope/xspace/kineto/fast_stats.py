@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from stepscope.distinct import distinct
+from stepscope.vocab.serving import is_serving_annotation
 from stepscope.xspace.kineto.categories import (
     DROPPED_ARGS,
     KERNEL_DROPPED_ARGS,
@@ -61,7 +62,7 @@ _KERNEL_ARGS = (
 )
 _KERNEL_ARG_SET = frozenset(_KERNEL_ARGS)
 # Order of the stats the router appends after the args.
-_SLOT_STEP, _SLOT_DEVICE, _SLOT_STREAM, _SLOT_DETAILS, _SLOT_CATEGORY = range(1, 6)
+_SLOT_STEP, _SLOT_ROOT, _SLOT_DEVICE, _SLOT_STREAM, _SLOT_DETAILS, _SLOT_CATEGORY = range(1, 7)
 _LINE_NAMES = {
     Kind.DEVICE: "Stream #{}",
     Kind.GPU_ANNOTATION: "GPU annotations (Stream #{})",
@@ -245,20 +246,22 @@ class StatRows:
         candidates = distinct(self.names[emitted]).tolist()
         steps = {i: step_number(trace.texts[i]) for i in candidates}
         steps = {i: n for i, n in steps.items() if n is not None}
-        if not steps:
+        serving = [i for i in candidates if is_serving_annotation(trace.texts[i])]
+        if not steps and not serving:
             return
         framework = [_index(c, cat) for cat in FRAMEWORK_OP_CATEGORIES]
-        wanted = (
-            emitted
-            & np.isin(self.names, list(steps))
-            & (
-                ((c.kind == Kind.HOST) & np.isin(c.category, framework))
-                | (c.kind == Kind.GPU_ANNOTATION)
-            )
-        )
-        events = np.flatnonzero(wanted)
-        values = np.array([steps[int(i)] for i in self.names[events].tolist()], np.int64)
-        self.add(events, _SLOT_STEP, "step_num", KIND_INT, values)
+        host = emitted & (c.kind == Kind.HOST) & np.isin(c.category, framework)
+        if steps:
+            named = np.isin(self.names, list(steps))
+            events = np.flatnonzero(named & (host | (emitted & (c.kind == Kind.GPU_ANNOTATION))))
+            values = np.array([steps[int(i)] for i in self.names[events].tolist()], np.int64)
+            self.add(events, _SLOT_STEP, "step_num", KIND_INT, values)
+        # the host's ProfilerStep#N, and a serving framework's annotation of its per-batch call
+        # (vLLM's execute_context_...), is a step root for XProf too (`_r`, decision 617): its
+        # grouping makes steps of roots only, and a step's kernels join it through their
+        # launches' correlation_id; the device's copies are no root (a second group each)
+        roots = np.flatnonzero(host & np.isin(self.names, [*steps, *serving]))
+        self.add(roots, _SLOT_ROOT, "_r", KIND_INT, np.ones(len(roots), np.int64))
 
     def _devices(self, c: Classified, emitted: np.ndarray, kernel: np.ndarray) -> None:
         trace = self.trace
