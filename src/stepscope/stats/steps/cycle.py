@@ -33,9 +33,10 @@ of k+1". Four rules fix the boundaries (decision 360):
    iterations or after the loop), the events from the last boundary are the last iteration:
    a step when it is whole (`stepscope.stats.steps.last_step`, decision 475: the common
    work but the next iteration's head, or the cycle's members in order, lasting half the
-   same work's shortest elsewhere). A capture stopped inside an iteration (``duration_ms``)
-   leaves it out. Other captures keep N repeats as N - 1 steps, each bounded by observed
-   events at both ends.
+   same work's shortest elsewhere; or the work of an iteration run once before, its
+   untraced end included, decision 608: traced work after it is said to be in no step). A
+   capture stopped inside an iteration (``duration_ms``) leaves it out. Other captures keep
+   N repeats as N - 1 steps, each bounded by observed events at both ends.
 4. A period (other than step 0's) holding none of the most common step's work but its
    repeat's and lead's own is no step: the end of a pass over a DataLoader (the fetch that
    raises StopIteration, then the next iterator) trains on nothing (decision 413).
@@ -57,7 +58,7 @@ from stepscope.stats.host.python_samples import probe_events
 from stepscope.stats.steps.batch_fetch import batch_fetches, from_fetches, pass_start
 from stepscope.stats.steps.epoch_start import from_iterators
 from stepscope.stats.steps.last_step import last_iteration_end
-from stepscope.stats.steps.other_pass import own_ends
+from stepscope.stats.steps.other_pass import alone_periods, own_ends
 from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
 from stepscope.vocab.pytorch import OPTIMIZER_STEP_PREFIX
 
@@ -194,6 +195,20 @@ def first_fetch(profile: Profile, line: int) -> int | None:
     return int(profile.start_ns[ev].min()) if len(ev) else None
 
 
+def _work_after(start: np.ndarray, end: np.ndarray, traced: np.ndarray, last: int) -> list[str]:
+    """The note for the traced work after the last step's end, before the capture stopped:
+    the loop's last iteration did more than any before it (a checkpoint at its end only) or
+    the code after the loop ran it, which nothing traced tells apart (decision 608)."""
+    after = traced[start[traced] >= last]
+    if not after.size:
+        return []
+    ms = (int(end[after].max()) - last) / 1e6
+    return [
+        f"{ms:.2f} ms of traced work after the last one (more work in the loop's last "
+        "iteration than in any before, or code after the loop) in no step"
+    ]
+
+
 @record
 class Iterations:
     """The inferred steps of one thread, and how they were placed."""
@@ -261,7 +276,18 @@ def iterations(
             "or evaluation batches) left out"
         )
     if began_here:
-        last_end = last_iteration_end(names, start, end, pos, work, held, common, count)
+        last_end = last_iteration_end(
+            names,
+            start,
+            end,
+            pos,
+            work,
+            held,
+            common,
+            count,
+            alone=alone_periods(profile, names, pos, held),
+            capture_end=profile.time_span_ns()[1],
+        )
         if last_end is not None and trains is not None and not trains[-1]:
             last_end = None  # the last iteration trained nothing either
         own = profiler_work(profile)[t]
@@ -271,6 +297,7 @@ def iterations(
             ends = np.r_[ends, last_end]
             lead_pos = np.r_[lead_pos, pos[-1]]
             notes.append("the last one ends with its work")
+            notes.extend(_work_after(start, end, traced, last_end))
         batches = batch_fetches(profile, names, lead_pos, pos, held)
         if batches is not None:
             starts, ends, moved = from_fetches(start, starts, ends, batches)

@@ -39,7 +39,8 @@ EXTRA_FETCHES = 2  # more fetches than the common period's, at least: another lo
 PASS_SEED = "aten::random_"
 
 
-def _begins_pass(name: str) -> bool:
+def begins_pass(name: str) -> bool:
+    """A new pass over a DataLoader begins with this event."""
     return is_dataloader_iter(name) or name == PASS_SEED
 
 
@@ -76,7 +77,7 @@ def own_ends(
     other = (fetches >= usual_fetches + EXTRA_FETCHES) & (steps == usual_steps)
     other[0] = False
     fetched = lo + np.flatnonzero(np.isin(names[lo:hi], fetch_ids))
-    begins = np.isin(names, profile.strings.ids_matching(_begins_pass))
+    begins = np.isin(names, profile.strings.ids_matching(begins_pass))
     for k in np.flatnonzero(other).tolist():
         # the next iteration's fetch (its period's last) comes from a new pass: the training
         # loop's epoch ended before the other loop ran, as Lightning's validation does; a
@@ -88,3 +89,15 @@ def own_ends(
         if own is not None:
             ends[k] = min(int(ends[k]), own)
     return ends
+
+
+def alone_periods(
+    profile: Profile, names: np.ndarray, pos: np.ndarray, held: np.ndarray
+) -> np.ndarray:
+    """Per period between consecutive leads: whether its work may be the last iteration's
+    (`last_step.last_iteration_end`'s ``alone``): a period of the most common work, or one
+    that begins no new pass over a DataLoader (an epoch's edge: its validation and the next
+    epoch's first batch)."""
+    ids = profile.strings.ids_matching(begins_pass)
+    seen = np.r_[0, np.cumsum(np.isin(names, ids))]
+    return held | (seen[pos[1:]] == seen[pos[:-1]])
