@@ -163,3 +163,26 @@ def test_rank_1_trigger_makes_rank_0_save_the_same_steps(
     assert marker["trigger"] == "peer"
     assert marker["reason"].startswith("rank1 saved its last steps (slow_step)")
     assert (run_dir / "rank0.xplane.pb").exists()  # one run, both ranks
+
+
+def test_a_capture_terminated_before_its_start_saves_nothing(
+    server: ProfilerServer, recording: rec.Recorder
+) -> None:
+    """A capture scheduled ahead (``start_timestamp_ns``) and terminated before it began
+    recorded nothing: the recorder saved an empty run all the same, a run in the worker's log
+    directory the user never asked for (decision 614)."""
+    start_ns = time.time_ns() + 30_000_000_000
+    opts = pb.ProfileOptions(
+        version=1, host_tracer_level=2, duration_ms=500, start_timestamp_ns=start_ns
+    )
+    asked = pb.ProfileRequest(duration_ms=500, opts=opts, session_id="ahead", emit_xspace=True)
+    with grpc.insecure_channel(server.address) as channel:
+        stub = pb_grpc.ProfilerServiceStub(channel)
+        future = stub.Profile.future(asked, timeout=60)
+        deadline = time.monotonic() + 30
+        while "ahead" not in server.servicer._running and time.monotonic() < deadline:
+            time.sleep(0.01)
+        stub.Terminate(pb.TerminateRequest(session_id="ahead"), timeout=10)
+        answer = future.result(timeout=30)
+    assert answer.empty_trace
+    assert recording.saved == []

@@ -228,6 +228,10 @@ class ProfilerServicer(pb_grpc.ProfilerServiceServicer):
         window_ns = duration_ms * 1_000_000
         if start_ns is not None:
             window_ns = self._wait_window(request.session_id, context, duration_ms, start_ns)
+            if not window_ns:
+                # ended before its start: nothing was asked of the recording, and a save
+                # would leave an empty run in the worker's log directory (decision 614)
+                return pb.ProfileResponse(empty_trace=True)
         pending = recorder.save(
             trigger,
             reason,
