@@ -204,6 +204,30 @@ def test_auto_mode_runs_only_imported_frameworks(monkeypatch: pytest.MonkeyPatch
         assert module not in sys.modules  # never imported just because it is installed
 
 
+def test_a_framework_imported_after_the_start_is_said_at_the_stop(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A script calling stepscope.start() before `import torch` read "unknown, CPU" with no
+    op and no step, and nothing said why (decision 621)."""
+    for module in ("torch", "tensorflow", "jax"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    stepscope.start(tmp_path)
+    monkeypatch.setitem(sys.modules, "jax", type(sys)("jax"))  # the program imports it now
+    profile = load_run(stepscope.stop())
+    said = (
+        "JAX was imported after stepscope.start(): its ops were not recorded (a framework's "
+        "bridge starts with the session); import jax before stepscope.start(), or set "
+        "STEPSCOPE_BRIDGES=jax to have the session import it"
+    )
+    assert said in capsys.readouterr().err
+    assert any(said in line for line in profile.warnings)
+    assert not any("PyTorch" in line or "TensorFlow" in line for line in profile.warnings)
+    # one imported before the start is not said (it ran, or did not want these options)
+    stepscope.start(tmp_path / "again")
+    stepscope.stop()
+    assert "imported after" not in capsys.readouterr().err
+
+
 def test_bridge_choice_from_configure_and_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert bridges.requested() == "auto"
     monkeypatch.setenv(bridges.ENV_VAR, "Torch, tf")

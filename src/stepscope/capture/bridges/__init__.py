@@ -122,12 +122,14 @@ def bridges_for(options: ProfilerOptions) -> BridgeSet:
     if mode == "none":
         return BridgeSet([])
     bridges: list[Bridge] = []
+    absent: dict[str, str] = {}  # auto: frameworks not imported yet, title -> module
     for name, (module, _m, _c, hint) in _BUILTIN.items():
         explicit = mode != "auto" and name in mode
         if mode != "auto" and not explicit:
             continue
         if sys.modules.get(module) is None:  # None: imports of it are blocked
             if not explicit:
+                absent[_TITLES[name]] = module
                 continue
             try:
                 importlib.import_module(module)
@@ -152,7 +154,7 @@ def bridges_for(options: ProfilerOptions) -> BridgeSet:
         )
         if chosen and (mode != "auto" or cls.wanted(options)):
             bridges.append(cls(options))
-    return BridgeSet(bridges, warnings)
+    return BridgeSet(bridges, warnings, imported_later=absent)
 
 
 def __getattr__(name: str) -> Any:

@@ -17,6 +17,7 @@ out of the later calls. `merge_into` converts and merges everything when the pro
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import field
 from typing import TYPE_CHECKING
@@ -90,9 +91,17 @@ def report(message: str) -> str:
 class BridgeSet:
     """The bridges of one session, each call guarded so that one failure stays local."""
 
-    def __init__(self, bridges: list[Bridge], warnings: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        bridges: list[Bridge],
+        warnings: list[str] | None = None,
+        imported_later: dict[str, str] | None = None,
+    ) -> None:
         self.bridges = list(bridges)
         self.warnings = list(warnings or [])  # already reported lines, for XSpace.warnings
+        # frameworks ``auto`` found not imported at the start (title -> module): one the
+        # program imports during the session runs unprofiled, said at the stop
+        self._imported_later = dict(imported_later or {})
         self._failed: set[int] = set()
         self._closed = False
 
@@ -123,6 +132,19 @@ class BridgeSet:
         self._each("stopping", "stop")
         if not keep:
             self.close()
+            return
+        for title, module in self._imported_later.items():
+            if sys.modules.get(module) is not None:
+                # a script that calls stepscope.start() before `import torch` read "unknown,
+                # CPU" with no op and no step, and nothing said why (decision 621)
+                self.warnings.append(
+                    report(
+                        f"{title} was imported after stepscope.start(): its ops were not "
+                        f"recorded (a framework's bridge starts with the session); import "
+                        f"{module} before stepscope.start(), or set STEPSCOPE_BRIDGES={module} to "
+                        "have the session import it"
+                    )
+                )
 
     def close(self) -> None:
         if self._closed:
