@@ -147,6 +147,7 @@ def match_calls(ranks: Sequence[Rank], pairing: StepPairing) -> Matched | None:
     arrive = np.stack([c.arrive_ns[a] for c, a in zip(have, at, strict=True)])
     exit_ = np.stack([c.exit_ns[a] for c, a in zip(have, at, strict=True)])
     runup = np.stack([c.runup_ns[a] for c, a in zip(have, at, strict=True)])
+    before = np.stack([_before_step(ranks[i], a) for i, a in zip(rows, at, strict=True)])
     first = have[0]
     step0 = first.step[at[0]]
     pod_step = np.where(step0 >= 0, pods[0][np.maximum(step0, 0)], -1)
@@ -165,7 +166,48 @@ def match_calls(ranks: Sequence[Rank], pairing: StepPairing) -> Matched | None:
         keyed,
         np.stack(at).astype(np.int64),
         tuple(c.python for c in have),
+        before,
     )
+
+
+def _before_step(rank: Rank, at: np.ndarray) -> np.ndarray:
+    """Per call of ``rank`` (``at``: indices into its calls), the part of its run-up before
+    the call's step began on the rank: the end of its previous step, after that step's last
+    collective (an optimizer step, then a checkpoint written by this rank alone). 0 for
+    device kernels: their run-ups are the device's, which runs behind the host's steps."""
+    calls = rank.calls
+    if calls is None or calls.layer == "device kernels" or not rank.steps.n_steps:
+        return np.zeros(len(at), np.int64)
+    arrive = calls.arrive_ns[at]
+    since = arrive - calls.runup_ns[at].sum(axis=1)  # the run-up covers [since, arrive)
+    step = calls.step[at]
+    start = np.where(step >= 0, rank.steps.start_ns[np.maximum(step, 0)], since)
+    return np.clip(start - since, 0, arrive - since).astype(np.int64)
+
+
+def _work_steps(
+    m: Matched, pairing: StepPairing, j: int, row: int, mine: np.ndarray, steps: np.ndarray
+) -> np.ndarray:
+    """The pod steps whose work made rank ``j`` (``row`` of the run) late at its calls
+    ``mine`` in the pod steps ``steps``: each step itself, or the step before it where its
+    run-ups beyond the other ranks' lie mostly before the step began on it (decision 600):
+    a checkpoint written after step 5's all-reduce holds the others in step 6's, while its
+    own step table, its overview and the periodic-steps finding show the time in step 5."""
+    others = np.ones(len(m.rows), bool)
+    others[j] = False
+    if m.before_ns is None or not others.any() or not len(steps):
+        return steps
+    before = m.before_ns[:, mine].astype(np.float64)
+    inside = m.runup_ns[:, mine, :].sum(axis=2).astype(np.float64) - before
+    n_s = len(pairing.step_num)
+    per_before, per_inside = np.zeros(n_s), np.zeros(n_s)
+    pod = m.pod_step[mine]
+    np.add.at(per_before, pod, before[j] - np.median(before[others], axis=0))
+    np.add.at(per_inside, pod, inside[j] - np.median(inside[others], axis=0))
+    has_before = np.zeros(n_s + 1, bool)
+    has_before[1:] = pairing.rows[row] >= 0  # has_before[s]: the rank has pod step s - 1
+    earlier = (per_before[steps] > per_inside[steps]) & (per_before[steps] > 0)
+    return np.where(earlier & has_before[steps], steps - 1, steps)
 
 
 def _distinct(lane: np.ndarray, seq: np.ndarray) -> bool:
@@ -293,7 +335,7 @@ def _by_arrival(
     late_rows = {hosts.index(s.host) for s in found}
     waiting = np.zeros(n_h, bool)
     for s in found:
-        cols_s = [int(np.flatnonzero(pairing.step_num == n)[0]) for n in s.steps]
+        cols_s = [int(np.flatnonzero(pairing.step_num == n)[0]) for n in s.held_steps or s.steps]
         waiting |= np.nan_to_num(wait_ns[:, cols_s]).sum(axis=1) > 0
     waiting[list(late_rows)] = False
     offsets = np.full(n_h, np.nan)
@@ -461,15 +503,31 @@ def _straggler(
     waited = np.nan_to_num(wait_ns[:, steps])
     waited[row] = 0
     waiters = int((waited.sum(axis=1) > 0).sum())
-    numbers = tuple(int(n) for n in pairing.step_num[steps])
+    held_at = tuple(int(n) for n in pairing.step_num[steps])
+    work = _work_steps(m, pairing, j, row, mine, steps)
+    numbers = tuple(int(n) for n in np.unique(pairing.step_num[work]))
     n = len(numbers)
     calls = int(mine.sum())
     every = f"every {p} steps: " if (p := period(numbers)) else ""
+    s_calls = counted(calls, "collective call")
+    if (work == steps).all():
+        arrived = f"it arrived last at {s_calls} there, "
+    elif (work != steps).all():
+        arrived = (
+            f"its work at the end of each made it arrive last at {s_calls} of the next "
+            f"({steps_said(held_at)}), "
+        )
+    else:  # some of them: those steps' collectives are named with the step before each
+        later = tuple(int(x) for x in pairing.step_num[steps[work != steps]])
+        arrived = (
+            f"it arrived last at {s_calls} of {steps_said(held_at)} (of "
+            f"{steps_said(later)} after its work at the end of the step before), "
+        )
     text = (
         f"{hosts[row]} is late at {steps_said(numbers)} "
-        f"({every}{of_steps(n, n_compared, ONE_COMPARED)}): it arrived last at "
-        f"{counted(calls, 'collective call')} there, "
-        f"{late_ns / n / 1e6:.2f} ms per step after the next rank; since its previous "
+        f"({every}{of_steps(n, n_compared, ONE_COMPARED)}): "
+        + arrived
+        + f"{late_ns / n / 1e6:.2f} ms per step after the next rank; since its previous "
         "collective it spent "
         f"{own[k] / n / 1e6:.2f} ms per step in {what(reason)}"
         + (f" ({fetch_words(iterator)})" if iterator and reason == "input" else "")
@@ -511,6 +569,7 @@ def _straggler(
         int(own[k]),
         int(peers[k]),
         python=python,
+        held_steps=held_at if held_at != numbers else (),
     )
     big = burst(held[row, steps]) if focus else None
     if big is None:

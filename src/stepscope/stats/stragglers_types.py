@@ -41,7 +41,9 @@ class Straggler:
     """A rank that held the others back, in which steps, by how much and why."""
 
     host: str
-    steps: tuple[int, ...]  # pod step numbers where it is late
+    # pod step numbers where it is late: the steps of its own step table whose work made it
+    # late (decision 600: work after a step's last collective holds the next step's)
+    steps: tuple[int, ...]
     late_ns: int  # how long it alone held the others in those steps, summed
     reason: str  # category key (CATEGORY_NAMES) where it differs most
     reason_excess_ns: int  # that category's time beyond the other ranks', summed
@@ -59,6 +61,9 @@ class Straggler:
     # most of its late time in a few of its late steps (`burst`): those steps and the others,
     # each with its own figures and reason, in words ("" when spread evenly)
     focus: str = ""
+    # the steps whose collectives it arrived last at, where the others waited; () when they
+    # are `steps` (decision 600)
+    held_steps: tuple[int, ...] = ()
 
     @property
     def step_ranges(self) -> str:
@@ -404,3 +409,6 @@ class Matched:
     keyed_by: str  # "sequence number" or "step, kind and position"
     call_index: np.ndarray | None = None  # (R, C) int64: each call's index in its rank's calls
     python: tuple[RunupPython, ...] = ()  # (R,) the samples in each rank's run-ups
+    # (R, C) int64: the part of each run-up before the call's step began on that rank (the
+    # end of its previous step: work after that step's collectives); None: not measured
+    before_ns: np.ndarray | None = None
