@@ -5,8 +5,11 @@ Fields and units: docs/tools/input_pipeline_analyzer.md.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from stepscope.records import record
 from stepscope.stats import StepStats
+from stepscope.stats import rank_input as by_rank
 from stepscope.stats.advice import InputBound, classify_steps
 from stepscope.stats.input.ahead import PYTHON_ITERATOR_AHEAD
 from stepscope.stats.input.input_pipeline import (
@@ -142,6 +145,10 @@ class InputPipelineAnalysis:
 def build(ctx: ToolContext) -> InputPipelineAnalysis:
     summary = analysis.steps(ctx)
     bound = classify_steps(summary)
+    if len(ctx.hosts) > 1 and summary.rank_hosts:  # the ranks' mean (decision 601)
+        shares = by_rank.input_shares([(h, analysis.step_db(ctx, h)) for h in ctx.hosts])
+        note = by_rank.verdict_note(*by_rank.apart(shares))
+        bound = replace(bound, statement=bound.statement + note)
     ops = input_ops(analysis.host_ops(ctx))
     total_self = float(ops.self_ns.sum())
     rows = tuple(

@@ -12,6 +12,7 @@ import numpy as np
 
 from stepscope.records import record
 from stepscope.stats import CATEGORY_NAMES, OpTable, StepStats, StepSummary
+from stepscope.stats import rank_input as by_rank
 from stepscope.stats.advice import (
     FINDING_TOPICS,
     MODERATE_INPUT,
@@ -435,6 +436,18 @@ def build(ctx: ToolContext) -> OverviewPage:
         covered=covered | {"collectives"} if skew else covered,
         once_warm=bool(warm),
     )
+    if job is not None:  # a rank waiting on its input alone is no mean's (decision 601)
+        shares = by_rank.input_shares([(h, analysis.step_db(ctx, h)) for h in ctx.hosts])
+        alone, rest = by_rank.apart(shares)
+        line = by_rank.advice(
+            alone,
+            rest,
+            summary.limit_percent("input"),
+            summary.limits.framework,
+            summary.has_device,
+        )
+        recommendation = by_rank.by_rank(recommendation, line)
+        bound = replace(bound, statement=bound.statement + by_rank.verdict_note(alone, rest))
     recommendation = _with_findings(recommendation, top)
     if skew and job:
         recommendation = _straggler_first(
