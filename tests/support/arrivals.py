@@ -27,6 +27,7 @@ class Call:
     lane: int = 0
     seq: int = -1
     runup: dict[str, int] = field(default_factory=dict)
+    ops: dict[str, int] = field(default_factory=dict)  # traced events started in the run-up
 
 
 def _steps(n: int, clock: int, numbers: Sequence[int] | None, step_ns: int) -> StepDb:
@@ -67,9 +68,12 @@ def rank(
         ordinal[k] = seen.get((c.step, c.lane), 0)
         seen[(c.step, c.lane)] = int(ordinal[k]) + 1
     runup = np.zeros((len(calls), len(CATEGORY_NAMES)), np.int64)
+    ops = np.zeros((len(calls), len(CATEGORY_NAMES)), np.int64)
     for k, c in enumerate(calls):
         for name, ns in c.runup.items():
             runup[k, CATEGORY_NAMES.index(name)] = ns
+        for name, count in c.ops.items():
+            ops[k, CATEGORY_NAMES.index(name)] = count
     return Rank(
         host,
         steps,
@@ -83,6 +87,7 @@ def rank(
             np.array([c.arrive for c in calls], np.int64) + clock,
             np.array([c.exit for c in calls], np.int64) + clock,
             runup,
+            runup_ops=ops,
         ),
     )
 
@@ -99,10 +104,12 @@ def job(
     seq: bool = False,
     step_ns: int = STEP,
     extra: Callable[[int], list[Call]] = lambda r: [],
+    ops: Callable[[int, int], dict[str, int]] | None = None,
 ) -> list[Rank]:
     """One all-reduce a step: rank ``r`` arrives ``ready(r, s)`` ns into step ``s`` and leaves
     at ``end`` (or ``exit_(r, s)``); its run-up is ``runup(r, s)`` (default: host compute
-    until it is ready); sequence numbers 0, 1... when ``seq``; then ``extra(r)``."""
+    until it is ready), with ``ops(r, s)`` traced events started in it (default none);
+    sequence numbers 0, 1... when ``seq``; then ``extra(r)``."""
     names = hosts or [f"r{r}" for r in range(n_ranks)]
     out = []
     for r in range(n_ranks):
@@ -113,6 +120,7 @@ def job(
                 s * step_ns + (exit_(r, s) if exit_ else end),
                 seq=s if seq else -1,
                 runup=runup(r, s) if runup else {"host_compute": ready(r, s)},
+                ops=ops(r, s) if ops else {},
             )
             for s in range(n_steps)
         ]

@@ -60,6 +60,11 @@ class CollectiveCalls:
     runup_ns: np.ndarray  # (calls, len(CATEGORY_NAMES)) int64: time per category before it
     runup_measured: bool = True  # False when the run-ups were too large to measure
     python: RunupPython = field(default_factory=RunupPython)
+    # (calls, len(CATEGORY_NAMES)) int64: traced events starting in each run-up, per category
+    # (the same work on every rank has as many: decision 602); no rows when not counted
+    runup_ops: np.ndarray = field(
+        default_factory=lambda: np.zeros((0, len(CATEGORY_NAMES)), np.int64)
+    )
 
     @property
     def n_calls(self) -> int:
@@ -154,7 +159,7 @@ def collective_calls(profile: Profile, db: StepDb) -> CollectiveCalls:
             profile.start_ns[markers], profile.end_at(markers), profile.start_ns[launch[launched]]
         )
     ordinal = _ordinals(step, lane)
-    runup, measured, since = _runups(profile, types, db, step, arrive, exit_)
+    runup, measured, since, ops = _runups(profile, types, db, step, arrive, exit_)
     return CollectiveCalls(
         layer,
         lanes,
@@ -167,6 +172,7 @@ def collective_calls(profile: Profile, db: StepDb) -> CollectiveCalls:
         runup,
         measured,
         runup_python(profile, types, db, since, arrive),
+        ops,
     )
 
 
@@ -208,9 +214,10 @@ def _runups(
     step: np.ndarray,
     arrive: np.ndarray,
     exit_: np.ndarray,
-) -> tuple[np.ndarray, bool, np.ndarray]:
+) -> tuple[np.ndarray, bool, np.ndarray, np.ndarray]:
     """(calls, categories) time from each call's previous exit to its arrival, whether it
-    was measured (see the module docstring), and each run-up's start."""
+    was measured (see the module docstring), each run-up's start, and (calls, categories)
+    the traced events starting in each run-up (no rows when not measured)."""
     n_cat = len(CATEGORY_NAMES)
     sorted_exits = np.sort(exit_)
     k = np.searchsorted(sorted_exits, arrive, side="right") - 1
@@ -224,7 +231,7 @@ def _runups(
     bounds = distinct(np.concatenate([since, arrive]))
     out = np.zeros((len(arrive), n_cat), np.int64)
     if len(bounds) < 2:
-        return out, True, since
+        return out, True, since, out.copy()
     counted = np.flatnonzero(types != NOT_COUNTED)
     lo, hi = profile.start_ns[counted], profile.end_at(counted)
     near = (hi > bounds[0]) & (lo < bounds[-1]) & (hi > lo)
@@ -234,7 +241,7 @@ def _runups(
     spans = np.maximum(last - first + 1, 0)
     total = int(spans.sum())
     if total > MAX_RUNUP_PAIRS:
-        return out, False, since
+        return out, False, since, np.zeros((0, n_cat), np.int64)
     ev = np.repeat(np.arange(len(counted)), spans)
     seg = np.repeat(first, spans) + (np.arange(total) - np.repeat(np.cumsum(spans) - spans, spans))
     seg_lo = np.maximum(lo[ev], bounds[seg])
@@ -251,4 +258,19 @@ def _runups(
     np.cumsum(per_cat, axis=0, out=cum[1:])
     a = np.searchsorted(bounds, since)
     b = np.searchsorted(bounds, arrive)
-    return cum[b] - cum[a], True, since
+    ops = _started(types[counted], lo, bounds)
+    return cum[b] - cum[a], True, since, ops[b] - ops[a]
+
+
+def _started(types: np.ndarray, start: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """(len(bounds), categories): the events (of ``types``, starting at ``start``) of each
+    category started before each bound since the first, cumulated."""
+    n_cat = len(CATEGORY_NAMES)
+    category = np.full(len(types), -1, np.int64)
+    for c, name in enumerate(CATEGORY_NAMES):
+        category[np.isin(types, [int(t) for t in CATEGORIES[name]])] = c
+    seg = np.searchsorted(bounds, start, side="right") - 1
+    keep = (category >= 0) & (seg >= 0) & (seg < len(bounds) - 1)
+    counts = np.zeros((len(bounds), n_cat), np.int64)
+    np.add.at(counts, (seg[keep] + 1, category[keep]), 1)
+    return np.cumsum(counts, axis=0)

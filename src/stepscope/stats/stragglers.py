@@ -95,6 +95,7 @@ __all__ = [
 ]
 
 _INPUT, _OTHER = CATEGORY_NAMES.index("input"), CATEGORY_NAMES.index("other")
+_HOST = CATEGORY_NAMES.index("host_compute")
 
 
 def _pod_step_of_rows(pairing: StepPairing, i: int, n_rows: int) -> np.ndarray:
@@ -167,6 +168,9 @@ def match_calls(ranks: Sequence[Rank], pairing: StepPairing) -> Matched | None:
         np.stack(at).astype(np.int64),
         tuple(c.python for c in have),
         before,
+        np.stack([c.runup_ops[a] for c, a in zip(have, at, strict=True)])
+        if all(len(c.runup_ops) == c.n_calls for c in have)
+        else None,
     )
 
 
@@ -208,6 +212,40 @@ def _work_steps(
     has_before[1:] = pairing.rows[row] >= 0  # has_before[s]: the rank has pod step s - 1
     earlier = (per_before[steps] > per_inside[steps]) & (per_before[steps] > 0)
     return np.where(earlier & has_before[steps], steps - 1, steps)
+
+
+# A late rank whose run-ups held as many traced host ops as the others' (within `SAME_OPS`),
+# run `SLOWER` times as long or more, did the same work slower (decision 602): its process
+# off its core, descheduled while other processes took it (its untraced time grows with it).
+SAME_WORK_REASONS = ("host_compute", "other")
+SAME_OPS = 0.10
+SLOWER = 2.0
+# ...of at least this many ops per late step (the others' median): a step of one or two long
+# ops may hold more work in them (a bigger batch), where every one of hundreds of small ops
+# stretched alike is the whole thread slowed
+MIN_OPS_PER_STEP = 10
+SLOWED_WHY = (
+    "its process off its core, descheduled while other processes took it, looks like this, "
+    "as do a slower core and larger inputs to the same ops (a bigger batch, longer "
+    "sequences); the trace holds no CPU time to tell which"
+)
+
+
+def _same_work(
+    m: Matched, j: int, mine: np.ndarray, own_ns: float, peers_ns: float, n_steps: int
+) -> tuple[float, float, float] | None:
+    """(its traced host-compute ops in its run-ups ``mine``, the other ranks' median, how
+    many times longer they took: ``own_ns`` against ``peers_ns``) when the ops are as many
+    (`SAME_OPS`), `MIN_OPS_PER_STEP` or more over its ``n_steps`` late steps, and took
+    `SLOWER` times as long or more; else None."""
+    if m.runup_ops is None or len(m.rows) < 2 or peers_ns <= 0 or own_ns < SLOWER * peers_ns:
+        return None
+    others = np.delete(np.arange(len(m.rows)), j)
+    own_ops = float(m.runup_ops[j, mine, _HOST].sum())
+    peer_ops = float(np.median(m.runup_ops[others][:, mine, _HOST].sum(axis=1)))
+    if peer_ops < MIN_OPS_PER_STEP * n_steps or abs(own_ops - peer_ops) > SAME_OPS * peer_ops:
+        return None
+    return own_ops, peer_ops, own_ns / peers_ns
 
 
 def _distinct(lane: np.ndarray, seq: np.ndarray) -> bool:
@@ -390,6 +428,8 @@ def _next_in_line(
         m.keyed_by,
         m.call_index[keep] if m.call_index is not None else None,
         tuple(p for p, k in zip(m.python, keep.tolist(), strict=True) if k) if m.python else (),
+        m.before_ns[keep] if m.before_ns is not None else None,
+        m.runup_ops[keep] if m.runup_ops is not None else None,
     )
     n_c = sub.arrive_ns.shape[1]
     last = np.argmax(sub.arrive_ns, axis=0)
@@ -533,6 +573,15 @@ def _straggler(
         + (f" ({fetch_words(iterator)})" if iterator and reason == "input" else "")
         + f" where the other ranks spent {peers[k] / n / 1e6:.2f} ms"
     )
+    same = (
+        _same_work(m, j, mine, own[_HOST], peers[_HOST], n) if reason in SAME_WORK_REASONS else None
+    )
+    if same is not None:
+        text += (
+            f"; its traced host ops there were as many as the others' ({same[0] / n:.0f} per "
+            f"step, the others {same[1] / n:.0f}) and ran {same[2]:.1f}x longer: the same "
+            f"work, slower ({SLOWED_WHY})"
+        )
     if waiters:
         text += f"; {waiting_for_it(waiters)} ({waited.sum() / 1e6:.2f} ms in all)"
     python = ""
@@ -570,6 +619,7 @@ def _straggler(
         int(peers[k]),
         python=python,
         held_steps=held_at if held_at != numbers else (),
+        slowed=same[2] if same is not None else 0.0,
     )
     big = burst(held[row, steps]) if focus else None
     if big is None:

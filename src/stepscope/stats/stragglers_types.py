@@ -64,6 +64,9 @@ class Straggler:
     # the steps whose collectives it arrived last at, where the others waited; () when they
     # are `steps` (decision 600)
     held_steps: tuple[int, ...] = ()
+    # its run-ups held as many traced host ops as the others', run this many times longer
+    # (decision 602): the same work, slower (a process off its core); 0.0 when not
+    slowed: float = 0.0
 
     @property
     def step_ranges(self) -> str:
@@ -412,3 +415,5 @@ class Matched:
     # (R, C) int64: the part of each run-up before the call's step began on that rank (the
     # end of its previous step: work after that step's collectives); None: not measured
     before_ns: np.ndarray | None = None
+    # (R, C, categories) int64: traced events starting in each run-up; None: not counted
+    runup_ops: np.ndarray | None = None

@@ -82,6 +82,7 @@ def late_words(s: Straggler, n_compared: int) -> str:
         f"{s.late_ns / n / 1e6:.2f} ms per step after the next rank, from "
         f"{what(s.reason)} ({s.reason_ns / n / 1e6:.2f} ms per step where the other "
         f"ranks spent {s.reason_peers_ns / n / 1e6:.2f} ms"
+        + (f"; its traced ops the others', run {s.slowed:.1f}x longer" if s.slowed else "")
         + (f"; Python sampled on it: {s.python}" if s.python else "")
         + ")"
     )

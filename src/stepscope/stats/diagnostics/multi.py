@@ -365,11 +365,15 @@ def skew_across_hosts(ranks: Sequence[Rank], options: dict[str, str]) -> Finding
         severity=level,
         host="",
         summary=summary,
-        fix=_every_k_fix(worst.steps)
-        + _straggler_fix(
-            worst.reason,
-            any(r.steps.has_device for r in usable),
-            next(r.steps.limits.framework for r in usable if r.host == worst.host),
+        fix=("" if worst.slowed else _every_k_fix(worst.steps))
+        + (
+            _SLOWED_FIX
+            if worst.slowed
+            else _straggler_fix(
+                worst.reason,
+                any(r.steps.has_device for r in usable),
+                next(r.steps.limits.framework for r in usable if r.host == worst.host),
+            )
         ),
         time_ns=total,
         steps=worst.steps,
@@ -420,6 +424,17 @@ def _straggler_fix(reason: str, has_device: bool, framework: str) -> str:
         "job on that host?), and shard the data evenly."
     )
 
+
+# A straggler whose ops are the others' but run slower (decision 602): no work to move
+_SLOWED_FIX = (
+    "The late rank runs the same ops as the others, slower: look for other processes taking "
+    "its cores (top, pidstat -t 1 on that host), give each rank cores of its own (taskset, "
+    "numactl, one rank per socket) and as many threads as it has cores "
+    "(torch.set_num_threads, OMP_NUM_THREADS), so that the ranks and their data loader "
+    "workers do not outnumber the cores; on a machine shared with other jobs, their load "
+    "is the cause. If its batches are larger than the others' (uneven shards, longer "
+    "sequences), even them out (drop_last=True, bucketing by length)."
+)
 
 _STRAGGLER_FIX = {
     "host_compute": (
