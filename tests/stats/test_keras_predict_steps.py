@@ -58,3 +58,71 @@ def test_graph_building_before_the_batches_makes_no_steps() -> None:
     assert [round(ns / MS, 3) for ns in found.start_ns[1:].tolist()] == [
         round(ms, 3) for ms in starts[1 : len(found)]
     ]
+
+
+def _predict_fetching(batches: int = 32) -> tuple[Profile, list[float], float]:
+    """As /tmp/keras14/runs/predict was captured (decision 595): each batch fetched (an eager
+    op), the batch before freed (a handle's deletion; none before the first), then the step
+    function called (a tf.function: stat ``tf_function_call``); after the last call the
+    fetch finds the data's end, Keras concatenates the outputs and deletes the iterator.
+    Returns the profile, the calls' starts and the last call's end (ms)."""
+    builder = XSpaceBuilder("host")
+    plane = builder.plane("/host:CPU")
+    plane.stats[STARTED_ON_THREAD_STAT] = 1
+    line = plane.line(1, "python")
+    t, starts = 0.0, []
+
+    def ev(name: str, dur: float, gap: float = 0.05, **stats: object) -> None:
+        nonlocal t
+        line.event(name, int(t * MS), int(dur * MS), stats)
+        t += dur + gap
+
+    for at, dur in ((5.2, 7.2), (16.8, 8.6), (33.0, 8.6)):
+        t = at
+        ev(BUILD, dur)
+        ev("convert_to_tensor", 0.1)
+    t = 110.4
+    for k in range(batches):
+        ev(EXECUTE, 8.0 if k == 0 else 0.2)  # next(iterator)
+        if k:
+            ev(DELETE, 0.001)  # the batch before, freed
+        starts.append(t)
+        ev(STEP, 117.0 if k == 0 else 0.7, gap=0.3, tf_function_call="notTraced-nonXla")
+    last_end = t - 0.3
+    ev(EXECUTE, 0.09)  # next(iterator): the data's end
+    ev(EXECUTE, 8.93)  # the outputs' join, as captured: a few long ops, then per batch's part
+    ev(EXECUTE, 2.28)
+    for k in range(batches):  # its tensors converted (two of them slow), joined, freed
+        ev(EXECUTE, 0.02)
+        for dur in (0.008, 4.2 if k in (16, 28) else 0.05, 0.04, 0.037):
+            ev("convert_to_tensor", dur)
+        ev(EXECUTE, 0.022)
+        for _ in range(4):
+            ev(DELETE, 0.0005, gap=0.0005)
+    ev("convert_to_tensor", 3.09)
+    for _ in range(batches):
+        ev(DELETE, 0.0005, gap=0.0003)
+    for dur in (8.88, 1.52, 10.81):
+        ev(EXECUTE, dur)
+        ev(DELETE, 0.001)
+    ev(DELETE, 90.6)  # the iterator's deletion
+    return build(builder), starts, last_end
+
+
+EXECUTE = "TFE_Py_FastPathExecute_C"
+DELETE = "TFE_DeleteTensorHandle"
+
+
+def test_the_iterators_deletion_after_the_batches_leaves_them_the_steps() -> None:
+    """After the last batch Keras joins its outputs (51 ms traced) and deletes the iterator
+    (90.6 ms): 142 ms after the batches' 28 ms, so the batches' call was judged a burst
+    (decision 411) and the capture read 15 steps of a worker thread's callback (no steps at
+    all here, without it). Each event counted up to a period, the batches are the loop
+    (decision 595)."""
+    profile, starts, _ = _predict_fetching()
+    found = infer_steps(profile)
+    assert found is not None
+    assert f"32 repeats of top-level event '{STEP}'" in found.description, found.description
+    assert [round(ns / MS, 3) for ns in found.start_ns[1:31].tolist()] == [
+        round(ms, 3) for ms in starts[1:31]
+    ]

@@ -1,0 +1,92 @@
+"""A Keras ``model.fit`` captured with stepscope.start()/stop() and no annotations (decision
+595): the Python thread calls ``multi_step_on_iterator`` once a batch (the first call traces
+and compiles for 233 ms, the others take 2 ms every 2.4 ms), then Keras deletes the dataset's
+iterator in one ``TFE_DeleteTensorHandle`` of 158.55 ms, which waits for tf.data's threads.
+That one call outweighed the 31 warm batches' traced time, so the per-batch call was judged
+a burst (decision 411) and a worker thread's ``ExecutorDoneCallback`` (about every second
+batch) made 16 steps of the script's 32. Laid out as /tmp/coord13/runs/kfit was captured
+(/tmp/ui12/keras_fit.py: 32 batches of a tf.data map through ``tf.py_function``)."""
+
+from __future__ import annotations
+
+from stepscope.model import Profile
+from stepscope.stats.steps.infer import infer_steps
+from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
+from stepscope.vocab.tensorflow import FUNCTION_CALL_STAT
+from stepscope.xspace.builder import XSpaceBuilder
+from tests.support.analysis import MS, build
+
+STEP = "multi_step_on_iterator"
+EXECUTE = "TFE_Py_FastPathExecute_C"
+DELETE = "TFE_DeleteTensorHandle"
+
+
+def _fit(batches: int = 32, teardown_ms: float = 158.55) -> tuple[Profile, list[float]]:
+    """Keras's set-up ops, then ``batches`` calls of the step function (each followed by two
+    eager ops and three handle deletions, as Keras's metrics and logs are read), two worker
+    threads running each batch's graph in turn, then the logs' last ops and the iterator's
+    deletion of ``teardown_ms``. Returns the profile and the step calls' starts in ms."""
+    builder = XSpaceBuilder("host")
+    plane = builder.plane("/host:CPU")
+    plane.stats[STARTED_ON_THREAD_STAT] = 1
+    python = plane.line(1, "python")
+    workers = [plane.line(2, "tf_Compute/1"), plane.line(3, "tf_Compute/2")]
+    t, starts = 0.0, []
+
+    def ev(
+        name: str, dur: float, gap: float = 0.05, stats: dict[str, object] | None = None
+    ) -> None:
+        nonlocal t
+        python.event(name, int(t * MS), int(dur * MS), stats or {})
+        t += dur + gap
+
+    for dur in (1.1, 0.04, 0.73, 0.05, 0.77, 15.66):  # Keras's set-up
+        ev(EXECUTE, dur)
+        ev(DELETE, 0.002)
+    for k in range(batches):
+        starts.append(t)
+        call = 232.75 if k == 0 else 2.0
+        # the batch's graph on a worker thread: its ops, then the executor's done callback
+        worker = workers[k % 2]
+        for j in range(4):
+            worker.event("ExecutorState::Process", int((t + 0.1 + 0.3 * j) * MS), int(0.2 * MS))
+        worker.event("ExecutorDoneCallback", int((t + call - 0.05) * MS), int(0.01 * MS))
+        ev(STEP, call, stats={FUNCTION_CALL_STAT: "notTraced-nonXla"})
+        ev(EXECUTE, 0.04)
+        ev(DELETE, 0.001)
+        ev(EXECUTE, 0.03)
+        ev(DELETE, 0.001)
+        ev(DELETE, 0.001, gap=0.1)
+    ev(EXECUTE, 5.89)  # the epoch's logs
+    ev("convert_to_tensor", 0.7)
+    ev(DELETE, teardown_ms)  # the dataset iterator's deletion
+    return build(builder), starts
+
+
+def test_the_iterators_teardown_after_the_last_batch_leaves_the_batches_the_steps() -> None:
+    profile, starts = _fit()
+    found = infer_steps(profile)
+    assert found is not None
+    assert f"32 repeats of top-level event '{STEP}'" in found.description, found.description
+    assert len(found) == len(starts) == 32
+    assert [round(ns / MS, 3) for ns in found.start_ns[1:].tolist()] == [
+        round(ms, 3) for ms in starts[1:]
+    ]
+    # the last batch ends with its work, not with the teardown
+    assert round(found.end_ns[-1] / MS, 3) < round(starts[-1] + 3, 3)
+
+
+def test_a_burst_then_a_long_call_is_still_no_loop() -> None:
+    """The other side: decision 411's burst, 9 calls 10 ms apart after a first 1.5 s, then
+    a loop whose 40 fetches each take 25 ms of a 30 ms step (each event under the burst's
+    period counts whole). The burst is over long before the loop's work is."""
+    builder = XSpaceBuilder("host")
+    line = builder.plane("/host:CPU").line(1, "main")
+    fetch = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+    for k in range(40):
+        line.event(fetch, int((1600 + 30 * k) * MS), 25 * MS)
+    for at in [0.0, *(1505.5 + 10 * k for k in range(8))]:
+        line.event("aten::empty", int(at * MS), int(0.1 * MS))
+    found = infer_steps(build(builder))
+    assert found is not None and fetch in found.description, found
+    assert len(found) == 39
