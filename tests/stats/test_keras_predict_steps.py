@@ -60,12 +60,15 @@ def test_graph_building_before_the_batches_makes_no_steps() -> None:
     ]
 
 
-def _predict_fetching(batches: int = 32) -> tuple[Profile, list[float], float]:
+def _predict_fetching(
+    batches: int = 32, last_ms: float = 0.7
+) -> tuple[Profile, list[float], float]:
     """As /tmp/keras14/runs/predict was captured (decision 595): each batch fetched (an eager
     op), the batch before freed (a handle's deletion; none before the first), then the step
     function called (a tf.function: stat ``tf_function_call``); after the last call the
     fetch finds the data's end, Keras concatenates the outputs and deletes the iterator.
-    Returns the profile, the calls' starts and the last call's end (ms)."""
+    ``last_ms``: the last call's duration. Returns the profile, the calls' starts and the last
+    call's end (ms)."""
     builder = XSpaceBuilder("host")
     plane = builder.plane("/host:CPU")
     plane.stats[STARTED_ON_THREAD_STAT] = 1
@@ -87,7 +90,8 @@ def _predict_fetching(batches: int = 32) -> tuple[Profile, list[float], float]:
         if k:
             ev(DELETE, 0.001)  # the batch before, freed
         starts.append(t)
-        ev(STEP, 117.0 if k == 0 else 0.7, gap=0.3, tf_function_call="notTraced-nonXla")
+        dur = 117.0 if k == 0 else last_ms if k == batches - 1 else 0.7
+        ev(STEP, dur, gap=0.3, tf_function_call="notTraced-nonXla")
     last_end = t - 0.3
     ev(EXECUTE, 0.09)  # next(iterator): the data's end
     ev(EXECUTE, 8.93)  # the outputs' join, as captured: a few long ops, then per batch's part
@@ -126,3 +130,26 @@ def test_the_iterators_deletion_after_the_batches_leaves_them_the_steps() -> Non
     assert [round(ns / MS, 3) for ns in found.start_ns[1:31].tolist()] == [
         round(ms, 3) for ms in starts[1:31]
     ]
+
+
+def test_the_last_batch_of_a_predict_is_a_step() -> None:
+    """Each period from one call to the next holds the next batch's fetch and the freeing of
+    the batch before (its head); after the last call the fetch finds the data's end and the
+    join follows: neither the same work nor the cycle's members in order, so the last batch
+    was in no step (31 for the script's 32). The call is a tf.function's: it ran the batch
+    (decision 596)."""
+    profile, starts, last_end = _predict_fetching()
+    found = infer_steps(profile)
+    assert found is not None
+    assert "the last one ends with its work" in found.description, found.description
+    assert len(found) == len(starts) == 32
+    assert round(found.start_ns[-1] / MS, 3) == round(starts[-1], 3)
+    assert round(found.end_ns[-1] / MS, 3) == round(last_end, 3)  # the last call's end
+
+
+def test_a_last_call_that_returned_at_once_is_no_step() -> None:
+    """The other side: a last call that found the data's end inside it and returned at once
+    (0.05 ms against the others' 0.7) ran no batch."""
+    profile, starts, _ = _predict_fetching(last_ms=0.05)
+    found = infer_steps(profile)
+    assert found is not None and len(found) == len(starts) - 1

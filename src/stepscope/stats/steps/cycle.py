@@ -59,6 +59,7 @@ from stepscope.stats.steps.batch_fetch import batch_fetches, from_fetches, pass_
 from stepscope.stats.steps.epoch_start import from_iterators
 from stepscope.stats.steps.last_step import last_iteration_end
 from stepscope.stats.steps.other_pass import alone_periods, own_ends
+from stepscope.vocab import tensorflow
 from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
 from stepscope.vocab.pytorch import OPTIMIZER_STEP_PREFIX
 
@@ -185,6 +186,20 @@ def _without_work(
     return idle
 
 
+def _step_calls(
+    profile: Profile, t: np.ndarray, names: np.ndarray, name_id: int
+) -> np.ndarray | None:
+    """The positions among one thread's top-level events ``t`` (in time order) of the
+    repeat's calls when it is a tf.function called from Python (stat
+    `tensorflow.FUNCTION_CALL_STAT` on each), else None (`last_step`'s rule 3)."""
+    if profile.strings.id_of(tensorflow.FUNCTION_CALL_STAT) < 0:
+        return None  # no such column in the profile
+    at = np.flatnonzero(names == name_id)
+    if not profile.stat_at(tensorflow.FUNCTION_CALL_STAT, t[at]).present.all():
+        return None
+    return at
+
+
 def first_fetch(profile: Profile, line: int) -> int | None:
     """The start (ns) of the first fetch `capture.fetch_probe` timed on this line's thread
     (the first times the frame that called ``start()`` asked an iterator for an item), or
@@ -276,6 +291,7 @@ def iterations(
             "or evaluation batches) left out"
         )
     if began_here:
+        calls = _step_calls(profile, t, names, name_id)
         last_end = last_iteration_end(
             names,
             start,
@@ -287,6 +303,7 @@ def iterations(
             count,
             alone=alone_periods(profile, names, pos, held),
             capture_end=profile.time_span_ns()[1],
+            calls=calls,
         )
         if last_end is not None and trains is not None and not trains[-1]:
             last_end = None  # the last iteration trained nothing either

@@ -33,7 +33,16 @@ iteration has no next one, so it lacks that head in events and in time. It is a 
    inner loop run until a deadline, a metric logged every N steps) are not all the same work,
    and the last one is often not the most common.
 
-Either way its traced work must last at least half as long as the same part of the other
+3. Else, when the repeat is a ``tf.function`` called from Python (`_step_call`: the span
+   TF names after the Python function, stat ``tf_function_call``), **its last call**: each
+   call runs one execution's batches whole inside it, and the last one ran the last batch.
+   Keras's ``predict`` fetches each batch before its call (``next()``, an eager op), then
+   frees the batch before (a handle's deletion), then calls its step function; after the
+   last call the fetch finds the data's end and Keras concatenates the outputs: neither
+   the same work nor the members in order, and the last of the script's 32 batches was in
+   no step (decision 596). The iteration ends with that call.
+
+Any way its traced work must last at least half as long as the same part of the other
 periods does in the shortest of them (decision 360's jitted call that returned at once, 0.03
 ms against 1.8 ms, its work left running on other threads, is no step). Not half the median
 period: the head, which the last iteration lacks, may be most of it (a generator's 6 ms of
@@ -63,6 +72,7 @@ def last_iteration_end(
     count: int,
     alone: np.ndarray | None = None,
     capture_end: int | None = None,
+    calls: np.ndarray | None = None,
 ) -> int | None:
     """The end (ns) of the last iteration, from the last lead at ``pos[-1]`` on, or None
     when it is no whole step. ``names``, ``start``, ``end``: one thread's top-level events in
@@ -75,7 +85,8 @@ def last_iteration_end(
     same validation as epoch 0's would hold it, with the next epoch's first batch as head);
     ``capture_end``: given for the profile's last iteration, its end (ns) at the latest, when
     nothing on the thread follows it: it then ends as late as the same work's untraced end
-    ran elsewhere beyond the most common work's (`_extra_tail`)."""
+    ran elsewhere beyond the most common work's (`_extra_tail`); ``calls``: the sorted
+    positions of the repeat's calls when it is a tf.function called from Python (rule 3)."""
     for kind, hashed, n_kind in _kinds(pos, work, held, common, count, alone):
         found = _same_work(pos, work, kind, hashed, n_kind, len(names))
         if found is not None:
@@ -90,7 +101,7 @@ def last_iteration_end(
             return max(finish, min(finish + extra, limit))
     upto = _members_in_order(names, pos, _members(names, pos))
     if upto is None:
-        return None
+        return None if calls is None else _step_call(start, end, pos, calls)
     last, each_last = upto
     spans = _spans(start, end, pos[:-1], each_last - pos[:-1] + 1)
     return _if_long_enough(start, end, int(pos[-1]), last + 1, spans)
@@ -225,6 +236,20 @@ def _tail(start: np.ndarray, end: np.ndarray, firsts: np.ndarray, n: int) -> int
     at ``firsts`` to the event after them."""
     gaps = [int(start[a + n]) - int(end[a : a + n].max()) for a in firsts.tolist()]
     return max(min(gaps), 0) if gaps else 0
+
+
+def _step_call(
+    start: np.ndarray, end: np.ndarray, pos: np.ndarray, calls: np.ndarray
+) -> int | None:
+    """By rule 3: the end of the repeat's first call (positions ``calls``) from the last
+    lead on, when every period holds one call of it; its span from the lead against each
+    period's own (the call must not have returned at once: the data's end found inside)."""
+    within = np.searchsorted(calls, pos)  # per lead: its period's first call
+    own = calls[np.minimum(within, len(calls) - 1)]
+    if within[-1] >= len(calls) or (np.diff(within) != 1).any() or (own[:-1] >= pos[1:]).any():
+        return None
+    spans = _spans(start, end, pos[:-1], own[:-1] - pos[:-1] + 1)
+    return _if_long_enough(start, end, int(pos[-1]), int(own[-1]) + 1, spans)
 
 
 def _spans(start: np.ndarray, end: np.ndarray, first: np.ndarray, n: np.ndarray) -> np.ndarray:
