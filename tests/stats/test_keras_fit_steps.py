@@ -9,6 +9,8 @@ batch) made 16 steps of the script's 32. Laid out as /tmp/coord13/runs/kfit was 
 
 from __future__ import annotations
 
+import pytest
+
 from stepscope.model import Profile
 from stepscope.stats.steps.infer import infer_steps
 from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
@@ -90,3 +92,70 @@ def test_a_burst_then_a_long_call_is_still_no_loop() -> None:
     found = infer_steps(build(builder))
     assert found is not None and fetch in found.description, found
     assert len(found) == 39
+
+
+TRAIN = "EagerLocalExecute: __inference_multi_step_on_iterator_247"
+TEST = "EagerLocalExecute: __inference_multi_step_on_iterator_436"
+
+
+def _fit_validating(epochs: int = 2, batches: int = 8, val: int = 4) -> tuple[Profile, list[float]]:
+    """A fit with ``validation_data``, as /tmp/keras14/runs/val was captured (decision 597):
+    per epoch ``batches`` training calls, then the validation's set-up and ``val`` calls of
+    the evaluation's step function, by the same Python name (each call's runtime span names
+    its concrete function), then the iterators' deletions. The first training call and the
+    first validation call trace and compile. Returns the profile and the training calls'
+    starts in ms."""
+    builder = XSpaceBuilder("host")
+    plane = builder.plane("/host:CPU")
+    plane.stats[STARTED_ON_THREAD_STAT] = 1
+    python = plane.line(1, "python")
+    t, starts = 0.0, []
+
+    def ev(name: str, dur: float, gap: float = 0.05) -> None:
+        nonlocal t
+        python.event(name, int(t * MS), int(dur * MS))
+        t += dur + gap
+
+    def call(function: str, dur: float) -> None:
+        nonlocal t
+        python.event(STEP, int(t * MS), int(dur * MS), {FUNCTION_CALL_STAT: "notTraced-nonXla"})
+        python.event(function, int((t + 0.05) * MS), int((dur - 0.1) * MS))
+        t += dur + 0.05
+        ev(EXECUTE, 0.04)
+        ev(DELETE, 0.001)
+        ev(EXECUTE, 0.03)
+        ev(DELETE, 0.001)
+        ev(DELETE, 0.001, gap=0.1)
+
+    ev(EXECUTE, 1.1)
+    for epoch in range(epochs):
+        for k in range(batches):
+            starts.append(t)
+            call(TRAIN, 230.0 if epoch == k == 0 else 2.0 + 0.3 * (k % 3))
+        ev(EXECUTE, 2.8)  # the validation's set-up
+        ev("convert_to_tensor", 30.6)
+        for k in range(val):
+            call(TEST, 322.9 if epoch == k == 0 else 3.0)
+        ev(EXECUTE, 6.1)
+        ev(DELETE, 78.9)  # the iterators' deletions
+        ev(DELETE, 253.4)
+    return build(builder), starts
+
+
+@pytest.mark.parametrize("val", [4, 12])
+def test_a_fit_with_validation_has_its_training_batches_as_steps(val: int) -> None:
+    """Keras calls the validation's step function by the training one's name; their calls
+    together had no regular period (the validation's compile and the iterators' deletions
+    between epochs) and the fit read no steps at all. The training calls are the steps; the
+    epoch's last one ends with its own work, before the validation. Whichever loop is
+    longer: the first call's function is the training's."""
+    profile, starts = _fit_validating(val=val)
+    found = infer_steps(profile)
+    assert found is not None, "no steps"
+    assert f"16 repeats of top-level event '{STEP}'" in found.description, found.description
+    assert "1 step before another function's calls" in found.description
+    assert len(found) == len(starts) == 16
+    begin = [round(ns / MS, 3) for ns in found.start_ns.tolist()]
+    assert begin[1:] == [round(ms, 3) for ms in starts[1:]]
+    # epoch 0's last step ends with its own work, long before epoch 1's first call
+    assert found.end_ns[7] / MS < starts[7] + 3 < starts[8] - 300

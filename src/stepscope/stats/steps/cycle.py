@@ -187,17 +187,50 @@ def _without_work(
 
 
 def _step_calls(
-    profile: Profile, t: np.ndarray, names: np.ndarray, name_id: int
+    profile: Profile, t: np.ndarray, names: np.ndarray, name_id: int, other: np.ndarray
 ) -> np.ndarray | None:
     """The positions among one thread's top-level events ``t`` (in time order) of the
     repeat's calls when it is a tf.function called from Python (stat
-    `tensorflow.FUNCTION_CALL_STAT` on each), else None (`last_step`'s rule 3)."""
+    `tensorflow.FUNCTION_CALL_STAT` on each), else None (`last_step`'s rule 3); not those
+    ``other`` marks (another loop's)."""
     if profile.strings.id_of(tensorflow.FUNCTION_CALL_STAT) < 0:
         return None  # no such column in the profile
-    at = np.flatnonzero(names == name_id)
+    at = np.flatnonzero((names == name_id) & ~other)
     if not profile.stat_at(tensorflow.FUNCTION_CALL_STAT, t[at]).present.all():
         return None
     return at
+
+
+def _before_other_calls(
+    names: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    pos: np.ndarray,
+    work: np.ndarray,
+    held: np.ndarray,
+    common: int,
+    count: int,
+    other: np.ndarray,
+    calls: np.ndarray | None,
+) -> np.ndarray:
+    """Per period between consecutive ``pos``: where its step ends when it holds calls of
+    another loop (``other``: a Keras fit's validation, run at each epoch's end by the
+    training step's name) and its own iteration ends before them by `last_step`'s rules,
+    else the largest int64. The validation, its compile and the iterators' deletions after
+    it are in no step, as they are outside the script's training batches (decision 597)."""
+    out = np.full(len(pos) - 1, np.iinfo(np.int64).max, dtype=np.int64)
+    if not other.any():
+        return out
+    holds = np.diff(np.searchsorted(np.flatnonzero(other), pos)) > 0
+    for k in np.flatnonzero(holds).tolist():
+        if k == 0:
+            continue  # step 0's warm-up holds what ran before the loop
+        own = last_iteration_end(
+            names, start, end, pos[: k + 1], work, held[:k], common, count, calls=calls
+        )
+        if own is not None:
+            out[k] = own
+    return out
 
 
 def first_fetch(profile: Profile, line: int) -> int | None:
@@ -236,16 +269,23 @@ class Iterations:
 
 
 def iterations(
-    profile: Profile, line_top: np.ndarray, name_id: int, began_here: bool, stride: int = 1
+    profile: Profile,
+    line_top: np.ndarray,
+    name_id: int,
+    began_here: bool,
+    stride: int = 1,
+    apart: np.ndarray | None = None,
 ) -> Iterations:
     """The steps on one thread's top-level events ``line_top``, from the repeats of
     ``name_id`` (at least three), every ``stride``-th one from the first (a name called
     ``stride`` times an iteration: with the capture begun on this thread, its first call is
-    iteration 0's first)."""
+    iteration 0's first); ``apart``: calls of ``name_id`` that are another loop's (a Keras
+    fit's validation, `functions.other_functions`), no repeats of this one."""
     t = line_top[np.argsort(profile.start_ns[line_top], kind="stable")]
     names = profile.name[t]
     start, end = profile.start_ns[t], profile.end_at(t)
-    pos = np.flatnonzero(names == name_id)[::stride]
+    other = np.isin(t, apart) if apart is not None else np.zeros(len(t), bool)
+    pos = np.flatnonzero((names == name_id) & ~other)[::stride]
     lead = name_id
     notes = []
     if began_here:
@@ -267,6 +307,15 @@ def iterations(
     if cut:
         notes.append(
             f"{cut} step{'s' if cut > 1 else ''} before another DataLoader's pass (validation "
+            f"or evaluation) end{'' if cut > 1 else 's'} with {'their' if cut > 1 else 'its'} work"
+        )
+    calls = _step_calls(profile, t, names, name_id, other)
+    before = _before_other_calls(names, start, end, pos, work, held, common, count, other, calls)
+    cut = int((before < np.iinfo(np.int64).max).sum())
+    if cut:
+        ends = np.minimum(ends, before)
+        notes.append(
+            f"{cut} step{'s' if cut > 1 else ''} before another function's calls (validation "
             f"or evaluation) end{'' if cut > 1 else 's'} with {'their' if cut > 1 else 'its'} work"
         )
     idle = _without_work(names, pos, held, {lead, name_id})
@@ -291,7 +340,6 @@ def iterations(
             "or evaluation batches) left out"
         )
     if began_here:
-        calls = _step_calls(profile, t, names, name_id)
         last_end = last_iteration_end(
             names,
             start,

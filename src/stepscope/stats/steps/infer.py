@@ -47,6 +47,7 @@ from stepscope.stats.events import (
 from stepscope.stats.nesting import nesting_parents
 from stepscope.stats.steps.accumulation import optimizer_steps
 from stepscope.stats.steps.cycle import began_on_line, common_work, iterations, work_before
+from stepscope.stats.steps.functions import Spans, clear_of, other_functions, other_loop_spans
 from stepscope.stats.steps.slow_periods import holds_the_common_work, phases_of
 from stepscope.stats.steps.types import StepMarkers
 from stepscope.vocab import tensorflow as tf_names
@@ -124,21 +125,31 @@ def _candidates(profile: Profile, top: np.ndarray) -> list[Candidate]:
     thread = (profile.start_ns[top], profile.dur_ns[top])
     builds = _graph_buildings(profile, top)
     covers = []
+    # a Keras fit's validation calls its step function by the training one's name: the calls
+    # of the other concrete function are another loop's, and a period holding them is no
+    # iteration of any candidate of this thread: not judged, not in the mean (decision 597)
+    apart, spans = _other_loops(profile, top, bounds)
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         if hi - lo < MIN_OCCURRENCES:
             continue
-        where = position[lo:hi]
+        calls, where = top[lo:hi], position[lo:hi]
+        if apart.size:
+            own = ~np.isin(calls, apart)
+            calls, where = calls[own], where[own]
+            if len(calls) < MIN_OCCURRENCES:
+                continue
         stride = _stride(work, where)
-        events, where = top[lo:hi][::stride], where[::stride]
+        events, where = calls[::stride], where[::stride]
         starts = profile.start_ns[events]
         periods = np.diff(starts)
-        median = float(np.median(periods))
+        mine = clear_of(spans, starts)
+        median = float(np.median(periods[mine])) if mine.any() else 0.0
         if median <= 0 or _takes_batches(fetches, starts, int(names[lo])):
             continue
         if builds.size and (np.diff(np.searchsorted(builds, starts)) > 0).all():
             continue  # the rhythm of TF's tracing: set-up, no loop (`_graph_buildings`)
-        if not _steady(periods, median):
-            judged = _judged(periods)
+        if not mine.all() or not _steady(periods, median):
+            judged = _judged(periods) & mine
             if not (
                 _steady(periods[judged], float(np.median(periods[judged])))
                 or _same_work(work, in_time, where, periods, judged)
@@ -150,7 +161,7 @@ def _candidates(profile: Profile, top: np.ndarray) -> list[Candidate]:
         # come once a step have medians in different modes when the steps are of two kinds
         # (batches ready or waited for: 4.6 against 6.2 ms, decision 464); their means are
         # the same (the warm-up included: every candidate's mean holds it).
-        granularity = float(periods.mean())
+        granularity = float(periods[mine].mean())
         busy = int(profile.dur_ns[events].sum())
         duty = busy / float(starts[-1] - starts[0] + profile.dur_ns[events[-1]])
         name = profile.strings[int(names[lo])]
@@ -165,6 +176,28 @@ def _candidates(profile: Profile, top: np.ndarray) -> list[Candidate]:
         for c, inner, cover in zip(out, phase.tolist(), covers, strict=True)
         if not inner and cover >= COVER_SHARE * most
     ]
+
+
+def _other_loops(profile: Profile, top: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, Spans]:
+    """Among one thread's top-level events ``top`` (sorted by name, then start; ``bounds``
+    the runs of one name): the tf.function calls that ran another concrete function than
+    most calls of their name did (`functions.other_functions`), as event indexes, and where
+    that other loop runs (`functions.other_loop_spans`, sorted)."""
+    calls, los, his = [], [], []
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        if hi - lo >= MIN_OCCURRENCES:
+            other = other_functions(profile, top[lo:hi])
+            if other is not None:
+                calls.append(top[lo:hi][other])
+                begin, end = other_loop_spans(profile, top[lo:hi], other)
+                los.append(begin)
+                his.append(end)
+    if not calls:
+        empty = np.zeros(0, np.int64)
+        return empty, (empty, empty)
+    begin, end = np.concatenate(los), np.concatenate(his)
+    order = np.argsort(begin, kind="stable")
+    return np.concatenate(calls), (begin[order], end[order])
 
 
 def _graph_buildings(profile: Profile, top: np.ndarray) -> np.ndarray:
@@ -365,9 +398,16 @@ def infer_steps(profile: Profile) -> StepMarkers | None:
     _, name_id, starts, line, stride = _best(found)
     repeats = profile.strings[name_id]
     on_line = top[profile.line[top] == line]
-    placed = iterations(profile, on_line, name_id, began_on_line(profile, line), stride)
+    calls = on_line[profile.name[on_line] == name_id]
+    calls = calls[np.argsort(profile.start_ns[calls], kind="stable")]
+    other = other_functions(profile, calls)
+    apart = calls[other] if other is not None else None
+    spans = other_loop_spans(profile, calls, other) if other is not None else None
+    placed = iterations(profile, on_line, name_id, began_on_line(profile, line), stride, apart)
     count = len(placed.start_ns)
     periods = np.diff(placed.bounds_ns)
+    if spans is not None:  # a period holding the other loop is no step's (decision 597)
+        periods = periods[clear_of(spans, placed.bounds_ns)]
     warm = ""
     if len(periods) > 1:
         judged = _judged(periods)

@@ -1,0 +1,87 @@
+"""Which concrete function each ``tf.function`` call from Python ran (decision 597).
+
+Keras names the step function it wraps in ``tf.function`` after the Python function, the same
+for training and for evaluation: a ``model.fit(..., validation_data=...)`` calls
+``multi_step_on_iterator`` once a training batch and once a validation batch, and the two are
+one top-level name on the loop's thread. TF's runtime span inside each call names the
+concrete function the call ran (``EagerLocalExecute: __inference_multi_step_on_iterator_247``
+for training, ``..._436`` for evaluation), so the calls of the two loops can be told apart.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.model import Profile
+from stepscope.vocab import tensorflow
+
+_CALLED = tensorflow.EAGER_OP_PREFIX + tensorflow.FUNCTION_PREFIX
+
+
+def other_functions(profile: Profile, calls: np.ndarray) -> np.ndarray | None:
+    """For the calls ``calls`` (event indexes of one name on one thread, sorted by start): a
+    mask of those that ran another concrete function than the first of them did, or None
+    when they are no tf.function calls (stat `tensorflow.FUNCTION_CALL_STAT` on each) or all
+    ran one function (or none is named). The first, not the most called: a fit trains
+    before it validates, and its validation may take more batches than its training."""
+    if len(calls) < 2 or profile.strings.id_of(tensorflow.FUNCTION_CALL_STAT) < 0:
+        return None
+    if not profile.stat_at(tensorflow.FUNCTION_CALL_STAT, calls).present.all():
+        return None
+    ran = _ran(profile, calls)
+    named = ran >= 0
+    if not named.any():
+        return None
+    first = ran[named][0]
+    other = named & (ran != first)
+    return other if other.any() else None
+
+
+def _ran(profile: Profile, calls: np.ndarray) -> np.ndarray:
+    """Per call: the name id of the first runtime span of a concrete function that starts
+    inside it on its thread, or -1."""
+    line = int(profile.line[calls[0]])
+    ids = profile.strings.ids_matching(lambda s: s.startswith(_CALLED))
+    spans = np.flatnonzero((profile.line == line) & np.isin(profile.name, ids))
+    out = np.full(len(calls), -1, dtype=np.int64)
+    if not spans.size:
+        return out
+    spans = spans[np.argsort(profile.start_ns[spans], kind="stable")]
+    begin = profile.start_ns[spans]
+    at = np.searchsorted(begin, profile.start_ns[calls], "left")
+    inside = at < len(spans)
+    hit = np.minimum(at, len(spans) - 1)
+    inside &= begin[hit] < profile.end_at(calls)
+    out[inside] = profile.name[spans[hit[inside]]]
+    return out
+
+
+Spans = tuple[np.ndarray, np.ndarray]  # sorted, disjoint [begin, end) in ns
+
+
+def other_loop_spans(profile: Profile, calls: np.ndarray, other: np.ndarray) -> Spans:
+    """Where the other loop runs among the calls ``calls`` (sorted by start; ``other``: the
+    mask `other_functions` gave): for each run of its calls, from the end of the call of
+    the main function before it (its first call's start when none) to the start of the
+    next one (no end when none). Its set-up, its compile and the iterators' deletions
+    after it are the other loop's too, outside the main loop's iterations."""
+    begin, end = profile.start_ns[calls], profile.end_at(calls)
+    edges = np.diff(np.r_[0, other.astype(np.int8), 0])
+    first, stop = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)  # runs [first, stop)
+    lo = np.where(first > 0, end[np.maximum(first - 1, 0)], begin[first])
+    hi = np.where(
+        stop < len(calls), begin[np.minimum(stop, len(calls) - 1)], np.iinfo(np.int64).max
+    )
+    return lo.astype(np.int64), hi.astype(np.int64)
+
+
+def clear_of(spans: Spans, bounds: np.ndarray) -> np.ndarray:
+    """Per period between consecutive ``bounds`` (sorted ns): whether it overlaps none of
+    ``spans`` (a mask)."""
+    lo, hi = spans
+    if not lo.size:
+        return np.ones(max(len(bounds) - 1, 0), dtype=bool)
+    k = np.searchsorted(hi, bounds[:-1], "right")  # the first span ending after the start
+    hit = k < len(lo)
+    hit[hit] = lo[k[hit]] < bounds[1:][hit]
+    return ~hit
