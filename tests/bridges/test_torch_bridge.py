@@ -200,7 +200,7 @@ def test_overview_page_runs_on_the_capture(runs: dict[str, Any]) -> None:
     run = open_run(runs["loop"])
     ctx = ToolContext(run, run.hosts[0].host, ProfileStore(use_cache=False))
     page = output.to_json(get_tool("overview_page").build(ctx))
-    assert page["step_source"] == "marker" and len(page["steps"]) == 4  # first, last dropped
+    assert page["step_source"] == "marker" and len(page["steps"]) == 6  # all kept: whole (622)
     assert sum(s["breakdown_ns"]["input"] for s in page["steps"]) > 0
     assert sum(s["breakdown_ns"]["host_compute"] for s in page["steps"]) > 0
 

@@ -27,13 +27,13 @@ def test_demo_profiles_and_summarizes(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "waiting for input" in out and str(run_dir) in out
     assert f"stepscope serve {tmp_path}" in out
     # The first page counts steps as every tool does (one step database): 6 markers, the first
-    # and last dropped by XProf's rule, and it says so.
+    # and last kept (stepscope's own markers are whole, decision 622), and it says so.
     from stepscope.stats.steps.breakdown import build_step_db
 
     db = build_step_db(profile)
     summary = demo.summarize_run(run_dir)
     assert [s["step"] for s in summary["steps"]] == db.step_num.tolist()
-    assert len(summary["steps"]) == 4 and "the first and the last dropped" in out
+    assert len(summary["steps"]) == 6 and "the first and the last kept" in out
     # and says what bounds the steps in the first page's own words, nothing of its own
     # (decision 577: "-> the input pipeline is the bottleneck" above "Bound by compute")
     from stepscope.tools.analysis import Analysis

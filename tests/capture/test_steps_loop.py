@@ -116,7 +116,8 @@ def test_pytorch_loop_with_a_slow_loader_matches_perf_counter(form: str, tmp_pat
     measured = run_script(SCRIPT, form, str(tmp_path))
     db = build_step_db(load_run(Path(measured["run"])))
     kept = db.step_num.tolist()
-    assert len(kept) == 8  # 10 batches, first and last dropped
+    # 10 batches, all kept: stepscope's own markers are whole at both ends (decision 622)
+    assert len(kept) == 10
     iteration = sum(measured["body_end"][k] - measured["fetch_start"][k] for k in kept)
     fetching = sum(measured["fetch_end"][k] - measured["fetch_start"][k] for k in kept)
     assert int(db.dur_ns.sum()) == pytest.approx(iteration, rel=0.05)

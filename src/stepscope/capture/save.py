@@ -94,8 +94,10 @@ class CaptureResult:
     dropped_events: int = 0
     warnings: list[str] = field(default_factory=list)
     bridges: BridgeSet | None = None  # framework profilers to merge (capture.bridges)
-    last_step_whole: bool = False  # no capture window cut the last step (a recorder save)
-    first_step_whole: bool = False  # ... nor the first (a recorder save cut at its start)
+    # no capture window cut the last step / the first (a recorder save says; None: a
+    # session's, judged from its markers by `_own_markers_only`)
+    last_step_whole: bool | None = None
+    first_step_whole: bool | None = None
     # a recorder save: the steps the recorder saw before the first one saved (None: a capture)
     steps_before: int | None = None
     # host-plane stats of the machine while recording (`capture.loader_hook.CpuUse`)
@@ -170,6 +172,23 @@ def build_profile(result: CaptureResult) -> bytes:
     return built.SerializeToString() if isinstance(built, XSpace) else encode_space(built)
 
 
+# Bridges whose frameworks write no `_r` step marker of their own (PyTorch's ProfilerStep#N
+# is a step source of its own, `profiler_step`, never dropped as cut off)
+_NO_MARKERS = frozenset({"pytorch"})
+
+
+def _own_markers_only(result: CaptureResult) -> bool:
+    """Whether every `_r` step marker of this capture is stepscope's own (`stepscope.step`,
+    `stepscope.steps`, the callbacks): each is recorded only for a step that began while the
+    capture recorded, so neither end was cut by the capture window, and XProf's rule of
+    dropping the first and the last marked step as possibly cut off must not apply. With
+    `stepscope.steps(loader)` under start()/stop() it dropped 2 of 36 steps, the first (the
+    workers' start) among them (decisions 609, 622). A TensorFlow or JAX bridge's markers
+    (a Keras callback, a StepTraceAnnotation) may begin before the start: left to the rule."""
+    bridges = result.bridges.bridges if result.bridges is not None else []
+    return all(bridge.name in _NO_MARKERS for bridge in bridges)
+
+
 def _build(result: CaptureResult) -> XSpace | RawColumns:
     builder = XSpaceBuilder(hostname=result.hostname)
     plane = builder.plane(HOST_PLANE)
@@ -177,6 +196,7 @@ def _build(result: CaptureResult) -> XSpace | RawColumns:
     by_thread: dict[int, list[tuple[int, int, int, str, dict[str, StatValue] | None]]] = {}
     thread_names: dict[int, str] = {}
     annotations: set[str] = set()
+    last_marker_end = -1  # of stepscope's own step markers (perf_counter ns)
     for buf in result.host_buffers:
         rows = by_thread.setdefault(buf.native_id, [])
         thread_names[buf.native_id] = buf.name
@@ -189,6 +209,7 @@ def _build(result: CaptureResult) -> XSpace | RawColumns:
             rows.append((start - base, end - start, depth, text, converted))
             if converted and "_r" in converted and end > start:
                 rows.append((start - base, 1, depth + 1, STEP_ANCHOR, None))
+                last_marker_end = max(last_marker_end, end)
             if not (converted and "_r" in converted) and not text.startswith(_INPUT_PREFIXES):
                 annotations.add(text)
     # `stepscope.trace` spans are the user's own ops: a metadata stat (no per-event cost)
@@ -226,9 +247,15 @@ def _build(result: CaptureResult) -> XSpace | RawColumns:
             f"stepscope: {result.dropped_events} events were dropped because max_events="
             f"{result.options.max_events} was reached; raise ProfilerOptions.max_events"
         )
-    if result.last_step_whole:
+    own = _own_markers_only(result)
+    last_whole, first_whole = result.last_step_whole, result.first_step_whole
+    if last_whole is None:
+        # a step still open at stop() can close into a buffer the save reads later: whole
+        # only when it ended before the stop
+        last_whole = own and last_marker_end <= result.stop_perf_ns
+    if last_whole:
         plane.stats[LAST_STEP_WHOLE_STAT] = 1
-    if result.first_step_whole:
+    if first_whole if first_whole is not None else own:
         plane.stats[FIRST_STEP_WHOLE_STAT] = 1
     if result.steps_before is not None:
         plane.stats[STEPS_BEFORE_STAT] = result.steps_before
