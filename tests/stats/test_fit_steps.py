@@ -10,7 +10,7 @@ import numpy as np
 from stepscope.model import Profile
 from stepscope.stats.steps.infer import infer_steps
 from tests.support.analysis import MS
-from tests.support.fit_loop import Timeline
+from tests.support.timeline import Timeline
 
 NEXT = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
 

@@ -13,10 +13,10 @@ import pytest
 
 from stepscope.model import Profile
 from stepscope.stats.steps.infer import infer_steps
-from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
 from stepscope.vocab.tensorflow import FUNCTION_CALL_STAT
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
+from tests.support.timeline import Timeline
 
 STEP = "multi_step_on_iterator"
 EXECUTE = "TFE_Py_FastPathExecute_C"
@@ -28,24 +28,14 @@ def _fit(batches: int = 32, teardown_ms: float = 158.55) -> tuple[Profile, list[
     eager ops and three handle deletions, as Keras's metrics and logs are read), two worker
     threads running each batch's graph in turn, then the logs' last ops and the iterator's
     deletion of ``teardown_ms``. Returns the profile and the step calls' starts in ms."""
-    builder = XSpaceBuilder("host")
-    plane = builder.plane("/host:CPU")
-    plane.stats[STARTED_ON_THREAD_STAT] = 1
-    python = plane.line(1, "python")
-    workers = [plane.line(2, "tf_Compute/1"), plane.line(3, "tf_Compute/2")]
-    t, starts = 0.0, []
-
-    def ev(
-        name: str, dur: float, gap: float = 0.05, stats: dict[str, object] | None = None
-    ) -> None:
-        nonlocal t
-        python.event(name, int(t * MS), int(dur * MS), stats or {})
-        t += dur + gap
-
+    tl = Timeline()
+    ev, starts = tl.ev, []
+    workers = [tl.plane.line(2, "tf_Compute/1"), tl.plane.line(3, "tf_Compute/2")]
     for dur in (1.1, 0.04, 0.73, 0.05, 0.77, 15.66):  # Keras's set-up
         ev(EXECUTE, dur)
         ev(DELETE, 0.002)
     for k in range(batches):
+        t = tl.t
         starts.append(t)
         call = 232.75 if k == 0 else 2.0
         # the batch's graph on a worker thread: its ops, then the executor's done callback
@@ -62,7 +52,7 @@ def _fit(batches: int = 32, teardown_ms: float = 158.55) -> tuple[Profile, list[
     ev(EXECUTE, 5.89)  # the epoch's logs
     ev("convert_to_tensor", 0.7)
     ev(DELETE, teardown_ms)  # the dataset iterator's deletion
-    return build(builder), starts
+    return tl.profile(), starts
 
 
 def test_the_iterators_teardown_after_the_last_batch_leaves_the_batches_the_steps() -> None:
@@ -105,22 +95,13 @@ def _fit_validating(epochs: int = 2, batches: int = 8, val: int = 4) -> tuple[Pr
     its concrete function), then the iterators' deletions. The first training call and the
     first validation call trace and compile. Returns the profile and the training calls'
     starts in ms."""
-    builder = XSpaceBuilder("host")
-    plane = builder.plane("/host:CPU")
-    plane.stats[STARTED_ON_THREAD_STAT] = 1
-    python = plane.line(1, "python")
-    t, starts = 0.0, []
-
-    def ev(name: str, dur: float, gap: float = 0.05) -> None:
-        nonlocal t
-        python.event(name, int(t * MS), int(dur * MS))
-        t += dur + gap
+    tl = Timeline()
+    ev, starts = tl.ev, []
 
     def call(function: str, dur: float) -> None:
-        nonlocal t
-        python.event(STEP, int(t * MS), int(dur * MS), {FUNCTION_CALL_STAT: "notTraced-nonXla"})
-        python.event(function, int((t + 0.05) * MS), int((dur - 0.1) * MS))
-        t += dur + 0.05
+        at = tl.t
+        ev(STEP, dur, stats={FUNCTION_CALL_STAT: "notTraced-nonXla"})
+        tl.line.event(function, int((at + 0.05) * MS), int((dur - 0.1) * MS))
         ev(EXECUTE, 0.04)
         ev(DELETE, 0.001)
         ev(EXECUTE, 0.03)
@@ -130,7 +111,7 @@ def _fit_validating(epochs: int = 2, batches: int = 8, val: int = 4) -> tuple[Pr
     ev(EXECUTE, 1.1)
     for epoch in range(epochs):
         for k in range(batches):
-            starts.append(t)
+            starts.append(tl.t)
             call(TRAIN, 230.0 if epoch == k == 0 else 2.0 + 0.3 * (k % 3))
         ev(EXECUTE, 2.8)  # the validation's set-up
         ev("convert_to_tensor", 30.6)
@@ -139,7 +120,7 @@ def _fit_validating(epochs: int = 2, batches: int = 8, val: int = 4) -> tuple[Pr
         ev(EXECUTE, 6.1)
         ev(DELETE, 78.9)  # the iterators' deletions
         ev(DELETE, 253.4)
-    return build(builder), starts
+    return tl.profile(), starts
 
 
 @pytest.mark.parametrize("val", [4, 12])

@@ -9,12 +9,22 @@ from __future__ import annotations
 
 from stepscope.model import Profile
 from stepscope.stats.steps.infer import infer_steps
-from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
-from stepscope.xspace.builder import XSpaceBuilder
-from tests.support.analysis import MS, build
+from tests.support.analysis import MS
+from tests.support.timeline import Timeline
 
 STEP = "one_step_on_data_distributed"
 BUILD = "tf.function-graph_building"
+
+
+def _traced(builds: tuple[tuple[float, float], ...], convert_ms: float) -> Timeline:
+    """Keras's set-up before the batches: its functions traced (``builds``: each graph
+    building's start and length, ms), each followed by a conversion of ``convert_ms``."""
+    tl = Timeline()
+    for at, dur in builds:
+        tl.t = at
+        tl.ev(BUILD, dur)
+        tl.ev("convert_to_tensor", convert_ms)
+    return tl
 
 
 def _predict(batches: int = 40) -> tuple[Profile, list[float]]:
@@ -22,29 +32,16 @@ def _predict(batches: int = 40) -> tuple[Profile, list[float]]:
     the step function (the first 90 ms: it traces inside), each followed by an eager op and a
     handle's deletion, then the outputs' concatenation. Returns the profile and the step
     calls' starts in ms."""
-    builder = XSpaceBuilder("host")
-    plane = builder.plane("/host:CPU")
-    plane.stats[STARTED_ON_THREAD_STAT] = 1
-    line = plane.line(1, "python")
-    t, starts = 0.0, []
-
-    def ev(name: str, dur: float, gap: float = 0.05) -> None:
-        nonlocal t
-        line.event(name, int(t * MS), int(dur * MS))
-        t += dur + gap
-
-    for at, dur in ((11.7, 8.1), (31.3, 12.3), (61.4, 9.8)):
-        t = at
-        ev(BUILD, dur)
-        ev("convert_to_tensor", 0.2)
-    t = 108.1
+    tl = _traced(((11.7, 8.1), (31.3, 12.3), (61.4, 9.8)), 0.2)
+    ev, starts = tl.ev, []
+    tl.t = 108.1
     for k in range(batches):
-        starts.append(t)
+        starts.append(tl.t)
         ev(STEP, 90.8 if k == 0 else 1.5)
         ev("TFE_Py_FastPathExecute_C", 0.1)
         ev("TFE_DeleteTensorHandle", 0.002, gap=0.6)
     ev("TFE_Py_FastPathExecute_C", 8.5)  # the outputs' concatenation
-    return build(builder), starts
+    return tl.profile(), starts
 
 
 def test_graph_building_before_the_batches_makes_no_steps() -> None:
@@ -69,30 +66,17 @@ def _predict_fetching(
     fetch finds the data's end, Keras concatenates the outputs and deletes the iterator.
     ``last_ms``: the last call's duration. Returns the profile, the calls' starts and the last
     call's end (ms)."""
-    builder = XSpaceBuilder("host")
-    plane = builder.plane("/host:CPU")
-    plane.stats[STARTED_ON_THREAD_STAT] = 1
-    line = plane.line(1, "python")
-    t, starts = 0.0, []
-
-    def ev(name: str, dur: float, gap: float = 0.05, **stats: object) -> None:
-        nonlocal t
-        line.event(name, int(t * MS), int(dur * MS), stats)
-        t += dur + gap
-
-    for at, dur in ((5.2, 7.2), (16.8, 8.6), (33.0, 8.6)):
-        t = at
-        ev(BUILD, dur)
-        ev("convert_to_tensor", 0.1)
-    t = 110.4
+    tl = _traced(((5.2, 7.2), (16.8, 8.6), (33.0, 8.6)), 0.1)
+    ev, starts = tl.ev, []
+    tl.t = 110.4
     for k in range(batches):
         ev(EXECUTE, 8.0 if k == 0 else 0.2)  # next(iterator)
         if k:
             ev(DELETE, 0.001)  # the batch before, freed
-        starts.append(t)
+        starts.append(tl.t)
         dur = 117.0 if k == 0 else last_ms if k == batches - 1 else 0.7
-        ev(STEP, dur, gap=0.3, tf_function_call="notTraced-nonXla")
-    last_end = t - 0.3
+        ev(STEP, dur, gap=0.3, stats={"tf_function_call": "notTraced-nonXla"})
+    last_end = tl.t - 0.3
     ev(EXECUTE, 0.09)  # next(iterator): the data's end
     ev(EXECUTE, 8.93)  # the outputs' join, as captured: a few long ops, then per batch's part
     ev(EXECUTE, 2.28)
@@ -110,7 +94,7 @@ def _predict_fetching(
         ev(EXECUTE, dur)
         ev(DELETE, 0.001)
     ev(DELETE, 90.6)  # the iterator's deletion
-    return build(builder), starts, last_end
+    return tl.profile(), starts, last_end
 
 
 EXECUTE = "TFE_Py_FastPathExecute_C"

@@ -7,35 +7,14 @@ per batch a fetch, the copies and a top-level forward) and the next epoch's ``it
 from __future__ import annotations
 
 from stepscope.model import Profile
-from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
 from stepscope.vocab.pytorch import DATALOADER_ITER
-from stepscope.xspace.builder import XSpaceBuilder
-from tests.support.analysis import MS, build
+from tests.support.timeline import Timeline
 
 NEXT = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 STEP = "Optimizer.step#AdamW.step"
 SEED = ("aten::empty", "aten::random_", "aten::item")  # each iter()'s base seed
 FORWARD = ("aten::linear", "aten::relu", "aten::linear")
 ITER_MS = 3.0  # a pass's iter() starting its workers (short, as this loop's steps are)
-
-
-class Timeline:
-    """One host's loop thread (the capture began on it), its top-level events laid out one
-    after the other 0.05 ms apart; ``t`` (ms) is where the next one starts."""
-
-    def __init__(self) -> None:
-        self.builder = XSpaceBuilder("host")
-        plane = self.builder.plane("/host:CPU")
-        plane.stats[STARTED_ON_THREAD_STAT] = 1
-        self.line = plane.line(1, "python")
-        self.t = 0.0
-
-    def ev(self, name: str, dur: float) -> None:
-        self.line.event(name, int(self.t * MS), int(dur * MS))
-        self.t += dur + 0.05
-
-    def profile(self) -> Profile:
-        return build(self.builder)
 
 
 def fit_loop(
@@ -62,8 +41,7 @@ def fit_loop(
         ev("aten::eq", setup_ms)
     for epoch in range(epochs):
         if (new_pass or not epoch) and workers:
-            tl.line.event(DATALOADER_ITER, int(tl.t * MS), int(ITER_MS * MS), {"loader": "T"})
-            tl.t += ITER_MS + 0.05
+            ev(DATALOADER_ITER, ITER_MS, stats={"loader": "T"})
         elif new_pass or not epoch:
             for name in SEED:
                 ev(name, 0.01)
