@@ -1,0 +1,88 @@
+"""Where a late rank's work lies and what it was: the pod step whose work made it late (its
+own step, or the one before when its run-ups lie mostly before the step began on it,
+decision 600), and whether its late run-ups held the same traced work as the others', run
+slower (decision 602)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.stats.events import CATEGORY_NAMES
+from stepscope.stats.steps.pairing import StepPairing
+from stepscope.stats.stragglers_types import Matched, Rank
+
+_HOST = CATEGORY_NAMES.index("host_compute")
+
+
+def before_step(rank: Rank, at: np.ndarray) -> np.ndarray:
+    """Per call of ``rank`` (``at``: indices into its calls), the part of its run-up before
+    the call's step began on the rank: the end of its previous step, after that step's last
+    collective (an optimizer step, then a checkpoint written by this rank alone). 0 for
+    device kernels: their run-ups are the device's, which runs behind the host's steps."""
+    calls = rank.calls
+    if calls is None or calls.layer == "device kernels" or not rank.steps.n_steps:
+        return np.zeros(len(at), np.int64)
+    arrive = calls.arrive_ns[at]
+    since = arrive - calls.runup_ns[at].sum(axis=1)  # the run-up covers [since, arrive)
+    step = calls.step[at]
+    start = np.where(step >= 0, rank.steps.start_ns[np.maximum(step, 0)], since)
+    return np.clip(start - since, 0, arrive - since).astype(np.int64)
+
+
+def work_steps(
+    m: Matched, pairing: StepPairing, j: int, row: int, mine: np.ndarray, steps: np.ndarray
+) -> np.ndarray:
+    """The pod steps whose work made rank ``j`` (``row`` of the run) late at its calls
+    ``mine`` in the pod steps ``steps``: each step itself, or the step before it where its
+    run-ups beyond the other ranks' lie mostly before the step began on it (decision 600):
+    a checkpoint written after step 5's all-reduce holds the others in step 6's, while its
+    own step table, its overview and the periodic-steps finding show the time in step 5."""
+    others = np.ones(len(m.rows), bool)
+    others[j] = False
+    if m.before_ns is None or not others.any() or not len(steps):
+        return steps
+    before = m.before_ns[:, mine].astype(np.float64)
+    inside = m.runup_ns[:, mine, :].sum(axis=2).astype(np.float64) - before
+    n_s = len(pairing.step_num)
+    per_before, per_inside = np.zeros(n_s), np.zeros(n_s)
+    pod = m.pod_step[mine]
+    np.add.at(per_before, pod, before[j] - np.median(before[others], axis=0))
+    np.add.at(per_inside, pod, inside[j] - np.median(inside[others], axis=0))
+    has_before = np.zeros(n_s + 1, bool)
+    has_before[1:] = pairing.rows[row] >= 0  # has_before[s]: the rank has pod step s - 1
+    earlier = (per_before[steps] > per_inside[steps]) & (per_before[steps] > 0)
+    return np.where(earlier & has_before[steps], steps - 1, steps)
+
+
+# A late rank whose run-ups held as many traced host ops as the others' (within `SAME_OPS`),
+# run `SLOWER` times as long or more, did the same work slower (decision 602): its process
+# off its core, descheduled while other processes took it (its untraced time grows with it).
+SAME_WORK_REASONS = ("host_compute", "other")
+SAME_OPS = 0.10
+SLOWER = 2.0
+# ...of at least this many ops per late step (the others' median): a step of one or two long
+# ops may hold more work in them (a bigger batch), where every one of hundreds of small ops
+# stretched alike is the whole thread slowed
+MIN_OPS_PER_STEP = 10
+SLOWED_WHY = (
+    "its process off its core, descheduled while other processes took it, looks like this, "
+    "as do a slower core and larger inputs to the same ops (a bigger batch, longer "
+    "sequences); the trace holds no CPU time to tell which"
+)
+
+
+def same_work(
+    m: Matched, j: int, mine: np.ndarray, own_ns: float, peers_ns: float, n_steps: int
+) -> tuple[float, float, float] | None:
+    """(its traced host-compute ops in its run-ups ``mine``, the other ranks' median, how
+    many times longer they took: ``own_ns`` against ``peers_ns``) when the ops are as many
+    (`SAME_OPS`), `MIN_OPS_PER_STEP` or more over its ``n_steps`` late steps, and took
+    `SLOWER` times as long or more; else None."""
+    if m.runup_ops is None or len(m.rows) < 2 or peers_ns <= 0 or own_ns < SLOWER * peers_ns:
+        return None
+    others = np.delete(np.arange(len(m.rows)), j)
+    own_ops = float(m.runup_ops[j, mine, _HOST].sum())
+    peer_ops = float(np.median(m.runup_ops[others][:, mine, _HOST].sum(axis=1)))
+    if peer_ops < MIN_OPS_PER_STEP * n_steps or abs(own_ops - peer_ops) > SAME_OPS * peer_ops:
+        return None
+    return own_ops, peer_ops, own_ns / peers_ns
