@@ -129,16 +129,15 @@ def steps(
         source: Iterable[T] = iterable
     else:
         source = instrument(iterable, loader_name)
-    return _steps(source, number, name)
+    return _steps(iter(source), number, name)
 
 
-def _steps(source: Iterable[T], number: int, name: str) -> Iterator[tuple[int, T]]:
+def _steps(batches: Iterator[T], number: int, name: str) -> Iterator[tuple[int, T]]:
     # The marker is written here directly, not through a span object: this loop runs every
     # step of a job the flight recorder watches, so each call saved is paid back per step.
     # Encoded as `step` encodes it; an exception in the loop body is not seen here (the
     # generator is closed, not thrown into), so there is nothing for the recorder's hook.
     perf_counter_ns = _ann.perf_counter_ns
-    batches: Iterator[T] | None = None
     while True:
         sampled = _sampled
         if sampled is not None and _get_ident() not in sampled:
@@ -153,11 +152,6 @@ def _steps(source: Iterable[T], number: int, name: str) -> Iterator[tuple[int, T
             buf.depth = depth + 1
         start = perf_counter_ns()
         try:
-            if batches is None:
-                # the pass begins in step 0, as a loop timing its iterations from the line
-                # before its `for` sees it: a DataLoader's iter() starts its workers there
-                # (decision 623)
-                batches = iter(source)
             batch = next(batches)
         except StopIteration:
             # The loader is exhausted: this step never ran, it is not recorded.
