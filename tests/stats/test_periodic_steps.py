@@ -50,3 +50,14 @@ def test_stalls_that_fall_on_a_period_by_chance_are_no_period() -> None:
     found = _found(checkpoint_loop(32, (), stalls=(3, 13, 23)))
     assert found["periodic_steps"].steps == (3, 13, 23)
     assert found["periodic_steps"].metrics["limit"] == "input"
+
+
+def test_every_other_step_is_measured_against_the_others_and_the_first_is_one_of_them() -> None:
+    # steps 1-30 are whole; every odd one saves 30 ms, the first among them. The median of
+    # all steps lies between the two kinds; the first step is one of the saves, no warm-up
+    found = _found(checkpoint_loop(32, saves=range(1, 32, 2), save_ms=30))
+    periodic = found["periodic_steps"]
+    assert periodic.steps == tuple(range(1, 31, 2))
+    assert "30.00 ms more (median) in Python / host than the other steps do" in periodic.summary
+    assert "those steps take 39.00 ms (median) against 9.00 ms for the others" in periodic.summary
+    assert "slow_steps" not in found

@@ -31,6 +31,11 @@ from tests.support.compiled_loop import compiled_loop, compiled_loop_space
         ([900, 2, 2, 2], 1),  # three steady steps are enough
         ([900, 2, 2], 0),  # two are not
         ([900, 800, 700, 2, 2, 2, 2, 2], 2),  # at most a quarter of the steps
+        ([35, 2, 35, 2, 35, 2, 35, 2], 0),  # as long as a wait every 2 steps: one of them
+        ([35, 2, 2, 2, 30, 2, 2, 2, 30, 2, 2, 2], 0),  # within 1.5x of what recurs
+        ([35, 2, 2, 2, 2, 2, 2, 2, 40, 2, 2, 2], 1),  # one later step as long: a warm-up
+        ([900, 2, 2, 2, 20, 2, 2, 2, 20, 2, 2, 2], 1),  # far above what recurs
+        ([900, 20, 2, 2, 2, 20, 2, 2, 2, 20, 2, 2], 1),  # the second recurs: not warm-up
     ],
 )
 def test_warm_up_steps_are_the_leading_outliers(steps_ms: list[float], expected: int) -> None:

@@ -9,7 +9,9 @@ stay over all steps; stepscope adds the steady state beside them (decision 362):
 
 - Warm-up steps are the leading steps, each at least `WARMUP_RATIO` times the median of the
   steps after it and `WARMUP_MIN_EXCESS_NS` longer, at most a quarter of the steps, leaving
-  at least `MIN_STEADY_STEPS` steps; a first step within 3x of the others is no warm-up.
+  at least `MIN_STEADY_STEPS` steps; a first step within 3x of the others is no warm-up,
+  nor one within `RECUR_RATIO` of a step that recurs after it (`RECUR_STEPS` later steps
+  as long: the same wait every other step, decision 630).
   A recording that began mid-run (a flight recorder's ring of a running loop, the capture
   says: `StepSummary.mid_run`) has none: its first kept step is a step like the others.
 - Their cause is compilation when the compile is at least `COMPILE_SHARE` of what they grew
@@ -44,6 +46,9 @@ from stepscope.stats.summary import StepStats, StepSummary
 WARMUP_RATIO = 3.0
 WARMUP_MIN_EXCESS_NS = 1_000_000
 MIN_STEADY_STEPS = 3
+# a warm-up step stands RECUR_RATIO above the RECUR_STEPS-th longest step after it
+RECUR_RATIO = 1.5
+RECUR_STEPS = 2
 
 
 def warmup_count(dur_ns: np.ndarray, *, mid_run: bool) -> int:
@@ -63,6 +68,16 @@ def warmup_count(dur_ns: np.ndarray, *, mid_run: bool) -> int:
         if step < WARMUP_RATIO * median or step - median < WARMUP_MIN_EXCESS_NS:
             break
         count += 1
+    # a leading step as long as steps that recur later is one of them, not a warm-up: the
+    # demo's producers made every other step wait 35 ms, and step 0's 35.6 ms was said as a
+    # warm-up ("once warm, 2.38 ms") beside a finding of the same wait every 2 steps
+    # (decision 630). One later step as long (a checkpoint) does not make it recur.
+    while count:
+        recurring = float(np.partition(dur_ns[count:], -RECUR_STEPS)[-RECUR_STEPS])
+        below = np.flatnonzero(dur_ns[:count] < RECUR_RATIO * recurring)
+        if not len(below):
+            break  # every leading step stands above what recurs
+        count = int(below[0])
     return count
 
 

@@ -41,7 +41,10 @@ def periodic_steps(data: HostData, options: dict[str, str]) -> Finding | None:
     if level is None:
         return None
     nums = data.step_numbers(found.steps)
-    median = float(np.median(dur[warm:])) / 1e6
+    elsewhere = np.ones(steps.n_steps, bool)
+    elsewhere[:warm] = False
+    elsewhere[found.steps] = False
+    median = float(np.median(dur[elsewhere] if elsewhere.any() else dur[warm:])) / 1e6
     inside = np.zeros(steps.n_steps, bool)
     inside[found.steps] = True
     among = np.arange(steps.n_steps) >= warm  # a warm-up's imports are no other step's work
@@ -55,10 +58,10 @@ def periodic_steps(data: HostData, options: dict[str, str]) -> Finding | None:
         summary=(
             f"Every {found.every} steps (steps {_numbers(nums)}), a step spends "
             f"{float(np.median(found.extra_ns)) / 1e6:.2f} ms more (median) in {label} than "
-            f"the steps' median there: {lost / 1e6:.2f} ms in all "
+            f"the other steps do: {lost / 1e6:.2f} ms in all "
             f"({100 * lost / total:.1f}% of the step time); those steps take "
             f"{float(np.median(dur[found.steps])) / 1e6:.2f} ms (median) against "
-            f"{median:.2f} ms"
+            f"{median:.2f} ms for the others"
             + (
                 f"; the stack sampler saw there, more than in the other steps, {seen}"
                 if seen
