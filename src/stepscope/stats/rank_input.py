@@ -11,8 +11,8 @@ more below: ranks that mostly wait alike are what the mean says.
 
 from __future__ import annotations
 
+import bisect
 import re
-import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -47,20 +47,37 @@ def apart(shares: Sequence[RankInput]) -> tuple[list[RankInput], list[RankInput]
     """(the ranks input-bound on their own, most input first; the other ranks): a rank whose
     share is at least `MODERATE_INPUT`, `APART` times the other ranks' median and
     `MODERATE_INPUT` points above it; none when every rank is."""
-    alone = []
-    for k, p in enumerate(shares):
-        others = [q.percent for i, q in enumerate(shares) if i != k]
-        median = statistics.median(others) if others else p.percent
-        if (
-            p.percent >= MODERATE_INPUT
-            and p.percent >= APART * median
-            and p.percent - median >= MODERATE_INPUT
-        ):
-            alone.append(p)
-    if len(alone) == len(shares):
+    ordered = sorted(p.percent for p in shares)  # once: each rank's median comes from it
+    flags = [_alone(p.percent, _median_without(ordered, p.percent)) for p in shares]
+    if all(flags):
         return [], list(shares)
-    rest = [p for p in shares if p not in alone]
+    alone = [p for p, flag in zip(shares, flags, strict=True) if flag]
+    rest = [p for p, flag in zip(shares, flags, strict=True) if not flag]
     return sorted(alone, key=lambda p: (-p.percent, p.host)), rest
+
+
+def _alone(percent: float, median: float) -> bool:
+    return (
+        percent >= MODERATE_INPUT
+        and percent >= APART * median
+        and percent - median >= MODERATE_INPUT
+    )
+
+
+def _median_without(ordered: Sequence[float], value: float) -> float:
+    """The median of the sorted ``ordered`` with one ``value`` (one of them) left out, without
+    copying them (one rank's against the others', for every rank of a job); ``value`` when
+    it is the only one."""
+    n = len(ordered) - 1
+    if not n:
+        return value
+    gone = bisect.bisect_left(ordered, value)
+
+    def at(i: int) -> float:  # the i-th of the others
+        return ordered[i if i < gone else i + 1]
+
+    half = n // 2
+    return at(half) if n % 2 else (at(half - 1) + at(half)) / 2
 
 
 def _level(percent: float) -> str:
