@@ -31,7 +31,7 @@ import re
 
 import numpy as np
 
-from stepscope.distinct import distinct
+from stepscope.distinct import distinct, distinct_inverse
 from stepscope.errors import StepscopeError
 from stepscope.model import Profile
 from stepscope.stats.events import host_lines
@@ -114,16 +114,24 @@ def _host_events(profile: Profile) -> np.ndarray:
     return host_lines(profile)[profile.line] if profile.n_events else np.zeros(0, bool)
 
 
+def _is_marker(name: str) -> bool:
+    return (
+        name not in IMPLICIT_ROOTS
+        and not is_profiler_step(name)
+        and not is_serving_annotation(name)
+    )
+
+
 def _marker_steps(profile: Profile) -> StepMarkers | None:
     events = profile.stat_events("_r")  # few: no dense column over every event
-    implicit = np.array([profile.strings.id_of(n) for n in IMPLICIT_ROOTS])
-    # a Kineto import's ProfilerStep#N and serving annotation carry `_r` for XProf (decision
-    # 617): they stay ``profiler_step`` / ``serving`` steps, whole by construction (no step
-    # dropped as incomplete)
-    steps = profile.strings.ids_matching(lambda s: is_profiler_step(s) or is_serving_annotation(s))
-    host = host_lines(profile)[profile.line[events]]
-    names = profile.name[events]
-    events = events[host & ~np.isin(names, implicit[implicit >= 0]) & ~np.isin(names, steps)]
+    events = events[host_lines(profile)[profile.line[events]]]
+    # XProf's implicit roots are no markers; a Kineto import's ProfilerStep#N and serving
+    # annotation carry `_r` for XProf (decision 617): they stay ``profiler_step`` /
+    # ``serving`` steps, whole by construction (no step dropped as incomplete). Only the
+    # markers' few names are read, not every string of the profile.
+    names, of_event = distinct_inverse(profile.name[events])
+    kept = np.array([_is_marker(profile.strings[n]) for n in names.tolist()], dtype=bool)
+    events = events[kept[of_event]]
     if not events.size:
         return None
     label = profile.event_name(int(events[0]))
