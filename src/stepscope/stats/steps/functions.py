@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from stepscope.distinct import distinct_inverse
 from stepscope.model import Profile
 from stepscope.vocab import tensorflow
 
@@ -40,13 +41,15 @@ def other_functions(profile: Profile, calls: np.ndarray) -> np.ndarray | None:
 def _ran(profile: Profile, calls: np.ndarray) -> np.ndarray:
     """Per call: the name id of the first runtime span of a concrete function that starts
     inside it on its thread, or -1."""
-    line = int(profile.line[calls[0]])
-    ids = profile.strings.ids_matching(lambda s: s.startswith(_CALLED))
-    spans = np.flatnonzero((profile.line == line) & np.isin(profile.name, ids))
+    # the thread's own events only (a line's events are contiguous, sorted by start), and
+    # the names of those events tested, not every string of the profile
+    on_line = profile.events_of_line(profile.lines[int(profile.line[calls[0]])])
+    names, of_event = distinct_inverse(profile.name[on_line])
+    called = np.array([profile.strings[n].startswith(_CALLED) for n in names.tolist()], bool)
+    spans = np.flatnonzero(called[of_event]) + on_line.start
     out = np.full(len(calls), -1, dtype=np.int64)
     if not spans.size:
         return out
-    spans = spans[np.argsort(profile.start_ns[spans], kind="stable")]
     begin = profile.start_ns[spans]
     at = np.searchsorted(begin, profile.start_ns[calls], "left")
     inside = at < len(spans)
