@@ -284,8 +284,8 @@ def _host(summary: StepSummary, pct: float) -> str:
         if not summary.has_device
         else "host work while the device waits (Python, host ops)"
     )
-    place = host_place(summary, pct)
     inside, rest_pct = _inside_traced(summary, pct)
+    place = _place(summary, inside, rest_pct)
     if inside:
         where = inside + (f"; the untraced rest ({rest_pct:.1f}%) {place}" if place else "")
     else:
@@ -318,7 +318,11 @@ def host_place(summary: StepSummary, pct: float) -> str:
     the untraced rest prints as 0.0% (decision 554's floor): the demo's 8.1% of host work
     inside its annotations was placed "after 'forward' and before 'backward' (0.00 ms per
     step in 1 of 3 steps)"."""
-    inside, rest_pct = _inside_traced(summary, pct)
+    return _place(summary, *_inside_traced(summary, pct))
+
+
+def _place(summary: StepSummary, inside: str, rest_pct: float) -> str:
+    """`host_place` from `_inside_traced`'s answer."""
     if inside and rest_pct < _SHOWN:
         return ""
     return where_untraced(summary.untraced, summary.n_steps, summary.total_ns(), with_python=False)
