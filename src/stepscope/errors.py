@@ -25,5 +25,11 @@ class ProfileFormatError(StepscopeError):
         super().__init__(message)
 
 
+def empty_file(path: object) -> ProfileFormatError:
+    """The error for a profile file of no bytes (a capture that failed), worded once for the
+    readers and `stepscope runs`."""
+    return ProfileFormatError(path, "file is empty", "the capture may have failed; capture again")
+
+
 class NotFoundError(StepscopeError):
     """A run, host, tool or file the user named does not exist."""

@@ -25,7 +25,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 def test_runs_lists_six_tf_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["runs", str(FIXTURES / "tf")]) == 0
     out = capsys.readouterr().out
-    assert "6 run(s)" in out and "localhost_6009" in out
+    assert "\n6 runs\n" in out and "localhost_6009" in out
     assert main(["runs", str(FIXTURES / "tf"), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert len(data) == 6 and data[0]["hosts"][0]["format"] == "xspace"

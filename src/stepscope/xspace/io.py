@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import BinaryIO, cast
 
 from stepscope import limits, tmpfiles
-from stepscope.errors import ProfileFormatError
+from stepscope.errors import ProfileFormatError, empty_file
 
 TYPE_CHECKING = False  # protobuf only where an XSpace message is parsed: not for reading bytes
 if TYPE_CHECKING:
@@ -70,9 +70,7 @@ def read_profile_bytes(path: str | os.PathLike[str]) -> bytes:
     """The uncompressed bytes of a profile file (gzip is detected by its magic number)."""
     data = read_raw_bytes(path)
     if not data:
-        raise ProfileFormatError(
-            path, "file is empty", "the capture may have failed; capture again"
-        )
+        raise empty_file(path)
     if data[:2] == GZIP_MAGIC:
         data, damaged = gunzip_bounded(data, path)
         if damaged:

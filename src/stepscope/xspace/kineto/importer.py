@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from stepscope import limits
-from stepscope.errors import ProfileFormatError
+from stepscope.errors import ProfileFormatError, empty_file
 from stepscope.xspace.builder import LineBuilder, PlaneBuilder, StatValue, XSpaceBuilder
 from stepscope.xspace.io import (
     GZIP_MAGIC,
@@ -188,9 +188,7 @@ def _inflate(data: bytes, source: str, warnings: list[str]) -> bytes:
 
 def _check_not_blank(data: bytes, source: str) -> None:
     if _NON_BLANK.search(data) is None:  # no strip(): it would copy the whole file
-        raise ProfileFormatError(
-            source, "file is empty", "the capture may have failed; capture again"
-        )
+        raise empty_file(source)
 
 
 def _gunzip(raw: bytes, source: str, warnings: list[str]) -> bytes:
