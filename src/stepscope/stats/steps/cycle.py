@@ -57,7 +57,7 @@ from stepscope.stats.host.own_work import profiler_work
 from stepscope.stats.host.python_samples import probe_events
 from stepscope.stats.steps.batch_fetch import batch_fetches, from_fetches, pass_start
 from stepscope.stats.steps.epoch_start import from_iterators
-from stepscope.stats.steps.last_step import last_iteration_end
+from stepscope.stats.steps.last_step import Periods, last_iteration_end
 from stepscope.stats.steps.other_pass import alone_periods, own_ends
 from stepscope.vocab import tensorflow
 from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
@@ -202,32 +202,21 @@ def _step_calls(
 
 
 def _before_other_calls(
-    names: np.ndarray,
-    start: np.ndarray,
-    end: np.ndarray,
-    pos: np.ndarray,
-    work: np.ndarray,
-    held: np.ndarray,
-    common: int,
-    count: int,
-    other: np.ndarray,
-    calls: np.ndarray | None,
+    periods: Periods, other: np.ndarray, calls: np.ndarray | None
 ) -> np.ndarray:
-    """Per period between consecutive ``pos``: where its step ends when it holds calls of
+    """Per period between consecutive leads: where its step ends when it holds calls of
     another loop (``other``: a Keras fit's validation, run at each epoch's end by the
     training step's name) and its own iteration ends before them by `last_step`'s rules,
     else the largest int64. The validation, its compile and the iterators' deletions after
     it are in no step, as they are outside the script's training batches (decision 597)."""
-    out = np.full(len(pos) - 1, np.iinfo(np.int64).max, dtype=np.int64)
+    out = np.full(len(periods.pos) - 1, np.iinfo(np.int64).max, dtype=np.int64)
     if not other.any():
         return out
-    holds = np.diff(np.searchsorted(np.flatnonzero(other), pos)) > 0
+    holds = np.diff(np.searchsorted(np.flatnonzero(other), periods.pos)) > 0
     for k in np.flatnonzero(holds).tolist():
         if k == 0:
             continue  # step 0's warm-up holds what ran before the loop
-        own = last_iteration_end(
-            names, start, end, pos[: k + 1], work, held[:k], common, count, calls=calls
-        )
+        own = last_iteration_end(periods.upto(k), calls=calls)
         if own is not None:
             out[k] = own
     return out
@@ -300,9 +289,10 @@ def iterations(
             pos = np.r_[first, inside]
     work = work_before(names)
     held, common, count = common_work(work, pos)
+    periods = Periods(names, start, end, pos, work, held, common, count)
     starts = start[pos[:-1]].copy()
     lead_pos = pos[:-1].copy()  # per step, its lead's position
-    ends = own_ends(profile, names, start, end, pos, work, held, common, count)
+    ends = own_ends(profile, periods)
     cut = int((ends < start[pos[1:]]).sum())
     if cut:
         notes.append(
@@ -310,7 +300,7 @@ def iterations(
             f"or evaluation) end{'' if cut > 1 else 's'} with {'their' if cut > 1 else 'its'} work"
         )
     calls = _step_calls(profile, t, names, name_id, other)
-    before = _before_other_calls(names, start, end, pos, work, held, common, count, other, calls)
+    before = _before_other_calls(periods, other, calls)
     cut = int((before < np.iinfo(np.int64).max).sum())
     if cut:
         ends = np.minimum(ends, before)
@@ -329,7 +319,7 @@ def iterations(
         # a training iteration followed by one that trains nothing ends with its own work,
         # as the last iteration does: the validation loop's set-up after it is no step's
         for k in np.flatnonzero(~trains[:-1] & np.r_[False, trains[:-2]]).tolist():
-            own = last_iteration_end(names, start, end, pos[:k], work, held[: k - 1], common, count)
+            own = last_iteration_end(periods.upto(k - 1))
             at = int(np.searchsorted(starts, start[int(pos[k - 1])]))
             if own is not None and at < len(ends) and starts[at] == start[int(pos[k - 1])]:
                 ends[at] = min(int(ends[at]), own)
@@ -341,14 +331,7 @@ def iterations(
         )
     if began_here:
         last_end = last_iteration_end(
-            names,
-            start,
-            end,
-            pos,
-            work,
-            held,
-            common,
-            count,
+            periods,
             alone=alone_periods(profile, names, pos, held),
             capture_end=profile.time_span_ns()[1],
             calls=calls,

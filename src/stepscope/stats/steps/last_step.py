@@ -54,39 +54,55 @@ one it stretched least.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from stepscope.distinct import distinct_inverse
+from stepscope.records import record
 
 HALF = 0.5  # the last iteration's traced work, at least, against the same work's shortest
 
 
+@record
+class Periods:
+    """One thread's top-level events in time order and the periods between its leads: what
+    the rules for an iteration's end read (`cycle.iterations` makes it)."""
+
+    names: np.ndarray  # the events' name ids
+    start: np.ndarray  # int64 ns
+    end: np.ndarray  # int64 ns
+    pos: np.ndarray  # the leads' positions: period k runs from pos[k] to pos[k + 1]
+    work: np.ndarray  # `cycle.work_before(names)`
+    held: np.ndarray  # per period: whether it holds the most common work (`cycle.common_work`)
+    common: int  # that work's hash
+    count: int  # its event count
+
+    def upto(self, k: int) -> Periods:
+        """The periods before lead ``k``: the iteration that lead ``k`` begins is then the
+        last one (an iteration followed by another loop's work ends by the last one's rules)."""
+        return replace(self, pos=self.pos[: k + 1], held=self.held[:k])
+
+
 def last_iteration_end(
-    names: np.ndarray,
-    start: np.ndarray,
-    end: np.ndarray,
-    pos: np.ndarray,
-    work: np.ndarray,
-    held: np.ndarray,
-    common: int,
-    count: int,
+    periods: Periods,
     alone: np.ndarray | None = None,
     capture_end: int | None = None,
     calls: np.ndarray | None = None,
 ) -> int | None:
-    """The end (ns) of the last iteration, from the last lead at ``pos[-1]`` on, or None
-    when it is no whole step. ``names``, ``start``, ``end``: one thread's top-level events in
-    time order; ``pos``: the leads' positions; ``work``: `cycle.work_before`; ``held``,
-    ``common``, ``count``: `cycle.common_work` of the periods; ``alone``: given for the
-    profile's last iteration, per period whether its work may be the last iteration's
-    though the loop ran it once (a checkpoint and an evaluation at step 29 of 60, again at
-    59), and whether a kind of period other than the most common may be (a period holding a
-    new pass over a DataLoader, the epoch's edge, never: the last iteration followed by the
-    same validation as epoch 0's would hold it, with the next epoch's first batch as head);
-    ``capture_end``: given for the profile's last iteration, its end (ns) at the latest, when
-    nothing on the thread follows it: it then ends as late as the same work's untraced end
-    ran elsewhere beyond the most common work's (`_extra_tail`); ``calls``: the sorted
-    positions of the repeat's calls when it is a tf.function called from Python (rule 3)."""
+    """The end (ns) of the last iteration, from the last lead at ``periods.pos[-1]`` on, or
+    None when it is no whole step. ``alone``: given for the profile's last iteration, per
+    period whether its work may be the last iteration's though the loop ran it once (a
+    checkpoint and an evaluation at step 29 of 60, again at 59), and whether a kind of
+    period other than the most common may be (a period holding a new pass over a DataLoader,
+    the epoch's edge, never: the last iteration followed by the same validation as epoch 0's
+    would hold it, with the next epoch's first batch as head); ``capture_end``: given for
+    the profile's last iteration, its end (ns) at the latest, when nothing on the thread
+    follows it: it then ends as late as the same work's untraced end ran elsewhere beyond
+    the most common work's (`_extra_tail`); ``calls``: the sorted positions of the repeat's
+    calls when it is a tf.function called from Python (rule 3)."""
+    names, start, end, pos = periods.names, periods.start, periods.end, periods.pos
+    work, held, common, count = periods.work, periods.held, periods.common, periods.count
     for kind, hashed, n_kind in _kinds(pos, work, held, common, count, alone):
         found = _same_work(pos, work, kind, hashed, n_kind, len(names))
         if found is not None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from stepscope.model import Profile
-from stepscope.stats.steps.last_step import last_iteration_end
+from stepscope.stats.steps.last_step import Periods, last_iteration_end
 from stepscope.vocab.pytorch import OPTIMIZER_STEP_PREFIX, is_dataloader_iter, is_dataloader_next
 
 EXTRA_FETCHES = 2  # more fetches than the common period's, at least: another loader's pass
@@ -44,31 +44,20 @@ def begins_pass(name: str) -> bool:
     return is_dataloader_iter(name) or name == PASS_SEED
 
 
-def own_ends(
-    profile: Profile,
-    names: np.ndarray,
-    start: np.ndarray,
-    end: np.ndarray,
-    pos: np.ndarray,
-    work: np.ndarray,
-    held: np.ndarray,
-    common: int,
-    count: int,
-) -> np.ndarray:
-    """Per period between consecutive leads at ``pos`` (one thread's top-level events
-    ``names``, ``start``, ``end`` in time order; ``work``, ``held``, ``common``, ``count``:
-    `cycle.work_before` and `cycle.common_work`): where its step ends, the end of its
-    iteration's own work where another loader's pass follows it, else the next lead's start."""
-    ends = start[pos[1:]].copy()
+def own_ends(profile: Profile, periods: Periods) -> np.ndarray:
+    """Per period between consecutive leads: where its step ends, the end of its iteration's
+    own work where another loader's pass follows it, else the next lead's start."""
+    names, pos, held = periods.names, periods.pos, periods.held
+    ends = periods.start[pos[1:]].copy()
     fetch_ids = profile.strings.ids_matching(is_dataloader_next)
     step_ids = profile.strings.ids_matching(lambda s: s.startswith(OPTIMIZER_STEP_PREFIX))
     if not len(fetch_ids) or not len(step_ids) or not held.any():
         return ends
     lo, hi = int(pos[0]), int(pos[-1])
     period = np.searchsorted(pos, np.arange(lo, hi), "right") - 1
-    periods = len(pos) - 1
-    fetches = np.bincount(period[np.isin(names[lo:hi], fetch_ids)], minlength=periods)
-    steps = np.bincount(period[np.isin(names[lo:hi], step_ids)], minlength=periods)
+    n_periods = len(pos) - 1
+    fetches = np.bincount(period[np.isin(names[lo:hi], fetch_ids)], minlength=n_periods)
+    steps = np.bincount(period[np.isin(names[lo:hi], step_ids)], minlength=n_periods)
     k = int(np.argmax(held))
     usual_fetches, usual_steps = int(fetches[k]), int(steps[k])
     if not usual_steps:
@@ -85,7 +74,7 @@ def own_ends(
         mine = fetched[period[fetched - lo] == k]
         if not begins[int(mine[-2]) + 1 : int(mine[-1])].any():
             continue
-        own = last_iteration_end(names, start, end, pos[: k + 1], work, held[:k], common, count)
+        own = last_iteration_end(periods.upto(k))
         if own is not None:
             ends[k] = min(int(ends[k]), own)
     return ends
