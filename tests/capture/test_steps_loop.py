@@ -34,6 +34,8 @@ def test_steps_open_before_the_fetch_and_close_after_the_body(tmp_path: Path) ->
     # one marker per batch (the exhausted fetch at the end is no step), each holding its fetch
     assert [m["stats"]["step_num"] for m in markers] == list(range(3, 10))
     assert len(fetches) == 8 and len(named(profile, "Iterator::Source")) == 8
+    # each step begins where the previous one ended, as a script times them (decision 637)
+    assert [m["start_ns"] for m in markers[1:]] == [m["end_ns"] for m in markers[:-1]]
     for marker, fetch, compute in zip(markers, fetches, computes, strict=False):
         assert marker["start_ns"] <= fetch["start_ns"] < fetch["end_ns"] <= compute["start_ns"]
         assert compute["end_ns"] <= marker["end_ns"]
@@ -53,6 +55,58 @@ def test_break_closes_the_step_and_instrumented_loaders_are_not_wrapped_twice(
     assert [m["stats"]["step_num"] for m in named(profile, "train")] == [0, 1, 2]
     assert len(named(profile, "Iterator::Loader")) == 3
     assert not [e for e in named(profile, "Iterator::Loader::Loader")]
+
+
+class _Pass:
+    """An iterable whose pass begins with work of its own (a DataLoader's iter() starting its
+    workers), traced so that the test can tell where it lies."""
+
+    def __init__(self) -> None:
+        self.begun = 0
+
+    def __iter__(self) -> Iterator[int]:
+        self.begun += 1
+        with stepscope.trace("the pass begins"):
+            time.sleep(0.001)
+        return iter(range(3))
+
+
+def test_the_pass_begins_in_step_0s_fetch(tmp_path: Path) -> None:
+    """`stepscope.steps(loader)` called iter() before step 0's marker: a loop over a
+    DataLoader with 2 workers read step 0 at 74.07 ms where the script, timing from the line
+    before its `for`, measured 111.5 (the workers' start in no step). It begins inside step
+    0's fetch, the wait the script counts as getting the first batch (decision 635)."""
+    source = _Pass()
+    stepscope.start(tmp_path)
+    batches = stepscope.steps(source)
+    assert source.begun == 0  # as a `for` begins it: at the first step
+    for _ in batches:
+        pass
+    eager = _Pass()
+    iter(stepscope.data.instrument(eager))  # iter() itself begins the pass at once
+    assert eager.begun == 1
+    profile = load_run(stepscope.stop())
+    began = named(profile, "the pass begins")[0]
+    step0 = min(named(profile, "train"), key=lambda e: e["start_ns"])
+    fetch0 = min(named(profile, "IteratorGetNextOp::DoCompute"), key=lambda e: e["start_ns"])
+    assert step0["start_ns"] <= fetch0["start_ns"] <= began["start_ns"]
+    assert began["end_ns"] <= fetch0["end_ns"] <= step0["end_ns"]
+    db = build_step_db(profile)
+    assert db.step_num.tolist() == [0, 1, 2]
+    assert int(db.category_ns()["input"][0]) >= began["end_ns"] - began["start_ns"]
+
+
+def test_the_input_stages_are_loaded_before_the_recording(tmp_path: Path) -> None:
+    """Loaded by the loop's first `steps()` call, `stepscope.capture.data` held 2.5-14 ms of
+    the script's first step outside every step (decision 635): `start()` loads it."""
+    script = (
+        "import json, sys, stepscope\n"
+        "stepscope.start(sys.argv[1])\n"
+        "loaded = 'stepscope.capture.data' in sys.modules\n"
+        "stepscope.stop()\n"
+        "print(json.dumps({'loaded': loaded}))\n"
+    )
+    assert run_script(script, str(tmp_path)) == {"loaded": True}
 
 
 def test_steps_rejects_a_non_integer_start() -> None:

@@ -111,10 +111,18 @@ def _run_stage(
 
 
 class InstrumentedIterator(Iterator[T]):
-    """One pass over an instrumented iterable."""
+    """One pass over an instrumented iterable. Given ``begin`` (and no ``source``), the pass
+    begins at the first ``next()``, inside its get-next event (`InstrumentedIterable.deferred`)."""
 
-    def __init__(self, source: Iterator[T], name: str, node_id: int) -> None:
+    def __init__(
+        self,
+        source: Iterator[T] | None,
+        name: str,
+        node_id: int,
+        begin: Callable[[], Iterator[T]] | None = None,
+    ) -> None:
         self._source = source
+        self._begin = begin
         self.name = name
         self.id = node_id
         self._calls = 0
@@ -123,10 +131,24 @@ class InstrumentedIterator(Iterator[T]):
         return self
 
     def __next__(self) -> T:
+        if self._begin is not None:
+            return self._first()
         if not _ann._active:
-            return next(self._source)
+            return next(self._source)  # type: ignore[arg-type]
         self._calls += 1
         return _run_stage(self.name, self.id, self._calls - 1, next, self._source)
+
+    def _first(self) -> T:
+        if not _ann._active:
+            return self._begin_then_next()
+        self._calls += 1
+        return _run_stage(self.name, self.id, self._calls - 1, self._begin_then_next)
+
+    def _begin_then_next(self) -> T:
+        begin, self._begin = self._begin, None
+        assert begin is not None
+        self._source = begin()
+        return next(self._source)
 
     def __getattr__(self, attr: str) -> Any:
         source = self.__dict__.get("_source")
@@ -145,12 +167,23 @@ class InstrumentedIterable(Generic[T]):
         self._default: InstrumentedIterator[T] | None = None
 
     def __iter__(self) -> InstrumentedIterator[T]:
+        return InstrumentedIterator(self._begin(), self.name, self.id)
+
+    def deferred(self) -> InstrumentedIterator[T]:
+        """A pass that begins (the source's ``iter()``: a DataLoader starting its workers)
+        at its first ``next()``, inside that call's get-next event: what a ``for`` over the
+        source does at its first step, the wait a script timing from before its ``for``
+        counts as fetching the first batch (decision 635). ``iter()`` itself begins the pass
+        at once, as the user asked (a DataLoader's workers start making batches then)."""
+        return InstrumentedIterator(None, self.name, self.id, begin=self._begin)
+
+    def _begin(self) -> Iterator[T]:
         source = self._source
         if _ann._active and loader_workers.armed() and loader_workers.is_worker_loader(source):
             # the worker processes this pass starts record their batches
             with loader_workers.capturing(source, self.name, self.id):
-                return InstrumentedIterator(iter(source), self.name, self.id)
-        return InstrumentedIterator(iter(source), self.name, self.id)
+                return iter(source)
+        return iter(source)
 
     def __next__(self) -> T:
         """So a wrapped generator can also be driven with ``next()`` directly."""
