@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import stepscope
+from stepscope.vocab.profiler import END_OF_SEQUENCE_STAT
 from tests.support.capture import events, load_run, named
 
 
@@ -38,7 +39,10 @@ def test_generator_fetches_inside_steps_are_input_events(tmp_path: Path) -> None
     assert len(get_next) == len(readers) == 4  # the call that raised StopIteration included
     assert [e["stats"]["iter_num"] for e in get_next] == [0, 1, 2, 3]
     reader_id = readers[0]["stats"]["id"]
-    assert all(e["stats"] == {"id": reader_id} for e in readers)
+    assert all(e["stats"] == {"id": reader_id} for e in readers[:3])
+    # the call that found the pass over says so, on both events (decision 636)
+    assert readers[3]["stats"] == {"id": reader_id, END_OF_SEQUENCE_STAT: 1}
+    assert get_next[3]["stats"][END_OF_SEQUENCE_STAT] == 1
     for wrapper, reader in zip(get_next, readers, strict=True):
         assert wrapper["start_ns"] <= reader["start_ns"] <= reader["end_ns"] <= wrapper["end_ns"]
         assert reader["dur_ns"] >= 1_000_000 or wrapper is get_next[-1]

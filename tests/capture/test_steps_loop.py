@@ -11,6 +11,7 @@ import pytest
 
 import stepscope
 from stepscope.stats import build_step_db
+from stepscope.vocab.profiler import END_OF_SEQUENCE_STAT
 from tests.support.capture import load_run, named, run_script
 
 
@@ -34,6 +35,8 @@ def test_steps_open_before_the_fetch_and_close_after_the_body(tmp_path: Path) ->
     # one marker per batch (the exhausted fetch at the end is no step), each holding its fetch
     assert [m["stats"]["step_num"] for m in markers] == list(range(3, 10))
     assert len(fetches) == 8 and len(named(profile, "Iterator::Source")) == 8
+    # ... and it says so: it fed no batch (decision 636)
+    assert [END_OF_SEQUENCE_STAT in f["stats"] for f in fetches] == [False] * 7 + [True]
     # each step begins where the previous one ended, as a script times them (decision 637)
     assert [m["start_ns"] for m in markers[1:]] == [m["end_ns"] for m in markers[:-1]]
     for marker, fetch, compute in zip(markers, fetches, computes, strict=False):

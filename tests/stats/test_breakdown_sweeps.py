@@ -13,11 +13,13 @@ from stepscope.stats.events import EventType
 from stepscope.stats.host.untraced import where_untraced
 from stepscope.stats.steps.breakdown import StepDb
 from stepscope.stats.steps.type_sweep import type_time
+from stepscope.vocab.profiler import END_OF_SEQUENCE_STAT
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
 from tests.support.native import c_and_python, module
 
 WAIT = "IteratorGetNext"
+DATALOADER_NEXT = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
 
 
 def _steps(events: list[tuple[str, float, float]], steps: int = 1) -> StepDb:
@@ -234,6 +236,21 @@ def test_a_wait_a_step_reaches_by_a_link_is_no_fetch_for_the_next() -> None:
     db = build_step_db(build(builder))
     assert _starts(db) == [4.0, 14.0, 24.0]
     assert _ms(db, "input") == [0.0, 0.0, 0.0]
+
+
+def test_a_fetch_that_found_the_pass_over_feeds_no_step() -> None:
+    """The loop's last `next()` (a non-persistent DataLoader joining its workers: 16-22 ms
+    of /tmp/loops15's epochs) is no step's, nor is the DataLoader's own wait inside it: a
+    script timing its epochs counts it in none. The next pass's fetch still feeds its step
+    (decision 636)."""
+    builder = _loop()
+    line = builder.plane("/host:CPU").line(1)
+    line.event(WAIT, 1_010 * MS, 2 * MS, {END_OF_SEQUENCE_STAT: 1})
+    line.event(DATALOADER_NEXT, 1_010 * MS + MS // 10, MS)
+    line.event(WAIT, 1_012 * MS, MS)
+    db = build_step_db(build(builder))
+    assert _starts(db) == [4.0, 12.0, 24.0]
+    assert _ms(db, "input") == [0.0, 1.0, 0.0]
 
 
 def test_inferred_steps_take_no_fetch() -> None:

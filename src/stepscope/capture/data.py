@@ -30,6 +30,7 @@ from typing import Any, Generic, TypeVar
 
 from stepscope.capture import annotations as _ann
 from stepscope.capture import loader_workers
+from stepscope.vocab.profiler import END_OF_SEQUENCE_STAT
 from stepscope.vocab.tensorflow import GET_NEXT_KERNELS
 
 T = TypeVar("T")
@@ -90,24 +91,24 @@ def _run_stage(
         buf.depth = depth + (2 if inner is not None else 1)
     start = _ann.perf_counter_ns()
     start_inner = _ann.perf_counter_ns()  # the stage nests strictly inside the get-next event
+    ended = False
     try:
         return func(*args, **kwargs)
+    except StopIteration:
+        ended = True  # the pass is over: this wait fed no batch (decision 636)
+        raise
     finally:
         end_inner = _ann.perf_counter_ns()
         stack.pop()
         if buf is not None:
             buf.depth = depth
+            stage: dict[str, int] = {"id": node_id}
+            get_next = {"id": node_id, "iter_num": iter_num}
+            if ended:
+                stage[END_OF_SEQUENCE_STAT] = get_next[END_OF_SEQUENCE_STAT] = 1
             if inner is not None:
-                buf.events.append((path, start_inner, end_inner, depth + 1, {"id": node_id}))
-            buf.events.append(
-                (
-                    GET_NEXT_EVENT,
-                    start,
-                    _ann.perf_counter_ns(),
-                    depth,
-                    {"id": node_id, "iter_num": iter_num},
-                )
-            )
+                buf.events.append((path, start_inner, end_inner, depth + 1, stage))
+            buf.events.append((GET_NEXT_EVENT, start, _ann.perf_counter_ns(), depth, get_next))
 
 
 class InstrumentedIterator(Iterator[T]):

@@ -59,6 +59,12 @@ FIRST_STEP_WHOLE_STAT = "stepscope_first_step_whole"
 # step is a slow step, not a compile (decision 530). Absent: a capture, or an older save.
 STEPS_BEFORE_STAT = "stepscope_steps_before"
 
+# An event stat of stepscope's own (int64 1), on the get-next event (and its stage) of a
+# `stepscope.data` input stage whose ``next()`` found the pass over: the loop's end, and a
+# DataLoader's workers' shutdown, which a script timing its iterations counts in no step.
+# Such a wait feeds no step (`stats.steps.feeds`; decision 636).
+END_OF_SEQUENCE_STAT = "stepscope_end_of_sequence"
+
 # Host-plane stats of a capture that met DataLoader worker processes (decision 351): the cores
 # the process could run on, and the machine's idle cores on average over the recording.
 CPU_COUNT_STAT = "cpu_count"

@@ -6,7 +6,8 @@ step reaches it: the step looks shorter than an iteration and input-free (XProf 
 nowhere). A wait for input (``IteratorGetNext*``, a root ``Iterator::`` stage,
 ``enumerate(DataLoader)``) on a thread that runs steps, which no step has claimed and which
 lies entirely in the gap before a step that starts on the same thread, is attributed to that
-step, whose span then starts at the fetch: the step becomes the iteration it really is.
+step, whose span then starts at the fetch: the step becomes the iteration it really is. A
+fetch that found the pass over (`END_OF_SEQUENCE_STAT`) fed no step.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 from stepscope.model import Profile
 from stepscope.stats.events import EventType
 from stepscope.stats.steps.types import StepMarkers
+from stepscope.vocab.profiler import END_OF_SEQUENCE_STAT
 
 
 def fetches_feeding_steps(
@@ -35,11 +37,27 @@ def fetches_feeding_steps(
     waits = np.flatnonzero(
         (types == EventType.HOST_WAIT_INPUT) & step_line.take(profile.line) & free
     )
+    start, end = profile.start_ns[waits], profile.end_at(waits)
+    # a fetch that found the pass over (the loop's end, a DataLoader's workers' shutdown)
+    # fed no batch, nor did a wait inside it (the DataLoader's own `enumerate(DataLoader)`):
+    # a script timing its iterations counts it in no step (decision 636)
+    over = profile.stat_events(END_OF_SEQUENCE_STAT)
+    if len(over) and waits.size:
+        inside = np.zeros(waits.size, dtype=bool)
+        wait_line = profile.line[waits]
+        for line in np.unique(profile.line[over]).tolist():
+            ours = over[profile.line[over] == line]
+            ours = ours[np.argsort(profile.start_ns[ours], kind="stable")]
+            reach_end = np.maximum.accumulate(profile.end_at(ours))
+            # the last of them to start at or before the wait: inside one iff it reaches
+            last = np.searchsorted(profile.start_ns[ours], start, "right") - 1
+            hit = (wait_line == line) & (last >= 0)
+            inside[hit] = end[hit] <= reach_end[last[hit]]
+        waits, start, end = waits[~inside], start[~inside], end[~inside]
     if not waits.size:
         return none
     win_start, win_end = markers.start_ns, markers.end_ns  # in start order (StepMarkers)
     reach = np.maximum.accumulate(win_end)
-    start, end = profile.start_ns[waits], profile.end_at(waits)
     nxt = np.searchsorted(win_start, end, "left")  # first step starting at or after the wait
     ok = nxt < len(markers)
     prev_reach = np.where(nxt > 0, reach[np.maximum(nxt - 1, 0)], np.iinfo(np.int64).min)
