@@ -75,6 +75,14 @@ def test_steps_endpoint(state: ServerState) -> None:
     assert steps["start_ns"] == sorted(steps["start_ns"]) and min(steps["dur_ns"]) > 0
 
 
+def test_the_steps_answer_is_the_tools_json_of_its_columns(state: ServerState) -> None:
+    """The endpoint writes its JSON without `output.to_json` (decision 660): the same bytes."""
+    body = get(state, "/api/tool/trace_viewer/steps", run=RUN).body
+    run = state.run(RUN)
+    _, index = api.trace_of(ToolContext(run, run.hosts[0].host, state.store))
+    assert body == api._json(api.step_columns(index, index.origin_ns))[0]
+
+
 def test_index_is_cached_on_disk(state: ServerState) -> None:
     get(state, "/api/tool/trace_viewer", run=RUN)
     profile = state.store.profile(state.run(RUN), "localhost_6009")

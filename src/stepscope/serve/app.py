@@ -40,6 +40,7 @@ from stepscope.serve.protocol import BoundedH11Protocol
 from stepscope.serve.routes import build_routes
 from stepscope.serve.shutdown import AnswerCancelled, exit_on_sigterm, quiet_cancel_log
 from stepscope.serve.state import ServerState
+from stepscope.store import values
 
 MAX_RESPONSE_BYTES = 512 << 20  # no tool answer is this large; a bug or abuse if one is
 LIMIT_CONCURRENCY = 256  # open connections and tasks; more get 503 instead of memory growth
@@ -99,6 +100,7 @@ def create_app(
     Answers to clients on this machine go uncompressed unless ``compress_local`` (a page
     behind an SSH tunnel: see `compress`)."""
     state = state or ServerState(logdir, use_cache=use_cache, cache_dir=cache_dir)
+    values.prepare_reads()  # before any request: not beside the windows (decision 660)
     routes = [
         Route(r.path, _endpoint(r.handler, r.blocking), methods=["GET", "HEAD"], name=r.name)
         for r in build_routes(state)

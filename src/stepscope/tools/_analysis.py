@@ -30,6 +30,7 @@ from stepscope.stats.gpu.device import DeviceInfo, devices, framework_of, precis
 from stepscope.stats.gpu.kernels import KernelDb, build_kernel_db
 from stepscope.stats.host.python_samples import PythonTime
 from stepscope.stats.stragglers_types import Rank
+from stepscope.stats.trace_index.tracks import Steps, find_steps
 from stepscope.stats.warmup import warmup_count
 from stepscope.stats.xla.xla_ops import xla_events
 from stepscope.tools.context import ALL_HOSTS_SHARE, Key, ToolContext
@@ -83,11 +84,22 @@ OP_COSTS: Key[HloMetrics] = Key("xla.op_costs", kept=True)
 HAS_OP_COSTS: Key[bool] = Key("xla.has_op_costs", kept=True)
 DEVICE_CAPS: Key[DeviceCaps] = Key("xla.device_caps", kept=True)
 HAS_HLO_OPS: Key[bool] = Key("xla.has_ops", kept=True)
+# The trace viewer's steps (a few arrays of the step database): a server reads them after the
+# steps' child without the database's 29 arrays and 5,700 objects (decision 660).
+TRACE_STEPS: Key[Steps] = Key("trace_steps", kept=True)  # .at(step source)
 
 
 def step_db(ctx: ToolContext, host: str) -> StepDb:
     source = ctx.option("step_source", "auto")
     return ctx.intermediate(host, STEP_DB.at(source), lambda p: build_step_db(p, source))
+
+
+def trace_steps(ctx: ToolContext, host: str) -> Steps:
+    """The steps the trace viewer draws: `find_steps` of the step database, kept on their own."""
+    source = ctx.option("step_source", "auto")
+    return ctx.intermediate(
+        host, TRACE_STEPS.at(source), lambda p: find_steps(p, lambda: step_db(ctx, host))
+    )
 
 
 def collective_calls(ctx: ToolContext, host: str) -> CollectiveCalls:

@@ -119,5 +119,12 @@ def _step_db(ctx: Any) -> None:
     step_db(ctx, ctx.host)
 
 
+def _trace_steps(ctx: Any) -> None:
+    """The trace viewer's steps, and with them the step database they come from: both kept."""
+    from stepscope.tools._analysis import trace_steps
+
+    trace_steps(ctx, ctx.host)
+
+
 # What `build_apart` can build: its name -> how (on a context with the default options).
-KEPT_APART = {"step_db:auto": _step_db}
+KEPT_APART = {"step_db:auto": _step_db, "trace_steps:auto": _trace_steps}

@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable
 from dataclasses import field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -43,9 +42,6 @@ from stepscope.stats.trace_index.search import NameIndex, build_name_index
 from stepscope.stats.trace_index.tracks import Steps, find_steps
 from stepscope.stats.trace_index.wide import WideLevels
 from stepscope.store import background, entries, location
-
-if TYPE_CHECKING:
-    from stepscope.stats.steps.breakdown import StepDb
 
 INDEX_VERSION = 4  # bump whenever the index layout or its algorithms change
 KIND = "trace_index"  # the store's name for these entries
@@ -123,12 +119,13 @@ class TraceIndex:
             self._profile = self._find_steps = None
 
 
-def build_trace_index(profile: Profile, step_db: Callable[[], StepDb] | None = None) -> TraceIndex:
+def build_trace_index(profile: Profile, steps: Callable[[], Steps] | None = None) -> TraceIndex:
     """The index of ``profile``; its steps (`TraceIndex.steps`) are found on first use, from
-    ``step_db`` (the caller's shared step database, `find_steps`) when given. Not on a second
-    thread while the index is built: on two busy cores that delayed the first window (10M
-    events, STEPSCOPE_THREADS=2: 3.8-6.7 s with the steps started at once, 1.5-5.0 s after)."""
-    return _build(profile, lambda: find_steps(profile, step_db))
+    ``steps`` (the caller's, from its shared step database) when given, else by `find_steps`.
+    Not on a second thread while the index is built: on two busy cores that delayed the
+    first window (10M events, STEPSCOPE_THREADS=2: 3.8-6.7 s with the steps started at once,
+    1.5-5.0 s after)."""
+    return _build(profile, steps or (lambda: find_steps(profile)))
 
 
 def _build(profile: Profile, find: Callable[[], Steps]) -> TraceIndex:
@@ -258,7 +255,7 @@ def open_trace_index(
     use_cache: bool = True,
     cache_dir: Path | None = None,
     verbose: bool = False,
-    step_db: Callable[[], StepDb] | None = None,
+    steps: Callable[[], Steps] | None = None,
 ) -> TraceIndex:
     """The index of ``profile``: from the cache when present, else built
     (`build_trace_index`) and cached."""
@@ -269,7 +266,7 @@ def open_trace_index(
         if found is not None and found.n_events == profile.n_events:
             return found
     started = time.monotonic()
-    index = build_trace_index(profile, step_db)
+    index = build_trace_index(profile, steps)
     if verbose and profile.n_events >= 1_000_000:
         log.info(
             f"stepscope: indexed {profile.n_events:,} events for the trace viewer in "
