@@ -24,6 +24,7 @@ from stepscope.stats.gpu.device import framework_of
 from stepscope.stats.gpu.kernels import KernelDb, launch_events
 from stepscope.stats.steps.breakdown import StepDb
 from stepscope.stats.steps.periodic import Periodic, periodic_extra
+from stepscope.stats.steps.run_ahead import RunAhead, run_ahead
 from stepscope.stats.warmup import warmup_count
 
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
@@ -97,6 +98,14 @@ class HostData:
         steps = self.steps
         warm = warmup_count(steps.dur_ns, mid_run=steps.mid_run)
         return periodic_extra(steps.step_num, steps.dur_ns, steps.limit_ns(), warm)
+
+    @cached_property
+    def run_ahead(self) -> RunAhead | None:
+        """The loop running ahead of its computation (decision 640), read by the
+        periodic_steps check: its waits are no extra work."""
+        steps = self.steps
+        warm = warmup_count(steps.dur_ns, mid_run=steps.mid_run)
+        return run_ahead(self.profile, steps.start_ns, steps.dur_ns, warm, steps.has_device)
 
     @cached_property
     def types(self) -> np.ndarray:

@@ -15,8 +15,18 @@ from stepscope.stats.diagnostics.base import EventEvidence, Finding, HostData, s
 from stepscope.stats.diagnostics.host_steps import SLOW_SHARE, slow_fix
 from stepscope.stats.grown_functions import grown_functions
 from stepscope.stats.steps.limits import limit_words
+from stepscope.stats.steps.periodic import Periodic
+from stepscope.stats.steps.run_ahead import RunAhead
 from stepscope.stats.warmup import warmup_count
 
+# the fix when the period is the loop's waits for the computation it queued (decision 640)
+CATCH_UP_FIX = (
+    "Nothing to remove: it is how an asynchronous loop runs. Read the step time as the loop's "
+    "rate from one wait to the next ({rate:.2f} ms per step), not as the steps' own times; "
+    "to see each step's own computation in the trace, wait for its result in every step while "
+    "profiling (jax.block_until_ready, or reading its loss). Wait less often (log every N "
+    "steps, fetch metrics in one read) only where a wait leaves the computation idle"
+)
 LISTED = 6  # step numbers listed in the summary; more are given as the first ones and a count
 
 
@@ -50,6 +60,10 @@ def periodic_steps(data: HostData, options: dict[str, str]) -> Finding | None:
     among = np.arange(steps.n_steps) >= warm  # a warm-up's imports are no other step's work
     seen = grown_functions(data.profile, steps, inside, among)
     label = limit_words(found.limit)
+    ahead = data.run_ahead
+    # the profile's last step is judged by none (what follows the loop ends it)
+    if ahead is not None and np.isin(found.steps, np.r_[ahead.waits, steps.n_steps - 1]).all():
+        return _catching_up(data, found, ahead, nums, lost, total, median)
     return Finding(
         id="periodic_steps",
         title="Some steps do extra work every N steps",
@@ -85,5 +99,52 @@ def periodic_steps(data: HostData, options: dict[str, str]) -> Finding | None:
             "extra_ms_median": float(np.median(found.extra_ns)) / 1e6,
             "lost_ms": lost / 1e6,
             "lost_pct": 100 * lost / total,
+        },
+    )
+
+
+def _catching_up(
+    data: HostData,
+    found: Periodic,
+    ahead: RunAhead,
+    nums: tuple[int, ...],
+    lost: int,
+    total: int,
+    median: float,
+) -> Finding:
+    """The periodic steps are the waits of a loop running ahead of its computation: each
+    waits for what the steps since the previous wait queued, no extra work (decision 640)."""
+    dur = data.steps.dur_ns
+    return Finding(
+        id="periodic_steps",
+        title="Every N steps the loop waits for the computation it queued",
+        severity="low",
+        host=data.host,
+        summary=(
+            f"Every {found.every} steps (steps {_numbers(nums)}), a step waits for the "
+            f"computation of the {found.every - 1} steps before it as well as its own: "
+            f"the loop runs ahead of its computation (asynchronous dispatch), and those steps "
+            f"return once it is queued ({ahead.ahead_median_ns / 1e6:.2f} ms, median), the "
+            f"waiting ones take {float(np.median(dur[found.steps])) / 1e6:.2f} ms (median; "
+            f"the steps' median {median:.2f} ms). That is no extra work: the loop takes "
+            f"{ahead.per_step_ns / 1e6:.2f} ms per step from one wait to the next."
+        ),
+        fix=CATCH_UP_FIX.format(rate=ahead.per_step_ns / 1e6) + ".",
+        time_ns=lost,
+        steps=nums,
+        events=tuple(
+            EventEvidence(
+                f"step {nums[i]}", 1, int(dur[k]), f"waits for {found.every} steps' computation"
+            )
+            for i, k in enumerate(found.steps.tolist()[:5])
+        ),
+        metrics={
+            "every_n_steps": found.every,
+            "limit": found.limit,
+            "periodic_steps": len(nums),
+            "extra_ms_median": float(np.median(found.extra_ns)) / 1e6,
+            "lost_ms": lost / 1e6,
+            "lost_pct": 100 * lost / total,
+            "run_ahead_ms_per_step": ahead.per_step_ns / 1e6,
         },
     )

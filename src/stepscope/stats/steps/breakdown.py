@@ -51,9 +51,11 @@ from stepscope.stats.steps.groups import build_groups
 from stepscope.stats.steps.limit_table import LimitTable, limit_table
 from stepscope.stats.steps.limits import LIMIT_NAMES, LimitType, limit_types, limits_ns
 from stepscope.stats.steps.markers import began_mid_run, find_step_markers
+from stepscope.stats.steps.run_ahead import run_ahead
 from stepscope.stats.steps.sweep import held_spans
 from stepscope.stats.steps.type_sweep import N_TYPES, type_time
 from stepscope.stats.steps.types import StepMarkers
+from stepscope.stats.steps.warm import warmup_count
 
 _CHUNK = 1 << 20  # pairs per slice where a column is gathered by slices
 DROP_THRESHOLD = 5  # XProf: drop the first and last step when there are more than this many
@@ -354,7 +356,25 @@ def _drop_note(first_whole: bool, last_whole: bool) -> str:
 
 def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     """Detect steps (`find_step_markers`) and break each one down."""
-    return replace(_step_db(profile, source), mid_run=began_mid_run(profile))
+    db = replace(_step_db(profile, source), mid_run=began_mid_run(profile))
+    return _said_run_ahead(profile, db)
+
+
+def _said_run_ahead(profile: Profile, db: StepDb) -> StepDb:
+    """``db`` with its description saying when the loop runs ahead of its computation
+    (decision 640): its steps' times are then their dispatch, not what a step costs."""
+    warm = warmup_count(db.dur_ns, mid_run=db.mid_run)
+    found = run_ahead(profile, db.start_ns, db.dur_ns, warm, db.has_device)
+    if found is None:
+        return db
+    text = "; " + found.note()
+    tail = " (no step markers in the profile)"
+    description = db.description
+    if description.endswith(tail):
+        description = description[: -len(tail)] + text + tail
+    else:
+        description += text
+    return replace(db, description=description)
 
 
 def _step_db(profile: Profile, source: str) -> StepDb:
