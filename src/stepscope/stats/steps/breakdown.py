@@ -53,6 +53,7 @@ from stepscope.stats.steps.limits import LIMIT_NAMES, LimitType, limit_types, li
 from stepscope.stats.steps.markers import began_mid_run, find_step_markers
 from stepscope.stats.steps.run_ahead import run_ahead
 from stepscope.stats.steps.sweep import held_spans
+from stepscope.stats.steps.traced_fetch import traced_fetch_first
 from stepscope.stats.steps.type_sweep import N_TYPES, type_time
 from stepscope.stats.steps.types import StepMarkers
 from stepscope.stats.steps.warm import warmup_count
@@ -403,7 +404,11 @@ def _step_db(profile: Profile, source: str) -> StepDb:
     # a loop over a Python generator: its steps begin at their batch's fetch (decision 506)
     moved = fetch_first(profile, markers, keep, span_lo, span_hi, db.fetched)
     if moved is None:
-        return db
+        # a loop over tf.data: its steps begin at their batch's traced fetch (decision 641)
+        fed = traced_fetch_first(profile, markers, types, keep, span_lo, span_hi)
+        if fed is None:
+            return db
+        return _breakdown(profile, fed, types, on_device, has_device)[0]
     shifted, fetch_ns = moved
     return _breakdown(profile, shifted, types, on_device, has_device, (db.fetched, fetch_ns))[0]
 
