@@ -88,13 +88,17 @@ TRAIN = "EagerLocalExecute: __inference_multi_step_on_iterator_247"
 TEST = "EagerLocalExecute: __inference_multi_step_on_iterator_436"
 
 
-def _fit_validating(epochs: int = 2, batches: int = 8, val: int = 4) -> tuple[Profile, list[float]]:
+def _fit_validating(
+    epochs: int = 2, batches: int = 8, val: int = 4, constants: float = 0.0
+) -> tuple[Profile, list[float]]:
     """A fit with ``validation_data``, as /tmp/keras14/runs/val was captured (decision 597):
     per epoch ``batches`` training calls, then the validation's set-up and ``val`` calls of
     the evaluation's step function, by the same Python name (each call's runtime span names
     its concrete function), then the iterators' deletions. The first training call and the
-    first validation call trace and compile. Returns the profile and the training calls'
-    starts in ms."""
+    first validation call trace and compile. ``constants``: Keras's ``tf.constant`` calls
+    as /tmp/jaxtf15/runs/k_val holds them, two before the first batch this many ms apart
+    and two at each validation's set-up (decision 642). Returns the profile and the
+    training calls' starts in ms."""
     tl = Timeline()
     ev, starts = tl.ev, []
 
@@ -108,12 +112,18 @@ def _fit_validating(epochs: int = 2, batches: int = 8, val: int = 4) -> tuple[Pr
         ev(DELETE, 0.001)
         ev(DELETE, 0.001, gap=0.1)
 
+    if constants:
+        ev("tf.constant", 0.02, gap=constants)
+        ev("tf.constant", 0.02)
     ev(EXECUTE, 1.1)
     for epoch in range(epochs):
         for k in range(batches):
             starts.append(tl.t)
             call(TRAIN, 230.0 if epoch == k == 0 else 2.0 + 0.3 * (k % 3))
         ev(EXECUTE, 2.8)  # the validation's set-up
+        if constants:
+            ev("tf.constant", 0.02, gap=0.3)
+            ev("tf.constant", 0.02)
         ev("convert_to_tensor", 30.6)
         for k in range(val):
             call(TEST, 322.9 if epoch == k == 0 else 3.0)
@@ -140,3 +150,16 @@ def test_a_fit_with_validation_has_its_training_batches_as_steps(val: int) -> No
     assert begin[1:] == [round(ms, 3) for ms in starts[1:]]
     # epoch 0's last step ends with its own work, long before epoch 1's first call
     assert found.end_ns[7] / MS < starts[7] + 3 < starts[8] - 300
+
+
+def test_a_constant_made_twice_before_the_batches_is_no_loop() -> None:
+    """Keras's fit makes two constants before its first batch (45.5 ms apart under load)
+    and two at each validation's start: of the 5 periods of those calls only the first lies
+    outside the validation's spans, and that single period, the coarsest, was taken for a
+    steady rhythm: "6 repeats of top-level event 'tf.constant'" for 16 batches
+    (/tmp/jaxtf15/runs/k_val: 7 steps for 64). A rhythm needs two periods of its own."""
+    profile, starts = _fit_validating(constants=45.5)
+    found = infer_steps(profile)
+    assert found is not None, "no steps"
+    assert f"16 repeats of top-level event '{STEP}'" in found.description, found.description
+    assert len(found) == len(starts) == 16
