@@ -88,3 +88,27 @@ def clear_of(spans: Spans, bounds: np.ndarray) -> np.ndarray:
     hit = k < len(lo)
     hit[hit] = lo[k[hit]] < bounds[1:][hit]
     return ~hit
+
+
+def other_calls_note(profile: Profile, calls: np.ndarray, other: np.ndarray) -> str:
+    """The other loop's own batch times, said (decision 643): its calls (``calls[other]``,
+    ``calls`` sorted by start) are in no step, and a fit's validation batches were reported
+    nowhere. Each call is one batch of that loop (Keras calls its evaluation step function
+    once a batch, as the training one): how many, in how many runs, the first (it traces and
+    compiles when the loop's function is new) and the median of the others, with their
+    range."""
+    dur = profile.dur_ns[calls[other]].astype(np.int64)
+    runs = int((np.diff(np.r_[0, other.astype(np.int8)]) == 1).sum())
+    n = len(dur)
+    where = f"in {runs} runs" if runs > 1 else "in one run"
+    text = (
+        f"; the other function's {n} call{'s' if n > 1 else ''} (validation or evaluation "
+        f"batches, {where}) are in no step: "
+    )
+    if n == 1:
+        return text + f"{dur[0] / 1e6:.2f} ms"
+    rest = dur[1:]
+    return text + (
+        f"the first {dur[0] / 1e6:.2f} ms, the others {float(np.median(rest)) / 1e6:.2f} ms"
+        f" (median; {rest.min() / 1e6:.2f} to {rest.max() / 1e6:.2f})"
+    )

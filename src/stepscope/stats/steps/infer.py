@@ -47,7 +47,13 @@ from stepscope.stats.events import (
 from stepscope.stats.nesting import nesting_parents
 from stepscope.stats.steps.accumulation import optimizer_steps
 from stepscope.stats.steps.cycle import began_on_line, common_work, iterations, work_before
-from stepscope.stats.steps.functions import Spans, clear_of, other_functions, other_loop_spans
+from stepscope.stats.steps.functions import (
+    Spans,
+    clear_of,
+    other_calls_note,
+    other_functions,
+    other_loop_spans,
+)
 from stepscope.stats.steps.slow_periods import holds_the_common_work, phases_of
 from stepscope.stats.steps.types import StepMarkers
 from stepscope.vocab import tensorflow as tf_names
@@ -441,6 +447,8 @@ def infer_steps(profile: Profile) -> StepMarkers | None:
         text = f"{count} iterations each starting at top-level event '{name}' (once per {per})"
     if placed.note:
         every += f"; {placed.note}"
+    if other is not None:  # the other loop's batches, said (decision 643)
+        every += other_calls_note(profile, calls, other)
     description = f"{text} {every} (no step markers in the profile)"
     starts_ns, ends_ns = placed.start_ns, placed.end_ns
     grouped = optimizer_steps(profile, line, starts_ns, ends_ns)
