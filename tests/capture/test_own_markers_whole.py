@@ -42,14 +42,30 @@ def test_every_marked_step_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 class _MarkingFramework(Bridge):
-    """A framework bridge that could write `_r` markers of its own (as TensorFlow's and
-    JAX's do): whether its first began before the start is not known."""
+    """A framework bridge that wrote a `_r` marker of its own (as TensorFlow's and JAX's do
+    for a Keras callback or a StepTraceAnnotation): whether its first began before the
+    start is not known."""
 
     name = "marking"
     title = "Marking"
+    marks = True
 
     def collect(self) -> BridgeOutput:
-        return BridgeOutput(XSpaceBuilder(hostname="ignored").build(), ClockMap(0))
+        builder = XSpaceBuilder(hostname="ignored")
+        line = builder.plane("/host:CPU").line(7, "framework")
+        if self.marks:
+            line.event("TrainStep", 0, 1_000, {"_r": 1, "step_num": 0})
+        line.event("op", 0, 1_000, {})
+        return BridgeOutput(builder.build(), ClockMap(0))
+
+
+class _QuietFramework(_MarkingFramework):
+    """The same bridge having recorded no marker (a jitted JAX loop under
+    `stepscope.steps`: JAX writes none unless the user annotates)."""
+
+    name = "quiet"
+    title = "Quiet"
+    marks = False
 
 
 def test_a_bridge_with_markers_of_its_own_keeps_xprofs_rule(
@@ -61,3 +77,17 @@ def test_a_bridge_with_markers_of_its_own_keeps_xprofs_rule(
     monkeypatch.setattr(bridges, "_registered", [_MarkingFramework])
     stepscope.start(tmp_path)
     assert _steps(8) == list(range(1, 7))
+
+
+def test_a_bridge_that_recorded_no_marker_leaves_ours_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`stepscope.steps` over a jitted JAX loop read 38 of its 40 steps: the JAX bridge, which
+    wrote no `_r` marker, made XProf's rule drop the first (the compile) and the last
+    (decision 644)."""
+    for module in ("torch", "tensorflow", "jax"):
+        monkeypatch.setitem(sys.modules, module, None)
+    bridges.register(_QuietFramework)
+    monkeypatch.setattr(bridges, "_registered", [_QuietFramework])
+    stepscope.start(tmp_path)
+    assert _steps(8) == list(range(8))

@@ -184,9 +184,17 @@ def _own_markers_only(result: CaptureResult) -> bool:
     dropping the first and the last marked step as possibly cut off must not apply. With
     `stepscope.steps(loader)` under start()/stop() it dropped 2 of 36 steps, the first (the
     workers' start) among them (decisions 609, 622). A TensorFlow or JAX bridge's markers
-    (a Keras callback, a StepTraceAnnotation) may begin before the start: left to the rule."""
-    bridges = result.bridges.bridges if result.bridges is not None else []
-    return all(bridge.name in _NO_MARKERS for bridge in bridges)
+    (a Keras callback, a StepTraceAnnotation) may begin before the start: left to the rule,
+    when the bridge recorded one; one that recorded none leaves stepscope's markers alone
+    (decision 644: `stepscope.steps` over a jitted JAX loop lost its first step, the
+    compile, and its last)."""
+    if result.bridges is None:
+        return True
+    roots = result.bridges.step_roots()
+    return all(
+        bridge.name in _NO_MARKERS or not marks
+        for bridge, marks in zip(result.bridges.bridges, roots, strict=True)
+    )
 
 
 def _build(result: CaptureResult) -> XSpace | RawColumns:

@@ -104,6 +104,7 @@ class BridgeSet:
         self._imported_later = dict(imported_later or {})
         self._failed: set[int] = set()
         self._closed = False
+        self._outputs: list[BridgeOutput | None] | None = None  # collected once
 
     def __len__(self) -> int:
         return len(self.bridges)
@@ -156,17 +157,32 @@ class BridgeSet:
             except Exception as exc:  # cleanup only: say so, go on
                 report(f"{bridge.title} bridge: could not clean up: {exc}")
 
+    def step_roots(self) -> list[bool]:
+        """Per bridge, whether what it recorded holds a step marker (an event with XProf's
+        `_r` stat: a StepTraceAnnotation, a Keras callback's step); raw columns are taken to
+        hold one (they are not read here). Collects the bridges' traces once, for
+        `merge_into` too."""
+        outputs = self._collected()
+        return [_has_step_roots(out.space) if out is not None else False for out in outputs]
+
     def collect(self) -> list[BridgeOutput]:
-        outputs = []
-        for index, bridge in enumerate(self.bridges):
-            if index in self._failed:
-                continue
-            out = self._guard(index, bridge, "converting its trace", bridge.collect)
-            if isinstance(out, BridgeOutput):
-                for line in out.warnings:
-                    self.warnings.append(report(f"{bridge.title} bridge: {line}"))
-                outputs.append(out)
-        return outputs
+        return [out for out in self._collected() if out is not None]
+
+    def _collected(self) -> list[BridgeOutput | None]:
+        """Per bridge its output (None: it failed or gave none), collected once."""
+        if self._outputs is None:
+            self._outputs = [self._collect_one(index, b) for index, b in enumerate(self.bridges)]
+        return self._outputs
+
+    def _collect_one(self, index: int, bridge: Bridge) -> BridgeOutput | None:
+        if index in self._failed:
+            return None
+        out = self._guard(index, bridge, "converting its trace", bridge.collect)
+        if not isinstance(out, BridgeOutput):
+            return None
+        for line in out.warnings:
+            self.warnings.append(report(f"{bridge.title} bridge: {line}"))
+        return out
 
     def merge_into(
         self, space: XSpace, start_perf_ns: int, stop_perf_ns: int
@@ -288,3 +304,14 @@ def diagnose(texts: list[str]) -> list[str]:
                 found.append(CUPTI_UNAVAILABLE.format(detail=detail))
                 break
     return found
+
+
+def _has_step_roots(space: object) -> bool:
+    """Whether an XSpace message may hold an event with XProf's step-root stat `_r`: a plane
+    declares it (TSL's and stepscope's builders declare a stat when an event first uses it;
+    the events themselves are not read: a framework's trace has millions). Raw columns:
+    taken to."""
+    planes = getattr(space, "planes", None)
+    if planes is None:
+        return True
+    return any(meta.name == "_r" for plane in planes for meta in plane.stat_metadata.values())
