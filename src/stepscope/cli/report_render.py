@@ -176,7 +176,8 @@ def _top_ops(overview: OverviewPage, top: int, width: int) -> list[str]:
     for r in rows:
         r[4], r[5] = clip(r[4], type_w), clip(r[5], name_w)
     lines = table(rows, ["#", "self", "cum.", "time", "type", "op"]).split("\n")
-    return ["", f"Top {len(ops)} {ops[0].side} ops by self time"] + ["  " + x for x in lines]
+    title = f"Top {counted(len(ops), f'{ops[0].side} op')} by self time"
+    return ["", title] + ["  " + x for x in lines]
 
 
 def _loader_workers(workers: LoaderWorkers, width: int, recommended: str) -> list[str]:

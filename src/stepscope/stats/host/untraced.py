@@ -225,7 +225,7 @@ def where_untraced(untraced: Untraced, n_steps: int, step_ns: int, with_python: 
         place = untraced.places[0]
         on_host = f"on host {untraced.host}, " if untraced.host else ""
         parts.append(
-            f"{on_host}on thread {untraced.thread or '?'}, mostly after '{place.after}' and before "
+            f"{on_host}{_on_thread(untraced.thread)}, mostly after '{place.after}' and before "
             f"'{place.before}' ({place.ns / 1e6 / max(n_steps, 1):.2f} ms"
             f"{' per step' if n_steps > 1 else ''} in {of_steps(place.steps, n_steps)})"
         )
@@ -234,3 +234,11 @@ def where_untraced(untraced: Untraced, n_steps: int, step_ns: int, with_python: 
         named = python.describe_all(python.leading(3), step_ns)
         parts.append(f"Python sampled in the steps: {named}")
     return "; ".join(parts)
+
+
+def _on_thread(label: str) -> str:
+    """ "on thread T"; a Kineto thread named "thread 3100453" read "on thread thread
+    3100453"."""
+    if not label:
+        return "on the steps' thread"
+    return f"on {label}" if label.lower().startswith("thread ") else f"on thread {label}"

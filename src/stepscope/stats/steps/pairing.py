@@ -22,6 +22,7 @@ import numpy as np
 
 from stepscope.distinct import distinct
 from stepscope.records import record
+from stepscope.words import counted
 
 BY_NUMBER = "step_number"
 BY_POSITION = "position"
@@ -188,7 +189,7 @@ def pair_host_steps(hosts: Sequence[HostSteps]) -> StepPairing:
     fewest = min(map(len, numbers))
     if 2 * len(common) > fewest:
         mode, labels, paired = BY_NUMBER, common, _by_number(used, common)
-        how = f"paired by step number: {len(common)} steps every host has"
+        how = f"paired by step number: {counted(len(common))} every host has"
     else:
         mode = BY_POSITION
         labels, paired = _by_position(used)
@@ -198,7 +199,7 @@ def pair_host_steps(hosts: Sequence[HostSteps]) -> StepPairing:
         )
         how = (
             f"paired by position (the hosts share {len(common)} step numbers): "
-            f"{len(labels)} pod steps, the first being {starts}"
+            f"{counted(len(labels), 'pod step')}, the first being {starts}"
         )
     left_out = [0] * n
     notes = []
