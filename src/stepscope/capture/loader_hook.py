@@ -46,22 +46,23 @@ def install() -> None:
     def __iter__(self: Any, _original: Any = current) -> Any:
         if not loader_workers.armed():
             return _original(self)
+        workers = _workers(self)
+        if not workers:
+            return _original(self)
         name = f"DataLoader({type(getattr(self, 'dataset', None)).__name__})"
-        if _starts_workers(self):
-            from stepscope.capture.data import _new_id
-
-            # the workers' start, on the loop's thread: the epoch's wait before its first fetch
-            with (
-                loader_workers.capturing(self, name, _new_id()),
-                trace(DATALOADER_ITER, loader=name),
-            ):
-                return _original(self)
-        if _resumes_workers(self):
+        if workers == _RESUMED:
             # a persistent loader's next pass: its workers run already, but the iter() still
             # waits for each to resume and refills their queues (decision 605)
             with trace(DATALOADER_ITER, loader=name):
                 return _original(self)
-        return _original(self)
+        from stepscope.capture.data import _new_id
+
+        # the workers' start, on the loop's thread: the epoch's wait before its first fetch
+        with (
+            loader_workers.capturing(self, name, _new_id()),
+            trace(DATALOADER_ITER, loader=name),
+        ):
+            return _original(self)
 
     __iter__.__wrapped__ = current  # type: ignore[attr-defined]
     __iter__.__doc__ = current.__doc__
@@ -77,30 +78,23 @@ def uninstall() -> None:
         cls.__iter__ = current.__wrapped__
 
 
-def _starts_workers(loader: Any) -> bool:
-    """Whether this ``iter()`` starts worker processes stepscope does not capture already:
-    workers asked for, not an instrumented loader's pass (its hook is set), and not a
-    persistent loader whose workers run from an earlier pass (they are reused, not started)."""
+_STARTED, _RESUMED = "started", "resumed"
+
+
+def _workers(loader: Any) -> str:
+    """What this ``iter()`` does with the loader's worker processes: `_STARTED` (new
+    workers, captured by the hook), `_RESUMED` (a persistent loader's later pass: its workers
+    run from an earlier one and are reused, not started; the epoch begins there all the
+    same, its ``_reset`` waiting for each to resume before sending their first indices), or
+    "" (no workers, or a pass of a loader stepscope instruments already: its hook is set)."""
     if not loader_workers.is_worker_loader(loader):
-        return False
+        return ""
     if isinstance(getattr(loader, "worker_init_fn", None), loader_workers.WorkerHook):
-        return False
-    return not (
-        getattr(loader, "persistent_workers", False)
-        and getattr(loader, "_iterator", None) is not None
+        return ""
+    running = getattr(loader, "persistent_workers", False) and (
+        getattr(loader, "_iterator", None) is not None
     )
-
-
-def _resumes_workers(loader: Any) -> bool:
-    """Whether this ``iter()`` is a later pass of a persistent loader whose workers stepscope
-    captures already: it starts none, but the epoch begins there as it does where they start
-    (its ``_reset`` waits for every worker to resume, then sends their first indices)."""
-    return (
-        loader_workers.is_worker_loader(loader)
-        and not isinstance(getattr(loader, "worker_init_fn", None), loader_workers.WorkerHook)
-        and bool(getattr(loader, "persistent_workers", False))
-        and getattr(loader, "_iterator", None) is not None
-    )
+    return _RESUMED if running else _STARTED
 
 
 def _proc_stat() -> tuple[int, int] | None:
