@@ -10,8 +10,11 @@ import pytest
 
 from stepscope.cli.main import main
 from stepscope.stats.host.untraced import GapPlace, Untraced, where_untraced
+from stepscope.stats.steps.describe_hosts import describe_hosts
+from stepscope.stats.steps.markers import find_step_markers
 from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
-from tests.support.analysis import MS
+from stepscope.xspace.builder import XSpaceBuilder
+from tests.support.analysis import MS, build
 from tests.support.fixtures import FIXTURES
 
 TINY = FIXTURES / "kineto" / "a100_triton_tiny.json.gz"  # one ProfilerStep, one kernel
@@ -54,3 +57,22 @@ def test_the_report_of_a100_triton_tiny_names_its_thread_once_and_its_one_device
     out = capsys.readouterr().out
     assert "on thread 3100453, mostly after '(step start)'" in out
     assert "\nTop 1 device op by self time\n" in out
+
+
+def test_a_step_sources_count_of_one_is_singular_and_hosts_still_fold() -> None:
+    """Four Kineto fixtures' reports began "Steps: 1 (profiler_step: 1 PyTorch
+    ProfilerStep#N annotations; ...". pod_kineto's two hosts (1 and 3 annotations) still
+    read as one sentence with a range."""
+    said = [find_step_markers(build(_profiler_steps(n))).description for n in (1, 3)]
+    assert said == ["1 PyTorch ProfilerStep#N annotation", "3 PyTorch ProfilerStep#N annotations"]
+    one, three = "1 PyTorch ProfilerStep#N annotation", "3 PyTorch ProfilerStep#N annotations"
+    folded = "on each of 2 hosts: 1-3 PyTorch ProfilerStep#N annotations"
+    assert describe_hosts([one, three]) == describe_hosts([three, one]) == folded
+
+
+def _profiler_steps(n: int) -> XSpaceBuilder:
+    builder = XSpaceBuilder(hostname="h")
+    line = builder.plane("/host:CPU").line(1, "python")
+    for k in range(n):
+        line.event(f"ProfilerStep#{k}", k * 10 * MS, 9 * MS)
+    return builder

@@ -12,6 +12,9 @@ import re
 from collections.abc import Sequence
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# a count's noun is singular after 1 (`words.counted`): "1 ... annotation" and "3 ...
+# annotations" are the same sentence but for their numbers
+_PLURAL = re.compile(r"(?<=\w)s\b")
 
 
 def describe_hosts(texts: Sequence[str]) -> str:
@@ -20,9 +23,11 @@ def describe_hosts(texts: Sequence[str]) -> str:
     distinct = list(dict.fromkeys(texts))
     if len(distinct) <= 1:
         return distinct[0] if distinct else ""
-    shapes = {_NUMBER.sub("#", t) for t in distinct}
+    shapes = {_PLURAL.sub("", _NUMBER.sub("#", t)) for t in distinct}
     if len(shapes) > 1:
         return "; ".join(distinct)
+    # the words of the text with the most plurals: a count's range ("1-3") takes them
+    distinct.sort(key=lambda t: -len(_PLURAL.findall(t)))
     parts = [_NUMBER.split(t) for t in distinct]
     numbers = [_NUMBER.findall(t) for t in distinct]
     out = parts[0][0]

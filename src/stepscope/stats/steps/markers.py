@@ -47,6 +47,7 @@ from stepscope.vocab.pytorch import is_profiler_step
 from stepscope.vocab.serving import is_serving_annotation
 from stepscope.vocab.tensorflow import IMPLICIT_ROOTS, KERAS_BATCH
 from stepscope.vocab.xla import STEPS_LINE
+from stepscope.words import counted
 
 _DIGITS = re.compile(r"(\d+)\s*$")
 
@@ -139,7 +140,7 @@ def _marker_steps(profile: Profile) -> StepMarkers | None:
         profile,
         events,
         "marker",
-        f"{len(events)} step markers ('{label}' with _r and step_num)",
+        f"{counted(len(events), 'step marker')} ('{label}' with _r and step_num)",
         _numbers(profile, events, "step_num", "iter_num"),
         use_groups=True,
         drop_incomplete=True,
@@ -149,8 +150,15 @@ def _marker_steps(profile: Profile) -> StepMarkers | None:
 
 
 def _named_steps(
-    profile: Profile, ids: np.ndarray, source: str, description: str, need_step_num: bool
+    profile: Profile,
+    ids: np.ndarray,
+    source: str,
+    noun: str,
+    need_step_num: bool,
+    note: str = "",
 ) -> StepMarkers | None:
+    """The steps of the host events named one of ``ids``, described as their count of
+    ``noun`` ("3 PyTorch ProfilerStep#N annotations", "1 ... annotation") and ``note``."""
     events = np.flatnonzero(_host_events(profile) & np.isin(profile.name, ids))
     if need_step_num:
         events = events[profile.stat_at("step_num", events).present]
@@ -160,7 +168,7 @@ def _named_steps(
         profile,
         events,
         source,
-        description.format(n=len(events)),
+        counted(len(events), noun) + note,
         _numbers(profile, events, "step_num"),
         use_groups=True,
         drop_incomplete=False,
@@ -219,15 +227,16 @@ def find_step_markers(profile: Profile, source: str = "auto") -> StepMarkers:
             profile,
             profile.strings.ids_matching(is_profiler_step),
             "profiler_step",
-            "{n} PyTorch ProfilerStep#N annotations",
+            "PyTorch ProfilerStep#N annotation",
             need_step_num=False,
         ),
         "keras_batch": lambda: _named_steps(
             profile,
             np.array([profile.strings.id_of(KERAS_BATCH)]),
             "keras_batch",
-            "{n} Keras 'Profiled batch' traces (they have no _r, so XProf finds no step in them)",
+            "Keras 'Profiled batch' trace",
             need_step_num=True,
+            note=" (they have no _r, so XProf finds no step in them)",
         ),
         "device": lambda: _device_steps(profile),
         "serving": lambda: _serving_steps(profile),
