@@ -8,31 +8,8 @@ from __future__ import annotations
 from stepscope.stats.diagnostics.multi import skew_across_hosts
 from stepscope.stats.stragglers import find_stragglers
 from stepscope.stats.stragglers_types import Rank
-from tests.support.arrivals import MS, job
-
-LATE = tuple(range(4, 30, 3))  # 9 of 30 steps
-
-
-def _late(host_ms: int, late_ops: int, untraced_ms: int = 0, ops_each: int = 100) -> list[Rank]:
-    """Three ranks, 30 steps: each runs ``ops_each`` host ops in 4 ms before its all-reduce;
-    rank "d" at `LATE` steps runs ``late_ops`` in ``host_ms`` (and ``untraced_ms`` untraced
-    first)."""
-
-    def late(r: int, s: int) -> bool:
-        return r == 1 and s in LATE
-
-    def ready(r: int, s: int) -> int:
-        return (host_ms + untraced_ms if late(r, s) else 4) * MS
-
-    def runup(r: int, s: int) -> dict[str, int]:
-        if late(r, s):
-            return {"host_compute": host_ms * MS, "other": untraced_ms * MS}
-        return {"host_compute": 4 * MS}
-
-    def ops(r: int, s: int) -> dict[str, int]:
-        return {"host_compute": late_ops if late(r, s) else ops_each}
-
-    return job(3, 30, ready, end=19 * MS, runup=runup, ops=ops, hosts=["a", "d", "c"])
+from tests.support.late_ranks import LATE
+from tests.support.late_ranks import slowed as _late
 
 
 def test_the_same_ops_run_slower_are_said_so_with_a_cores_fix() -> None:

@@ -8,45 +8,11 @@ say 5), while the others wait in their step 6. The straggler finding said "late 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-import numpy as np
-
 from stepscope.stats.diagnostics.multi import skew_across_hosts
 from stepscope.stats.stragglers import find_stragglers
-from stepscope.stats.stragglers_types import Rank
-from tests.support.arrivals import MS, job
-
-STEP_NS = 60 * MS  # every step on the job's grid; all ranks leave each all-reduce at 50 ms
-HELD = (6, 16, 26, 36)  # the steps whose all-reduce rank "p" arrives late at
-PAUSE_MS = 35
-
-
-def _pausing(at_the_end: tuple[int, ...]) -> list[Rank]:
-    """Three ranks of 40 steps, ready 4 ms into each step from host compute; rank "p" idle
-    (untraced) 35 ms more before the all-reduce of each `HELD` step: at the end of the step
-    before (``at_the_end``: its step table's step k - 1 lasts 35 ms longer and step k begins
-    35 ms late) for the steps k in ``at_the_end``, else at the start of step k (a fetch
-    inside it)."""
-    hosts = ["a", "p", "c"]
-
-    def ready(r: int, s: int) -> int:
-        return (4 + (PAUSE_MS if hosts[r] == "p" and s in HELD else 0)) * MS
-
-    def runup(r: int, s: int) -> dict[str, int]:
-        extra = ready(r, s) - 4 * MS
-        return {"host_compute": 4 * MS, "other": extra} if extra else {"host_compute": 4 * MS}
-
-    ranks = job(3, 40, ready, end=50 * MS, runup=runup, hosts=hosts, step_ns=STEP_NS)
-    if not at_the_end:
-        return ranks
-    p = ranks[1]
-    start = p.steps.start_ns.copy()
-    held = np.array(at_the_end)
-    start[held] += PAUSE_MS * MS  # its step k begins after the pause...
-    dur = np.diff(np.r_[start, start[-1] + STEP_NS])  # ...which ends its step k - 1
-    ranks[1] = replace(p, steps=replace(p.steps, start_ns=start, dur_ns=dur))
-    return ranks
+from tests.support.arrivals import MS
+from tests.support.late_ranks import HELD, PAUSE_MS, STEP_NS
+from tests.support.late_ranks import pausing as _pausing
 
 
 def test_a_pause_after_a_steps_collective_is_named_at_that_step() -> None:

@@ -41,8 +41,12 @@ from stepscope.vocab.profiler import (
     FETCHES_LINE_OFFSET,
     FIRST_STEP_WHOLE_STAT,
     LAST_STEP_WHOLE_STAT,
+    ON_CPU_STAT,
+    RUNNABLE_STAT,
     STARTED_ON_THREAD_STAT,
     STEPS_BEFORE_STAT,
+    THREAD_CPU_LINE,
+    THREAD_CPU_LINE_OFFSET,
 )
 from stepscope.vocab.tensorflow import GET_NEXT, ITERATOR_PREFIX
 from stepscope.xspace.builder import Ref, StatValue, XSpaceBuilder
@@ -246,6 +250,7 @@ def _build(result: CaptureResult) -> XSpace | RawColumns:
         for start_ns, dur_ns, _depth, text, stats in rows:
             line.event(text, start_ns, max(dur_ns, 0), stats)
     _add_python_samples(plane, result, thread_names)
+    _add_thread_cpu(plane, result, thread_names)
     _add_fetch_probe(plane, result, thread_names)
     warnings = list(result.warnings)
     if result.dropped_events:
@@ -314,6 +319,33 @@ def _add_python_samples(plane: Any, result: CaptureResult, thread_names: dict[in
             if fetched:
                 stats["next_frames"] = fetched
             line.event(innermost, first - base, end - first, stats)
+
+
+def _add_thread_cpu(plane: Any, result: CaptureResult, thread_names: dict[int, str]) -> None:
+    """One "Thread CPU" line per sampled thread with schedstat readings: per interval
+    between two readings in the recording, the thread's time on a CPU and runnable but
+    waiting for one (docs/formats/python_samples.md)."""
+    base = result.start_perf_ns
+    for thread in result.sampled_threads:
+        readings = getattr(thread, "cpu", ())  # a DataLoader worker's (`SampledWorker`): none
+        if len(readings) < 6:
+            continue
+        label = thread_names.get(thread.native_id) or thread.name or str(thread.native_id)
+        line = plane.line(
+            THREAD_CPU_LINE_OFFSET + thread.native_id,
+            THREAD_CPU_LINE,
+            f"{THREAD_CPU_LINE}: {label}",
+        )
+        line.display_id = thread.native_id
+        for k in range(3, len(readings), 3):
+            lo, hi = readings[k - 3], readings[k]
+            if lo < base:  # a reading before recording began (delay_ms) bounds nothing
+                continue
+            stats = {
+                ON_CPU_STAT: readings[k + 1] - readings[k - 2],
+                RUNNABLE_STAT: readings[k + 2] - readings[k - 1],
+            }
+            line.event("cpu", lo - base, hi - lo, stats)
 
 
 def _add_fetch_probe(plane: Any, result: CaptureResult, thread_names: dict[int, str]) -> None:

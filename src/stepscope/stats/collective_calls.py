@@ -38,7 +38,9 @@ from stepscope.stats.events import (
     classify_events,
 )
 from stepscope.stats.gpu.kernels import launch_events
-from stepscope.stats.runup_python import RunupPython, runup_python
+from stepscope.stats.host.python_samples import sampled_thread_line
+from stepscope.stats.host.thread_cpu import ThreadCpu, thread_cpu
+from stepscope.stats.runup_python import RunupPython, runup_python, sampled_lines
 from stepscope.stats.steps.breakdown import StepDb, type_time
 from stepscope.vocab import collectives as vocab
 
@@ -65,6 +67,10 @@ class CollectiveCalls:
     runup_ops: np.ndarray = field(
         default_factory=lambda: np.zeros((0, len(CATEGORY_NAMES)), np.int64)
     )
+    # the steps' thread's time on a CPU and runnable, as the stack sampler read it (none
+    # without its readings): the same work slower told from the thread off its core, and a
+    # rank stopped inside a collective named (`stragglers_cpu`)
+    cpu: ThreadCpu = field(default_factory=ThreadCpu)
 
     @property
     def n_calls(self) -> int:
@@ -173,7 +179,13 @@ def collective_calls(profile: Profile, db: StepDb) -> CollectiveCalls:
         measured,
         runup_python(profile, types, db, since, arrive),
         ops,
+        _steps_thread_cpu(profile, db),
     )
+
+
+def _steps_thread_cpu(profile: Profile, db: StepDb) -> ThreadCpu:
+    thread_of = sampled_thread_line(profile)
+    return thread_cpu(profile, [int(thread_of[ln]) for ln in sampled_lines(profile, db)])
 
 
 def _lanes(profile: Profile, events: np.ndarray) -> tuple[tuple[str, ...], np.ndarray]:

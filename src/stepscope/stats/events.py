@@ -249,8 +249,9 @@ def device_work_lines(profile: Profile) -> np.ndarray:
 
 def host_lines(profile: Profile) -> np.ndarray:
     """Per line: True for lines of the ``/host:CPU`` plane (threads), less the Python stack
-    sampler's lines (`stepscope.stats.host.python_samples`) and the fetches the capture timed
-    (`stepscope.capture.fetch_probe`): observations, not work."""
+    sampler's lines (`stepscope.stats.host.python_samples`), the fetches the capture timed
+    (`stepscope.capture.fetch_probe`) and the sampled threads' CPU time (`stats.host.
+    thread_cpu`): observations, not work."""
     return np.array(
         [
             profile.planes[ln.plane].name == "/host:CPU" and ln.name not in _OBSERVATION_LINES
@@ -260,7 +261,9 @@ def host_lines(profile: Profile) -> np.ndarray:
     )
 
 
-_OBSERVATION_LINES = frozenset({"Python samples", profiler_names.FETCHES_LINE})
+_OBSERVATION_LINES = frozenset(
+    {"Python samples", profiler_names.FETCHES_LINE, profiler_names.THREAD_CPU_LINE}
+)
 
 
 def loader_worker_lines(profile: Profile) -> np.ndarray:

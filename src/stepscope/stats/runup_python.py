@@ -46,7 +46,7 @@ class RunupPython:
     call_samples: np.ndarray = field(default_factory=lambda: _empty(np.int64))
 
 
-def _sampled_lines(profile: Profile, db: StepDb) -> list[int]:
+def sampled_lines(profile: Profile, db: StepDb) -> list[int]:
     """The sampler's lines of the steps' thread(s): the threads of the step markers, else
     the one thread sampled, if only one."""
     thread_of = sampled_thread_line(profile)
@@ -95,7 +95,7 @@ def runup_python(
     none = RunupPython(call_weight=np.zeros(n), call_samples=np.zeros(n, np.int64))
     if not len(python) or not n:
         return none
-    lines = _sampled_lines(profile, db)
+    lines = sampled_lines(profile, db)
     if not lines:
         return none
     sample_ev, at, _, _ = sample_points(profile, lines)

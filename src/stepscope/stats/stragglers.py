@@ -53,6 +53,7 @@ from stepscope.stats.collective_calls import CollectiveCalls
 from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.intervals import merge_sorted
 from stepscope.stats.steps.pairing import HostSteps, StepPairing, pair_host_steps
+from stepscope.stats.stragglers_cpu import work_words
 from stepscope.stats.stragglers_own_time import by_own_time
 from stepscope.stats.stragglers_python import runup_functions
 from stepscope.stats.stragglers_runups import REASONS, own_work
@@ -81,7 +82,6 @@ from stepscope.stats.stragglers_types import (
 from stepscope.stats.stragglers_words import held_by, period, what
 from stepscope.stats.stragglers_work import (
     SAME_WORK_REASONS,
-    SLOWED_WHY,
     before_step,
     same_work,
     work_steps,
@@ -178,6 +178,7 @@ def match_calls(ranks: Sequence[Rank], pairing: StepPairing) -> Matched | None:
         np.stack([c.runup_ops[a] for c, a in zip(have, at, strict=True)])
         if all(len(c.runup_ops) == c.n_calls for c in have)
         else None,
+        tuple(c.cpu for c in have),
     )
 
 
@@ -363,6 +364,7 @@ def _next_in_line(
         tuple(p for p, k in zip(m.python, keep.tolist(), strict=True) if k) if m.python else (),
         m.before_ns[keep] if m.before_ns is not None else None,
         m.runup_ops[keep] if m.runup_ops is not None else None,
+        tuple(c for c, k in zip(m.cpu, keep.tolist(), strict=True) if k) if m.cpu else (),
     )
     n_c = sub.arrive_ns.shape[1]
     last = np.argmax(sub.arrive_ns, axis=0)
@@ -509,12 +511,8 @@ def _straggler(
     same = (
         same_work(m, j, mine, own[_HOST], peers[_HOST], n) if reason in SAME_WORK_REASONS else None
     )
-    if same is not None:
-        text += (
-            f"; its traced host ops there were as many as the others' ({same[0] / n:.0f} per "
-            f"step, the others {same[1] / n:.0f}) and ran {same[2]:.1f}x longer: the same "
-            f"work, slower ({SLOWED_WHY})"
-        )
+    if reason in SAME_WORK_REASONS:  # as many ops slower, or its thread's CPU time
+        text += work_words(m, j, mine, same, n)
     if waiters:
         text += f"; {waiting_for_it(waiters)} ({waited.sum() / 1e6:.2f} ms in all)"
     python = ""

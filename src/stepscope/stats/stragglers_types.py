@@ -9,6 +9,7 @@ import numpy as np
 
 from stepscope.records import record
 from stepscope.stats.collective_calls import CollectiveCalls
+from stepscope.stats.host.thread_cpu import ThreadCpu
 from stepscope.stats.runup_python import RunupPython
 from stepscope.stats.steps.breakdown import StepDb
 from stepscope.stats.steps.pairing import StepPairing
@@ -417,3 +418,6 @@ class Matched:
     before_ns: np.ndarray | None = None
     # (R, C, categories) int64: traced events starting in each run-up; None: not counted
     runup_ops: np.ndarray | None = None
+    # (R,) each rank's steps' thread's CPU readings (`ThreadCpu`, on the rank's own clock:
+    # corrected times plus its offset); () when not given
+    cpu: tuple[ThreadCpu, ...] = ()

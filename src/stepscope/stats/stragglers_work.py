@@ -9,6 +9,7 @@ import numpy as np
 
 from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.steps.pairing import StepPairing
+from stepscope.stats.stragglers_cpu import more_work
 from stepscope.stats.stragglers_types import Matched, Rank
 
 _HOST = CATEGORY_NAMES.index("host_compute")
@@ -64,11 +65,6 @@ SLOWER = 2.0
 # ops may hold more work in them (a bigger batch), where every one of hundreds of small ops
 # stretched alike is the whole thread slowed
 MIN_OPS_PER_STEP = 10
-SLOWED_WHY = (
-    "its process off its core, descheduled while other processes took it, looks like this, "
-    "as do a slower core and larger inputs to the same ops (a bigger batch, longer "
-    "sequences); the trace holds no CPU time to tell which"
-)
 
 
 def same_work(
@@ -77,12 +73,15 @@ def same_work(
     """(its traced host-compute ops in its run-ups ``mine``, the other ranks' median, how
     many times longer they took: ``own_ns`` against ``peers_ns``) when the ops are as many
     (`SAME_OPS`), `MIN_OPS_PER_STEP` or more over its ``n_steps`` late steps, and took
-    `SLOWER` times as long or more; else None."""
+    `SLOWER` times as long or more, and its thread's CPU readings (where read) do not show it
+    on a core longer than the others' (`stragglers_cpu.more_work`); else None."""
     if m.runup_ops is None or len(m.rows) < 2 or peers_ns <= 0 or own_ns < SLOWER * peers_ns:
         return None
     others = np.delete(np.arange(len(m.rows)), j)
     own_ops = float(m.runup_ops[j, mine, _HOST].sum())
     peer_ops = float(np.median(m.runup_ops[others][:, mine, _HOST].sum(axis=1)))
     if peer_ops < MIN_OPS_PER_STEP * n_steps or abs(own_ops - peer_ops) > SAME_OPS * peer_ops:
+        return None
+    if more_work(m, j, mine, own_ns / peers_ns):
         return None
     return own_ops, peer_ops, own_ns / peers_ns

@@ -82,6 +82,15 @@ STARTED_ON_THREAD_STAT = "stepscope_started_on_thread"
 FETCHES_LINE = "Python fetches"
 FETCHES_LINE_OFFSET = 1 << 49
 
+# The line, in the host plane, of a sampled thread's CPU time as the stack sampler read it
+# (Linux schedstat, docs/formats/python_samples.md): one event per interval between two
+# samples, its stats the thread's time on a CPU and its time runnable but waiting for one in
+# that interval (ns). Line id: this offset plus the thread's line id.
+THREAD_CPU_LINE = "Thread CPU"
+THREAD_CPU_LINE_OFFSET = 1 << 50
+ON_CPU_STAT = "on_cpu_ns"
+RUNNABLE_STAT = "runnable_ns"
+
 # stepscope's own frames between a loop and the iterable `stepscope.steps` (or
 # `stepscope.data.instrument`) wraps, as the stack sampler names them ("func (file)"): the
 # loop resumes ``_steps``, which asks the wrapper's ``__next__``, which calls the user's

@@ -1,0 +1,77 @@
+"""The stack sampler reads each sampled thread's CPU time (Linux schedstat) at every sample
+and the profile keeps it as the thread's ``Thread CPU`` line (docs/formats/python_samples.md,
+decision 646): intervals between two readings, with the thread's time on a CPU and runnable
+in each. Observations, never work: steps and their breakdown ignore the line."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import stepscope
+from stepscope.stats import build_step_db
+from stepscope.stats.host.python_samples import sampled_thread_line
+from stepscope.stats.host.thread_cpu import thread_cpu
+from tests.support.capture import load_run
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="schedstat is Linux's")
+
+
+def _spin(s: float) -> None:
+    end = time.thread_time() + s
+    while time.thread_time() < end:
+        pass
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    stepscope.start(
+        tmp_path_factory.mktemp("cpu"), stepscope.ProfilerOptions(python_sampler_hz=200)
+    )
+    for s in range(6):
+        with stepscope.step(s):
+            _spin(0.02)  # on a core (or waiting for one)
+            time.sleep(0.02)  # neither: asleep
+    out = stepscope.stop()
+    assert out is not None
+    return out
+
+
+def test_thread_cpu_line_layout(run: Path) -> None:
+    profile = load_run(run)
+    main = threading.main_thread()
+    [thread] = [ln for ln in profile.lines if ln.id == main.native_id]
+    [line] = [ln for ln in profile.lines if ln.name == "Thread CPU"]
+    assert line.display_name == f"Thread CPU: {thread.label}"
+    assert line.display_id == thread.id and line.id == (1 << 50) + thread.id
+    sl = profile.events_of_line(line)
+    events = np.arange(sl.start, sl.stop)
+    assert len(events) > 10
+    starts, ends = profile.start_ns[events], profile.end_ns[events]
+    assert (ends[:-1] == starts[1:]).all()  # one interval after the other
+    on = [profile.event_stats(e)["on_cpu_ns"] for e in events.tolist()]
+    waiting = [profile.event_stats(e)["runnable_ns"] for e in events.tolist()]
+    assert min(on) >= 0 and min(waiting) >= 0
+    # the thread spun half the time: it ran, or waited for a core, for some of it; and it
+    # slept the other half, so not all of it
+    busy = sum(on) + sum(waiting)
+    assert 0 < busy < int(ends[-1] - starts[0])
+
+
+def test_readings_are_read_back_and_leave_the_steps_alone(run: Path) -> None:
+    profile = load_run(run)
+    thread_of = sampled_thread_line(profile)
+    lines = [int(t) for t in thread_of[thread_of >= 0]]
+    cpu = thread_cpu(profile, lines)
+    assert cpu.read and cpu.interval_ns() > 0
+    db = build_step_db(profile, "auto")
+    assert db.n_steps >= 4  # XProf's rule may drop the first and the last
+    covered, on, waiting = cpu.within(db.start_ns, db.start_ns + db.dur_ns)
+    assert (covered > 0).all() and (on + waiting > 0).any()
+    # no step time is given to the line's events: the steps' types hold only the thread's
+    assert not any(profile.lines[ln].name == "Thread CPU" for ln in profile.line[db.event])
