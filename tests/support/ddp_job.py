@@ -1,7 +1,7 @@
 """A CPU DistributedDataParallel job (gloo) as a user writes it, measuring its own truth.
 
     python -m tests.support.ddp_job LOGDIR --ranks 2 [--slow-input R] [--slow-compute R]
-        [--sleep-rank R]
+        [--sleep-rank R] [--stop-rank R]
     torchrun --nproc-per-node 2 -m tests.support.ddp_job LOGDIR --launcher torchrun
 
 Each rank calls ``stepscope.start(LOGDIR)`` / ``stepscope.stop()`` with defaults (no
@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -132,13 +134,34 @@ def work(rank: int, world: int, args: argparse.Namespace) -> None:
         import stepscope
 
         stepscope.start(args.logdir)
+        stopper = _stopper(args) if rank == args.stop_rank else None
         for s in range(args.steps):
             with stepscope.step(s):
                 one_step(truth)
         run_dir = str(stepscope.stop())
+        if stopper is not None:
+            stopper.wait()
     truth.update(rank=rank, world=world, run_dir=run_dir)
     Path(args.truth_dir, f"truth.rank{rank}.json").write_text(json.dumps(truth))
     dist.destroy_process_group()
+
+
+def _stopper(args: argparse.Namespace) -> subprocess.Popen[bytes]:
+    """Another process that stops this one (SIGSTOP, then SIGCONT) for ``--stop-ms`` at
+    each of ``--stop-at`` seconds from now: a rank paused as a debugger, a scheduler's
+    suspend or a frozen container would pause it."""
+    code = (
+        "import os, signal, sys, time\n"
+        "pid, ms = int(sys.argv[1]), float(sys.argv[2])\n"
+        "t0 = time.monotonic()\n"
+        "for at in map(float, sys.argv[3:]):\n"
+        "    time.sleep(max(at - (time.monotonic() - t0), 0))\n"
+        "    os.kill(pid, signal.SIGSTOP)\n"
+        "    time.sleep(ms / 1e3)\n"
+        "    os.kill(pid, signal.SIGCONT)\n"
+    )
+    at = [str(a) for a in args.stop_at]
+    return subprocess.Popen([sys.executable, "-c", code, str(os.getpid()), str(args.stop_ms), *at])
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -152,6 +175,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--base-compute-ms", type=float, default=0.0, help="every rank's extra ms")
     p.add_argument("--sleep-rank", type=int, default=-1, help="this rank sleeps in its step")
     p.add_argument("--sleep-ms", type=float, default=30.0, help="the sleeping rank's ms a step")
+    p.add_argument("--stop-rank", type=int, default=-1, help="this rank is stopped (SIGSTOP)")
+    p.add_argument("--stop-ms", type=float, default=150.0, help="for this long each time")
+    p.add_argument("--stop-at", type=float, nargs="*", default=[0.2, 0.5], help="s after start")
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--workers", type=int, default=0)

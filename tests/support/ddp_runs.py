@@ -26,7 +26,8 @@ def job(logdir: Path, *args: str, torchrun: int = 0) -> Truths:
     """Runs tests.support.ddp_job (with ``mp.spawn``, or torchrun with ``torchrun`` ranks);
     each rank's truth, in rank order."""
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    env.update(PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
+    # the tree's own stepscope, not the one installed (a worktree's jobs ran main's capture)
+    env.update(PYTHONPATH=os.pathsep.join([str(REPO / "src"), str(REPO)]), OMP_NUM_THREADS="1")
     port = str(next(_PORTS))
     command = ["-m", "tests.support.ddp_job", str(logdir), "--port", port, *args]
     if torchrun:

@@ -57,6 +57,7 @@ from stepscope.stats.stragglers_cpu import work_words
 from stepscope.stats.stragglers_own_time import by_own_time
 from stepscope.stats.stragglers_python import runup_functions
 from stepscope.stats.stragglers_runups import REASONS, own_work
+from stepscope.stats.stragglers_stalls import stalls
 from stepscope.stats.stragglers_types import (
     BY_ARRIVAL,
     LATE_MIN_NS,
@@ -71,6 +72,7 @@ from stepscope.stats.stragglers_types import (
     Straggler,
     burst,
     costly,
+    distinct_keys,
     fetch_times,
     fetch_words,
     nan_reduce,
@@ -138,7 +140,7 @@ def match_calls(ranks: Sequence[Rank], pairing: StepPairing) -> Matched | None:
     lanes = {name: k for k, name in enumerate(dict.fromkeys(n for c in have for n in c.lanes))}
     # by sequence number only where every call has one and no number repeats (a graph
     # whose collective keeps one key every step)
-    by_seq = all((c.seq >= 0).all() and _distinct(c.lane, c.seq) for c in have)
+    by_seq = all((c.seq >= 0).all() and distinct_keys(c.lane, c.seq) for c in have)
     pods = [_pod_step_of_rows(pairing, i, ranks[i].steps.n_steps) for i in rows]
     keys = [_keys(c, lanes, pod, by_seq) for c, pod in zip(have, pods, strict=True)]
     common = np.unique(keys[0])
@@ -180,11 +182,6 @@ def match_calls(ranks: Sequence[Rank], pairing: StepPairing) -> Matched | None:
         else None,
         tuple(c.cpu for c in have),
     )
-
-
-def _distinct(lane: np.ndarray, seq: np.ndarray) -> bool:
-    key = lane.astype(np.int64) * (1 << 40) + seq
-    return len(np.unique(key)) == len(key)
 
 
 def _offsets(exit_ns: np.ndarray) -> np.ndarray:
@@ -303,7 +300,10 @@ def _by_arrival(
         )
     found = costly(sorted(found, key=lambda s: (-s.late_ns, s.host)), dur, stepped)
     hidden = _next_in_line(hosts, pairing, m, found, threshold, stepped, wait_ns, n_compared, fetch)
-    found += costly(hidden, dur, stepped)
+    stalled = costly(stalls(hosts, pairing, dur, m, held, found, stepped), dur, stepped)
+    found = sorted(found + stalled, key=lambda s: (-s.late_ns, s.host)) + costly(
+        hidden, dur, stepped
+    )
     late_rows = {hosts.index(s.host) for s in found}
     waiting = np.zeros(n_h, bool)
     for s in found:

@@ -68,6 +68,10 @@ class Straggler:
     # its run-ups held as many traced host ops as the others', run this many times longer
     # (decision 602): the same work, slower (a process off its core); 0.0 when not
     slowed: float = 0.0
+    # a rank named for a few long stalls of the job (`stragglers_stalls`, decision 645): what
+    # its thread did then, as its CPU readings tell ("stopped", "waiting", "running",
+    # "blocked", or "unread" without readings); "" for the other stragglers
+    stall: str = ""
 
     @property
     def step_ranges(self) -> str:
@@ -421,3 +425,9 @@ class Matched:
     # (R,) each rank's steps' thread's CPU readings (`ThreadCpu`, on the rank's own clock:
     # corrected times plus its offset); () when not given
     cpu: tuple[ThreadCpu, ...] = ()
+
+
+def distinct_keys(lane: np.ndarray, seq: np.ndarray) -> bool:
+    """Whether no (lane, sequence number) pair repeats among a rank's calls."""
+    key = lane.astype(np.int64) * (1 << 40) + seq
+    return len(np.unique(key)) == len(key)

@@ -333,6 +333,7 @@ def skew_across_hosts(ranks: Sequence[Rank], options: dict[str, str]) -> Finding
     if len(usable) < 2:
         return None
     from stepscope.stats.stragglers import find_stragglers  # several hosts only
+    from stepscope.stats.stragglers_stalls import STALL_FIX
     from stepscope.stats.stragglers_words import finding_summary
 
     pod = find_stragglers(usable)
@@ -365,10 +366,12 @@ def skew_across_hosts(ranks: Sequence[Rank], options: dict[str, str]) -> Finding
         severity=level,
         host="",
         summary=summary,
-        fix=("" if worst.slowed else _every_k_fix(worst.steps))
+        fix=("" if worst.slowed or worst.stall else _every_k_fix(worst.steps))
         + (
             _SLOWED_FIX
             if worst.slowed
+            else STALL_FIX[worst.stall]
+            if worst.stall in STALL_FIX
             else _straggler_fix(
                 worst.reason,
                 any(r.steps.has_device for r in usable),

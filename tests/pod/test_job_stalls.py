@@ -1,0 +1,40 @@
+"""A real gloo DDP job whose rank 1 another process stops (SIGSTOP) for 150 ms twice while
+it records (decision 645): two stalls of 200 steps, fewer than the straggler rules' 5% of
+the steps, named at the steps its script timed long, with its sampler's missing readings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stepscope.cli.main import main
+from tests.support.ddp_runs import job
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_rank_stopped_twice_is_named_at_those_steps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    truths = job(
+        tmp_path,
+        *("--ranks", "3", "--stop-rank", "1", "--stop-ms", "150", "--stop-at", "0.6", "1.2"),
+        *("--steps", "200", "--base-compute-ms", "2"),
+    )
+    [run] = (tmp_path / "plugins" / "profile").iterdir()
+    assert main(["tool", str(run), "pod_viewer", "--workers", "0", "--no-cache"]) == 0
+    pod: dict[str, Any] = json.loads(capsys.readouterr().out)
+    # the steps rank 1's script timed over 100 ms (its first step holds the stopper's
+    # start-up and the capture's: no stall)
+    long = [k for k, s in enumerate(truths[1]["step_s"]) if s > 0.1 and k > 0]
+    assert len(long) == 2, truths[1]["step_s"]
+    # (another rank may be late too on a busy machine, descheduled by turns)
+    (late,) = [s for s in pod["stragglers"] if s["host"].endswith(".rank1")]
+    assert late["steps"] == long, (late, long)
+    assert (
+        "its process did not run: stepscope's sampler in it took no reading"
+        in (late["explanation"])
+    )
