@@ -10,7 +10,7 @@ import numpy as np
 from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.steps.pairing import StepPairing
 from stepscope.stats.stragglers_cpu import more_work
-from stepscope.stats.stragglers_types import Matched, Rank
+from stepscope.stats.stragglers_types import Matched, PodLateness, Rank
 
 _HOST = CATEGORY_NAMES.index("host_compute")
 
@@ -85,3 +85,24 @@ def same_work(
     if more_work(m, j, mine, own_ns / peers_ns):
         return None
     return own_ops, peer_ops, own_ns / peers_ns
+
+
+def late_at_work(pod: PodLateness) -> tuple[np.ndarray, np.ndarray]:
+    """(late_ns, late) of ``pod`` (hosts x pod steps) with each straggler's lateness at the
+    steps holding its work (decision 647): a rank that arrived last at step 6's all-reduce
+    after its checkpoint at the end of step 5 is marked at step 5, as its explanation, its
+    step table and its overview say; the cell of step 6 takes its step 5 arrival's."""
+    late_ns, late = pod.late_ns.copy(), pod.late.copy()
+    col = {int(n): k for k, n in enumerate(pod.step_num.tolist())}
+    for s in pod.stragglers:
+        if s.behind or not s.held_steps or s.host not in pod.hosts:
+            continue
+        i = pod.hosts.index(s.host)
+        work = set(s.steps)
+        for held in s.held_steps:
+            if held in work or held - 1 not in work or held not in col or held - 1 not in col:
+                continue
+            a, b = col[held], col[held - 1]
+            late_ns[i, [a, b]] = late_ns[i, [b, a]]
+            late[i, [a, b]] = late[i, [b, a]]
+    return late_ns, late

@@ -25,6 +25,7 @@ from stepscope.stats.events import CATEGORY_LABELS
 from stepscope.stats.job_steps import BOUND_LIMITS
 from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
 from stepscope.stats.stragglers import PodLateness, find_stragglers
+from stepscope.stats.stragglers_work import late_at_work
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import Key, ToolContext
 from stepscope.tools.output import out
@@ -127,7 +128,10 @@ class Heatmap:
     late_ms: list[list[float | None]] = out(
         "by collective arrival: how long it alone held the other workers (it arrived last by "
         "that much), negative: how long it waited for the last one; by own time (no "
-        "collectives matched): own time (step time minus waiting) minus the median worker's",
+        "collectives matched): own time (step time minus waiting) minus the median worker's. "
+        "A straggler's lateness is at the step holding its work: one that arrived last at "
+        "step 6's collectives after work at the end of step 5 is late at step 5 (its step 6 "
+        "cell has its step 5 arrival's); `wait_ms` stays where the others waited",
         unit="ms",
         digits=6,
     )
@@ -263,13 +267,14 @@ def _lateness(pod: PodLateness | None) -> tuple[Heatmap | None, tuple[StragglerR
     if pod is None:
         return None, ()
     missing = np.isnan(pod.dur_ns)
+    late_ns, late = late_at_work(pod)
     heatmap = Heatmap(
         pod.hosts,
         pod.step_num.tolist(),
         _matrix(pod.dur_ns),
-        _matrix(np.where(missing, np.nan, pod.late_ns)),
+        _matrix(np.where(missing, np.nan, late_ns)),
         _matrix(np.where(missing, np.nan, pod.wait_ns)),
-        pod.late.tolist(),
+        late.tolist(),
     )
     stragglers = tuple(
         StragglerRow(

@@ -51,7 +51,7 @@ def merge_repeats(found: Sequence[Finding], n_hosts: int) -> list[Finding]:
     findings of one check and severity on several hosts become the worst host's, naming the
     hosts (metrics ``hosts``, ``worst_host``) and summing their time at stake. A host whose
     finding is graver than the others' or measures other things (a straggler's) keeps its
-    own."""
+    own, its summary naming its host."""
     groups: dict[tuple[object, ...], list[Finding]] = {}
     for f in found:
         # a finding that measures other things (the straggler's collectives: no waiting) is
@@ -61,7 +61,14 @@ def merge_repeats(found: Sequence[Finding], n_hosts: int) -> list[Finding]:
     out = []
     for same in groups.values():
         if len(same) == 1:
-            out.append(same[0])
+            # one host's alone: its summary names it, or the job's advice says "every 10
+            # steps" of a rank the reader must find (decision 647)
+            f = same[0]
+            out.append(
+                replace(f, summary=f"On {f.host} (1 of {n_hosts} hosts): {f.summary}")
+                if f.host and n_hosts > 1
+                else f
+            )
             continue
         worst = sort_findings(same)[0]
         hosts = sorted({f.host for f in same})
