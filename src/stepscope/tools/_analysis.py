@@ -30,7 +30,6 @@ from stepscope.stats.gpu.device import DeviceInfo, devices, framework_of, precis
 from stepscope.stats.gpu.kernels import KernelDb, build_kernel_db
 from stepscope.stats.host.python_samples import PythonTime
 from stepscope.stats.stragglers_types import Rank
-from stepscope.stats.trace_index.tracks import Steps, find_steps
 from stepscope.stats.warmup import warmup_count
 from stepscope.stats.xla.xla_ops import xla_events
 from stepscope.tools.context import ALL_HOSTS_SHARE, Key, ToolContext
@@ -41,6 +40,7 @@ if TYPE_CHECKING:  # the XLA and PyTorch cost models load with the tools that sh
     from stepscope.stats.gpu.device_caps import DeviceCaps
     from stepscope.stats.input.loader_workers import LoaderWorkers
     from stepscope.stats.input.tf_data import PipelineStats
+    from stepscope.stats.trace_index.tracks import Steps
     from stepscope.stats.xla.xla_metrics import HloMetrics
 
 STEP_SOURCE = ToolOption(
@@ -95,7 +95,10 @@ def step_db(ctx: ToolContext, host: str) -> StepDb:
 
 
 def trace_steps(ctx: ToolContext, host: str) -> Steps:
-    """The steps the trace viewer draws: `find_steps` of the step database, kept on their own."""
+    """The steps the trace viewer draws: `find_steps` of the step database, kept on their own.
+    Its module is imported here: the tools' commands do not load the trace viewer's index."""
+    from stepscope.stats.trace_index.tracks import find_steps
+
     source = ctx.option("step_source", "auto")
     return ctx.intermediate(
         host, TRACE_STEPS.at(source), lambda p: find_steps(p, lambda: step_db(ctx, host))
