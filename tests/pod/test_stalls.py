@@ -14,6 +14,7 @@ from stepscope.stats.host.thread_cpu import ThreadCpu
 from stepscope.stats.stragglers import find_stragglers
 from stepscope.stats.stragglers_stalls import STALL_FIX
 from stepscope.stats.stragglers_types import Rank
+from stepscope.tools.pod_viewer import _lateness
 from tests.support.arrivals import MS, STEP, job
 
 STALLED = (10, 20)  # of 30 steps: 2, fewer than the straggler rules' 5% of the steps
@@ -70,6 +71,17 @@ def test_a_rank_stopped_inside_the_collective_is_named_by_its_readings() -> None
     assert finding is not None
     assert finding.summary.startswith("d is late at 2 of 30 steps, stalling every rank at")
     assert finding.fix == STALL_FIX["stopped"]
+
+
+def test_the_heatmap_marks_a_stall_inside_the_call_at_its_step() -> None:
+    """No arrival marks it: the pod viewer's cell of the stalling rank at each stalled step
+    is late by the time it held the others (decision 648)."""
+    ranks = _stopped_inside()
+    _with_cpu(ranks, {1: [(s * STEP + 5 * MS, s * STEP + 110 * MS) for s in STALLED]})
+    heatmap, _ = _lateness(find_stragglers(ranks))
+    assert heatmap is not None
+    assert [heatmap.steps[k] for k, x in enumerate(heatmap.late[1]) if x] == list(STALLED)
+    assert [heatmap.late_ms[1][s] for s in STALLED] == [100.0, 100.0]
 
 
 def test_without_readings_a_call_lasting_longer_names_no_rank() -> None:

@@ -275,6 +275,7 @@ def _stalled(
         focus=focus,
         held_steps=held_at if held_at != numbers else (),
         stall=kind,
+        inside=tuple((int(pairing.step_num[c]), int(inside_ns[c])) for c in inside.tolist()),
     )
 
 

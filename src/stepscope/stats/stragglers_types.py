@@ -72,6 +72,9 @@ class Straggler:
     # its thread did then, as its CPU readings tell ("stopped", "waiting", "running",
     # "blocked", or "unread" without readings); "" for the other stragglers
     stall: str = ""
+    # its stalls inside a collective after every rank arrived: (step number, ns it held the
+    # others there), for the pod viewer's heatmap (no arrival of its marks them)
+    inside: tuple[tuple[int, int], ...] = ()
 
     @property
     def step_ranges(self) -> str:

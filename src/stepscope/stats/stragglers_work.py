@@ -91,7 +91,9 @@ def late_at_work(pod: PodLateness) -> tuple[np.ndarray, np.ndarray]:
     """(late_ns, late) of ``pod`` (hosts x pod steps) with each straggler's lateness at the
     steps holding its work (decision 647): a rank that arrived last at step 6's all-reduce
     after its checkpoint at the end of step 5 is marked at step 5, as its explanation, its
-    step table and its overview say; the cell of step 6 takes its step 5 arrival's."""
+    step table and its overview say; the cell of step 6 takes its step 5 arrival's. A rank
+    that stalled a call after every rank had arrived is marked there, by the time it held
+    them (`Straggler.inside`)."""
     late_ns, late = pod.late_ns.copy(), pod.late.copy()
     col = {int(n): k for k, n in enumerate(pod.step_num.tolist())}
     for s in pod.stragglers:
@@ -105,4 +107,10 @@ def late_at_work(pod: PodLateness) -> tuple[np.ndarray, np.ndarray]:
             a, b = col[held], col[held - 1]
             late_ns[i, [a, b]] = late_ns[i, [b, a]]
             late[i, [a, b]] = late[i, [b, a]]
+    for s in pod.stragglers:  # stalls inside a call: every rank had arrived (decision 645)
+        i = pod.hosts.index(s.host) if s.host in pod.hosts else -1
+        for number, held_ns in s.inside:
+            if i >= 0 and number in col:
+                late_ns[i, col[number]] = max(late_ns[i, col[number]], held_ns)
+                late[i, col[number]] = True
     return late_ns, late

@@ -131,7 +131,9 @@ class Heatmap:
         "collectives matched): own time (step time minus waiting) minus the median worker's. "
         "A straggler's lateness is at the step holding its work: one that arrived last at "
         "step 6's collectives after work at the end of step 5 is late at step 5 (its step 6 "
-        "cell has its step 5 arrival's); `wait_ms` stays where the others waited",
+        "cell has its step 5 arrival's); a rank that stalled a collective after every rank had "
+        "arrived is late there by the time it held them; `wait_ms` stays where the others "
+        "waited",
         unit="ms",
         digits=6,
     )
