@@ -13,7 +13,7 @@ from stepscope.stats.events import EventType
 from stepscope.stats.host.untraced import where_untraced
 from stepscope.stats.steps.breakdown import StepDb
 from stepscope.stats.steps.type_sweep import type_time
-from stepscope.vocab.profiler import END_OF_SEQUENCE_STAT
+from stepscope.vocab.profiler import END_OF_SEQUENCE_STAT, STEP_HOLDS_FETCH_STAT
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
 from tests.support.native import c_and_python, module
@@ -251,6 +251,27 @@ def test_a_fetch_that_found_the_pass_over_feeds_no_step() -> None:
     db = build_step_db(build(builder))
     assert _starts(db) == [4.0, 12.0, 24.0]
     assert _ms(db, "input") == [0.0, 1.0, 0.0]
+
+
+def test_a_step_whose_marker_holds_its_fetch_is_fed_by_no_wait() -> None:
+    """A trainer callback's step begins where the trainer last finished other work, its
+    fetch inside (`STEP_HOLDS_FETCH_STAT`): the validation loop's fetches and forward ops in
+    the gap before it are no training step's (a Lightning epoch's first step read 801.02 ms
+    for the script's 366.97; decision 638). Without the stat the fetch feeds it."""
+    for holds, starts in ((True, [4.0, 14.0, 24.0]), (False, [4.0, 11.0, 24.0])):
+        builder = XSpaceBuilder("trainer")
+        line = builder.plane("/host:CPU").line(1, "python")
+        for k in range(3):
+            t = 1_000 * MS + k * 10 * MS
+            stats: dict[str, object] = {"step_num": k, "_r": 1}
+            if holds:
+                stats[STEP_HOLDS_FETCH_STAT] = 1
+            line.event("train", t + 4 * MS, 5 * MS, stats)
+            line.event("compute", t + 4 * MS, 5 * MS)
+        line.event(WAIT, 1_011 * MS, MS)  # the validation's fetch
+        line.event("aten::linear", 1_012 * MS, MS)  # ... and its forward
+        db = build_step_db(build(builder))
+        assert _starts(db) == starts, holds
 
 
 def test_inferred_steps_take_no_fetch() -> None:

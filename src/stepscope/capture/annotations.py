@@ -135,6 +135,14 @@ class _Span:
             buf.depth -= 1
             buf.events.append((self.name, self.start, end, self.depth, self.stats))
 
+    def exit_at(self, end: int) -> None:
+        """Close at ``end`` (perf_counter_ns), read by the caller: a step marker whose end is
+        the next step's start (`callbacks.steps.StepMarker`)."""
+        buf = self.buf
+        if buf is not None:
+            buf.depth -= 1
+            buf.events.append((self.name, self.start, end, self.depth, self.stats))
+
     def cancel(self) -> None:
         """Close without recording (a step that never ran)."""
         buf = self.buf

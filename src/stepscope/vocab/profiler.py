@@ -65,6 +65,13 @@ STEPS_BEFORE_STAT = "stepscope_steps_before"
 # Such a wait feeds no step (`stats.steps.feeds`; decision 636).
 END_OF_SEQUENCE_STAT = "stepscope_end_of_sequence"
 
+# An event stat of stepscope's own (int64 1), on a step marker of a trainer callback
+# (Lightning's, Hugging Face's: `capture.callbacks.steps.StepMarker`) begun where the trainer
+# last finished other work (the previous step, the epoch's start, evaluation): its start
+# already holds its batch's fetch, so no wait before it feeds it (`stats.steps.feeds`):
+# evaluation's fetches in that gap are no training step's (decision 638).
+STEP_HOLDS_FETCH_STAT = "stepscope_step_holds_fetch"
+
 # Host-plane stats of a capture that met DataLoader worker processes (decision 351): the cores
 # the process could run on, and the machine's idle cores on average over the recording.
 CPU_COUNT_STAT = "cpu_count"

@@ -7,7 +7,8 @@ nowhere). A wait for input (``IteratorGetNext*``, a root ``Iterator::`` stage,
 ``enumerate(DataLoader)``) on a thread that runs steps, which no step has claimed and which
 lies entirely in the gap before a step that starts on the same thread, is attributed to that
 step, whose span then starts at the fetch: the step becomes the iteration it really is. A
-fetch that found the pass over (`END_OF_SEQUENCE_STAT`) fed no step.
+fetch that found the pass over (`END_OF_SEQUENCE_STAT`) fed no step, and a step whose
+marker began at its trainer's last boundary (`STEP_HOLDS_FETCH_STAT`) is fed by none.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 from stepscope.model import Profile
 from stepscope.stats.events import EventType
 from stepscope.stats.steps.types import StepMarkers
-from stepscope.vocab.profiler import END_OF_SEQUENCE_STAT
+from stepscope.vocab.profiler import END_OF_SEQUENCE_STAT, STEP_HOLDS_FETCH_STAT
 
 
 def fetches_feeding_steps(
@@ -64,4 +65,7 @@ def fetches_feeding_steps(
     ok &= start >= prev_reach  # not inside (or overlapping) an earlier step
     step = np.minimum(nxt, len(markers) - 1)
     ok &= profile.line[markers.event[step]] == profile.line[waits]
+    # a trainer callback's step begun at the trainer's last boundary holds its fetch already:
+    # a wait before it is other work's (evaluation's fetches; decision 638)
+    ok &= ~profile.stat_at(STEP_HOLDS_FETCH_STAT, markers.event[step]).present
     return waits[ok], step[ok].astype(np.int64)
