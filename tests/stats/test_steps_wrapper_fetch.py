@@ -51,6 +51,32 @@ def test_stepscopes_frames_alone_name_no_iterator() -> None:
     assert build_step_db(build(only)).fetched.function == ()
 
 
+# step 0's fetch begins the loader's pass (decision 635): `_first` and `_run_stage` call
+# `_begin_then_next`, which calls `_begin`, which calls the DataLoader's `iter()` through the
+# loader hook's wrapper
+BEGINNING = (
+    f"{LOOP};_steps (step.py:155);__next__ (data.py:145);_first (data.py:150);"
+    "_run_stage (data.py:94);_begin_then_next (data.py:156);_begin (data.py:181);"
+    "__iter__ (loader_hook.py:60);__iter__ (dataloader.py:480);_get_iterator (dataloader.py:420)"
+)
+
+
+def test_the_pass_begun_in_the_first_fetch_is_named_after_the_loader() -> None:
+    """Samples in the pass's beginning pass stepscope's frames to the DataLoader's: the
+    first page read "getting the next batch from the loop's Python iterator __next__
+    (data.py)", stepscope's own file (decision 639)."""
+    fetched = build_step_db(build(fetch_loop_builder(Piece(BEGINNING, 6, 6, "2,3")))).fetched
+    assert fetched.function == ("__iter__ (dataloader.py)",)
+
+
+def test_the_fetch_probe_at_work_names_no_iterator() -> None:
+    """A sample of the probe's profile function, run as the loop enters ``_steps``, is
+    stepscope at work: the first page named "_probe (fetch_probe.py)" the loop's iterator."""
+    probing = f"{LOOP};_steps (step.py:150);_probe (fetch_probe.py:160)"
+    fetched = build_step_db(build(fetch_loop_builder(Piece(probing, 6, 6, "2")))).fetched
+    assert fetched.function == ()
+
+
 def test_a_users_own_next_in_a_data_py_is_still_named() -> None:
     """Only stepscope's wrapper run is stepped over: a class of the user's in ``data.py``
     whose ``__next__`` reads the batch is the loop's iterator."""

@@ -102,7 +102,23 @@ RUNNABLE_STAT = "runnable_ns"
 # `stepscope.data.instrument`) wraps, as the stack sampler names them ("func (file)"): the
 # loop resumes ``_steps``, which asks the wrapper's ``__next__``, which calls the user's
 # iterator through ``_run_stage`` (capture/step.py, capture/data.py). A stack through them
-# is the user's iterator fetching, never stepscope's (decision 587).
+# is the user's iterator fetching, never stepscope's (decision 587). The first fetch begins
+# the loader's pass (decision 635): ``_first`` and ``_begin_then_next`` call ``_begin``,
+# which calls the loader's ``iter()``, a DataLoader's through the loader hook's ``__iter__``
+# (capture/loader_hook.py); a stack through them names the loader's frame. The fetch
+# probe's profile function (capture/fetch_probe.py), run as the loop enters ``_steps``, is
+# stepscope at work too (decision 639).
 STEPS_FRAME = "_steps (step.py)"
 STAGE_FRAME = "_run_stage (data.py)"
-WRAPPER_FRAMES = frozenset({STEPS_FRAME, "__next__ (data.py)", STAGE_FRAME})
+WRAPPER_FRAMES = frozenset(
+    {
+        STEPS_FRAME,
+        "__next__ (data.py)",
+        "_first (data.py)",
+        STAGE_FRAME,
+        "_begin_then_next (data.py)",
+        "_begin (data.py)",
+        "__iter__ (loader_hook.py)",
+        "_probe (fetch_probe.py)",
+    }
+)
