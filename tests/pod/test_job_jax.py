@@ -30,7 +30,9 @@ pytestmark = [
 def test_jax_processes_are_one_job_and_the_slow_one_is_named(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    # the tree's own stepscope, not the one installed (a worktree's jobs ran main's)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])}
+    env["OMP_NUM_THREADS"] = "1"
     env.pop("RANK", None)
     env.pop("WORLD_SIZE", None)
     cmd = ["-m", "tests.support.jax_job", str(tmp_path), "--port", str(free_port())]

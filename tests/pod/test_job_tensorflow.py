@@ -40,7 +40,8 @@ def tf_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[st
     failures = []
     for attempt in range(3):
         logdir = tmp_path_factory.mktemp("tf")
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        # the tree's own stepscope, not the one installed
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])}
         job = ["tests.support.tf_mwms_job", str(logdir), "--slow-input", "1", "--input-ms", "80"]
         proc = subprocess.run(
             [sys.executable, "-m", *job],
