@@ -147,13 +147,9 @@ def test_a_broken_module_of_the_package_still_raises_its_own_error(
             stepscope.stop()
 
 
-def test_a_pipeline_call_is_the_step_with_its_tokenizing_and_decoding(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A ``pipeline(...)`` object's call is the request its user times (decision 616): its
-    tokenizing and decoding around ``generate()`` are in the step, the generate() in it is
-    part of it; given an iterator of inputs it returns one whose work runs as it is iterated,
-    and then its generate() calls are the steps."""
+def _pipeline_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[int]]:
+    """Two eager calls of the stand-in pipeline, one given a list, one streamed item by item
+    (a generator) and one streamed in model batches of 2 (5 steps): the run and the results."""
     import importlib
 
     with fake_transformers(tmp_path / "pkgs", monkeypatch):
@@ -161,23 +157,46 @@ def test_a_pipeline_call_is_the_step_with_its_tokenizing_and_decoding(
         pipe = base.TextGenerationPipeline()
         stepscope.start(tmp_path / "logdir", OPTIONS)
         try:
-            results = [pipe("a", 3), pipe("b", 1)]
-            lazy = pipe(iter(["c", "d"]), 2)
-            results += list(lazy)
+            results = [pipe("a", 3), pipe("b", 1), *pipe(["c", "d"], 1)]
+            results += list(pipe((p for p in ["e", "f"]), 2))
+            results += list(pipe((p for p in ["g", "h", "i"]), 1, batch_size=2))
         finally:
             run = stepscope.stop()
         assert not getattr(base.Pipeline.__dict__["__call__"], "_stepscope", False)
-    assert results == [3, 1, 2, 2]
+        pt_utils = sys.modules["transformers.pipelines.pt_utils"]
+        assert not getattr(pt_utils.PipelineIterator.__dict__["__next__"], "_stepscope", False)
+        assert not getattr(base.Pipeline.__dict__["forward"], "_stepscope", False)
+    assert run is not None
+    return run, results
+
+
+def test_a_pipeline_call_is_the_step_with_its_tokenizing_and_decoding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``pipeline(...)`` object's call is the request its user times (decision 616): its
+    tokenizing and decoding around ``generate()`` are in the step, the generate() in it is
+    part of it, a list's items too. Given a generator (or a dataset) it returns an iterator
+    whose work runs as it is iterated: each model batch it hands out is a step, its items'
+    tokenizing, generate() and decoding in it (decision 650)."""
+    run, results = _pipeline_run(tmp_path, monkeypatch)
+    assert results == [3, 1, 1, 1, 2, 2, 1, 1, 1]
     profile = load_run(run)
     calls = named(profile, "Pipeline.__call__")
-    # the subclass's call and the base's inside it, per eager call; none for the lazy one
-    assert [c["stats"]["pipeline"] for c in calls] == ["TextGenerationPipeline"] * 4
+    # the subclass's call and the base's inside it, per eager call; none for the lazy ones
+    assert [c["stats"]["pipeline"] for c in calls] == ["TextGenerationPipeline"] * 6
+    batches = named(profile, "Pipeline batch")
+    assert [b["stats"]["items"] for b in batches] == [1, 1, 2, 1]
+    assert {b["stats"]["pipeline"] for b in batches} == {"TextGenerationPipeline"}
     steps = find_step_markers(profile)
-    assert steps.source == "serving" and len(steps) == 4
-    assert "2 Hugging Face pipeline() calls" in steps.description
+    assert steps.source == "serving" and len(steps) == 7
+    assert "3 Hugging Face pipeline() calls" in steps.description
+    assert "4 Hugging Face streamed pipeline() batches" in steps.description
     spans = list(zip(steps.start_ns.tolist(), steps.end_ns.tolist(), strict=True))
-    for name in ("tokenize", "decode"):
+    for name, want in (("tokenize", [1, 1, 2, 1, 1, 2, 1]), ("decode", [1, 1, 2, 1, 1, 2, 1])):
         inside = [sum(b <= e["start_ns"] < end for e in named(profile, name)) for b, end in spans]
-        assert inside == [1, 1, 0, 0], name  # in the eager calls' steps; the lazy ones' between
+        assert inside == want, name
     forwards = named(profile, "forward")
-    assert [sum(b <= f["start_ns"] < e for f in forwards) for b, e in spans] == [3, 1, 2, 2]
+    per_step = [sum(b <= f["start_ns"] < e for f in forwards) for b, e in spans]
+    assert per_step == [3, 1, 2, 2, 2, 1, 1]
+    # every event of the stand-in's work is in a step
+    assert len(forwards) == 3 + 1 + 2 + 2 + 2 + 1 + 1

@@ -44,34 +44,81 @@ class Whisper(GenerationMixin):
         return super().generate(tokens)
 """,
     "transformers/pipelines/__init__.py": "",
-    # a pipeline: its call tokenizes, generates and decodes; given an iterator of inputs, it
-    # returns an iterator whose work runs as the caller iterates (as transformers' does)
+    # transformers' iterator: ``infer`` applied to each item of ``loader``; with a batch size,
+    # ``loader`` yields batches and each next() hands out one item of the batch inferred last
+    "transformers/pipelines/pt_utils.py": """
+class PipelineIterator:
+    def __init__(self, loader, infer, loader_batch_size=None):
+        self.loader, self.infer, self.loader_batch_size = loader, infer, loader_batch_size
+        self._batch = []
+
+    def __iter__(self):
+        self.iterator = iter(self.loader)
+        return self
+
+    def __next__(self):
+        if self._batch:
+            return self._batch.pop(0)
+        processed = self.infer(next(self.iterator))
+        if self.loader_batch_size is None:
+            return processed
+        self._batch = list(processed)
+        return self._batch.pop(0)
+""",
+    # a pipeline: its call tokenizes, generates and decodes; given a list, it runs them over
+    # it (its DataLoader, batched) inside the call; given a generator, it returns the iterator
+    # at once, whose work runs as the caller iterates (as transformers' does)
     "transformers/pipelines/base.py": """
 import stepscope
 from transformers.models.speech import Gpt
+from transformers.pipelines.pt_utils import PipelineIterator
+
+
+def _batches(items, size):
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 class Pipeline:
     def __init__(self):
         self.model = Gpt()
 
-    def __call__(self, inputs, tokens=2):
-        if not isinstance(inputs, str):
-            return (self.run_single(one, tokens) for one in inputs)
-        return self.run_single(inputs, tokens)
+    def __call__(self, inputs, tokens=2, batch_size=1):
+        if isinstance(inputs, str):
+            return self.run_single(inputs, tokens)
+        dataset = PipelineIterator(inputs, self.preprocess)
+        loader = _batches(iter(dataset), batch_size) if batch_size > 1 else dataset
+        model = PipelineIterator(
+            loader, lambda b: self.forward(b, tokens), batch_size if batch_size > 1 else None
+        )
+        final = PipelineIterator(model, self.postprocess)
+        return list(final) if isinstance(inputs, list) else final
 
     def run_single(self, inputs, tokens):
+        return self.postprocess(self.forward(self.preprocess(inputs), tokens))
+
+    def preprocess(self, one):
         with stepscope.trace("tokenize"):
-            pass
+            return one
+
+    def forward(self, batch, tokens):
         out = self.model.generate(tokens)
+        return [out] * len(batch) if isinstance(batch, list) else out
+
+    def postprocess(self, out):
         with stepscope.trace("decode"):
-            pass
-        return out
+            return out
 
 
 class TextGenerationPipeline(Pipeline):
-    def __call__(self, inputs, tokens=2):
-        return super().__call__(inputs, tokens)
+    def __call__(self, inputs, tokens=2, batch_size=1):
+        return super().__call__(inputs, tokens, batch_size)
 """,
 }
 

@@ -72,9 +72,16 @@ def is_program_code(filename: str) -> bool:
     )
 
 
+# stepscope's own wrappers of a framework's method, named as the method they wrap: the
+# fetch a loop makes through a streamed pipeline's ``__next__`` (`pipeline_stream`) is
+# "__next__ (pt_utils.py)", as without the capture's hook
+WRAPPER_NAMES: dict[Any, str] = {}
+
+
 def function_name(code: Any) -> str:
     """``func (file)``: a function as the sampler's stacks name it, less the line."""
-    return f"{code.co_name} ({os.path.basename(code.co_filename)})"
+    alias = WRAPPER_NAMES.get(code)
+    return alias or f"{code.co_name} ({os.path.basename(code.co_filename)})"
 
 
 def caller_frame(frame: FrameType | None) -> FrameType | None:

@@ -17,7 +17,9 @@ nested in another (an override calling the base) is part of the outer one. A
 ``generate()`` (or forward pass) and its decoding; ``Pipeline.__call__`` and each loaded
 subclass's own are wrapped alike (`HF_PIPELINE_EVENT`, stat ``pipeline``), and a call that
 returns an iterator (a generator or dataset of inputs: the work runs as it is iterated) is not
-recorded, its ``generate()`` calls are the steps then. `uninstall` puts
+recorded: each model batch that iterator hands out is a step then (`pipeline_stream`, which
+wraps transformers' ``PipelineIterator.__next__`` and counts ``Pipeline.forward``'s calls,
+decision 650), the call's own work in the first. `uninstall` puts
 the methods back at `stop` (unless something wrapped them since: then ours stays, recording
 nothing while no session records). transformers is never imported here: a program that
 imports it after recording starts (``stepscope.start()`` at the script's top), or whose
@@ -28,17 +30,20 @@ of transformers' modules hooked as it loads (`import_watch`, decision 615).
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from stepscope.capture import annotations as _annotations
 from stepscope.capture import import_watch
+from stepscope.capture import pipeline_stream as _stream
 from stepscope.vocab.serving import (
     HF_GENERATE_EVENT,
     HF_GENERATE_MODULE,
     HF_PACKAGE,
     HF_PIPELINE_EVENT,
     HF_PIPELINE_MODULE,
+    HF_STREAM_MODULE,
 )
 
 TYPE_CHECKING = False  # not typing's: see stepscope.capture.options
@@ -61,11 +66,19 @@ class _Target:
 _TARGETS = (
     _Target(HF_GENERATE_MODULE, "GenerationMixin", "generate", HF_GENERATE_EVENT, "model"),
     _Target(HF_PIPELINE_MODULE, "Pipeline", "__call__", HF_PIPELINE_EVENT, "pipeline"),
+    # a streamed pipeline's items (`pipeline_stream`): the iterator it returns, and its model
+    # call, whose runs tell where each model batch begins
+    _Target(HF_STREAM_MODULE, "PipelineIterator", "__next__", "", "pipeline"),
+    _Target(HF_PIPELINE_MODULE, "Pipeline", "forward", "", ""),
 )
-_METHODS = frozenset(t.method for t in _TARGETS)
+# a module defining a class with one of these is walked as it loads: a model's (generate) or
+# a pipeline's (__call__); the stream's iterators are pt_utils' own, every model has a forward
+_REWALK = frozenset(("generate", "__call__"))
 
 # transformers' modules imported while recording are hooked as they load (one at a time)
 _watcher: import_watch.Watcher | None = None
+# per thread: how many of our requests are open (``open``), model calls made (``forwards``)
+_local = threading.local()
 
 
 def _classes(target: _Target) -> list[type]:
@@ -89,27 +102,45 @@ def _classes(target: _Target) -> list[type]:
 
 
 def _wrap(original: Any, target: _Target) -> Any:
-    event, stat = target.event, target.stat
-
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        span = _annotations.trace(event, **{stat: type(self).__name__})
-        span.__enter__()
-        try:
-            result = original(self, *args, **kwargs)
-        except BaseException:
-            span.__exit__(None, None, None)
-            raise
-        if isinstance(result, Iterator) and hasattr(span, "cancel"):
-            span.cancel()  # lazy: its work runs as the caller iterates, outside this call
-        else:
-            span.__exit__(None, None, None)
-        return result
-
+    if target.method == "__next__":
+        call = _stream.wrap_next(original, _local)
+    elif target.method == "forward":
+        call = _stream.wrap_forward(original, _local)
+    else:
+        call = _wrap_call(original, target)
     call.__wrapped__ = original  # type: ignore[attr-defined]
     call.__doc__ = getattr(original, "__doc__", None)
     call.__name__ = target.method
     call.__qualname__ = getattr(original, "__qualname__", target.method)
     call._stepscope = True  # type: ignore[attr-defined]
+    return call
+
+
+def _wrap_call(original: Any, target: _Target) -> Any:
+    event, stat = target.event, target.stat
+
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _annotations._active:
+            return original(self, *args, **kwargs)
+        span = _annotations.trace(event, **{stat: type(self).__name__})
+        # while a request is open, a streamed pipeline's iterators inside it (a pipeline
+        # called on a list runs one) are part of it (`pipeline_stream`)
+        _local.open = getattr(_local, "open", 0) + 1
+        span.__enter__()
+        try:
+            result = original(self, *args, **kwargs)
+        except BaseException:
+            _local.open -= 1
+            span.__exit__(None, None, None)
+            raise
+        _local.open -= 1
+        if isinstance(result, Iterator) and hasattr(span, "cancel"):
+            span.cancel()  # lazy: its work runs as the caller iterates, outside this call
+            _stream.called(result, getattr(span, "start", None))  # in the first batch
+        else:
+            span.__exit__(None, None, None)
+        return result
+
     return call
 
 
@@ -127,7 +158,7 @@ def _on_import(module: ModuleType) -> None:
     its modules (tokenizers, configurations, utilities) define no such class and cost a look
     at their names; a model's or a pipeline's module is walked (decision 615)."""
     if module.__name__ in (t.module for t in _TARGETS) or any(
-        isinstance(v, type) and not _METHODS.isdisjoint(v.__dict__) for v in vars(module).values()
+        isinstance(v, type) and not _REWALK.isdisjoint(v.__dict__) for v in vars(module).values()
     ):
         _wrap_loaded()
 
@@ -150,6 +181,7 @@ def _wrap_loaded() -> int:
 def uninstall() -> None:
     """The original methods back, where ours is still the one there; no more import hook."""
     global _watcher
+    _stream.flush_all()  # a stream left mid-batch at the stop: its batch so far
     if _watcher is not None:
         import_watch.unwatch(_watcher)
         _watcher = None

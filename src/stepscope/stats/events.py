@@ -28,7 +28,7 @@ from stepscope.vocab.collectives import (
     is_host_collective,
     is_waiting_frame,
 )
-from stepscope.vocab.serving import HF_GENERATE_EVENT, HF_PIPELINE_EVENT
+from stepscope.vocab.serving import HF_GENERATE_EVENT, HF_PIPELINE_EVENT, HF_STREAM_EVENT
 
 NOT_COUNTED = -1  # events that are bookkeeping, not work (markers, Eager* wrappers, annotations)
 
@@ -126,10 +126,10 @@ def category_table() -> list[dict[str, str]]:
 
 TYPE_VALUES = np.array([int(t) for t in EventType], dtype=np.int16)
 
-# stepscope's mark of a generate() or pipeline() call (decisions 560, 616) is a step's marker
-# too, no work of its own: inside it, host time no op covers is untraced Python, as without
-# the mark (563)
-_STEP_MARKER_NAMES = (tf_names.KERAS_BATCH, HF_GENERATE_EVENT, HF_PIPELINE_EVENT)
+# stepscope's mark of a generate() or pipeline() call or of a streamed pipeline's batch
+# (decisions 560, 616, 650) is a step's marker too, no work of its own: inside it, host time
+# no op covers is untraced Python, as without the mark (563)
+_STEP_MARKER_NAMES = (tf_names.KERAS_BATCH, HF_GENERATE_EVENT, HF_PIPELINE_EVENT, HF_STREAM_EVENT)
 # Compilation events of XLA / TF / JAX / torch.compile; op names such as
 # "compile_loss/..." (Keras) are ordinary ops, and "CompiledFunction" runs compiled code.
 _COMPILE = re.compile(

@@ -32,6 +32,10 @@ HF_GENERATE_EVENT = "GenerationMixin.generate"
 # its decoding (decision 616): the request is the whole call, generate() a part of it
 HF_PIPELINE_MODULE = "transformers.pipelines.base"
 HF_PIPELINE_EVENT = "Pipeline.__call__"
+# and each batch a pipeline fed a generator or a dataset hands out as the caller iterates
+# (decision 650): the module of the iterator transformers returns then, and of the pipeline
+HF_STREAM_MODULE = "transformers.pipelines.pt_utils"
+HF_STREAM_EVENT = "Pipeline batch"
 # the package whose modules, imported while a session records, are hooked as they load
 HF_PACKAGE = "transformers"
 
@@ -50,6 +54,7 @@ class ServingCall:
     annotation: str  # or a profiler annotation starts with this ("" for none)
     unit: str  # what one call is, for people ("engine step"; "s" makes it plural)
     holds: str  # what one call holds
+    units: str = ""  # the plural, where "s" does not make it
 
 
 SERVING_CALLS = (
@@ -81,6 +86,20 @@ SERVING_CALLS = (
         "pipeline() call",
         "one request batch: its pre-processing (tokenizing), the model's forward passes or "
         "generate(), and its post-processing (decoding)",
+    ),
+    # a pipeline fed a generator or a dataset returns an iterator at once; the items it hands
+    # out are its work: one model batch each step, its items' pre- and post-processing in it
+    ServingCall(
+        "Hugging Face",
+        "__next__",
+        ("transformers/pipelines/pt_utils",),
+        ("PipelineIterator.__next__", "PipelinePackIterator.__next__"),
+        HF_STREAM_EVENT,
+        "streamed pipeline() batch",
+        "one model batch of a pipeline fed a generator or a dataset: its inputs' "
+        "pre-processing, the model's forward passes or generate(), and the post-processing "
+        "of each item handed out",
+        "streamed pipeline() batches",
     ),
 )
 

@@ -98,7 +98,8 @@ def serving_calls(profile: Profile) -> tuple[np.ndarray, str] | None:
         seen[kinds[int(i)]] = seen.get(kinds[int(i)], 0) + 1
     events = _with_wrappers(profile, events)
     label = " and ".join(
-        f"{n} {call.framework} {call.unit}{'' if n == 1 else 's'} ({call.holds})"
+        f"{n} {call.framework} {call.unit if n == 1 else call.units or call.unit + 's'} "
+        f"({call.holds})"
         for call, n in seen.items()
     )
     return events, label
