@@ -16,8 +16,8 @@ import pytest
 import stepscope
 from stepscope.capture import generate_hook
 from stepscope.stats.steps.markers import find_step_markers
-from tests.support.capture import load_run, named
-from tests.support.fake_transformers import fake_transformers
+from tests.support.capture import events, load_run, named
+from tests.support.fake_transformers import fake_transformers, pipeline_run
 
 # device_tracer_level=0: no framework bridge (a torch imported by another test stays off)
 OPTIONS = stepscope.ProfilerOptions(device_tracer_level=0, python_sampler_hz=0)
@@ -147,29 +147,6 @@ def test_a_broken_module_of_the_package_still_raises_its_own_error(
             stepscope.stop()
 
 
-def _pipeline_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[int]]:
-    """Two eager calls of the stand-in pipeline, one given a list, one streamed item by item
-    (a generator) and one streamed in model batches of 2 (5 steps): the run and the results."""
-    import importlib
-
-    with fake_transformers(tmp_path / "pkgs", monkeypatch):
-        base = importlib.import_module("transformers.pipelines.base")
-        pipe = base.TextGenerationPipeline()
-        stepscope.start(tmp_path / "logdir", OPTIONS)
-        try:
-            results = [pipe("a", 3), pipe("b", 1), *pipe(["c", "d"], 1)]
-            results += list(pipe((p for p in ["e", "f"]), 2))
-            results += list(pipe((p for p in ["g", "h", "i"]), 1, batch_size=2))
-        finally:
-            run = stepscope.stop()
-        assert not getattr(base.Pipeline.__dict__["__call__"], "_stepscope", False)
-        pt_utils = sys.modules["transformers.pipelines.pt_utils"]
-        assert not getattr(pt_utils.PipelineIterator.__dict__["__next__"], "_stepscope", False)
-        assert not getattr(base.Pipeline.__dict__["forward"], "_stepscope", False)
-    assert run is not None
-    return run, results
-
-
 def test_a_pipeline_call_is_the_step_with_its_tokenizing_and_decoding(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -178,7 +155,7 @@ def test_a_pipeline_call_is_the_step_with_its_tokenizing_and_decoding(
     part of it, a list's items too. Given a generator (or a dataset) it returns an iterator
     whose work runs as it is iterated: each model batch it hands out is a step, its items'
     tokenizing, generate() and decoding in it (decision 650)."""
-    run, results = _pipeline_run(tmp_path, monkeypatch)
+    run, results = pipeline_run(tmp_path, monkeypatch)
     assert results == [3, 1, 1, 1, 2, 2, 1, 1, 1]
     profile = load_run(run)
     calls = named(profile, "Pipeline.__call__")
@@ -200,3 +177,27 @@ def test_a_pipeline_call_is_the_step_with_its_tokenizing_and_decoding(
     assert per_step == [3, 1, 2, 2, 2, 1, 1]
     # every event of the stand-in's work is in a step
     assert len(forwards) == 3 + 1 + 2 + 2 + 2 + 1 + 1
+
+
+def test_each_request_is_a_step_root_for_xprof_numbered_as_stepscope_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The outermost request on its thread carries ``_r`` and ``step_num`` (TensorFlow's step
+    marker convention: XProf groups steps from such roots only); what nests in it carries
+    neither, and stepscope reads the same steps as without them (decision 651)."""
+    run, _ = pipeline_run(tmp_path, monkeypatch)
+    profile = load_run(run)
+    roots = [e for e in events(profile) if "_r" in (e["stats"] or {})]
+    assert [(e["name"], e["stats"]["step_num"]) for e in roots] == [
+        ("Pipeline.__call__", 0),
+        ("Pipeline.__call__", 1),
+        ("Pipeline.__call__", 2),
+        ("Pipeline batch", 3),
+        ("Pipeline batch", 4),
+        ("Pipeline batch", 5),
+        ("Pipeline batch", 6),
+    ]
+    steps = find_step_markers(profile)
+    assert [r["start_ns"] for r in roots] == steps.start_ns.tolist()
+    assert [r["end_ns"] for r in roots] == steps.end_ns.tolist()
+    assert not any("_r" in (c["stats"] or {}) for c in named(profile, "GenerationMixin.generate"))

@@ -4,12 +4,15 @@ package imported after recording starts (decision 615) is tested with it."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+import stepscope
 
 _FILES = {
     "transformers/__init__.py": "",
@@ -144,3 +147,28 @@ def fake_transformers(root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
         for name in [n for n in sys.modules if _ours(n)]:
             if str(root) in str(getattr(sys.modules[name], "__file__", "") or ""):
                 del sys.modules[name]
+
+
+def pipeline_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[int]]:
+    """Two eager calls of the stand-in pipeline, one given a list, one streamed item by item
+    (a generator) and one streamed in model batches of 2 (7 steps): the run and the results.
+    No framework bridge, no stack sampler: the stand-in's annotations only."""
+    with fake_transformers(tmp_path / "pkgs", monkeypatch):
+        base = importlib.import_module("transformers.pipelines.base")
+        pipe = base.TextGenerationPipeline()
+        stepscope.start(
+            tmp_path / "logdir",
+            stepscope.ProfilerOptions(device_tracer_level=0, python_sampler_hz=0),
+        )
+        try:
+            results = [pipe("a", 3), pipe("b", 1), *pipe(["c", "d"], 1)]
+            results += list(pipe((p for p in ["e", "f"]), 2))
+            results += list(pipe((p for p in ["g", "h", "i"]), 1, batch_size=2))
+        finally:
+            run = stepscope.stop()
+        assert not getattr(base.Pipeline.__dict__["__call__"], "_stepscope", False)
+        pt_utils = sys.modules["transformers.pipelines.pt_utils"]
+        assert not getattr(pt_utils.PipelineIterator.__dict__["__next__"], "_stepscope", False)
+        assert not getattr(base.Pipeline.__dict__["forward"], "_stepscope", False)
+    assert run is not None
+    return run, results

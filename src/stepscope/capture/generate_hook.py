@@ -19,7 +19,9 @@ subclass's own are wrapped alike (`HF_PIPELINE_EVENT`, stat ``pipeline``), and a
 returns an iterator (a generator or dataset of inputs: the work runs as it is iterated) is not
 recorded: each model batch that iterator hands out is a step then (`pipeline_stream`, which
 wraps transformers' ``PipelineIterator.__next__`` and counts ``Pipeline.forward``'s calls,
-decision 650), the call's own work in the first. `uninstall` puts
+decision 650), the call's own work in the first. The outermost request on a thread carries
+TensorFlow's step-root stats, ``_r`` and ``step_num`` (from 0, the session's count), so XProf
+groups the same steps from it (decision 651). `uninstall` puts
 the methods back at `stop` (unless something wrapped them since: then ours stays, recording
 nothing while no session records). transformers is never imported here: a program that
 imports it after recording starts (``stepscope.start()`` at the script's top), or whose
@@ -29,6 +31,7 @@ of transformers' modules hooked as it loads (`import_watch`, decision 615).
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 from collections.abc import Iterator
@@ -79,6 +82,8 @@ _REWALK = frozenset(("generate", "__call__"))
 _watcher: import_watch.Watcher | None = None
 # per thread: how many of our requests are open (``open``), model calls made (``forwards``)
 _local = threading.local()
+# the step numbers of a session's requests, from 0 (XProf's step_num)
+_numbers: Iterator[int] = itertools.count()
 
 
 def _classes(target: _Target) -> list[type]:
@@ -103,7 +108,7 @@ def _classes(target: _Target) -> list[type]:
 
 def _wrap(original: Any, target: _Target) -> Any:
     if target.method == "__next__":
-        call = _stream.wrap_next(original, _local)
+        call = _stream.wrap_next(original, _local, _next_number)
     elif target.method == "forward":
         call = _stream.wrap_forward(original, _local)
     else:
@@ -122,9 +127,11 @@ def _wrap_call(original: Any, target: _Target) -> Any:
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not _annotations._active:
             return original(self, *args, **kwargs)
+        # the outermost request on its thread is a step root for XProf (`_r`, numbered
+        # in the order the calls end), as TensorFlow's Trace("train", step_num=n, _r=1); a
+        # call inside another (generate() in a pipeline's call) is part of it (decision 651)
+        outermost = not getattr(_local, "open", 0)
         span = _annotations.trace(event, **{stat: type(self).__name__})
-        # while a request is open, a streamed pipeline's iterators inside it (a pipeline
-        # called on a list runs one) are part of it (`pipeline_stream`)
         _local.open = getattr(_local, "open", 0) + 1
         span.__enter__()
         try:
@@ -138,18 +145,26 @@ def _wrap_call(original: Any, target: _Target) -> Any:
             span.cancel()  # lazy: its work runs as the caller iterates, outside this call
             _stream.called(result, getattr(span, "start", None))  # in the first batch
         else:
+            stats = getattr(span, "stats", None)  # None: the session stopped meanwhile
+            if outermost and stats is not None:
+                stats.update(_r=1, step_num=_next_number())
             span.__exit__(None, None, None)
         return result
 
     return call
 
 
+def _next_number() -> int:
+    return next(_numbers)
+
+
 def install() -> int:
     """Wrap each loaded class's own method of each target (idempotent), and those of the
     modules of transformers imported from now until `uninstall`; how many are wrapped now."""
-    global _watcher
+    global _watcher, _numbers
     if _watcher is None:
         _watcher = import_watch.watch(HF_PACKAGE, _on_import)
+        _numbers = itertools.count()
     return _wrap_loaded()
 
 

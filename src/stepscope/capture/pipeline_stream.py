@@ -12,7 +12,7 @@ use of the items between them is in it, as a training step holds the loop's body
 is known to have ended only when a later ``next()`` runs the model again, the iterator ends,
 raises, or the session stops, so its event is written then, into the buffer of the thread
 that began it, as the annotation `HF_STREAM_EVENT` with stats ``pipeline`` (the pipeline's
-class) and ``items``.
+class), ``items`` and, for XProf, ``_r`` and ``step_num``.
 
 Only the outermost ``next()`` on a thread counts: the iterators inside (the model's, the
 pre-processing's) and those a pipeline called on a list runs inside its own call are part
@@ -100,7 +100,7 @@ def wrap_forward(original: Any, local: Any) -> Callable[..., Any]:
     return forward
 
 
-def wrap_next(original: Any, local: Any) -> Callable[..., Any]:
+def wrap_next(original: Any, local: Any, number: Callable[[], int]) -> Callable[..., Any]:
     """``PipelineIterator.__next__`` grouping a stream's items into its model batches."""
 
     def next_item(self: Any) -> Any:
@@ -135,7 +135,8 @@ def wrap_next(original: Any, local: Any) -> Callable[..., Any]:
         call = _called.pop(key, None)
         if call is not None and (call[0] is None or call[0]() is self):
             start = min(start, call[1])
-        stats: dict[str, Any] = {"pipeline": _pipeline_name(self)}
+        # a step root for XProf, numbered as the session's requests are (decision 651)
+        stats = {"pipeline": _pipeline_name(self), "_r": 1, "step_num": number()}
         batch = _Batch(_ref(self), buf, start, end, stats)
         if began:
             _pending[key] = batch
