@@ -10,6 +10,7 @@ from stepscope.stats.advice import classify_steps
 from stepscope.stats.bound import bound_by
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
+from tests.support.fetch_loop import sampled_main
 
 
 def _loop(transfer: str, compute: str, with_transfer: bool = True) -> XSpaceBuilder:
@@ -138,3 +139,30 @@ def test_a_frame_holding_little_of_the_staged_time_is_not_named() -> None:
     summary = summarize_steps({"host": build_step_db(build(builder))})
     evidence = {limit.key: limit for limit in bound_by(summary).limits}["input"].evidence
     assert "(Python, numpy, torch.tensor" in evidence and "synchronize" not in evidence
+
+
+def _first_call_loop(stack: str) -> XSpaceBuilder:
+    """6 steps of 10 ms: a 2 ms fetch, then 5 ms of untraced time the stack sampler saw from
+    3 ms on as ``stack``, then the model's first op at 7 ms (a `torch.jit.script` module's
+    first calls optimize its graph before running an op)."""
+    builder, main, samples = sampled_main()
+    for k in range(6):
+        t0 = 1_000 * MS + k * 10 * MS
+        main.event("train", t0, 10 * MS, {"step_num": k, "_r": 1})
+        main.event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t0, 2 * MS)
+        samples.event(stack.rsplit(";", 1)[-1], t0 + 3 * MS, 4 * MS, {"stack": stack, "samples": 1})
+        main.event("aten::conv2d", t0 + 7 * MS, 2 * MS)
+    return builder
+
+
+def test_a_model_call_sampled_before_its_first_op_is_no_input() -> None:
+    """The sampler saw the thread inside ``Module.__call__`` from 3 ms: the batch was made by
+    then, and what follows is the model's (decision 652); a sample outside it decides
+    nothing. (The fetch, 0-2 ms, is the input wait: the staged time is after it.)"""
+    in_call = (
+        "<module> (infer.py:24);_wrapped_call_impl (module.py:1778);_call_impl (module.py:1789)"
+    )
+    db = build_step_db(build(_first_call_loop(in_call)))
+    assert db.staged_ns.tolist() == [1 * MS] * db.n_steps
+    outside = build_step_db(build(_first_call_loop("<module> (infer.py:22);collate (data.py:5)")))
+    assert outside.staged_ns.tolist() == [5 * MS] * outside.n_steps

@@ -51,6 +51,9 @@ DATALOADER_SETTINGS = (
 # num_workers > 0; its ``__next__`` waits for the next batch.
 DATALOADER_ITER_FRAME = "_get_iterator (dataloader.py)"
 DATALOADER_NEXT_FRAME = "__next__ (dataloader.py)"
+# torch.nn.Module.__call__'s own frames, as the stack sampler writes a frame
+# (``func (file:line)``): a thread sampled inside one is running a model's call
+MODULE_CALL_FRAMES = ("_call_impl (module.py:", "_wrapped_call_impl (module.py:")
 
 
 def is_dataloader_iter(name: str) -> bool:

@@ -14,8 +14,11 @@ convolution op) is input preparation, whether the batch is made by ``torch.tenso
 op that is not about the batch (logging, a metric computed from the last step) counts as
 input too, and preparation after it (a second batch, augmentation inside the model call)
 does not; a step without a traced model op has no staged input (no guess from untraced
-time). The step database counts the staged windows in the "bound by" limits (input), not in
-XProf's categories.
+time). A model's call whose first op comes long after it began (a `torch.jit.script`
+module's first calls optimizing its graph, untraced, before it runs an op) is the model's
+too: the stack sampler, when it ran, shows the thread inside ``Module.__call__`` there, and a
+window ends at its first such sample (decision 652). The step database counts the staged
+windows in the "bound by" limits (input), not in XProf's categories.
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ import numpy as np
 
 from stepscope.distinct import distinct
 from stepscope.model import Profile
+from stepscope.stats.host.python_samples import sample_points, sampled_thread_line
 from stepscope.stats.intervals import merge, subtract_sets
 from stepscope.vocab import tensorflow
+from stepscope.vocab.pytorch import MODULE_CALL_FRAMES
 
 # The step's model starting: a compiled executable, a jitted call, a module's forward, an op
 # of a layer.
@@ -139,6 +144,10 @@ def staged_windows(
     w_lo, w_hi = span_lo[has], np.minimum(first_compute[has], span_hi[has])
     keep = w_hi > w_lo
     has, w_lo, w_hi = has[keep], w_lo[keep], w_hi[keep]
+    # a model's call sampled before its first op: the window ends where it is first seen
+    w_hi = np.minimum(w_hi, _model_call_seen(profile, lines, w_lo, w_hi))
+    keep = w_hi > w_lo
+    has, w_lo, w_hi = has[keep], w_lo[keep], w_hi[keep]
     # the optimizer's work inside the windows is the model's, not input
     x = inside & not_input_id[names]
     x[x] = start[x] < first_compute[step[x]]
@@ -148,3 +157,29 @@ def staged_windows(
         k = np.searchsorted(span_lo, w_lo, "right") - 1
         return k.astype(np.int64), w_lo, w_hi
     return has.astype(np.int64), w_lo.astype(np.int64), w_hi.astype(np.int64)
+
+
+def _model_call_seen(
+    profile: Profile, lines: tuple[int, ...], w_lo: np.ndarray, w_hi: np.ndarray
+) -> np.ndarray:
+    """Per window [w_lo, w_hi) (sorted, disjoint): the time of its first Python sample of a
+    step thread ``lines`` inside a torch module's call (`MODULE_CALL_FRAMES`), else w_hi.
+    What the thread did between the window's start and that sample is not known (a sampler
+    starved of the GIL by a graph optimizer in C++ sees nothing): it stays input."""
+    thread_of = sampled_thread_line(profile)
+    sampling = [i for i, t in enumerate(thread_of.tolist()) if t >= 0 and t in lines]
+    if not sampling or not len(w_lo):
+        return w_hi
+    ev, at, _each, _first = sample_points(profile, sampling)
+    stack = profile.stat_at("stack", ev).string_ids()
+    strings = profile.strings.strings
+    in_call = np.zeros(len(strings) + 1, dtype=bool)  # the last: no stack
+    for i in distinct(stack[stack >= 0]).tolist():
+        in_call[i] = any(frame in strings[i] for frame in MODULE_CALL_FRAMES)
+    at = at[in_call[np.where(stack >= 0, stack, len(strings))]]
+    k = np.searchsorted(w_lo, at, "right") - 1
+    ok = k >= 0
+    ok[ok] = at[ok] < w_hi[k[ok]]
+    seen = w_hi.copy()
+    np.minimum.at(seen, k[ok], at[ok])
+    return seen
