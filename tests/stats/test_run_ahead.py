@@ -62,6 +62,7 @@ def test_a_loop_that_blocks_every_5_steps_is_said_to_run_ahead() -> None:
     assert periodic.title == "Every N steps the loop waits for the computation it queued"
     assert periodic.severity == "low"
     assert "That is no extra work" in periodic.summary
+    assert "the waiting ones take 8.69 ms (median; the other steps' 0.94 ms)" in periodic.summary
     assert "checkpointing" not in periodic.fix
     assert round(periodic.metrics["run_ahead_ms_per_step"], 2) == 2.49
 

@@ -126,7 +126,7 @@ def _catching_up(
             f"the loop runs ahead of its computation (asynchronous dispatch), and those steps "
             f"return once it is queued ({ahead.ahead_median_ns / 1e6:.2f} ms, median), the "
             f"waiting ones take {float(np.median(dur[found.steps])) / 1e6:.2f} ms (median; "
-            f"the steps' median {median:.2f} ms). That is no extra work: the loop takes "
+            f"the other steps' {median:.2f} ms). That is no extra work: the loop takes "
             f"{ahead.per_step_ns / 1e6:.2f} ms per step from one wait to the next."
         ),
         fix=CATCH_UP_FIX.format(rate=ahead.per_step_ns / 1e6) + ".",
