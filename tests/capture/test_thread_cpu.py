@@ -14,6 +14,9 @@ import numpy as np
 import pytest
 
 import stepscope
+from stepscope.capture.host_tracer import EventBudget, HostTracer
+from stepscope.capture.python_sampler import PythonSampler, SampledThread
+from stepscope.capture.recorder.ring import Ring
 from stepscope.stats import build_step_db
 from stepscope.stats.host.python_samples import sampled_thread_line
 from stepscope.stats.host.thread_cpu import thread_cpu
@@ -75,3 +78,50 @@ def test_readings_are_read_back_and_leave_the_steps_alone(run: Path) -> None:
     assert (covered > 0).all() and (on + waiting > 0).any()
     # no step time is given to the line's events: the steps' types hold only the thread's
     assert not any(profile.lines[ln].name == "Thread CPU" for ln in profile.line[db.event])
+
+
+def _sampled(budget: int, spins: int) -> SampledThread:
+    """This thread sampled at 500 Hz with room for ``budget`` runs, while its stack changes
+    every 4 ms (each sample a new run) ``spins`` times."""
+    sampler = PythonSampler(500, EventBudget(budget))
+    sampler.add_current_thread()
+    sampler.start()
+    try:
+        for k in range(spins):
+            (_spin if k % 2 else _spin_too)(0.004)
+    finally:
+        sampler.stop()
+    return sampler.threads[threading.get_ident()]
+
+
+def _spin_too(s: float) -> None:
+    _spin(s)
+
+
+def test_readings_stop_with_the_samples_kept_at_the_event_limit() -> None:
+    """Past the event budget the stacks were dropped but the CPU readings went on: 24 bytes a
+    sample and thread for as long as the capture ran."""
+    thread = _sampled(budget=3, spins=40)
+    kept = sum(int(run[3]) for run in thread.runs)
+    assert len(thread.runs) <= 3
+    assert 0 < len(thread.cpu) // 3 <= kept
+
+
+def test_the_recorders_ring_keeps_the_readings_of_its_kept_runs() -> None:
+    """The ring trimmed a thread's runs, never its readings: an always-on recorder grew
+    them without bound."""
+    thread = _sampled(budget=10_000, spins=30)
+    sampler = PythonSampler(500, EventBudget(1))
+    sampler.threads[threading.get_ident()] = thread
+    ring = Ring(HostTracer(EventBudget(10)), keep_steps=5, max_bytes=1 << 20, history_steps=5)
+    ring.sampler = sampler
+    readings = len(thread.cpu) // 3
+    assert len(thread.runs) > 4 and readings > 4
+    first = int(thread.runs[len(thread.runs) // 2][0])
+    del thread.runs[: len(thread.runs) // 2]  # as the byte or step bound cuts them
+    ring.trim()
+    times = thread.cpu[0::3]
+    assert times[0] == first and len(times) < readings
+    thread.runs.clear()
+    ring.trim()
+    assert len(thread.cpu) == 3  # the latest reading alone

@@ -173,7 +173,6 @@ class PythonSampler:
                 last = runs[-1] if runs else None
                 if frame is None:  # the thread ended
                     continue
-                thread.read_sched(now)
                 stack = []
                 lastis = []
                 while frame is not None:
@@ -189,6 +188,9 @@ class PythonSampler:
                 elif take() < limit:
                     # 4 bytes a frame (a list of ints would hold an int object each)
                     runs.append([now, now, key, 1, array("i", lastis)])
+                else:  # over the limit: the thread's CPU is read only with a kept sample
+                    continue
+                thread.read_sched(now)
             del frames
             self.busy_ns += clock() - now
 

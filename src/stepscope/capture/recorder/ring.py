@@ -175,7 +175,25 @@ class Ring:
 
     def trim(self) -> None:
         """Drop what ended before the oldest kept step, then the oldest steps (or events)
-        until the estimated bytes fit."""
+        until the estimated bytes fit; then the CPU readings older than what is kept."""
+        self._trim_events()
+        self._trim_cpu()
+
+    def _trim_cpu(self) -> None:
+        """Each sampled thread's CPU readings (`SampledThread.cpu`, three numbers a sample,
+        oldest first) from its oldest kept run on, or its latest alone: kept for as long as
+        the recorder ran, they grew by 24 bytes a sample and thread without bound."""
+        if self.sampler is None:
+            return
+        for thread in list(self.sampler.threads.values()):
+            cpu = thread.cpu
+            times = cpu[0::3]
+            runs = thread.runs
+            k = bisect.bisect_left(times, int(runs[0][0])) if runs else len(times) - 1
+            if k > 0:
+                del cpu[: 3 * k]
+
+    def _trim_events(self) -> None:
         if len(self.history) >= self.keep_steps:
             self._cut(self.history[-self.keep_steps].start_ns)
         if self.n_events() <= self.max_events:
