@@ -55,7 +55,7 @@ from stepscope.stats.steps.run_ahead import run_ahead
 from stepscope.stats.steps.sweep import held_spans
 from stepscope.stats.steps.traced_fetch import traced_fetch_first
 from stepscope.stats.steps.type_sweep import N_TYPES, type_time
-from stepscope.stats.steps.types import StepMarkers
+from stepscope.stats.steps.types import StepMarkers, with_note
 from stepscope.stats.steps.warm import warmup_count
 
 _CHUNK = 1 << 20  # pairs per slice where a column is gathered by slices
@@ -368,14 +368,7 @@ def _said_run_ahead(profile: Profile, db: StepDb) -> StepDb:
     found = run_ahead(profile, db.start_ns, db.dur_ns, warm, db.has_device)
     if found is None:
         return db
-    text = "; " + found.note()
-    tail = " (no step markers in the profile)"
-    description = db.description
-    if description.endswith(tail):
-        description = description[: -len(tail)] + text + tail
-    else:
-        description += text
-    return replace(db, description=description)
+    return replace(db, description=with_note(db.description, found.note()))
 
 
 def _step_db(profile: Profile, source: str) -> StepDb:

@@ -33,7 +33,7 @@ from stepscope.model import Profile
 from stepscope.stats.host.python_samples import probe_events
 from stepscope.stats.intervals import subtract_sets
 from stepscope.stats.steps.fetch import Fetched
-from stepscope.stats.steps.types import StepMarkers
+from stepscope.stats.steps.types import StepMarkers, with_note
 
 # the fetch's time in the gaps that end where a step begins, of all of it: less, and the
 # loop fetches elsewhere too (a second iterator inside the step); the bounds stay
@@ -96,13 +96,7 @@ def fetch_first(
     start[rows] = new_lo
     end[before] = np.minimum(end[before], new_lo)
     ns[rows] = hi - new_lo
-    description = markers.description
-    tail = " (no step markers in the profile)"
-    text = f"; {NOTE}"
-    if description.endswith(tail):
-        description = description[: -len(tail)] + text + tail
-    else:
-        description += text
+    description = with_note(markers.description, NOTE)
     ns[keep[0]] = _first_fetch(profile, markers, keep, span_lo, t_lo, t_hi)
     return replace(markers, start_ns=start, end_ns=end, description=description), ns
 

@@ -55,7 +55,7 @@ from stepscope.stats.steps.functions import (
     other_loop_spans,
 )
 from stepscope.stats.steps.slow_periods import holds_the_common_work, phases_of
-from stepscope.stats.steps.types import StepMarkers
+from stepscope.stats.steps.types import NO_MARKERS_TAIL, StepMarkers
 from stepscope.vocab import tensorflow as tf_names
 from stepscope.vocab.collectives import is_host_collective
 
@@ -449,7 +449,7 @@ def infer_steps(profile: Profile) -> StepMarkers | None:
         every += f"; {placed.note}"
     if other is not None:  # the other loop's batches, said (decision 643)
         every += other_calls_note(profile, calls, other)
-    description = f"{text} {every} (no step markers in the profile)"
+    description = f"{text} {every}{NO_MARKERS_TAIL}"
     starts_ns, ends_ns = placed.start_ns, placed.end_ns
     grouped = optimizer_steps(profile, line, starts_ns, ends_ns)
     if grouped is not None:

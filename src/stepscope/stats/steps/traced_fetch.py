@@ -28,7 +28,7 @@ import numpy as np
 from stepscope.model import Profile
 from stepscope.stats.events import EventType
 from stepscope.stats.nesting import nesting_parents
-from stepscope.stats.steps.types import StepMarkers
+from stepscope.stats.steps.types import StepMarkers, with_note
 from stepscope.vocab.pytorch import is_dataloader_iter, is_dataloader_next
 
 NOTE = "each begins earlier, at its batch's traced fetch (an input wait) before its lead"
@@ -88,11 +88,5 @@ def traced_fetch_first(
     moved = np.flatnonzero(found)
     start[keep[moved + 1]] = at[moved]
     end[keep[moved]] = at[moved]
-    description = markers.description
-    tail = " (no step markers in the profile)"
-    text = f"; {NOTE}"
-    if description.endswith(tail):
-        description = description[: -len(tail)] + text + tail
-    else:
-        description += text
+    description = with_note(markers.description, NOTE)
     return replace(markers, start_ns=start, end_ns=end, description=description)

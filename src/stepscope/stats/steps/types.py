@@ -9,7 +9,17 @@ import numpy as np
 from stepscope.records import record
 from stepscope.stats.steps.sources import SOURCES
 
-__all__ = ["SOURCES", "StepMarkers"]
+__all__ = ["NO_MARKERS_TAIL", "SOURCES", "StepMarkers", "with_note"]
+
+# how an inferred source's description ends (`infer`): a note added later goes before it
+NO_MARKERS_TAIL = " (no step markers in the profile)"
+
+
+def with_note(description: str, note: str) -> str:
+    """``description`` with ``"; note"`` added, before its closing `NO_MARKERS_TAIL`."""
+    if description.endswith(NO_MARKERS_TAIL):
+        return f"{description[: -len(NO_MARKERS_TAIL)]}; {note}{NO_MARKERS_TAIL}"
+    return f"{description}; {note}"
 
 
 @record
