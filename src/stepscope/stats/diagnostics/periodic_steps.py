@@ -92,14 +92,7 @@ def periodic_steps(data: HostData, options: dict[str, str]) -> Finding | None:
             )
             for i, k in enumerate(found.steps.tolist()[:5])
         ),
-        metrics={
-            "every_n_steps": found.every,
-            "limit": found.limit,
-            "periodic_steps": len(nums),
-            "extra_ms_median": float(np.median(found.extra_ns)) / 1e6,
-            "lost_ms": lost / 1e6,
-            "lost_pct": 100 * lost / total,
-        },
+        metrics=_metrics(found, nums, lost, total),
     )
 
 
@@ -138,13 +131,20 @@ def _catching_up(
             )
             for i, k in enumerate(found.steps.tolist()[:5])
         ),
-        metrics={
-            "every_n_steps": found.every,
-            "limit": found.limit,
-            "periodic_steps": len(nums),
-            "extra_ms_median": float(np.median(found.extra_ns)) / 1e6,
-            "lost_ms": lost / 1e6,
-            "lost_pct": 100 * lost / total,
-            "run_ahead_ms_per_step": ahead.per_step_ns / 1e6,
-        },
+        metrics=_metrics(found, nums, lost, total)
+        | {"run_ahead_ms_per_step": ahead.per_step_ns / 1e6},
     )
+
+
+def _metrics(
+    found: Periodic, nums: tuple[int, ...], lost: int, total: int
+) -> dict[str, float | int | str]:
+    """The period's metrics, both findings' (extra work, or a loop catching up)."""
+    return {
+        "every_n_steps": found.every,
+        "limit": found.limit,
+        "periodic_steps": len(nums),
+        "extra_ms_median": float(np.median(found.extra_ns)) / 1e6,
+        "lost_ms": lost / 1e6,
+        "lost_pct": 100 * lost / total,
+    }
