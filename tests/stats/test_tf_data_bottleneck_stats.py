@@ -251,7 +251,8 @@ def test_producers_linked_by_one_search_as_one_by_one(seed: int) -> None:
 def _generator_pipeline(call_ns: int) -> XSpaceBuilder:
     """A Keras-like loop of 8 ms steps whose pipeline reads a Python generator
     (`from_generator`, as Keras's PyDataset adapter): Root -> Prefetch, the producer
-    FlatMap -> Generator on a tf.data thread; each call takes ``call_ns``."""
+    FlatMap -> Generator on a tf.data thread; each call takes ``call_ns``. Each iterator
+    names its dataset, as TensorFlow's do (a pipeline with none is one stepscope recorded)."""
     b = XSpaceBuilder("h")
     host = b.plane("/host:CPU")
     main = host.line(1, "python")
@@ -259,21 +260,24 @@ def _generator_pipeline(call_ns: int) -> XSpaceBuilder:
     for k in range(8):
         t = k * 8_000_000
         main.event("train", t, 8_000_000, {"step_num": k, "_r": 1})
-        main.event("Iterator::Root", t + 1_000, call_ns, {"id": 1})
+        main.event("Iterator::Root", t + 1_000, call_ns, {"id": 1, "name": "OptionsDataset:4"})
         main.event(
-            "Iterator::Root::Prefetch", t + 2_000, call_ns - 2_000, {"id": 2, "parent_id": 1}
+            "Iterator::Root::Prefetch",
+            t + 2_000,
+            call_ns - 2_000,
+            {"id": 2, "parent_id": 1, "name": "PrefetchDataset:3"},
         )
         worker.event(
             "Iterator::Root::Prefetch::FlatMap",
             t + 3_000,
             call_ns - 5_000,
-            {"id": 3, "parent_id": 2},
+            {"id": 3, "parent_id": 2, "name": "FlatMapDataset:2"},
         )
         worker.event(
             "Iterator::Root::Prefetch::FlatMap[0]::Generator",
             t + 4_000,
             call_ns - 7_000,
-            {"id": 4, "parent_id": 3},
+            {"id": 4, "parent_id": 3, "name": "GeneratorDataset:1"},
         )
         main.event("model/dense/MatMul:MatMul", t + call_ns + 10_000, 6_000_000)
     return b
@@ -309,3 +313,26 @@ def test_a_python_generator_source_gets_pydataset_advice() -> None:
     assert "num_parallel_calls=AUTOTUNE)" not in text.split("otherwise")[0]
     overview = advice_for(_bottleneck(pipeline).name, False, True, True)
     assert "PyDataset(workers=N" in overview
+
+
+def test_a_generator_stepscope_recorded_gets_python_advice_not_tf_data() -> None:
+    """A plain Python generator given to ``stepscope.steps`` (no TensorFlow in the program)
+    is recorded as ``Iterator::Generator`` with no tf.data dataset: its advice was Keras's
+    PyDataset and tf.data's map, which the user's NumPy or PyTorch loop has neither of."""
+    from stepscope.stats.input.input_pipeline import advice_for, has_generator
+    from stepscope.tools.tf_data_bottleneck_analysis import suggestion
+
+    b = XSpaceBuilder("h")
+    main = b.plane("/host:CPU").line(1, "python")
+    for k in range(8):
+        t = k * 8_000_000
+        main.event("train", t, 8_000_000, {"step_num": k, "_r": 1})
+        main.event("Iterator::Generator", t + 1_000, 3_000_000, {"id": 1})
+    [pipeline] = build_tf_data_stats(build(b))
+    assert pipeline.python_stages and has_generator(pipeline.iterators)
+    for text in (
+        suggestion(_bottleneck(pipeline), pipeline.python_stages, True),
+        advice_for(_bottleneck(pipeline).name, pipeline.python_stages, False, True),
+    ):
+        assert "DataLoader(num_workers=N" in text
+        assert "tf.data" not in text and "PyDataset" not in text

@@ -46,7 +46,12 @@ def suggestion(it: IteratorStat, python_stages: bool, generator: bool = False) -
     ``xprof/convert/xplane_to_tf_data_stats.cc``); ``generator``: the pipeline reads a Python
     generator (Keras's PyDataset, from_generator), which no tf.data setting parallelizes."""
     name = it.name
-    if generator and (name.startswith(("Prefetch", "FlatMap")) or name.endswith("Generator")):
+    # a pipeline stepscope recorded (no tf.data dataset) gets the Python advice first
+    if (
+        generator
+        and not python_stages
+        and (name.startswith(("Prefetch", "FlatMap")) or name.endswith("Generator"))
+    ):
         return f"'{name}' waits on the pipeline's Python source. {GENERATOR_ADVICE}"
     if python_stages:
         return (

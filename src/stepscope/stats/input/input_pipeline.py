@@ -178,15 +178,17 @@ def advice_for(
 ) -> str:
     """What to do when an iterator of ``kind`` is the input bottleneck; ``prefetches``: the
     pipeline already has a Prefetch (never advise adding one then); ``generator``: the
-    pipeline's source is a Python generator (its stages wait on it, whatever the kind)."""
-    if generator and any(k in kind.lower() for k in ("prefetch", "flatmap", "generator")):
-        return GENERATOR_ADVICE
+    pipeline's source is a Python generator (its stages wait on it, whatever the kind).
+    A pipeline stepscope recorded (``python_stages``: no tf.data dataset in it, a generator
+    given to ``stepscope.steps`` among them) gets the Python advice, never tf.data's."""
     if python_stages:
         return (
             "A Python data stage is the bottleneck: run it in parallel "
             "(DataLoader(num_workers=N), a process pool), cache or vectorize it, and "
             "prefetch batches so loading overlaps the training step."
         )
+    if generator and any(k in kind.lower() for k in ("prefetch", "flatmap", "generator")):
+        return GENERATOR_ADVICE
     lowered = kind.lower()
     if any(k in lowered for k in ("tfrecord", "textline", "fixedlength", "sstable", "recordio")):
         return (
