@@ -19,4 +19,17 @@ def test_ranks_alike_but_for_their_figures_are_said_once_with_ranges() -> None:
 def test_equal_descriptions_once_and_different_ones_each() -> None:
     assert describe_hosts(["step markers", "step markers"]) == "step markers"
     assert describe_hosts(["step markers", "inferred 3"]) == "step markers; inferred 3"
+    named = describe_hosts(["step markers", "inferred 3"], ("a", "b"))
+    assert named == "a: step markers; b: inferred 3"
     assert describe_hosts([]) == ""
+
+
+def test_ranks_that_found_their_steps_differently_are_named() -> None:
+    """A 3-rank DDP job whose slow rank found its steps another way: the three sentences,
+    joined, did not say which rank found which (decision 666)."""
+    other = "40 repeats of top-level event 'DistributedDataParallel.forward' every 158.4 ms"
+    texts = [RANK.format(n=40, ms="158.5"), RANK.format(n=40, ms="163.7"), other]
+    said = describe_hosts(texts, ("vm.rank0", "vm.rank1", "vm.rank2"))
+    assert said == (
+        "vm.rank0, vm.rank1: " + RANK.format(n=40, ms="158.5-163.7") + "; vm.rank2: " + other
+    )

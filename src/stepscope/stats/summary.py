@@ -186,7 +186,7 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
     found = [db for db in dbs.values() if db.n_steps]
     sources = sorted({db.source for db in dbs.values()})
     source = sources[0] if len(sources) == 1 else "+".join(sources)
-    description = describe_hosts([db.description for db in dbs.values()])
+    description = describe_hosts([db.description for db in dbs.values()], hosts)
     has_device = any(db.has_device for db in dbs.values())
     markers = sum(db.markers_found for db in dbs.values())
     dropped = sum(db.dropped_ill_formed + db.dropped_incomplete for db in dbs.values())
