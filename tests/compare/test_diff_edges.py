@@ -162,3 +162,27 @@ def test_an_interval_leaving_out_zero_says_why_it_is_not_significant() -> None:
     assert _verdict([crosses, median], NO_ROWS, floor)[0] == (
         "no significant change in step time (+10.0%)"
     )
+
+
+def test_a_significant_median_is_said_when_the_mean_is_not() -> None:
+    """Input 3 -> 6 ms a batch with a 50 ms checkpoint every 10 steps in both runs: the
+    median step rose 87%, significant, while the mean's interval crossed 0 (the checkpoint
+    steps), and the verdict said only "no significant change in step time" (decision 667)."""
+    mean = _mean(12 * MS, 17.6 * MS, ci_low=-1.4 * MS, ci_high=19 * MS, p_value=0.2, tested=True)
+    median = MetricChange(
+        "step_time.median",
+        "Median step time",
+        "ns",
+        6.49 * MS,
+        12.13 * MS,
+        rel_ci_low=0.631,
+        rel_ci_high=1.788,
+        p_value=0.001,
+        tested=True,
+        significant=True,
+    )
+    assert _verdict([mean, median], NO_ROWS)[0] == (
+        "no significant change in step time (+46.7%); the median step changed +86.9% "
+        "[+63.1%, +178.8%] (6.49 ms → 12.13 ms), significant: a few long steps widen the "
+        "mean's interval"
+    )

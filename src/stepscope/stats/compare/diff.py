@@ -310,6 +310,7 @@ def _verdict(
     if not mean.significant:
         change = f"{pct(rel)}{ci}" if rel is not None else f"{ms(mean.base)} → {ms(mean.cand)}"
         text = f"no significant change in step time ({change}{_why_not(mean, metrics, floor_ns)})"
+        text += _median_moved(by_name.get("step_time.median"))
         moved = sorted((m for m in categories if m.significant), key=lambda m: -abs(m.delta or 0))
         if moved:
             m = moved[0]
@@ -328,6 +329,20 @@ def _verdict(
     if detail:
         text += f" ({detail})"
     return text, category, detail
+
+
+def _median_moved(median: MetricChange | None) -> str:
+    """The median's change when it is significant and the mean's is not: a few long steps in
+    either run (a checkpoint every 10 steps) widen the mean's interval, and "no significant
+    change" alone hid a median step 87% slower (decision 667)."""
+    if median is None or not median.significant or median.relative is None:
+        return ""
+    rel_ci = median.relative_ci()
+    ci = f" [{pct(rel_ci[0])}, {pct(rel_ci[1])}]" if rel_ci else ""
+    return (
+        f"; the median step changed {_relative(median, ci)}, significant: a few long steps "
+        "widen the mean's interval"
+    )
 
 
 def _why_not(mean: MetricChange, metrics: list[MetricChange], floor_ns: float | None) -> str:
