@@ -190,7 +190,7 @@ def test_compare_page_trace_links_open_the_same_step(
 def test_compare_page_two_hosts_pickers_and_swap(
     cmp_page: tuple[Any, Any], compare_server: RunningServer
 ) -> None:
-    from tests.support.browser import wait_rendered
+    from tests.support.browser import render_count, wait_rendered
 
     page, _ = cmp_page
     _open(page, compare_server.url, f"#/compare?base={PAIR}&base_host=vm&cand={PAIR}&cand_host=w1")
@@ -199,7 +199,7 @@ def test_compare_page_two_hosts_pickers_and_swap(
         "Baseline: c_pair/2026_01_01_00_00_00 · vm"
         in page.locator(".cmp-sides").first.text_content()
     )
-    count = int(page.get_attribute("body", "data-render-count"))
+    count = render_count(page)
     page.click('button[data-action="swap"]')
     wait_rendered(page, "compare", count + 1)
     assert page.locator(".cmp-verdict").text_content().startswith("step time +369.1%")
@@ -216,7 +216,7 @@ def test_compare_page_two_hosts_pickers_and_swap(
 def test_compare_page_reports_a_broken_run_and_keeps_the_pickers(
     browser: Any, compare_server: RunningServer
 ) -> None:
-    from tests.support.browser import open_page
+    from tests.support.browser import open_page, render_count, wait_rendered
 
     context, page, rec = open_page(browser, compare_server.url)
     try:
@@ -226,16 +226,10 @@ def test_compare_page_reports_a_broken_run_and_keeps_the_pickers(
         assert page.locator('select[data-side="candidate"][data-control="run"]').is_visible()
         # the only console error is the failed request itself
         assert all("status of 422" in e for e in rec.errors) and rec.errors
-        count = int(page.get_attribute("body", "data-render-count"))
+        count = render_count(page)
         page.select_option('select[data-side="candidate"][data-control="run"]', BASE)
-        wait_rendered_count(page, count + 1)
+        wait_rendered(page, "compare", count + 1)
         assert "same run and host" in page.locator(".note-info").first.text_content()
         assert page.locator(".cmp-verdict").text_content().startswith("no change in step time")
     finally:
         context.close()
-
-
-def wait_rendered_count(page: Any, count: int) -> None:
-    from tests.support.browser import wait_rendered
-
-    wait_rendered(page, "compare", count)

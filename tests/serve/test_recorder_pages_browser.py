@@ -77,7 +77,6 @@ def test_a_recorder_runs_pages_name_its_trigger_and_open_at_its_step(
 ) -> None:
     page = recorder_page
     for tool in ("overview_page", "op_stats", "trace_viewer"):
-        page.evaluate("document.body.removeAttribute('data-rendered')")
         goto(page, recorder_server.url, tool, SAVED)
         text = page.inner_text("[data-banner='recorder']")
         assert "Saved by the flight recorder on a slow step" in text and REASON in text, tool
@@ -85,7 +84,6 @@ def test_a_recorder_runs_pages_name_its_trigger_and_open_at_its_step(
         mid_run = "It holds the loop’s steps 21 to 24, recorded mid-run (the recorder saw 21"
         assert (mid_run in text) == (tool == "overview_page"), tool
     # The banner's link opens the trace viewer fitted to the trigger step...
-    page.evaluate("document.body.removeAttribute('data-rendered')")
     goto(page, recorder_server.url, "overview_page", SAVED)
     page.click("[data-banner='recorder'] a[data-link='trigger-step']")
     page.wait_for_selector(f"{TRACE}[data-steps='ready'][data-loading='0']")
@@ -97,9 +95,7 @@ def test_a_recorder_runs_pages_name_its_trigger_and_open_at_its_step(
     assert view["i"] == k and view["t0"] <= steps["start_ns"][k] < view["t1"]
     assert view["t1"] - view["t0"] < 2 * steps["dur_ns"][k]  # fitted to the step
     # ...and the trace viewer of a recorder run opens at the trigger step without being asked.
-    page.evaluate("document.body.removeAttribute('data-rendered')")
     goto(page, recorder_server.url, "op_stats", SAVED)
-    page.evaluate("document.body.removeAttribute('data-rendered')")
     goto(page, recorder_server.url, "trace_viewer", SAVED)
     page.wait_for_selector(f"{TRACE}[data-steps='ready'][data-loading='0']")
     assert page.evaluate("() => window.stepscopeTrace.stepIndex") == k
@@ -110,7 +106,6 @@ def test_a_recorder_runs_overview_marks_the_trigger_and_shows_the_step_history(
     recorder_page: Any, recorder_server: RunningServer
 ) -> None:
     page = recorder_page
-    page.evaluate("document.body.removeAttribute('data-rendered')")
     goto(page, recorder_server.url, "overview_page", SAVED)
     marked = page.eval_on_selector_all(
         "svg.chart .bar.marked", "els => els.map((e) => e.dataset.mark)"
@@ -129,7 +124,6 @@ def test_a_hang_is_after_the_last_kept_step_on_the_page(
     """The hung step is still open when the ring is saved: its last kept step is the one
     before it, and the page says so rather than calling it the trigger step."""
     page = recorder_page
-    page.evaluate("document.body.removeAttribute('data-rendered')")
     goto(page, recorder_server.url, "overview_page", HUNG)
     link = page.text_content("[data-banner='recorder'] a[data-link='trigger-step']") or ""
     assert link == "Step 24 in the trace viewer (the last before the hang)"

@@ -29,6 +29,7 @@ from tests.support.browser import (
     drawn_shapes,
     goto,
     open_page,
+    render_count,
     run_name,
     table_column,
     tool_json,
@@ -211,7 +212,7 @@ def test_op_stats_sorting_filter_idle_toggle_and_csv_export(
         server.url + "api/tool/op_stats", params={"run": run, "host": "vm", "format": "csv"}
     ).text
     assert csv_text == expected and csv_text.startswith("rank,")
-    before = int(page.get_attribute("body", "data-render-count"))
+    before = render_count(page)
     page.check("#option-include_idle")
     wait_rendered(page, "op_stats", before + 1)
     assert "include_idle=true" in page.evaluate("location.hash")

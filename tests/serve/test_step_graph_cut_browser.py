@@ -39,7 +39,6 @@ def test_the_warm_up_step_is_cut_and_the_others_fill_the_chart(
     with serving(tmp_path / "logs", tmp_path / "cache") as server:
         context, page, rec = open_page(browser, server.url)
         for tool in ("overview_page", "input_pipeline_analyzer"):
-            page.evaluate("document.body.removeAttribute('data-rendered')")
             goto(page, server.url, tool, RUN)
             bars = page.evaluate(BARS)
             assert len(bars) >= 10, tool
@@ -51,7 +50,6 @@ def test_the_warm_up_step_is_cut_and_the_others_fill_the_chart(
             assert label.startswith("↑ 13"), label  # its height, 1.3 s, written above it
         # the overview's cut bar keeps every part in its share: the compile that is most of
         # it was above the cut and not drawn (its host work alone filled the axis)
-        page.evaluate("document.body.removeAttribute('data-rendered')")
         goto(page, server.url, "overview_page", RUN)
         data = tool_json(server, "overview_page", RUN, "")
         step = data["steps"][0]["breakdown_ns"]

@@ -85,7 +85,6 @@ def test_every_number_of_the_wide_tables_is_in_view(
     sized: tuple[Any, Recorder, str], gpu_server: RunningServer, prefix: str, tool: str, table: str
 ) -> None:
     page, _rec, size = sized
-    page.evaluate("document.body.removeAttribute('data-rendered')")  # wait for this page's
     goto(page, gpu_server.url, tool, run_of(gpu_server, prefix))
     page.wait_for_selector(f'table[data-table="{table}"] tbody tr')
     next_frames(page)  # the table measures its columns on the next frame
@@ -101,7 +100,6 @@ def test_the_op_profile_tree_has_one_line_rows_in_the_themes_colours(
     """Op profile's tree rows were 42 px for one line of text (the toggle button's padding)
     and its time bars hard-coded light grey and blue, bright in the dark theme."""
     page, _rec, _size = sized
-    page.evaluate("document.body.removeAttribute('data-rendered')")
     goto(page, gpu_server.url, "op_profile", run_of(gpu_server, "jaxgpu"))
     assert tallest_row(page, "op_profile") < 36
     colours = page.evaluate(
@@ -122,7 +120,6 @@ def test_a_click_shows_a_cut_name_whole(
     sized: tuple[Any, Recorder, str], gpu_server: RunningServer
 ) -> None:
     page, _rec, _size = sized
-    page.evaluate("document.body.removeAttribute('data-rendered')")
     goto(page, gpu_server.url, "kernel_stats", run_of(gpu_server, "jaxgpu"))
     cell = 'table[data-table="kernel_stats"] tbody tr:first-child td[data-key="kernel_name"]'
     one_line = tallest_row(page, "kernel_stats")
@@ -141,7 +138,6 @@ TRACE = '.tool-page[data-tool="trace_viewer"]'
 
 
 def open_trace_at(page: Any, server: RunningServer, prefix: str, **options: str) -> None:
-    page.evaluate("document.body.removeAttribute('data-rendered')")
     goto(page, server.url, "trace_viewer", run_of(server, prefix), **options)
     page.wait_for_selector(f'{TRACE}[data-loading="0"][data-draw-count][data-steps="ready"]')
 
@@ -413,7 +409,6 @@ def test_chart_text_is_one_size_at_any_width(
     """The roofline (drawn 640 units wide, shown ~900 px) had ~22 px text, Compare's charts
     (960 units, ~450 px) ~6 px: every chart's text is now about 12 px on screen."""
     page, _rec, size = sized
-    page.evaluate("document.body.removeAttribute('data-rendered')")
     goto(page, gpu_server.url, "roofline_model", run_of(gpu_server, "jaxgpu"))
     next_frames(page)  # the chart's text size is set once it is laid out
     heights = text_heights(page, "[data-chart='roofline'] svg")
@@ -434,7 +429,6 @@ def test_the_memory_timeline_is_a_step_function_with_one_time_axis(
     sized: tuple[Any, Recorder, str], gpu_server: RunningServer
 ) -> None:
     page, _rec, _size = sized
-    page.evaluate("document.body.removeAttribute('data-rendered')")
     goto(page, gpu_server.url, "memory_profile", run_of(gpu_server, "jaxgpu"))
     paths = page.eval_on_selector_all(
         "svg.mem-chart path[data-series]",
@@ -455,7 +449,6 @@ def test_the_pod_heat_map_names_its_workers_and_steps(
     sized: tuple[Any, Recorder, str], gpu_server: RunningServer
 ) -> None:
     page, _rec, _size = sized
-    page.evaluate("document.body.removeAttribute('data-rendered')")
     goto(page, gpu_server.url, "pod_viewer", run_of(gpu_server, "tf2"))
     hosts = page.eval_on_selector_all(
         ".pod-heat-hosts span", "els => els.map((e) => e.textContent)"
@@ -471,14 +464,12 @@ def test_diagnostics_name_their_measures_in_words(
     sized: tuple[Any, Recorder, str], gpu_server: RunningServer
 ) -> None:
     page, _rec, _size = sized
-    page.evaluate("document.body.removeAttribute('data-rendered')")
     goto(page, gpu_server.url, "diagnostics", run_of(gpu_server, "tf2"))
     text = page.inner_text("#page")
     # measures were written as their keys ("input pct: 83.215984"): now "Input: 83.2%"
     assert not re.search(r"\b\w+[_ ](pct|ms|us|ns|bytes|mb|gbps):", text), "a raw field name"
     assert "Input: 83.2%" in text
     # and on the PyTorch GPU run: "Copy mb: 5892.8", "Link gbps: 150", "Caller: –" were shown
-    page.evaluate("document.body.removeAttribute('data-rendered')")
     goto(page, gpu_server.url, "diagnostics", run_of(gpu_server, "gpu"))
     text = page.inner_text("#page")
     assert not re.search(r"\b\w+[_ ](pct|ms|us|ns|bytes|mb|gbps):", text), "a raw field name"
@@ -491,7 +482,6 @@ def test_the_recommendations_name_tools_by_their_titles(
     """The overview's "Where to look" read "op_stats: the most time-consuming ops" (the tool's
     id, as the CLI's report writes it): on the page it is the link "Op stats"."""
     page, _rec, _size = sized
-    page.evaluate("document.body.removeAttribute('data-rendered')")
     goto(page, gpu_server.url, "overview_page", run_of(gpu_server, "gpu"))
     links = page.eval_on_selector_all(
         "#page a[data-tool]", "els => els.map((e) => [e.dataset.tool, e.textContent])"
@@ -505,7 +495,6 @@ def test_the_graph_viewer_is_steered_by_program_search_and_top_ops(
     sized: tuple[Any, Recorder, str], gpu_server: RunningServer
 ) -> None:
     page, _rec, _size = sized
-    page.evaluate("document.body.removeAttribute('data-rendered')")
     goto(page, gpu_server.url, "graph_viewer", run_of(gpu_server, "jaxgpu"))
     programs = page.eval_on_selector_all("#graph-module option", "els => els.map((e) => e.value)")
     assert programs[0] == "jit_loss_fn(17)" and len(programs) > 1

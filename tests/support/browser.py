@@ -157,8 +157,18 @@ def run_name(server: RunningServer, prefix: str) -> str:
 
 def goto(page: Any, base: str, tool: str, run: str, host: str = "", **options: str) -> None:
     query = httpx.QueryParams({"run": run, **({"host": host} if host else {}), **options})
+    # A page that already shows this tool keeps its mark through a change of the address's
+    # hash: without this, the wait could return before the new address's render.
+    page.evaluate("document.body.removeAttribute('data-rendered')")
     page.goto(f"{base}#/{tool}?{query}")
     wait_rendered(page, tool)
+
+
+def render_count(page: Any) -> int:
+    """How many renders the page has finished: read it before an action on the page, then wait
+    for ``wait_rendered(page, tool, count + 1)`` (the tool's mark alone is still the last
+    render's)."""
+    return int(page.get_attribute("body", "data-render-count") or 0)
 
 
 def wait_rendered(page: Any, tool: str, count: int | None = None) -> None:
