@@ -17,6 +17,7 @@ from stepscope.stats.steps.pairing import BY_NUMBER, StepPairing
 from stepscope.stats.stragglers import find_stragglers
 from stepscope.stats.stragglers_own_time import _straggler, by_own_time
 from stepscope.stats.stragglers_types import BY_OWN_TIME, PodLateness, Rank, Straggler
+from stepscope.stats.stragglers_words import finding_summary
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.pod.builders import MS, gloo_job
 from tests.support.analysis import build
@@ -222,3 +223,24 @@ def test_the_text_divides_nanoseconds_by_a_million() -> None:
         "2.51 ms per step longer than the median rank's; 1 other rank waits for it in its "
         "collectives (2.51 ms in all)."
     )
+
+
+def test_untraced_host_work_is_named_as_the_overview_names_it() -> None:
+    """The pod_kineto run read "its all others takes 6667.34 ms per step longer": the
+    category's label, where the reason's words name what the time is."""
+    late = _straggler("w0", (1, 2), 2 * 3 * MS, "other", 2 * 2 * MS, 0, 0, 10, (0, 0))
+    assert late.explanation == (
+        "w0 is late at steps 1-2 (2 of 10 steps) by 3.00 ms per step: its untraced host work "
+        "('All Others': Python, I/O, waits no traced op covers) takes 2.00 ms per step longer "
+        "than the median rank's."
+    )
+
+
+def test_the_finding_says_the_same_sentence_with_its_steps_counted() -> None:
+    """The finding's sentence is the explanation's, its steps said as a count when the rank
+    is late at most of them (built from the parts, not patched)."""
+    pod = _pod(_workers([5.0, 10.0, 5.0]))
+    (late,) = pod.stragglers
+    tail = " by 5.00 ms per step: its host compute takes 5.00 ms per step longer than the"
+    assert late.explanation.startswith(f"w1 is late at steps 1-10 (10 of 10 steps){tail}")
+    assert finding_summary(pod).startswith(f"w1 is late at 10 of 10 steps{tail}")

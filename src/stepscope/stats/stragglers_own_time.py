@@ -13,11 +13,12 @@ compared.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
 
-from stepscope.stats.events import CATEGORY_LABELS, CATEGORY_NAMES
+from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.steps.pairing import StepPairing
 from stepscope.stats.stragglers_types import (
     BY_OWN_TIME,
@@ -29,12 +30,11 @@ from stepscope.stats.stragglers_types import (
     Rank,
     Straggler,
     costly,
-    fetch_words,
     nan_reduce,
     required_late_steps,
     steps_said,
-    waiting_for_it,
 )
+from stepscope.stats.stragglers_words import own_time_words
 from stepscope.words import of_steps
 
 WAIT_CATEGORIES = ("collective_wait", "device_collectives")
@@ -132,17 +132,7 @@ def _straggler(
     own_and_peers: tuple[int, int],
     iterator: str = "",
 ) -> Straggler:
-    per_step = late_ns / len(steps) / 1e6
-    text = (
-        f"{host} is late at {steps_said(steps)} ({of_steps(len(steps), n_steps, ONE_COMPARED)}) by "
-        f"{per_step:.2f} ms per step: its {CATEGORY_LABELS[reason].lower()} takes "
-        f"{reason_ns / len(steps) / 1e6:.2f} ms per step longer than the median rank's"
-    )
-    if iterator:
-        text += f" ({fetch_words(iterator)})"
-    if waiters:
-        text += f"; {waiting_for_it(waiters)} ({waited_ns / 1e6:.2f} ms in all)"
-    return Straggler(
+    s = Straggler(
         host,
         steps,
         late_ns,
@@ -150,8 +140,12 @@ def _straggler(
         reason_ns,
         waited_ns,
         waiters,
-        text + ".",
+        "",
         BY_OWN_TIME,
         0,
         *own_and_peers,
+        iterator=iterator,
     )
+    # its steps in full here; the finding names the same sentence's steps more briefly
+    when = f"{steps_said(steps)} ({of_steps(len(steps), n_steps, ONE_COMPARED)})"
+    return dataclasses.replace(s, explanation=own_time_words(s, when))

@@ -75,6 +75,8 @@ class Straggler:
     # its stalls inside a collective after every rank arrived: (step number, ns it held the
     # others there), for the pod viewer's heatmap (no arrival of its marks them)
     inside: tuple[tuple[int, int], ...] = ()
+    # the own-time rule's input: the Python iterator its loop waited on ("" when none)
+    iterator: str = ""
 
     @property
     def step_ranges(self) -> str:
