@@ -37,12 +37,18 @@ def test_the_thread_is_named_once(label: str, said: str) -> None:
 
 
 def test_one_pod_step_is_one_pod_step() -> None:
-    """pod_kineto's report read "... 1 pod steps, the first being ..."."""
+    """pod_kineto's report read "... 1 pod steps, the first being ..." and "the hosts share 0
+    step numbers"."""
     one = HostSteps("one", np.array([7], np.int64), np.array([0], np.int64), np.array([9]))
     other = HostSteps("other", np.array([4], np.int64), np.array([0], np.int64), np.array([9]))
     said = pair_host_steps([one, other]).description
-    assert said.startswith("paired by position (the hosts share 0 step numbers): 1 pod step, ")
+    assert said.startswith("paired by position (the hosts share no step number): 1 pod step, ")
     alike = HostSteps("alike", np.array([7], np.int64), np.array([0], np.int64), np.array([9]))
+    starts, durs = np.arange(4, dtype=np.int64) * 10, np.full(4, 9, np.int64)
+    low = HostSteps("low", np.arange(1, 5, dtype=np.int64), starts, durs)
+    high = HostSteps("high", np.arange(4, 8, dtype=np.int64), starts, durs)
+    said = pair_host_steps([low, high]).description
+    assert said.startswith("paired by position (the hosts share 1 step number): 4 pod steps")
     assert (
         pair_host_steps([one, alike]).description == "paired by step number: 1 step every host has"
     )

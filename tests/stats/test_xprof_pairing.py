@@ -66,7 +66,7 @@ def test_hosts_with_other_counters_pair_by_the_shift_that_overlaps_the_most() ->
     assert [r.tolist() for r in pairing.rows] == [[0, 1, 2], [1, 2, 3]]
     assert pairing.left_out == (0, 2)
     assert pairing.description == (
-        "paired by position (the hosts share 0 step numbers): 3 pod steps, the first being "
+        "paired by position (the hosts share no step number): 3 pod steps, the first being "
         "chief 0, early 51; left out, not on every host: early: 2 (steps 50-54)"
     )
 

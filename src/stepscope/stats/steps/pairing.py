@@ -197,8 +197,9 @@ def pair_host_steps(hosts: Sequence[HostSteps]) -> StepPairing:
             f"{h.host} {int(h.step_num[r[0]])}" if len(r) else h.host
             for h, r in zip(used, paired, strict=True)
         )
+        shared = counted(len(common), "step number") if len(common) else "no step number"
         how = (
-            f"paired by position (the hosts share {len(common)} step numbers): "
+            f"paired by position (the hosts share {shared}): "
             f"{counted(len(labels), 'pod step')}, the first being {starts}"
         )
     left_out = [0] * n
