@@ -150,6 +150,13 @@ def test_many_tiny_copies() -> None:
         t.launch(base + 8 * MS, "volta_h884gemm_nn", base + 8 * MS + 10 * US, 1900 * US, stream=8)
     f = _one(t.profile(), "excessive_copies")
     assert f.severity == "medium" and f.metrics["copies_per_step"] == 250
+    # the counts are the steps' whole, the per-step count beside them: it read "250 memory
+    # copies per step (1250 under 64 KiB)"
+    kept = STEPS - 2  # the first and the last dropped
+    assert f.summary.startswith(
+        f"{250 * kept} memory copies in {kept} steps (250 per step; {250 * kept} of them under "
+        "64 KiB) take "
+    )
 
 
 def test_low_tensor_core_use() -> None:

@@ -16,6 +16,7 @@ from stepscope.stats.events import EventType
 from stepscope.stats.gpu.device import never_trains
 from stepscope.stats.gpu.kernels import launch_events, op_of_kernels
 from stepscope.stats.intervals import merge
+from stepscope.words import counted
 
 DEFAULT_LAUNCH_NS = 5_000  # launch latency when the trace has no launch calls
 LAUNCH_MIN_KERNELS = 20  # a step with fewer kernels is not "launch bound"
@@ -283,9 +284,17 @@ def excessive_copies(data: HostData, options: dict[str, str]) -> Finding | None:
         title="Excessive memory copies",
         severity=level,
         host=data.host,
+        # every count and time here is the steps' whole; the count per step beside them (the
+        # tiny copies' count read as per step, larger than the per-step count before it)
         summary=(
-            f"{per_step_count:.0f} memory copies per step ({int(tiny.sum())} under "
-            f"{TINY_COPY_BYTES // 1024} KiB) take {device_ns / 1e6:.2f} ms on the device and "
+            f"{int(in_steps.sum())} memory copies in "
+            + (
+                f"the one step ({int(tiny.sum())} under "
+                if len(lo) == 1
+                else f"{counted(len(lo))} ({per_step_count:.0f} per step; {int(tiny.sum())} "
+                "of them under "
+            )
+            + f"{TINY_COPY_BYTES // 1024} KiB) take {device_ns / 1e6:.2f} ms on the device and "
             f"{issue_ns / 1e6:.2f} ms of host API calls ({100 * share:.1f}% of step time)."
         ),
         fix=_sentence("; ".join(fixes)),
