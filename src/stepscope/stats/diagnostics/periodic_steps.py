@@ -9,6 +9,8 @@ other steps without them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from stepscope.stats.diagnostics.base import EventEvidence, Finding, HostData, severity
@@ -86,11 +88,8 @@ def periodic_steps(data: HostData, options: dict[str, str]) -> Finding | None:
         fix=slow_fix(data, found.limit),
         time_ns=lost,
         steps=nums,
-        events=tuple(
-            EventEvidence(
-                f"step {nums[i]}", 1, int(dur[k]), f"+{found.extra_ns[i] / 1e6:.2f} ms in {label}"
-            )
-            for i, k in enumerate(found.steps.tolist()[:5])
+        events=_evidence(
+            found, nums, dur, lambda i: f"+{found.extra_ns[i] / 1e6:.2f} ms in {label}"
         ),
         metrics=_metrics(found, nums, lost, total),
     )
@@ -125,14 +124,20 @@ def _catching_up(
         fix=CATCH_UP_FIX.format(rate=ahead.per_step_ns / 1e6) + ".",
         time_ns=lost,
         steps=nums,
-        events=tuple(
-            EventEvidence(
-                f"step {nums[i]}", 1, int(dur[k]), f"waits for {found.every} steps' computation"
-            )
-            for i, k in enumerate(found.steps.tolist()[:5])
-        ),
+        events=_evidence(found, nums, dur, lambda _: f"waits for {found.every} steps' computation"),
         metrics=_metrics(found, nums, lost, total)
         | {"run_ahead_ms_per_step": ahead.per_step_ns / 1e6},
+    )
+
+
+def _evidence(
+    found: Periodic, nums: tuple[int, ...], dur: np.ndarray, detail: Callable[[int], str]
+) -> tuple[EventEvidence, ...]:
+    """The first five periodic steps as evidence, each with its time and ``detail(i)`` (``i``:
+    its place among the periodic steps), both findings'."""
+    return tuple(
+        EventEvidence(f"step {nums[i]}", 1, int(dur[k]), detail(i))
+        for i, k in enumerate(found.steps.tolist()[:5])
     )
 
 
