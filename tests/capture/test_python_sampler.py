@@ -16,7 +16,7 @@ from stepscope.capture.options import InvalidOptionsError
 from stepscope.stats import build_step_db
 from stepscope.stats.bound import bound_by
 from stepscope.stats.summary import summarize_steps
-from tests.support.capture import load_run
+from tests.support.capture import load_run, main_thread_track
 
 FRAME = re.compile(r"^.+ \(.+:\d+\)$")
 
@@ -51,13 +51,7 @@ def sampled(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_samples_line_layout(sampled: Path) -> None:
     profile = load_run(sampled)
-    main = threading.main_thread()
-    [thread] = [ln for ln in profile.lines if ln.id == main.native_id]
-    [line] = [ln for ln in profile.lines if ln.name == "Python samples"]
-    assert line.display_name == f"Python samples: {thread.label}"
-    assert line.display_id == thread.id and line.id == (1 << 48) + thread.id
-    sl = profile.events_of_line(line)
-    events = np.arange(sl.start, sl.stop)
+    events = main_thread_track(profile, "Python samples", 48)
     assert len(events) > 0
     starts, ends = profile.start_ns[events], profile.end_ns[events]
     assert (np.diff(starts) > 0).all() and (ends[:-1] <= starts[1:]).all()  # runs in order

@@ -10,7 +10,6 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import stepscope
@@ -20,7 +19,7 @@ from stepscope.capture.recorder.ring import Ring
 from stepscope.stats import build_step_db
 from stepscope.stats.host.python_samples import sampled_thread_line
 from stepscope.stats.host.thread_cpu import thread_cpu
-from tests.support.capture import load_run
+from tests.support.capture import load_run, main_thread_track
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="schedstat is Linux's")
 
@@ -47,13 +46,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_thread_cpu_line_layout(run: Path) -> None:
     profile = load_run(run)
-    main = threading.main_thread()
-    [thread] = [ln for ln in profile.lines if ln.id == main.native_id]
-    [line] = [ln for ln in profile.lines if ln.name == "Thread CPU"]
-    assert line.display_name == f"Thread CPU: {thread.label}"
-    assert line.display_id == thread.id and line.id == (1 << 50) + thread.id
-    sl = profile.events_of_line(line)
-    events = np.arange(sl.start, sl.stop)
+    events = main_thread_track(profile, "Thread CPU", 50)
     assert len(events) > 10
     starts, ends = profile.start_ns[events], profile.end_ns[events]
     assert (ends[:-1] == starts[1:]).all()  # one interval after the other

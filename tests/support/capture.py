@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from stepscope.capture.save import ANNOTATION_STAT
 from stepscope.model import Profile, load_profile
@@ -18,6 +21,19 @@ def load_run(run_dir: Path | None) -> Profile:
     files = sorted(Path(run_dir).glob("*.xplane.pb"))
     assert len(files) == 1, files
     return load_profile(files[0])
+
+
+def main_thread_track(profile: Profile, name: str, id_bit: int) -> np.ndarray:
+    """The event indices of the main thread's ``name`` line ("Python samples", "Thread CPU"),
+    its layout checked: named for the thread, shown with it, its id the thread's with bit
+    ``id_bit`` set."""
+    main = threading.main_thread()
+    [thread] = [ln for ln in profile.lines if ln.id == main.native_id]
+    [line] = [ln for ln in profile.lines if ln.name == name]
+    assert line.display_name == f"{name}: {thread.label}"
+    assert line.display_id == thread.id and line.id == (1 << id_bit) + thread.id
+    sl = profile.events_of_line(line)
+    return np.arange(sl.start, sl.stop)
 
 
 def events(profile: Profile) -> list[dict[str, Any]]:
