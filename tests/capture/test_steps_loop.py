@@ -117,6 +117,29 @@ def test_steps_rejects_a_non_integer_start() -> None:
         stepscope.steps([1], start="0")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("batches", [5, None, object()])
+def test_steps_over_what_is_not_iterable_says_so_when_called(batches: object) -> None:
+    """The pass begins at the first step (decision 635): a TypeError from inside stepscope's
+    data module came then, after the loop had started, with a traceback through it."""
+    said = f"stepscope.steps: the batches must be iterable .*, got {type(batches).__name__}$"
+    with pytest.raises(stepscope.errors.StepscopeError, match=said):
+        stepscope.steps(batches)  # type: ignore[arg-type]
+    with pytest.raises(stepscope.errors.StepscopeError, match="instrument: the batches must"):
+        stepscope.data.instrument(batches)  # type: ignore[arg-type]
+
+
+def test_steps_takes_what_iter_takes() -> None:
+    """A sequence of only ``__getitem__`` is iterable, as for ``iter()``."""
+
+    class Old:
+        def __getitem__(self, k: int) -> int:
+            if k >= 2:
+                raise IndexError
+            return k
+
+    assert [b for _, b in stepscope.steps(Old())] == [0, 1]
+
+
 SCRIPT = """
 import json, sys, time
 import torch

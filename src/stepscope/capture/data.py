@@ -30,6 +30,7 @@ from typing import Any, Generic, TypeVar
 
 from stepscope.capture import annotations as _ann
 from stepscope.capture import loader_workers
+from stepscope.errors import StepscopeError
 from stepscope.vocab.profiler import END_OF_SEQUENCE_STAT
 from stepscope.vocab.tensorflow import GET_NEXT_KERNELS
 
@@ -210,8 +211,22 @@ def _default_name(source: object) -> str:
     return {"list": "List", "tuple": "Tuple", "generator": "Generator"}.get(kind, kind)
 
 
+def check_iterable(obj: object, who: str) -> None:
+    """Raises a one-line error when ``iter(obj)`` would fail. Checked when the loop is
+    wrapped: the pass itself begins at the first step (`deferred`), where the failure was a
+    TypeError from inside stepscope. Asked of the type, as ``iter()`` does, so nothing of the
+    object runs (a DataLoader's ``__iter__`` starts its workers)."""
+    kind = type(obj)
+    if getattr(kind, "__iter__", None) is None and not hasattr(kind, "__getitem__"):
+        raise StepscopeError(
+            f"{who}: the batches must be iterable (the loader, dataset or list the loop takes "
+            f"them from), got {kind.__name__}"
+        )
+
+
 def instrument(iterable: Iterable[T], name: str | None = None) -> InstrumentedIterable[T]:
     """Record each ``next()`` on ``iterable`` as an input-pipeline stage named ``name``."""
+    check_iterable(iterable, "stepscope.data.instrument")
     label = name or _default_name(iterable)
     if "::" in label:
         raise ValueError(f"stepscope.data.instrument: name {label!r} must not contain '::'")

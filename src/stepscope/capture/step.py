@@ -117,7 +117,12 @@ def steps(
 ) -> Iterator[tuple[int, T]]:
     """Yield ``(step_num, batch)`` from ``iterable``, each inside its step marker, the fetch
     of the batch included. ``loader_name`` names the input stage (default: the type's)."""
-    from stepscope.capture.data import InstrumentedIterable, InstrumentedIterator, instrument
+    from stepscope.capture.data import (
+        InstrumentedIterable,
+        InstrumentedIterator,
+        check_iterable,
+        instrument,
+    )
 
     try:
         number = operator.index(start)
@@ -127,6 +132,7 @@ def steps(
         ) from None
     if isinstance(iterable, InstrumentedIterator):
         return _steps(iterable, number, name)  # a pass begun by the caller
+    check_iterable(iterable, "stepscope.steps")
     source = (
         iterable
         if isinstance(iterable, InstrumentedIterable)
