@@ -4,6 +4,7 @@ a subprocess when installed (pip install lightning transformers)."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 import time
 import types
@@ -14,8 +15,11 @@ import numpy as np
 import pytest
 
 import stepscope
+from stepscope.capture import session
 from stepscope.capture.callbacks import huggingface, lightning
 from stepscope.capture.callbacks.steps import StepMarker
+from stepscope.capture.keras import BatchRangeProfiler
+from stepscope.capture.options import InvalidOptionsError
 from stepscope.errors import StepscopeError
 from stepscope.stats import build_step_db
 from stepscope.vocab.profiler import STEP_HOLDS_FETCH_STAT
@@ -125,6 +129,36 @@ def test_huggingface_callback_with_a_fake_transformers(
     callback.on_train_end(None, state, None)
     steps = named(load_run(stepscope.stop()), "train")
     assert [s["stats"]["step_num"] for s in steps] == [1, 2, 3]
+
+
+def test_odd_arguments_are_clear_errors_when_the_callback_is_made(tmp_path: Path) -> None:
+    """A callback's session starts at its first profiled step: options of the wrong type
+    failed there, minutes into training; a logdir of 5 wrote under ./5, an empty one recorded
+    nothing, a file failed at the save. Each is now said when the callback is made."""
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("")
+    said = [
+        (5, "logdir must be a non-empty path, got 5"),
+        ("", "logdir must be a non-empty path, got ''"),
+        (a_file, f"logdir '{a_file}' is a file; give a directory"),
+    ]
+    for logdir, words in said:
+        with pytest.raises(StepscopeError, match=f"^StepscopeCallback: {re.escape(words)}"):
+            StepMarker(logdir, "1,2")
+        with pytest.raises(StepscopeError, match=f"^ProfileCallback: {re.escape(words)}"):
+            BatchRangeProfiler(logdir, "1,2")  # the Keras callback's
+        with pytest.raises(StepscopeError, match=f"^stepscope\\.start: {re.escape(words)}"):
+            stepscope.start(logdir)  # type: ignore[arg-type]
+    odd = {"python_tracer_level": 1}
+    with pytest.raises(
+        InvalidOptionsError, match=r"must be a stepscope\.ProfilerOptions, got dict"
+    ):
+        StepMarker(tmp_path, "1,2", options=odd)  # type: ignore[arg-type]
+    with pytest.raises(
+        InvalidOptionsError, match=r"must be a stepscope\.ProfilerOptions, got dict"
+    ):
+        BatchRangeProfiler(tmp_path, "1,2", options=odd)  # type: ignore[arg-type]
+    assert not session.is_running() and list(tmp_path.iterdir()) == [a_file]
 
 
 def test_missing_libraries_are_clear_errors(monkeypatch: pytest.MonkeyPatch) -> None:

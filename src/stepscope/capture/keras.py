@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from stepscope.capture import session
-from stepscope.capture.options import ProfilerOptions
+from stepscope.capture.options import ProfilerOptions, resolve_options
 from stepscope.capture.step import step
 from stepscope.errors import StepscopeError
 
@@ -62,9 +62,10 @@ class BatchRangeProfiler:
         profile_batch: Any = "10,15",
         options: ProfilerOptions | None = None,
     ) -> None:
-        self.logdir = str(Path(logdir) / "train")
+        checked = session.check_logdir(logdir, "ProfileCallback")
+        self.logdir = str(Path(checked) / "train")
         self.first, self.last = parse_profile_batch(profile_batch)
-        self.options = options
+        self.options = resolve_options(options)  # checked now, not at the first profiled batch
         self.global_batch = 0  # 1-based once the first batch begins
         self.run_dir: Path | None = None
         self._span: Any = None

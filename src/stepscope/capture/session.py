@@ -354,15 +354,23 @@ _session: Session | None = None
 _last: Session | None = None  # the last session stopped: its background save, if any
 
 
-def _check_logdir(logdir: str | os.PathLike[str]) -> str:
-    text = os.fspath(logdir)
+def check_logdir(logdir: str | os.PathLike[str], who: str = "stepscope.start") -> str:
+    """``logdir`` as a path, or a one-line error naming ``who`` was given what: checked when
+    it is given (a callback's session starts at its first profiled step, minutes later, and
+    a file where the directory goes failed only at the save)."""
+    try:
+        text: object = os.fspath(logdir)
+    except TypeError:
+        text = None
     if not isinstance(text, str) or not text:
-        raise StepscopeError("stepscope.start: logdir must be a non-empty path")
+        raise StepscopeError(f"{who}: logdir must be a non-empty path, got {logdir!r}")
     if "://" in text:
         raise StepscopeError(
-            f"stepscope.start: logdir {text!r} is a URL; capture writes to a local directory "
+            f"{who}: logdir {text!r} is a URL; capture writes to a local directory "
             "(copy the run afterwards)"
         )
+    if os.path.exists(text) and not os.path.isdir(text):
+        raise StepscopeError(f"{who}: logdir {text!r} is a file; give a directory")
     return text
 
 
@@ -381,7 +389,7 @@ def start(
     (the same for every rank), ``hostname`` the host file. No profile is ever overwritten."""
     global _session
     resolved = resolve_options(options)
-    text = _check_logdir(logdir)
+    text = check_logdir(logdir)
     previous = _last
     if previous is not None and previous.saver is not None:
         previous.saver.join()  # one capture at a time, its save included (errors: see wait)

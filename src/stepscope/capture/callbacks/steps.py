@@ -25,7 +25,7 @@ from typing import Any
 from stepscope.capture import session
 from stepscope.capture.annotations import is_active
 from stepscope.capture.keras import parse_profile_batch
-from stepscope.capture.options import ProfilerOptions
+from stepscope.capture.options import ProfilerOptions, resolve_options
 from stepscope.capture.step import step
 from stepscope.vocab.profiler import STEP_HOLDS_FETCH_STAT
 
@@ -37,9 +37,9 @@ class StepMarker:
         profile_steps: Any = "10,15",
         options: ProfilerOptions | None = None,
     ) -> None:
-        self.logdir = None if logdir is None else str(logdir)
+        self.logdir = None if logdir is None else session.check_logdir(logdir, "StepscopeCallback")
         self.first, self.last = parse_profile_batch(profile_steps) if logdir else (0, 0)
-        self.options = options
+        self.options = resolve_options(options)  # checked now, not at the first profiled step
         self.count = 0  # steps begun so far
         self.run_dir: Path | None = None
         self._span: Any = None
