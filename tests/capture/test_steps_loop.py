@@ -60,6 +60,58 @@ def test_break_closes_the_step_and_instrumented_loaders_are_not_wrapped_twice(
     assert not [e for e in named(profile, "Iterator::Loader::Loader")]
 
 
+@pytest.mark.parametrize("goes_on", [False, True])
+def test_a_loop_left_with_its_steps_held_in_a_variable_keeps_its_last_step(
+    goes_on: bool, tmp_path: Path
+) -> None:
+    """`it = stepscope.steps(loader)`, a `for` over it left by `break`, then `stop()`: the
+    generator, still held, closed its step only when collected, after `stop()`, and the
+    user's last step was lost (12 steps of 13 read). The loop's end ends it, before the code
+    after the loop; a later `for` over the same steps goes on with the next batch."""
+    stepscope.start(tmp_path)
+    batches = stepscope.steps(range(10))
+    for step, _ in batches:
+        with stepscope.trace("body"):
+            pass
+        if step == 2:
+            break
+    with stepscope.trace("after the loop"):
+        time.sleep(0.002)
+    rest = [step for step, _ in batches] if goes_on else []
+    profile = load_run(stepscope.stop())
+    assert rest == (list(range(3, 10)) if goes_on else [])
+    markers = named(profile, "train")
+    assert [m["stats"]["step_num"] for m in markers] == list(range(10 if goes_on else 3))
+    after = named(profile, "after the loop")[0]
+    assert markers[2]["end_ns"] <= after["start_ns"]
+    assert not goes_on or after["end_ns"] <= markers[3]["start_ns"]
+    assert named(profile, "body")[2]["end_ns"] <= markers[2]["end_ns"]
+
+
+class _Boom(Exception):
+    pass
+
+
+@pytest.mark.parametrize("held", [True, False])
+def test_an_exception_leaving_the_loop_ends_its_step_and_goes_on_unchanged(
+    held: bool, tmp_path: Path
+) -> None:
+    stepscope.start(tmp_path)
+    raised = _Boom("in step 1")
+    batches = stepscope.steps(range(5))
+    with pytest.raises(_Boom) as caught:
+        for step, _ in batches if held else stepscope.steps(range(5)):
+            if step == 1:
+                raise raised
+    with stepscope.trace("after the loop"):
+        pass
+    profile = load_run(stepscope.stop())
+    assert caught.value is raised and caught.value.__traceback__ is not None
+    markers = named(profile, "train")
+    assert [m["stats"]["step_num"] for m in markers] == [0, 1]
+    assert markers[1]["end_ns"] <= named(profile, "after the loop")[0]["start_ns"]
+
+
 class _Pass:
     """An iterable whose pass begins with work of its own (a DataLoader's iter() starting its
     workers), traced so that the test can tell where it lies."""

@@ -32,10 +32,13 @@ from stepscope.errors import StepscopeError
 
 TYPE_CHECKING = False  # not typing's: see stepscope.capture.options
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator
+    from collections.abc import Callable, Generator, Iterable, Iterator
     from typing import Any, TypeVar
 
     T = TypeVar("T")
+    _Filter = filter[tuple[int, Any]]
+else:
+    _Filter = filter
 
 # XProf counts a step only when an event of non-zero duration nests in its marker on the
 # marker's thread (checked with xprof 2.24: an empty marker, or one holding only a 0 ns event,
@@ -131,7 +134,7 @@ def steps(
             f"stepscope.steps: start must be an int, got {type(start).__name__}"
         ) from None
     if isinstance(iterable, InstrumentedIterator):
-        return _steps(iterable, number, name)  # a pass begun by the caller
+        return _Steps.over(iterable, number, name)  # a pass begun by the caller
     check_iterable(iterable, "stepscope.steps")
     source = (
         iterable
@@ -140,10 +143,74 @@ def steps(
     )
     # the pass begins in step 0's fetch, where a `for` over the loader begins it and a script
     # timing from the line before its `for` counts it (decision 635)
-    return _steps(source.deferred(), number, name)
+    return _Steps.over(source.deferred(), number, name)
 
 
-def _steps(batches: Iterator[T], number: int, name: str) -> Iterator[tuple[int, T]]:
+class _Steps(_Filter):
+    """What `steps` returns: ``next()`` gives the next ``(step_num, batch)`` and each ``for``
+    over it (each ``iter()``) gets a `_Pass` of its own, whose end closes the step in progress.
+
+    A ``filter`` with no function: its ``next()`` is C, asking `_steps` directly (no Python
+    frame between the loop and the generator, per step or in the sampler's stacks), and every
+    item, a 2-tuple, is true, so none is left out."""
+
+    __slots__ = ("_gen", "_open")
+    _gen: Generator[tuple[int, Any], None, None]
+    # the generator's step in progress, for closing it from outside: one item, (the thread's
+    # buffer, start, depth, step_num, name), None while no recorded step is open
+    _open: list[Any]
+
+    @classmethod
+    def over(cls, batches: Iterator[Any], number: int, name: str) -> Any:
+        open_step: list[Any] = [None]
+        gen = _steps(batches, number, name, open_step)
+        self = cls(None, gen)
+        self._gen, self._open = gen, open_step
+        return self
+
+    def __iter__(self) -> Any:
+        # A `for` held the generator itself before: left by `break` (or an exception) with
+        # the generator also held in a variable, nothing ended the step in progress until the
+        # generator was collected, after `stop()`, and the user's last step was lost.
+        passing = _Pass(None, self._gen)
+        passing._open = self._open
+        return passing
+
+    def close(self) -> None:
+        """End the step in progress (recorded) and the loop's pass, as a generator's."""
+        self._gen.close()
+
+
+class _Pass(_Filter):
+    """One ``for`` over `steps`: held by the loop alone, it is dropped (CPython counts
+    references) the moment the loop ends: at its ``break``, as an exception leaves it, or
+    after the last batch. Then the step in progress ends, recorded, where the loop ended, as
+    a script timing its iterations ends its last; the generator stays open, so a later
+    ``for`` over the same steps goes on with the next batch, its step begun at its fetch."""
+
+    __slots__ = ("_open",)
+    _open: list[Any]
+
+    def __del__(self) -> None:
+        step = self._open[0]
+        if step is None:
+            return
+        end = _ann.perf_counter_ns()
+        buf, start, depth, number, name = step
+        local = _ann._local
+        mine = None if local is None else getattr(local, "buffer", None)
+        if mine is None or mine is not buf:
+            # not recording any more (a step cut by `stop()` stays unsaved, decision 622),
+            # or dropped on another thread (a cycle collected): the generator closes it
+            return
+        self._open[0] = None
+        mine.depth = depth
+        mine.events.append((name, start, end, depth, {"step_num": number, "_r": 1}))
+
+
+def _steps(
+    batches: Iterator[T], number: int, name: str, open_step: list[Any]
+) -> Generator[tuple[int, T], None, None]:
     # The marker is written here directly, not through a span object: this loop runs every
     # step of a job the flight recorder watches, so each call saved is paid back per step.
     # Encoded as `step` encodes it; an exception in the loop body is not seen here (the
@@ -182,10 +249,14 @@ def _steps(batches: Iterator[T], number: int, name: str) -> Iterator[tuple[int, 
                     (name, start, perf_counter_ns(), depth, {"step_num": number, "_r": 1})
                 )
             raise
+        if buf is not None:
+            open_step[0] = (buf, start, depth, number, name)
         try:
             yield number, batch
         finally:
-            if buf is not None:
+            # None: ended by its loop's end (`_Pass`), the next step begins at its own fetch
+            if buf is not None and open_step[0] is not None:
+                open_step[0] = None
                 ended = perf_counter_ns()
                 buf.depth = depth
                 buf.events.append((name, start, ended, depth, {"step_num": number, "_r": 1}))
