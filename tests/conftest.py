@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -84,3 +84,29 @@ def _frameworks_as_if_never_imported(
     for module in FRAMEWORK_MODULES:
         if sys.modules.get(module) is not None:
             monkeypatch.setitem(sys.modules, module, None)
+
+
+# Frameworks no test module may import when it is imported. Collection imports every test
+# module, whatever the tier (`-m` deselects afterwards), so one such import costs every
+# default run its seconds of CPU (torch 1.5-3.5 s, TensorFlow 4-10 s: decision 461) and
+# starts its threads there. A test that uses a framework imports it inside the test or a
+# fixture. Checked module by module as each is collected (decision 695).
+NOT_AT_COLLECTION = (*FRAMEWORK_MODULES, "transformers", "lightning", "keras")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    if not isinstance(collector, pytest.Module):
+        return (yield)
+    before = {name for name in NOT_AT_COLLECTION if name in sys.modules}
+    report = yield
+    imported = [n for n in NOT_AT_COLLECTION if n in sys.modules and n not in before]
+    if imported and report.passed:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{collector.nodeid} imports {', '.join(imported)} when it is imported: import it "
+            "inside the tests that use it (tests/conftest.py, decision 695)"
+        )
+    return report
