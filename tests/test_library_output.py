@@ -5,6 +5,7 @@ writes to the terminal."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 
 from tests.support import source
 
@@ -27,10 +28,10 @@ def _is_std_write(func: ast.expr) -> bool:
     )
 
 
-def _writes(tree: ast.AST) -> list[int]:
+def _writes(nodes: Iterable[ast.AST]) -> list[int]:
     return [
         node.lineno
-        for node in ast.walk(tree)
+        for node in nodes
         if isinstance(node, ast.Call) and (_is_print(node.func) or _is_std_write(node.func))
     ]
 
@@ -40,6 +41,6 @@ def test_no_library_module_prints() -> None:
         f"{module.where}:{line}"
         for module in source.modules()
         if module.where.parts[0] not in RENDERERS
-        for line in _writes(module.tree)
+        for line in _writes(module.nodes)
     ]
     assert offenders == []

@@ -4,6 +4,7 @@ the tables instead of writing the names again (messages and docs may still quote
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 
 import pytest
 
@@ -27,9 +28,9 @@ NAMES = {
 }
 
 
-def _docstrings(tree: ast.AST) -> set[int]:
+def _docstrings(nodes: Iterable[ast.AST]) -> set[int]:
     found = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         body = getattr(node, "body", None)
         if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
             value = body[0].value
@@ -43,9 +44,8 @@ def test_framework_names_are_written_only_in_vocab() -> None:
     for module in source.modules():
         if "vocab" in module.path.parts or "proto" in module.path.parts:
             continue
-        tree = module.tree
-        docs = _docstrings(tree)
-        for node in ast.walk(tree):
+        docs = _docstrings(module.nodes)
+        for node in module.nodes:
             if (
                 isinstance(node, ast.Constant)
                 and isinstance(node.value, str)

@@ -24,7 +24,7 @@ MADE = {"ProfileStore", "ToolContext"}
 def _uses(module: source.Module) -> list[str]:
     found = []
     where = module.where
-    for node in ast.walk(module.tree):
+    for node in module.nodes:
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("stepscope"):
             found += [
                 f"{where}:{node.lineno} imports {a.name}" for a in node.names if a.name in OPENERS
