@@ -48,7 +48,7 @@ CLOCK = time.thread_time
 
 
 def recorder_threads_cpu_s(recorder: rec.Recorder) -> float:
-    threads = [recorder._watchdog, recorder._saver]
+    threads = [recorder._watchdog, recorder._saver.thread]
     sampler = recorder.session.sampler
     if sampler is not None and sampler._worker is not None:
         threads.append(sampler._worker)
