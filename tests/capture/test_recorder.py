@@ -181,7 +181,7 @@ def test_rate_limit_holds_per_trigger_and_user_saves_are_not_limited(
 def test_after_steps_saves_the_steps_after_the_trigger_too(
     tmp_path: Path, clock: FakeClock
 ) -> None:
-    triggers = rec.Triggers(warmup_steps=5, settle_steps=3, slow_step_factor=5.0, after_steps=3)
+    triggers = rec.Triggers(warmup_steps=2, settle_steps=3, slow_step_factor=5.0, after_steps=3)
     recorder = _start(tmp_path, triggers=triggers)
     _run_steps(clock, 0, 11, slow={10: 20})
     recorder.tick()
@@ -294,11 +294,11 @@ def test_a_save_before_the_watchdog_wakes_keeps_exactly_keep_steps(
     tmp_path: Path, clock: FakeClock
 ) -> None:
     recorder = _start(tmp_path, keep_steps=3)
-    _run_steps(clock, 0, 6, slow={5: 50})  # no tick yet: the watchdog has seen no step
+    _run_steps(clock, 0, 9, slow={8: 50})  # no tick yet: the watchdog has seen no step
     marker = _marker(rec.save("now").result(30) or Path())
-    assert marker["steps"] == [3, 5]
+    assert marker["steps"] == [6, 8]
     recorder.tick()  # the steps the save scanned are still checked by the watchdog
-    assert len(recorder.ring.history) == 6
+    assert len(recorder.ring.history) == 9
     assert [p.trigger for p in recorder.requested] == ["user", "slow_step"]
 
 

@@ -39,10 +39,12 @@ class InvalidRecorderConfigError(StepscopeError, ValueError):
 class Triggers:
     """When the recorder saves on its own (a user's `save` always saves).
 
-    ``slow_step_factor``: a step longer than this many times the median of the
-    ``median_steps`` steps before it (0 turns it off). It arms after the first
-    ``warmup_steps`` steps (never part of the median), once the ``settle_steps`` steps after
-    them have settled: their 90th percentile at most ``settle_spread`` times their median.
+    ``slow_step_factor``: a step longer than this many times the 99th percentile (for steady
+    steps, the median) of the ``median_steps`` steps before it (0 turns it off). It arms
+    after the first ``warmup_steps`` steps (never part of the median), once the typical
+    step has settled: the median of the last ``settle_steps`` steps within
+    ``settle_spread`` times the median of the ``settle_steps`` before them (steps with a
+    tail wider than that also wait for ``median_steps`` steps; `recorder.slow`).
     ``escalation_factor``: a slow step this many times worse (against the median) than the
     slow step saved less than ``min_interval_s`` ago is saved despite the rate limit (0:
     never).
@@ -76,7 +78,7 @@ class Triggers:
         _check_int("warmup_steps", self.warmup_steps, 0)
         _check_int("settle_steps", self.settle_steps, 3)
         if not self.settle_spread >= 1:
-            _bad("settle_spread", self.settle_spread, ">= 1 (a 90th percentile over the median)")
+            _bad("settle_spread", self.settle_spread, ">= 1 (a median over another)")
         if self.escalation_factor != 0 and not self.escalation_factor > 1:
             _bad("escalation_factor", self.escalation_factor, "> 1 (or 0: never escalate)")
         if not self.hang_s >= 0:

@@ -482,6 +482,7 @@ class Recorder:
                         slow.window,
                         slow.unarmed,
                         saver_ns,
+                        slow.tail_ns,
                     )
             else:
                 slow = self.slow.observe(summary.step_num, summary.dur_ns)
@@ -523,6 +524,11 @@ class Recorder:
             f"step {found.step_num} took {found.dur_ns / 1e6:.1f} ms, {found.ratio:.1f}x the "
             f"median {found.median_ns / 1e6:.1f} ms of the {found.window} steps before"
         )
+        if found.tail_ns > 1.05 * found.median_ns:  # a tail worth naming: not steady steps
+            reason += (
+                f" (slow above {self.triggers.slow_step_factor:g}x their 99th percentile "
+                f"{found.tail_ns / 1e6:.1f} ms)"
+            )
         details: dict[str, Any] = {
             "step": found.step_num,
             "dur_ns": found.dur_ns,

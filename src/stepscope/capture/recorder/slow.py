@@ -2,13 +2,23 @@
 
 - **Warm-up**: the first ``warmup_steps`` steps (compilation, cold caches, a DataLoader
   starting its workers) are never part of the baseline.
-- **Arming**: the trigger arms once the last ``settle_steps`` steps after the warm-up have
-  settled: their 90th percentile is at most ``settle_spread`` times their median. A machine
-  where step times still swing (another job's load, a pipeline filling) would otherwise
-  save its noise: on a loaded machine the trigger fired in every recorder start, a 3.5x
-  step 16 steps after the warm-up. Once armed it stays armed.
-- **Slow**: a step longer than ``slow_step_factor`` times the median of the
-  ``median_steps`` steps before it (recomputed every `MEDIAN_EVERY` steps).
+- **Arming**: the trigger arms once the typical step has stopped moving: the median of the
+  last ``settle_steps`` steps after the warm-up is within ``settle_spread`` times the median
+  of the ``settle_steps`` before them. A pipeline still filling, or another job starting on
+  the machine, moves the median; the trigger waits. Steps whose 99th percentile (`tail_ns`)
+  is also within ``settle_spread`` of that median arm then (at step 60 with the defaults); steps
+  with a wider tail arm once the ``median_steps`` steps of the baseline are there to show
+  it (step 120), since the threshold is set from that tail (below). Once armed it stays
+  armed. The tail no longer keeps it off (decision 675): a fast PyTorch CPU loop's steps
+  had a 90th percentile 13-20x their median on a loaded machine (runqueue waits), and the
+  old rule (arm only when that is at most ``settle_spread``) never armed there, so a 280x
+  stall was not saved.
+- **Slow**: a step longer than ``slow_step_factor`` times the 99th percentile of the
+  ``median_steps`` steps before it, leaving their longest out (`tail_ns`; recomputed every
+  `MEDIAN_EVERY` steps). For steady steps that is the median's multiple as before; for a
+  heavy-tailed loop the threshold rises with the tail the loop has shown, so its usual
+  noise is not saved (a machine where one step in four is 3x: slow above ~9x the median),
+  and leaving the longest step out keeps one stall from hiding the next.
 - **Escalation**: within ``min_interval_s`` of a saved slow step, a step at least
   ``escalation_factor`` times worse (its ratio to the median over the saved one's) is
   saved despite the rate limit, so the recorder keeps the worst step, not only the first.
@@ -18,6 +28,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import math
 import statistics
 import threading
 from typing import Any
@@ -25,8 +36,10 @@ from typing import Any
 from stepscope.capture.recorder.config import Triggers
 from stepscope.records import record
 
-MEDIAN_EVERY = 10  # steps between two computations of the running median
-SETTLE_QUANTILE = 0.9
+MEDIAN_EVERY = 10  # steps between two computations of the running median and tail
+# The tail a slow step is measured against: this quantile of the steps before it (nearest
+# rank), leaving out at least their longest (`tail_ns`).
+TAIL_QUANTILE = 0.99
 # Steps after the warm-up before a step can be called slow at all (to tell the user of a
 # slow step the unarmed trigger let pass; an armed trigger has ``settle_steps`` >= 3).
 MIN_BASELINE = 3
@@ -47,6 +60,7 @@ class SlowStep:
     unarmed: str = ""
     # how long the recorder's own save ran during the step: judged without it
     saver_ns: int = 0
+    tail_ns: float = 0.0  # the steps' 99th percentile it was judged against (`tail_ns`)
 
     @property
     def ratio(self) -> float:
@@ -102,6 +116,16 @@ class MissedSteps:
             return {kind: dataclasses.asdict(m) for kind, m in self.by_reason.items()}
 
 
+def tail_ns(ordered: list[int]) -> float:
+    """The tail a slow step must exceed ``slow_step_factor`` times: the `TAIL_QUANTILE`
+    (nearest rank) of the ``ordered`` step times, leaving out at least the longest (so one
+    stall in the window, already saved or told, does not hide the next), and never below
+    their median (a window too short to have a tail)."""
+    n = len(ordered)
+    left_out = max(1, n - math.ceil(TAIL_QUANTILE * n))
+    return float(ordered[max(0, n - 1 - left_out)]) if n > 1 else float(ordered[0])
+
+
 class SlowStepTrigger:
     """The state of the slow-step trigger; fed one finished step at a time (watchdog)."""
 
@@ -112,6 +136,9 @@ class SlowStepTrigger:
         self.armed = False
         self.armed_note = ""  # how it armed, or why it has not yet
         self._median: float | None = None
+        self._tail = 0.0  # `tail_ns` of the steps the median was taken over
+        # the steps after the warm-up while it is not armed: two windows of `settle_steps`
+        self._settling: collections.deque[int] = collections.deque(maxlen=2 * triggers.settle_steps)
         self._median_age = 0
         self._saved: tuple[float, float] | None = None  # (monotonic s, ratio) of the last save
 
@@ -125,6 +152,7 @@ class SlowStepTrigger:
         self.recent.append(dur_ns)
         self._median_age += 1
         if not self.armed:
+            self._settling.append(dur_ns)
             self._try_arm()
             if self.armed:
                 self._median = None  # judged from the steps up to now, not an older median
@@ -136,15 +164,17 @@ class SlowStepTrigger:
         if len(self.recent) < MIN_BASELINE:
             return None
         if self._median is None or self._median_age >= MEDIAN_EVERY:
-            self._median, self._median_age = statistics.median(self.recent), 0
+            ordered = sorted(self.recent)
+            self._median, self._tail = statistics.median(ordered), tail_ns(ordered)
+            self._median_age = 0
         median = self._median
-        if median <= 0 or dur_ns <= self.triggers.slow_step_factor * median:
+        if median <= 0 or dur_ns <= self.triggers.slow_step_factor * self._tail:
             return None
         unarmed = ""
         if not self.armed:
-            enough = len(self.recent) >= self.triggers.settle_steps
+            enough = len(self._settling) >= 2 * self.triggers.settle_steps
             unarmed = NOISY if enough else NOT_READY
-        return SlowStep(step_num, dur_ns, median, len(self.recent), unarmed)
+        return SlowStep(step_num, dur_ns, median, len(self.recent), unarmed, tail_ns=self._tail)
 
     def threshold_ns(self) -> float | None:
         """The step time above which the armed trigger calls a step slow now (None until it
@@ -152,29 +182,51 @@ class SlowStepTrigger:
         median = self._median
         if not self.armed or median is None or median <= 0:
             return None
-        return self.triggers.slow_step_factor * median
+        return self.triggers.slow_step_factor * self._tail
 
     def _try_arm(self) -> None:
         settle = self.triggers.settle_steps
-        if len(self.recent) < settle:
+        seen, needs = len(self._settling), 2 * settle
+        if seen < needs:
+            self.armed_note = f"not armed: {seen} of the {needs} steps after the warm-up seen"
+            return
+        steps = list(self._settling)
+        before, last = statistics.median(steps[:settle]), statistics.median(steps[settle:])
+        low = min(before, last)
+        drift = max(before, last) / low if low > 0 else float("inf")
+        spread = self.triggers.settle_spread
+        if drift > spread:
             self.armed_note = (
-                f"not armed: {len(self.recent)} of the {settle} steps after the warm-up seen"
+                f"not armed: the median of the last {settle} steps, {last / 1e6:.1f} ms, is "
+                f"{drift:.2f}x that of the {settle} before, {before / 1e6:.1f} ms (arms "
+                f"within {spread:g}x)"
             )
             return
-        last = sorted(list(self.recent)[-settle:])
-        median = statistics.median(last)
-        high = last[min(len(last) - 1, int(SETTLE_QUANTILE * len(last)))]
-        spread = high / median if median > 0 else float("inf")
-        if spread <= self.triggers.settle_spread:
-            self.armed = True
+        # The baseline's tail as the slow rule reads it: steady steps arm now; a wider tail
+        # arms on a full baseline, which the threshold then comes from (bursts in 3% of the
+        # steps would otherwise be saved, the first after arming).
+        baseline = sorted(self.recent)
+        typical = statistics.median(baseline)
+        tail = tail_ns(baseline) / typical if typical > 0 else float("inf")
+        window = self.triggers.median_steps
+        if tail > spread and len(self.recent) < window:
             self.armed_note = (
-                f"armed after {self.seen} steps: the last {settle} steps' 90th percentile "
-                f"is {spread:.2f}x their median {median / 1e6:.1f} ms"
+                f"not armed: the steps' 99th percentile is {tail:.2f}x their median "
+                f"{typical / 1e6:.1f} ms; it arms once {window} steps show their tail "
+                f"({len(self.recent)} seen)"
             )
-        else:
-            self.armed_note = (
-                f"not armed: the last {settle} steps' 90th percentile is {spread:.2f}x their "
-                f"median {median / 1e6:.1f} ms (arms at {self.triggers.settle_spread:g}x)"
+            return
+        self.armed = True
+        self._settling.clear()
+        self.armed_note = (
+            f"armed after {self.seen} steps: the median of the last {settle} steps, "
+            f"{last / 1e6:.1f} ms, is within {drift:.2f}x of the {settle} before"
+        )
+        if tail > spread:
+            self.armed_note += (
+                f"; their 99th percentile is {tail:.2f}x it, so a slow step is one longer "
+                f"than {self.triggers.slow_step_factor:g}x the 99th percentile of the last "
+                f"{window} steps"
             )
 
     def escalation(self, ratio: float, now_s: float) -> float | None:

@@ -75,13 +75,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     rec.add_argument("--warmup-steps", type=int, help="first steps never part of the median (20)")
     rec.add_argument(
-        "--settle-steps", type=int, help="steps after the warm-up that must settle (20)"
+        "--settle-steps", type=int, help="steps whose median must settle after the warm-up (20)"
     )
     rec.add_argument(
         "--settle-spread",
         type=float,
-        help="the slow-step trigger arms when their 90th percentile is at most this many "
-        "times their median (1.5)",
+        help="the slow-step trigger arms when their median is within this many times the "
+        "median of the steps before them (1.5)",
     )
     rec.add_argument(
         "--escalation-factor",
