@@ -206,8 +206,8 @@ def _stalled(
     kind, figures = _window_kind(m, j, np.concatenate(lo), np.concatenate(hi))
     work = _work_steps(m, pairing, j, row, mine, lo[0], hi[0])
     steps_at = np.unique(np.concatenate([work, inside]))
-    numbers = tuple(int(n) for n in pairing.step_num[steps_at])
-    held_at = tuple(int(n) for n in pairing.step_num[np.unique(cols)])
+    numbers = _numbers(pairing, steps_at)
+    held_at = _numbers(pairing, np.unique(cols))
     late_ns = int(arrival_ns[cols].sum() + inside_ns[cols].sum())
     n = len(numbers)
     waiters = len(m.rows) - 1
@@ -220,42 +220,21 @@ def _stalled(
     # the run-ups explain the arrivals only when their excess is most of the time held
     explained = excess[reason] >= 0.5 * float(arrival_ns[arrived].sum()) and len(arrived)
     k = CATEGORY_NAMES.index(reason if explained else "other")
-    parts = []
-    if len(arrived):
-        calls_at = steps_said(tuple(int(x) for x in pairing.step_num[arrived]))
-        if (work != arrived).all():  # stalled at the end of each step
-            done = steps_said(tuple(int(x) for x in pairing.step_num[work]))
-            where = f"after {done} it arrived last at the next step's collectives ({calls_at})"
-        elif (work == arrived).all():
-            where = f"it arrived last at the collectives of {calls_at}"
-        else:
-            where = (
-                f"it arrived last at the collectives of {calls_at} (stalled at the end of the "
-                "step before for some)"
-            )
-        if explained:
-            where += f", after {what(reason)}"
-        parts.append(where)
-    if len(inside):
-        each = inside_ns[inside].sum() / len(inside) / 1e6
-        parts.append(
-            f"at {steps_said(tuple(int(x) for x in pairing.step_num[inside]))} every rank had "
-            f"arrived at the collective and it lasted {each:.2f} ms longer than usual on all "
-            "of them"
-        )
+    where = _where(pairing, arrived, work, inside, inside_ns, reason if explained else "")
     did = ""
     if kind != UNREAD:
         did = _DID[kind].format(**{key: f"{v / 1e6:.1f}" for key, v in figures.items()})
     said = steps_said(numbers)
-    focus = (
-        f"stalling every rank at {said}, {late_ns / n / 1e6:.2f} ms each time (the job's steps "
-        f"take {step_ns / 1e6:.2f} ms)" + (f": {did}" if did else "")
+    each = f"{late_ns / n / 1e6:.2f} ms each time"
+    step_ms = f"{step_ns / 1e6:.2f} ms"
+    focus = f"stalling every rank at {said}, {each} (the job's steps take {step_ms})" + (
+        f": {did}" if did else ""
     )
     text = (
         f"{hosts[row]} stalled the job {counted(n, 'time')} ({said} of "
-        f"{len(pairing.step_num)}), {late_ns / n / 1e6:.2f} ms each time, {late_ns / 1e6:.2f} "
-        f"ms in all, where the job's steps take {step_ns / 1e6:.2f} ms: "
-        + "; ".join(parts)
+        f"{len(pairing.step_num)}), {each}, {late_ns / 1e6:.2f} ms in all, where the job's "
+        f"steps take {step_ms}: "
+        + "; ".join(where)
         + (f". Its CPU readings then: {did}" if did else "")
         + f". The other {counted(waiters, 'rank')} waited for it ({waited / 1e6:.2f} ms in all)."
     )
@@ -277,6 +256,46 @@ def _stalled(
         stall=kind,
         inside=tuple((int(pairing.step_num[c]), int(inside_ns[c])) for c in inside.tolist()),
     )
+
+
+def _numbers(pairing: StepPairing, cols: np.ndarray) -> tuple[int, ...]:
+    """The pod step numbers of columns ``cols``."""
+    return tuple(int(n) for n in pairing.step_num[cols])
+
+
+def _where(
+    pairing: StepPairing,
+    arrived: np.ndarray,
+    work: np.ndarray,
+    inside: np.ndarray,
+    inside_ns: np.ndarray,
+    reason: str,
+) -> list[str]:
+    """Where a rank stalled the job, in words: arriving last at the collectives of its late
+    steps (columns ``arrived``), or at the next step's after its steps ``work`` (stalled at
+    a step's end), ``reason`` the run-ups' when they explain the arrivals ("" when not); and
+    inside the collectives of the columns ``inside``, every rank arrived."""
+    where = []
+    if len(arrived):
+        calls_at = steps_said(_numbers(pairing, arrived))
+        if (work != arrived).all():  # stalled at the end of each step
+            done = steps_said(_numbers(pairing, work))
+            said = f"after {done} it arrived last at the next step's collectives ({calls_at})"
+        elif (work == arrived).all():
+            said = f"it arrived last at the collectives of {calls_at}"
+        else:
+            said = (
+                f"it arrived last at the collectives of {calls_at} (stalled at the end of the "
+                "step before for some)"
+            )
+        where.append(said + (f", after {what(reason)}" if reason else ""))
+    if len(inside):
+        each = inside_ns[inside].sum() / len(inside) / 1e6
+        where.append(
+            f"at {steps_said(_numbers(pairing, inside))} every rank had arrived at the "
+            f"collective and it lasted {each:.2f} ms longer than usual on all of them"
+        )
+    return where
 
 
 def _work_steps(
