@@ -395,3 +395,12 @@ def test_mixed_precision_is_advised_below_ten_percent_only() -> None:
     assert at_ten.details == ()
     below = recommend(summary, bound_by(summary), precision_16_percent=9.9)
     assert below.details[0].startswith("Only 9.9% of the device compute time runs in 16-bit")
+
+
+def test_mixed_precision_is_not_advised_for_compute_that_takes_no_time() -> None:
+    """a100_triton_tiny: one 1.8 us kernel in a 13.3 s step, all of it 32-bit, was told
+    mixed precision "could speed it up"; from 3% of the step time in compute it is."""
+    for compute, advised in ((0.29, False), (0.3, True)):  # ms of a 10 ms step
+        summary = _summary({"compute": compute, "host": 10.0 - compute})
+        told = recommend(summary, bound_by(summary), precision_16_percent=0.0).details
+        assert any("mixed precision" in d for d in told) == advised, compute
