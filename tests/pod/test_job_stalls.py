@@ -38,3 +38,25 @@ def test_a_rank_stopped_twice_is_named_at_those_steps(
         "its process did not run: stepscope's sampler in it took no reading"
         in (late["explanation"])
     )
+
+
+def test_a_rank_pausing_once_is_named_at_that_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rank 2 sleeps 400 ms once, at step 60 of 150 (a checkpoint): every rank's script times
+    that step long; the job is named stalled there by rank 2, its sleeping line sampled
+    (decision 685). 400 ms: many times what this machine's load makes a rank late by."""
+    truths = job(
+        tmp_path,
+        *("--ranks", "3", "--sleep-rank", "2", "--sleep-ms", "400", "--sleep-at", "60"),
+        *("--steps", "150", "--base-compute-ms", "2"),
+    )
+    assert all(t["step_s"][60] > 0.4 for t in truths), [t["step_s"][60] for t in truths]
+    [run] = (tmp_path / "plugins" / "profile").iterdir()
+    assert main(["tool", str(run), "pod_viewer", "--workers", "0", "--no-cache"]) == 0
+    pod: dict[str, Any] = json.loads(capsys.readouterr().out)
+    (late,) = [s for s in pod["stragglers"] if s["host"].endswith(".rank2")]
+    assert late["steps"] == [60], late
+    assert late["explanation"].startswith(f"{late['host']} stalled the job once, at step 60 of")
+    assert "neither on a core nor waiting for one" in late["explanation"]
+    assert "ddp_job.py" in late["explanation"]  # the sampled line of the sleep

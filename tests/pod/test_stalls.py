@@ -5,41 +5,16 @@ thread did then is read from its CPU readings (`ThreadCpu`)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-import numpy as np
-
 from stepscope.stats.diagnostics.multi import skew_across_hosts
-from stepscope.stats.host.thread_cpu import ThreadCpu
 from stepscope.stats.stragglers import find_stragglers
 from stepscope.stats.stragglers_stalls import STALL_FIX
 from stepscope.stats.stragglers_types import Rank
 from stepscope.tools.pod_viewer import _lateness
 from tests.support.arrivals import MS, STEP, job
+from tests.support.cpu_readings import with_cpu
 
 STALLED = (10, 20)  # of 30 steps: 2, fewer than the straggler rules' 5% of the steps
 STALL = 100 * MS
-
-
-def _with_cpu(ranks: list[Rank], gaps: dict[int, list[tuple[int, int]]], **waiting: int) -> None:
-    """Give each rank CPU readings every 5 ms over its 30 steps (on a core 2 ms of each), the
-    spans ``gaps[r]`` unread (one reading over each); rank "d"'s readings runnable
-    ``waiting["d_ns"]`` ns over each of its gaps instead."""
-    for r, rank in enumerate(ranks):
-        cuts = [t for t in range(0, 30 * STEP + 1, 5 * MS)]
-        for lo, hi in gaps.get(r, []):
-            cuts = [t for t in cuts if not lo < t < hi] + [lo, hi]
-        cuts = sorted(set(cuts))
-        start, end = np.array(cuts[:-1], np.int64), np.array(cuts[1:], np.int64)
-        on = np.full(len(start), 2 * MS, np.int64)
-        runnable = np.zeros(len(start), np.int64)
-        long = (end - start) > 5 * MS
-        if waiting.get("d_ns") and rank.host == "d":
-            runnable[long] = waiting["d_ns"]
-        else:
-            on[long] = 0  # not running: the sampler in it could not read
-        assert rank.calls is not None
-        ranks[r] = replace(rank, calls=replace(rank.calls, cpu=ThreadCpu(start, end, on, runnable)))
 
 
 def _stopped_inside() -> list[Rank]:
@@ -56,7 +31,7 @@ def _stopped_inside() -> list[Rank]:
 
 def test_a_rank_stopped_inside_the_collective_is_named_by_its_readings() -> None:
     ranks = _stopped_inside()
-    _with_cpu(ranks, {1: [(s * STEP + 5 * MS, s * STEP + 110 * MS) for s in STALLED]})
+    with_cpu(ranks, {1: [(s * STEP + 5 * MS, s * STEP + 110 * MS) for s in STALLED]})
     (d,) = find_stragglers(ranks).stragglers
     assert (d.host, d.steps, d.stall) == ("d", STALLED, "stopped")
     assert d.late_ns == 2 * STALL
@@ -77,7 +52,7 @@ def test_the_heatmap_marks_a_stall_inside_the_call_at_its_step() -> None:
     """No arrival marks it: the pod viewer's cell of the stalling rank at each stalled step
     is late by the time it held the others (decision 648)."""
     ranks = _stopped_inside()
-    _with_cpu(ranks, {1: [(s * STEP + 5 * MS, s * STEP + 110 * MS) for s in STALLED]})
+    with_cpu(ranks, {1: [(s * STEP + 5 * MS, s * STEP + 110 * MS) for s in STALLED]})
     heatmap, _ = _lateness(find_stragglers(ranks))
     assert heatmap is not None
     assert [heatmap.steps[k] for k, x in enumerate(heatmap.late[1]) if x] == list(STALLED)
@@ -88,7 +63,7 @@ def test_without_readings_a_call_lasting_longer_names_no_rank() -> None:
     """Every rank arrived at once: only the readings can tell who held the call."""
     assert find_stragglers(_stopped_inside()).stragglers == ()
     ranks = _stopped_inside()
-    _with_cpu(ranks, {})  # every rank read on throughout: nobody stopped
+    with_cpu(ranks, {})  # every rank read on throughout: nobody stopped
     assert find_stragglers(ranks).stragglers == ()
 
 
@@ -123,7 +98,7 @@ def test_a_rank_last_by_a_long_stall_at_a_few_steps_is_named() -> None:
 
 def test_a_rank_waiting_for_a_core_in_its_stalls_is_told_so() -> None:
     ranks = _late_arrivals({s: 1 for s in STALLED})
-    _with_cpu(ranks, {1: [(s * STEP + 4 * MS, s * STEP + 104 * MS) for s in STALLED]}, d_ns=90 * MS)
+    with_cpu(ranks, {1: [(s * STEP + 4 * MS, s * STEP + 104 * MS) for s in STALLED]}, d_ns=90 * MS)
     (d,) = find_stragglers(ranks).stragglers
     assert d.stall == "waiting"
     assert "its steps' thread was runnable but waiting for a core 180.0 ms of those 200.0 ms" in (

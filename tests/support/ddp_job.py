@@ -1,7 +1,7 @@
 """A CPU DistributedDataParallel job (gloo) as a user writes it, measuring its own truth.
 
     python -m tests.support.ddp_job LOGDIR --ranks 2 [--slow-input R] [--slow-compute R]
-        [--sleep-rank R] [--stop-rank R]
+        [--sleep-rank R [--sleep-at K...]] [--stop-rank R]
     torchrun --nproc-per-node 2 -m tests.support.ddp_job LOGDIR --launcher torchrun
 
 Each rank calls ``stepscope.start(LOGDIR)`` / ``stepscope.stop()`` with defaults (no
@@ -91,8 +91,9 @@ def work(rank: int, world: int, args: argparse.Namespace) -> None:
         t0 = time.perf_counter()
         x, y = next(batches)
         t1 = time.perf_counter()
-        if sleep_s:  # untraced time in the loop's body (Python, I/O, a lock...)
-            time.sleep(sleep_s)
+        at = len(truth["step_s"]) if truth is not None else -1
+        if sleep_s and (not args.sleep_at or at in args.sleep_at):
+            time.sleep(sleep_s)  # untraced time in the loop's body (Python, I/O, a lock...)
         out = ddp(x)
         if extra_s:  # more compute: real matmuls until extra_s passed
             a = torch.randn(128, 128)
@@ -175,6 +176,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--base-compute-ms", type=float, default=0.0, help="every rank's extra ms")
     p.add_argument("--sleep-rank", type=int, default=-1, help="this rank sleeps in its step")
     p.add_argument("--sleep-ms", type=float, default=30.0, help="the sleeping rank's ms a step")
+    p.add_argument("--sleep-at", type=int, nargs="*", default=[], help="only at these steps")
     p.add_argument("--stop-rank", type=int, default=-1, help="this rank is stopped (SIGSTOP)")
     p.add_argument("--stop-ms", type=float, default=150.0, help="for this long each time")
     p.add_argument("--stop-at", type=float, nargs="*", default=[0.2, 0.5], help="s after start")

@@ -32,14 +32,19 @@ import numpy as np
 
 from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.steps.pairing import StepPairing
+from stepscope.stats.stragglers_python import runup_functions
 from stepscope.stats.stragglers_runups import REASONS
 from stepscope.stats.stragglers_types import BY_ARRIVAL, Matched, Straggler, nan_reduce, steps_said
 from stepscope.stats.stragglers_words import what
 from stepscope.words import counted
 
 STALL_SHARE = 3.0  # a stall holds every rank 3 times the job's median step time at least
-MIN_STALLS = 2  # the same rank, at this many steps at least...
+MIN_STALLS = 1  # the same rank, at this many steps at least...
+# ...and a rank stalling once held the others this many times as long as anyone held them
+# at any other step (decision 685: a 36 ms late arrival on a loaded machine is no stall)
+LONE_STANDOUT = 2.0
 STALLS_SHARE = 0.5  # ...holding this share of all the stalls' time at least
+_OTHER = CATEGORY_NAMES.index("other")
 HELD_READ = 0.5  # inside: the holder's evidence covers this share of the stall at least
 
 # what the steps' thread did in the stalls, by its CPU readings (`_kind`)
@@ -151,6 +156,12 @@ def stalls(
             inside_ns[k, m.pod_step[c]] += float(excess[c])
             inside_cols.setdefault(k, []).append(c)
     total = float(stall_held.sum() + inside_ns.sum())
+    # the longest any rank held the others at each pod step, by arrival or by a call lasting
+    # longer than usual, whoever held it: what a lone stall must stand out from
+    longest = np.zeros(n_s)
+    longest[stepped] = held[m.rows][:, stepped].max(axis=0)
+    np.maximum.at(longest, m.pod_step[in_pod], np.maximum(excess[in_pod], 0.0))
+    longest[0] = 0.0
     named = {s.host for s in found}
     out = []
     for j, row in enumerate(m.rows.tolist()):
@@ -158,6 +169,10 @@ def stalls(
         cols = np.flatnonzero(mine_ns > 0)
         if hosts[row] in named or len(cols) < MIN_STALLS or mine_ns.sum() < STALLS_SHARE * total:
             continue
+        if len(cols) == 1 and mine_ns[cols[0]] < LONE_STANDOUT * np.delete(longest, cols).max(
+            initial=0.0
+        ):
+            continue  # one stall no longer than the job's other holds: the machine's noise
         out.append(
             _stalled(
                 hosts,
@@ -220,22 +235,39 @@ def _stalled(
     # the run-ups explain the arrivals only when their excess is most of the time held
     explained = excess[reason] >= 0.5 * float(arrival_ns[arrived].sum()) and len(arrived)
     k = CATEGORY_NAMES.index(reason if explained else "other")
+    python = ""
+    if len(arrived) and k == _OTHER and kind != STOPPED:
+        # what its thread ran untraced while it held the others (a checkpoint's `torch.save`,
+        # a `time.sleep`): the sampler's functions there beyond the other ranks' (a stopped
+        # process's sampler took none there: its samples at the stall's edges say nothing)
+        untraced = m.runup_ns[:, mine, _OTHER].sum(axis=1)
+        python = runup_functions(
+            m.python, m.call_index, j, mine, untraced, len(arrived), float(excess["other"])
+        )
     where = _where(pairing, arrived, work, inside, inside_ns, reason if explained else "")
     did = ""
     if kind != UNREAD:
         did = _DID[kind].format(**{key: f"{v / 1e6:.1f}" for key, v in figures.items()})
     said = steps_said(numbers)
-    each = f"{late_ns / n / 1e6:.2f} ms each time"
-    step_ms = f"{step_ns / 1e6:.2f} ms"
-    focus = f"stalling every rank at {said}, {each} (the job's steps take {step_ms})" + (
-        f": {did}" if did else ""
-    )
-    text = (
-        f"{hosts[row]} stalled the job {counted(n, 'time')} ({said} of "
-        f"{len(pairing.step_num)}), {each}, {late_ns / 1e6:.2f} ms in all, where the job's "
-        f"steps take {step_ms}: "
-        + "; ".join(where)
+    step_said = f"the job's steps take {step_ns / 1e6:.2f} ms"
+    if n == 1:  # once: "stalled every rank once, at step 60, for 147.39 ms" (decision 685)
+        focus = f"stalled every rank once, at {said}, for {late_ns / 1e6:.2f} ms ({step_said})"
+        text = (
+            f"{hosts[row]} stalled the job once, at {said} of {len(pairing.step_num)}, for "
+            f"{late_ns / 1e6:.2f} ms, where {step_said}: "
+        )
+    else:
+        focus = f"stalling every rank at {said}, {late_ns / n / 1e6:.2f} ms each time ({step_said})"
+        text = (
+            f"{hosts[row]} stalled the job {counted(n, 'time')} ({said} of "
+            f"{len(pairing.step_num)}), {late_ns / n / 1e6:.2f} ms each time, "
+            f"{late_ns / 1e6:.2f} ms in all, where {step_said}: "
+        )
+    focus += (f": {did}" if did else "") + (f"; Python sampled on it: {python}" if python else "")
+    text += (
+        "; ".join(where)
         + (f". Its CPU readings then: {did}" if did else "")
+        + (f". Python sampled on {hosts[row]} in that time: {python}" if python else "")
         + f". The other {counted(waiters, 'rank')} waited for it ({waited / 1e6:.2f} ms in all)."
     )
     return Straggler(
@@ -253,6 +285,7 @@ def _stalled(
         int(peers[k]),
         focus=focus,
         held_steps=held_at if held_at != numbers else (),
+        python=python,
         stall=kind,
         inside=tuple((int(pairing.step_num[c]), int(inside_ns[c])) for c in inside.tolist()),
     )

@@ -75,6 +75,8 @@ def late_words(s: Straggler, n_compared: int) -> str:
     after the next rank, from host compute (36.77 ms per step where the other ranks spent 1.51
     ms)"; late mostly in a few steps, its two parts (decision 546)."""
     n = len(s.steps)
+    if s.stall and n == 1:  # "d stalled every rank once, at step 12, for 100.00 ms (...)"
+        return f"{s.host} {s.focus}"
     if s.focus:
         return f"{s.host} is late at {n} of {n_compared} steps, {s.focus}"
     return (
