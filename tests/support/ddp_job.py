@@ -1,7 +1,7 @@
 """A CPU DistributedDataParallel job (gloo) as a user writes it, measuring its own truth.
 
     python -m tests.support.ddp_job LOGDIR --ranks 2 [--slow-input R] [--slow-compute R]
-        [--sleep-rank R [--sleep-at K...]] [--stop-rank R]
+        [--sleep-rank R [--sleep-at K...]] [--stop-rank R] [--threads N --one-core]
     torchrun --nproc-per-node 2 -m tests.support.ddp_job LOGDIR --launcher torchrun
 
 Each rank calls ``stepscope.start(LOGDIR)`` / ``stepscope.stop()`` with defaults (no
@@ -53,7 +53,9 @@ def _union_s(spans: list[tuple[float, float]]) -> float:
 
 
 def work(rank: int, world: int, args: argparse.Namespace) -> None:
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
+    if args.one_core:  # every rank on one core, beside a busy loop (`_busy`)
+        os.sched_setaffinity(0, {args.one_core_id})
     if args.launcher == "spawn":
         os.environ["MASTER_ADDR"] = "127.0.0.1"
         os.environ["MASTER_PORT"] = str(args.port)
@@ -165,6 +167,12 @@ def _stopper(args: argparse.Namespace) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-c", code, str(os.getpid()), str(args.stop_ms), *at])
 
 
+def _busy(core: int) -> subprocess.Popen[bytes]:
+    """A process spinning on ``core``: another program wanting the ranks' core."""
+    code = f"import os\nos.sched_setaffinity(0, {{{core}}})\nwhile True:\n    pass\n"
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser()
     p.add_argument("logdir")
@@ -187,20 +195,29 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--launcher", choices=("spawn", "torchrun"), default="spawn")
     p.add_argument("--profiler", choices=("stepscope", "kineto"), default="stepscope")
     p.add_argument("--truth-dir", default=None)
+    p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads of each rank")
+    p.add_argument("--one-core", action="store_true", help="all ranks on 1 core, and a busy loop")
     args = p.parse_args(argv)
     args.truth_dir = args.truth_dir or args.logdir
+    args.one_core_id = min(os.sched_getaffinity(0))
     return args
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     Path(args.truth_dir).mkdir(parents=True, exist_ok=True)
-    if args.launcher == "spawn":
-        import torch.multiprocessing as mp
+    busy = _busy(args.one_core_id) if args.one_core else None
+    try:
+        if args.launcher == "spawn":
+            import torch.multiprocessing as mp
 
-        mp.spawn(work, args=(args.ranks, args), nprocs=args.ranks)
-    else:
-        work(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args)
+            mp.spawn(work, args=(args.ranks, args), nprocs=args.ranks)
+        else:
+            work(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args)
+    finally:
+        if busy is not None:
+            busy.kill()
+            busy.wait()
 
 
 if __name__ == "__main__":

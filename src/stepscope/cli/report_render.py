@@ -116,6 +116,8 @@ def _job(job: JobSteps, width: int) -> list[str]:
         lines += wrap(text, width, first="  Straggler: ", rest="    ")
     if job.ranks > 1 and not job.stragglers and job.straggler_rule:
         lines += wrap(f"  No straggler ({job.straggler_rule}).", width, rest="    ")
+    for text in job.held_alike:
+        lines += wrap(f"{text}.", width, first="  ", rest="    ")
     if job.clock:
         lines += wrap(f"({job.clock})", width, first="  ", rest="  ")
     return lines

@@ -111,6 +111,10 @@ class JobSteps:
     rows: tuple[RankRow, ...] = out("one per rank")
     straggler_rule: str = out("`collective arrival` or `own time` (no collectives to match)")
     stragglers: tuple[str, ...] = out("each straggler's explanation (cause and steps)")
+    held_alike: tuple[str, ...] = out(
+        "what held every rank alike rather than one rank, in words: every rank's steps' "
+        "thread waiting for a core (the stack sampler's CPU readings)"
+    )
     clock: str = out("the collectives matched and the clock offsets estimated from them")
 
 
@@ -190,6 +194,7 @@ def job_steps(summary: StepSummary, ranks: Sequence[Rank], pod: PodLateness | No
         _rows(ranks, pod),
         pod.method if pod is not None else "",
         tuple(s.explanation for s in pod.stragglers) if pod is not None else (),
+        pod.notes if pod is not None else (),
         pod.clock_note if pod is not None else "",
     )
 

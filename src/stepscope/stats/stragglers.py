@@ -53,6 +53,7 @@ from stepscope.stats.collective_calls import CollectiveCalls
 from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.intervals import merge_sorted
 from stepscope.stats.steps.pairing import HostSteps, StepPairing, pair_host_steps
+from stepscope.stats.stragglers_cores import cores_held
 from stepscope.stats.stragglers_cpu import work_words
 from stepscope.stats.stragglers_own_time import by_own_time
 from stepscope.stats.stragglers_python import runup_functions
@@ -205,8 +206,12 @@ def find_stragglers(ranks: Sequence[Rank]) -> PodLateness:
     matched = match_calls(ranks, pairing) if len(ranks) > 1 else None
     fetch = fetch_times(ranks, pairing)
     if matched is None or not (matched.pod_step >= 0).any():
-        return _named(by_own_time(ranks, pairing, dur, fetch), ranks)
-    return _named(_by_arrival(hosts, pairing, dur, matched, fetch), ranks)
+        pod = _named(by_own_time(ranks, pairing, dur, fetch), ranks)
+    else:
+        pod = _named(_by_arrival(hosts, pairing, dur, matched, fetch), ranks)
+    step_ns = float(np.nanmedian(dur)) if (~np.isnan(dur)).any() else 0.0
+    cores = cores_held(ranks, pairing, step_ns)
+    return replace(pod, notes=(*pod.notes, cores)) if cores else pod
 
 
 def _named(pod: PodLateness, ranks: Sequence[Rank]) -> PodLateness:

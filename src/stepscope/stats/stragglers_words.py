@@ -124,6 +124,12 @@ def held_by(pod: PodLateness) -> str:
     return text + "."
 
 
+def held_alike(pod: PodLateness) -> str:
+    """What held every rank alike (`PodLateness.notes`: every rank waiting for a core), for
+    the job's headline: ``""`` when nothing did."""
+    return "".join(f"{note}." for note in pod.notes)
+
+
 def finding_summary(pod: PodLateness) -> str:
     """The diagnostics finding's summary: each straggler (the first `FINDING_STRAGGLERS`) in
     a sentence, what the others lose waiting for it, and who holds the job once it is fixed."""

@@ -449,6 +449,11 @@ def build(ctx: ToolContext) -> OverviewPage:
         recommendation = by_rank.by_rank(recommendation, line)
         bound = replace(bound, statement=bound.statement + by_rank.verdict_note(alone, rest))
     recommendation = _with_findings(recommendation, top)
+    cores = next((f for f in top if f.id == "job_cores_wait"), None)
+    if cores is not None:  # the headline's "every rank waits for a core": its fix first
+        note = _note(cores)
+        others = tuple(d for d in recommendation.details if d != note)
+        recommendation = replace(recommendation, details=(note, *others))
     if skew and job:
         recommendation = _straggler_first(
             recommendation, skew, job, summary, "collectives" in covered
@@ -508,12 +513,15 @@ def _job(
     if len(ctx.hosts) < 2 or not summary.rank_hosts:
         return None, headline, False
     from stepscope.stats.stragglers import find_stragglers, held_by  # several hosts only
+    from stepscope.stats.stragglers_words import held_alike
 
     ranks = analysis.ranks(ctx)
     pod = find_stragglers(ranks)
     held = held_by(pod)
-    if held:
-        headline = BoundBy(f"{held} Across the ranks: {headline.headline}", headline.limits)
+    # a straggler first; what held every rank alike (every one waiting for a core) beside
+    said = " ".join(x for x in (held, held_alike(pod)) if x)
+    if said:
+        headline = BoundBy(f"{said} Across the ranks: {headline.headline}", headline.limits)
     return job_steps(summary, ranks, pod), headline, bool(held)
 
 

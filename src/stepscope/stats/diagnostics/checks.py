@@ -9,7 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from stepscope.records import record
-from stepscope.stats.diagnostics import device, host, host_steps, multi, periodic_steps, streams
+from stepscope.stats.diagnostics import (
+    cores,
+    device,
+    host,
+    host_steps,
+    multi,
+    periodic_steps,
+    streams,
+)
 from stepscope.stats.diagnostics.base import Finding, HostData
 from stepscope.stats.stragglers_types import Rank
 
@@ -100,5 +108,10 @@ CHECKS: tuple[Check, ...] = (
         "host_skew",
         "the rank the others wait for: last to arrive at their collectives",
         on_run=multi.skew_across_hosts,
+    ),
+    Check(
+        "job_cores_wait",
+        "every rank's steps' thread runnable but waiting for a CPU core (the sampler's readings)",
+        on_run=cores.job_cores_wait,
     ),
 )

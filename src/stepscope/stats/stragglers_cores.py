@@ -1,0 +1,92 @@
+"""Every rank waiting for CPU cores: the whole job, not one rank (decision 687).
+
+Ranks that together want more cores than the machine has (4 ranks of 2 threads each on 2
+cores, another process spinning beside them) are all slow: each rank's steps' thread is
+runnable but waiting for a core much of its time, and which rank arrives last at a
+collective is whichever the scheduler ran last, by turns. The straggler rules then name
+nobody or a rank of the moment, and the ranks' mean says "collectives" (each waits in its
+all-reduce for the others, themselves waiting for a core). The stack sampler's CPU readings
+(`stats.host.thread_cpu`, decision 646) tell it: over the steps, every rank's steps' thread
+waited for a core at least `CORE_WAIT` of the time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from stepscope.records import record
+from stepscope.stats.steps.pairing import StepPairing
+from stepscope.stats.stragglers_types import Rank
+
+CORE_WAIT = 0.25  # every rank's steps' thread runnable, not running, this share at least
+
+CORES_FIX = (
+    "Give the ranks as many threads "
+    "as cores between them (torch.set_num_threads or OMP_NUM_THREADS at most the cores / "
+    "ranks on that machine; tf.config.threading for TensorFlow), run fewer ranks per "
+    "machine, and stop other processes that compete for its cores (top, pidstat -t 1)."
+)
+
+
+def _shares(rank: Rank, rows: np.ndarray) -> tuple[float, float, float] | None:
+    """(runnable, on a core) shares of rank's steps ``rows`` (its step table's rows) by its
+    steps' thread's readings, and its runnable ns there; None without readings there."""
+    cpu = rank.calls.cpu if rank.calls is not None else None
+    if cpu is None or not cpu.read or not len(rows):
+        return None
+    lo = rank.steps.start_ns[rows]
+    hi = lo + rank.steps.dur_ns[rows]
+    covered, on, rq = (float(x.sum()) for x in cpu.within(lo, hi))
+    if covered <= 0.5 * float((hi - lo).sum()):  # the sampler read too little of the steps
+        return None
+    return rq / covered, on / covered, rq
+
+
+@record
+class CoresWait:
+    """Every rank's steps' thread waiting for a core (see the module docstring)."""
+
+    runnable: np.ndarray  # (ranks,) share of its steps' time runnable, waiting for a core
+    on_cpu: np.ndarray  # (ranks,) share on a core
+    runnable_ns: int  # the ranks' runnable time over their steps, summed
+    text: str
+
+
+def cores_wait(ranks: Sequence[Rank], pairing: StepPairing, step_ns: float) -> CoresWait | None:
+    """Every rank waiting for a core over its steps, or None (a rank without readings, or
+    one waiting less than `CORE_WAIT` of its steps' time)."""
+    if len(ranks) < 2:
+        return None
+    shares = []
+    for rank, rows in zip(ranks, pairing.rows, strict=True):
+        found = _shares(rank, rows[rows >= 0])
+        if found is None:
+            return None  # a rank without readings: "every rank" is not known
+        shares.append(found)
+    rq = np.array([x[0] for x in shares])
+    on = np.array([x[1] for x in shares])
+    if rq.min() < CORE_WAIT:
+        return None
+    text = (
+        f"Every rank waits for a core: each rank's steps' thread was runnable but waiting for "
+        f"a core {_pct(rq)} of its steps' time and on a core {_pct(on)} (the stack sampler's "
+        "CPU readings): the job's threads and the machine's other processes want more cores "
+        f"than it has, so every rank's steps (median {step_ns / 1e6:.2f} ms) are slow, their "
+        "compute and collectives mostly this wait, and the rank last at a collective is "
+        "whichever the machine ran last"
+    )
+    return CoresWait(rq, on, int(sum(x[2] for x in shares)), text)
+
+
+def cores_held(ranks: Sequence[Rank], pairing: StepPairing, step_ns: float) -> str:
+    """The job's note when every rank waits for a core, else ""."""
+    found = cores_wait(ranks, pairing, step_ns)
+    return found.text if found is not None else ""
+
+
+def _pct(shares: np.ndarray) -> str:
+    """ "80-83%", or "4%" when the ranks' shares round alike."""
+    lo, hi = round(100 * float(shares.min())), round(100 * float(shares.max()))
+    return f"{lo}%" if lo == hi else f"{lo}-{hi}%"

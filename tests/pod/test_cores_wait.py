@@ -1,0 +1,54 @@
+"""Every rank of a job waiting for a CPU core is said of the whole job (decision 687): 4
+ranks of 2 threads on 2 cores beside a busy loop are all slow, and the rank last at a
+collective is whichever the machine ran last."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from stepscope.stats.diagnostics.cores import job_cores_wait
+from stepscope.stats.host.thread_cpu import ThreadCpu
+from stepscope.stats.stragglers import find_stragglers
+from stepscope.stats.stragglers_cores import CORES_FIX
+from stepscope.stats.stragglers_types import Rank
+from tests.support.arrivals import MS, STEP, job
+
+
+def _ranks(runnable_ms: dict[int, float], read: tuple[int, ...] = (0, 1, 2)) -> list[Rank]:
+    """Three ranks of 30 steps arriving 4 ms into each; the ranks in ``read`` with readings
+    every 5 ms, on a core 1 ms of each and runnable ``runnable_ms[r]`` ms."""
+    ranks = job(3, 30, lambda r, s: 4 * MS)
+    for r in read:
+        start = np.arange(0, 30 * STEP, 5 * MS, dtype=np.int64)
+        on = np.full(len(start), 1 * MS, np.int64)
+        rq = np.full(len(start), int(runnable_ms[r] * MS), np.int64)
+        calls = ranks[r].calls
+        assert calls is not None
+        cpu = ThreadCpu(start, start + 5 * MS, on, rq)
+        ranks[r] = replace(ranks[r], calls=replace(calls, cpu=cpu))
+    return ranks
+
+
+def test_every_rank_waiting_for_a_core_is_said_of_the_job() -> None:
+    ranks = _ranks({0: 3.0, 1: 3.5, 2: 4.0})
+    pod = find_stragglers(ranks)
+    assert pod.stragglers == ()
+    (note,) = pod.notes
+    assert note.startswith(
+        "Every rank waits for a core: each rank's steps' thread was runnable but waiting for a "
+        "core 60-80% of its steps' time and on a core 20% (the stack sampler's CPU readings)"
+    )
+    finding = job_cores_wait(ranks, {})
+    assert finding is not None
+    assert (finding.severity, finding.fix) == ("high", CORES_FIX)
+    assert finding.time_ns == 30 * 4 * (3 + 3.5 + 4) * MS
+
+
+def test_not_said_when_a_rank_waits_little_or_was_not_read() -> None:
+    """One rank waiting 4 of 5 ms, the others 0.5: no "every rank" (a straggler's matter);
+    every rank waiting, one without readings: not known of every rank."""
+    for ranks in (_ranks({0: 0.5, 1: 4.0, 2: 0.5}), _ranks({0: 3, 1: 3, 2: 3}, read=(0, 1))):
+        assert find_stragglers(ranks).notes == ()
+        assert job_cores_wait(ranks, {}) is None

@@ -1,0 +1,31 @@
+"""A real gloo DDP job whose 4 ranks of 2 threads each share one core with a busy loop: every
+rank's steps' thread waits for the core, and the job's page says so of the whole job rather
+than naming one rank (decision 687)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stepscope.cli.main import main
+from tests.support.ddp_runs import job
+
+pytestmark = pytest.mark.integration
+
+
+def test_every_rank_waiting_for_the_core_is_said_of_the_job(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job(tmp_path, *("--ranks", "4", "--threads", "2", "--one-core", "--steps", "40"))
+    [run] = (tmp_path / "plugins" / "profile").iterdir()
+    assert main(["tool", str(run), "overview_page", "--workers", "0", "--no-cache"]) == 0
+    overview: dict[str, Any] = json.loads(capsys.readouterr().out)
+    (note,) = overview["job"]["held_alike"]
+    assert note.startswith("Every rank waits for a core: each rank's steps' thread was runnable")
+    advice = overview["recommendation"]
+    assert advice["statement"].startswith("Every rank waits for a core")
+    assert advice["details"][0].startswith("Every rank waits for a CPU core (")
+    assert "torch.set_num_threads" in advice["details"][0]
