@@ -243,10 +243,15 @@ def test_run_and_host_selectors(ui: tuple[Any, Recorder], server: RunningServer)
     options = page.eval_on_selector_all("#run-select option", "els => els.map(e => e.value)")
     assert [o.split("/")[0] for o in options] == ["big_ctl", *TF_RUNS]
     target = run_name(server, "remote")
+    # the title names the run before its page renders, and the mark is the last run's: wait
+    # for the render the choice starts
+    before = render_count(page)
     page.select_option("#run-select", target)
-    page.wait_for_function("t => document.title.includes(t)", arg=target, timeout=120_000)
-    wait_rendered(page, "overview_page")
+    wait_rendered(page, "overview_page", before + 1)
+    assert target in page.title()
     assert page.input_value("#host-select") == "localhost_6009"
+    # the figures on the page are the chosen run's
+    assert check_fields(page, tool_json(server, "overview_page", target, "localhost_6009")) > 0
 
 
 def test_ui_assets_stay_small(server: RunningServer) -> None:
