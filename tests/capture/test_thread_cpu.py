@@ -5,6 +5,7 @@ in each. Observations, never work: steps and their breakdown ignore the line."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -118,3 +119,28 @@ def test_the_recorders_ring_keeps_the_readings_of_its_kept_runs() -> None:
     thread.runs.clear()
     ring.trim()
     assert len(thread.cpu) == 3  # the latest reading alone
+
+
+def test_a_schedstat_that_cannot_be_read_leaves_no_readings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where /proc cannot be read (a sandbox, a thread gone, a short read), the sampler keeps
+    no readings for the thread and asks no more; its samples go on. Nothing is raised."""
+    gone = SampledThread(1, 2**31 - 1, "gone")  # no such task: the open fails
+    gone.read_sched(5)
+    assert gone.sched == -1 and len(gone.cpu) == 0
+    me = SampledThread(threading.get_ident(), threading.get_native_id(), "me")
+    me.read_sched(1)
+    assert len(me.cpu) == 3
+    monkeypatch.setattr(os, "pread", lambda *_: b"")  # read, but nothing in it
+    me.read_sched(2)
+    me.read_sched(3)
+    assert me.sched == -1 and len(me.cpu) == 3
+    denied = SampledThread(threading.get_ident(), threading.get_native_id(), "denied")
+
+    def refuse(*_: object) -> int:
+        raise PermissionError("/proc is not readable here")
+
+    monkeypatch.setattr(os, "open", refuse)
+    denied.read_sched(4)
+    assert denied.sched == -1 and len(denied.cpu) == 0
