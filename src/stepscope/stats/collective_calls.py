@@ -40,6 +40,8 @@ from stepscope.stats.events import (
 from stepscope.stats.gpu.kernels import launch_events
 from stepscope.stats.host.python_samples import sampled_thread_line
 from stepscope.stats.host.thread_cpu import ThreadCpu, thread_cpu
+from stepscope.stats.intervals import overlap_with
+from stepscope.stats.runup_pipeline import pipeline_input
 from stepscope.stats.runup_python import RunupPython, runup_python, sampled_lines
 from stepscope.stats.steps.breakdown import StepDb, type_time
 from stepscope.vocab import collectives as vocab
@@ -71,6 +73,9 @@ class CollectiveCalls:
     # without its readings): the same work slower told from the thread off its core, and a
     # rank stopped inside a collective named (`stragglers_cpu`)
     cpu: ThreadCpu = field(default_factory=ThreadCpu)
+    # (calls,) int64: of each run-up, the input its own limits see in the tf.data pipeline's
+    # Python (`runup_pipeline`, counted as input in ``runup_ns``): said as the reason's words
+    runup_pipeline_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
     def n_calls(self) -> int:
@@ -165,7 +170,8 @@ def collective_calls(profile: Profile, db: StepDb) -> CollectiveCalls:
             profile.start_ns[markers], profile.end_at(markers), profile.start_ns[launch[launched]]
         )
     ordinal = _ordinals(step, lane)
-    runup, measured, since, ops = _runups(profile, types, db, step, arrive, exit_)
+    p_lo, p_hi = pipeline_input(profile, types, db)
+    runup, measured, since, ops = _runups(profile, types, db, step, arrive, exit_, (p_lo, p_hi))
     return CollectiveCalls(
         layer,
         lanes,
@@ -180,6 +186,7 @@ def collective_calls(profile: Profile, db: StepDb) -> CollectiveCalls:
         runup_python(profile, types, db, since, arrive),
         ops,
         _steps_thread_cpu(profile, db),
+        overlap_with(since, arrive, p_lo, p_hi),
     )
 
 
@@ -226,10 +233,13 @@ def _runups(
     step: np.ndarray,
     arrive: np.ndarray,
     exit_: np.ndarray,
+    as_input: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, bool, np.ndarray, np.ndarray]:
     """(calls, categories) time from each call's previous exit to its arrival, whether it
     was measured (see the module docstring), each run-up's start, and (calls, categories)
-    the traced events starting in each run-up (no rows when not measured)."""
+    the traced events starting in each run-up (no rows when not measured). ``as_input``:
+    sorted, disjoint intervals whose instants are input whatever else runs then, as in the
+    rank's own limits (`runup_pipeline`)."""
     n_cat = len(CATEGORY_NAMES)
     sorted_exits = np.sort(exit_)
     k = np.searchsorted(sorted_exits, arrive, side="right") - 1
@@ -248,18 +258,26 @@ def _runups(
     lo, hi = profile.start_ns[counted], profile.end_at(counted)
     near = (hi > bounds[0]) & (lo < bounds[-1]) & (hi > lo)
     counted, lo, hi = counted[near], lo[near], hi[near]
+    ops = _started(types[counted], lo, bounds)  # the traced events only
+    ty = types[counted]
+    if as_input is not None and len(as_input[0]):
+        # swept as events of the input type, above every host type (`type_time`)
+        i_lo, i_hi = as_input
+        near = (i_hi > bounds[0]) & (i_lo < bounds[-1]) & (i_hi > i_lo)
+        lo, hi = np.r_[lo, i_lo[near]], np.r_[hi, i_hi[near]]
+        ty = np.r_[ty, np.full(int(near.sum()), int(EventType.HOST_WAIT_INPUT), ty.dtype)]
     first = np.maximum(np.searchsorted(bounds, lo, side="right") - 1, 0)
     last = np.minimum(np.searchsorted(bounds, hi, side="left") - 1, len(bounds) - 2)
     spans = np.maximum(last - first + 1, 0)
     total = int(spans.sum())
     if total > MAX_RUNUP_PAIRS:
         return out, False, since, np.zeros((0, n_cat), np.int64)
-    ev = np.repeat(np.arange(len(counted)), spans)
+    ev = np.repeat(np.arange(len(lo)), spans)
     seg = np.repeat(first, spans) + (np.arange(total) - np.repeat(np.cumsum(spans) - spans, spans))
     seg_lo = np.maximum(lo[ev], bounds[seg])
     seg_hi = np.minimum(hi[ev], bounds[seg + 1])
     n_seg = len(bounds) - 1
-    by_type = type_time(seg, seg_lo, seg_hi, types[counted][ev], n_seg)
+    by_type = type_time(seg, seg_lo, seg_hi, ty[ev], n_seg)
     per_cat = np.zeros((n_seg, n_cat), np.int64)
     for c, name in enumerate(CATEGORY_NAMES):
         for t in CATEGORIES[name]:
@@ -270,7 +288,6 @@ def _runups(
     np.cumsum(per_cat, axis=0, out=cum[1:])
     a = np.searchsorted(bounds, since)
     b = np.searchsorted(bounds, arrive)
-    ops = _started(types[counted], lo, bounds)
     return cum[b] - cum[a], True, since, ops[b] - ops[a]
 
 

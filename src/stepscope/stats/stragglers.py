@@ -82,7 +82,7 @@ from stepscope.stats.stragglers_types import (
     steps_said,
     waiting_for_it,
 )
-from stepscope.stats.stragglers_words import held_by, period, what
+from stepscope.stats.stragglers_words import PIPELINE_HELD, held_by, period, what
 from stepscope.stats.stragglers_work import (
     SAME_WORK_REASONS,
     before_step,
@@ -182,6 +182,9 @@ def match_calls(ranks: Sequence[Rank], pairing: StepPairing) -> Matched | None:
         if all(len(c.runup_ops) == c.n_calls for c in have)
         else None,
         tuple(c.cpu for c in have),
+        np.stack([c.runup_pipeline_ns[a] for c, a in zip(have, at, strict=True)])
+        if all(len(c.runup_pipeline_ns) == c.n_calls for c in have)
+        else None,
     )
 
 
@@ -370,6 +373,7 @@ def _next_in_line(
         m.before_ns[keep] if m.before_ns is not None else None,
         m.runup_ops[keep] if m.runup_ops is not None else None,
         tuple(c for c, k in zip(m.cpu, keep.tolist(), strict=True) if k) if m.cpu else (),
+        m.pipeline_ns[keep] if m.pipeline_ns is not None else None,
     )
     n_c = sub.arrive_ns.shape[1]
     last = np.argmax(sub.arrive_ns, axis=0)
@@ -479,6 +483,9 @@ def _straggler(
     if excess[reason] <= 0:
         reason = "other"
     k = CATEGORY_NAMES.index(reason)
+    # its input mostly the tf.data map's Python, as its own limits say (decision 670)
+    piped = float(m.pipeline_ns[j, mine].sum()) if m.pipeline_ns is not None else 0.0
+    pipeline = reason == "input" and not iterator and 2 * piped >= own[k] > 0
     late_ns = int(held[row, steps].sum())
     waited = np.nan_to_num(wait_ns[:, steps])
     waited[row] = 0
@@ -511,6 +518,7 @@ def _straggler(
         "collective it spent "
         f"{own[k] / n / 1e6:.2f} ms per step in {what(reason)}"
         + (f" ({fetch_words(iterator)})" if iterator and reason == "input" else "")
+        + (f" ({PIPELINE_HELD})" if pipeline else "")
         + f" where the other ranks spent {peers[k] / n / 1e6:.2f} ms"
     )
     same = (
@@ -556,6 +564,7 @@ def _straggler(
         python=python,
         held_steps=held_at if held_at != numbers else (),
         slowed=same[2] if same is not None else 0.0,
+        pipeline=pipeline,
     )
     big = burst(held[row, steps]) if focus else None
     if big is None:
@@ -571,10 +580,11 @@ def _straggler(
     words = (
         f"most of it ({peak.late_ns / max(late_ns, 1):.0%}) at {steps_said(peak.steps)}: "
         f"{peak.late_ns / n_peak / 1e6:.2f} ms per step after the next rank, from "
-        f"{what(peak.reason)} ({peak.reason_ns / n_peak / 1e6:.2f} ms per step where the "
-        f"other ranks spent {peak.reason_peers_ns / n_peak / 1e6:.2f} ms); at its {n_other} "
-        f"other late steps by a median {float(np.median(held[row, steps[~big]])) / 1e6:.2f} "
-        f"ms, from {what(other.reason)}"
+        f"{what(peak.reason, peak.pipeline)} ({peak.reason_ns / n_peak / 1e6:.2f} ms per step "
+        f"where the other ranks spent {peak.reason_peers_ns / n_peak / 1e6:.2f} ms); at its "
+        f"{n_other} other late steps by a median "
+        f"{float(np.median(held[row, steps[~big]])) / 1e6:.2f} ms, from "
+        f"{what(other.reason, other.pipeline)}"
     )
     # after the first sentence, not the samples' ("... (36 of 36 samples); most of it (72%)
     # at steps 4-6" read as most of the samples)

@@ -77,6 +77,9 @@ class Straggler:
     inside: tuple[tuple[int, int], ...] = ()
     # the own-time rule's input: the Python iterator its loop waited on ("" when none)
     iterator: str = ""
+    # its input (the reason) is mostly the tf.data pipeline's Python, which its own limits
+    # count as input and XProf's categories as host compute (decision 670)
+    pipeline: bool = False
 
     @property
     def step_ranges(self) -> str:
@@ -433,6 +436,9 @@ class Matched:
     # (R,) each rank's steps' thread's CPU readings (`ThreadCpu`, on the rank's own clock:
     # corrected times plus its offset); () when not given
     cpu: tuple[ThreadCpu, ...] = ()
+    # (R, C) int64: of each run-up, the input in the tf.data pipeline's Python (decision 670);
+    # None: not measured
+    pipeline_ns: np.ndarray | None = None
 
 
 def distinct_keys(lane: np.ndarray, seq: np.ndarray) -> bool:

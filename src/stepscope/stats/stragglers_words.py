@@ -35,10 +35,22 @@ HEADLINE_RANGES = 4  # step ranges the headline and the finding name before "...
 FINDING_STRAGGLERS = 3  # stragglers the finding names (the pod viewer lists them all)
 
 
-def what(category: str) -> str:
-    """A category's words as the reason a rank is late."""
+# A straggler's input in its tf.data map's Python (decision 670), in its own page's words
+# (`bound.py`): XProf's categories count that time as host compute
+PIPELINE_HELD = (
+    "its steps' thread held in TensorFlow's calls while the tf.data pipeline's Python "
+    "(tf.py_function / numpy_function) ran and no model op did, and the model's ops slowed "
+    "beside it: input in its own steps' limits, host compute in XProf's categories"
+)
+
+
+def what(category: str, pipeline: bool = False) -> str:
+    """A category's words as the reason a rank is late; ``pipeline``: its input is the
+    tf.data pipeline's Python (`Straggler.pipeline`)."""
     if category == "other":  # the category's label, "All others", says nothing here
         return "untraced host work ('All Others': Python, I/O, waits no traced op covers)"
+    if pipeline and category == "input":
+        return "input, the tf.data pipeline's Python (tf.py_function / numpy_function)"
     return CATEGORY_LABELS[category].lower()
 
 
@@ -82,7 +94,7 @@ def late_words(s: Straggler, n_compared: int) -> str:
     return (
         f"{s.host} is late at {which_steps(s.steps, n_compared)}, "
         f"{s.late_ns / n / 1e6:.2f} ms per step after the next rank, from "
-        f"{what(s.reason)} ({s.reason_ns / n / 1e6:.2f} ms per step where the other "
+        f"{what(s.reason, s.pipeline)} ({s.reason_ns / n / 1e6:.2f} ms per step where the other "
         f"ranks spent {s.reason_peers_ns / n / 1e6:.2f} ms"
         + (f"; its traced ops the others', run {s.slowed:.1f}x longer" if s.slowed else "")
         + (f"; Python sampled on it: {s.python}" if s.python else "")
@@ -143,7 +155,7 @@ def finding_summary(pod: PodLateness) -> str:
             out.append(
                 f"Next in line, hidden behind {s.behind}: {s.host}, the last of the other "
                 f"ranks at {which_steps(s.steps, n_compared)}, {s.late_ns / n / 1e6:.2f} ms per "
-                f"step, from {what(s.reason)}."
+                f"step, from {what(s.reason, s.pipeline)}."
             )
             continue
         if s.method != BY_ARRIVAL:  # the own-time rule's words: its figures are its own

@@ -376,6 +376,7 @@ def skew_across_hosts(ranks: Sequence[Rank], options: dict[str, str]) -> Finding
                 worst.reason,
                 any(r.steps.has_device for r in usable),
                 next(r.steps.limits.framework for r in usable if r.host == worst.host),
+                worst.pipeline,
             )
         ),
         time_ns=total,
@@ -408,13 +409,22 @@ def _every_k_fix(steps: tuple[int, ...]) -> str:
     )
 
 
-def _straggler_fix(reason: str, has_device: bool, framework: str) -> str:
+def _straggler_fix(reason: str, has_device: bool, framework: str, pipeline: bool = False) -> str:
     """What to change on the late rank; pinned memory only where a device takes the batch
     (decision 468: "pin_memory=True" was advised to a CPU job of TensorFlow workers), the
     loader of the late rank's framework only (decision 551: the same job's workers were told
-    DataLoader's settings first)."""
+    DataLoader's settings first); ``pipeline``: its input is its tf.data map's Python,
+    which no prefetch overlaps while it holds the GIL (decision 670), as its own page says."""
     if reason != "input":
         return _STRAGGLER_FIX.get(reason, _STRAGGLER_FIX["device_compute"])
+    if pipeline:
+        return (
+            "The late rank waits for its tf.data map's Python (tf.py_function / "
+            "numpy_function): while it runs it holds the GIL and a core, and no prefetch or "
+            "num_parallel_calls overlaps it with the step. Express the map with tf ops (or do "
+            "its Python offline, ahead of training), then " + TF_DATA_FIX + "; check that the "
+            "ranks' maps do the same work."
+        )
     pinned = "pin_memory=True, " if has_device else ""
     loader = "give its DataLoader more workers " + (
         f"(DataLoader(num_workers=..., {pinned}prefetch_factor=...))"

@@ -98,6 +98,9 @@ class StepDb:
     # the recording began mid-run (a flight recorder save of a running loop: `began_mid_run`):
     # its first steps are no program's warm-up (`stepscope.stats.warmup.warmup_count`)
     mid_run: bool = False
+    # the lines of the steps' thread(s) (their markers', or the inferred steps' leads'): the
+    # straggler's run-ups count input there as the limits do (`stats.runup_pipeline`)
+    lines: tuple[int, ...] = ()
 
     @property
     def n_steps(self) -> int:
@@ -573,5 +576,6 @@ def _breakdown(
         limits,
         fetched,
         span_ns,
+        lines=tuple(markers.lines),
     )
     return db, keep, span_lo[keep], span_hi[keep]
