@@ -12,14 +12,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import stepscope
-from stepscope.capture import bridges
 from stepscope.stats import build_step_db
 from tests.support.capture import load_run, named
 
@@ -51,27 +49,15 @@ def captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     logdir = tmp_path_factory.mktemp("xprof")
     batches = stepscope.data.instrument(records(), name="Source")
-    with _own_markers_alone():
-        stepscope.start(logdir)
-        for step in range(STEPS):
-            with stepscope.step(step):
-                next(batches)
-                with stepscope.trace("compute"):
-                    time.sleep(COMPUTE_S)
-        run_dir = stepscope.stop()
+    stepscope.start(logdir)
+    for step in range(STEPS):
+        with stepscope.step(step):
+            next(batches)
+            with stepscope.trace("compute"):
+                time.sleep(COMPUTE_S)
+    run_dir = stepscope.stop()
     assert run_dir is not None
     return run_dir
-
-
-@contextmanager
-def _own_markers_alone() -> Iterator[None]:
-    """No framework bridge in the capture: which ones "auto" starts depends on what earlier
-    tests in the process imported, and a bridge whose trace holds step markers (or raw
-    columns, taken to) leaves the ends to XProf's rule (decision 644): the full suite's
-    order read 6 steps where this file alone reads 8."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(bridges, "_frameworks", "none")  # `configure("none")`, then as it was
-        yield
 
 
 def test_overview_page_finds_our_steps_and_breakdown(captured: Path) -> None:
@@ -110,12 +96,11 @@ def test_steps_with_nothing_traced_inside_are_steps_in_xprof_and_stepscope(
     def untraced_work() -> float:
         return sum(i * i for i in range(20_000))
 
-    with _own_markers_alone():
-        stepscope.start(tmp_path)
-        for step in range(STEPS):
-            with stepscope.step(step):
-                untraced_work()
-        run_dir = stepscope.stop()
+    stepscope.start(tmp_path)
+    for step in range(STEPS):
+        with stepscope.step(step):
+            untraced_work()
+    run_dir = stepscope.stop()
     assert run_dir is not None
     rows = _xprof(run_dir, "overview_page")[1]["rows"]
     assert [row["c"][0]["v"] for row in rows] == [f"train {n}" for n in range(1, STEPS - 1)]

@@ -25,7 +25,7 @@ from stepscope.stats import EventType, build_step_db
 from stepscope.stats.steps.breakdown import StepDb, _as_xprof, _joined
 from stepscope.stats.steps.limit_table import LimitTable
 from stepscope.stats.steps.limits import LIMIT_NAMES
-from stepscope.vocab.profiler import LAST_STEP_WHOLE_STAT
+from stepscope.vocab.profiler import LAST_STEP_WHOLE_STAT, STEP_ANCHOR
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS, build
 
@@ -403,8 +403,10 @@ def test_the_drop_rule_trims_only_beyond_five_marked_steps() -> None:
 
 def test_a_capture_whose_last_step_is_whole_keeps_it() -> None:
     """A flight recorder save ends with the slow step it was saved for: its host plane says
-    the last step is whole, so only the first (which the ring may have cut) is dropped."""
-    builder = _trace([("main", "model/op:Relu", 1, 1, {})], steps=6)
+    the last step is whole, so only the first (which the ring may have cut) is dropped. The
+    stat is of stepscope's own markers, each anchored at its start (decision 671)."""
+    events: list[Event] = [("main", STEP_ANCHOR, 0, 1e-6, {}), ("main", "model/op:Relu", 1, 1, {})]
+    builder = _trace(events, steps=6)
     builder.plane("/host:CPU").stats[LAST_STEP_WHOLE_STAT] = 1
     db = build_step_db(build(builder))
     assert db.step_num.tolist() == [1, 2, 3, 4, 5] and db.dropped_incomplete == 1

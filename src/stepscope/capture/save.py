@@ -99,7 +99,7 @@ class CaptureResult:
     warnings: list[str] = field(default_factory=list)
     bridges: BridgeSet | None = None  # framework profilers to merge (capture.bridges)
     # no capture window cut the last step / the first (a recorder save says; None: a
-    # session's, judged from its markers by `_own_markers_only`)
+    # session's: its own markers are whole, decision 671)
     last_step_whole: bool | None = None
     first_step_whole: bool | None = None
     # a recorder save: the steps the recorder saw before the first one saved (None: a capture)
@@ -176,31 +176,6 @@ def build_profile(result: CaptureResult) -> bytes:
     return built.SerializeToString() if isinstance(built, XSpace) else encode_space(built)
 
 
-# Bridges whose frameworks write no `_r` step marker of their own (PyTorch's ProfilerStep#N
-# is a step source of its own, `profiler_step`, never dropped as cut off)
-_NO_MARKERS = frozenset({"pytorch"})
-
-
-def _own_markers_only(result: CaptureResult) -> bool:
-    """Whether every `_r` step marker of this capture is stepscope's own (`stepscope.step`,
-    `stepscope.steps`, the callbacks): each is recorded only for a step that began while the
-    capture recorded, so neither end was cut by the capture window, and XProf's rule of
-    dropping the first and the last marked step as possibly cut off must not apply. With
-    `stepscope.steps(loader)` under start()/stop() it dropped 2 of 36 steps, the first (the
-    workers' start) among them (decisions 609, 622). A TensorFlow or JAX bridge's markers
-    (a Keras callback, a StepTraceAnnotation) may begin before the start: left to the rule,
-    when the bridge recorded one; one that recorded none leaves stepscope's markers alone
-    (decision 644: `stepscope.steps` over a jitted JAX loop lost its first step, the
-    compile, and its last)."""
-    if result.bridges is None:
-        return True
-    roots = result.bridges.step_roots()
-    return all(
-        bridge.name in _NO_MARKERS or not marks
-        for bridge, marks in zip(result.bridges.bridges, roots, strict=True)
-    )
-
-
 def _build(result: CaptureResult) -> XSpace | RawColumns:
     builder = XSpaceBuilder(hostname=result.hostname)
     plane = builder.plane(HOST_PLANE)
@@ -260,15 +235,23 @@ def _build(result: CaptureResult) -> XSpace | RawColumns:
             f"stepscope: {result.dropped_events} events were dropped because max_events="
             f"{result.options.max_events} was reached; raise ProfilerOptions.max_events"
         )
-    own = _own_markers_only(result)
+    # Of stepscope's own markers (`stepscope.step`, `stepscope.steps`, the callbacks), each
+    # recorded only for a step that began while the capture recorded: neither end was cut by
+    # the capture window, and XProf's rule of dropping the first and the last marked step as
+    # possibly cut off must not apply (decisions 609, 622). Said whatever framework bridges
+    # ran: the analysis applies the stats only when every marker it reads is one of these
+    # (`stats.steps.markers`), not a framework's (a Keras callback's, a StepTraceAnnotation),
+    # and a framework's `_r` on its function calls (TensorFlow's `FunctionRun`) is no marker
+    # there (decision 671: judged by the bridges' traces, `stepscope.steps` over a TF loop
+    # read 38 of 40 steps, and a capture read 6 of 8 after TF and JAX were imported).
     last_whole, first_whole = result.last_step_whole, result.first_step_whole
     if last_whole is None:
         # a step still open at stop() can close into a buffer the save reads later: whole
         # only when it ended before the stop
-        last_whole = own and last_marker_end <= result.stop_perf_ns
+        last_whole = last_marker_end <= result.stop_perf_ns
     if last_whole:
         plane.stats[LAST_STEP_WHOLE_STAT] = 1
-    if first_whole if first_whole is not None else own:
+    if first_whole is None or first_whole:
         plane.stats[FIRST_STEP_WHOLE_STAT] = 1
     if result.steps_before is not None:
         plane.stats[STEPS_BEFORE_STAT] = result.steps_before

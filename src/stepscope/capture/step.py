@@ -45,6 +45,7 @@ else:
 # is no step). The writer gives each step marker this 1 ns child at its start, so XProf sees
 # every step, traced work inside or not; the untraced time stays "All Others" there and in
 # stepscope, and op tables leave the anchor out.
+# (`vocab.profiler.STEP_ANCHOR`, repeated: `import stepscope` does not load the vocabulary)
 STEP_ANCHOR = "stepscope step"
 # Set by the session while the Python sampler runs: the threads it samples (ident -> thread)
 # and how to add the calling thread. A step looks its thread up there itself rather than

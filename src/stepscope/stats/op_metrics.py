@@ -46,15 +46,13 @@ from stepscope.stats.nesting import events_self_time
 from stepscope.stats.op_sums import KeySums, flops_by_row, host_key_sums, sum_by_row
 from stepscope.stats.xla.xla_ops import xla_events
 from stepscope.vocab.opnames import UNKNOWN, device_op, parse_op
+from stepscope.vocab.profiler import STEP_ANCHOR
 
 _HOST_OP_CATEGORIES = ("cpu_op", "user_annotation")
 # Written by stepscope's capture on the metadata of `stepscope.trace` names (capture/save.py;
 # the stats layer does not import capture, so the name is repeated here).
 ANNOTATION_STAT = "stepscope_annotation"
 ANNOTATION_TYPE = "Annotation"
-# `stepscope.capture.step.STEP_ANCHOR`, repeated for the same reason (importing the capture
-# package loads its session, tracers and signal handling: 1-2 ms of every analysis).
-STEP_ANCHOR = "stepscope step"
 _DEVICE_KIND = {
     int(EventType.HOST_TO_DEVICE): "MemcpyHToD",
     int(EventType.DEVICE_TO_HOST): "MemcpyDToH",

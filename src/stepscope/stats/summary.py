@@ -260,9 +260,7 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
     limits["host"] += dur - sum(limits.values())
     # XProf's ALL_HOSTS step: its own pairing (by time), the slowest host; its breakdown:
     # the first host's over those steps
-    from stepscope.stats.steps.pairing import HostSteps, xprof_rows
-
-    x_rows = xprof_rows([HostSteps("", d.step_num, d.start_ns, d.dur_ns) for d in found])
+    x_rows = _xprof_rows(found)
     xprof_dur = np.max([d.dur_ns[r] for d, r in zip(found, x_rows, strict=True)], axis=0)
     first_categories = {c: found[0].category_ns()[c][x_rows[0]] for c in CATEGORY_NAMES}
     first = found[0]
@@ -332,3 +330,17 @@ def _most_fetched(dbs: list[StepDb], picks: list[np.ndarray]) -> Fetched:
 
 def _staged(db: StepDb) -> np.ndarray:
     return db.staged_ns if len(db.staged_ns) == db.n_steps else np.zeros(db.n_steps, np.int64)
+
+
+def _xprof_rows(found: list[StepDb]) -> list[np.ndarray]:
+    """Per host, its rows in XProf's ALL_HOSTS steps (`pairing.xprof_rows`) over the steps
+    XProf sees: its rule drops the ends stepscope keeps whole (`StepDb.xprof_trim`,
+    decision 671)."""
+    from stepscope.stats.steps.pairing import HostSteps, xprof_rows
+
+    seen = [slice(d.xprof_trim[0], d.n_steps - d.xprof_trim[1]) for d in found]
+    hosts = [
+        HostSteps("", d.step_num[s], d.start_ns[s], d.dur_ns[s])
+        for d, s in zip(found, seen, strict=True)
+    ]
+    return [r + s.start for r, s in zip(xprof_rows(hosts), seen, strict=True)]

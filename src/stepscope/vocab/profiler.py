@@ -53,6 +53,10 @@ LAST_STEP_WHOLE_STAT = "stepscope_last_step_whole"
 # but a window of time asked by another rank), so XProf's rule keeps it too. A ring holding
 # the program's first steps kept its warm-up only so (decision 531).
 FIRST_STEP_WHOLE_STAT = "stepscope_first_step_whole"
+# Both stats are of stepscope's own markers (decision 671): the analysis applies them only
+# when every step marker it reads is one of them, each anchored by this 1 ns event that the
+# save writes at its start, one level down (XProf sees a step holding nothing traced by it)
+STEP_ANCHOR = "stepscope step"
 # A host-plane stat of stepscope's own, on every flight recorder save: how many steps the
 # recorder saw (since it started) before the profile's first step. More than 0: the
 # recording began mid-run, so its first steps are no program's warm-up: a slow first kept

@@ -157,14 +157,6 @@ class BridgeSet:
             except Exception as exc:  # cleanup only: say so, go on
                 report(f"{bridge.title} bridge: could not clean up: {exc}")
 
-    def step_roots(self) -> list[bool]:
-        """Per bridge, whether what it recorded holds a step marker (an event with XProf's
-        `_r` stat: a StepTraceAnnotation, a Keras callback's step); raw columns are taken to
-        hold one (they are not read here). Collects the bridges' traces once, for
-        `merge_into` too."""
-        outputs = self._collected()
-        return [_has_step_roots(out.space) if out is not None else False for out in outputs]
-
     def collect(self) -> list[BridgeOutput]:
         return [out for out in self._collected() if out is not None]
 
@@ -304,14 +296,3 @@ def diagnose(texts: list[str]) -> list[str]:
                 found.append(CUPTI_UNAVAILABLE.format(detail=detail))
                 break
     return found
-
-
-def _has_step_roots(space: object) -> bool:
-    """Whether an XSpace message may hold an event with XProf's step-root stat `_r`: a plane
-    declares it (TSL's and stepscope's builders declare a stat when an event first uses it;
-    the events themselves are not read: a framework's trace has millions). Raw columns:
-    taken to."""
-    planes = getattr(space, "planes", None)
-    if planes is None:
-        return True
-    return any(meta.name == "_r" for plane in planes for meta in plane.stat_metadata.values())

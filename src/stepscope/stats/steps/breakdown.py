@@ -101,6 +101,9 @@ class StepDb:
     # the lines of the steps' thread(s) (their markers', or the inferred steps' leads'): the
     # straggler's run-ups count input there as the limits do (`stats.runup_pipeline`)
     lines: tuple[int, ...] = ()
+    # (first, last): the steps XProf's rule drops that stepscope keeps, whole as the capture
+    # says (decision 671): XProf's own figures (its ALL_HOSTS step time) leave them out
+    xprof_trim: tuple[int, int] = (0, 0)
 
     @property
     def n_steps(self) -> int:
@@ -577,5 +580,6 @@ def _breakdown(
         fetched,
         span_ns,
         lines=tuple(markers.lines),
+        xprof_trim=(int(rule and markers.first_whole), int(rule and markers.last_whole)),
     )
     return db, keep, span_lo[keep], span_hi[keep]

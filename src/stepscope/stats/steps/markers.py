@@ -41,6 +41,7 @@ from stepscope.stats.steps.types import SOURCES, StepMarkers
 from stepscope.vocab.profiler import (
     FIRST_STEP_WHOLE_STAT,
     LAST_STEP_WHOLE_STAT,
+    STEP_ANCHOR,
     STEPS_BEFORE_STAT,
 )
 from stepscope.vocab.pytorch import is_profiler_step
@@ -123,6 +124,19 @@ def _is_marker(name: str) -> bool:
     )
 
 
+def _all_own(profile: Profile, events: np.ndarray) -> bool:
+    """Whether every marker of ``events`` is stepscope's own: its anchor (`STEP_ANCHOR`)
+    begins with it on its line. A framework's markers (a Keras callback's, a
+    StepTraceAnnotation) have none."""
+    anchor = profile.strings.id_of(STEP_ANCHOR)
+    if anchor < 0:
+        return False
+    anchors = np.flatnonzero(profile.name == anchor)
+    line, start = profile.line, profile.start_ns
+    at = set(zip(line[anchors].tolist(), start[anchors].tolist(), strict=True))
+    return all(k in at for k in zip(line[events].tolist(), start[events].tolist(), strict=True))
+
+
 def _marker_steps(profile: Profile) -> StepMarkers | None:
     events = profile.stat_events("_r")  # few: no dense column over every event
     events = events[host_lines(profile)[profile.line[events]]]
@@ -136,6 +150,9 @@ def _marker_steps(profile: Profile) -> StepMarkers | None:
     if not events.size:
         return None
     label = profile.event_name(int(events[0]))
+    # The save's stats say stepscope's own markers are whole (decision 671): a framework's
+    # among them (begun before the start, perhaps) leaves the ends to XProf's rule
+    own = _all_own(profile, events)
     return _from_events(
         profile,
         events,
@@ -144,8 +161,8 @@ def _marker_steps(profile: Profile) -> StepMarkers | None:
         _numbers(profile, events, "step_num", "iter_num"),
         use_groups=True,
         drop_incomplete=True,
-        last_whole=any(LAST_STEP_WHOLE_STAT in p.stats for p in profile.planes),
-        first_whole=any(FIRST_STEP_WHOLE_STAT in p.stats for p in profile.planes),
+        last_whole=own and any(LAST_STEP_WHOLE_STAT in p.stats for p in profile.planes),
+        first_whole=own and any(FIRST_STEP_WHOLE_STAT in p.stats for p in profile.planes),
     )
 
 
