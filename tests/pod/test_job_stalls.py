@@ -60,3 +60,24 @@ def test_a_rank_pausing_once_is_named_at_that_step(
     assert late["explanation"].startswith(f"{late['host']} stalled the job once, at step 60 of")
     assert "neither on a core nor waiting for one" in late["explanation"]
     assert "ddp_job.py" in late["explanation"]  # the sampled line of the sleep
+
+
+def test_a_rank_stopped_inside_the_collective_without_readings_is_said_unknown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rank 1, first in step 60's all-reduce (the others arrive 100 ms later), is stopped
+    there 500 ms; the capture has no sampler: the job's page says the call lasted long on
+    every rank, who arrived last, and that which rank held it is not known (decision 686)."""
+    truths = job(
+        tmp_path,
+        *("--ranks", "3", "--stop-rank", "1", "--stop-ms", "500", "--stop-inside", "60"),
+        *("--sampler-hz", "0", "--steps", "150", "--base-compute-ms", "2"),
+    )
+    assert all(t["step_s"][60] > 0.5 for t in truths), [t["step_s"][60] for t in truths]
+    [run] = (tmp_path / "plugins" / "profile").iterdir()
+    assert main(["tool", str(run), "overview_page", "--workers", "0", "--no-cache"]) == 0
+    overview: dict[str, Any] = json.loads(capsys.readouterr().out)
+    (note,) = overview["job"]["held_alike"]
+    assert note.startswith("Stalled inside a collective: at step 60 every rank had arrived"), note
+    assert "which rank is not known: no rank has CPU readings" in note
+    assert overview["recommendation"]["statement"].startswith("Stalled inside a collective")

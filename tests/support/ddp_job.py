@@ -1,7 +1,8 @@
 """A CPU DistributedDataParallel job (gloo) as a user writes it, measuring its own truth.
 
     python -m tests.support.ddp_job LOGDIR --ranks 2 [--slow-input R] [--slow-compute R]
-        [--sleep-rank R [--sleep-at K...]] [--stop-rank R] [--threads N --one-core]
+        [--sleep-rank R [--sleep-at K...]] [--stop-rank R [--stop-inside K]]
+        [--threads N --one-core] [--sampler-hz HZ]
     torchrun --nproc-per-node 2 -m tests.support.ddp_job LOGDIR --launcher torchrun
 
 Each rank calls ``stepscope.start(LOGDIR)`` / ``stepscope.stop()`` with defaults (no
@@ -68,11 +69,19 @@ def work(rank: int, world: int, args: argparse.Namespace) -> None:
     ddp = nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     spans: list[tuple[float, float]] = []
+    # --stop-inside: the step's number while it runs, and the process stopping this rank
+    # once its all-reduce is under way (`_inside_stopper`)
+    now = {"step": -1}
+    inside = _inside_stopper(args) if rank == args.stop_rank and args.stop_inside >= 0 else None
 
     # unannotated: DDP checks a hook's annotations against its own types
     def timed_allreduce(state, bucket):  # type: ignore[no-untyped-def]
         arrived = time.perf_counter()
         fut = dist.all_reduce(bucket.buffer(), async_op=True).get_future()
+        if inside is not None and inside.stdin is not None and now["step"] == args.stop_inside:
+            now["step"] = -1  # once: its first bucket
+            inside.stdin.write(b"stop\n")  # stopped inside its all-reduce, every rank in it
+            inside.stdin.flush()
 
         def done(f: Any) -> Any:
             spans.append((arrived, time.perf_counter()))
@@ -94,8 +103,11 @@ def work(rank: int, world: int, args: argparse.Namespace) -> None:
         x, y = next(batches)
         t1 = time.perf_counter()
         at = len(truth["step_s"]) if truth is not None else -1
+        now["step"] = at
         if sleep_s and (not args.sleep_at or at in args.sleep_at):
             time.sleep(sleep_s)  # untraced time in the loop's body (Python, I/O, a lock...)
+        if at == args.stop_inside and rank != args.stop_rank:
+            time.sleep(0.1)  # the stopped rank is first in the all-reduce, waiting for these
         out = ddp(x)
         if extra_s:  # more compute: real matmuls until extra_s passed
             a = torch.randn(128, 128)
@@ -136,17 +148,41 @@ def work(rank: int, world: int, args: argparse.Namespace) -> None:
     else:
         import stepscope
 
-        stepscope.start(args.logdir)
-        stopper = _stopper(args) if rank == args.stop_rank else None
+        options = (
+            None
+            if args.sampler_hz < 0
+            else stepscope.ProfilerOptions(python_sampler_hz=args.sampler_hz)
+        )
+        stepscope.start(args.logdir, options)
+        stopper = _stopper(args) if rank == args.stop_rank and args.stop_inside < 0 else None
         for s in range(args.steps):
             with stepscope.step(s):
                 one_step(truth)
         run_dir = str(stepscope.stop())
         if stopper is not None:
             stopper.wait()
+    if inside is not None and inside.stdin is not None:
+        inside.stdin.close()
+        inside.wait()
     truth.update(rank=rank, world=world, run_dir=run_dir)
     Path(args.truth_dir, f"truth.rank{rank}.json").write_text(json.dumps(truth))
     dist.destroy_process_group()
+
+
+def _inside_stopper(args: argparse.Namespace) -> subprocess.Popen[bytes]:
+    """Another process that stops this one (SIGSTOP, then SIGCONT after ``--stop-ms``) at
+    each line it reads: the rank asks once its all-reduce is under way, so it stops inside
+    the collective with every other rank in it too."""
+    code = (
+        "import os, signal, sys, time\n"
+        "pid, ms = int(sys.argv[1]), float(sys.argv[2])\n"
+        "for _ in sys.stdin:\n"
+        "    os.kill(pid, signal.SIGSTOP)\n"
+        "    time.sleep(ms / 1e3)\n"
+        "    os.kill(pid, signal.SIGCONT)\n"
+    )
+    command = [sys.executable, "-c", code, str(os.getpid()), str(args.stop_ms)]
+    return subprocess.Popen(command, stdin=subprocess.PIPE)
 
 
 def _stopper(args: argparse.Namespace) -> subprocess.Popen[bytes]:
@@ -188,6 +224,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--stop-rank", type=int, default=-1, help="this rank is stopped (SIGSTOP)")
     p.add_argument("--stop-ms", type=float, default=150.0, help="for this long each time")
     p.add_argument("--stop-at", type=float, nargs="*", default=[0.2, 0.5], help="s after start")
+    p.add_argument("--stop-inside", type=int, default=-1, help="stopped in this step's all-reduce")
+    p.add_argument("--sampler-hz", type=int, default=-1, help="python_sampler_hz (-1: default)")
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--workers", type=int, default=0)

@@ -113,7 +113,8 @@ class JobSteps:
     stragglers: tuple[str, ...] = out("each straggler's explanation (cause and steps)")
     held_alike: tuple[str, ...] = out(
         "what held every rank alike rather than one rank, in words: every rank's steps' "
-        "thread waiting for a core (the stack sampler's CPU readings)"
+        "thread waiting for a core (the stack sampler's CPU readings); a collective that "
+        "lasted long after every rank had arrived, no rank's readings telling which held it"
     )
     clock: str = out("the collectives matched and the clock offsets estimated from them")
 

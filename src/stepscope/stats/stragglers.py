@@ -308,7 +308,8 @@ def _by_arrival(
         )
     found = costly(sorted(found, key=lambda s: (-s.late_ns, s.host)), dur, stepped)
     hidden = _next_in_line(hosts, pairing, m, found, threshold, stepped, wait_ns, n_compared, fetch)
-    stalled = costly(stalls(hosts, pairing, dur, m, held, found, stepped), dur, stepped)
+    stalled, unheld = stalls(hosts, pairing, dur, m, held, found, stepped)
+    stalled = costly(stalled, dur, stepped)
     found = sorted(found + stalled, key=lambda s: (-s.late_ns, s.host)) + costly(
         hidden, dur, stepped
     )
@@ -336,6 +337,7 @@ def _by_arrival(
         last_count,
         waiting,
         _clock_note(hosts, m),
+        (unheld,) if unheld else (),
     )
 
 

@@ -60,6 +60,13 @@ _DID = {
     "{held} ms: sleeping, or blocked on I/O, a lock or another process",
 }
 
+# a stall without readings: what the trace cannot tell (decision 686)
+UNREAD_WORDS = (
+    "It has no CPU readings then (the stack sampler's Thread CPU line: off with "
+    "python_sampler_hz=0): whether its process was stopped, its thread waiting for a core or "
+    "working untraced is not known"
+)
+
 # What to change, by what its thread did in the stalls (the job finding's fix)
 STALL_FIX = {
     STOPPED: "This rank's process stops now and then while every other rank waits: look for "
@@ -128,16 +135,18 @@ def stalls(
     held: np.ndarray,
     found: Sequence[Straggler],
     stepped: np.ndarray,
-) -> list[Straggler]:
-    """The ranks that stalled the job (see the module docstring), not among ``found``.
-    ``held``: ranks x pod steps, how long each rank held every other at its arrivals."""
+) -> tuple[list[Straggler], str]:
+    """The ranks that stalled the job (see the module docstring), not among ``found``, and
+    the calls that lasted long after every rank arrived with no rank's readings to tell who
+    held them, in words (`_unheld`; "" when none). ``held``: ranks x pod steps, how long
+    each rank held every other at its arrivals."""
     n_r, n_c = m.arrive_ns.shape
     if n_r < 2 or not n_c:
-        return []
+        return [], ""
     step_ns = float(np.nanmedian(nan_reduce(dur, "median")[stepped])) if stepped.any() else 0.0
     bar = STALL_SHARE * step_ns
     if bar <= 0:
-        return []
+        return [], ""
     in_pod = m.pod_step > 0  # the first step's set-up is no stall
     latest = m.arrive_ns.max(axis=0)
     tail = np.median(m.exit_ns, axis=0) - latest
@@ -150,11 +159,14 @@ def stalls(
         stall_held[j, cols] = held[row, cols]
     inside_cols: dict[int, list[int]] = {}
     inside_ns = np.zeros((n_r, n_s))
+    unheld = []  # calls stalled after every rank arrived, no rank's readings telling
     for c in np.flatnonzero(in_pod & (excess >= bar)).tolist():
         k = _inside_holder(m, c, float(excess[c]), int(latest[c]))
         if k >= 0:
             inside_ns[k, m.pod_step[c]] += float(excess[c])
             inside_cols.setdefault(k, []).append(c)
+        else:
+            unheld.append(c)
     total = float(stall_held.sum() + inside_ns.sum())
     # the longest any rank held the others at each pod step, by arrival or by a call lasting
     # longer than usual, whoever held it: what a lone stall must stand out from
@@ -162,6 +174,9 @@ def stalls(
     longest[stepped] = held[m.rows][:, stepped].max(axis=0)
     np.maximum.at(longest, m.pod_step[in_pod], np.maximum(excess[in_pod], 0.0))
     longest[0] = 0.0
+    # a call no reading explains is said when it stands out from the steps without a stall
+    quiet = float(longest[longest < bar].max(initial=0.0))
+    said = [c for c in unheld if excess[c] >= LONE_STANDOUT * quiet]
     named = {s.host for s in found}
     out = []
     for j, row in enumerate(m.rows.tolist()):
@@ -187,7 +202,56 @@ def stalls(
                 step_ns,
             )
         )
-    return out
+    note = _unheld(hosts, pairing, m, said, excess, step_ns) if said else ""
+    if note and len(out) == 1:  # one rank stalled the job by its arrivals: a suspect
+        held_at = steps_said(out[0].held_steps or out[0].steps)
+        note += (
+            f"; {out[0].host}, which stalled the job by its arrival at {held_at}, may have "
+            "held these too"
+        )
+    return out, note
+
+
+def _unheld(
+    hosts: tuple[str, ...],
+    pairing: StepPairing,
+    m: Matched,
+    calls: list[int],
+    excess: np.ndarray,
+    step_ns: float,
+) -> str:
+    """The calls ``calls`` that lasted ``excess`` longer than usual after every rank had
+    arrived, no rank's CPU readings showing it held them (decision 686): the trace tells
+    that the job stalled there, and who arrived last (by little: no lateness explains it);
+    not which rank held it."""
+    cols = np.array(calls)
+    steps = steps_said(tuple(int(n) for n in pairing.step_num[m.pod_step[cols]]))
+    order = np.sort(m.arrive_ns[:, cols], axis=0)
+    last = np.argmax(m.arrive_ns[:, cols], axis=0)
+    by = (order[-1] - order[-2]) / 1e6
+    shown = min(len(cols), 4)
+    who = ", ".join(
+        f"{hosts[int(m.rows[last[k]])]} ({by[k]:.2f} ms after the next)" for k in range(shown)
+    ) + (", ..." if len(cols) > shown else "")
+    each = float(excess[cols].sum()) / len(cols) / 1e6
+    read = [c.read for c in m.cpu] if m.cpu else []
+    if not any(read):
+        unknown = (
+            "no rank has CPU readings (the stack sampler's Thread CPU line: the capture's "
+            "python_sampler_hz was 0, or its threads were not sampled)"
+        )
+    elif not all(read):
+        unknown = "not every rank has CPU readings, and those read show no rank stopped then"
+    else:
+        unknown = "no rank's CPU readings show its process stopped or its thread waiting then"
+    return (
+        f"Stalled inside a collective: at {steps} every rank had arrived at its collective and "
+        f"it lasted {each:.2f} ms longer than usual{' each time' if len(cols) > 1 else ''} on "
+        f"all of them (the job's steps take {step_ns / 1e6:.2f} ms); the last to arrive: "
+        f"{who}, too little to explain it. A rank stopped or kept off its cores inside the "
+        "call, its communication thread, or the network held every rank; which rank is not "
+        f"known: {unknown}"
+    )
 
 
 def _stalled(
@@ -266,7 +330,7 @@ def _stalled(
     focus += (f": {did}" if did else "") + (f"; Python sampled on it: {python}" if python else "")
     text += (
         "; ".join(where)
-        + (f". Its CPU readings then: {did}" if did else "")
+        + (f". Its CPU readings then: {did}" if did else f". {UNREAD_WORDS}")
         + (f". Python sampled on {hosts[row]} in that time: {python}" if python else "")
         + f". The other {counted(waiters, 'rank')} waited for it ({waited / 1e6:.2f} ms in all)."
     )

@@ -105,8 +105,9 @@ class PodLateness:
     last_count: np.ndarray | None = None  # (H,) calls each rank arrived last at (>= 20 us)
     waiting: np.ndarray | None = None  # (H,) bool: waited for a straggler
     clock_note: str = ""  # the offsets and the exits' agreement, in words
-    # what held every rank alike rather than one rank, in words (`stragglers_cores`: every
-    # rank waiting for a core, decision 687)
+    # what held every rank alike rather than one rank, in words (`stragglers_stalls`: a call
+    # stalled after every rank arrived, no reading telling who held it, decision 686;
+    # `stragglers_cores`: every rank waiting for a core, decision 687)
     notes: tuple[str, ...] = ()
 
     def role(self, i: int) -> str:
