@@ -74,8 +74,8 @@ def cores_wait(ranks: Sequence[Rank], pairing: StepPairing, step_ns: float) -> C
         f"a core {_pct(rq)} of its steps' time and on a core {_pct(on)} (the stack sampler's "
         "CPU readings): the job's threads and the machine's other processes want more cores "
         f"than it has, so every rank's steps (median {step_ns / 1e6:.2f} ms) are slow, their "
-        "compute and collectives mostly this wait, and the rank last at a collective is "
-        "whichever the machine ran last"
+        "compute and collectives mostly this wait, and a rank late at a collective may be "
+        "late by the machine's doing, not its own"
     )
     return CoresWait(rq, on, int(sum(x[2] for x in shares)), text)
 
