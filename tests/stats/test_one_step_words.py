@@ -70,3 +70,23 @@ def test_one_waiting_rank_is_one_rank() -> None:
     summary = finding_summary(pod)
     assert "; 1 other rank waits for it in its collectives, " in summary
     assert "% of its time)." in summary
+
+
+@pytest.mark.skipif(not (FIXTURE / "a100_triton_tiny.json.gz").exists(), reason="no fixture")
+def test_the_job_host_limit_splits_traced_and_untraced_over_every_rank(tmp_path: Path) -> None:
+    """The pod_kineto job: a100_triton_tiny's 13.3 s step is untraced host work, rank0's
+    222 ms step mostly traced ops. The job's headline split the host limit by rank0's table
+    alone: "in traced host events ... 99.0% of the step time; the untraced rest (0.1%) on
+    host a100_triton_tiny ... (13334.78 ms in the one step)" (decision 668)."""
+    from tests.support.pod import tool_json
+
+    ranks = [str(FIXTURE / n) for n in ("a100_nccl_rank0.json.gz", "a100_triton_tiny.json.gz")]
+    assert main(["import", *ranks, "--logdir", str(tmp_path / "logs"), "--run", "r1", "-q"]) == 0
+    run_dir = next((tmp_path / "logs").rglob("*.xplane.pb")).parent
+    overview = tool_json(run_dir, "overview_page", tmp_path / "cache", None)
+    headline = overview["bound_by"]["headline"]
+    assert "Bound by Python / host: 99.1%" in headline
+    assert "the untraced rest" not in headline and "in traced host events" not in headline
+    assert "Host work while the device waits (Python, host ops), on host a100_triton_tiny" in (
+        headline
+    )
