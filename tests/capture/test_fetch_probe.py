@@ -4,6 +4,7 @@ raising into the program, saved as the "Python fetches" line."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import threading
@@ -49,8 +50,14 @@ def test_the_probe_times_the_callers_fetches_then_removes_itself() -> None:
     assert len(probe.fetches) == MAX_FETCHES
     here = "test_the_probe_times_the_callers_fetches_then_removes_itself (test_fetch_probe.py)"
     assert {(f[0], f[1]) for f in probe.fetches} == {("_gen (test_fetch_probe.py)", here)}
-    assert all(start < end for *_, start, end in probe.fetches)
+    assert all(start < end for _, _, start, end, _ in probe.fetches)
     assert all(a[3] <= b[2] for a, b in zip(probe.fetches, probe.fetches[1:], strict=False))
+    # the loop's lines, the `for` first, the body's last (its `break`): decision 681
+    lines, first = inspect.getsourcelines(
+        test_the_probe_times_the_callers_fetches_then_removes_itself
+    )
+    at = first + next(k for k, text in enumerate(lines) if "enumerate(_gen())" in text)
+    assert {f[4] for f in probe.fetches} == {(at, at + 3)}
 
 
 def test_next_called_by_the_frame_is_a_fetch_and_other_calls_are_not() -> None:
@@ -293,5 +300,5 @@ def test_a_fetch_is_timed_from_before_the_probe_reads_the_loops_sites() -> None:
             pass
     finally:
         probe.stop()
-    _, _, start, end = probe.fetches[0]
+    _, _, start, end, _ = probe.fetches[0]
     assert any(start <= t <= end for t in sites.asked)

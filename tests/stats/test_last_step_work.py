@@ -6,10 +6,11 @@ write too; extra work the loop never did before is said to be in no step."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from stepscope.stats.steps.infer import infer_steps
 from tests.support.analysis import MS
-from tests.support.ckpt_loop import ckpt_loop
+from tests.support.ckpt_loop import SAMPLE_MS, ckpt_loop
 from tests.support.epochs import epochs_loop
 
 
@@ -53,6 +54,36 @@ def test_extra_work_never_seen_before_is_said_to_be_in_no_step() -> None:
     assert abs(end - (start + 8.1)) < 1e-3  # fetch, forward, optimizer step and gaps
     after = spans[-1][1] - end
     assert f"{after:.2f} ms of traced work after the last one" in text
+
+
+SAVE = "save (serialization.py:1003);_save (serialization.py:1312)"
+
+
+@pytest.mark.parametrize(
+    ("stack", "held"),
+    [
+        (f"<module> (train.py:28);{SAVE}", True),  # in the loop's body
+        (f"<module> (train.py:33);{SAVE}", False),  # after the loop
+        ("<module> (train.py:30);__del__ (dataloader.py:1704)", False),  # its iterator dropped
+        ("<module> (train.py:20);__next__ (dataloader.py:733)", False),  # the `for`: a fetch
+    ],
+)
+def test_a_last_checkpoint_never_seen_before_is_the_last_steps_where_sampled_in_the_loop(
+    stack: str, held: bool
+) -> None:
+    """/tmp/loops16/ck.py's last iteration only saves (`torch.save`, its file written
+    untraced for 267 ms) and read 684.70 ms for the script's 952.45: the trace is the same as
+    a save after the loop (decision 639). The stack sampler tells them apart by the line of
+    the loop's frame, within the loop's lines the capture recorded (decision 681)."""
+    profile, spans = ckpt_loop(40, (39,), write_ms=200.0, last_write_stack=stack)
+    start, end, text = _last(profile, 40)
+    if held:
+        assert abs(end - spans[-1][1]) < SAMPLE_MS / 2  # halfway between two samples
+        assert "ms more of the loop's body, untraced (sampled: save (serialization.py))" in text
+        assert "after the last one" not in text
+    else:
+        assert abs(end - (start + 8.1)) < 1e-3  # the common work, as without samples
+        assert "more of the loop's body" not in text
 
 
 def test_the_validation_after_the_last_epoch_stays_out_of_the_last_step() -> None:

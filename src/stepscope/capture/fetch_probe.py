@@ -97,18 +97,20 @@ def caller_frame(frame: FrameType | None) -> FrameType | None:
 class FetchProbe:
     """Times the next-item fetches of one frame (the one that called `start`) and of the
     program's frames it calls (`MAX_DEPTH`), on its thread: ``fetches`` holds (callee
-    "func (file)", loop "func (file)", start, end) in ``time.perf_counter_ns``."""
+    "func (file)", loop "func (file)", start, end, the loop's first and last line or None)
+    in ``time.perf_counter_ns``."""
 
     def __init__(self, loop: FrameType, sites: FetchSites) -> None:
         self._watched: dict[FrameType, int] = {loop: 0}  # frame -> calls below start's caller
         self._sites = sites
         self._program: dict[CodeType, bool] = {}  # `is_program_code` per code object
-        self._open: dict[FrameType, tuple[int, FrameType]] = {}  # fetch -> (began, its loop)
+        # fetch -> (began, its loop, the loop's f_lasti)
+        self._open: dict[FrameType, tuple[int, FrameType, int]] = {}
         self._per_loop: dict[CodeType, int] = {}  # fetches timed per loop
         self._shallowest = MAX_DEPTH + 1  # the depth of the shallowest loop that fetched
         self._beyond: dict[FrameType, int] = {}  # a loop's fetches after its timed ones
         self._events = 0
-        self.fetches: list[tuple[str, str, int, int]] = []
+        self.fetches: list[tuple[str, str, int, int, tuple[int, int] | None]] = []
         self.native_id = 0
         self.done = False  # set by `stop` from any thread; the probe then leaves at once
 
@@ -168,7 +170,7 @@ class FetchProbe:
                 began = time.perf_counter_ns()
                 if self._sites.at(caller.f_code, caller.f_lasti):
                     if self._per_loop.get(caller.f_code, 0) < MAX_FETCHES:
-                        self._open[frame] = (began, caller)
+                        self._open[frame] = (began, caller, caller.f_lasti)
                     elif depth:
                         self._went_on(caller, depth)
                 elif depth < MAX_DEPTH and self._is_program(frame.f_code):
@@ -184,9 +186,12 @@ class FetchProbe:
         except Exception:
             self._leave()
 
-    def _timed(self, frame: FrameType, began: int, loop: FrameType) -> None:
+    def _timed(self, frame: FrameType, began: int, loop: FrameType, lasti: int) -> None:
         now = time.perf_counter_ns()
-        self.fetches.append((function_name(frame.f_code), function_name(loop.f_code), began, now))
+        lines = self._sites.lines_of_loop(loop.f_code, lasti)
+        self.fetches.append(
+            (function_name(frame.f_code), function_name(loop.f_code), began, now, lines)
+        )
         count = self._per_loop[loop.f_code] = self._per_loop.get(loop.f_code, 0) + 1
         depth = self._watched.get(loop, MAX_DEPTH)
         self._shallowest = min(self._shallowest, depth)

@@ -41,6 +41,8 @@ from stepscope.vocab.profiler import (
     FETCHES_LINE_OFFSET,
     FIRST_STEP_WHOLE_STAT,
     LAST_STEP_WHOLE_STAT,
+    LOOP_FIRST_LINE_STAT,
+    LOOP_LAST_LINE_STAT,
     ON_CPU_STAT,
     RUNNABLE_STAT,
     STARTED_ON_THREAD_STAT,
@@ -108,8 +110,9 @@ class CaptureResult:
     host_stats: dict[str, int | float] = field(default_factory=dict)
     # the native id of the thread whose `start()` began recording at once (0: none such)
     started_on_thread: int = 0
-    # (native thread id, fetches) of `capture.fetch_probe`: (callee, loop, start, end)
-    fetch_probe: tuple[int, list[tuple[str, str, int, int]]] = (0, [])
+    # (native thread id, fetches) of `capture.fetch_probe`: (callee, loop, start, end, the
+    # loop's first and last line or None)
+    fetch_probe: tuple[int, list[tuple[str, str, int, int, tuple[int, int] | None]]] = (0, [])
 
 
 def split_encoded_name(name: str) -> tuple[str, dict[str, Any]]:
@@ -344,9 +347,12 @@ def _add_fetch_probe(plane: Any, result: CaptureResult, thread_names: dict[int, 
     label = thread_names.get(native_id) or sampled.get(native_id) or str(native_id)
     line = plane.line(FETCHES_LINE_OFFSET + native_id, FETCHES_LINE, f"{FETCHES_LINE}: {label}")
     line.display_id = native_id
-    for callee, loop, start, end in sorted(fetches, key=lambda f: f[2]):
+    for callee, loop, start, end, lines in sorted(fetches, key=lambda f: f[2]):
         first = max(start, base)
-        line.event(callee, first - base, end - first, {"loop": loop})
+        stats: dict[str, Any] = {"loop": loop}
+        if lines is not None:
+            stats[LOOP_FIRST_LINE_STAT], stats[LOOP_LAST_LINE_STAT] = lines
+        line.event(callee, first - base, end - first, stats)
 
 
 def _add_task_environment(space: XSpace, result: CaptureResult) -> None:

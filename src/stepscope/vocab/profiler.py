@@ -92,6 +92,10 @@ STARTED_ON_THREAD_STAT = "stepscope_started_on_thread"
 # (docs/formats/python_samples.md). Line id: this offset plus the thread's line id.
 FETCHES_LINE = "Python fetches"
 FETCHES_LINE_OFFSET = 1 << 49
+# Its events' stats (int64) when the loop is a ``for`` statement: the loop's first source
+# line (the ``for``) and its body's last, in the loop's file (decision 681).
+LOOP_FIRST_LINE_STAT = "loop_first_line"
+LOOP_LAST_LINE_STAT = "loop_last_line"
 
 # The line, in the host plane, of a sampled thread's CPU time as the stack sampler read it
 # (Linux schedstat, docs/formats/python_samples.md): one event per interval between two

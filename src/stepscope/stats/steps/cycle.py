@@ -58,6 +58,7 @@ from stepscope.stats.host.python_samples import probe_events
 from stepscope.stats.steps.batch_fetch import batch_fetches, from_fetches, pass_start
 from stepscope.stats.steps.epoch_start import from_iterators
 from stepscope.stats.steps.last_step import Periods, last_iteration_end
+from stepscope.stats.steps.loop_tail import sampled_tail
 from stepscope.stats.steps.other_pass import alone_periods, own_ends
 from stepscope.vocab import tensorflow
 from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
@@ -342,9 +343,19 @@ def iterations(
         traced = np.flatnonzero(~own)
         if last_end is not None:
             starts = np.r_[starts, start[int(pos[-1])]]
+            tail = sampled_tail(
+                profile, int(profile.line[t[0]]), last_end, profile.time_span_ns()[1]
+            )
+            if tail is not None and tail.end_ns > last_end:
+                notes.append(
+                    f"the last one ends with its work, then {(tail.end_ns - last_end) / 1e6:.2f}"
+                    f" ms more of the loop's body, untraced (sampled: {tail.function})"
+                )
+                last_end = tail.end_ns
+            else:
+                notes.append("the last one ends with its work")
             ends = np.r_[ends, last_end]
             lead_pos = np.r_[lead_pos, pos[-1]]
-            notes.append("the last one ends with its work")
             notes.extend(_work_after(start, end, traced, last_end))
         batches = batch_fetches(profile, names, lead_pos, pos, held)
         if batches is not None:
