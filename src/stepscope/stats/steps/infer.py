@@ -332,9 +332,12 @@ def _lasts(
 
 
 def _steady(periods: np.ndarray, median: float) -> bool:
-    """Whether periods within [0.5, 2] x their median cover `REGULAR_SHARE` of the time."""
+    """Whether periods within [0.5, 2] x their median, two at least, cover `REGULAR_SHARE`
+    of the time. Two: the median of two periods is their mean, within half of twice the
+    larger, so one period as long as a JAX loop's whole profile, beside one of 0.2 ms, was a
+    rhythm alone (decision 682)."""
     regular = (periods >= 0.5 * median) & (periods <= 2 * median)
-    return bool(periods[regular].sum() >= REGULAR_SHARE * periods.sum())
+    return bool(int(regular.sum()) >= 2 and periods[regular].sum() >= REGULAR_SHARE * periods.sum())
 
 
 def _same_work(
@@ -350,7 +353,9 @@ def _same_work(
     extra work, `slow_periods`), cover at least `REGULAR_SHARE` of the time of the
     ``judged`` periods (a mask: `_judged`)."""
     held, _, count = common_work(work, position)
-    if count < 2:
+    # the same work needs two periods doing it: of periods all different, the "most common"
+    # is any one of them (decision 682)
+    if count < 2 or int((held & judged).sum()) < 2:
         return False
     need = REGULAR_SHARE * periods[judged].sum()
     if periods[held & judged].sum() >= need:
