@@ -30,8 +30,9 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def tf_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+def _run_job(
+    tmp_path_factory: pytest.TempPathFactory, *options: str
+) -> tuple[Path, list[dict[str, Any]]]:
     # TF's distributed runtime fails a job now and then on a loaded machine (seen once in
     # four CI runs: a worker gone before it saved its truth, the other's all-reduce reset;
     # TF's profiler stop aborts a worker, decision 311: both attempts of one full run at load
@@ -42,7 +43,7 @@ def tf_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[st
         logdir = tmp_path_factory.mktemp("tf")
         # the tree's own stepscope, not the one installed
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])}
-        job = ["tests.support.tf_mwms_job", str(logdir), "--slow-input", "1", "--input-ms", "80"]
+        job = ["tests.support.tf_mwms_job", str(logdir), *options]
         proc = subprocess.run(
             [sys.executable, "-m", *job],
             cwd=REPO,
@@ -59,6 +60,11 @@ def tf_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[st
     [run] = (logdir / "plugins" / "profile").iterdir()
     truth = [json.loads((logdir / f"truth.worker{k}.json").read_text()) for k in (0, 1)]
     return run, truth
+
+
+@pytest.fixture(scope="module")
+def tf_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    return _run_job(tmp_path_factory, "--slow-input", "1", "--input-ms", "80")
 
 
 def _tool(run: Path, tool: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -133,3 +139,17 @@ def test_all_hosts_step_time_equals_xprofs(
     assert first["host_compute"] == pytest.approx(
         float(figures["host_compute_time_ms_avg"]), rel=0.01
     )
+
+
+def test_a_worker_waiting_for_its_maps_python_is_late_from_input(
+    tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Worker1's tf.data map a ``numpy_function`` busy 12 ms a batch: its own page reads it
+    input-bound (its step thread held while that Python holds the GIL); the job's straggler
+    read "from host compute ... the same work, slower" (decision 670)."""
+    run, _ = _run_job(tmp_path_factory, "--slow-map", "1", "--map-ms", "12", "--steps", "12")
+    machine = __import__("socket").gethostname()
+    [late] = _tool(run, "pod_viewer", capsys)["stragglers"]
+    assert late["host"] == f"{machine}.worker1"
+    assert late["reason"] == "input", late["explanation"]
+    assert "tf.data pipeline's Python" in late["explanation"]

@@ -10,7 +10,9 @@ marks steps with ``stepscope.step``, and writes ``truth.worker<k>.json``: per st
 ``next()`` and in the step call, by ``time.perf_counter``, and ``compute_only_s``, the median
 time of the same step without its all-reduce (so the step call less it is the time in the
 collective). ``--slow-input K``: worker K's
-batches take ``--input-ms`` each to make (a Python generator sleeping).
+batches take ``--input-ms`` each to make (a Python generator sleeping). ``--slow-map K``:
+every worker's batches come from a tf.data pipeline whose map is a ``tf.numpy_function``,
+worker K's busy in Python ``--map-ms`` a batch (it holds the GIL: decision 670).
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ def worker(args: argparse.Namespace) -> None:
         plain_opt.apply_gradients(zip(grads, plain.trainable_variables, strict=True))
         return loss
 
-    data = batches()
+    data = batches() if args.slow_map < 0 else _mapped(tf, args, index)
     for _ in range(3):  # warm up: tracing and the collectives' first rendezvous
         train_step(*next(data))
     x0, y0 = next(data)
@@ -122,6 +124,31 @@ def worker(args: argparse.Namespace) -> None:
     os._exit(0)
 
 
+def _mapped(tf: Any, args: argparse.Namespace, index: int) -> Any:
+    """An endless tf.data pipeline of (x, y) batches through a ``numpy_function`` map, busy
+    in Python ``args.map_ms`` a batch on the slow worker, returning at once elsewhere."""
+    import numpy as np
+
+    busy_s = args.map_ms / 1e3 if index == args.slow_map else 0.0
+
+    def decode(x: Any) -> Any:
+        t = time.perf_counter()
+        while time.perf_counter() - t < busy_s:  # Python work, the GIL held
+            pass
+        return x
+
+    def mapped(x: Any, y: Any) -> Any:
+        x = tf.numpy_function(decode, [x], tf.float32)
+        x.set_shape([args.batch, 32])
+        return x, y
+
+    rng = np.random.default_rng(index)
+    xs = rng.random((args.batch * 16, 32), dtype=np.float32)
+    ys = rng.random((args.batch * 16, 1), dtype=np.float32)
+    ds = tf.data.Dataset.from_tensor_slices((xs, ys)).batch(args.batch, drop_remainder=True)
+    return iter(ds.repeat().map(mapped))
+
+
 def _all_out(folder: Path, index: int, workers: int, timeout_s: float = 120.0) -> None:
     """Marks this worker out of its last all-reduce and waits until every worker is (a
     condition, not a pause: however slow the machine); after the deadline it leaves anyway,
@@ -140,6 +167,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--slow-input", type=int, default=-1)
     p.add_argument("--input-ms", type=float, default=40.0)
+    p.add_argument("--slow-map", type=int, default=-1)
+    p.add_argument("--map-ms", type=float, default=12.0)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--truth-dir", default=None)
