@@ -202,6 +202,12 @@ def test_collectives_against_link_bandwidth() -> None:
     assert f.metrics["exposed_ms"] == pytest.approx(4 * (STEPS - 2))
     assert "bucket_cap_mb" in f.fix
     assert "waiting for the others" not in f.summary  # 4x: a bandwidth question
+    # its time over the steps and per step, as the headline beside it (decision 669)
+    n = STEPS - 2
+    assert f.summary.startswith(
+        f"Collectives take {4 * n:.2f} ms over {n} steps (4.00 ms per step, 40.0% of the "
+        f"step time), {4 * n:.2f} ms of it not overlapped with compute."
+    )
     # the same kernels at a tenth of the link rate: waiting for the other ranks, said so
     f = _one(t.profile(), "collectives", parameter_bytes="100000000", link_bandwidth_gbps="1000")
     assert f.metrics["slower_than_link"] == pytest.approx(40.0, rel=0.01)
