@@ -151,6 +151,7 @@ def test_the_pass_begins_in_step_0s_fetch(tmp_path: Path) -> None:
     assert int(db.category_ns()["input"][0]) >= began["end_ns"] - began["start_ns"]
 
 
+@pytest.mark.integration  # a fresh interpreter: the only one whose modules show what start loads
 def test_the_input_stages_are_loaded_before_the_recording(tmp_path: Path) -> None:
     """Loaded by the loop's first `steps()` call, `stepscope.capture.data` held 2.5-14 ms of
     the script's first step outside every step (decision 635): `start()` loads it."""
