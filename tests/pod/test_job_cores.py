@@ -25,7 +25,7 @@ def test_every_rank_waiting_for_the_core_is_said_of_the_job(
     overview: dict[str, Any] = json.loads(capsys.readouterr().out)
     (note,) = overview["job"]["held_alike"]
     assert note.startswith("Every rank waits for a core: each rank's steps' thread was runnable")
+    assert overview["bound_by"]["headline"].startswith("Every rank waits for a core")
     advice = overview["recommendation"]
-    assert advice["statement"].startswith("Every rank waits for a core")
     assert advice["details"][0].startswith("Every rank waits for a CPU core (")
     assert "torch.set_num_threads" in advice["details"][0]
