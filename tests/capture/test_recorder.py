@@ -35,7 +35,8 @@ from tests.support.recorder import run_steps as _run_steps
 
 def _start(logdir: Path, **kw: Any) -> rec.Recorder:
     triggers = kw.pop(
-        "triggers", rec.Triggers(warmup_steps=2, settle_steps=3, slow_step_factor=5.0)
+        "triggers",
+        rec.Triggers(warmup_steps=2, settle_steps=3, slow_step_factor=5.0, slow_floor_s=0),
     )
     kw.setdefault("sampler_hz", 0)
     return rec.start(str(logdir), triggers=triggers, poll_s=10, **kw)
@@ -96,7 +97,7 @@ def test_exception_in_a_step_saves_it_with_its_traceback(tmp_path: Path, clock: 
 
 
 def test_uncaught_exception_hook_saves_once_per_exception(tmp_path: Path, clock: FakeClock) -> None:
-    recorder = _start(tmp_path, triggers=rec.Triggers(min_interval_s=0))
+    recorder = _start(tmp_path, triggers=rec.Triggers(min_interval_s=0, slow_floor_s=0))
     _run_steps(clock, 0, 2)
     error = RuntimeError("worker died")
     seen: list[BaseException] = []
@@ -181,7 +182,9 @@ def test_rate_limit_holds_per_trigger_and_user_saves_are_not_limited(
 def test_after_steps_saves_the_steps_after_the_trigger_too(
     tmp_path: Path, clock: FakeClock
 ) -> None:
-    triggers = rec.Triggers(warmup_steps=2, settle_steps=3, slow_step_factor=5.0, after_steps=3)
+    triggers = rec.Triggers(
+        warmup_steps=2, settle_steps=3, slow_step_factor=5.0, after_steps=3, slow_floor_s=0
+    )
     recorder = _start(tmp_path, triggers=triggers)
     _run_steps(clock, 0, 11, slow={10: 20})
     recorder.tick()

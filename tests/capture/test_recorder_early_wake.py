@@ -30,7 +30,7 @@ def _until(done: Callable[[], bool]) -> bool:
 
 
 def _armed(tmp_path: Path, clock: FakeClock) -> rec.Recorder:
-    triggers = rec.Triggers(warmup_steps=5, settle_steps=10, slow_step_factor=3.0)
+    triggers = rec.Triggers(warmup_steps=5, settle_steps=10, slow_step_factor=3.0, slow_floor_s=0)
     recorder = rec.start(str(tmp_path), keep_steps=10, triggers=triggers, sampler_hz=0, poll_s=10)
     _run_steps(clock, 0, 30)
     recorder.tick()

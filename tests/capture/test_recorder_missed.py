@@ -17,7 +17,13 @@ from tests.support.recorder import run_steps as _run_steps
 
 
 def _start(logdir: Path, **triggers: float) -> rec.Recorder:
-    settings = {"warmup_steps": 5, "settle_steps": 10, "slow_step_factor": 3.0, **triggers}
+    settings = {
+        "warmup_steps": 5,
+        "settle_steps": 10,
+        "slow_step_factor": 3.0,
+        "slow_floor_s": 0.0,
+        **triggers,
+    }
     return rec.start(str(logdir), triggers=rec.Triggers(**settings), sampler_hz=0, poll_s=10)
 
 

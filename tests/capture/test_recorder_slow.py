@@ -33,7 +33,13 @@ def _hold_saves(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threa
 
 
 def _start(logdir: Path, **triggers: float) -> rec.Recorder:
-    settings = {"warmup_steps": 5, "settle_steps": 10, "slow_step_factor": 3.0, **triggers}
+    settings = {
+        "warmup_steps": 5,
+        "settle_steps": 10,
+        "slow_step_factor": 3.0,
+        "slow_floor_s": 0.0,
+        **triggers,
+    }
     return rec.start(str(logdir), triggers=rec.Triggers(**settings), sampler_hz=0, poll_s=10)
 
 

@@ -26,7 +26,13 @@ from tests.support.recorder import run_steps as _run_steps
 
 
 def _start(logdir: Path, keep_steps: int = 10, **triggers: Any) -> rec.Recorder:
-    settings = {"warmup_steps": 5, "settle_steps": 10, "slow_step_factor": 3.0, **triggers}
+    settings = {
+        "warmup_steps": 5,
+        "settle_steps": 10,
+        "slow_step_factor": 3.0,
+        "slow_floor_s": 0.0,
+        **triggers,
+    }
     return rec.start(
         str(logdir),
         keep_steps=keep_steps,

@@ -55,7 +55,7 @@ def test_a_heavy_tailed_fast_loop_arms_and_saves_its_stall(
     assert run_dir is not None
     marker = _marker(run_dir)
     assert marker["trigger"] == "slow_step" and marker["step"] == STALL_STEP
-    assert "3x their 99th percentile" in marker["reason"]
+    assert "ms: 0.1 s over the median)" in marker["reason"]  # the floor, above 3x the tail
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -74,6 +74,24 @@ def test_a_noisy_loop_without_a_stall_saves_nothing(
     recorder.tick()
     assert recorder.slow.armed, recorder.slow.armed_note
     assert not recorder.requested
+
+
+@pytest.mark.parametrize(("floor_s", "saved"), [(None, False), (0.0, True)])
+def test_a_wait_for_a_cpu_after_a_calm_stretch_is_not_a_stall(
+    tmp_path: Path, clock: FakeClock, floor_s: float | None, saved: bool
+) -> None:
+    """Five of ten stall-free runs of the PyTorch loop on this machine (load 6-9) saved a
+    step of 4.7-38.8 ms that waited for a CPU after 100 calm steps (their tail 0.7-5 ms).
+    The floor (a slow step is 0.1 s longer than the median) keeps them; without it, one."""
+    triggers = rec.Triggers() if floor_s is None else rec.Triggers(slow_floor_s=floor_s)
+    recorder = rec.start(str(tmp_path), triggers=triggers, sampler_hz=0, poll_s=10)
+    rng = np.random.default_rng(7)
+    steps = rng.integers(600_000, 650_000, 400)
+    steps[300] = 17 * MS + 300_000  # 29x the median, 6x the calm steps' tail
+    _run(clock, steps)
+    recorder.tick()
+    assert recorder.slow.armed
+    assert bool(recorder.requested) is saved
 
 
 TORCH_SCRIPT = """

@@ -45,6 +45,8 @@ class Triggers:
     step has settled: the median of the last ``settle_steps`` steps within
     ``settle_spread`` times the median of the ``settle_steps`` before them (steps with a
     tail wider than that also wait for ``median_steps`` steps; `recorder.slow`).
+    ``slow_floor_s``: a slow step is also at least this much longer than the median (a
+    busy machine's scheduler alone holds a step back by tens of ms; 0: no floor).
     ``escalation_factor``: a slow step this many times worse (against the median) than the
     slow step saved less than ``min_interval_s`` ago is saved despite the rate limit (0:
     never).
@@ -59,6 +61,7 @@ class Triggers:
     """
 
     slow_step_factor: float = 3.0
+    slow_floor_s: float = 0.1
     median_steps: int = 100
     warmup_steps: int = 20
     settle_steps: int = 20
@@ -74,6 +77,8 @@ class Triggers:
     def __post_init__(self) -> None:
         if self.slow_step_factor != 0 and not self.slow_step_factor > 1:
             _bad("slow_step_factor", self.slow_step_factor, "> 1 (or 0 to turn it off)")
+        if not self.slow_floor_s >= 0:
+            _bad("slow_floor_s", self.slow_floor_s, ">= 0 seconds (0: no floor)")
         _check_int("median_steps", self.median_steps, 3)
         _check_int("warmup_steps", self.warmup_steps, 0)
         _check_int("settle_steps", self.settle_steps, 3)

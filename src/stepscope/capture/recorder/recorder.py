@@ -31,7 +31,13 @@ from stepscope.capture.recorder.after import RECORDING, AfterCapture
 from stepscope.capture.recorder.pending import PendingSave, chain
 from stepscope.capture.recorder.ring import Ring, StepSummary, save_window
 from stepscope.capture.recorder.saver import Saver
-from stepscope.capture.recorder.slow import RATE_LIMITED, MissedSteps, SlowStep, SlowStepTrigger
+from stepscope.capture.recorder.slow import (
+    RATE_LIMITED,
+    MissedSteps,
+    SlowStep,
+    SlowStepTrigger,
+    slow_above,
+)
 from stepscope.capture.save_preload import import_save_path
 from stepscope.capture.step import hooks as step_hooks
 from stepscope.capture.step import set_hooks as set_step_hooks
@@ -524,11 +530,7 @@ class Recorder:
             f"step {found.step_num} took {found.dur_ns / 1e6:.1f} ms, {found.ratio:.1f}x the "
             f"median {found.median_ns / 1e6:.1f} ms of the {found.window} steps before"
         )
-        if found.tail_ns > 1.05 * found.median_ns:  # a tail worth naming: not steady steps
-            reason += (
-                f" (slow above {self.triggers.slow_step_factor:g}x their 99th percentile "
-                f"{found.tail_ns / 1e6:.1f} ms)"
-            )
+        reason += slow_above(found, self.triggers)
         details: dict[str, Any] = {
             "step": found.step_num,
             "dur_ns": found.dur_ns,

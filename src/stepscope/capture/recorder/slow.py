@@ -19,6 +19,9 @@
   heavy-tailed loop the threshold rises with the tail the loop has shown, so its usual
   noise is not saved (a machine where one step in four is 3x: slow above ~9x the median),
   and leaving the longest step out keeps one stall from hiding the next.
+- **Floor**: a slow step is also at least ``slow_floor_s`` (0.1 s) longer than the median,
+  whatever the tail (decision 677): waits for a CPU of 4-65 ms came after calm stretches
+  whose tail was 1-5 ms, and 5 of 10 stall-free runs of a fast loop saved one.
 - **Escalation**: within ``min_interval_s`` of a saved slow step, a step at least
   ``escalation_factor`` times worse (its ratio to the median over the saved one's) is
   saved despite the rate limit, so the recorder keeps the worst step, not only the first.
@@ -126,6 +129,18 @@ def tail_ns(ordered: list[int]) -> float:
     return float(ordered[max(0, n - 1 - left_out)]) if n > 1 else float(ordered[0])
 
 
+def slow_above(found: SlowStep, triggers: Triggers) -> str:
+    """What made ``found`` slow, for its reason: the floor or the tail, whichever set the
+    threshold, when it was not ``slow_step_factor`` x the median (steady steps: "")."""
+    factor, floor_s = triggers.slow_step_factor, triggers.slow_floor_s
+    by_floor = found.median_ns + floor_s * 1e9
+    if floor_s and by_floor >= factor * found.tail_ns:
+        return f" (slow above {by_floor / 1e6:.1f} ms: {floor_s:g} s over the median)"
+    if found.tail_ns > 1.05 * found.median_ns:  # a tail worth naming
+        return f" (slow above {factor:g}x their 99th percentile {found.tail_ns / 1e6:.1f} ms)"
+    return ""
+
+
 class SlowStepTrigger:
     """The state of the slow-step trigger; fed one finished step at a time (watchdog)."""
 
@@ -168,7 +183,7 @@ class SlowStepTrigger:
             self._median, self._tail = statistics.median(ordered), tail_ns(ordered)
             self._median_age = 0
         median = self._median
-        if median <= 0 or dur_ns <= self.triggers.slow_step_factor * self._tail:
+        if median <= 0 or dur_ns <= self._threshold(median):
             return None
         unarmed = ""
         if not self.armed:
@@ -182,7 +197,14 @@ class SlowStepTrigger:
         median = self._median
         if not self.armed or median is None or median <= 0:
             return None
-        return self.triggers.slow_step_factor * self._tail
+        return self._threshold(median)
+
+    def _threshold(self, median: float) -> float:
+        """``slow_step_factor`` x the tail, and at least ``slow_floor_s`` over the median: on
+        a busy machine a 0.6 ms step waits 4-65 ms for a CPU now and then, and a calm
+        100 steps' tail (0.7-5 ms) made those slow steps (decision 677)."""
+        floor_ns = self.triggers.slow_floor_s * 1e9
+        return max(self.triggers.slow_step_factor * self._tail, median + floor_ns)
 
     def _try_arm(self) -> None:
         settle = self.triggers.settle_steps
