@@ -74,3 +74,23 @@ def new_run_dir(logdir: str | os.PathLike[str], run_name: str | None = None) -> 
     while candidate.exists():
         candidate, suffix = root / f"{name}_{suffix}", suffix + 1
     return candidate
+
+
+def check_logdir(logdir: str | os.PathLike[str], who: str = "stepscope.start") -> str:
+    """``logdir`` as a path, or a one-line error naming ``who`` was given what: checked when
+    it is given (a callback's session starts at its first profiled step, minutes later, and
+    a file where the directory goes failed only at the save)."""
+    try:
+        text: object = os.fspath(logdir)
+    except TypeError:
+        text = None
+    if not isinstance(text, str) or not text:
+        raise StepscopeError(f"{who}: logdir must be a non-empty path, got {logdir!r}")
+    if "://" in text:
+        raise StepscopeError(
+            f"{who}: logdir {text!r} is a URL; capture writes to a local directory "
+            "(copy the run afterwards)"
+        )
+    if os.path.exists(text) and not os.path.isdir(text):
+        raise StepscopeError(f"{who}: logdir {text!r} is a file; give a directory")
+    return text

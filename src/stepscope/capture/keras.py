@@ -22,6 +22,7 @@ from stepscope.capture import session
 from stepscope.capture.options import ProfilerOptions, resolve_options
 from stepscope.capture.step import step
 from stepscope.errors import StepscopeError
+from stepscope.logdir import check_logdir
 
 
 def parse_profile_batch(profile_batch: int | str | tuple[int, int] | list[int]) -> tuple[int, int]:
@@ -62,7 +63,7 @@ class BatchRangeProfiler:
         profile_batch: Any = "10,15",
         options: ProfilerOptions | None = None,
     ) -> None:
-        checked = session.check_logdir(logdir, "ProfileCallback")
+        checked = check_logdir(logdir, "ProfileCallback")
         self.logdir = str(Path(checked) / "train")
         self.first, self.last = parse_profile_batch(profile_batch)
         self.options = resolve_options(options)  # checked now, not at the first profiled batch

@@ -30,6 +30,7 @@ from stepscope.capture.host_tracer import EventBudget, HostTracer
 from stepscope.capture.options import ProfilerOptions, resolve_options
 from stepscope.capture.save_preload import import_save_path
 from stepscope.errors import StepscopeError
+from stepscope.logdir import check_logdir
 
 TYPE_CHECKING = False  # not typing's: see stepscope.capture.options
 if TYPE_CHECKING:
@@ -352,26 +353,6 @@ class Session:
 _lock = threading.RLock()
 _session: Session | None = None
 _last: Session | None = None  # the last session stopped: its background save, if any
-
-
-def check_logdir(logdir: str | os.PathLike[str], who: str = "stepscope.start") -> str:
-    """``logdir`` as a path, or a one-line error naming ``who`` was given what: checked when
-    it is given (a callback's session starts at its first profiled step, minutes later, and
-    a file where the directory goes failed only at the save)."""
-    try:
-        text: object = os.fspath(logdir)
-    except TypeError:
-        text = None
-    if not isinstance(text, str) or not text:
-        raise StepscopeError(f"{who}: logdir must be a non-empty path, got {logdir!r}")
-    if "://" in text:
-        raise StepscopeError(
-            f"{who}: logdir {text!r} is a URL; capture writes to a local directory "
-            "(copy the run afterwards)"
-        )
-    if os.path.exists(text) and not os.path.isdir(text):
-        raise StepscopeError(f"{who}: logdir {text!r} is a file; give a directory")
-    return text
 
 
 def start(

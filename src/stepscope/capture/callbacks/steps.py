@@ -27,6 +27,7 @@ from stepscope.capture.annotations import is_active
 from stepscope.capture.keras import parse_profile_batch
 from stepscope.capture.options import ProfilerOptions, resolve_options
 from stepscope.capture.step import step
+from stepscope.logdir import check_logdir
 from stepscope.vocab.profiler import STEP_HOLDS_FETCH_STAT
 
 
@@ -37,7 +38,7 @@ class StepMarker:
         profile_steps: Any = "10,15",
         options: ProfilerOptions | None = None,
     ) -> None:
-        self.logdir = None if logdir is None else session.check_logdir(logdir, "StepscopeCallback")
+        self.logdir = None if logdir is None else check_logdir(logdir, "StepscopeCallback")
         self.first, self.last = parse_profile_batch(profile_steps) if logdir else (0, 0)
         self.options = resolve_options(options)  # checked now, not at the first profiled step
         self.count = 0  # steps begun so far
