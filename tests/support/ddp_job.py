@@ -110,7 +110,10 @@ def work(rank: int, world: int, args: argparse.Namespace) -> None:
             time.sleep(0.1)  # the stopped rank is first in the all-reduce, waiting for these
         out = ddp(x)
         if extra_s:  # more compute: real matmuls until extra_s passed
-            a = torch.randn(128, 128)
+            # 256 x 256: each matmul long beside the profiler's and the loop's few µs
+            # between ops (untraced time, "All Others"); at 128 x 128 these were a quarter of
+            # the loop on a fast core, and the rank's host compute read 31 ms for 41
+            a = torch.randn(256, 256)
             while time.perf_counter() - t1 < extra_s:
                 a = a @ a
                 a = a / a.norm()
