@@ -39,7 +39,9 @@ def test_demo_profiles_and_summarizes(tmp_path: Path, capsys: pytest.CaptureFixt
     from stepscope.tools.analysis import Analysis
 
     headline = Analysis(run_dir).tool("overview_page").bound_by.headline
-    assert headline.startswith("Bound by ") and f"\n{headline}\n" in out
+    # (on a loaded machine the steps' thread waits for a core, said first: decision 700)
+    assert headline.startswith(("Bound by ", "Waiting for a CPU core: ")), headline
+    assert "Bound by " in headline and f"\n{headline}\n" in out
     assert "the input pipeline is the bottleneck" not in out
 
 

@@ -38,11 +38,10 @@ from stepscope.stats.events import (
     classify_events,
 )
 from stepscope.stats.gpu.kernels import launch_events
-from stepscope.stats.host.python_samples import sampled_thread_line
-from stepscope.stats.host.thread_cpu import ThreadCpu, thread_cpu
+from stepscope.stats.host.thread_cpu import ThreadCpu
 from stepscope.stats.intervals import overlap_with
 from stepscope.stats.runup_pipeline import pipeline_input
-from stepscope.stats.runup_python import RunupPython, runup_python, sampled_lines
+from stepscope.stats.runup_python import RunupPython, runup_python, steps_thread_cpu
 from stepscope.stats.steps.breakdown import StepDb, type_time
 from stepscope.vocab import collectives as vocab
 
@@ -185,14 +184,9 @@ def collective_calls(profile: Profile, db: StepDb) -> CollectiveCalls:
         measured,
         runup_python(profile, types, db, since, arrive),
         ops,
-        _steps_thread_cpu(profile, db),
+        steps_thread_cpu(profile, db),
         overlap_with(since, arrive, p_lo, p_hi),
     )
-
-
-def _steps_thread_cpu(profile: Profile, db: StepDb) -> ThreadCpu:
-    thread_of = sampled_thread_line(profile)
-    return thread_cpu(profile, [int(thread_of[ln]) for ln in sampled_lines(profile, db)])
 
 
 def _lanes(profile: Profile, events: np.ndarray) -> tuple[tuple[str, ...], np.ndarray]:

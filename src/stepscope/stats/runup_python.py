@@ -19,6 +19,7 @@ from stepscope.stats.host.python_samples import (
     sample_points,
     sampled_thread_line,
 )
+from stepscope.stats.host.thread_cpu import ThreadCpu, thread_cpu
 from stepscope.stats.steps.breakdown import StepDb
 
 
@@ -57,6 +58,12 @@ def sampled_lines(profile: Profile, db: StepDb) -> list[int]:
     if not lines and len({int(thread_of[ln]) for ln in sampled}) == 1:
         return sampled
     return lines
+
+
+def steps_thread_cpu(profile: Profile, db: StepDb) -> ThreadCpu:
+    """The CPU readings of the steps' thread (`sampled_lines`), empty without them."""
+    thread_of = sampled_thread_line(profile)
+    return thread_cpu(profile, [int(thread_of[ln]) for ln in sampled_lines(profile, db)])
 
 
 def _untraced_on_own_thread(

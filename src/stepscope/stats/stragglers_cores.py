@@ -31,17 +31,13 @@ CORES_FIX = (
 
 
 def _shares(rank: Rank, rows: np.ndarray) -> tuple[float, float, float] | None:
-    """(runnable, on a core) shares of rank's steps ``rows`` (its step table's rows) by its
-    steps' thread's readings, and its runnable ns there; None without readings there."""
+    """`ThreadCpu.shares` of rank's steps ``rows`` (its step table's rows), by its steps'
+    thread's readings; None without readings there."""
     cpu = rank.calls.cpu if rank.calls is not None else None
     if cpu is None or not cpu.read or not len(rows):
         return None
     lo = rank.steps.start_ns[rows]
-    hi = lo + rank.steps.dur_ns[rows]
-    covered, on, rq = (float(x.sum()) for x in cpu.within(lo, hi))
-    if covered <= 0.5 * float((hi - lo).sum()):  # the sampler read too little of the steps
-        return None
-    return rq / covered, on / covered, rq
+    return cpu.shares(lo, lo + rank.steps.dur_ns[rows])
 
 
 @record

@@ -449,11 +449,19 @@ def build(ctx: ToolContext) -> OverviewPage:
         recommendation = by_rank.by_rank(recommendation, line)
         bound = replace(bound, statement=bound.statement + by_rank.verdict_note(alone, rest))
     recommendation = _with_findings(recommendation, top)
-    cores = next((f for f in top if f.id == "job_cores_wait"), None)
-    if cores is not None:  # the headline's "every rank waits for a core": its fix first
+    cores = next((f for f in top if f.id in ("job_cores_wait", "cores_wait")), None)
+    if cores is not None:  # the steps' thread(s) waiting for a core: its fix first
         note = _note(cores)
         others = tuple(d for d in recommendation.details if d != note)
         recommendation = replace(recommendation, details=(note, *others))
+    if cores is not None and cores.id == "cores_wait" and job is None:
+        # one host's parts all include the wait: said before them (a job's is, `_job`)
+        headline = BoundBy(
+            f"Waiting for a CPU core: the steps' thread was runnable but off its core "
+            f"{cores.metrics['runnable_pct']:.0f}% of the step time (the stack sampler's "
+            f"readings), and every part below includes that wait. {headline.headline}",
+            headline.limits,
+        )
     if skew and job:
         recommendation = _straggler_first(
             recommendation, skew, job, summary, "collectives" in covered

@@ -22,6 +22,8 @@ from stepscope.records import record
 from stepscope.stats.events import NOT_COUNTED, EventType, classify_events, device_work_lines
 from stepscope.stats.gpu.device import framework_of
 from stepscope.stats.gpu.kernels import KernelDb, launch_events
+from stepscope.stats.host.thread_cpu import ThreadCpu
+from stepscope.stats.runup_python import steps_thread_cpu
 from stepscope.stats.steps.breakdown import StepDb
 from stepscope.stats.steps.periodic import Periodic, periodic_extra
 from stepscope.stats.steps.run_ahead import RunAhead, run_ahead
@@ -106,6 +108,11 @@ class HostData:
         steps = self.steps
         warm = warmup_count(steps.dur_ns, mid_run=steps.mid_run)
         return run_ahead(self.profile, steps.start_ns, steps.dur_ns, warm, steps.has_device)
+
+    @cached_property
+    def steps_cpu(self) -> ThreadCpu:
+        """The steps' thread's CPU readings (the stack sampler's), empty without them."""
+        return steps_thread_cpu(self.profile, self.steps)
 
     @cached_property
     def types(self) -> np.ndarray:

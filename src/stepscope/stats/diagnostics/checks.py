@@ -37,6 +37,11 @@ class Check:
 
 
 CHECKS: tuple[Check, ...] = (
+    Check(
+        "cores_wait",
+        "the steps' thread runnable but waiting for a CPU core (the sampler's readings)",
+        on_host=cores.host_cores_wait,
+    ),
     Check("input_bound", "steps waiting for input", on_host=host_steps.input_bound),
     Check(
         "dispatch_bound",

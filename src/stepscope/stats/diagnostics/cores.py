@@ -1,5 +1,11 @@
-"""The finding of a job whose every rank waits for a CPU core (decision 687): the whole job,
-not one rank (`stats.stragglers_cores`), with what to change."""
+"""The findings of steps whose thread waits for a CPU core, with what to change: one host's
+(decision 700) and a job's whose every rank waits (decision 687: the whole job, not one rank,
+`stats.stragglers_cores`).
+
+A thread runnable but off its core is in no traced event's name: its ops simply take longer,
+so the step-time breakdown calls the wait compute (or whatever op it fell in) and the advice
+would be to make the model faster. The stack sampler reads the thread's time on a core and
+runnable (`stats.host.thread_cpu`), which tells the wait apart."""
 
 from __future__ import annotations
 
@@ -7,12 +13,47 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from stepscope.stats.diagnostics.base import Finding, severity
+from stepscope.stats.diagnostics.base import Finding, HostData, severity
 from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
-from stepscope.stats.stragglers_cores import CORES_FIX, cores_wait
+from stepscope.stats.stragglers_cores import CORE_WAIT, CORES_FIX, cores_wait
 from stepscope.stats.stragglers_types import Rank
 
-HIGH_WAIT = 0.5  # every rank runnable, not running, half its steps' time: high
+HIGH_WAIT = 0.5  # runnable, not running, half the steps' time: high
+HOST_FIX = (
+    "Give the process at most as many busy threads as the machine has cores "
+    "(torch.set_num_threads or OMP_NUM_THREADS, fewer DataLoader workers, tf.config.threading "
+    "for TensorFlow) and stop other processes that compete for its cores (top, pidstat -t 1); "
+    "then profile again: the step's parts are read without the wait."
+)
+
+
+def host_cores_wait(data: HostData, options: dict[str, str]) -> Finding | None:
+    """One host's steps' thread runnable but waiting for a core `CORE_WAIT` of its steps'
+    time at least (decision 700)."""
+    steps = data.steps
+    if not steps.n_steps or not data.steps_cpu.read:
+        return None
+    found = data.steps_cpu.shares(steps.start_ns, steps.start_ns + steps.dur_ns)
+    if found is None or found[0] < CORE_WAIT:
+        return None
+    runnable, on_cpu, runnable_ns = found
+    step_ms = float(np.median(steps.dur_ns)) / 1e6
+    return Finding(
+        id="cores_wait",
+        title="The steps' thread waits for a CPU core",
+        severity=severity(runnable, 0.0, HIGH_WAIT) or "medium",
+        host=data.host,
+        summary=(
+            f"The steps' thread was runnable but waiting for a core {runnable:.0%} of the "
+            f"steps' time and on a core {on_cpu:.0%} (the stack sampler's CPU readings): this "
+            "process's threads and the machine's other processes want more cores than it has, "
+            f"so the steps (median {step_ms:.2f} ms) are mostly this wait, and the compute and "
+            "the other parts of the step-time breakdown include it."
+        ),
+        fix=HOST_FIX,
+        time_ns=int(runnable_ns),
+        metrics={"runnable_pct": 100 * runnable, "on_cpu_pct": 100 * on_cpu},
+    )
 
 
 def job_cores_wait(ranks: Sequence[Rank], options: dict[str, str]) -> Finding | None:

@@ -42,7 +42,10 @@ def combine_hosts(
     waiting in collectives for a late rank is taken out of its collective findings."""
     found = discount_waiting(per_host, ranks) if len(ranks) > 1 else list(per_host)
     if len(ranks) > 1:
-        found = merge_repeats(found, len(ranks)) + diagnose_across(ranks, options)
+        across = diagnose_across(ranks, options)
+        if any(f.id == "job_cores_wait" for f in across):  # said once, of the whole job
+            found = [f for f in found if f.id != "cores_wait"]
+        found = merge_repeats(found, len(ranks)) + across
     return sort_findings(found)
 
 

@@ -68,6 +68,16 @@ class ThreadCpu:
             out[2][w] = (share * self.runnable_ns[k]).sum()
         return tuple(out)
 
+    def shares(self, lo: np.ndarray, hi: np.ndarray) -> tuple[float, float, float] | None:
+        """(runnable share, on-a-core share, runnable ns) over the windows [lo, hi) together
+        (a host's steps); None when the readings cover half of them or less (the sampler
+        stopped or started late: a share of the rest would be a guess)."""
+        covered, on, rq = (float(x.sum()) for x in self.within(lo, hi))
+        span = float((np.asarray(hi, np.int64) - np.asarray(lo, np.int64)).sum())
+        if span <= 0 or covered <= 0.5 * span:
+            return None
+        return rq / covered, on / covered, rq
+
     def unread_ns(self, lo: int, hi: int) -> int:
         """The longest time in [lo, hi) inside one reading at least twice the usual
         interval: the sampler did not run then (its process stopped, or kept off the
