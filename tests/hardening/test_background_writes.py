@@ -67,20 +67,29 @@ def test_the_index_save_builds_its_name_index_after_the_profiles_write(
     # Decision 571: the index's save builds its name index (seconds of CPU at 10M events)
     # only once the converted profile is written, the write the steps' child waits for.
     entry = cache.entry_dir(str(host_file))
-    names_begun = threading.Event()
+    # The profile's write is held until the index's save has shown what it does beside it:
+    # begun the names (the bug) or begun waiting for this write (`background.after`). A save
+    # that did neither within 2 s would let the write go on unseen.
+    shown = threading.Event()
     while_written: list[bool] = []
-    save, build = cache.save, trace_index.build_name_index
+    save, build, after = cache.save, trace_index.build_name_index, background.after
 
     def slow_save(*args: object) -> None:
-        names_begun.wait(2)  # a save that builds the names beside this write starts now
+        shown.wait(2)
         save(*args)
 
     def build_names(profile: object) -> object:
         while_written.append(background.pending(entry))
-        names_begun.set()
+        shown.set()
         return build(profile)
 
+    def waits_for(target: Path) -> None:
+        if target == entry:
+            shown.set()
+        after(target)
+
     monkeypatch.setattr(cache, "save", slow_save)
+    monkeypatch.setattr(background, "after", waits_for)
     monkeypatch.setattr(trace_index, "build_name_index", build_names)
     profile = open_host(open_run(str(host_file.parent)).hosts[0])  # queues the profile's write
     trace_index.open_trace_index(profile)  # then the index's save
