@@ -27,6 +27,18 @@ pytest_plugins = ("tests.support.browser", "tests.support.ddp_runs")
 # written into the work tree.
 settings.register_profile("stepscope", derandomize=True, deadline=None, database=None)
 settings.load_profile("stepscope")
+# A run that leaves the integration tier out (the default local run, `-m "not integration and
+# not browser"`) tries a quarter of the examples: the properties cost 3.3 s of its CPU at 100
+# each. Every other run, and so CI's all-tiers run, tries Hypothesis's 100 (decision 715);
+# `--hypothesis-profile` chooses either.
+QUICK_PROFILE = "stepscope-default-tier"
+settings.register_profile(QUICK_PROFILE, settings.get_profile("stepscope"), max_examples=25)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    chosen = config.getoption("hypothesis_profile", None)
+    if chosen is None and "not integration" in (config.option.markexpr or ""):
+        settings.load_profile(QUICK_PROFILE)
 
 
 @pytest.fixture(scope="session")
