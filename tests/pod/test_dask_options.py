@@ -5,6 +5,7 @@ warnings."""
 from __future__ import annotations
 
 import logging
+import time
 import warnings
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from stepscope.cli.hosts import executor_from
 from stepscope.cli.main import build_parser, main
 from stepscope.cli.progress import quiet
 from stepscope.errors import StepscopeError
+from stepscope.executor import dask_connect
 from stepscope.executor.dask_connect import SCHEDULER_ENV
 from stepscope.executor.worker import PATH_MAP_ENV, mapped, unreadable_reason
 from tests.pod.builders import cpu_pod
@@ -68,6 +70,26 @@ def test_a_missing_scheduler_file_is_waited_for_then_named(
         f"stepscope: error: --dask-scheduler-file {missing}: does not exist (start `dask "
         "scheduler --scheduler-file` first); waited 0.2 s (--dask-timeout)"
     )
+
+
+def test_the_scheduler_file_is_waited_for_no_longer_than_the_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read again every 0.5 s, but a 0.05 s --dask-timeout sleeps 0.05 s in all, not 0.5."""
+    slept: list[float] = []
+
+    class Clock:
+        monotonic = staticmethod(time.monotonic)
+
+        @staticmethod
+        def sleep(seconds: float) -> None:
+            slept.append(seconds)
+            time.sleep(seconds)
+
+    monkeypatch.setattr(dask_connect, "time", Clock)
+    with pytest.raises(StepscopeError, match="does not exist"):
+        dask_connect.resolve(scheduler_file=str(tmp_path / "scheduler.json"), timeout_s=0.05)
+    assert slept and sum(slept) <= 0.05
 
 
 def test_a_scheduler_file_without_an_address(

@@ -59,7 +59,8 @@ def _read_scheduler_file(path: str, timeout_s: float) -> str:
         if not told:
             log.info(f"stepscope: waiting for the Dask scheduler file {path}")
             told = True
-        time.sleep(0.5)
+        # read again every 0.5 s, the last time at the deadline (a timeout under 0.5 s waited 0.5)
+        time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
 
 
 def resolve(
