@@ -29,10 +29,10 @@
 
 from __future__ import annotations
 
+import bisect
 import collections
 import dataclasses
 import math
-import statistics
 import threading
 from typing import Any
 
@@ -129,6 +129,45 @@ def tail_ns(ordered: list[int]) -> float:
     return float(ordered[max(0, n - 1 - left_out)]) if n > 1 else float(ordered[0])
 
 
+def median_of(ordered: list[int]) -> float:
+    """The median of the sorted ``ordered`` as `statistics.median` gives it (the middle
+    value, or the mean of the two middle ones), without sorting them again."""
+    n = len(ordered)
+    if n % 2:
+        return ordered[n // 2]
+    return (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+
+class SortedWindow:
+    """The last ``size`` step times in their order (`values`) and sorted (`ordered`), kept
+    sorted as each arrives (a bisection and a shift of at most ``size`` pointers) so that a
+    median or a tail is read, not sorted for: sorting the 100 steps every `MEDIAN_EVERY`
+    steps, twice (`statistics.median` sorts its own copy), was half of what the trigger
+    cost per step, and while it was not armed the settle windows were sorted every step
+    (decision 720)."""
+
+    def __init__(self, size: int) -> None:
+        self.values: collections.deque[int] = collections.deque(maxlen=size)
+        self.ordered: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def push(self, value: int) -> int | None:
+        """Add ``value``; the oldest value, when the window was full and let it go."""
+        gone = None
+        if len(self.values) == self.values.maxlen:
+            gone = self.values[0]
+            del self.ordered[bisect.bisect_left(self.ordered, gone)]
+        self.values.append(value)
+        bisect.insort(self.ordered, value)
+        return gone
+
+    def clear(self) -> None:
+        self.values.clear()
+        self.ordered.clear()
+
+
 def slow_above(found: SlowStep, triggers: Triggers) -> str:
     """What made ``found`` slow, for its reason: the floor or the tail, whichever set the
     threshold, when it was not ``slow_step_factor`` x the median (steady steps: "")."""
@@ -146,14 +185,17 @@ class SlowStepTrigger:
 
     def __init__(self, triggers: Triggers) -> None:
         self.triggers = triggers
-        self.recent: collections.deque[int] = collections.deque(maxlen=triggers.median_steps)
+        self._window = SortedWindow(triggers.median_steps)
+        self.recent = self._window.values  # the baseline's steps, oldest first (read only)
         self.seen = 0
         self.armed = False
         self.armed_note = ""  # how it armed, or why it has not yet
         self._median: float | None = None
         self._tail = 0.0  # `tail_ns` of the steps the median was taken over
-        # the steps after the warm-up while it is not armed: two windows of `settle_steps`
-        self._settling: collections.deque[int] = collections.deque(maxlen=2 * triggers.settle_steps)
+        # the steps after the warm-up while it is not armed: the last `settle_steps` and the
+        # `settle_steps` before them, which the last pass their oldest step on to
+        self._last = SortedWindow(triggers.settle_steps)
+        self._before = SortedWindow(triggers.settle_steps)
         self._median_age = 0
         self._saved: tuple[float, float] | None = None  # (monotonic s, ratio) of the last save
 
@@ -164,10 +206,12 @@ class SlowStepTrigger:
         if self.seen <= self.triggers.warmup_steps:
             return None
         found = self.judge(step_num, dur_ns)
-        self.recent.append(dur_ns)
+        self._window.push(dur_ns)
         self._median_age += 1
         if not self.armed:
-            self._settling.append(dur_ns)
+            gone = self._last.push(dur_ns)
+            if gone is not None:
+                self._before.push(gone)
             self._try_arm()
             if self.armed:
                 self._median = None  # judged from the steps up to now, not an older median
@@ -179,15 +223,15 @@ class SlowStepTrigger:
         if len(self.recent) < MIN_BASELINE:
             return None
         if self._median is None or self._median_age >= MEDIAN_EVERY:
-            ordered = sorted(self.recent)
-            self._median, self._tail = statistics.median(ordered), tail_ns(ordered)
+            ordered = self._window.ordered
+            self._median, self._tail = median_of(ordered), tail_ns(ordered)
             self._median_age = 0
         median = self._median
         if median <= 0 or dur_ns <= self._threshold(median):
             return None
         unarmed = ""
         if not self.armed:
-            enough = len(self._settling) >= 2 * self.triggers.settle_steps
+            enough = len(self._before) + len(self._last) >= 2 * self.triggers.settle_steps
             unarmed = NOISY if enough else NOT_READY
         return SlowStep(step_num, dur_ns, median, len(self.recent), unarmed, tail_ns=self._tail)
 
@@ -208,12 +252,11 @@ class SlowStepTrigger:
 
     def _try_arm(self) -> None:
         settle = self.triggers.settle_steps
-        seen, needs = len(self._settling), 2 * settle
+        seen, needs = len(self._before) + len(self._last), 2 * settle
         if seen < needs:
             self.armed_note = f"not armed: {seen} of the {needs} steps after the warm-up seen"
             return
-        steps = list(self._settling)
-        before, last = statistics.median(steps[:settle]), statistics.median(steps[settle:])
+        before, last = median_of(self._before.ordered), median_of(self._last.ordered)
         low = min(before, last)
         drift = max(before, last) / low if low > 0 else float("inf")
         spread = self.triggers.settle_spread
@@ -227,8 +270,8 @@ class SlowStepTrigger:
         # The baseline's tail as the slow rule reads it: steady steps arm now; a wider tail
         # arms on a full baseline, which the threshold then comes from (bursts in 3% of the
         # steps would otherwise be saved, the first after arming).
-        baseline = sorted(self.recent)
-        typical = statistics.median(baseline)
+        baseline = self._window.ordered
+        typical = median_of(baseline)
         tail = tail_ns(baseline) / typical if typical > 0 else float("inf")
         window = self.triggers.median_steps
         if tail > spread and len(self.recent) < window:
@@ -239,7 +282,8 @@ class SlowStepTrigger:
             )
             return
         self.armed = True
-        self._settling.clear()
+        self._before.clear()
+        self._last.clear()
         self.armed_note = (
             f"armed after {self.seen} steps: the median of the last {settle} steps, "
             f"{last / 1e6:.1f} ms, is within {drift:.2f}x of the {settle} before"
