@@ -4,7 +4,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
+
 from stepscope.stats.diagnostics.multi import skew_across_hosts
+from stepscope.stats.runup_python import RunupPython
 from stepscope.stats.stragglers import find_stragglers
 from stepscope.stats.stragglers_stalls import STALL_FIX
 from stepscope.stats.stragglers_types import Rank
@@ -68,3 +73,34 @@ def test_one_stall_no_longer_than_the_jobs_other_holds_is_not_named() -> None:
     assert find_stragglers(_late({(1, AT): 100, (2, 20): 70})).stragglers == ()
     (d,) = find_stragglers(_late({(1, AT): 100, (2, 20): 45})).stragglers
     assert d.host == "d"
+
+
+def _sampled_in(ranks: list[Rank], steps: list[int], samples: int = 10) -> list[Rank]:
+    """Rank "d"'s sampler saw ``torch.save`` on every sample of its run-ups at ``steps``."""
+    d = ranks[1]
+    weight, taken = np.zeros(d.calls.n_calls), np.zeros(d.calls.n_calls, np.int64)
+    weight[steps], taken[steps] = 1.0, samples
+    python = RunupPython(
+        keys=("save (serialization.py)",),
+        paths=("<module> (train.py:40);save (serialization.py)",),
+        call=np.array(steps),
+        key=np.zeros(len(steps), np.int64),
+        weight=np.ones(len(steps)),
+        samples=np.full(len(steps), samples),
+        call_weight=weight,
+        call_samples=taken,
+    )
+    ranks[1] = replace(d, calls=replace(d.calls, python=python))
+    return ranks
+
+
+def test_a_stalls_sampled_python_is_said_per_stall() -> None:
+    """The Python sampled in a stall is its time a stall: "100.00 ms per step" read as every
+    step's 100 ms in a job of 20 ms steps (decision 721)."""
+    (d,) = find_stragglers(_sampled_in(_late({(1, AT): 100}), [AT])).stragglers
+    assert d.python == "save (serialization.py) 100.00 ms in the stall (10 of 10 samples)"
+    assert d.focus.endswith(f"; Python sampled on it: {d.python}")
+    twice = _sampled_in(_late({(1, AT): 100, (1, 20): 100}), [AT, 20])
+    (d,) = find_stragglers(twice).stragglers
+    assert d.python == "save (serialization.py) 100.00 ms per stall (20 of 20 samples)"
+    assert f"Python sampled on d in that time: {d.python}." in d.explanation

@@ -123,7 +123,7 @@ def test_the_overview_leads_with_the_maps_python_and_says_what_was_counted(
     bound = page["bound_by"]
     assert bound["limits"][0]["key"] == "input", bound["headline"]
     assert "of the model's ops ran slowed beside the tf.data map's Python" in bound["headline"]
-    assert "ms a step) of the model's ops ran slowed" in bound["headline"]
+    assert "ms per step) of the model's ops ran slowed" in bound["headline"]
     first = page["recommendation"]["details"][0]
     assert "goes to the tf.data map's Python" in first, first
     assert "the model's ops ran slowed beside it" in first

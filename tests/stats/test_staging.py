@@ -120,8 +120,8 @@ def test_the_traced_python_that_built_the_batch_is_named() -> None:
     summary = summarize_steps({"host": build_step_db(build(builder))})
     evidence = {limit.key: limit for limit in bound_by(summary).limits}["input"].evidence
     assert (
-        "before its first model op in preprocess (video_classification.py:129) (5.00 ms a "
-        "step), mostly in resize (img.py:235) (3.60 ms a step)"
+        "before its first model op in preprocess (video_classification.py:129) (5.00 ms per "
+        "step), mostly in resize (img.py:235) (3.60 ms per step)"
     ) in evidence, evidence
     assert "__call__" not in evidence and "(Python, numpy" not in evidence
 

@@ -99,9 +99,10 @@ def _fits_in(python: PythonTime, k: int, step_ns: int, percent: float) -> bool:
 
 
 def _traced_frames(frames: tuple[tuple[str, int], ...], n_steps: int) -> str:
-    """``in preprocess (a.py:12) (217.47 ms a step), mostly in f (b.py:3) (178.20 ms)``: the
-    traced Python calls that built the batch (`stepscope.stats.steps.staged_frames`)."""
-    per = [f"{name} ({ns / max(n_steps, 1) / 1e6:.2f} ms a step)" for name, ns in frames]
+    """``in preprocess (a.py:12) (217.47 ms per step), mostly in f (b.py:3) (178.20 ms per
+    step)``: the traced Python calls that built the batch (`stepscope.stats.steps.
+    staged_frames`); "per step" as the headline's "(221.67 ms per step)" beside it."""
+    per = [f"{name} ({ns / max(n_steps, 1) / 1e6:.2f} ms per step)" for name, ns in frames]
     return "in " + per[0] + (f", mostly in {per[1]}" if len(per) > 1 else "")
 
 
@@ -130,7 +131,7 @@ def _beside_not_counted(summary: StepSummary) -> list[str]:
         else "no run of the same ops without it to compare"
     )
     return [
-        f"not counted: the model's ops ran {ns / n / 1e6:.2f} ms a step beside the map's "
+        f"not counted: the model's ops ran {ns / n / 1e6:.2f} ms per step beside the map's "
         f"Python ({how}); where it keeps a core busy on a host with few free cores, it slows "
         "them too"
     ]
@@ -193,7 +194,7 @@ def _input(summary: StepSummary, pct: float) -> str:
     if slowed >= _SHOWN:
         per_step = float(summary.limits.slowed_ns.mean()) / 1e6
         parts.append(
-            f"{slowed:.1f}% ({per_step:.2f} ms a step) of the model's ops ran slowed beside "
+            f"{slowed:.1f}% ({per_step:.2f} ms per step) of the model's ops ran slowed beside "
             "the tf.data map's Python"
             + (", on the cores it kept busy" if beside.holds_gil else "")
             + f" (those ops took {beside.ratio:.1f}x as long as the same ops without it)"

@@ -56,11 +56,13 @@ def runup_functions(
     untraced_ns: np.ndarray,
     n_steps: int,
     reason_excess_ns: float,
+    per: str = "per step",
 ) -> str:
     """The functions to name for rank ``j`` (a row of the matched calls) late at the matched
     calls ``mine`` (bool over the columns), ``untraced_ns[r]`` being rank r's untraced time
     in those run-ups: ``"worker (train.py:37) (the loop's own line) 29.85 ms per step (24 of
-    26 samples; the other ranks 0.00 ms)"``, or "" when none is worth naming."""
+    26 samples; the other ranks 0.00 ms)"``, or "" when none is worth naming. Each time is
+    over ``n_steps``, said ``per`` one ("per stall" for a rank stalling the job)."""
     if not python or call_index is None or not mine.any() or n_steps <= 0:
         return ""
     cols = np.flatnonzero(mine)
@@ -110,7 +112,7 @@ def runup_functions(
             continue
         others = f"; the other ranks {peer_ns[i] / n_steps / 1e6:.2f} ms" if peers else ""
         words.append(
-            f"{name} {own_ns[i] / n_steps / 1e6:.2f} ms per step ({n} of {int(total[0])} "
+            f"{name} {own_ns[i] / n_steps / 1e6:.2f} ms {per} ({n} of {int(total[0])} "
             f"samples{others})"
         )
     return ", ".join(words)

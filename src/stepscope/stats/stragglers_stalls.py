@@ -305,8 +305,10 @@ def _stalled(
         # a `time.sleep`): the sampler's functions there beyond the other ranks' (a stopped
         # process's sampler took none there: its samples at the stall's edges say nothing)
         untraced = m.runup_ns[:, mine, _OTHER].sum(axis=1)
+        # its time a stall, not a step: "per step" read as every step's (decision 721)
+        per = "per stall" if len(arrived) > 1 else "in the stall"
         python = runup_functions(
-            m.python, m.call_index, j, mine, untraced, len(arrived), float(excess["other"])
+            m.python, m.call_index, j, mine, untraced, len(arrived), float(excess["other"]), per
         )
     where = _where(pairing, arrived, work, inside, inside_ns, reason if explained else "")
     did = ""
