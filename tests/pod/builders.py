@@ -47,19 +47,21 @@ def data_parallel_job(
     steps: int = 30,
     input_ms: Callable[[int, int], float] = lambda rank, step: 1.0,
     compute_ms: Callable[[int, int], float] = lambda rank, step: 5.0,
-    allreduce_ms: float = 1.0,
+    allreduce_ms: float | Callable[[int], float] = 1.0,
 ) -> Path:
     """A synchronous data-parallel PyTorch-like job, one XSpace per rank: per step each rank
     loads its batch (host, ``input_ms``), computes on its GPU (``compute_ms``), then all-reduces;
-    every all-reduce ends ``allreduce_ms`` after the last rank is ready, so ranks that are
-    ready early wait inside it, as NCCL does. Each rank's clock has its own offset."""
+    every all-reduce ends ``allreduce_ms`` (of the step, when a function) after the last rank
+    is ready, so ranks that are ready early wait inside it, as NCCL does. Each rank's clock
+    has its own offset."""
     from tests.support.gpu_fixtures import GpuTrace  # builders shared with stats tests
 
     traces = [GpuTrace(host=f"rank{r}") for r in range(ranks)]
     t0 = 0
     for s in range(steps):
         ready = [t0 + int((input_ms(r, s) + 0.05 + compute_ms(r, s)) * MS) for r in range(ranks)]
-        end = max(ready) + int(allreduce_ms * MS)
+        reduce_ms = allreduce_ms(s) if callable(allreduce_ms) else allreduce_ms
+        end = max(ready) + int(reduce_ms * MS)
         for r, trace in enumerate(traces):
             off = 1_000 * MS + r * 7_777_777  # unrelated clocks
             loaded = t0 + int(input_ms(r, s) * MS)

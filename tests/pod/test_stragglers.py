@@ -119,6 +119,23 @@ def test_cpu_straggler_in_untraced_host_work_gets_host_advice(
     assert "no traced op covers" in skew["fix"] and "GPU" not in skew["fix"]
 
 
+def test_pod_viewer_says_what_held_every_rank_alike(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every all-reduce of steps 10 and 20 lasts 100 ms after the last rank arrived, and no
+    rank has CPU readings: no straggler, and the job's note (decision 686) on the page whose
+    Stragglers card said only "No straggler" (decision 722)."""
+    run = data_parallel_job(
+        tmp_path, ranks=3, allreduce_ms=lambda s: 100.0 if s in (10, 20) else 1.0
+    )
+    pod = _tool(run, "pod_viewer", capsys)
+    assert pod["stragglers"] == []
+    (note,) = pod["held_alike"]
+    assert note.startswith("Stalled inside a collective: at steps 10, 20 every rank had arrived")
+    overview = _tool(run, "overview_page", capsys)
+    assert overview["job"]["held_alike"] == [note]
+
+
 def test_step_ranges() -> None:
     assert ranges([3, 10, 11, 12, 25]) == "3, 10-12, 25" and ranges([]) == ""
 

@@ -225,6 +225,11 @@ class PodViewer:
     steps: tuple[PodStep, ...] = out("one per pod step")
     heatmap: Heatmap | None = out("workers x steps matrices; `null` for one worker")
     stragglers: tuple[StragglerRow, ...] = out("the late workers, most late time first")
+    held_alike: tuple[str, ...] = out(
+        "what held every worker alike rather than one, in words (the overview's job notes): "
+        "every worker's steps' thread waiting for a core; a collective that lasted long after "
+        "every worker had arrived, no worker's readings telling which held it"
+    )
     straggler_rule: str = out(
         "how stragglers were found: `collective arrival` (the same collective matched across "
         "workers, the last to arrive) or `own time` (no collectives to match); empty for one "
@@ -447,6 +452,7 @@ def build(ctx: ToolContext) -> PodViewer:
         tuple(steps),
         heatmap,
         stragglers,
+        lateness.notes if lateness is not None else (),
         lateness.method if lateness is not None else "",
         lateness.clock_note if lateness is not None else "",
     )

@@ -87,11 +87,14 @@ function stragglerCard(data) {
   const list = data.stragglers || [];
   const byArrival = data.straggler_rule === 'collective arrival';
   const clock = data.clock ? note(data.clock) : null;
+  // What held every worker alike (every one waiting for a core, a collective stalled after
+  // all arrived): beside "No straggler", which alone read as a job with nothing holding it.
+  const alike = (data.held_alike || []).map((t) => note(t, 'warn'));
   if (!list.length) {
     const none = byArrival
       ? 'No straggler: no worker arrived last at its collectives repeatedly (by 10% of the median worker\'s own time in 3 or more steps, and in 75% of the steps or by 20%).'
       : 'No straggler: every worker\'s own work (step time minus waiting in collectives) is within 10% of the median worker\'s in every step.';
-    return card('Stragglers', [note(none), clock]);
+    return card('Stragglers', [...alike, note(none), clock]);
   }
   // The explanation names the worker, its late steps and why ("w1 is late at steps 0-1, 3,
   // ... from input"): the worker in bold, each said once (a prefix of the steps and the
@@ -99,7 +102,7 @@ function stragglerCard(data) {
   const item = (s) => (s.explanation.startsWith(`${s.host} `)
     ? [h('strong', {}, s.host), s.explanation.slice(s.host.length)]
     : [h('strong', {}, s.host), ` — ${s.reason_label.toLowerCase()}: `, s.explanation]);
-  return card('Stragglers', [h('ul', { class: 'pod-stragglers' }, list.map((s) => h('li', { dataset: { host: s.host } },
+  return card('Stragglers', [...alike, h('ul', { class: 'pod-stragglers' }, list.map((s) => h('li', { dataset: { host: s.host } },
     ...item(s)))),
   note(byArrival ? 'Found by collective arrival: the same collective matched on every worker, the last to arrive named.'
     : 'Found by own time: no collectives to match across workers.'), clock]);
