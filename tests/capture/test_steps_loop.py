@@ -88,6 +88,28 @@ def test_a_loop_left_with_its_steps_held_in_a_variable_keeps_its_last_step(
     assert named(profile, "body")[2]["end_ns"] <= markers[2]["end_ns"]
 
 
+def test_an_older_pass_dropped_in_a_later_loop_leaves_its_step_alone(tmp_path: Path) -> None:
+    """A pass over the steps held in a variable (or a cycle the collector breaks at any
+    moment), dropped inside a later loop's step, ended that step where it was dropped: the
+    rest of the step's body fell in no step (decision 723)."""
+    stepscope.start(tmp_path)
+    batches = stepscope.steps(range(4))
+    older = iter(batches)
+    next(older)
+    for step, _ in batches:
+        if step == 2:
+            del older
+        with stepscope.trace("body"):
+            time.sleep(0.002)
+    profile = load_run(stepscope.stop())
+    markers = named(profile, "train")
+    assert [m["stats"]["step_num"] for m in markers] == [0, 1, 2, 3]
+    body = named(profile, "body")
+    assert [b["end_ns"] <= m["end_ns"] for b, m in zip(body, markers[1:], strict=True)] == [
+        True
+    ] * 3
+
+
 class _Boom(Exception):
     pass
 

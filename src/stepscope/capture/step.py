@@ -157,13 +157,14 @@ class _Steps(_Filter):
 
     __slots__ = ("_gen", "_open")
     _gen: Generator[tuple[int, Any], None, None]
-    # the generator's step in progress, for closing it from outside: one item, (the thread's
-    # buffer, start, depth, step_num, name), None while no recorded step is open
+    # the generator's step in progress, for closing it from outside: (the thread's buffer,
+    # start, depth, step_num, name, the pass it was begun under), None while no recorded
+    # step is open; then the number of the latest pass (each `for` begins one)
     _open: list[Any]
 
     @classmethod
     def over(cls, batches: Iterator[Any], number: int, name: str) -> Any:
-        open_step: list[Any] = [None]
+        open_step: list[Any] = [None, 0]
         gen = _steps(batches, number, name, open_step)
         self = cls(None, gen)
         self._gen, self._open = gen, open_step
@@ -175,6 +176,8 @@ class _Steps(_Filter):
         # generator was collected, after `stop()`, and the user's last step was lost.
         passing = _Pass(None, self._gen)
         passing._open = self._open
+        self._open[1] += 1
+        passing._number = self._open[1]
         return passing
 
     def close(self) -> None:
@@ -187,17 +190,22 @@ class _Pass(_Filter):
     references) the moment the loop ends: at its ``break``, as an exception leaves it, or
     after the last batch. Then the step in progress ends, recorded, where the loop ended, as
     a script timing its iterations ends its last; the generator stays open, so a later
-    ``for`` over the same steps goes on with the next batch, its step begun at its fetch."""
+    ``for`` over the same steps goes on with the next batch, its step begun at its fetch.
 
-    __slots__ = ("_open",)
+    Only the latest pass ends a step, one begun under it: an older one, held elsewhere (a
+    variable, a reference cycle the collector breaks at any moment), dropped in a later
+    loop's step, ended that step where it was dropped (decision 723)."""
+
+    __slots__ = ("_number", "_open")
     _open: list[Any]
+    _number: int  # its place among the passes (`_Steps._open`)
 
     def __del__(self) -> None:
         step = self._open[0]
-        if step is None:
+        if step is None or step[5] != self._number:
             return
         end = _ann.perf_counter_ns()
-        buf, start, depth, number, name = step
+        buf, start, depth, number, name, _ = step
         local = _ann._local
         mine = None if local is None else getattr(local, "buffer", None)
         if mine is None or mine is not buf:
@@ -251,7 +259,7 @@ def _steps(
                 )
             raise
         if buf is not None:
-            open_step[0] = (buf, start, depth, number, name)
+            open_step[0] = (buf, start, depth, number, name, open_step[1])
         try:
             yield number, batch
         finally:
