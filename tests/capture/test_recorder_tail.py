@@ -58,6 +58,21 @@ def test_a_heavy_tailed_fast_loop_arms_and_saves_its_stall(
     assert "ms: 0.1 s over the median)" in marker["reason"]  # the floor, above 3x the tail
 
 
+def test_a_stall_while_the_tail_fills_the_baseline_is_not_called_noise(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """Settled steps with a tail arm once 100 steps show it (step 120): a stall at step 90
+    was told "NOT saved (machine too noisy)" where the typical step had not moved, the
+    baseline was only not full yet (decision 724)."""
+    recorder = rec.start(str(tmp_path), sampler_hz=0, poll_s=10)
+    steps = _like_the_loaded_fast_loop(seed=16)[:100]
+    steps[90] = 200 * MS
+    _run(clock, steps)
+    recorder.tick()
+    assert "arms once 100 steps show their tail" in recorder.slow.armed_note
+    assert list(recorder.status()["missed_slow_steps"]) == ["baseline not ready"]
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_noisy_loop_without_a_stall_saves_nothing(
     tmp_path: Path, clock: FakeClock, seed: int

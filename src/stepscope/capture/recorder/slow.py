@@ -197,6 +197,9 @@ class SlowStepTrigger:
         self._last = SortedWindow(triggers.settle_steps)
         self._before = SortedWindow(triggers.settle_steps)
         self._median_age = 0
+        # the last arming check found the typical step moving (`NOISY`); not when it waits
+        # for steps, to settle or to fill the baseline that shows a tail (`NOT_READY`)
+        self._moving = False
         self._saved: tuple[float, float] | None = None  # (monotonic s, ratio) of the last save
 
     def observe(self, step_num: int, dur_ns: int) -> SlowStep | None:
@@ -231,8 +234,7 @@ class SlowStepTrigger:
             return None
         unarmed = ""
         if not self.armed:
-            enough = len(self._before) + len(self._last) >= 2 * self.triggers.settle_steps
-            unarmed = NOISY if enough else NOT_READY
+            unarmed = NOISY if self._moving else NOT_READY
         return SlowStep(step_num, dur_ns, median, len(self.recent), unarmed, tail_ns=self._tail)
 
     def threshold_ns(self) -> float | None:
@@ -260,7 +262,8 @@ class SlowStepTrigger:
         low = min(before, last)
         drift = max(before, last) / low if low > 0 else float("inf")
         spread = self.triggers.settle_spread
-        if drift > spread:
+        self._moving = drift > spread
+        if self._moving:
             self.armed_note = (
                 f"not armed: the median of the last {settle} steps, {last / 1e6:.1f} ms, is "
                 f"{drift:.2f}x that of the {settle} before, {before / 1e6:.1f} ms (arms "
