@@ -15,7 +15,7 @@ import stepscope
 from stepscope.capture.python_sampler import SampledThread
 from stepscope.stats.diagnostics import runner
 from stepscope.stats.diagnostics.base import Finding
-from stepscope.stats.diagnostics.cores import HOST_FIX
+from stepscope.stats.diagnostics.cores import HOST_FIX, SLOW_WAITED_FIX
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="schedstat is Linux's")
 
@@ -65,6 +65,56 @@ def test_a_thread_on_its_core_is_not_said_to_wait(
     run = stepscope.Analysis(_capture(tmp_path, monkeypatch, 0.05), use_cache=False)
     assert not run.tool("overview_page").bound_by.headline.startswith("Waiting")
     assert not [f for f in run.tool("diagnostics").findings if f.id == "cores_wait"]
+
+
+def _slow_step(path: Path, monkeypatch: pytest.MonkeyPatch, waiting: bool) -> list[Finding]:
+    """Ten steps on a core 20 ms each, the seventh 320 ms: its extra 300 ms runnable, waiting
+    for a core (``waiting``), else on a core too; the findings of the run. (300 ms: a step
+    that a loaded machine slows for real, its readings not given, stays a small part.)"""
+    t0 = time.perf_counter_ns()
+    held: list[list[int]] = []  # the spans [lo, hi) runnable, waiting (perf ns)
+
+    def read(self: SampledThread, now: int) -> None:
+        # schedstat's sums at ``now`` from the spans, however late the sampler reads
+        runnable = sum(max(min(now, hi) - lo, 0) for lo, hi in held)
+        self.cpu.extend((now, now - t0 - runnable, runnable))
+
+    monkeypatch.setattr(SampledThread, "read_sched", read)
+    stepscope.start(path, stepscope.ProfilerOptions(python_sampler_hz=500))
+    for s in range(10):
+        with stepscope.step(s):
+            end = time.perf_counter() + 0.02
+            while time.perf_counter() < end:
+                pass
+            if s == 6:
+                if waiting:  # open until the spin ends: the sums grow while it runs
+                    held.append([time.perf_counter_ns(), 2**62])
+                end = time.perf_counter() + 0.3
+                while time.perf_counter() < end:
+                    pass
+                if waiting:
+                    held[-1][1] = time.perf_counter_ns()
+    out = stepscope.stop()
+    assert out is not None
+    return list(stepscope.Analysis(out, use_cache=False).tool("diagnostics").findings)
+
+
+def test_slow_steps_that_waited_for_a_core_say_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slow step's extra time spent runnable is the cores' doing, not its work's."""
+    (slow,) = [f for f in _slow_step(tmp_path, monkeypatch, True) if f.id == "slow_steps"]
+    assert slow.steps[0] == 6 and slow.metrics["waited_for_core"] is True
+    assert "their thread was waiting for a CPU core, beyond the other steps' median" in (
+        slow.summary
+    )
+    assert slow.fix == SLOW_WAITED_FIX
+
+
+def test_slow_steps_on_their_core_do_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (slow,) = [f for f in _slow_step(tmp_path, monkeypatch, False) if f.id == "slow_steps"]
+    assert slow.steps[0] == 6 and slow.metrics["waited_for_core"] is False
+    assert "waiting for a CPU core" not in slow.summary and slow.fix != SLOW_WAITED_FIX
 
 
 def _finding(id_: str, host: str) -> Finding:

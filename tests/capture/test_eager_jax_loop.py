@@ -55,6 +55,7 @@ def test_an_unjitted_update_is_told_to_go_under_jit_and_a_jitted_one_is_not(
     told = [d for d in details if "not under jax.jit" in d]
     assert len(told) == 1, details
     assert "under jax.jit (@jax.jit on it" in told[0]
-    # no input, nothing else to change: it is the first advice
-    assert details[0] == told[0]
+    # no input, nothing else to change: it is the first advice, after the machine's cores
+    # when the loop's thread waited for one half its steps (decision 700)
+    assert next(d for d in details if "waits for a CPU core" not in d) == told[0]
     assert not any("jax.jit" in d for d in overview_of_run(jitted).recommendation.details)

@@ -450,7 +450,8 @@ def build(ctx: ToolContext) -> OverviewPage:
         bound = replace(bound, statement=bound.statement + by_rank.verdict_note(alone, rest))
     recommendation = _with_findings(recommendation, top)
     cores = next((f for f in top if f.id in ("job_cores_wait", "cores_wait")), None)
-    if cores is not None:  # the steps' thread(s) waiting for a core: its fix first
+    if cores is not None and (cores.id == "job_cores_wait" or cores.severity == "high"):
+        # the steps' thread(s) waiting for a core (one host's: half its steps): its fix first
         note = _note(cores)
         others = tuple(d for d in recommendation.details if d != note)
         recommendation = replace(recommendation, details=(note, *others))

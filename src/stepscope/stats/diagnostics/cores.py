@@ -19,6 +19,12 @@ from stepscope.stats.stragglers_cores import CORE_WAIT, CORES_FIX, cores_wait
 from stepscope.stats.stragglers_types import Rank
 
 HIGH_WAIT = 0.5  # runnable, not running, half the steps' time: high
+SLOW_WAITED = 0.5  # slow steps' runnable time beyond the others', this share of their loss
+SLOW_WAITED_FIX = (
+    "Those steps waited for a CPU core: find what else ran then (another process, the "
+    "DataLoader's workers, a thread of the program's own: top, pidstat -t 1) and give the "
+    "training process its cores (fewer threads or workers beside it, other jobs elsewhere)."
+)
 HOST_FIX = (
     "Give the process at most as many busy threads as the machine has cores "
     "(torch.set_num_threads or OMP_NUM_THREADS, fewer DataLoader workers, tf.config.threading "
@@ -83,4 +89,27 @@ def job_cores_wait(ranks: Sequence[Rank], options: dict[str, str]) -> Finding | 
             "min_on_cpu_pct": 100 * float(found.on_cpu.min()),
             "max_on_cpu_pct": 100 * float(found.on_cpu.max()),
         },
+    )
+
+
+def slow_steps_waited(data: HostData, slow: np.ndarray, normal: np.ndarray, lost_ns: int) -> str:
+    """Why the steps ``slow`` (step rows) took ``lost_ns`` longer than the steps ``normal``,
+    when the steps' thread's readings say it was waiting for a core (its runnable time beyond
+    the other steps' median covers `SLOW_WAITED` of the loss), as words; "" otherwise."""
+    steps, cpu = data.steps, data.steps_cpu
+    if not cpu.read or not len(slow) or not len(normal) or lost_ns <= 0:
+        return ""
+    lo = steps.start_ns
+    hi = lo + steps.dur_ns
+    covered, _, runnable = cpu.within(lo, hi)
+    if (covered[slow] <= 0.5 * (hi - lo)[slow]).any():
+        return ""  # a slow step the sampler hardly read (its process stopped): not known
+    extra = float(np.maximum(runnable[slow] - np.median(runnable[normal]), 0).sum())
+    if extra < SLOW_WAITED * lost_ns:
+        return ""
+    said = min(extra, float(lost_ns))
+    return (
+        f"{said / 1e6:.2f} ms of that ({said / lost_ns:.0%}) their thread was waiting for a "
+        "CPU core, beyond the other steps' median wait (the stack sampler's readings): other "
+        "threads or processes held the cores then"
     )

@@ -33,6 +33,7 @@ from stepscope.stats.diagnostics.base import (
     severity,
     top_by_name,
 )
+from stepscope.stats.diagnostics.cores import SLOW_WAITED_FIX, slow_steps_waited
 from stepscope.stats.events import EventType
 from stepscope.stats.host.untraced import where_untraced
 from stepscope.stats.input.ahead import input_ahead
@@ -437,6 +438,7 @@ def slow_steps(data: HostData, options: dict[str, str]) -> Finding | None:
     first_only = len(slow) == 1 and slow[0] == 0 and not steps.mid_run
     warm_up = bool(warm) and int(slow[-1]) < warm
     worst = slow[np.argsort(-dur[slow], kind="stable")]
+    waited = "" if first_only or warm_up else slow_steps_waited(data, slow, normal, lost)
     if first_only:
         when = "The profile's first step takes"
     elif warm_up:
@@ -459,6 +461,8 @@ def slow_steps(data: HostData, options: dict[str, str]) -> Finding | None:
             else ""
         )
         if first_only or warm_up
+        else SLOW_WAITED_FIX
+        if waited
         else slow_fix(data, cause)
     )
     return Finding(
@@ -471,6 +475,7 @@ def slow_steps(data: HostData, options: dict[str, str]) -> Finding | None:
             f"({dur[worst[0]] / 1e6:.2f} ms against {median / 1e6:.2f} ms), losing "
             f"{lost / 1e6:.2f} ms ({100 * lost / total:.1f}% of the step time)"
             + (f", mostly in {limit_words(cause)}" if grown[cause] else "")
+            + (f"; {waited}" if waited else "")
             + "."
         ),
         fix=fix,
@@ -493,5 +498,6 @@ def slow_steps(data: HostData, options: dict[str, str]) -> Finding | None:
             "lost_pct": 100 * lost / total,
             "cause": cause if grown[cause] else "",
             "every_n_steps": period,
+            "waited_for_core": bool(waited),
         },
     )
