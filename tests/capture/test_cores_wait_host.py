@@ -6,6 +6,7 @@ sampler's schedstat read replaced), the capture and the analysis are the real on
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -65,6 +66,46 @@ def test_a_thread_on_its_core_is_not_said_to_wait(
     run = stepscope.Analysis(_capture(tmp_path, monkeypatch, 0.05), use_cache=False)
     assert not run.tool("overview_page").bound_by.headline.startswith("Waiting")
     assert not [f for f in run.tool("diagnostics").findings if f.id == "cores_wait"]
+
+
+def test_inferred_steps_beside_another_sampled_thread_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Steps inferred from the loop's repeated work (no markers), a second thread sampled
+    too (as a DataLoader's workers are): the steps' thread is the inferred steps' one, and
+    its readings are read (decision 703: none were, so no core wait was said)."""
+    t0 = time.perf_counter_ns()
+
+    def read(self: SampledThread, now: int) -> None:
+        self.cpu.extend((now, (now - t0) // 5, (now - t0) * 3 // 4))
+
+    monkeypatch.setattr(SampledThread, "read_sched", read)
+    stop = threading.Event()
+
+    def loader() -> None:
+        sys.modules["stepscope.capture.step"]._sample_this_thread()  # as `stepscope.step` does
+        with stepscope.trace("setup"):
+            pass
+        while not stop.wait(0.005):
+            pass
+
+    stepscope.start(tmp_path, stepscope.ProfilerOptions(python_sampler_hz=200))
+    thread = threading.Thread(target=loader, name="loader")
+    thread.start()
+    for _ in range(8):
+        with stepscope.trace("forward"):
+            end = time.perf_counter() + 0.02
+            while time.perf_counter() < end:
+                pass
+        time.sleep(0.002)
+    stop.set()
+    thread.join()
+    out = stepscope.stop()
+    assert out is not None
+    run = stepscope.Analysis(out, use_cache=False)
+    assert run.tool("overview_page").step_source == "inferred"
+    (found,) = [f for f in run.tool("diagnostics").findings if f.id == "cores_wait"]
+    assert round(found.metrics["runnable_pct"]) == 75
 
 
 def _slow_step(path: Path, monkeypatch: pytest.MonkeyPatch, waiting: bool) -> list[Finding]:

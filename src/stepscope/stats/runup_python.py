@@ -49,11 +49,12 @@ class RunupPython:
 
 def sampled_lines(profile: Profile, db: StepDb) -> list[int]:
     """The sampler's lines of the steps' thread(s): the threads of the step markers, else
-    the one thread sampled, if only one."""
+    of the inferred steps' leads (`StepDb.lines`: a loop over a DataLoader with workers has
+    their threads sampled too, decision 703), else the one thread sampled, if only one."""
     thread_of = sampled_thread_line(profile)
     sampled = [ln for ln in range(len(profile.lines)) if thread_of[ln] >= 0]
     markers = db.event[db.event >= 0] if len(db.event) else db.event
-    threads = set(profile.line[markers].tolist()) if len(markers) else set()
+    threads = set(profile.line[markers].tolist()) if len(markers) else set(db.lines)
     lines = [ln for ln in sampled if int(thread_of[ln]) in threads]
     if not lines and len({int(thread_of[ln]) for ln in sampled}) == 1:
         return sampled
