@@ -2,7 +2,7 @@
 
     python -m tests.support.ddp_job LOGDIR --ranks 2 [--slow-input R] [--slow-compute R]
         [--sleep-rank R [--sleep-at K...]] [--stop-rank R [--stop-inside K]]
-        [--threads N --one-core] [--sampler-hz HZ]
+        [--threads N --one-core] [--sampler-hz HZ] [--start-method spawn]
     torchrun --nproc-per-node 2 -m tests.support.ddp_job LOGDIR --launcher torchrun
 
 Each rank calls ``stepscope.start(LOGDIR)`` / ``stepscope.stop()`` with defaults (no
@@ -11,6 +11,12 @@ beside the run: per step, what it measured with ``time.perf_counter`` in the sam
 in ``next()``, in ``backward``, in extra compute, and in its all-reduces, timed by a DDP
 communication hook from the call to the future's completion). ``--profiler kineto`` profiles
 with ``torch.profiler`` + ``tensorboard_trace_handler`` instead (for ``stepscope import``).
+
+The ranks are forked from this process (``torch.multiprocessing.start_processes``), which has
+imported torch and what DDP imports when first built (``torch._dynamo``): each rank of
+``mp.spawn`` (``--start-method spawn``) imports both in its fresh interpreter, 3.5 s of CPU a
+rank on CI's machine, before its first step. stepscope is imported by the ranks only, after
+they start, either way.
 """
 
 from __future__ import annotations
@@ -234,6 +240,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=0)
     p.add_argument("--port", type=int, default=29517)
     p.add_argument("--launcher", choices=("spawn", "torchrun"), default="spawn")
+    p.add_argument("--start-method", choices=("fork", "spawn"), default="fork", help="ranks'")
     p.add_argument("--profiler", choices=("stepscope", "kineto"), default="stepscope")
     p.add_argument("--truth-dir", default=None)
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads of each rank")
@@ -250,9 +257,12 @@ def main(argv: list[str] | None = None) -> None:
     busy = _busy(args.one_core_id) if args.one_core else None
     try:
         if args.launcher == "spawn":
+            import torch._dynamo  # noqa: F401  (DDP's construction imports it: see above)
             import torch.multiprocessing as mp
 
-            mp.spawn(work, args=(args.ranks, args), nprocs=args.ranks)
+            mp.start_processes(
+                work, args=(args.ranks, args), nprocs=args.ranks, start_method=args.start_method
+            )
         else:
             work(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args)
     finally:

@@ -23,7 +23,8 @@ Truths = list[dict[str, Any]]
 
 
 def job(logdir: Path, *args: str, torchrun: int = 0) -> Truths:
-    """Runs tests.support.ddp_job (with ``mp.spawn``, or torchrun with ``torchrun`` ranks);
+    """Runs tests.support.ddp_job (its ranks forked, or ``mp.spawn``'s with ``--start-method
+    spawn``, or torchrun with ``torchrun`` ranks);
     each rank's truth, in rank order."""
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
     # the tree's own stepscope, not the one installed (a worktree's jobs ran main's capture)
@@ -43,8 +44,10 @@ def job(logdir: Path, *args: str, torchrun: int = 0) -> Truths:
 
 
 class SlowInputRuns:
-    """Runs of one 2-rank ``mp.spawn`` loop whose rank 1 waits 40 ms per batch for its data,
-    each made when first asked for: (log directory, each rank's truth)."""
+    """Runs of one 2-rank loop whose rank 1 waits 40 ms per batch for its data, each made when
+    first asked for: (log directory, each rank's truth). The first is started by ``mp.spawn``
+    (tests/capture/test_job_ddp.py reads it), the others' ranks are forked (tests.support.
+    ddp_job's default: 7 s less CPU a job)."""
 
     def __init__(self, tmp: pytest.TempPathFactory) -> None:
         self._tmp = tmp
@@ -53,7 +56,8 @@ class SlowInputRuns:
     def get(self, k: int) -> tuple[Path, Truths]:
         while len(self._runs) <= k:
             logdir = self._tmp.mktemp("ddp_input")
-            self._runs.append((logdir, job(logdir, "--ranks", "2", "--slow-input", "1")))
+            start = ("--start-method", "spawn") if not self._runs else ()
+            self._runs.append((logdir, job(logdir, "--ranks", "2", "--slow-input", "1", *start)))
         return self._runs[k]
 
 
