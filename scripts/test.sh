@@ -73,7 +73,9 @@ if [ $PURE_ONLY = 0 ]; then
     fuzzed=$?
     printf '== sanitizer and fuzzing job ended (%ss)\n' "$SECONDS"
     printf '\n== %s (%ss)\n' "pytest default tier with the C accelerators (beside the checks)" "$SECONDS"
-    $PY -m pytest -q -p no:cacheprovider --timeout=600 -m "not integration and not browser" "$@"
+    # Hypothesis's 100 examples a property here, not the local default run's 25 (decision 715)
+    $PY -m pytest -q -p no:cacheprovider --timeout=600 -m "not integration and not browser" \
+      --hypothesis-profile=stepscope "$@"
     tier=$?
     printf '== default tier with the C accelerators ended (%ss)\n' "$SECONDS"
     [ $fuzzed -eq 0 ] && fuzzed=$tier
