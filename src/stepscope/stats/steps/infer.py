@@ -70,6 +70,10 @@ STRIDE_GAIN = 0.25  # ... and that much more than at every call
 # no loop of the thread (Lightning's set-up ``aten::eq``: 28.9 ms, 0.5% of the fetch's);
 # two loops of one thread one after the other (24 and 50 ms of work) both stay candidates
 COVER_SHARE = 0.1
+# a name whose periods are this share (by count) of back-to-back calls this much shorter than
+# the median comes in bursts: no step's rhythm (decision 710)
+BURST_SHARE = 1 / 3
+BURST_PERIOD = 0.1
 
 
 def _main_line(profile: Profile, top: np.ndarray) -> int | None:
@@ -156,6 +160,8 @@ def _candidates(profile: Profile, top: np.ndarray) -> list[Candidate]:
             continue
         median = float(np.median(periods[mine]))
         if median <= 0 or _takes_batches(fetches, starts, int(names[lo])):
+            continue
+        if _in_bursts(periods, where, median):
             continue
         if builds.size and (np.diff(np.searchsorted(builds, starts)) > 0).all():
             continue  # the rhythm of TF's tracing: set-up, no loop (`_graph_buildings`)
@@ -329,6 +335,22 @@ def _lasts(
     after = begin >= first
     within = after & (begin < last_end)
     return bool(counted[within].sum() >= REGULAR_SHARE * counted[after].sum())
+
+
+def _in_bursts(periods: np.ndarray, position: np.ndarray, median: float) -> bool:
+    """Whether a name comes in bursts, not once a step: at least `BURST_SHARE` of its
+    periods are calls back to back (no other top-level event of the thread between, at
+    ``position`` in its time order) under `BURST_PERIOD` x the median period. JAX's
+    ``PythonRefManager::CollectGarbage`` runs twice together, 0.1 ms apart, every few
+    iterations of a TF eager loop; with one pair fewer short periods than long ones the
+    median is a long one, the long ones cover the time, and the pairs were the coarsest
+    "steady" candidate: 10 steps for the script's 60 (decision 710). A loop's own event has
+    its step's work between two calls; one that is alone on its thread (a jitted step with
+    its fetch untraced) has periods near the median, not a thousandth of it."""
+    if not len(periods):
+        return False
+    burst = (np.diff(position) < 2) & (periods < BURST_PERIOD * median)
+    return bool(int(burst.sum()) >= BURST_SHARE * len(periods))
 
 
 def _steady(periods: np.ndarray, median: float) -> bool:
