@@ -23,7 +23,11 @@ pytestmark = pytest.mark.integration
 # The loop's own truth: a step runs from one body's end to the next one's; the part before
 # the body starts is the loop in next(). The generator sleeps (I/O) and decodes with numpy.
 COMMON = """
-import json, sys, time
+import json, os, sys, time
+# one BLAS thread: OpenBLAS's threads spin for work, and on a loaded 2-core machine the
+# generators' 160x160 SVD took 4.2 s (median of 20, load 20) for 99 ms with one: 60 steps
+# ran past the 300 s a script may take (decision 710)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 import stepscope
 
