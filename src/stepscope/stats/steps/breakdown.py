@@ -45,8 +45,9 @@ from stepscope.stats.host.python_samples import functions_in_steps
 from stepscope.stats.host.untraced import Untraced, locate_untraced
 from stepscope.stats.steps.accumulation import accumulation_note
 from stepscope.stats.steps.feeds import fetches_feeding_steps
-from stepscope.stats.steps.fetch import Fetched, iterator_fetches
+from stepscope.stats.steps.fetch import Fetched
 from stepscope.stats.steps.fetch_bounds import fetch_first, staged_fetches
+from stepscope.stats.steps.fetch_waits import fetch_to_input, fetches_beside_compute
 from stepscope.stats.steps.groups import build_groups
 from stepscope.stats.steps.limit_table import LimitTable, limit_table
 from stepscope.stats.steps.limits import LIMIT_NAMES, LimitType, limit_types, limits_ns
@@ -519,8 +520,10 @@ def _breakdown(
         covered.lo,
         covered.hi,
     )
+    waited = np.zeros(len(keep), np.int64)
     if staged_fetch is None:
-        fetched = iterator_fetches(*in_kept, types != NOT_COUNTED)
+        # also where the steps' thread seemed to wait for XLA's work (decision 725)
+        fetched, waited = fetches_beside_compute(*in_kept[:5], covered, types != NOT_COUNTED)
     else:
         # the fetch now begins each step: before its first model op, staged input in the
         # limits already (PyTorch, JAX), named as the iterator's; else (TensorFlow's steps
@@ -540,10 +543,7 @@ def _breakdown(
     moved = fetched.ns
     to_input = moved if untraced_fetch is None else untraced_fetch
     if to_input.any():
-        untraced_col = int(LimitType.UNTRACED) // 10
-        to_input = np.minimum(to_input, limits.ns[:, untraced_col])
-        limits.ns[:, untraced_col] -= to_input
-        limits.ns[:, int(LimitType.INPUT) // 10] += to_input
+        to_input = fetch_to_input(limits.ns, to_input, waited)
     if untraced_fetch is None:
         moved = to_input
     # input staged in the steps beyond XProf's input category and the iterator's fetch

@@ -114,6 +114,11 @@ class Covered:
 
     lo: np.ndarray  # int64
     hi: np.ndarray  # int64
+    # of them, the steps' threads' untraced time given to a computation running meanwhile
+    # (`waits`) and to nothing else: where the loop was in its Python iterator instead, it
+    # was fetching, not waiting (`fetch_waits`)
+    waited_lo: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    waited_hi: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 def _has_python_frames(profile: Profile) -> bool:
@@ -206,6 +211,18 @@ def limit_table(
     out[:, low_cols] = split
     out[:, 0] = (span_hi - span_lo) - out[:, 1:].sum(axis=1)
     c_lo, c_hi = union_of(np.r_[p_lo, a_lo], np.r_[p_hi, a_hi])
+    # of it, the time a wait for a computation gives to compute: no other added interval
+    # nor a pair of a higher limit covers it (the computation's own pairs, on its threads,
+    # are of a lower one)
+    y_lo, y_hi = intersect_sets(waits.compute_lo, waits.compute_hi, s_lo, s_hi)
+    if len(y_lo):
+        other = x_ty != int(LimitType.COMPUTE_WAITED)
+        higher = ltypes > int(LimitType.COMPUTE_WAITED)
+        y_lo, y_hi = subtract_sets(
+            y_lo,
+            y_hi,
+            *union_of(np.r_[lo[higher], x_lo[other]], np.r_[hi[higher], x_hi[other]]),
+        )
     is_input = ltypes == int(LimitType.INPUT)
     i_lo, i_hi = merge(np.r_[lo[is_input], w_lo, h_lo], np.r_[hi[is_input], w_hi, h_hi])
     # of the held time, what no other input and no higher limit takes (the sweep's order);
@@ -254,4 +271,4 @@ def limit_table(
         slowed_ns[keep],
         replace(slowed.beside, holds_gil=holds_gil(profile, lines)),
     )
-    return table, Covered(c_lo, c_hi)
+    return table, Covered(c_lo, c_hi, y_lo, y_hi)
