@@ -18,7 +18,9 @@ periods from those hold the same work far more often (`_stride`, decision 369).
 A candidate judged without its warm-up must keep its rhythm through the rest of the
 thread's work (`_lasts`, decision 411: a burst after a long start is not a loop), and one
 whose periods each take several of the loop's batches is a multiple of its iteration, not
-a step (`_takes_batches`, decision 410: a sampler's op once a pass over the data).
+a step (`_takes_batches`, decision 410: a sampler's op once a pass over the data), and so is
+one whose periods each take several calls of another candidate naming the model's work, itself
+none of it (`_without_multiples`, decision 726: a host read of the loss every 10 iterations).
 
 Among qualifying candidates the coarsest mean period wins (a per-step event over per-layer ones),
 periods within 1.2x of the coarsest being the same granularity; among those, events that
@@ -55,6 +57,7 @@ from stepscope.stats.steps.functions import (
     other_loop_spans,
 )
 from stepscope.stats.steps.slow_periods import holds_the_common_work, phases_of
+from stepscope.stats.steps.staging import model_op_names
 from stepscope.stats.steps.types import NO_MARKERS_TAIL, StepMarkers
 from stepscope.vocab import tensorflow as tf_names
 from stepscope.vocab.collectives import is_host_collective
@@ -188,11 +191,46 @@ def _candidates(profile: Profile, top: np.ndarray) -> list[Candidate]:
     # the slow steps' own ops are steady in them alone: a phase of the loop, no loop
     phase = phases_of([c[2] for c in out])
     most = max(covers, default=0)
-    return [
+    kept = [
         c
         for c, inner, cover in zip(out, phase.tolist(), covers, strict=True)
         if not inner and cover >= COVER_SHARE * most
     ]
+    return _without_multiples(profile, kept)
+
+
+def _without_multiples(profile: Profile, found: list[Candidate]) -> list[Candidate]:
+    """``found`` without the candidates whose periods each take several calls of the model:
+    periods holding two or more of another candidate's calls, one that names the model's work
+    (a jitted call, a module's forward, a layer's op), cover `REGULAR_SHARE` of their time,
+    and the candidate itself is none of the model's. The loop's iteration runs the model
+    once; a host read of the loss every N iterations (``float(loss)``: JAX's
+    ``np.asarray(jax.Array)``), a metric or a checkpoint is coarser than it, and the coarsest
+    rhythm would otherwise win: a jitted loop logging every 10 iterations read 10 steps of
+    10 iterations (decision 726). `_takes_batches`' rule, with the model's calls for the
+    loop's batches: a generator's fetch leaves no traced event to count."""
+    ids = np.array([c[1] for c in found], np.int64)
+    model = model_op_names(profile, ids)[ids] if len(ids) else np.zeros(0, dtype=bool)
+    model |= np.array([tf_names.is_model_op(profile.strings[int(i)]) for i in ids], dtype=bool)
+    calls = [c[2] for c, m in zip(found, model.tolist(), strict=True) if m]
+    out = []
+    for c, m in zip(found, model.tolist(), strict=True):
+        if not m and any(_each_holds_several(c[2], f) for f in calls):
+            continue
+        out.append(c)
+    return out
+
+
+def _each_holds_several(starts: np.ndarray, calls: np.ndarray) -> bool:
+    """Whether the periods from ``starts`` (sorted) holding two or more of ``calls`` (sorted)
+    are `REGULAR_SHARE` of them and of their time: a few slow steps running a layer's op 60
+    times (a transient straggler's, decision 500) are no multiple of the loop."""
+    periods = np.diff(starts).astype(np.float64)
+    several = np.diff(np.searchsorted(calls, starts)) >= 2
+    return bool(
+        several.sum() >= REGULAR_SHARE * len(periods)
+        and periods[several].sum() >= REGULAR_SHARE * periods.sum()
+    )
 
 
 def _other_loops(profile: Profile, top: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, Spans]:
