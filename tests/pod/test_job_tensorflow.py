@@ -153,3 +153,27 @@ def test_a_worker_waiting_for_its_maps_python_is_late_from_input(
     assert late["host"] == f"{machine}.worker1"
     assert late["reason"] == "input", late["explanation"]
     assert "tf.data pipeline's Python" in late["explanation"]
+
+
+def test_a_worker_starting_its_capture_late_is_not_late_at_step_0(
+    tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Worker 1 calls `stepscope.start` 300 ms after worker 0: worker 0 waits in step 0's
+    all-reduce for a worker whose capture had not begun, and the job page does not blame that
+    wait on worker 1's work (decision 727: "late at steps 0, 3-9 ... 81.79 ms per step after
+    the next rank", its step 0's 341 ms in it)."""
+    run, truth = _run_job(tmp_path_factory, "--late-start", "1", "--late-ms", "300")
+    pod: dict[str, Any] = _tool(run, "pod_viewer", capsys)
+    # worker 0 did wait in step 0 (its capture began first) ...
+    hosts = [w["host"] for w in pod["workers"]]
+    col = next(k for k, h in enumerate(hosts) if h.endswith(".worker0"))
+    step0 = pod["steps"][0]
+    assert step0["step_num"] == 0
+    assert step0["workers"][col]["breakdown_ms"]["collective_wait"] > 100.0, step0
+    # ... for no work of worker 1's: worker 1 is late at step 0 by no more than its own first
+    # step took, as its script timed it (on a loaded machine its first step may be slower
+    # than worker 0's, and then it is late by that, not by the 300 ms)
+    heat = pod["heatmap"]
+    w1 = next(k for k, h in enumerate(heat["hosts"]) if h.endswith(".worker1"))
+    own_step0_ms = 1e3 * truth[1]["step_s"][0]
+    assert heat["late_ms"][w1][0] <= own_step0_ms, (heat["late_ms"][w1][0], own_step0_ms)

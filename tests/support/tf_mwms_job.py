@@ -12,7 +12,8 @@ time of the same step without its all-reduce (so the step call less it is the ti
 collective). ``--slow-input K``: worker K's
 batches take ``--input-ms`` each to make (a Python generator sleeping). ``--slow-map K``:
 every worker's batches come from a tf.data pipeline whose map is a ``tf.numpy_function``,
-worker K's busy in Python ``--map-ms`` a batch (it holds the GIL: decision 670).
+worker K's busy in Python ``--map-ms`` a batch (it holds the GIL: decision 670). ``--late-start
+K``: worker K calls ``stepscope.start`` ``--late-ms`` after its warm-up, the others at once.
 """
 
 from __future__ import annotations
@@ -99,6 +100,8 @@ def worker(args: argparse.Namespace) -> None:
         compute_step(x0, y0)
         times.append(time.perf_counter() - t)
     truth: dict[str, Any] = {"step_s": [], "next_s": [], "train_s": []}
+    if index == args.late_start:  # its capture begins after the others' first step did
+        time.sleep(args.late_ms / 1e3)
     stepscope.start(args.logdir)
     for s in range(args.steps):
         with stepscope.step(s):
@@ -169,6 +172,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--input-ms", type=float, default=40.0)
     p.add_argument("--slow-map", type=int, default=-1)
     p.add_argument("--map-ms", type=float, default=12.0)
+    p.add_argument("--late-start", type=int, default=-1)
+    p.add_argument("--late-ms", type=float, default=300.0)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--truth-dir", default=None)

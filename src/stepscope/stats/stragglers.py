@@ -55,6 +55,7 @@ from stepscope.stats.intervals import merge_sorted
 from stepscope.stats.steps.pairing import HostSteps, StepPairing, pair_host_steps
 from stepscope.stats.stragglers_cores import cores_held
 from stepscope.stats.stragglers_cpu import work_words
+from stepscope.stats.stragglers_first_call import from_the_first_steps
 from stepscope.stats.stragglers_own_time import by_own_time
 from stepscope.stats.stragglers_python import runup_functions
 from stepscope.stats.stragglers_runups import REASONS, own_work
@@ -164,6 +165,9 @@ def match_calls(ranks: Sequence[Rank], pairing: StepPairing) -> Matched | None:
     pod_step = np.where(step0 >= 0, pods[0][np.maximum(step0, 0)], -1)
     offsets = _offsets(exit_)
     arrive, exit_ = arrive - offsets[:, None], exit_ - offsets[:, None]
+    firsts = [ranks[i].steps.start_ns[:1] for i in rows]  # before it, no step's (727)
+    if all(len(f) for f in firsts):
+        arrive = from_the_first_steps(arrive, runup, np.concatenate(firsts) - offsets)
     spread = float(np.median(np.abs(exit_ - np.median(exit_, axis=0)[None, :])))
     keyed = "sequence number" if by_seq else "step, kind and position"
     return Matched(
