@@ -1,6 +1,7 @@
-"""A real gloo DDP job whose rank 1 another process stops (SIGSTOP) for 150 ms twice while
+"""A real gloo DDP job whose rank 1 another process stops (SIGSTOP) for 400 ms twice while
 it records (decision 645): two stalls of 200 steps, fewer than the straggler rules' 5% of
-the steps, named at the steps its script timed long, with its sampler's missing readings."""
+the steps, named at the steps the other ranks' scripts timed long, with its sampler's
+missing readings."""
 
 from __future__ import annotations
 
@@ -27,14 +28,16 @@ def test_a_rank_stopped_twice_is_named_at_those_steps(
     [run] = (tmp_path / "plugins" / "profile").iterdir()
     assert main(["tool", str(run), "pod_viewer", "--workers", "0", "--no-cache"]) == 0
     pod: dict[str, Any] = json.loads(capsys.readouterr().out)
-    # the steps rank 1's script timed over 300 ms (its first step holds the stopper's
-    # start-up and the capture's: no stall); 400 ms stops, as a loaded 2-core machine made
-    # a third step of 150 ms stops' run over 100 ms (the CI's run, load about 8)
-    long = [k for k, s in enumerate(truths[1]["step_s"]) if s > 0.3 and k > 0]
-    assert len(long) == 2, truths[1]["step_s"]
+    # the steps rank 0's script timed over 300 ms: it waited there for rank 1 (its first step
+    # holds the capture's start: no stall). Not rank 1's own: a stop that lands between its
+    # script's timings is in none of its steps (CI, 02:35: rank 1 timed one, rank 0 two).
+    long = [k for k, s in enumerate(truths[0]["step_s"]) if s > 0.3 and k > 0]
+    assert len(long) == 2, truths[0]["step_s"]
     # (another rank may be late too on a busy machine, descheduled by turns)
     (late,) = [s for s in pod["stragglers"] if s["host"].endswith(".rank1")]
-    assert late["steps"] == long, (late, long)
+    # named at those steps, or at the end of the step before (stopped before its collective)
+    assert len(late["steps"]) == 2, (late, long)
+    assert all(k in long or k + 1 in long for k in late["steps"]), (late, long)
     assert (
         "its process did not run: stepscope's sampler in it took no reading"
         in (late["explanation"])
