@@ -21,21 +21,31 @@ from stepscope.stats.diagnostics.cores import HOST_FIX, SLOW_WAITED_FIX
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="schedstat is Linux's")
 
 
-def _capture(path: Path, monkeypatch: pytest.MonkeyPatch, runnable: float) -> Path:
-    """Six 30 ms steps whose thread's readings say it was on a core 20% of the time and
-    runnable, waiting for a core, ``runnable`` of it."""
+def _spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def _given_share(monkeypatch: pytest.MonkeyPatch, runnable: float) -> None:
+    """The sampler's schedstat reads say, from now on: on a core 20% of the time, runnable
+    (waiting for a core) ``runnable`` of it."""
     t0 = time.perf_counter_ns()
 
     def read(self: SampledThread, now: int) -> None:
         self.cpu.extend((now, (now - t0) // 5, int((now - t0) * runnable)))
 
     monkeypatch.setattr(SampledThread, "read_sched", read)
+
+
+def _capture(path: Path, monkeypatch: pytest.MonkeyPatch, runnable: float) -> Path:
+    """Six 30 ms steps whose thread's readings say it was on a core 20% of the time and
+    runnable, waiting for a core, ``runnable`` of it."""
+    _given_share(monkeypatch, runnable)
     stepscope.start(path, stepscope.ProfilerOptions(python_sampler_hz=200))
     for s in range(6):
         with stepscope.step(s):
-            end = time.perf_counter() + 0.03
-            while time.perf_counter() < end:
-                pass
+            _spin(0.03)
     out = stepscope.stop()
     assert out is not None
     return out
@@ -74,12 +84,7 @@ def test_inferred_steps_beside_another_sampled_thread_are_read(
     """Steps inferred from the loop's repeated work (no markers), a second thread sampled
     too (as a DataLoader's workers are): the steps' thread is the inferred steps' one, and
     its readings are read (decision 703: none were, so no core wait was said)."""
-    t0 = time.perf_counter_ns()
-
-    def read(self: SampledThread, now: int) -> None:
-        self.cpu.extend((now, (now - t0) // 5, (now - t0) * 3 // 4))
-
-    monkeypatch.setattr(SampledThread, "read_sched", read)
+    _given_share(monkeypatch, 0.75)
     stop = threading.Event()
 
     def loader() -> None:
@@ -94,9 +99,7 @@ def test_inferred_steps_beside_another_sampled_thread_are_read(
     thread.start()
     for _ in range(8):
         with stepscope.trace("forward"):
-            end = time.perf_counter() + 0.02
-            while time.perf_counter() < end:
-                pass
+            _spin(0.02)
         time.sleep(0.002)
     stop.set()
     thread.join()
@@ -124,15 +127,11 @@ def _slow_step(path: Path, monkeypatch: pytest.MonkeyPatch, waiting: bool) -> li
     stepscope.start(path, stepscope.ProfilerOptions(python_sampler_hz=500))
     for s in range(10):
         with stepscope.step(s):
-            end = time.perf_counter() + 0.02
-            while time.perf_counter() < end:
-                pass
+            _spin(0.02)
             if s == 6:
                 if waiting:  # open until the spin ends: the sums grow while it runs
                     held.append([time.perf_counter_ns(), 2**62])
-                end = time.perf_counter() + 0.3
-                while time.perf_counter() < end:
-                    pass
+                _spin(0.3)
                 if waiting:
                     held[-1][1] = time.perf_counter_ns()
     out = stepscope.stop()

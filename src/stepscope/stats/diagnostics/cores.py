@@ -37,7 +37,7 @@ def host_cores_wait(data: HostData, options: dict[str, str]) -> Finding | None:
     """One host's steps' thread runnable but waiting for a core `CORE_WAIT` of its steps'
     time at least (decision 700)."""
     steps = data.steps
-    if not steps.n_steps or not data.steps_cpu.read:
+    if not steps.n_steps:
         return None
     found = data.steps_cpu.shares(steps.start_ns, steps.start_ns + steps.dur_ns)
     if found is None or found[0] < CORE_WAIT:
