@@ -45,9 +45,18 @@ def _where(db: StepDb) -> str:
 # --- Zero-length events held current --------------------------------------------------------
 
 
-def test_an_instant_after_the_steps_last_event_holds_its_type_to_the_step_end() -> None:
+def test_an_instant_that_is_the_steps_last_event_holds_nothing() -> None:
+    """XProf's sweep measures between boundaries only: after the step's last one, nothing is
+    held (XProf 2.24 on this trace: 2.0 ms host compute, 8.0 ms all others; decision 740)."""
     db = _steps([("aten::add", 1, 2), ("aten::relu", 6, 0)], steps=2)
-    assert _ms(db, "host_compute") == [6.0, 6.0]  # 1-3 ms, then 6 ms to the end
+    assert _ms(db, "host_compute") == [2.0, 2.0]  # 1-3 ms only
+
+
+def test_an_instant_holds_its_type_up_to_the_steps_last_boundary() -> None:
+    """Two instants: the first holds host compute to the second, the last holds nothing
+    (XProf 2.24: 4.0 ms host compute)."""
+    db = _steps([("aten::add", 1, 2), ("aten::relu", 6, 0), ("aten::relu", 8, 0)])
+    assert _ms(db, "host_compute") == [4.0]  # 1-3 ms, 6-8 ms
 
 
 def test_an_instant_as_an_event_ends_holds_its_type_until_the_next_one() -> None:
@@ -57,9 +66,10 @@ def test_an_instant_as_an_event_ends_holds_its_type_until_the_next_one() -> None
 
 def test_an_instant_of_a_higher_type_takes_over_a_held_one() -> None:
     """A 0 ns host op holds host compute from 1 ms; a 0 ns wait for input at 3 ms takes
-    over (input ranks higher) and holds to the step's end: no later wait starts."""
+    over (input ranks higher) and holds to the step's last boundary, the op ending at 6 ms:
+    no later wait starts (XProf 2.24: 2.0 ms host compute, 3.0 ms input)."""
     db = _steps([("aten::relu", 1, 0), (WAIT, 3, 0), ("aten::add", 5, 1)])
-    assert (_ms(db, "host_compute"), _ms(db, "input")) == ([2.0], [7.0])
+    assert (_ms(db, "host_compute"), _ms(db, "input")) == ([2.0], [3.0])
 
 
 def test_an_instant_inside_an_event_of_its_type_holds_nothing() -> None:
@@ -74,8 +84,9 @@ def test_an_instant_inside_an_event_of_its_type_holds_nothing() -> None:
 
 def test_two_steps_starting_together_keep_their_own_time() -> None:
     """Two loops on two threads open a step at the same instant: the first (10 ms) has an op
-    and then a 0 ns op after every other event of the profile, the second (4 ms) an op from
-    its first instant. Each step's time stays its own (the sweeps key every step apart)."""
+    and then two 0 ns ops, the second after every other event of the profile, the second
+    (4 ms) an op from its first instant. Each step's time stays its own (the sweeps key every
+    step apart): the first instant holds to the second, the step's last boundary."""
     builder = XSpaceBuilder("together")
     host = builder.plane("/host:CPU")
     a, b = host.line(1, "loop_a"), host.line(2, "loop_b")
@@ -83,13 +94,14 @@ def test_two_steps_starting_together_keep_their_own_time() -> None:
     a.event("train", t0, 10 * MS, {"step_num": 0, "_r": 1})
     a.event("aten::add", t0 + MS, 2 * MS)
     a.event("aten::relu", t0 + 6 * MS, 0)
+    a.event("aten::relu", t0 + 8 * MS, 0)
     b.event("train", t0, 4 * MS, {"step_num": 1, "_r": 1})
     b.event("aten::mul", t0, 2 * MS)
     db = build_step_db(build(builder))
     assert db.step_num.tolist() == [0, 1]
     assert db.dur_ns.tolist() == [10 * MS, 4 * MS]
-    assert _ms(db, "host_compute") == [6.0, 2.0]
-    assert _ms(db, "other") == [4.0, 2.0]
+    assert _ms(db, "host_compute") == [4.0, 2.0]
+    assert _ms(db, "other") == [6.0, 2.0]
 
 
 # --- The per-type sweep ---------------------------------------------------------------------

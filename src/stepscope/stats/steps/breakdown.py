@@ -53,7 +53,7 @@ from stepscope.stats.steps.limit_table import LimitTable, limit_table
 from stepscope.stats.steps.limits import LIMIT_NAMES, LimitType, limit_types, limits_ns
 from stepscope.stats.steps.markers import began_mid_run, find_step_markers
 from stepscope.stats.steps.run_ahead import run_ahead
-from stepscope.stats.steps.sweep import held_spans
+from stepscope.stats.steps.sweep import held_spans, until_last_boundary
 from stepscope.stats.steps.traced_fetch import traced_fetch_first
 from stepscope.stats.steps.type_sweep import N_TYPES, type_time
 from stepscope.stats.steps.types import StepMarkers, with_note
@@ -305,6 +305,7 @@ def _held(
         profile.start_ns[ev[zero]],
         _as_xprof(pair_types[zero]),
     )
+    h_hi = until_last_boundary(h_st, h_hi, st, hi)  # XProf holds to no later (decision 740)
     return h_st, np.maximum(h_lo, span_lo[h_st]), np.minimum(h_hi, span_hi[h_st]), h_types
 
 

@@ -11,6 +11,9 @@ event of a higher type takes over). On JAX CPU profiles this is most of XProf's 
 in some steps: the 0 ns ``ThreadpoolListener::StartRegion`` that the step's dispatch
 schedules makes the rest of the step, up to the next traced Python event, host compute
 (checked event by event against XProf 2.24.2 on `jax/cnn_cpu`, see docs/decisions.md).
+XProf's sweep measures only between two boundaries of the step's events, so a type held after
+the step's last boundary (start or end of any of its events) holds nothing past it: an instant
+that is the step's last event holds nothing at all (decision 740).
 
 This module finds those held spans, so that `breakdown.type_time` can count them like events.
 """
@@ -117,3 +120,23 @@ def _hold(z_step: np.ndarray, z_ns: np.ndarray, z_type: np.ndarray, z_next: np.n
         out.append((cur[0], cur[2], cur[3], cur[1]))
     cols = np.array(out, dtype=np.int64).reshape(-1, 4)
     return cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3]
+
+
+def until_last_boundary(
+    h_step: np.ndarray, h_hi: np.ndarray, step: np.ndarray, hi: np.ndarray
+) -> np.ndarray:
+    """``h_hi`` no later than the last boundary of its step's events: ``step``/``hi`` are every
+    pair of the breakdown with its end clipped to the step's span (so an event ending after
+    the span, or one starting after it, is a boundary at the span's end). Only held spans that
+    no later event of their type ends (those reaching past ``hi``'s range) can change, and only
+    their steps' pairs are read (most profiles have none)."""
+    tail = np.flatnonzero(h_hi == np.iinfo(np.int64).max)
+    if not tail.size:
+        return h_hi
+    steps = distinct(h_step[tail])  # sorted
+    mine = np.flatnonzero(np.isin(step, steps))
+    last = np.full(len(steps), np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(last, np.searchsorted(steps, step[mine]), hi[mine])
+    out = h_hi.copy()
+    out[tail] = last[np.searchsorted(steps, h_step[tail])]
+    return out
