@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -16,10 +17,15 @@ from tests.support.fixtures import tf_xplane
 
 
 def test_nested_spans_nest_in_time_on_one_line(tmp_path: Path) -> None:
-    stepscope.start(tmp_path)
+    """The spans alone, whatever else the session recorded: the stack sampler reads the
+    thread's CPU at each of its ticks, and a session that spans two of them has a "Thread
+    CPU" line (a loaded machine stretched this one past 80 ms once: an extra 'cpu' event,
+    decision 742). A 30 ms pause at 200 Hz spans several ticks every time."""
+    stepscope.start(tmp_path, stepscope.ProfilerOptions(python_sampler_hz=200))
     with stepscope.trace("outer"):
         with stepscope.trace("middle"), stepscope.trace("inner"):
             pass
+        time.sleep(0.03)
         with stepscope.trace("sibling"):
             pass
     profile = load_run(stepscope.stop())

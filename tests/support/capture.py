@@ -11,8 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.capture.save import ANNOTATION_STAT
+from stepscope.capture.save import ANNOTATION_STAT, SAMPLES_LINE
 from stepscope.model import Profile, load_profile
+from stepscope.vocab.profiler import THREAD_CPU_LINE
+
+# the stack sampler's own lines: its stacks, and each sampled thread's CPU readings between
+# two of its ticks (a session spanning two ticks, 80 ms at the default 25 Hz, has one)
+_SAMPLER_LINES = (SAMPLES_LINE, THREAD_CPU_LINE)
 
 
 def load_run(run_dir: Path | None) -> Profile:
@@ -39,11 +44,12 @@ def main_thread_track(profile: Profile, name: str, id_bit: int) -> np.ndarray:
 def events(profile: Profile) -> list[dict[str, Any]]:
     """Every event as a dict: name, line (thread) name and id, start, dur, stats (the event's
     own and its metadata's, less the annotation marker every `trace` name carries). The stack
-    sampler's "Python samples" lines are left out (see `samples`)."""
+    sampler's lines ("Python samples", "Thread CPU") are left out (see `samples`,
+    `main_thread_track`)."""
     out = []
     for i in range(profile.n_events):
         line = profile.lines[int(profile.line[i])]
-        if line.name == "Python samples":
+        if line.name in _SAMPLER_LINES:
             continue
         out.append(
             {
