@@ -156,6 +156,19 @@ elif sys.argv[2] == "fetch":
         clock.got(); train(x, y); clock.done()
         if i == STEPS:
             break
+elif sys.argv[2] == "queue":  # a thread makes the batches; the loop takes them from a queue
+    import queue, threading
+    q = queue.Queue(maxsize=4)
+
+    def produce():
+        for batch in tensors(batches(np.random.default_rng(1))):
+            q.put(batch)
+
+    threading.Thread(target=produce, daemon=True).start()
+    time.sleep(0.2)  # the queue fills, as it does while a loop warms up
+    for i in range(STEPS + 1):
+        x, y = q.get()
+        clock.got(); train(x, y); clock.done()
 else:
     data = [next(gen) for _ in range(4)]
     for i, loss in enumerate(train_gen(data)):
@@ -280,6 +293,19 @@ def test_jax_loop_over_a_generator_is_input(mode: str, tmp_path: Path) -> None:
 def test_torch_loop_calling_next_on_a_generator_is_input(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     _input_is_the_generator(*_run(TORCH_LOOP, tmp_path, "fetch"))
+
+
+def test_torch_loop_over_a_queue_a_thread_fills_is_input(tmp_path: Path) -> None:
+    """``x, y = q.get()`` from a queue a producer thread fills: the loop waits in the queue's
+    ``get`` for the producer, as the script measured; the first fetches, the queue full,
+    are no sample of the later ones (decision 730). Before, the wait read as Python / host."""
+    pytest.importorskip("torch")
+    db, truth, _ = _run(TORCH_LOOP, tmp_path, "queue")
+    found = bound_by(summarize_steps({"h": db}))
+    if truth >= 60.0:
+        assert found.first == "input", (found.headline, truth)
+    assert db.fetched.function[:1] == ("get (queue.py)",), db.fetched
+    assert _percent(db, "input") == pytest.approx(truth, abs=max(8.0, 0.2 * truth))
 
 
 def test_torch_loop_in_a_function_over_a_pure_python_generator_is_input(tmp_path: Path) -> None:

@@ -224,6 +224,26 @@ def test_a_python_iterator_that_bounds_the_steps_is_named_in_the_fix() -> None:
     assert "in worker processes" in line
 
 
+def test_a_queue_that_bounds_the_steps_gets_the_producers_fix() -> None:
+    """A loop taking batches from a queue another thread fills waits for that producer: the
+    fix is to produce faster, not to move the work off the step's thread (decision 730)."""
+    summary = replace(
+        _summary(has_device=False, input=8.0, compute=2.0),
+        fetched=Fetched(
+            function=("get (queue.py)",),
+            samples=np.array([7], np.int64),
+            ns=np.full(STEPS, 8 * MS, np.int64),
+        ),
+    )
+    (line,) = recommend(summary, bound_by(summary)).details
+    assert line.startswith(
+        "HIGH: What bounds the steps, input (80.0% of the step time): the loop waits in get "
+        "(queue.py) for its next batch: the thread or process filling the queue makes batches "
+        "slower than the steps take them"
+    )
+    assert "step's own thread" not in line
+
+
 def test_the_headlines_fix_is_left_to_the_loaders_advice_or_a_finding() -> None:
     """The DataLoader's or tf.data's advice says what to change for input; a finding that
     covers the limit says it with evidence: no second line."""

@@ -177,7 +177,9 @@ class FetchProbe:
                 # whole function or module) took 0.96 ms for a script's module, and the
                 # first fetch, timed from after it, began that late (decision 507)
                 began = time.perf_counter_ns()
-                if self._sites.at(caller.f_code, caller.f_lasti):
+                if self._sites.at(caller.f_code, caller.f_lasti) or self._sites.gets_from_queue(
+                    frame.f_code
+                ):
                     if self._per_loop.get(caller.f_code, 0) < MAX_FETCHES:
                         self._open[frame] = (began, caller, caller.f_lasti)
                     elif depth:

@@ -9,6 +9,11 @@ fetching its batch from everything else its body calls (docs/formats/python_samp
 ``next_frames``). A generator consumed by ``sum(...)``, ``list(...)`` or a comprehension
 is not such a site: its caller stands at that other call.
 
+A frame of a standard-library queue's ``get`` (``queue.Queue``, ``multiprocessing``'s
+queues) is entered for a next item too, wherever it is called from: a loop fed by a
+background thread or process through a queue (``x = q.get()``) waits there for its next
+batch as a loop over a generator waits in ``next()`` (decision 730).
+
 Read from the bytecode (``dis``), once per code object, when the capture is saved, never
 while sampling. Only the standard library is imported (capture runs inside training scripts).
 """
@@ -16,6 +21,7 @@ while sampling. Only the standard library is imported (capture runs inside train
 from __future__ import annotations
 
 import dis
+import sys
 
 TYPE_CHECKING = False  # not typing's: see stepscope.capture.options
 if TYPE_CHECKING:
@@ -27,6 +33,26 @@ _NAME_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_FAST", 
 _ATTR_LOADS = frozenset({"LOAD_METHOD", "LOAD_ATTR"})
 _NEXT_NAMES = frozenset({"next"})
 _NEXT_METHODS = frozenset({"__next__"})
+# The standard library's queues whose ``get`` hands a consumer its next item, as (module,
+# class) names; read from `sys.modules` only (a module the program never imported holds no
+# queue it waits on).
+_QUEUES = (
+    ("queue", "Queue"),
+    ("multiprocessing.queues", "Queue"),
+    ("multiprocessing.queues", "SimpleQueue"),
+)
+
+
+def queue_gets() -> frozenset[CodeType]:
+    """The code objects of the loaded standard-library queues' ``get`` methods."""
+    found = set()
+    for module_name, class_name in _QUEUES:
+        module = sys.modules.get(module_name)
+        get = getattr(getattr(module, class_name, None), "get", None)
+        code = getattr(get, "__code__", None)
+        if code is not None:
+            found.add(code)
+    return frozenset(found)
 
 
 def _callee_fetches(ins: list[dis.Instruction], k: int) -> bool:
@@ -122,6 +148,7 @@ class FetchSites:
 
     def __init__(self) -> None:
         self._by_code: dict[CodeType, tuple[frozenset[int], dict[int, tuple[int, int]]]] = {}
+        self._queue_gets: frozenset[CodeType] | None = None
 
     def _read(self, code: CodeType) -> tuple[frozenset[int], dict[int, tuple[int, int]]]:
         known = self._by_code.get(code)
@@ -137,6 +164,15 @@ class FetchSites:
     def at(self, code: CodeType, lasti: int) -> bool:
         """Whether a frame of ``code`` standing at ``lasti`` is asking for a next item."""
         return lasti in self._read(code)[0]
+
+    def gets_from_queue(self, code: CodeType) -> bool:
+        """Whether a frame of ``code`` is a standard-library queue's ``get``: entered for the
+        caller's next item wherever the caller stands. The queues are looked up at the first
+        call (`queue_gets`), when the program has imported those it uses."""
+        gets = self._queue_gets
+        if gets is None:
+            gets = self._queue_gets = queue_gets()
+        return code in gets
 
     def lines_of_loop(self, code: CodeType, lasti: int) -> tuple[int, int] | None:
         """The first and last line of the ``for`` loop whose ``FOR_ITER`` a frame of ``code``

@@ -208,7 +208,8 @@ def stack_text(
 ) -> tuple[str, str, str]:
     """(innermost frame, the stack outermost first joined by ';', the ``next_frames`` stat:
     the indices in that stack, outermost 0, of the frames whose caller stands where it asks
-    an iterator for its next item, comma-joined, '' for none), the sampler's own frames left
+    an iterator for its next item and of the standard library's queue ``get`` frames under
+    a caller, comma-joined, '' for none), the sampler's own frames left
     out. ``lastis``: the frames' current instructions, innermost first as ``stack``."""
     parts: list[str] = []
     fetched: list[str] = []
@@ -220,7 +221,7 @@ def stack_text(
         text = names.get((code, line))
         if text is None:
             text = names[(code, line)] = frame_text(code, line)
-        if caller_fetches:
+        if caller_fetches or (parts and sites is not None and sites.gets_from_queue(code)):
             fetched.append(str(len(parts)))
         parts.append(text)
         caller_fetches = (

@@ -15,7 +15,7 @@ from __future__ import annotations
 from stepscope.fields import out
 from stepscope.records import record
 from stepscope.stats.bound import BoundBy, host_place
-from stepscope.stats.input.ahead import PYTHON_ITERATOR_AHEAD, input_ahead
+from stepscope.stats.input.ahead import PYTHON_ITERATOR_AHEAD, QUEUE_AHEAD, input_ahead
 from stepscope.stats.steps.limits import label_words
 from stepscope.stats.summary import StepSummary
 from stepscope.vocab.serving import INFERENCE_INPUT_FIX, SERVING_FRAMEWORKS
@@ -177,6 +177,13 @@ def _headline_fix(summary: StepSummary, bound: BoundBy, of: str) -> str:
             return ""
         limits = summary.limits
         fix = limits.dispatch.fix(limits.framework, limits.trains)
+    elif (
+        first.key == "input"
+        and summary.fetched.counted
+        and summary.fetched_percent() > 0
+        and summary.fetched.from_queue()
+    ):
+        fix = f"the loop waits in {summary.fetched.function[0]} for its next batch: {QUEUE_AHEAD}"
     elif first.key == "input" and summary.fetched.counted and summary.fetched_percent() > 0:
         fix = (
             f"the loop's Python iterator {summary.fetched.function[0]} makes each batch on the "

@@ -157,7 +157,7 @@ def _input(summary: StepSummary, pct: float) -> str:
             else "the stack sampler saw the loop there"
         )
         parts.append(
-            f"{fetching:.1f}% getting the next batch from the loop's Python iterator "
+            f"{fetching:.1f}% getting the next batch from {summary.fetched.source()} "
             f"{iterators}: {seen}, the trace times it"
         )
     frames = summary.limits.staged_frames if staged >= _SHOWN else ()
@@ -170,7 +170,7 @@ def _input(summary: StepSummary, pct: float) -> str:
                 else "(Python, numpy, torch.tensor / from_numpy, device_put)"
             )
             + (
-                f", fetched from the loop's Python iterator {iterators}"
+                f", fetched from {summary.fetched.source()} {iterators}"
                 if iterators and fetching <= 0
                 else ""
             )

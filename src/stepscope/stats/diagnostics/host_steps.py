@@ -347,6 +347,12 @@ def _slow_input_fix(data: HostData) -> str:
     """What to change when slow steps wait longer for their batch: for the loop's own Python
     iterator, or for the loaders captured, without asking for a setting they already have."""
     fetched = data.steps.fetched
+    if fetched.counted and fetched.ns.any() and fetched.from_queue():
+        return (
+            f"the loop waits longer in {fetched.function[0]} on those steps: the thread or "
+            "process filling its queue made those batches late (a cold cache, a file "
+            "boundary, a CPU taken meanwhile); make batches in more producer processes"
+        )
     if fetched.counted and fetched.ns.any():
         return (
             f"the loop's Python iterator {fetched.function[0]} takes longer to make those "

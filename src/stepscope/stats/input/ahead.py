@@ -17,6 +17,13 @@ from stepscope.stats.input.loader_workers import generic_dataloader_call
 TF_DATA_AHEAD = (
     "tf.data .prefetch(tf.data.AUTOTUNE) and .map(..., num_parallel_calls=tf.data.AUTOTUNE)"
 )
+# A loop taking its batches from a queue another thread or process fills (decision 730)
+QUEUE_AHEAD = (
+    "the thread or process filling the queue makes batches slower than the steps take them, "
+    "and a deeper queue only delays the wait: make more of them at once (more producer "
+    "processes: a torch DataLoader with num_workers, a multiprocessing pool; threads only "
+    "as far as the batch's work releases the GIL: NumPy, file reads) or make each cheaper"
+)
 PYTHON_LOADER_AHEAD = "a background thread or process for a Python loader"
 # A loop's own Python iterator (a generator) making each batch on the step's thread: the
 # overview's advice and the input pipeline page's alike

@@ -65,8 +65,16 @@ from stepscope.vocab.tensorflow import GET_NEXT, is_iterator
 # not an iterator of the loop's own (decision 428).
 LOADER_NEXT_FRAMES = frozenset({"__next__ (dataloader.py)", "__next__ (iterator_ops.py)"})
 
+# The standard library's queues' ``get`` (`capture.fetch_sites`): a loop fed by a thread or
+# process through a queue waits there for the batch another made (decision 730)
+QUEUE_GET_FRAMES = frozenset({"get (queue.py)", "get (queues.py)"})
+
 MODEL_SHARE = 0.5  # a candidate on this share of the model-work samples holds the model
 MODEL_MIN = 2  # ... and on at least this many of them
+# The steps not timed have a place's gaps this many times longer (median) than the timed
+# steps: the first fetches' share there says nothing of theirs. The thread-fed loop of
+# decision 730 waited 1.2 ms a fetch in its first 4 (the queue full) and 25 ms later.
+UNLIKE = 2.0
 
 
 @record
@@ -100,6 +108,19 @@ class Fetched:
         """Whether enough samples saw the fetch, or enough fetches were timed, for its time to
         count as input."""
         return int(self.samples.sum()) >= MIN_SAMPLES or int(self.timed.sum()) >= MODEL_MIN
+
+    def from_queue(self) -> bool:
+        """Whether the loop's main fetch is a standard-library queue's ``get``: the batch is
+        made by another thread or process, and the step waits for it there."""
+        return bool(self.function) and self.function[0] in QUEUE_GET_FRAMES
+
+    def source(self) -> str:
+        """What the loop gets its batches from, in words, before the function's name: "the
+        loop's Python iterator" or, for a queue's ``get``, "a queue another thread or
+        process fills,"."""
+        if self.from_queue():
+            return "a queue another thread or process fills,"
+        return "the loop's Python iterator"
 
     def was_timed(self, k: int) -> bool:
         """Whether the probe's timed fetches, not the samples, placed function ``k``."""
@@ -304,7 +325,7 @@ class TimedGaps:
     name: tuple[str, ...]  # "func (file)", the frame the loop entered for its next item
     count: np.ndarray  # int64 per iterator: its fetches timed
     ns: np.ndarray  # float (iterators x gaps): each gap's time counted as that one's fetch
-    placed: np.ndarray  # bool per place: the fetch's share there is the timed fetches'
+    used: np.ndarray  # bool per gap: the fetch's share there is the timed fetches'
 
 
 def _timed_gaps(
@@ -318,7 +339,10 @@ def _timed_gaps(
     """The fetch placed by the loop's first fetches `capture.fetch_probe` timed. A callee
     with `MODEL_MIN` timed fetches that hold no model op is the loop's iterator; in the steps
     it was timed in, the share of each place's untraced gaps ("after A, before B") its
-    fetches cover is that place's fetching share, counted in every step. None when no fetch
+    fetches cover is that place's fetching share, counted in every step, but in the other
+    steps' gaps of a place where those are `UNLIKE` times longer (median) than in the timed
+    steps: there the first fetches were no sample of the rest (a queue or a loader's
+    prefetched batches, filled before the loop, decision 730). None when no fetch
     qualifies. ``stepscope.steps``'s own generator counts only when it is in ``named`` (the
     samples named the user's iterator it drives): its fetch is traced input, and stepscope's
     frame is no iterator of the user's (decision 587)."""
@@ -343,7 +367,7 @@ def _timed_gaps(
     length = g_hi - g_lo
     names = sorted(timed)
     ns = np.zeros((len(names), len(g_lo)))
-    placed = np.zeros(n_places, dtype=bool)
+    used = np.zeros(len(g_lo), dtype=bool)
     for k, name in enumerate(names):
         lo, hi = timed[name]
         over = overlap_with(g_lo, g_hi, lo, hi)
@@ -352,9 +376,21 @@ def _timed_gaps(
         got = np.bincount(place, weights=over, minlength=n_places)
         share = np.divide(got, seen, out=np.zeros(n_places), where=seen > 0)
         ns[k] = length * np.minimum(share, 1.0)[place]
-        placed |= seen > 0
+        used |= (seen > 0)[place] & (probed | ~_unlike(length, place, probed, n_places)[place])
     counts = np.array([len(timed[n][0]) for n in names], np.int64)
-    return TimedGaps(tuple(names), counts, ns, placed)
+    return TimedGaps(tuple(names), counts, ns, used)
+
+
+def _unlike(length: np.ndarray, place: np.ndarray, probed: np.ndarray, n_places: int) -> np.ndarray:
+    """Per place: whether its gaps in the steps not timed are `UNLIKE` times longer (median)
+    than in the timed ones."""
+    out = np.zeros(n_places, dtype=bool)
+    for p in np.unique(place[probed]).tolist():
+        inside = length[(place == p) & probed]
+        outside = length[(place == p) & ~probed]
+        if len(outside) and np.median(outside) > UNLIKE * max(float(np.median(inside)), 1.0):
+            out[p] = True
+    return out
 
 
 def _timed_fetch_time(
@@ -508,7 +544,7 @@ def iterator_fetches(
         # when the thread lets go of it, so the loop's own Python after the step (metrics,
         # logging) is seen late, in the fetch that follows: 3 ms of bookkeeping before a
         # 6 ms generator read as input with it (decision 505).
-        use = probed.placed[place]
+        use = probed.used
         total = np.minimum(probed.ns.sum(axis=0), length)
         scale = np.divide(total, probed.ns.sum(axis=0), out=np.zeros(len(g_lo)), where=total > 0)
         gap_ns = np.where(use, total, gap_ns)
