@@ -77,13 +77,15 @@ def _byte_by_byte(source: bytes, lo: list[int], hi: list[int], dst: list[int], s
 
 def test_raw_and_blob_fields_copy_their_ranges_whichever_way_they_lie() -> None:
     """The bytes a raw or blob field copies are its source's ranges as they lie: end to end
-    (one slice), apart in order (a mask), or anywhere and repeated (indices); written at the
-    rows' positions, with empty ranges among them."""
+    (one slice), apart in order (a mask), or anywhere and repeated (indices, or slices where
+    they are long); written at the rows' positions, with empty ranges among them."""
     source = np.frombuffer(bytes(range(256)) * 4, np.uint8)
     layouts = {
         "end to end": [(0, 3), (3, 4), (4, 9), (9, 9), (9, 30)],
         "apart": [(1, 3), (5, 6), (6, 6), (7, 20), (100, 101)],
         "anywhere": [(50, 60), (0, 5), (50, 60), (3, 8), (1000, 1024)],
+        # 32 bytes a range or more: gathered by slices, not by an index of every byte
+        "anywhere, long": [(40, 140), (0, 64), (40, 140), (140, 140), (500, 1024)],
     }
     for name, ranges in layouts.items():
         lo = np.array([a for a, _ in ranges], np.int64)
