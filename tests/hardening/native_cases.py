@@ -1,8 +1,9 @@
 """Fuzzing every C entry point (issue #28): arguments crafted to break their checks, and
 mutations of the real fixtures, called straight into the extensions.
 
-`FUZZERS` maps each extension to a function ``fuzz(rng, seconds)`` that calls its entry points
-with generated arguments for about that long and returns the number of calls. A bad argument
+`FUZZERS` maps each extension to a function ``fuzz(rng, seconds, calls=None)`` that calls its
+entry points with generated arguments for about that long (or until it made ``calls`` calls)
+and returns the number of calls. A bad argument
 must raise one of `EXPECTED` (the entry points check types, item sizes, alignment, lengths,
 ranges and counts before they touch memory); anything else raises out of the fuzzer. Built
 with sanitizers (``python scripts/fuzz_native.py``), an out-of-bounds access or an undefined
@@ -21,7 +22,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -77,9 +78,11 @@ def _call(func: Callable[..., Any], *args: Any) -> Any:
         return None
 
 
-def _timed(seconds: float, step: Callable[[], None]) -> int:
+def _timed(seconds: float, step: Callable[[], None], most: int | None) -> int:
+    """Calls ``step`` for ``seconds``, or ``most`` times where that comes first (the default
+    tier's fixed share: the same calls on every machine, whatever its load)."""
     calls, deadline = 0, time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and (most is None or calls < most):
         step()
         calls += 1
     return calls
@@ -177,7 +180,7 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
 
 
 # ---- one fuzzer per extension ---------------------------------------------------------------
-def fuzz_fastwire(rng: random.Random, seconds: float) -> int:
+def fuzz_fastwire(rng: random.Random, seconds: float, calls: int | None = None) -> int:
     fw = accelerators.get("_fastwire")
     assert fw is not None
     seeds = xspace_seeds()
@@ -210,10 +213,10 @@ def fuzz_fastwire(rng: random.Random, seconds: float) -> int:
             events.sort()
         _call(fw.last_at_or_before, _spoil(rng, owners), _spoil(rng, events))
 
-    return _timed(seconds, step)
+    return _timed(seconds, step, calls)
 
 
-def fuzz_kscan(rng: random.Random, seconds: float) -> int:
+def fuzz_kscan(rng: random.Random, seconds: float, calls: int | None = None) -> int:
     import io
 
     ks = accelerators.get("_kscan")
@@ -250,10 +253,10 @@ def fuzz_kscan(rng: random.Random, seconds: float) -> int:
         n_slots = rng.choice([0, 1, 4, 5, -1, 200, 1 << 40])
         _call(ks.key_rows, _spoil(rng, nargs), _spoil(rng, keys), _spoil(rng, slots), n_slots)
 
-    return _timed(seconds, step)
+    return _timed(seconds, step, calls)
 
 
-def fuzz_pytracer(rng: random.Random, seconds: float) -> int:
+def fuzz_pytracer(rng: random.Random, seconds: float, calls: int | None = None) -> int:
     import itertools
     import sys
     import threading
@@ -287,12 +290,12 @@ def fuzz_pytracer(rng: random.Random, seconds: float) -> int:
         pt.now()
 
     try:
-        return _timed(seconds, step)
+        return _timed(seconds, step, calls)
     finally:
         pt.set_mode(2)
 
 
-def fuzz_nesting(rng: random.Random, seconds: float) -> int:
+def fuzz_nesting(rng: random.Random, seconds: float, calls: int | None = None) -> int:
     nest = accelerators.get("_nesting")
     assert nest is not None
 
@@ -327,10 +330,14 @@ def fuzz_nesting(rng: random.Random, seconds: float) -> int:
         args = [_spoil(rng, a) for a in (lo, hi, steps, types, thresholds, sums)]
         _call(nest.type_unions, *args)
 
-    return _timed(seconds, step)
+    return _timed(seconds, step, calls)
 
 
-FUZZERS: dict[str, Callable[[random.Random, float], int]] = {
+class Fuzzer(Protocol):
+    def __call__(self, rng: random.Random, seconds: float, calls: int | None = None) -> int: ...
+
+
+FUZZERS: dict[str, Fuzzer] = {
     "_fastwire": fuzz_fastwire,
     "_kscan": fuzz_kscan,
     "_nesting": fuzz_nesting,
