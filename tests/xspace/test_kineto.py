@@ -1,7 +1,11 @@
 """Kineto (PyTorch profiler) JSON -> XSpace: real GPU/CPU traces, schema variants, repairs.
 
 Expected counts come from the raw JSON text (not from the importer's own parse), so the two
-checks are independent. Each fixture is imported once per session.
+checks are independent. Each fixture is imported once per session, as every module opens it:
+`stepscope`'s own route (`open_file`), shared through `tests.support.gpu_fixtures`; the XSpace
+message (`kineto_to_xspace`) is made only for the tests that read it. That both routes give
+the same profile is `tests/xspace/test_kineto_columns.py`'s (the large fixtures with the
+integration tier).
 """
 
 from __future__ import annotations
@@ -11,17 +15,19 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from stepscope.model import Profile, profile_from_xspace
+from stepscope.model import Profile
 from stepscope.xspace import write_xspace
 from stepscope.xspace.kineto import kineto_to_xspace
 from stepscope.xspace.proto.xplane_pb2 import XSpace
 from tests.support.fixtures import FIXTURES
+from tests.support.gpu_fixtures import fixture_profile
 
 KINETO = sorted((FIXTURES / "kineto").glob("*.json.gz"))
 GPU_TRACES = [p.name for p in KINETO if not p.name.startswith("cpu_only")]
@@ -34,9 +40,13 @@ MEMCPY_NAMES = ("MEMCPYHToD", "MEMCPYDToH", "MEMCPYDToD", "MEMCPYHToH")
 
 @dataclass
 class Imported:
+    path: Path
     text: str  # the decompressed JSON, for independent counts
-    space: XSpace
-    profile: Profile
+    profile: Profile  # as `stepscope` opens the file
+
+    @cached_property
+    def space(self) -> XSpace:
+        return kineto_to_xspace(self.path)
 
     def count_category(self, *categories: str) -> int:
         return sum(self.text.count(f'"cat": "{c}"') for c in categories)
@@ -60,9 +70,8 @@ class _Imports(dict[str, Imported]):
 
     def __missing__(self, name: str) -> Imported:
         path = self.folder / name
-        space = kineto_to_xspace(path)
         text = gzip.decompress(path.read_bytes()).decode()
-        item = self[name] = Imported(text, space, profile_from_xspace(space, source=str(path)))
+        item = self[name] = Imported(path, text, fixture_profile(f"kineto/{name}"))
         return item
 
 
@@ -78,10 +87,10 @@ def test_fixture_list_is_complete() -> None:
 @pytest.mark.parametrize("name", [p.name for p in KINETO])
 def test_every_fixture_imports(kineto: dict[str, Imported], name: str) -> None:
     item = kineto[name]
-    planes = [p.name for p in item.space.planes]
+    planes = [p.name for p in item.profile.planes]
     assert planes[0] == "/host:CPU" and planes[-1] == "Task Environment"
-    assert [p.id for p in item.space.planes] == list(range(len(planes)))
-    assert list(item.space.warnings) == []  # real traces need no repair
+    assert [p.id for p in item.profile.planes] == list(range(len(planes)))
+    assert item.profile.warnings == []  # real traces need no repair
     env = item.profile.plane_by_name("Task Environment")
     assert env is not None and env.stats["framework"] == "pytorch"
     start, stop = env.stats["profile_start_time"], env.stats["profile_stop_time"]
@@ -186,7 +195,7 @@ def test_2021_schema(kineto: dict[str, Imported]) -> None:
 
 def test_cpu_only_trace(kineto: dict[str, Imported]) -> None:
     item = kineto["cpu_only_gloo_rank34.json.gz"]
-    assert [p.name for p in item.space.planes] == ["/host:CPU", "Task Environment"]
+    assert [p.name for p in item.profile.planes] == ["/host:CPU", "Task Environment"]
     assert list(item.space.hostnames) == ["rank34"]
     host = item.profile.planes[0]
     assert (host.stats["rank"], host.stats["world_size"], host.stats["backend"]) == (
