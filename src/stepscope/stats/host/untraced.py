@@ -11,6 +11,7 @@ split by Python function (`stepscope.stats.host.python_samples`).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import field
 
 import numpy as np
@@ -18,6 +19,7 @@ import numpy as np
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.host.python_samples import PythonTime
+from stepscope.vocab.tensorflow import GET_NEXT_KERNELS, is_root_iterator
 from stepscope.words import of_steps
 
 START, END = "(step start)", "(step end)"
@@ -93,17 +95,20 @@ def _names_around(
     gap_hi: np.ndarray,
     span_lo: np.ndarray,
     span_hi: np.ndarray,
+    name_stages: bool = False,
 ) -> tuple[list[str], list[str]]:
     """The event (of ``events``) ending last at or before each gap, and the one starting first
-    at or after its end; START / END where the gap touches its step's bounds."""
+    at or after its end; START / END where the gap touches its step's bounds. ``name_stages``:
+    a fetch's TensorFlow-named wrapper (`_loader_stages`) is named after its loader."""
     by_end = events[np.argsort(profile.end_at(events), kind="stable")]
     by_start = events[np.argsort(profile.start_ns[events], kind="stable")]
     k = np.searchsorted(profile.end_at(by_end), gap_lo, "right") - 1
     j = np.searchsorted(profile.start_ns[by_start], gap_hi, "left")
     first = (k < 0) | (gap_lo <= span_lo)
     last = (j >= len(by_start)) | (gap_hi >= span_hi)
+    stage = _loader_stages(profile) if name_stages else None
     after = [
-        START if f else profile.event_name(int(by_end[i]))
+        START if f else (stage or profile.event_name)(int(by_end[i]))
         for i, f in zip(k.tolist(), first.tolist(), strict=True)
     ]
     before = [
@@ -111,6 +116,34 @@ def _names_around(
         for i, f in zip(j.tolist(), last.tolist(), strict=True)
     ]
     return after, before
+
+
+def _loader_stages(profile: Profile) -> Callable[[int], str]:
+    """An event's name, but for ``IteratorGetNextOp::DoCompute``: the root stage it wraps on
+    its thread (``Iterator::DataLoader``). `stepscope.data` and `stepscope.steps` wrap each
+    fetch in TensorFlow's event so that XProf counts the wait, and a PyTorch loop's host
+    time read "mostly after 'IteratorGetNextOp::DoCompute'" (decision 731)."""
+    wrappers = {profile.strings.id_of(name) for name in GET_NEXT_KERNELS} - {-1}
+    stages = profile.strings.ids_matching(is_root_iterator)
+    named: dict[int, str] = {}
+
+    def name_of(e: int) -> str:
+        if int(profile.name[e]) not in wrappers or not len(stages):
+            return profile.event_name(e)
+        found = named.get(e)
+        if found is None:
+            sl = profile.events_of_line(profile.lines[int(profile.line[e])])
+            start, end = int(profile.start_ns[e]), int(profile.end_at(np.array([e]))[0])
+            inner = np.flatnonzero(
+                np.isin(profile.name[sl], stages)
+                & (profile.start_ns[sl] >= start)
+                & (profile.start_ns[sl] < end)
+            )
+            found = profile.event_name(sl.start + int(inner[0])) if len(inner) else ""
+            found = named[e] = found or profile.event_name(e)
+        return found
+
+    return name_of
 
 
 def _input_in(
@@ -180,18 +213,20 @@ def locate_untraced(
     covered_hi: np.ndarray,
     python: PythonTime,
     fetch: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    name_stages: bool = False,
 ) -> Untraced:
     """The largest untraced gap of each step (``covered_*``: the union of the steps' traced
     intervals, sorted and disjoint; ``traced``: counted events, for naming the gaps), by its
     host time: less what the limits count as the loop's fetch from its Python iterator
-    (``fetch``: `Fetched`'s gaps and their fetch time), which is input."""
+    (``fetch``: `Fetched`'s gaps and their fetch time), which is input. ``name_stages``: a
+    gap after a fetch wrapped in TensorFlow's event by stepscope is placed after its loader."""
     if not step_lines or not len(span_lo):
         return Untraced("", (), python)
     line = step_lines[0]
     thread = profile.lines[line].label
     on_line = traced[np.isin(profile.line[traced], list(step_lines))]
     g_lo, g_hi, host = _largest_gaps(span_lo, span_hi, covered_lo, covered_hi, fetch)
-    after, before = _names_around(profile, on_line, g_lo, g_hi, span_lo, span_hi)
+    after, before = _names_around(profile, on_line, g_lo, g_hi, span_lo, span_hi, name_stages)
     time: Counter[tuple[str, str]] = Counter()
     steps: Counter[tuple[str, str]] = Counter()
     for key, width in zip(zip(after, before, strict=True), host.tolist(), strict=True):

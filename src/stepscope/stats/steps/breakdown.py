@@ -540,7 +540,9 @@ def _breakdown(
     # per step of host time said "1.58 ms per step in 14 of 39 steps". Nor the fetch just
     # counted as input: its place said 9.24 ms per step of 1.70 (decision 482).
     python = functions_in_steps(profile, markers.lines, span_lo[keep], span_hi[keep])
-    untraced = locate_untraced(*in_kept, python, (fetched.gap_lo, fetched.gap_hi, fetched.gap_ns))
+    fetch_gaps = (fetched.gap_lo, fetched.gap_hi, fetched.gap_ns)
+    tf = framework_of(profile) == "tensorflow"  # its own IteratorGetNextOp names its fetch
+    untraced = locate_untraced(*in_kept, python, fetch_gaps, name_stages=not tf)
     moved = fetched.ns
     to_input = moved if untraced_fetch is None else untraced_fetch
     if to_input.any():
