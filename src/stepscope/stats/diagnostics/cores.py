@@ -102,9 +102,13 @@ def slow_steps_waited(data: HostData, slow: np.ndarray, normal: np.ndarray, lost
     lo = steps.start_ns
     hi = lo + steps.dur_ns
     covered, _, runnable = cpu.within(lo, hi)
-    if (covered[slow] <= 0.5 * (hi - lo)[slow]).any():
-        return ""  # a slow step the sampler hardly read (its process stopped): not known
-    extra = float(np.maximum(runnable[slow] - np.median(runnable[normal]), 0).sum())
+    # A slow step the sampler hardly read (its process stopped; the first step, begun before
+    # the sampler's first reading) waited for nothing known: only the read ones' waits count,
+    # against the loss of all (decision 732)
+    read = slow[covered[slow] > 0.5 * (hi - lo)[slow]]
+    if not len(read):
+        return ""
+    extra = float(np.maximum(runnable[read] - np.median(runnable[normal]), 0).sum())
     if extra < SLOW_WAITED * lost_ns:
         return ""
     said = min(extra, float(lost_ns))
