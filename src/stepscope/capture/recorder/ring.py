@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from stepscope.capture.host_tracer import HostTracer, ThreadBuffer
 from stepscope.capture.python_sampler import PythonSampler
@@ -82,8 +82,26 @@ class StepHistory:
         self._total = total + 1
 
     def extend(self, rows: Iterable[StepSummary]) -> None:
-        for row in rows:
-            self.append(row)
+        """`append` each row, a column slice at a time (the watchdog adds every step it
+        scans: a Python loop over four columns per row was a third of its work)."""
+        rows = list(rows)
+        if not rows:
+            return
+        values = [array("q", column) for column in zip(*rows, strict=True)]
+        done, count = 0, len(rows)
+        while done < count:
+            total = self._total
+            if total < self.capacity:
+                take = min(count - done, self.capacity - total)
+                for col, new in zip(self._cols, values, strict=True):
+                    col.extend(new[done : done + take])
+            else:
+                slot = total % self.capacity
+                take = min(count - done, self.capacity - slot)
+                for col, new in zip(self._cols, values, strict=True):
+                    col[slot : slot + take] = new[done : done + take]
+            self._total = total + take  # after the columns: readers see whole rows
+            done += take
 
     def __getitem__(self, index: int) -> StepSummary:
         size = len(self)
@@ -160,13 +178,18 @@ class Ring:
             events = buf.events
             end = len(events)
             start = self._cursor.get(id(buf), 0)
-            for k in range(start, end):
-                stats = events[k][4]
-                if stats is not None and "_r" in stats:
-                    _name, begin, finish, _depth, _stats = events[k]
-                    number = int(stats.get("step_num", -1))
-                    found.append(StepSummary(number, begin, finish - begin, buf.native_id))
-                    self.last_step_start[buf.ident] = begin
+            # the step markers among the new events (a step-group root has ``_r``): one
+            # comprehension over a slice, not an indexed loop, as this runs for every event
+            markers = cast(
+                "list[tuple[str, int, int, int, dict[str, Any]]]",
+                [e for e in events[start:end] if e[4] is not None and "_r" in e[4]],
+            )
+            native_id = buf.native_id
+            for _name, begin, finish, _depth, stats in markers:
+                number = int(stats.get("step_num", -1))
+                found.append(StepSummary(number, begin, finish - begin, native_id))
+            if markers:
+                self.last_step_start[buf.ident] = markers[-1][1]
             self._cursor[id(buf)] = end
         found.sort(key=lambda summary: summary.start_ns)
         self.history.extend(found)

@@ -49,6 +49,11 @@ class Saver:
     def time_in(self, start_ns: int, end_ns: int) -> int:
         """How long it worked within [start_ns, end_ns) (ns); a save at work still counts
         until ``end_ns`` at least."""
+        # Asked for every step the watchdog judges: the spans are in time order, so when the
+        # saver is idle and its latest span ended before the step, none overlaps it (a save
+        # beginning after the idle check began after the step, which had ended).
+        if not self.busy_since and (not self.spans or self.spans[-1][1] <= start_ns):
+            return 0
         spans = list(self.spans)
         busy = self.busy_since
         if busy:
