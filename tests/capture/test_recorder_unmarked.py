@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import stepscope.recorder as rec
-from stepscope.capture.recorder.recorder import NO_STEPS_WARN_S
+from stepscope.capture.recorder.unmarked import NO_STEPS_WARN_S
 from tests.support.recorder import FakeClock
 from tests.support.recorder import run_steps as _run_steps
 

@@ -38,6 +38,7 @@ from stepscope.capture.recorder.slow import (
     SlowStepTrigger,
     slow_above,
 )
+from stepscope.capture.recorder.unmarked import UnmarkedWatch
 from stepscope.capture.save_preload import import_save_path
 from stepscope.capture.step import hooks as step_hooks
 from stepscope.capture.step import set_hooks as set_step_hooks
@@ -53,16 +54,6 @@ EXIT_WAIT_S = 60.0  # how long an exiting program waits for its last save
 WAKE_STEPS = 1000
 # No early wake-up armed (`Recorder._slow_ns`): longer than any step.
 _NEVER = 1 << 62
-# A recorder that has seen no step this long (s) after it started says once that its step
-# triggers need the steps marked: a plain ``for x, y in loader:`` loop opens none, and its
-# 445 ms checkpoint step among 4.5 ms ones was neither saved nor told (decision 731)
-NO_STEPS_WARN_S = 60.0
-NO_STEPS_TEXT = (
-    "stepscope flight recorder: no step seen in the %.0f s since it started: its slow-step "
-    "and hang triggers need the loop's steps marked (for step, batch in "
-    "stepscope.steps(loader), or with stepscope.step(i)); an exception, SIGUSR1, a remote "
-    "request or stepscope.recorder.save() still saves what it holds"
-)
 
 
 class Recorder:
@@ -93,8 +84,7 @@ class Recorder:
         self._last_look = False  # stop() judges the steps that ended since the last tick
         self._armed_told = ""  # what the log said of the arming: "", "armed", "not armed"
         self.open_ns: dict[int, int] = {}  # thread ident -> when its current step opened
-        self._started_ns = 0
-        self._told_no_steps = False
+        self._unmarked = UnmarkedWatch()  # says once when the loop marks no step
         self._hang_reported: set[int] = set()
         self._last_save: dict[str, float] = {}
         # (due: steps seen when it saves, trigger, reason, details, pending, the history row
@@ -158,7 +148,7 @@ class Recorder:
             _session.release(self.session)
             raise
         self.ring.sampler = self.session.sampler
-        self._started_ns = time.perf_counter_ns()
+        self._unmarked.started()
         on_error = self._on_step_error if self.triggers.on_exception else None
         set_step_hooks(self._on_step_open, on_error)
         self._watchdog.start()
@@ -189,7 +179,7 @@ class Recorder:
             else:
                 after.pending.skip("the recorder stopped before the steps after the trigger")
         self._saver.finish(timeout)
-        self._check_marked(at_stop=True)
+        self._unmarked.check(bool(self.open_ns), at_stop=True)
         if step_hooks()[0] == self._on_step_open:
             set_step_hooks(None, None)
         self.session.finish(save=False)
@@ -471,7 +461,7 @@ class Recorder:
             chain(done, pending)
         self._check_steps()
         self._check_hang()
-        self._check_marked()
+        self._unmarked.check(bool(self.open_ns))
         self._release_deferred()
         # Under the lock: the watchdog's wake-up and a direct call (a save, a test) may trim
         # at once, and a trim bisects a buffer another trim is cutting (an IndexError), or
@@ -579,16 +569,6 @@ class Recorder:
             log.warning("%s; all such steps are counted in Recorder.status()", text)
         else:
             log.info("%s", text)
-
-    def _check_marked(self, at_stop: bool = False) -> None:
-        """Say once when no step has opened `NO_STEPS_WARN_S` after the start (or by the
-        stop): the slow-step and hang triggers then never fire."""
-        if self._told_no_steps or self.open_ns or not self._started_ns:
-            return
-        elapsed_s = (time.perf_counter_ns() - self._started_ns) / 1e9
-        if at_stop or elapsed_s >= NO_STEPS_WARN_S:
-            self._told_no_steps = True
-            log.warning(NO_STEPS_TEXT, elapsed_s)
 
     def _check_hang(self) -> None:
         limit = self.triggers.hang_s
