@@ -32,7 +32,7 @@ def ctl_run_dir(root: Path) -> Path:
 HEAVY_FIXTURE_BYTES = 500_000
 
 
-def _heavy(path: Path) -> bool:
+def is_heavy(path: Path) -> bool:
     # A missing fixture is not heavy: the test itself then fails naming the file.
     return path.is_file() and path.stat().st_size > HEAVY_FIXTURE_BYTES
 
@@ -43,7 +43,7 @@ def by_size(paths: Sequence[Path]) -> list[Any]:
         pytest.param(
             path,
             id=path.name,
-            marks=[pytest.mark.integration] if _heavy(path) else [],
+            marks=[pytest.mark.integration] if is_heavy(path) else [],
         )
         for path in paths
     ]
