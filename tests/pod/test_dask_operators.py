@@ -20,9 +20,10 @@ from stepscope.executor.worker import PATH_MAP_ENV
 from stepscope.model import open_run
 from stepscope.tools.registry import all_tools
 from tests.pod.builders import FIXTURES, cpu_pod
+from tests.support.optional import skip_without
 
 pytestmark = pytest.mark.integration
-distributed = pytest.importorskip("distributed")
+skip_without("distributed")
 
 GONE = "/nonexistent-stepscope-test-mount"
 JAX_GPU = FIXTURES / "xspace" / "gpu_jax_fused_attention.xplane.pb"
@@ -53,6 +54,8 @@ def cluster(roots: dict[str, Path]) -> Iterator[str]:
     summary cache directory; its scheduler's address."""
     cache = {"STEPSCOPE_CACHE_DIR": str(roots["worker_cache"])}
     nobody = f"{roots['nobody']}={GONE}/b;{roots['mounted']}={roots['elsewhere']}"
+    import distributed
+
     with distributed.LocalCluster(
         n_workers=0, threads_per_worker=1, processes=True, dashboard_address=None
     ) as local:
@@ -118,6 +121,8 @@ def test_a_file_too_large_to_ship_runs_in_this_process(
     cluster: str, roots: dict[str, Path]
 ) -> None:
     run = open_run(str(_pod(roots["nobody"])))
+    import distributed
+
     with distributed.Client(cluster) as client:
         executor = DaskExecutor(client=client, ship_max_bytes=0)
         found = dict(executor.map(_first_host, [HostTask(h) for h in run.hosts[:2]]))
@@ -178,6 +183,8 @@ def test_a_cluster_without_workers_fails_within_the_timeout(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     run = str(_pod(tmp_path / "pod", hosts=2))
+    import distributed
+
     with distributed.LocalCluster(n_workers=0, dashboard_address=None) as empty:
         status, _, err = _cli(
             capsys, "tool", run, "pod_viewer", "--dask", empty.scheduler_address,

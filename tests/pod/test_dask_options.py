@@ -20,8 +20,9 @@ from stepscope.executor import dask_connect
 from stepscope.executor.dask_connect import SCHEDULER_ENV
 from stepscope.executor.worker import PATH_MAP_ENV, mapped, unreadable_reason
 from tests.pod.builders import cpu_pod
+from tests.support.optional import skip_without
 
-pytest.importorskip("distributed")
+skip_without("distributed")
 
 
 @pytest.fixture(scope="module")

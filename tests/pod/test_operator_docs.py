@@ -23,10 +23,11 @@ from pathlib import Path
 import pytest
 
 from tests.pod.builders import cpu_pod
+from tests.support.optional import skip_without
 
 pytestmark = pytest.mark.integration
 psutil = pytest.importorskip("psutil")
-pytest.importorskip("distributed")
+skip_without("distributed")
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "pod_scale.md"

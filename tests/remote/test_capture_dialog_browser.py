@@ -15,11 +15,12 @@ import pytest
 
 from stepscope.capture.remote.server import ProfilerServer
 from stepscope.serve.app import RunningServer, start_server
+from tests.support.optional import skip_without
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
     pytest.skip("browser tests need /usr/bin/chromium", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+skip_without("playwright.sync_api", reason="pip install playwright")
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 SHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"

@@ -19,10 +19,11 @@ from tests.support.a11y import grave_violations
 from tests.support.browser import CHROMIUM, check_fields, goto, open_page, tool_json, wait_rendered
 from tests.support.fetch_loop import FETCH, Piece, fetch_loop_builder
 from tests.support.loader import loader_space, plain_loader_space
+from tests.support.optional import skip_without
 
 if not CHROMIUM.exists():
     pytest.skip("browser tests need /usr/bin/chromium", allow_module_level=True)
-pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+skip_without("playwright.sync_api", reason="pip install playwright")
 
 pytestmark = pytest.mark.browser
 

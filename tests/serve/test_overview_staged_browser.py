@@ -13,10 +13,11 @@ import pytest
 from stepscope.serve.app import start_server
 from stepscope.serve.state import ServerState
 from tests.support.browser import CHROMIUM, check_fields, goto, open_page, tool_json, wait_rendered
+from tests.support.optional import skip_without
 
 if not CHROMIUM.exists():
     pytest.skip("browser tests need /usr/bin/chromium", allow_module_level=True)
-pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+skip_without("playwright.sync_api", reason="pip install playwright")
 
 pytestmark = pytest.mark.browser
 RUN = "2026_11_23_18_00_35"

@@ -12,11 +12,12 @@ import pytest
 from stepscope.xspace.io import write_xspace
 from tests.support.browser import CHROMIUM, check_fields, goto, open_page, tool_json, wait_rendered
 from tests.support.compiled_loop import compiled_loop_space
+from tests.support.optional import skip_without
 from tests.support.serve import serving
 
 if not CHROMIUM.exists():
     pytest.skip("browser tests need /usr/bin/chromium", allow_module_level=True)
-pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+skip_without("playwright.sync_api", reason="pip install playwright")
 
 pytestmark = pytest.mark.browser
 RUN = "2026_01_01_00_00_00"

@@ -12,10 +12,11 @@ import pytest
 from stepscope.serve.app import start_server
 from stepscope.serve.state import ServerState
 from tests.support.browser import CHROMIUM, goto, open_page
+from tests.support.optional import skip_without
 
 if not CHROMIUM.exists():
     pytest.skip("browser tests need /usr/bin/chromium", allow_module_level=True)
-pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+skip_without("playwright.sync_api", reason="pip install playwright")
 
 pytestmark = pytest.mark.browser
 

@@ -35,12 +35,13 @@ from tests.support.browser import (
     tool_json,
     wait_rendered,
 )
+from tests.support.optional import skip_without
 
 if not CHROMIUM.exists():
     pytest.skip(
         "browser tests need /usr/bin/chromium (apt-get install chromium)", allow_module_level=True
     )
-sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+skip_without("playwright.sync_api", reason="pip install playwright")
 
 pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parents[2]

@@ -18,6 +18,7 @@ import pytest
 
 from stepscope.serve.app import RunningServer
 from tests.support.fixtures import FIXTURES, tf_xplane
+from tests.support.optional import skip_without
 from tests.support.serve import add_tf_run, serving
 from tests.support.trace_viewer import PAGE, close_pages, open_trace, settle, view
 
@@ -27,7 +28,7 @@ __all__ = ["close_pages"]
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
     pytest.skip("browser tests need /usr/bin/chromium", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+skip_without("playwright.sync_api", reason="pip install playwright")
 
 pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parents[2]

@@ -18,6 +18,7 @@ import pytest
 from stepscope.serve.app import RunningServer
 from stepscope.tools.trace_viewer import wire as trace_wire
 from tests.support.fixtures import FIXTURES, tf_xplane
+from tests.support.optional import skip_without
 from tests.support.serve import add_tf_run, serving
 from tests.support.trace_viewer import close_pages, open_trace
 
@@ -25,7 +26,7 @@ __all__ = ["close_pages"]
 
 if not Path("/usr/bin/chromium").exists():
     pytest.skip("browser tests need /usr/bin/chromium", allow_module_level=True)
-pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+skip_without("playwright.sync_api", reason="pip install playwright")
 
 pytestmark = pytest.mark.browser
 
