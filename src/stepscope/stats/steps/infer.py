@@ -10,8 +10,11 @@ and then waits is not), or the same work fills them: periods holding the same to
 events of the thread (the same names, as often, beside the candidate's own) cover at least
 half of that time. A loop on a busy machine has steps of 20 to 250 ms, no steady period, and
 the same fetch and ops in every one; an op in bursts has between two of its calls nothing
-else, or another thing each time. A leading run of periods each over 10x the median (a first
-iteration that compiles: 9.8 s against 2 ms) is left out of that judgement (decision 361).
+else, or another thing each time. A call alone on its thread (one tf.function per iteration)
+qualifies when its share of its period is steady: the load stretches the call and the
+Python around it together (`lone_call`, decision 741). A leading run of periods each over
+10x the median (a first iteration that compiles: 9.8 s against 2 ms) is left out of that
+judgement (decision 361).
 A name called k times an iteration, with other work between its calls (TF eager's
 ``TFE_Py_ExecuteCancelable``: forward, then gradient), is judged on every k-th call when the
 periods from those hold the same work far more often (`_stride`, decision 369).
@@ -56,6 +59,7 @@ from stepscope.stats.steps.functions import (
     other_functions,
     other_loop_spans,
 )
+from stepscope.stats.steps.lone_call import lone_call_steady
 from stepscope.stats.steps.slow_periods import holds_the_common_work, phases_of
 from stepscope.stats.steps.staging import model_op_names
 from stepscope.stats.steps.types import NO_MARKERS_TAIL, StepMarkers
@@ -173,6 +177,7 @@ def _candidates(profile: Profile, top: np.ndarray) -> list[Candidate]:
             if not (
                 _steady(periods[judged], float(np.median(periods[judged])))
                 or _same_work(work, in_time, where, periods, judged)
+                or lone_call_steady(work, where, periods, profile.dur_ns[events], judged)
             ):
                 continue
             if not _lasts(starts, judged, int(profile.end_at(events[-1:])[0]), thread):
