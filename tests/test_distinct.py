@@ -14,6 +14,8 @@ import pytest
 
 from stepscope.distinct import distinct, distinct_inverse, member
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 DTYPES = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
 
 

@@ -26,6 +26,8 @@ import pytest
 
 from tests.support.fixtures import FIXTURES, REPO, tf_xplane
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 _BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 
 # Placeholders the pages leave to the reader -> what the commands run on here (paths made by

@@ -22,6 +22,8 @@ import pytest
 
 from tests.support.fixtures import REPO, tf_xplane
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 _BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 _LOOP = "loader = batches = [1, 2, 3]\ndef train(batch): pass\ndef model(batch): return 0\n"
 

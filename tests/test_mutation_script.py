@@ -23,6 +23,8 @@ import pytest
 
 from tests.support.fixtures import REPO
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 MODULE = "toy/calc.py"
 TOY_SOURCE = """\
 def clamp(x, low=0, high=10, step=2):

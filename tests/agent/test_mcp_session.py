@@ -20,6 +20,7 @@ from tests.support.fixtures import REPO
 # A server process. The SDK runs in that process only: asking whether it is installed, not
 # importing it, keeps its 0.8 s of CPU out of every collection (decision 695).
 pytestmark = [
+    pytest.mark.untimed,
     pytest.mark.integration,
     pytest.mark.skipif(importlib.util.find_spec("mcp") is None, reason="pip install mcp"),
 ]

@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.scripts import fresh_python
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.untimed]
 
 
 def _run(code: str, **env: str) -> str:

@@ -16,6 +16,8 @@ from stepscope.store import location
 from stepscope.tools import registry
 from tests.support.fixtures import REPO, tf_xplane
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 
 @pytest.fixture
 def run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

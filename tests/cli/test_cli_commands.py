@@ -10,6 +10,8 @@ import stepscope.cli.commands as commands
 from stepscope.cli.main import COMMANDS
 from tests.support.scripts import fresh_python
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 
 def test_every_command_module_is_listed() -> None:
     assert set(COMMANDS) == {m.name for m in pkgutil.iter_modules(commands.__path__)}

@@ -14,6 +14,8 @@ from stepscope import __version__
 from stepscope.cli.main import main
 from tests.support.fixtures import FIXTURES
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:

@@ -21,6 +21,8 @@ from stepscope.xspace.kineto import kineto_to_xspace
 from tests.support.fixtures import FIXTURES, tf_xplane
 from tests.support.synthetic import synthetic_xspace_bytes
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 
 def _reimport(path: Path) -> Profile:
     return profile_from_xspace(kineto_to_xspace(path))

@@ -13,6 +13,8 @@ from stepscope.cli import main as cli_main
 from stepscope.cli import malloc, quick_exit
 from tests.support.fixtures import FIXTURES, REPO
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 
 class _Mallopt:
     def __init__(self, answer: int) -> None:

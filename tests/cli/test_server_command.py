@@ -14,6 +14,8 @@ import pytest
 
 from stepscope.cli.main import main
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 REPO = Path(__file__).resolve().parents[2]
 
 SCRIPT = """

@@ -13,6 +13,8 @@ from stepscope.stats.compare import diff_runs
 from stepscope.stats.compare.significance import bootstrap_change
 from tests.compare.synthetic import MS, summary
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 
 @pytest.mark.integration  # over a second: out of the one-minute tier (decision 448)
 @pytest.mark.parametrize("steps", [4, 8])

@@ -14,6 +14,8 @@ import pytest
 from stepscope.stats.compare import diff_runs
 from tests.compare.synthetic import MS, summary
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 # (pairs, how many must pass): the acceptance's 95%, on 20 pairs in the default tier
 RUNS = [
     pytest.param(20, 19, id="20"),

@@ -26,6 +26,8 @@ from stepscope.xspace.io import write_xspace
 from tests.compare.synthetic import summary, with_warmup
 from tests.support.compiled_loop import compiled_loop_space
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 ITERATIONS = 12
 RULE = "step_time.mean>+10%"
 

@@ -16,6 +16,8 @@ from stepscope.cli.main import main
 from tests.support.fixtures import FIXTURES
 from tests.support.kineto import assert_same_profile
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 TINY = FIXTURES / "kineto" / "a100_triton_tiny.json.gz"
 
 

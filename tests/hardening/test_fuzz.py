@@ -15,6 +15,8 @@ import pytest
 from tests.hardening import crafted, fuzz
 from tests.support.fixtures import REPO
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 MEMORY_BOUND = 1536 << 20  # RLIMIT_DATA of each CLI run: profile limit defaults to 1/4 of it
 CPU_BOUND_S = 60  # RLIMIT_CPU: the quadratic loaders needed 235 s and 30 s
 

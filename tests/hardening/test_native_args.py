@@ -24,6 +24,8 @@ from tests.hardening import crafted, native_cases
 from tests.support.kineto import assert_same_profile, scanned
 from tests.support.native import c_on, module
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 INT_MIN = -(2**31)
 
 

@@ -15,6 +15,8 @@ from stepscope.capture import session
 from stepscope.xspace import load_xspace
 from tests.support.fixtures import REPO
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 SCRIPT = """
 import os, signal, sys, time
 import stepscope

@@ -11,6 +11,8 @@ from stepscope import log
 from tests.support.fixtures import FIXTURES
 from tests.support.scripts import imported_by_first_overview
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 
 def test_messages_reach_stderr_and_can_be_silenced(capsys: pytest.CaptureFixture[str]) -> None:
     log.warn("stepscope: something to know")

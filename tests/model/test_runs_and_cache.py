@@ -14,6 +14,8 @@ from stepscope.model import cache, discover_runs, open_file, open_host, open_run
 from stepscope.store import background, location
 from tests.support.fixtures import FIXTURES
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 
 def test_tf_fixtures_have_six_runs() -> None:
     runs = discover_runs(str(FIXTURES / "tf"))

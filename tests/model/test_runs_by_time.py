@@ -16,6 +16,8 @@ from stepscope.model.runs import RUN_GAP_NS, discover_runs, open_run
 from stepscope.xspace.formats.kineto import recorded_at
 from tests.support.fixtures import FIXTURES
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 BASE_NS = 1_700_000_000_000_000_000  # 2023-11-14 22:13:20 UTC
 
 

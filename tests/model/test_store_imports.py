@@ -12,6 +12,8 @@ import pytest
 from tests.support.fixtures import FIXTURES
 from tests.support.scripts import imported_by_first_overview
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 
 @pytest.mark.integration
 def test_an_uncached_overview_imports_no_zipfile(tmp_path: Path) -> None:

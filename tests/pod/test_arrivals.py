@@ -20,6 +20,8 @@ from tests.pod.builders import MS, data_parallel_job, gloo_job, write_run
 from tests.support.analysis import build
 from tests.support.gpu_fixtures import GpuTrace
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 US = 1_000
 
 

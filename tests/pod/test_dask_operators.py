@@ -22,7 +22,7 @@ from stepscope.tools.registry import all_tools
 from tests.pod.builders import FIXTURES, cpu_pod
 from tests.support.optional import skip_without
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.untimed]
 skip_without("distributed")
 
 GONE = "/nonexistent-stepscope-test-mount"

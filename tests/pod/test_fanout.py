@@ -19,6 +19,8 @@ from tests.pod.builders import cpu_pod, gpu_pod
 from tests.support.pod import CPU_TOOLS, GPU_TOOLS, tool_json
 from tests.support.runs import whole_folder
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 
 def reference_json(run_dir: Path, tool: str, cache: Path) -> dict:
     """The tool computed the old way: every profile opened in this process, no fan-out."""

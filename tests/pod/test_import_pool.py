@@ -14,6 +14,8 @@ from stepscope.model import open_run
 from stepscope.xspace.io import load_xspace
 from tests.pod.builders import FIXTURES
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 TRACE = FIXTURES / "kineto" / "cpu_only_gloo_rank34.json.gz"
 
 

@@ -25,7 +25,7 @@ import pytest
 from tests.pod.builders import cpu_pod
 from tests.support.optional import skip_without
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.untimed]
 psutil = pytest.importorskip("psutil")
 skip_without("distributed")
 

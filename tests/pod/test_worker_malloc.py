@@ -14,7 +14,7 @@ import pytest
 
 from stepscope.executor import malloc
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.untimed]
 
 CHURN = r"""
 import ctypes, json

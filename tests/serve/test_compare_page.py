@@ -17,6 +17,8 @@ from stepscope.serve.state import ServerState
 from stepscope.serve.wsgi import WsgiApp
 from tests.support.serve import wsgi_get
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 BASE = "a_ctl/2026_01_01_00_00_00"
 CAND = "b_ctl_opt/2026_01_01_00_00_00"
 PAIR = "c_pair/2026_01_01_00_00_00"

@@ -15,6 +15,8 @@ from stepscope.xspace.io import write_xspace
 from tests.support.compiled_loop import compiled_loop_space
 from tests.support.serve import serving
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 BASE = "a_warm/2026_01_01_00_00_00"
 CAND = "b_slow/2026_01_01_00_00_00"
 

@@ -15,7 +15,7 @@ from tests.support.gpu_pages import (
     tool_json,
 )
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.untimed]
 
 
 @pytest.mark.parametrize(("prefix", "host"), [("gpu", "trainer"), ("ranks", ALL_HOSTS)])

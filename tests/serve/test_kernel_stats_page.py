@@ -16,7 +16,7 @@ from tests.support.gpu_pages import (
     tool_json,
 )
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.untimed]
 
 
 def test_kernel_stats_page(page_for: tuple[Any, Recorder], gpu_server: Any) -> None:

@@ -19,7 +19,7 @@ if not CHROMIUM.exists():
     pytest.skip("browser tests need /usr/bin/chromium", allow_module_level=True)
 skip_without("playwright.sync_api", reason="pip install playwright")
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.untimed]
 RUN = "2026_01_01_00_00_00"
 
 

@@ -18,7 +18,7 @@ from stepscope.serve.app import RunningServer
 from tests.support.a11y import grave_violations
 from tests.support.browser import SHOTS, SIZES, Recorder, next_frames, open_sized, wait_rendered
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.untimed]
 PAGES = SHOTS / "pages"
 A11Y_SIZE = "1366x768"  # the check looks at the markup: once per page is enough
 BAD_TEXT = re.compile(r"\b(null|undefined|NaN)\b|\b1 rows\b")

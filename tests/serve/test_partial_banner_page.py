@@ -12,7 +12,7 @@ from stepscope.serve.app import RunningServer, start_server
 from tests.support.browser import goto, open_page
 from tests.support.fixtures import FIXTURES
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.untimed]
 
 BERT = FIXTURES / "kineto" / "h100_bert_small_inference.json.gz"
 

@@ -15,7 +15,7 @@ from tests.pod.builders import cpu_pod, data_parallel_job, memory_pod
 from tests.support.browser import goto, open_page, tool_json
 from tests.support.serve import serving
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.untimed]
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from tests.support.browser import SIZES, goto, open_sized
 from tests.support.trace_viewer import PAGE as TRACE
 from tests.support.trace_viewer import canvas_share
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.untimed]
 
 SAVED = "2026_01_01_03_12_09"
 HUNG = "2026_01_01_03_20_00"

@@ -18,7 +18,7 @@ if not CHROMIUM.exists():
     pytest.skip("browser tests need /usr/bin/chromium", allow_module_level=True)
 skip_without("playwright.sync_api", reason="pip install playwright")
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.untimed]
 
 
 def test_run_picker_shows_the_recorders_trigger_and_reason(

@@ -43,7 +43,7 @@ if not CHROMIUM.exists():
     )
 skip_without("playwright.sync_api", reason="pip install playwright")
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.untimed]
 REPO = Path(__file__).resolve().parents[2]
 TF_RUNS = ["ctl", "ctl_opt", "keras", "keras_marked", "remote"]
 

@@ -21,7 +21,7 @@ from stepscope.serve.routes import build_routes
 from stepscope.serve.state import ServerState
 from stepscope.serve.wsgi import WsgiApp
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.untimed]
 
 pytest.importorskip(
     "tensorboard", reason="TensorBoard is not installed (pip install -e .[tensorboard])"

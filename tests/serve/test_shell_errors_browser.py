@@ -19,7 +19,7 @@ from tests.support.trace_viewer import OPEN_PAGES, close_pages
 
 __all__ = ["close_pages"]  # fixtures
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.untimed]
 RUN = "a/2026_01_01_00_00_00"  # two hosts, vm and w1 (make_logdir)
 
 

@@ -20,7 +20,7 @@ if not CHROMIUM.exists():
     pytest.skip("browser tests need /usr/bin/chromium", allow_module_level=True)
 skip_without("playwright.sync_api", reason="pip install playwright")
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.untimed]
 RUN = "2026_01_01_00_00_00"
 
 # per bar of the page's step chart: its height on screen (px), whether it is cut

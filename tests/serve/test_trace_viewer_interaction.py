@@ -27,7 +27,7 @@ from tests.support.trace_viewer import (
 
 __all__ = ["close_pages"]  # fixtures
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.untimed]
 
 
 @pytest.fixture(scope="module")

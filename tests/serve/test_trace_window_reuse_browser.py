@@ -25,7 +25,7 @@ if not Path("/usr/bin/chromium").exists():
     pytest.skip("browser tests need /usr/bin/chromium", allow_module_level=True)
 skip_without("playwright.sync_api", reason="pip install playwright")
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.untimed]
 
 RUN = "tf/remote"
 

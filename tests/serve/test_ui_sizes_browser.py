@@ -16,7 +16,7 @@ from tests.support.browser import SIZES, Recorder, goto, next_frames, open_sized
 from tests.support.gpu_pages import run_of
 from tests.support.trace_viewer import canvas_share
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.untimed]
 
 # (run prefix, tool, table): the tables whose numbers must all be on screen.
 TABLES = [

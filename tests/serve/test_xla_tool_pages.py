@@ -11,7 +11,7 @@ import pytest
 from tests.support.browser import render_count, table_column, wait_rendered
 from tests.support.gpu_pages import Recorder, check_fields, goto, run_of, tool_json
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.untimed]
 
 
 def test_hlo_stats_page(page_for: tuple[Any, Recorder], gpu_server: Any) -> None:

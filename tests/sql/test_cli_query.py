@@ -11,6 +11,8 @@ import pytest
 from stepscope.cli.main import main
 from tests.support.fixtures import tf_xplane
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 CTL = str(tf_xplane("ctl"))
 
 

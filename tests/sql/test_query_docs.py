@@ -21,7 +21,8 @@ DOC = REPO / "docs" / "query.md"
 _EXAMPLE = re.compile(
     r"^### (\d+)\. (.+?)\n\nRun: `([^`]+)`\n\n```sql\n(.*?)```", re.MULTILINE | re.DOTALL
 )
-pytestmark = pytest.mark.integration  # three fixtures, one a 216k-event Kineto trace
+# three fixtures, one a 216k-event Kineto trace
+pytestmark = [pytest.mark.integration, pytest.mark.untimed]
 
 
 def examples() -> list[tuple[int, str, str, str]]:

@@ -15,7 +15,7 @@ from stepscope.sql import Database
 from stepscope.sql.render import plain
 from tests.support.fixtures import FIXTURES, tf_xplane
 
-pytestmark = pytest.mark.integration  # runs XProf's converter
+pytestmark = [pytest.mark.integration, pytest.mark.untimed]  # runs XProf's converter
 xprof = pytest.importorskip("xprof")
 duckdb = pytest.importorskip("duckdb")
 

@@ -12,7 +12,7 @@ from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
 from tests.support.fixtures import FIXTURES
 
-pytestmark = pytest.mark.integration  # a 3 MB trace (decision 43)
+pytestmark = [pytest.mark.integration, pytest.mark.untimed]  # a 3 MB trace (decision 43)
 
 V100 = FIXTURES / "kineto" / "v100_training_with_memory.json.gz"
 

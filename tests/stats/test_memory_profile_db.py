@@ -19,6 +19,8 @@ from stepscope.stats.steps.spans import step_spans, step_spans_with_ids
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.gpu_fixtures import FIXTURES, build, fixture_profile, tf_profile
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 
 def _xprof(name: str) -> dict:
     path = FIXTURES / "tf" / name / "xprof_reference" / "memory_profile.json.gz"

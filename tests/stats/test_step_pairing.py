@@ -16,6 +16,8 @@ from stepscope.tools.registry import get_tool
 from stepscope.xspace.builder import XSpaceBuilder
 from stepscope.xspace.io import write_xspace
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 MS = 1_000_000
 
 

@@ -19,6 +19,8 @@ from stepscope.xspace.io import write_xspace
 from tests.support.analysis import MS
 from tests.support.compiled_loop import compiled_loop, compiled_loop_space
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 
 @pytest.mark.parametrize(
     ("steps_ms", "expected"),

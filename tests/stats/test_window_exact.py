@@ -20,6 +20,8 @@ from stepscope.xspace.builder import LineBuilder, XSpaceBuilder
 from tests.support.fixtures import tf_xplane
 from tests.support.synthetic import synthetic_xspace_bytes
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 BASE = 1_000_000_000
 
 

@@ -20,7 +20,7 @@ from tests.support.analysis import (
 )
 from tests.support.xprof_live import step_rows, xprof_hosts_tool, xprof_tool
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.untimed]
 
 
 # XProf's overview fields of the step breakdown's categories

@@ -17,6 +17,8 @@ from stepscope.tools.registry import ToolUsageError, get_tool
 from stepscope.xspace.proto import xplane_pb2
 from tests.support.gpu_fixtures import FIXTURES
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 CNN = FIXTURES / "jax" / "cnn_cpu"
 # XProf 2.24.2 on this file (module_name=jit_train_step): peakHeapMib, and the logical buffers
 # of maxHeap (the buffers live at the peak; its 12th entry groups the small ones).

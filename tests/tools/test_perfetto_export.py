@@ -28,6 +28,8 @@ from stepscope.xspace import XSpaceBuilder
 from tests.support.fixtures import FIXTURES, tf_xplane
 from tests.support.synthetic import synthetic_xspace_bytes
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 PROTO = Path(__file__).with_name("perfetto_min.proto")
 
 

@@ -21,6 +21,8 @@ from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
 from tests.support.gpu_fixtures import FIXTURES
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 STORE = ProfileStore(use_cache=False)
 
 

@@ -23,6 +23,8 @@ from stepscope.tools.registry import (
     all_tools,
 )
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -16,6 +16,8 @@ from stepscope.tools.registry import get_tool
 from tests.support.fixtures import by_size
 from tests.support.gpu_fixtures import FIXTURES
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 UNDER_THE_ROOF = [
     FIXTURES / "xspace" / "gpu_jax_fused_attention.xplane.pb",
     FIXTURES / "kineto" / "h100_bert_small_inference.json.gz",

@@ -12,6 +12,8 @@ import pytest
 from tests.support.fixtures import ctl_run_dir
 from tests.support.scripts import fresh_python
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 _SCRIPT = """
 import json, sys
 from stepscope.model import open_run

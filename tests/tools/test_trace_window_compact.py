@@ -21,6 +21,8 @@ from stepscope.tools.trace_viewer import api, compact
 from stepscope.tools.trace_viewer import wire as trace_wire
 from tests.support.fixtures import FIXTURES, tf_xplane
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 Arrays = dict[str, tuple[str, np.ndarray]]
 
 

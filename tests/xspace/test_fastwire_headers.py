@@ -15,6 +15,8 @@ from tests.support.fixtures import FIXTURES
 from tests.support.native import c_on
 from tests.support.scripts import fresh_python
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 
 @pytest.fixture(autouse=True)
 def _c_decoder(monkeypatch: pytest.MonkeyPatch) -> None:

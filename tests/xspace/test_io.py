@@ -14,6 +14,8 @@ from stepscope.xspace import XSpaceBuilder, load_xspace, write_xspace
 from stepscope.xspace.proto.xplane_pb2 import XSpace
 from tests.support.fixtures import FIXTURES, REPO
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 XPLANES = sorted(FIXTURES.rglob("*.xplane.pb"))
 
 

@@ -29,6 +29,8 @@ from stepscope.xspace.proto.xplane_pb2 import XSpace
 from tests.support.fixtures import FIXTURES
 from tests.support.gpu_fixtures import fixture_profile
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 KINETO = sorted((FIXTURES / "kineto").glob("*.json.gz"))
 GPU_TRACES = [p.name for p in KINETO if not p.name.startswith("cpu_only")]
 KERNEL_DETAILS = re.compile(

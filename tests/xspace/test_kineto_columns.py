@@ -25,6 +25,8 @@ from tests.support.fixtures import FIXTURES, by_size
 from tests.support.kineto import assert_same_profile as _assert_same
 from tests.support.kineto_oracle import decode
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 KINETO = sorted((FIXTURES / "kineto").glob("*.json.gz"))
 
 

@@ -26,6 +26,8 @@ from stepscope.xspace.kineto import kineto_to_columns, kineto_to_xspace
 from tests.support.fixtures import FIXTURES, by_size
 from tests.support.gpu_fixtures import fixture_profile
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 KINETO = sorted((FIXTURES / "kineto").glob("*.json.gz"))
 
 # raw category -> (category after import, where it goes); the format's own names, old and new

@@ -12,6 +12,8 @@ import pytest
 from tests.support.fixtures import FIXTURES
 from tests.support.scripts import fresh_python
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 _SCRIPT = """
 import json, sys
 from stepscope.cli.main import main

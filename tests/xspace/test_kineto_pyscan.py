@@ -18,6 +18,8 @@ from tests.support.fixtures import FIXTURES
 from tests.support.kineto import assert_same_profile, resolved_columns, scanned
 from tests.support.native import c_off, c_on
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 _EVENTS: list[Any] = [
     {"ph": "M", "name": "thread_name", "pid": 1, "tid": 7, "args": {"name": "main"}},
     {

@@ -15,6 +15,8 @@ from stepscope.model import Profile, profile_from_xspace
 from stepscope.xspace.kineto import kineto_bytes_to_xspace, kineto_to_xspace
 from stepscope.xspace.kineto.json_repair import repair_json
 
+pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
+
 
 def _op(name: str, ts: float, dur: float, **args: Any) -> dict[str, Any]:
     return {

@@ -11,7 +11,7 @@ import pytest
 from stepscope.xspace import load_xspace, write_xspace
 from tests.support.fixtures import FIXTURES
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.untimed]
 
 
 raw_to_tool_data = pytest.importorskip("xprof.convert.raw_to_tool_data")
