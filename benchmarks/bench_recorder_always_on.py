@@ -40,23 +40,11 @@ import tempfile
 import time
 from typing import Any
 
-from bench_recorder import calibrate, make_loader, work
+from bench_recorder import calibrate, make_loader, recorder_threads_cpu_s, work
 from torch_quads import median_interval
 
 import stepscope
 import stepscope.recorder as rec
-
-
-def _threads_cpu_s(recorder: rec.Recorder) -> float:
-    threads = [recorder._watchdog, recorder._saver.thread]
-    sampler = recorder.session.sampler
-    if sampler is not None and sampler._worker is not None:
-        threads.append(sampler._worker)
-    total = 0.0
-    for thread in threads:
-        if thread.ident is not None and thread.is_alive():
-            total += time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
-    return total
 
 
 def plain_block(units: int, steps: int) -> float:
@@ -94,7 +82,11 @@ def in_step(units: int, steps: int, pairs: int, logdir: str) -> dict[str, Any]:
         for _ in range(10):  # the trigger arms after 60-120 steps; the first passes warm
             recorded_block(units, steps, first)
             first += steps
-        threads_before, train_cpu, wall_before = _threads_cpu_s(recorder), 0.0, time.monotonic()
+        threads_before, train_cpu, wall_before = (
+            recorder_threads_cpu_s(recorder),
+            0.0,
+            time.monotonic(),
+        )
         ratios = []
         gc.collect()
         before = plain_block(units, steps)
@@ -107,7 +99,7 @@ def in_step(units: int, steps: int, pairs: int, logdir: str) -> dict[str, Any]:
             ratios.append(recorded / ((before + after) / 2) - 1)
             before = after
         wall = time.monotonic() - wall_before
-        threads = _threads_cpu_s(recorder) - threads_before
+        threads = recorder_threads_cpu_s(recorder) - threads_before
         status = recorder.status()
     finally:
         rec.stop()

@@ -207,15 +207,20 @@ def test_the_headlines_own_limit_gets_its_fix_first() -> None:
     )
 
 
-def test_a_python_iterator_that_bounds_the_steps_is_named_in_the_fix() -> None:
-    summary = replace(
+def _fetched_from(function: str) -> StepSummary:
+    """Input 80% of the step, all of it the loop's fetch from ``function`` (7 samples)."""
+    return replace(
         _summary(has_device=False, input=8.0, compute=2.0),
         fetched=Fetched(
-            function=("batches (train.py)",),
+            function=(function,),
             samples=np.array([7], np.int64),
             ns=np.full(STEPS, 8 * MS, np.int64),
         ),
     )
+
+
+def test_a_python_iterator_that_bounds_the_steps_is_named_in_the_fix() -> None:
+    summary = _fetched_from("batches (train.py)")
     (line,) = recommend(summary, bound_by(summary)).details
     assert line.startswith(
         "HIGH: What bounds the steps, input (80.0% of the step time): the loop's Python "
@@ -227,14 +232,7 @@ def test_a_python_iterator_that_bounds_the_steps_is_named_in_the_fix() -> None:
 def test_a_queue_that_bounds_the_steps_gets_the_producers_fix() -> None:
     """A loop taking batches from a queue another thread fills waits for that producer: the
     fix is to produce faster, not to move the work off the step's thread (decision 730)."""
-    summary = replace(
-        _summary(has_device=False, input=8.0, compute=2.0),
-        fetched=Fetched(
-            function=("get (queue.py)",),
-            samples=np.array([7], np.int64),
-            ns=np.full(STEPS, 8 * MS, np.int64),
-        ),
-    )
+    summary = _fetched_from("get (queue.py)")
     (line,) = recommend(summary, bound_by(summary)).details
     assert line.startswith(
         "HIGH: What bounds the steps, input (80.0% of the step time): the loop waits in get "
