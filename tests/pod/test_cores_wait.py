@@ -13,13 +13,17 @@ from stepscope.stats.host.thread_cpu import ThreadCpu
 from stepscope.stats.stragglers import find_stragglers
 from stepscope.stats.stragglers_cores import CORES_FIX
 from stepscope.stats.stragglers_types import Rank
+from stepscope.stats.stragglers_words import job_held
 from tests.support.arrivals import MS, STEP, job
 
 
-def _ranks(runnable_ms: dict[int, float], read: tuple[int, ...] = (0, 1, 2)) -> list[Rank]:
-    """Three ranks of 30 steps arriving 4 ms into each; the ranks in ``read`` with readings
-    every 5 ms, on a core 1 ms of each and runnable ``runnable_ms[r]`` ms."""
-    ranks = job(3, 30, lambda r, s: 4 * MS)
+def _ranks(
+    runnable_ms: dict[int, float], read: tuple[int, ...] = (0, 1, 2), late_ms: int = 0
+) -> list[Rank]:
+    """Three ranks of 30 steps arriving 4 ms into each (rank 1 ``late_ms`` later); the ranks
+    in ``read`` with readings every 5 ms, on a core 1 ms of each and runnable
+    ``runnable_ms[r]`` ms."""
+    ranks = job(3, 30, lambda r, s: (4 + (late_ms if r == 1 else 0)) * MS)
     for r in read:
         start = np.arange(0, 30 * STEP, 5 * MS, dtype=np.int64)
         on = np.full(len(start), 1 * MS, np.int64)
@@ -56,3 +60,17 @@ def test_not_said_when_a_rank_waits_little_or_was_not_read() -> None:
     for ranks in (_ranks({0: 0.5, 1: 4.0, 2: 0.5}), _ranks({0: 3, 1: 3, 2: 3}, read=(0, 1))):
         assert find_stragglers(ranks).notes == ()
         assert job_cores_wait(ranks, {}) is None
+
+
+def test_every_rank_waiting_for_a_core_leads_a_straggler_in_the_headline() -> None:
+    """Every rank waiting for a core and one rank late at its collectives: the job's headline
+    says the core wait first, then the straggler (decision 734). 4 ranks of 2 threads on one
+    core read "Held by a straggler: vm.rank1 is late at steps 1, 8, 16, 24 (4 of 40 steps)"
+    first, as if rank 1 were the cause."""
+    ranks = _ranks({0: 3.0, 1: 3.5, 2: 4.0}, late_ms=8)
+    pod = find_stragglers(ranks)
+    assert [s.host for s in pod.stragglers] == ["r1"]
+    said = job_held(pod)
+    assert said.startswith("Every rank waits for a core: each rank's steps' thread")
+    assert "Held by a straggler: r1 is late" in said
+    assert said.index("Held by a straggler") > said.index("Every rank waits for a core")

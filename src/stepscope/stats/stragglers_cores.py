@@ -22,6 +22,8 @@ from stepscope.stats.stragglers_types import Rank
 
 CORE_WAIT = 0.25  # every rank's steps' thread runnable, not running, this share at least
 
+# The note when every rank waits for a core: the job headline says it first (decision 734)
+CORES_NOTE = "Every rank waits for a core"
 CORES_FIX = (
     "Give the ranks as many threads "
     "as cores between them (torch.set_num_threads or OMP_NUM_THREADS at most the cores / "
@@ -66,7 +68,7 @@ def cores_wait(ranks: Sequence[Rank], pairing: StepPairing, step_ns: float) -> C
     if rq.min() < CORE_WAIT:
         return None
     text = (
-        f"Every rank waits for a core: each rank's steps' thread was runnable but waiting for "
+        f"{CORES_NOTE}: each rank's steps' thread was runnable but waiting for "
         f"a core {_pct(rq)} of its steps' time and on a core {_pct(on)} (the stack sampler's "
         "CPU readings): the job's threads and the machine's other processes want more cores "
         f"than it has, so every rank's steps (median {step_ns / 1e6:.2f} ms) are slow, their "

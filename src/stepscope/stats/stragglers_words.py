@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from stepscope.stats.events import CATEGORY_LABELS
+from stepscope.stats.stragglers_cores import CORES_NOTE
 from stepscope.stats.stragglers_types import (
     BY_ARRIVAL,
     MIN_REPEATS,
@@ -140,6 +141,17 @@ def held_alike(pod: PodLateness) -> str:
     """What held every rank alike (`PodLateness.notes`: every rank waiting for a core), for
     the job's headline: ``""`` when nothing did."""
     return "".join(f"{note}." for note in pod.notes)
+
+
+def job_held(pod: PodLateness) -> str:
+    """What holds the job, for its headline (``""`` when nothing): every rank waiting for a
+    core first, then a straggler (`held_by`), then what else held every rank alike. With
+    every rank runnable most of its steps, which one comes last at a collective is much the
+    scheduler's pick: 4 ranks of 2 threads on one core read "Held by a straggler: vm.rank1
+    is late at steps 1, 8, 16, 24 (4 of 40 steps)" before the core wait (decision 734)."""
+    cores = [f"{note}." for note in pod.notes if note.startswith(CORES_NOTE)]
+    other = [f"{note}." for note in pod.notes if not note.startswith(CORES_NOTE)]
+    return " ".join(x for x in ("".join(cores), held_by(pod), "".join(other)) if x)
 
 
 def finding_summary(pod: PodLateness) -> str:

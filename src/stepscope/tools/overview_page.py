@@ -522,13 +522,12 @@ def _job(
     if len(ctx.hosts) < 2 or not summary.rank_hosts:
         return None, headline, False
     from stepscope.stats.stragglers import find_stragglers, held_by  # several hosts only
-    from stepscope.stats.stragglers_words import held_alike
+    from stepscope.stats.stragglers_words import job_held
 
     ranks = analysis.ranks(ctx)
     pod = find_stragglers(ranks)
     held = held_by(pod)
-    # a straggler first; what held every rank alike (every one waiting for a core) beside
-    said = " ".join(x for x in (held, held_alike(pod)) if x)
+    said = job_held(pod)  # every rank waiting for a core first, then a straggler
     if said:
         headline = BoundBy(f"{said} Across the ranks: {headline.headline}", headline.limits)
     return job_steps(summary, ranks, pod), headline, bool(held)
