@@ -449,9 +449,14 @@ def build(ctx: ToolContext) -> OverviewPage:
         recommendation = by_rank.by_rank(recommendation, line)
         bound = replace(bound, statement=bound.statement + by_rank.verdict_note(alone, rest))
     recommendation = _with_findings(recommendation, top)
+    if skew and job:
+        recommendation = _straggler_first(
+            recommendation, skew, job, summary, "collectives" in covered
+        )
     cores = next((f for f in top if f.id in ("job_cores_wait", "cores_wait")), None)
     if cores is not None and (cores.id == "job_cores_wait" or cores.severity == "high"):
-        # the steps' thread(s) waiting for a core (one host's: half its steps): its fix first
+        # the steps' thread(s) waiting for a core (one host's: half its steps): its fix first,
+        # before a straggler's, as in the job's headline (decision 734)
         note = _note(cores)
         others = tuple(d for d in recommendation.details if d != note)
         recommendation = replace(recommendation, details=(note, *others))
@@ -462,10 +467,6 @@ def build(ctx: ToolContext) -> OverviewPage:
             f"{cores.metrics['runnable_pct']:.0f}% of the step time (the stack sampler's "
             f"readings), and every part below includes that wait. {headline.headline}",
             headline.limits,
-        )
-    if skew and job:
-        recommendation = _straggler_first(
-            recommendation, skew, job, summary, "collectives" in covered
         )
     kinds = sorted({d.kind for d in all_devices})
     environment = RunEnvironment(
