@@ -35,7 +35,7 @@ from stepscope.stats.diagnostics.base import (
 )
 from stepscope.stats.diagnostics.cores import SLOW_WAITED_FIX, slow_steps_waited
 from stepscope.stats.events import EventType
-from stepscope.stats.host.untraced import where_untraced
+from stepscope.stats.host.untraced import where_untraced, wrapped_stage
 from stepscope.stats.input.ahead import input_ahead
 from stepscope.stats.input.input_pipeline import TF_DATA_FIX, held_by_python_fix
 from stepscope.stats.input.loader_workers import (
@@ -198,15 +198,9 @@ def _named_stages(data: HostData, waits: np.ndarray) -> np.ndarray:
     out = waits.copy()
     stages = p.strings.ids_matching(tf_names.is_root_iterator)
     for k in np.flatnonzero(p.name[waits] == wrapper).tolist():
-        e = int(waits[k])
-        sl = p.events_of_line(p.lines[int(p.line[e])])
-        inner = np.flatnonzero(
-            np.isin(p.name[sl], stages)
-            & (p.start_ns[sl] >= p.start_ns[e])
-            & (p.start_ns[sl] < p.start_ns[e] + p.dur_ns[e])
-        )
-        if len(inner):
-            out[k] = sl.start + int(inner[0])
+        inner = wrapped_stage(p, int(waits[k]), stages)
+        if inner >= 0:
+            out[k] = inner
     return out
 
 

@@ -118,11 +118,25 @@ def _names_around(
     return after, before
 
 
+def wrapped_stage(profile: Profile, e: int, stages: np.ndarray) -> int:
+    """The first root input stage (of the name ids ``stages``) starting inside event ``e`` on
+    its thread, -1 for none: the loader that ``IteratorGetNextOp::DoCompute`` wraps when
+    `stepscope.data` or `stepscope.steps` wrote it (they wrap each fetch in TensorFlow's
+    event so that XProf counts the wait)."""
+    sl = profile.events_of_line(profile.lines[int(profile.line[e])])
+    start = int(profile.start_ns[e])
+    inner = np.flatnonzero(
+        np.isin(profile.name[sl], stages)
+        & (profile.start_ns[sl] >= start)
+        & (profile.start_ns[sl] < start + int(profile.dur_ns[e]))
+    )
+    return sl.start + int(inner[0]) if len(inner) else -1
+
+
 def _loader_stages(profile: Profile) -> Callable[[int], str]:
-    """An event's name, but for ``IteratorGetNextOp::DoCompute``: the root stage it wraps on
-    its thread (``Iterator::DataLoader``). `stepscope.data` and `stepscope.steps` wrap each
-    fetch in TensorFlow's event so that XProf counts the wait, and a PyTorch loop's host
-    time read "mostly after 'IteratorGetNextOp::DoCompute'" (decision 731)."""
+    """An event's name, but for ``IteratorGetNextOp::DoCompute``: the root stage it wraps
+    (`wrapped_stage`, ``Iterator::DataLoader``): a PyTorch loop's host time read "mostly
+    after 'IteratorGetNextOp::DoCompute'" (decision 733)."""
     wrappers = {profile.strings.id_of(name) for name in GET_NEXT_KERNELS} - {-1}
     stages = profile.strings.ids_matching(is_root_iterator)
     named: dict[int, str] = {}
@@ -132,15 +146,8 @@ def _loader_stages(profile: Profile) -> Callable[[int], str]:
             return profile.event_name(e)
         found = named.get(e)
         if found is None:
-            sl = profile.events_of_line(profile.lines[int(profile.line[e])])
-            start, end = int(profile.start_ns[e]), int(profile.end_at(np.array([e]))[0])
-            inner = np.flatnonzero(
-                np.isin(profile.name[sl], stages)
-                & (profile.start_ns[sl] >= start)
-                & (profile.start_ns[sl] < end)
-            )
-            found = profile.event_name(sl.start + int(inner[0])) if len(inner) else ""
-            found = named[e] = found or profile.event_name(e)
+            inner = wrapped_stage(profile, e, stages)
+            found = named[e] = profile.event_name(inner if inner >= 0 else e)
         return found
 
     return name_of
