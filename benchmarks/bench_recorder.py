@@ -66,6 +66,17 @@ def work(n: int) -> int:
     return total
 
 
+def traced_step(n: int) -> None:
+    """One step's body as a user annotates it: forward and backward (``n`` units of `work`
+    in all) and an empty optimizer span."""
+    with stepscope.trace("forward"):
+        work(n // 2)
+    with stepscope.trace("backward"):
+        work(n // 2)
+    with stepscope.trace("optimizer"):
+        pass
+
+
 def calibrate(step_ms: float) -> int:
     """Iterations of `work` taking about ``step_ms``."""
     n = 10_000
@@ -131,12 +142,7 @@ def recorded_block(
         for step, _batch in stepscope.steps(loader):
             if step == save_at:
                 rec.save("benchmark")
-            with stepscope.trace("forward"):
-                work(n // 2)
-            with stepscope.trace("backward"):
-                work(n // 2)
-            with stepscope.trace("optimizer"):
-                pass
+            traced_step(n)
             count += 1
         took = (CLOCK() - start + recorder_threads_cpu_s(recorder) - background) / count
     finally:

@@ -40,7 +40,7 @@ import tempfile
 import time
 from typing import Any
 
-from bench_recorder import calibrate, make_loader, recorder_threads_cpu_s, work
+from bench_recorder import calibrate, make_loader, recorder_threads_cpu_s, traced_step, work
 from torch_quads import median_interval
 
 import stepscope
@@ -61,12 +61,7 @@ def recorded_block(units: int, steps: int, first: int) -> float:
     loader = make_loader(steps)
     start = time.thread_time()
     for _step, _batch in stepscope.steps(loader, start=first):
-        with stepscope.trace("forward"):
-            work(units // 2)
-        with stepscope.trace("backward"):
-            work(units // 2)
-        with stepscope.trace("optimizer"):
-            pass
+        traced_step(units)
     return time.thread_time() - start
 
 
