@@ -10,7 +10,7 @@ from stepscope.stats.diagnostics.runner import diagnose_host
 from stepscope.stats.gpu.kernels import build_kernel_db
 from stepscope.stats.steps.breakdown import build_step_db
 from tests.support.analysis import MS
-from tests.support.periodic_loop import checkpoint_loop
+from tests.support.periodic_loop import checkpoint_loop, evaluating_loop
 
 
 def _found(profile: Profile) -> dict[str, Finding]:
@@ -61,3 +61,17 @@ def test_every_other_step_is_measured_against_the_others_and_the_first_is_one_of
     assert "30.00 ms more (median) in Python / host than the other steps do" in periodic.summary
     assert "those steps take 39.00 ms (median) against 9.00 ms for the others" in periodic.summary
     assert "slow_steps" not in found
+
+
+def test_an_evaluation_every_10_steps_counts_its_whole_time_and_names_its_pass() -> None:
+    # steps 1-58 are whole; every 10th step evaluates over 5 batches of another loader: 6 ms
+    # of fetches (input, found clean) and 15 ms of forward ops (compute, where 8 other steps
+    # are 20 ms slower by the machine's noise: no period in compute alone)
+    found = _found(evaluating_loop(60, 10, 5, slowed=(3, 12, 17, 25, 33, 44, 46, 52)))
+    periodic = found["periodic_steps"]
+    assert periodic.steps == (9, 19, 29, 39, 49)
+    assert periodic.time_ns == 5 * 21 * MS  # the whole extra, not the 6 ms of input alone
+    assert "15.00 ms in compute and 6.00 ms in input (medians)" in periodic.summary
+    assert "each holds 6 more DataLoader fetches than the other steps" in periodic.summary
+    assert periodic.fix.startswith("Those steps run another DataLoader's pass (6 more fetches")
+    assert periodic.metrics["extra_fetches"] == 6

@@ -18,6 +18,7 @@ from stepscope.stats.diagnostics.host_steps import SLOW_SHARE, slow_fix
 from stepscope.stats.grown_functions import grown_functions
 from stepscope.stats.steps.limits import limit_words
 from stepscope.stats.steps.periodic import Periodic
+from stepscope.stats.steps.periodic_parts import periodic_parts
 from stepscope.stats.steps.run_ahead import RunAhead
 from stepscope.stats.warmup import warmup_count
 
@@ -28,6 +29,13 @@ CATCH_UP_FIX = (
     "to see each step's own computation in the trace, wait for its result in every step while "
     "profiling (jax.block_until_ready, or reading its loss). Wait less often (log every N "
     "steps, fetch metrics in one read) only where a wait leaves the computation idle"
+)
+# the fix when the periodic steps hold another loader's pass (decision 780)
+PASS_FIX = (
+    "Those steps run another DataLoader's pass ({n} more fetches each): an evaluation or "
+    "validation loop inside the training loop. Run it every more steps or over a fixed "
+    "subset of its batches, give its DataLoader workers so its batches are made ahead, or "
+    "evaluate saved checkpoints in another process."
 )
 LISTED = 6  # step numbers listed in the summary; more are given as the first ones and a count
 
@@ -40,7 +48,8 @@ def _numbers(nums: tuple[int, ...]) -> str:
 
 def periodic_steps(data: HostData, options: dict[str, str]) -> Finding | None:
     """Steps at one place of a period that spend more time in one limit than the others:
-    how much, in what, what the sampler saw there, and the fix for that limit."""
+    their whole extra time, the limits it is in, another loader's pass inside them, what the
+    sampler saw there, and the fix for the largest part."""
     steps = data.steps
     dur = steps.dur_ns
     warm = warmup_count(dur, mid_run=steps.mid_run)
@@ -48,24 +57,49 @@ def periodic_steps(data: HostData, options: dict[str, str]) -> Finding | None:
     if found is None:
         return None
     total = int(dur[warm:].sum())
-    lost = int(found.extra_ns.sum())
-    level = severity(lost / total, *SLOW_SHARE) if total else None
-    if level is None:
-        return None
     nums = data.step_numbers(found.steps)
     elsewhere = np.ones(steps.n_steps, bool)
     elsewhere[:warm] = False
     elsewhere[found.steps] = False
     median = float(np.median(dur[elsewhere] if elsewhere.any() else dur[warm:])) / 1e6
+    ahead = data.run_ahead
+    # the profile's last step is judged by none (what follows the loop ends it)
+    if ahead is not None and np.isin(found.steps, np.r_[ahead.waits, steps.n_steps - 1]).all():
+        lost = int(found.extra_ns.sum())
+        level = severity(lost / total, *SLOW_SHARE) if total else None
+        if level is None:
+            return None
+        return _catching_up(data, found, ahead, nums, lost, total, median)
+    # the whole extra of those steps, not only the limit the period was found in (decision 780)
+    parts = periodic_parts(
+        data.profile, steps.start_ns, dur, steps.limit_ns(), found.steps, elsewhere, found.extra_ns
+    )
+    lost = int(parts.extra_ns.sum())
+    level = severity(lost / total, *SLOW_SHARE) if total else None
+    if level is None:
+        return None
     inside = np.zeros(steps.n_steps, bool)
     inside[found.steps] = True
     among = np.arange(steps.n_steps) >= warm  # a warm-up's imports are no other step's work
     seen = grown_functions(data.profile, steps, inside, among)
-    label = limit_words(found.limit)
-    ahead = data.run_ahead
-    # the profile's last step is judged by none (what follows the loop ends it)
-    if ahead is not None and np.isin(found.steps, np.r_[ahead.waits, steps.n_steps - 1]).all():
-        return _catching_up(data, found, ahead, nums, lost, total, median)
+    extra_ms = float(np.median(parts.extra_ns)) / 1e6
+    only = [name for name, _ in parts.by_limit] in ([], [found.limit])
+    where = (
+        f" in {limit_words(found.limit)} than the other steps do"
+        if only
+        else " than the other steps do, "
+        + _and([f"{ns / 1e6:.2f} ms in {limit_words(n)}" for n, ns in parts.by_limit])
+        + " (medians)"
+    )
+    loader = (
+        f"; each holds {parts.extra_fetches} more DataLoader fetches than the other steps: "
+        "another loader's pass (an evaluation or validation loop) runs inside them"
+        if parts.extra_fetches
+        else ""
+    )
+    cause = parts.by_limit[0][0] if parts.by_limit else found.limit
+    fix = PASS_FIX.format(n=parts.extra_fetches) if parts.extra_fetches else slow_fix(data, cause)
+    detail = f" in {limit_words(found.limit)}" if only else ""
     return Finding(
         id="periodic_steps",
         title="Some steps do extra work every N steps",
@@ -73,11 +107,11 @@ def periodic_steps(data: HostData, options: dict[str, str]) -> Finding | None:
         host=data.host,
         summary=(
             f"Every {found.every} steps (steps {_numbers(nums)}), a step spends "
-            f"{float(np.median(found.extra_ns)) / 1e6:.2f} ms more (median) in {label} than "
-            f"the other steps do: {lost / 1e6:.2f} ms in all "
+            f"{extra_ms:.2f} ms more (median){where}: {lost / 1e6:.2f} ms in all "
             f"({100 * lost / total:.1f}% of the step time); those steps take "
             f"{float(np.median(dur[found.steps])) / 1e6:.2f} ms (median) against "
             f"{median:.2f} ms for the others"
+            + loader
             + (
                 f"; the stack sampler saw there, more than in the other steps, {seen}"
                 if seen
@@ -85,14 +119,21 @@ def periodic_steps(data: HostData, options: dict[str, str]) -> Finding | None:
             )
             + "."
         ),
-        fix=slow_fix(data, found.limit),
+        fix=fix,
         time_ns=lost,
         steps=nums,
-        events=_evidence(
-            found, nums, dur, lambda i: f"+{found.extra_ns[i] / 1e6:.2f} ms in {label}"
-        ),
-        metrics=_metrics(found, nums, lost, total),
+        events=_evidence(found, nums, dur, lambda i: f"+{parts.extra_ns[i] / 1e6:.2f} ms{detail}"),
+        metrics=_metrics(found, nums, lost, total)
+        | {
+            "extra_ms_median": extra_ms,
+            "limits": ",".join(name for name, _ in parts.by_limit) or found.limit,
+            "extra_fetches": parts.extra_fetches,
+        },
     )
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _catching_up(
