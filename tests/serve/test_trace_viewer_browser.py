@@ -1,15 +1,13 @@
 """The trace viewer in headless Chromium: drawing, zoom, pan, select, box select, timing,
-search, fit to step, flows (Kineto GPU fixture), and frame times on a 10M-event profile.
+search, fit to step, flows (Kineto GPU fixture), and a 10M-event profile drawn and panned.
 
 Needs /usr/bin/chromium and Playwright's Python package. Screenshots go to
-artifacts/screenshots/, the 10M pan measurement to artifacts/trace_viewer_frames.json.
+artifacts/screenshots/. Frame times are measured by benchmarks/bench_trace_frames.py.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
-import statistics
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -247,9 +245,11 @@ def big_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServ
         yield running
 
 
-# Not untimed: it reads the frames' draw times (CI runs it alone, decision 750).
+# Draw and frame times are the benchmarks' (bench_trace_frames.py): this test reads none of
+# them, only that a 10M-event profile draws at every zoom and pans (decision 781).
 @pytest.mark.slow
-def test_10m_events_pan_stays_under_a_frame(browser: Any, big_server: RunningServer) -> None:
+@pytest.mark.untimed
+def test_10m_events_draw_at_every_zoom_and_pan(browser: Any, big_server: RunningServer) -> None:
     page = open_trace(browser, big_server, "synthetic_10m", "trace_viewer_10m_full.png")
     assert page.evaluate("window.stepscopeTrace.structure.events") >= BIG_EVENTS
     assert int(page.get_attribute(PAGE, "data-drawn")) > 5000
@@ -263,23 +263,14 @@ def test_10m_events_pan_stays_under_a_frame(browser: Any, big_server: RunningSer
     settle(page)
     assert int(page.get_attribute(PAGE, "data-drawn")) > 500
     page.screenshot(path=str(SHOTS / "trace_viewer_10m_1ms.png"))
-    # Back to a 100 ms view and pan frame by frame (fetches happen on the way).
+    # Back to a 100 ms view and pan frame by frame (fetches happen on the way): every frame
+    # draws, and the view ends 40% of its width later with events drawn there.
     page.evaluate("() => window.stepscopeTrace.setView(2e8, 3e8)")
     settle(page)
-    result = page.evaluate("() => window.stepscopeTrace.measurePan(180, 0.01)")
-    intervals, draws = result["intervals"], result["draws"]
-    summary = {
-        "events": BIG_EVENTS,
-        "frames": len(draws),
-        "draw_ms_median": statistics.median(draws),
-        "draw_ms_p95": sorted(draws)[int(0.95 * len(draws))],
-        "frame_interval_ms_median": statistics.median(intervals),
-        "frame_interval_ms_p95": sorted(intervals)[int(0.95 * len(intervals))],
-        "events_drawn": int(page.get_attribute(PAGE, "data-drawn")),
-    }
-    ARTIFACTS.mkdir(exist_ok=True)
-    (ARTIFACTS / "trace_viewer_frames.json").write_text(json.dumps(summary, indent=2))
-    print("10M pan:", summary)
-    assert summary["draw_ms_median"] < 16
-    assert summary["frame_interval_ms_median"] < 25
+    result = page.evaluate("() => window.stepscopeTrace.measurePan(40, 0.01)")
+    assert len(result["draws"]) == 40
+    settle(page)
+    assert page.evaluate("() => window.stepscopeTrace.view.t0") == pytest.approx(2.4e8, rel=0.01)
+    assert int(page.get_attribute(PAGE, "data-drawn")) > 500
+    assert painted_fraction(page) > 0.1
     assert not page.errors
