@@ -240,3 +240,22 @@ def test_a_heavy_collate_fn_is_told_to_make_collate_cheaper() -> None:
     assert found.verdict == "workers_busy"
     assert "collate_fn takes 90% of it" in found.advice
     assert "make collate_fn cheaper" in found.advice and "__getitem__ cheaper" not in found.advice
+
+
+def test_batches_already_made_but_the_loops_thread_off_its_core_is_the_cores_limit() -> None:
+    """Decision 782: the loop took batches already made, its thread runnable but off its
+    core 60% of that time (a PyTorch loop over I/O-bound workers at load 7: the same loop on
+    a quiet core was told to add workers, rightly): the cores, not the main process's
+    getting of the batches, and no advice about collate_fn."""
+    made = [(20 * k, 20 * k + 15) for k in range(10)]
+    asks = [(30 * k + 20, 30 * k + 28) for k in range(10)]
+    found = judge_loader(ordered_loader_space(made, asks, loop_runnable_share=0.6))
+    assert found.verdict == "workers_idle"
+    assert "for 60% of that its own thread was runnable but waiting for a CPU core" in (
+        found.advice
+    )
+    assert "the machine's cores are what the loop waits for" in found.advice
+    assert "collate_fn" not in found.advice
+    # on its core all the time: the main process's getting of the batches (decision 394)
+    found = judge_loader(ordered_loader_space(made, asks, loop_runnable_share=0.0))
+    assert "Have collate_fn return torch tensors" in found.advice

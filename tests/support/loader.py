@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from stepscope.stats import build_step_db
 from stepscope.stats.input.loader_workers import LoaderWorkers, loader_workers
-from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
+from stepscope.vocab.profiler import (
+    CPU_COUNT_STAT,
+    CPU_IDLE_STAT,
+    THREAD_CPU_LINE,
+    THREAD_CPU_LINE_OFFSET,
+)
 from stepscope.vocab.pytorch import (
     DATALOADER_BATCH_CPU_STAT,
     DATALOADER_BATCH_CPU_WAIT_STAT,
@@ -121,17 +126,31 @@ def ordered_loader_space(
     cpu_wait_share: float | None = None,
     collate_share: float = 0.0,
     cpu: tuple[int, float] | None = None,
+    loop_runnable_share: float | None = None,
 ) -> XSpaceBuilder:
     """A plain loop taking its batches in order: batch k made by worker k % 2 over
     ``made_ms[k]``, the loop's k-th ``next()`` over ``asks_ms[k]`` (then the step's own work
     to the next one; steps from the ``train`` events, one per ask). ``cpu_wait_share``: of
     each batch, the time its worker waited for a CPU; ``collate_share``: of each batch, the
-    part in collate_fn (its end; the rest in __getitem__); ``cpu``: the host's cores, idle."""
+    part in collate_fn (its end; the rest in __getitem__); ``cpu``: the host's cores, idle;
+    ``loop_runnable_share``: the loop's thread sampled, its CPU readings every 1 ms runnable
+    this share of each (the rest on a core)."""
     builder = XSpaceBuilder("synthetic")
     host = builder.plane("/host:CPU")
     if cpu is not None:
         host.stats[CPU_COUNT_STAT], host.stats[CPU_IDLE_STAT] = cpu
     main = host.line(1, "MainThread")
+    if loop_runnable_share is not None:
+        samples = host.line(SAMPLES_OFFSET + 1, "Python samples", "Python samples: MainThread")
+        samples.display_id = 1
+        readings = host.line(
+            THREAD_CPU_LINE_OFFSET + 1, THREAD_CPU_LINE, f"{THREAD_CPU_LINE}: MainThread"
+        )
+        readings.display_id = 1
+        waiting = round(loop_runnable_share * MS)
+        for t in range(asks_ms[0][0], asks_ms[-1][1] + 10):
+            stats = {"on_cpu_ns": MS - waiting, "runnable_ns": waiting}
+            readings.event("cpu", t * MS, MS, stats)
     workers = [host.line(100 + w, f"DataLoader worker {w} (pid {100 + w})") for w in (0, 1)]
     for k, (lo, hi) in enumerate(asks_ms):
         end = asks_ms[k + 1][0] if k + 1 < len(asks_ms) else hi + 10

@@ -25,6 +25,7 @@ from typing import NamedTuple
 import numpy as np
 
 from stepscope.model import Profile
+from stepscope.stats.host.thread_cpu import ThreadCpu
 from stepscope.stats.input.worker_functions import WorkerFunction
 from stepscope.stats.steps.breakdown import StepDb
 from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
@@ -67,6 +68,8 @@ class Context(NamedTuple):
     up_ns: int  # the workers' first batches all began
     other_ms: float  # the steps' time not bound by input, per batch (-1 without steps)
     batches_per_step: float = 1.0  # `batches_per_step`
+    # the steps' thread's CPU readings (the stack sampler's): its core waits in next()
+    thread: ThreadCpu | None = None
 
 
 class Workers(NamedTuple):
@@ -86,6 +89,9 @@ class Workers(NamedTuple):
     busy_in_next_percent: float = -1.0
     # the loader's own settings recorded at its iter() (decision 425): name -> int
     settings: dict[str, int] = {}  # noqa: RUF012 (never mutated)
+    # of the loop's time in next() getting batches already made, its thread runnable but
+    # waiting for a CPU core (the stack sampler's readings); -1: not read (decision 782)
+    core_wait_in_next_percent: float = -1.0
 
 
 def _loop_calls(profile: Profile, loader_id: int | None) -> np.ndarray:
@@ -236,6 +242,17 @@ def verdict(w: Workers, context: Context) -> tuple[str, str]:
             and w.cpu_wait_percent >= CPU_WAIT_PERCENT
         ):
             return "workers_busy", _busy_handing_over(w, context, top)
+        if w.core_wait_in_next_percent >= CPU_WAIT_PERCENT:
+            return "workers_idle", (
+                f"The steps wait for input {wait:.1f}% of their time, but in next() the loop "
+                f"waited for a batch still being made only {w.on_workers_percent:.0f}% of "
+                "the time; the rest it spent getting batches already made, and for "
+                f"{w.core_wait_in_next_percent:.0f}% of that its own thread was runnable but "
+                "waiting for a CPU core (the stack sampler's readings): the machine's cores "
+                "are what the loop waits for, not the DataLoader. Give the training process "
+                "its cores (fewer busy threads or processes beside it), then profile again "
+                "to judge the workers."
+            )
         return "workers_idle", (
             f"The steps wait for input {wait:.1f}% of their time, but in next() the loop "
             f"waited for a batch still being made only {w.on_workers_percent:.0f}% of the "

@@ -29,6 +29,7 @@ from stepscope.stats.input.loader_verdict import (
     verdict,
 )
 from stepscope.stats.input.worker_functions import WorkerFunction, worker_functions
+from stepscope.stats.runup_python import steps_thread_cpu
 from stepscope.stats.steps.breakdown import StepDb
 from stepscope.vocab.pytorch import (
     DATALOADER_BATCH_CPU_STAT,
@@ -199,13 +200,14 @@ def loader_workers(
         return ()
     span = _step_span(profile, db)
     cpu = recorded_cpu(profile)
+    thread = steps_thread_cpu(profile, db) if db is not None and db.n_steps else None
     out_rows = []
     for name_id in batch_ids:
         stage = names[name_id][: -len(WORKER_SUFFIX)]
         ev = np.flatnonzero(profile.name == name_id)
         up_ns = _workers_up_ns(profile, ev)
         wait, other_ms, batches = _input_share(profile, db, up_ns, first)
-        context = Context(wait, cpu[0], cpu[1], up_ns, other_ms, batches)
+        context = Context(wait, cpu[0], cpu[1], up_ns, other_ms, batches, thread)
         out_rows.append(_one_loader(profile, stage, ev, span, context))
     return tuple(r for r in out_rows if r is not None)
 
@@ -383,6 +385,12 @@ def _one_loader(
         busy_in_next = busy_while_waiting(start, end, profile.line[ev], every, ids)
     made = end - start
     settings = loader_settings(profile, ev)
+    # the loop's own thread waiting for a core while it got batches already made (decision 782)
+    core_wait = -1.0
+    if context.thread is not None and next_ns:
+        got = after & (ask_end > np.maximum(end, ask_at))
+        shares = context.thread.shares(np.maximum(end, ask_at)[got], ask_end[got])
+        core_wait = round(100.0 * shares[0], 3) if shares is not None else -1.0
     judged = Workers(
         per_pass,
         round(busy_pct, 3),
@@ -396,6 +404,7 @@ def _one_loader(
         functions,
         busy_in_next_percent=busy_in_next,
         settings=settings,
+        core_wait_in_next_percent=core_wait,
     )
     found, advice = verdict(judged, context)
     if n_ready + n_waited == 0:  # a plain loader: the step's asks are not events
