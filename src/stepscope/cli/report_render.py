@@ -260,7 +260,14 @@ def recorder_lines(saved: dict[str, Any], width: int) -> list[str]:
             width,
             rest="  ",
         )
-    elif trigger == "hang" and not kept and before == 0:  # hung in the first step
+    if saved.get("steps_from") == "dataloader_fetches":  # decision 815
+        out += wrap(
+            "The loop marks no step: the recorder took each fetch of its DataLoader as a "
+            "step's start, each step running from its batch's fetch to the next one's.",
+            width,
+            rest="  ",
+        )
+    if trigger == "hang" and not kept and before == 0:  # hung in the first step
         out += wrap(
             "No step had ended since the recorder started: the step that hangs is its first, "
             "so no step is analyzed below; the trace viewer shows what ran in it, the marker "

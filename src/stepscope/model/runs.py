@@ -274,12 +274,14 @@ def trigger_step(marker: dict[str, Any]) -> int | None:
 
 
 def saved_by(run: Run) -> dict[str, Any] | None:
-    """``{"trigger", "reason", "host", "step", "part", "steps", "steps_before"}`` of a run the
-    flight recorder saved (its first readable host marker; ``step``: `trigger_step`, None if
-    unknown; ``part``: "after" for the steps captured in full after a trigger, else "before";
+    """``{"trigger", "reason", "host", "step", "part", "steps", "steps_before", "steps_from"}``
+    of a run the flight recorder saved (its first readable host marker; ``step``:
+    `trigger_step`, None if unknown; ``part``: "after" for the steps captured in full after a
+    trigger, else "before";
     ``steps``: the first and last step kept, ``steps_before``: the steps the recorder saw
-    before the first, None when the marker does not say), or None. Listing runs reads only
-    these small markers."""
+    before the first, None when the marker does not say; ``steps_from``: "dataloader_fetches"
+    when the recorder found the steps at a DataLoader's fetches, else ""), or None. Listing
+    runs reads only these small markers."""
     for path in run.recorder_markers:
         data = _read_json(path, _MARKER_LIMIT)
         if isinstance(data, dict):
@@ -295,6 +297,7 @@ def saved_by(run: Run) -> dict[str, Any] | None:
                 if isinstance(kept, list) and _two_ints(kept)
                 else None,
                 "steps_before": before if _is_int(before) else None,
+                "steps_from": str(data.get("steps_from") or ""),
             }
     return None
 

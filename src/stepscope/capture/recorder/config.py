@@ -101,7 +101,8 @@ class RecorderConfig:
     step summaries kept (much longer than events, ~100 bytes each); ``max_disk_bytes``: the
     recorder's saves in the log directory together (the oldest are removed first);
     ``peers``: other ranks' profiler servers (``host:port``) asked to save the same steps
-    (with ``peer_token`` when they require one)."""
+    (with ``peer_token`` when they require one); ``loader_steps``: while the loop marks no
+    step, the fetches of a torch DataLoader mark them (`recorder.fetch_steps`; False: off)."""
 
     logdir: str
     keep_steps: int = 50
@@ -114,6 +115,7 @@ class RecorderConfig:
     peers: tuple[str, ...] = ()
     peer_token: str | None = None
     poll_s: float = DEFAULT_POLL_S
+    loader_steps: bool = True
 
     def __post_init__(self) -> None:
         _check_int("keep_steps", self.keep_steps, 1)
@@ -128,6 +130,8 @@ class RecorderConfig:
             )
         if not 0.001 <= self.poll_s <= 10:
             _bad("poll_s", self.poll_s, "from 0.001 to 10 seconds")
+        if not isinstance(self.loader_steps, bool):
+            _bad("loader_steps", self.loader_steps, "True or False")
         for peer in self.peers:
             host, sep, port = str(peer).rpartition(":")
             if not sep or not host or not port.isdigit():

@@ -26,6 +26,7 @@ from typing import Any
 from stepscope.capture import session as _session
 from stepscope.capture.options import ProfilerOptions
 from stepscope.capture.recorder import config as cfg
+from stepscope.capture.recorder import fetch_steps as loader_steps
 from stepscope.capture.recorder import snapshot as snap
 from stepscope.capture.recorder.after import RECORDING, AfterCapture
 from stepscope.capture.recorder.pending import PendingSave, chain
@@ -40,8 +41,6 @@ from stepscope.capture.recorder.slow import (
 )
 from stepscope.capture.recorder.unmarked import UnmarkedWatch
 from stepscope.capture.save_preload import import_save_path
-from stepscope.capture.step import hooks as step_hooks
-from stepscope.capture.step import set_hooks as set_step_hooks
 
 _get_ident = threading.get_ident
 log = logging.getLogger("stepscope.recorder")
@@ -85,6 +84,7 @@ class Recorder:
         self._armed_told = ""  # what the log said of the arming: "", "armed", "not armed"
         self.open_ns: dict[int, int] = {}  # thread ident -> when its current step opened
         self._unmarked = UnmarkedWatch()  # says once when the loop marks no step
+        self.fetch_steps: loader_steps.FetchSteps | None = None  # a DataLoader's (dec. 815)
         self._hang_reported: set[int] = set()
         self._last_save: dict[str, float] = {}
         # (due: steps seen when it saves, trigger, reason, details, pending, the history row
@@ -150,7 +150,7 @@ class Recorder:
         self.ring.sampler = self.session.sampler
         self._unmarked.started()
         on_error = self._on_step_error if self.triggers.on_exception else None
-        set_step_hooks(self._on_step_open, on_error)
+        self.fetch_steps = loader_steps.attach(self, on_error)  # the recorder's step hooks set too
         self._watchdog.start()
         self._saver.thread.start()
 
@@ -180,8 +180,7 @@ class Recorder:
                 after.pending.skip("the recorder stopped before the steps after the trigger")
         self._saver.finish(timeout)
         self._unmarked.check(bool(self.open_ns), at_stop=True)
-        if step_hooks()[0] == self._on_step_open:
-            set_step_hooks(None, None)
+        loader_steps.detach(self)
         self.session.finish(save=False)
         _session.release(self.session)
 
@@ -223,8 +222,7 @@ class Recorder:
         self._stop.set()
         self._deferred.clear()
         self._after = None
-        if step_hooks()[0] == self._on_step_open:
-            set_step_hooks(None, None)
+        loader_steps.detach(self)
 
     # -- triggers ---------------------------------------------------------------------------
 
@@ -301,6 +299,8 @@ class Recorder:
         # the steps that ended since the watchdog's last wake-up too, so the save keeps
         # exactly ``keep_steps`` (the watchdog checks them later; the lock is held)
         self._unchecked.extend(self.ring.scan())
+        if self.fetch_steps is not None and self.fetch_steps.marking:
+            details["steps_from"] = loader_steps.LOADER_FETCHES  # the report says so
         if capture_after:
             self._arm_after(trigger, reason, details, pending)
         cutoff, end_ns, through = save_window(

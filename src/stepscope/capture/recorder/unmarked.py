@@ -1,7 +1,8 @@
 """Whether the loop marks its steps: the recorder's slow-step and hang triggers read the steps
 `stepscope.steps` / `stepscope.step` open, and a plain ``for x, y in loader:`` loop opens none.
 Its 445 ms checkpoint step among 4.5 ms ones was neither saved nor told (decision 731), so a
-recorder that has seen no step says so, once."""
+recorder that has seen no step says so, once. A loop over a torch DataLoader has its steps
+found at its fetches now (`fetch_steps`, decision 815): the line is for the other loops."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ NO_STEPS_WARN_S = 60.0  # said this long (s) after the start, or at the stop if 
 NO_STEPS_TEXT = (
     "stepscope flight recorder: no step seen in the %.0f s since it started: its slow-step "
     "and hang triggers need the loop's steps marked (for step, batch in "
-    "stepscope.steps(loader), or with stepscope.step(i)); an exception, SIGUSR1, a remote "
+    "stepscope.steps(loader), or with stepscope.step(i)) or a loop over a torch DataLoader, "
+    "whose fetches it takes as the steps' starts; an exception, SIGUSR1, a remote "
     "request or stepscope.recorder.save() still saves what it holds"
 )
 
