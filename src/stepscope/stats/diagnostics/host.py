@@ -15,12 +15,18 @@ from stepscope.stats.diagnostics.base import (
     severity,
     top_by_name,
 )
+from stepscope.stats.diagnostics.other_pass_words import (
+    GAP_PASS_FETCHES,
+    IN_GAPS_FIX,
+    listed_steps,
+)
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.events import host_lines, is_step_marker_name
 from stepscope.stats.gpu.kernels import launch_events
 from stepscope.stats.input.ahead import input_ahead
 from stepscope.stats.input.loader_workers import captured_settings, dataloader_fix
 from stepscope.stats.intervals import merge, overlap_with
+from stepscope.stats.steps.periodic_parts import fetches_inside
 
 GAP_MIN_NS = 100_000  # a gap shorter than 100 µs is noise
 GAP_MIN_STEP_SHARE = 0.05  # ... or than 5% of the median step
@@ -31,6 +37,7 @@ SLOW_LAUNCH_NS = 50_000  # a kernel launch call over 50 µs waited for its threa
 SLOW_LAUNCH_FACTOR = 5  # ... and over 5x the median launch call
 LAUNCH_CONTENTION_SHARE = (0.03, 0.15)
 CONTENDING_THREADS = 1.5  # other threads busy, on average, during the slow launches
+PASS_ALONE = 0.9  # gaps another loader's pass holds this share of: its advice alone
 _TF_OP = re.compile(r"^[^:]+:[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -78,7 +85,22 @@ def step_gaps(data: HostData, options: dict[str, str]) -> Finding | None:
         "make sure the step marker (ProfilerStep, tf.profiler Trace, stepscope.step) "
         "covers the whole iteration so this time is attributed."
     )
-    if any(re.search(r"DataLoader|Iterator|GetNext|__next__", e.name) for e in events[:3]):
+    # gaps holding another loader's pass: an evaluation between marked steps (decision 783)
+    fetches = fetches_inside(p, g_lo, g_hi)
+    passes = fetches >= GAP_PASS_FETCHES
+    pass_ns = int(gap[big][passes].sum())
+    in_pass = ""
+    if passes.any() and 2 * pass_ns >= total:
+        after = [int(k) for k in nums[:-1][big][passes]]
+        n = int(np.median(fetches[passes]))
+        in_pass = (
+            f"; {len(after)} of them ({pass_ns / 1e6:.2f} ms) hold another DataLoader's pass, "
+            f"{n} fetches each: an evaluation or validation loop"
+        )
+        # the rest of the gaps' advice only where the pass leaves much of their time
+        first = IN_GAPS_FIX.format(after=listed_steps(after), n=n)
+        fix = first if pass_ns >= PASS_ALONE * total else first + " " + fix
+    elif any(re.search(r"DataLoader|Iterator|GetNext|__next__", e.name) for e in events[:3]):
         settings = captured_settings(p)
         fix = (
             "The next batch is loaded between steps: "
@@ -99,7 +121,7 @@ def step_gaps(data: HostData, options: dict[str, str]) -> Finding | None:
         summary=(
             f"{len(big)} gaps between consecutive steps add up to {total / 1e6:.2f} ms "
             f"({100 * total / wall:.1f}% of the wall time of the steps); in them the host runs "
-            f"{doing}."
+            f"{doing}{in_pass}."
         ),
         fix=fix,
         time_ns=total,

@@ -15,6 +15,7 @@ import numpy as np
 
 from stepscope.stats.diagnostics.base import EventEvidence, Finding, HostData, severity
 from stepscope.stats.diagnostics.host_steps import SLOW_SHARE, slow_fix
+from stepscope.stats.diagnostics.other_pass_words import IN_STEPS_FIX, listed_steps
 from stepscope.stats.grown_functions import grown_functions
 from stepscope.stats.steps.limits import limit_words
 from stepscope.stats.steps.periodic import Periodic
@@ -30,20 +31,6 @@ CATCH_UP_FIX = (
     "profiling (jax.block_until_ready, or reading its loss). Wait less often (log every N "
     "steps, fetch metrics in one read) only where a wait leaves the computation idle"
 )
-# the fix when the periodic steps hold another loader's pass (decision 780)
-PASS_FIX = (
-    "Those steps run another DataLoader's pass ({n} more fetches each): an evaluation or "
-    "validation loop inside the training loop. Run it every more steps or over a fixed "
-    "subset of its batches, give its DataLoader workers so its batches are made ahead, or "
-    "evaluate saved checkpoints in another process."
-)
-LISTED = 6  # step numbers listed in the summary; more are given as the first ones and a count
-
-
-def _numbers(nums: tuple[int, ...]) -> str:
-    if len(nums) > LISTED:
-        return ", ".join(str(k) for k in nums[: LISTED - 1]) + f", ... ({len(nums)} steps)"
-    return ", ".join(str(k) for k in nums[:-1]) + f" and {nums[-1]}"
 
 
 def periodic_steps(data: HostData, options: dict[str, str]) -> Finding | None:
@@ -98,7 +85,9 @@ def periodic_steps(data: HostData, options: dict[str, str]) -> Finding | None:
         else ""
     )
     cause = parts.by_limit[0][0] if parts.by_limit else found.limit
-    fix = PASS_FIX.format(n=parts.extra_fetches) if parts.extra_fetches else slow_fix(data, cause)
+    fix = (
+        IN_STEPS_FIX.format(n=parts.extra_fetches) if parts.extra_fetches else slow_fix(data, cause)
+    )
     detail = f" in {limit_words(found.limit)}" if only else ""
     return Finding(
         id="periodic_steps",
@@ -106,7 +95,7 @@ def periodic_steps(data: HostData, options: dict[str, str]) -> Finding | None:
         severity=level,
         host=data.host,
         summary=(
-            f"Every {found.every} steps (steps {_numbers(nums)}), a step spends "
+            f"Every {found.every} steps (steps {listed_steps(nums)}), a step spends "
             f"{extra_ms:.2f} ms more (median){where}: {lost / 1e6:.2f} ms in all "
             f"({100 * lost / total:.1f}% of the step time); those steps take "
             f"{float(np.median(dur[found.steps])) / 1e6:.2f} ms (median) against "
@@ -154,7 +143,7 @@ def _catching_up(
         severity="low",
         host=data.host,
         summary=(
-            f"Every {found.every} steps (steps {_numbers(nums)}), a step waits for the "
+            f"Every {found.every} steps (steps {listed_steps(nums)}), a step waits for the "
             f"computation of the {found.every - 1} steps before it as well as its own: "
             f"the loop runs ahead of its computation (asynchronous dispatch), and those steps "
             f"return once it is queued ({ahead.ahead_median_ns / 1e6:.2f} ms, median), the "

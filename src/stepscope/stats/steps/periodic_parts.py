@@ -63,21 +63,22 @@ def periodic_parts(
         if extra >= max(PART_MIN_NS, PART_SHARE * total):
             parts.append((name, extra))
     parts.sort(key=lambda p: -p[1])
-    fetches = _fetches_per_step(profile, start_ns, dur_ns)
+    fetches = fetches_inside(profile, start_ns, start_ns + dur_ns)
     more = int(np.median(fetches[periodic])) - int(np.median(fetches[others]))
     return PeriodicParts(whole, tuple(parts), more if more >= PASS_FETCHES else 0)
 
 
-def _fetches_per_step(profile: Profile, start_ns: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
-    """DataLoader ``__next__`` calls starting inside each step."""
+def fetches_inside(profile: Profile, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Per window [lo, hi) (disjoint): the DataLoader ``__next__`` calls starting inside it,
+    the loop's fetches whichever loader they ask."""
     ids = profile.strings.ids_matching(is_dataloader_next)
-    counts = np.zeros(len(start_ns), np.int64)
-    if not len(ids) or not len(start_ns):
+    counts = np.zeros(len(lo), np.int64)
+    if not len(ids) or not len(lo):
         return counts
-    order = np.argsort(start_ns, kind="stable")
-    begin, end = start_ns[order], start_ns[order] + dur_ns[order]
+    order = np.argsort(lo, kind="stable")
+    begin, end = np.asarray(lo)[order], np.asarray(hi)[order]
     at = profile.start_ns[np.isin(profile.name, ids)]
     k = np.searchsorted(begin, at, "right") - 1
     inside = (k >= 0) & (at < end[np.maximum(k, 0)])
-    counts[order] = np.bincount(k[inside], minlength=len(start_ns))
+    counts[order] = np.bincount(k[inside], minlength=len(lo))
     return counts
