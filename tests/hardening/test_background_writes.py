@@ -229,3 +229,37 @@ def test_a_write_queued_from_a_daemon_thread_is_finished_before_exit(tmp_path: P
     release.set()
     background.wait()
     assert [t.daemon for t in made] == [False]
+
+
+def test_a_write_under_way_pauses_while_an_answer_is_computed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store write that has started waits at its next piece while a `foreground` section
+    runs (a trace window asked during the trace index's save, decision 795), and goes on when
+    the section ends; a section that waits for that very write (`wait`) gets it written."""
+    monkeypatch.setattr(entries, "_PIECE", 16)  # 50 pieces: every one a place to pause
+    values = np.arange(100, dtype=np.int64)
+    go = threading.Event()
+
+    def write(target: Path) -> None:
+        assert go.wait(30)
+        entries.write_arrays(target, {"a": values}, {})
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    background.write_later(first, lambda: write(first), "test entry")
+    with background.foreground():
+        go.set()
+        threading.Event().wait(0.5)  # a bound, not a measurement: it must not finish at all
+        assert background.pending(first) and not first.exists()
+    background.wait(first)
+    assert entries.verify(first)
+    np.testing.assert_array_equal(entries.array(first, "a"), values)
+
+    monkeypatch.setattr(background, "PAUSE_LIMIT_S", 60.0)  # a pause would outlast the join
+    with background.foreground():
+        background.write_later(second, lambda: write(second), "test entry")
+        waiter = threading.Thread(target=background.wait, args=(second,))
+        waiter.start()  # waited for in the section: the write neither waits nor pauses
+        waiter.join(20)
+        assert not waiter.is_alive()
+    assert entries.verify(second)

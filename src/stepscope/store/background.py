@@ -13,12 +13,16 @@ answer (the trace viewer's first window at 10M events waited about a second for 
 converted profile's write and the index's steps). A write someone waits for (`wait`) starts
 at once. Such a write also runs below the threads that answer
 (`stepscope.workers.lower_thread_priority`): the page asks for more windows while it goes
-on (seconds of disk writes at 10M events), and they come first (decision 255).
+on (seconds of disk writes at 10M events), and they come first (decision 255). A write
+that has started gives way too: between pieces of its bytes (`give_way`) it waits while an
+answer is computed, so a near-full trace window after the steps no longer shares the cores
+with the trace index's 446 MB save (decision 795).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,12 +34,20 @@ _pending: dict[Path, threading.Thread] = {}
 _gate = threading.Condition()  # guards _answering and _urgent
 _answering = 0  # `foreground` sections running
 _urgent: set[Path] = set()  # writes waited for: they start whatever runs
+_writing = threading.local()  # .target: the entry the calling thread writes (`write_later`)
+# The longest a write waits at one `give_way` point: answers back to back (a page asking
+# windows while the user pans) slow a write down, never stop it.
+PAUSE_LIMIT_S = 1.0
+# How long after an answer a write still waits: the answer is then on its way to the page
+# (a near-full trace window: 20-40 ms for Chromium to receive and decode its 1.95 MB).
+QUIET_S = 0.05
+_answered_at = -QUIET_S  # `time.monotonic()` when the last `foreground` section ended
 
 
 @contextmanager
 def foreground() -> Iterator[None]:
     """Writes queued in this section (or by others meanwhile) start once no section runs."""
-    global _answering
+    global _answering, _answered_at
     with _gate:
         _answering += 1
     try:
@@ -43,6 +55,7 @@ def foreground() -> Iterator[None]:
     finally:
         with _gate:
             _answering -= 1
+            _answered_at = time.monotonic()
             _gate.notify_all()
 
 
@@ -61,6 +74,7 @@ def write_later(target: Path, write: Callable[[], None], what: str) -> None:
                 workers.lower_thread_priority()
             with _gate:
                 _gate.wait_for(lambda: _answering == 0 or target in _urgent)
+            _writing.target = target
             write()
         except OSError as exc:  # a read-only or full cache must not stop analysis
             log.warn(f"stepscope: could not write {what} {target}: {exc.strerror or exc}")
@@ -70,6 +84,7 @@ def write_later(target: Path, write: Callable[[], None], what: str) -> None:
                 "(a stepscope bug: the results shown are not affected; please report it)"
             )
         finally:
+            _writing.target = None
             with _lock:
                 _pending.pop(target, None)
             with _gate:
@@ -84,6 +99,27 @@ def write_later(target: Path, write: Callable[[], None], what: str) -> None:
         thread = threading.Thread(target=run, name=f"stepscope-write-{target.name}", daemon=False)
         _pending[target] = thread
         thread.start()
+
+
+def give_way() -> None:
+    """Called by a writer between pieces of its work: on a `write_later` thread, wait while
+    an answer is computed (a `foreground` section runs) and `QUIET_S` after it, at most
+    `PAUSE_LIMIT_S`; a write
+    someone waits for (`wait`) goes on. Elsewhere (a synchronous write) it returns at once.
+    The store's writes after a large profile's steps (the trace index's save, 446 MB at
+    10.6M events) took p50 15-33 ms of CPU beside each near-full window the page asked then
+    (decision 795); paused, they leave the cores to the answer."""
+    target = getattr(_writing, "target", None)
+    if target is None:
+        return
+    with _gate:
+        until = time.monotonic() + PAUSE_LIMIT_S
+        while target not in _urgent:
+            now = time.monotonic()
+            quiet = _answered_at + QUIET_S
+            if (_answering == 0 and now >= quiet) or now >= until:
+                return
+            _gate.wait(until - now if _answering else min(quiet, until) - now)
 
 
 def pending(target: Path) -> bool:

@@ -98,6 +98,7 @@ def _drain() -> None:
             items = list(_queued.items())
             _queued.clear()
         for target, entry_value in items:
+            background.give_way()  # each value's encoding holds the GIL: answers first
             try:
                 stored.write_value(target, entry_value)
             except Exception:  # a value that cannot be written is computed again next time

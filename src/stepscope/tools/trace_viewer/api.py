@@ -227,6 +227,13 @@ def _id_dtype(index: TraceIndex) -> str:
 
 
 def window(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
+    # The store's writes under way pause while it is computed (`background.give_way`): the
+    # page waits for each window, nobody for the writes (decision 795).
+    with background.foreground():
+        return _window_of(ctx, params)
+
+
+def _window_of(ctx: ToolContext, params: Mapping[str, str]) -> tuple[bytes, str]:
     profile, index = trace_of(ctx)
     t0, t1 = _window(params, index)
     res = _int(params, "res", 2000, 1, MAX_RESOLUTION)
