@@ -53,13 +53,21 @@ for name, fn in (("run", busy),):
     callback = stepscope.keras.ProfileCallback(f"{sys.argv[1]}/{name}", profile_batch="4,20")
     model.fit(ds, epochs=1, callbacks=[callback], verbose=0)
     runs[name] = str(callback.run_dir)
+
+# steps_per_execution=4 (decision 816): 24 batches, 6 calls of 4; the callback's batch counter
+# counts the calls, as Keras's own TensorBoard callback does
+ds = tf.data.Dataset.from_tensor_slices((xs, ys)).batch(64, drop_remainder=True)
+model.compile(optimizer="sgd", loss="mse", steps_per_execution=4)
+callback = stepscope.keras.ProfileCallback(f"{sys.argv[1]}/spe", profile_batch="2,5")
+model.fit(ds, epochs=1, callbacks=[callback], verbose=0)
+runs["spe"] = str(callback.run_dir)
 print(json.dumps(runs))
 """
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The fit over the busy map, in its own interpreter."""
+    """The fit over the busy map, and one with steps_per_execution=4, in one interpreter."""
     pytest.importorskip("tensorflow")
     return run_script(KERAS_FIT, str(tmp_path_factory.mktemp("keras")))
 
@@ -86,3 +94,15 @@ def test_keras_fit_over_a_python_map_is_told_the_maps_fix(runs: dict[str, Any]) 
     # GIL, as "If it computes, ...: express the map with tf ops" where it cannot tell)
     assert "tf.py_function" in first and "xpress the map with tf ops" in first, first
     assert TF_DATA_FIX in first
+
+
+def test_a_fit_with_steps_per_execution_says_each_step_runs_its_batches(
+    runs: dict[str, Any],
+) -> None:
+    """Reads no timing: the steps' count and what their description says."""
+    run_dir = Path(runs["spe"])
+    db = build_step_db(load_run(run_dir))
+    assert db.n_steps == 4  # the calls 2 to 5, each of 4 batches
+    assert "each step runs 4 batches (steps_per_execution=4): " in db.description
+    page = _overview(run_dir)
+    assert "each step runs 4 batches (steps_per_execution=4)" in page["step_source_detail"]

@@ -7,6 +7,9 @@
 across epochs); 0 disables profiling. Unlike Keras 3's own callback, whose ``Profiled batch``
 events carry no ``_r`` (so XProf finds no steps), each batch is a `stepscope.step` numbered
 by that counter. Profiles go where Keras puts them: ``<logdir>/train/plugins/profile/<run>``.
+With ``steps_per_execution=N`` Keras calls the batch callbacks once per N batches: the counter
+counts those calls (as Keras's TensorBoard callback does), each step runs N batches, and the
+step description says so with the time per batch (`stats.steps.executions`, decision 816).
 
 Keras is imported only when ``ProfileCallback`` is first used; the batch-range logic lives in
 `BatchRangeProfiler`, which needs no Keras (and is what the tests drive).

@@ -44,6 +44,7 @@ from stepscope.stats.gpu.kernels import launch_events
 from stepscope.stats.host.python_samples import functions_in_steps
 from stepscope.stats.host.untraced import Untraced, locate_untraced
 from stepscope.stats.steps.accumulation import accumulation_note
+from stepscope.stats.steps.executions import batches_note
 from stepscope.stats.steps.feeds import fetches_feeding_steps
 from stepscope.stats.steps.fetch import Fetched
 from stepscope.stats.steps.fetch_bounds import fetch_first, staged_fetches
@@ -366,7 +367,9 @@ def _drop_note(first_whole: bool, last_whole: bool) -> str:
 def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     """Detect steps (`find_step_markers`) and break each one down."""
     db = replace(_step_db(profile, source), mid_run=began_mid_run(profile))
-    return _said_run_ahead(profile, db)
+    db = _said_run_ahead(profile, db)
+    batches = batches_note(profile, db.start_ns, db.dur_ns)  # steps_per_execution (dec. 816)
+    return replace(db, description=with_note(db.description, batches)) if batches else db
 
 
 def _said_run_ahead(profile: Profile, db: StepDb) -> StepDb:
