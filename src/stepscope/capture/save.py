@@ -20,6 +20,7 @@ epoch in ns times 1000 would overflow it. The absolute time of any event is
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from dataclasses import field
 from pathlib import Path
@@ -113,6 +114,9 @@ class CaptureResult:
     # (native thread id, fetches) of `capture.fetch_probe`: (callee, loop, start, end, the
     # loop's first and last line or None)
     fetch_probe: tuple[int, list[tuple[str, str, int, int, tuple[int, int] | None]]] = (0, [])
+    # the program's framework where no framework event says it: a recorder save holds none of
+    # its ops (`imported_framework`; "": unknown, or the events say)
+    framework: str = ""
 
 
 def split_encoded_name(name: str) -> tuple[str, dict[str, Any]]:
@@ -366,12 +370,25 @@ def _add_task_environment(space: XSpace, result: CaptureResult) -> None:
         ("profile_stop_time", "uint64_value", result.stop_wall_ns),
         ("profile_options", "bytes_value", options.SerializeToString()),
     ]
+    if result.framework:  # read by the analysis (`framework_of`) as TensorFlow's plane has none
+        values.append(("framework", "str_value", result.framework))
     for meta_id, (name, kind, value) in enumerate(values, start=1):
         plane.stat_metadata[meta_id].id = meta_id
         plane.stat_metadata[meta_id].name = name
         stat = plane.stats.add()
         stat.metadata_id = meta_id
         setattr(stat, kind, value)
+
+
+# the frameworks a program imports, by their top module: the first imported names it
+FRAMEWORK_MODULES = (("torch", "pytorch"), ("tensorflow", "tensorflow"), ("jax", "jax"))
+
+
+def imported_framework() -> str:
+    """The one framework the program imported, or "" when none or several (which one the
+    steps use is then unknown)."""
+    found = [name for module, name in FRAMEWORK_MODULES if module in sys.modules]
+    return found[0] if len(found) == 1 else ""
 
 
 def save(space: XSpace | bytes, result: CaptureResult, run_dir: Path | None = None) -> Path:

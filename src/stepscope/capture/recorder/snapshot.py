@@ -137,7 +137,7 @@ def thread_stacks() -> dict[str, str]:
 
 def write(snapshot: Snapshot, logdir: str) -> Path:
     """Build and write the run; returns its directory."""
-    from stepscope.capture.save import CaptureResult, build_profile
+    from stepscope.capture.save import CaptureResult, build_profile, imported_framework
     from stepscope.capture.save import save as save_space
     from stepscope.logdir import run_name_for
 
@@ -184,6 +184,8 @@ def write(snapshot: Snapshot, logdir: str) -> Path:
         # profilers begin with it, and their first step may be partial)
         first_step_whole=bool(kept) and after is None and starts[0] >= snapshot.dropped_end_ns,
         steps_before=before,
+        # the ring holds no framework op: the pages' advice is then in the imported one's words
+        framework=imported_framework() if after is None else "",
     )
     run_dir = save_space(build_profile(result), result)
     marker = {
