@@ -117,7 +117,8 @@ def wake_ups(units: int, steps: int, pairs: int, logdir: str) -> tuple[float, fl
     gc.collect()
     before = plain_block(units, steps)
     for _ in range(pairs):
-        rec.start(logdir)
+        # nor the plain loop's DataLoader fetches as steps (decision 815): its threads only
+        rec.start(logdir, loader_steps=False)
         try:
             time.sleep(0.01)  # its threads started and waiting, as in a long run
             on = plain_block(units, steps)
