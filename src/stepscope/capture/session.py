@@ -230,7 +230,7 @@ class Session:
         return run_dir
 
     def _finish(self, save: bool, partial_reason: str, background: bool) -> Path | None:
-        _step._on_step = None
+        _step._on_step = _step._on_steps_end = None
         _step._sampled = None
         if self.probe is not None:  # first: the imports below are no part of the recording
             self.probe.stop()
@@ -505,7 +505,7 @@ def _after_fork_in_child() -> None:
     session = _session
     if session is None or session.state == FINISHED:
         return
-    _step._on_step = None
+    _step._on_step = _step._on_steps_end = None
     _step._sampled = None
     _annotations.deactivate()
     loader_workers.arm(False)

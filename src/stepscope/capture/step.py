@@ -57,14 +57,21 @@ _sample_this_thread: Callable[[], object] = int  # a harmless stand-in while non
 _on_step: Callable[[], None] | None = None
 # Set by the flight recorder: told of an exception leaving a step (and the step's number).
 _on_step_error: Callable[[BaseException, int], None] | None = None
+# Set by the flight recorder: called on the loop's thread as a pass of `steps` ends (its
+# loader exhausted, a `break`, an exception out of the body): no step of it is open now.
+# Without it the recorder took the last step, or the fetch that found the loader empty, as
+# open for ever and saved a "hang" `hang_s` after the loop (decision 825). Once per pass.
+_on_steps_end: Callable[[], None] | None = None
 
 
 def set_hooks(
-    on_step: Callable[[], None] | None, on_error: Callable[[BaseException, int], None] | None
+    on_step: Callable[[], None] | None,
+    on_error: Callable[[BaseException, int], None] | None,
+    on_end: Callable[[], None] | None = None,
 ) -> None:
     """Install (or, with None, remove) the flight recorder's hooks."""
-    global _on_step, _on_step_error
-    _on_step, _on_step_error = on_step, on_error
+    global _on_step, _on_step_error, _on_steps_end
+    _on_step, _on_step_error, _on_steps_end = on_step, on_error, on_end
 
 
 def hooks() -> tuple[Callable[[], None] | None, Callable[[BaseException, int], None] | None]:
@@ -215,6 +222,9 @@ class _Pass(_Filter):
         self._open[0] = None
         mine.depth = depth
         mine.events.append((name, start, end, depth, {"step_num": number, "_r": 1}))
+        hook = _on_steps_end
+        if hook is not None:
+            hook()
 
 
 def _steps(
@@ -250,6 +260,9 @@ def _steps(
             # The loader is exhausted: this step never ran, it is not recorded.
             if buf is not None:
                 buf.depth = depth
+            hook = _on_steps_end
+            if hook is not None:
+                hook()
             return
         except BaseException:
             if buf is not None:
@@ -257,11 +270,23 @@ def _steps(
                 buf.events.append(
                     (name, start, perf_counter_ns(), depth, {"step_num": number, "_r": 1})
                 )
+            hook = _on_steps_end  # the loader's error ends the pass
+            if hook is not None:
+                hook()
             raise
         if buf is not None:
             open_step[0] = (buf, start, depth, number, name, open_step[1])
         try:
             yield number, batch
+        except GeneratorExit:
+            # closed (`_Steps.close()`, or collected) with its step open, on the loop's thread
+            # (a step's buffer is its thread's): the pass ends here (a step pays one jump for it).
+            hook = _on_steps_end
+            if hook is not None and buf is not None and open_step[0] is not None:
+                local = _ann._local
+                if local is not None and getattr(local, "buffer", None) is buf:
+                    hook()
+            raise
         finally:
             # None: ended by its loop's end (`_Pass`), the next step begins at its own fetch
             if buf is not None and open_step[0] is not None:

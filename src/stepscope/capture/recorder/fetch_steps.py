@@ -313,27 +313,19 @@ def attach(recorder: Any, on_error: Any) -> FetchSteps | None:
     """The hook for ``recorder`` (a `Recorder`: not imported, it imports this), installed,
     with the recorder's step hooks set: the first marked step stands it down and puts the
     recorder's own step hook back."""
+    ended = recorder._on_steps_end  # a pass ended: its last step is no open one
     if not recorder.config.loader_steps:
-        set_step_hooks(recorder._on_step_open, on_error)
+        set_step_hooks(recorder._on_step_open, on_error, ended)
         return None
-    opened = recorder.open_ns
-
-    def ended() -> None:
-        # the pass ended: the step opened at its last fetch never ran, so the hang trigger
-        # passes it over (it reads the steps it reported as such)
-        start = opened.get(_get_ident())
-        if start is not None:
-            recorder._hang_reported.add(start)
-
     hook = FetchSteps(recorder._on_step_open, ended).install()
 
     def marked() -> None:
-        set_step_hooks(recorder._on_step_open, on_error)
+        set_step_hooks(recorder._on_step_open, on_error, ended)
         hook.stand_down()
         recorder._on_step_open()
 
     hook.marked = marked
-    set_step_hooks(marked, on_error)
+    set_step_hooks(marked, on_error, ended)
     return hook
 
 
@@ -344,4 +336,4 @@ def detach(recorder: Any) -> None:
     if hook is not None:
         hook.uninstall()
     if step_hooks()[0] in (recorder._on_step_open, hook and hook.marked):
-        set_step_hooks(None, None)
+        set_step_hooks(None, None, None)

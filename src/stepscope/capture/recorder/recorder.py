@@ -29,6 +29,7 @@ from stepscope.capture.recorder import config as cfg
 from stepscope.capture.recorder import fetch_steps as loader_steps
 from stepscope.capture.recorder import snapshot as snap
 from stepscope.capture.recorder.after import RECORDING, AfterCapture
+from stepscope.capture.recorder.hang import HangWatch
 from stepscope.capture.recorder.pending import PendingSave, chain
 from stepscope.capture.recorder.ring import Ring, StepSummary, save_window
 from stepscope.capture.recorder.saver import Saver
@@ -85,7 +86,7 @@ class Recorder:
         self.open_ns: dict[int, int] = {}  # thread ident -> when its current step opened
         self._unmarked = UnmarkedWatch()  # says once when the loop marks no step
         self.fetch_steps: loader_steps.FetchSteps | None = None  # a DataLoader's (dec. 815)
-        self._hang_reported: set[int] = set()
+        self._hang = HangWatch()
         self._last_save: dict[str, float] = {}
         # (due: steps seen when it saves, trigger, reason, details, pending, the history row
         # of the step the save is for or None: the last steps at the trigger)
@@ -397,6 +398,10 @@ class Recorder:
             self._wake_now(opened)
         open_ns[ident] = now
 
+    def _on_steps_end(self) -> None:
+        """Called on a loop's thread as its pass of steps ends (decisions 815, 825)."""
+        self._hang.ended(self.open_ns, _get_ident())
+
     def _wake_now(self, opened: int) -> None:
         """Wake the watchdog from the step hook: many steps opened, or the last one looked
         slow (then no other early wake-up until the watchdog's next regular one)."""
@@ -575,11 +580,8 @@ class Recorder:
         if not limit:
             return
         now = time.perf_counter_ns()
-        for ident, opened in list(self.open_ns.items()):
-            closed = self.ring.last_step_start.get(ident, -1) >= opened
-            if closed or opened in self._hang_reported or now - opened < limit * 1e9:
-                continue
-            self._hang_reported.add(opened)
+        hung = self._hang.hung(self.open_ns, self.ring.last_step_start, now, limit * 1e9)
+        for ident, opened in hung:
             name = next((t.name for t in threading.enumerate() if t.ident == ident), "?")
             reason = f"a step on thread {name!r} has been open for {(now - opened) / 1e9:.1f} s"
             stacks = snap.thread_stacks()
