@@ -28,7 +28,7 @@ import numpy as np
 
 from stepscope import tmpfiles
 from stepscope.log import module_logger
-from stepscope.store import background, budget
+from stepscope.store import background, budget, npy_map
 
 logger = module_logger(__name__)
 
@@ -146,6 +146,12 @@ def array(target: Path, name: str, mmap: bool = True) -> np.ndarray:
 
     A mapped array is returned as a plain ndarray view of the map (the map stays open as its
     base): every slice or gather of an ``np.memmap`` builds another memmap object, about 30 us
-    each, which was half the time of a trace viewer window over many hosts."""
-    found = np.load(target / f"{name}.npy", mmap_mode="r" if mmap else None, allow_pickle=False)
+    each, which was half the time of a trace viewer window over many hosts. The files the
+    store wrote are mapped without `np.load` (`npy_map`: a tenth of its cost)."""
+    path = target / f"{name}.npy"
+    if mmap:
+        mapped = npy_map.mapped(path)
+        if mapped is not None:
+            return mapped
+    found = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     return np.asarray(found)
