@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
 
 import stepscope.recorder as rec
-from stepscope.capture import annotations, session
+from stepscope.capture import session
 from tests.support.clock import ManualAlarms
-from tests.support.recorder import FakeClock
+from tests.support.recorder import FakeClock, use_clock
 
 # The variables a launcher sets (capture.job): a test run under torchrun, SLURM or MPI must
 # not see its captures named and grouped as ranks of that job.
@@ -64,10 +63,7 @@ def _no_leaked_recorder() -> Iterator[None]:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     """The recorder's and the annotations' `perf_counter_ns`, advanced by the test."""
-    fake = FakeClock()
-    monkeypatch.setattr(annotations, "perf_counter_ns", fake)
-    monkeypatch.setattr(time, "perf_counter_ns", fake)
-    return fake
+    return use_clock(monkeypatch, FakeClock())
 
 
 @pytest.fixture

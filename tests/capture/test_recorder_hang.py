@@ -10,7 +10,6 @@ the recorder's stamp, then begins before it.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,8 +17,7 @@ import pytest
 
 import stepscope
 import stepscope.recorder as rec
-from stepscope.capture import annotations
-from tests.support.recorder import MS, FakeClock
+from tests.support.recorder import MS, FakeClock, use_clock
 from tests.support.recorder import marker as _marker
 
 S = 1_000_000_000
@@ -33,10 +31,7 @@ class _TickingClock(FakeClock):
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = _TickingClock()
-    monkeypatch.setattr(annotations, "perf_counter_ns", fake)
-    monkeypatch.setattr(time, "perf_counter_ns", fake)
-    return fake
+    return use_clock(monkeypatch, _TickingClock())
 
 
 def _start(logdir: Path) -> rec.Recorder:

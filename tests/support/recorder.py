@@ -7,7 +7,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import stepscope
+from stepscope.capture import annotations
 
 MS = 1_000_000
 
@@ -21,6 +24,13 @@ class FakeClock:
 
     def advance(self, ns: int) -> None:
         self.now += ns
+
+
+def use_clock(monkeypatch: pytest.MonkeyPatch, fake: FakeClock) -> FakeClock:
+    """``fake`` as the recorder's and the annotations' `perf_counter_ns`."""
+    monkeypatch.setattr(annotations, "perf_counter_ns", fake)
+    monkeypatch.setattr(time, "perf_counter_ns", fake)
+    return fake
 
 
 def run_steps(clock: FakeClock, first: int, count: int, slow: dict[int, int] | None = None) -> None:
