@@ -6,13 +6,11 @@ that: tests/stats/test_generic_input_fix.py."""
 from __future__ import annotations
 
 from stepscope.model import Profile
-from stepscope.stats.diagnostics.base import Finding, HostData
-from stepscope.stats.diagnostics.runner import diagnose_host
-from stepscope.stats.gpu.kernels import build_kernel_db
-from stepscope.stats.steps.breakdown import build_step_db
+from stepscope.stats.diagnostics.base import Finding
 from stepscope.vocab.profiler import STEP_HOLDS_FETCH_STAT
 from tests.support.analysis import MS, build
 from tests.support.fetch_loop import sampled_main
+from tests.support.findings import host_findings
 from tests.support.loader import LOOP_NEXT
 from tests.support.periodic_loop import EVAL_NEXT
 
@@ -42,9 +40,7 @@ def _loop(every: int, batches: int) -> Profile:
 
 
 def _gaps(profile: Profile) -> Finding:
-    data = HostData("h", profile, build_step_db(profile), build_kernel_db(profile))
-    (found,) = [f for f in diagnose_host(data) if f.id == "step_gaps"]
-    return found
+    return host_findings(profile)["step_gaps"]
 
 
 def test_an_evaluation_between_steps_is_told_as_another_loaders_pass() -> None:

@@ -5,17 +5,14 @@ fall on a period by chance, or a period some of whose steps lack the work, are n
 from __future__ import annotations
 
 from stepscope.model import Profile
-from stepscope.stats.diagnostics.base import Finding, HostData
-from stepscope.stats.diagnostics.runner import diagnose_host
-from stepscope.stats.gpu.kernels import build_kernel_db
-from stepscope.stats.steps.breakdown import build_step_db
+from stepscope.stats.diagnostics.base import Finding
 from tests.support.analysis import MS
+from tests.support.findings import host_findings
 from tests.support.periodic_loop import checkpoint_loop, evaluating_loop
 
 
 def _found(profile: Profile) -> dict[str, Finding]:
-    data = HostData("h", profile, build_step_db(profile), build_kernel_db(profile))
-    return {f.id: f for f in diagnose_host(data)}
+    return host_findings(profile)
 
 
 def test_a_checkpoint_every_5_steps_is_told_apart_from_input_stalls() -> None:

@@ -9,13 +9,11 @@ from __future__ import annotations
 import itertools
 
 from stepscope.model import Profile
-from stepscope.stats.diagnostics.base import Finding, HostData
-from stepscope.stats.diagnostics.runner import diagnose_host
-from stepscope.stats.gpu.kernels import build_kernel_db
-from stepscope.stats.steps.breakdown import build_step_db
+from stepscope.stats.diagnostics.base import Finding
 from stepscope.vocab.profiler import THREAD_CPU_LINE, THREAD_CPU_LINE_OFFSET
 from tests.support.analysis import MS, build
 from tests.support.fetch_loop import TRAIN, sampled_main
+from tests.support.findings import host_findings
 
 STEPS = 12  # the first and the last are dropped (XProf's rule): steps 1-10 are read
 SLOW = 6  # 320 ms, its extra 300 ms runnable
@@ -54,9 +52,7 @@ def _loop(other_ms: int, unread_ms: int) -> Profile:
 
 
 def _slow_steps(profile: Profile) -> Finding:
-    data = HostData("h", profile, build_step_db(profile), build_kernel_db(profile))
-    (found,) = [f for f in diagnose_host(data) if f.id == "slow_steps"]
-    return found
+    return host_findings(profile)["slow_steps"]
 
 
 def test_the_slow_steps_wait_is_said() -> None:
