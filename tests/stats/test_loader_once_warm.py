@@ -38,7 +38,7 @@ def _compiled_loop(tmp_path: Path, first_ms: int) -> ToolContext:
 
 
 def test_a_compiling_first_step_does_not_hide_the_in_process_loader(tmp_path: Path) -> None:
-    advice = analysis.in_process_loaders(_compiled_loop(tmp_path, first_ms=2000))
+    advice = analysis.dataloader_advice(_compiled_loop(tmp_path, first_ms=2000))
     assert advice.startswith(
         "The DataLoader makes its batches in the training process (num_workers=0): 3.00 ms a "
         "batch, while the steps once warm wait for input 30.1% of their time."
@@ -46,7 +46,7 @@ def test_a_compiling_first_step_does_not_hide_the_in_process_loader(tmp_path: Pa
 
 
 def test_without_a_warm_up_all_the_steps_are_judged(tmp_path: Path) -> None:
-    advice = analysis.in_process_loaders(_compiled_loop(tmp_path, first_ms=7))
+    advice = analysis.dataloader_advice(_compiled_loop(tmp_path, first_ms=7))
     assert "while the steps wait for input 30.1% of their time" in advice
 
 

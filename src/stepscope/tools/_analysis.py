@@ -73,6 +73,7 @@ OP_METRICS: Key[OpMetrics] = Key("op_metrics", kept=True)
 TF_DATA: Key[tuple[PipelineStats, ...]] = Key("tf_data_bottleneck", kept=True)
 LOADER_WORKERS: Key[tuple[LoaderWorkers, ...]] = Key("loader_workers", kept=True)  # .at(source)
 IN_PROCESS_LOADER: Key[str] = Key("in_process_loader", kept=True)  # .at(source)
+WORKER_LOADER: Key[str] = Key("worker_loader", kept=True)  # .at(source)
 WARMUP_PYTHON: Key[str] = Key("warmup_python", kept=True)  # .at(source)
 STEADY_PYTHON: Key[PythonTime] = Key("steady_python", kept=True)  # .at(source)
 DEVICE_FACTS: Key[tuple[list[DeviceInfo], dict[str, int], str]] = Key("device_facts", kept=True)
@@ -158,14 +159,33 @@ def in_process_loader(ctx: ToolContext, host: str) -> str:
     return ctx.intermediate(host, IN_PROCESS_LOADER.at(source), once_warm)
 
 
-def in_process_loaders(ctx: ToolContext) -> str:
-    """The in-process DataLoader advice of the selected hosts (`in_process_loader`): of the
-    host whose steps wait for input the longest share of their time, named when several hosts
-    are selected (decision 486: each rank has its own loader, and the first host's advice
-    can be another rank's than the one the job waits for); "" if none."""
+def worker_loader(ctx: ToolContext, host: str) -> str:
+    """Advice for a DataLoader with uncaptured worker processes the steps wait on; "" if
+    none (`stepscope.stats.input.worker_loader`)."""
+    from stepscope.stats.input.worker_loader import worker_loader as build
+
+    source = ctx.option("step_source", "auto")
+
+    def once_warm(p: Profile) -> str:
+        db = step_db(ctx, host)
+        return build(p, db, warmup_count(db.dur_ns, mid_run=db.mid_run))
+
+    return ctx.intermediate(host, WORKER_LOADER.at(source), once_warm)
+
+
+def dataloader_advice(ctx: ToolContext) -> str:
+    """The DataLoader advice of the selected hosts whose loaders were not captured: one making
+    its batches in the training process (`in_process_loader`), or worker processes the
+    trace does not hold (`worker_loader`; a host whose workers were captured gets their
+    verdict instead). Of the host whose steps wait for input the longest share of their
+    time, named when several hosts are selected (decision 486: each rank has its own loader,
+    and the first host's advice can be another rank's than the one the job waits for); ""
+    if none."""
     found: list[tuple[float, str, str]] = []
     for h in ctx.hosts:
         advice = in_process_loader(ctx, h)
+        if not advice and not loader_workers(ctx, h):
+            advice = worker_loader(ctx, h)
         if not advice:
             continue
         db = step_db(ctx, h)

@@ -204,8 +204,8 @@ def build(ctx: ToolContext) -> InputPipelineAnalysis:
     # the DataLoader workers' verdict first (decision 353), then the instrumented loader's
     # ready/waited account when the steps waited for batches being made
     judged = [w for w in workers if w.verdict and w.verdict != "keeping_up"]
-    in_process = analysis.in_process_loaders(ctx)
-    if any(w.verdict for w in workers) or in_process:
+    loader = analysis.dataloader_advice(ctx)
+    if any(w.verdict for w in workers) or loader:
         # the loader's own verdict says what to change: not the generic DataLoader advice
         # ("use more workers" to workers that keep up, decision 392)
         advice = [a for a in advice if a != _CATEGORY_ADVICE["other"]]
@@ -220,8 +220,8 @@ def build(ctx: ToolContext) -> InputPipelineAnalysis:
             f"The loop waits on its Python iterator {first.function} ({first.percent:.1f}% of "
             f"the step time): {PYTHON_ITERATOR_AHEAD}; or make that function faster.",
         )
-    if in_process:
-        advice.insert(0, in_process)
+    if loader:
+        advice.insert(0, loader)
     if judged:
         advice.insert(0, judged[0].advice)
     return InputPipelineAnalysis(

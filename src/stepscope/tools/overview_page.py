@@ -410,9 +410,9 @@ def build(ctx: ToolContext) -> OverviewPage:
     judged = [w for w in workers if w.verdict in JUDGED_VERDICTS]
     if judged:
         advice = judged[0].advice
-    in_process = analysis.in_process_loaders(ctx)
-    if in_process and not judged:
-        advice = in_process
+    loader = analysis.dataloader_advice(ctx)
+    if loader and not judged:
+        advice = loader
     top = _top_findings(ctx)
     covered = frozenset(FINDING_TOPICS[f.id] for f in top if f.id in FINDING_TOPICS)
     skew = _holding_straggler(ctx) if held and job else None
