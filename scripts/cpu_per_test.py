@@ -91,7 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("pytest_args", nargs="*", help="after --: pytest's arguments")
     args = parser.parse_args(argv)
     plugin = CpuPerTest()
-    status = pytest.main(["-q", "-p", "no:cacheprovider", *args.pytest_args], plugins=[plugin])
+    # -n 0: the plugin reads this process's CPU, so the tests run here, not in pytest-xdist
+    # workers (pyproject's addopts start them for a folder's default tier: decision 860)
+    status = pytest.main(
+        ["-q", "-p", "no:cacheprovider", "-n", "0", *args.pytest_args], plugins=[plugin]
+    )
     if args.tsv:
         args.tsv.write_text("".join(f"{n}\t{o:.4f}\t{c:.4f}\n" for n, o, c in plugin.rows))
     print("\n".join(report(plugin.rows, args.top)))

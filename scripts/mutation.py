@@ -276,8 +276,11 @@ def write_config(root: Path, spec: Group) -> None:
         # Each mutant's tests run in a process forked before any test ran: module-level caches
         # (fixtures parsed once per session) must not carry the unmutated answers over.
         "process_isolation = forkserver\n"
+        # -n 0: mutmut reads which tests reach each function, and runs them, in its own
+        # process; pyproject's addopts would hand a folder's tests to pytest-xdist workers.
         "pytest_add_cli_args =\n"
-        "    -p\n    no:cacheprovider\n    -q\n    -m\n    not integration and not browser\n"
+        "    -p\n    no:cacheprovider\n    -q\n    -n\n    0\n"
+        "    -m\n    not integration and not browser\n"
         f"{plugins}"
     )
 

@@ -18,7 +18,11 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1
 # imports again and each pytest run rewrote every test module's asserts (decision 438).
 unset PYTHONDONTWRITEBYTECODE
 PY=.venv/bin/python
-PYTEST=(-m pytest -q -p no:cacheprovider --timeout=600)
+# -n 0: every pytest here runs in one process. pyproject's addopts start a pytest-xdist worker
+# a core for a folder's default tier (decision 860), but CI's default tiers already run beside
+# other checks in lanes, each on a core of its own: workers would add their start-up and their
+# controller's CPU (about 12 s of CPU a tier: decision 860) and save no time.
+PYTEST=(-m pytest -q -p no:cacheprovider --timeout=600 -n 0)
 
 step() { printf '\n== %s (%ss)\n' "$1" "$SECONDS"; }
 

@@ -20,8 +20,8 @@ from tests.support.fixtures import FIXTURES, REPO, tf_xplane  # noqa: F401
 # Fixtures shared by the modules of several directories, each registered here only: headless
 # Chromium for the page tests, one for the session, and the hooks that keep its asyncio loop
 # out of the other tests (tests/support/browser.py says why); the session's DDP jobs
-# (tests/support/ddp_runs.py).
-pytest_plugins = ("tests.support.browser", "tests.support.ddp_runs")
+# (tests/support/ddp_runs.py); how many workers `-n auto` starts (tests/support/workers.py).
+pytest_plugins = ("tests.support.browser", "tests.support.ddp_runs", "tests.support.workers")
 
 # Property tests (Hypothesis): examples from a fixed seed, so every run and machine tries the
 # same ones; no deadline (no test depends on how fast the machine is); no example database
