@@ -2,6 +2,7 @@
 
     python benchmarks/bench_torch_capture.py [--part steps|pairs|quads|own|stop]
         [--rounds 41] [--block 40] [--layers 6] [--torch-profile-memory]
+        [--torch-save deferred|eager]
         [--quads 200 --min-quads 30 --width 1]
 
 The loop: an MLP of ``--layers`` hidden 64x64 layers trained on random batches, one BLAS
@@ -48,12 +49,14 @@ as points of the step's CPU; the median of ``--rounds`` and its 95% interval eac
 profiler is the same on both sides: the bridge runs it with the settings `_bridge_torch` uses.
 
 ``stop``: paired runs of 200 steps, then the capture's end as a user's script pays it, in
-process CPU time: ``stepscope.stop()`` (torch's stop, the trace's conversion and the XSpace
-written) against torch's ``prof.stop()`` + ``prof.export_chrome_trace(path)``; the median of
-per-pair ratios and the events saved. Then stepscope's own part of its stop: the stop less the
-CPU of the bridge's own calls to torch's stop and export (timed by wrapping them), that is the
-conversion, merge and write, against torch's stop + export. Garbage is collected before each
-side's timed stop (torch's stop leaves its events as cyclic garbage).
+process CPU time: ``stepscope.stop()`` (torch's stop and export; stepscope's own planes; with
+``--torch-save eager`` also the trace's conversion, merge and XSpace write, which the default
+deferred save leaves to the run's first read, decision 910) against torch's ``prof.stop()`` +
+``prof.export_chrome_trace(path)``; the median of per-pair ratios and the events saved. Then
+stepscope's own part of its stop: the stop less the CPU of the bridge's own calls to torch's
+stop and export (timed by wrapping them), against torch's stop + export; and the CPU of the
+run's first read (no cache), where a deferred save's merge is paid. Garbage is collected before
+each side's timed stop (torch's stop leaves its events as cyclic garbage).
 
 A process's first capture (decision 455) is timed by ``bench_torch_first.py``.
 """
@@ -354,13 +357,17 @@ def own_part(step: Step, rounds: int, block: int) -> None:
     )
 
 
-def _events_saved(run_dir: Any) -> int:
-    from stepscope.model.runs import single_file_run
+def _events_saved(run_dir: Any) -> tuple[int, float]:
+    """The events of the saved run, and the CPU of its first read (no cache): with the
+    deferred save, the merge the stop no longer does (decision 910)."""
+    from stepscope.model.runs import open_run
     from stepscope.tools.context import ProfileStore
 
-    path = next(iter(sorted(os.scandir(run_dir), key=lambda e: e.name))).path
-    run = single_file_run(path)
-    return ProfileStore(use_cache=False).profile(run, run.host_names[0]).n_events
+    gc.collect()
+    started = time.process_time()
+    run = open_run(str(run_dir))
+    events = ProfileStore(use_cache=False).profile(run, run.host_names[0]).n_events
+    return events, time.process_time() - started
 
 
 def _timing_torch_calls(spent: list[float]) -> Callable[[], None]:
@@ -401,6 +408,7 @@ def stop_part(step: Step, pairs: int, n: int) -> None:
     ours_s: list[float] = []
     own_s: list[float] = []
     theirs_s: list[float] = []
+    reads_s: list[float] = []
     events = 0
     with tempfile.TemporaryDirectory(prefix="bench_torch_stop_") as tmp:
 
@@ -420,7 +428,8 @@ def stop_part(step: Step, pairs: int, n: int) -> None:
                 spent = time.process_time() - started
                 undo()
             nonlocal events
-            events = _events_saved(run_dir)
+            events, read = _events_saved(run_dir)
+            reads_s.append(read)
             return spent, in_torch[0]
 
         def theirs() -> float:
@@ -454,10 +463,15 @@ def stop_part(step: Step, pairs: int, n: int) -> None:
         f"{load:.1f} -> {os.getloadavg()[0]:.1f}"
     )
     print(
-        f"  of which stepscope's own (the stop less the bridge's torch stop and export: the "
-        f"conversion, merge and write) {statistics.median(own_s):.3f} s CPU; torch stop + "
-        f"export / that {statistics.median(own_ratios):.2f}x "
-        f"({min(own_ratios):.2f}-{max(own_ratios):.2f})"
+        f"  of which stepscope's own (the stop less the bridge's torch stop and export: its "
+        f"planes, and with the eager save the conversion and merge) "
+        f"{statistics.median(own_s):.3f} s CPU; torch stop + export / that "
+        f"{statistics.median(own_ratios):.2f}x ({min(own_ratios):.2f}-{max(own_ratios):.2f})"
+    )
+    print(
+        f"  the run's first read (no cache; deferred: the merge): "
+        f"{statistics.median(reads_s):.3f} s CPU ({min(reads_s):.3f}-{max(reads_s):.3f}); "
+        f"save: {os.environ.get('STEPSCOPE_TORCH_SAVE') or 'the default'}"
     )
 
 
@@ -487,7 +501,14 @@ def main() -> None:
         help="quads: torch's side marks its steps too, with prof.step() after each step (as "
         "torch's documented loop does; stepscope's side marks each with stepscope.step)",
     )
+    parser.add_argument(
+        "--torch-save",
+        choices=("deferred", "eager"),
+        help="stop: the PyTorch save ($STEPSCOPE_TORCH_SAVE; default: stepscope's, deferred)",
+    )
     args = parser.parse_args()
+    if args.torch_save:
+        os.environ["STEPSCOPE_TORCH_SAVE"] = args.torch_save
     if args.torch_profile_memory:
         TORCH_OPTIONS["profile_memory"] = True
     print(f"torch.profiler options: {TORCH_OPTIONS or 'defaults'}")

@@ -19,6 +19,9 @@ from stepscope.errors import StepscopeError
 
 PROFILE_DIRS = ("plugins", "profile")  # <logdir>/plugins/profile/<run>/
 HOST_FILE_SUFFIX = ".xplane.pb"
+# a capture's host file when its PyTorch trace is kept to be merged when read (decision 910,
+# `stepscope.xspace.deferred`): the host's name is taken by either file
+DEFERRED_HOST_SUFFIX = ".deferred.pb"
 # The host selector that means every host of a run (XProf's name for it).
 ALL_HOSTS = "ALL_HOSTS"
 
@@ -52,13 +55,20 @@ def host_file_name(hostname: str) -> str:
     return f"{safe}{HOST_FILE_SUFFIX}"
 
 
+def host_taken(run_dir: Path, file_name: str) -> bool:
+    """Whether ``run_dir`` holds the host file ``file_name`` (`host_file_name`), saved either
+    way (a dangling symlink takes the name too)."""
+    stem = file_name[: -len(HOST_FILE_SUFFIX)]
+    return any(os.path.lexists(run_dir / name) for name in (file_name, stem + DEFERRED_HOST_SUFFIX))
+
+
 def run_directory(logdir: str | os.PathLike[str], run_name: str, hostname: str) -> Path:
     """``<logdir>/plugins/profile/<run_name>``, suffixed ``_2``, ``_3``... if it already holds
     this host's file (hosts of one job saving in the same second share a run)."""
     root = profile_root(logdir)
     candidate = root / run_name
     suffix = 2
-    while (candidate / host_file_name(hostname)).exists():
+    while host_taken(candidate, host_file_name(hostname)):
         candidate = root / f"{run_name}_{suffix}"
         suffix += 1
     return candidate

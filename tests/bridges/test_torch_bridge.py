@@ -25,7 +25,7 @@ from stepscope.xspace.io import load_xspace
 from stepscope.xspace.kineto import kineto_to_xspace
 from stepscope.xspace.merge import env_stats
 from stepscope.xspace.proto.xplane_pb2 import XSpace
-from tests.support.capture import events, named
+from tests.support.capture import events, host_file, named
 from tests.support.scripts import run_script
 
 pytestmark = pytest.mark.integration
@@ -140,11 +140,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def _load(run_dir: str) -> Any:
-    return load_profile(next(Path(run_dir).glob("*.xplane.pb")))
+    return load_profile(host_file(run_dir))
 
 
 def _warnings(run_dir: str) -> list[str]:
-    return list(load_xspace(next(Path(run_dir).glob("*.xplane.pb"))).warnings)
+    return list(load_xspace(host_file(run_dir)).warnings)
 
 
 def _partial_overlaps(profile: Any, line_index: int) -> int:

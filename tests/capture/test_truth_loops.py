@@ -207,7 +207,7 @@ def test_jax_unjitted_update_is_dispatch_bound(tmp_path: Path) -> None:
     assert update - 15.0 <= dispatch <= update + 8.0, (dispatch, update)
     assert round(db.limits.dispatch.ops_per_step()) >= 400
     assert db.limits.dispatch.caller.startswith("adam (")
-    overview, findings = _tools(next(tmp_path.rglob("*.xplane.pb")).parent)
+    overview, findings = _tools(next(tmp_path.rglob("*.*.pb")).parent)
     assert overview.bound_by.first == "dispatch"
     assert "dispatch_bound" in [f["id"] for f in findings if f["severity"] == "high"]
     assert not any("stop" in op.name for op in overview.top_ops)
@@ -220,7 +220,7 @@ def test_jax_cpu_wait_is_the_models_compute(tmp_path: Path) -> None:
     # the wait is compute (while XLA's pool runs) or an idle wait (the pool done, the
     # thread not yet running again), never untraced host work
     assert _percent(db, "compute") + _percent(db, "waits") >= wait - 8.0
-    _, findings = _tools(next(tmp_path.rglob("*.xplane.pb")).parent)
+    _, findings = _tools(next(tmp_path.rglob("*.*.pb")).parent)
     assert "untraced_host_work" not in [f["id"] for f in findings]  # it was HIGH, 47.9%
 
 

@@ -23,9 +23,21 @@ _SAMPLER_LINES = (SAMPLES_LINE, THREAD_CPU_LINE)
 def load_run(run_dir: Path | None) -> Profile:
     """The single host profile of a run directory."""
     assert run_dir is not None
-    files = sorted(Path(run_dir).glob("*.xplane.pb"))
+    return load_profile(host_file(run_dir))
+
+
+def deferred_files(stem: str) -> list[str]:
+    """The files of host ``stem`` (``vm``, ``vm.rank0``) of a run saved by a capture with the
+    PyTorch bridge: its trace kept to be merged at read (decision 910)."""
+    return [f"{stem}.deferred.{suffix}" for suffix in ("meta", "pb", "trace")]
+
+
+def host_file(run_dir: Path | str) -> Path:
+    """The single host file of a run directory: an ``.xplane.pb``, or a deferred PyTorch
+    save's ``.deferred.pb`` (decision 910; `load_profile` and `load_xspace` read it merged)."""
+    files = sorted([*Path(run_dir).glob("*.xplane.pb"), *Path(run_dir).glob("*.deferred.pb")])
     assert len(files) == 1, files
-    return load_profile(files[0])
+    return files[0]
 
 
 def main_thread_track(profile: Profile, name: str, id_bit: int) -> np.ndarray:

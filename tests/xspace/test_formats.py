@@ -37,8 +37,11 @@ def toy(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def test_xspace_and_kineto_are_the_first_two_entries() -> None:
-    assert [f.name for f in formats.all_formats()] == ["xspace", "kineto"]
-    assert formats.FORMAT_MODULES == ("xplane", "kineto")
+    # then a deferred PyTorch save's host file, which stepscope writes (decision 910)
+    assert [f.name for f in formats.all_formats()] == ["xspace", "kineto", "deferred"]
+    assert formats.FORMAT_MODULES == ("xplane", "kineto", "deferred")
+    assert formats.claiming("run/vm.deferred.pb").name == "deferred"  # type: ignore[union-attr]
+    assert formats.claiming("run/vm.pb").name == "xspace"  # type: ignore[union-attr]
 
 
 def test_single_files_are_claimed_by_name_and_named_after_their_host() -> None:

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 from stepscope.errors import StepscopeError
-from stepscope.logdir import host_file_name, profile_root
+from stepscope.logdir import host_file_name, host_taken, profile_root
 from stepscope.records import record
 
 RUN_NAME_ENV = "STEPSCOPE_RUN_NAME"
@@ -248,7 +248,7 @@ def _machine() -> str:
 def _free_run(root: Path, base: str, file_name: str) -> Path:
     """``root/base``, or the first of ``base_2``, ``base_3``... that lacks ``file_name``."""
     candidate, suffix = root / base, 2
-    while os.path.lexists(candidate / file_name):  # a dangling symlink takes the name too
+    while host_taken(candidate, file_name):
         candidate, suffix = root / f"{base}_{suffix}", suffix + 1
     return candidate
 
@@ -263,7 +263,7 @@ def _join_job(logdir: Path, key: str, start_name: str, file_name: str) -> Path:
         name = _read_entry(entry)
         if name is None:
             name = _create_entry(root, entry, start_name)
-        if not os.path.lexists(root / name / file_name):
+        if not host_taken(root / name, file_name):
             return root / name
     raise StepscopeError(f"{jobs}: 10000 runs of one job; remove old entries there")
 

@@ -19,6 +19,7 @@ epoch in ns times 1000 would overflow it. The absolute time of any event is
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -184,6 +185,14 @@ def build_profile(result: CaptureResult) -> bytes:
 
 
 def _build(result: CaptureResult) -> XSpace | RawColumns:
+    space = _own_space(result)
+    if result.bridges is not None:  # framework planes, on this profile's clock
+        return result.bridges.merge_into(space, result.start_perf_ns, result.stop_perf_ns)
+    return space
+
+
+def _own_space(result: CaptureResult) -> XSpace:
+    """stepscope's own planes of one capture: the XSpace framework planes are merged into."""
     builder = XSpaceBuilder(hostname=result.hostname)
     plane = builder.plane(HOST_PLANE)
     base = result.start_perf_ns  # perf_counter time of profile_start_time
@@ -269,8 +278,6 @@ def _build(result: CaptureResult) -> XSpace | RawColumns:
     builder.warnings.extend(warnings)
     space = builder.build()
     _add_task_environment(space, result)
-    if result.bridges is not None:  # framework planes, on this profile's clock
-        return result.bridges.merge_into(space, result.start_perf_ns, result.stop_perf_ns)
     return space
 
 
@@ -439,3 +446,75 @@ def _unused(path: Path) -> Path:
         candidate = path.with_name(f"{path.name[: -len(HOST_SUFFIX)]}.{n}{HOST_SUFFIX}")
         n += 1
     return candidate
+
+
+def save_profile(result: CaptureResult, run_dir: Path | None = None) -> Path:
+    """Build and write one capture (into ``run_dir`` if given, else a new run directory): a
+    deferred PyTorch save where the session's one bridge keeps its trace (decision 910,
+    `stepscope.xspace.deferred`), else the merged XSpace by `save`."""
+    bridge = result.bridges.deferred() if result.bridges is not None else None
+    if bridge is None:
+        return save(build_profile(result), result, run_dir)
+    return _save_deferred(result, bridge, run_dir)
+
+
+def _save_deferred(result: CaptureResult, bridge: Any, run_dir: Path | None) -> Path:
+    """stepscope's own planes, torch's trace as exported and what merging them needs, as
+    three new files of the run (the host file last: a reader never finds it without the
+    others). Where the export fails with the profiler's events still held, the eager save."""
+    from stepscope.xspace import deferred as layout
+
+    assert result.bridges is not None
+    given = run_dir
+    space = _own_space(result)
+    if run_dir is None:
+        run_dir = run_directory(result.logdir, result.run_name, result.hostname)
+    stem = host_file_name(result.hostname)[: -len(HOST_SUFFIX)]
+    names = [f"{stem}{s}" for s in (layout.TRACE_SUFFIX, layout.META_SUFFIX, layout.HOST_SUFFIX)]
+    base, suffix = run_dir, 2
+    while any(os.path.lexists(run_dir / n) for n in [*names, f"{stem}{HOST_SUFFIX}"]):
+        run_dir, suffix = base.with_name(f"{base.name}_{suffix}"), suffix + 1
+    trace, meta, host = (run_dir / n for n in names)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        handle, tmp = tmpfiles.mkstemp(run_dir)
+        os.close(handle)
+    except OSError:
+        return save(build_profile(result), result, given)
+    try:
+        try:
+            bridge.export(Path(tmp))
+        except Exception:
+            if bridge.deferrable():  # nothing taken: the eager save says what fails
+                Path(tmp).unlink(missing_ok=True)
+                return save(build_profile(result), result, given)
+            raise
+        space.warnings.extend(result.bridges.warnings)  # the torch trace's own: when read
+        doc = layout.meta_of(
+            bridge.sync,
+            bridge.logs,
+            bridge.cuda,
+            result.start_perf_ns,
+            result.stop_perf_ns,
+            bridge.title,
+        )
+        try:
+            os.link(tmp, trace)
+        except FileExistsError:
+            raise
+        except OSError:  # no hard links here: the name was checked free above
+            os.replace(tmp, trace)
+        tmpfiles.write_new(meta, json.dumps(doc).encode("utf-8"))
+        tmpfiles.write_new(host, space.SerializeToString())
+    except OSError as exc:
+        raise ProfileSaveError(
+            f"could not save the profile to {host}: {exc.strerror or exc}; torch's trace is "
+            f"at {trace} if it was written",
+            space,
+            host,
+        ) from exc
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+        result.bridges.close()
+    tmpfiles.sweep_stale_runs(run_dir.parent)
+    return run_dir

@@ -27,6 +27,8 @@ SAVE_PATH_MODULES = (
     "stepscope.logdir",
     "stepscope.tmpfiles",
     "stepscope.xspace.io",
+    "stepscope.xspace.deferred",  # a PyTorch capture's save (decision 910)
+    "stepscope.xspace.torch_trace",
     "stepscope.xspace.merge",
     "stepscope.xspace.merge_columns",
     "stepscope.xspace.kineto.importer",

@@ -236,8 +236,7 @@ class Session:
             self.probe.stop()
         if self.sampler is not None:
             self.sampler.stop()
-        from stepscope.capture.save import CaptureResult, build_profile, build_xspace
-        from stepscope.capture.save import save as save_space
+        from stepscope.capture.save import CaptureResult, build_xspace, save_profile
         from stepscope.logdir import run_name_for
 
         for timer in self.timers:
@@ -324,17 +323,16 @@ class Session:
         if not self.write:
             self.space = build_xspace(result)
             return None
-        self.run_dir = save_space(build_profile(result), result, self.run_dir)
+        self.run_dir = save_profile(result, self.run_dir)
         return self.run_dir
 
     def _save_quietly(self, result: object) -> None:
         """The background save: errors are kept for `wait` and told on stderr at once."""
-        from stepscope.capture.save import CaptureResult, build_profile
-        from stepscope.capture.save import save as save_space
+        from stepscope.capture.save import CaptureResult, save_profile
 
         assert isinstance(result, CaptureResult)
         try:
-            save_space(build_profile(result), result, self.run_dir)
+            save_profile(result, self.run_dir)
         except BaseException as exc:
             self.error = exc
             log.warn(f"stepscope: saving the profile failed: {exc}")

@@ -254,8 +254,11 @@ class _Run:
         here = unreadable_reason(task.host.path)
         if not here:
             from stepscope.model import fs
+            from stepscope.xspace import formats
 
-            if task.portable and fs.size(task.host.path) <= self.ex.ship_max_bytes:
+            # a host read with companions (a deferred save's trace) is not one file to ship
+            alone = not formats.get(task.host.format).companions(task.host.path)
+            if task.portable and alone and fs.size(task.host.path) <= self.ex.ship_max_bytes:
                 self.to_ship.append(i)
             else:
                 self.on_driver.append(i)

@@ -16,6 +16,7 @@ import numpy as np
 from stepscope import limits
 from stepscope.errors import ProfileFormatError
 from stepscope.limits import TIME_LIMIT_NS, TIME_LIMIT_TEXT
+from stepscope.logdir import DEFERRED_HOST_SUFFIX
 from stepscope.model.id_map import lookup, map_ids
 from stepscope.model.profile import Line, Plane, Profile, PyStat, Stats
 from stepscope.model.strings import StringTable
@@ -40,7 +41,12 @@ def load_profile(
     path: str | os.PathLike[str], hostname: str | None = None, threads: int | None = None
 ) -> Profile:
     """Read an `.xplane.pb[.gz]` file into a `Profile` (``threads``: decoding workers,
-    default ``$STEPSCOPE_THREADS``)."""
+    default ``$STEPSCOPE_THREADS``); a deferred PyTorch save's ``<host>.deferred.pb`` is read
+    merged (`stepscope.xspace.deferred`)."""
+    if os.fspath(path).endswith(DEFERRED_HOST_SUFFIX):
+        from stepscope.xspace.deferred import merged_bytes
+
+        return profile_from_bytes(merged_bytes(path), str(path), hostname)
     return profile_from_columns(decode_file(path, threads), str(path), hostname)
 
 

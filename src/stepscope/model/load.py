@@ -10,7 +10,7 @@ from pathlib import Path
 
 from stepscope.model.from_xspace import profile_from_columns
 from stepscope.model.profile import Profile
-from stepscope.model.runs import HostFile
+from stepscope.model.runs import HostFile, size_of
 from stepscope.xspace import formats
 
 # progress(stage, fraction=None): conversions of large files report their stage and how far
@@ -70,9 +70,7 @@ def open_file(
 ) -> Profile:
     """Any single profile file (format from its name; a name no format claims is read as the
     first format, TensorFlow's XSpace)."""
-    from stepscope.model import fs
-
     path = os.fspath(path)  # the cache's metadata and the readers take the text
     fmt = formats.claiming(path) or formats.all_formats()[0]
-    host = HostFile(fmt.host_name(formats.base_name(path)), path, fmt.name, fs.size(path))
+    host = HostFile(fmt.host_name(formats.base_name(path)), path, fmt.name, size_of(path, fmt))
     return open_host(host, use_cache=use_cache, progress=progress)

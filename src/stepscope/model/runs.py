@@ -16,6 +16,7 @@ A single profile file (any ``.xplane.pb``, ``.json``, ``.json.gz``) is also a on
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 from typing import Any
 
@@ -121,10 +122,19 @@ def _host_files(dirpath: str, names: list[str], fmt: InputFormat) -> list[HostFi
     for name in names:
         path = fs.join(dirpath, name)
         try:
-            hosts.append(HostFile(fmt.host_name(name), path, fmt.name, fs.size(path)))
+            hosts.append(HostFile(fmt.host_name(name), path, fmt.name, size_of(path, fmt)))
         except OSError as exc:
             logger.warning("stepscope: skipped %s: %s", path, exc.strerror or exc)
     return hosts
+
+
+def size_of(path: str, fmt: InputFormat) -> int:
+    """A host file's size with its companions' (those there): a deferred save's trace."""
+    size = fs.size(path)
+    for other in fmt.companions(path):
+        with contextlib.suppress(OSError):  # the reader says what is missing
+            size += fs.size(other)
+    return size
 
 
 def missing_path(path: str) -> NotFoundError:
@@ -153,17 +163,23 @@ def discover_runs(logdir: str) -> list[Run]:
         in_session = any(
             f.layout == "session" and f.host_file(name) for f in every for name in filenames
         )
+        if is_run_dir(full_parts):
+            # a session directory is one run, whatever formats its host files have (a capture
+            # saved deferred beside XSpace files, decision 910)
+            session = [
+                host
+                for fmt in every
+                if fmt.layout == "session"
+                for host in _host_files(dirpath, [n for n in filenames if fmt.host_file(n)], fmt)
+            ]
+            if session:
+                name = "/".join([*parts[:-3], full_parts[-1]])
+                markers = tuple(
+                    fs.join(dirpath, f) for f in filenames if f.endswith(RECORDER_MARKER)
+                )
+                runs.append(Run(name, dirpath, _unique_hosts(session), markers))
         for fmt in every:
             if fmt.layout == "session":
-                if not is_run_dir(full_parts):
-                    continue
-                hosts = _host_files(dirpath, [n for n in filenames if fmt.host_file(n)], fmt)
-                if hosts:
-                    name = "/".join([*parts[:-3], full_parts[-1]])
-                    markers = tuple(
-                        fs.join(dirpath, f) for f in filenames if f.endswith(RECORDER_MARKER)
-                    )
-                    runs.append(Run(name, dirpath, _unique_hosts(hosts), markers))
                 continue
             found = [
                 n
@@ -344,13 +360,15 @@ def single_file_run(path: str) -> Run:
     fmt = formats.claiming(path)
     if fmt is None:
         raise NotFoundError(f"{path}: not a profile file (expected {formats.expected_names()})")
-    host = HostFile(fmt.host_name(formats.base_name(path)), path, fmt.name, fs.size(path))
+    host = HostFile(fmt.host_name(formats.base_name(path)), path, fmt.name, size_of(path, fmt))
     return Run(posixpath.basename(path), path, (host,))
 
 
 def _looked_for() -> str:
     found = []
     for fmt in formats.all_formats():
+        if not fmt.patterns:  # a format stepscope writes, never named by a user
+            continue
         where = "plugins/profile/<run>/" if fmt.layout == "session" else ""
         found.append(f"{where}{fmt.patterns[0]}")
     return " and ".join(found)

@@ -16,6 +16,7 @@ from typing import BinaryIO, cast
 
 from stepscope import limits, tmpfiles
 from stepscope.errors import ProfileFormatError, empty_file
+from stepscope.logdir import DEFERRED_HOST_SUFFIX as DEFERRED_SUFFIX
 
 TYPE_CHECKING = False  # protobuf only where an XSpace message is parsed: not for reading bytes
 if TYPE_CHECKING:
@@ -238,7 +239,13 @@ def parse_xspace(data: bytes, path: str | os.PathLike[str] = "<bytes>") -> XSpac
 
 
 def load_xspace(path: str | os.PathLike[str]) -> XSpace:
-    """Read an `.xplane.pb` (optionally gzip-compressed) into an `XSpace` message."""
+    """Read an `.xplane.pb` (optionally gzip-compressed) into an `XSpace` message; a deferred
+    PyTorch save's ``<host>.deferred.pb`` is read merged, as its eager save would have written
+    it (`stepscope.xspace.deferred`)."""
+    if os.fspath(path).endswith(DEFERRED_SUFFIX):
+        from stepscope.xspace.deferred import merged_bytes
+
+        return parse_xspace(merged_bytes(path), path)
     return parse_xspace(read_profile_bytes(path), path)
 
 

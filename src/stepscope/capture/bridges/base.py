@@ -25,6 +25,13 @@ from typing import TYPE_CHECKING
 from stepscope import log
 from stepscope.errors import StepscopeError
 from stepscope.records import record
+from stepscope.xspace.trace_notes import (  # noqa: F401 (diagnose: the bridges' name for it)
+    CUPTI_UNAVAILABLE,
+    INSUFFICIENT_PRIVILEGES,
+    as_line,
+    diagnose,
+    failure_text,
+)
 
 if TYPE_CHECKING:
     from stepscope.capture.options import ProfilerOptions
@@ -83,7 +90,7 @@ class Bridge:
 def report(message: str) -> str:
     """Tell a bridge's message the way every stepscope message looks (`stepscope.log`);
     return it."""
-    line = message if message.startswith("stepscope:") else f"stepscope: {message}"
+    line = as_line(message)
     log.warn(line)
     return line
 
@@ -156,6 +163,16 @@ class BridgeSet:
                 bridge.close()
             except Exception as exc:  # cleanup only: say so, go on
                 report(f"{bridge.title} bridge: could not clean up: {exc}")
+
+    def deferred(self) -> Bridge | None:
+        """The bridge whose trace a deferred save keeps as written (decision 910), or None: the
+        set is one bridge, not failed, not collected yet, that can export its trace and is
+        set to defer (the PyTorch bridge, `TorchSettings.save`)."""
+        if self._outputs is not None or self._closed or self._failed or len(self.bridges) != 1:
+            return None
+        bridge = self.bridges[0]
+        check = getattr(bridge, "deferrable", None)
+        return bridge if callable(check) and check() else None
 
     def collect(self) -> list[BridgeOutput]:
         return [out for out in self._collected() if out is not None]
@@ -242,57 +259,7 @@ class BridgeSet:
 
 def failure_message(title: str, phase: str, exc: BaseException) -> str:
     """One line: which bridge failed, when, why, and the fix where one is known."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if isinstance(exc, BridgeError):
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return f"{title} bridge: {text}"
-    hints = diagnose([str(exc)])
-    hint = f" ({hints[0]})" if hints else ""
-    return (
-        f"{title} bridge failed while {phase}: {type(exc).__name__}: {text}{hint}; "
-        f"the rest of the profile is kept"
-    )
-
-
-INSUFFICIENT_PRIVILEGES = (
-    "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: the NVIDIA driver lets only administrators read GPU "
-    "performance data, so no GPU kernels, memcpys or memsets were recorded (host events are "
-    "kept). Fix: run as root, or allow it for every user with the driver option "
-    "`options nvidia NVreg_RestrictProfilingToAdminUsers=0` (in /etc/modprobe.d/, then reboot "
-    "or reload the nvidia module); in a container add `--cap-add SYS_ADMIN` (docker) or the "
-    "SYS_ADMIN capability (Kubernetes). See https://developer.nvidia.com/ERR_NVGPUCTRPERM"
-)
-CUPTI_UNAVAILABLE = (
-    "CUPTI, NVIDIA's profiling library, is unavailable ({detail}), so no GPU activity was "
-    "recorded (host events are kept). Fix: install the CUPTI of your CUDA version (it comes "
-    "with PyTorch's CUDA wheels as nvidia-cuda-cupti-cu12, and with the CUDA toolkit under "
-    "extras/CUPTI/lib64: add that directory to LD_LIBRARY_PATH)"
-)
-_UNAVAILABLE_SIGNS = (
-    "libcupti",
-    "CUPTI could not be loaded",
-    "Failed to load CUPTI",
-    "CUPTI_ERROR_NOT_INITIALIZED",
-    "CUPTI_ERROR_NOT_COMPATIBLE",
-    "CUPTI_ERROR_UNKNOWN",
-    "CUPTI_ERROR_NOT_SUPPORTED",
-    "cupti initialization failed",
-    "CUPTI is not available",
-)
-
-
-def diagnose(texts: list[str]) -> list[str]:
-    """Known GPU-tracing failures found in ``texts`` (warnings, errors, log output) -> fixes."""
-    found: list[str] = []
-    joined = "\n".join(texts)
-    if "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES" in joined or "ERR_NVGPUCTRPERM" in joined:
-        found.append(INSUFFICIENT_PRIVILEGES)
-    else:
-        lowered = joined.lower()
-        for sign in _UNAVAILABLE_SIGNS:
-            at = lowered.find(sign.lower())
-            if at >= 0:
-                end = joined.find("\n", at)
-                detail = joined[at : end if end >= 0 else None].strip()[:160]
-                found.append(CUPTI_UNAVAILABLE.format(detail=detail))
-                break
-    return found
+    return failure_text(title, phase, exc)

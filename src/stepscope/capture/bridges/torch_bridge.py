@@ -51,19 +51,15 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from stepscope.capture.bridges.base import Bridge, BridgeError, BridgeOutput, diagnose
+from stepscope.capture.bridges.base import Bridge, BridgeError, BridgeOutput
 from stepscope.capture.bridges.logs import captured_output
-from stepscope.capture.bridges.sync import ClockSync, find_markers_in_columns
 from stepscope.capture.options import ProfilerOptions
 from stepscope.log import module_logger
 from stepscope.records import record
+from stepscope.xspace.clock_sync import ClockSync
 
-if TYPE_CHECKING:
-    from stepscope.xspace.wire import RawColumns
-
-SYNC_OP = "aten::empty"
 # Profilers a `stepscope.stop` on the wrong thread could not stop: {thread ident: profiler}.
 _orphans: dict[int, Any] = {}
 logger = module_logger(__name__)
@@ -83,6 +79,22 @@ class TorchSettings:
     with_stack: bool = False  # Python stacks per op: large traces, slow export
     with_flops: bool = False
     with_modules: bool = False
+    # "deferred": `stepscope.stop()` keeps torch's trace as exported and the run merges it when
+    # first read; "eager": converted and merged into one .xplane.pb at stop; "": as
+    # $STEPSCOPE_TORCH_SAVE says, else deferred (decision 910, docs/bridges.md)
+    save: str = ""
+
+
+SAVE_ENV = "STEPSCOPE_TORCH_SAVE"
+SAVE_MODES = ("deferred", "eager")
+DEFAULT_SAVE = "deferred"
+
+
+def save_mode(settings: TorchSettings) -> str:
+    """How a capture with this bridge is saved: "deferred" or "eager" (`TorchSettings.save`,
+    else ``$STEPSCOPE_TORCH_SAVE``, else the default); anything else reads as the default."""
+    mode = (settings.save or os.environ.get(SAVE_ENV, "")).strip().lower()
+    return mode if mode in SAVE_MODES else DEFAULT_SAVE
 
 
 def record_shapes_for(settings: TorchSettings, cuda: bool) -> bool:
@@ -281,34 +293,22 @@ class PyTorchBridge(Bridge):
     def collect(self) -> BridgeOutput | None:
         if self.profiler is None or not self.stopped:
             return None
-        from stepscope.xspace.kineto import kineto_to_columns
+        from stepscope.xspace.torch_trace import convert_exported
 
         with tempfile.TemporaryDirectory(prefix="stepscope-torch-") as tmp:
             path = Path(tmp) / "trace.pt.trace.json"
-            with captured_output(self.logs):
-                self.profiler.export_chrome_trace(str(path))
-            self.profiler = None  # its events are in the file now: free them
-            # The columns route (the C scanner streams the file): no protobuf message per
-            # event; the merge and the write stay on arrays (`BridgeSet.merge_into`).
-            columns = kineto_to_columns(path)
-        columns.space_header.hostnames.clear()
-        found = find_markers_in_columns(columns, "/host:CPU", child=SYNC_OP)
-        clock, how = self.sync.clock_map(found.stamps)
-        head = columns.space_header
-        warnings = diagnose([*self.logs, *head.errors, *head.warnings])
-        if self.cuda and not warnings and _launches_without_kernels(columns):
-            warnings.append(
-                "GPU kernels were launched but CUPTI recorded none: check that CUPTI works "
-                "(python -c 'import torch; print(torch.cuda.is_available())' and the driver logs)"
-            )
-        if how.startswith("unix"):
-            warnings.append(f"clock aligned by {how}; events may be off by a few microseconds")
+            self.export(path)
+            columns, clock, warnings = convert_exported(str(path), self.sync, self.logs, self.cuda)
         return BridgeOutput(columns, clock, {}, warnings)
 
+    def export(self, path: Path) -> None:
+        """Write torch's Chrome trace to ``path`` and free the profiler's events."""
+        assert self.profiler is not None
+        with captured_output(self.logs):
+            self.profiler.export_chrome_trace(str(path))
+        self.profiler = None  # its events are in the file now: free them
 
-def _launches_without_kernels(columns: RawColumns) -> bool:
-    planes = columns.plane_headers
-    if any(p.name.startswith("/device:") for p in planes):
-        return False
-    names = (m.name for p in planes for m in p.event_metadata.values())
-    return any(n.startswith(("cudaLaunchKernel", "cuLaunchKernel")) for n in names)
+    def deferrable(self) -> bool:
+        """Whether a deferred save keeps this trace: set so (`save_mode`), stopped on its
+        thread, the trace not taken yet."""
+        return self.profiler is not None and self.stopped and save_mode(self.settings) != "eager"

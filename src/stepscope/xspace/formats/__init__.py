@@ -69,10 +69,13 @@ class InputFormat:
     # are separate runs (`stepscope.model.runs`).
     recorded_at: Callable[[bytes, bytes], int | None] | None = None
     time_bytes: int = 0
+    # companions(path): the files a host file is read with (a deferred save's trace and what
+    # merging needs): counted in the host's size, and never shipped to a worker without them.
+    companions: Callable[[str], tuple[str, ...]] = lambda path: ()
 
 
 # Every format, by module under stepscope.xspace.formats, in the order they are tried.
-FORMAT_MODULES = ("xplane", "kineto")
+FORMAT_MODULES = ("xplane", "kineto", "deferred")
 
 
 @cache

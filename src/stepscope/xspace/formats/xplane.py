@@ -80,7 +80,10 @@ FORMAT = InputFormat(
     patterns=("*.xplane.pb[.gz]",),
     layout="session",
     host_file=lambda base: _XPLANE.match(base) is not None,
-    claims=lambda base: _XPLANE.match(base) is not None or base.endswith((".pb", ".pb.gz")),
+    claims=lambda base: (
+        _XPLANE.match(base) is not None
+        or (base.endswith((".pb", ".pb.gz")) and not base.endswith(".deferred.pb"))
+    ),
     host_name=host_name,
     read=_read,
     to_xspace=_to_xspace,
