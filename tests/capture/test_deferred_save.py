@@ -212,3 +212,75 @@ def test_xprof_reads_the_imported_run_as_the_eager_file(tmp_path: Path, fixtures
         )
         pages.append(data)
     assert pages[0] and pages[0] == pages[1]
+
+
+BOTH_WAYS = """
+import json, shutil, sys, dataclasses
+from pathlib import Path
+import torch, torch.nn as nn
+import stepscope
+from stepscope.capture import save
+from stepscope.capture.bridges.base import BridgeSet
+from stepscope.capture.bridges.torch_bridge import PyTorchBridge, TorchSettings
+
+logdir = Path(sys.argv[1])
+kept = {}
+export = PyTorchBridge.export
+def keep_export(self, path):  # the trace torch exported, kept for the eager twin
+    export(self, path)
+    shutil.copy(path, logdir / "exported.json")
+PyTorchBridge.export = keep_export
+deferred = save._save_deferred
+def keep_inputs(result, bridge, run_dir):
+    kept.update(result=result, warnings=list(result.bridges.warnings), bridge=bridge)
+    return deferred(result, bridge, run_dir)
+save._save_deferred = keep_inputs
+
+class Exporter:
+    def export_chrome_trace(self, path):
+        shutil.copy(logdir / "exported.json", path)
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+stepscope.start(str(logdir))
+for s in range(12):
+    with stepscope.step(s):
+        loss = model(torch.randn(8, 16)).sum()
+        model.zero_grad()
+        loss.backward()
+late = stepscope.stop()
+bridge = kept["bridge"]
+twin = PyTorchBridge(bridge.options, TorchSettings(save="eager"))
+twin.profiler, twin.stopped, twin.cuda = Exporter(), True, bridge.cuda
+twin.sync, twin.logs = bridge.sync, list(bridge.logs)
+result = dataclasses.replace(kept["result"], bridges=BridgeSet([twin], warnings=kept["warnings"]))
+eager = save.save_profile(result)
+(logdir / "exported.json").unlink()
+print(json.dumps({"late": str(late), "eager": str(eager)}))
+"""
+
+
+@pytest.mark.integration
+def test_a_real_pytorch_capture_saved_both_ways_answers_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One real capture's inputs saved deferred (the default) and eager (its bridge's trace
+    exported again): the same bytes, the same answers."""
+    pytest.importorskip("torch")
+    from tests.support.scripts import run_script
+
+    monkeypatch.setenv("STEPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    paths = run_script(BOTH_WAYS, str(tmp_path / "logs"))
+    late, eager = Path(paths["late"]), Path(paths["eager"])
+    [host] = late.glob("*.deferred.pb")
+    [eager_file] = eager.glob("*.xplane.pb")
+    assert deferred.merged_bytes(host) == eager_file.read_bytes()
+    for argv in (
+        ["summary"],
+        ["tool", "overview_page", "--json"],
+        ["tool", "trace_viewer", "--json"],
+    ):
+        command, *rest = argv
+        ours = answer([command, str(late), *rest, "-q"]).replace(late.name, "<run>")
+        theirs = answer([command, str(eager), *rest, "-q"]).replace(eager.name, "<run>")
+        assert ours == theirs, argv
