@@ -263,3 +263,44 @@ def test_a_write_under_way_pauses_while_an_answer_is_computed(
         waiter.join(20)
         assert not waiter.is_alive()
     assert entries.verify(second)
+
+
+def test_a_write_waited_for_by_after_still_pauses_and_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`after` waits for a write without hurrying it: the write still pauses at its pieces
+    while an answer is computed (the converted profile's write that the steps' child waits
+    for, beside the windows the page asks before the child: decision 920), and is written
+    whole once the section ends. Called inside a section it hurries the write, whose start
+    would wait for that section's end."""
+    monkeypatch.setattr(entries, "_PIECE", 16)  # 50 pieces: every one a place to pause
+    monkeypatch.setattr(background, "PAUSE_LIMIT_S", 60.0)  # a pause would outlast the bound
+    values = np.arange(100, dtype=np.int64)
+    go = threading.Event()
+
+    def write(target: Path) -> None:
+        assert go.wait(30)
+        entries.write_arrays(target, {"a": values}, {})
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    background.write_later(first, lambda: write(first), "test entry")
+    waiter = threading.Thread(target=background.after, args=(first,))
+    waiter.start()  # the steps' request, waiting for the converted profile
+    with background.foreground():  # a window asked meanwhile
+        go.set()
+        waiter.join(0.5)  # a bound, not a measurement: the write must not finish at all
+        assert waiter.is_alive() and background.pending(first) and not first.exists()
+    waiter.join(30)
+    assert not waiter.is_alive()
+    assert entries.verify(first)  # deferred, not lost
+    np.testing.assert_array_equal(entries.array(first, "a"), values)
+
+    def waits_inside() -> None:  # a reader in a section waiting for an entry queued there
+        with background.foreground():
+            background.write_later(second, lambda: write(second), "test entry")
+            background.after(second)
+
+    reader = threading.Thread(target=waits_inside)
+    reader.start()
+    reader.join(30)
+    assert not reader.is_alive() and entries.verify(second)

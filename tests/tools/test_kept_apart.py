@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import pytest
 
 from stepscope import workers
 from stepscope.model import open_run
-from stepscope.store import background
+from stepscope.store import background, entries
 from stepscope.tools import _analysis as analysis
 from stepscope.tools import kept, kept_apart
 from stepscope.tools.context import ProfileStore, ToolContext
@@ -109,6 +110,40 @@ def test_after_the_child_this_process_reads_the_steps_not_the_step_database(
     assert database is not None and database.exists()
     assert steps is not None and steps.exists()
     assert read == [steps]
+
+
+def test_the_steps_wait_for_the_converted_profiles_write_without_hurrying_it(
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, children: list[Any]
+) -> None:
+    """The child needs the converted profile in the store; the steps' request waits for its
+    write without hurrying it, so while windows are computed (a `foreground` section) the
+    write waits as every write after an answer does (decision 920: it took p50 41 ms of CPU
+    beside each window the page asked before the child), and once they are done it is
+    written, the child runs, and the steps are those built in process."""
+    from stepscope.model import cache as model_cache
+    from stepscope.tools.trace_viewer import api
+
+    monkeypatch.setattr(kept_apart, "APART_MIN_EVENTS", 10**12)
+    want = _steps(run_dir, tmp_path / "here")
+    monkeypatch.setattr(kept_apart, "APART_MIN_EVENTS", 0)
+    monkeypatch.setattr(background, "PAUSE_LIMIT_S", 60.0)  # a pause would outlast the bound
+    store_dir = tmp_path / "apart"
+    run = open_run(str(run_dir))
+    ctx = ToolContext(run, run.hosts[0].host, ProfileStore(cache_dir=store_dir))
+    converted = model_cache.entry_dir(run.hosts[0].path, store_dir)
+    answered: list[bytes] = []
+    asker = threading.Thread(target=lambda: answered.append(api.steps(ctx, {})[0]))
+    with background.foreground():  # the page's windows, asked while the steps are built
+        api.trace_of(ctx)
+        asker.start()
+        asker.join(1.0)  # a bound, not a measurement: the write must not happen at all
+        assert asker.is_alive() and children == []
+        assert background.pending(converted) and not (converted / entries.MANIFEST).exists()
+    asker.join(120)
+    background.wait()
+    assert not asker.is_alive() and answered == [want]
+    assert entries.verify(converted)  # deferred, not lost
+    assert len(children) == 1 and children[0].returncode == 0
 
 
 def test_a_failing_child_leaves_the_steps_to_this_process(

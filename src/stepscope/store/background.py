@@ -35,6 +35,7 @@ _gate = threading.Condition()  # guards _answering and _urgent
 _answering = 0  # `foreground` sections running
 _urgent: set[Path] = set()  # writes waited for: they start whatever runs
 _writing = threading.local()  # .target: the entry the calling thread writes (`write_later`)
+_sections = threading.local()  # .depth: the `foreground` sections the calling thread is in
 # The longest a write waits at one `give_way` point: answers back to back (a page asking
 # windows while the user pans) slow a write down, never stop it.
 PAUSE_LIMIT_S = 1.0
@@ -50,9 +51,11 @@ def foreground() -> Iterator[None]:
     global _answering, _answered_at
     with _gate:
         _answering += 1
+    _sections.depth = getattr(_sections, "depth", 0) + 1
     try:
         yield
     finally:
+        _sections.depth -= 1
         with _gate:
             _answering -= 1
             _answered_at = time.monotonic()
@@ -130,7 +133,12 @@ def pending(target: Path) -> bool:
 
 def after(target: Path) -> None:
     """Return once the write of ``target`` now running or queued (if any) has finished,
-    without hurrying it as `wait` does: for a write that should not run beside it."""
+    without hurrying it as `wait` does: it still waits while answers are computed (the
+    steps' child waits so for the converted profile's write, decision 920). Called inside a
+    `foreground` section, whose end the write would wait for, it hurries it as `wait` does."""
+    if getattr(_sections, "depth", 0):
+        wait(target)
+        return
     with _lock:
         thread = _pending.get(target)
     if thread is not None and thread is not threading.current_thread():
