@@ -48,13 +48,6 @@ import numpy as np
 from stepscope import limits
 from stepscope.errors import ProfileFormatError, empty_file
 from stepscope.xspace.builder import LineBuilder, PlaneBuilder, StatValue, XSpaceBuilder
-from stepscope.xspace.io import (
-    GZIP_MAGIC,
-    GunzipStream,
-    gunzip_bounded,
-    is_url,
-    read_raw_bytes,
-)
 from stepscope.xspace.kineto import fast_memory, fast_route, fwdbwd, scan
 from stepscope.xspace.kineto.canonical import canonical
 from stepscope.xspace.kineto.classified import Classified
@@ -70,6 +63,13 @@ from stepscope.xspace.kineto.devices import (
     trace_vendor,
 )
 from stepscope.xspace.kineto.state import CUPTI_PLANE, HOST_PLANE, RouteState
+from stepscope.xspace.raw_io import (
+    GZIP_MAGIC,
+    GunzipStream,
+    gunzip_bounded,
+    is_url,
+    read_raw_bytes,
+)
 from stepscope.xspace.wire import RawColumns
 
 if TYPE_CHECKING:  # XSpace messages only for kineto_to_xspace: columns need no protobuf
