@@ -227,6 +227,13 @@ class _Pass(_Filter):
             hook()
 
 
+def _report_full() -> None:
+    """The budget's first event over: as `annotations.admit` reports it."""
+    tracer = _ann._tracer
+    if tracer is not None:
+        tracer.budget.report_full()
+
+
 def _steps(
     batches: Iterator[T], number: int, name: str, open_step: list[Any]
 ) -> Generator[tuple[int, T], None, None]:
@@ -235,6 +242,17 @@ def _steps(
     # Encoded as `step` encodes it; an exception in the loop body is not seen here (the
     # generator is closed, not thrown into), so there is nothing for the recorder's hook.
     perf_counter_ns = _ann.perf_counter_ns
+    # The input stage of an instrumented loader (`stepscope.data`) is recorded here, inline,
+    # as its outermost `_run_stage` records it: that was five Python calls a step (the
+    # iterator's `__next__`, `_run_stage`, `_stack`, `_child_path`, two `admit`s) at 0.3-1 us
+    # each beside real work. Only for the plain class and its outermost stage, once its pass
+    # has begun; anything else (a subclass, a stage inside another's fetch, a step not
+    # recorded) goes through `next()` as before.
+    from stepscope.capture import data as _data  # loaded by `steps`
+
+    inline = type(batches) is _data.InstrumentedIterator
+    stage_local = _data._local
+    stage_path: str | None = None
     # The previous step's recorded end: the next step's start, as a script timing each
     # iteration from the previous one's end counts it. Timed apart, a pause between the two
     # (a garbage collection, the thread preempted: 8.3 ms seen) fell in no step (decision 637).
@@ -255,7 +273,65 @@ def _steps(
         start = perf_counter_ns() if ended is None else ended
         ended = None
         try:
-            batch = next(batches)
+            stack = None
+            if buf is not None and inline and batches._begin is None:  # type: ignore[attr-defined]
+                stack = getattr(stage_local, "stack", None)
+            if not stack and stack is not None:
+                it: Any = batches
+                it._calls += 1
+                iter_num = it._calls - 1
+                node = it.id
+                if stage_path is None:
+                    stage_path = _data._child_path("Iterator", it.name)
+                stack.append((stage_path, node))
+                # `_run_stage`'s two `admit`s: the same budget taken, the thread's buffer
+                stage_buf = inner = None
+                limit = _ann._max_events
+                taken = _ann._take()
+                if taken < limit:
+                    stage_buf = buf
+                    taken = _ann._take()
+                    if taken < limit:
+                        inner = buf
+                if taken == limit:
+                    _report_full()
+                stage_depth = 0
+                if stage_buf is not None:
+                    stage_depth = stage_buf.depth
+                    stage_buf.depth = stage_depth + (2 if inner is not None else 1)
+                stage_start = perf_counter_ns()
+                inner_start = perf_counter_ns()
+                exhausted = False
+                try:
+                    batch = next(it._source)
+                except StopIteration:
+                    exhausted = True
+                    raise
+                finally:
+                    inner_end = perf_counter_ns()
+                    stack.pop()
+                    if stage_buf is not None:
+                        stage_buf.depth = stage_depth
+                        stage: dict[str, int] = {"id": node}
+                        get_next = {"id": node, "iter_num": iter_num}
+                        if exhausted:
+                            stage[_data.END_OF_SEQUENCE_STAT] = 1
+                            get_next[_data.END_OF_SEQUENCE_STAT] = 1
+                        if inner is not None:
+                            stage_buf.events.append(
+                                (stage_path, inner_start, inner_end, stage_depth + 1, stage)
+                            )
+                        stage_buf.events.append(
+                            (
+                                _data.GET_NEXT_EVENT,
+                                stage_start,
+                                perf_counter_ns(),
+                                stage_depth,
+                                get_next,
+                            )
+                        )
+            else:
+                batch = next(batches)
         except StopIteration:
             # The loader is exhausted: this step never ran, it is not recorded.
             if buf is not None:
