@@ -486,6 +486,16 @@ class Recorder:
             found, self._unchecked = self._unchecked + self.ring.scan(), []
             # the rows the scans appended since the last check, in order: found[k]'s row
             first_row = self.ring.history.total - len(found)
+        if found and self.slow.armed and not self._saver_time_in_any(found):
+            # The usual wake-up: steady steps, the trigger armed, no save overlapping them.
+            # Judged in one loop (`observe_armed`), each slow one then handled in order, as
+            # below (handling one changes nothing the judging of the next reads).
+            nums = [summary.step_num for summary in found]
+            durs = [summary.dur_ns for summary in found]
+            for k, slow_step in self.slow.observe_armed(nums, durs):
+                self._slow(slow_step, first_row + k)
+            self._tell_arming()
+            return
         for k, summary in enumerate(found):
             saver_ns = self._saver_time_in(summary)
             if saver_ns:  # never part of the baseline; judged without the save's time
@@ -517,6 +527,13 @@ class Recorder:
         time, so the step is judged without it (decision 517): a 301 ms stall that a 21 ms
         save overlapped is still a stall."""
         return self._saver.time_in(step.start_ns, step.start_ns + step.dur_ns)
+
+    def _saver_time_in_any(self, steps: list[StepSummary]) -> int:
+        """How long the saver worked while any of ``steps`` ran (ns; 0: it overlapped
+        none of them, and `_saver_time_in` is 0 for each)."""
+        start = min(step.start_ns for step in steps)
+        end = max(step.start_ns + step.dur_ns for step in steps)
+        return self._saver.time_in(start, end)
 
     def _tell_arming(self) -> None:
         """Says once when the slow-step trigger arms, and once if it still has not after five

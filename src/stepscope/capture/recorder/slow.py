@@ -220,6 +220,42 @@ class SlowStepTrigger:
                 self._median = None  # judged from the steps up to now, not an older median
         return found
 
+    def observe_armed(self, step_nums: list[int], durs: list[int]) -> list[tuple[int, SlowStep]]:
+        """`observe` each step in turn, once the trigger is armed: (index, step) of the slow
+        ones. One loop with `judge` and the window's push written out: the watchdog judges
+        every step, and five Python calls a step (`observe`, `judge`, `_threshold`, `push`
+        and the saver's check) were most of what it did between two wake-ups."""
+        if not self.armed:
+            raise RuntimeError("observe_armed: the trigger is not armed (use observe)")
+        found: list[tuple[int, SlowStep]] = []
+        window = self._window
+        values, ordered = window.values, window.ordered
+        full = values.maxlen
+        median, age = self._median, self._median_age
+        threshold = 0.0 if median is None else self._threshold(median)
+        factor = self.triggers.slow_step_factor
+        floor_ns = self.triggers.slow_floor_s * 1e9
+        left, insort = bisect.bisect_left, bisect.insort
+        for k, dur_ns in enumerate(durs):
+            # `judge`: armed, the warm-up is behind (`observe` counted it)
+            if len(values) >= MIN_BASELINE:
+                if median is None or age >= MEDIAN_EVERY:
+                    median, self._tail = median_of(ordered), tail_ns(ordered)
+                    threshold = max(factor * self._tail, median + floor_ns)  # `_threshold`
+                    age = 0
+                if median > 0 and dur_ns > threshold:
+                    slow = SlowStep(step_nums[k], dur_ns, median, len(values), tail_ns=self._tail)
+                    found.append((k, slow))
+            # `SortedWindow.push`
+            if len(values) == full:
+                del ordered[left(ordered, values[0])]
+            values.append(dur_ns)
+            insort(ordered, dur_ns)
+            age += 1
+        self._median, self._median_age = median, age
+        self.seen += len(durs)
+        return found
+
     def judge(self, step_num: int, dur_ns: int) -> SlowStep | None:
         """The step, when a step of ``dur_ns`` is slow against the steps before it; the
         baseline is left as it is (`observe` adds the step to it)."""
