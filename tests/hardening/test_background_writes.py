@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -231,13 +232,12 @@ def test_a_write_queued_from_a_daemon_thread_is_finished_before_exit(tmp_path: P
     assert [t.daemon for t in made] == [False]
 
 
-def test_a_write_under_way_pauses_while_an_answer_is_computed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A store write that has started waits at its next piece while a `foreground` section
-    runs (a trace window asked during the trace index's save, decision 795), and goes on when
-    the section ends; a section that waits for that very write (`wait`) gets it written."""
-    monkeypatch.setattr(entries, "_PIECE", 16)  # 50 pieces: every one a place to pause
+def _gated_writer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[np.ndarray, threading.Event, Callable[[Path], None]]:
+    """A store entry's write in 50 pieces (each a place to pause) that starts once ``go`` is
+    set: the values it writes, ``go``, and the write."""
+    monkeypatch.setattr(entries, "_PIECE", 16)
     values = np.arange(100, dtype=np.int64)
     go = threading.Event()
 
@@ -245,6 +245,16 @@ def test_a_write_under_way_pauses_while_an_answer_is_computed(
         assert go.wait(30)
         entries.write_arrays(target, {"a": values}, {})
 
+    return values, go, write
+
+
+def test_a_write_under_way_pauses_while_an_answer_is_computed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store write that has started waits at its next piece while a `foreground` section
+    runs (a trace window asked during the trace index's save, decision 795), and goes on when
+    the section ends; a section that waits for that very write (`wait`) gets it written."""
+    values, go, write = _gated_writer(monkeypatch)
     first, second = tmp_path / "first", tmp_path / "second"
     background.write_later(first, lambda: write(first), "test entry")
     with background.foreground():
@@ -273,15 +283,8 @@ def test_a_write_waited_for_by_after_still_pauses_and_is_written(
     for, beside the windows the page asks before the child: decision 920), and is written
     whole once the section ends. Called inside a section it hurries the write, whose start
     would wait for that section's end."""
-    monkeypatch.setattr(entries, "_PIECE", 16)  # 50 pieces: every one a place to pause
     monkeypatch.setattr(background, "PAUSE_LIMIT_S", 60.0)  # a pause would outlast the bound
-    values = np.arange(100, dtype=np.int64)
-    go = threading.Event()
-
-    def write(target: Path) -> None:
-        assert go.wait(30)
-        entries.write_arrays(target, {"a": values}, {})
-
+    values, go, write = _gated_writer(monkeypatch)
     first, second = tmp_path / "first", tmp_path / "second"
     background.write_later(first, lambda: write(first), "test entry")
     waiter = threading.Thread(target=background.after, args=(first,))
