@@ -174,6 +174,42 @@ def test_a_trace_that_cannot_be_read_keeps_stepscopes_planes(
     )
 
 
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda meta: meta.unlink(), "vm.deferred.meta: no such file"),
+        (lambda meta: meta.write_text("{bad"), "vm.deferred.meta: cannot be read as JSON"),
+        (lambda meta: meta.write_text("[1, 2]"), "is not a deferred save's meta file"),
+    ],
+)
+def test_a_lost_or_damaged_meta_file_keeps_stepscopes_planes_and_says_which(
+    tmp_path: Path, fixtures_dir: Path, damage, said: str
+) -> None:
+    late = save_profile(
+        result(tmp_path, fixture_trace(fixtures_dir, "cpu_only_gloo_rank34.json.gz"), "deferred")
+    )
+    damage(late / "vm.deferred.meta")  # a run copied in part: it still reads, and says so
+    space = XSpace()
+    space.ParseFromString(deferred.merged_bytes(late / "vm.deferred.pb"))
+    assert [p.name for p in space.planes] == ["/host:CPU", "Task Environment"]
+    failed = [w for w in space.warnings if "PyTorch bridge failed while" in w]
+    assert len(failed) == 1 and said in failed[0], list(space.warnings)
+
+
+def test_the_report_says_the_torch_trace_is_missing(tmp_path: Path, fixtures_dir: Path) -> None:
+    """The deferred merge fails at read, where no stop's stderr is seen: the report's partial
+    data block must say that torch's events are missing, not read the host as a CPU loop of
+    untraced Python."""
+    late = save_profile(
+        result(tmp_path, fixture_trace(fixtures_dir, "cpu_only_gloo_rank34.json.gz"), "deferred")
+    )
+    (late / "vm.deferred.trace").unlink()
+    text = answer(["report", "--no-cache", str(late)])
+    flat = " ".join(text.split())  # the report wraps its lines
+    assert "PARTIAL DATA" in flat, text
+    assert "PyTorch bridge failed while converting its trace" in flat and "no such file" in flat
+
+
 def test_warnings_are_added_where_protobuf_writes_them() -> None:
     space = XSpace(hostnames=["vm", "other"], errors=["e"], warnings=["w1"])
     space.planes.add(name="/host:CPU", id=3)

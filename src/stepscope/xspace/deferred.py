@@ -128,6 +128,24 @@ def with_warnings(data: bytes, lines: list[str]) -> bytes:
     return data[:at] + added + data[at:]
 
 
+def _read_meta(path: str) -> dict[str, Any]:
+    """The meta file's JSON object; `ProfileFormatError` naming the file when it cannot be."""
+    from stepscope.errors import ProfileFormatError
+
+    redo = "copy the run's <host>.deferred.* files again, together"
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ProfileFormatError(path, "no such file", redo) from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ProfileFormatError(path, f"cannot be read as JSON ({exc})", redo) from None
+    if not isinstance(doc, dict) or not all(
+        k in doc for k in ("start_perf_ns", "stop_perf_ns", "sync", "logs", "cuda")
+    ):
+        raise ProfileFormatError(path, "is not a deferred save's meta file", redo)
+    return doc
+
+
 def merged_bytes(host_file: str | os.PathLike[str]) -> bytes:
     """The ``.xplane.pb`` bytes the eager save would have written for this deferred host
     (`stepscope.capture.bridges.base.BridgeSet.merge_into`, then `encode_space`)."""
@@ -137,10 +155,13 @@ def merged_bytes(host_file: str | os.PathLike[str]) -> bytes:
     from stepscope.xspace.wire import decode_columns
 
     own = Path(host_file).read_bytes()
-    meta = json.loads(Path(sibling(host_file, META_SUFFIX)).read_text(encoding="utf-8"))
-    title = str(meta.get("bridge", "PyTorch"))
-    start, stop = int(meta["start_perf_ns"]), int(meta["stop_perf_ns"])
+    title = "PyTorch"
     try:
+        # A meta file lost or damaged (a run copied in part) costs torch's events, not the
+        # host: stepscope's own planes are kept and the warning says which file is at fault.
+        meta = _read_meta(sibling(host_file, META_SUFFIX))
+        title = str(meta.get("bridge", title))
+        start, stop = int(meta["start_perf_ns"]), int(meta["stop_perf_ns"])
         columns, clock, warnings = convert_exported(
             sibling(host_file, TRACE_SUFFIX),
             _sync_of(meta["sync"]),

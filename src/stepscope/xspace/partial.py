@@ -20,7 +20,12 @@ PARTIAL_PREFIXES = (
     "file is not valid UTF-8",  # bytes replaced by U+FFFD
     "skipped ",  # events dropped as damaged, counted per reason
 )
-PARTIAL_PARTS = ("were dropped because max_events",)  # a capture's own warning, anywhere
+PARTIAL_PARTS = (
+    "were dropped because max_events",  # a capture's own warning, anywhere
+    # A framework bridge's trace lost at stop or at a deferred save's first read
+    # (trace_notes.failure_text): the framework's events are missing, stepscope's are kept.
+    " bridge failed while ",
+)
 
 # The name under which a profile store keeps a host's partial reads (an intermediate: the
 # ALL_HOSTS workers ship it back with the others, without the profile).
