@@ -12,7 +12,9 @@ from stepscope.limits import TIME_LIMIT_NS
 from stepscope.stats.compare import RunSummary, build_run_summary, memory_peak_bytes
 from stepscope.stats.compare.run_summary import warmup_from
 from stepscope.stats.gpu.kernels import KernelDb, build_kernel_db, kernel_events, merge_kernel_dbs
+from stepscope.stats.host.thread_cpu import ThreadCpu
 from stepscope.stats.op_metrics import OpMetrics, OpTable, build_op_metrics
+from stepscope.stats.runup_python import steps_thread_cpu
 from stepscope.tools._analysis import (
     device_facts,
     device_ops,
@@ -30,6 +32,19 @@ MEMORY_PEAK: Key[int | None] = Key("compare.memory_peak")
 # warm-up
 OP_METRICS_FROM: Key[OpMetrics] = Key("compare.op_metrics_from")
 KERNEL_DB_FROM: Key[KernelDb] = Key("compare.kernel_db_from")
+# the steps' thread's CPU readings (.at(step source)), for its wait for a core (decision 950)
+STEPS_CPU: Key[ThreadCpu] = Key("compare.steps_cpu")
+
+
+def _steps_cpu(ctx: ToolContext) -> ThreadCpu | None:
+    """One host's steps' thread's CPU readings; None for several hosts (each rank's thread
+    waits on its own: a job's wait is not one array of the matched steps)."""
+    if len(ctx.hosts) != 1:
+        return None
+    host = ctx.hosts[0]
+    db = step_db(ctx, host)
+    source = ctx.option("step_source", "auto")
+    return ctx.intermediate(host, STEPS_CPU.at(source), lambda p: steps_thread_cpu(p, db))
 
 
 def _kernels(ctx: ToolContext) -> KernelDb | None:
@@ -82,4 +97,5 @@ def run_summary(ctx: ToolContext, label: str | None = None) -> RunSummary:
         _memory_peak(ctx),
         "+".join(frameworks),
         _once_warm(ctx, first) if first is not None else None,
+        _steps_cpu(ctx),
     )

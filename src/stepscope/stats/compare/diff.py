@@ -17,10 +17,22 @@ import numpy as np
 
 from stepscope.records import record
 from stepscope.stats.compare.run_summary import NamedRows, RunSummary, stage_name
-from stepscope.stats.compare.significance import bootstrap_changes, holm_significant
+from stepscope.stats.compare.significance import (
+    ALPHA,
+    bootstrap_change,
+    bootstrap_changes,
+    holm_significant,
+)
 from stepscope.stats.events import CATEGORY_LABELS, CATEGORY_NAMES
 
 NOISE_FLOOR = 0.01  # of the baseline's median step time: smaller changes are never flagged
+# the candidate's extra wait for a CPU core, this share of the mean step time's change at
+# least: the verdict calls the change the machine's load (decision 951); from ALL_LOAD on,
+# all of it
+LOAD_SHARE = 0.5
+ALL_LOAD = 0.9
+CORE_WAIT = "core_wait"
+CORE_WAIT_LABEL = "Waiting for a CPU core"
 MAX_ROW_CHANGES = 100
 STEP_STATISTICS = ("median", "mean", "p90", "stddev")
 _STEP_LABELS = {
@@ -103,6 +115,9 @@ class RunDiff:
     # the step figures are each run's steps after its warm-up (a warm-up was split in one run
     # at least, and all steps were not asked for)
     once_warm: bool = False
+    # the candidate's extra wait for a CPU core as a share of the mean step time's change,
+    # when the verdict calls the change the machine's load (`LOAD_SHARE`); None otherwise
+    core_wait_share: float | None = None
 
     def metric(self, name: str) -> MetricChange | None:
         return next((m for m in self.metrics if m.name == name), None)
@@ -155,6 +170,76 @@ def _tested_metrics(base: RunSummary, cand: RunSummary) -> list[MetricChange]:
             )
         )
     return out
+
+
+def _mean(x: np.ndarray | None) -> float | None:
+    return float(x.mean()) if x is not None and len(x) else None
+
+
+def _core_wait_metric(base: RunSummary, cand: RunSummary) -> MetricChange:
+    """The steps' thread's mean time per step runnable but off its core (the stack sampler's
+    readings). Tested on its own, outside the step-time family's Holm correction (adding it
+    there would move the other figures' significance): significant at p < ALPHA above the
+    noise floor (decision 950). Neither run read: not shown."""
+    a, b = base.core_wait_ns, cand.core_wait_ns
+    name, label = CORE_WAIT, CORE_WAIT_LABEL
+    if a is None or b is None or not len(a) or not len(b):
+        return MetricChange(name, label, "ns", _mean(a), _mean(b))
+    iv = bootstrap_change(a, b, "mean")
+    t = iv.testable
+    has_rel = t and not np.isnan(iv.rel_low)
+    significant = bool(t and iv.p_value < ALPHA and abs(iv.delta) >= _noise_floor_ns(base))
+    return MetricChange(
+        name,
+        label,
+        "ns",
+        iv.base,
+        iv.cand,
+        iv.ci_low if t else None,
+        iv.ci_high if t else None,
+        iv.rel_low if has_rel else None,
+        iv.rel_high if has_rel else None,
+        iv.p_value if t else None,
+        t,
+        significant,
+    )
+
+
+def _load_share(metrics: list[MetricChange]) -> float | None:
+    """The candidate's extra wait for a CPU core as a share of the mean step time's change,
+    when the step time changed significantly, the wait changed significantly the same way, and
+    by `LOAD_SHARE` of the change at least: the machine's load, not the program (decision
+    951). None otherwise."""
+    by_name = {m.name: m for m in metrics}
+    mean, wait = by_name["step_time.mean"], by_name.get(CORE_WAIT)
+    if wait is None or not mean.significant or not wait.significant:
+        return None
+    step, waited = mean.delta or 0.0, wait.delta or 0.0
+    if not step or waited * step <= 0 or abs(waited) < LOAD_SHARE * abs(step):
+        return None
+    return waited / step
+
+
+def share_of_change(share: float) -> str:
+    """``63% of the change``; ``as much as the whole change or more`` from 100% (the wait
+    grew more than the step time: the program's own time shrank as well)."""
+    return "as much as the whole change or more" if share >= 1.0 else f"{share:.0%} of the change"
+
+
+def _load_verdict(text: str, share: float, metrics: list[MetricChange]) -> str:
+    """The verdict of a change the steps' thread's wait for a core explains: said first,
+    the category that drove the change after it (its time includes the wait)."""
+    wait = next(m for m in metrics if m.name == CORE_WAIT)
+    head, _, driven = text.partition(", driven by ")
+    mostly = "" if share >= ALL_LOAD else "mostly "
+    said = (
+        f"{head}, {mostly}the machine's load, not the program: the steps' thread waited for a "
+        f"CPU core {signed_ms(wait.delta or 0.0)}/step in the candidate "
+        f"({share_of_change(share)}; runnable but off its core, the stack sampler's readings)"
+    )
+    if driven:
+        said += f"; the categories include that wait: driven by {driven}"
+    return said
 
 
 def _warmup_metric(base: RunSummary, cand: RunSummary) -> MetricChange:
@@ -367,9 +452,15 @@ def diff_runs(base: RunSummary, cand: RunSummary, once_warm: bool = True) -> Run
     run's steps after its warm-up, when one of them has a warm-up."""
     warm = once_warm and bool(base.warmup_steps or cand.warmup_steps)
     a, b = (base.once_warm(), cand.once_warm()) if warm else (base, cand)
-    metrics = _tested_metrics(a, b) + _single_metrics(base, cand)
+    metrics = _tested_metrics(a, b)
+    if a.core_wait_ns is not None or b.core_wait_ns is not None:
+        metrics.append(_core_wait_metric(a, b))
+    metrics += _single_metrics(base, cand)
     tables = {t: match_rows(a, b, t) for t in ("host_ops", "device_ops", "kernels", "input_stages")}
     verdict, driver, detail = _verdict(metrics, tables, _noise_floor_ns(a))
+    share = _load_share(metrics)
+    if share is not None:
+        verdict = _load_verdict(verdict, share, metrics)
     if warm:
         verdict = f"once warm, {verdict}"
     return RunDiff(
@@ -384,4 +475,5 @@ def diff_runs(base: RunSummary, cand: RunSummary, once_warm: bool = True) -> Run
         driver,
         detail,
         warm,
+        share,
     )

@@ -106,6 +106,11 @@ class DiffOutput:
     driver_detail: str | None = out(
         "its stage or op that moved most, e.g. `Map stage -68.1 ms/step`"
     )
+    core_wait_share: float | None = out(
+        "the candidate's extra wait for a CPU core per step as a share of the mean step time's "
+        "change, when the verdict calls the change the machine's load (absent otherwise)",
+        omit_none=True,
+    )
     metrics: tuple[Metric, ...] = out("every compared metric")
     host_ops: tuple[RowDelta, ...] = out("host ops matched by name, biggest change first")
     device_ops: tuple[RowDelta, ...] = out("device ops")
@@ -194,6 +199,7 @@ def diff_output(
         diff.verdict,
         diff.driver,
         diff.driver_detail,
+        diff.core_wait_share,
         tuple(_metric(m) for m in diff.metrics),
         _rows(diff.host_ops),
         _rows(diff.device_ops),

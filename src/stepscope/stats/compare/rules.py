@@ -2,7 +2,8 @@
 
     RULE   := METRIC OP CHANGE
     METRIC := step_time.median | step_time.mean | step_time.p90 | step_time.stddev
-              | category.<name> | warmup.time | memory.peak | tensor_core.share
+              | category.<name> | core_wait | warmup.time | memory.peak
+              | tensor_core.share
               (aliases: step_time, memory)
     OP     := > | >= | < | <=
     CHANGE := [+|-]NUMBER UNIT, UNIT one of
@@ -13,7 +14,11 @@
 
 A rule fails when the change satisfies it and, for metrics with per-step samples (step time,
 categories), the change is statistically significant (see `significance`): noise never fails
-a build. After a warm-up those metrics are the steps once warm (`diff_runs`). The warm-up's
+a build. ``core_wait`` (the steps' thread's wait for a CPU core per step, the stack sampler's
+readings) is tested on its own. A failing step-time or category rule whose change the
+verdict calls the machine's load (`RunDiff.core_wait_share`) still fails, and its reason
+says so (decision 952). After a warm-up those metrics are the steps once warm (`diff_runs`).
+The warm-up's
 time, memory peak and TensorCore share are one figure per run and compare as they are.
 """
 
@@ -23,7 +28,7 @@ import re
 
 from stepscope.errors import StepscopeError
 from stepscope.records import record
-from stepscope.stats.compare.diff import MetricChange, RunDiff
+from stepscope.stats.compare.diff import MetricChange, RunDiff, share_of_change
 
 _RULE = re.compile(
     r"^\s*(?P<metric>[A-Za-z_][\w.]*)\s*(?P<op>>=|<=|>|<)\s*"
@@ -89,7 +94,7 @@ def parse_rule(text: str, metric_names: tuple[str, ...]) -> Rule:
 
 
 def _kind_of(metric: str) -> str:
-    if metric.startswith(("step_time.", "category.", "warmup.")):
+    if metric.startswith(("step_time.", "category.", "warmup.")) or metric == "core_wait":
         return "ns"
     return "bytes" if metric == "memory.peak" else "percent"
 
@@ -101,6 +106,7 @@ def metric_names() -> tuple[str, ...]:
     return (
         *(f"step_time.{s}" for s in STEP_STATISTICS),
         *(f"category.{c}" for c in CATEGORY_NAMES),
+        "core_wait",
         "warmup.time",
         "memory.peak",
         "tensor_core.share",
@@ -136,6 +142,8 @@ def evaluate(rule: Rule, diff: RunDiff) -> RuleResult:
         where = f"in the {side} "
         if rule.metric.startswith("warmup."):
             where, why = "", "neither run's first steps are warm-up"
+        elif rule.metric == "core_wait":
+            why = "no stack sampler readings of its steps' thread, or several hosts"
         else:
             why = "no steps" if _kind_of(rule.metric) == "ns" else "not measured in that run"
         raise StepscopeError(
@@ -159,4 +167,11 @@ def evaluate(rule: Rule, diff: RunDiff) -> RuleResult:
             rule, False, f"ok   {rule.text}: {rule.metric} {shown} is within noise{p}"
         )
     why = " (significant)" if m.tested else ""
+    share = diff.core_wait_share
+    if share is not None and rule.metric.startswith(("step_time.", "category.")):
+        # still a failure: the steps were slower; the reason says why (decision 952)
+        why += (
+            "; the change is the machine's load, not the program: the steps' thread's extra "
+            f"wait for a CPU core is {share_of_change(share)} (profile again on an idle machine)"
+        )
     return RuleResult(rule, True, f"FAIL {rule.text}: {rule.metric} {shown}{why}")

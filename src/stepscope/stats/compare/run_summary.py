@@ -22,6 +22,7 @@ from stepscope.stats.bound import bound_by
 from stepscope.stats.compare.names import match_key
 from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.gpu.kernels import KernelDb
+from stepscope.stats.host.thread_cpu import ThreadCpu
 from stepscope.stats.input.input_pipeline import input_ops, iterator_kind
 from stepscope.stats.memory import build_memory_profiles
 from stepscope.stats.op_metrics import OpTable
@@ -153,6 +154,10 @@ class RunSummary:
     # the row tables of the steps after the warm-up (None: no warm-up, or an older summary
     # file, whose rows stay the whole profile's)
     rows_once_warm: RowTables | None = None
+    # the steps' thread's time runnable but off its core, per step (int64 ns, the stack
+    # sampler's readings, `core_wait_ns`); None: no readings covering the steps, several
+    # hosts, or a summary file written before it (decision 950)
+    core_wait_ns: np.ndarray | None = None
 
     @property
     def n_steps(self) -> int:
@@ -189,6 +194,7 @@ class RunSummary:
             step_start_ns=self.step_start_ns[k:],
             step_dur_ns=self.step_dur_ns[k:],
             category_ns={c: v[k:] for c, v in self.category_ns.items()},
+            core_wait_ns=None if self.core_wait_ns is None else self.core_wait_ns[k:],
             bound_by=self.bound_by_once_warm,
             warmup_steps=0,
             bound_by_once_warm="",
@@ -224,6 +230,10 @@ class RunSummary:
             warmup = int(steps.get("warmup_steps", warmup_count(dur_ns, mid_run=False)))
             if not 0 <= warmup < max(n, 1):
                 raise ValueError(f"warmup_steps {warmup} of {n} steps")
+            wait = steps.get("core_wait_ns")  # absent in files written before decision 950
+            core_wait = None if wait is None else np.array(wait, np.int64)
+            if core_wait is not None and len(core_wait) != n:
+                raise ValueError(f"core_wait_ns has {len(core_wait)} values for {n} steps")
             return cls(
                 str(data["run"]),
                 str(data["host"]),
@@ -247,6 +257,7 @@ class RunSummary:
                 warmup,
                 str(data.get("bound_by_once_warm", "")),
                 _row_tables(data.get("once_warm")),
+                core_wait,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise StepscopeError(
@@ -317,6 +328,19 @@ def tensor_core_percent(db: KernelDb | None) -> float | None:
     return round(100.0 * on_tc / db.total_ns, 3)
 
 
+def core_wait_ns(cpu: ThreadCpu, start_ns: np.ndarray, dur_ns: np.ndarray) -> np.ndarray | None:
+    """Per step [start, start + dur): the steps' thread's time runnable but waiting for a CPU
+    core, as the stack sampler read it (`ThreadCpu.within`); None when the readings cover half
+    of the steps' time or less (no sampler, or it stopped: the overview's `cores_wait` rule,
+    `ThreadCpu.shares`). A step the readings miss in part counts the wait read in it only."""
+    start = np.asarray(start_ns, np.int64)
+    end = start + np.asarray(dur_ns, np.int64)
+    if not cpu.read or not len(start) or cpu.shares(start, end) is None:
+        return None
+    _, _, runnable = cpu.within(start, end)
+    return np.round(runnable).astype(np.int64)
+
+
 def build_run_summary(
     run: str,
     host: str,
@@ -327,9 +351,11 @@ def build_run_summary(
     memory_peak_bytes: int | None,
     framework: str = "",
     once_warm: tuple[OpTable, OpTable, KernelDb | None] | None = None,
+    steps_cpu: ThreadCpu | None = None,
 ) -> RunSummary:
     """``once_warm``: the host ops, device ops and kernels counted from the first step after
-    the warm-up (`warmup_from`), when it has one."""
+    the warm-up (`warmup_from`), when it has one. ``steps_cpu``: the steps' thread's CPU
+    readings (one host's; None for several: each rank's own thread would need matching)."""
     warmup = warmup_count(np.asarray(steps.dur_ns), mid_run=steps.mid_run)
     rows = None
     if warmup and once_warm is not None:
@@ -360,6 +386,7 @@ def build_run_summary(
         warmup,
         bound_by(steps_from(steps, warmup)).headline if warmup else "",
         rows,
+        None if steps_cpu is None else core_wait_ns(steps_cpu, steps.start_ns, steps.dur_ns),
     )
 
 

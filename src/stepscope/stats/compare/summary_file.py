@@ -31,6 +31,13 @@ class SummarySteps:
         "diff` compares the steps after them. Absent in older files: the same rule is applied "
         "to `dur_ns`"
     )
+    core_wait_ns: list[int] | None = out(
+        "the steps' thread's time runnable but waiting for a CPU core in each step (the stack "
+        "sampler's readings); absent without readings covering the steps, for `ALL_HOSTS`, and "
+        "in older files",
+        unit="ns",
+        omit_none=True,
+    )
 
 
 @record
@@ -103,6 +110,7 @@ def summary_file(s: RunSummary) -> SummaryFile:
         s.profile_steps,
         {c: v.tolist() for c, v in s.category_ns.items()},
         s.warmup_steps,
+        None if s.core_wait_ns is None else s.core_wait_ns.tolist(),
     )
     return SummaryFile(
         FORMAT,
