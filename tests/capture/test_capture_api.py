@@ -277,3 +277,26 @@ def test_the_profile_names_the_thread_whose_start_began_recording(
         pass
     profile = load_run(stepscope.stop())
     assert STARTED_ON_THREAD_STAT not in profile.planes[0].stats
+
+
+def test_a_capture_records_its_machine_clock(tmp_path: Path) -> None:
+    """The host plane names this machine and boot (decision 940); the analysis reads it with
+    the capture's start, the time zero of its times, so ranks of one machine share a clock."""
+    from stepscope.capture.save import machine_clock
+    from stepscope.model.from_xspace import load_profile
+    from stepscope.stats.collective_calls import recorded_clock
+    from stepscope.vocab.profiler import CLOCK_STAT
+
+    stepscope.start(tmp_path)
+    with stepscope.trace("work"):
+        pass
+    run_dir = stepscope.stop()
+    assert run_dir is not None
+    profile = load_profile(next(run_dir.glob("*.xplane.pb")))
+    host = next(p for p in profile.planes if p.name == "/host:CPU")
+    env = next(p for p in profile.planes if p.name == "Task Environment")
+    with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:  # Linux
+        boot = f.read().strip()
+    assert machine_clock().endswith(" boot " + boot)
+    assert host.stats[CLOCK_STAT] == machine_clock()
+    assert recorded_clock(profile) == (machine_clock(), env.stats["profile_start_time"])

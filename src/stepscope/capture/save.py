@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 import tempfile
 from dataclasses import field
@@ -39,6 +40,7 @@ from stepscope.logdir import HOST_FILE_SUFFIX as HOST_SUFFIX
 from stepscope.logdir import host_file_name, run_directory
 from stepscope.records import record
 from stepscope.vocab.profiler import (
+    CLOCK_STAT,
     FETCHES_LINE,
     FETCHES_LINE_OFFSET,
     FIRST_STEP_WHOLE_STAT,
@@ -275,6 +277,8 @@ def _own_space(result: CaptureResult) -> XSpace:
         plane.stats[key] = value
     if result.started_on_thread:
         plane.stats[STARTED_ON_THREAD_STAT] = result.started_on_thread
+    if clock := machine_clock():
+        plane.stats[CLOCK_STAT] = clock
     builder.warnings.extend(warnings)
     space = builder.build()
     _add_task_environment(space, result)
@@ -364,6 +368,17 @@ def _add_fetch_probe(plane: Any, result: CaptureResult, thread_names: dict[int, 
         if lines is not None:
             stats[LOOP_FIRST_LINE_STAT], stats[LOOP_LAST_LINE_STAT] = lines
         line.event(callee, first - base, end - first, stats)
+
+
+def machine_clock() -> str:
+    """``"<hostname> boot <boot id>"``: the clock this process's times count on (`CLOCK_STAT`),
+    "" where the boot id cannot be read (not Linux)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            boot = f.read().strip()
+    except OSError:
+        return ""
+    return f"{socket.gethostname()} boot {boot}" if boot else ""
 
 
 def _add_task_environment(space: XSpace, result: CaptureResult) -> None:

@@ -44,6 +44,7 @@ from stepscope.stats.runup_pipeline import pipeline_input
 from stepscope.stats.runup_python import RunupPython, runup_python, steps_thread_cpu
 from stepscope.stats.steps.breakdown import StepDb, type_time
 from stepscope.vocab import collectives as vocab
+from stepscope.vocab.profiler import CLOCK_STAT
 
 MAX_RUNUP_PAIRS = 50_000_000  # (event, segment) pairs: beyond, run-ups are not measured
 
@@ -75,6 +76,11 @@ class CollectiveCalls:
     # (calls,) int64: of each run-up, the input its own limits see in the tf.data pipeline's
     # Python (`runup_pipeline`, counted as input in ``runup_ns``): said as the reason's words
     runup_pipeline_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # the clock the times count on (`vocab.profiler.CLOCK_STAT`: its machine and boot), ""
+    # when the capture did not say, and that clock's reading at the profile's time zero (its
+    # ``profile_start_time``): ranks naming one clock share it (decision 940)
+    clock: str = ""
+    origin_ns: int = 0
 
     @property
     def n_calls(self) -> int:
@@ -186,7 +192,22 @@ def collective_calls(profile: Profile, db: StepDb) -> CollectiveCalls:
         ops,
         steps_thread_cpu(profile, db),
         overlap_with(since, arrive, p_lo, p_hi),
+        *recorded_clock(profile),
     )
+
+
+def recorded_clock(profile: Profile) -> tuple[str, int]:
+    """The clock the profile's times count on and its reading at their zero, ("", 0) when the
+    capture did not record it (`vocab.profiler.CLOCK_STAT`): a stepscope capture's times count
+    from its ``profile_start_time`` (`stepscope.capture.save`)."""
+    clock = next(
+        (v for p in profile.planes if isinstance(v := p.stats.get(CLOCK_STAT), str) and v), ""
+    )
+    env = next((p for p in profile.planes if p.name == "Task Environment"), None)
+    start = env.stats.get("profile_start_time") if env is not None else None
+    if not clock or not isinstance(start, int) or start <= 0:
+        return "", 0
+    return clock, start
 
 
 def _lanes(profile: Profile, events: np.ndarray) -> tuple[tuple[str, ...], np.ndarray]:

@@ -116,7 +116,10 @@ class JobSteps:
         "thread waiting for a core (the stack sampler's CPU readings); a collective that "
         "lasted long after every rank had arrived, no rank's readings telling which held it"
     )
-    clock: str = out("the collectives matched and the clock offsets estimated from them")
+    clock: str = out(
+        "the collectives matched and the clock offsets estimated from them (none where "
+        "every rank ran on one machine in one boot: its clock)"
+    )
 
 
 def _ms(ns: float) -> float:

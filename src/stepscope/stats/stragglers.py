@@ -12,7 +12,13 @@ ranks and say nothing; **who arrived last** does. The rule (docs/jobs.md):
 2. **One clock.** Every rank leaves a collective at about the same instant, so each rank's
    clock offset is the median, over the matched calls, of how much later its exits are than
    the median rank's. Arrivals and exits are shifted by it (the offsets and how closely the
-   corrected exits agree are stated): hosts' clocks are never trusted as they are.
+   corrected exits agree are stated): hosts' clocks are never trusted as they are. Except
+   ranks that provably share one clock (`shared_clock`: every capture recorded the same
+   machine and boot, decision 940): their times are put on that clock from where each
+   capture's time zero falls on it, and no offset is estimated (their clock offsets are 0).
+   Exits need not be simultaneous (gloo's all-reduce, timed on a worker thread that may
+   wait for a core before it closes its range, left 2-6 ms apart on a loaded machine): an
+   estimate from them would move every arrival by the median difference.
 3. **Who is last.** At each call the rank that arrives last held every other rank for
    ``margin`` = its arrival - the next-to-last arrival; each other rank waited from its own
    arrival until the last one's (at most until it left). Per pod step a rank's ``late`` is the
@@ -163,7 +169,8 @@ def match_calls(ranks: Sequence[Rank], pairing: StepPairing) -> Matched | None:
     first = have[0]
     step0 = first.step[at[0]]
     pod_step = np.where(step0 >= 0, pods[0][np.maximum(step0, 0)], -1)
-    offsets = _offsets(exit_)
+    shared = shared_clock(have)
+    offsets = _origins(have) if shared else _offsets(exit_)
     arrive, exit_ = arrive - offsets[:, None], exit_ - offsets[:, None]
     firsts = [ranks[i].steps.start_ns[:1] for i in rows]  # before it, no step's (727)
     if all(len(f) for f in firsts):
@@ -189,7 +196,21 @@ def match_calls(ranks: Sequence[Rank], pairing: StepPairing) -> Matched | None:
         np.stack([c.runup_pipeline_ns[a] for c, a in zip(have, at, strict=True)])
         if all(len(c.runup_pipeline_ns) == c.n_calls for c in have)
         else None,
+        shared,
     )
+
+
+def shared_clock(calls: Sequence[CollectiveCalls]) -> str:
+    """The clock every rank's times count on, when all of them recorded the same one (one
+    machine, one boot: `vocab.profiler.CLOCK_STAT`), else ""."""
+    clocks = {c.clock for c in calls}
+    return clocks.pop() if len(clocks) == 1 and "" not in clocks else ""
+
+
+def _origins(calls: Sequence[CollectiveCalls]) -> np.ndarray:
+    """Each rank's offset on one shared clock: how much later its times read than the first
+    rank's for the same instant (its time zero that much earlier)."""
+    return np.array([calls[0].origin_ns - c.origin_ns for c in calls], np.int64)
 
 
 def _offsets(exit_ns: np.ndarray) -> np.ndarray:
@@ -324,7 +345,8 @@ def _by_arrival(
         waiting |= np.nan_to_num(wait_ns[:, cols_s]).sum(axis=1) > 0
     waiting[list(late_rows)] = False
     offsets = np.full(n_h, np.nan)
-    offsets[m.rows] = _against_the_median(m.offsets_ns)
+    # on a shared clock every offset is 0: only the time zeros differ, and no clock
+    offsets[m.rows] = 0 if m.shared_clock else _against_the_median(m.offsets_ns)
     return PodLateness(
         hosts,
         pairing.step_num,
@@ -380,6 +402,7 @@ def _next_in_line(
         m.runup_ops[keep] if m.runup_ops is not None else None,
         tuple(c for c, k in zip(m.cpu, keep.tolist(), strict=True) if k) if m.cpu else (),
         m.pipeline_ns[keep] if m.pipeline_ns is not None else None,
+        m.shared_clock,
     )
     n_c = sub.arrive_ns.shape[1]
     last = np.argmax(sub.arrive_ns, axis=0)
@@ -438,6 +461,16 @@ def _against_the_median(offsets_ns: np.ndarray) -> np.ndarray:
 
 
 def _clock_note(hosts: tuple[str, ...], m: Matched) -> str:
+    if m.shared_clock:
+        machine = m.shared_clock.split(" boot ", 1)[0]
+        starts = _against_the_median(m.offsets_ns)
+        return (
+            f"{m.arrive_ns.shape[1]} collective calls matched on every rank (by "
+            f"{m.keyed_by}); one clock: every rank ran on {machine} in one boot, so no clock "
+            "offset is estimated (0) and each rank's times are put on that clock from its "
+            f"capture's start (the starts {float(starts.max() - starts.min()) / 1e6:.3f} ms "
+            f"apart); the exits agree within {m.exit_spread_ns / 1e3:.1f} us (median)"
+        )
     rel = _against_the_median(m.offsets_ns)
     worst = np.argsort(-np.abs(rel), kind="stable")[:3]
     shown = ", ".join(f"{hosts[m.rows[k]]} {rel[k] / 1e6:+.3f} ms" for k in worst.tolist())

@@ -440,6 +440,9 @@ class Matched:
     # (R, C) int64: of each run-up, the input in the tf.data pipeline's Python (decision 670);
     # None: not measured
     pipeline_ns: np.ndarray | None = None
+    # the one clock every rank's times count on (their machine and boot, decision 940): the
+    # offsets are then where each rank's time zero falls on it, not estimated; "" otherwise
+    shared_clock: str = ""
 
 
 def distinct_keys(lane: np.ndarray, seq: np.ndarray) -> bool:

@@ -237,7 +237,8 @@ class PodViewer:
     )
     clock: str = out(
         "collective arrival: how many calls were matched, the clock offsets estimated from "
-        "their exits and how closely the corrected exits agree"
+        "their exits (none where every worker ran on one machine in one boot: they share its "
+        "clock) and how closely the corrected exits agree"
     )
 
     CSV_ROWS = "csv_rows"

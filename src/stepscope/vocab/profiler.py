@@ -87,6 +87,14 @@ CPU_IDLE_STAT = "cpu_idle_cores"
 # whole, which tells inferred steps where an iteration begins (stats/steps/cycle.py).
 STARTED_ON_THREAD_STAT = "stepscope_started_on_thread"
 
+# A host-plane stat of stepscope's own: the clock its times count on, as
+# ``"<hostname> boot <boot id>"`` (Linux's /proc/sys/kernel/random/boot_id; absent where it
+# cannot be read). Profiles that name the same one were recorded by one kernel: their
+# ``profile_start_time`` (wall-clock ns, the time zero of the file's times) are readings of
+# one clock, so the ranks of a job on one machine need no clock offset estimated between them
+# (`stepscope.stats.stragglers`, decision 940).
+CLOCK_STAT = "stepscope_clock"
+
 # The line, in the host plane, of the fetches timed by `stepscope.capture.fetch_probe`: the
 # first times the frame that called `stepscope.start` asked an iterator for its next item
 # (docs/formats/python_samples.md). Line id: this offset plus the thread's line id.
