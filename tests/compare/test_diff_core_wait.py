@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from stepscope.cli.diff_render import render_markdown, render_text
 from stepscope.model import open_run
 from stepscope.stats.compare import RunSummary, diff_runs, evaluate, metric_names, parse_rule
 from stepscope.stats.compare.diff_output import diff_output
@@ -55,6 +56,9 @@ def test_a_slowdown_the_core_wait_explains_is_called_the_machines_load() -> None
     result = evaluate(parse_rule(RULE, metric_names()), diff)
     assert result.failed and LOAD in result.reason  # still a failure (decision 952)
     assert diff_output(diff).core_wait_share == diff.core_wait_share
+    # the footnote says the row is tested on its own, outside the Holm family
+    assert "Waiting for a CPU core: tested on its own" in render_text(diff, [result], 200)
+    assert "Waiting for a CPU core: tested on its own, p &lt; 0.05" in render_markdown(diff, [])
 
 
 def test_a_wait_under_half_the_change_leaves_the_verdict() -> None:
@@ -73,6 +77,7 @@ def test_without_readings_there_is_no_row() -> None:
     rng = np.random.default_rng(952)
     diff = diff_runs(summary(rng), summary(rng, extra_compute_ms=3.0))
     assert diff.metric("core_wait") is None and diff.core_wait_share is None
+    assert "tested on its own" not in render_text(diff, [], 200)
     one = diff_runs(_waited(summary(rng), np.full(50, 1.0)), summary(rng))
     wait = one.metric("core_wait")
     assert wait is not None and wait.base == pytest.approx(1.0 * MS) and wait.cand is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from stepscope.cli.output import human_bytes, table, wrap
 from stepscope.stats.compare import MetricChange, RowChange, RuleResult, RunDiff
+from stepscope.stats.compare.diff import CORE_WAIT, CORE_WAIT_LABEL
 from stepscope.stats.compare.run_summary import RunSummary, stage_name
 from stepscope.words import counted
 
@@ -87,6 +88,15 @@ def compared(diff: RunDiff) -> str:
     return ""
 
 
+def _alone(diff: RunDiff, sep: str) -> str:
+    """The footnote's words on the core-wait row, tested on its own (decision 950), when it
+    is tested; "" otherwise."""
+    wait = diff.metric(CORE_WAIT)
+    if wait is None or not wait.tested:
+        return ""
+    return f"{sep} {CORE_WAIT_LABEL}: tested on its own, p < 0.05"
+
+
 def _shown_metrics(diff: RunDiff) -> list[MetricChange]:
     return [m for m in diff.metrics if m.base is not None or m.cand is not None]
 
@@ -133,7 +143,8 @@ def render_text(diff: RunDiff, results: list[RuleResult], width: int = 100) -> s
             out.append(label)
             out += wrap(f"{base} → {cand}  {change}  {interval} {mark}".rstrip(), width, "    ")
     out += wrap(
-        "* significant (seeded expanded bootstrap, Holm-adjusted p < 0.05, above the noise floor)",
+        "* significant (seeded expanded bootstrap, Holm-adjusted p < 0.05, above the noise floor"
+        f"{_alone(diff, ';')})",
         width,
         rest="  ",
     )
@@ -219,6 +230,6 @@ def render_markdown(diff: RunDiff, results: list[RuleResult]) -> str:
         "",
         "<sub>Significance: seeded expanded percentile bootstrap of per-step samples "
         "(2000 resamples), Holm-adjusted p &lt; 0.05, changes under 1% of the baseline "
-        "median step time are never flagged.</sub>",
+        f"median step time are never flagged{_md_escape(_alone(diff, '.'))}.</sub>",
     ]
     return "\n".join(out) + "\n"
