@@ -19,6 +19,7 @@ from stepscope.records import record
 from stepscope.stats.compare.run_summary import NamedRows, RunSummary, stage_name
 from stepscope.stats.compare.significance import (
     ALPHA,
+    Interval,
     bootstrap_change,
     bootstrap_changes,
     holm_significant,
@@ -152,24 +153,31 @@ def _tested_metrics(base: RunSummary, cand: RunSummary) -> list[MetricChange]:
     for name, label, iv in zip(names, labels, intervals, strict=True):
         t = iv.testable
         significant = bool(t and next(holm) and abs(iv.delta) >= floor)
-        has_rel = t and not np.isnan(iv.rel_low)
-        out.append(
-            MetricChange(
-                name,
-                label,
-                "ns",
-                iv.base if base.n_steps else None,
-                iv.cand if cand.n_steps else None,
-                iv.ci_low if t else None,
-                iv.ci_high if t else None,
-                iv.rel_low if has_rel else None,
-                iv.rel_high if has_rel else None,
-                iv.p_value if t else None,
-                t,
-                significant,
-            )
-        )
+        out.append(_change(name, label, iv, significant, base.n_steps > 0, cand.n_steps > 0))
     return out
+
+
+def _change(
+    name: str, label: str, iv: Interval, significant: bool, base_read: bool, cand_read: bool
+) -> MetricChange:
+    """A tested metric's row from its bootstrap interval (times in ns); a side without
+    samples shows no value, an untestable change no interval."""
+    t = iv.testable
+    has_rel = t and not np.isnan(iv.rel_low)
+    return MetricChange(
+        name,
+        label,
+        "ns",
+        iv.base if base_read else None,
+        iv.cand if cand_read else None,
+        iv.ci_low if t else None,
+        iv.ci_high if t else None,
+        iv.rel_low if has_rel else None,
+        iv.rel_high if has_rel else None,
+        iv.p_value if t else None,
+        t,
+        significant,
+    )
 
 
 def _mean(x: np.ndarray | None) -> float | None:
@@ -186,23 +194,9 @@ def _core_wait_metric(base: RunSummary, cand: RunSummary) -> MetricChange:
     if a is None or b is None or not len(a) or not len(b):
         return MetricChange(name, label, "ns", _mean(a), _mean(b))
     iv = bootstrap_change(a, b, "mean")
-    t = iv.testable
-    has_rel = t and not np.isnan(iv.rel_low)
-    significant = bool(t and iv.p_value < ALPHA and abs(iv.delta) >= _noise_floor_ns(base))
-    return MetricChange(
-        name,
-        label,
-        "ns",
-        iv.base,
-        iv.cand,
-        iv.ci_low if t else None,
-        iv.ci_high if t else None,
-        iv.rel_low if has_rel else None,
-        iv.rel_high if has_rel else None,
-        iv.p_value if t else None,
-        t,
-        significant,
-    )
+    floor = _noise_floor_ns(base)
+    significant = bool(iv.testable and iv.p_value < ALPHA and abs(iv.delta) >= floor)
+    return _change(name, label, iv, significant, True, True)
 
 
 def _load_share(metrics: list[MetricChange]) -> float | None:
