@@ -374,8 +374,11 @@ def machine_clock() -> str:
     """``"<hostname> boot <boot id>"``: the clock this process's times count on (`CLOCK_STAT`),
     "" where the boot id cannot be read (not Linux)."""
     try:
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
-            boot = f.read().strip()
+        # bytes, decoded by the built-in UTF-8 codec: a text file's "ascii" codec would be
+        # imported here, on a save thread, while the training thread may be importing
+        # (decision 432's import-lock deadlock; the background-save test lists such imports)
+        with open("/proc/sys/kernel/random/boot_id", "rb") as f:
+            boot = f.read().decode("utf-8", "replace").strip()
     except OSError:
         return ""
     return f"{socket.gethostname()} boot {boot}" if boot else ""
