@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from stepscope.cli.output import human_bytes, table, wrap
 from stepscope.stats.compare import MetricChange, RowChange, RuleResult, RunDiff
-from stepscope.stats.compare.diff import CORE_WAIT, CORE_WAIT_LABEL
+from stepscope.stats.compare.diff_output import core_wait_note
 from stepscope.stats.compare.run_summary import RunSummary, stage_name
 from stepscope.words import counted
 
@@ -89,12 +89,9 @@ def compared(diff: RunDiff) -> str:
 
 
 def _alone(diff: RunDiff, sep: str) -> str:
-    """The footnote's words on the core-wait row, tested on its own (decision 950), when it
-    is tested; "" otherwise."""
-    wait = diff.metric(CORE_WAIT)
-    if wait is None or not wait.tested:
-        return ""
-    return f"{sep} {CORE_WAIT_LABEL}: tested on its own, p < 0.05"
+    """The footnote's words on the core-wait row after ``sep``, when it is tested."""
+    note = core_wait_note(diff)
+    return f"{sep} {note}" if note else ""
 
 
 def _shown_metrics(diff: RunDiff) -> list[MetricChange]:

@@ -8,7 +8,14 @@ from collections.abc import Sequence
 
 from stepscope.fields import out
 from stepscope.records import record
-from stepscope.stats.compare.diff import NOISE_FLOOR, MetricChange, RowChange, RunDiff
+from stepscope.stats.compare.diff import (
+    CORE_WAIT,
+    CORE_WAIT_LABEL,
+    NOISE_FLOOR,
+    MetricChange,
+    RowChange,
+    RunDiff,
+)
 from stepscope.stats.compare.rules import RuleResult
 from stepscope.stats.compare.run_summary import RunSummary
 
@@ -17,6 +24,21 @@ STATISTIC = (
     "significant = Holm-adjusted p < 0.05 over the step-time and category metrics, and a "
     f"change of at least {NOISE_FLOOR:.0%} of the baseline median step time"
 )
+
+
+def core_wait_note(diff: RunDiff) -> str:
+    """The significance footnote's words on the core-wait row, tested on its own outside the
+    Holm family (decision 950), when it is tested; "" otherwise."""
+    wait = diff.metric(CORE_WAIT)
+    if wait is None or not wait.tested:
+        return ""
+    return f"{CORE_WAIT_LABEL}: tested on its own, p < 0.05"
+
+
+def statistic(diff: RunDiff) -> str:
+    """How significance was decided, as every output of the diff says it."""
+    note = core_wait_note(diff)
+    return f"{STATISTIC}; {note}" if note else STATISTIC
 
 
 @record
@@ -205,7 +227,7 @@ def diff_output(
         _rows(diff.device_ops),
         _rows(diff.kernels),
         _rows(diff.input_stages),
-        STATISTIC,
+        statistic(diff),
         rules,
         exit_code,
     )
