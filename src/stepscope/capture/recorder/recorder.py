@@ -38,7 +38,8 @@ from stepscope.capture.recorder.slow import (
     MissedSteps,
     SlowStep,
     SlowStepTrigger,
-    slow_above,
+    missed_text,
+    slow_reason,
 )
 from stepscope.capture.recorder.unmarked import UnmarkedWatch
 from stepscope.capture.save_preload import import_save_path
@@ -82,7 +83,6 @@ class Recorder:
         self.slow = SlowStepTrigger(self.triggers)
         self.missed = MissedSteps()  # slow steps seen and not saved (decision 320)
         self._last_look = False  # stop() judges the steps that ended since the last tick
-        self._armed_told = ""  # what the log said of the arming: "", "armed", "not armed"
         self.open_ns: dict[int, int] = {}  # thread ident -> when its current step opened
         self._unmarked = UnmarkedWatch()  # says once when the loop marks no step
         self.fetch_steps: loader_steps.FetchSteps | None = None  # a DataLoader's (dec. 815)
@@ -536,40 +536,14 @@ class Recorder:
         return self._saver.time_in(start, end)
 
     def _tell_arming(self) -> None:
-        """Says once when the slow-step trigger arms, and once if it still has not after five
-        times the steps it needs (step times that never settle: it stays off)."""
-        slow, triggers = self.slow, self.triggers
-        if slow.armed:
-            if self._armed_told == "armed":
-                return
-            self._armed_told = "armed"
-        else:
-            needs = triggers.warmup_steps + 5 * triggers.settle_steps
-            if self._armed_told or slow.seen < needs:
-                return
-            self._armed_told = "not armed"
-        log.info("stepscope recorder: slow-step trigger %s", slow.armed_note)
+        news = self.slow.arming_news()
+        if news:
+            log.info("stepscope recorder: slow-step trigger %s", news)
 
     def _slow(self, found: SlowStep, row: int) -> None:
         now = time.monotonic()
         worse = self.slow.escalation(found.ratio, now)
-        reason = (
-            f"step {found.step_num} took {found.dur_ns / 1e6:.1f} ms, {found.ratio:.1f}x the "
-            f"median {found.median_ns / 1e6:.1f} ms of the {found.window} steps before"
-        )
-        reason += slow_above(found, self.triggers)
-        details: dict[str, Any] = {
-            "step": found.step_num,
-            "dur_ns": found.dur_ns,
-            "median_ns": int(found.median_ns),
-        }
-        if found.saver_ns:
-            reason += f" (the recorder's own save ran {found.saver_ns / 1e6:.1f} ms of it)"
-            details["saver_ns"] = found.saver_ns
-        if worse is not None:
-            reason += f" ({worse:.1f}x worse than the slow step saved before it"
-            reason += ": saved despite the rate limit)"
-            details["escalation"] = round(worse, 2)
+        reason, details = slow_reason(found, self.triggers, worse)
         pending = self.save(cfg.SLOW_STEP, reason, details, force=worse is not None, step_row=row)
         if not pending.skipped:
             self.slow.saved(found.ratio, now)
@@ -582,11 +556,7 @@ class Recorder:
 
     def _missed(self, found: SlowStep, kind: str, why: str) -> None:
         """A slow step seen and not saved: at WARNING when `MissedSteps.add` says so."""
-        text = (
-            f"stepscope recorder: step {found.step_num} took {found.dur_ns / 1e6:.1f} ms, "
-            f"{found.ratio:.1f}x the median {found.median_ns / 1e6:.1f} ms, NOT saved ({kind}): "
-            f"{why}"
-        )
+        text = f"stepscope recorder: {missed_text(found, kind, why)}"
         if self.missed.add(found, kind, why):
             log.warning("%s; all such steps are counted in Recorder.status()", text)
         else:

@@ -180,6 +180,40 @@ def slow_above(found: SlowStep, triggers: Triggers) -> str:
     return ""
 
 
+def slow_reason(
+    found: SlowStep, triggers: Triggers, worse: float | None
+) -> tuple[str, dict[str, Any]]:
+    """A slow step's save reason and details; ``worse``: how much worse than the slow step
+    saved before it, when that lifts the rate limit (`SlowStepTrigger.escalation`)."""
+    reason = (
+        f"step {found.step_num} took {found.dur_ns / 1e6:.1f} ms, {found.ratio:.1f}x the "
+        f"median {found.median_ns / 1e6:.1f} ms of the {found.window} steps before"
+    )
+    reason += slow_above(found, triggers)
+    details: dict[str, Any] = {
+        "step": found.step_num,
+        "dur_ns": found.dur_ns,
+        "median_ns": int(found.median_ns),
+    }
+    if found.saver_ns:
+        reason += f" (the recorder's own save ran {found.saver_ns / 1e6:.1f} ms of it)"
+        details["saver_ns"] = found.saver_ns
+    if worse is not None:
+        reason += f" ({worse:.1f}x worse than the slow step saved before it"
+        reason += ": saved despite the rate limit)"
+        details["escalation"] = round(worse, 2)
+    return reason, details
+
+
+def missed_text(found: SlowStep, kind: str, why: str) -> str:
+    """A slow step seen and not saved, in one line (``kind``: why, in a word)."""
+    return (
+        f"step {found.step_num} took {found.dur_ns / 1e6:.1f} ms, "
+        f"{found.ratio:.1f}x the median {found.median_ns / 1e6:.1f} ms, NOT saved ({kind}): "
+        f"{why}"
+    )
+
+
 class SlowStepTrigger:
     """The state of the slow-step trigger; fed one finished step at a time (watchdog)."""
 
@@ -201,6 +235,21 @@ class SlowStepTrigger:
         # for steps, to settle or to fill the baseline that shows a tail (`NOT_READY`)
         self._moving = False
         self._saved: tuple[float, float] | None = None  # (monotonic s, ratio) of the last save
+        self._arming_told = ""  # what `arming_news` said: "", "armed", "not armed"
+
+    def arming_news(self) -> str:
+        """Its arming note, once when it arms and once if it still has not after five times
+        the steps it needs (step times that never settle: it stays off); "" otherwise."""
+        if self.armed:
+            if self._arming_told == "armed":
+                return ""
+            self._arming_told = "armed"
+        else:
+            needs = self.triggers.warmup_steps + 5 * self.triggers.settle_steps
+            if self._arming_told or self.seen < needs:
+                return ""
+            self._arming_told = "not armed"
+        return self.armed_note
 
     def observe(self, step_num: int, dur_ns: int) -> SlowStep | None:
         """The step, when it is slow (``unarmed`` says why an unarmed trigger lets it pass,
