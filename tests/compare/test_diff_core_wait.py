@@ -10,23 +10,20 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import replace
-from functools import cache
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from stepscope.cli.diff_render import render_markdown, render_text
-from stepscope.model import open_run
 from stepscope.stats.compare import RunSummary, diff_runs, evaluate, metric_names, parse_rule
 from stepscope.stats.compare.diff_output import diff_output
 from stepscope.stats.compare.summary_file import summary_file
 from stepscope.tools import output
-from stepscope.tools._compare import run_summary
-from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.vocab.profiler import THREAD_CPU_LINE, THREAD_CPU_LINE_OFFSET
 from stepscope.xspace.io import write_xspace
 from tests.compare.synthetic import MS, summary
+from tests.support.compare import path_summary
 from tests.support.fetch_loop import TRAIN, sampled_main
 
 RULE = "step_time.mean>+10%"
@@ -157,17 +154,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
-@cache
-def _summary(path: Path) -> RunSummary:
-    run = open_run(str(path))
-    return run_summary(ToolContext(run, run.host_names[0], ProfileStore(use_cache=False)))
-
-
 @pytest.mark.integration
 def test_steps_longer_only_by_their_wait_for_a_core_are_the_machines_load(
     runs: dict[str, Path],
 ) -> None:
-    base, loaded = _summary(runs["base"]), _summary(runs["loaded"])
+    base, loaded = path_summary(str(runs["base"])), path_summary(str(runs["loaded"]))
     assert base.core_wait_ns is not None and not base.core_wait_ns.any()
     assert loaded.core_wait_ns is not None
     assert loaded.core_wait_ns.tolist() == [8 * MS] * loaded.n_steps
@@ -181,7 +172,7 @@ def test_steps_longer_only_by_their_wait_for_a_core_are_the_machines_load(
 
 @pytest.mark.integration
 def test_steps_slower_on_their_core_keep_the_verdict(runs: dict[str, Path]) -> None:
-    base, slower = _summary(runs["base"]), _summary(runs["slower"])
+    base, slower = path_summary(str(runs["base"])), path_summary(str(runs["slower"]))
     diff = diff_runs(base, slower)
     assert diff.metric("core_wait").delta == 0  # type: ignore[union-attr]
     assert diff.core_wait_share is None and LOAD not in diff.verdict
@@ -192,7 +183,7 @@ def test_steps_slower_on_their_core_keep_the_verdict(runs: dict[str, Path]) -> N
 
 @pytest.mark.integration
 def test_a_run_without_readings_has_no_wait(runs: dict[str, Path]) -> None:
-    assert _summary(runs["unread"]).core_wait_ns is None
-    diff = diff_runs(_summary(runs["base"]), _summary(runs["unread"]))
+    assert path_summary(str(runs["unread"])).core_wait_ns is None
+    diff = diff_runs(path_summary(str(runs["base"])), path_summary(str(runs["unread"])))
     wait = diff.metric("core_wait")
     assert wait is not None and wait.cand is None and diff.core_wait_share is None

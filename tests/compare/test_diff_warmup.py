@@ -8,22 +8,19 @@ from __future__ import annotations
 import io
 import json
 from contextlib import redirect_stderr, redirect_stdout
-from functools import cache
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from stepscope.cli.main import main
-from stepscope.model import open_run
 from stepscope.stats.compare import RunSummary, diff_runs, evaluate, metric_names, parse_rule
 from stepscope.stats.compare.diff_output import diff_output
 from stepscope.stats.compare.summary_file import summary_file
 from stepscope.tools import output
-from stepscope.tools._compare import run_summary
-from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.xspace.io import write_xspace
 from tests.compare.synthetic import summary, with_warmup
+from tests.support.compare import path_summary
 from tests.support.compiled_loop import compiled_loop_space
 
 pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
@@ -76,17 +73,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
-@cache
-def _summary(path: Path) -> RunSummary:
-    run = open_run(str(path))
-    return run_summary(ToolContext(run, run.host_names[0], ProfileStore(use_cache=False)))
-
-
 @pytest.mark.integration
 def test_a_regression_once_warm_fails_the_gate_the_compile_noise_hid(
     runs: dict[str, Path],
 ) -> None:
-    base, slow = _summary(runs["base"]), _summary(runs["slow"])
+    base, slow = path_summary(str(runs["base"])), path_summary(str(runs["slow"]))
     assert base.warmup_steps == 1 and slow.warmup_steps == 1
     rule = parse_rule(RULE, metric_names())
     # over all steps the shorter compile outweighs 0.5 ms a step: the gate passed it
@@ -111,7 +102,7 @@ def test_a_regression_once_warm_fails_the_gate_the_compile_noise_hid(
 
 @pytest.mark.integration
 def test_an_equal_pair_with_different_compiles_passes_once_warm(runs: dict[str, Path]) -> None:
-    base, same = _summary(runs["base"]), _summary(runs["same"])
+    base, same = path_summary(str(runs["base"])), path_summary(str(runs["same"]))
     diff = diff_runs(base, same)
     assert diff.verdict.startswith("once warm, no significant change in step time")
     assert not diff.flagged
@@ -129,7 +120,7 @@ def test_an_equal_pair_with_different_compiles_passes_once_warm(runs: dict[str, 
 
 @pytest.mark.integration
 def test_a_summary_file_keeps_the_warm_up_and_its_rows(runs: dict[str, Path]) -> None:
-    base = _summary(runs["base"])
+    base = path_summary(str(runs["base"]))
     data = output.to_json(summary_file(base))
     assert data["steps"]["warmup_steps"] == 1
     back = RunSummary.from_json(json.loads(json.dumps(data)))

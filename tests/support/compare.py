@@ -12,6 +12,11 @@ from tests.support.fixtures import FIXTURES
 
 
 @cache
-def fixture_summary(relative: str) -> RunSummary:
-    run = open_run(str(FIXTURES / relative))
+def path_summary(path: str) -> RunSummary:
+    """The summary of the run at ``path`` (its first host), uncached on disk, once."""
+    run = open_run(path)
     return run_summary(ToolContext(run, run.host_names[0], ProfileStore(use_cache=False)))
+
+
+def fixture_summary(relative: str) -> RunSummary:
+    return path_summary(str(FIXTURES / relative))
