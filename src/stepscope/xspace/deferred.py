@@ -27,10 +27,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from stepscope.logdir import DEFERRED_HOST_SUFFIX
 from stepscope.xspace.clock_sync import ClockSync, Marker
 from stepscope.xspace.trace_notes import as_line, failure_text
 
-HOST_SUFFIX = ".deferred.pb"
+HOST_SUFFIX = DEFERRED_HOST_SUFFIX  # the name the run layout gives (stepscope.logdir)
 TRACE_SUFFIX = ".deferred.trace"
 META_SUFFIX = ".deferred.meta"
 META_VERSION = 1

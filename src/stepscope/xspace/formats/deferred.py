@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from stepscope.logdir import DEFERRED_HOST_SUFFIX as SUFFIX
 from stepscope.xspace.formats import InputFormat, Stage
 
 TYPE_CHECKING = False  # not typing's: see stepscope/__init__.py
 if TYPE_CHECKING:
     from stepscope.xspace.proto.xplane_pb2 import XSpace
     from stepscope.xspace.wire import RawColumns
-
-SUFFIX = ".deferred.pb"  # stepscope.xspace.deferred.HOST_SUFFIX, without importing it
 
 
 def host_name(base: str) -> str:
