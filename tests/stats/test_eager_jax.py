@@ -36,6 +36,7 @@ def _loop(
     compile_ms: int = 200,
     executions: bool = True,
     marked: int = STEPS + 2,
+    stack: str = STACK,
 ) -> XSpaceBuilder:
     """Marked steps: a traced input wait of ``fetch_ms``, then the update, then 1.05 ms of
     the loop's own Python. Un-jitted, the update is `CALLS` calls of `CALL_US` (each an outer
@@ -65,7 +66,7 @@ def _loop(
             )
             t += UPDATE_US * US
         else:
-            samples.event("apply_primitive", t, UPDATE_US * US, {"stack": STACK, "samples": 3})
+            samples.event("apply_primitive", t, UPDATE_US * US, {"stack": stack, "samples": 3})
             for i in range(CALLS):
                 op = f"PjitFunction({('dot_general', 'tanh', 'mul')[i % 3]})"
                 main.event(op, t, CALL_US * US)
@@ -181,3 +182,18 @@ def test_the_advice_of_a_one_step_profile_says_its_step() -> None:
     assert summary.n_steps == 1
     [told] = [d for d in recommend(summary, bound_by(summary)).details if "jax.jit" in d]
     assert "PjitFunction(mul) x8 over 1 step)" in told, told
+
+
+def test_calls_written_in_the_loop_itself_are_told_to_go_in_a_jitted_function(
+    tmp_path: Path,
+) -> None:
+    # the update's JAX calls made at a script's top level: the sampler's caller is
+    # `<module>`, which no decorator reaches ("Put <module> under jax.jit" was said)
+    inline = STACK.replace("update (loop.py:15);", "")
+    first = overview_of(_loop(stack=inline), tmp_path).recommendation.details[0]
+    assert first.startswith(
+        "HIGH: 65.6% of the step time once warm is the overhead of JAX running the update "
+        "written in the loop itself (loop.py) op by op, not under jax.jit: 35.4% dispatching"
+    ), first
+    assert "<module>" not in first
+    assert "`update = jax.jit(update)` once before the loop" in first

@@ -231,21 +231,35 @@ def eager_shares(summary: StepSummary) -> EagerShares:
 def _eager_fix(summary: StepSummary, shares: EagerShares, of: str) -> str:
     """The advice for JAX run op by op: what the profile saw, and jax.jit."""
     eager = summary.limits.eager
-    name = eager.caller.split(" (")[0] if eager.caller else ""
+    name, _, where = eager.caller.partition(" (")
     calls = ", ".join(f"{op} x{count}" for op, count in eager.top_ops)
     steps = f"{len(eager.ops)} step{'' if len(eager.ops) == 1 else 's'}"  # "over 1 steps"
-    return (
-        f"{shares.overhead:.1f}% {of} is the overhead of JAX running "
-        f"{eager.caller or 'the update'} op by op, not under jax.jit: "
+    evidence = (
         f"{shares.dispatch:.1f}% dispatching its {eager.ops_per_step():.0f} JAX calls a step "
         f"one at a time ({calls} over {steps}) and "
         f"{shares.overhead - shares.dispatch:.1f}% in JAX's Python between them (eager "
         f"autodiff and dispatch, again on every call); from its first call to its last it "
-        f"spans {shares.span:.1f}% {of}, its ops' compute included. Put "
+        f"spans {shares.span:.1f}% {of}, its ops' compute included."
+    )
+    compiled = (
+        "so JAX traces it once and runs it as one compiled XLA program; its first call then "
+        "compiles (a warm-up step)."
+    )
+    if name.startswith("<"):
+        # `<module>`, `<lambda>`, `<listcomp>`: the JAX calls are written in the loop itself
+        # (a script's top level); no function to put under jax.jit, so say to make one
+        return (
+            f"{shares.overhead:.1f}% {of} is the overhead of JAX running the update written "
+            f"in the loop itself ({where.rstrip(')') or 'the script'}) op by op, not under "
+            f"jax.jit: {evidence} Move the step's JAX calls (the gradient and the parameter "
+            "update) into a function, e.g. `def update(params, batch)` returning the new "
+            f"parameters, and call `update = jax.jit(update)` once before the loop, {compiled}"
+        )
+    return (
+        f"{shares.overhead:.1f}% {of} is the overhead of JAX running "
+        f"{eager.caller or 'the update'} op by op, not under jax.jit: {evidence} Put "
         f"{name or 'the update (the function making these calls)'} under jax.jit (@jax.jit "
-        f"on it, or {name or 'update'} = jax.jit({name or 'update'}) once) so JAX traces it "
-        "once and runs it as one compiled XLA program; its first call then compiles (a "
-        "warm-up step)."
+        f"on it, or {name or 'update'} = jax.jit({name or 'update'}) once) {compiled}"
     )
 
 
