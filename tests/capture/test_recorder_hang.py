@@ -17,6 +17,7 @@ import pytest
 
 import stepscope
 import stepscope.recorder as rec
+from stepscope.model.hung_stack import hung_thread_stack
 from tests.support.recorder import MS, FakeClock, use_clock
 from tests.support.recorder import marker as _marker
 
@@ -108,4 +109,13 @@ def test_a_step_open_for_hang_s_still_saves(tmp_path: Path, clock: FakeClock) ->
     marker = _marker(pending.result(30) or Path())
     assert marker["trigger"] == "hang"
     assert any(label.startswith("MainThread ") for label in marker["stacks"])
+    # which stack is the hung step's, and where the report says it was: the test's own
+    # frame that ticked the recorder (stepscope's frames under it left out), in the body
+    assert marker["hung_thread"] in marker["stacks"]
+    hung = hung_thread_stack(marker)
+    assert hung is not None and hung["thread"] == "MainThread" and not hung["in_fetch"]
+    assert [f["function"] for f in hung["frames"][-2:]] == [
+        "test_a_step_open_for_hang_s_still_saves",
+        "_after",
+    ]
     assert _after(recorder, clock) == [marker["reason"]]  # that pass ended: no other save

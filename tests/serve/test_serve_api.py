@@ -55,6 +55,7 @@ def test_runs_the_flight_recorder_saved_carry_its_trigger_and_reason(
         "steps": None,  # a marker written before decision 530: unknown, not mid-run
         "steps_before": None,
         "steps_from": "",  # marked steps (decision 815)
+        "hung": None,  # not a hang
     }
     assert runs[1]["saved_by"] is None  # an unreadable marker is ignored (and logged)
 

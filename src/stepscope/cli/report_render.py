@@ -275,6 +275,7 @@ def recorder_lines(saved: dict[str, Any], width: int) -> list[str]:
             width,
             rest="  ",
         )
+    out += _hung_lines(saved.get("hung"), width)
     if saved.get("part") != "after":
         out += wrap(
             "The recorder keeps step markers, host annotations, data-pipeline events and Python "
@@ -284,6 +285,24 @@ def recorder_lines(saved: dict[str, Any], width: int) -> list[str]:
             width,
             rest="  ",
         )
+    return out
+
+
+def _hung_lines(hung: dict[str, Any] | None, width: int) -> list[str]:
+    """Where the hung step's thread was when the recorder saved (its own frames, innermost
+    last, stepscope's left out): the first thing a reader of a hang asks."""
+    if not hung or not hung.get("frames"):
+        return []
+    where = (
+        "fetching the next batch for stepscope.steps (the loader is what hangs)"
+        if hung.get("in_fetch")
+        else "in the step"
+    )
+    out = wrap(f"Thread {hung['thread']!r} was {where}, here (innermost last):", width, rest="  ")
+    for f in hung["frames"]:
+        name = f["file"].replace("\\", "/").rsplit("/", 1)[-1]
+        code = f": {f['code']}" if f["code"] else ""
+        out.append(clip(f"    {name}:{f['line']} in {f['function']}{code}", width))
     return out
 
 

@@ -24,6 +24,7 @@ from stepscope.errors import NotFoundError
 from stepscope.log import module_logger
 from stepscope.logdir import is_run_dir
 from stepscope.model import fs
+from stepscope.model.hung_stack import hung_thread_stack
 from stepscope.records import record
 from stepscope.xspace import formats
 from stepscope.xspace.formats import InputFormat
@@ -290,14 +291,16 @@ def trigger_step(marker: dict[str, Any]) -> int | None:
 
 
 def saved_by(run: Run) -> dict[str, Any] | None:
-    """``{"trigger", "reason", "host", "step", "part", "steps", "steps_before", "steps_from"}``
+    """``{"trigger", "reason", "host", "step", "part", "steps", "steps_before", "steps_from",
+    "hung"}``
     of a run the flight recorder saved (its first readable host marker; ``step``:
     `trigger_step`, None if unknown; ``part``: "after" for the steps captured in full after a
     trigger, else "before";
     ``steps``: the first and last step kept, ``steps_before``: the steps the recorder saw
     before the first, None when the marker does not say; ``steps_from``: "dataloader_fetches"
-    when the recorder found the steps at a DataLoader's fetches, else ""), or None. Listing
-    runs reads only these small markers."""
+    when the recorder found the steps at a DataLoader's fetches, else ""; ``hung``: at a
+    hang, where the hung thread was (`hung_stack.hung_thread_stack`), else None), or None.
+    Listing runs reads only these small markers."""
     for path in run.recorder_markers:
         data = _read_json(path, _MARKER_LIMIT)
         if isinstance(data, dict):
@@ -314,6 +317,7 @@ def saved_by(run: Run) -> dict[str, Any] | None:
                 else None,
                 "steps_before": before if _is_int(before) else None,
                 "steps_from": str(data.get("steps_from") or ""),
+                "hung": hung_thread_stack(data) if data.get("trigger") == "hang" else None,
             }
     return None
 

@@ -573,7 +573,8 @@ class Recorder:
             reason = f"a step on thread {name!r} has been open for {(now - opened) / 1e9:.1f} s"
             stacks = snap.thread_stacks()
             warnings = [f"stepscope flight recorder: stack of {k}:\n{v}" for k, v in stacks.items()]
-            details = {"stacks": stacks, "warnings": warnings}
+            # `hung_thread`: which of the stacks is the hung step's (the report shows it)
+            details = {"stacks": stacks, "hung_thread": f"{name} ({ident})", "warnings": warnings}
             self.save(cfg.HANG, reason, details, at_once=True, capture_after=False)
 
     def _release_deferred(self) -> None:
