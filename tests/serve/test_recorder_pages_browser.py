@@ -54,7 +54,17 @@ def recorder_server(
     # the same ring saved by a hang in the step after 24 (that step is open: not kept)
     hung = run.parent / HUNG
     shutil.copytree(run, hung)
-    hang = {"trigger": "hang", "reason": "a step has been open for 300.2 s", "host": "w1"}
+    stack = (
+        '  File "/home/u/train.py", line 13, in <module>\n    for step, batch in loop():\n'
+        '  File "/home/u/data.py", line 9, in fetch\n    time.sleep(2.5)\n'
+    )
+    hang = {
+        "trigger": "hang",
+        "reason": "a step has been open for 300.2 s",
+        "host": "w1",
+        "stacks": {"MainThread (7)": stack},
+        "hung_thread": "MainThread (7)",
+    }
     (hung / "w1.recorder.json").write_text(json.dumps(hang | {"steps": [21, 24]}))
     state = ServerState(run.parents[2], cache_dir=tmp_path_factory.mktemp("recorder_cache"))
     running = start_server(state.logdir, state=state)
@@ -132,3 +142,6 @@ def test_a_hang_is_after_the_last_kept_step_on_the_page(
     assert label.startswith("before the hang: step 24")
     text = page.inner_text("[data-card='step_history']")
     assert "red: the last step before the hang, 24" in text
+    # where the hung thread was: its innermost frame, as `stepscope report` lists them
+    hung = page.text_content("[data-banner='recorder'] [data-part='hung']") or ""
+    assert hung == " Thread ‘MainThread’ was in the step, at data.py:9 in fetch: time.sleep(2.5)."

@@ -31,6 +31,20 @@ function midRun(saved) {
 }
 
 /**
+ * Where a hang's thread was (the marker's `hung`, `stepscope.model.hung_stack`): its innermost
+ * own frame, as `stepscope report` lists them.
+ * @param {any} saved
+ */
+function hungAt(saved) {
+  const hung = saved.hung;
+  if (!hung || !hung.frames || !hung.frames.length) return '';
+  const f = hung.frames[hung.frames.length - 1];
+  const file = String(f.file).split(/[\\/]/).pop();
+  const where = hung.in_fetch ? 'fetching the next batch for stepscope.steps (the loader is what hangs)' : 'in the step';
+  return ` Thread \u2018${hung.thread}\u2019 was ${where}, at ${file}:${f.line} in ${f.function}${f.code ? `: ${f.code}` : ''}.`;
+}
+
+/**
  * The trigger step as the page names it: a hang's step is still open when the ring is saved,
  * so the run's last step is the one before it.
  * @param {string} trigger
@@ -60,7 +74,8 @@ export function recorderBanner(saved, href, tool) {
     title: `Saved by the flight recorder on ${TRIGGERS[saved.trigger] || saved.trigger}:`,
     body: [h('span', { dataset: { field: 'saved_by.reason' } }, saved.reason),
       // said where the steps are summed up (a taller banner would shrink the trace viewer)
-      h('span', { dataset: { part: 'mid-run' } }, tool === 'overview_page' ? midRun(saved) : '')], actions });
+      h('span', { dataset: { part: 'mid-run' } }, tool === 'overview_page' ? midRun(saved) : ''),
+      h('span', { dataset: { part: 'hung' } }, tool === 'overview_page' ? hungAt(saved) : '')], actions });
 }
 
 const W = 960;
