@@ -41,7 +41,7 @@ import numpy as np
 
 import stepscope
 import stepscope.server
-from stepscope.xspace.io import load_xspace
+from stepscope.xspace.formats import load_xspace
 
 CLIENT = """
 import sys

@@ -145,7 +145,7 @@ def test_a_failing_bridge_keeps_the_rest_of_the_profile(
     assert len(named(profile, "train")) == 1
     err = capsys.readouterr().err
     assert "stepscope: Broken bridge failed while" in err and f"boom in {phase}" in err
-    from stepscope.xspace.io import load_xspace
+    from stepscope.xspace.formats import load_xspace
 
     space = load_xspace(next(Path(run_dir).glob("*.xplane.pb")))
     assert any(

@@ -21,7 +21,7 @@ from stepscope.model import load_profile
 from stepscope.model.from_xspace import profile_from_xspace
 from stepscope.xspace.builder import XSpaceBuilder
 from stepscope.xspace.columns_pb import encode_space
-from stepscope.xspace.io import load_xspace
+from stepscope.xspace.formats import load_xspace
 from stepscope.xspace.kineto import kineto_to_xspace
 from stepscope.xspace.merge import env_stats
 from stepscope.xspace.proto.xplane_pb2 import XSpace

@@ -22,7 +22,7 @@ from stepscope.tools import output
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
 from stepscope.xspace.builder import XSpaceBuilder
-from stepscope.xspace.io import load_xspace
+from stepscope.xspace.formats import load_xspace
 from stepscope.xspace.merge import env_stats
 from tests.support.capture import events, named
 from tests.support.scripts import run_script

@@ -22,7 +22,7 @@ import stepscope
 import stepscope.recorder as rec
 from stepscope.capture import bridges
 from stepscope.capture.bridges import Bridge
-from stepscope.xspace.io import load_xspace
+from stepscope.xspace.formats import load_xspace
 from tests.support.capture import load_run, named
 from tests.support.scripts import run_script
 

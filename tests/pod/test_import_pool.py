@@ -11,7 +11,7 @@ import pytest
 
 from stepscope.cli.main import main
 from stepscope.model import open_run
-from stepscope.xspace.io import load_xspace
+from stepscope.xspace.formats import load_xspace
 from tests.pod.builders import FIXTURES
 
 pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests

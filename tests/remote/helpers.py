@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from stepscope.xspace.io import load_xspace
+from stepscope.xspace.formats import load_xspace
 from stepscope.xspace.proto.xplane_pb2 import XSpace
 
 

@@ -18,7 +18,7 @@ from stepscope.capture.bridges import Bridge
 from stepscope.capture.remote.client import trace
 from stepscope.model.load import open_host
 from stepscope.model.runs import open_run
-from stepscope.xspace.io import load_xspace
+from stepscope.xspace.formats import load_xspace
 from stepscope.xspace.proto.xplane_pb2 import XSpace
 
 from .conftest import Worker

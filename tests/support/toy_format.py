@@ -42,5 +42,5 @@ FORMAT = InputFormat(
     claims=lambda base: base.endswith(SUFFIX),
     host_name=_host,
     read=_read,
-    to_xspace=lambda path: (_space(path), _host(path.name)),
+    to_xspace=lambda path: (_space(path), _host(Path(path).name)),
 )

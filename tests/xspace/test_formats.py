@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from stepscope.capture.bridges.traces import import_traces
-from stepscope.model import discover_runs, open_host, open_run
+from stepscope.model import discover_runs, load_profile, open_host, open_run
 from stepscope.model.load import open_file
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.registry import get_tool
-from stepscope.xspace import formats
+from stepscope.xspace import formats, load_xspace
+from stepscope.xspace.io import parse_xspace, read_profile_bytes
 from tests.support import toy_format
 from tests.support.fixtures import FIXTURES, REPO, tf_xplane
 
@@ -77,6 +78,38 @@ def test_a_new_format_is_found_loaded_analyzed_and_imported(toy: None, tmp_path:
     imported = import_traces([logdir / "job" / "trainer.steps.txt"], tmp_path / "out", "r")
     assert [h.host for h in imported.hosts] == ["trainer"]
     assert (tmp_path / "out" / "plugins" / "profile" / "r" / "trainer.xplane.pb").exists()
+
+
+def test_a_new_format_is_read_by_load_xspace_and_load_profile(toy: None, tmp_path: Path) -> None:
+    """The two plain readers ask the registry (decision 990): a format registered there is
+    read by them with no branch naming it, as the deferred save's is."""
+    path = tmp_path / "trainer.steps.txt"
+    path.write_text("".join(f"step#{i} {1_000 + i * 10_000} 9000\n" for i in range(3)))
+    space = load_xspace(path)
+    assert space == toy_format._space(path)
+    assert load_xspace(str(path)) == space
+    profile = load_profile(path, hostname="trainer")
+    assert profile.n_events == 3
+    assert [profile.event_name(i) for i in range(3)] == ["step#0", "step#1", "step#2"]
+
+
+def test_load_xspace_reads_each_format_by_its_reader(tmp_path: Path) -> None:
+    xplane = tf_xplane("ctl")
+    assert load_xspace(xplane) == parse_xspace(read_profile_bytes(xplane))  # as io read it
+    kineto = load_xspace(KINETO)  # converted as `stepscope import` converts it
+    assert kineto == formats.get("kineto").to_xspace(str(KINETO))[0]
+    assert load_profile(KINETO).n_events == open_file(str(KINETO), use_cache=False).n_events
+
+
+def test_a_host_file_name_is_its_format_s_before_looser_claims() -> None:
+    """``.deferred.pb`` is the deferred format's though XSpace claims any ``.pb``; a name no
+    format claims is read as XSpace."""
+    assert formats.of_file("run/vm.deferred.pb").name == "deferred"
+    assert formats.of_file("run/vm.xplane.pb.gz").name == "xspace"
+    assert formats.of_file("run/vm.pb").name == "xspace"
+    assert formats.of_file("run/w.pt.trace.json").name == "kineto"
+    assert formats.of_file("run/profile.bin").name == "xspace"
+    assert formats.claiming("run/profile.bin") is None
 
 
 def test_tensorflow_runs_keep_their_layout_beside_other_formats(tmp_path: Path) -> None:

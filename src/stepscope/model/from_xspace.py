@@ -16,11 +16,11 @@ import numpy as np
 from stepscope import limits
 from stepscope.errors import ProfileFormatError
 from stepscope.limits import TIME_LIMIT_NS, TIME_LIMIT_TEXT
-from stepscope.logdir import DEFERRED_HOST_SUFFIX
 from stepscope.model.id_map import lookup, map_ids
 from stepscope.model.profile import Line, Plane, Profile, PyStat, Stats
 from stepscope.model.strings import StringTable
-from stepscope.xspace.formats.xplane import decode_bytes, decode_file
+from stepscope.xspace import formats
+from stepscope.xspace.formats.xplane import decode_bytes
 from stepscope.xspace.wire import (
     KIND_BYTES,
     KIND_REF,
@@ -40,14 +40,17 @@ PS_PER_NS = 1000
 def load_profile(
     path: str | os.PathLike[str], hostname: str | None = None, threads: int | None = None
 ) -> Profile:
-    """Read an `.xplane.pb[.gz]` file into a `Profile` (``threads``: decoding workers,
-    default ``$STEPSCOPE_THREADS``); a deferred PyTorch save's ``<host>.deferred.pb`` is read
-    merged (`stepscope.xspace.deferred`)."""
-    if os.fspath(path).endswith(DEFERRED_HOST_SUFFIX):
-        from stepscope.xspace.deferred import merged_bytes
+    """Read a profile file into a `Profile` by its format's reader (`formats.of_file`: an
+    `.xplane.pb[.gz]`, a Kineto trace, a deferred PyTorch save merged...; ``threads``:
+    decoding workers, default ``$STEPSCOPE_THREADS``). No cache: `stepscope.model.load`'s
+    `open_file` is the cached read."""
+    text = os.fspath(path)
+    raw = formats.of_file(text).read(text, threads, _quiet)
+    return profile_from_columns(raw, str(path), hostname)
 
-        return profile_from_bytes(merged_bytes(path), str(path), hostname)
-    return profile_from_columns(decode_file(path, threads), str(path), hostname)
+
+def _quiet(text: str, fraction: float) -> None:
+    """A read's stage, said to no one."""
 
 
 def profile_from_xspace(

@@ -68,9 +68,9 @@ def open_host(
 def open_file(
     path: str | os.PathLike[str], use_cache: bool = True, progress: Progress | None = None
 ) -> Profile:
-    """Any single profile file (format from its name; a name no format claims is read as the
-    first format, TensorFlow's XSpace)."""
+    """Any single profile file (format from its name, `formats.of_file`: a name no format
+    claims is read as the first format, TensorFlow's XSpace)."""
     path = os.fspath(path)  # the cache's metadata and the readers take the text
-    fmt = formats.claiming(path) or formats.all_formats()[0]
+    fmt = formats.of_file(path)
     host = HostFile(fmt.host_name(formats.base_name(path)), path, fmt.name, size_of(path, fmt))
     return open_host(host, use_cache=use_cache, progress=progress)

@@ -9,7 +9,8 @@ from __future__ import annotations
 TYPE_CHECKING = False  # not typing's: see stepscope/__init__.py
 if TYPE_CHECKING:
     from stepscope.xspace.builder import LineBuilder, PlaneBuilder, Ref, XSpaceBuilder
-    from stepscope.xspace.io import load_xspace, read_profile_bytes, write_xspace
+    from stepscope.xspace.formats import load_xspace
+    from stepscope.xspace.io import read_profile_bytes, write_xspace
     from stepscope.xspace.proto.xplane_pb2 import (
         XEvent,
         XEventMetadata,
@@ -22,7 +23,8 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "stepscope.xspace.builder": ("LineBuilder", "PlaneBuilder", "Ref", "XSpaceBuilder"),
-    "stepscope.xspace.io": ("load_xspace", "read_profile_bytes", "write_xspace"),
+    "stepscope.xspace.formats": ("load_xspace",),
+    "stepscope.xspace.io": ("read_profile_bytes", "write_xspace"),
     "stepscope.xspace.proto.xplane_pb2": (
         "XEvent",
         "XEventMetadata",

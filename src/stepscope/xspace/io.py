@@ -1,6 +1,8 @@
 """Reading and writing `.xplane.pb` files (raw or gzip-compressed), locally or through fsspec.
 
-A profile the user gave us is never modified: writes go to new files, atomically.
+A profile the user gave us is never modified: writes go to new files, atomically. A profile
+file of any format is read as an XSpace by `stepscope.xspace.formats.load_xspace` (its
+format's reader; the formats import this module, so it cannot ask them, decision 990).
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from pathlib import Path
 
 from stepscope import tmpfiles
 from stepscope.errors import ProfileFormatError
-from stepscope.logdir import DEFERRED_HOST_SUFFIX as DEFERRED_SUFFIX
 
 # The byte readers' home is `raw_io` (see its docstring); their names stay importable from here.
 from stepscope.xspace.raw_io import GZIP_MAGIC as GZIP_MAGIC
@@ -47,17 +48,6 @@ def parse_xspace(data: bytes, path: str | os.PathLike[str] = "<bytes>") -> XSpac
             path, "is not an XSpace profile: it holds no planes", "expected a .xplane.pb file"
         )
     return space
-
-
-def load_xspace(path: str | os.PathLike[str]) -> XSpace:
-    """Read an `.xplane.pb` (optionally gzip-compressed) into an `XSpace` message; a deferred
-    PyTorch save's ``<host>.deferred.pb`` is read merged, as its eager save would have written
-    it (`stepscope.xspace.deferred`)."""
-    if os.fspath(path).endswith(DEFERRED_SUFFIX):
-        from stepscope.xspace.deferred import merged_bytes
-
-        return parse_xspace(merged_bytes(path), path)
-    return parse_xspace(read_profile_bytes(path), path)
 
 
 def write_xspace(space: XSpace, path: str | os.PathLike[str], compress: bool = False) -> Path:

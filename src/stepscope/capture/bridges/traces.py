@@ -94,7 +94,7 @@ def _convert(path: Path) -> tuple[XSpace, str]:
     found = formats.of_local_file(path)
     if found is None:
         raise StepscopeError(f"{path}: not a profile file (expected {formats.expected_names()})")
-    return found.to_xspace(path)
+    return found.to_xspace(str(path))
 
 
 @record

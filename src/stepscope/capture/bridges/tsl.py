@@ -99,7 +99,7 @@ class TslBridge(Bridge, ABC):
             self.stop_profiler()
 
     def collect(self) -> BridgeOutput | None:
-        from stepscope.xspace.io import load_xspace
+        from stepscope.xspace.formats import load_xspace
 
         if self.tmpdir is None:
             return None

@@ -193,7 +193,7 @@ class ProfilerServicer(pb_grpc.ProfilerServiceServicer):
         from stepscope.capture import recorder as flight
         from stepscope.capture.recorder.config import PEER, REMOTE
         from stepscope.logdir import host_file_name
-        from stepscope.xspace.io import load_xspace
+        from stepscope.xspace.formats import load_xspace
 
         recorder = flight.current()
         if recorder is None:

@@ -3,10 +3,13 @@
 A format says how to recognise its files (by name, and for names that prove nothing by the
 first bytes), where its host files live in a log directory, how a file names its host, how
 to read a file into the columns the model is built from, and how to import it as an XSpace
-(``stepscope import``). Run discovery (`stepscope.model.runs`), loading
-(`stepscope.model.load`) and importing (`stepscope.capture.bridges.traces`) ask this
-registry and never name a format themselves: a new format is a new module here and its
+(``stepscope import``). Run discovery (`stepscope.model.runs`), loading (`stepscope.model.load`,
+`load_profile`), `load_xspace` below and importing (`stepscope.capture.bridges.traces`) ask
+this registry and never name a format themselves: a new format is a new module here and its
 name in `FORMAT_MODULES` (CONTRIBUTING.md, "A new input format").
+
+`load_xspace` lives here, not in `stepscope.xspace.io`: the formats' readers import io's byte
+readers, so io cannot ask the registry (an import cycle, decision 990).
 
 The format modules import their readers when a file is read, so finding runs imports no
 parser.
@@ -55,8 +58,9 @@ class InputFormat:
     host_name: Callable[[str], str]
     # read(path, threads, stage): the raw columns the model is built from.
     read: Callable[[str, int | None, Stage], RawColumns]
-    # to_xspace(path): the file as an XSpace and the host it names, for `stepscope import`.
-    to_xspace: Callable[[Path], tuple[XSpace, str]]
+    # to_xspace(path): the file as an XSpace and the host it names, for `stepscope import`
+    # and `load_xspace` (``path`` as `read` gets it: the text, which may be a URL).
+    to_xspace: Callable[[str], tuple[XSpace, str]]
     # Names that prove nothing alone but may hold this format: their first `probe_bytes`
     # bytes (decompressed) are given to `probe`. Never tried in a folder that holds a
     # "session" format's host files (a TensorFlow run's other JSON files are not traces).
@@ -108,9 +112,28 @@ def base_name(path: str | os.PathLike[str]) -> str:
 
 def claiming(path: str | os.PathLike[str]) -> InputFormat | None:
     """The format a file given by itself is read as, from its name; None when no format
-    claims the name."""
+    claims the name. A format whose host files are named so comes first (``vm.deferred.pb``
+    is the deferred format's, though XSpace claims any ``.pb``), then the looser claims in
+    registry order."""
     base = base_name(path)
-    return next((f for f in all_formats() if f.claims(base)), None)
+    every = all_formats()
+    return next((f for f in every if f.host_file(base)), None) or next(
+        (f for f in every if f.claims(base)), None
+    )
+
+
+def of_file(path: str | os.PathLike[str]) -> InputFormat:
+    """The format a file given by itself is read as: the one claiming its name, else the
+    first (TensorFlow's XSpace, whose reader says what is wrong with a file that is none)."""
+    return claiming(path) or all_formats()[0]
+
+
+def load_xspace(path: str | os.PathLike[str]) -> XSpace:
+    """A profile file as an XSpace message, read by its format (`of_file`): an `.xplane.pb`
+    (optionally gzip-compressed, local or a URL) as it is, any other format converted as
+    ``stepscope import`` converts it (a deferred PyTorch save merged, decision 910)."""
+    space, _host = of_file(path).to_xspace(os.fspath(path))
+    return space
 
 
 def probing(head: bytes, name: str | None = None) -> InputFormat | None:

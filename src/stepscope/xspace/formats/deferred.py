@@ -10,10 +10,8 @@ XSpace, so ``stepscope import`` writes the ``.xplane.pb`` XProf and TensorBoard 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from stepscope.logdir import DEFERRED_HOST_SUFFIX as SUFFIX
-from stepscope.xspace.formats import InputFormat, Stage
+from stepscope.xspace.formats import InputFormat, Stage, base_name
 
 TYPE_CHECKING = False  # not typing's: see stepscope/__init__.py
 if TYPE_CHECKING:
@@ -41,11 +39,11 @@ def _read(path: str, threads: int | None, stage: Stage) -> RawColumns:
     return decode_bytes(data, path, threads)
 
 
-def _to_xspace(path: Path) -> tuple[XSpace, str]:
+def _to_xspace(path: str) -> tuple[XSpace, str]:
     from stepscope.xspace.deferred import merged_bytes
     from stepscope.xspace.io import parse_xspace
 
-    return parse_xspace(merged_bytes(path), path), host_name(path.name)
+    return parse_xspace(merged_bytes(path), path), host_name(base_name(path))
 
 
 FORMAT = InputFormat(

@@ -68,11 +68,11 @@ def _read(path: str, threads: int | None, stage: Stage) -> RawColumns:
     return kineto_to_columns(path)
 
 
-def _to_xspace(path: Path) -> tuple[XSpace, str]:
+def _to_xspace(path: str) -> tuple[XSpace, str]:
     from stepscope.xspace.kineto import kineto_to_xspace
 
     space = kineto_to_xspace(path)
-    return space, (space.hostnames[0] if space.hostnames else path.stem)
+    return space, (space.hostnames[0] if space.hostnames else Path(path).stem)
 
 
 FORMAT = InputFormat(

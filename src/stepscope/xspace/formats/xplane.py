@@ -10,10 +10,9 @@ from __future__ import annotations
 import mmap
 import os
 import re
-from pathlib import Path
 
 from stepscope.errors import ProfileFormatError
-from stepscope.xspace.formats import InputFormat, Stage
+from stepscope.xspace.formats import InputFormat, Stage, base_name
 from stepscope.xspace.io import map_profile_bytes, parse_xspace, read_profile_bytes
 from stepscope.xspace.wire import RawColumns, accelerated, decode_columns
 
@@ -70,8 +69,8 @@ def _read(path: str, threads: int | None, stage: Stage) -> RawColumns:
     return decode_file(path, threads)
 
 
-def _to_xspace(path: Path) -> tuple[XSpace, str]:
-    return parse_xspace(read_profile_bytes(path), path), host_name(path.name)
+def _to_xspace(path: str) -> tuple[XSpace, str]:
+    return parse_xspace(read_profile_bytes(path), path), host_name(base_name(path))
 
 
 FORMAT = InputFormat(
@@ -80,10 +79,7 @@ FORMAT = InputFormat(
     patterns=("*.xplane.pb[.gz]",),
     layout="session",
     host_file=lambda base: _XPLANE.match(base) is not None,
-    claims=lambda base: (
-        _XPLANE.match(base) is not None
-        or (base.endswith((".pb", ".pb.gz")) and not base.endswith(".deferred.pb"))
-    ),
+    claims=lambda base: _XPLANE.match(base) is not None or base.endswith((".pb", ".pb.gz")),
     host_name=host_name,
     read=_read,
     to_xspace=_to_xspace,
