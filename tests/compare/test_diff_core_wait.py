@@ -7,7 +7,6 @@ are longer only by runnable time, one slower on its core."""
 
 from __future__ import annotations
 
-import itertools
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -20,11 +19,11 @@ from stepscope.stats.compare import RunSummary, diff_runs, evaluate, metric_name
 from stepscope.stats.compare.diff_output import diff_output
 from stepscope.stats.compare.summary_file import summary_file
 from stepscope.tools import output
-from stepscope.vocab.profiler import THREAD_CPU_LINE, THREAD_CPU_LINE_OFFSET
 from stepscope.xspace.io import write_xspace
+from stepscope.xspace.proto.xplane_pb2 import XSpace
 from tests.compare.synthetic import MS, summary
 from tests.support.compare import path_summary
-from tests.support.fetch_loop import TRAIN, sampled_main
+from tests.support.cpu_readings import sampled_loop
 
 RULE = "step_time.mean>+10%"
 LOAD = "the machine's load, not the program"
@@ -107,39 +106,11 @@ def test_a_summary_file_carries_the_wait_and_an_older_one_loads_without() -> Non
 
 # Below: real analyses of synthetic sampled loops (~0.1 s a run): integration tier.
 
-STEPS = 14
 
-
-def _loop_space(extra_ms: int, runnable: bool, readings: bool = True) -> object:
-    """Marked steps of 20-22 ms on MainThread, each ``extra_ms`` longer; CPU readings every
-    5 ms, the thread on its core all the time but, with ``runnable``, the extra ms of each
-    step, runnable off its core."""
-    builder, main, samples = sampled_main()
-    cpu = builder.plane("/host:CPU").line(
-        THREAD_CPU_LINE_OFFSET + 7, THREAD_CPU_LINE, f"{THREAD_CPU_LINE}: MainThread"
-    )
-    cpu.display_id = 7
-    t, waits = 0, []
-    for k in range(STEPS):
-        dur = 20 + k % 3 + extra_ms
-        main.event("train", t * MS, dur * MS, {"step_num": k, "_r": 1})
-        main.event("forward", t * MS, dur * MS)
-        samples.event("forward", t * MS, dur * MS, {"stack": TRAIN, "samples": dur // 5})
-        if runnable:
-            waits.append((t + dur - extra_ms, t + dur))
-        t += dur
-    for lo, hi in itertools.pairwise(range(0, t + 1, 1) if readings else ()):
-        rq = sum(max(min(hi, b) - max(lo, a), 0) for a, b in waits)
-        cpu.event(
-            "cpu", lo * MS, (hi - lo) * MS, {"on_cpu_ns": (1 - rq) * MS, "runnable_ns": rq * MS}
-        )
-    return builder.build()
-
-
-def _write(root: Path, name: str, space: object) -> Path:
+def _write(root: Path, name: str, space: XSpace) -> Path:
     run = root / name / "plugins" / "profile" / "2026_01_01_00_00_00"
     run.mkdir(parents=True)
-    write_xspace(space, run / "vm.xplane.pb")  # type: ignore[arg-type]
+    write_xspace(space, run / "vm.xplane.pb")
     return run
 
 
@@ -147,10 +118,10 @@ def _write(root: Path, name: str, space: object) -> Path:
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("cores")
     return {
-        "base": _write(root, "base", _loop_space(0, False)),
-        "loaded": _write(root, "loaded", _loop_space(8, True)),
-        "slower": _write(root, "slower", _loop_space(8, False)),
-        "unread": _write(root, "unread", _loop_space(8, True, readings=False)),
+        "base": _write(root, "base", sampled_loop(0, False)),
+        "loaded": _write(root, "loaded", sampled_loop(8, True)),
+        "slower": _write(root, "slower", sampled_loop(8, False)),
+        "unread": _write(root, "unread", sampled_loop(8, True, readings=False)),
     }
 
 

@@ -88,6 +88,8 @@ class StepSummary:
     # a host's recording began mid-run (`StepDb.mid_run`): the first steps are no warm-up
     # (with several hosts, any: their steps are paired, so the first pod step is that late)
     mid_run: bool = False
+    # several hosts: each rank's start of each pod step, as `rank_dur_ns`
+    rank_start_ns: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
 
     @property
     def n_steps(self) -> int:
@@ -97,6 +99,14 @@ class StepSummary:
     def pacing_rank(self) -> int:
         """Several hosts: the row of `rank_dur_ns` whose steps are the job's."""
         return pacing_rank(self.rank_dur_ns)
+
+    def job_part_ns(self, per_rank_ns: np.ndarray) -> np.ndarray:
+        """Several hosts: a part of each rank's steps, (ranks, steps) in `rank_hosts` order,
+        as the job's step counts its categories: the ranks' mean stretched to the job's step
+        (the pacing rank's), so it keeps its share of the ranks' mean step."""
+        mean = self.rank_dur_ns.mean(axis=0)
+        stretch = np.divide(self.dur_ns, mean, out=np.ones(len(mean)), where=mean > 0)
+        return (np.mean(per_rank_ns, axis=0) * stretch).round().astype(np.int64)
 
     def limit_percent(self, limit: str) -> float:
         """Share of the total step time bound by ``limit`` (0 without steps)."""
@@ -304,6 +314,7 @@ def summarize_steps(dbs: dict[str, StepDb]) -> StepSummary:
         first_categories,
         _most_fetched(found, picks),
         mid_run,
+        rank_start_ns=np.stack([db.start_ns[k] for db, k in zip(found, picks, strict=True)]),
     )
 
 

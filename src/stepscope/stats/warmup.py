@@ -56,7 +56,7 @@ def steps_from(summary: StepSummary, first: int, python: PythonTime | None = Non
     changes: dict[str, object] = {}
     for f in fields(summary):
         value = getattr(summary, f.name)
-        if f.name == "rank_dur_ns":  # (ranks, steps)
+        if f.name in ("rank_dur_ns", "rank_start_ns"):  # (ranks, steps)
             changes[f.name] = value[:, first:] if value.shape[1] == n else value
         elif (isinstance(value, np.ndarray) and value.ndim == 1 and len(value) == n) or (
             f.name == "names"

@@ -36,12 +36,8 @@ KERNEL_DB_FROM: Key[KernelDb] = Key("compare.kernel_db_from")
 STEPS_CPU: Key[ThreadCpu] = Key("compare.steps_cpu")
 
 
-def _steps_cpu(ctx: ToolContext) -> ThreadCpu | None:
-    """One host's steps' thread's CPU readings; None for several hosts (each rank's thread
-    waits on its own: a job's wait is not one array of the matched steps)."""
-    if len(ctx.hosts) != 1:
-        return None
-    host = ctx.hosts[0]
+def _steps_cpu(ctx: ToolContext, host: str) -> ThreadCpu:
+    """A host's steps' thread's CPU readings (of each rank, for a job's wait: decision 991)."""
     db = step_db(ctx, host)
     source = ctx.option("step_source", "auto")
     return ctx.intermediate(host, STEPS_CPU.at(source), lambda p: steps_thread_cpu(p, db))
@@ -97,5 +93,5 @@ def run_summary(ctx: ToolContext, label: str | None = None) -> RunSummary:
         _memory_peak(ctx),
         "+".join(frameworks),
         _once_warm(ctx, first) if first is not None else None,
-        _steps_cpu(ctx),
+        partial(_steps_cpu, ctx),
     )

@@ -220,16 +220,24 @@ def share_of_change(share: float) -> str:
     return "as much as the whole change or more" if share >= 1.0 else f"{share:.0%} of the change"
 
 
-def _load_verdict(text: str, share: float, metrics: list[MetricChange]) -> str:
+def waiting_threads(summary: RunSummary) -> str:
+    """Whose wait for a core the `core_wait` row is: one host's steps' thread, or a job's
+    ranks' (their mean, decision 991)."""
+    return "the ranks' steps' threads" if len(summary.hosts) > 1 else "the steps' thread"
+
+
+def _load_verdict(text: str, share: float, metrics: list[MetricChange], cand: RunSummary) -> str:
     """The verdict of a change the steps' thread's wait for a core explains: said first,
     the category that drove the change after it (its time includes the wait)."""
     wait = next(m for m in metrics if m.name == CORE_WAIT)
     head, _, driven = text.partition(", driven by ")
     mostly = "" if share >= ALL_LOAD else "mostly "
+    mean = "; the ranks' mean" if len(cand.hosts) > 1 else ""
     said = (
-        f"{head}, {mostly}the machine's load, not the program: the steps' thread waited for a "
-        f"CPU core {signed_ms(wait.delta or 0.0)}/step in the candidate "
-        f"({share_of_change(share)}; runnable but off its core, the stack sampler's readings)"
+        f"{head}, {mostly}the machine's load, not the program: {waiting_threads(cand)} waited "
+        f"for a CPU core {signed_ms(wait.delta or 0.0)}/step in the candidate "
+        f"({share_of_change(share)}{mean}; runnable but off its core, the stack sampler's "
+        "readings)"
     )
     if driven:
         said += f"; the categories include that wait: driven by {driven}"
@@ -454,7 +462,7 @@ def diff_runs(base: RunSummary, cand: RunSummary, once_warm: bool = True) -> Run
     verdict, driver, detail = _verdict(metrics, tables, _noise_floor_ns(a))
     share = _load_share(metrics)
     if share is not None:
-        verdict = _load_verdict(verdict, share, metrics)
+        verdict = _load_verdict(verdict, share, metrics, b)
     if warm:
         verdict = f"once warm, {verdict}"
     return RunDiff(

@@ -28,7 +28,7 @@ import re
 
 from stepscope.errors import StepscopeError
 from stepscope.records import record
-from stepscope.stats.compare.diff import MetricChange, RunDiff, share_of_change
+from stepscope.stats.compare.diff import MetricChange, RunDiff, share_of_change, waiting_threads
 
 _RULE = re.compile(
     r"^\s*(?P<metric>[A-Za-z_][\w.]*)\s*(?P<op>>=|<=|>|<)\s*"
@@ -143,7 +143,7 @@ def evaluate(rule: Rule, diff: RunDiff) -> RuleResult:
         if rule.metric.startswith("warmup."):
             where, why = "", "neither run's first steps are warm-up"
         elif rule.metric == "core_wait":
-            why = "no stack sampler readings of its steps' thread, or several hosts"
+            why = "no stack sampler readings of its steps' thread (of every rank, for a job)"
         else:
             why = "no steps" if _kind_of(rule.metric) == "ns" else "not measured in that run"
         raise StepscopeError(
@@ -170,8 +170,10 @@ def evaluate(rule: Rule, diff: RunDiff) -> RuleResult:
     share = diff.core_wait_share
     if share is not None and rule.metric.startswith(("step_time.", "category.")):
         # still a failure: the steps were slower; the reason says why (decision 952)
+        whose = waiting_threads(diff.candidate)
+        whose += "'" if whose.endswith("s") else "'s"
         why += (
-            "; the change is the machine's load, not the program: the steps' thread's extra "
-            f"wait for a CPU core is {share_of_change(share)} (profile again on an idle machine)"
+            f"; the change is the machine's load, not the program: {whose} extra wait for a "
+            f"CPU core is {share_of_change(share)} (profile again on an idle machine)"
         )
     return RuleResult(rule, True, f"FAIL {rule.text}: {rule.metric} {shown}{why}")

@@ -10,6 +10,7 @@ input ops); it computes nothing those do not already say, it only keys rows by
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import field, replace
 from typing import Any
 
@@ -155,8 +156,9 @@ class RunSummary:
     # file, whose rows stay the whole profile's)
     rows_once_warm: RowTables | None = None
     # the steps' thread's time runnable but off its core, per step (int64 ns, the stack
-    # sampler's readings, `core_wait_ns`); None: no readings covering the steps, several
-    # hosts, or a summary file written before it (decision 950)
+    # sampler's readings, `core_wait_ns`; several hosts: the ranks' mean stretched to the
+    # job's step, `steps_core_wait_ns`); None: no readings covering the steps (of a rank,
+    # for several hosts), or a summary file written before it (decisions 950, 991)
     core_wait_ns: np.ndarray | None = None
 
     @property
@@ -341,6 +343,29 @@ def core_wait_ns(cpu: ThreadCpu, start_ns: np.ndarray, dur_ns: np.ndarray) -> np
     return np.round(runnable).astype(np.int64)
 
 
+def steps_core_wait_ns(steps: StepSummary, cpu_of: Callable[[str], ThreadCpu]) -> np.ndarray | None:
+    """Per step of ``steps``, the wait for a CPU core of the thread that runs them
+    (``cpu_of(host)``: a host's steps' thread's readings). One host: `core_wait_ns`. Several
+    (ALL_HOSTS): each rank's wait over its own start and length of each job step, counted
+    as the job's step counts its categories, the ranks' mean stretched to the job's step
+    (`StepSummary.job_part_ns`), so the wait keeps its share of the step and the verdict
+    compares it with the job's step time in the same units (decision 991); None unless every
+    rank has readings covering its steps. Several hosts of which one has steps: None (the
+    summary does not say whose steps they are)."""
+    if len(steps.rank_hosts) > 1:
+        waits = []
+        for row, host in enumerate(steps.rank_hosts):
+            start, dur = steps.rank_start_ns[row], steps.rank_dur_ns[row]
+            wait = core_wait_ns(cpu_of(host), start, dur)
+            if wait is None:
+                return None
+            waits.append(wait)
+        return steps.job_part_ns(np.stack(waits))
+    if len(steps.hosts) != 1:
+        return None
+    return core_wait_ns(cpu_of(steps.hosts[0]), steps.start_ns, steps.dur_ns)
+
+
 def build_run_summary(
     run: str,
     host: str,
@@ -351,11 +376,11 @@ def build_run_summary(
     memory_peak_bytes: int | None,
     framework: str = "",
     once_warm: tuple[OpTable, OpTable, KernelDb | None] | None = None,
-    steps_cpu: ThreadCpu | None = None,
+    steps_cpu: Callable[[str], ThreadCpu] | None = None,
 ) -> RunSummary:
     """``once_warm``: the host ops, device ops and kernels counted from the first step after
-    the warm-up (`warmup_from`), when it has one. ``steps_cpu``: the steps' thread's CPU
-    readings (one host's; None for several: each rank's own thread would need matching)."""
+    the warm-up (`warmup_from`), when it has one. ``steps_cpu``: a host's steps' thread's
+    CPU readings, by host name (`steps_core_wait_ns`)."""
     warmup = warmup_count(np.asarray(steps.dur_ns), mid_run=steps.mid_run)
     rows = None
     if warmup and once_warm is not None:
@@ -386,7 +411,7 @@ def build_run_summary(
         warmup,
         bound_by(steps_from(steps, warmup)).headline if warmup else "",
         rows,
-        None if steps_cpu is None else core_wait_ns(steps_cpu, steps.start_ns, steps.dur_ns),
+        None if steps_cpu is None else steps_core_wait_ns(steps, steps_cpu),
     )
 
 

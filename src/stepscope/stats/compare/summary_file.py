@@ -33,8 +33,9 @@ class SummarySteps:
     )
     core_wait_ns: list[int] | None = out(
         "the steps' thread's time runnable but waiting for a CPU core in each step (the stack "
-        "sampler's readings); absent without readings covering the steps, for `ALL_HOSTS`, and "
-        "in older files",
+        "sampler's readings; for `ALL_HOSTS` the ranks' mean stretched to the job's step, as "
+        "its categories); absent without readings covering the steps (of every rank, for "
+        "`ALL_HOSTS`) and in older files",
         unit="ns",
         omit_none=True,
     )
