@@ -100,6 +100,30 @@ def test_tf_op_metrics_self_time_counts_only_op_children() -> None:
     assert not ops.flops.any()
 
 
+def test_a_loaders_iterator_alone_does_not_hide_a_jax_loops_host_work() -> None:
+    # a JAX loop under `stepscope.steps`: the loader's fetches are named as tf.data names
+    # them, JAX's calls are names no framework vocabulary knows; the iterator was read as
+    # the only framework op (100% of the table) and the JAX calls were left out
+    builder = XSpaceBuilder("jax")
+    line = builder.plane("/host:CPU").line(1, "MainThread")
+    line.event("Iterator::Generator", 0, 4 * MS)
+    for k in range(3):
+        line.event("PjitFunction(dot_general)", 5 * MS + k * MS, MS // 2)
+    ops = build_op_metrics(build(builder)).host
+    rows = dict(zip(ops.names, ops.types, strict=True))
+    assert rows == {
+        "Iterator::Generator": "Dataset",
+        "PjitFunction(dot_general)": "PjitFunction(dot_general)",
+    }
+    assert ops.occurrences[ops.names.index("PjitFunction(dot_general)")] == 3
+    # with a model op of a known framework beside it, only framework ops count, as before
+    line.event("model/dense/MatMul:MatMul", 9 * MS, MS)
+    assert set(build_op_metrics(build(builder)).host.names) == {
+        "Iterator::Generator",
+        "model/dense/MatMul",
+    }
+
+
 def test_host_ops_are_summed_without_the_cached_end_times() -> None:
     """The host table's sums (at the peak of a cold analysis at 20M events) keep no cached
     end times: they are dropped once read; they read the same after."""

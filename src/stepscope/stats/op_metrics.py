@@ -4,7 +4,8 @@ Which events are ops:
 - host: in PyTorch profiles (Kineto categories), the ``cpu_op`` and ``user_annotation``
   events but step markers; else framework ops (`stepscope.vocab.opnames`: TensorFlow,
   tf.data, JAX) plus `stepscope.trace` annotations (type "Annotation"); in profiles with
-  neither, every host event but step markers and instants;
+  neither, or whose only framework ops are tf.data iterators (a Python loader stepscope
+  instrumented, in a JAX loop), every host event but step markers and instants;
 - device: every event of a device's stream lines, named after the framework op of its HLO
   instruction for XLA programs with HLO in the profile (`stepscope.stats.xla.xla_ops`; the HLO
   instruction's name when XLA made it up), else after its ``tf_op`` stat when it has one
@@ -45,7 +46,7 @@ from stepscope.stats.intervals import merge_sorted, union_ns
 from stepscope.stats.nesting import events_self_time
 from stepscope.stats.op_sums import KeySums, flops_by_row, host_key_sums, sum_by_row
 from stepscope.stats.xla.xla_ops import xla_events
-from stepscope.vocab.opnames import UNKNOWN, device_op, parse_op
+from stepscope.vocab.opnames import TF_DATA, UNKNOWN, device_op, parse_op
 from stepscope.vocab.profiler import STEP_ANCHOR
 
 _HOST_OP_CATEGORIES = ("cpu_op", "user_annotation")
@@ -153,8 +154,13 @@ def _host_op_events(profile: Profile, on_host: np.ndarray) -> tuple[np.ndarray, 
         ops[with_category[np.isin(category, [i for i in ids if i >= 0])]] = True
         return np.flatnonzero(ops & on_host & ~marker[profile.name]), False
     framework = np.zeros(len(strings), dtype=bool)
-    framework[used] = [parse_op(t).category != UNKNOWN for t in texts]
-    if framework[used].any():
+    categories = [parse_op(t).category for t in texts]
+    framework[used] = [c != UNKNOWN for c in categories]
+    # Input-pipeline iterators alone do not make the host's work framework ops: stepscope's
+    # own `steps`/`data` instrumentation names a Python loader's fetches so (Iterator::
+    # Generator), and a JAX loop has no other op XProf's names know; read as framework ops
+    # they were the whole table (100%) and the JAX calls were left out.
+    if any(c not in (UNKNOWN, TF_DATA) for c in categories):
         # `stepscope.trace` spans (marked on their metadata) are the user's ops too.
         ops = framework[profile.name]
         ops[profile.stat_events(ANNOTATION_STAT)] = True
@@ -238,14 +244,20 @@ def _host_table(profile: Profile, from_ns: int | None = None) -> OpTable:
     del eager_stat
     sums = host_key_sums(profile, events, eager)
     strings = profile.strings
+    # `stepscope.trace` spans' names (few): typed as annotations whichever rule chose the ops
+    annotated = set(profile.name[profile.stat_events(ANNOTATION_STAT)].tolist())
 
     def text(sid: int) -> tuple[str, str]:
         full = strings[sid]
+        parsed = parse_op(full)
         if framework:
-            parsed = parse_op(full)
             if parsed.category == UNKNOWN:  # a user annotation
                 return full, ANNOTATION_TYPE
             return parsed.name, parsed.type
+        if parsed.category == TF_DATA:  # a loader's iterator among the other events
+            return parsed.name, parsed.type
+        if sid in annotated:
+            return full, ANNOTATION_TYPE
         return full, full  # PyTorch op names are their types ("aten::mm")
 
     return _table_of_keys(profile, events, sums, text)
