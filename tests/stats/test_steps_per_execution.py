@@ -45,3 +45,19 @@ def test_another_loop_of_batches_in_one_call_says_its_fetches() -> None:
     assert "each step runs 2 batches (2 input fetches in each): 10.00 ms a batch" in (
         db.description
     )
+
+
+def test_a_fetch_inside_a_fetch_is_one_batch() -> None:
+    # `stepscope.steps` over a tf.data iterator (a TensorFlow eager loop): its fetch on the
+    # loop's thread holds tf.data's own get-next kernel; every step read as 2 batches
+    builder = XSpaceBuilder()
+    python = builder.plane("/host:CPU").line(1, "python")
+    for k in range(8):
+        t = k * 20 * MS
+        python.event("train", t, 20 * MS, stats={"step_num": k, "_r": 1})
+        python.event("IteratorGetNextOp::DoCompute", t + MS // 10, MS)
+        python.event("IteratorGetNextOp::DoCompute", t + MS // 5, MS // 2)
+        python.event("MatMul", t + 2 * MS, 15 * MS)
+    assert "batches" not in build_step_db(build(builder)).description
+    # two fetches one after the other in a step are still two batches
+    assert "each step runs 2 batches" in build_step_db(build(_fit(2, keras=False))).description

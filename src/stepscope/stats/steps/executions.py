@@ -35,7 +35,7 @@ def batches_note(profile: Profile, start_ns: np.ndarray, dur_ns: np.ndarray) -> 
     ids = profile.strings.ids_matching(lambda s: s in GET_NEXT_KERNELS)
     if not len(ids):
         return ""
-    at = np.sort(profile.start_ns[np.isin(profile.name, ids)])
+    at = _outermost_starts(profile, np.flatnonzero(np.isin(profile.name, ids)))
     counts = np.searchsorted(at, start_ns + dur_ns, "left") - np.searchsorted(at, start_ns, "left")
     values, freq = np.unique(counts, return_counts=True)
     n = int(values[np.argmax(freq)])
@@ -48,3 +48,21 @@ def batches_note(profile: Profile, start_ns: np.ndarray, dur_ns: np.ndarray) -> 
     else:
         how = f"{n} input fetches in each"
     return f"each step runs {n} batches ({how}): {batch_ms:.2f} ms a batch"
+
+
+def _outermost_starts(profile: Profile, fetches: np.ndarray) -> np.ndarray:
+    """The sorted starts of the ``fetches`` no other fetch on their line holds: one batch
+    each. `stepscope.steps` over a tf.data iterator writes its fetch around tf.data's own
+    ``IteratorGetNextOp`` (a TensorFlow eager loop: every step read as 2 batches)."""
+    kept = []
+    for line in np.unique(profile.line[fetches]).tolist():
+        on = fetches[profile.line[fetches] == line]
+        start = profile.start_ns[on]
+        order = np.lexsort((-profile.dur_ns[on], start))  # the outer first at a shared start
+        start, end = start[order], start[order] + profile.dur_ns[on][order]
+        # held: it starts before an earlier fetch of the line has ended
+        reach = np.maximum.accumulate(end)
+        held = np.zeros(len(start), dtype=bool)
+        held[1:] = start[1:] < reach[:-1]
+        kept.append(start[~held])
+    return np.sort(np.concatenate(kept)) if kept else np.zeros(0, np.int64)
