@@ -82,3 +82,24 @@ def test_profiler_step_numbers() -> None:
 )
 def test_tensorflow_model_ops(name: str, model: bool) -> None:
     assert tensorflow.is_model_op(name) is model
+
+
+def test_the_wrapper_frames_name_functions_stepscope_has() -> None:
+    """`WRAPPER_FRAMES` are read from sampled stacks as ``func (file.py)``: each must be a
+    function defined in a file of that name in the package (a rename would leave the name
+    behind, and the frame would be named as the user's iterator again)."""
+    from pathlib import Path
+
+    import stepscope
+    from stepscope.vocab.profiler import WRAPPER_FRAMES
+
+    root = Path(stepscope.__file__).parent
+    for frame in sorted(WRAPPER_FRAMES):
+        func, _, file = frame.rstrip(")").partition(" (")
+        defined = {
+            node.name
+            for path in root.rglob(file)
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.FunctionDef)
+        }
+        assert func in defined, frame

@@ -83,3 +83,12 @@ def test_a_users_own_next_in_a_data_py_is_still_named() -> None:
     stack = f"{LOOP};__next__ (data.py:5);read (data.py:9)"
     fetched = build_step_db(build(fetch_loop_builder(Piece(stack, 6, 6, "2")))).fetched
     assert fetched.function == ("__next__ (data.py)",)
+
+
+def test_the_steps_own_bookkeeping_names_no_iterator() -> None:
+    """A sample in what `_steps`' inline stage calls each step (its event buffer's
+    `admit`) is stepscope at work: the slow-steps finding named "the loop's Python iterator
+    admit (annotations.py)" (a DataLoader with workers under `stepscope.steps`)."""
+    booking = f"{LOOP};_steps (step.py:268);admit (annotations.py:95)"
+    fetched = build_step_db(build(fetch_loop_builder(Piece(booking, 6, 6, "2")))).fetched
+    assert fetched.function == ()

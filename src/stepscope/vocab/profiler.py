@@ -136,5 +136,13 @@ WRAPPER_FRAMES = frozenset(
         "_begin (data.py)",
         "__iter__ (loader_hook.py)",
         "_probe (fetch_probe.py)",
+        # what `_steps`' inline input stage calls on every step (decision 900): its event
+        # buffer, the sampler's and the recorder's hooks; a sample in them is stepscope at
+        # work ("the loop's Python iterator admit (annotations.py)" was said)
+        "admit (annotations.py)",
+        "_report_full (step.py)",
+        "add_current_thread (python_sampler.py)",
+        "_on_step_open (recorder.py)",
+        "marked (fetch_steps.py)",
     }
 )
