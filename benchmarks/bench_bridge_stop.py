@@ -7,8 +7,9 @@ a capture, then the capture is stopped; the training thread's CPU time (``time.t
 insensitive to other processes on a shared machine) is measured around the stop:
 
 - ``torch.profiler``: ``profile.stop()`` with the bridge's settings (CPU activity,
-  ``profile_memory``, and ``record_shapes`` as the bridge resolves it: its default, off on a
-  CPU-only capture, then explicitly on), the part torch requires on the thread that started
+  ``profile_memory`` and ``record_shapes`` as the bridge resolves them: allocations off on a
+  CPU-only capture (decision 960), shapes at their default, off on a CPU-only capture, then
+  explicitly on), the part torch requires on the thread that started
   the profiler (``_disable_profiler``);
 - ``stepscope``: ``stepscope.stop(wait=False)`` with the bridge (the same torch stop plus
   stepscope's own recorders); the export, import, merge and write run on a background
@@ -45,11 +46,15 @@ def _workload() -> Any:
     return step
 
 
-def _torch_stop(step: Any, steps: int, record_shapes: bool) -> tuple[float, int]:
+def _torch_stop(
+    step: Any, steps: int, record_shapes: bool, profile_memory: bool
+) -> tuple[float, int]:
     from torch.profiler import ProfilerActivity, profile
 
     prof = profile(
-        activities=[ProfilerActivity.CPU], record_shapes=record_shapes, profile_memory=True
+        activities=[ProfilerActivity.CPU],
+        record_shapes=record_shapes,
+        profile_memory=profile_memory,
     )
     prof.start()
     for _ in range(steps):
@@ -98,7 +103,11 @@ def main() -> None:
         f"{'record_shapes':>16} {'events':>7} {'torch stop ms':>14} {'stepscope stop ms':>18} "
         f"{'per 22k events ms':>18} {'background save s':>18}"
     )
-    from stepscope.capture.bridges.torch_bridge import TorchSettings, record_shapes_for
+    from stepscope.capture.bridges.torch_bridge import (
+        TorchSettings,
+        profile_memory_for,
+        record_shapes_for,
+    )
 
     for label, settings in (
         ("default", TorchSettings()),
@@ -110,7 +119,9 @@ def main() -> None:
         saves: list[float] = []
         events = 0
         for _ in range(args.repeat):  # alternate, so that drift hits both sides alike
-            spent, events = _torch_stop(step, args.steps, record_shapes)
+            spent, events = _torch_stop(
+                step, args.steps, record_shapes, profile_memory_for(settings, cuda=False)
+            )
             torch_ms.append(spent * 1000)
             spent, saved = _stepscope_stop(step, args.steps, settings)
             ours_ms.append(spent * 1000)

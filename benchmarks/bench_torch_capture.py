@@ -2,7 +2,7 @@
 
     python benchmarks/bench_torch_capture.py [--part steps|pairs|quads|own|stop]
         [--rounds 41] [--block 40] [--layers 6] [--torch-profile-memory]
-        [--torch-save deferred|eager]
+        [--torch-save deferred|eager] [--stepscope-profile-memory on|off]
         [--quads 200 --min-quads 30 --width 1]
 
 The loop: an MLP of ``--layers`` hidden 64x64 layers trained on random batches, one BLAS
@@ -13,7 +13,8 @@ every thread a profiler adds) in blocks of ``--block`` steps, three kinds per ro
 order rotating from round to round: the plain loop; under ``stepscope.start(logdir)`` with
 its defaults (torch's own events through the PyTorch bridge, the Python stack sampler, each
 step marked by ``stepscope.step``); under ``torch.profiler.profile()`` with its defaults (CPU
-ops; ``--torch-profile-memory``: with ``profile_memory=True`` as the bridge runs it, so both
+ops; ``--torch-profile-memory``: with ``profile_memory=True``, as the bridge runs it when
+asked to record allocations (``--stepscope-profile-memory on``) or on a CUDA capture, so both
 sides record the same events, in both parts). Start and stop are outside the timed block.
 Each round gives the two overheads over the round's plain block, and their difference; the
 report is the median over rounds with a distribution-free 95% interval of the median (order
@@ -21,12 +22,11 @@ statistics of the binomial), so the figure says how many points it resolves.
 
 ``pairs``: the same per-step CPU, measured as direct pairs: a block under
 ``stepscope.start(logdir)`` defaults and a block under ``torch.profiler.profile`` with the
-bridge's own settings (``profile_memory=True``: both record the same events), in alternating
-order; each pair gives stepscope / torch - 1 (points), and the report is the median with its
-95% interval, then the same for stepscope's own work beside torch's profiler: a block of
-``stepscope.start`` with the bridges off and its step markers, inside a running
-``torch.profiler`` against that profiler alone (the stack sampler and the markers: what
-stepscope adds on a step).
+bridge's own settings (both record the same events), in alternating order; each pair gives
+stepscope / torch - 1 (points), and the report is the median with its 95% interval, then the
+same for stepscope's own work beside torch's profiler: a block of ``stepscope.start`` with the
+bridges off and its step markers, inside a running ``torch.profiler`` against that profiler
+alone (the stack sampler and the markers: what stepscope adds on a step).
 
 ``quads`` (the issue's per-step row, decision 250): session against session, resolved to a
 point on a loaded machine: `stepscope.start` defaults (each step in ``stepscope.step``)
@@ -128,8 +128,27 @@ def _stepscope(step: Step, n: int, logdir: str) -> float:
         stepscope.stop(save=False)
 
 
+# The bridge's settings when `--stepscope-profile-memory` asks for allocations on or off (None:
+# the bridge's default); kept by every `bridges.configure` the parts call.
+STEPSCOPE_TORCH: Any = None
+
+
+def _settings() -> Any:
+    """The bridge's settings in this run (`--stepscope-profile-memory`, else its defaults)."""
+    from stepscope.capture.bridges.torch_bridge import TorchSettings
+
+    return STEPSCOPE_TORCH or TorchSettings()
+
+
+def _bridge_memory() -> bool:
+    """Whether the bridge records allocations on this CPU-only run."""
+    from stepscope.capture.bridges.torch_bridge import profile_memory_for
+
+    return profile_memory_for(_settings(), False)
+
+
 # torch.profiler's own options (`--torch-profile-memory`: the allocations too, as the PyTorch
-# bridge records them by default, so both sides collect the same events)
+# bridge records them when asked or on a CUDA capture, so both sides collect the same events)
 TORCH_OPTIONS: dict[str, Any] = {}
 
 
@@ -184,12 +203,12 @@ def _bridge_torch(step: Step, n: int, logdir: str) -> float:
     """torch.profiler with the PyTorch bridge's settings (a CPU-only capture)."""
     from torch.profiler import profile
 
-    from stepscope.capture.bridges.torch_bridge import TorchSettings, record_shapes_for
+    from stepscope.capture.bridges.torch_bridge import record_shapes_for
 
-    settings = TorchSettings()
+    settings = _settings()
     prof = profile(
         record_shapes=record_shapes_for(settings, False),
-        profile_memory=settings.profile_memory,
+        profile_memory=_bridge_memory(),
         with_stack=settings.with_stack,
     )
     prof.start()
@@ -215,9 +234,9 @@ def _additions(step: Step, n: int, logdir: str, ours_first: bool) -> tuple[float
         try:
             return _stepscope(step, n, logdir)
         finally:
-            bridges.configure("auto")
+            bridges.configure("auto", torch=STEPSCOPE_TORCH)
 
-    prof = profile(profile_memory=True)
+    prof = profile(profile_memory=_bridge_memory())
     prof.start()
     try:
         if ours_first:
@@ -253,7 +272,7 @@ def pairs_part(step: Step, pairs: int, block: int) -> None:
             added.append(100 * (with_ours / alone - 1))
     print(f"per step, {pairs} pairs of {block}-step blocks (direct pairs)")
     for label, values in (
-        ("stepscope.start defaults / torch.profiler(profile_memory=True)", whole),
+        (f"stepscope.start / torch.profiler(profile_memory={_bridge_memory()})", whole),
         ("stepscope's own work inside torch.profiler / torch.profiler alone", added),
     ):
         mid, lo, hi = median_interval(values)
@@ -282,7 +301,7 @@ def _marker_us(n: int) -> float:
             marked = time.thread_time() - started
         finally:
             stepscope.stop(save=False)
-            bridges.configure("auto")
+            bridges.configure("auto", torch=STEPSCOPE_TORCH)
     return (marked - bare) / n * 1e6
 
 
@@ -297,7 +316,7 @@ def _sampler_share(step: Step, n: int) -> tuple[float, float]:
     import stepscope
     from stepscope.capture import bridges
 
-    prof = profile(profile_memory=True)
+    prof = profile(profile_memory=_bridge_memory())
     prof.start()
     bridges.configure("none")
     try:
@@ -316,7 +335,7 @@ def _sampler_share(step: Step, n: int) -> tuple[float, float]:
             finally:
                 stepscope.stop(save=False)
     finally:
-        bridges.configure("auto")
+        bridges.configure("auto", torch=STEPSCOPE_TORCH)
         prof.stop()
     return sampled / (spent - sampled), (spent - sampled) / n * 1e3
 
@@ -493,7 +512,8 @@ def main() -> None:
     parser.add_argument(
         "--torch-profile-memory",
         action="store_true",
-        help="torch.profiler with profile_memory=True (the bridge's default) on its side",
+        help="torch.profiler with profile_memory=True (as the bridge records allocations when "
+        "asked or on a CUDA capture) on its side",
     )
     parser.add_argument(
         "--torch-steps",
@@ -506,12 +526,27 @@ def main() -> None:
         choices=("deferred", "eager"),
         help="stop: the PyTorch save ($STEPSCOPE_TORCH_SAVE; default: stepscope's, deferred)",
     )
+    parser.add_argument(
+        "--stepscope-profile-memory",
+        choices=("on", "off"),
+        help="the PyTorch bridge records allocations (TorchSettings.profile_memory) or not "
+        "(default: the bridge's default)",
+    )
     args = parser.parse_args()
+    if args.stepscope_profile_memory:
+        global STEPSCOPE_TORCH
+        from stepscope.capture.bridges import TorchSettings, configure
+
+        STEPSCOPE_TORCH = TorchSettings(profile_memory=args.stepscope_profile_memory == "on")
+        configure(torch=STEPSCOPE_TORCH)
     if args.torch_save:
         os.environ["STEPSCOPE_TORCH_SAVE"] = args.torch_save
     if args.torch_profile_memory:
         TORCH_OPTIONS["profile_memory"] = True
-    print(f"torch.profiler options: {TORCH_OPTIONS or 'defaults'}")
+    print(
+        f"torch.profiler options: {TORCH_OPTIONS or 'defaults'}; the bridge's allocations: "
+        f"{args.stepscope_profile_memory or 'its default'}"
+    )
     step = workload(args.layers)
     for part in args.part or ("steps", "stop"):
         if part == "steps":

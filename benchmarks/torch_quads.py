@@ -38,6 +38,7 @@ def _bridge_profile() -> Any:
 
     from stepscope.capture.bridges.torch_bridge import (
         TorchSettings,
+        profile_memory_for,
         record_shapes_for,
         trace_only_options,
     )
@@ -46,7 +47,7 @@ def _bridge_profile() -> Any:
     return profile(
         activities=[ProfilerActivity.CPU],
         record_shapes=record_shapes_for(s, False),
-        profile_memory=s.profile_memory,
+        profile_memory=profile_memory_for(s, False),
         with_stack=s.with_stack,
         with_flops=s.with_flops,
         with_modules=s.with_modules,

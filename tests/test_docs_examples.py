@@ -59,7 +59,12 @@ EXAMPLES: dict[tuple[str, int], Example] = {
     ("README.md", 1): Example(prelude=_LOOP, after="assert run_dir.exists()"),
     ("README.md", 2): Example(after="assert overview.steps and 'rows' in data"),
     ("docs/bridges.md", 1): Example(prelude=_LOOP),
-    ("docs/bridges.md", 2): Example(skip="needs Lightning and Hugging Face transformers"),
+    ("docs/bridges.md", 2): Example(
+        after="from stepscope.capture import bridges\n"
+        "assert bridges._torch_settings == TorchSettings(profile_memory=True)\n"
+        "bridges.configure()"
+    ),
+    ("docs/bridges.md", 3): Example(skip="needs Lightning and Hugging Face transformers"),
     ("docs/flight_recorder.md", 1): Example(prelude=_LOOP, after="stepscope.recorder.stop()"),
     ("docs/flight_recorder.md", 2): Example(after="stepscope.recorder.stop()"),
     ("docs/flight_recorder.md", 3): Example(

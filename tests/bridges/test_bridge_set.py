@@ -308,3 +308,36 @@ def test_torch_records_shapes_by_default_only_when_cuda_is_traced() -> None:
     assert not record_shapes_for(TorchSettings(), cuda=False)
     assert record_shapes_for(TorchSettings(record_shapes=True), cuda=False)
     assert not record_shapes_for(TorchSettings(record_shapes=False), cuda=True)
+
+
+def test_torch_records_allocations_by_default_only_when_cuda_is_traced(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from stepscope.capture.bridges import torch_bridge
+    from stepscope.capture.bridges.torch_bridge import (
+        PROFILE_MEMORY_ENV,
+        TorchSettings,
+        profile_memory_for,
+    )
+
+    monkeypatch.delenv(PROFILE_MEMORY_ENV, raising=False)
+    monkeypatch.setattr(torch_bridge, "_said", set())
+    assert profile_memory_for(TorchSettings(), cuda=True)
+    assert not profile_memory_for(TorchSettings(), cuda=False)
+    assert profile_memory_for(TorchSettings(profile_memory=True), cuda=False)
+    assert not profile_memory_for(TorchSettings(profile_memory=False), cuda=True)
+    # the variable decides where the settings leave it open, and only there
+    for on in ("1", "on", " TRUE ", "yes"):
+        monkeypatch.setenv(PROFILE_MEMORY_ENV, on)
+        assert profile_memory_for(TorchSettings(), cuda=False)
+        assert not profile_memory_for(TorchSettings(profile_memory=False), cuda=False)
+    for off in ("0", "off", "False", "no"):
+        monkeypatch.setenv(PROFILE_MEMORY_ENV, off)
+        assert not profile_memory_for(TorchSettings(), cuda=True)
+        assert profile_memory_for(TorchSettings(profile_memory=True), cuda=True)
+    monkeypatch.setenv(PROFILE_MEMORY_ENV, "sometimes")
+    with caplog.at_level("WARNING", logger=torch_bridge.logger.name):
+        assert profile_memory_for(TorchSettings(), cuda=True)
+        assert not profile_memory_for(TorchSettings(), cuda=False)
+    said = [r.getMessage() for r in caplog.records if PROFILE_MEMORY_ENV in r.getMessage()]
+    assert len(said) == 1 and "'sometimes'" in said[0]  # said once, the value named

@@ -61,11 +61,12 @@ def train(steps, loader):
                 for p in model.parameters():
                     p -= 0.1 * p.grad
 
-# the experimental_config each torch.profiler.profile is made with
-configs = []
+# the experimental_config and profile_memory each torch.profiler.profile is made with
+configs, memory = [], []
 _made = torch.profiler.profile.__init__
 def _spy(self, *args, **kwargs):
     configs.append(kwargs.get("experimental_config"))
+    memory.append(kwargs.get("profile_memory"))
     _made(self, *args, **kwargs)
 torch.profiler.profile.__init__ = _spy
 
@@ -75,6 +76,7 @@ stepscope.start(logdir + "/loop")
 train(6, loader)
 out["loop"] = str(stepscope.stop())
 out["loop_trace_only"] = getattr(configs[0], "trace_only", None)
+out["loop_profile_memory"] = memory[0]
 out["inductor_after_loop"] = "torch._inductor" in sys.modules
 
 stepscope.start(logdir + "/delay", stepscope.ProfilerOptions(delay_ms=400))
@@ -113,10 +115,11 @@ with torch.profiler.profile(schedule=schedule,
         nn.functional.cross_entropy(model(x), y).backward()
         prof.step()
 
-bridges.configure(torch=TorchSettings(record_shapes=True, profile_memory=False))
+bridges.configure(torch=TorchSettings(record_shapes=True, profile_memory=True))
 stepscope.start(logdir + "/settings")
 train(1, DataLoader(data, batch_size=16))
 out["settings"] = str(stepscope.stop())
+out["settings_profile_memory"] = memory[-1]
 bridges.configure()
 
 stepscope.start(logdir + "/thread")
@@ -173,9 +176,9 @@ def test_training_loop_steps_ops_memory_and_input(runs: dict[str, Any]) -> None:
     assert "Input Dims" not in linear[0]["stats"]  # CPU only: no shapes unless asked for
     assert all(s["start_ns"] <= op["start_ns"] for op, s in zip(linear[::2], steps, strict=True))
     assert named(profile, "ProfilerStep#0") == []  # steps come from stepscope.step
-    alloc = named(profile, "MemoryAllocation")
-    assert alloc and named(profile, "MemoryDeallocation")
-    assert alloc[0]["stats"]["allocator_name"] == "cpu" and "bytes_allocated" in alloc[0]["stats"]
+    # CPU only: no allocations unless asked for (decision 960; the settings' run asks)
+    assert runs["loop_profile_memory"] is False
+    assert named(profile, "MemoryAllocation") == named(profile, "MemoryDeallocation") == []
     loader = named(profile, "Iterator::Loader")
     assert len(loader) == 6 and len(named(profile, "IteratorGetNextOp::DoCompute")) == 6
     fetch = [e for e in events(profile) if e["name"].startswith("enumerate(DataLoader)")]
@@ -264,7 +267,36 @@ def test_torch_settings_are_passed_to_the_profiler(runs: dict[str, Any]) -> None
     profile = _load(runs["settings"])
     linear = named(profile, "aten::linear")
     assert linear and linear[0]["stats"]["Input Dims"] == "[[16, 16], [32, 16], [32]]"
-    assert named(profile, "MemoryAllocation") == []
+    assert runs["settings_profile_memory"] is True
+    alloc = named(profile, "MemoryAllocation")
+    assert alloc and named(profile, "MemoryDeallocation")
+    assert alloc[0]["stats"]["allocator_name"] == "cpu" and "bytes_allocated" in alloc[0]["stats"]
+
+
+@needs_torch
+def test_memory_profile_of_a_cpu_capture_says_how_to_record_allocations(
+    runs: dict[str, Any],
+) -> None:
+    from stepscope.errors import StepscopeError
+    from stepscope.model import open_run
+    from stepscope.tools import output
+    from stepscope.tools.analysis import Analysis
+    from stepscope.tools.context import ProfileStore, ToolContext
+    from stepscope.tools.registry import get_tool
+
+    spec = get_tool("memory_profile")
+    plain = open_run(runs["loop"])
+    assert not spec.available(
+        ToolContext(plain, plain.hosts[0].host, ProfileStore(use_cache=False))
+    )
+    with pytest.raises(StepscopeError, match="STEPSCOPE_TORCH_PROFILE_MEMORY=1") as said:
+        Analysis(plain, use_cache=False).tool("memory_profile")
+    assert "TorchSettings(profile_memory=True)" in str(said.value)
+    asked = open_run(runs["settings"])
+    ctx = ToolContext(asked, asked.hosts[0].host, ProfileStore(use_cache=False))
+    assert spec.available(ctx)
+    [memory] = output.to_json(spec.build(ctx))["memories"]
+    assert memory["memory_id"] == "cpu" and memory["summary"]["allocation_count"] > 0
 
 
 @needs_torch

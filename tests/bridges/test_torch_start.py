@@ -87,7 +87,7 @@ class Profiler:
         self.use_device = use_device
         self.record_shapes = use_device is not None
         self.with_flops = False
-        self.profile_memory = True
+        self.profile_memory = use_device is not None  # allocations: when CUDA is traced
         self.with_stack = False
         self.with_modules = False
         self.experimental_config = "trace-only config"
@@ -126,7 +126,7 @@ def test_cpu_start_makes_the_lower_profiler_from_the_same_options() -> None:
         "use_device": None,
         "record_shapes": False,
         "with_flops": False,
-        "profile_memory": True,
+        "profile_memory": False,
         "with_stack": False,
         "with_modules": False,
         "use_kineto": True,
@@ -142,6 +142,7 @@ def test_cuda_start_takes_the_same_path_with_the_device(activities: set[str]) ->
     assert profiler.calls == ["start_trace"]
     options = profiler.profiler.options
     assert options["use_device"] == "cuda" and options["record_shapes"] is True
+    assert options["profile_memory"] is True
     assert options["use_cpu"] is ("CPU" in activities)
 
 

@@ -123,7 +123,12 @@ def test_steps_are_the_step_database_every_tool_reads(ctl: Path) -> None:
 
 def test_a_missing_input_says_how_to_record_it() -> None:
     """A PyTorch trace recorded without allocations: the memory profile says which setting
-    records them, not only that something is missing."""
+    records them, and how to ask stepscope's capture for it (decision 960), not only that
+    something is missing."""
     analysis = stepscope.Analysis(FIXTURES / "kineto" / "a100_triton_tiny.json.gz", use_cache=False)
-    with pytest.raises(StepscopeError, match=r"memory_profile .*profile_memory=True"):
+    with pytest.raises(StepscopeError, match=r"memory_profile .*profile_memory=True") as said:
         analysis.tool("memory_profile")
+    assert "STEPSCOPE_TORCH_PROFILE_MEMORY=1" in str(said.value)
+    assert "configure(torch=stepscope.capture.bridges.TorchSettings(profile_memory=True))" in str(
+        said.value
+    )

@@ -425,7 +425,10 @@ TOOL = ToolSpec(
     available=available,
     needs=(
         "allocator events; a PyTorch trace has them when torch.profiler records with "
-        "profile_memory=True, which stepscope's PyTorch capture turns on"
+        "profile_memory=True, which stepscope's PyTorch capture does when it traces CUDA; "
+        "on a CPU-only capture ask for it before stepscope.start(): set "
+        "STEPSCOPE_TORCH_PROFILE_MEMORY=1, or call stepscope.capture.bridges.configure("
+        "torch=stepscope.capture.bridges.TorchSettings(profile_memory=True))"
     ),
     order=70,
 )

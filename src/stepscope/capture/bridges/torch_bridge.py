@@ -3,8 +3,15 @@
 Runs when the program has imported ``torch`` (it is never imported just because it is
 installed) and ``device_tracer_level >= 1``, or when asked for with
 ``configure(frameworks=["pytorch"])``. Activities: CPU ops (``host_tracer_level >= 1``) and
-CUDA (``device_tracer_level >= 1`` and ``torch.cuda.is_available()``); ``profile_memory`` on,
-``with_stack`` off, ``record_shapes`` on when CUDA is traced (see `TorchSettings`).
+CUDA (``device_tracer_level >= 1`` and ``torch.cuda.is_available()``); ``record_shapes`` and
+``profile_memory`` on when CUDA is traced, ``with_stack`` off (see `TorchSettings`).
+
+Allocations (``profile_memory``, the memory profile's only input) are recorded on a CUDA capture
+and not on a CPU-only one unless asked for, with ``TorchSettings(profile_memory=True)`` or
+``$STEPSCOPE_TORCH_PROFILE_MEMORY=1`` (decision 960): torch's own default is off, XProf's memory
+profile is about device memory, and on a CPU loop recording the host allocator's events costs
+every stop (200 steps of a small MLP: 0.28 s of CPU with them, 0.21 s without;
+docs/benchmarks.md).
 
 Conversion reuses the Kineto importer (docs/formats/kineto.md): the trace is exported as
 Chrome-trace JSON into a temporary directory and read into raw columns like any
@@ -75,7 +82,9 @@ class TorchSettings:
     # and nothing else but the trace viewer's details; they make torch's stop, which runs on
     # the training thread, 2.5x slower (decision 75).
     record_shapes: bool | None = None
-    profile_memory: bool = True
+    # None: as $STEPSCOPE_TORCH_PROFILE_MEMORY says, else when CUDA is traced. Allocations are
+    # the memory profile's only input; on a CPU-only loop they cost every stop (decision 960).
+    profile_memory: bool | None = None
     with_stack: bool = False  # Python stacks per op: large traces, slow export
     with_flops: bool = False
     with_modules: bool = False
@@ -100,6 +109,33 @@ def save_mode(settings: TorchSettings) -> str:
 def record_shapes_for(settings: TorchSettings, cuda: bool) -> bool:
     """Whether the profiler records input shapes: as set, or else when CUDA is traced."""
     return cuda if settings.record_shapes is None else settings.record_shapes
+
+
+PROFILE_MEMORY_ENV = "STEPSCOPE_TORCH_PROFILE_MEMORY"
+_ON = ("1", "on", "true", "yes")
+_OFF = ("0", "off", "false", "no")
+
+
+def profile_memory_for(settings: TorchSettings, cuda: bool) -> bool:
+    """Whether the profiler records allocations: as set (`TorchSettings.profile_memory`), else
+    as ``$STEPSCOPE_TORCH_PROFILE_MEMORY`` says (1/on/true/yes, 0/off/false/no), else when CUDA
+    is traced. Another value of the variable reads as unset, said once in the log."""
+    if settings.profile_memory is not None:
+        return settings.profile_memory
+    text = os.environ.get(PROFILE_MEMORY_ENV, "").strip().lower()
+    if text in _ON:
+        return True
+    if text in _OFF:
+        return False
+    why = f"{PROFILE_MEMORY_ENV}={text!r}"
+    if text and why not in _said:
+        _said.add(why)
+        logger.warning(
+            "stepscope: PyTorch bridge: %s is neither on (1, on, true, yes) nor off (0, off, "
+            "false, no): allocations are recorded when CUDA is traced",
+            why,
+        )
+    return cuda
 
 
 def trace_only_options(settings: TorchSettings) -> dict[str, Any]:
@@ -255,7 +291,7 @@ class PyTorchBridge(Bridge):
             profiler = profile(
                 activities=activities,
                 record_shapes=record_shapes_for(s, self.cuda),
-                profile_memory=s.profile_memory,
+                profile_memory=profile_memory_for(s, self.cuda),
                 with_stack=s.with_stack,
                 with_flops=s.with_flops,
                 with_modules=s.with_modules,
