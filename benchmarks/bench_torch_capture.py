@@ -478,7 +478,8 @@ def stop_part(step: Step, pairs: int, n: int) -> None:
         f"stop + save of {n} steps ({events:,} events saved), median of {pairs} pairs: "
         f"stepscope.stop() {statistics.median(ours_s):.3f} s CPU, torch stop + "
         f"export_chrome_trace {statistics.median(theirs_s):.3f} s CPU; torch / stepscope "
-        f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}); load "
+        f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}; "
+        f"{sum(r >= 1 for r in ratios)} of {pairs} pairs >= 1x); load "
         f"{load:.1f} -> {os.getloadavg()[0]:.1f}"
     )
     print(
