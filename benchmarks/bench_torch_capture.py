@@ -3,7 +3,7 @@
     python benchmarks/bench_torch_capture.py [--part steps|pairs|quads|own|stop]
         [--rounds 41] [--block 40] [--layers 6] [--torch-profile-memory]
         [--torch-save deferred|eager] [--stepscope-profile-memory on|off]
-        [--quads 200 --min-quads 30 --width 1]
+        [--quads 200 --min-quads 30 --width 1] [--torch-steps] [--without-fetch-probe]
 
 The loop: an MLP of ``--layers`` hidden 64x64 layers trained on random batches, one BLAS
 thread (about 600 profiler events a step at 6 layers: 200 steps are the issue's 120k events).
@@ -38,7 +38,10 @@ the 95% interval of their median is narrower than ``--width``. Printed beside it
 process-CPU figure and the difference of the steps above the quartile (a cost only some
 steps pay). With ``--torch-steps`` torch's side marks its steps too, calling ``prof.step()``
 after each (torch's documented loop): marked steps against marked steps, the issue's figure
-(decision 281).
+(decision 281). With ``--without-fetch-probe`` stepscope's blocks end the capture's fetch
+probe at their start (decision 971: while installed, the first ~850 steps of a ``range``
+loop, its profile function costs 25-30 points), so the markers and the sampler are resolved
+apart.
 
 ``own``: stepscope's own work per step beside torch.profiler, each part measured directly
 (the paired blocks above are bounded by the machine's noise, 5-10 points per pair when other
@@ -523,6 +526,12 @@ def main() -> None:
         "torch's documented loop does; stepscope's side marks each with stepscope.step)",
     )
     parser.add_argument(
+        "--without-fetch-probe",
+        action="store_true",
+        help="quads: stepscope's blocks end the capture's fetch probe at start (its cost "
+        "measured apart: decision 971)",
+    )
+    parser.add_argument(
         "--torch-save",
         choices=("deferred", "eager"),
         help="stop: the PyTorch save ($STEPSCOPE_TORCH_SAVE; default: stepscope's, deferred)",
@@ -555,7 +564,15 @@ def main() -> None:
         elif part == "pairs":
             pairs_part(step, args.rounds, args.block)
         elif part == "quads":
-            quads_part(step, args.block, args.quads, args.min_quads, args.width, args.torch_steps)
+            quads_part(
+                step,
+                args.block,
+                args.quads,
+                args.min_quads,
+                args.width,
+                args.torch_steps,
+                probe=not args.without_fetch_probe,
+            )
         elif part == "own":
             own_part(step, args.rounds, args.block)
         else:

@@ -109,10 +109,16 @@ def _timed_steps(step: Step, n: int, marked: bool, then: Callable[[], Any] | Non
     return Block(per, (process - thread) / n, process / n)
 
 
-def _stepscope_block(step: Step, n: int, logdir: str) -> Block:
+def _stepscope_block(step: Step, n: int, logdir: str, probe: bool = True) -> Block:
     import stepscope
 
     stepscope.start(logdir)
+    if not probe:
+        from stepscope.capture import session
+
+        running = session._session
+        if running is not None and running.probe is not None:
+            running.probe.stop()  # on this thread: removed now
     try:
         return _timed_steps(step, n, marked=True)
     finally:
@@ -129,13 +135,22 @@ def _torch_block(step: Step, n: int, logdir: str, torch_steps: bool) -> Block:
 
 
 def quads_part(
-    step: Step, block: int, most: int, least: int, width: float, torch_steps: bool
+    step: Step,
+    block: int,
+    most: int,
+    least: int,
+    width: float,
+    torch_steps: bool,
+    probe: bool = True,
 ) -> None:
     """stepscope.start defaults against torch.profiler with the bridge's settings, session
     against session, in quads of blocks ABBA / BAAB (alternating) in one process: a drift of
     the machine's speed within a quad cancels. Each quad gives stepscope / torch - 1 (points)
     of the blocks' typical step (`Block.typical`); quads are added until the 95% interval of
-    their median is narrower than ``width`` points (at least ``least``, at most ``most``)."""
+    their median is narrower than ``width`` points (at least ``least``, at most ``most``).
+    ``probe`` False: stepscope's blocks end the capture's fetch probe right after `start`
+    (its profile function costs 25-30 points while installed, decision 971), so what is
+    left, the markers and the sampler, is resolved apart."""
     load = os.getloadavg()[0]
     typical: list[float] = []
     means: list[float] = []
@@ -143,7 +158,7 @@ def quads_part(
     ms: list[float] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench_torch_quads_") as logdir:
-        _stepscope_block(step, block, logdir)  # warm-up: imports, first starts
+        _stepscope_block(step, block, logdir, probe)  # warm-up: imports, first starts
         _torch_block(step, block, logdir, torch_steps)
         # Every block starts after a full collection (torch's stop leaves its events as
         # cyclic garbage the next block would pay); frozen first, what it walks is the
@@ -157,7 +172,7 @@ def quads_part(
                 for kind in order:
                     gc.collect()
                     if kind == "s":
-                        got[kind].append(_stepscope_block(step, block, logdir))
+                        got[kind].append(_stepscope_block(step, block, logdir, probe))
                     else:
                         got[kind].append(_torch_block(step, block, logdir, torch_steps))
                 ours, theirs = got["s"], got["t"]
@@ -187,7 +202,8 @@ def quads_part(
     mid, lo, hi = median_interval(typical)
     print(
         f"per step, stepscope.start defaults against torch.profiler with the bridge's settings"
-        f"{' and prof.step() each step' if torch_steps else ''}, "
+        f"{' and prof.step() each step' if torch_steps else ''}"
+        f"{'' if probe else ', the fetch probe ended at start'}, "
         f"{len(typical)} quads of {block}-step blocks (ABBA), {time.perf_counter() - started:.0f} s"
     )
     print(
