@@ -53,3 +53,46 @@ def lower_process_priority(pid: int) -> None:
         os.setpriority(os.PRIO_PROCESS, pid, os.getpriority(os.PRIO_PROCESS, 0) + BACKGROUND_NICE)
     except (OSError, AttributeError):  # no setpriority (Windows), or the child is gone
         return
+
+
+AUTOGROUP = "/proc/self/autogroup"
+AUTOGROUP_ENABLED = "/proc/sys/kernel/sched_autogroup_enabled"
+
+
+def lower_own_group(tries: int = 10) -> bool:
+    """In a process made for background work (the steps' child): a session of its own, whose
+    scheduling group runs `BACKGROUND_NICE` below the others; whether it did. Linux shares
+    the CPU between autogroups (one per session) before nice values count, so a lowered
+    child in its parent's session weighs a tenth only against its parent's threads: while
+    they are idle (the server between windows) its group takes a busy core's full share
+    from every other, the page's browser too (decision 980). Its own group at nice 10
+    weighs a tenth against every group. Where the kernel groups no sessions (no
+    ``/proc/self/autogroup``, or autogroups off) nothing is done: a session of its own would
+    only weigh as much as its parent's. Never raises; a refused write (the kernel takes one
+    a tenth of a second from unprivileged callers) is tried again ``tries`` times."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        with open(AUTOGROUP_ENABLED) as enabled:
+            if enabled.read().strip() != "1":
+                return False
+        with open(AUTOGROUP) as group:
+            group.read()
+        os.setsid()
+    except OSError:
+        return False
+    import errno
+    import time
+
+    for _ in range(tries):
+        try:
+            with open(AUTOGROUP, "w") as group:
+                group.write(str(BACKGROUND_NICE))
+            return True
+        except OSError as exc:
+            if exc.errno != errno.EAGAIN:
+                return False
+            time.sleep(0.1)
+    return False

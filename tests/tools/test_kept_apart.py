@@ -213,3 +213,55 @@ def test_the_child_runs_below_the_callers_priority(
     assert not kept_apart.build_apart(str(run_dir), run.hosts[0].host, ("x",), None, 60.0)
     mine = os.getpriority(os.PRIO_PROCESS, 0)
     assert f"nice {min(mine + workers.BACKGROUND_NICE, 19)}" in caplog.text
+
+
+def _autogroups() -> bool:
+    try:
+        with open(workers.AUTOGROUP_ENABLED) as enabled, open(workers.AUTOGROUP):
+            return enabled.read().strip() == "1"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _autogroups(), reason="the kernel groups no sessions here")
+def test_the_child_runs_in_a_lowered_scheduling_group_of_its_own(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Linux shares the CPU between sessions' groups before nice values count, so a child
+    lowered in its parent's group took a full share from the page's browser while the server
+    was idle (decision 980): the child makes a session of its own, whose group runs at
+    `workers.BACKGROUND_NICE`. It reports both from inside its build as its failure."""
+    report = (
+        "import os, sys; from stepscope.tools import kept_apart as k\n"
+        "def report(ctx):\n"
+        "    group = open('/proc/self/autogroup').read().split()[-1]\n"
+        "    sys.exit(f'own session {os.getsid(0) == os.getpid()}, group nice {group}')\n"
+        "k.KEPT_APART['report'] = report\n"
+        "sys.exit(k.child_main(sys.argv[1:]))"
+    )
+    monkeypatch.setattr(kept_apart, "_CHILD", report)
+    caplog.set_level(logging.INFO, logger=kept_apart.__name__)
+    run = open_run(str(run_dir))
+    with open(workers.AUTOGROUP) as mine:
+        before = mine.read()
+    assert not kept_apart.build_apart(str(run_dir), run.hosts[0].host, ("report",), None, 60.0)
+    assert f"own session True, group nice {workers.BACKGROUND_NICE}" in caplog.text
+    with open(workers.AUTOGROUP) as mine:  # the caller's own group is left as it was
+        assert mine.read() == before
+
+
+@pytest.mark.skipif(not hasattr(os, "getsid"), reason="no sessions here")
+def test_no_session_of_its_own_where_the_kernel_groups_none(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Without autogroups a session of its own would gain nothing: nothing is changed (and
+    this process, which must keep its session, is never moved)."""
+    monkeypatch.setattr(workers, "AUTOGROUP_ENABLED", str(tmp_path / "absent"))
+    session = os.getsid(0)
+    assert workers.lower_own_group() is False
+    assert os.getsid(0) == session
+    off = tmp_path / "enabled"
+    off.write_text("0\n")
+    monkeypatch.setattr(workers, "AUTOGROUP_ENABLED", str(off))
+    assert workers.lower_own_group() is False
+    assert os.getsid(0) == session

@@ -101,6 +101,9 @@ def _exit_when_orphaned() -> None:
 def child_main(argv: list[str]) -> int:
     """The process `build_apart` starts: RUN HOST CACHE_DIR NAME... (names of `KEPT_APART`)."""
     threading.Thread(target=_exit_when_orphaned, name="stepscope-orphan-watch", daemon=True).start()
+    # a scheduling group of its own, lowered: its parent's lowered its nice value, which
+    # weighs only inside the parent's group (decision 980)
+    workers.lower_own_group()
     from stepscope.model import open_run
     from stepscope.tools.context import ProfileStore, ToolContext
 
