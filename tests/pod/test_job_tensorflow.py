@@ -18,6 +18,7 @@ import pytest
 
 from stepscope import Analysis
 from stepscope.cli.main import main
+from stepscope.stats.stragglers_cpu import DESCHEDULED
 from tests.support.fixtures import REPO
 
 # TensorFlow runs in the job's processes only: imported here, its protobuf runtime would share
@@ -28,6 +29,10 @@ pytestmark = [
         importlib.util.find_spec("tensorflow") is None, reason="pip install tensorflow"
     ),
 ]
+
+
+# jobs run before the slow-map test gives up on a machine too loaded to hold its situation
+LOADED_ATTEMPTS = 2
 
 
 def _run_job(
@@ -146,11 +151,28 @@ def test_a_worker_waiting_for_its_maps_python_is_late_from_input(
 ) -> None:
     """Worker1's tf.data map a ``numpy_function`` busy 12 ms a batch: its own page reads it
     input-bound (its step thread held while that Python holds the GIL); the job's straggler
-    read "from host compute ... the same work, slower" (decision 670)."""
-    run, _ = _run_job(tmp_path_factory, "--slow-map", "1", "--map-ms", "12", "--steps", "12")
+    read "from host compute ... the same work, slower" (decision 670).
+
+    On a machine loaded beyond its cores (load 10+ on 2) the run may not hold the situation
+    tested: worker1's late run-ups are then host compute its steps' thread spent waiting for
+    a core (decision 830, shape 1). The straggler rule reads that in the same run (its CPU
+    readings: `stragglers_cpu.DESCHEDULED`); such a run is the machine's, not an answer on
+    the map's Python, and a fresh job is run (decision 992). Any other reason, or host
+    compute the readings do not call the machine's, fails."""
     machine = __import__("socket").gethostname()
-    [late] = _tool(run, "pod_viewer", capsys)["stragglers"]
-    assert late["host"] == f"{machine}.worker1"
+    for attempt in range(1, LOADED_ATTEMPTS + 1):
+        run, _ = _run_job(tmp_path_factory, "--slow-map", "1", "--map-ms", "12", "--steps", "12")
+        [late] = _tool(run, "pod_viewer", capsys)["stragglers"]
+        assert late["host"] == f"{machine}.worker1"
+        loaded = late["reason"] == "host_compute" and DESCHEDULED in late["explanation"]
+        if not loaded:
+            break
+        print(f"attempt {attempt}, the machine's load: {late['explanation']}", file=sys.stderr)
+    else:
+        pytest.skip(
+            f"{LOADED_ATTEMPTS} jobs' worker1 late from waiting for a CPU core (the machine's "
+            f"load, by its own readings), none from its map: {late['explanation']}"
+        )
     assert late["reason"] == "input", late["explanation"]
     assert "tf.data pipeline's Python" in late["explanation"]
 

@@ -19,6 +19,8 @@ from stepscope.stats.stragglers_types import Matched
 WAITED = 0.25  # runnable this share of its run-ups at least, twice the others' share...
 RAN = 0.75  # ...else on a core this share at least: it ran the whole time
 MORE_WORK = 2.0  # on a core this many times the others' time x the slowdown: more work
+# the readings' verdict on a rank whose thread waited for a core: the machine's load
+DESCHEDULED = "descheduled, other processes held its cores"
 SLOWED_WHY = (
     "its process off its core, descheduled while other processes took it, looks like this, "
     "as do a slower core and larger inputs to the same ops (a bigger batch, longer "
@@ -75,7 +77,7 @@ def slowed_why(m: Matched, j: int, mine: np.ndarray) -> str:
         + (")" if peers else "no other rank read)")
     )
     if rq >= WAITED and not rq < 2 * peer_rq:
-        return f"{said}: descheduled, other processes held its cores"
+        return f"{said}: {DESCHEDULED}"
     if on >= RAN:
         return (
             f"{said}: it ran the whole time, not descheduled; a slower core, or larger inputs to "
