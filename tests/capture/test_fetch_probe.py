@@ -17,11 +17,13 @@ import stepscope
 from stepscope.capture.fetch_probe import (
     MAX_DEPTH,
     MAX_FETCHES,
+    MAX_STEPS,
     FetchProbe,
     caller_frame,
     is_program_code,
 )
 from stepscope.capture.fetch_sites import FetchSites
+from stepscope.capture.step import step
 from stepscope.stats.events import host_lines
 from tests.support.capture import load_run
 
@@ -330,3 +332,44 @@ def test_the_callers_sites_are_read_when_the_probe_is_installed() -> None:
         probe.stop()
     code = sys._getframe().f_code
     assert code in sites.read_at and sites.read_at[code] <= installed
+
+
+def test_a_loop_whose_iterator_enters_no_frame_ends_the_probe_after_its_steps() -> None:
+    """``for i in range(n): with stepscope.step(i)``: nothing to time (``range`` enters no
+    frame), and the probe, a Python call on each event, stayed for `MAX_EVENTS`: ~850 steps
+    of a PyTorch loop at +25-30% each (decision 1000). It leaves after `MAX_STEPS` markers."""
+    probe = FetchProbe(sys._getframe(), FetchSites(), markers=(step.__code__,))
+    assert probe.install()
+    try:
+        for i in range(MAX_STEPS):
+            with step(i):
+                _work()
+        assert sys.getprofile() == probe._probe  # still there after MAX_STEPS markers
+        with step(MAX_STEPS):
+            _work()
+        assert sys.getprofile() is None  # gone at the next
+    finally:
+        probe.stop()
+    assert probe.fetches == []
+
+
+def test_a_marked_loop_that_fetches_is_timed_before_the_steps_bound() -> None:
+    """A loop below start's caller that fetches through a generator each marked step: timed
+    `MAX_FETCHES` times, the probe gone by `MAX_STEPS` (or the fetch rule's 8 fetches)."""
+    probe = FetchProbe(sys._getframe(), FetchSites(), markers=(step.__code__,))
+
+    def epoch(batches: Iterator[int]) -> None:
+        for i, _ in enumerate(batches):
+            with step(i):
+                _work()
+            if i == MAX_STEPS + 4:
+                break
+
+    assert MAX_STEPS >= MAX_FETCHES
+    assert probe.install()
+    try:
+        epoch(_gen())
+        assert sys.getprofile() is None
+    finally:
+        probe.stop()
+    assert len(probe.fetches) == MAX_FETCHES and probe._steps <= MAX_STEPS + 1

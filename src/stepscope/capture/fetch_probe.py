@@ -23,9 +23,11 @@ Bounded: each loop keeps at most `MAX_FETCHES` timed intervals. The function rem
 once the loop of start's caller has them, or once a loop below it has them and fetched as
 many again in the same call with no shallower loop fetching (a helper gathering a few batches
 first, or a helper's inner loop inside the step, is not the training loop); after
-`MAX_EVENTS` profile events (a few milliseconds of the program's time in all), at `stop`, or
-on any error of its own. It is not installed when a profile function is already set (a
-profiler, a debugger: theirs is never replaced), nor when the Python tracer runs.
+`MAX_EVENTS` profile events (a few milliseconds of the program's time in all) or
+`MAX_STEPS` step markers (a loop over ``range`` or a list, whose iterator enters no frame,
+is never timed), at `stop`, or on any error of its own. It is not installed when a profile
+function is already set (a profiler, a debugger: theirs is never replaced), nor when the
+Python tracer runs.
 Only the standard library is imported (capture runs inside training scripts).
 """
 
@@ -51,6 +53,14 @@ MAX_DEPTH = 3
 # (its compile: 187,000 events) after one fetch, and one timed fetch is no verdict (decision
 # 433); a loop that fetches each step leaves after `MAX_FETCHES` anyway.
 MAX_EVENTS = 500_000
+# Step markers (`stepscope.step` calls) seen at most: by then a loop that fetches through a
+# Python frame each step has its `MAX_FETCHES` timed (the probe has left, or, below start's
+# caller, would after as many again: the timed ones are kept either way); a loop whose
+# iterator enters no frame (``range``, a list, any C iterator) is never timed, and the
+# probe, a Python call on every event, cost it +100-130 us of a 0.42 ms PyTorch step until
+# `MAX_EVENTS`: ~850 steps (decision 1000). Each step it stays costs as much: 16 steps were
+# +2 points of a 200-step capture's CPU.
+MAX_STEPS = 2 * MAX_FETCHES
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _GATHERING = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__))
@@ -100,7 +110,12 @@ class FetchProbe:
     "func (file)", loop "func (file)", start, end, the loop's first and last line or None)
     in ``time.perf_counter_ns``."""
 
-    def __init__(self, loop: FrameType, sites: FetchSites) -> None:
+    def __init__(
+        self, loop: FrameType, sites: FetchSites, markers: tuple[CodeType, ...] = ()
+    ) -> None:
+        # the code of the step markers (`stepscope.step`): the probe counts their calls
+        self._markers = markers
+        self._steps = 0
         self._watched: dict[FrameType, int] = {loop: 0}  # frame -> calls below start's caller
         self._sites = sites
         self._program: dict[CodeType, bool] = {}  # `is_program_code` per code object
@@ -169,6 +184,11 @@ class FetchProbe:
             if self.done or self._events > MAX_EVENTS:
                 self._leave()
             elif event == "call":
+                if frame.f_code in self._markers:
+                    self._steps += 1
+                    if self._steps > MAX_STEPS:
+                        self._leave()
+                    return
                 caller = frame.f_back
                 depth = self._watched.get(caller) if caller is not None else None
                 if depth is None or caller is None:

@@ -192,7 +192,7 @@ class Session:
         loop = caller_frame(sys._getframe(1))
         if loop is None:
             return
-        probe = FetchProbe(loop, FetchSites())
+        probe = FetchProbe(loop, FetchSites(), markers=(_step.step.__code__,))
         if probe.install():
             self.probe = probe
 
