@@ -59,8 +59,8 @@ MAX_EVENTS = 500_000
 # iterator enters no frame (``range``, a list, any C iterator) is never timed, and the
 # probe, a Python call on every event, cost it +100-130 us of a 0.42 ms PyTorch step until
 # `MAX_EVENTS`: ~850 steps (decision 1000). Each step it stays costs as much: 16 steps were
-# +2 points of a 200-step capture's CPU.
-MAX_STEPS = 2 * MAX_FETCHES
+# +4 points of a 200-step capture's CPU, 8 steps +3.
+MAX_STEPS = MAX_FETCHES
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _GATHERING = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__))
