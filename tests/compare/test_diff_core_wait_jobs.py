@@ -14,21 +14,18 @@ import numpy as np
 import pytest
 
 from stepscope.errors import StepscopeError
-from stepscope.model import ALL_HOSTS, open_run
+from stepscope.model import ALL_HOSTS
 from stepscope.stats.compare import RunSummary, diff_runs, evaluate, metric_names, parse_rule
 from stepscope.stats.compare.run_summary import steps_core_wait_ns
 from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.host.thread_cpu import ThreadCpu
 from stepscope.stats.summary import StepSummary
-from stepscope.tools._compare import run_summary
-from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.xspace.io import write_xspace
 from stepscope.xspace.proto.xplane_pb2 import XSpace
 from tests.compare.synthetic import MS, summary
+from tests.support.compare import LOAD, loaded_diff, path_summary
+from tests.support.compare import LOAD_RULE as RULE
 from tests.support.cpu_readings import sampled_loop
-
-RULE = "step_time.mean>+10%"
-LOAD = "the machine's load, not the program"
 
 
 def _job(rank_dur_ms: list[list[int]], hosts: tuple[str, ...] = ("a", "b")) -> StepSummary:
@@ -122,11 +119,6 @@ def _write_job(root: Path, name: str, *ranks: XSpace) -> Path:
     return run
 
 
-def _job_run_summary(path: Path) -> RunSummary:
-    run = open_run(str(path))
-    return run_summary(ToolContext(run, ALL_HOSTS, ProfileStore(use_cache=False)))
-
-
 @pytest.fixture(scope="module")
 def jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunSummary]:
     root = tmp_path_factory.mktemp("job_cores")
@@ -137,7 +129,10 @@ def jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunSummary]:
         "one_waits": (sampled_loop(8, False), sampled_loop(8, True)),
         "one_unread": (sampled_loop(8, True), sampled_loop(8, True, readings=False)),
     }
-    return {name: _job_run_summary(_write_job(root, name, *ranks)) for name, ranks in made.items()}
+    return {
+        name: path_summary(str(_write_job(root, name, *ranks)), ALL_HOSTS)
+        for name, ranks in made.items()
+    }
 
 
 @pytest.mark.integration
@@ -146,11 +141,7 @@ def test_a_job_longer_only_by_its_ranks_wait_is_the_machines_load(
 ) -> None:
     base, loaded = jobs["base"], jobs["loaded"]
     assert base.hosts == ("vm.rank0", "vm.rank1")
-    assert base.core_wait_ns is not None and not base.core_wait_ns.any()
-    assert loaded.core_wait_ns is not None
-    assert loaded.core_wait_ns.tolist() == [8 * MS] * loaded.n_steps
-    diff = diff_runs(base, loaded)
-    assert diff.core_wait_share == pytest.approx(1.0)
+    diff = loaded_diff(base, loaded, 8 * MS)
     assert f"{LOAD}: the ranks' steps' threads waited for a CPU core +8.00 ms/step" in diff.verdict
     assert evaluate(parse_rule(RULE, metric_names()), diff).failed
 

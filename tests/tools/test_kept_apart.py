@@ -192,6 +192,22 @@ def test_a_child_exits_when_its_parent_is_gone(run_dir: Path, tmp_path: Path) ->
             child.wait()
 
 
+def _child_says(
+    run_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    script: str,
+    name: str,
+) -> str:
+    """Runs ``script`` as the steps' child, asked for ``name``; what it reported as its failure
+    (the parent logs it), as the log holds it."""
+    monkeypatch.setattr(kept_apart, "_CHILD", script)
+    caplog.set_level(logging.INFO, logger=kept_apart.__name__)
+    run = open_run(str(run_dir))
+    assert not kept_apart.build_apart(str(run_dir), run.hosts[0].host, (name,), None, 60.0)
+    return caplog.text
+
+
 @pytest.mark.skipif(not hasattr(os, "setpriority"), reason="no process priorities here")
 def test_the_child_runs_below_the_callers_priority(
     run_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
@@ -207,12 +223,9 @@ def test_the_child_runs_below_the_callers_priority(
         "    time.sleep(0.01)\n"
         "sys.exit(f'nice {os.getpriority(os.PRIO_PROCESS, 0)}')"
     )
-    monkeypatch.setattr(kept_apart, "_CHILD", report)
-    caplog.set_level(logging.INFO, logger=kept_apart.__name__)
-    run = open_run(str(run_dir))
-    assert not kept_apart.build_apart(str(run_dir), run.hosts[0].host, ("x",), None, 60.0)
+    said = _child_says(run_dir, monkeypatch, caplog, report, "x")
     mine = os.getpriority(os.PRIO_PROCESS, 0)
-    assert f"nice {min(mine + workers.BACKGROUND_NICE, 19)}" in caplog.text
+    assert f"nice {min(mine + workers.BACKGROUND_NICE, 19)}" in said
 
 
 def _autogroups() -> bool:
@@ -239,13 +252,10 @@ def test_the_child_runs_in_a_lowered_scheduling_group_of_its_own(
         "k.KEPT_APART['report'] = report\n"
         "sys.exit(k.child_main(sys.argv[1:]))"
     )
-    monkeypatch.setattr(kept_apart, "_CHILD", report)
-    caplog.set_level(logging.INFO, logger=kept_apart.__name__)
-    run = open_run(str(run_dir))
     with open(workers.AUTOGROUP) as mine:
         before = mine.read()
-    assert not kept_apart.build_apart(str(run_dir), run.hosts[0].host, ("report",), None, 60.0)
-    assert f"own session True, group nice {workers.BACKGROUND_NICE}" in caplog.text
+    said = _child_says(run_dir, monkeypatch, caplog, report, "report")
+    assert f"own session True, group nice {workers.BACKGROUND_NICE}" in said
     with open(workers.AUTOGROUP) as mine:  # the caller's own group is left as it was
         assert mine.read() == before
 
