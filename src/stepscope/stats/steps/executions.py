@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.model import Profile
 from stepscope.vocab.tensorflow import GET_NEXT_KERNELS
 
@@ -55,7 +56,7 @@ def _outermost_starts(profile: Profile, fetches: np.ndarray) -> np.ndarray:
     each. `stepscope.steps` over a tf.data iterator writes its fetch around tf.data's own
     ``IteratorGetNextOp`` (a TensorFlow eager loop: every step read as 2 batches)."""
     kept = []
-    for line in np.unique(profile.line[fetches]).tolist():
+    for line in distinct(profile.line[fetches]).tolist():  # np.unique imports numpy.ma
         on = fetches[profile.line[fetches] == line]
         start = profile.start_ns[on]
         order = np.lexsort((-profile.dur_ns[on], start))  # the outer first at a shared start
