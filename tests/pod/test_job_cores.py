@@ -11,21 +11,42 @@ from typing import Any
 import pytest
 
 from stepscope.cli.main import main
+from stepscope.stats import stragglers_cores
 from tests.support.ddp_runs import job
 
 pytestmark = pytest.mark.integration
 
 
 def test_every_rank_waiting_for_the_core_is_said_of_the_job(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     job(tmp_path, *("--ranks", "4", "--threads", "2", "--one-core", "--steps", "40"))
     [run] = (tmp_path / "plugins" / "profile").iterdir()
+    seen = _readings_kept(monkeypatch)
     assert main(["tool", str(run), "overview_page", "--workers", "0", "--no-cache"]) == 0
     overview: dict[str, Any] = json.loads(capsys.readouterr().out)
+    # a CI run once had no note here and nothing to tell why: say what each rank read
+    assert len(overview["job"]["held_alike"]) == 1, (seen, overview["bound_by"]["headline"])
     (note,) = overview["job"]["held_alike"]
     assert note.startswith("Every rank waits for a core: each rank's steps' thread was runnable")
     assert overview["bound_by"]["headline"].startswith("Every rank waits for a core")
     advice = overview["recommendation"]
     assert advice["details"][0].startswith("Every rank waits for a CPU core (")
     assert "torch.set_num_threads" in advice["details"][0]
+
+
+def _readings_kept(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each rank's (runnable, on-a-core) shares and readings as the core rule reads them, in
+    words, for the failure's message."""
+    seen: list[str] = []
+    shares = stragglers_cores._shares
+
+    def kept(rank: Any, rows: Any) -> Any:
+        found = shares(rank, rows)
+        cpu = rank.calls.cpu if rank.calls is not None else None
+        readings = len(cpu.start_ns) if cpu is not None else 0
+        seen.append(f"{rank.host}: {readings} readings over {len(rows)} steps, shares {found}")
+        return found
+
+    monkeypatch.setattr(stragglers_cores, "_shares", kept)
+    return seen
