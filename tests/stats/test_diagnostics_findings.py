@@ -172,8 +172,21 @@ def test_low_tensor_core_use() -> None:
     assert "float16" in f.fix or "mixed" in f.fix
 
 
+def _collective_steps(
+    t: GpuTrace, kernel: str, collective: str, nccl: dict, api: str = "cudaLaunchKernel"
+) -> GpuTrace:
+    """Each step: 5 ms of compute, then a 4 ms collective kernel on a stream of its own."""
+    for s in range(STEPS):
+        base = s * 10 * MS
+        t.step(s, base, 10 * MS)
+        t.launch(base + 10 * US, kernel, base + 50 * US, 5 * MS, api=api)
+        t.launch(
+            base + 20 * US, collective, base + 5100 * US, 4 * MS, stream=14, api=api, stats=nccl
+        )
+    return t
+
+
 def test_collectives_against_link_bandwidth() -> None:
-    t = GpuTrace()
     nccl = {
         "In msg nelems": 25_000_000,
         "Out msg nelems": 25_000_000,
@@ -181,18 +194,9 @@ def test_collectives_against_link_bandwidth() -> None:
         "Group size": 2,
         "Collective name": "allreduce",
     }
-    for s in range(STEPS):
-        base = s * 10 * MS
-        t.step(s, base, 10 * MS)
-        t.launch(base + 10 * US, "volta_h884gemm_nn", base + 50 * US, 5 * MS)
-        t.launch(
-            base + 20 * US,
-            "ncclKernel_AllReduce_RING_LL_Sum_float",
-            base + 5100 * US,
-            4 * MS,
-            stream=14,
-            stats=nccl,
-        )
+    t = _collective_steps(
+        GpuTrace(), "volta_h884gemm_nn", "ncclKernel_AllReduce_RING_LL_Sum_float", nccl
+    )
     f = _one(t.profile(), "collectives", parameter_bytes="100000000", link_bandwidth_gbps="100")
     assert f.events[0].name == "AllReduce" and f.events[0].count == STEPS - 2
     assert f.events[0].detail == "572.2 MiB, 25.0 GB/s bus bandwidth"  # 600e6 bytes
@@ -212,6 +216,31 @@ def test_collectives_against_link_bandwidth() -> None:
     f = _one(t.profile(), "collectives", parameter_bytes="100000000", link_bandwidth_gbps="1000")
     assert f.metrics["slower_than_link"] == pytest.approx(40.0, rel=0.01)
     assert "mostly waiting for the others (a straggler" in f.summary
+
+
+@pytest.mark.parametrize(
+    ("device_name", "api", "link", "check", "other"),
+    [
+        ("NVIDIA H100 80GB HBM3", "cudaLaunchKernel", "NVLink", "nvidia-smi topo -m", "rocm-smi"),
+        ("AMD Instinct MI300X", "hipLaunchKernel", "xGMI", "rocm-smi --showtopo", "nvidia-smi"),
+        # a ROCm trace whose GPU says nothing of itself: its HIP launches tell
+        ("", "hipLaunchKernel", "", "rocm-smi --showtopo", "nvidia-smi"),
+    ],
+)
+def test_collectives_name_the_vendors_link(
+    device_name: str, api: str, link: str, check: str, other: str
+) -> None:
+    """The collective finding's link and topology check are the GPU's vendor's: an AMD GPU's
+    read NVLink and nvidia-smi before (issue: a user's ROCm run)."""
+    nccl = {"In msg nelems": 25_000_000, "dtype": "Float", "Group size": 2}
+    rccl = "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)"  # RCCL's name too
+    t = _collective_steps(GpuTrace(device_name=device_name), "Cijk_Ailk_HHS", rccl, nccl, api)
+    f = _one(t.profile(), "collectives")
+    assert check in f.fix and other not in f.fix
+    if link:
+        assert f"({link} default for {device_name})" in f.summary
+    if link == "xGMI":
+        assert "xGMI (Infinity Fabric)" in f.fix and "NVLink" not in f.summary + f.fix
 
 
 def test_stream_contention() -> None:

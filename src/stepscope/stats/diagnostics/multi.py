@@ -17,6 +17,7 @@ from stepscope.stats.diagnostics.base import (
 )
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.events import EventType
+from stepscope.stats.gpu.device_caps import device_caps
 from stepscope.stats.gpu.kernels import launch_events, op_candidates
 from stepscope.stats.input.input_pipeline import TF_DATA_FIX
 from stepscope.stats.intervals import merge, overlap_with
@@ -30,16 +31,23 @@ SLOW_VS_LINK = 3.0  # collectives taking 3x what the link bandwidth allows
 WAITING_VS_LINK = 10.0
 SKEW_SHARE = (0.10, 0.25)  # late start / imbalance over 10% / 25% of the step
 IMBALANCE_MIN = 0.10  # a host computing 10% longer than the median is a straggler
-# Per-GPU link bandwidth (one direction, GB/s) when the user gives none: NVLink generation
-# of each part, xGMI for MI300X, PCIe 4.0 x16 otherwise.
+# Per-GPU link bandwidth (one direction, GB/s) when the user gives none, with the link's
+# name: NVLink generation of each part, xGMI (Infinity Fabric) for MI300X, PCIe 4.0 x16
+# otherwise.
 LINK_GBPS = (
-    ("B200", 900.0),
-    ("H100", 450.0),
-    ("H200", 450.0),
-    ("A100", 300.0),
-    ("V100", 150.0),
-    ("MI300", 448.0),
+    ("B200", 900.0, "NVLink"),
+    ("H100", 450.0, "NVLink"),
+    ("H200", 450.0, "NVLink"),
+    ("A100", 300.0, "NVLink"),
+    ("V100", 150.0, "NVLink"),
+    ("MI300", 448.0, "xGMI"),
 )
+# Where to look when the bandwidth is far below the link, per GPU vendor (`device_caps`):
+# each vendor's topology command and link names; RCCL reads NCCL_DEBUG as NCCL does.
+TOPOLOGY_CHECK = {
+    "nvidia": "nvidia-smi topo -m, NCCL_DEBUG=INFO: NVLink vs PCIe/sockets",
+    "amd": "rocm-smi --showtopo, NCCL_DEBUG=INFO: xGMI (Infinity Fabric) vs PCIe/sockets",
+}
 PCIE_GBPS = 25.0
 DTYPE_BYTES = {
     "float": 4,
@@ -83,9 +91,9 @@ def link_bandwidth_gbps(data: HostData, options: dict[str, str]) -> tuple[float,
     for name in names:
         if "PCIe" in name:
             return PCIE_GBPS, f"PCIe default for {name}"
-        for part, gbps in LINK_GBPS:
+        for part, gbps, link in LINK_GBPS:
             if part in name:
-                return gbps, f"NVLink/xGMI default for {name}"
+                return gbps, f"{link} default for {name}"
     return PCIE_GBPS, "PCIe default (unknown GPU)"
 
 
@@ -236,7 +244,7 @@ def collectives(data: HostData, options: dict[str, str]) -> Finding | None:
             "without find_unused_parameters, no_sync() for gradient accumulation, bf16 gradient "
             "compression (register_comm_hook(..., bf16_compress_hook)); in TensorFlow, NCCL "
             "all-reduce with gradient packing. If the bandwidth is far below the link, check the "
-            "topology (nvidia-smi topo -m, NCCL_DEBUG=INFO: NVLink vs PCIe/sockets)."
+            f"topology ({TOPOLOGY_CHECK.get(device_caps(p).vendor, TOPOLOGY_CHECK['nvidia'])})."
         ),
         time_ns=exposed,
         steps=(),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from stepscope.model import Profile
 from stepscope.records import record
+from stepscope.vocab.dispatch import LAUNCH_NAMES
 
 # (vendor, compute capability major, minor or None = any) -> dense 16-bit matrix FLOPs per
 # clock per SM (NVIDIA) or CU (AMD). V100 125 TF = 80 SM x 1.53 GHz x 1024; A100 312 TF =
@@ -107,6 +108,9 @@ class DeviceCaps:
         return self.peak_flops_per_s / self.peak_bytes_per_s
 
 
+_HIP_LAUNCHES = sorted(n for n in LAUNCH_NAMES if n.startswith("hip"))
+
+
 def _num(value: object) -> float:
     return float(value) if isinstance(value, int | float) else 0.0
 
@@ -121,6 +125,10 @@ def device_caps(profile: Profile) -> DeviceCaps:
     name = str(stats.get("device_name", "") or "")
     vendor_text = (str(stats.get("device_vendor", "")) + " " + name).lower()
     vendor = "amd" if ("amd" in vendor_text or "instinct" in vendor_text) else "nvidia"
+    if not vendor_text.strip() and any(profile.strings.id_of(n) >= 0 for n in _HIP_LAUNCHES):
+        # a GPU that says nothing of itself (a Kineto trace without its device properties
+        # or runtime versions) launched through HIP: ROCm's
+        vendor = "amd"
     major, minor = (
         int(_num(stats.get("compute_cap_major"))),
         int(_num(stats.get("compute_cap_minor"))),
