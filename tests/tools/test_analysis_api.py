@@ -132,3 +132,47 @@ def test_a_missing_input_says_how_to_record_it() -> None:
     assert "configure(torch=stepscope.capture.bridges.TorchSettings(profile_memory=True))" in str(
         said.value
     )
+
+
+def _host_run(tmp_path: Path, names: tuple[str, ...]) -> Path:
+    """A one-host run whose main thread ran ``names`` (what `framework_of` reads)."""
+    from stepscope.xspace import XSpaceBuilder
+
+    builder = XSpaceBuilder(hostname="h")
+    line = builder.plane("/host:CPU").line(1, "main", timestamp_ns=0)
+    for k, name in enumerate(names):
+        line.event(name, 1_000 + 10_000 * k, 5_000)
+    path = tmp_path / "plugins" / "profile" / "r1" / "h.xplane.pb"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(builder.build().SerializeToString())
+    return path.parent
+
+
+@pytest.mark.parametrize(
+    ("events", "said", "torch"),
+    [
+        (("EagerExecute", "EagerLocalExecute: MatMul"), "TensorFlow's profiler records", False),
+        (("PjitFunction(step)",), "JAX's profiler records", False),
+        (("aten::mm",), "STEPSCOPE_TORCH_PROFILE_MEMORY=1, or call", True),
+        (("my_step",), "PyTorch records them with profile_memory=True", True),
+    ],
+)
+def test_a_missing_input_is_said_for_the_runs_framework(
+    tmp_path: Path, events: tuple[str, ...], said: str, torch: bool
+) -> None:
+    """A JAX or TensorFlow run without allocator events was told PyTorch's settings (decision
+    960 left it): the memory profile says what records them in the run's own framework."""
+    run = _host_run(tmp_path, events)
+    with pytest.raises(StepscopeError, match="memory_profile has nothing to show") as error:
+        stepscope.Analysis(run, use_cache=False).tool("memory_profile")
+    assert said in str(error.value)
+    assert ("torch" in str(error.value).lower()) == torch
+
+
+def test_a_cpu_jax_run_is_pointed_at_the_memory_viewer() -> None:
+    """The JAX fixture (CPU) has no allocator events; its memory viewer has its programs."""
+    analysis = stepscope.Analysis(FIXTURES / "jax" / "cnn_cpu", use_cache=False)
+    with pytest.raises(StepscopeError, match="CPU-only JAX run has none") as error:
+        analysis.tool("memory_profile")
+    assert "memory_viewer" in str(error.value) and analysis.available("memory_viewer")
+    assert analysis.lacking("memory_profile") in str(error.value)

@@ -41,10 +41,12 @@ if TYPE_CHECKING:
     from stepscope.stats.steps.breakdown import StepDb
 
 
-def lacking(spec: ToolSpec) -> str:
+def lacking(spec: ToolSpec, ctx: ToolContext) -> str:
     """Why a run without what ``spec`` shows has nothing for it: what the profile lacks and
-    how to record it (`ToolSpec.needs`), said alike by every interface."""
-    needs = spec.needs or f"{spec.title}: {spec.description[0].lower()}{spec.description[1:]}"
+    how to record it (`ToolSpec.needs`, for this run when it is a function), said alike by
+    every interface."""
+    needs = spec.needs(ctx) if callable(spec.needs) else spec.needs
+    needs = needs or f"{spec.title}: {spec.description[0].lower()}{spec.description[1:]}"
     return f"the profile lacks what it needs ({needs})"
 
 
@@ -111,7 +113,7 @@ class Analysis:
         _fanout.prepare(ctx, spec, *map(_spec, also))
         if check_available and not spec.available(ctx):
             raise StepscopeError(
-                f"tool {spec.name} has nothing to show for {self.run.name}: {lacking(spec)}"
+                f"tool {spec.name} has nothing to show for {self.run.name}: {lacking(spec, ctx)}"
             )
         return ctx
 
@@ -161,6 +163,11 @@ class Analysis:
         ctx = self._bare_context(spec, host, None)
         _fanout.prepare(ctx, spec, build=False)
         return bool(spec.available(ctx))
+
+    def lacking(self, name: str | ToolSpec, host: str | None = None) -> str:
+        """What ``host``'s profile lacks for the tool and how to record it (`lacking`)."""
+        spec = _spec(name)
+        return lacking(spec, self._bare_context(spec, host, None))
 
     def endpoint(
         self,

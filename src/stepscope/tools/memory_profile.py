@@ -28,6 +28,7 @@ from stepscope.tools.registry import ToolSpec
 # Per-host intermediates (ToolContext.intermediate): each name declared once, typed.
 HOST_MEMORY: Key[HostMemory] = Key("memory_profile.hosts")
 HAS_MEMORY_EVENTS: Key[bool] = Key("memory_profile.has_events", kept=True)
+FRAMEWORK: Key[str] = Key("memory_profile.framework", kept=True)
 
 
 @record
@@ -416,6 +417,48 @@ def available(ctx: ToolContext) -> bool:
     return any(ctx.intermediate(h, HAS_MEMORY_EVENTS, _has_memory_events) for h in ctx.hosts)
 
 
+# What a run without allocator events lacks and how to record them, in the words of the
+# framework that wrote it (`framework_of`): a JAX or TensorFlow user read PyTorch's settings.
+# Which captures have them: PyTorch's when torch.profiler records with profile_memory
+# (decision 960); TensorFlow's and JAX's from the allocators of a GPU's or TPU's memory (the
+# GPU JAX fixture has them; CPU-only JAX, and TensorFlow CPU loops of matmuls, have none),
+# TensorFlow's on a CPU only from oneDNN's allocator ("mklcpu": the CNN fixtures' convolutions
+# use it); XProf's memory profile is about accelerators' memory (decision 1031).
+NEEDS = {
+    "pytorch": (
+        "allocator events; a PyTorch trace has them when torch.profiler records with "
+        "profile_memory=True, which stepscope's PyTorch capture does when it traces CUDA; "
+        "on a CPU-only capture ask for it before stepscope.start(): set "
+        "STEPSCOPE_TORCH_PROFILE_MEMORY=1, or call stepscope.capture.bridges.configure("
+        "torch=stepscope.capture.bridges.TorchSettings(profile_memory=True))"
+    ),
+    "tensorflow": (
+        "allocator events; TensorFlow's profiler records the allocations of a GPU's memory, "
+        'and on a CPU only those of oneDNN\'s allocator ("mklcpu", which some ops such as '
+        "convolutions use), so a CPU-only TensorFlow run may have none: profile the loop on "
+        "a GPU to see its memory"
+    ),
+    "jax": (
+        "allocator events; JAX's profiler records the allocations of a GPU's or TPU's memory, "
+        "not the CPU's, so a CPU-only JAX run has none: profile the loop on a GPU or TPU; "
+        "the memory viewer (stepscope tool RUN memory_viewer) shows each jitted program's "
+        "buffers and peak on any device"
+    ),
+    "unknown": (
+        "allocator events; PyTorch records them with profile_memory=True (stepscope's "
+        "capture: STEPSCOPE_TORCH_PROFILE_MEMORY=1), TensorFlow and JAX for a GPU's or TPU's "
+        "memory"
+    ),
+}
+
+
+def needs(ctx: ToolContext) -> str:
+    """What the run lacks, said for the framework of its hosts (all of one, else any)."""
+    frameworks = {ctx.intermediate(h, FRAMEWORK, framework_of) for h in ctx.hosts}
+    framework = frameworks.pop() if len(frameworks) == 1 else "unknown"
+    return NEEDS.get(framework, NEEDS["unknown"])
+
+
 TOOL = ToolSpec(
     name="memory_profile",
     title="Memory profile",
@@ -423,12 +466,6 @@ TOOL = ToolSpec(
     build=build,
     formats=("json", "csv"),
     available=available,
-    needs=(
-        "allocator events; a PyTorch trace has them when torch.profiler records with "
-        "profile_memory=True, which stepscope's PyTorch capture does when it traces CUDA; "
-        "on a CPU-only capture ask for it before stepscope.start(): set "
-        "STEPSCOPE_TORCH_PROFILE_MEMORY=1, or call stepscope.capture.bridges.configure("
-        "torch=stepscope.capture.bridges.TorchSettings(profile_memory=True))"
-    ),
+    needs=needs,
     order=70,
 )

@@ -69,8 +69,9 @@ class ToolSpec:
     options: tuple[ToolOption, ...] = ()
     # Whether the tool has anything to show for a run (e.g. kernel_stats needs a GPU).
     available: Callable[[ToolContext], bool] = field(default=lambda ctx: True)
-    # What a profile must hold for `available`, and how to record it: said when it is missing.
-    needs: str = ""
+    # What a profile must hold for `available`, and how to record it: said when it is missing;
+    # a function of the context when the words depend on the run (its framework).
+    needs: str | Callable[[ToolContext], str] = ""
     order: int = 100  # position in the UI's tool list
     endpoints: tuple[ToolEndpoint, ...] = ()  # extra routes (see ToolEndpoint)
 

@@ -115,7 +115,6 @@ def kernel_stats(ws: Workspace, run: str, host: str | None = None, top: int = TO
 
 def tool_json(ws: Workspace, tool: str, run: str, host: str | None) -> Any:
     """A tool's JSON, or `not_in_profile` when the run lacks what the tool shows."""
-    from stepscope.tools.analysis import lacking
     from stepscope.tools.registry import get_tool
 
     analysis = ws.analysis(run)
@@ -124,7 +123,9 @@ def tool_json(ws: Workspace, tool: str, run: str, host: str | None) -> Any:
     if not analysis.available(spec, host):
         # what the profile lacks, as the CLI says it: the description ("Every GPU kernel
         # per op: ...") read as the reason in the agent's "why"
-        return not_in_profile(f"{spec.title} has nothing to show for run {run}: {lacking(spec)}")
+        return not_in_profile(
+            f"{spec.title} has nothing to show for run {run}: {analysis.lacking(spec, host)}"
+        )
     return analysis.json(spec, host)
 
 
