@@ -171,6 +171,26 @@ def test_a_hanging_child_is_stopped_and_the_steps_built_here(
     assert children[0].poll() is not None  # killed, not left running
 
 
+def test_a_starved_child_is_not_stopped_for_waiting_for_a_core(
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, children: list[Any]
+) -> None:
+    """The child runs lowered (decision 980): on a busy machine it may wait for a core most
+    of the time. Its bound counts its CPU time, not that wait (decision 1020): with readings
+    of a child that has used no CPU and waited for a core all along, a bound of nothing
+    leaves it to finish (stopped at once by a wall-clock bound), and the steps are its."""
+    monkeypatch.setattr(kept_apart, "APART_MIN_EVENTS", 10**12)
+    want = _steps(run_dir, tmp_path / "here")
+    monkeypatch.setattr(kept_apart, "APART_MIN_EVENTS", 0)
+    monkeypatch.setattr(kept_apart, "APART_BASE_S", 0.0)
+    monkeypatch.setattr(kept_apart, "APART_S_PER_EVENT", 0.0)
+    waited = iter(range(10**15, 10**18, 10**15))  # ns runnable: far more than any interval
+    monkeypatch.setattr(kept_apart, "child_times", lambda pid: (0.0, {pid: next(waited)}))
+    built = count_step_db_builds(monkeypatch, analysis)
+    assert _steps(run_dir, tmp_path / "starved") == want
+    assert built == []  # the child's, not rebuilt here
+    assert len(children) == 1 and children[0].returncode == 0
+
+
 def test_a_child_exits_when_its_parent_is_gone(run_dir: Path, tmp_path: Path) -> None:
     """The child watches the pipe on its stdin: when this end closes (the server died or gave
     up), it exits even in the middle of a build."""

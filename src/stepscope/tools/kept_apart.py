@@ -5,7 +5,8 @@ built on a server thread it holds the GIL for seconds. `build_apart` starts a ch
 builds it and keeps it in the store (`stepscope.tools.kept`), and the caller reads it from
 there, or builds it itself when the child failed: nothing depends on the child but speed.
 The child runs below the caller's priority (`workers.lower_process_priority`), so that on
-busy cores it takes the CPU from no window either (decision 255).
+busy cores it takes the CPU from no window either (decision 255), and its bound counts its
+CPU time, not the time it waits for a core (`ChildBound`, decision 1020).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +28,15 @@ logger = logging.getLogger(__name__)
 # step database of a 10M-event trace takes seconds of CPU, and on a thread of a server it
 # holds the GIL from the windows asked meanwhile (full views 3-6x slower at 1M-10M events).
 APART_MIN_EVENTS = 2_000_000
-# How long the child may take before it is killed and the caller builds in process: generous
-# (the in-process build of 10M events is 7-10 s of CPU here, several times that when the
-# machine is loaded), yet bounded, so a child that hangs never holds the steps for long.
+# How much of the child's time may pass before it is killed and the caller builds in
+# process: generous (the build of 10M events is 7-10 s of CPU here), yet bounded, so a child
+# that hangs or loops never holds the steps for long. What counts is the child's CPU time and
+# the time in which it neither ran nor waited for a core (`ChildBound`), never its wait for
+# a core: it runs lowered (decision 980), and on a busy machine it may wait most of the time.
 APART_BASE_S = 60.0
 APART_S_PER_EVENT = 10e-6
+# How often the caller reads the child's times while it waits for it (s).
+APART_POLL_S = 0.5
 _CHILD = (
     "import sys; from stepscope.tools.kept_apart import child_main; "
     "sys.exit(child_main(sys.argv[1:]))"
@@ -41,6 +48,65 @@ def apart_timeout_s(n_events: int) -> float:
     return APART_BASE_S + APART_S_PER_EVENT * n_events
 
 
+def child_times(pid: int) -> tuple[float, dict[int, int]] | None:
+    """The process ``pid``'s CPU seconds (every thread's, those ended too: /proc/PID/stat) and
+    each live thread's ns on a core plus ns waiting for one (Linux schedstat): they move
+    while the thread runs or is runnable, and stand still while it is blocked. None where
+    they cannot be read (not Linux, or no schedstat)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        cpu_s = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        active: dict[int, int] = {}
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as sched:
+                    on_cpu_ns, waited_ns = sched.read().split()[:2]
+            except OSError:  # the thread ended meanwhile
+                continue
+            active[int(tid)] = int(on_cpu_ns) + int(waited_ns)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+    return cpu_s, active
+
+
+class ChildBound:
+    """Whether a child has had its ``limit_s``: its CPU time, plus the time in which its
+    threads neither ran nor waited for a core (blocked: a hang), reach it. The time it waited
+    for a core counts for nothing, so a child starved by a busy machine (it runs lowered,
+    decision 980) is never stopped for that (decision 1020). Where its times cannot be read
+    (`child_times` None) the wall clock counts, as a bound of last resort."""
+
+    def __init__(self, limit_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.limit_s = limit_s
+        self.clock = clock
+        self.last_s = clock()  # when it was last read
+        self.active: dict[int, int] = {}  # per thread, ns run or runnable, at that read
+        self.blocked_s = 0.0
+        self.wall_s = 0.0  # the time its times could not be read, summed
+        self.cpu_s = 0.0
+
+    def over(self, times: tuple[float, dict[int, int]] | None) -> bool:
+        """Counts the time since the last call with ``times`` read now; whether it is over."""
+        now = self.clock()
+        elapsed_s, self.last_s = max(0.0, now - self.last_s), now
+        if times is None:
+            self.wall_s += elapsed_s
+            return self.spent_s() > self.limit_s
+        self.cpu_s, active = times
+        moved_s = sum(ns - self.active.get(tid, 0) for tid, ns in active.items()) / 1e9
+        self.active = active
+        # The time no thread ran or waited: what of the interval their activity leaves. A
+        # wait for a core is counted when it ends, so an interval can seem blocked and the
+        # next show more than its length: the surplus is given back (two threads busy at
+        # once give back too; never below zero, so nothing is saved for a later hang).
+        self.blocked_s = max(0.0, self.blocked_s + elapsed_s - moved_s)
+        return self.spent_s() > self.limit_s
+
+    def spent_s(self) -> float:
+        return self.cpu_s + self.blocked_s + self.wall_s
+
+
 def build_apart(
     run_path: str, host: str, names: tuple[str, ...], cache_dir: Path | None, timeout_s: float
 ) -> bool:
@@ -50,7 +116,9 @@ def build_apart(
     converted profile must be in the store already, or the child would convert the file
     again. The child never outlives this call: past ``timeout_s``, or when the caller is
     interrupted, it is killed; and it watches its stdin, a pipe from this process, and exits
-    when that closes, so it dies with this process too (a server killed meanwhile)."""
+    when that closes, so it dies with this process too (a server killed meanwhile).
+    ``timeout_s`` bounds the child's CPU time and the time it hangs (`ChildBound`), not its
+    wait for a core."""
     import subprocess
     import sys
     import tempfile
@@ -67,11 +135,21 @@ def build_apart(
         # below the threads that answer: the windows the page asks for meanwhile come first
         # on busy cores (decision 255); the child still gets every idle moment
         workers.lower_process_priority(child.pid)
+        bound = ChildBound(timeout_s)
         try:
-            code = child.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            logger.info("building %s apart took over %.0f s: stopped", names, timeout_s)
-            return False
+            while True:
+                try:
+                    code = child.wait(timeout=APART_POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    if bound.over(child_times(child.pid)):
+                        logger.info(
+                            "building %s apart took over %.0f s (CPU %.1f s): stopped",
+                            names,
+                            timeout_s,
+                            bound.cpu_s,
+                        )
+                        return False
         finally:
             if child.poll() is None:  # timed out, or this thread was interrupted
                 child.kill()
