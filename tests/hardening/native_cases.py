@@ -346,10 +346,14 @@ FUZZERS: dict[str, Fuzzer] = {
 
 
 # ---- the Kineto scanner against the pure-Python reader --------------------------------------
-def kineto_disagreements(rng: random.Random, seconds: float) -> tuple[int, list[str]]:
+def kineto_disagreements(
+    rng: random.Random, seconds: float, tries: int | None = None
+) -> tuple[int, list[str]]:
     """Mutated traces read by the C scanner and by the Python scanner (`pyscan`, what runs
     with STEPSCOPE_PURE_PYTHON): their columns where the C scanner flags no event, and the
-    profiles of the whole import with and without C: (cases, the cases that differ)."""
+    profiles of the whole import with and without C: (cases, the cases that differ). For
+    ``seconds``, or, given ``tries``, that many mutated traces whatever the time (a test's
+    count must not depend on the machine's load)."""
     import os
 
     from stepscope.errors import StepscopeError
@@ -359,11 +363,13 @@ def kineto_disagreements(rng: random.Random, seconds: float) -> tuple[int, list[
     seeds = kineto_seeds()
     cases, differ = 0, []
     deadline = time.monotonic() + seconds
+    left = tries if tries is not None else -1
     saved = os.environ.get(accelerators.ENV_VAR)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "trace.json"
         try:
-            while time.monotonic() < deadline:
+            while left > 0 if tries is not None else time.monotonic() < deadline:
+                left -= 1
                 data = mutate(rng.choice(seeds), rng)
                 os.environ[accelerators.ENV_VAR] = "0"
                 window = rng.choice([16, 17, 64, 4096])
