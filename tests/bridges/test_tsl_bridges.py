@@ -185,3 +185,32 @@ def test_device_planes_of_a_jax_gpu_profile_are_merged(fixtures_dir: Path) -> No
     assert min(e["start_ns"] for e in device) >= 0
     assert max(e["end_ns"] for e in device) <= stop - start
     assert any("unix time" in w for w in space.warnings)
+
+
+TF_EAGER_SCRIPT = """
+import json, sys
+import tensorflow as tf
+import stepscope
+w = tf.Variable(tf.ones((64, 64)))
+x = tf.ones((16, 64))
+stepscope.start(sys.argv[1])
+for s in stepscope.steps(range(5)):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.nn.relu(tf.matmul(x, w)))
+    w.assign_sub(0.01 * tape.gradient(loss, w))
+print(json.dumps({"run": str(stepscope.stop())}))
+"""
+
+
+@pytest.mark.skipif(not _installed("tensorflow"), reason="pip install tensorflow-cpu==2.21.0")
+def test_tensorflow_eager_ops_are_the_op_table(tmp_path: Path) -> None:
+    """A TF eager loop (no tf.function): op_stats lists MatMul, Relu... by op name and type,
+    run eagerly, not TensorFlow's runtime events (decision 1032)."""
+    _, run_dir, _ = _capture(TF_EAGER_SCRIPT, tmp_path)
+    run = open_run(str(run_dir))
+    ctx = ToolContext(run, run.hosts[0].host, ProfileStore(use_cache=False))
+    rows = output.to_json(get_tool("op_stats").build(ctx))["rows"]
+    host = {(r["name"], r["type"]): r for r in rows if r["side"] == "host"}
+    for op in ("MatMul", "Relu", "ReadVariableOp"):
+        assert host[(op, op)]["occurrences"] >= 5 and host[(op, op)]["eager_percent"] == 100
+    assert not {name for name, _ in host} & {"KernelAndDeviceFunc::Run", "EagerKernelExecute"}

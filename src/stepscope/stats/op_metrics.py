@@ -3,9 +3,12 @@
 Which events are ops:
 - host: in PyTorch profiles (Kineto categories), the ``cpu_op`` and ``user_annotation``
   events but step markers; else framework ops (`stepscope.vocab.opnames`: TensorFlow,
-  tf.data, JAX) plus `stepscope.trace` annotations (type "Annotation"); in profiles with
-  neither, or whose only framework ops are tf.data iterators (a Python loader stepscope
-  instrumented, in a JAX loop), every host event but step markers and instants;
+  tf.data, JAX) plus `stepscope.trace` annotations (type "Annotation"), and in a TensorFlow
+  program that calls no tf.function, each eager op's span (``EagerLocalExecute: MatMul``, op
+  ``MatMul`` of type ``MatMul``, run eagerly) that holds no op of its own (see
+  `_eager_op_events`); in profiles with none of these, or whose only framework ops are tf.data
+  iterators (a Python loader stepscope instrumented, in a JAX loop), every host event but step
+  markers and instants;
 - device: every event of a device's stream lines, named after the framework op of its HLO
   instruction for XLA programs with HLO in the profile (`stepscope.stats.xla.xla_ops`; the HLO
   instruction's name when XLA made it up), else after its ``tf_op`` stat when it has one
@@ -25,9 +28,10 @@ from dataclasses import replace
 import numpy as np
 
 from stepscope.distinct import distinct
-from stepscope.model import Profile
+from stepscope.model import Profile, StringTable
 from stepscope.records import record
 from stepscope.stats.arrays import distinct_ids
+from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.events import (
     NOT_COUNTED,
     EventType,
@@ -46,8 +50,9 @@ from stepscope.stats.intervals import merge_sorted, union_ns
 from stepscope.stats.nesting import events_self_time
 from stepscope.stats.op_sums import KeySums, flops_by_row, host_key_sums, sum_by_row
 from stepscope.stats.xla.xla_ops import xla_events
-from stepscope.vocab.opnames import TF_DATA, UNKNOWN, device_op, parse_op
+from stepscope.vocab.opnames import TF, TF_DATA, UNKNOWN, device_op, eager_op_type, parse_op
 from stepscope.vocab.profiler import STEP_ANCHOR
+from stepscope.vocab.tensorflow import EAGER_OP_PREFIX, FUNCTION_PREFIX
 
 _HOST_OP_CATEGORIES = ("cpu_op", "user_annotation")
 # Written by stepscope's capture on the metadata of `stepscope.trace` names (capture/save.py;
@@ -156,17 +161,52 @@ def _host_op_events(profile: Profile, on_host: np.ndarray) -> tuple[np.ndarray, 
     framework = np.zeros(len(strings), dtype=bool)
     categories = [parse_op(t).category for t in texts]
     framework[used] = [c != UNKNOWN for c in categories]
+    eager = _eager_op_names(strings, used, texts)
     # Input-pipeline iterators alone do not make the host's work framework ops: stepscope's
     # own `steps`/`data` instrumentation names a Python loader's fetches so (Iterator::
     # Generator), and a JAX loop has no other op XProf's names know; read as framework ops
     # they were the whole table (100%) and the JAX calls were left out.
-    if any(c not in (UNKNOWN, TF_DATA) for c in categories):
+    if eager is not None or any(c not in (UNKNOWN, TF_DATA) for c in categories):
         # `stepscope.trace` spans (marked on their metadata) are the user's ops too.
         ops = framework[profile.name]
         ops[profile.stat_events(ANNOTATION_STAT)] = True
         ops &= on_host
+        if eager is not None:
+            ops[_eager_op_events(profile, on_host & eager[profile.name], framework)] = True
         return np.flatnonzero(ops), True
     return np.flatnonzero(on_host & (profile.dur_ns > 0) & ~marker[profile.name]), False
+
+
+def _eager_op_names(strings: StringTable, used: np.ndarray, texts: list[str]) -> np.ndarray | None:
+    """Per string id, whether it names an eager op's span (`eager_op_type`), in a TensorFlow
+    program that calls no tf.function; None when there are none to count (decision 1032).
+
+    XProf counts an eager op through the op event TensorFlow traced inside its span
+    (``MatMul:MatMul`` under ``EagerKernelExecute``, marked ``is_eager`` when XProf groups the
+    events); TensorFlow 2.21 runs an eager op as a one-op function and traces no op event in
+    it (``EagerLocalExecute: MatMul`` > ``EagerKernelExecute`` > ``KernelAndDeviceFunc::Run``),
+    so XProf's table of an eager loop is empty, and stepscope's listed those runtime events.
+    The span names the op: it is the op. A program that calls tf.functions keeps XProf's
+    table (its graph ops): its eager ops are few and small (constants, the iterator's fetch:
+    the fixtures' ``_EagerConst``, ``IteratorGetNext``) and counting them would move the host
+    idle time off XProf's (tests/stats/test_golden_tf.py)."""
+    eager = np.zeros(len(strings), dtype=bool)
+    eager[used] = [bool(eager_op_type(t)) for t in texts]
+    called = EAGER_OP_PREFIX + FUNCTION_PREFIX
+    if not eager.any() or any(t.startswith(called) for t in texts):
+        return None
+    return eager
+
+
+def _eager_op_events(profile: Profile, spans: np.ndarray, framework: np.ndarray) -> np.ndarray:
+    """The eager op spans (mask ``spans``) that hold no TensorFlow op event on their thread: an
+    older TensorFlow traces the op's kernel inside (``MatMul:MatMul``), and that is the op."""
+    events = np.flatnonzero(spans)
+    tf_ids = np.flatnonzero(framework)
+    tf_ids = tf_ids[[parse_op(profile.strings[i]).category == TF for i in tf_ids.tolist()]]
+    inner = np.flatnonzero(np.isin(profile.name, tf_ids) & host_lines(profile)[profile.line])
+    holding = innermost_enclosing(profile, inner, spans)
+    return np.setdiff1d(events, holding[holding >= 0], assume_unique=False)
 
 
 def _aggregate(
@@ -242,14 +282,20 @@ def _host_table(profile: Profile, from_ns: int | None = None) -> OpTable:
     eager, eager_stat = profile.stat_among("is_eager", events)
     eager = eager[eager_stat.as_int(0) != 0]
     del eager_stat
-    sums = host_key_sums(profile, events, eager)
     strings = profile.strings
+    if framework:  # an eager op's span (`_eager_op_names`) ran eagerly, by its name
+        spans = [i for i in distinct(profile.name[events]).tolist() if eager_op_type(strings[i])]
+        if spans:
+            eager = np.union1d(eager, np.flatnonzero(np.isin(profile.name[events], spans)))
+    sums = host_key_sums(profile, events, eager)
     # `stepscope.trace` spans' names (few): typed as annotations whichever rule chose the ops
     annotated = set(profile.name[profile.stat_events(ANNOTATION_STAT)].tolist())
 
     def text(sid: int) -> tuple[str, str]:
         full = strings[sid]
         parsed = parse_op(full)
+        if framework and (op_type := eager_op_type(full)):
+            return op_type, op_type  # an eager op has no node name: XProf's "MatMul:MatMul"
         if framework:
             if parsed.category == UNKNOWN:  # a user annotation
                 return full, ANNOTATION_TYPE

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from stepscope.vocab.tensorflow import ITERATOR_OP
+from stepscope.vocab.tensorflow import EAGER_OP_PREFIX, ITERATOR_OP
 
 _TF_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*")
 _TF_TYPE = re.compile(r"[A-Z_][a-zA-Z0-9_]*")
@@ -58,3 +58,14 @@ def device_op(tf_op: str, kernel: str) -> tuple[str, str]:
         tail = tf_op.rstrip("/").rsplit("/", 1)[-1]
         return tf_op, tail.split("[", 1)[0] or tf_op
     return kernel, ""
+
+
+def eager_op_type(full: str) -> str:
+    """The op type of TensorFlow's span of one eager op on the calling thread
+    (``EagerLocalExecute: MatMul`` -> ``MatMul``); '' for a tf.function's call
+    (``EagerLocalExecute: __inference_train_422``: functions' names start with ``__``) and any
+    other name."""
+    if not full.startswith(EAGER_OP_PREFIX):
+        return ""
+    op_type = full[len(EAGER_OP_PREFIX) :]
+    return op_type if _TF_TYPE.fullmatch(op_type) and not op_type.startswith("__") else ""
