@@ -68,6 +68,11 @@ def test_calls_on_every_thread_with_file_and_line(tmp_path: Path, implementation
     assert len(this_test) == 1 and this_test[0]["start_ns"] == 0
     # stepscope's own capture code is kept out.
     assert not any("annotations.py" in e["name"] or "session.py" in e["name"] for e in ev)
+    # the program's functions are marked so, the standard library's not (decision 1033)
+    own = {profile.event_name(e) for e in profile.stat_events("own_code").tolist()}
+    assert {leaf_name, middle_name} <= own
+    assert any("threading.py" in e["name"] for e in ev)
+    assert not any("threading.py" in name for name in own)
 
 
 def test_python_tracer_respects_max_events(tmp_path: Path, implementation: str) -> None:

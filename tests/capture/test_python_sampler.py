@@ -159,3 +159,22 @@ def test_threads_opening_steps_are_sampled_and_no_other(tmp_path: Path) -> None:
     worker = sampler._worker
     assert worker is not None and not worker.is_alive()
     sampler.stop()  # again: nothing left to stop
+
+
+def test_samples_say_which_frames_are_the_programs_own(sampled: Path) -> None:
+    """Frames keep only their file's base name; ``own_frames`` tells the program's frames from
+    the standard library's, installed packages' and stepscope's (decision 1033)."""
+    profile = load_run(sampled)
+    events = main_thread_track(profile, "Python samples", 48)
+    seen = {"own": 0, "library": 0}
+    for e in events.tolist():
+        stats = profile.event_stats(e)
+        own = {int(k) for k in str(stats["own_frames"]).split(",") if k}
+        for k, frame in enumerate(str(stats["stack"]).split(";")):
+            if "(test_python_sampler.py:" in frame:
+                assert k in own, frame
+                seen["own"] += 1
+            elif frame.endswith(("(step.py)", "(data.py)")) or "(data.py:" in frame:
+                assert k not in own, frame  # stepscope's own wrappers are a library's
+                seen["library"] += 1
+    assert seen["own"] > 0

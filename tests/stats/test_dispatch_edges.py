@@ -41,8 +41,13 @@ def _samples(builder: XSpaceBuilder, thread: int = 1) -> LineBuilder:
     return line
 
 
-def _sample(line: LineBuilder, at_ns: int, stack: str, count: int = 1) -> None:
-    line.event(stack.rsplit(";", 1)[-1], at_ns, count * US, {"stack": stack, "samples": count})
+def _sample(
+    line: LineBuilder, at_ns: int, stack: str, count: int = 1, own: str | None = None
+) -> None:
+    stats: dict[str, object] = {"stack": stack, "samples": count}
+    if own is not None:  # the capture's `own_frames` (decision 1033)
+        stats["own_frames"] = own
+    line.event(stack.rsplit(";", 1)[-1], at_ns, count * US, stats)  # type: ignore[arg-type]
 
 
 def _caller(builder: XSpaceBuilder) -> str:
@@ -425,3 +430,38 @@ def test_ops_a_loader_issues_while_it_makes_a_batch_are_no_dispatch_evidence() -
     d = db.limits.dispatch
     assert len(d.ops) and set(d.ops.tolist()) == {12}
     assert {name for name, _ in d.top_ops} == {"aten::t", "aten::detach"}
+
+
+# torch's backward under the user's step: library frames (own_frames "0,1": the first two)
+BACKWARD = f"{OUTER};backward (__init__.py:200);_engine_run_backward (graph.py:8)"
+
+
+def test_the_users_own_function_is_named_not_the_librarys() -> None:
+    """The caller read "backward (__init__.py)" (torch's, deepest public on every sample) in
+    a user's PyTorch loop: with the capture's own frames it is the user's train_step."""
+    for own, caller in (("0,1", "train_step (loop.py)"), (None, "backward (__init__.py)")):
+        builder, _ = _loop()
+        samples = _samples(builder)
+        for k in range(STEPS):
+            _sample(samples, k * 10 * MS + (RUN_AT_US + 100) * US, BACKWARD, own=own)
+        assert _caller(builder) == caller  # without the stat (older captures), as before
+
+
+def test_a_top_level_loop_calling_a_library_is_named_by_its_script() -> None:
+    builder, _ = _loop()
+    samples = _samples(builder)
+    for k in range(STEPS):
+        at = k * 10 * MS + (RUN_AT_US + 100) * US
+        _sample(samples, at, "<module> (loop.py:5);tree_map (tree_util.py:3)", own="0")
+    assert _caller(builder) == "<module> (loop.py)"
+
+
+def test_a_traced_library_frame_is_passed_over_for_the_users() -> None:
+    builder, main = _loop()
+    plane = builder.plane("/host:CPU")
+    plane.event_metadata_id("$loop.py:9 train_step", stats={"own_code": 1})
+    for k in range(STEPS):
+        t0 = k * 10 * MS + RUN_AT_US * US
+        main.event("$loop.py:9 train_step", t0 - 100 * US, 2 * MS)
+        main.event("$__init__.py:200 backward", t0 - 50 * US, MS)
+    assert _caller(builder) == "train_step (loop.py)"

@@ -30,9 +30,10 @@ from typing import Any
 
 from stepscope import tmpfiles
 from stepscope.capture.bridges.base import BridgeSet
+from stepscope.capture.fetch_probe import is_program_code
 from stepscope.capture.host_tracer import ThreadBuffer
 from stepscope.capture.options import ProfilerOptions
-from stepscope.capture.python_sampler import SampledThread, stack_text
+from stepscope.capture.python_sampler import SampledThread, own_frames, stack_text
 from stepscope.capture.python_tracer.events import PyThreadEvents, event_name, is_internal
 from stepscope.capture.step import STEP_ANCHOR
 from stepscope.errors import StepscopeError
@@ -48,6 +49,8 @@ from stepscope.vocab.profiler import (
     LOOP_FIRST_LINE_STAT,
     LOOP_LAST_LINE_STAT,
     ON_CPU_STAT,
+    OWN_CODE_STAT,
+    OWN_FRAMES_STAT,
     RUNNABLE_STAT,
     STARTED_ON_THREAD_STAT,
     STEPS_BEFORE_STAT,
@@ -222,6 +225,8 @@ def _own_space(result: CaptureResult) -> XSpace:
     for text in annotations:
         plane.event_metadata_id(text, stats={ANNOTATION_STAT: 1})
     names: dict[Any, str] = {}
+    own: set[str] = set()  # the program's own functions' event names (`OWN_CODE_STAT`)
+    program: dict[Any, bool] = {}  # `is_program_code` per code object
     for thread in result.python_threads:
         rows = by_thread.setdefault(thread.native_id, [])
         thread_names.setdefault(thread.native_id, thread.name or f"Thread {thread.native_id}")
@@ -233,7 +238,17 @@ def _own_space(result: CaptureResult) -> XSpace:
             # Frames opened before recording began (delay_ms, open at start) start at it.
             if end >= base and not is_internal(code):
                 first = max(start, base)
-                rows.append((first - base, end - first, depth, event_name(code, names), None))
+                text = event_name(code, names)
+                rows.append((first - base, end - first, depth, text, None))
+                mine = program.get(code)
+                if mine is None:
+                    mine = program[code] = is_program_code(code.co_filename)
+                if mine:
+                    own.add(text)
+    # a metadata stat, once per function: the analysis names the user's function, not a
+    # library's, behind a run of ops (decision 1033)
+    for text in own:
+        plane.event_metadata_id(text, stats={OWN_CODE_STAT: 1})
     for native_id, rows in by_thread.items():
         if not rows:
             continue
@@ -298,6 +313,7 @@ def _add_python_samples(plane: Any, result: CaptureResult, thread_names: dict[in
     base = result.start_perf_ns
     names: dict[Any, str] = {}
     sites = FetchSites()
+    known: dict[Any, bool] = {}
     for thread in result.sampled_threads:
         runs = [r for r in thread.runs if r[1] > base]
         if not runs:
@@ -311,14 +327,18 @@ def _add_python_samples(plane: Any, result: CaptureResult, thread_names: dict[in
             start, end, stack, count = run[:4]
             first = max(start, base)
             fetched = ""
+            mine: str | None = None
             if isinstance(stack, str):  # a DataLoader worker's, written as text there
                 innermost, text = stack.rpartition(";")[2] or "<no Python frame>", stack
             else:
                 lastis = run[4] if len(run) > 4 else None
                 innermost, text, fetched = stack_text(stack, names, lastis, sites)
+                mine = own_frames(stack, is_program_code, known)
             stats: dict[str, Any] = {"stack": text, "samples": count}
             if fetched:
                 stats["next_frames"] = fetched
+            if mine is not None:
+                stats[OWN_FRAMES_STAT] = mine
             line.event(innermost, first - base, end - first, stats)
 
 

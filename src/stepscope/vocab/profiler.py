@@ -105,6 +105,13 @@ FETCHES_LINE_OFFSET = 1 << 49
 LOOP_FIRST_LINE_STAT = "loop_first_line"
 LOOP_LAST_LINE_STAT = "loop_last_line"
 
+# Which frames are the program's own code (not the standard library, an installed package
+# or stepscope: `capture.fetch_probe.is_program_code`), where frame names keep only the file's
+# base name (decision 1033): on a "Python samples" run, the indices in its ``stack``
+# (outermost 0), comma-joined ('' for none); on the Python tracer's event metadata, 1.
+OWN_FRAMES_STAT = "own_frames"
+OWN_CODE_STAT = "own_code"
+
 # The line, in the host plane, of a sampled thread's CPU time as the stack sampler read it
 # (Linux schedstat, docs/formats/python_samples.md): one event per interval between two
 # samples, its stats the thread's time on a CPU and its time runnable but waiting for one in

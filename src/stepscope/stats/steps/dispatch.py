@@ -17,8 +17,10 @@ usually short (it waited for the GIL or a core) is dispatch like the others. The
 database counts that time in its "bound by" limits (below device work, input and waits for
 a computation), and keeps the evidence: ops per step, their median duration and gap, the
 ops issued most, the Python function that issued them (the innermost Python tracer frame
-around a run, else the deepest function the stack sampler saw on every sample in the
-runs).
+around a run, else the deepest function the stack sampler saw on half the samples in the
+runs): the program's own function where the capture says which frames are its own
+(`OWN_CODE_STAT`, `OWN_FRAMES_STAT`), not a library's (``backward (__init__.py)``: torch's,
+under the user's ``train_step``; decision 1033).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from stepscope.stats.arrays import used_names
 from stepscope.stats.host.python_samples import function_key, sample_points, sampled_thread_line
 from stepscope.stats.intervals import merge, subtract_sets
 from stepscope.vocab.dispatch import computes_inline, fix_for, is_dispatch_name
+from stepscope.vocab.profiler import OWN_CODE_STAT, OWN_FRAMES_STAT
 from stepscope.vocab.pytorch import COMPILED_REGION_PREFIXES, OPTIMIZER_STEP_PREFIX
 
 TINY_OP_NS = 100_000  # an op dispatched in under 100 µs is mostly dispatch overhead
@@ -299,6 +302,9 @@ def _caller(profile: Profile, runs: DispatchRuns, run_ids: np.ndarray) -> str:
     """The Python function whose traced frame encloses the most dispatch time of the runs
     (the innermost frame enclosing a whole run); "" without the Python tracer's frames."""
     python = profile.strings.ids_matching(lambda s: s.startswith("$"))
+    own = distinct(profile.name[profile.stat_events(OWN_CODE_STAT)])
+    if len(own):  # the capture says which functions are the program's: only those
+        python = np.intersect1d(python, own)
     if not len(python):
         return ""
     time: Counter[str] = Counter()
@@ -343,15 +349,24 @@ def _sampled_caller(profile: Profile, runs: DispatchRuns, run_ids: np.ndarray) -
         hit |= (at >= runs.lo[r]) & (at < runs.hi[r]) & (thread == line_of_run[r])
     if not hit.any():
         return ""
-    stacks, inverse = distinct_inverse(profile.stat_at("stack", sample_ev[hit]).string_ids())
-    counts = np.bincount(inverse, minlength=len(stacks))
+    ev = sample_ev[hit]
+    stack_ids = profile.stat_at("stack", ev).string_ids().astype(np.int64)
+    own_ids = profile.stat_at(OWN_FRAMES_STAT, ev).string_ids().astype(np.int64)
+    pairs, inverse = np.unique(np.stack([stack_ids, own_ids]), axis=1, return_inverse=True)
+    counts = np.bincount(inverse.reshape(-1), minlength=pairs.shape[1])
     total = int(counts.sum())
+    marked = bool((own_ids >= 0).any())  # captures before decision 1033 say nothing
     seen: Counter[str] = Counter()
     depth: dict[str, int] = {}
-    for sid, c in zip(stacks.tolist(), counts.tolist(), strict=True):
+    for (sid, oid), c in zip(pairs.T.tolist(), counts.tolist(), strict=True):
         frames = profile.strings[sid].split(";") if sid >= 0 else []
+        if marked:  # only the program's own frames: a library's are not the user's code
+            mine = {int(k) for k in profile.strings[oid].split(",") if k} if oid >= 0 else set()
+            frames = [f for k, f in enumerate(frames) if k in mine]
         for d, frame in enumerate(dict.fromkeys(function_key(f) for f in frames)):
             seen[frame] += c
             depth[frame] = max(depth.get(frame, 0), d)
     public = [f for f, c in seen.items() if 2 * c >= total and not f.startswith(("_", "<"))]
+    if not public and marked:  # a loop at a script's top level calls the library itself
+        public = [f for f, c in seen.items() if 2 * c >= total and f.startswith("<module>")]
     return max(public, key=lambda f: depth[f]) if public else ""
