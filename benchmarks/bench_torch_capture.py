@@ -4,6 +4,7 @@
         [--rounds 41] [--block 40] [--layers 6] [--torch-profile-memory]
         [--torch-save deferred|eager] [--stepscope-profile-memory on|off]
         [--quads 200 --min-quads 30 --width 1] [--torch-steps] [--without-fetch-probe]
+        [--sampler-hz N]
 
 The loop: an MLP of ``--layers`` hidden 64x64 layers trained on random batches, one BLAS
 thread (about 600 profiler events a step at 6 layers: 200 steps are the issue's 120k events).
@@ -41,7 +42,8 @@ after each (torch's documented loop): marked steps against marked steps, the iss
 (decision 281). With ``--without-fetch-probe`` stepscope's blocks end the capture's fetch
 probe at their start (decision 971: while installed, the first ~850 steps of a ``range``
 loop, its profile function costs 25-30 points), so the markers and the sampler are resolved
-apart.
+apart. With ``--sampler-hz N`` stepscope's blocks sample the Python stacks at N Hz instead of
+the default (0: no sampler, and so no fetch probe): the sampler's share of the figure.
 
 ``own``: stepscope's own work per step beside torch.profiler, each part measured directly
 (the paired blocks above are bounded by the machine's noise, 5-10 points per pair when other
@@ -532,6 +534,12 @@ def main() -> None:
         "measured apart: decision 971)",
     )
     parser.add_argument(
+        "--sampler-hz",
+        type=int,
+        help="quads: stepscope's blocks run the stack sampler at this rate (0: off, and with it "
+        "the fetch probe) instead of the default",
+    )
+    parser.add_argument(
         "--torch-save",
         choices=("deferred", "eager"),
         help="stop: the PyTorch save ($STEPSCOPE_TORCH_SAVE; default: stepscope's, deferred)",
@@ -572,6 +580,7 @@ def main() -> None:
                 args.width,
                 args.torch_steps,
                 probe=not args.without_fetch_probe,
+                sampler_hz=args.sampler_hz,
             )
         elif part == "own":
             own_part(step, args.rounds, args.block)

@@ -109,10 +109,15 @@ def _timed_steps(step: Step, n: int, marked: bool, then: Callable[[], Any] | Non
     return Block(per, (process - thread) / n, process / n)
 
 
-def _stepscope_block(step: Step, n: int, logdir: str, probe: bool = True) -> Block:
+def _stepscope_block(
+    step: Step, n: int, logdir: str, probe: bool = True, sampler_hz: int | None = None
+) -> Block:
     import stepscope
 
-    stepscope.start(logdir)
+    if sampler_hz is None:
+        stepscope.start(logdir)
+    else:
+        stepscope.start(logdir, stepscope.ProfilerOptions(python_sampler_hz=sampler_hz))
     if not probe:
         from stepscope.capture import session
 
@@ -142,6 +147,7 @@ def quads_part(
     width: float,
     torch_steps: bool,
     probe: bool = True,
+    sampler_hz: int | None = None,
 ) -> None:
     """stepscope.start defaults against torch.profiler with the bridge's settings, session
     against session, in quads of blocks ABBA / BAAB (alternating) in one process: a drift of
@@ -150,7 +156,9 @@ def quads_part(
     their median is narrower than ``width`` points (at least ``least``, at most ``most``).
     ``probe`` False: stepscope's blocks end the capture's fetch probe right after `start`
     (its profile function costs 25-30 points while installed, decision 971), so what is
-    left, the markers and the sampler, is resolved apart."""
+    left, the markers and the sampler, is resolved apart. ``sampler_hz``: stepscope's blocks
+    run the stack sampler at that rate (0: none, and then no fetch probe either, which needs
+    the samples) instead of the default, so the sampler's share is resolved apart too."""
     load = os.getloadavg()[0]
     typical: list[float] = []
     means: list[float] = []
@@ -158,7 +166,7 @@ def quads_part(
     ms: list[float] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench_torch_quads_") as logdir:
-        _stepscope_block(step, block, logdir, probe)  # warm-up: imports, first starts
+        _stepscope_block(step, block, logdir, probe, sampler_hz)  # warm-up: imports, first starts
         _torch_block(step, block, logdir, torch_steps)
         # Every block starts after a full collection (torch's stop leaves its events as
         # cyclic garbage the next block would pay); frozen first, what it walks is the
@@ -172,7 +180,7 @@ def quads_part(
                 for kind in order:
                     gc.collect()
                     if kind == "s":
-                        got[kind].append(_stepscope_block(step, block, logdir, probe))
+                        got[kind].append(_stepscope_block(step, block, logdir, probe, sampler_hz))
                     else:
                         got[kind].append(_torch_block(step, block, logdir, torch_steps))
                 ours, theirs = got["s"], got["t"]
@@ -203,7 +211,8 @@ def quads_part(
     print(
         f"per step, stepscope.start defaults against torch.profiler with the bridge's settings"
         f"{' and prof.step() each step' if torch_steps else ''}"
-        f"{'' if probe else ', the fetch probe ended at start'}, "
+        f"{'' if probe else ', the fetch probe ended at start'}"
+        f"{'' if sampler_hz is None else f', stepscope sampling at {sampler_hz} Hz'}, "
         f"{len(typical)} quads of {block}-step blocks (ABBA), {time.perf_counter() - started:.0f} s"
     )
     print(
