@@ -48,6 +48,7 @@ def data_parallel_job(
     input_ms: Callable[[int, int], float] = lambda rank, step: 1.0,
     compute_ms: Callable[[int, int], float] = lambda rank, step: 5.0,
     allreduce_ms: float | Callable[[int], float] = 1.0,
+    device_name: str = "NVIDIA A100-SXM4-40GB",
 ) -> Path:
     """A synchronous data-parallel PyTorch-like job, one XSpace per rank: per step each rank
     loads its batch (host, ``input_ms``), computes on its GPU (``compute_ms``), then all-reduces;
@@ -56,7 +57,7 @@ def data_parallel_job(
     has its own offset."""
     from tests.support.gpu_fixtures import GpuTrace  # builders shared with stats tests
 
-    traces = [GpuTrace(host=f"rank{r}") for r in range(ranks)]
+    traces = [GpuTrace(host=f"rank{r}", device_name=device_name) for r in range(ranks)]
     t0 = 0
     for s in range(steps):
         ready = [t0 + int((input_ms(r, s) + 0.05 + compute_ms(r, s)) * MS) for r in range(ranks)]

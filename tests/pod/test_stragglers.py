@@ -167,3 +167,20 @@ def test_lateness_threshold_is_ten_percent_of_the_median_rank(
     [late] = pod["stragglers"]
     assert late["host"] == "rank1" and late["step_ranges"] == ranges(steps)
     assert late["reason"] == "device_compute" and late["waiters"] == 3
+
+
+def test_an_amd_straggler_reads_its_clocks_with_rocm_smi(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The diagnostics tool (every rank's vendor from its kept device caps) names rocm-smi
+    for a slow AMD GPU, not nvidia-smi (decision 1040)."""
+    run = data_parallel_job(
+        tmp_path,
+        ranks=4,
+        compute_ms=lambda rank, step: 8.0 if rank == 2 else 5.0,
+        device_name="AMD Instinct MI300X",
+    )
+    found = _tool(run, "diagnostics", capsys)["findings"]
+    [skew] = [f for f in found if f["id"] == "host_skew"]
+    assert skew["metrics"]["reason"] == "device_compute"
+    assert "rocm-smi --showclocks" in skew["fix"] and "nvidia-smi" not in skew["fix"]

@@ -335,29 +335,58 @@ def test_skew_across_gpus_of_a_host() -> None:
     assert "/device:GPU:1" in f.summary
 
 
-def test_straggler_across_hosts() -> None:
+def _slow_rank2(
+    device_name: str = "NVIDIA A100-SXM4-40GB",
+    kernel: str = "volta_h884gemm_nn",
+    api: str = "cudaLaunchKernel",
+) -> list[Finding]:
+    """Three ranks' findings: rank2's kernel takes 8 ms a step, the others' 5 ms, then all
+    three all-reduce until 9.5 ms into the step."""
     hosts = []
     for name, kernel_ms in (("rank0", 5), ("rank1", 5), ("rank2", 8)):
-        t = GpuTrace(host=name)
+        t = GpuTrace(host=name, device_name=device_name)
         for s in range(STEPS):
             base = s * 10 * MS
             t.step(s, base, 10 * MS)
-            t.launch(base + 10 * US, "volta_h884gemm_nn", base + 100 * US, kernel_ms * MS)
+            t.launch(base + 10 * US, kernel, base + 100 * US, kernel_ms * MS, api=api)
             t.launch(
                 base + 20 * US,
                 "ncclKernel_AllReduce",
                 base + (kernel_ms + 0.2) * MS,
                 (9.5 - kernel_ms) * MS,
                 stream=14,
+                api=api,
             )
         hosts.append(_data(t.profile(), name))
-    found = {f.id: f for f in diagnose_run(hosts)}
+    return diagnose_run(hosts)
+
+
+def test_straggler_across_hosts() -> None:
+    found = {f.id: f for f in _slow_rank2()}
     f = found["host_skew"]
     assert f.host == "" and "rank2" in f.summary
     # rank2 works 10 ms a step; the others work 7 ms and wait 3 ms for it in all-reduce.
     assert f.metrics["max_late_pct"] == pytest.approx(100 * 3 / 7)
     assert f.metrics["straggler"] == "rank2" and f.metrics["reason"] == "device_compute"
     assert [e.name for e in f.events] == ["rank2"]
+
+
+@pytest.mark.parametrize(
+    ("device_name", "api", "check", "other"),
+    [
+        ("NVIDIA H100 80GB HBM3", "cudaLaunchKernel", "nvidia-smi -q -d", "rocm-smi"),
+        ("AMD Instinct MI300X", "hipLaunchKernel", "rocm-smi --showclocks", "nvidia-smi"),
+        ("", "hipLaunchKernel", "rocm-smi --showclocks", "nvidia-smi"),  # HIP launches tell
+    ],
+)
+def test_straggler_clock_check_is_the_vendors(
+    device_name: str, api: str, check: str, other: str
+) -> None:
+    """A GPU straggler's fix reads its clocks with its vendor's tool: an AMD rank was told
+    nvidia-smi -q -d PERFORMANCE,CLOCK (decision 1040)."""
+    f = {f.id: f for f in _slow_rank2(device_name, "Cijk_Ailk_HHS", api)}["host_skew"]
+    assert f.metrics["reason"] == "device_compute"
+    assert check in f.fix and other not in f.fix
 
 
 @pytest.mark.parametrize(

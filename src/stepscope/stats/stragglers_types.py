@@ -35,6 +35,8 @@ class Rank:
     host: str
     steps: StepDb
     calls: CollectiveCalls | None = None  # None: not measured (own-time rule only)
+    # its GPUs' vendor (`device_caps`): the late GPU's clock check names the vendor's tool
+    vendor: str = "nvidia"
 
 
 @record

@@ -116,7 +116,10 @@ def collective_calls(ctx: ToolContext, host: str) -> CollectiveCalls:
 
 def ranks(ctx: ToolContext) -> list[Rank]:
     """Every selected host as the straggler analysis reads it."""
-    return [Rank(h, step_db(ctx, h), collective_calls(ctx, h)) for h in ctx.hosts]
+    return [
+        Rank(h, step_db(ctx, h), collective_calls(ctx, h), device_caps(ctx, h).vendor)
+        for h in ctx.hosts
+    ]
 
 
 def op_metrics(ctx: ToolContext, host: str) -> OpMetrics:
@@ -312,6 +315,7 @@ def findings(ctx: ToolContext) -> list[Finding]:
         # while its profile is open. A run of one host has no stragglers to find.
         if len(ctx.run.hosts) > 1 or ctx.option(ALL_HOSTS_SHARE):
             collective_calls(ctx, hosts[0])
+            device_caps(ctx, hosts[0])  # its vendor, for the straggler finding's fix
         return per_host(hosts[0])
     # Cached per (run, hosts, options) without opening a profile: the overview and the
     # diagnostics tool share the reduction.

@@ -48,6 +48,11 @@ TOPOLOGY_CHECK = {
     "nvidia": "nvidia-smi topo -m, NCCL_DEBUG=INFO: NVLink vs PCIe/sockets",
     "amd": "rocm-smi --showtopo, NCCL_DEBUG=INFO: xGMI (Infinity Fabric) vs PCIe/sockets",
 }
+# Where to read a slow GPU's clocks, temperature and power, per GPU vendor (decision 1040)
+CLOCK_CHECK = {
+    "nvidia": "nvidia-smi -q -d PERFORMANCE,CLOCK",
+    "amd": "rocm-smi --showclocks --showtemp --showpower --showperflevel",
+}
 PCIE_GBPS = 25.0
 DTYPE_BYTES = {
     "float": 4,
@@ -393,6 +398,7 @@ def skew_across_hosts(ranks: Sequence[Rank], options: dict[str, str]) -> Finding
                 any(r.steps.has_device for r in usable),
                 next(r.steps.limits.framework for r in usable if r.host == worst.host),
                 worst.pipeline,
+                next(r.vendor for r in usable if r.host == worst.host),
             )
         ),
         time_ns=total,
@@ -425,14 +431,18 @@ def _every_k_fix(steps: tuple[int, ...]) -> str:
     )
 
 
-def _straggler_fix(reason: str, has_device: bool, framework: str, pipeline: bool = False) -> str:
+def _straggler_fix(
+    reason: str, has_device: bool, framework: str, pipeline: bool = False, vendor: str = "nvidia"
+) -> str:
     """What to change on the late rank; pinned memory only where a device takes the batch
     (decision 468: "pin_memory=True" was advised to a CPU job of TensorFlow workers), the
     loader of the late rank's framework only (decision 551: the same job's workers were told
     DataLoader's settings first); ``pipeline``: its input is its tf.data map's Python,
-    which no prefetch overlaps while it holds the GIL (decision 670), as its own page says."""
+    which no prefetch overlaps while it holds the GIL (decision 670), as its own page says;
+    ``vendor``: the late rank's GPUs' (`device_caps`), whose tool reads their clocks."""
     if reason != "input":
-        return _STRAGGLER_FIX.get(reason, _STRAGGLER_FIX["device_compute"])
+        fix = _STRAGGLER_FIX.get(reason, _STRAGGLER_FIX["device_compute"])
+        return fix.format(clocks=CLOCK_CHECK.get(vendor, CLOCK_CHECK["nvidia"]))
     if pipeline:
         return (
             "The late rank waits for its tf.data map's Python (tf.py_function / "
@@ -490,7 +500,7 @@ _STRAGGLER_FIX = {
     "device_compute": (
         "The late rank computes longer: balance the per-rank batch sizes and sequence lengths "
         "(bucket by length, drop_last=True), and check the slow GPU's clocks, temperature and "
-        "power (nvidia-smi -q -d PERFORMANCE,CLOCK): a throttled or faulty GPU slows every rank."
+        "power ({clocks}): a throttled or faulty GPU slows every rank."
     ),
 }
 

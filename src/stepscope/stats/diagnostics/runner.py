@@ -91,7 +91,11 @@ def merge_repeats(found: Sequence[Finding], n_hosts: int) -> list[Finding]:
 def diagnose_run(hosts: list[HostData], options: dict[str, str] | None = None) -> list[Finding]:
     """Findings of every host plus the ones across hosts (stragglers)."""
     from stepscope.stats.collective_calls import collective_calls
+    from stepscope.stats.gpu.device_caps import device_caps
 
     found = [f for data in hosts for f in diagnose_host(data, options)]
-    ranks = [Rank(h.host, h.steps, collective_calls(h.profile, h.steps)) for h in hosts]
+    ranks = [
+        Rank(h.host, h.steps, collective_calls(h.profile, h.steps), device_caps(h.profile).vendor)
+        for h in hosts
+    ]
     return combine_hosts(found, ranks, options)
