@@ -182,3 +182,20 @@ def test_the_last_iteration_keeps_work_it_runs_every_nth_iteration() -> None:
     starts, ends, _ = _steps(build(builder))
     assert len(starts) == 12
     assert abs(ends[-1] - (t - 0.02)) < 1e-6  # after its second aten::mse_loss
+
+
+def test_a_compiled_loop_whose_first_call_compiles_keeps_its_last_iteration() -> None:
+    """A torch.compile'd model (a real loop, /tmp/user23/loop2.py: 30 iterations, 29 steps):
+    once warm, each call looks its graph up (``TorchDynamo Cache Lookup``) before its region,
+    but the first call compiled there instead. Rule 1's head, read before the first lead, was
+    the compilation's; rule 2 wanted the lookup, the head, in the last iteration too: the
+    script's last step was in no step (decision 1041)."""
+    builder, line = _loop_line()
+    t = 0.0
+    for k in range(30):
+        head = [("dynamo", 500.0)] if k == 0 else [("TorchDynamo Cache Lookup", 0.03)]
+        t = _run(line, t + 0.1, [*head, ("Torch-Compiled Region: 0/0", 0.3), *TRAIN[5:]])
+    starts, ends, description = _steps(build(builder))
+    assert len(starts) == 30, description
+    assert "the last one ends with its work" in description
+    assert abs(ends[-1] - (t - 0.02)) < 1e-6

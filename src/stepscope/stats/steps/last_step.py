@@ -41,6 +41,12 @@ iteration has no next one, so it lacks that head in events and in time. It is a 
    last call the fetch finds the data's end and Keras concatenates the outputs: neither
    the same work nor the members in order, and the last of the script's 32 batches was in
    no step (decision 596). The iteration ends with that call.
+4. Else **rule 1 with the head the periods end with** (decision 1041): the first lead may come
+   after other work than every later one (a torch.compile'd model's first call compiles
+   where the later ones look their graph up, ``TorchDynamo Cache Lookup``; a JAX loop's
+   prefetch thread starting): rule 1's head, read before the first lead, is then no period's,
+   and rule 2 wants the head, a member of every period, in the last iteration, which lacks
+   it. Last, so rules 1-3 answer as before wherever they did.
 
 Any way its traced work must last at least half as long as the same part of the other
 periods does in the shortest of them (decision 360's jitted call that returned at once, 0.03
@@ -103,24 +109,38 @@ def last_iteration_end(
     calls when it is a tf.function called from Python (rule 3)."""
     names, start, end, pos = periods.names, periods.start, periods.end, periods.pos
     work, held, common, count = periods.work, periods.held, periods.common, periods.count
-    for kind, hashed, n_kind in _kinds(pos, work, held, common, count, alone):
-        found = _same_work(pos, work, kind, hashed, n_kind, len(names))
-        if found is not None:
-            q, n = int(pos[-1]), found
-            firsts = pos[:-1][kind]
-            spans = _spans(start, end, firsts, np.full(int(kind.sum()), n))
-            finish = _if_long_enough(start, end, q, q + n, spans)
-            if finish is None or capture_end is None:
-                return finish
-            limit = int(start[q + n]) if q + n < len(names) else capture_end
-            extra = _extra_tail(start, end, pos[:-1], kind, held, n, n_kind - n, count)
-            return max(finish, min(finish + extra, limit))
+    kinds = _kinds(pos, work, held, common, count, alone)
+
+    def same_work(from_periods: bool) -> tuple[bool, int | None]:
+        for kind, hashed, n_kind in kinds:
+            found = _same_work(pos, work, kind, hashed, n_kind, len(names), from_periods)
+            if found is not None:
+                q, n = int(pos[-1]), found
+                firsts = pos[:-1][kind]
+                spans = _spans(start, end, firsts, np.full(int(kind.sum()), n))
+                finish = _if_long_enough(start, end, q, q + n, spans)
+                if finish is None or capture_end is None:
+                    return True, finish
+                limit = int(start[q + n]) if q + n < len(names) else capture_end
+                extra = _extra_tail(start, end, pos[:-1], kind, held, n, n_kind - n, count)
+                return True, max(finish, min(finish + extra, limit))
+        return False, None
+
+    matched, finish = same_work(False)
+    if matched:
+        return finish
     upto = _members_in_order(names, pos, _members(names, pos))
-    if upto is None:
-        return None if calls is None else _step_call(start, end, pos, calls)
-    last, each_last = upto
-    spans = _spans(start, end, pos[:-1], each_last - pos[:-1] + 1)
-    return _if_long_enough(start, end, int(pos[-1]), last + 1, spans)
+    if upto is not None:
+        last, each_last = upto
+        spans = _spans(start, end, pos[:-1], each_last - pos[:-1] + 1)
+        return _if_long_enough(start, end, int(pos[-1]), last + 1, spans)
+    if calls is not None:
+        return _step_call(start, end, pos, calls)
+    # rule 4 (decision 1041): rule 1 with the head every such period ends with, where the
+    # first lead came after other work (a torch.compile'd model's first call compiling, a
+    # prefetch thread starting): the last iteration lacks its head, a member of every
+    # period, so rule 2 failed too, and the script's last step was in no step
+    return same_work(True)[1]
 
 
 def _kinds(
@@ -159,15 +179,22 @@ def _kinds(
 
 
 def _same_work(
-    pos: np.ndarray, work: np.ndarray, held: np.ndarray, common: int, count: int, total: int
+    pos: np.ndarray,
+    work: np.ndarray,
+    held: np.ndarray,
+    common: int,
+    count: int,
+    total: int,
+    from_periods: bool = False,
 ) -> int | None:
     """How many events from the last lead on are its iteration by rule 1, for the kind of
     period ``held`` (its work's hash ``common``, of ``count`` events): ``count - h`` for the
-    smallest head ``h`` that makes that work, or None."""
+    smallest head ``h`` that makes that work, or None. The head is the events before the
+    first lead, or (``from_periods``, rule 4) those the last such period ends with."""
     if not count:
         return None
-    q, first = int(pos[-1]), int(pos[0])
     ends = pos[1:][held]  # each such period's end, where its head ends
+    q, first = int(pos[-1]), int(ends[-1] if from_periods and ends.size else pos[0])
     with np.errstate(over="ignore"):
         for h in range(min(count - 1, first) + 1):
             n = count - h
