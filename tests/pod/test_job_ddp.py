@@ -86,8 +86,16 @@ def test_slow_input_rank_is_named_with_its_cause_three_times(
         _check_waiters(pod, truths, {late["host"]})
         # the rank the others waited for is the slowest worker of those steps, not a rank
         # whose step ended a little later because it waited (was: the waiter in 17 of 29)
+        # Not step 0: the ranks begin it at their own times, rank 1 waits there for rank 0
+        # in the collective too (40-63 ms in three runs of 2 Dec), and rank 0's one-time
+        # work of the first step can outlast rank 1's batch (2 of 7 runs that day, a machine
+        # 2.5-4x slower than on 29 Nov): either rank is "the one waited for"
         slowest = {s["step_num"]: s["slowest_worker"] for s in pod["steps"]}
-        assert all(slowest[k] == late["host"] for k in late["steps"]), (late["steps"], slowest)
+        after_first = [k for k in late["steps"] if k != min(steps)]
+        assert after_first and all(slowest[k] == late["host"] for k in after_first), (
+            late["steps"],
+            slowest,
+        )
         answers.append((late["host"], late["reason"]))
     assert answers == [(f"{MACHINE}.rank1", "input")] * 3
 
