@@ -1,6 +1,6 @@
 """A known miss of step inference, kept as the real capture that shows it (decision 1002).
 
-CI's run of 18a59b29 (2 Dec 12:42 UTC, its timed tier at load 5) captured
+CI's run of b0054418 (2 Dec 12:42 UTC, its timed tier at load 5) captured
 tests/capture/test_truth_fetch_loops.py's TensorFlow eager loop over a Python generator
 (60 steps by the script's clock: 50.3, 44.9, 35.7, 25.0, 25.4, 27.5 ms ... as the load
 fell) and inferred no steps; runs on a quieter machine infer 61 from 'tf.constant', every
