@@ -33,6 +33,7 @@ Only the standard library is imported (capture runs inside training scripts).
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
@@ -67,6 +68,8 @@ _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__))
 _INSTALLED = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 
 
+# cached per file name: the save asks it of every traced and sampled frame (decision 1033)
+@functools.lru_cache(maxsize=4096)
 def is_program_code(filename: str) -> bool:
     """Whether code from ``filename`` is the program's own: not the standard library (nor a
     frozen module), an installed package or stepscope. A script run from a string

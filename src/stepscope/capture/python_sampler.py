@@ -231,19 +231,16 @@ def stack_text(
     return innermost, ";".join(parts), ",".join(fetched)
 
 
-def own_frames(stack: Stack, is_own: Callable[[str], bool], known: dict[CodeType, bool]) -> str:
+def own_frames(stack: Stack, is_own: Callable[[str], bool]) -> str:
     """The ``own_frames`` stat of ``stack`` (innermost first, as `stack_text` reads it): the
     indices in its text, outermost 0, of the frames whose file ``is_own`` says is the
-    program's, comma-joined ('' for none); ``known`` caches the answer per code object."""
+    program's, comma-joined ('' for none)."""
     own: list[str] = []
     k = 0
     for code, _line in reversed(stack):
         if os.path.basename(code.co_filename) == _INTERNAL_FILE:
             continue  # not in the text either
-        mine = known.get(code)
-        if mine is None:
-            mine = known[code] = is_own(code.co_filename)
-        if mine:
+        if is_own(code.co_filename):
             own.append(str(k))
         k += 1
     return ",".join(own)

@@ -226,7 +226,6 @@ def _own_space(result: CaptureResult) -> XSpace:
         plane.event_metadata_id(text, stats={ANNOTATION_STAT: 1})
     names: dict[Any, str] = {}
     own: set[str] = set()  # the program's own functions' event names (`OWN_CODE_STAT`)
-    program: dict[Any, bool] = {}  # `is_program_code` per code object
     for thread in result.python_threads:
         rows = by_thread.setdefault(thread.native_id, [])
         thread_names.setdefault(thread.native_id, thread.name or f"Thread {thread.native_id}")
@@ -240,10 +239,7 @@ def _own_space(result: CaptureResult) -> XSpace:
                 first = max(start, base)
                 text = event_name(code, names)
                 rows.append((first - base, end - first, depth, text, None))
-                mine = program.get(code)
-                if mine is None:
-                    mine = program[code] = is_program_code(code.co_filename)
-                if mine:
+                if is_program_code(code.co_filename):
                     own.add(text)
     # a metadata stat, once per function: the analysis names the user's function, not a
     # library's, behind a run of ops (decision 1033)
@@ -313,7 +309,6 @@ def _add_python_samples(plane: Any, result: CaptureResult, thread_names: dict[in
     base = result.start_perf_ns
     names: dict[Any, str] = {}
     sites = FetchSites()
-    known: dict[Any, bool] = {}
     for thread in result.sampled_threads:
         runs = [r for r in thread.runs if r[1] > base]
         if not runs:
@@ -333,7 +328,7 @@ def _add_python_samples(plane: Any, result: CaptureResult, thread_names: dict[in
             else:
                 lastis = run[4] if len(run) > 4 else None
                 innermost, text, fetched = stack_text(stack, names, lastis, sites)
-                mine = own_frames(stack, is_program_code, known)
+                mine = own_frames(stack, is_program_code)
             stats: dict[str, Any] = {"stack": text, "samples": count}
             if fetched:
                 stats["next_frames"] = fetched
