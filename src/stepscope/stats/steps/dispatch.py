@@ -352,8 +352,12 @@ def _sampled_caller(profile: Profile, runs: DispatchRuns, run_ids: np.ndarray) -
     ev = sample_ev[hit]
     stack_ids = profile.stat_at("stack", ev).string_ids().astype(np.int64)
     own_ids = profile.stat_at(OWN_FRAMES_STAT, ev).string_ids().astype(np.int64)
-    pairs, inverse = np.unique(np.stack([stack_ids, own_ids]), axis=1, return_inverse=True)
-    counts = np.bincount(inverse.reshape(-1), minlength=pairs.shape[1])
+    # each (stack, own frames) pair as one key, in the pairs' order, numbered as the other
+    # columns are (`distinct_inverse`: no NumPy hash table nor row sort)
+    span = len(profile.strings) + 1
+    keys, inverse = distinct_inverse((stack_ids + 1) * span + own_ids + 1)
+    pairs = np.stack([keys // span - 1, keys % span - 1])
+    counts = np.bincount(inverse, minlength=pairs.shape[1])
     total = int(counts.sum())
     marked = bool((own_ids >= 0).any())  # captures before decision 1033 say nothing
     seen: Counter[str] = Counter()
