@@ -214,3 +214,48 @@ def test_tensorflow_eager_ops_are_the_op_table(tmp_path: Path) -> None:
     for op in ("MatMul", "Relu", "ReadVariableOp"):
         assert host[(op, op)]["occurrences"] >= 5 and host[(op, op)]["eager_percent"] == 100
     assert not {name for name, _ in host} & {"KernelAndDeviceFunc::Run", "EagerKernelExecute"}
+
+
+TF_MIXED_SCRIPT = """
+import json, sys
+import tensorflow as tf
+import stepscope
+w = tf.Variable(tf.ones((64, 8)))
+batches = iter(tf.data.Dataset.range(10_000).batch(64).repeat())
+
+@tf.function
+def train_step(x):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.matmul(x, w))
+    w.assign_sub(0.01 * tape.gradient(loss, w))
+    return loss
+
+train_step(tf.ones((16, 64)))
+stepscope.start(sys.argv[1])
+for s in range(5):
+    b = tf.cast(tf.reshape(next(batches), (1, 64)), tf.float32)
+    x = tf.tile((b - tf.reduce_mean(b)) / 1000.0, (16, 1))
+    train_step(x)
+print(json.dumps({"run": str(stepscope.stop())}))
+"""
+
+
+@pytest.mark.skipif(not _installed("tensorflow"), reason="pip install tensorflow-cpu==2.21.0")
+def test_tensorflow_eager_ops_beside_a_function_are_rows(tmp_path: Path) -> None:
+    """A TF loop with eager data prep beside its tf.function: op_stats lists the eager ops
+    (Cast, Sub, Tile...) as eager rows beside the function's graph ops, and not the function's
+    call, its constants or the iterator's fetch (decision 1022)."""
+    _, run_dir, _ = _capture(TF_MIXED_SCRIPT, tmp_path)
+    run = open_run(str(run_dir))
+    ctx = ToolContext(run, run.hosts[0].host, ProfileStore(use_cache=False))
+    rows = output.to_json(get_tool("op_stats").build(ctx))["rows"]
+    host = {(r["name"], r["type"]): r for r in rows if r["side"] == "host"}
+    for op in ("Cast", "Sub", "Tile", "RealDiv"):
+        assert host[(op, op)]["occurrences"] >= 5 and host[(op, op)]["eager_percent"] == 100
+    # the function's own "Mean:Mean" shares the eager Mean's row, as in XProf's (keyed by name)
+    assert 0 < host[("Mean", "Mean")]["eager_percent"] < 100
+    graph = [r for (name, kind), r in host.items() if name != kind and kind == "MatMul"]
+    assert graph and all(r["eager_percent"] == 0 for r in graph)
+    names = {name for name, _ in host}
+    assert not {"_EagerConst", "IteratorGetNext"} & names
+    assert not any("__inference" in name or name.startswith("Eager") for name in names)

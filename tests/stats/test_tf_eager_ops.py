@@ -74,9 +74,66 @@ def test_an_op_traced_inside_its_span_is_the_op() -> None:
     assert rows[("MatMul", "MatMul")] == (3, 180 * US, 0)  # the kernel's, not the span's
 
 
-def test_a_program_calling_tf_functions_keeps_xprofs_table() -> None:
-    """With tf.function calls the table is XProf's: its graph ops, not the eager spans (the
-    TF fixtures' constants and fetches; tests/stats/test_golden_tf.py)."""
-    profile = _eager_loop(("MatMul",), function="__inference_train_step_12")
-    names = set(build_op_metrics(profile).host.names)
-    assert "MatMul" not in names and "EagerLocalExecute: MatMul" in names
+def _mixed_loop(eager: tuple[str, ...], *, steps: int = 3, once: str = "") -> Profile:
+    """A loop mixing eager ops with a tf.function (decision 1022), per step: the iterator's
+    fetch (``IteratorGetNext`` holding the pipeline's root stage), a constant made of a Python
+    value, the ``eager`` ops (100 us each), the function's call (its graph op on tf_Compute);
+    a tf.data thread runs a ``tf.py_function`` holding an eager ``Mul``; ``once`` is an eager
+    op run once after the loop (Keras's summary at the capture's stop)."""
+    builder = XSpaceBuilder(hostname="h")
+    plane = builder.plane("/host:CPU")
+    main = plane.line(1, "python", timestamp_ns=0)
+    compute = plane.line(2, "tf_Compute/0", timestamp_ns=0)
+    data = plane.line(3, "tf_data_private_threadpool/7", timestamp_ns=0)
+
+    def eager_op(line, op: str, at: int, dur: int) -> None:  # type: ignore[no-untyped-def]
+        line.event("EagerExecute", at, dur + 10 * US, {"eager_op": op, "is_func": 0})
+        line.event(f"EagerLocalExecute: {op}", at + 5 * US, dur)
+        for depth, name in enumerate(WRAPPERS):
+            line.event(name, at + (10 + depth) * US, dur - (10 + 2 * depth) * US)
+
+    at = 0
+    for _ in range(steps):
+        eager_op(main, "IteratorGetNext", at, 50 * US)
+        main.event("Iterator::Root", at + 20 * US, 20 * US)
+        data.event("EagerPyFunc:EagerPyFunc", at, 100 * US)
+        eager_op(data, "Mul", at + 20 * US, 50 * US)
+        at += 70 * US
+        eager_op(main, "_EagerConst", at, 30 * US)
+        at += 50 * US
+        for op in eager:
+            eager_op(main, op, at, 100 * US)
+            at += 120 * US
+        main.event("EagerLocalExecute: __inference_train_step_12", at, 200 * US)
+        main.event("KernelAndDeviceFunc::Run", at + 10 * US, 180 * US)
+        compute.event("dense/MatMul:MatMul", at + 20 * US, 150 * US)
+        at += 220 * US
+    if once:
+        eager_op(main, once, at, 40 * US)
+    return profile_from_xspace(builder.build())
+
+
+def test_eager_ops_beside_a_tf_function_are_their_own_eager_rows() -> None:
+    """A loop with eager data prep beside its tf.function listed only the function's ops: the
+    eager part's 600 us were host idle. Now each eager op is its own row, all of it eager, and
+    the function's graph op, the pipeline's ops and what feeds the function are as before."""
+    plain = build_op_metrics(_mixed_loop(())).host
+    table = build_op_metrics(_mixed_loop(("Cast", "Sub"), once="LogicalAnd")).host
+    rows = _rows(table)
+    assert rows[("Cast", "Cast")] == (3, 300 * US, 300 * US)
+    assert rows[("Sub", "Sub")] == (3, 300 * US, 300 * US)
+    for key, row in _rows(plain).items():  # graph op, EagerPyFunc, Iterator::Root: unchanged
+        assert rows[key] == row
+    assert set(rows) == set(_rows(plain)) | {("Cast", "Cast"), ("Sub", "Sub")}
+    assert rows[("dense/MatMul", "MatMul")] == (3, 450 * US, 0)  # not in the call's span
+    assert rows[("EagerPyFunc", "EagerPyFunc")] == (3, 300 * US, 0)  # its eager Mul is its own
+    left_out = {"Mul", "_EagerConst", "IteratorGetNext", "LogicalAnd"}
+    assert not left_out & {name for name, _ in rows}
+
+
+def test_a_one_step_capture_keeps_an_eager_op_run_once() -> None:
+    """Where the function ran once, an op run once is the step's, not the capture's edge."""
+    rows = _rows(build_op_metrics(_mixed_loop(("Cast",), steps=1)).host)
+    assert rows[("Cast", "Cast")] == (1, 100 * US, 100 * US)
+    assert ("_EagerConst", "_EagerConst") not in rows
+    assert ("IteratorGetNext", "IteratorGetNext") not in rows

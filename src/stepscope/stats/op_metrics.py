@@ -4,11 +4,11 @@ Which events are ops:
 - host: in PyTorch profiles (Kineto categories), the ``cpu_op`` and ``user_annotation``
   events but step markers; else framework ops (`stepscope.vocab.opnames`: TensorFlow,
   tf.data, JAX) plus `stepscope.trace` annotations (type "Annotation"), and in a TensorFlow
-  program that calls no tf.function, each eager op's span (``EagerLocalExecute: MatMul``, op
-  ``MatMul`` of type ``MatMul``, run eagerly) that holds no op of its own (see
-  `_eager_op_events`); in profiles with none of these, or whose only framework ops are tf.data
-  iterators (a Python loader stepscope instrumented, in a JAX loop), every host event but step
-  markers and instants;
+  program each eager op's span (``EagerLocalExecute: MatMul``, op ``MatMul`` of type
+  ``MatMul``, run eagerly) that holds no op of its own (see `_eager_op_events`), beside
+  tf.function calls only the user's eager part (`_eager_op_names`); in profiles with none of
+  these, or whose only framework ops are tf.data iterators (a Python loader stepscope
+  instrumented, in a JAX loop), every host event but step markers and instants;
 - device: every event of a device's stream lines, named after the framework op of its HLO
   instruction for XLA programs with HLO in the profile (`stepscope.stats.xla.xla_ops`; the HLO
   instruction's name when XLA made it up), else after its ``tf_op`` stat when it has one
@@ -28,7 +28,7 @@ from dataclasses import replace
 import numpy as np
 
 from stepscope.distinct import distinct
-from stepscope.model import Profile, StringTable
+from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.arrays import distinct_ids
 from stepscope.stats.enclosing import innermost_enclosing
@@ -52,7 +52,7 @@ from stepscope.stats.op_sums import KeySums, flops_by_row, host_key_sums, sum_by
 from stepscope.stats.xla.xla_ops import xla_events
 from stepscope.vocab.opnames import TF, TF_DATA, UNKNOWN, device_op, eager_op_type, parse_op
 from stepscope.vocab.profiler import STEP_ANCHOR
-from stepscope.vocab.tensorflow import EAGER_OP_PREFIX, FUNCTION_PREFIX
+from stepscope.vocab.tensorflow import EAGER_OP_PREFIX, FUNCTION_PREFIX, is_feed_op_type
 
 _HOST_OP_CATEGORIES = ("cpu_op", "user_annotation")
 # Written by stepscope's capture on the metadata of `stepscope.trace` names (capture/save.py;
@@ -161,7 +161,7 @@ def _host_op_events(profile: Profile, on_host: np.ndarray) -> tuple[np.ndarray, 
     framework = np.zeros(len(strings), dtype=bool)
     categories = [parse_op(t).category for t in texts]
     framework[used] = [c != UNKNOWN for c in categories]
-    eager = _eager_op_names(strings, used, texts)
+    eager, beside = _eager_op_names(profile, on_host, used, texts)
     # Input-pipeline iterators alone do not make the host's work framework ops: stepscope's
     # own `steps`/`data` instrumentation names a Python loader's fetches so (Iterator::
     # Generator), and a JAX loop has no other op XProf's names know; read as framework ops
@@ -172,41 +172,63 @@ def _host_op_events(profile: Profile, on_host: np.ndarray) -> tuple[np.ndarray, 
         ops[profile.stat_events(ANNOTATION_STAT)] = True
         ops &= on_host
         if eager is not None:
-            ops[_eager_op_events(profile, on_host & eager[profile.name], framework)] = True
+            spans = on_host & eager[profile.name]
+            ops[_eager_op_events(profile, spans, framework, beside)] = True
         return np.flatnonzero(ops), True
     return np.flatnonzero(on_host & (profile.dur_ns > 0) & ~marker[profile.name]), False
 
 
-def _eager_op_names(strings: StringTable, used: np.ndarray, texts: list[str]) -> np.ndarray | None:
-    """Per string id, whether it names an eager op's span (`eager_op_type`), in a TensorFlow
-    program that calls no tf.function; None when there are none to count (decision 1032).
+def _eager_op_names(
+    profile: Profile, on_host: np.ndarray, used: np.ndarray, texts: list[str]
+) -> tuple[np.ndarray | None, bool]:
+    """Per string id, whether it names an eager op's span counted as an op (`eager_op_type`;
+    None when there are none), and whether the program calls tf.functions too.
 
     XProf counts an eager op through the op event TensorFlow traced inside its span
     (``MatMul:MatMul`` under ``EagerKernelExecute``, marked ``is_eager`` when XProf groups the
     events); TensorFlow 2.21 runs an eager op as a one-op function and traces no op event in
     it (``EagerLocalExecute: MatMul`` > ``EagerKernelExecute`` > ``KernelAndDeviceFunc::Run``),
-    so XProf's table of an eager loop is empty, and stepscope's listed those runtime events.
-    The span names the op: it is the op. A program that calls tf.functions keeps XProf's
-    table (its graph ops): its eager ops are few and small (constants, the iterator's fetch:
-    the fixtures' ``_EagerConst``, ``IteratorGetNext``) and counting them would move the host
-    idle time off XProf's (tests/stats/test_golden_tf.py)."""
+    so XProf's table of an eager loop is empty: the span names the op, it is the op (decision
+    1032). In a program that calls tf.functions (``EagerLocalExecute: __inference_...``, never
+    an op: its graph's ops are) the eager ops beside them are the user's eager part and count
+    too (decision 1022), but those that feed the function (`is_feed_op_type`: constants, the
+    input iterator's ops) and an op type run once where a function ran more often (the
+    capture's edges: Keras's TensorBoard callback writes its summary once at the stop): they
+    are XProf's table's idle time in the TF fixtures (tests/stats/test_golden_tf.py)."""
+    strings = profile.strings
+    types = [eager_op_type(t) for t in texts]
     eager = np.zeros(len(strings), dtype=bool)
-    eager[used] = [bool(eager_op_type(t)) for t in texts]
+    eager[used] = [bool(t) for t in types]
     called = EAGER_OP_PREFIX + FUNCTION_PREFIX
-    if not eager.any() or any(t.startswith(called) for t in texts):
-        return None
-    return eager
+    functions = used[[t.startswith(called) for t in texts]]
+    if not eager.any() or not len(functions):
+        return (eager if eager.any() else None), False
+    counts = np.bincount(profile.name[on_host], minlength=len(strings))
+    least = 2 if counts[functions].max() > 1 else 1
+    eager[used] = [
+        bool(t) and not is_feed_op_type(t) and counts[i] >= least
+        for i, t in zip(used.tolist(), types, strict=True)
+    ]
+    return (eager if eager.any() else None), True
 
 
-def _eager_op_events(profile: Profile, spans: np.ndarray, framework: np.ndarray) -> np.ndarray:
+def _eager_op_events(
+    profile: Profile, spans: np.ndarray, framework: np.ndarray, beside: bool
+) -> np.ndarray:
     """The eager op spans (mask ``spans``) that hold no TensorFlow op event on their thread: an
-    older TensorFlow traces the op's kernel inside (``MatMul:MatMul``), and that is the op."""
+    older TensorFlow traces the op's kernel inside (``MatMul:MatMul``), and that is the op.
+    ``beside`` (a program calling tf.functions): nor any inside another op, which holds it as
+    XProf's does (a ``tf.py_function``'s eager ops, in its ``EagerPyFunc``)."""
     events = np.flatnonzero(spans)
     tf_ids = np.flatnonzero(framework)
     tf_ids = tf_ids[[parse_op(profile.strings[i]).category == TF for i in tf_ids.tolist()]]
     inner = np.flatnonzero(np.isin(profile.name, tf_ids) & host_lines(profile)[profile.line])
     holding = innermost_enclosing(profile, inner, spans)
-    return np.setdiff1d(events, holding[holding >= 0], assume_unique=False)
+    events = np.setdiff1d(events, holding[holding >= 0], assume_unique=False)
+    if beside:
+        held = innermost_enclosing(profile, events, framework[profile.name])
+        events = events[held < 0]
+    return events
 
 
 def _aggregate(

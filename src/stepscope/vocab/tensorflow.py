@@ -26,6 +26,9 @@ EAGER_WRAPPERS = ("EagerExecute", "EagerLocalExecute", "EagerKernelExecute", "Fu
 # named after the op's type or the function: ``EagerLocalExecute: MatMul``,
 # ``EagerLocalExecute: __inference_train_422``.
 EAGER_OP_PREFIX = "EagerLocalExecute: "
+# The eager op that makes a tensor of a Python value (``tf.constant``, a tf.function's
+# arguments, Keras's counters, a ``tf.py_function``'s result).
+EAGER_CONST = "_EagerConst"
 # A tf.function's concrete function (its graph runs on the executor's threads; the calling
 # thread waits in `KernelAndDeviceFunc::Run`).
 FUNCTION_PREFIX = "__inference_"
@@ -142,6 +145,14 @@ def is_python_entry(name: str) -> bool:
 
 def is_graph_building(name: str) -> bool:
     return name == GRAPH_BUILDING
+
+
+def is_feed_op_type(op_type: str) -> bool:
+    """An eager op that feeds a tf.function rather than computes beside it (decision 1022):
+    a Python value made a tensor (`EAGER_CONST`), or one of the input iterator's ops (its
+    fetch, ``IteratorGetNext``; making or deleting it; the ``Optional*`` ops that unwrap
+    ``get_next_as_optional``'s element)."""
+    return op_type == EAGER_CONST or "Iterator" in op_type or op_type.startswith("Optional")
 
 
 def is_get_next(name: str) -> bool:
