@@ -43,26 +43,36 @@ def checkpoint_loop(
 EVAL_NEXT = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 
 
-def evaluating_loop(steps: int, every: int, batches: int, slowed: Collection[int]) -> Profile:
+def evaluating_loop(
+    steps: int,
+    every: int,
+    batches: int,
+    slowed: Collection[int],
+    *,
+    first: bool = False,
+    tail_ms: int = 0,
+) -> Profile:
     """Marked steps: the batch's fetch (1 ms) and the model's op (8 ms); every ``every``-th
     step then evaluates over another loader, ``batches`` fetches (1 ms) each followed by a
     3 ms forward op, and one more fetch ending that pass; at ``slowed`` the model's op takes
-    20 ms more (the machine's noise, in compute as the evaluation's forward ops are)."""
+    20 ms more (the machine's noise, in compute as the evaluation's forward ops are).
+    ``first``: the evaluation runs before the model's op (after the fetch); ``tail_ms``: that
+    much untraced work after the evaluation, in its step (a checkpoint's save)."""
     builder, main, _ = sampled_main()
     t = 0
     for k in range(steps):
         model = (28 if k in slowed else 8) * MS
         evaluating = k % every == every - 1
-        dur = MS + model + ((batches * 4 + 1) * MS if evaluating else 0)
-        main.event("train", t, dur, {"step_num": k, "_r": 1})
+        passing = (batches * 4 + 1) * MS + tail_ms * MS if evaluating else 0
+        main.event("train", t, MS + model + passing, {"step_num": k, "_r": 1})
         main.event(LOOP_NEXT, t, MS)
-        main.event("aten::mm", t + MS, model)
-        at = t + MS + model
+        main.event("aten::mm", t + MS + (passing if first else 0), model)
+        at = t + MS + (0 if first else model)
         for _ in range(batches if evaluating else 0):
             main.event(EVAL_NEXT, at, MS)
             main.event("aten::addmm", at + MS, 3 * MS)
             at += 4 * MS
         if evaluating:
             main.event(EVAL_NEXT, at, MS)
-        t += dur
+        t += MS + model + passing
     return build(builder)

@@ -53,15 +53,15 @@ from stepscope.stats.steps.groups import build_groups
 from stepscope.stats.steps.limit_table import LimitTable, limit_table
 from stepscope.stats.steps.limits import LIMIT_NAMES, LimitType, limit_types, limits_ns
 from stepscope.stats.steps.markers import began_mid_run, find_step_markers
+from stepscope.stats.steps.pass_cut import before_cut, pass_cuts
 from stepscope.stats.steps.run_ahead import run_ahead
 from stepscope.stats.steps.sweep import held_spans, until_last_boundary
 from stepscope.stats.steps.traced_fetch import traced_fetch_first
 from stepscope.stats.steps.type_sweep import N_TYPES, type_time
-from stepscope.stats.steps.types import StepMarkers, with_note
+from stepscope.stats.steps.types import DROP_THRESHOLD, StepMarkers, drop_note, with_note
 from stepscope.stats.steps.warm import warmup_count
 
 _CHUNK = 1 << 20  # pairs per slice where a column is gathered by slices
-DROP_THRESHOLD = 5  # XProf: drop the first and last step when there are more than this many
 _DEVICE_COMPUTE = (EventType.DEVICE_COMPUTE_16, EventType.DEVICE_COMPUTE_32)
 
 
@@ -348,22 +348,6 @@ def _events_on_lines(
     return np.flatnonzero(seen)
 
 
-def _drop_note(first_whole: bool, last_whole: bool) -> str:
-    """What XProf's rule dropped, said: a user who marked 12 steps and sees 10 must learn why
-    (XProf drops them silently); and the ends kept because the capture says they are whole
-    (a flight recorder save, cut at step boundaries)."""
-    rule = f"XProf's rule for more than {DROP_THRESHOLD} steps"
-    if first_whole and last_whole:
-        return f"; the first and the last kept: whole, the capture says ({rule} drops them)"
-    if first_whole or last_whole:
-        which, other = ("last", "first") if first_whole else ("first", "last")
-        return (
-            f"; the {which} dropped as possibly cut off by the capture window ({rule}; "
-            f"the {other} is whole, the capture says)"
-        )
-    return f"; the first and the last dropped as possibly cut off by the capture window ({rule})"
-
-
 def build_step_db(profile: Profile, source: str = "auto") -> StepDb:
     """Detect steps (`find_step_markers`) and break each one down."""
     db = replace(_step_db(profile, source), mid_run=began_mid_run(profile))
@@ -407,14 +391,26 @@ def _step_db(profile: Profile, source: str) -> StepDb:
     db, keep, span_lo, span_hi = _breakdown(profile, markers, types, on_device, has_device)
     # a loop over a Python generator: its steps begin at their batch's fetch (decision 506)
     moved = fetch_first(profile, markers, keep, span_lo, span_hi, db.fetched)
-    if moved is None:
-        # a loop over tf.data: its steps begin at their batch's traced fetch (decision 641)
-        fed = traced_fetch_first(profile, markers, types, keep, span_lo, span_hi)
-        if fed is None:
-            return db
-        return _breakdown(profile, fed, types, on_device, has_device)[0]
-    shifted, fetch_ns = moved
-    return _breakdown(profile, shifted, types, on_device, has_device, (db.fetched, fetch_ns))[0]
+    # a loop over tf.data: its steps begin at their batch's traced fetch (decision 641)
+    fed = (
+        traced_fetch_first(profile, markers, types, keep, span_lo, span_hi)
+        if moved is None
+        else None
+    )
+    staged = None if moved is None else (db.fetched, moved[1])
+    final = moved[0] if moved is not None else fed if fed is not None else markers
+    if final is not markers:
+        db, keep, span_lo, span_hi = _breakdown(
+            profile, final, types, on_device, has_device, staged
+        )
+    # another DataLoader's pass at a step's end ends the step (decision 1034)
+    cuts = pass_cuts(profile, final.lines, db.step_num, span_lo, span_hi)
+    if cuts is None:
+        return db
+    cut = np.full(len(final), np.iinfo(np.int64).max, np.int64)
+    cut[keep] = cuts.cut_ns
+    final = replace(final, description=with_note(final.description, cuts.note))
+    return _breakdown(profile, final, types, on_device, has_device, staged, cut)[0]
 
 
 def _breakdown(
@@ -424,19 +420,25 @@ def _breakdown(
     on_device: np.ndarray,
     has_device: bool,
     staged_fetch: tuple[Fetched, np.ndarray] | None = None,
+    cut: np.ndarray | None = None,
 ) -> tuple[StepDb, np.ndarray, np.ndarray, np.ndarray]:
     """The steps ``markers`` broken down, with the rows kept and their spans.
     ``staged_fetch``: the loop's fetch found on the steps before their bounds moved to it,
-    and per marker its time now before the step's lead, counted as staged input (`fetch_bounds`)."""
+    and per marker its time now before the step's lead, counted as staged input (`fetch_bounds`).
+    ``cut``: per marker, where another loader's pass ends it (`pass_cut`)."""
     n = len(markers)
     ev, st, pair_types, mode = _attribute(profile, markers, types, on_device)
     fed_ev, fed_st = fetches_feeding_steps(profile, markers, types, ev)
     if fed_ev.size:
         ev, st = np.concatenate([ev, fed_ev]), np.concatenate([st, fed_st])
         pair_types = np.concatenate([pair_types, types[fed_ev]])
+    span_lo, span_hi = markers.start_ns.copy(), markers.end_ns.copy()
+    if cut is not None:  # the pass's work is in no step (feeding none: found before)
+        own = before_cut(profile, ev, st, on_device, cut, _launch_time)
+        ev, st, pair_types = ev[own], st[own], pair_types[own]
+        np.minimum(span_hi, cut, out=span_hi)
     st = st.astype(np.int32, copy=False)  # after a fetch's int64 steps joined
     # spans: the marker, or its device work when the marker does not include it
-    span_lo, span_hi = markers.start_ns.copy(), markers.end_ns.copy()
     np.minimum.at(span_lo, fed_st, profile.start_ns[fed_ev])  # a fetch before it opened
     dev = on_device[ev]
     if dev.any():
@@ -560,7 +562,7 @@ def _breakdown(
     staged = np.maximum(staged - moved - limits.held_ns - limits.slowed_ns, 0)
     description = markers.description
     if rule:
-        description += _drop_note(markers.first_whole, markers.last_whole)
+        description += drop_note(markers.first_whole, markers.last_whole)
     accumulated = accumulation_note(profile, span_lo[keep], dur[keep])
     if accumulated:  # of the steps kept
         description += f"; {accumulated}"

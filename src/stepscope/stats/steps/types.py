@@ -9,8 +9,9 @@ import numpy as np
 from stepscope.records import record
 from stepscope.stats.steps.sources import SOURCES
 
-__all__ = ["NO_MARKERS_TAIL", "SOURCES", "StepMarkers", "with_note"]
+__all__ = ["DROP_THRESHOLD", "NO_MARKERS_TAIL", "SOURCES", "StepMarkers", "drop_note", "with_note"]
 
+DROP_THRESHOLD = 5  # XProf: drop the first and last step when there are more than this many
 # how an inferred source's description ends (`infer`): a note added later goes before it
 NO_MARKERS_TAIL = " (no step markers in the profile)"
 
@@ -51,3 +52,19 @@ class StepMarkers:
     def none(cls, description: str) -> StepMarkers:
         empty = np.zeros(0, dtype=np.int64)
         return cls("none", description, empty, empty, (), empty, empty, False, False)
+
+
+def drop_note(first_whole: bool, last_whole: bool) -> str:
+    """What XProf's rule dropped, said: a user who marked 12 steps and sees 10 must learn why
+    (XProf drops them silently); and the ends kept because the capture says they are whole
+    (a flight recorder save, cut at step boundaries)."""
+    rule = f"XProf's rule for more than {DROP_THRESHOLD} steps"
+    if first_whole and last_whole:
+        return f"; the first and the last kept: whole, the capture says ({rule} drops them)"
+    if first_whole or last_whole:
+        which, other = ("last", "first") if first_whole else ("first", "last")
+        return (
+            f"; the {which} dropped as possibly cut off by the capture window ({rule}; "
+            f"the {other} is whole, the capture says)"
+        )
+    return f"; the first and the last dropped as possibly cut off by the capture window ({rule})"

@@ -1,0 +1,128 @@
+"""A pass over another DataLoader run at the end of a step ends that step (decision 1034).
+
+A PyTorch loop that validates every N steps inside its iteration (``for batch in loader:``
+train on it, then ``if (i + 1) % 10 == 0: validate()``, ``model.eval()``, ``torch.no_grad()``,
+a second DataLoader) made every 10th step hold the whole validation: a plain loop
+(``stepscope.steps(loader)``, or start/stop only) of 60 steps, each 49 ms of training, read
+"Step time: avg 58.45 ms" where the script timed its training steps at 50.85 ms, and the
+breakdown and the input share counted the validation's forward passes and fetches as the
+training step's. The periodic-steps finding (decisions 580, 780) named the pass, but every
+figure above it still held it.
+
+A step whose DataLoader fetches number at least `EXTRA_FETCHES` more than the steps' median
+holds another loader's pass: its fetches after the step's usual ones. When that pass runs to
+the step's end (its last fetch, the one finding the pass over, ends no more than `TAIL_SHARE`
+of the pass, or one of its batches, from the step's end) and the step's own work comes
+before it, the
+step ends where the pass begins: at its first fetch, or at the new pass's start
+(`other_pass.begins_pass`: its ``iter()``) just before it. The pass is then in no step, as a
+script timing its training step leaves it out, and the gaps' finding tells it (decision 783).
+A pass before the step's own work (validating first, then training on the batch fetched) is
+left in its step, and so is one followed by other long work (a checkpoint saved after it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from stepscope.model import Profile
+from stepscope.records import record
+from stepscope.stats.steps.other_pass import EXTRA_FETCHES, begins_pass
+from stepscope.vocab.pytorch import is_dataloader_next
+
+TAIL_SHARE = 0.1  # the step's time after the pass's last fetch: at most this share of the pass
+TAIL_MIN_NS = 1_000_000  # ... or this
+PASS_LEAD_NS = 1_000_000  # a new pass's start ending this close before its first fetch begins it
+LISTED = 6  # step numbers the note lists
+
+
+@record
+class PassCuts:
+    """Where each step's pass over another DataLoader begins, and the note saying so."""
+
+    cut_ns: np.ndarray  # per step: the pass's start (its step ends there), int64 max for none
+    note: str
+
+
+def pass_cuts(
+    profile: Profile,
+    lines: tuple[int, ...],
+    step_num: np.ndarray,
+    start_ns: np.ndarray,
+    end_ns: np.ndarray,
+) -> PassCuts | None:
+    """Per step (``start_ns``/``end_ns``: disjoint, in start order; ``lines``: the steps'
+    threads): where a pass over another DataLoader at its end begins; None when no step holds
+    one."""
+    ids = profile.strings.ids_matching(is_dataloader_next)
+    if not len(ids) or len(start_ns) < 3 or not lines:
+        return None
+    on_line = np.zeros(len(profile.lines), bool)
+    on_line[list(lines)] = True
+    mine = on_line.take(profile.line)
+    fetch = np.flatnonzero(np.isin(profile.name, ids) & mine)
+    fetch = fetch[np.argsort(profile.start_ns[fetch], kind="stable")]
+    at = profile.start_ns[fetch]
+    first = np.searchsorted(at, start_ns, "left")
+    count = np.searchsorted(at, end_ns, "left") - first
+    usual = int(np.median(count))
+    held = np.flatnonzero(count >= usual + EXTRA_FETCHES)
+    if not len(held):
+        return None
+    begin = np.flatnonzero(np.isin(profile.name, profile.strings.ids_matching(begins_pass)) & mine)
+    begin_end = profile.end_at(begin)
+    cut = np.full(len(start_ns), np.iinfo(np.int64).max, np.int64)
+    spans = []
+    for k in held.tolist():
+        own = fetch[first[k] : first[k] + usual]
+        ours = fetch[first[k] + usual : first[k] + count[k]]
+        lo, hi = int(profile.start_ns[ours[0]]), int(profile.end_at(ours).max())
+        floor = int(profile.end_at(own).max()) if len(own) else int(start_ns[k])
+        # its iter() just before its first fetch (the base seed, the workers' start)
+        near = (begin_end <= lo) & (begin_end >= lo - PASS_LEAD_NS)
+        near &= profile.start_ns[begin] >= floor
+        if near.any():
+            lo = int(profile.start_ns[begin[near]].min())
+        # after its last fetch: no more than one of its batches takes (a last step whose end
+        # is inferred from its own work may end inside the pass), or a small share of it
+        batch = int(np.diff(profile.start_ns[ours]).max(initial=0))
+        if lo <= start_ns[k] or end_ns[k] - hi > max(TAIL_MIN_NS, TAIL_SHARE * (hi - lo), batch):
+            continue
+        cut[k] = lo
+        spans.append(int(end_ns[k]) - lo)
+    if not spans:
+        return None
+    cut_at = np.flatnonzero(cut < np.iinfo(np.int64).max)
+    nums = [int(n) for n in step_num[cut_at]]
+    listed = ", ".join(map(str, nums[:LISTED])) + (
+        f", ... ({len(nums)} steps)" if len(nums) > LISTED else ""
+    )
+    extra = int(np.median(count[cut_at])) - usual
+    many = len(nums) > 1
+    note = (
+        f"{'steps' if many else 'step'} {listed} {'end' if many else 'ends'} where another "
+        f"DataLoader's pass at {'their' if many else 'its'} end begins ({extra} fetches, "
+        f"{float(np.median(spans)) / 1e6:.2f} ms{' each (median)' if many else ''}: an "
+        "evaluation or validation loop), which is in no step, as a script timing its training "
+        "step leaves it out"
+    )
+    return PassCuts(cut, note)
+
+
+def before_cut(
+    profile: Profile,
+    ev: np.ndarray,
+    st: np.ndarray,
+    on_device: np.ndarray,
+    cut_ns: np.ndarray,
+    launch_time: Callable[[Profile, np.ndarray], np.ndarray],
+) -> np.ndarray:
+    """Per (event, step) pair: whether it is its step's own work, begun before the step's cut
+    (a device event by its launch: the pass's kernels are no step's, its step's run late)."""
+    when = profile.start_ns[ev]
+    dev = np.flatnonzero(on_device[ev])
+    if len(dev):
+        when[dev] = launch_time(profile, ev[dev])
+    return when < cut_ns[st]
