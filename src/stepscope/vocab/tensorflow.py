@@ -114,6 +114,11 @@ BLOCKING_CALLS = frozenset(
     }
 )
 
+# The runtime freeing a tensor whose last Python reference was dropped: it runs on
+# whichever thread drops it, when it does (the loop's, or tf.data's after a generator's
+# batch), so how many fall in one iteration of a loop varies with the load.
+TENSOR_RELEASE = "TFE_DeleteTensorHandle"
+
 # The calls a Python thread makes into TensorFlow's runtime: entered from Python, so each
 # starts only with the GIL held.
 PYTHON_ENTRY_PREFIX = "TFE_Py_"

@@ -40,3 +40,7 @@ AUTODIFF_FRAMES = (
     "jacrev",
     "jacfwd",
 )
+
+# JAX freeing the buffers whose Python references were dropped, in batches when its queue of
+# them fills: on the thread that happens to fill it, no iteration's own work.
+PYTHON_GARBAGE = "PythonRefManager::CollectGarbage"

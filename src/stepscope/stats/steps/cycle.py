@@ -60,7 +60,7 @@ from stepscope.stats.steps.epoch_start import from_iterators
 from stepscope.stats.steps.last_step import Periods, last_iteration_end
 from stepscope.stats.steps.loop_tail import sampled_tail
 from stepscope.stats.steps.other_pass import alone_periods, own_ends
-from stepscope.vocab import tensorflow
+from stepscope.vocab import tensorflow, xla
 from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
 from stepscope.vocab.pytorch import OPTIMIZER_STEP_PREFIX
 
@@ -76,6 +76,22 @@ def work_before(names: np.ndarray) -> np.ndarray:
         hashed = names.astype(np.uint64) * _GOLDEN
         hashed ^= hashed >> np.uint64(29)
         return np.r_[np.uint64(0), np.cumsum(hashed, dtype=np.uint64)]
+
+
+def released(profile: Profile, names: np.ndarray) -> np.ndarray:
+    """Which of ``names`` (ids) free what Python dropped (TF's tensor handles, JAX's
+    buffers), a mask: each runs where and when a last reference goes, so a loop's iterations
+    hold more or fewer of them as the load moves the threads, and none is the loop's work."""
+    kinds, kind_of = distinct_inverse(names)
+    releases = {tensorflow.TENSOR_RELEASE, xla.PYTHON_GARBAGE}
+    return np.array([profile.strings[int(k)] in releases for k in kinds.tolist()], bool)[kind_of]
+
+
+def work_apart(names: np.ndarray, skip: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`work_before` of the ``names`` (in time order) not skipped (``skip``: a mask), and
+    per position (one past the last too) how many of those come before it: ``common_work``
+    of that work at those counts compares periods without the skipped events."""
+    return work_before(names[~skip]), np.r_[0, np.cumsum(~skip)]
 
 
 def common_work(work: np.ndarray, position: np.ndarray) -> tuple[np.ndarray, int, int]:
