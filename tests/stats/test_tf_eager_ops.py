@@ -1,12 +1,19 @@
 """TensorFlow eager ops in the host op table (decision 1032): each ``EagerLocalExecute: X``
-span of a program that calls no tf.function is op X of type X, run eagerly."""
+span of a program that calls no tf.function is op X of type X, run eagerly; beside tf.function
+calls, those that do not feed the function (decision 1022)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
+from stepscope.cli.main import main
 from stepscope.model import Profile
 from stepscope.model.from_xspace import profile_from_xspace
 from stepscope.stats.op_metrics import OpTable, build_op_metrics
 from stepscope.xspace.builder import XSpaceBuilder
+from stepscope.xspace.proto.xplane_pb2 import XSpace
 
 US = 1_000
 # One eager op as TensorFlow 2.21 traces it on the calling thread (the runtime's wrappers,
@@ -75,6 +82,10 @@ def test_an_op_traced_inside_its_span_is_the_op() -> None:
 
 
 def _mixed_loop(eager: tuple[str, ...], *, steps: int = 3, once: str = "") -> Profile:
+    return profile_from_xspace(_mixed_space(eager, steps=steps, once=once))
+
+
+def _mixed_space(eager: tuple[str, ...], *, steps: int = 3, once: str = "") -> XSpace:
     """A loop mixing eager ops with a tf.function (decision 1022), per step: the iterator's
     fetch (``IteratorGetNext`` holding the pipeline's root stage), a constant made of a Python
     value, the ``eager`` ops (100 us each), the function's call (its graph op on tf_Compute);
@@ -110,7 +121,7 @@ def _mixed_loop(eager: tuple[str, ...], *, steps: int = 3, once: str = "") -> Pr
         at += 220 * US
     if once:
         eager_op(main, once, at, 40 * US)
-    return profile_from_xspace(builder.build())
+    return builder.build()
 
 
 def test_eager_ops_beside_a_tf_function_are_their_own_eager_rows() -> None:
@@ -137,3 +148,17 @@ def test_a_one_step_capture_keeps_an_eager_op_run_once() -> None:
     assert rows[("Cast", "Cast")] == (1, 100 * US, 100 * US)
     assert ("_EagerConst", "_EagerConst") not in rows
     assert ("IteratorGetNext", "IteratorGetNext") not in rows
+
+
+def test_the_report_marks_the_top_ops_that_ran_eagerly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The report's top host ops say which are eager ops (the overview's `eager_percent`)."""
+    path = tmp_path / "h.xplane.pb"
+    path.write_bytes(_mixed_space(("Cast",)).SerializeToString())
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main(["report", str(path), "--no-cache"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any("Cast (eager)" in line and line.rstrip().endswith("Cast") for line in lines)
+    matmul = next(line for line in lines if "dense/MatMul" in line)
+    assert "eager" not in matmul

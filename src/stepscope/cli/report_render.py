@@ -156,6 +156,14 @@ def input_verdict(overview: OverviewPage) -> str:
     return f"XProf's input verdict: {bound.statement}"
 
 
+def _eager_mark(percent: float | None) -> str:
+    """After an op's type: whether it ran eagerly (a TensorFlow eager op), wholly or in part
+    (an eager op and a tf.function's op of one name share a row)."""
+    if not percent:
+        return ""
+    return " (eager)" if percent >= 99.95 else f" ({percent:.0f}% eager)"
+
+
 def _top_ops(overview: OverviewPage, top: int, width: int) -> list[str]:
     ops = overview.top_ops[:top]
     if not ops:
@@ -166,7 +174,7 @@ def _top_ops(overview: OverviewPage, top: int, width: int) -> list[str]:
             f"{o.self_time_percent:.1f}%",
             f"{o.cumulative_percent:.1f}%",
             human_ns(o.self_time_ns),
-            o.category,
+            o.category + _eager_mark(o.eager_percent),
             o.name,
         ]
         for o in ops

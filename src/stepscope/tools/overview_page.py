@@ -72,6 +72,14 @@ class TopOp:
     flop_rate_gflops: float | None = out(
         "`flops` stat / self time, where the trace records flops, else `null`", "GFLOP/s"
     )
+    eager_percent: float | None = out(
+        "share of its self time that ran eagerly (op_stats' `eager_percent`: a TensorFlow "
+        "eager op); left out where none did",
+        "%",
+        3,
+        default=None,
+        omit_none=True,
+    )
 
 
 @record
@@ -213,9 +221,16 @@ def top_ops(table: OpTable, count: int = TOP_OPS) -> tuple[TopOp, ...]:
                 share,
                 cumulative,
                 round(rate, 3) if rate else None,
+                _eager_share(table, i),
             )
         )
     return tuple(rows)
+
+
+def _eager_share(table: OpTable, i: int) -> float | None:
+    """The share of row ``i``'s self time that ran eagerly, None where none did."""
+    eager, own = float(table.eager_self_ns[i]), float(table.self_ns[i])
+    return 100.0 * eager / own if eager > 0 and own > 0 else None
 
 
 def step_rows(summary: StepSummary) -> tuple[StepRow, ...]:

@@ -151,6 +151,9 @@ function topOps(data) {
   if (ops.some((o) => o.flop_rate_gflops !== null && o.flop_rate_gflops !== undefined)) {
     columns.push({ key: 'flop_rate_gflops', label: 'FLOP rate', numeric: true });
   }
+  if (ops.some((o) => o.eager_percent)) {  // TensorFlow eager ops (decision 1022)
+    columns.push({ key: 'eager_percent', label: 'Eager (%)', numeric: true });
+  }
   return card(title, dataTable({ columns, rows: ops, name: 'top_ops', caption: title, units: unitsAt('overview_page', 'top_ops[]') }));
 }
 
