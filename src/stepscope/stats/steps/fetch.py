@@ -376,21 +376,34 @@ def _timed_gaps(
         got = np.bincount(place, weights=over, minlength=n_places)
         share = np.divide(got, seen, out=np.zeros(n_places), where=seen > 0)
         ns[k] = length * np.minimum(share, 1.0)[place]
-        used |= (seen > 0)[place] & (probed | ~_unlike(length, place, probed, n_places)[place])
+        unlike = _unlike(length, place, g_step, probed, n_places)
+        used |= (seen > 0)[place] & (probed | ~unlike[place])
     counts = np.array([len(timed[n][0]) for n in names], np.int64)
     return TimedGaps(tuple(names), counts, ns, used)
 
 
-def _unlike(length: np.ndarray, place: np.ndarray, probed: np.ndarray, n_places: int) -> np.ndarray:
-    """Per place: whether its gaps in the steps not timed are `UNLIKE` times longer (median)
-    than in the timed ones."""
+def _unlike(
+    length: np.ndarray, place: np.ndarray, step: np.ndarray, probed: np.ndarray, n_places: int
+) -> np.ndarray:
+    """Per place: whether its time in a step not timed is `UNLIKE` times longer (median over
+    those steps) than in a timed one. A step's time at a place is the sum of its gaps there:
+    another thread's traced event inside a gap cuts it in pieces of the same place (a
+    producer's ``jax.device_put`` just before the queue's ``get`` returns), and the median
+    of the pieces was a sliver, not the wait (decision 1011)."""
     out = np.zeros(n_places, dtype=bool)
     for p in np.unique(place[probed]).tolist():
-        inside = length[(place == p) & probed]
-        outside = length[(place == p) & ~probed]
+        at_p = place == p
+        inside = _per_step(length[at_p & probed], step[at_p & probed])
+        outside = _per_step(length[at_p & ~probed], step[at_p & ~probed])
         if len(outside) and np.median(outside) > UNLIKE * max(float(np.median(inside)), 1.0):
             out[p] = True
     return out
+
+
+def _per_step(length: np.ndarray, step: np.ndarray) -> np.ndarray:
+    """The gaps' lengths summed per step (the steps that have one)."""
+    steps, inverse = distinct_inverse(step.astype(np.int64))
+    return np.bincount(inverse, weights=length, minlength=len(steps))
 
 
 def _timed_fetch_time(
