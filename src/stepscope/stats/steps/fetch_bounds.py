@@ -18,6 +18,11 @@ last part. The step starts that much before its lead; where the capture timed th
 again on the moved bounds, where the fetch lies before the step's first model op, input
 staged in the step (`staging`), which this module's `Fetched` names as the iterator's.
 
+The gaps at a step's end (`_tail`) are the one that ends at the bound and those before it
+with hardly any traced time of the steps' threads after them: a JAX call's argument handling
+("Wait for donation holds") comes between the wait and the call, and another thread's event
+(a producer's ``jax.device_put``) cuts the wait in pieces (decision 1012).
+
 Only inferred steps move (a marker is the user's or the framework's own bound), only when
 all of the fetch's time lies in such gaps (a fetch elsewhere in the step keeps the bounds as
 they were), and never the last step's end: nothing traced says where its own Python ends.
@@ -31,13 +36,17 @@ import numpy as np
 
 from stepscope.model import Profile
 from stepscope.stats.host.python_samples import probe_events
-from stepscope.stats.intervals import subtract_sets
+from stepscope.stats.intervals import overlap_with, subtract_sets, union_of
 from stepscope.stats.steps.fetch import Fetched
 from stepscope.stats.steps.types import StepMarkers, with_note
 
 # the fetch's time in the gaps that end where a step begins, of all of it: less, and the
 # loop fetches elsewhere too (a second iterator inside the step); the bounds stay
 AT_BOUNDS = 0.99
+# the steps' threads' traced time between a gap of the fetch and the next step's start, of the
+# fetch's time in the gaps from that one on: at most this, and the gap is the fetch's, the
+# traced time there the next call's own (JAX's argument handling, decision 1011)
+TAIL_TRACED = 0.05
 NOTE = "each begins earlier, at its batch's fetch from the loop's Python iterator"
 
 
@@ -69,23 +78,18 @@ def fetch_first(
     total = int(g_ns.sum())
     if not total:
         return None
-    # the gaps that end where the next kept step begins (contiguous steps)
-    nxt = np.searchsorted(span_lo, g_hi, "left")
-    at_bound = (nxt < len(span_lo)) & (nxt > 0) & (g_ns > 0)
-    at_bound[at_bound] = (span_lo[nxt[at_bound]] == g_hi[at_bound]) & (
-        span_hi[nxt[at_bound] - 1] == g_hi[at_bound]
+    # the gaps at the end of a step (contiguous with the next kept one), `_tail`
+    step, first_lo, hi, new_lo, in_tail = _tail(
+        profile, markers.lines, span_lo, span_hi, g_lo, g_hi, g_ns
     )
-    if int(g_ns[at_bound].sum()) < AT_BOUNDS * total:
+    if int(g_ns[in_tail].sum()) < AT_BOUNDS * total:
         return None
-    step = nxt[at_bound]
-    hi = g_hi[at_bound]
-    new_lo = hi - g_ns[at_bound]
     # a timed fetch that began in the gap: its own start (and its end, when it ended sooner)
     t_lo, t_hi = _timed(profile, markers.lines, fetched.loop)
     if len(t_lo):
         k = np.searchsorted(t_lo, hi, "right") - 1
         ok = k >= 0
-        ok[ok] = t_lo[k[ok]] >= g_lo[at_bound][ok]
+        ok[ok] = t_lo[k[ok]] >= first_lo[ok]
         new_lo[ok] = t_lo[k[ok]]
         hi = hi.copy()
         hi[ok] = np.minimum(hi[ok], t_hi[k[ok]])
@@ -99,6 +103,51 @@ def fetch_first(
     description = with_note(markers.description, NOTE)
     ns[keep[0]] = _first_fetch(profile, markers, keep, span_lo, t_lo, t_hi)
     return replace(markers, start_ns=start, end_ns=end, description=description), ns
+
+
+def _tail(
+    profile: Profile,
+    lines: tuple[int, ...],
+    span_lo: np.ndarray,
+    span_hi: np.ndarray,
+    g_lo: np.ndarray,
+    g_hi: np.ndarray,
+    g_ns: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per kept step whose previous one (contiguous) ends with the fetch's gaps (sorted,
+    disjoint; ``g_ns`` the fetch's time in each): the step, its tail's first gap's start,
+    its last gap's end and where the fetch began; and per gap, whether it is in a tail. A
+    tail is the last gaps holding fetch time
+    that the steps' threads' traced time after them, to the step's start, is at most
+    `TAIL_TRACED` of: the gap that ends at the bound, and those before the events of the
+    next call's argument handling (JAX's "Wait for donation holds", microseconds) or beside
+    another thread's traced event that cut the wait in pieces (a producer's
+    ``jax.device_put`` just before the queue's ``get`` returns, decision 1011). The fetch
+    is each gap's last part; it began in the tail's earliest."""
+    nxt = np.searchsorted(span_lo, g_hi, "left")
+    ok = (nxt < len(span_lo)) & (nxt > 0) & (g_ns > 0)
+    ok[ok] = (span_hi[nxt[ok] - 1] == span_lo[nxt[ok]]) & (g_lo[ok] >= span_lo[nxt[ok] - 1])
+    idx = np.flatnonzero(ok)
+    on = np.flatnonzero(np.isin(profile.line, np.asarray(lines, np.int64)))
+    t_lo, t_hi = union_of(profile.start_ns[on], profile.end_at(on))
+    traced = overlap_with(g_hi[idx], span_lo[nxt[idx]], t_lo, t_hi)
+    out: list[tuple[int, int, int, int]] = []
+    in_tail = np.zeros(len(g_hi), dtype=bool)
+    group = nxt[idx]
+    ends = np.flatnonzero(np.r_[group[1:] != group[:-1], True])  # each step's last candidate
+    for e, b in zip(ends.tolist(), np.r_[0, ends[:-1] + 1].tolist(), strict=True):
+        fetch_ns, begins, first = 0, 0, -1
+        for k in range(e, b - 1, -1):  # from the bound back, while the tail goes on
+            j = int(idx[k])
+            if traced[k] > TAIL_TRACED * (fetch_ns + int(g_ns[j])):
+                break
+            fetch_ns += int(g_ns[j])
+            first, begins = int(g_lo[j]), int(g_hi[j] - g_ns[j])
+            in_tail[j] = True
+        if first >= 0:
+            out.append((int(group[e]), first, int(g_hi[idx[e]]), begins))
+    rows = np.array(out, np.int64).reshape(-1, 4)
+    return rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3], in_tail
 
 
 def _first_fetch(
