@@ -391,14 +391,13 @@ def _step_db(profile: Profile, source: str) -> StepDb:
     db, keep, span_lo, span_hi = _breakdown(profile, markers, types, on_device, has_device)
     # a loop over a Python generator: its steps begin at their batch's fetch (decision 506)
     moved = fetch_first(profile, markers, keep, span_lo, span_hi, db.fetched)
-    # a loop over tf.data: its steps begin at their batch's traced fetch (decision 641)
-    fed = (
-        traced_fetch_first(profile, markers, types, keep, span_lo, span_hi)
-        if moved is None
-        else None
-    )
-    staged = None if moved is None else (db.fetched, moved[1])
-    final = moved[0] if moved is not None else fed if fed is not None else markers
+    final, staged = markers, None
+    if moved is not None:
+        final, staged = moved[0], (db.fetched, moved[1])
+    else:
+        # a loop over tf.data: its steps begin at their batch's traced fetch (decision 641)
+        fed = traced_fetch_first(profile, markers, types, keep, span_lo, span_hi)
+        final = fed if fed is not None else markers
     if final is not markers:
         db, keep, span_lo, span_hi = _breakdown(
             profile, final, types, on_device, has_device, staged
