@@ -49,5 +49,5 @@ def test_each_step_begins_with_its_wait_in_the_queue(
     wait (decision 1011). Before: 5.05 ms, the call alone."""
     monkeypatch.setenv("STEPSCOPE_CACHE_DIR", str(tmp_path))
     db = build_step_db(open_file(CAPTURE, use_cache=False))
-    assert "each begins earlier, at its batch's fetch" in db.description
+    assert "each begins earlier, at its wait for its batch in a queue" in db.description
     assert float(db.dur_ns[-1]) / 1e6 == pytest.approx(SCRIPT_LAST_MS, abs=0.5)

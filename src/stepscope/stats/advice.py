@@ -169,8 +169,9 @@ def _serves(summary: StepSummary) -> bool:
     return summary.limits.framework in SERVING_FRAMEWORKS and summary.limits.serves
 
 
-def _headline_fix(summary: StepSummary, bound: BoundBy, of: str) -> str:
-    """The fix for the headline's limit, or "" when the headline already gives one."""
+def _headline_fix(summary: StepSummary, bound: BoundBy, of: str, producer: str = "") -> str:
+    """The fix for the headline's limit, or "" when the headline already gives one;
+    ``producer``: what the capture traced of the thread filling the loop's queue."""
     first = bound.limits[0]
     if first.key == "dispatch":
         if "fix:" in first.evidence:
@@ -183,7 +184,12 @@ def _headline_fix(summary: StepSummary, bound: BoundBy, of: str) -> str:
         and summary.fetched_percent() > 0
         and summary.fetched.from_queue()
     ):
-        fix = f"the loop waits in {summary.fetched.function[0]} for its next batch: {QUEUE_AHEAD}"
+        # the advice is the producer's: what the capture shows of it first (decision 1024)
+        fix = (
+            f"the loop waits in {summary.fetched.function[0]} for its next batch: "
+            + (f"{producer}; " if producer else "")
+            + QUEUE_AHEAD
+        )
     elif first.key == "input" and summary.fetched.counted and summary.fetched_percent() > 0:
         fix = (
             f"the loop's Python iterator {summary.fetched.function[0]} makes each batch on the "
@@ -308,10 +314,12 @@ def recommend(
     tf_data_advice: str = "",
     covered: frozenset[str] = frozenset(),
     once_warm: bool = False,
+    producer: str = "",
 ) -> Recommendation:
     """The advice; ``bound`` is ``bound_by(summary)``; topics in ``covered`` (limits,
     "precision") are given elsewhere; ``once_warm``: ``summary`` is the steps after a
-    warm-up (`stepscope.stats.warmup`), and the shares say so."""
+    warm-up (`stepscope.stats.warmup`), and the shares say so; ``producer``: the thread
+    filling the loop's queue, in words (`stats.input.producer`)."""
     if not bound.limits:
         return Recommendation(
             "unknown",
@@ -387,7 +395,7 @@ def recommend(
         and not (first == "input" and input_pct >= MODERATE_INPUT and tf_data_advice)
         and limit_level(first, summary.limit_percent(first)) != "no"
     ):
-        fix = _headline_fix(summary, bound, of)
+        fix = _headline_fix(summary, bound, of, producer)
         if fix:
             high = limit_level(first, summary.limit_percent(first)) == "high"
             details.insert(0, ("HIGH: " if high else "") + fix)

@@ -12,6 +12,7 @@ from stepscope.stats.collective_calls import CollectiveCalls
 from stepscope.stats.host.thread_cpu import ThreadCpu
 from stepscope.stats.runup_python import RunupPython
 from stepscope.stats.steps.breakdown import StepDb
+from stepscope.stats.steps.fetch import QUEUE_GET_FRAMES
 from stepscope.stats.steps.pairing import StepPairing
 
 LATE_SHARE = 0.10  # late by 10% of the median rank's own time in the step
@@ -410,7 +411,13 @@ def fetch_times(ranks: Sequence[Rank], pairing: StepPairing) -> FetchTimes | Non
 
 
 def fetch_words(iterator: str) -> str:
-    """What a straggler's input is when its loop waits on a Python iterator."""
+    """What a straggler's input is when its loop waits on a Python iterator, or on a queue's
+    ``get`` (another thread's or process's batch, not the loop's iterator: decision 1024)."""
+    if iterator in QUEUE_GET_FRAMES:
+        return (
+            f"its loop waiting for each batch in a queue another thread or process fills, "
+            f"{iterator}: untraced, so not input in XProf's categories"
+        )
     return (
         f"its loop getting each batch from the Python iterator {iterator}: untraced, so "
         "not input in XProf's categories"

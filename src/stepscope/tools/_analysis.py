@@ -76,6 +76,7 @@ IN_PROCESS_LOADER: Key[str] = Key("in_process_loader", kept=True)  # .at(source)
 WORKER_LOADER: Key[str] = Key("worker_loader", kept=True)  # .at(source)
 WARMUP_PYTHON: Key[str] = Key("warmup_python", kept=True)  # .at(source)
 STEADY_PYTHON: Key[PythonTime] = Key("steady_python", kept=True)  # .at(source)
+QUEUE_PRODUCER: Key[str] = Key("queue_producer")  # .at(source)
 DEVICE_FACTS: Key[tuple[list[DeviceInfo], dict[str, int], str]] = Key("device_facts", kept=True)
 UTILIZATION: Key[dict[str, float]] = Key("utilization", kept=True)  # .at(window)
 KERNEL_DB: Key[KernelDb] = Key("kernel_stats.kernel_db", kept=True)
@@ -252,6 +253,26 @@ def bottleneck_of(pipeline: PipelineStats) -> tuple[str, str, int] | None:
         if it.id == pipeline.bottleneck_id:
             return it.long_name, it.name, pipeline.bottleneck_self_ns
     return None
+
+
+def queue_producer(ctx: ToolContext) -> str:
+    """What the capture traced of the thread filling the queue the loop waits on, in words,
+    for one host ("" for several, or none: `stats.input.producer`)."""
+    if len(ctx.hosts) != 1:
+        return ""
+    from stepscope.stats.input.producer import queue_producer as find
+
+    host = ctx.hosts[0]
+    db = step_db(ctx, host)
+    if not db.fetched.from_queue():  # no queue: the module's pass is not run
+        return ""
+    source = ctx.option("step_source", "auto")
+
+    def build(profile: Profile) -> str:
+        found = find(profile, db)
+        return found.describe() if found else ""
+
+    return ctx.intermediate(host, QUEUE_PRODUCER.at(source), build)
 
 
 def steps(ctx: ToolContext) -> StepSummary:

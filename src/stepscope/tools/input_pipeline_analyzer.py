@@ -11,7 +11,7 @@ from stepscope.records import record
 from stepscope.stats import StepStats
 from stepscope.stats import rank_input as by_rank
 from stepscope.stats.advice import InputBound, classify_steps
-from stepscope.stats.input.ahead import PYTHON_ITERATOR_AHEAD
+from stepscope.stats.input.ahead import PYTHON_ITERATOR_AHEAD, QUEUE_AHEAD
 from stepscope.stats.input.input_pipeline import (
     INPUT_CATEGORIES,
     advice_for,
@@ -215,11 +215,21 @@ def build(ctx: ToolContext) -> InputPipelineAnalysis:
     iterators = _python_iterators(summary)
     if iterators and iterators[0].percent > 0:
         first = iterators[0]
-        advice.insert(
-            0,
-            f"The loop waits on its Python iterator {first.function} ({first.percent:.1f}% of "
-            f"the step time): {PYTHON_ITERATOR_AHEAD}; or make that function faster.",
-        )
+        if summary.fetched.from_queue():  # another thread's batch: its advice (decision 1024)
+            producer = analysis.queue_producer(ctx)
+            advice.insert(
+                0,
+                f"The loop waits in {first.function} for a queue another thread or process "
+                f"fills ({first.percent:.1f}% of the step time): "
+                + (f"{producer}; " if producer else "")
+                + f"{QUEUE_AHEAD}.",
+            )
+        else:
+            advice.insert(
+                0,
+                f"The loop waits on its Python iterator {first.function} ({first.percent:.1f}% "
+                f"of the step time): {PYTHON_ITERATOR_AHEAD}; or make that function faster.",
+            )
     if loader:
         advice.insert(0, loader)
     if judged:

@@ -450,6 +450,7 @@ def build(ctx: ToolContext) -> OverviewPage:
         # time beyond the waiting for it (`_straggler_first`)
         covered=covered | {"collectives"} if skew else covered,
         once_warm=bool(warm),
+        producer=analysis.queue_producer(ctx),
     )
     if job is not None:  # a rank waiting on its input alone is no mean's (decision 601)
         shares = by_rank.input_shares([(h, analysis.step_db(ctx, h)) for h in ctx.hosts])

@@ -48,6 +48,10 @@ AT_BOUNDS = 0.99
 # traced time there the next call's own (JAX's argument handling, decision 1011)
 TAIL_TRACED = 0.05
 NOTE = "each begins earlier, at its batch's fetch from the loop's Python iterator"
+# a queue's ``get``: the batch is another thread's, the loop's own Python makes none of it
+QUEUE_NOTE = (
+    "each begins earlier, at its wait for its batch in a queue another thread or process fills"
+)
 
 
 def _timed(profile: Profile, lines: tuple[int, ...], loop: str) -> tuple[np.ndarray, np.ndarray]:
@@ -100,7 +104,7 @@ def fetch_first(
     start[rows] = new_lo
     end[before] = np.minimum(end[before], new_lo)
     ns[rows] = hi - new_lo
-    description = with_note(markers.description, NOTE)
+    description = with_note(markers.description, QUEUE_NOTE if fetched.from_queue() else NOTE)
     ns[keep[0]] = _first_fetch(profile, markers, keep, span_lo, t_lo, t_hi)
     return replace(markers, start_ns=start, end_ns=end, description=description), ns
 
