@@ -39,6 +39,7 @@ from stepscope.vocab.tensorflow import is_iterator
 if TYPE_CHECKING:  # the XLA and PyTorch cost models load with the tools that show them
     from stepscope.stats.gpu.device_caps import DeviceCaps
     from stepscope.stats.input.loader_workers import LoaderWorkers
+    from stepscope.stats.input.map_python import MapPython
     from stepscope.stats.input.tf_data import PipelineStats
     from stepscope.stats.trace_index.tracks import Steps
     from stepscope.stats.xla.xla_metrics import HloMetrics
@@ -76,7 +77,8 @@ IN_PROCESS_LOADER: Key[str] = Key("in_process_loader", kept=True)  # .at(source)
 WORKER_LOADER: Key[str] = Key("worker_loader", kept=True)  # .at(source)
 WARMUP_PYTHON: Key[str] = Key("warmup_python", kept=True)  # .at(source)
 STEADY_PYTHON: Key[PythonTime] = Key("steady_python", kept=True)  # .at(source)
-QUEUE_PRODUCER: Key[str] = Key("queue_producer")  # .at(source)
+QUEUE_PRODUCER: Key[str] = Key("queue_producer", kept=True)  # .at(source)
+MAP_PYTHON: Key[MapPython | None] = Key("map_python", kept=True)
 DEVICE_FACTS: Key[tuple[list[DeviceInfo], dict[str, int], str]] = Key("device_facts", kept=True)
 UTILIZATION: Key[dict[str, float]] = Key("utilization", kept=True)  # .at(window)
 KERNEL_DB: Key[KernelDb] = Key("kernel_stats.kernel_db", kept=True)
@@ -253,6 +255,25 @@ def bottleneck_of(pipeline: PipelineStats) -> tuple[str, str, int] | None:
         if it.id == pipeline.bottleneck_id:
             return it.long_name, it.name, pipeline.bottleneck_self_ns
     return None
+
+
+# the map's Python calls' time (at least one running) of the steps' time: less, and the Python
+# is a small part of the map's work, which keeps the map's own advice (decision 1025)
+MAP_PYTHON_SHARE = 0.1
+
+
+def map_python(ctx: ToolContext, summary: StepSummary, kind: str) -> MapPython | None:
+    """The Python a tf.data map bottleneck of ``kind`` calls (`stats.input.map_python`), for
+    one host, when it is a map's and a tenth of the steps' time at least; else None."""
+    if len(ctx.hosts) != 1 or "map" not in kind.lower():
+        return None
+    from stepscope.stats.input.map_python import map_python as find
+
+    found = ctx.intermediate(ctx.hosts[0], MAP_PYTHON, find)
+    total = float(summary.dur_ns.sum())
+    if found is None or not total or found.wall_ns < MAP_PYTHON_SHARE * total:
+        return None
+    return found
 
 
 def queue_producer(ctx: ToolContext) -> str:

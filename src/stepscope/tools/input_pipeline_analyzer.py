@@ -6,6 +6,7 @@ Fields and units: docs/tools/input_pipeline_analyzer.md.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from stepscope.records import record
 from stepscope.stats import StepStats
@@ -17,6 +18,8 @@ from stepscope.stats.input.input_pipeline import (
     advice_for,
     has_prefetch,
     input_ops,
+    is_parallel_map,
+    py_function_map_advice,
 )
 from stepscope.stats.input.loader_workers import LoaderWorkers
 from stepscope.stats.summary import StepSummary
@@ -24,6 +27,9 @@ from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
 from stepscope.tools.output import out
 from stepscope.tools.registry import ToolSpec
+
+if TYPE_CHECKING:  # its module loads with the pipelines' analysis
+    from stepscope.stats.input.tf_data import PipelineStats
 
 _CATEGORY_ADVICE = {
     "enqueue": "Enqueuing data: you may want to combine small input data chunks into fewer but "
@@ -186,9 +192,7 @@ def build(ctx: ToolContext) -> InputPipelineAnalysis:
                     p.max_latency_ns / 1e6,
                     found[0] if found else "",
                     p.bottleneck_self_ns / 1e6,
-                    advice_for(found[1], p.python_stages, has_prefetch(p.iterators))
-                    if found
-                    else "",
+                    _pipeline_advice(ctx, summary, p, found[1]) if found else "",
                 )
             )
     pipelines.sort(key=lambda p: -p.bottleneck_self_ms)
@@ -254,6 +258,15 @@ def build(ctx: ToolContext) -> InputPipelineAnalysis:
         python_iterators=iterators,
         recommendations=tuple(advice),
     )
+
+
+def _pipeline_advice(ctx: ToolContext, summary: StepSummary, p: PipelineStats, kind: str) -> str:
+    """The bottleneck's advice by its kind; a map whose function runs Python gets the GIL's
+    (decision 1025), as on the overview."""
+    python = analysis.map_python(ctx, summary, kind)
+    if python is not None:
+        return py_function_map_advice(python.describe(), python.at_once, is_parallel_map(kind))
+    return advice_for(kind, p.python_stages, has_prefetch(p.iterators))
 
 
 def _python_iterators(summary: StepSummary) -> tuple[PythonIteratorRow, ...]:

@@ -31,6 +31,8 @@ from stepscope.stats.input.input_pipeline import (
     has_generator,
     has_prefetch,
     held_by_python_fix,
+    is_parallel_map,
+    py_function_map_advice,
 )
 from stepscope.stats.input.loader_workers import JUDGED_VERDICTS
 from stepscope.stats.job_steps import JobSteps, job_steps
@@ -402,6 +404,12 @@ def build(ctx: ToolContext) -> OverviewPage:
                 has_prefetch(pipeline.iterators),
                 has_generator(pipeline.iterators),
             )
+            # a map whose function calls Python: the GIL's advice (decision 1025)
+            python = analysis.map_python(ctx, summary, found[1])
+            if python is not None:
+                fix = py_function_map_advice(
+                    python.describe(), python.at_once, is_parallel_map(found[1])
+                )
             advice = f"Input pipeline bottleneck: {found[0]}. {fix}"
             break
     # the steps held up by the pipeline's Python (decision 495): no latency of the pipeline

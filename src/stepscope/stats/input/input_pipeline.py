@@ -173,6 +173,46 @@ def held_by_python_fix(
     )
 
 
+def is_parallel_map(kind: str) -> bool:
+    """Whether a bottleneck iterator of ``kind`` runs its map's calls in parallel
+    (``ParallelMapV2``, the fused ``MapAndBatch``, ``ParallelInterleave``)."""
+    return "Parallel" in kind or "MapAndBatch" in kind
+
+
+def py_function_map_advice(described: str, at_once: float, parallel: bool) -> str:
+    """The fix for a map bottleneck whose function calls Python (decision 1025):
+    ``described`` is `MapPython.describe`, ``at_once`` how many of its calls ran at once,
+    ``parallel`` whether the map is a parallel one (``ParallelMap``, ``MapAndBatch``).
+    num_parallel_calls, cache-after and map-after-batch advice for any map said nothing of the
+    GIL: a Python function holding it runs about one call at a time however many are allowed
+    (TensorFlow's tf.numpy_function documentation), and a map that already had
+    num_parallel_calls=AUTOTUNE was told to set it."""
+    if not parallel:
+        ran = (
+            "the map runs its calls one at a time, and num_parallel_calls would overlap only "
+            "their waits (sleeps, file reads, NumPy calls that release the GIL), not the "
+            "Python that computes"
+        )
+    elif at_once < 1.5:
+        ran = (
+            "its calls ran one at a time, and more num_parallel_calls only queue more of "
+            "them for the GIL"
+        )
+    else:
+        ran = (
+            "only its waits (sleeps, file reads, NumPy calls that release the GIL) overlap, "
+            "so more num_parallel_calls do not run more of it at once"
+        )
+    return (
+        f"The map's function {described}. That Python holds the GIL while it computes: "
+        f"{ran}. Express the function with TensorFlow ops (tf.math, tf.image, "
+        "tf.strings...) so the map runs as a graph in parallel, vectorized over a batch "
+        "(batch() before map()), or compute its result once, offline, and read or cache() "
+        "it; keep tf.py_function only for Python that waits (reads), which "
+        "num_parallel_calls does overlap."
+    )
+
+
 def advice_for(
     kind: str, python_stages: bool = False, prefetches: bool = False, generator: bool = False
 ) -> str:
