@@ -81,16 +81,21 @@ def test_an_op_traced_inside_its_span_is_the_op() -> None:
     assert rows[("MatMul", "MatMul")] == (3, 180 * US, 0)  # the kernel's, not the span's
 
 
-def _mixed_loop(eager: tuple[str, ...], *, steps: int = 3, once: str = "") -> Profile:
-    return profile_from_xspace(_mixed_space(eager, steps=steps, once=once))
+def _mixed_loop(
+    eager: tuple[str, ...], *, steps: int = 3, once: str = "", between: str = ""
+) -> Profile:
+    return profile_from_xspace(_mixed_space(eager, steps=steps, once=once, between=between))
 
 
-def _mixed_space(eager: tuple[str, ...], *, steps: int = 3, once: str = "") -> XSpace:
+def _mixed_space(
+    eager: tuple[str, ...], *, steps: int = 3, once: str = "", between: str = ""
+) -> XSpace:
     """A loop mixing eager ops with a tf.function (decision 1022), per step: the iterator's
     fetch (``IteratorGetNext`` holding the pipeline's root stage), a constant made of a Python
     value, the ``eager`` ops (100 us each), the function's call (its graph op on tf_Compute);
     a tf.data thread runs a ``tf.py_function`` holding an eager ``Mul``; ``once`` is an eager
-    op run once after the loop (Keras's summary at the capture's stop)."""
+    op run once after the loop (Keras's summary at the capture's stop); ``between`` one run
+    once, 2 ms, in the second step (a user's one-off evaluation, decision 1026)."""
     builder = XSpaceBuilder(hostname="h")
     plane = builder.plane("/host:CPU")
     main = plane.line(1, "python", timestamp_ns=0)
@@ -104,7 +109,10 @@ def _mixed_space(eager: tuple[str, ...], *, steps: int = 3, once: str = "") -> X
             line.event(name, at + (10 + depth) * US, dur - (10 + 2 * depth) * US)
 
     at = 0
-    for _ in range(steps):
+    for step in range(steps):
+        if between and step == 1:
+            eager_op(main, between, at, 2000 * US)
+            at += 2050 * US
         eager_op(main, "IteratorGetNext", at, 50 * US)
         main.event("Iterator::Root", at + 20 * US, 20 * US)
         data.event("EagerPyFunc:EagerPyFunc", at, 100 * US)
@@ -162,3 +170,28 @@ def test_the_report_marks_the_top_ops_that_ran_eagerly(
     assert any("Cast (eager)" in line and line.rstrip().endswith("Cast") for line in lines)
     matmul = next(line for line in lines if "dense/MatMul" in line)
     assert "eager" not in matmul
+
+
+def test_an_eager_op_run_once_between_the_calls_is_a_row() -> None:
+    """A user's eager op run once mid-loop (a 1500x1500 tf.linalg.inv, 298 ms of a 540 ms
+    capture) was host idle: the rule for the capture's edges left it out wherever it ran.
+    Now only one before the first call or after the last is left out."""
+    rows = _rows(
+        build_op_metrics(_mixed_loop(("Cast",), once="LogicalAnd", between="MatrixInverse")).host
+    )
+    assert rows[("MatrixInverse", "MatrixInverse")] == (1, 2000 * US, 2000 * US)
+    assert ("LogicalAnd", "LogicalAnd") not in rows  # after the last call: the capture's edge
+
+
+def test_the_compute_headline_says_the_ops_ran_eagerly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A loop whose host compute is mostly eager ops read "The model's computation on the
+    host (framework ops)", as a tf.function's graph would (decision 1026)."""
+    path = tmp_path / "h.xplane.pb"
+    path.write_bytes(_mixed_space(("Cast", "RealDiv", "Sub"), steps=6).SerializeToString())
+    monkeypatch.setenv("COLUMNS", "1000")
+    assert main(["report", str(path), "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "ran eagerly, one op at a time from the Python thread (" in out
+    assert "outside any tf.function" in out

@@ -223,11 +223,23 @@ def _input(summary: StepSummary, pct: float) -> str:
     return text
 
 
+# the eager share of the host ops' time from which the compute evidence says it (decision 1026)
+EAGER_SAID = 25.0
+
+
 def _compute(summary: StepSummary) -> str:
     if summary.has_device:
         return "the device computing (kernels)"
     waited = summary.limits.waited_for
     text = "the model's computation on the host (framework ops)"
+    if summary.eager_percent >= EAGER_SAID:
+        # a TensorFlow loop whose ops run mostly eagerly: its compute is op by op on the
+        # Python thread, not a tf.function's graph (decision 1026)
+        ops = ", ".join(summary.eager_ops)
+        text += (
+            f"; {summary.eager_percent:.1f}% of the host ops' time ran eagerly, one op at a "
+            f"time from the Python thread ({ops}), outside any tf.function"
+        )
     if waited:
         text += (
             "; the step's thread waits for it while it runs on "

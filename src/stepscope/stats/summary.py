@@ -12,6 +12,7 @@ host's).
 from __future__ import annotations
 
 from dataclasses import field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +25,9 @@ from stepscope.stats.steps.describe_hosts import describe_hosts
 from stepscope.stats.steps.fetch import Fetched
 from stepscope.stats.steps.limit_table import LimitTable
 from stepscope.stats.steps.limits import LIMIT_NAMES
+
+if TYPE_CHECKING:
+    from stepscope.stats.op_metrics import OpTable
 
 
 @record
@@ -90,6 +94,10 @@ class StepSummary:
     mid_run: bool = False
     # several hosts: each rank's start of each pod step, as `rank_dur_ns`
     rank_start_ns: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    # TensorFlow: the share of the host ops' self time that ran eagerly over the capture,
+    # and the eager op types with the most of it (`with_eager`; decision 1026)
+    eager_percent: float = 0.0
+    eager_ops: tuple[str, ...] = ()
 
     @property
     def n_steps(self) -> int:
@@ -370,3 +378,18 @@ def _xprof_rows(found: list[StepDb]) -> list[np.ndarray]:
         for d, s in zip(found, seen, strict=True)
     ]
     return [r + s.start for r, s in zip(xprof_rows(hosts), seen, strict=True)]
+
+
+def with_eager(summary: StepSummary, table: OpTable) -> StepSummary:
+    """``summary`` with the eager share of a TensorFlow program's host ops (``table``: its
+    host op table), for the compute evidence (decision 1026); unchanged for other frameworks
+    and where no op ran eagerly."""
+    if summary.limits.framework != "tensorflow" or not len(table):
+        return summary
+    eager = table.eager_self_ns
+    total, eager_total = int(table.self_ns.sum()), int(eager.sum())
+    if total <= 0 or eager_total <= 0:
+        return summary
+    order = np.argsort(-eager, kind="stable")[:2]
+    names = tuple(table.types[i] or table.names[i] for i in order.tolist() if eager[i] > 0)
+    return replace(summary, eager_percent=100.0 * eager_total / total, eager_ops=names)

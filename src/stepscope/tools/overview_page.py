@@ -37,6 +37,7 @@ from stepscope.stats.input.input_pipeline import (
 from stepscope.stats.input.loader_workers import JUDGED_VERDICTS
 from stepscope.stats.job_steps import JobSteps, job_steps
 from stepscope.stats.kernel_rules import PRECISIONS, REDUCED_PRECISIONS
+from stepscope.stats.summary import with_eager
 from stepscope.stats.warmup import SteadyState, steady_state, steps_from, warmup_count
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
@@ -363,8 +364,9 @@ def _untraced_json(summary: StepSummary) -> dict[str, Any]:
 
 def build(ctx: ToolContext) -> OverviewPage:
     analysis.op_metrics_beside(ctx)
-    summary = analysis.steps(ctx)
     host_table, device_table = analysis.host_ops(ctx), analysis.device_ops(ctx)
+    # the compute evidence says what of it ran eagerly (decision 1026)
+    summary = with_eager(analysis.steps(ctx), host_table)
     facts = [analysis.device_facts(ctx, h) for h in ctx.hosts]
     all_devices = tuple(d for devs, _, _ in facts for d in devs)
     by_precision = {k: sum(p[k] for _, p, _ in facts) for k in PRECISIONS}
