@@ -192,9 +192,10 @@ def _eager_op_names(
     1032). In a program that calls tf.functions (``EagerLocalExecute: __inference_...``, never
     an op: its graph's ops are) the eager ops beside them are the user's eager part and count
     too (decision 1022), but those that feed the function (`is_feed_op_type`: constants, the
-    input iterator's ops) and an op type run once where a function ran more often (the
-    capture's edges: Keras's TensorBoard callback writes its summary once at the stop): they
-    are XProf's table's idle time in the TF fixtures (tests/stats/test_golden_tf.py)."""
+    input iterator's ops) and an op type run once before the first call of a function run
+    more often, or after its last (the capture's edges: Keras's TensorBoard callback writes
+    its summary once at the stop, decision 1026): they are XProf's table's idle time in the
+    TF fixtures (tests/stats/test_golden_tf.py)."""
     strings = profile.strings
     types = [eager_op_type(t) for t in texts]
     eager = np.zeros(len(strings), dtype=bool)
@@ -204,12 +205,11 @@ def _eager_op_names(
     if not eager.any() or not len(functions):
         return (eager if eager.any() else None), False
     counts = np.bincount(profile.name[on_host], minlength=len(strings))
-    least = 2 if counts[functions].max() > 1 else 1
     eager[used] = [
-        bool(t) and not is_feed_op_type(t) and (counts[i] >= least or counts[i] == 1)
+        bool(t) and not is_feed_op_type(t) and counts[i] > 0
         for i, t in zip(used.tolist(), types, strict=True)
     ]
-    if least > 1:
+    if counts[functions].max() > 1:  # a function run once has no calls to be between
         eager[_at_the_edges(profile, on_host, eager & (counts == 1), functions)] = False
     return (eager if eager.any() else None), True
 
