@@ -13,10 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import stepscope
 from stepscope.capture.fetch_probe import (
     MAX_DEPTH,
     MAX_FETCHES,
+    MAX_LAPS,
     MAX_STEPS,
     FetchProbe,
     caller_frame,
@@ -373,3 +376,135 @@ def test_a_marked_loop_that_fetches_is_timed_before_the_steps_bound() -> None:
     finally:
         probe.stop()
     assert len(probe.fetches) == MAX_FETCHES and probe._steps <= MAX_STEPS + 1
+
+
+def test_an_unmarked_loop_with_nothing_to_time_ends_the_probe_after_its_laps() -> None:
+    """``for i in range(n): step()`` with no `stepscope.step`: nothing fetches through a frame
+    and nothing counts the steps, and the probe stayed for `MAX_EVENTS` (~850 steps of a
+    PyTorch loop at +25-28% each, decision 1004). It leaves in the loop's `MAX_LAPS`-th lap."""
+    probe = FetchProbe(sys._getframe(), FetchSites())
+    assert probe.install()
+    still: list[bool] = []
+    try:
+        for _ in range(MAX_LAPS + 2):
+            _work()
+            still.append(sys.getprofile() == probe._probe)
+    finally:
+        probe.stop()
+    assert still == [True] * (MAX_LAPS - 1) + [False] * 3
+    assert probe.fetches == []
+
+
+def test_a_loop_of_builtin_calls_only_ends_the_probe_too() -> None:
+    """A body that calls only C functions makes no Python call from the loop's frame: its
+    builtins' calls are the laps."""
+    probe = FetchProbe(sys._getframe(), FetchSites())
+    assert probe.install()
+    try:
+        for _ in range(MAX_LAPS):
+            time.perf_counter_ns()
+        assert sys.getprofile() is None
+    finally:
+        probe.stop()
+
+
+class _Loader:
+    """A DataLoader-like iterable: its iterator's ``__next__`` is Python, entered each step."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __iter__(self) -> _LoaderIter:
+        return _LoaderIter(self.n)
+
+
+class _LoaderIter:
+    def __init__(self, n: int) -> None:
+        self.left = n
+
+    def __next__(self) -> int:
+        if not self.left:
+            raise StopIteration
+        self.left -= 1
+        return _work()
+
+
+def _micro_steps(parts: list[int]) -> None:
+    for _ in parts:  # a helper's loop inside the step, longer than MAX_LAPS
+        _work()
+
+
+def test_a_loader_loop_with_long_inner_loops_is_still_timed() -> None:
+    """The loop that fetches has inner loops of more than `MAX_LAPS` laps between its
+    fetches, in its own frame and in a helper it calls: they are its step's work, not a loop
+    with nothing to time, and the probe leaves by its fetch rule, `MAX_FETCHES` timed."""
+    probe = FetchProbe(sys._getframe(), FetchSites())
+    parts = list(range(2 * MAX_LAPS))
+    assert probe.install()
+    try:
+        for i, _ in enumerate(_Loader(100)):
+            for _ in parts:  # the step's own inner loop
+                _work()
+            _micro_steps(parts)
+            if i == MAX_FETCHES + 2:
+                break
+        assert sys.getprofile() is None
+    finally:
+        probe.stop()
+    assert [f[0] for f in probe.fetches] == ["__next__ (test_fetch_probe.py)"] * MAX_FETCHES
+
+
+@pytest.mark.parametrize("warm_up", [MAX_LAPS - 1, 20])
+def test_a_warm_up_over_range_before_the_loader_loop(warm_up: int) -> None:
+    """A warm-up of fewer than `MAX_LAPS` steps over ``range`` keeps the probe for the loop
+    over the loader, whose fetches are timed; one of 20 steps ends it in the warm-up, and the
+    loader's fetches are left to the stack samples' rule (decision 1004: what the probe costs
+    every loop over ``range`` outweighs it)."""
+    probe = FetchProbe(sys._getframe(), FetchSites())
+    assert probe.install()
+    try:
+        for _ in range(warm_up):
+            _work()
+        assert (sys.getprofile() == probe._probe) is (warm_up < MAX_LAPS)
+        for i, _ in enumerate(_Loader(100)):
+            _work()
+            if i == MAX_FETCHES:
+                break
+    finally:
+        probe.stop()
+    assert len(probe.fetches) == (MAX_FETCHES if warm_up < MAX_LAPS else 0)
+
+
+def test_batches_gathered_by_a_helper_then_a_range_loop_end_the_probe() -> None:
+    """A helper fetches a few batches first (timed), then start's caller loops over
+    ``range`` on them: the helper's frame is gone and the caller's loop fetches nothing."""
+    probe = FetchProbe(sys._getframe(), FetchSites())
+    assert probe.install()
+    try:
+        data = _gather(_gen(), 2)
+        for k in range(MAX_LAPS):
+            data[k % 2] += _work()
+        assert sys.getprofile() is None
+    finally:
+        probe.stop()
+    assert [f[1] for f in probe.fetches] == ["_gather (test_fetch_probe.py)"] * 2
+
+
+def _train(loader: _Loader) -> None:
+    for _ in loader:  # the loop, one call below start's caller
+        _micro_steps(list(range(2 * MAX_LAPS)))
+
+
+def test_a_loader_loop_in_a_function_after_a_short_warm_up_is_timed() -> None:
+    """``for i in range(3): step()`` then ``train(loader)``: the loop below start's caller
+    is timed (decision 447) and leaves by the fetch rule (`MAX_FETCHES` and as many again)."""
+    probe = FetchProbe(sys._getframe(), FetchSites())
+    assert probe.install()
+    try:
+        for _ in range(3):
+            _work()
+        _train(_Loader(2 * MAX_FETCHES + 1))
+        assert sys.getprofile() is None
+    finally:
+        probe.stop()
+    assert [f[1] for f in probe.fetches] == ["_train (test_fetch_probe.py)"] * MAX_FETCHES
