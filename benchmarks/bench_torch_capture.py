@@ -4,7 +4,7 @@
         [--rounds 41] [--block 40] [--layers 6] [--torch-profile-memory]
         [--torch-save deferred|eager] [--stepscope-profile-memory on|off]
         [--quads 200 --min-quads 30 --width 1] [--torch-steps] [--without-fetch-probe]
-        [--sampler-hz N]
+        [--sampler-hz N] [--unmarked]
 
 The loop: an MLP of ``--layers`` hidden 64x64 layers trained on random batches, one BLAS
 thread (about 600 profiler events a step at 6 layers: 200 steps are the issue's 120k events).
@@ -44,6 +44,8 @@ probe at their start (decision 971: while installed, the first ~850 steps of a `
 loop, its profile function costs 25-30 points), so the markers and the sampler are resolved
 apart. With ``--sampler-hz N`` stepscope's blocks sample the Python stacks at N Hz instead of
 the default (0: no sampler, and so no fetch probe): the sampler's share of the figure.
+``--unmarked``: stepscope's blocks without ``stepscope.step``; with torch's default side, an
+unmarked loop against an unmarked loop (decision 1005).
 
 ``own``: stepscope's own work per step beside torch.profiler, each part measured directly
 (the paired blocks above are bounded by the machine's noise, 5-10 points per pair when other
@@ -540,6 +542,11 @@ def main() -> None:
         "the fetch probe) instead of the default",
     )
     parser.add_argument(
+        "--unmarked",
+        action="store_true",
+        help="quads: stepscope's blocks without stepscope.step, torch's without prof.step()",
+    )
+    parser.add_argument(
         "--torch-save",
         choices=("deferred", "eager"),
         help="stop: the PyTorch save ($STEPSCOPE_TORCH_SAVE; default: stepscope's, deferred)",
@@ -581,6 +588,7 @@ def main() -> None:
                 args.torch_steps,
                 probe=not args.without_fetch_probe,
                 sampler_hz=args.sampler_hz,
+                unmarked=args.unmarked,
             )
         elif part == "own":
             own_part(step, args.rounds, args.block)

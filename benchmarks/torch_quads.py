@@ -110,8 +110,15 @@ def _timed_steps(step: Step, n: int, marked: bool, then: Callable[[], Any] | Non
 
 
 def _stepscope_block(
-    step: Step, n: int, logdir: str, probe: bool = True, sampler_hz: int | None = None
+    step: Step,
+    n: int,
+    logdir: str,
+    probe: bool = True,
+    sampler_hz: int | None = None,
+    marked: bool = True,
 ) -> Block:
+    """A fresh `stepscope.start` / `stop` per block: the fetch probe is paid in each, as a
+    user's capture pays it."""
     import stepscope
 
     if sampler_hz is None:
@@ -125,7 +132,7 @@ def _stepscope_block(
         if running is not None and running.probe is not None:
             running.probe.stop()  # on this thread: removed now
     try:
-        return _timed_steps(step, n, marked=True)
+        return _timed_steps(step, n, marked=marked)
     finally:
         stepscope.stop(save=False)
 
@@ -148,6 +155,7 @@ def quads_part(
     torch_steps: bool,
     probe: bool = True,
     sampler_hz: int | None = None,
+    unmarked: bool = False,
 ) -> None:
     """stepscope.start defaults against torch.profiler with the bridge's settings, session
     against session, in quads of blocks ABBA / BAAB (alternating) in one process: a drift of
@@ -158,7 +166,11 @@ def quads_part(
     (its profile function costs 25-30 points while installed, decision 971), so what is
     left, the markers and the sampler, is resolved apart. ``sampler_hz``: stepscope's blocks
     run the stack sampler at that rate (0: none, and then no fetch probe either, which needs
-    the samples) instead of the default, so the sampler's share is resolved apart too."""
+    the samples) instead of the default, so the sampler's share is resolved apart too.
+    ``unmarked``: stepscope's blocks call no ``stepscope.step`` (torch's no ``prof.step()``
+    unless ``torch_steps``): an unmarked ``for i in range(n): step()`` against the same under
+    torch.profiler, like for like (decision 1005)."""
+    marked = not unmarked
     load = os.getloadavg()[0]
     typical: list[float] = []
     means: list[float] = []
@@ -166,7 +178,8 @@ def quads_part(
     ms: list[float] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench_torch_quads_") as logdir:
-        _stepscope_block(step, block, logdir, probe, sampler_hz)  # warm-up: imports, first starts
+        # warm-up: imports, first starts
+        _stepscope_block(step, block, logdir, probe, sampler_hz, marked)
         _torch_block(step, block, logdir, torch_steps)
         # Every block starts after a full collection (torch's stop leaves its events as
         # cyclic garbage the next block would pay); frozen first, what it walks is the
@@ -180,7 +193,9 @@ def quads_part(
                 for kind in order:
                     gc.collect()
                     if kind == "s":
-                        got[kind].append(_stepscope_block(step, block, logdir, probe, sampler_hz))
+                        got[kind].append(
+                            _stepscope_block(step, block, logdir, probe, sampler_hz, marked)
+                        )
                     else:
                         got[kind].append(_torch_block(step, block, logdir, torch_steps))
                 ours, theirs = got["s"], got["t"]
@@ -209,7 +224,8 @@ def quads_part(
             gc.unfreeze()
     mid, lo, hi = median_interval(typical)
     print(
-        f"per step, stepscope.start defaults against torch.profiler with the bridge's settings"
+        f"per step, stepscope.start defaults{'' if marked else ' (no stepscope.step)'} against "
+        f"torch.profiler with the bridge's settings"
         f"{' and prof.step() each step' if torch_steps else ''}"
         f"{'' if probe else ', the fetch probe ended at start'}"
         f"{'' if sampler_hz is None else f', stepscope sampling at {sampler_hz} Hz'}, "
