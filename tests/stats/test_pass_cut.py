@@ -36,7 +36,10 @@ def test_a_validation_at_the_end_of_every_10th_step_is_in_no_step() -> None:
     found = host_findings(profile)
     assert "periodic_steps" not in found  # no step is slower: the pass is told in the gaps
     gaps = found["step_gaps"]
-    assert "5 of them (105.00 ms) hold another DataLoader's pass, 6 fetches each" in gaps.summary
+    assert (
+        "5 of them (105.00 ms) hold another DataLoader's pass, 6 fetches each: an evaluation "
+        "or validation loop."  # nothing after it
+    ) in gaps.summary
     assert gaps.fix.startswith("The gaps after steps 9, 19, 29, 39 and 49 run another")
 
 
@@ -79,3 +82,41 @@ def test_the_passes_kernels_are_in_no_step_on_a_gpu() -> None:
     k = np.isin(db.step_num, (4, 9, 14, 19))
     compute = db.category_ns()["device_compute"]
     assert (compute[k] == compute[~k][0]).all()  # the training kernel only
+
+
+def test_a_validation_followed_by_a_checkpoint_is_in_no_step_after_the_optimizer() -> None:
+    # the same loop saving a checkpoint (12 ms, untraced) after each validation, its step
+    # trained by a PyTorch optimizer before the pass: the step ends at the pass, and the save
+    # after it is in no step with it (decision 1013)
+    profile = evaluating_loop(60, 10, 5, slowed=(), tail_ms=12, optimizer=True)
+    db = build_step_db(profile)
+    assert (db.dur_ns == 9 * MS).all()
+    assert (
+        "(6 fetches, 21.00 ms each (median): an evaluation or validation loop), with 12.00 ms "
+        "each (median) of other work after the pass's last fetch in 5 of them (a checkpoint's "
+        "save, logging), all in no step, as a script timing its training step leaves them out"
+    ) in db.description
+    gaps = host_findings(profile)["step_gaps"]
+    assert (
+        "5 of them (165.00 ms) hold another DataLoader's pass, 6 fetches each: an evaluation "
+        "or validation loop, and 60.00 ms of it after the pass's last fetch (a checkpoint's "
+        "save, logging)."
+    ) in gaps.summary
+
+
+def test_a_validation_in_the_middle_of_a_step_ends_it_after_the_optimizer() -> None:
+    # a validation between the optimizer step and the step's logging (a 5 ms weight norm)
+    db = build_step_db(
+        evaluating_loop(60, 10, 5, slowed=(), tail_ms=5, optimizer=True, logged=True)
+    )
+    assert (db.dur_ns == 9 * MS).all()
+    # without the optimizer's mark the logging after the pass is the step's own work
+    db = build_step_db(evaluating_loop(60, 10, 5, slowed=(), tail_ms=5, logged=True))
+    k = np.isin(db.step_num, PASSES)
+    assert (db.dur_ns[k] == 35 * MS).all() and (db.dur_ns[~k] == 9 * MS).all()
+
+
+def test_a_validation_before_the_optimizer_stays_in_its_step() -> None:
+    db = build_step_db(evaluating_loop(60, 10, 5, slowed=(), first=True, optimizer=True))
+    k = np.isin(db.step_num, PASSES)
+    assert (db.dur_ns[k] == 30 * MS).all() and (db.dur_ns[~k] == 9 * MS).all()

@@ -51,13 +51,17 @@ def evaluating_loop(
     *,
     first: bool = False,
     tail_ms: int = 0,
+    optimizer: bool = False,
+    logged: bool = False,
 ) -> Profile:
     """Marked steps: the batch's fetch (1 ms) and the model's op (8 ms); every ``every``-th
     step then evaluates over another loader, ``batches`` fetches (1 ms) each followed by a
     3 ms forward op, and one more fetch ending that pass; at ``slowed`` the model's op takes
     20 ms more (the machine's noise, in compute as the evaluation's forward ops are).
     ``first``: the evaluation runs before the model's op (after the fetch); ``tail_ms``: that
-    much untraced work after the evaluation, in its step (a checkpoint's save)."""
+    much untraced work after the evaluation, in its step (a checkpoint's save), or traced
+    (``logged``: a weight norm's op, the step's logging); ``optimizer``: the model's op runs
+    inside an ``Optimizer.step`` (a PyTorch optimizer's mark)."""
     builder, main, _ = sampled_main()
     t = 0
     for k in range(steps):
@@ -67,6 +71,8 @@ def evaluating_loop(
         main.event("train", t, MS + model + passing, {"step_num": k, "_r": 1})
         main.event(LOOP_NEXT, t, MS)
         main.event("aten::mm", t + MS + (passing if first else 0), model)
+        if optimizer:
+            main.event("Optimizer.step#SGD.step", t + MS + (passing if first else 0), model)
         at = t + MS + (0 if first else model)
         for _ in range(batches if evaluating else 0):
             main.event(EVAL_NEXT, at, MS)
@@ -74,5 +80,7 @@ def evaluating_loop(
             at += 4 * MS
         if evaluating:
             main.event(EVAL_NEXT, at, MS)
+            if logged and tail_ms:
+                main.event("aten::linalg_vector_norm", at + MS, tail_ms * MS)
         t += MS + model + passing
     return build(builder)

@@ -26,7 +26,7 @@ from stepscope.stats.gpu.kernels import launch_events
 from stepscope.stats.input.ahead import input_ahead
 from stepscope.stats.input.loader_workers import captured_settings, dataloader_fix
 from stepscope.stats.intervals import merge, overlap_with
-from stepscope.stats.steps.periodic_parts import fetches_inside
+from stepscope.stats.steps.periodic_parts import after_last_fetch, fetches_inside
 
 GAP_MIN_NS = 100_000  # a gap shorter than 100 µs is noise
 GAP_MIN_STEP_SHARE = 0.05  # ... or than 5% of the median step
@@ -38,6 +38,7 @@ SLOW_LAUNCH_FACTOR = 5  # ... and over 5x the median launch call
 LAUNCH_CONTENTION_SHARE = (0.03, 0.15)
 CONTENDING_THREADS = 1.5  # other threads busy, on average, during the slow launches
 PASS_ALONE = 0.9  # gaps another loader's pass holds this share of: its advice alone
+AFTER_PASS = 0.1  # the time after the passes' last fetches, of the gaps': said from this share
 _TF_OP = re.compile(r"^[^:]+:[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -97,6 +98,13 @@ def step_gaps(data: HostData, options: dict[str, str]) -> Finding | None:
             f"; {len(after)} of them ({pass_ns / 1e6:.2f} ms) hold another DataLoader's pass, "
             f"{n} fetches each: an evaluation or validation loop"
         )
+        # what follows the pass there (decision 1013): a checkpoint saved after it
+        then_ns = int(after_last_fetch(p, g_lo[passes], g_hi[passes]).sum())
+        if then_ns >= AFTER_PASS * pass_ns:
+            in_pass += (
+                f", and {then_ns / 1e6:.2f} ms of it after the pass's last fetch (a "
+                "checkpoint's save, logging)"
+            )
         # the rest of the gaps' advice only where the pass leaves much of their time
         first = IN_GAPS_FIX.format(after=listed_steps(after), n=n)
         fix = first if pass_ns >= PASS_ALONE * total else first + " " + fix

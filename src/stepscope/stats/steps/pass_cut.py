@@ -18,7 +18,17 @@ step ends where the pass begins: at its first fetch, or at the new pass's start
 (`other_pass.begins_pass`: its ``iter()``) just before it. The pass is then in no step, as a
 script timing its training step leaves it out, and the gaps' finding tells it (decision 783).
 A pass before the step's own work (validating first, then training on the batch fetched) is
-left in its step, and so is one followed by other long work (a checkpoint saved after it).
+left in its step.
+
+A checkpoint saved after the validation (``evaluate(val_loader)`` then ``torch.save(...)``)
+or the step's logging after it (a validation between the optimizer step and the logging)
+follows the pass: its time after the pass's last fetch is over the tail above whenever the
+save takes more than a tenth of the pass. A step whose PyTorch optimizer steps before the
+pass number as many as a step's without a pass (at least one) has trained on its batch
+before the pass: it ends at the pass's start whatever follows it (decision 1013), and the
+work after the pass (the save, the logging) is in no step with it, as a script timing its
+training step leaves it out. Where no ``Optimizer.step`` is traced (a hand-written update,
+accumulation steps that do not step) only the tail rule tells the pass from the step's work.
 """
 
 from __future__ import annotations
@@ -30,7 +40,7 @@ import numpy as np
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.steps.other_pass import EXTRA_FETCHES, begins_pass
-from stepscope.vocab.pytorch import is_dataloader_next
+from stepscope.vocab.pytorch import OPTIMIZER_STEP_PREFIX, is_dataloader_next
 
 TAIL_SHARE = 0.1  # the step's time after the pass's last fetch: at most this share of the pass
 TAIL_MIN_NS = 1_000_000  # ... or this
@@ -71,10 +81,11 @@ def pass_cuts(
     held = np.flatnonzero(count >= usual + EXTRA_FETCHES)
     if not len(held):
         return None
+    trained = _trained_before(profile, mine, start_ns, end_ns)
     begin = np.flatnonzero(np.isin(profile.name, profile.strings.ids_matching(begins_pass)) & mine)
     begin_end = profile.end_at(begin)
     cut = np.full(len(start_ns), np.iinfo(np.int64).max, np.int64)
-    spans = []
+    spans, after = [], []  # the passes; the other work after those followed by some
     for k in held.tolist():
         own = fetch[first[k] : first[k] + usual]
         ours = fetch[first[k] + usual : first[k] + count[k]]
@@ -88,10 +99,15 @@ def pass_cuts(
         # after its last fetch: no more than one of its batches takes (a last step whose end
         # is inferred from its own work may end inside the pass), or a small share of it
         batch = int(np.diff(profile.start_ns[ours]).max(initial=0))
-        if lo <= start_ns[k] or end_ns[k] - hi > max(TAIL_MIN_NS, TAIL_SHARE * (hi - lo), batch):
+        if lo <= start_ns[k]:
+            continue
+        tail = end_ns[k] - hi > max(TAIL_MIN_NS, TAIL_SHARE * (hi - lo), batch)
+        if tail and not trained(k, lo):
             continue
         cut[k] = lo
-        spans.append(int(end_ns[k]) - lo)
+        spans.append((hi if tail else int(end_ns[k])) - lo)
+        if tail:  # a checkpoint's save, the step's logging (decision 1013)
+            after.append(int(end_ns[k]) - hi)
     if not spans:
         return None
     cut_at = np.flatnonzero(cut < np.iinfo(np.int64).max)
@@ -105,10 +121,33 @@ def pass_cuts(
         f"{'steps' if many else 'step'} {listed} {'end' if many else 'ends'} where another "
         f"DataLoader's pass at {'their' if many else 'its'} end begins ({extra} fetches, "
         f"{float(np.median(spans)) / 1e6:.2f} ms{' each (median)' if many else ''}: an "
-        "evaluation or validation loop), which is in no step, as a script timing its training "
-        "step leaves it out"
+        "evaluation or validation loop)"
     )
+    if after:  # told apart, as the gaps' finding tells the pass
+        each = " each (median)" if len(after) > 1 else ""
+        note += (
+            f", with {float(np.median(after)) / 1e6:.2f} ms{each} of other work after the "
+            f"pass's last fetch in {len(after)} of them (a checkpoint's save, logging)"
+        )
+    which, them = ("all", "them") if after else ("which is", "it")
+    note += f", {which} in no step, as a script timing its training step leaves {them} out"
     return PassCuts(cut, note)
+
+
+def _trained_before(
+    profile: Profile, mine: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray
+) -> Callable[[int, int], bool]:
+    """Whether step ``k``'s optimizer steps begun before ``cut_ns`` number as many as the steps'
+    median (at least one): the step trained on its batch before then (decision 1013)."""
+    ids = profile.strings.ids_matching(lambda s: s.startswith(OPTIMIZER_STEP_PREFIX))
+    at = np.sort(profile.start_ns[np.flatnonzero(np.isin(profile.name, ids) & mine)])
+    first = np.searchsorted(at, start_ns, "left")
+    usual = int(np.median(np.searchsorted(at, end_ns, "left") - first))
+
+    def trained(k: int, cut_ns: int) -> bool:
+        return usual > 0 and int(np.searchsorted(at, cut_ns, "left")) - first[k] >= usual
+
+    return trained
 
 
 def before_cut(

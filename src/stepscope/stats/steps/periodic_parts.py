@@ -82,3 +82,20 @@ def fetches_inside(profile: Profile, lo: np.ndarray, hi: np.ndarray) -> np.ndarr
     inside = (k >= 0) & (at < end[np.maximum(k, 0)])
     counts[order] = np.bincount(k[inside], minlength=len(lo))
     return counts
+
+
+def after_last_fetch(profile: Profile, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Per window [lo, hi) (disjoint): its time after the last DataLoader ``__next__`` call
+    ending inside it, to its end (a checkpoint saved after a validation's pass, decision
+    1013); 0 where none ends inside."""
+    ids = profile.strings.ids_matching(is_dataloader_next)
+    out = np.zeros(len(lo), np.int64)
+    if not len(ids) or not len(lo):
+        return out
+    ends = np.sort(profile.end_at(np.flatnonzero(np.isin(profile.name, ids))))
+    lo, hi = np.asarray(lo), np.asarray(hi)
+    last = np.searchsorted(ends, hi, "right") - 1
+    ok = last >= 0
+    ok[ok] = ends[last[ok]] >= lo[ok]
+    out[ok] = hi[ok] - ends[last[ok]]
+    return out
