@@ -47,6 +47,10 @@ AT_BOUNDS = 0.99
 # fetch's time in the gaps from that one on: at most this, and the gap is the fetch's, the
 # traced time there the next call's own (JAX's argument handling, decision 1011)
 TAIL_TRACED = 0.05
+# the next step's head, the ops it runs before its lead after each step's last gap of the
+# fetch (a model's forward before the loss that leads, decision 1014): where the steps'
+# median traced time there is at most this share of their median span
+HEAD_MAX_SHARE = 0.5
 NOTE = "each begins earlier, at its batch's fetch from the loop's Python iterator"
 # a queue's ``get``: the batch is another thread's, the loop's own Python makes none of it
 QUEUE_NOTE = (
@@ -83,7 +87,7 @@ def fetch_first(
     if not total:
         return None
     # the gaps at the end of a step (contiguous with the next kept one), `_tail`
-    step, first_lo, hi, new_lo, in_tail = _tail(
+    step, first_lo, hi, new_lo, in_tail, head, u_lo = _tail(
         profile, markers.lines, span_lo, span_hi, g_lo, g_hi, g_ns
     )
     if int(g_ns[in_tail].sum()) < AT_BOUNDS * total:
@@ -97,6 +101,10 @@ def fetch_first(
         new_lo[ok] = t_lo[k[ok]]
         hi = hi.copy()
         hi[ok] = np.minimum(hi[ok], t_hi[k[ok]])
+    # the steps that found their batch waiting (no gap of the fetch): at their head's start
+    h_step, h_lo = _headed(span_lo, span_hi, step, head, u_lo)
+    step, new_lo = np.r_[step, h_step], np.r_[new_lo, h_lo]
+    hi = np.r_[hi, h_lo]  # no fetch time
     start, end = markers.start_ns.copy(), markers.end_ns.copy()
     ns = np.zeros(len(start), np.int64)
     rows = keep[step]
@@ -117,7 +125,7 @@ def _tail(
     g_lo: np.ndarray,
     g_hi: np.ndarray,
     g_ns: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
     """Per kept step whose previous one (contiguous) ends with the fetch's gaps (sorted,
     disjoint; ``g_ns`` the fetch's time in each): the step, its tail's first gap's start,
     its last gap's end and where the fetch began; and per gap, whether it is in a tail. A
@@ -127,7 +135,8 @@ def _tail(
     next call's argument handling (JAX's "Wait for donation holds", microseconds) or beside
     another thread's traced event that cut the wait in pieces (a producer's
     ``jax.device_put`` just before the queue's ``get`` returns, decision 1011). The fetch
-    is each gap's last part; it began in the tail's earliest."""
+    is each gap's last part; it began in the tail's earliest. Also the head (`_head`) and
+    the starts of the steps' threads' traced spans."""
     nxt = np.searchsorted(span_lo, g_hi, "left")
     ok = (nxt < len(span_lo)) & (nxt > 0) & (g_ns > 0)
     ok[ok] = (span_hi[nxt[ok] - 1] == span_lo[nxt[ok]]) & (g_lo[ok] >= span_lo[nxt[ok] - 1])
@@ -135,15 +144,18 @@ def _tail(
     on = np.flatnonzero(np.isin(profile.line, np.asarray(lines, np.int64)))
     t_lo, t_hi = union_of(profile.start_ns[on], profile.end_at(on))
     traced = overlap_with(g_hi[idx], span_lo[nxt[idx]], t_lo, t_hi)
+    # the traced spans begun after each gap, to the step's start
+    runs = np.searchsorted(t_lo, span_lo[nxt[idx]], "left") - np.searchsorted(t_lo, g_hi[idx])
     out: list[tuple[int, int, int, int]] = []
     in_tail = np.zeros(len(g_hi), dtype=bool)
     group = nxt[idx]
     ends = np.flatnonzero(np.r_[group[1:] != group[:-1], True])  # each step's last candidate
+    head = _head(traced[ends], runs[ends], span_hi - span_lo)
     for e, b in zip(ends.tolist(), np.r_[0, ends[:-1] + 1].tolist(), strict=True):
         fetch_ns, begins, first = 0, 0, -1
         for k in range(e, b - 1, -1):  # from the bound back, while the tail goes on
             j = int(idx[k])
-            if traced[k] > TAIL_TRACED * (fetch_ns + int(g_ns[j])):
+            if traced[k] > TAIL_TRACED * (fetch_ns + int(g_ns[j])) and runs[k] > head:
                 break
             fetch_ns += int(g_ns[j])
             first, begins = int(g_lo[j]), int(g_hi[j] - g_ns[j])
@@ -151,7 +163,41 @@ def _tail(
         if first >= 0:
             out.append((int(group[e]), first, int(g_hi[idx[e]]), begins))
     rows = np.array(out, np.int64).reshape(-1, 4)
-    return rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3], in_tail
+    return rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3], in_tail, head, t_lo
+
+
+def _head(after_ns: np.ndarray, runs: np.ndarray, span_ns: np.ndarray) -> int:
+    """How many traced spans of the steps' threads may follow a step's gap of the fetch, to
+    its start, the next step's head (decision 1014); ``after_ns`` and ``runs``: per step, the
+    traced time and spans after its last gap. A loop over a ``queue.Queue`` a thread fills
+    from a DataLoader (PyTorch) fetches with ``get`` (untraced), then runs its model's
+    forward, then the loss that leads its steps: each step ran from its loss to the next, the
+    next batch's wait and forward in it. The head's time varies (the producer's Python
+    contends for the cores: 1.5 to 6 ms, /tmp/ptloop), its spans hardly."""
+    if not len(after_ns) or not len(span_ns):
+        return 0
+    if float(np.median(after_ns)) > HEAD_MAX_SHARE * float(np.median(span_ns)):
+        return 0  # the previous step's own work after the fetch, not a head
+    return int(np.median(runs))
+
+
+def _headed(
+    span_lo: np.ndarray, span_hi: np.ndarray, moved: np.ndarray, head: int, u_lo: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The kept steps after the first that no tail of the fetch moved (``moved``), contiguous
+    with the previous one, and where their head of ``head`` traced spans (``u_lo``: the
+    spans' starts) begins, after the previous step's start: a loop whose queue held its
+    batch already waited for none, and its forward was the previous step's (decision 1014).
+    """
+    if not head or len(span_lo) < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    k = np.setdiff1d(np.arange(1, len(span_lo)), moved)
+    k = k[span_hi[k - 1] == span_lo[k]]
+    at = np.searchsorted(u_lo, span_lo[k], "left") - head
+    ok = at >= 0
+    k, at = k[ok], at[ok]
+    ok = u_lo[at] > span_lo[k - 1]
+    return k[ok].astype(np.int64), u_lo[at[ok]].astype(np.int64)
 
 
 def _first_fetch(
