@@ -106,8 +106,9 @@ def test_overview_at_all_hosts_gives_the_job_and_its_ranks(
     assert rows["vm.rank3"]["late_arrivals"] == 20  # 2 buckets x 10 compared steps
     for host in ("vm.rank0", "vm.rank1", "vm.rank2"):
         assert rows[host]["role"] == "waiting"
-        # ready at 5 ms, rank 3's buckets arrive at 24 and 25 ms and leave at 24.5 and 25.5
-        assert rows[host]["waiting_ms"] == pytest.approx(20.0)
+        # ready at 5 ms, rank 3's buckets arrive at 24 and 25 ms and leave at 24.5 and 25.5:
+        # waiting from its second bucket's enqueue at 6 ms (decision 1035)
+        assert rows[host]["waiting_ms"] == pytest.approx(19.0)
         assert rows[host]["collectives_ms"] == pytest.approx(20.5)
     assert job["straggler_rule"] == "collective arrival"
     [text] = job["stragglers"]

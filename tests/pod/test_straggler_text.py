@@ -31,8 +31,9 @@ def _pod(builders: list[XSpaceBuilder]) -> PodLateness:
 def test_a_straggler_and_the_one_hidden_behind_it_word_for_word() -> None:
     """Rank 1 loads its data in 21 ms, rank 3 computes 14 ms, the others 1 + 4 ms: the
     buckets' all-reduces start at 5 and 6 ms (ranks 0, 2), 15 and 16 (rank 3), 25 and 26
-    (rank 1). Rank 1 holds the job from 15 to 26 ms (11 ms a step) while ranks 0 and 2 wait
-    21 ms and rank 3 11 ms; rank 3 holds the others from 5 to 16 ms."""
+    (rank 1). Each rank enqueues its second bucket while its first runs, and waits at the
+    second only (decision 1035): rank 1 holds the job from 16 to 26 ms (10 ms a step) while
+    ranks 0 and 2 wait 20 ms and rank 3 10 ms; rank 3 holds the others from 6 to 16 ms."""
     pod = _pod(
         gloo_job(
             4,
@@ -44,15 +45,15 @@ def test_a_straggler_and_the_one_hidden_behind_it_word_for_word() -> None:
         Straggler(
             "vm.rank1",
             STEPS,
-            110 * MS,
+            100 * MS,
             "input",
             200 * MS,
-            530 * MS,
+            500 * MS,
             3,
             "vm.rank1 is late at steps 1-10 (10 of 10 steps): it arrived last at 20 collective "
-            "calls there, 11.00 ms per step after the next rank; since its previous collective "
+            "calls there, 10.00 ms per step after the next rank; since its previous collective "
             "it spent 21.00 ms per step in input where the other ranks spent 1.00 ms; 3 other "
-            "ranks wait for it in their collectives (530.00 ms in all).",
+            "ranks wait for it in their collectives (500.00 ms in all).",
             BY_ARRIVAL,
             20,
             210 * MS,
@@ -61,13 +62,13 @@ def test_a_straggler_and_the_one_hidden_behind_it_word_for_word() -> None:
         Straggler(
             "vm.rank3",
             STEPS,
-            110 * MS,
+            100 * MS,
             "host_compute",
             100 * MS,
             0,
             0,
             "Next in line, hidden behind vm.rank1: vm.rank3 is the last of the other ranks at "
-            "steps 1-10 (10 of 10 steps): it arrived last at 20 collective calls there, 11.00 ms "
+            "steps 1-10 (10 of 10 steps): it arrived last at 20 collective calls there, 10.00 ms "
             "per step after the next rank (once vm.rank1 is fixed, the others will wait for it).",
             BY_ARRIVAL,
             20,
@@ -77,7 +78,7 @@ def test_a_straggler_and_the_one_hidden_behind_it_word_for_word() -> None:
         ),
     )
     assert held_by(pod) == (
-        "Held by a straggler: vm.rank1 is late at 10 of 10 steps, 11.00 ms per step after the "
+        "Held by a straggler: vm.rank1 is late at 10 of 10 steps, 10.00 ms per step after the "
         "next rank, from input (21.00 ms per step where the other ranks spent 1.00 ms); the "
         "other ranks wait for it. Next in line, hidden behind it: vm.rank3."
     )

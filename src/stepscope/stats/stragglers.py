@@ -198,17 +198,26 @@ def _by_arrival(
     stepped = np.zeros(n_s, bool)
     stepped[m.pod_step[in_pod]] = True
     pod = m.pod_step[in_pod]
+    # The figures count a rank's lateness and waiting once per chain of calls it left behind
+    # (`left_behind`, decision 1035); which steps are late is still read from the unions of
+    # every call's margin, as the turns' thresholds were set on them (decision 501).
+    behind = left_behind(arrive, exit_, m.pod_step)
+    once = _held_once(m, behind, last, n_h, n_s)
+    wait_all = np.full((n_h, n_s), np.nan)
     for j, row in enumerate(m.rows.tolist()):
         # Unions per step: calls that overlap (DDP's buckets) must not count twice.
         mine = last[in_pod] == j
         held[row] = _union_per_step(pod[mine], second[in_pod][mine], latest[in_pod][mine], n_s)
         lo = arrive[j, in_pod]
         hi = np.where(mine, lo, np.minimum(latest, exit_[j])[in_pod])  # not waiting when last
-        waited = _union_per_step(pod, lo, hi, n_s)
         have = ~np.isnan(dur[row]) & stepped
+        wait_all[row, have] = _union_per_step(pod, lo, hi, n_s)[have]
+        # nor in a call it left behind: it was at work on the next one's run-up
+        hi = np.where(behind[j, in_pod], lo, hi)
+        waited = _union_per_step(pod, lo, hi, n_s)
         wait_ns[row, have] = waited[have]
-        late_ns[row, have] = held[row, have] - waited[have]
-    own = dur - np.nan_to_num(wait_ns)
+        late_ns[row, have] = once[row, have] - waited[have]
+    own = dur - np.nan_to_num(wait_all)
     threshold = np.maximum(LATE_SHARE * np.nan_to_num(nan_reduce(own, "median")), LATE_MIN_NS)
     late = (held >= threshold[None, :]) & stepped[None, :]
     n_compared = int(stepped.sum())
@@ -220,10 +229,12 @@ def _by_arrival(
         late, held, threshold, m.rows, n_compared, own, stepped
     ):
         found.append(
-            _straggler(hosts, pairing, m, j, row, steps, last, held, wait_ns, n_compared, fetch)
+            _straggler(hosts, pairing, m, j, row, steps, last, once, wait_ns, n_compared, fetch)
         )
     found = costly(sorted(found, key=lambda s: (-s.late_ns, s.host)), dur, stepped)
-    hidden = _next_in_line(hosts, pairing, m, found, threshold, stepped, wait_ns, n_compared, fetch)
+    hidden = _next_in_line(
+        hosts, pairing, m, found, threshold, stepped, wait_ns, n_compared, fetch, behind
+    )
     stalled, unheld = stalls(hosts, pairing, dur, m, held, found, stepped)
     stalled = costly(stalled, dur, stepped)
     found = sorted(found + stalled, key=lambda s: (-s.late_ns, s.host)) + costly(
@@ -268,6 +279,7 @@ def _next_in_line(
     wait_ns: np.ndarray,
     n_compared: int,
     fetch: FetchTimes | None = None,
+    left: np.ndarray | None = None,
 ) -> list[Straggler]:
     """The stragglers hidden behind ``found``: the same rule over the other ranks alone (a
     rank slow in compute arrives before the one slow in input, so it is never last of all,
@@ -311,11 +323,13 @@ def _next_in_line(
         )
     late = (held >= threshold[None, :]) & stepped[None, :]
     own = own_work(sub, last, held, threshold, stepped)
+    # its figures counted as the first's (`_held_once`), the steps found as before
+    once = held if left is None else _held_once(sub, left[keep], last, len(hosts), len(threshold))
     for j, row, steps in repeatedly_late_rows(
         late, held, threshold, sub.rows, n_compared, own, stepped, transient=False
     ):
         hidden = _straggler(
-            hosts, pairing, sub, j, row, steps, last, held, wait_ns, n_compared, fetch
+            hosts, pairing, sub, j, row, steps, last, once, wait_ns, n_compared, fetch
         )
         said = hidden.explanation.split("; ")[0].rstrip(".")
         text = (
@@ -325,6 +339,40 @@ def _next_in_line(
         )
         out.append(replace(hidden, explanation=text, behind=behind, waited_ns=0, waiters=0))
     return sorted(out, key=lambda s: (-s.late_ns, s.host))
+
+
+def left_behind(arrive: np.ndarray, exit_: np.ndarray, pod_step: np.ndarray) -> np.ndarray:
+    """(R, C) bool: the calls each rank left behind, arriving at the next call of the same
+    pod step (by its own arrivals) before it left them. DDP issues each gradient bucket's
+    all-reduce as soon as it is ready (gloo runs two at once): a rank held at the first
+    bucket goes on computing the next one's gradients and waits at the last one only."""
+    out = np.zeros(arrive.shape, bool)
+    for k in range(arrive.shape[0]):
+        order = np.lexsort((arrive[k], pod_step))
+        step, lo, hi = pod_step[order], arrive[k, order], exit_[k, order]
+        nxt = (step[1:] == step[:-1]) & (step[:-1] >= 0) & (lo[1:] < hi[:-1])
+        out[k, order[:-1][nxt]] = True
+    return out
+
+
+def _held_once(m: Matched, behind: np.ndarray, last: np.ndarray, n_h: int, n_s: int) -> np.ndarray:
+    """(hosts, steps): how long each rank held the others per step, its margins counted
+    where the next-to-last rank did not leave the call behind. The late rank arrives late
+    at each of the step's buckets by the same lateness, one bucket's gradients apart: the
+    union of the margins counted that gap as well (a 2-rank job on gloo whose rank 0 did
+    1.6 ms of Python a step read 2.83 ms a late step; decision 1035)."""
+    arrive = m.arrive_ns
+    n_r, n_c = arrive.shape
+    order = np.argsort(arrive, axis=0, kind="stable")
+    second_rank = order[-2] if n_r > 1 else last
+    second = arrive[second_rank, np.arange(n_c)]
+    latest = arrive[last, np.arange(n_c)]
+    count = (m.pod_step >= 0) & ~behind[second_rank, np.arange(n_c)]
+    out = np.zeros((n_h, n_s))
+    for j, row in enumerate(m.rows.tolist()):
+        mine = count & (last == j)
+        out[row] = _union_per_step(m.pod_step[mine], second[mine], latest[mine], n_s)
+    return out
 
 
 def _union_per_step(step: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_steps: int) -> np.ndarray:
