@@ -14,8 +14,9 @@ from stepscope.stats.stragglers_types import LATE_MIN_NS, Matched, OwnWork
 
 # The categories that can make a rank late (its waits are not its own work)
 REASONS = tuple(c for c in CATEGORY_NAMES if c not in ("collective_wait", "device_collectives"))
-# What a rank's run-ups show of its own work when the ranks take turns at being late:
-# untraced time is what being descheduled looks like.
+# What a rank's run-ups show of its own work at a step when the ranks take turns at being
+# late: untraced time there is what being descheduled looks like. (In the median step it is
+# work of its own all the same: `_steady_excess`.)
 TRACED = tuple(c for c in REASONS if c != "other")
 
 
@@ -65,18 +66,21 @@ def own_work(
 
 def _steady_excess(m: Matched, n_steps: int, rows: int) -> np.ndarray:
     """Per rank (``rows``: the run's hosts; 0 for a rank without calls), how much longer
-    than the other ranks it works in most steps: the largest, over the traced categories
-    that can make a rank late, of the median over the pod steps with calls of its run-ups'
-    time there beyond the other ranks' median for the same calls, summed per step. A rank
-    doing 15% more host compute every step is last at few steps on a busy machine, where
-    being descheduled makes the ranks late by turns by more; its run-ups show the work
-    (decision 501)."""
+    than the other ranks it works in most steps: the largest, over the categories that can
+    make a rank late, of the median over the pod steps with calls of its run-ups' time there
+    beyond the other ranks' median for the same calls, summed per step. A rank doing 15%
+    more host compute every step is last at few steps on a busy machine, where being
+    descheduled makes the ranks late by turns by more; its run-ups show the work (decision
+    501). Untraced time counts too (decision 1036): being descheduled by turns leaves none
+    of it in the median step, and a rank doing 2.9 ms of Python every step (a metric,
+    logging; 2.85 ms of untraced run-up against the others' 0.49-0.53) on a 4-rank job
+    late by turns was no straggler."""
     out = np.zeros(rows)
     n_r = len(m.rows)
     in_pod = m.pod_step >= 0
     if n_r < 2 or not in_pod.any():
         return out
-    reasons = [CATEGORY_NAMES.index(c) for c in TRACED]
+    reasons = [CATEGORY_NAMES.index(c) for c in REASONS]  # untraced too (decision 1036)
     runup = m.runup_ns[:, in_pod][:, :, reasons].astype(np.float64)  # (R, calls, reasons)
     pod = m.pod_step[in_pod]
     stepped = np.unique(pod)
