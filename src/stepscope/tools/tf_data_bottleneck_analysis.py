@@ -6,13 +6,19 @@ Times are microseconds (float). Pipelines are listed slowest first (by their slo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
 from stepscope.model import Profile
 from stepscope.records import record
-from stepscope.stats.input.input_pipeline import GENERATOR_ADVICE, has_generator
+from stepscope.stats.input.input_pipeline import (
+    GENERATOR_ADVICE,
+    has_generator,
+    is_parallel_map,
+    py_function_map_advice,
+)
 from stepscope.stats.input.tf_data import (
     SLOW_CALL_NS,
     IteratorStat,
@@ -240,20 +246,24 @@ def result_of(
     pipelines: list[tuple[str, PipelineStats]],
     input_percent: dict[str, float | None],
     step_ns: dict[str, float | None] | None = None,
+    map_fix: Callable[[IteratorStat], str] | None = None,
 ) -> TfDataBottleneck:
     """The result for (host, pipeline) pairs in display order; ``step_ns``: each host's
-    median step time (None without steps)."""
+    median step time (None without steps); ``map_fix``: the fix for a bottleneck whose map
+    runs Python (`map_python_fix`), "" for any other."""
     summary, analyses = [], []
     for host, p in pipelines:
         fields = _summary_fields(host, p, input_percent.get(host))
         b = _bottleneck(p)
         summary.append(PipelineSummary(**fields))
         fine = not_a_bottleneck(p, (step_ns or {}).get(host))
+        python = map_fix(b) if map_fix and b else ""
         analyses.append(
             PipelineAnalysis(
                 **fields,
                 slowest_call_start_us=_us(p.slowest_call_start_ns),
                 suggestion=fine
+                or python
                 or (suggestion(b, p.python_stages, has_generator(p.iterators)) if b else ""),
                 python_stages=p.python_stages,
                 graph=tuple(_node(it, p.bottleneck_id) for it in p.iterators),
@@ -284,7 +294,25 @@ def build(ctx: ToolContext) -> TfDataBottleneck:
     hosts = sorted({host for host, _ in found})
     percent = {host: _input_percent(ctx, host) for host in hosts} if len(hosts) > 1 else {}
     found.sort(key=lambda hp: (-(percent.get(hp[0]) or -1.0), -hp[1].max_latency_ns))
-    return result_of(found, percent, {host: median_step_ns(ctx, host) for host in hosts})
+    steps = {host: median_step_ns(ctx, host) for host in hosts}
+    return result_of(found, percent, steps, map_python_fix(ctx) if found else None)
+
+
+def map_python_fix(ctx: ToolContext) -> Callable[[IteratorStat], str]:
+    """The fix for a map bottleneck whose function runs Python (`_analysis.map_python`: one
+    host, its calls a tenth of the steps' time at least): the input pipeline page's and the
+    overview's words for it (decision 1025), after the iterator's name; "" for any other
+    bottleneck, which keeps the fix of its kind (decision 1027)."""
+    summary = analysis.steps(ctx) if len(ctx.hosts) == 1 else None
+
+    def fix(it: IteratorStat) -> str:
+        python = analysis.map_python(ctx, summary, it.name) if summary else None
+        if python is None:
+            return ""
+        advice = py_function_map_advice(python.describe(), python.at_once, is_parallel_map(it.name))
+        return f"'{it.name}' transforms elements too slowly. {advice}"
+
+    return fix
 
 
 def median_step_ns(ctx: ToolContext, host: str) -> float | None:
