@@ -372,6 +372,11 @@ def recommend(
         if limit == "input" and 2 * summary.map_python_percent() > pct:
             # held up by the pipeline's Python: its own fix (`tf_data_advice`), not a prefetch
             text = text[: text.index(". Prepare batches") + 1]
+        elif limit == "input" and summary.fetched_percent() > 0 and summary.fetched.from_queue():
+            # the loop already takes its batches from another thread: that producer's fix,
+            # as the headline's (decision 1028), not "a background thread"
+            cut = text.index(". Prepare batches") + 2
+            text = text[:cut] + QUEUE_AHEAD[0].upper() + QUEUE_AHEAD[1:] + "."
         elif limit == "input" and _serves(summary):
             cut = text.index(". Prepare batches") + 2
             text = text[:cut] + INFERENCE_INPUT_FIX[0].upper() + INFERENCE_INPUT_FIX[1:] + "."

@@ -159,6 +159,8 @@ def _input(summary: StepSummary, pct: float) -> str:
         parts.append(
             f"{fetching:.1f}% getting the next batch from {summary.fetched.source()} "
             f"{iterators}: {seen}, the trace times it"
+            # a queue's: the thread filling it, as the advice names it (decision 1028)
+            + (f"; {summary.producer}" if summary.producer and summary.fetched.from_queue() else "")
         )
     frames = summary.limits.staged_frames if staged >= _SHOWN else ()
     if staged >= _SHOWN:

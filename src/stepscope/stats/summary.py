@@ -98,6 +98,9 @@ class StepSummary:
     # and the eager op types with the most of it (`with_eager`; decision 1026)
     eager_percent: float = 0.0
     eager_ops: tuple[str, ...] = ()
+    # a loop fed by a queue: what its steps wait on there, the thread filling it and its
+    # heaviest traced work, in the headline's words (`Producer.headline`; decision 1028)
+    producer: str = ""
 
     @property
     def n_steps(self) -> int:

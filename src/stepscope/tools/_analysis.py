@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # the XLA and PyTorch cost models load with the tools that sh
     from stepscope.stats.gpu.device_caps import DeviceCaps
     from stepscope.stats.input.loader_workers import LoaderWorkers
     from stepscope.stats.input.map_python import MapPython
+    from stepscope.stats.input.producer import Producer
     from stepscope.stats.input.tf_data import PipelineStats
     from stepscope.stats.trace_index.tracks import Steps
     from stepscope.stats.xla.xla_metrics import HloMetrics
@@ -77,7 +78,7 @@ IN_PROCESS_LOADER: Key[str] = Key("in_process_loader", kept=True)  # .at(source)
 WORKER_LOADER: Key[str] = Key("worker_loader", kept=True)  # .at(source)
 WARMUP_PYTHON: Key[str] = Key("warmup_python", kept=True)  # .at(source)
 STEADY_PYTHON: Key[PythonTime] = Key("steady_python", kept=True)  # .at(source)
-QUEUE_PRODUCER: Key[str] = Key("queue_producer", kept=True)  # .at(source)
+QUEUE_PRODUCER: Key[Producer | None] = Key("queue_producer", kept=True)  # .at(source)
 MAP_PYTHON: Key[MapPython | None] = Key("map_python", kept=True)
 DEVICE_FACTS: Key[tuple[list[DeviceInfo], dict[str, int], str]] = Key("device_facts", kept=True)
 UTILIZATION: Key[dict[str, float]] = Key("utilization", kept=True)  # .at(window)
@@ -276,24 +277,20 @@ def map_python(ctx: ToolContext, summary: StepSummary, kind: str) -> MapPython |
     return found
 
 
-def queue_producer(ctx: ToolContext) -> str:
-    """What the capture traced of the thread filling the queue the loop waits on, in words,
-    for one host ("" for several, or none: `stats.input.producer`)."""
+def queue_producer(ctx: ToolContext) -> Producer | None:
+    """What the capture traced of the thread filling the queue the loop waits on, for one
+    host (None for several, or none: `stats.input.producer`); its `describe` is the advice's
+    words, its `headline` the headline's (decision 1028)."""
     if len(ctx.hosts) != 1:
-        return ""
+        return None
     from stepscope.stats.input.producer import queue_producer as find
 
     host = ctx.hosts[0]
     db = step_db(ctx, host)
     if not db.fetched.from_queue():  # no queue: the module's pass is not run
-        return ""
+        return None
     source = ctx.option("step_source", "auto")
-
-    def build(profile: Profile) -> str:
-        found = find(profile, db)
-        return found.describe() if found else ""
-
-    return ctx.intermediate(host, QUEUE_PRODUCER.at(source), build)
+    return ctx.intermediate(host, QUEUE_PRODUCER.at(source), lambda p: find(p, db))
 
 
 def steps(ctx: ToolContext) -> StepSummary:

@@ -225,7 +225,7 @@ def build(ctx: ToolContext) -> InputPipelineAnalysis:
                 0,
                 f"The loop waits in {first.function} for a queue another thread or process "
                 f"fills ({first.percent:.1f}% of the step time): "
-                + (f"{producer}; " if producer else "")
+                + (f"{producer.describe()}; " if producer else "")
                 + f"{QUEUE_AHEAD}.",
             )
         else:

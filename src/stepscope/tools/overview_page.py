@@ -367,6 +367,10 @@ def build(ctx: ToolContext) -> OverviewPage:
     host_table, device_table = analysis.host_ops(ctx), analysis.device_ops(ctx)
     # the compute evidence says what of it ran eagerly (decision 1026)
     summary = with_eager(analysis.steps(ctx), host_table)
+    # a queue's steps wait on the thread filling it: the headline names it (decision 1028)
+    producer = analysis.queue_producer(ctx)
+    if producer is not None:
+        summary = replace(summary, producer=producer.headline())
     facts = [analysis.device_facts(ctx, h) for h in ctx.hosts]
     all_devices = tuple(d for devs, _, _ in facts for d in devs)
     by_precision = {k: sum(p[k] for _, p, _ in facts) for k in PRECISIONS}
@@ -460,7 +464,7 @@ def build(ctx: ToolContext) -> OverviewPage:
         # time beyond the waiting for it (`_straggler_first`)
         covered=covered | {"collectives"} if skew else covered,
         once_warm=bool(warm),
-        producer=analysis.queue_producer(ctx),
+        producer=producer.describe() if producer else "",
     )
     if job is not None:  # a rank waiting on its input alone is no mean's (decision 601)
         shares = by_rank.input_shares([(h, analysis.step_db(ctx, h)) for h in ctx.hosts])

@@ -26,6 +26,10 @@ _NOT_PRODUCERS = ("Python samples:", "Python fetches:", "Thread CPU:", "tf_")
 # is any thread's work that happened to end then
 MIN_ENDS = 3
 NAMED = 2  # the producer's top-level events named, most time first
+# a line id under this is the thread's own id (Linux's pid_max at most), as
+# `threading.get_native_id()` / `Thread.native_id` gives it; TSL's ids for threads it did not
+# name are 64-bit hashes (decision 1024)
+_NATIVE_IDS = 1 << 22
 
 
 @record
@@ -37,6 +41,8 @@ class Producer:
     counts: tuple[int, ...]
     ns_per_step: int  # its top-level traced time over the steps, per step
     ends_in_waits: int  # its events ending inside the loop's waits
+    # each named event's time over the steps, per step, as ``names`` (decision 1028)
+    each_per_step: tuple[int, ...] = ()
 
     def describe(self) -> str:
         """``the thread filling it is traced only in shard_args x80 (0.95 ms per step); the
@@ -48,6 +54,30 @@ class Producer:
             f"({self.ns_per_step / 1e6:.2f} ms per step); the rest of each batch's making "
             "there is Python the capture does not trace (wrap it in stepscope.trace spans "
             "to see it)"
+        )
+
+    def headline(self) -> str:
+        """What the steps wait on, for the headline's input evidence (decision 1028): ``the
+        steps wait there on the thread filling it (native id 27497, as
+        threading.get_native_id() gives it), traced only in shard_args x74 (0.26 ms per
+        step), the rest of each batch's making untraced Python``; with more traced work, its
+        heaviest named and the traced total. No ";": the headline's parts are so divided."""
+        thread = (
+            f" (native id {self.thread_id}, as threading.get_native_id() gives it)"
+            if 0 < self.thread_id < _NATIVE_IDS
+            else ""
+        )
+        heaviest = self.each_per_step[0] if self.each_per_step else self.ns_per_step
+        work = f"{self.names[0]} x{self.counts[0]} ({heaviest / 1e6:.2f} ms"
+        traced = (
+            f"traced only in {work} per step)"
+            if len(self.names) == 1
+            else f"its heaviest traced work {work} of its {self.ns_per_step / 1e6:.2f} ms "
+            "traced per step)"
+        )
+        return (
+            f"the steps wait there on the thread filling it{thread}, {traced}, the rest of "
+            "each batch's making untraced Python"
         )
 
 
@@ -123,4 +153,5 @@ def queue_producer(profile: Profile, db: StepDb) -> Producer | None:
         tuple(int(counts[i]) for i in order.tolist()),
         int(dur.sum()) // max(db.n_steps, 1),
         inside,
+        tuple(int(total[i]) // max(db.n_steps, 1) for i in order.tolist()),
     )
