@@ -17,7 +17,7 @@ from stepscope.records import record
 from stepscope.stats.bound import BoundBy, host_place
 from stepscope.stats.input.ahead import PYTHON_ITERATOR_AHEAD, QUEUE_AHEAD, input_ahead
 from stepscope.stats.steps.limits import label_words
-from stepscope.stats.summary import StepSummary
+from stepscope.stats.summary import StepSummary, eager_per_step
 from stepscope.vocab.serving import INFERENCE_INPUT_FIX, SERVING_FRAMEWORKS
 
 HIGH_INPUT = 20.0
@@ -426,8 +426,11 @@ def recommend(
             "16-bit precision: mixed precision (bf16/fp16) could speed it up."
         )
     if eager_percent > EAGER_ABOVE:
+        per_step = eager_per_step(summary)  # the host ops' eager time per step (decision 1029)
         details.append(
-            f"{eager_percent:.1f}% of the op time runs eagerly: wrap the step in "
+            f"{eager_percent:.1f}% of the op time runs eagerly"
+            + (f" (the host's eager ops: {per_step})" if per_step else "")
+            + ": wrap the step in "
             "tf.function (or jit / torch.compile) to run it as a graph."
         )
     tips = (

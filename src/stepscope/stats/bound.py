@@ -17,7 +17,7 @@ from stepscope.stats.host.python_samples import PythonTime, function_key
 from stepscope.stats.host.untraced import where_untraced
 from stepscope.stats.steps.fetch import LOADER_NEXT_FRAMES
 from stepscope.stats.steps.limits import LIMIT_LABELS, LIMIT_NAMES, LimitType, label_words
-from stepscope.stats.summary import StepSummary
+from stepscope.stats.summary import StepSummary, eager_per_step
 
 # the model's ops' time beside the map's Python said when this share of the step time (%, the
 # advice's MODERATE_INPUT: `advice` imports this module)
@@ -238,9 +238,11 @@ def _compute(summary: StepSummary) -> str:
         # a TensorFlow loop whose ops run mostly eagerly: its compute is op by op on the
         # Python thread, not a tf.function's graph (decision 1026)
         ops = ", ".join(summary.eager_ops)
+        per_step = eager_per_step(summary)  # as a user times a step (decision 1029)
         text += (
             f"; {summary.eager_percent:.1f}% of the host ops' time ran eagerly, one op at a "
             f"time from the Python thread ({ops}), outside any tf.function"
+            + (f": {per_step}" if per_step else "")
         )
     if waited:
         text += (

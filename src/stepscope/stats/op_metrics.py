@@ -310,7 +310,11 @@ def _aggregate(
     )
 
 
-def _host_table(profile: Profile, from_ns: int | None = None) -> OpTable:
+def _host_events(
+    profile: Profile, from_ns: int | None = None
+) -> tuple[np.ndarray, bool, np.ndarray]:
+    """The host op events (ascending), whether they are framework ops, and the positions in
+    them of the eagerly run ones (`OpTable.eager_self_ns`'s)."""
     # the profilers' own start/stop work is not the program's (`stats.own_work`)
     on_host = host_lines(profile)[profile.line] & ~profiler_work(profile)
     if from_ns is not None:
@@ -318,7 +322,7 @@ def _host_table(profile: Profile, from_ns: int | None = None) -> OpTable:
     events, framework = _host_op_events(profile, on_host)
     del on_host
     if not events.size:
-        return OpTable.empty("host")
+        return events, framework, np.zeros(0, np.int64)
     # only the events that carry these stats (usually few or none): no column over every event
     eager, eager_stat = profile.stat_among("is_eager", events)
     eager = eager[eager_stat.as_int(0) != 0]
@@ -328,6 +332,31 @@ def _host_table(profile: Profile, from_ns: int | None = None) -> OpTable:
         spans = [i for i in distinct(profile.name[events]).tolist() if eager_op_type(strings[i])]
         if spans:
             eager = np.union1d(eager, np.flatnonzero(np.isin(profile.name[events], spans)))
+    return events, framework, eager
+
+
+def eager_ns_by_step(profile: Profile, start_ns: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
+    """Per step (``start_ns``, ``dur_ns``), the self time of the host ops run eagerly that
+    start in it: the host op table's eager time, step by step (decision 1029)."""
+    out = np.zeros(len(start_ns), dtype=np.int64)
+    events, _, eager = _host_events(profile)
+    if not len(eager) or not len(start_ns):
+        return out
+    own = events_self_time(events, profile.line, profile.start_ns, profile.end_ns)[eager]
+    starts = profile.start_ns[events[eager]]
+    order = np.argsort(start_ns, kind="stable")
+    lo, hi = start_ns[order], (start_ns + dur_ns)[order]
+    k = np.searchsorted(lo, starts, "right") - 1
+    inside = (k >= 0) & (starts < hi[np.maximum(k, 0)])
+    np.add.at(out, order[k[inside]], own[inside])
+    return out
+
+
+def _host_table(profile: Profile, from_ns: int | None = None) -> OpTable:
+    events, framework, eager = _host_events(profile, from_ns)
+    if not events.size:
+        return OpTable.empty("host")
+    strings = profile.strings
     sums = host_key_sums(profile, events, eager)
     # `stepscope.trace` spans' names (few): typed as annotations whichever rule chose the ops
     annotated = set(profile.name[profile.stat_events(ANNOTATION_STAT)].tolist())

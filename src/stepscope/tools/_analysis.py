@@ -9,6 +9,7 @@ of diagnostics and the overview) lives here.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from stepscope.model import ALL_HOSTS, Profile
@@ -37,6 +38,8 @@ from stepscope.tools.registry import ToolOption
 from stepscope.vocab.tensorflow import is_iterator
 
 if TYPE_CHECKING:  # the XLA and PyTorch cost models load with the tools that show them
+    import numpy as np
+
     from stepscope.stats.gpu.device_caps import DeviceCaps
     from stepscope.stats.input.loader_workers import LoaderWorkers
     from stepscope.stats.input.map_python import MapPython
@@ -79,6 +82,7 @@ WORKER_LOADER: Key[str] = Key("worker_loader", kept=True)  # .at(source)
 WARMUP_PYTHON: Key[str] = Key("warmup_python", kept=True)  # .at(source)
 STEADY_PYTHON: Key[PythonTime] = Key("steady_python", kept=True)  # .at(source)
 QUEUE_PRODUCER: Key[Producer | None] = Key("queue_producer", kept=True)  # .at(source)
+EAGER_BY_STEP: Key[np.ndarray] = Key("eager_by_step", kept=True)  # .at(source)
 MAP_PYTHON: Key[MapPython | None] = Key("map_python", kept=True)
 DEVICE_FACTS: Key[tuple[list[DeviceInfo], dict[str, int], str]] = Key("device_facts", kept=True)
 UTILIZATION: Key[dict[str, float]] = Key("utilization", kept=True)  # .at(window)
@@ -291,6 +295,22 @@ def queue_producer(ctx: ToolContext) -> Producer | None:
         return None
     source = ctx.option("step_source", "auto")
     return ctx.intermediate(host, QUEUE_PRODUCER.at(source), lambda p: find(p, db))
+
+
+def with_eager_steps(ctx: ToolContext, summary: StepSummary) -> StepSummary:
+    """``summary`` with its eager host ops' time per step (`op_metrics.eager_ns_by_step`;
+    decision 1029), for one host whose ops ran eagerly (`with_eager`); else unchanged."""
+    if len(ctx.hosts) != 1 or summary.eager_percent <= 0 or not summary.n_steps:
+        return summary
+    from stepscope.stats.op_metrics import eager_ns_by_step
+
+    host = ctx.hosts[0]
+    db = step_db(ctx, host)
+    source = ctx.option("step_source", "auto")
+    ns = ctx.intermediate(
+        host, EAGER_BY_STEP.at(source), lambda p: eager_ns_by_step(p, db.start_ns, db.dur_ns)
+    )
+    return replace(summary, eager_ns=ns) if len(ns) == summary.n_steps else summary
 
 
 def steps(ctx: ToolContext) -> StepSummary:

@@ -367,6 +367,7 @@ def build(ctx: ToolContext) -> OverviewPage:
     host_table, device_table = analysis.host_ops(ctx), analysis.device_ops(ctx)
     # the compute evidence says what of it ran eagerly (decision 1026)
     summary = with_eager(analysis.steps(ctx), host_table)
+    summary = analysis.with_eager_steps(ctx, summary)  # and per step (decision 1029)
     # a queue's steps wait on the thread filling it: the headline names it (decision 1028)
     producer = analysis.queue_producer(ctx)
     if producer is not None:
