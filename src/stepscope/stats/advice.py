@@ -292,8 +292,8 @@ class Recommendation:
         "`TF_GPU_THREAD_MODE=gpu_private` advice when tf.data is used), Python / host 3/15%, "
         "copies 5/20%, collectives 3/15%, idle waits 3/15% (`HIGH:` past the high threshold), "
         "reduced-precision (below 32-bit) share below 10% (mixed precision), eager time above "
-        "10% (tf.function / jit), the diagnostics tool's high and medium findings with their "
-        "fixes"
+        "10% (tf.function / jit; the host's eager ops per step where known), the "
+        "diagnostics tool's high and medium findings with their fixes"
     )
     tips: tuple[str, ...] = out("where to look next")
 

@@ -155,8 +155,10 @@ class PipelineSummary:
 class PipelineAnalysis(PipelineSummary):
     slowest_call_start_us: float = out("start of the slowest call (profile clock)", "us", 3)
     suggestion: str = out(
-        'a concrete fix for the bottleneck, by its kind; "Not a bottleneck: ..." when the '
-        "slowest call is under 5% of the host's median step (no change needed)"
+        "a concrete fix for the bottleneck, by its kind (a map whose function runs Python "
+        "through tf.py_function: the input pipeline page's GIL advice, naming the function); "
+        '"Not a bottleneck: ..." when the slowest call is under 5% of the host\'s median step '
+        "(no change needed)"
     )
     python_stages: bool = out("the pipeline was recorded by stepscope.data (Python stages)")
     graph: tuple[GraphNode, ...] = out("iterators of the slowest call in order of first start")
