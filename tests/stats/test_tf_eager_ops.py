@@ -13,12 +13,7 @@ from stepscope.model import Profile
 from stepscope.model.from_xspace import profile_from_xspace
 from stepscope.stats.op_metrics import OpTable, build_op_metrics
 from stepscope.xspace.builder import XSpaceBuilder
-from stepscope.xspace.proto.xplane_pb2 import XSpace
-
-US = 1_000
-# One eager op as TensorFlow 2.21 traces it on the calling thread (the runtime's wrappers,
-# no op event inside: the op runs as a one-op function).
-WRAPPERS = ("EagerKernelExecute", "KernelAndDeviceFunc::Run")
+from tests.support.tf_mixed_loop import US, WRAPPERS, mixed_loop, mixed_space
 
 
 def _eager_loop(ops: tuple[str, ...], *, inner: str = "", function: str = "") -> Profile:
@@ -81,63 +76,12 @@ def test_an_op_traced_inside_its_span_is_the_op() -> None:
     assert rows[("MatMul", "MatMul")] == (3, 180 * US, 0)  # the kernel's, not the span's
 
 
-def _mixed_loop(
-    eager: tuple[str, ...], *, steps: int = 3, once: str = "", between: str = ""
-) -> Profile:
-    return profile_from_xspace(_mixed_space(eager, steps=steps, once=once, between=between))
-
-
-def _mixed_space(
-    eager: tuple[str, ...], *, steps: int = 3, once: str = "", between: str = ""
-) -> XSpace:
-    """A loop mixing eager ops with a tf.function (decision 1022), per step: the iterator's
-    fetch (``IteratorGetNext`` holding the pipeline's root stage), a constant made of a Python
-    value, the ``eager`` ops (100 us each), the function's call (its graph op on tf_Compute);
-    a tf.data thread runs a ``tf.py_function`` holding an eager ``Mul``; ``once`` is an eager
-    op run once after the loop (Keras's summary at the capture's stop); ``between`` one run
-    once, 2 ms, in the second step (a user's one-off evaluation, decision 1026)."""
-    builder = XSpaceBuilder(hostname="h")
-    plane = builder.plane("/host:CPU")
-    main = plane.line(1, "python", timestamp_ns=0)
-    compute = plane.line(2, "tf_Compute/0", timestamp_ns=0)
-    data = plane.line(3, "tf_data_private_threadpool/7", timestamp_ns=0)
-
-    def eager_op(line, op: str, at: int, dur: int) -> None:  # type: ignore[no-untyped-def]
-        line.event("EagerExecute", at, dur + 10 * US, {"eager_op": op, "is_func": 0})
-        line.event(f"EagerLocalExecute: {op}", at + 5 * US, dur)
-        for depth, name in enumerate(WRAPPERS):
-            line.event(name, at + (10 + depth) * US, dur - (10 + 2 * depth) * US)
-
-    at = 0
-    for step in range(steps):
-        if between and step == 1:
-            eager_op(main, between, at, 2000 * US)
-            at += 2050 * US
-        eager_op(main, "IteratorGetNext", at, 50 * US)
-        main.event("Iterator::Root", at + 20 * US, 20 * US)
-        data.event("EagerPyFunc:EagerPyFunc", at, 100 * US)
-        eager_op(data, "Mul", at + 20 * US, 50 * US)
-        at += 70 * US
-        eager_op(main, "_EagerConst", at, 30 * US)
-        at += 50 * US
-        for op in eager:
-            eager_op(main, op, at, 100 * US)
-            at += 120 * US
-        main.event("EagerLocalExecute: __inference_train_step_12", at, 200 * US)
-        main.event("KernelAndDeviceFunc::Run", at + 10 * US, 180 * US)
-        compute.event("dense/MatMul:MatMul", at + 20 * US, 150 * US)
-        at += 220 * US
-    if once:
-        eager_op(main, once, at, 40 * US)
-    return builder.build()
-
-
 def test_eager_ops_beside_a_tf_function_are_their_own_eager_rows() -> None:
     """A loop with eager data prep beside its tf.function listed only the function's ops: the
     eager part's 600 us were host idle. Now each eager op is its own row, all of it eager, and
     the function's graph op, the pipeline's ops and what feeds the function are as before."""
-    plain = build_op_metrics(_mixed_loop(())).host
-    table = build_op_metrics(_mixed_loop(("Cast", "Sub"), once="LogicalAnd")).host
+    plain = build_op_metrics(mixed_loop(())).host
+    table = build_op_metrics(mixed_loop(("Cast", "Sub"), once="LogicalAnd")).host
     rows = _rows(table)
     assert rows[("Cast", "Cast")] == (3, 300 * US, 300 * US)
     assert rows[("Sub", "Sub")] == (3, 300 * US, 300 * US)
@@ -152,7 +96,7 @@ def test_eager_ops_beside_a_tf_function_are_their_own_eager_rows() -> None:
 
 def test_a_one_step_capture_keeps_an_eager_op_run_once() -> None:
     """Where the function ran once, an op run once is the step's, not the capture's edge."""
-    rows = _rows(build_op_metrics(_mixed_loop(("Cast",), steps=1)).host)
+    rows = _rows(build_op_metrics(mixed_loop(("Cast",), steps=1)).host)
     assert rows[("Cast", "Cast")] == (1, 100 * US, 100 * US)
     assert ("_EagerConst", "_EagerConst") not in rows
     assert ("IteratorGetNext", "IteratorGetNext") not in rows
@@ -163,7 +107,7 @@ def test_the_report_marks_the_top_ops_that_ran_eagerly(
 ) -> None:
     """The report's top host ops say which are eager ops (the overview's `eager_percent`)."""
     path = tmp_path / "h.xplane.pb"
-    path.write_bytes(_mixed_space(("Cast",)).SerializeToString())
+    path.write_bytes(mixed_space(("Cast",)).SerializeToString())
     monkeypatch.setenv("COLUMNS", "100")
     assert main(["report", str(path), "--no-cache"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -177,7 +121,7 @@ def test_an_eager_op_run_once_between_the_calls_is_a_row() -> None:
     capture) was host idle: the rule for the capture's edges left it out wherever it ran.
     Now only one before the first call or after the last is left out."""
     rows = _rows(
-        build_op_metrics(_mixed_loop(("Cast",), once="LogicalAnd", between="MatrixInverse")).host
+        build_op_metrics(mixed_loop(("Cast",), once="LogicalAnd", between="MatrixInverse")).host
     )
     assert rows[("MatrixInverse", "MatrixInverse")] == (1, 2000 * US, 2000 * US)
     assert ("LogicalAnd", "LogicalAnd") not in rows  # after the last call: the capture's edge
@@ -189,7 +133,7 @@ def test_the_compute_headline_says_the_ops_ran_eagerly(
     """A loop whose host compute is mostly eager ops read "The model's computation on the
     host (framework ops)", as a tf.function's graph would (decision 1026)."""
     path = tmp_path / "h.xplane.pb"
-    path.write_bytes(_mixed_space(("Cast", "RealDiv", "Sub"), steps=6).SerializeToString())
+    path.write_bytes(mixed_space(("Cast", "RealDiv", "Sub"), steps=6).SerializeToString())
     monkeypatch.setenv("COLUMNS", "1000")
     assert main(["report", str(path), "--no-cache"]) == 0
     out = capsys.readouterr().out
