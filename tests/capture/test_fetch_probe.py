@@ -340,20 +340,37 @@ def test_the_callers_sites_are_read_when_the_probe_is_installed() -> None:
 def test_a_loop_whose_iterator_enters_no_frame_ends_the_probe_after_its_steps() -> None:
     """``for i in range(n): with stepscope.step(i)``: nothing to time (``range`` enters no
     frame), and the probe, a Python call on each event, stayed for `MAX_EVENTS`: ~850 steps
-    of a PyTorch loop at +25-30% each (decision 1000). It leaves after `MAX_STEPS` markers."""
+    of a PyTorch loop at +25-30% each (decision 1000), then until `MAX_STEPS` markers. With
+    no fetch begun by the second marker it leaves there (decision 1008)."""
     probe = FetchProbe(sys._getframe(), FetchSites(), markers=(step.__code__,))
     assert probe.install()
     try:
-        for i in range(MAX_STEPS):
-            with step(i):
-                _work()
-        assert sys.getprofile() == probe._probe  # still there after MAX_STEPS markers
-        with step(MAX_STEPS):
+        with step(0):
             _work()
-        assert sys.getprofile() is None  # gone at the next
+        assert sys.getprofile() == probe._probe  # still there after one marker
+        with step(1):
+            _work()
+        assert sys.getprofile() is None  # gone at the second
     finally:
         probe.stop()
     assert probe.fetches == []
+
+
+def test_a_marked_loop_that_fetches_inside_its_step_keeps_the_probe_to_its_fetches() -> None:
+    """``with stepscope.step(i): batch = next(it)``: the fetch begins after the first marker,
+    before the second, so the second marker does not end the probe; a fetch in each marked
+    step has its `MAX_FETCHES` timed before `MAX_STEPS` markers."""
+    probe = FetchProbe(sys._getframe(), FetchSites(), markers=(step.__code__,))
+    batches = _gen()
+    assert probe.install()
+    try:
+        for i in range(MAX_STEPS + 2):
+            with step(i):
+                next(batches)
+                _work()
+    finally:
+        probe.stop()
+    assert [f[0] for f in probe.fetches] == ["_gen (test_fetch_probe.py)"] * MAX_FETCHES
 
 
 def test_a_marked_loop_that_fetches_is_timed_before_the_steps_bound() -> None:

@@ -25,11 +25,16 @@ many again in the same call with no shallower loop fetching (a helper gathering 
 first, or a helper's inner loop inside the step, is not the training loop); after
 `MAX_EVENTS` profile events (a few milliseconds of the program's time in all) or
 `MAX_STEPS` step markers (a loop over ``range`` or a list, whose iterator enters no frame,
-is never timed), once a watched frame has made a call from the same place `MAX_LAPS` times
-with no fetch begun in any watched frame meanwhile (an unmarked loop with nothing to time,
-decision 1004), at `stop`, or on any error of its own. It is not installed when a profile
-function is already set (a profiler, a debugger: theirs is never replaced), nor when the
-Python tracer runs.
+is never timed; at the second marker when no fetch has begun, decision 1008), once a watched
+frame has made a call from the same place `MAX_LAPS` times with no fetch begun in any watched
+frame meanwhile, outside the loops of the fetches its code began (an unmarked loop with
+nothing to time, decisions 1004 and 1007), at `stop`, or on any error of its own. Left by
+the laps or the markers before any loop had its `MAX_FETCHES` timed, it waits, costing
+nothing, for a loop over a PyTorch DataLoader to begin on its thread in a watched frame's
+place (the DataLoader's ``iter()``, `loop_begins`): it is installed again there, its laps and
+markers counted afresh, at most `MAX_ARMS` times (a warm-up over ``range`` before the
+loader's loop, decision 1006). It is not installed when a profile function is already set
+(a profiler, a debugger: theirs is never replaced), nor when the Python tracer runs.
 Only the standard library is imported (capture runs inside training scripts).
 """
 
@@ -69,8 +74,13 @@ MAX_STEPS = MAX_FETCHES
 # 1004). An unmarked ``for i in range(n): step()`` (nothing counts its steps, `MAX_STEPS`)
 # never fetches through a frame, and paid +25-28% of each 0.42 ms PyTorch step for ~850 steps;
 # it now pays `MAX_LAPS` - 1 steps. A loop that fetches each step begins a fetch before its
-# body's second lap, and a warm-up of fewer laps before the loop that fetches keeps the probe.
+# body's second lap, and a warm-up of fewer laps before the loop that fetches keeps the probe
+# (a longer one before a DataLoader's loop has it installed again there: `loop_begins`).
 MAX_LAPS = 8
+# Times a probe left by its laps or markers is installed again where a DataLoader's loop begins
+# (`loop_begins`, decision 1006): each time costs at most the `MAX_LAPS` laps or `MAX_STEPS`
+# markers it stays when that loop has nothing to time either.
+MAX_ARMS = 4
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _GATHERING = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__))
@@ -106,6 +116,23 @@ def function_name(code: Any) -> str:
     return alias or f"{code.co_name} ({os.path.basename(code.co_filename)})"
 
 
+# The probe left by its laps or markers, waiting for a DataLoader's loop to begin (decision
+# 1006); None when there is none (read by `loader_hook` on each ``iter()`` of a DataLoader).
+dormant: FetchProbe | None = None
+
+
+def loop_begins(frame: FrameType | None) -> None:
+    """A loop over a DataLoader begins in ``frame`` (its ``iter()``): the probe waiting for one,
+    if any, is installed again when ``frame`` is a watched frame's place (`FetchProbe.rearm`).
+    Never raises."""
+    probe = dormant
+    if probe is not None and frame is not None:
+        try:
+            probe.rearm(frame)
+        except Exception:  # the probe never fails the program
+            probe.stop()
+
+
 def caller_frame(frame: FrameType | None) -> FrameType | None:
     """The first frame outside stepscope from ``frame`` outwards (the user's call of
     `start`)."""
@@ -128,6 +155,11 @@ class FetchProbe:
         # the code of the step markers (`stepscope.step`): the probe counts their calls
         self._markers = markers
         self._steps = 0
+        self._began = 0  # fetches begun since the probe was (last) installed
+        self._arms = 0  # times installed again (`rearm`)
+        self._timed_all = False  # a loop has its `MAX_FETCHES` timed: no more `rearm`
+        self._root = loop.f_code  # start's caller, found again by its code (`rearm`)
+        self._stopped = False
         self._watched: dict[FrameType, int] = {loop: 0}  # frame -> calls below start's caller
         self._sites = sites
         self._program: dict[CodeType, bool] = {}  # `is_program_code` per code object
@@ -138,7 +170,10 @@ class FetchProbe:
         self._beyond: dict[FrameType, int] = {}  # a loop's fetches after its timed ones
         # watched frame -> {f_lasti: calls from there since the last fetch began}
         self._laps: dict[FrameType, dict[int, int]] = {}
-        self._fetching: set[CodeType] = set()  # the code of the frames that began a fetch
+        # code -> the offsets where a frame of it began a fetch; (code, offset) -> whether
+        # that offset is in a loop holding one of them (`_in_fetching_loop`, decision 1007)
+        self._fetched_at: dict[CodeType, set[int]] = {}
+        self._inside: dict[tuple[CodeType, int], bool] = {}
         self._fetch_depth = MAX_DEPTH + 1  # the depth of the shallowest of them
         self._events = 0
         self.fetches: list[tuple[str, str, int, int, tuple[int, int] | None]] = []
@@ -166,7 +201,11 @@ class FetchProbe:
 
     def stop(self) -> None:
         """No more timing; removed now when called on its thread, else at its next event."""
+        global dormant
+        self._stopped = True
         self.done = True
+        if dormant is self:
+            dormant = None
         if sys.getprofile() == self._probe:
             sys.setprofile(None)
         self._release()
@@ -177,11 +216,48 @@ class FetchProbe:
         self._beyond.clear()
         self._laps.clear()
 
-    def _leave(self) -> None:
+    def _leave(self, waits: bool = False) -> None:
+        """Removed; ``waits``: left a loop with nothing to time, to be installed again where a
+        DataLoader's loop begins (`rearm`)."""
+        global dormant
         self.done = True
         if sys.getprofile() == self._probe:
             sys.setprofile(None)
         self._release()
+        if waits and not self._stopped and self._arms < MAX_ARMS and not self._timed_all:
+            dormant = self
+
+    def rearm(self, frame: FrameType) -> None:
+        """Installed again, waiting (`dormant`), on its thread, no profile function set, when
+        ``frame`` is start's caller or a program frame it called, `MAX_DEPTH` calls deep at
+        most, each one's caller the program's: those frames are watched, the laps and the
+        markers counted afresh (decision 1006)."""
+        global dormant
+        if dormant is not self or self._stopped or sys.getprofile() is not None:
+            return
+        import threading
+
+        if threading.get_native_id() != self.native_id:
+            return
+        chain: list[FrameType] = []
+        at: FrameType | None = frame
+        while at is not None and len(chain) <= MAX_DEPTH:
+            chain.append(at)
+            if at.f_code is self._root:
+                break
+            if not self._is_program(at.f_code):
+                return
+            at = at.f_back
+        else:
+            return
+        dormant = None
+        self._arms += 1
+        self._watched.update((f, depth) for depth, f in enumerate(reversed(chain)))
+        self._steps = self._began = 0
+        self.done = False
+        sys.setprofile(self._probe)
+        if self._stopped:  # `stop` from another thread meanwhile
+            self._leave()
 
     def _is_program(self, code: CodeType) -> bool:
         """The program's own function; not a comprehension or generator expression, which
@@ -202,9 +278,11 @@ class FetchProbe:
                 self._leave()
             elif event == "call":
                 if frame.f_code in self._markers:
+                    # a marked loop that fetches has begun a fetch by its second marker
+                    # (decision 1008); one that does has its `MAX_FETCHES` timed by then
                     self._steps += 1
-                    if self._steps > MAX_STEPS:
-                        self._leave()
+                    if self._steps > MAX_STEPS or (self._steps > 1 and not self._began):
+                        self._leave(waits=True)
                     return
                 caller = frame.f_back
                 depth = self._watched.get(caller) if caller is not None else None
@@ -217,7 +295,7 @@ class FetchProbe:
                 if self._sites.at(caller.f_code, caller.f_lasti) or self._sites.gets_from_queue(
                     frame.f_code
                 ):
-                    self._began_fetch(caller.f_code, depth)
+                    self._began_fetch(caller, depth)
                     if self._per_loop.get(caller.f_code, 0) < MAX_FETCHES:
                         self._open[frame] = (began, caller, caller.f_lasti)
                     elif depth:
@@ -245,19 +323,43 @@ class FetchProbe:
         except Exception:
             self._leave()
 
-    def _began_fetch(self, code: CodeType, depth: int) -> None:
+    def _began_fetch(self, loop: FrameType, depth: int) -> None:
         self._laps.clear()  # each loop counts its laps afresh
-        self._fetching.add(code)
+        self._began += 1
+        sites = self._fetched_at.get(loop.f_code)
+        if sites is None:
+            sites = self._fetched_at[loop.f_code] = set()
+        if loop.f_lasti not in sites:
+            sites.add(loop.f_lasti)
+            self._inside.clear()
         self._fetch_depth = min(self._fetch_depth, depth)
+
+    def _in_fetching_loop(self, frame: FrameType) -> bool:
+        """Whether ``frame`` stands in a loop of its code that holds a place where a frame of
+        that code began a fetch: an inner loop of the loop that fetches."""
+        code = frame.f_code
+        sites = self._fetched_at.get(code)
+        if not sites:
+            return False
+        lasti = frame.f_lasti
+        known = self._inside.get((code, lasti))
+        if known is None:
+            known = self._inside[(code, lasti)] = any(
+                first <= lasti <= last and any(first <= site <= last for site in sites)
+                for first, last in self._sites.loop_spans(code)
+            )
+        return known
 
     def _lap(self, frame: FrameType, depth: int) -> None:
         """A call from a watched frame that begins no fetch: once the same place has called
         `MAX_LAPS` times with no fetch begun since, the frame is in a loop with nothing to time
-        (its iterator enters no frame: ``range``, a list) and the probe leaves. Not counted in
-        a frame whose code began a fetch (an inner loop of the loop that fetches: ``for x in
-        batches(): for part in x.split(8):``) nor in one deeper than such a frame (a helper's
-        loop inside the step): their loop has something to time."""
-        if depth > self._fetch_depth or frame.f_code in self._fetching:
+        (its iterator enters no frame: ``range``, a list) and the probe leaves, to wait for a
+        DataLoader's loop (`rearm`). Not counted in a loop that holds a place where its code
+        began a fetch (an inner loop of the loop that fetches: ``for x in batches(): for part
+        in x.split(8):``; not a loop after a single ``next()``, decision 1007) nor in a frame
+        deeper than the shallowest that began one (a helper's loop inside the step): their
+        loop has something to time."""
+        if depth > self._fetch_depth or self._in_fetching_loop(frame):
             return
         places = self._laps.get(frame)
         if places is None:
@@ -265,7 +367,7 @@ class FetchProbe:
         lasti = frame.f_lasti
         laps = places[lasti] = places.get(lasti, 0) + 1
         if laps >= MAX_LAPS:
-            self._leave()
+            self._leave(waits=True)
 
     def _timed(self, frame: FrameType, began: int, loop: FrameType, lasti: int) -> None:
         now = time.perf_counter_ns()
@@ -274,6 +376,7 @@ class FetchProbe:
             (function_name(frame.f_code), function_name(loop.f_code), began, now, lines)
         )
         count = self._per_loop[loop.f_code] = self._per_loop.get(loop.f_code, 0) + 1
+        self._timed_all = self._timed_all or count >= MAX_FETCHES
         depth = self._watched.get(loop, MAX_DEPTH)
         self._shallowest = min(self._shallowest, depth)
         if count >= MAX_FETCHES and depth == 0:

@@ -142,6 +142,18 @@ def loop_lines(
     return out
 
 
+def loop_spans(code: CodeType) -> tuple[tuple[int, int], ...]:
+    """The offsets each loop of ``code`` spans, (first, last): from the target of each jump
+    backwards to the jump (a ``for``'s ``FOR_ITER`` to its body's end, a ``while``'s body, a
+    ``continue``'s part of one). An offset inside a loop lies in at least one."""
+    jumps = set(dis.hasjrel) | set(dis.hasjabs)
+    return tuple(
+        (op.argval, op.offset)
+        for op in dis.get_instructions(code)
+        if op.opcode in jumps and isinstance(op.argval, int) and op.argval <= op.offset
+    )
+
+
 class FetchSites:
     """`fetch_offsets` and `loop_lines` per code object, each code read once (``dis`` of a
     script's module took 0.96 ms, decision 507)."""
@@ -149,6 +161,7 @@ class FetchSites:
     def __init__(self) -> None:
         self._by_code: dict[CodeType, tuple[frozenset[int], dict[int, tuple[int, int]]]] = {}
         self._queue_gets: frozenset[CodeType] | None = None
+        self._spans: dict[CodeType, tuple[tuple[int, int], ...]] = {}
 
     def _read(self, code: CodeType) -> tuple[frozenset[int], dict[int, tuple[int, int]]]:
         known = self._by_code.get(code)
@@ -173,6 +186,17 @@ class FetchSites:
         if gets is None:
             gets = self._queue_gets = queue_gets()
         return code in gets
+
+    def loop_spans(self, code: CodeType) -> tuple[tuple[int, int], ...]:
+        """`loop_spans` of ``code``, read once."""
+        known = self._spans.get(code)
+        if known is None:
+            try:
+                known = loop_spans(code)
+            except Exception:  # a code object dis cannot read: no loop (capture never fails)
+                known = ()
+            self._spans[code] = known
+        return known
 
     def lines_of_loop(self, code: CodeType, lasti: int) -> tuple[int, int] | None:
         """The first and last line of the ``for`` loop whose ``FOR_ITER`` a frame of ``code``

@@ -8,7 +8,8 @@ in ``iter(loader)``. While a session that saves records, `install` wraps the pub
 workers that call starts, fork, spawn and forkserver alike); it, and a persistent loader's
 later ``iter()`` (its workers resumed, not started), are marked ``iter(DataLoader)`` on the
 loop's thread, where an epoch begins (decisions 562, 605); every other call goes straight
-to torch's. `uninstall` puts torch's back at `stop()` (unless something wrapped it since: then
+to torch's, after installing again the fetch probe left waiting for such a loop (decision
+1006). `uninstall` puts torch's back at `stop()` (unless something wrapped it since: then
 ours stays, doing nothing while no session records). torch is never imported here: a program
 that has not imported ``torch.utils.data`` when the session starts is not hooked.
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 import os
 import sys
 
-from stepscope.capture import loader_workers
+from stepscope.capture import fetch_probe, loader_workers
 from stepscope.capture.annotations import trace
 from stepscope.vocab.profiler import CPU_COUNT_STAT, CPU_IDLE_STAT
 from stepscope.vocab.pytorch import DATALOADER_ITER
@@ -44,6 +45,8 @@ def install() -> None:
         return
 
     def __iter__(self: Any, _original: Any = current) -> Any:
+        if fetch_probe.dormant is not None:  # the loop begins: the fetch probe back (d. 1006)
+            fetch_probe.loop_begins(sys._getframe(1))
         if not loader_workers.armed():
             return _original(self)
         workers = _workers(self)
