@@ -136,3 +136,73 @@ def test_strength_orders_the_comparable_events_as_their_rank() -> None:
     assert got.dtype == np.int64 and int(got.min()) >= 0
     far = wide._strength(np.array([cap + 1, 1 << 60, -5, 0]), np.array([7, 8, 9, 10]), n_events)
     assert far[0] > far[1] and far[2] > far[3]  # clipped: the cap, then position order
+
+
+def _level(start: list[int], dur: list[int], row: list[int]) -> WideLevel:
+    """A level of one segment per row from (start, dur, row) given by row, then start."""
+    rows = np.asarray(row, np.int32)
+    first = np.r_[0, np.flatnonzero(rows[1:] != rows[:-1]) + 1]
+    hi = np.r_[first[1:], len(rows)]
+    n = len(start)
+    return lay_out(
+        0,
+        np.zeros(len(first), np.int64),
+        first,
+        hi,
+        rows[first],
+        np.arange(n),
+        np.asarray(start, np.int64),
+        np.asarray(dur, np.int64),
+        np.zeros(n, np.int32),
+        np.arange(rows.max() + 1, dtype=np.int32),
+        np.zeros(rows.max() + 1, np.int32),
+    )
+
+
+def test_level_keys_are_the_window_pixels_and_do_not_decrease() -> None:
+    """`_level_keys` (decision 1042): for each event lasting to t0 its row and the window's
+    pixel as `window.query_window` counts it (one crossing t0 in pixel 0), and no decrease
+    over the level, the events before t0 on negative pixels of their own."""
+    rng = np.random.default_rng(11)
+    row = np.repeat(np.arange(4), 500)
+    gaps = rng.integers(1, 60, len(row))
+    start = np.concatenate([np.cumsum(g) for g in np.split(gaps, 4)]) + BASE
+    dur = np.minimum(rng.integers(0, 80, len(row)), np.r_[np.diff(start), 80])
+    dur[np.r_[np.flatnonzero(np.diff(row)), len(row) - 1]] = 70  # each row's last
+    laid = _level(start.tolist(), dur.tolist(), row.tolist())
+    assert laid.disjoint
+    crossed = 0
+    for t0 in (BASE - 5, BASE + 900, BASE + int(start[700]) - BASE + 1, BASE + 20_000):
+        for bucket in (3.0, 7.25, 123.5):
+            key = wide._level_keys(laid, t0, bucket)
+            assert np.all(np.diff(key) >= 0)
+            lasting = laid.last_ns >= t0
+            pixel = np.floor((np.maximum(laid.start_ns, t0) - t0) / bucket)
+            want = laid.row * wide.ROW_KEY + pixel
+            assert np.array_equal(key[lasting], want[lasting])
+            before = ~lasting
+            assert np.all(key[before] < laid.row[before] * wide.ROW_KEY)  # never pixel 0
+            crossing = lasting & (laid.start_ns < t0)
+            assert crossing.sum() <= 4  # one a row at most
+            crossed += int(crossing.sum())
+    assert crossed > 0
+
+
+def test_overlapping_events_in_a_row_are_not_thinned_from_the_level() -> None:
+    """Where two events of a row overlap, the level's keys could decrease: `wide_answer`
+    declines (the index is searched), and answers where the events only touch."""
+    touching = _level([100, 110, 120], [10, 10, 5], [0, 0, 0])
+    overlapping = _level([100, 105, 120], [10, 10, 5], [0, 0, 0])
+    assert touching.disjoint and not overlapping.disjoint
+    edges = wide.Edges(
+        row=np.zeros(0, np.int32),
+        start_ns=np.zeros(0, np.int64),
+        dur_ns=np.zeros(0, np.int64),
+        event=np.zeros(0, np.int64),
+        name=np.zeros(0, np.int32),
+    )
+    row_line, row_depth = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    args = (edges, 103, 130, 4, 27 / 4, None, 3, row_line, row_depth)
+    assert wide.wide_answer(overlapping, *args) is None
+    answer = wide.wide_answer(touching, *args)
+    assert answer is not None and answer[0].tolist() == [0, 1, 2]

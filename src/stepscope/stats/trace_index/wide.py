@@ -12,14 +12,16 @@ answers (event, line, depth, start, duration, name), with the permutation betwee
 A window is then elementwise passes: the (row, pixel) keys are non-decreasing, so each
 pixel's narrow events are a short run of neighbours (at most three bins of the level and
 one event crossing the window's start), and the answer is read in event order, with no
-sort and no gather at random (decision 337). The answer is the same set in the same order
+sort and no gather at random (decision 337). The keys are made for the whole level, the
+events the window does not keep among them, with no gather of the narrow ones (decision
+1042). The answer is the same set in the same order
 (`window` states the rule): narrow events tie-break by the index's position order, as
 `window.longest_per_key` does over `window._positions`' candidates, with the edge pieces'
 events after the level's (`tests/stats/test_trace_wide.py` compares both ways).
 
 Bounded: a level is laid out only when it holds at most 1 / `MAX_SHARE` of the events, and
-only the last `KEPT` levels asked for are kept (76 bytes per laid-out event with 32-bit
-positions: 19 MB for the 8000 px full view's level of a 10.6M-event trace, whose index
+only the last `KEPT` levels asked for are kept (88 bytes per laid-out event with 32-bit
+positions: 22 MB for the 8000 px full view's level of a 10.6M-event trace, whose index
 holds 446 MB of arrays). Laying a level out is a wide window's first cost at a new width
 (the page's first full view, each zoom level): merges of the level's sorted runs and one
 pass for the pick's order, 15 ms of CPU for that level (decision 420).
@@ -42,6 +44,7 @@ WIDE = 4  # windows of at least 1 / WIDE of the trace are answered from the laid
 MAX_SHARE = 16  # a level is laid out when it holds at most 1 / MAX_SHARE of the events
 KEPT = 2  # levels kept per index (a user zooming between two widths)
 RUNS_COMPARED = 8  # runs up to this long are compared elementwise (`_longest_of_runs`)
+ROW_KEY = float(1 << 32)  # a (row, pixel) key is row * ROW_KEY + pixel (`_level_keys`)
 
 
 @record(frozen=False)
@@ -54,19 +57,23 @@ class WideLevel:
     row: np.ndarray  # int32
     start_ns: np.ndarray  # int64 absolute
     dur_ns: np.ndarray  # the profile's durations
-    end_ns: np.ndarray  # start + max(dur, 1): the window overlaps an event ending after t0
+    last_ns: np.ndarray  # start + max(dur, 1) - 1: the window overlaps an event lasting to t0
+    row_key: np.ndarray  # float64: row * ROW_KEY, the keys' row part (`_level_keys`)
+    row_first: np.ndarray  # int64: where each row's events begin
     tie: np.ndarray  # int32/int64: position in the index (the order of ties)
     strength: np.ndarray  # int64: (duration, -tie) packed (`_strength`): a pixel keeps its largest
     by_event: np.ndarray  # int32/int64
     # in event order
-    event: np.ndarray  # int32/int64, ascending
+    event: np.ndarray  # int64, ascending (the answer's type: no conversion a window)
     line: np.ndarray  # int32
     depth: np.ndarray  # int32
     event_start_ns: np.ndarray  # int64
     event_dur_ns: np.ndarray  # int64
     name: np.ndarray  # int32 string id
+    first_start_ns: int
     last_start_ns: int
     min_dur_ns: int
+    disjoint: bool  # no two events of a row overlap (each ends by the next one's start + 1)
 
     def __len__(self) -> int:
         return len(self.event)
@@ -112,23 +119,29 @@ def lay_out(
     event_dur = dur_ns[in_order]
     dur = np.empty_like(event_dur)
     dur[by_event] = event_dur
+    last = start + np.maximum(dur, 1) - 1
+    same_row = row[1:] == row[:-1]
     return WideLevel(
         level=level,
         row=row,
         start_ns=start,
         dur_ns=dur,
-        end_ns=start + np.maximum(dur, 1),
+        last_ns=last,
+        row_key=row * ROW_KEY,
+        row_first=group_firsts(row),
         tie=pos.astype(small),
         strength=_strength(dur, pos, len(order)),
         by_event=by_event,
-        event=in_order,
+        event=in_order.astype(np.int64),
         line=row_line[row[by_event]].astype(np.int32),
         depth=row_depth[row[by_event]].astype(np.int32),
         event_start_ns=start[by_event],
         event_dur_ns=event_dur,
         name=name[in_order].astype(np.int32),
+        first_start_ns=int(start.min(initial=0)),
         last_start_ns=int(start.max(initial=0)),
         min_dur_ns=int(dur.min(initial=0)),
+        disjoint=bool(np.all(~same_row | (last[:-1] <= start[1:]))),
     )
 
 
@@ -196,19 +209,20 @@ def wide_answer(
         int(bucket).bit_length() + top.bit_length() > 62
         or laid.min_dur_ns < 0
         or int(edges.dur_ns.min(initial=0)) < 0
+        or not _float_keys_fit(laid, len(row_line), t0, bucket)
     ):
         return None
     bits = top.bit_length()
     # The edge pieces' narrow events, each (row, pixel)'s best: (duration, -tie) packed in
     # one int64, the edges' ties after the level's (as `window.query_window` concatenates).
     small = np.flatnonzero(edges.dur_ns < bucket)
-    e_key = _keys(edges.row[small], edges.start_ns[small], t0, resolution, bucket)
+    e_key = _edge_keys(edges.row[small], edges.start_ns[small], t0, bucket)
     e_packed = (edges.dur_ns[small] << bits) | (top - n_events - np.arange(len(small)))
     order = np.lexsort((-e_packed, e_key))
     first = np.ones(len(small), dtype=bool)
     first[1:] = e_key[order][1:] != e_key[order][:-1]
     best = order[first]
-    keep, rival = _thin(laid, t0, t1, resolution, bucket, wanted, e_key[best])
+    keep, rival = _thin(laid, t0, t1, bucket, wanted, e_key[best])
     # an edge event beats the level's pick of its key when longer (ties go to the level)
     found = rival >= 0
     rivals = np.maximum(rival, 0)
@@ -226,15 +240,21 @@ def _thin(
     laid: WideLevel,
     t0: int,
     t1: int,
-    resolution: int,
     bucket: float,
     wanted: np.ndarray | None,
     edge_keys: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The mask of the level's events the window keeps, and the level's pick (a position, -1
-    for none) of each of the ascending ``edge_keys``."""
+    for none) of each of the ascending ``edge_keys`` (`_level_keys`' form).
+
+    Over the whole level, with no gather of the narrow events (decision 1042): every event
+    gets a key (`_level_keys`: non-decreasing, the window's pixel for those it keeps) and a
+    value, its strength when it is narrow and kept, else -1; among equal keys the narrow kept
+    events are those `window.query_window` compares, in the same runs (the others between
+    them have the same key, and lose to any of them), so each run's largest value is the
+    same pick."""
     start, dur = laid.start_ns, laid.dur_ns
-    keep = laid.end_ns > t0
+    keep = laid.last_ns >= t0  # the event ends after t0
     if laid.last_start_ns >= t1:
         keep &= start < t1
     if wanted is not None:
@@ -242,20 +262,56 @@ def _thin(
     # dur < bucket: below 2**53 the integer comparison with ceil(bucket) is the same and
     # makes no float copy of the durations
     short = dur < math.ceil(bucket) if bucket < 2**53 else dur < bucket
-    narrow = np.flatnonzero(keep & short)
-    # One narrow event per (row, pixel): the longest, the first in the index's position
-    # order on ties: the largest strength (the level's rank by duration, then -tie)
-    key = _keys(laid.row[narrow], start[narrow], t0, resolution, bucket)
-    won, longest = _longest_of_runs(key, laid.strength[narrow])
-    keep[narrow] = won  # every narrow one was kept: now its run's winner only
+    narrow = keep & short
+    key = _level_keys(laid, t0, bucket)
+    won, longest = _longest_of_runs(key, np.where(narrow, laid.strength, -1))
+    won &= narrow
+    # every narrow one was kept: now its run's winner only (wide ones and the rest as they are)
+    np.logical_and(keep, won | ~short, out=keep)
     lo = np.searchsorted(key, edge_keys, "left")
     hi = np.searchsorted(key, edge_keys, "right")
     rival = np.full(len(edge_keys), -1, dtype=np.int64)
     for d in range(longest):  # the run's winner: runs are at most `longest` long
         at = np.minimum(lo + d, max(len(key) - 1, 0))
         found = (lo + d < hi) & won[at] if len(key) else np.zeros(len(edge_keys), dtype=bool)
-        rival[found] = narrow[at[found]]
+        rival[found] = at[found]
     return keep, rival
+
+
+def _level_keys(laid: WideLevel, t0: int, bucket: float) -> np.ndarray:
+    """Each laid-out event's (row, pixel) key as float64, ``row * 2**32 + pixel``: for an
+    event that ends after t0 its pixel in the window (one starting before t0 in pixel 0),
+    for one that ends by t0 a negative pixel (its start's, floored), so the keys do not
+    decrease over the level's (row, start) order and the events before the window make
+    runs of their own size (not one run of all of them in pixel 0). Exact: pixels are
+    whole numbers of at most 2**31 in magnitude (`_float_keys_fit`)."""
+    key = np.divide(laid.start_ns - t0, bucket)
+    np.floor(key, out=key)
+    key += laid.row_key
+    # Each row's events before t0 come first (negative pixels); of them only the last can
+    # end after t0 (the row's events do not overlap): it crosses t0, pixel 0.
+    row_key = laid.row_key[laid.row_first]
+    crossing = np.searchsorted(key, row_key) - 1
+    crossing = crossing[crossing >= laid.row_first]
+    crossing = crossing[laid.last_ns[crossing] >= t0]
+    key[crossing] = laid.row_key[crossing]
+    return key
+
+
+def _edge_keys(row: np.ndarray, start: np.ndarray, t0: int, bucket: float) -> np.ndarray:
+    """`_level_keys` of events that end after t0 (the edge pieces')."""
+    key = np.divide(np.maximum(start, t0) - t0, bucket)
+    np.floor(key, out=key)
+    key += row.astype(np.float64) * ROW_KEY
+    return key
+
+
+def _float_keys_fit(laid: WideLevel, n_rows: int, t0: int, bucket: float) -> bool:
+    """Whether `_level_keys` are exact and ordered for this window: the level's rows hold
+    no overlapping events, every pixel (the level's starts and t0, in buckets) is within
+    2**31 and every key within 2**53 (a float64's whole numbers)."""
+    reach = max(abs(laid.first_start_ns - t0), abs(laid.last_start_ns - t0))
+    return laid.disjoint and reach / bucket + 2 < 2**31 and n_rows * ROW_KEY < 2**53
 
 
 def _in_event_order(
@@ -304,31 +360,13 @@ def _in_event_order(
             found.append(out)
     event, line, depth, start, dur, name = found
     return (
-        event.astype(np.int64),
+        event,
         line.astype(np.int32, copy=False),
         depth.astype(np.int32, copy=False),
         start,
         dur,
         name,
     )
-
-
-def _keys(
-    row: np.ndarray, start: np.ndarray, t0: int, resolution: int, bucket: float
-) -> np.ndarray:
-    """(row, pixel) keys of the events (``start``: a copy this may change), pixels as
-    `window.query_window` counts them; non-decreasing over the level's (row, start) order.
-    In place where it can: fresh arrays of this size cost page faults (a third of a wide
-    window's CPU time)."""
-    key = np.maximum(start, t0, out=start)
-    key -= t0
-    scratch = np.divide(key, bucket)
-    key[:] = scratch  # truncated, as astype(int64)
-    np.minimum(key, resolution, out=key)
-    wide_row = scratch.view(np.int64)
-    np.multiply(row, resolution + 2, out=wide_row, dtype=np.int64)
-    key += wide_row
-    return key
 
 
 def _longest_of_runs(key: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, int]:

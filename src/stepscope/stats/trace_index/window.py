@@ -71,12 +71,13 @@ def _segments(
 
 
 def _positions(
-    index: TraceIndex, segs: np.ndarray, t0: int, t1: int
+    index: TraceIndex, segs: np.ndarray, t0: int | np.ndarray, t1: int | np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted positions in the segments that may overlap [t0, t1), and the row of each."""
+    """Sorted positions in the segments that may overlap [t0, t1) (each segment's own, when
+    arrays), and the row of each."""
     lo, hi = index.seg_lo[segs], index.seg_hi[segs]
-    first = segmented_search(index.end_max_ns, lo, hi, np.full(len(segs), t0), "right")
-    last = segmented_search(index.start_ns, lo, hi, np.full(len(segs), t1), "left")
+    first = segmented_search(index.end_max_ns, lo, hi, np.broadcast_to(t0, len(segs)), "right")
+    last = segmented_search(index.start_ns, lo, hi, np.broadcast_to(t1, len(segs)), "left")
     counts = np.maximum(last - first, 0)
     return ranges_to_indices(first, last), np.repeat(index.seg_row[segs], counts)
 
@@ -126,8 +127,8 @@ def query_window(
         if found is not None:
             return found
     pos, row = _positions(index, _segments(index, t0, t1, level, rows), t0, t1)
-    for a, b in pieces:
-        more_pos, more_row = _edge_positions(index, a, b, level, rows)
+    if pieces:
+        more_pos, more_row = _pieces_positions(index, pieces, level, rows)
         pos, row = np.concatenate([pos, more_pos]), np.concatenate([row, more_row])
     event = index.order[pos].astype(np.int64)
     start = index.start_ns[pos]
@@ -156,12 +157,24 @@ def query_window(
     )
 
 
-def _edge_positions(
-    index: TraceIndex, a: int, b: int, level: int, rows: np.ndarray | None
+def _pieces_positions(
+    index: TraceIndex, pieces: list[tuple[int, int]], level: int, rows: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Positions (and rows) of the events finer than ``level`` that may overlap [a, b)."""
-    finer = _segments(index, a, b, 0, rows)
-    return _positions(index, finer[index.seg_level[finer] < level], a, b)
+    """Positions (and rows) of the events finer than ``level`` that may overlap each piece,
+    concatenated, found by one search of all the pieces' segments (a search is some twenty
+    NumPy steps whatever the segments: two pieces searched apart cost a near-full window
+    0.7 ms, decision 1042)."""
+    if not pieces:
+        return np.zeros(0, np.int64), np.zeros(0, np.int32)
+    found = []
+    for a, b in pieces:
+        finer = _segments(index, a, b, 0, rows)
+        found.append(finer[index.seg_level[finer] < level])
+    segs = np.concatenate(found)
+    sizes = [len(f) for f in found]
+    t0 = np.repeat(np.array([a for a, _ in pieces], dtype=np.int64), sizes)
+    t1 = np.repeat(np.array([b for _, b in pieces], dtype=np.int64), sizes)
+    return _positions(index, segs, t0, t1)
 
 
 def _wide_level(profile: Profile, index: TraceIndex, level: int) -> WideLevel | None:
@@ -200,9 +213,7 @@ def _wide_window(
     bucket: float,
 ) -> WindowEvents | None:
     """`query_window`'s answer from a laid-out level plus the edge ``pieces``' events."""
-    found = [_edge_positions(index, a, b, laid.level, rows) for a, b in pieces]
-    pos = np.concatenate([p for p, _ in found]) if found else np.zeros(0, np.int64)
-    row = np.concatenate([r for _, r in found]) if found else np.zeros(0, np.int32)
+    pos, row = _pieces_positions(index, pieces, laid.level, rows)
     event = index.order[pos].astype(np.int64)
     start, dur = index.start_ns[pos], profile.dur_ns[event]
     near = np.flatnonzero(start + np.maximum(dur, 1) > t0)
