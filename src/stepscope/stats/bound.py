@@ -15,6 +15,7 @@ from stepscope.fields import out
 from stepscope.records import record
 from stepscope.stats.host.python_samples import PythonTime, function_key
 from stepscope.stats.host.untraced import where_untraced
+from stepscope.stats.steps.collective_kinds import kinds_words
 from stepscope.stats.steps.fetch import LOADER_NEXT_FRAMES
 from stepscope.stats.steps.limits import LIMIT_LABELS, LIMIT_NAMES, LimitType, label_words
 from stepscope.stats.summary import StepSummary, eager_per_step
@@ -403,6 +404,14 @@ _FRAMES_SWITCH = {
 }
 
 
+def _collectives(summary: StepSummary) -> str:
+    """The collective time's words, naming the kinds of collective the steps spent it in
+    (decision 1037), the most time first; none when no event says its kind."""
+    kinds = kinds_words(summary.limits.collectives)
+    named = f" ({kinds})" if kinds else ""
+    return f"collective communication{named} with nothing else running"
+
+
 def _evidence(key: str, summary: StepSummary, pct: float) -> str:
     if key == "input":
         return _input(summary, pct)
@@ -414,9 +423,9 @@ def _evidence(key: str, summary: StepSummary, pct: float) -> str:
         return _host(summary, pct)
     if key == "compilation":
         return _COMPILATION.get(summary.limits.framework, _COMPILATION_ANY)
+    if key == "collectives":
+        return _collectives(summary)
     return {
-        "collectives": "collective communication (all-reduce, all-gather) with nothing else "
-        "running",
         "copies": "device-to-host and device-to-device copies",
         "waits": "the step's thread blocked in a wait (synchronize, block_until_ready, .item()) "
         "while nothing traced computes: another process, a lock, or a thread not scheduled",

@@ -21,6 +21,7 @@ from stepscope.records import record
 from stepscope.stats.events import CATEGORY_NAMES
 from stepscope.stats.host.untraced import Untraced
 from stepscope.stats.steps.breakdown import StepDb
+from stepscope.stats.steps.collective_kinds import merged
 from stepscope.stats.steps.describe_hosts import describe_hosts
 from stepscope.stats.steps.fetch import Fetched
 from stepscope.stats.steps.limit_table import LimitTable
@@ -347,7 +348,8 @@ def _most_dispatch(dbs: list[StepDb]) -> LimitTable:
     threads of every host)."""
     best = max(dbs, key=lambda db: int(db.limit_ns()["dispatch"].sum()))
     waited = tuple(dict.fromkeys(t for db in dbs for t in db.limits.waited_for))
-    return replace(best.limits, waited_for=waited[:3])
+    kinds = merged([db.limits.collectives for db in dbs])
+    return replace(best.limits, waited_for=waited[:3], collectives=kinds)
 
 
 def _most_fetched(dbs: list[StepDb], picks: list[np.ndarray]) -> Fetched:

@@ -44,6 +44,7 @@ from stepscope.stats.gpu.kernels import launch_events
 from stepscope.stats.host.python_samples import functions_in_steps
 from stepscope.stats.host.untraced import Untraced, locate_untraced
 from stepscope.stats.steps.accumulation import accumulation_note
+from stepscope.stats.steps.collective_kinds import kinds_in_steps, pair_kinds
 from stepscope.stats.steps.executions import batches_note
 from stepscope.stats.steps.feeds import fetches_feeding_steps
 from stepscope.stats.steps.fetch import Fetched
@@ -466,6 +467,7 @@ def _breakdown(
     step_line_events = _events_on_lines(profile, ev, markers.lines)
     # the limits' (2 B/pair)
     ltypes = limit_types(profile, ev, pair_types, has_device, markers.lines)
+    kinds = pair_kinds(profile, ev, st, lo, hi, ltypes)
     del ev, dev
     if len(h_st):
         table = type_time(
@@ -511,6 +513,7 @@ def _breakdown(
         # (vLLM's _prepare_inputs, generate()'s set-up) is its own host work, not input
         staged=markers.staged,
     )
+    limits = replace(limits, collectives=kinds_in_steps(kinds, keep))
     # the loop getting its batch from a Python iterator, seen by the sampler in untraced time:
     # that share of each step's untraced time is input, not host (decision 343)
     untraced_fetch = None

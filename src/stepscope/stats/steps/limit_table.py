@@ -74,6 +74,9 @@ class LimitTable:
     # and in no other input (`slowed_ops`); what the trace showed of that Python
     slowed_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     python: PythonBeside = field(default_factory=PythonBeside)
+    # the kinds of collective the steps' collective limit was spent in, (kind, ns) the most
+    # time first (`collective_kinds`)
+    collectives: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def empty(cls) -> LimitTable:
