@@ -60,6 +60,11 @@ from stepscope.stats.intervals import merge_sorted
 from stepscope.stats.steps.pairing import HostSteps, StepPairing, pair_host_steps
 from stepscope.stats.stragglers_cores import cores_held
 from stepscope.stats.stragglers_cpu import work_words
+from stepscope.stats.stragglers_first_step import (
+    by_own_start,
+    first_compared,
+    unless_all_waited,
+)
 from stepscope.stats.stragglers_match import against_the_median, clock_note, match_calls
 from stepscope.stats.stragglers_own_time import by_own_time
 from stepscope.stats.stragglers_python import runup_functions
@@ -203,6 +208,9 @@ def _by_arrival(
     # every call's margin, as the turns' thresholds were set on them (decision 501).
     behind = left_behind(arrive, exit_, m.pod_step)
     once = _held_once(m, behind, last, n_h, n_s)
+    # the first step: late there by a run-up beyond the others' only (decision 1038)
+    if stepped.sum() > 1:  # (a capture of one step: that step is all it has)
+        second = by_own_start(m, second, latest, first_compared(stepped))
     wait_all = np.full((n_h, n_s), np.nan)
     for j, row in enumerate(m.rows.tolist()):
         # Unions per step: calls that overlap (DDP's buckets) must not count twice.
@@ -218,6 +226,7 @@ def _by_arrival(
         wait_ns[row, have] = waited[have]
         late_ns[row, have] = once[row, have] - waited[have]
     own = dur - np.nan_to_num(wait_all)
+    stepped = unless_all_waited(stepped, wait_ns, m.rows)  # every rank waited: set-up
     threshold = np.maximum(LATE_SHARE * np.nan_to_num(nan_reduce(own, "median")), LATE_MIN_NS)
     late = (held >= threshold[None, :]) & stepped[None, :]
     n_compared = int(stepped.sum())
