@@ -18,15 +18,18 @@ from tests.support.arrivals import MS, STEP, job
 
 
 def _ranks(
-    runnable_ms: dict[int, float], read: tuple[int, ...] = (0, 1, 2), late_ms: int = 0
+    runnable_ms: dict[int, float],
+    read: tuple[int, ...] = (0, 1, 2),
+    late_ms: int = 0,
+    on_ms: float = 1.0,
 ) -> list[Rank]:
     """Three ranks of 30 steps arriving 4 ms into each (rank 1 ``late_ms`` later); the ranks
-    in ``read`` with readings every 5 ms, on a core 1 ms of each and runnable
+    in ``read`` with readings every 5 ms, on a core ``on_ms`` of each and runnable
     ``runnable_ms[r]`` ms."""
     ranks = job(3, 30, lambda r, s: (4 + (late_ms if r == 1 else 0)) * MS)
     for r in read:
         start = np.arange(0, 30 * STEP, 5 * MS, dtype=np.int64)
-        on = np.full(len(start), 1 * MS, np.int64)
+        on = np.full(len(start), int(on_ms * MS), np.int64)
         rq = np.full(len(start), int(runnable_ms[r] * MS), np.int64)
         calls = ranks[r].calls
         assert calls is not None
@@ -74,3 +77,24 @@ def test_every_rank_waiting_for_a_core_leads_a_straggler_in_the_headline() -> No
     assert said.startswith("Every rank waits for a core: each rank's steps' thread")
     assert "Held by a straggler: r1 is late" in said
     assert said.index("Held by a straggler") > said.index("Every rank waits for a core")
+
+
+def test_ranks_waiting_longer_than_they_run_wait_for_a_core() -> None:
+    """Decision 1039: 4 ranks of 2 threads on one core beside a busy loop read runnable 21-23%
+    of their steps on a quiet machine (asleep in their collectives much of the rest), under
+    `CORE_WAIT`: a rank runnable 20-22% of its steps and on a core 8% waited for a core
+    most of the time it wanted one. The same runnable time beside 30% on a core, or 12%
+    runnable, is no job-wide wait."""
+    ranks = _ranks({0: 1.0, 1: 1.05, 2: 1.1}, on_ms=0.4)
+    (note,) = find_stragglers(ranks).notes
+    assert note.startswith(
+        "Every rank waits for a core: each rank's steps' thread was runnable but waiting for a "
+        "core 20-22% of its steps' time and on a core 8% "
+    )
+    assert job_cores_wait(ranks, {}) is not None
+    for ranks in (
+        _ranks({0: 1.0, 1: 1.05, 2: 1.1}, on_ms=1.5),
+        _ranks({0: 0.6, 1: 0.6, 2: 0.6}, on_ms=0.4),
+    ):
+        assert find_stragglers(ranks).notes == ()
+        assert job_cores_wait(ranks, {}) is None

@@ -7,7 +7,8 @@ collective is whichever the scheduler ran last, by turns. The straggler rules th
 nobody or a rank of the moment, and the ranks' mean says "collectives" (each waits in its
 all-reduce for the others, themselves waiting for a core). The stack sampler's CPU readings
 (`stats.host.thread_cpu`, decision 646) tell it: over the steps, every rank's steps' thread
-waited for a core at least `CORE_WAIT` of the time.
+waited for a core at least `CORE_WAIT` of the time, or `CORE_WAIT_WANTING` of it and at least
+as long as it ran (`waits_for_a_core`, decision 1039).
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from stepscope.stats.steps.pairing import StepPairing
 from stepscope.stats.stragglers_types import Rank
 
 CORE_WAIT = 0.25  # every rank's steps' thread runnable, not running, this share at least
+# ... or this share, waiting at least as long as it ran (decision 1039): the steps' time holds
+# the thread asleep in its collectives (gloo's threads, unread, move the data) 30-40% of it,
+# so a job starved of cores read 21-23% on a quiet machine and 50-56% on a busy one
+CORE_WAIT_WANTING = 0.15
 
 # The note when every rank waits for a core: the job headline says it first (decision 734)
 CORES_NOTE = "Every rank waits for a core"
@@ -54,7 +59,7 @@ class CoresWait:
 
 def cores_wait(ranks: Sequence[Rank], pairing: StepPairing, step_ns: float) -> CoresWait | None:
     """Every rank waiting for a core over its steps, or None (a rank without readings, or
-    one waiting less than `CORE_WAIT` of its steps' time)."""
+    one not waiting for a core by `waits_for_a_core`)."""
     if len(ranks) < 2:
         return None
     shares = []
@@ -65,7 +70,7 @@ def cores_wait(ranks: Sequence[Rank], pairing: StepPairing, step_ns: float) -> C
         shares.append(found)
     rq = np.array([x[0] for x in shares])
     on = np.array([x[1] for x in shares])
-    if rq.min() < CORE_WAIT:
+    if not waits_for_a_core(rq, on).all():
         return None
     text = (
         f"{CORES_NOTE}: each rank's steps' thread was runnable but waiting for "
@@ -76,6 +81,13 @@ def cores_wait(ranks: Sequence[Rank], pairing: StepPairing, step_ns: float) -> C
         "late by the machine's doing, not its own"
     )
     return CoresWait(rq, on, int(sum(x[2] for x in shares)), text)
+
+
+def waits_for_a_core(runnable: np.ndarray, on_cpu: np.ndarray) -> np.ndarray:
+    """Per rank, whether its steps' thread waited for a core: runnable `CORE_WAIT` of its
+    steps' time, or `CORE_WAIT_WANTING` and at least as long as it was on a core (of the
+    time it wanted a core, it waited half or more)."""
+    return (runnable >= CORE_WAIT) | ((runnable >= CORE_WAIT_WANTING) & (runnable >= on_cpu))
 
 
 def cores_held(ranks: Sequence[Rank], pairing: StepPairing, step_ns: float) -> str:
