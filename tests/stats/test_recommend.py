@@ -63,7 +63,8 @@ EVIDENCE = {
     "host": "host work while the device waits (Python, host ops); record with stepscope's "
     "stack sampler (python_sampler_hz) to name the functions",
     "copies": "device-to-host and device-to-device copies",
-    "collectives": "collective communication (all-reduce, all-gather) with nothing else running",
+    # no collective event in this summary: no kind named (decision 1037)
+    "collectives": "collective communication with nothing else running",
     "waits": "the step's thread blocked in a wait (synchronize, block_until_ready, .item()) "
     "while nothing traced computes: another process, a lock, or a thread not scheduled",
 }
