@@ -29,7 +29,7 @@ def test_a_validation_at_the_end_of_every_10th_step_is_in_no_step() -> None:
     assert summary.step_stats().avg_ms == 9.0
     assert (summary.category_ns["input"] == summary.category_ns["input"][0]).all()
     assert (
-        "steps 9, 19, 29, 39, 49 end where another DataLoader's pass at their end begins "
+        "steps 9, 19, 29, 39, 49 end before another DataLoader's pass at their end "
         "(6 fetches, 21.00 ms each (median): an evaluation or validation loop), which is in "
         "no step, as a script timing its training step leaves it out"
     ) in db.description
@@ -120,3 +120,16 @@ def test_a_validation_before_the_optimizer_stays_in_its_step() -> None:
     db = build_step_db(evaluating_loop(60, 10, 5, slowed=(), first=True, optimizer=True))
     k = np.isin(db.step_num, PASSES)
     assert (db.dur_ns[k] == 30 * MS).all() and (db.dur_ns[~k] == 9 * MS).all()
+
+
+def test_the_untraced_setup_before_a_validation_after_the_optimizer_is_in_no_step() -> None:
+    # 2 ms of untraced Python between the optimizer step and the pass's first event
+    # (``model.eval()``, the pass's iterator; a thread descheduled there): the step ends with
+    # its optimizer step, as the script's clock does (decision 1015)
+    db = build_step_db(evaluating_loop(60, 10, 5, slowed=(), optimizer=True, setup_ms=2))
+    assert (db.dur_ns == 9 * MS).all()
+    assert "steps 9, 19, 29, 39, 49 end before another DataLoader's pass" in db.description
+    # without the optimizer's mark nothing says where the step's own work ended
+    db = build_step_db(evaluating_loop(60, 10, 5, slowed=(), setup_ms=2))
+    k = np.isin(db.step_num, PASSES)
+    assert (db.dur_ns[k] == 11 * MS).all() and (db.dur_ns[~k] == 9 * MS).all()

@@ -53,6 +53,7 @@ def evaluating_loop(
     tail_ms: int = 0,
     optimizer: bool = False,
     logged: bool = False,
+    setup_ms: int = 0,
 ) -> Profile:
     """Marked steps: the batch's fetch (1 ms) and the model's op (8 ms); every ``every``-th
     step then evaluates over another loader, ``batches`` fetches (1 ms) each followed by a
@@ -61,19 +62,20 @@ def evaluating_loop(
     ``first``: the evaluation runs before the model's op (after the fetch); ``tail_ms``: that
     much untraced work after the evaluation, in its step (a checkpoint's save), or traced
     (``logged``: a weight norm's op, the step's logging); ``optimizer``: the model's op runs
-    inside an ``Optimizer.step`` (a PyTorch optimizer's mark)."""
+    inside an ``Optimizer.step`` (a PyTorch optimizer's mark). ``setup_ms``: untraced time
+    before the evaluation, in its step (``model.eval()``, making the pass's iterator)."""
     builder, main, _ = sampled_main()
     t = 0
     for k in range(steps):
         model = (28 if k in slowed else 8) * MS
         evaluating = k % every == every - 1
-        passing = (batches * 4 + 1) * MS + tail_ms * MS if evaluating else 0
+        passing = (batches * 4 + 1 + tail_ms + setup_ms) * MS if evaluating else 0
         main.event("train", t, MS + model + passing, {"step_num": k, "_r": 1})
         main.event(LOOP_NEXT, t, MS)
         main.event("aten::mm", t + MS + (passing if first else 0), model)
         if optimizer:
             main.event("Optimizer.step#SGD.step", t + MS + (passing if first else 0), model)
-        at = t + MS + (0 if first else model)
+        at = t + MS + (0 if first else model) + setup_ms * MS
         for _ in range(batches if evaluating else 0):
             main.event(EVAL_NEXT, at, MS)
             main.event("aten::addmm", at + MS, 3 * MS)

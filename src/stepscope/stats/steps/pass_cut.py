@@ -25,9 +25,12 @@ or the step's logging after it (a validation between the optimizer step and the 
 follows the pass: its time after the pass's last fetch is over the tail above whenever the
 save takes more than a tenth of the pass. A step whose PyTorch optimizer steps before the
 pass number as many as a step's without a pass (at least one) has trained on its batch
-before the pass: it ends at the pass's start whatever follows it (decision 1013), and the
-work after the pass (the save, the logging) is in no step with it, as a script timing its
-training step leaves it out. Where no ``Optimizer.step`` is traced (a hand-written update,
+before the pass: it ends whatever follows the pass (decision 1013), and the work after the
+pass (the save, the logging) is in no step with it, as a script timing its training step
+leaves it out. It ends with its last traced work before the pass, not at the pass's first
+event: the untraced Python between (``model.eval()``, making the pass's iterator) is no
+work of the training step, and a thread descheduled there held the step open by
+milliseconds (decision 1015). Where no ``Optimizer.step`` is traced (a hand-written update,
 accumulation steps that do not step) only the tail rule tells the pass from the step's work.
 """
 
@@ -52,7 +55,7 @@ LISTED = 6  # step numbers the note lists
 class PassCuts:
     """Where each step's pass over another DataLoader begins, and the note saying so."""
 
-    cut_ns: np.ndarray  # per step: the pass's start (its step ends there), int64 max for none
+    cut_ns: np.ndarray  # per step: where it ends before the pass, int64 max for none
     note: str
 
 
@@ -81,9 +84,10 @@ def pass_cuts(
     held = np.flatnonzero(count >= usual + EXTRA_FETCHES)
     if not len(held):
         return None
-    trained = _trained_before(profile, mine, start_ns, end_ns)
+    stepped = _optimizer_steps(profile, mine, start_ns, end_ns)
     begin = np.flatnonzero(np.isin(profile.name, profile.strings.ids_matching(begins_pass)) & mine)
     begin_end = profile.end_at(begin)
+    last_work = _last_work(profile, lines)
     cut = np.full(len(start_ns), np.iinfo(np.int64).max, np.int64)
     spans, after = [], []  # the passes; the other work after those followed by some
     for k in held.tolist():
@@ -101,10 +105,13 @@ def pass_cuts(
         batch = int(np.diff(profile.start_ns[ours]).max(initial=0))
         if lo <= start_ns[k]:
             continue
+        trained = stepped(int(start_ns[k]), lo)
         tail = end_ns[k] - hi > max(TAIL_MIN_NS, TAIL_SHARE * (hi - lo), batch)
-        if tail and not trained(k, lo):
+        if tail and not trained:
             continue
-        cut[k] = lo
+        # trained: the step ends with its last traced work before the pass, the untraced
+        # set-up between (``model.eval()``, the pass's iterator) in no step (decision 1015)
+        cut[k] = last_work(int(start_ns[k]), lo) if trained else lo
         spans.append((hi if tail else int(end_ns[k])) - lo)
         if tail:  # a checkpoint's save, the step's logging (decision 1013)
             after.append(int(end_ns[k]) - hi)
@@ -118,8 +125,8 @@ def pass_cuts(
     extra = int(np.median(count[cut_at])) - usual
     many = len(nums) > 1
     note = (
-        f"{'steps' if many else 'step'} {listed} {'end' if many else 'ends'} where another "
-        f"DataLoader's pass at {'their' if many else 'its'} end begins ({extra} fetches, "
+        f"{'steps' if many else 'step'} {listed} {'end' if many else 'ends'} before another "
+        f"DataLoader's pass at {'their' if many else 'its'} end ({extra} fetches, "
         f"{float(np.median(spans)) / 1e6:.2f} ms{' each (median)' if many else ''}: an "
         "evaluation or validation loop)"
     )
@@ -134,20 +141,38 @@ def pass_cuts(
     return PassCuts(cut, note)
 
 
-def _trained_before(
+def _optimizer_steps(
     profile: Profile, mine: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray
 ) -> Callable[[int, int], bool]:
-    """Whether step ``k``'s optimizer steps begun before ``cut_ns`` number as many as the steps'
-    median (at least one): the step trained on its batch before then (decision 1013)."""
+    """Whether the optimizer steps begun from ``lo_ns`` to ``hi_ns`` (in one step) number as
+    many as the steps' median (at least one): the step trained on its batch then (decision
+    1013)."""
     ids = profile.strings.ids_matching(lambda s: s.startswith(OPTIMIZER_STEP_PREFIX))
     at = np.sort(profile.start_ns[np.flatnonzero(np.isin(profile.name, ids) & mine)])
-    first = np.searchsorted(at, start_ns, "left")
-    usual = int(np.median(np.searchsorted(at, end_ns, "left") - first))
+    usual = int(np.median(np.searchsorted(at, end_ns, "left") - np.searchsorted(at, start_ns)))
 
-    def trained(k: int, cut_ns: int) -> bool:
-        return usual > 0 and int(np.searchsorted(at, cut_ns, "left")) - first[k] >= usual
+    def stepped(lo_ns: int, hi_ns: int) -> bool:
+        n = np.searchsorted(at, hi_ns, "left") - np.searchsorted(at, lo_ns, "left")
+        return usual > 0 and int(n) >= usual
 
-    return trained
+    return stepped
+
+
+def _last_work(profile: Profile, lines: tuple[int, ...]) -> Callable[[int, int], int]:
+    """The end of the last traced work on the steps' threads begun from ``lo_ns`` and ended
+    by ``hi_ns`` (``hi_ns`` when none): where a step that trained before a pass ends."""
+    parts = [profile.events_of_line(profile.lines[line]) for line in lines]
+
+    def last(lo_ns: int, hi_ns: int) -> int:
+        best = lo_ns
+        for part in parts:  # a line's events are in start order
+            starts = profile.start_ns[part]
+            a, b = np.searchsorted(starts, (lo_ns, hi_ns), "left")
+            ends = profile.end_at(np.arange(part.start + a, part.start + b))
+            best = max(best, int(ends[ends <= hi_ns].max(initial=lo_ns)))
+        return best if best > lo_ns else hi_ns
+
+    return last
 
 
 def before_cut(
