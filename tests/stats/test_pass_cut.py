@@ -133,3 +133,12 @@ def test_the_untraced_setup_before_a_validation_after_the_optimizer_is_in_no_ste
     db = build_step_db(evaluating_loop(60, 10, 5, slowed=(), setup_ms=2))
     k = np.isin(db.step_num, PASSES)
     assert (db.dur_ns[k] == 11 * MS).all() and (db.dur_ns[~k] == 9 * MS).all()
+
+
+def test_a_validation_between_the_backward_and_the_optimizer_stays_in_its_step() -> None:
+    # the optimizer steps (1 ms) after the pass: the script's clock holds the pass, and the
+    # step must not end at it, leaving its optimizer step out (decision 1016)
+    db = build_step_db(evaluating_loop(60, 10, 5, slowed=(), inner=True))
+    k = np.isin(db.step_num, PASSES)
+    assert (db.dur_ns[k] == 30 * MS).all() and (db.dur_ns[~k] == 9 * MS).all()
+    assert "another DataLoader's pass" not in db.description

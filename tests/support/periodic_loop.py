@@ -54,6 +54,7 @@ def evaluating_loop(
     optimizer: bool = False,
     logged: bool = False,
     setup_ms: int = 0,
+    inner: bool = False,
 ) -> Profile:
     """Marked steps: the batch's fetch (1 ms) and the model's op (8 ms); every ``every``-th
     step then evaluates over another loader, ``batches`` fetches (1 ms) each followed by a
@@ -63,7 +64,9 @@ def evaluating_loop(
     much untraced work after the evaluation, in its step (a checkpoint's save), or traced
     (``logged``: a weight norm's op, the step's logging); ``optimizer``: the model's op runs
     inside an ``Optimizer.step`` (a PyTorch optimizer's mark). ``setup_ms``: untraced time
-    before the evaluation, in its step (``model.eval()``, making the pass's iterator)."""
+    before the evaluation, in its step (``model.eval()``, making the pass's iterator);
+    ``inner``: the evaluation runs after 7 ms of the model's op, before a 1 ms optimizer step
+    (between ``loss.backward()`` and ``opt.step()``)."""
     builder, main, _ = sampled_main()
     t = 0
     for k in range(steps):
@@ -72,10 +75,14 @@ def evaluating_loop(
         passing = (batches * 4 + 1 + tail_ms + setup_ms) * MS if evaluating else 0
         main.event("train", t, MS + model + passing, {"step_num": k, "_r": 1})
         main.event(LOOP_NEXT, t, MS)
-        main.event("aten::mm", t + MS + (passing if first else 0), model)
-        if optimizer:
+        if inner:
+            main.event("aten::mm", t + MS, model - MS)
+            main.event("Optimizer.step#SGD.step", t + model + passing, MS)
+        else:
+            main.event("aten::mm", t + MS + (passing if first else 0), model)
+        if optimizer and not inner:
             main.event("Optimizer.step#SGD.step", t + MS + (passing if first else 0), model)
-        at = t + MS + (0 if first else model) + setup_ms * MS
+        at = t + MS + (0 if first else model - (MS if inner else 0)) + setup_ms * MS
         for _ in range(batches if evaluating else 0):
             main.event(EVAL_NEXT, at, MS)
             main.event("aten::addmm", at + MS, 3 * MS)

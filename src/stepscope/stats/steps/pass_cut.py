@@ -32,6 +32,9 @@ event: the untraced Python between (``model.eval()``, making the pass's iterator
 work of the training step, and a thread descheduled there held the step open by
 milliseconds (decision 1015). Where no ``Optimizer.step`` is traced (a hand-written update,
 accumulation steps that do not step) only the tail rule tells the pass from the step's work.
+A pass that the step's optimizer steps follow (a validation between ``loss.backward()`` and
+``opt.step()``) is inside the training step, on the script's clock too: it stays in its
+step, whatever the tail rule reads (decision 1016).
 """
 
 from __future__ import annotations
@@ -106,6 +109,8 @@ def pass_cuts(
         if lo <= start_ns[k]:
             continue
         trained = stepped(int(start_ns[k]), lo)
+        if not trained and stepped(hi, int(end_ns[k])):
+            continue  # it trains after the pass: inside the step, as on the script's clock
         tail = end_ns[k] - hi > max(TAIL_MIN_NS, TAIL_SHARE * (hi - lo), batch)
         if tail and not trained:
             continue
