@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from stepscope.distinct import distinct, member
 from stepscope.model import Profile
 from stepscope.stats.arrays import distinct_ids
 from stepscope.stats.gpu.kernels import launch_events
@@ -60,7 +61,7 @@ def pair_kinds(
 def _kinds_of(profile: Profile, events: np.ndarray) -> np.ndarray:
     """Per event, its name's kind's index in `KIND_WORDS`, or -1 (no known kind)."""
     names = profile.name.take(events)
-    ids = np.unique(names)
+    ids = distinct(names)
     found = [collective_kind(s) for s in profile.strings.lookup(ids)]
     code = np.array([_KINDS.index(k) if k in KIND_WORDS else -1 for k in found], np.int64)
     return code[np.searchsorted(ids, names)] if len(ids) else np.zeros(0, np.int64)
@@ -77,13 +78,13 @@ def _launched_in(profile: Profile, kernels: np.ndarray) -> np.ndarray:
         return out
     names = distinct_ids(profile.name, len(profile.strings))
     known = names[[collective_kind(s) in KIND_WORDS for s in profile.strings.lookup(names)]]
-    spans = np.flatnonzero(np.isin(profile.name, known))
+    spans = np.flatnonzero(member(profile.name, known))
     kinds = _kinds_of(profile, spans)
     s_line, s_lo, s_hi = profile.line[spans], profile.start_ns[spans], profile.end_at(spans)
     at = launch[has]
     a_line, a_lo, a_hi = profile.line[at], profile.start_ns[at], profile.end_at(at)
     found = np.full(len(at), -1, np.int64)
-    for line in np.unique(a_line).tolist():
+    for line in distinct(a_line).tolist():
         on = np.flatnonzero(s_line == line)
         on = on[np.argsort(s_lo[on], kind="stable")]
         mine = np.flatnonzero(a_line == line)
