@@ -35,6 +35,7 @@ _KINDS = tuple(KIND_WORDS)
 # one broadcast in its first steps (0.3-1% of a gloo job's) is set-up, not what bounds them
 NAMED_FROM = 0.05
 _COLLECTIVE = (int(LimitType.COLLECTIVES), int(LimitType.HOST_COLLECTIVE))
+_NOT_ASKED = -2  # a name `_KindTable` has not yet asked `collective_kind` about
 
 
 def pair_kinds(
@@ -48,26 +49,40 @@ def pair_kinds(
     """The pairs of the collective limits of a known kind: (step, kind's index in
     `KIND_WORDS`, ns in the step)."""
     mine = np.flatnonzero(np.isin(ltypes, _COLLECTIVE))
-    kind = _kinds_of(profile, events[mine])
+    table = _KindTable(profile)
+    kind = table.of(profile.name.take(events[mine]))
     unknown = kind < 0
     if unknown.any():  # a kernel named for no kind: its launch's collective's kind
-        kind[unknown] = _launched_in(profile, events[mine[unknown]])
+        kind[unknown] = _launched_in(profile, events[mine[unknown]], table)
     known = kind >= 0
     mine = mine[known]
     ns = np.maximum(hi[mine] - lo[mine], 0).astype(np.int64)
     return st[mine].astype(np.int64), kind[known], ns
 
 
-def _kinds_of(profile: Profile, events: np.ndarray) -> np.ndarray:
-    """Per event, its name's kind's index in `KIND_WORDS`, or -1 (no known kind)."""
-    names = profile.name.take(events)
-    ids = distinct(names)
-    found = [collective_kind(s) for s in profile.strings.lookup(ids)]
-    code = np.array([_KINDS.index(k) if k in KIND_WORDS else -1 for k in found], np.int64)
-    return code[np.searchsorted(ids, names)] if len(ids) else np.zeros(0, np.int64)
+class _KindTable:
+    """Per name (string id) of a profile, its kind's index in `KIND_WORDS` or -1 (no known
+    kind): `collective_kind` runs once per distinct name asked, however many of the pairs'
+    and the launches' spans ask for it."""
+
+    def __init__(self, profile: Profile) -> None:
+        self._strings = profile.strings
+        self._code = np.full(len(profile.strings), _NOT_ASKED, np.int8)
+
+    def of(self, names: np.ndarray) -> np.ndarray:
+        """Per name id of ``names``, its kind's index, or -1."""
+        names = np.asarray(names)
+        if not len(names):
+            return np.zeros(0, np.int64)
+        ids = distinct(names)
+        new = ids[self._code[ids] == _NOT_ASKED]
+        if len(new):
+            found = [collective_kind(s) for s in self._strings.lookup(new)]
+            self._code[new] = [_KINDS.index(k) if k in KIND_WORDS else -1 for k in found]
+        return self._code[names].astype(np.int64)
 
 
-def _launched_in(profile: Profile, kernels: np.ndarray) -> np.ndarray:
+def _launched_in(profile: Profile, kernels: np.ndarray, table: _KindTable) -> np.ndarray:
     """Per device event, the kind of the host collective its launch ran in (NCCL 2.19+'s
     ``ncclDevKernel_Generic`` under ``nccl:all_reduce``), or -1: the innermost host span of a
     known kind on the launch's thread that began before the launch and ends after it."""
@@ -77,9 +92,9 @@ def _launched_in(profile: Profile, kernels: np.ndarray) -> np.ndarray:
     if not has.any():
         return out
     names = distinct_ids(profile.name, len(profile.strings))
-    known = names[[collective_kind(s) in KIND_WORDS for s in profile.strings.lookup(names)]]
+    known = names[table.of(names) >= 0]
     spans = np.flatnonzero(member(profile.name, known))
-    kinds = _kinds_of(profile, spans)
+    kinds = table.of(profile.name.take(spans))
     s_line, s_lo, s_hi = profile.line[spans], profile.start_ns[spans], profile.end_at(spans)
     at = launch[has]
     a_line, a_lo, a_hi = profile.line[at], profile.start_ns[at], profile.end_at(at)
