@@ -31,6 +31,7 @@ from stepscope.stats.gpu.device import DeviceInfo, devices, framework_of, precis
 from stepscope.stats.gpu.kernels import KernelDb, build_kernel_db
 from stepscope.stats.host.python_samples import PythonTime
 from stepscope.stats.stragglers_types import Rank
+from stepscope.stats.summary import with_eager
 from stepscope.stats.warmup import warmup_count
 from stepscope.stats.xla.xla_ops import xla_events
 from stepscope.tools.context import ALL_HOSTS_SHARE, Key, ToolContext
@@ -311,6 +312,16 @@ def with_eager_steps(ctx: ToolContext, summary: StepSummary) -> StepSummary:
         host, EAGER_BY_STEP.at(source), lambda p: eager_ns_by_step(p, db.start_ns, db.dur_ns)
     )
     return replace(summary, eager_ns=ns) if len(ns) == summary.n_steps else summary
+
+
+def told_steps(ctx: ToolContext, host_table: OpTable) -> StepSummary:
+    """The steps as every headline tells them: the overview's and the report's, `stepscope
+    summary`'s and the compare page's (one source, decision 1060): `steps` with the share of
+    the host ops' time run eagerly (``host_table``: `host_ops`; decision 1026) and that time
+    per step (1029), and the thread filling the queue the steps wait on (1028)."""
+    summary = with_eager_steps(ctx, with_eager(steps(ctx), host_table))
+    producer = queue_producer(ctx)
+    return replace(summary, producer=producer.headline()) if producer is not None else summary
 
 
 def steps(ctx: ToolContext) -> StepSummary:

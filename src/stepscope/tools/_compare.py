@@ -21,7 +21,7 @@ from stepscope.tools._analysis import (
     host_ops,
     kernel_db,
     step_db,
-    steps,
+    told_steps,
 )
 from stepscope.tools.context import Key, ToolContext
 
@@ -81,13 +81,14 @@ def run_summary(ctx: ToolContext, label: str | None = None) -> RunSummary:
     """The summary of the context's run and host (ALL_HOSTS: steps matched by number); after
     a warm-up, also the rows of the steps after it (decision 386)."""
     frameworks = sorted({device_facts(ctx, h)[2] for h in ctx.hosts} - {""})
-    summary = steps(ctx)
+    hosts = host_ops(ctx)
+    summary = told_steps(ctx, hosts)  # its headlines the overview's (decision 1060)
     first = warmup_from(summary)
     return build_run_summary(
         label if label is not None else ctx.run.name,
         ctx.host,
         summary,
-        host_ops(ctx),
+        hosts,
         device_ops(ctx),
         _kernels(ctx),
         _memory_peak(ctx),

@@ -37,7 +37,6 @@ from stepscope.stats.input.input_pipeline import (
 from stepscope.stats.input.loader_workers import JUDGED_VERDICTS
 from stepscope.stats.job_steps import JobSteps, job_steps
 from stepscope.stats.kernel_rules import PRECISIONS, REDUCED_PRECISIONS
-from stepscope.stats.summary import with_eager
 from stepscope.stats.warmup import SteadyState, steady_state, steps_from, warmup_count
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
@@ -365,13 +364,10 @@ def _untraced_json(summary: StepSummary) -> dict[str, Any]:
 def build(ctx: ToolContext) -> OverviewPage:
     analysis.op_metrics_beside(ctx)
     host_table, device_table = analysis.host_ops(ctx), analysis.device_ops(ctx)
-    # the compute evidence says what of it ran eagerly (decision 1026)
-    summary = with_eager(analysis.steps(ctx), host_table)
-    summary = analysis.with_eager_steps(ctx, summary)  # and per step (decision 1029)
-    # a queue's steps wait on the thread filling it: the headline names it (decision 1028)
-    producer = analysis.queue_producer(ctx)
-    if producer is not None:
-        summary = replace(summary, producer=producer.headline())
+    # the steps as every headline tells them: what of the compute ran eagerly, per step, and
+    # the thread filling a queue the steps wait on (decisions 1026, 1028, 1029, 1060)
+    summary = analysis.told_steps(ctx, host_table)
+    producer = analysis.queue_producer(ctx)  # the advice names it too (decision 1024)
     facts = [analysis.device_facts(ctx, h) for h in ctx.hosts]
     all_devices = tuple(d for devs, _, _ in facts for d in devs)
     by_precision = {k: sum(p[k] for _, p, _ in facts) for k in PRECISIONS}
