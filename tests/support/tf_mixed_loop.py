@@ -21,15 +21,16 @@ def mixed_loop(
 
 
 def mixed_space(
-    eager: tuple[str, ...], *, steps: int = 3, once: str = "", between: str = ""
+    eager: tuple[str, ...], *, steps: int = 3, once: str = "", between: str = "", host: str = "h"
 ) -> XSpace:
     """A loop mixing eager ops with a tf.function (decision 1022), per step: the iterator's
     fetch (``IteratorGetNext`` holding the pipeline's root stage), a constant made of a Python
     value, the ``eager`` ops (100 us each), the function's call (its graph op on tf_Compute);
     a tf.data thread runs a ``tf.py_function`` holding an eager ``Mul``; ``once`` is an eager
     op run once after the loop (Keras's summary at the capture's stop); ``between`` one run
-    once, 2 ms, in the second step (a user's one-off evaluation, decision 1026)."""
-    builder = XSpaceBuilder(hostname="h")
+    once, 2 ms, in the second step (a user's one-off evaluation, decision 1026); ``host``: the
+    host's name (one of a job's ranks: decision 1061)."""
+    builder = XSpaceBuilder(hostname=host)
     plane = builder.plane("/host:CPU")
     main = plane.line(1, "python", timestamp_ns=0)
     compute = plane.line(2, "tf_Compute/0", timestamp_ns=0)

@@ -292,7 +292,8 @@ class Recommendation:
         "`TF_GPU_THREAD_MODE=gpu_private` advice when tf.data is used), Python / host 3/15%, "
         "copies 5/20%, collectives 3/15%, idle waits 3/15% (`HIGH:` past the high threshold), "
         "reduced-precision (below 32-bit) share below 10% (mixed precision), eager time above "
-        "10% (tf.function / jit; the host's eager ops per step where known), the "
+        "10% (tf.function / jit; the host's eager ops per step where known, a job's the ranks' "
+        "mean), the "
         "diagnostics tool's high and medium findings with their fixes"
     )
     tips: tuple[str, ...] = out("where to look next")
@@ -427,9 +428,10 @@ def recommend(
         )
     if eager_percent > EAGER_ABOVE:
         per_step = eager_per_step(summary)  # the host ops' eager time per step (decision 1029)
+        whose = "the ranks'" if len(summary.rank_hosts) > 1 else "the host's"  # a job's (1061)
         details.append(
             f"{eager_percent:.1f}% of the op time runs eagerly"
-            + (f" (the host's eager ops: {per_step})" if per_step else "")
+            + (f" ({whose} eager ops: {per_step})" if per_step else "")
             + ": wrap the step in "
             "tf.function (or jit / torch.compile) to run it as a graph."
         )

@@ -391,6 +391,8 @@ def _xprof_rows(found: list[StepDb]) -> list[np.ndarray]:
 def eager_per_step(summary: StepSummary) -> str:
     """``11.93 ms of a median 15.34 ms step, 22.78 ms of the mean 26.63 ms``: the eager ops'
     time per step (`eager_ns`) beside the step time, as a user times a step (decision 1029);
+    several hosts: the job's, beside the job's step, ``... of a median 15.34 ms job step,
+    ..., the ranks' mean scaled to the job's step as its breakdown is`` (decision 1061);
     "" where it is not known per step or no op ran eagerly in the steps."""
     ns = summary.eager_ns
     if not summary.n_steps or len(ns) != summary.n_steps or not ns.any():
@@ -398,9 +400,11 @@ def eager_per_step(summary: StepSummary) -> str:
     median, mean = float(np.median(ns)) / 1e6, float(ns.mean()) / 1e6
     step_median = float(np.median(summary.dur_ns)) / 1e6
     step_mean = float(summary.dur_ns.mean()) / 1e6
+    job = len(summary.rank_hosts) > 1
     return (
-        f"{median:.2f} ms of a median {step_median:.2f} ms step, {mean:.2f} ms of the mean "
-        f"{step_mean:.2f} ms"
+        f"{median:.2f} ms of a median {step_median:.2f} ms {'job step' if job else 'step'}, "
+        f"{mean:.2f} ms of the mean {step_mean:.2f} ms"
+        + (", the ranks' mean scaled to the job's step as its breakdown is" if job else "")
     )
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from stepscope.model import ALL_HOSTS, Profile
 from stepscope.stats import (
     SOURCES,
@@ -39,8 +41,6 @@ from stepscope.tools.registry import ToolOption
 from stepscope.vocab.tensorflow import is_iterator
 
 if TYPE_CHECKING:  # the XLA and PyTorch cost models load with the tools that show them
-    import numpy as np
-
     from stepscope.stats.gpu.device_caps import DeviceCaps
     from stepscope.stats.input.loader_workers import LoaderWorkers
     from stepscope.stats.input.map_python import MapPython
@@ -298,19 +298,40 @@ def queue_producer(ctx: ToolContext) -> Producer | None:
     return ctx.intermediate(host, QUEUE_PRODUCER.at(source), lambda p: find(p, db))
 
 
-def with_eager_steps(ctx: ToolContext, summary: StepSummary) -> StepSummary:
-    """``summary`` with its eager host ops' time per step (`op_metrics.eager_ns_by_step`;
-    decision 1029), for one host whose ops ran eagerly (`with_eager`); else unchanged."""
-    if len(ctx.hosts) != 1 or summary.eager_percent <= 0 or not summary.n_steps:
-        return summary
+def _eager_by_step(ctx: ToolContext, host: str) -> np.ndarray:
+    """Per step of ``host``'s step database, the self time of its host ops run eagerly that
+    start in it (`op_metrics.eager_ns_by_step`)."""
     from stepscope.stats.op_metrics import eager_ns_by_step
 
-    host = ctx.hosts[0]
     db = step_db(ctx, host)
     source = ctx.option("step_source", "auto")
-    ns = ctx.intermediate(
+    return ctx.intermediate(
         host, EAGER_BY_STEP.at(source), lambda p: eager_ns_by_step(p, db.start_ns, db.dur_ns)
     )
+
+
+def with_eager_steps(ctx: ToolContext, summary: StepSummary) -> StepSummary:
+    """``summary`` with its eager host ops' time per step (`op_metrics.eager_ns_by_step`;
+    decision 1029), where its ops ran eagerly (`with_eager`); else unchanged. Several hosts:
+    the job's, each rank's eager time in each job step counted as the job's step counts its
+    parts, the ranks' mean stretched to the job's step (`StepSummary.job_part_ns`, decision
+    1061)."""
+    if summary.eager_percent <= 0 or not summary.n_steps:
+        return summary
+    if len(summary.rank_hosts) > 1:  # the job's steps: each rank's own step in each
+        rows = []
+        for row, host in enumerate(summary.rank_hosts):
+            db, mine = step_db(ctx, host), summary.rank_start_ns[row]
+            # the rank's steps in its database, by their starts
+            order = np.argsort(db.start_ns, kind="stable")
+            at = np.minimum(np.searchsorted(db.start_ns[order], mine), max(db.n_steps - 1, 0))
+            if not db.n_steps or (db.start_ns[order[at]] != mine).any():
+                return summary
+            rows.append(_eager_by_step(ctx, host)[order[at]])
+        return replace(summary, eager_ns=summary.job_part_ns(np.stack(rows)))
+    if len(ctx.hosts) != 1:
+        return summary
+    ns = _eager_by_step(ctx, ctx.hosts[0])
     return replace(summary, eager_ns=ns) if len(ns) == summary.n_steps else summary
 
 
@@ -318,7 +339,7 @@ def told_steps(ctx: ToolContext, host_table: OpTable) -> StepSummary:
     """The steps as every headline tells them: the overview's and the report's, `stepscope
     summary`'s and the compare page's (one source, decision 1060): `steps` with the share of
     the host ops' time run eagerly (``host_table``: `host_ops`; decision 1026) and that time
-    per step (1029), and the thread filling the queue the steps wait on (1028)."""
+    per step (1029, 1061), and the thread filling the queue the steps wait on (1028)."""
     summary = with_eager_steps(ctx, with_eager(steps(ctx), host_table))
     producer = queue_producer(ctx)
     return replace(summary, producer=producer.headline()) if producer is not None else summary
