@@ -18,6 +18,7 @@ from stepscope.cli.main import main
 from stepscope.serve.routes import build_routes
 from stepscope.serve.state import ServerState
 from stepscope.serve.wsgi import WsgiApp
+from tests.support.cpu_readings import sampled_loop
 from tests.support.serve import wsgi_get
 from tests.support.tf_mixed_loop import mixed_space
 
@@ -92,6 +93,22 @@ def test_eager_ops_are_told_per_step_everywhere(
     said = _says_alike(tmp_path / "logs", "e", run, capsys)
     assert "ran eagerly, one op at a time from the Python thread" in said
     assert " ms step, " in said and " ms of the mean " in said  # per step (decision 1029)
+
+
+def test_a_wait_for_a_core_is_said_first_everywhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tests.support.cpu_readings`' sampled loop whose steps' thread is runnable off its core
+    the last 30 ms of each 50-52 ms step, 59% of their time (decision 1063): the overview says
+    it before the parts, and so do the others."""
+    monkeypatch.setenv("STEPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    run = _run(tmp_path / "logs", "w", {"h": sampled_loop(30, True).SerializeToString()})
+    said = _says_alike(tmp_path / "logs", "w", run, capsys)
+    assert said.startswith(
+        "Waiting for a CPU core: the steps' thread was runnable but off its core 59% of the "
+        "step time (the stack sampler's readings), and every part below includes that wait. "
+        "Bound by "
+    )
 
 
 def test_a_saved_summary_keeps_the_words(

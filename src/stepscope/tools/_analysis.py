@@ -28,10 +28,13 @@ from stepscope.stats import (
 from stepscope.stats.collective_calls import CollectiveCalls
 from stepscope.stats.collective_calls import collective_calls as build_calls
 from stepscope.stats.diagnostics.base import Finding, HostData
+from stepscope.stats.diagnostics.cores import steps_waited
 from stepscope.stats.diagnostics.runner import combine_hosts, diagnose_host
 from stepscope.stats.gpu.device import DeviceInfo, devices, framework_of, precision_ns, utilization
 from stepscope.stats.gpu.kernels import KernelDb, build_kernel_db
 from stepscope.stats.host.python_samples import PythonTime
+from stepscope.stats.host.thread_cpu import ThreadCpu
+from stepscope.stats.runup_python import steps_thread_cpu
 from stepscope.stats.stragglers_types import Rank
 from stepscope.stats.summary import with_eager
 from stepscope.stats.warmup import warmup_count
@@ -84,6 +87,8 @@ WARMUP_PYTHON: Key[str] = Key("warmup_python", kept=True)  # .at(source)
 STEADY_PYTHON: Key[PythonTime] = Key("steady_python", kept=True)  # .at(source)
 QUEUE_PRODUCER: Key[Producer | None] = Key("queue_producer", kept=True)  # .at(source)
 EAGER_BY_STEP: Key[np.ndarray] = Key("eager_by_step", kept=True)  # .at(source)
+# the steps' thread's CPU readings (.at(step source)): its wait for a core (decisions 950, 1063)
+STEPS_CPU: Key[ThreadCpu] = Key("compare.steps_cpu")
 MAP_PYTHON: Key[MapPython | None] = Key("map_python", kept=True)
 DEVICE_FACTS: Key[tuple[list[DeviceInfo], dict[str, int], str]] = Key("device_facts", kept=True)
 UTILIZATION: Key[dict[str, float]] = Key("utilization", kept=True)  # .at(window)
@@ -343,6 +348,27 @@ def told_steps(ctx: ToolContext, host_table: OpTable) -> StepSummary:
     summary = with_eager_steps(ctx, with_eager(steps(ctx), host_table))
     producer = queue_producer(ctx)
     return replace(summary, producer=producer.headline()) if producer is not None else summary
+
+
+def steps_cpu(ctx: ToolContext, host: str) -> ThreadCpu:
+    """A host's steps' thread's CPU readings (of each rank, for a job's wait: decision 991)."""
+    db = step_db(ctx, host)
+    source = ctx.option("step_source", "auto")
+    return ctx.intermediate(host, STEPS_CPU.at(source), lambda p: steps_thread_cpu(p, db))
+
+
+def cores_waited(ctx: ToolContext, summary: StepSummary) -> float | None:
+    """The share of the steps' time the steps' thread was runnable but off its core, when one
+    host's steps are the headline's (no job) and it waited `stats.diagnostics.cores`'
+    `CORE_WAIT` at least (`steps_waited`, as its `cores_wait` finding): the headline says it
+    first (`waiting_first`; decision 1063); else None."""
+    if len(summary.rank_hosts) > 1:
+        return None
+    hosts = [h for h in ctx.hosts if step_db(ctx, h).n_steps]
+    if len(hosts) != 1:
+        return None
+    found = steps_waited(steps_cpu(ctx, hosts[0]), step_db(ctx, hosts[0]))
+    return found[0] if found is not None else None
 
 
 def steps(ctx: ToolContext) -> StepSummary:

@@ -6,21 +6,23 @@ so a server that already showed a run's overview reuses its step db here.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 from stepscope.limits import TIME_LIMIT_NS
 from stepscope.stats.compare import RunSummary, build_run_summary, memory_peak_bytes
 from stepscope.stats.compare.run_summary import warmup_from
+from stepscope.stats.diagnostics.cores import waiting_first
 from stepscope.stats.gpu.kernels import KernelDb, build_kernel_db, kernel_events, merge_kernel_dbs
-from stepscope.stats.host.thread_cpu import ThreadCpu
 from stepscope.stats.op_metrics import OpMetrics, OpTable, build_op_metrics
-from stepscope.stats.runup_python import steps_thread_cpu
 from stepscope.tools._analysis import (
+    cores_waited,
     device_facts,
     device_ops,
     host_ops,
     kernel_db,
     step_db,
+    steps_cpu,
     told_steps,
 )
 from stepscope.tools.context import Key, ToolContext
@@ -32,15 +34,6 @@ MEMORY_PEAK: Key[int | None] = Key("compare.memory_peak")
 # warm-up
 OP_METRICS_FROM: Key[OpMetrics] = Key("compare.op_metrics_from")
 KERNEL_DB_FROM: Key[KernelDb] = Key("compare.kernel_db_from")
-# the steps' thread's CPU readings (.at(step source)), for its wait for a core (decision 950)
-STEPS_CPU: Key[ThreadCpu] = Key("compare.steps_cpu")
-
-
-def _steps_cpu(ctx: ToolContext, host: str) -> ThreadCpu:
-    """A host's steps' thread's CPU readings (of each rank, for a job's wait: decision 991)."""
-    db = step_db(ctx, host)
-    source = ctx.option("step_source", "auto")
-    return ctx.intermediate(host, STEPS_CPU.at(source), lambda p: steps_thread_cpu(p, db))
 
 
 def _kernels(ctx: ToolContext) -> KernelDb | None:
@@ -84,7 +77,7 @@ def run_summary(ctx: ToolContext, label: str | None = None) -> RunSummary:
     hosts = host_ops(ctx)
     summary = told_steps(ctx, hosts)  # its headlines the overview's (decision 1060)
     first = warmup_from(summary)
-    return build_run_summary(
+    built = build_run_summary(
         label if label is not None else ctx.run.name,
         ctx.host,
         summary,
@@ -94,5 +87,10 @@ def run_summary(ctx: ToolContext, label: str | None = None) -> RunSummary:
         _memory_peak(ctx),
         "+".join(frameworks),
         _once_warm(ctx, first) if first is not None else None,
-        partial(_steps_cpu, ctx),
+        partial(steps_cpu, ctx),
     )
+    # one host's steps' thread waiting for a core: said first, as the overview says it
+    runnable = cores_waited(ctx, summary)
+    if runnable is None:
+        return built
+    return replace(built, bound_by=waiting_first(built.bound_by, runnable))

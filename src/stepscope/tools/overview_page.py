@@ -24,6 +24,7 @@ from stepscope.stats.advice import (
 )
 from stepscope.stats.bound import BoundBy, bound_by
 from stepscope.stats.diagnostics.base import Finding
+from stepscope.stats.diagnostics.cores import waiting_first
 from stepscope.stats.gpu.device import DeviceInfo
 from stepscope.stats.host.python_samples import MIN_SAMPLES, PYTHON_OP_TYPE
 from stepscope.stats.input.input_pipeline import (
@@ -487,14 +488,11 @@ def build(ctx: ToolContext) -> OverviewPage:
         note = _note(cores)
         others = tuple(d for d in recommendation.details if d != note)
         recommendation = replace(recommendation, details=(note, *others))
-    if cores is not None and cores.id == "cores_wait" and job is None:
-        # one host's parts all include the wait: said before them (a job's is, `_job`)
-        headline = BoundBy(
-            f"Waiting for a CPU core: the steps' thread was runnable but off its core "
-            f"{cores.metrics['runnable_pct']:.0f}% of the step time (the stack sampler's "
-            f"readings), and every part below includes that wait. {headline.headline}",
-            headline.limits,
-        )
+    # one host's parts all include the wait: said before them (a job's is, `_job`), by the
+    # rule of its `cores_wait` finding, as the summary says it (decision 1063)
+    runnable = analysis.cores_waited(ctx, summary) if job is None else None
+    if runnable is not None:
+        headline = BoundBy(waiting_first(headline.headline, runnable), headline.limits)
     kinds = sorted({d.kind for d in all_devices})
     environment = RunEnvironment(
         tuple(ctx.hosts),

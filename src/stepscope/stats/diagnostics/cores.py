@@ -14,6 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from stepscope.stats.diagnostics.base import Finding, HostData, severity
+from stepscope.stats.host.thread_cpu import ThreadCpu
+from stepscope.stats.steps.breakdown import StepDb
 from stepscope.stats.steps.pairing import HostSteps, pair_host_steps
 from stepscope.stats.stragglers_cores import CORE_WAIT, CORES_FIX, cores_wait
 from stepscope.stats.stragglers_types import Rank
@@ -33,14 +35,33 @@ HOST_FIX = (
 )
 
 
+def steps_waited(cpu: ThreadCpu, steps: StepDb) -> tuple[float, float, float] | None:
+    """(runnable share, on-a-core share, runnable ns) of one host's steps' thread (``cpu``:
+    its readings) when it was runnable but waiting for a core `CORE_WAIT` of its steps' time
+    at least (decision 700); else None. The finding and the headline's words read it."""
+    if not steps.n_steps:
+        return None
+    found = cpu.shares(steps.start_ns, steps.start_ns + steps.dur_ns)
+    return found if found is not None and found[0] >= CORE_WAIT else None
+
+
+def waiting_first(headline: str, runnable: float) -> str:
+    """One host's headline with its steps' thread's wait for a core (``runnable``: its share
+    of the steps' time, `steps_waited`) said before its parts, which all include the wait:
+    the overview's, `stepscope summary`'s and the Compare page's (decision 1063)."""
+    return (
+        f"Waiting for a CPU core: the steps' thread was runnable but off its core "
+        f"{100 * runnable:.0f}% of the step time (the stack sampler's readings), and every "
+        f"part below includes that wait. {headline}"
+    )
+
+
 def host_cores_wait(data: HostData, options: dict[str, str]) -> Finding | None:
     """One host's steps' thread runnable but waiting for a core `CORE_WAIT` of its steps'
     time at least (decision 700)."""
     steps = data.steps
-    if not steps.n_steps:
-        return None
-    found = data.steps_cpu.shares(steps.start_ns, steps.start_ns + steps.dur_ns)
-    if found is None or found[0] < CORE_WAIT:
+    found = steps_waited(data.steps_cpu, steps)
+    if found is None:
         return None
     runnable, on_cpu, runnable_ns = found
     step_ms = float(np.median(steps.dur_ns)) / 1e6
