@@ -313,8 +313,9 @@ def test_a_launch_that_is_the_profiles_first_event_still_places_its_kernel() -> 
 
 
 def test_steps_stay_sequential_behind_a_device_running_late_over_two_steps() -> None:
-    """The GPU runs behind: step 1's kernel runs past step 2's marker, so step 1 is its device
-    span and step 2 starts when step 1 ended, not when its marker did, nor when step 0 ended."""
+    """The GPU runs behind: step 1's kernel runs past step 2's marker, so step 1 runs from its
+    marker's start to its device work's end (its host time before the kernel stays in it:
+    decision 1056) and step 2 starts when step 1 ended, not when its marker did."""
     builder = _trace([], steps=3)
     host = builder.plane("/host:CPU")
     launcher = host.line(5, "launcher")
@@ -324,8 +325,27 @@ def test_steps_stay_sequential_behind_a_device_running_late_over_two_steps() -> 
         launcher.event("cudaLaunchKernel", t + launch_ms * MS, MS, {"correlation_id": corr})
         stream.event("volta_sgemm", t + run_ms * MS, dur_ms * MS, {"correlation_id": corr})
     db = build_step_db(build(builder))
-    assert ((db.start_ns - t) / MS).tolist() == [0.0, 18.0, 25.0]
-    assert (db.dur_ns / MS).tolist() == [10.0, 7.0, 5.0]
+    assert ((db.start_ns - t) / MS).tolist() == [0.0, 10.0, 25.0]
+    assert (db.dur_ns / MS).tolist() == [10.0, 15.0, 5.0]
+
+
+def test_a_step_begins_after_the_earlier_work_its_device_was_still_running() -> None:
+    """The device still runs a warm-up kernel no step holds when step 0's marker opens: the
+    step begins when that kernel ended, not at its marker (the device was busy, not waiting
+    for the step's host work); with the device idle, it begins at its marker (decision 1056)."""
+    for warm_ms, start_ms in ((6, 5.0), (0.5, 0.0)):
+        builder = _trace([], steps=2)
+        host = builder.plane("/host:CPU")
+        launcher = host.line(5, "launcher")
+        stream = builder.plane("/device:GPU:0").line(7, "stream")
+        t = 1_000 * MS
+        stream.event("warmup_sgemm", t - MS, int(warm_ms * MS))  # launched before the capture
+        for corr, launch_ms, run_ms in [(1, 1, 8), (2, 11, 18)]:
+            launcher.event("cudaLaunchKernel", t + launch_ms * MS, MS, {"correlation_id": corr})
+            stream.event("volta_sgemm", t + run_ms * MS, 4 * MS, {"correlation_id": corr})
+        db = build_step_db(build(builder))
+        assert ((db.start_ns - t) / MS).tolist() == [start_ms, 12.0]
+        assert ((db.start_ns + db.dur_ns - t) / MS).tolist() == [12.0, 22.0]
 
 
 # --- What the database says about its steps -------------------------------------------------

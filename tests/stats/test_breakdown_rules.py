@@ -324,18 +324,20 @@ def test_an_event_spanning_two_steps_counts_in_each() -> None:
     assert np.array_equal(sum(db.category_ns().values()), db.dur_ns)
 
 
-def test_device_work_outside_the_marker_makes_the_step_its_span() -> None:
-    """XProf's rule for asynchronous devices: when the marker does not include the step's
-    device work, the step is the span of that work (its launch, before it, is then outside)."""
+def test_device_work_outside_the_marker_stretches_the_step_over_it() -> None:
+    """An asynchronous device: when the marker does not include the step's device work, the
+    step runs from the marker's start to that work's end. XProf times such a step by its
+    device work alone (8 to 13 ms); the host's time before the kernel, launch included, is
+    the step's too (decision 1056)."""
     db = _db(
         [
             ("main", "cudaLaunchKernel", 1, 1, {"correlation_id": 3}),
             ("stream", "sgemm", 8, 5, {"correlation_id": 3}),
         ]
     )
-    assert db.dur_ns.tolist() == [5 * MS]
-    assert db.start_ns.tolist() == [1_008 * MS]
-    assert _categories(db) == {"device_compute": 5.0}
+    assert db.dur_ns.tolist() == [13 * MS]
+    assert db.start_ns.tolist() == [1_000 * MS]
+    assert _categories(db) == {"device_compute": 5.0, "kernel_launch": 1.0, "other": 7.0}
 
 
 # --- Attribution --------------------------------------------------------------------------

@@ -45,6 +45,7 @@ from stepscope.stats.host.python_samples import functions_in_steps
 from stepscope.stats.host.untraced import Untraced, locate_untraced
 from stepscope.stats.steps.accumulation import accumulation_note
 from stepscope.stats.steps.collective_kinds import kinds_in_steps, pair_kinds
+from stepscope.stats.steps.device_spans import stretched_spans
 from stepscope.stats.steps.executions import batches_note
 from stepscope.stats.steps.feeds import fetches_feeding_steps
 from stepscope.stats.steps.fetch import Fetched
@@ -438,24 +439,9 @@ def _breakdown(
         ev, st, pair_types = ev[own], st[own], pair_types[own]
         np.minimum(span_hi, cut, out=span_hi)
     st = st.astype(np.int32, copy=False)  # after a fetch's int64 steps joined
-    # spans: the marker, or its device work when the marker does not include it
+    # spans: the marker, stretched over its device work where that runs outside it
     np.minimum.at(span_lo, fed_st, profile.start_ns[fed_ev])  # a fetch before it opened
-    dev = on_device[ev]
-    if dev.any():
-        d_lo = np.full(n, np.iinfo(np.int64).max)
-        d_hi = np.full(n, np.iinfo(np.int64).min)
-        np.minimum.at(d_lo, st[dev], profile.start_ns[ev[dev]])
-        np.maximum.at(d_hi, st[dev], profile.end_at(ev[dev]))
-        # only device work of some length is a span (0 ns events alone leave the marker's)
-        has = d_hi > d_lo
-        outside = has & ((d_lo < span_lo) | (d_hi > span_hi))
-        span_lo[outside], span_hi[outside] = d_lo[outside], d_hi[outside]
-        # A device running behind makes device spans overlap the next steps; steps stay
-        # sequential (no time counted twice): each starts no earlier than the last one ended
-        # (the markers, so the spans, are in start order).
-        ends = np.maximum.accumulate(span_hi)
-        span_lo[1:] = np.maximum(span_lo[1:], ends[:-1])
-        span_hi = np.maximum(span_hi, span_lo)
+    span_lo, span_hi = stretched_spans(profile, span_lo, span_hi, ev, st, on_device, types)
     lo = _clipped(np.maximum, profile.start_ns.take, ev, span_lo, st)
     hi = _clipped(np.minimum, profile.end_at, ev, span_hi, st)
     # the breakdown's sort is the peak of a cold analysis: the end times are summed again
@@ -468,7 +454,7 @@ def _breakdown(
     # the limits' (2 B/pair)
     ltypes = limit_types(profile, ev, pair_types, has_device, markers.lines)
     kinds = pair_kinds(profile, ev, st, lo, hi, ltypes)
-    del ev, dev
+    del ev
     if len(h_st):
         table = type_time(
             np.r_[st, h_st], np.r_[lo, h_lo], np.r_[hi, h_hi], np.r_[pair_types, h_types], n
