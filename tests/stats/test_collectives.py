@@ -15,7 +15,7 @@ from stepscope.stats.events import CATEGORY_NAMES, device_type_of_name, host_typ
 from stepscope.vocab import collectives
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.pod.builders import gloo_job
-from tests.support.analysis import MS, build
+from tests.support.analysis import MS, build, fixture_profile
 
 HOST_COLLECTIVES = [
     "gloo:all_reduce",  # PyTorch gloo's worker thread
@@ -72,10 +72,42 @@ def test_other_host_work_is_not_a_collective(name: str) -> None:
         "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)",
         "rcclKernel_AllGather",
         "all-reduce.12",  # the ops line of a TPU
+        # custom all-reduce kernels over NVLink (decision 1057): vLLM on a B200 (the fixture's)
+        "void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>"
+        "(c10::BFloat16*, unsigned long, unsigned int**, unsigned long, unsigned long)",
+        "void c10d::symmetric_memory::one_shot_all_reduce_kernel<float, 4, 8>(float*)",
+        "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*)",
+        "void tensorrt_llm::kernels::oneShotAllReduceKernel<__nv_bfloat16, 8>(params)",
     ],
 )
 def test_device_collectives(name: str) -> None:
     assert device_type_of_name(name) == EventType.DEVICE_COLLECTIVES
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "triton_poi_fused_all_reduce_0",  # Inductor's copy into a collective's buffer
+        "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float>>(...)",
+        "void cub::DeviceReduceKernel<float>(float*)",
+    ],
+)
+def test_device_kernels_that_are_no_collectives(name: str) -> None:
+    assert device_type_of_name(name) != EventType.DEVICE_COLLECTIVES
+
+
+def test_vllms_custom_all_reduce_is_collective_time() -> None:
+    """vLLM on a B200: its tensor-parallel all-reduce runs as PyTorch symmetric memory's
+    `multimem_all_reduce_kernel` (73 of them, 2.12 ms, a fifth of the kernel time), not as
+    NCCL; it was counted as device compute (decision 1057)."""
+    profile = fixture_profile("kineto/b200_vllm_fp8_rank0.json.gz")
+    types = classify_events(profile)
+    names = profile.strings.strings
+    multimem = np.array(["multimem_all_reduce_kernel" in names[k] for k in profile.name.tolist()])
+    assert multimem.sum() == 73
+    assert (types[multimem] == EventType.DEVICE_COLLECTIVES).all()
+    collective_ns = profile.end_at(np.flatnonzero(multimem)) - profile.start_ns[multimem]
+    assert collective_ns.sum() / 1e6 == pytest.approx(2.120, abs=0.001)
 
 
 @pytest.mark.parametrize(

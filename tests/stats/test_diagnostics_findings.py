@@ -460,3 +460,40 @@ def test_slow_first_step_of_a_tensorflow_fixture() -> None:
     f = _one(tf_profile("remote"), "slow_steps")
     assert f.steps == (77,) and f.summary.startswith("The profile's first step takes 2.0x")
     assert "after warm-up" in f.fix and f.severity == "medium"
+
+
+def test_short_collectives_are_latency_not_a_slow_link() -> None:
+    """Calls of 20 µs each are their latency: no "x slower than the link" and no straggler
+    told from them (decision 1057: a vLLM rank's 22 µs all-gather read "56.1x slower")."""
+    nccl = {"In msg nelems": 1000, "dtype": "Float", "Group size": 8}
+
+    def trace(calls: int) -> Profile:
+        t = GpuTrace()
+        for s in range(STEPS):
+            base = s * 10 * MS
+            t.step(s, base, 10 * MS)
+            t.launch(base + 10 * US, "volta_h884gemm_nn", base + 50 * US, 5 * MS)
+            for c in range(calls):
+                at = base + 5100 * US + c * 40 * US
+                t.launch(base + 20 * US, "ncclKernel_AllReduce", at, 20 * US, stream=14, stats=nccl)
+        return t.profile()
+
+    f = _one(trace(20), "collectives")  # 0.4 ms a step: 4%
+    assert "take 20.0 µs each on average: at that length a collective's time is its latency" in (
+        f.summary
+    )
+    assert "slower" not in f.summary and "straggler" not in f.summary
+    assert "collectives" not in _findings(trace(5))  # 1%: not for their "slowness"
+
+
+def test_collectives_of_a_run_that_never_trains_get_inference_advice() -> None:
+    """Inference has no backward pass to overlap nor gradients to bucket: its collectives
+    are tensor parallelism's (decision 1057); a training step keeps DDP's advice."""
+    nccl = {"In msg nelems": 25_000_000, "dtype": "Float", "Group size": 2}
+    for op, inference in (("aten::linear", True), ("autograd::engine::evaluate_function", False)):
+        t = _collective_steps(GpuTrace(), "volta_h884gemm_nn", "ncclKernel_AllReduce", nccl)
+        for s in range(STEPS):
+            t.op(op, s * 10 * MS, 5 * US)
+        f = _one(t.profile(), "collectives")
+        assert ("tensor_parallel_size" in f.fix) == inference
+        assert ("bucket_cap_mb" in f.fix) != inference

@@ -111,6 +111,18 @@ JAX_PRIMITIVES = frozenset(
 
 # Device kernels of the collective libraries (NVIDIA NCCL, AMD RCCL, Intel oneCCL).
 DEVICE_KERNEL_PREFIXES = ("nccl", "rccl", "oneccl")
+# Collectives that run as a library's own kernels over NVLink / symmetric memory, not NCCL
+# (decision 1057): PyTorch's symmetric memory (`symm_mem::multimem_all_reduce_` launches
+# `multimem_all_reduce_kernel`; `one_shot_all_reduce_kernel`, `two_shot_all_reduce_kernel`),
+# vLLM's and SGLang's custom all-reduce (`vllm::cross_device_reduce_1stage`), TensorRT-LLM's
+# (`oneShotAllReduceKernel`, `allreduce_fusion_kernel_*`). Matched as the kernel function's
+# own name (after `::`, a space or the start), so Inductor's `triton_poi_fused_all_reduce_0`
+# (a copy into the collective's buffer) is not one.
+_CUSTOM_COLLECTIVE_KERNEL = re.compile(
+    r"(?:^|[\s:])(?:multimem_(?:one_shot_)?all_(?:reduce|gather)"
+    r"|(?:one|two)_shot_all_reduce|cross_device_reduce_\d+stage"
+    r"|(?:one|two)ShotAllReduce|allreduce_fusion_kernel)"
+)
 
 # Setup work that moves no tensors for the step.
 NOT_COLLECTIVE_SUFFIXES = ("CollectiveAssignGroupV2", "CollectiveInitializeCommunicator")
@@ -169,8 +181,13 @@ def is_dispatch(name: str) -> bool:
 
 def is_device_collective(name: str) -> bool:
     """Whether a device event of this name is collective communication: NCCL/RCCL kernels,
-    and XLA collective instructions (the ops line of a TPU)."""
-    return name[:8].lower().startswith(DEVICE_KERNEL_PREFIXES) or xla_collective(name) is not None
+    the custom all-reduce kernels above, and XLA collective instructions (the ops line of a
+    TPU)."""
+    return (
+        name[:8].lower().startswith(DEVICE_KERNEL_PREFIXES)
+        or xla_collective(name) is not None
+        or _CUSTOM_COLLECTIVE_KERNEL.search(name) is not None
+    )
 
 
 # Arguments a collective's event may carry (Kineto's and TensorFlow's names): its sequence

@@ -17,6 +17,7 @@ from stepscope.stats.diagnostics.base import (
 )
 from stepscope.stats.enclosing import innermost_enclosing
 from stepscope.stats.events import EventType
+from stepscope.stats.gpu.device import never_trains
 from stepscope.stats.gpu.device_caps import device_caps
 from stepscope.stats.gpu.kernels import launch_events, op_candidates
 from stepscope.stats.input.input_pipeline import TF_DATA_FIX
@@ -29,6 +30,10 @@ SLOW_VS_LINK = 3.0  # collectives taking 3x what the link bandwidth allows
 # 10x what the link allows is no bandwidth problem: a ring all-reduce at even a tenth of the
 # link's rate is a broken link, while ranks waiting for the last one to join are common
 WAITING_VS_LINK = 10.0
+# Calls this short on average are their latency (NCCL's is ~10-30 µs a call within a node),
+# whatever the link: no "x slower than the link" nor straggler told from them (decision
+# 1057: a vLLM rank's one 22 µs all-gather of 393 KiB read "56.1x slower", a straggler)
+LATENCY_BOUND_NS = 50_000
 SKEW_SHARE = (0.10, 0.25)  # late start / imbalance over 10% / 25% of the step
 IMBALANCE_MIN = 0.10  # a host computing 10% longer than the median is a straggler
 # Per-GPU link bandwidth (one direction, GB/s) when the user gives none, with the link's
@@ -44,6 +49,23 @@ LINK_GBPS = (
 )
 # Where to look when the bandwidth is far below the link, per GPU vendor (`device_caps`):
 # each vendor's topology command and link names; RCCL reads NCCL_DEBUG as NCCL does.
+TRAINING_COLLECTIVES_FIX = (
+    "Overlap communication with the backward pass and send fewer, larger messages: "
+    "DistributedDataParallel(bucket_cap_mb=...) with gradient_as_bucket_view=True and "
+    "without find_unused_parameters, no_sync() for gradient accumulation, bf16 gradient "
+    "compression (register_comm_hook(..., bf16_compress_hook)); in TensorFlow, NCCL "
+    "all-reduce with gradient packing."
+)
+# A run that never trains (inference, serving: `never_trains`) has no backward pass or
+# gradients to overlap: its collectives are tensor / expert parallelism's, one or two per
+# layer (decision 1057).
+INFERENCE_COLLECTIVES_FIX = (
+    "These are the model's tensor- or expert-parallel collectives (inference has no "
+    "gradients to all-reduce): fewer ranks per model (a smaller tensor_parallel_size, "
+    "more replicas) where the model fits, more tokens per step so each collective moves "
+    "more, and a framework's fused all-reduce (with the residual add and norm) or "
+    "overlap of communication with compute."
+)
 TOPOLOGY_CHECK = {
     "nvidia": "nvidia-smi topo -m, NCCL_DEBUG=INFO: NVLink vs PCIe/sockets",
     "amd": "rocm-smi --showtopo, NCCL_DEBUG=INFO: xGMI (Infinity Fabric) vs PCIe/sockets",
@@ -189,8 +211,11 @@ def collectives(data: HostData, options: dict[str, str]) -> Finding | None:
     expected_allreduce_ns = (
         2 * (world - 1) / world * param_bytes / (gbps * 1e9) * 1e9 if param_bytes else 0.0
     )
+    calls_sized = int(sized.sum())
+    per_call_ns = measured_sized / calls_sized if calls_sized else 0.0
+    latency_bound = 0 < per_call_ns < LATENCY_BOUND_NS
     level = severity(share, *COLLECTIVE_SHARE)
-    if level is None and slow_ratio >= SLOW_VS_LINK and share >= 0.01:
+    if level is None and slow_ratio >= SLOW_VS_LINK and share >= 0.01 and not latency_bound:
         level = "medium"
     if level is None:
         return None
@@ -215,7 +240,13 @@ def collectives(data: HostData, options: dict[str, str]) -> Finding | None:
         f"Collectives take {total / 1e6:.2f} ms{when}{100 * share:.1f}% of the step time), "
         f"{exposed / 1e6:.2f} ms of it not overlapped with compute."
     ]
-    if expected_sized > 0:
+    if latency_bound:
+        parts.append(
+            f" The {counted(calls_sized, 'call')} with a recorded size take "
+            f"{per_call_ns / 1e3:.1f} µs each on average: at that length a collective's time "
+            "is its latency, not the link's bandwidth."
+        )
+    elif expected_sized > 0:
         parts.append(
             f" For the {human_bytes(int(nbytes.sum()))} they move, a {gbps:.0f} GB/s link "
             f"({source}) "
@@ -244,12 +275,9 @@ def collectives(data: HostData, options: dict[str, str]) -> Finding | None:
         host=data.host,
         summary="".join(parts),
         fix=(
-            "Overlap communication with the backward pass and send fewer, larger messages: "
-            "DistributedDataParallel(bucket_cap_mb=...) with gradient_as_bucket_view=True and "
-            "without find_unused_parameters, no_sync() for gradient accumulation, bf16 gradient "
-            "compression (register_comm_hook(..., bf16_compress_hook)); in TensorFlow, NCCL "
-            "all-reduce with gradient packing. If the bandwidth is far below the link, check the "
-            f"topology ({TOPOLOGY_CHECK.get(device_caps(p).vendor, TOPOLOGY_CHECK['nvidia'])})."
+            (INFERENCE_COLLECTIVES_FIX if never_trains(p) else TRAINING_COLLECTIVES_FIX)
+            + " If the bandwidth is far below the link, check the topology "
+            f"({TOPOLOGY_CHECK.get(device_caps(p).vendor, TOPOLOGY_CHECK['nvidia'])})."
         ),
         time_ns=exposed,
         steps=(),
