@@ -101,12 +101,21 @@ def late_at_work(pod: PodLateness) -> tuple[np.ndarray, np.ndarray]:
             continue
         i = pod.hosts.index(s.host)
         work = set(s.steps)
+        held_at = set(s.held_steps)
         for held in s.held_steps:
             if held in work or held - 1 not in work or held not in col or held - 1 not in col:
                 continue
             a, b = col[held], col[held - 1]
-            late_ns[i, [a, b]] = late_ns[i, [b, a]]
-            late[i, [a, b]] = late[i, [b, a]]
+            if held - 1 in held_at:
+                # late at step k - 1 by that step's own work too: both are its lateness, and
+                # step k holds none of its work (swapped, the longer lateness showed at k,
+                # a step after the script timed it: decision 1052)
+                late_ns[i, b] = pod.late_ns[i, b] + pod.late_ns[i, a]
+                late_ns[i, a] = 0
+                late[i, b], late[i, a] = True, False
+                continue
+            late_ns[i, [a, b]] = pod.late_ns[i, [b, a]]
+            late[i, [a, b]] = pod.late[i, [b, a]]
     for s in pod.stragglers:  # stalls inside a call: every rank had arrived (decision 645)
         i = pod.hosts.index(s.host) if s.host in pod.hosts else -1
         for number, held_ns in s.inside:
