@@ -11,10 +11,11 @@ and ``TFE_Py_*`` calls, whose work was done, was counted as the model's compute 
 
 Those instants are input: the step's thread in the self time of one of the runtime's
 blocking calls (`tf_names.is_blocking_call`: no event of its own nested there runs), no op of
-the model running on the compute threads (`waits.compute_events`), and the pipeline's Python
-running on tf.data's threads. The step thread's untraced time is not counted: there it runs
-its own Python while the map waits for the GIL (decision 381's ``from_generator`` loop), and
-nothing in the trace tells the two apart.
+the model running on the compute threads (`waits.compute_events`) and no collective anywhere
+(the call waits for it: a MultiWorkerMirroredStrategy worker's all-reduce), and the
+pipeline's Python running on tf.data's threads. The step thread's untraced time is not
+counted: there it runs its own Python while the map waits for the GIL (decision 381's
+``from_generator`` loop), and nothing in the trace tells the two apart.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from stepscope.stats.events import tf_data_lines
 from stepscope.stats.intervals import intersect_sets, merge, subtract_sets
 from stepscope.stats.nesting import nesting_parents
 from stepscope.stats.steps.waits import compute_events
+from stepscope.vocab import collectives as collective_names
 from stepscope.vocab import tensorflow as tf_names
 
 
@@ -101,4 +103,10 @@ def held_by_pipeline_python(
     work = compute_events(profile, counted, on_step)
     if len(work):
         held = subtract_sets(*held, *merge(profile.start_ns[work], profile.end_at(work)))
+    # nor while a collective runs: the call waits for it, whatever the map's Python does (a
+    # map sleeping in Python holds no GIL; decision 1053)
+    collective = _names(profile, collective_names.is_host_collective)[profile.name]
+    waited = np.flatnonzero(collective & counted & (profile.dur_ns > 0))
+    if len(waited):
+        held = subtract_sets(*held, *merge(profile.start_ns[waited], profile.end_at(waited)))
     return held
