@@ -8,7 +8,9 @@ nowhere). A wait for input (``IteratorGetNext*``, a root ``Iterator::`` stage,
 lies entirely in the gap before a step that starts on the same thread, is attributed to that
 step, whose span then starts at the fetch: the step becomes the iteration it really is. A
 fetch that found the pass over (`END_OF_SEQUENCE_STAT`) fed no step, and a step whose
-marker began at its trainer's last boundary (`STEP_HOLDS_FETCH_STAT`) is fed by none.
+marker began at its trainer's last boundary (`STEP_HOLDS_FETCH_STAT`) is fed by none. The
+gap before the first step begins with the capture: there a wait followed by other traced work
+of the thread (the rest of an iteration in flight when a remote capture began) feeds no step.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from stepscope.model import Profile
-from stepscope.stats.events import EventType
+from stepscope.stats.events import NOT_COUNTED, EventType
 from stepscope.stats.steps.types import StepMarkers
 from stepscope.vocab.profiler import END_OF_SEQUENCE_STAT, STEP_HOLDS_FETCH_STAT
 
@@ -68,4 +70,18 @@ def fetches_feeding_steps(
     # a trainer callback's step begun at the trainer's last boundary holds its fetch already:
     # a wait before it is other work's (evaluation's fetches; decision 638)
     ok &= ~profile.stat_at(STEP_HOLDS_FETCH_STAT, markers.event[step]).present
+    # Before the first step the gap reaches back to the capture's start: a wait there
+    # followed by other traced work of the thread is the fetch of the iteration in flight
+    # when the capture began (its marker unrecorded), not the first step's (decision 1054)
+    first = ok & (nxt == 0)
+    if first.any():
+        line = profile.line[markers.event[0]]
+        work = np.flatnonzero(
+            (profile.line == line)
+            & (types != NOT_COUNTED)
+            & (types != EventType.HOST_WAIT_INPUT)
+            & (profile.start_ns < markers.start_ns[0])
+        )
+        if work.size:
+            ok &= ~(first & (end <= profile.start_ns[work].max()))
     return waits[ok], step[ok].astype(np.int64)
