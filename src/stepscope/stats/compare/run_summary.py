@@ -27,6 +27,7 @@ from stepscope.stats.host.thread_cpu import ThreadCpu
 from stepscope.stats.input.input_pipeline import input_ops, iterator_kind
 from stepscope.stats.memory import build_memory_profiles
 from stepscope.stats.op_metrics import OpTable
+from stepscope.stats.steps.limits import LIMIT_NAMES
 from stepscope.stats.summary import StepSummary
 from stepscope.stats.warmup import steps_from, warmup_count
 
@@ -160,6 +161,15 @@ class RunSummary:
     # job's step, `steps_core_wait_ns`); None: no readings covering the steps (of a rank,
     # for several hosts), or a summary file written before it (decisions 950, 991)
     core_wait_ns: np.ndarray | None = None
+    # what bounds the steps, per "bound by" limit (`LIMIT_NAMES`, the report's headline and
+    # its "What bounds the steps" table): int64 ns per step; empty in a summary file written
+    # before it (the diff's verdict then reads XProf's categories; decision 1044)
+    limit_ns: dict[str, np.ndarray] = field(default_factory=dict)
+    # the part of the input limit spent getting the batch from the loop's Python iterator or
+    # a queue's ``get`` (`Fetched.ns`), int64 ns per step, and where ("get (queue.py)");
+    # None / "" when the steps fetch nothing so seen, or an older summary file
+    fetch_ns: np.ndarray | None = None
+    fetch_from: str = ""
 
     @property
     def n_steps(self) -> int:
@@ -197,6 +207,8 @@ class RunSummary:
             step_dur_ns=self.step_dur_ns[k:],
             category_ns={c: v[k:] for c, v in self.category_ns.items()},
             core_wait_ns=None if self.core_wait_ns is None else self.core_wait_ns[k:],
+            limit_ns={c: v[k:] for c, v in self.limit_ns.items()},
+            fetch_ns=None if self.fetch_ns is None else self.fetch_ns[k:],
             bound_by=self.bound_by_once_warm,
             warmup_steps=0,
             bound_by_once_warm="",
@@ -236,6 +248,8 @@ class RunSummary:
             core_wait = None if wait is None else np.array(wait, np.int64)
             if core_wait is not None and len(core_wait) != n:
                 raise ValueError(f"core_wait_ns has {len(core_wait)} values for {n} steps")
+            limits = _per_step(steps.get("limit_ns") or {}, n, "limit_ns")
+            fetch = _per_step({"": steps["fetch_ns"]} if "fetch_ns" in steps else {}, n, "fetch")
             return cls(
                 str(data["run"]),
                 str(data["host"]),
@@ -260,12 +274,24 @@ class RunSummary:
                 str(data.get("bound_by_once_warm", "")),
                 _row_tables(data.get("once_warm")),
                 core_wait,
+                {c: limits.get(c, np.zeros(n, np.int64)) for c in LIMIT_NAMES} if limits else {},
+                fetch.get(""),
+                str(steps.get("fetch_from", "")) if fetch else "",
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise StepscopeError(
                 f"{source}: damaged stepscope summary ({type(exc).__name__}: {exc}); write it "
                 "again with `stepscope summary RUN -o FILE.json`"
             ) from None
+
+
+def _per_step(columns: dict[str, Any], n: int, what: str) -> dict[str, np.ndarray]:
+    """Named per-step columns of a summary file, each of ``n`` values."""
+    out = {str(c): np.array(v, np.int64) for c, v in columns.items()}
+    for c, v in out.items():
+        if v.shape != (n,):
+            raise ValueError(f"{what}{'.' + c if c else ''} has {v.size} values for {n} steps")
+    return out
 
 
 def _row_tables(data: Any) -> RowTables | None:
@@ -412,7 +438,22 @@ def build_run_summary(
         bound_by(steps_from(steps, warmup)).headline if warmup else "",
         rows,
         None if steps_cpu is None else steps_core_wait_ns(steps, steps_cpu),
+        *_bounding(steps),
     )
+
+
+def _bounding(steps: StepSummary) -> tuple[dict[str, np.ndarray], np.ndarray | None, str]:
+    """What bounds ``steps``, per limit and step, and the input limit's fetch of the batch
+    from the loop's iterator or queue (per step, and its function), as the report's headline
+    counts them (decision 1044)."""
+    n = steps.n_steps
+    limits = {c: np.asarray(v, np.int64) for c, v in steps.limit_ns.items() if len(v) == n}
+    if set(limits) != set(LIMIT_NAMES):
+        return {}, None, ""
+    found = steps.fetched
+    if not found.function or not found.counted or len(found.ns) != n or not found.ns.any():
+        return limits, None, ""
+    return limits, np.asarray(found.ns, np.int64), found.function[0]
 
 
 def warmup_from(steps: StepSummary) -> int | None:

@@ -39,6 +39,22 @@ class SummarySteps:
         unit="ns",
         omit_none=True,
     )
+    limit_ns: dict[str, list[int]] | None = out(
+        'per "bound by" limit (the overview\'s `bound_by.limits`): its time in each step; '
+        "`stepscope diff` says what drove a change by these (absent in older files: by "
+        "`category_ns`)",
+        unit="ns",
+        omit_none=True,
+    )
+    fetch_ns: list[int] | None = out(
+        "the part of the input limit spent getting the batch from the loop's Python iterator "
+        "or a queue's `get`, in each step; absent when the steps fetch none so seen",
+        unit="ns",
+        omit_none=True,
+    )
+    fetch_from: str | None = out(
+        'the function of that fetch, e.g. `"get (queue.py)"`', omit_none=True
+    )
 
 
 @record
@@ -112,6 +128,9 @@ def summary_file(s: RunSummary) -> SummaryFile:
         {c: v.tolist() for c, v in s.category_ns.items()},
         s.warmup_steps,
         None if s.core_wait_ns is None else s.core_wait_ns.tolist(),
+        {c: v.tolist() for c, v in s.limit_ns.items()} if s.limit_ns else None,
+        None if s.fetch_ns is None else s.fetch_ns.tolist(),
+        s.fetch_from if s.fetch_ns is not None else None,
     )
     return SummaryFile(
         FORMAT,
