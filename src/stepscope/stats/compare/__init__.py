@@ -3,6 +3,7 @@
 - `names`: match keys that survive renumbering (ProfilerStep#N, fusion.N, kernel templates);
 - `run_summary`: a run's per-step samples and keyed aggregates, saved as a JSON baseline;
 - `significance`: the seeded bootstrap and Holm's correction;
+- `bounding`: what bounds the steps (the report's limits) in a diff, and the row behind a change;
 - `diff`: metric changes, matched rows, the verdict;
 - `rules`: the ``--fail-on`` expression language of the CI gate.
 """

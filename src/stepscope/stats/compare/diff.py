@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from stepscope.records import record
+from stepscope.stats.compare import bounding
 from stepscope.stats.compare.run_summary import NamedRows, RunSummary, stage_name
 from stepscope.stats.compare.significance import (
     ALPHA,
@@ -153,6 +154,8 @@ def _tested_metrics(base: RunSummary, cand: RunSummary) -> list[MetricChange]:
     for name, label, iv in zip(names, labels, intervals, strict=True):
         t = iv.testable
         significant = bool(t and next(holm) and abs(iv.delta) >= floor)
+        out.append(_change(name, label, iv, significant, base.n_steps > 0, cand.n_steps > 0))
+    for name, label, iv, significant in bounding.tested(base, cand, floor):
         out.append(_change(name, label, iv, significant, base.n_steps > 0, cand.n_steps > 0))
     return out
 
@@ -345,11 +348,38 @@ def _detail(category: str, sign: float, tables: dict[str, tuple[RowChange, ...]]
     """The stage or op behind a category's change: the row with the largest change in the
     same direction."""
     if category == "input":
-        source, what = tables["input_stages"], "stage"
-    elif category in _HOST_SIDE:
-        source, what = tables["host_ops"], "op"
-    else:
-        source, what = tables["device_ops"] or tables["kernels"], "op"
+        return _row_detail(tables["input_stages"], "stage", sign)
+    if category in _HOST_SIDE:
+        return _row_detail(tables["host_ops"], "op", sign)
+    return _row_detail(tables["device_ops"] or tables["kernels"], "op", sign)
+
+
+def _limit_detail(
+    metric: MetricChange,
+    sign: float,
+    tables: dict[str, tuple[RowChange, ...]],
+    pair: tuple[RunSummary, RunSummary],
+) -> str | None:
+    """The row behind a limit's change: an input limit's fetch from the loop's queue or
+    iterator when it moved the same way by half the change at least, else the input stage;
+    another limit's op (a wait's: none)."""
+    limit = metric.name.removeprefix(bounding.PREFIX)
+    if limit == "input":
+        fetch = bounding.fetch_detail(pair[0], pair[1], metric.delta or 0.0)
+        if fetch is not None:
+            return f"{fetch[0]}, {signed_ms(fetch[1])}/step"
+    device = bool(tables["device_ops"] or tables["kernels"])
+    source = bounding.source_of(limit, device)
+    if not source:
+        return None
+    if source == "device_ops":  # else the host's ops: a CPU backend computes there
+        found = _row_detail(tables["device_ops"] or tables["kernels"], "op", sign)
+        return found or _row_detail(tables["host_ops"], "op", sign)
+    return _row_detail(tables[source], "stage" if source == "input_stages" else "op", sign)
+
+
+def _row_detail(source: tuple[RowChange, ...], what: str, sign: float) -> str | None:
+    """The row of ``source`` with the largest change in the direction ``sign``."""
     same = [r for r in source if r.delta_ns * sign > 0]
     if not same:
         return None
@@ -368,13 +398,23 @@ def _relative(mean: MetricChange, ci: str = "", per: str = "") -> str:
     return f"{pct(mean.relative)}{ci} ({moved})"
 
 
+def _said(metric: MetricChange) -> str:
+    """A category or limit inside the verdict's sentence."""
+    if metric.name.startswith(bounding.PREFIX):
+        return bounding.words(metric.name)
+    return metric.label.lower()
+
+
 def _verdict(
     metrics: list[MetricChange],
     tables: dict[str, tuple[RowChange, ...]],
     floor_ns: float | None = None,
+    pair: tuple[RunSummary, RunSummary] | None = None,
 ) -> tuple[str, str | None, str | None]:
-    """The mean step time leads: the categories' per-step means add up to it, so the driving
-    category's share of the change is exact (the median is in the table and the rules)."""
+    """The mean step time leads: what bounds the steps (the report's limits) adds up to it,
+    so the driving limit's share of the change is exact (the median is in the table and the
+    rules); runs without limits (older summary files) by XProf's categories, which add up
+    to it too. ``pair``: (baseline, candidate), whose fetch an input limit's change names."""
     by_name = {m.name: m for m in metrics}
     mean = by_name["step_time.mean"]
     if mean.base is None or mean.cand is None:
@@ -391,7 +431,10 @@ def _verdict(
         )
     rel, rel_ci = mean.relative, mean.relative_ci()
     ci = f" [{pct(rel_ci[0])}, {pct(rel_ci[1])}]" if rel_ci else ""
-    categories = [m for m in metrics if m.name.startswith("category.") and m.delta]
+    limits = [m for m in metrics if m.name.startswith(bounding.PREFIX)]
+    # decision 1044: what bounds the steps drives the verdict, as it leads the report
+    parts = limits or [m for m in metrics if m.name.startswith("category.")]
+    categories = [m for m in parts if m.delta]
     if mean.delta == 0 and mean.ci_low == 0 and mean.ci_high == 0:
         return f"no change in step time (the same per-step times: {ms(mean.base)} mean)", None, None
     if not mean.significant:
@@ -401,7 +444,7 @@ def _verdict(
         moved = sorted((m for m in categories if m.significant), key=lambda m: -abs(m.delta or 0))
         if moved:
             m = moved[0]
-            text += f"; {m.label.lower()} changed {signed_ms(m.delta or 0)}/step"
+            text += f"; {_said(m)} changed {signed_ms(m.delta or 0)}/step"
         return text, None, None
     sign = float(np.sign(mean.delta or 0.0))
     text = f"step time {_relative(mean, ci, ' mean per step')}"
@@ -411,8 +454,11 @@ def _verdict(
         return text, None, None
     driver = same[0]
     category = driver.name.split(".", 1)[1]
-    detail = _detail(category, sign, tables)
-    text += f", driven by {driver.label.lower()}: {signed_ms(driver.delta or 0)}/step"
+    if driver.name.startswith(bounding.PREFIX) and pair is not None:
+        detail = _limit_detail(driver, sign, tables, pair)
+    else:
+        detail = _detail(category, sign, tables)
+    text += f", driven by {_said(driver)}: {signed_ms(driver.delta or 0)}/step"
     if detail:
         text += f" ({detail})"
     return text, category, detail
@@ -459,7 +505,9 @@ def diff_runs(base: RunSummary, cand: RunSummary, once_warm: bool = True) -> Run
         metrics.append(_core_wait_metric(a, b))
     metrics += _single_metrics(base, cand)
     tables = {t: match_rows(a, b, t) for t in ("host_ops", "device_ops", "kernels", "input_stages")}
-    verdict, driver, detail = _verdict(metrics, tables, _noise_floor_ns(a))
+    verdict, driver, detail = _verdict(metrics, tables, _noise_floor_ns(a), (a, b))
+    if driver is not None and not bounding.read(a, b):
+        verdict += bounding.unread(a, b)
     share = _load_share(metrics)
     if share is not None:
         verdict = _load_verdict(verdict, share, metrics, b)

@@ -21,7 +21,8 @@ from stepscope.stats.compare.run_summary import RunSummary
 
 STATISTIC = (
     "seeded expanded percentile bootstrap (2000 resamples) of the change, 95% interval; "
-    "significant = Holm-adjusted p < 0.05 over the step-time and category metrics, and a "
+    "significant = Holm-adjusted p < 0.05 over the step-time and category metrics (the "
+    "`bound.` limits: a family of their own), and a "
     f"change of at least {NOISE_FLOOR:.0%} of the baseline median step time"
 )
 
@@ -124,7 +125,10 @@ class DiffOutput:
         "`--all-steps`)"
     )
     verdict: str = out("the change in words (see above)")
-    driver: str | None = out("the category that drove the step-time change")
+    driver: str | None = out(
+        "what drove the step-time change: the `bound.` limit (the report's headline), or the "
+        "category for a summary file without limits"
+    )
     driver_detail: str | None = out(
         "its stage or op that moved most, e.g. `Map stage -68.1 ms/step`"
     )

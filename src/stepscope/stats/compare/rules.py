@@ -2,7 +2,7 @@
 
     RULE   := METRIC OP CHANGE
     METRIC := step_time.median | step_time.mean | step_time.p90 | step_time.stddev
-              | category.<name> | core_wait | warmup.time | memory.peak
+              | category.<name> | bound.<limit> | core_wait | warmup.time | memory.peak
               | tensor_core.share
               (aliases: step_time, memory)
     OP     := > | >= | < | <=
@@ -94,7 +94,7 @@ def parse_rule(text: str, metric_names: tuple[str, ...]) -> Rule:
 
 
 def _kind_of(metric: str) -> str:
-    if metric.startswith(("step_time.", "category.", "warmup.")) or metric == "core_wait":
+    if metric.startswith(("step_time.", "category.", "bound.", "warmup.")) or metric == "core_wait":
         return "ns"
     return "bytes" if metric == "memory.peak" else "percent"
 
@@ -102,10 +102,12 @@ def _kind_of(metric: str) -> str:
 def metric_names() -> tuple[str, ...]:
     from stepscope.stats.compare.diff import STEP_STATISTICS
     from stepscope.stats.events import CATEGORY_NAMES
+    from stepscope.stats.steps.limits import LIMIT_NAMES
 
     return (
         *(f"step_time.{s}" for s in STEP_STATISTICS),
         *(f"category.{c}" for c in CATEGORY_NAMES),
+        *(f"bound.{c}" for c in LIMIT_NAMES),
         "core_wait",
         "warmup.time",
         "memory.peak",
@@ -168,7 +170,7 @@ def evaluate(rule: Rule, diff: RunDiff) -> RuleResult:
         )
     why = " (significant)" if m.tested else ""
     share = diff.core_wait_share
-    if share is not None and rule.metric.startswith(("step_time.", "category.")):
+    if share is not None and rule.metric.startswith(("step_time.", "category.", "bound.")):
         # still a failure: the steps were slower; the reason says why (decision 952)
         whose = waiting_threads(diff.candidate)
         whose += "'" if whose.endswith("s") else "'s"
