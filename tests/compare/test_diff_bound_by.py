@@ -85,6 +85,16 @@ def test_a_longer_wait_on_the_queue_is_said_as_input(tmp_path: Path) -> None:
         assert s.limit_ns["input"].tolist() == [wait * MS] * s.n_steps
 
 
+def test_the_samplers_wait_is_no_host_op(tmp_path: Path) -> None:
+    """The summaries keep the sampler's rows (the report's functions read them); the diff's
+    host ops are ops, as the overview's top ops are."""
+    base, cand = _pair(tmp_path)
+    assert "wait (threading.py)" in cand.host_ops.names
+    d = diff_runs(base, cand)
+    assert d.host_ops and all(r.type != "Python" for r in d.host_ops)
+    assert "threading" not in d.verdict
+
+
 def test_the_limits_round_trip_and_an_older_file_reads_the_categories(tmp_path: Path) -> None:
     base, cand = _pair(tmp_path)
     saved = output.to_json(summary_file(cand))

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope.stats.compare.run_summary import RunSummary
+from stepscope.stats.compare.run_summary import NamedRows, RunSummary
 from stepscope.stats.compare.significance import Interval, bootstrap_changes, holm_significant
+from stepscope.stats.host.python_samples import PYTHON_OP_TYPE
 from stepscope.stats.steps.fetch import QUEUE_GET_FRAMES
 from stepscope.stats.steps.limits import LIMIT_LABELS, LIMIT_NAMES, label_words
 
@@ -82,6 +83,26 @@ def tested(
         significant = bool(iv.testable and next(holm) and abs(iv.delta) >= floor_ns)
         out.append((name, text, iv, significant))
     return out
+
+
+def ops(rows: NamedRows) -> NamedRows:
+    """A host op table without the stack sampler's "Python" rows: they are where the sampler
+    saw a thread that no op covered, blocked in a wait as much as computing (a loop's
+    ``wait (threading.py)`` inside a queue's ``get``), estimates and not ops, as the
+    overview's top ops leave them out."""
+    keep = [i for i, t in enumerate(rows.types) if t != PYTHON_OP_TYPE]
+    if len(keep) == len(rows.types):
+        return rows
+    at = np.array(keep, np.int64)
+    return NamedRows(
+        tuple(rows.keys[i] for i in keep),
+        tuple(rows.names[i] for i in keep),
+        tuple(rows.types[i] for i in keep),
+        rows.count[at],
+        rows.total_ns[at],
+        rows.self_ns[at],
+        rows.rest_ns,
+    )
 
 
 def fetch_detail(base: RunSummary, cand: RunSummary, delta_ns: float) -> tuple[str, float] | None:

@@ -289,6 +289,8 @@ def match_rows(base: RunSummary, cand: RunSummary, table: str) -> tuple[RowChang
     (summary baselines keep the top rows) is "new"/"gone" only if that side is complete."""
     a: NamedRows = getattr(base, table)
     b: NamedRows = getattr(cand, table)
+    if table == "host_ops":  # ops, not the stack sampler's estimates (decision 1045)
+        a, b = bounding.ops(a), bounding.ops(b)
     use_self = table != "kernels"
     a_at = {k: i for i, k in enumerate(a.keys)}
     b_at = {k: i for i, k in enumerate(b.keys)}
