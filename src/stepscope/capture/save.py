@@ -52,6 +52,7 @@ from stepscope.vocab.profiler import (
     OWN_CODE_STAT,
     OWN_FRAMES_STAT,
     RUNNABLE_STAT,
+    START_RETURNED_STAT,
     STARTED_ON_THREAD_STAT,
     STEPS_BEFORE_STAT,
     THREAD_CPU_LINE,
@@ -117,6 +118,8 @@ class CaptureResult:
     host_stats: dict[str, int | float] = field(default_factory=dict)
     # the native id of the thread whose `start()` began recording at once (0: none such)
     started_on_thread: int = 0
+    # perf_counter_ns() when that `start()` returned to its caller (0: unknown)
+    start_returned_perf_ns: int = 0
     # (native thread id, fetches) of `capture.fetch_probe`: (callee, loop, start, end, the
     # loop's first and last line or None)
     fetch_probe: tuple[int, list[tuple[str, str, int, int, tuple[int, int] | None]]] = (0, [])
@@ -288,6 +291,8 @@ def _own_space(result: CaptureResult) -> XSpace:
         plane.stats[key] = value
     if result.started_on_thread:
         plane.stats[STARTED_ON_THREAD_STAT] = result.started_on_thread
+        if result.start_returned_perf_ns >= base:
+            plane.stats[START_RETURNED_STAT] = result.start_returned_perf_ns - base
     if clock := machine_clock():
         plane.stats[CLOCK_STAT] = clock
     builder.warnings.extend(warnings)

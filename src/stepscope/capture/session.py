@@ -123,6 +123,7 @@ class Session:
         # the native id of the thread whose `start` began recording at once (0: none, e.g. a
         # delayed start or a remote capture): its loop was not cut by the capture's start
         self.started_on_thread = 0
+        self.start_returned_perf_ns = 0  # when that `start` returned (perf_counter ns)
         self.run_dir: Path | None = None
         self.error: BaseException | None = None
         self.timers: list[Timer] = []
@@ -304,6 +305,7 @@ class Session:
             # (decision 549: 83 workers were advised on a 2-core host)
             host_stats=self.cpu.stats() if self.cpu is not None else {},
             started_on_thread=self.started_on_thread,
+            start_returned_perf_ns=self.start_returned_perf_ns,
             fetch_probe=(
                 (self.probe.native_id, list(self.probe.fetches)) if self.probe else (0, [])
             ),
@@ -403,6 +405,8 @@ def start(
             session.started_on_thread = threading.get_native_id()
             session.install_fetch_probe()
             _schedule_duration(session)
+            # the last thing before the caller's code: the start-up is over (decision 1048)
+            session.start_returned_perf_ns = session.clock.perf_ns()
 
 
 def _schedule(session: Session, seconds: float, func: Callable[[Session], None]) -> None:

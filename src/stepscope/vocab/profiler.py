@@ -86,6 +86,12 @@ CPU_IDLE_STAT = "cpu_idle_cores"
 # capture). A loop on that thread was not cut by the capture's start: its first iteration is
 # whole, which tells inferred steps where an iteration begins (stats/steps/cycle.py).
 STARTED_ON_THREAD_STAT = "stepscope_started_on_thread"
+# ... and, with it, when that ``start()`` returned to its caller: ns on the host plane's time
+# base (since ``profile_start_time``). The capture's own start-up (hooks, the sampler's
+# thread, the fetch probe) runs after recording began and before it; what a framework does
+# on the thread then (JAX's garbage collection) is no iteration of the loop that follows:
+# step 0 begins no earlier (stats/steps/cycle.py, decision 1048).
+START_RETURNED_STAT = "stepscope_start_returned_ns"
 
 # A host-plane stat of stepscope's own: the clock its times count on, as
 # ``"<hostname> boot <boot id>"`` (Linux's /proc/sys/kernel/random/boot_id; absent where it

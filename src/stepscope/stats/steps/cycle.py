@@ -28,7 +28,9 @@ of k+1". Four rules fix the boundaries (decision 360):
    sanity check and hooks, set-up code) is time before the first step, in no step, as the
    script that times its iterations leaves it (`stepscope.stats.steps.batch_fetch`,
    decision 606); and each later step begins at its own batch's fetch, not at the lead
-   after it (decision 607).
+   after it (decision 607). Never before ``start()`` returned (the host-plane stat
+   `vocab.profiler.START_RETURNED_STAT`): what the thread did during the capture's own
+   start-up (JAX's garbage collections) is in no step (decision 1048).
 3. With the capture begun there (so stopped by the same thread's ``stop()``, between
    iterations or after the loop), the events from the last boundary are the last iteration:
    a step when it is whole (`stepscope.stats.steps.last_step`, decision 475: the common
@@ -61,7 +63,7 @@ from stepscope.stats.steps.last_step import Periods, last_iteration_end
 from stepscope.stats.steps.loop_tail import sampled_tail
 from stepscope.stats.steps.other_pass import alone_periods, own_ends
 from stepscope.vocab import tensorflow, xla
-from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
+from stepscope.vocab.profiler import START_RETURNED_STAT, STARTED_ON_THREAD_STAT
 from stepscope.vocab.pytorch import OPTIMIZER_STEP_PREFIX
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # odd: a name's id times it is a well-spread hash
@@ -239,6 +241,16 @@ def _before_other_calls(
     return out
 
 
+def start_returned(profile: Profile, line: int) -> int | None:
+    """When stepscope's ``start()`` returned on this line's thread (ns), or None: the capture's
+    own start-up runs before it, and what the thread did then (JAX's garbage collection, 1.4
+    ms of a plain loop's step 0) is no iteration's (decision 1048). Older captures lack it."""
+    if not began_on_line(profile, line):
+        return None
+    value = profile.planes[profile.lines[line].plane].stats.get(START_RETURNED_STAT)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def first_fetch(profile: Profile, line: int) -> int | None:
     """The start (ns) of the first fetch `capture.fetch_probe` timed on this line's thread
     (the first times the frame that called ``start()`` asked an iterator for an item), or
@@ -402,6 +414,15 @@ def iterations(
         elif traced.size and start[traced[0]] < starts[0]:
             starts[0] = start[traced[0]]
             notes.append("step 0 from the thread's first event (the capture began there)")
+        returned = start_returned(profile, int(profile.line[t[0]]))
+        if returned is not None and starts[0] < returned < ends[0]:
+            # the thread's first events were the capture's own start-up (decision 1048)
+            notes = [n for n in notes if not n.startswith("step 0 from the thread's first")]
+            notes.append(
+                f"step 0 from where stepscope.start() returned, after "
+                f"{(returned - int(starts[0])) / 1e6:.2f} ms of the capture's start-up (in no step)"
+            )
+            starts[0] = returned
     starts, moved = from_iterators(profile, t, starts, ends)
     if moved:
         notes.append(
