@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from stepscope.cli.main import main
+from stepscope.stats.input.loader_verdict import CPU_WAIT_PERCENT
 from tests.support.fixtures import REPO
 
 # torch runs in the loop's process only (see test_loader_workers_torch.py)
@@ -77,13 +78,24 @@ def test_a_worker_the_loop_waits_on_is_told_how_many_more(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """One worker sleeping 20 ms a batch, a step of a tiny model: the loop waits on it, the
-    worker busy all the while (decision 391): add workers, with a count."""
+    worker busy all the while (decision 391): add workers, with a count. On a loaded
+    machine (a fresh-clone CI beside another pytest run; two or three busy loops beside it:
+    3 of 4 runs at load 13-15, decision 1050) the worker's batches wait for a CPU (50-56
+    ms, not 20) and the advice rightly says the cores are the limit (decisions 356, 426):
+    then its figures must say the worker or the loop waited for a core."""
     _, out = _run(tmp_path, capsys, "--workers", "1")
     [found] = out["loader_workers"]
-    assert found["verdict"] == "workers_busy" and found["busy_waiting_percent"] >= 80
-    assert re.search(
-        r"add workers, they need little CPU: num_workers=\d+ \(now 1\)", found["advice"]
+    advice = found["advice"]
+    loop_waited = re.search(r"for (\d+)% of that its own thread was runnable", advice)
+    starved = found["cpu_wait_percent"] >= CPU_WAIT_PERCENT or (
+        loop_waited is not None and float(loop_waited.group(1)) >= CPU_WAIT_PERCENT
     )
+    if not starved:
+        assert found["verdict"] == "workers_busy" and found["busy_waiting_percent"] >= 80, found
+        assert re.search(r"add workers, they need little CPU: num_workers=\d+ \(now 1\)", advice)
+    else:  # the cores, said with the figure that made the verdict
+        assert found["verdict"] in ("workers_busy", "workers_idle"), found
+        assert re.search(r"waited for a CPU|waiting for a CPU core", advice), found
 
 
 def test_a_loop_its_model_holds_up_is_not_told_to_add_workers(
