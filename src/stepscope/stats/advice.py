@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from stepscope.fields import out
 from stepscope.records import record
-from stepscope.stats.bound import BoundBy, host_place
+from stepscope.stats.bound import BoundBy, host_place, traced_host_device
 from stepscope.stats.input.ahead import PYTHON_ITERATOR_AHEAD, QUEUE_AHEAD, input_ahead
 from stepscope.stats.steps.limits import label_words
 from stepscope.stats.summary import StepSummary, eager_per_step
@@ -155,6 +155,12 @@ _HEADLINE_FIX = {
     "run it every N steps, and put the rest inside tf.function / jit / torch.compile; the "
     "trace viewer shows where in the step it sits, stepscope.trace times what must stay",
     "copies": "fetch fewer or smaller results per step, or fetch them less often",
+    # with a device, when traced host events hold the host limit (decision 1058)
+    "host_traced": "this is traced host work, not untraced Python: framework ops running on "
+    "the CPU, on whichever thread runs them{autograd}; op_stats' host rows name them by self "
+    "time and the trace viewer shows their thread. Run fewer, larger ops: compile the step "
+    "(tf.function / jit / torch.compile), use fused optimizers, and keep tensor work on the "
+    "device",
     "collectives": "see the pod viewer's stragglers for the rank the others wait for; overlap "
     "communication with compute, use larger buckets, or check the interconnect",
     "waits": "look in the trace viewer for what the step's thread waits on (another process, "
@@ -197,6 +203,13 @@ def _headline_fix(summary: StepSummary, bound: BoundBy, of: str, producer: str =
         )
     elif first.key == "input" and _serves(summary):
         fix = INFERENCE_INPUT_FIX
+    elif first.key == "host" and traced_host_device(summary):
+        autograd = (
+            " (a backward pass runs on PyTorch's autograd thread while the step's thread waits)"
+            if summary.limits.framework == "pytorch"
+            else ""
+        )
+        fix = _HEADLINE_FIX["host_traced"].format(autograd=autograd)
     elif first.key in _HEADLINE_FIX:
         fix = _HEADLINE_FIX[first.key].format(
             ahead=input_ahead(summary.limits.framework, summary.has_device)

@@ -339,6 +339,13 @@ def host_place(summary: StepSummary, pct: float) -> str:
     return _place(summary, *_inside_traced(summary, pct))
 
 
+def traced_host_device(summary: StepSummary) -> bool:
+    """Whether, with a device, traced host events hold most of the host limit (framework ops
+    on the CPU, their launches, annotations, on any thread), not untraced Python: its fix is
+    then theirs (decision 1058)."""
+    return summary.has_device and bool(_inside_traced(summary, 100.0)[0])
+
+
 def _place(summary: StepSummary, inside: str, rest_pct: float) -> str:
     """`host_place` from `_inside_traced`'s answer."""
     if inside and rest_pct < _SHOWN:
