@@ -10,10 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stepscope.stats import build_step_db, summarize_steps
+from stepscope.stats import summarize_steps
 from stepscope.stats.bound import bound_by
-from tests.support.capture import load_run
-from tests.support.scripts import run_script
+from tests.support.timed_loop import run_timed_loop
 
 pytestmark = pytest.mark.integration
 
@@ -60,15 +59,12 @@ for i in range(N):
     t1 = time.perf_counter_ns()
     fetch.append(f1 - t0); step.append(t1 - t0); t0 = t1
 jax.block_until_ready(params)
-run = stepscope.stop()
-print(json.dumps({"run": str(run), "fetch": fetch, "step": step}))
 """
 
 
 def test_jax_loop_not_blocking_on_its_update_is_input_bound(tmp_path: Path) -> None:
     pytest.importorskip("jax")
-    measured = run_script(LOOP, str(tmp_path))
-    db = build_step_db(load_run(Path(measured["run"])))
+    measured, db = run_timed_loop(LOOP, tmp_path)
     step, fetch = np.array(measured["step"][1:]), np.array(measured["fetch"][1:])
     truth = 100.0 * fetch.sum() / step.sum()  # after the first step (the capture's start)
     found = bound_by(summarize_steps({"h": db}))

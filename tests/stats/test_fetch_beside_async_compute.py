@@ -12,9 +12,8 @@ from stepscope.model import Profile
 from stepscope.stats import build_step_db
 from stepscope.stats.bound import bound_by
 from stepscope.stats.summary import summarize_steps
-from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
 from tests.support.analysis import MS, build
-from tests.support.fetch_loop import FETCH, sampled_main, timed_fetches
+from tests.support.fetch_loop import jitted_loop
 
 ITERATIONS = 12
 FETCH_MS = 6.0  # the generator making a batch, untraced
@@ -26,25 +25,9 @@ def _loop(block: bool = False) -> Profile:
     """Each iteration: the fetch (the sampler sees the generator), the jitted call, and XLA's
     work on its client thread from the call's end; with ``block``, the loop then waits for it
     (``block_until_ready``: an untraced wait that an ``Await`` ends) before its next fetch."""
-    builder, main, samples = sampled_main()
-    host = builder.plane("/host:CPU")
-    host.stats[STARTED_ON_THREAD_STAT] = 7
-    xla = host.line(2, "tf_XLAPjRtCpuClient/-7")
-    t, timed = 0.0, []
-    for k in range(ITERATIONS):
-        if k < 4:  # the probe times the first fetches only
-            timed.append((int(t * MS), int(FETCH_MS * MS)))
-        fetch = {"stack": FETCH, "samples": 2, "next_frames": "2"}
-        samples.event("decode (data.py:30)", int((t + 1) * MS), int(4 * MS), fetch)
-        t += FETCH_MS
-        main.event("PjitFunction(train_step)", int(t * MS), int(DISPATCH_MS * MS))
-        t += DISPATCH_MS
-        xla.event("ThunkExecutor::Execute", int(t * MS), int(COMPUTE_MS * MS))
-        if block:
-            t += COMPUTE_MS
-            main.event("CommonPjRtBuffer::Await", int(t * MS), int(0.01 * MS))
-            t += 0.01
-    timed_fetches(builder, "batches (data.py)", "main (train.py)", timed)
+    builder, _ = jitted_loop(
+        ITERATIONS, FETCH_MS, DISPATCH_MS, lambda k: COMPUTE_MS, "await" if block else ""
+    )
     return build(builder)
 
 

@@ -3,10 +3,11 @@ Python generator (decision 343's ``next_frames``), for the stats and page tests.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from stepscope.vocab.profiler import FETCHES_LINE, FETCHES_LINE_OFFSET
+from stepscope.vocab.profiler import FETCHES_LINE, FETCHES_LINE_OFFSET, STARTED_ON_THREAD_STAT
 from stepscope.xspace.builder import XSpaceBuilder
 from tests.support.analysis import MS
 
@@ -75,3 +76,41 @@ def timed_fetches(
     line.display_id = 7
     for start, dur in spans:
         line.event(name, start, dur, {"loop": loop})
+
+
+def jitted_loop(
+    iterations: int,
+    fetch_ms: float,
+    dispatch_ms: float,
+    compute_ms: Callable[[int], float],
+    wait: str = "",
+) -> tuple[XSpaceBuilder, list[float]]:
+    """A jitted JAX loop over a Python generator, and each iteration's time as the script's
+    clock reads it. Each iteration: the fetch (untraced; the sampler sees the generator, the
+    probe times the first 4), the jitted call (``dispatch_ms``), and XLA's work on its client
+    thread from the call's end (``compute_ms(k)``). ``wait``: "" the loop goes on at once;
+    "await" it then waits for XLA, a ``CommonPjRtBuffer::Await`` ending the wait; "untraced"
+    it waits with nothing traced (JAX's CPU client, decision 1064)."""
+    builder, main, samples = sampled_main()
+    host = builder.plane("/host:CPU")
+    host.stats[STARTED_ON_THREAD_STAT] = 7
+    xla = host.line(2, "tf_XLAPjRtCpuClient/-7")
+    t, timed, clock = 0.0, [], []
+    for k in range(iterations):
+        began = t
+        if k < 4:  # the probe times the first fetches only
+            timed.append((int(t * MS), int(fetch_ms * MS)))
+        fetch = {"stack": FETCH, "samples": 2, "next_frames": "2"}
+        samples.event("decode (data.py:30)", int((t + 1) * MS), int(4 * MS), fetch)
+        t += fetch_ms
+        main.event("PjitFunction(train_step)", int(t * MS), int(dispatch_ms * MS))
+        t += dispatch_ms
+        xla.event("ThunkExecutor::Execute", int(t * MS), int(compute_ms(k) * MS))
+        if wait:
+            t += compute_ms(k)
+        if wait == "await":
+            main.event("CommonPjRtBuffer::Await", int(t * MS), int(0.01 * MS))
+            t += 0.01
+        clock.append(t - began)
+    timed_fetches(builder, "batches (data.py)", "main (train.py)", timed)
+    return builder, clock

@@ -54,6 +54,7 @@ from stepscope.stats.host.python_samples import (
 )
 from stepscope.stats.intervals import merge, overlap_with, subtract_sets, union_of
 from stepscope.stats.steps.fetch_frames import fetch_depths, fetch_names, loop_depth, stack_frames
+from stepscope.stats.steps.fetch_share import shared, unlike, waited_parts
 from stepscope.stats.steps.staging import model_ops
 from stepscope.vocab.profiler import STEPS_FRAME
 from stepscope.vocab.pytorch import is_dataloader_next
@@ -71,10 +72,6 @@ QUEUE_GET_FRAMES = frozenset({"get (queue.py)", "get (queues.py)"})
 
 MODEL_SHARE = 0.5  # a candidate on this share of the model-work samples holds the model
 MODEL_MIN = 2  # ... and on at least this many of them
-# The steps not timed have a place's gaps this many times longer (median) than the timed
-# steps: the first fetches' share there says nothing of theirs. The thread-fed loop of
-# decision 730 waited 1.2 ms a fetch in its first 4 (the queue full) and 25 ms later.
-UNLIKE = 2.0
 
 
 @record
@@ -99,6 +96,9 @@ class Fetched:
     gap_lo: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     gap_hi: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     gap_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # of each gap's fetch time, what lies where only a wait for a computation covers the step
+    # (`fetch_share`, decision 1064); empty where not known (then in proportion)
+    gap_waited_ns: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def __len__(self) -> int:
         return len(self.function)
@@ -326,6 +326,7 @@ class TimedGaps:
     count: np.ndarray  # int64 per iterator: its fetches timed
     ns: np.ndarray  # float (iterators x gaps): each gap's time counted as that one's fetch
     used: np.ndarray  # bool per gap: the fetch's share there is the timed fetches'
+    waited: np.ndarray  # float (iterators x gaps): of ``ns``, the time in the gap's waited part
 
 
 def _timed_gaps(
@@ -335,17 +336,19 @@ def _timed_gaps(
     loop: str,
     gaps: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     named: frozenset[str] = frozenset(),
+    waited: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> TimedGaps | None:
     """The fetch placed by the loop's first fetches `capture.fetch_probe` timed. A callee
     with `MODEL_MIN` timed fetches that hold no model op is the loop's iterator; in the steps
     it was timed in, the share of each place's untraced gaps ("after A, before B") its
     fetches cover is that place's fetching share, counted in every step, but in the other
-    steps' gaps of a place where those are `UNLIKE` times longer (median) than in the timed
-    steps: there the first fetches were no sample of the rest (a queue or a loader's
+    steps' gaps of a place where those are `fetch_share.UNLIKE` times longer (median) than
+    in the timed steps: there the first fetches were no sample of the rest (a queue or a loader's
     prefetched batches, filled before the loop, decision 730). None when no fetch
     qualifies. ``stepscope.steps``'s own generator counts only when it is in ``named`` (the
     samples named the user's iterator it drives): its fetch is traced input, and stepscope's
-    frame is no iterator of the user's (decision 587)."""
+    frame is no iterator of the user's (decision 587). ``waited``: the steps' time only a wait
+    for a computation covers, whose share is taken apart (`fetch_share`, decision 1064)."""
     timed = {
         name: merge(lo, hi)
         for name, (lo, hi) in timed_fetches(profile, loop_lines, loop).items()
@@ -367,43 +370,19 @@ def _timed_gaps(
     length = g_hi - g_lo
     names = sorted(timed)
     ns = np.zeros((len(names), len(g_lo)))
+    in_waited = np.zeros((len(names), len(g_lo)))
     used = np.zeros(len(g_lo), dtype=bool)
     for k, name in enumerate(names):
         lo, hi = timed[name]
         over = overlap_with(g_lo, g_hi, lo, hi)
         probed = np.isin(g_step, np.unique(g_step[over > 0]))  # the steps it was timed in
         seen = np.bincount(place[probed], weights=length[probed], minlength=n_places)
-        got = np.bincount(place, weights=over, minlength=n_places)
-        share = np.divide(got, seen, out=np.zeros(n_places), where=seen > 0)
-        ns[k] = length * np.minimum(share, 1.0)[place]
-        unlike = _unlike(length, place, g_step, probed, n_places)
-        used |= (seen > 0)[place] & (probed | ~unlike[place])
+        w_len, w_over = waited_parts(g_lo, g_hi, lo, hi, waited)
+        ns[k], in_waited[k] = shared(length, over, w_len, w_over, place, probed, n_places)
+        far = unlike(length, place, g_step, probed, n_places)
+        used |= (seen > 0)[place] & (probed | ~far[place])
     counts = np.array([len(timed[n][0]) for n in names], np.int64)
-    return TimedGaps(tuple(names), counts, ns, used)
-
-
-def _unlike(
-    length: np.ndarray, place: np.ndarray, step: np.ndarray, probed: np.ndarray, n_places: int
-) -> np.ndarray:
-    """Per place: whether its time in a step not timed is `UNLIKE` times longer (median over
-    those steps) than in a timed one. A step's time at a place is the sum of its gaps there:
-    another thread's traced event inside a gap cuts it in pieces of the same place (a
-    producer's ``jax.device_put`` just before the queue's ``get`` returns), and the median
-    of the pieces was a sliver, not the wait (decision 1011)."""
-    out = np.zeros(n_places, dtype=bool)
-    for p in np.unique(place[probed]).tolist():
-        at_p = place == p
-        inside = _per_step(length[at_p & probed], step[at_p & probed])
-        outside = _per_step(length[at_p & ~probed], step[at_p & ~probed])
-        if len(outside) and np.median(outside) > UNLIKE * max(float(np.median(inside)), 1.0):
-            out[p] = True
-    return out
-
-
-def _per_step(length: np.ndarray, step: np.ndarray) -> np.ndarray:
-    """The gaps' lengths summed per step (the steps that have one)."""
-    steps, inverse = distinct_inverse(step.astype(np.int64))
-    return np.bincount(inverse, weights=length, minlength=len(steps))
+    return TimedGaps(tuple(names), counts, ns, used, in_waited)
 
 
 def _timed_fetch_time(
@@ -413,16 +392,18 @@ def _timed_fetch_time(
     loop: str,
     gaps: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     n_steps: int,
+    waited: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Fetched | None:
     """The fetch placed by the timed fetches alone (`_timed_gaps`), when no sample saw it
     (decision 433). The sampler, a Python thread, hardly gets the GIL while the loop runs
     pure Python (a generator decoding a batch): at load 6, none of 66 samples fell in a
     generator the script measured at 22% of its step. None when no fetch qualifies."""
-    found = _timed_gaps(profile, traced, loop_lines, loop, gaps)
+    found = _timed_gaps(profile, traced, loop_lines, loop, gaps, waited=waited)
     if found is None:
         return None
     g_lo, g_hi, g_step, _ = gaps
     gap_ns = np.minimum(found.ns.sum(axis=0), g_hi - g_lo)
+    in_waited = np.minimum(found.waited.sum(axis=0), gap_ns)
     per_step = np.bincount(g_step, weights=gap_ns, minlength=n_steps).round().astype(np.int64)
     fetch_ns = [round(float(x)) for x in found.ns.sum(axis=1)]
     order = sorted(range(len(found.name)), key=lambda i: (-fetch_ns[i], found.name[i]))
@@ -437,6 +418,7 @@ def _timed_fetch_time(
         g_lo,
         g_hi,
         gap_ns.round().astype(np.int64),
+        in_waited,
     )
 
 
@@ -462,12 +444,14 @@ def iterator_fetches(
     covered_lo: np.ndarray,
     covered_hi: np.ndarray,
     counted: np.ndarray | None = None,
+    waited: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Fetched:
     """The loop's Python iterator(s) in the steps (spans sorted, disjoint) of the threads
     ``step_lines``, from the stack sampler, and each step's time getting a batch from them;
     ``traced``: the counted events of those threads; ``covered_*``: the steps' time the
     limits give to something other than "host" (sorted, disjoint); ``counted``: per event,
-    whether it counts (for the loop's thread when the steps' is not sampled)."""
+    whether it counts (for the loop's thread when the steps' is not sampled); ``waited``: the
+    steps' time only a wait for a computation covers (sorted, disjoint), inside the gaps."""
     none = Fetched(ns=np.zeros(len(span_lo), np.int64))
     if not len(span_lo):
         return none
@@ -518,7 +502,9 @@ def iterator_fetches(
     # the step's first model op, lies in no gap)
     gaps = _gap_places(profile, traced, span_lo, span_hi, covered_lo, covered_hi)
     if not any(named):
-        timed_only = _timed_fetch_time(profile, traced, loop_lines, loop, gaps, len(span_lo))
+        timed_only = _timed_fetch_time(
+            profile, traced, loop_lines, loop, gaps, len(span_lo), waited
+        )
         return timed_only or replace(none, loop=loop)
     g_lo, g_hi, g_step, place = gaps
     gap = _step_of(g_lo, g_hi, at)
@@ -532,6 +518,8 @@ def iterator_fetches(
     w_fetch = np.bincount(place[gap[fetch]], weights=weight[fetch], minlength=n_places)
     share = np.divide(w_fetch, w_all, out=np.zeros(n_places), where=w_all > 0)
     gap_ns = length * share[place] if n_places else np.zeros(0)
+    w_len = waited_parts(g_lo, g_hi, g_lo[:0], g_hi[:0], waited)[0]
+    in_waited = gap_ns * np.divide(w_len, length, out=np.zeros(len(g_lo)), where=length > 0)
     # by function: every sample that saw it, and the gaps' time in proportion to its samples'
     # weight there, place by place
     rows = sorted({n for n in named if n})
@@ -550,7 +538,7 @@ def iterator_fetches(
         stacks.append(strings[int(np.bincount(ids).argmax())] if len(ids) else "")
     timed_count = np.zeros(len(rows), np.int64)
     alias = _sampled_names(under, named, inverse, weight)
-    probed = _timed_gaps(profile, traced, loop_lines, loop, gaps, frozenset(alias))
+    probed = _timed_gaps(profile, traced, loop_lines, loop, gaps, frozenset(alias), waited)
     if probed is not None:
         # Where the capture timed the loop's fetches, they place it, not the samples: the
         # sampler waits for the GIL while the loop runs pure Python, and takes its sample
@@ -561,6 +549,7 @@ def iterator_fetches(
         total = np.minimum(probed.ns.sum(axis=0), length)
         scale = np.divide(total, probed.ns.sum(axis=0), out=np.zeros(len(g_lo)), where=total > 0)
         gap_ns = np.where(use, total, gap_ns)
+        in_waited = np.where(use, np.minimum(probed.waited.sum(axis=0) * scale, total), in_waited)
         row_ns[:, use] = 0.0
         for k, name in enumerate(probed.name):
             r = alias.get(name, name)  # ``tqdm``'s ``__iter__`` drives the user's generator
@@ -587,6 +576,7 @@ def iterator_fetches(
         g_lo,
         g_hi,
         np.asarray(gap_ns).round().astype(np.int64),
+        in_waited,
     )
     if found.counted:
         return found
@@ -596,4 +586,5 @@ def iterator_fetches(
         gap_lo=none.gap_lo,
         gap_hi=none.gap_hi,
         gap_ns=none.gap_ns,
+        gap_waited_ns=none.gap_waited_ns,
     )

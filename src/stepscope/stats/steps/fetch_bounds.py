@@ -251,5 +251,6 @@ def staged_fetches(
         gap_lo=w_lo,
         gap_hi=w_hi,
         gap_ns=w_hi - w_lo,
+        gap_waited_ns=np.zeros(0),
     )
     return fetched, untraced

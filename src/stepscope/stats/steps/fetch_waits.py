@@ -42,14 +42,29 @@ def fetches_beside_compute(
     """`fetch.iterator_fetches` in the steps' untraced time and in the time only a wait for
     a computation covers (``covered.waited_*``), and per step the fetch's time in the latter."""
     c_lo, c_hi = subtract_sets(covered.lo, covered.hi, covered.waited_lo, covered.waited_hi)
-    fetched = iterator_fetches(profile, step_lines, traced, span_lo, span_hi, c_lo, c_hi, counted)
+    fetched = iterator_fetches(
+        profile,
+        step_lines,
+        traced,
+        span_lo,
+        span_hi,
+        c_lo,
+        c_hi,
+        counted,
+        (covered.waited_lo, covered.waited_hi),
+    )
     waited = np.zeros(len(span_lo), np.int64)
     g_lo, g_hi = fetched.gap_lo, fetched.gap_hi
     if not len(g_lo) or not len(covered.waited_lo):
         return fetched, waited
-    # each gap's fetch is spread over it evenly: its share of the gap's waited part
-    share = fetched.gap_ns / np.maximum(g_hi - g_lo, 1)
-    over = overlap_with(g_lo, g_hi, covered.waited_lo, covered.waited_hi) * share
+    if len(fetched.gap_waited_ns) == len(g_lo):
+        # where the timed fetches lay in each gap: beside the computation or after it
+        # (`fetch_share`, decision 1064); where only samples placed it, as below
+        over = fetched.gap_waited_ns
+    else:
+        # each gap's fetch is spread over it evenly: its share of the gap's waited part
+        share = fetched.gap_ns / np.maximum(g_hi - g_lo, 1)
+        over = overlap_with(g_lo, g_hi, covered.waited_lo, covered.waited_hi) * share
     step = np.searchsorted(span_lo, g_lo, "right") - 1
     waited = np.bincount(step, weights=over, minlength=len(span_lo)).round().astype(np.int64)
     return fetched, waited
