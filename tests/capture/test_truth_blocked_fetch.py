@@ -1,11 +1,11 @@
 """A jitted JAX loop over a Python generator that sleeps, blocking on each update
 (``block_until_ready``) before its next ``next()``: each untraced gap of the loop's thread
 holds the wait for XLA, then the fetch. The capture times the first fetches; their share of
-those gaps, where the first calls' waits were longer (here: larger batches first, as a
-bucketing loader's), made the later fetches short (25.4 ms of
-the script's 30.8), so the steps began 5 ms into their fetch and that time read as Python /
-host: 7 of 38 steps within 0.5 ms of the script's clock, input 54.3% for the script's 60.2%
-(decision 1064). Compared with the script's own ``perf_counter_ns`` in the same run."""
+those gaps, where the first calls' waits were longer (the first call compiles and runs
+cold), made the later fetches short (25.4 ms of the script's 30.8), so the steps began 5 ms
+into their fetch and that time read as Python / host: 7 of 38 steps within 0.5 ms of the
+script's clock, input 54.3% for the script's 60.2% (decision 1064). Compared with the
+script's own ``perf_counter_ns`` in the same run."""
 
 from __future__ import annotations
 
@@ -30,9 +30,8 @@ def batches():
     rng = np.random.default_rng(0)
     for i in range(N):
         time.sleep(0.02)                              # reading
-        b = 4 * B if i < 4 else B                     # bucketed: the longest batches first
-        x = rng.standard_normal((b, D), dtype=np.float32)
-        yield x, rng.standard_normal((b, 10), dtype=np.float32)
+        x = rng.standard_normal((B, D), dtype=np.float32)
+        yield x, rng.standard_normal((B, 10), dtype=np.float32)
 
 def loss_fn(p, x, y):
     h = jnp.tanh(x @ p["w1"])

@@ -15,6 +15,7 @@ import numpy as np
 
 from stepscope.model import Profile
 from stepscope.stats import build_step_db
+from stepscope.stats.steps.fetch_share import shared, waited_parts
 from tests.support.analysis import MS, build
 from tests.support.fetch_loop import jitted_loop
 
@@ -70,3 +71,19 @@ def test_waits_alike_in_every_step_read_as_before() -> None:
     limits = db.limit_ns()
     assert np.allclose(limits["input"][1:-1] / MS, FETCH_MS, atol=0.05)
     assert np.allclose(db.dur_ns[1:-1] / MS, clock[1:-1], atol=0.02)
+
+
+def test_the_pauses_between_a_long_computations_waits_are_no_fetch() -> None:
+    # one timed gap: waits 0-8 and 10-12 ms with a pause between (XLA's threads idle), then
+    # the fetch 12-18; a later gap of the same place: a 2 ms wait, then a 6 ms fetch
+    ms = np.int64(MS)
+    g_lo, g_hi = np.array([0, 100]) * ms, np.array([18, 108]) * ms
+    waited = (np.array([0, 10, 100]) * ms, np.array([8, 12, 102]) * ms)
+    fetch_lo, fetch_hi = np.array([12]) * ms, np.array([18]) * ms
+    parts = waited_parts(g_lo, g_hi, fetch_lo, fetch_hi, waited)
+    over = np.array([6, 0]) * ms
+    place, probed = np.array([0, 0]), np.array([True, False])
+    counted, in_waited = shared(g_hi - g_lo, over, parts, place, probed, 1)
+    # the later gap's whole tail (4.5 ms, 6 x 6/8, with the pause in the timed one's share)
+    assert np.allclose(counted / MS, [6.0, 6.0]), counted / MS
+    assert np.allclose(in_waited, 0.0)

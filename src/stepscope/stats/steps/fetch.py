@@ -377,8 +377,8 @@ def _timed_gaps(
         over = overlap_with(g_lo, g_hi, lo, hi)
         probed = np.isin(g_step, np.unique(g_step[over > 0]))  # the steps it was timed in
         seen = np.bincount(place[probed], weights=length[probed], minlength=n_places)
-        w_len, w_over = waited_parts(g_lo, g_hi, lo, hi, waited)
-        ns[k], in_waited[k] = shared(length, over, w_len, w_over, place, probed, n_places)
+        parts = waited_parts(g_lo, g_hi, lo, hi, waited)
+        ns[k], in_waited[k] = shared(length, over, parts, place, probed, n_places)
         far = unlike(length, place, g_step, probed, n_places)
         used |= (seen > 0)[place] & (probed | ~far[place])
     counts = np.array([len(timed[n][0]) for n in names], np.int64)

@@ -9,7 +9,10 @@ wait was (step 0's first call, 48 ms of wait in a 79 ms gap: 43 ms of fetch for 
 script timed) and shorter everywhere else (25.4 ms for 30.8), and the steps began 5 ms after
 their fetch (decision 1064). The share is therefore taken apart for the gap's part that only
 a wait for a computation covers and for the rest: a fetch timed beside the computation (an
-un-blocked loop, decision 725) counts there, one timed after it does not.
+un-blocked loop, decision 725) counts there, one timed after it does not. The un-waited part
+is taken apart again: its tail, after the gap's last wait, where a blocked loop fetches, and
+the pauses between its waits (a long computation's idle moments on XLA's threads), which
+the first calls' long waits held more of.
 """
 
 from __future__ import annotations
@@ -31,35 +34,51 @@ def waited_parts(
     lo: np.ndarray,
     hi: np.ndarray,
     waited: tuple[np.ndarray, np.ndarray] | None,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per gap (sorted, disjoint): its time a wait for a computation covers (``waited``:
-    sorted, disjoint intervals; None: none), and the fetches' (``lo``, ``hi``) there."""
+    sorted, disjoint intervals; None: none) and the fetches' (``lo``, ``hi``) there; its tail,
+    after the last such wait in it (the whole gap without one), and the fetches' there."""
     if waited is None or not len(waited[0]):
         zero = np.zeros(len(g_lo), np.int64)
-        return zero, zero.copy()
-    f_lo, f_hi = intersect_sets(lo, hi, waited[0], waited[1])
-    return overlap_with(g_lo, g_hi, *waited), overlap_with(g_lo, g_hi, f_lo, f_hi)
+        return zero, zero.copy(), g_hi - g_lo, overlap_with(g_lo, g_hi, lo, hi)
+    w_lo, w_hi = waited
+    f_lo, f_hi = intersect_sets(lo, hi, w_lo, w_hi)
+    last = np.searchsorted(w_lo, g_hi, "left") - 1  # the last wait begun before the gap's end
+    ended = np.where(last >= 0, w_hi[np.maximum(last, 0)], g_lo)
+    t_lo = np.clip(ended, g_lo, g_hi)
+    return (
+        overlap_with(g_lo, g_hi, w_lo, w_hi),
+        overlap_with(g_lo, g_hi, f_lo, f_hi),
+        g_hi - t_lo,
+        overlap_with(t_lo, g_hi, lo, hi),
+    )
 
 
 def shared(
     length: np.ndarray,
     over: np.ndarray,
-    w_len: np.ndarray,
-    w_over: np.ndarray,
+    parts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     place: np.ndarray,
     probed: np.ndarray,
     n_places: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per gap: the time counted as the fetch, and of it what lies in the gap's waited part.
-    ``length``/``over``: each gap's time and the timed fetches' in it; ``w_len``/``w_over``:
-    the same in its waited part; ``probed``: the gaps of the steps the fetch was timed in."""
-    parts = []
-    for p_len, p_over in ((length - w_len, over - w_over), (w_len, w_over)):
+    ``length``/``over``: each gap's time and the timed fetches' in it; ``parts``: the same in
+    its waited part and in its tail (`waited_parts`); the rest of a gap lies between its
+    waits (the computation's own pauses); ``probed``: the gaps of the steps the fetch was
+    timed in. Each part has its own share, as the timed steps' fetches cover it."""
+    w_len, w_over, t_len, t_over = parts
+    counted = []
+    for p_len, p_over in (
+        (t_len, t_over),
+        (length - w_len - t_len, over - w_over - t_over),
+        (w_len, w_over),
+    ):
         seen = np.bincount(place[probed], weights=p_len[probed], minlength=n_places)
         got = np.bincount(place, weights=p_over, minlength=n_places)
         share = np.divide(got, seen, out=np.zeros(n_places), where=seen > 0)
-        parts.append(p_len * np.minimum(share, 1.0)[place])
-    return parts[0] + parts[1], parts[1]
+        counted.append(p_len * np.minimum(share, 1.0)[place])
+    return counted[0] + counted[1] + counted[2], counted[2]
 
 
 def unlike(
