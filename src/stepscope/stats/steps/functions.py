@@ -21,7 +21,7 @@ _CALLED = tensorflow.EAGER_OP_PREFIX + tensorflow.FUNCTION_PREFIX
 
 def other_functions(profile: Profile, calls: np.ndarray) -> np.ndarray | None:
     """For the calls ``calls`` (event indexes of one name on one thread, sorted by start): a
-    mask of those that ran another concrete function than the first of them did, or None
+    mask of those that ran another concrete function (`_ran`) than the first of them did, or None
     when they are no tf.function calls (stat `tensorflow.FUNCTION_CALL_STAT` on each) or all
     ran one function (or none is named). The first, not the most called: a fit trains
     before it validates, and its validation may take more batches than its training."""
@@ -39,8 +39,13 @@ def other_functions(profile: Profile, calls: np.ndarray) -> np.ndarray | None:
 
 
 def _ran(profile: Profile, calls: np.ndarray) -> np.ndarray:
-    """Per call: the name id of the first runtime span of a concrete function that starts
-    inside it on its thread, or -1."""
+    """Per call: the name id of the last runtime span of a concrete function that starts
+    inside it on its thread, not nested in another such span, or -1. The last, not the
+    first: a plain loop's ``tf.function`` that creates its variables on its first call (a
+    Keras model and optimizer built lazily) runs ``__inference_initialize_variables_N``
+    first, then its own ``__inference_train_M``, in that call; taking the first made every
+    later call "another function", no call of the loop a step, and a TF worker thread's
+    ``ExecutorDoneCallback`` the steps: 17 for the script's 30 (decision 1046)."""
     # the thread's own events only (a line's events are contiguous, sorted by start), and
     # the names of those events tested, not every string of the profile
     on_line = profile.events_of_line(profile.lines[int(profile.line[calls[0]])])
@@ -50,11 +55,14 @@ def _ran(profile: Profile, calls: np.ndarray) -> np.ndarray:
     out = np.full(len(calls), -1, dtype=np.int64)
     if not spans.size:
         return out
+    # the outermost spans: each starts at or after every earlier one's end
+    ends = profile.end_at(spans)
+    before = np.r_[np.iinfo(np.int64).min, np.maximum.accumulate(ends)[:-1]]
+    spans = spans[profile.start_ns[spans] >= before]
     begin = profile.start_ns[spans]
-    at = np.searchsorted(begin, profile.start_ns[calls], "left")
-    inside = at < len(spans)
-    hit = np.minimum(at, len(spans) - 1)
-    inside &= begin[hit] < profile.end_at(calls)
+    last = np.searchsorted(begin, profile.end_at(calls), "left") - 1
+    hit = np.maximum(last, 0)
+    inside = (last >= 0) & (begin[hit] >= profile.start_ns[calls])
     out[inside] = profile.name[spans[hit[inside]]]
     return out
 
