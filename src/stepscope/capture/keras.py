@@ -10,6 +10,10 @@ by that counter. Profiles go where Keras puts them: ``<logdir>/train/plugins/pro
 With ``steps_per_execution=N`` Keras calls the batch callbacks once per N batches: the counter
 counts those calls (as Keras's TensorBoard callback does), each step runs N batches, and the
 step description says so with the time per batch (`stats.steps.executions`, decision 816).
+The session starts before the first profiled batch begins -- at the previous batch's end,
+or at its epoch's begin when it opens an epoch -- so that the session's own start (hundreds
+of milliseconds) falls in no profiled batch and the first step is the whole batch
+(decision 1067).
 
 Keras is imported only when ``ProfileCallback`` is first used; the batch-range logic lives in
 `BatchRangeProfiler`, which needs no Keras (and is what the tests drive).
@@ -75,23 +79,42 @@ class BatchRangeProfiler:
         self._span: Any = None
         self._started = False
 
+    def _start_before_first(self) -> None:
+        """Start now if the next batch to begin is the first profiled and none is running."""
+        if self.first and self.global_batch + 1 == self.first and not self._started:
+            session.start(self.logdir, self.options)
+            self._started = True
+
+    def epoch_begin(self) -> None:
+        """Before an epoch's first batch (Keras's ``on_epoch_begin``)."""
+        self._start_before_first()
+
     def batch_begin(self) -> None:
         self.global_batch += 1
         if self.first == 0 or not self.first <= self.global_batch <= self.last:
             return
-        if self.global_batch == self.first:
+        if self.global_batch == self.first and not self._started:
+            # No hook came before it (a driver without epoch hooks): the start is in this
+            # batch's time, though not in its step.
             session.start(self.logdir, self.options)
             self._started = True
         if self._started:
             self._span = step(self.global_batch)
             self._span.__enter__()
 
-    def batch_end(self) -> None:
+    def batch_end(self, epoch_continues: bool = True) -> None:
+        """A batch ended; ``epoch_continues``: another batch of its epoch follows (if known).
+
+        At the end of an epoch the start waits for the next epoch's begin: the validation
+        and the epoch-end callbacks between them stay out of the capture.
+        """
         if self._span is not None:
             span, self._span = self._span, None
             span.__exit__(None, None, None)
         if self._started and self.global_batch >= self.last:
             self.finish()
+        elif epoch_continues:
+            self._start_before_first()
 
     def finish(self) -> None:
         """Stop (and save) if a session of ours is running: training may end inside the range."""
@@ -122,11 +145,18 @@ def _make_callback_class() -> type:
         def run_dir(self) -> Path | None:
             return self.profiler.run_dir
 
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            self.profiler.epoch_begin()
+
         def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
             self.profiler.batch_begin()
 
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-            self.profiler.batch_end()
+            # `batch` is the epoch's index of the call's last batch (with
+            # steps_per_execution too); the epoch's length is unknown for a dataset of
+            # unknown cardinality, then the start is at this end.
+            steps = (self.params or {}).get("steps")
+            self.profiler.batch_end(epoch_continues=not isinstance(steps, int) or batch + 1 < steps)
 
         def on_train_end(self, logs: Any = None) -> None:
             self.profiler.finish()
