@@ -60,6 +60,7 @@ from stepscope.stats.host.python_samples import probe_events
 from stepscope.stats.steps.batch_fetch import batch_fetches, from_fetches, pass_start
 from stepscope.stats.steps.epoch_start import from_iterators
 from stepscope.stats.steps.last_step import Periods, last_iteration_end
+from stepscope.stats.steps.last_wait import waited_end
 from stepscope.stats.steps.loop_tail import sampled_tail
 from stepscope.stats.steps.other_pass import alone_periods, own_ends
 from stepscope.vocab import tensorflow, xla
@@ -371,6 +372,15 @@ def iterations(
         traced = np.flatnonzero(~own)
         if last_end is not None:
             starts = np.r_[starts, start[int(pos[-1])]]
+            later = start[traced][start[traced] >= last_end]
+            limit = int(later.min()) if later.size else profile.time_span_ns()[1]
+            waited = waited_end(profile, int(profile.line[t[0]]), periods, last_end, limit)
+            if waited is not None:
+                notes.append(
+                    f"the last one ends with its work, then {(waited - last_end) / 1e6:.2f} ms"
+                    " waiting for its computation (the compute threads' end)"
+                )
+                last_end = waited
             tail = sampled_tail(
                 profile, int(profile.line[t[0]]), last_end, profile.time_span_ns()[1]
             )
@@ -380,7 +390,7 @@ def iterations(
                     f" ms more of the loop's body, untraced (sampled: {tail.function})"
                 )
                 last_end = tail.end_ns
-            else:
+            elif waited is None:
                 notes.append("the last one ends with its work")
             ends = np.r_[ends, last_end]
             lead_pos = np.r_[lead_pos, pos[-1]]
