@@ -385,9 +385,10 @@ def iterations(
                 profile, int(profile.line[t[0]]), last_end, profile.time_span_ns()[1]
             )
             if tail is not None and tail.end_ns > last_end:
+                said = "then" if waited is not None else "the last one ends with its work, then"
                 notes.append(
-                    f"the last one ends with its work, then {(tail.end_ns - last_end) / 1e6:.2f}"
-                    f" ms more of the loop's body, untraced (sampled: {tail.function})"
+                    f"{said} {(tail.end_ns - last_end) / 1e6:.2f} ms more of the loop's body,"
+                    f" untraced (sampled: {tail.function})"
                 )
                 last_end = tail.end_ns
             elif waited is None:

@@ -9,11 +9,13 @@ one (decision 1064). The wait ends when the computation does, and the trace show
 the last event of the compute threads (`stepscope.vocab.waits`) that began within the
 iteration.
 
-Only when the loop waited in the other iterations: every one of its most common periods but
-step 0's (the first call compiling) holds an untraced gap on the loop's thread that a
-computation ran in and none outlasted (a loop that does not block runs its next dispatch
-beside the computation). It ends with the last computation running after its traced work,
-never past the next traced event on the loop's thread nor the capture's end.
+Only when the loop waited in the other iterations: most of its most common periods but step
+0's (the first call compiling) hold an untraced gap on the loop's thread that a computation
+ended in (a loop that does not block runs its next dispatch beside the computation, which
+runs on without a break). Most, not all: on a loaded machine the computations of two
+updates overlapped across threads in one period of 38 (a jaxj0 run at load 2). It ends with
+the last computation running after its traced work, never past the next traced event on the
+loop's thread nor the capture's end.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ def waited_end(
     lo, hi = merge(profile.start_ns[work], profile.end_at(work))
     held = np.flatnonzero(periods.held)
     held = held[held > 0]  # step 0's period holds the first call's compiling, no wait
-    if not held.size or not all(_waited(periods, k, lo, hi) for k in held.tolist()):
+    waited = [_waited(periods, k, hi) for k in held.tolist()]
+    if 2 * sum(waited) <= len(waited):
         return None
     after = (hi > last_end) & (lo < limit)
     if not after.any():
@@ -48,17 +51,18 @@ def waited_end(
     return min(int(hi[after].max()), limit)
 
 
-def _waited(periods: Periods, k: int, lo: np.ndarray, hi: np.ndarray) -> bool:
+def _waited(periods: Periods, k: int, hi: np.ndarray) -> bool:
     """Whether in period ``k`` the loop's thread waited for the computation: an untraced gap
-    between its events (the lead of period ``k + 1`` included) that some computation ran in
-    and that no computation outlasted (the thread went on once it had ended)."""
+    between its events (the lead of period ``k + 1`` included) that a computation ended in
+    (the thread went on once it had ended). Not one that no computation outlasted: on a
+    loaded machine an Eigen worker's event of the same update may end after the thread went
+    on (12 of 38 periods of a jaxj0 run at load 2)."""
     a, b = int(periods.pos[k]), int(periods.pos[k + 1])
     reach = np.maximum.accumulate(periods.end[a:b])
     gap_lo, gap_hi = reach, periods.start[a + 1 : b + 1]
     for g_lo, g_hi in zip(gap_lo.tolist(), gap_hi.tolist(), strict=True):
         if g_hi <= g_lo:
             continue
-        inside = (lo < g_hi) & (hi > g_lo)
-        if inside.any() and int(hi[inside].max()) <= g_hi:
+        if ((hi > g_lo) & (hi <= g_hi)).any():
             return True
     return False
