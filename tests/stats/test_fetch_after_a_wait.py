@@ -87,3 +87,29 @@ def test_the_pauses_between_a_long_computations_waits_are_no_fetch() -> None:
     # the later gap's whole tail (4.5 ms, 6 x 6/8, with the pause in the timed one's share)
     assert np.allclose(counted / MS, [6.0, 6.0]), counted / MS
     assert np.allclose(in_waited, 0.0)
+
+
+def test_the_last_step_holds_its_wait_and_the_others_their_fetch() -> None:
+    """The last step ends with its wait for XLA (decision 1065), as the script's clock does.
+    An Eigen worker's event of the timed iterations' updates ran 3 ms into their fetch, so a
+    waited gap has a share of the fetch's time, and the last step's trailing gap (its wait,
+    20 ms here) took one: the fetch's time at the steps' bounds fell under `AT_BOUNDS` of all
+    and no step began at its fetch (a fresh jaxj0 run: 98.99%). That gap precedes no step:
+    the steps begin at their next() still (the timed ones' shares aside)."""
+    last = ITERATIONS - 1
+    builder, clock = jitted_loop(
+        ITERATIONS,
+        FETCH_MS,
+        DISPATCH_MS,
+        lambda k: FIRST_CALL_MS if k in (0, last) else _compute_ms(k),
+        "untraced",
+    )
+    eigen = builder.plane("/host:CPU").line(3, "tf_XLAEigen/-3")
+    for k in range(1, 4):  # each timed fetch begins where the script's iteration k does
+        began = sum(clock[:k])
+        eigen.event("ThunkExecutor::Execute", int((began - 1) * MS), int(4 * MS))
+    db = build_step_db(build(builder))
+    assert len(db.dur_ns) == ITERATIONS
+    # the later steps (their gaps had no worker's event in their fetch) begin at their next()
+    assert np.allclose(db.dur_ns[5:-1] / MS, clock[5:-1], atol=0.02), db.dur_ns / MS
+    assert db.dur_ns[-1] / MS > clock[-1] - 0.02  # its wait, 20 ms, in it
