@@ -245,11 +245,12 @@ class RunSummary:
             if not 0 <= warmup < max(n, 1):
                 raise ValueError(f"warmup_steps {warmup} of {n} steps")
             wait = steps.get("core_wait_ns")  # absent in files written before decision 950
-            core_wait = None if wait is None else np.array(wait, np.int64)
-            if core_wait is not None and len(core_wait) != n:
-                raise ValueError(f"core_wait_ns has {len(core_wait)} values for {n} steps")
-            limits = _per_step(steps.get("limit_ns") or {}, n, "limit_ns")
-            fetch = _per_step({"": steps["fetch_ns"]} if "fetch_ns" in steps else {}, n, "fetch")
+            core_wait = None if wait is None else _per_step(wait, n, "core_wait_ns")
+            limits = {
+                str(c): _per_step(v, n, f"limit_ns.{c}")
+                for c, v in (steps.get("limit_ns") or {}).items()
+            }
+            fetch = _per_step(steps["fetch_ns"], n, "fetch_ns") if "fetch_ns" in steps else None
             return cls(
                 str(data["run"]),
                 str(data["host"]),
@@ -275,8 +276,8 @@ class RunSummary:
                 _row_tables(data.get("once_warm")),
                 core_wait,
                 {c: limits.get(c, np.zeros(n, np.int64)) for c in LIMIT_NAMES} if limits else {},
-                fetch.get(""),
-                str(steps.get("fetch_from", "")) if fetch else "",
+                fetch,
+                str(steps.get("fetch_from", "")) if fetch is not None else "",
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise StepscopeError(
@@ -285,12 +286,11 @@ class RunSummary:
             ) from None
 
 
-def _per_step(columns: dict[str, Any], n: int, what: str) -> dict[str, np.ndarray]:
-    """Named per-step columns of a summary file, each of ``n`` values."""
-    out = {str(c): np.array(v, np.int64) for c, v in columns.items()}
-    for c, v in out.items():
-        if v.shape != (n,):
-            raise ValueError(f"{what}{'.' + c if c else ''} has {v.size} values for {n} steps")
+def _per_step(values: Any, n: int, what: str) -> np.ndarray:
+    """A per-step column of a summary file (``what``: its name), of ``n`` int64 values."""
+    out = np.array(values, np.int64)
+    if out.shape != (n,):
+        raise ValueError(f"{what} has {out.size} values for {n} steps")
     return out
 
 
