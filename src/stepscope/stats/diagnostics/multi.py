@@ -47,8 +47,7 @@ LINK_GBPS = (
     ("V100", 150.0, "NVLink"),
     ("MI300", 448.0, "xGMI"),
 )
-# Where to look when the bandwidth is far below the link, per GPU vendor (`device_caps`):
-# each vendor's topology command and link names; RCCL reads NCCL_DEBUG as NCCL does.
+# The fix of a training run's collectives (DDP's buckets, overlap, compression).
 TRAINING_COLLECTIVES_FIX = (
     "Overlap communication with the backward pass and send fewer, larger messages: "
     "DistributedDataParallel(bucket_cap_mb=...) with gradient_as_bucket_view=True and "
@@ -66,6 +65,8 @@ INFERENCE_COLLECTIVES_FIX = (
     "more, and a framework's fused all-reduce (with the residual add and norm) or "
     "overlap of communication with compute."
 )
+# Where to look when the bandwidth is far below the link, per GPU vendor (`device_caps`):
+# each vendor's topology command and link names; RCCL reads NCCL_DEBUG as NCCL does.
 TOPOLOGY_CHECK = {
     "nvidia": "nvidia-smi topo -m, NCCL_DEBUG=INFO: NVLink vs PCIe/sockets",
     "amd": "rocm-smi --showtopo, NCCL_DEBUG=INFO: xGMI (Infinity Fabric) vs PCIe/sockets",
