@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 from stepscope.stats import build_step_db
+from stepscope.stats.diagnostics.base import HostData
+from stepscope.stats.gpu.kernels import build_kernel_db
 from stepscope.stats.host.untraced import where_untraced
 from stepscope.stats.steps.breakdown import StepDb
 from stepscope.xspace.builder import XSpaceBuilder
@@ -346,6 +348,37 @@ def test_a_step_begins_after_the_earlier_work_its_device_was_still_running() -> 
         db = build_step_db(build(builder))
         assert ((db.start_ns - t) / MS).tolist() == [start_ms, 12.0]
         assert ((db.start_ns + db.dur_ns - t) / MS).tolist() == [12.0, 22.0]
+
+
+def test_the_devices_backlog_at_the_capture_is_no_steps_and_agrees_with_the_diagnostics() -> None:
+    """Work queued before the capture (no launch in the trace) runs into step 0's marker until
+    the step's first launched kernel (an MI300X trace: 30 ms of its previous step's
+    all-reduces): no step's, so step 0 begins when it ends, and the diagnostics place it in
+    none either (decision 1072). A kernel without a launch after the first launched one
+    still goes by its own start."""
+    builder = _trace([], steps=2)
+    host = builder.plane("/host:CPU")
+    launcher = host.line(5, "launcher")
+    stream = builder.plane("/device:GPU:0").line(7, "stream")
+    t = 1_000 * MS
+    stream.event("backlog_sgemm", t + MS // 2, 6 * MS)  # starts inside step 0's marker
+    for corr, launch_ms, run_ms in [(1, 1, 8), (2, 11, 14)]:
+        launcher.event("cudaLaunchKernel", t + launch_ms * MS, MS, {"correlation_id": corr})
+        stream.event("volta_sgemm", t + run_ms * MS, 2 * MS, {"correlation_id": corr})
+    stream.event("graph_sgemm", t + 17 * MS, MS)  # no launch, after the first launched one
+    profile = build(builder)
+    db = build_step_db(profile)
+    assert ((db.start_ns - t) / MS).tolist() == [6.5, 10.0]
+    assert (db.category_ns()["device_compute"] / MS).tolist() == [2.0, 3.0]
+    data = HostData("edges", profile, db, build_kernel_db(profile))
+    ev = data.device_events[np.argsort(profile.start_ns[data.device_events])]
+    steps = data.step_of_device_events(ev).tolist()
+    assert [(profile.event_name(int(e)), k) for e, k in zip(ev, steps, strict=True)] == [
+        ("backlog_sgemm", -1),
+        ("volta_sgemm", 0),
+        ("volta_sgemm", 1),
+        ("graph_sgemm", 1),
+    ]
 
 
 # --- What the database says about its steps -------------------------------------------------

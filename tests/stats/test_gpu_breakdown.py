@@ -6,8 +6,11 @@ import numpy as np
 import pytest
 
 from stepscope.stats import EventType, build_op_metrics, build_step_db, classify_events
+from stepscope.stats.diagnostics.base import HostData
+from stepscope.stats.diagnostics.runner import diagnose_host
 from stepscope.stats.events import device_work_lines
 from stepscope.stats.gpu.device import utilization
+from stepscope.stats.gpu.kernels import build_kernel_db
 from tests.support.analysis import fixture_profile
 
 TRAINING = (
@@ -54,6 +57,25 @@ def test_a_step_keeps_its_fetch_before_its_device_work() -> None:
     # each step waits ~58 ms for its batch: a third of its time
     input_share = db.category_ns()["input"].sum() / db.dur_ns.sum()
     assert 0.30 < input_share < 0.36
+
+
+def test_the_devices_backlog_is_in_no_step_nor_in_the_collectives_finding() -> None:
+    """ResNet DDP on an MI300X: its GPU runs 30 ms behind the CPU when the capture begins,
+    finishing the step before the capture (968 device events with no launch in the trace, 3
+    of its all-reduces); the kernels launched in each ProfilerStep then run 18.98, 18.98 and
+    18.55 ms back to back (a throwaway reader of the raw JSON). The backlog is no step's
+    (decision 1072): the first step read 49.06 ms and "82.6% of the step time" in
+    collectives, with the backlog's all-reduces."""
+    profile = fixture_profile("kineto/mi300x_resnet_training_rank0.json.gz")
+    db = build_step_db(profile)
+    assert (db.dur_ns / 1e6).round(2).tolist() == [18.98, 18.98, 18.55]
+    marker = profile.start_ns[db.event[0]]
+    assert (db.start_ns[0] - marker) / 1e6 == pytest.approx(30.08, abs=0.01)  # backlog's end
+    data = HostData("mi300x", profile, db, build_kernel_db(profile))
+    found = {f.id: f for f in diagnose_host(data, {})}
+    f = found["collectives"]
+    assert sum(e.count for e in f.events) == 12  # 4 calls a step; the backlog's 5 in none
+    assert f.metrics["collective_ms"] == pytest.approx(47.20, abs=0.01)
 
 
 def test_collectives_and_copies_are_their_own_categories() -> None:

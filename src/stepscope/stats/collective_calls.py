@@ -36,13 +36,14 @@ from stepscope.stats.events import (
     NOT_COUNTED,
     EventType,
     classify_events,
+    device_work_lines,
 )
-from stepscope.stats.gpu.kernels import launch_events
 from stepscope.stats.host.thread_cpu import ThreadCpu
 from stepscope.stats.intervals import overlap_with
 from stepscope.stats.runup_pipeline import pipeline_input
 from stepscope.stats.runup_python import RunupPython, runup_python, steps_thread_cpu
 from stepscope.stats.steps.breakdown import StepDb, type_time
+from stepscope.stats.steps.device_spans import launch_times, window_of
 from stepscope.vocab import collectives as vocab
 from stepscope.vocab.profiler import CLOCK_STAT
 
@@ -163,17 +164,13 @@ def collective_calls(profile: Profile, db: StepDb) -> CollectiveCalls:
     exit_ = profile.end_at(events).astype(np.int64)
     lanes, lane = _lanes(profile, events)
     step = _steps_of(db.start_ns, db.start_ns + db.dur_ns, arrive)
-    if layer == "device kernels" and len(db.event) == db.n_steps:
+    if layer == "device kernels" and len(db.launch_lo) == db.n_steps:
         # A kernel belongs to the step whose marker holds its launch, as in the step
         # breakdown: a step's span may be its device work, which runs behind the host (the
         # host launches the next steps meanwhile), so a launch time can fall in an earlier
-        # step's span; a kernel without a launch goes by its own start.
-        launch = launch_events(profile, events)
-        launched = launch >= 0
-        markers = db.event
-        step[launched] = _steps_of(
-            profile.start_ns[markers], profile.end_at(markers), profile.start_ns[launch[launched]]
-        )
+        # step's span; the device's backlog at the capture's start is no step's.
+        work = np.flatnonzero(device_work_lines(profile)[profile.line] & (types != NOT_COUNTED))
+        step = window_of(launch_times(profile, events, work), db.launch_lo, db.launch_hi)
     ordinal = _ordinals(step, lane)
     p_lo, p_hi = pipeline_input(profile, types, db)
     runup, measured, since, ops = _runups(profile, types, db, step, arrive, exit_, (p_lo, p_hi))

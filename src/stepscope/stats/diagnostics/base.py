@@ -25,6 +25,7 @@ from stepscope.stats.gpu.kernels import KernelDb, launch_events
 from stepscope.stats.host.thread_cpu import ThreadCpu
 from stepscope.stats.runup_python import steps_thread_cpu
 from stepscope.stats.steps.breakdown import StepDb
+from stepscope.stats.steps.device_spans import launch_times, window_of
 from stepscope.stats.steps.periodic import Periodic, periodic_extra
 from stepscope.stats.steps.run_ahead import RunAhead, run_ahead
 from stepscope.stats.warmup import warmup_count
@@ -151,11 +152,22 @@ class HostData:
         start = self.steps.start_ns
         return start, start + self.steps.dur_ns
 
+    @cached_property
+    def device_step(self) -> np.ndarray:
+        """Per event of `device_events`: the row of the step it belongs to, -1 if none, as
+        the step breakdown placed it: its launch in the step's marker (`StepDb.launch_lo`),
+        the device's backlog in no step (`launch_times`). Not by the step's span, which
+        starts at its device work where that runs behind."""
+        ev = self.device_events
+        steps = self.steps
+        lo, hi = steps.launch_lo, steps.launch_hi
+        if len(lo) != steps.n_steps:  # a database stored without them: the spans
+            lo, hi = self.step_windows
+        return window_of(launch_times(self.profile, ev, ev, cached=True), lo, hi)
+
     def step_of_device_events(self, events: np.ndarray) -> np.ndarray:
-        """Index (into the step db) of the step that launched each device event, -1 if none."""
-        pos = np.searchsorted(self.device_events, events)
-        when = self.launch_time[pos]
-        return self.step_of_times(when)
+        """Index (into the step db) of the step each device event belongs to, -1 if none."""
+        return self.device_step[np.searchsorted(self.device_events, events)]
 
     def step_of_times(self, when: np.ndarray) -> np.ndarray:
         lo, hi = self.step_windows

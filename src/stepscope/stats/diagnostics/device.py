@@ -46,11 +46,12 @@ def _windows(data: HostData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.array([first]), np.array([int(p.end_ns[ev].max())]), np.array([-1])
 
 
-def _step_index(data: HostData, events: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    pos = np.searchsorted(data.device_events, events)
-    when = data.launch_time[pos]
-    k = np.searchsorted(lo, when, "right") - 1
-    return np.where((k >= 0) & (when < hi[np.maximum(k, 0)]), k, -1)
+def _step_index(data: HostData, events: np.ndarray) -> np.ndarray:
+    """Per device event, its step's row (`HostData.step_of_device_events`), or 0 for the
+    one window of a profile without steps (`_windows`)."""
+    if data.steps.n_steps:
+        return data.step_of_device_events(events)
+    return np.zeros(len(events), np.int64)
 
 
 def _per_window_union(
@@ -107,12 +108,12 @@ def kernel_launch_bound(data: HostData, options: dict[str, str]) -> Finding | No
     p = data.profile
     lo, hi, nums = _windows(data)
     latency = max(1, _launch_latency(data, kernels))
-    step = _step_index(data, kernels, lo, hi)
+    step = _step_index(data, kernels)
     short = p.dur_ns[kernels] < latency
     n = np.bincount(step[step >= 0], minlength=len(lo))
     n_short = np.bincount(step[(step >= 0) & short], minlength=len(lo))
     dev = data.device_events
-    busy = _per_window_union(p.start_ns[dev], p.end_ns[dev], _step_index(data, dev, lo, hi), lo, hi)
+    busy = _per_window_union(p.start_ns[dev], p.end_ns[dev], _step_index(data, dev), lo, hi)
     dur = hi - lo
     busy_frac = np.where(dur > 0, busy / np.maximum(dur, 1), 1.0)
     bound = (
@@ -201,7 +202,7 @@ def excessive_copies(data: HostData, options: dict[str, str]) -> Finding | None:
         return None
     p = data.profile
     lo, hi, nums = _windows(data)
-    step = _step_index(data, copies, lo, hi)
+    step = _step_index(data, copies)
     per_step = _per_window_union(p.start_ns[copies], p.end_ns[copies], step, lo, hi)
     total_steps = int((hi - lo).sum())
     in_steps = step >= 0

@@ -40,12 +40,11 @@ from stepscope.stats.events import (
     device_work_lines,
 )
 from stepscope.stats.gpu.device import framework_of
-from stepscope.stats.gpu.kernels import launch_events
 from stepscope.stats.host.python_samples import functions_in_steps
 from stepscope.stats.host.untraced import Untraced, locate_untraced
 from stepscope.stats.steps.accumulation import accumulation_note
 from stepscope.stats.steps.collective_kinds import kinds_in_steps, pair_kinds
-from stepscope.stats.steps.device_spans import stretched_spans
+from stepscope.stats.steps.device_spans import launch_times, stretched_spans
 from stepscope.stats.steps.executions import batches_note
 from stepscope.stats.steps.feeds import fetches_feeding_steps
 from stepscope.stats.steps.fetch import Fetched
@@ -108,6 +107,11 @@ class StepDb:
     # (first, last): the steps XProf's rule drops that stepscope keeps, whole as the capture
     # says (decision 671): XProf's own figures (its ALL_HOSTS step time) leave them out
     xprof_trim: tuple[int, int] = (0, 0)
+    # per step, the window [lo, hi) whose launches are its device work (its marker's, to a
+    # pass's cut): where the diagnostics and the collective calls place device events
+    # (`device_spans.launch_times`), as the breakdown did; a step's span may run later
+    launch_lo: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    launch_hi: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
     def n_steps(self) -> int:
@@ -168,19 +172,15 @@ def _point_pairs(
     return events[ok], k[ok]
 
 
-def _launch_time(profile: Profile, device_events: np.ndarray) -> np.ndarray:
-    """Start of the host launch (same correlation_id) of each device event, else its own."""
-    when = profile.start_ns[device_events].copy()
-    launch = launch_events(profile, device_events, cached=False)
-    found = launch >= 0
-    when[found] = profile.start_ns[launch[found]]
-    return when
-
-
 def _attribute(
-    profile: Profile, markers: StepMarkers, types: np.ndarray, on_device: np.ndarray
+    profile: Profile,
+    markers: StepMarkers,
+    types: np.ndarray,
+    on_device: np.ndarray,
+    work: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
-    """(event, step) pairs, the type each pair counts as, and the attribution mode."""
+    """(event, step) pairs, the type each pair counts as, and the attribution mode.
+    ``work``: the profile's device work (`launch_times`)."""
     counted = types != NOT_COUNTED
     free = counted.copy()  # events left to attribute by time
     mode = "window"
@@ -231,7 +231,9 @@ def _attribute(
     del head, ev_grouped, st_grouped
     device_free = np.flatnonzero(free & on_device)
     del free
-    ev, st = _point_pairs(device_free, _launch_time(profile, device_free), win_start, win_end)
+    when = launch_times(profile, device_free, work)
+    ev, st = _point_pairs(device_free, when, win_start, win_end)
+    del when
     if len(ev):
         events = np.concatenate([events, ev])
         steps = np.concatenate([steps, st.astype(np.int32)])
@@ -428,14 +430,15 @@ def _breakdown(
     and per marker its time now before the step's lead, counted as staged input (`fetch_bounds`).
     ``cut``: per marker, where another loader's pass ends it (`pass_cut`)."""
     n = len(markers)
-    ev, st, pair_types, mode = _attribute(profile, markers, types, on_device)
+    work = np.flatnonzero(on_device & (types != NOT_COUNTED))
+    ev, st, pair_types, mode = _attribute(profile, markers, types, on_device, work)
     fed_ev, fed_st = fetches_feeding_steps(profile, markers, types, ev)
     if fed_ev.size:
         ev, st = np.concatenate([ev, fed_ev]), np.concatenate([st, fed_st])
         pair_types = np.concatenate([pair_types, types[fed_ev]])
     span_lo, span_hi = markers.start_ns.copy(), markers.end_ns.copy()
     if cut is not None:  # the pass's work is in no step (feeding none: found before)
-        own = before_cut(profile, ev, st, on_device, cut, _launch_time)
+        own = before_cut(profile, ev, st, on_device, cut, lambda p, e: launch_times(p, e, work))
         ev, st, pair_types = ev[own], st[own], pair_types[own]
         np.minimum(span_hi, cut, out=span_hi)
     st = st.astype(np.int32, copy=False)  # after a fetch's int64 steps joined
@@ -577,5 +580,7 @@ def _breakdown(
         span_ns,
         lines=tuple(markers.lines),
         xprof_trim=(int(rule and markers.first_whole), int(rule and markers.last_whole)),
+        launch_lo=markers.start_ns[keep],
+        launch_hi=(markers.end_ns if cut is None else np.minimum(markers.end_ns, cut))[keep],
     )
     return db, keep, span_lo[keep], span_hi[keep]

@@ -8,14 +8,55 @@ kernel (a DataLoader's fetch, the step's Python) in no step. The exception is ti
 device spent on earlier work no step holds (a warm-up call's kernels still running when the
 first step's marker opened): the step begins when that work ended, not at its marker. Steps
 stay sequential: each begins no earlier than the one before ended.
+
+A device event belongs to the step whose marker holds its host launch (`launch_times`), its
+own start without one; the device's backlog, work without a launch that ran before the first
+launched one (queued before the capture began), belongs to no step (decision 1072). The step
+breakdown, the diagnostics and the collective calls all place device work by this rule.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.model import Profile
 from stepscope.stats.events import NOT_COUNTED
+from stepscope.stats.gpu.kernels import launch_events
+
+NO_STEP = np.iinfo(np.int64).min  # the placing time of backlog work: before every window
+
+
+def launch_times(
+    profile: Profile, events: np.ndarray, work: np.ndarray, *, cached: bool = False
+) -> np.ndarray:
+    """Per device event of ``events``, the time that places it in a step: the start of its
+    host launch (the same correlation id), else its own start, and `NO_STEP` for the
+    device's backlog: work without a launch in the trace that started before the device's
+    first launched work, the queue the capture opened on (an MI300X trace's previous step,
+    30 ms of all-reduces, ran into its first marker). ``work``: the profile's device work,
+    ascending, which finds the first launched work of each device (``events`` are added to
+    it). ``cached``: as `launch_events`'s."""
+    work = distinct(np.concatenate([work, events])) if len(events) else work
+    launch = launch_events(profile, work, cached=cached)
+    found = launch >= 0
+    start = profile.start_ns[work]
+    when = start.copy()
+    when[found] = profile.start_ns[launch[found]]
+    if found.any():
+        plane = profile.line_plane.take(profile.line.take(work))
+        first = np.full(len(profile.planes), np.iinfo(np.int64).max)
+        np.minimum.at(first, plane[found], start[found])
+        when[~found & (start < first[plane])] = NO_STEP
+    return when[np.searchsorted(work, events)]
+
+
+def window_of(when: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Row of the window [lo, hi) holding each time (the latest-starting one where windows
+    overlap; ``lo`` ascending), -1 for none."""
+    k = np.searchsorted(lo, when, "right") - 1
+    inside = (k >= 0) & (when < hi[np.maximum(k, 0)])
+    return np.where(inside, k, -1)
 
 
 def stretched_spans(
