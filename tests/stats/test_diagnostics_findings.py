@@ -210,12 +210,58 @@ def test_collectives_against_link_bandwidth() -> None:
     n = STEPS - 2
     assert f.summary.startswith(
         f"Collectives take {4 * n:.2f} ms over {n} steps (4.00 ms per step, 40.0% of the "
-        f"step time), {4 * n:.2f} ms of it not overlapped with compute."
+        "step time, overlapped with compute or not); the steps are bound by them, with nothing "
+        f"else running, {4 * n:.2f} ms (4.00 ms per step, 40.0% of the step time)."
     )
     # the same kernels at a tenth of the link rate: waiting for the other ranks, said so
     f = _one(t.profile(), "collectives", parameter_bytes="100000000", link_bandwidth_gbps="1000")
     assert f.metrics["slower_than_link"] == pytest.approx(40.0, rel=0.01)
     assert "mostly waiting for the others (a straggler" in f.summary
+
+
+@pytest.mark.parametrize(
+    ("host_wait", "said"),
+    [
+        (False, "12.00 ms (2.00 ms per step, 20.0% of the step time)."),
+        (
+            True,
+            "15.00 ms (2.50 ms per step, 25.0% of the step time; 3.00 ms of it a host thread "
+            "waiting in a collective).",
+        ),
+    ],
+)
+def test_the_collectives_share_with_nothing_else_running_is_the_headlines(
+    host_wait: bool, said: str
+) -> None:
+    """Each step's 4 ms all-reduce overlaps the last 2 ms of its 5 ms of compute: the finding
+    says both shares for what they are, 40% of the step time in all and 20% with nothing else
+    running, the share the headline's "Bound by collectives" counts (on the MI300X fixture
+    the finding's 82.6% sat unexplained beside the headline's 55.3%: decision 1073). A host
+    thread waiting 0.5 ms in a gloo barrier while the GPU is idle is in both, and said."""
+    t = GpuTrace()
+    for s in range(STEPS):
+        base = s * 10 * MS
+        t.step(s, base, 10 * MS)
+        t.launch(base + 10 * US, "volta_h884gemm_nn", base + 50 * US, 5 * MS)
+        t.launch(
+            base + 20 * US,
+            "ncclKernel_AllReduce_RING_LL_Sum_float",
+            base + 3050 * US,
+            4 * MS,
+            stream=14,
+        )
+        if host_wait:
+            t.op("gloo:barrier", base + 9 * MS, MS // 2)
+    profile = t.profile()
+    data = _data(profile)
+    f = {f.id: f for f in diagnose_host(data, {})}["collectives"]
+    assert f.summary.startswith(
+        "Collectives take 24.00 ms over 6 steps (4.00 ms per step, 40.0% of the step time, "
+        "overlapped with compute or not); the steps are bound by them, with nothing else "
+        "running, " + said
+    )
+    bound = data.steps.limit_ns()["collectives"].sum() / data.steps.dur_ns.sum()
+    assert f.metrics["exposed_pct"] == pytest.approx(100 * bound)
 
 
 @pytest.mark.parametrize(

@@ -65,7 +65,8 @@ def test_the_devices_backlog_is_in_no_step_nor_in_the_collectives_finding() -> N
     of its all-reduces); the kernels launched in each ProfilerStep then run 18.98, 18.98 and
     18.55 ms back to back (a throwaway reader of the raw JSON). The backlog is no step's
     (decision 1072): the first step read 49.06 ms and "82.6% of the step time" in
-    collectives, with the backlog's all-reduces."""
+    collectives, with the backlog's all-reduces. The finding's share with nothing else
+    running is the headline's "Bound by collectives" (decision 1073)."""
     profile = fixture_profile("kineto/mi300x_resnet_training_rank0.json.gz")
     db = build_step_db(profile)
     assert (db.dur_ns / 1e6).round(2).tolist() == [18.98, 18.98, 18.55]
@@ -76,6 +77,13 @@ def test_the_devices_backlog_is_in_no_step_nor_in_the_collectives_finding() -> N
     f = found["collectives"]
     assert sum(e.count for e in f.events) == 12  # 4 calls a step; the backlog's 5 in none
     assert f.metrics["collective_ms"] == pytest.approx(47.20, abs=0.01)
+    collectives = db.limit_ns()["collectives"].sum() / db.dur_ns.sum()
+    assert f.metrics["exposed_pct"] == pytest.approx(100 * collectives, abs=0.05)
+    assert (
+        "(15.73 ms per step, 83.5% of the step time, overlapped with compute or not); the steps "
+        "are bound by them, with nothing else running, 35.09 ms (11.70 ms per step, 62.1% of "
+        "the step time)."
+    ) in f.summary
 
 
 def test_collectives_and_copies_are_their_own_categories() -> None:

@@ -177,3 +177,9 @@ def limits_ns(table: np.ndarray) -> dict[str, np.ndarray]:
     return {
         name: table[:, [int(t) // 10 for t in types]].sum(axis=1) for name, types in LIMITS.items()
     }
+
+
+def host_collective_ns(table: np.ndarray) -> int:
+    """The time of a (steps, N_LIMIT_COLUMNS) table that a host thread waiting in a collective
+    bounds (gloo, a framework's collective op): the host's part of the "collectives" limit."""
+    return int(table[:, int(LimitType.HOST_COLLECTIVE) // 10].sum()) if len(table) else 0
