@@ -14,6 +14,12 @@ Which events are ops:
   instruction's name when XLA made it up), else after its ``tf_op`` stat when it has one
   (kernels of one TensorFlow/JAX op add up), else after the kernel or copy.
 
+Annotations: PyTorch's ``record_function`` labels that hold ops (``## backward ##``,
+``DistributedDataParallel.forward``, ``Optimizer.step#SGD.step``; category
+``user_annotation``) are typed "Annotation", as `stepscope.trace` spans are; one holding none
+(``nccl:all_reduce``, ``gloo:all_reduce``) is the unit of work it names and keeps its name as
+its type. `ranked` puts the annotations that hold ops after the ops (decision 1074).
+
 Self time = duration minus the durations of the op's children: ops nested in it on the same
 line (other events do not count). Idle time, as XProf defines it: on the host, per thread, the
 time from its first op's start to its last op's end not covered by op self time; on a device,
@@ -55,6 +61,7 @@ from stepscope.vocab.profiler import STEP_ANCHOR
 from stepscope.vocab.tensorflow import EAGER_OP_PREFIX, FUNCTION_PREFIX, is_feed_op_type
 
 _HOST_OP_CATEGORIES = ("cpu_op", "user_annotation")
+_USER_ANNOTATION = "user_annotation"  # PyTorch's record_function labels (a Kineto category)
 # Written by stepscope's capture on the metadata of `stepscope.trace` names (capture/save.py;
 # the stats layer does not import capture, so the name is repeated here).
 ANNOTATION_STAT = "stepscope_annotation"
@@ -134,6 +141,17 @@ class OpTable:
             flops,
             sum(t.idle_ns for t in tables),
         )
+
+
+def ranked(types: tuple[str, ...], total_ns: np.ndarray, self_ns: np.ndarray) -> np.ndarray:
+    """Row order for a table's ranks: by self time, most first, with the annotations that hold
+    ops after the ops (decision 1074). Such an annotation labels a region whose ops are rows
+    of their own; its self time is what no op covers on its thread in the region: Python
+    there, or its thread waiting for another's ops (``## backward ##`` waits for PyTorch's
+    autograd thread: 267 of its 308 ms self time in a100_nccl_rank0), never an op's work. One
+    holding no op keeps its place by its self time (a ``stepscope.trace`` around Python)."""
+    label = np.array([t == ANNOTATION_TYPE for t in types], dtype=bool) & (total_ns > self_ns)
+    return np.lexsort((-self_ns, label))  # stable: ties keep the table's order
 
 
 @record
@@ -360,6 +378,8 @@ def _host_table(profile: Profile, from_ns: int | None = None) -> OpTable:
     sums = host_key_sums(profile, events, eager)
     # `stepscope.trace` spans' names (few): typed as annotations whichever rule chose the ops
     annotated = set(profile.name[profile.stat_events(ANNOTATION_STAT)].tolist())
+    if not framework:  # and PyTorch's record_function labels that hold ops (decision 1074)
+        annotated |= _labels(profile, events, sums)
 
     def text(sid: int) -> tuple[str, str]:
         full = strings[sid]
@@ -377,6 +397,17 @@ def _host_table(profile: Profile, from_ns: int | None = None) -> OpTable:
         return full, full  # PyTorch op names are their types ("aten::mm")
 
     return _table_of_keys(profile, events, sums, text)
+
+
+def _labels(profile: Profile, events: np.ndarray, sums: KeySums) -> set[int]:
+    """The name ids of the PyTorch ``user_annotation`` events among ``events`` whose time
+    holds ops nested on their thread (total above self time): labels of regions."""
+    category = profile.strings.id_of(_USER_ANNOTATION)
+    if category < 0:
+        return set()
+    with_category, stat = profile.stat_among("category", events)
+    names = distinct(profile.name[events[with_category[stat.string_ids() == category]]])
+    return {n for n in names.tolist() if sums.total_ns[n] > sums.self_ns[n]}
 
 
 def _table_of_keys(

@@ -11,6 +11,7 @@ import numpy as np
 
 from stepscope.records import record
 from stepscope.stats import OpTable
+from stepscope.stats.op_metrics import ranked
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
 from stepscope.tools.output import out
@@ -21,7 +22,10 @@ IDLE = "IDLE"
 
 @record
 class OpRow:
-    rank: int = out("rank by self time within its side")
+    rank: int = out(
+        "rank by self time within its side; annotations that hold ops (type `Annotation`: "
+        "PyTorch's record_function labels, stepscope.trace spans) after the ops"
+    )
     side: str = out("`host` or `device`")
     type: str = out("op type")
     name: str = out("op name")
@@ -76,7 +80,7 @@ def _rows(table: OpTable, include_idle: bool) -> list[OpRow]:
         total, own = np.r_[total, table.idle_ns], np.r_[own, table.idle_ns]
         eager, flops = np.r_[eager, 0.0], np.r_[flops, 0.0]
     whole = float(own.sum())
-    order = np.argsort(-own, kind="stable")
+    order = ranked(tuple(types), total, own)  # annotations holding ops after the ops
     rows, cumulative = [], 0.0
     for rank, i in enumerate(order.tolist(), start=1):
         share = 100.0 * own[i] / whole if whole else 0.0

@@ -38,6 +38,7 @@ from stepscope.stats.input.input_pipeline import (
 from stepscope.stats.input.loader_workers import JUDGED_VERDICTS
 from stepscope.stats.job_steps import JobSteps, job_steps
 from stepscope.stats.kernel_rules import PRECISIONS, REDUCED_PRECISIONS
+from stepscope.stats.op_metrics import ranked
 from stepscope.stats.warmup import SteadyState, steady_state, steps_from, warmup_count
 from stepscope.tools import _analysis as analysis
 from stepscope.tools.context import ToolContext
@@ -150,7 +151,8 @@ class OverviewPage:
         "%",
     )
     top_ops: tuple[TopOp, ...] = out(
-        "the 10 device ops (host ops on CPU-only profiles) with the most self time"
+        "the 10 device ops (host ops on CPU-only profiles) with the most self time; "
+        "annotations that hold ops after the ops (op_stats' rank)"
     )
     run_environment: RunEnvironment = out("the hosts, devices and framework of the run")
     recommendation: Recommendation = out("the advice: what bounds the steps and what to do")
@@ -207,7 +209,7 @@ def top_ops(table: OpTable, count: int = TOP_OPS) -> tuple[TopOp, ...]:
     if not len(table):
         return ()
     total = float(table.self_ns.sum())
-    order = np.argsort(-table.self_ns, kind="stable")[:count]
+    order = ranked(table.types, table.total_ns, table.self_ns)[:count]  # labels after ops
     rows, cumulative = [], 0.0
     for rank, i in enumerate(order.tolist(), start=1):
         share = 100.0 * float(table.self_ns[i]) / total if total else 0.0
