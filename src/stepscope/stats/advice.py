@@ -206,8 +206,8 @@ def _headline_fix(summary: StepSummary, bound: BoundBy, of: str, producer: str =
     elif first.key == "host" and traced_host_device(summary):
         autograd = (
             " (a backward pass runs on PyTorch's autograd thread while the step's thread waits)"
-            if summary.limits.framework == "pytorch"
-            else ""
+            if summary.limits.framework == "pytorch" and summary.limits.trains
+            else ""  # no backward pass in a run that never trains (decision 1075)
         )
         fix = _HEADLINE_FIX["host_traced"].format(autograd=autograd)
     elif first.key in _HEADLINE_FIX:

@@ -257,7 +257,7 @@ def _compute(summary: StepSummary) -> str:
 
 def _dispatch(summary: StepSummary) -> str:
     d = summary.limits.dispatch
-    if not len(d.ops):
+    if not len(d.ops) or not d.top_ops:  # launches, no run of small ops (decision 1075)
         return "the host launching work while the device waits (kernel launch time)"
     ops = ", ".join(f"{name} x{count}" for name, count in d.top_ops)
     steps = max(len(d.ops), 1)

@@ -7,6 +7,11 @@ import re
 # torch.profiler's step annotation, ``ProfilerStep#<N>`` (a user_annotation; an Operator in
 # the 2021 trace schema), one per ``prof.step()``.
 PROFILER_STEP = "ProfilerStep#"
+# A Kineto import's Task Environment stat (ns, on ``profile_stop_time``'s clock): the end of
+# the profiler's own ``Trace`` span (``PyTorch Profiler (0)``), where its recording stopped.
+# An annotation open then may end long after it (a100_triton_tiny's ProfilerStep#1 ends 13.3 s
+# later): nothing was recorded past it (decision 1075).
+RECORDING_STOP_STAT = "kineto_trace_stop_time"
 # Any step's annotation: renumbered runs compare step to step by this pattern.
 PROFILER_STEP_ANY = re.compile(re.escape(PROFILER_STEP) + r"\d+")
 # torch.optim's annotation of each ``opt.step()``: ``Optimizer.step#AdamW.step``.

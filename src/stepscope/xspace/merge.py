@@ -34,12 +34,19 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from stepscope.records import record
+from stepscope.vocab.pytorch import RECORDING_STOP_STAT
 from stepscope.xspace.proto.xplane_pb2 import XEvent, XLine, XPlane, XSpace, XStat
 
 TASK_ENV_PLANE = "Task Environment"
 # Stats of a source's Task Environment that describe its own capture, not the merged one.
 _OWN_ENV_STATS = frozenset(
-    {"profile_start_time", "profile_stop_time", "profile_options", "baseTimeNanoseconds"}
+    {
+        "profile_start_time",
+        "profile_stop_time",
+        "profile_options",
+        "baseTimeNanoseconds",
+        RECORDING_STOP_STAT,
+    }
 )
 PS_PER_NS = 1000
 

@@ -55,6 +55,7 @@ from stepscope.stats.steps.limit_table import LimitTable, limit_table
 from stepscope.stats.steps.limits import LIMIT_NAMES, LimitType, limit_types, limits_ns
 from stepscope.stats.steps.markers import began_mid_run, find_step_markers
 from stepscope.stats.steps.pass_cut import before_cut, pass_cuts
+from stepscope.stats.steps.recorded import recorded_span_ns
 from stepscope.stats.steps.run_ahead import run_ahead
 from stepscope.stats.steps.sweep import held_spans, until_last_boundary
 from stepscope.stats.steps.traced_fetch import traced_fetch_first
@@ -557,8 +558,9 @@ def _breakdown(
     accumulated = accumulation_note(profile, span_lo[keep], dur[keep])
     if accumulated:  # of the steps kept
         description += f"; {accumulated}"
-    # the profile's span without its cached end column (`Profile.time_span_ns` makes one)
-    span_ns = int((profile.start_ns + profile.dur_ns).max() - profile.start_ns.min())
+    # the profile's span without its cached end column (`Profile.time_span_ns` makes one),
+    # to where the recording stopped (decision 1075)
+    span_ns = recorded_span_ns(profile)
     db = StepDb(
         markers.source,
         description,

@@ -36,6 +36,7 @@ from stepscope.errors import StepscopeError
 from stepscope.model import Profile
 from stepscope.stats.events import host_lines
 from stepscope.stats.steps.infer import infer_steps
+from stepscope.stats.steps.recorded import within_recording
 from stepscope.stats.steps.serving import serving_calls
 from stepscope.stats.steps.types import SOURCES, StepMarkers
 from stepscope.vocab.profiler import (
@@ -261,6 +262,8 @@ def find_step_markers(profile: Profile, source: str = "auto") -> StepMarkers:
     }
     for name in SOURCES if source == "auto" else (source,):
         found = finders[name]()
+        if found is not None:  # what was recorded of them (decision 1075)
+            found = within_recording(profile, found)
         if found is not None and len(found):
             return found
     if source == "auto":

@@ -17,7 +17,8 @@ docs/formats/kineto.md. Decisions taken here:
 - Planes, in order: ``/host:CPU`` (always), ``/device:GPU:N`` by N, ``/host:CUPTI`` (when the
   trace has CUPTI overhead events), ``Task Environment``; plane ids are their positions.
 - ``Task Environment`` stats: ``profile_start_time`` / ``profile_stop_time`` (ns) = the union
-  of all events and of the profiler's own ``Trace`` span; ``framework = "pytorch"``,
+  of all events and of the profiler's own ``Trace`` span, ``kineto_trace_stop_time`` that
+  span's end (where the recording stopped; decision 1075); ``framework = "pytorch"``,
   ``trace_format = "kineto"``, and the header scalars (``schemaVersion``, CUDA / HIP / CUPTI
   versions, ``record_shapes``, ``profile_memory``, ``with_stack``, ``trace_id``, ...) under their
   Kineto names.
@@ -47,6 +48,7 @@ import numpy as np
 
 from stepscope import limits
 from stepscope.errors import ProfileFormatError, empty_file
+from stepscope.vocab.pytorch import RECORDING_STOP_STAT
 from stepscope.xspace.builder import LineBuilder, PlaneBuilder, StatValue, XSpaceBuilder
 from stepscope.xspace.kineto import fast_memory, fast_route, fwdbwd, scan
 from stepscope.xspace.kineto.canonical import canonical
@@ -380,6 +382,8 @@ def _finish_planes(builder: XSpaceBuilder, state: RouteState, doc: dict[str, Any
         hi = end if hi is None else max(hi, end)
     env = builder.plane(TASK_ENV_PLANE)
     env.stats.update(_environment_stats(doc, lo or 0, hi or 0))
+    if state.spans:  # where the profiler stopped recording (decision 1075)
+        env.stats[RECORDING_STOP_STAT] = max(end for _start, end in state.spans)
     builder.planes.sort(key=_plane_order)
     for index, plane in enumerate(builder.planes):
         plane.id = index
