@@ -18,7 +18,8 @@ from stepscope.model.profile import Line, Plane, Profile, Stats
 from stepscope.model.strings import StringTable
 from stepscope.store import entries, location
 
-SCHEMA_VERSION = 3  # 2: entries carry a manifest; 3: Kineto stat ids canonical (decision 156)
+SCHEMA_VERSION = 4  # 2: entries carry a manifest; 3: Kineto stat ids canonical (decision 156);
+# 4: a Kineto conversion keeps the recording's end, kineto_trace_stop_time (decision 1075)
 _ARRAYS = (
     "line",
     "meta",
