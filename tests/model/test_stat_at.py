@@ -108,3 +108,30 @@ def test_each_keys_rows_know_their_events(pure: bool, monkeypatch: pytest.Monkey
         np.testing.assert_array_equal(rows, np.flatnonzero(profile.stats.key == key))
         np.testing.assert_array_equal(owners, owner[rows])
         assert owners.dtype == rows.dtype == np.int32
+
+
+def test_events_owning_the_rows_read_their_last_row_even_asked_as_the_rows_owners() -> None:
+    """An event with the key twice (its last row counts): asked for the events in the
+    order of the key's rows, which repeats that event, `stat_at` does not take the rows as the
+    events' own; asked for each event once, it reads the rows; metadata values are
+    overridden either way."""
+    builder = XSpaceBuilder()
+    plane = builder.plane("/host:CPU")
+    line = plane.line(1, "thread")
+    op = plane.event_metadata_id("op", stats={"level": 3})
+    line.add_event(op, 0, 10, {"level": 4})
+    line.add_event(op, 20, 10, {"level": 5})
+    line.event("other", 40, 10, {"level": 1.5})
+    space = builder.build()
+    event = space.planes[0].lines[0].events[1]
+    event.stats.add(metadata_id=event.stats[0].metadata_id, int64_value=6)  # level again
+    from stepscope.model import profile_from_xspace
+
+    p = profile_from_xspace(space)
+    key = p.strings.id_of("level")
+    assert p._rows_of(key)[1].tolist() == [0, 1, 1, 2]
+    _same(p, "level", np.array([0, 1, 1, 2]))
+    _same(p, "level", np.array([0, 1, 2]))
+    _same(p, "level", np.array([1, 1, 2]))
+    assert p.stat_at("level", np.array([0, 1, 1, 2])).as_int().tolist() == [4, 6, 6, 1]
+    assert p.stat_at("level", p.stat_events("level")).as_int().tolist() == [4, 6, 1]

@@ -120,8 +120,10 @@ class StatColumn:
 
     def as_int(self, default: int = -1) -> np.ndarray:
         """Values as int64 (doubles truncated; ``default`` where absent or a string)."""
-        out = np.full(len(self.value), default, dtype=np.int64)
         ints = self.present & ((self.kind == KIND_INT) | (self.kind == KIND_UINT))
+        if ints.all():  # every value an integer (a stat read where events have it): a copy
+            return self.value.astype(np.int64)
+        out = np.full(len(self.value), default, dtype=np.int64)
         out[ints] = self.value[ints]
         doubles = self.present & (self.kind == KIND_DOUBLE)
         out[doubles] = self.value[doubles].view(np.float64).astype(np.int64)
@@ -273,6 +275,12 @@ class Profile:
         key = self.strings.id_of(name)
         if key < 0 or not m:
             return StatColumn(np.zeros(m, bool), np.zeros(m, np.int8), np.zeros(m, np.int64))
+        rows, owners = self._rows_of(key)
+        if len(owners) == m and _each_once(owners, events):
+            # the events are the stat's own events (`stat_events`, or a stat always set with
+            # another): its rows in order, which override any metadata's
+            ones = np.ones(m, bool)
+            return StatColumn(ones, self.stats.kind.take(rows), self.stats.value.take(rows))
         meta = self._meta_stat(key)
         if meta is None:
             kind, value = np.zeros(m, np.int8), np.zeros(m, np.int64)
@@ -280,7 +288,6 @@ class Profile:
             at = self.meta.take(events)
             kind, value = meta[0].take(at), meta[1].take(at)
         present = kind != KIND_NONE
-        rows, owners = self._rows_of(key)
         if len(rows):
             # An event's last row of the key, as `stat`'s assignment keeps the last.
             at = last_at_or_before(owners, events)
@@ -399,6 +406,12 @@ class Profile:
 
     def event_name(self, event: int) -> str:
         return self.strings[int(self.name[event])]
+
+
+def _each_once(owners: np.ndarray, events: np.ndarray) -> bool:
+    """Whether ``events`` are ``owners`` (a stat's row owners, ascending) and each event owns
+    one row: the stat's rows are then the events' rows, in their order."""
+    return bool(np.array_equal(owners, events)) and bool(np.all(owners[1:] > owners[:-1]))
 
 
 def _positions(

@@ -41,14 +41,16 @@ def _memory_counters(profile: Profile) -> list[Counter]:
     if not ids:
         return []
     events = np.flatnonzero(np.isin(profile.name, ids))
-    allocated = profile.stat("bytes_allocated")
-    events = events[allocated.present[events]]
+    # The stats read at these events only: no column over every event (three arrays per
+    # stat and as_float's fourth: 0.2-0.4 s at 10M events, mostly zeroing fresh pages).
+    pos, allocated = profile.stat_among("bytes_allocated", events)
+    events = events[pos]
     if len(events) == 0:
         return []
-    value = allocated.as_float()[events]
-    reserved = profile.stat("bytes_reserved").as_float()[events]
+    value = allocated.as_float()
+    reserved = profile.stat_at("bytes_reserved", events).as_float()
     value = value + np.nan_to_num(reserved)
-    allocator = profile.stat("allocator_name").string_ids()[events]
+    allocator = profile.stat_at("allocator_name", events).string_ids()
     out = []
     for alloc_id in distinct(allocator).tolist():
         mine = allocator == alloc_id
