@@ -108,7 +108,7 @@ def cases(inputs: Path) -> dict[str, tuple[list[str], tuple[str, ...]]]:
         ),
         "xspace_trace": (
             [sys.executable, "-c", TRACE_DRIVER, str(x)],
-            ("_segsearch", "_sweeps"),
+            ("_segsearch", "_sweeps", "_lod"),
         ),
         "xspace_chrome": (
             [*export, str(x), "--format", "chrome-trace", "-o", f"{out}.json", "--no-cache", "-q"],

@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TESTS = (
     "tests/hardening/test_native_args.py",
     "tests/stats/test_nesting_native.py",
+    "tests/stats/test_lod_native.py",
     "tests/stats/test_breakdown_sweeps.py",
     "tests/test_accelerators.py",
     "tests/xspace/test_kineto_fast.py",

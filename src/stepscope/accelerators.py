@@ -108,6 +108,13 @@ EXTENSIONS: dict[str, Extension] = {
             "NumPy sorts and pointer jumping",
         ),
         Extension(
+            "_lod",
+            ("stats/trace_index/_lod.c",),
+            (),
+            "trace index build (depths, levels of detail)",
+            "NumPy pointer jumping",
+        ),
+        Extension(
             "_pytracer",
             ("capture/_pytracer.c",),
             (),

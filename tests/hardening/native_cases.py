@@ -333,6 +333,47 @@ def fuzz_nesting(rng: random.Random, seconds: float, calls: int | None = None) -
     return _timed(seconds, step, calls)
 
 
+def fuzz_lod(rng: random.Random, seconds: float, calls: int | None = None) -> int:
+    lod = accelerators.get("_lod")
+    assert lod is not None
+
+    def step() -> None:
+        n = rng.randrange(0, 200)
+        line = _ints(rng, n, 0, 4, np.int32)
+        start, dur = _ints(rng, n, 0, 1000), _ints(rng, n, -2, 100)
+        if rng.random() < 0.7:  # mostly in line order, as `lod.line_order` gives them
+            keep = np.lexsort((start, line))
+            line, start = line[keep], start[keep]
+        order = np.arange(n, dtype=np.int64)
+        if rng.random() < 0.2:
+            order = _ints(rng, n, -2, n + 2)  # indexes outside the events
+        depth = np.empty(n, np.int32)
+        parent = np.full(n, -1, np.int64) if rng.random() < 0.8 else None
+        args = [_spoil(rng, a) for a in (order, line, start, dur, depth)]
+        if _call(lod.depths, *args, parent) and parent is not None:
+            assert ((parent >= -1) & (parent < n)).all()
+        row = np.sort(_ints(rng, n, 0, 5))
+        level = np.empty(max(n + rng.choice([0, 0, 0, -1, 1]), 0), np.int8)
+        _call(lod.levels, *(_spoil(rng, a) for a in (row, start, dur, level)))
+        found = np.zeros(n, np.int32) if rng.random() < 0.8 else _ints(rng, n, -1, 20, np.int32)
+        if args[0] is order and args[4] is depth and rng.random() < 0.8:
+            found = depth  # the depths just walked, where the walk ran
+        origin = rng.choice([0, int(start.min()) if n else 0, -(1 << 63), (1 << 63) - 1])
+        wide = rng.random() < 0.3
+        outs = [np.empty(n, np.int64 if wide else np.int32)]
+        outs += [np.empty(n, np.int64) for _ in range(2)]
+        outs += [np.empty(n, np.int32) for _ in range(3)]
+        outs += [np.empty(n, np.int8), np.empty(n, np.int64)]
+        ins = [_spoil(rng, a) for a in (order, line, found, start, dur)]
+        counts = _call(lod.positions, *ins, origin, *(_spoil(rng, a) for a in outs))
+        if counts is not None:
+            rows, segs = counts
+            assert 0 <= rows <= segs <= n
+            assert (np.diff(outs[7][:segs]) > 0).all()
+
+    return _timed(seconds, step, calls)
+
+
 class Fuzzer(Protocol):
     def __call__(self, rng: random.Random, seconds: float, calls: int | None = None) -> int: ...
 
@@ -340,6 +381,7 @@ class Fuzzer(Protocol):
 FUZZERS: dict[str, Fuzzer] = {
     "_fastwire": fuzz_fastwire,
     "_kscan": fuzz_kscan,
+    "_lod": fuzz_lod,
     "_nesting": fuzz_nesting,
     "_pytracer": fuzz_pytracer,
 }

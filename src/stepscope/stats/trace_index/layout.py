@@ -3,13 +3,15 @@
 A *row* is one (line, depth); rows are numbered by (line, depth), and a line with events has
 rows 0 .. its deepest nesting (a depth d > 0 has its parent at d - 1). Within a row the events
 keep `lod.line_order`'s start order; each (row, level) run is a segment. `positions` builds it
-with NumPy (`positions_numpy`).
+by the C pass (`_lod.c`, counting sorts) where it is built, else with NumPy (`positions_numpy`,
+its twin: the same arrays, byte for byte; decision 1068).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from stepscope import accelerators
 from stepscope.records import record
 from stepscope.stats.trace_index.lod import detail_levels, segment_running_max
 from stepscope.stats.trace_index.search import index_dtype
@@ -44,7 +46,60 @@ def positions(
     ``origin_ns``."""
     if order0 is None:
         order0 = np.arange(len(depth), dtype=np.int64)
+    found = _positions_native(line, n_lines, order0, depth, start_ns, dur_ns, origin_ns)
+    if found is not None:
+        return found
     return positions_numpy(line, n_lines, order0, depth, start_ns, dur_ns, origin_ns)
+
+
+def _positions_native(
+    line: np.ndarray,
+    n_lines: int,
+    order0: np.ndarray,
+    depth: np.ndarray,
+    start_ns: np.ndarray,
+    dur_ns: np.ndarray,
+    origin_ns: int,
+) -> Positions | None:
+    """`positions` by the C pass (`_lod.c`: counting sorts by depth within each line and by
+    level within each row, the levels and the segments' running ends in the same walk, no
+    full-size NumPy temporary), or None where it is not built, switched off, the columns are
+    not of its types, or it stops (events out of line order, a time past int64): the twin
+    answers then. The same arrays, byte for byte."""
+    native = accelerators.get("_lod")
+    n = len(order0)
+    if native is None or n != len(line) or n != len(depth) or n >= 1 << 31:
+        return None
+    wanted: list[tuple[np.ndarray, type[np.signedinteger]]] = [(order0, np.int64)]
+    wanted += [(line, np.int32), (depth, np.int32), (start_ns, np.int64), (dur_ns, np.int64)]
+    if any(a.dtype != kind for a, kind in wanted) or not -(1 << 63) <= origin_ns < 1 << 63:
+        return None
+    order = np.empty(n, dtype=index_dtype(n))
+    start, end_max = np.empty(n, np.int64), np.empty(n, np.int64)
+    # rows and segments: at most one a position; the pages never written are never mapped
+    row_line, row_depth = np.empty(n, np.int32), np.empty(n, np.int32)
+    seg_row, seg_level, seg_lo = np.empty(n, np.int32), np.empty(n, np.int8), np.empty(n, np.int64)
+    inputs = (np.ascontiguousarray(a) for a, _ in wanted)
+    outputs = (order, start, end_max, row_line, row_depth, seg_row, seg_level, seg_lo)
+    counts = native.positions(*inputs, origin_ns, *outputs) if n else (0, 0)
+    if counts is None:
+        return None
+    rows, segs = counts
+    row_line, row_depth = row_line[:rows].copy(), row_depth[:rows].copy()
+    line_depths = np.zeros(n_lines, dtype=np.int32)
+    np.maximum.at(line_depths, row_line, row_depth + 1)
+    return Positions(
+        line_depths=line_depths,
+        row_line=row_line,
+        row_depth=row_depth,
+        order=order,
+        start_ns=start,
+        end_max_ns=end_max,
+        seg_row=seg_row[:segs].copy(),
+        seg_level=seg_level[:segs].copy(),
+        seg_lo=seg_lo[:segs].copy(),
+        seg_hi=np.append(seg_lo[1:segs], n).astype(np.int64),
+    )
 
 
 def positions_numpy(
