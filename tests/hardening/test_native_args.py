@@ -331,7 +331,7 @@ def test_tracer_hooked_before_configure_keeps_nothing(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "name",
     [  # fuzzers added since the default tier's budget (decision 245) run with integration
-        pytest.param(name, marks=pytest.mark.integration) if name == "_nesting" else name
+        pytest.param(name, marks=pytest.mark.integration) if name in ("_nesting", "_lod") else name
         for name in sorted(native_cases.FUZZERS)
     ],
 )
