@@ -78,6 +78,17 @@ static int bit_length(int64_t x) {
     return exponent;
 }
 
+/* Whether every index of order (n) names one of m events; ValueError if not. */
+static int indexes_in_range(const int64_t *order, Py_ssize_t n, Py_ssize_t m, const char *what) {
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (order[k] < 0 || order[k] >= m) {
+            PyErr_Format(PyExc_ValueError, "%s: an event index outside the events", what);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* 1: done; 0: out of order or an end past int64; -1: no memory. */
 static int walk_depths(const int64_t *order, Py_ssize_t n, const int32_t *line,
                        const int64_t *start, const int64_t *dur, int32_t *depth,
@@ -154,12 +165,7 @@ static PyObject *depths(PyObject *self, PyObject *args) {
         goto done;
     }
     const int64_t *order = v[0].buf;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        if (order[k] < 0 || order[k] >= m) {
-            PyErr_SetString(PyExc_ValueError, "depths: an event index outside the events");
-            goto done;
-        }
-    }
+    if (!indexes_in_range(order, n, m, "depths")) goto done;
     int found;
     Py_BEGIN_ALLOW_THREADS
     found = walk_depths(order, n, v[1].buf, v[2].buf, v[3].buf, v[4].buf,
@@ -403,12 +409,7 @@ static PyObject *positions(PyObject *self, PyObject *args) {
         goto done;
     }
     const int64_t *order0 = v[0].buf;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        if (order0[k] < 0 || order0[k] >= m) {
-            PyErr_SetString(PyExc_ValueError, "positions: an event index outside the events");
-            goto done;
-        }
-    }
+    if (!indexes_in_range(order0, n, m, "positions")) goto done;
     Layout o = {order0, v[1].buf, v[2].buf, v[3].buf, v[4].buf, (int64_t)origin, n,
                 v[5].buf, wide, v[6].buf, v[7].buf, v[8].buf, v[9].buf, v[10].buf,
                 v[11].buf, v[12].buf, 0, 0};

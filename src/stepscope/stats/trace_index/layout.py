@@ -46,34 +46,21 @@ def positions(
     ``origin_ns``."""
     if order0 is None:
         order0 = np.arange(len(depth), dtype=np.int64)
-    found = _positions_native(line, n_lines, order0, depth, start_ns, dur_ns, origin_ns)
-    if found is not None:
-        return found
-    return positions_numpy(line, n_lines, order0, depth, start_ns, dur_ns, origin_ns)
-
-
-def _positions_native(
-    line: np.ndarray,
-    n_lines: int,
-    order0: np.ndarray,
-    depth: np.ndarray,
-    start_ns: np.ndarray,
-    dur_ns: np.ndarray,
-    origin_ns: int,
-) -> Positions | None:
-    """`positions` by the C pass (`_lod.c`: counting sorts by depth within each line and by
-    level within each row, the levels and the segments' running ends in the same walk, no
-    full-size NumPy temporary), or None where it is not built, switched off, the columns are
-    not of its types, or it stops (events out of line order, a time past int64): the twin
-    answers then. The same arrays, byte for byte."""
+    # The C pass (`_lod.c`: counting sorts by depth within each line and by level within each
+    # row, the levels and the segments' running ends in the same walk, no full-size NumPy
+    # temporary) where it is built and the columns are of its types; it hands back None
+    # (events out of line order, a time past int64) and the twin answers, the same bytes.
     native = accelerators.get("_lod")
     n = len(order0)
-    if native is None or n != len(line) or n != len(depth) or n >= 1 << 31:
-        return None
     wanted: list[tuple[np.ndarray, type[np.signedinteger]]] = [(order0, np.int64)]
     wanted += [(line, np.int32), (depth, np.int32), (start_ns, np.int64), (dur_ns, np.int64)]
-    if any(a.dtype != kind for a, kind in wanted) or not -(1 << 63) <= origin_ns < 1 << 63:
-        return None
+    if (
+        native is None
+        or n >= 1 << 31
+        or any(len(a) != n or a.dtype != kind for a, kind in wanted)
+        or not -(1 << 63) <= origin_ns < 1 << 63
+    ):
+        return positions_numpy(line, n_lines, order0, depth, start_ns, dur_ns, origin_ns)
     order = np.empty(n, dtype=index_dtype(n))
     start, end_max = np.empty(n, np.int64), np.empty(n, np.int64)
     # rows and segments: at most one a position; the pages never written are never mapped
@@ -83,22 +70,39 @@ def _positions_native(
     outputs = (order, start, end_max, row_line, row_depth, seg_row, seg_level, seg_lo)
     counts = native.positions(*inputs, origin_ns, *outputs) if n else (0, 0)
     if counts is None:
-        return None
+        return positions_numpy(line, n_lines, order0, depth, start_ns, dur_ns, origin_ns)
     rows, segs = counts
-    row_line, row_depth = row_line[:rows].copy(), row_depth[:rows].copy()
+    return _laid_out(
+        n_lines,
+        (row_line[:rows].copy(), row_depth[:rows].copy()),
+        (order, start, end_max),
+        (seg_row[:segs].copy(), seg_level[:segs].copy(), seg_lo[:segs].copy()),
+    )
+
+
+def _laid_out(
+    n_lines: int,
+    rows: tuple[np.ndarray, np.ndarray],
+    at: tuple[np.ndarray, np.ndarray, np.ndarray],
+    segments: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> Positions:
+    """The `Positions` of rows (line, depth), positions (order, start, running end) and
+    segments (row, level, first position) of the final dtypes."""
+    row_line, row_depth = rows
+    seg_lo = segments[2]
     line_depths = np.zeros(n_lines, dtype=np.int32)
     np.maximum.at(line_depths, row_line, row_depth + 1)
     return Positions(
         line_depths=line_depths,
         row_line=row_line,
         row_depth=row_depth,
-        order=order,
-        start_ns=start,
-        end_max_ns=end_max,
-        seg_row=seg_row[:segs].copy(),
-        seg_level=seg_level[:segs].copy(),
-        seg_lo=seg_lo[:segs].copy(),
-        seg_hi=np.append(seg_lo[1:segs], n).astype(np.int64),
+        order=at[0],
+        start_ns=at[1],
+        end_max_ns=at[2],
+        seg_row=segments[0],
+        seg_level=segments[1],
+        seg_lo=seg_lo,
+        seg_hi=np.append(seg_lo[1:], len(at[0])).astype(np.int64),
     )
 
 
@@ -131,17 +135,13 @@ def positions_numpy(
     del by_row, final, row_of_pos, level
     seg_starts = group_starts(seg_row, seg_level)
     end = start_ns[order] + np.maximum(dur_ns[order], 1)
-    line_depths = np.zeros(n_lines, dtype=np.int32)
-    np.maximum.at(line_depths, row_line, row_depth + 1)
-    return Positions(
-        line_depths=line_depths,
-        row_line=row_line,
-        row_depth=row_depth,
-        order=order,
-        start_ns=start_ns[order],
-        end_max_ns=segment_running_max(end, seg_starts),
-        seg_row=seg_row[seg_starts].astype(np.int32),
-        seg_level=seg_level[seg_starts].astype(np.int8),
-        seg_lo=seg_starts.astype(np.int64),
-        seg_hi=np.append(seg_starts[1:], n).astype(np.int64),
+    return _laid_out(
+        n_lines,
+        (row_line, row_depth),
+        (order, start_ns[order], segment_running_max(end, seg_starts)),
+        (
+            seg_row[seg_starts].astype(np.int32),
+            seg_level[seg_starts].astype(np.int8),
+            seg_starts.astype(np.int64),
+        ),
     )

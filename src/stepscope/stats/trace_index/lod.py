@@ -145,14 +145,7 @@ def nesting_depth(
     native = _native_depths(order, line, start_ns, dur_ns, False)
     if native is not None:
         return native[0]
-    return nesting_depth_numpy(order, line, start_ns, dur_ns)
-
-
-def nesting_depth_numpy(
-    order: np.ndarray, line: np.ndarray, start_ns: np.ndarray, dur_ns: np.ndarray
-) -> np.ndarray:
-    """`nesting_depth` by NumPy sorts, searches and pointer jumping (the C pass's twin)."""
-    depth = np.zeros(len(order), dtype=np.int32)
+    depth = np.zeros(len(order), dtype=np.int32)  # the twin: NumPy sorts and pointer jumping
     for events, local, found in _nested_lines(order, line, start_ns, dur_ns):
         depth[events] = _hops_to_root(local) if found is None else found
     return depth
@@ -165,14 +158,7 @@ def nesting_parents(
     native = _native_depths(order, line, start_ns, dur_ns, True)
     if native is not None:
         return native[1]
-    return nesting_parents_numpy(order, line, start_ns, dur_ns)
-
-
-def nesting_parents_numpy(
-    order: np.ndarray, line: np.ndarray, start_ns: np.ndarray, dur_ns: np.ndarray
-) -> np.ndarray:
-    """`nesting_parents` with NumPy only (the C pass's twin)."""
-    parent = np.full(len(order), -1, dtype=np.int64)
+    parent = np.full(len(order), -1, dtype=np.int64)  # the twin
     for events, local, _ in _nested_lines(order, line, start_ns, dur_ns):
         parent[events[local >= 0]] = events[local[local >= 0]]
     return parent
