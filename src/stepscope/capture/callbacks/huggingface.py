@@ -7,7 +7,9 @@ Steps are numbered as the Trainer numbers them (``state.global_step`` after the 
 with gradient accumulation one step holds all its micro-batches. Each step is backdated to
 include fetching its batches (see `steps.StepMarker`); evaluation, logging and checkpoints,
 which the Trainer runs between steps, are left out. ``profile_steps`` counts steps seen by
-this callback (1-based), as Keras's ``profile_batch``.
+this callback (1-based), as Keras's ``profile_batch``; with ``logdir`` the session starts at
+the previous step's end (the first epoch's begin for step 1), before the first profiled
+step's batches are fetched (decision 1076).
 
 ``transformers`` is imported on first use of ``StepscopeCallback``.
 """
@@ -51,7 +53,7 @@ def _make_class() -> type:
             return self.marker.run_dir
 
         def on_epoch_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            self.marker.resume()
+            self.marker.resume(opens_epoch=True)
 
         def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self.marker.begin(int(getattr(state, "global_step", self.marker.count)) + 1)

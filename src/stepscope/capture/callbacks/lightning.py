@@ -5,7 +5,9 @@
 
 Steps are numbered by the 1-based count of training batches (across epochs, as Keras's
 ``profile_batch``); each is backdated to include fetching its batch (see `steps.StepMarker`);
-validation, which Lightning runs between training batches, is left out. With the PyTorch
+validation, which Lightning runs between training batches, is left out. With ``logdir`` the
+session starts before the first profiled batch is fetched: at the previous batch's end, or
+at its epoch's start when it opens one (decision 1076). With the PyTorch
 bridge (torch imported, the default options) the steps hold Lightning's ops and kernels.
 
 Lightning (``lightning.pytorch``, else ``pytorch_lightning``) is imported on first use of
@@ -57,7 +59,7 @@ def _make_class() -> type:
             return self.marker.run_dir
 
         def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
-            self.marker.resume()
+            self.marker.resume(opens_epoch=True)
 
         def on_train_batch_start(
             self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int
@@ -67,7 +69,11 @@ def _make_class() -> type:
         def on_train_batch_end(
             self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
         ) -> None:
-            self.marker.end()
+            # the epoch's length (inf for an iterable of unknown length); the validation
+            # after an epoch's last batch stays out of a session started for the next one
+            batches = getattr(trainer, "num_training_batches", None)
+            ends_epoch = isinstance(batches, (int, float)) and batch_idx + 1 >= batches
+            self.marker.end(epoch_continues=not ends_epoch)
 
         def on_validation_start(self, trainer: Any, pl_module: Any) -> None:
             self.marker.resume()

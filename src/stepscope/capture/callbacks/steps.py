@@ -8,9 +8,13 @@ checkpointing (`resume`). The first step after a session starts is not backdated
 session was not recording before).
 
 With ``logdir``, steps ``first``..``last`` of the 1-based step count (``profile_steps`` as
-Keras's ``profile_batch``: ``N``, ``"a,b"`` or ``(a, b)``) are profiled: a session starts at
-``first`` and is saved after ``last`` (or when training ends first). Without ``logdir`` every
-step is marked and recorded by whatever session is running.
+Keras's ``profile_batch``: ``N``, ``"a,b"`` or ``(a, b)``) are profiled: a session starts
+before step ``first`` begins and is saved after ``last`` (or when training ends first). It
+starts where the trainer last finished something before that step -- the previous step's
+end, or the epoch's start when the step opens an epoch -- so that the session's own start
+(hundreds of milliseconds) falls in no step and the first step is backdated to its fetch
+as the others are (decision 1076; the Keras callback's, decision 1067). Without ``logdir``
+every step is marked and recorded by whatever session is running.
 """
 
 from __future__ import annotations
@@ -47,9 +51,24 @@ class StepMarker:
         self._since: int | None = None  # perf_counter_ns the next step is backdated to
         self._started = False
 
-    def resume(self) -> None:
-        """The trainer finished other work (epoch start, evaluation, logging): input starts."""
+    def resume(self, opens_epoch: bool = False) -> None:
+        """The trainer finished other work (epoch start, evaluation, logging): input starts.
+
+        ``opens_epoch``: an epoch's start, after which its first step's batch is fetched; a
+        session for a first profiled step opening the epoch starts here (`end`)."""
+        if opens_epoch:
+            self._start_before_first()
         self._since = time.perf_counter_ns() if is_active() else None
+
+    def _start_before_first(self) -> bool:
+        """Start the session now if the next step to begin is the first profiled one."""
+        if self.logdir is None or not self.first or self._started:
+            return False
+        if self.count + 1 != self.first:
+            return False
+        session.start(self.logdir, self.options)
+        self._started = True
+        return True
 
     def begin(self, step_num: int | None = None) -> None:
         """A step begins; ``step_num`` defaults to the 1-based count of steps."""
@@ -58,7 +77,9 @@ class StepMarker:
         if self.logdir is not None:
             if self.first == 0 or not self.first <= self.count <= self.last:
                 return
-            if self.count == self.first:
+            if self.count == self.first and not self._started:
+                # No hook came before it (a driver of neither `resume` nor `end`): the start
+                # is in this step's time, and the step is not backdated (nothing recorded).
                 session.start(self.logdir, self.options)
                 self._started = True
                 self._since = None
@@ -73,18 +94,23 @@ class StepMarker:
                 span.stats[STEP_HOLDS_FETCH_STAT] = 1
         self._span = span
 
-    def end(self) -> None:
-        """The step ends (its optimizer update done)."""
+    def end(self, epoch_continues: bool = True) -> None:
+        """The step ends (its optimizer update done); ``epoch_continues``: another step of its
+        epoch follows (if known). The session for the first profiled step starts here, or at
+        the next epoch's start when this step ends an epoch (its evaluation stays out)."""
         ended = self._close()
+        if self._started and self.count >= self.last:
+            self.finish()
+            return
+        if epoch_continues and self._start_before_first():
+            self.resume()  # the step begins after the session's start, not before
         # the next step begins where this one ended, as a script timing its batches from the
         # previous one's end: timed apart, a pause between the two (4.07 ms seen) fell in no
         # step (decision 638)
-        if ended is not None and is_active():
+        elif ended is not None and is_active():
             self._since = ended
         else:
             self.resume()
-        if self._started and self.count >= self.last:
-            self.finish()
 
     def finish(self) -> None:
         """Training ends (or fails): close the open step, save a session this marker began."""
