@@ -1,9 +1,10 @@
 """The trainer callbacks' own session (``logdir``): it starts before the first profiled step
-begins, so that step holds its batch's fetch and not the session's start (decision 1076).
-"""
+begins, so that step holds its batch's fetch and not the session's start (decision 1076);
+a training that ends before that step saves nothing and says so (decision 1077)."""
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 import types
@@ -89,6 +90,55 @@ def test_a_driver_of_no_hook_before_the_step_still_profiles_it(tmp_path: Path) -
     marker.end()
     assert not session.is_running()
     assert [s["stats"]["step_num"] for s in named(load_run(marker.run_dir), "train")] == [1]
+
+
+def test_training_ending_before_the_first_profiled_step_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # On main: a silent nothing when the session had not started, and, once it starts at the
+    # step before, a saved run of no step. Now nothing is saved and the user is told.
+    for profile_steps, steps_run, started in (("5,10", 3, False), ("4,6", 3, True)):
+        logdir = tmp_path / profile_steps.replace(",", "-")
+        marker = StepMarker(logdir, profile_steps=profile_steps)
+        marker.resume(opens_epoch=True)
+        for _ in range(steps_run):
+            marker.begin()
+            marker.end()
+        assert session.is_running() is started  # the session for step 4 began at 3's end
+        with caplog.at_level(logging.WARNING, logger="stepscope"):
+            caplog.clear()
+            marker.finish()
+            marker.finish()  # Lightning's on_exception, then on_train_end: said once
+        assert not session.is_running() and marker.run_dir is None
+        assert not logdir.exists() or not any(logdir.rglob("*.pb"))
+        first, last = profile_steps.split(",")
+        assert [r.getMessage() for r in caplog.records] == [
+            f"stepscope StepscopeCallback: nothing was profiled and nothing saved: "
+            f"profile_steps asks for steps {first}-{last}, and training ended after step 3 "
+            f"(steps are counted from 1 across epochs). To profile, give profile_steps a "
+            f"range within steps 1-3, or train for at least {first} steps."
+        ]
+
+
+def test_lightning_says_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake = types.ModuleType("lightning.pytorch")
+    fake.Callback = type("Callback", (), {"__init__": lambda self: None})  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "lightning.pytorch", fake)
+    monkeypatch.setitem(sys.modules, "lightning", types.ModuleType("lightning"))
+    monkeypatch.setattr(lightning, "_class", None)
+    callback = lightning.StepscopeCallback(tmp_path, profile_batch="3,3")
+    trainer = types.SimpleNamespace(num_training_batches=2)
+    callback.on_train_epoch_start(trainer, None)
+    for i in range(2):
+        callback.on_train_batch_start(trainer, None, None, i)
+        callback.on_train_batch_end(trainer, None, None, None, i)
+    callback.on_validation_start(trainer, None)
+    with caplog.at_level(logging.WARNING, logger="stepscope"):
+        callback.on_train_end(trainer, None)  # ... and it ended there
+    assert callback.run_dir is None
+    assert "profile_batch asks for batch 3, and training ended after batch 2" in caplog.text
 
 
 def test_lightning_knows_an_epochs_last_batch(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -116,6 +117,71 @@ def test_zero_disables(tmp_path: Path) -> None:
     profiler = BatchRangeProfiler(tmp_path, profile_batch=0)
     assert _drive(profiler, epochs=1, batches=3) == [False] * 3
     assert profiler.run_dir is None
+
+
+def test_a_fit_ending_before_the_first_profiled_batch_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An epoch of 3 batches for profile_batch (5, 10): on main a silent nothing (decision
+    # 1077). Batch 4 ending the fit (stop_training) after its end hook started the session
+    # for batch 5: on main a saved run of no step, which `stepscope report` read as "Steps:
+    # 0". Now neither saves, and the user is told what to change.
+    for batches, started in ((3, False), (4, True)):
+        logdir = tmp_path / str(batches)
+        profiler = BatchRangeProfiler(logdir, profile_batch=(5, 10))
+        profiler.epoch_begin()
+        for _ in range(batches):
+            profiler.batch_begin()
+            profiler.batch_end()
+        assert session.is_running() is started
+        with caplog.at_level(logging.WARNING, logger="stepscope"):
+            caplog.clear()
+            profiler.finish()
+        assert not session.is_running() and profiler.run_dir is None
+        assert not logdir.exists() or not any(logdir.rglob("*.pb"))
+        assert [r.getMessage() for r in caplog.records] == [
+            "stepscope ProfileCallback: nothing was profiled and nothing saved: profile_batch "
+            f"asks for batches 5-10, and training ended after batch {batches} (batches are "
+            f"counted from 1 across epochs). To profile, give profile_batch a range within "
+            f"batches 1-{batches}, or train for at least 5 batches."
+        ]
+
+
+def test_a_fit_of_no_batch_says_so(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    profiler = BatchRangeProfiler(tmp_path, profile_batch=1)
+    with caplog.at_level(logging.WARNING, logger="stepscope"):
+        profiler.finish()  # on_train_end of a fit that ran no batch
+    assert "profile_batch asks for batch 1, and training ended before its first batch. " in (
+        caplog.text
+    )
+
+
+@pytest.mark.integration
+@pytest.mark.untimed
+def test_real_keras_fit_stopped_before_the_range(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    if "keras" not in sys.modules:
+        monkeypatch.setenv("KERAS_BACKEND", os.environ.get("KERAS_BACKEND", "torch"))
+    keras = pytest.importorskip("keras")
+    import numpy as np
+
+    import stepscope.keras
+
+    class Stop(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch: int, logs: object = None) -> None:
+            if batch == 3:  # the 4th: ours, before this one, started the session for the 5th
+                self.model.stop_training = True
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    model.compile(optimizer="sgd", loss="mse")
+    callback = stepscope.keras.ProfileCallback(tmp_path, profile_batch="5,6")
+    x, y = np.zeros((32, 4), "float32"), np.zeros((32, 2), "float32")
+    with caplog.at_level(logging.WARNING, logger="stepscope"):
+        model.fit(x, y, batch_size=4, epochs=1, verbose=0, callbacks=[callback, Stop()])
+    assert callback.run_dir is None and not session.is_running()
+    assert not any(tmp_path.rglob("*.pb"))
+    assert "asks for batches 5-6, and training ended after batch 4" in caplog.text
 
 
 @pytest.mark.integration

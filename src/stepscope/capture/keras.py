@@ -13,7 +13,8 @@ step description says so with the time per batch (`stats.steps.executions`, deci
 The session starts before the first profiled batch begins -- at the previous batch's end,
 or at its epoch's begin when it opens an epoch -- so that the session's own start (hundreds
 of milliseconds) falls in no profiled batch and the first step is the whole batch
-(decision 1067).
+(decision 1067). A fit that ends before the first profiled batch (an epoch shorter than
+``profile_batch`` counts to, early stopping) saves nothing and says so (decision 1077).
 
 Keras is imported only when ``ProfileCallback`` is first used; the batch-range logic lives in
 `BatchRangeProfiler`, which needs no Keras (and is what the tests drive).
@@ -25,6 +26,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from stepscope import log
 from stepscope.capture import session
 from stepscope.capture.options import ProfilerOptions, resolve_options
 from stepscope.capture.step import step
@@ -61,6 +63,25 @@ def parse_profile_batch(profile_batch: int | str | tuple[int, int] | list[int]) 
     )
 
 
+def unreached(callback: str, unit: str, seen: int, first: int, last: int) -> str:
+    """What a callback says when training ended before its first profiled ``unit`` (after
+    ``seen``): what was asked for, why nothing was saved, what to change (decision 1077)."""
+    option = "profile_batch" if unit == "batch" else "profile_steps"
+    plural = "batches" if unit == "batch" else "steps"
+    asked = f"{unit} {first}" if first == last else f"{plural} {first}-{last}"
+    least = f"{first} {plural}" if first > 1 else f"one {unit}"
+    ran = (
+        f"after {unit} {seen} ({plural} are counted from 1 across epochs)"
+        if seen
+        else f"before its first {unit}"
+    )
+    within = f"give {option} a range within {plural} 1-{seen}, or " if seen else ""
+    return (
+        f"stepscope {callback}: nothing was profiled and nothing saved: {option} asks for "
+        f"{asked}, and training ended {ran}. To profile, {within}train for at least {least}."
+    )
+
+
 class BatchRangeProfiler:
     """Starts a session at batch ``first``, marks batches as steps, stops after ``last``."""
 
@@ -78,6 +99,7 @@ class BatchRangeProfiler:
         self.run_dir: Path | None = None
         self._span: Any = None
         self._started = False
+        self._told = False  # said that training ended before the first profiled batch
 
     def _start_before_first(self) -> None:
         """Start now if the next batch to begin is the first profiled and none is running."""
@@ -117,13 +139,24 @@ class BatchRangeProfiler:
             self._start_before_first()
 
     def finish(self) -> None:
-        """Stop (and save) if a session of ours is running: training may end inside the range."""
+        """Stop (and save) if a session of ours is running: training may end inside the range.
+
+        Ended before the first profiled batch: a session begun for it holds no step and is
+        dropped, and the user is told why nothing was saved (decision 1077)."""
         if self._span is not None:
             span, self._span = self._span, None
             span.__exit__(None, None, None)
         if self._started:
             self._started = False
-            self.run_dir = session.stop()
+            if self.global_batch < self.first:
+                session.stop(save=False)
+            else:
+                self.run_dir = session.stop()
+        if self.first and self.global_batch < self.first and not self._told:
+            self._told = True
+            log.warn(
+                unreached("ProfileCallback", "batch", self.global_batch, self.first, self.last)
+            )
 
 
 def _make_callback_class() -> type:

@@ -52,7 +52,7 @@ def _make_class() -> type:
             options: ProfilerOptions | None = None,
         ) -> None:
             super().__init__()
-            self.marker = StepMarker(logdir, profile_batch, options)
+            self.marker = StepMarker(logdir, profile_batch, options, unit="batch")
 
         @property
         def run_dir(self) -> Path | None:

@@ -13,8 +13,9 @@ before step ``first`` begins and is saved after ``last`` (or when training ends 
 starts where the trainer last finished something before that step -- the previous step's
 end, or the epoch's start when the step opens an epoch -- so that the session's own start
 (hundreds of milliseconds) falls in no step and the first step is backdated to its fetch
-as the others are (decision 1076; the Keras callback's, decision 1067). Without ``logdir``
-every step is marked and recorded by whatever session is running.
+as the others are (decision 1076; the Keras callback's, decision 1067). A trainer that
+ends before step ``first`` saves nothing, and says so. Without ``logdir`` every step is
+marked and recorded by whatever session is running.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from stepscope import log
 from stepscope.capture import session
 from stepscope.capture.annotations import is_active
-from stepscope.capture.keras import parse_profile_batch
+from stepscope.capture.keras import parse_profile_batch, unreached
 from stepscope.capture.options import ProfilerOptions, resolve_options
 from stepscope.capture.step import step
 from stepscope.logdir import check_logdir
@@ -41,7 +43,9 @@ class StepMarker:
         logdir: str | os.PathLike[str] | None = None,
         profile_steps: Any = "10,15",
         options: ProfilerOptions | None = None,
+        unit: str = "step",
     ) -> None:
+        self.unit = unit  # what the trainer's count counts, for messages: "step" or "batch"
         self.logdir = None if logdir is None else check_logdir(logdir, "StepscopeCallback")
         self.first, self.last = parse_profile_batch(profile_steps) if logdir else (0, 0)
         self.options = resolve_options(options)  # checked now, not at the first profiled step
@@ -50,6 +54,7 @@ class StepMarker:
         self._span: Any = None
         self._since: int | None = None  # perf_counter_ns the next step is backdated to
         self._started = False
+        self._told = False  # said that training ended before the first profiled step
 
     def resume(self, opens_epoch: bool = False) -> None:
         """The trainer finished other work (epoch start, evaluation, logging): input starts.
@@ -113,12 +118,21 @@ class StepMarker:
             self.resume()
 
     def finish(self) -> None:
-        """Training ends (or fails): close the open step, save a session this marker began."""
+        """Training ends (or fails): close the open step, save a session this marker began.
+
+        Ended before the first profiled step: a session begun for it is dropped (it holds no
+        step), and the user is told why nothing was saved."""
         self._close()
         self._since = None
         if self._started:
             self._started = False
-            self.run_dir = session.stop()
+            if self.count < self.first:
+                session.stop(save=False)
+            else:
+                self.run_dir = session.stop()
+        if self.logdir is not None and self.first and self.count < self.first and not self._told:
+            self._told = True
+            log.warn(unreached("StepscopeCallback", self.unit, self.count, self.first, self.last))
 
     def _close(self) -> int | None:
         """Close the open step; its end (perf_counter_ns) when recorded so, else None."""
