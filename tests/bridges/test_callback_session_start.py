@@ -120,9 +120,9 @@ def test_training_ending_before_the_first_profiled_step_says_so(
         ]
 
 
-def test_lightning_says_batches(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
+def _one_epoch_of_a_fake_lightning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The Lightning callback for batch 3 over a fake Lightning, after an epoch of 2 batches
+    (its validation begun); the callback and the trainer."""
     fake = types.ModuleType("lightning.pytorch")
     fake.Callback = type("Callback", (), {"__init__": lambda self: None})  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "lightning.pytorch", fake)
@@ -135,6 +135,13 @@ def test_lightning_says_batches(
         callback.on_train_batch_start(trainer, None, None, i)
         callback.on_train_batch_end(trainer, None, None, None, i)
     callback.on_validation_start(trainer, None)
+    return callback, trainer
+
+
+def test_lightning_says_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    callback, trainer = _one_epoch_of_a_fake_lightning(tmp_path, monkeypatch)
     with caplog.at_level(logging.WARNING, logger="stepscope"):
         callback.on_train_end(trainer, None)  # ... and it ended there
     assert callback.run_dir is None
@@ -144,18 +151,7 @@ def test_lightning_says_batches(
 def test_lightning_knows_an_epochs_last_batch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake = types.ModuleType("lightning.pytorch")
-    fake.Callback = type("Callback", (), {"__init__": lambda self: None})  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "lightning.pytorch", fake)
-    monkeypatch.setitem(sys.modules, "lightning", types.ModuleType("lightning"))
-    monkeypatch.setattr(lightning, "_class", None)
-    callback = lightning.StepscopeCallback(tmp_path, profile_batch="3,3")
-    trainer = types.SimpleNamespace(num_training_batches=2)
-    callback.on_train_epoch_start(trainer, None)
-    for i in range(2):
-        callback.on_train_batch_start(trainer, None, None, i)
-        callback.on_train_batch_end(trainer, None, None, None, i)
-    callback.on_validation_start(trainer, None)
+    callback, trainer = _one_epoch_of_a_fake_lightning(tmp_path, monkeypatch)
     assert not session.is_running()  # batch 2 ended the epoch: not started for batch 3
     callback.on_train_epoch_start(trainer, None)
     assert session.is_running()  # ... but at the next epoch's start
@@ -173,6 +169,7 @@ import torch, lightning as L
 from torch.utils.data import DataLoader, Dataset
 import stepscope
 from stepscope.capture.callbacks.lightning import StepscopeCallback
+from tests.support.lightning_model import linear_model
 
 class Slow(Dataset):
     def __len__(self): return 48
@@ -181,20 +178,10 @@ class Slow(Dataset):
             time.sleep(0.002)
             return torch.randn(8), torch.randn(1)
 
-class Model(L.LightningModule):
-    def __init__(self):
-        super().__init__()
-        self.layer = torch.nn.Linear(8, 1)
-    def training_step(self, batch, batch_idx):
-        x, y = batch
-        return torch.nn.functional.mse_loss(self.layer(x), y)
-    def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=0.1)
-
 callback = StepscopeCallback(sys.argv[1], profile_batch=sys.argv[2])
 trainer = L.Trainer(max_epochs=2, accelerator="cpu", logger=False, enable_checkpointing=False,
                     enable_progress_bar=False, enable_model_summary=False, callbacks=[callback])
-trainer.fit(Model(), DataLoader(Slow(), batch_size=4))
+trainer.fit(linear_model(), DataLoader(Slow(), batch_size=4))
 print(json.dumps({"run": str(callback.run_dir)}))
 """
 
