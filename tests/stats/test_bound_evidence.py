@@ -278,8 +278,8 @@ def test_host_ops_while_the_device_waits_are_not_placed_at_an_untraced_gap() -> 
     device too, the traced host events holding most of the limit are said as such."""
     with_device = replace(_host_only(6.0, 1.0), has_device=True)
     assert _evidence(with_device, "host").startswith(
-        "host work while the device waits, in traced host events that launch nothing "
-        "(framework ops on the CPU, annotations: 60.0% of the step time; op_stats' host rows "
+        "host work while the device waits, in traced host events outside any kernel launch "
+        "(framework ops' own time, annotations: 60.0% of the step time; op_stats' host rows "
         "list them by self time); the untraced rest (10.0%) on thread main, mostly after "
         "'aten::add'"
     )

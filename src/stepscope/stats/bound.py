@@ -380,10 +380,12 @@ def _inside_traced(summary: StepSummary, pct: float) -> tuple[str, float]:
     # percentage, said just before ("5.2% of the step time is Python / host work: ... 5.2%")
     figure = f": {share:.1f}% of the step time" if pct - share >= _SHOWN else ""
     if summary.has_device:
+        # the events' own time outside their launches (a launch is dispatch): an op that
+        # launches kernels holds host time too, so not "events that launch nothing"
         text = (
-            "host work while the device waits, in traced host events that launch nothing "
-            f"(framework ops on the CPU, annotations{figure}; op_stats' host rows list them "
-            "by self time)"
+            "host work while the device waits, in traced host events outside any kernel "
+            f"launch (framework ops' own time, annotations{figure}; op_stats' host rows list "
+            "them by self time)"
         )
     else:
         text = (
