@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from stepscope.fields import out
 from stepscope.records import record
-from stepscope.stats.bound import BoundBy, host_place, traced_host_device
+from stepscope.stats.bound import BoundBy, compiled_host, host_place, traced_host_device
 from stepscope.stats.input.ahead import PYTHON_ITERATOR_AHEAD, QUEUE_AHEAD, input_ahead
 from stepscope.stats.steps.limits import label_words
 from stepscope.stats.summary import StepSummary, eager_per_step
+from stepscope.vocab.compiled import FIX as COMPILED_FIX
 from stepscope.vocab.serving import INFERENCE_INPUT_FIX, SERVING_FRAMEWORKS
 
 HIGH_INPUT = 20.0
@@ -203,6 +204,9 @@ def _headline_fix(summary: StepSummary, bound: BoundBy, of: str, producer: str =
         )
     elif first.key == "input" and _serves(summary):
         fix = INFERENCE_INPUT_FIX
+    elif first.key == "host" and compiled_host(summary):
+        # a compiled step's host time: compiling it is no fix (decision 1082)
+        fix = COMPILED_FIX[compiled_host(summary)].format(compute=summary.limit_percent("compute"))
     elif first.key == "host" and traced_host_device(summary):
         autograd = (
             " (a backward pass runs on PyTorch's autograd thread while the step's thread waits)"

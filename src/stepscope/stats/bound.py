@@ -19,11 +19,14 @@ from stepscope.stats.steps.collective_kinds import kinds_words
 from stepscope.stats.steps.fetch import LOADER_NEXT_FRAMES
 from stepscope.stats.steps.limits import LIMIT_LABELS, LIMIT_NAMES, LimitType, label_words
 from stepscope.stats.summary import StepSummary, eager_per_step
+from stepscope.vocab.compiled import WHAT as COMPILED_WHAT
 
 # the model's ops' time beside the map's Python said when this share of the step time (%, the
 # advice's MODERATE_INPUT: `advice` imports this module)
 _BESIDE_SAID = 5.0
 
+# the share of the traced host time inside compiled calls from which they are its subject
+COMPILED_MOST = 0.5
 SHOWN_FROM = 10.0  # % of step time: a limit this large is named after the first
 MAX_NAMED = 3  # limits named in the headline
 LISTED_FROM = 0.05  # % of step time: smaller limits are left out of the list
@@ -346,6 +349,19 @@ def traced_host_device(summary: StepSummary) -> bool:
     return summary.has_device and bool(_inside_traced(summary, 100.0)[0])
 
 
+def compiled_host(summary: StepSummary) -> str:
+    """The framework whose compiled calls (torch.compile, jax.jit, tf.function) hold most of
+    the traced host time of a profile with a device, or "": such a step is compiled already,
+    and "compile the step" does not help it (decision 1082). Not JAX run op by op (its ops
+    are ``PjitFunction`` calls too, each one a jitted primitive: `eager`)."""
+    compiled = summary.limits.compiled
+    if not summary.has_device or compiled.share < COMPILED_MOST:
+        return ""
+    if compiled.framework == "jax" and summary.limits.eager.ns.sum() > 0:
+        return ""
+    return compiled.framework
+
+
 def _place(summary: StepSummary, inside: str, rest_pct: float) -> str:
     """`host_place` from `_inside_traced`'s answer."""
     if inside and rest_pct < _SHOWN:
@@ -379,7 +395,14 @@ def _inside_traced(summary: StepSummary, pct: float) -> tuple[str, float]:
     # the share only beside an untraced rest worth a figure: alone it is the limit's own
     # percentage, said just before ("5.2% of the step time is Python / host work: ... 5.2%")
     figure = f": {share:.1f}% of the step time" if pct - share >= _SHOWN else ""
-    if summary.has_device:
+    compiled = compiled_host(summary)
+    if compiled:
+        # the step is compiled already: its host time is the compiled calls' (decision 1082)
+        held = share * summary.limits.compiled.share
+        what = COMPILED_WHAT[compiled].format(name=summary.limits.compiled.name)
+        held_figure = f"; {held:.1f}% of the step time" if pct - held >= _SHOWN else ""
+        text = f"host work while the device waits, {what}{held_figure})"
+    elif summary.has_device:
         # the events' own time outside their launches (a launch is dispatch): an op that
         # launches kernels holds host time too, so not "events that launch nothing"
         text = (

@@ -44,6 +44,7 @@ from stepscope.stats.host.python_samples import functions_in_steps
 from stepscope.stats.host.untraced import Untraced, locate_untraced
 from stepscope.stats.steps.accumulation import accumulation_note
 from stepscope.stats.steps.collective_kinds import kinds_in_steps, pair_kinds
+from stepscope.stats.steps.compiled_host import compiled_host, compiled_time
 from stepscope.stats.steps.device_spans import launch_times, stretched_spans
 from stepscope.stats.steps.executions import batches_note
 from stepscope.stats.steps.feeds import fetches_feeding_steps
@@ -458,6 +459,7 @@ def _breakdown(
     # the limits' (2 B/pair)
     ltypes = limit_types(profile, ev, pair_types, has_device, markers.lines)
     kinds = pair_kinds(profile, ev, st, lo, hi, ltypes)
+    compiled = compiled_time(profile, ev, lo, hi, ltypes, has_device)
     del ev
     if len(h_st):
         table = type_time(
@@ -503,7 +505,9 @@ def _breakdown(
         # (vLLM's _prepare_inputs, generate()'s set-up) is its own host work, not input
         staged=markers.staged,
     )
-    limits = replace(limits, collectives=kinds_in_steps(kinds, keep))
+    host_ns = limits.ns[:, int(LimitType.HOST) // 10]
+    compiled_share = compiled_host(compiled, span_lo[keep], span_hi[keep], host_ns)
+    limits = replace(limits, collectives=kinds_in_steps(kinds, keep), compiled=compiled_share)
     # the loop getting its batch from a Python iterator, seen by the sampler in untraced time:
     # that share of each step's untraced time is input, not host (decision 343)
     untraced_fetch = None

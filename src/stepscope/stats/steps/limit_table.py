@@ -23,6 +23,7 @@ from stepscope.records import record
 from stepscope.stats.events import host_lines
 from stepscope.stats.gpu.device import fed_by_dataloader, framework_of, never_trains
 from stepscope.stats.intervals import intersect_sets, merge, subtract_sets, union_of
+from stepscope.stats.steps.compiled_host import CompiledHost
 from stepscope.stats.steps.dispatch import DispatchEvidence, evidence, find_runs
 from stepscope.stats.steps.eager import EagerJax, calls_overhead, eager_jax, find_stretches
 from stepscope.stats.steps.limits import N_LIMIT_COLUMNS, LimitType
@@ -77,6 +78,9 @@ class LimitTable:
     # the kinds of collective the steps' collective limit was spent in, (kind, ns) the most
     # time first (`collective_kinds`)
     collectives: tuple[tuple[str, int], ...] = ()
+    # with a device, the share of the traced host limit inside compiled calls (torch.compile,
+    # jax.jit, tf.function: `compiled_host`), whose fix is not "compile the step"
+    compiled: CompiledHost = field(default_factory=CompiledHost)
 
     @classmethod
     def empty(cls) -> LimitTable:
