@@ -35,19 +35,46 @@ def _two_ranks(
     return job(2, N_STEPS, ready, runup=runup, hosts=["a", "b"])
 
 
+def _woken_late(by_ns: int) -> list[Rank]:
+    """Rank "a" does ``by_ns`` more host compute than "b" in every step's run-up (4 ms +
+    ``by_ns`` against "b"'s 4 ms of input), so it is steadily the one with more work of its
+    own; "b" is woken 8 ms late from its previous collective in every step but ``BLIPS``
+    (its run-up no longer: nothing of its own), and at those "a" is last by ``by_ns``."""
+
+    def ready(r: int, s: int) -> int:
+        if r == 0:
+            return 4 * MS + by_ns
+        return 4 * MS if s in BLIPS else 12 * MS
+
+    def runup(r: int, s: int) -> dict[str, int]:
+        return {"host_compute": 4 * MS + by_ns} if r == 0 else {"input": 4 * MS}
+
+    return job(2, N_STEPS, ready, runup=runup, hosts=["a", "b"])
+
+
 def test_a_rank_last_at_five_steps_for_under_half_a_pct_of_the_job_is_not_a_straggler() -> None:
-    """Rank "a" holds "b" 1.95 ms at 5 steps: 9.75 ms, under 0.5% of the job's 2 s. Before
-    decision 545 it was a second straggler ("a" is steadily 4 ms of host compute ahead of
-    "b"'s input wait in the run-ups, so its late steps count)."""
-    pod = find_stragglers(_two_ranks(BLIPS, by_ns=1_950_000))
+    """Rank "a" holds "b" 1.95 ms at 5 steps: 9.75 ms, under 0.5% of the job's 2 s, though
+    its run-ups are steadily longer than "b"'s (decision 545)."""
+    pod = find_stragglers(_woken_late(1_950_000))
     assert [s.host for s in pod.stragglers] == ["b"]
     assert pod.role(0) == "waiting"
 
 
 def test_a_rank_that_held_the_others_exactly_half_a_pct_of_the_job_is_a_straggler() -> None:
-    pod = find_stragglers(_two_ranks(BLIPS))
+    pod = find_stragglers(_woken_late(2 * MS))
     held = {s.host: s.late_ns for s in pod.stragglers}
     assert held["a"] == 10 * MS and pod.role(0) == "straggler"
+
+
+def test_a_rank_with_more_of_one_thing_but_less_in_all_is_not_a_straggler() -> None:
+    """Rank "a" does 4 ms of host compute a step, "b" none but 12 ms of input: "a" is last
+    only at the 5 steps where "b"'s input took 4 ms, by 2 ms (exactly 0.5% of the job).
+    Before decision 1078 "a" was a straggler there: its host compute exceeded "b"'s in the
+    median step, though its whole run-up was 8 ms shorter (a 2-worker TF job's worker 0,
+    named at 3 steps of 40 by 1.07 ms beside the worker waiting for its tf.data map)."""
+    pod = find_stragglers(_two_ranks(BLIPS))
+    assert [s.host for s in pod.stragglers] == ["b"]
+    assert pod.role(0) == "waiting"
 
 
 def test_the_headline_names_four_ranges_of_a_long_list_of_late_steps() -> None:
