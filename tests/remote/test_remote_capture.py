@@ -334,3 +334,15 @@ def _wait_for(condition: Any, timeout_s: float = 10.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.01)
+
+
+def test_a_ranks_server_names_its_recording_by_its_job(
+    server: ProfilerServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rank 1 of 2 answers with the host name a local capture gives its file (decision
+    1079): the client names the worker's file by it."""
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    response = profile_rpc(server.address, request(emit_xspace=True))
+    machine = __import__("socket").gethostname()
+    assert list(response.xspace.hostnames) == [f"{machine}.rank1"]

@@ -30,6 +30,7 @@ from stepscope import log, tmpfiles
 from stepscope.capture.options import ProfilerOptions, resolve_options
 from stepscope.capture.recorder.peers import RECENT_TOOL
 from stepscope.capture.remote import require_grpc
+from stepscope.capture.remote.naming import names_to_use, worker_name
 from stepscope.capture.remote.paths import (
     MAX_DELAY_MS,
     MAX_DURATION_MS,
@@ -171,6 +172,8 @@ class CaptureJob:
         self.terminated = threading.Event()
         self.finished = threading.Event()
         self._threads: list[threading.Thread] = []
+        # each saved worker's name by its own recording (`naming.worker_name`)
+        self._names: dict[str, tuple[str, bool]] = {}
 
     def _request(self, address: str, start_ns: int) -> Any:
         from stepscope.xspace.proto import profiler_service_pb2 as pb
@@ -217,9 +220,30 @@ class CaptureJob:
             while thread.is_alive() and (end is None or time.monotonic() < end):
                 thread.join(0.1)
         done = not any(t.is_alive() for t in self._threads)
-        if done:
+        if done and not self.finished.is_set():
+            self._name_files()
             self.finished.set()
         return done
+
+    def _name_files(self) -> None:
+        """Renames the saved files after the workers as their recordings name them
+        (`stepscope.capture.remote.naming`), when those names tell them apart; else each
+        keeps its address."""
+        saved = [w for w in self.workers if w.path is not None and w.path.parent == self.run_dir]
+        found = {w.address: self._names[w.address] for w in saved if w.address in self._names}
+        if len(found) != len(saved):
+            return
+        names = names_to_use(found)
+        targets = {w.address: self.run_dir / host_file(names[w.address]) for w in saved if names}
+        if not names or any(t.exists() for t in targets.values()):
+            return
+        for worker in saved:
+            try:
+                os.replace(worker.path, targets[worker.address])  # type: ignore[arg-type]
+            except OSError as exc:  # kept under its address, and said so
+                worker.reason = f"not renamed {names[worker.address]}: {exc.strerror or exc}"
+                continue
+            worker.path = targets[worker.address]
 
     def result(self) -> TraceResult:
         return TraceResult(self.session_id, self.run_dir, self.workers)
@@ -291,8 +315,12 @@ class CaptureJob:
         data = b""
         if response.HasField("xspace"):
             data = response.xspace.SerializeToString()
+            self._names[worker.address] = worker_name(response.xspace, worker.address)
         else:
             data = next((t.data for t in response.tool_data if t.name.endswith("xplane.pb")), b"")
+            space = _space(data) if data else None
+            if space is not None:
+                self._names[worker.address] = worker_name(space, worker.address)
         target = self.run_dir / host_file(worker.address)
         if data:
             try:
@@ -313,6 +341,20 @@ class CaptureJob:
             worker.path = target if target.exists() else None
             worker.reason = "" if worker.path else "the server wrote the file on its own disk"
         worker.state = OK
+
+
+def _space(data: bytes) -> Any:
+    """The XSpace in a worker's answer, or None (it is saved as it came, by its address)."""
+    from google.protobuf.message import DecodeError
+
+    from stepscope.xspace.proto.xplane_pb2 import XSpace
+
+    space = XSpace()
+    try:
+        space.ParseFromString(data)
+    except DecodeError:
+        return None
+    return space
 
 
 def trace(

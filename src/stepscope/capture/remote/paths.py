@@ -1,7 +1,8 @@
 """Service addresses, session ids and file names of remote capture, and where a server may write.
 
 Files follow TensorFlow's layout: ``<logdir>/plugins/profile/<session>/<host_port>.xplane.pb``,
-the worker's address with ``:`` replaced by ``_`` (``localhost:6009`` -> ``localhost_6009``).
+the worker's address with ``:`` replaced by ``_`` (``localhost:6009`` -> ``localhost_6009``),
+unless the workers' recordings name them apart (`stepscope.capture.remote.naming`).
 
 A server writes a profile itself only when the client asked it to (``emit_xspace`` false) and
 the target resolves (symlinks followed) inside one of the roots the server was started with;

@@ -170,6 +170,9 @@ class ProfilerServicer(pb_grpc.ProfilerServiceServicer):
                     duration_ms,
                     start_at_ns=start_ns,
                     stop=stop,
+                    # its rank in its job names it, as a local capture's does (`vm.worker1`):
+                    # the client names its file so (decision 1079)
+                    hostname=job.detect().host_name(self.hostname),
                     repository_path=request.repository_root,
                 )
             except ProfilerAlreadyRunningError as exc:

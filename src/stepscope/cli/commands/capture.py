@@ -62,7 +62,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "capture",
         help="capture a profile from running profiler servers (gRPC, TensorFlow's protocol)",
         description="Capture DURATION ms from every worker at once (one Profile request each, "
-        "one session) into LOGDIR/plugins/profile/<session>/<host_port>.xplane.pb. Workers run "
+        "one session) into LOGDIR/plugins/profile/<session>/<host_port>.xplane.pb, or "
+        "<host>.<task>.xplane.pb for the workers of a job whose recordings name them apart "
+        "(TensorFlow's tasks: vm.worker1). Workers run "
         "stepscope.server.start(port) or tf.profiler.experimental.server.start(port).",
     )
     parser.add_argument(
