@@ -199,3 +199,32 @@ def test_a_worker_starting_its_capture_late_is_not_late_at_step_0(
     w1 = next(k for k, h in enumerate(heat["hosts"]) if h.endswith(".worker1"))
     own_step0_ms = 1e3 * truth[1]["step_s"][0]
     assert heat["late_ms"][w1][0] <= own_step0_ms, (heat["late_ms"][w1][0], own_step0_ms)
+
+
+def test_tensorflows_profiler_servers_captured_as_a_job(
+    tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each worker runs TensorFlow's profiler server (`tf.profiler.experimental.server.start`)
+    and `stepscope.client.trace` captures 1 s from both while they train: no step markers, so
+    the steps are inferred on each host, and each host's average step is the one its script
+    timed over the same steps; the worker slow in its input is the straggler. This job feeds
+    `strategy.run` from a Python generator: its trace names no device of a task, so its
+    files keep their addresses (decision 1079)."""
+    run, truth = _run_job(
+        tmp_path_factory, "--tf-server", "--slow-input", "1", "--input-ms", "20", "--steps", "150"
+    )
+    host = {k: f"localhost_{truth[k]['prof_port']}" for k in (0, 1)}
+    assert sorted(p.name for p in run.iterdir()) == sorted(f"{h}.xplane.pb" for h in host.values())
+    analysis = Analysis(str(run))
+    for k, name in host.items():
+        ours = analysis.steps(name).dur_ns / 1e6
+        script = 1e3 * np.array(truth[k]["step_s"])
+        n = len(ours)
+        assert 3 <= n <= len(script)
+        # the captured steps are a window of the script's: where they differ least
+        at = min(
+            range(len(script) - n + 1), key=lambda o: np.median(np.abs(script[o : o + n] - ours))
+        )
+        assert float(ours.mean()) == pytest.approx(float(script[at : at + n].mean()), rel=0.1)
+    [late] = _tool(run, "pod_viewer", capsys)["stragglers"]
+    assert late["host"] == host[1]

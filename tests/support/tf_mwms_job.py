@@ -14,6 +14,9 @@ batches take ``--input-ms`` each to make (a Python generator sleeping). ``--slow
 every worker's batches come from a tf.data pipeline whose map is a ``tf.numpy_function``,
 worker K's busy in Python ``--map-ms`` a batch (it holds the GIL: decision 670). ``--late-start
 K``: worker K calls ``stepscope.start`` ``--late-ms`` after its warm-up, the others at once.
+``--tf-server``: no ``stepscope.start``; each worker runs TensorFlow's profiler server
+(``tf.profiler.experimental.server.start``) and this launcher captures ``--capture-ms`` from
+both with `stepscope.client.trace` once both are in their measured steps (into LOGDIR).
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ def worker(args: argparse.Namespace) -> None:
     import stepscope
 
     index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+    if args.prof_ports:
+        tf.profiler.experimental.server.start(int(args.prof_ports.split(",")[index]))
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     delay_s = args.input_ms / 1e3 if index == args.slow_input else 0.0
 
@@ -102,7 +107,10 @@ def worker(args: argparse.Namespace) -> None:
     truth: dict[str, Any] = {"step_s": [], "next_s": [], "train_s": []}
     if index == args.late_start:  # its capture begins after the others' first step did
         time.sleep(args.late_ms / 1e3)
-    stepscope.start(args.logdir)
+    if args.prof_ports:  # the launcher captures from the profiler servers from now
+        (Path(args.truth_dir) / f"ready.worker{index}").touch()
+    else:
+        stepscope.start(args.logdir)
     for s in range(args.steps):
         with stepscope.step(s):
             t0 = time.perf_counter()
@@ -113,9 +121,10 @@ def worker(args: argparse.Namespace) -> None:
         truth["step_s"].append(t2 - t0)
         truth["next_s"].append(t1 - t0)
         truth["train_s"].append(t2 - t1)
-    truth["run_dir"] = str(stepscope.stop())
+    truth["run_dir"] = "" if args.prof_ports else str(stepscope.stop())
     truth["compute_only_s"] = sorted(times)[len(times) // 2]  # the median
     truth["worker"] = index
+    truth["prof_port"] = int(args.prof_ports.split(",")[index]) if args.prof_ports else 0
     Path(args.truth_dir, f"truth.worker{index}.json").write_text(json.dumps(truth))
     # A last all-reduce as a barrier (the first worker leads TF's coordination service: a
     # worker still saving when it exits is killed), then no worker leaves before every one
@@ -164,6 +173,19 @@ def _all_out(folder: Path, index: int, workers: int, timeout_s: float = 120.0) -
         time.sleep(0.01)
 
 
+def _capture(args: argparse.Namespace, ports: list[int], procs: list[Any]) -> None:
+    """Captures ``--capture-ms`` from the workers' profiler servers once every worker is in
+    its measured steps (or has exited: the job's failure is then told by its exit codes)."""
+    import stepscope.client
+
+    ready = [Path(args.truth_dir, f"ready.worker{k}") for k in range(args.workers)]
+    while not all(r.exists() for r in ready) and all(p.poll() is None for p in procs):
+        time.sleep(0.01)
+    if all(p.poll() is None for p in procs):
+        addresses = ",".join(f"grpc://localhost:{p}" for p in ports)
+        stepscope.client.trace(addresses, args.logdir, args.capture_ms, verbose=False)
+
+
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser()
     p.add_argument("logdir")
@@ -177,6 +199,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--truth-dir", default=None)
+    p.add_argument("--tf-server", action="store_true")
+    p.add_argument("--capture-ms", type=int, default=1000)
+    p.add_argument("--prof-ports", default="", help=argparse.SUPPRESS)
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.truth_dir = args.truth_dir or args.logdir
@@ -189,7 +214,9 @@ def main(argv: list[str] | None = None) -> int:
         worker(args)
         return 0
     Path(args.truth_dir).mkdir(parents=True, exist_ok=True)
-    hosts = [f"localhost:{p}" for p in _free_ports(args.workers)]
+    ports = _free_ports(2 * args.workers)
+    hosts = [f"localhost:{p}" for p in ports[: args.workers]]
+    prof_ports = ports[args.workers :]
     procs = []
     logs = [Path(args.truth_dir, f"worker{k}.stderr") for k in range(args.workers)]
     for k, log in enumerate(logs):
@@ -197,8 +224,12 @@ def main(argv: list[str] | None = None) -> int:
         env = {**os.environ, "TF_CONFIG": json.dumps(config), "TF_CPP_MIN_LOG_LEVEL": "2"}
         env["CUDA_VISIBLE_DEVICES"] = ""
         cmd = [sys.executable, "-m", "tests.support.tf_mwms_job", *sys.argv[1:], "--worker"]
+        if args.tf_server:
+            cmd += ["--prof-ports", ",".join(map(str, prof_ports))]
         with log.open("wb") as err:  # each worker's own: which one failed first, and how
             procs.append(subprocess.Popen(cmd, env=env, stderr=err))
+    if args.tf_server:
+        _capture(args, prof_ports, procs)
     codes = [p.wait() for p in procs]
     saved = all(Path(args.truth_dir, f"truth.worker{k}.json").exists() for k in range(len(procs)))
     if not saved:
