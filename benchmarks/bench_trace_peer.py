@@ -137,7 +137,7 @@ def stepscope(path: str, workdir: Path, threads: int = 1) -> Sample:
         [*pin, sys.executable, "-c", _STEPSCOPE, str(target.parent), cache, str(WINDOWS[0])],
         env,
     )
-    lines = out.strip().splitlines()[-6:]
+    lines = out.splitlines()[-6:]  # not stripped: with --windows 0 the last two are empty
     (size, answered, first_cpu), (steps_size, stepped) = lines[0].split(), lines[1].split()
     if threads == 1:
         cpu_first.append(float(first_cpu))
