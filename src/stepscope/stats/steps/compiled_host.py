@@ -16,6 +16,7 @@ from dataclasses import field
 
 import numpy as np
 
+from stepscope.distinct import member
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.arrays import distinct_ids
@@ -69,7 +70,7 @@ def compiled_time(
     code = kind.take(profile.name.take(events))
     called = profile.stat_events(FUNCTION_CALL_STAT)  # a tf.function's call from Python
     if len(called):
-        code[np.isin(events, called)] = _code("tensorflow")
+        code[member(events, called)] = _code("tensorflow")
     mine = (code > 0) & (ltypes == _HOST)
     if not mine.any():
         return CompiledTime()
