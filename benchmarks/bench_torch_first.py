@@ -1,7 +1,7 @@
 """What a PyTorch process's first capture costs, in fresh interpreters (issue #30).
 
     python benchmarks/bench_torch_first.py [--pairs 5] [--steps 200] [--layers 6]
-        [--src BASE/src --src src] [--optimizer]
+        [--src BASE/src --src src] [--optimizer] [--stepscope-only]
 
 A process's first capture (decision 455), each in a fresh interpreter: the wall and
 process CPU time of ``stepscope.start()`` + ``stepscope.stop()`` (the run saved) around
@@ -13,7 +13,12 @@ first is the base; default this checkout's), and torch.profiler's defaults
 ``torch.optim.SGD`` is made first, as a training loop does. Each round runs every kind once,
 in rotating order; each ratio is of one round's runs (that kind / the base, and torch's / each
 stepscope's), with the median and range over ``--pairs`` rounds, and whether
-``torch._inductor`` was imported after the capture.
+``torch._inductor`` was imported after the capture. ``start`` alone is printed too, in wall and
+in the calling thread's CPU (``time.thread_time``): what the training thread waits for before
+its first step (decision 1080); ``--stepscope-only`` leaves torch.profiler's runs out. Run it
+with Python's bytecode cache on (without ``PYTHONDONTWRITEBYTECODE``, as a user's installed
+packages have it): without, every module stepscope imports is compiled at each start, which
+multiplies the start's wall (decision 1080); the report says which it was.
 """
 
 from __future__ import annotations
@@ -60,9 +65,10 @@ def first_child(kind: str, layers: int, steps: int, optimizer: bool) -> None:
                 prof.export_chrome_trace(os.path.join(tmp, "trace.json"))
 
         gc.collect()
-        wall, cpu = time.perf_counter(), time.process_time()
+        wall, cpu, thread = time.perf_counter(), time.process_time(), time.thread_time()
         begin()
         start_wall, start_cpu = time.perf_counter() - wall, time.process_time() - cpu
+        start_thread = time.thread_time() - thread
         with torch.no_grad():
             for _ in range(steps):
                 model(x)
@@ -75,8 +81,10 @@ def first_child(kind: str, layers: int, steps: int, optimizer: bool) -> None:
                 "wall": start_wall + stop_wall,
                 "cpu": start_cpu + stop_cpu,
                 "start_wall": start_wall,
+                "start_thread": start_thread,
                 "stop_wall": stop_wall,
                 "inductor": "torch._inductor" in sys.modules,
+                "bytecode": not sys.dont_write_bytecode,
             }
         )
     )
@@ -86,7 +94,8 @@ def first_part(args: argparse.Namespace) -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     sources = args.src or [os.path.join(os.path.dirname(here), "src")]
     kinds = [(f"stepscope {src}", "stepscope", src) for src in sources]
-    kinds.append(("torch.profiler defaults + export", "torch", sources[0]))
+    if not args.stepscope_only:
+        kinds.append(("torch.profiler defaults + export", "torch", sources[0]))
     load = os.getloadavg()[0]
     got: dict[str, list[dict[str, Any]]] = {label: [] for label, _, _ in kinds}
     for r in range(args.pairs):
@@ -112,7 +121,10 @@ def first_part(args: argparse.Namespace) -> None:
         runs = got[label]
         line = (
             f"  {label}: wall {statistics.median(r['wall'] for r in runs):.3f} s "
-            f"(start {statistics.median(r['start_wall'] for r in runs):.3f}, stop "
+            f"(start {statistics.median(r['start_wall'] for r in runs):.3f}, "
+            f"range {min(r['start_wall'] for r in runs):.3f}-"
+            f"{max(r['start_wall'] for r in runs):.3f}, its thread's CPU "
+            f"{statistics.median(r['start_thread'] for r in runs):.3f}; stop "
             f"{statistics.median(r['stop_wall'] for r in runs):.3f}), CPU "
             f"{statistics.median(r['cpu'] for r in runs):.3f} s; torch._inductor imported "
             f"in {sum(r['inductor'] for r in runs)} of {len(runs)}"
@@ -125,8 +137,10 @@ def first_part(args: argparse.Namespace) -> None:
                     f"({min(ratios):.2f}-{max(ratios):.2f})"
                 )
         print(line)
+    cached = {r["bytecode"] for runs in got.values() for r in runs}
+    print(f"  bytecode cache: {' and '.join('on' if c else 'OFF' for c in sorted(cached))}")
     torch_runs = got[kinds[-1][0]]
-    for label, _, _ in kinds[:-1]:
+    for label, _, _ in [] if args.stepscope_only else kinds[:-1]:
         line = f"  torch.profiler / {label}:"
         for what in ("wall", "cpu"):
             ratios = [b[what] / a[what] for a, b in zip(got[label], torch_runs, strict=True)]
@@ -146,6 +160,9 @@ def main() -> None:
         "--src", action="append", help="stepscope's sources to compare (the first: the base)"
     )
     parser.add_argument("--optimizer", action="store_true", help="make an optimizer first")
+    parser.add_argument(
+        "--stepscope-only", action="store_true", help="no torch.profiler runs beside"
+    )
     parser.add_argument("--first-child", choices=("stepscope", "torch"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.first_child:

@@ -121,3 +121,56 @@ def test_saves_off_the_calling_thread_import_nothing_the_training_thread_may_imp
     out = run_script(OFF_MAIN_IMPORTS_SCRIPT, str(tmp_path))
     assert all(s != "None" for s in out["saved"]), out
     assert out["late"] == [], out["late"]
+
+
+# A fresh interpreter, torch imported when installed (its bridge runs): what `start` imports,
+# and when the save's modules come in
+START_IMPORTS_SCRIPT = """
+import glob, json, sys, time
+
+try:
+    import torch  # noqa: F401
+except ImportError:
+    pass
+import stepscope
+from stepscope.capture import session
+
+stepscope.start(sys.argv[1], hostname="quick")
+after_start = sorted(
+    m for m in ("stepscope.capture.save", "google.protobuf") if m in sys.modules
+)
+imported_at = []
+
+
+def hook(event, args):
+    if event == "import" and args[0] == "stepscope.capture.save" and not imported_at:
+        imported_at.append(time.perf_counter_ns())
+
+
+sys.addaudithook(hook)
+for _ in stepscope.steps(range(3)):
+    sum(range(1000))
+stepscope.stop()
+from stepscope.xspace.formats import load_xspace
+from stepscope.xspace.merge import env_stats
+
+(saved,) = glob.glob(sys.argv[1] + "/plugins/profile/*/quick.*pb")  # deferred with torch
+env = env_stats(load_xspace(saved))
+recorded = int(env["profile_stop_time"]) - int(env["profile_start_time"])
+stop_perf = session._last.start_perf_ns + recorded
+print(json.dumps({"after_start": after_start, "imported_at": imported_at, "stop": stop_perf}))
+"""
+
+
+@pytest.mark.integration
+def test_start_leaves_the_save_to_stop_which_imports_it_after_the_recording(
+    tmp_path: Path,
+) -> None:
+    """A capture without ``duration_ms`` saves on the thread calling `stop` (or after it, once
+    `stop(wait=False)` imported the save path): `start` does not wait for the save's modules
+    nor, with torch's bridge, for protobuf (60-300 ms, decision 1080), and `stop` imports them
+    once the recording has ended, not inside it."""
+    out = run_script(START_IMPORTS_SCRIPT, str(tmp_path))
+    assert out["after_start"] == [], out
+    assert len(out["imported_at"]) == 1, out
+    assert out["imported_at"][0] > out["stop"], out

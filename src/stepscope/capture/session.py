@@ -237,9 +237,6 @@ class Session:
             self.probe.stop()
         if self.sampler is not None:
             self.sampler.stop()
-        from stepscope.capture.save import CaptureResult, build_xspace, save_profile
-        from stepscope.logdir import run_name_for
-
         for timer in self.timers:
             timer.cancel()
         was_recording = self.state == RECORDING
@@ -264,6 +261,11 @@ class Session:
         workers = loader_workers.collect_all(self.start_perf_ns, stop_perf)  # spools removed
         if not save:
             return None
+        # The save's modules, imported once every recorder is off: imported before
+        # `stop_perf` they lengthened the recording by their import (decision 1080)
+        from stepscope.capture.save import CaptureResult, build_xspace, save_profile
+        from stepscope.logdir import run_name_for
+
         for warning in workers.warnings:  # drops said at once, and kept in the profile
             log.warn(warning)
         warnings = list(workers.warnings)
@@ -316,6 +318,9 @@ class Session:
                 f"{self.options.max_events})"
             )
         if background and self.write:
+            # on this thread, before the saver's exists (decision 432): the training thread
+            # goes on importing its own while the saver runs
+            import_save_path()
             # Not a daemon: the interpreter waits for it at exit, so the profile is written.
             self.saver = threading.Thread(
                 target=self._save_quietly, args=(result,), name="stepscope-save"
@@ -374,10 +379,13 @@ def start(
     previous = _last
     if previous is not None and previous.saver is not None:
         previous.saver.join()  # one capture at a time, its save included (errors: see wait)
-    # stop(wait=False) and the end of duration_ms save on threads of their own, while the
-    # training thread goes on importing: their modules are imported here, before any event
-    # is recorded (decision 432)
-    import_save_path()
+    if resolved.duration_ms is not None:
+        # the end of duration_ms saves on the timer's thread while the training thread goes
+        # on importing: the save's modules are imported here, before any event is recorded
+        # (decision 432). `stop` imports them itself once the recorders are off, before a
+        # `stop(wait=False)` starts its saver: a start without duration_ms does not wait for
+        # them (60-300 ms, decision 1080)
+        import_save_path()
     with _lock:
         if _session is not None and _session.state != FINISHED:
             raise ProfilerAlreadyRunningError(

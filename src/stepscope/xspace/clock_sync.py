@@ -27,9 +27,12 @@ from dataclasses import field
 import numpy as np
 
 from stepscope.records import record
-from stepscope.xspace.merge import ClockMap
-from stepscope.xspace.proto.xplane_pb2 import XPlane
-from stepscope.xspace.wire import RawColumns
+
+TYPE_CHECKING = False  # not typing's, and the merge and protobuf only where used:
+if TYPE_CHECKING:  # a bridge makes its ClockSync in `stepscope.start` (decision 1080)
+    from stepscope.xspace.merge import ClockMap
+    from stepscope.xspace.proto.xplane_pb2 import XPlane
+    from stepscope.xspace.wire import RawColumns
 
 SYNC_PREFIX = "stepscope.clock_sync."
 DEFAULT_MARKERS = 8
@@ -82,6 +85,8 @@ class ClockSync:
 
         Returns the map and how it was found (for the profile's warnings when it is a guess).
         """
+        from stepscope.xspace.merge import ClockMap
+
         estimates = [est for batch in (0, 1) if (est := self._estimate(batch, stamps)) is not None]
         if not estimates:
             # No marker reached the framework's trace: assume its clock is Unix time.

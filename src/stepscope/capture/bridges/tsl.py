@@ -35,7 +35,6 @@ from stepscope.capture.bridges.base import Bridge, BridgeError, BridgeOutput, di
 from stepscope.capture.bridges.logs import captured_output
 from stepscope.capture.bridges.sync import ClockSync, find_markers
 from stepscope.capture.options import ProfilerOptions
-from stepscope.xspace.merge import ClockMap, env_stats
 
 HOST_PLANE = "/host:CPU"
 
@@ -100,6 +99,7 @@ class TslBridge(Bridge, ABC):
 
     def collect(self) -> BridgeOutput | None:
         from stepscope.xspace.formats import load_xspace
+        from stepscope.xspace.merge import ClockMap  # here: protobuf's, at the save (1080)
 
         if self.tmpdir is None:
             return None
@@ -164,6 +164,8 @@ def tsl_line_id(ident: int) -> int:
 
 def _relative_base(space: Any) -> int:
     """``profile_start_time`` when the file stores times relative to it, else 0."""
+    from stepscope.xspace.merge import env_stats
+
     start = env_stats(space).get("profile_start_time")
     if not isinstance(start, int) or start <= 0:
         return 0
