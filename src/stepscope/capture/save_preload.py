@@ -9,8 +9,10 @@ background `stop`) were imported while the training thread went on and imported 
 submodules): Python 3.11's per-module import locks can then raise _DeadlockError in one of
 the two threads (CPython gh-91351, a race in their deadlock detection), and the recorder's
 steps after were once saved without their framework profilers (tests/capture/
-test_recorder_after.py at load 9). `Recorder.start` and `stepscope.start` import them first,
-on the starting thread: about 0.06-0.2 s once per process.
+test_recorder_after.py at load 9). `Recorder.start` imports them first, on the starting
+thread: about 0.06-0.2 s once per process; so does `stepscope.start` with ``duration_ms``, and
+`stepscope.stop(wait=False)` before its saver starts, once the recorders are off (a start
+without ``duration_ms`` does not wait for them: decision 1080).
 """
 
 from __future__ import annotations
