@@ -14,7 +14,9 @@ the time of the loop's fetch there (`stepscope.stats.steps.fetch`); the gap that
 step begins holds the loop's own Python after the previous step's work (metrics, logging),
 then the fetch of the next batch, which runs until the conversion: the fetch is the gap's
 last part. The step starts that much before its lead; where the capture timed the fetch
-(`capture.fetch_probe`, the first iterations) at its timed start. The breakdown is then made
+(`capture.fetch_probe`, the first iterations) at its timed start; where the loop waited for
+its computation before fetching, after the wait and the loop's own Python the timed fetches
+show (`fetch_after_wait`, decision 1084). The breakdown is then made
 again on the moved bounds, where the fetch lies before the step's first model op, input
 staged in the step (`staging`), which this module's `Fetched` names as the iterator's.
 
@@ -38,6 +40,7 @@ from stepscope.model import Profile
 from stepscope.stats.host.python_samples import probe_events
 from stepscope.stats.intervals import overlap_with, subtract_sets, union_of
 from stepscope.stats.steps.fetch import Fetched
+from stepscope.stats.steps.fetch_after_wait import after_waits
 from stepscope.stats.steps.types import StepMarkers, with_note
 
 # the fetch's time in the gaps that end where a step begins, of all of it: less, and the
@@ -96,6 +99,8 @@ def fetch_first(
         return None
     # a timed fetch that began in the gap: its own start (and its end, when it ended sooner)
     t_lo, t_hi = _timed(profile, markers.lines, fetched.loop)
+    fetch_ns = hi - new_lo
+    ok = np.zeros(len(hi), dtype=bool)
     if len(t_lo):
         k = np.searchsorted(t_lo, hi, "right") - 1
         ok = k >= 0
@@ -103,17 +108,23 @@ def fetch_first(
         new_lo[ok] = t_lo[k[ok]]
         hi = hi.copy()
         hi[ok] = np.minimum(hi[ok], t_hi[k[ok]])
+        fetch_ns[ok] = hi[ok] - new_lo[ok]
+    # the others, after a wait for their computation: its end and the loop's own Python
+    waited = after_waits(profile, markers.lines, t_lo, t_hi, first_lo, hi, new_lo)
+    at = ~ok & (waited >= 0)
+    new_lo[at] = waited[at]
+    fetch_ns = np.minimum(fetch_ns, hi - new_lo)
     # the steps that found their batch waiting (no gap of the fetch): at their head's start
     h_step, h_lo = _headed(span_lo, span_hi, step, head, u_lo)
     step, new_lo = np.r_[step, h_step], np.r_[new_lo, h_lo]
-    hi = np.r_[hi, h_lo]  # no fetch time
+    fetch_ns = np.r_[fetch_ns, np.zeros(len(h_lo), np.int64)]  # no fetch time
     start, end = markers.start_ns.copy(), markers.end_ns.copy()
     ns = np.zeros(len(start), np.int64)
     rows = keep[step]
     before = keep[step - 1]
     start[rows] = new_lo
     end[before] = np.minimum(end[before], new_lo)
-    ns[rows] = hi - new_lo
+    ns[rows] = fetch_ns
     description = with_note(markers.description, QUEUE_NOTE if fetched.from_queue() else NOTE)
     ns[keep[0]] = _first_fetch(profile, markers, keep, span_lo, t_lo, t_hi)
     return replace(markers, start_ns=start, end_ns=end, description=description), ns
