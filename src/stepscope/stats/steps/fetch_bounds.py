@@ -142,8 +142,8 @@ def _tail(
     """Per kept step whose previous one (contiguous) ends with the fetch's gaps (sorted,
     disjoint; ``g_ns`` the fetch's time in each): the step, its tail's first gap's start,
     its last gap's end and where the fetch began; and per gap, whether it is in a tail. A
-    tail is the last gaps holding fetch time
-    that the steps' threads' traced time after them, to the step's start, is at most
+    tail is the last gaps holding fetch time that the steps' threads' traced time after
+    them, to the next step's head (its start without one, decision 1088), is at most
     `TAIL_TRACED` of: the gap that ends at the bound, and those before the events of the
     next call's argument handling (JAX's "Wait for donation holds", microseconds) or beside
     another thread's traced event that cut the wait in pieces (a producer's
@@ -164,11 +164,16 @@ def _tail(
     group = nxt[idx]
     ends = np.flatnonzero(np.r_[group[1:] != group[:-1], True])  # each step's last candidate
     head = _head(traced[ends], runs[ends], span_hi - span_lo)
+    # the traced time and spans after each gap to the next step's head, not to its start: the
+    # head is the next call's own, however long it runs (a forward slowed by load)
+    to = np.maximum(_head_starts(t_lo, span_lo[nxt[idx]], head), g_hi[idx])
+    traced = overlap_with(g_hi[idx], to, t_lo, t_hi)
+    runs = np.searchsorted(t_lo, to, "left") - np.searchsorted(t_lo, g_hi[idx])
     for e, b in zip(ends.tolist(), np.r_[0, ends[:-1] + 1].tolist(), strict=True):
         fetch_ns, begins, first = 0, 0, -1
         for k in range(e, b - 1, -1):  # from the bound back, while the tail goes on
             j = int(idx[k])
-            if traced[k] > TAIL_TRACED * (fetch_ns + int(g_ns[j])) and runs[k] > head:
+            if traced[k] > TAIL_TRACED * (fetch_ns + int(g_ns[j])) and runs[k] > 0:
                 break
             fetch_ns += int(g_ns[j])
             first, begins = int(g_lo[j]), int(g_hi[j] - g_ns[j])
@@ -177,6 +182,15 @@ def _tail(
             out.append((int(group[e]), first, int(g_hi[idx[e]]), begins))
     rows = np.array(out, np.int64).reshape(-1, 4)
     return rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3], in_tail, head, t_lo
+
+
+def _head_starts(u_lo: np.ndarray, at: np.ndarray, head: int) -> np.ndarray:
+    """Per step start ``at``: where its head of ``head`` traced spans (``u_lo``: the spans'
+    starts, sorted) begins; the step's start without a head."""
+    if not head:
+        return at
+    k = np.searchsorted(u_lo, at, "left") - head
+    return np.where(k >= 0, u_lo[np.clip(k, 0, None)], at)
 
 
 def _head(after_ns: np.ndarray, runs: np.ndarray, span_ns: np.ndarray) -> int:
