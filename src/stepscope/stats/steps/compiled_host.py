@@ -79,8 +79,14 @@ def compiled_time(
     names = profile.name.take(events[mine])
     held = np.bincount(names, weights=hi[mine] - lo[mine], minlength=len(strings))
     c_lo, c_hi = union_of(lo[mine], hi[mine])
-    above = ltypes > _HOST
-    c_lo, c_hi = subtract_sets(c_lo, c_hi, *union_of(lo[above], hi[above]))
+    # only the higher limits' pairs overlapping the compiled time take any of it: the union
+    # of those few, not of every device pair (a sort of them all; the same intervals)
+    above = np.flatnonzero(ltypes > _HOST)
+    if len(c_lo) and len(above):
+        a_lo, a_hi = lo[above], hi[above]
+        k = np.minimum(np.searchsorted(c_hi, a_lo, "right"), len(c_hi) - 1)
+        touch = above[(a_hi > a_lo) & (a_lo < c_hi[k]) & (c_lo[k] < a_hi)]
+        c_lo, c_hi = subtract_sets(c_lo, c_hi, *union_of(lo[touch], hi[touch]))
     return CompiledTime(framework, strings[int(np.argmax(held))], c_lo, c_hi)
 
 
