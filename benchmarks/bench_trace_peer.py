@@ -37,9 +37,7 @@ memory, as a server holds it). The full view is the index's memo after its first
 (decision 230), so each is paired with a window of the whole trace but its first k
 nanoseconds, which is computed every time: what any other wide window costs (from the
 index's laid-out level, decision 240). The stepscope process keeps its freed heap, so that
-windows timed on its main thread cost what the server's worker threads pay (decision 241):
-the process sets malloc as the `stepscope serve` program does at its start (decisions 335,
-1018), before the conversion.
+windows timed on its main thread cost what the server's worker threads pay (decision 241).
 """
 
 from __future__ import annotations
@@ -63,10 +61,6 @@ _STEPSCOPE = """
 import sys
 import time
 from pathlib import Path
-# malloc as the `stepscope serve` program sets it at its start: freed memory kept, bounded,
-# and whole while a profile's first build runs (decisions 335, 1018)
-from stepscope.cli import malloc as serve_malloc
-serve_malloc.serve_settings()
 from stepscope.model import open_run
 from stepscope.tools.context import ProfileStore, ToolContext
 from stepscope.tools.trace_viewer import api, tool
@@ -76,6 +70,16 @@ structure = tool.build(ctx)
 full = {"t0": "0", "t1": str(structure.duration_ns), "res": "8000"}
 body, _ = api.window(ctx, full)
 print(len(body), time.time(), time.process_time(), flush=True)
+# The windows below are timed on this main thread, whose glibc heap gives its freed top
+# back and faults it in again (2,000-5,000 faults a window); `stepscope serve` answers on
+# worker threads, which measured no faults: from here on keep the heap as they do
+# (decision 241; after the first window, so the spawn-to-window time is as before).
+import ctypes
+try:
+    ctypes.CDLL(None).mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
+    ctypes.CDLL(None).mallopt(-1, 128 << 20)  # M_TRIM_THRESHOLD
+except (OSError, AttributeError):
+    pass
 import os
 os.sched_setaffinity(0, range(os.cpu_count() or 1))  # pinned to one core up to here (1t)
 import threading

@@ -11,7 +11,6 @@ import pytest
 
 from stepscope.cli import main as cli_main
 from stepscope.cli import malloc, quick_exit
-from stepscope.executor import malloc as executor_malloc
 from tests.support.fixtures import FIXTURES, REPO
 
 pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
@@ -114,7 +113,6 @@ def test_the_serve_program_keeps_freed_memory_bounded(monkeypatch: pytest.Monkey
         return True
 
     monkeypatch.setattr(malloc, "keep_freed_memory", keep)
-    monkeypatch.setattr(executor_malloc, "_resting", None)  # restored after the test
     monkeypatch.setattr(serve_app, "serve", lambda *a, **k: None)
     logdir = str(FIXTURES / "tf" / "ctl")
     cli_main.main(["serve", logdir, "-q"])
@@ -122,8 +120,6 @@ def test_the_serve_program_keeps_freed_memory_bounded(monkeypatch: pytest.Monkey
     monkeypatch.setattr(sys, "argv", ["stepscope", "serve", logdir, "-q"])
     cli_main.main()
     assert calls == [(32 << 20, 128 << 20, False, 1)]  # and one arena (decision 328)
-    # and its trace index builds keep freed memory, then rest there again (decision 1018)
-    assert executor_malloc._resting == (32 << 20, 128 << 20)
 
 
 @pytest.mark.integration

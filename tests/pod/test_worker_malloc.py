@@ -13,16 +13,21 @@ import sys
 import pytest
 
 from stepscope.executor import malloc
-from tests.support.mallinfo import MALLINFO2
 
 pytestmark = [pytest.mark.integration, pytest.mark.untimed]
 
-CHURN = (
-    MALLINFO2
-    + r"""
-import json
+CHURN = r"""
+import ctypes, json
 import numpy as np
 from stepscope.executor.malloc import keep_freed_memory
+
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+mallinfo2 = ctypes.CDLL(None).mallinfo2
+mallinfo2.restype = MallInfo2
 
 def heap_mb():  # the main heap's size: memory malloc keeps instead of mapping per block
     return mallinfo2().arena / (1 << 20)
@@ -43,7 +48,6 @@ churn()
 found["after"] = heap_mb()
 print(json.dumps(found))
 """
-)
 
 
 def _heap_mb(env: dict[str, str]) -> dict[str, float]:

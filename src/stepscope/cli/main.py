@@ -100,7 +100,9 @@ def _run(argv: list[str], own_process: bool) -> int:
         # bounded: a server lives long (decision 335)
         from stepscope.cli import malloc
 
-        malloc.serve_settings()
+        malloc.keep_freed_memory(
+            malloc.SERVE_MMAP_BYTES, malloc.SERVE_TRIM_BYTES, False, malloc.SERVE_ARENAS
+        )
     if getattr(args, "max_profile_bytes", None) is not None:
         limits.configure(args.max_profile_bytes)
     else:

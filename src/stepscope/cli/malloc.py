@@ -55,19 +55,6 @@ SERVE_TRIM_BYTES = 128 << 20
 SERVE_ARENAS = 1
 
 
-def serve_settings() -> bool:
-    """The ``stepscope serve`` program's malloc: freed memory kept, bounded (decision 335),
-    and, while it builds a profile's trace index, kept whole (decision 1018: its 40-80 MB
-    temporaries from the heap, not fresh mappings the kernel zeroes); False, and nothing
-    changed, where `keep_freed_memory` may not change it."""
-    done = keep_freed_memory(SERVE_MMAP_BYTES, SERVE_TRIM_BYTES, False, SERVE_ARENAS)
-    if done:
-        from stepscope.executor import malloc
-
-        malloc.keep_while_building(SERVE_MMAP_BYTES, SERVE_TRIM_BYTES)
-    return done
-
-
 def keep_freed_memory(
     mmap_bytes: int = _KEEP, trim_bytes: int = _KEEP, plain_pages: bool = True, arenas: int = 0
 ) -> bool:

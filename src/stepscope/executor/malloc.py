@@ -11,14 +11,6 @@ runs (thresholds at 2 GiB) and, when the last such task in the process ends, res
 Dask's trim threshold and gives the freed memory back (``malloc_trim``), so between tasks
 the worker holds what Dask expects it to. Off with ``STEPSCOPE_WORKER_MALLOC=dask`` (keep
 the worker's own settings), and a no-op where the C library has no such parameters.
-
-`building` is the same block for a profile's first build in a ``stepscope serve`` process
-(decision 1018): that program keeps at most 32 MiB blocks in its heap (decision 335), so
-each of a 10M-event trace index's 40-80 MB temporaries was a fresh mapping the kernel
-zeroed page by page. The program opts in (`keep_while_building`) with the thresholds it
-rests at, which the block's end restores before it trims. Anywhere else -- the library in
-a user's process, `start_server`, the TensorBoard plugin -- `building` changes nothing
-(decision 68).
 """
 
 from __future__ import annotations
@@ -41,9 +33,6 @@ DASK_TRIM_ENV = "MALLOC_TRIM_THRESHOLD_"
 _lock = threading.Lock()
 _active = 0  # tasks of this process inside `keep_freed_memory`
 _functions: tuple[Any, Any] | None = None
-# (mmap, trim) thresholds the process rests at between blocks, when it set its own
-# (`keep_while_building`); None: glibc's default and the worker's trim setting
-_resting: tuple[int, int] | None = None
 
 
 def functions() -> tuple[Any, Any] | None:
@@ -79,31 +68,6 @@ def setting() -> str:
     return f"tasks keep freed memory while they run, then restore {where} and trim"
 
 
-def keep_while_building(mmap_bytes: int, trim_bytes: int) -> None:
-    """Make `building` keep freed memory in this process, which otherwise rests at these
-    thresholds (``stepscope serve``'s, set by the program itself: decision 1018)."""
-    global _resting
-    with _lock:
-        _resting = (mmap_bytes, trim_bytes)
-
-
-@contextlib.contextmanager
-def building() -> Iterator[None]:
-    """`keep_freed_memory` around a profile's first build in a process that opted in with
-    `keep_while_building`; nothing anywhere else."""
-    if _resting is None:
-        yield
-        return
-    with keep_freed_memory():
-        yield
-
-
-def _restored() -> tuple[int, int]:
-    if _resting is not None:
-        return _resting
-    return GLIBC_TRIM_DEFAULT, _restored_trim()
-
-
 def _restored_trim() -> int:
     try:
         return int(os.environ.get(DASK_TRIM_ENV, GLIBC_TRIM_DEFAULT))
@@ -134,7 +98,6 @@ def keep_freed_memory() -> Iterator[None]:
             if _active == 0:
                 # The mmap threshold stays fixed (glibc's dynamic one cannot be turned back
                 # on); with the trim threshold restored, freed memory goes back as before.
-                mmap_bytes, trim_bytes = _restored()
-                mallopt(M_MMAP_THRESHOLD, mmap_bytes)
-                mallopt(M_TRIM_THRESHOLD, trim_bytes)
+                mallopt(M_MMAP_THRESHOLD, GLIBC_TRIM_DEFAULT)
+                mallopt(M_TRIM_THRESHOLD, _restored_trim())
                 trim(0)

@@ -27,7 +27,6 @@ import numpy as np
 
 from stepscope import limits
 from stepscope.distinct import distinct_inverse
-from stepscope.executor import malloc
 from stepscope.model import Profile, cache
 from stepscope.stats.trace_index.counters import sample
 from stepscope.stats.trace_index.flows import KIND_NAMES, window_flows
@@ -71,8 +70,7 @@ def trace_of(ctx: ToolContext) -> tuple[Profile, TraceIndex]:
     store entries are written once this answer is computed (`background.foreground`)."""
     host = ctx.hosts[0]
     store = ctx.store
-    # a `stepscope serve` process keeps its freed memory for the first build (decision 1018)
-    with background.foreground(), malloc.building():
+    with background.foreground():
         profile = store.profile(ctx.run, host)
         index = ctx.intermediate(
             host,
