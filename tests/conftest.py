@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from stepscope import log
 from stepscope.store import background, location
 from stepscope.store.budget import ENV_VAR as CAP_VAR
 
@@ -72,6 +73,16 @@ def _own_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stepscope_logger_ready() -> None:
+    """The ``stepscope`` logger set up (its handler, INFO) before any test, as a program's
+    first line sets it up: a test whose code first asks for it inside ``caplog.at_level``
+    found it at WARNING, kept that as the user's level, and at_level then put back NOTSET,
+    so every later test in that worker read INFO as disabled (tests/cli/test_quiet.py
+    failed after the callbacks' message tests)."""
+    log.logger()
 
 
 @pytest.fixture(autouse=True)
