@@ -14,7 +14,7 @@ import pytest
 from stepscope.cli.main import main
 from stepscope.store import location
 from stepscope.tools import registry
-from tests.support.fixtures import REPO, tf_xplane
+from tests.support.fixtures import FIXTURES, REPO, tf_xplane
 
 pytestmark = pytest.mark.untimed  # reads no timing: CI runs it beside other tests
 
@@ -193,6 +193,22 @@ def test_a_tensorflow_overview_imports_no_kineto_reader_capture_or_numpy_ma(
     argv = [sys.executable, "-c", code, "tool", str(run_dir), "overview_page"]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
     assert done.stderr.endswith("[]"), done.stderr[-300:]
+
+
+@pytest.mark.integration
+def test_a_kineto_overview_imports_no_numpy_ma(tmp_path: Path) -> None:
+    # decision 1051: the slow-steps finding's `np.setdiff1d` loaded it for a trace of enough
+    # steps (numpy.ma's import, 30-60 ms of a 0.6 s `stepscope tool` on 216k events)
+    trace = tmp_path / "v100.json.gz"
+    shutil.copyfile(FIXTURES / "kineto" / "v100_training_with_memory.json.gz", trace)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    code = (
+        "import sys; from stepscope.cli.main import main; code = main(sys.argv[1:]); "
+        "sys.stderr.write(repr('numpy.ma' in sys.modules)); sys.exit(code)"
+    )
+    argv = [sys.executable, "-c", code, "tool", str(trace), "overview_page", "-q"]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+    assert done.stderr.endswith("False"), done.stderr[-300:]
 
 
 @pytest.mark.integration  # two fresh interpreters

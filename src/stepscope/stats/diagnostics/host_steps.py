@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from stepscope.distinct import member
 from stepscope.stats.advice import HIGH_INPUT, HIGH_OTHER, MODERATE_INPUT
 from stepscope.stats.diagnostics.base import (
     EventEvidence,
@@ -407,7 +408,7 @@ def slow_steps(data: HostData, options: dict[str, str]) -> Finding | None:
     # steps doing extra work every N steps are the periodic_steps finding's (decision 580)
     periodic = data.periodic
     apart = periodic.steps if periodic is not None else np.zeros(0, np.int64)
-    slow = np.setdiff1d(slow, apart)
+    slow = slow[~member(slow, apart)]  # not np.setdiff1d: it loads numpy.ma (decision 1051)
     total = data.total_step_ns
     level = None
     if warm:
