@@ -196,11 +196,19 @@ def test_a_tensorflow_overview_imports_no_kineto_reader_capture_or_numpy_ma(
 
 
 @pytest.mark.integration
-def test_a_kineto_overview_imports_no_numpy_ma(tmp_path: Path) -> None:
-    # decision 1051: the slow-steps finding's `np.setdiff1d` loaded it for a trace of enough
-    # steps (numpy.ma's import, 30-60 ms of a 0.6 s `stepscope tool` on 216k events)
-    trace = tmp_path / "v100.json.gz"
-    shutil.copyfile(FIXTURES / "kineto" / "v100_training_with_memory.json.gz", trace)
+@pytest.mark.parametrize(
+    "fixture", ["kineto/v100_training_with_memory.json.gz", "jax/cnn_cpu", "tf/keras"]
+)
+def test_kineto_jax_and_keras_overviews_import_no_numpy_ma(tmp_path: Path, fixture: str) -> None:
+    # decision 1051: np.setdiff1d (slow steps), np.unique (JAX's eager stretches, Keras's
+    # eager ops at the capture's edges) and np.isin loaded it (30-60 ms of a 0.6 s
+    # `stepscope tool` on 216k events)
+    source = FIXTURES / fixture
+    trace = tmp_path / source.name
+    if source.is_dir():
+        shutil.copytree(source, trace)
+    else:
+        shutil.copyfile(source, trace)
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     code = (
         "import sys; from stepscope.cli.main import main; code = main(sys.argv[1:]); "

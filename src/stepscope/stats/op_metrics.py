@@ -33,7 +33,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from stepscope.distinct import distinct
+from stepscope.distinct import distinct, member
 from stepscope.model import Profile
 from stepscope.records import record
 from stepscope.stats.arrays import distinct_ids
@@ -240,13 +240,13 @@ def _at_the_edges(
     edges (Keras's TensorBoard callback's summary at the stop), not the loop's eager part. An
     op run once between the calls is the loop's (a user's one-off evaluation, 298 ms of a
     540 ms capture's, was host idle: decision 1026)."""
-    calls = np.flatnonzero(on_host & np.isin(profile.name, functions))
+    calls = np.flatnonzero(on_host & member(profile.name, functions))
     events = np.flatnonzero(on_host & once[profile.name])
     if not len(events):
         return np.zeros(0, np.int64)
     first, last = int(profile.start_ns[calls].min()), int(profile.end_at(calls).max())
     outside = (profile.start_ns[events] < first) | (profile.end_at(events) > last)
-    return np.unique(profile.name[events[outside]])
+    return distinct(profile.name[events[outside]])  # not np.unique: numpy.ma (decision 201)
 
 
 def _eager_op_events(

@@ -27,6 +27,7 @@ from dataclasses import field
 
 import numpy as np
 
+from stepscope.distinct import distinct
 from stepscope.event_order import start_order
 from stepscope.model import Profile
 from stepscope.records import record
@@ -118,7 +119,7 @@ def find_stretches(
     candidate = np.flatnonzero(is_jax.take(profile.name) & host_line.take(profile.line))
     parts: list[tuple[np.ndarray, ...]] = []
     line_of = profile.line[candidate]
-    for line in np.unique(line_of).tolist():
+    for line in distinct(line_of).tolist():  # not np.unique: numpy.ma (decision 201)
         ev = candidate[line_of == line]
         ev = ev.take(start_order(profile.start_ns.take(ev), profile.dur_ns.take(ev)))
         start, end = profile.start_ns.take(ev), profile.end_at(ev)
