@@ -27,8 +27,9 @@ iteration has no next one, so it lacks that head in events and in time. It is a 
    its traced work as that kind's untraced end is longer than the common work's (a
    checkpoint's file written after ``torch.save``'s last traced op), never past the next
    event or the capture's end (decision 608). Not when an event of it after the lead lasts
-   longer than that kind's median period (`_outlasts`, decision 1046): a tf.data iterator's
-   deletion after a plain loop's last call comes after the same names a period holds.
+   more than three times that kind's median period (`_outlasts`, decisions 1046, 1090): a
+   tf.data iterator's deletion after a plain loop's last call comes after the same names a
+   period holds.
 2. Else **the cycle's members in order** (`_members_in_order`): each name found exactly once
    in every period is found in the last one, in the cycle's order, and every name in it up to
    the last member is found in the periods. The iterations of a loop whose work varies (an
@@ -70,6 +71,9 @@ from stepscope.distinct import distinct_inverse
 from stepscope.records import record
 
 HALF = 0.5  # the last iteration's traced work, at least, against the same work's shortest
+# an event of the last iteration this many times the kind's median period is no iteration's
+# work (decision 1090: a JAX loop's last read of its loss ran 0.85-1.15x the reads' median)
+OUTLASTS = 3.0
 
 
 @record
@@ -215,19 +219,23 @@ def _same_work(
 def _outlasts(
     start: np.ndarray, end: np.ndarray, pos: np.ndarray, kind: np.ndarray, n: int
 ) -> bool:
-    """Whether an event of the last iteration's ``n`` after its lead lasts longer than the
-    median period of ``kind`` (decision 1046): one event lasting many periods is a thing done
-    once after the loop, not the loop's iteration. A plain ``for x in ds: train(x)`` over a
-    tf.data dataset runs, each period, ``train``, a handle's deletion, the iterator's
-    ``GetNext`` and another deletion; after the last call the same names come once more, the
-    ``GetNext`` finding the data's end and the deletion the iterator's (334 ms, waiting for
-    tf.data's threads, against 1.4 ms periods): the same names, and the last step was 335 ms
-    for the script's 0.87. Decision 595's cap, for the last iteration."""
+    """Whether an event of the last iteration's ``n`` after its lead lasts more than
+    `OUTLASTS` times the median period of ``kind`` (decisions 1046, 1090): one event lasting
+    many periods is a thing done once after the loop, not the loop's iteration. Not once the
+    median: a JAX loop reading its loss every ten iterations waits, in each read, for the
+    updates queued before it, most of its period, and on a loaded machine the last read
+    (6.11 ms against a median of the reads' periods of 5.34) was then no step's. A plain
+    ``for x in ds: train(x)`` over a tf.data dataset runs, each period, ``train``, a
+    handle's deletion, the iterator's ``GetNext`` and another deletion; after the last call
+    the same names come once more, the ``GetNext`` finding the data's end and the deletion
+    the iterator's (334 ms, waiting for tf.data's threads, against 1.4 ms periods): the same
+    names, and the last step was 335 ms for the script's 0.87. Decision 595's cap, for the
+    last iteration."""
     q = int(pos[-1])
     if n < 2 or not kind.any():
         return False
     period = float(np.median((start[pos[1:]] - start[pos[:-1]])[kind]))
-    return bool((end[q + 1 : q + n] - start[q + 1 : q + n]).max() > period)
+    return bool((end[q + 1 : q + n] - start[q + 1 : q + n]).max() > OUTLASTS * period)
 
 
 def _members(names: np.ndarray, pos: np.ndarray) -> list[int]:
