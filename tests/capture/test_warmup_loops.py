@@ -160,8 +160,13 @@ def test_tf_function_loop_has_its_tracing_in_step_0(tmp_path: Path) -> None:
     steps came from a handle deletion, without step 0."""
     pytest.importorskip("tensorflow")
     script, summary = _run(TF_LOOP, tmp_path, str(STEPS))
-    # the last iteration is a step, however long load made the others (decision 475)
-    assert summary.source == "inferred" and summary.n_steps == STEPS
+    # the last iteration is a step, however long load made the others (decision 475); the
+    # description says why, the times where it ended (11 of 12 once in CI, session 28)
+    assert summary.source == "inferred" and summary.n_steps == STEPS, (
+        summary.description,
+        (summary.dur_ns / 1e6).round(2).tolist(),
+        (script / 1e6).round(2).tolist(),
+    )
     _check_warm_up(script, summary, ("host_compute", "compilation"))
 
 
