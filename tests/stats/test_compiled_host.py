@@ -1,5 +1,5 @@
 """A step that is compiled already (torch.compile, jax.jit, tf.function) and bound by its
-compiled code's host side is told so, and not to compile it (decision 1082):
+compiled code's host side is told so, and not to compile it (decision 1083):
 a100_triton_tiny's step (a `Torch-Compiled Region` of 1.35 ms around one 1.8 us Triton kernel)
 read "in traced host events that launch nothing" and "Run fewer, larger ops: compile the step
 (tf.function / jit / torch.compile)". Steps built in code, and the fixture."""

@@ -205,7 +205,7 @@ def _headline_fix(summary: StepSummary, bound: BoundBy, of: str, producer: str =
     elif first.key == "input" and _serves(summary):
         fix = INFERENCE_INPUT_FIX
     elif first.key == "host" and compiled_host(summary):
-        # a compiled step's host time: compiling it is no fix (decision 1082)
+        # a compiled step's host time: compiling it is no fix (decision 1083)
         fix = COMPILED_FIX[compiled_host(summary)].format(compute=summary.limit_percent("compute"))
     elif first.key == "host" and traced_host_device(summary):
         autograd = (

@@ -352,7 +352,7 @@ def traced_host_device(summary: StepSummary) -> bool:
 def compiled_host(summary: StepSummary) -> str:
     """The framework whose compiled calls (torch.compile, jax.jit, tf.function) hold most of
     the traced host time of a profile with a device, or "": such a step is compiled already,
-    and "compile the step" does not help it (decision 1082). Not JAX run op by op (its ops
+    and "compile the step" does not help it (decision 1083). Not JAX run op by op (its ops
     are ``PjitFunction`` calls too, each one a jitted primitive: `eager`)."""
     compiled = summary.limits.compiled
     if not summary.has_device or compiled.share < COMPILED_MOST:
@@ -397,7 +397,7 @@ def _inside_traced(summary: StepSummary, pct: float) -> tuple[str, float]:
     figure = f": {share:.1f}% of the step time" if pct - share >= _SHOWN else ""
     compiled = compiled_host(summary)
     if compiled:
-        # the step is compiled already: its host time is the compiled calls' (decision 1082)
+        # the step is compiled already: its host time is the compiled calls' (decision 1083)
         held = share * summary.limits.compiled.share
         what = COMPILED_WHAT[compiled].format(name=summary.limits.compiled.name)
         held_figure = f"; {held:.1f}% of the step time" if pct - held >= _SHOWN else ""

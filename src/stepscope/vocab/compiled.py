@@ -1,5 +1,5 @@
 """The host events of a step that is compiled already (torch.compile, jax.jit, tf.function),
-and what helps such a step when their host time bounds it (decision 1082).
+and what helps such a step when their host time bounds it (decision 1083).
 
 A compiled step's host time is the call into its compiled code: for torch.compile, Dynamo's
 guard checks (``TorchDynamo Cache Lookup``), then the ``Torch-Compiled Region`` holding the

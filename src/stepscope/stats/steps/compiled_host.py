@@ -1,5 +1,5 @@
 """How much of the steps' traced host time, with a device, is inside compiled calls
-(decision 1082).
+(decision 1083).
 
 With a device, the "host" limit's traced part is the host events' time outside any launch
 and any higher limit (`limits`). A torch.compile'd step's is mostly its ``Torch-Compiled
