@@ -271,6 +271,19 @@ def test_device_calls_without_a_launch_go_by_their_start() -> None:
     assert step_num[calls.step].tolist() == [1, 2] and calls.lane.tolist() == [0, 1]
 
 
+def test_device_calls_of_a_profile_without_steps_are_in_no_step() -> None:
+    """No step found (no marker, one launch): the call is in no step. Placed by the steps'
+    launch windows (decision 1072), it read the first of no windows: an IndexError where
+    the spans' placing before it answered -1."""
+    gpu = _Gpu()
+    gpu.launch(MS, NCCL_AR, 2 * MS, MS, gpu.stream(0, 14))
+    profile = build(gpu.builder)
+    db = build_step_db(profile)
+    assert db.n_steps == 0
+    calls = collective_calls(profile, db)
+    assert calls.layer == "device kernels" and calls.step.tolist() == [-1]
+
+
 def test_the_mi300x_ranks_calls_are_four_buckets_per_step() -> None:
     """A real DDP trace (ResNet on an MI300X) whose GPU runs two steps behind its CPU: each
     step launches 4 all-reduce buckets. The 5 kernels running when the capture began

@@ -53,7 +53,9 @@ def launch_times(
 
 def window_of(when: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Row of the window [lo, hi) holding each time (the latest-starting one where windows
-    overlap; ``lo`` ascending), -1 for none."""
+    overlap; ``lo`` ascending), -1 for none (every time, without a window: no steps)."""
+    if not len(lo):
+        return np.full(len(when), -1, np.int64)
     k = np.searchsorted(lo, when, "right") - 1
     inside = (k >= 0) & (when < hi[np.maximum(k, 0)])
     return np.where(inside, k, -1)
