@@ -77,3 +77,17 @@ def test_workers_not_told_apart_keep_their_addresses(tmp_path: Path) -> None:
     assert sorted(p.name for p in job.run_dir.iterdir()) == [
         f"localhost_{6000 + k}.xplane.pb" for k in range(3)
     ]
+
+
+def test_names_saved_as_one_file_keep_their_addresses(tmp_path: Path) -> None:
+    """Two names that differ only where a file name cannot ("h:1" and "h_1": a separator
+    becomes "_") would be one file: the second rename would replace the first worker's
+    profile. Both keep their addresses."""
+    task0 = "/job:worker/replica:0/task:0/device:CPU:0"
+    found = {"a:1": ("h:1.worker0", True), "a:2": ("h_1.worker0", True)}
+    assert names_to_use(found) == {}
+    job = _captured(tmp_path, [_space("h:1", task0), _space("h_1", task0)])
+    assert sorted(p.name for p in job.run_dir.iterdir()) == [
+        "localhost_6000.xplane.pb",
+        "localhost_6001.xplane.pb",
+    ]

@@ -15,13 +15,17 @@ TensorFlow's client names each file after the address it captured from
 A worker is named ``<host>.<task>`` (``<host>`` alone when it already ends with the task).
 The names are used only when they tell the workers apart: all of them distinct when two or
 more were saved (three plain workers on one machine all say "vm": they keep their
-addresses), and a lone worker only by its task. Otherwise every file keeps its address.
+addresses), as file names too (`logdir.host_file_name` makes "h:1" and "h_1" one file: the
+second rename would replace the first profile), and a lone worker only by its task.
+Otherwise every file keeps its address.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from stepscope.logdir import host_file_name
 
 # A TensorFlow device's job and task: "/job:worker/replica:0/task:1/device:CPU:0"
 _DEVICE = re.compile(r"^/job:([A-Za-z0-9_]{1,60})/replica:\d{1,9}/task:(\d{1,9})(?:/|$)")
@@ -58,8 +62,8 @@ def names_to_use(found: dict[str, tuple[str, bool]]) -> dict[str, str]:
     names = {address: name for address, (name, _) in found.items() if name}
     if len(names) != len(found) or not names:
         return {}
-    if len(set(names.values())) != len(names):
-        return {}
+    if len({host_file_name(name) for name in names.values()}) != len(names):
+        return {}  # two names, one file (or one name twice)
     if len(names) == 1 and not next(iter(found.values()))[1]:
         return {}
     return names
