@@ -9,7 +9,9 @@ import numpy as np
 from stepscope.model import Profile
 from stepscope.stats import build_step_db
 from stepscope.stats.bound import bound_by
-from stepscope.stats.steps.fetch_bounds import NOTE
+from stepscope.stats.steps.fetch import Fetched
+from stepscope.stats.steps.fetch_bounds import NOTE, fetch_first
+from stepscope.stats.steps.types import StepMarkers
 from stepscope.stats.summary import summarize_steps
 from stepscope.vocab.profiler import STARTED_ON_THREAD_STAT
 from tests.support.analysis import MS, build
@@ -86,3 +88,35 @@ def test_a_loop_without_bookkeeping_begins_at_its_fetch_too() -> None:
     profile, fetches, _ = _loop(book_ms=0.0)
     db = build_step_db(profile)
     assert np.allclose(db.start_ns / MS, fetches, atol=1e-3)
+
+
+def test_a_fetch_seen_only_in_the_last_step_moves_no_bound() -> None:
+    """Two inferred steps, the fetch's time only in a gap inside the last one (no gap ends
+    where a step begins): no step moves. `_tail` found no gap at a bound and read the first
+    of no candidates (an IndexError) where it meant "none"."""
+    builder, main, _ = sampled_main()
+    main.event("aten::linear", 0, MS)
+    profile = build(builder)
+    markers = StepMarkers(
+        "inferred",
+        "inferred",
+        np.full(2, -1, np.int64),
+        np.arange(2, dtype=np.int64),
+        ("0", "1"),
+        np.array([0, 10 * MS], np.int64),
+        np.array([10 * MS, 20 * MS], np.int64),
+        False,
+        False,
+        lines=(0,),
+    )
+    gap = np.array([12 * MS], np.int64)
+    fetched = Fetched(
+        function=(FETCH,),
+        samples=np.array([100]),
+        loop=LOOP,
+        gap_lo=gap,
+        gap_hi=gap + 3 * MS,
+        gap_ns=np.array([2 * MS], np.int64),
+    )
+    span_lo, span_hi = markers.start_ns, markers.end_ns
+    assert fetch_first(profile, markers, np.arange(2), span_lo, span_hi, fetched) is None

@@ -156,6 +156,9 @@ def _tail(
     idx = np.flatnonzero(ok)
     on = np.flatnonzero(np.isin(profile.line, np.asarray(lines, np.int64)))
     t_lo, t_hi = union_of(profile.start_ns[on], profile.end_at(on))
+    if not len(idx):  # no gap ends at a bound (the fetch seen in the last step only): no tail
+        none = np.zeros(0, np.int64)
+        return none, none, none, none, np.zeros(len(g_hi), dtype=bool), 0, t_lo
     traced = overlap_with(g_hi[idx], span_lo[nxt[idx]], t_lo, t_hi)
     # the traced spans begun after each gap, to the step's start
     runs = np.searchsorted(t_lo, span_lo[nxt[idx]], "left") - np.searchsorted(t_lo, g_hi[idx])
