@@ -185,7 +185,7 @@ def _trains(profile: Profile, names: np.ndarray, pos: np.ndarray) -> np.ndarray 
 
 
 def _without_work(
-    names: np.ndarray, pos: np.ndarray, held: np.ndarray, own: set[int]
+    names: np.ndarray, pos: np.ndarray, held: np.ndarray, own: set[int], freed: np.ndarray
 ) -> np.ndarray:
     """Which periods between consecutive ``pos`` (a mask) hold none of the step's work: no
     name of the most common period's (``held``, `common_work`) but the repeat's and the
@@ -193,12 +193,17 @@ def _without_work(
     at each pass's end (it raises StopIteration); from that call to the next pass's first
     fetch the loop makes its next iterator (and starts its workers) and runs no step: the
     script counts 60 iterations for 2 passes, the fetches make 61 periods. Never the first
-    period: step 0 holds what ran before the loop (rule 2) (decision 413)."""
+    period: step 0 holds what ran before the loop (rule 2) (decision 413). The names that
+    free what Python dropped (``freed``, per name: `released`) are no step's work: a
+    ``tf.function`` loop's periods hold the call and its loss's handle freed, and a period
+    whose handles another thread freed (load moves where the last reference goes) held the
+    call alone and was no step (11 steps of 12, decision 1095)."""
     idle = np.zeros(len(pos) - 1, dtype=bool)
     if not held.any():
         return idle
     k = int(np.argmax(held))
-    work = [n for n in distinct(names[int(pos[k]) : int(pos[k + 1])]).tolist() if n not in own]
+    lo, hi = int(pos[k]), int(pos[k + 1])
+    work = [n for n in distinct(names[lo:hi][~freed[lo:hi]]).tolist() if n not in own]
     if not work:
         return idle
     seen = np.r_[0, np.cumsum(np.isin(names, work))]
@@ -338,7 +343,7 @@ def iterations(
             f"{cut} step{'s' if cut > 1 else ''} before another function's calls (validation "
             f"or evaluation) end{'' if cut > 1 else 's'} with {'their' if cut > 1 else 'its'} work"
         )
-    idle = _without_work(names, pos, held, {lead, name_id})
+    idle = _without_work(names, pos, held, {lead, name_id}, released(profile, names))
     if idle.any():
         starts, ends, lead_pos = starts[~idle], ends[~idle], lead_pos[~idle]
         gaps = int(idle.sum())
