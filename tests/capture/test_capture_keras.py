@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from stepscope.capture import session
-from stepscope.capture.keras import BatchRangeProfiler, parse_profile_batch
+from stepscope.capture.keras import BatchRangeProfiler, parse_profile_batch, unreached
 from stepscope.errors import StepscopeError
 from tests.support.capture import load_run, named
 
@@ -145,6 +145,16 @@ def test_a_fit_ending_before_the_first_profiled_batch_says_so(
             f"counted from 1 across epochs). To profile, give profile_batch a range within "
             f"batches 1-{batches}, or train for at least 5 batches."
         ]
+
+
+def test_a_fit_of_one_batch_is_told_that_batch_not_a_range_of_one() -> None:
+    """After one batch the advice named "a range within batches 1-1" (decision 1093)."""
+    said = unreached("ProfileCallback", "batch", 1, 5, 10)
+    assert "1-1" not in said
+    assert said.endswith(
+        "To profile, set profile_batch to 1 (the only batch it ran), or train for at least"
+        " 5 batches."
+    ), said
 
 
 def test_a_fit_of_no_batch_says_so(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

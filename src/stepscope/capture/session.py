@@ -318,7 +318,7 @@ class Session:
                 f"{self.options.max_events})"
             )
         if background and self.write:
-            # on this thread, before the saver's exists (decision 432): the training thread
+            # on this thread, before the saver thread exists (decision 432): the training thread
             # goes on importing its own while the saver runs
             import_save_path()
             # Not a daemon: the interpreter waits for it at exit, so the profile is written.
