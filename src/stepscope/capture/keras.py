@@ -75,10 +75,11 @@ def unreached(callback: str, unit: str, seen: int, first: int, last: int) -> str
         if seen
         else f"before its first {unit}"
     )
+    within = ""  # none ran: nothing to give
     if seen > 1:
         within = f"give {option} a range within {plural} 1-{seen}, or "
-    else:  # one ran: no range of one ("batches 1-1"); none: nothing to give
-        within = f"set {option} to 1 (the only {unit} it ran), or " if seen else ""
+    elif seen == 1:  # no range of one ("batches 1-1")
+        within = f"set {option} to 1 (the only {unit} it ran), or "
     return (
         f"stepscope {callback}: nothing was profiled and nothing saved: {option} asks for "
         f"{asked}, and training ended {ran}. To profile, {within}train for at least {least}."
